@@ -1,0 +1,1 @@
+"""The ``agentloop`` command. Subcommands live in ``cmd_<name>.py`` modules."""

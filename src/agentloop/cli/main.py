@@ -1,0 +1,98 @@
+"""Entry point of the ``agentloop`` command.
+
+Subcommands are discovered from the ``cmd_<name>.py`` modules of this package
+(``cmd_check_proof`` is ``check-proof``). Each module has ``HELP``,
+``configure(parser)`` and ``main(args) -> int``, and imports its heavy
+dependencies inside ``main`` so that ``--help`` and ``--version`` start fast.
+Without a subcommand the terminal agent starts (``agent_args`` configures its
+top-level flags when it is present).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from ._common import EXIT_INTERRUPTED, EXIT_USAGE, UserError
+
+__all__ = ["main"]
+
+
+def _commands() -> dict[str, str]:
+    from agentloop import cli
+
+    found = {}
+    for info in pkgutil.iter_modules(cli.__path__):
+        if info.name.startswith("cmd_"):
+            found[info.name[4:].replace("_", "-")] = f"agentloop.cli.{info.name}"
+    return dict(sorted(found.items()))
+
+
+def _load(modname: str) -> ModuleType:
+    return importlib.import_module(modname)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from agentloop import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="agentloop",
+        description="A budgeted, auditable agent runtime. Without a subcommand, starts the terminal agent.",
+    )
+    parser.add_argument("--version", action="version", version=f"agentloop {__version__}")
+    try:
+        agent_args = _load("agentloop.cli.agent_args")
+    except ModuleNotFoundError:
+        agent_args = None
+    if agent_args is not None:
+        agent_args.configure_top(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, modname in _commands().items():
+        mod = _load(modname)
+        p = sub.add_parser(name, help=getattr(mod, "HELP", None), description=getattr(mod, "DESCRIPTION", getattr(mod, "HELP", None)))
+        mod.configure(p)
+        p.set_defaults(_module=modname)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        modname = getattr(args, "_module", None)
+        if modname is not None:
+            code = _load(modname).main(args)
+        else:
+            try:
+                entry = _load("agentloop.cli.agent_entry")
+            except ModuleNotFoundError:
+                parser.print_help()
+                return EXIT_USAGE
+            code = entry.main(args)
+        return int(code or 0)
+    except UserError as exc:
+        print(f"agentloop: error: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("agentloop: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug of ours: say so in one line unless debugging
+        if os.environ.get("AGENTLOOP_DEBUG"):
+            raise
+        print(
+            f"agentloop: internal error: {type(exc).__name__}: {exc}\n"
+            "  (this is a bug in agentloop; set AGENTLOOP_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 70
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

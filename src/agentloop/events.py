@@ -1,0 +1,229 @@
+"""The values that flow through agentloop.
+
+Rules:
+
+1. Everything here is a frozen dataclass or a plain JSON value. The loop never
+   mutates what it was given, so a driver can keep a reference to any event
+   and trust it later.
+2. Messages are plain JSON objects in one neutral shape (see ``Message``),
+   never a vendor's wire format. Only ``providers/`` converts them.
+3. The model's mistakes are data: a bad tool call ends as a ``ToolResult``
+   with ``ok=False``. Exceptions are for the caller's mistakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Union, runtime_checkable
+
+JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
+
+Message = dict[str, Any]
+"""A message in the neutral shape.
+
+``{"role": "system" | "user" | "assistant" | "tool", "content": str}``; an
+assistant message may carry ``"tool_calls": [{"id", "name", "arguments"}]``;
+a tool message carries ``"tool_call_id"``, ``"name"`` and ``"ok"``.
+"""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call that the model asked for."""
+
+    id: str
+    name: str
+    arguments: Any
+    """Usually a JSON object; anything else is refused by validation."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts for one model call, as the provider reported them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Usage:
+        return cls(
+            int(obj.get("input_tokens", 0)),
+            int(obj.get("output_tokens", 0)),
+            int(obj.get("cache_read_tokens", 0)),
+            int(obj.get("cache_write_tokens", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What a model returns for one turn."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    """None when the model reported no usage: the loop then estimates len//4."""
+    model: str | None = None
+    """The model that actually answered (a fallback may differ from the one asked)."""
+    finish_reason: str | None = None
+    """The provider's own reason, e.g. ``"max_tokens"``; kept for people."""
+    raw: Any = None
+    """The provider's response as received, kept only when raw recording is on."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "text": self.text,
+            "tool_calls": [c.to_json() for c in self.tool_calls],
+            "usage": None if self.usage is None else self.usage.to_json(),
+        }
+        if self.model is not None:
+            out["model"] = self.model
+        if self.finish_reason is not None:
+            out["finish_reason"] = self.finish_reason
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> ModelReply:
+        usage = obj.get("usage")
+        return cls(
+            text=str(obj.get("text", "")),
+            tool_calls=tuple(
+                ToolCall(str(c["id"]), str(c["name"]), c.get("arguments"))
+                for c in obj.get("tool_calls", [])
+            ),
+            usage=None if usage is None else Usage.from_json(usage),
+            model=obj.get("model"),
+            finish_reason=obj.get("finish_reason"),
+        )
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of one tool call. ``ok=False`` results are data, not crashes."""
+
+    call_id: str
+    name: str
+    ok: bool
+    content: Any = None
+    """The JSON value returned by the tool (``ok=True``)."""
+    error: str | None = None
+    """What the model is told when ``ok=False``: written by the runtime."""
+    detail: dict[str, Any] | None = None
+    """Kept for people, never shown to the model (exception type and text)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"call_id": self.call_id, "name": self.name, "ok": self.ok}
+        if self.ok:
+            out["content"] = self.content
+        else:
+            out["error"] = self.error
+            if self.detail is not None:
+                out["detail"] = self.detail
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> ToolResult:
+        return cls(
+            call_id=str(obj["call_id"]),
+            name=str(obj["name"]),
+            ok=bool(obj["ok"]),
+            content=obj.get("content"),
+            error=obj.get("error"),
+            detail=obj.get("detail"),
+        )
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the model is shown of a tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    read_only: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One call to a model: the messages it sees and the tools it may use."""
+
+    messages: Sequence[Message]
+    """Read-only by contract: the loop's own list, not a copy."""
+    tools: tuple[ToolSpec, ...]
+    max_output_tokens: int
+    on_text: Callable[[str], None] | None = field(default=None, compare=False)
+    """Streaming models call this with each text delta as it arrives."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model is anything with this one method."""
+
+    def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+@runtime_checkable
+class AsyncModel(Protocol):
+    async def acomplete(self, request: ModelRequest) -> ModelReply: ...
+
+
+# --- what the drivers tell an observer (UI, logs); never part of the transcript ---
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    result: ToolResult
+
+
+@dataclass(frozen=True)
+class TurnRecorded:
+    step: int
+    reply: ModelReply
+    spent_micros: int
+
+
+@dataclass(frozen=True)
+class Stopped:
+    reason: str
+
+
+Observed = Union[TextDelta, ToolStarted, ToolFinished, TurnRecorded, Stopped]
+Observer = Callable[[Observed], None]

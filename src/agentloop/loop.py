@@ -1,0 +1,388 @@
+"""The loop as a state machine: ``step(state, inbound) -> (state, outbound)``.
+
+Rules:
+
+1. ``step`` performs no effect. It never calls a model, runs a tool, writes a
+   file or reads a clock. It says what it needs next (``Reserve``,
+   ``CallModel``, ``RunTools``), and what to record (``Append``); a driver
+   does those things and hands back the answer.
+2. The step budget is checked before each turn, so steps never exceed it.
+3. Before each model call the loop reserves an estimate of its cost (input
+   estimated at len//4 of what is sent, output at ``max_output_tokens``). If
+   it does not fit the run's cap, or the driver's shared ledger refuses it,
+   the run stops with ``cost_budget`` and the call is not made.
+4. Within one turn: record the turn, then ``sentinel``, then
+   ``no_tool_calls``, then the budgets (tokens, then money), then loop
+   detection. A turn that stops the run never has its tools run.
+5. Every decision ends in the transcript; nothing else decides what happens.
+
+Theory of operation: a driver calls ``start`` and then feeds ``step`` the
+inbound event that answers the last outbound request, until ``Finished``.
+``State`` is mutated in place by ``step`` (for speed: messages are appended,
+never copied) and belongs to one driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .budget import Budget, Price, cost_micros
+from .canonical import canonical
+from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+
+__all__ = [
+    "Append",
+    "CallModel",
+    "Finished",
+    "LoopConfig",
+    "ModelFailed",
+    "ModelReplied",
+    "Reserve",
+    "Reserved",
+    "RunTools",
+    "Settle",
+    "State",
+    "ToolsDone",
+    "start",
+    "step",
+]
+
+STOP_REASONS = (
+    "no_tool_calls",
+    "sentinel",
+    "step_budget",
+    "token_budget",
+    "cost_budget",
+    "model_error",
+    "loop_detected",
+    "interrupted",
+)
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Everything that decides a run, recorded whole in its ``run_start``."""
+
+    model: str
+    """The model's name, used for its price."""
+    budget: Budget
+    price: Price
+    """The resolved price of ``model``: recorded so a replay spends the same."""
+    tools: tuple[ToolSpec, ...] = ()
+    manifest: tuple[dict[str, Any], ...] = ()
+    """The tools as recorded: with fingerprints, read-only marks, redaction."""
+    sentinel: str | None = None
+    max_output_tokens: int = 4096
+    loop_threshold: int | None = None
+    """Stop with ``loop_detected`` when the same tool calls repeat this many turns."""
+    run_id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Caller-supplied facts to record (a start time, a session id...): never read."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "budget": self.budget.to_json(),
+            "price": self.price.to_json(),
+            "tools": list(self.manifest) if self.manifest else [t.to_json() for t in self.tools],
+            "sentinel": self.sentinel,
+            "max_output_tokens": self.max_output_tokens,
+            "loop_threshold": self.loop_threshold,
+            "run_id": self.run_id,
+            "meta": self.meta,
+        }
+
+
+# --- inbound: what a driver hands back ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Reserved:
+    granted: bool
+
+
+@dataclass(frozen=True)
+class ModelReplied:
+    reply: ModelReply
+
+
+@dataclass(frozen=True)
+class ModelFailed:
+    error: str
+    """A description for people: never includes a key (providers scrub them)."""
+
+
+@dataclass(frozen=True)
+class ToolsDone:
+    results: tuple[ToolResult, ...]
+    """One result per requested call, in the order of the calls."""
+
+
+Inbound = Union[Reserved, ModelReplied, ModelFailed, ToolsDone]
+
+# --- outbound: what the loop asks of its driver ------------------------------
+
+
+@dataclass(frozen=True)
+class Append:
+    kind: str
+    payload: Any
+
+
+@dataclass(frozen=True)
+class Reserve:
+    amount_micros: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Settle:
+    reserved_micros: int
+    actual_micros: int
+    reserved_tokens: int
+    actual_tokens: int
+
+
+@dataclass(frozen=True)
+class CallModel:
+    request: ModelRequest
+
+
+@dataclass(frozen=True)
+class RunTools:
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True)
+class Finished:
+    reason: str
+
+
+Outbound = Union[Append, Reserve, Settle, CallModel, RunTools, Finished]
+
+
+@dataclass
+class State:
+    config: LoopConfig
+    messages: list[Message]
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    tokens: int = 0
+    spent_micros: int = 0
+    reserved_micros: int = 0
+    reserved_tokens: int = 0
+    phase: str = "new"
+    pending: tuple[ToolCall, ...] = ()
+    answer: str = ""
+    stop_reason: str | None = None
+    error: str | None = None
+    chars: int = 0
+    """Characters of what the model is sent; kept incrementally for len//4."""
+    tool_chars: int = 0
+    repeats: int = 0
+    last_calls_print: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.stop_reason is not None
+
+
+def _message_chars(m: Message) -> int:
+    n = len(str(m.get("content", "")))
+    for c in m.get("tool_calls", ()):
+        n += len(c["name"]) + len(canonical(c["arguments"]))
+    return n + 4
+
+
+def start(config: LoopConfig, messages: Sequence[Message]) -> tuple[State, list[Outbound]]:
+    """Begin a run: record its start, then ask for the first turn."""
+    msgs = [dict(m) for m in messages]
+    state = State(config=config, messages=msgs)
+    state.chars = sum(_message_chars(m) for m in msgs)
+    state.tool_chars = len(canonical([t.to_json() for t in config.tools]))
+    out: list[Outbound] = [Append("run_start", {"format": 1, "config": config.to_json(), "messages": msgs})]
+    out += _next_turn(state)
+    return state, out
+
+
+def _stop(state: State, reason: str) -> list[Outbound]:
+    state.stop_reason = reason
+    state.phase = "done"
+    payload: dict[str, Any] = {
+        "reason": reason,
+        "steps": state.steps,
+        "usage": state.usage.to_json(),
+        "tokens": state.tokens,
+        "spent_micros": state.spent_micros,
+        "answer": state.answer,
+    }
+    if state.error is not None:
+        payload["error"] = state.error
+    return [Append("stop", payload), Finished(reason)]
+
+
+def _next_turn(state: State) -> list[Outbound]:
+    cfg = state.config
+    b = cfg.budget
+    if b.max_steps is not None and state.steps >= b.max_steps:
+        return _stop(state, "step_budget")
+    in_tokens = (state.chars + state.tool_chars) // 4
+    est = Usage(input_tokens=in_tokens, output_tokens=cfg.max_output_tokens)
+    amount = cost_micros(est, cfg.price)
+    tokens = est.total
+    if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:
+        state.error = f"the next call needs a reservation of {amount} micro-USD; {b.max_usd_micros - state.spent_micros} are left"
+        return _stop(state, "cost_budget")
+    state.reserved_micros = amount
+    state.reserved_tokens = tokens
+    state.phase = "reserve"
+    return [Reserve(amount, tokens)]
+
+
+def _calls_print(calls: Sequence[ToolCall]) -> str:
+    h = hashlib.sha256()
+    for c in calls:
+        h.update(c.name.encode() + b"\0")
+        try:
+            h.update(canonical(c.arguments))
+        except ValueError:
+            h.update(repr(c.arguments).encode())
+        h.update(b"\1")
+    return h.hexdigest()
+
+
+def step(state: State, event: Inbound) -> tuple[State, list[Outbound]]:
+    """Advance the run by one inbound event.
+
+    Returns:
+        The state (the same object, advanced) and what the driver must do next.
+    Raises:
+        ValueError: the event does not answer what the loop asked for (a
+            driver bug, not the model's mistake).
+    """
+    phase = state.phase
+    if isinstance(event, Reserved) and phase == "reserve":
+        return state, _on_reserved(state, event)
+    if isinstance(event, (ModelReplied, ModelFailed)) and phase == "call":
+        if isinstance(event, ModelFailed):
+            return state, _on_failed(state, event)
+        return state, _on_reply(state, event.reply)
+    if isinstance(event, ToolsDone) and phase == "tools":
+        return state, _on_tools(state, event)
+    raise ValueError(f"the loop is in phase {phase!r} and cannot take {type(event).__name__}")
+
+
+def _on_reserved(state: State, event: Reserved) -> list[Outbound]:
+    if not event.granted:
+        state.error = f"the shared ledger refused a reservation of {state.reserved_micros} micro-USD"
+        state.reserved_micros = state.reserved_tokens = 0
+        return _stop(state, "cost_budget")
+    state.phase = "call"
+    req = ModelRequest(messages=state.messages, tools=state.config.tools, max_output_tokens=state.config.max_output_tokens)
+    return [CallModel(req)]
+
+
+def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
+    state.error = event.error
+    out: list[Outbound] = [
+        Settle(state.reserved_micros, 0, state.reserved_tokens, 0),
+        Append("model_error", {"step": state.steps + 1, "error": event.error}),
+    ]
+    state.reserved_micros = state.reserved_tokens = 0
+    return out + _stop(state, "model_error")
+
+
+def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
+    cfg = state.config
+    estimated = reply.usage is None
+    if reply.usage is None:
+        out_chars = len(reply.text) + sum(len(c.name) + len(canonical(c.arguments)) for c in reply.tool_calls)
+        usage = Usage(input_tokens=(state.chars + state.tool_chars) // 4, output_tokens=out_chars // 4)
+    else:
+        usage = reply.usage
+    cost = cost_micros(usage, cfg.price)
+    state.steps += 1
+    state.usage = state.usage + usage
+    state.tokens += usage.total
+    state.spent_micros += cost
+    state.answer = reply.text
+    turn: dict[str, Any] = {"step": state.steps, "reply": reply.to_json(), "usage_estimated": estimated}
+    if reply.raw is not None:
+        turn["raw"] = reply.raw
+    out: list[Outbound] = [
+        Append("model_turn", turn),
+        Settle(state.reserved_micros, cost, state.reserved_tokens, usage.total),
+        Append(
+            "budget",
+            {
+                "step": state.steps,
+                "reserved_micros": state.reserved_micros,
+                "cost_micros": cost,
+                "spent_micros": state.spent_micros,
+                "tokens": state.tokens,
+            },
+        ),
+    ]
+    state.reserved_micros = state.reserved_tokens = 0
+    msg: Message = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        msg["tool_calls"] = [c.to_json() for c in reply.tool_calls]
+    state.messages.append(msg)
+    state.chars += _message_chars(msg)
+
+    b = cfg.budget
+    if cfg.sentinel and cfg.sentinel in reply.text:
+        return out + _stop(state, "sentinel")
+    if not reply.tool_calls:
+        return out + _stop(state, "no_tool_calls")
+    if b.max_tokens is not None and state.tokens > b.max_tokens:
+        return out + _stop(state, "token_budget")
+    if b.max_usd_micros is not None and state.spent_micros > b.max_usd_micros:
+        return out + _stop(state, "cost_budget")
+    if cfg.loop_threshold:
+        fp = _calls_print(reply.tool_calls)
+        state.repeats = state.repeats + 1 if fp == state.last_calls_print else 1
+        state.last_calls_print = fp
+        if state.repeats >= cfg.loop_threshold:
+            out.append(Append("loop_detected", {"step": state.steps, "method": "heuristic", "fingerprint": fp, "repeats": state.repeats}))
+            return out + _stop(state, "loop_detected")
+    state.pending = reply.tool_calls
+    state.phase = "tools"
+    return out + [RunTools(reply.tool_calls)]
+
+
+def tool_message(result: ToolResult) -> Message:
+    """What the model is shown of a result: its content, or the runtime's error text."""
+    if result.ok:
+        c = result.content
+        text = c if isinstance(c, str) else canonical(c).decode()
+    else:
+        text = f"ERROR: {result.error}"
+    return {"role": "tool", "tool_call_id": result.call_id, "name": result.name, "ok": result.ok, "content": text}
+
+
+def _on_tools(state: State, event: ToolsDone) -> list[Outbound]:
+    calls = state.pending
+    results = event.results
+    if len(results) != len(calls) or any(r.call_id != c.id for r, c in zip(results, calls)):
+        raise ValueError("ToolsDone must hold one result per call, in the order of the calls")
+    out: list[Outbound] = []
+    for r in results:
+        out.append(Append("tool_result", {"step": state.steps, **r.to_json()}))
+        msg = tool_message(r)
+        state.messages.append(msg)
+        state.chars += _message_chars(msg)
+    state.pending = ()
+    return out + _next_turn(state)
+
+
+def interrupt(state: State) -> list[Outbound]:
+    """Stop the run now with ``interrupted`` (Ctrl+C or a stop request)."""
+    out: list[Outbound] = []
+    if state.reserved_micros or state.reserved_tokens:
+        out.append(Settle(state.reserved_micros, 0, state.reserved_tokens, 0))
+        state.reserved_micros = state.reserved_tokens = 0
+    return out + _stop(state, "interrupted")

@@ -1,0 +1,463 @@
+"""Tools, their JSON Schemas, and the one place a tool call is turned into a result.
+
+Rules:
+
+1. Arguments are validated with ``jsonschema`` before any tool code runs:
+   Draft 2020-12 unless the schema names Draft 7. An object schema that says
+   nothing about extra keys refuses them.
+2. Every validation error is reported at once, each with its JSON path, so a
+   model can fix them all in one turn.
+3. The model's mistakes are data. An unknown tool, invalid arguments, a tool
+   that raises, and a result that is not JSON all become ``ok=False``.
+4. When a tool raises, the model sees a neutral message written here. The
+   exception's type and text go to ``detail``, for people. A tool that wants
+   the model to read its message raises ``ToolError``.
+5. A schema that is itself invalid is refused at registration, not at call time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, overload
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+
+from .canonical import NotCanonicalizable, canonical
+from .events import ToolCall, ToolResult, ToolSpec
+
+__all__ = ["InvalidToolSchema", "Registry", "Tool", "ToolError", "fingerprint", "tool"]
+
+DRAFT7 = "http://json-schema.org/draft-07/schema"
+
+
+class InvalidToolSchema(ValueError):
+    """A tool was declared with a schema that is not valid JSON Schema."""
+
+
+class ToolError(Exception):
+    """Raised by a tool whose message the model should read (unlike other exceptions)."""
+
+
+def _validator_for(schema: Mapping[str, Any]) -> type[Validator]:
+    declared = str(schema.get("$schema", ""))
+    if declared.rstrip("#/").startswith(DRAFT7.rstrip("/")) or "draft-07" in declared:
+        return jsonschema.Draft7Validator
+    return jsonschema.Draft202012Validator
+
+
+def _close_extras(schema: dict[str, Any]) -> dict[str, Any]:
+    """Refuse extra keys when an object schema is silent about them."""
+    if schema.get("type") == "object" and not any(
+        k in schema for k in ("additionalProperties", "unevaluatedProperties", "patternProperties")
+    ) and not any(k in schema for k in ("allOf", "anyOf", "oneOf", "$ref", "if")):
+        schema = {**schema, "additionalProperties": False}
+    return schema
+
+
+def _json_path(path: Iterable[Any]) -> str:
+    out = "$"
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+@dataclass
+class Tool:
+    """A callable the model may ask for, with the JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+    read_only: bool = False
+    """True when calling it changes nothing: such tools may run in parallel."""
+    sensitive: bool = False
+    """Its arguments and output are written to the transcript redacted."""
+    secret_args: tuple[str, ...] = ()
+    """JSON paths (``$.token``) of arguments that are written redacted."""
+    fingerprint_override: str | None = None
+    """For tools without Python code (MCP): a stand-in, e.g. server name and version."""
+    _validator: Validator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise InvalidToolSchema("a tool needs a non-empty name")
+        if not isinstance(self.parameters, dict):
+            raise InvalidToolSchema(f"tool {self.name!r}: its schema must be a JSON object")
+        try:
+            canonical(self.parameters)
+        except NotCanonicalizable as exc:
+            raise InvalidToolSchema(f"tool {self.name!r}: its schema is not JSON: {exc}") from None
+        cls = _validator_for(self.parameters)
+        try:
+            cls.check_schema(self.parameters)
+        except SchemaError as exc:
+            where = _json_path(exc.path)
+            raise InvalidToolSchema(f"tool {self.name!r} has an invalid schema at {where}: {exc.message}") from None
+        self._validator = cls(_close_extras(self.parameters))
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters, self.read_only)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.fingerprint_override or fingerprint(self.fn)
+
+    def validate(self, arguments: Any) -> list[str]:
+        """Every problem with ``arguments``, each as ``"$.path: message"``; empty when valid."""
+        if not isinstance(arguments, dict):
+            return [f"$: arguments must be a JSON object, got {type(arguments).__name__}"]
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: (list(map(str, e.path)), e.message))
+        out = []
+        for e in errors:
+            out.append(f"{_json_path(e.absolute_path)}: {e.message}")
+        return out
+
+    def manifest_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "fingerprint": self.fingerprint,
+            "read_only": self.read_only,
+        }
+        if self.sensitive:
+            entry["sensitive"] = True
+        if self.secret_args:
+            entry["secret_args"] = list(self.secret_args)
+        return entry
+
+
+def fingerprint(fn: Callable[..., Any]) -> str:
+    """A SHA-256 over a function's source and the same-module helpers it calls.
+
+    Helpers are found through the names its code uses (recursively, in nested
+    code too) that resolve, in the function's globals, to functions or classes
+    defined in the same module. A change in any of them changes the print.
+    """
+    target = inspect.unwrap(fn)
+    module = getattr(target, "__module__", None)
+    seen: dict[str, str] = {}
+
+    def visit(obj: Any) -> None:
+        key = getattr(obj, "__qualname__", repr(obj))
+        if key in seen:
+            return
+        seen[key] = _source_of(obj)
+        code = getattr(obj, "__code__", None)
+        glb = getattr(obj, "__globals__", {})
+        if code is None and inspect.isclass(obj):
+            for member in vars(obj).values():
+                if inspect.isfunction(member):
+                    visit_names(member.__code__, member.__globals__)
+            return
+        if code is not None:
+            visit_names(code, glb)
+
+    def visit_names(code: types.CodeType, glb: Mapping[str, Any]) -> None:
+        for name in _names(code):
+            ref = glb.get(name)
+            if ref is None:
+                continue
+            if (inspect.isfunction(ref) or inspect.isclass(ref)) and getattr(ref, "__module__", None) == module:
+                visit(ref)
+
+    visit(target)
+    h = hashlib.sha256()
+    for key in sorted(seen):
+        h.update(key.encode() + b"\0" + seen[key].encode() + b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def _names(code: types.CodeType) -> Iterable[str]:
+    yield from code.co_names
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _names(c)
+
+
+def _source_of(obj: Any) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        code = getattr(obj, "__code__", None)
+        if code is not None:
+            return repr((code.co_code, code.co_consts, code.co_names))
+        return repr(obj)
+
+
+# --- building a schema from a typed function ---------------------------------
+
+_SIMPLE: dict[Any, str] = {int: "integer", float: "number", str: "string", bool: "boolean"}
+
+
+def _schema_for(tp: Any) -> dict[str, Any]:
+    if tp in _SIMPLE:
+        return {"type": _SIMPLE[tp]}
+    if tp is Any or tp is inspect.Parameter.empty:
+        return {}
+    if tp is type(None):
+        return {"type": "null"}
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        return {"anyOf": [_schema_for(a) for a in args]}
+    if origin in (list, Sequence, tuple) or tp in (list, tuple):
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            return {"type": "array", "prefixItems": [_schema_for(a) for a in args], "items": False}
+        item = args[0] if args else Any
+        return {"type": "array", "items": _schema_for(item)}
+    if origin in (dict, Mapping) or tp is dict:
+        sch: dict[str, Any] = {"type": "object"}
+        if len(args) == 2:
+            sch["additionalProperties"] = _schema_for(args[1])
+        return sch
+    if typing.is_typeddict(tp):
+        hints = get_type_hints(tp)
+        required = sorted(getattr(tp, "__required_keys__", hints))
+        return {
+            "type": "object",
+            "properties": {k: _schema_for(v) for k, v in hints.items()},
+            "required": required,
+            "additionalProperties": False,
+        }
+    raise InvalidToolSchema(f"cannot build a JSON Schema for the type {tp!r}: declare the schema explicitly")
+
+
+def _param_docs(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a docstring into its summary and the ``Args:`` descriptions."""
+    lines = inspect.cleandoc(doc).splitlines() if doc else []
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    for line in lines:
+        stripped = line.strip()
+        if stripped.lower() in ("args:", "arguments:", "parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            if stripped.endswith(":") and " " not in stripped:
+                in_args = False
+                continue
+            if ":" in stripped and not line.startswith("        "):
+                name, _, desc = stripped.partition(":")
+                current = name.split("(")[0].strip()
+                params[current] = desc.strip()
+            elif current and stripped:
+                params[current] += " " + stripped
+            continue
+        summary.append(line)
+    return "\n".join(summary).strip(), params
+
+
+def schema_from_function(fn: Callable[..., Any]) -> tuple[str, dict[str, Any]]:
+    """The description and JSON Schema of a typed function's keyword arguments."""
+    sig = inspect.signature(fn)
+    try:
+        hints = get_type_hints(fn)
+    except Exception as exc:  # an unresolvable annotation is the declarer's mistake
+        raise InvalidToolSchema(f"cannot read the type hints of {fn.__name__}: {exc}") from None
+    description, docs = _param_docs(fn.__doc__ or "")
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for name, p in sig.parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise InvalidToolSchema(f"{fn.__name__}: *args and **kwargs cannot be described to a model")
+        s = dict(_schema_for(hints.get(name, Any)))
+        if name in docs:
+            s["description"] = docs[name]
+        if p.default is p.empty:
+            required.append(name)
+        else:
+            try:
+                canonical(p.default)
+                s["default"] = p.default
+            except NotCanonicalizable:
+                pass
+        props[name] = s
+    schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+    return description or fn.__name__, schema
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: dict[str, Any] | None = None,
+    read_only: bool = False,
+    sensitive: bool = False,
+    secret_args: Sequence[str] = (),
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: dict[str, Any] | None = None,
+    read_only: bool = False,
+    sensitive: bool = False,
+    secret_args: Sequence[str] = (),
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a ``Tool`` from a typed function; usable bare (``@tool``) or with options.
+
+    The docstring's first part is the description; its ``Args:`` section
+    describes the parameters. Pass ``schema`` to declare the schema by hand.
+    """
+
+    def build(f: Callable[..., Any]) -> Tool:
+        desc, sch = schema_from_function(f) if schema is None else (f.__doc__ or f.__name__, schema)
+        return Tool(
+            name=name or f.__name__,
+            description=description or inspect.cleandoc(desc),
+            parameters=copy.deepcopy(sch),
+            fn=f,
+            read_only=read_only,
+            sensitive=sensitive,
+            secret_args=tuple(secret_args),
+        )
+
+    return build(fn) if fn is not None else build
+
+
+class Registry:
+    """The tools of a run, by name, in the order they were registered."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()):
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.register(t)
+
+    def register(self, t: Tool | Callable[..., Any]) -> Tool:
+        """Add a tool (or a typed function, made into one). Raises on a duplicate name."""
+        if not isinstance(t, Tool):
+            t = tool(t)
+        assert isinstance(t, Tool)
+        if t.name in self._tools:
+            raise InvalidToolSchema(f"a tool named {t.name!r} is already registered")
+        self._tools[t.name] = t
+        return t
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> typing.Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(t.spec for t in self._tools.values())
+
+    def manifest(self) -> list[dict[str, Any]]:
+        return [t.manifest_entry() for t in self._tools.values()]
+
+    # -- the one place a call becomes a result --
+
+    def prepare(self, call: ToolCall) -> tuple[Tool | None, ToolResult | None]:
+        """Look the tool up and validate its arguments. Returns the tool, or the refusal."""
+        t = self._tools.get(call.name)
+        if t is None:
+            have = ", ".join(sorted(self._tools)) or "none"
+            return None, ToolResult(call.id, call.name, False, error=f"no tool named {call.name!r} (have: {have})")
+        problems = t.validate(call.arguments)
+        if problems:
+            n = len(problems)
+            lines = "\n".join(f"  - {p}" for p in problems)
+            msg = (
+                f"invalid arguments for {call.name!r} ({n} problem{'s' if n != 1 else ''}):\n{lines}\n"
+                f"Fix every field listed and call {call.name!r} again."
+            )
+            return None, ToolResult(call.id, call.name, False, error=msg)
+        return t, None
+
+    def invoke(self, call: ToolCall) -> ToolResult:
+        """Run one call and always return a result; never raises for the model's mistakes."""
+        t, refusal = self.prepare(call)
+        if refusal is not None or t is None:
+            return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+        try:
+            value = t.fn(**call.arguments)
+            if inspect.isawaitable(value):
+                value = asyncio.run(_await(value))
+        except Exception as exc:  # the tool's failure is data for the model
+            return raised(call, exc)
+        return finish(call, value)
+
+    async def ainvoke(self, call: ToolCall) -> ToolResult:
+        t, refusal = self.prepare(call)
+        if refusal is not None or t is None:
+            return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+        try:
+            if t.is_async:
+                value = await t.fn(**call.arguments)
+            else:
+                value = await asyncio.to_thread(t.fn, **call.arguments)
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as exc:
+            return raised(call, exc)
+        return finish(call, value)
+
+
+async def _await(aw: Any) -> Any:
+    return await aw
+
+
+def raised(call: ToolCall, exc: BaseException) -> ToolResult:
+    """The result of a tool that raised: neutral for the model, full for people."""
+    detail = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, ToolError):
+        return ToolResult(call.id, call.name, False, error=str(exc), detail=detail)
+    return ToolResult(
+        call.id,
+        call.name,
+        False,
+        error=f"the tool {call.name!r} failed while running; the failure was recorded for the operator",
+        detail=detail,
+    )
+
+
+def finish(call: ToolCall, value: Any) -> ToolResult:
+    """The result of a tool that returned: refused when it cannot be recorded."""
+    try:
+        canonical(value)
+    except NotCanonicalizable as exc:
+        return ToolResult(
+            call.id,
+            call.name,
+            False,
+            error=f"the tool {call.name!r} returned a value that cannot be recorded as JSON",
+            detail={"type": "NotCanonicalizable", "message": str(exc)},
+        )
+    return ToolResult(call.id, call.name, True, content=value)

@@ -1,0 +1,429 @@
+"""The transcript: append-only JSON Lines whose records form a SHA-256 chain.
+
+Format v1 (normative text: docs/transcript-format.md). Changing how a line is
+built here changes every hash: the golden files in tests/golden pin it.
+
+Rules:
+
+1. A record is ``{"hash", "kind", "payload", "prev", "seq"}``, written as one
+   RFC 8785 canonical line ending in ``\\n``.
+2. ``hash`` is SHA-256 of the canonical form of ``{"kind", "payload", "prev",
+   "seq"}``. Since "hash" sorts first, those hashed bytes are the line with its
+   ``"hash":"…",`` member cut out: the writer builds the line by splicing and
+   the verifier checks a record without serialising it again.
+3. ``prev`` is the previous record's hash; record 0 has 64 zeros.
+4. Writers append and flush each record; ``durability="fsync"`` also fsyncs it,
+   and fsyncs the directory when the file is created. A failed write or fsync
+   is never retried as if it had worked: the writer is then broken for good.
+5. A chain cannot see a tail that was cut off. Anchors (``anchor.py``) can.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Literal, Protocol
+
+import orjson
+
+from .canonical import NotCanonicalizable, canonical
+
+__all__ = [
+    "GENESIS",
+    "MemoryTranscript",
+    "Problem",
+    "Record",
+    "Sink",
+    "TranscriptError",
+    "TranscriptWriter",
+    "VerifyReport",
+    "make_line",
+    "read_records",
+    "verify_file",
+    "verify_lines",
+    "verify_records",
+]
+
+FORMAT_VERSION = 1
+GENESIS = "0" * 64
+_KEYS = frozenset(("seq", "prev", "kind", "payload", "hash"))
+_HEX = frozenset("0123456789abcdef")
+
+
+class TranscriptError(Exception):
+    """The transcript cannot be written or read (I/O, a broken chain on resume)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    seq: int
+    prev: str
+    kind: str
+    payload: Any
+    hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"hash": self.hash, "kind": self.kind, "payload": self.payload, "prev": self.prev, "seq": self.seq}
+
+
+def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]:
+    """The hash and the full line (with ``\\n``) of a record.
+
+    Raises:
+        NotCanonicalizable: the payload is not JSON.
+    """
+    body = canonical({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
+    digest = hashlib.sha256(body).hexdigest()
+    return digest, b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+
+
+class Sink(Protocol):
+    """Where a run's records go. ``append`` returns the new record."""
+
+    def append(self, kind: str, payload: Any) -> Record: ...
+
+
+LineListener = Callable[[bytes], None]
+
+
+class MemoryTranscript:
+    """A transcript kept in memory: for tests, replay and comparisons."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.records: list[Record] = []
+        self.listeners: list[LineListener] = []
+        self._prev = GENESIS
+
+    def append(self, kind: str, payload: Any) -> Record:
+        seq = len(self.records)
+        digest, line = make_line(seq, self._prev, kind, payload)
+        rec = Record(seq, self._prev, kind, payload, digest)
+        self.lines.append(line)
+        self.records.append(rec)
+        self._prev = digest
+        for listener in self.listeners:
+            listener(line[:-1])
+        return rec
+
+    def getvalue(self) -> bytes:
+        return b"".join(self.lines)
+
+    @property
+    def last_hash(self) -> str:
+        return self._prev
+
+
+class TranscriptWriter:
+    """Appends records to a file, one flushed line each.
+
+    Open with ``resume=True`` to continue an existing file: only its tail is
+    read (the last line gives ``seq`` and ``prev``), never the whole file.
+
+    Raises:
+        TranscriptError: the file cannot be opened, its last line is not a
+            record, or a write or fsync failed (then the writer stays broken).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Literal["flush", "fsync"] = "flush",
+        resume: bool = False,
+        opener: Callable[[str, str], BinaryIO] | None = None,
+    ):
+        self.path = os.fspath(path)
+        self.durability = durability
+        self.listeners: list[LineListener] = []
+        self._broken: str | None = None
+        self._seq = 0
+        self._prev = GENESIS
+        existed = os.path.exists(self.path)
+        if existed and not resume and os.path.getsize(self.path) > 0:
+            raise TranscriptError(f"{self.path}: exists and is not empty; pass resume=True to append")
+        if existed and resume:
+            tail = read_tail(self.path)
+            if tail is not None:
+                self._seq = tail.seq + 1
+                self._prev = tail.hash
+        try:
+            self._f: BinaryIO = (opener or open)(self.path, "ab")
+        except OSError as exc:
+            raise TranscriptError(f"{self.path}: cannot open for appending: {exc.strerror or exc}") from None
+        if not existed and durability == "fsync":
+            self._fsync_dir()
+
+    @property
+    def count(self) -> int:
+        return self._seq
+
+    @property
+    def last_hash(self) -> str:
+        return self._prev
+
+    def _fsync_dir(self) -> None:
+        d = os.path.dirname(os.path.abspath(self.path))
+        try:
+            fd = os.open(d, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            self._broken = f"fsync of the directory failed: {exc.strerror or exc}"
+            raise TranscriptError(f"{self.path}: {self._broken}") from None
+        finally:
+            os.close(fd)
+
+    def append(self, kind: str, payload: Any) -> Record:
+        if self._broken is not None:
+            raise TranscriptError(f"{self.path}: the writer is broken ({self._broken}); nothing more is written")
+        digest, line = make_line(self._seq, self._prev, kind, payload)
+        try:
+            self._f.write(line)
+            self._f.flush()
+            if self.durability == "fsync":
+                os.fsync(self._f.fileno())
+        except OSError as exc:
+            self._broken = f"{exc.strerror or exc} while writing record {self._seq}"
+            raise TranscriptError(f"{self.path}: {self._broken}") from None
+        rec = Record(self._seq, self._prev, kind, payload, digest)
+        self._seq += 1
+        self._prev = digest
+        for listener in self.listeners:
+            listener(line[:-1])
+        return rec
+
+    def close(self) -> None:
+        try:
+            self._f.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> TranscriptWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_tail(path: str) -> Record | None:
+    """The last record of a file, read from its end.
+
+    Raises:
+        TranscriptError: the file does not end in a complete, valid record.
+    """
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            if size == 0:
+                return None
+            chunk = 4096
+            pos = size
+            buf = b""
+            while pos > 0:
+                step = min(chunk, pos)
+                pos -= step
+                f.seek(pos)
+                buf = f.read(step) + buf
+                if buf.count(b"\n") >= 2 or pos == 0:
+                    break
+                chunk *= 2
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not buf.endswith(b"\n"):
+        raise TranscriptError(f"{path}: the last line is incomplete (a torn write); run 'agentloop verify --repair'")
+    last = buf[:-1].rsplit(b"\n", 1)[-1]
+    problems: list[Problem] = []
+    rec = _check_line(last, -1, 0, problems)
+    if rec is None or problems:
+        what = problems[0].message if problems else "not a record"
+        raise TranscriptError(f"{path}: the last line is not a valid record ({what}); run 'agentloop verify --repair'")
+    return rec
+
+
+# --- verification -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One fault found by the verifier."""
+
+    index: int
+    """The record's position (0-based) in the file."""
+    kind: str
+    message: str
+    line: int | None = None
+    """The 1-based line number, where the input had lines."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": self.index, "kind": self.kind, "message": self.message}
+        if self.line is not None:
+            out["line"] = self.line
+        return out
+
+
+@dataclass
+class VerifyReport:
+    count: int = 0
+    """How many records were read (valid or not)."""
+    problems: list[Problem] = field(default_factory=list)
+    last_hash: str = GENESIS
+    """The last record's stored hash."""
+    valid_prefix: int = 0
+    """How many records from the start verify with no problem."""
+    valid_prefix_bytes: int = 0
+    """The byte length of that prefix."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _is_hex64(v: Any) -> bool:
+    return isinstance(v, str) and len(v) == 64 and _HEX.issuperset(v)
+
+
+def _check_obj(obj: Any, index: int, line_no: int | None, problems: list[Problem]) -> tuple[Record | None, bytes | None]:
+    """Structure and hash of one parsed record. Returns the record and its hashed body."""
+    if not isinstance(obj, dict):
+        problems.append(Problem(index, "not_an_object", f"record {index} is a {type(obj).__name__}, not an object", line_no))
+        return None, None
+    missing = _KEYS - obj.keys()
+    if missing:
+        problems.append(Problem(index, "missing_fields", f"record {index} lacks {', '.join(sorted(missing))}", line_no))
+        return None, None
+    extra = obj.keys() - _KEYS
+    if extra:
+        problems.append(Problem(index, "unexpected_fields", f"record {index} has extra keys {', '.join(sorted(extra))}", line_no))
+        return None, None
+    seq, prev, kind, h = obj["seq"], obj["prev"], obj["kind"], obj["hash"]
+    if type(seq) is not int or not isinstance(kind, str) or not _is_hex64(prev) or not _is_hex64(h):
+        problems.append(Problem(index, "missing_fields", f"record {index} has a field of the wrong type or shape", line_no))
+        return None, None
+    try:
+        body = canonical({"kind": kind, "payload": obj["payload"], "prev": prev, "seq": seq})
+    except NotCanonicalizable as exc:
+        problems.append(Problem(index, "unserialisable_payload", f"record {index}: {exc}", line_no))
+        return None, None
+    return Record(seq, prev, kind, obj["payload"], h), body
+
+
+def _check_line(line: bytes, index: int, line_no: int, problems: list[Problem]) -> Record | None:
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        problems.append(Problem(index, "bad_json", f"line {line_no} is not JSON: {exc}", line_no))
+        return None
+    rec, body = _check_obj(obj, index, line_no, problems)
+    if rec is None or body is None:
+        return None
+    # The fast check: the line minus its hash member is exactly the hashed body.
+    if line[9:73] == rec.hash.encode() and line[:9] == b'{"hash":"' and line[73:75] == b'",' and line[75:] == body[1:]:
+        if hashlib.sha256(body).hexdigest() == rec.hash:
+            return rec
+    if hashlib.sha256(body).hexdigest() != rec.hash:
+        problems.append(Problem(index, "hash_mismatch", f"record {index}: the stored hash does not match its content", line_no))
+        return rec
+    problems.append(Problem(index, "non_canonical", f"record {index}: valid JSON, but not the canonical line", line_no))
+    return rec
+
+
+class _Chain:
+    """Carries the chain from one record to the next."""
+
+    def __init__(self, report: VerifyReport):
+        self.report = report
+        self.expect_seq = 0
+        self.prev: str | None = GENESIS
+        self.clean = True
+
+    def link(self, rec: Record | None, index: int, line_no: int | None, had_problem: bool, nbytes: int) -> None:
+        r = self.report
+        if rec is not None:
+            if rec.seq != self.expect_seq:
+                r.problems.append(Problem(index, "seq_gap", f"record {index} has seq {rec.seq}, expected {self.expect_seq}", line_no))
+                had_problem = True
+            if self.prev is not None and rec.prev != self.prev:
+                r.problems.append(Problem(index, "prev_mismatch", f"record {index}: prev does not match the hash of record {index - 1}", line_no))
+                had_problem = True
+            self.expect_seq = rec.seq + 1
+            self.prev = rec.hash
+            r.last_hash = rec.hash
+        else:
+            self.expect_seq += 1
+            self.prev = None
+        if had_problem:
+            self.clean = False
+        if self.clean:
+            r.valid_prefix = index + 1
+            r.valid_prefix_bytes += nbytes
+
+
+def verify_records(records: Iterable[Any]) -> VerifyReport:
+    """Check parsed records (not lines): every problem with its index and kind.
+
+    ``non_canonical`` needs the original bytes: use ``verify_lines`` for that.
+    """
+    report = VerifyReport()
+    chain = _Chain(report)
+    for index, obj in enumerate(records):
+        before = len(report.problems)
+        rec, body = _check_obj(obj, index, None, report.problems)
+        if rec is not None and body is not None and hashlib.sha256(body).hexdigest() != rec.hash:
+            report.problems.append(Problem(index, "hash_mismatch", f"record {index}: the stored hash does not match its content"))
+        chain.link(rec, index, None, len(report.problems) > before, 0)
+        report.count = index + 1
+    return report
+
+
+def verify_lines(lines: Iterable[bytes]) -> VerifyReport:
+    """Check lines as read from a file, each with its ``\\n`` where it had one."""
+    report = VerifyReport()
+    chain = _Chain(report)
+    index = -1
+    for index, raw in enumerate(lines):  # noqa: B007
+        line_no = index + 1
+        before = len(report.problems)
+        if not raw.endswith(b"\n"):
+            report.problems.append(Problem(index, "torn_tail", f"line {line_no} does not end in a newline: a torn write", line_no))
+            line = raw
+        else:
+            line = raw[:-1]
+        rec = _check_line(line, index, line_no, report.problems)
+        chain.link(rec, index, line_no, len(report.problems) > before, len(raw))
+    report.count = index + 1
+    return report
+
+
+def verify_file(path: str | os.PathLike[str]) -> VerifyReport:
+    """Verify a transcript file. Never raises: an unreadable file is a problem too."""
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as f:
+            return verify_lines(f)
+    except (OSError, MemoryError) as exc:
+        msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+        report = VerifyReport()
+        report.problems.append(Problem(-1, "unreadable", f"{p}: {msg}"))
+        return report
+
+
+def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
+    """The records of a file that verifies.
+
+    Raises:
+        TranscriptError: the file is unreadable or fails verification.
+    """
+    report = verify_file(path)
+    if not report.ok:
+        first = report.problems[0]
+        raise TranscriptError(f"{os.fspath(path)}: fails verification at record {first.index}: {first.kind}: {first.message}")
+    with open(path, "rb") as f:
+        for line in f:
+            obj = orjson.loads(line)
+            yield Record(obj["seq"], obj["prev"], obj["kind"], obj["payload"], obj["hash"])

@@ -1,0 +1,71 @@
+"""RFC 8785 canonical JSON: the published vectors, and the fast path held to the reference."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentloop.canonical import NotCanonicalizable, canonical, canonical_reference
+
+VECTORS = Path(__file__).parent / "data" / "jcs-rfc8785"
+CASES = sorted(p.stem for p in (VECTORS / "input").glob("*.json"))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_rfc8785_vector_is_reproduced_byte_for_byte(name: str) -> None:
+    value = json.loads((VECTORS / "input" / f"{name}.json").read_text(encoding="utf-8"))
+    expected = (VECTORS / "output" / f"{name}.json").read_bytes()
+    hexed = bytes.fromhex("".join((VECTORS / "outhex" / f"{name}.txt").read_text().split()))
+    assert expected == hexed
+    assert canonical(value) == expected
+    assert canonical_reference(value) == expected
+
+
+def test_all_six_vectors_are_present() -> None:
+    assert CASES == ["arrays", "french", "structures", "unicode", "values", "weird"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(json_values)
+def test_fast_path_equals_the_reference_path(value: object) -> None:
+    try:
+        ref = canonical_reference(value)
+    except NotCanonicalizable:
+        with pytest.raises(NotCanonicalizable):
+            canonical(value)
+        return
+    assert canonical(value) == ref
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_numbers_round_trip_to_the_same_double(x: float) -> None:
+    text = canonical(x).decode()
+    assert float(text) == x or (x == 0 and float(text) == 0)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(1e21, "1e+21"), (1e20, "100000000000000000000"), (1e-7, "1e-7"), (0.000001, "0.000001"),
+     (-0.0, "0"), (4.5, "4.5"), (1.5e300, "1.5e+300"), (2.0**53, "9007199254740992")],
+)
+def test_numbers_follow_ecmascript(value: float, text: str) -> None:
+    assert canonical(value).decode() == text
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 2**53 + 1, {1: 2}, object(), "\ud800", {"\udc00": 1}, b"bytes"])
+def test_values_without_a_canonical_form_are_refused(bad: object) -> None:
+    with pytest.raises(NotCanonicalizable):
+        canonical(bad)
