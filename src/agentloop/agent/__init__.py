@@ -1,0 +1,1 @@
+"""The terminal agent: sessions, built-in tools, permissions, hooks, memory, context."""
