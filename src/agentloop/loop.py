@@ -32,6 +32,14 @@ from typing import Any, Union
 from .budget import Budget, Price, cost_micros
 from .canonical import canonical
 from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from .redact import (
+    DEFAULT_MAX_VALUE_BYTES,
+    Policy,
+    is_marker,
+    marker_info,
+    size_correction,
+    stand_in,
+)
 
 __all__ = [
     "Append",
@@ -81,9 +89,15 @@ class LoopConfig:
     run_id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     """Caller-supplied facts to record (a start time, a session id...): never read."""
+    redaction_salt: bytes | str | None = field(default=None, repr=False, compare=False)
+    """Keys the hashes of redacted values (``redact.py``); never recorded."""
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
+    """Values whose text form is larger are truncated in the record (recorded when not the default)."""
+    record_raw: bool = False
+    """Keep each reply's ``raw`` provider response in its ``model_turn`` (recorded when on)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "model": self.model,
             "budget": self.budget.to_json(),
             "price": self.price.to_json(),
@@ -94,6 +108,11 @@ class LoopConfig:
             "run_id": self.run_id,
             "meta": self.meta,
         }
+        if self.max_value_bytes != DEFAULT_MAX_VALUE_BYTES:
+            out["max_value_bytes"] = self.max_value_bytes
+        if self.record_raw:
+            out["record_raw"] = True
+        return out
 
 
 # --- inbound: what a driver hands back ---------------------------------------
@@ -184,6 +203,10 @@ class State:
     tool_chars: int = 0
     repeats: int = 0
     last_calls_print: str | None = None
+    policy: Policy = field(default_factory=Policy)
+    """What is redacted or truncated in the record (from the config's manifest)."""
+    secrets: list[str] = field(default_factory=list)
+    """The secret argument values of the pending calls: looked for in their results."""
 
     @property
     def done(self) -> bool:
@@ -191,19 +214,30 @@ class State:
 
 
 def _message_chars(m: Message) -> int:
-    n = len(str(m.get("content", "")))
+    content = m.get("content", "")
+    n = int(marker_info(content).get("chars", 0)) if is_marker(content) else len(str(content))
     for c in m.get("tool_calls", ()):
-        n += len(c["name"]) + len(canonical(c["arguments"]))
+        n += len(c["name"]) + _args_size(c["arguments"])
     return n + 4
+
+
+def _args_size(arguments: Any) -> int:
+    """The canonical size of arguments, as the original had it when they hold markers."""
+    b = canonical(arguments)
+    if b'"$redacted":' in b or b'"$truncated":' in b:
+        return len(b) + size_correction(arguments)
+    return len(b)
 
 
 def start(config: LoopConfig, messages: Sequence[Message]) -> tuple[State, list[Outbound]]:
     """Begin a run: record its start, then ask for the first turn."""
     msgs = [dict(m) for m in messages]
-    state = State(config=config, messages=msgs)
+    policy = Policy.from_manifest(config.manifest, config.redaction_salt, config.max_value_bytes)
+    state = State(config=config, messages=msgs, policy=policy)
     state.chars = sum(_message_chars(m) for m in msgs)
     state.tool_chars = len(canonical([t.to_json() for t in config.tools]))
-    out: list[Outbound] = [Append("run_start", {"format": 1, "config": config.to_json(), "messages": msgs})]
+    recorded = policy.messages_for_record(msgs)
+    out: list[Outbound] = [Append("run_start", {"format": 1, "config": config.to_json(), "messages": recorded})]
     out += _next_turn(state)
     return state, out
 
@@ -242,14 +276,15 @@ def _next_turn(state: State) -> list[Outbound]:
     return [Reserve(amount, tokens)]
 
 
-def _calls_print(calls: Sequence[ToolCall]) -> str:
+def _calls_print(calls: Sequence[dict[str, Any]]) -> str:
+    """Over the calls as recorded, so a secret argument never reaches the print."""
     h = hashlib.sha256()
     for c in calls:
-        h.update(c.name.encode() + b"\0")
+        h.update(c["name"].encode() + b"\0")
         try:
-            h.update(canonical(c.arguments))
+            h.update(canonical(c["arguments"]))
         except ValueError:
-            h.update(repr(c.arguments).encode())
+            h.update(repr(c["arguments"]).encode())
         h.update(b"\1")
     return h.hexdigest()
 
@@ -299,7 +334,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     cfg = state.config
     estimated = reply.usage is None
     if reply.usage is None:
-        out_chars = len(reply.text) + sum(len(c.name) + len(canonical(c.arguments)) for c in reply.tool_calls)
+        out_chars = len(reply.text) + sum(len(c.name) + _args_size(c.arguments) for c in reply.tool_calls)
         usage = Usage(input_tokens=(state.chars + state.tool_chars) // 4, output_tokens=out_chars // 4)
     else:
         usage = reply.usage
@@ -309,9 +344,12 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     state.tokens += usage.total
     state.spent_micros += cost
     state.answer = reply.text
-    turn: dict[str, Any] = {"step": state.steps, "reply": reply.to_json(), "usage_estimated": estimated}
-    if reply.raw is not None:
-        turn["raw"] = reply.raw
+    reply_json = reply.to_json()
+    calls_json, state.secrets = state.policy.calls_for_record(reply.tool_calls)
+    reply_json["tool_calls"] = calls_json
+    turn: dict[str, Any] = {"step": state.steps, "reply": reply_json, "usage_estimated": estimated}
+    if cfg.record_raw and reply.raw is not None:
+        turn["raw"] = state.policy.raw_for_record(reply.raw, [c.name for c in reply.tool_calls], state.secrets)
     out: list[Outbound] = [
         Append("model_turn", turn),
         Settle(state.reserved_micros, cost, state.reserved_tokens, usage.total),
@@ -343,7 +381,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     if b.max_usd_micros is not None and state.spent_micros > b.max_usd_micros:
         return out + _stop(state, "cost_budget")
     if cfg.loop_threshold:
-        fp = _calls_print(reply.tool_calls)
+        fp = _calls_print(calls_json)
         state.repeats = state.repeats + 1 if fp == state.last_calls_print else 1
         state.last_calls_print = fp
         if state.repeats >= cfg.loop_threshold:
@@ -358,9 +396,10 @@ def tool_message(result: ToolResult) -> Message:
     """What the model is shown of a result: its content, or the runtime's error text."""
     if result.ok:
         c = result.content
-        text = c if isinstance(c, str) else canonical(c).decode()
+        text = c if isinstance(c, str) else stand_in(marker_info(c)) if is_marker(c) else canonical(c).decode()
     else:
-        text = f"ERROR: {result.error}"
+        e: Any = result.error
+        text = f"ERROR: {stand_in(marker_info(e)) if is_marker(e) else e}"
     return {"role": "tool", "tool_call_id": result.call_id, "name": result.name, "ok": result.ok, "content": text}
 
 
@@ -370,12 +409,14 @@ def _on_tools(state: State, event: ToolsDone) -> list[Outbound]:
     if len(results) != len(calls) or any(r.call_id != c.id for r, c in zip(results, calls)):
         raise ValueError("ToolsDone must hold one result per call, in the order of the calls")
     out: list[Outbound] = []
+    policy, secrets = state.policy, state.secrets
     for r in results:
-        out.append(Append("tool_result", {"step": state.steps, **r.to_json()}))
+        out.append(Append("tool_result", policy.result_for_record({"step": state.steps, **r.to_json()}, secrets)))
         msg = tool_message(r)
         state.messages.append(msg)
         state.chars += _message_chars(msg)
     state.pending = ()
+    state.secrets = []
     return out + _next_turn(state)
 
 

@@ -46,6 +46,7 @@ from .loop import (
     start,
     step,
 )
+from .redact import DEFAULT_MAX_VALUE_BYTES
 from .tools import Registry, Tool
 from .transcript import MemoryTranscript, Sink
 
@@ -95,6 +96,9 @@ def make_config(
     loop_threshold: int | None = None,
     run_id: str | None = None,
     meta: Mapping[str, Any] | None = None,
+    redaction_salt: bytes | str | None = None,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    record_raw: bool = False,
 ) -> LoopConfig:
     """Resolve everything that decides a run into one recordable value."""
     if not isinstance(budget, Budget):
@@ -119,6 +123,9 @@ def make_config(
         loop_threshold=loop_threshold,
         run_id=run_id,
         meta=dict(meta or {}),
+        redaction_salt=redaction_salt,
+        max_value_bytes=max_value_bytes,
+        record_raw=record_raw,
     )
 
 
@@ -209,6 +216,9 @@ def run(
     observer: Observer | None = None,
     executor: Executor | None = None,
     config: LoopConfig | None = None,
+    redaction_salt: bytes | str | None = None,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    record_raw: bool = False,
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
@@ -216,6 +226,9 @@ def run(
     required. Records go to ``transcript`` (in memory when omitted).
     ``executor`` replaces how a turn's tool calls are run (the terminal agent
     wraps permissions and hooks around it; replay answers from a record).
+    ``redaction_salt`` keys the hashes kept of redacted values (sensitive
+    tools, secret arguments); ``max_value_bytes`` is where recorded values are
+    truncated; ``record_raw`` keeps each provider response in the record.
 
     Returns:
         A ``RunResult``; the run's own failures are its ``stop_reason``.
@@ -228,6 +241,7 @@ def run(
     cfg = config or make_config(
         model, registry, budget, prices=prices, model_name=model_name, sentinel=sentinel,
         max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+        redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
@@ -287,6 +301,9 @@ async def arun(
     executor: AsyncExecutor | None = None,
     config: LoopConfig | None = None,
     max_parallel: int = 10,
+    redaction_salt: bytes | str | None = None,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    record_raw: bool = False,
 ) -> RunResult:
     """The async twin of ``run``: same loop, same records, same result.
 
@@ -299,6 +316,7 @@ async def arun(
     cfg = config or make_config(
         model, registry, budget, prices=prices, model_name=model_name, sentinel=sentinel,
         max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+        redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
