@@ -1,0 +1,805 @@
+"""Hooks in Claude Code's protocol: configuration, running, and the answers.
+
+Hooks are configured in the settings files (``agent/settings.py``) under
+``"hooks"``, in Claude Code's three levels: event, then matcher groups, then
+command handlers::
+
+    {"hooks": {"PreToolUse": [{"matcher": "Bash",
+                               "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
+
+Rules (the protocol is Claude Code's; see docs/hooks.md for the differences):
+
+1. A handler is a shell command (``bash -c``), or an exec form with ``args``.
+   It gets the event as JSON on stdin (``session_id``, ``transcript_path``,
+   ``cwd``, ``hook_event_name`` and the event's own fields) and the
+   ``CLAUDE_PROJECT_DIR`` and ``AGENTLOOP_PROJECT_DIR`` variables. It runs in
+   its own process group; on timeout the whole group is killed.
+2. Exit 0: stdout starting with ``{`` is parsed as JSON (see
+   ``parse_hook_output``), other stdout is plain text. Exit 2: a block on the
+   events that can block, with stderr (or the JSON reason) as the reason.
+   Other exit codes: a non-blocking error, unless stdout is valid JSON, which
+   then decides alone.
+3. All matching handlers of an event run at the same time; a handler listed
+   twice (same command, in any settings file) runs once.
+4. A failure (timeout, crash, a missing script, garbage output, output past
+   ``MAX_OUTPUT_BYTES``) is non-blocking unless the handler says
+   ``"onFailure": "block"``: then it blocks (fails closed).
+5. Across hooks, ``permissionDecision`` combines deny > defer > ask > allow.
+   ``updatedInput`` replaces the whole input; when several hooks rewrite it,
+   the last handler in settings order wins.
+6. Nothing here writes the transcript: ``run`` returns a ``HookOutcome`` whose
+   ``to_record()`` the agent appends as a ``hook`` record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .settings import ConfigError, SettingsSource
+
+__all__ = [
+    "EVENTS",
+    "HookAnswer",
+    "HookHandler",
+    "HookOutcome",
+    "HookOutputError",
+    "HookResult",
+    "HookRunner",
+    "parse_hook_output",
+]
+
+EVENTS = (
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "Stop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "PostCompact",
+    "SubagentStart",
+    "SubagentStop",
+)
+ALIASES = {"SessionStop": "SessionEnd"}
+"""Seed 004 calls SessionEnd ``SessionStop``: accepted in settings, run as SessionEnd."""
+
+# Claude Code's other events: accepted in settings (so a shared file loads) but never fired here.
+KNOWN_UNFIRED = frozenset(
+    (
+        "Setup", "InstructionsLoaded", "UserPromptExpansion", "MessageDisplay", "PermissionRequest",
+        "PermissionDenied", "PostToolBatch", "Notification", "TaskCreated", "TaskCompleted", "StopFailure",
+        "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate",
+        "WorktreeRemove", "Elicitation", "ElicitationResult",
+    )
+)
+NO_MATCHER = frozenset(("UserPromptSubmit", "Stop"))
+"""Events whose matcher is ignored (Claude Code: they always run)."""
+CAN_BLOCK = frozenset(("PreToolUse", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact"))
+"""Events where exit 2 (or a fail-closed failure) stops the action."""
+FEEDBACK = frozenset(("PostToolUse", "PostToolUseFailure"))
+"""Events where exit 2 or ``decision: "block"`` shows the reason to the model (the tool already ran)."""
+BLOCK_DECISION = frozenset(("UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "PreCompact"))
+"""Events that honour a top-level ``decision: "block"``."""
+PLAIN_CONTEXT = frozenset(("UserPromptSubmit", "SessionStart"))
+"""Events whose plain (non-JSON) stdout on exit 0 is added to the model's context."""
+
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_TIMEOUTS = {"UserPromptSubmit": 30.0, "SessionEnd": 1.5}
+MAX_OUTPUT_BYTES = 1 << 20
+"""Stdout kept per handler; more is read and thrown away, and the answer is a failure."""
+MAX_STDERR_BYTES = 64 << 10
+MAX_TEXT = 10_000
+"""Reasons, messages and context taken from a hook are cut to this many characters (as in Claude Code)."""
+DECISION_RANK = {"allow": 0, "ask": 1, "defer": 2, "deny": 3}
+OTHER_TYPES = frozenset(("http", "mcp_tool", "prompt", "agent"))
+
+
+class HookOutputError(ValueError):
+    """A hook's stdout is not a valid answer: the only error ``parse_hook_output`` raises."""
+
+
+# --- configuration -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookHandler:
+    """One command handler, as configured."""
+
+    event: str
+    matcher: str
+    command: str
+    args: tuple[str, ...] | None = None
+    """Exec form (no shell) when given: ``command`` is the program."""
+    timeout: float = DEFAULT_TIMEOUT
+    on_failure: Literal["ignore", "block"] = "ignore"
+    source: str = ""
+    """The settings file it came from."""
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...] | None]:
+        """Two handlers with the same key are the same handler: it runs once."""
+        return (self.command, self.args)
+
+
+_SIMPLE_MATCHER = re.compile(r"^[A-Za-z0-9_\- ,|]*$")
+
+
+def _matches(matcher: str, value: str | None) -> bool:
+    if matcher in ("", "*"):
+        return True
+    if value is None:
+        return False
+    if _SIMPLE_MATCHER.match(matcher):
+        names = {n.strip() for n in re.split(r"[|,]", matcher) if n.strip()}
+        return value in names
+    return re.search(matcher, value) is not None
+
+
+def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]]:
+    """The handlers of one settings file, and warnings (handler types we do not run)."""
+    where = source.path
+    hooks = source.data.get("hooks")
+    if hooks is None:
+        return [], []
+    if not isinstance(hooks, dict):
+        raise ConfigError(where, f"\"hooks\" must be an object of event names, not a {type(hooks).__name__}")
+    out: list[HookHandler] = []
+    warnings: list[str] = []
+    for raw_event, groups in hooks.items():
+        event = ALIASES.get(raw_event, raw_event)
+        if event not in EVENTS and event not in KNOWN_UNFIRED:
+            known = ", ".join(EVENTS)
+            raise ConfigError(where, f"hooks.{raw_event}: unknown hook event (known: {known})")
+        if not isinstance(groups, list):
+            raise ConfigError(where, f"hooks.{raw_event} must be a list of matcher groups")
+        for gi, group in enumerate(groups):
+            at = f"hooks.{raw_event}[{gi}]"
+            if not isinstance(group, dict):
+                raise ConfigError(where, f"{at} must be an object with \"hooks\"")
+            matcher = group.get("matcher", "")
+            if matcher is None:
+                matcher = ""
+            if not isinstance(matcher, str):
+                raise ConfigError(where, f"{at}.matcher must be a string")
+            if matcher != "*" and not _SIMPLE_MATCHER.match(matcher):
+                try:
+                    re.compile(matcher)
+                except re.error as exc:
+                    raise ConfigError(where, f"{at}.matcher is not a valid regular expression: {exc}") from None
+            handlers = group.get("hooks")
+            if not isinstance(handlers, list):
+                raise ConfigError(where, f"{at}.hooks must be a list of handlers")
+            for hi, h in enumerate(handlers):
+                hat = f"{at}.hooks[{hi}]"
+                if not isinstance(h, dict):
+                    raise ConfigError(where, f"{hat} must be an object")
+                typ = h.get("type", "command")
+                if typ in OTHER_TYPES:
+                    warnings.append(f"{where}: {hat}: hooks of type {typ!r} are not supported by agentloop; skipped")
+                    continue
+                if typ != "command":
+                    raise ConfigError(where, f"{hat}.type must be \"command\" (or one of {', '.join(sorted(OTHER_TYPES))}), not {typ!r}")
+                cmd = h.get("command")
+                if not isinstance(cmd, str) or not cmd.strip():
+                    raise ConfigError(where, f"{hat}.command must be a non-empty string")
+                args = h.get("args")
+                if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
+                    raise ConfigError(where, f"{hat}.args must be a list of strings")
+                timeout = h.get("timeout", DEFAULT_TIMEOUTS.get(event, DEFAULT_TIMEOUT))
+                if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+                    raise ConfigError(where, f"{hat}.timeout must be a positive number of seconds")
+                on_failure = h.get("onFailure", "ignore")
+                if on_failure not in ("ignore", "block"):
+                    raise ConfigError(where, f"{hat}.onFailure must be \"ignore\" or \"block\"")
+                if event in KNOWN_UNFIRED:
+                    continue
+                out.append(
+                    HookHandler(
+                        event=event,
+                        matcher=matcher,
+                        command=cmd,
+                        args=tuple(args) if args is not None else None,
+                        timeout=float(timeout),
+                        on_failure=on_failure,
+                        source=where,
+                    )
+                )
+    return out, warnings
+
+
+# --- parsing a hook's answer -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """A hook's stdout, understood. ``json`` is False for plain text."""
+
+    json: bool = False
+    text: str = ""
+    """Plain stdout (when not JSON)."""
+    continue_: bool = True
+    stop_reason: str | None = None
+    system_message: str | None = None
+    suppress_output: bool = False
+    decision: str | None = None
+    """Top-level ``decision``: ``"block"`` (or the deprecated ``"approve"``)."""
+    reason: str | None = None
+    permission_decision: str | None = None
+    permission_reason: str | None = None
+    updated_input: dict[str, Any] | None = None
+    additional_context: str | None = None
+    updated_output: Any = None
+    has_updated_output: bool = False
+
+
+def _opt_str(obj: Mapping[str, Any], key: str, where: str) -> str | None:
+    v = obj.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise HookOutputError(f"{where}{key} must be a string, not {type(v).__name__}")
+    return v[:MAX_TEXT]
+
+
+def parse_hook_output(stdout: bytes | str) -> HookAnswer:
+    """Understand a hook's stdout.
+
+    Stdout that (after whitespace) starts with ``{`` must be a JSON object in
+    Claude Code's shape; anything else is plain text.
+
+    Raises:
+        HookOutputError: not UTF-8, invalid JSON, not an object, or a known
+            field of the wrong type or value. Never anything else.
+    """
+    if isinstance(stdout, bytes):
+        try:
+            text = stdout.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise HookOutputError(f"output is not UTF-8 (byte {exc.start})") from None
+    elif isinstance(stdout, str):
+        text = stdout
+    else:
+        raise HookOutputError(f"output must be bytes or text, not {type(stdout).__name__}")
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return HookAnswer(json=False, text=stripped[:MAX_TEXT])
+    try:
+        obj = json.loads(stripped)
+    except (ValueError, RecursionError) as exc:
+        raise HookOutputError(f"output starts with '{{' but is not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(obj, dict):
+        raise HookOutputError(f"output must be a JSON object, not {type(obj).__name__}")
+    return _answer_from(obj)
+
+
+def _answer_from(obj: dict[str, Any]) -> HookAnswer:
+    cont = obj.get("continue", True)
+    if not isinstance(cont, bool):
+        raise HookOutputError("continue must be true or false")
+    suppress = obj.get("suppressOutput", False)
+    if not isinstance(suppress, bool):
+        raise HookOutputError("suppressOutput must be true or false")
+    decision = _opt_str(obj, "decision", "")
+    if decision is not None and decision not in ("block", "approve"):
+        raise HookOutputError(f"decision must be \"block\" (or the deprecated \"approve\"), not {decision!r}")
+    hso = obj.get("hookSpecificOutput")
+    perm = perm_reason = ctx = None
+    updated_input = None
+    updated_output: Any = None
+    has_updated_output = False
+    if hso is not None:
+        if not isinstance(hso, dict):
+            raise HookOutputError("hookSpecificOutput must be an object")
+        w = "hookSpecificOutput."
+        _opt_str(hso, "hookEventName", w)
+        perm = _opt_str(hso, "permissionDecision", w)
+        if perm is not None and perm not in DECISION_RANK:
+            raise HookOutputError(f"hookSpecificOutput.permissionDecision must be allow, deny, ask or defer, not {perm!r}")
+        perm_reason = _opt_str(hso, "permissionDecisionReason", w)
+        ui = hso.get("updatedInput")
+        if ui is not None:
+            if not isinstance(ui, dict):
+                raise HookOutputError("hookSpecificOutput.updatedInput must be an object (it replaces the whole input)")
+            updated_input = ui
+        ctx = _opt_str(hso, "additionalContext", w)
+        if "updatedToolOutput" in hso:
+            updated_output = hso["updatedToolOutput"]
+            has_updated_output = True
+    return HookAnswer(
+        json=True,
+        continue_=cont,
+        stop_reason=_opt_str(obj, "stopReason", ""),
+        system_message=_opt_str(obj, "systemMessage", ""),
+        suppress_output=suppress,
+        decision=decision,
+        reason=_opt_str(obj, "reason", ""),
+        permission_decision=perm,
+        permission_reason=perm_reason,
+        updated_input=updated_input,
+        additional_context=ctx,
+        updated_output=updated_output,
+        has_updated_output=has_updated_output,
+    )
+
+
+# --- running one process -----------------------------------------------------
+
+
+@dataclass
+class _Proc:
+    returncode: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_total: int = 0
+    timed_out: bool = False
+    error: str | None = None
+
+
+def _kill_group(p: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _spawn(argv: list[str], stdin: bytes, env: dict[str, str], cwd: str, timeout: float) -> _Proc:
+    """Run ``argv`` in a new process group, feed it, read both pipes (capped) until exit or timeout."""
+    res = _Proc()
+    try:
+        p = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        res.error = f"cannot start: {exc.strerror or exc}"
+        res.returncode = 127
+        return res
+    assert p.stdin is not None and p.stdout is not None and p.stderr is not None
+    deadline = time.monotonic() + timeout
+    sel = selectors.DefaultSelector()
+    out_buf = bytearray()
+    err_buf = bytearray()
+    view = memoryview(stdin)
+    written = 0
+    try:
+        for f in (p.stdin, p.stdout, p.stderr):
+            os.set_blocking(f.fileno(), False)
+        if stdin:
+            sel.register(p.stdin, selectors.EVENT_WRITE)
+        else:
+            p.stdin.close()
+        sel.register(p.stdout, selectors.EVENT_READ)
+        sel.register(p.stderr, selectors.EVENT_READ)
+        open_reads = 2
+        while open_reads:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                res.timed_out = True
+                break
+            for key, _ in sel.select(min(left, 0.5)):
+                src = key.fileobj
+                if src is p.stdin:
+                    try:
+                        written += os.write(p.stdin.fileno(), view[written : written + 65536])
+                    except (BrokenPipeError, ConnectionResetError):
+                        written = len(stdin)
+                    except BlockingIOError:
+                        continue
+                    if written >= len(stdin):
+                        sel.unregister(p.stdin)
+                        p.stdin.close()
+                    continue
+                pipe = p.stdout if src is p.stdout else p.stderr
+                try:
+                    chunk = os.read(pipe.fileno(), 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(pipe)
+                    open_reads -= 1
+                    continue
+                if pipe is p.stdout:
+                    res.stdout_total += len(chunk)
+                    if len(out_buf) < MAX_OUTPUT_BYTES:
+                        out_buf += chunk[: MAX_OUTPUT_BYTES - len(out_buf)]
+                elif len(err_buf) < MAX_STDERR_BYTES:
+                    err_buf += chunk[: MAX_STDERR_BYTES - len(err_buf)]
+        if res.timed_out:
+            _kill_group(p)
+        try:
+            res.returncode = p.wait(timeout=max(0.0, deadline - time.monotonic()) + (1.0 if res.timed_out else 0.0))
+        except subprocess.TimeoutExpired:
+            res.timed_out = True
+            _kill_group(p)
+            res.returncode = p.wait()
+        if res.timed_out:
+            res.returncode = None
+    finally:
+        sel.close()
+        for f in (p.stdin, p.stdout, p.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+        if p.returncode is None:
+            _kill_group(p)
+            p.wait()
+    res.stdout = bytes(out_buf)
+    res.stderr = bytes(err_buf)
+    return res
+
+
+# --- outcomes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookResult:
+    """What one handler did."""
+
+    handler: HookHandler
+    exit_code: int | None
+    """None when it timed out (its group was killed)."""
+    duration_ms: int
+    timed_out: bool = False
+    answer: HookAnswer | None = None
+    stderr: str = ""
+    failure: str | None = None
+    """Why the hook failed (timeout, crash, garbage output), or None."""
+    blocked: bool = False
+    reason: str | None = None
+    """The reason shown when it blocks or gives feedback."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "command": self.handler.command,
+            "source": self.handler.source,
+            "exit_code": self.exit_code,
+            "duration_ms": self.duration_ms,
+        }
+        if self.timed_out:
+            out["timed_out"] = True
+        if self.failure is not None:
+            out["failure"] = self.failure
+            out["on_failure"] = self.handler.on_failure
+        if self.blocked:
+            out["blocked"] = True
+        if self.reason:
+            out["reason"] = self.reason
+        a = self.answer
+        if a is not None and a.json:
+            if a.permission_decision:
+                out["permission_decision"] = a.permission_decision
+            if a.updated_input is not None:
+                out["updated_input"] = a.updated_input
+            if a.additional_context:
+                out["additional_context"] = a.additional_context
+            if not a.continue_:
+                out["continue"] = False
+            if a.system_message:
+                out["system_message"] = a.system_message
+            if a.decision:
+                out["decision"] = a.decision
+        return out
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """Every handler's result for one event, and what they decided together."""
+
+    event: str
+    matcher_value: str | None = None
+    results: tuple[HookResult, ...] = ()
+    blocked: bool = False
+    """The action must not happen (PreToolUse deny or exit 2, a prompt rejected, a Stop kept going...)."""
+    reason: str | None = None
+    permission_decision: str | None = None
+    """PreToolUse only: the combined decision (deny > defer > ask > allow), or None."""
+    updated_input: dict[str, Any] | None = None
+    additional_context: tuple[str, ...] = ()
+    feedback: tuple[str, ...] = ()
+    """PostToolUse: reasons shown to the model after the tool ran."""
+    system_messages: tuple[str, ...] = ()
+    """Warnings for the user."""
+    stop: bool = False
+    """Some hook said ``continue: false``: stop everything."""
+    stop_reason: str | None = None
+    updated_output: Any = None
+    has_updated_output: bool = False
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.results)
+
+    def to_record(self) -> dict[str, Any]:
+        """The payload of the ``hook`` transcript record."""
+        out: dict[str, Any] = {
+            "event": self.event,
+            "matcher_value": self.matcher_value,
+            "handlers": [r.to_json() for r in self.results],
+            "blocked": self.blocked,
+        }
+        for k, v in (
+            ("reason", self.reason),
+            ("permission_decision", self.permission_decision),
+            ("updated_input", self.updated_input),
+            ("stop_reason", self.stop_reason),
+        ):
+            if v is not None:
+                out[k] = v
+        if self.additional_context:
+            out["additional_context"] = list(self.additional_context)
+        if self.feedback:
+            out["feedback"] = list(self.feedback)
+        if self.system_messages:
+            out["system_messages"] = list(self.system_messages)
+        if self.stop:
+            out["stop"] = True
+        if self.has_updated_output:
+            out["updated_output"] = self.updated_output
+        return out
+
+
+def _judge(event: str, h: HookHandler, proc: _Proc, ms: int) -> HookResult:
+    """One handler's result from its exit code and output (Claude Code's rules)."""
+    stderr = proc.stderr.decode("utf-8", "replace").strip()[:MAX_TEXT]
+    failure: str | None = None
+    answer: HookAnswer | None = None
+    if proc.error is not None:
+        failure = proc.error
+    elif proc.timed_out:
+        failure = f"timed out after {h.timeout:g}s; its process group was killed"
+    elif proc.stdout_total > MAX_OUTPUT_BYTES:
+        failure = f"printed {proc.stdout_total} bytes, more than the {MAX_OUTPUT_BYTES} allowed"
+    else:
+        try:
+            answer = parse_hook_output(proc.stdout)
+        except HookOutputError as exc:
+            if proc.returncode == 0:
+                failure = f"invalid output: {exc}"
+    code = proc.returncode
+    if failure is None and code not in (0, 2):
+        if answer is not None and answer.json:
+            pass  # Claude Code: valid JSON on another exit code decides alone
+        else:
+            answer = None
+            failure = f"exited with {code}" + (f": {stderr}" if stderr else "")
+    if failure is not None:
+        blocked = h.on_failure == "block"
+        reason = f"hook {h.command!r} failed ({failure}) and is configured to fail closed" if blocked else None
+        return HookResult(h, code, ms, proc.timed_out, None, stderr, failure, blocked, reason)
+    if code == 2:
+        # exit 2 ignores stdout; stderr is the reason
+        reason = stderr or f"blocked by hook {h.command!r}"
+        return HookResult(h, code, ms, False, None, stderr, None, event in CAN_BLOCK, reason)
+    assert answer is not None
+    blocked = False
+    reason = None
+    if answer.json:
+        if answer.decision == "block" and event in BLOCK_DECISION:
+            blocked = event not in FEEDBACK
+            reason = answer.reason or f"blocked by hook {h.command!r}"
+        if event == "PreToolUse" and answer.permission_decision == "deny":
+            blocked = True
+            reason = answer.permission_reason or answer.reason or f"denied by hook {h.command!r}"
+        if event == "PreToolUse" and answer.decision == "block" and answer.permission_decision is None:
+            blocked = True  # the deprecated top-level form
+            reason = answer.reason or f"blocked by hook {h.command!r}"
+    return HookResult(h, code, ms, False, answer, stderr, None, blocked, reason)
+
+
+def _combine(event: str, matcher_value: str | None, results: list[HookResult], warnings: Sequence[str]) -> HookOutcome:
+    blocked = False
+    reasons: list[str] = []
+    feedback: list[str] = []
+    ctx: list[str] = []
+    msgs: list[str] = []
+    stop = False
+    stop_reason: str | None = None
+    best: str | None = None
+    perm_reason: str | None = None
+    updated_input: dict[str, Any] | None = None
+    updated_output: Any = None
+    has_updated_output = False
+    for r in results:
+        a = r.answer
+        if event in FEEDBACK and r.reason and not r.failure:
+            feedback.append(r.reason)
+        if r.blocked:
+            blocked = True
+            if r.reason:
+                reasons.append(r.reason)
+        if event == "PreToolUse":
+            d: str | None = None
+            if r.blocked:
+                d = "deny"
+            elif a is not None and a.json:
+                d = a.permission_decision or ("allow" if a.decision == "approve" else None)
+            if d is not None and (best is None or DECISION_RANK[d] > DECISION_RANK[best]):
+                best = d
+                perm_reason = r.reason if d == "deny" else (a.permission_reason if a is not None else None)
+        if a is None:
+            continue
+        if a.json:
+            if not a.continue_:
+                stop = True
+                stop_reason = stop_reason or a.stop_reason
+            if a.system_message:
+                msgs.append(a.system_message)
+            if a.additional_context:
+                ctx.append(a.additional_context)
+            if a.updated_input is not None and not r.blocked:
+                updated_input = a.updated_input
+            if a.has_updated_output:
+                updated_output, has_updated_output = a.updated_output, True
+        elif a.text and event in PLAIN_CONTEXT and r.exit_code == 0:
+            ctx.append(a.text)
+    reason = "; ".join(reasons) if reasons else None
+    if event == "PreToolUse" and best is not None and best != "deny":
+        reason = perm_reason
+    if event == "PreToolUse" and best == "deny":
+        updated_input = None
+    return HookOutcome(
+        event=event,
+        matcher_value=matcher_value,
+        results=tuple(results),
+        blocked=blocked or (event == "PreToolUse" and best == "deny"),
+        reason=reason,
+        permission_decision=best if event == "PreToolUse" else None,
+        updated_input=updated_input,
+        additional_context=tuple(ctx),
+        feedback=tuple(feedback),
+        system_messages=tuple(msgs),
+        stop=stop,
+        stop_reason=stop_reason,
+        updated_output=updated_output,
+        has_updated_output=has_updated_output,
+        warnings=tuple(warnings),
+    )
+
+
+class HookRunner:
+    """The configured hooks of a session, ready to run."""
+
+    def __init__(
+        self,
+        handlers: Sequence[HookHandler] = (),
+        *,
+        project_dir: str,
+        session_id: str = "",
+        transcript_path: str = "",
+        cwd: str | None = None,
+        permission_mode: str | None = None,
+        env: Mapping[str, str] | None = None,
+        warnings: Sequence[str] = (),
+    ):
+        self.handlers = tuple(handlers)
+        self.project_dir = os.path.abspath(project_dir)
+        self.session_id = session_id
+        self.transcript_path = transcript_path
+        self.cwd = os.path.abspath(cwd or project_dir)
+        self.permission_mode = permission_mode
+        self.warnings = tuple(warnings)
+        base = dict(os.environ if env is None else env)
+        for k in list(base):
+            if k.startswith("OTEL_"):
+                del base[k]
+        base["CLAUDE_PROJECT_DIR"] = self.project_dir
+        base["AGENTLOOP_PROJECT_DIR"] = self.project_dir
+        self._env = base
+        self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
+
+    @classmethod
+    def from_settings(
+        cls,
+        sources: Sequence[SettingsSource],
+        *,
+        project_dir: str,
+        session_id: str = "",
+        transcript_path: str = "",
+        cwd: str | None = None,
+        permission_mode: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> HookRunner:
+        """Read ``hooks`` from every settings source (lowest precedence first).
+
+        Raises:
+            ConfigError: a ``hooks`` section is malformed (names the file and place).
+        """
+        handlers: list[HookHandler] = []
+        warnings: list[str] = []
+        for s in sources:
+            hs, ws = _handlers_from(s)
+            handlers += hs
+            warnings += ws
+        return cls(
+            handlers,
+            project_dir=project_dir,
+            session_id=session_id,
+            transcript_path=transcript_path,
+            cwd=cwd,
+            permission_mode=permission_mode,
+            env=env,
+            warnings=warnings,
+        )
+
+    def has(self, event: str) -> bool:
+        event = ALIASES.get(event, event)
+        return any(h.event == event for h in self.handlers)
+
+    def matching(self, event: str, matcher_value: str | None) -> list[HookHandler]:
+        """The handlers that run for this event and value: each distinct command once."""
+        event = ALIASES.get(event, event)
+        seen: dict[tuple[str, tuple[str, ...] | None], int] = {}
+        out: list[HookHandler] = []
+        for h in self.handlers:
+            if h.event != event:
+                continue
+            if event not in NO_MATCHER and not _matches(h.matcher, matcher_value):
+                continue
+            if h.key in seen:
+                # the same handler from two places runs once; if either fails closed, it does
+                i = seen[h.key]
+                if h.on_failure == "block" and out[i].on_failure != "block":
+                    out[i] = HookHandler(out[i].event, out[i].matcher, out[i].command, out[i].args, out[i].timeout, "block", out[i].source)
+                continue
+            seen[h.key] = len(out)
+            out.append(h)
+        return out
+
+    def payload(self, event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "session_id": self.session_id,
+            "transcript_path": self.transcript_path,
+            "cwd": self.cwd,
+            "hook_event_name": event,
+        }
+        if self.permission_mode is not None:
+            out["permission_mode"] = self.permission_mode
+        out.update(fields)
+        return out
+
+    def run(self, event: str, payload: Mapping[str, Any], *, matcher_value: str | None = None) -> HookOutcome:
+        """Run every matching handler at once and combine their answers.
+
+        ``payload`` holds the event's own fields (``tool_name``, ``tool_input``,
+        ``prompt``...); the common ones are added here. Never raises for a
+        hook's behaviour: failures are in the outcome.
+        """
+        event = ALIASES.get(event, event)
+        if event not in EVENTS:
+            raise ValueError(f"unknown hook event {event!r}")
+        handlers = self.matching(event, matcher_value)
+        if not handlers:
+            return HookOutcome(event=event, matcher_value=matcher_value)
+        data = json.dumps(self.payload(event, payload), ensure_ascii=False, default=str).encode("utf-8")
+        if len(handlers) == 1:
+            results = [self._one(event, handlers[0], data)]
+        else:
+            with ThreadPoolExecutor(max_workers=min(len(handlers), 16)) as pool:
+                results = list(pool.map(lambda h: self._one(event, h, data), handlers))
+        return _combine(event, matcher_value, results, ())
+
+    def _one(self, event: str, h: HookHandler, data: bytes) -> HookResult:
+        argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]
+        t0 = time.monotonic()
+        proc = _spawn(argv, data, self._env, self.cwd, h.timeout)
+        ms = int((time.monotonic() - t0) * 1000)
+        return _judge(event, h, proc, ms)
