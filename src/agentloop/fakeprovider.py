@@ -1,0 +1,586 @@
+"""A local model server that speaks both wire protocols, for tests and demos.
+
+Run it::
+
+    python -m agentloop.fakeprovider --script replies.json --port 0
+
+It binds 127.0.0.1, prints its base URL (``http://127.0.0.1:PORT``) as the
+first line on stdout, and serves until killed. Point a client at it with
+``--model openai:NAME --base-url URL/v1`` or ``--model anthropic:NAME`` with
+``ANTHROPIC_BASE_URL=URL`` (any key will do unless the script sets
+``require_key``). The paths it answers, with or without a leading ``/v1``:
+
+- ``POST /chat/completions``: OpenAI Chat Completions, JSON or SSE (``stream``).
+- ``POST /messages``: Anthropic Messages, JSON or SSE (``stream``).
+- ``POST /messages/count_tokens``: Anthropic token counting (uses no reply).
+- ``GET /requests``: the requests received so far, as JSON (keys never kept).
+
+The script is a JSON file: either a list of replies, or an object::
+
+    {
+      "replies": [REPLY, ...],
+      "when_done": "error",        # after the last reply: "error" (a 500 saying so),
+                                   # "repeat" (the last reply again), "cycle" (from the top)
+      "seed": 0,                   # for random latencies
+      "require_key": null,         # when set, any other key gets a 401
+      "cache": true                # report prompt-cache reads and writes (below)
+    }
+
+Each request to a completion endpoint takes the next REPLY, an object with:
+
+- ``text``: the assistant's text (default "").
+- ``tool_calls``: ``[{"name": ..., "arguments": {...}, "id": optional}]``.
+- ``stop_reason``: ``end_turn``, ``tool_use`` or ``max_tokens`` (the
+  default is ``tool_use`` when there are tool calls, else ``end_turn``); sent
+  as ``stop``, ``tool_calls`` and ``length`` on the OpenAI protocol.
+- ``usage``: ``{"input_tokens": n, "output_tokens": n}`` to report instead
+  of the computed figures (input: the request's characters // 4; output: the
+  reply's characters // 4 + 1).
+- ``model``: the model name to report (default: the one requested).
+- ``latency``: seconds before the response, or ``[min, max]`` for a uniform
+  random pick (seeded by ``seed``).
+- ``chunk_size`` (default 8): characters of text or of tool-call arguments
+  per streamed delta; ``chunk_delay`` (default 0): seconds between events.
+- ``fault``: instead of a normal answer,
+  ``"429"`` (rate limited, with ``retry_after`` seconds in ``retry-after``),
+  ``"500"``, ``"529"`` (overloaded; ``retry_after`` optional),
+  ``"401"`` (bad key), ``"quota"`` (out of credit: OpenAI's 429
+  ``insufficient_quota``, Anthropic's 400 credit balance), ``"stall"`` (the
+  stream starts, then nothing for ``stall_seconds``, default 60, then the
+  connection closes), ``"cut"`` (the stream stops in the middle of a JSON
+  fragment and the connection drops), ``"malformed"`` (one event's data is not
+  JSON; the stream then goes on to its end), ``"content_type"`` (a 200 with an
+  HTML page), ``"error_event"`` (Anthropic: an ``overloaded_error`` event
+  mid-stream; OpenAI: an ``error`` chunk).
+
+Prompt caching (``"cache": true``): on the Anthropic protocol, the prefix up
+to each ``cache_control`` breakpoint (tools, then system, then messages) is
+remembered; a later request that repeats a remembered prefix reports it as
+``cache_read_input_tokens``, and the new prefix up to its last breakpoint as
+``cache_creation_input_tokens``. On the OpenAI protocol, the longest
+previously seen prefix of whole messages is reported as
+``usage.prompt_tokens_details.cached_tokens``. Token counts are characters
+// 4 of the canonical JSON of each part, the same figure ``count_tokens``
+returns, so exact counting can be checked against usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random  # noqa: TID251 - a test server: seeded latencies
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeProvider", "load_script", "main"]
+
+FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event")
+
+
+class ScriptError(ValueError):
+    """The script file is not what the module docstring describes."""
+
+
+def load_script(obj: Any, where: str = "script") -> dict[str, Any]:
+    """A script as a dict, checked. ``obj`` is the parsed JSON (a list or an object)."""
+    if isinstance(obj, list):
+        obj = {"replies": obj}
+    if not isinstance(obj, dict) or not isinstance(obj.get("replies"), list):
+        raise ScriptError(f"{where}: must be a list of replies or an object with a 'replies' list")
+    for i, r in enumerate(obj["replies"]):
+        if not isinstance(r, dict):
+            raise ScriptError(f"{where}: replies[{i}] must be an object")
+        f = r.get("fault")
+        if f is not None and str(f) not in FAULTS:
+            raise ScriptError(f"{where}: replies[{i}].fault {f!r} is not one of {', '.join(FAULTS)}")
+        for tc in r.get("tool_calls", []):
+            if not isinstance(tc, dict) or "name" not in tc:
+                raise ScriptError(f"{where}: replies[{i}].tool_calls entries need a 'name'")
+    if obj.get("when_done", "error") not in ("error", "repeat", "cycle"):
+        raise ScriptError(f"{where}: when_done must be error, repeat or cycle")
+    return obj
+
+
+def _canon(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _tokens(chars: int) -> int:
+    return chars // 4
+
+
+class _State:
+    def __init__(self, script: dict[str, Any]):
+        self.script = script
+        self.replies: list[dict[str, Any]] = script["replies"]
+        self.index = 0
+        self.lock = threading.Lock()
+        self.rng = random.Random(script.get("seed", 0))
+        self.requests: list[dict[str, Any]] = []
+        self.prefixes: set[str] = set()
+        self.cache = bool(script.get("cache", True))
+
+    def next_reply(self) -> dict[str, Any] | None:
+        with self.lock:
+            n = len(self.replies)
+            if self.index < n:
+                r = self.replies[self.index]
+            elif n and self.script.get("when_done") == "repeat":
+                r = self.replies[-1]
+            elif n and self.script.get("when_done") == "cycle":
+                r = self.replies[self.index % n]
+            else:
+                r = None
+            self.index += 1
+            return r
+
+    def latency(self, r: dict[str, Any]) -> float:
+        lat = r.get("latency", 0)
+        if isinstance(lat, list):
+            with self.lock:
+                return self.rng.uniform(float(lat[0]), float(lat[1]))
+        return float(lat)
+
+    # --- prompt caching ------------------------------------------------------
+
+    def anthropic_usage(self, body: dict[str, Any]) -> tuple[int, int, int]:
+        """(input, cache_read, cache_write) tokens for an Anthropic request."""
+        units: list[tuple[str, bool]] = []
+        for t in body.get("tools") or []:
+            units.append((_canon(t), "cache_control" in t))
+        system = body.get("system")
+        if isinstance(system, str):
+            units.append((_canon(system), False))
+        for b in system or [] if not isinstance(system, str) else []:
+            units.append((_canon(b), isinstance(b, dict) and "cache_control" in b))
+        for m in body.get("messages") or []:
+            c = m.get("content")
+            if isinstance(c, str):
+                units.append((_canon({"role": m.get("role"), "text": c}), False))
+            else:
+                for b in c or []:
+                    units.append((_canon({"role": m.get("role"), **b}), isinstance(b, dict) and "cache_control" in b))
+        total = _tokens(sum(len(u) for u, _ in units))
+        if not self.cache:
+            return total, 0, 0
+        h = hashlib.sha256()
+        chars = 0
+        marks: list[tuple[str, int]] = []
+        for u, bp in units:
+            h.update(u.encode())
+            chars += len(u.replace('"cache_control":{"type":"ephemeral"}', ""))
+            if bp:
+                marks.append((h.copy().hexdigest(), _tokens(chars)))
+        read = write = 0
+        with self.lock:
+            for digest, toks in reversed(marks):
+                if digest in self.prefixes:
+                    read = toks
+                    break
+            if marks and marks[-1][0] not in self.prefixes:
+                write = marks[-1][1] - read
+            for digest, _ in marks:
+                self.prefixes.add(digest)
+        return max(0, total - read - write), read, write
+
+    def openai_cached(self, body: dict[str, Any]) -> tuple[int, int]:
+        """(prompt tokens, cached tokens) for an OpenAI request."""
+        units = [_canon(body.get("tools") or [])] + [_canon(m) for m in body.get("messages") or []]
+        total = _tokens(sum(len(u) for u in units))
+        if not self.cache:
+            return total, 0
+        h = hashlib.sha256()
+        chars = 0
+        cached = 0
+        seen = []
+        for u in units:
+            h.update(u.encode())
+            chars += len(u)
+            seen.append((h.copy().hexdigest(), _tokens(chars)))
+        with self.lock:
+            for digest, toks in seen[:-1]:
+                if digest in self.prefixes:
+                    cached = toks
+            for digest, _ in seen:
+                self.prefixes.add(digest)
+        return total, cached
+
+
+def _split(s: str, n: int) -> list[str]:
+    n = max(1, n)
+    return [s[i : i + n] for i in range(0, len(s), n)] or [""]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        return
+
+    # --- plumbing ----------------------------------------------------------
+
+    def _path(self) -> str:
+        p = self.path.split("?", 1)[0]
+        while p.startswith("/v1/"):
+            p = p[3:]
+        return p
+
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        """Close the connection without ending the chunked body: the client sees a cut."""
+        self.wfile.flush()
+        self.close_connection = True
+        try:
+            import socket  # noqa: TID251 - a test server
+
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _key(self) -> str | None:
+        auth = self.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return auth[7:]
+        return self.headers.get("x-api-key")
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        if self._path() == "/requests":
+            with self.server.state.lock:
+                self._send_json(200, list(self.server.state.requests))
+            return
+        if self._path() in ("/models", "/health"):
+            self._send_json(200, {"object": "list", "data": []})
+            return
+        self._send_json(404, {"error": {"type": "not_found_error", "message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        n = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        path = self._path()
+        proto = "openai" if path == "/chat/completions" else "anthropic" if path.startswith("/messages") else None
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send_json(400, self._error_body(proto or "openai", "invalid_request_error", "body is not JSON"))
+            return
+        st = self.server.state
+        want = st.script.get("require_key")
+        key = self._key()
+        rec = {
+            "path": path,
+            "protocol": proto,
+            "body": body,
+            "has_key": bool(key),
+            "headers": {k.lower(): v for k, v in self.headers.items() if k.lower() not in ("authorization", "x-api-key")},
+        }
+        with st.lock:
+            st.requests.append(rec)
+        if proto is None:
+            self._send_json(404, {"error": {"type": "not_found_error", "message": f"no route {self.path}"}})
+            return
+        if want is not None and key != want:
+            self._send_json(401, self._error_body(proto, "authentication_error", "invalid x-api-key" if proto == "anthropic" else "Incorrect API key provided"))
+            return
+        if path == "/messages/count_tokens":
+            inp, read, write = _State({"replies": [], "cache": False}).anthropic_usage(body)
+            self._send_json(200, {"input_tokens": inp + read + write})
+            return
+        r = st.next_reply()
+        if r is None:
+            self._send_json(500, self._error_body(proto, "api_error", f"the fake provider's script has no reply for request {st.index}"))
+            return
+        time.sleep(st.latency(r))
+        fault = r.get("fault")
+        if fault is not None and self._simple_fault(proto, str(fault), r):
+            return
+        if proto == "openai":
+            self._openai(body, r)
+        else:
+            self._anthropic(body, r)
+
+    def _error_body(self, proto: str, kind: str, message: str) -> dict[str, Any]:
+        if proto == "anthropic":
+            return {"type": "error", "error": {"type": kind, "message": message}}
+        return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+    def _simple_fault(self, proto: str, fault: str, r: dict[str, Any]) -> bool:
+        ra = r.get("retry_after")
+        hdrs = {"retry-after": str(ra)} if ra is not None else {}
+        if fault == "429":
+            self._send_json(429, self._error_body(proto, "rate_limit_error", "rate limited: slow down"), hdrs)
+        elif fault == "500":
+            self._send_json(500, self._error_body(proto, "api_error", "internal server error"))
+        elif fault == "529":
+            self._send_json(529, self._error_body(proto, "overloaded_error", "Overloaded"), hdrs)
+        elif fault == "401":
+            self._send_json(401, self._error_body(proto, "authentication_error", "invalid api key"))
+        elif fault == "quota":
+            if proto == "openai":
+                self._send_json(429, {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}})
+            else:
+                self._send_json(400, self._error_body(proto, "invalid_request_error", "Your credit balance is too low to access the Anthropic API."))
+        elif fault == "content_type":
+            page = b"<html><body>Welcome to nginx!</body></html>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+        else:
+            return False
+        return True
+
+    # --- a reply, in each protocol -------------------------------------------
+
+    def _calls(self, r: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+        with self.server.state.lock:
+            n = self.server.state.index
+        return [
+            {"id": tc.get("id") or f"{prefix}{n:03d}_{i}", "name": tc["name"], "arguments": tc.get("arguments", {})}
+            for i, tc in enumerate(r.get("tool_calls") or [])
+        ]
+
+    def _out_tokens(self, r: dict[str, Any], calls: list[dict[str, Any]]) -> int:
+        chars = len(r.get("text", "")) + sum(len(c["name"]) + len(_canon(c["arguments"])) for c in calls)
+        return _tokens(chars) + 1
+
+    def _stream(self, events: Iterator[bytes], r: dict[str, Any], cut_at: int | None) -> None:
+        """Send events; on a fault, stall, cut or corrupt the stream as the reply asks."""
+        fault = r.get("fault")
+        delay = float(r.get("chunk_delay", 0))
+        self._start_stream()
+        try:
+            for i, ev in enumerate(events):
+                if fault == "stall" and i == 2:
+                    time.sleep(float(r.get("stall_seconds", 60)))
+                    self._drop()
+                    return
+                if fault == "cut" and cut_at is not None and i == cut_at:
+                    # the event's data stops inside its JSON: half of it, then the connection drops
+                    self._chunk(ev[: max(1, len(ev) // 2)])
+                    self._drop()
+                    return
+                if fault == "malformed" and i == 3:
+                    ev = ev.replace(b"data: {", b"data: {{oops ", 1)
+                self._chunk(ev)
+                if delay:
+                    time.sleep(delay)
+            self._end_stream()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _openai(self, body: dict[str, Any], r: dict[str, Any]) -> None:
+        st = self.server.state
+        model = r.get("model") or body.get("model") or "fake"
+        calls = self._calls(r, "call_")
+        text = r.get("text", "")
+        stop = r.get("stop_reason") or ("tool_use" if calls else "end_turn")
+        finish = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}.get(stop, stop)
+        prompt, cached = st.openai_cached(body)
+        u = r.get("usage") or {}
+        pt = int(u.get("input_tokens", prompt))
+        ct = int(u.get("output_tokens", self._out_tokens(r, calls)))
+        usage: dict[str, Any] = {
+            "prompt_tokens": pt,
+            "completion_tokens": ct,
+            "total_tokens": pt + ct,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        cid = f"chatcmpl-fake{st.index:04d}"
+        created = 1_700_000_000
+        tool_calls = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": _canon(c["arguments"])}} for c in calls
+        ]
+        if not body.get("stream"):
+            msg: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else ""), "refusal": None}
+            if tool_calls:
+                msg["tool_calls"] = tool_calls
+            self._send_json(200, {
+                "id": cid, "object": "chat.completion", "created": created, "model": model,
+                "choices": [{"index": 0, "message": msg, "finish_reason": finish, "logprobs": None}],
+                "usage": usage,
+            })
+            return
+        size = int(r.get("chunk_size", 8))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+        def chunk(delta: dict[str, Any], fin: str | None = None, use: Any = None, choices: bool = True) -> bytes:
+            obj: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                                   "choices": [{"index": 0, "delta": delta, "finish_reason": fin, "logprobs": None}] if choices else []}
+            if use is not None:
+                obj["usage"] = use
+            return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+        events: list[bytes] = [chunk({"role": "assistant", "content": ""})]
+        for piece in _split(text, size) if text else []:
+            events.append(chunk({"content": piece}))
+        cut_at = None
+        for i, tc in enumerate(tool_calls):
+            events.append(chunk({"tool_calls": [{"index": i, "id": tc["id"], "type": "function", "function": {"name": tc["function"]["name"], "arguments": ""}}]}))
+            for piece in _split(tc["function"]["arguments"], size):
+                if cut_at is None:
+                    cut_at = len(events)
+                events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+        if r.get("fault") == "error_event":
+            events.append(b"data: " + json.dumps({"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}).encode() + b"\n\n")
+            self._stream(iter(events), r, None)
+            return
+        events.append(chunk({}, finish))
+        if include_usage:
+            events.append(chunk({}, use=usage, choices=False))
+        events.append(b"data: [DONE]\n\n")
+        self._stream(iter(events), r, cut_at if cut_at is not None else max(1, len(events) // 2))
+
+    def _anthropic(self, body: dict[str, Any], r: dict[str, Any]) -> None:
+        st = self.server.state
+        model = r.get("model") or body.get("model") or "fake"
+        calls = self._calls(r, "toolu_")
+        text = r.get("text", "")
+        stop = r.get("stop_reason") or ("tool_use" if calls else "end_turn")
+        inp, read, write = st.anthropic_usage(body)
+        u = r.get("usage") or {}
+        inp = int(u.get("input_tokens", inp))
+        out = int(u.get("output_tokens", self._out_tokens(r, calls)))
+        mid = f"msg_fake{st.index:04d}"
+        blocks: list[dict[str, Any]] = []
+        if text or not calls:
+            blocks.append({"type": "text", "text": text})
+        for c in calls:
+            blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]})
+        usage = {"input_tokens": inp, "cache_creation_input_tokens": write, "cache_read_input_tokens": read, "output_tokens": out}
+        if not body.get("stream"):
+            self._send_json(200, {"id": mid, "type": "message", "role": "assistant", "model": model, "content": blocks,
+                                  "stop_reason": stop, "stop_sequence": None, "usage": usage})
+            return
+        size = int(r.get("chunk_size", 8))
+
+        def ev(name: str, obj: dict[str, Any]) -> bytes:
+            return b"event: " + name.encode() + b"\ndata: " + json.dumps(obj).encode() + b"\n\n"
+
+        events = [
+            ev("message_start", {"type": "message_start", "message": {"id": mid, "type": "message", "role": "assistant", "model": model,
+                                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}}),
+            b"event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        ]
+        cut_at = None
+        for i, b in enumerate(blocks):
+            if b["type"] == "text":
+                events.append(ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
+                for piece in _split(b["text"], size) if b["text"] else []:
+                    events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}}))
+            else:
+                events.append(ev("content_block_start", {"type": "content_block_start", "index": i,
+                                                         "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}))
+                for piece in _split(_canon(b["input"]), size):
+                    if cut_at is None:
+                        cut_at = len(events)
+                    events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}}))
+            events.append(ev("content_block_stop", {"type": "content_block_stop", "index": i}))
+            if r.get("fault") == "error_event" and i == 0:
+                events.append(ev("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+                self._stream(iter(events), r, None)
+                return
+        events.append(ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                           "usage": {"output_tokens": out}}))
+        events.append(ev("message_stop", {"type": "message_stop"}))
+        self._stream(iter(events), r, cut_at if cut_at is not None else max(1, len(events) // 2))
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr: tuple[str, int], state: _State):
+        super().__init__(addr, _Handler)
+        self.state = state
+
+
+class FakeProvider:
+    """The server in this process, on a thread: ``with FakeProvider(script) as fp: fp.url``."""
+
+    def __init__(self, script: Any, *, host: str = "127.0.0.1", port: int = 0):
+        self.state = _State(load_script(script))
+        self.server = _Server((host, port), self.state)
+        self.thread = threading.Thread(target=self.server.serve_forever, name="fakeprovider", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        with self.state.lock:
+            return list(self.state.requests)
+
+    def start(self) -> FakeProvider:
+        self.thread.start()
+        return self
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> FakeProvider:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m agentloop.fakeprovider", description="A local OpenAI- and Anthropic-compatible model server that answers from a script.")
+    ap.add_argument("--script", required=True, help="a JSON file of replies (see the module docstring)")
+    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    ap.add_argument("--host", default="127.0.0.1")
+    a = ap.parse_args(argv)
+    try:
+        with open(a.script, encoding="utf-8") as f:
+            obj = json.load(f)
+        script = load_script(obj, a.script)
+    except (OSError, json.JSONDecodeError, ScriptError) as exc:
+        print(f"fakeprovider: {a.script}: {exc}" if not isinstance(exc, ScriptError) else f"fakeprovider: {exc}", file=sys.stderr)
+        return 2
+    fp = FakeProvider(script, host=a.host, port=a.port)
+    print(fp.url, flush=True)
+    try:
+        fp.server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fp.server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Real models over HTTP: ``open_model("openai:gpt-4o-mini")``, ``open_model("anthropic:claude-...")``.
+
+HTTP lives only in this package. Each adapter is the only place that knows its
+vendor's wire format (``openai_compat.py``, ``anthropic.py``); ``base.py`` holds
+the stream pump and the retry and fallback policy they share; ``sse.py`` the
+event-stream decoder. Keys come from the arguments, a named environment
+variable, or ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``, and are scrubbed from
+every message this package produces.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .anthropic import AnthropicModel
+from .base import HTTPModel, RetryPolicy, Target
+from .errors import ProviderConfigError, ProviderError, scrub
+from .openai_compat import OpenAIModel
+
+__all__ = [
+    "AnthropicModel",
+    "HTTPModel",
+    "OpenAIModel",
+    "ProviderConfigError",
+    "ProviderError",
+    "RetryPolicy",
+    "open_model",
+    "parse_spec",
+    "scrub",
+]
+
+DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+_POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "connect_timeout", "sleep", "asleep", "rand"}
+_MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature"}
+_VENDOR_OPTIONS = {"openai": {"max_tokens_field"}, "anthropic": {"cache"}}
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """``"openai:gpt-4o-mini" -> ("openai", "gpt-4o-mini")``.
+
+    Raises:
+        ProviderConfigError: no provider, or one we do not know.
+    """
+    vendor, sep, name = spec.partition(":")
+    if not sep:
+        guess = "anthropic" if spec.startswith("claude") else "openai"
+        raise ProviderConfigError(f"--model {spec!r} needs a provider: say {guess}:{spec} (openai:<model> or anthropic:<model>)")
+    vendor = vendor.strip().lower()
+    if vendor not in DEFAULT_BASE:
+        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use openai:<model> or anthropic:<model>")
+    if not name.strip():
+        raise ProviderConfigError(f"--model {spec!r} names no model after {vendor}:")
+    return vendor, name.strip()
+
+
+def is_local(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.endswith(".local")
+
+
+def _key(vendor: str, base_url: str | None, api_key: str | None, api_key_env: str | None, env: Mapping[str, str]) -> str | None:
+    if api_key:
+        return api_key
+    if api_key_env:
+        k = env.get(api_key_env)
+        if k:
+            return k
+        if base_url is None:
+            raise ProviderConfigError(f"the config names {api_key_env} for the {vendor} key, but {api_key_env} is not set: export {api_key_env}=...")
+    k = env.get(KEY_ENV[vendor])
+    if k:
+        return k
+    if base_url is not None:
+        return None  # a server of the user's own (Ollama, vLLM, llama.cpp, LM Studio) needs no key
+    if vendor == "openai":
+        raise ProviderConfigError(
+            "no API key for openai: export OPENAI_API_KEY=sk-..., or point --base-url at a local "
+            "OpenAI-compatible server (e.g. --base-url http://localhost:11434/v1 for Ollama)"
+        )
+    raise ProviderConfigError(
+        "no API key for anthropic: export ANTHROPIC_API_KEY=sk-ant-..., or use an OpenAI-compatible "
+        "local server with --model openai:<name> --base-url URL"
+    )
+
+
+def open_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    fallback: str | None = None,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.BaseTransport | None = None,
+    record_raw: bool = False,
+    **options: Any,
+) -> HTTPModel:
+    """A model for ``spec`` (``openai:<name>`` or ``anthropic:<name>``), with an optional fallback.
+
+    Options: ``max_attempts``, ``backoff_base``, ``backoff_max``,
+    ``max_retry_after``, ``stall_timeout``, ``connect_timeout`` (the retry
+    policy; ``sleep``/``asleep``/``rand`` replace its clock and jitter in tests),
+    ``on_notice`` (called with each retry and fallback notice), ``extra_headers``,
+    ``temperature``, ``max_continuations`` (turns cut at max tokens that the
+    loop continues; default 2), ``cache`` (Anthropic breakpoints, default on),
+    ``max_tokens_field`` (OpenAI: ``max_tokens`` or ``max_completion_tokens``).
+
+    Raises:
+        ProviderConfigError: bad spec, no key, or an unknown option.
+    """
+    e: Mapping[str, str] = os.environ if env is None else env
+    vendor, name = parse_spec(spec)
+    max_cont = options.pop("max_continuations", 2)
+    allowed = _POLICY_OPTIONS | _MODEL_OPTIONS | _VENDOR_OPTIONS[vendor]
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ProviderConfigError(f"unknown option {unknown[0]!r} for {vendor} models; known: {', '.join(sorted(allowed))}")
+    policy = RetryPolicy(**{k: v for k, v in options.items() if k in _POLICY_OPTIONS})
+    model_kw = {k: v for k, v in options.items() if k in _MODEL_OPTIONS}
+    vendor_kw = {k: v for k, v in options.items() if k in _VENDOR_OPTIONS[vendor]}
+
+    url = base_url or e.get(BASE_ENV[vendor]) or None
+    key = _key(vendor, url, api_key, api_key_env, e)
+    fb: HTTPModel | None = None
+    if fallback:
+        fvendor, fname = parse_spec(fallback)
+        if fvendor == vendor:
+            fb = _make(fvendor, Target(fvendor, fname, url or DEFAULT_BASE[fvendor], key), transport, policy, record_raw, model_kw, vendor_kw, None)
+        else:
+            furl = e.get(BASE_ENV[fvendor]) or None
+            fkey = _key(fvendor, furl, None, None, e)
+            fkw = {k: v for k, v in options.items() if k in _VENDOR_OPTIONS[fvendor]}
+            fb = _make(fvendor, Target(fvendor, fname, furl or DEFAULT_BASE[fvendor], fkey), transport, policy, record_raw, model_kw, fkw, None)
+    m = _make(vendor, Target(vendor, name, url or DEFAULT_BASE[vendor], key), transport, policy, record_raw, model_kw, vendor_kw, fb)
+    m.max_continuations = int(max_cont)
+    return m
+
+
+def _make(
+    vendor: str,
+    target: Target,
+    transport: httpx.BaseTransport | None,
+    policy: RetryPolicy,
+    record_raw: bool,
+    model_kw: dict[str, Any],
+    vendor_kw: dict[str, Any],
+    fallback: HTTPModel | None,
+) -> HTTPModel:
+    cls: Callable[..., HTTPModel] = OpenAIModel if vendor == "openai" else AnthropicModel
+    return cls(target, fallback=fallback, transport=transport, policy=policy, record_raw=record_raw, **model_kw, **vendor_kw)

@@ -1,0 +1,301 @@
+"""The Anthropic Messages API: request building, stream assembly, token counting.
+
+The only module that knows Anthropic's wire format. Neutral messages (see
+``events.Message``) become ``system`` plus alternating ``user``/``assistant``
+messages: an assistant's tool calls are ``tool_use`` blocks, consecutive tool
+results are ``tool_result`` blocks in one user message, and a conversation
+that ends with an assistant message is sent as a prefill (that is how a turn
+cut at ``max_tokens`` is continued).
+
+Prompt caching: ``cache_control`` breakpoints go on the last tool definition
+and the last system block (the static prefix), and on the last block of the
+conversation so far (so each turn reads the previous turn's prefix from the
+cache). Anthropic allows four breakpoints; this uses at most three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ..events import Message, ModelRequest, ToolCall, Usage
+from .base import Assembler, HTTPModel, StreamError, Turn
+from .errors import ProviderError
+
+__all__ = ["API_VERSION", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
+
+API_VERSION = "2023-06-01"
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def _text_of(m: Message) -> str:
+    c = m.get("content", "")
+    return c if isinstance(c, str) else orjson.dumps(c).decode()
+
+
+def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system blocks, messages, tools) in Anthropic's shape, with cache breakpoints when ``cache``."""
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        role = m.get("role")
+        if role == "system":
+            system.append({"type": "text", "text": _text_of(m)})
+        elif role == "user":
+            t = _text_of(m)
+            add("user", [{"type": "text", "text": t}] if t else [])
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            t = _text_of(m)
+            if t:
+                blocks.append({"type": "text", "text": t})
+            for c in m.get("tool_calls", ()):
+                args = c.get("arguments")
+                blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": args if isinstance(args, dict) else {}})
+            add("assistant", blocks)
+        elif role == "tool":
+            b: dict[str, Any] = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": _text_of(m)}
+            if m.get("ok") is False:
+                b["is_error"] = True
+            add("user", [b])
+    # a message left with no blocks (an empty user text) is not accepted by the API
+    for msg in out:
+        if not msg["content"]:
+            msg["content"] = [{"type": "text", "text": "(empty)"}]
+    # a trailing assistant message is a prefill: the API refuses trailing whitespace there
+    if out and out[-1]["role"] == "assistant":
+        last = out[-1]["content"][-1]
+        if last.get("type") == "text":
+            last["text"] = last["text"].rstrip() or "(empty)"
+    atools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+    if cache:
+        if atools:
+            atools[-1]["cache_control"] = EPHEMERAL
+        if system:
+            system[-1]["cache_control"] = EPHEMERAL
+        if out and out[-1]["role"] == "user":
+            out[-1]["content"][-1]["cache_control"] = EPHEMERAL
+    return system, out, atools
+
+
+class AnthropicAssembler(Assembler):
+    """Builds the final message from ``message_start`` ... ``message_stop``."""
+
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, int] = {}
+        self.stop_reason: str | None = None
+        self.model: str | None = None
+        self.out_chars = 0
+        self.started = False
+        self.done = False
+
+    def feed(self, event: str, data: bytes) -> str | None:
+        obj = orjson.loads(data)
+        t = obj["type"]
+        if t == "content_block_delta":
+            d = obj["delta"]
+            dt = d["type"]
+            b = self.blocks[obj["index"]]
+            if dt == "text_delta":
+                s = d["text"]
+                b["parts"].append(s)
+                self.out_chars += len(s)
+                return s  # type: ignore[no-any-return]
+            if dt == "input_json_delta":
+                s = d["partial_json"]
+                b["parts"].append(s)
+                self.out_chars += len(s)
+            elif dt in ("thinking_delta", "signature_delta", "citations_delta"):
+                self.out_chars += len(str(d.get("thinking", "")))
+            return None
+        if t == "content_block_start":
+            cb = obj["content_block"]
+            self.blocks[obj["index"]] = {"block": cb, "parts": []}
+            if cb.get("type") == "fallback" and isinstance(cb.get("to"), dict):
+                self.model = cb["to"].get("model") or self.model
+            if cb.get("type") == "text" and cb.get("text"):
+                return str(cb["text"])
+            return None
+        if t == "content_block_stop" or t == "ping":
+            return None
+        if t == "message_start":
+            m = obj["message"]
+            self.started = True
+            self.model = m.get("model") or self.model
+            self._usage(m.get("usage") or {})
+            return None
+        if t == "message_delta":
+            d = obj.get("delta") or {}
+            if d.get("stop_reason") is not None:
+                self.stop_reason = d["stop_reason"]
+            self._usage(obj.get("usage") or {})
+            return None
+        if t == "message_stop":
+            self.done = True
+            return None
+        if t == "error":
+            e = obj.get("error") or {}
+            et = str(e.get("type", ""))
+            msg = f"stream error {et}: {e.get('message', '')}"
+            if et == "overloaded_error":
+                raise StreamError(msg, "overloaded", True)
+            if et in ("api_error", "rate_limit_error", "timeout_error"):
+                raise StreamError(msg, "rate_limit" if et == "rate_limit_error" else "server", True)
+            raise StreamError(msg, "bad_request", False)
+        return None  # new event types are tolerated
+
+    def _usage(self, u: Mapping[str, Any]) -> None:
+        for k in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            v = u.get(k)
+            if isinstance(v, int):
+                self.usage[k] = v
+
+    def _final_usage(self) -> Usage | None:
+        u = self.usage
+        if not u:
+            return None
+        return Usage(
+            input_tokens=u.get("input_tokens", 0),
+            output_tokens=u.get("output_tokens", 0),
+            cache_read_tokens=u.get("cache_read_input_tokens", 0),
+            cache_write_tokens=u.get("cache_creation_input_tokens", 0),
+        )
+
+    def turn(self) -> Turn:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        cut: str | None = None
+        for i in sorted(self.blocks):
+            b = self.blocks[i]
+            cb = b["block"]
+            bt = cb.get("type")
+            if bt == "text":
+                texts.append((cb.get("text") or "") + "".join(b["parts"]))
+            elif bt in ("tool_use", "server_tool_use"):
+                js = "".join(b["parts"])
+                if js:
+                    try:
+                        args = orjson.loads(js)
+                    except orjson.JSONDecodeError:
+                        if self.stop_reason == "max_tokens":
+                            cut = cb.get("name", "?")
+                            continue
+                        args = js  # the model's mistake: validation refuses a non-object
+                else:
+                    args = cb.get("input", {})
+                if bt == "tool_use":
+                    calls.append(ToolCall(str(cb["id"]), str(cb["name"]), args))
+        return Turn("".join(texts), calls, self._final_usage(), self.stop_reason, self.model, cut)
+
+    def from_json(self, body: bytes) -> Turn:
+        obj = orjson.loads(body)
+        self.started = self.done = True
+        self.model = obj.get("model")
+        self.stop_reason = obj.get("stop_reason")
+        self._usage(obj.get("usage") or {})
+        for i, cb in enumerate(obj.get("content") or []):
+            self.blocks[i] = {"block": cb, "parts": []}
+        return self.turn()
+
+    def billed_so_far(self, request_bytes: int) -> Usage:
+        u = self.usage
+        inp = u.get("input_tokens", request_bytes // 4)
+        out = max(u.get("output_tokens", 0), self.out_chars // 3 + 1)
+        return Usage(inp, out, u.get("cache_read_input_tokens", 0), u.get("cache_creation_input_tokens", 0))
+
+    def message(self) -> dict[str, Any]:
+        """The final message as plain JSON, in Anthropic's own shape (for comparison with the SDK)."""
+        content: list[dict[str, Any]] = []
+        for i in sorted(self.blocks):
+            b = self.blocks[i]
+            cb = dict(b["block"])
+            if cb.get("type") == "text":
+                cb["text"] = (cb.get("text") or "") + "".join(b["parts"])
+            elif cb.get("type") in ("tool_use", "server_tool_use") and b["parts"]:
+                js = "".join(b["parts"])
+                try:
+                    cb["input"] = orjson.loads(js)
+                except orjson.JSONDecodeError:
+                    cb["input"] = js
+            content.append(cb)
+        return {"model": self.model, "content": content, "stop_reason": self.stop_reason, "usage": dict(self.usage)}
+
+
+class AnthropicModel(HTTPModel):
+    vendor = "anthropic"
+
+    def __init__(self, *args: Any, cache: bool = True, **kw: Any):
+        super().__init__(*args, **kw)
+        self.cache = cache
+
+    def url(self) -> str:
+        return _join(self.target.base_url, "/v1/messages")
+
+    def headers(self) -> dict[str, str]:
+        h = {"anthropic-version": API_VERSION}
+        if self.target.api_key:
+            h["x-api-key"] = self.target.api_key
+        return h
+
+    def key_hint(self) -> str:
+        return "ANTHROPIC_API_KEY"
+
+    def body(self, request: ModelRequest, max_tokens: int) -> dict[str, Any]:
+        system, msgs, tools = to_anthropic(request.messages, request.tools, cache=self.cache)
+        b: dict[str, Any] = {"model": self.target.model, "max_tokens": max_tokens, "messages": msgs}
+        if system:
+            b["system"] = system
+        if tools:
+            b["tools"] = tools
+        if self.temperature is not None:
+            b["temperature"] = self.temperature
+        b["stream"] = True
+        return b
+
+    def assembler(self) -> Assembler:
+        return AnthropicAssembler()
+
+    def classify(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
+        err = super().classify(status, headers, body)
+        low = body.lower()
+        if status == 400 and (b"credit balance" in low or b"billing" in low):
+            return self._err(f"{err}: the account has no credit left (spend limit)", "quota", False, status)
+        return err
+
+    def count_tokens(self, request: ModelRequest) -> int | None:
+        """Exact input tokens from ``/v1/messages/count_tokens`` (free; no inference)."""
+        import httpx
+
+        system, msgs, tools = to_anthropic(request.messages, request.tools, cache=False)
+        b: dict[str, Any] = {"model": self.target.model, "messages": msgs}
+        if system:
+            b["system"] = system
+        if tools:
+            b["tools"] = tools
+        h = {"content-type": "application/json", **self.headers(), **self.extra_headers}
+        try:
+            r = self.client().post(_join(self.target.base_url, "/v1/messages/count_tokens"), headers=h, content=orjson.dumps(b))
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, None) from None
+        if r.status_code != 200:
+            raise self.classify(r.status_code, r.headers, r.content)
+        n = orjson.loads(r.content).get("input_tokens")
+        return n if isinstance(n, int) else None
+
+
+def _join(base: str, path: str) -> str:
+    base = base.rstrip("/")
+    if base.endswith("/v1") and path.startswith("/v1/"):
+        path = path[3:]
+    return base + path

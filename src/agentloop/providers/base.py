@@ -1,0 +1,531 @@
+"""What both adapters share: the HTTP call, the stream pump, retries and fallback.
+
+Theory of operation. A vendor adapter (``openai_compat.py``, ``anthropic.py``)
+knows only its wire format: the URL and headers, the request body built from
+the neutral messages, an ``Assembler`` that turns SSE events into a
+``Turn``, and how to read an error response into a ``ProviderError``.
+``HTTPModel`` does the rest, the same way for both, sync and async.
+
+The retry policy, in order:
+
+- 429: wait ``retry-after`` (or ``retry-after-ms``; else back off) and retry.
+  A 429 that says the account is out of quota is fatal, not retried.
+- 5xx, 529 ``overloaded``, a dropped connection, a stream cut short, a stall
+  (no SSE event for ``stall_timeout`` seconds), a malformed event: back off
+  with full jitter (``backoff_base * 2**n`` capped at ``backoff_max``) and
+  retry, up to ``max_attempts`` per model; then, when a fallback model is set,
+  try it (with a notice), else fail.
+- 400, 401/403 (authentication), 404, a body that is not an event stream:
+  fatal at once, with the reason.
+
+The budget covers retries. The loop reserves one call: the input it estimates
+plus ``max_output_tokens``. An attempt that failed after its stream started
+may have been billed; its tokens are added to the reply's usage (so the loop
+records what was spent), and the next attempt's ``max_tokens`` shrinks by
+them, counting wasted input tokens as output tokens (input is never dearer
+than output in any price table we know). So the sum of every attempt costs
+no more than the one reservation. When nothing is left to shrink to, the
+call fails with ``kind="budget"`` instead of retrying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import orjson
+
+from ..events import ModelReply, ModelRequest, ToolCall, Usage
+from .errors import ProviderError, scrub
+from .sse import SSEDecoder
+
+__all__ = ["Assembler", "HTTPModel", "RetryPolicy", "StreamError", "Target", "Turn"]
+
+log = logging.getLogger("agentloop.providers")
+
+
+@dataclass
+class RetryPolicy:
+    max_attempts: int = 4
+    """Attempts per model (the first try included) before falling back or failing."""
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    max_retry_after: float = 60.0
+    """A longer ``retry-after`` is cut to this."""
+    stall_timeout: float = 30.0
+    """Seconds without an SSE event (or a byte) before a stream is aborted and retried."""
+    connect_timeout: float = 10.0
+    sleep: Callable[[float], None] = time.sleep
+    asleep: Callable[[float], Any] = asyncio.sleep
+    rand: Callable[[], float] = random.random
+
+    def delay(self, attempt: int, err: ProviderError) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        if err.retry_after is not None:
+            return max(0.0, min(err.retry_after, self.max_retry_after))
+        cap = min(self.backoff_max, self.backoff_base * (2.0 ** (attempt - 1)))
+        return self.rand() * cap
+
+
+class StreamError(Exception):
+    """An assembler met an error event in the stream (e.g. Anthropic's ``overloaded_error``)."""
+
+    def __init__(self, message: str, kind: str, retryable: bool, retry_after: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@dataclass
+class Turn:
+    """One HTTP call's assembled answer, before it becomes a ``ModelReply``."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+    cut_tool: str | None = None
+    """The name of a tool call whose arguments never completed (cut at max_tokens)."""
+
+
+class Assembler:
+    """Turns one stream's events into a ``Turn``. Subclasses know the vendor's events."""
+
+    started: bool = False
+    """An event showed the server began answering: the attempt may be billed."""
+    done: bool = False
+    """The stream's final event arrived."""
+
+    def feed(self, event: str, data: bytes) -> str | None:
+        """Take one event; return a text delta to show, if it carries one."""
+        raise NotImplementedError
+
+    def from_json(self, body: bytes) -> Turn:
+        """A whole non-streamed response (a server that ignored ``stream``)."""
+        raise NotImplementedError
+
+    def turn(self) -> Turn:
+        raise NotImplementedError
+
+    def billed_so_far(self, request_bytes: int) -> Usage:
+        """What an aborted attempt may have cost: reported figures, else estimates."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Target:
+    """One model at one endpoint with one key: the primary, or the fallback."""
+
+    vendor: str
+    model: str
+    base_url: str
+    api_key: str | None
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    v = headers.get("retry-after")
+    if not v:
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(v)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _json_error_message(body: bytes) -> tuple[str, str]:
+    """(error type or code, message) from a vendor's JSON error body, best effort."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return "", body[:300].decode("utf-8", "replace").strip()
+    err = obj.get("error") if isinstance(obj, dict) else None
+    if isinstance(err, dict):
+        kind = str(err.get("code") or err.get("type") or "")
+        return kind, str(err.get("message") or "")
+    if isinstance(err, str):
+        return "", err
+    return "", body[:300].decode("utf-8", "replace").strip()
+
+
+class HTTPModel:
+    """A model behind an HTTP API. Subclasses set ``vendor`` and the wire-format hooks."""
+
+    vendor = ""
+    stream_content_type = "text/event-stream"
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        fallback: HTTPModel | None = None,
+        transport: httpx.BaseTransport | None = None,
+        policy: RetryPolicy | None = None,
+        record_raw: bool = False,
+        on_notice: Callable[[str], None] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        temperature: float | None = None,
+    ):
+        self.target = target
+        self.name = target.model
+        """The name the price table knows this model by."""
+        self.fallback = fallback
+        self.transport = transport
+        self.policy = policy or RetryPolicy()
+        self.record_raw = record_raw
+        self.on_notice = on_notice
+        self.extra_headers = dict(extra_headers or {})
+        self.temperature = temperature
+        self._client: httpx.Client | None = None
+        self._aclient: httpx.AsyncClient | None = None
+        self.max_continuations = 0
+        """Turns cut at max tokens that the loop may continue (read by ``run.make_config``)."""
+        self.attempts = 0
+        """HTTP calls made, retries included (for tests and progress displays)."""
+
+    # --- the wire format: subclasses --------------------------------------
+
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def body(self, request: ModelRequest, max_tokens: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def assembler(self) -> Assembler:
+        raise NotImplementedError
+
+    def classify(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
+        """An error response as a ``ProviderError``; subclasses refine (quota, overloaded)."""
+        code, msg = _json_error_message(body)
+        where = f"{self.vendor} {self.target.model} at {self.target.base_url}"
+        detail = f": {msg}" if msg else ""
+        if status == 429:
+            return self._err(f"rate limited (429) by {where}{detail}", "rate_limit", True, status, parse_retry_after(headers))
+        if status in (401, 403):
+            return self._err(
+                f"authentication failed ({status}) at {where}{detail}; check {self.key_hint()}", "auth", False, status
+            )
+        if status == 529 or code == "overloaded_error":
+            return self._err(f"{where} is overloaded ({status}){detail}", "overloaded", True, status, parse_retry_after(headers))
+        if status >= 500 or status in (408, 409):
+            return self._err(f"server error {status} from {where}{detail}", "server", True, status, parse_retry_after(headers))
+        if status == 404:
+            return self._err(f"not found (404) at {where}{detail}: check the model name and --base-url", "bad_request", False, status)
+        return self._err(f"request refused ({status}) by {where}{detail}", "bad_request", False, status)
+
+    def key_hint(self) -> str:
+        return "the API key"
+
+    # --- shared machinery ---------------------------------------------------
+
+    def _err(
+        self,
+        msg: str,
+        kind: str,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+        billed: bool = False,
+    ) -> ProviderError:
+        return ProviderError(
+            scrub(msg, [self.target.api_key]), kind=kind, retryable=retryable, status=status, retry_after=retry_after, billed=billed
+        )
+
+    def _notice(self, text: str) -> None:
+        text = scrub(text, [self.target.api_key])
+        log.warning("%s", text)
+        if self.on_notice is not None:
+            self.on_notice(text)
+
+    def _timeout(self) -> httpx.Timeout:
+        p = self.policy
+        return httpx.Timeout(connect=p.connect_timeout, read=p.stall_timeout, write=p.stall_timeout, pool=p.connect_timeout)
+
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(transport=self.transport, timeout=self._timeout())
+        return self._client
+
+    def aclient(self) -> httpx.AsyncClient:
+        if self._aclient is None:
+            t = self.transport
+            at = t if isinstance(t, httpx.AsyncBaseTransport) else None
+            self._aclient = httpx.AsyncClient(transport=at, timeout=self._timeout())
+        return self._aclient
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self.fallback is not None:
+            self.fallback.close()
+
+    def _prepare(self, request: ModelRequest, max_tokens: int) -> tuple[str, dict[str, str], bytes]:
+        body = orjson.dumps(self.body(request, max_tokens))
+        h = {"content-type": "application/json", "accept": "text/event-stream", **self.headers(), **self.extra_headers}
+        return self.url(), h, body
+
+    def _check_response(self, status: int, headers: httpx.Headers, body_if_error: bytes | None) -> None:
+        if status != 200:
+            raise self.classify(status, headers, body_if_error or b"")
+
+    def _content_kind(self, headers: httpx.Headers) -> str:
+        ct = headers.get("content-type", "").split(";")[0].strip().lower()
+        if ct == self.stream_content_type:
+            return "sse"
+        if ct == "application/json":
+            return "json"
+        raise self._err(
+            f"{self.target.base_url} answered with content type {ct or 'none'!r}, not an event stream: "
+            "is --base-url pointing at the API (for OpenAI-compatible servers it usually ends in /v1)?",
+            "content_type",
+            False,
+        )
+
+    # --- one attempt ----------------------------------------------------------
+
+    def _pump_start(self) -> tuple[SSEDecoder, Assembler, list[bytes]]:
+        return SSEDecoder(), self.assembler(), []
+
+    def _pump(
+        self, dec: SSEDecoder, asm: Assembler, chunk: bytes, raw: list[bytes], request: ModelRequest, last_event: list[float]
+    ) -> None:
+        if self.record_raw:
+            raw.append(chunk)
+        events = dec.feed(chunk)
+        now = time.monotonic()
+        if events:
+            last_event[0] = now
+        elif now - last_event[0] > self.policy.stall_timeout:
+            raise self._err(f"no event from {self.target.base_url} for {self.policy.stall_timeout:g}s", "stall", True, billed=asm.started)
+        on_text = request.on_text
+        for ev, data in events:
+            try:
+                delta = asm.feed(ev, data)
+            except StreamError as exc:
+                raise self._err(str(exc), exc.kind, exc.retryable, retry_after=exc.retry_after, billed=asm.started) from None
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise self._err(
+                    f"malformed {ev!r} event from {self.target.base_url}: {type(exc).__name__}: {str(exc)[:200]}",
+                    "malformed",
+                    True,
+                    billed=asm.started,
+                ) from None
+            if delta and on_text is not None:
+                on_text(delta)
+
+    def _pump_end(self, dec: SSEDecoder, asm: Assembler, request: ModelRequest) -> Turn:
+        for ev, data in dec.close():
+            try:
+                delta = asm.feed(ev, data)
+            except StreamError as exc:
+                raise self._err(str(exc), exc.kind, exc.retryable, retry_after=exc.retry_after, billed=asm.started) from None
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise self._err(f"malformed {ev!r} event from {self.target.base_url}: {exc}", "malformed", True, billed=asm.started) from None
+            if delta and request.on_text is not None:
+                request.on_text(delta)
+        if not asm.done:
+            raise self._err(
+                f"the stream from {self.target.base_url} ended before its final event", "cut", True, billed=asm.started
+            )
+        return asm.turn()
+
+    def _transport_error(self, exc: httpx.HTTPError, asm: Assembler | None) -> ProviderError:
+        started = asm is not None and asm.started
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return self._err(f"cannot connect to {self.target.base_url}: {exc}", "connect", True)
+        if isinstance(exc, httpx.TimeoutException):
+            return self._err(
+                f"no event from {self.target.base_url} for {self.policy.stall_timeout:g}s: the stream was aborted",
+                "stall",
+                True,
+                billed=started,
+            )
+        return self._err(f"the connection to {self.target.base_url} broke: {type(exc).__name__}: {exc}", "cut", True, billed=started)
+
+    def _attempt(self, request: ModelRequest, max_tokens: int) -> tuple[Turn, list[bytes]]:
+        url, headers, body = self._prepare(request, max_tokens)
+        self.attempts += 1
+        asm: Assembler | None = None
+        try:
+            with self.client().stream("POST", url, headers=headers, content=body) as resp:
+                if resp.status_code != 200:
+                    raise self.classify(resp.status_code, resp.headers, resp.read())
+                if self._content_kind(resp.headers) == "json":
+                    a = self.assembler()
+                    return self._from_json(a, resp.read()), []
+                dec, asm, raw = self._pump_start()
+                last = [time.monotonic()]
+                for chunk in resp.iter_bytes():
+                    self._pump(dec, asm, chunk, raw, request, last)
+                return self._pump_end(dec, asm, request), raw
+        except httpx.HTTPError as exc:
+            raise self._with_partial(self._transport_error(exc, asm), asm, len(body)) from None
+        except ProviderError as err:
+            raise self._with_partial(err, asm, len(body)) from None
+
+    async def _aattempt(self, request: ModelRequest, max_tokens: int) -> tuple[Turn, list[bytes]]:
+        url, headers, body = self._prepare(request, max_tokens)
+        self.attempts += 1
+        asm: Assembler | None = None
+        try:
+            async with self.aclient().stream("POST", url, headers=headers, content=body) as resp:
+                if resp.status_code != 200:
+                    raise self.classify(resp.status_code, resp.headers, await resp.aread())
+                if self._content_kind(resp.headers) == "json":
+                    a = self.assembler()
+                    return self._from_json(a, await resp.aread()), []
+                dec, asm, raw = self._pump_start()
+                last = [time.monotonic()]
+                async for chunk in resp.aiter_bytes():
+                    self._pump(dec, asm, chunk, raw, request, last)
+                return self._pump_end(dec, asm, request), raw
+        except httpx.HTTPError as exc:
+            raise self._with_partial(self._transport_error(exc, asm), asm, len(body)) from None
+        except ProviderError as err:
+            raise self._with_partial(err, asm, len(body)) from None
+
+    def _from_json(self, asm: Assembler, body: bytes) -> Turn:
+        try:
+            return asm.from_json(body)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise self._err(f"malformed JSON response from {self.target.base_url}: {exc}", "malformed", True) from None
+
+    # --- the policy -----------------------------------------------------------
+
+    def _next_max_tokens(self, request: ModelRequest, wasted: Usage) -> int:
+        return request.max_output_tokens - wasted.total
+
+    def _reply(self, turn: Turn, wasted: Usage, raw: list[bytes]) -> ModelReply:
+        if turn.cut_tool is not None:
+            raise self._err(
+                f"the reply was cut at max_tokens inside the arguments of a call to {turn.cut_tool!r}; "
+                "raise max_output_tokens",
+                "max_tokens",
+                False,
+            )
+        usage = turn.usage
+        if wasted.total:
+            usage = (usage or Usage()) + wasted
+        raw_out: Any = None
+        if self.record_raw:
+            raw_out = {"vendor": self.vendor, "stream": scrub(b"".join(raw).decode("utf-8", "replace"), [self.target.api_key])}
+        return ModelReply(
+            text=turn.text,
+            tool_calls=tuple(turn.tool_calls),
+            usage=usage,
+            model=turn.model or self.target.model,
+            finish_reason=turn.finish_reason,
+            raw=raw_out,
+        )
+
+    def _after_failure(self, err: ProviderError, attempt: int, wasted: Usage, request: ModelRequest, partial: Usage) -> Usage:
+        """Decide whether to retry; returns the new waste. Raises when the error is final."""
+        if err.billed:
+            wasted = wasted + partial
+        if not err.retryable:
+            raise err
+        if self._next_max_tokens(request, wasted) < 1:
+            raise self._err(
+                f"{err}; not retried: a retry would spend past this call's reservation "
+                f"({wasted.total} tokens already billed of {request.max_output_tokens})",
+                "budget",
+                False,
+            ) from None
+        return wasted
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        """One turn, streamed, with retries and fallback.
+
+        Raises:
+            ProviderError: the call failed for good (the message says why).
+        """
+        wasted = Usage()
+        model: HTTPModel | None = self
+        last: ProviderError | None = None
+        while model is not None:
+            for attempt in range(1, model.policy.max_attempts + 1):
+                try:
+                    turn, raw = model._attempt(request, model._next_max_tokens(request, wasted))
+                    return model._reply(turn, wasted, raw)
+                except ProviderError as err:
+                    wasted = model._after_failure(err, attempt, wasted, request, model._partial(err, request))
+                    last = err
+                    if attempt < model.policy.max_attempts:
+                        d = model.policy.delay(attempt, err)
+                        model._notice(f"{err}; retrying in {d:.1f}s (attempt {attempt + 1} of {model.policy.max_attempts})")
+                        model.policy.sleep(d)
+            model = self._fall_back(model, last)
+        raise self._gave_up(last)
+
+    async def acomplete(self, request: ModelRequest) -> ModelReply:
+        """The async twin of ``complete``."""
+        wasted = Usage()
+        model: HTTPModel | None = self
+        last: ProviderError | None = None
+        while model is not None:
+            for attempt in range(1, model.policy.max_attempts + 1):
+                try:
+                    turn, raw = await model._aattempt(request, model._next_max_tokens(request, wasted))
+                    return model._reply(turn, wasted, raw)
+                except ProviderError as err:
+                    wasted = model._after_failure(err, attempt, wasted, request, model._partial(err, request))
+                    last = err
+                    if attempt < model.policy.max_attempts:
+                        d = model.policy.delay(attempt, err)
+                        model._notice(f"{err}; retrying in {d:.1f}s (attempt {attempt + 1} of {model.policy.max_attempts})")
+                        await model.policy.asleep(d)
+            model = self._fall_back(model, last)
+        raise self._gave_up(last)
+
+    def _partial(self, err: ProviderError, request: ModelRequest) -> Usage:
+        p = err.partial
+        return p if err.billed and isinstance(p, Usage) else Usage()
+
+    def _with_partial(self, err: ProviderError, asm: Assembler | None, request_bytes: int) -> ProviderError:
+        if err.billed and asm is not None and err.partial is None:
+            err.partial = asm.billed_so_far(request_bytes)
+        return err
+
+    def _fall_back(self, model: HTTPModel, last: ProviderError | None) -> HTTPModel | None:
+        nxt = model.fallback
+        if nxt is not None:
+            self._notice(
+                f"{model.vendor}:{model.target.model} failed {model.policy.max_attempts} times ({last}); "
+                f"falling back to {nxt.vendor}:{nxt.target.model}"
+            )
+        return nxt
+
+    def _gave_up(self, last: ProviderError | None) -> ProviderError:
+        if last is None:
+            return self._err("the model was never called", "server", False)
+        return self._err(f"gave up after {self.policy.max_attempts} attempts: {last}", last.kind, False, last.status)
+
+    def count_tokens(self, request: ModelRequest) -> int | None:
+        """The exact input tokens of ``request``, where the vendor can count them; else None."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.vendor}:{self.target.model} at {self.target.base_url}>"

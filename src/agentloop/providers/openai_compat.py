@@ -1,0 +1,199 @@
+"""OpenAI-compatible Chat Completions: api.openai.com, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter.
+
+The only module that knows this wire format. Requests stream with
+``stream_options.include_usage`` so the last chunk carries usage (servers that
+ignore it leave usage unreported: the loop then estimates). Tool-call
+arguments arrive as string fragments keyed by ``index`` and are joined and
+parsed at the end. ``finish_reason == "length"`` is the cut at max tokens.
+Cached prompt tokens (``usage.prompt_tokens_details.cached_tokens``) are
+reported as cache reads, and taken out of the input count (OpenAI counts them
+inside ``prompt_tokens``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..events import ModelRequest, ToolCall, Usage
+from .base import Assembler, HTTPModel, StreamError, Turn
+from .errors import ProviderError
+
+__all__ = ["OpenAIAssembler", "OpenAIModel", "to_openai"]
+
+
+def to_openai(messages: Any, tools: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role")
+        c = m.get("content", "")
+        text = c if isinstance(c, str) else orjson.dumps(c).decode()
+        if role == "tool":
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": text})
+        elif role == "assistant":
+            calls = [
+                {
+                    "id": tc["id"],
+                    "type": "function",
+                    "function": {"name": tc["name"], "arguments": orjson.dumps(tc["arguments"]).decode()},
+                }
+                for tc in m.get("tool_calls", ())
+            ]
+            if out and out[-1]["role"] == "assistant" and not out[-1].get("tool_calls"):
+                # a turn continued after a cut at max tokens: one message, as the model wrote it
+                out[-1]["content"] = (out[-1]["content"] or "") + text
+                if calls:
+                    out[-1]["tool_calls"] = calls
+                continue
+            msg: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+        else:
+            out.append({"role": role, "content": text})
+    otools = [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
+    return out, otools
+
+
+class OpenAIAssembler(Assembler):
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, Any] | None = None
+        self.finish: str | None = None
+        self.model: str | None = None
+        self.out_chars = 0
+        self.started = False
+        self.done = False
+
+    def feed(self, event: str, data: bytes) -> str | None:
+        if data == b"[DONE]":
+            self.done = True
+            return None
+        obj = orjson.loads(data)
+        if "error" in obj and not obj.get("choices"):
+            e = obj["error"]
+            msg = e.get("message", str(e)) if isinstance(e, dict) else str(e)
+            raise StreamError(f"stream error: {msg}", "server", True)
+        self.started = True
+        if self.model is None:
+            self.model = obj.get("model")
+        u = obj.get("usage")
+        if u:
+            self.usage = u
+        delta_text = None
+        for ch in obj.get("choices") or ():
+            d = ch.get("delta") or {}
+            s = d.get("content")
+            if s:
+                self.parts.append(s)
+                self.out_chars += len(s)
+                delta_text = s if delta_text is None else delta_text + s
+            tcs = d.get("tool_calls")
+            if tcs:
+                for tc in tcs:
+                    slot = self.calls.setdefault(tc.get("index", len(self.calls)), {"id": None, "name": "", "args": []})
+                    if tc.get("id"):
+                        slot["id"] = tc["id"]
+                    f = tc.get("function") or {}
+                    if f.get("name"):
+                        slot["name"] += f["name"]
+                    a = f.get("arguments")
+                    if a:
+                        slot["args"].append(a)
+                        self.out_chars += len(a)
+            fr = ch.get("finish_reason")
+            if fr:
+                self.finish = fr
+        return delta_text
+
+    def turn(self) -> Turn:
+        calls: list[ToolCall] = []
+        cut: str | None = None
+        for i in sorted(self.calls):
+            c = self.calls[i]
+            js = "".join(c["args"])
+            try:
+                args: Any = orjson.loads(js) if js else {}
+            except orjson.JSONDecodeError:
+                if self.finish == "length":
+                    cut = c["name"] or "?"
+                    continue
+                args = js
+            calls.append(ToolCall(str(c["id"] or f"call_{i}"), c["name"], args))
+        return Turn("".join(self.parts), calls, self._final_usage(), self.finish, self.model, cut)
+
+    def _final_usage(self) -> Usage | None:
+        u = self.usage
+        if not u:
+            return None
+        prompt = int(u.get("prompt_tokens") or 0)
+        details = u.get("prompt_tokens_details") or {}
+        cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+        return Usage(input_tokens=max(0, prompt - cached), output_tokens=int(u.get("completion_tokens") or 0), cache_read_tokens=cached)
+
+    def from_json(self, body: bytes) -> Turn:
+        obj = orjson.loads(body)
+        self.started = self.done = True
+        self.model = obj.get("model")
+        self.usage = obj.get("usage")
+        for ch in obj.get("choices") or ():
+            msg = ch.get("message") or {}
+            if msg.get("content"):
+                self.parts.append(msg["content"])
+            for i, tc in enumerate(msg.get("tool_calls") or ()):
+                f = tc.get("function") or {}
+                self.calls[i] = {"id": tc.get("id"), "name": f.get("name", ""), "args": [f.get("arguments") or ""]}
+            self.finish = ch.get("finish_reason") or self.finish
+        return self.turn()
+
+    def billed_so_far(self, request_bytes: int) -> Usage:
+        u = self._final_usage()
+        if u is not None:
+            return u
+        return Usage(input_tokens=request_bytes // 4, output_tokens=self.out_chars // 3 + 1)
+
+
+class OpenAIModel(HTTPModel):
+    vendor = "openai"
+
+    def __init__(self, *args: Any, max_tokens_field: str | None = None, **kw: Any):
+        super().__init__(*args, **kw)
+        if max_tokens_field is None:
+            # api.openai.com refuses max_tokens for its reasoning models; local servers know only max_tokens
+            max_tokens_field = "max_completion_tokens" if "api.openai.com" in self.target.base_url else "max_tokens"
+        self.max_tokens_field = max_tokens_field
+
+    def url(self) -> str:
+        return self.target.base_url.rstrip("/") + "/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.target.api_key}"} if self.target.api_key else {}
+
+    def key_hint(self) -> str:
+        return "OPENAI_API_KEY"
+
+    def body(self, request: ModelRequest, max_tokens: int) -> dict[str, Any]:
+        msgs, tools = to_openai(request.messages, request.tools)
+        b: dict[str, Any] = {"model": self.target.model, "messages": msgs}
+        if tools:
+            b["tools"] = tools
+        b[self.max_tokens_field] = max_tokens
+        if self.temperature is not None:
+            b["temperature"] = self.temperature
+        b["stream"] = True
+        b["stream_options"] = {"include_usage": True}
+        return b
+
+    def assembler(self) -> Assembler:
+        return OpenAIAssembler()
+
+    def classify(self, status: int, headers: Any, body: bytes) -> ProviderError:
+        err = super().classify(status, headers, body)
+        if status == 429 and (b"insufficient_quota" in body or b"exceeded your current quota" in body):
+            return self._err(f"{err}: the account is out of quota (spend limit); not retried", "quota", False, status)
+        return err
