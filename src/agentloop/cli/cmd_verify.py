@@ -15,24 +15,52 @@ HELP = "verify the hash chain of transcripts (exit 0 ok, 1 problems, 2 unreadabl
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="transcript files (JSON Lines)")
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
+    p.add_argument("--anchor", metavar="A", help="also check the file against this anchor (catches a cut-off tail)")
+    p.add_argument("--public-key", metavar="K", help="require the anchor to be signed by this key (a path, or a name under $AGENTLOOP_HOME/keys)")
 
 
 def report_json(path: str, report: Any) -> dict[str, Any]:
-    return {
+    out = {
         "file": path,
         "ok": report.ok,
         "records": report.count,
         "last_hash": report.last_hash,
         "problems": [pr.to_json() for pr in report.problems],
     }
+    if hasattr(report, "anchor_json"):
+        out["anchor"] = report.anchor_json()
+    return out
+
+
+def _anchored(args: argparse.Namespace) -> Any:
+    """The ``verify_with_anchor`` closure for --anchor, or None."""
+    from ._common import UserError
+
+    if args.public_key and not args.anchor:
+        raise UserError("--public-key needs --anchor")
+    if not args.anchor:
+        return None
+    if len(args.files) != 1:
+        raise UserError("--anchor checks one file; give exactly one FILE")
+    from agentloop.anchor import AnchorError, load_anchor, load_public_key, verify_with_anchor
+
+    from ._keys import resolve_key
+
+    try:
+        anchor = load_anchor(args.anchor)
+        key = load_public_key(resolve_key(args.public_key, ".pub")) if args.public_key else None
+    except AnchorError as exc:
+        raise UserError(str(exc)) from None
+    return lambda path: verify_with_anchor(path, anchor, key)
 
 
 def main(args: argparse.Namespace) -> int:
     from agentloop.transcript import verify_file
 
+    anchored = _anchored(args)
     worst = EXIT_OK
     for path in args.files:
-        report = verify_file(path)
+        report: Any = verify_file(path) if anchored is None else anchored(path)
         unreadable = any(pr.kind == "unreadable" for pr in report.problems)
         code = EXIT_USAGE if unreadable else (EXIT_OK if report.ok else EXIT_PROBLEMS)
         worst = max(worst, code)
@@ -40,7 +68,11 @@ def main(args: argparse.Namespace) -> int:
             print(json.dumps(report_json(path, report)))
             continue
         if report.ok:
-            print(f"{path}: ok, {report.count} records, last hash {report.last_hash[:16]}…")
+            extra = ""
+            if anchored is not None:
+                a = report.anchor_json()
+                extra = f"; matches the anchor of {a['size']} records ({a['consistency']}, signature {a['signature']})"
+            print(f"{path}: ok, {report.count} records, last hash {report.last_hash[:16]}…{extra}")
         else:
             print(f"{path}: FAILED, {len(report.problems)} problem(s) in {report.count} records")
             for pr in report.problems[:50]:
