@@ -420,6 +420,22 @@ def _on_tools(state: State, event: ToolsDone) -> list[Outbound]:
     return out + _next_turn(state)
 
 
+def recount_chars(state: State) -> None:
+    """Recompute ``state.chars`` after a driver changed ``state.messages`` (compaction, masking)."""
+    state.chars = sum(_message_chars(m) for m in state.messages)
+
+
+def halt(state: State, reason: str, error: str | None = None) -> list[Outbound]:
+    """Stop the run now with ``reason``: for checks a driver makes between turns (a model's loop check)."""
+    if error is not None:
+        state.error = error
+    out: list[Outbound] = []
+    if state.reserved_micros or state.reserved_tokens:
+        out.append(Settle(state.reserved_micros, 0, state.reserved_tokens, 0))
+        state.reserved_micros = state.reserved_tokens = 0
+    return out + _stop(state, reason)
+
+
 def interrupt(state: State) -> list[Outbound]:
     """Stop the run now with ``interrupted`` (Ctrl+C or a stop request)."""
     out: list[Outbound] = []

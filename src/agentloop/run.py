@@ -8,8 +8,9 @@ with different models, tool executors and ledgers.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .budget import Budget, Ledger, Price, PriceTable
@@ -42,7 +43,9 @@ from .loop import (
     Settle,
     State,
     ToolsDone,
+    halt,
     interrupt,
+    recount_chars,
     start,
     step,
 )
@@ -54,6 +57,16 @@ __all__ = ["RunResult", "arun", "make_config", "run"]
 
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
+Record = Callable[[str, Any], None]
+Prepare = Callable[[State, Record], "str | None | Awaitable[str | None]"]
+"""Called before each model call with the loop's state and a way to record.
+
+It may rewrite ``state.messages`` in place (mask old tool output, compact):
+the driver then recomputes ``state.chars`` and sends the new list. Records it
+makes go through the run's sink, counted. Returning a stop reason (e.g.
+``"loop_detected"``) ends the run there, before the call. ``arun`` awaits it
+when it returns an awaitable.
+"""
 
 
 @dataclass(frozen=True)
@@ -138,6 +151,21 @@ class _Drive:
         self.observer = observer
         self.records = 0
         self.last_hash = ""
+        self.ready: CallModel | None = None
+        """The call ``prepare`` already saw: it is made, not prepared again."""
+
+    def record(self, kind: str, payload: Any) -> None:
+        rec = self.sink.append(kind, payload)
+        self.records += 1
+        self.last_hash = rec.hash
+
+    def prepared(self, state: State, out: CallModel, reason: str | None) -> list[Outbound]:
+        """After ``prepare``: the call to make, or the stop it asked for."""
+        recount_chars(state)
+        if reason is not None:
+            return halt(state, reason)
+        self.ready = CallModel(replace(out.request, messages=state.messages))
+        return [self.ready]
 
     def emit(self, ev: Any) -> None:
         if self.observer is not None:
@@ -219,6 +247,7 @@ def run(
     redaction_salt: bytes | str | None = None,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     record_raw: bool = False,
+    prepare: Prepare | None = None,
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
@@ -229,6 +258,9 @@ def run(
     ``redaction_salt`` keys the hashes kept of redacted values (sensitive
     tools, secret arguments); ``max_value_bytes`` is where recorded values are
     truncated; ``record_raw`` keeps each provider response in the record.
+    ``prepare(state, record)`` runs before each model call and may rewrite
+    ``state.messages`` in place (context masking and compaction) or return a
+    stop reason (see ``Prepare``).
 
     Returns:
         A ``RunResult``; the run's own failures are its ``stop_reason``.
@@ -251,6 +283,12 @@ def run(
         while pending:
             out = pending.pop(0)
             inbound: Any
+            if isinstance(out, CallModel) and prepare is not None and out is not drive.ready:
+                reason = prepare(state, drive.record)
+                if inspect.isawaitable(reason):
+                    raise TypeError("run() takes a synchronous prepare; arun() awaits one")
+                pending = drive.prepared(state, out, reason) + pending
+                continue
             if isinstance(out, CallModel):
                 try:
                     inbound = _check_reply(model.complete(drive.request_with_stream(out.request)))
@@ -304,6 +342,7 @@ async def arun(
     redaction_salt: bytes | str | None = None,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     record_raw: bool = False,
+    prepare: Prepare | None = None,
 ) -> RunResult:
     """The async twin of ``run``: same loop, same records, same result.
 
@@ -326,6 +365,11 @@ async def arun(
         while pending:
             out = pending.pop(0)
             inbound: Any
+            if isinstance(out, CallModel) and prepare is not None and out is not drive.ready:
+                maybe = prepare(state, drive.record)
+                reason = await maybe if inspect.isawaitable(maybe) else maybe
+                pending = drive.prepared(state, out, reason) + pending
+                continue
             if isinstance(out, CallModel):
                 req = drive.request_with_stream(out.request)
                 try:
