@@ -1,0 +1,717 @@
+"""Redo a recorded run with the same loop: offline, spending nothing.
+
+Rules:
+
+1. Replay is not a second code path. Each recorded run is driven through
+   ``run()`` with the config of its ``run_start``, a ``ReplayModel`` that
+   answers from its ``model_turn`` records, and an executor chosen by the mode:
+
+   ``full``        results come from the ``tool_result`` records; no tool runs.
+   ``live-tools``  the tools really run (calls whose arguments were redacted or
+                   truncated answer from the record: their input is unknown).
+   ``dry-run``     tools are skipped; the report counts the steps that followed
+                   tool output.
+
+2. The new transcript is compared with the old one record by record. ``equal``
+   means byte-identical. Every differing record is listed, the first one
+   named, with the payload paths that differ.
+3. A transcript that fails verification is refused (``ReplayError``), never
+   replayed silently. In ``live-tools`` mode the file is verified before any
+   tool runs. In ``full`` and ``dry-run`` modes (no effects) a byte-identical
+   replay is itself the verification, since every line was re-derived and
+   re-hashed; when anything differs, the original is verified in full before a
+   result is returned.
+4. A tool whose fingerprint differs from the recorded one gives a warning
+   naming the tool and both fingerprints. MCP tools carry a stand-in
+   fingerprint (``mcp:server@version``) and are checked the same way.
+5. The raw provider response is passed through as recorded and never read.
+6. Records of kinds the loop does not write (``session_start``, ``hook``,
+   ``compaction``...) are copied through at their place, so a session file
+   of several runs replays whole.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import orjson
+
+from .budget import Budget, Price
+from .canonical import canonical
+from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec
+from .loop import LoopConfig
+from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
+from .run import RunResult, run
+from .tools import Registry, Tool
+from .transcript import MemoryTranscript, Record, TranscriptError, verify_lines
+
+__all__ = [
+    "Difference",
+    "ReplayError",
+    "ReplayModel",
+    "ReplayResult",
+    "StepNote",
+    "ToolChange",
+    "assert_replays",
+    "config_from_record",
+    "replay",
+]
+
+Mode = Literal["full", "live-tools", "dry-run"]
+MODES: tuple[str, ...] = ("full", "live-tools", "dry-run")
+LOOP_KINDS = frozenset({"run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "stop"})
+DRY_RUN_ERROR = "not run: a dry-run replay skips tools"
+
+
+class ReplayError(TranscriptError):
+    """The transcript cannot be replayed: unreadable, failing verification, or of an unknown format."""
+
+
+class ReplayExhausted(AssertionError):
+    """The replayed loop asked for more model turns than were recorded."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One record that differs between the recorded and the replayed transcript."""
+
+    index: int
+    kind: str | None
+    """The recorded record's kind (None: the replay wrote more records)."""
+    replay_kind: str | None
+    """The replayed record's kind (None: the replay wrote fewer records)."""
+    step: int | None
+    changes: tuple[str, ...] = ()
+    """``"$.path: recorded -> replayed"`` for each differing value (at most 20)."""
+
+    def describe(self) -> str:
+        where = f"record {self.index}"
+        if self.kind is None:
+            return f"{where}: the replay wrote an extra {self.replay_kind!r} record"
+        if self.replay_kind is None:
+            return f"{where} ({self.kind}{_at(self.step)}): missing from the replay"
+        what = self.kind if self.kind == self.replay_kind else f"{self.kind} -> {self.replay_kind}"
+        return f"{where} ({what}{_at(self.step)}): " + ("; ".join(self.changes) or "differs")
+
+
+def _at(step: int | None) -> str:
+    return "" if step is None else f", step {step}"
+
+
+@dataclass(frozen=True)
+class StepNote:
+    """A step of a run (runs counted from 1) and what is to be said about it."""
+
+    run: int
+    step: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"run {self.run} step {self.step}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class ToolChange:
+    name: str
+    recorded: str
+    current: str
+
+
+@dataclass
+class ReplayResult:
+    mode: str
+    equal: bool
+    """The replayed transcript is byte-identical to the recorded one."""
+    results: list[RunResult]
+    """One per recorded run, in order."""
+    first_difference: Difference | None = None
+    differences: list[Difference] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    unreproducible_steps: list[StepNote] = field(default_factory=list)
+    """Steps whose recorded values are markers (redacted, truncated): passed on, not reproduced."""
+    tool_dependent_steps: list[StepNote] = field(default_factory=list)
+    """Model turns that were given tool output (the turn before them ran tools)."""
+    tool_changes: list[ToolChange] = field(default_factory=list)
+    decisions_equal: bool = True
+    """Same model turns in the same order, and every run stopped for the same reason at the same step."""
+    skipped_calls: int = 0
+    """Tool calls not run (dry-run)."""
+    records: int = 0
+    original_records: int = 0
+    lines: list[bytes] = field(default_factory=list, repr=False)
+    """The replayed transcript, one line each (with ``\\n``)."""
+
+    @property
+    def result(self) -> RunResult | None:
+        """The last run's result."""
+        return self.results[-1] if self.results else None
+
+    def summary(self, name: str = "transcript") -> str:
+        """A readable report: equal or not, the first difference, the warnings."""
+        head = "EQUAL (byte-identical)" if self.equal else "DIFFERENT"
+        out = [f"replay of {name} ({self.mode}): {head}"]
+        stops = ", ".join(f"{r.stop_reason} after {r.steps} step{'s' if r.steps != 1 else ''}" for r in self.results)
+        out.append(f"  {self.original_records} records recorded, {self.records} replayed; "
+                   f"{len(self.results)} run{'s' if len(self.results) != 1 else ''}: {stops or 'none'}")
+        if not self.equal:
+            out.append(f"  decisions: {'the same model turns and stops' if self.decisions_equal else 'CHANGED'}")
+        if self.first_difference is not None:
+            out.append(f"  first difference: {self.first_difference.describe()}")
+            rest = self.differences[1:]
+            for d in rest[:20]:
+                out.append(f"  also: {d.describe()}")
+            if len(rest) > 20:
+                out.append(f"  … and {len(rest) - 20} more differing records")
+        if self.mode == "dry-run":
+            out.append(f"  tools skipped: {self.skipped_calls} call(s); "
+                       f"{len(self.tool_dependent_steps)} step(s) depended on tool output")
+            for n in self.tool_dependent_steps[:20]:
+                out.append(f"    {n}")
+        if self.unreproducible_steps:
+            out.append(f"  {len(self.unreproducible_steps)} step(s) could not be reproduced from the record:")
+            for n in self.unreproducible_steps[:20]:
+                out.append(f"    {n}")
+        for w in self.warnings:
+            out.append(f"  warning: {w}")
+        if not self.warnings:
+            out.append("  warnings: none")
+        return "\n".join(out)
+
+    def diff(self, original: Sequence[bytes] | None = None) -> str:
+        """A unified diff of the first differing record's payload, for test failures."""
+        d = self.first_difference
+        if d is None or original is None:
+            return ""
+        a = _pretty(original[d.index]) if d.index < len(original) else []
+        b = _pretty(self.lines[d.index]) if d.index < len(self.lines) else []
+        return "\n".join(difflib.unified_diff(a, b, "recorded", "replayed", lineterm="", n=2))
+
+
+def _pretty(line: bytes) -> list[str]:
+    obj = orjson.loads(line)
+    obj.pop("hash", None)
+    obj.pop("prev", None)
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+# --- reading ------------------------------------------------------------------
+
+
+def _load(transcript: str | os.PathLike[str] | bytes) -> tuple[str, list[bytes]]:
+    if isinstance(transcript, (bytes, bytearray)):
+        return "transcript", bytes(transcript).splitlines(keepends=True)
+    path = os.fspath(transcript)
+    try:
+        with open(path, "rb") as f:
+            return path, f.readlines()
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _refuse_if_invalid(name: str, lines: Sequence[bytes]) -> None:
+    report = verify_lines(lines)
+    if not report.ok:
+        p = report.problems[0]
+        raise ReplayError(f"{name}: fails verification at record {p.index}: {p.kind}: {p.message}; not replayed")
+
+
+def _parse(name: str, lines: Sequence[bytes]) -> list[Record]:
+    recs = []
+    for i, line in enumerate(lines):
+        try:
+            o = orjson.loads(line)
+            recs.append(Record(o["seq"], o["prev"], o["kind"], o["payload"], o["hash"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            _refuse_if_invalid(name, lines)
+            raise ReplayError(f"{name}: record {i} is not a record; not replayed") from None
+    return recs
+
+
+def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str | None = None) -> LoopConfig:
+    """The ``LoopConfig`` recorded in a ``run_start`` payload.
+
+    Raises:
+        ReplayError: the record is not of format 1 or its config cannot be read.
+    """
+    if payload.get("format") != 1:
+        raise ReplayError(f"run_start of format {payload.get('format')!r}: this version replays format 1 only")
+    try:
+        c = payload["config"]
+        entries = [dict(t) for t in c["tools"]]
+        specs = tuple(
+            ToolSpec(str(t["name"]), str(t.get("description", "")), dict(t.get("parameters", {})), bool(t.get("read_only", False)))
+            for t in entries
+        )
+        return LoopConfig(
+            model=str(c["model"]),
+            budget=Budget.from_json(c["budget"]),
+            price=Price.from_json(c["price"]),
+            tools=specs,
+            manifest=tuple(entries),
+            sentinel=c.get("sentinel"),
+            max_output_tokens=int(c["max_output_tokens"]),
+            loop_threshold=c.get("loop_threshold"),
+            run_id=c.get("run_id"),
+            meta=dict(c.get("meta") or {}),
+            redaction_salt=redaction_salt,
+            max_value_bytes=int(c.get("max_value_bytes", DEFAULT_MAX_VALUE_BYTES)),
+            record_raw=bool(c.get("record_raw", False)),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplayError(f"run_start config cannot be read: {type(exc).__name__}: {exc}") from None
+
+
+# --- the replay model ---------------------------------------------------------
+
+_ERROR_FORM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:: (.*))?", re.S)
+_NOT_A_REPLY = re.compile(r"the model returned a ([A-Za-z_][A-Za-z0-9_]*), not a ModelReply")
+
+
+class ReplayModel:
+    """A model that answers from recorded ``model_turn`` records, in order.
+
+    A recorded ``model_error`` is raised again so that the driver writes the
+    same error text. When the record runs out, the run was ``interrupted``
+    there (the replay interrupts too) or the loop now asks for more turns
+    than were recorded (``ReplayExhausted``: the run ends in ``model_error``).
+    """
+
+    def __init__(self, turns: Sequence[Record], *, interrupted: bool = False, name: str = "replay"):
+        self.turns = list(turns)
+        self.interrupted = interrupted
+        self.name = name
+        self.calls = 0
+        self.unreproducible: list[str] = []
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        if self.calls >= len(self.turns):
+            if self.interrupted:
+                raise KeyboardInterrupt
+            self.calls += 1
+            raise ReplayExhausted(f"the record holds {len(self.turns)} model turns; the loop asked for turn {self.calls}")
+        rec = self.turns[self.calls]
+        self.calls += 1
+        if rec.kind == "model_error":
+            raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible)
+        p = rec.payload
+        reply = ModelReply.from_json(p["reply"])
+        raw = p.get("raw")
+        out = reply if raw is None else replace(reply, raw=raw)
+        if request.on_text is not None and out.text:
+            request.on_text(out.text)
+        return out
+
+
+def raise_recorded_failure(error: str, notes: list[str]) -> ModelReply:
+    """Raise (or return) what makes the driver record ``error`` again, word for word."""
+    m = _NOT_A_REPLY.fullmatch(error)
+    if m:
+        return type(m.group(1), (), {})()  # type: ignore[no-any-return]
+    m = _ERROR_FORM.fullmatch(error)
+    if m:
+        cls = type(m.group(1), (Exception,), {})
+        raise cls() if m.group(2) is None else cls(m.group(2))
+    notes.append(f"the recorded model error {error[:60]!r} cannot be raised again word for word")
+    raise ReplayExhausted(error)
+
+
+class _Ledger:
+    """Grants every reservation except the one the recorded run was refused."""
+
+    def __init__(self, refuse_at: int | None):
+        self.refuse_at = refuse_at
+        self.n = 0
+
+    def reserve(self, amount_micros: int, tokens: int) -> bool:
+        self.n += 1
+        return self.n != self.refuse_at
+
+    def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
+        return None
+
+
+class _PassSink:
+    """Writes the loop's records, copying the recorded foreign records at their places."""
+
+    def __init__(self, out: MemoryTranscript, segment: Sequence[Record]):
+        self.out = out
+        self.segment = segment
+        self.cursor = 0
+
+    def _foreign(self) -> None:
+        seg = self.segment
+        while self.cursor < len(seg) and seg[self.cursor].kind not in LOOP_KINDS:
+            self.out.append(seg[self.cursor].kind, seg[self.cursor].payload)
+            self.cursor += 1
+
+    def append(self, kind: str, payload: Any) -> Record:
+        self._foreign()
+        rec = self.out.append(kind, payload)
+        self.cursor += 1
+        return rec
+
+    def finish(self) -> None:
+        while self.cursor < len(self.segment):
+            self._foreign()
+            self.cursor += 1
+
+
+# --- the runs of a file -------------------------------------------------------
+
+
+def _segments(records: Sequence[Record]) -> list[tuple[bool, list[Record]]]:
+    """The file cut into (is_run, records): a run goes from run_start to its stop."""
+    out: list[tuple[bool, list[Record]]] = []
+    current: list[Record] | None = None
+    loose: list[Record] = []
+    for r in records:
+        if r.kind == "run_start":
+            if current is not None:
+                out.append((True, current))
+            elif loose:
+                out.append((False, loose))
+                loose = []
+            current = [r]
+        elif current is not None:
+            current.append(r)
+            if r.kind == "stop":
+                out.append((True, current))
+                current = None
+        else:
+            loose.append(r)
+    if current is not None:
+        out.append((True, current))
+    if loose:
+        out.append((False, loose))
+    return out
+
+
+def _markers(v: Any) -> str | None:
+    """"redacted", "truncated", or None: the first marker found in a value."""
+    if is_marker(v):
+        return "redacted" if REDACTED in v else "truncated"
+    if type(v) is dict:
+        for x in v.values():
+            k = _markers(x)
+            if k:
+                return k
+    elif type(v) is list:
+        for x in v:
+            k = _markers(x)
+            if k:
+                return k
+    return None
+
+
+def _has_salted_hash(v: Any) -> bool:
+    return b'"salted_sha256"' in canonical(v)
+
+
+class _RunReplay:
+    def __init__(self, index: int, seg: list[Record], mode: str, registry: Registry | None, salt: bytes | str | None, out: MemoryTranscript):
+        self.index = index
+        self.seg = seg
+        self.mode = mode
+        self.registry = registry
+        self.out = out
+        self.warnings: list[str] = []
+        self.unreproducible: list[StepNote] = []
+        self.skipped = 0
+        start = seg[0]
+        self.config = config_from_record(start.payload, salt)
+        if canonical(self.config.to_json()) != canonical(start.payload.get("config")):
+            self.warnings.append(f"run {index}: its run_start config holds fields this version does not read")
+        self.turns = [r for r in seg if r.kind in ("model_turn", "model_error")]
+        self.stop = next((r.payload for r in seg if r.kind == "stop"), None)
+        if self.stop is None:
+            self.warnings.append(f"run {index} has no stop record: it was cut off; the replay ends where the record does")
+        reason = (self.stop or {}).get("reason")
+        self.interrupted = reason == "interrupted" or self.stop is None
+        self.results: dict[int, list[dict[str, Any]]] = {}
+        for r in seg:
+            if r.kind == "tool_result":
+                self.results.setdefault(int(r.payload.get("step", 0)), []).append(r.payload)
+        refuse_at = None
+        if reason == "cost_budget" and str((self.stop or {}).get("error", "")).startswith("the shared ledger refused"):
+            refuse_at = sum(1 for r in self.turns if r.kind == "model_turn") + 1
+        self.ledger = _Ledger(refuse_at)
+        self.model = ReplayModel(self.turns, interrupted=self.interrupted)
+        self._notes()
+
+    def _note(self, step: int, reason: str) -> None:
+        self.unreproducible.append(StepNote(self.index, step, reason))
+
+    def _notes(self) -> None:
+        """Steps whose recorded values are markers, as this mode can and cannot reproduce them."""
+        for r in self.seg:
+            p = r.payload
+            if r.kind == "model_turn":
+                for c in p["reply"].get("tool_calls", []):
+                    k = _markers(c.get("arguments"))
+                    if k:
+                        what = "answered from the record" if self.mode == "live-tools" else "passed on as recorded"
+                        self._note(int(p["step"]), f"the arguments of {c.get('name')} ({c.get('id')}) are {k} in the record: {what}")
+            elif r.kind == "tool_result" and self.mode == "full":
+                for key in ("content", "error", "detail"):
+                    k = _markers(p.get(key))
+                    if k:
+                        self._note(int(p["step"]), f"the {key} of {p.get('name')} ({p.get('call_id')}) is {k} in the record: passed on, not reproduced")
+                        break
+            elif r.kind == "tool_result" and self.mode == "live-tools" and self.config.redaction_salt is None:
+                if any(_has_salted_hash(p.get(key)) for key in ("content", "error", "detail") if is_marker(p.get(key))):
+                    self.warnings.append(
+                        f"run {self.index} step {p.get('step')}: {p.get('name')}'s output was recorded with a salted hash; "
+                        "pass the same redaction salt to compare it"
+                    )
+
+    def _interrupt_here(self, step: int) -> bool:
+        return self.interrupted and step not in self.results and step == sum(1 for r in self.turns if r.kind == "model_turn")
+
+    def _from_record(self, step: int, k: int, c: ToolCall) -> ToolResult:
+        recs = self.results.get(step, [])
+        p = recs[k] if k < len(recs) else None
+        if p is None or p.get("call_id") != c.id:
+            return ToolResult(c.id, c.name, False, error=f"replay: the record holds no result for call {c.id!r} at step {step}")
+        return ToolResult.from_json(p)
+
+    def execute(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        step = self.model.calls
+        if self._interrupt_here(step):
+            raise KeyboardInterrupt
+        out = []
+        for k, c in enumerate(calls):
+            if self.mode == "full":
+                out.append(self._from_record(step, k, c))
+            elif self.mode == "dry-run":
+                self.skipped += 1
+                out.append(ToolResult(c.id, c.name, False, error=DRY_RUN_ERROR, detail={"type": "DryRun", "message": DRY_RUN_ERROR}))
+            elif _markers(c.arguments) is not None:
+                out.append(self._from_record(step, k, c))
+            else:
+                assert self.registry is not None
+                out.append(self.registry.invoke(c))
+        return out
+
+    def replay(self) -> RunResult:
+        sink = _PassSink(self.out, self.seg)
+        msgs = self.seg[0].payload.get("messages", [])
+        res = run(
+            self.model, None, msgs, self.config.budget, config=self.config, transcript=sink,
+            executor=self.execute, ledger=self.ledger,
+        )
+        sink.finish()
+        for text in self.model.unreproducible:
+            self._note(self.model.calls, text)
+        return res
+
+
+def _check_tools(configs: Iterable[LoopConfig], registry: Registry, mode: str) -> tuple[list[str], list[ToolChange]]:
+    warnings: list[str] = []
+    changes: list[ToolChange] = []
+    seen: set[tuple[str, str]] = set()
+    for cfg in configs:
+        for entry in cfg.manifest:
+            name = str(entry.get("name"))
+            recorded = entry.get("fingerprint")
+            t: Tool | None = registry.get(name)
+            if t is None:
+                if mode == "live-tools" and (name, "missing") not in seen:
+                    seen.add((name, "missing"))
+                    warnings.append(f"tool {name!r} is in the record but not among the tools given: its calls fail")
+                continue
+            current = t.fingerprint
+            if recorded is None or recorded == current or (name, current) in seen:
+                continue
+            seen.add((name, current))
+            changes.append(ToolChange(name, str(recorded), current))
+            warnings.append(
+                f"tool {name!r} changed since the run was recorded: fingerprint {recorded} then, {current} now; "
+                "the record may no longer describe what it does"
+            )
+    return warnings, changes
+
+
+def _body(line: bytes) -> bytes:
+    """The kind and payload part of a canonical line (no hash, prev or seq)."""
+    end = line.rfind(b',"prev":"')
+    return line[75:end] if line.startswith(b'{"hash":"') and end > 75 else line
+
+
+def _changes(a: Any, b: Any, path: str, out: list[str]) -> None:
+    if len(out) >= 20:
+        return
+    if type(a) is dict and type(b) is dict:
+        for k in sorted(a.keys() | b.keys()):
+            p = f"{path}.{k}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) else f"{path}[{json.dumps(k)}]"
+            if k not in a:
+                out.append(f"{p}: (absent) -> {_short(b[k])}")
+            elif k not in b:
+                out.append(f"{p}: {_short(a[k])} -> (absent)")
+            else:
+                _changes(a[k], b[k], p, out)
+        return
+    if type(a) is list and type(b) is list and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _changes(x, y, f"{path}[{i}]", out)
+        return
+    if canonical(a) != canonical(b):
+        out.append(f"{path}: {_short(a)} -> {_short(b)}")
+
+
+def _short(v: Any) -> str:
+    s = canonical(v).decode()
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _compare(orig: Sequence[bytes], new: Sequence[bytes], orecs: Sequence[Record], nrecs: Sequence[Record]) -> list[Difference]:
+    diffs: list[Difference] = []
+    for i in range(max(len(orig), len(new))):
+        if i < len(orig) and i < len(new):
+            if orig[i] == new[i] or _body(orig[i]) == _body(new[i]):
+                continue
+            a, b = orecs[i], nrecs[i]
+            changes: list[str] = []
+            if a.kind == b.kind:
+                _changes(a.payload, b.payload, "$", changes)
+            step = a.payload.get("step") if isinstance(a.payload, dict) else None
+            diffs.append(Difference(i, a.kind, b.kind, step if isinstance(step, int) else None, tuple(changes)))
+        elif i < len(orig):
+            a = orecs[i]
+            step = a.payload.get("step") if isinstance(a.payload, dict) else None
+            diffs.append(Difference(i, a.kind, None, step if isinstance(step, int) else None))
+        else:
+            diffs.append(Difference(i, None, nrecs[i].kind, None))
+    return diffs
+
+
+def _decisions(recs: Iterable[Record]) -> list[bytes]:
+    out = []
+    for r in recs:
+        if r.kind in ("model_turn", "model_error", "loop_detected"):
+            out.append(r.kind.encode() + canonical(r.payload))
+        elif r.kind == "stop":
+            out.append(b"stop" + canonical([r.payload.get("reason"), r.payload.get("steps")]))
+    return out
+
+
+def replay(
+    transcript: str | os.PathLike[str] | bytes,
+    *,
+    tools: Registry | Iterable[Tool] | None = None,
+    mode: str = "full",
+    out: str | os.PathLike[str] | None = None,
+    redaction_salt: bytes | str | None = None,
+) -> ReplayResult:
+    """Redo every run of a transcript and compare what it writes with the record.
+
+    Args:
+        transcript: a file path, or the file's bytes.
+        tools: the tools to run (``live-tools``), and whose fingerprints are
+            checked against the record in every mode.
+        mode: ``"full"``, ``"live-tools"`` or ``"dry-run"``.
+        out: where to write the replayed transcript (a new file).
+        redaction_salt: the salt the run was recorded with, so that redacted
+            outputs of re-run tools can be compared.
+
+    Returns:
+        A ``ReplayResult``: ``equal``, the differences, warnings and notes.
+    Raises:
+        ReplayError: unreadable, fails verification, an unknown format, or
+            ``out`` exists.
+        ValueError: an unknown mode, or ``live-tools`` without tools.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown replay mode {mode!r}: use one of {', '.join(MODES)}")
+    registry = None if tools is None else tools if isinstance(tools, Registry) else Registry(tools)
+    if mode == "live-tools" and registry is None:
+        raise ValueError("live-tools mode runs the tools: pass tools=")
+    if out is not None and os.path.exists(out) and os.path.getsize(out) > 0:
+        raise ReplayError(f"{os.fspath(out)}: exists and is not empty; choose a new path for the replay")
+    name, lines = _load(transcript)
+    if not lines:
+        raise ReplayError(f"{name}: holds no records")
+    if mode == "live-tools":
+        _refuse_if_invalid(name, lines)
+    records = _parse(name, lines)
+    segments = _segments(records)
+    if not any(is_run for is_run, _ in segments):
+        _refuse_if_invalid(name, lines)
+        raise ReplayError(f"{name}: holds no run (no run_start record)")
+
+    sink = MemoryTranscript()
+    result = ReplayResult(mode=mode, equal=False, results=[])
+    runs = []
+    n = 0
+    for is_run, seg in segments:
+        if is_run:
+            n += 1
+            runs.append(_RunReplay(n, seg, mode, registry, redaction_salt, sink))
+    if registry is not None:
+        w, result.tool_changes = _check_tools((r.config for r in runs), registry, mode)
+        result.warnings += w
+    it = iter(runs)
+    for is_run, seg in segments:
+        if not is_run:
+            for r in seg:
+                sink.append(r.kind, r.payload)
+            continue
+        rr = next(it)
+        result.results.append(rr.replay())
+        result.warnings += rr.warnings
+        result.unreproducible_steps += rr.unreproducible
+        result.skipped_calls += rr.skipped
+        steps_with_tools = set(rr.results)
+        for r in rr.turns:
+            s = int(r.payload.get("step", 0))
+            if r.kind == "model_turn" and s - 1 in steps_with_tools:
+                k = len(rr.results[s - 1])
+                result.tool_dependent_steps.append(StepNote(n, s, f"followed the output of {k} tool call(s) of step {s - 1}"))
+
+    new = list(sink.lines)
+    result.lines = new
+    result.records = len(new)
+    result.original_records = len(lines)
+    result.equal = new == list(lines)
+    if not result.equal:
+        if mode != "live-tools":
+            _refuse_if_invalid(name, lines)
+        result.differences = _compare(lines, new, records, sink.records)
+        result.first_difference = result.differences[0] if result.differences else None
+    result.decisions_equal = _decisions(records) == _decisions(sink.records)
+    if out is not None:
+        try:
+            with open(out, "wb") as f:
+                f.writelines(new)
+        except OSError as exc:
+            raise ReplayError(f"{os.fspath(out)}: cannot write the replay: {exc.strerror or exc}") from None
+    return result
+
+
+def assert_replays(
+    path: str | os.PathLike[str],
+    *,
+    tools: Registry | Iterable[Tool] | None = None,
+    mode: str = "full",
+    redaction_salt: bytes | str | None = None,
+    allow_warnings: bool = False,
+) -> ReplayResult:
+    """A regression test from a committed transcript: replay it and fail on any change.
+
+    Raises:
+        AssertionError: the replay is not byte-identical (with a readable
+            diff of the first differing record), or warned (a changed tool)
+            and ``allow_warnings`` is false.
+    """
+    r = replay(path, tools=tools, mode=mode, redaction_salt=redaction_salt)
+    if r.equal and (allow_warnings or not r.warnings):
+        return r
+    _, lines = _load(path)
+    msg = r.summary(os.fspath(path))
+    d = r.diff(lines)
+    raise AssertionError(msg + ("\n\nthe first differing record, recorded vs replayed:\n" + d if d else ""))
