@@ -152,6 +152,7 @@ def act_core(out_dir: str) -> list[DemoRun]:
 Act = Callable[[str], list[DemoRun]]
 ACTS: list[tuple[str, str]] = [
     ("core", "agentloop.demo:act_core"),
+    ("anchors", "agentloop.anchor:act_anchor"),
 ]
 """(name, "module:function") of each act, run in order."""
 
