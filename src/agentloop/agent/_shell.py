@@ -1,0 +1,518 @@
+"""Splitting a shell command line into the simple commands it would run, for permission checks.
+
+Rules:
+
+1. Every command the line could run is found: the parts of ``&&``, ``||``,
+   ``;``, ``|``, ``&`` and newlines, subshells ``( )`` and groups ``{ }``,
+   command substitutions ``$( )`` and backticks (also inside double quotes),
+   process substitutions ``<( )`` ``>( )``, and the keywords of ``if``,
+   ``while``... are peeled off.
+2. Words are unquoted the way the shell would (single, double, ``$'...'``
+   and backslashes), so ``r\\m``, ``"rm"`` and ``$'\\x72m'`` are all ``rm``.
+3. Wrappers that run another command (``sudo``, ``env``, ``VAR=x``,
+   ``nice``, ``nohup``, ``timeout``, ``time``, ``command``, ``exec``,
+   ``xargs``, ``stdbuf``...) are unwrapped into more views of the same
+   command; ``bash -c``/``sh -c``/``eval`` strings are parsed as command
+   lines of their own. Deny and ask rules are tried on every view; allow
+   rules only on views reached through wrappers that add no power
+   (``sudo``, ``env`` and assignments do add power).
+4. What cannot be parsed (an open quote, an unbalanced parenthesis, a
+   heredoc with substitutions...) raises ``ShellSyntax``: the caller never
+   allows such a line by rule and checks its crude pieces against deny rules.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["Unit", "ShellSyntax", "crude_pieces", "units"]
+
+MAX_DEPTH = 8
+
+
+class ShellSyntax(ValueError):
+    """The command line cannot be split with confidence."""
+
+
+@dataclass
+class Simple:
+    words: list[str]
+    raw: str
+
+
+@dataclass
+class Unit:
+    """One command the line would run, seen through its wrappers."""
+
+    views: list[tuple[str, bool]] = field(default_factory=list)
+    """(command text, may an allow rule approve it through this view)."""
+    container: bool = False
+    """A transparent ``sh -c``-style wrapper: approved when its inner commands are."""
+
+
+_OPERATOR_CHARS = ";&|\n"
+_RESERVED_LEAD = {"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "fi", "done", "esac"}
+_HEADERS = {"for", "select", "case", "function"}
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_HARMLESS_REDIRECT = re.compile(r"^(?:[012]?>&[012]|[012]?>/dev/null|&>/dev/null|[012]?>>/dev/null)$")
+
+
+class _Parser:
+    def __init__(self, text: str, depth: int):
+        if depth > MAX_DEPTH:
+            raise ShellSyntax("commands nested too deeply")
+        self.s = text
+        self.n = len(text)
+        self.depth = depth
+        self.out: list[Simple] = []
+
+    def parse(self, i: int = 0, close: str | None = None) -> int:
+        """Parse from ``i`` until ``close`` (or the end); returns the index after it."""
+        s, n = self.s, self.n
+        words: list[str] = []
+        word: list[str] = []
+        in_word = False
+        quoted = False
+        start = i
+        heredocs: list[tuple[str, bool, bool]] = []
+        pending_heredoc: str | None = None
+
+        def end_word() -> None:
+            nonlocal word, in_word, quoted, pending_heredoc
+            if in_word:
+                w = "".join(word)
+                if pending_heredoc is not None:
+                    heredocs.append((w, pending_heredoc == "-", quoted))
+                    pending_heredoc = None
+                elif w in ("<<", "<<-"):
+                    pending_heredoc = "-" if w == "<<-" else ""
+                elif w.startswith("<<") and not w.startswith("<<<"):
+                    rest = w[3:] if w.startswith("<<-") else w[2:]
+                    heredocs.append((rest, w.startswith("<<-"), quoted))
+                words.append(w)
+            word = []
+            in_word = False
+            quoted = False
+
+        def end_command(at: int) -> None:
+            end_word()
+            if words:
+                self.out.append(Simple(list(words), s[start:at].strip()))
+            words.clear()
+
+        while i < n:
+            c = s[i]
+            if c in " \t\r":
+                end_word()
+                i += 1
+                continue
+            if c == "\\":
+                if i + 1 < n and s[i + 1] == "\n":
+                    i += 2
+                    continue
+                if i + 1 < n:
+                    word.append(s[i + 1])
+                in_word = True
+                i += 2
+                continue
+            if c == "'":
+                j = s.find("'", i + 1)
+                if j < 0:
+                    raise ShellSyntax("unterminated single quote")
+                word.append(s[i + 1 : j])
+                in_word = True
+                quoted = True
+                i = j + 1
+                continue
+            if c == '"':
+                i = self._double(i + 1, word)
+                in_word = True
+                quoted = True
+                continue
+            if c == "`":
+                j = self._backtick_end(i + 1)
+                inner = re.sub(r"\\([`$\\])", r"\1", s[i + 1 : j])
+                _Parser(inner, self.depth + 1)._into(self.out)
+                word.append(s[i : j + 1])
+                in_word = True
+                i = j + 1
+                continue
+            if c == "$" and i + 1 < n:
+                nxt = s[i + 1]
+                if nxt == "'":
+                    j = i + 2
+                    while j < n and s[j] != "'":
+                        j += 2 if s[j] == "\\" else 1
+                    if j >= n:
+                        raise ShellSyntax("unterminated $'...' quote")
+                    word.append(_ansi_c(s[i + 2 : j]))
+                    in_word = True
+                    i = j + 1
+                    continue
+                if nxt == "(":
+                    if i + 2 < n and s[i + 2] == "(":
+                        j = _matching_arith(s, i + 3)
+                        word.append(s[i : j + 1])
+                        in_word = True
+                        i = j + 1
+                        continue
+                    sub = _Parser(s, self.depth + 1)
+                    j = sub.parse(i + 2, ")")
+                    self.out.extend(sub.out)
+                    word.append(s[i:j])
+                    in_word = True
+                    i = j
+                    continue
+                if nxt == "{":
+                    j = s.find("}", i + 2)
+                    if j < 0:
+                        raise ShellSyntax("unterminated ${")
+                    if "$(" in s[i:j] or "`" in s[i:j]:
+                        raise ShellSyntax("command substitution inside ${...}")
+                    word.append(s[i : j + 1])
+                    in_word = True
+                    i = j + 1
+                    continue
+            if c in "<>" and i + 1 < n and s[i + 1] == "(" and not word:
+                sub = _Parser(s, self.depth + 1)
+                j = sub.parse(i + 2, ")")
+                self.out.extend(sub.out)
+                word.append(s[i:j])
+                in_word = True
+                i = j
+                continue
+            if c == "#" and not in_word:
+                j = s.find("\n", i)
+                i = n if j < 0 else j
+                continue
+            if c == "(":
+                if in_word or words:
+                    raise ShellSyntax("unexpected '(' (function definitions and arrays are not checked)")
+                end_command(i)
+                sub = _Parser(s, self.depth + 1)
+                j = sub.parse(i + 1, ")")
+                self.out.extend(sub.out)
+                i = j
+                start = i
+                continue
+            if c == ")":
+                if close != ")":
+                    raise ShellSyntax("unbalanced ')'")
+                end_command(i)
+                if heredocs:
+                    raise ShellSyntax("a heredoc inside a substitution")
+                return i + 1
+            if c == "&" and (
+                (word and word[-1].endswith((">", "<"))) or (i + 1 < n and s[i + 1] == ">")
+            ):
+                word.append(c)
+                in_word = True
+                i += 1
+                continue
+            if c in _OPERATOR_CHARS:
+                end_command(i)
+                i += 1
+                if c == "\n":
+                    if heredocs:
+                        i = self._skip_heredocs(i, heredocs)
+                        heredocs = []
+                else:
+                    while i < n and s[i] in "&|;":
+                        i += 1
+                start = i
+                continue
+            word.append(c)
+            in_word = True
+            i += 1
+        if close is not None:
+            raise ShellSyntax(f"missing '{close}'")
+        end_command(n)
+        if heredocs:
+            raise ShellSyntax("a heredoc with no body")
+        return n
+
+    def _skip_heredocs(self, i: int, heredocs: list[tuple[str, bool, bool]]) -> int:
+        s = self.s
+        for delim, strip_tabs, quoted in heredocs:
+            while True:
+                if i >= self.n:
+                    raise ShellSyntax(f"heredoc {delim!r} is never closed")
+                j = s.find("\n", i)
+                line = s[i:] if j < 0 else s[i:j]
+                i = self.n if j < 0 else j + 1
+                if (line.lstrip("\t") if strip_tabs else line) == delim:
+                    break
+                if not quoted and ("$(" in line or "`" in line):
+                    raise ShellSyntax("command substitution inside a heredoc")
+        return i
+
+    def _double(self, i: int, word: list[str]) -> int:
+        s, n = self.s, self.n
+        while i < n:
+            c = s[i]
+            if c == '"':
+                return i + 1
+            if c == "\\" and i + 1 < n:
+                nxt = s[i + 1]
+                if nxt in '"\\$`':
+                    word.append(nxt)
+                elif nxt != "\n":
+                    word.append(c + nxt)
+                i += 2
+                continue
+            if c == "`":
+                j = self._backtick_end(i + 1)
+                inner = re.sub(r"\\([`$\\\"])", r"\1", s[i + 1 : j])
+                _Parser(inner, self.depth + 1)._into(self.out)
+                word.append(s[i : j + 1])
+                i = j + 1
+                continue
+            if c == "$" and i + 1 < n and s[i + 1] == "(":
+                if i + 2 < n and s[i + 2] == "(":
+                    j = _matching_arith(s, i + 3)
+                    word.append(s[i : j + 1])
+                    i = j + 1
+                    continue
+                sub = _Parser(s, self.depth + 1)
+                j = sub.parse(i + 2, ")")
+                self.out.extend(sub.out)
+                word.append(s[i:j])
+                i = j
+                continue
+            word.append(c)
+            i += 1
+        raise ShellSyntax("unterminated double quote")
+
+    def _backtick_end(self, i: int) -> int:
+        s, n = self.s, self.n
+        while i < n:
+            if s[i] == "\\":
+                i += 2
+                continue
+            if s[i] == "`":
+                return i
+            i += 1
+        raise ShellSyntax("unterminated backtick")
+
+    def _into(self, out: list[Simple]) -> None:
+        self.parse()
+        out.extend(self.out)
+
+
+def _matching_arith(s: str, i: int) -> int:
+    depth = 2
+    while i < len(s):
+        if s[i] == "(":
+            depth += 1
+        elif s[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ShellSyntax("unterminated $((")
+
+
+def _ansi_c(body: str) -> str:
+    try:
+        return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        return body
+
+
+def split(command: str, depth: int = 0) -> list[Simple]:
+    """The simple commands of a command line, words unquoted, keywords peeled off.
+
+    Raises:
+        ShellSyntax: the line cannot be split with confidence.
+    """
+    p = _Parser(command, depth)
+    p.parse()
+    out: list[Simple] = []
+    for cmd in p.out:
+        words = list(cmd.words)
+        while words and words[0] in _RESERVED_LEAD:
+            words.pop(0)
+        if not words or words[0] in _HEADERS:
+            continue
+        if words[0].startswith("[["):
+            continue
+        out.append(Simple(words, cmd.raw))
+    return out
+
+
+# --- wrappers ---------------------------------------------------------------
+
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "busybox"}
+# wrapper -> (options that take a value, adds power?)
+_WRAPPERS: dict[str, tuple[frozenset[str], bool]] = {
+    "sudo": (frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R"}), True),
+    "doas": (frozenset({"-u", "-C"}), True),
+    "env": (frozenset({"-u", "-C", "--unset", "--chdir", "-S", "--split-string"}), True),
+    "nice": (frozenset({"-n", "--adjustment"}), False),
+    "ionice": (frozenset({"-c", "-n", "-p", "-P", "-u"}), False),
+    "nohup": (frozenset(), False),
+    "time": (frozenset({"-f", "-o", "--format", "--output"}), False),
+    "command": (frozenset(), False),
+    "builtin": (frozenset(), False),
+    "exec": (frozenset({"-a"}), False),
+    "stdbuf": (frozenset({"-i", "-o", "-e"}), False),
+    "setsid": (frozenset(), False),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), False),
+    "xargs": (
+        frozenset({"-I", "-i", "-n", "-P", "-d", "-L", "-l", "-s", "-E", "-e", "-a", "--max-args",
+                   "--max-procs", "--delimiter", "--arg-file", "--replace", "--max-lines"}),
+        False,
+    ),
+    "watch": (frozenset({"-n", "-d", "--interval"}), False),
+    "chronic": (frozenset(), False),
+    "unbuffer": (frozenset(), False),
+}
+
+
+def _strip_options(words: list[str], takes_value: frozenset[str]) -> list[str]:
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "--":
+            return words[i + 1 :]
+        if not w.startswith("-") or w == "-":
+            break
+        if w in takes_value:
+            i += 2
+            continue
+        i += 1
+    return words[i:]
+
+
+def _join(words: list[str]) -> str:
+    return " ".join(w for w in words if not _HARMLESS_REDIRECT.match(w))
+
+
+def unit_views(words: list[str], depth: int, extra: list[Unit]) -> Unit:
+    """Every view of one simple command; inner ``sh -c`` lines are appended to ``extra``."""
+    unit = Unit()
+    allow_ok = True
+    seen: set[tuple[str, bool]] = set()
+
+    def add(ws: list[str], ok: bool) -> None:
+        if not ws:
+            return
+        key = (_join(ws), ok)
+        if key not in seen:
+            seen.add(key)
+            unit.views.append(key)
+        base = os.path.basename(ws[0])
+        if base != ws[0] and base:
+            alt = (_join([base, *ws[1:]]), False)
+            if alt not in seen:
+                seen.add(alt)
+                unit.views.append(alt)
+
+    add(words, True)
+    for _ in range(32):
+        if not words:
+            break
+        if _ASSIGN.match(words[0]):
+            while words and _ASSIGN.match(words[0]):
+                words = words[1:]
+            allow_ok = False
+            add(words, allow_ok)
+            continue
+        head = os.path.basename(words[0])
+        if head in _SHELLS or head == "eval":
+            script = _shell_script(words) if head != "eval" else " ".join(words[1:])
+            if script is None:
+                break
+            if depth + 1 > MAX_DEPTH:
+                raise ShellSyntax("commands nested too deeply")
+            for inner in split(script, depth + 1):
+                extra.append(unit_views(inner.words, depth + 1, extra))
+            unit.container = allow_ok
+            break
+        spec = _WRAPPERS.get(head)
+        if spec is None:
+            break
+        takes_value, power = spec
+        rest = _strip_options(words[1:], takes_value)
+        if head == "env":
+            split_string = _env_split_string(words[1:])
+            if split_string is not None:
+                rest = split_string
+            while rest and _ASSIGN.match(rest[0]):
+                rest = rest[1:]
+        if head == "timeout" and rest:
+            rest = rest[1:]
+        if head in ("nice",) and words[1:2] and re.match(r"^-\d+$", words[1]):
+            rest = _strip_options(words[2:], takes_value)
+        if power:
+            allow_ok = False
+        words = rest
+        add(words, allow_ok)
+    return unit
+
+
+def _env_split_string(args: list[str]) -> list[str] | None:
+    for i, w in enumerate(args):
+        if w in ("-S", "--split-string") and i + 1 < len(args):
+            return args[i + 1].split() + args[i + 2 :]
+        if w.startswith("-S") and len(w) > 2:
+            return w[2:].split() + args[i + 1 :]
+        if not w.startswith("-"):
+            return None
+    return None
+
+
+def _shell_script(words: list[str]) -> str | None:
+    """The script of ``bash -c SCRIPT`` (also ``-lc``, ``-ec``...), or None for other uses."""
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w.startswith("-") and not w.startswith("--") and "c" in w[1:]:
+            return words[i + 1] if i + 1 < len(words) else None
+        if w in ("-o", "+o", "-O", "+O"):
+            i += 2
+            continue
+        if w.startswith(("-", "+")):
+            i += 1
+            continue
+        return None
+    return None
+
+
+def units(command: str) -> list[Unit]:
+    """One ``Unit`` per command the line would run (inner ``sh -c`` commands included).
+
+    Raises:
+        ShellSyntax: the line cannot be split with confidence.
+    """
+    out: list[Unit] = []
+    for simple in split(command):
+        extra: list[Unit] = []
+        u = unit_views(list(simple.words), 0, extra)
+        raw = " ".join(simple.raw.split())
+        if raw and all(v[0] != raw for v in u.views):
+            u.views.append((raw, u.views[0][1] if u.views else False))
+        out.append(u)
+        out.extend(extra)
+    return out
+
+
+_CRUDE = re.compile(r"\$\(|`|\(|\)|&&|\|\||[;&|\n]")
+
+
+def crude_pieces(command: str) -> list[str]:
+    """A line cut at every operator-like character, for deny checks on lines that do not parse."""
+    pieces = []
+    for p in _CRUDE.split(command):
+        words = re.sub(r"[\"'\\]", "", p).split()
+        while words and (_ASSIGN.match(words[0]) or words[0] in _RESERVED_LEAD or os.path.basename(words[0]) in _WRAPPERS):
+            words = words[1:]
+        if words:
+            pieces.append(" ".join(words))
+            base = os.path.basename(words[0])
+            if base != words[0]:
+                pieces.append(" ".join([base, *words[1:]]))
+    return pieces

@@ -1,0 +1,216 @@
+"""Walking a directory tree as git would see it, and glob patterns for the file tools.
+
+Rules:
+
+1. ``.gitignore`` files are honoured at every level, from the repository's
+   top (the nearest ancestor holding ``.git``, else the workspace root) down
+   to each directory walked, plus ``.git/info/exclude``. The deepest file with
+   a matching pattern decides, and a ``!`` pattern re-includes, as in git.
+   Matching uses ``pathspec``'s ``GitIgnoreSpec``, which implements git's
+   wildmatch rules (a home-made matcher gets ``**``, anchoring and negation
+   subtly wrong).
+2. An ignored directory is not entered: git cannot re-include a file below an
+   excluded directory either. ``.git`` itself is never walked.
+3. Symlinked directories are not followed (loops, escapes). A symlinked file
+   is yielded as its real path, and only when that lies inside the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+
+import pathspec
+
+from .workspace import Workspace
+
+__all__ = ["IgnoreRules", "glob_to_regex", "walk_files"]
+
+_Spec = tuple[str, pathspec.GitIgnoreSpec]
+
+
+def _read_spec(path: str) -> pathspec.GitIgnoreSpec | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _repo_top(start: str, stop: str) -> str:
+    """The nearest ancestor of ``start`` (up to ``/``) holding ``.git``, else ``stop``."""
+    d = start
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return stop
+        d = parent
+
+
+class IgnoreRules:
+    """The gitignore patterns in force for one directory, inherited by its children."""
+
+    def __init__(self, specs: tuple[_Spec, ...] = ()):
+        self.specs = specs
+
+    @classmethod
+    def for_directory(cls, directory: str, fallback_top: str) -> IgnoreRules:
+        """The rules of ``directory`` gathered from the repository top down to it."""
+        top = _repo_top(directory, fallback_top)
+        if not (directory == top or directory.startswith(top.rstrip(os.sep) + os.sep)):
+            top = directory
+        chain: list[str] = []
+        d = directory
+        while True:
+            chain.append(d)
+            if d == top:
+                break
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        specs: list[_Spec] = []
+        exclude = _read_spec(os.path.join(top, ".git", "info", "exclude"))
+        if exclude is not None:
+            specs.append((top, exclude))
+        for d in reversed(chain):
+            spec = _read_spec(os.path.join(d, ".gitignore"))
+            if spec is not None:
+                specs.append((d, spec))
+        return cls(tuple(specs))
+
+    def child(self, directory: str) -> IgnoreRules:
+        """The rules for a subdirectory: these plus its own ``.gitignore``."""
+        spec = _read_spec(os.path.join(directory, ".gitignore"))
+        if spec is None:
+            return self
+        return IgnoreRules((*self.specs, (directory, spec)))
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        """True when git would ignore ``path`` (an absolute path)."""
+        for base, spec in reversed(self.specs):
+            rel = os.path.relpath(path, base)
+            if rel.startswith(os.pardir):
+                continue
+            rel = rel.replace(os.sep, "/")
+            if is_dir:
+                rel += "/"
+            result = spec.check_file(rel)
+            if result.include is not None:
+                return bool(result.include)
+        return False
+
+
+def walk_files(
+    ws: Workspace,
+    base: str,
+    *,
+    respect_gitignore: bool = True,
+    visible: Callable[[str], bool] | None = None,
+) -> Iterator[str]:
+    """Every file below the real directory ``base`` that git would not ignore.
+
+    Yields real paths inside the workspace, in a stable (sorted) order.
+    ``visible(path)`` can hide more paths (e.g. those a permission rule denies).
+    """
+    rules = IgnoreRules.for_directory(base, ws.root) if respect_gitignore else IgnoreRules()
+    stack: list[tuple[str, IgnoreRules]] = [(base, rules)]
+    while stack:
+        directory, rules = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs: list[tuple[str, IgnoreRules]] = []
+        for e in entries:
+            if e.name == ".git":
+                continue
+            try:
+                is_link = e.is_symlink()
+                is_dir = e.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if respect_gitignore and rules.ignored(e.path, is_dir):
+                continue
+            if visible is not None and not visible(e.path):
+                continue
+            if is_dir:
+                sub = rules.child(e.path) if respect_gitignore else rules
+                subdirs.append((e.path, sub))
+                continue
+            if is_link:
+                real = os.path.realpath(e.path)
+                if not ws.contains(real) or not os.path.isfile(real):
+                    continue
+                if visible is not None and not visible(real):
+                    continue
+                yield real
+                continue
+            if e.is_file(follow_symlinks=False):
+                yield e.path
+        stack.extend(reversed(subdirs))
+
+
+@lru_cache(maxsize=256)
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """A compiled regex for a glob over ``/``-separated relative paths.
+
+    ``*`` and ``?`` stay within one path segment, ``**`` spans segments
+    (``**/`` also matches no directory at all), ``[...]`` is a class and
+    ``{a,b}`` an alternation.
+    """
+    i, n = 0, len(pattern)
+    out: list[str] = []
+    depth = 0
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                j = i + 2
+                if j < n and pattern[j] == "/":
+                    out.append("(?:.*/)?")
+                    i = j + 1
+                else:
+                    out.append(".*")
+                    i = j
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i + 2 if i + 1 < n and pattern[i + 1] in "!^" else i + 1)
+            if j < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : j]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j
+        elif c == "{":
+            depth += 1
+            out.append("(?:")
+        elif c == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif c == "," and depth:
+            out.append("|")
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    out.extend(")" * depth)
+    try:
+        return re.compile("".join(out) + r"\Z", re.DOTALL)
+    except re.error:
+        return re.compile(re.escape(pattern) + r"\Z")

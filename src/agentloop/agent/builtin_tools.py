@@ -1,0 +1,776 @@
+"""The built-in tools, named and shaped as Claude Code's: Bash, Read, Write, Edit, Glob, Grep, LS.
+
+Rules:
+
+1. Names and argument names are Claude Code's (``file_path``, ``old_string``,
+   ``replace_all``, ``-i``, ``output_mode``...), so permission rules and hook
+   scripts written for Claude Code apply unchanged.
+2. Every path goes through the ``Workspace``: resolved, checked, and opened
+   without a check/use window. Glob, Grep and LS skip files git ignores,
+   symlinks leading out, and paths a ``visible`` callback hides (the agent
+   passes its Read-deny rules there).
+3. Read, Glob, Grep and LS change nothing and say so (``read_only=True``):
+   the loop may run them in parallel.
+4. An output over 10,000 characters is written to a file under ``spill_dir``
+   and the model gets a preview and the path (readable with Read and Grep).
+   Read itself pages instead: it stops before 10,000 characters and says
+   which ``offset`` continues, so reading a spilled file never spills again.
+5. Bash runs in its own process group. On timeout (or ``kill_all``) the whole
+   group is terminated, then killed, so no child survives it. Output kept in
+   memory is capped (head and tail) whatever the command prints.
+6. Failures the model should act on raise ``ToolError`` with a message
+   written for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..tools import Registry, Tool, ToolError
+from ._walk import glob_to_regex, walk_files
+from .workspace import Workspace
+
+__all__ = [
+    "BASH_OUTPUT_CAP",
+    "SPILL_THRESHOLD",
+    "RunningProcesses",
+    "builtin_registry",
+    "spill",
+]
+
+SPILL_THRESHOLD = 10_000
+"""Characters of tool output beyond which the output goes to a file."""
+PREVIEW_HEAD = 2_000
+PREVIEW_TAIL = 1_000
+BASH_OUTPUT_CAP = 1_000_000
+"""Bytes of a command's output kept in memory (half head, half tail)."""
+MAX_TIMEOUT_MS = 600_000
+READ_DEFAULT_LIMIT = 2_000
+READ_MAX_LINE = 2_000
+GLOB_MAX_RESULTS = 1_000
+GREP_MAX_FILE_BYTES = 20_000_000
+LS_MAX_ENTRIES = 1_000
+KILL_GRACE_S = 1.0
+
+READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS"})
+EDIT_TOOLS = frozenset({"Write", "Edit"})
+
+
+def spill(text: str, spill_dir: str, tool_name: str) -> str:
+    """``text`` itself when short, else a preview and the path of a file holding all of it.
+
+    The file name is derived from the content, so the same output spills to
+    the same file (replay writes nothing new).
+    """
+    if len(text) <= SPILL_THRESHOLD:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    os.makedirs(spill_dir, exist_ok=True)
+    path = os.path.join(os.path.realpath(spill_dir), f"{tool_name}-{digest}.txt")
+    if not os.path.exists(path):
+        tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+        with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    lines = text.count("\n") + 1
+    return (
+        f"{text[:PREVIEW_HEAD]}\n\n... [{len(text) - PREVIEW_HEAD - PREVIEW_TAIL} characters omitted] ...\n\n"
+        f"{text[-PREVIEW_TAIL:]}\n\n"
+        f"[The output was {len(text)} characters ({lines} lines), too long to show. "
+        f"The full output is in {path} : read it with Read (offset/limit) or search it with Grep.]"
+    )
+
+
+def _spilling(fn: Callable[..., str], spill_dir: str, name: str) -> Callable[..., str]:
+    def run(**kwargs: Any) -> str:
+        try:
+            out = fn(**kwargs)
+        except ToolError as exc:
+            msg = str(exc)
+            if len(msg) > SPILL_THRESHOLD:
+                raise type(exc)(spill(msg, spill_dir, name)) from None
+            raise
+        return spill(out, spill_dir, name)
+
+    run.__name__ = name
+    run.__qualname__ = f"builtin_tools.{name}"
+    run.__wrapped__ = fn  # type: ignore[attr-defined]
+    return run
+
+
+# --- Bash --------------------------------------------------------------------
+
+
+class RunningProcesses:
+    """The process groups of the commands in flight, so an interrupt can end them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._groups: set[int] = set()
+
+    def add(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.add(pgid)
+
+    def discard(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.discard(pgid)
+
+    def kill_all(self) -> int:
+        """Kill every running command's whole process group. Returns how many groups."""
+        with self._lock:
+            groups = list(self._groups)
+        for g in groups:
+            _killpg(g, signal.SIGKILL)
+        return len(groups)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Capture:
+    """A command's output: the first and the last ``cap/2`` bytes, and a count of the rest."""
+
+    def __init__(self, cap: int):
+        self.half = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        extra = len(self.tail) - self.half
+        if extra > 0:
+            del self.tail[:extra]
+            self.dropped += extra
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        if not self.tail:
+            return head
+        tail = self.tail.decode("utf-8", "replace")
+        if self.dropped:
+            return f"{head}\n... [{self.dropped} bytes of output dropped] ...\n{tail}"
+        return head + tail
+
+
+def _shell() -> list[str]:
+    bash = shutil.which("bash")
+    return [bash, "-c"] if bash else ["/bin/sh", "-c"]
+
+
+def run_command(
+    command: str,
+    *,
+    cwd: str,
+    timeout_s: float,
+    processes: RunningProcesses | None = None,
+    output_cap: int = BASH_OUTPUT_CAP,
+) -> tuple[int | None, str, bool]:
+    """Run ``command`` in a shell in a new process group.
+
+    Returns (exit code or None when killed, output with stderr merged, timed_out).
+    On timeout the group gets SIGTERM, then SIGKILL after a short grace.
+    When the shell exits but something it started still holds the output
+    open, that group is killed too, so nothing it started outlives the call.
+    """
+    proc = subprocess.Popen(
+        [*_shell(), command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    pgid = proc.pid
+    if processes is not None:
+        processes.add(pgid)
+    cap = _Capture(output_cap)
+    assert proc.stdout is not None
+    out = proc.stdout
+
+    def pump() -> None:
+        fd = out.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            cap.feed(chunk)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _killpg(pgid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
+            _killpg(pgid, signal.SIGKILL)
+            proc.wait()
+        reader.join(timeout=0.5 if not timed_out else KILL_GRACE_S)
+        if reader.is_alive():
+            # Something in the group still holds the pipe: end it.
+            _killpg(pgid, signal.SIGTERM)
+            reader.join(timeout=KILL_GRACE_S)
+            _killpg(pgid, signal.SIGKILL)
+            reader.join(timeout=KILL_GRACE_S)
+        elif timed_out:
+            _killpg(pgid, signal.SIGKILL)
+    except BaseException:
+        _killpg(pgid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        if processes is not None:
+            processes.discard(pgid)
+        out.close()
+    code = proc.returncode
+    return (None if timed_out or (code is not None and code < 0) else code), cap.text(), timed_out
+
+
+# --- helpers for the file tools ------------------------------------------------
+
+
+def _is_binary(data: bytes) -> bool:
+    return b"\0" in data[:8192]
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _read_text(ws: Workspace, path: str) -> tuple[str, str | None]:
+    """The real path and text of a file; the text is None for a binary file."""
+    real = ws.resolve(path)
+    try:
+        fd = ws.open_resolved(real)
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {path}") from None
+    except (IsADirectoryError, NotADirectoryError):
+        raise ToolError(f"cannot open {path}") from None
+    except PermissionError:
+        raise ToolError(f"permission denied: {path}") from None
+    with os.fdopen(fd, "rb") as f:
+        if stat.S_ISDIR(os.fstat(f.fileno()).st_mode):
+            raise ToolError(f"{path} is a directory: use LS to list it")
+        data = f.read()
+    return real, None if _is_binary(data) else data.decode("utf-8", "surrogateescape")
+
+
+def _numbered(lines: list[str], start: int) -> str:
+    return "".join(f"{start + i:>6}\t{line}\n" for i, line in enumerate(lines))
+
+
+# --- the tools --------------------------------------------------------------------
+
+
+def builtin_registry(
+    workspace: Workspace,
+    *,
+    spill_dir: str,
+    shell_timeout_s: int = 120,
+    processes: RunningProcesses | None = None,
+    visible: Callable[[str], bool] | None = None,
+) -> Registry:
+    """A registry holding Bash, Read, Write, Edit, Glob, Grep and LS confined to ``workspace``.
+
+    Args:
+        workspace: where the file tools may read and write.
+        spill_dir: where outputs over 10,000 characters go (Read may read there).
+        shell_timeout_s: Bash's default timeout when the model gives none.
+        processes: collects Bash's process groups so an interrupt can kill them.
+        visible: ``visible(real_path) -> bool`` hides paths from Glob, Grep and
+            LS (the agent passes its Read-deny rules).
+    """
+    ws = workspace.with_read_only(spill_dir)
+    procs = processes if processes is not None else RunningProcesses()
+    is_visible = visible or (lambda _p: True)
+
+    def bash(**kw: Any) -> str:
+        command = kw["command"]
+        timeout_ms = kw.get("timeout")
+        if not command.strip():
+            raise ToolError("the command is empty")
+        if timeout_ms is None:
+            timeout_s = float(shell_timeout_s)
+        else:
+            timeout_s = min(max(int(timeout_ms), 1), MAX_TIMEOUT_MS) / 1000
+        code, output, timed_out = run_command(command, cwd=ws.root, timeout_s=timeout_s, processes=procs)
+        output = output.rstrip("\n")
+        if timed_out:
+            raise ToolError(
+                f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
+                + (f"; output so far:\n{output}" if output else "")
+            )
+        if code is None:
+            raise ToolError("the command was killed" + (f"; output so far:\n{output}" if output else ""))
+        if code != 0:
+            return f"{output}\n[exit code {code}]" if output else f"[exit code {code}]"
+        return output if output else "(no output)"
+
+    def read(**kw: Any) -> str:
+        file_path = kw["file_path"]
+        offset = max(int(kw.get("offset") or 1), 1)
+        limit = int(kw.get("limit") or READ_DEFAULT_LIMIT)
+        if limit < 1:
+            raise ToolError("limit must be at least 1")
+        real, text = _read_text(ws, file_path)
+        if text is None:
+            raise ToolError(f"{file_path} is a binary file; Read shows text files only")
+        if not text:
+            return f"(the file {real} is empty)"
+        lines = text.splitlines()
+        total = len(lines)
+        if offset > total:
+            raise ToolError(f"offset {offset} is past the end of {file_path} ({total} lines)")
+        chunk = lines[offset - 1 : offset - 1 + limit]
+        out: list[str] = []
+        size = 0
+        shown = 0
+        for i, line in enumerate(chunk):
+            if len(line) > READ_MAX_LINE:
+                line = line[:READ_MAX_LINE] + f" ... [line truncated, {len(line)} characters]"
+            entry = f"{offset + i:>6}\t{line}\n"
+            if size + len(entry) > SPILL_THRESHOLD - 200 and shown:
+                break
+            out.append(entry)
+            size += len(entry)
+            shown += 1
+        body = "".join(out).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        last = offset + shown - 1
+        if last < total:
+            body += (
+                f"[showing lines {offset}-{last} of {total}; "
+                f"call Read with offset={last + 1} to continue]\n"
+            )
+        return body
+
+    def write(**kw: Any) -> str:
+        file_path, content = kw["file_path"], kw["content"]
+        existed = os.path.exists(ws.resolve(file_path, for_write=True))
+        try:
+            real = ws.write_bytes(file_path, content.encode("utf-8"))
+        except (IsADirectoryError, NotADirectoryError, PermissionError, FileNotFoundError) as exc:
+            raise ToolError(f"cannot write {file_path}: {exc.strerror or exc}") from None
+        n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+        verb = "Updated" if existed else "Created"
+        return f"{verb} {real} ({len(content.encode('utf-8'))} bytes, {n} lines)"
+
+    def edit(**kw: Any) -> str:
+        file_path = kw["file_path"]
+        old, new = kw["old_string"], kw["new_string"]
+        replace_all = bool(kw.get("replace_all", False))
+        if old == new:
+            raise ToolError("old_string and new_string are the same: nothing to change")
+        real = ws.resolve(file_path, for_write=True)
+        if old == "":
+            if os.path.exists(real) and os.path.getsize(real) > 0:
+                raise ToolError(
+                    f"old_string is empty but {file_path} already has content: "
+                    "give the text to replace, or use Write"
+                )
+            ws.write_bytes(real, new.encode("utf-8"))
+            return f"Created {real} ({len(new)} characters)"
+        _, text = _read_text(ws, real)
+        if text is None:
+            raise ToolError(f"{file_path} is a binary file; Edit changes text files only")
+        count = text.count(old)
+        if count == 0:
+            raise ToolError(
+                f"old_string was not found in {file_path}. Read the file and copy the text "
+                "exactly, including whitespace and indentation."
+            )
+        if count > 1 and not replace_all:
+            raise ToolError(
+                f"old_string occurs {count} times in {file_path}; it must be unique. Add "
+                "surrounding lines to make it unique, or set replace_all to true to change every one."
+            )
+        first = text.index(old)
+        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        ws.write_bytes(real, updated.encode("utf-8", "surrogateescape"))
+        line_no = text.count("\n", 0, first) + 1
+        lines = updated.splitlines()
+        lo = max(line_no - 3, 1)
+        hi = min(line_no + new.count("\n") + 3, len(lines))
+        snippet = _numbered(lines[lo - 1 : hi], lo)
+        snippet = snippet.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        n = count if replace_all else 1
+        return f"Edited {real}: replaced {n} occurrence{'s' if n != 1 else ''}.\n{snippet}"
+
+    def _base(path: str | None) -> str:
+        base = ws.resolve(path) if path else ws.root
+        if not os.path.exists(base):
+            raise ToolError(f"no such directory: {path}")
+        if not os.path.isdir(base):
+            raise ToolError(f"{path} is not a directory")
+        return base
+
+    def glob(**kw: Any) -> str:
+        pattern = kw["pattern"]
+        base = _base(kw.get("path"))
+        if pattern.startswith("/"):
+            raise ToolError("the pattern must be relative; put the directory to search in `path`")
+        rx = glob_to_regex(pattern)
+        found: list[tuple[float, str]] = []
+        for p in walk_files(ws, base, visible=is_visible):
+            rel = os.path.relpath(p, base).replace(os.sep, "/") if p.startswith(base) else None
+            if rel is None or rel.startswith("../"):
+                continue
+            if rx.match(rel):
+                try:
+                    found.append((os.stat(p).st_mtime, p))
+                except OSError:
+                    continue
+        if not found:
+            return "No files found"
+        found.sort(key=lambda t: (-t[0], t[1]))
+        paths = [p for _, p in found[:GLOB_MAX_RESULTS]]
+        text = "\n".join(paths)
+        if len(found) > GLOB_MAX_RESULTS:
+            text += f"\n(showing {GLOB_MAX_RESULTS} of {len(found)} files; use a narrower pattern or path)"
+        return text
+
+    def grep(**kw: Any) -> str:
+        flags = re.MULTILINE
+        if kw.get("-i"):
+            flags |= re.IGNORECASE
+        multiline = bool(kw.get("multiline"))
+        if multiline:
+            flags |= re.DOTALL
+        try:
+            rx = re.compile(kw["pattern"], flags)
+        except re.error as exc:
+            raise ToolError(f"invalid regular expression {kw['pattern']!r}: {exc}") from None
+        mode = kw.get("output_mode") or "files_with_matches"
+        path = kw.get("path")
+        target = ws.resolve(path) if path else ws.root
+        if not os.path.exists(target):
+            raise ToolError(f"no such file or directory: {path}")
+        file_glob = kw.get("glob")
+        globs = [glob_to_regex(g.strip()) for g in _split_globs(file_glob)] if file_glob else []
+        exts = _TYPES.get(kw["type"]) if kw.get("type") else None
+        if kw.get("type") and exts is None:
+            raise ToolError(f"unknown file type {kw['type']!r}; known: {', '.join(sorted(_TYPES))}")
+        numbers = kw.get("-n", True)
+        after = int(kw.get("-A") or kw.get("-C") or 0)
+        before = int(kw.get("-B") or kw.get("-C") or 0)
+        head_limit = kw.get("head_limit")
+        if os.path.isdir(target):
+            files = walk_files(ws, target, visible=is_visible)
+        else:
+            files = iter([target])
+
+        results: list[str] = []
+        matched_files: list[tuple[float, str]] = []
+        for p in files:
+            if globs:
+                name = os.path.basename(p)
+                rel = os.path.relpath(p, target).replace(os.sep, "/") if os.path.isdir(target) else name
+                if not any(g.match(name) or g.match(rel) for g in globs):
+                    continue
+            if exts is not None and not p.endswith(exts):
+                continue
+            try:
+                fd = ws.open_resolved(p)
+            except (OSError, ToolError):
+                continue
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > GREP_MAX_FILE_BYTES:
+                    continue
+                data = f.read()
+            if _is_binary(data):
+                continue
+            text = _decode(data)
+            if mode == "files_with_matches":
+                if rx.search(text):
+                    matched_files.append((st.st_mtime, p))
+                continue
+            if mode == "count":
+                n = sum(1 for _ in rx.finditer(text))
+                if n:
+                    results.append(f"{p}:{n}")
+                continue
+            results.extend(_content_lines(p, text, rx, multiline, before, after, bool(numbers)))
+        if mode == "files_with_matches":
+            matched_files.sort(key=lambda t: (-t[0], t[1]))
+            results = [p for _, p in matched_files]
+        if not results:
+            return "No matches found"
+        if head_limit:
+            total = len(results)
+            results = results[: int(head_limit)]
+            if total > len(results):
+                results.append(f"(showing {len(results)} of {total}; raise head_limit to see more)")
+        if mode == "files_with_matches":
+            return f"Found {len(matched_files)} file{'s' if len(matched_files) != 1 else ''}\n" + "\n".join(results)
+        return "\n".join(results)
+
+    def ls(**kw: Any) -> str:
+        path = kw.get("path")
+        base = _base(path)
+        ignore = [glob_to_regex(g) for g in kw.get("ignore") or []]
+        try:
+            with os.scandir(base) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            raise ToolError(f"cannot list {path or base}: {exc.strerror}") from None
+        lines: list[str] = []
+        for e in entries:
+            if e.name == ".git" or any(g.match(e.name) for g in ignore):
+                continue
+            if not is_visible(e.path):
+                continue
+            try:
+                if e.is_symlink():
+                    target = os.readlink(e.path)
+                    real = os.path.realpath(e.path)
+                    note = "" if ws.contains(real) else " (outside the workspace)"
+                    lines.append(f"{e.name} -> {target}{note}")
+                elif e.is_dir(follow_symlinks=False):
+                    lines.append(e.name + "/")
+                else:
+                    lines.append(e.name)
+            except OSError:
+                continue
+        if not lines:
+            return f"{base} is empty"
+        more = ""
+        if len(lines) > LS_MAX_ENTRIES:
+            more = f"\n(showing {LS_MAX_ENTRIES} of {len(lines)} entries)"
+            lines = lines[:LS_MAX_ENTRIES]
+        return f"{base}/\n" + "\n".join("  " + x for x in lines) + more
+
+    specs: list[tuple[str, str, dict[str, Any], Callable[..., str], bool]] = [
+        ("Bash", _BASH_DOC, _BASH_SCHEMA, bash, False),
+        ("Read", _READ_DOC, _READ_SCHEMA, read, True),
+        ("Write", _WRITE_DOC, _WRITE_SCHEMA, write, False),
+        ("Edit", _EDIT_DOC, _EDIT_SCHEMA, edit, False),
+        ("Glob", _GLOB_DOC, _GLOB_SCHEMA, glob, True),
+        ("Grep", _GREP_DOC, _GREP_SCHEMA, grep, True),
+        ("LS", _LS_DOC, _LS_SCHEMA, ls, True),
+    ]
+    reg = Registry()
+    for name, doc, schema, fn, read_only in specs:
+        wrapped = fn if name == "Read" else _spilling(fn, spill_dir, name)
+        reg.register(Tool(name=name, description=doc, parameters=schema, fn=wrapped, read_only=read_only))
+    return reg
+
+
+def _split_globs(text: str) -> list[str]:
+    """``"*.{ts,tsx}"`` stays one glob; ``"*.py *.md"`` and ``"*.py,*.md"`` are two."""
+    out: list[str] = []
+    cur = ""
+    depth = 0
+    for ch in text:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(depth - 1, 0)
+        if (ch in " ," and depth == 0):
+            if cur:
+                out.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _content_lines(
+    path: str, text: str, rx: re.Pattern[str], multiline: bool, before: int, after: int, numbers: bool
+) -> list[str]:
+    lines = text.splitlines()
+    hits: set[int] = set()
+    if multiline:
+        starts = [0]
+        for ln in lines:
+            starts.append(starts[-1] + len(ln) + 1)
+        import bisect
+
+        for m in rx.finditer(text):
+            a = bisect.bisect_right(starts, m.start()) - 1
+            b = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
+            hits.update(range(a, b + 1))
+    else:
+        for i, ln in enumerate(lines):
+            if rx.search(ln):
+                hits.add(i)
+    if not hits:
+        return []
+    show: set[int] = set()
+    for i in hits:
+        show.update(range(max(i - before, 0), min(i + after, len(lines) - 1) + 1))
+    out: list[str] = []
+    prev = -2
+    for i in sorted(show):
+        if (before or after) and prev >= 0 and i > prev + 1:
+            out.append("--")
+        sep = ":" if i in hits else "-"
+        line = lines[i] if len(lines[i]) <= READ_MAX_LINE else lines[i][:READ_MAX_LINE] + " ..."
+        out.append(f"{path}{sep}{i + 1}{sep}{line}" if numbers else f"{path}{sep}{line}")
+        prev = i
+    return out
+
+
+_TYPES: dict[str, tuple[str, ...]] = {
+    "py": (".py", ".pyi"),
+    "js": (".js", ".mjs", ".cjs", ".jsx"),
+    "ts": (".ts", ".tsx", ".mts", ".cts"),
+    "rust": (".rs",),
+    "go": (".go",),
+    "java": (".java",),
+    "c": (".c", ".h"),
+    "cpp": (".cpp", ".cc", ".cxx", ".hpp", ".hh", ".h"),
+    "md": (".md", ".markdown"),
+    "json": (".json",),
+    "yaml": (".yaml", ".yml"),
+    "toml": (".toml",),
+    "sh": (".sh", ".bash", ".zsh"),
+    "html": (".html", ".htm"),
+    "css": (".css", ".scss"),
+    "rb": (".rb",),
+    "txt": (".txt",),
+}
+
+_BASH_DOC = (
+    "Run a shell command (bash) in the workspace directory and return its combined stdout and "
+    "stderr. A non-zero exit code is reported at the end. The default timeout is 2 minutes "
+    f"(at most {MAX_TIMEOUT_MS // 1000} s); on timeout the command and everything it started are "
+    "killed. Prefer Read, Grep, Glob and Edit to cat, grep, find and sed. Output over 10,000 "
+    "characters is saved to a file and a preview is returned."
+)
+_BASH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The command to run."},
+        "timeout": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_TIMEOUT_MS,
+            "description": f"Timeout in milliseconds (at most {MAX_TIMEOUT_MS}).",
+        },
+        "description": {"type": "string", "description": "What the command does, in 5-10 words."},
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+_READ_DOC = (
+    "Read a text file. Lines are numbered like `cat -n` (number, tab, text), starting at 1. "
+    f"By default up to {READ_DEFAULT_LIMIT} lines from the start; long output stops early and "
+    "says which offset continues. Use offset (first line number) and limit (number of lines) "
+    "for large files."
+)
+_READ_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "Path of the file (absolute, or relative to the workspace)."},
+        "offset": {"type": "integer", "minimum": 0, "description": "Line number to start at (1-based)."},
+        "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read."},
+    },
+    "required": ["file_path"],
+    "additionalProperties": False,
+}
+_WRITE_DOC = (
+    "Write a file, replacing it if it exists and creating missing directories. Prefer Edit for "
+    "changes to an existing file."
+)
+_WRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "Path of the file to write."},
+        "content": {"type": "string", "description": "The whole new content."},
+    },
+    "required": ["file_path", "content"],
+    "additionalProperties": False,
+}
+_EDIT_DOC = (
+    "Replace old_string with new_string in a file. old_string must match exactly (whitespace "
+    "included) and be unique in the file unless replace_all is true. An empty old_string "
+    "creates a new file."
+)
+_EDIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "Path of the file to change."},
+        "old_string": {"type": "string", "description": "The exact text to replace."},
+        "new_string": {"type": "string", "description": "The text to put in its place."},
+        "replace_all": {"type": "boolean", "default": False, "description": "Replace every occurrence."},
+    },
+    "required": ["file_path", "old_string", "new_string"],
+    "additionalProperties": False,
+}
+_GLOB_DOC = (
+    "Find files by glob pattern (`**/*.py`, `src/**/*.{ts,tsx}`), skipping files git ignores. "
+    "Returns absolute paths, most recently modified first."
+)
+_GLOB_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "The glob, relative to path."},
+        "path": {"type": "string", "description": "Directory to search (default: the workspace root)."},
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+_GREP_DOC = (
+    "Search file contents with a regular expression (Python syntax), skipping files git ignores "
+    "and binary files. output_mode: files_with_matches (default), content (matching lines, with "
+    "-n, -A, -B, -C) or count. Filter files with glob (`*.py`) or type (`py`)."
+)
+_GREP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "The regular expression."},
+        "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
+        "glob": {"type": "string", "description": "Only files matching this glob (`*.js`, `*.{ts,tsx}`)."},
+        "type": {"type": "string", "description": "Only files of this type (py, js, ts, rust, go, ...)."},
+        "output_mode": {"enum": ["content", "files_with_matches", "count"]},
+        "-i": {"type": "boolean", "description": "Case-insensitive."},
+        "-n": {"type": "boolean", "description": "Line numbers in content mode (default true)."},
+        "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after each match."},
+        "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before each match."},
+        "-C": {"type": "integer", "minimum": 0, "description": "Lines of context around each match."},
+        "multiline": {"type": "boolean", "description": "Let . and patterns span lines."},
+        "head_limit": {"type": "integer", "minimum": 1, "description": "Only the first N results."},
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+_LS_DOC = "List the entries of one directory (directories end with /, symlinks show their target)."
+_LS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "The directory (default: the workspace root)."},
+        "ignore": {"type": "array", "items": {"type": "string"}, "description": "Globs of names to leave out."},
+    },
+    "additionalProperties": False,
+}

@@ -1,0 +1,531 @@
+"""Permission rules in Claude Code's syntax, read from the settings files, and the decision for a tool call.
+
+Rules:
+
+1. A rule is ``Tool`` or ``Tool(specifier)``: ``Bash(npm run test *)``,
+   ``Bash(git diff:*)``, ``Read(./secrets/**)``, ``Edit(/src/**)``,
+   ``WebFetch(domain:*.example.com)``, ``mcp__server``, ``mcp__server__*``,
+   ``Agent(model:opus)``. ``parse_rule`` refuses anything else with
+   ``RuleError`` and never raises another exception.
+2. Evaluation: deny rules first, then ask, then allow; the first match wins
+   and specificity does not matter, so a deny anywhere (any scope) beats an
+   allow anywhere. Deny rules hold in every mode, bypassPermissions included.
+3. Without a matching rule the mode decides: read-only tools are allowed;
+   Write and Edit ask (acceptEdits allows them); Bash and everything else
+   ask; plan mode denies every tool that is not read-only; bypassPermissions
+   allows; dontAsk turns every "ask" into "deny".
+4. Bash: the command line is split into every command it would run
+   (``&&``, ``||``, ``;``, ``|``, subshells, ``$(...)``, backticks,
+   newlines) and each is checked; wrappers (``sudo``, ``env``, ``VAR=x``,
+   ``bash -c``, ``xargs``, ``nice``, ``nohup``, ``timeout``, ``command``,
+   ``exec``, ``time``) are looked through, so they do not dodge a deny rule.
+   The line is allowed only when every command in it is. A line that cannot
+   be parsed is never allowed by a rule.
+5. Bash patterns: ``*`` matches anything; a trailing `` *`` (or the legacy
+   ``:*``) also matches the bare command but keeps the word boundary
+   (``ls *`` matches ``ls -la``, not ``lsof``); no ``*`` means exact.
+6. Path rules are gitignore patterns: ``//abs`` is absolute, ``~/x`` is in
+   the home directory, ``/x`` is relative to the project the settings file
+   belongs to, ``./x`` and ``x`` are relative to the working directory.
+   ``Read`` rules cover Read, Glob, Grep and LS; ``Edit`` (and ``Write``)
+   rules cover Write, Edit, MultiEdit and NotebookEdit. A path is judged by
+   its real path and by the path as given, so a symlink does not dodge a deny.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import pathspec
+
+from ._shell import ShellSyntax, crude_pieces, units
+from .settings import ConfigError, SettingsSource
+
+__all__ = [
+    "MODES",
+    "Decision",
+    "ModeError",
+    "PermissionPolicy",
+    "Rule",
+    "RuleError",
+    "parse_rule",
+]
+
+Behavior = Literal["allow", "ask", "deny"]
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead"})
+EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+_READ_RULE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
+_PATH_RULE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"})
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-*?.]+$")
+_RULE = re.compile(r"^([^()\s]+)(?:\((.*)\))?$", re.DOTALL)
+_PROBE_CHILD = "__agentloop_probe__"
+
+
+class RuleError(ValueError):
+    """A permission rule is malformed; the message says what is wrong with it."""
+
+
+class ModeError(ValueError):
+    """An unknown permission mode."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A parsed rule: the tool (or tool glob) and what the specifier means."""
+
+    text: str
+    tool: str
+    specifier: str | None = None
+    kind: Literal["tool", "bash", "path", "domain", "param", "content"] = "tool"
+    param: str | None = None
+    """For ``param`` rules: the input field; the value glob is in ``specifier``."""
+
+
+def parse_rule(text: Any) -> Rule:
+    """Parse one rule in Claude Code's syntax.
+
+    Raises:
+        RuleError: the rule is malformed (and nothing else, whatever ``text`` is).
+    """
+    try:
+        return _parse_rule(text)
+    except RuleError:
+        raise
+    except Exception as exc:  # a parser bug must not crash settings loading
+        raise RuleError(f"cannot parse the rule {text!r}: {exc}") from None
+
+
+def _parse_rule(text: Any) -> Rule:
+    if not isinstance(text, str):
+        raise RuleError(f"a rule must be a string, not {type(text).__name__}")
+    t = text.strip()
+    if not t:
+        raise RuleError("a rule cannot be empty")
+    if "\0" in t:
+        raise RuleError(f"the rule {text!r} contains a NUL character")
+    m = _RULE.match(t)
+    if m is None:
+        raise RuleError(f"malformed rule {text!r}: expected Tool or Tool(specifier)")
+    tool, spec = m.group(1), m.group(2)
+    if not _TOOL_NAME.match(tool):
+        raise RuleError(f"malformed rule {text!r}: {tool!r} is not a tool name")
+    if spec is None:
+        return Rule(t, tool)
+    if not spec.strip():
+        raise RuleError(f"malformed rule {text!r}: empty parentheses (write just {tool})")
+    if any(ch in tool for ch in "*?"):
+        raise RuleError(f"malformed rule {text!r}: a tool-name pattern cannot take a specifier")
+    if tool == "Bash":
+        if spec.strip() in ("*", ":*"):
+            return Rule(t, tool)
+        return Rule(t, tool, spec.strip(), "bash")
+    if tool in _PATH_RULE_TOOLS:
+        if spec.strip() in ("*", "**"):
+            return Rule(t, tool)
+        try:
+            pathspec.GitIgnoreSpec.from_lines([_strip_path_prefix(spec.strip())[1]])
+        except Exception as exc:
+            raise RuleError(f"malformed rule {text!r}: not a valid path pattern ({exc})") from None
+        return Rule(t, tool, spec.strip(), "path")
+    if tool == "WebFetch":
+        if not spec.startswith("domain:") or not spec[len("domain:") :].strip():
+            raise RuleError(f"malformed rule {text!r}: WebFetch rules take domain:NAME")
+        return Rule(t, tool, spec[len("domain:") :].strip().lower(), "domain")
+    pm = re.match(r"^([A-Za-z_][A-Za-z0-9_\-]*):(.*)$", spec, re.DOTALL)
+    if pm:
+        return Rule(t, tool, pm.group(2), "param", pm.group(1))
+    return Rule(t, tool, spec, "content")
+
+
+def _strip_path_prefix(spec: str) -> tuple[str, str]:
+    """(base kind, gitignore pattern): base is abs, home, project or cwd."""
+    if spec.startswith("//"):
+        return "abs", "/" + spec[2:].lstrip("/")
+    if spec.startswith("~/"):
+        return "home", "/" + spec[2:]
+    if spec == "~":
+        return "home", "/**"
+    if spec.startswith("/"):
+        return "project", spec
+    if spec.startswith("./"):
+        return "cwd", "/" + spec[2:]
+    return "cwd", spec
+
+
+# --- matching -----------------------------------------------------------------
+
+
+def _bash_regex(pattern: str) -> re.Pattern[str]:
+    p = " ".join(pattern.split())
+    if p.endswith(":*"):
+        p = p[:-2].rstrip() + " *"
+    trailing = p.endswith(" *")
+    if trailing:
+        p = p[:-2]
+    body = ".*".join(re.escape(part) for part in p.split("*"))
+    if trailing:
+        body += r"(?: .*)?"
+    return re.compile(body + r"\Z", re.DOTALL)
+
+
+@dataclass
+class _Bound:
+    rule: Rule
+    behavior: Behavior
+    source: str
+    base: str
+    """For path rules: the directory the pattern is relative to."""
+    matcher: Any = None
+
+    def tool_matches(self, tool_name: str) -> bool:
+        want = self.rule.tool
+        if any(ch in want for ch in "*?"):
+            return fnmatch.fnmatchcase(tool_name, want)
+        if want == tool_name:
+            return True
+        if self.rule.kind == "path":
+            if want == "Read":
+                return tool_name in _READ_RULE_TOOLS
+            if want in ("Edit", "Write"):
+                return tool_name in EDIT_TOOLS
+        if want.startswith("mcp__") and "__" not in want[len("mcp__") :]:
+            return tool_name.startswith(want + "__")
+        return False
+
+
+def _path_inputs(tool_name: str, tool_input: dict[str, Any], cwd: str) -> tuple[list[str], bool]:
+    """The absolute paths a call touches (as given and real) and whether the target is a directory."""
+    raw: Any = None
+    for key in ("file_path", "notebook_path", "path"):
+        if isinstance(tool_input.get(key), str) and tool_input[key]:
+            raw = tool_input[key]
+            break
+    if raw is None:
+        if tool_name in ("Glob", "Grep", "LS"):
+            raw = cwd
+        else:
+            return [], False
+    given = os.path.normpath(os.path.join(cwd, os.path.expanduser(raw)))
+    real = os.path.realpath(given)
+    paths = [given] if given == real else [given, real]
+    searches = tool_name in ("Glob", "Grep", "LS") and not os.path.isfile(real)
+    return paths, os.path.isdir(real) or searches
+
+
+def _path_match(b: _Bound, paths: Sequence[str], is_dir: bool, *, probe: bool) -> bool:
+    """Does the rule's pattern cover one of ``paths``?
+
+    With ``probe``, a directory also matches when the pattern covers any
+    child of it (``secrets/**`` covers a search of ``secrets/``).
+    """
+    spec: pathspec.GitIgnoreSpec = b.matcher
+    for p in paths:
+        rel = os.path.relpath(p, b.base)
+        if rel == os.curdir:
+            candidates = [_PROBE_CHILD] if is_dir and probe else []
+        elif rel.startswith(os.pardir + os.sep) or rel == os.pardir:
+            continue
+        else:
+            rel = rel.replace(os.sep, "/")
+            candidates = [rel]
+            if is_dir:
+                candidates.append(rel + "/")
+                if probe:
+                    candidates.append(rel + "/" + _PROBE_CHILD)
+        if any(spec.match_file(c) for c in candidates):
+            return True
+    return False
+
+
+def _param_value(tool_input: dict[str, Any], param: str) -> str | None:
+    v = tool_input.get(param)
+    if v is None:
+        return None
+    return v if isinstance(v, str) else str(v)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one tool call, and why."""
+
+    behavior: Behavior
+    rule: str | None
+    """The rule that decided, or None when the mode decided."""
+    source: str | None
+    """The settings file the rule came from (``session`` for rules added at run time)."""
+    reason: str
+
+
+@dataclass
+class PermissionPolicy:
+    """The rules in effect and the mode; ``decide`` answers for one tool call."""
+
+    mode: str = "default"
+    cwd: str = "."
+    rules: list[_Bound] = field(default_factory=list)
+    additional_directories: list[str] = field(default_factory=list)
+    """From ``permissions.additionalDirectories`` of every source, as absolute paths."""
+    read_only_tools: frozenset[str] = READ_ONLY_TOOLS
+    """Tools that change nothing: allowed by default, and all plan mode permits."""
+    user_home: str = field(default_factory=lambda: os.path.expanduser("~"))
+
+    @classmethod
+    def from_settings(
+        cls,
+        sources: Iterable[SettingsSource],
+        *,
+        mode: str | None = None,
+        cwd: str,
+        read_only_tools: Iterable[str] | None = None,
+        user_home: str | None = None,
+    ) -> PermissionPolicy:
+        """The policy of the settings files (lowest precedence first), ``mode`` overriding theirs.
+
+        Raises:
+            ConfigError: a malformed ``permissions`` section, naming the file and the rule.
+            ModeError: ``mode`` is not a known mode.
+        """
+        cwd = os.path.realpath(os.path.abspath(cwd))
+        policy = cls(
+            cwd=cwd,
+            read_only_tools=frozenset(read_only_tools) if read_only_tools is not None else READ_ONLY_TOOLS,
+            user_home=os.path.realpath(user_home or os.path.expanduser("~")),
+        )
+        chosen = "default"
+        for src in sources:
+            perms = src.data.get("permissions")
+            if perms is None:
+                continue
+            if not isinstance(perms, dict):
+                raise ConfigError(src.path, "\"permissions\" must be an object")
+            for key in ("deny", "ask", "allow"):
+                entries = perms.get(key, [])
+                if not isinstance(entries, list):
+                    raise ConfigError(src.path, f"permissions.{key} must be a list of rules")
+                for i, text in enumerate(entries):
+                    try:
+                        policy.add_rule(key, text, source=src.path)
+                    except RuleError as exc:
+                        raise ConfigError(src.path, f"permissions.{key}[{i}]: {exc}") from None
+            dm = perms.get("defaultMode")
+            if dm is not None:
+                if dm not in MODES:
+                    raise ConfigError(
+                        src.path, f"permissions.defaultMode {dm!r} is not one of {', '.join(MODES)}"
+                    )
+                chosen = dm
+            dirs = perms.get("additionalDirectories", [])
+            if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+                raise ConfigError(src.path, "permissions.additionalDirectories must be a list of paths")
+            for d in dirs:
+                full = os.path.realpath(os.path.join(cwd, os.path.expanduser(d)))
+                if full not in policy.additional_directories:
+                    policy.additional_directories.append(full)
+        if mode is not None:
+            if mode not in MODES:
+                raise ModeError(f"unknown permission mode {mode!r} (expected one of: {', '.join(MODES)})")
+            chosen = mode
+        policy.mode = chosen
+        return policy
+
+    def set_mode(self, mode: str) -> None:
+        """Switch mode (e.g. from the REPL).
+
+        Raises:
+            ModeError: unknown mode.
+        """
+        if mode not in MODES:
+            raise ModeError(f"unknown permission mode {mode!r} (expected one of: {', '.join(MODES)})")
+        self.mode = mode
+
+    def add_rule(self, behavior: Behavior, text: str, *, source: str = "session") -> Rule:
+        """Add one rule (e.g. "always allow" answered at a prompt) and return it.
+
+        Raises:
+            RuleError: malformed rule.
+        """
+        if behavior not in ("allow", "ask", "deny"):
+            raise RuleError(f"unknown behavior {behavior!r}")
+        rule = parse_rule(text)
+        base = self.cwd
+        matcher: Any = None
+        if rule.kind == "path":
+            assert rule.specifier is not None
+            where, pattern = _strip_path_prefix(rule.specifier)
+            if where == "abs":
+                base = os.sep
+            elif where == "home":
+                base = self.user_home
+            elif where == "project":
+                base = _project_base(source, self.cwd)
+            matcher = pathspec.GitIgnoreSpec.from_lines([pattern])
+        elif rule.kind == "bash":
+            assert rule.specifier is not None
+            matcher = _bash_regex(rule.specifier)
+        self.rules.append(_Bound(rule, behavior, source, base, matcher))
+        return rule
+
+    def describe(self) -> list[tuple[str, str, str]]:
+        """(behavior, rule, source path) of every rule, deny first, then ask, then allow."""
+        order = {"deny": 0, "ask": 1, "allow": 2}
+        return [
+            (b.behavior, b.rule.text, b.source)
+            for b in sorted(self.rules, key=lambda b: order[b.behavior])
+        ]
+
+    def visible(self) -> Callable[[str], bool]:
+        """A ``visible(path)`` callback for the file tools: False for paths Read-deny rules cover."""
+        deny_paths = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
+
+        def check(path: str) -> bool:
+            paths = [path]
+            real = os.path.realpath(path)
+            if real != path:
+                paths.append(real)
+            is_dir = os.path.isdir(real)
+            return not any(_path_match(b, paths, is_dir, probe=False) for b in deny_paths)
+
+        return check
+
+    # -- the decision --
+
+    def decide(self, tool_name: str, tool_input: dict[str, Any]) -> Decision:
+        """Allow, ask or deny one call, with the rule and file that decided."""
+        if not isinstance(tool_input, dict):
+            tool_input = {}
+        bash = _BashView.of(tool_input) if tool_name == "Bash" else None
+        for behavior in ("deny", "ask"):
+            for b in self.rules:
+                if b.behavior == behavior and self._matches(b, tool_name, tool_input, bash, for_allow=False):
+                    if behavior == "ask" and self.mode == "dontAsk":
+                        return Decision("deny", b.rule.text, b.source, f"{tool_name} needs approval, and the mode is dontAsk")
+                    verb = "denied" if behavior == "deny" else "needs approval"
+                    return Decision(behavior, b.rule.text, b.source, f"{tool_name} {verb} by the rule {b.rule.text} ({b.source})")
+        if self.mode == "plan" and tool_name not in self.read_only_tools:
+            return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
+        if self.mode == "bypassPermissions":
+            return Decision("allow", None, None, "bypassPermissions mode")
+        if tool_name == "Bash":
+            allowed = self._bash_allowed(tool_input, bash)
+            if allowed is not None:
+                return allowed
+        else:
+            for b in self.rules:
+                if b.behavior == "allow" and self._matches(b, tool_name, tool_input, None, for_allow=True):
+                    return Decision("allow", b.rule.text, b.source, f"{tool_name} allowed by the rule {b.rule.text} ({b.source})")
+        if tool_name in self.read_only_tools:
+            return Decision("allow", None, None, f"{tool_name} only reads")
+        if tool_name in EDIT_TOOLS and self.mode == "acceptEdits":
+            return Decision("allow", None, None, "acceptEdits mode allows file edits")
+        if self.mode == "dontAsk":
+            return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk")
+        return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode")
+
+    def _matches(
+        self, b: _Bound, tool_name: str, tool_input: dict[str, Any], bash: _BashView | None, *, for_allow: bool
+    ) -> bool:
+        if not b.tool_matches(tool_name):
+            return False
+        kind = b.rule.kind
+        if kind == "tool":
+            return True
+        if kind == "bash":
+            if bash is None:
+                return False
+            rx: re.Pattern[str] = b.matcher
+            return any(rx.match(text) for text in bash.deny_texts)
+        if kind == "path":
+            paths, is_dir = _path_inputs(tool_name, tool_input, self.cwd)
+            if not paths:
+                return False
+            if for_allow:
+                # Allow judges the real path only, and a directory must itself match.
+                return _path_match(b, paths[-1:], is_dir, probe=False)
+            return _path_match(b, paths, is_dir, probe=True)
+        if kind == "domain":
+            url = tool_input.get("url")
+            if not isinstance(url, str):
+                return False
+            try:
+                host = (urlsplit(url).hostname or "").lower()
+            except ValueError:
+                return not for_allow
+            assert b.rule.specifier is not None
+            return bool(host) and fnmatch.fnmatchcase(host, b.rule.specifier)
+        if kind == "param":
+            assert b.rule.param is not None and b.rule.specifier is not None
+            value = _param_value(tool_input, b.rule.param)
+            return value is not None and fnmatch.fnmatchcase(value, b.rule.specifier)
+        assert b.rule.specifier is not None
+        spec = b.rule.specifier
+        return any(isinstance(v, str) and fnmatch.fnmatchcase(v, spec) for v in tool_input.values())
+
+    def _bash_allowed(self, tool_input: dict[str, Any], bash: _BashView | None) -> Decision | None:
+        allow = [b for b in self.rules if b.behavior == "allow" and b.tool_matches("Bash")]
+        if not allow:
+            return None
+        for b in allow:
+            if b.rule.kind == "tool":
+                return Decision("allow", b.rule.text, b.source, f"Bash allowed by the rule {b.rule.text} ({b.source})")
+        if bash is None or bash.units is None or not bash.units:
+            return None
+        used: list[_Bound] = []
+        for u in bash.units:
+            hit = None
+            for b in allow:
+                if b.rule.kind != "bash":
+                    continue
+                rx: re.Pattern[str] = b.matcher
+                if any(ok and rx.match(text) for text, ok in u.views):
+                    hit = b
+                    break
+            if hit is None:
+                if u.container:
+                    continue
+                return None
+            used.append(hit)
+        if not used:
+            return None
+        first = used[0]
+        rules = ", ".join(dict.fromkeys(b.rule.text for b in used))
+        return Decision("allow", first.rule.text, first.source, f"Bash allowed by {rules}")
+
+
+def _project_base(source: str, cwd: str) -> str:
+    """The directory ``/x`` patterns of a settings file are relative to."""
+    if source == "session" or not os.path.isabs(source):
+        return cwd
+    d = os.path.dirname(os.path.realpath(source))
+    if os.path.basename(d) in (".agentloop", ".claude"):
+        return os.path.dirname(d)
+    return d
+
+
+@dataclass
+class _BashView:
+    units: list[Any] | None
+    """The commands of the line, or None when it could not be parsed."""
+    deny_texts: list[str]
+    """Every text a deny or ask rule is tried on."""
+
+    @classmethod
+    def of(cls, tool_input: dict[str, Any]) -> _BashView:
+        command = tool_input.get("command")
+        if not isinstance(command, str):
+            return cls(None, [])
+        whole = " ".join(command.split())
+        try:
+            us = units(command)
+        except (ShellSyntax, RecursionError):
+            return cls(None, [whole, *crude_pieces(command)])
+        texts = [whole]
+        for u in us:
+            texts.extend(t for t, _ok in u.views)
+        return cls(us, list(dict.fromkeys(texts)))

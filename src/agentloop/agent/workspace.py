@@ -1,0 +1,275 @@
+"""The workspace: the directories the file tools may touch, and the one place paths are checked.
+
+Rules:
+
+1. A path is resolved to its real path (every symlink followed, ``..``
+   collapsed) BEFORE it is checked, so ``link -> /etc`` and ``a/../../x``
+   are judged by where they really lead.
+2. "Inside" means equal to a root or below it with a separator:
+   ``/w/root-evil`` is not inside ``/w/root`` (the prefix-sibling trick).
+3. Checking a name and then opening it leaves a window in which a directory
+   or the final file can be swapped for a symlink that leads out
+   (time-of-check/time-of-use). ``open`` therefore never opens the checked
+   name in one go: it opens the root, then walks the resolved path one
+   component at a time with ``O_NOFOLLOW`` relative to the previous
+   directory's descriptor. The resolved path has no symlinks in it, so any
+   symlink met during the walk means the tree changed since the check, and
+   the open is refused. Finally the open descriptor is ``fstat``-ed: a
+   descriptor that is not a regular file or directory is refused too.
+4. Refusals raise ``OutsideWorkspace``, a ``ToolError``: the model reads the
+   message and can correct itself.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Sequence
+
+from ..tools import ToolError
+
+__all__ = ["OutsideWorkspace", "Workspace"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class OutsideWorkspace(ToolError):
+    """A path leads outside the workspace and its additional directories."""
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(os.path.abspath(os.path.expanduser(path)))
+
+
+def _inside(path: str, root: str) -> bool:
+    if root == os.sep:
+        return path.startswith(os.sep)
+    return path == root or path.startswith(root + os.sep)
+
+
+class Workspace:
+    """The workspace root plus additional directories; every file tool goes through it.
+
+    ``read_only_dirs`` are readable but never writable (the spill directory
+    for large tool outputs lives there, so the model can ``Read`` a spilled
+    output without being able to write beside the session files).
+    """
+
+    def __init__(
+        self,
+        root: str,
+        additional_dirs: Sequence[str] = (),
+        *,
+        read_only_dirs: Sequence[str] = (),
+    ):
+        self.root = _real(root)
+        """The workspace root, as a real path; relative tool paths start here."""
+        self.additional_dirs = tuple(_real(d) for d in additional_dirs)
+        """Further readable and writable directories, as real paths."""
+        self.read_only_dirs = tuple(_real(d) for d in read_only_dirs)
+        """Directories that may be read but not written, as real paths."""
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """The root and the additional directories: the writable places."""
+        return (self.root, *self.additional_dirs)
+
+    def with_read_only(self, *dirs: str) -> Workspace:
+        """A copy that may also read (not write) ``dirs``."""
+        return Workspace(
+            self.root, self.additional_dirs, read_only_dirs=(*self.read_only_dirs, *dirs)
+        )
+
+    def _allowed_roots(self, for_write: bool) -> tuple[str, ...]:
+        return self.roots if for_write else (*self.roots, *self.read_only_dirs)
+
+    def contains(self, real_path: str, *, for_write: bool = False) -> bool:
+        """True when an already-resolved real path lies inside an allowed root."""
+        return any(_inside(real_path, r) for r in self._allowed_roots(for_write))
+
+    def resolve(self, path: str, *, for_write: bool = False) -> str:
+        """The real absolute path of ``path`` (relative paths start at the root).
+
+        Symlinks are followed before the check; a path that does not exist yet
+        is resolved as far as it exists and collapsed lexically after that.
+
+        Raises:
+            OutsideWorkspace: the path leads outside every allowed directory
+                (for writes, read-only directories do not count).
+        """
+        if not isinstance(path, str) or not path:
+            raise OutsideWorkspace("an empty path is not a file in the workspace")
+        if "\0" in path:
+            raise OutsideWorkspace(f"the path {path!r} contains a NUL character")
+        joined = path if os.path.isabs(path) else os.path.join(self.root, path)
+        real = os.path.realpath(joined)
+        if not self.contains(real, for_write=for_write):
+            where = ", ".join(self._allowed_roots(for_write))
+            kind = "written" if for_write else "read"
+            raise OutsideWorkspace(
+                f"the path {path!r} resolves to {real}, which is outside the workspace "
+                f"and cannot be {kind} (allowed: {where})"
+            )
+        return real
+
+    def relative(self, real_path: str) -> str:
+        """``real_path`` relative to the root when inside it, else unchanged (for display)."""
+        if _inside(real_path, self.root):
+            rel = os.path.relpath(real_path, self.root)
+            return rel
+        return real_path
+
+    # -- opening without a check/use window --------------------------------
+
+    def _root_of(self, real: str, for_write: bool) -> str:
+        best = ""
+        for r in self._allowed_roots(for_write):
+            if _inside(real, r) and len(r) > len(best):
+                best = r
+        if not best:
+            raise OutsideWorkspace(f"{real} is outside the workspace")
+        return best
+
+    def _walk_to_parent(self, real: str, for_write: bool, *, create_dirs: bool) -> tuple[int, str]:
+        """A descriptor of ``real``'s parent directory, opened component by component."""
+        root = self._root_of(real, for_write)
+        rel = os.path.relpath(real, root)
+        parts = [] if rel == os.curdir else rel.split(os.sep)
+        if not parts:
+            raise OutsideWorkspace(f"{real} is a workspace root, not a file in it")
+        try:
+            fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        except OSError as exc:
+            raise ToolError(f"cannot open the workspace directory {root}: {exc.strerror}") from None
+        try:
+            for part in parts[:-1]:
+                try:
+                    nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create_dirs:
+                        raise
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+        except OSError as exc:
+            os.close(fd)
+            raise _walk_error(real, exc) from None
+        return fd, parts[-1]
+
+    def open(
+        self,
+        path: str,
+        flags: int = os.O_RDONLY,
+        mode: int = 0o666,
+        *,
+        for_write: bool = False,
+        create_dirs: bool = False,
+    ) -> int:
+        """Resolve ``path`` and open it without following any symlink after the check.
+
+        Returns a raw file descriptor (the caller closes it). ``create_dirs``
+        makes missing parent directories, each inside the walk.
+
+        Raises:
+            OutsideWorkspace: the path leads out, or a symlink appeared between
+                the check and the open.
+            FileNotFoundError, IsADirectoryError, PermissionError: as ``os.open``.
+        """
+        real = self.resolve(path, for_write=for_write)
+        return self.open_resolved(real, flags, mode, for_write=for_write, create_dirs=create_dirs)
+
+    def open_resolved(
+        self,
+        real: str,
+        flags: int = os.O_RDONLY,
+        mode: int = 0o666,
+        *,
+        for_write: bool = False,
+        create_dirs: bool = False,
+    ) -> int:
+        """Like ``open`` for a path that ``resolve`` has already returned."""
+        if not self.contains(real, for_write=for_write):
+            raise OutsideWorkspace(f"{real} is outside the workspace")
+        if real in self._allowed_roots(for_write):
+            fd = os.open(real, flags | _NOFOLLOW | _CLOEXEC)
+        else:
+            dfd, name = self._walk_to_parent(real, for_write, create_dirs=create_dirs)
+            try:
+                fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dfd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise OutsideWorkspace(
+                        f"{real} became a symbolic link after it was checked; refused"
+                    ) from None
+                raise
+            finally:
+                os.close(dfd)
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            os.close(fd)
+            raise ToolError(f"{real} is not a regular file")
+        return fd
+
+    def read_bytes(self, path: str) -> bytes:
+        """The whole content of a file inside the workspace (or a read-only directory)."""
+        fd = self.open(path)
+        with os.fdopen(fd, "rb") as f:
+            if stat.S_ISDIR(os.fstat(f.fileno()).st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            return f.read()
+
+    def write_bytes(self, path: str, data: bytes) -> str:
+        """Replace a file's content atomically (a temporary file renamed over it).
+
+        Missing parent directories are created. Returns the real path written.
+        The rename happens relative to the parent directory's descriptor from
+        the symlink-free walk, so it cannot land outside.
+        """
+        real = self.resolve(path, for_write=True)
+        if real in self.roots:
+            raise ToolError(f"{real} is a directory")
+        dfd, name = self._walk_to_parent(real, True, create_dirs=True)
+        tmp = f".{name}.agentloop-tmp-{os.getpid()}"
+        try:
+            mode = 0o644
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    raise OutsideWorkspace(f"{real} became a symbolic link after it was checked; refused")
+                if stat.S_ISDIR(st.st_mode):
+                    raise ToolError(f"{real} is a directory")
+                mode = stat.S_IMODE(st.st_mode)
+            except FileNotFoundError:
+                pass
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dfd)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except OSError:
+                    pass
+                raise
+        finally:
+            os.close(dfd)
+        return real
+
+
+def _walk_error(real: str, exc: OSError) -> Exception:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return OutsideWorkspace(
+            f"a directory on the way to {real} was replaced (by a symbolic link or a file) "
+            "after the path was checked; refused"
+        )
+    if isinstance(exc, FileNotFoundError):
+        return ToolError(f"{real} does not exist")
+    return ToolError(f"cannot open {real}: {exc.strerror}")
