@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import hashlib
 import inspect
 import types
@@ -143,44 +144,86 @@ class Tool:
 
 
 def fingerprint(fn: Callable[..., Any]) -> str:
-    """A SHA-256 over a function's source and the same-module helpers it calls.
+    """A SHA-256 over a function's source and the same-module code it reaches.
 
-    Helpers are found through the names its code uses (recursively, in nested
-    code too) that resolve, in the function's globals, to functions or classes
-    defined in the same module. A change in any of them changes the print.
+    Reached code is followed through the names its code uses (recursively, in
+    nested functions and lambdas too) that resolve in its globals, through its
+    closure cells, its default arguments, decorators' ``__wrapped__``,
+    ``functools.partial``, bound methods (the whole class, bases included) and
+    instances it uses (their class), keeping what is defined in the same
+    module as the tool. A change in any of them changes the print. Helpers in
+    other modules (imports) are not followed: a version bump of a library does
+    not change the print.
     """
-    target = inspect.unwrap(fn)
-    module = getattr(target, "__module__", None)
-    seen: dict[str, str] = {}
+    roots = _code_of(fn)
+    module = getattr(roots[0], "__module__", None) if roots else None
+    seen: dict[int, tuple[str, str]] = {}
 
-    def visit(obj: Any) -> None:
-        key = getattr(obj, "__qualname__", repr(obj))
-        if key in seen:
-            return
-        seen[key] = _source_of(obj)
-        code = getattr(obj, "__code__", None)
-        glb = getattr(obj, "__globals__", {})
-        if code is None and inspect.isclass(obj):
-            for member in vars(obj).values():
-                if inspect.isfunction(member):
-                    visit_names(member.__code__, member.__globals__)
-            return
-        if code is not None:
-            visit_names(code, glb)
-
-    def visit_names(code: types.CodeType, glb: Mapping[str, Any]) -> None:
-        for name in _names(code):
-            ref = glb.get(name)
-            if ref is None:
+    def visit(obj: Any, root: bool = False) -> None:
+        for x in _code_of(obj):
+            if id(x) in seen or (not root and getattr(x, "__module__", None) != module):
                 continue
-            if (inspect.isfunction(ref) or inspect.isclass(ref)) and getattr(ref, "__module__", None) == module:
-                visit(ref)
+            seen[id(x)] = (getattr(x, "__qualname__", repr(x)), _source_of(x))
+            if inspect.isclass(x):
+                for base in x.__mro__[1:]:
+                    visit(base)
+                for member in vars(x).values():
+                    for f in _functions_in(member):
+                        visit_function(f)
+            elif inspect.isfunction(x):
+                visit_function(x)
 
-    visit(target)
+    def visit_function(f: types.FunctionType) -> None:
+        glb = f.__globals__
+        for name in _names(f.__code__):
+            ref = glb.get(name)
+            if ref is not None:
+                visit(ref)
+        for cell in f.__closure__ or ():
+            try:
+                visit(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        for d in (*(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()):
+            visit(d)
+
+    for r in roots:
+        visit(r, root=True)
     h = hashlib.sha256()
-    for key in sorted(seen):
-        h.update(key.encode() + b"\0" + seen[key].encode() + b"\0")
+    for key, source in sorted(seen.values()):
+        h.update(key.encode() + b"\0" + source.encode() + b"\0")
     return "sha256:" + h.hexdigest()
+
+
+def _code_of(obj: Any) -> list[Any]:
+    """The functions and classes whose code ``obj`` stands for."""
+    if isinstance(obj, Tool):
+        return [obj.fn]
+    if isinstance(obj, functools.partial):
+        return [*_code_of(obj.func), *(x for a in (*obj.args, *obj.keywords.values()) for x in _code_of(a))]
+    if inspect.ismethod(obj):
+        owner = obj.__self__ if inspect.isclass(obj.__self__) else type(obj.__self__)
+        return [*_code_of(obj.__func__), owner]
+    if inspect.isclass(obj) or inspect.isfunction(obj):
+        wrapped = getattr(obj, "__wrapped__", None) if inspect.isfunction(obj) else None
+        return [obj, *_code_of(wrapped)] if wrapped is not None else [obj]
+    wrapped = getattr(obj, "__wrapped__", None)
+    if wrapped is not None and not isinstance(obj, types.ModuleType):
+        return _code_of(wrapped)
+    if obj is None or isinstance(obj, (types.ModuleType, types.BuiltinFunctionType)) or type(obj).__module__ == "builtins":
+        return []
+    return [type(obj)]  # an instance (callable or used through its methods): its class
+
+
+def _functions_in(member: Any) -> list[types.FunctionType]:
+    if isinstance(member, (staticmethod, classmethod)):
+        member = member.__func__
+    if isinstance(member, property):
+        return [f for f in (member.fget, member.fset, member.fdel) if inspect.isfunction(f)]
+    if inspect.isfunction(member):
+        return [member]
+    wrapped = getattr(member, "__wrapped__", None)
+    return [wrapped] if inspect.isfunction(wrapped) else []
 
 
 def _names(code: types.CodeType) -> Iterable[str]:
