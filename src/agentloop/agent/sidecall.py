@@ -1,0 +1,124 @@
+"""Model calls the runtime makes for itself (compaction summaries, loop checks), inside the run's budget.
+
+Rules:
+
+1. A side call is reserved like a turn: its estimate (input len//4, output at
+   ``max_output_tokens``) must fit what the run has left, and the shared
+   ledger must grant it, or the call is not made (``skipped``).
+2. What it really cost is charged to the run's own totals (``spent_micros``,
+   ``tokens``, ``usage``), so the loop's next budget check sees it and a
+   child or a later turn can never spend it twice.
+3. A failing model is data (``error``), never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..budget import Budget, Ledger, Price, cost_micros
+from ..canonical import canonical
+from ..events import Message, ModelReply, ModelRequest, Usage
+
+__all__ = ["Account", "SideCall", "StateAccount", "side_call"]
+
+
+class Account(Protocol):
+    """Where a side call's spend is checked and charged."""
+
+    def room(self, micros: int, tokens: int) -> str | None:
+        """None when the amount fits, else why not."""
+
+    def reserve(self, micros: int, tokens: int) -> bool: ...
+
+    def settle(self, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None: ...
+
+
+class StateAccount:
+    """The budget of a running loop (its ``State``), and its shared ledger if any."""
+
+    def __init__(self, state: Any, ledger: Ledger | None = None):
+        self.state = state
+        self.ledger = ledger
+
+    def room(self, micros: int, tokens: int) -> str | None:
+        st = self.state
+        b: Budget = st.config.budget
+        if b.max_usd_micros is not None and st.spent_micros + micros > b.max_usd_micros:
+            return f"needs a reservation of {micros} micro-USD; {b.max_usd_micros - st.spent_micros} are left"
+        if b.max_tokens is not None and st.tokens + tokens > b.max_tokens:
+            return f"needs {tokens} tokens; {b.max_tokens - st.tokens} are left"
+        return None
+
+    def reserve(self, micros: int, tokens: int) -> bool:
+        return self.ledger is None or bool(self.ledger.reserve(micros, tokens))
+
+    def settle(self, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None:
+        if self.ledger is not None:
+            self.ledger.settle(reserved_micros, cost, reserved_tokens, usage.total)
+        st = self.state
+        st.spent_micros += cost
+        st.tokens += usage.total
+        st.usage = st.usage + usage
+
+
+@dataclass(frozen=True)
+class SideCall:
+    purpose: str
+    reply: ModelReply | None = None
+    usage: Usage = Usage()
+    cost_micros: int = 0
+    error: str | None = None
+    skipped: str | None = None
+    """Why the call was not made (the budget), or None."""
+
+    @property
+    def ok(self) -> bool:
+        return self.reply is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"purpose": self.purpose, "usage": self.usage.to_json(), "cost_micros": self.cost_micros}
+        if self.error is not None:
+            out["error"] = self.error
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
+        return out
+
+
+def _chars(messages: list[Message]) -> int:
+    n = 0
+    for m in messages:
+        n += len(str(m.get("content", ""))) + 4
+        for c in m.get("tool_calls", ()):
+            n += len(c["name"]) + len(canonical(c["arguments"]))
+    return n
+
+
+def side_call(model: Any, request: ModelRequest, *, price: Price, account: Account, purpose: str) -> SideCall:
+    """Make one budgeted model call for the runtime's own purposes."""
+    est = Usage(input_tokens=_chars(list(request.messages)) // 4, output_tokens=request.max_output_tokens)
+    amount = cost_micros(est, price)
+    why = account.room(amount, est.total)
+    if why is not None:
+        return SideCall(purpose, skipped=f"the budget has no room: {why}")
+    if not account.reserve(amount, est.total):
+        return SideCall(purpose, skipped=f"the shared ledger refused a reservation of {amount} micro-USD")
+    reply: ModelReply | None = None
+    error: str | None = None
+    try:
+        out = model.complete(request)
+        if isinstance(out, ModelReply):
+            reply = out
+        else:
+            error = f"the model returned a {type(out).__name__}, not a ModelReply"
+    except Exception as exc:  # the model's failure is data
+        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if reply is None:
+        usage = Usage()
+    elif reply.usage is not None:
+        usage = reply.usage
+    else:
+        usage = Usage(input_tokens=est.input_tokens, output_tokens=len(reply.text) // 4)
+    cost = cost_micros(usage, price)
+    account.settle(amount, est.total, usage, cost)
+    return SideCall(purpose, reply, usage, cost, error)
