@@ -26,7 +26,8 @@ from .errors import ProviderError
 
 __all__ = ["API_VERSION", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
 
-API_VERSION = "2023-06-01"
+API_VERSION = "2026-10-21"
+"""The ``anthropic-version`` the official SDK of this era sends (anthropic 2.14: ``_constants.py``)."""
 EPHEMERAL = {"type": "ephemeral"}
 
 
@@ -243,9 +244,10 @@ class AnthropicModel(HTTPModel):
         return _join(self.target.base_url, "/v1/messages")
 
     def headers(self) -> dict[str, str]:
+        # as the official SDK sends a key (anthropic 2.14 ``_client.py``: a bearer token)
         h = {"anthropic-version": API_VERSION}
         if self.target.api_key:
-            h["x-api-key"] = self.target.api_key
+            h["authorization"] = f"Bearer {self.target.api_key}"
         return h
 
     def key_hint(self) -> str:
