@@ -277,9 +277,10 @@ def _read_text(ws: Workspace, path: str) -> tuple[str, str | None]:
         raise ToolError(f"cannot open {path}") from None
     except PermissionError:
         raise ToolError(f"permission denied: {path}") from None
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ToolError(f"{path} is a directory: use LS to list it")
     with os.fdopen(fd, "rb") as f:
-        if stat.S_ISDIR(os.fstat(f.fileno()).st_mode):
-            raise ToolError(f"{path} is a directory: use LS to list it")
         data = f.read()
     return real, None if _is_binary(data) else data.decode("utf-8", "surrogateescape")
 

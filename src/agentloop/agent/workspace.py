@@ -220,9 +220,10 @@ class Workspace:
     def read_bytes(self, path: str) -> bytes:
         """The whole content of a file inside the workspace (or a read-only directory)."""
         fd = self.open(path)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
         with os.fdopen(fd, "rb") as f:
-            if stat.S_ISDIR(os.fstat(f.fileno()).st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
             return f.read()
 
     def write_bytes(self, path: str, data: bytes) -> str:

@@ -1,0 +1,343 @@
+"""The built-in tools, run for real: files on disk, real subprocesses, real process groups."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from agentloop.agent.builtin_tools import SPILL_THRESHOLD, RunningProcesses, builtin_registry
+from agentloop.agent.workspace import Workspace
+from agentloop.events import ToolCall
+
+
+@pytest.fixture
+def env(tmp_path):
+    base = tmp_path.resolve()
+    root = base / "ws"
+    root.mkdir()
+    spill = base / "spill"
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("needle secret\n")
+    procs = RunningProcesses()
+    reg = builtin_registry(Workspace(str(root)), spill_dir=str(spill), shell_timeout_s=30, processes=procs)
+
+    def call(name, **args):
+        return reg.invoke(ToolCall("c1", name, args))
+
+    return type("Env", (), {"root": root, "spill": spill, "outside": outside, "reg": reg, "call": staticmethod(call), "procs": procs})
+
+
+def ok(result):
+    assert result.ok, result.error
+    return result.content
+
+
+def err(result):
+    assert not result.ok, result.content
+    return result.error
+
+
+def test_tools_have_claude_code_names_and_argument_names(env):
+    names = env.reg.names()
+    assert names == ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "LS"]
+    props = {t.name: set(t.parameters["properties"]) for t in env.reg}
+    assert {"command", "timeout", "description"} <= props["Bash"]
+    assert props["Read"] == {"file_path", "offset", "limit"}
+    assert props["Write"] == {"file_path", "content"}
+    assert props["Edit"] == {"file_path", "old_string", "new_string", "replace_all"}
+    assert props["Glob"] == {"pattern", "path"}
+    assert {"pattern", "path", "glob", "output_mode", "-i", "-n", "-A", "-B", "-C"} <= props["Grep"]
+
+
+def test_only_the_reading_tools_are_marked_read_only(env):
+    assert {t.name for t in env.reg if t.read_only} == {"Read", "Glob", "Grep", "LS"}
+
+
+# --- Read / Write / Edit ------------------------------------------------------
+
+
+def test_read_numbers_lines_like_cat_n_and_honours_offset_and_limit(env):
+    (env.root / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    assert ok(env.call("Read", file_path="f.txt")).startswith("     1\tline 1\n     2\tline 2\n")
+    out = ok(env.call("Read", file_path=str(env.root / "f.txt"), offset=3, limit=2))
+    assert out.startswith("     3\tline 3\n     4\tline 4\n")
+    assert "line 5" not in out.split("[")[0]
+    assert "offset=5" in out
+
+
+def test_read_pages_instead_of_spilling_so_a_spilled_file_can_be_read_back(env):
+    (env.root / "big.txt").write_text("".join(f"{'x' * 70} {i}\n" for i in range(1000)))
+    out = ok(env.call("Read", file_path="big.txt"))
+    assert len(out) <= SPILL_THRESHOLD
+    assert "call Read with offset=" in out
+    assert not env.spill.exists()
+
+
+def test_read_refuses_binary_files_directories_and_missing_files(env):
+    (env.root / "b.bin").write_bytes(b"\x00\x01\x02")
+    (env.root / "d").mkdir()
+    assert "binary" in err(env.call("Read", file_path="b.bin"))
+    assert "directory" in err(env.call("Read", file_path="d"))
+    assert "not found" in err(env.call("Read", file_path="nope.txt"))
+
+
+def test_file_tools_refuse_paths_outside_and_symlinks_leading_out(env):
+    os.symlink(env.outside / "secret.txt", env.root / "leak")
+    os.symlink(env.outside, env.root / "leakdir")
+    assert "outside the workspace" in err(env.call("Read", file_path="leak"))
+    assert "outside the workspace" in err(env.call("Read", file_path="../outside/secret.txt"))
+    assert "outside the workspace" in err(env.call("Write", file_path="leakdir/x.txt", content="x"))
+    assert "outside the workspace" in err(env.call("Edit", file_path="leak", old_string="needle", new_string="pin"))
+    assert "outside the workspace" in err(env.call("Grep", pattern="needle", path="leakdir"))
+    assert (env.outside / "secret.txt").read_text() == "needle secret\n"
+    assert not (env.outside / "x.txt").exists()
+
+
+def test_write_creates_directories_and_replaces_content(env):
+    assert "Created" in ok(env.call("Write", file_path="a/b/c.txt", content="one\n"))
+    assert (env.root / "a" / "b" / "c.txt").read_text() == "one\n"
+    assert "Updated" in ok(env.call("Write", file_path="a/b/c.txt", content="two\n"))
+    assert (env.root / "a" / "b" / "c.txt").read_text() == "two\n"
+
+
+def test_edit_replaces_a_unique_match_and_shows_the_lines_around_it(env):
+    (env.root / "m.py").write_text("def f():\n    return 1\n")
+    out = ok(env.call("Edit", file_path="m.py", old_string="return 1", new_string="return 2"))
+    assert (env.root / "m.py").read_text() == "def f():\n    return 2\n"
+    assert "     2\t    return 2" in out
+
+
+def test_edit_refuses_a_match_that_is_not_unique_unless_replace_all(env):
+    (env.root / "m.txt").write_text("a x a x a\n")
+    message = err(env.call("Edit", file_path="m.txt", old_string="a", new_string="b"))
+    assert "3 times" in message and "replace_all" in message
+    assert (env.root / "m.txt").read_text() == "a x a x a\n"
+    ok(env.call("Edit", file_path="m.txt", old_string="a", new_string="b", replace_all=True))
+    assert (env.root / "m.txt").read_text() == "b x b x b\n"
+
+
+def test_edit_refuses_missing_text_and_no_op_edits_and_creates_with_empty_old_string(env):
+    (env.root / "m.txt").write_text("hello\n")
+    assert "not found" in err(env.call("Edit", file_path="m.txt", old_string="bye", new_string="x"))
+    assert "same" in err(env.call("Edit", file_path="m.txt", old_string="hello", new_string="hello"))
+    ok(env.call("Edit", file_path="new.txt", old_string="", new_string="fresh\n"))
+    assert (env.root / "new.txt").read_text() == "fresh\n"
+    assert "already has content" in err(env.call("Edit", file_path="m.txt", old_string="", new_string="x"))
+
+
+def test_edit_keeps_the_file_mode(env):
+    p = env.root / "run.sh"
+    p.write_text("echo a\n")
+    p.chmod(0o755)
+    ok(env.call("Edit", file_path="run.sh", old_string="a", new_string="b"))
+    assert (p.stat().st_mode & 0o777) == 0o755
+
+
+# --- Glob / Grep / LS with .gitignore -------------------------------------------
+
+
+@pytest.fixture
+def repo(env):
+    r = env.root
+    subprocess.run(["git", "init", "-q", str(r)], check=True)
+    (r / ".gitignore").write_text("build/\n*.log\n!keep.log\n")
+    (r / "build").mkdir()
+    (r / "build" / "gen.py").write_text("needle = 1\n")
+    (r / "src").mkdir()
+    (r / "src" / "app.py").write_text("import os\nneedle = 2\nNEEDLE = 3\n")
+    (r / "src" / "util.ts").write_text("const needle = 4;\n")
+    (r / "src" / ".gitignore").write_text("local_*.py\n")
+    (r / "src" / "local_cfg.py").write_text("needle = 5\n")
+    (r / "debug.log").write_text("needle in log\n")
+    (r / "keep.log").write_text("needle kept\n")
+    (r / "README.md").write_text("no match here\n")
+    os.symlink(env.outside / "secret.txt", r / "src" / "secret_link.py")
+    return env
+
+
+def test_grep_skips_files_git_ignores_and_honours_negation_and_nested_gitignore(repo):
+    out = ok(repo.call("Grep", pattern="needle"))
+    files = set(out.splitlines()[1:])
+    r = str(repo.root)
+    assert files == {f"{r}/src/app.py", f"{r}/src/util.ts", f"{r}/keep.log"}
+    # cross-check against git itself
+    listed = subprocess.run(
+        ["git", "-C", r, "ls-files", "--others", "--exclude-standard"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    for f in ("build/gen.py", "debug.log", "src/local_cfg.py"):
+        assert f not in listed
+    for f in ("src/app.py", "keep.log"):
+        assert f in listed
+
+
+def test_grep_never_follows_a_symlink_out_of_the_workspace(repo):
+    out = ok(repo.call("Grep", pattern="secret", output_mode="content"))
+    assert out == "No matches found"
+
+
+def test_grep_content_mode_gives_path_line_number_and_text(repo):
+    out = ok(repo.call("Grep", pattern="needle", path="src", output_mode="content", glob="*.py"))
+    assert out == f"{repo.root}/src/app.py:2:needle = 2"
+    out = ok(repo.call("Grep", pattern="needle", path="src", output_mode="content", glob="*.py", **{"-i": True}))
+    assert out.splitlines() == [f"{repo.root}/src/app.py:2:needle = 2", f"{repo.root}/src/app.py:3:NEEDLE = 3"]
+    out = ok(repo.call("Grep", pattern="NEEDLE", path="src/app.py", output_mode="content", **{"-B": 1}))
+    assert out.splitlines() == [f"{repo.root}/src/app.py-2-needle = 2", f"{repo.root}/src/app.py:3:NEEDLE = 3"]
+
+
+def test_grep_count_mode_type_filter_and_invalid_regex(repo):
+    assert ok(repo.call("Grep", pattern="needle", output_mode="count", type="ts")) == f"{repo.root}/src/util.ts:1"
+    assert "invalid regular expression" in err(repo.call("Grep", pattern="(unclosed"))
+
+
+def test_glob_matches_recursive_patterns_and_skips_ignored_files(repo):
+    out = ok(repo.call("Glob", pattern="**/*.py"))
+    assert out.splitlines() == [f"{repo.root}/src/app.py"]
+    out = ok(repo.call("Glob", pattern="src/*.{py,ts}"))
+    assert set(out.splitlines()) == {f"{repo.root}/src/app.py", f"{repo.root}/src/util.ts"}
+    assert ok(repo.call("Glob", pattern="*.md")) == f"{repo.root}/README.md"
+
+
+def test_glob_lists_the_most_recently_changed_first(repo):
+    old = time.time() - 1000
+    os.utime(repo.root / "src" / "app.py", (old, old))
+    out = ok(repo.call("Glob", pattern="src/*"))
+    assert out.splitlines()[-1] == f"{repo.root}/src/app.py"
+
+
+def test_a_visible_callback_hides_paths_from_searches(tmp_path):
+    root = tmp_path.resolve() / "w"
+    (root / "secrets").mkdir(parents=True)
+    (root / "secrets" / "key.txt").write_text("needle\n")
+    (root / "open.txt").write_text("needle\n")
+    reg = builtin_registry(
+        Workspace(str(root)),
+        spill_dir=str(tmp_path / "s"),
+        visible=lambda p: "/secrets" not in p,
+    )
+    out = reg.invoke(ToolCall("1", "Grep", {"pattern": "needle"})).content
+    assert out.splitlines()[1:] == [f"{root}/open.txt"]
+    out = reg.invoke(ToolCall("1", "Glob", {"pattern": "**/*.txt"})).content
+    assert out.splitlines() == [f"{root}/open.txt"]
+
+
+def test_ls_lists_one_directory_marking_directories_and_outward_links(repo):
+    out = ok(repo.call("LS", path="src"))
+    lines = [x.strip() for x in out.splitlines()[1:]]
+    assert "app.py" in lines
+    assert any(x.startswith("secret_link.py -> ") and "outside the workspace" in x for x in lines)
+    top = [x.strip() for x in ok(repo.call("LS")).splitlines()[1:]]
+    assert "src/" in top and ".git/" not in top and ".git" not in top
+
+
+# --- Bash ----------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_dead(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_bash_runs_in_the_workspace_and_reports_exit_codes(env):
+    assert ok(env.call("Bash", command="pwd")) == str(env.root)
+    assert ok(env.call("Bash", command="echo out; echo err >&2")) == "out\nerr"
+    assert ok(env.call("Bash", command="echo bad; exit 3")) == "bad\n[exit code 3]"
+
+
+def test_bash_timeout_kills_the_whole_process_group(env):
+    pidfile = env.root / "child.pid"
+    started = time.monotonic()
+    result = env.call("Bash", command=f"sleep 60 & echo $! > {pidfile}; sleep 60", timeout=700)
+    elapsed = time.monotonic() - started
+    assert "timed out" in err(result)
+    assert elapsed < 10
+    child = int(pidfile.read_text())
+    assert _wait_dead(child), "a background child survived the timeout"
+
+
+def test_negative_control_killing_only_the_shell_leaves_its_child_running(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run(["bash", "-c", f"sleep 60 & echo $! > {pidfile}; sleep 60"], timeout=0.7)
+    child = int(pidfile.read_text())
+    try:
+        assert _alive(child)
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+def test_kill_all_ends_a_running_command_and_its_children(env):
+    pidfile = env.root / "c.pid"
+    results = []
+    t = threading.Thread(target=lambda: results.append(env.call("Bash", command=f"sleep 60 & echo $! > {pidfile}; wait")))
+    t.start()
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert env.procs.kill_all() == 1
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert "killed" in err(results[0])
+    assert _wait_dead(int(pidfile.read_text()))
+
+
+def test_bash_returns_when_a_background_child_keeps_the_output_open(env):
+    pidfile = env.root / "bg.pid"
+    started = time.monotonic()
+    out = ok(env.call("Bash", command=f"(sleep 60; echo late) & echo $! > {pidfile}; echo done"))
+    assert time.monotonic() - started < 10
+    assert out == "done"
+    assert _wait_dead(int(pidfile.read_text()))
+
+
+def test_long_output_spills_to_a_file_that_read_can_page_through(env):
+    content = ok(env.call("Bash", command="seq 1 20000"))
+    assert len(content) < SPILL_THRESHOLD
+    path = content.rsplit("The full output is in ", 1)[1].split(" : ")[0]
+    assert os.path.dirname(path) == str(env.spill)
+    with open(path) as f:
+        assert f.read() == "\n".join(str(i) for i in range(1, 20001))
+    assert content.startswith("1\n2\n3\n")
+    page = ok(env.call("Read", file_path=path, offset=19999, limit=5))
+    assert page.startswith(" 19999\t19999\n 20000\t20000\n")
+    assert "outside the workspace" in err(env.call("Write", file_path=path, content="x"))
+
+
+def test_output_under_the_threshold_is_returned_whole(env):
+    content = ok(env.call("Bash", command=f"head -c {SPILL_THRESHOLD - 10} /dev/zero | tr '\\0' a"))
+    assert content == "a" * (SPILL_THRESHOLD - 10)
+    assert not env.spill.exists()
+
+
+def test_bash_output_is_capped_in_memory_keeping_head_and_tail(env):
+    content = ok(env.call("Bash", command="head -c 5000000 /dev/zero | tr '\\0' a; echo; echo THE-END"))
+    path = content.rsplit("The full output is in ", 1)[1].split(" : ")[0]
+    size = os.path.getsize(path)
+    assert size < 1_100_000
+    with open(path) as f:
+        text = f.read()
+    assert "bytes of output dropped" in text
+    assert text.rstrip().endswith("THE-END")
+
+
+def test_an_empty_command_is_refused(env):
+    assert "empty" in err(env.call("Bash", command="   "))
