@@ -298,7 +298,7 @@ class ReplayModel:
         rec = self.turns[self.calls]
         self.calls += 1
         if rec.kind == "model_error":
-            raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible)
+            return raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible)
         p = rec.payload
         reply = ModelReply.from_json(p["reply"])
         raw = p.get("raw")
@@ -337,12 +337,20 @@ class _Ledger:
 
 
 class _PassSink:
-    """Writes the loop's records, copying the recorded foreign records at their places."""
+    """Writes the loop's records, copying the recorded foreign records at their places.
 
-    def __init__(self, out: MemoryTranscript, segment: Sequence[Record]):
+    For a run that was cut off (no ``stop``), the replay stops where the
+    record does: the next record interrupts the loop, and what the interrupt
+    writes is dropped.
+    """
+
+    def __init__(self, out: MemoryTranscript, segment: Sequence[Record], cut_off: bool = False):
         self.out = out
         self.segment = segment
         self.cursor = 0
+        self.limit = sum(1 for r in segment if r.kind in LOOP_KINDS) if cut_off else None
+        self.written = 0
+        self.cut = False
 
     def _foreign(self) -> None:
         seg = self.segment
@@ -352,7 +360,13 @@ class _PassSink:
 
     def append(self, kind: str, payload: Any) -> Record:
         self._foreign()
+        if self.limit is not None and self.written >= self.limit:
+            if not self.cut:
+                self.cut = True
+                raise KeyboardInterrupt
+            return Record(-1, self.out.last_hash, kind, payload, self.out.last_hash)
         rec = self.out.append(kind, payload)
+        self.written += 1
         self.cursor += 1
         return rec
 
@@ -430,9 +444,9 @@ class _RunReplay:
         self.turns = [r for r in seg if r.kind in ("model_turn", "model_error")]
         self.stop = next((r.payload for r in seg if r.kind == "stop"), None)
         if self.stop is None:
-            self.warnings.append(f"run {index} has no stop record: it was cut off; the replay ends where the record does")
+            self.warnings.append(f"run {index} has no stop record: it was cut off; replayed as far as the record goes")
         reason = (self.stop or {}).get("reason")
-        self.interrupted = reason == "interrupted" or self.stop is None
+        self.interrupted = reason == "interrupted"
         self.results: dict[int, list[dict[str, Any]]] = {}
         for r in seg:
             if r.kind == "tool_result":
@@ -499,7 +513,7 @@ class _RunReplay:
         return out
 
     def replay(self) -> RunResult:
-        sink = _PassSink(self.out, self.seg)
+        sink = _PassSink(self.out, self.seg, cut_off=self.stop is None)
         msgs = self.seg[0].payload.get("messages", [])
         res = run(
             self.model, None, msgs, self.config.budget, config=self.config, transcript=sink,
@@ -671,7 +685,7 @@ def replay(
             s = int(r.payload.get("step", 0))
             if r.kind == "model_turn" and s - 1 in steps_with_tools:
                 k = len(rr.results[s - 1])
-                result.tool_dependent_steps.append(StepNote(n, s, f"followed the output of {k} tool call(s) of step {s - 1}"))
+                result.tool_dependent_steps.append(StepNote(rr.index, s, f"followed the output of {k} tool call(s) of step {s - 1}"))
 
     new = list(sink.lines)
     result.lines = new
