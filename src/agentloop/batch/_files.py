@@ -1,0 +1,204 @@
+"""A run's files in the batch directory, their anchors, and the batch anchor.
+
+Layout of ``DIR``::
+
+    runs/<id>.jsonl           a finished run's transcript (hash chain)
+    runs/<id>.anchor.json     its anchor: size, last hash, Merkle root
+    runs/<id>.jsonl.partial.<pid>  a run in progress (or cut short); never trusted
+    manifest.jsonl            one line per task, in task-file order
+    batch.anchor.json         the Merkle root over the runs' leaves (below)
+
+A run is finished only when its transcript was renamed from ``.partial`` and
+its anchor written; the rename is atomic, so a kill at any instant leaves
+either a finished run or one that the next invocation redoes.
+
+The batch anchor's leaves, in task-file order over runs with a transcript, are
+the canonical JSON (RFC 8785) of ``{"id", "last_hash", "root", "size"}``:
+its root is an RFC 9162 Merkle root, so one signature over the batch anchor
+covers every run. Changing this layout changes every batch root.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from ..canonical import canonical
+from ..transcript import verify_file
+
+__all__ = ["ANCHOR_FORMAT", "Tree", "batch_leaf", "merkle_root_hex", "run_anchor", "write_json_atomic"]
+
+ANCHOR_FORMAT = 1
+
+
+class _FallbackTree:
+    """RFC 9162 Merkle tree hash, incremental, O(log n) memory.
+
+    Used only while ``agentloop.merkle`` is not installed in this tree.
+    """
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, bytes]] = []
+        self.size = 0
+
+    def append(self, data: bytes) -> None:
+        node = hashlib.sha256(b"\x00" + data).digest()
+        height = 0
+        while self._stack and self._stack[-1][0] == height:
+            _, left = self._stack.pop()
+            node = hashlib.sha256(b"\x01" + left + node).digest()
+            height += 1
+        self._stack.append((height, node))
+        self.size += 1
+
+    def root(self) -> bytes:
+        if not self._stack:
+            return hashlib.sha256(b"").digest()
+        node = self._stack[-1][1]
+        for _, left in reversed(self._stack[:-1]):
+            node = hashlib.sha256(b"\x01" + left + node).digest()
+        return node
+
+
+def _tree_class() -> Callable[[], Any]:
+    try:
+        from ..merkle import MerkleTree  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return _FallbackTree
+    return MerkleTree  # type: ignore[no-any-return,unused-ignore]
+
+
+def Tree() -> Any:  # noqa: N802 - a factory that stands for a class
+    """A new incremental Merkle tree (``append(bytes)``, ``root()``, ``size``)."""
+    return _tree_class()()
+
+
+def _hex(root: Any) -> str:
+    return root.hex() if isinstance(root, (bytes, bytearray)) else str(root)
+
+
+def merkle_root_hex(leaves: Iterable[bytes]) -> str:
+    t = Tree()
+    for leaf in leaves:
+        t.append(leaf)
+    return _hex(t.root())
+
+
+def run_anchor(size: int, last_hash: str, root: Any) -> dict[str, Any]:
+    """A run's anchor in the format of ``agentloop anchor`` (format v1)."""
+    return {"format": ANCHOR_FORMAT, "size": size, "last_hash": last_hash, "root": _hex(root)}
+
+
+def tree_root_hex(tree: Any) -> str:
+    return _hex(tree.root())
+
+
+def batch_leaf(task_id: str, anchor: dict[str, Any]) -> bytes:
+    return canonical({"id": task_id, "last_hash": anchor["last_hash"], "root": anchor["root"], "size": anchor["size"]})
+
+
+def write_json_atomic(path: str, obj: Any, *, fsync: bool = False) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n")
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_bytes_atomic(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+    os.replace(tmp, path)
+
+
+def paths(out_dir: str, task_id: str) -> tuple[str, str, str]:
+    """The transcript, its anchor, and the in-progress file of a task."""
+    base = os.path.join(out_dir, "runs", task_id)
+    return f"{base}.jsonl", f"{base}.anchor.json", f"{base}.jsonl.partial"
+
+
+def check_run(out_dir: str, task_id: str, digest: str) -> dict[str, Any] | None:
+    """The facts of a finished run of this exact task, or None if it must be (re)done.
+
+    Finished means: the transcript and its anchor exist, the chain verifies,
+    the anchor matches the file (size, last hash, Merkle root), the last record
+    is a ``stop`` other than ``interrupted``, and the run was of a task with
+    this digest (an edited task is redone).
+    """
+    tpath, apath, _ = paths(out_dir, task_id)
+    try:
+        with open(apath, "rb") as f:
+            anchor = orjson.loads(f.read())
+        with open(tpath, "rb") as f:
+            lines = f.read().split(b"\n")
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(anchor, dict) or lines[-1] != b"":
+        return None
+    lines = lines[:-1]
+    report = verify_file(tpath)
+    if not report.ok or report.count != len(lines) or not lines:
+        return None
+    tree = Tree()
+    for line in lines:
+        tree.append(line)
+    if anchor.get("size") != len(lines) or anchor.get("last_hash") != report.last_hash or anchor.get("root") != tree_root_hex(tree):
+        return None
+    first = orjson.loads(lines[0])
+    last = orjson.loads(lines[-1])
+    if first.get("kind") != "run_start" or last.get("kind") != "stop":
+        return None
+    cfg = first["payload"].get("config", {}) if isinstance(first.get("payload"), dict) else {}
+    meta = cfg.get("meta", {}) if isinstance(cfg, dict) else {}
+    info = meta.get("batch", {}) if isinstance(meta, dict) else {}
+    if not isinstance(info, dict) or info.get("task") != task_id or info.get("task_sha256") != digest:
+        return None
+    stop = last["payload"]
+    if not isinstance(stop, dict) or stop.get("reason") == "interrupted":
+        return None
+    return {
+        "stop_reason": stop.get("reason"),
+        "spent_micros": int(stop.get("spent_micros", 0)),
+        "tokens": int(stop.get("tokens", 0)),
+        "steps": int(stop.get("steps", 0)),
+        "error": stop.get("error"),
+        "records": len(lines),
+        "root": anchor["root"],
+        "last_hash": report.last_hash,
+        "attempt": int(info.get("attempt", 1)),
+    }
+
+
+def partial_spend(out_dir: str, task_id: str) -> tuple[int, int]:
+    """Spend and tokens recorded by attempts that were cut short (their last ``budget``
+    records), which then are removed: the task is about to be redone."""
+    _, _, ppath = paths(out_dir, task_id)
+    total = total_tokens = 0
+    for path in glob.glob(glob.escape(ppath) + ".*"):
+        spent = tokens = 0
+        try:
+            with open(path, "rb") as f:
+                for line in f:
+                    if b'"kind":"budget"' not in line:
+                        continue
+                    try:
+                        rec = orjson.loads(line)
+                        spent = int(rec["payload"]["spent_micros"])
+                        tokens = int(rec["payload"]["tokens"])
+                    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                        continue
+            os.remove(path)
+        except OSError:
+            pass
+        total += spent
+        total_tokens += tokens
+    return total, total_tokens

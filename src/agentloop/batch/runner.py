@@ -1,0 +1,600 @@
+"""The batch driver: which tasks to run, where they run, and what is kept.
+
+Rules:
+
+1. Nothing finished is lost. A run's files are written by its worker (or by
+   the driver, on Ray) and made final by an atomic rename; the manifest gets
+   a line, flushed, as each task ends. A rerun of the same command skips
+   every task whose run is finished and verifies (``_files.check_run``) and
+   redoes the rest.
+2. A worker that dies mid-task (SIGKILL, OOM, a lost node) has its task
+   retried, up to ``max_attempts``, and the entry says ``retried``. Its open
+   reservation is forfeited (counted as spent), never handed back.
+3. Ctrl+C stops the batch now: running tasks are ended and redone next time;
+   the manifest and the batch anchor are still written.
+4. Locally, workers are processes started here, each with its own pipe; the
+   driver owns the ledger and answers reservations in its loop. On Ray, tasks
+   are Ray tasks and the ledger is a Ray actor. No scheduling of our own: the
+   local pool hands the next task to an idle worker, and Ray schedules Ray.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import multiprocessing as mp
+import multiprocessing.connection as mpc
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from . import _files
+from .ledger import FleetLedger
+from .tasks import Task
+from .worker import Abandoned, execute_task, finish_files
+
+__all__ = ["BatchReport", "run_batch", "verify_batch"]
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class BatchReport:
+    entries: list[dict[str, Any]]
+    """One manifest entry per task, in task-file order."""
+    ledger: dict[str, Any]
+    anchor: dict[str, Any]
+    elapsed: float
+    interrupted: bool = False
+    backend: str = "local"
+    workers: int = 0
+
+    def count(self, status: str) -> int:
+        return sum(1 for e in self.entries if e["status"] == status)
+
+    @property
+    def ok(self) -> bool:
+        return not self.interrupted and all(e["status"] == "ok" for e in self.entries)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "interrupted": self.interrupted,
+            "backend": self.backend,
+            "workers": self.workers,
+            "elapsed_s": round(self.elapsed, 3),
+            "tasks": len(self.entries),
+            "counts": {s: self.count(s) for s in ("ok", "failed", "crashed", "pending")},
+            "resumed": sum(1 for e in self.entries if e.get("resumed")),
+            "retried": sum(1 for e in self.entries if e.get("retried")),
+            "ledger": self.ledger,
+            "batch_anchor": self.anchor,
+            "entries": self.entries,
+        }
+
+
+@dataclass
+class _State:
+    tasks: Sequence[Task]
+    out_dir: str
+    on_event: Event | None
+    max_attempts: int
+    ledger: FleetLedger
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    pending: collections.deque[Task] = field(default_factory=collections.deque)
+    manifest: Any = None
+    running: set[str] = field(default_factory=set)
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, data)
+
+    def tick(self) -> None:
+        if self.on_event is None:
+            return
+        self.on_event("tick", {
+            "done": sum(1 for e in self.entries.values() if e["status"] == "ok"),
+            "failed": sum(1 for e in self.entries.values() if e["status"] != "ok"),
+            "running": len(self.running),
+            "total": len(self.tasks),
+            "ledger": self.ledger.snapshot(),
+        })
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.entries[entry["id"]] = entry
+        self.manifest.write(orjson.dumps(entry) + b"\n")
+        self.manifest.flush()
+
+    def next_attempt(self, task: Task) -> int:
+        n = self.attempts.get(task.id, 0) + 1
+        self.attempts[task.id] = n
+        return n
+
+    def finished(self, task: Task, out: dict[str, Any]) -> None:
+        self.running.discard(task.id)
+        attempt = out["attempt"]
+        tpath = os.path.join("runs", f"{task.id}.jsonl")
+        entry = {
+            "id": task.id,
+            "status": out["status"],
+            "stop_reason": out.get("stop_reason"),
+            "spent_micros": out.get("spent_micros", 0),
+            "tokens": out.get("tokens", 0),
+            "steps": out.get("steps", 0),
+            "records": out.get("records", 0),
+            "merkle_root": out.get("root"),
+            "last_hash": out.get("last_hash"),
+            "transcript": tpath if out.get("root") else None,
+            "attempts": attempt,
+            "retried": attempt > 1,
+            "resumed": False,
+        }
+        if out.get("error"):
+            entry["error"] = out["error"]
+        self.record(entry)
+        self.emit("done", id=task.id, entry=entry)
+
+    def crashed(self, task: Task, attempt: int, why: str) -> None:
+        """The attempt's worker died: forfeit its reservation and retry, or give up."""
+        self.running.discard(task.id)
+        lost = self.ledger.forfeit(f"{task.id}#{attempt}")
+        self.emit("crash", id=task.id, attempt=attempt, why=why, forfeited_micros=lost)
+        if attempt < self.max_attempts:
+            self.pending.appendleft(task)
+            return
+        self.record({
+            "id": task.id, "status": "crashed", "stop_reason": None, "spent_micros": 0, "tokens": 0, "steps": 0,
+            "records": 0, "merkle_root": None, "last_hash": None, "transcript": None, "attempts": attempt,
+            "retried": attempt > 1, "resumed": False, "error": f"the worker died {attempt} times ({why})",
+        })
+
+
+def _prepare(tasks: Sequence[Task], out_dir: str, max_usd_micros: int | None, max_tokens: int | None,
+             check: bool, on_event: Event | None, max_attempts: int) -> _State:
+    os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
+    resumed: list[dict[str, Any]] = []
+    pending: collections.deque[Task] = collections.deque()
+    spent = tokens = 0
+    for t in tasks:
+        info = _files.check_run(out_dir, t.id, t.digest)
+        if info is None:
+            lost, lost_tokens = _files.partial_spend(out_dir, t.id)
+            spent += lost
+            tokens += lost_tokens
+            pending.append(t)
+            continue
+        spent += info["spent_micros"]
+        tokens += info["tokens"]
+        entry = {
+            "id": t.id,
+            "status": "failed" if info["stop_reason"] == "model_error" else "ok",
+            "stop_reason": info["stop_reason"],
+            "spent_micros": info["spent_micros"],
+            "tokens": info["tokens"],
+            "steps": info["steps"],
+            "records": info["records"],
+            "merkle_root": info["root"],
+            "last_hash": info["last_hash"],
+            "transcript": os.path.join("runs", f"{t.id}.jsonl"),
+            "attempts": info["attempt"],
+            "retried": info["attempt"] > 1,
+            "resumed": True,
+        }
+        if info.get("error"):
+            entry["error"] = info["error"]
+        resumed.append(entry)
+    ledger = FleetLedger(max_usd_micros, max_tokens, spent_micros=spent, used_tokens=tokens, check=check)
+    st = _State(tasks, out_dir, on_event, max_attempts, ledger, pending=pending)
+    st.manifest = open(os.path.join(out_dir, "manifest.jsonl"), "wb")  # noqa: SIM115 - closed in _conclude
+    for e in resumed:
+        st.record(e)
+    return st
+
+
+def _conclude(st: _State, started: float, interrupted: bool, backend: str, workers: int) -> BatchReport:
+    st.manifest.close()
+    entries = []
+    for t in st.tasks:
+        e = st.entries.get(t.id)
+        if e is None:
+            e = {"id": t.id, "status": "pending", "stop_reason": None, "spent_micros": 0, "tokens": 0, "steps": 0,
+                 "records": 0, "merkle_root": None, "last_hash": None, "transcript": None,
+                 "attempts": st.attempts.get(t.id, 0), "retried": st.attempts.get(t.id, 0) > 1, "resumed": False}
+        entries.append(e)
+    path = os.path.join(st.out_dir, "manifest.jsonl")
+    _files.write_bytes_atomic(path, b"".join(orjson.dumps(e) + b"\n" for e in entries))
+    anchor = batch_anchor(entries)
+    anchor["complete"] = not interrupted and all(e["status"] != "pending" for e in entries)
+    _files.write_json_atomic(os.path.join(st.out_dir, "batch.anchor.json"), anchor)
+    return BatchReport(entries, st.ledger.snapshot(), anchor, time.monotonic() - started, interrupted, backend, workers)
+
+
+def batch_anchor(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The batch anchor: an RFC 9162 root over the finished runs, in task order."""
+    leaves = []
+    for e in entries:
+        if e.get("merkle_root"):
+            leaves.append(_files.batch_leaf(e["id"], {"last_hash": e["last_hash"], "root": e["merkle_root"], "size": e["records"]}))
+    return {
+        "format": _files.ANCHOR_FORMAT,
+        "kind": "batch",
+        "runs": len(leaves),
+        "tasks": len(entries),
+        "root": _files.merkle_root_hex(leaves),
+        "leaf": "canonical JSON of {id, last_hash, root, size} per finished run, in task-file order",
+        "spent_micros": sum(int(e.get("spent_micros") or 0) for e in entries),
+    }
+
+
+# --- the local pool ----------------------------------------------------------
+
+
+class _DriverGone(Exception):
+    """The driver's end of the pipe is gone: this worker has nobody to report to."""
+
+
+class _PipeBackend:
+    def __init__(self, conn: Any):
+        self.conn = conn
+
+    def reserve(self, key: str, amount_micros: int, tokens: int) -> bool:
+        try:
+            self.conn.send(("reserve", key, amount_micros, tokens))
+            return bool(self.conn.recv())
+        except (EOFError, OSError) as exc:
+            raise _DriverGone(str(exc)) from None
+
+    def settle(self, key: str, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
+        try:
+            self.conn.send(("settle", key, reserved_micros, actual_micros, reserved_tokens, actual_tokens))
+        except OSError as exc:
+            raise _DriverGone(str(exc)) from None
+
+
+def _local_worker(conn: Any, out_dir: str) -> None:
+    """A worker process: take a task, run it, report; until told to stop or orphaned."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the driver's to handle
+    backend = _PipeBackend(conn)
+    parent = os.getppid()
+
+    def driver_alive() -> bool:
+        return os.getppid() == parent
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        task, attempt = msg
+        try:
+            conn.send(("begin", task.id, attempt, os.getpid()))
+            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive)
+        except (_DriverGone, Abandoned, OSError):
+            return
+        except Exception as exc:  # a fault of ours or of a tool set: the task fails, the worker lives
+            out = {"id": task.id, "attempt": attempt, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        try:
+            conn.send(("done", out))
+        except OSError:
+            return
+
+
+@dataclass
+class _Slot:
+    proc: Any
+    conn: Any
+    task: Task | None = None
+    attempt: int = 0
+
+
+def _spawn(ctx: Any, out_dir: str) -> _Slot:
+    parent, child = ctx.Pipe(duplex=True)
+    proc = ctx.Process(target=_local_worker, args=(child, out_dir), daemon=True, name="agentloop-batch-worker")
+    proc.start()
+    child.close()
+    return _Slot(proc, parent)
+
+
+def _run_local(st: _State, workers: int) -> bool:
+    """Run the pending tasks on ``workers`` processes. Returns True if interrupted."""
+    ctx = mp.get_context("spawn")
+    slots = [_spawn(ctx, st.out_dir) for _ in range(min(workers, max(1, len(st.pending))))]
+    ledger = st.ledger
+    last_tick = 0.0
+    try:
+        while st.pending or any(s.task is not None for s in slots):
+            for s in slots:
+                if s.task is None and st.pending:
+                    task = st.pending.popleft()
+                    s.task, s.attempt = task, st.next_attempt(task)
+                    st.running.add(task.id)
+                    try:
+                        s.conn.send((task, s.attempt))
+                    except OSError:
+                        pass  # its death is seen below
+            ready = mpc.wait([s.conn for s in slots] + [s.proc.sentinel for s in slots], timeout=0.25)
+            for i, s in enumerate(slots):
+                dead = False
+                if s.conn in ready:
+                    try:
+                        while s.conn.poll():
+                            msg = s.conn.recv()
+                            kind = msg[0]
+                            if kind == "reserve":
+                                s.conn.send(ledger.reserve(msg[1], msg[2], msg[3]))
+                            elif kind == "settle":
+                                ledger.settle(*msg[1:])
+                            elif kind == "begin":
+                                ledger.begin(f"{msg[1]}#{msg[2]}", msg[3])
+                                st.emit("begin", id=msg[1], attempt=msg[2], pid=msg[3])
+                            elif kind == "done" and s.task is not None:
+                                key = f"{s.task.id}#{s.attempt}"
+                                ledger.forfeit(key)  # nothing is left open by a run that stopped; this makes sure
+                                ledger.end(key)
+                                task, s.task = s.task, None
+                                st.finished(task, msg[1])
+                    except (EOFError, OSError):
+                        dead = True
+                if dead or s.proc.sentinel in ready or not s.proc.is_alive():
+                    s.proc.join(timeout=5)
+                    if s.proc.is_alive():
+                        continue
+                    if s.task is not None:
+                        st.crashed(s.task, s.attempt, f"exit code {s.proc.exitcode}")
+                    s.conn.close()
+                    slots[i] = _spawn(ctx, st.out_dir)
+            now = time.monotonic()
+            if now - last_tick > 0.1:
+                last_tick = now
+                st.tick()
+    except KeyboardInterrupt:
+        for s in slots:
+            if s.proc.is_alive():
+                s.proc.terminate()
+        for s in slots:
+            s.proc.join(timeout=5)
+            if s.task is not None:
+                st.running.discard(s.task.id)
+                ledger.forfeit(f"{s.task.id}#{s.attempt}")
+        return True
+    for s in slots:
+        try:
+            s.conn.send(None)
+        except OSError:
+            pass
+    for s in slots:
+        s.proc.join(timeout=5)
+        if s.proc.is_alive():
+            s.proc.terminate()
+            s.proc.join(timeout=5)
+    return False
+
+
+# --- Ray ---------------------------------------------------------------------
+
+
+class _RayBackend:
+    def __init__(self, actor: Any):
+        self.actor = actor
+
+    def reserve(self, key: str, amount_micros: int, tokens: int) -> bool:
+        import ray
+
+        return bool(ray.get(self.actor.reserve.remote(key, amount_micros, tokens)))
+
+    def settle(self, key: str, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
+        # Calls from one caller to one actor run in order, so the task's final
+        # ``end`` (awaited) lands after every settle it sent.
+        self.actor.settle.remote(key, reserved_micros, actual_micros, reserved_tokens, actual_tokens)
+
+
+def _ray_task(task: Task, attempt: int, actor: Any) -> dict[str, Any]:
+    import ray
+
+    key = f"{task.id}#{attempt}"
+    ray.get(actor.begin.remote(key, {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}))
+    try:
+        return execute_task(task, attempt, _RayBackend(actor), out_dir=None)
+    finally:
+        ray.get(actor.end.remote(key))
+
+
+def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tuple[bool, int]:
+    import ray as ray_module
+    from ray.exceptions import RayError, RayTaskError
+
+    ray: Any = ray_module
+    started_here = False
+    if not ray.is_initialized():
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        started_here = True
+    interrupted = False
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    try:
+        snap = st.ledger
+        actor: Any = ray.remote(num_cpus=0)(FleetLedger).remote(
+            snap.max_usd_micros, snap.max_tokens, spent_micros=snap.spent, used_tokens=snap.used_tokens, check=snap.check,
+        )
+        remote = ray.remote(max_retries=0)(_ray_task)
+        window = max_in_flight or max(2, cpus * 2)
+        in_flight: dict[Any, tuple[Task, int]] = {}
+        seen_running: set[str] = set()
+        running_ref = None
+        last_tick = 0.0
+        try:
+            while st.pending or in_flight:
+                while st.pending and len(in_flight) < window:
+                    task = st.pending.popleft()
+                    attempt = st.next_attempt(task)
+                    in_flight[remote.remote(task, attempt, actor)] = (task, attempt)
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.2)
+                if ready:
+                    rest = [r for r in in_flight if r not in ready]
+                    if rest:
+                        more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                        ready += more
+                for ref in ready:
+                    task, attempt = in_flight.pop(ref)
+                    try:
+                        out = ray.get(ref)
+                    except RayTaskError as exc:
+                        st.running.discard(task.id)
+                        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
+                        st.finished(task, {"id": task.id, "attempt": attempt, "status": "failed",
+                                           "error": str(exc).strip().splitlines()[-1][:500]})
+                        continue
+                    except RayError as exc:
+                        st.crashed(task, attempt, type(exc).__name__)
+                        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
+                        continue
+                    lines = out.pop("lines", None)
+                    if lines is not None and out.get("anchor"):
+                        finish_files(st.out_dir, task.id, out["anchor"], lines)
+                    st.finished(task, out)
+                now = time.monotonic()
+                if running_ref is not None and ray.wait([running_ref], timeout=0)[0]:
+                    running = ray.get(running_ref)
+                    running_ref = None
+                    st.running = {k.rsplit("#", 1)[0] for k in running}
+                    for k, where in running.items():
+                        if k not in seen_running:
+                            seen_running.add(k)
+                            tid, _, att = k.rpartition("#")
+                            st.emit("begin", id=tid, attempt=int(att), pid=where.get("pid"), node=where.get("node"))
+                if running_ref is None and now - last_tick > 0.1:
+                    running_ref = actor.running.remote()
+                if now - last_tick > 0.1:
+                    last_tick = now
+                    st.ledger = _LedgerView(ray.get(actor.snapshot.remote()), st.ledger)
+                    st.tick()
+        except KeyboardInterrupt:
+            interrupted = True
+            for ref, (task, attempt) in in_flight.items():
+                ray.cancel(ref, force=True)
+                st.running.discard(task.id)
+                actor.forfeit.remote(f"{task.id}#{attempt}")
+        final = ray.get(actor.snapshot.remote())
+        st.ledger = _LedgerView(final, st.ledger)
+        ray.kill(actor)
+    finally:
+        if started_here:
+            ray.shutdown()
+    return interrupted, cpus
+
+
+class _LedgerView(FleetLedger):
+    """The driver's copy of the Ray actor's figures, for progress and the report."""
+
+    def __init__(self, snap: dict[str, Any], base: FleetLedger):
+        super().__init__(snap["max_usd_micros"], snap["max_tokens"], spent_micros=snap["spent_micros"],
+                         used_tokens=snap["used_tokens"], check=base.check)
+        self.reserved = snap["reserved_micros"]
+        self.reserved_tokens = snap["reserved_tokens"]
+        self.reservations = snap["reservations"]
+        self.refusals = snap["refusals"]
+        self.forfeited_micros = snap["forfeited_micros"]
+        self.overrun_micros = snap["overrun_micros"]
+
+    def forfeit(self, key: str) -> int:
+        return 0  # the actor holds the reservations
+
+
+def run_batch(
+    tasks: Sequence[Task],
+    out_dir: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    ray: bool = False,
+    ray_address: str | None = None,
+    max_usd_micros: int | None = None,
+    max_tokens: int | None = None,
+    max_attempts: int = 3,
+    on_event: Event | None = None,
+    max_in_flight: int | None = None,
+    check_reservations: bool = True,
+) -> BatchReport:
+    """Run every task not already finished in ``out_dir``, under one fleet budget.
+
+    ``on_event(kind, data)`` hears ``begin``, ``done``, ``crash`` and ``tick``
+    (about ten a second, with the counts and the ledger's figures).
+    ``check_reservations=False`` grants every reservation: it exists only for
+    the negative control in the tests.
+
+    Returns:
+        The ``BatchReport``; the manifest and the batch anchor are written.
+    """
+    out = os.path.abspath(os.fspath(out_dir))
+    started = time.monotonic()
+    st = _prepare(tasks, out, max_usd_micros, max_tokens, check_reservations, on_event, max_attempts)
+    st.tick()
+    n = workers or os.cpu_count() or 1
+    interrupted = False
+    try:
+        if not st.pending:
+            pass
+        elif ray:
+            interrupted, n = _run_ray(st, ray_address, max_in_flight)
+        else:
+            interrupted = _run_local(st, n)
+    except KeyboardInterrupt:
+        interrupted = True
+    report = _conclude(st, started, interrupted, "ray" if ray else "local", n)
+    st.tick()
+    return report
+
+
+def verify_batch(out_dir: str | os.PathLike[str]) -> list[str]:
+    """Check a batch directory from its files alone. Returns the problems (empty: it holds).
+
+    Every manifest entry with a transcript must verify against its anchor,
+    and the batch anchor's root must be the root over those runs.
+    """
+    d = os.fspath(out_dir)
+    problems: list[str] = []
+    try:
+        with open(os.path.join(d, "manifest.jsonl"), "rb") as f:
+            entries = [orjson.loads(line) for line in f if line.strip()]
+        with open(os.path.join(d, "batch.anchor.json"), "rb") as f:
+            anchor = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        return [f"{d}: cannot read the manifest or batch anchor: {exc}"]
+    for e in entries:
+        if not e.get("transcript"):
+            continue
+        tpath = os.path.join(d, e["transcript"])
+        try:
+            with open(tpath, "rb") as f:
+                data = f.read()
+            with open(os.path.join(d, "runs", f"{e['id']}.anchor.json"), "rb") as f:
+                run_anchor = orjson.loads(f.read())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            problems.append(f"{e['id']}: {exc}")
+            continue
+        from ..transcript import verify_lines
+
+        lines = data.split(b"\n")
+        report = verify_lines(line + b"\n" for line in lines[:-1])
+        if not report.ok or lines[-1] != b"":
+            problems.append(f"{e['id']}: the transcript fails verification")
+            continue
+        root = _files.merkle_root_hex(lines[:-1])
+        facts = {"size": len(lines) - 1, "last_hash": report.last_hash, "root": root}
+        if any(run_anchor.get(k) != v for k, v in facts.items()):
+            problems.append(f"{e['id']}: the transcript does not match its anchor")
+        if (e["records"], e["last_hash"], e["merkle_root"]) != (facts["size"], facts["last_hash"], root):
+            problems.append(f"{e['id']}: the manifest entry does not match the transcript")
+    expect = batch_anchor(entries)
+    if anchor.get("root") != expect["root"] or anchor.get("runs") != expect["runs"]:
+        problems.append("the batch anchor's root is not the root over the manifest's runs")
+    return problems
+
+
+def tasks_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

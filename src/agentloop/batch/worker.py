@@ -1,0 +1,182 @@
+"""One task, run to its stop: the same code in a local worker process and a Ray task.
+
+Rules:
+
+1. The run is an ordinary ``run()`` of the loop with a ``TaskLedger`` as its
+   ledger: every model call reserves against the fleet before it is made.
+2. The transcript grows in ``runs/<id>.jsonl.partial`` (or in memory on Ray,
+   returned to the driver) with a Merkle tree hung on the writer; it becomes
+   ``runs/<id>.jsonl`` with its anchor only when the run has stopped.
+3. ``meta.batch`` in ``run_start`` records the task id, the task's digest and
+   the attempt, so a transcript says which task it ran and whether it was a retry.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..budget import PriceTable
+from ..events import ModelReply, ModelRequest, ToolCall, Usage
+from ..run import run
+from ..tools import Registry
+from ..transcript import MemoryTranscript, TranscriptWriter
+from . import _files
+from .ledger import LedgerBackend, TaskLedger
+from .tasks import Task
+
+__all__ = ["Abandoned", "SleepyScriptedModel", "execute_task", "finish_files", "load_registry"]
+
+_REGISTRIES: dict[str, Registry] = {}
+
+
+def load_registry(target: str) -> Registry:
+    """The ``Registry`` that ``module:function`` returns (cached per process)."""
+    if not target:
+        return Registry()
+    reg = _REGISTRIES.get(target)
+    if reg is None:
+        mod, _, fn = target.partition(":")
+        obj = getattr(importlib.import_module(mod), fn)()
+        if not isinstance(obj, Registry):
+            raise TypeError(f"{target} returned a {type(obj).__name__}, not a Registry")
+        reg = _REGISTRIES[target] = obj
+    return reg
+
+
+def _subset(reg: Registry, names: Sequence[str]) -> Registry:
+    return Registry([t for n in names if (t := reg.get(n)) is not None])
+
+
+class SleepyScriptedModel:
+    """Replies from a task's inline script, waiting ``delay_ms`` first (a provider's latency)."""
+
+    def __init__(self, steps: Sequence[dict[str, Any]], name: str = "scripted"):
+        self.steps = list(steps)
+        self.name = name
+        self.calls = 0
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        if self.calls >= len(self.steps):
+            raise RuntimeError(f"the task's script has {len(self.steps)} replies and the model was called again")
+        s = self.steps[self.calls]
+        self.calls += 1
+        if s.get("delay_ms"):
+            time.sleep(s["delay_ms"] / 1000)
+        u = s.get("usage")
+        reply = ModelReply(
+            text=s["text"],
+            tool_calls=tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in s["tool_calls"]),
+            usage=None if u is None else Usage.from_json(u),
+            model=self.name,
+        )
+        if request.on_text is not None and reply.text:
+            request.on_text(reply.text)
+        return reply
+
+
+def build_model(task: Task) -> Any:
+    if task.script is not None:
+        return SleepyScriptedModel(task.script)
+    from ..providers import open_model  # type: ignore[attr-defined,unused-ignore]
+
+    return open_model(task.model, base_url=task.base_url)
+
+
+def execute_task(
+    task: Task,
+    attempt: int,
+    backend: LedgerBackend,
+    *,
+    out_dir: str | None = None,
+    still_wanted: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Run ``task`` and return its outcome (plain JSON-able data).
+
+    With ``out_dir`` the transcript and anchor are written there; without it
+    the outcome carries the transcript's bytes (``lines``) for the driver to write.
+    The outcome's ``status`` is ``"ok"`` or ``"failed"`` (the run ended in
+    ``model_error``, or the task could not start: ``error`` says why).
+    ``still_wanted()`` is asked before the run is made final: a worker whose
+    driver died leaves its file ``.partial`` for the next invocation to redo.
+
+    Raises:
+        Abandoned: ``still_wanted()`` said no.
+    """
+    key = f"{task.id}#{attempt}"
+    tree = _files.Tree()
+    writer: TranscriptWriter | None = None
+    mem: MemoryTranscript | None = None
+    if out_dir is not None:
+        ppath = f"{_files.paths(out_dir, task.id)[2]}.{os.getpid()}"
+        if os.path.exists(ppath):
+            os.remove(ppath)
+        writer = TranscriptWriter(ppath)
+        writer.listeners.append(tree.append)
+        sink: Any = writer
+    else:
+        mem = MemoryTranscript()
+        mem.listeners.append(tree.append)
+        sink = mem
+    out: dict[str, Any] = {"id": task.id, "attempt": attempt}
+    try:
+        try:
+            model = build_model(task)
+            registry = _subset(load_registry(task.toolset_target), task.tools)
+        except Exception as exc:
+            out.update(status="failed", stop_reason=None, error=f"cannot start: {type(exc).__name__}: {exc}", records=0,
+                       spent_micros=0, tokens=0, steps=0)
+            return out
+        name = task.model if task.script is None else "scripted"
+        prices = PriceTable({getattr(model, "name", name): task.price, name: task.price}) if task.price is not None else None
+        ledger = TaskLedger(backend, key, sink)
+        result = run(
+            model, registry, list(task.messages), task.budget, transcript=sink, prices=prices,
+            max_output_tokens=task.max_output_tokens, sentinel=task.sentinel, loop_threshold=task.loop_threshold,
+            run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt}},
+            ledger=ledger,
+        )
+    finally:
+        if writer is not None:
+            writer.close()
+    size = writer.count if writer is not None else len(mem.records) if mem is not None else 0
+    last = writer.last_hash if writer is not None else mem.last_hash if mem is not None else ""
+    anchor = _files.run_anchor(size, last, tree.root())
+    out.update(
+        status="failed" if result.stop_reason == "model_error" else "ok",
+        stop_reason=result.stop_reason,
+        error=result.error,
+        spent_micros=result.spent_micros,
+        tokens=result.tokens,
+        steps=result.steps,
+        records=size,
+        root=anchor["root"],
+        last_hash=last,
+        anchor=anchor,
+        reservations=ledger.reservations,
+        refusals=ledger.refusals,
+    )
+    if out_dir is not None:
+        if still_wanted is not None and not still_wanted():
+            raise Abandoned(f"{task.id}: the driver is gone; the run stays partial")
+        finish_files(out_dir, task.id, anchor, None, partial=ppath)
+    elif mem is not None:
+        out["lines"] = mem.getvalue()
+    return out
+
+
+class Abandoned(Exception):
+    """The run's driver is gone, so the run is not made final."""
+
+
+def finish_files(out_dir: str, task_id: str, anchor: dict[str, Any], data: bytes | None, *, partial: str | None = None) -> None:
+    """Make a stopped run finished: its anchor, then the atomic rename of its transcript."""
+    tpath, apath, ppath = _files.paths(out_dir, task_id)
+    ppath = partial or ppath
+    if data is not None:
+        _files.write_bytes_atomic(ppath, data)
+    _files.write_json_atomic(apath, anchor)
+    os.replace(ppath, tpath)

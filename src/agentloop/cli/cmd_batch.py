@@ -1,0 +1,181 @@
+"""``agentloop batch TASKS.jsonl --out DIR``: many runs, one fleet budget, locally or on Ray."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UserError
+
+HELP = "run a JSON Lines file of tasks on local worker processes or a Ray cluster, under one budget"
+DESCRIPTION = (
+    "Run every task of TASKS.jsonl into DIR (a transcript and an anchor per run, manifest.jsonl, "
+    "batch.anchor.json). Rerunning the same command skips the runs that finished and verify. "
+    "--max-usd/--max-tokens cap the whole batch: every model call reserves against one ledger first."
+)
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tasks", metavar="TASKS.jsonl", help="one task per line (see agentloop.batch.tasks)")
+    p.add_argument("--out", required=True, metavar="DIR", help="where transcripts, the manifest and anchors go")
+    p.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: the CPU count)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on Ray: a cluster ADDRESS, or a local Ray instance when none is given")
+    p.add_argument("--max-usd", metavar="X", help="the fleet-wide spend cap in dollars, e.g. 5 or 0.25")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="the fleet-wide token cap")
+    p.add_argument("--max-attempts", type=int, default=3, metavar="N", help="tries per task when its worker dies (default 3)")
+    p.add_argument("--toolset", action="append", default=[], metavar="NAME=MODULE:FUNCTION",
+                   help="name a tool set that tasks may choose with \"toolset\" (a function returning a Registry)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+
+
+def _toolsets(specs: list[str]) -> dict[str, str]:
+    from agentloop.batch import DEFAULT_TOOLSETS
+
+    sets = dict(DEFAULT_TOOLSETS)
+    for s in specs:
+        name, eq, target = s.partition("=")
+        if not eq or not name or ":" not in target:
+            raise UserError(f"--toolset {s!r}: write NAME=MODULE:FUNCTION, e.g. mine=mypkg.tools:registry")
+        sets[name] = target
+    return sets
+
+
+def _money(micros: int | None) -> str:
+    from agentloop.budget import format_usd
+
+    return "none" if micros is None else format_usd(micros)
+
+
+def main(args: argparse.Namespace) -> int:
+    from agentloop.batch import TaskFileError, load_tasks, run_batch
+    from agentloop.budget import usd
+
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    if args.max_tokens is not None and args.max_tokens < 0:
+        raise UserError(f"--max-tokens must be a non-negative integer, got {args.max_tokens}")
+    if args.max_attempts < 1:
+        raise UserError(f"--max-attempts must be at least 1, got {args.max_attempts}")
+    cap = None
+    if args.max_usd is not None:
+        try:
+            cap = usd(args.max_usd)
+        except ValueError as exc:
+            raise UserError(f"--max-usd {args.max_usd!r}: {exc}") from None
+    if args.ray is not None:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise UserError("--ray needs Ray: pip install 'agentloop[ray]'") from None
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UserError(f"--out {args.out}: exists and is not a directory")
+    try:
+        tasks = load_tasks(args.tasks, _toolsets(args.toolset))
+    except TaskFileError as exc:
+        raise UserError(str(exc)) from None
+    try:
+        os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--out {args.out}: cannot create: {exc.strerror or exc}") from None
+
+    show = not args.json and sys.stderr.isatty()
+    progress = _Progress(len(tasks), cap, args.max_tokens) if show else None
+    try:
+        if progress is not None:
+            progress.start()
+        report = run_batch(
+            tasks, args.out, workers=args.workers, ray=args.ray is not None, ray_address=args.ray or None,
+            max_usd_micros=cap, max_tokens=args.max_tokens, max_attempts=args.max_attempts,
+            on_event=progress.event if progress is not None else None,
+        )
+    finally:
+        if progress is not None:
+            progress.stop()
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        _summary(report, args.out, cap, args.max_tokens)
+    if report.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+class _Progress:
+    """A rich progress bar: done, failed, running, spend against the cap, ETA."""
+
+    def __init__(self, total: int, cap: int | None, max_tokens: int | None):
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        from ._common import console
+
+        self.cap = cap
+        self.max_tokens = max_tokens
+        self.bar = Progress(
+            TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=console(stderr=True), transient=False,
+        )
+        self.task = self.bar.add_task("batch", total=total, status="")
+
+    def start(self) -> None:
+        self.bar.start()
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+    def event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind != "tick":
+            return
+        led = data["ledger"]
+        spend = f"{_money(led['spent_micros'])} / {_money(self.cap)}" if self.cap is not None else _money(led["spent_micros"])
+        status = f"ok {data['done']}  failed {data['failed']}  running {data['running']}  spend {spend}"
+        if self.max_tokens is not None:
+            status += f"  tokens {led['used_tokens']}/{self.max_tokens}"
+        self.bar.update(self.task, completed=data["done"] + data["failed"], status=status)
+
+
+def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> None:
+    from collections import Counter
+
+    from rich.table import Table
+
+    from ._common import console
+
+    led = report.ledger
+    reasons = Counter(e["stop_reason"] or e["status"] for e in report.entries)
+    t = Table(title=f"batch: {len(report.entries)} tasks on {report.backend} ({report.workers} workers)", show_header=False)
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    for status in ("ok", "failed", "crashed", "pending"):
+        n = report.count(status)
+        if n or status == "ok":
+            t.add_row(status, str(n))
+    t.add_row("resumed (already finished)", str(sum(1 for e in report.entries if e.get("resumed"))))
+    t.add_row("retried (a worker died)", str(sum(1 for e in report.entries if e.get("retried"))))
+    for reason, n in sorted(reasons.items()):
+        t.add_row(f"  stop: {reason}", str(n))
+    t.add_row("fleet spend / cap", f"{_money(led['spent_micros'])} / {_money(cap)}")
+    t.add_row("fleet tokens / cap", f"{led['used_tokens']} / {max_tokens if max_tokens is not None else 'none'}")
+    t.add_row("reservations (refused)", f"{led['reservations']} ({led['refusals']})")
+    if led["forfeited_micros"]:
+        t.add_row("forfeited by dead workers", _money(led["forfeited_micros"]))
+    if led["overrun_micros"]:
+        t.add_row("billed past reservations", _money(led["overrun_micros"]))
+    rate = len(report.entries) / report.elapsed if report.elapsed > 0 else 0.0
+    t.add_row("elapsed", f"{report.elapsed:.1f}s ({rate:.1f} tasks/s)")
+    t.add_row("batch root", report.anchor["root"])
+    t.add_row("manifest", os.path.join(out, "manifest.jsonl"))
+    if report.interrupted:
+        t.add_row("interrupted", "rerun the same command to finish")
+    console().print(t)
