@@ -1,0 +1,658 @@
+"""Sessions: one hash-chained transcript per conversation, kept per project.
+
+Rules:
+
+1. A session lives at ``$AGENTLOOP_HOME/projects/<project_hash(cwd)>/sessions/
+   <id>.jsonl``: the same directory through any symlink of the working
+   directory. Ids are time-sortable (``20261129-113000-1a2b3c``, UTC), so the
+   names sort in the order the sessions were started.
+2. The file is one chain (format v1) holding every run of the conversation one
+   after another, plus the session's own records (``session_start``,
+   ``session_cost``, ``session_end``). Each record is written as it happens.
+3. One process at a time: a session is opened under an exclusive ``flock`` on
+   ``<id>.lock``. A second process is refused with a ``SessionBusy`` naming
+   the holder; it never writes a record.
+4. Resuming reads the tail, never the whole file. The last ``run_start``
+   records every message its run started from, so the conversation is that
+   record's messages plus the turns and tool results after it. The lines from
+   there to the end are checked (each hash and each link) before use; the
+   whole chain is left to ``agentloop verify``.
+5. Records are written with SIGINT and SIGTERM held back (in the main thread),
+   so Ctrl+C can never tear a record or split a line from its bookkeeping.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import secrets
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+import orjson
+
+from ..events import Message, ToolResult
+from ..transcript import GENESIS, Record, TranscriptError, TranscriptWriter, verify_file
+from .settings import agentloop_home, project_hash
+
+__all__ = [
+    "Session",
+    "SessionBusy",
+    "SessionError",
+    "SessionStats",
+    "SessionSummary",
+    "list_sessions",
+    "new_session_id",
+    "sessions_dir",
+]
+
+Durability = Literal["flush", "fsync"]
+
+# Canonical lines start '{"hash":"<64 hex>","kind":"' (hash sorts first): the
+# kind of a line can be read without parsing it.
+_KIND_AT = len(b'{"hash":"') + 64 + len(b'",')
+_KIND_PREFIX = b'"kind":"'
+_INTERRUPTED_RESULT = "the user interrupted this call before it finished; it did not complete"
+
+
+class SessionError(Exception):
+    """A session cannot be opened or written: one line for the user."""
+
+
+class SessionBusy(SessionError):
+    """Another process holds the session."""
+
+
+def sessions_dir(cwd: str, home: str | None = None) -> str:
+    """``<home>/projects/<16 hex of sha256(realpath(cwd))>/sessions``."""
+    return os.path.join(home or agentloop_home(), "projects", project_hash(cwd), "sessions")
+
+
+def new_session_id(now: datetime | None = None) -> str:
+    """A time-sortable id: UTC second, then 6 random hex digits."""
+    t = now or datetime.now(timezone.utc)
+    return f"{t:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def _kind(line: bytes) -> bytes:
+    if line[_KIND_AT : _KIND_AT + len(_KIND_PREFIX)] != _KIND_PREFIX:
+        return b""
+    start = _KIND_AT + len(_KIND_PREFIX)
+    end = line.find(b'"', start)
+    return line[start:end] if end > 0 else b""
+
+
+def _line_ok(line: bytes) -> bool:
+    """The stored hash matches the line's content (rule 2 of transcript.py)."""
+    return len(line) > _KIND_AT and hashlib.sha256(b"{" + line[_KIND_AT:]).hexdigest().encode() == line[9:73]
+
+
+def _reverse_lines(path: str, chunk: int = 1 << 16) -> Iterator[bytes]:
+    """The complete lines of a file, last first, read from its end."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        pos = f.tell()
+        rest = b""
+        while pos > 0:
+            step = min(chunk, pos)
+            pos -= step
+            f.seek(pos)
+            buf = f.read(step) + rest
+            parts = buf.split(b"\n")
+            rest = parts[0]
+            for line in reversed(parts[1:]):
+                if line:
+                    yield line
+        if rest:
+            yield rest
+
+
+@dataclass
+class SessionStats:
+    """What a session has cost so far; written as ``session_cost`` after each turn."""
+
+    spent_micros: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    turns: int = 0
+    """User prompts answered (runs)."""
+    model_calls: int = 0
+    tools: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per tool: ``{"ok": n, "failed": m}``."""
+    last_input_tokens: int = 0
+    """Input of the last model call: how full the context window is."""
+
+    def count_tool(self, name: str, ok: bool) -> None:
+        t = self.tools.setdefault(name, {"ok": 0, "failed": 0})
+        t["ok" if ok else "failed"] += 1
+
+    def add_turn(self, usage: dict[str, Any], cost: int = 0) -> None:
+        self.model_calls += 1
+        self.input_tokens += int(usage.get("input_tokens", 0))
+        self.output_tokens += int(usage.get("output_tokens", 0))
+        self.cache_read_tokens += int(usage.get("cache_read_tokens", 0))
+        self.cache_write_tokens += int(usage.get("cache_write_tokens", 0))
+        self.last_input_tokens = int(usage.get("input_tokens", 0)) + int(usage.get("cache_read_tokens", 0)) + int(
+            usage.get("cache_write_tokens", 0)
+        )
+        self.spent_micros += cost
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spent_micros": self.spent_micros,
+            "usage": {
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens,
+                "cache_write_tokens": self.cache_write_tokens,
+            },
+            "turns": self.turns,
+            "model_calls": self.model_calls,
+            "tools": {k: dict(v) for k, v in sorted(self.tools.items())},
+            "last_input_tokens": self.last_input_tokens,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> SessionStats:
+        u = obj.get("usage", {})
+        return cls(
+            spent_micros=int(obj.get("spent_micros", 0)),
+            input_tokens=int(u.get("input_tokens", 0)),
+            output_tokens=int(u.get("output_tokens", 0)),
+            cache_read_tokens=int(u.get("cache_read_tokens", 0)),
+            cache_write_tokens=int(u.get("cache_write_tokens", 0)),
+            turns=int(obj.get("turns", 0)),
+            model_calls=int(obj.get("model_calls", 0)),
+            tools={str(k): {"ok": int(v.get("ok", 0)), "failed": int(v.get("failed", 0))} for k, v in obj.get("tools", {}).items()},
+            last_input_tokens=int(obj.get("last_input_tokens", 0)),
+        )
+
+
+def _apply(stats: SessionStats, kind: str, payload: dict[str, Any]) -> None:
+    """Fold one record the loop wrote into the session's totals."""
+    if kind == "model_turn":
+        stats.add_turn((payload.get("reply") or {}).get("usage") or {})
+    elif kind == "budget":
+        stats.spent_micros += int(payload.get("cost_micros", 0))
+    elif kind == "tool_result":
+        stats.count_tool(str(payload.get("name", "?")), bool(payload.get("ok")))
+    elif kind == "run_start":
+        stats.turns += 1
+
+
+def _assistant_message(reply: dict[str, Any]) -> Message:
+    msg: Message = {"role": "assistant", "content": reply.get("text", "")}
+    if reply.get("tool_calls"):
+        msg["tool_calls"] = [{"id": c["id"], "name": c["name"], "arguments": c.get("arguments")} for c in reply["tool_calls"]]
+    return msg
+
+
+def close_dangling_calls(messages: list[Message]) -> list[Message]:
+    """Answer tool calls left without a result (an interrupted run), so every
+    provider accepts the conversation. Returns the messages added."""
+    if not messages:
+        return []
+    answered: set[str] = set()
+    i = len(messages) - 1
+    while i >= 0 and messages[i].get("role") == "tool":
+        answered.add(str(messages[i].get("tool_call_id")))
+        i -= 1
+    if i < 0 or messages[i].get("role") != "assistant" or not messages[i].get("tool_calls"):
+        return []
+    from ..loop import tool_message
+
+    added = []
+    for c in messages[i]["tool_calls"]:
+        if str(c["id"]) not in answered:
+            m = tool_message(ToolResult(str(c["id"]), str(c["name"]), False, error=_INTERRUPTED_RESULT))
+            messages.append(m)
+            added.append(m)
+    return added
+
+
+def rebuild(lines: list[bytes]) -> list[Message]:
+    """The conversation at the end of ``lines``, which start at a ``run_start``:
+    its messages, then each turn and tool result as the loop appended them."""
+    from ..loop import tool_message
+
+    messages: list[Message] = []
+    for line in lines:
+        obj = orjson.loads(line)
+        kind, payload = obj["kind"], obj["payload"]
+        if kind == "run_start":
+            messages = [dict(m) for m in payload.get("messages", [])]
+        elif kind == "model_turn":
+            messages.append(_assistant_message(payload.get("reply") or {}))
+        elif kind == "tool_result":
+            messages.append(tool_message(ToolResult.from_json(payload)))
+    return messages
+
+
+class Session:
+    """An open session: the sink a run writes to, under its lock.
+
+    Use ``Session.create`` or ``Session.resume``; close it (or use ``with``).
+    """
+
+    def __init__(
+        self,
+        sid: str,
+        directory: str,
+        writer: TranscriptWriter | None,
+        lock_fd: int,
+        *,
+        created: bool,
+        durability: Durability = "flush",
+    ):
+        self.id = sid
+        self.dir = directory
+        self.path = os.path.join(directory, f"{sid}.jsonl")
+        self.lock_path = os.path.join(directory, f"{sid}.lock")
+        self._writer = writer
+        self._durability = durability
+        self._lock_fd = lock_fd
+        self.created = created
+        """True for a new session (its file appears with its first run)."""
+        self.messages: list[Message] = []
+        """The conversation so far (system message first), as the next run starts from it."""
+        self.stats = SessionStats()
+        self.runs_written = 0
+        self.closed = False
+        self._held: list[tuple[str, Any]] = []
+        self.listeners: list[Any] = []
+        """Called with each line's bytes as it is written (see TranscriptWriter.listeners)."""
+
+    # --- opening ---------------------------------------------------------
+
+    @classmethod
+    def create(cls, cwd: str, home: str | None = None, *, durability: Durability = "flush", sid: str | None = None) -> Session:
+        """A new, empty session of the project at ``cwd``.
+
+        Raises:
+            SessionError: the directory cannot be made or the file exists.
+        """
+        d = sessions_dir(cwd, home)
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError as exc:
+            raise SessionError(f"{d}: cannot create the sessions directory: {exc.strerror or exc}") from None
+        sid = sid or new_session_id()
+        fd = _lock(d, sid)
+        if os.path.exists(os.path.join(d, f"{sid}.jsonl")):
+            _unlock(fd)
+            raise SessionError(f"session {sid} already exists")
+        return cls(sid, d, None, fd, created=True, durability=durability)
+
+    @classmethod
+    def resume(cls, cwd: str, sid: str, home: str | None = None, *, durability: Durability = "flush") -> Session:
+        """Open an existing session to append to it; ``sid`` may be a unique prefix.
+
+        Raises:
+            SessionError: no such session, an ambiguous prefix, or a tail that is
+                not a valid record (a torn write).
+            SessionBusy: another process holds it.
+        """
+        d = sessions_dir(cwd, home)
+        sid = resolve_id(d, sid)
+        fd = _lock(d, sid)
+        path = os.path.join(d, f"{sid}.jsonl")
+        try:
+            writer = TranscriptWriter(path, durability=durability, resume=True)
+            s = cls(sid, d, writer, fd, created=False, durability=durability)
+            s.listeners = writer.listeners
+            s._load_tail()
+        except TranscriptError as exc:
+            _unlock(fd)
+            raise SessionError(str(exc)) from None
+        except BaseException:
+            _unlock(fd)
+            raise
+        return s
+
+    def _load_tail(self) -> None:
+        """Messages and totals from the end of the file (rule 4)."""
+        segment: list[bytes] = []
+        have_run = have_cost = False
+        for line in _reverse_lines(self.path):
+            segment.append(line)
+            k = _kind(line)
+            have_run = have_run or k == b"run_start"
+            have_cost = have_cost or k == b"session_cost"
+            if have_run and have_cost:
+                break
+        segment.reverse()
+        prev: bytes | None = None
+        for i, line in enumerate(segment):
+            if not _line_ok(line):
+                raise TranscriptError(f"{self.path}: record {self.count - len(segment) + i} does not match its hash; run 'agentloop verify'")
+            if prev is not None and line[line.rfind(b'"prev":"') + 8 :][:64] != prev:
+                raise TranscriptError(f"{self.path}: the chain is broken near the end; run 'agentloop verify'")
+            prev = line[9:73]
+        # Start from the last run_start; totals from the last session_cost.
+        start = max((i for i, ln in enumerate(segment) if _kind(ln) == b"run_start"), default=None)
+        cost_at = max((i for i, ln in enumerate(segment) if _kind(ln) == b"session_cost"), default=None)
+        msgs: list[Message] = []
+        if start is not None:
+            msgs = rebuild(segment[start:])
+        stats = SessionStats()
+        folded_from = 0
+        if cost_at is not None:
+            stats = SessionStats.from_json(orjson.loads(segment[cost_at])["payload"])
+            folded_from = cost_at + 1
+        for raw in segment[folded_from:]:
+            kind = _kind(raw).decode()
+            if kind in ("model_turn", "budget", "tool_result", "run_start"):
+                _apply(stats, kind, orjson.loads(raw)["payload"])
+        close_dangling_calls(msgs)
+        self.messages = msgs
+        self.stats = stats
+        self.runs_written = stats.turns
+
+    # --- the sink --------------------------------------------------------
+
+    def note(self, kind: str, payload: Any) -> None:
+        """Record a fact about the session (``session_start``, a model change):
+        at once when the file exists, else held until the first run writes it,
+        so a session in which nothing was asked leaves no file behind."""
+        if self._writer is None:
+            if self.closed:
+                raise SessionError(f"session {self.id} is closed")
+            self._held.append((kind, payload))
+            return
+        self.append(kind, payload)
+
+    def append(self, kind: str, payload: Any) -> Record:
+        """Write one record now (after any held ones), with SIGINT/SIGTERM held back (rule 5).
+
+        Raises:
+            SessionError: the session is closed, or its file cannot be created.
+            TranscriptError: the write failed (the writer is then broken).
+        """
+        if self.closed:
+            raise SessionError(f"session {self.id} is closed")
+        with _signals_held():
+            w = self._open_writer()
+            for k, p in self._held:
+                w.append(k, p)
+            self._held.clear()
+            rec = w.append(kind, payload)
+        if kind == "run_start":
+            self.runs_written += 1
+        return rec
+
+    def _open_writer(self) -> TranscriptWriter:
+        if self._writer is None:
+            try:
+                self._writer = TranscriptWriter(self.path, durability=self._durability)
+            except TranscriptError as exc:
+                raise SessionError(str(exc)) from None
+            self._writer.listeners.extend(self.listeners)
+            self.listeners = self._writer.listeners
+        return self._writer
+
+    @property
+    def written(self) -> bool:
+        """The session's file exists (something was recorded)."""
+        return self._writer is not None
+
+    @property
+    def count(self) -> int:
+        return self._writer.count if self._writer is not None else 0
+
+    @property
+    def last_hash(self) -> str:
+        return self._writer.last_hash if self._writer is not None else GENESIS
+
+    def close(self) -> None:
+        """Release the lock. A new session that never ran a turn leaves nothing behind."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._writer is not None:
+            self._writer.close()
+        elif self.created:
+            try:
+                os.unlink(self.lock_path)  # no file, so no one can be waiting for this id
+            except OSError:
+                pass
+        _unlock(self._lock_fd)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- locking -----------------------------------------------------------------
+
+
+def _lock(directory: str, sid: str) -> int:
+    import fcntl
+
+    path = os.path.join(directory, f"{sid}.lock")
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise SessionError(f"{path}: cannot open the session lock: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = ""
+            try:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                who = f" (pid {holder})" if holder.isdigit() else ""
+                raise SessionBusy(f"session {sid} is in use by another agentloop process{who}; close it there or start a new session") from None
+            raise SessionError(f"{path}: cannot lock: {exc.strerror or exc}") from None
+        # The file may have been replaced between open and lock: lock the one on disk.
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.close(fd)
+            continue
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        return fd
+    raise SessionError(f"{path}: the lock file keeps changing; is another process removing it?")
+
+
+def _unlock(fd: int) -> None:
+    try:
+        os.close(fd)  # closing the descriptor releases the flock
+    except OSError:
+        pass
+
+
+class _signals_held:
+    """Hold SIGINT and SIGTERM back for the duration (main thread only)."""
+
+    _SIGS = {signal.SIGINT, signal.SIGTERM}
+
+    def __enter__(self) -> None:
+        self.active = threading.current_thread() is threading.main_thread()
+        if self.active:
+            self.old = signal.pthread_sigmask(signal.SIG_BLOCK, self._SIGS)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
+
+
+# --- finding and listing -----------------------------------------------------
+
+
+def resolve_id(directory: str, sid: str) -> str:
+    """The full id of ``sid`` or of the one session whose id starts with it.
+
+    Raises:
+        SessionError: none, or more than one, matches.
+    """
+    if not sid or "/" in sid or sid.startswith("."):
+        raise SessionError(f"not a session id: {sid!r}")
+    if os.path.exists(os.path.join(directory, f"{sid}.jsonl")):
+        return sid
+    try:
+        names = [n[:-6] for n in os.listdir(directory) if n.endswith(".jsonl") and n.startswith(sid)]
+    except FileNotFoundError:
+        names = []
+    if not names:
+        raise SessionError(f"no session {sid!r} for this directory (see 'agentloop sessions')")
+    if len(names) > 1:
+        raise SessionError(f"session id {sid!r} is ambiguous: {', '.join(sorted(names)[:5])}")
+    return names[0]
+
+
+def latest_id(cwd: str, home: str | None = None) -> str | None:
+    """The session of this project used most recently, or None."""
+    d = sessions_dir(cwd, home)
+    try:
+        entries = [e for e in os.scandir(d) if e.name.endswith(".jsonl")]
+    except FileNotFoundError:
+        return None
+    if not entries:
+        return None
+    best = max(entries, key=lambda e: (e.stat().st_mtime_ns, e.name))
+    return best.name[:-6]
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    id: str
+    path: str
+    started: str
+    """ISO time the session started (from its first record, else its id)."""
+    first_prompt: str
+    turns: int
+    spent_micros: int
+    records: int
+    verified: bool
+    problem: str | None = None
+    updated_ns: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "started": self.started,
+            "first_prompt": self.first_prompt,
+            "turns": self.turns,
+            "spent_micros": self.spent_micros,
+            "records": self.records,
+            "verified": self.verified,
+            "problem": self.problem,
+        }
+
+
+def _started_from_id(sid: str) -> str:
+    try:
+        t = datetime.strptime(sid[:15], "%Y%m%d-%H%M%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return ""
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def _user_text(messages: list[Any]) -> str:
+    for m in reversed(messages):
+        if isinstance(m, dict) and m.get("role") == "user":
+            c = m.get("content")
+            return c if isinstance(c, str) else json.dumps(c)
+    return ""
+
+
+def summarize(path: str) -> SessionSummary:
+    """One pass over a session file: verification and what a listing shows."""
+    sid = os.path.basename(path)[:-6]
+    started = ""
+    first_prompt = ""
+    turns = 0
+    spent = 0
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        mtime = 0
+    report = verify_file(path)
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                k = _kind(line)
+                if k == b"run_start":
+                    turns += 1
+                    if turns == 1:
+                        first_prompt = _user_text(orjson.loads(line)["payload"].get("messages", []))
+                elif k == b"budget":
+                    spent += int(orjson.loads(line)["payload"].get("cost_micros", 0))
+                elif k == b"session_start" and not started:
+                    started = str(orjson.loads(line)["payload"].get("started_at", ""))
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        pass
+    problem = None if report.ok else f"{report.problems[0].kind}: {report.problems[0].message}"
+    return SessionSummary(
+        id=sid, path=path, started=started or _started_from_id(sid), first_prompt=first_prompt,
+        turns=turns, spent_micros=spent, records=report.count, verified=report.ok, problem=problem, updated_ns=mtime,
+    )
+
+
+def list_sessions(cwd: str, home: str | None = None) -> list[SessionSummary]:
+    """Every session of the project at ``cwd``, newest first.
+
+    A summary is cached in ``index.json`` beside the sessions, keyed by each
+    file's size and modification time, so listing does not re-read files that
+    did not change.
+    """
+    d = sessions_dir(cwd, home)
+    try:
+        entries = [e for e in os.scandir(d) if e.name.endswith(".jsonl")]
+    except FileNotFoundError:
+        return []
+    index_path = os.path.join(d, "index.json")
+    try:
+        with open(index_path, "rb") as f:
+            cache = orjson.loads(f.read())
+        if not isinstance(cache, dict):
+            cache = {}
+    except (OSError, orjson.JSONDecodeError):
+        cache = {}
+    out: list[SessionSummary] = []
+    fresh: dict[str, Any] = {}
+    changed = False
+    for e in entries:
+        st = e.stat()
+        key = [st.st_size, st.st_mtime_ns, st.st_ino]
+        sid = e.name[:-6]
+        hit = cache.get(sid)
+        if isinstance(hit, dict) and hit.get("key") == key:
+            try:
+                s = SessionSummary(**{k: v for k, v in hit["summary"].items()}, updated_ns=st.st_mtime_ns)
+            except TypeError:
+                s = summarize(e.path)
+                changed = True
+        else:
+            s = summarize(e.path)
+            changed = True
+        fresh[sid] = {"key": key, "summary": s.to_json()}
+        out.append(s)
+    if changed or len(fresh) != len(cache):
+        tmp = f"{index_path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(orjson.dumps(fresh))
+            os.replace(tmp, index_path)
+        except OSError:
+            pass
+    out.sort(key=lambda s: (s.updated_ns, s.id), reverse=True)
+    return out
