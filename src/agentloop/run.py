@@ -8,7 +8,10 @@ with different models, tool executors and ledgers.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
+import queue
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -53,7 +56,7 @@ from .redact import DEFAULT_MAX_VALUE_BYTES
 from .tools import Registry, Tool
 from .transcript import MemoryTranscript, Sink
 
-__all__ = ["RunResult", "arun", "make_config", "run"]
+__all__ = ["RunResult", "arun", "interrupt_flag", "make_config", "run"]
 
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
@@ -248,6 +251,7 @@ def run(
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     record_raw: bool = False,
     prepare: Prepare | None = None,
+    max_parallel: int = 10,
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
@@ -260,7 +264,10 @@ def run(
     truncated; ``record_raw`` keeps each provider response in the record.
     ``prepare(state, record)`` runs before each model call and may rewrite
     ``state.messages`` in place (context masking and compaction) or return a
-    stop reason (see ``Prepare``).
+    stop reason (see ``Prepare``). When every call of a turn is to a read-only
+    tool, the calls run at the same time on threads (at most ``max_parallel``),
+    and their results are recorded in the order of the calls; Ctrl+C sets
+    ``interrupt_flag()`` for every call in flight.
 
     Returns:
         A ``RunResult``; the run's own failures are its ``stop_reason``.
@@ -277,7 +284,7 @@ def run(
     )
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
-    run_tools = executor or _sequential(registry, drive)
+    run_tools = executor or _threaded(registry, drive, max_parallel)
     state, pending = start(cfg, msgs)
     try:
         while pending:
@@ -307,17 +314,120 @@ def run(
     return drive.result(state)
 
 
-def _sequential(registry: Registry, drive: _Drive) -> Executor:
+_INTERRUPT: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("agentloop_interrupt", default=None)
+_GRACE_SECONDS = 2.0
+"""How long an interrupted turn waits for its threads to notice the flag."""
+
+
+def interrupt_flag() -> threading.Event | None:
+    """The flag set when the user interrupts the tool calls in flight (Ctrl+C).
+
+    Set for every call of a turn at once. A tool that runs long polls it and
+    stops early (MCP tools cancel their request). None outside a tool call.
+    """
+    return _INTERRUPT.get()
+
+
+def _all_read_only(registry: Registry, calls: Sequence[ToolCall]) -> bool:
+    return len(calls) > 1 and all((t := registry.get(c.name)) is not None and t.read_only for c in calls)
+
+
+def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
+    """``run()``'s executor: read-only turns on threads, others one by one on this thread.
+
+    Observer events are emitted from the driver's thread only, and results
+    come back in the order of the calls whatever order they finish in.
+    """
+
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
+        flag = threading.Event()
+        if _all_read_only(registry, calls):
+            return _on_threads(registry, drive, calls, flag, max(1, limit))
+        token = _INTERRUPT.set(flag)
         results = []
-        for c in calls:
-            drive.emit(ToolStarted(c))
-            r = registry.invoke(c)
-            drive.emit(ToolFinished(r))
-            results.append(r)
+        try:
+            for c in calls:
+                drive.emit(ToolStarted(c))
+                r = registry.invoke(c)
+                drive.emit(ToolFinished(r))
+                results.append(r)
+        except BaseException:
+            flag.set()
+            raise
+        finally:
+            _INTERRUPT.reset(token)
         return results
 
     return execute
+
+
+def _on_threads(
+    registry: Registry, drive: _Drive, calls: Sequence[ToolCall], flag: threading.Event, limit: int
+) -> list[ToolResult]:
+    n = len(calls)
+    results: list[ToolResult | None] = [None] * n
+    events: queue.SimpleQueue[tuple[str, int, BaseException | None]] = queue.SimpleQueue()
+    next_index = iter(range(n))
+    take = threading.Lock()
+
+    def work() -> None:
+        _INTERRUPT.set(flag)
+        while not flag.is_set():
+            with take:
+                i = next(next_index, None)
+            if i is None:
+                return
+            events.put(("start", i, None))
+            try:
+                results[i] = registry.invoke(calls[i])
+            except BaseException as exc:  # not the model's mistake: re-raised on the driver's thread
+                events.put(("raise", i, exc))
+                return
+            events.put(("done", i, None))
+
+    threads = [
+        threading.Thread(target=contextvars.copy_context().run, args=(work,), name=f"agentloop-tool-{k}", daemon=True)
+        for k in range(min(limit, n))
+    ]
+    for t in threads:
+        t.start()
+    try:
+        _collect(drive, calls, results, events)
+    except BaseException:  # Ctrl+C, or a tool's BaseException: stop every call in flight
+        flag.set()
+        for t in threads:
+            t.join(_GRACE_SECONDS / len(threads))
+        raise
+    return [r for r in results if r is not None]
+
+
+def _collect(
+    drive: _Drive,
+    calls: Sequence[ToolCall],
+    results: list[ToolResult | None],
+    events: queue.SimpleQueue[tuple[str, int, BaseException | None]],
+) -> None:
+    """Relay the workers' events to the observer until every call is done.
+
+    A function of its own so that a KeyboardInterrupt arriving anywhere in
+    the loop reaches the caller's handler (CPython 3.11 can raise it at a
+    loop's back-jump outside the enclosing ``try``).
+    """
+    finished = 0
+    while finished < len(calls):
+        try:
+            kind, i, exc = events.get(timeout=0.5)
+        except queue.Empty:
+            kind, i, exc = "idle", -1, None
+        if kind == "start":
+            drive.emit(ToolStarted(calls[i]))
+        elif kind == "raise" and exc is not None:
+            raise exc
+        elif kind == "done":
+            r = results[i]
+            assert r is not None
+            drive.emit(ToolFinished(r))
+            finished += 1
 
 
 async def arun(
@@ -406,9 +516,16 @@ def _parallel(registry: Registry, drive: _Drive, limit: int) -> AsyncExecutor:
             return r
 
     async def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
-        all_read_only = all((t := registry.get(c.name)) is not None and t.read_only for c in calls)
-        if all_read_only and len(calls) > 1:
-            return list(await asyncio.gather(*(one(c) for c in calls)))
-        return [await one(c) for c in calls]
+        flag = threading.Event()
+        token = _INTERRUPT.set(flag)  # copied into each task, and by to_thread into its thread
+        try:
+            if _all_read_only(registry, calls):
+                return list(await asyncio.gather(*(one(c) for c in calls)))
+            return [await one(c) for c in calls]
+        except BaseException:
+            flag.set()
+            raise
+        finally:
+            _INTERRUPT.reset(token)
 
     return execute
