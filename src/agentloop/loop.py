@@ -95,6 +95,9 @@ class LoopConfig:
     """Values whose text form is larger are truncated in the record (recorded when not the default)."""
     record_raw: bool = False
     """Keep each reply's ``raw`` provider response in its ``model_turn`` (recorded when on)."""
+    max_continuations: int = 0
+    """A reply cut at max tokens (``finish_reason`` ``max_tokens`` or ``length``) with no tool
+    calls is continued by up to this many more turns, each reserved like any other (recorded when on)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -112,6 +115,8 @@ class LoopConfig:
             out["max_value_bytes"] = self.max_value_bytes
         if self.record_raw:
             out["record_raw"] = True
+        if self.max_continuations:
+            out["max_continuations"] = self.max_continuations
         return out
 
 
@@ -202,6 +207,8 @@ class State:
     """Characters of what the model is sent; kept incrementally for len//4."""
     tool_chars: int = 0
     repeats: int = 0
+    continuations: int = 0
+    """Turns in a row that continue a reply cut at max tokens."""
     last_calls_print: str | None = None
     policy: Policy = field(default_factory=Policy)
     """What is redacted or truncated in the record (from the config's manifest)."""
@@ -343,7 +350,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     state.usage = state.usage + usage
     state.tokens += usage.total
     state.spent_micros += cost
-    state.answer = reply.text
+    state.answer = state.answer + reply.text if state.continuations else reply.text
     reply_json = reply.to_json()
     calls_json, state.secrets = state.policy.calls_for_record(reply.tool_calls)
     reply_json["tool_calls"] = calls_json
@@ -375,7 +382,10 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     if cfg.sentinel and cfg.sentinel in reply.text:
         return out + _stop(state, "sentinel")
     if not reply.tool_calls:
+        if reply.finish_reason in ("max_tokens", "length") and state.continuations < cfg.max_continuations:
+            return out + _continue(state)
         return out + _stop(state, "no_tool_calls")
+    state.continuations = 0
     if b.max_tokens is not None and state.tokens > b.max_tokens:
         return out + _stop(state, "token_budget")
     if b.max_usd_micros is not None and state.spent_micros > b.max_usd_micros:
@@ -390,6 +400,17 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     state.pending = reply.tool_calls
     state.phase = "tools"
     return out + [RunTools(reply.tool_calls)]
+
+
+def _continue(state: State) -> list[Outbound]:
+    """The reply was cut at max tokens: the next turn continues it (the adapters send it as a prefill)."""
+    b = state.config.budget
+    if b.max_tokens is not None and state.tokens > b.max_tokens:
+        return _stop(state, "token_budget")
+    if b.max_usd_micros is not None and state.spent_micros > b.max_usd_micros:
+        return _stop(state, "cost_budget")
+    state.continuations += 1
+    return [Append("continuation", {"step": state.steps, "count": state.continuations})] + _next_turn(state)
 
 
 def tool_message(result: ToolResult) -> Message:

@@ -65,7 +65,7 @@ __all__ = [
 
 Mode = Literal["full", "live-tools", "dry-run"]
 MODES: tuple[str, ...] = ("full", "live-tools", "dry-run")
-LOOP_KINDS = frozenset({"run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "stop"})
+LOOP_KINDS = frozenset({"run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "continuation", "stop"})
 DRY_RUN_ERROR = "not run: a dry-run replay skips tools"
 
 
@@ -262,6 +262,7 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
             redaction_salt=redaction_salt,
             max_value_bytes=int(c.get("max_value_bytes", DEFAULT_MAX_VALUE_BYTES)),
             record_raw=bool(c.get("record_raw", False)),
+            max_continuations=int(c.get("max_continuations", 0)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError(f"run_start config cannot be read: {type(exc).__name__}: {exc}") from None
