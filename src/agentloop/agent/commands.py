@@ -120,6 +120,13 @@ def _first_line(body: str) -> str:
     return ""
 
 
+def _hint(value: Any) -> str:
+    """``argument-hint: [env]`` reads as a YAML list; show it as it was written."""
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value or "")
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
@@ -209,7 +216,7 @@ def load_commands(cwd: str, home: str) -> dict[str, Command]:
                     path=path,
                     template=body,
                     description=str(desc) if desc else _first_line(body),
-                    argument_hint=str(meta.get("argument-hint") or ""),
+                    argument_hint=_hint(meta.get("argument-hint")),
                     scope=scope,
                     meta=meta,
                 )
