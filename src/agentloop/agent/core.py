@@ -1,0 +1,745 @@
+"""The terminal agent: settings, model, tools, permissions, memory and a session, wired.
+
+``Agent.ask(prompt)`` runs one user turn through ``agentloop.run.run`` with
+the session's messages, the session as the transcript sink, and an executor
+that checks permissions before ``Registry.invoke``. The REPL, ``-p`` and
+``agentloop run`` are all thin drivers of this one class.
+
+Extension points (the hooks and context layers plug in here, nowhere else):
+
+- ``Agent.hooks`` is an ``AgentHooks`` (default ``NoHooks``). Its methods are
+  called at SessionStart (``session_start``), UserPromptSubmit
+  (``user_prompt_submit``, may rewrite or block the prompt), PreToolUse
+  (``pre_tool_use``, may deny or rewrite a call; permission rules still apply
+  after a hook's allow), PostToolUse (``post_tool_use``, may replace the
+  result), Stop (``stop``) and SessionEnd (``session_end``). Hooks may append
+  their own records through ``agent.record(kind, payload)``.
+- ``Agent.context`` is a ``ContextManager`` (default ``NoContext``):
+  ``prepare(messages)`` returns what the next run starts from (masking, auto
+  compaction) and ``compact(messages, instructions)`` serves ``/compact``.
+- ``Agent.extra_tools`` (a list of ``Tool``) is merged into the registry when
+  the registry is (re)built: MCP tools and sub-agents register there.
+
+Rules:
+
+1. Every fact about the session goes into its chain: ``session_start`` (model,
+   memory files loaded, permission mode), each run's records, ``session_cost``
+   after each turn, ``session_end``.
+2. ``ask`` never raises for the model's or a tool's failure: they are the
+   run's stop reason. Ctrl+C in a turn ends it as ``interrupted``.
+3. Without a way to ask (no terminal), ``ask`` permissions mean deny.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import platform
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal, Protocol
+
+from ..budget import Budget, PriceTable
+from ..events import (
+    Message,
+    ModelReply,
+    Observed,
+    Observer,
+    ToolCall,
+    ToolFinished,
+    ToolResult,
+    ToolStarted,
+    TurnRecorded,
+)
+from ..run import RunResult
+from ..tools import Registry, Tool
+from .session import Durability, Session, SessionError, close_dangling_calls, latest_id
+from .settings import ConfigError, SettingsSource, agentloop_home, load_settings, merged
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AgentHooks",
+    "ContextManager",
+    "NoContext",
+    "NoHooks",
+    "PermissionAnswer",
+    "current_session_id",
+]
+
+log = logging.getLogger("agentloop.agent")
+
+current_session_id: contextvars.ContextVar[str] = contextvars.ContextVar("agentloop_session_id", default="-")
+"""The session every log line is tagged with (see ``SessionLogFilter``)."""
+
+PermissionAnswer = Literal["allow", "always", "deny"]
+AskPermission = Callable[[ToolCall, Any], PermissionAnswer]
+
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+
+# Context windows, by model-name prefix (longest first wins); settings
+# "contextWindow" overrides.
+_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-4.1", 1_047_576),
+    ("gpt-5", 400_000),
+    ("gpt-4o", 128_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("claude", 200_000),
+    ("scripted", 200_000),
+)
+DEFAULT_WINDOW = 128_000
+WARN_LEVELS = (0.80, 0.95)
+
+SYSTEM_PROMPT = """You are agentloop, a coding agent working in the user's terminal.
+Use the tools to read, search and change files and to run commands; paths are relative to the working directory.
+Keep answers short and concrete. Say what you changed. Ask before doing something destructive."""
+
+
+class AgentError(Exception):
+    """The agent cannot start or continue: one line for the user (a bad model, config or session)."""
+
+
+# --- extension points ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptDecision:
+    """What UserPromptSubmit hooks made of a prompt."""
+
+    prompt: str
+    blocked: str | None = None
+    """Why the prompt was refused (then no run happens)."""
+    context: str = ""
+    """Extra text for the model, added after the prompt."""
+
+
+class AgentHooks(Protocol):
+    def session_start(self, agent: Agent, source: str) -> str: ...
+    def user_prompt_submit(self, agent: Agent, prompt: str) -> PromptDecision: ...
+    def pre_tool_use(self, agent: Agent, call: ToolCall) -> ToolCall | ToolResult: ...
+    def post_tool_use(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult: ...
+    def stop(self, agent: Agent, result: RunResult) -> str | None: ...
+    def session_end(self, agent: Agent, reason: str) -> None: ...
+
+
+class NoHooks:
+    """No hooks configured: every event passes through unchanged."""
+
+    def session_start(self, agent: Agent, source: str) -> str:
+        """Returns extra context for the model ("" for none)."""
+        return ""
+
+    def user_prompt_submit(self, agent: Agent, prompt: str) -> PromptDecision:
+        return PromptDecision(prompt)
+
+    def pre_tool_use(self, agent: Agent, call: ToolCall) -> ToolCall | ToolResult:
+        """Return the call (maybe rewritten) to go on, or a result to refuse it."""
+        return call
+
+    def post_tool_use(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult:
+        return result
+
+    def stop(self, agent: Agent, result: RunResult) -> str | None:
+        """Return a reason to keep going (a new user message), or None to stop."""
+        return None
+
+    def session_end(self, agent: Agent, reason: str) -> None:
+        return None
+
+
+class ContextManager(Protocol):
+    def prepare(self, agent: Agent, messages: list[Message]) -> list[Message]: ...
+    def compact(self, agent: Agent, messages: list[Message], instructions: str) -> list[Message]: ...
+
+
+class NoContext:
+    """No context management: messages go to the model as they are."""
+
+    def prepare(self, agent: Agent, messages: list[Message]) -> list[Message]:
+        return messages
+
+    def compact(self, agent: Agent, messages: list[Message], instructions: str) -> list[Message]:
+        raise AgentError("compaction is not available in this build")
+
+
+# --- the agent -----------------------------------------------------------------
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def context_window(model_name: str, override: int | None = None) -> int:
+    if override:
+        return override
+    name = model_name.split(":", 1)[-1].split("/")[-1]
+    for prefix, n in _WINDOWS:
+        if name.startswith(prefix):
+            return n
+    return DEFAULT_WINDOW
+
+
+def open_model_spec(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    fallback: str | None = None,
+    env: Mapping[str, str] | None = None,
+    on_notice: Callable[[str], None] | None = None,
+) -> Any:
+    """A model from a spec: ``scripted:PATH`` (offline, a JSON list of replies)
+    or whatever ``agentloop.providers.open_model`` accepts.
+
+    Raises:
+        AgentError: the spec cannot be opened (the providers' message, one line).
+    """
+    if spec.startswith("scripted:"):
+        return scripted_model(spec[len("scripted:") :])
+    from ..providers import ProviderConfigError, open_model
+
+    try:
+        return open_model(spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice)
+    except ProviderConfigError as exc:
+        raise AgentError(str(exc)) from None
+
+
+def scripted_model(path: str) -> Any:
+    """An offline model that answers from a JSON list of replies, in order.
+
+    Each reply is ``{"text": str, "tool_calls": [{"name", "arguments"}],
+    "usage": [in, out]}``. The text streams word by word. A call past the end
+    raises ``UnexpectedModelCall``, so the run stops with ``model_error``.
+
+    Raises:
+        AgentError: the file is unreadable or not such a list.
+    """
+    import json
+
+    from ..testing import FunctionModel, UnexpectedModelCall
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise AgentError(f"{path}: cannot read the scripted model: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise AgentError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, list):
+        raise AgentError(f"{path}: a scripted model is a JSON list of replies")
+    replies: list[ModelReply] = []
+    for i, r in enumerate(data):
+        if not isinstance(r, dict) or not isinstance(r.get("text", ""), str) or not isinstance(r.get("tool_calls", []), list):
+            raise AgentError(f"{path}: reply {i} must be an object with a string 'text' and a list 'tool_calls'")
+        try:
+            replies.append(_scripted_reply(r, i))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AgentError(f"{path}: reply {i}: {exc}") from None
+    pos = [0]
+
+    def answer(request: Any) -> ModelReply:
+        i = pos[0]
+        if i >= len(replies):
+            raise UnexpectedModelCall(f"the scripted model {path} has {len(replies)} replies and was called again")
+        pos[0] += 1
+        out = replies[i]
+        if request.on_text is not None and out.text:
+            words = out.text.split(" ")
+            for j, w in enumerate(words):
+                request.on_text(w if j == len(words) - 1 else w + " ")
+        return out
+
+    return FunctionModel(answer, name="scripted")
+
+
+def _scripted_reply(r: dict[str, Any], i: int) -> ModelReply:
+    from ..events import Usage
+
+    calls = tuple(
+        ToolCall(str(c.get("id") or f"call_{i}_{j}"), str(c["name"]), c.get("arguments", {}))
+        for j, c in enumerate(r.get("tool_calls", []))
+    )
+    u = r.get("usage")
+    usage = Usage(int(u[0]), int(u[1])) if isinstance(u, list) and len(u) == 2 else None
+    return ModelReply(text=r.get("text", ""), tool_calls=calls, usage=usage, model="scripted")
+
+
+class SessionLogFilter(logging.Filter):
+    """Stamps each log record with the current session id (``%(session_id)s``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "session_id"):
+            record.session_id = current_session_id.get()
+        return True
+
+
+def setup_logging(home: str, *, verbose: bool = False) -> None:
+    """Log to ``<home>/logs/agentloop.log`` (and stderr when verbose), every line with its session id."""
+    root = logging.getLogger("agentloop")
+    if getattr(root, "_agentloop_configured", False):
+        return
+    fmt = logging.Formatter("%(asctime)s %(levelname)s session=%(session_id)s %(name)s: %(message)s")
+    handlers: list[logging.Handler] = []
+    try:
+        os.makedirs(os.path.join(home, "logs"), exist_ok=True)
+        handlers.append(logging.FileHandler(os.path.join(home, "logs", "agentloop.log"), encoding="utf-8"))
+    except OSError:
+        pass
+    if verbose:
+        handlers.append(logging.StreamHandler())
+    for h in handlers:
+        h.setFormatter(fmt)
+        h.addFilter(SessionLogFilter())
+        root.addHandler(h)
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.propagate = False
+    root._agentloop_configured = True  # type: ignore[attr-defined]
+
+
+@dataclass
+class Warning_:
+    what: str
+    level: float
+    text: str
+
+
+class Agent:
+    """One terminal-agent session: ask it prompts, read its stats, close it.
+
+    Raises (from the constructor):
+        AgentError: a bad model spec, settings file, mode or budget.
+        SessionError / SessionBusy: the session cannot be opened.
+    """
+
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        model: str | Any | None = None,
+        home: str | None = None,
+        env: Mapping[str, str] | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        fallback: str | None = None,
+        max_usd_micros: int | None = None,
+        max_steps: int | None = None,
+        permission_mode: str | None = None,
+        add_dirs: Sequence[str] = (),
+        resume: str | None = None,
+        continue_last: bool = False,
+        durability: Durability | None = None,
+        ask_permission: AskPermission | None = None,
+        shell_timeout_s: float = 120.0,
+        registry: Registry | None = None,
+    ):
+        self.cwd = os.path.realpath(cwd)
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self.home = home or agentloop_home(self.env)
+        self.ask_permission = ask_permission
+        self.hooks: AgentHooks = NoHooks()
+        self.context: ContextManager = NoContext()
+        self.extra_tools: list[Tool] = []
+        self.warned: set[tuple[str, float]] = set()
+        self.session_allow: set[str] = set()
+        """Rules the user added for the rest of this session ("always")."""
+        try:
+            self.sources: list[SettingsSource] = load_settings(self.cwd, self.home)
+        except ConfigError as exc:
+            raise AgentError(str(exc)) from None
+        self.max_steps = max_steps if max_steps is not None else int(self._setting("maxSteps", 50))
+        self.max_usd_micros = max_usd_micros if max_usd_micros is not None else self._setting_usd()
+        mode = permission_mode or self._setting_mode() or "default"
+        if mode not in MODES:
+            raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
+        self.permission_mode = mode
+        self.add_dirs = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in add_dirs]
+        for d in self.add_dirs:
+            if not os.path.isdir(d):
+                raise AgentError(f"--add-dir {d}: not a directory")
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.shell_timeout_s = shell_timeout_s
+        self.prices = self._prices()
+        spec = model if model is not None else (merged(self.sources, "model") or self.env.get("AGENTLOOP_MODEL"))
+        if spec is None:
+            raise AgentError("no model configured: pass --model (e.g. scripted:replies.json) or set \"model\" in settings")
+        self.model_spec = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
+        self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
+        self.on_notice: Callable[[str], None] | None = None
+        """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
+        self.model = self._open(spec) if isinstance(spec, str) else spec
+        self.window = context_window(self.model_name, self._setting("contextWindow", None))
+        self._given_registry = registry
+        self.memory_files: list[str] = []
+        self.memory_text = ""
+        self._load_memory()
+        self.commands: dict[str, Any] = {}
+        self.skills: dict[str, Any] = {}
+        self._load_commands()
+        # The session, last: everything above can fail without leaving a file.
+        d = durability or self._setting("sessionDurability", "flush")
+        if d not in ("flush", "fsync"):
+            raise AgentError(f"sessionDurability must be \"flush\" or \"fsync\", not {d!r}")
+        self.durability: Durability = d
+        if continue_last and resume is None:
+            resume = latest_id(self.cwd, self.home)
+            if resume is None:
+                raise AgentError("no session to continue in this directory (start one without -c)")
+        self.session = self._open_session(resume)
+        self._build_tools()
+
+    # -- settings helpers --
+
+    def _setting(self, key: str, default: Any) -> Any:
+        v = merged(self.sources, key)
+        return default if v is None else v
+
+    def _setting_usd(self) -> int | None:
+        v = merged(self.sources, "maxUsd")
+        if v is None:
+            return None
+        from ..budget import usd
+
+        try:
+            return usd(str(v))
+        except ValueError as exc:
+            raise AgentError(f"settings maxUsd: {exc}") from None
+
+    def _setting_mode(self) -> str | None:
+        perms = merged(self.sources, "permissions")
+        if isinstance(perms, dict) and isinstance(perms.get("defaultMode"), str):
+            return str(perms["defaultMode"])
+        return None
+
+    def _prices(self) -> PriceTable:
+        from ..prices import default_prices
+
+        table = default_prices()
+        extra = merged(self.sources, "prices")
+        if extra:
+            try:
+                table = table.merged(dict(PriceTable.from_json(extra).items()))
+            except (ValueError, AttributeError, TypeError) as exc:
+                raise AgentError(f"settings prices: {exc}") from None
+        return table
+
+    def _open(self, spec: str) -> Any:
+        return open_model_spec(
+            spec, base_url=self.base_url, api_key_env=self.api_key_env, fallback=self.fallback, env=self.env, on_notice=self._notice
+        )
+
+    def _notice(self, text: str) -> None:
+        log.warning("provider: %s", text)
+        if self.on_notice is not None:
+            self.on_notice(text)
+
+    @property
+    def model_name(self) -> str:
+        name = getattr(self.model, "name", None)
+        return name if isinstance(name, str) and name else self.model_spec
+
+    # -- sibling modules, loaded when present --
+
+    def _load_memory(self) -> None:
+        from .memory import load_memory, render_memory
+
+        files = load_memory(self.cwd, self.home)
+        self.memory_files = [f.path for f in files]
+        self.memory_text = render_memory(files)
+
+    def _load_commands(self) -> None:
+        from .commands import load_commands, load_skills
+
+        self.commands = dict(load_commands(self.cwd, self.home))
+        self.skills = dict(load_skills(self.cwd, self.home))
+
+    def _build_tools(self) -> None:
+        """The workspace, registry and policy; rebuilt when the session (and so its spill dir) changes."""
+        from .builtin_tools import RunningProcesses, builtin_registry
+        from .commands import skill_tool
+        from .permissions import ModeError, PermissionPolicy
+        from .workspace import Workspace
+
+        try:
+            self.policy = PermissionPolicy.from_settings(self.sources, mode=self.permission_mode, cwd=self.cwd)
+        except (ConfigError, ModeError) as exc:
+            raise AgentError(str(exc)) from None
+        for d in self.policy.additional_directories:
+            if d not in self.add_dirs:
+                self.add_dirs.append(d)
+        spill = os.path.join(self.session.dir, self.session.id, "tool-results")
+        self.workspace = Workspace(self.cwd, self.add_dirs)
+        self.processes = RunningProcesses()
+        if self._given_registry is not None:
+            self.registry = self._given_registry
+        else:
+            self.registry = builtin_registry(
+                self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
+                processes=self.processes, visible=self.policy.visible(),
+            )
+            if self.skills:
+                self.registry.register(skill_tool(self.skills))
+        for t in self.extra_tools:
+            if t.name not in self.registry:
+                self.registry.register(t)
+
+    def register_tools(self, tools: Sequence[Tool]) -> None:
+        """Add tools (MCP, sub-agents) now and whenever the registry is rebuilt."""
+        for t in tools:
+            self.extra_tools.append(t)
+            if t.name not in self.registry:
+                self.registry.register(t)
+
+    # -- the session --
+
+    def _open_session(self, resume: str | None) -> Session:
+        if resume is not None:
+            s = Session.resume(self.cwd, resume, self.home, durability=self.durability)
+            source = "resume"
+        else:
+            s = Session.create(self.cwd, self.home, durability=self.durability)
+            source = "startup"
+        self._start_session(s, source)
+        return s
+
+    def _start_session(self, s: Session, source: str) -> None:
+        current_session_id.set(s.id)
+        self.session = s
+        system = self.system_prompt()
+        if s.messages and s.messages[0].get("role") == "system":
+            s.messages[0] = {"role": "system", "content": system}
+        else:
+            s.messages.insert(0, {"role": "system", "content": system})
+        s.note(
+            "session_start",
+            {
+                "session_id": s.id,
+                "source": source,
+                "started_at": _now_iso(),
+                "cwd": self.cwd,
+                "model": self.model_spec,
+                "permission_mode": self.permission_mode,
+                "memory_files": list(self.memory_files),
+                "additional_directories": list(self.add_dirs),
+                "agentloop_version": _version(),
+            },
+        )
+        log.info("session %s (%s) in %s with model %s", s.id, source, self.cwd, self.model_spec)
+        extra = self.hooks.session_start(self, source)
+        if extra:
+            s.messages.append({"role": "user", "content": extra})
+
+    def system_prompt(self) -> str:
+        parts = [
+            SYSTEM_PROMPT,
+            f"Working directory: {self.cwd}\nPlatform: {platform.system()} {platform.release()}\nToday: {datetime.now(timezone.utc):%Y-%m-%d}",
+        ]
+        if self.add_dirs:
+            parts.append("Additional directories you may use: " + ", ".join(self.add_dirs))
+        if self.memory_text:
+            parts.append(self.memory_text)
+        if self.skills:
+            from .commands import render_skill_index
+
+            parts.append(render_skill_index(self.skills))
+        return "\n\n".join(parts)
+
+    def record(self, kind: str, payload: Any) -> None:
+        """Append a record of another layer (hooks, compaction...) to the session's chain."""
+        self.session.append(kind, payload)
+
+    def switch_session(self, resume: str | None, reason: str) -> None:
+        """Close this session (``reason`` goes to session_end) and open another, or a new one."""
+        new = Session.resume(self.cwd, resume, self.home, durability=self.durability) if resume else None
+        self.close(reason)
+        if new is None:
+            new = Session.create(self.cwd, self.home, durability=self.durability)
+        self.warned.clear()
+        self.session_allow.clear()
+        self._start_session(new, "resume" if resume else "clear")
+        self._build_tools()
+
+    def set_model(self, spec: str) -> None:
+        """Switch the model for the next turns (the session goes on)."""
+        self.model = self._open(spec)
+        self.model_spec = spec
+        self.window = context_window(self.model_name, self._setting("contextWindow", None))
+        self.session.note("model_change", {"model": spec})
+
+    def compact(self, instructions: str = "") -> None:
+        msgs = self.context.compact(self, self.session.messages, instructions)
+        self.session.messages = msgs
+
+    # -- one user turn --
+
+    def budget(self) -> Budget:
+        """The next run's caps: the steps per turn, and what is left of the session's money."""
+        left = None
+        if self.max_usd_micros is not None:
+            left = max(0, self.max_usd_micros - self.stats.spent_micros)
+        return Budget(max_steps=self.max_steps, max_usd_micros=left)
+
+    @property
+    def stats(self) -> Any:
+        return self.session.stats
+
+    def ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
+        """Run one user turn to its stop. See rule 2.
+
+        Raises:
+            AgentError: a hook blocked the prompt (nothing was run).
+        """
+        from ..run import run
+
+        decision = self.hooks.user_prompt_submit(self, prompt)
+        if decision.blocked is not None:
+            raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
+        s = self.session
+        content = decision.prompt if not decision.context else f"{decision.prompt}\n\n{decision.context}"
+        messages = [*self.context.prepare(self, s.messages), {"role": "user", "content": content}]
+        obs = self._observer(observer)
+        n = s.stats.turns + 1
+        result = run(
+            self.model,
+            self.registry,
+            messages,
+            self.budget(),
+            transcript=s,
+            prices=self.prices,
+            model_name=self.model_name,
+            run_id=f"{s.id}/{n}",
+            meta={"session_id": s.id, "turn": n, "started_at": _now_iso(), "cwd": self.cwd},
+            observer=obs,
+            executor=lambda calls: self._execute(calls, obs),
+        )
+        s.messages = list(result.messages)
+        close_dangling_calls(s.messages)
+        st = s.stats
+        st.turns += 1
+        st.spent_micros += result.spent_micros
+        s.append("session_cost", st.to_json())
+        log.info("turn %d: %s, %d steps, %d micro-USD (session %d)", n, result.stop_reason, result.steps, result.spent_micros, st.spent_micros)
+        again = self.hooks.stop(self, result)
+        if again:
+            return self.ask(again, observer=observer)
+        return result
+
+    def _observer(self, outer: Observer | None) -> Observer:
+        st = self.session.stats
+
+        def observe(ev: Observed) -> None:
+            if isinstance(ev, TurnRecorded):
+                u = ev.reply.usage
+                st.add_turn(u.to_json() if u is not None else {})
+            if outer is not None:
+                outer(ev)
+
+        return observe
+
+    def _execute(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
+        results = []
+        for c in calls:
+            emit(ToolStarted(c))
+            try:
+                r = self._run_one(c)
+            except KeyboardInterrupt:
+                # Ctrl+C in a tool: end what it started, count it, and let the
+                # run record ``interrupted`` (the call gets no tool_result).
+                if self.processes is not None:
+                    self.processes.kill_all()
+                self.session.stats.count_tool(c.name, False)
+                emit(ToolFinished(ToolResult(c.id, c.name, False, error="interrupted by the user")))
+                raise
+            self.session.stats.count_tool(r.name, r.ok)
+            emit(ToolFinished(r))
+            results.append(r)
+        return results
+
+    def allow_for_session(self, call: ToolCall) -> str:
+        """"Always" at a prompt: a session rule allowing this tool (for Bash, this exact command).
+
+        Deny and ask rules still come first, as for any allow rule.
+        """
+        cmd = call.arguments.get("command") if isinstance(call.arguments, dict) else None
+        text = f"Bash({cmd})" if call.name == "Bash" and isinstance(cmd, str) and ")" not in cmd else call.name
+        self.policy.add_rule("allow", text, source="session")
+        self.session_allow.add(text)
+        return text
+
+    def _run_one(self, call: ToolCall) -> ToolResult:
+        t, refusal = self.registry.prepare(call)
+        if refusal is not None or t is None:
+            return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+        hooked = self.hooks.pre_tool_use(self, call)
+        if isinstance(hooked, ToolResult):
+            return hooked
+        if hooked is not call:
+            call = ToolCall(call.id, call.name, hooked.arguments)
+            _, refusal = self.registry.prepare(call)
+            if refusal is not None:
+                return refusal
+        d = self.policy.decide(call.name, call.arguments)
+        behavior = getattr(d, "behavior", "deny")
+        if behavior == "ask":
+            if self.ask_permission is None:
+                log.info("denied %s: ask without a terminal", call.name)
+                return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
+            answer = self.ask_permission(call, d)
+            if answer == "always":
+                self.allow_for_session(call)
+            behavior = "deny" if answer == "deny" else "allow"
+            if behavior == "deny":
+                return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
+        if behavior != "allow":
+            why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
+            log.info("denied %s: %s", call.name, why)
+            return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was denied ({why})")
+        result = self.registry.invoke(call)
+        return self.hooks.post_tool_use(self, call, result)
+
+    # -- warnings and the end --
+
+    def warnings(self) -> list[Warning_]:
+        """Thresholds crossed since the last call (80% and 95% of context and budget)."""
+        out = []
+        fills: list[tuple[str, float]] = [("context window", self.stats.last_input_tokens / self.window if self.window else 0.0)]
+        if self.max_usd_micros:
+            fills.append(("budget", self.stats.spent_micros / self.max_usd_micros))
+        for what, frac in fills:
+            for lvl in WARN_LEVELS:
+                if frac >= lvl and (what, lvl) not in self.warned:
+                    self.warned.add((what, lvl))
+                    text = f"{what} is {frac:.0%} used (warning at {lvl:.0%})"
+                    if what == "context window":
+                        text += "; /compact to make room"
+                    log.warning(text)
+                    out.append(Warning_(what, lvl, text))
+        return [w for w in out if w.level == max(x.level for x in out if x.what == w.what)]
+
+    def close(self, reason: str = "other") -> None:
+        """Record ``session_end`` (if the session ran a turn) and release the session."""
+        s = self.session
+        if s.closed:
+            return
+        try:
+            self.hooks.session_end(self, reason)
+        finally:
+            if s.written:
+                try:
+                    s.append("session_end", {"reason": reason, "ended_at": _now_iso(), **s.stats.to_json()})
+                except Exception as exc:  # the lock must be released even then
+                    log.error("could not record session_end: %s", exc)
+            s.close()
+            log.info("session closed (%s)", reason)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+__all__ += ["SessionError", "context_window", "open_model_spec", "scripted_model", "setup_logging"]

@@ -1,0 +1,275 @@
+"""The Agent: one user turn through the loop, with permissions, memory and a session."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import pytest
+
+from agentloop.agent.core import Agent, AgentError, NoHooks, PromptDecision, scripted_model
+from agentloop.agent.session import Session, list_sessions
+from agentloop.events import TextDelta, ToolFinished, ToolResult, ToolStarted
+from agentloop.transcript import read_records, verify_file
+
+
+def script(tmp_path, replies, name="script.json"):  # type: ignore[no-untyped-def]
+    p = tmp_path / name
+    p.write_text(json.dumps(replies))
+    return f"scripted:{p}"
+
+
+@pytest.fixture()
+def proj(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    home = tmp_path / "home"
+    monkeypatch.setenv("AGENTLOOP_HOME", str(home))
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "notes.txt").write_text("hello notes\n")
+    return d
+
+
+def kinds(path):  # type: ignore[no-untyped-def]
+    return [r.kind for r in read_records(path)]
+
+
+def test_a_turn_runs_tools_streams_text_and_records_session_facts(tmp_path, proj):
+    spec = script(tmp_path, [
+        {"text": "Reading it.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]},
+        {"text": "It says hello notes.", "usage": [200, 5]},
+    ])
+    (proj / "AGENTS.md").write_text("Always answer in English.\n")
+    a = Agent(cwd=str(proj), model=spec)
+    seen = []
+    res = a.ask("what is in notes.txt?", observer=seen.append)
+    assert res.stop_reason == "no_tool_calls" and res.answer == "It says hello notes."
+    text = "".join(e.text for e in seen if isinstance(e, TextDelta))
+    assert text == "Reading it.It says hello notes."
+    started = [e.call.name for e in seen if isinstance(e, ToolStarted)]
+    finished = [e.result for e in seen if isinstance(e, ToolFinished)]
+    assert started == ["Read"] and finished[0].ok and "hello notes" in finished[0].content
+    assert "Always answer in English." in a.session.messages[0]["content"]
+    a.close("prompt_input_exit")
+    recs = list(read_records(a.session.path))
+    assert [r.kind for r in recs][0] == "session_start"
+    start = recs[0].payload
+    assert start["memory_files"] == [os.path.realpath(proj / "AGENTS.md")] and start["source"] == "startup"
+    cost = [r.payload for r in recs if r.kind == "session_cost"][-1]
+    assert cost["spent_micros"] == res.spent_micros > 0
+    assert cost["tools"] == {"Read": {"ok": 1, "failed": 0}}
+    assert cost["usage"]["input_tokens"] == 300 and cost["usage"]["output_tokens"] == 15
+    assert recs[-1].kind == "session_end" and recs[-1].payload["reason"] == "prompt_input_exit"
+    assert verify_file(a.session.path).ok
+
+
+def test_ask_without_a_terminal_means_deny_and_the_model_is_told(tmp_path, proj):
+    spec = script(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "x.txt", "content": "x"}}]},
+        {"text": "could not"},
+    ])
+    a = Agent(cwd=str(proj), model=spec)
+    res = a.ask("write x")
+    assert not (proj / "x.txt").exists()
+    tool_msg = [m for m in res.messages if m["role"] == "tool"][0]
+    assert tool_msg["ok"] is False and "not granted" in tool_msg["content"]
+    a.close()
+
+
+def test_ask_goes_to_the_callback_and_always_adds_a_session_rule(tmp_path, proj):
+    calls = [{"name": "Write", "arguments": {"file_path": f"f{i}.txt", "content": "x"}} for i in range(3)]
+    spec = script(tmp_path, [{"text": "", "tool_calls": [c]} for c in calls] + [{"text": "done"}])
+    answers = iter(["deny", "always"])
+    asked = []
+
+    def ask(call, decision):  # type: ignore[no-untyped-def]
+        asked.append((call.arguments["file_path"], decision.behavior))
+        return next(answers)
+
+    a = Agent(cwd=str(proj), model=spec, ask_permission=ask)
+    a.ask("write three")
+    assert asked == [("f0.txt", "ask"), ("f1.txt", "ask")], "the third write was allowed by the session rule"
+    assert not (proj / "f0.txt").exists() and (proj / "f1.txt").exists() and (proj / "f2.txt").exists()
+    assert ("allow", "Write", "session") in a.policy.describe()
+    a.close()
+
+
+def test_deny_rules_from_settings_refuse_the_call_and_name_the_rule(tmp_path, proj):
+    (proj / ".agentloop").mkdir()
+    (proj / ".agentloop" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash(rm *)"]}}))
+    (proj / "keep.txt").write_text("k")
+    spec = script(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "ls && rm keep.txt"}}]}, {"text": "no"}])
+    a = Agent(cwd=str(proj), model=spec, permission_mode="bypassPermissions", ask_permission=lambda c, d: "allow")
+    res = a.ask("clean")
+    msg = [m for m in res.messages if m["role"] == "tool"][0]
+    assert (proj / "keep.txt").exists()
+    assert msg["ok"] is False and "Bash(rm *)" in msg["content"]
+    a.close()
+
+
+def test_the_session_budget_spans_turns_and_stops_the_next_turn_before_the_call(tmp_path, proj):
+    replies = [{"text": "a", "usage": [1000, 100]}, {"text": "b", "usage": [1000, 100]}]
+    probe = Agent(cwd=str(proj), model=script(tmp_path, replies[:1], "probe.json"))
+    probe.ask("one")
+    probe.close()
+    reserved = [r.payload["reserved_micros"] for r in read_records(probe.session.path) if r.kind == "budget"][0]
+    # The scripted model costs 1 USD/Mtok in, 2 out: 1200 micro-USD a turn. With a cap of the
+    # first reservation + 1000, the first turn fits and the second (same size) cannot.
+    a = Agent(cwd=str(proj), model=script(tmp_path, replies), max_usd_micros=reserved + 1000)
+    r1 = a.ask("one")
+    assert r1.stop_reason == "no_tool_calls" and a.stats.spent_micros == 1200
+    r2 = a.ask("two")
+    assert r2.stop_reason == "cost_budget" and r2.steps == 0
+    assert a.stats.spent_micros == 1200
+    a.close()
+    # Negative control: with room for both, both run.
+    b = Agent(cwd=str(proj), model=script(tmp_path, replies, "b.json"), max_usd_micros=2 * reserved + 2400)
+    assert [b.ask("one").stop_reason, b.ask("two").stop_reason] == ["no_tool_calls", "no_tool_calls"]
+    b.close()
+
+
+def test_warnings_fire_once_at_80_and_95_percent_of_budget_and_context(tmp_path, proj):
+    spec = script(tmp_path, [{"text": "a", "usage": [160_000, 0]}, {"text": "b", "usage": [191_000, 0]}, {"text": "c", "usage": [191_000, 0]}])
+    a = Agent(cwd=str(proj), model=spec)
+    a.ask("x")
+    w = a.warnings()
+    assert [(x.what, x.level) for x in w] == [("context window", 0.8)]
+    a.ask("y")
+    assert [(x.what, x.level) for x in a.warnings()] == [("context window", 0.95)]
+    a.ask("z")
+    assert a.warnings() == []
+    a.close()
+
+
+def test_budget_warnings(tmp_path, proj):
+    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "a", "usage": [0, 0]}]), max_usd_micros=1000)
+    a.session.stats.spent_micros = 850
+    assert [(x.what, x.level) for x in a.warnings()] == [("budget", 0.8)]
+    a.session.stats.spent_micros = 960
+    assert [(x.what, x.level) for x in a.warnings()] == [("budget", 0.95)]
+    a.close()
+
+
+def test_hook_extension_points_are_called_in_order(tmp_path, proj):
+    events = []
+
+    class Recorder(NoHooks):
+        def user_prompt_submit(self, agent, prompt):  # type: ignore[no-untyped-def]
+            events.append(("prompt", prompt))
+            return PromptDecision(prompt.upper())
+
+        def pre_tool_use(self, agent, call):  # type: ignore[no-untyped-def]
+            events.append(("pre", call.name))
+            if call.arguments.get("file_path") == "secret":
+                return ToolResult(call.id, call.name, False, error="blocked by hook")
+            return call
+
+        def post_tool_use(self, agent, call, result):  # type: ignore[no-untyped-def]
+            events.append(("post", call.name, result.ok))
+            return result
+
+        def stop(self, agent, result):  # type: ignore[no-untyped-def]
+            events.append(("stop", result.stop_reason))
+            return None
+
+        def session_end(self, agent, reason):  # type: ignore[no-untyped-def]
+            events.append(("end", reason))
+
+    spec = script(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "secret"}}, {"name": "Read", "arguments": {"file_path": "notes.txt"}}]},
+        {"text": "ok"},
+    ])
+    a = Agent(cwd=str(proj), model=spec)
+    a.hooks = Recorder()
+    res = a.ask("hi")
+    a.close("clear")
+    assert res.messages[1]["content"] == "HI"
+    assert events == [("prompt", "hi"), ("pre", "Read"), ("pre", "Read"), ("post", "Read", True), ("stop", "no_tool_calls"), ("end", "clear")]
+
+
+def test_resume_and_continue_pick_up_the_conversation(tmp_path, proj):
+    spec = script(tmp_path, [{"text": "first answer", "usage": [10, 1]}, {"text": "second answer", "usage": [10, 1]}])
+    a = Agent(cwd=str(proj), model=spec)
+    a.ask("first")
+    sid = a.session.id
+    a.close()
+    b = Agent(cwd=str(proj), model=spec.replace("script.json", "script.json"), continue_last=True)
+    assert b.session.id == sid and not b.session.created
+    assert [m["content"] for m in b.session.messages if m["role"] != "system"] == ["first", "first answer"]
+    assert b.stats.turns == 1 and b.stats.spent_micros == a.stats.spent_micros
+    b.close()
+    recs = list(read_records(b.session.path))
+    assert [r.payload["source"] for r in recs if r.kind == "session_start"] == ["startup", "resume"]
+
+
+def test_a_session_where_nothing_was_asked_leaves_no_file(tmp_path, proj):
+    a = Agent(cwd=str(proj), model=script(tmp_path, []))
+    path = a.session.path
+    a.close()
+    assert not os.path.exists(path)
+    assert list_sessions(str(proj)) == []
+
+
+def test_user_mistakes_are_agent_errors_with_one_line(tmp_path, proj):
+    with pytest.raises(AgentError, match="no model configured"):
+        Agent(cwd=str(proj), env={"AGENTLOOP_HOME": str(tmp_path / "h")})
+    with pytest.raises(AgentError, match="cannot read the scripted model"):
+        Agent(cwd=str(proj), model="scripted:/nonexistent.json")
+    with pytest.raises(AgentError, match="unknown permission mode"):
+        Agent(cwd=str(proj), model=script(tmp_path, []), permission_mode="yolo")
+    with pytest.raises(AgentError, match="needs a provider"):
+        Agent(cwd=str(proj), model="gpt-4o")
+    (proj / ".agentloop").mkdir()
+    (proj / ".agentloop" / "settings.json").write_text("{ nope")
+    with pytest.raises(AgentError, match=r"settings.json: not valid JSON at line 1"):
+        Agent(cwd=str(proj), model=script(tmp_path, []))
+    with pytest.raises(AgentError, match="no session to continue"):
+        (proj / ".agentloop" / "settings.json").write_text("{}")
+        Agent(cwd=str(proj), model=script(tmp_path, []), continue_last=True)
+
+
+def test_the_scripted_model_fails_loudly_past_its_end(tmp_path, proj):
+    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "only one"}]))
+    assert a.ask("1").stop_reason == "no_tool_calls"
+    r = a.ask("2")
+    assert r.stop_reason == "model_error" and "has 1 replies" in (r.error or "")
+    a.close()
+    m = scripted_model(script(tmp_path, [{"text": "x", "tool_calls": [{"name": "A", "arguments": {}}]}])[9:])
+    assert m.name == "scripted"
+
+
+def test_every_log_line_carries_the_session_id(tmp_path, proj):
+    from agentloop.agent.core import SessionLogFilter
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    h = Keep()
+    h.addFilter(SessionLogFilter())
+    lg = logging.getLogger("agentloop")
+    lg.addHandler(h)
+    old = lg.level
+    lg.setLevel(logging.INFO)
+    try:
+        a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "x"}]))
+        a.ask("go")
+        logging.getLogger("agentloop.providers").info("from another module")
+        a.close()
+    finally:
+        lg.removeHandler(h)
+        lg.setLevel(old)
+    assert records and all(getattr(r, "session_id", None) == a.session.id for r in records)
+
+
+def test_a_resumed_session_held_by_another_agent_is_refused(tmp_path, proj):
+    from agentloop.agent.session import SessionBusy
+
+    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "x"}]))
+    a.ask("go")
+    with pytest.raises(SessionBusy):
+        Agent(cwd=str(proj), model=script(tmp_path, []), resume=a.session.id)
+    a.close()
+    assert isinstance(Session.resume(str(proj), a.session.id[:10]), Session)
