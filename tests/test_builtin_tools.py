@@ -341,3 +341,19 @@ def test_bash_output_is_capped_in_memory_keeping_head_and_tail(env):
 
 def test_an_empty_command_is_refused(env):
     assert "empty" in err(env.call("Bash", command="   "))
+
+
+def test_reading_a_fifo_is_refused_instead_of_hanging(env):
+    os.mkfifo(env.root / "pipe")
+    started = time.monotonic()
+    assert "not a regular file" in err(env.call("Read", file_path="pipe"))
+    assert time.monotonic() - started < 5
+
+
+def test_bash_in_a_workspace_that_vanished_is_a_clear_error(tmp_path):
+    root = tmp_path / "gone"
+    root.mkdir()
+    reg = builtin_registry(Workspace(str(root)), spill_dir=str(tmp_path / "s"))
+    root.rmdir()
+    r = reg.invoke(ToolCall("1", "Bash", {"command": "true"}))
+    assert not r.ok and "cannot start the shell" in r.error

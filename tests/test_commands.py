@@ -132,3 +132,12 @@ def test_a_skill_deleted_after_loading_the_index_is_a_tool_error(dirs):
     p.unlink()
     with pytest.raises(ToolError):
         skills["gone"].body()
+
+
+def test_a_skill_invoked_with_arguments_substitutes_them(dirs):
+    cwd, home = dirs
+    write(cwd / ".agentloop" / "skills" / "greet" / "SKILL.md", "Greet $ARGUMENTS warmly.")
+    write(cwd / ".agentloop" / "skills" / "plain" / "SKILL.md", "Be plain.")
+    skills = load_skills(str(cwd), str(home))
+    assert "Greet Ada warmly." in skills["greet"].render("Ada")
+    assert skills["plain"].render("x").rstrip().endswith("ARGUMENTS: x")

@@ -350,3 +350,44 @@ def test_rules_added_at_run_time_are_reported_as_session_rules():
     d = p.decide("Bash", {"command": "make"})
     assert (d.behavior, d.source) == ("allow", "session")
     assert ("allow", "Bash(make)", "session") in p.describe()
+
+
+# --- properties -------------------------------------------------------------------
+
+PIECES = ["ls", "ls -la", "rm -rf x", "curl e.sh", "nice ls", "sudo rm x", "bash -c 'rm y'", "echo $(rm z)"]
+OPERATORS = [" && ", " || ", "; ", " | ", "\n", " & "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from(OPERATORS)), min_size=1, max_size=6))
+def test_a_compound_line_is_allowed_only_when_every_part_is_and_denied_when_any_part_is(parts):
+    command = "".join(p + op for p, op in parts[:-1]) + parts[-1][0]
+    pieces = [p for p, _ in parts]
+    p = policy(allow=["Bash(ls *)"], deny=["Bash(rm *)"])
+    d = p.decide("Bash", {"command": command})
+    if any("rm" in x for x in pieces):
+        assert d.behavior == "deny", (command, d)
+    elif all(x in ("ls", "ls -la", "nice ls") for x in pieces):
+        assert d.behavior == "allow", (command, d)
+    else:
+        assert d.behavior == "ask", (command, d)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab $()`'\"\\;&|<>\n{}#=-", max_size=40))
+def test_decide_never_raises_on_any_command_line(command):
+    p = policy(allow=["Bash(a *)"], deny=["Bash(b *)"], ask=["Bash(a b)"])
+    assert p.decide("Bash", {"command": command}).behavior in ("allow", "ask", "deny")
+
+
+def test_decide_copes_with_inputs_of_the_wrong_shape():
+    p = policy(allow=["Bash(ls *)"], deny=["Read(./x/**)", "WebFetch(domain:a.com)"])
+    assert p.decide("Bash", {"command": 5}).behavior == "ask"
+    assert p.decide("Read", {"file_path": None}).behavior == "allow"
+    assert p.decide("WebFetch", {"url": "http://[::1"}).behavior == "deny"
+
+
+def test_deeply_nested_lines_are_not_allowed_by_rule():
+    p = policy(allow=["Bash(ls *)"])
+    assert p.decide("Bash", {"command": "$(" * 50 + "ls" + ")" * 50}).behavior == "ask"
+    assert p.decide("Bash", {"command": "bash -c " * 30 + "ls"}).behavior == "ask"

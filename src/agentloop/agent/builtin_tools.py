@@ -193,14 +193,17 @@ def run_command(
     When the shell exits but something it started still holds the output
     open, that group is killed too, so nothing it started outlives the call.
     """
-    proc = subprocess.Popen(
-        [*_shell(), command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            [*_shell(), command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
     pgid = proc.pid
     if processes is not None:
         processes.add(pgid)

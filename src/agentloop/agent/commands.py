@@ -39,6 +39,7 @@ __all__ = [
     "parse_front_matter",
     "render_skill_index",
     "skill_tool",
+    "substitute",
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -144,6 +145,37 @@ def _places(cwd: str, home: str, kind: str) -> list[tuple[str, str]]:
     ]
 
 
+def substitute(template: str, arguments: str) -> str:
+    """``template`` with ``arguments`` in place of ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$1``..``$9``.
+
+    Positional arguments are split like a shell. Substitution is one pass, so
+    arguments that contain placeholders are not substituted again. A template
+    without placeholders gets ``ARGUMENTS: ...`` appended.
+    """
+    arguments = arguments.strip()
+    try:
+        positional = shlex.split(arguments)
+    except ValueError:
+        positional = arguments.split()
+    used = False
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal used
+        used = True
+        if m.group(1) is not None:
+            k = int(m.group(1))
+        elif m.group(2) is not None:
+            k = int(m.group(2)) - 1
+        else:
+            return arguments
+        return positional[k] if k < len(positional) else ""
+
+    out = _PLACEHOLDER.sub(sub, template)
+    if not used and arguments:
+        out = f"{out.rstrip()}\n\nARGUMENTS: {arguments}"
+    return out
+
+
 @dataclass(frozen=True)
 class Command:
     """A slash command from a Markdown template."""
@@ -160,28 +192,7 @@ class Command:
 
     def render(self, arguments: str) -> str:
         """The prompt with ``arguments`` substituted for ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$1``..``$9``."""
-        arguments = arguments.strip()
-        try:
-            positional = shlex.split(arguments)
-        except ValueError:
-            positional = arguments.split()
-        used = False
-
-        def sub(m: re.Match[str]) -> str:
-            nonlocal used
-            used = True
-            if m.group(1) is not None:
-                k = int(m.group(1))
-            elif m.group(2) is not None:
-                k = int(m.group(2)) - 1
-            else:
-                return arguments
-            return positional[k] if k < len(positional) else ""
-
-        out = _PLACEHOLDER.sub(sub, self.template)
-        if not used and arguments:
-            out = f"{out.rstrip()}\n\nARGUMENTS: {arguments}"
-        return out
+        return substitute(self.template, arguments)
 
 
 def load_commands(cwd: str, home: str) -> dict[str, Command]:
@@ -250,9 +261,8 @@ class Skill:
         return f"Skill {self.name} (files in {self.directory}):\n\n{body.strip()}\n"
 
     def render(self, arguments: str) -> str:
-        """The body as a prompt, with the arguments (if any) after it."""
-        body = self.body()
-        return f"{body}\nARGUMENTS: {arguments.strip()}\n" if arguments.strip() else body
+        """The body as a prompt, with the arguments substituted as in a command (or appended)."""
+        return substitute(self.body(), arguments)
 
 
 def load_skills(cwd: str, home: str) -> dict[str, Skill]:

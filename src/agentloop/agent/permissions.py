@@ -162,17 +162,50 @@ def _strip_path_prefix(spec: str) -> tuple[str, str]:
 # --- matching -----------------------------------------------------------------
 
 
-def _bash_regex(pattern: str) -> re.Pattern[str]:
-    p = " ".join(pattern.split())
-    if p.endswith(":*"):
-        p = p[:-2].rstrip() + " *"
-    trailing = p.endswith(" *")
-    if trailing:
-        p = p[:-2]
-    body = ".*".join(re.escape(part) for part in p.split("*"))
-    if trailing:
-        body += r"(?: .*)?"
-    return re.compile(body + r"\Z", re.DOTALL)
+def _glob(p: str, t: str) -> bool:
+    """``*`` matches any run of characters (spaces included); O(len(p) * len(t)), no backtracking blow-up."""
+    i = j = 0
+    star = -1
+    mark = 0
+    while j < len(t):
+        if i < len(p) and p[i] == "*":
+            star, mark = i, j
+            i += 1
+        elif i < len(p) and p[i] == t[j]:
+            i += 1
+            j += 1
+        elif star >= 0:
+            i = star + 1
+            mark += 1
+            j = mark
+        else:
+            return False
+    while i < len(p) and p[i] == "*":
+        i += 1
+    return i == len(p)
+
+
+@dataclass(frozen=True)
+class BashPattern:
+    """A Bash rule's command pattern (see rule 5 above)."""
+
+    body: str
+    trailing: bool
+
+    @classmethod
+    def of(cls, pattern: str) -> BashPattern:
+        p = " ".join(pattern.split())
+        if p.endswith(":*"):
+            p = p[:-2].rstrip() + " *"
+        if p.endswith(" *"):
+            return cls(p[:-2], True)
+        return cls(p, False)
+
+    def match(self, text: str) -> bool:
+        """Does the whole command text match?"""
+        if _glob(self.body, text):
+            return True
+        return self.trailing and _glob(self.body + " *", text)
 
 
 @dataclass
@@ -368,7 +401,7 @@ class PermissionPolicy:
             matcher = pathspec.GitIgnoreSpec.from_lines([pattern])
         elif rule.kind == "bash":
             assert rule.specifier is not None
-            matcher = _bash_regex(rule.specifier)
+            matcher = BashPattern.of(rule.specifier)
         self.rules.append(_Bound(rule, behavior, source, base, matcher))
         return rule
 
@@ -439,8 +472,8 @@ class PermissionPolicy:
         if kind == "bash":
             if bash is None:
                 return False
-            rx: re.Pattern[str] = b.matcher
-            return any(rx.match(text) for text in bash.deny_texts)
+            pat: BashPattern = b.matcher
+            return any(pat.match(text) for text in bash.deny_texts)
         if kind == "path":
             paths, is_dir = _path_inputs(tool_name, tool_input, self.cwd)
             if not paths:
@@ -482,8 +515,8 @@ class PermissionPolicy:
             for b in allow:
                 if b.rule.kind != "bash":
                     continue
-                rx: re.Pattern[str] = b.matcher
-                if any(ok and rx.match(text) for text, ok in u.views):
+                pat: BashPattern = b.matcher
+                if any(ok and pat.match(text) for text, ok in u.views):
                     hit = b
                     break
             if hit is None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from collections.abc import Sequence
 
 from ..tools import ToolError
@@ -34,6 +35,7 @@ __all__ = ["OutsideWorkspace", "Workspace"]
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted in the tree must not hang an open
 
 
 class OutsideWorkspace(ToolError):
@@ -141,7 +143,7 @@ class Workspace:
         if not parts:
             raise OutsideWorkspace(f"{real} is a workspace root, not a file in it")
         try:
-            fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+            fd = os.open(root, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
         except OSError as exc:
             raise ToolError(f"cannot open the workspace directory {root}: {exc.strerror}") from None
         try:
@@ -198,11 +200,11 @@ class Workspace:
         if not self.contains(real, for_write=for_write):
             raise OutsideWorkspace(f"{real} is outside the workspace")
         if real in self._allowed_roots(for_write):
-            fd = os.open(real, flags | _NOFOLLOW | _CLOEXEC)
+            fd = os.open(real, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
         else:
             dfd, name = self._walk_to_parent(real, for_write, create_dirs=create_dirs)
             try:
-                fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dfd)
+                fd = os.open(name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dfd)
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
                     raise OutsideWorkspace(
@@ -215,6 +217,8 @@ class Workspace:
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
             os.close(fd)
             raise ToolError(f"{real} is not a regular file")
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
         return fd
 
     def read_bytes(self, path: str) -> bytes:
@@ -237,7 +241,7 @@ class Workspace:
         if real in self.roots:
             raise ToolError(f"{real} is a directory")
         dfd, name = self._walk_to_parent(real, True, create_dirs=True)
-        tmp = f".{name}.agentloop-tmp-{os.getpid()}"
+        tmp = f".{name}.agentloop-tmp-{os.getpid()}-{threading.get_ident()}"
         try:
             mode = 0o644
             try:
