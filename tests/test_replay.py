@@ -339,3 +339,21 @@ def test_a_failing_tool_result_with_tool_error_replays_in_live_mode(tmp_path: Pa
 
     path = _record(tmp_path, [reply("", [("picky", {"x": 3}), ("picky", {"x": 4})], step=1), reply("ok")], tools=[picky])
     assert replay(path, tools=[picky], mode="live-tools").equal
+
+
+def test_a_run_with_model_loop_checks_replays_byte_identically_charging_the_recorded_side_calls(tmp_path: Path) -> None:
+    from agentloop.agent.loopcheck import LoopCheck
+    from agentloop.budget import Price
+
+    cheap = ScriptedModel([reply("NOT_LOOPING", usage=(50, 2)), reply("LOOPING", usage=(60, 2))], name="cheap")
+    check = LoopCheck(cheap, model_name="cheap", price=Price(input=1_000_000, output=2_000_000), after=2, every=2)
+    script = [reply("", [("echo", {"text": f"round {i}"})], usage=(100, 10), step=i) for i in range(1, 10)]
+    t = MemoryTranscript()
+    res = run(ScriptedModel(script), demo_tools(), "t", Budget(max_steps=20), transcript=t, prepare=check.prepare)
+    assert res.stop_reason == "loop_detected" and cheap.remaining == 0
+    kinds = [r.kind for r in t.records]
+    assert kinds.count("loop_check") == 2
+    path = _write(tmp_path, t)
+    r = replay(path)  # no cheap model, no loop check: the record answers for both
+    assert r.equal, r.summary()
+    assert r.result is not None and r.result.spent_micros == res.spent_micros

@@ -36,7 +36,7 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -44,8 +44,8 @@ import orjson
 
 from .budget import Budget, Price
 from .canonical import canonical
-from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec
-from .loop import LoopConfig
+from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from .loop import LoopConfig, State
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
 from .run import RunResult, run
 from .tools import Registry, Tool
@@ -434,7 +434,6 @@ class _RunReplay:
         self.seg = seg
         self.mode = mode
         self.registry = registry
-        self.out = out
         self.warnings: list[str] = []
         self.unreproducible: list[StepNote] = []
         self.skipped = 0
@@ -457,6 +456,11 @@ class _RunReplay:
             refuse_at = sum(1 for r in self.turns if r.kind == "model_turn") + 1
         self.ledger = _Ledger(refuse_at)
         self.model = ReplayModel(self.turns, interrupted=self.interrupted)
+        self.sink = _PassSink(out, seg, cut_off=self.stop is None)
+        self.uses_prepare = any(
+            r.kind not in LOOP_KINDS or (r.kind == "loop_detected" and r.payload.get("method") not in (None, "heuristic"))
+            for r in seg[1:]
+        )
         self._notes()
 
     def _note(self, step: int, reason: str) -> None:
@@ -513,17 +517,49 @@ class _RunReplay:
                 out.append(self.registry.invoke(c))
         return out
 
+    def prepare(self, state: State, record: Callable[[str, Any], None]) -> str | None:
+        """What a driver's ``prepare`` did before this model call, from the record.
+
+        Side calls it made (a loop check, a compaction's summary) are charged
+        to the run again from their recorded usage and cost; a stop it made
+        (``loop_detected`` by a model's judgment) is made again.
+        """
+        seg, i = self.seg, self.sink.cursor
+        while i < len(seg) and seg[i].kind not in LOOP_KINDS:
+            _charge_side_call(state, seg[i].payload)
+            i += 1
+        nxt = seg[i] if i < len(seg) else None
+        if nxt is not None and nxt.kind == "loop_detected":
+            record(nxt.kind, nxt.payload)
+            return str((self.stop or {}).get("reason", "loop_detected"))
+        if nxt is not None and nxt.kind == "stop":
+            return str(nxt.payload.get("reason"))
+        return None
+
     def replay(self) -> RunResult:
-        sink = _PassSink(self.out, self.seg, cut_off=self.stop is None)
+        sink = self.sink
         msgs = self.seg[0].payload.get("messages", [])
         res = run(
             self.model, None, msgs, self.config.budget, config=self.config, transcript=sink,
-            executor=self.execute, ledger=self.ledger,
+            executor=self.execute, ledger=self.ledger, prepare=self.prepare if self.uses_prepare else None,
         )
         sink.finish()
         for text in self.model.unreproducible:
             self._note(self.model.calls, text)
         return res
+
+
+def _charge_side_call(state: State, payload: Any) -> None:
+    """Charge a recorded side call (its ``usage`` and ``cost_micros``) to the run, as it was."""
+    if not isinstance(payload, dict):
+        return
+    call = payload.get("call") if isinstance(payload.get("call"), dict) else payload
+    if not isinstance(call, dict) or "purpose" not in call or "cost_micros" not in call or not isinstance(call.get("usage"), dict):
+        return
+    usage = Usage.from_json(call["usage"])
+    state.spent_micros += int(call["cost_micros"])
+    state.tokens += usage.total
+    state.usage = state.usage + usage
 
 
 def _check_tools(configs: Iterable[LoopConfig], registry: Registry, mode: str) -> tuple[list[str], list[ToolChange]]:
