@@ -1,0 +1,293 @@
+"""Sub-agents: the Agent tool, budgets reserved from the parent, child transcripts, worktrees, parallel read-only children."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop import Budget, Price, Registry, TranscriptWriter, run
+from agentloop.agent.hooks import HookRunner
+from agentloop.agent.subagent import (
+    SubagentRunner,
+    load_agent_types,
+    parallel_executor,
+    verify_tree,
+)
+from agentloop.events import ModelReply, ModelRequest, ToolCall, Usage
+from agentloop.tools import Tool
+from agentloop.transcript import read_records
+
+PRICES = {"m": Price(input=1_000_000, output=1_000_000)}  # 1 micro-USD per token
+
+
+def make_tools(cwd: str) -> Registry:
+    def read(path: str) -> str:
+        if path == "slow":
+            time.sleep(0.6)
+            return "slow contents"
+        with open(os.path.join(cwd, path)) as f:
+            return f.read()
+
+    def write(path: str, content: str) -> str:
+        with open(os.path.join(cwd, path), "w") as f:
+            f.write(content)
+        return "ok"
+
+    obj = lambda **props: {"type": "object", "properties": props, "required": list(props)}  # noqa: E731
+    return Registry([
+        Tool("Read", "read a file", obj(path={"type": "string"}), read, read_only=True),
+        Tool("Write", "write a file", obj(path={"type": "string"}, content={"type": "string"}), write),
+    ])
+
+
+class Router:
+    """One model for parent and children: children are told apart by their system prompt."""
+
+    name = "m"
+
+    def __init__(self, parent: Callable[[int, ModelRequest], ModelReply], child: Callable[[int, ModelRequest], ModelReply]):
+        self.parent, self.child = parent, child
+        self.n_parent = 0
+        self.n_child = 0
+
+    def complete(self, req: ModelRequest) -> ModelReply:
+        if "sub-agent" in str(req.messages[0].get("content", "")):
+            self.n_child += 1
+            return self.child(self.n_child, req)
+        self.n_parent += 1
+        return self.parent(self.n_parent, req)
+
+
+def calls(*cs: tuple[str, dict[str, Any]], prefix: str = "p") -> ModelReply:
+    return ModelReply(tool_calls=tuple(ToolCall(f"{prefix}{i}", n, a) for i, (n, a) in enumerate(cs)), usage=Usage(100, 10))
+
+
+def answer(text: str) -> ModelReply:
+    return ModelReply(text=text, usage=Usage(100, 10))
+
+
+def parent_run(tmp: Path, model: Any, runner: SubagentRunner, budget: Budget, **kw: Any) -> tuple[Any, Path]:
+    path = tmp / "parent.jsonl"
+    reg = make_tools(str(tmp))
+    reg.register(runner.tool())
+    with TranscriptWriter(path) as w:
+        runner.record = w.append
+        r = run(model, reg, [{"role": "user", "content": "task"}], budget, transcript=w, prices=PRICES, prepare=runner.parent.bind, **kw)
+    return r, path
+
+
+def runner_for(tmp: Path, model: Any, **kw: Any) -> SubagentRunner:
+    return SubagentRunner(model=model, make_tools=make_tools, cwd=str(tmp), transcript_dir=str(tmp / "subagents"), prices=PRICES, model_name="m", **kw)
+
+
+def test_a_child_runs_with_its_own_prompt_tools_and_transcript_and_the_parent_records_it(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("the answer is 42")
+    seen_child: list[ModelRequest] = []
+
+    def child(n: int, req: ModelRequest) -> ModelReply:
+        seen_child.append(req)
+        return calls(("Read", {"path": "notes.txt"}), prefix="c") if n == 1 else answer("found: 42")
+
+    model = Router(lambda n, req: calls(("Agent", {"description": "find it", "prompt": "find the answer", "subagent_type": "Explore"})) if n == 1 else answer("done"), child)
+    runner = runner_for(tmp_path, model)
+    r, path = parent_run(tmp_path, model, runner, Budget(max_steps=10, max_usd_micros=100_000), model_name="m")
+    assert r.stop_reason == "no_tool_calls"
+    # the child had its own prompt and only the read-only tools of its type
+    assert "read-only sub-agent" in seen_child[0].messages[0]["content"]
+    assert seen_child[0].messages[1] == {"role": "user", "content": "find the answer"}
+    assert [t.name for t in seen_child[0].tools] == ["Read"]
+    recs = list(read_records(str(path)))
+    (sub,) = [x.payload for x in recs if x.kind == "subagent"]
+    assert sub["answer"] == "found: 42" and sub["stop_reason"] == "no_tool_calls" and sub["spent_micros"] == 220
+    child_path = sub["transcript"]
+    assert os.path.dirname(child_path) == str(tmp_path / "subagents")
+    child_recs = list(read_records(child_path))
+    assert sub["last_hash"] == child_recs[-1].hash and sub["transcript_records"] == len(child_recs)
+    # the tool result the parent's model saw carries the same facts
+    (tr,) = [x.payload for x in recs if x.kind == "tool_result" and x.payload["name"] == "Agent"]
+    assert tr["content"]["agent_id"] == sub["agent_id"] and tr["content"]["answer"] == "found: 42"
+    # the child's spend is the parent's
+    parent_turns = sum(x.payload["cost_micros"] for x in recs if x.kind == "budget")
+    assert r.spent_micros == parent_turns + sub["spent_micros"]
+    assert verify_tree(str(path)) == []
+
+
+def test_verify_tree_notices_a_changed_or_cut_child_transcript(tmp_path: Path) -> None:
+    model = Router(lambda n, req: calls(("Agent", {"description": "d", "prompt": "p"})) if n == 1 else answer("done"),
+                   lambda n, req: calls(("Read", {"path": "slow"}), prefix="c") if n == 1 else answer("child done"))
+    runner = runner_for(tmp_path, model)
+    _, path = parent_run(tmp_path, model, runner, Budget(max_steps=10, max_usd_micros=100_000), model_name="m")
+    assert verify_tree(str(path)) == []
+    child = Path(runner.children[0]["transcript"] if os.path.isabs(runner.children[0]["transcript"]) else tmp_path / "subagents" / runner.children[0]["transcript"])
+    lines = child.read_bytes().splitlines(keepends=True)
+    child.write_bytes(b"".join(lines[:-1]))  # cut the last record: the child's own chain still verifies
+    problems = verify_tree(str(path))
+    assert len(problems) == 1 and "last hash" in problems[0]
+    child.write_bytes(b"".join(lines).replace(b"child done", b"child DONE"))
+    assert any("does not match" in p for p in verify_tree(str(path)))
+
+
+def test_a_child_can_never_overspend_what_the_parent_has_left_and_unused_budget_returns(tmp_path: Path) -> None:
+    # the child would read forever (different arguments each time: no loop stop)
+    model = Router(
+        lambda n, req: calls(("Agent", {"description": "d", "prompt": "p"})) if n == 1 else answer("done"),
+        lambda n, req: calls(("Read", {"path": "slow" if False else f"f{n}"}), prefix="c"),
+    )
+    for i in range(200):
+        (tmp_path / f"f{i}").write_text("x")
+    runner = runner_for(tmp_path, model, max_steps=1000)
+    cap = 20_000
+    r, path = parent_run(tmp_path, model, runner, Budget(max_steps=10, max_usd_micros=cap), model_name="m", max_output_tokens=100)
+    recs = list(read_records(str(path)))
+    (sub,) = [x.payload for x in recs if x.kind == "subagent"]
+    assert sub["stop_reason"] == "cost_budget"
+    assert sub["spent_micros"] <= sub["reserved_micros"] < cap
+    # the reservation was half of what the parent had left when the child started
+    first_turn = [x.payload for x in recs if x.kind == "budget"][0]["cost_micros"]
+    assert sub["reserved_micros"] == (cap - first_turn) // 2
+    assert runner.parent.held_micros == 0  # the reservation is released
+    assert r.spent_micros <= cap
+    assert r.stop_reason == "no_tool_calls"  # the unused part paid for the parent's next turn
+
+
+def test_an_unknown_agent_type_is_an_error_for_the_model(tmp_path: Path) -> None:
+    model = Router(lambda n, req: calls(("Agent", {"description": "d", "prompt": "p", "subagent_type": "Wizard"})) if n == 1 else answer("ok"),
+                   lambda n, req: answer("never"))
+    runner = runner_for(tmp_path, model)
+    r, path = parent_run(tmp_path, model, runner, Budget(max_steps=5), model_name="m")
+    (tr,) = [x.payload for x in read_records(str(path)) if x.kind == "tool_result"]
+    assert not tr["ok"] and "no sub-agent type 'Wizard'" in tr["error"] and model.n_child == 0
+
+
+def test_subagent_start_and_stop_hooks_fire_with_the_agent_type(tmp_path: Path) -> None:
+    log = tmp_path / "hooks.log"
+    script = tmp_path / "h.sh"
+    script.write_text(f"#!/usr/bin/env bash\ncat >> {log}\necho >> {log}\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    hooks = HookRunner.from_settings(
+        [_src({"SubagentStart": [{"matcher": "Explore", "hooks": [{"type": "command", "command": str(script)}]}],
+               "SubagentStop": [{"hooks": [{"type": "command", "command": str(script)}]}]})],
+        project_dir=str(tmp_path),
+    )
+    model = Router(lambda n, req: calls(("Agent", {"description": "d", "prompt": "look", "subagent_type": "Explore"})) if n == 1 else answer("ok"),
+                   lambda n, req: answer("seen"))
+    runner = runner_for(tmp_path, model, hooks=hooks)
+    _, path = parent_run(tmp_path, model, runner, Budget(max_steps=5), model_name="m")
+    events = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    assert [e["hook_event_name"] for e in events] == ["SubagentStart", "SubagentStop"]
+    assert events[0]["agent_type"] == "Explore" and events[1]["last_assistant_message"] == "seen"
+    assert [x.payload["event"] for x in read_records(str(path)) if x.kind == "hook"] == ["SubagentStart", "SubagentStop"]
+
+
+def _src(hooks: dict[str, Any]) -> Any:
+    from agentloop.agent.settings import SettingsSource
+
+    return SettingsSource("settings.json", "project", {"hooks": hooks})
+
+
+# --- worktrees ------------------------------------------------------------------------
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "repo"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    git(r, "config", "user.email", "t@example.com")
+    git(r, "config", "user.name", "T")
+    (r / "a.txt").write_text("one\n")
+    git(r, "add", "a.txt")
+    git(r, "commit", "-q", "-m", "init")
+    return r
+
+
+def test_a_worktree_child_that_writes_reports_its_branch_and_leaves_the_checkout_alone(repo: Path) -> None:
+    model = Router(lambda n, req: calls(("Agent", {"description": "edit", "prompt": "change a", "isolation": "worktree"})) if n == 1 else answer("ok"),
+                   lambda n, req: calls(("Write", {"path": "a.txt", "content": "two\n"}), prefix="c") if n == 1 else answer("changed a.txt"))
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents")
+    _, path = parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
+    wt = runner.children[0]["worktree"]
+    assert wt["changed"] and wt["branch"].startswith("agentloop/agent-")
+    assert (repo / "a.txt").read_text() == "one\n"  # the main checkout is untouched
+    assert git(repo, "show", f"{wt['branch']}:a.txt") == "two"
+    assert os.path.isdir(wt["path"])  # kept, since it changed
+    assert git(repo, "status", "--porcelain") == ""
+    git(repo, "worktree", "remove", "--force", wt["path"])
+
+
+def test_a_worktree_child_that_changes_nothing_leaves_no_worktree_or_branch(repo: Path) -> None:
+    model = Router(lambda n, req: calls(("Agent", {"description": "look", "prompt": "read a", "isolation": "worktree"})) if n == 1 else answer("ok"),
+                   lambda n, req: calls(("Read", {"path": "a.txt"}), prefix="c") if n == 1 else answer("it says one"))
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents")
+    parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
+    assert runner.children[0]["worktree"] == {"changed": False, "removed": True}
+    assert "agentloop/" not in git(repo, "branch", "--list")
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+
+
+def test_worktree_isolation_outside_a_repository_is_an_error_for_the_model(tmp_path: Path) -> None:
+    model = Router(lambda n, req: calls(("Agent", {"description": "d", "prompt": "p", "isolation": "worktree"})) if n == 1 else answer("ok"),
+                   lambda n, req: answer("never"))
+    runner = runner_for(tmp_path, model)
+    _, path = parent_run(tmp_path, model, runner, Budget(max_steps=5), model_name="m")
+    (tr,) = [x.payload for x in read_records(str(path)) if x.kind == "tool_result"]
+    assert not tr["ok"] and "needs a git repository" in tr["error"]
+    assert runner.parent.held_micros == 0
+
+
+# --- parallel read-only children ------------------------------------------------------------
+
+
+def _two(kind: str) -> Router:
+    return Router(
+        lambda n, req: calls(("Agent", {"description": "a", "prompt": "p1", "subagent_type": kind}),
+                             ("Agent", {"description": "b", "prompt": "p2", "subagent_type": kind})) if n == 1 else answer("ok"),
+        lambda n, req: calls(("Read", {"path": "slow"}), prefix=f"c{n}") if not req.messages[-1]["role"] == "tool" else answer("read it"),
+    )
+
+
+@pytest.mark.parametrize(("kind", "parallel"), [("Explore", True), ("general-purpose", False)])
+def test_read_only_children_run_at_the_same_time_and_others_one_at_a_time(tmp_path: Path, kind: str, parallel: bool) -> None:
+    model = _two(kind)
+    runner = runner_for(tmp_path, model)
+    reg = make_tools(str(tmp_path))
+    reg.register(runner.tool())
+    execu = parallel_executor(lambda cs: [reg.invoke(c) for c in cs], runner)
+    t0 = time.monotonic()
+    with TranscriptWriter(tmp_path / "p.jsonl") as w:
+        runner.record = w.append
+        r = run(model, reg, "task", Budget(max_steps=5, max_usd_micros=1_000_000), transcript=w, prices=PRICES, prepare=runner.parent.bind, executor=execu, model_name="m")
+    took = time.monotonic() - t0
+    assert r.stop_reason == "no_tool_calls"
+    assert len(runner.children) == 2 and all(c["answer"] == "read it" for c in runner.children)
+    if parallel:
+        assert took < 1.1  # two 0.6 s children at once
+        # two at once each get an even share of the parent's reserve
+        assert runner.children[0]["reserved_micros"] + runner.children[1]["reserved_micros"] <= (1_000_000 - 110) // 2 + 1
+    else:
+        assert took >= 1.2
+    assert verify_tree(str(tmp_path / "p.jsonl")) == []
+
+
+def test_claude_code_agent_files_define_types(tmp_path: Path) -> None:
+    d = tmp_path / ".claude" / "agents"
+    d.mkdir(parents=True)
+    (d / "reviewer.md").write_text("---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\n---\nYou review code.\n")
+    types = load_agent_types(str(tmp_path), str(tmp_path / "home"))
+    t = types["reviewer"]
+    assert t.tools == ("Read", "Grep") and t.prompt == "You review code." and t.read_only()
+    assert "Explore" in types and "general-purpose" in types
