@@ -357,3 +357,29 @@ def test_a_run_with_model_loop_checks_replays_byte_identically_charging_the_reco
     r = replay(path)  # no cheap model, no loop check: the record answers for both
     assert r.equal, r.summary()
     assert r.result is not None and r.result.spent_micros == res.spent_micros
+
+
+def test_the_demo_replay_act_holds_every_claim_and_refuses_a_damaged_file(tmp_path: Path) -> None:
+    from agentloop.replay import act_replay
+
+    act_core(str(tmp_path))
+    runs = act_replay(str(tmp_path))
+    assert len(runs) >= 6
+    assert all(r.held for r in runs), [(r.name, c.text) for r in runs for c in r.claims if not c.held]
+    assert (tmp_path / "replay-answer.jsonl").read_bytes() == (tmp_path / "demo-answer.jsonl").read_bytes()
+    # a file that fails verification is listed as refused
+    p = tmp_path / "demo-recover.jsonl"
+    p.write_bytes(p.read_bytes().replace(b'"sum":42', b'"sum":41'))
+    again = {r.name: r for r in act_replay(str(tmp_path))}
+    assert again["replay recover"].stop_reason == "refused" and again["replay recover"].held
+
+
+def test_the_demo_replay_act_fails_its_claims_when_the_loop_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.replay import act_replay
+
+    act_core(str(tmp_path))
+    real = loop_mod.cost_micros
+    monkeypatch.setattr(loop_mod, "cost_micros", lambda u, p: real(u, p) + 1)
+    runs = act_replay(str(tmp_path))
+    failed = {c.text for r in runs for c in r.claims if not c.held}
+    assert "full replay (no tool runs) writes a byte-identical transcript" in failed
