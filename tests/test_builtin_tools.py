@@ -357,3 +357,24 @@ def test_bash_in_a_workspace_that_vanished_is_a_clear_error(tmp_path):
     root.rmdir()
     r = reg.invoke(ToolCall("1", "Bash", {"command": "true"}))
     assert not r.ok and "cannot start the shell" in r.error
+
+
+def test_a_directory_swapped_for_a_link_during_a_search_is_not_listed(tmp_path):
+    base = tmp_path.resolve()
+    root = base / "w"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "in.txt").write_text("needle inside\n")
+    outside = base / "out"
+    outside.mkdir()
+    (outside / "leaked-name.txt").write_text("needle outside\n")
+
+    def swap_when_seen(path):
+        if path == str(root / "sub") and not (root / "sub.away").exists():
+            os.rename(root / "sub", root / "sub.away")
+            os.symlink(outside, root / "sub")
+        return True
+
+    reg = builtin_registry(Workspace(str(root)), spill_dir=str(base / "s"), visible=swap_when_seen)
+    out = reg.invoke(ToolCall("1", "Glob", {"pattern": "**/*"})).content
+    assert "leaked-name" not in out
+    assert (root / "sub").is_symlink()  # the swap really happened

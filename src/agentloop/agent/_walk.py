@@ -13,6 +13,9 @@ Rules:
    excluded directory either. ``.git`` itself is never walked.
 3. Symlinked directories are not followed (loops, escapes). A symlinked file
    is yielded as its real path, and only when that lies inside the workspace.
+   Each directory is listed through a descriptor opened by the workspace's
+   symlink-free walk, so swapping a directory for a link mid-walk does not
+   list what lies outside.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from functools import lru_cache
 
 import pathspec
 
+from ..tools import ToolError
 from .workspace import Workspace
 
 __all__ = ["IgnoreRules", "glob_to_regex", "walk_files"]
@@ -125,37 +129,47 @@ def walk_files(
     while stack:
         directory, rules = stack.pop()
         try:
-            with os.scandir(directory) as it:
+            # Listed through a descriptor from the symlink-free walk of the
+            # workspace, so a directory swapped for a link mid-walk is skipped.
+            fd = ws.open_resolved(directory)
+        except (OSError, ToolError):
+            continue
+        try:
+            with os.scandir(fd) as it:
                 entries = sorted(it, key=lambda e: e.name)
+            kinds = []
+            for e in entries:
+                try:
+                    kinds.append((e.name, e.is_symlink(), e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)))
+                except OSError:
+                    continue
         except OSError:
             continue
+        finally:
+            os.close(fd)
         subdirs: list[tuple[str, IgnoreRules]] = []
-        for e in entries:
-            if e.name == ".git":
+        for name, is_link, is_dir, is_file in kinds:
+            if name == ".git":
                 continue
-            try:
-                is_link = e.is_symlink()
-                is_dir = e.is_dir(follow_symlinks=False)
-            except OSError:
+            path = os.path.join(directory, name)
+            if respect_gitignore and rules.ignored(path, is_dir):
                 continue
-            if respect_gitignore and rules.ignored(e.path, is_dir):
-                continue
-            if visible is not None and not visible(e.path):
+            if visible is not None and not visible(path):
                 continue
             if is_dir:
-                sub = rules.child(e.path) if respect_gitignore else rules
-                subdirs.append((e.path, sub))
+                sub = rules.child(path) if respect_gitignore else rules
+                subdirs.append((path, sub))
                 continue
             if is_link:
-                real = os.path.realpath(e.path)
+                real = os.path.realpath(path)
                 if not ws.contains(real) or not os.path.isfile(real):
                     continue
                 if visible is not None and not visible(real):
                     continue
                 yield real
                 continue
-            if e.is_file(follow_symlinks=False):
-                yield e.path
+            if is_file:
+                yield path
         stack.extend(reversed(subdirs))
 
 
