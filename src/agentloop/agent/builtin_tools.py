@@ -541,29 +541,33 @@ def builtin_registry(
         path = kw.get("path")
         base = _base(path)
         ignore = [glob_to_regex(g) for g in kw.get("ignore") or []]
+        lines: list[str] = []
         try:
-            with os.scandir(base) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            fd = ws.open_resolved(base)
         except OSError as exc:
             raise ToolError(f"cannot list {path or base}: {exc.strerror}") from None
-        lines: list[str] = []
-        for e in entries:
-            if e.name == ".git" or any(g.match(e.name) for g in ignore):
-                continue
-            if not is_visible(e.path):
-                continue
-            try:
-                if e.is_symlink():
-                    target = os.readlink(e.path)
-                    real = os.path.realpath(e.path)
-                    note = "" if ws.contains(real) else " (outside the workspace)"
-                    lines.append(f"{e.name} -> {target}{note}")
-                elif e.is_dir(follow_symlinks=False):
-                    lines.append(e.name + "/")
-                else:
-                    lines.append(e.name)
-            except OSError:
-                continue
+        try:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            for e in entries:
+                full = os.path.join(base, e.name)
+                if e.name == ".git" or any(g.match(e.name) for g in ignore) or not is_visible(full):
+                    continue
+                try:
+                    if e.is_symlink():
+                        target = os.readlink(e.name, dir_fd=fd)
+                        note = "" if ws.contains(os.path.realpath(full)) else " (outside the workspace)"
+                        lines.append(f"{e.name} -> {target}{note}")
+                    elif e.is_dir(follow_symlinks=False):
+                        lines.append(e.name + "/")
+                    else:
+                        lines.append(e.name)
+                except OSError:
+                    continue
+        except OSError as exc:
+            raise ToolError(f"cannot list {path or base}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
         if not lines:
             return f"{base} is empty"
         more = ""
