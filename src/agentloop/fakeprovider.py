@@ -32,7 +32,8 @@ Each request to a completion endpoint takes the next REPLY, an object with:
 - ``tool_calls``: ``[{"name": ..., "arguments": {...}, "id": optional}]``.
 - ``stop_reason``: ``end_turn``, ``tool_use`` or ``max_tokens`` (the
   default is ``tool_use`` when there are tool calls, else ``end_turn``); sent
-  as ``stop``, ``tool_calls`` and ``length`` on the OpenAI protocol.
+  as ``stop``, ``tool_calls`` and ``length`` on the OpenAI protocol. A streamed
+  ``max_tokens`` reply with tool calls stops inside the last call's arguments.
 - ``usage``: ``{"input_tokens": n, "output_tokens": n}`` to report instead
   of the computed figures (input: the request's characters // 4; output: the
   reply's characters // 4 + 1).
@@ -70,6 +71,7 @@ import argparse
 import hashlib
 import json
 import random  # noqa: TID251 - a test server: seeded latencies
+import socket  # noqa: TID251 - a test server
 import sys
 import threading
 import time
@@ -261,8 +263,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
         try:
-            import socket  # noqa: TID251 - a test server
-
             self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
@@ -432,6 +432,10 @@ class _Handler(BaseHTTPRequestHandler):
             })
             return
         size = int(r.get("chunk_size", 8))
+        if stop == "max_tokens" and tool_calls:
+            # cut at max tokens inside the last call's arguments, as a real model would be
+            f = tool_calls[-1]["function"]
+            f["arguments"] = f["arguments"][: max(1, len(f["arguments"]) // 2)]
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
         def chunk(delta: dict[str, Any], fin: str | None = None, use: Any = None, choices: bool = True) -> bytes:
@@ -501,7 +505,10 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 events.append(ev("content_block_start", {"type": "content_block_start", "index": i,
                                                          "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}))
-                for piece in _split(_canon(b["input"]), size):
+                js = _canon(b["input"])
+                if stop == "max_tokens" and i == len(blocks) - 1:
+                    js = js[: max(1, len(js) // 2)]  # cut inside the last call's input
+                for piece in _split(js, size):
                     if cut_at is None:
                         cut_at = len(events)
                     events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}}))

@@ -195,6 +195,8 @@ class HTTPModel:
         self.on_notice = on_notice
         self.extra_headers = dict(extra_headers or {})
         self.temperature = temperature
+        self._active: HTTPModel | None = None
+        """The fallback, once the primary has failed for good."""
         self._client: httpx.Client | None = None
         self._aclient: httpx.AsyncClient | None = None
         self.max_continuations = 0
@@ -463,7 +465,7 @@ class HTTPModel:
             ProviderError: the call failed for good (the message says why).
         """
         wasted = Usage()
-        model: HTTPModel | None = self
+        model: HTTPModel | None = self._active or self
         last: ProviderError | None = None
         while model is not None:
             for attempt in range(1, model.policy.max_attempts + 1):
@@ -483,7 +485,7 @@ class HTTPModel:
     async def acomplete(self, request: ModelRequest) -> ModelReply:
         """The async twin of ``complete``."""
         wasted = Usage()
-        model: HTTPModel | None = self
+        model: HTTPModel | None = self._active or self
         last: ProviderError | None = None
         while model is not None:
             for attempt in range(1, model.policy.max_attempts + 1):
@@ -512,6 +514,7 @@ class HTTPModel:
     def _fall_back(self, model: HTTPModel, last: ProviderError | None) -> HTTPModel | None:
         nxt = model.fallback
         if nxt is not None:
+            self._active = nxt  # the rest of the run stays on the fallback: no more retries against a failing primary
             self._notice(
                 f"{model.vendor}:{model.target.model} failed {model.policy.max_attempts} times ({last}); "
                 f"falling back to {nxt.vendor}:{nxt.target.model}"
