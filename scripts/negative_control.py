@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Negative controls: sabotage a guard, run the tests that guard it, expect them to FAIL.
+
+A suite that cannot be shown to fail proves nothing. Each sabotage below
+copies the tree to a temporary folder, breaks one integrity check there, and
+runs the tests that claim to guard it. The script exits 0 only if every
+sabotage made its tests fail (and the untouched copy passes).
+
+    .venv/bin/python scripts/negative_control.py [-v]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass
+class Sabotage:
+    name: str
+    path: str
+    old: str | None
+    """Text to replace; None appends ``new`` to the file."""
+    new: str
+    tests: list[str]
+
+
+SABOTAGES = [
+    Sabotage(
+        "the verifier accepts everything",
+        "src/agentloop/transcript.py",
+        None,
+        "\n\ndef verify_lines(lines, **_):  # SABOTAGED\n    r = VerifyReport()\n    r.count = sum(1 for _ in lines)\n    return r\n\n\n"
+        "def verify_records(records, **_):  # SABOTAGED\n    r = VerifyReport()\n    r.count = sum(1 for _ in records)\n    return r\n",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the cost reservation is skipped",
+        "src/agentloop/loop.py",
+        "if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:",
+        "if False:  # SABOTAGED",
+        ["tests/test_loop.py"],
+    ),
+    Sabotage(
+        "the step budget is not checked",
+        "src/agentloop/loop.py",
+        "if b.max_steps is not None and state.steps >= b.max_steps:",
+        "if False:  # SABOTAGED",
+        ["tests/test_loop.py"],
+    ),
+]
+
+
+def run_tests(tree: str, tests: list[str], verbose: bool) -> tuple[int, str]:
+    env = dict(os.environ, PYTHONPATH=os.path.join(tree, "src"), PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=tree, env=env, capture_output=True, text=True, timeout=900,
+    )
+    tail = [ln for ln in proc.stdout.splitlines() if ln.strip()][-1:] or ["(no output)"]
+    return proc.returncode, tail[0]
+
+
+def copy_tree(dst: str) -> None:
+    for name in ("src", "tests", "pyproject.toml"):
+        s = os.path.join(ROOT, name)
+        d = os.path.join(dst, name)
+        if os.path.isdir(s):
+            shutil.copytree(s, d, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(s, d)
+
+
+def main() -> int:
+    verbose = "-v" in sys.argv
+    all_caught = True
+    with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
+        clean = os.path.join(tmp, "clean")
+        copy_tree(clean)
+        tests = sorted({t for s in SABOTAGES for t in s.tests})
+        code, tail = run_tests(clean, tests, verbose)
+        print(f"control (untouched copy): exit {code}: {tail}")
+        if code != 0:
+            print("the untouched copy fails: fix the suite first")
+            return 2
+        for i, sab in enumerate(SABOTAGES):
+            tree = os.path.join(tmp, f"sab{i}")
+            copy_tree(tree)
+            target = os.path.join(tree, sab.path)
+            with open(target, encoding="utf-8") as f:
+                text = f.read()
+            if sab.old is None:
+                text += sab.new
+            else:
+                if sab.old not in text:
+                    print(f"SABOTAGE STALE: {sab.name}: the guarded line is gone from {sab.path}")
+                    all_caught = False
+                    continue
+                text = text.replace(sab.old, sab.new)
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+            code, tail = run_tests(tree, sab.tests, verbose)
+            caught = code != 0
+            all_caught &= caught
+            print(f"{'caught ' if caught else 'MISSED '} {sab.name}: exit {code}: {tail}")
+    print("every sabotage was caught" if all_caught else "SOME SABOTAGE WENT UNNOTICED")
+    return 0 if all_caught else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

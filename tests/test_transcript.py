@@ -1,0 +1,289 @@
+"""The hash chain: tampering is caught at the right record, and the verifier never crashes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agentloop import Budget, run, usd
+from agentloop.canonical import canonical
+from agentloop.demo import demo_tools
+from agentloop.testing import ScriptedModel, reply
+from agentloop.transcript import (
+    GENESIS,
+    MemoryTranscript,
+    TranscriptError,
+    TranscriptWriter,
+    make_line,
+    read_tail,
+    verify_file,
+    verify_lines,
+    verify_records,
+)
+
+
+def sample_lines() -> list[bytes]:
+    model = ScriptedModel([
+        reply("", [("add", {"a": 1, "b": 2})], step=1),
+        reply("", [("echo", {"text": "hi"})], step=2),
+        reply("done"),
+    ])
+    t = MemoryTranscript()
+    run(model, demo_tools(), "go", Budget(max_steps=5), transcript=t)
+    return list(t.lines)
+
+
+def first(lines: list[bytes]) -> tuple[int, str]:
+    report = verify_lines(lines)
+    assert not report.ok, "tampering went unnoticed"
+    p = report.problems[0]
+    return p.index, p.kind
+
+
+def rewrite(line: bytes, change) -> bytes:  # type: ignore[no-untyped-def]
+    obj = orjson.loads(line)
+    change(obj)
+    return canonical(obj) + b"\n"
+
+
+def rehash(line: bytes) -> bytes:
+    obj = orjson.loads(line)
+    _, new = make_line(obj["seq"], obj["prev"], obj["kind"], obj["payload"])
+    return new
+
+
+def test_an_untouched_transcript_verifies() -> None:
+    lines = sample_lines()
+    report = verify_lines(lines)
+    assert report.ok and report.count == len(lines) == report.valid_prefix
+
+
+def test_a_payload_rewrite_is_caught_at_that_record() -> None:
+    lines = sample_lines()
+    lines[3] = rewrite(lines[3], lambda o: o["payload"].update(content={"sum": 4}))
+    assert first(lines) == (3, "hash_mismatch")
+
+
+def test_a_rewrite_with_a_recomputed_hash_is_caught_at_the_next_records_prev() -> None:
+    lines = sample_lines()
+    lines[3] = rehash(rewrite(lines[3], lambda o: o["payload"].update(content={"sum": 4})))
+    assert first(lines) == (4, "prev_mismatch")
+
+
+def test_a_reorder_is_caught_where_the_order_breaks() -> None:
+    lines = sample_lines()
+    lines[2], lines[3] = lines[3], lines[2]
+    assert first(lines) == (2, "seq_gap")
+
+
+def test_a_reorder_with_renumbering_is_caught_as_a_prev_mismatch() -> None:
+    lines = sample_lines()
+    lines[2], lines[3] = lines[3], lines[2]
+
+    def renumber(i: int):  # type: ignore[no-untyped-def]
+        return lambda o: o.update(seq=i)
+
+    lines[2] = rehash(rewrite(lines[2], renumber(2)))
+    lines[3] = rehash(rewrite(lines[3], renumber(3)))
+    assert first(lines) == (2, "prev_mismatch")
+
+
+def test_a_deleted_middle_record_is_caught_where_it_was() -> None:
+    lines = sample_lines()
+    del lines[4]
+    index, kind = first(lines)
+    assert index == 4 and kind in ("seq_gap", "prev_mismatch")
+
+
+def test_changed_whitespace_is_non_canonical() -> None:
+    lines = sample_lines()
+    lines[1] = lines[1].replace(b'"kind":', b'"kind": ', 1)
+    assert first(lines) == (1, "non_canonical")
+
+
+def test_reformatted_json_with_the_same_values_is_non_canonical() -> None:
+    lines = sample_lines()
+    lines[2] = json.dumps(orjson.loads(lines[2]), indent=None).encode() + b"\n"
+    assert first(lines) == (2, "non_canonical")
+
+
+def test_a_truncated_tail_is_not_detectable_without_an_anchor() -> None:
+    """The chain's stated limit: every surviving record still points at a real one."""
+    lines = sample_lines()
+    cut = lines[:-2]
+    report = verify_lines(cut)
+    assert report.ok
+    assert report.count == len(lines) - 2  # only an external count (or an anchor) can tell
+
+
+def test_a_partial_last_line_is_a_torn_tail() -> None:
+    lines = sample_lines()
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    kinds = {p.kind for p in verify_lines(lines).problems}
+    assert "torn_tail" in kinds
+    assert verify_lines(lines).valid_prefix == len(lines) - 1
+
+
+@pytest.mark.parametrize(
+    ("obj", "kind"),
+    [
+        ([1, 2], "not_an_object"),
+        ({"seq": 0, "prev": GENESIS, "kind": "x"}, "missing_fields"),
+        ({"seq": 0, "prev": GENESIS, "kind": "x", "payload": None, "hash": "0" * 64, "extra": 1}, "unexpected_fields"),
+        ({"seq": "0", "prev": GENESIS, "kind": "x", "payload": None, "hash": "0" * 64}, "missing_fields"),
+        ({"seq": 0, "prev": GENESIS, "kind": "x", "payload": float("nan"), "hash": "0" * 64}, "unserialisable_payload"),
+    ],
+)
+def test_malformed_records_are_named(obj: object, kind: str) -> None:
+    report = verify_records([obj])
+    assert [p.kind for p in report.problems][:1] == [kind]
+    assert report.problems[0].index == 0
+
+
+def test_verify_records_catches_a_rewritten_payload() -> None:
+    objs = [orjson.loads(line) for line in sample_lines()]
+    assert verify_records(objs).ok
+    objs[1]["payload"]["step"] = 99
+    assert verify_records(objs).problems[0].kind == "hash_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [
+        (b"\x00\xff\xfe garbage\n", "bad_json"),
+        (b"\xc3\x28 not utf-8\n", "bad_json"),
+        (b"{\"a\": 1}\n", "missing_fields"),
+        (b"\n", "bad_json"),
+    ],
+)
+def test_junk_files_give_problems_not_crashes(tmp_path: Path, content: bytes, kind: str) -> None:
+    p = tmp_path / "junk.jsonl"
+    p.write_bytes(content)
+    report = verify_file(p)
+    assert not report.ok and report.problems[0].kind == kind and report.problems[0].line == 1
+
+
+def test_an_empty_file_verifies_with_zero_records(tmp_path: Path) -> None:
+    p = tmp_path / "empty.jsonl"
+    p.write_bytes(b"")
+    report = verify_file(p)
+    assert report.ok and report.count == 0
+
+
+def test_a_directory_or_missing_file_is_unreadable(tmp_path: Path) -> None:
+    assert verify_file(tmp_path).problems[0].kind == "unreadable"
+    assert verify_file(tmp_path / "nope.jsonl").problems[0].kind == "unreadable"
+
+
+def test_a_line_of_100_mb_is_reported_not_crashed(tmp_path: Path) -> None:
+    p = tmp_path / "huge.jsonl"
+    with open(p, "wb") as f:
+        f.write(sample_lines()[0])
+        f.write(b'{"x":"' + b"a" * (100 * 1024 * 1024) + b'"}\n')
+    report = verify_file(p)
+    assert report.problems[0].index == 1 and report.problems[0].kind == "missing_fields"
+
+
+def test_the_writer_resumes_from_the_tail_and_keeps_one_chain(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    with TranscriptWriter(p) as w:
+        w.append("a", {"n": 1})
+        w.append("b", {"n": 2})
+    with TranscriptWriter(p, resume=True) as w:
+        assert w.count == 2
+        w.append("c", {"n": 3})
+    report = verify_file(p)
+    assert report.ok and report.count == 3
+
+
+def test_the_writer_refuses_to_overwrite_or_resume_a_torn_file(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    with TranscriptWriter(p) as w:
+        w.append("a", {})
+    with pytest.raises(TranscriptError, match="exists"):
+        TranscriptWriter(p)
+    with open(p, "ab") as f:
+        f.write(b'{"hash":')
+    with pytest.raises(TranscriptError, match="incomplete"):
+        TranscriptWriter(p, resume=True)
+    with pytest.raises(TranscriptError):
+        read_tail(str(p))
+
+
+def test_fsync_durability_writes_the_same_bytes(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path, mode in ((a, "flush"), (b, "fsync")):
+        with TranscriptWriter(path, durability=mode) as w:  # type: ignore[arg-type]
+            w.append("k", {"v": [1, 2, 3]})
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_a_failed_write_breaks_the_writer_for_good(tmp_path: Path) -> None:
+    class Failing:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def write(self, data: bytes) -> int:
+            self.n += 1
+            if self.n == 2:
+                raise OSError(28, "No space left on device")
+            return len(data)
+
+        def flush(self) -> None:
+            pass
+
+        def fileno(self) -> int:
+            return -1
+
+        def close(self) -> None:
+            pass
+
+    w = TranscriptWriter(tmp_path / "t.jsonl", opener=lambda p, m: Failing())  # type: ignore[arg-type,return-value]
+    w.append("a", {})
+    with pytest.raises(TranscriptError, match="No space"):
+        w.append("b", {})
+    with pytest.raises(TranscriptError, match="broken"):
+        w.append("c", {})
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentloop.cli.main", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_verify_cli_exit_codes_and_json(tmp_path: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(b"".join(sample_lines()))
+    bad = tmp_path / "bad.jsonl"
+    lines = sample_lines()
+    lines[2] = rewrite(lines[2], lambda o: o["payload"].update(step=7))
+    bad.write_bytes(b"".join(lines))
+
+    ok = _cli("verify", str(good))
+    assert ok.returncode == 0 and "ok" in ok.stdout
+    failed = _cli("verify", "--json", str(bad))
+    assert failed.returncode == 1
+    out = json.loads(failed.stdout)
+    assert out["problems"][0]["index"] == 2 and out["problems"][0]["kind"] == "hash_mismatch"
+    assert out["problems"][0]["line"] == 3
+    missing = _cli("verify", str(tmp_path / "none.jsonl"))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr + missing.stdout
+
+
+def test_verify_cli_on_a_directory_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    r = _cli("verify", str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_line_equals_canonical_record_and_hash_is_over_the_line_minus_its_hash() -> None:
+    import hashlib
+
+    for line in sample_lines():
+        obj = orjson.loads(line)
+        assert canonical(obj) + b"\n" == line
+        body = b"{" + line[75:-1]
+        assert hashlib.sha256(body).hexdigest() == obj["hash"]
