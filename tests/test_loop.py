@@ -12,7 +12,13 @@ import pytest
 from agentloop import Budget, LocalLedger, MemoryTranscript, Price, PriceTable, arun, run, tool, usd
 from agentloop.events import ModelReply, ModelRequest, Usage
 from agentloop.loop import LoopConfig, ModelReplied, Reserved, start, step
-from agentloop.testing import FunctionModel, ScriptedModel, UnconsumedModelSteps, UnexpectedModelCall, reply
+from agentloop.testing import (
+    FunctionModel,
+    ScriptedModel,
+    UnconsumedModelSteps,
+    UnexpectedModelCall,
+    reply,
+)
 from agentloop.tools import Registry
 from agentloop.transcript import TranscriptWriter, verify_file
 

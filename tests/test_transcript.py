@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agentloop import Budget, run, usd
+from agentloop import Budget, run
 from agentloop.canonical import canonical
 from agentloop.demo import demo_tools
 from agentloop.testing import ScriptedModel, reply
