@@ -538,14 +538,24 @@ def verify_with_anchor(
     line_m: bytes | None = None
     offset_m = 0
     offset = 0
+    # The anchor's frontier covers leaf ranges [a, b). When the file's tree
+    # reaches size b, its last frontier hash is the root of [a, b): compare.
+    ranges = anchor.tree().subtree_ranges()
+    ends = {b: (k, a) for k, (a, b) in enumerate(ranges)}
+    differs: tuple[int, int] | None = None
 
     def tap(lines: Iterator[bytes]) -> Iterator[bytes]:
-        nonlocal at_m, line_m, offset_m, offset
+        nonlocal at_m, line_m, offset_m, offset, differs
         for raw in lines:
             offset += len(raw)
             if raw.endswith(b"\n"):
                 tree.append(raw[:-1])
-                if tree.size == m:
+                size = tree.size
+                if size in ends and differs is None:
+                    k, a = ends[size]
+                    if tree.frontier[-1].hex() != anchor.frontier[k]:
+                        differs = (a, size)
+                if size == m:
                     at_m, line_m, offset_m = tree.copy(), raw[:-1], offset
             yield raw
 
@@ -555,7 +565,7 @@ def verify_with_anchor(
         with open(p, "rb") as f:
             base = verify_lines(tap(iter(f)))
             n = tree.size
-            if at_m is not None and n > m:
+            if at_m is not None and n > m and differs is None:
                 out.consistency = _check_growth(f, anchor, at_m, offset_m, tree, anchor_problems)
     except (OSError, MemoryError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
@@ -565,21 +575,21 @@ def verify_with_anchor(
     out.count, out.last_hash = base.count, base.last_hash
     out.valid_prefix, out.valid_prefix_bytes = base.valid_prefix, base.valid_prefix_bytes
     out.leaves, out.root = n, tree.root().hex()
+    found: list[Problem] = []
     if not any(pr.kind == "unreadable" for pr in base.problems):
+        if differs is not None:
+            a, b = differs
+            found.append(RangeProblem(a, "anchor_mismatch", f"records {a}..{b - 1} differ from the anchor (their Merkle subtree root is not the anchor's)", None, b))
+            if n > m:
+                out.consistency = "failed"
         if n < m:
             what = f"record {n} is" if m - n == 1 else f"records {n}..{m - 1} are"
-            anchor_problems.insert(0, RangeProblem(n, "truncated", f"the anchor covers {m} records but the file has {n}: {what} missing", None, m))
-        elif at_m is not None:
-            if at_m.root().hex() != anchor.root:
-                a, b = _first_differing_range(at_m, anchor)
-                anchor_problems.insert(0, RangeProblem(
-                    a, "anchor_mismatch",
-                    f"records {a}..{b - 1} differ from the anchor: the first {m} records' Merkle root is not the anchor's", None, b))
-                out.consistency = "failed" if n > m else out.consistency
-            elif m > 0 and (line_m is None or _hash_of_line(line_m) != anchor.last_hash):
-                anchor_problems.insert(0, RangeProblem(m - 1, "anchor_mismatch", f"record {m - 1}'s hash is not the anchor's last hash", None, m))
-            elif n == m:
-                out.consistency = "equal"
+            found.append(RangeProblem(n, "truncated", f"the anchor covers {m} records but the file has {n}: {what} missing", None, m))
+        elif differs is None and m > 0 and (line_m is None or _hash_of_line(line_m) != anchor.last_hash):
+            found.append(RangeProblem(m - 1, "anchor_mismatch", f"record {m - 1}'s hash is not the anchor's last hash", None, m))
+        elif differs is None and n == m:
+            out.consistency = "equal"
+    anchor_problems[:0] = found
     if public_key is not None:
         why = check_signature(anchor, public_key)
         if why is None:
@@ -595,20 +605,11 @@ def verify_with_anchor(
     return out
 
 
-def _first_differing_range(at_m: MerkleTree, anchor: Anchor) -> tuple[int, int]:
-    for (a, b), mine, theirs in zip(at_m.subtree_ranges(), at_m.frontier, anchor.frontier):
-        if mine.hex() != theirs:
-            return a, b
-    return 0, anchor.size
-
-
 def _check_growth(f: Any, anchor: Anchor, at_m: MerkleTree, offset_m: int, tree: MerkleTree, problems: list[Problem]) -> str:
     """Prove that the file's first ``anchor.size`` records are the anchored ones, by RFC 9162 consistency."""
     m, n = anchor.size, tree.size
     if m == 0:
         return "proved"  # every tree extends the empty one
-    if at_m.root().hex() != anchor.root:
-        return "failed"  # reported as anchor_mismatch, with its range
     ranges = consistency_ranges(m, n)
     known = dict(zip(at_m.subtree_ranges(), at_m.frontier))
     later = [r for r in ranges if r not in known]

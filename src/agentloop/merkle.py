@@ -287,8 +287,9 @@ def inclusion_proof(leaves: Iterable[bytes], index: int, size: int) -> tuple[byt
 
     def tap() -> Iterator[bytes]:
         nonlocal leaf_data
-        for leaf in leaves:
-            if tree.size >= size:
+        while tree.size < size:
+            leaf = next(leaves, None)
+            if leaf is None:
                 return
             if tree.size == index:
                 leaf_data = leaf
@@ -325,8 +326,9 @@ def consistency_proof(leaves: Iterable[bytes], m: int, n: int) -> tuple[list[byt
 
     def tap() -> Iterator[bytes]:
         nonlocal root1
-        for leaf in leaves:
-            if tree.size >= n:
+        while tree.size < n:
+            leaf = next(leaves, None)
+            if leaf is None:
                 return
             tree.append(leaf)
             if tree.size == m:

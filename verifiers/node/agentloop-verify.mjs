@@ -588,33 +588,32 @@ function rawPublic(key) {
 function verifyWithAnchor(path, anchor, publicKey) {
   const m = anchor.size;
   const tree = new Tree();
-  let atM = m === 0 ? tree.copy() : null;
   let lineM = null;
+  // Section 7.3 step 1: the anchor's frontier entry k covers leaves [a, b); when the
+  // file's tree reaches size b, the last entry of its own frontier is MTH(a..b-1).
+  const ends = new Map(frontierRanges(m).map(([a, b], k) => [b, [k, a]]));
+  let differs = null;
   const report = verifyChain(path, (leaf) => {
     tree.append(leaf);
-    if (tree.size === m) {
-      atM = tree.copy();
-      lineM = Buffer.from(leaf);
+    if (ends.has(tree.size) && !differs) {
+      const [k, a] = ends.get(tree.size);
+      if (!tree.frontier[tree.frontier.length - 1].equals(anchor.frontier[k])) differs = [a, tree.size];
     }
+    if (tree.size === m) lineM = Buffer.from(leaf);
   });
   const n = tree.size;
   const info = { size: m, leaves: n, root: tree.root().toString("hex"), signature: "absent", consistency: "n/a" };
   const extra = [];
   if (!report.problems.some((p) => p.kind === "unreadable")) {
+    if (differs) {
+      extra.push(problem(differs[0], "anchor_mismatch", `records ${differs[0]}..${differs[1] - 1} differ from the anchor`, null, differs[1]));
+      if (n > m) info.consistency = "failed";
+    }
     if (n < m) {
       const what = m - n === 1 ? `record ${n} is` : `records ${n}..${m - 1} are`;
       extra.push(problem(n, "truncated", `the anchor covers ${m} records but the file has ${n}: ${what} missing`, null, m));
-    } else if (atM.root().toString("hex") !== anchor.root) {
-      const ranges = frontierRanges(m);
-      let at = [0, m];
-      for (let j = 0; j < ranges.length; j++) {
-        if (!atM.frontier[j].equals(anchor.frontier[j])) {
-          at = ranges[j];
-          break;
-        }
-      }
-      extra.push(problem(at[0], "anchor_mismatch", `records ${at[0]}..${at[1] - 1} differ from the anchor`, null, at[1]));
-      if (n > m) info.consistency = "failed";
+    } else if (differs) {
+      // reported above
     } else if (m > 0 && lastHashOf(lineM) !== anchor.lastHash) {
       extra.push(problem(m - 1, "anchor_mismatch", `record ${m - 1}'s hash is not the anchor's last hash`, null, m));
     } else if (n === m) {
