@@ -391,3 +391,26 @@ def test_deeply_nested_lines_are_not_allowed_by_rule():
     p = policy(allow=["Bash(ls *)"])
     assert p.decide("Bash", {"command": "$(" * 50 + "ls" + ")" * 50}).behavior == "ask"
     assert p.decide("Bash", {"command": "bash -c " * 30 + "ls"}).behavior == "ask"
+
+
+@pytest.mark.parametrize(
+    "path,expected",
+    [
+        ("/proj/src/a.py", "allow"),
+        ("/proj/.git/config", "ask"),
+        ("/proj/.agentloop/settings.json", "ask"),
+        ("/proj/.claude/settings.local.json", "ask"),
+        ("/proj/.claude/commands/x.md", "allow"),
+        ("/proj/.agentloop/skills/s/SKILL.md", "allow"),
+        ("/proj/.vscode/settings.json", "ask"),
+    ],
+)
+def test_bypass_mode_still_asks_before_writing_into_protected_directories(path, expected):
+    p = policy(mode="bypassPermissions")
+    assert p.decide("Write", {"file_path": path, "content": ""}).behavior == expected
+    assert p.decide("Bash", {"command": "rm -rf .git"}).behavior == "allow"
+
+
+def test_bare_name_deny_rules_remove_tools_from_the_models_view():
+    p = policy(deny=["Bash", "mcp__db__*", "Read(./x/**)", "Bash(rm *)"])
+    assert p.removed_tools(["Bash", "Read", "mcp__db__q", "mcp__web__get"]) == ["Bash", "mcp__db__q"]

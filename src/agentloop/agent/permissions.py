@@ -13,7 +13,9 @@ Rules:
 3. Without a matching rule the mode decides: read-only tools are allowed;
    Write and Edit ask (acceptEdits allows them); Bash and everything else
    ask; plan mode denies every tool that is not read-only; bypassPermissions
-   allows; dontAsk turns every "ask" into "deny".
+   allows, except edits inside ``.git``, ``.agentloop``, ``.claude``,
+   ``.vscode`` or ``.idea`` (commands, agents and skills folders excepted),
+   which still ask, as in Claude Code; dontAsk turns every "ask" into "deny".
 4. Bash: the command line is split into every command it would run
    (``&&``, ``||``, ``;``, ``|``, subshells, ``$(...)``, backticks,
    newlines) and each is checked; wrappers (``sudo``, ``env``, ``VAR=x``,
@@ -66,6 +68,8 @@ _PATH_RULE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdi
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-*?.]+$")
 _RULE = re.compile(r"^([^()\s]+)(?:\((.*)\))?$", re.DOTALL)
 _PROBE_CHILD = "__agentloop_probe__"
+_PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea"})
+_EXEMPT_SUBDIRS = frozenset({"commands", "agents", "skills"})
 
 
 class RuleError(ValueError):
@@ -444,6 +448,9 @@ class PermissionPolicy:
         if self.mode == "plan" and tool_name not in self.read_only_tools:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
         if self.mode == "bypassPermissions":
+            protected = self._protected_write(tool_name, tool_input)
+            if protected:
+                return Decision("ask", None, None, f"{tool_name} would write inside {protected}, which even bypassPermissions asks about")
             return Decision("allow", None, None, "bypassPermissions mode")
         if tool_name == "Bash":
             allowed = self._bash_allowed(tool_input, bash)
@@ -460,6 +467,25 @@ class PermissionPolicy:
         if self.mode == "dontAsk":
             return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk")
         return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode")
+
+    def removed_tools(self, names: Iterable[str]) -> list[str]:
+        """The tools a bare-name deny rule (``Bash``, ``mcp__db__*``) removes from the model's view."""
+        bare = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "tool"]
+        return [n for n in names if any(b.tool_matches(n) for b in bare)]
+
+    def _protected_write(self, tool_name: str, tool_input: dict[str, Any]) -> str | None:
+        """The protected directory (``.git``, ``.agentloop``...) an edit would write in, if any."""
+        if tool_name not in EDIT_TOOLS:
+            return None
+        paths, _ = _path_inputs(tool_name, tool_input, self.cwd)
+        for p in paths:
+            parts = p.split(os.sep)
+            for i, part in enumerate(parts[:-1]):
+                if part in _PROTECTED_DIRS:
+                    if part in (".claude", ".agentloop") and i + 1 < len(parts) - 1 and parts[i + 1] in _EXEMPT_SUBDIRS:
+                        continue
+                    return os.sep.join(parts[: i + 1])
+        return None
 
     def _matches(
         self, b: _Bound, tool_name: str, tool_input: dict[str, Any], bash: _BashView | None, *, for_allow: bool
