@@ -202,3 +202,12 @@ def partial_spend(out_dir: str, task_id: str) -> tuple[int, int]:
         total += spent
         total_tokens += tokens
     return total, total_tokens
+
+
+def remove_partials(out_dir: str, task_id: str) -> None:
+    _, _, ppath = paths(out_dir, task_id)
+    for path in glob.glob(glob.escape(ppath) + ".*"):
+        try:
+            os.remove(path)
+        except OSError:
+            pass

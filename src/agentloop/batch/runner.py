@@ -118,6 +118,7 @@ class _State:
 
     def finished(self, task: Task, out: dict[str, Any]) -> None:
         self.running.discard(task.id)
+        _files.remove_partials(self.out_dir, task.id)  # dead attempts' leftovers: their spend is in the ledger
         attempt = out["attempt"]
         tpath = os.path.join("runs", f"{task.id}.jsonl")
         entry = {
