@@ -12,10 +12,10 @@ import time
 
 import orjson
 import pytest
-from _batch import add_task, all_verify, demand, manifest, records, transcript_spend, write_tasks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _batch import add_task, all_verify, demand, manifest, records, transcript_spend, write_tasks
 from agentloop.batch import load_tasks, run_batch, verify_batch
 from agentloop.batch.runner import batch_anchor
 

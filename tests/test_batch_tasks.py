@@ -7,10 +7,10 @@ import os
 
 import orjson
 import pytest
-from _batch import add_task
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _batch import add_task
 from agentloop.batch import TaskFileError, load_tasks, parse_tasks
 from agentloop.budget import Budget
 
