@@ -1,0 +1,49 @@
+"""The terminal agent's flags: on ``agentloop`` itself and on ``agentloop run``.
+
+Imported to build the parser on every start, so it imports argparse only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_options", "configure_top"]
+
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+
+
+def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """The options shared by the REPL, ``-p`` and ``agentloop run``.
+
+    With ``suppress`` the options have no defaults, so a subcommand does not
+    overwrite what was given before its name (``agentloop --model X run ...``).
+    """
+
+    def d(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    g = p.add_argument_group("agent")
+    g.add_argument("--model", default=d(None), metavar="SPEC",
+                   help="the model: provider:name (e.g. anthropic:claude-sonnet-4-5, openai:gpt-4o-mini) or scripted:FILE")
+    g.add_argument("--base-url", default=d(None), metavar="URL", help="the provider's base URL (an OpenAI-compatible server, a proxy)")
+    g.add_argument("--fallback-model", default=d(None), metavar="SPEC", help="a model to use when the first is overloaded")
+    g.add_argument("--api-key-env", default=d(None), metavar="VAR", help="the environment variable that holds the API key")
+    g.add_argument("-c", "--continue", dest="continue_last", action="store_true", default=d(False),
+                   help="continue the most recent session of this directory")
+    g.add_argument("-r", "--resume", default=d(None), metavar="ID", help="resume the session ID (a unique prefix will do)")
+    g.add_argument("--max-usd", default=d(None), metavar="USD", help="the session's spend cap in dollars, e.g. 0.05")
+    g.add_argument("--max-steps", type=int, default=d(None), metavar="N", help="model turns allowed per prompt (default 50)")
+    g.add_argument("--permission-mode", choices=PERMISSION_MODES, default=d(None), help="how tool permissions are decided")
+    g.add_argument("--add-dir", action="append", default=d([]), metavar="DIR", help="another directory the file tools may use (repeatable)")
+    g.add_argument("--output-format", choices=OUTPUT_FORMATS, default=d("text"), help="with -p / run: text, json (one object) or stream-json (JSON lines)")
+    g.add_argument("--durability", choices=("flush", "fsync"), default=d(None), help="how each session record is written (default flush)")
+    g.add_argument("--cwd", default=d(None), metavar="DIR", help="work in DIR instead of the current directory")
+    g.add_argument("--verbose", action="store_true", default=d(False), help="log to stderr as well as the log file")
+
+
+def configure_top(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``agentloop`` without a subcommand: the REPL, or ``-p``."""
+    parser.add_argument("-p", "--print", dest="print_prompt", default=None, metavar="PROMPT",
+                        help="answer PROMPT without the REPL and exit ('-' reads it from stdin)")
+    add_agent_options(parser)

@@ -1,0 +1,61 @@
+"""``agentloop sessions``: the sessions of this directory, newest first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._common import EXIT_OK
+
+if TYPE_CHECKING:
+    from agentloop.agent.session import SessionSummary
+
+HELP = "list this directory's sessions: date, first prompt, turns, cost, verified"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cwd", dest="sessions_cwd", default=None, metavar="DIR", help="list the sessions of DIR instead")
+    p.add_argument("--json", action="store_true", help="one JSON object per session")
+    p.add_argument("-n", "--limit", type=int, default=50, metavar="N", help="show at most N (default 50)")
+
+
+def render(summaries: Sequence[SessionSummary], *, con: Any | None = None) -> None:
+    """Print summaries as aligned columns (shared with the REPL's /sessions).
+
+    Plain text, never wrapped: the same in a terminal, a pipe or a file.
+    """
+    from agentloop.budget import format_usd
+
+    out = [f"{'id':<22}  {'started':<16}  {'turns':>5}  {'cost':>10}  {'verified':<8}  first prompt"]
+    for s in summaries:
+        prompt = " ".join(s.first_prompt.split())
+        prompt = prompt[:60] + ("…" if len(prompt) > 60 else "")
+        mark = "ok" if s.verified else "NO"
+        started = s.started.replace("T", " ").rstrip("Z")[:16]
+        out.append(f"{s.id:<22}  {started:<16}  {s.turns:>5}  {format_usd(s.spent_micros):>10}  {mark:<8}  {prompt}")
+        if not s.verified:
+            out.append(f"{'':<22}  problem: {s.problem}")
+    text = "\n".join(out)
+    if con is not None:
+        con.print(text, markup=False, highlight=False)
+    else:
+        print(text)
+
+
+def main(args: argparse.Namespace) -> int:
+    from agentloop.agent.session import list_sessions
+
+    cwd = args.sessions_cwd or os.getcwd()
+    summaries = list_sessions(cwd)[: max(0, args.limit)]
+    if args.json:
+        for s in summaries:
+            print(json.dumps(s.to_json(), ensure_ascii=False))
+        return EXIT_OK
+    if not summaries:
+        print("no sessions for this directory yet")
+        return EXIT_OK
+    render(summaries)
+    return EXIT_OK

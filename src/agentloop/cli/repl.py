@@ -1,0 +1,583 @@
+"""The REPL: prompt_toolkit for input, plain writes and rich for output.
+
+Rules:
+
+1. Output is streamed as it comes: text deltas are written at once, each tool
+   call is shown (name and shortened input) when it starts and when it ends.
+2. On a terminal the input is prompt_toolkit (history file, completion of
+   slash commands and ``@`` paths, Alt+Enter or a trailing ``\\`` for a new
+   line, a status bar). Without one (a pipe, a file) lines are read plainly
+   and the same commands work; permission asks are then denied.
+3. Ctrl+C during a turn stops it (recorded as ``interrupted``) and returns to
+   the prompt; Ctrl+C again at the prompt, Ctrl+D, ``/exit`` or SIGTERM save
+   the session and exit. No traceback reaches the user.
+4. ``@path`` attaches a file's content only when its real path lies inside
+   the workspace (the working directory or an added directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ._common import EXIT_OK, UserError, color_enabled, console
+
+__all__ = ["Repl", "expand_mentions", "run_repl", "short_input"]
+
+EXIT_TERMINATED = 143
+MENTION = re.compile(r"(?<![\w@])@((?:[^\s\\]|\\ )+)")
+MAX_ATTACH = 200_000
+
+
+def short_input(name: str, args: Any, n: int = 70) -> str:
+    """A tool call's input in one short line: the command, the path or the pattern."""
+    if isinstance(args, dict):
+        for key in ("command", "file_path", "pattern", "path", "url", "query"):
+            v = args.get(key)
+            if isinstance(v, str) and v:
+                text = " ".join(v.split())
+                break
+        else:
+            text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = json.dumps(args, ensure_ascii=False)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _inside(path: str, roots: Iterable[str]) -> bool:
+    for r in roots:
+        try:
+            if os.path.commonpath([path, r]) == r:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def expand_mentions(
+    text: str, cwd: str, roots: Iterable[str], *, refuse: Callable[[str], str | None] | None = None
+) -> tuple[str, list[str], list[str]]:
+    """Attach the files named by ``@path`` mentions.
+
+    Returns the prompt with each attached file's content appended, the
+    attached paths, and one message per mention that was refused. A mention
+    whose real path is outside ``roots`` is refused (symlinks are followed
+    first); so is one that ``refuse(real_path)`` gives a reason for (a Read
+    deny rule). A mention of nothing that exists is left as text.
+    """
+    roots = [os.path.realpath(r) for r in roots]
+    attached: list[str] = []
+    refused: list[str] = []
+    blocks: list[str] = []
+    for m in MENTION.finditer(text):
+        raw = m.group(1).replace("\\ ", " ").rstrip(".,;:!?)")
+        full = os.path.join(cwd, os.path.expanduser(raw))
+        if not os.path.lexists(full):
+            continue
+        real = os.path.realpath(full)
+        if not _inside(real, roots):
+            refused.append(f"@{raw} is outside the workspace; not attached")
+            continue
+        why = refuse(real) if refuse is not None else None
+        if why:
+            refused.append(f"@{raw}: {why}; not attached")
+            continue
+        if real in attached:
+            continue
+        rel = os.path.relpath(real, cwd)
+        if os.path.isdir(real):
+            try:
+                names = sorted(os.listdir(real))
+            except OSError as exc:
+                refused.append(f"@{raw}: {exc.strerror}")
+                continue
+            listing = "\n".join(n + ("/" if os.path.isdir(os.path.join(real, n)) else "") for n in names[:500])
+            blocks.append(f'<directory path="{rel}">\n{listing}\n</directory>')
+        else:
+            try:
+                with open(real, "rb") as f:
+                    data = f.read(MAX_ATTACH + 1)
+            except OSError as exc:
+                refused.append(f"@{raw}: cannot read: {exc.strerror}")
+                continue
+            if b"\0" in data[:8192]:
+                refused.append(f"@{raw} is a binary file; not attached")
+                continue
+            body = data[:MAX_ATTACH].decode("utf-8", errors="replace")
+            more = f"\n[truncated at {MAX_ATTACH} bytes]" if len(data) > MAX_ATTACH else ""
+            blocks.append(f'<file path="{rel}">\n{body}{more}\n</file>')
+        attached.append(real)
+    if not blocks:
+        return text, [], refused
+    return text + "\n\n" + "\n\n".join(blocks), attached, refused
+
+
+@dataclass
+class Command:
+    name: str
+    help: str
+    run: Callable[[str], None]
+    args: str = ""
+
+
+class _Exit(Exception):
+    def __init__(self, code: int, reason: str):
+        self.code = code
+        self.reason = reason
+
+
+class Repl:
+    """One REPL over one ``Agent`` (which may switch sessions)."""
+
+    def __init__(self, args: argparse.Namespace, signals: Any, *, interactive: bool):
+        self.args = args
+        self.signals = signals
+        self.interactive = interactive
+        self.color = color_enabled(sys.stdout)
+        self.con = console()
+        self.err = console(stderr=True)
+        self.agent: Any = None
+        self.armed = False
+        """A Ctrl+C was pressed and no prompt was sent since: the next one exits."""
+        self.at_line_start = True
+        self.session: Any = None
+        self.commands: dict[str, Command] = {}
+        self._add_builtin_commands()
+
+    # -- output --
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        self.at_line_start = text.endswith("\n")
+
+    def newline(self) -> None:
+        if not self.at_line_start:
+            self.write("\n")
+
+    def say(self, text: str, style: str = "") -> None:
+        self.newline()
+        if style and self.color:
+            self.con.print(text, style=style, markup=False, highlight=False)
+        else:
+            self.con.print(text, markup=False, highlight=False)
+        self.at_line_start = True
+
+    def observe(self, ev: Any) -> None:
+        from agentloop.events import Stopped, TextDelta, ToolFinished, ToolStarted
+
+        if isinstance(ev, TextDelta):
+            self.write(ev.text)
+        elif isinstance(ev, ToolStarted):
+            self.say(f"⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "bold cyan")
+        elif isinstance(ev, ToolFinished):
+            r = ev.result
+            if r.ok:
+                text = r.content if isinstance(r.content, str) else json.dumps(r.content, ensure_ascii=False)
+                lines = text.splitlines() or [""]
+                first = lines[0][:100]
+                more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+                self.say(f"  ⎿ {first}{more}", "dim")
+            else:
+                self.say(f"  ⎿ error: {(r.error or '').splitlines()[0][:160] if r.error else ''}", "red")
+        elif isinstance(ev, Stopped) and ev.reason == "interrupted":
+            self.say("⏹ interrupted", "yellow")
+
+    def status(self) -> str:
+        from agentloop.budget import format_usd
+
+        a = self.agent
+        if a is None:
+            return ""
+        st = a.stats
+        fill = st.last_input_tokens / a.window if a.window else 0.0
+        budget = f" / {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else ""
+        return (
+            f" {a.model_spec} · {st.input_tokens} in / {st.output_tokens} out · context {fill:.0%}"
+            f" · {format_usd(st.spent_micros)}{budget} · session {a.session.id} "
+        )
+
+    # -- permission asks (called from inside a turn) --
+
+    def ask_permission(self, call: Any, decision: Any) -> str:
+        self.newline()
+        why = getattr(decision, "reason", "") or (f"rule {decision.rule}" if getattr(decision, "rule", None) else "")
+        question = f"Allow {call.name}({short_input(call.name, call.arguments, 120)})?" + (f" ({why})" if why else "")
+        while True:
+            try:
+                answer = self._read(f"{question} [y]es / [a]lways this session / [n]o: ", permission=True)
+            except EOFError:
+                return "deny"
+            a = answer.strip().lower()
+            if a in ("y", "yes"):
+                return "allow"
+            if a in ("a", "always"):
+                return "always"
+            if a in ("n", "no", ""):
+                return "deny"
+
+    # -- input --
+
+    def _make_session(self) -> None:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.key_binding import KeyBindings
+
+        kb = KeyBindings()
+
+        @kb.add("escape", "enter")
+        def _(event: Any) -> None:
+            event.current_buffer.insert_text("\n")
+
+        hist = os.path.join(self.agent.home, "history")
+        try:
+            os.makedirs(self.agent.home, exist_ok=True)
+            history: Any = FileHistory(hist)
+        except OSError:
+            history = None
+        self.session = PromptSession(
+            history=history,
+            completer=_completer(self),
+            complete_while_typing=False,
+            key_bindings=kb,
+            bottom_toolbar=self.status,
+            enable_suspend=True,
+        )
+
+    def _read(self, prompt: str, *, permission: bool = False) -> str:
+        if not self.interactive:
+            if permission:
+                raise EOFError
+            self.write(prompt)
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            self.at_line_start = True
+            return line.rstrip("\n")
+        if permission:
+            from prompt_toolkit import prompt as pt_prompt
+
+            return str(pt_prompt(prompt))
+        assert self.session is not None
+        return str(self.session.prompt(prompt))
+
+    def read_prompt(self) -> str:
+        """One prompt; a line ending in ``\\`` continues on the next."""
+        parts: list[str] = []
+        prompt = "> "
+        while True:
+            line = self._read(prompt)
+            if line.endswith("\\") and not line.endswith("\\\\"):
+                parts.append(line[:-1])
+                prompt = ". "
+                continue
+            parts.append(line)
+            return "\n".join(parts)
+
+    # -- the loop --
+
+    def run(self) -> int:
+        from agentloop.agent.core import AgentError
+
+        from .agent_entry import make_agent
+
+        self.agent = make_agent(self.args, ask_permission=self.ask_permission if self.interactive else None)
+        self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
+        reason, code = "other", EXIT_OK
+        try:
+            if self.interactive:
+                self._make_session()
+            self.banner()
+            while True:
+                try:
+                    text = self.read_prompt()
+                except KeyboardInterrupt:
+                    if self.signals.terminating:
+                        raise _Exit(EXIT_TERMINATED, "sigterm") from None
+                    if self.armed:
+                        raise _Exit(EXIT_OK, "prompt_input_exit") from None
+                    self.armed = True
+                    self.say("(Ctrl+C again or Ctrl+D to exit)", "dim")
+                    continue
+                except EOFError:
+                    raise _Exit(EXIT_OK, "prompt_input_exit") from None
+                if not text.strip():
+                    continue
+                try:
+                    self.handle(text)
+                except KeyboardInterrupt:
+                    if self.signals.terminating:
+                        raise _Exit(EXIT_TERMINATED, "sigterm") from None
+                    self.armed = True
+                    self.say("⏹ interrupted", "yellow")
+                except AgentError as exc:
+                    self.say(f"error: {exc}", "red")
+                except UserError as exc:
+                    self.say(f"error: {exc}", "red")
+                if self.signals.terminating:
+                    raise _Exit(EXIT_TERMINATED, "sigterm")
+        except _Exit as e:
+            reason, code = e.reason, e.code
+        except KeyboardInterrupt:
+            reason, code = ("sigterm", EXIT_TERMINATED) if self.signals.terminating else ("interrupted", EXIT_OK)
+        finally:
+            self._close(reason)
+        return code
+
+    def _close(self, reason: str) -> None:
+        a = self.agent
+        try:
+            a.close(reason)
+        except KeyboardInterrupt:
+            a.close(reason)
+        self.newline()
+        if a.session.written:
+            self.say(f"session {a.session.id} saved; resume with: agentloop --resume {a.session.id}", "dim")
+
+    def banner(self) -> None:
+        a = self.agent
+        resumed = "resumed" if not a.session.created else "new"
+        self.say(f"agentloop · {a.model_spec} · {resumed} session {a.session.id} · /help for commands", "bold")
+        if a.memory_files:
+            self.say("memory: " + ", ".join(os.path.relpath(p, a.cwd) if p.startswith(a.cwd) else p for p in a.memory_files), "dim")
+
+    def handle(self, text: str) -> None:
+        if text.startswith("/") and not text.startswith("//"):
+            name, _, rest = text[1:].partition(" ")
+            self.slash(name, rest.strip())
+            return
+        self.armed = False
+        self.send(text)
+
+    def send(self, text: str) -> None:
+        a = self.agent
+        roots = list(a.workspace.roots)
+
+        def refuse(real: str) -> str | None:
+            d = a.policy.decide("Read", {"file_path": real})
+            return f"reading it is denied ({d.reason})" if d.behavior == "deny" else None
+
+        prompt, attached, refused = expand_mentions(text, a.cwd, roots, refuse=refuse)
+        for r in refused:
+            self.say(f"warning: {r}", "yellow")
+        for p in attached:
+            self.say(f"attached {os.path.relpath(p, a.cwd)}", "dim")
+        result = a.ask(prompt, observer=self.observe)
+        self.newline()
+        if result.stop_reason not in ("no_tool_calls", "sentinel", "interrupted"):
+            detail = f": {result.error}" if result.error else ""
+            self.say(f"stopped: {result.stop_reason}{detail}", "red")
+        if result.stop_reason == "interrupted":
+            self.armed = True
+        from .agent_entry import cost_line
+
+        self.say(cost_line(a, result), "dim")
+        for w in a.warnings():
+            self.say(f"warning: {w.text}", "yellow")
+
+    # -- slash commands --
+
+    def _add_builtin_commands(self) -> None:
+        for c in (
+            Command("help", "show the commands", self.cmd_help),
+            Command("clear", "start a new session (this one is saved)", self.cmd_clear),
+            Command("resume", "resume a session (the latest other one without an id)", self.cmd_resume, "[id]"),
+            Command("sessions", "list this directory's sessions", self.cmd_sessions),
+            Command("compact", "compact the conversation to free context", self.cmd_compact, "[instructions]"),
+            Command("model", "show or switch the model", self.cmd_model, "[spec]"),
+            Command("permissions", "show the permission rules in effect and where they come from", self.cmd_permissions),
+            Command("mcp", "list MCP servers and their tools", self.cmd_mcp),
+            Command("cost", "tokens, cache use, spend and tool success counts", self.cmd_cost),
+            Command("exit", "save the session and exit", self.cmd_exit),
+            Command("quit", "the same as /exit", self.cmd_exit),
+        ):
+            self.commands[c.name] = c
+
+    def slash(self, name: str, rest: str) -> None:
+        if name in self.commands:
+            self.commands[name].run(rest)
+            return
+        a = self.agent
+        if name in a.commands:
+            self.armed = False
+            self.send(_render_command(a.commands[name], rest))
+            return
+        if name in a.skills:
+            self.armed = False
+            self.send(_render_skill(name, a.skills[name], rest))
+            return
+        self.say(f"unknown command /{name}; /help lists them", "red")
+
+    def all_command_names(self) -> list[str]:
+        a = self.agent
+        extra = [*a.commands, *a.skills] if a is not None else []
+        return sorted({*self.commands, *extra})
+
+    def cmd_help(self, rest: str) -> None:
+        lines = [f"/{c.name}{' ' + c.args if c.args else ''} — {c.help}" for c in self.commands.values() if c.name != "quit"]
+        a = self.agent
+        for n, c in sorted(a.commands.items()):
+            lines.append(f"/{n} — {getattr(c, 'description', '') or 'custom command'}")
+        for n, s in sorted(a.skills.items()):
+            lines.append(f"/{n} — skill: {getattr(s, 'description', '')}")
+        lines += ["", "@path attaches a file of the workspace · Alt+Enter or a trailing \\ for a new line",
+                  "Ctrl+C stops a turn; Ctrl+C again or Ctrl+D exits"]
+        self.say("\n".join(lines))
+
+    def cmd_clear(self, rest: str) -> None:
+        self.agent.switch_session(None, "clear")
+        self.say(f"new session {self.agent.session.id}", "dim")
+
+    def cmd_resume(self, rest: str) -> None:
+        from agentloop.agent.session import SessionError, list_sessions
+
+        a = self.agent
+        sid = rest.split()[0] if rest.split() else None
+        if sid is None:
+            others = [s for s in list_sessions(a.cwd, a.home) if s.id != a.session.id]
+            if not others:
+                self.say("no other session to resume", "yellow")
+                return
+            sid = others[0].id
+        try:
+            a.switch_session(sid, "resume")
+        except SessionError as exc:
+            self.say(f"error: {exc}", "red")
+            return
+        n = sum(1 for m in a.session.messages if m.get("role") == "user")
+        self.say(f"resumed session {a.session.id} ({n} user messages)", "dim")
+
+    def cmd_sessions(self, rest: str) -> None:
+        from agentloop.agent.session import list_sessions
+
+        from .cmd_sessions import render
+
+        a = self.agent
+        found = list_sessions(a.cwd, a.home)
+        if not found:
+            self.say("no saved sessions yet (a session is saved once it has a turn)")
+            return
+        self.newline()
+        render(found[:20], con=self.con)
+
+    def cmd_compact(self, rest: str) -> None:
+        before = len(self.agent.session.messages)
+        self.agent.compact(rest)
+        self.say(f"compacted: {before} messages → {len(self.agent.session.messages)}", "dim")
+
+    def cmd_model(self, rest: str) -> None:
+        if not rest:
+            self.say(f"model: {self.agent.model_spec} (context window {self.agent.window} tokens)")
+            return
+        self.agent.set_model(rest.split()[0])
+        self.say(f"model switched to {self.agent.model_spec}", "dim")
+
+    def cmd_permissions(self, rest: str) -> None:
+        a = self.agent
+        lines = [f"mode: {a.policy.mode}"]
+        rules = a.policy.describe()
+        if not rules:
+            lines.append("no rules: read-only tools run, others ask (settings: permissions.allow / ask / deny)")
+        for behavior, rule, source in rules:
+            lines.append(f"  {behavior:<5} {rule}   ({source})")
+        if a.add_dirs:
+            lines.append("additional directories: " + ", ".join(a.add_dirs))
+        self.say("\n".join(lines))
+
+    def cmd_mcp(self, rest: str) -> None:
+        fn = getattr(self.agent, "mcp_status", None)
+        if fn is None:
+            self.say("no MCP servers (configure them in .mcp.json)")
+            return
+        self.say(str(fn()))
+
+    def cmd_cost(self, rest: str) -> None:
+        from agentloop.budget import format_usd
+
+        a = self.agent
+        st = a.stats
+        budget = f" of {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else " (no cap)"
+        lines = [
+            f"session {a.session.id} · {st.turns} prompts · {st.model_calls} model calls",
+            f"tokens: {st.input_tokens} in / {st.output_tokens} out",
+            f"cache: {st.cache_read_tokens} read / {st.cache_write_tokens} written",
+            f"spend: {format_usd(st.spent_micros)}{budget}",
+            f"context: {st.last_input_tokens} of {a.window} tokens",
+        ]
+        if st.tools:
+            lines.append("tools:")
+            for name, c in sorted(st.tools.items()):
+                lines.append(f"  {name}: {c['ok']} ok, {c['failed']} failed")
+        else:
+            lines.append("tools: none used yet")
+        self.say("\n".join(lines))
+
+    def cmd_exit(self, rest: str) -> None:
+        raise _Exit(EXIT_OK, "prompt_input_exit")
+
+
+def _render_command(cmd: Any, arguments: str) -> str:
+    for attr in ("render", "expand"):
+        fn = getattr(cmd, attr, None)
+        if callable(fn):
+            return str(fn(arguments))
+    body = str(getattr(cmd, "body", None) or getattr(cmd, "template", "") or cmd)
+    return body.replace("$ARGUMENTS", arguments)
+
+
+def _render_skill(name: str, skill: Any, arguments: str) -> str:
+    for attr in ("render", "load"):
+        fn = getattr(skill, attr, None)
+        if callable(fn):
+            body = str(fn(arguments) if attr == "render" else fn())
+            break
+    else:
+        body = str(getattr(skill, "body", "") or getattr(skill, "content", ""))
+    text = f"Use the skill {name!r}. Its instructions:\n\n{body}"
+    return f"{text}\n\n{arguments}" if arguments else text
+
+
+def _completer(repl: Repl) -> Any:
+    """Slash commands at the start of the line; ``@`` paths anywhere."""
+    from prompt_toolkit.completion import Completer, Completion
+
+    class _Completer(Completer):
+        def get_completions(self, document: Any, complete_event: Any) -> Iterable[Completion]:
+            before = document.text_before_cursor
+            if before.startswith("/") and " " not in before:
+                for n in repl.all_command_names():
+                    if n.startswith(before[1:]):
+                        yield Completion("/" + n, start_position=-len(before))
+                return
+            m = re.search(r"@([^\s]*)$", before)
+            if not m:
+                return
+            partial = m.group(1)
+            head, tail = os.path.split(partial)
+            base = os.path.join(repl.agent.cwd, head)
+            try:
+                names = sorted(os.listdir(base))
+            except OSError:
+                return
+            for n in names:
+                if n.startswith(tail) and (tail.startswith(".") or not n.startswith(".")):
+                    full = os.path.join(head, n)
+                    if os.path.isdir(os.path.join(base, n)):
+                        full += "/"
+                    yield Completion(full, start_position=-len(partial))
+
+    return _Completer()
+
+
+def run_repl(args: argparse.Namespace, signals: Any) -> int:
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    return Repl(args, signals, interactive=interactive).run()
+

@@ -1,0 +1,99 @@
+"""Drive a real terminal program as a person would: pexpect gives it a
+pseudo-terminal, pyte renders what it draws, and the tests read the screen."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from typing import Any
+
+import pexpect
+import pyte
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
+
+
+class _Screen(pyte.HistoryScreen):  # type: ignore[misc]
+    """Answers the program's device-status queries (cursor position), as a terminal does."""
+
+    child: Any = None
+
+    def write_process_input(self, data: str) -> None:
+        if self.child is not None:
+            self.child.send(data)
+
+
+class Term:
+    def __init__(self, args: list[str], *, cwd: str, env: dict[str, str], cols: int = 140, rows: int = 50):
+        self.screen = _Screen(cols, rows, history=5000)
+        self.screen.set_mode(pyte.modes.LNM)
+        self.stream = pyte.ByteStream(self.screen)
+        self.raw = b""
+        self.child = pexpect.spawn(AGENTLOOP, args, cwd=cwd, env=env, dimensions=(rows, cols), timeout=30)
+        self.screen.child = self.child
+
+    def pump(self, timeout: float = 0.05) -> None:
+        try:
+            data = self.child.read_nonblocking(65536, timeout=timeout)
+        except pexpect.TIMEOUT:
+            return
+        except pexpect.EOF:
+            return
+        self.raw += data
+        self.stream.feed(data)
+
+    def text(self) -> str:
+        """Everything shown so far: the scrolled-off history, then the screen."""
+        hist = ["".join(line[i].data for i in sorted(line)).rstrip() for line in self.screen.history.top]
+        return "\n".join([*hist, *(line.rstrip() for line in self.screen.display)])
+
+    def wait_for(self, pattern: str, timeout: float = 20.0, *, after: int = 0) -> re.Match[str]:
+        """Pump until ``pattern`` (a regex) appears in the text past offset ``after``."""
+        deadline = time.monotonic() + timeout
+        rx = re.compile(pattern)
+        while True:
+            m = rx.search(self.text(), after)
+            if m:
+                return m
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} never appeared; the screen:\n{self.text()[-3000:]}")
+            if not self.child.isalive():
+                self.pump(0.2)
+                m = rx.search(self.text(), after)
+                if m:
+                    return m
+                raise AssertionError(f"the program exited before {pattern!r}; the screen:\n{self.text()[-3000:]}")
+            self.pump()
+
+    def mark(self) -> int:
+        self.pump(0.1)
+        return len(self.text())
+
+    def type(self, line: str) -> None:
+        self.child.send(line)
+        time.sleep(0.05)
+        self.child.send("\r")
+
+    def wait_exit(self, timeout: float = 20.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while self.child.isalive() and time.monotonic() < deadline:
+            self.pump(0.1)
+        self.pump(0.1)
+        self.child.close()
+        return self.child.exitstatus, self.child.signalstatus
+
+    def kill(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+def env_for(home: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLOOP_")}
+    env.update(AGENTLOOP_HOME=home, NO_COLOR="1", TERM="xterm", COLUMNS="140")
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.update(extra)
+    return env

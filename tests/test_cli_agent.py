@@ -1,0 +1,203 @@
+"""``agentloop -p``, ``agentloop run`` and ``agentloop sessions`` as a script would use them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from agentloop.fakeprovider import FakeProvider
+from agentloop.transcript import read_records, verify_file
+
+AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
+
+
+@pytest.fixture()
+def env(tmp_path):  # type: ignore[no-untyped-def]
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
+    e["AGENTLOOP_HOME"] = str(tmp_path / "home")
+    e["NO_COLOR"] = "1"
+    return e
+
+
+@pytest.fixture()
+def proj(tmp_path):  # type: ignore[no-untyped-def]
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "hello.txt").write_text("hi from the file\n")
+    return d
+
+
+def spec(tmp_path, replies, name="s.json"):  # type: ignore[no-untyped-def]
+    p = tmp_path / name
+    p.write_text(json.dumps(replies))
+    return f"scripted:{p}"
+
+
+def agentloop(args, *, cwd, env, input=None, timeout=60):  # type: ignore[no-untyped-def]
+    return subprocess.run([AGENTLOOP, *args], cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
+
+
+TOOL_THEN_ANSWER = [
+    {"text": "Looking.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "hello.txt"}}], "usage": [100, 10]},
+    {"text": "The file says hi.", "usage": [150, 5]},
+]
+
+
+def test_print_text_puts_only_the_answer_on_stdout(tmp_path, proj, env):
+    p = agentloop(["-p", "what does hello.txt say?", "--model", spec(tmp_path, TOOL_THEN_ANSWER)], cwd=proj, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "The file says hi.\n"
+    assert "cost $0.000" in p.stderr and "this turn (250 in / 15 out)" in p.stderr
+
+
+def test_print_json_is_one_result_object(tmp_path, proj, env):
+    p = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--output-format", "json"], cwd=proj, env=env)
+    assert p.returncode == 0, p.stderr
+    obj = json.loads(p.stdout)
+    assert obj["type"] == "result" and obj["subtype"] == "success" and obj["is_error"] is False
+    assert obj["result"] == "The file says hi." and obj["num_turns"] == 2
+    assert obj["cost_micros"] == 100 + 150 + 2 * 15  # scripted: 1 USD/Mtok in, 2 out
+    assert verify_file(obj["transcript"]).ok
+
+
+def test_print_stream_json_is_one_event_a_line_in_order(tmp_path, proj, env):
+    p = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--output-format", "stream-json"], cwd=proj, env=env)
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "system" and types[-1] == "result"
+    assert "Read" in events[0]["tools"]
+    order = [t for t in types if t in ("assistant", "tool_use", "tool_result")]
+    assert order == ["assistant", "tool_use", "tool_result", "assistant"]
+    deltas = "".join(e["event"]["text"] for e in events if e["type"] == "stream_event")
+    assert deltas == "Looking.The file says hi."
+    tr = next(e for e in events if e["type"] == "tool_result")
+    assert tr["is_error"] is False and "hi from the file" in tr["content"]
+    assert len({e["session_id"] for e in events}) == 1
+
+
+def test_run_subcommand_is_the_same_agent(tmp_path, proj, env):
+    p = agentloop(["run", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--max-usd", "0.05", "--max-steps", "20", "--output-format", "json"], cwd=proj, env=env)
+    assert p.returncode == 0, p.stderr
+    obj = json.loads(p.stdout)
+    assert obj["result"] == "The file says hi."
+    start = next(r for r in read_records(obj["transcript"]) if r.kind == "run_start")
+    assert start.payload["config"]["budget"]["max_steps"] == 20
+    assert start.payload["config"]["budget"]["max_usd_micros"] == 50_000
+
+
+def test_a_run_stopped_by_its_budget_exits_1(tmp_path, proj, env):
+    p = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--max-steps", "1"], cwd=proj, env=env)
+    assert p.returncode == 1
+    assert "stopped: step_budget" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-usd", "lots"], "--max-usd lots: not an amount of dollars"),
+        (["--max-steps", "0"], "--max-steps 0: must be at least 1"),
+        (["--model", "scripted:/no/such.json"], "/no/such.json: cannot read the scripted model"),
+        (["--model", "gpt-4o"], "needs a provider"),
+        (["--resume", "nope"], "no session 'nope' for this directory"),
+        (["--cwd", "/no/such/dir"], "--cwd /no/such/dir: not a directory"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_line(tmp_path, proj, env, args, message):
+    base = ["-p", "x", "--model", spec(tmp_path, [{"text": "x"}])]
+    p = agentloop(base + args, cwd=proj, env=env)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert message in p.stderr
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+
+
+def test_no_model_configured_says_how_to_configure_one(tmp_path, proj, env):
+    p = agentloop(["-p", "x"], cwd=proj, env=env)
+    assert p.returncode == 2 and "no model configured" in p.stderr
+
+
+def test_prompt_from_stdin(tmp_path, proj, env):
+    p = agentloop(["-p", "-", "--model", spec(tmp_path, [{"text": "got it"}]), "--output-format", "json"], cwd=proj, env=env, input="a long prompt\nover lines\n")
+    obj = json.loads(p.stdout)
+    first = next(r for r in read_records(obj["transcript"]) if r.kind == "run_start")
+    assert first.payload["messages"][-1]["content"] == "a long prompt\nover lines\n"
+
+
+def test_continue_and_resume_append_to_the_same_chain(tmp_path, proj, env):
+    s = spec(tmp_path, [{"text": "one"}])
+    first = json.loads(agentloop(["-p", "first", "--model", s, "--output-format", "json"], cwd=proj, env=env).stdout)
+    p = agentloop(["-c", "-p", "second", "--model", spec(tmp_path, [{"text": "two"}], "t.json"), "--output-format", "json"], cwd=proj, env=env)
+    second = json.loads(p.stdout)
+    assert second["session_id"] == first["session_id"] and second["transcript"] == first["transcript"]
+    p = agentloop(["--resume", first["session_id"][:15], "-p", "third", "--model", spec(tmp_path, [{"text": "three"}], "u.json"), "--output-format", "json"], cwd=proj, env=env)
+    third = json.loads(p.stdout)
+    assert third["session_id"] == first["session_id"]
+    recs = list(read_records(third["transcript"]))
+    last_start = [r for r in recs if r.kind == "run_start"][-1]
+    contents = [m["content"] for m in last_start.payload["messages"] if m["role"] != "system"]
+    assert contents == ["first", "one", "second", "two", "third"]
+    assert third["session_cost_micros"] == first["cost_micros"] + second["cost_micros"] + third["cost_micros"]
+    assert verify_file(third["transcript"]).ok
+
+
+def test_sessions_lists_this_directory_newest_first(tmp_path, proj, env):
+    agentloop(["-p", "the first prompt", "--model", spec(tmp_path, [{"text": "a"}])], cwd=proj, env=env)
+    time.sleep(1.1)
+    agentloop(["-p", "the second prompt", "--model", spec(tmp_path, [{"text": "b"}], "b.json")], cwd=proj, env=env)
+    p = agentloop(["sessions", "--json"], cwd=proj, env=env)
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [r["first_prompt"] for r in rows] == ["the second prompt", "the first prompt"]
+    assert all(r["verified"] and r["turns"] == 1 for r in rows)
+    table = agentloop(["sessions"], cwd=proj, env=env).stdout
+    assert "the first prompt" in table and "verified" in table and " ok " in table
+    other = tmp_path / "other"
+    other.mkdir()
+    assert "no sessions" in agentloop(["sessions"], cwd=other, env=env).stdout
+
+
+def test_a_session_in_use_is_refused_to_a_second_process(tmp_path, proj, env):
+    slow = spec(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "sleep 20"}}]}, {"text": "done"}])
+    first = json.loads(agentloop(["-p", "x", "--model", spec(tmp_path, [{"text": "a"}], "a.json"), "--output-format", "json"], cwd=proj, env=env).stdout)
+    holder = subprocess.Popen(
+        [AGENTLOOP, "--resume", first["session_id"], "-p", "y", "--model", slow, "--permission-mode", "bypassPermissions"],
+        cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while b"sleep 20" not in open(first["transcript"], "rb").read():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        size = os.path.getsize(first["transcript"])
+        p = agentloop(["--resume", first["session_id"], "-p", "z", "--model", spec(tmp_path, [{"text": "c"}], "c.json")], cwd=proj, env=env)
+        assert p.returncode == 2
+        assert f"session {first['session_id']} is in use by another agentloop process (pid {holder.pid})" in p.stderr
+        assert os.path.getsize(first["transcript"]) == size, "the refused process wrote nothing"
+    finally:
+        holder.send_signal(signal.SIGTERM)
+        out, err = holder.communicate(timeout=30)
+    assert holder.returncode == 143, err
+    assert "Traceback" not in err
+    recs = list(read_records(first["transcript"]))
+    assert [r.payload["reason"] for r in recs if r.kind == "stop"][-1] == "interrupted"
+    assert recs[-1].kind == "session_end" and recs[-1].payload["reason"] == "sigterm"
+
+
+def test_print_against_the_fake_provider_streams_over_http(tmp_path, proj, env):
+    script = {"replies": [
+        {"text": "Reading the file now.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "hello.txt"}}], "chunk_size": 5},
+        {"text": "It greets you.", "chunk_size": 3},
+    ]}
+    with FakeProvider(script) as fp:
+        p = agentloop(["-p", "x", "--model", "openai:gpt-4o-mini", "--base-url", fp.url + "/v1", "--output-format", "stream-json"], cwd=proj, env=env)
+        sent = fp.requests
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [e["event"]["text"] for e in events if e["type"] == "stream_event"][:3] == ["Readi", "ng th", "e fil"]
+    assert events[-1]["result"] == "It greets you."
+    assert len(sent) == 2
