@@ -378,3 +378,9 @@ def test_a_directory_swapped_for_a_link_during_a_search_is_not_listed(tmp_path):
     out = reg.invoke(ToolCall("1", "Glob", {"pattern": "**/*"})).content
     assert "leaked-name" not in out
     assert (root / "sub").is_symlink()  # the swap really happened
+
+
+def test_text_that_cannot_be_utf8_is_a_clear_error(env):
+    assert "UTF-8" in err(env.call("Write", file_path="s.txt", content="bad \ud800"))
+    (env.root / "e.txt").write_text("x\n")
+    assert "UTF-8" in err(env.call("Edit", file_path="e.txt", old_string="x", new_string="\ud800"))

@@ -576,11 +576,23 @@ def builtin_registry(
             lines = lines[:LS_MAX_ENTRIES]
         return f"{base}/\n" + "\n".join("  " + x for x in lines) + more
 
+    def encodable(fn: Callable[..., str]) -> Callable[..., str]:
+        def run(**kw: Any) -> str:
+            try:
+                return fn(**kw)
+            except UnicodeEncodeError:
+                raise ToolError(
+                    "the text contains characters that cannot be written as UTF-8 (lone surrogates)"
+                ) from None
+
+        run.__wrapped__ = fn  # type: ignore[attr-defined]
+        return run
+
     specs: list[tuple[str, str, dict[str, Any], Callable[..., str], bool]] = [
         ("Bash", _BASH_DOC, _BASH_SCHEMA, bash, False),
         ("Read", _READ_DOC, _READ_SCHEMA, read, True),
-        ("Write", _WRITE_DOC, _WRITE_SCHEMA, write, False),
-        ("Edit", _EDIT_DOC, _EDIT_SCHEMA, edit, False),
+        ("Write", _WRITE_DOC, _WRITE_SCHEMA, encodable(write), False),
+        ("Edit", _EDIT_DOC, _EDIT_SCHEMA, encodable(edit), False),
         ("Glob", _GLOB_DOC, _GLOB_SCHEMA, glob, True),
         ("Grep", _GREP_DOC, _GREP_SCHEMA, grep, True),
         ("LS", _LS_DOC, _LS_SCHEMA, ls, True),
