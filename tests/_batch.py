@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from agentloop.anchor import load_anchor, verify_with_anchor
 from agentloop.budget import Price, cost_micros
 from agentloop.events import Usage
 from agentloop.transcript import verify_file
@@ -71,6 +72,5 @@ def all_verify(out: Any, ids: list[str]) -> None:
         path = os.path.join(out, "runs", f"{tid}.jsonl")
         report = verify_file(path)
         assert report.ok, (tid, report.problems[:3])
-        with open(os.path.join(out, "runs", f"{tid}.anchor.json"), "rb") as f:
-            anchor = orjson.loads(f.read())
-        assert anchor["size"] == report.count and anchor["last_hash"] == report.last_hash
+        anchor = verify_with_anchor(path, load_anchor(f"{path}.anchor.json"))
+        assert anchor.ok, (tid, anchor.problems[:3])

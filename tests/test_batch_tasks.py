@@ -71,6 +71,8 @@ BAD = [
     (_lines({**add_task(1), "toolset": "os:system"}), 1, "toolset", "unknown tool set"),
     (_lines({**add_task(1), "base_url": "http://x"}), 1, "base_url", "scripted model takes no base_url"),
     (_lines({**add_task(1), "model": "gpt 4"}), 1, "model", "provider spec"),
+    (_lines({**{k: v for k, v in add_task(1).items() if k != "script"}, "model": "gemini:pro"}), 1, "model", "unknown provider 'gemini'"),
+    (_lines({**{k: v for k, v in add_task(1).items() if k != "script"}, "model": "gpt-4o"}), 1, "model", "openai:gpt-4o"),
     (_lines({**add_task(1), "max_output_tokens": 0}), 1, "max_output_tokens", ">= 1"),
     (_lines({**add_task(1), "price": {"input": "1"}}), 1, "price.input", "integer"),
     (_lines(add_task(1)) + b"\xff\xfe\n", 2, None, "not JSON"),

@@ -3,7 +3,7 @@
 Layout of ``DIR``::
 
     runs/<id>.jsonl           a finished run's transcript (hash chain)
-    runs/<id>.anchor.json     its anchor: size, last hash, Merkle root
+    runs/<id>.jsonl.anchor.json  its anchor (``agentloop.anchor``): size, last hash, Merkle root
     runs/<id>.jsonl.partial.<pid>  a run in progress (or cut short); never trusted
     manifest.jsonl            one line per task, in task-file order
     batch.anchor.json         the Merkle root over the runs' leaves (below)
@@ -21,81 +21,34 @@ covers every run. Changing this layout changes every batch root.
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
+from ..anchor import Anchor, AnchorError, anchor_path_for, write_anchor
 from ..canonical import canonical
+from ..merkle import MerkleTree, merkle_root
 from ..transcript import verify_file
 
-__all__ = ["ANCHOR_FORMAT", "Tree", "batch_leaf", "merkle_root_hex", "run_anchor", "write_json_atomic"]
+__all__ = ["ANCHOR_FORMAT", "Tree", "batch_leaf", "check_run", "merkle_root_hex", "paths", "run_anchor", "write_json_atomic"]
 
 ANCHOR_FORMAT = 1
 
 
-class _FallbackTree:
-    """RFC 9162 Merkle tree hash, incremental, O(log n) memory.
-
-    Used only while ``agentloop.merkle`` is not installed in this tree.
-    """
-
-    def __init__(self) -> None:
-        self._stack: list[tuple[int, bytes]] = []
-        self.size = 0
-
-    def append(self, data: bytes) -> None:
-        node = hashlib.sha256(b"\x00" + data).digest()
-        height = 0
-        while self._stack and self._stack[-1][0] == height:
-            _, left = self._stack.pop()
-            node = hashlib.sha256(b"\x01" + left + node).digest()
-            height += 1
-        self._stack.append((height, node))
-        self.size += 1
-
-    def root(self) -> bytes:
-        if not self._stack:
-            return hashlib.sha256(b"").digest()
-        node = self._stack[-1][1]
-        for _, left in reversed(self._stack[:-1]):
-            node = hashlib.sha256(b"\x01" + left + node).digest()
-        return node
-
-
-def _tree_class() -> Callable[[], Any]:
-    try:
-        from ..merkle import MerkleTree  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return _FallbackTree
-    return MerkleTree  # type: ignore[no-any-return,unused-ignore]
-
-
-def Tree() -> Any:  # noqa: N802 - a factory that stands for a class
-    """A new incremental Merkle tree (``append(bytes)``, ``root()``, ``size``)."""
-    return _tree_class()()
-
-
-def _hex(root: Any) -> str:
-    return root.hex() if isinstance(root, (bytes, bytearray)) else str(root)
+def Tree() -> MerkleTree:  # noqa: N802 - kept short: the batch's one kind of tree
+    """A new incremental RFC 9162 Merkle tree, hung on a writer as a listener."""
+    return MerkleTree()
 
 
 def merkle_root_hex(leaves: Iterable[bytes]) -> str:
-    t = Tree()
-    for leaf in leaves:
-        t.append(leaf)
-    return _hex(t.root())
+    return merkle_root(leaves).hex()
 
 
-def run_anchor(size: int, last_hash: str, root: Any) -> dict[str, Any]:
-    """A run's anchor in the format of ``agentloop anchor`` (format v1)."""
-    return {"format": ANCHOR_FORMAT, "size": size, "last_hash": last_hash, "root": _hex(root)}
-
-
-def tree_root_hex(tree: Any) -> str:
-    return _hex(tree.root())
+def run_anchor(tree: MerkleTree, last_hash: str) -> dict[str, Any]:
+    """A run's anchor, in the format of ``agentloop anchor`` (``agentloop verify FILE --anchor``)."""
+    return Anchor.from_tree(tree, last_hash).to_json()
 
 
 def batch_leaf(task_id: str, anchor: dict[str, Any]) -> bytes:
@@ -123,7 +76,7 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
 def paths(out_dir: str, task_id: str) -> tuple[str, str, str]:
     """The transcript, its anchor, and the in-progress file of a task."""
     base = os.path.join(out_dir, "runs", task_id)
-    return f"{base}.jsonl", f"{base}.anchor.json", f"{base}.jsonl.partial"
+    return f"{base}.jsonl", anchor_path_for(f"{base}.jsonl"), f"{base}.jsonl.partial"
 
 
 def check_run(out_dir: str, task_id: str, digest: str) -> dict[str, Any] | None:
@@ -137,12 +90,12 @@ def check_run(out_dir: str, task_id: str, digest: str) -> dict[str, Any] | None:
     tpath, apath, _ = paths(out_dir, task_id)
     try:
         with open(apath, "rb") as f:
-            anchor = orjson.loads(f.read())
+            anchor = Anchor.from_json(orjson.loads(f.read())).to_json()
         with open(tpath, "rb") as f:
             lines = f.read().split(b"\n")
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, orjson.JSONDecodeError, AnchorError):
         return None
-    if not isinstance(anchor, dict) or lines[-1] != b"":
+    if lines[-1] != b"":
         return None
     lines = lines[:-1]
     report = verify_file(tpath)
@@ -151,7 +104,7 @@ def check_run(out_dir: str, task_id: str, digest: str) -> dict[str, Any] | None:
     tree = Tree()
     for line in lines:
         tree.append(line)
-    if anchor.get("size") != len(lines) or anchor.get("last_hash") != report.last_hash or anchor.get("root") != tree_root_hex(tree):
+    if anchor.get("size") != len(lines) or anchor.get("last_hash") != report.last_hash or anchor.get("root") != tree.root().hex():
         return None
     first = orjson.loads(lines[0])
     last = orjson.loads(lines[-1])
@@ -211,3 +164,7 @@ def remove_partials(out_dir: str, task_id: str) -> None:
             os.remove(path)
         except OSError:
             pass
+
+
+def write_run_anchor(path: str, anchor: dict[str, Any]) -> None:
+    write_anchor(Anchor.from_json(anchor), path)

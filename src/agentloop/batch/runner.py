@@ -573,7 +573,7 @@ def verify_batch(out_dir: str | os.PathLike[str]) -> list[str]:
         try:
             with open(tpath, "rb") as f:
                 data = f.read()
-            with open(os.path.join(d, "runs", f"{e['id']}.anchor.json"), "rb") as f:
+            with open(_files.paths(d, e["id"])[1], "rb") as f:
                 run_anchor = orjson.loads(f.read())
         except (OSError, orjson.JSONDecodeError) as exc:
             problems.append(f"{e['id']}: {exc}")

@@ -230,6 +230,17 @@ def _price(v: Any) -> Price:
     return Price.from_json(v)
 
 
+def _check_spec(model: str) -> None:
+    try:
+        from ..providers import ProviderConfigError, parse_spec
+    except ImportError:  # pragma: no cover - the providers are part of the package
+        return
+    try:
+        parse_spec(model)
+    except ProviderConfigError as exc:
+        raise _Bad("model", str(exc).replace("--model ", "")) from None
+
+
 def _task(obj: Any, line: int, toolsets: Mapping[str, str], tool_names: Mapping[str, frozenset[str]]) -> Task:
     if not isinstance(obj, dict):
         raise _Bad(None, f"a task is a JSON object, not {type(obj).__name__ if obj is not None else 'null'}")
@@ -256,6 +267,7 @@ def _task(obj: Any, line: int, toolsets: Mapping[str, str], tool_names: Mapping[
     else:
         if not _SPEC.fullmatch(model):
             raise _Bad("model", f"is not a provider spec such as \"openai:gpt-4o-mini\" (got {_show(model)})")
+        _check_spec(model)
         if "script" in obj:
             raise _Bad("script", "only a \"scripted\" model takes a script")
         if "base_url" in obj:

@@ -144,7 +144,7 @@ def execute_task(
             writer.close()
     size = writer.count if writer is not None else len(mem.records) if mem is not None else 0
     last = writer.last_hash if writer is not None else mem.last_hash if mem is not None else ""
-    anchor = _files.run_anchor(size, last, tree.root())
+    anchor = _files.run_anchor(tree, last)
     out.update(
         status="failed" if result.stop_reason == "model_error" else "ok",
         stop_reason=result.stop_reason,
@@ -178,5 +178,5 @@ def finish_files(out_dir: str, task_id: str, anchor: dict[str, Any], data: bytes
     ppath = partial or ppath
     if data is not None:
         _files.write_bytes_atomic(ppath, data)
-    _files.write_json_atomic(apath, anchor)
+    _files.write_run_anchor(apath, anchor)
     os.replace(ppath, tpath)
