@@ -55,10 +55,11 @@ Each request to a completion endpoint takes the next REPLY, an object with:
   mid-stream; OpenAI: an ``error`` chunk).
 
 Prompt caching (``"cache": true``): on the Anthropic protocol, the prefix up
-to each ``cache_control`` breakpoint (tools, then system, then messages) is
-remembered; a later request that repeats a remembered prefix reports it as
-``cache_read_input_tokens``, and the new prefix up to its last breakpoint as
-``cache_creation_input_tokens``. On the OpenAI protocol, the longest
+to each ``cache_control`` breakpoint (tools, then system, then messages; the
+breakpoint marks themselves are not part of the content) is remembered; a
+later request whose prefix, up to any block boundary before its last
+breakpoint, was remembered reports it as ``cache_read_input_tokens``, and the
+rest up to its last breakpoint as ``cache_creation_input_tokens``. On the OpenAI protocol, the longest
 previously seen prefix of whole messages is reported as
 ``usage.prompt_tokens_details.cached_tokens``. Token counts are characters
 // 4 of the canonical JSON of each part, the same figure ``count_tokens``
@@ -153,41 +154,50 @@ class _State:
     def anthropic_usage(self, body: dict[str, Any]) -> tuple[int, int, int]:
         """(input, cache_read, cache_write) tokens for an Anthropic request."""
         units: list[tuple[str, bool]] = []
+
+        def unit(x: Any, role: str | None = None) -> None:
+            # a breakpoint marks where a prefix ends; it is not part of the prefix's content
+            if isinstance(x, dict):
+                bp = "cache_control" in x
+                x = {k: v for k, v in x.items() if k != "cache_control"}
+                if role is not None:
+                    x = {"role": role, **x}
+                units.append((_canon(x), bp))
+            else:
+                units.append((_canon({"role": role, "text": x}), False))
+
         for t in body.get("tools") or []:
-            units.append((_canon(t), "cache_control" in t))
+            unit(t)
         system = body.get("system")
-        if isinstance(system, str):
-            units.append((_canon(system), False))
-        for b in system or [] if not isinstance(system, str) else []:
-            units.append((_canon(b), isinstance(b, dict) and "cache_control" in b))
+        for b in [system] if isinstance(system, str) else system or []:
+            unit(b, "system")
         for m in body.get("messages") or []:
             c = m.get("content")
-            if isinstance(c, str):
-                units.append((_canon({"role": m.get("role"), "text": c}), False))
-            else:
-                for b in c or []:
-                    units.append((_canon({"role": m.get("role"), **b}), isinstance(b, dict) and "cache_control" in b))
+            for b in [c] if isinstance(c, str) else c or []:
+                unit(b, m.get("role"))
         total = _tokens(sum(len(u) for u, _ in units))
         if not self.cache:
             return total, 0, 0
         h = hashlib.sha256()
         chars = 0
-        marks: list[tuple[str, int]] = []
+        bounds: list[tuple[str, int, bool]] = []
         for u, bp in units:
             h.update(u.encode())
-            chars += len(u.replace('"cache_control":{"type":"ephemeral"}', ""))
-            if bp:
-                marks.append((h.copy().hexdigest(), _tokens(chars)))
+            chars += len(u)
+            bounds.append((h.copy().hexdigest(), _tokens(chars), bp))
+        last = max((i for i, b in enumerate(bounds) if b[2]), default=-1)
         read = write = 0
         with self.lock:
-            for digest, toks in reversed(marks):
+            # like the API, a breakpoint finds an earlier cached prefix at any block boundary before it
+            for digest, toks, _ in reversed(bounds[: last + 1]):
                 if digest in self.prefixes:
                     read = toks
                     break
-            if marks and marks[-1][0] not in self.prefixes:
-                write = marks[-1][1] - read
-            for digest, _ in marks:
-                self.prefixes.add(digest)
+            if last >= 0 and bounds[last][0] not in self.prefixes:
+                write = bounds[last][1] - read
+            for digest, _, bp in bounds:
+                if bp:
+                    self.prefixes.add(digest)
         return max(0, total - read - write), read, write
 
     def openai_cached(self, body: dict[str, Any]) -> tuple[int, int]:

@@ -1,39 +1,133 @@
-"""The built-in price table, in micro-dollars per million tokens.
+"""The built-in price table, in micro-dollars per million tokens, and the user's additions.
 
-Figures are the vendors' list prices for standard (non-batch) use. Users
-override or extend them in their config (``"prices"``); a model missing from
-the table costs the highest price in it (see ``budget.PriceTable``).
+Figures are the vendors' list prices for standard (non-batch, short-context)
+use, as published in 2026 (OpenAI's pricing page; Anthropic's: cache writes
+are the 5-minute rate, 1.25x input; cache reads 0.1x input). OpenAI does not
+charge for cache writes. Users override or extend them in their settings
+(``"prices": {"my-model": {"input": 2000000, "output": 8000000,
+"cache_read": 200000, "cache_write": 0}}``, micro-USD per million tokens;
+``prices_from_settings``). A model missing from the table costs the highest
+price in it, field by field (see ``budget.PriceTable``): that includes the
+newest models, whose prices were not published when this table was written,
+until the user adds them.
+
+Names resolve as vendors spell them: ``claude-haiku-4-5-20251001`` finds
+``claude-haiku-4-5``, ``gpt-4o-2024-08-06`` finds ``gpt-4o``, OpenRouter's
+``openai/gpt-4o-mini`` finds ``gpt-4o-mini``.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from .budget import Price, PriceTable
 
-__all__ = ["BUILTIN_PRICES", "default_prices"]
+__all__ = ["BUILTIN_PRICES", "VendorPriceTable", "default_prices", "prices_from_settings"]
 
-# input, output, cache read, cache write: micro-USD per 1,000,000 tokens.
+M = 1_000_000  # one dollar per million tokens, in micro-USD per million tokens
+
+# input, output, cache read, cache write
 BUILTIN_PRICES: dict[str, Price] = {
     # OpenAI
-    "gpt-4o": Price(2_500_000, 10_000_000, 1_250_000, 0),
-    "gpt-4o-mini": Price(150_000, 600_000, 75_000, 0),
-    "gpt-4.1": Price(2_000_000, 8_000_000, 500_000, 0),
+    "gpt-5.5": Price(5 * M, 30 * M, M // 2, 0),
+    "gpt-5.4": Price(2_500_000, 15 * M, 250_000, 0),
+    "gpt-5.4-mini": Price(750_000, 4_500_000, 75_000, 0),
+    "gpt-5.4-nano": Price(200_000, 1_250_000, 20_000, 0),
+    "gpt-5.2": Price(1_750_000, 14 * M, 175_000, 0),
+    "gpt-5.1": Price(1_250_000, 10 * M, 125_000, 0),
+    "gpt-5": Price(1_250_000, 10 * M, 125_000, 0),
+    "gpt-5-mini": Price(250_000, 2 * M, 25_000, 0),
+    "gpt-5-nano": Price(50_000, 400_000, 5_000, 0),
+    "gpt-4.1": Price(2 * M, 8 * M, 500_000, 0),
     "gpt-4.1-mini": Price(400_000, 1_600_000, 100_000, 0),
     "gpt-4.1-nano": Price(100_000, 400_000, 25_000, 0),
-    "o3": Price(2_000_000, 8_000_000, 500_000, 0),
+    "gpt-4o": Price(2_500_000, 10 * M, 1_250_000, 0),
+    "gpt-4o-mini": Price(150_000, 600_000, 75_000, 0),
+    "o3": Price(2 * M, 8 * M, 500_000, 0),
+    "o3-mini": Price(1_100_000, 4_400_000, 550_000, 0),
     "o4-mini": Price(1_100_000, 4_400_000, 275_000, 0),
-    "gpt-5": Price(1_250_000, 10_000_000, 125_000, 0),
-    "gpt-5-mini": Price(250_000, 2_000_000, 25_000, 0),
+    "o1": Price(15 * M, 60 * M, 7_500_000, 0),
     # Anthropic
-    "claude-opus-4-1": Price(15_000_000, 75_000_000, 1_500_000, 18_750_000),
-    "claude-opus-4-5": Price(5_000_000, 25_000_000, 500_000, 6_250_000),
-    "claude-sonnet-4-5": Price(3_000_000, 15_000_000, 300_000, 3_750_000),
-    "claude-sonnet-4": Price(3_000_000, 15_000_000, 300_000, 3_750_000),
-    "claude-haiku-4-5": Price(1_000_000, 5_000_000, 100_000, 1_250_000),
-    "claude-3-5-haiku-latest": Price(800_000, 4_000_000, 80_000, 1_000_000),
+    "claude-opus-4-6": Price(5 * M, 25 * M, M // 2, 6_250_000),
+    "claude-opus-4-5": Price(5 * M, 25 * M, M // 2, 6_250_000),
+    "claude-opus-4-1": Price(15 * M, 75 * M, 1_500_000, 18_750_000),
+    "claude-opus-4": Price(15 * M, 75 * M, 1_500_000, 18_750_000),
+    "claude-sonnet-4-6": Price(3 * M, 15 * M, 300_000, 3_750_000),
+    "claude-sonnet-4-5": Price(3 * M, 15 * M, 300_000, 3_750_000),
+    "claude-sonnet-4": Price(3 * M, 15 * M, 300_000, 3_750_000),
+    "claude-3-7-sonnet": Price(3 * M, 15 * M, 300_000, 3_750_000),
+    "claude-haiku-4-5": Price(M, 5 * M, 100_000, 1_250_000),
+    "claude-3-5-haiku": Price(800_000, 4 * M, 80_000, M),
     # the built-in scripted model: priced so that demos and tests spend something
-    "scripted": Price(1_000_000, 2_000_000, 100_000, 1_250_000),
+    "scripted": Price(M, 2 * M, 100_000, 1_250_000),
 }
 
+_PREFIX = re.compile(r"^(?:openai|anthropic)/")
+_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|:[\w.\-]+)$")
 
-def default_prices() -> PriceTable:
-    return PriceTable(BUILTIN_PRICES)
+
+class VendorPriceTable(PriceTable):
+    """A price table that finds a model under the names vendors give it."""
+
+    def key(self, model: str) -> str | None:
+        """The table's name for ``model``, or None."""
+        if model in self._prices:
+            return model
+        name = _PREFIX.sub("", model)
+        while True:
+            if name in self._prices:
+                return name
+            shorter = _SUFFIX.sub("", name)
+            if shorter == name:
+                return None
+            name = shorter
+
+    def __contains__(self, model: object) -> bool:
+        return isinstance(model, str) and self.key(model) is not None
+
+    def resolve(self, model: str) -> Price:
+        k = self.key(model)
+        return self._prices[k] if k is not None else self.highest()
+
+    def merged(self, other: Mapping[str, Price]) -> VendorPriceTable:
+        return VendorPriceTable({**self._prices, **other})
+
+
+def default_prices() -> VendorPriceTable:
+    return VendorPriceTable(BUILTIN_PRICES)
+
+
+def prices_from_settings(sources: Iterable[Any], base: PriceTable | None = None) -> PriceTable:
+    """The built-in table with every settings file's ``"prices"`` laid over it, lowest precedence first.
+
+    Each file adds or replaces models one by one (a project file that prices
+    one model keeps the user file's others). ``sources`` are
+    ``agent.settings.SettingsSource`` values (``load_settings``).
+
+    Raises:
+        ConfigError: a ``prices`` value is not an object of model to prices,
+            naming the file and the model.
+    """
+    from .agent.settings import ConfigError
+
+    table = base if base is not None else default_prices()
+    for src in sources:
+        obj = src.data.get("prices")
+        if obj is None:
+            continue
+        if not isinstance(obj, Mapping):
+            raise ConfigError(src.path, '"prices" must be an object of model name to prices')
+        layer: dict[str, Price] = {}
+        for name, v in obj.items():
+            if not isinstance(v, Mapping):
+                raise ConfigError(src.path, f'prices.{name}: must be an object like {{"input": 3000000, "output": 15000000}}')
+            if not {"input", "output"} <= set(v):
+                raise ConfigError(src.path, f'prices.{name}: needs "input" and "output" (micro-USD per million tokens)')
+            try:
+                layer[str(name)] = Price.from_json(v)
+            except ValueError as exc:
+                raise ConfigError(src.path, f"prices.{name}: {exc}") from None
+        table = table.merged(layer)
+    return table
