@@ -384,3 +384,11 @@ def test_text_that_cannot_be_utf8_is_a_clear_error(env):
     assert "UTF-8" in err(env.call("Write", file_path="s.txt", content="bad \ud800"))
     (env.root / "e.txt").write_text("x\n")
     assert "UTF-8" in err(env.call("Edit", file_path="e.txt", old_string="x", new_string="\ud800"))
+
+
+def test_fingerprints_do_not_depend_on_the_workspace_so_replay_matches(tmp_path):
+    a = builtin_registry(Workspace(str(tmp_path)), spill_dir=str(tmp_path / "a"))
+    b = builtin_registry(Workspace("/"), spill_dir=str(tmp_path / "b"))
+    fa = {t.name: t.fingerprint for t in a}
+    assert fa == {t.name: t.fingerprint for t in b}
+    assert len(set(fa.values())) == len(fa)

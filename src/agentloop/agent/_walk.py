@@ -24,13 +24,14 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
+from typing import NamedTuple
 
 import pathspec
 
 from ..tools import ToolError
 from .workspace import Workspace
 
-__all__ = ["IgnoreRules", "glob_to_regex", "walk_files"]
+__all__ = ["Found", "IgnoreRules", "glob_to_regex", "walk", "walk_files"]
 
 _Spec = tuple[str, pathspec.GitIgnoreSpec]
 
@@ -100,16 +101,26 @@ class IgnoreRules:
     def ignored(self, path: str, is_dir: bool) -> bool:
         """True when git would ignore ``path`` (an absolute path)."""
         for base, spec in reversed(self.specs):
-            rel = os.path.relpath(path, base)
-            if rel.startswith(os.pardir):
+            prefix = base if base.endswith(os.sep) else base + os.sep
+            if not path.startswith(prefix):
                 continue
-            rel = rel.replace(os.sep, "/")
+            rel = path[len(prefix) :].replace(os.sep, "/")
             if is_dir:
                 rel += "/"
             result = spec.check_file(rel)
             if result.include is not None:
                 return bool(result.include)
         return False
+
+
+class Found(NamedTuple):
+    """A file the walk found."""
+
+    path: str
+    """Its real path."""
+    dir_fd: int | None
+    """A descriptor of its directory, valid until the walk moves on (None for a symlinked file)."""
+    name: str
 
 
 def walk_files(
@@ -124,6 +135,18 @@ def walk_files(
     Yields real paths inside the workspace, in a stable (sorted) order.
     ``visible(path)`` can hide more paths (e.g. those a permission rule denies).
     """
+    for found in walk(ws, base, respect_gitignore=respect_gitignore, visible=visible):
+        yield found.path
+
+
+def walk(
+    ws: Workspace,
+    base: str,
+    *,
+    respect_gitignore: bool = True,
+    visible: Callable[[str], bool] | None = None,
+) -> Iterator[Found]:
+    """Like ``walk_files``, also giving each file's directory descriptor so it can be opened safely and cheaply."""
     rules = IgnoreRules.for_directory(base, ws.root) if respect_gitignore else IgnoreRules()
     stack: list[tuple[str, IgnoreRules]] = [(base, rules)]
     while stack:
@@ -135,41 +158,42 @@ def walk_files(
         except (OSError, ToolError):
             continue
         try:
-            with os.scandir(fd) as it:
-                entries = sorted(it, key=lambda e: e.name)
-            kinds = []
+            try:
+                with os.scandir(fd) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs: list[tuple[str, IgnoreRules]] = []
             for e in entries:
+                if e.name == ".git":
+                    continue
                 try:
-                    kinds.append((e.name, e.is_symlink(), e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)))
+                    is_link = e.is_symlink()
+                    is_dir = e.is_dir(follow_symlinks=False)
+                    is_file = e.is_file(follow_symlinks=False)
                 except OSError:
                     continue
-        except OSError:
-            continue
+                path = os.path.join(directory, e.name)
+                if respect_gitignore and rules.ignored(path, is_dir):
+                    continue
+                if visible is not None and not visible(path):
+                    continue
+                if is_dir:
+                    sub = rules.child(path) if respect_gitignore else rules
+                    subdirs.append((path, sub))
+                    continue
+                if is_link:
+                    real = os.path.realpath(path)
+                    if not ws.contains(real) or not os.path.isfile(real):
+                        continue
+                    if visible is not None and not visible(real):
+                        continue
+                    yield Found(real, None, e.name)
+                    continue
+                if is_file:
+                    yield Found(path, fd, e.name)
         finally:
             os.close(fd)
-        subdirs: list[tuple[str, IgnoreRules]] = []
-        for name, is_link, is_dir, is_file in kinds:
-            if name == ".git":
-                continue
-            path = os.path.join(directory, name)
-            if respect_gitignore and rules.ignored(path, is_dir):
-                continue
-            if visible is not None and not visible(path):
-                continue
-            if is_dir:
-                sub = rules.child(path) if respect_gitignore else rules
-                subdirs.append((path, sub))
-                continue
-            if is_link:
-                real = os.path.realpath(path)
-                if not ws.contains(real) or not os.path.isfile(real):
-                    continue
-                if visible is not None and not visible(real):
-                    continue
-                yield real
-                continue
-            if is_file:
-                yield path
         stack.extend(reversed(subdirs))
 
 

@@ -32,11 +32,11 @@ import signal
 import stat
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..tools import Registry, Tool, ToolError
-from ._walk import glob_to_regex, walk_files
+from ._walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
 
 __all__ = [
@@ -288,6 +288,41 @@ def _read_text(ws: Workspace, path: str) -> tuple[str, str | None]:
     return real, None if _is_binary(data) else data.decode("utf-8", "surrogateescape")
 
 
+def _read_found(ws: Workspace, found: Found) -> tuple[float, bytes] | None:
+    """(mtime, content) of a regular file the walk found; None to skip it.
+
+    Opened relative to its directory's descriptor with O_NOFOLLOW (no second
+    walk from the root), or through the workspace for a symlinked file.
+    """
+    try:
+        if found.dir_fd is not None:
+            fd = os.open(found.name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=found.dir_fd)
+        else:
+            fd = ws.open_resolved(found.path)
+    except (OSError, ToolError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > GREP_MAX_FILE_BYTES:
+            return None
+        chunks = []
+        while True:
+            chunk = os.read(fd, max(st.st_size + 1, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return st.st_mtime, b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
 def _numbered(lines: list[str], start: int) -> str:
     return "".join(f"{start + i:>6}\t{line}\n" for i, line in enumerate(lines))
 
@@ -487,13 +522,14 @@ def builtin_registry(
         before = int(kw.get("-B") or kw.get("-C") or 0)
         head_limit = kw.get("head_limit")
         if os.path.isdir(target):
-            files = walk_files(ws, target, visible=is_visible)
+            files: Iterator[Found] = walk(ws, target, visible=is_visible)
         else:
-            files = iter([target])
+            files = iter([Found(target, None, os.path.basename(target))])
 
         results: list[str] = []
         matched_files: list[tuple[float, str]] = []
-        for p in files:
+        for found in files:
+            p = found.path
             if globs:
                 name = os.path.basename(p)
                 rel = os.path.relpath(p, target).replace(os.sep, "/") if os.path.isdir(target) else name
@@ -501,21 +537,16 @@ def builtin_registry(
                     continue
             if exts is not None and not p.endswith(exts):
                 continue
-            try:
-                fd = ws.open_resolved(p)
-            except (OSError, ToolError):
+            got = _read_found(ws, found)
+            if got is None:
                 continue
-            with os.fdopen(fd, "rb") as f:
-                st = os.fstat(f.fileno())
-                if not stat.S_ISREG(st.st_mode) or st.st_size > GREP_MAX_FILE_BYTES:
-                    continue
-                data = f.read()
+            mtime, data = got
             if _is_binary(data):
                 continue
             text = _decode(data)
             if mode == "files_with_matches":
                 if rx.search(text):
-                    matched_files.append((st.st_mtime, p))
+                    matched_files.append((mtime, p))
                 continue
             if mode == "count":
                 n = sum(1 for _ in rx.finditer(text))
