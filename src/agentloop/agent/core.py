@@ -388,6 +388,13 @@ class Agent:
             resume = latest_id(self.cwd, self.home)
             if resume is None:
                 raise AgentError("no session to continue in this directory (start one without -c)")
+        from .extensions import install, loop_threshold
+
+        try:
+            install(self)  # Claude Code hooks, context management, loop check, the Agent tool
+        except ConfigError as exc:
+            raise AgentError(str(exc)) from None
+        self.loop_threshold = loop_threshold(self)
         self.session = self._open_session(resume)
         self._build_tools()
 
@@ -602,6 +609,12 @@ class Agent:
         messages = [*self.context.prepare(self, s.messages), {"role": "user", "content": content}]
         obs = self._observer(observer)
         n = s.stats.turns + 1
+
+        def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
+            return self._execute(calls, obs)
+
+        wrap = getattr(self.context, "wrap_executor", None)  # extensions.AgentContext
+        prep = getattr(self.context, "run_prepare", None)
         result = run(
             self.model,
             self.registry,
@@ -613,7 +626,9 @@ class Agent:
             run_id=f"{s.id}/{n}",
             meta={"session_id": s.id, "turn": n, "started_at": _now_iso(), "cwd": self.cwd},
             observer=obs,
-            executor=lambda calls: self._execute(calls, obs),
+            executor=wrap(self, execute) if wrap is not None else execute,
+            prepare=prep(self) if prep is not None else None,
+            loop_threshold=self.loop_threshold,
         )
         s.messages = list(result.messages)
         close_dangling_calls(s.messages)

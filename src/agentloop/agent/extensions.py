@@ -1,0 +1,352 @@
+"""The terminal agent's hooks, context management, loop check and sub-agents, wired into ``Agent``.
+
+``install(agent)`` is called by ``Agent.__init__`` before the session opens.
+It sets ``agent.hooks`` (Claude Code hooks from the settings files),
+``agent.context`` (masking, compaction, the loop check and the sub-agents'
+budget binding, all through the run's ``prepare`` seam) and adds the
+``Agent`` tool. Every hook decision becomes a ``hook`` record in the
+session's chain through ``agent.record``.
+
+Settings read here (highest-precedence file wins): ``hooks`` (all files,
+merged), ``loopThreshold`` (default 5; 0 turns it off), ``loopCheckModel``
+(a model spec; the check is off without it), ``contextWindow`` (via
+``agent.window``), ``toolResultCap`` (characters), ``subagents`` (false turns
+the Agent tool off).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..budget import Price
+from ..events import Message, ToolCall, ToolResult, Usage
+from ..tools import Registry
+from .context import ContextManager
+from .hooks import MAX_TEXT, HookOutcome, HookRunner
+from .loopcheck import LoopCheck, chain
+from .settings import merged
+from .sidecall import Account
+from .subagent import SubagentRunner, load_agent_types, parallel_executor
+
+__all__ = ["AgentContext", "ClaudeHooks", "install"]
+
+log = logging.getLogger("agentloop.agent")
+
+MAX_STOP_BLOCKS = 8
+"""Claude Code overrides a Stop hook after this many blocks in a row."""
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else str(v)
+
+
+class ClaudeHooks:
+    """``AgentHooks`` backed by a ``HookRunner``: Claude Code's events, answers and records."""
+
+    def __init__(self, runner: HookRunner):
+        self.runner = runner
+        self.stop_request: str | None = None
+        """Set when a hook answered ``continue: false``: the run stops before its next model call."""
+        self.stop_blocks = 0
+        self._pre_context: dict[str, list[str]] = {}
+
+    def _sync(self, agent: Any) -> None:
+        s = getattr(agent, "session", None)
+        if s is not None:
+            self.runner.session_id = s.id
+            self.runner.transcript_path = s.path
+        self.runner.permission_mode = getattr(agent, "permission_mode", None)
+
+    def fire(self, agent: Any, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:
+        if not self.runner.has(event):
+            return HookOutcome(event=event, matcher_value=matcher_value)
+        self._sync(agent)
+        out = self.runner.run(event, payload, matcher_value=matcher_value)
+        if out.ran:
+            agent.record("hook", out.to_record())
+        for msg in out.system_messages:
+            self._notice(agent, msg)
+        for r in out.results:
+            if r.failure:
+                log.warning("hook %s (%s) failed: %s", r.handler.command, event, r.failure)
+        if out.stop:
+            self.stop_request = out.stop_reason or f"a {event} hook asked to stop"
+            self._notice(agent, f"stopped by a {event} hook: {self.stop_request}")
+        return out
+
+    @staticmethod
+    def _notice(agent: Any, text: str) -> None:
+        log.warning("hook: %s", text)
+        cb = getattr(agent, "on_notice", None)
+        if cb is not None:
+            cb(text)
+
+    # -- AgentHooks --
+
+    def session_start(self, agent: Any, source: str) -> str:
+        out = self.fire(agent, "SessionStart", {"source": source, "model": getattr(agent, "model_spec", "")}, source)
+        return "\n\n".join(out.additional_context)
+
+    def user_prompt_submit(self, agent: Any, prompt: str) -> Any:
+        from .core import PromptDecision
+
+        self.stop_blocks = 0
+        out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt})
+        if out.blocked or out.stop:
+            return PromptDecision(prompt, blocked=out.reason or out.stop_reason or "blocked by a UserPromptSubmit hook")
+        return PromptDecision(prompt, context="\n\n".join(out.additional_context))
+
+    def pre_tool_use(self, agent: Any, call: ToolCall) -> ToolCall | ToolResult:
+        out = self.fire(agent, "PreToolUse", {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.id}, call.name)
+        if out.additional_context:
+            self._pre_context[call.id] = list(out.additional_context)
+        if out.stop:
+            return ToolResult(call.id, call.name, False, error=f"stopped by a hook: {self.stop_request}")
+        if out.permission_decision == "deny" or out.blocked:
+            return ToolResult(call.id, call.name, False, error=f"a PreToolUse hook denied {call.name}: {out.reason or 'no reason given'}")
+        if out.permission_decision == "ask":
+            ask = getattr(agent, "ask_permission", None)
+            if ask is None:
+                return ToolResult(call.id, call.name, False, error=f"a hook asked for approval of {call.name} and no one could be asked (non-interactive)")
+            if ask(call, out) == "deny":
+                return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
+        if out.updated_input is not None:
+            return ToolCall(call.id, call.name, out.updated_input)
+        return call
+
+    def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult:
+        if result.ok:
+            event = "PostToolUse"
+            payload: dict[str, Any] = {"tool_name": call.name, "tool_input": call.arguments, "tool_response": result.content, "tool_use_id": call.id}
+        else:
+            event = "PostToolUseFailure"
+            payload = {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.id, "error": result.error, "is_interrupt": False}
+        out = self.fire(agent, event, payload, call.name)
+        notes = self._pre_context.pop(call.id, []) + list(out.additional_context) + [f"[{event} hook] {f}" for f in out.feedback]
+        if out.has_updated_output and result.ok:
+            result = ToolResult(result.call_id, result.name, True, content=out.updated_output)
+        if not notes:
+            return result
+        extra = "\n\n".join(n[:MAX_TEXT] for n in notes)
+        if result.ok:
+            c = result.content
+            text = c if isinstance(c, str) else _json(c)
+            return ToolResult(result.call_id, result.name, True, content=f"{text}\n\n{extra}")
+        return ToolResult(result.call_id, result.name, False, error=f"{result.error}\n\n{extra}", detail=result.detail)
+
+    def stop(self, agent: Any, result: Any) -> str | None:
+        active = self.stop_blocks > 0
+        out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", "")})
+        self.stop_request = None
+        if out.blocked and not out.stop:
+            if self.stop_blocks >= MAX_STOP_BLOCKS:
+                self._notice(agent, f"a Stop hook blocked {MAX_STOP_BLOCKS} times in a row; stopping anyway")
+                self.stop_blocks = 0
+                return None
+            self.stop_blocks += 1
+            return out.reason or "A Stop hook asked you to keep going."
+        self.stop_blocks = 0
+        return None
+
+    def session_end(self, agent: Any, reason: str) -> None:
+        s = getattr(agent, "session", None)
+        if s is not None and getattr(s, "written", True):
+            self.fire(agent, "SessionEnd", {"reason": reason}, reason)
+
+    def check_stop(self, state: Any, record: Any) -> str | None:
+        """Part of the run's ``prepare``: end the run when a hook said ``continue: false``."""
+        if self.stop_request is not None:
+            return "interrupted"
+        return None
+
+
+def _json(v: Any) -> str:
+    from ..canonical import canonical
+
+    try:
+        return canonical(v).decode()
+    except ValueError:
+        return str(v)
+
+
+class _SessionAccount:
+    """The session's own budget, for a manual /compact between turns."""
+
+    def __init__(self, agent: Any):
+        self.agent = agent
+
+    def room(self, micros: int, tokens: int) -> str | None:
+        cap = getattr(self.agent, "max_usd_micros", None)
+        if cap is None:
+            return None
+        left = cap - self.agent.stats.spent_micros
+        return None if micros <= left else f"needs a reservation of {micros} micro-USD; {left} are left"
+
+    def reserve(self, micros: int, tokens: int) -> bool:
+        return True
+
+    def settle(self, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None:
+        self.agent.stats.spent_micros += cost
+
+
+class AgentContext:
+    """The agent's ``ContextManager``: everything happens inside runs, through ``prepare``."""
+
+    def __init__(self, agent: Any, hooks: ClaudeHooks | None):
+        self.hooks = hooks
+        cap = merged(agent.sources, "toolResultCap")
+        self.cm = ContextManager(
+            window=int(agent.window),
+            summarizer=agent.model,
+            hooks=hooks.runner if hooks is not None else None,
+            tool_result_cap=int(cap) if isinstance(cap, int) and cap > 0 else 400_000,
+            notify=lambda t: ClaudeHooks._notice(agent, t),
+        )
+        self.loopcheck: LoopCheck | None = None
+        spec = merged(agent.sources, "loopCheckModel")
+        if isinstance(spec, str) and spec:
+            self.loopcheck = LoopCheck(agent._open(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
+        self.subagents: SubagentRunner | None = None
+
+    def _sync(self, agent: Any) -> None:
+        cm = self.cm
+        cm.window = int(agent.window)
+        cm.summarizer = agent.model
+        cm.price = _price(agent, agent.model_name)
+        cm.transcript_path = agent.session.path
+        if self.subagents is not None:
+            r = self.subagents
+            r.model = agent.model
+            r.model_name = agent.model_name
+            r.prices = agent.prices
+            r.transcript_dir = os.path.join(agent.session.dir, agent.session.id, "subagents")
+            r.record = agent.record
+
+    # -- the core's ContextManager protocol --
+
+    def prepare(self, agent: Any, messages: list[Message]) -> list[Message]:
+        self._sync(agent)
+        return messages
+
+    def compact(self, agent: Any, messages: list[Message], instructions: str) -> list[Message]:
+        self._sync(agent)
+        if self.cm.disabled:
+            self.cm.disabled = False  # a manual /compact tries again
+            self.cm.failures = 0
+        account: Account = _SessionAccount(agent)
+        res = self.cm.compact(messages, agent.record, account=account, price=self.cm.price or _price(agent, agent.model_name), trigger="manual", custom_instructions=instructions)
+        if res.status not in ("compacted", "nothing"):
+            from .core import AgentError
+
+            raise AgentError(f"compaction {res.status}: {res.error or ''}".rstrip(": "))
+        return messages
+
+    # -- what ask() passes to run() --
+
+    def run_prepare(self, agent: Any) -> Callable[[Any, Any], str | None]:
+        self._sync(agent)
+        parts: list[Any] = []
+        if self.hooks is not None:
+            parts.append(self.hooks.check_stop)
+        if self.subagents is not None:
+            parts.append(self.subagents.parent.bind)
+        parts.append(self.cm.prepare)
+        if self.loopcheck is not None:
+            parts.append(self.loopcheck.prepare)
+        return chain(*parts)
+
+    def wrap_executor(self, agent: Any, execute: Callable[[Sequence[ToolCall]], list[ToolResult]]) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
+        if self.subagents is None:
+            return execute
+
+        def cleared(call: ToolCall) -> bool:
+            d = agent.policy.decide(call.name, call.arguments if isinstance(call.arguments, dict) else {})
+            return getattr(d, "behavior", "deny") == "allow" and (self.hooks is None or not self.hooks.runner.has("PreToolUse"))
+
+        return parallel_executor(execute, self.subagents, cleared)
+
+
+def _price(agent: Any, name: str) -> Price:
+    return agent.prices.resolve(name)  # type: ignore[no-any-return]
+
+
+def _child_executor(agent: Any, hooks: ClaudeHooks | None) -> Callable[[Registry], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
+    """A child's tools go through the same hooks and permission rules as the parent's."""
+
+    def make(registry: Registry) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
+        def one(call: ToolCall) -> ToolResult:
+            t, refusal = registry.prepare(call)
+            if refusal is not None or t is None:
+                return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+            if hooks is not None:
+                hooked = hooks.pre_tool_use(agent, call)
+                if isinstance(hooked, ToolResult):
+                    return hooked
+                if hooked is not call:
+                    call = hooked
+                    _, refusal = registry.prepare(call)
+                    if refusal is not None:
+                        return refusal
+            d = agent.policy.decide(call.name, call.arguments)
+            behavior = getattr(d, "behavior", "deny")
+            if behavior != "allow":
+                why = getattr(d, "reason", "") or "a permission rule"
+                return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
+            r = registry.invoke(call)
+            return hooks.post_tool_use(agent, call, r) if hooks is not None else r
+
+        return lambda calls: [one(c) for c in calls]
+
+    return make
+
+
+def install(agent: Any) -> None:
+    """Set the agent's hooks and context manager from its settings, and add the ``Agent`` tool.
+
+    Raises:
+        ConfigError: a ``hooks`` section is malformed (the agent turns it into one line).
+    """
+    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=dict(agent.env))
+    for w in runner.warnings:
+        log.warning("%s", w)
+    hooks = ClaudeHooks(runner) if runner.handlers else None
+    if hooks is not None:
+        agent.hooks = hooks
+    ctx = AgentContext(agent, hooks)
+    agent.context = ctx
+    if merged(agent.sources, "subagents") is not False:
+        from .builtin_tools import builtin_registry
+        from .workspace import Workspace
+
+        def make_tools(cwd: str) -> Registry:
+            spill = os.path.join(agent.session.dir, agent.session.id, "tool-results")
+            return builtin_registry(
+                Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
+                processes=agent.processes, visible=agent.policy.visible(),
+            )
+
+        sub = SubagentRunner(
+            model=agent.model,
+            make_tools=make_tools,
+            cwd=agent.cwd,
+            transcript_dir=os.path.join(agent.home, "subagents"),
+            prices=agent.prices,
+            model_name=agent.model_name,
+            open_model=agent._open,
+            hooks=runner if runner.handlers else None,
+            make_executor=_child_executor(agent, hooks),
+            types=load_agent_types(agent.cwd, agent.home),
+        )
+        ctx.subagents = sub
+        agent.extra_tools.append(sub.tool())
+
+
+def loop_threshold(agent: Any) -> int | None:
+    """The heuristic's N: settings ``loopThreshold`` (default 5; 0 is off)."""
+    v = merged(agent.sources, "loopThreshold")
+    if v is None:
+        return 5
+    return int(v) if isinstance(v, int) and v > 0 else None
