@@ -1,0 +1,722 @@
+"""MCP servers as agentloop tools, on the official ``mcp`` SDK.
+
+Rules:
+
+1. Every session lives on one background event loop (``_loop.LoopThread``).
+   A tool is a plain synchronous callable that submits the call to that loop
+   and waits, so it works from ``run()``, from ``arun()`` (through a thread)
+   and from worker threads. Nothing here blocks without a timeout.
+2. A server that fails to start, stops answering or dies is marked
+   ``failed`` with a message that says why (the last lines of its stderr for
+   a stdio server). The next use of one of its tools tries to start it again;
+   until then its tools answer ``ok: false`` at once.
+3. What a server answers becomes a tool result: a result with ``isError``, a
+   JSON-RPC error (the two ways a server says "unknown tool" included), a
+   timeout and a dead server are ``ok: false`` with a message for the model;
+   anything else is recorded (see ``result_value``).
+4. A tool is named ``mcp__<server>__<tool>``; characters a provider would
+   refuse in a tool name become ``_``. Its fingerprint in the run's manifest is
+   the server's own name and version (``mcp:<name>@<version>``), so a replay
+   can warn when the server changed.
+5. Input schemas are the server's, validated by the core with ``jsonschema``.
+   The core closes an object schema that says nothing about extra keys; for
+   MCP tools we do not: the server is the authority on its inputs, JSON
+   Schema says a silent object admits other keys, and pass-through tools
+   (``{"type": "object"}``) rely on it. The schema recorded and shown to the
+   model says so explicitly (``"additionalProperties": true``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import os
+import re
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from agentloop.tools import Tool, ToolError
+
+from ._loop import LoopThread
+from .config import ConfigError, ServerConfig
+
+__all__ = ["McpManager", "McpTool", "McpToolError", "ServerStatus", "result_value", "tool_name"]
+
+DEFAULT_STARTUP_TIMEOUT = 30.0
+DEFAULT_CALL_TIMEOUT = 300.0
+_PROBE_TIMEOUT = 5.0
+_POLL = 0.05
+
+
+class McpToolError(ToolError):
+    """What the model is told when an MCP call did not give a result."""
+
+
+class Unavailable(Exception):
+    """A server could not be reached; the message says why."""
+
+
+def tool_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>``, with characters outside ``[A-Za-z0-9_-]`` made ``_``."""
+    return f"mcp__{server}__{re.sub(r'[^A-Za-z0-9_-]', '_', tool)}"
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (possibly nested) exception groups."""
+    while isinstance(getattr(exc, "exceptions", None), (list, tuple)) and exc.exceptions:  # type: ignore[attr-defined]
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
+def _dump(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = obj.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return out
+
+
+def result_value(result: Any) -> Any:
+    """What a ``CallToolResult`` records as the tool's content.
+
+    A result of exactly one text block (and no structured content) is that
+    text: what a model reads best. Anything else (images, audio, embedded
+    resources, resource links, several blocks, ``structuredContent``) is
+    ``{"content": [blocks in MCP's wire shape], "structuredContent": ...}``.
+
+    Raises:
+        McpToolError: the result has ``isError`` set; the message is its text.
+    """
+    blocks = [_dump(b) for b in result.content]
+    if result.is_error:
+        text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and b.get("text"))
+        raise McpToolError(text or "the tool reported an error and gave no message")
+    structured = result.structured_content
+    if structured is None and len(blocks) == 1 and blocks[0].get("type") == "text":
+        return blocks[0].get("text", "")
+    out: dict[str, Any] = {"content": blocks}
+    if structured is not None:
+        out["structuredContent"] = structured
+    return out
+
+
+@dataclass
+class McpTool(Tool):
+    """A tool served by an MCP server: the server's schema, annotations and output schema kept."""
+
+    server: str = ""
+    """The configured name of the server."""
+    remote_name: str = ""
+    """The tool's name on the server."""
+    title: str | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+    output_schema: dict[str, Any] | None = None
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    """The schema exactly as the server sent it."""
+
+    def manifest_entry(self) -> dict[str, Any]:
+        entry = super().manifest_entry()
+        mcp: dict[str, Any] = {"server": self.server, "tool": self.remote_name}
+        if self.title:
+            mcp["title"] = self.title
+        if self.annotations:
+            mcp["annotations"] = self.annotations
+        if self.output_schema is not None:
+            mcp["outputSchema"] = self.output_schema
+        entry["mcp"] = mcp
+        return entry
+
+
+def _open_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Say explicitly that a silent object schema admits extra keys (rule 5)."""
+    if schema.get("type") == "object" and not any(
+        k in schema
+        for k in ("additionalProperties", "unevaluatedProperties", "patternProperties", "allOf", "anyOf", "oneOf", "$ref", "if")
+    ):
+        return {**schema, "additionalProperties": True}
+    return schema
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One server as ``/mcp`` and ``agentloop mcp list`` show it."""
+
+    name: str
+    transport: str
+    status: str
+    """``pending``, ``connecting``, ``connected``, ``failed`` or ``closed``."""
+    error: str | None
+    server_name: str | None
+    server_version: str | None
+    tools: tuple[str, ...]
+    """Agentloop names of the tools (``mcp__server__tool``)."""
+    source: str
+    scope: str
+    skipped: tuple[str, ...] = ()
+    """Tools left out, each with the reason."""
+
+
+class _Server:
+    """The connection to one server. Its coroutines run on the manager's loop."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        target: Any = None,
+        cwd: str | None,
+        environ: Mapping[str, str] | None,
+        startup_timeout: float,
+        call_timeout: float,
+    ):
+        self.config = config
+        self.target = target
+        self.cwd = cwd
+        self.environ = environ
+        self.startup_timeout = startup_timeout
+        self.call_timeout = config.timeout_ms / 1000 if config.timeout_ms else call_timeout
+        self.status = "pending"
+        self.error: str | None = None
+        self.server_name: str | None = None
+        self.server_version: str | None = None
+        self.tools: list[Any] = []
+        self.attempts = 0
+        self._client: Any = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready: asyncio.Future[Any] | None = None
+        self._lock: asyncio.Lock | None = None
+        self._stderr: IO[str] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def fingerprint(self) -> str:
+        return f"mcp:{self.server_name or self.name}@{self.server_version or 'unknown'}"
+
+    # -- starting and stopping --
+
+    def _transport(self, cfg: ServerConfig) -> Any:
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        if self.target is not None:
+            return self.target
+        if cfg.transport == "stdio":
+            assert cfg.command is not None
+            fd, path = tempfile.mkstemp(prefix=f"agentloop-mcp-{cfg.name}-", suffix=".stderr")
+            os.close(fd)
+            self._stderr = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            os.unlink(path)
+            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None, cwd=self.cwd)
+            return stdio_client(params, errlog=self._stderr)
+        if cfg.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            assert cfg.url is not None
+            return sse_client(cfg.url, headers=dict(cfg.headers) or None, timeout=self.startup_timeout)
+        return _http_transport(cfg.url or "", dict(cfg.headers), self.startup_timeout)
+
+    async def _own(self, cfg: ServerConfig, ready: asyncio.Future[Any], stop: asyncio.Event) -> None:
+        """Hold the session open: it must be entered and left in this one task."""
+        from mcp import Client, Implementation
+
+        from agentloop import __version__
+
+        try:
+            client = Client(
+                self._transport(cfg),
+                mode="legacy",
+                cache=None,
+                client_info=Implementation(name="agentloop", version=__version__),
+            )
+            async with client:
+                if not ready.done():
+                    ready.set_result(client)
+                await stop.wait()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the transport's death arrives here as a group
+            if not ready.done():
+                ready.set_exception(_leaf(exc))
+            elif self._owner is asyncio.current_task() and self.status == "connected":
+                self._fail(f"the connection broke: {_describe(_leaf(exc))}")
+
+    async def ensure(self) -> Any:
+        """The live client, starting the server first when it is not running.
+
+        Raises:
+            Unavailable: it could not be started; the message says why.
+        """
+        if self.status == "connected" and self._owner is not None and not self._owner.done():
+            return self._client
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        seen = self.attempts
+        async with self._lock:
+            if self.status == "connected" and self._owner is not None and not self._owner.done():
+                return self._client
+            if self.attempts != seen and self.status == "failed":
+                raise Unavailable(self.error or "it failed to start")
+            await self._start()
+            return self._client
+
+    async def _start(self) -> None:
+        self.attempts += 1
+        await self._teardown()
+        self._close_stderr()
+        self.status = "connecting"
+        self.error = None
+        try:
+            cfg = self.config.expanded(self.environ) if self.target is None else self.config
+        except ConfigError as exc:
+            self._fail(str(exc))
+            raise Unavailable(self.error or "") from None
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Any] = loop.create_future()
+        stop = asyncio.Event()
+        self._stop, self._ready = stop, ready
+        self._owner = loop.create_task(self._own(cfg, ready, stop))
+        try:
+            client = await asyncio.wait_for(asyncio.shield(ready), self.startup_timeout)
+            tools = await asyncio.wait_for(_list_tools(client), self.startup_timeout)
+        except asyncio.TimeoutError:
+            await self._teardown()
+            self._fail(f"it did not finish starting within {self.startup_timeout:g} s (no answer to initialize or tools/list)")
+            raise Unavailable(self.error or "") from None
+        except asyncio.CancelledError:
+            await self._teardown()
+            self._fail("its start was cancelled")
+            raise
+        except Exception as exc:
+            await self._teardown()
+            self._fail(f"it failed to start: {_describe(_leaf(exc))}")
+            raise Unavailable(self.error or "") from None
+        info = client.server_info
+        self.server_name = getattr(info, "name", None)
+        self.server_version = getattr(info, "version", None)
+        self._client = client
+        self.tools = tools
+        self.status = "connected"
+
+    def _stderr_tail(self, lines: int = 5) -> str:
+        f = self._stderr
+        if f is None or f.closed:
+            return ""
+        try:
+            f.seek(0)
+            text = f.read()[-4000:]
+        except (OSError, ValueError):
+            return ""
+        tail = [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()][-lines:]
+        return " | ".join(tail)
+
+    def _fail(self, message: str) -> None:
+        tail = self._stderr_tail()
+        self.status = "failed"
+        self.error = f"{message}; its stderr ends: {tail}" if tail else message
+
+    async def _teardown(self) -> None:
+        owner, stop, ready = self._owner, self._stop, self._ready
+        self._owner = self._stop = self._ready = None
+        self._client = None
+        if owner is not None and not owner.done():
+            done: set[Any] = set()
+            if stop is not None and ready is not None and ready.done():  # in session: leave it politely
+                stop.set()
+                done, _ = await asyncio.wait({owner}, timeout=6.0)
+            if not done:  # still starting (or stuck leaving): cancel, which stops the process too
+                owner.cancel()
+                await asyncio.wait({owner}, timeout=6.0)
+        if owner is not None and owner.done() and not owner.cancelled():
+            owner.exception()  # retrieved, so asyncio does not log it
+
+    def _close_stderr(self) -> None:
+        if self._stderr is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._stderr.close()
+        self._stderr = None
+
+    async def close(self) -> None:
+        await self._teardown()
+        self._close_stderr()
+        self.status = "closed"
+
+    # -- calling --
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None) -> Any:
+        """Call ``tool`` and return its recorded value (see ``result_value``).
+
+        Raises:
+            McpToolError: every way the call can fail, with a message for the model.
+        """
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        limit = self.call_timeout if timeout is None else timeout
+        try:
+            client = await self.ensure()
+        except Unavailable as exc:
+            raise McpToolError(
+                f"the MCP server {self.name!r} is unavailable: {exc}. It will be tried again on the next call."
+            ) from None
+        try:
+            result = await asyncio.wait_for(client.call_tool(tool, arguments), limit)
+        except asyncio.TimeoutError:
+            if await self._alive(client):
+                raise McpToolError(
+                    f"the MCP server {self.name!r} did not answer {tool!r} within {limit:g} s; the call was cancelled"
+                ) from None
+            await self._teardown()
+            self._fail(f"it stopped answering (no answer to {tool!r} within {limit:g} s, nor to a check after it)")
+            raise McpToolError(
+                f"the MCP server {self.name!r} stopped answering and was stopped; it will be restarted on the next call"
+            ) from None
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED or self._owner is None or self._owner.done():
+                await self._died(exc)
+            raise McpToolError(
+                f"the MCP server {self.name!r} refused the call to {tool!r}: {exc.message} (JSON-RPC error {exc.code})"
+            ) from None
+        except RuntimeError as exc:  # the SDK's check of structured content against the outputSchema
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise McpToolError(f"the MCP server {self.name!r} returned an unusable result for {tool!r}: {first}") from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if self._owner is None or self._owner.done() or _is_broken(exc):
+                await self._died(exc)
+            raise McpToolError(
+                f"the MCP server {self.name!r} failed during {tool!r}: {_describe(_leaf(exc))}"
+            ) from None
+        return result_value(result)
+
+    async def _died(self, exc: BaseException) -> None:
+        await self._teardown()
+        self._fail(f"it stopped during a call ({_describe(_leaf(exc))})")
+        raise McpToolError(
+            f"the MCP server {self.name!r} stopped during the call; it will be restarted on the next call. "
+            f"Details: {self.error}"
+        ) from None
+
+    async def _alive(self, client: Any) -> bool:
+        if self._owner is None or self._owner.done():
+            return False
+        try:
+            await asyncio.wait_for(client.list_tools(), min(_PROBE_TIMEOUT, self.startup_timeout, max(1.0, self.call_timeout)))
+            return True
+        except Exception:
+            return False
+
+    def status_value(self, tools: Iterable[str], skipped: Iterable[str]) -> ServerStatus:
+        return ServerStatus(
+            name=self.name,
+            transport=self.config.transport if self.target is None else "in-process",
+            status=self.status,
+            error=self.error,
+            server_name=self.server_name,
+            server_version=self.server_version,
+            tools=tuple(tools),
+            source=self.config.source,
+            scope=self.config.scope,
+            skipped=tuple(skipped),
+        )
+
+
+def _is_broken(exc: BaseException) -> bool:
+    import anyio
+
+    leaf = _leaf(exc)
+    return isinstance(leaf, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, EOFError, BrokenPipeError, ConnectionError))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if isinstance(exc, FileNotFoundError):
+        return f"no such program: {exc.filename or text}"
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+async def _list_tools(client: Any) -> list[Any]:
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(100):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str], timeout: float) -> AsyncIterator[Any]:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with create_mcp_http_client(headers=headers or None) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
+
+
+def _env_seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "")
+    try:
+        ms = float(raw)
+    except ValueError:
+        return default
+    return ms / 1000 if ms > 0 else default
+
+
+class McpManager:
+    """The MCP servers of one agent: start them, list their tools, call them, stop them.
+
+    Usable from any thread. ``close()`` (also at interpreter exit) stops
+    every server and leaves no child process behind.
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerConfig] | Iterable[ServerConfig] = (),
+        *,
+        in_process: Mapping[str, Any] | None = None,
+        cwd: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        startup_timeout: float | None = None,
+        call_timeout: float | None = None,
+    ):
+        """
+        Args:
+            servers: configured servers (``config.load_servers``).
+            in_process: ``{name: server}`` for servers living in this process
+                (an ``mcp`` ``Server``/``MCPServer``, or a fastmcp server): tests
+                and benchmarks.
+            cwd: where stdio servers start.
+            environ: for ``${VAR}`` expansion and the ``MCP_TIMEOUT`` /
+                ``MCP_TOOL_TIMEOUT`` defaults (milliseconds, as in Claude Code).
+        """
+        env = os.environ if environ is None else environ
+        self.startup_timeout = startup_timeout or _env_seconds(env, "MCP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT)
+        self.call_timeout = call_timeout or _env_seconds(env, "MCP_TOOL_TIMEOUT", DEFAULT_CALL_TIMEOUT)
+        configs = list(servers.values()) if isinstance(servers, Mapping) else list(servers)
+        self._servers: dict[str, _Server] = {}
+        for cfg in configs:
+            self._servers[cfg.name] = _Server(
+                cfg, cwd=cwd, environ=environ, startup_timeout=self.startup_timeout, call_timeout=self.call_timeout
+            )
+        for name, obj in (in_process or {}).items():
+            target = getattr(obj, "_mcp_server", obj)  # a fastmcp server wraps an SDK Server
+            cfg = ServerConfig(name, "stdio", command="<in-process>")
+            self._servers[name] = _Server(
+                cfg, target=target, cwd=cwd, environ=environ,
+                startup_timeout=self.startup_timeout, call_timeout=self.call_timeout,
+            )
+        self._loop: LoopThread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._skipped: dict[str, dict[str, str]] = {}
+        self._inflight: set[concurrent.futures.Future[Any]] = set()
+        _live.add(self)
+
+    # -- lifecycle --
+
+    def _loop_thread(self) -> LoopThread:
+        with self._lock:
+            if self._closed:
+                raise McpToolError("the MCP client was shut down")
+            if self._loop is None:
+                self._loop = LoopThread()
+            return self._loop
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._servers)
+
+    def start(self, names: Iterable[str] | None = None) -> None:
+        """Start the servers (all, or ``names``) at the same time and wait for each to be up or failed.
+
+        Never raises for a server's failure: see ``status()``.
+        """
+        chosen = [self._servers[n] for n in (names or self._servers) if n in self._servers]
+        if not chosen:
+            return
+        loop = self._loop_thread()
+
+        async def start_all() -> None:
+            await asyncio.gather(*(_quiet(s.ensure()) for s in chosen))
+
+        loop.call(start_all(), self.startup_timeout + 15)
+
+    def close(self) -> None:
+        """Stop every server and the loop. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop = self._loop
+        for fut in list(self._inflight):
+            fut.cancel()
+        if loop is not None and loop.alive:
+
+            async def close_all() -> None:
+                await asyncio.gather(*(s.close() for s in self._servers.values()), return_exceptions=True)
+
+            with contextlib.suppress(Exception):
+                loop.call(close_all(), 20)
+            loop.stop()
+        _live.discard(self)
+
+    def __enter__(self) -> McpManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- tools --
+
+    def tools(self, *, retry_failed: bool = True) -> list[McpTool]:
+        """The tools of every running server, as agentloop tools, servers in config order.
+
+        Servers never started are started; with ``retry_failed`` so are
+        servers that failed (each at most once per call). A server that is
+        still failing contributes no tools and keeps its message in ``status()``.
+        """
+        want = [
+            s.name for s in self._servers.values()
+            if s.status == "pending" or (retry_failed and s.status == "failed" and not s.tools)
+        ]
+        if want:
+            self.start(want)
+        out: list[McpTool] = []
+        taken: set[str] = set()
+        for s in self._servers.values():
+            skipped: dict[str, str] = {}
+            if s.status != "connected" and not s.tools:
+                self._skipped[s.name] = skipped
+                continue
+            for t in s.tools:
+                made = self._make_tool(s, t, taken, skipped)
+                if made is not None:
+                    taken.add(made.name)
+                    out.append(made)
+            self._skipped[s.name] = skipped
+        return out
+
+    def _make_tool(self, s: _Server, t: Any, taken: set[str], skipped: dict[str, str]) -> McpTool | None:
+        from agentloop.tools import InvalidToolSchema
+
+        name = tool_name(s.name, t.name)
+        if name in taken:
+            skipped[t.name] = f"its name {name!r} collides with another tool"
+            return None
+        schema = dict(t.input_schema or {"type": "object"})
+        annotations = _dump(t.annotations) if t.annotations is not None else {}
+        server, remote = s.name, t.name
+
+        def call(**arguments: Any) -> Any:
+            return self.call(server, remote, arguments)
+
+        call.__name__ = name
+        call.__qualname__ = name
+        try:
+            return McpTool(
+                name=name,
+                description=t.description or t.title or t.name,
+                parameters=_open_schema(schema),
+                fn=call,
+                read_only=bool(annotations.get("readOnlyHint", False)),
+                fingerprint_override=s.fingerprint,
+                server=s.name,
+                remote_name=t.name,
+                title=t.title,
+                annotations=annotations,
+                output_schema=t.output_schema,
+                input_schema=schema,
+            )
+        except InvalidToolSchema as exc:
+            skipped[t.name] = str(exc)
+            return None
+
+    def call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None) -> Any:
+        """Call ``tool`` on ``server`` synchronously, from any thread but the loop's own.
+
+        Returns:
+            The value to record (``result_value``).
+        Raises:
+            McpToolError: the call gave no result; the message is for the model.
+        """
+        s = self._servers.get(server)
+        if s is None:
+            raise McpToolError(f"no MCP server named {server!r}")
+        loop = self._loop_thread()
+        limit = s.call_timeout if timeout is None else timeout
+        fut = loop.submit(s.call(tool, arguments, timeout))
+        self._inflight.add(fut)
+        try:
+            return _wait(fut, limit + s.startup_timeout + _PROBE_TIMEOUT + 15, server, tool)
+        finally:
+            self._inflight.discard(fut)
+
+    def cancel_all(self) -> int:
+        """Cancel every call in flight (Ctrl+C). Returns how many were cancelled."""
+        n = 0
+        for fut in list(self._inflight):
+            n += bool(fut.cancel())
+        return n
+
+    def status(self) -> list[ServerStatus]:
+        out = []
+        for s in self._servers.values():
+            skipped = self._skipped.get(s.name, {})
+            names = [tool_name(s.name, t.name) for t in s.tools if t.name not in skipped]
+            out.append(s.status_value(names, (f"{k}: {v}" for k, v in skipped.items())))
+        return out
+
+
+def _wait(fut: concurrent.futures.Future[Any], limit: float, server: str, tool: str) -> Any:
+    """Wait for ``fut``, polling the run's interrupt flag so Ctrl+C cancels the call."""
+    from agentloop.run import interrupt_flag
+
+    flag = interrupt_flag()
+    deadline = time.monotonic() + limit
+    try:
+        while True:
+            if flag is not None and flag.is_set():
+                fut.cancel()
+                raise McpToolError(f"the call to {tool!r} on the MCP server {server!r} was cancelled")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                fut.cancel()
+                raise McpToolError(f"the MCP server {server!r} did not answer {tool!r} in time; the call was cancelled")
+            try:
+                return fut.result(min(left, _POLL) if flag is not None else left)
+            except concurrent.futures.TimeoutError:
+                continue
+            except concurrent.futures.CancelledError:
+                raise McpToolError(f"the call to {tool!r} on the MCP server {server!r} was cancelled") from None
+    except BaseException:
+        fut.cancel()
+        raise
+
+
+async def _quiet(aw: Any) -> None:
+    with contextlib.suppress(Exception):
+        await aw
+
+
+_live: weakref.WeakSet[McpManager] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for m in list(_live):
+        with contextlib.suppress(Exception):
+            m.close()
+
