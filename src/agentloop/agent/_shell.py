@@ -394,24 +394,36 @@ def _join(words: list[str]) -> str:
 def unit_views(words: list[str], depth: int, extra: list[Unit]) -> Unit:
     """Every view of one simple command; inner ``sh -c`` lines are appended to ``extra``."""
     unit = Unit()
-    allow_ok = True
+    allow_ok = not _opaque(words[0]) if words else True
     seen: set[tuple[str, bool]] = set()
+    found_exec: list[bool] = []
+
+    def put(view: tuple[str, bool]) -> None:
+        if view not in seen:
+            seen.add(view)
+            unit.views.append(view)
 
     def add(ws: list[str], ok: bool) -> None:
         if not ws:
             return
-        key = (_join(ws), ok)
-        if key not in seen:
-            seen.add(key)
-            unit.views.append(key)
+        put((_join(ws), ok))
         base = os.path.basename(ws[0])
         if base != ws[0] and base:
-            alt = (_join([base, *ws[1:]]), False)
-            if alt not in seen:
-                seen.add(alt)
-                unit.views.append(alt)
+            put((_join([base, *ws[1:]]), False))
+        # What the shell would make of ${IFS} and a {a,b} command word,
+        # for deny rules only (rm${IFS}-rf, {rm,-rf,/}).
+        joined = " ".join(ws)
+        if "$IFS" in joined or "${IFS}" in joined:
+            put((" ".join(joined.replace("${IFS}", " ").replace("$IFS", " ").split()), False))
+        brace = _BRACE_WORD.match(ws[0])
+        if brace:
+            put((_join([*brace.group(1).split(","), *ws[1:]]), False))
+        if os.path.basename(ws[0]) == "find" and not found_exec:
+            found_exec.append(True)
+            for inner in _find_exec(ws):
+                extra.append(unit_views(inner, depth + 1, extra))
 
-    add(words, True)
+    add(words, allow_ok)
     for _ in range(32):
         if not words:
             break
@@ -447,11 +459,36 @@ def unit_views(words: list[str], depth: int, extra: list[Unit]) -> Unit:
             rest = rest[1:]
         if head in ("nice",) and words[1:2] and re.match(r"^-\d+$", words[1]):
             rest = _strip_options(words[2:], takes_value)
-        if power:
+        if power or (rest and _opaque(rest[0])):
             allow_ok = False
         words = rest
         add(words, allow_ok)
     return unit
+
+
+_BRACE_WORD = re.compile(r"^\{([^{}]*,[^{}]*)\}$")
+_OPAQUE = re.compile(r"[$`*?\[]|\{[^{}]*,[^{}]*\}")
+
+
+def _opaque(word: str) -> bool:
+    """A command word the shell would expand ($X, globs, braces): no rule can know what it runs."""
+    return bool(_OPAQUE.search(word))
+
+
+def _find_exec(words: list[str]) -> list[list[str]]:
+    """The commands of ``find ... -exec CMD {} ;`` (also -execdir, -ok, -okdir)."""
+    out: list[list[str]] = []
+    i = 0
+    while i < len(words):
+        if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(words) and words[j] not in (";", "+"):
+                j += 1
+            if j > i + 1:
+                out.append(words[i + 1 : j])
+            i = j
+        i += 1
+    return out
 
 
 def _env_split_string(args: list[str]) -> list[str] | None:
