@@ -69,6 +69,13 @@ class SSEDecoder:
 def _event(block: bytes) -> tuple[str, bytes] | None:
     if not block:
         return None
+    # fast paths: "data: X" and "event: E\ndata: X", the shapes both vendors send
+    nl = block.find(b"\n")
+    if nl < 0:
+        if block[:6] == b"data: ":
+            return "message", block[6:]
+    elif block[:7] == b"event: " and block[nl + 1 : nl + 7] == b"data: " and block.find(b"\n", nl + 1) < 0:
+        return block[7:nl].decode("utf-8", "replace"), block[nl + 7 :]
     event = "message"
     data: list[bytes] = []
     for line in block.split(b"\n"):
