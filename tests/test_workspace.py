@@ -73,6 +73,7 @@ CASES = [
     ("{b}/extra-evil/x", True, "out"),
     ("{b}/spill/out.txt", False, "ok"),
     ("{b}/spill/out.txt", True, "out"),
+    ("~/anything", False, "out"),
     ("", False, "out"),
     ("bad\0name", False, "out"),
 ]
@@ -90,6 +91,12 @@ def test_resolve_confines_paths_to_the_workspace(tree, path, for_write, expected
     else:
         with pytest.raises(OutsideWorkspace):
             ws.resolve(p, for_write=for_write)
+
+
+def test_a_tilde_path_means_the_home_directory(tree, monkeypatch):
+    monkeypatch.setenv("HOME", str(tree / "root"))
+    ws = Workspace(str(tree / "root"))
+    assert ws.resolve("~/inside.txt") == str(tree / "root" / "inside.txt")
 
 
 def test_outside_workspace_is_a_tool_error_whose_message_names_the_path(tree):

@@ -97,6 +97,7 @@ class Workspace:
 
         Symlinks are followed before the check; a path that does not exist yet
         is resolved as far as it exists and collapsed lexically after that.
+        ``~/x`` means the user's home directory, as in a shell.
 
         Raises:
             OutsideWorkspace: the path leads outside every allowed directory
@@ -106,6 +107,8 @@ class Workspace:
             raise OutsideWorkspace("an empty path is not a file in the workspace")
         if "\0" in path:
             raise OutsideWorkspace(f"the path {path!r} contains a NUL character")
+        if path == "~" or path.startswith("~/"):
+            path = os.path.expanduser(path)
         joined = path if os.path.isabs(path) else os.path.join(self.root, path)
         real = os.path.realpath(joined)
         if not self.contains(real, for_write=for_write):
