@@ -45,32 +45,43 @@ class Term:
         self.raw += data
         self.stream.feed(data)
 
-    def text(self) -> str:
-        """Everything shown so far: the scrolled-off history, then the screen."""
+    def lines(self) -> list[str]:
+        """Every line shown so far (scrolled-off history, then the screen), trailing blanks cut."""
         hist = ["".join(line[i].data for i in sorted(line)).rstrip() for line in self.screen.history.top]
-        return "\n".join([*hist, *(line.rstrip() for line in self.screen.display)])
+        out = [*hist, *(line.rstrip() for line in self.screen.display)]
+        while out and not out[-1]:
+            out.pop()
+        return out
+
+    def text(self, after: int = 0) -> str:
+        return "\n".join(self.lines()[after:])
 
     def wait_for(self, pattern: str, timeout: float = 20.0, *, after: int = 0) -> re.Match[str]:
-        """Pump until ``pattern`` (a regex) appears in the text past offset ``after``."""
+        """Pump until ``pattern`` (a regex) appears on a line from index ``after`` on."""
         deadline = time.monotonic() + timeout
         rx = re.compile(pattern)
         while True:
-            m = rx.search(self.text(), after)
+            m = rx.search(self.text(after))
             if m:
                 return m
             if time.monotonic() > deadline:
                 raise AssertionError(f"{pattern!r} never appeared; the screen:\n{self.text()[-3000:]}")
             if not self.child.isalive():
                 self.pump(0.2)
-                m = rx.search(self.text(), after)
+                m = rx.search(self.text(after))
                 if m:
                     return m
                 raise AssertionError(f"the program exited before {pattern!r}; the screen:\n{self.text()[-3000:]}")
             self.pump()
 
     def mark(self) -> int:
+        """The index of the line the prompt is on now: output after it is new."""
         self.pump(0.1)
-        return len(self.text())
+        lines = self.lines()
+        for i in range(len(lines) - 1, -1, -1):
+            if lines[i].startswith(">"):
+                return i
+        return len(lines)
 
     def type(self, line: str) -> None:
         self.child.send(line)
