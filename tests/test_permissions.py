@@ -428,3 +428,12 @@ def test_bypass_mode_still_asks_before_writing_into_protected_directories(path, 
 def test_bare_name_deny_rules_remove_tools_from_the_models_view():
     p = policy(deny=["Bash", "mcp__db__*", "Read(./x/**)", "Bash(rm *)"])
     assert p.removed_tools(["Bash", "Read", "mcp__db__q", "mcp__web__get"]) == ["Bash", "mcp__db__q"]
+
+
+def test_visible_follows_deny_rules_added_during_the_session(proj):
+    root, _ = proj
+    p = policy(cwd=str(root))
+    visible = p.visible()
+    assert visible(str(root / "secrets" / "key.txt"))
+    p.add_rule("deny", "Read(./secrets/**)")
+    assert not visible(str(root / "secrets" / "key.txt"))

@@ -419,9 +419,12 @@ class PermissionPolicy:
 
     def visible(self) -> Callable[[str], bool]:
         """A ``visible(path)`` callback for the file tools: False for paths Read-deny rules cover."""
-        deny_paths = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
 
         def check(path: str) -> bool:
+            # Read at each call, so rules added during the session count too.
+            deny_paths = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
+            if not deny_paths:
+                return True
             paths = [path]
             real = os.path.realpath(path)
             if real != path:
