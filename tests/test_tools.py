@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentloop.events import ToolCall
 from agentloop.tools import InvalidToolSchema, Registry, Tool, ToolError, fingerprint, tool
@@ -173,3 +175,36 @@ def test_the_fingerprint_covers_same_module_helpers() -> None:
     finally:
         _helper = original
     assert fingerprint(_uses_helper) == before
+
+
+flat_schemas = st.fixed_dictionaries(
+    {
+        "type": st.just("object"),
+        "properties": st.dictionaries(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.one_of(
+                st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])}),
+                st.fixed_dictionaries({"type": st.just("string"), "enum": st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, unique=True)}),
+            ),
+            max_size=4,
+        ),
+        "required": st.lists(st.sampled_from(["a", "b", "c", "d"]), unique=True, max_size=3),
+        "additionalProperties": st.just(False),
+    }
+)
+arg_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False), st.sampled_from(["x", "y", "q"]), st.lists(st.integers(), max_size=2))
+
+
+@settings(max_examples=400, deadline=None)
+@given(flat_schemas, st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]), arg_values, max_size=5))
+def test_the_quick_acceptor_never_accepts_what_jsonschema_rejects(schema: dict[str, object], args: dict[str, object]) -> None:
+    import jsonschema
+
+    from agentloop.tools import _quick_acceptor
+
+    quick = _quick_acceptor(schema)
+    assert quick is not None
+    if quick(args):
+        assert jsonschema.Draft202012Validator(schema).is_valid(args)
+    t = Tool("t", "t", schema, fn=lambda **kw: None)
+    assert (t.validate(args) == []) == jsonschema.Draft202012Validator(schema).is_valid(args)

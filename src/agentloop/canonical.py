@@ -52,27 +52,38 @@ def _refuse(value: Any) -> Any:
     raise NotCanonicalizable(f"not a JSON value: {type(value).__name__}")
 
 
-def _fast_ok(value: Any, depth: int = 0) -> bool:
-    """True when orjson's output is known to equal the JCS form."""
-    if depth > 200:
-        return False
-    t = type(value)
-    if t is str or t is bool or value is None:
-        return True
-    if t is int:
-        return bool(-_MAX_SAFE_INT <= value <= _MAX_SAFE_INT)
-    if t is dict:
-        for k, v in value.items():
-            if type(k) is not str:
-                return False
-            if not k.isascii() and any(ord(ch) > 0xFFFF for ch in k):
-                return False
-            if not _fast_ok(v, depth + 1):
-                return False
-        return True
-    if t is list or t is tuple:
-        return all(_fast_ok(v, depth + 1) for v in value)
-    return False
+def _fast_ok(value: Any) -> bool:
+    """True when orjson's output is known to equal the JCS form.
+
+    An explicit stack rather than recursion: this walk runs on every record,
+    so it is kept to a few bytecodes a node.
+    """
+    stack = [value]
+    pop = stack.pop
+    extend = stack.extend
+    nodes = 0
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str or t is bool or v is None:
+            continue
+        if t is int:
+            if -_MAX_SAFE_INT <= v <= _MAX_SAFE_INT:
+                continue
+            return False
+        nodes += 1
+        if nodes > 100_000:
+            return False
+        if t is dict:
+            for k in v:
+                if type(k) is not str or (not k.isascii() and any(ord(ch) > 0xFFFF for ch in k)):
+                    return False
+            extend(v.values())
+        elif t is list or t is tuple:
+            extend(v)
+        else:
+            return False
+    return True
 
 
 def canonical(value: Any) -> bytes:

@@ -88,6 +88,7 @@ class Tool:
     fingerprint_override: str | None = None
     """For tools without Python code (MCP): a stand-in, e.g. server name and version."""
     _validator: Validator = field(init=False, repr=False)
+    _accepts: Callable[[Any], bool] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -104,7 +105,9 @@ class Tool:
         except SchemaError as exc:
             where = _json_path(exc.path)
             raise InvalidToolSchema(f"tool {self.name!r} has an invalid schema at {where}: {exc.message}") from None
-        self._validator = cls(_close_extras(self.parameters))
+        effective = _close_extras(self.parameters)
+        self._validator = cls(effective)
+        self._accepts = _quick_acceptor(effective)
 
     @property
     def is_async(self) -> bool:
@@ -122,6 +125,8 @@ class Tool:
         """Every problem with ``arguments``, each as ``"$.path: message"``; empty when valid."""
         if not isinstance(arguments, dict):
             return [f"$: arguments must be a JSON object, got {type(arguments).__name__}"]
+        if self._accepts is not None and self._accepts(arguments):
+            return []
         errors = sorted(self._validator.iter_errors(arguments), key=lambda e: (list(map(str, e.path)), e.message))
         out = []
         for e in errors:
@@ -141,6 +146,61 @@ class Tool:
         if self.secret_args:
             entry["secret_args"] = list(self.secret_args)
         return entry
+
+
+_QUICK_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+_QUICK_KEYS = frozenset(("type", "description", "title", "default", "enum", "examples"))
+
+
+def _quick_acceptor(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+    """A shortcut that only ever says "valid" for arguments jsonschema accepts.
+
+    Built only for flat object schemas (properties with a plain type or a
+    string enum, ``required``, no extra keys allowed). It returns False
+    whenever it is unsure, and then jsonschema decides and explains. A
+    property test holds it to jsonschema; it exists because validation is the
+    largest cost of a loop step.
+    """
+    if set(schema) - {"type", "properties", "required", "additionalProperties", "description", "title", "$schema"}:
+        return None
+    if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
+        return None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return None
+    checks: dict[str, tuple[tuple[type, ...], frozenset[str] | None]] = {}
+    for name, sub in props.items():
+        if not isinstance(sub, dict) or set(sub) - _QUICK_KEYS or sub.get("type") not in _QUICK_TYPES:
+            return None
+        enum = sub.get("enum")
+        if enum is not None and (sub["type"] != "string" or not all(isinstance(e, str) for e in enum)):
+            return None
+        checks[name] = (_QUICK_TYPES[sub["type"]], frozenset(enum) if enum is not None else None)
+    need = tuple(required)
+
+    def accepts(args: Any) -> bool:
+        for r in need:
+            if r not in args:
+                return False
+        for k, v in args.items():
+            c = checks.get(k)
+            if c is None:
+                return False
+            types_, enum_ = c
+            if type(v) not in types_:
+                return False
+            if enum_ is not None and v not in enum_:
+                return False
+        return True
+
+    return accepts
 
 
 def fingerprint(fn: Callable[..., Any]) -> str:
