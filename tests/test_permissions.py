@@ -437,3 +437,22 @@ def test_visible_follows_deny_rules_added_during_the_session(proj):
     assert visible(str(root / "secrets" / "key.txt"))
     p.add_rule("deny", "Read(./secrets/**)")
     assert not visible(str(root / "secrets" / "key.txt"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["Read", "Write", "Edit", "Grep", "Glob", "LS", "WebFetch", "mcp__a__b", "Agent"]),
+    st.dictionaries(
+        st.sampled_from(["file_path", "path", "url", "model", "command", "pattern"]),
+        st.one_of(st.text(), st.integers(), st.none(), st.lists(st.text(), max_size=2)),
+        max_size=3,
+    ),
+)
+def test_decide_never_raises_on_any_tool_input(tool, tool_input):
+    p = policy(
+        allow=["Read(./a/**)", "WebFetch(domain:a.com)", "mcp__a"],
+        deny=["Edit(/x/**)", "Read(~/.ssh/**)", "Agent(model:o*)"],
+        ask=["Grep(//etc/**)"],
+        mode="acceptEdits",
+    )
+    assert p.decide(tool, tool_input).behavior in ("allow", "ask", "deny")

@@ -250,7 +250,10 @@ def _path_inputs(tool_name: str, tool_input: dict[str, Any], cwd: str) -> tuple[
         else:
             return [], False
     given = os.path.normpath(os.path.join(cwd, os.path.expanduser(raw)))
-    real = os.path.realpath(given)
+    try:
+        real = os.path.realpath(given)
+    except (ValueError, OSError):  # a NUL byte: no file has this name
+        return [given], False
     paths = [given] if given == real else [given, real]
     searches = tool_name in ("Glob", "Grep", "LS") and not os.path.isfile(real)
     return paths, os.path.isdir(real) or searches
@@ -426,7 +429,10 @@ class PermissionPolicy:
             if not deny_paths:
                 return True
             paths = [path]
-            real = os.path.realpath(path)
+            try:
+                real = os.path.realpath(path)
+            except (ValueError, OSError):
+                return False
             if real != path:
                 paths.append(real)
             is_dir = os.path.isdir(real)
