@@ -392,3 +392,8 @@ def test_fingerprints_do_not_depend_on_the_workspace_so_replay_matches(tmp_path)
     fa = {t.name: t.fingerprint for t in a}
     assert fa == {t.name: t.fingerprint for t in b}
     assert len(set(fa.values())) == len(fa)
+
+
+def test_a_file_used_as_a_directory_is_named_as_such(env):
+    (env.root / "f.txt").write_text("x")
+    assert err(env.call("Write", file_path="f.txt/x", content="y")).endswith("f.txt is a file, not a directory")

@@ -149,8 +149,10 @@ class Workspace:
             fd = os.open(root, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
         except OSError as exc:
             raise ToolError(f"cannot open the workspace directory {root}: {exc.strerror}") from None
+        walked = root
         try:
             for part in parts[:-1]:
+                walked = os.path.join(walked, part)
                 try:
                     nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
                 except FileNotFoundError:
@@ -164,7 +166,15 @@ class Workspace:
                 os.close(fd)
                 fd = nfd
         except OSError as exc:
+            is_link = False
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                try:
+                    is_link = stat.S_ISLNK(os.stat(os.path.basename(walked), dir_fd=fd, follow_symlinks=False).st_mode)
+                except OSError:
+                    is_link = True
             os.close(fd)
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and not is_link:
+                raise ToolError(f"{walked} is a file, not a directory") from None
             raise _walk_error(real, exc) from None
         return fd, parts[-1]
 
