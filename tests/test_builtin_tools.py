@@ -9,6 +9,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentloop.agent.builtin_tools import SPILL_THRESHOLD, RunningProcesses, builtin_registry
 from agentloop.agent.workspace import Workspace
@@ -397,3 +399,34 @@ def test_fingerprints_do_not_depend_on_the_workspace_so_replay_matches(tmp_path)
 def test_a_file_used_as_a_directory_is_named_as_such(env):
     (env.root / "f.txt").write_text("x")
     assert err(env.call("Write", file_path="f.txt/x", content="y")).endswith("f.txt is a file, not a directory")
+
+
+_PATHS = st.one_of(
+    st.sampled_from(["f.txt", "d", "d/", "link_out", "link_out/x", "../x", "/", "~", "~/x", ".", "", "a\0b", "f.txt/x", "d/new/deep.txt", "pipe"]),
+    st.text(alphabet="ad./~\0 *[{", max_size=12),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.sampled_from(["Read", "Write", "Edit", "Glob", "Grep", "LS"]),
+    path=_PATHS,
+    text=st.text(max_size=8),
+)
+def test_every_file_tool_failure_is_a_message_for_the_model(env, name, path, text):
+    if not (env.root / "f.txt").exists():
+        (env.root / "f.txt").write_text("hello\n")
+        (env.root / "d").mkdir()
+        os.symlink(env.outside, env.root / "link_out")
+        os.mkfifo(env.root / "pipe")
+    args = {
+        "Read": {"file_path": path},
+        "Write": {"file_path": path, "content": text},
+        "Edit": {"file_path": path, "old_string": text or "x", "new_string": text + "!"},
+        "Glob": {"pattern": text or "*", "path": path},
+        "Grep": {"pattern": text or "x", "path": path, "glob": text or "*"},
+        "LS": {"path": path},
+    }[name]
+    r = env.call(name, **args)
+    assert r.ok or "failed while running" not in r.error, (name, args, r.detail)
+    assert sorted(os.listdir(env.outside)) == ["secret.txt"]
