@@ -430,3 +430,39 @@ def test_every_file_tool_failure_is_a_message_for_the_model(env, name, path, tex
     r = env.call(name, **args)
     assert r.ok or "failed while running" not in r.error, (name, args, r.detail)
     assert sorted(os.listdir(env.outside)) == ["secret.txt"]
+
+
+def test_the_walk_sees_exactly_the_files_git_sees(tmp_path):
+    from agentloop.agent._walk import walk_files
+
+    root = tmp_path.resolve() / "r"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    files = [
+        "a.py", "a.pyc", "build/out.js", "src/build/keep.txt", "logs/x.log", "logs/keep.log",
+        "docs/api/index.md", "docs/api/gen.md", "deep/er/x.tmp", "deep/er/y.txt", "top.tmp",
+        "only_root.txt", "sub/only_root.txt", "node_modules/m/index.js", "sub/node_modules/n.js",
+        "sub/local.secret", "sub/inner/z.secret", "sub/inner/keep.secret", "space name.txt",
+        "excluded_by_info.txt", "dir_only/f", "file_named_dir_only",
+    ]
+    for f in files:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_text("x")
+    (root / ".gitignore").write_text(
+        "*.pyc\n/build/\nlogs/*\n!logs/keep.log\ndocs/**/gen.md\n*.tmp\n!deep/**/x.tmp\n"
+        "/only_root.txt\nnode_modules/\ndir_only/\nfile_named_dir_only/\n# comment\n\\#not_comment\n"
+    )
+    (root / "sub").mkdir(exist_ok=True)
+    (root / "sub" / ".gitignore").write_text("*.secret\n")
+    (root / "sub" / "inner" / ".gitignore").write_text("!keep.secret\n")
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("excluded_by_info.txt\n")
+    git = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "--others", "--cached", "--exclude-standard", "-z"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split("\0")
+    expected = {f for f in git if f}
+    got = {os.path.relpath(p, root) for p in walk_files(Workspace(str(root)), str(root))}
+    assert got == expected
+    assert "logs/keep.log" in got and "deep/er/x.tmp" in got and "sub/inner/keep.secret" in got
+    assert "file_named_dir_only" in got and "dir_only/f" not in got
