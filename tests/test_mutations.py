@@ -12,7 +12,10 @@ at d, except in two cases where no verifier can say more:
 - ``prev_mismatch`` at d + 1: record d was edited and its own hash recomputed,
   so the break shows in the link from d to d + 1 (the message names record d);
 - ``anchor_mismatch`` over a range containing d: the whole chain from d on was
-  re-forged, and the anchor's Merkle frontier narrows it to one range.
+  re-forged, and the anchor's Merkle frontier narrows it to one range;
+- a later problem ("cut"), when the chain was re-forged from d and the file also
+  lost records inside the anchor's range that holds d, so that range cannot be
+  compared at all: the first visible break is all any verifier can report.
 
 The default run checks CORPUS_SIZE corruptions; AGENTLOOP_LONG=1 runs 10,000.
 """
@@ -24,6 +27,7 @@ import os
 import random
 import shutil
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -224,7 +228,11 @@ def make_corpus(bases: list[tuple[Path, Anchor, list[bytes]]], count: int, seed:
     return cases
 
 
-def located(problems: list[dict[str, Any]], d: int, anchor_size: int, leaves: int) -> str | None:
+FORGERIES = ("edit_rechain", "edit_rehash")
+"""Corruptions that recompute hashes, as a forger would: only these may be located by range or cut."""
+
+
+def located(problems: list[dict[str, Any]], d: int, anchor_size: int, leaves: int, forged: bool = True) -> str | None:
     """How the first problem locates the corruption at d, or None when it does not."""
     first = problems[0]
     if first["index"] == d:
@@ -232,10 +240,16 @@ def located(problems: list[dict[str, Any]], d: int, anchor_size: int, leaves: in
     if first["index"] == d + 1 and any(p["index"] == d + 1 and p["kind"] == "prev_mismatch" for p in problems):
         return "link"
     if first["kind"] == "anchor_mismatch" and first["index"] <= d < first.get("end", -1):
-        return "range"
-    if first["kind"] in ("truncated", "torn_tail") and first["index"] == leaves < anchor_size:
-        # The chain was re-forged from d and then cut inside the anchor's frontier
-        # range that holds d: no record the anchor commits to is left to compare.
+        if forged:
+            return "range"
+        # Not a forgery: the chain itself must still pin the record down.
+        inner = located(problems[1:], d, anchor_size, leaves, forged) if len(problems) > 1 else None
+        return "range" if inner in ("exact", "link") else None
+    if forged and first["index"] > d and leaves < anchor_size:
+        # The chain was re-forged from d, and the file lost records (cut or
+        # deleted) inside the anchor's frontier range that holds d: nothing the
+        # anchor commits to is left to compare there, so the first thing anyone
+        # can see is the chain's next break or the truncation.
         for a, b in MerkleTree.from_frontier(anchor_size, [b"\0" * 32] * bin(anchor_size).count("1")).subtree_ranges():
             if a <= d < b:
                 return "cut" if b > leaves else None
@@ -250,6 +264,7 @@ def run_corpus(bases: list[tuple[Path, Anchor, list[bytes]]], cases: list[dict[s
     stats: Counter[str] = Counter()
     failures: list[str] = []
     widths: list[int] = []
+    py_seconds = node_seconds = 0.0
     for start in range(0, len(cases), CHUNK):
         chunk = cases[start:start + CHUNK]
         jobs = []
@@ -258,8 +273,10 @@ def run_corpus(bases: list[tuple[Path, Anchor, list[bytes]]], cases: list[dict[s
             p.write_bytes(case["data"])
             base = bases[case["base"]][0]
             jobs.append({"file": str(p), "anchor": str(base) + ".anchor.json", "public_key": str(pub)})
+        t0 = time.perf_counter()
         proc = subprocess.run([exe, str(NODE_VERIFIER), "batch"], input="\n".join(json.dumps(j) for j in jobs),
                               capture_output=True, text=True, timeout=600)
+        node_seconds += time.perf_counter() - t0
         assert proc.returncode == 0, proc.stderr
         node_out = [json.loads(x) for x in proc.stdout.splitlines()]
         assert len(node_out) == len(chunk), proc.stderr
@@ -269,7 +286,9 @@ def run_corpus(bases: list[tuple[Path, Anchor, list[bytes]]], cases: list[dict[s
         for i, case in enumerate(chunk):
             n = start + i
             anchor = bases[case["base"]][1]
+            t0 = time.perf_counter()
             py = verify_with_anchor(work / f"case-{n}.jsonl", anchor, key)
+            py_seconds += time.perf_counter() - t0
             js = node_out[i]
             label = f"case {n} ({'+'.join(case['kinds'])} of base {case['base']}, d={case['d']})"
             py_probs = [(p.index, p.kind) for p in py.problems]
@@ -284,16 +303,18 @@ def run_corpus(bases: list[tuple[Path, Anchor, list[bytes]]], cases: list[dict[s
                 failures.append(f"{label}: NOT DETECTED")
                 continue
             first = py.problems[0].to_json()
-            how = located([p.to_json() for p in py.problems], case["d"], anchor.size, py.leaves)
+            forged = any(k in FORGERIES for k in case["kinds"])
+            how = located([p.to_json() for p in py.problems], case["d"], anchor.size, py.leaves, forged)
             if how is None:
                 failures.append(f"{label}: detected at the wrong record: {first}")
                 continue
             stats[how] += 1
             stats["kind:" + first["kind"]] += 1
-            if how == "range":
+            if how == "range" and forged:
+                stats["range_forged"] += 1
                 widths.append(first["end"] - first["index"])
             (work / f"case-{n}.jsonl").unlink()
-    return {"stats": stats, "failures": failures, "widths": widths}
+    return {"stats": stats, "failures": failures, "widths": widths, "py_seconds": py_seconds, "node_seconds": node_seconds}
 
 
 def test_every_corruption_is_detected_at_the_right_record_by_both_verifiers(bases, tmp_path: Path) -> None:
@@ -305,9 +326,12 @@ def test_every_corruption_is_detected_at_the_right_record_by_both_verifiers(base
     summary = (
         f"{len(cases)} corruptions ({doubles} double): detected {detected} "
         f"({100.0 * detected / len(cases):.2f}%), right record {len(cases) - len(failures)}; "
-        f"exact {stats['exact']}, link {stats['link']}, range {stats['range']}, cut {stats['cut']} "
-        f"(mean range width {sum(result['widths']) / max(1, len(result['widths'])):.1f}); "
+        f"first problem: exact {stats['exact']}, link {stats['link']}, range {stats['range']} "
+        f"(of which {stats['range_forged']} re-forged chains located only by range, mean width "
+        f"{sum(result['widths']) / max(1, len(result['widths'])):.1f} records; the rest also exact by the chain), "
+        f"cut {stats['cut']}; first kinds: "
         + ", ".join(f"{k[5:]} {v}" for k, v in sorted(stats.items()) if k.startswith("kind:"))
+        + f"; python {result['py_seconds']:.1f} s, node {result['node_seconds']:.1f} s"
     )
     print(summary)
     report = os.environ.get("AGENTLOOP_MUTATION_REPORT")
@@ -337,6 +361,10 @@ def test_the_oracle_rejects_a_verifier_that_misses_or_misplaces(bases) -> None:
     # m = 12 = [0, 8) + [8, 12): a cut at 10 leaves [0, 8) whole, so a forgery at 3 must be found there
     assert loc([{"index": 10, "kind": "truncated", "end": 12}], 3, 12, 10) is None
     assert loc([{"index": 10, "kind": "truncated", "end": 12}], 9, 12, 10) == "cut"
+    # without a forgery, a range is not enough: the chain must name the record too
+    assert located([{"index": 0, "kind": "anchor_mismatch", "end": 8}], 3, 12, 12, forged=False) is None
+    assert located([{"index": 0, "kind": "anchor_mismatch", "end": 8}, {"index": 3, "kind": "hash_mismatch"}], 3, 12, 12, forged=False) == "range"
+    assert located([{"index": 10, "kind": "truncated", "end": 12}], 9, 12, 10, forged=False) is None
     # the chain alone misses a clean cut at a record boundary; the anchor is what catches it
     path, anchor, lines = bases[-1]
     cut = path.parent / "cut.jsonl"
