@@ -201,3 +201,32 @@ def test_print_against_the_fake_provider_streams_over_http(tmp_path, proj, env):
     assert [e["event"]["text"] for e in events if e["type"] == "stream_event"][:3] == ["Readi", "ng th", "e fil"]
     assert events[-1]["result"] == "It greets you."
     assert len(sent) == 2
+
+
+def test_building_the_cli_loads_no_heavy_module():
+    """``agentloop --help`` builds the parser from every cmd_ module: none of
+    them, nor the package itself, may import a heavy dependency at import."""
+    code = (
+        "import sys\n"
+        "from agentloop.cli.main import build_parser\n"
+        "build_parser()\n"
+        "heavy = ['jsonschema', 'asyncio', 'rich', 'prompt_toolkit', 'httpx', 'mcp', 'ray', 'cryptography', 'orjson',\n"
+        "         'agentloop.tools', 'agentloop.run', 'agentloop.agent.core']\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "", f"imported while building the parser: {p.stdout.strip()}"
+
+
+def test_the_package_names_resolve_lazily_and_run_stays_the_function():
+    code = (
+        "import sys, agentloop\n"
+        "assert 'agentloop.tools' not in sys.modules\n"
+        "import agentloop.run\n"
+        "from agentloop import run, Budget, Registry\n"
+        "assert callable(run) and agentloop.run is run, agentloop.run\n"
+        "print(sorted(agentloop.__all__) == sorted(n for n in agentloop.__all__ if hasattr(agentloop, n)))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "True", p.stdout + p.stderr
