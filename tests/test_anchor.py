@@ -314,3 +314,16 @@ def test_the_demo_act_shows_a_truncation_caught(tmp_path: Path) -> None:
     runs = act_anchor(str(tmp_path))
     assert len(runs) == 1 and runs[0].held, [c.text for c in runs[0].claims if not c.held]
     assert any("are missing" in c.text for c in runs[0].claims)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 13, 16, 17, 31])
+@pytest.mark.parametrize("grow", [1, 7, 40])
+def test_growth_from_any_anchor_size_is_proved(tmp_path: Path, m: int, grow: int) -> None:
+    p = tmp_path / "t.jsonl"
+    write_transcript(p, m)
+    a = anchor_file(p)
+    with TranscriptWriter(p, resume=True) as w:
+        for i in range(grow):
+            w.append("more", {"i": i})
+    r = verify_with_anchor(p, a)
+    assert r.ok and r.consistency == "proved" and r.leaves == m + grow

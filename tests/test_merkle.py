@@ -195,3 +195,13 @@ def test_the_tree_is_a_transcript_listener(tmp_path: Path) -> None:
             w.append("note", {"i": i})
     lines = path.read_bytes().splitlines()
     assert t1.root() == t2.root() == mth(lines) == merkle_root(line[:-1] for line in mem.lines)
+
+
+def test_consistency_proof_hashes_left_of_the_old_size_are_its_frontier() -> None:
+    # verify_with_anchor takes those hashes from the anchor-size frontier and
+    # reads only the new records: this is what makes that sound.
+    for m in range(1, 130):
+        known = set(MerkleTree.from_frontier(m, [b"0" * 32] * bin(m).count("1")).subtree_ranges())
+        for n in range(m + 1, 140):
+            for r in consistency_ranges(m, n):
+                assert r in known or r[0] >= m, (m, n, r)
