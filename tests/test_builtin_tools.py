@@ -466,3 +466,14 @@ def test_the_walk_sees_exactly_the_files_git_sees(tmp_path):
     assert got == expected
     assert "logs/keep.log" in got and "deep/er/x.tmp" in got and "sub/inner/keep.secret" in got
     assert "file_named_dir_only" in got and "dir_only/f" not in got
+
+
+def test_lines_are_counted_at_newlines_only_like_cat_n(env):
+    (env.root / "ff.txt").write_text("one\x0cstill one\r\ntwo\u2028still two\nthree needle\n")
+    out = ok(env.call("Read", file_path="ff.txt"))
+    assert out.split("\n")[:3] == ["     1\tone\x0cstill one", "     2\ttwo\u2028still two", "     3\tthree needle"]
+    assert "     3\tthree needle" in out
+    grep = ok(env.call("Grep", pattern="needle", path="ff.txt", output_mode="content"))
+    assert grep == f"{env.root}/ff.txt:3:three needle"
+    multi = ok(env.call("Grep", pattern="two.still", path="ff.txt", output_mode="content", multiline=True))
+    assert multi == f"{env.root}/ff.txt:2:two\u2028still two"

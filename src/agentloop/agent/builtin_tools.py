@@ -24,6 +24,7 @@ Rules:
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import re
@@ -323,6 +324,14 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
+def _lines(text: str) -> list[str]:
+    """Lines as ``cat -n`` counts them: split at ``\n`` only (not at form feeds or U+2028)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
 def _numbered(lines: list[str], start: int) -> str:
     return "".join(f"{start + i:>6}\t{line}\n" for i, line in enumerate(lines))
 
@@ -385,7 +394,7 @@ def builtin_registry(
             raise ToolError(f"{file_path} is a binary file; Read shows text files only")
         if not text:
             return f"(the file {real} is empty)"
-        lines = text.splitlines()
+        lines = _lines(text)
         total = len(lines)
         if offset > total:
             raise ToolError(f"offset {offset} is past the end of {file_path} ({total} lines)")
@@ -455,7 +464,7 @@ def builtin_registry(
         updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
         ws.write_bytes(real, updated.encode("utf-8", "surrogateescape"))
         line_no = text.count("\n", 0, first) + 1
-        lines = updated.splitlines()
+        lines = _lines(updated)
         lo = max(line_no - 3, 1)
         hi = min(line_no + new.count("\n") + 3, len(lines))
         snippet = _numbered(lines[lo - 1 : hi], lo)
@@ -659,18 +668,19 @@ def _split_globs(text: str) -> list[str]:
 def _content_lines(
     path: str, text: str, rx: re.Pattern[str], multiline: bool, before: int, after: int, numbers: bool
 ) -> list[str]:
-    lines = text.splitlines()
+    raw = text.split("\n")
+    if raw and raw[-1] == "":
+        raw.pop()
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in raw]
     hits: set[int] = set()
     if multiline:
         starts = [0]
-        for ln in lines:
+        for ln in raw:
             starts.append(starts[-1] + len(ln) + 1)
-        import bisect
-
         for m in rx.finditer(text):
             a = bisect.bisect_right(starts, m.start()) - 1
             b = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
-            hits.update(range(a, b + 1))
+            hits.update(range(max(a, 0), min(b, len(lines) - 1) + 1))
     else:
         for i, ln in enumerate(lines):
             if rx.search(ln):
