@@ -477,3 +477,21 @@ def test_lines_are_counted_at_newlines_only_like_cat_n(env):
     assert grep == f"{env.root}/ff.txt:3:three needle"
     multi = ok(env.call("Grep", pattern="two.still", path="ff.txt", output_mode="content", multiline=True))
     assert multi == f"{env.root}/ff.txt:2:two\u2028still two"
+
+
+def test_cd_carries_over_to_the_next_bash_call_within_the_workspace(env):
+    (env.root / "sub" / "deeper").mkdir(parents=True)
+    assert ok(env.call("Bash", command="cd sub")) == "(no output)"
+    assert ok(env.call("Bash", command="pwd")) == str(env.root / "sub")
+    assert ok(env.call("Bash", command="cd deeper; exit 4")).endswith("[exit code 4]")
+    assert ok(env.call("Bash", command="pwd")) == str(env.root / "sub" / "deeper")
+    out = ok(env.call("Bash", command=f"cd {env.outside}"))
+    assert "outside the workspace" in out and str(env.root) in out
+    assert ok(env.call("Bash", command="pwd")) == str(env.root)
+
+
+def test_a_removed_working_directory_falls_back_to_the_root(env):
+    (env.root / "tmpdir").mkdir()
+    ok(env.call("Bash", command="cd tmpdir"))
+    (env.root / "tmpdir").rmdir()
+    assert ok(env.call("Bash", command="pwd")) == str(env.root)

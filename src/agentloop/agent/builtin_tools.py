@@ -186,6 +186,7 @@ def run_command(
     timeout_s: float,
     processes: RunningProcesses | None = None,
     output_cap: int = BASH_OUTPUT_CAP,
+    pass_fds: tuple[int, ...] = (),
 ) -> tuple[int | None, str, bool]:
     """Run ``command`` in a shell in a new process group.
 
@@ -202,6 +203,7 @@ def run_command(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
@@ -360,6 +362,7 @@ def builtin_registry(
     ws = workspace.with_read_only(spill_dir)
     procs = processes if processes is not None else RunningProcesses()
     is_visible = visible or (lambda _p: True)
+    shell_cwd = [ws.root]
 
     def bash(**kw: Any) -> str:
         command = kw["command"]
@@ -370,8 +373,36 @@ def builtin_registry(
             timeout_s = float(shell_timeout_s)
         else:
             timeout_s = min(max(int(timeout_ms), 1), MAX_TIMEOUT_MS) / 1000
-        code, output, timed_out = run_command(command, cwd=ws.root, timeout_s=timeout_s, processes=procs)
+        cwd = shell_cwd[0]
+        if not os.path.isdir(cwd) or not ws.contains(os.path.realpath(cwd), for_write=True):
+            cwd = shell_cwd[0] = ws.root
+        # The shell reports where it ends up on a pipe, so `cd` carries over to
+        # the next call as in Claude Code; a trap runs even after `exit`.
+        r, w = os.pipe()
+        try:
+            code, output, timed_out = run_command(
+                f"trap 'pwd -P >&{w} 2>/dev/null' EXIT\n{command}",
+                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,),
+            )
+        finally:
+            os.close(w)
+            try:
+                os.set_blocking(r, False)
+                reported = os.read(r, 65536).decode("utf-8", "replace")
+            except OSError:
+                reported = ""
+            os.close(r)
         output = output.rstrip("\n")
+        note = ""
+        ended = reported.strip().splitlines()[-1] if reported.strip() else ""
+        if ended and os.path.isabs(ended):
+            if ws.contains(os.path.realpath(ended), for_write=True):
+                shell_cwd[0] = ended
+            else:
+                shell_cwd[0] = ws.root
+                note = f"[{ended} is outside the workspace: the working directory is back at {ws.root}]"
+        if note:
+            output = f"{output}\n{note}" if output else note
         if timed_out:
             raise ToolError(
                 f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
@@ -723,8 +754,9 @@ _TYPES: dict[str, tuple[str, ...]] = {
 }
 
 _BASH_DOC = (
-    "Run a shell command (bash) in the workspace directory and return its combined stdout and "
-    "stderr. A non-zero exit code is reported at the end. The default timeout is 2 minutes "
+    "Run a shell command (bash) and return its combined stdout and stderr. It starts in the "
+    "workspace directory; a `cd` carries over to later calls (within the workspace). A non-zero "
+    "exit code is reported at the end. The default timeout is 2 minutes "
     f"(at most {MAX_TIMEOUT_MS // 1000} s); on timeout the command and everything it started are "
     "killed. Prefer Read, Grep, Glob and Edit to cat, grep, find and sed. Output over 10,000 "
     "characters is saved to a file and a preview is returned."
