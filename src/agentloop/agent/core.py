@@ -395,6 +395,12 @@ class Agent:
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
         self.loop_threshold = loop_threshold(self)
+        from ..mcp.agent import attach
+
+        try:
+            attach(self)  # MCP servers from .mcp.json and mcpServers in settings: self.mcp, self.mcp_status()
+        except ConfigError as exc:
+            raise AgentError(str(exc)) from None
         self.session = self._open_session(resume)
         self._build_tools()
 
@@ -749,6 +755,9 @@ class Agent:
                     log.error("could not record session_end: %s", exc)
             s.close()
             log.info("session closed (%s)", reason)
+            mcp = getattr(self, "mcp", None)
+            if mcp is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
+                mcp.close()
 
 
 def _version() -> str:

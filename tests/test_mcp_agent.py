@@ -1,0 +1,81 @@
+"""The terminal agent with MCP servers: started from .mcp.json, permission rules, /mcp, the session replays, clean exit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop.agent.core import Agent, AgentError
+from agentloop.replay import replay
+from agentloop.transcript import read_records, verify_file
+from mcp_servers.helpers import PY, PYSERVER, descendants
+
+
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "py": {"command": PY, "args": [PYSERVER], "env": {"PYSERVER_VERSION": "${AL_PYSERVER_VERSION:-1.2.3}"}},
+    }}))
+    (d / ".agentloop").mkdir()
+    (d / ".agentloop/settings.json").write_text(json.dumps({"permissions": {"allow": ["mcp__py__*"], "deny": ["mcp__py__fail"]}}))
+    return d
+
+
+def script(tmp_path: Path, replies: list[dict[str, Any]]) -> str:
+    p = tmp_path / "script.json"
+    p.write_text(json.dumps(replies))
+    return f"scripted:{p}"
+
+
+def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_path: Path, proj: Path) -> None:
+    spec = script(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "mcp__py__echo", "arguments": {"text": "hi"}},
+                                    {"name": "mcp__py__add", "arguments": {"a": 1, "b": 2}}], "usage": [100, 10]},
+        {"text": "", "tool_calls": [{"name": "mcp__py__fail", "arguments": {"message": "x"}}], "usage": [150, 10]},
+        {"text": "1 + 2 = 3", "usage": [200, 5]},
+    ])
+    before = descendants()
+    a = Agent(cwd=str(proj), model=spec)
+    try:
+        assert {"mcp__py__echo", "mcp__py__add"} <= set(a.registry.names())
+        status = a.mcp_status()  # type: ignore[attr-defined]
+        assert status.startswith("py: connected pyserver 1.2.3 (stdio, project: ") and "  mcp__py__echo" in status
+        res = a.ask("add 1 and 2")
+        assert res.stop_reason == "no_tool_calls" and res.answer == "1 + 2 = 3"
+    finally:
+        a.close("prompt_input_exit")
+    assert not descendants() - before, "an MCP server outlived the agent"
+    path = a.session.path
+    recs = list(read_records(path))
+    results = [r.payload for r in recs if r.kind == "tool_result"]
+    assert [r["ok"] for r in results] == [True, True, False]
+    assert results[1]["content"]["structuredContent"] == {"total": 3.0, "terms": 2}
+    assert "denied" in results[2]["error"]
+    start = next(r.payload for r in recs if r.kind == "run_start")
+    fps = {t["name"]: t["fingerprint"] for t in start["config"]["tools"]}
+    assert fps["mcp__py__echo"] == "mcp:pyserver@1.2.3"
+    assert verify_file(path).ok
+    again = replay(path, mode="full")  # no server is running now
+    assert again.equal, again.summary()
+
+
+def test_a_malformed_mcp_json_stops_the_agent_with_one_line(tmp_path: Path, proj: Path) -> None:
+    (proj / ".mcp.json").write_text('{"mcpServers": {"py": {"type": "http"}}}')
+    with pytest.raises(AgentError, match=r"\.mcp\.json: mcpServers\.py: a http server needs a 'url'"):
+        Agent(cwd=str(proj), model=script(tmp_path, []))
+
+
+def test_a_server_that_fails_to_start_does_not_stop_the_agent(tmp_path: Path, proj: Path) -> None:
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"ghost": {"command": "/nonexistent/server"}}}))
+    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "fine", "usage": [1, 1]}]))
+    try:
+        assert "ghost: failed" in a.mcp_status() and "no such program" in a.mcp_status()  # type: ignore[attr-defined]
+        assert a.ask("hello").answer == "fine"
+    finally:
+        a.close("prompt_input_exit")
