@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+import orjson
+
 from .canonical import NotCanonicalizable, canonical
 
 __all__ = [
@@ -117,8 +119,15 @@ def truncated(value: Any, limit: int) -> Any:
     """``value`` itself when its text form fits ``limit`` bytes, else its truncation marker."""
     if is_marker(value):
         return value
-    if isinstance(value, str) and len(value) <= limit // 4:
-        return value
+    if isinstance(value, str):
+        if len(value) <= limit // 4:
+            return value
+    else:
+        try:  # a quick bound: the canonical form is never twice orjson's length
+            if len(orjson.dumps(value)) <= limit // 2:
+                return value
+        except (TypeError, orjson.JSONEncodeError):
+            pass
     text, j = _text(value)
     raw = text.encode()
     if len(raw) <= limit:

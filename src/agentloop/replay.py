@@ -33,6 +33,7 @@ Rules:
 from __future__ import annotations
 
 import difflib
+import gc
 import json
 import os
 import re
@@ -221,12 +222,36 @@ def _refuse_if_invalid(name: str, lines: Sequence[bytes]) -> None:
         raise ReplayError(f"{name}: fails verification at record {p.index}: {p.kind}: {p.message}; not replayed")
 
 
-def _parse(name: str, lines: Sequence[bytes]) -> list[Record]:
+class _Rec:
+    """A recorded record as replay reads it. A ``budget`` record's payload is
+    parsed only when a difference needs it: the loop re-derives it anyway."""
+
+    __slots__ = ("kind", "payload", "line")
+
+    def __init__(self, kind: str, payload: Any, line: bytes | None = None):
+        self.kind = kind
+        self.payload = payload
+        self.line = line
+
+    def full_payload(self) -> Any:
+        if self.line is not None:
+            self.payload = orjson.loads(self.line)["payload"]
+            self.line = None
+        return self.payload
+
+
+_LAZY = b'"kind":"budget","payload":'
+
+
+def _parse(name: str, lines: Sequence[bytes]) -> list[_Rec]:
     recs = []
     for i, line in enumerate(lines):
+        if line.startswith(_LAZY, 75):
+            recs.append(_Rec("budget", None, line))
+            continue
         try:
             o = orjson.loads(line)
-            recs.append(Record(o["seq"], o["prev"], o["kind"], o["payload"], o["hash"]))
+            recs.append(_Rec(o["kind"], o["payload"]))
         except (orjson.JSONDecodeError, KeyError, TypeError):
             _refuse_if_invalid(name, lines)
             raise ReplayError(f"{name}: record {i} is not a record; not replayed") from None
@@ -283,7 +308,7 @@ class ReplayModel:
     than were recorded (``ReplayExhausted``: the run ends in ``model_error``).
     """
 
-    def __init__(self, turns: Sequence[Record], *, interrupted: bool = False, name: str = "replay"):
+    def __init__(self, turns: Sequence[_Rec], *, interrupted: bool = False, name: str = "replay"):
         self.turns = list(turns)
         self.interrupted = interrupted
         self.name = name
@@ -345,7 +370,7 @@ class _PassSink:
     writes is dropped.
     """
 
-    def __init__(self, out: MemoryTranscript, segment: Sequence[Record], cut_off: bool = False):
+    def __init__(self, out: MemoryTranscript, segment: Sequence[_Rec], cut_off: bool = False):
         self.out = out
         self.segment = segment
         self.cursor = 0
@@ -380,11 +405,11 @@ class _PassSink:
 # --- the runs of a file -------------------------------------------------------
 
 
-def _segments(records: Sequence[Record]) -> list[tuple[bool, list[Record]]]:
+def _segments(records: Sequence[_Rec]) -> list[tuple[bool, list[_Rec]]]:
     """The file cut into (is_run, records): a run goes from run_start to its stop."""
-    out: list[tuple[bool, list[Record]]] = []
-    current: list[Record] | None = None
-    loose: list[Record] = []
+    out: list[tuple[bool, list[_Rec]]] = []
+    current: list[_Rec] | None = None
+    loose: list[_Rec] = []
     for r in records:
         if r.kind == "run_start":
             if current is not None:
@@ -429,7 +454,10 @@ def _has_salted_hash(v: Any) -> bool:
 
 
 class _RunReplay:
-    def __init__(self, index: int, seg: list[Record], mode: str, registry: Registry | None, salt: bytes | str | None, out: MemoryTranscript):
+    def __init__(
+        self, index: int, seg: list[_Rec], mode: str, registry: Registry | None, salt: bytes | str | None,
+        out: MemoryTranscript, has_markers: bool = True,
+    ):
         self.index = index
         self.seg = seg
         self.mode = mode
@@ -461,7 +489,8 @@ class _RunReplay:
             r.kind not in LOOP_KINDS or (r.kind == "loop_detected" and r.payload.get("method") not in (None, "heuristic"))
             for r in seg[1:]
         )
-        self._notes()
+        if has_markers:
+            self._notes()
 
     def _note(self, step: int, reason: str) -> None:
         self.unreproducible.append(StepNote(self.index, step, reason))
@@ -620,28 +649,29 @@ def _short(v: Any) -> str:
     return s if len(s) <= 80 else s[:77] + "..."
 
 
-def _compare(orig: Sequence[bytes], new: Sequence[bytes], orecs: Sequence[Record], nrecs: Sequence[Record]) -> list[Difference]:
+def _compare(orig: Sequence[bytes], new: Sequence[bytes], orecs: Sequence[_Rec], nrecs: Sequence[Record]) -> list[Difference]:
     diffs: list[Difference] = []
     for i in range(max(len(orig), len(new))):
         if i < len(orig) and i < len(new):
             if orig[i] == new[i] or _body(orig[i]) == _body(new[i]):
                 continue
             a, b = orecs[i], nrecs[i]
+            pa = a.full_payload()
             changes: list[str] = []
             if a.kind == b.kind:
-                _changes(a.payload, b.payload, "$", changes)
-            step = a.payload.get("step") if isinstance(a.payload, dict) else None
+                _changes(pa, b.payload, "$", changes)
+            step = pa.get("step") if isinstance(pa, dict) else None
             diffs.append(Difference(i, a.kind, b.kind, step if isinstance(step, int) else None, tuple(changes)))
         elif i < len(orig):
-            a = orecs[i]
-            step = a.payload.get("step") if isinstance(a.payload, dict) else None
-            diffs.append(Difference(i, a.kind, None, step if isinstance(step, int) else None))
+            pa = orecs[i].full_payload()
+            step = pa.get("step") if isinstance(pa, dict) else None
+            diffs.append(Difference(i, orecs[i].kind, None, step if isinstance(step, int) else None))
         else:
             diffs.append(Difference(i, None, nrecs[i].kind, None))
     return diffs
 
 
-def _decisions(recs: Iterable[Record]) -> list[bytes]:
+def _decisions(recs: Iterable[_Rec | Record]) -> list[bytes]:
     out = []
     for r in recs:
         if r.kind in ("model_turn", "model_error", "loop_detected"):
@@ -690,7 +720,29 @@ def replay(
     if mode == "live-tools":
         _refuse_if_invalid(name, lines)
     records = _parse(name, lines)
+    frozen = len(lines) >= 10_000 and gc.get_freeze_count() == 0
+    if frozen:
+        gc.freeze()  # the record is read-only from here on: spare the collector from walking it again and again
+    try:
+        return _replay(name, lines, records, mode, registry, out, redaction_salt)
+    finally:
+        if frozen:
+            gc.unfreeze()
+
+
+def _replay(
+    name: str,
+    lines: list[bytes],
+    records: list[_Rec],
+    mode: str,
+    registry: Registry | None,
+    out: str | os.PathLike[str] | None,
+    redaction_salt: bytes | str | None,
+) -> ReplayResult:
     segments = _segments(records)
+    blob = b"".join(lines)
+    has_markers = b'"$redacted":' in blob or b'"$truncated":' in blob
+    del blob
     if not any(is_run for is_run, _ in segments):
         _refuse_if_invalid(name, lines)
         raise ReplayError(f"{name}: holds no run (no run_start record)")
@@ -702,7 +754,7 @@ def replay(
     for is_run, seg in segments:
         if is_run:
             n += 1
-            runs.append(_RunReplay(n, seg, mode, registry, redaction_salt, sink))
+            runs.append(_RunReplay(n, seg, mode, registry, redaction_salt, sink, has_markers))
     if registry is not None:
         w, result.tool_changes = _check_tools((r.config for r in runs), registry, mode)
         result.warnings += w
@@ -734,7 +786,7 @@ def replay(
             _refuse_if_invalid(name, lines)
         result.differences = _compare(lines, new, records, sink.records)
         result.first_difference = result.differences[0] if result.differences else None
-    result.decisions_equal = _decisions(records) == _decisions(sink.records)
+    result.decisions_equal = result.equal or _decisions(records) == _decisions(sink.records)
     if out is not None:
         try:
             with open(out, "wb") as f:
