@@ -285,3 +285,58 @@ def test_a_read_deny_rule_also_blocks_a_mention(tmp_path, proj):
         sent = user_texts(fp.requests[-1]["body"])[-1]
     assert "sk-hidden" not in sent
     assert "reading it is denied" in p.stdout
+
+
+def test_ctrl_c_during_a_streaming_answer_stops_it_and_the_next_prompt_works(tmp_path, proj):
+    home = str(tmp_path / "home")
+    long_text = "This answer streams very slowly, word after word, for a long time " * 4
+    script = {"replies": [{"text": long_text, "chunk_size": 3, "chunk_delay": 0.1}, {"text": "Short and quick."}]}
+    with FakeProvider(script) as fp:
+        t = Term(model_args(fp), cwd=str(proj), env=env_for(home))
+        try:
+            t.wait_for(PROMPT)
+            t.type("talk slowly")
+            t.wait_for("This answer str")
+            t.child.sendintr()
+            t.wait_for("⏹ interrupted")
+            assert "for a long time This answer streams very slowly, word after word, for a long time" not in t.text()
+            t.wait_for(PROMPT)
+            m = t.mark()
+            t.type("and now?")
+            t.wait_for("Short and quick.", after=m)
+            t.type("/exit")
+            assert t.wait_exit() == (0, None)
+        finally:
+            t.kill()
+        sent = user_texts(fp.requests[-1]["body"])
+    assert sent == ["talk slowly", "and now?"]
+
+
+def test_slash_commands_without_a_terminal(tmp_path, proj):
+    home = str(tmp_path / "home")
+    (proj / ".agentloop" / "commands").mkdir(parents=True)
+    (proj / ".agentloop" / "commands" / "review.md").write_text("---\ndescription: review a file\n---\nReview $ARGUMENTS with care.\n")
+    (proj / ".agentloop" / "skills" / "haiku").mkdir(parents=True)
+    (proj / ".agentloop" / "skills" / "haiku" / "SKILL.md").write_text("---\nname: haiku\ndescription: answer in a haiku\n---\nWrite five, seven, five.\n")
+    script = {"replies": [{"text": "reviewed"}, {"text": "in a new session"}, {"text": "skilled"}, {"text": "back again"}]}
+    with FakeProvider(script) as fp:
+        lines = "\n".join([
+            "/help", "/review src/app.py", "/model openai:gpt-4.1-mini", "/model", "/clear", "fresh start",
+            "/haiku autumn", "/sessions", "/resume", "where were we?", "/nonsense", "/compact", "/mcp", "/exit", "never read",
+        ]) + "\n"
+        p = subprocess.run([AGENTLOOP, *model_args(fp)], input=lines, cwd=proj, env=env_for(home), capture_output=True, text=True, timeout=90)
+        reqs = [r["body"] for r in fp.requests]
+    out = p.stdout
+    assert p.returncode == 0, p.stderr
+    assert "/review — review a file" in out and "/haiku — skill: answer in a haiku" in out
+    assert user_texts(reqs[0])[-1].strip() == "Review src/app.py with care."
+    assert reqs[0]["model"] == "gpt-4o-mini" and reqs[1]["model"] == "gpt-4.1-mini"
+    assert "model: openai:gpt-4.1-mini" in out
+    assert user_texts(reqs[1]) == ["fresh start"], "/clear started a new conversation"
+    assert "Write five, seven, five." in user_texts(reqs[2])[-1] and "autumn" in user_texts(reqs[2])[-1]
+    assert "Skill" in [t["function"]["name"] for t in reqs[0]["tools"]], "skills are offered as a tool too"
+    # /resume without an id goes back to the other (first) session.
+    assert [u.strip() for u in user_texts(reqs[3])] == ["Review src/app.py with care.", "where were we?"]
+    assert "unknown command /nonsense" in out
+    assert "Traceback" not in out + p.stderr
+    assert "never read" not in json.dumps(reqs), "nothing after /exit is read"
