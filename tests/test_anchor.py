@@ -17,13 +17,10 @@ from agentloop.anchor import (
     anchor_file,
     anchor_path_for,
     attach_tree,
-    check_proof,
     generate_keys,
     load_anchor,
     load_private_key,
     load_public_key,
-    prove_consistency,
-    prove_inclusion,
     sign_anchor,
     verify_with_anchor,
     write_anchor,
@@ -32,6 +29,7 @@ from agentloop.anchor import (
 from agentloop.cli.main import main as cli
 from agentloop.demo import demo_tools
 from agentloop.merkle import ProofError, merkle_root
+from agentloop.proofs import check_proof, prove_consistency, prove_inclusion
 from agentloop.testing import ScriptedModel, reply
 from agentloop.transcript import TranscriptWriter, make_line, verify_file
 

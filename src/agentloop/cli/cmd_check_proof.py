@@ -17,8 +17,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import orjson
 
-    from agentloop.anchor import AnchorError, check_proof
+    from agentloop.anchor import AnchorError
     from agentloop.merkle import ProofError
+    from agentloop.proofs import check_proof
 
     try:
         with open(args.proof, "rb") as f:
