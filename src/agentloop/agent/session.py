@@ -93,8 +93,8 @@ def _line_ok(line: bytes) -> bool:
     return len(line) > _KIND_AT and hashlib.sha256(b"{" + line[_KIND_AT:]).hexdigest().encode() == line[9:73]
 
 
-def _reverse_lines(path: str, chunk: int = 1 << 16) -> Iterator[bytes]:
-    """The complete lines of a file, last first, read from its end."""
+def _reverse_lines(path: str, chunk: int = 8192) -> Iterator[bytes]:
+    """The complete lines of a file, last first, read from its end in growing chunks."""
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
         pos = f.tell()
@@ -109,6 +109,7 @@ def _reverse_lines(path: str, chunk: int = 1 << 16) -> Iterator[bytes]:
             for line in reversed(parts[1:]):
                 if line:
                     yield line
+            chunk = min(chunk * 2, 1 << 20)
         if rest:
             yield rest
 
@@ -228,7 +229,7 @@ def rebuild(lines: list[bytes]) -> list[Message]:
         obj = orjson.loads(line)
         kind, payload = obj["kind"], obj["payload"]
         if kind == "run_start":
-            messages = [dict(m) for m in payload.get("messages", [])]
+            messages = list(payload.get("messages", []))
         elif kind == "model_turn":
             messages.append(_assistant_message(payload.get("reply") or {}))
         elif kind == "tool_result":
@@ -320,15 +321,18 @@ class Session:
     def _load_tail(self) -> None:
         """Messages and totals from the end of the file (rule 4)."""
         segment: list[bytes] = []
+        kinds: list[bytes] = []
         have_run = have_cost = False
         for line in _reverse_lines(self.path):
-            segment.append(line)
             k = _kind(line)
+            segment.append(line)
+            kinds.append(k)
             have_run = have_run or k == b"run_start"
             have_cost = have_cost or k == b"session_cost"
             if have_run and have_cost:
                 break
         segment.reverse()
+        kinds.reverse()
         prev: bytes | None = None
         for i, line in enumerate(segment):
             if not _line_ok(line):
@@ -336,19 +340,17 @@ class Session:
             if prev is not None and line[line.rfind(b'"prev":"') + 8 :][:64] != prev:
                 raise TranscriptError(f"{self.path}: the chain is broken near the end; run 'agentloop verify'")
             prev = line[9:73]
-        # Start from the last run_start; totals from the last session_cost.
-        start = max((i for i, ln in enumerate(segment) if _kind(ln) == b"run_start"), default=None)
-        cost_at = max((i for i, ln in enumerate(segment) if _kind(ln) == b"session_cost"), default=None)
-        msgs: list[Message] = []
-        if start is not None:
-            msgs = rebuild(segment[start:])
+        # Messages from the last run_start on; totals from the last session_cost.
+        start = max((i for i, k in enumerate(kinds) if k == b"run_start"), default=None)
+        cost_at = max((i for i, k in enumerate(kinds) if k == b"session_cost"), default=None)
+        msgs: list[Message] = rebuild(segment[start:]) if start is not None else []
         stats = SessionStats()
         folded_from = 0
         if cost_at is not None:
             stats = SessionStats.from_json(orjson.loads(segment[cost_at])["payload"])
             folded_from = cost_at + 1
-        for raw in segment[folded_from:]:
-            kind = _kind(raw).decode()
+        for raw, k in zip(segment[folded_from:], kinds[folded_from:]):
+            kind = k.decode()
             if kind in ("model_turn", "budget", "tool_result", "run_start"):
                 _apply(stats, kind, orjson.loads(raw)["payload"])
         close_dangling_calls(msgs)
@@ -449,7 +451,7 @@ def _lock(directory: str, sid: str) -> int:
         except OSError as exc:
             holder = ""
             try:
-                holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+                holder = os.pread(fd, 21, 0).decode(errors="replace").strip()
             except OSError:
                 pass
             os.close(fd)
@@ -465,8 +467,8 @@ def _lock(directory: str, sid: str) -> int:
         if not same:
             os.close(fd)
             continue
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        # Fixed width, so no truncation (a slow metadata write) is needed.
+        os.pwrite(fd, f"{os.getpid():<20}\n".encode(), 0)
         return fd
     raise SessionError(f"{path}: the lock file keeps changing; is another process removing it?")
 
