@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
+import sys
 from typing import Any
 
 import orjson
+from hypothesis import strategies as st
 
 from agentloop.anchor import load_anchor, verify_with_anchor
 from agentloop.budget import Price, cost_micros
@@ -74,3 +78,80 @@ def all_verify(out: Any, ids: list[str]) -> None:
         assert report.ok, (tid, report.problems[:3])
         anchor = verify_with_anchor(path, load_anchor(f"{path}.anchor.json"))
         assert anchor.ok, (tid, anchor.problems[:3])
+
+
+@contextlib.contextmanager
+def fake_provider(tmp_path: Any, *, seed: int = 7, latency: tuple[float, float] = (0.005, 0.06), usage: tuple[int, int] = (12, 20)):
+    """The providers' fake server in its own process, answering in turn a tool call and an answer,
+    each after a random latency. Yields its base URL."""
+    u = {"input_tokens": usage[0], "output_tokens": usage[1]}
+    script = {
+        "replies": [
+            {"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}], "latency": list(latency), "usage": u},
+            {"text": "done", "latency": list(latency), "usage": u},
+        ],
+        "when_done": "cycle",
+        "seed": seed,
+    }
+    path = os.path.join(os.fspath(tmp_path), f"fake-{seed}.json")
+    with open(path, "w") as f:
+        json.dump(script, f)
+    proc = subprocess.Popen([sys.executable, "-m", "agentloop.fakeprovider", "--script", path, "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else url
+        yield url
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def provider_task(i: int, url: str, **extra: Any) -> dict[str, Any]:
+    task = {
+        "id": f"p{i:04d}", "prompt": "p" * 80, "model": "openai:fake-model", "base_url": f"{url}/v1", "tools": ["echo"],
+        "budget": {"max_steps": 4}, "price": PRICE, "max_output_tokens": 64,
+    }
+    task.update(extra)
+    return task
+
+
+@st.composite
+def fleets(draw, max_tasks=10):
+    """Tasks with random latencies and costs, and a fleet cap below their total demand."""
+    tasks = []
+    for i in range(draw(st.integers(3, max_tasks))):
+        steps = draw(st.integers(1, 3))
+        script = []
+        for s in range(steps):
+            last = s == steps - 1
+            script.append({
+                "text": "done" if last else "",
+                "tool_calls": [] if last else [{"name": "echo", "arguments": {"text": "x"}}],
+                # within the reservation: input under the len//4 estimate, output under max_output_tokens
+                "usage": {"input_tokens": draw(st.integers(0, 20)), "output_tokens": draw(st.integers(1, 64))},
+                "delay_ms": draw(st.integers(0, 40)),
+            })
+        tasks.append({
+            "id": f"f{i:03d}", "prompt": "p" * 80, "model": "scripted", "tools": ["echo"], "script": script,
+            "budget": {"max_steps": 5}, "max_output_tokens": 64,
+            "price": {"input": draw(st.integers(1, 5_000_000)), "output": draw(st.integers(1, 5_000_000))},
+        })
+    total = sum(demand(t) for t in tasks)
+    cap = total * draw(st.integers(5, 90)) // 100  # every call costs at least 1, so cap < total
+    return tasks, total, cap
+
+
+def assert_cap_held(report, out, cap, total):
+    """The fleet's settled spend, by the ledger, the manifest and the transcripts, is within the cap."""
+    assert report.ledger["spent_micros"] <= cap
+    assert sum(e["spent_micros"] for e in report.entries) <= cap
+    assert transcript_spend(out) <= cap
+    assert report.ledger["overrun_micros"] == 0
+    if total > cap:  # demand exceeds the cap, so the ledger must have refused someone, in a transcript
+        stopped = [e for e in report.entries if e["stop_reason"] == "cost_budget"]
+        assert stopped and report.ledger["refusals"] >= len(stopped)
+        kinds = [r["kind"] for r in records(out / stopped[0]["transcript"])]
+        assert kinds[-2:] == ["ledger_refusal", "stop"]
+    assert all(e["status"] == "ok" for e in report.entries)

@@ -1,0 +1,157 @@
+"""The batch runner on a real local Ray instance: the same tasks, a Ray actor as the fleet ledger."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from _batch import (  # noqa: E402
+    add_task,
+    all_verify,
+    assert_cap_held,
+    demand,
+    fake_provider,
+    fleets,
+    manifest,
+    provider_task,
+    records,
+    transcript_spend,
+    write_tasks,
+)
+from agentloop.batch import load_tasks, run_batch, verify_batch  # noqa: E402
+
+pytestmark = pytest.mark.ray
+LONG = bool(os.environ.get("AGENTLOOP_LONG"))
+AGENTLOOP = [sys.executable, "-m", "agentloop.cli.main"]
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray instance for the whole session: starting Ray costs seconds."""
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray.get_runtime_context().gcs_address
+    if started:
+        ray.shutdown()
+
+
+def test_200_tasks_complete_on_ray_and_every_transcript_verifies(ray_local, tmp_path):
+    tasks = [add_task(i, delay_ms=i % 3) for i in range(200)]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    report = run_batch(load_tasks(path), tmp_path / "out", ray=True)
+    assert report.backend == "ray" and report.ok and report.count("ok") == 200
+    entries = manifest(tmp_path / "out")
+    assert [e["id"] for e in entries] == [t["id"] for t in tasks]
+    all_verify(tmp_path / "out", [t["id"] for t in tasks])
+    assert verify_batch(tmp_path / "out") == []
+    assert report.ledger["spent_micros"] == sum(demand(t) for t in tasks)
+    assert report.ledger["reservations"] == 400 and report.ledger["reserved_micros"] == 0
+
+
+def test_ray_and_the_local_pool_write_the_same_runs(ray_local, tmp_path):
+    path = write_tasks(tmp_path / "tasks.jsonl", [add_task(i) for i in range(6)])
+    on_ray = run_batch(load_tasks(path), tmp_path / "ray", ray=True)
+    local = run_batch(load_tasks(path), tmp_path / "local", workers=2)
+    assert on_ray.anchor["root"] == local.anchor["root"]
+    for i in range(6):
+        name = f"t{i:04d}.jsonl"
+        assert (tmp_path / "ray" / "runs" / name).read_bytes() == (tmp_path / "local" / "runs" / name).read_bytes()
+
+
+@settings(max_examples=10 if LONG else 3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fleets())
+def test_a_fleet_cap_below_total_demand_is_never_exceeded_on_ray(ray_local, tmp_path_factory, fleet):
+    tasks, total, cap = fleet
+    tmp = tmp_path_factory.mktemp("rayfleet")
+    path = write_tasks(tmp / "tasks.jsonl", tasks)
+    report = run_batch(load_tasks(path), tmp / "out", ray=True, max_usd_micros=cap)
+    assert_cap_held(report, tmp / "out", cap, total)
+    all_verify(tmp / "out", [t["id"] for t in tasks])
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fleets())
+def test_negative_control_on_ray_without_the_reservation_the_cap_is_exceeded(ray_local, tmp_path_factory, fleet):
+    tasks, total, cap = fleet
+    tmp = tmp_path_factory.mktemp("raynocap")
+    path = write_tasks(tmp / "tasks.jsonl", tasks)
+    report = run_batch(load_tasks(path), tmp / "out", ray=True, max_usd_micros=cap, check_reservations=False)
+    assert report.ledger["spent_micros"] == total > cap
+    with pytest.raises(AssertionError):
+        assert_cap_held(report, tmp / "out", cap, total)
+
+
+def test_a_ray_worker_killed_mid_run_has_its_task_retried_and_marked(ray_local, tmp_path):
+    # t0002 runs long (3 x 0.8 s) so that the driver, which hears of it when it polls the
+    # ledger actor, kills its worker while it is still mid-run, not after it moved on
+    tasks = [add_task(i, delay_ms=800 if i == 2 else 100, steps=3) for i in range(6)]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    killed: list[int] = []
+
+    def on_event(kind, data):
+        if kind == "begin" and data["id"] == "t0002" and data["attempt"] == 1 and not killed:
+            killed.append(data["pid"])
+            os.kill(data["pid"], signal.SIGKILL)
+
+    report = run_batch(load_tasks(path), tmp_path / "out", ray=True, max_usd_micros=10**6, on_event=on_event)
+    assert killed
+    by_id = {e["id"]: e for e in report.entries}
+    assert by_id["t0002"]["retried"] and by_id["t0002"]["attempts"] == 2 and by_id["t0002"]["status"] == "ok"
+    assert [e["id"] for e in report.entries if e["retried"]] == ["t0002"]
+    assert records(tmp_path / "out" / "runs" / "t0002.jsonl")[0]["payload"]["config"]["meta"]["batch"]["attempt"] == 2
+    all_verify(tmp_path / "out", [t["id"] for t in tasks])
+    assert verify_batch(tmp_path / "out") == []
+    assert report.ledger["reserved_micros"] == 0
+    assert report.ledger["spent_micros"] >= sum(e["spent_micros"] for e in report.entries)
+
+
+def test_the_ray_driver_killed_and_the_batch_resumed_on_the_cluster(ray_local, tmp_path):
+    tasks = [add_task(i, delay_ms=60, steps=3) for i in range(16)]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    out = tmp_path / "out"
+    args = [*AGENTLOOP, "batch", path, "--out", str(out), "--ray", ray_local, "--max-usd", "1", "--json"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        if (out / "manifest.jsonl").exists() and (out / "manifest.jsonl").read_bytes().count(b"\n") >= 4:
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out / "runs").glob("*.jsonl")}
+    assert 4 <= len(before) < 16
+    again = subprocess.run(args, capture_output=True, timeout=300)
+    assert again.returncode == 0, again.stderr.decode()
+    report = json.loads(again.stdout)
+    assert report["backend"] == "ray" and report["counts"]["ok"] == 16
+    assert {n[:-6] for n in before} <= {e["id"] for e in report["entries"] if e["resumed"]}
+    for name, facts in before.items():
+        p = out / "runs" / name
+        assert (p.read_bytes(), p.stat().st_mtime_ns) == facts, f"{name} was rewritten"
+    all_verify(out, [t["id"] for t in tasks])
+    assert verify_batch(out) == []
+
+
+def test_provider_tasks_with_random_latencies_run_on_ray_under_a_fleet_cap(ray_local, tmp_path):
+    with fake_provider(tmp_path, seed=11) as url:
+        tasks = [provider_task(i, url) for i in range(40)]
+        path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+        per_call = 12 * 2 + 20 * 8
+        cap = per_call * 30
+        report = run_batch(load_tasks(path), tmp_path / "out", ray=True, max_usd_micros=cap)
+    assert_cap_held(report, tmp_path / "out", cap, per_call * 40)
+    assert report.ledger["spent_micros"] == transcript_spend(tmp_path / "out")
+    all_verify(tmp_path / "out", [t["id"] for t in tasks])
+    assert verify_batch(tmp_path / "out") == []
