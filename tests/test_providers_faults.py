@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,10 @@ def test_clean_run_over_http_records_usage_and_the_model_that_answered(tmp_path:
     o = drive(tmp_path, vendor, OK)
     recovered(o)
     assert len(o.requests) == 2 and not o.delays and not o.notices
-    assert all(t["reply"]["usage"]["input_tokens"] > 0 and not t["usage_estimated"] for t in o.turns)
+    for t in o.turns:
+        u = t["reply"]["usage"]
+        assert u["input_tokens"] + u["cache_read_tokens"] + u["cache_write_tokens"] > 0 and u["output_tokens"] > 0
+        assert not t["usage_estimated"]
     assert o.turns[0]["reply"]["model"] == VENDORS[vendor].split(":")[1]
     assert o.turns[0]["reply"]["tool_calls"][0]["arguments"] == {"a": 2, "b": 3}
 
@@ -175,6 +179,17 @@ def test_a_retry_that_would_pass_the_reservation_is_not_made(tmp_path: Path, ven
     assert o.result.stop_reason == "model_error"
     assert "would spend past this call's reservation" in (o.result.error or "")
     assert len(o.requests) == 1
+    # the cut attempt may have been billed: the loop spends it and the record says so
+    err = next(r for r in read_records_of(o) if r["kind"] == "model_error")
+    # Anthropic reports input at message_start; OpenAI only at the end, so it is estimated from the request
+    billed_in = err["payload"]["usage"]["input_tokens"]
+    assert billed_in == 500 if vendor == "anthropic" else billed_in >= len(json.dumps(o.requests[0]["body"])) // 5
+    assert err["payload"]["cost_micros"] > 0
+    assert o.result.spent_micros == err["payload"]["cost_micros"] and o.result.usage.input_tokens == billed_in
+
+
+def read_records_of(o: Outcome) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in o.transcript.splitlines()]
 
 
 def test_a_turn_cut_at_max_tokens_is_continued(tmp_path: Path, vendor: str) -> None:

@@ -75,7 +75,6 @@ import random  # noqa: TID251 - a test server: seeded latencies
 import socket  # noqa: TID251 - a test server
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -329,7 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
         if r is None:
             self._send_json(500, self._error_body(proto, "api_error", f"the fake provider's script has no reply for request {st.index}"))
             return
-        time.sleep(st.latency(r))
+        self.server.stopping.wait(st.latency(r))
         fault = r.get("fault")
         if fault is not None and self._simple_fault(proto, str(fault), r):
             return
@@ -392,7 +391,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for i, ev in enumerate(events):
                 if fault == "stall" and i == 2:
-                    time.sleep(float(r.get("stall_seconds", 60)))
+                    self.server.stopping.wait(float(r.get("stall_seconds", 60)))
                     self._drop()
                     return
                 if fault == "cut" and cut_at is not None and i == cut_at:
@@ -404,9 +403,9 @@ class _Handler(BaseHTTPRequestHandler):
                     ev = ev.replace(b"data: {", b"data: {{oops ", 1)
                 self._chunk(ev)
                 if delay:
-                    time.sleep(delay)
+                    self.server.stopping.wait(delay)
             self._end_stream()
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client went away (or the server is stopping)
             self.close_connection = True
 
     def _openai(self, body: dict[str, Any], r: dict[str, Any]) -> None:
@@ -540,6 +539,38 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, addr: tuple[str, int], state: _State):
         super().__init__(addr, _Handler)
         self.state = state
+        self.stopping = threading.Event()
+        """Set by ``close``: stalls and latencies end at once."""
+        self.conns: set[Any] = set()
+        self.workers: list[threading.Thread] = []
+        self.conn_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        t = threading.Thread(target=self.process_request_thread, args=(request, client_address), daemon=True)
+        with self.conn_lock:
+            self.conns.add(request)
+            self.workers = [w for w in self.workers if w.is_alive()] + [t]
+        t.start()
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.conn_lock:
+            self.conns.discard(request)
+        super().shutdown_request(request)
+
+    def stop(self) -> None:
+        """Stop serving, drop every open connection and wait for the handlers to end."""
+        self.stopping.set()
+        self.shutdown()
+        with self.conn_lock:
+            conns, workers = list(self.conns), list(self.workers)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for w in workers:
+            w.join(5)
+        self.server_close()
 
 
 class FakeProvider:
@@ -565,8 +596,7 @@ class FakeProvider:
         return self
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
 
     def __enter__(self) -> FakeProvider:
         return self.start()

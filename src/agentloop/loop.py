@@ -137,6 +137,8 @@ class ModelReplied:
 class ModelFailed:
     error: str
     """A description for people: never includes a key (providers scrub them)."""
+    usage: Usage | None = None
+    """What failed attempts may have been billed (a stream cut after it started): spent and recorded."""
 
 
 @dataclass(frozen=True)
@@ -329,9 +331,18 @@ def _on_reserved(state: State, event: Reserved) -> list[Outbound]:
 
 def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
     state.error = event.error
+    payload: dict[str, Any] = {"step": state.steps + 1, "error": event.error}
+    cost = tokens = 0
+    if event.usage is not None and event.usage.total:
+        cost, tokens = cost_micros(event.usage, state.config.price), event.usage.total
+        state.usage = state.usage + event.usage
+        state.tokens += tokens
+        state.spent_micros += cost
+        payload["usage"] = event.usage.to_json()
+        payload["cost_micros"] = cost
     out: list[Outbound] = [
-        Settle(state.reserved_micros, 0, state.reserved_tokens, 0),
-        Append("model_error", {"step": state.steps + 1, "error": event.error}),
+        Settle(state.reserved_micros, cost, state.reserved_tokens, tokens),
+        Append("model_error", payload),
     ]
     state.reserved_micros = state.reserved_tokens = 0
     return out + _stop(state, "model_error")

@@ -100,6 +100,12 @@ def _model_name(model: object, given: str | None) -> str:
     return name if isinstance(name, str) and name else type(model).__name__
 
 
+def _continuations(model: object) -> int:
+    """How many cuts at max tokens a model's turns may be continued by (providers set it; else 0)."""
+    n = getattr(model, "max_continuations", 0)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
 def make_config(
     model: object,
     registry: Registry,
@@ -142,6 +148,7 @@ def make_config(
         redaction_salt=redaction_salt,
         max_value_bytes=max_value_bytes,
         record_raw=record_raw,
+        max_continuations=_continuations(model),
     )
 
 
@@ -226,7 +233,8 @@ def _check_reply(reply: object) -> ModelReplied | ModelFailed:
 
 def _failure(exc: BaseException) -> ModelFailed:
     text = str(exc)
-    return ModelFailed(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+    usage = getattr(exc, "usage", None)  # a provider's billed failed attempts
+    return ModelFailed(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, usage if isinstance(usage, Usage) else None)
 
 
 def run(

@@ -198,7 +198,6 @@ class HTTPModel:
         self._active: HTTPModel | None = None
         """The fallback, once the primary has failed for good."""
         self._client: httpx.Client | None = None
-        self._aclient: httpx.AsyncClient | None = None
         self.max_continuations = 0
         """Turns cut at max tokens that the loop may continue (read by ``run.make_config``)."""
         self.attempts = 0
@@ -271,11 +270,11 @@ class HTTPModel:
         return self._client
 
     def aclient(self) -> httpx.AsyncClient:
-        if self._aclient is None:
-            t = self.transport
-            at = t if isinstance(t, httpx.AsyncBaseTransport) else None
-            self._aclient = httpx.AsyncClient(transport=at, timeout=self._timeout())
-        return self._aclient
+        """A new async client for one call: an async client belongs to one event loop, and one
+        left open is finalized at an arbitrary moment, so each call opens and closes its own."""
+        t = self.transport
+        at = t if isinstance(t, httpx.AsyncBaseTransport) else None
+        return httpx.AsyncClient(transport=at, timeout=self._timeout())
 
     def close(self) -> None:
         if self._client is not None:
@@ -393,7 +392,7 @@ class HTTPModel:
         self.attempts += 1
         asm: Assembler | None = None
         try:
-            async with self.aclient().stream("POST", url, headers=headers, content=body) as resp:
+            async with self.aclient() as client, client.stream("POST", url, headers=headers, content=body) as resp:
                 if resp.status_code != 200:
                     raise self.classify(resp.status_code, resp.headers, await resp.aread())
                 if self._content_kind(resp.headers) == "json":
@@ -444,18 +443,22 @@ class HTTPModel:
         )
 
     def _after_failure(self, err: ProviderError, attempt: int, wasted: Usage, request: ModelRequest, partial: Usage) -> Usage:
-        """Decide whether to retry; returns the new waste. Raises when the error is final."""
+        """Decide whether to retry; returns the new waste. Raises when the error is final,
+        carrying what the failed attempts may have cost (``usage``) for the loop to record."""
         if err.billed:
             wasted = wasted + partial
         if not err.retryable:
+            err.usage = wasted if wasted.total else None
             raise err
         if self._next_max_tokens(request, wasted) < 1:
-            raise self._err(
+            final = self._err(
                 f"{err}; not retried: a retry would spend past this call's reservation "
                 f"({wasted.total} tokens already billed of {request.max_output_tokens})",
                 "budget",
                 False,
-            ) from None
+            )
+            final.usage = wasted
+            raise final from None
         return wasted
 
     def complete(self, request: ModelRequest) -> ModelReply:
@@ -480,10 +483,12 @@ class HTTPModel:
                         model._notice(f"{err}; retrying in {d:.1f}s (attempt {attempt + 1} of {model.policy.max_attempts})")
                         model.policy.sleep(d)
             model = self._fall_back(model, last)
-        raise self._gave_up(last)
+        raise self._gave_up(last, wasted)
 
     async def acomplete(self, request: ModelRequest) -> ModelReply:
         """The async twin of ``complete``."""
+        if self.transport is not None and not isinstance(self.transport, httpx.AsyncBaseTransport):
+            return await asyncio.to_thread(self.complete, request)  # a sync-only transport: keep using it
         wasted = Usage()
         model: HTTPModel | None = self._active or self
         last: ProviderError | None = None
@@ -500,7 +505,7 @@ class HTTPModel:
                         model._notice(f"{err}; retrying in {d:.1f}s (attempt {attempt + 1} of {model.policy.max_attempts})")
                         await model.policy.asleep(d)
             model = self._fall_back(model, last)
-        raise self._gave_up(last)
+        raise self._gave_up(last, wasted)
 
     def _partial(self, err: ProviderError, request: ModelRequest) -> Usage:
         p = err.partial
@@ -521,10 +526,12 @@ class HTTPModel:
             )
         return nxt
 
-    def _gave_up(self, last: ProviderError | None) -> ProviderError:
+    def _gave_up(self, last: ProviderError | None, wasted: Usage) -> ProviderError:
         if last is None:
             return self._err("the model was never called", "server", False)
-        return self._err(f"gave up after {self.policy.max_attempts} attempts: {last}", last.kind, False, last.status)
+        err = self._err(f"gave up after {self.policy.max_attempts} attempts: {last}", last.kind, False, last.status)
+        err.usage = wasted if wasted.total else None
+        return err
 
     def count_tokens(self, request: ModelRequest) -> int | None:
         """The exact input tokens of ``request``, where the vendor can count them; else None."""

@@ -54,3 +54,6 @@ class ProviderError(Exception):
         """The attempt may have been charged for (the stream had started)."""
         self.partial: Any = None
         """A ``Usage``: what the failed attempt may have been billed, when ``billed``."""
+        self.usage: Any = None
+        """A ``Usage``: what every failed attempt of the call may have cost, on the final error
+        (the drivers hand it to the loop, which records and spends it)."""
