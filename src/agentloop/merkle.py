@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 EMPTY_ROOT = hashlib.sha256(b"").digest()
+_sha256 = hashlib.sha256
 HASH_SIZE = 32
 
 
@@ -99,7 +100,15 @@ class MerkleTree:
         return tuple(self._frontier)
 
     def append(self, leaf_data: bytes) -> None:
-        self.append_hash(hashlib.sha256(b"\x00" + leaf_data).digest())
+        # append_hash inlined: this runs once per record written.
+        h = _sha256(b"\x00" + leaf_data).digest()
+        n = self._size
+        f = self._frontier
+        while n & 1:
+            h = _sha256(b"\x01" + f.pop() + h).digest()
+            n >>= 1
+        f.append(h)
+        self._size += 1
 
     __call__ = append
 
