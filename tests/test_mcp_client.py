@@ -311,3 +311,22 @@ def test_parallel_mcp_calls_overlap(inproc: McpManager) -> None:
     took = time.monotonic() - began
     assert [rec.payload["content"]["structuredContent"]["result"] for rec in t.records if rec.kind == "tool_result"] == [str(i) for i in range(6)]
     assert took < 2.5, f"6 calls of 0.5 s took {took:.2f} s: they did not overlap"
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_twenty_runs_of_mcp_calls_finishing_in_random_order_give_one_transcript(inproc: McpManager, driver: str) -> None:
+    tools = inproc.tools()
+    transcripts, orders = set(), set()
+    for _ in range(20):
+        pyserver.FINISHED.clear()
+        model = ScriptedModel([reply("", [("mcp__py__jitter", {"tag": str(i)}) for i in range(5)], usage=(5, 5), step=1),
+                               reply("ok", usage=(5, 5))])
+        t = MemoryTranscript()
+        if driver == "run":
+            run(model, tools, "go", Budget(max_steps=3), transcript=t, run_id="r")
+        else:
+            asyncio.run(arun(model, tools, "go", Budget(max_steps=3), transcript=t, run_id="r"))
+        orders.add(tuple(pyserver.FINISHED))
+        transcripts.add(b"".join(t.lines))
+    assert len(orders) > 1, "the calls always finished in the same order: the test proves nothing"
+    assert len(transcripts) == 1

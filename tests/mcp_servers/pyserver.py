@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import sys
 from typing import Annotated
 
@@ -59,6 +60,17 @@ async def wait(seconds: Annotated[float, Field(ge=0, le=60)], tag: str = "") -> 
     """Sleep, then answer with the tag."""
     await asyncio.sleep(seconds)
     return tag or "done"
+
+
+@server.tool(annotations={"readOnlyHint": True})
+async def jitter(tag: str) -> str:
+    """Sleep a random 0 to 40 ms, then answer with the tag: calls finish in random order."""
+    await asyncio.sleep(random.uniform(0, 0.04))
+    FINISHED.append(tag)
+    return tag
+
+
+FINISHED: list[str] = []
 
 
 @server.tool
