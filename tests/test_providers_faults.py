@@ -20,6 +20,7 @@ import pytest
 from agentloop.budget import Budget, usd
 from agentloop.fakeprovider import FakeProvider
 from agentloop.providers import open_model
+from agentloop.replay import replay
 from agentloop.run import RunResult, arun, make_config, run
 from agentloop.tools import Registry, tool
 from agentloop.transcript import TranscriptWriter, read_records, verify_file
@@ -81,6 +82,8 @@ def drive(tmp_path: Path, vendor: str, replies: list[dict[str, Any]], *, cap: st
         reqs = [r for r in fp.requests if r["protocol"]]
     report = verify_file(path)
     assert report.ok, report.problems
+    rep = replay(path, tools=[add])  # and the recorded run replays byte for byte, faults and all
+    assert rep.equal, rep.summary(str(path))
     recs = list(read_records(path))
     assert res.spent_micros <= usd(cap)
     data = path.read_bytes()

@@ -324,7 +324,7 @@ class ReplayModel:
         rec = self.turns[self.calls]
         self.calls += 1
         if rec.kind == "model_error":
-            return raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible)
+            return raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible, rec.payload.get("usage"))
         p = rec.payload
         reply = ModelReply.from_json(p["reply"])
         raw = p.get("raw")
@@ -334,7 +334,7 @@ class ReplayModel:
         return out
 
 
-def raise_recorded_failure(error: str, notes: list[str]) -> ModelReply:
+def raise_recorded_failure(error: str, notes: list[str], usage: Mapping[str, Any] | None = None) -> ModelReply:
     """Raise (or return) what makes the driver record ``error`` again, word for word."""
     m = _NOT_A_REPLY.fullmatch(error)
     if m:
@@ -342,7 +342,10 @@ def raise_recorded_failure(error: str, notes: list[str]) -> ModelReply:
     m = _ERROR_FORM.fullmatch(error)
     if m:
         cls = type(m.group(1), (Exception,), {})
-        raise cls() if m.group(2) is None else cls(m.group(2))
+        exc = cls() if m.group(2) is None else cls(m.group(2))
+        if usage is not None:
+            exc.usage = Usage.from_json(usage)  # what the failed attempts were billed, spent again
+        raise exc
     notes.append(f"the recorded model error {error[:60]!r} cannot be raised again word for word")
     raise ReplayExhausted(error)
 
