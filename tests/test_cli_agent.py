@@ -230,3 +230,14 @@ def test_the_package_names_resolve_lazily_and_run_stays_the_function():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "True", p.stdout + p.stderr
+
+
+def test_version_and_help_list_the_agent_and_its_subcommands(tmp_path, env):
+    from agentloop import __version__
+
+    v = agentloop(["--version"], cwd=tmp_path, env=env)
+    assert (v.returncode, v.stdout) == (0, f"agentloop {__version__}\n")
+    h = agentloop(["--help"], cwd=tmp_path, env=env)
+    assert h.returncode == 0
+    for word in ("-p PROMPT", "--resume", "--output-format", "run ", "sessions ", "verify "):
+        assert word in h.stdout, word

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -24,12 +23,13 @@ __all__ = ["main"]
 
 
 def _commands() -> dict[str, str]:
-    from agentloop import cli
-
+    # A directory listing, not pkgutil.iter_modules: that imports inspect (and
+    # ast, dis, tokenize...), a fifth of the start-up time of --help.
     found = {}
-    for info in pkgutil.iter_modules(cli.__path__):
-        if info.name.startswith("cmd_"):
-            found[info.name[4:].replace("_", "-")] = f"agentloop.cli.{info.name}"
+    for fname in os.listdir(os.path.dirname(os.path.abspath(__file__))):
+        name, ext = os.path.splitext(fname)
+        if name.startswith("cmd_") and ext == ".py":
+            found[name[4:].replace("_", "-")] = f"agentloop.cli.{name}"
     return dict(sorted(found.items()))
 
 
@@ -61,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from agentloop import __version__  # no parser to build for this one
+
+        print(f"agentloop {__version__}")
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
