@@ -241,3 +241,29 @@ def test_version_and_help_list_the_agent_and_its_subcommands(tmp_path, env):
     assert h.returncode == 0
     for word in ("-p PROMPT", "--resume", "--output-format", "run ", "sessions ", "verify "):
         assert word in h.stdout, word
+
+
+def test_add_dir_lets_the_file_tools_reach_another_directory(tmp_path, proj, env):
+    other = tmp_path / "shared"
+    other.mkdir()
+    (other / "data.txt").write_text("shared data\n")
+    replies = [{"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": str(other / "data.txt")}}]}, {"text": "ok"}]
+    outs = []
+    for extra in ([], ["--add-dir", str(other)]):
+        p = agentloop(["-p", "x", "--model", spec(tmp_path, replies, f"r{len(extra)}.json"), "--output-format", "stream-json", *extra], cwd=proj, env=env)
+        tr = next(json.loads(line) for line in p.stdout.splitlines() if '"tool_result"' in line)
+        outs.append(tr)
+    assert outs[0]["is_error"] is True and "outside" in outs[0]["content"]
+    assert outs[1]["is_error"] is False and "shared data" in outs[1]["content"]
+
+
+def test_the_repl_warns_near_the_budget_and_stops_a_turn_that_cannot_fit(tmp_path, proj, env):
+    replies = [{"text": "expensive", "usage": [16_500, 0]}, {"text": "never"}]
+    p = subprocess.run([AGENTLOOP, "--model", spec(tmp_path, replies), "--max-usd", "0.02"], input="one\ntwo\n/cost\n",
+                       cwd=proj, env=env, capture_output=True, text=True, timeout=60)
+    out = p.stdout
+    assert p.returncode == 0, p.stderr
+    assert "session $0.016500 / $0.020000" in out
+    assert "warning: budget is 82% used (warning at 80%)" in out
+    assert "stopped: cost_budget" in out and "never" not in out
+    assert "spend: $0.016500 of $0.020000" in out

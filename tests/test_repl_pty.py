@@ -340,3 +340,25 @@ def test_slash_commands_without_a_terminal(tmp_path, proj):
     assert "unknown command /nonsense" in out
     assert "Traceback" not in out + p.stderr
     assert "never read" not in json.dumps(reqs), "nothing after /exit is read"
+
+
+def test_one_ctrl_c_at_an_idle_prompt_only_warns_and_a_second_exits(tmp_path, proj):
+    home = str(tmp_path / "home")
+    with FakeProvider({"replies": [{"text": "still here"}]}) as fp:
+        t = Term(model_args(fp), cwd=str(proj), env=env_for(home))
+        try:
+            t.wait_for(PROMPT)
+            t.child.sendintr()
+            t.wait_for(r"\(Ctrl\+C again or Ctrl\+D to exit\)")
+            m = t.mark()
+            t.type("are you there?")
+            t.wait_for("still here", after=m)
+            t.wait_for(PROMPT)
+            m = t.mark()
+            t.child.sendintr()
+            t.wait_for(r"\(Ctrl\+C again or Ctrl\+D to exit\)", after=m)
+            assert t.child.isalive(), "a prompt in between disarmed the first press"
+            t.child.sendintr()
+            assert t.wait_exit() == (0, None)
+        finally:
+            t.kill()
