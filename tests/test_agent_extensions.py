@@ -131,6 +131,21 @@ def test_post_tool_use_context_reaches_the_model_and_stop_hooks_keep_it_going(tm
     assert [s["blocked"] for s in stops] == [True, False]
 
 
+def test_continue_false_from_a_hook_ends_the_run_before_the_next_model_call(tmp_path: Path, proj: Path) -> None:
+    post = hook_script(proj, "post.sh", """echo '{"continue": false, "stopReason": "quota reached"}'\n""")
+    settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": post}]}]}})
+    read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
+    notices: list[str] = []
+    a = Agent(cwd=str(proj), model=script(tmp_path, [read, final("never")]))
+    a.on_notice = notices.append
+    res = a.ask("read")
+    assert res.stop_reason == "interrupted" and res.steps == 1
+    assert any("quota reached" in n for n in notices)
+    # the next prompt starts clean
+    assert a.ask("again").answer == "never"
+    a.close()
+
+
 def test_session_start_context_and_session_end(tmp_path: Path, proj: Path) -> None:
     log = proj / "end.log"
     start = hook_script(proj, "start.sh", "echo 'The build is broken on main.'\n")

@@ -94,6 +94,7 @@ class ClaudeHooks:
         from .core import PromptDecision
 
         self.stop_blocks = 0
+        self.stop_request = None
         out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt})
         if out.blocked or out.stop:
             return PromptDecision(prompt, blocked=out.reason or out.stop_reason or "blocked by a UserPromptSubmit hook")
@@ -264,7 +265,9 @@ class AgentContext:
 
         def cleared(call: ToolCall) -> bool:
             d = agent.policy.decide(call.name, call.arguments if isinstance(call.arguments, dict) else {})
-            return getattr(d, "behavior", "deny") == "allow" and (self.hooks is None or not self.hooks.runner.has("PreToolUse"))
+            # tool hooks record from the children's threads: with any configured, children run one at a time
+            quiet = self.hooks is None or not any(self.hooks.runner.has(e) for e in ("PreToolUse", "PostToolUse", "PostToolUseFailure"))
+            return getattr(d, "behavior", "deny") == "allow" and quiet
 
         return parallel_executor(execute, self.subagents, cleared)
 
