@@ -267,3 +267,9 @@ def test_the_repl_warns_near_the_budget_and_stops_a_turn_that_cannot_fit(tmp_pat
     assert "warning: budget is 82% used (warning at 80%)" in out
     assert "stopped: cost_budget" in out and "never" not in out
     assert "spend: $0.016500 of $0.020000" in out
+
+
+def test_agent_flags_given_before_run_are_kept(tmp_path, proj, env):
+    p = agentloop(["--model", spec(tmp_path, [{"text": "from the top"}]), "--output-format", "json", "run", "x"], cwd=proj, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["result"] == "from the top"
