@@ -565,6 +565,8 @@ class _RunReplay:
             record(nxt.kind, nxt.payload)
             return str((self.stop or {}).get("reason", "loop_detected"))
         if nxt is not None and nxt.kind == "stop":
+            if nxt.payload.get("error") is not None:
+                state.error = str(nxt.payload["error"])  # the stop's stated reason, word for word
             return str(nxt.payload.get("reason"))
         return None
 
