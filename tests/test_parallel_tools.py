@@ -239,3 +239,21 @@ def test_shared_ledger_balances_after_parallel_turns_and_after_an_interrupt(driv
     r2 = run(script("b", 4), [ro("b", boom)], "go", Budget(max_steps=5, max_usd_micros=1_000_000), ledger=ledger2, model_name="gpt-4o")
     assert r2.stop_reason == "interrupted"
     assert ledger2.reserved == 0 and ledger2.spent == r2.spent_micros
+
+
+def test_run_parallel_serves_other_executors_in_call_order() -> None:
+    from agentloop.events import ToolCall, ToolResult
+    from agentloop.run import run_parallel
+
+    barrier = threading.Barrier(4, timeout=10)
+    seen: list[Any] = []
+
+    def invoke(c: ToolCall) -> ToolResult:
+        barrier.wait()
+        time.sleep(random.uniform(0, 0.02))
+        return ToolResult(c.id, c.name, True, content=c.arguments["i"])
+
+    calls = [ToolCall(f"c{i}", "t", {"i": i}) for i in range(4)]
+    out = run_parallel(calls, invoke, emit=seen.append)
+    assert [r.content for r in out] == [0, 1, 2, 3]
+    assert sum(isinstance(e, ToolStarted) for e in seen) == 4 and sum(isinstance(e, ToolFinished) for e in seen) == 4

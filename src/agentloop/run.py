@@ -56,7 +56,7 @@ from .redact import DEFAULT_MAX_VALUE_BYTES
 from .tools import Registry, Tool
 from .transcript import MemoryTranscript, Sink
 
-__all__ = ["RunResult", "arun", "interrupt_flag", "make_config", "run"]
+__all__ = ["RunResult", "arun", "interrupt_flag", "make_config", "run", "run_parallel"]
 
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
@@ -350,7 +350,7 @@ def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
         flag = threading.Event()
         if _all_read_only(registry, calls):
-            return _on_threads(registry, drive, calls, flag, max(1, limit))
+            return _on_threads(registry.invoke, drive.emit, calls, flag, max(1, limit))
         token = _INTERRUPT.set(flag)
         results = []
         try:
@@ -369,8 +369,29 @@ def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
     return execute
 
 
+def run_parallel(
+    calls: Sequence[ToolCall],
+    invoke: Callable[[ToolCall], ToolResult],
+    *,
+    emit: Callable[[Any], None] | None = None,
+    max_parallel: int = 10,
+) -> list[ToolResult]:
+    """Run ``invoke`` for every call at the same time on threads; results in call order.
+
+    For executors of other layers (the terminal agent) whose calls are all
+    read-only and cleared. ``emit`` gets ``ToolStarted`` and ``ToolFinished``
+    on the calling thread; ``interrupt_flag()`` is set for every call when
+    the calling thread is interrupted (Ctrl+C), and the interrupt re-raised.
+    """
+    return _on_threads(invoke, emit or (lambda ev: None), calls, threading.Event(), max(1, max_parallel))
+
+
 def _on_threads(
-    registry: Registry, drive: _Drive, calls: Sequence[ToolCall], flag: threading.Event, limit: int
+    invoke: Callable[[ToolCall], ToolResult],
+    emit: Callable[[Any], None],
+    calls: Sequence[ToolCall],
+    flag: threading.Event,
+    limit: int,
 ) -> list[ToolResult]:
     n = len(calls)
     results: list[ToolResult | None] = [None] * n
@@ -387,7 +408,7 @@ def _on_threads(
                 return
             events.put(("start", i, None))
             try:
-                results[i] = registry.invoke(calls[i])
+                results[i] = invoke(calls[i])
             except BaseException as exc:  # not the model's mistake: re-raised on the driver's thread
                 events.put(("raise", i, exc))
                 return
@@ -397,29 +418,29 @@ def _on_threads(
         threading.Thread(target=contextvars.copy_context().run, args=(work,), name=f"agentloop-tool-{k}", daemon=True)
         for k in range(min(limit, n))
     ]
-    for t in threads:
-        t.start()
     try:
-        _collect(drive, calls, results, events)
+        for t in threads:
+            t.start()
+        _collect(emit, calls, results, events)
     except BaseException:  # Ctrl+C, or a tool's BaseException: stop every call in flight
         flag.set()
         for t in threads:
-            t.join(_GRACE_SECONDS / len(threads))
+            if t.is_alive():
+                t.join(_GRACE_SECONDS / len(threads))
         raise
     return [r for r in results if r is not None]
 
 
 def _collect(
-    drive: _Drive,
+    emit: Callable[[Any], None],
     calls: Sequence[ToolCall],
     results: list[ToolResult | None],
     events: queue.SimpleQueue[tuple[str, int, BaseException | None]],
 ) -> None:
     """Relay the workers' events to the observer until every call is done.
 
-    A function of its own so that a KeyboardInterrupt arriving anywhere in
-    the loop reaches the caller's handler (CPython 3.11 can raise it at a
-    loop's back-jump outside the enclosing ``try``).
+    Runs inside the caller's handler, as does starting the threads: a
+    KeyboardInterrupt can arrive as soon as the first call has started.
     """
     finished = 0
     while finished < len(calls):
@@ -428,13 +449,13 @@ def _collect(
         except queue.Empty:
             kind, i, exc = "idle", -1, None
         if kind == "start":
-            drive.emit(ToolStarted(calls[i]))
+            emit(ToolStarted(calls[i]))
         elif kind == "raise" and exc is not None:
             raise exc
         elif kind == "done":
             r = results[i]
             assert r is not None
-            drive.emit(ToolFinished(r))
+            emit(ToolFinished(r))
             finished += 1
 
 
