@@ -134,7 +134,7 @@ def test_a_session_typed_at_the_prompt_streams_runs_tools_and_survives_ctrl_c_an
 
 def test_ctrl_d_saves_and_exits_and_history_is_kept(tmp_path, proj):
     home = str(tmp_path / "home")
-    with FakeProvider({"replies": [{"text": "first reply"}, {"text": "second reply"}]}) as fp:
+    with FakeProvider({"replies": [{"text": "first reply"}, {"text": "second reply"}, {"text": "third reply"}]}) as fp:
         t = Term(model_args(fp), cwd=str(proj), env=env_for(home))
         try:
             t.wait_for(PROMPT)
@@ -146,12 +146,20 @@ def test_ctrl_d_saves_and_exits_and_history_is_kept(tmp_path, proj):
             t.type("line two")
             t.wait_for("second reply")
             t.wait_for(PROMPT)
+            # Alt+Enter (Esc, Enter) inserts a newline instead of sending.
+            t.child.send("alpha")
+            t.child.send("\x1b\r")
+            time.sleep(0.2)
+            t.type("beta")
+            t.wait_for("third reply")
+            t.wait_for(PROMPT)
             t.child.sendeof()
             assert t.wait_exit() == (0, None)
             assert "saved; resume with" in t.text()
         finally:
             t.kill()
-        assert user_texts(fp.requests[-1]["body"])[-1] == "line one \nline two"
+        assert user_texts(fp.requests[1]["body"])[-1] == "line one \nline two"
+        assert user_texts(fp.requests[2]["body"])[-1] == "alpha\nbeta"
     hist = open(os.path.join(home, "history"), encoding="utf-8").read()
     assert "the very first prompt" in hist
 
