@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from ..anchor import Anchor, AnchorError, anchor_path_for, write_anchor
+from ..anchor import Anchor, AnchorError, anchor_path_for
 from ..canonical import canonical
 from ..merkle import MerkleTree, merkle_root
 from ..transcript import verify_file
@@ -131,12 +131,26 @@ def check_run(out_dir: str, task_id: str, digest: str) -> dict[str, Any] | None:
     }
 
 
-def partial_spend(out_dir: str, task_id: str) -> tuple[int, int]:
+def partials_by_task(out_dir: str) -> dict[str, list[str]]:
+    """The ``.partial.<pid>`` files in ``runs/``, by task id: one listing for the whole batch."""
+    runs = os.path.join(out_dir, "runs")
+    found: dict[str, list[str]] = {}
+    try:
+        names = os.listdir(runs)
+    except OSError:
+        return found
+    for name in names:
+        head, sep, _ = name.rpartition(".jsonl.partial.")
+        if sep:
+            found.setdefault(head, []).append(os.path.join(runs, name))
+    return found
+
+
+def partial_spend(paths: list[str]) -> tuple[int, int]:
     """Spend and tokens recorded by attempts that were cut short (their last ``budget``
-    records), which then are removed: the task is about to be redone."""
-    _, _, ppath = paths(out_dir, task_id)
+    records), whose files are then removed: the task is about to be redone."""
     total = total_tokens = 0
-    for path in glob.glob(glob.escape(ppath) + ".*"):
+    for path in paths:
         spent = tokens = 0
         try:
             with open(path, "rb") as f:
@@ -167,4 +181,7 @@ def remove_partials(out_dir: str, task_id: str) -> None:
 
 
 def write_run_anchor(path: str, anchor: dict[str, Any]) -> None:
-    write_anchor(Anchor.from_json(anchor), path)
+    """The same bytes as ``anchor.write_anchor``, renamed into place, without its fsync:
+    the transcripts are flushed, not fsynced, so a kill loses neither and a power cut
+    may lose both (the run is then redone)."""
+    write_bytes_atomic(path, canonical(Anchor.from_json(anchor).to_json()) + b"\n")

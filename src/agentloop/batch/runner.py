@@ -90,6 +90,8 @@ class _State:
     pending: collections.deque[Task] = field(default_factory=collections.deque)
     manifest: Any = None
     running: set[str] = field(default_factory=set)
+    died: set[str] = field(default_factory=set)
+    """Tasks that lost a worker in this invocation."""
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.on_event is not None:
@@ -118,7 +120,8 @@ class _State:
 
     def finished(self, task: Task, out: dict[str, Any]) -> None:
         self.running.discard(task.id)
-        _files.remove_partials(self.out_dir, task.id)  # dead attempts' leftovers: their spend is in the ledger
+        if task.id in self.died:
+            _files.remove_partials(self.out_dir, task.id)  # dead attempts' leftovers: their spend is in the ledger
         attempt = out["attempt"]
         tpath = os.path.join("runs", f"{task.id}.jsonl")
         entry = {
@@ -144,6 +147,7 @@ class _State:
     def crashed(self, task: Task, attempt: int, why: str) -> None:
         """The attempt's worker died: forfeit its reservation and retry, or give up."""
         self.running.discard(task.id)
+        self.died.add(task.id)
         lost = self.ledger.forfeit(f"{task.id}#{attempt}")
         self.emit("crash", id=task.id, attempt=attempt, why=why, forfeited_micros=lost)
         if attempt < self.max_attempts:
@@ -162,10 +166,11 @@ def _prepare(tasks: Sequence[Task], out_dir: str, max_usd_micros: int | None, ma
     resumed: list[dict[str, Any]] = []
     pending: collections.deque[Task] = collections.deque()
     spent = tokens = 0
+    partials = _files.partials_by_task(out_dir)
     for t in tasks:
         info = _files.check_run(out_dir, t.id, t.digest)
         if info is None:
-            lost, lost_tokens = _files.partial_spend(out_dir, t.id)
+            lost, lost_tokens = _files.partial_spend(partials.get(t.id, []))
             spent += lost
             tokens += lost_tokens
             pending.append(t)
@@ -400,7 +405,8 @@ def _ray_task(task: Task, attempt: int, actor: Any) -> dict[str, Any]:
     import ray
 
     key = f"{task.id}#{attempt}"
-    ray.get(actor.begin.remote(key, {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}))
+    # not awaited: this caller's later calls to the actor run after it
+    actor.begin.remote(key, {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()})
     try:
         return execute_task(task, attempt, _RayBackend(actor), out_dir=None)
     finally:
@@ -428,6 +434,7 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
         in_flight: dict[Any, tuple[Task, int]] = {}
         seen_running: set[str] = set()
         running_ref = None
+        snapshot_ref = None
         last_tick = 0.0
         try:
             while st.pending or in_flight:
@@ -469,12 +476,16 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
                             seen_running.add(k)
                             tid, _, att = k.rpartition("#")
                             st.emit("begin", id=tid, attempt=int(att), pid=where.get("pid"), node=where.get("node"))
-                if running_ref is None and now - last_tick > 0.1:
-                    running_ref = actor.running.remote()
+                if snapshot_ref is not None and ray.wait([snapshot_ref], timeout=0)[0]:
+                    st.ledger = _LedgerView(ray.get(snapshot_ref), st.ledger)
+                    snapshot_ref = None
+                    st.tick()
                 if now - last_tick > 0.1:
                     last_tick = now
-                    st.ledger = _LedgerView(ray.get(actor.snapshot.remote()), st.ledger)
-                    st.tick()
+                    if running_ref is None:
+                        running_ref = actor.running.remote()
+                    if snapshot_ref is None:
+                        snapshot_ref = actor.snapshot.remote()
         except KeyboardInterrupt:
             interrupted = True
             for ref, (task, attempt) in in_flight.items():
