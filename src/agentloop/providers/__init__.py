@@ -19,6 +19,7 @@ import httpx
 
 from .anthropic import AnthropicModel
 from .base import HTTPModel, RetryPolicy, Target
+from .budgeting import count_guard
 from .errors import ProviderConfigError, ProviderError, scrub
 from .openai_compat import OpenAIModel
 
@@ -29,6 +30,7 @@ __all__ = [
     "ProviderConfigError",
     "ProviderError",
     "RetryPolicy",
+    "count_guard",
     "open_model",
     "parse_spec",
     "scrub",
