@@ -288,11 +288,13 @@ def test_a_read_deny_rule_also_blocks_a_mention(tmp_path, proj):
     (proj / ".agentloop").mkdir()
     (proj / ".agentloop" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(./secrets/**)"]}}))
     with FakeProvider({"replies": [{"text": "fine"}]}) as fp:
-        p = subprocess.run([AGENTLOOP, *model_args(fp)], input="show @secrets/key.txt\n", cwd=proj, env=env_for(home),
+        p = subprocess.run([AGENTLOOP, *model_args(fp)], input="show @secrets/key.txt\n/permissions\n", cwd=proj, env=env_for(home),
                            capture_output=True, text=True, timeout=60)
         sent = user_texts(fp.requests[-1]["body"])[-1]
     assert "sk-hidden" not in sent
     assert "reading it is denied" in p.stdout
+    settings = os.path.join(str(proj), ".agentloop", "settings.json")
+    assert f"deny  Read(./secrets/**)   ({settings})" in p.stdout, "/permissions names each rule and its file"
 
 
 def test_ctrl_c_during_a_streaming_answer_stops_it_and_the_next_prompt_works(tmp_path, proj):
