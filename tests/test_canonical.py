@@ -69,3 +69,16 @@ def test_numbers_follow_ecmascript(value: float, text: str) -> None:
 def test_values_without_a_canonical_form_are_refused(bad: object) -> None:
     with pytest.raises(NotCanonicalizable):
         canonical(bad)
+
+
+@pytest.mark.parametrize(("value", "text"), [(2**53 + 2, "9007199254740994"), (10**21, "1e+21"), (-(2**60), "-1152921504606847000")])
+def test_large_integers_exact_as_doubles_are_written_as_those_doubles(value: int, text: str) -> None:
+    assert canonical(value).decode() == text
+    # A reader holds numbers in doubles: what it parses back has the same form.
+    assert canonical(json.loads(text), exact=False) == canonical(value)
+
+
+def test_an_integer_a_double_cannot_hold_is_refused_when_writing_and_rounded_when_reading() -> None:
+    with pytest.raises(NotCanonicalizable):
+        canonical(2**53 + 1)
+    assert canonical(2**53 + 1, exact=False) == b"9007199254740992"

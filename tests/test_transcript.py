@@ -210,7 +210,7 @@ def test_the_writer_refuses_to_overwrite_or_resume_a_torn_file(tmp_path: Path) -
     with open(p, "ab") as f:
         f.write(b'{"hash":')
     with pytest.raises(TranscriptError, match="incomplete"):
-        TranscriptWriter(p, resume=True)
+        TranscriptWriter(p, resume=True, repair=False)
     with pytest.raises(TranscriptError):
         read_tail(str(p))
 
@@ -287,3 +287,35 @@ def test_line_equals_canonical_record_and_hash_is_over_the_line_minus_its_hash()
         assert canonical(obj) + b"\n" == line
         body = b"{" + line[75:-1]
         assert hashlib.sha256(body).hexdigest() == obj["hash"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SAMPLE = b"".join(sample_lines())
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_SAMPLE) - 1), st.binary(min_size=0, max_size=3)), min_size=1, max_size=3))
+def test_the_fast_verify_path_reaches_the_same_verdict_as_the_reference_path(edits: list[tuple[int, bytes]]) -> None:
+    data = bytearray(_SAMPLE)
+    for pos, new in edits:
+        data[pos : pos + 1] = new
+    lines = bytes(data).splitlines(keepends=True)
+    fast, slow = verify_lines(lines), verify_lines(lines, fast=False)
+    assert [p.to_json() for p in fast.problems] == [p.to_json() for p in slow.problems]
+    assert (fast.count, fast.valid_prefix, fast.valid_prefix_bytes, fast.last_hash) == (
+        slow.count, slow.valid_prefix, slow.valid_prefix_bytes, slow.last_hash)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+                    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=12))
+def test_any_payload_written_verifies_on_both_paths(payload: object) -> None:
+    t = MemoryTranscript()
+    try:
+        t.append("k", payload)
+    except ValueError:
+        return
+    t.append("k2", {"after": True})
+    assert verify_lines(t.lines).ok and verify_lines(t.lines, fast=False).ok

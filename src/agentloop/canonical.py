@@ -12,8 +12,10 @@ Rules:
    control characters. Everything else is written as UTF-8. A lone surrogate
    cannot be written and is refused.
 3. Numbers are written as ECMAScript's ``Number.prototype.toString`` writes an
-   IEEE double. Integers are therefore exact only up to 2**53; a larger one is
-   refused rather than silently rounded. NaN and the infinities are refused.
+   IEEE double, integers included: a large integer that a double holds exactly
+   is written as that double (``10**21`` is ``1e+21``); one that a double
+   cannot hold exactly is refused rather than silently rounded. NaN and the
+   infinities are refused.
 4. Only ``None``, ``bool``, ``int``, ``float``, ``str``, ``list``, ``tuple``
    and ``dict`` are JSON. Anything else is refused with ``NotCanonicalizable``.
 
@@ -86,8 +88,10 @@ def _fast_ok(value: Any) -> bool:
     return True
 
 
-def canonical(value: Any) -> bytes:
+def canonical(value: Any, *, exact: bool = True) -> bytes:
     """Return the RFC 8785 canonical UTF-8 bytes of ``value``.
+
+    ``exact=False`` is for values parsed from JSON: see ``canonical_reference``.
 
     Raises:
         NotCanonicalizable: the value is not JSON or has no canonical form.
@@ -97,14 +101,20 @@ def canonical(value: Any) -> bytes:
             return orjson.dumps(value, default=_refuse, option=_ORJSON_OPTS)
         except (orjson.JSONEncodeError, RecursionError) as exc:
             raise NotCanonicalizable(str(exc)) from None
-    return canonical_reference(value)
+    return canonical_reference(value, exact=exact)
 
 
-def canonical_reference(value: Any) -> bytes:
-    """The reference path: slow, obviously correct, used as the oracle."""
+def canonical_reference(value: Any, *, exact: bool = True) -> bytes:
+    """The reference path: slow, obviously correct, used as the oracle.
+
+    ``exact=False`` reads an integer past 2**53 as the nearest double, as any
+    JSON reader that holds numbers in doubles does: verifiers use it on what
+    they parse. Writers keep ``exact=True``, so a value is never silently
+    rounded on its way into a record.
+    """
     parts: list[str] = []
     try:
-        _write(value, parts, 0)
+        _write(value, parts, 0, exact)
         return "".join(parts).encode("utf-8")
     except UnicodeEncodeError:
         raise NotCanonicalizable("a string holds a lone surrogate") from None
@@ -112,7 +122,7 @@ def canonical_reference(value: Any) -> bytes:
         raise NotCanonicalizable("the value is nested too deeply") from None
 
 
-def _write(value: Any, out: list[str], depth: int) -> None:
+def _write(value: Any, out: list[str], depth: int, exact: bool = True) -> None:
     if depth > 500:
         raise NotCanonicalizable("the value is nested too deeply")
     if value is None:
@@ -124,9 +134,16 @@ def _write(value: Any, out: list[str], depth: int) -> None:
     elif isinstance(value, str):
         out.append(_string(value))
     elif isinstance(value, int):
-        if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
-            raise NotCanonicalizable(f"integer {value} is beyond 2**53 and cannot be exact")
-        out.append(str(int(value)))
+        if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+            out.append(str(int(value)))
+        else:
+            try:
+                as_double = float(value)
+            except OverflowError:
+                raise NotCanonicalizable(f"integer {value} is too large for a JSON number") from None
+            if exact and as_double != value:
+                raise NotCanonicalizable(f"integer {value} is beyond 2**53 and not exact as a double")
+            out.append(number(as_double))
     elif isinstance(value, float):
         out.append(number(value))
     elif isinstance(value, (list, tuple)):
@@ -134,7 +151,7 @@ def _write(value: Any, out: list[str], depth: int) -> None:
         for i, item in enumerate(value):
             if i:
                 out.append(",")
-            _write(item, out, depth + 1)
+            _write(item, out, depth + 1, exact)
         out.append("]")
     elif isinstance(value, dict):
         for k in value:
@@ -146,7 +163,7 @@ def _write(value: Any, out: list[str], depth: int) -> None:
                 out.append(",")
             out.append(_string(k))
             out.append(":")
-            _write(value[k], out, depth + 1)
+            _write(value[k], out, depth + 1, exact)
         out.append("}")
     else:
         raise NotCanonicalizable(f"not a JSON value: {type(value).__name__}")

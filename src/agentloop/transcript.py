@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Literal, Protocol
+from typing import Any, BinaryIO, Literal, NamedTuple, Protocol
 
 import orjson
 
@@ -56,8 +57,9 @@ class TranscriptError(Exception):
     """The transcript cannot be written or read (I/O, a broken chain on resume)."""
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):
+    """One record as read or written (a named tuple: verifying makes millions)."""
+
     seq: int
     prev: str
     kind: str
@@ -121,6 +123,10 @@ class TranscriptWriter:
 
     Open with ``resume=True`` to continue an existing file: only its tail is
     read (the last line gives ``seq`` and ``prev``), never the whole file.
+    When that tail is torn (a crash mid-append), the file is first cut back to
+    its last valid record with ``repair.repair_file`` (the cut bytes kept in a
+    side file) and ``self.repaired`` says what was removed; ``repair=False``
+    raises instead.
 
     Raises:
         TranscriptError: the file cannot be opened, its last line is not a
@@ -134,6 +140,7 @@ class TranscriptWriter:
         durability: Literal["flush", "fsync"] = "flush",
         resume: bool = False,
         opener: Callable[[str, str], BinaryIO] | None = None,
+        repair: bool = True,
     ):
         self.path = os.fspath(path)
         self.durability = durability
@@ -144,8 +151,20 @@ class TranscriptWriter:
         existed = os.path.exists(self.path)
         if existed and not resume and os.path.getsize(self.path) > 0:
             raise TranscriptError(f"{self.path}: exists and is not empty; pass resume=True to append")
+        self.repaired: Any = None
+        """On resume, the ``repair.RepairResult`` of a torn tail that was cut first (else None)."""
         if existed and resume:
-            tail = read_tail(self.path)
+            try:
+                tail = read_tail(self.path)
+            except TranscriptError:
+                if not repair:
+                    raise
+                from .repair import (
+                    repair_file,  # a crash left a torn tail: cut it, keep the bytes aside
+                )
+
+                self.repaired = repair_file(self.path)
+                tail = read_tail(self.path)
             if tail is not None:
                 self._seq = tail.seq + 1
                 self._prev = tail.hash
@@ -284,33 +303,73 @@ class VerifyReport:
         return not self.problems
 
 
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z").match
+
+
 def _is_hex64(v: Any) -> bool:
-    return isinstance(v, str) and len(v) == 64 and _HEX.issuperset(v)
+    return type(v) is str and _HEX64(v) is not None
+
+
+def _shape(obj: Any, index: int, line_no: int | None, problems: list[Problem]) -> Record | None:
+    """The record's structure: an object with exactly the five fields, each of its type."""
+    if not isinstance(obj, dict):
+        problems.append(Problem(index, "not_an_object", f"record {index} is a {type(obj).__name__}, not an object", line_no))
+        return None
+    if len(obj) != 5 or obj.keys() != _KEYS:
+        missing = _KEYS - obj.keys()
+        if missing:
+            problems.append(Problem(index, "missing_fields", f"record {index} lacks {', '.join(sorted(missing))}", line_no))
+        else:
+            extra = obj.keys() - _KEYS
+            problems.append(Problem(index, "unexpected_fields", f"record {index} has extra keys {', '.join(sorted(extra))}", line_no))
+        return None
+    seq, prev, kind, h = obj["seq"], obj["prev"], obj["kind"], obj["hash"]
+    if type(seq) is not int or type(kind) is not str or not _is_hex64(prev) or not _is_hex64(h):
+        problems.append(Problem(index, "missing_fields", f"record {index} has a field of the wrong type or shape", line_no))
+        return None
+    return Record(seq, prev, kind, obj["payload"], h)
 
 
 def _check_obj(obj: Any, index: int, line_no: int | None, problems: list[Problem]) -> tuple[Record | None, bytes | None]:
-    """Structure and hash of one parsed record. Returns the record and its hashed body."""
-    if not isinstance(obj, dict):
-        problems.append(Problem(index, "not_an_object", f"record {index} is a {type(obj).__name__}, not an object", line_no))
-        return None, None
-    missing = _KEYS - obj.keys()
-    if missing:
-        problems.append(Problem(index, "missing_fields", f"record {index} lacks {', '.join(sorted(missing))}", line_no))
-        return None, None
-    extra = obj.keys() - _KEYS
-    if extra:
-        problems.append(Problem(index, "unexpected_fields", f"record {index} has extra keys {', '.join(sorted(extra))}", line_no))
-        return None, None
-    seq, prev, kind, h = obj["seq"], obj["prev"], obj["kind"], obj["hash"]
-    if type(seq) is not int or not isinstance(kind, str) or not _is_hex64(prev) or not _is_hex64(h):
-        problems.append(Problem(index, "missing_fields", f"record {index} has a field of the wrong type or shape", line_no))
+    """Structure and hashed body of one parsed record."""
+    rec = _shape(obj, index, line_no, problems)
+    if rec is None:
         return None, None
     try:
-        body = canonical({"kind": kind, "payload": obj["payload"], "prev": prev, "seq": seq})
+        body = canonical({"kind": rec.kind, "payload": rec.payload, "prev": rec.prev, "seq": rec.seq}, exact=False)
     except NotCanonicalizable as exc:
         problems.append(Problem(index, "unserialisable_payload", f"record {index}: {exc}", line_no))
         return None, None
-    return Record(seq, prev, kind, obj["payload"], h), body
+    return rec, body
+
+
+# The verifier's fast path. A line whose kind and payload hold no float, no
+# integer past 2**53 and no astral character (which could reorder keys) is one
+# where orjson's sorted output is exactly the RFC 8785 form, so comparing the
+# two proves the line canonical. The test maps digits to "0", "." and "e"/"E"
+# to themselves, the lead bytes of 4-byte UTF-8 to "!", everything else to a
+# space, then looks for "0.", "0e", sixteen "0"s or "!": a C-speed scan. The hex
+# of "hash" and "prev" is skipped. A false alarm (a string like "v1.2") costs
+# time on the reference path, never correctness.
+_SCAN = bytearray(b" " * 256)
+for _b in b"0123456789":
+    _SCAN[_b] = ord("0")
+for _b in b".eE":
+    _SCAN[_b] = ord(".")
+for _b in range(0xF0, 0xF5):
+    _SCAN[_b] = ord("!")
+_SCAN_TABLE = bytes(_SCAN)
+_SIXTEEN = b"0" * 16
+
+
+def _plain(line: bytes, prev_at: int) -> bool:
+    """True when the payload and kind (not the hex fields) need no reference path."""
+    t = line.translate(_SCAN_TABLE)
+    hex_end = prev_at + 73
+    for pat in (b"0.", b"!", _SIXTEEN):
+        if t.find(pat, 75, prev_at) >= 0 or t.find(pat, hex_end) >= 0:
+            return False
+    return True
 
 
 def _check_line(line: bytes, index: int, line_no: int, problems: list[Problem]) -> Record | None:
@@ -319,13 +378,28 @@ def _check_line(line: bytes, index: int, line_no: int, problems: list[Problem]) 
     except orjson.JSONDecodeError as exc:
         problems.append(Problem(index, "bad_json", f"line {line_no} is not JSON: {exc}", line_no))
         return None
-    rec, body = _check_obj(obj, index, line_no, problems)
-    if rec is None or body is None:
-        return None
-    # The fast check: the line minus its hash member is exactly the hashed body.
-    if line[9:73] == rec.hash.encode() and line[:9] == b'{"hash":"' and line[73:75] == b'",' and line[75:] == body[1:]:
-        if hashlib.sha256(body).hexdigest() == rec.hash:
+    p = line.rfind(b',"prev":"')
+    if p > 75 and _plain(line, p):
+        rec = _shape(obj, index, line_no, problems)
+        if rec is None:
+            return None
+        if orjson.dumps(obj, option=orjson.OPT_SORT_KEYS) == line:
+            # The line is canonical, so the bytes after its hash member are the hashed body.
+            if hashlib.sha256(b"{" + line[75:]).hexdigest() != rec.hash:
+                problems.append(Problem(index, "hash_mismatch", f"record {index}: the stored hash does not match its content", line_no))
             return rec
+        before = len(problems)
+        rec2, body = _check_obj(obj, index, line_no, problems)
+        del problems[before:]  # _shape already passed; keep one report per fault
+        if rec2 is None or body is None:
+            return rec
+    else:
+        rec, body = _check_obj(obj, index, line_no, problems)
+        if rec is None or body is None:
+            return None
+        if line[:9] == b'{"hash":"' and line[73:75] == b'",' and line[75:] == body[1:] and line[9:73] == rec.hash.encode():
+            if hashlib.sha256(body).hexdigest() == rec.hash:
+                return rec
     if hashlib.sha256(body).hexdigest() != rec.hash:
         problems.append(Problem(index, "hash_mismatch", f"record {index}: the stored hash does not match its content", line_no))
         return rec
@@ -381,21 +455,60 @@ def verify_records(records: Iterable[Any]) -> VerifyReport:
     return report
 
 
-def verify_lines(lines: Iterable[bytes]) -> VerifyReport:
-    """Check lines as read from a file, each with its ``\\n`` where it had one."""
+def verify_lines(lines: Iterable[bytes], *, fast: bool = True) -> VerifyReport:
+    """Check lines as read from a file, each with its ``\\n`` where it had one.
+
+    A record that is plain, canonical and chained takes a fast path inlined
+    here; anything else goes through ``_check_line``, which finds and names
+    every fault. Both reach the same verdict: the fast path only ever accepts
+    (``fast=False`` turns it off; a property test holds the two equal).
+    """
     report = VerifyReport()
     chain = _Chain(report)
+    problems = report.problems
+    loads, dumps, sort_keys = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS
+    sha256, table, sixteen = hashlib.sha256, _SCAN_TABLE, _SIXTEEN
     index = -1
     for index, raw in enumerate(lines):  # noqa: B007
+        if fast and raw[-1:] == b"\n" and chain.prev is not None:
+            line = raw[:-1]
+            p = line.rfind(b',"prev":"')
+            if p > 75:
+                t = line.translate(table)
+                q = p + 73
+                if (
+                    t.find(b"0.", 75, p) < 0 and t.find(b"0.", q) < 0
+                    and t.find(b"!", 75, p) < 0 and t.find(b"!", q) < 0
+                    and t.find(sixteen, 75, p) < 0 and t.find(sixteen, q) < 0
+                ):
+                    try:
+                        obj = loads(line)
+                    except orjson.JSONDecodeError:
+                        obj = None
+                    if type(obj) is dict and len(obj) == 5 and "payload" in obj:
+                        seq = obj.get("seq")
+                        h = obj.get("hash")
+                        if (
+                            type(seq) is int and seq == chain.expect_seq and obj.get("prev") == chain.prev
+                            and type(obj.get("kind")) is str and type(h) is str
+                            and dumps(obj, option=sort_keys) == line
+                            and sha256(b"{" + line[75:]).hexdigest() == h
+                        ):
+                            chain.expect_seq = seq + 1
+                            chain.prev = report.last_hash = h
+                            if chain.clean:
+                                report.valid_prefix = index + 1
+                                report.valid_prefix_bytes += len(raw)
+                            continue
         line_no = index + 1
-        before = len(report.problems)
+        before = len(problems)
         if not raw.endswith(b"\n"):
-            report.problems.append(Problem(index, "torn_tail", f"line {line_no} does not end in a newline: a torn write", line_no))
+            problems.append(Problem(index, "torn_tail", f"line {line_no} does not end in a newline: a torn write", line_no))
             line = raw
         else:
             line = raw[:-1]
-        rec = _check_line(line, index, line_no, report.problems)
-        chain.link(rec, index, line_no, len(report.problems) > before, len(raw))
+        rec = _check_line(line, index, line_no, problems)
+        chain.link(rec, index, line_no, len(problems) > before, len(raw))
     report.count = index + 1
     return report
 
