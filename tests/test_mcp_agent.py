@@ -79,3 +79,45 @@ def test_a_server_that_fails_to_start_does_not_stop_the_agent(tmp_path: Path, pr
         assert a.ask("hello").answer == "fine"
     finally:
         a.close("prompt_input_exit")
+
+
+
+def test_the_agent_runs_a_turns_cleared_read_only_calls_at_the_same_time(tmp_path: Path, proj: Path) -> None:
+    import threading
+
+    from agentloop import Tool
+    from agentloop.events import ToolFinished, ToolStarted
+
+    (proj / ".mcp.json").unlink()
+    (proj / ".agentloop/settings.json").write_text(json.dumps({"permissions": {"allow": ["meet", "where", "solo"]}}))
+    barrier = threading.Barrier(3, timeout=20)
+    schema = {"type": "object", "properties": {"i": {"type": "integer"}}, "required": ["i"]}
+
+    def meet(i: int) -> int:
+        barrier.wait()  # fails unless all three run at once
+        return i
+
+    def where(i: int) -> str:
+        return "driver" if threading.current_thread() is threading.main_thread() else "worker"
+
+    spec = script(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "meet", "arguments": {"i": i}} for i in range(3)], "usage": [10, 10]},
+        {"text": "", "tool_calls": [{"name": "solo", "arguments": {"i": 0}}, {"name": "where", "arguments": {"i": 1}}], "usage": [10, 10]},
+        {"text": "", "tool_calls": [{"name": "where", "arguments": {"i": 2}}, {"name": "where", "arguments": {"i": 3}}], "usage": [10, 10]},
+        {"text": "done", "usage": [10, 10]},
+    ])
+    a = Agent(cwd=str(proj), model=spec)
+    a.register_tools([
+        Tool("meet", "meet", schema, meet, read_only=True),
+        Tool("where", "which thread", schema, where, read_only=True),
+        Tool("solo", "writes", schema, lambda i: i, read_only=False),
+    ])
+    seen: list[Any] = []
+    try:
+        assert a.ask("go", observer=seen.append).stop_reason == "no_tool_calls"
+    finally:
+        a.close("prompt_input_exit")
+    results = [r.payload for r in read_records(a.session.path) if r.kind == "tool_result"]
+    assert [r["content"] for r in results] == [0, 1, 2, 0, "driver", "worker", "worker"]
+    assert sum(isinstance(e, ToolStarted) for e in seen) == 7 and sum(isinstance(e, ToolFinished) for e in seen) == 7
+    assert a.session.stats.to_json()["tools"]["meet"] == {"ok": 3, "failed": 0}

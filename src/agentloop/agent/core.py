@@ -661,6 +661,8 @@ class Agent:
         return observe
 
     def _execute(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
+        if len(calls) > 1 and all(self._may_run_alongside(c) for c in calls):
+            return self._execute_parallel(calls, emit)
         results = []
         for c in calls:
             emit(ToolStarted(c))
@@ -677,6 +679,31 @@ class Agent:
             self.session.stats.count_tool(r.name, r.ok)
             emit(ToolFinished(r))
             results.append(r)
+        return results
+
+    def _may_run_alongside(self, call: ToolCall) -> bool:
+        """A read-only call that no rule asks about and no tool hook sees: it may run beside the turn's others."""
+        t = self.registry.get(call.name)
+        if t is None or not t.read_only or not isinstance(call.arguments, dict):
+            return False
+        if not isinstance(self.hooks, NoHooks):
+            runner = getattr(self.hooks, "runner", None)
+            if runner is None or any(runner.has(e) for e in ("PreToolUse", "PostToolUse", "PostToolUseFailure")):
+                return False
+        return getattr(self.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
+
+    def _execute_parallel(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
+        """Read-only calls at the same time (at most 10), recorded in call order (agentloop.run.run_parallel)."""
+        from ..run import run_parallel
+
+        try:
+            results = run_parallel(calls, self._run_one, emit=emit)
+        except KeyboardInterrupt:
+            for c in calls:
+                self.session.stats.count_tool(c.name, False)
+            raise
+        for r in results:
+            self.session.stats.count_tool(r.name, r.ok)
         return results
 
     def allow_for_session(self, call: ToolCall) -> str:
