@@ -23,8 +23,9 @@ def main(args: argparse.Namespace) -> int:
     con = console()
     runs = run_demo(args.out)
     table = Table(title=f"agentloop demo: transcripts in {args.out}/")
-    for col in ("run", "records", "stop reason", "spend", "verified", "claims"):
-        table.add_column(col)
+    table.add_column("run", no_wrap=True)
+    for col in ("records", "stop reason", "spend", "verified", "claims"):
+        table.add_column(col, no_wrap=True)
     for r in runs:
         n_ok = sum(c.held for c in r.claims)
         table.add_row(
