@@ -292,3 +292,39 @@ def test_fakeprovider_answers_a_500_when_its_script_runs_out() -> None:
 
         with pytest.raises(ProviderError, match="no reply for request 2"):
             m.complete(ModelRequest([{"role": "user", "content": "x"}], (), 20))
+
+
+# --- streams that end early ----------------------------------------------------------------
+
+
+def _served(bodies: list[bytes]) -> tuple[Any, list[int]]:
+    calls: list[int] = []
+
+    def h(r: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=bodies[len(calls) - 1])
+
+    return httpx.MockTransport(h), calls
+
+
+def test_an_openai_stream_that_ends_after_its_finish_reason_without_done_is_complete() -> None:
+    t, calls = _served([b'data: {"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'])
+    m = open_model("openai:m", base_url="http://localhost:1/v1", env={}, transport=t)
+    r = m.complete(ModelRequest([{"role": "user", "content": "x"}], (), 10))
+    assert (r.text, r.finish_reason, len(calls)) == ("hi", "stop", 1)
+
+
+def test_a_stream_that_ends_before_its_finish_is_cut_and_retried() -> None:
+    partial = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+    whole = partial + b'data: {"model":"m","choices":[{"index":0,"delta":{"content":"!"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    t, calls = _served([partial, whole])
+    notices: list[str] = []
+    m = open_model("openai:m", base_url="http://localhost:1/v1", env={}, transport=t, sleep=lambda d: None, on_notice=notices.append)
+    r = m.complete(ModelRequest([{"role": "user", "content": "x"}], (), 1000))
+    assert (r.text, len(calls)) == ("hi!", 2)
+    assert "ended before its final event" in notices[0]
+
+
+def test_the_key_is_not_in_the_target_repr_either() -> None:
+    m = open_model("anthropic:claude-haiku-4-5", api_key="sk-ant-hidden-98765", env={})
+    assert "hidden" not in repr(m.target) and "hidden" not in repr(m)

@@ -8,7 +8,9 @@ It binds 127.0.0.1, prints its base URL (``http://127.0.0.1:PORT``) as the
 first line on stdout, and serves until killed. Point a client at it with
 ``--model openai:NAME --base-url URL/v1`` or ``--model anthropic:NAME`` with
 ``ANTHROPIC_BASE_URL=URL`` (any key will do unless the script sets
-``require_key``). The paths it answers, with or without a leading ``/v1``:
+``require_key``). Name a model the price table knows (``openai:gpt-4o-mini``,
+``anthropic:claude-haiku-4-5``): an unknown name costs the table's highest
+price, and a small ``--max-usd`` then stops the run before its first call. The paths it answers, with or without a leading ``/v1``:
 
 - ``POST /chat/completions``: OpenAI Chat Completions, JSON or SSE (``stream``).
 - ``POST /messages``: Anthropic Messages, JSON or SSE (``stream``).

@@ -140,6 +140,7 @@ class AnthropicAssembler(Assembler):
             d = obj.get("delta") or {}
             if d.get("stop_reason") is not None:
                 self.stop_reason = d["stop_reason"]
+                self.done = True  # everything that matters has arrived; message_stop only closes
             self._usage(obj.get("usage") or {})
             return None
         if t == "message_stop":

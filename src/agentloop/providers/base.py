@@ -128,7 +128,7 @@ class Target:
     vendor: str
     model: str
     base_url: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

@@ -109,6 +109,7 @@ class OpenAIAssembler(Assembler):
             fr = ch.get("finish_reason")
             if fr:
                 self.finish = fr
+                self.done = True  # some servers end the stream here, without [DONE]
         return delta_text
 
     def turn(self) -> Turn:
