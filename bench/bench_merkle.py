@@ -96,14 +96,24 @@ def make_big(path: str, n: int) -> None:
         f.write(b"".join(buf))
 
 
-def bench_proofs(d: str, n: int) -> None:
+def bench_proofs(d: str, n: int, repeat: int) -> None:
     path = os.path.join(d, "big.jsonl")
     t0 = time.perf_counter()
     make_big(path, n)
     size_mb = os.path.getsize(path) / 1e6
     print(f"\nproofs at {n} records ({size_mb:.0f} MB, written in {time.perf_counter() - t0:.1f} s):")
-    c_verify, w_verify, rep = timed(lambda: verify_file(path))
-    assert rep.ok and rep.count == n
+    c_anchor, w_anchor, anchor = timed(lambda: anchor_file(path))
+    # plain verify and anchor verify in turns, best of each: the machine is shared
+    verifies, anchored = [], []
+    for _ in range(repeat):
+        c, w, rep = timed(lambda: verify_file(path))
+        assert rep.ok and rep.count == n
+        verifies.append((c, w))
+        c, w, r = timed(lambda: verify_with_anchor(path, anchor))
+        assert r.ok and r.consistency == "equal"
+        anchored.append((c, w))
+    c_verify, w_verify = min(verifies)
+    c_av, w_av = min(anchored)
 
     def incl() -> Any:
         with open(path, "rb") as f:
@@ -124,10 +134,7 @@ def bench_proofs(d: str, n: int) -> None:
     print(f"  checking the inclusion proof      {c_ichk / reps * 1e6:7.1f} µs")
     print(f"  checking the consistency proof    {c_cchk / reps * 1e6:7.1f} µs")
 
-    c_anchor, w_anchor, anchor = timed(lambda: anchor_file(path))
-    c_av, w_av, r = timed(lambda: verify_with_anchor(path, anchor))
-    assert r.ok and r.consistency == "equal"
-    print(f"\nanchor verify against plain verify ({n} records):")
+    print(f"\nanchor verify against plain verify ({n} records, best of {repeat} in turns):")
     print(f"  plain verify                      {c_verify:7.2f} s CPU")
     print(f"  anchor the file                   {c_anchor:7.2f} s CPU = {c_anchor / c_verify:.2f}x")
     print(f"  verify with the anchor            {c_av:7.2f} s CPU = {c_av / c_verify:.2f}x (wall {w_av:.2f})")
@@ -153,7 +160,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-merkle-") as d:
         bench_append(d, args.append, args.repeat)
-        bench_proofs(d, args.records)
+        bench_proofs(d, args.records, args.repeat)
     return 0
 
 

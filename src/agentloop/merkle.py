@@ -281,76 +281,76 @@ def range_roots(leaves: Iterable[bytes], ranges: Sequence[tuple[int, int]], *, f
     return [r for r in results if r is not None]
 
 
+def _one_pass(
+    leaves: Iterator[bytes], size: int, ranges: Sequence[tuple[int, int]], *, capture: int = -1, mark: int = -1
+) -> tuple[MerkleTree, dict[tuple[int, int], bytes], bytes | None, bytes | None]:
+    """Read exactly ``size`` leaves, hashing each once for the whole tree and for the range that holds it.
+
+    Returns the whole tree, each range's root, leaf ``capture``'s data and the
+    root at size ``mark``.
+
+    Raises:
+        ProofError: there are fewer than ``size`` leaves.
+    """
+    order = sorted(ranges)
+    roots: dict[tuple[int, int], bytes] = {}
+    tree = MerkleTree()
+    cur: MerkleTree | None = None
+    captured: bytes | None = None
+    marked: bytes | None = None
+    j = 0
+    for i in range(size):
+        leaf = next(leaves, None)
+        if leaf is None:
+            raise ProofError(f"there are only {i} records; the proof needs {size}")
+        if i == capture:
+            captured = leaf
+        h = _sha256(b"\x00" + leaf).digest()
+        tree.append_hash(h)
+        if i + 1 == mark:
+            marked = tree.root()
+        while j < len(order) and order[j][1] <= i:
+            j += 1
+        if j < len(order) and order[j][0] <= i:
+            if cur is None:
+                cur = MerkleTree()
+            cur.append_hash(h)
+            if i == order[j][1] - 1:
+                roots[order[j]] = cur.root()
+                cur = None
+    return tree, roots, captured, marked
+
+
 def inclusion_proof(leaves: Iterable[bytes], index: int, size: int) -> tuple[bytes, list[bytes], bytes]:
     """Leaf ``index``'s data, its audit path in the tree of the first ``size`` leaves, and that tree's root.
 
-    One pass, O(log n) memory.
+    One pass over the first ``size`` leaves (never further), one hash per leaf
+    plus the tree's nodes, O(log n) memory.
 
     Raises:
         ProofError: ``index`` is out of range or there are fewer than ``size`` leaves.
     """
     ranges = inclusion_ranges(index, size)
-    leaves = iter(leaves)
-    tree = MerkleTree()
-    leaf_data: bytes | None = None
-
-    def tap() -> Iterator[bytes]:
-        nonlocal leaf_data
-        while tree.size < size:
-            leaf = next(leaves, None)
-            if leaf is None:
-                return
-            if tree.size == index:
-                leaf_data = leaf
-            tree.append(leaf)
-            yield leaf
-
-    path = range_roots(tap(), ranges) if ranges else list(_drain(tap()))
-    for _ in tap():  # finish the root when the proof ranges ended early
-        pass
-    if tree.size < size or leaf_data is None:
-        raise ProofError(f"there are only {tree.size} records; the proof needs {size}")
-    return leaf_data, path, tree.root()
-
-
-def _drain(it: Iterable[bytes]) -> list[bytes]:
-    for _ in it:
-        pass
-    return []
+    tree, roots, data, _ = _one_pass(iter(leaves), size, ranges, capture=index)
+    assert data is not None
+    return data, [roots[r] for r in ranges], tree.root()
 
 
 def consistency_proof(leaves: Iterable[bytes], m: int, n: int) -> tuple[list[bytes], bytes, bytes]:
     """The proof that the first ``m`` leaves are a prefix of the first ``n``, with both roots.
 
-    One pass, O(log n) memory. ``m == n`` gives an empty proof.
+    One pass over the first ``n`` leaves, O(log n) memory. ``m == n`` gives an
+    empty proof.
 
     Raises:
         ProofError: the sizes are out of order or there are fewer than ``n`` leaves.
     """
     if not 0 < m <= n:
         raise ProofError(f"a consistency proof needs 0 < first size <= second size, not {m} and {n}")
-    leaves = iter(leaves)
-    tree = MerkleTree()
-    root1: bytes | None = None
-
-    def tap() -> Iterator[bytes]:
-        nonlocal root1
-        while tree.size < n:
-            leaf = next(leaves, None)
-            if leaf is None:
-                return
-            tree.append(leaf)
-            if tree.size == m:
-                root1 = tree.root()
-            yield leaf
-
     ranges = consistency_ranges(m, n) if m < n else []
-    path = range_roots(tap(), ranges) if ranges else []
-    for _ in tap():
-        pass
-    if tree.size < n or root1 is None:
-        raise ProofError(f"there are only {tree.size} records; the proof needs {n}")
-    return path, root1, tree.root()
+    tree, roots, _, root1 = _one_pass(iter(leaves), n, ranges, mark=m)
+    assert root1 is not None
+    return [roots[r] for r in ranges], root1, tree.root()
 
 
 # --- verification (RFC 9162 s2.1.3.2, s2.1.4.2) ----------------------------------
