@@ -71,12 +71,17 @@ def test_a_malformed_mcp_json_stops_the_agent_with_one_line(tmp_path: Path, proj
         Agent(cwd=str(proj), model=script(tmp_path, []))
 
 
-def test_a_server_that_fails_to_start_does_not_stop_the_agent(tmp_path: Path, proj: Path) -> None:
-    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"ghost": {"command": "/nonexistent/server"}}}))
+def test_a_server_that_fails_to_start_does_not_stop_the_agent_and_mcp_tries_it_again(tmp_path: Path, proj: Path) -> None:
+    later = tmp_path / "later_server.py"
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"late": {"command": PY, "args": [str(later)]}}}))
     a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "fine", "usage": [1, 1]}]))
     try:
-        assert "ghost: failed" in a.mcp_status() and "no such program" in a.mcp_status()  # type: ignore[attr-defined]
+        status = a.mcp_status()  # type: ignore[attr-defined]
+        assert "late: failed" in status and "stderr ends" in status and "mcp__late__" not in " ".join(a.registry.names())
         assert a.ask("hello").answer == "fine"
+        later.write_text(Path(PYSERVER).read_text())  # the server's program appears: /mcp connects it
+        status = a.mcp_status()  # type: ignore[attr-defined]
+        assert "late: connected" in status and "mcp__late__echo" in a.registry.names()
     finally:
         a.close("prompt_input_exit")
 

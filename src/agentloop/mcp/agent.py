@@ -15,7 +15,8 @@ def attach(agent: Any) -> McpManager | None:
     """Start the servers configured for ``agent.cwd`` and add their tools to ``agent.extra_tools``.
 
     Sets ``agent.mcp`` (the manager) and ``agent.mcp_status()`` (what ``/mcp``
-    prints). Servers start at the same time; one that fails is listed as
+    prints; it also tries failed servers again and registers the tools they
+    bring). Servers start at the same time; one that fails is listed as
     failed, with its reason, and does not stop the agent.
 
     Returns:
@@ -35,7 +36,16 @@ def attach(agent: Any) -> McpManager | None:
         raise
     agent.extra_tools.extend(tools)
     agent.mcp = manager
-    agent.mcp_status = lambda: format_status(manager.status())
+
+    def mcp_status() -> str:
+        """``/mcp``: try failed servers again, add any tools they bring, and list every server."""
+        known = {t.name for t in agent.extra_tools}
+        fresh = [t for t in manager.tools(retry_failed=True) if t.name not in known]
+        if fresh:
+            agent.register_tools(fresh)
+        return format_status(manager.status())
+
+    agent.mcp_status = mcp_status
     return manager
 
 
