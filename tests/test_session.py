@@ -202,22 +202,21 @@ def test_an_interrupted_run_leaves_calls_that_are_answered_on_resume(tmp_path):
     r.close()
 
 
-def test_a_torn_tail_is_refused_with_a_message_naming_the_repair(tmp_path):
+def test_a_torn_tail_from_a_crash_is_cut_on_resume_and_the_chain_goes_on(tmp_path):
     home, cwd = str(tmp_path / "home"), str(tmp_path)
     s = Session.create(cwd, home)
     _turn(s, "hi", [reply("yo", usage=(1, 1))])
     s.close()
+    good = open(s.path, "rb").read()
     with open(s.path, "ab") as f:
-        f.write(b'{"hash":"00')
-    with pytest.raises(SessionError, match="verify --repair"):
-        Session.resume(cwd, s.id, home)
-    # The failed resume released its lock.
-    with open(s.path, "rb+") as f:
-        data = f.read()
-        f.seek(0)
-        f.truncate()
-        f.write(data[: data.rindex(b"\n") + 1])
-    Session.resume(cwd, s.id, home).close()
+        f.write(b'{"hash":"00')  # a crash in the middle of an append
+    r = Session.resume(cwd, s.id, home)
+    assert open(r.path, "rb").read().startswith(good)
+    assert [m["content"] for m in r.messages if m["role"] != "system"] == ["hi", "yo"]
+    _turn(r, "again", [reply("still here", usage=(1, 1))])
+    r.close()
+    assert verify_file(r.path).ok
+    assert b'{"hash":"00' not in open(r.path, "rb").read()
 
 
 def test_a_changed_record_in_the_tail_is_refused(tmp_path):
