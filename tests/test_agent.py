@@ -273,3 +273,14 @@ def test_a_resumed_session_held_by_another_agent_is_refused(tmp_path, proj):
         Agent(cwd=str(proj), model=script(tmp_path, []), resume=a.session.id)
     a.close()
     assert isinstance(Session.resume(str(proj), a.session.id[:10]), Session)
+
+
+def test_session_durability_comes_from_flags_or_settings(tmp_path, proj):
+    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "x"}]), durability="fsync")
+    a.ask("go")
+    assert a.session._writer is not None and a.session._writer.durability == "fsync"
+    a.close()
+    (proj / ".agentloop").mkdir()
+    (proj / ".agentloop" / "settings.json").write_text(json.dumps({"sessionDurability": "sometimes"}))
+    with pytest.raises(AgentError, match='sessionDurability must be "flush" or "fsync"'):
+        Agent(cwd=str(proj), model=script(tmp_path, []))
