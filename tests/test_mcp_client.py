@@ -302,15 +302,14 @@ def test_ctrl_c_cancels_mcp_calls_in_flight_and_the_server_stays_usable(inproc: 
     assert inproc.call("py", "wait", {"seconds": 0, "tag": "after"})["structuredContent"] == {"result": "after"}
 
 
-def test_parallel_mcp_calls_overlap(inproc: McpManager) -> None:
+def test_parallel_mcp_calls_are_in_flight_at_the_same_time(inproc: McpManager) -> None:
     tools = inproc.tools()
-    model = ScriptedModel([reply("", [("mcp__py__wait", {"seconds": 0.5, "tag": str(i)}) for i in range(6)], usage=(5, 5)), reply("ok", usage=(5, 5))])
+    calls = [("mcp__py__rendezvous", {"group": "overlap", "size": 6}) for _ in range(6)]
+    model = ScriptedModel([reply("", calls, usage=(5, 5)), reply("ok", usage=(5, 5))])
     t = MemoryTranscript()
-    began = time.monotonic()
     run(model, tools, "go", Budget(max_steps=3), transcript=t)
-    took = time.monotonic() - began
-    assert [rec.payload["content"]["structuredContent"]["result"] for rec in t.records if rec.kind == "tool_result"] == [str(i) for i in range(6)]
-    assert took < 2.5, f"6 calls of 0.5 s took {took:.2f} s: they did not overlap"
+    got = [rec.payload["content"]["structuredContent"]["result"] for rec in t.records if rec.kind == "tool_result"]
+    assert got == ["met"] * 6
 
 
 @pytest.mark.parametrize("driver", ["run", "arun"])

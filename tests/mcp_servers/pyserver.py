@@ -71,6 +71,18 @@ async def jitter(tag: str) -> str:
 
 
 FINISHED: list[str] = []
+ARRIVED: dict[str, int] = {}
+
+
+@server.tool(annotations={"readOnlyHint": True})
+async def rendezvous(group: str, size: int) -> str:
+    """Wait until ``size`` calls of ``group`` are in flight at once: "met", or "alone" after 20 s."""
+    ARRIVED[group] = ARRIVED.get(group, 0) + 1
+    for _ in range(2000):
+        if ARRIVED[group] >= size:
+            return "met"
+        await asyncio.sleep(0.01)
+    return "alone"
 
 
 @server.tool
