@@ -273,3 +273,27 @@ def test_recorded_stream_cut_inside_tool_arguments_is_a_stated_stop_not_a_guess(
         _ours(body, 64)
     assert ei.value.kind == "max_tokens" and not ei.value.retryable
     assert "cut at max_tokens" in str(ei.value) and "raise max_output_tokens" in str(ei.value)
+
+
+# --- negative controls: the comparisons above can fail -------------------------------
+
+
+def test_the_request_comparison_sees_a_missing_cache_breakpoint() -> None:
+    sse = (DATA / "basic_response.txt").read_bytes()
+    with_cache = json.loads(_capture_ours("anthropic:claude-sonnet-4-6", sse).content)
+    without = json.loads(_capture_ours("anthropic:claude-sonnet-4-6", sse, cache=False).content)
+    assert with_cache != without and "cache_control" not in json.dumps(without)
+
+
+def test_the_stream_comparison_sees_a_lost_delta() -> None:
+    body = (DATA / "tool_use_response.txt").read_bytes()
+    blocks = body.split(b"\n\n")
+    lost = b"\n\n".join(b for b in blocks if b'"partial_json":"ar"' not in b)
+    assert lost != body
+    sdk = _sdk_final(body)
+    asm = AnthropicAssembler()
+    for ev, data in parse_events(lost):
+        asm.feed(ev, data)
+    ours = asm.message()
+    sdk_tool = next(b for b in sdk.content if b.type == "tool_use")
+    assert ours["content"][1]["input"] != sdk_tool.input  # type: ignore[union-attr]
