@@ -328,3 +328,22 @@ def test_a_stream_that_ends_before_its_finish_is_cut_and_retried() -> None:
 def test_the_key_is_not_in_the_target_repr_either() -> None:
     m = open_model("anthropic:claude-haiku-4-5", api_key="sk-ant-hidden-98765", env={})
     assert "hidden" not in repr(m.target) and "hidden" not in repr(m)
+
+
+def test_a_server_that_ignores_stream_and_answers_json_is_understood() -> None:
+    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    t = httpx.MockTransport(lambda r: httpx.Response(200, json=body))
+    r = open_model("openai:m", base_url="http://localhost:1/v1", env={}, transport=t).complete(ModelRequest([{"role": "user", "content": "x"}], (), 10))
+    assert (r.text, r.usage) == ("whole", Usage(3, 1))
+
+
+def test_fake_latency_ranges_are_applied_per_request() -> None:
+    import time
+
+    with FakeProvider({"replies": [{"text": "slow", "latency": [0.2, 0.3]}], "seed": 7}) as fp:
+        m = open_model("openai:m", base_url=fp.url + "/v1", env={})
+        t0 = time.monotonic()
+        m.complete(ModelRequest([{"role": "user", "content": "x"}], (), 10))
+        assert time.monotonic() - t0 >= 0.2
