@@ -751,9 +751,13 @@ class Agent:
     # -- warnings and the end --
 
     def warnings(self) -> list[Warning_]:
-        """Thresholds crossed since the last call (80% and 95% of context and budget)."""
+        """Thresholds crossed since the last call: 80% and 95% of the budget, and of the
+        context window (measured by the last call's input) unless a context
+        manager is installed, which warns from its own estimate before each call."""
         out = []
-        fills: list[tuple[str, float]] = [("context window", self.stats.last_input_tokens / self.window if self.window else 0.0)]
+        fills: list[tuple[str, float]] = []
+        if isinstance(self.context, NoContext):  # else the context manager warns, before each call
+            fills.append(("context window", self.stats.last_input_tokens / self.window if self.window else 0.0))
         if self.max_usd_micros:
             fills.append(("budget", self.stats.spent_micros / self.max_usd_micros))
         for what, frac in fills:

@@ -171,8 +171,11 @@ def run_print(args: argparse.Namespace, prompt: str, signals: Signals) -> int:
     reason = "other"
     try:
         observer: Any = None
+        if fmt == "text":
+            agent.on_notice = lambda text: print(f"notice: {text}", file=sys.stderr)
         if fmt == "stream-json":
             stream = _StreamJson(agent.session.id)
+            agent.on_notice = lambda text: stream.emit({"type": "system", "subtype": "notice", "text": text})
             stream.emit({"type": "system", "subtype": "init", "cwd": agent.cwd, "model": agent.model_spec,
                          "tools": agent.registry.names(), "permission_mode": agent.permission_mode})
             observer = stream
