@@ -122,7 +122,7 @@ def _ray_cost(n: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tasks", type=int, default=1000)
-    ap.add_argument("--latency-ms", type=int, default=40, help="each task's one model call waits this long")
+X
     ap.add_argument("--reservations", type=int, default=2000)
     ap.add_argument("--no-ray", action="store_true")
     ap.add_argument("--nodes", type=int, default=100)

@@ -306,3 +306,24 @@ def test_the_progress_bar_shows_done_failed_running_and_spend_against_the_cap():
     assert task.completed == 4 and task.total == 10
     assert task.fields["status"] == "ok 3  failed 1  running 2  spend $0.250000 / $2.000000"
 
+
+
+def test_one_signature_covers_the_batch_and_any_change_breaks_it(tmp_path):
+    from agentloop.anchor import generate_keys, load_public_key
+
+    priv, pub = generate_keys(tmp_path / "keys", "batch")
+    path = write_tasks(tmp_path / "tasks.jsonl", [add_task(i) for i in range(3)])
+    out = tmp_path / "out"
+    r = subprocess.run([*AGENTLOOP, "batch", path, "--out", str(out), "--workers", "1", "--sign", priv, "--json"],
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout)["batch_anchor"]["signature"]["alg"] == "Ed25519"
+    key = load_public_key(pub)
+    assert verify_batch(out, public_key=key) == []
+    other_priv, other_pub = generate_keys(tmp_path / "keys", "other")
+    assert verify_batch(out, public_key=load_public_key(other_pub)) == ["the batch anchor is signed by another key"]
+    anchor_path = out / "batch.anchor.json"
+    doc = json.loads(anchor_path.read_text())
+    doc["spent_micros"] += 1
+    anchor_path.write_text(json.dumps(doc))
+    assert verify_batch(out, public_key=key) == ["the batch anchor's signature does not match its content"]

@@ -8,7 +8,7 @@ directory (transcripts, anchors, ``manifest.jsonl``, ``batch.anchor.json``);
 from __future__ import annotations
 
 from .ledger import FleetLedger, TaskLedger
-from .runner import BatchReport, run_batch, verify_batch
+from .runner import BatchReport, run_batch, sign_batch_anchor, verify_batch
 from .tasks import DEFAULT_TOOLSETS, Task, TaskFileError, load_tasks, parse_tasks
 
 __all__ = [
@@ -21,5 +21,6 @@ __all__ = [
     "load_tasks",
     "parse_tasks",
     "run_batch",
+    "sign_batch_anchor",
     "verify_batch",
 ]

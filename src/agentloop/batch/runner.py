@@ -38,7 +38,7 @@ from .ledger import FleetLedger
 from .tasks import Task
 from .worker import Abandoned, execute_task, finish_files
 
-__all__ = ["BatchReport", "run_batch", "verify_batch"]
+__all__ = ["BatchReport", "run_batch", "sign_batch_anchor", "verify_batch"]
 
 Event = Callable[[str, dict[str, Any]], None]
 
@@ -562,11 +562,53 @@ def run_batch(
     return report
 
 
-def verify_batch(out_dir: str | os.PathLike[str]) -> list[str]:
+def sign_batch_anchor(out_dir: str | os.PathLike[str], private_key: Any) -> dict[str, Any]:
+    """Sign ``batch.anchor.json`` with an Ed25519 key: one signature over every run.
+
+    The signature covers the RFC 8785 canonical bytes of the anchor without
+    its ``signature`` member, as ``agentloop anchor --sign`` does for one run.
+    """
+    from cryptography.hazmat.primitives import serialization
+
+    from ..anchor import Signature
+    from ..canonical import canonical
+
+    path = os.path.join(os.fspath(out_dir), "batch.anchor.json")
+    with open(path, "rb") as f:
+        anchor = orjson.loads(f.read())
+    anchor.pop("signature", None)
+    pub = private_key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    anchor["signature"] = Signature(pub.hex(), private_key.sign(canonical(anchor)).hex()).to_json()
+    _files.write_json_atomic(path, anchor)
+    return dict(anchor)
+
+
+def _check_batch_signature(anchor: dict[str, Any], public_key: Any) -> str | None:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import serialization
+
+    from ..canonical import canonical
+
+    sig = anchor.get("signature")
+    if not isinstance(sig, dict) or not isinstance(sig.get("value"), str):
+        return "the batch anchor is not signed, but a public key was given"
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    if sig.get("public_key") != raw.hex():
+        return "the batch anchor is signed by another key"
+    body = {k: v for k, v in anchor.items() if k != "signature"}
+    try:
+        public_key.verify(bytes.fromhex(sig["value"]), canonical(body))
+    except (InvalidSignature, ValueError):
+        return "the batch anchor's signature does not match its content"
+    return None
+
+
+def verify_batch(out_dir: str | os.PathLike[str], public_key: Any = None) -> list[str]:
     """Check a batch directory from its files alone. Returns the problems (empty: it holds).
 
     Every manifest entry with a transcript must verify against its anchor,
-    and the batch anchor's root must be the root over those runs.
+    and the batch anchor's root must be the root over those runs (and, given
+    an Ed25519 ``public_key``, carry its valid signature).
     """
     d = os.fspath(out_dir)
     problems: list[str] = []
@@ -605,6 +647,10 @@ def verify_batch(out_dir: str | os.PathLike[str]) -> list[str]:
     expect = batch_anchor(entries)
     if anchor.get("root") != expect["root"] or anchor.get("runs") != expect["runs"]:
         problems.append("the batch anchor's root is not the root over the manifest's runs")
+    if public_key is not None:
+        why = _check_batch_signature(anchor, public_key)
+        if why is not None:
+            problems.append(why)
     return problems
 
 

@@ -29,6 +29,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-attempts", type=int, default=3, metavar="N", help="tries per task when its worker dies (default 3)")
     p.add_argument("--toolset", action="append", default=[], metavar="NAME=MODULE:FUNCTION",
                    help="name a tool set that tasks may choose with \"toolset\" (a function returning a Registry)")
+    p.add_argument("--sign", metavar="KEY", help="sign batch.anchor.json with this private key: a path, or a name under $AGENTLOOP_HOME/keys")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
@@ -71,6 +72,16 @@ def main(args: argparse.Namespace) -> int:
             import ray  # noqa: F401
         except ImportError:
             raise UserError("--ray needs Ray: pip install 'agentloop[ray]'") from None
+    key = None
+    if args.sign:
+        from agentloop.anchor import AnchorError, load_private_key
+
+        from ._keys import resolve_key
+
+        try:
+            key = load_private_key(resolve_key(args.sign, ".key"))
+        except AnchorError as exc:
+            raise UserError(f"--sign: {exc}") from None
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise UserError(f"--out {args.out}: exists and is not a directory")
     try:
@@ -95,6 +106,10 @@ def main(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.stop()
+    if key is not None:
+        from agentloop.batch import sign_batch_anchor
+
+        report.anchor = sign_batch_anchor(args.out, key)
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -172,9 +187,12 @@ def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> 
         t.add_row("forfeited by dead workers", _money(led["forfeited_micros"]))
     if led["overrun_micros"]:
         t.add_row("billed past reservations", _money(led["overrun_micros"]))
-    rate = len(report.entries) / report.elapsed if report.elapsed > 0 else 0.0
-    t.add_row("elapsed", f"{report.elapsed:.1f}s ({rate:.1f} tasks/s)")
+    ran = sum(1 for e in report.entries if not e.get("resumed") and e["status"] != "pending")
+    rate = ran / report.elapsed if report.elapsed > 0 else 0.0
+    t.add_row("elapsed", f"{report.elapsed:.1f}s ({ran} run, {rate:.1f} tasks/s)")
     t.add_row("batch root", report.anchor["root"])
+    if "signature" in report.anchor:
+        t.add_row("signed by key", report.anchor["signature"]["key_id"])
     t.add_row("manifest", os.path.join(out, "manifest.jsonl"))
     if report.interrupted:
         t.add_row("interrupted", "rerun the same command to finish")
