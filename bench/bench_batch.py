@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_batch.py [--tasks 1000] [--latency-ms 40] [--no-ray]
 
 Prints, for N short scripted tasks (one model call each, which waits
-``--latency-ms`` as a provider would, then answers):
+``--latency-ms`` (default 200) as a provider would, then answers):
 
 - tasks/s with ``--workers 1`` (the baseline), ``--workers 2`` and Ray on a
   local instance with 2 CPUs, and the parallel efficiency of each against the
@@ -122,7 +122,8 @@ def _ray_cost(n: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tasks", type=int, default=1000)
-X
+    ap.add_argument("--latency-ms", type=int, default=200,
+                    help="each task's one model call waits this long (real providers take 0.3-10 s)")
     ap.add_argument("--reservations", type=int, default=2000)
     ap.add_argument("--no-ray", action="store_true")
     ap.add_argument("--nodes", type=int, default=100)
