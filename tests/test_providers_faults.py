@@ -254,3 +254,25 @@ def test_text_streams_to_the_observer_as_it_arrives(vendor: str) -> None:
         r = run(m, None, "hi", Budget(max_steps=1), observer=lambda e: seen.append(e.text) if isinstance(e, TextDelta) else None)
     assert r.answer == "Hello there, streaming world"
     assert len(seen) == 7 and "".join(seen) == r.answer
+
+
+def test_a_dearer_fallback_gets_fewer_tokens_so_the_reservation_still_covers_it(tmp_path: Path) -> None:
+    # gpt-4o costs ~16x gpt-4o-mini: the fallback may only write what the mini reservation pays for
+    o = drive(tmp_path, "openai", [{"fault": "500"}, CALL, DONE], max_out=4000, max_attempts=1, fallback="openai:gpt-4o")
+    recovered(o)
+    first_fb = o.requests[1]["body"]
+    assert first_fb["model"] == "gpt-4o" and 0 < first_fb["max_tokens"] < 4000 * 0.6 / 10 + 1
+    assert o.requests[0]["body"]["max_tokens"] == 4000
+
+
+def test_a_fallback_too_dear_for_the_reservation_is_not_called(tmp_path: Path) -> None:
+    o = drive(tmp_path, "openai", [{"fault": "500"}, CALL, DONE], max_out=50, max_attempts=1, fallback="openai:gpt-4o")
+    assert o.result.stop_reason == "model_error"
+    assert "costs more than this call's reservation" in (o.result.error or "") and len(o.requests) == 1
+
+
+def test_a_cheaper_fallback_keeps_the_full_allowance(tmp_path: Path) -> None:
+    o = drive(tmp_path, "openai", [{"fault": "500"}, CALL, DONE], spec="openai:gpt-4o", max_out=300, max_attempts=1,
+              fallback="openai:gpt-4o-mini")
+    recovered(o)
+    assert [r["body"]["max_tokens"] for r in o.requests[:2]] == [300, 300]

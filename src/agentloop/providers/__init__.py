@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ..budget import PriceTable
 from .anthropic import AnthropicModel
 from .base import HTTPModel, RetryPolicy, Target
 from .budgeting import count_guard
@@ -113,7 +114,10 @@ def open_model(
     ``on_notice`` (called with each retry and fallback notice), ``extra_headers``,
     ``temperature``, ``max_continuations`` (turns cut at max tokens that the
     loop continues; default 2), ``cache`` (Anthropic breakpoints, default on),
-    ``max_tokens_field`` (OpenAI: ``max_tokens`` or ``max_completion_tokens``).
+    ``max_tokens_field`` (OpenAI: ``max_tokens`` or ``max_completion_tokens``),
+    ``prices`` (the run's ``PriceTable``, default the built-in one: a fallback
+    dearer than the primary is given fewer output tokens, so that it costs no
+    more than the call's reservation).
 
     Raises:
         ProviderConfigError: bad spec, no key, or an unknown option.
@@ -121,6 +125,7 @@ def open_model(
     e: Mapping[str, str] = os.environ if env is None else env
     vendor, name = parse_spec(spec)
     max_cont = options.pop("max_continuations", 2)
+    prices = options.pop("prices", None)
     allowed = _POLICY_OPTIONS | _MODEL_OPTIONS | _VENDOR_OPTIONS[vendor]
     unknown = sorted(set(options) - allowed)
     if unknown:
@@ -143,7 +148,23 @@ def open_model(
             fb = _make(fvendor, Target(fvendor, fname, furl or DEFAULT_BASE[fvendor], fkey), transport, policy, record_raw, model_kw, fkw, None)
     m = _make(vendor, Target(vendor, name, url or DEFAULT_BASE[vendor], key), transport, policy, record_raw, model_kw, vendor_kw, fb)
     m.max_continuations = int(max_cont)
+    table = _table(prices)
+    m.price = table.resolve(name)
+    if fb is not None:
+        fb.price = table.resolve(fb.target.model)
     return m
+
+
+def _table(prices: Any) -> PriceTable:
+    if prices is None:
+        from ..prices import default_prices
+
+        return default_prices()
+    if isinstance(prices, PriceTable):
+        return prices
+    if isinstance(prices, Mapping):
+        return PriceTable(prices)
+    raise ProviderConfigError("prices must be a PriceTable or a mapping of model name to Price")
 
 
 def _make(

@@ -42,6 +42,7 @@ from typing import Any
 import httpx
 import orjson
 
+from ..budget import Price
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
@@ -198,6 +199,8 @@ class HTTPModel:
         self._active: HTTPModel | None = None
         """The fallback, once the primary has failed for good."""
         self._client: httpx.Client | None = None
+        self.price: Price | None = None
+        """This model's price (set by ``open_model``): a dearer fallback is given fewer tokens."""
         self.max_continuations = 0
         """Turns cut at max tokens that the loop may continue (read by ``run.make_config``)."""
         self.attempts = 0
@@ -416,8 +419,20 @@ class HTTPModel:
 
     # --- the policy -----------------------------------------------------------
 
-    def _next_max_tokens(self, request: ModelRequest, wasted: Usage) -> int:
-        return request.max_output_tokens - wasted.total
+    def _next_max_tokens(self, request: ModelRequest, wasted: Usage, primary: HTTPModel | None = None) -> int:
+        """``max_tokens`` for the next attempt: what the reservation has left after billed failures.
+
+        A fallback dearer than the model the loop reserved for (``primary``) gets fewer
+        output tokens, so that its input and output together cost no more than what
+        the reservation has left (input estimated at the request's bytes // 4).
+        """
+        n = request.max_output_tokens - wasted.total
+        p, f = (primary.price if primary is not None else None), self.price
+        if primary is None or primary is self or p is None or f is None or (f.input <= p.input and f.output <= p.output):
+            return n
+        in_est = len(orjson.dumps(self.body(request, 1))) // 4
+        left = n * p.output + in_est * p.input - in_est * f.input
+        return min(n, left // f.output) if f.output else n
 
     def _reply(self, turn: Turn, wasted: Usage, raw: list[bytes]) -> ModelReply:
         if turn.cut_tool is not None:
@@ -442,7 +457,9 @@ class HTTPModel:
             raw=raw_out,
         )
 
-    def _after_failure(self, err: ProviderError, attempt: int, wasted: Usage, request: ModelRequest, partial: Usage) -> Usage:
+    def _after_failure(
+        self, err: ProviderError, attempt: int, wasted: Usage, request: ModelRequest, partial: Usage, primary: HTTPModel | None = None
+    ) -> Usage:
         """Decide whether to retry; returns the new waste. Raises when the error is final,
         carrying what the failed attempts may have cost (``usage``) for the loop to record."""
         if err.billed:
@@ -450,7 +467,7 @@ class HTTPModel:
         if not err.retryable:
             err.usage = wasted if wasted.total else None
             raise err
-        if self._next_max_tokens(request, wasted) < 1:
+        if self._next_max_tokens(request, wasted, primary) < 1:
             final = self._err(
                 f"{err}; not retried: a retry would spend past this call's reservation "
                 f"({wasted.total} tokens already billed of {request.max_output_tokens})",
@@ -473,10 +490,10 @@ class HTTPModel:
         while model is not None:
             for attempt in range(1, model.policy.max_attempts + 1):
                 try:
-                    turn, raw = model._attempt(request, model._next_max_tokens(request, wasted))
+                    turn, raw = model._attempt(request, model._fitting_max_tokens(request, wasted, self))
                     return model._reply(turn, wasted, raw)
                 except ProviderError as err:
-                    wasted = model._after_failure(err, attempt, wasted, request, model._partial(err, request))
+                    wasted = model._after_failure(err, attempt, wasted, request, model._partial(err, request), self)
                     last = err
                     if attempt < model.policy.max_attempts:
                         d = model.policy.delay(attempt, err)
@@ -495,10 +512,10 @@ class HTTPModel:
         while model is not None:
             for attempt in range(1, model.policy.max_attempts + 1):
                 try:
-                    turn, raw = await model._aattempt(request, model._next_max_tokens(request, wasted))
+                    turn, raw = await model._aattempt(request, model._fitting_max_tokens(request, wasted, self))
                     return model._reply(turn, wasted, raw)
                 except ProviderError as err:
-                    wasted = model._after_failure(err, attempt, wasted, request, model._partial(err, request))
+                    wasted = model._after_failure(err, attempt, wasted, request, model._partial(err, request), self)
                     last = err
                     if attempt < model.policy.max_attempts:
                         d = model.policy.delay(attempt, err)
@@ -506,6 +523,19 @@ class HTTPModel:
                         await model.policy.asleep(d)
             model = self._fall_back(model, last)
         raise self._gave_up(last, wasted)
+
+    def _fitting_max_tokens(self, request: ModelRequest, wasted: Usage, primary: HTTPModel) -> int:
+        n = self._next_max_tokens(request, wasted, primary)
+        if n < 1:
+            err = self._err(
+                f"{self.vendor}:{self.target.model} costs more than this call's reservation "
+                f"(made at {primary.target.model}'s price) can cover; not called",
+                "budget",
+                False,
+            )
+            err.usage = wasted if wasted.total else None
+            raise err
+        return n
 
     def _partial(self, err: ProviderError, request: ModelRequest) -> Usage:
         p = err.partial
