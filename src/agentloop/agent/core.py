@@ -512,6 +512,8 @@ class Agent:
         if resume is not None:
             s = Session.resume(self.cwd, resume, self.home, durability=self.durability)
             source = "resume"
+            if s.repaired is not None:
+                self._notice(s.repaired.describe())
         else:
             s = Session.create(self.cwd, self.home, durability=self.durability)
             source = "startup"

@@ -270,6 +270,8 @@ class Session:
         self._held: list[tuple[str, Any]] = []
         self.listeners: list[Any] = []
         """Called with each line's bytes as it is written (see TranscriptWriter.listeners)."""
+        self.repaired: Any = writer.repaired if writer is not None else None
+        """The ``repair.RepairResult`` when resuming cut a torn tail first (a crash), else None."""
 
     # --- opening ---------------------------------------------------------
 
@@ -310,6 +312,8 @@ class Session:
             s = cls(sid, d, writer, fd, created=False, durability=durability)
             s.listeners = writer.listeners
             s._load_tail()
+            if s.repaired is not None:
+                s.note("repair", {"kept_records": s.repaired.kept_records, "removed_bytes": s.repaired.removed_bytes, "side_file": os.path.basename(s.repaired.side_file or "")})
         except TranscriptError as exc:
             _unlock(fd)
             raise SessionError(str(exc)) from None

@@ -16,6 +16,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="transcript files (JSON Lines)")
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
     p.add_argument("--anchor", metavar="A", help="also check the file against this anchor (catches a cut-off tail)")
+    p.add_argument("--repair", action="store_true", help="cut a torn tail back to the last valid record; the cut bytes go to FILE.torn-OFFSET")
     p.add_argument("--public-key", metavar="K", help="require the anchor to be signed by this key (a path, or a name under $AGENTLOOP_HOME/keys)")
 
 
@@ -54,9 +55,40 @@ def _anchored(args: argparse.Namespace) -> Any:
     return lambda path: verify_with_anchor(path, anchor, key)
 
 
+def _repair(args: argparse.Namespace) -> int:
+    """``--repair``: cut each file's torn tail, saying exactly what went; exit 0 when all are whole now."""
+    from agentloop.repair import RepairRefused, repair_file
+
+    from ._common import UserError
+
+    if args.anchor:
+        raise UserError("--repair and --anchor go separately: repair first, then verify against the anchor")
+    worst = EXIT_OK
+    for path in args.files:
+        try:
+            res = repair_file(path)
+        except RepairRefused as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            worst = max(worst, EXIT_USAGE if "cannot read" in str(exc) else EXIT_PROBLEMS)
+            continue
+        if args.json:
+            print(json.dumps({
+                "file": path, "repaired": res.repaired, "kept_records": res.kept_records,
+                "kept_bytes": res.kept_bytes, "removed_bytes": res.removed_bytes,
+                "removed_lines": res.removed_lines, "partial_tail": res.partial_tail,
+                "side_file": res.side_file, "first_problem": res.first_problem,
+            }))
+        else:
+            print(res.describe())
+    sys.stdout.flush()
+    return worst
+
+
 def main(args: argparse.Namespace) -> int:
     from agentloop.transcript import verify_file
 
+    if args.repair:
+        return _repair(args)
     anchored = _anchored(args)
     worst = EXIT_OK
     for path in args.files:
