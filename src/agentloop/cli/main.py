@@ -89,6 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug of ours: say so in one line unless debugging
+        from agentloop.transcript import TranscriptError
+
+        if isinstance(exc, TranscriptError) and not os.environ.get("AGENTLOOP_DEBUG"):
+            # a disk fault (ENOSPC, EIO) or a damaged file: not a bug; what is on disk is a verifiable prefix
+            print(f"agentloop: error: cannot write the transcript: {exc}", file=sys.stderr)
+            return 1
         if os.environ.get("AGENTLOOP_DEBUG"):
             raise
         print(
