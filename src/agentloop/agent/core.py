@@ -300,7 +300,9 @@ def setup_logging(home: str, *, verbose: bool = False) -> None:
 
 
 @dataclass
-class Warning_:
+class UsageWarning:
+    """A threshold crossed: ``what`` ("budget" or "context window") at ``level`` (0.8, 0.95)."""
+
     what: str
     level: float
     text: str
@@ -752,7 +754,7 @@ class Agent:
 
     # -- warnings and the end --
 
-    def warnings(self) -> list[Warning_]:
+    def warnings(self) -> list[UsageWarning]:
         """Thresholds crossed since the last call: 80% and 95% of the budget, and of the
         context window (measured by the last call's input) unless a context
         manager is installed, which warns from its own estimate before each call."""
@@ -770,7 +772,7 @@ class Agent:
                     if what == "context window":
                         text += "; /compact to make room"
                     log.warning(text)
-                    out.append(Warning_(what, lvl, text))
+                    out.append(UsageWarning(what, lvl, text))
         return [w for w in out if w.level == max(x.level for x in out if x.what == w.what)]
 
     def close(self, reason: str = "other") -> None:
