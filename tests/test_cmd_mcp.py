@@ -13,7 +13,7 @@ import pytest
 from agentloop.cli.main import main
 from agentloop.mcp.agent import format_status
 from agentloop.mcp.client import ServerStatus
-from mcp_servers.helpers import PY, PYSERVER, descendants
+from mcp_servers.helpers import PY, PYSERVER, running
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_get_starts_the_server_and_lists_its_tools(proj: Path, capsys: pytest.Ca
     code, out, _ = cli(capsys, "get", "py", "--json")
     (st,) = json.loads(out)
     assert st["status"] == "connected" and {"name": "mcp__py__echo", "read_only": True, "description": "Say the text back."} in st["tools"]
-    assert not descendants()
+    assert not running(PYSERVER)
 
 
 def test_list_check_exits_1_naming_the_failed_server(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:

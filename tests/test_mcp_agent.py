@@ -11,7 +11,7 @@ import pytest
 from agentloop.agent.core import Agent, AgentError
 from agentloop.replay import replay
 from agentloop.transcript import read_records, verify_file
-from mcp_servers.helpers import PY, PYSERVER, descendants
+from mcp_servers.helpers import PY, PYSERVER, running
 
 
 @pytest.fixture
@@ -40,7 +40,6 @@ def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_pa
         {"text": "", "tool_calls": [{"name": "mcp__py__fail", "arguments": {"message": "x"}}], "usage": [150, 10]},
         {"text": "1 + 2 = 3", "usage": [200, 5]},
     ])
-    before = descendants()
     a = Agent(cwd=str(proj), model=spec)
     try:
         assert {"mcp__py__echo", "mcp__py__add"} <= set(a.registry.names())
@@ -50,7 +49,7 @@ def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_pa
         assert res.stop_reason == "no_tool_calls" and res.answer == "1 + 2 = 3"
     finally:
         a.close("prompt_input_exit")
-    assert not descendants() - before, "an MCP server outlived the agent"
+    assert not running(PYSERVER), "an MCP server outlived the agent"
     path = a.session.path
     recs = list(read_records(path))
     results = [r.payload for r in recs if r.kind == "tool_result"]

@@ -12,7 +12,7 @@ from agentloop.mcp import McpManager, ServerConfig
 from agentloop.replay import ReplayError, replay
 from agentloop.testing import ScriptedModel, reply
 from agentloop.transcript import TranscriptWriter, read_records, verify_file
-from mcp_servers.helpers import PY, PYSERVER, descendants
+from mcp_servers.helpers import PY, PYSERVER, running
 
 
 def server(version: str = "1.0.0") -> ServerConfig:
@@ -32,14 +32,13 @@ def script() -> ScriptedModel:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("run") / "run.jsonl"
-    before = descendants()
     with McpManager([server()], startup_timeout=60) as m:
         tools = m.tools()
         model = script()
         with model:
             r = run(model, tools, "add 2 and 3", Budget(max_steps=5), transcript=TranscriptWriter(path), run_id="mcp-e2e")
         assert r.stop_reason == "no_tool_calls" and r.answer == "the sum is 5"
-    assert not descendants() - before, "an MCP server outlived its manager"
+    assert not running(PYSERVER), "an MCP server outlived its manager"
     return path
 
 
@@ -63,7 +62,7 @@ def test_the_transcript_verifies(recorded: Path) -> None:
 
 
 def test_full_replay_with_no_server_running_is_byte_identical(recorded: Path) -> None:
-    assert not descendants()
+    assert not running(PYSERVER)
     result = replay(str(recorded), mode="full")
     assert result.equal, result.summary()
     assert result.warnings == []

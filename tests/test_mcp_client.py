@@ -18,7 +18,7 @@ from agentloop.events import ToolCall
 from agentloop.mcp import McpManager, McpTool, ServerConfig
 from agentloop.testing import ScriptedModel, reply
 from mcp_servers import lowlevel, pyserver
-from mcp_servers.helpers import PY, PYSERVER, SILENT, alive, descendants, wait_gone
+from mcp_servers.helpers import PY, PYSERVER, SILENT, alive, descendants, running, wait_gone
 
 
 def stdio_py(name: str = "py", **kw: Any) -> ServerConfig:
@@ -191,7 +191,7 @@ def test_a_server_that_never_answers_initialize_fails_in_time_and_is_retried() -
         assert st.status == "failed" and "did not finish starting within 1 s" in (st.error or "")
         assert m.tools() == []  # tried again, not stuck
         assert m._servers["mute"].attempts == 2
-        assert not descendants(), "the silent server was left running"
+        assert not running(SILENT), "the silent server was left running"
 
 
 def test_a_program_that_does_not_exist_fails_with_a_clear_message() -> None:
@@ -274,7 +274,7 @@ def test_close_stops_every_server_and_leaves_no_child_process() -> None:
     assert all(alive(p) for p in pids) and pids <= descendants()
     m.close()
     assert wait_gone(pids, 1) == set()
-    assert not descendants()
+    assert not running(PYSERVER)
     assert [s.status for s in m.status()] == ["closed", "closed"]
     m.close()  # idempotent
 

@@ -18,9 +18,9 @@ from agentloop.mcp import McpManager, McpToolError, ServerConfig
 from mcp_servers.helpers import (
     EVERYTHING,
     FILESYSTEM,
-    descendants,
     free_port,
     npm_servers,
+    running,
     wait_port,
 )
 
@@ -153,7 +153,6 @@ def fs_dirs(tmp_path: Path) -> tuple[Path, Path]:
 def test_filesystem_confinement_errors_are_clean_tool_errors(fs_dirs: tuple[Path, Path]) -> None:
     allowed, secret = fs_dirs
     cfg = ServerConfig("fs", "stdio", command="node", args=(str(FILESYSTEM), str(allowed)))
-    before = descendants()
     with McpManager([cfg], startup_timeout=60) as m:
         reg = Registry(m.tools())
         assert reg.get("mcp__fs__read_text_file").read_only is True  # type: ignore[union-attr]
@@ -173,5 +172,5 @@ def test_filesystem_confinement_errors_are_clean_tool_errors(fs_dirs: tuple[Path
         assert w["ok"] is False and "Access denied" in w["error"]
         assert not (secret / "new.txt").exists()
         assert m.status()[0].status == "connected"  # refusals do not hurt the server
-        assert descendants() - before
-    assert not descendants() - before
+        assert running(str(FILESYSTEM))
+    assert not running(str(FILESYSTEM))

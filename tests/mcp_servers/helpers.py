@@ -68,6 +68,19 @@ def descendants(root: int | None = None) -> set[int]:
     return out
 
 
+def running(marker: str) -> set[int]:
+    """Our descendants whose command line mentions ``marker`` (a server's script path)."""
+    out = set()
+    for pid in descendants():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    out.add(pid)
+        except OSError:
+            continue
+    return out
+
+
 def wait_gone(pids: set[int], seconds: float = 10) -> set[int]:
     deadline = time.monotonic() + seconds
     left = {p for p in pids if alive(p)}
