@@ -20,10 +20,12 @@ from agentloop.agent.context import (
     check_pairing,
     context_window,
     estimate_tokens,
+    reapply,
 )
 from agentloop.agent.hooks import HookRunner
 from agentloop.agent.settings import SettingsSource
-from agentloop.events import Message, ModelReply, ModelRequest, ToolCall, Usage
+from agentloop.events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, Usage
+from agentloop.loop import recount_chars, tool_message
 from agentloop.testing import FunctionModel
 from agentloop.transcript import read_records, verify_file
 
@@ -345,3 +347,62 @@ def test_a_long_session_crosses_compaction_many_times_without_orphans_and_verifi
     assert rep.ok and rep.count > 3 * turns
     outs = [x.payload for x in read_records(str(out)) if x.kind == "tool_result"]
     assert len(outs) == turns and all(len(x["content"]) > 7500 for x in outs)
+
+
+def test_prepare_keeps_the_loops_running_character_count_exact(tmp_path: Path) -> None:
+    sess = Session(turns=150, output_chars=3000)
+    model = FunctionModel(sess, name="m")
+    cm = ContextManager(window=3000, summarizer=model, tool_result_cap=6000)
+    checked = []
+
+    def prepare(state: Any, record: Any) -> None:
+        cm.prepare(state, record)
+        kept = state.chars
+        recount_chars(state)
+        checked.append(kept == state.chars)
+
+    r = run(model, [big_tool(3000)], "go", Budget(max_steps=200), prices=PRICE, prepare=prepare)
+    assert r.stop_reason == "no_tool_calls" and cm.compactions >= 2
+    assert len(checked) == 151 and all(checked)
+
+
+def test_the_messages_the_model_saw_can_be_rebuilt_from_the_transcript_alone(tmp_path: Path) -> None:
+    sess = Session(turns=120, output_chars=3000)
+    sent: list[list[Message]] = []
+
+    def model_fn(req: ModelRequest) -> ModelReply:
+        if not is_summary_request(req):
+            sent.append([dict(m) for m in req.messages])
+        return sess(req)
+
+    model = FunctionModel(model_fn, name="m")
+    out = tmp_path / "t.jsonl"
+    cm = ContextManager(window=3000, summarizer=model, tool_result_cap=6000, transcript_path=str(out))
+    with TranscriptWriter(out) as w:
+        run(model, [big_tool(3000)], "go", Budget(max_steps=200), transcript=w, prices=PRICE, prepare=cm.prepare)
+    assert cm.compactions >= 2
+    def rebuild(apply: bool) -> list[list[Message]]:
+        msgs: list[Message] = []
+        out: list[list[Message]] = []
+        for rec in read_records(str(out_path)):
+            p = rec.payload
+            if rec.kind == "run_start":
+                msgs = [dict(m) for m in p["messages"]]
+            elif rec.kind == "model_turn":
+                out.append([dict(m) for m in msgs])
+                reply = ModelReply.from_json(p["reply"])
+                m: Message = {"role": "assistant", "content": reply.text}
+                if reply.tool_calls:
+                    m["tool_calls"] = [c.to_json() for c in reply.tool_calls]
+                msgs.append(m)
+            elif rec.kind == "tool_result":
+                msgs.append(tool_message(ToolResult.from_json(p)))
+            elif apply:
+                reapply(msgs, rec.kind, p)
+        return out
+
+    out_path = out
+    rebuilt = rebuild(True)
+    assert len(rebuilt) == len(sent) == 121
+    assert rebuilt == sent
+    assert rebuild(False) != sent  # the negative control: without the context records it differs

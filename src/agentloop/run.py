@@ -48,7 +48,6 @@ from .loop import (
     ToolsDone,
     halt,
     interrupt,
-    recount_chars,
     start,
     step,
 )
@@ -64,8 +63,10 @@ Record = Callable[[str, Any], None]
 Prepare = Callable[[State, Record], "str | None | Awaitable[str | None]"]
 """Called before each model call with the loop's state and a way to record.
 
-It may rewrite ``state.messages`` in place (mask old tool output, compact):
-the driver then recomputes ``state.chars`` and sends the new list. Records it
+It may rewrite ``state.messages`` in place (mask old tool output, compact);
+then it keeps ``state.chars`` right (adjusting it, or ``loop.recount_chars``,
+which is O(messages): too slow to run every turn of a long session), and
+the driver sends the new list. Records it
 makes go through the run's sink, counted. Returning a stop reason (e.g.
 ``"loop_detected"``) ends the run there, before the call. ``arun`` awaits it
 when it returns an awaitable.
@@ -171,7 +172,6 @@ class _Drive:
 
     def prepared(self, state: State, out: CallModel, reason: str | None) -> list[Outbound]:
         """After ``prepare``: the call to make, or the stop it asked for."""
-        recount_chars(state)
         if reason is not None:
             return halt(state, reason)
         self.ready = CallModel(replace(out.request, messages=state.messages))

@@ -36,11 +36,13 @@ from typing import Any
 from ..budget import Price
 from ..canonical import canonical
 from ..events import Message, ModelRequest
+from ..loop import recount_chars
 from .hooks import HookRunner
 from .sidecall import Account, SideCall, StateAccount, side_call
 
 __all__ = [
     "CompactionResult",
+    "reapply",
     "ContextManager",
     "check_pairing",
     "context_window",
@@ -132,6 +134,8 @@ class CompactionResult:
     summary: str = ""
     error: str | None = None
     call: SideCall | None = None
+    head: int | None = None
+    """Where the summary went: it replaced ``messages[head:head + summarized_messages]``."""
 
     def to_record(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -143,6 +147,8 @@ class CompactionResult:
         }
         if self.summary:
             out["summary"] = self.summary
+        if self.head is not None:
+            out["head"] = self.head
         if self.error is not None:
             out["error"] = self.error
         if self.call is not None:
@@ -184,6 +190,8 @@ class ContextManager:
     disabled: bool = False
     warned: set[float] = field(default_factory=set)
     compactions: int = 0
+    last_saved: int = 0
+    """Characters the last ``mask`` took out of the messages."""
 
     # -- measuring --
 
@@ -213,6 +221,7 @@ class ContextManager:
             The call ids masked and the call ids evicted.
         """
         tool_idx = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
+        self.last_saved = 0
         masked: list[str] = []
         evicted: list[str] = []
         old = tool_idx[: -self.keep_recent] if self.keep_recent else tool_idx
@@ -222,7 +231,9 @@ class ContextManager:
             m = messages[i]
             c = m.get("content")
             if isinstance(c, str) and len(c) > self.mask_threshold and not c.startswith((MASK_PREFIX, EVICT_PREFIX)):
-                messages[i] = {**m, "content": self._placeholder(MASK_PREFIX, m, len(c))}
+                new_c = self._placeholder(MASK_PREFIX, m, len(c))
+                messages[i] = {**m, "content": new_c}
+                self.last_saved += len(c) - len(new_c)
                 masked.append(str(m.get("tool_call_id")))
         total = sum(len(str(messages[i].get("content", ""))) for i in tool_idx)
         for i in tool_idx[:-1]:
@@ -243,6 +254,7 @@ class ContextManager:
                 continue
             messages[i] = {**m, "content": new}
             total -= len(c) - len(new)
+            self.last_saved += len(c) - len(new)
             evicted.append(str(m.get("tool_call_id")))
         return masked, evicted
 
@@ -341,7 +353,7 @@ class ContextManager:
         self.failures = 0
         self.compactions += 1
         self.warned = {lv for lv in self.warned if after >= lv * self.window}
-        res = CompactionResult("compacted", trigger, before, after, len(old), summary, call=call)
+        res = CompactionResult("compacted", trigger, before, after, len(old), summary, call=call, head=head)
         record("compaction", res.to_record())
         if self.hooks is not None and self.hooks.has("PostCompact"):
             post = self.hooks.run("PostCompact", {"trigger": trigger, "compact_summary": summary}, matcher_value=trigger)
@@ -367,12 +379,15 @@ class ContextManager:
         extra = int(getattr(state, "tool_chars", 0))
         masked, evicted = self.mask(messages)
         if masked or evicted:
-            record("context", {"step": state.steps, "masked": masked, "evicted": evicted})
+            state.chars -= self.last_saved  # the loop's running count (rule: prepare keeps it right)
+            record("context", {"step": state.steps, "masked": masked, "evicted": evicted, "where": self.transcript_path})
         tokens = self.tokens(messages, extra)
         if tokens >= self.compact_at * self.window and not self.disabled:
             price = self.price or state.config.price
             res = self.compact(messages, record, account=StateAccount(state, self.ledger), price=price, trigger="auto", extra_chars=extra)
-            tokens = res.tokens_after if res.status == "compacted" else tokens
+            if res.status == "compacted":
+                tokens = res.tokens_after
+                recount_chars(state)
         for level in sorted(self.warn_levels):
             if tokens >= level * self.window and level not in self.warned:
                 self.warned.add(level)
@@ -382,3 +397,39 @@ class ContextManager:
             elif tokens < level * self.window:
                 self.warned.discard(level)
         return None
+
+
+def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
+    """Make again, on a run's messages, what a ``context`` or ``compaction`` record says was done.
+
+    For replay: the messages a recorded run sent are rebuilt from its record
+    alone (the transcript keeps the outputs whole; these records say what the
+    model was shown instead). Returns True when ``messages`` changed.
+    """
+    if not isinstance(payload, dict):
+        return False
+    if kind == "context" and ("masked" in payload or "evicted" in payload):
+        cm = ContextManager(window=1, transcript_path=str(payload.get("where") or ""))
+        todo = {str(c): MASK_PREFIX for c in payload.get("masked", [])}
+        todo.update({str(c): EVICT_PREFIX for c in payload.get("evicted", [])})
+        changed = False
+        for i, m in enumerate(messages):
+            prefix = todo.get(str(m.get("tool_call_id"))) if m.get("role") == "tool" else None
+            if prefix is None:
+                continue
+            c = str(m.get("content", ""))
+            size = len(c)
+            if c.startswith(MASK_PREFIX):
+                try:
+                    size = int(c[len(MASK_PREFIX) :].split(" ", 1)[0])
+                except ValueError:
+                    pass
+            messages[i] = {**m, "content": cm._placeholder(prefix, m, size)}
+            changed = True
+        return changed
+    if kind == "compaction" and payload.get("status") == "compacted" and isinstance(payload.get("head"), int):
+        head = int(payload["head"])
+        n = int(payload.get("summarized_messages", 0))
+        messages[head : head + n] = [{"role": "user", "content": SUMMARY_PREFIX + str(payload.get("summary", ""))}]
+        return True
+    return False
