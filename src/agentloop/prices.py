@@ -95,7 +95,8 @@ class VendorPriceTable(PriceTable):
         return VendorPriceTable({**self._prices, **other})
 
 
-def default_prices() -> VendorPriceTable:
+def default_prices() -> PriceTable:
+    """The built-in table (a ``VendorPriceTable``: vendor spellings resolve)."""
     return VendorPriceTable(BUILTIN_PRICES)
 
 
