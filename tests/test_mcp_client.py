@@ -329,3 +329,15 @@ def test_twenty_runs_of_mcp_calls_finishing_in_random_order_give_one_transcript(
         transcripts.add(b"".join(t.lines))
     assert len(orders) > 1, "the calls always finished in the same order: the test proves nothing"
     assert len(transcripts) == 1
+
+
+def test_ctrl_c_outside_a_run_cancels_the_call_and_the_server_stays_usable(inproc: McpManager) -> None:
+    inproc.tools()
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        inproc.call("py", "wait", {"seconds": 30})
+    assert time.monotonic() - began < 10
+    assert not inproc._inflight
+    assert inproc.call("py", "wait", {"seconds": 0, "tag": "next"})["structuredContent"] == {"result": "next"}

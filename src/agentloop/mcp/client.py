@@ -696,7 +696,7 @@ def _wait(fut: concurrent.futures.Future[Any], limit: float, server: str, tool: 
                 fut.cancel()
                 raise McpToolError(f"the MCP server {server!r} did not answer {tool!r} in time; the call was cancelled")
             try:
-                return fut.result(min(left, _POLL) if flag is not None else left)
+                return fut.result(min(left, _POLL))  # in slices: a KeyboardInterrupt lands within one
             except concurrent.futures.TimeoutError:
                 continue
             except concurrent.futures.CancelledError:
