@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -47,8 +48,17 @@ class LoopThread:
             TimeoutError: it did not finish within ``timeout`` seconds.
         """
         fut = self.submit(coro)
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            return fut.result(timeout)
+            while True:  # in slices, so that a KeyboardInterrupt lands at once
+                left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+                if left <= 0:
+                    raise concurrent.futures.TimeoutError
+                try:
+                    return fut.result(left)
+                except concurrent.futures.TimeoutError:
+                    if fut.done():
+                        raise
         except concurrent.futures.TimeoutError:
             fut.cancel()
             raise TimeoutError(f"no answer within {timeout:g} s") from None
