@@ -127,7 +127,16 @@ class Tool:
             return [f"$: arguments must be a JSON object, got {type(arguments).__name__}"]
         if self._accepts is not None and self._accepts(arguments):
             return []
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: (list(map(str, e.path)), e.message))
+        try:
+            errors = sorted(self._validator.iter_errors(arguments), key=lambda e: (list(map(str, e.path)), e.message))
+        except RecursionError:
+            return [_UNCHECKABLE]
+        except Exception as exc:  # a $ref the schema cannot resolve: the tool's fault, told to the model
+            return [f"$: the tool's schema cannot be applied: {type(exc).__name__}: {str(exc)[:200]}"]
+        except BaseException as exc:  # pyo3's PanicException (a RecursionError inside referencing's Rust map)
+            if type(exc).__name__ != "PanicException":
+                raise
+            return [_UNCHECKABLE]
         out = []
         for e in errors:
             out.append(f"{_json_path(e.absolute_path)}: {e.message}")
@@ -147,6 +156,8 @@ class Tool:
             entry["secret_args"] = list(self.secret_args)
         return entry
 
+
+_UNCHECKABLE = "$: the tool's schema cannot be checked against these arguments (a $ref that never ends)"
 
 _QUICK_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
