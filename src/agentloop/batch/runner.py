@@ -90,6 +90,7 @@ class _State:
     pending: collections.deque[Task] = field(default_factory=collections.deque)
     manifest: Any = None
     running: set[str] = field(default_factory=set)
+    ok: int = 0
     died: set[str] = field(default_factory=set)
     """Tasks that lost a worker in this invocation."""
 
@@ -101,14 +102,16 @@ class _State:
         if self.on_event is None:
             return
         self.on_event("tick", {
-            "done": sum(1 for e in self.entries.values() if e["status"] == "ok"),
-            "failed": sum(1 for e in self.entries.values() if e["status"] != "ok"),
+            "done": self.ok,
+            "failed": len(self.entries) - self.ok,
             "running": len(self.running),
             "total": len(self.tasks),
             "ledger": self.ledger.snapshot(),
         })
 
     def record(self, entry: dict[str, Any]) -> None:
+        old = self.entries.get(entry["id"])
+        self.ok += (entry["status"] == "ok") - (old is not None and old["status"] == "ok")
         self.entries[entry["id"]] = entry
         self.manifest.write(orjson.dumps(entry) + b"\n")
         self.manifest.flush()
