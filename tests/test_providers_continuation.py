@@ -1,11 +1,13 @@
-"""A reply cut at max tokens is continued by the loop, each continuation reserved like any turn."""
+"""What providers ask of the loop: a reply cut at max tokens is continued, each continuation
+reserved like any turn; a reply from a fallback model is priced at the fallback's price."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 
-from agentloop.budget import Budget, Price
+from agentloop.budget import Budget, Price, cost_micros
+from agentloop.events import Usage
 from agentloop.replay import config_from_record, replay
 from agentloop.run import make_config, run
 from agentloop.testing import ScriptedModel, reply
@@ -60,3 +62,31 @@ def test_a_continuation_is_reserved_and_refused_when_it_would_pass_the_cap() -> 
     m.check()
     assert r.stop_reason == "cost_budget" and r.steps == 1
     assert r.spent_micros <= 300
+
+
+def test_a_reply_from_a_fallback_is_priced_at_the_fallbacks_price(tmp_path: Path) -> None:
+    cheap, dear = Price(1_000_000, 2_000_000), Price(10_000_000, 20_000_000)
+    m = ScriptedModel([reply("a", [("noop", {})], usage=(100, 10), model="cheap-2025-01-01"),
+                       reply("b", [("noop", {})], usage=(100, 10), model="dear-model-20260101"),
+                       reply("c", usage=(100, 10), model="something-else")])
+
+    def noop() -> str:
+        """Nothing."""
+        return ""
+
+    from agentloop.tools import tool
+
+    reg = Registry([tool(noop)])
+    budget = Budget(max_steps=5)
+    cfg = dataclasses.replace(make_config(m, reg, budget, prices={"cheap": cheap}, model_name="cheap"), fallback_prices={"dear-model": dear})
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path) as w:
+        r = run(m, reg, "go", budget, transcript=w, config=cfg)
+    costs = [x.payload["cost_micros"] for x in read_records(path) if x.kind == "budget"]
+    u = Usage(100, 10)
+    # a dated primary stays at the primary's price; the fallback at its own; an unknown name at the primary's
+    assert costs == [cost_micros(u, cheap), cost_micros(u, dear), cost_micros(u, cheap)]
+    assert r.spent_micros == sum(costs)
+    start = next(x for x in read_records(path) if x.kind == "run_start")
+    assert config_from_record(start.payload).fallback_prices == {"dear-model": dear}
+    assert replay(path, tools=reg).equal

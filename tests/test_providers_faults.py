@@ -276,3 +276,16 @@ def test_a_cheaper_fallback_keeps_the_full_allowance(tmp_path: Path) -> None:
               fallback="openai:gpt-4o-mini")
     recovered(o)
     assert [r["body"]["max_tokens"] for r in o.requests[:2]] == [300, 300]
+
+
+def test_a_fallbacks_turns_are_spent_at_its_own_price(tmp_path: Path) -> None:
+    from agentloop.budget import cost_micros
+    from agentloop.events import Usage
+    from agentloop.prices import default_prices
+
+    o = drive(tmp_path, "openai", [{"fault": "500"}, CALL, DONE], max_out=4000, max_attempts=1, fallback="openai:gpt-4o")
+    recovered(o)
+    budgets = [json.loads(line)["payload"] for line in o.transcript.splitlines() if json.loads(line)["kind"] == "budget"]
+    dear = default_prices().resolve("gpt-4o")
+    for t, b in zip(o.turns, budgets):
+        assert b["cost_micros"] == cost_micros(Usage.from_json(t["reply"]["usage"]), dear)

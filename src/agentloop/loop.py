@@ -95,6 +95,9 @@ class LoopConfig:
     """Values whose text form is larger are truncated in the record (recorded when not the default)."""
     record_raw: bool = False
     """Keep each reply's ``raw`` provider response in its ``model_turn`` (recorded when on)."""
+    fallback_prices: dict[str, Price] = field(default_factory=dict)
+    """Prices of models that may answer instead of ``model`` (a provider's fallback), by name: a
+    reply whose ``model`` is one of them (or a dated variant) is priced at it (recorded when set)."""
     max_continuations: int = 0
     """A reply cut at max tokens (``finish_reason`` ``max_tokens`` or ``length``) with no tool
     calls is continued by up to this many more turns, each reserved like any other (recorded when on)."""
@@ -117,6 +120,8 @@ class LoopConfig:
             out["record_raw"] = True
         if self.max_continuations:
             out["max_continuations"] = self.max_continuations
+        if self.fallback_prices:
+            out["fallback_prices"] = {k: v.to_json() for k, v in sorted(self.fallback_prices.items())}
         return out
 
 
@@ -329,12 +334,29 @@ def _on_reserved(state: State, event: Reserved) -> list[Outbound]:
     return [CallModel(req)]
 
 
+def _price_of(cfg: LoopConfig, answered: str | None) -> Price:
+    """The price of the model that answered: the configured one, or a fallback's."""
+    if not cfg.fallback_prices or not answered or answered == cfg.model:
+        return cfg.price
+    best, price = -1, cfg.price
+    for name, p in [(cfg.model, cfg.price), *cfg.fallback_prices.items()]:
+        if (answered == name or answered.startswith(name + "-")) and len(name) > best:
+            best, price = len(name), p
+    return price
+
+
+def _dearest(cfg: LoopConfig) -> Price:
+    """For usage of failed attempts, which may have been any of the models: the highest price."""
+    ps = [cfg.price, *cfg.fallback_prices.values()]
+    return Price(max(p.input for p in ps), max(p.output for p in ps), max(p.cache_read for p in ps), max(p.cache_write for p in ps))
+
+
 def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
     state.error = event.error
     payload: dict[str, Any] = {"step": state.steps + 1, "error": event.error}
     cost = tokens = 0
     if event.usage is not None and event.usage.total:
-        cost, tokens = cost_micros(event.usage, state.config.price), event.usage.total
+        cost, tokens = cost_micros(event.usage, _dearest(state.config)), event.usage.total
         state.usage = state.usage + event.usage
         state.tokens += tokens
         state.spent_micros += cost
@@ -356,7 +378,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
         usage = Usage(input_tokens=(state.chars + state.tool_chars) // 4, output_tokens=out_chars // 4)
     else:
         usage = reply.usage
-    cost = cost_micros(usage, cfg.price)
+    cost = cost_micros(usage, _price_of(cfg, reply.model))
     state.steps += 1
     state.usage = state.usage + usage
     state.tokens += usage.total

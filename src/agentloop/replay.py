@@ -288,6 +288,7 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
             max_value_bytes=int(c.get("max_value_bytes", DEFAULT_MAX_VALUE_BYTES)),
             record_raw=bool(c.get("record_raw", False)),
             max_continuations=int(c.get("max_continuations", 0)),
+            fallback_prices={str(k): Price.from_json(v) for k, v in (c.get("fallback_prices") or {}).items()},
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError(f"run_start config cannot be read: {type(exc).__name__}: {exc}") from None

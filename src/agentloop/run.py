@@ -107,6 +107,19 @@ def _continuations(model: object) -> int:
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
+def _fallback_prices(model: object, table: PriceTable) -> dict[str, Price]:
+    """The prices of a model's fallbacks (providers chain them as ``.fallback``), by name."""
+    out: dict[str, Price] = {}
+    fb = getattr(model, "fallback", None)
+    while fb is not None and len(out) < 8:
+        name = getattr(fb, "name", None)
+        if not isinstance(name, str) or not name:
+            break
+        out[name] = table.resolve(name)
+        fb = getattr(fb, "fallback", None)
+    return out
+
+
 def make_config(
     model: object,
     registry: Registry,
@@ -150,6 +163,7 @@ def make_config(
         max_value_bytes=max_value_bytes,
         record_raw=record_raw,
         max_continuations=_continuations(model),
+        fallback_prices=_fallback_prices(model, table),
     )
 
 
