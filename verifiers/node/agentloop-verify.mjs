@@ -199,7 +199,7 @@ function canon(v, depth = 0) {
   if (typeof v === "string") return JSON.stringify(v);
   if (v instanceof Num) {
     if (v.isInt) {
-      if (v.big > SAFE || v.big < -SAFE) throw new Unserialisable("an integer beyond 2**53");
+      if (v.big > SAFE || v.big < -SAFE) return String(Number(v.big)); // past 2**53: the nearest double
       return v.big.toString();
     }
     return String(v.dbl); // ECMAScript Number::toString is the JCS number form (-0 gives "0")
