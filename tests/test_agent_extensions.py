@@ -228,3 +228,12 @@ def test_the_agent_tool_runs_a_sub_agent_whose_transcript_the_session_points_to(
     assert sub["transcript"].startswith(str(Path(a.session.dir) / a.session.id / "subagents"))
     assert verify_tree(a.session.path) == []
     assert res.spent_micros >= sub["spent_micros"]
+
+
+def test_a_malformed_hooks_section_is_one_agent_error_naming_the_file(tmp_path: Path, proj: Path) -> None:
+    settings(proj, {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 5}]}]}})
+    with pytest.raises(AgentError) as ei:
+        Agent(cwd=str(proj), model=script(tmp_path, [final()]))
+    msg = str(ei.value)
+    assert msg.startswith(str(proj / ".agentloop" / "settings.json") + ": hooks.PreToolUse[0].hooks[0].command")
+    assert "\n" not in msg

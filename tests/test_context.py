@@ -330,7 +330,7 @@ def test_compaction_is_skipped_when_the_budget_has_no_room_for_the_summary(tmp_p
 # --- long sessions ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("turns", [520, int(os.environ.get("AGENTLOOP_LONG_TURNS", "2000")) if os.environ.get("AGENTLOOP_LONG") else 520])
+@pytest.mark.parametrize("turns", [520, *([int(os.environ.get("AGENTLOOP_LONG_TURNS", "5000"))] if os.environ.get("AGENTLOOP_LONG") else [])])
 def test_a_long_session_crosses_compaction_many_times_without_orphans_and_verifies(tmp_path: Path, turns: int) -> None:
     sess = Session(turns=turns, output_chars=8000)
     model = FunctionModel(sess, name="m")
