@@ -406,3 +406,18 @@ def test_the_messages_the_model_saw_can_be_rebuilt_from_the_transcript_alone(tmp
     assert len(rebuilt) == len(sent) == 121
     assert rebuilt == sent
     assert rebuild(False) != sent  # the negative control: without the context records it differs
+
+
+def test_a_session_with_masking_and_compaction_replays_byte_for_byte(tmp_path: Path) -> None:
+    from agentloop.replay import replay
+
+    sess = Session(turns=60, output_chars=3000)
+    model = FunctionModel(sess, name="m")
+    out = tmp_path / "t.jsonl"
+    cm = ContextManager(window=3000, summarizer=model, tool_result_cap=6000, transcript_path=str(out))
+    with TranscriptWriter(out) as w:
+        run(model, [big_tool(3000)], "go", Budget(max_steps=100), transcript=w, prices=PRICE, prepare=cm.prepare)
+    kinds = {r.kind for r in read_records(str(out))}
+    assert cm.compactions >= 1 and {"context", "compaction"} <= kinds
+    res = replay(str(out))
+    assert res.equal, res.first_difference

@@ -560,6 +560,12 @@ class _RunReplay:
         seg, i = self.seg, self.sink.cursor
         while i < len(seg) and seg[i].kind not in LOOP_KINDS:
             _charge_side_call(state, seg[i].payload)
+            if seg[i].kind in ("context", "compaction"):  # masking and compaction: what the model was shown
+                from .agent.context import reapply
+                from .loop import recount_chars
+
+                if reapply(state.messages, seg[i].kind, seg[i].payload):
+                    recount_chars(state)
             i += 1
         nxt = seg[i] if i < len(seg) else None
         if nxt is not None and nxt.kind == "loop_detected":
