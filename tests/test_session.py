@@ -288,3 +288,48 @@ def test_rebuild_matches_the_loop_for_every_kind_of_turn(tmp_path):
     lines = open(s.path, "rb").read().splitlines()
     assert rebuild(lines) == res.messages
     assert json.loads(lines[0])["kind"] == "run_start"
+
+
+WINDOW = 1000  # small enough that the run both masks and compacts
+
+
+def test_masking_and_compaction_inside_a_run_are_made_again_on_resume(tmp_path):
+    from agentloop.agent.context import MASK_PREFIX, SUMMARY_PREFIX, ContextManager
+    from agentloop.agent.sidecall import StateAccount
+
+    home, cwd = str(tmp_path / "home"), str(tmp_path)
+    s = Session.create(cwd, home)
+
+    @tool(read_only=True)
+    def big(n: int) -> str:
+        """A large output."""
+        return f"{n}:" + "y" * 3000
+
+    cm = ContextManager(window=WINDOW, keep_recent=1, mask_threshold=100, transcript_path=s.path,
+                        summarizer=ScriptedModel([reply("the summary of it all", usage=(10, 5))]))
+    steps = [reply(f"step {i}", [("big", {"n": i})], usage=(10, 1), step=i) for i in range(4)]
+
+    def compact_then_answer(req):  # type: ignore[no-untyped-def]
+        return reply("done", usage=(10, 1))
+
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}]
+    def prepare(state, record):  # type: ignore[no-untyped-def]
+        cm.prepare(state, record)
+        if state.steps == 4:  # before the last call: compact the start of the conversation
+            cm.compact(state.messages, record, account=StateAccount(state), price=state.config.price, trigger="manual")
+        return None
+
+    res = run(ScriptedModel([*steps, compact_then_answer]), [big], msgs, Budget(max_steps=10), transcript=s, prepare=prepare)
+    assert res.stop_reason == "no_tool_calls"
+    masked = [m for m in res.messages if m.get("role") == "tool" and str(m["content"]).startswith(MASK_PREFIX)]
+    summaries = [m for m in res.messages if str(m.get("content", "")).startswith(SUMMARY_PREFIX)]
+    assert masked and summaries, "the run really masked and compacted (else this test shows nothing)"
+    s.close()
+    lines = open(s.path, "rb").read().splitlines()
+    assert rebuild(lines) == res.messages
+    # Negative control: without making the rewrites again, the rebuild is not what the model saw.
+    plain = [ln for ln in lines if json.loads(ln)["kind"] not in ("context", "compaction")]
+    assert rebuild(plain) != res.messages
+    r = Session.resume(cwd, s.id, home)
+    assert r.messages == res.messages
+    r.close()

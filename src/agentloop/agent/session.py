@@ -221,7 +221,8 @@ def close_dangling_calls(messages: list[Message]) -> list[Message]:
 
 def rebuild(lines: list[bytes]) -> list[Message]:
     """The conversation at the end of ``lines``, which start at a ``run_start``:
-    its messages, then each turn and tool result as the loop appended them."""
+    its messages, then each turn and tool result as the loop appended them,
+    and each masking or compaction made during the run, made again."""
     from ..loop import tool_message
 
     messages: list[Message] = []
@@ -234,6 +235,12 @@ def rebuild(lines: list[bytes]) -> list[Message]:
             messages.append(_assistant_message(payload.get("reply") or {}))
         elif kind == "tool_result":
             messages.append(tool_message(ToolResult.from_json(payload)))
+        elif kind in ("context", "compaction"):
+            # Masking and compaction inside a run rewrote the messages in place;
+            # their records say how, so the same rewrite is made here.
+            from .context import reapply
+
+            reapply(messages, kind, payload)
     return messages
 
 
