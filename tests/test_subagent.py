@@ -31,7 +31,7 @@ PRICES = {"m": Price(input=1_000_000, output=1_000_000)}  # 1 micro-USD per toke
 def make_tools(cwd: str) -> Registry:
     def read(path: str) -> str:
         if path == "slow":
-            time.sleep(0.6)
+            time.sleep(1.0)
             return "slow contents"
         with open(os.path.join(cwd, path)) as f:
             return f.read()
@@ -275,11 +275,11 @@ def test_read_only_children_run_at_the_same_time_and_others_one_at_a_time(tmp_pa
     assert r.stop_reason == "no_tool_calls"
     assert len(runner.children) == 2 and all(c["answer"] == "read it" for c in runner.children)
     if parallel:
-        assert took < 1.1  # two 0.6 s children at once
+        assert took < 1.8  # two 1.0 s children at once
         # two at once each get an even share of the parent's reserve
         assert runner.children[0]["reserved_micros"] + runner.children[1]["reserved_micros"] <= (1_000_000 - 110) // 2 + 1
     else:
-        assert took >= 1.2
+        assert took >= 2.0
     assert verify_tree(str(tmp_path / "p.jsonl")) == []
 
 
