@@ -55,7 +55,10 @@ class FleetLedger:
         self._open: dict[str, list[int]] = {}
         self._running: dict[str, Any] = {}
 
-    def reserve(self, key: str, amount_micros: int, tokens: int) -> bool:
+    def reserve(self, key: str, amount_micros: int, tokens: int, where: Any = None) -> bool:
+        """Grant or refuse. ``where`` (a pid, a node) marks ``key`` as running, as ``begin`` does."""
+        if where is not None:
+            self._running[key] = where
         if self.check:
             if self.max_usd_micros is not None and self.spent + self.reserved + amount_micros > self.max_usd_micros:
                 self.refusals += 1

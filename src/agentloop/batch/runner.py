@@ -390,30 +390,38 @@ def _run_local(st: _State, workers: int) -> bool:
 
 
 class _RayBackend:
-    def __init__(self, actor: Any):
+    """One awaited actor call per model call (the reservation); settles are sent without
+    waiting: calls from one caller to one actor run in the order they were sent."""
+
+    def __init__(self, actor: Any, where: Any = None):
         self.actor = actor
+        self.where = where
 
     def reserve(self, key: str, amount_micros: int, tokens: int) -> bool:
         import ray
 
-        return bool(ray.get(self.actor.reserve.remote(key, amount_micros, tokens)))
+        where, self.where = self.where, None  # the first reservation also says where the task runs
+        return bool(ray.get(self.actor.reserve.remote(key, amount_micros, tokens, where)))
 
     def settle(self, key: str, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
-        # Calls from one caller to one actor run in order, so the task's final
-        # ``end`` (awaited) lands after every settle it sent.
         self.actor.settle.remote(key, reserved_micros, actual_micros, reserved_tokens, actual_tokens)
 
 
 def _ray_task(task: Task, attempt: int, actor: Any) -> dict[str, Any]:
     import ray
 
-    key = f"{task.id}#{attempt}"
-    # not awaited: this caller's later calls to the actor run after it
-    actor.begin.remote(key, {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()})
-    try:
-        return execute_task(task, attempt, _RayBackend(actor), out_dir=None)
-    finally:
-        ray.get(actor.end.remote(key))
+    where = {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
+    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None)
+
+
+def _settled_snapshot(ray: Any, actor: Any, timeout: float = 10.0) -> dict[str, Any]:
+    """The actor's figures once the settles that finished tasks sent have landed."""
+    end = time.monotonic() + timeout
+    while True:
+        snap: dict[str, Any] = ray.get(actor.snapshot.remote())
+        if (snap["reserved_micros"] == 0 and snap["reserved_tokens"] == 0) or time.monotonic() > end:
+            return snap
+        time.sleep(0.02)
 
 
 def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tuple[bool, int]:
@@ -453,6 +461,7 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
                         ready += more
                 for ref in ready:
                     task, attempt = in_flight.pop(ref)
+                    actor.end.remote(f"{task.id}#{attempt}")
                     try:
                         out = ray.get(ref)
                     except RayTaskError as exc:
@@ -495,8 +504,7 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
                 ray.cancel(ref, force=True)
                 st.running.discard(task.id)
                 actor.forfeit.remote(f"{task.id}#{attempt}")
-        final = ray.get(actor.snapshot.remote())
-        st.ledger = _LedgerView(final, st.ledger)
+        st.ledger = _LedgerView(_settled_snapshot(ray, actor), st.ledger)
         ray.kill(actor)
     finally:
         if started_here:
