@@ -245,6 +245,8 @@ class Policy:
             if head not in value:
                 return value
             return {**value, head: self._redact_at(value[head], rest, secrets)}
+        if type(value) is dict and head is None:  # [*] of an object: every member (RFC 9535's wildcard)
+            return {k: self._redact_at(v, rest, secrets) for k, v in value.items()}
         if type(value) is list and (head is None or isinstance(head, int)):
             out = list(value)
             idx = range(len(out)) if head is None else ([head] if isinstance(head, int) and head < len(out) else [])
