@@ -172,6 +172,12 @@ def test_env_expansion_reaches_the_server_process() -> None:
         assert m.call("py", "getenv", {"name": "TOKEN"})["structuredContent"] == {"result": "Bearer s3cret"}
 
 
+def test_a_stdio_server_gets_claude_project_dir(tmp_path: Any) -> None:
+    with McpManager([stdio_py()], cwd=str(tmp_path), startup_timeout=20) as m:
+        m.tools()
+        assert m.call("py", "getenv", {"name": "CLAUDE_PROJECT_DIR"})["structuredContent"] == {"result": str(tmp_path)}
+
+
 def test_a_missing_variable_fails_that_server_only(inproc: McpManager) -> None:
     bad = stdio_py("needs", env={"K": "${AL_TEST_UNSET_VAR}"})
     with McpManager([bad], in_process={"ok": pyserver.server}, environ={}) as m:

@@ -195,3 +195,16 @@ def test_scopes_map_to_files(tmp_path: Path) -> None:
 
 def test_read_object_of_missing_file_is_none(tmp_path: Path) -> None:
     assert read_object(str(tmp_path / "nope.json")) is None
+
+
+def test_disabled_mcpjson_servers_are_not_loaded(tmp_path: Path) -> None:
+    home, proj = tmp_path / "home", tmp_path / "proj"
+    write(proj / ".mcp.json", {"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}})
+    write(proj / ".agentloop/settings.local.json", {"disabledMcpjsonServers": ["b"], "mcpServers": {"c": {"command": "c"}}})
+    assert list(load_servers(str(proj), str(home))) == ["a", "c"]
+    # the list names .mcp.json servers only: a server of the same name elsewhere still loads
+    write(home / "settings.json", {"disabledMcpjsonServers": ["c"]})
+    assert list(load_servers(str(proj), str(home))) == ["a", "c"]
+    write(home / "settings.json", {"disabledMcpjsonServers": "b"})
+    with pytest.raises(ConfigError, match=r"settings.json: disabledMcpjsonServers: must be an array of server names"):
+        load_servers(str(proj), str(home))

@@ -214,7 +214,8 @@ class _Server:
             os.close(fd)
             self._stderr = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115
             os.unlink(path)
-            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None, cwd=self.cwd)
+            env = ({"CLAUDE_PROJECT_DIR": self.cwd} if self.cwd else {}) | dict(cfg.env)  # as Claude Code sets it
+            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env or None, cwd=self.cwd)
             return stdio_client(params, errlog=self._stderr)
         if cfg.transport == "sse":
             from mcp.client.sse import sse_client

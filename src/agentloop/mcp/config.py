@@ -7,7 +7,8 @@ Rules:
    ``.agentloop/settings.json``, the project's ``.mcp.json``, and
    ``.agentloop/settings.local.json``. A server named in two sources is taken
    whole from the higher one (entries are not merged key by key), as Claude
-   Code does with local > project > user.
+   Code does with local > project > user. A ``.mcp.json`` server named in
+   ``disabledMcpjsonServers`` (a list, in any settings file) is not loaded.
 2. A server is ``{"command", "args", "env"}`` (stdio, the default) or
    ``{"type": "http" | "streamable-http" | "sse", "url", "headers"}``; an
    optional ``timeout`` is in milliseconds. A ``url`` without a ``type`` is an
@@ -278,14 +279,25 @@ def load_servers(cwd: str, home: str | None = None) -> dict[str, ServerConfig]:
     """
     h = agentloop_home() if home is None else home
     out: dict[str, ServerConfig] = {}
+    disabled: set[str] = set()
+    project_file = mcp_json_path(cwd)
     for path, scope in _sources(cwd, h):
         data = read_object(path)
         if data is None:
             continue
+        if path != project_file:
+            disabled |= _names_list(data, "disabledMcpjsonServers", path)
         for name, server in parse_servers(data, path, scope).items():
             out.pop(name, None)
             out[name] = server
-    return out
+    return {n: s for n, s in out.items() if not (s.source == project_file and n in disabled)}
+
+
+def _names_list(data: dict[str, Any], key: str, path: str) -> set[str]:
+    v = data.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ConfigError(path, f"{key}: must be an array of server names")
+    return set(v)
 
 
 def _write_object(path: str, data: dict[str, Any]) -> None:
