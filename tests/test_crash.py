@@ -336,3 +336,44 @@ def test_cli_verify_repair_reports_what_it_cut_and_keeps_it(tmp_path: Path, caps
     assert cli_main(["verify", "--repair", str(f)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a torn tail" in err
+
+
+# --- a batch: driver and workers SIGKILLed together, again and again ---------------------
+
+
+def test_sigkilled_batch_keeps_every_acknowledged_run_and_finishes_on_rerun(tmp_path: Path) -> None:
+    from _batch import add_task, all_verify, manifest, write_tasks
+
+    rounds = 170 if LONG else 4
+    n_tasks = 400 if LONG else 12
+    rng = random.Random(4242)
+    tasks = [add_task(i, delay_ms=rng.randint(0, 15), steps=3) for i in range(n_tasks)]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "agentloop.cli.main", "batch", path, "--out", str(out), "--workers", "2", "--json"]
+    env = {**os.environ, "AGENTLOOP_HOME": str(tmp_path / "home")}
+    acked: dict[str, bytes] = {}
+    kills = 0
+    for _ in range(rounds):
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
+        time.sleep(0.6 + rng.random() * 1.5)
+        if proc.poll() is not None:
+            break  # the batch finished before this kill
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        # a run the manifest calls finished is acknowledged: its file must stay, byte for byte, and verify
+        done = [e["id"] for e in manifest(out) if e.get("status") == "ok"] if (out / "manifest.jsonl").exists() else []
+        all_verify(out, done)
+        for tid in done:
+            data = (out / "runs" / f"{tid}.jsonl").read_bytes()
+            assert acked.setdefault(tid, data) == data, f"{tid} changed after it was acknowledged"
+    final = subprocess.run(args, capture_output=True, env=env, timeout=900)
+    assert final.returncode == 0, final.stderr.decode()[-2000:]
+    report = json.loads(final.stdout)
+    assert report["counts"]["ok"] == n_tasks
+    all_verify(out, [t["id"] for t in tasks])
+    for tid, data in acked.items():
+        assert (out / "runs" / f"{tid}.jsonl").read_bytes() == data
+    assert kills >= 1
+    record_stat("kills", kills)
