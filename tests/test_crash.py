@@ -377,3 +377,9 @@ def test_sigkilled_batch_keeps_every_acknowledged_run_and_finishes_on_rerun(tmp_
         assert (out / "runs" / f"{tid}.jsonl").read_bytes() == data
     assert kills >= 1
     record_stat("kills", kills)
+
+
+def test_cli_verify_repair_on_a_missing_file_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["verify", "--repair", str(tmp_path / "nope.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"agentloop: error: cannot read {tmp_path / 'nope.jsonl'}: No such file or directory\n"

@@ -98,7 +98,7 @@ def repair_file(path: str | os.PathLike[str]) -> RepairResult:
     p = os.fspath(path)
     report = verify_file(p)
     if any(pr.kind == "unreadable" for pr in report.problems):
-        raise RepairRefused(f"{p}: cannot read: {report.problems[0].message}")
+        raise RepairRefused(f"cannot read {report.problems[0].message}")  # the message starts with the path
     keep = report.valid_prefix_bytes
     try:
         size = os.path.getsize(p)

@@ -68,7 +68,7 @@ def _repair(args: argparse.Namespace) -> int:
         try:
             res = repair_file(path)
         except RepairRefused as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"agentloop: error: {exc}", file=sys.stderr)
             worst = max(worst, EXIT_USAGE if "cannot read" in str(exc) else EXIT_PROBLEMS)
             continue
         if args.json:
