@@ -56,7 +56,7 @@ class Term:
     def text(self, after: int = 0) -> str:
         return "\n".join(self.lines()[after:])
 
-    def wait_for(self, pattern: str, timeout: float = 20.0, *, after: int = 0) -> re.Match[str]:
+    def wait_for(self, pattern: str, timeout: float = 40.0, *, after: int = 0) -> re.Match[str]:
         """Pump until ``pattern`` (a regex) appears on a line from index ``after`` on."""
         deadline = time.monotonic() + timeout
         rx = re.compile(pattern)
@@ -88,7 +88,7 @@ class Term:
         time.sleep(0.05)
         self.child.send("\r")
 
-    def wait_exit(self, timeout: float = 20.0) -> Any:
+    def wait_exit(self, timeout: float = 40.0) -> Any:
         deadline = time.monotonic() + timeout
         while self.child.isalive() and time.monotonic() < deadline:
             self.pump(0.1)
