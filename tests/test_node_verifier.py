@@ -153,10 +153,6 @@ def deep_variants() -> dict[str, bytes]:
     }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "canonical.py since ee20eef: the orjson fast path refuses payloads nested past about 254 levels instead of "
-    "falling back to the reference path (the spec allows 500); transcript.py since 6aab2f6: verify_file raises "
-    "TypeError on such a line instead of reporting it"))
 def test_payloads_nested_near_the_specified_depth_get_the_same_verdict_in_both(tmp_path: Path) -> None:
     for name, data in deep_variants().items():
         p = tmp_path / f"{name}.jsonl"

@@ -99,8 +99,8 @@ def canonical(value: Any, *, exact: bool = True) -> bytes:
     if _fast_ok(value):
         try:
             return orjson.dumps(value, default=_refuse, option=_ORJSON_OPTS)
-        except (orjson.JSONEncodeError, RecursionError) as exc:
-            raise NotCanonicalizable(str(exc)) from None
+        except (orjson.JSONEncodeError, RecursionError):
+            pass  # only orjson's depth limit (254) lands here: the reference path allows 500
     return canonical_reference(value, exact=exact)
 
 

@@ -362,6 +362,14 @@ _SCAN_TABLE = bytes(_SCAN)
 _SIXTEEN = b"0" * 16
 
 
+def _sorted_dumps(obj: Any) -> bytes | None:
+    """orjson's sorted form, or None past its depth limit (the reference path decides)."""
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None
+
+
 def _plain(line: bytes, prev_at: int) -> bool:
     """True when the payload and kind (not the hex fields) need no reference path."""
     t = line.translate(_SCAN_TABLE)
@@ -380,30 +388,23 @@ def _check_line(line: bytes, index: int, line_no: int, problems: list[Problem]) 
         return None
     p = line.rfind(b',"prev":"')
     if p > 75 and _plain(line, p):
-        rec = _shape(obj, index, line_no, problems)
-        if rec is None:
+        shaped = _shape(obj, index, line_no, problems)
+        if shaped is None:
             return None
-        if orjson.dumps(obj, option=orjson.OPT_SORT_KEYS) == line:
+        if _sorted_dumps(obj) == line:
             # The line is canonical, so the bytes after its hash member are the hashed body.
-            if hashlib.sha256(b"{" + line[75:]).hexdigest() != rec.hash:
+            if hashlib.sha256(b"{" + line[75:]).hexdigest() != shaped.hash:
                 problems.append(Problem(index, "hash_mismatch", f"record {index}: the stored hash does not match its content", line_no))
-            return rec
-        before = len(problems)
-        rec2, body = _check_obj(obj, index, line_no, problems)
-        del problems[before:]  # _shape already passed; keep one report per fault
-        if rec2 is None or body is None:
-            return rec
-    else:
-        rec, body = _check_obj(obj, index, line_no, problems)
-        if rec is None or body is None:
-            return None
-        if line[:9] == b'{"hash":"' and line[73:75] == b'",' and line[75:] == body[1:] and line[9:73] == rec.hash.encode():
-            if hashlib.sha256(body).hexdigest() == rec.hash:
-                return rec
-    if hashlib.sha256(body).hexdigest() != rec.hash:
+            return shaped
+    # The reference path: rebuild the hashed body by RFC 8785 and compare bytes.
+    rec, body = _check_obj(obj, index, line_no, problems)
+    if rec is None or body is None:
+        return None
+    digest = hashlib.sha256(body).hexdigest()
+    if digest != rec.hash:
         problems.append(Problem(index, "hash_mismatch", f"record {index}: the stored hash does not match its content", line_no))
-        return rec
-    problems.append(Problem(index, "non_canonical", f"record {index}: valid JSON, but not the canonical line", line_no))
+    elif not (line[:9] == b'{"hash":"' and line[9:73] == rec.hash.encode() and line[73:75] == b'",' and line[75:] == body[1:]):
+        problems.append(Problem(index, "non_canonical", f"record {index}: valid JSON, but not the canonical line", line_no))
     return rec
 
 
@@ -466,7 +467,7 @@ def verify_lines(lines: Iterable[bytes], *, fast: bool = True) -> VerifyReport:
     report = VerifyReport()
     chain = _Chain(report)
     problems = report.problems
-    loads, dumps, sort_keys = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS
+    loads = orjson.loads
     sha256, table, sixteen = hashlib.sha256, _SCAN_TABLE, _SIXTEEN
     index = -1
     for index, raw in enumerate(lines):  # noqa: B007
@@ -491,7 +492,7 @@ def verify_lines(lines: Iterable[bytes], *, fast: bool = True) -> VerifyReport:
                         if (
                             type(seq) is int and seq == chain.expect_seq and obj.get("prev") == chain.prev
                             and type(obj.get("kind")) is str and type(h) is str
-                            and dumps(obj, option=sort_keys) == line
+                            and _sorted_dumps(obj) == line
                             and sha256(b"{" + line[75:]).hexdigest() == h
                         ):
                             chain.expect_seq = seq + 1
