@@ -60,3 +60,23 @@ def test_the_local_ledger_refuses_what_does_not_fit_and_settles_exactly() -> Non
 
 def test_format_usd_is_for_people() -> None:
     assert format_usd(1_234_567) == "$1.234567" and format_usd(5) == "$0.000005"
+
+
+def test_the_local_ledger_holds_its_cap_under_threads() -> None:
+    import threading
+
+    led = LocalLedger(max_usd_micros=1_000)
+    granted: list[bool] = []
+
+    def worker() -> None:
+        for _ in range(200):
+            if led.reserve(7, 0):
+                granted.append(True)
+                led.settle(7, 7, 0, 0)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert led.spent <= 1_000 and led.reserved == 0 and led.spent == 7 * len(granted)

@@ -196,9 +196,12 @@ class Ledger(Protocol):
 
 
 class LocalLedger:
-    """A ledger for one process: the reference that shared ledgers must match."""
+    """A ledger for one process (thread-safe): the reference that shared ledgers must match."""
 
     def __init__(self, max_usd_micros: int | None, max_tokens: int | None = None):
+        import threading
+
+        self._lock = threading.Lock()
         self.max_usd_micros = max_usd_micros
         self.max_tokens = max_tokens
         self.reserved = 0
@@ -208,6 +211,10 @@ class LocalLedger:
         self.refusals = 0
 
     def reserve(self, amount_micros: int, tokens: int) -> bool:
+        with self._lock:
+            return self._reserve(amount_micros, tokens)
+
+    def _reserve(self, amount_micros: int, tokens: int) -> bool:
         if self.max_usd_micros is not None and self.spent + self.reserved + amount_micros > self.max_usd_micros:
             self.refusals += 1
             return False
@@ -219,7 +226,8 @@ class LocalLedger:
         return True
 
     def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
-        self.reserved -= reserved_micros
-        self.spent += actual_micros
-        self.reserved_tokens -= reserved_tokens
-        self.used_tokens += actual_tokens
+        with self._lock:
+            self.reserved -= reserved_micros
+            self.spent += actual_micros
+            self.reserved_tokens -= reserved_tokens
+            self.used_tokens += actual_tokens

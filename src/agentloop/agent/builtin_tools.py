@@ -33,6 +33,7 @@ import signal
 import stat
 import subprocess
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -544,7 +545,10 @@ def builtin_registry(
         if multiline:
             flags |= re.DOTALL
         try:
-            rx = re.compile(kw["pattern"], flags)
+            with warnings.catch_warnings():
+                # "[[" and friends warn of future set syntax; the pattern is the model's, not ours.
+                warnings.simplefilter("ignore", FutureWarning)
+                rx = re.compile(kw["pattern"], flags)
         except re.error as exc:
             raise ToolError(f"invalid regular expression {kw['pattern']!r}: {exc}") from None
         mode = kw.get("output_mode") or "files_with_matches"

@@ -72,6 +72,8 @@ def read_json_object(path: str) -> dict[str, Any] | None:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer, or nesting past the parser's depth
+        raise ConfigError(path, f"cannot be read as JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
         raise ConfigError(path, f"must hold a JSON object, not a {type(data).__name__}")
     return data
