@@ -13,7 +13,7 @@ from typing import Any, Union
 
 from .events import ModelReply, ModelRequest, ToolCall, Usage
 
-__all__ = ["FunctionModel", "ScriptedModel", "UnconsumedModelSteps", "UnexpectedModelCall", "reply"]
+__all__ = ["FunctionModel", "ScriptedModel", "UnconsumedModelSteps", "UnexpectedModelCall", "assert_replays", "reply"]
 
 
 class UnexpectedModelCall(AssertionError):
@@ -101,3 +101,12 @@ class FunctionModel:
     def complete(self, request: ModelRequest) -> ModelReply:
         self.calls += 1
         return self.fn(request)
+
+
+def assert_replays(path: Any, **kw: Any) -> Any:
+    """Replay a committed transcript (``full`` mode by default) and fail with a
+    readable diff if the loop's decisions changed. See ``agentloop.replay.assert_replays``;
+    the ``agentloop_replay`` pytest fixture wraps it."""
+    from .replay import assert_replays as check
+
+    return check(path, **kw)
