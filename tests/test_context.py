@@ -110,6 +110,8 @@ def test_an_exact_counter_is_used_once_past_the_first_warning_level() -> None:
     assert calls == []
     assert cm.tokens([{"role": "user", "content": "x" * 3600}]) == 7  # past 80%: counted exactly
     assert calls == [1]
+    cm.counter = lambda msgs: None  # a provider that cannot count: the estimate
+    assert cm.tokens([{"role": "user", "content": "x" * 3600}]) == 901
 
 
 # --- masking and the tool-result budget ----------------------------------------------

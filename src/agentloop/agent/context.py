@@ -181,7 +181,7 @@ class ContextManager:
     """How much of the window the kept recent part may take after a compaction."""
     summary_max_tokens: int = 2048
     max_failures: int = 3
-    counter: Callable[[Sequence[Message]], int] | None = None
+    counter: Callable[[Sequence[Message]], int | None] | None = None
     """Exact token counting (a provider's count_tokens), used from the first warning level on."""
     notify: Callable[[str], None] | None = None
     """Where notices for the user go (the REPL prints them)."""
@@ -199,9 +199,10 @@ class ContextManager:
         est = estimate_tokens(messages, extra_chars)
         if self.counter is not None and est >= min(self.warn_levels, default=0.8) * self.window:
             try:
-                return int(self.counter(messages)) + extra_chars // 4
+                exact = self.counter(messages)
             except Exception:  # an exact count is an improvement, never a requirement
                 return est
+            return est if exact is None else int(exact) + extra_chars // 4
         return est
 
     def _say(self, text: str) -> None:

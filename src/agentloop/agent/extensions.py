@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..budget import Price
-from ..events import Message, ToolCall, ToolResult, Usage
+from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry
 from .context import ContextManager
 from .hooks import MAX_TEXT, HookOutcome, HookRunner
@@ -218,6 +218,8 @@ class AgentContext:
         cm.summarizer = agent.model
         cm.price = _price(agent, agent.model_name)
         cm.transcript_path = agent.session.path
+        count = getattr(agent.model, "count_tokens", None)  # providers: exact where the vendor counts (Anthropic)
+        cm.counter = None if count is None else (lambda msgs: count(ModelRequest(list(msgs), (), 1)))
         if self.subagents is not None:
             r = self.subagents
             r.model = agent.model
