@@ -50,7 +50,7 @@ from .loop import LoopConfig, State
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
 from .run import RunResult, run
 from .tools import Registry, Tool
-from .transcript import MemoryTranscript, Record, TranscriptError, verify_lines
+from .transcript import GENESIS, Record, TranscriptError, make_line, verify_lines
 
 __all__ = [
     "Difference",
@@ -366,6 +366,29 @@ class _Ledger:
         return None
 
 
+class _Lines:
+    """The replay's transcript: its lines only (bytes, which the collector never walks)."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.last_hash = GENESIS
+
+    def append(self, kind: str, payload: Any) -> Record:
+        seq = len(self.lines)
+        digest, line = make_line(seq, self.last_hash, kind, payload)
+        rec = Record(seq, self.last_hash, kind, payload, digest)
+        self.lines.append(line)
+        self.last_hash = digest
+        return rec
+
+    def records(self) -> list[_Rec]:
+        out = []
+        for line in self.lines:
+            o = orjson.loads(line)
+            out.append(_Rec(o["kind"], o["payload"]))
+        return out
+
+
 class _PassSink:
     """Writes the loop's records, copying the recorded foreign records at their places.
 
@@ -374,7 +397,7 @@ class _PassSink:
     writes is dropped.
     """
 
-    def __init__(self, out: MemoryTranscript, segment: Sequence[_Rec], cut_off: bool = False):
+    def __init__(self, out: _Lines, segment: Sequence[_Rec], cut_off: bool = False):
         self.out = out
         self.segment = segment
         self.cursor = 0
@@ -460,7 +483,7 @@ def _has_salted_hash(v: Any) -> bool:
 class _RunReplay:
     def __init__(
         self, index: int, seg: list[_Rec], mode: str, registry: Registry | None, salt: bytes | str | None,
-        out: MemoryTranscript, has_markers: bool = True,
+        out: _Lines, has_markers: bool = True,
     ):
         self.index = index
         self.seg = seg
@@ -661,7 +684,7 @@ def _short(v: Any) -> str:
     return s if len(s) <= 80 else s[:77] + "..."
 
 
-def _compare(orig: Sequence[bytes], new: Sequence[bytes], orecs: Sequence[_Rec], nrecs: Sequence[Record]) -> list[Difference]:
+def _compare(orig: Sequence[bytes], new: Sequence[bytes], orecs: Sequence[_Rec], nrecs: Sequence[_Rec]) -> list[Difference]:
     diffs: list[Difference] = []
     for i in range(max(len(orig), len(new))):
         if i < len(orig) and i < len(new):
@@ -683,7 +706,7 @@ def _compare(orig: Sequence[bytes], new: Sequence[bytes], orecs: Sequence[_Rec],
     return diffs
 
 
-def _decisions(recs: Iterable[_Rec | Record]) -> list[bytes]:
+def _decisions(recs: Iterable[_Rec]) -> list[bytes]:
     out = []
     for r in recs:
         if r.kind in ("model_turn", "model_error", "loop_detected"):
@@ -759,7 +782,7 @@ def _replay(
         _refuse_if_invalid(name, lines)
         raise ReplayError(f"{name}: holds no run (no run_start record)")
 
-    sink = MemoryTranscript()
+    sink = _Lines()
     result = ReplayResult(mode=mode, equal=False, results=[])
     runs = []
     n = 0
@@ -793,12 +816,14 @@ def _replay(
     result.records = len(new)
     result.original_records = len(lines)
     result.equal = new == list(lines)
+    replayed: list[_Rec] = []
     if not result.equal:
         if mode != "live-tools":
             _refuse_if_invalid(name, lines)
-        result.differences = _compare(lines, new, records, sink.records)
+        replayed = sink.records()
+        result.differences = _compare(lines, new, records, replayed)
         result.first_difference = result.differences[0] if result.differences else None
-    result.decisions_equal = result.equal or _decisions(records) == _decisions(sink.records)
+    result.decisions_equal = result.equal or _decisions(records) == _decisions(replayed)
     if out is not None:
         try:
             with open(out, "wb") as f:
