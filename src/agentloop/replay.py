@@ -137,7 +137,7 @@ class ReplayResult:
     unreproducible_steps: list[StepNote] = field(default_factory=list)
     """Steps whose recorded values are markers (redacted, truncated): passed on, not reproduced."""
     tool_dependent_steps: list[StepNote] = field(default_factory=list)
-    """Model turns that were given tool output (the turn before them ran tools)."""
+    """dry-run: the model turns that were given tool output (the turn before them ran tools)."""
     tool_changes: list[ToolChange] = field(default_factory=list)
     decisions_equal: bool = True
     """Same model turns in the same order, and every run stopped for the same reason at the same step."""
@@ -412,7 +412,9 @@ class _PassSink:
             self.cursor += 1
 
     def append(self, kind: str, payload: Any) -> Record:
-        self._foreign()
+        seg, i = self.segment, self.cursor
+        if i < len(seg) and seg[i].kind not in LOOP_KINDS:
+            self._foreign()
         if self.limit is not None and self.written >= self.limit:
             if not self.cut:
                 self.cut = True
@@ -804,8 +806,8 @@ def _replay(
         result.warnings += rr.warnings
         result.unreproducible_steps += rr.unreproducible
         result.skipped_calls += rr.skipped
-        steps_with_tools = set(rr.results)
-        for r in rr.turns:
+        steps_with_tools = set(rr.results) if mode == "dry-run" else set()
+        for r in rr.turns if steps_with_tools else ():
             s = int(r.payload.get("step", 0))
             if r.kind == "model_turn" and s - 1 in steps_with_tools:
                 k = len(rr.results[s - 1])
