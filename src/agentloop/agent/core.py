@@ -190,9 +190,14 @@ def open_model_spec(
     fallback: str | None = None,
     env: Mapping[str, str] | None = None,
     on_notice: Callable[[str], None] | None = None,
+    prices: PriceTable | None = None,
 ) -> Any:
     """A model from a spec: ``scripted:PATH`` (offline, a JSON list of replies)
     or whatever ``agentloop.providers.open_model`` accepts.
+
+    ``prices`` (the session's table, built-in plus settings) prices the model and
+    its fallback, so a dearer fallback gets only the output tokens the call's
+    reservation pays for.
 
     Raises:
         AgentError: the spec cannot be opened (the providers' message, one line).
@@ -202,7 +207,9 @@ def open_model_spec(
     from ..providers import ProviderConfigError, open_model
 
     try:
-        return open_model(spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice)
+        return open_model(
+            spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice, prices=prices
+        )
     except ProviderConfigError as exc:
         raise AgentError(str(exc)) from None
 
@@ -430,20 +437,23 @@ class Agent:
         return None
 
     def _prices(self) -> PriceTable:
-        from ..prices import default_prices
+        """The built-in table with each settings file's ``"prices"`` laid over it (user, project, local)."""
+        from ..prices import prices_from_settings
 
-        table = default_prices()
-        extra = merged(self.sources, "prices")
-        if extra:
-            try:
-                table = table.merged(dict(PriceTable.from_json(extra).items()))
-            except (ValueError, AttributeError, TypeError) as exc:
-                raise AgentError(f"settings prices: {exc}") from None
-        return table
+        try:
+            return prices_from_settings(self.sources)
+        except ConfigError as exc:
+            raise AgentError(str(exc)) from None
 
     def _open(self, spec: str) -> Any:
         return open_model_spec(
-            spec, base_url=self.base_url, api_key_env=self.api_key_env, fallback=self.fallback, env=self.env, on_notice=self._notice
+            spec,
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            fallback=self.fallback,
+            env=self.env,
+            on_notice=self._notice,
+            prices=self.prices,
         )
 
     def _notice(self, text: str) -> None:

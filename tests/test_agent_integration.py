@@ -1,0 +1,99 @@
+"""Integration between the agent and its neighbours: prices from settings reach the provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agentloop.agent.core import Agent, AgentError
+from agentloop.budget import Price
+from agentloop.fakeprovider import FakeProvider
+
+AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("AGENTLOOP_HOME", str(h))
+    return h
+
+
+@pytest.fixture()
+def proj(tmp_path):  # type: ignore[no-untyped-def]
+    d = tmp_path / "proj"
+    (d / ".agentloop").mkdir(parents=True)
+    return d
+
+
+def write(path, obj):  # type: ignore[no-untyped-def]
+    path.write_text(json.dumps(obj))
+
+
+def script(tmp_path, replies):  # type: ignore[no-untyped-def]
+    p = tmp_path / "script.json"
+    p.write_text(json.dumps(replies))
+    return f"scripted:{p}"
+
+
+# --- prices ------------------------------------------------------------------------
+
+
+def test_each_settings_files_prices_are_layered_model_by_model(tmp_path, home, proj):
+    write(home / "settings.json", {"prices": {"user-model": {"input": 1_000_000, "output": 2_000_000}}})
+    write(proj / ".agentloop" / "settings.json", {"prices": {"project-model": {"input": 3_000_000, "output": 4_000_000}}})
+    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
+    # the project file prices one model; the user file's model is still priced, not the table's highest
+    assert a.prices.resolve("user-model") == Price(1_000_000, 2_000_000)
+    assert a.prices.resolve("project-model") == Price(3_000_000, 4_000_000)
+    assert a.prices.resolve("claude-haiku-4-5-20251001") == Price(1_000_000, 5_000_000, 100_000, 1_250_000)
+
+
+@pytest.mark.parametrize("bad", [{"m": 5}, {"m": {"input": 1}}, {"m": {"input": -1, "output": 2}}, ["m"]])
+def test_a_bad_prices_entry_is_one_error_naming_the_file(tmp_path, home, proj, bad):
+    f = proj / ".agentloop" / "settings.json"
+    write(f, {"prices": bad})
+    with pytest.raises(AgentError) as ei:
+        Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
+    msg = str(ei.value)
+    assert msg.startswith(f"{f}: ") and "prices" in msg and "\n" not in msg
+
+
+def test_a_bad_prices_entry_exits_2_from_the_cli_without_a_traceback(tmp_path, home, proj):
+    f = proj / ".agentloop" / "settings.json"
+    write(f, {"prices": {"m": {"input": "lots", "output": 1}}})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
+    env["AGENTLOOP_HOME"] = str(home)
+    p = subprocess.run([AGENTLOOP, "-p", "x", "--model", script(tmp_path, [{"text": "hi"}])], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(f) in lines[0] and "prices.m" in lines[0]
+
+
+def test_a_fallback_priced_dear_in_settings_gets_fewer_output_tokens(tmp_path, home, proj):
+    # Both names are unknown to the built-in table, so without the settings they cost the same (its highest)
+    # and the fallback would get the full allowance. The user prices the fallback's output at 4x the primary's
+    # (input the same), so it may write a quarter of what the primary could.
+    write(home / "settings.json", {"prices": {
+        "cheap-model": {"input": 1_000_000, "output": 1_000_000},
+        "dear-model": {"input": 1_000_000, "output": 4_000_000},
+    }})
+    write(proj / ".agentloop" / "settings.json", {"maxSteps": 3})
+    faults = [{"fault": "429", "retry_after": 0}] * 4
+    with FakeProvider({"replies": [*faults, {"text": "from the fallback"}]}) as fp:
+        a = Agent(cwd=str(proj), model="openai:cheap-model", fallback="openai:dear-model", base_url=fp.url + "/v1",
+                  env={"AGENTLOOP_HOME": str(home)})
+        assert a.model.fallback.price == Price(1_000_000, 4_000_000)
+        res = a.ask("hello")
+        sent = [r["body"] for r in fp.requests]
+    assert res.answer == "from the fallback"
+    assert [b["model"] for b in sent] == ["cheap-model"] * 4 + ["dear-model"]
+    full, fb = sent[0]["max_tokens"], sent[-1]["max_tokens"]
+    assert full > 1000 and fb == full // 4
