@@ -383,3 +383,11 @@ def test_the_demo_replay_act_fails_its_claims_when_the_loop_changed(tmp_path: Pa
     runs = act_replay(str(tmp_path))
     failed = {c.text for r in runs for c in r.claims if not c.held}
     assert "full replay (no tool runs) writes a byte-identical transcript" in failed
+
+
+def test_replay_takes_the_file_bytes_too(demo_dir: Path) -> None:
+    data = (demo_dir / "demo-answer.jsonl").read_bytes()
+    r = replay(data)
+    assert r.equal and b"".join(r.lines) == data
+    with pytest.raises(ReplayError, match="holds no records"):
+        replay(b"")
