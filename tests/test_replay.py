@@ -391,3 +391,31 @@ def test_replay_takes_the_file_bytes_too(demo_dir: Path) -> None:
     assert r.equal and b"".join(r.lines) == data
     with pytest.raises(ReplayError, match="holds no records"):
         replay(b"")
+
+
+def test_a_real_agent_session_file_replays_byte_identically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from agentloop.agent.core import Agent
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "notes.txt").write_text("hello notes\n")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([
+        {"text": "Reading it.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]},
+        {"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "rm -rf /"}}], "usage": [150, 10]},
+        {"text": "It says hello notes.", "usage": [200, 5]},
+        {"text": "", "tool_calls": [{"name": "Glob", "arguments": {"pattern": "*.txt"}}]},
+        {"text": "One file."},
+    ]))
+    a = Agent(cwd=str(proj), model=f"scripted:{script}")
+    assert a.ask("what is in notes.txt?").answer == "It says hello notes."
+    assert a.ask("and which txt files?").answer == "One file."
+    a.close("prompt_input_exit")
+    kinds = [r.kind for r in read_records(a.session.path)]
+    assert kinds[0] == "session_start" and kinds.count("run_start") == 2 and kinds[-1] == "session_end"
+    r = replay(a.session.path)
+    assert r.equal, r.summary()
+    assert [x.answer for x in r.results] == ["It says hello notes.", "One file."]
