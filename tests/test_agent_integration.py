@@ -97,3 +97,29 @@ def test_a_fallback_priced_dear_in_settings_gets_fewer_output_tokens(tmp_path, h
     assert [b["model"] for b in sent] == ["cheap-model"] * 4 + ["dear-model"]
     full, fb = sent[0]["max_tokens"], sent[-1]["max_tokens"]
     assert full > 1000 and fb == full // 4
+
+
+# --- context windows ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "window"), [
+    ("openai:gpt-5.4", 400_000),
+    ("anthropic:claude-sonnet-4-6", 200_000),
+    ("openai/gpt-4.1-mini", 1_047_576),
+    ("gemini-2.5-pro", 1_048_576),
+    ("scripted", 200_000),
+    ("someone-elses-model", 128_000),
+])
+def test_the_agent_and_context_management_read_one_window_table(model, window):
+    from agentloop.agent import context, core
+
+    assert core.context_window(model) == context.context_window(model) == window
+    assert core.context_window(model, 4242) == 4242  # the "contextWindow" setting wins
+
+
+def test_the_agents_window_follows_the_shared_table(tmp_path, home, proj, monkeypatch):
+    from agentloop.agent import context
+
+    monkeypatch.setattr(context, "_WINDOWS", (("scripted", 77_777),))
+    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
+    assert a.window == 77_777

@@ -61,6 +61,8 @@ COMPACT_PROMPT = (
     "matter, decisions made, and what remains to do. Be concise; do not invent anything. Reply with the summary only."
 )
 
+# The one table of context windows, by model-family prefix (the agent's
+# ``core.context_window`` reads it too, adding the "contextWindow" setting).
 _WINDOWS: tuple[tuple[str, int], ...] = (
     ("claude", 200_000),
     ("gpt-4.1", 1_047_576),
@@ -69,13 +71,17 @@ _WINDOWS: tuple[tuple[str, int], ...] = (
     ("o3", 200_000),
     ("o4", 200_000),
     ("gemini", 1_048_576),
+    ("scripted", 200_000),
 )
 DEFAULT_WINDOW = 128_000
 
 
 def context_window(model: str) -> int:
-    """The context window of a model family, in tokens (128k when unknown)."""
-    name = model.lower()
+    """The context window of a model family, in tokens (128k when unknown).
+
+    ``model`` may be a spec (``openai:gpt-4o``) or a routed name (``openai/gpt-4o``).
+    """
+    name = model.lower().split(":", 1)[-1] if model.lower().startswith(("openai:", "anthropic:")) else model.lower()
     for prefix, n in _WINDOWS:
         if name.startswith(prefix) or f"/{prefix}" in name:
             return n

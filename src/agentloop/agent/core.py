@@ -79,18 +79,6 @@ AskPermission = Callable[[ToolCall, Any], PermissionAnswer]
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 
-# Context windows, by model-name prefix (longest first wins); settings
-# "contextWindow" overrides.
-_WINDOWS: tuple[tuple[str, int], ...] = (
-    ("gpt-4.1", 1_047_576),
-    ("gpt-5", 400_000),
-    ("gpt-4o", 128_000),
-    ("o3", 200_000),
-    ("o4", 200_000),
-    ("claude", 200_000),
-    ("scripted", 200_000),
-)
-DEFAULT_WINDOW = 128_000
 WARN_LEVELS = (0.80, 0.95)
 
 SYSTEM_PROMPT = """You are agentloop, a coding agent working in the user's terminal.
@@ -173,13 +161,12 @@ def _now_iso() -> str:
 
 
 def context_window(model_name: str, override: int | None = None) -> int:
+    """The settings' "contextWindow" when given, else the model family's (``context.context_window``, the one table)."""
     if override:
         return override
-    name = model_name.split(":", 1)[-1].split("/")[-1]
-    for prefix, n in _WINDOWS:
-        if name.startswith(prefix):
-            return n
-    return DEFAULT_WINDOW
+    from .context import context_window as family_window
+
+    return family_window(model_name)
 
 
 def open_model_spec(
