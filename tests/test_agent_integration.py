@@ -123,3 +123,101 @@ def test_the_agents_window_follows_the_shared_table(tmp_path, home, proj, monkey
     monkeypatch.setattr(context, "_WINDOWS", (("scripted", 77_777),))
     a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
     assert a.window == 77_777
+
+
+# --- the Agent tool's permission ---------------------------------------------------
+
+
+def _policy(mode, rules=None):  # type: ignore[no-untyped-def]
+    from agentloop.agent.permissions import PermissionPolicy
+    from agentloop.agent.settings import SettingsSource
+
+    src = [SettingsSource("/s.json", "project", {"permissions": rules})] if rules else []
+    p = PermissionPolicy.from_settings(src, mode=mode, cwd="/")
+    p.read_only_agent_types = frozenset({"Explore"})
+    return p
+
+
+GP = {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}
+EXPLORE = {"description": "d", "prompt": "p", "subagent_type": "Explore"}
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "dontAsk", "bypassPermissions"])
+def test_starting_a_sub_agent_needs_no_permission(mode):
+    assert _policy(mode).decide("Agent", GP).behavior == "allow"
+    assert _policy(mode).decide("Agent", {"description": "d", "prompt": "p"}).behavior == "allow"
+    assert _policy(mode).decide("Write", {"file_path": "/x", "content": ""}).behavior != "allow" or mode in ("acceptEdits", "bypassPermissions")
+
+
+def test_deny_and_ask_rules_still_apply_to_the_agent_tool():
+    assert _policy("default", {"deny": ["Agent"]}).decide("Agent", EXPLORE).behavior == "deny"
+    assert _policy("bypassPermissions", {"deny": ["Agent(Explore)"]}).decide("Agent", EXPLORE).behavior == "deny"
+    assert _policy("default", {"deny": ["Agent(Explore)"]}).decide("Agent", GP).behavior == "allow"
+    assert _policy("default", {"ask": ["Agent(model:opus)"]}).decide("Agent", {**GP, "model": "opus"}).behavior == "ask"
+    assert _policy("default", {"deny": ["Agent"]}).removed_tools(["Agent", "Read"]) == ["Agent"]
+
+
+def test_plan_mode_starts_only_read_only_sub_agents():
+    p = _policy("plan")
+    assert p.decide("Agent", EXPLORE).behavior == "allow"
+    assert p.decide("Agent", GP).behavior == "deny"
+    assert p.decide("Agent", {**EXPLORE, "isolation": "worktree"}).behavior == "deny"
+    assert p.decide("Agent", {**EXPLORE, "subagent_type": "NoSuchType"}).behavior == "deny"
+
+
+def _delegate(tmp_path, proj, kind, child_calls):  # type: ignore[no-untyped-def]
+    return script(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "d", "prompt": "go", "subagent_type": kind}}],
+         "usage": [100, 10]},
+        *[{"text": "", "tool_calls": [c], "usage": [50, 5]} for c in child_calls],
+        {"text": "child done", "usage": [50, 5]},
+        {"text": "parent done", "usage": [50, 5]},
+    ])
+
+
+def _records(a, kind):  # type: ignore[no-untyped-def]
+    from agentloop.transcript import read_records
+
+    return [r.payload for r in read_records(a.session.path) if r.kind == kind]
+
+
+def _child_results(sub):  # type: ignore[no-untyped-def]
+    from agentloop.transcript import read_records
+
+    return [r.payload for r in read_records(sub["transcript"]) if r.kind == "tool_result"]
+
+
+def test_the_agent_starts_a_sub_agent_without_asking_and_the_childs_calls_are_still_checked(tmp_path, home, proj):
+    (proj / "notes.txt").write_text("hello\n")
+    spec = _delegate(tmp_path, proj, "general-purpose", [
+        {"name": "Read", "arguments": {"file_path": "notes.txt"}},
+        {"name": "Write", "arguments": {"file_path": "out.txt", "content": "x"}},
+    ])
+    a = Agent(cwd=str(proj), model=spec, max_usd_micros=1_000_000)  # default mode, no one to ask
+    res = a.ask("delegate")
+    a.close()
+    assert res.answer == "parent done"
+    (sub,) = _records(a, "subagent")
+    assert sub["answer"] == "child done"
+    read, write = _child_results(sub)
+    assert read["ok"] and not write["ok"] and "not granted" in write["error"]
+    assert not (proj / "out.txt").exists()
+
+
+def test_plan_mode_starts_an_explore_sub_agent_and_refuses_a_general_one(tmp_path, home, proj):
+    (proj / "notes.txt").write_text("hello\n")
+    a = Agent(cwd=str(proj), model=_delegate(tmp_path, proj, "Explore", [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]),
+              permission_mode="plan", max_usd_micros=1_000_000)
+    assert a.ask("look").answer == "parent done"
+    (sub,) = _records(a, "subagent")
+    assert sub["agent_type"] == "Explore" and _child_results(sub)[0]["ok"]
+    a.close()
+    b = Agent(cwd=str(proj), model=script(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "d", "prompt": "go"}}], "usage": [100, 10]},
+        {"text": "refused", "usage": [50, 5]},
+    ]), permission_mode="plan")
+    assert b.ask("change").answer == "refused"
+    assert _records(b, "subagent") == []
+    (r,) = [p for p in _records(b, "tool_result") if p["name"] == "Agent"]
+    assert not r["ok"] and "plan mode" in r["error"]
+    b.close()

@@ -268,7 +268,7 @@ def test_webfetch_domain_rules_and_mcp_rules():
 def test_param_rules_match_an_input_field():
     p = policy(deny=["Agent(model:opus)"])
     assert p.decide("Agent", {"model": "opus"}).behavior == "deny"
-    assert p.decide("Agent", {"model": "haiku"}).behavior == "ask"
+    assert p.decide("Agent", {"model": "haiku"}).behavior == "allow"  # starting a sub-agent needs no permission otherwise
 
 
 # --- modes ------------------------------------------------------------------------

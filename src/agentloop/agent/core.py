@@ -479,6 +479,9 @@ class Agent:
             self.policy = PermissionPolicy.from_settings(self.sources, mode=self.permission_mode, cwd=self.cwd)
         except (ConfigError, ModeError) as exc:
             raise AgentError(str(exc)) from None
+        subagents = getattr(self.context, "subagents", None)
+        if subagents is not None:  # plan mode may launch these: their tools change nothing
+            self.policy.read_only_agent_types = frozenset(n for n, t in subagents.types.items() if t.read_only())
         for d in self.policy.additional_directories:
             if d not in self.add_dirs:
                 self.add_dirs.append(d)

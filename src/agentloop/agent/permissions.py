@@ -16,6 +16,11 @@ Rules:
    allows, except edits inside ``.git``, ``.agentloop``, ``.claude``,
    ``.vscode`` or ``.idea`` (commands, agents and skills folders excepted),
    which still ask, as in Claude Code; dontAsk turns every "ask" into "deny".
+   Launching a sub-agent (the ``Agent`` tool) needs no permission, as in
+   Claude Code: the child's own tool calls are checked. Deny and ask rules
+   (``Agent``, ``Agent(Explore)``, ``Agent(model:opus)``) still apply; plan
+   mode allows only read-only sub-agent types (``read_only_agent_types``)
+   without a worktree.
 4. Bash: the command line is split into every command it would run
    (``&&``, ``||``, ``;``, ``|``, subshells, ``$(...)``, backticks,
    newlines) and each is checked; wrappers (``sudo``, ``env``, ``VAR=x``,
@@ -63,6 +68,7 @@ Behavior = Literal["allow", "ask", "deny"]
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead"})
 EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+AGENT_TOOL = "Agent"
 _READ_RULE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 _PATH_RULE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"})
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-*?.]+$")
@@ -314,6 +320,8 @@ class PermissionPolicy:
     """From ``permissions.additionalDirectories`` of every source, as absolute paths."""
     read_only_tools: frozenset[str] = READ_ONLY_TOOLS
     """Tools that change nothing: allowed by default, and all plan mode permits."""
+    read_only_agent_types: frozenset[str] = frozenset()
+    """Sub-agent types whose tools change nothing (``Explore``): the ones plan mode may launch."""
     user_home: str = field(default_factory=lambda: os.path.expanduser("~"))
 
     @classmethod
@@ -454,6 +462,8 @@ class PermissionPolicy:
                         return Decision("deny", b.rule.text, b.source, f"{tool_name} needs approval, and the mode is dontAsk")
                     verb = "denied" if behavior == "deny" else "needs approval"
                     return Decision(behavior, b.rule.text, b.source, f"{tool_name} {verb} by the rule {b.rule.text} ({b.source})")
+        if tool_name == AGENT_TOOL:
+            return self._agent_decision(tool_input)
         if self.mode == "plan" and tool_name not in self.read_only_tools:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
         if self.mode == "bypassPermissions":
@@ -476,6 +486,15 @@ class PermissionPolicy:
         if self.mode == "dontAsk":
             return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk")
         return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode")
+
+    def _agent_decision(self, tool_input: dict[str, Any]) -> Decision:
+        """A sub-agent launch that no deny or ask rule matched: allowed (plan mode: read-only types only)."""
+        if self.mode == "plan":
+            kind = tool_input.get("subagent_type", "general-purpose")
+            if kind in self.read_only_agent_types and tool_input.get("isolation") is None:
+                return Decision("allow", None, None, f"plan mode: the {kind} sub-agent only reads")
+            return Decision("deny", None, None, f"plan mode: a {kind} sub-agent could change things, so it is not started")
+        return Decision("allow", None, None, "starting a sub-agent needs no permission; its own tool calls are checked")
 
     def removed_tools(self, names: Iterable[str]) -> list[str]:
         """The tools a bare-name deny rule (``Bash``, ``mcp__db__*``) removes from the model's view."""
