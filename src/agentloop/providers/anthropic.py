@@ -3,7 +3,8 @@
 The only module that knows Anthropic's wire format. Neutral messages (see
 ``events.Message``) become ``system`` plus alternating ``user``/``assistant``
 messages: an assistant's tool calls are ``tool_use`` blocks, consecutive tool
-results are ``tool_result`` blocks in one user message, and a conversation
+results are ``tool_result`` blocks in one user message (an MCP result's
+images as ``image`` blocks inside it: ``providers.images``), and a conversation
 that ends with an assistant message is sent as a prefill (that is how a turn
 cut at ``max_tokens`` is continued).
 
@@ -23,6 +24,7 @@ import orjson
 from ..events import Message, ModelRequest, ToolCall, Usage
 from .base import Assembler, HTTPModel, StreamError, Turn
 from .errors import ProviderError
+from .images import Image, tool_parts
 
 __all__ = ["API_VERSION", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
 
@@ -34,6 +36,14 @@ EPHEMERAL = {"type": "ephemeral"}
 def _text_of(m: Message) -> str:
     c = m.get("content", "")
     return c if isinstance(c, str) else orjson.dumps(c).decode()
+
+
+def _result_blocks(parts: list[str | Image]) -> list[dict[str, Any]]:
+    """A tool result's text and images as ``tool_result`` content blocks (``providers.images``)."""
+    return [
+        {"type": "text", "text": p} if isinstance(p, str) else {"type": "image", "source": {"type": "base64", "media_type": p.media_type, "data": p.data}}
+        for p in parts
+    ]
 
 
 def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -64,7 +74,9 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
                 blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": args if isinstance(args, dict) else {}})
             add("assistant", blocks)
         elif role == "tool":
-            b: dict[str, Any] = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": _text_of(m)}
+            text = _text_of(m)
+            parts = tool_parts(text) if m.get("ok") is not False else None
+            b: dict[str, Any] = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": text if parts is None else _result_blocks(parts)}
             if m.get("ok") is False:
                 b["is_error"] = True
             add("user", [b])

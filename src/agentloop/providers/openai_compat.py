@@ -8,6 +8,9 @@ parsed at the end. ``finish_reason == "length"`` is the cut at max tokens.
 Cached prompt tokens (``usage.prompt_tokens_details.cached_tokens``) are
 reported as cache reads, and taken out of the input count (OpenAI counts them
 inside ``prompt_tokens``).
+Tool messages take only text: an MCP result's images (``providers.images``)
+are replaced there by a note and sent in a user message after the turn's tool
+messages, as ``image_url`` parts with data URLs.
 """
 
 from __future__ import annotations
@@ -19,18 +22,45 @@ import orjson
 from ..events import ModelRequest, ToolCall, Usage
 from .base import Assembler, HTTPModel, StreamError, Turn
 from .errors import ProviderError
+from .images import tool_parts
 
 __all__ = ["OpenAIAssembler", "OpenAIModel", "to_openai"]
 
 
+def _split_images(m: Any, text: str, pending: list[dict[str, Any]]) -> str:
+    """A tool message's text with its images (``providers.images``) replaced by a note; the images go to ``pending``.
+
+    Chat Completions tool messages take only text, so the images follow the
+    turn's tool messages in one user message, each after a line naming its call.
+    """
+    parts = tool_parts(text) if m.get("ok") is not False else None
+    if parts is None:
+        return text
+    lines: list[str] = []
+    n = 0
+    for p in parts:
+        if isinstance(p, str):
+            lines.append(p)
+            continue
+        n += 1
+        lines.append(f"[image {n} ({p.media_type}): attached in the next user message]")
+        pending.append({"type": "text", "text": f"Image {n} returned by the tool call {m['tool_call_id']} ({m.get('name', 'tool')}):"})
+        pending.append({"type": "image_url", "image_url": {"url": p.data_url()}})
+    return "\n".join(lines)
+
+
 def to_openai(messages: Any, tools: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []  # image parts from this turn's tool results
     for m in messages:
         role = m.get("role")
         c = m.get("content", "")
         text = c if isinstance(c, str) else orjson.dumps(c).decode()
+        if role != "tool" and pending:
+            out.append({"role": "user", "content": pending})
+            pending = []
         if role == "tool":
-            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": text})
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": _split_images(m, text, pending)})
         elif role == "assistant":
             calls = [
                 {
@@ -52,6 +82,8 @@ def to_openai(messages: Any, tools: Any) -> tuple[list[dict[str, Any]], list[dic
             out.append(msg)
         else:
             out.append({"role": role, "content": text})
+    if pending:
+        out.append({"role": "user", "content": pending})
     otools = [
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
         for t in tools
