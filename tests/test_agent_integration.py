@@ -221,3 +221,47 @@ def test_plan_mode_starts_an_explore_sub_agent_and_refuses_a_general_one(tmp_pat
     (r,) = [p for p in _records(b, "tool_result") if p["name"] == "Agent"]
     assert not r["ok"] and "plan mode" in r["error"]
     b.close()
+
+
+# --- sub-agents and MCP tools -------------------------------------------------------
+
+
+def test_a_sub_agent_gets_the_parents_mcp_tools_under_the_same_rules(tmp_path, home, proj):
+    from mcp_servers.helpers import PY, PYSERVER, running
+
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
+    write(proj / ".agentloop" / "settings.json", {"permissions": {"allow": ["mcp__py__*"], "deny": ["mcp__py__fail"]}})
+    spec = _delegate(tmp_path, proj, "general-purpose", [
+        {"name": "mcp__py__echo", "arguments": {"text": "from the child"}},
+        {"name": "mcp__py__fail", "arguments": {"message": "x"}},
+    ])
+    a = Agent(cwd=str(proj), model=spec, max_usd_micros=1_000_000)
+    try:
+        assert a.ask("delegate").answer == "parent done"
+    finally:
+        a.close()
+    assert not running(PYSERVER)
+    (sub,) = _records(a, "subagent")
+    echo, fail = _child_results(sub)
+    assert echo["ok"] and "from the child" in json.dumps(echo["content"])
+    assert not fail["ok"] and "mcp__py__fail" in fail["error"] and "denied" in fail["error"]
+    from agentloop.transcript import read_records
+
+    start = next(r.payload for r in read_records(sub["transcript"]) if r.kind == "run_start")
+    names = {t["name"] for t in start["config"]["tools"]}
+    assert {"mcp__py__echo", "mcp__py__add", "Read"} <= names and "Agent" not in names
+
+
+def test_a_read_only_sub_agent_type_does_not_get_mcp_tools(tmp_path, home, proj):
+    from mcp_servers.helpers import PY, PYSERVER
+
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
+    spec = _delegate(tmp_path, proj, "Explore", [{"name": "mcp__py__echo", "arguments": {"text": "x"}}])
+    a = Agent(cwd=str(proj), model=spec, max_usd_micros=1_000_000)
+    try:
+        a.ask("look")
+    finally:
+        a.close()
+    (sub,) = _records(a, "subagent")
+    (r,) = _child_results(sub)
+    assert not r["ok"] and "no tool named 'mcp__py__echo'" in r["error"], r["error"]

@@ -328,10 +328,16 @@ def install(agent: Any) -> None:
 
         def make_tools(cwd: str) -> Registry:
             spill = os.path.join(agent.session.dir, agent.session.id, "tool-results")
-            return builtin_registry(
+            reg = builtin_registry(
                 Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
                 processes=agent.processes, visible=agent.policy.visible(),
             )
+            # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
+            # the child's calls to them pass the same permission rules (_child_executor)
+            for t in agent.extra_tools:
+                if t.name.startswith("mcp__") and t.name not in reg:
+                    reg.register(t)
+            return reg
 
         sub = SubagentRunner(
             model=agent.model,
