@@ -456,3 +456,12 @@ def test_decide_never_raises_on_any_tool_input(tool, tool_input):
         mode="acceptEdits",
     )
     assert p.decide(tool, tool_input).behavior in ("allow", "ask", "deny")
+
+
+def test_an_ansi_c_escape_bash_keeps_literally_is_decided_without_a_warning() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        policy = PermissionPolicy.from_settings([], cwd="/tmp")
+        assert policy.decide("Bash", {"command": "echo $'\\;'"}).behavior in ("allow", "ask", "deny")

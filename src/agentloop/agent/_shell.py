@@ -26,6 +26,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 
 __all__ = ["Unit", "ShellSyntax", "crude_pieces", "units"]
@@ -317,7 +318,10 @@ def _matching_arith(s: str, i: int) -> int:
 
 def _ansi_c(body: str) -> str:
     try:
-        return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
+        with warnings.catch_warnings():
+            # "\;" and other escapes bash keeps literally warn as invalid in Python.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
     except (UnicodeDecodeError, ValueError):
         return body
 
