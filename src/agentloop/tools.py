@@ -184,11 +184,12 @@ def _quick_acceptor(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
         return None
     props = schema.get("properties", {})
     required = schema.get("required", [])
-    if not isinstance(props, dict) or not isinstance(required, list):
+    if not isinstance(props, dict) or not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         return None
     checks: dict[str, tuple[tuple[type, ...], frozenset[str] | None]] = {}
     for name, sub in props.items():
-        if not isinstance(sub, dict) or set(sub) - _QUICK_KEYS or sub.get("type") not in _QUICK_TYPES:
+        # a list of types ({"type": ["string"]}) is jsonschema's to judge (and unhashable here)
+        if not isinstance(sub, dict) or set(sub) - _QUICK_KEYS or not isinstance(sub.get("type"), str) or sub["type"] not in _QUICK_TYPES:
             return None
         enum = sub.get("enum")
         if enum is not None and (sub["type"] != "string" or not all(isinstance(e, str) for e in enum)):
