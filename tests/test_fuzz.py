@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentloop.agent.hooks import HookAnswer, HookOutputError, parse_hook_output
@@ -197,6 +197,8 @@ def _echo(**kw: Any) -> Any:
 
 @SETTINGS
 @given(schema, st.dictionaries(st.sampled_from(["a", "b", "c", "d", ""]), json_value, max_size=4) | json_value)
+@example({"type": "object", "properties": {"a": {"type": ["string"]}}}, {})  # found: a type list crashed the quick acceptor
+@example({"type": "object", "properties": {"a": {"$ref": "#"}}}, {"a": {"a": 1}})  # found: a $ref without end escaped
 def test_fuzz_registry_invoke_with_random_schemas_and_arguments_returns_a_result(sch: dict[str, Any], args: Any) -> None:
     try:
         t = tool(_echo, name="echo", schema=sch)
