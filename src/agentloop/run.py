@@ -361,8 +361,9 @@ def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
     come back in the order of the calls whatever order they finish in.
     """
 
+    flag = threading.Event()  # one per run: once set (Ctrl+C) the run stops, so it is never cleared
+
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
-        flag = threading.Event()
         if _all_read_only(registry, calls):
             return _on_threads(registry.invoke, drive.emit, calls, flag, max(1, limit))
         token = _INTERRUPT.set(flag)

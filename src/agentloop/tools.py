@@ -523,7 +523,7 @@ class Registry:
             return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
         try:
             value = t.fn(**call.arguments)
-            if inspect.isawaitable(value):
+            if (hasattr(value, "__await__") or type(value) is types.GeneratorType) and inspect.isawaitable(value):
                 value = asyncio.run(_await(value))
         except Exception as exc:  # the tool's failure is data for the model
             return raised(call, exc)
