@@ -31,6 +31,8 @@ __all__ = [
     "PriceTable",
     "cost_micros",
     "estimate_tokens",
+    "over_cap",
+    "tokens_for_chars",
     "usd",
 ]
 
@@ -65,9 +67,14 @@ def format_usd(micros: int) -> str:
     return f"{sign}${whole}.{frac:06d}"
 
 
-def estimate_tokens(text: str) -> int:
+def tokens_for_chars(chars: int) -> int:
     """The heuristic when a model reports no usage: four characters a token."""
-    return len(text) // 4
+    return chars // 4
+
+
+def estimate_tokens(text: str) -> int:
+    """``tokens_for_chars(len(text))``."""
+    return tokens_for_chars(len(text))
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,11 @@ class Ledger(Protocol):
     def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None: ...
 
 
+def over_cap(used: int, reserved: int, amount: int, cap: int | None) -> bool:
+    """True when reserving ``amount`` on top of what is used and held would pass ``cap``."""
+    return cap is not None and used + reserved + amount > cap
+
+
 class LocalLedger:
     """A ledger for one process (thread-safe): the reference that shared ledgers must match."""
 
@@ -215,10 +227,9 @@ class LocalLedger:
             return self._reserve(amount_micros, tokens)
 
     def _reserve(self, amount_micros: int, tokens: int) -> bool:
-        if self.max_usd_micros is not None and self.spent + self.reserved + amount_micros > self.max_usd_micros:
-            self.refusals += 1
-            return False
-        if self.max_tokens is not None and self.used_tokens + self.reserved_tokens + tokens > self.max_tokens:
+        if over_cap(self.spent, self.reserved, amount_micros, self.max_usd_micros) or over_cap(
+            self.used_tokens, self.reserved_tokens, tokens, self.max_tokens
+        ):
             self.refusals += 1
             return False
         self.reserved += amount_micros

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .budget import Budget, Price, cost_micros
+from .budget import Budget, Price, cost_micros, tokens_for_chars
 from .canonical import canonical
 from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from .redact import (
@@ -277,7 +277,7 @@ def _next_turn(state: State) -> list[Outbound]:
     b = cfg.budget
     if b.max_steps is not None and state.steps >= b.max_steps:
         return _stop(state, "step_budget")
-    in_tokens = (state.chars + state.tool_chars) // 4
+    in_tokens = tokens_for_chars(state.chars + state.tool_chars)
     est = Usage(input_tokens=in_tokens, output_tokens=cfg.max_output_tokens)
     amount = cost_micros(est, cfg.price)
     tokens = est.total
@@ -375,7 +375,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     estimated = reply.usage is None
     if reply.usage is None:
         out_chars = len(reply.text) + sum(len(c.name) + _args_size(c.arguments) for c in reply.tool_calls)
-        usage = Usage(input_tokens=(state.chars + state.tool_chars) // 4, output_tokens=out_chars // 4)
+        usage = Usage(input_tokens=tokens_for_chars(state.chars + state.tool_chars), output_tokens=tokens_for_chars(out_chars))
     else:
         usage = reply.usage
     cost = cost_micros(usage, _price_of(cfg, reply.model))

@@ -50,7 +50,6 @@ __all__ = [
 FORMAT_VERSION = 1
 GENESIS = "0" * 64
 _KEYS = frozenset(("seq", "prev", "kind", "payload", "hash"))
-_HEX = frozenset("0123456789abcdef")
 
 
 class TranscriptError(Exception):

@@ -38,7 +38,7 @@ from ..canonical import canonical
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
 from .hooks import HookRunner
-from .sidecall import Account, SideCall, StateAccount, side_call
+from .sidecall import Account, SideCall, StateAccount, message_chars, side_call
 
 __all__ = [
     "CompactionResult",
@@ -86,16 +86,6 @@ def context_window(model: str) -> int:
         if name.startswith(prefix) or f"/{prefix}" in name:
             return n
     return DEFAULT_WINDOW
-
-
-def message_chars(m: Message) -> int:
-    n = len(str(m.get("content", "")))
-    for c in m.get("tool_calls", ()):
-        try:
-            n += len(c["name"]) + len(canonical(c["arguments"]))
-        except (ValueError, KeyError, TypeError):
-            n += len(str(c))
-    return n + 4
 
 
 def estimate_message_tokens(m: Message) -> int:

@@ -85,18 +85,20 @@ class SideCall:
         return out
 
 
-def _chars(messages: list[Message]) -> int:
-    n = 0
-    for m in messages:
-        n += len(str(m.get("content", ""))) + 4
-        for c in m.get("tool_calls", ()):
+def message_chars(m: Message) -> int:
+    """Characters of a message for the len//4 estimate: content, tool calls, 4 of overhead."""
+    n = len(str(m.get("content", "")))
+    for c in m.get("tool_calls", ()):
+        try:
             n += len(c["name"]) + len(canonical(c["arguments"]))
-    return n
+        except (ValueError, KeyError, TypeError):
+            n += len(str(c))
+    return n + 4
 
 
 def side_call(model: Any, request: ModelRequest, *, price: Price, account: Account, purpose: str) -> SideCall:
     """Make one budgeted model call for the runtime's own purposes."""
-    est = Usage(input_tokens=_chars(list(request.messages)) // 4, output_tokens=request.max_output_tokens)
+    est = Usage(input_tokens=sum(message_chars(m) for m in request.messages) // 4, output_tokens=request.max_output_tokens)
     amount = cost_micros(est, price)
     why = account.room(amount, est.total)
     if why is not None:

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..budget import over_cap
+
 __all__ = ["FleetLedger", "LedgerBackend", "TaskLedger"]
 
 
@@ -60,10 +62,9 @@ class FleetLedger:
         if where is not None:
             self._running[key] = where
         if self.check:
-            if self.max_usd_micros is not None and self.spent + self.reserved + amount_micros > self.max_usd_micros:
-                self.refusals += 1
-                return False
-            if self.max_tokens is not None and self.used_tokens + self.reserved_tokens + tokens > self.max_tokens:
+            if over_cap(self.spent, self.reserved, amount_micros, self.max_usd_micros) or over_cap(
+                self.used_tokens, self.reserved_tokens, tokens, self.max_tokens
+            ):
                 self.refusals += 1
                 return False
         self.reserved += amount_micros
