@@ -198,9 +198,7 @@ class _Drive:
     def simple(self, state: State, out: Outbound) -> Any:
         """Perform an outbound that needs no model or tool; returns an inbound or None."""
         if isinstance(out, Append):
-            rec = self.sink.append(out.kind, out.payload)
-            self.records += 1
-            self.last_hash = rec.hash
+            self.record(out.kind, out.payload)
             if out.kind == "model_turn" and self.observer is not None:
                 self.emit(TurnRecorded(state.steps, ModelReply.from_json(out.payload["reply"]), state.spent_micros))
             return None
@@ -222,7 +220,7 @@ class _Drive:
         if self.observer is None:
             return req
         obs = self.observer
-        return ModelRequest(req.messages, req.tools, req.max_output_tokens, on_text=lambda t: obs(TextDelta(t)))
+        return replace(req, on_text=lambda t: obs(TextDelta(t)))
 
     def result(self, state: State) -> RunResult:
         return RunResult(
