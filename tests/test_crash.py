@@ -345,9 +345,12 @@ def test_sigkilled_batch_keeps_every_acknowledged_run_and_finishes_on_rerun(tmp_
     from _batch import add_task, all_verify, manifest, write_tasks
 
     rounds = 170 if LONG else 4
-    n_tasks = 400 if LONG else 12
+    n_tasks = 400 if LONG else 16
     rng = random.Random(4242)
-    tasks = [add_task(i, delay_ms=rng.randint(0, 15), steps=3) for i in range(n_tasks)]
+    # The short variant's tasks wait 50-150 ms a turn, so the batch (about 2.4 s of
+    # model time on 2 workers) outlives the first kill even on an idle machine.
+    low, high = (0, 15) if LONG else (50, 150)
+    tasks = [add_task(i, delay_ms=rng.randint(low, high), steps=3) for i in range(n_tasks)]
     path = write_tasks(tmp_path / "tasks.jsonl", tasks)
     out = tmp_path / "out"
     args = [sys.executable, "-m", "agentloop.cli.main", "batch", path, "--out", str(out), "--workers", "2", "--json"]
