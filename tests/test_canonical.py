@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import math
+import uuid
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,65 @@ def test_an_integer_a_double_cannot_hold_is_refused_when_writing_and_rounded_whe
     with pytest.raises(NotCanonicalizable):
         canonical(2**53 + 1)
     assert canonical(2**53 + 1, exact=False) == b"9007199254740992"
+
+
+class _Colour(enum.Enum):
+    RED = 1
+
+
+class _Key(str):
+    pass
+
+
+# The fast path's blind spots, each one a reason to fall back: keys past U+FFFF (orjson sorts by
+# code point, JCS by UTF-16 unit), integers at and past 2**53, floats anywhere, tuples, subclasses
+# and types orjson writes but JSON lacks (enums, UUIDs).
+_awkward_keys = st.sampled_from(["", "a", "\uffff", "\ue000", "\U0001f600", "\U0001f600x", "é", "\u20ac"]) | st.text(max_size=4)
+_awkward_leaves = (
+    st.none() | st.booleans() | st.floats() | st.text()
+    | st.sampled_from([2**53, -(2**53), 2**53 - 1, 2**53 + 1, 2**53 + 2, 2**64, -(2**63), 10**21, 0, -0.0, 1.0])
+    | st.integers()
+    | st.sampled_from([_Colour.RED, uuid.UUID(int=7), _Key("k"), b"x", 1 + 2j])
+)
+awkward_values = st.recursive(
+    _awkward_leaves,
+    lambda children: st.lists(children, max_size=4) | st.lists(children, max_size=3).map(tuple)
+    | st.dictionaries(_awkward_keys, children, max_size=4)
+    | st.dictionaries(_awkward_keys.map(_Key), children, max_size=2),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(awkward_values)
+def test_fast_path_equals_the_reference_path_on_awkward_values(value: object) -> None:
+    try:
+        ref = canonical_reference(value)
+    except NotCanonicalizable:
+        with pytest.raises(NotCanonicalizable):
+            canonical(value)
+        return
+    assert canonical(value) == ref
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"\U0001f600": 1, "\uffff": 2}, [{"b": {"\U0001f600": 1, "\ue000": 2}}], {"a": "\U0001f600", "\ue000": 1, "\U0001f601": 2}],
+)
+def test_keys_past_u_ffff_sort_by_utf16_code_units(value: object) -> None:
+    assert canonical(value) == canonical_reference(value)
+
+
+@pytest.mark.parametrize("value", [_Colour.RED, uuid.UUID(int=7), {"k": _Colour.RED}, [uuid.UUID(int=1)]])
+def test_types_orjson_writes_but_json_lacks_are_refused(value: object) -> None:
+    with pytest.raises(NotCanonicalizable):
+        canonical(value)
+
+
+def test_strings_and_integers_skip_the_walk_but_not_the_rules() -> None:
+    assert canonical("a\u2028\x1f\"") == canonical_reference("a\u2028\x1f\"")
+    assert canonical(2**53) == b"9007199254740992"
+    assert canonical(-(2**53)) == b"-9007199254740992"
+    assert canonical(True) == b"true"
+    with pytest.raises(NotCanonicalizable):
+        canonical("\udfff")

@@ -22,14 +22,18 @@ Rules:
 Theory of operation: ``canonical()`` first tries ``orjson`` with sorted keys,
 which is ten times faster than ``json.dumps``. orjson agrees with JCS on every
 value except floats, integers past 2**53 and the sort order of keys that hold
-characters past U+FFFF, so a cheap walk checks for those first and sends such
-values down the reference path, ``canonical_reference()``.
+characters past U+FFFF. A cheap walk looks for floats (and non-JSON types)
+first; orjson itself refuses big integers (``OPT_STRICT_INTEGER``); and only
+an output holding a 4-byte UTF-8 sequence is searched for such keys. Any of
+these sends the value down the reference path, ``canonical_reference()``.
+Strings and safe integers, the commonest single values, skip the walk.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -54,38 +58,62 @@ def _refuse(value: Any) -> Any:
     raise NotCanonicalizable(f"not a JSON value: {type(value).__name__}")
 
 
-def _fast_ok(value: Any) -> bool:
-    """True when orjson's output is known to equal the JCS form.
+_LEAVES = frozenset((str, int, bool, type(None)))
+_STRICT_OPTS = _ORJSON_OPTS | orjson.OPT_STRICT_INTEGER
+"""orjson refuses integers past 53 bits with this: they go down the reference path."""
+_ASTRAL = re.compile(rb"[\xf0-\xf4]").search
+"""A lead byte of a 4-byte UTF-8 sequence: a character past U+FFFF."""
 
+
+def _fast_ok(value: Any) -> bool:
+    """True when the value holds only types whose orjson form is their JCS form.
+
+    That is everything but floats (orjson writes ``1.0`` and turns NaN into
+    ``null``) and the types orjson writes but JSON does not have (enums,
+    UUIDs). Integer range and key types are left to orjson itself (strict
+    integers, string keys only); keys past U+FFFF are looked for in its output.
     An explicit stack rather than recursion: this walk runs on every record,
     so it is kept to a few bytecodes a node.
     """
     stack = [value]
     pop = stack.pop
     extend = stack.extend
+    leaves = _LEAVES
     nodes = 0
     while stack:
         v = pop()
         t = type(v)
-        if t is str or t is bool or v is None:
+        if t is dict:
+            extend(v.values())
+        elif t is list or t is tuple:
+            extend(v)
+        elif t in leaves:
             continue
-        if t is int:
-            if -_MAX_SAFE_INT <= v <= _MAX_SAFE_INT:
-                continue
+        else:
             return False
         nodes += 1
         if nodes > 100_000:
             return False
-        if t is dict:
-            for k in v:
-                if type(k) is not str or (not k.isascii() and any(ord(ch) > 0xFFFF for ch in k)):
-                    return False
-            extend(v.values())
-        elif t is list or t is tuple:
-            extend(v)
-        else:
-            return False
     return True
+
+
+def _astral_key(value: Any) -> bool:
+    """True when some object key in the value holds a character past U+FFFF.
+
+    orjson sorts keys by code point and JCS by UTF-16 code unit: the two
+    orders differ only for such keys.
+    """
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            for k in v:
+                if not k.isascii() and any(ord(ch) > 0xFFFF for ch in k):
+                    return True
+            stack.extend(v.values())
+        elif type(v) is list or type(v) is tuple:
+            stack.extend(v)
+    return False
 
 
 def canonical(value: Any, *, exact: bool = True) -> bytes:
@@ -96,11 +124,22 @@ def canonical(value: Any, *, exact: bool = True) -> bytes:
     Raises:
         NotCanonicalizable: the value is not JSON or has no canonical form.
     """
+    t = type(value)
+    if t is str:
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            raise NotCanonicalizable("a string holds a lone surrogate") from None
+    if t is int and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        return str(value).encode()
     if _fast_ok(value):
         try:
-            return orjson.dumps(value, default=_refuse, option=_ORJSON_OPTS)
+            out = orjson.dumps(value, default=_refuse, option=_STRICT_OPTS)
         except (orjson.JSONEncodeError, RecursionError):
-            pass  # only orjson's depth limit (254) lands here: the reference path allows 500
+            pass  # a big integer, a non-string key, a lone surrogate, nesting past orjson's 254 levels
+        else:
+            if out.isascii() or _ASTRAL(out) is None or not _astral_key(value):
+                return out
     return canonical_reference(value, exact=exact)
 
 
