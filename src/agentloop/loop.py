@@ -229,7 +229,10 @@ class State:
 
 def _message_chars(m: Message) -> int:
     content = m.get("content", "")
-    n = int(marker_info(content).get("chars", 0)) if is_marker(content) else len(str(content))
+    if type(content) is str:
+        n = len(content)
+    else:
+        n = int(marker_info(content).get("chars", 0)) if is_marker(content) else len(str(content))
     for c in m.get("tool_calls", ()):
         n += len(c["name"]) + _args_size(c["arguments"])
     return n + 4
@@ -373,8 +376,11 @@ def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
 def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     cfg = state.config
     estimated = reply.usage is None
+    # the reply's characters as the next request carries them (the estimate's len//4 unit)
+    out_chars = len(reply.text) if type(reply.text) is str else len(str(reply.text))
+    for c in reply.tool_calls:
+        out_chars += len(c.name) + _args_size(c.arguments)
     if reply.usage is None:
-        out_chars = len(reply.text) + sum(len(c.name) + _args_size(c.arguments) for c in reply.tool_calls)
         usage = Usage(input_tokens=tokens_for_chars(state.chars + state.tool_chars), output_tokens=tokens_for_chars(out_chars))
     else:
         usage = reply.usage
@@ -409,7 +415,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     if reply.tool_calls:
         msg["tool_calls"] = [c.to_json() for c in reply.tool_calls]
     state.messages.append(msg)
-    state.chars += _message_chars(msg)
+    state.chars += out_chars + 4  # what _message_chars(msg) counts, without a second pass over the arguments
 
     b = cfg.budget
     if cfg.sentinel and cfg.sentinel in reply.text:
@@ -460,7 +466,7 @@ def tool_message(result: ToolResult) -> Message:
 def _on_tools(state: State, event: ToolsDone) -> list[Outbound]:
     calls = state.pending
     results = event.results
-    if len(results) != len(calls) or any(r.call_id != c.id for r, c in zip(results, calls)):
+    if len(results) != len(calls) or [r.call_id for r in results] != [c.id for c in calls]:
         raise ValueError("ToolsDone must hold one result per call, in the order of the calls")
     out: list[Outbound] = []
     policy, secrets = state.policy, state.secrets

@@ -310,13 +310,13 @@ def run(
         while pending:
             out = pending.pop(0)
             inbound: Any
-            if isinstance(out, CallModel) and prepare is not None and out is not drive.ready:
-                reason = prepare(state, drive.record)
-                if inspect.isawaitable(reason):
-                    raise TypeError("run() takes a synchronous prepare; arun() awaits one")
-                pending = drive.prepared(state, out, reason) + pending
-                continue
             if isinstance(out, CallModel):
+                if prepare is not None and out is not drive.ready:
+                    reason = prepare(state, drive.record)
+                    if inspect.isawaitable(reason):
+                        raise TypeError("run() takes a synchronous prepare; arun() awaits one")
+                    pending = drive.prepared(state, out, reason) + pending
+                    continue
                 try:
                     inbound = _check_reply(model.complete(drive.request_with_stream(out.request)))
                 except Exception as exc:  # any failure of the model ends the run as data
@@ -327,7 +327,7 @@ def run(
                 inbound = drive.simple(state, out)
             if inbound is not None:
                 state, more = step(state, inbound)
-                pending = more + pending
+                pending = more + pending if pending else more
     except KeyboardInterrupt:
         for out in interrupt(state):
             drive.simple(state, out)
@@ -366,11 +366,14 @@ def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
             return _on_threads(registry.invoke, drive.emit, calls, flag, max(1, limit))
         token = _INTERRUPT.set(flag)
         results = []
+        observed = drive.observer is not None
         try:
             for c in calls:
-                drive.emit(ToolStarted(c))
+                if observed:
+                    drive.emit(ToolStarted(c))
                 r = registry.invoke(c)
-                drive.emit(ToolFinished(r))
+                if observed:
+                    drive.emit(ToolFinished(r))
                 results.append(r)
         except BaseException:
             flag.set()
@@ -517,12 +520,12 @@ async def arun(
         while pending:
             out = pending.pop(0)
             inbound: Any
-            if isinstance(out, CallModel) and prepare is not None and out is not drive.ready:
-                maybe = prepare(state, drive.record)
-                reason = await maybe if inspect.isawaitable(maybe) else maybe
-                pending = drive.prepared(state, out, reason) + pending
-                continue
             if isinstance(out, CallModel):
+                if prepare is not None and out is not drive.ready:
+                    maybe = prepare(state, drive.record)
+                    reason = await maybe if inspect.isawaitable(maybe) else maybe
+                    pending = drive.prepared(state, out, reason) + pending
+                    continue
                 req = drive.request_with_stream(out.request)
                 try:
                     if hasattr(model, "acomplete"):
@@ -540,7 +543,7 @@ async def arun(
                 inbound = drive.simple(state, out)
             if inbound is not None:
                 state, more = step(state, inbound)
-                pending = more + pending
+                pending = more + pending if pending else more
     except (KeyboardInterrupt, asyncio.CancelledError):
         for out in interrupt(state):
             drive.simple(state, out)
