@@ -8,9 +8,17 @@ langgraph's prebuilt ReAct agent) and each run asserts the tool really ran K
 times and the answer came back.
 
 Each (framework, K) is measured in a fresh subprocess (one warm-up run at a
-small K first, then the timed run), so imports, caches and peak RSS do not
-leak from one framework into another. agentloop writes its hash-chained
-transcript to a file (flushed per record) in every run.
+small K first, then the timed runs, each with a newly built agent), so
+imports, caches and peak RSS do not leak from one framework into another.
+agentloop writes its hash-chained transcript to a file (flushed per record)
+in every run.
+
+The machine is shared and noisy, so each cell is measured in several rounds,
+the frameworks taking turns within a round (drift in the machine's load hits
+them all), and up to ``--repeat`` timed runs a round while the cell's runs
+stay under ``--cell-seconds``. The table gives the best run of each cell, for
+every framework alike (timeit's convention: slower runs measure other
+processes); the median-to-median ratio is printed beside the best-to-best one.
 
     bench/peers/setup              # makes bench/peers/.venv from requirements.txt
     bench/peers/.venv/bin/python bench/peers/peers.py            # the table
@@ -26,6 +34,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -258,9 +267,10 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def child(name: str, k: int) -> dict[str, Any]:
-    """Import the framework, warm up, run once at K: one JSON line."""
+def child(name: str, k: int, repeat: int = 1, cell_seconds: float = 0.0) -> dict[str, Any]:
+    """Import the framework, warm up, run at K (``repeat`` times at most): one JSON line."""
     fn = RUNNERS[name]
+    runs: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         # import time: the framework's modules, measured by a first tiny run's imports
         mods_before = set(sys.modules)
@@ -270,13 +280,14 @@ def child(name: str, k: int) -> dict[str, Any]:
         n_mods = len(set(sys.modules) - mods_before)
         calls, ans = fn(2, tmp)()  # warm-up: first-call caches of every layer
         _answer_check(name, calls, 2, ans)
-        go = fn(k, tmp)  # the agent and its tool, built outside the timer
-        t0 = time.perf_counter()
-        calls, ans = go()
-        dt = time.perf_counter() - t0
-        _answer_check(name, calls, k, ans)
-    return {"framework": name, "k": k, "seconds": dt, "us_per_step": dt / k * 1e6, "calls": calls,
-            "import_s": import_s, "modules": n_mods, "peak_rss_mib": _rss_mib()}
+        while len(runs) < max(1, repeat) and (not runs or sum(runs) < cell_seconds):
+            go = fn(k, tmp)  # the agent and its tool, built anew and outside the timer
+            t0 = time.perf_counter()
+            calls, ans = go()
+            runs.append(time.perf_counter() - t0)
+            _answer_check(name, calls, k, ans)
+    return {"framework": name, "k": k, "seconds": min(runs), "runs": runs, "us_per_step": min(runs) / k * 1e6,
+            "calls": calls, "import_s": import_s, "modules": n_mods, "peak_rss_mib": _rss_mib()}
 
 
 def _import(name: str) -> None:
@@ -301,11 +312,26 @@ def _version(name: str) -> str:
         return "?"
 
 
-def measure(name: str, k: int) -> dict[str, Any]:
-    p = subprocess.run([sys.executable, __file__, "--child", name, str(k)], capture_output=True, text=True, timeout=3600)
+def measure(name: str, k: int, repeat: int = 1, cell_seconds: float = 0.0) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", name, str(k), "--repeat", str(repeat), "--cell-seconds", str(cell_seconds)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
         raise SystemExit(f"{name} at K={k} failed:\n{p.stderr[-3000:]}")
     return dict(json.loads(p.stdout.strip().splitlines()[-1]))
+
+
+def _merge(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """One cell over its rounds: every run kept, the best one reported."""
+    if old is None:
+        return new
+    runs = old["runs"] + new["runs"]
+    best = min(runs)
+    return {**old, "runs": runs, "seconds": best, "us_per_step": best / old["k"] * 1e6,
+            "import_s": min(old["import_s"], new["import_s"])}
+
+
+def _median_us(row: dict[str, Any]) -> float:
+    return float(statistics.median(row["runs"])) / row["k"] * 1e6
 
 
 def main() -> int:
@@ -315,27 +341,41 @@ def main() -> int:
     ap.add_argument("--ks", default=",".join(map(str, KS)), help="the K values (default %(default)s)")
     ap.add_argument("--max-seconds", type=float, default=300, help="skip a K whose quadratic estimate from the last K is longer")
     ap.add_argument("--only", default=",".join(FRAMEWORKS), help="frameworks to run (default: all)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, the frameworks taking turns in each (default %(default)s)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs of a cell in one round, at most (default %(default)s)")
+    ap.add_argument("--cell-seconds", type=float, default=20.0,
+                    help="no further run of a cell in a round once its runs took this long, and no further round "
+                         "for a cell whose first run took longer (default %(default)s)")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]))))
+        print(json.dumps(child(args.child[0], int(args.child[1]), args.repeat, args.cell_seconds)))
         return 0
     ks = [int(x) for x in args.ks.split(",")]
     names = args.only.split(",")
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     skipped: dict[tuple[str, int], float] = {}
-    for name in names:
-        prev: dict[str, Any] | None = None
+    for rnd in range(max(1, args.rounds)):
         for k in ks:
-            if prev is not None:
-                # peers whose per-step cost grows with K (history re-sent and re-validated each turn)
-                # would take hours at the largest K on this machine: estimated, shown, not run
-                est = prev["seconds"] * (k / prev["k"]) ** 2
-                if est > args.max_seconds:
-                    skipped[(name, k)] = est
-                    print(f"  {name:14} K={k:<5} skipped (estimated {est:,.0f} s > --max-seconds)", file=sys.stderr, flush=True)
+            for name in names:
+                cell = (name, k)
+                if cell in skipped:
                     continue
-            rows[(name, k)] = prev = measure(name, k)
-            print(f"  {name:14} K={k:<5} {prev['us_per_step']:10.1f} µs/step", file=sys.stderr, flush=True)
+                done = [kk for kk in ks if (name, kk) in rows and kk < k]
+                if rnd == 0 and done:
+                    # peers whose per-step cost grows with K (history re-sent and re-validated each turn)
+                    # would take hours at the largest K on this machine: estimated, shown, not run
+                    prev = rows[(name, done[-1])]
+                    est = prev["seconds"] * (k / prev["k"]) ** 2
+                    if est > args.max_seconds:
+                        skipped[cell] = est
+                        print(f"  {name:14} K={k:<5} skipped (estimated {est:,.0f} s > --max-seconds)", file=sys.stderr, flush=True)
+                        continue
+                if rnd > 0 and rows[cell]["runs"][0] > args.cell_seconds:
+                    continue  # one long run is already many samples of a step
+                rows[cell] = _merge(rows.get(cell), measure(name, k, args.repeat, args.cell_seconds))
+                r = rows[cell]
+                print(f"  round {rnd + 1} {name:14} K={k:<5} best {r['us_per_step']:10.1f} µs/step"
+                      f"  ({len(r['runs'])} runs, median {_median_us(r):,.1f})", file=sys.stderr, flush=True)
     rss: dict[str, dict[str, Any]] = {}
     for name in names:
         steps = RSS_STEPS if name == "agentloop" else max(k for (n, k) in rows if n == name)
@@ -361,7 +401,10 @@ def main() -> int:
                 continue
             best = min(ran, key=lambda n: rows[(n, k)]["us_per_step"])
             ratio = rows[(best, k)]["us_per_step"] / rows[("agentloop", k)]["us_per_step"]
-            print(f"  K={k:<5} {ratio:7.1f}x  (fastest peer: {best}, {rows[(best, k)]['us_per_step']:,.1f} µs/step)")
+            med = _median_us(rows[(best, k)]) / _median_us(rows[("agentloop", k)])
+            print(f"  K={k:<5} {ratio:7.1f}x best to best, {med:.1f}x median to median  (fastest peer: {best}, "
+                  f"{rows[(best, k)]['us_per_step']:,.1f} µs/step; runs: agentloop {len(rows[('agentloop', k)]['runs'])}, "
+                  f"{best} {len(rows[(best, k)]['runs'])})")
         print(f"agentloop peak RSS at {RSS_STEPS:,} steps: {rss['agentloop']['peak_rss_mib']:.1f} MiB (target <= 50)")
     if args.json:
         with open(args.json, "w") as f:
