@@ -28,7 +28,7 @@ a tool message carries ``"tool_call_id"``, ``"name"`` and ``"ok"``.
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call that the model asked for."""
 
@@ -41,7 +41,7 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts for one model call, as the provider reported them."""
 
@@ -80,7 +80,7 @@ class Usage:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelReply:
     """What a model returns for one turn."""
 
@@ -95,10 +95,11 @@ class ModelReply:
     raw: Any = None
     """The provider's response as received, kept only when raw recording is on."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """``tool_calls``: the calls' JSON as recorded (redacted), in place of their own."""
         out: dict[str, Any] = {
             "text": self.text,
-            "tool_calls": [c.to_json() for c in self.tool_calls],
+            "tool_calls": [c.to_json() for c in self.tool_calls] if tool_calls is None else tool_calls,
             "usage": None if self.usage is None else self.usage.to_json(),
         }
         if self.model is not None:
@@ -122,7 +123,7 @@ class ModelReply:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """The outcome of one tool call. ``ok=False`` results are data, not crashes."""
 
@@ -158,7 +159,7 @@ class ToolResult:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     """What the model is shown of a tool."""
 
@@ -171,7 +172,7 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One call to a model: the messages it sees and the tools it may use."""
 
@@ -198,29 +199,29 @@ class AsyncModel(Protocol):
 # --- what the drivers tell an observer (UI, logs); never part of the transcript ---
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolStarted:
     call: ToolCall
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     result: ToolResult
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnRecorded:
     step: int
     reply: ModelReply
     spent_micros: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Stopped:
     reason: str
 

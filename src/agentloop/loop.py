@@ -128,17 +128,17 @@ class LoopConfig:
 # --- inbound: what a driver hands back ---------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reserved:
     granted: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelReplied:
     reply: ModelReply
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelFailed:
     error: str
     """A description for people: never includes a key (providers scrub them)."""
@@ -146,7 +146,7 @@ class ModelFailed:
     """What failed attempts may have been billed (a stream cut after it started): spent and recorded."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolsDone:
     results: tuple[ToolResult, ...]
     """One result per requested call, in the order of the calls."""
@@ -157,19 +157,19 @@ Inbound = Union[Reserved, ModelReplied, ModelFailed, ToolsDone]
 # --- outbound: what the loop asks of its driver ------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Append:
     kind: str
     payload: Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reserve:
     amount_micros: int
     tokens: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Settle:
     reserved_micros: int
     actual_micros: int
@@ -177,17 +177,17 @@ class Settle:
     actual_tokens: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallModel:
     request: ModelRequest
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunTools:
     calls: tuple[ToolCall, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finished:
     reason: str
 
@@ -390,9 +390,8 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     state.tokens += usage.total
     state.spent_micros += cost
     state.answer = state.answer + reply.text if state.continuations else reply.text
-    reply_json = reply.to_json()
     calls_json, state.secrets = state.policy.calls_for_record(reply.tool_calls)
-    reply_json["tool_calls"] = calls_json
+    reply_json = reply.to_json(calls_json)
     turn: dict[str, Any] = {"step": state.steps, "reply": reply_json, "usage_estimated": estimated}
     if cfg.record_raw and reply.raw is not None:
         turn["raw"] = state.policy.raw_for_record(reply.raw, [c.name for c in reply.tool_calls], state.secrets)
