@@ -177,7 +177,7 @@ class F:
     def flush(self): self.f.flush()
     def fileno(self): return self.f.fileno()
     def close(self): self.f.close()
-t.open = lambda p, m: F(open(p, m))
+t.open = lambda p, m, **kw: F(open(p, m, **kw))
 from agentloop.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """

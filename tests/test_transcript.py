@@ -251,6 +251,62 @@ def test_a_failed_write_breaks_the_writer_for_good(tmp_path: Path) -> None:
         w.append("c", {})
 
 
+class _Dribbling:
+    """A raw file that takes at most ``step`` bytes a write, then (when ``stall_after`` is set) none."""
+
+    def __init__(self, path: str, step: int, stall_after: int | None = None):
+        self.f = open(path, "ab", buffering=0)  # noqa: SIM115
+        self.step, self.stall_after, self.writes = step, stall_after, 0
+
+    def write(self, data: bytes) -> int:
+        self.writes += 1
+        if self.stall_after is not None and self.writes > self.stall_after:
+            return 0
+        return int(self.f.write(bytes(data[: self.step])))
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        return int(self.f.fileno())
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def test_a_short_write_is_finished_so_every_record_lands_whole(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    w = TranscriptWriter(path, opener=lambda p, m: _Dribbling(p, 7))  # type: ignore[arg-type,return-value]
+    for i in range(5):
+        w.append("k", {"i": i, "text": "x" * 50})
+    w.close()
+    assert verify_file(path).ok and verify_file(path).count == 5
+
+
+def test_a_file_that_stops_taking_bytes_breaks_the_writer_and_leaves_a_repairable_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    w = TranscriptWriter(path, opener=lambda p, m: _Dribbling(p, 40, stall_after=12))  # type: ignore[arg-type,return-value]
+    acked = 0
+    with pytest.raises(TranscriptError, match="no more bytes"):
+        for i in range(10):
+            w.append("k", {"i": i})
+            acked += 1
+    with pytest.raises(TranscriptError, match="broken"):
+        w.append("k", {"i": 99})
+    w.close()
+    report = verify_file(path)
+    assert report.valid_prefix == acked >= 1
+    assert not report.ok and report.problems[0].kind == "torn_tail"  # the half-written line, found
+
+
+def test_the_default_writer_is_unbuffered_so_an_acknowledged_record_is_already_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    w = TranscriptWriter(path)
+    w.append("k", {"i": 1})
+    assert path.read_bytes().count(b"\n") == 1  # read back while the writer is still open
+    w.close()
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "agentloop.cli.main", *args], capture_output=True, text=True, timeout=60)
 

@@ -12,7 +12,9 @@ Rules:
    ``"hash":"…",`` member cut out: the writer builds the line by splicing and
    the verifier checks a record without serialising it again.
 3. ``prev`` is the previous record's hash; record 0 has 64 zeros.
-4. Writers append and flush each record; ``durability="fsync"`` also fsyncs it,
+4. Writers append each record with one unbuffered write (a short write is
+   finished before ``append`` returns), so an acknowledged record is in the
+   OS's hands as a flush would leave it; ``durability="fsync"`` also fsyncs it,
    and fsyncs the directory when the file is created. A failed write or fsync
    is never retried as if it had worked: the writer is then broken for good.
 5. A chain cannot see a tail that was cut off. Anchors (``anchor.py``) can.
@@ -20,6 +22,7 @@ Rules:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -118,7 +121,7 @@ class MemoryTranscript:
 
 
 class TranscriptWriter:
-    """Appends records to a file, one flushed line each.
+    """Appends records to a file, one unbuffered write of a whole line each.
 
     Open with ``resume=True`` to continue an existing file: only its tail is
     read (the last line gives ``seq`` and ``prev``), never the whole file.
@@ -168,7 +171,8 @@ class TranscriptWriter:
                 self._seq = tail.seq + 1
                 self._prev = tail.hash
         try:
-            self._f: BinaryIO = (opener or open)(self.path, "ab")
+            # unbuffered by default: each record is one write(2), with no copy into a buffer to flush
+            self._f: BinaryIO = opener(self.path, "ab") if opener is not None else open(self.path, "ab", buffering=0)  # noqa: SIM115
         except OSError as exc:
             raise TranscriptError(f"{self.path}: cannot open for appending: {exc.strerror or exc}") from None
         if not existed and durability == "fsync":
@@ -201,7 +205,9 @@ class TranscriptWriter:
             raise TranscriptError(f"{self.path}: the writer is broken ({self._broken}); nothing more is written")
         digest, line = make_line(self._seq, self._prev, kind, payload)
         try:
-            self._f.write(line)
+            n = self._f.write(line)
+            if n is not None and n < len(line):  # an unbuffered file may take part of a line (a nearly full disk)
+                self._write_rest(line, n)
             self._f.flush()
             if self.durability == "fsync":
                 os.fsync(self._f.fileno())
@@ -214,6 +220,15 @@ class TranscriptWriter:
         for listener in self.listeners:
             listener(line[:-1])
         return rec
+
+    def _write_rest(self, line: bytes, done: int) -> None:
+        """Finish a short write; a write that makes no progress fails as an OSError (the writer then breaks)."""
+        view = memoryview(line)
+        while done < len(line):
+            n = self._f.write(view[done:])
+            if not n:
+                raise OSError(errno.EIO, "the file took no more bytes")
+            done += n
 
     def close(self) -> None:
         try:
