@@ -72,28 +72,30 @@ def _fast_ok(value: Any) -> bool:
     ``null``) and the types orjson writes but JSON does not have (enums,
     UUIDs). Integer range and key types are left to orjson itself (strict
     integers, string keys only); keys past U+FFFF are looked for in its output.
-    An explicit stack rather than recursion: this walk runs on every record,
-    so it is kept to a few bytecodes a node.
+    This walk runs on every record, so it is kept to a few bytecodes a node:
+    an explicit stack that only containers go on, leaves checked in place.
     """
+    t = type(value)
+    if t is not dict and t is not list and t is not tuple:
+        return t in _LEAVES
     stack = [value]
     pop = stack.pop
-    extend = stack.extend
+    push = stack.append
     leaves = _LEAVES
     nodes = 0
     while stack:
         v = pop()
-        t = type(v)
-        if t is dict:
-            extend(v.values())
-        elif t is list or t is tuple:
-            extend(v)
-        elif t in leaves:
-            continue
-        else:
-            return False
         nodes += 1
         if nodes > 100_000:
             return False
+        for x in v.values() if type(v) is dict else v:
+            t = type(x)
+            if t in leaves:
+                continue
+            if t is dict or t is list or t is tuple:
+                push(x)
+            else:
+                return False
     return True
 
 
