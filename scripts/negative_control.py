@@ -54,6 +54,20 @@ SABOTAGES = [
         "if False:  # SABOTAGED",
         ["tests/test_loop.py"],
     ),
+    Sabotage(
+        "the canonical fast path trusts orjson with floats and enums",
+        "src/agentloop/canonical.py",
+        "            if t is dict or t is list or t is tuple:\n                push(x)\n            else:\n                return False",
+        "            if t is dict or t is list or t is tuple:\n                push(x)  # SABOTAGED: no else",
+        ["tests/test_canonical.py"],
+    ),
+    Sabotage(
+        "keys past U+FFFF keep orjson's code-point order",
+        "src/agentloop/canonical.py",
+        "if out.isascii() or _ASTRAL(out) is None or not _astral_key(value):",
+        "if True:  # SABOTAGED",
+        ["tests/test_canonical.py"],
+    ),
 ]
 
 
