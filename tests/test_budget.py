@@ -5,10 +5,19 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentloop.budget import Budget, LocalLedger, Price, PriceTable, cost_micros, format_usd, usd
+from agentloop.budget import (
+    Budget,
+    LocalLedger,
+    Price,
+    PriceTable,
+    cost_micros,
+    estimate_micros,
+    format_usd,
+    usd,
+)
 from agentloop.events import Usage
 
 
@@ -80,3 +89,10 @@ def test_the_local_ledger_holds_its_cap_under_threads() -> None:
     for t in threads:
         t.join()
     assert led.spent <= 1_000 and led.reserved == 0 and led.spent == 7 * len(granted)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 10**9), st.integers(0, 10**7), st.integers(0, 10**9), st.integers(0, 10**9))
+def test_a_reservation_estimate_costs_what_the_same_usage_would(i: int, o: int, p_in: int, p_out: int) -> None:
+    price = Price(p_in, p_out, 7, 11)
+    assert estimate_micros(i, o, price) == cost_micros(Usage(input_tokens=i, output_tokens=o), price)

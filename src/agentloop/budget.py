@@ -156,6 +156,11 @@ def cost_micros(usage: Usage, price: Price) -> int:
     return -(-num // 1_000_000)
 
 
+def estimate_micros(input_tokens: int, output_tokens: int, price: Price) -> int:
+    """``cost_micros(Usage(input_tokens, output_tokens), price)`` without building the Usage (once a turn)."""
+    return -(-(input_tokens * price.input + output_tokens * price.output) // 1_000_000)
+
+
 class PriceTable:
     """Prices per model name. Unknown models cost the highest known price."""
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .budget import Budget, Price, cost_micros, tokens_for_chars
+from .budget import Budget, Price, cost_micros, estimate_micros, tokens_for_chars
 from .canonical import canonical
 from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from .redact import (
@@ -228,6 +228,8 @@ class State:
     """What is redacted or truncated in the record (from the config's manifest)."""
     secrets: list[str] = field(default_factory=list)
     """The secret argument values of the pending calls: looked for in their results."""
+    request: ModelRequest | None = None
+    """The last request made: reused while ``messages`` is the same list (it is mutated in place)."""
 
     @property
     def done(self) -> bool:
@@ -288,9 +290,8 @@ def _next_turn(state: State) -> list[Outbound]:
     if b.max_steps is not None and state.steps >= b.max_steps:
         return _stop(state, "step_budget")
     in_tokens = tokens_for_chars(state.chars + state.tool_chars)
-    est = Usage(input_tokens=in_tokens, output_tokens=cfg.max_output_tokens)
-    amount = cost_micros(est, cfg.price)
-    tokens = est.total
+    amount = estimate_micros(in_tokens, cfg.max_output_tokens, cfg.price)
+    tokens = in_tokens + cfg.max_output_tokens
     if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:
         state.error = f"the next call needs a reservation of {amount} micro-USD; {b.max_usd_micros - state.spent_micros} are left"
         return _stop(state, "cost_budget")
@@ -340,7 +341,9 @@ def _on_reserved(state: State, event: Reserved) -> list[Outbound]:
         state.reserved_micros = state.reserved_tokens = 0
         return _stop(state, "cost_budget")
     state.phase = "call"
-    req = ModelRequest(messages=state.messages, tools=state.config.tools, max_output_tokens=state.config.max_output_tokens)
+    req = state.request  # the same every turn while the messages list is: built once
+    if req is None or req.messages is not state.messages:
+        req = state.request = ModelRequest(state.messages, state.config.tools, state.config.max_output_tokens)
     return [CallModel(req)]
 
 
