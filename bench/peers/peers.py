@@ -379,7 +379,8 @@ def main() -> int:
     rss: dict[str, dict[str, Any]] = {}
     for name in names:
         steps = RSS_STEPS if name == "agentloop" else max(k for (n, k) in rows if n == name)
-        rss[name] = measure(name, steps)
+        # a peer's peak RSS is that of its largest K's own subprocess (already run); agentloop's at 10,000 steps
+        rss[name] = measure(name, steps) if name == "agentloop" else rows[(name, steps)]
         print(f"  {name:14} peak RSS {rss[name]['peak_rss_mib']:.1f} MiB at {steps:,} steps", file=sys.stderr, flush=True)
 
     print(f"\nµs per step (one tool call a turn; agentloop writes its transcript); python {sys.version.split()[0]}\n")
