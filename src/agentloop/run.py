@@ -184,6 +184,18 @@ class _Drive:
         self.records += 1
         self.last_hash = rec.hash
 
+    def quick(self, out: Outbound) -> bool:
+        """Perform ``out`` at once when it is a record nobody observes or a settle with no ledger.
+
+        The commonest outbounds of a step, kept off ``simple``'s general path (a twentieth of a step).
+        """
+        t = type(out)
+        if t is Append and self.observer is None:
+            assert isinstance(out, Append)
+            self.record(out.kind, out.payload)
+            return True
+        return t is Settle and self.ledger is None
+
     def prepared(self, state: State, out: CallModel, reason: str | None) -> list[Outbound]:
         """After ``prepare``: the call to make, or the stop it asked for."""
         if reason is not None:
@@ -310,6 +322,8 @@ def run(
         while pending:
             out = pending.pop(0)
             inbound: Any
+            if drive.quick(out):  # records, and settling with no ledger: most outbounds, done inline
+                continue
             if isinstance(out, CallModel):
                 if prepare is not None and out is not drive.ready:
                     reason = prepare(state, drive.record)
@@ -520,6 +534,8 @@ async def arun(
         while pending:
             out = pending.pop(0)
             inbound: Any
+            if drive.quick(out):  # records, and settling with no ledger: most outbounds, done inline
+                continue
             if isinstance(out, CallModel):
                 if prepare is not None and out is not drive.ready:
                     maybe = prepare(state, drive.record)
