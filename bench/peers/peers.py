@@ -286,8 +286,13 @@ def child(name: str, k: int, repeat: int = 1, cell_seconds: float = 0.0) -> dict
             calls, ans = go()
             runs.append(time.perf_counter() - t0)
             _answer_check(name, calls, k, ans)
-    return {"framework": name, "k": k, "seconds": min(runs), "runs": runs, "us_per_step": min(runs) / k * 1e6,
-            "calls": calls, "import_s": import_s, "modules": n_mods, "peak_rss_mib": _rss_mib()}
+    out = {"framework": name, "k": k, "seconds": min(runs), "runs": runs, "us_per_step": min(runs) / k * 1e6,
+           "calls": calls, "import_s": import_s, "modules": n_mods, "peak_rss_mib": _rss_mib()}
+    if name == "agentloop":
+        from agentloop import _native
+
+        out["core"] = _native.status()  # "compiled" (scripts/build-native), or why it ran from source
+    return out
 
 
 def _import(name: str) -> None:
@@ -383,7 +388,9 @@ def main() -> int:
         rss[name] = measure(name, steps) if name == "agentloop" else rows[(name, steps)]
         print(f"  {name:14} peak RSS {rss[name]['peak_rss_mib']:.1f} MiB at {steps:,} steps", file=sys.stderr, flush=True)
 
-    print(f"\nµs per step (one tool call a turn; agentloop writes its transcript); python {sys.version.split()[0]}\n")
+    core = next((r.get("core") for (n, _), r in rows.items() if n == "agentloop"), None)
+    print(f"\nµs per step (one tool call a turn; agentloop writes its transcript); python {sys.version.split()[0]}"
+          + (f"; agentloop's core: {core}" if core else "") + "\n")
     print("| framework | version | " + " | ".join(f"K={k}" for k in ks) + " | growth K=10→max | import s | peak RSS MiB (steps) |")
     print("|---|---|" + "---|" * len(ks) + "---|---|---|")
     for name in names:

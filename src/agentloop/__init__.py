@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+from . import _native  # noqa: E402
+
+_native.install()  # before any core module: a stale compiled build must not shadow its source
+
 if TYPE_CHECKING:
     from .budget import Budget, LocalLedger, Price, PriceTable, usd
     from .events import ModelReply, ModelRequest, ToolCall, ToolResult, Usage

@@ -182,7 +182,7 @@ def _write(value: Any, out: list[str], depth: int, exact: bool = True) -> None:
                 as_double = float(value)
             except OverflowError:
                 raise NotCanonicalizable(f"integer {value} is too large for a JSON number") from None
-            if exact and as_double != value:
+            if exact and int(as_double) != value:  # compared as integers: exact (a float compare would round value)
                 raise NotCanonicalizable(f"integer {value} is beyond 2**53 and not exact as a double")
             out.append(number(as_double))
     elif isinstance(value, float):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from .budget import Budget, Price, cost_micros, estimate_micros, tokens_for_chars
 from .canonical import canonical
@@ -467,7 +467,9 @@ def tool_message(result: ToolResult) -> Message:
         c = result.content
         text = c if isinstance(c, str) else stand_in(marker_info(c)) if is_marker(c) else canonical(c).decode()
     else:
-        e: Any = result.error
+        # a replayed redacted error is its marker (a dict), whatever the field's type says: read untyped,
+        # so the compiled build (which checks declared types) takes it as the source does
+        e: Any = cast(Any, result).error
         text = f"ERROR: {stand_in(marker_info(e)) if is_marker(e) else e}"
     return {"role": "tool", "tool_call_id": result.call_id, "name": result.name, "ok": result.ok, "content": text}
 

@@ -1,0 +1,120 @@
+"""Compiled builds of the hottest core modules, used only while they match their sources.
+
+``scripts/build-native`` compiles ``MODULES`` with mypyc into extension modules
+beside their sources, and writes ``native.json``: the SHA-256 of each source
+it compiled. They are the same code (mypy-strict Python compiled to C); a step
+of the loop costs about a quarter less (``bench/bench_loop.py``).
+
+Python imports an extension module before a source of the same name, so a
+build left behind by an edit would silently run the old code. Before any core
+module is imported, ``install()`` hashes the sources and, when one differs
+from what was compiled (or there is no build), puts a finder first on
+``sys.meta_path`` that loads every one of ``MODULES`` from its source. All or
+none: compiled modules call each other natively, so a mix would run old code
+through the compiled ones.
+
+This module reads files, not the environment: it decides nothing about a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+__all__ = ["MODULES", "install", "status"]
+
+MODULES = ("canonical", "loop", "redact")
+"""Compiled together, in one mypyc group: pure functions and classes nobody subclasses."""
+
+_DIR = os.path.dirname(os.path.abspath(__file__))
+_STAMP = os.path.join(_DIR, "native.json")
+_state = {"status": "not checked"}
+
+
+def source_hashes(directory: str = _DIR) -> dict[str, str]:
+    out = {}
+    for name in MODULES:
+        with open(os.path.join(directory, name + ".py"), "rb") as f:
+            out[name] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def _built(name: str) -> bool:
+    return any(
+        f.startswith(name + ".") and f.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+        for f in os.listdir(_DIR)
+    )
+
+
+class _FromSource(importlib.abc.MetaPathFinder):
+    """Loads the compiled modules' sources: their builds are stale or missing."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        pkg, _, name = fullname.rpartition(".")
+        if pkg != __package__ or name not in MODULES:
+            return None
+        return importlib.util.spec_from_file_location(fullname, os.path.join(_DIR, name + ".py"))
+
+
+class _Strays(importlib.abc.MetaPathFinder):
+    """Loads from source any module whose extension file is not part of the current build."""
+
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        pkg, _, name = fullname.rpartition(".")
+        if pkg != __package__ or name not in self.names:
+            return None
+        return importlib.util.spec_from_file_location(fullname, os.path.join(_DIR, name + ".py"))
+
+
+def _stray_builds() -> frozenset[str]:
+    """Modules with an extension file beside their source that are not in ``MODULES`` (an older build)."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    names = {f.split(".")[0] for f in os.listdir(_DIR) if f.endswith(suffixes)}
+    return frozenset(n for n in names - set(MODULES) if os.path.exists(os.path.join(_DIR, n + ".py")))
+
+
+def install() -> str:
+    """Decide once, before the core is imported: ``"compiled"``, or why the sources are used."""
+    if _state["status"] != "not checked":
+        return _state["status"]
+    strays = _stray_builds()
+    if strays:
+        sys.meta_path.insert(0, _Strays(strays))
+    why = ""
+    try:
+        with open(_STAMP, encoding="utf-8") as f:
+            stamp = json.load(f)
+        if not all(_built(n) for n in MODULES):
+            why = "source (the build is incomplete)"
+        elif stamp.get("sources") != source_hashes():
+            why = "source (a source changed since the build: run scripts/build-native)"
+    except FileNotFoundError:
+        why = "source (not built)"
+    except (OSError, ValueError, AttributeError) as exc:
+        why = f"source (native.json unreadable: {exc})"
+    if why:
+        already = [n for n in MODULES if f"{__package__}.{n}" in sys.modules]
+        if already:  # imported before the check: cannot be swapped under their importers
+            why += f"; already imported: {', '.join(already)}"
+        sys.meta_path.insert(0, _FromSource())
+    _state["status"] = why or "compiled"
+    return _state["status"]
+
+
+def status() -> str:
+    """``"compiled"`` when the core runs from its mypyc build, else why it runs from source."""
+    return install()

@@ -1,0 +1,94 @@
+"""The compiled core (scripts/build-native) is the same code as its source, and never a stale copy of it.
+
+The suite runs on whatever the checkout has: the mypyc build after
+``scripts/setup``. These tests also run the core's byte-pinning tests (RFC 8785
+vectors, golden transcripts, the loop and transcript suites) on the pure
+sources, in a copy of the tree with no build, so both paths are held to the
+same bytes on every run.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import agentloop
+import agentloop.loop as loop_mod
+from agentloop import _native
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = Path(agentloop.__file__).resolve().parents[1]
+"""The tree the package was imported from: a copy of it, in the pure-source run below."""
+BUILT = (SRC / "agentloop" / "native.json").exists()
+
+
+def _copy_src(dst: Path, with_build: bool) -> Path:
+    def ignore(d: str, names: list[str]) -> set[str]:
+        skip = {"__pycache__", "build"}
+        if not with_build:
+            skip |= {n for n in names if n.endswith((".so", ".pyd")) or n == "native.json"}
+        return {n for n in names if n in skip or n.endswith(".egg-info")}
+
+    shutil.copytree(SRC, dst / "src", ignore=ignore)
+    return dst / "src"
+
+
+def _probe(src: Path) -> dict[str, str]:
+    code = (
+        "import json, sys, agentloop.loop, agentloop.canonical, agentloop.run, agentloop.redact\n"
+        "from agentloop import _native\n"
+        "files = {m: sys.modules['agentloop.' + m].__file__ for m in _native.MODULES}\n"
+        "print(json.dumps({'status': _native.status(), **files}))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=str(src))
+    assert p.returncode == 0, p.stderr
+    return dict(json.loads(p.stdout))
+
+
+def test_the_package_reports_how_its_core_runs() -> None:
+    assert _native.status() == "compiled" or _native.status().startswith("source (")
+    if os.environ.get("AGENTLOOP_EXPECT_SOURCE"):  # set by the pure-source run below
+        assert _native.status() == "source (not built)" and str(loop_mod.__file__).endswith("loop.py")
+    elif BUILT:
+        assert _native.status() == "compiled", "scripts/build-native ran but its build is not in use"
+        assert str(loop_mod.__file__).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+@pytest.mark.skipif(not BUILT, reason="no compiled build in this checkout (scripts/build-native)")
+def test_an_edited_source_is_run_instead_of_its_stale_build(tmp_path: Path) -> None:
+    src = _copy_src(tmp_path, with_build=True)
+    assert _probe(src)["status"] == "compiled"
+    edited = src / "agentloop" / "redact.py"
+    edited.write_text(edited.read_text() + "\n# an edit after the build\n")
+    got = _probe(src)
+    assert got["status"].startswith("source (a source changed")
+    # all or none: the compiled modules call each other natively
+    assert all(got[m].endswith(f"agentloop/{m}.py") for m in _native.MODULES), got
+
+
+def test_with_no_build_every_module_runs_from_source(tmp_path: Path) -> None:
+    src = _copy_src(tmp_path, with_build=False)
+    got = _probe(src)
+    assert got["status"] == "source (not built)"
+    assert all(got[m].endswith(f"agentloop/{m}.py") for m in _native.MODULES), got
+
+
+@pytest.mark.skipif(not BUILT, reason="no compiled build: the suite already runs on the sources")
+def test_the_pure_sources_pass_the_byte_pinning_tests_too(tmp_path: Path) -> None:
+    src = _copy_src(tmp_path, with_build=False)
+    tests = ["tests/test_native.py::test_the_package_reports_how_its_core_runs", "tests/test_canonical.py",
+             "tests/test_replay_golden.py", "tests/test_loop.py", "tests/test_transcript.py", "tests/test_budget.py"]
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1", AGENTLOOP_EXPECT_SOURCE="1")
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert p.returncode == 0, p.stdout[-3000:]
