@@ -111,16 +111,9 @@ class ModelReply:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> ModelReply:
         usage = obj.get("usage")
-        return cls(
-            text=str(obj.get("text", "")),
-            tool_calls=tuple(
-                ToolCall(str(c["id"]), str(c["name"]), c.get("arguments"))
-                for c in obj.get("tool_calls", [])
-            ),
-            usage=None if usage is None else Usage.from_json(usage),
-            model=obj.get("model"),
-            finish_reason=obj.get("finish_reason"),
-        )
+        calls = tuple([ToolCall(str(c["id"]), str(c["name"]), c.get("arguments")) for c in obj.get("tool_calls", ())])
+        # positional: replay builds one a step
+        return cls(str(obj.get("text", "")), calls, None if usage is None else Usage.from_json(usage), obj.get("model"), obj.get("finish_reason"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,14 +142,8 @@ class ToolResult:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> ToolResult:
-        return cls(
-            call_id=str(obj["call_id"]),
-            name=str(obj["name"]),
-            ok=bool(obj["ok"]),
-            content=obj.get("content"),
-            error=obj.get("error"),
-            detail=obj.get("detail"),
-        )
+        get = obj.get
+        return cls(str(obj["call_id"]), str(obj["name"]), bool(obj["ok"]), get("content"), get("error"), get("detail"))
 
 
 @dataclass(frozen=True, slots=True)

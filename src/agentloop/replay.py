@@ -607,7 +607,9 @@ class _RunReplay:
         msgs = self.seg[0].payload.get("messages", [])
         res = run(
             self.model, None, msgs, self.config.budget, config=self.config, transcript=sink,
-            executor=self.execute, ledger=self.ledger, prepare=self.prepare if self.uses_prepare else None,
+            executor=self.execute, prepare=self.prepare if self.uses_prepare else None,
+            # a ledger only to refuse where the record was refused: without one, reserves and settles cost nothing
+            ledger=self.ledger if self.ledger.refuse_at is not None else None,
         )
         sink.finish()
         for text in self.model.unreproducible:
@@ -756,7 +758,14 @@ def replay(
         raise ReplayError(f"{name}: holds no records")
     if mode == "live-tools":
         _refuse_if_invalid(name, lines)
-    records = _parse(name, lines)
+    paused = len(lines) >= 10_000 and gc.isenabled()
+    if paused:
+        gc.disable()  # a bulk load of acyclic values: the collector would walk the growing record again and again
+    try:
+        records = _parse(name, lines)
+    finally:
+        if paused:
+            gc.enable()
     frozen = len(lines) >= 10_000 and gc.get_freeze_count() == 0
     if frozen:
         gc.freeze()  # the record is read-only from here on: spare the collector from walking it again and again
