@@ -72,12 +72,8 @@ class Usage:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Usage:
-        return cls(
-            int(obj.get("input_tokens", 0)),
-            int(obj.get("output_tokens", 0)),
-            int(obj.get("cache_read_tokens", 0)),
-            int(obj.get("cache_write_tokens", 0)),
-        )
+        get = obj.get
+        return cls(int(get("input_tokens", 0)), int(get("output_tokens", 0)), int(get("cache_read_tokens", 0)), int(get("cache_write_tokens", 0)))
 
 
 @dataclass(frozen=True, slots=True)
