@@ -26,14 +26,14 @@ from agentloop import _native
 ROOT = Path(__file__).resolve().parents[1]
 SRC = Path(agentloop.__file__).resolve().parents[1]
 """The tree the package was imported from: a copy of it, in the pure-source run below."""
-BUILT = (SRC / "agentloop" / "native.json").exists()
+BUILT = (SRC / "agentloop" / "native.sha256").exists()
 
 
 def _copy_src(dst: Path, with_build: bool) -> Path:
     def ignore(d: str, names: list[str]) -> set[str]:
         skip = {"__pycache__", "build"}
         if not with_build:
-            skip |= {n for n in names if n.endswith((".so", ".pyd")) or n == "native.json"}
+            skip |= {n for n in names if n.endswith((".so", ".pyd")) or n == "native.sha256"}
         return {n for n in names if n in skip or n.endswith(".egg-info")}
 
     shutil.copytree(SRC, dst / "src", ignore=ignore)
