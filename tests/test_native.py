@@ -92,3 +92,14 @@ def test_the_pure_sources_pass_the_byte_pinning_tests_too(tmp_path: Path) -> Non
         cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=900,
     )
     assert p.returncode == 0, p.stdout[-3000:]
+
+
+def test_an_extension_file_left_by_an_older_build_never_shadows_its_source(tmp_path: Path) -> None:
+    src = _copy_src(tmp_path, with_build=BUILT)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (src / "agentloop" / f"budget{suffix}").write_bytes(b"not a shared object")  # loading it would fail
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
+    code = "import agentloop.budget as b; print(b.__file__)"
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=str(src))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().endswith("agentloop/budget.py")
