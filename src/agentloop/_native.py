@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-__all__ = ["MODULES", "install", "status"]
+__all__ = ["MODULES", "built_modules", "install", "read_stamp", "source_hashes", "status"]
 
 MODULES = ("canonical", "loop", "redact")
 """Compiled together, in one mypyc group: pure functions and classes nobody subclasses."""
@@ -56,7 +56,7 @@ def read_stamp(path: str) -> dict[str, str]:
     return out
 
 
-def _built_modules() -> set[str]:
+def built_modules() -> set[str]:
     """The modules of this package that have an extension file beside them (one listing)."""
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     return {f.split(".")[0] for f in os.listdir(_DIR) if f.endswith(suffixes)}
@@ -85,7 +85,7 @@ def install() -> str:
     """Decide once, before the core is imported: ``"compiled"``, or why the sources are used."""
     if _state["status"] != "not checked":
         return _state["status"]
-    built = _built_modules()
+    built = built_modules()
     # an extension file of a module no longer in MODULES is an older build's: never used
     sources = {n for n in built - set(MODULES) if os.path.exists(os.path.join(_DIR, n + ".py"))}
     why = ""
