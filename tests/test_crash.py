@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -125,7 +126,7 @@ def _kill_rounds(tmp_path: Path, mode: str, rounds: int, seed: int) -> dict[str,
     else:
         path = tmp_path / "t.jsonl"
     acked: dict[int, str] = {}
-    torn = repaired = 0
+    torn = repaired = unopened = 0
     env = {**os.environ, "AGENTLOOP_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     for _ in range(rounds):
         proc = subprocess.Popen(
@@ -181,6 +182,12 @@ def _kill_rounds(tmp_path: Path, mode: str, rounds: int, seed: int) -> dict[str,
                 seq_s, h = ln.decode().split(" ", 1)
                 if len(h) == 64:  # a torn ack line (the pipe, not the file) is not an acknowledgement
                     acked[int(seq_s)] = h
+        if not path.exists():
+            # A session opens its file at its first record: a kill before that leaves no file,
+            # which is right only if nothing was acknowledged yet.
+            assert mode == "session" and not acked, f"{path} is gone after {len(acked)} acknowledged records"
+            unopened += 1
+            continue
         # What a reader sees now: every acknowledged record, same hash, in a verifying prefix.
         rep = verify_file(path)
         if not rep.ok:
@@ -194,12 +201,12 @@ def _kill_rounds(tmp_path: Path, mode: str, rounds: int, seed: int) -> dict[str,
                     break
                 if i in acked:
                     assert json.loads(line)["hash"] == acked[i], f"acknowledged record {i} changed"
-    return {"kills": rounds, "torn": torn, "repaired": repaired, "acked": len(acked)}
+    return {"kills": rounds, "torn": torn, "repaired": repaired, "acked": len(acked), "unopened": unopened}
 
 
 @pytest.mark.parametrize("mode", ["writer", "run", "session"])
 def test_sigkilled_writer_loses_no_acknowledged_record_and_resumes(tmp_path: Path, mode: str) -> None:
-    stats = _kill_rounds(tmp_path, mode, KILLS, seed=hash(mode) & 0xFFFF)
+    stats = _kill_rounds(tmp_path, mode, KILLS, seed=zlib.crc32(mode.encode()))
     assert stats["acked"] > KILLS  # the writers really wrote between kills
     record_stat("kills", stats["kills"])
     record_stat("records_lost", 0)
