@@ -42,8 +42,9 @@ def _copy_src(dst: Path, with_build: bool) -> Path:
 
 def _probe(src: Path) -> dict[str, str]:
     code = (
-        "import json, sys, agentloop.loop, agentloop.canonical, agentloop.run, agentloop.redact\n"
+        "import importlib, json, sys\n"
         "from agentloop import _native\n"
+        "for m in _native.MODULES: importlib.import_module('agentloop.' + m)\n"
         "files = {m: sys.modules['agentloop.' + m].__file__ for m in _native.MODULES}\n"
         "print(json.dumps({'status': _native.status(), **files}))"
     )
@@ -85,7 +86,8 @@ def test_with_no_build_every_module_runs_from_source(tmp_path: Path) -> None:
 def test_the_pure_sources_pass_the_byte_pinning_tests_too(tmp_path: Path) -> None:
     src = _copy_src(tmp_path, with_build=False)
     tests = ["tests/test_native.py::test_the_package_reports_how_its_core_runs", "tests/test_canonical.py",
-             "tests/test_replay_golden.py", "tests/test_loop.py", "tests/test_transcript.py", "tests/test_budget.py"]
+             "tests/test_replay_golden.py", "tests/test_replay.py", "tests/test_loop.py", "tests/test_transcript.py",
+             "tests/test_budget.py"]
     env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1", AGENTLOOP_EXPECT_SOURCE="1")
     p = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],

@@ -153,7 +153,7 @@ Act = Callable[[str], list[DemoRun]]
 ACTS: list[tuple[str, str]] = [
     ("core", "agentloop.demo:act_core"),
     ("anchors", "agentloop.anchor:act_anchor"),
-    ("replay", "agentloop.replay:act_replay"),
+    ("replay", "agentloop.replay_demo:act_replay"),
 ]
 """(name, "module:function") of each act, run in order."""
 

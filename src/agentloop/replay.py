@@ -39,7 +39,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
@@ -74,8 +74,12 @@ class ReplayError(TranscriptError):
     """The transcript cannot be replayed: unreadable, failing verification, or of an unknown format."""
 
 
-class ReplayExhausted(AssertionError):
-    """The replayed loop asked for more model turns than were recorded."""
+class ReplayExhausted(Exception):
+    """The replayed loop asked for more model turns than were recorded.
+
+    (An ``Exception``, not an ``AssertionError``: this module is compiled, and
+    mypyc subclasses only ``Exception`` among the built-in exceptions. Only the
+    class name reaches the record.)"""
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,16 @@ def _refuse_if_invalid(name: str, lines: Sequence[bytes]) -> None:
         raise ReplayError(f"{name}: fails verification at record {p.index}: {p.kind}: {p.message}; not replayed")
 
 
+class Turn(Protocol):
+    """What ``ReplayModel`` reads of a record: a ``Record`` or replay's own ``_Rec``."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def payload(self) -> Any: ...
+
+
 class _Rec:
     """A recorded record as replay reads it. A ``budget`` record's payload is
     parsed only when a difference needs it: the loop re-derives it anyway."""
@@ -240,6 +254,7 @@ class _Rec:
         return self.payload
 
 
+_new_tuple: Callable[..., Any] = tuple.__new__
 _LAZY = b'"kind":"budget","payload":'
 
 
@@ -309,7 +324,7 @@ class ReplayModel:
     than were recorded (``ReplayExhausted``: the run ends in ``model_error``).
     """
 
-    def __init__(self, turns: Sequence[_Rec], *, interrupted: bool = False, name: str = "replay"):
+    def __init__(self, turns: Sequence[Turn], *, interrupted: bool = False, name: str = "replay"):
         self.turns = list(turns)
         self.interrupted = interrupted
         self.name = name
@@ -376,7 +391,7 @@ class _Lines:
     def append(self, kind: str, payload: Any) -> Record:
         seq = len(self.lines)
         digest, line = make_line(seq, self.last_hash, kind, payload)
-        rec = Record(seq, self.last_hash, kind, payload, digest)
+        rec: Record = _new_tuple(Record, (seq, self.last_hash, kind, payload, digest))  # Record's own __new__ is a Python function
         self.lines.append(line)
         self.last_hash = digest
         return rec
@@ -498,26 +513,33 @@ class _RunReplay:
         self.config = config_from_record(start.payload, salt)
         if canonical(self.config.to_json()) != canonical(start.payload.get("config")):
             self.warnings.append(f"run {index}: its run_start config holds fields this version does not read")
-        self.turns = [r for r in seg if r.kind in ("model_turn", "model_error")]
-        self.stop = next((r.payload for r in seg if r.kind == "stop"), None)
+        # one pass over the run's records: its turns, its stop, its tool results by step, and
+        # whether a driver's ``prepare`` wrote anything between them
+        self.turns: list[_Rec] = []
+        self.stop: Any = None
+        self.results: dict[int, list[dict[str, Any]]] = {}
+        self.uses_prepare = False
+        for k, r in enumerate(seg):
+            kind = r.kind
+            if kind == "model_turn" or kind == "model_error":
+                self.turns.append(r)
+            elif kind == "tool_result":
+                self.results.setdefault(int(r.payload.get("step", 0)), []).append(r.payload)
+            elif kind == "stop":
+                if self.stop is None:
+                    self.stop = r.payload
+            elif kind not in LOOP_KINDS or (kind == "loop_detected" and r.payload.get("method") not in (None, "heuristic")):
+                self.uses_prepare = self.uses_prepare or k > 0
         if self.stop is None:
             self.warnings.append(f"run {index} has no stop record: it was cut off; replayed as far as the record goes")
         reason = (self.stop or {}).get("reason")
         self.interrupted = reason == "interrupted"
-        self.results: dict[int, list[dict[str, Any]]] = {}
-        for r in seg:
-            if r.kind == "tool_result":
-                self.results.setdefault(int(r.payload.get("step", 0)), []).append(r.payload)
         refuse_at = None
         if reason == "cost_budget" and str((self.stop or {}).get("error", "")).startswith("the shared ledger refused"):
             refuse_at = sum(1 for r in self.turns if r.kind == "model_turn") + 1
         self.ledger = _Ledger(refuse_at)
         self.model = ReplayModel(self.turns, interrupted=self.interrupted)
         self.sink = _PassSink(out, seg, cut_off=self.stop is None)
-        self.uses_prepare = any(
-            r.kind not in LOOP_KINDS or (r.kind == "loop_detected" and r.payload.get("method") not in (None, "heuristic"))
-            for r in seg[1:]
-        )
         if has_markers:
             self._notes()
 
@@ -758,22 +780,30 @@ def replay(
         raise ReplayError(f"{name}: holds no records")
     if mode == "live-tools":
         _refuse_if_invalid(name, lines)
-    paused = len(lines) >= 10_000 and gc.isenabled()
+    # The collector is paused while the record is read (a bulk load of acyclic values, which it
+    # would walk again and again) and, when no tool runs, for the whole replay: the loop and this
+    # module make no reference cycles (tests/test_replay.py holds that), so refcounting frees all.
+    # With live tools, which may make cycles, the record is frozen out of its walks instead.
+    whole = mode != "live-tools"
+    paused = (whole or len(lines) >= 10_000) and gc.isenabled()
     if paused:
-        gc.disable()  # a bulk load of acyclic values: the collector would walk the growing record again and again
+        gc.disable()
     try:
         records = _parse(name, lines)
+        if paused and not whole:
+            gc.enable()
+            paused = False
+        frozen = not whole and len(lines) >= 10_000 and gc.get_freeze_count() == 0
+        if frozen:
+            gc.freeze()
+        try:
+            return _replay(name, lines, records, mode, registry, out, redaction_salt)
+        finally:
+            if frozen:
+                gc.unfreeze()
     finally:
         if paused:
             gc.enable()
-    frozen = len(lines) >= 10_000 and gc.get_freeze_count() == 0
-    if frozen:
-        gc.freeze()  # the record is read-only from here on: spare the collector from walking it again and again
-    try:
-        return _replay(name, lines, records, mode, registry, out, redaction_salt)
-    finally:
-        if frozen:
-            gc.unfreeze()
 
 
 def _replay(
@@ -866,103 +896,3 @@ def assert_replays(
     msg = r.summary(os.fspath(path))
     d = r.diff(lines)
     raise AssertionError(msg + ("\n\nthe first differing record, recorded vs replayed:\n" + d if d else ""))
-
-
-# --- the demo's act -------------------------------------------------------------
-
-
-def act_replay(out_dir: str) -> list[Any]:
-    """Replay every demo transcript in ``out_dir`` in all three modes, and state claims.
-
-    Files another act damaged on purpose (failing verification) must be
-    refused; a tampered copy and a changed tool are tried too.
-    """
-    from .demo import Claim, DemoRun, demo_tools
-    from .transcript import read_records, verify_file
-
-    runs: list[DemoRun] = []
-    files = sorted(f for f in os.listdir(out_dir) if f.startswith("demo-") and f.endswith(".jsonl"))
-    for fname in files:
-        path = os.path.join(out_dir, fname)
-        name = "replay " + fname[5:-6]
-        report = verify_file(path)
-        if not report.ok:
-            refused = True
-            try:
-                replay(path, mode="full")
-                refused = False
-            except ReplayError:
-                pass
-            runs.append(DemoRun(name, path, report.count, "refused", 0, False,
-                                [Claim("fails verification, so replay refuses it", refused)]))
-            continue
-        out = os.path.join(out_dir, "replay-" + fname[5:])
-        if os.path.exists(out):
-            os.remove(out)
-        full = replay(path, mode="full", out=out)
-        live = replay(path, tools=demo_tools(), mode="live-tools")
-        dry = replay(path, mode="dry-run")
-        recs = list(read_records(path))
-        with open(path, "rb") as a, open(out, "rb") as b:
-            same = a.read() == b.read()
-        cut = any("no stop record" in w for w in full.warnings)
-        tool_steps = {r.payload["step"] for r in recs if r.kind == "tool_result"}
-        n_calls = sum(1 for r in recs if r.kind == "tool_result")
-        dependent = sum(1 for r in recs if r.kind == "model_turn" and r.payload["step"] - 1 in tool_steps)
-        last = full.result
-        dr = DemoRun(name, out, full.records, last.stop_reason if last else "none", last.spent_micros if last else 0,
-                     verify_file(out).ok)
-        dr.claims += [
-            Claim("full replay (no tool runs) writes a byte-identical transcript", full.equal and same),
-            Claim("live-tools replay, the demo tools really running, is equal", live.equal),
-            Claim(f"dry-run skips all {n_calls} tool calls and reports the {dependent} steps that used their output",
-                  dry.skipped_calls == n_calls and len(dry.tool_dependent_steps) == dependent and dry.decisions_equal),
-            Claim("dry-run is equal exactly when no tool output was recorded", dry.equal == (n_calls == 0)),
-        ]
-        if cut:
-            dr.claims.append(Claim("a run cut off before its stop replays as far as it goes, and says so", full.equal))
-        else:
-            dr.claims.append(Claim("no warnings", not (full.warnings or live.warnings)))
-        runs.append(dr)
-    runs += _act_negative(out_dir, demo_tools)
-    return runs
-
-
-def _act_negative(out_dir: str, demo_tools: Callable[[], Registry]) -> list[Any]:
-    """A tampered copy is refused; a changed tool warns; a changed loop is named."""
-    from .demo import Claim, DemoRun
-    from .tools import tool
-
-    src = os.path.join(out_dir, "demo-answer.jsonl")
-    if not os.path.exists(src):
-        return []
-    with open(src, "rb") as f:
-        lines = f.readlines()
-    dr = DemoRun("replay (negative)", src, len(lines), "checks", 0, True)
-    tampered = os.path.join(out_dir, "tampered-answer.jsonl")
-    with open(tampered, "wb") as w:
-        w.writelines([*lines[:3], lines[3].replace(b'"sum":42', b'"sum":43'), *lines[4:]])
-    refusals = 0
-    for mode in MODES:
-        try:
-            replay(tampered, tools=demo_tools(), mode=mode)
-        except ReplayError:
-            refusals += 1
-    dr.claims.append(Claim("a tampered copy is refused in all three modes", refusals == 3))
-
-    reg = demo_tools()
-    old = reg.get("add")
-    assert old is not None
-
-    @tool(read_only=True)
-    def add(a: int, b: int) -> dict[str, int]:
-        """Add two integers (changed: off by one)."""
-        return {"sum": a + b + 1}
-
-    changed = Registry([add if t.name == "add" else t for t in reg])
-    r = replay(src, tools=changed, mode="live-tools")
-    named = any("'add'" in w and old.fingerprint in w and add.fingerprint in w for w in r.warnings)
-    dr.claims.append(Claim("a changed tool gives a warning naming it and both fingerprints", named))
-    dr.claims.append(Claim("and live-tools names the first differing record", not r.equal and r.first_difference is not None
-                           and r.first_difference.kind == "tool_result"))
-    return [dr]
