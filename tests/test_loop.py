@@ -267,3 +267,29 @@ def test_usage_adds_up_over_the_run() -> None:
     with ScriptedModel([reply("", [("note", {"text": "a"})], usage=Usage(1, 2, 3, 4)), reply("ok", usage=Usage(10, 20, 30, 40))]) as m:
         r = run(m, Registry([note]), "q", Budget.unlimited())
     assert r.usage == Usage(11, 22, 33, 44) and r.tokens == 110
+
+
+def test_the_fast_event_makers_build_what_the_constructors_build_and_stay_frozen() -> None:
+    import dataclasses
+
+    from agentloop import events
+
+    call = events.ToolCall("c1", "add", {"a": 1})
+    usage = events.Usage(1, 2, 3, 4)
+    cases: list[tuple[Any, tuple[Any, ...]]] = [
+        (events.ToolCall, ("c1", "add", {"a": 1})),
+        (events.Usage, (1, 2, 3, 4)),
+        (events.ModelReply, ("hi", (call,), usage, "m", "stop", {"raw": True})),
+        (events.ToolResult, ("c1", "add", False, None, "boom", {"type": "ValueError"})),
+    ]
+    for cls, values in cases:
+        made = events._maker(cls)(*values)
+        assert type(made) is cls and made == cls(*values)
+        assert [getattr(made, f.name) for f in dataclasses.fields(cls)] == list(values)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(made, dataclasses.fields(cls)[0].name, "changed")
+    reply = events.ModelReply("hi", (call,), usage, "m", "stop")
+    assert events.ModelReply.from_json(reply.to_json()) == reply
+    result = events.ToolResult("c1", "add", True, {"sum": 3})
+    assert events.ToolResult.from_json(result.to_json()) == result
+    assert events.Usage.from_json(usage.to_json()) == usage

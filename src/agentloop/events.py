@@ -14,8 +14,10 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, Union, runtime_checkable
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol, TypeVar, Union, cast, runtime_checkable
+
+_T = TypeVar("_T")
 
 JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 
@@ -73,7 +75,7 @@ class Usage:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Usage:
         get = obj.get
-        return cls(int(get("input_tokens", 0)), int(get("output_tokens", 0)), int(get("cache_read_tokens", 0)), int(get("cache_write_tokens", 0)))
+        return _make_usage(int(get("input_tokens", 0)), int(get("output_tokens", 0)), int(get("cache_read_tokens", 0)), int(get("cache_write_tokens", 0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +109,10 @@ class ModelReply:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> ModelReply:
         usage = obj.get("usage")
-        calls = tuple([ToolCall(str(c["id"]), str(c["name"]), c.get("arguments")) for c in obj.get("tool_calls", ())])
-        # positional: replay builds one a step
-        return cls(str(obj.get("text", "")), calls, None if usage is None else Usage.from_json(usage), obj.get("model"), obj.get("finish_reason"))
+        calls = tuple([_make_call(str(c["id"]), str(c["name"]), c.get("arguments")) for c in obj.get("tool_calls", ())])
+        return _make_reply(
+            str(obj.get("text", "")), calls, None if usage is None else Usage.from_json(usage), obj.get("model"), obj.get("finish_reason"), None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +142,7 @@ class ToolResult:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> ToolResult:
         get = obj.get
-        return cls(str(obj["call_id"]), str(obj["name"]), bool(obj["ok"]), get("content"), get("error"), get("detail"))
+        return _make_result(str(obj["call_id"]), str(obj["name"]), bool(obj["ok"]), get("content"), get("error"), get("detail"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +168,28 @@ class ModelRequest:
     max_output_tokens: int
     on_text: Callable[[str], None] | None = field(default=None, compare=False)
     """Streaming models call this with each text delta as it arrives."""
+
+
+def _maker(cls: type[_T]) -> Callable[..., _T]:
+    """A constructor of ``cls`` (a frozen, slotted dataclass) that takes every field, in order.
+
+    It sets the slots directly, as ``cls(...)`` would, at half the cost: a
+    frozen dataclass's ``__init__`` goes through ``object.__setattr__`` once a
+    field, and replay builds several of these a step from their JSON. The
+    source is generated, as dataclasses generates ``__init__``;
+    ``tests/test_loop.py`` holds ``_maker(cls)(*values) == cls(*values)``.
+    """
+    names = [f.name for f in fields(cast(Any, cls))]
+    sets = "".join(f"    _set_{n}(o, {n})\n" for n in names)
+    scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls, **{f"_set_{n}": getattr(cls, n).__set__ for n in names}}
+    exec(f"def make({', '.join(names)}):\n    o = _new(_cls)\n{sets}    return o\n", scope)
+    return cast(Callable[..., _T], scope["make"])
+
+
+_make_call = _maker(ToolCall)
+_make_usage = _maker(Usage)
+_make_reply = _maker(ModelReply)
+_make_result = _maker(ToolResult)
 
 
 @runtime_checkable
