@@ -18,6 +18,7 @@ from agentloop.agent.core import (
 )
 from agentloop.agent.session import Session, list_sessions
 from agentloop.events import TextDelta, ToolFinished, ToolResult, ToolStarted
+from agentloop.testing import FunctionModel
 from agentloop.transcript import read_records, verify_file
 
 
@@ -292,3 +293,20 @@ def test_session_durability_comes_from_flags_or_settings(tmp_path, proj):
     (proj / ".agentloop" / "settings.json").write_text(json.dumps({"sessionDurability": "sometimes"}))
     with pytest.raises(AgentError, match='sessionDurability must be "flush" or "fsync"'):
         Agent(cwd=str(proj), model=script(tmp_path, []))
+
+
+def test_a_bare_name_deny_rule_takes_the_tool_out_of_the_models_view_and_a_call_to_it_is_still_denied(tmp_path, proj):
+    (proj / ".agentloop").mkdir()
+    (proj / ".agentloop" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash", "Write(*.secret)"]}}))
+    seen: list[list[str]] = []
+    spec = script(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "touch made.txt"}}]}, {"text": "no"}])
+    a = Agent(cwd=str(proj), model=spec, permission_mode="bypassPermissions")
+    inner = a.model
+    a.model = FunctionModel(lambda req: (seen.append([t.name for t in req.tools]), inner.complete(req))[1])
+    res = a.ask("try")
+    a.close()
+    assert seen and all("Bash" not in names and "Read" in names and "Write" in names for names in seen)
+    start = [r.payload for r in read_records(a.session.path) if r.kind == "run_start"][0]
+    assert "Bash" not in [t["name"] for t in start["config"]["tools"]]
+    msg = [m for m in res.messages if m["role"] == "tool"][0]
+    assert msg["ok"] is False and not (proj / "made.txt").exists()

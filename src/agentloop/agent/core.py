@@ -501,6 +501,16 @@ class Agent:
             if t.name not in self.registry:
                 self.registry.register(t)
 
+    def shown_tools(self) -> Registry:
+        """The tools the model is shown: all but those a bare-name deny rule removes.
+
+        As in Claude Code, ``"deny": ["Bash"]`` or ``"mcp__db__*"`` takes the
+        tool out of the model's view; a call to it anyway is still denied.
+        Read at each turn, so rules added during the session count.
+        """
+        removed = set(self.policy.removed_tools(self.registry.names()))
+        return Registry([t for t in self.registry if t.name not in removed]) if removed else self.registry
+
     def register_tools(self, tools: Sequence[Tool]) -> None:
         """Add tools (MCP, sub-agents) now and whenever the registry is rebuilt."""
         for t in tools:
@@ -627,7 +637,7 @@ class Agent:
         prep = getattr(self.context, "run_prepare", None)
         result = run(
             self.model,
-            self.registry,
+            self.shown_tools(),
             messages,
             self.budget(),
             transcript=s,
