@@ -372,3 +372,30 @@ def test_one_ctrl_c_at_an_idle_prompt_only_warns_and_a_second_exits(tmp_path, pr
             assert t.wait_exit() == (0, None)
         finally:
             t.kill()
+
+
+def test_on_a_colour_terminal_the_answer_streams_and_is_shown_as_markdown(tmp_path, proj):
+    home = str(tmp_path / "home")
+    text = "# Plan\n\nRead **hello.txt** with `cat` first.\n- one step\n```sh\ncat hello.txt  # **as written**\n```\nAll done."
+    script = {"replies": [{"text": text, "chunk_size": 5, "chunk_delay": 0.05}]}
+    with FakeProvider(script) as fp:
+        env = env_for(home)
+        env.pop("NO_COLOR")
+        t = Term(model_args(fp), cwd=str(proj), env=env)
+        try:
+            t.wait_for(PROMPT)
+            m = t.mark()
+            t.type("plan it")
+            t.wait_for(r"Read \*\*hel|Read hel", after=m)  # the line is on screen before it is finished
+            t.wait_for(r"All done\.", after=m)
+            t.wait_for(r"cost \$", after=m)
+            shown = t.text(after=m)
+            t.type("/exit")
+            t.wait_exit()
+        finally:
+            t.kill()
+    assert "Read hello.txt with cat first." in shown and "• one step" in shown
+    assert "cat hello.txt  # **as written**" in shown, "a code block is shown as written"
+    assert "**hello.txt**" not in shown and "`cat`" not in shown and "```" not in shown and "# Plan" not in shown
+    assert re.search(r"(?m)^Plan$", shown)
+    assert b"\x1b[1m" in t.raw, "the emphasis is drawn with the terminal's bold"

@@ -4,6 +4,8 @@ Rules:
 
 1. Output is streamed as it comes: text deltas are written at once, each tool
    call is shown (name and shortened input) when it starts and when it ends.
+   On a colour terminal each finished line is redrawn as Markdown
+   (``markdown.py``); elsewhere the text is written as the model sent it.
 2. On a terminal the input is prompt_toolkit (history file, completion of
    slash commands and ``@`` paths, Alt+Enter or a trailing ``\\`` for a new
    line, a status bar). Without one (a pipe, a file) lines are read plainly
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._common import EXIT_OK, UserError, color_enabled, console
+from .markdown import MarkdownStream
 
 __all__ = ["Repl", "expand_mentions", "run_repl", "short_input"]
 
@@ -146,6 +149,11 @@ class Repl:
         self.armed = False
         """A Ctrl+C was pressed and no prompt was sent since: the next one exits."""
         self.at_line_start = True
+        self.md: MarkdownStream | None = None
+        if self.color:
+            import shutil
+
+            self.md = MarkdownStream(self.write, lambda: shutil.get_terminal_size().columns)
         self.session: Any = None
         self.commands: dict[str, Command] = {}
         self._add_builtin_commands()
@@ -160,6 +168,8 @@ class Repl:
         self.at_line_start = text.endswith("\n")
 
     def newline(self) -> None:
+        if self.md is not None:
+            self.md.flush()
         if not self.at_line_start:
             self.write("\n")
 
@@ -175,7 +185,10 @@ class Repl:
         from agentloop.events import Stopped, TextDelta, ToolFinished, ToolStarted
 
         if isinstance(ev, TextDelta):
-            self.write(ev.text)
+            if self.md is not None:
+                self.md.feed(ev.text)
+            else:
+                self.write(ev.text)
         elif isinstance(ev, ToolStarted):
             self.say(f"⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "bold cyan")
         elif isinstance(ev, ToolFinished):
@@ -370,7 +383,11 @@ class Repl:
             self.say(f"warning: {r}", "yellow")
         for p in attached:
             self.say(f"attached {os.path.relpath(p, a.cwd)}", "dim")
-        result = a.ask(prompt, observer=self.observe)
+        try:
+            result = a.ask(prompt, observer=self.observe)
+        finally:
+            if self.md is not None:
+                self.md.end()
         self.newline()
         if result.stop_reason not in ("no_tool_calls", "sentinel", "interrupted"):
             detail = f": {result.error}" if result.error else ""
