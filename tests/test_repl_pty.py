@@ -399,3 +399,32 @@ def test_on_a_colour_terminal_the_answer_streams_and_is_shown_as_markdown(tmp_pa
     assert "**hello.txt**" not in shown and "`cat`" not in shown and "```" not in shown and "# Plan" not in shown
     assert re.search(r"(?m)^Plan$", shown)
     assert b"\x1b[1m" in t.raw, "the emphasis is drawn with the terminal's bold"
+
+
+def test_on_a_colour_terminal_a_working_line_shows_while_nothing_else_does_and_leaves_no_trace(tmp_path, proj):
+    home = str(tmp_path / "home")
+    script = {"replies": [
+        {"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "sleep 2"}}], "latency": 1.5},
+        {"text": "Slept well.", "latency": 1.5},
+    ]}
+    with FakeProvider(script) as fp:
+        env = env_for(home)
+        env.pop("NO_COLOR")
+        t = Term([*model_args(fp), "--permission-mode", "bypassPermissions"], cwd=str(proj), env=env)
+        try:
+            t.wait_for(PROMPT)
+            m = t.mark()
+            t.type("sleep a little")
+            t.wait_for(r"thinking… \ds · Ctrl\+C to stop", after=m)
+            t.wait_for(r"⏺ Bash\(sleep 2\)", after=m)
+            t.wait_for(r"running Bash… \ds", after=m)
+            t.wait_for(r"⎿", after=m)
+            t.wait_for(r"Slept well\.", after=m)
+            t.wait_for(r"cost \$", after=m)
+            shown = t.text(after=m)
+            t.type("/exit")
+            t.wait_exit()
+        finally:
+            t.kill()
+    assert "thinking…" not in shown and "running Bash…" not in shown, "the working line is erased once output comes"
+    assert re.search(r"(?m)^Slept well\.$", shown), "the answer starts at the start of its line"

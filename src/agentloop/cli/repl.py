@@ -30,6 +30,7 @@ from typing import Any
 
 from ._common import EXIT_OK, UserError, color_enabled, console
 from .markdown import MarkdownStream
+from .spinner import Spinner
 
 __all__ = ["Repl", "expand_mentions", "run_repl", "short_input"]
 
@@ -154,6 +155,7 @@ class Repl:
             import shutil
 
             self.md = MarkdownStream(self.write, lambda: shutil.get_terminal_size().columns)
+        self.spinner = Spinner(_raw_write) if self.color else None
         self.session: Any = None
         self.commands: dict[str, Command] = {}
         self._add_builtin_commands()
@@ -163,11 +165,23 @@ class Repl:
     def write(self, text: str) -> None:
         if not text:
             return
+        self.quiet()
         sys.stdout.write(text)
         sys.stdout.flush()
         self.at_line_start = text.endswith("\n")
 
+    def quiet(self) -> None:
+        """Take the working line away (before anything else is written, or a question is asked)."""
+        if self.spinner is not None:
+            self.spinner.stop()
+
+    def working(self, label: str) -> None:
+        """Show the working line, where a line starts (a colour terminal only)."""
+        if self.spinner is not None and self.at_line_start:
+            self.spinner.start(label)
+
     def newline(self) -> None:
+        self.quiet()
         if self.md is not None:
             self.md.flush()
         if not self.at_line_start:
@@ -191,6 +205,7 @@ class Repl:
                 self.write(ev.text)
         elif isinstance(ev, ToolStarted):
             self.say(f"⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "bold cyan")
+            self.working(f"running {ev.call.name}")
         elif isinstance(ev, ToolFinished):
             r = ev.result
             if r.ok:
@@ -201,6 +216,7 @@ class Repl:
                 self.say(f"  ⎿ {first}{more}", "dim")
             else:
                 self.say(f"  ⎿ error: {(r.error or '').splitlines()[0][:160] if r.error else ''}", "red")
+            self.working("thinking")
         elif isinstance(ev, Stopped) and ev.reason == "interrupted":
             self.say("⏹ interrupted", "yellow")
 
@@ -221,6 +237,7 @@ class Repl:
     # -- permission asks (called from inside a turn) --
 
     def ask_permission(self, call: Any, decision: Any) -> str:
+        self.quiet()
         self.newline()
         why = getattr(decision, "reason", "") or (f"rule {decision.rule}" if getattr(decision, "rule", None) else "")
         question = f"Allow {call.name}({short_input(call.name, call.arguments, 120)})?" + (f" ({why})" if why else "")
@@ -383,9 +400,11 @@ class Repl:
             self.say(f"warning: {r}", "yellow")
         for p in attached:
             self.say(f"attached {os.path.relpath(p, a.cwd)}", "dim")
+        self.working("thinking")
         try:
             result = a.ask(prompt, observer=self.observe)
         finally:
+            self.quiet()
             if self.md is not None:
                 self.md.end()
         self.newline()
@@ -539,6 +558,12 @@ class Repl:
 
     def cmd_exit(self, rest: str) -> None:
         raise _Exit(EXIT_OK, "prompt_input_exit")
+
+
+def _raw_write(text: str) -> None:
+    """The working line's own writes: not the REPL's text, so they leave its line tracking alone."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def _render_command(cmd: Any, arguments: str) -> str:

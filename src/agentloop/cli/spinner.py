@@ -1,0 +1,67 @@
+"""The REPL's "working" line: shown while the model or a tool is busy and nothing else is printed.
+
+Rules:
+
+1. Only on a colour terminal, and only at the start of a line; it draws after
+   a short grace period, so a quick answer never flickers.
+2. ``stop`` returns only when the line is gone: the thread has ended and the
+   line is erased. The REPL stops it before it writes anything else, so the
+   two never interleave.
+3. It shows what is happening and for how long, and how to stop it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["Spinner"]
+
+FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class Spinner:
+    def __init__(self, write: Callable[[str], None], *, grace_s: float = 0.4, interval_s: float = 0.1):
+        self._write = write
+        self._grace = grace_s
+        self._interval = interval_s
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._drawn = False
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def start(self, label: str) -> None:
+        """Show ``label`` (e.g. "thinking") with a spinner and the seconds since now; restarts if running."""
+        self.stop()
+        self._stop.clear()
+        t0 = time.monotonic()
+
+        def spin() -> None:
+            if self._stop.wait(self._grace):
+                return
+            i = 0
+            while True:
+                secs = int(time.monotonic() - t0)
+                self._write(f"\r\x1b[2K\x1b[2m{FRAMES[i % len(FRAMES)]} {label}… {secs}s · Ctrl+C to stop\x1b[0m")
+                self._drawn = True
+                i += 1
+                if self._stop.wait(self._interval):
+                    return
+
+        self._thread = threading.Thread(target=spin, name="agentloop-spinner", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop and erase (see rule 2); does nothing when not running."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        if self._drawn:
+            self._write("\r\x1b[2K")
+            self._drawn = False
