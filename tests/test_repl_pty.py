@@ -374,57 +374,46 @@ def test_one_ctrl_c_at_an_idle_prompt_only_warns_and_a_second_exits(tmp_path, pr
             t.kill()
 
 
-def test_on_a_colour_terminal_the_answer_streams_and_is_shown_as_markdown(tmp_path, proj):
-    home = str(tmp_path / "home")
-    text = "# Plan\n\nRead **hello.txt** with `cat` first.\n- one step\n```sh\ncat hello.txt  # **as written**\n```\nAll done."
-    script = {"replies": [{"text": text, "chunk_size": 5, "chunk_delay": 0.05}]}
-    with FakeProvider(script) as fp:
-        env = env_for(home)
+def _colour_turn(tmp_path, proj, replies, prompt, waits, extra_args=()):  # type: ignore[no-untyped-def]
+    """One turn on a colour terminal (no NO_COLOR): waits for each pattern in order; returns the screen's text and raw bytes."""
+    with FakeProvider({"replies": replies}) as fp:
+        env = env_for(str(tmp_path / "home"))
         env.pop("NO_COLOR")
-        t = Term(model_args(fp), cwd=str(proj), env=env)
+        t = Term([*model_args(fp), *extra_args], cwd=str(proj), env=env)
         try:
             t.wait_for(PROMPT)
             m = t.mark()
-            t.type("plan it")
-            t.wait_for(r"Read \*\*hel|Read hel", after=m)  # the line is on screen before it is finished
-            t.wait_for(r"All done\.", after=m)
-            t.wait_for(r"cost \$", after=m)
+            t.type(prompt)
+            for pattern in [*waits, r"cost \$"]:
+                t.wait_for(pattern, after=m)
             shown = t.text(after=m)
             t.type("/exit")
             t.wait_exit()
         finally:
             t.kill()
+    return shown, t.raw
+
+
+def test_on_a_colour_terminal_the_answer_streams_and_is_shown_as_markdown(tmp_path, proj):
+    text = "# Plan\n\nRead **hello.txt** with `cat` first.\n- one step\n```sh\ncat hello.txt  # **as written**\n```\nAll done."
+    shown, raw = _colour_turn(tmp_path, proj, [{"text": text, "chunk_size": 5, "chunk_delay": 0.05}], "plan it", [
+        r"Read \*\*hel|Read hel",  # the line is on screen before it is finished
+        r"All done\.",
+    ])
     assert "Read hello.txt with cat first." in shown and "• one step" in shown
     assert "cat hello.txt  # **as written**" in shown, "a code block is shown as written"
     assert "**hello.txt**" not in shown and "`cat`" not in shown and "```" not in shown and "# Plan" not in shown
     assert re.search(r"(?m)^Plan$", shown)
-    assert b"\x1b[1m" in t.raw, "the emphasis is drawn with the terminal's bold"
+    assert b"\x1b[1m" in raw, "the emphasis is drawn with the terminal's bold"
 
 
 def test_on_a_colour_terminal_a_working_line_shows_while_nothing_else_does_and_leaves_no_trace(tmp_path, proj):
-    home = str(tmp_path / "home")
-    script = {"replies": [
+    replies = [
         {"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "sleep 2"}}], "latency": 1.5},
         {"text": "Slept well.", "latency": 1.5},
-    ]}
-    with FakeProvider(script) as fp:
-        env = env_for(home)
-        env.pop("NO_COLOR")
-        t = Term([*model_args(fp), "--permission-mode", "bypassPermissions"], cwd=str(proj), env=env)
-        try:
-            t.wait_for(PROMPT)
-            m = t.mark()
-            t.type("sleep a little")
-            t.wait_for(r"thinking… \ds · Ctrl\+C to stop", after=m)
-            t.wait_for(r"⏺ Bash\(sleep 2\)", after=m)
-            t.wait_for(r"running Bash… \ds", after=m)
-            t.wait_for(r"⎿", after=m)
-            t.wait_for(r"Slept well\.", after=m)
-            t.wait_for(r"cost \$", after=m)
-            shown = t.text(after=m)
-            t.type("/exit")
-            t.wait_exit()
-        finally:
-            t.kill()
+    ]
+    shown, _ = _colour_turn(tmp_path, proj, replies, "sleep a little", [
+        r"thinking… \ds · Ctrl\+C to stop", r"⏺ Bash\(sleep 2\)", r"running Bash… \ds", r"⎿", r"Slept well\.",
+    ], extra_args=("--permission-mode", "bypassPermissions"))
     assert "thinking…" not in shown and "running Bash…" not in shown, "the working line is erased once output comes"
     assert re.search(r"(?m)^Slept well\.$", shown), "the answer starts at the start of its line"

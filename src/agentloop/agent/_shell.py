@@ -134,12 +134,8 @@ class _Parser:
                 quoted = True
                 continue
             if c == "`":
-                j = self._backtick_end(i + 1)
-                inner = re.sub(r"\\([`$\\])", r"\1", s[i + 1 : j])
-                _Parser(inner, self.depth + 1)._into(self.out)
-                word.append(s[i : j + 1])
+                i = self._backtick(i, word, in_double=False)
                 in_word = True
-                i = j + 1
                 continue
             if c == "$" and i + 1 < n:
                 nxt = s[i + 1]
@@ -154,18 +150,8 @@ class _Parser:
                     i = j + 1
                     continue
                 if nxt == "(":
-                    if i + 2 < n and s[i + 2] == "(":
-                        j = _matching_arith(s, i + 3)
-                        word.append(s[i : j + 1])
-                        in_word = True
-                        i = j + 1
-                        continue
-                    sub = _Parser(s, self.depth + 1)
-                    j = sub.parse(i + 2, ")")
-                    self.out.extend(sub.out)
-                    word.append(s[i:j])
+                    i = self._dollar_paren(i, word)
                     in_word = True
-                    i = j
                     continue
                 if nxt == "{":
                     j = s.find("}", i + 2)
@@ -265,27 +251,40 @@ class _Parser:
                 i += 2
                 continue
             if c == "`":
-                j = self._backtick_end(i + 1)
-                inner = re.sub(r"\\([`$\\\"])", r"\1", s[i + 1 : j])
-                _Parser(inner, self.depth + 1)._into(self.out)
-                word.append(s[i : j + 1])
-                i = j + 1
+                i = self._backtick(i, word, in_double=True)
                 continue
             if c == "$" and i + 1 < n and s[i + 1] == "(":
-                if i + 2 < n and s[i + 2] == "(":
-                    j = _matching_arith(s, i + 3)
-                    word.append(s[i : j + 1])
-                    i = j + 1
-                    continue
-                sub = _Parser(s, self.depth + 1)
-                j = sub.parse(i + 2, ")")
-                self.out.extend(sub.out)
-                word.append(s[i:j])
-                i = j
+                i = self._dollar_paren(i, word)
                 continue
             word.append(c)
             i += 1
         raise ShellSyntax("unterminated double quote")
+
+    def _backtick(self, i: int, word: list[str], *, in_double: bool) -> int:
+        """A backtick substitution at ``i``: its commands are checked too, its text kept in ``word``.
+
+        Inside one, a backslash escapes `` ` ``, ``$`` and ``\\`` (and ``"`` within double quotes).
+        Returns where it ends.
+        """
+        s = self.s
+        j = self._backtick_end(i + 1)
+        inner = re.sub(r"\\([`$\\\"])" if in_double else r"\\([`$\\])", r"\1", s[i + 1 : j])
+        _Parser(inner, self.depth + 1)._into(self.out)
+        word.append(s[i : j + 1])
+        return j + 1
+
+    def _dollar_paren(self, i: int, word: list[str]) -> int:
+        """``$((...))`` (arithmetic, kept as text) or ``$(...)`` (its commands checked too) at ``i``."""
+        s = self.s
+        if i + 2 < self.n and s[i + 2] == "(":
+            j = _matching_arith(s, i + 3)
+            word.append(s[i : j + 1])
+            return j + 1
+        sub = _Parser(s, self.depth + 1)
+        j = sub.parse(i + 2, ")")
+        self.out.extend(sub.out)
+        word.append(s[i:j])
+        return j
 
     def _backtick_end(self, i: int) -> int:
         s, n = self.s, self.n
