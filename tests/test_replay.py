@@ -458,3 +458,30 @@ def test_a_real_agent_session_file_replays_byte_identically(tmp_path: Path, monk
     r = replay(a.session.path)
     assert r.equal, r.summary()
     assert [x.answer for x in r.results] == ["It says hello notes.", "One file."]
+
+
+def test_a_ctrl_c_during_a_replay_stops_it_instead_of_being_reported_as_a_difference(tmp_path: Path) -> None:
+    # In live-tools mode a tool stands for the person pressing Ctrl+C in the middle of the replay.
+    pressed = {"at": 3, "calls": 0}
+
+    @tool
+    def count(n: int) -> int:
+        """Counts."""
+        pressed["calls"] += 1
+        if pressed["calls"] == pressed["at"]:
+            raise KeyboardInterrupt
+        return n
+
+    t = MemoryTranscript()
+    pressed["at"] = 0  # never, while recording
+    run(ScriptedModel([reply("", [("count", {"n": i})], step=i) for i in range(1, 6)] + [reply("done")]),
+        [count], "count", Budget(max_steps=10), transcript=t)
+    path = _write(tmp_path, t, "count.jsonl")
+    pressed.update(at=3, calls=0)
+    with pytest.raises(KeyboardInterrupt):
+        replay(path, tools=[count], mode="live-tools")
+    assert gc.isenabled()
+    pressed.update(at=0, calls=0)
+    assert replay(path, tools=[count], mode="live-tools").equal
+    # while a run that the record holds as interrupted still replays equal
+    assert replay(Path(__file__).parent / "golden" / "v1-interrupted.jsonl", mode="full").equal

@@ -330,10 +330,13 @@ class ReplayModel:
         self.name = name
         self.calls = 0
         self.unreproducible: list[str] = []
+        self.replayed_interrupt = False
+        """The recorded interrupt was raised again (a Ctrl+C of the person replaying is not)."""
 
     def complete(self, request: ModelRequest) -> ModelReply:
         if self.calls >= len(self.turns):
             if self.interrupted:
+                self.replayed_interrupt = True
                 raise KeyboardInterrupt
             self.calls += 1
             raise ReplayExhausted(f"the record holds {len(self.turns)} model turns; the loop asked for turn {self.calls}")
@@ -582,6 +585,7 @@ class _RunReplay:
     def execute(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         step = self.model.calls
         if self._interrupt_here(step):
+            self.model.replayed_interrupt = True
             raise KeyboardInterrupt
         out = []
         for k, c in enumerate(calls):
@@ -621,7 +625,9 @@ class _RunReplay:
         if nxt is not None and nxt.kind == "stop":
             if nxt.payload.get("error") is not None:
                 state.error = str(nxt.payload["error"])  # the stop's stated reason, word for word
-            return str(nxt.payload.get("reason"))
+            reason = str(nxt.payload.get("reason"))
+            self.model.replayed_interrupt = self.model.replayed_interrupt or reason == "interrupted"
+            return reason
         return None
 
     def replay(self) -> RunResult:
@@ -633,6 +639,10 @@ class _RunReplay:
             # a ledger only to refuse where the record was refused: without one, reserves and settles cost nothing
             ledger=self.ledger if self.ledger.refuse_at is not None else None,
         )
+        if res.stop_reason == "interrupted" and not (self.model.replayed_interrupt or sink.cut):
+            # the driver stopped on a Ctrl+C that the record does not hold: the person replaying
+            # pressed it (or a live tool raised it). Stop the replay; do not report a difference.
+            raise KeyboardInterrupt
         sink.finish()
         for text in self.model.unreproducible:
             self._note(self.model.calls, text)
