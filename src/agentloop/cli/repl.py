@@ -237,8 +237,7 @@ class Repl:
     # -- permission asks (called from inside a turn) --
 
     def ask_permission(self, call: Any, decision: Any) -> str:
-        self.quiet()
-        self.newline()
+        self.newline()  # (which takes the working line away first)
         why = getattr(decision, "reason", "") or (f"rule {decision.rule}" if getattr(decision, "rule", None) else "")
         question = f"Allow {call.name}({short_input(call.name, call.arguments, 120)})?" + (f" ({why})" if why else "")
         while True:
