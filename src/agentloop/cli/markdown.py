@@ -32,20 +32,14 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _TRAILING = re.compile(r"(?:\x1b\[[0-9;]*m| )+$")
 
 
-def _console(width: int) -> object:
-    from rich.console import Console
-
-    return Console(file=io.StringIO(), force_terminal=True, color_system="standard", width=max(20, width), highlight=False)
-
-
 def render_line(line: str, width: int, code_lang: str | None = None) -> str:
     """One line of Markdown (or of a code block in ``code_lang``) as ANSI text, ending in a newline."""
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.syntax import Syntax
 
-    con = _console(width)
-    assert isinstance(con, Console)
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=True, color_system="standard", width=max(20, width), highlight=False)
     if code_lang is not None:
         con.print(Syntax(line, code_lang or "text", theme="ansi_dark", background_color="default", word_wrap=True))
     elif not line.strip():
@@ -55,8 +49,7 @@ def render_line(line: str, width: int, code_lang: str | None = None) -> str:
         con.print(Markdown(heading.group(2)), style="bold underline" if len(heading.group(1)) == 1 else "bold")
     else:
         con.print(Markdown(line))
-    out = con.file.getvalue()  # type: ignore[attr-defined]
-    assert isinstance(out, str)
+    out = buf.getvalue()
     # rich pads a rendered block with blank lines and trailing spaces: the stream keeps its own spacing
     lines = [_TRAILING.sub("", ln) + ("\x1b[0m" if "\x1b[" in ln else "") for ln in out.split("\n")]
     while lines and not _visible(lines[-1]):
