@@ -28,7 +28,7 @@ from types import ModuleType
 
 __all__ = ["MODULES", "built_modules", "install", "read_stamp", "source_hashes", "status"]
 
-MODULES = ("canonical", "loop", "redact", "replay")
+MODULES = ("canonical", "line", "loop", "redact", "replay")
 """Compiled together, in one mypyc group: pure functions and classes nobody subclasses."""
 
 _DIR = os.path.dirname(os.path.abspath(__file__))

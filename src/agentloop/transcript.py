@@ -33,6 +33,7 @@ from typing import Any, BinaryIO, Literal, NamedTuple, Protocol
 import orjson
 
 from .canonical import NotCanonicalizable, canonical
+from .line import make_line
 
 __all__ = [
     "GENESIS",
@@ -52,6 +53,7 @@ __all__ = [
 
 FORMAT_VERSION = 1
 GENESIS = "0" * 64
+_new_tuple: Callable[..., Any] = tuple.__new__
 _KEYS = frozenset(("seq", "prev", "kind", "payload", "hash"))
 
 
@@ -70,17 +72,6 @@ class Record(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {"hash": self.hash, "kind": self.kind, "payload": self.payload, "prev": self.prev, "seq": self.seq}
-
-
-def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]:
-    """The hash and the full line (with ``\\n``) of a record.
-
-    Raises:
-        NotCanonicalizable: the payload is not JSON.
-    """
-    body = canonical({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
-    digest = hashlib.sha256(body).hexdigest()
-    return digest, b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
 
 
 class Sink(Protocol):
@@ -214,7 +205,7 @@ class TranscriptWriter:
         except OSError as exc:
             self._broken = f"{exc.strerror or exc} while writing record {self._seq}"
             raise TranscriptError(f"{self.path}: {self._broken}") from None
-        rec = Record(self._seq, self._prev, kind, payload, digest)
+        rec: Record = _new_tuple(Record, (self._seq, self._prev, kind, payload, digest))  # skips Record's Python-level __new__
         self._seq += 1
         self._prev = digest
         for listener in self.listeners:
