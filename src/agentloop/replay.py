@@ -50,7 +50,7 @@ from .loop import LoopConfig, State
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
 from .run import RunResult, run
 from .tools import Registry, Tool
-from .transcript import GENESIS, Record, TranscriptError, make_line, verify_lines
+from .transcript import GENESIS, Record, TranscriptError, make_line, new_record, verify_lines
 
 __all__ = [
     "Difference",
@@ -254,7 +254,6 @@ class _Rec:
         return self.payload
 
 
-_new_tuple: Callable[..., Any] = tuple.__new__
 _LAZY = b'"kind":"budget","payload":'
 
 
@@ -394,7 +393,7 @@ class _Lines:
     def append(self, kind: str, payload: Any) -> Record:
         seq = len(self.lines)
         digest, line = make_line(seq, self.last_hash, kind, payload)
-        rec: Record = _new_tuple(Record, (seq, self.last_hash, kind, payload, digest))  # Record's own __new__ is a Python function
+        rec = new_record((seq, self.last_hash, kind, payload, digest))
         self.lines.append(line)
         self.last_hash = digest
         return rec

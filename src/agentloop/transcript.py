@@ -23,6 +23,7 @@ Rules:
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -45,6 +46,7 @@ __all__ = [
     "TranscriptWriter",
     "VerifyReport",
     "make_line",
+    "new_record",
     "read_records",
     "verify_file",
     "verify_lines",
@@ -53,7 +55,6 @@ __all__ = [
 
 FORMAT_VERSION = 1
 GENESIS = "0" * 64
-_new_tuple: Callable[..., Any] = tuple.__new__
 _KEYS = frozenset(("seq", "prev", "kind", "payload", "hash"))
 
 
@@ -72,6 +73,11 @@ class Record(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {"hash": self.hash, "kind": self.kind, "payload": self.payload, "prev": self.prev, "seq": self.seq}
+
+
+new_record: Callable[[tuple[int, str, str, Any, str]], Record] = functools.partial(tuple.__new__, Record)
+"""``new_record((seq, prev, kind, payload, hash))``: a ``Record`` without the named
+tuple's Python-level ``__new__`` (a call frame a record, on the write path)."""
 
 
 class Sink(Protocol):
@@ -205,7 +211,7 @@ class TranscriptWriter:
         except OSError as exc:
             self._broken = f"{exc.strerror or exc} while writing record {self._seq}"
             raise TranscriptError(f"{self.path}: {self._broken}") from None
-        rec: Record = _new_tuple(Record, (self._seq, self._prev, kind, payload, digest))  # skips Record's Python-level __new__
+        rec = new_record((self._seq, self._prev, kind, payload, digest))
         self._seq += 1
         self._prev = digest
         for listener in self.listeners:
