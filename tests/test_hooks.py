@@ -102,15 +102,25 @@ def test_identical_handlers_from_two_settings_files_run_once(tmp_path: Path) -> 
 
 
 def test_matching_handlers_run_in_parallel(tmp_path: Path) -> None:
-    a = bash(tmp_path, "a.sh", "sleep 1\n")
-    b = bash(tmp_path, "b.sh", "sleep 1\n")
-    c = bash(tmp_path, "c.sh", "sleep 1\n")
+    # A barrier, not a stopwatch: each handler marks that it started, then waits
+    # (up to 10 s) for the other two. Run one after another, the first could only
+    # time out and say "alone", however fast or loaded the machine.
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    body = (
+        f"touch {gate}/$1.started\n"
+        "for _ in $(seq 100); do\n"
+        f"  if [ $(ls {gate} | grep -c started) -ge 3 ]; then echo together > {gate}/$1.out; exit 0; fi\n"
+        "  sleep 0.1\n"
+        "done\n"
+        f"echo alone > {gate}/$1.out\n"
+    )
+    hook = bash(tmp_path, "wait.sh", body)
     r = runner(tmp_path, {"PreToolUse": [{"matcher": "*", "hooks": [
-        {"type": "command", "command": a}, {"type": "command", "command": b}, {"type": "command", "command": c}]}]})
-    t0 = time.monotonic()
+        {"type": "command", "command": f"{hook} {n}"} for n in "abc"]}]})
     outcome = r.run("PreToolUse", BASH_INPUT, matcher_value="Bash")
     assert len(outcome.results) == 3
-    assert time.monotonic() - t0 < 2.5  # one after another would take 3 s
+    assert {n: (gate / f"{n}.out").read_text().strip() for n in "abc"} == dict.fromkeys("abc", "together")
 
 
 # --- exit codes ----------------------------------------------------------------
