@@ -32,6 +32,7 @@ def test_usd_refuses_floats_negatives_and_sub_micro_amounts(bad: object) -> None
         usd(bad)  # type: ignore[arg-type]
 
 
+@settings(deadline=None)
 @given(st.integers(0, 10**9), st.integers(0, 10**9), st.integers(0, 10**8), st.integers(0, 10**8))
 def test_cost_rounds_up_and_is_never_below_the_exact_amount(i: int, o: int, p_in: int, p_out: int) -> None:
     c = cost_micros(Usage(i, o), Price(p_in, p_out))

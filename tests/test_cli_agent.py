@@ -162,7 +162,8 @@ def test_sessions_lists_this_directory_newest_first(tmp_path, proj, env):
 
 
 def test_a_session_in_use_is_refused_to_a_second_process(tmp_path, proj, env):
-    slow = spec(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "sleep 20"}}]}, {"text": "done"}])
+    started = tmp_path / "started"
+    slow = spec(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": f"touch {started}; sleep 20"}}]}, {"text": "done"}])
     first = json.loads(agentloop(["-p", "x", "--model", spec(tmp_path, [{"text": "a"}], "a.json"), "--output-format", "json"], cwd=proj, env=env).stdout)
     holder = subprocess.Popen(
         [AGENTLOOP, "--resume", first["session_id"], "-p", "y", "--model", slow, "--permission-mode", "bypassPermissions"],
@@ -170,7 +171,9 @@ def test_a_session_in_use_is_refused_to_a_second_process(tmp_path, proj, env):
     )
     try:
         deadline = time.monotonic() + 30
-        while b"sleep 20" not in open(first["transcript"], "rb").read():
+        # the tool has started: the holder writes nothing more until it ends
+        # (its model_turn is followed by a budget record, so seeing the turn is not enough)
+        while not started.exists():
             assert time.monotonic() < deadline
             time.sleep(0.1)
         size = os.path.getsize(first["transcript"])

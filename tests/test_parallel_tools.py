@@ -81,20 +81,31 @@ def test_a_turn_with_a_writing_tool_runs_its_calls_one_at_a_time_in_order() -> N
 def test_max_parallel_bounds_how_many_run_at_once(limit: int) -> None:
     active = 0
     most = 0
+    started = 0
     lock = threading.Lock()
+    # The first `limit` calls meet at a barrier, so reaching the limit does not hang
+    # on thread timing; the rest only hold their slot a moment. More at once than
+    # the limit shows up in `most`.
+    barrier = threading.Barrier(limit, timeout=10)
 
     def work(i: int) -> int:
-        nonlocal active, most
+        nonlocal active, most, started
         with lock:
             active += 1
             most = max(most, active)
+            started += 1
+            first = started <= limit
+        if first:
+            barrier.wait()
         time.sleep(0.02)
         with lock:
             active -= 1
         return i
 
-    r = run(script("w", 8), [ro("w", work)], "go", Budget(max_steps=5), max_parallel=limit)
+    t = MemoryTranscript()
+    r = run(script("w", 8), [ro("w", work)], "go", Budget(max_steps=5), max_parallel=limit, transcript=t)
     assert r.stop_reason == "no_tool_calls"
+    assert all(rec.payload["ok"] for rec in t.records if rec.kind == "tool_result")
     assert most == limit
 
 

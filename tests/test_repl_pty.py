@@ -47,7 +47,7 @@ def test_a_session_typed_at_the_prompt_streams_runs_tools_and_survives_ctrl_c_an
     home = str(tmp_path / "home")
     script = {"replies": [
         {"text": "Let me check the greeting file for you.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "hello.txt"}}],
-         "chunk_size": 4, "chunk_delay": 0.15},
+         "chunk_size": 4, "chunk_delay": 0.4},
         {"text": "The file greets you.", "chunk_size": 6},
         {"text": "Sleeping now.", "tool_calls": [{"name": "Bash", "arguments": {"command": "sleep 30"}}]},
         {"text": "Welcome back, the greeting was read earlier."},
@@ -64,6 +64,7 @@ def test_a_session_typed_at_the_prompt_streams_runs_tools_and_survives_ctrl_c_an
             t.type("what does hello.txt say?")
             t.wait_for(r"Let me c")
             partial = t.text()
+            # "for you." is seven chunks of 0.4 s later: only a stall of ~3 s could see both at once
             assert "for you." not in partial, "the text is shown as it streams, not at the end"
             t.wait_for(r"⏺ Read\(hello\.txt\)")
             t.wait_for(r"⎿ .*greetings from hello\.txt")
@@ -363,7 +364,9 @@ def test_one_ctrl_c_at_an_idle_prompt_only_warns_and_a_second_exits(tmp_path, pr
             m = t.mark()
             t.type("are you there?")
             t.wait_for("still here", after=m)
-            t.wait_for(PROMPT)
+            # a fresh prompt below the answer (the first Ctrl+C left a bare ">" line above,
+            # which would match at once, while the turn may still be finishing)
+            t.wait_for(PROMPT, after=m + 1)
             m = t.mark()
             t.child.sendintr()
             t.wait_for(r"\(Ctrl\+C again or Ctrl\+D to exit\)", after=m)
@@ -412,8 +415,14 @@ def test_on_a_colour_terminal_a_working_line_shows_while_nothing_else_does_and_l
         {"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "sleep 2"}}], "latency": 1.5},
         {"text": "Slept well.", "latency": 1.5},
     ]
-    shown, _ = _colour_turn(tmp_path, proj, replies, "sleep a little", [
-        r"thinking… \ds · Ctrl\+C to stop", r"⏺ Bash\(sleep 2\)", r"running Bash… \ds", r"⎿", r"Slept well\.",
+    shown, raw = _colour_turn(tmp_path, proj, replies, "sleep a little", [
+        r"⏺ Bash\(sleep 2\)", r"⎿", r"Slept well\.",
     ], extra_args=("--permission-mode", "bypassPermissions"))
+    # The working line is on screen for about a second at a time: it is looked for in
+    # every byte the terminal got (a stalled test could miss it on screen), in order.
+    sent = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw.decode("utf-8", "replace"))
+    at = [re.search(p, sent) for p in (r"thinking… \ds · Ctrl\+C to stop", r"⏺ Bash\(sleep 2\)", r"running Bash… \ds", r"Slept well\.")]
+    assert all(at), at
+    assert [m.start() for m in at] == sorted(m.start() for m in at), at  # type: ignore[union-attr]
     assert "thinking…" not in shown and "running Bash…" not in shown, "the working line is erased once output comes"
     assert re.search(r"(?m)^Slept well\.$", shown), "the answer starts at the start of its line"
