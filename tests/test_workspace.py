@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 
@@ -183,6 +184,20 @@ def test_a_write_after_a_parent_swap_does_not_land_outside(tree, monkeypatch):
     with pytest.raises(OutsideWorkspace):
         ws.write_bytes("sub/planted.txt", b"pwned")
     assert not (tree / "outside" / "planted.txt").exists()
+
+
+def test_a_link_that_stops_being_one_while_it_is_followed_is_a_tool_error(tree, monkeypatch):
+    # realpath saw a link (lstat), then readlink found none: another process swapped it
+    # at that moment. The call fails as a tool error, never as an escaped OSError.
+    ws = Workspace(str(tree / "root"))
+    os.symlink(tree / "root" / "sub", tree / "root" / "hop")
+
+    def gone(path, *a, **kw):  # type: ignore[no-untyped-def]
+        raise OSError(errno.EINVAL, "Invalid argument", path)
+
+    monkeypatch.setattr(os, "readlink", gone)
+    with pytest.raises(ToolError, match=r"cannot resolve the path 'hop/file.txt': Invalid argument"):
+        ws.resolve("hop/file.txt")
 
 
 def test_a_symlink_swapped_in_and_out_by_another_thread_never_leaks_the_outside_file(tree):

@@ -102,6 +102,7 @@ class Workspace:
         Raises:
             OutsideWorkspace: the path leads outside every allowed directory
                 (for writes, read-only directories do not count).
+            ToolError: a link on the path changed while it was being followed.
         """
         if not isinstance(path, str) or not path:
             raise OutsideWorkspace("an empty path is not a file in the workspace")
@@ -110,7 +111,10 @@ class Workspace:
         if path == "~" or path.startswith("~/"):
             path = os.path.expanduser(path)
         joined = path if os.path.isabs(path) else os.path.join(self.root, path)
-        real = os.path.realpath(joined)
+        try:
+            real = os.path.realpath(joined)
+        except OSError as exc:  # a link changed while it was followed (lstat saw a link, readlink did not)
+            raise ToolError(f"cannot resolve the path {path!r}: {exc.strerror or exc}") from None
         if not self.contains(real, for_write=for_write):
             where = ", ".join(self._allowed_roots(for_write))
             kind = "written" if for_write else "read"
