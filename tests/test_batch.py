@@ -175,10 +175,18 @@ def test_a_worker_killed_mid_run_has_its_task_retried_and_marked(tmp_path):
 
     def on_event(kind, data):
         if kind == "begin" and data["id"] == "t0002" and data["attempt"] == 1:
+            partial = tmp_path / "out" / "runs" / f"t0002.jsonl.partial.{data['pid']}"
+
             def kill():
+                # once its first turn is recorded (so spent), mid-run: two 600 ms turns are left
+                end = time.monotonic() + 60
+                while time.monotonic() < end:
+                    if partial.exists() and b'"kind":"model_turn"' in partial.read_bytes():
+                        break
+                    time.sleep(0.01)
                 os.kill(data["pid"], signal.SIGKILL)
                 killed.append(data["pid"])
-            threading.Timer(0.2, kill).start()  # after its first reservation, mid-run
+            threading.Thread(target=kill, daemon=True).start()
 
     report = run_batch(load_tasks(path), tmp_path / "out", workers=2, max_usd_micros=10**6, on_event=on_event)
     assert killed
@@ -192,6 +200,25 @@ def test_a_worker_killed_mid_run_has_its_task_retried_and_marked(tmp_path):
     assert report.ledger["spent_micros"] > sum(e["spent_micros"] for e in report.entries)
     assert report.ledger["reserved_micros"] == 0
     assert not list((tmp_path / "out" / "runs").glob("*.partial*"))
+
+
+def test_a_dead_holders_open_reservation_counts_as_spent_and_its_late_settle_is_ignored():
+    from agentloop.batch.ledger import FleetLedger
+
+    led = FleetLedger(1_000, 100)
+    assert led.reserve("a#1", 300, 30, where=111) and led.reserve("b#1", 200, 20)
+    led.settle("a#1", 300, 120, 30, 12)  # a's first call settled: 120 spent
+    assert led.reserve("a#1", 400, 40)  # a's second call is open when a dies
+    assert led.forfeit("a#1") == 400
+    snap = led.snapshot()
+    assert (snap["spent_micros"], snap["reserved_micros"], snap["forfeited_micros"]) == (520, 200, 400)
+    assert (snap["used_tokens"], snap["reserved_tokens"]) == (52, 20)
+    assert led.running() == {}
+    led.settle("a#1", 400, 10, 40, 1)  # a message from the dead worker, arriving late
+    assert led.snapshot()["spent_micros"] == 520, "a forfeit is final: the late settle does not refund it"
+    assert led.forfeit("a#1") == 0
+    # the cap sees the forfeit: 520 spent + 200 held leaves 280
+    assert not led.reserve("c#1", 281, 1) and led.reserve("c#1", 280, 1)
 
 
 def _cli(args, **kw):
@@ -214,7 +241,8 @@ def _finished_files(out):
 
 
 def test_the_driver_killed_and_the_batch_resumed_loses_no_finished_run(tmp_path):
-    tasks = [add_task(i, delay_ms=60, steps=3) for i in range(16)]
+    # the last four are slow, so the batch is still running (for seconds) when it is killed
+    tasks = [add_task(i, delay_ms=60 if i < 12 else 500, steps=3) for i in range(16)]
     path = write_tasks(tmp_path / "tasks.jsonl", tasks)
     out = tmp_path / "out"
     args = [path, "--out", str(out), "--workers", "2", "--max-usd", "1", "--json"]
@@ -241,7 +269,7 @@ def test_the_driver_killed_and_the_batch_resumed_loses_no_finished_run(tmp_path)
 
 
 def test_ctrl_c_stops_the_batch_keeps_finished_runs_and_a_rerun_finishes_it(tmp_path):
-    tasks = [add_task(i, delay_ms=80, steps=3) for i in range(12)]
+    tasks = [add_task(i, delay_ms=80 if i < 8 else 500, steps=3) for i in range(12)]  # still running at the Ctrl+C
     path = write_tasks(tmp_path / "tasks.jsonl", tasks)
     out = tmp_path / "out"
     args = [path, "--out", str(out), "--workers", "2", "--json"]

@@ -4,7 +4,7 @@ Rules:
 
 1. The run is an ordinary ``run()`` of the loop with a ``TaskLedger`` as its
    ledger: every model call reserves against the fleet before it is made.
-2. The transcript grows in ``runs/<id>.jsonl.partial`` (or in memory on Ray,
+2. The transcript grows in ``runs/<id>.jsonl.partial.<pid>`` (or in memory on Ray,
    returned to the driver) with a Merkle tree hung on the writer; it becomes
    ``runs/<id>.jsonl`` with its anchor only when the run has stopped.
 3. ``meta.batch`` in ``run_start`` records the task id, the task's digest and
