@@ -267,18 +267,23 @@ def test_bash_runs_in_the_workspace_and_reports_exit_codes(env):
 def test_bash_timeout_kills_the_whole_process_group(env):
     pidfile = env.root / "child.pid"
     started = time.monotonic()
-    result = env.call("Bash", command=f"sleep 60 & echo $! > {pidfile}; sleep 60", timeout=700)
+    result = env.call("Bash", command=f"sleep 60 & echo $! > {pidfile}; sleep 60", timeout=3000)
     elapsed = time.monotonic() - started
     assert "timed out" in err(result)
-    assert elapsed < 10
+    assert elapsed < 15
     child = int(pidfile.read_text())
     assert _wait_dead(child), "a background child survived the timeout"
 
 
 def test_negative_control_killing_only_the_shell_leaves_its_child_running(tmp_path):
     pidfile = tmp_path / "child.pid"
-    with pytest.raises(subprocess.TimeoutExpired):
-        subprocess.run(["bash", "-c", f"sleep 60 & echo $! > {pidfile}; sleep 60"], timeout=0.7)
+    shell = subprocess.Popen(["bash", "-c", f"sleep 60 & echo $! > {pidfile}; sleep 60"])
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    shell.kill()  # what subprocess.run(timeout=...) does: the shell only
+    shell.wait()
     child = int(pidfile.read_text())
     try:
         assert _alive(child)

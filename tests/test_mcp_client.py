@@ -243,19 +243,19 @@ def test_a_server_that_crashes_during_a_call(stdio: McpManager) -> None:
 
 
 def test_a_slow_call_times_out_but_a_server_that_still_answers_is_kept() -> None:
-    with McpManager([stdio_py()], startup_timeout=20, call_timeout=1.0) as m:
+    with McpManager([stdio_py()], startup_timeout=20, call_timeout=3.0) as m:
         reg = Registry(m.tools())
         pid = invoke(reg, "mcp__py__getpid", {})["content"]["structuredContent"]["result"]
         began = time.monotonic()
         r = invoke(reg, "mcp__py__wait", {"seconds": 30})
-        assert time.monotonic() - began < 10
-        assert r["ok"] is False and "did not answer 'wait' within 1 s" in r["error"]
+        assert time.monotonic() - began < 15
+        assert r["ok"] is False and "did not answer 'wait' within 3 s" in r["error"]
         assert m.status()[0].status == "connected"
         assert invoke(reg, "mcp__py__getpid", {})["content"]["structuredContent"]["result"] == pid
 
 
 def test_a_hung_server_is_stopped_and_replaced() -> None:
-    with McpManager([stdio_py()], startup_timeout=20, call_timeout=1.0) as m:
+    with McpManager([stdio_py()], startup_timeout=20, call_timeout=2.0) as m:
         reg = Registry(m.tools())
         pid = int(invoke(reg, "mcp__py__getpid", {})["content"]["structuredContent"]["result"])
         os.kill(pid, signal.SIGSTOP)

@@ -67,7 +67,7 @@ def drive(tmp_path: Path, vendor: str, replies: list[dict[str, Any]], *, cap: st
     with FakeProvider({"replies": replies, "require_key": KEY}) as fp:
         base = fp.url + "/v1" if vendor == "openai" else fp.url
         e = {k: v.replace("FAKE", fp.url) for k, v in (env or {}).items()}
-        opts = {"max_attempts": 4, "backoff_base": 0.01, "stall_timeout": 2.0, "sleep": delays.append, "asleep": asleep,
+        opts = {"max_attempts": 4, "backoff_base": 0.01, "stall_timeout": 4.0, "sleep": delays.append, "asleep": asleep,
                 "on_notice": notices.append, **opts}
         model = open_model(spec or VENDORS[vendor], base_url=base, api_key=KEY, env=e, **opts)
         reg = Registry([add])
@@ -155,7 +155,7 @@ def test_fallback_to_the_other_vendor_speaks_its_protocol(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("fault", ["stall", "cut", "malformed", "error_event"])
 def test_broken_streams_are_aborted_and_retried(tmp_path: Path, vendor: str, fault: str) -> None:
-    first = {**CALL, "fault": fault, "stall_seconds": 4, "chunk_size": 2}
+    first = {**CALL, "fault": fault, "stall_seconds": 8, "chunk_size": 2}
     o = drive(tmp_path, vendor, [first, *OK])
     recovered(o)
     assert len(o.requests) == 3 and len(o.notices) == 1
