@@ -104,7 +104,8 @@ class Term:
 def env_for(home: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLOOP_")}
     env.update(AGENTLOOP_HOME=home, NO_COLOR="1", TERM="xterm", COLUMNS="140")
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("ANTHROPIC_API_KEY", None)
+    # keys, and what would make rich colour a NO_COLOR terminal, come from the test only
+    for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "CLICOLOR_FORCE"):
+        env.pop(k, None)
     env.update(extra)
     return env
