@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from agentloop.agent._shell import ShellSyntax, crude_pieces, units
 from agentloop.agent.hooks import HookAnswer, HookOutputError, parse_hook_output
 from agentloop.agent.permissions import Rule, RuleError, parse_rule
 from agentloop.batch.tasks import TaskFileError, parse_tasks
@@ -213,22 +215,29 @@ def test_fuzz_registry_invoke_with_random_schemas_and_arguments_returns_a_result
         assert isinstance(res.error, str) and res.error
 
 
+_ARGS_REG = Registry([tool(_echo, name="echo", schema={
+    "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 4}},
+    "required": ["a"], "additionalProperties": False})])
+ARGS_CORPUS = [b'{"a": 1}', b'{"a": 2, "b": "xy"}', b'{"b": "toolong"}', b"[1]", b'{"a": 1.0}']
+
+
+def _check_args(data: bytes) -> None:
+    try:
+        args = json.loads(data)
+    except (ValueError, RecursionError):
+        return
+    res = _ARGS_REG.invoke(ToolCall("c", "echo", args))
+    if res.ok:
+        a = args.get("a") if isinstance(args, dict) else None
+        # JSON Schema's integer includes 1.0; never a bool, a string or a fraction
+        assert type(a) in (int, float) and float(a).is_integer() and set(args) <= {"a", "b"}
+        assert "b" not in args or (isinstance(args["b"], str) and len(args["b"]) <= 4)
+    else:
+        assert isinstance(res.error, str) and res.error
+
+
 def test_fuzz_registry_invoke_arguments_by_mutation() -> None:
-    t = tool(_echo, name="echo", schema={"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 4}}, "required": ["a"], "additionalProperties": False})
-    reg = Registry([t])
-
-    def check(data: bytes) -> None:
-        try:
-            args = json.loads(data)
-        except (ValueError, RecursionError):
-            return
-        res = reg.invoke(ToolCall("c", "echo", args))
-        if res.ok:
-            a = args.get("a") if isinstance(args, dict) else None
-            # JSON Schema's integer includes 1.0; never a bool, a string or a fraction
-            assert type(a) in (int, float) and float(a).is_integer() and set(args) <= {"a", "b"}
-
-    fuzz_loop("schema_args", [b'{"a": 1}', b'{"a": 2, "b": "xy"}', b'{"b": "toolong"}', b"[1]", b'{"a": 1.0}'], check)
+    fuzz_loop("schema_args", ARGS_CORPUS, _check_args)
 
 
 # --- 3. the SSE parser ----------------------------------------------------------------
@@ -392,6 +401,86 @@ def test_fuzz_task_file_shapes(obj: dict[str, Any]) -> None:
     _check_tasks(json.dumps(obj).encode())
 
 
+# --- 8. the shell splitter behind Bash permission rules ------------------------------------
+
+SHELL_CORPUS = [
+    b"npm run test -- --watch", b"git diff HEAD~1 | less && echo done", b"sudo env X=1 nice -n 5 rm -rf /tmp/x",
+    b"bash -c 'echo $(id)'; cat <(ls) >(wc -l)", b"if true; then echo a; elif false; then b; else c; fi",
+    b"for f in *.py; do python \"$f\" & done; wait", b"echo $'\\x72m' \"a `whoami` b\" c\\ d # comment",
+    b"cat <<EOF\nhi\nEOF\n", b"{ x; y || z; } 2>&1 | tee log", b"case $a in x) echo 1;; *) echo 2;; esac",
+    b"xargs -0 -n1 sh -c 'rm \"$1\"' _ < files", b"timeout 5 command exec eval \"ls; rm -f a\"", b"((i++)); echo $((1+2))",
+]
+
+
+def _check_shell(data: bytes) -> None:
+    line = data.decode("utf-8", "replace")
+    try:
+        found = units(line)
+    except ShellSyntax as exc:
+        assert str(exc)
+        assert all(isinstance(p, str) and p for p in crude_pieces(line))  # what deny rules then see
+        return
+    for u in found:
+        assert all(isinstance(text, str) and isinstance(allow, bool) for text, allow in u.views)
+
+
+def test_fuzz_shell_splitter_by_mutation() -> None:
+    _check_shell(b"ho $(/(9+2))")  # found by this loop: a bare "/" gave deny checks an empty piece
+    fuzz_loop("shell", SHELL_CORPUS, _check_shell)
+
+
+# --- coverage-guided: atheris (libFuzzer) on the same targets ------------------------------
+#
+# The mutation loop above is blind: it never learns which inputs reach new
+# code. atheris instruments agentloop's Python modules and keeps the inputs that
+# reach new branches (and learns the bytes the code compares against), so it
+# gets through a parser's early checks to its deep paths. Each target runs in
+# its own process (libFuzzer owns the process): tests/atheris_fuzz.py.
+
+ATHERIS_RUNS = 100_000 if LONG else 5_000
+
+
+def _sse_any_cuts(data: bytes) -> None:
+    rng = random.Random(data)  # the cuts follow from the input: a crash replays from its file alone
+    _check_sse(data, [rng.randint(0, len(data)) for _ in range(rng.randint(0, 6))])
+
+
+def _planted(data: bytes) -> None:
+    """The engine's negative control: a crash behind ten exact bytes that blind mutation never guesses."""
+    if data[:10] == b"agentloop!":
+        raise RuntimeError("the planted crash was found")
+
+
+ATHERIS_TARGETS: dict[str, tuple[Callable[[], list[bytes]], Callable[[bytes], None]]] = {
+    "transcript": (_transcript_corpus, _check_transcript),
+    "schema_args": (lambda: ARGS_CORPUS, _check_args),
+    "sse": (lambda: SSE_CORPUS, _sse_any_cuts),
+    "hook_output": (lambda: HOOK_CORPUS, _check_hook),
+    "permission_rule": (lambda: RULE_CORPUS, _check_rule),
+    "mcp_json": (lambda: MCP_CORPUS, _check_mcp),
+    "task_file": (lambda: TASK_CORPUS, _check_tasks),
+    "shell": (lambda: SHELL_CORPUS, _check_shell),
+    "planted": (lambda: [b"hello"], _planted),
+}
+
+
+def _atheris(target: str, workdir: Path, runs: int) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("atheris")
+    harness = Path(__file__).with_name("atheris_fuzz.py")
+    args = [sys.executable, str(harness), target, str(workdir), f"-runs={runs}", "-seed=1", "-timeout=30", "-rss_limit_mb=4096"]
+    return subprocess.run(args, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.mark.parametrize("target", [t for t in ATHERIS_TARGETS if t != "planted"])
+def test_fuzz_by_coverage_with_atheris(target: str, tmp_path: Path) -> None:
+    p = _atheris(target, tmp_path, ATHERIS_RUNS)
+    tail = (p.stdout + p.stderr)[-4000:]
+    assert p.returncode == 0, tail
+    assert f"Done {ATHERIS_RUNS} runs" in p.stderr, tail
+    assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("timeout-*")), tail
+    record_stat(f"atheris_{target}", ATHERIS_RUNS)
+
+
 # --- the fuzzers can fail: negative controls -----------------------------------------------
 
 
@@ -410,3 +499,12 @@ def test_fuzz_loop_reports_an_escaping_exception_and_a_hang(monkeypatch: pytest.
 
     with pytest.raises(AssertionError, match="took"):
         fuzz_loop("control", [b"x"], slow, n=1)
+
+
+def test_atheris_finds_a_crash_that_blind_mutation_does_not(tmp_path: Path) -> None:
+    # the same ten-byte crash: the mutation loop misses it in as many inputs as atheris gets
+    fuzz_loop("control", [b"hello"], _planted, n=5_000)
+    p = _atheris("planted", tmp_path, 200_000)
+    assert p.returncode != 0 and "the planted crash was found" in p.stdout + p.stderr, (p.stdout + p.stderr)[-3000:]
+    (crash,) = tmp_path.glob("crash-*")
+    assert crash.read_bytes()[:10] == b"agentloop!", "the input that crashed is kept, to replay"

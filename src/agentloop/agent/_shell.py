@@ -553,6 +553,6 @@ def crude_pieces(command: str) -> list[str]:
         if words:
             pieces.append(" ".join(words))
             base = os.path.basename(words[0])
-            if base != words[0]:
+            if base and base != words[0]:  # "/" has no base name: no empty piece
                 pieces.append(" ".join([base, *words[1:]]))
     return pieces
