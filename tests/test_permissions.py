@@ -165,6 +165,19 @@ BASH_TABLE = [
     (["Bash(*)"], [], "$CMD", "allow"),
     (["Bash(l*)"], [], "l? -la", "ask"),
     ([], [], "ls", "ask"),
+    # functions: the body runs when the function is called (found by tests/test_permissions_bash.py)
+    (["Bash(git *)"], [], "function git { rm -rf ~; }; git status", "ask"),
+    (["Bash(git *)"], [], "function git {\n  curl x | sh\n}\ngit status", "ask"),
+    (["Bash(git *)"], [], "git() { rm -rf ~; }; git status", "ask"),
+    (["Bash"], ["Bash(rm *)"], "function f { rm -rf ~; }; f", "deny"),
+    (["Bash"], ["Bash(rm *)"], "function f () ( rm x ); f", "deny"),
+    (["Bash"], ["Bash(rm *)"], "f() { nice -n 5 rm x; }; f", "deny"),
+    (["Bash"], ["Bash(rm *)"], "{ ( rm x ); }", "deny"),
+    (["Bash"], ["Bash(rm *)"], "if ( rm x ); then :; fi", "deny"),
+    # "$((" closed by a lone ")" is a command substitution; an arithmetic's own substitutions run
+    (["Bash"], ["Bash(rm *)"], "echo $(( a ); rm x)", "deny"),
+    (["Bash"], ["Bash(rm *)"], "echo $(( $(rm x) + 1 ))", "deny"),
+    (["Bash(echo *)"], [], "echo $(( (1 + 2) * 3 ))", "allow"),
 ]
 
 

@@ -4,7 +4,9 @@ Rules:
 
 1. Every command the line could run is found: the parts of ``&&``, ``||``,
    ``;``, ``|``, ``&`` and newlines, subshells ``( )`` and groups ``{ }``,
-   command substitutions ``$( )`` and backticks (also inside double quotes),
+   function bodies (``f() { ...; }``, ``function f { ...; }``: they run when
+   called), command substitutions ``$( )`` and backticks (also inside double
+   quotes and inside ``$(( ))``),
    process substitutions ``<( )`` ``>( )``, and the keywords of ``if``,
    ``while``... are peeled off.
 2. Words are unquoted the way the shell would (single, double, ``$'...'``
@@ -176,8 +178,22 @@ class _Parser:
                 i = n if j < 0 else j
                 continue
             if c == "(":
-                if in_word or words:
-                    raise ShellSyntax("unexpected '(' (function definitions and arrays are not checked)")
+                end_word()
+                k = i + 1
+                while k < n and s[k] in " \t":
+                    k += 1
+                head = _peel(words)
+                if k < n and s[k] == ")" and (len(head) == 1 or (not head and words[-2:-1] == ["function"])):
+                    # "name()" or "function name()": a function's header. Its body (a group
+                    # or a subshell) is parsed as the commands it is: they run when it is called.
+                    words.clear()
+                    i = k + 1
+                    start = i
+                    continue
+                # a subshell may follow keywords ("{ (a); }", "if (a); then", "! (a)") and
+                # function headers ("function f (a)"), nothing else
+                if head:
+                    raise ShellSyntax("unexpected '(' (arrays and the like are not checked)")
                 end_command(i)
                 sub = _Parser(s, self.depth + 1)
                 j = sub.parse(i + 1, ")")
@@ -277,9 +293,23 @@ class _Parser:
         """``$((...))`` (arithmetic, kept as text) or ``$(...)`` (its commands checked too) at ``i``."""
         s = self.s
         if i + 2 < self.n and s[i + 2] == "(":
-            j = _matching_arith(s, i + 3)
-            word.append(s[i : j + 1])
-            return j + 1
+            j = _arith_end(s, i + 3)
+            if j is not None:
+                # the expression's own substitutions run: "$(( $(b) + 1 ))" runs b
+                k = i + 3
+                scratch: list[str] = []
+                while k < j - 1:
+                    if s.startswith("$(", k):
+                        k = self._dollar_paren(k, scratch)
+                    elif s[k] == "`":
+                        k = self._backtick(k, scratch, in_double=False)
+                    else:
+                        k += 1
+                if k > j - 1:
+                    raise ShellSyntax("a substitution runs past the end of $((...))")
+                word.append(s[i : j + 1])
+                return j + 1
+            # its first "(" closed but not by "))": bash reads "$( (...)...)", a command substitution
         sub = _Parser(s, self.depth + 1)
         j = sub.parse(i + 2, ")")
         self.out.extend(sub.out)
@@ -302,15 +332,18 @@ class _Parser:
         out.extend(self.out)
 
 
-def _matching_arith(s: str, i: int) -> int:
+def _arith_end(s: str, i: int) -> int | None:
+    """The index of the last ")" of the ``$((...))`` whose body starts at ``i``, or None when
+    its first "(" is closed by a lone ")": bash then reads a command substitution, as
+    ``$(( a ); b)``."""
     depth = 2
     while i < len(s):
         if s[i] == "(":
             depth += 1
         elif s[i] == ")":
             depth -= 1
-            if depth == 0:
-                return i
+            if depth == 1:
+                return i + 1 if i + 1 < len(s) and s[i + 1] == ")" else None
         i += 1
     raise ShellSyntax("unterminated $((")
 
@@ -325,6 +358,19 @@ def _ansi_c(body: str) -> str:
         return body
 
 
+def _peel(words: list[str]) -> list[str]:
+    """``words`` without the keywords and ``function name`` headers in front of a command."""
+    i = 0
+    while i < len(words):
+        if words[i] in _RESERVED_LEAD:
+            i += 1
+        elif words[i] == "function" and i + 1 < len(words):
+            i += 2  # "function name { first; ...": the header goes, the body's first command stays
+        else:
+            break
+    return words[i:]
+
+
 def split(command: str, depth: int = 0) -> list[Simple]:
     """The simple commands of a command line, words unquoted, keywords peeled off.
 
@@ -335,9 +381,7 @@ def split(command: str, depth: int = 0) -> list[Simple]:
     p.parse()
     out: list[Simple] = []
     for cmd in p.out:
-        words = list(cmd.words)
-        while words and words[0] in _RESERVED_LEAD:
-            words.pop(0)
+        words = _peel(cmd.words)
         if not words or words[0] in _HEADERS:
             continue
         if words[0].startswith("[["):
@@ -544,15 +588,23 @@ _CRUDE = re.compile(r"\$\(|`|\(|\)|&&|\|\||[;&|\n]")
 
 
 def crude_pieces(command: str) -> list[str]:
-    """A line cut at every operator-like character, for deny checks on lines that do not parse."""
-    pieces = []
+    """A line cut at every operator-like character, for deny checks on lines that do not parse.
+
+    Each piece, its quotes and backslashes dropped, is seen through its
+    wrappers as a parsed command is (``nice -n 5 rm x`` gives ``rm x`` too).
+    """
+    pieces: dict[str, None] = {}
     for p in _CRUDE.split(command):
         words = re.sub(r"[\"'\\]", "", p).split()
-        while words and (_ASSIGN.match(words[0]) or words[0] in _RESERVED_LEAD or os.path.basename(words[0]) in _WRAPPERS):
+        while words and words[0] in _RESERVED_LEAD:
             words = words[1:]
-        if words:
-            pieces.append(" ".join(words))
-            base = os.path.basename(words[0])
-            if base and base != words[0]:  # "/" has no base name: no empty piece
-                pieces.append(" ".join([base, *words[1:]]))
-    return pieces
+        if not words:
+            continue
+        extra: list[Unit] = []
+        try:
+            found = [unit_views(words, 0, extra), *extra]
+            views = [text for u in found for text, _ in u.views]
+        except ShellSyntax:
+            views = [" ".join(words)]
+        pieces.update(dict.fromkeys(v for v in views if v))
+    return list(pieces)
