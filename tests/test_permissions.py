@@ -178,6 +178,14 @@ BASH_TABLE = [
     (["Bash"], ["Bash(rm *)"], "echo $(( a ); rm x)", "deny"),
     (["Bash"], ["Bash(rm *)"], "echo $(( $(rm x) + 1 ))", "deny"),
     (["Bash(echo *)"], [], "echo $(( (1 + 2) * 3 ))", "allow"),
+    # case: the patterns are data (their substitutions run), the branches are commands
+    (["Bash"], ["Bash(rm *)"], "case x in x) rm y;; esac", "deny"),
+    (["Bash"], ["Bash(rm *)"], "sh -c 'case x in x) rm y;; esac'", "deny"),
+    (["Bash"], ["Bash(rm *)"], "case $(rm y) in *) :;; esac", "deny"),
+    (["Bash"], ["Bash(rm *)"], "case a in $(rm y)) :;; esac", "deny"),
+    (["Bash(echo *)"], [], "case $1 in -h|--help) echo usage;; *) echo run;; esac", "allow"),
+    (["Bash(echo *)"], [], "case $1 in x) echo a;; *) curl e;; esac", "ask"),
+    (["Bash"], ["Bash(rm *)"], "time while rm x; do :; done", "deny"),
 ]
 
 

@@ -2,7 +2,7 @@
 
 Random command lines are built from three stub programs (``a``, ``b``, ``c``,
 each logging its own name when run) and the shell's ways of running things:
-operators, subshells, groups, ``if``, functions, command and process substitution (also
+operators, subshells, groups, ``if``, ``case``, loops, functions, command and process substitution (also
 inside double quotes and assignments), backticks, ``sh -c`` and ``eval``
 strings, wrappers (``command``, ``env``, ``nice``, ``timeout``, ``exec``,
 assignments), and quoted or escaped command names. bash runs each line with
@@ -102,6 +102,16 @@ def _compound(kids: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         st.builds(lambda x: f"sh -c {shlex.quote(x)}", kids),
         st.builds(lambda x: f"eval {shlex.quote(x)}", kids),
         st.builds(lambda n, s: f"{n} `{s}`", name, simple),
+        st.builds(lambda x, y: f"case q in q) {x};; *) {y};; esac", kids, kids),
+        st.builds(lambda x, y: f"while {x}; do {y}; break; done", kids, kids),
+        st.builds(lambda x, y: f"until {x}; do {y}; break; done", kids, kids),
+        st.builds(lambda x: f"for i in 1; do {x}; done", kids),
+        st.builds(lambda n, x: f"{n} <<< \"$({x})\"", name, kids),
+        st.builds(lambda n, x: f"{n} > \"$({x})\"", name, kids),
+        st.builds(lambda n, x: f'{n} "${{v:-$({x})}}"', name, kids),
+        st.builds(lambda x: f"[[ -n $({x}) ]]", kids),
+        st.builds(lambda x: f"! {x}", kids),
+        st.builds(lambda x: f"time {x}", kids),
         st.builds(lambda k, x: f"f{k}() {{ {x}; }}; f{k}", fn, kids),
         st.builds(lambda k, x: f"function f{k} {{ {x}\n}}\nf{k}", fn, kids),
         st.builds(lambda k, x: f"function f{k} () ( {x} ); f{k}", fn, kids),
@@ -122,6 +132,8 @@ line = st.recursive(simple, _compound, max_leaves=6)
 @example("f() { timeout 5 b; }; f")
 @example("function a { b; }; a")  # found by this test: "function name {" hid its body (allowed by Bash(a:*))
 @example("x (b)")  # a syntax error to bash: runs nothing
+@example("sh -c 'case q in q) a;; *) b;; esac'")  # found: a case inside sh -c hid its branches
+@example("time while a; do b; break; done")  # found: bash's keyword time, then a loop
 def test_whatever_bash_runs_a_deny_rule_sees(stubs: Path, tmp_path: Path, line: str) -> None:
     names = ran(stubs, line, tmp_path)
     for n in names:

@@ -5,7 +5,8 @@ Rules:
 1. Every command the line could run is found: the parts of ``&&``, ``||``,
    ``;``, ``|``, ``&`` and newlines, subshells ``( )`` and groups ``{ }``,
    function bodies (``f() { ...; }``, ``function f { ...; }``: they run when
-   called), command substitutions ``$( )`` and backticks (also inside double
+   called), the branches of ``case`` (its patterns are data, but their
+   substitutions run), command substitutions ``$( )`` and backticks (also inside double
    quotes and inside ``$(( ))``),
    process substitutions ``<( )`` ``>( )``, and the keywords of ``if``,
    ``while``... are peeled off.
@@ -82,11 +83,18 @@ class _Parser:
         start = i
         heredocs: list[tuple[str, bool, bool]] = []
         pending_heredoc: str | None = None
+        cases = 0  # "case ... in" open here; their patterns are data, their bodies commands
+        want_pattern = False
 
         def end_word() -> None:
-            nonlocal word, in_word, quoted, pending_heredoc
+            nonlocal word, in_word, quoted, pending_heredoc, cases, want_pattern
             if in_word:
                 w = "".join(word)
+                if not quoted and w == "in" and _peel(words)[:1] == ["case"] and len(_peel(words)) == 2:
+                    cases += 1
+                    want_pattern = True
+                elif not quoted and w == "esac" and cases and not _peel(words):
+                    cases -= 1
                 if pending_heredoc is not None:
                     heredocs.append((w, pending_heredoc == "-", quoted))
                     pending_heredoc = None
@@ -107,7 +115,19 @@ class _Parser:
             words.clear()
 
         while i < n:
+            if want_pattern:
+                end_command(i)  # "case word in": a header, no command
+                want_pattern = False
+                i, closed = self._case_pattern(i)
+                cases -= closed
+                start = i
+                continue
             c = s[i]
+            if c == ";" and cases and s.startswith((";;", ";&"), i):
+                end_command(i)
+                i += 3 if s.startswith(";;&", i) else 2
+                want_pattern = True
+                continue
             if c in " \t\r":
                 end_word()
                 i += 1
@@ -252,6 +272,39 @@ class _Parser:
                     raise ShellSyntax("command substitution inside a heredoc")
         return i
 
+    def _case_pattern(self, i: int) -> tuple[int, bool]:
+        """Past the next ``pattern)`` of a case (its substitutions run), or past ``esac`` (True)."""
+        s, n = self.s, self.n
+        while i < n and s[i] in " \t\r\n":
+            i += 1
+        if s.startswith("esac", i) and (i + 4 == n or s[i + 4] in " \t\r\n;&|)"):
+            return i + 4, True
+        if i < n and s[i] == "(":
+            i += 1
+        scratch: list[str] = []
+        while i < n:
+            c = s[i]
+            if c == ")":
+                return i + 1, False
+            if c == "\\":
+                i += 2
+            elif c == "'":
+                j = s.find("'", i + 1)
+                if j < 0:
+                    raise ShellSyntax("unterminated single quote")
+                i = j + 1
+            elif c == '"':
+                i = self._double(i + 1, scratch)
+            elif c == "`":
+                i = self._backtick(i, scratch, in_double=False)
+            elif s.startswith("$(", i):
+                i = self._dollar_paren(i, scratch)
+            elif c in ";&\n(":
+                break
+            else:
+                i += 1
+        raise ShellSyntax("a case pattern without its ')'")
+
     def _double(self, i: int, word: list[str]) -> int:
         s, n = self.s, self.n
         while i < n:
@@ -366,6 +419,8 @@ def _peel(words: list[str]) -> list[str]:
             i += 1
         elif words[i] == "function" and i + 1 < len(words):
             i += 2  # "function name { first; ...": the header goes, the body's first command stays
+        elif words[i] == "time":
+            i += 2 if words[i + 1 : i + 2] == ["-p"] else 1  # bash's keyword: "time while a; do..."
         else:
             break
     return words[i:]
@@ -595,16 +650,17 @@ def crude_pieces(command: str) -> list[str]:
     """
     pieces: dict[str, None] = {}
     for p in _CRUDE.split(command):
-        words = re.sub(r"[\"'\\]", "", p).split()
-        while words and words[0] in _RESERVED_LEAD:
-            words = words[1:]
-        if not words:
-            continue
-        extra: list[Unit] = []
         try:
-            found = [unit_views(words, 0, extra), *extra]
-            views = [text for u in found for text, _ in u.views]
+            found = units(p)  # a piece that parses on its own ("x) sh -c 'rm a'" of a case) is read as one
         except ShellSyntax:
-            views = [" ".join(words)]
-        pieces.update(dict.fromkeys(v for v in views if v))
+            words = _peel(re.sub(r"[\"'\\]", "", p).split())
+            if not words:
+                continue
+            extra: list[Unit] = []
+            try:
+                found = [unit_views(words, 0, extra), *extra]
+            except ShellSyntax:
+                pieces[" ".join(words)] = None
+                continue
+        pieces.update(dict.fromkeys(text for u in found for text, _ in u.views if text))
     return list(pieces)
