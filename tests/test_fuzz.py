@@ -1,15 +1,19 @@
 """Fuzzing the parsers: every input ends in a result or in the documented error.
 
-Two engines per target:
+Three engines per target:
 
 - hypothesis, for structure (random JSON shapes, schemas, chunk splits);
 - a seeded mutation loop over a small corpus of valid inputs (bit flips,
   byte inserts and deletes, truncation, splicing, repeated blocks, big
   numbers and deep nesting), which is fast enough for 100,000 inputs a
-  target in the long variant (``AGENTLOOP_LONG=1``).
+  target in the long variant (``AGENTLOOP_LONG=1``);
+- atheris (libFuzzer), coverage-guided, on the same check functions, one
+  process a target (``tests/atheris_fuzz.py``): 5,000 inputs a target here,
+  100,000 in the long variant.
 
 "No hang" is checked by timing every input: none may take over
-``SLOW_SECONDS``. The counts go to ``$AGENTLOOP_HARDENING_STATS`` when set.
+``SLOW_SECONDS`` (atheris: libFuzzer's ``-timeout``). The counts go to
+``$AGENTLOOP_HARDENING_STATS`` when set.
 """
 
 from __future__ import annotations
