@@ -7,6 +7,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -258,6 +259,15 @@ def _wait_dead(pid: int, within: float = 5.0) -> bool:
     return False
 
 
+def _pid_written(pidfile: Path) -> int:
+    """The pid a command wrote to ``pidfile``, once it is there (up to 10 s)."""
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline, f"{pidfile} was never written"
+        time.sleep(0.05)
+    return int(pidfile.read_text())
+
+
 def test_bash_runs_in_the_workspace_and_reports_exit_codes(env):
     assert ok(env.call("Bash", command="pwd")) == str(env.root)
     assert ok(env.call("Bash", command="echo out; echo err >&2")) == "out\nerr"
@@ -278,13 +288,9 @@ def test_bash_timeout_kills_the_whole_process_group(env):
 def test_negative_control_killing_only_the_shell_leaves_its_child_running(tmp_path):
     pidfile = tmp_path / "child.pid"
     shell = subprocess.Popen(["bash", "-c", f"sleep 60 & echo $! > {pidfile}; sleep 60"])
-    deadline = time.monotonic() + 10
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    child = _pid_written(pidfile)
     shell.kill()  # what subprocess.run(timeout=...) does: the shell only
     shell.wait()
-    child = int(pidfile.read_text())
     try:
         assert _alive(child)
     finally:
@@ -296,10 +302,7 @@ def test_kill_all_ends_a_running_command_and_its_children(env):
     results = []
     t = threading.Thread(target=lambda: results.append(env.call("Bash", command=f"sleep 60 & echo $! > {pidfile}; wait")))
     t.start()
-    deadline = time.monotonic() + 10
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    _pid_written(pidfile)
     assert env.procs.kill_all() == 1
     t.join(timeout=10)
     assert not t.is_alive()

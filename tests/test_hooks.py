@@ -20,6 +20,7 @@ from agentloop.agent.hooks import (
     parse_hook_output,
 )
 from agentloop.agent.settings import ConfigError, SettingsSource
+from mcp_servers.helpers import wait_gone
 
 PY = sys.executable
 
@@ -223,20 +224,8 @@ sleep 300
     assert not outcome.blocked  # non-blocking by default
     listed = [int(x) for x in pids.read_text().split()]
     assert len(listed) == 4
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-            # a zombie not yet reaped by init still answers kill 0: check its state
-            with open(f"/proc/{pid}/stat") as f:
-                return f.read().split(")")[-1].split()[0] != "Z"
-        except (ProcessLookupError, FileNotFoundError):
-            return False
-
-    deadline = time.monotonic() + 5  # SIGKILL is sent; the kernel needs a moment to finish them
-    for pid in listed:
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not alive(pid), f"process {pid} survived the timeout"
+    # SIGKILL is sent; the kernel needs a moment to finish them (zombies count as gone)
+    assert wait_gone(set(listed), 5) == set(), "processes survived the timeout"
 
 
 def test_a_fail_closed_hook_blocks_when_it_fails(tmp_path: Path) -> None:
