@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from agentloop.fakeprovider import FakeProvider
+from agentloop.conversation import Conversation
+from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import read_records, verify_file
 
 AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
@@ -139,8 +140,11 @@ def test_continue_and_resume_append_to_the_same_chain(tmp_path, proj, env):
     third = json.loads(p.stdout)
     assert third["session_id"] == first["session_id"]
     recs = list(read_records(third["transcript"]))
-    last_start = [r for r in recs if r.kind == "run_start"][-1]
-    contents = [m["content"] for m in last_start.payload["messages"] if m["role"] != "system"]
+    last = max(i for i, r in enumerate(recs) if r.kind == "run_start")
+    conv = Conversation()  # a later run_start continues the conversation the records before it rebuild
+    for r in recs[: last + 1]:
+        conv.feed(r.kind, r.payload)
+    contents = [m["content"] for m in conv.messages if m["role"] != "system"]
     assert contents == ["first", "one", "second", "two", "third"]
     assert third["session_cost_micros"] == first["cost_micros"] + second["cost_micros"] + third["cost_micros"]
     assert verify_file(third["transcript"]).ok

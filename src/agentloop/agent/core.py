@@ -42,9 +42,10 @@ from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
 from ..budget import Budget, PriceTable
+from ..config.settings import ConfigError, SettingsSource, agentloop_home, load_settings, merged
+from ..conversation import close_dangling_calls
 from ..events import (
     Message,
-    ModelReply,
     Observed,
     Observer,
     ToolCall,
@@ -55,8 +56,7 @@ from ..events import (
 )
 from ..run import RunResult
 from ..tools import Registry, Tool
-from .session import Durability, Session, SessionError, close_dangling_calls, latest_id
-from .settings import ConfigError, SettingsSource, agentloop_home, load_settings, merged
+from .session import Durability, Session, SessionError, latest_id
 
 __all__ = [
     "Agent",
@@ -202,63 +202,21 @@ def open_model_spec(
 
 
 def scripted_model(path: str) -> Any:
-    """An offline model that answers from a JSON list of replies, in order.
+    """An offline model that answers from a script file, in order (``agentloop.testing.script``).
 
-    Each reply is ``{"text": str, "tool_calls": [{"name", "arguments"}],
-    "usage": [in, out]}``. The text streams word by word. A call past the end
-    raises ``UnexpectedModelCall``, so the run stops with ``model_error``.
+    The text streams word by word. A call past the end raises
+    ``UnexpectedModelCall``, so the run stops with ``model_error``.
 
     Raises:
-        AgentError: the file is unreadable or not such a list.
+        AgentError: the file is unreadable or not a script, naming the place.
     """
-    import json
-
-    from ..testing import FunctionModel, UnexpectedModelCall
+    from ..testing import ScriptedModel, ScriptError, load_script
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise AgentError(f"{path}: cannot read the scripted model: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise AgentError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    if not isinstance(data, list):
-        raise AgentError(f"{path}: a scripted model is a JSON list of replies")
-    replies: list[ModelReply] = []
-    for i, r in enumerate(data):
-        if not isinstance(r, dict) or not isinstance(r.get("text", ""), str) or not isinstance(r.get("tool_calls", []), list):
-            raise AgentError(f"{path}: reply {i} must be an object with a string 'text' and a list 'tool_calls'")
-        try:
-            replies.append(_scripted_reply(r, i))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise AgentError(f"{path}: reply {i}: {exc}") from None
-    pos = [0]
-
-    def answer(request: Any) -> ModelReply:
-        i = pos[0]
-        if i >= len(replies):
-            raise UnexpectedModelCall(f"the scripted model {path} has {len(replies)} replies and was called again")
-        pos[0] += 1
-        out = replies[i]
-        if request.on_text is not None and out.text:
-            words = out.text.split(" ")
-            for j, w in enumerate(words):
-                request.on_text(w if j == len(words) - 1 else w + " ")
-        return out
-
-    return FunctionModel(answer, name="scripted")
-
-
-def _scripted_reply(r: dict[str, Any], i: int) -> ModelReply:
-    from ..events import Usage
-
-    calls = tuple(
-        ToolCall(str(c.get("id") or f"call_{i}_{j}"), str(c["name"]), c.get("arguments", {}))
-        for j, c in enumerate(r.get("tool_calls", []))
-    )
-    u = r.get("usage")
-    usage = Usage(int(u[0]), int(u[1])) if isinstance(u, list) and len(u) == 2 else None
-    return ModelReply(text=r.get("text", ""), tool_calls=calls, usage=usage, model="scripted")
+        script = load_script(path)
+    except ScriptError as exc:
+        raise AgentError(str(exc)) from None
+    return ScriptedModel.from_script(script, stream="words")
 
 
 class SessionLogFilter(logging.Filter):
@@ -425,7 +383,7 @@ class Agent:
 
     def _prices(self) -> PriceTable:
         """The built-in table with each settings file's ``"prices"`` laid over it (user, project, local)."""
-        from ..prices import prices_from_settings
+        from ..config.settings import prices_from_settings
 
         try:
             return prices_from_settings(self.sources)
@@ -649,6 +607,7 @@ class Agent:
             executor=wrap(self, execute) if wrap is not None else execute,
             prepare=prep(self) if prep is not None else None,
             loop_threshold=self.loop_threshold,
+            continues=s.continuation(),
         )
         s.messages = list(result.messages)
         close_dangling_calls(s.messages)

@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..budget import Price
+from ..config.settings import merged
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry
 from .context import ContextManager
 from .hooks import MAX_TEXT, HookOutcome, HookRunner
 from .loopcheck import LoopCheck, chain
-from .settings import merged
 from .sidecall import Account
 from .subagent import SubagentRunner, load_agent_types, parallel_executor
 

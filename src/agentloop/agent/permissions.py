@@ -51,8 +51,8 @@ from urllib.parse import urlsplit
 
 import pathspec
 
+from ..config.settings import ConfigError, SettingsSource
 from ._shell import ShellSyntax, crude_pieces, units
-from .settings import ConfigError, SettingsSource
 
 __all__ = [
     "MODES",

@@ -56,8 +56,8 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
     """
     from agentloop.agent.core import Agent, AgentError, setup_logging
     from agentloop.agent.session import SessionError
-    from agentloop.agent.settings import agentloop_home
     from agentloop.budget import usd
+    from agentloop.config.settings import agentloop_home
 
     cwd = _opt(args, "cwd") or os.getcwd()
     if not os.path.isdir(cwd):

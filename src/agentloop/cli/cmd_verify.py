@@ -43,7 +43,7 @@ def _anchored(args: argparse.Namespace) -> Any:
         return None
     if len(args.files) != 1:
         raise UserError("--anchor checks one file; give exactly one FILE")
-    from agentloop.anchor import AnchorError, load_anchor, load_public_key, verify_with_anchor
+    from agentloop.audit.anchor import AnchorError, load_anchor, load_public_key, verify_with_anchor
 
     from ._keys import resolve_key
 
