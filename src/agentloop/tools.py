@@ -511,7 +511,7 @@ class Registry:
             lines = "\n".join(f"  - {p}" for p in problems)
             msg = (
                 f"invalid arguments for {call.name!r} ({n} problem{'s' if n != 1 else ''}):\n{lines}\n"
-                f"Fix every field listed and call {call.name!r} again."
+                f"Fix only the fields listed and call {call.name!r} again."
             )
             return None, ToolResult(call.id, call.name, False, error=msg)
         return t, None
