@@ -288,8 +288,17 @@ class Agent:
         ask_permission: AskPermission | None = None,
         shell_timeout_s: float = 120.0,
         registry: Registry | None = None,
+        cli_rules: Sequence[tuple[str, str]] = (),
+        system_prompt: str | None = None,
+        append_system_prompt: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
+        self.cli_rules = list(cli_rules)
+        """(behavior, rule) from --allowedTools / --disallowedTools: added after the settings' rules."""
+        self.system_override = system_prompt
+        self.system_append = append_system_prompt
+        self.permission_denials: list[dict[str, Any]] = []
+        """Calls the permission system refused (Claude Code's ``permission_denials``)."""
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.home = home or agentloop_home(self.env)
         self.ask_permission = ask_permission
@@ -339,9 +348,7 @@ class Agent:
             raise AgentError(f"sessionDurability must be \"flush\" or \"fsync\", not {d!r}")
         self.durability: Durability = d
         if continue_last and resume is None:
-            resume = latest_id(self.cwd, self.home)
-            if resume is None:
-                raise AgentError("no session to continue in this directory (start one without -c)")
+            resume = latest_id(self.cwd, self.home)  # none yet: a new session, as Claude Code's -c starts one
         from .extensions import install, loop_threshold
 
         try:
@@ -435,8 +442,12 @@ class Agent:
 
         try:
             self.policy = PermissionPolicy.from_settings(self.sources, mode=self.permission_mode, cwd=self.cwd)
+            for behavior, text in self.cli_rules:
+                self.policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
         except (ConfigError, ModeError) as exc:
             raise AgentError(str(exc)) from None
+        except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
+            raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
         subagents = getattr(self.context, "subagents", None)
         if subagents is not None:  # plan mode may launch these: their tools change nothing
             self.policy.read_only_agent_types = frozenset(n for n, t in subagents.types.items() if t.read_only())
@@ -518,6 +529,8 @@ class Agent:
             s.messages.append({"role": "user", "content": extra})
 
     def system_prompt(self) -> str:
+        if self.system_override is not None:  # --system-prompt replaces the built-in one
+            return self.system_override + (f"\n\n{self.system_append}" if self.system_append else "")
         parts = [
             SYSTEM_PROMPT,
             f"Working directory: {self.cwd}\nPlatform: {platform.system()} {platform.release()}\nToday: {datetime.now(timezone.utc):%Y-%m-%d}",
@@ -530,6 +543,8 @@ class Agent:
             from .commands import render_skill_index
 
             parts.append(render_skill_index(self.skills))
+        if self.system_append:
+            parts.append(self.system_append)
         return "\n\n".join(parts)
 
     def record(self, kind: str, payload: Any) -> None:
@@ -690,6 +705,9 @@ class Agent:
         self.session_allow.add(text)
         return text
 
+    def _denied(self, call: ToolCall) -> None:
+        self.permission_denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.arguments})
+
     def _run_one(self, call: ToolCall) -> ToolResult:
         t, refusal = self.registry.prepare(call)
         if refusal is not None or t is None:
@@ -707,16 +725,19 @@ class Agent:
         if behavior == "ask":
             if self.ask_permission is None:
                 log.info("denied %s: ask without a terminal", call.name)
+                self._denied(call)
                 return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
             answer = self.ask_permission(call, d)
             if answer == "always":
                 self.allow_for_session(call)
             behavior = "deny" if answer == "deny" else "allow"
             if behavior == "deny":
+                self._denied(call)
                 return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
         if behavior != "allow":
             why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
             log.info("denied %s: %s", call.name, why)
+            self._denied(call)
             return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was denied ({why})")
         result = self.registry.invoke(call)
         return self.hooks.post_tool_use(self, call, result)

@@ -325,9 +325,14 @@ class Repl:
             if self.interactive:
                 self._make_session()
             self.banner()
+            first = getattr(self.args, "prompt", None)  # agentloop "explain this": the first prompt
             while True:
                 try:
-                    text = self.read_prompt()
+                    if first:
+                        text, first = first, None
+                        self.say(f"> {text}", "bold")
+                    else:
+                        text = self.read_prompt()
                 except KeyboardInterrupt:
                     if self.signals.terminating:
                         raise _Exit(EXIT_TERMINATED, "sigterm") from None
