@@ -423,7 +423,7 @@ class Agent:
     def _load_memory(self) -> None:
         from .memory import load_memory, render_memory
 
-        files = load_memory(self.cwd, self.home)
+        files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"))
         self.memory_files = [f.path for f in files]
         self.memory_text = render_memory(files)
 
