@@ -341,6 +341,9 @@ class Agent:
         self._load_memory()
         self.commands: dict[str, Any] = {}
         self.skills: dict[str, Any] = {}
+        self.load_warnings: list[str] = []
+        """What could not be honoured as written in the files read at start (shown by the CLI)."""
+        self._turn_grants: list[Any] = []
         self._load_commands()
         # The session, last: everything above can fail without leaving a file.
         d = durability or self._setting("sessionDurability", "flush")
@@ -430,8 +433,13 @@ class Agent:
     def _load_commands(self) -> None:
         from .commands import load_commands, load_skills
 
-        self.commands = dict(load_commands(self.cwd, self.home))
-        self.skills = dict(load_skills(self.cwd, self.home))
+        uh = self.env.get("HOME") or os.path.expanduser("~")
+        warnings: list[str] = []
+        self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
+        self.skills = dict(load_skills(self.cwd, self.home, uh))
+        for w in warnings:
+            log.warning(w)
+        self.load_warnings.extend(warnings)
 
     def _build_tools(self) -> None:
         """The workspace, registry and policy; rebuilt when the session (and so its spill dir) changes."""
@@ -465,7 +473,7 @@ class Agent:
                 processes=self.processes, visible=self.policy.visible(),
             )
             if self.skills:
-                self.registry.register(skill_tool(self.skills))
+                self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
         for t in self.extra_tools:
             if t.name not in self.registry:
                 self.registry.register(t)
@@ -586,8 +594,85 @@ class Agent:
     def stats(self) -> Any:
         return self.session.stats
 
-    def ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
+    def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
         """Run one user turn to its stop. See rule 2.
+
+        ``allowed_tools``: permission rules that hold for this turn only (a
+        command's ``allowed-tools``); a skill loaded during the turn adds its
+        own, which end with the turn too.
+
+        Raises:
+            AgentError: a hook blocked the prompt (nothing was run).
+        """
+        self._turn_grants += self._grant(allowed_tools)
+        try:
+            return self._ask(prompt, observer=observer)
+        finally:
+            self._revoke(self._turn_grants)
+            self._turn_grants = []
+
+    def _grant(self, rules: Sequence[str]) -> list[Any]:
+        """Allow ``rules`` for now (deny and ask rules still come first); the bound rules, to revoke."""
+        before = list(self.policy.rules)
+        for text in rules:
+            try:
+                self.policy.add_rule("allow", text, source="command")
+            except ValueError as exc:
+                log.warning("allowed-tools: %s", exc)
+                self._notice(f"allowed-tools: {exc}")
+        return [b for b in self.policy.rules if not any(b is x for x in before)]
+
+    def _revoke(self, bound: Sequence[Any]) -> None:
+        self.policy.rules = [b for b in self.policy.rules if not any(b is x for x in bound)]
+
+    def _skill_loaded(self, skill: Any) -> None:
+        """The model loaded a skill: its ``allowed-tools`` hold for the rest of the turn."""
+        if getattr(skill, "allowed_tools", ()):
+            self._turn_grants += self._grant(skill.allowed_tools)
+
+    def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        """``/name args`` of a custom command or skill: the prompt to send and the rules its turn
+        may use, or None when ``text`` names neither. A command's ``!`cmd``` lines run now,
+        through permissions and hooks as a Bash call of the model's would, with its
+        ``allowed-tools`` in force; each one's output takes its place."""
+        if not text.startswith("/"):
+            return None
+        name, _, rest = text[1:].partition(" ")
+        rest = rest.strip()
+        if name in self.commands:
+            cmd = self.commands[name]
+            body = cmd.render(rest)
+            rules = tuple(cmd.allowed_tools)
+            if "!`" in body:
+                body = self._run_bangs(body, rules)
+            return body, rules
+        if name in self.skills:
+            sk = self.skills[name]
+            body = sk.render(rest)
+            return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
+        return None
+
+    def _run_bangs(self, body: str, rules: Sequence[str]) -> str:
+        from .commands import BANG
+
+        granted = self._grant(rules)
+        try:
+            n = [0]
+
+            def run_one(m: Any) -> str:
+                n[0] += 1
+                call = ToolCall(f"bang_{n[0]}", "Bash", {"command": m.group(1).strip()})
+                r = self._run_one(call)
+                if r.ok:
+                    return str(r.content if isinstance(r.content, str) else r.content).rstrip("\n")
+                return f"(the command `{m.group(1).strip()}` was not run: {r.error})"
+
+            return BANG.sub(run_one, body)
+        finally:
+            self._revoke(granted)
+
+    def _ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
+        """One user turn, with the turn's grants already in force (``ask``).
 
         Raises:
             AgentError: a hook blocked the prompt (nothing was run).

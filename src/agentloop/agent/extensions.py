@@ -349,7 +349,7 @@ def install(agent: Any) -> None:
             open_model=agent._open,
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent, hooks),
-            types=load_agent_types(agent.cwd, agent.home),
+            types=load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"), agent.load_warnings),
         )
         ctx.subagents = sub
         agent.extra_tools.append(sub.tool())

@@ -291,6 +291,8 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         if not prompt.strip():
             raise UserError("the prompt is empty (give it as an argument, or pipe it on stdin)")
     agent = make_agent(args)  # no terminal to ask: "ask" permissions deny
+    for w in getattr(agent, "load_warnings", []):
+        print(f"warning: {w}", file=sys.stderr)
     reason = "other"
     try:
         stream: _StreamJson | None = None
@@ -334,8 +336,12 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
 
     timing = _Timing(stream)
     t0 = time.monotonic()
+    rules: tuple[str, ...] = ()
+    expanded = agent.expand_command(prompt.strip()) if prompt.startswith("/") else None
+    if expanded is not None:  # -p "/name args": the custom command or skill, as in Claude Code
+        prompt, rules = expanded
     try:
-        result = agent.ask(prompt, observer=timing)
+        result = agent.ask(prompt, observer=timing, allowed_tools=rules)
     except AgentError as exc:
         raise UserError(str(exc)) from None
     elapsed = time.monotonic() - t0

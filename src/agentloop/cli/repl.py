@@ -382,6 +382,8 @@ class Repl:
         self.say(f"agentloop · {a.model_spec} · {resumed} session {a.session.id} · /help for commands", "bold")
         if a.memory_files:
             self.say("memory: " + ", ".join(os.path.relpath(p, a.cwd) if p.startswith(a.cwd) else p for p in a.memory_files), "dim")
+        for w in getattr(a, "load_warnings", []):
+            self.say(f"warning: {w}", "yellow")
 
     def handle(self, text: str) -> None:
         if text.startswith("/") and not text.startswith("//"):
@@ -391,7 +393,7 @@ class Repl:
         self.armed = False
         self.send(text)
 
-    def send(self, text: str) -> None:
+    def send(self, text: str, allowed_tools: tuple[str, ...] = ()) -> None:
         a = self.agent
         roots = list(a.workspace.roots)
 
@@ -406,7 +408,7 @@ class Repl:
             self.say(f"attached {os.path.relpath(p, a.cwd)}", "dim")
         self.working("thinking")
         try:
-            result = a.ask(prompt, observer=self.observe)
+            result = a.ask(prompt, observer=self.observe, allowed_tools=allowed_tools)
         finally:
             self.quiet()
             if self.md is not None:
@@ -446,13 +448,11 @@ class Repl:
             self.commands[name].run(rest)
             return
         a = self.agent
-        if name in a.commands:
+        expanded = a.expand_command(f"/{name} {rest}".rstrip()) if (name in a.commands or name in a.skills) else None
+        if expanded is not None:
             self.armed = False
-            self.send(_render_command(a.commands[name], rest))
-            return
-        if name in a.skills:
-            self.armed = False
-            self.send(_render_skill(name, a.skills[name], rest))
+            prompt, rules = expanded
+            self.send(prompt, allowed_tools=rules)
             return
         self.say(f"unknown command /{name}; /help lists them", "red")
 
@@ -568,27 +568,6 @@ def _raw_write(text: str) -> None:
     """The working line's own writes: not the REPL's text, so they leave its line tracking alone."""
     sys.stdout.write(text)
     sys.stdout.flush()
-
-
-def _render_command(cmd: Any, arguments: str) -> str:
-    for attr in ("render", "expand"):
-        fn = getattr(cmd, attr, None)
-        if callable(fn):
-            return str(fn(arguments))
-    body = str(getattr(cmd, "body", None) or getattr(cmd, "template", "") or cmd)
-    return body.replace("$ARGUMENTS", arguments)
-
-
-def _render_skill(name: str, skill: Any, arguments: str) -> str:
-    for attr in ("render", "load"):
-        fn = getattr(skill, attr, None)
-        if callable(fn):
-            body = str(fn(arguments) if attr == "render" else fn())
-            break
-    else:
-        body = str(getattr(skill, "body", "") or getattr(skill, "content", ""))
-    text = f"Use the skill {name!r}. Its instructions:\n\n{body}"
-    return f"{text}\n\n{arguments}" if arguments else text
 
 
 def _completer(repl: Repl) -> Any:
