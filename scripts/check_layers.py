@@ -12,7 +12,7 @@ The layers, from the bottom (docs/DEVELOPING.md, "Layout"):
 - core: the modules at the top of the package (events, canonical, transcript,
   tools, budget, loop, run, prices, redact, replay...). They read no clock,
   randomness, environment or network, and import nothing but each other.
-- audit, testing, config: built on the core only.
+- audit, testing, config, telemetry: built on the core only.
 - providers, mcp: the core, and config for settings files.
 - agent: all of the above.
 - batch, demo: the core, audit, testing, providers, config.
@@ -31,12 +31,13 @@ ALLOWED: dict[str, frozenset[str]] = {
     "audit": frozenset({"core", "audit"}),
     "testing": frozenset({"core", "testing"}),
     "config": frozenset({"core", "config"}),
+    "telemetry": frozenset({"core", "telemetry"}),
     "providers": frozenset({"core", "config", "providers"}),
     "mcp": frozenset({"core", "config", "mcp"}),
-    "agent": frozenset({"core", "audit", "testing", "config", "providers", "mcp", "agent"}),
-    "batch": frozenset({"core", "audit", "testing", "config", "providers", "batch"}),
+    "agent": frozenset({"core", "audit", "testing", "config", "telemetry", "providers", "mcp", "agent"}),
+    "batch": frozenset({"core", "audit", "testing", "config", "telemetry", "providers", "batch"}),
     "demo": frozenset({"core", "audit", "testing", "demo"}),
-    "cli": frozenset({"core", "audit", "testing", "config", "providers", "mcp", "agent", "batch", "demo", "cli"}),
+    "cli": frozenset({"core", "audit", "testing", "config", "telemetry", "providers", "mcp", "agent", "batch", "demo", "cli"}),
 }
 
 ALIASES = {"agentloop.fakeprovider": "testing"}

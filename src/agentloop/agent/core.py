@@ -39,7 +39,7 @@ import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from ..budget import Budget, PriceTable
 from ..config.settings import ConfigError, SettingsSource, agentloop_home, load_settings, merged
@@ -291,12 +291,15 @@ class Agent:
         cli_rules: Sequence[tuple[str, str]] = (),
         system_prompt: str | None = None,
         append_system_prompt: str | None = None,
+        tracing: Any = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self.cli_rules = list(cli_rules)
         """(behavior, rule) from --allowedTools / --disallowedTools: added after the settings' rules."""
         self.system_override = system_prompt
         self.system_append = append_system_prompt
+        self.tracing = tracing
+        """An ``agentloop.telemetry.Tracing``, or None: each run (and sub-agent run) is traced into it."""
         self.permission_denials: list[dict[str, Any]] = []
         """Calls the permission system refused (Claude Code's ``permission_denials``)."""
         self.env: Mapping[str, str] = os.environ if env is None else env
@@ -693,12 +696,16 @@ class Agent:
 
         wrap = getattr(self.context, "wrap_executor", None)  # extensions.AgentContext
         prep = getattr(self.context, "run_prepare", None)
+        model, sink, traced = self.model, cast(Any, s), None
+        if self.tracing is not None:
+            model, traced, obs = self.tracing.wrap(self.model, s, obs, model_name=self.model_spec, run_id=f"{s.id}/{n}", conversation_id=s.id)
+            sink = traced
         result = run(
-            self.model,
+            model,
             self.shown_tools(),
             messages,
             self.budget(),
-            transcript=s,
+            transcript=sink,
             prices=self.prices,
             model_name=self.model_name,
             run_id=f"{s.id}/{n}",
@@ -709,6 +716,8 @@ class Agent:
             loop_threshold=self.loop_threshold,
             continues=s.continuation(),
         )
+        if traced is not None:
+            traced.finish()
         s.messages = list(result.messages)
         close_dangling_calls(s.messages)
         st = s.stats

@@ -347,6 +347,7 @@ def install(agent: Any) -> None:
             prices=agent.prices,
             model_name=agent.model_name,
             open_model=agent._open,
+            tracing=agent.tracing,
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent, hooks),
             types=load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"), agent.load_warnings),

@@ -286,6 +286,8 @@ class SubagentRunner:
     model_name: str | None = None
     open_model: Callable[[str], Any] | None = None
     """Opens a type's own ``model``; the parent's model is used when None."""
+    tracing: Any = None
+    """An ``agentloop.telemetry.Tracing``: each child run is traced (under the parent's tool span)."""
     hooks: HookRunner | None = None
     record: Callable[[str, Any], Any] | None = None
     """Appends to the parent's transcript (called under a lock)."""
@@ -356,12 +358,17 @@ class SubagentRunner:
             model = self.model if atype.model is None or self.open_model is None else self.open_model(atype.model)
             messages = [{"role": "system", "content": atype.prompt + f"\n\nWorking directory: {cwd}"}, {"role": "user", "content": prompt}]
             with TranscriptWriter(path) as w:
+                sink: Any = w
+                traced = None
+                if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
+                    model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model or self.model_name, run_id=child_id)
+                    sink = traced
                 result = run(
                     model,
                     registry,
                     messages,
                     budget,
-                    transcript=w,
+                    transcript=sink,
                     prices=self.prices,
                     model_name=atype.model or self.model_name,
                     loop_threshold=self.loop_threshold,
@@ -369,6 +376,8 @@ class SubagentRunner:
                     meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
                     executor=self.make_executor(registry) if self.make_executor is not None else None,
                 )
+                if traced is not None:
+                    traced.finish()
                 last_hash = w.last_hash
                 count = w.count
         except BaseException:

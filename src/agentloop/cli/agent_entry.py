@@ -79,6 +79,11 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
         if mode not in (None, "bypassPermissions"):
             raise UserError(f"--dangerously-skip-permissions and --permission-mode {mode} say different things")
         mode = "bypassPermissions"
+    tracing = None
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        from agentloop.telemetry import from_environment
+
+        tracing = from_environment()
     rules = [("allow", r) for v in _opt(args, "allowed_tools", []) for r in split_rules(v)]
     rules += [("deny", r) for v in _opt(args, "disallowed_tools", []) for r in split_rules(v)]
     try:
@@ -100,6 +105,7 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
             cli_rules=rules,
             system_prompt=_opt(args, "system_prompt"),
             append_system_prompt=_opt(args, "append_system_prompt"),
+            tracing=tracing,
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
@@ -374,6 +380,18 @@ def _close(agent: Any, reason: str) -> None:
         agent.close(reason)
     except KeyboardInterrupt:
         agent.close(reason)
+    flush_tracing(agent)
+
+
+def flush_tracing(agent: Any) -> None:
+    """Export what tracing still holds before the process exits (the batch processor's queue)."""
+    provider = getattr(getattr(agent, "tracing", None), "provider", None)
+    shutdown = getattr(provider, "shutdown", None)
+    if callable(shutdown):
+        try:
+            shutdown()
+        except Exception as exc:  # an unreachable collector must not fail the run
+            print(f"agentloop: tracing: {exc}", file=sys.stderr)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -372,6 +372,9 @@ class Repl:
             a.close(reason)
         except KeyboardInterrupt:
             a.close(reason)
+        from .agent_entry import flush_tracing
+
+        flush_tracing(a)
         self.newline()
         if a.session.written:
             self.say(f"session {a.session.id} saved; resume with: agentloop --resume {a.session.id}", "dim")
