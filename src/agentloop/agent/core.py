@@ -347,6 +347,7 @@ class Agent:
         self.load_warnings: list[str] = []
         """What could not be honoured as written in the files read at start (shown by the CLI)."""
         self._turn_grants: list[Any] = []
+        self._current_call: str | None = None
         self._load_commands()
         # The session, last: everything above can fail without leaving a file.
         d = durability or self._setting("sessionDurability", "flush")
@@ -466,7 +467,7 @@ class Agent:
             if d not in self.add_dirs:
                 self.add_dirs.append(d)
         spill = os.path.join(self.session.dir, self.session.id, "tool-results")
-        self.workspace = Workspace(self.cwd, self.add_dirs)
+        self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
         self.processes = RunningProcesses()
         if self._given_registry is not None:
             self.registry = self._given_registry
@@ -799,6 +800,52 @@ class Agent:
         self.session_allow.add(text)
         return text
 
+    def _file_changed(self, path: str, before: bytes | None, after: bytes) -> None:
+        """A built-in tool is about to write ``path``: keep both contents and record the change
+        (``checkpoints`` rule 1), so ``/rewind`` can put it back."""
+        from .checkpoints import Checkpoints
+
+        store = Checkpoints(self.home)
+        payload = {
+            "path": path,
+            "before": None if before is None else store.put(before),
+            "after": store.put(after),
+            "turn": self.stats.turns + 1,
+        }
+        if self._current_call is not None:
+            payload["tool_call_id"] = self._current_call
+        self.session.append("file_change", payload)
+
+    def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> dict[str, Any]:
+        """Go back to before prompt ``turn`` (``checkpoints`` rule 3): the files the built-in tools
+        changed since, the conversation, or both. Recorded as a ``rewind`` record.
+
+        Returns:
+            What was done: ``restored`` and ``left`` (changed by hand since) paths, ``conversation``.
+        Raises:
+            AgentError: no such prompt, or a checkpoint is missing or was changed.
+        """
+        from ..conversation import Conversation
+        from ..transcript import read_records
+        from .checkpoints import Checkpoints, apply_rewind, plan_rewind
+
+        s = self.session
+        records = list(read_records(s.path)) if s.written else []
+        try:
+            plan = plan_rewind(records, turn)
+            restored, left = apply_rewind(plan, Checkpoints(self.home), force=force) if files else ([], [])
+        except ValueError as exc:
+            raise AgentError(str(exc)) from None
+        if conversation and plan.conversation_seq is not None:
+            conv = Conversation()
+            for r in records[: plan.conversation_seq + 1]:
+                conv.feed(r.kind, r.payload)
+            msgs = conv.messages if conv.started else [m for m in s.messages[:1] if m.get("role") == "system"]
+            s.messages = msgs
+        out = {"turn": turn, "files": files, "conversation": conversation, "restored": restored, "left": left}
+        s.append("rewind", out)
+        return out
+
     def _denied(self, call: ToolCall) -> None:
         self.permission_denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.arguments})
 
@@ -833,7 +880,11 @@ class Agent:
             log.info("denied %s: %s", call.name, why)
             self._denied(call)
             return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was denied ({why})")
-        result = self.registry.invoke(call)
+        self._current_call = call.id
+        try:
+            result = self.registry.invoke(call)
+        finally:
+            self._current_call = None
         return self.hooks.post_tool_use(self, call, result)
 
     # -- warnings and the end --

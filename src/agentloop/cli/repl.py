@@ -437,6 +437,8 @@ class Repl:
             Command("resume", "resume a session (the latest other one without an id)", self.cmd_resume, "[id]"),
             Command("sessions", "list this directory's sessions", self.cmd_sessions),
             Command("compact", "compact the conversation to free context", self.cmd_compact, "[instructions]"),
+            Command("rewind", "list the prompts, or go back to before prompt N (files, conversation or both)", self.cmd_rewind,
+                    "[N [files|conversation|both] [--force]]"),
             Command("model", "show or switch the model", self.cmd_model, "[spec]"),
             Command("permissions", "show the permission rules in effect and where they come from", self.cmd_permissions),
             Command("mcp", "list MCP servers and their tools", self.cmd_mcp),
@@ -515,6 +517,41 @@ class Repl:
         before = len(self.agent.session.messages)
         self.agent.compact(rest)
         self.say(f"compacted: {before} messages → {len(self.agent.session.messages)}", "dim")
+
+    def cmd_rewind(self, rest: str) -> None:
+        """``/rewind``: the prompts to go back to; ``/rewind N [files|conversation|both] [--force]`` goes."""
+        from agentloop.agent.checkpoints import prompts_of
+        from agentloop.transcript import read_records
+
+        a = self.agent
+        words = rest.split()
+        if not words:
+            records = list(read_records(a.session.path)) if a.session.written else []
+            prompts = prompts_of(records)
+            if not prompts:
+                self.say("nothing to rewind: no prompt yet", "dim")
+                return
+            for n, _seq, text in prompts:
+                first = text.strip().splitlines()[0] if text.strip() else ""
+                self.say(f"  {n:>3}  {first[:70]}")
+            self.say("/rewind N [files|conversation|both] goes back to before prompt N (both by default). "
+                     "Files changed by Bash commands are not tracked and are not put back.", "dim")
+            return
+        try:
+            turn = int(words[0])
+        except ValueError:
+            self.say(f"/rewind {words[0]}: give a prompt number (see /rewind)", "red")
+            return
+        what = next((w for w in words[1:] if w in ("files", "conversation", "both")), "both")
+        force = "--force" in words[1:]
+        out = a.rewind(turn, files=what in ("files", "both"), conversation=what in ("conversation", "both"), force=force)
+        for p in out["restored"]:
+            self.say(f"restored {os.path.relpath(p, a.cwd) if p.startswith(a.cwd) else p}", "dim")
+        for p in out["left"]:
+            self.say(f"left alone: {p} was changed since (by hand or by Bash); /rewind {turn} {what} --force puts it back", "yellow")
+        if out["conversation"]:
+            self.say(f"the conversation is back to before prompt {turn}", "dim")
+        self.say("note: changes made by Bash commands are not tracked by rewind", "dim")
 
     def cmd_model(self, rest: str) -> None:
         if not rest:
