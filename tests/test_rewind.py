@@ -150,10 +150,35 @@ def test_rewinding_the_conversation_sends_the_next_prompt_from_there(tmp_path: P
         path = a.session.path
     finally:
         a.close("done")
-    last = [r for r in read_records(path) if r.kind == "run_start"][-1].payload
-    assert last["format"] == 1  # the rewound conversation is recorded whole, not as a continuation
-    assert [m["content"] for m in last["messages"] if m["role"] == "user"] == ["prompt 1", "prompt 2 again"]
+    from agentloop.conversation import Conversation
+
+    recs = list(read_records(path))
+    conv = Conversation()
+    for r in recs[: max(i for i, r in enumerate(recs) if r.kind == "run_start") + 1]:
+        conv.feed(r.kind, r.payload)
+    assert [m["content"] for m in conv.messages if m["role"] == "user"] == ["prompt 1", "prompt 2 again"]
     assert verify_file(path).ok
+    from agentloop.replay import replay
+
+    assert replay(path, mode="full").equal
+
+
+def test_a_session_resumed_after_a_conversation_rewind_starts_from_the_rewound_point(tmp_path: Path, proj: Path) -> None:
+    from agentloop.agent.session import Session
+
+    a = Agent(cwd=str(proj), model=_script(tmp_path, SCRIPT[:5]))
+    try:
+        a.ask("prompt 1")
+        a.ask("prompt 2")
+        a.rewind(2, files=False)
+        sid = a.session.id
+    finally:
+        a.close("done")
+    s = Session.resume(str(proj), sid)
+    try:
+        assert [m["content"] for m in s.messages if m.get("role") == "user"] == ["prompt 1"]
+    finally:
+        s.close()
 
 
 def test_the_command_line_lists_the_prompts_and_rewinds_without_the_repl(tmp_path: Path, proj: Path) -> None:

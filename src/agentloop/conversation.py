@@ -177,6 +177,9 @@ class Conversation:
             else:
                 self._messages = tail
             return
+        if kind == "rewind" and isinstance(payload.get("messages"), list):  # a rewound conversation, whole
+            self._messages = [dict(m) for m in payload["messages"] if isinstance(m, Mapping)]
+            return
         msgs = self._messages
         if msgs is None:
             return

@@ -842,8 +842,11 @@ class Agent:
                 conv.feed(r.kind, r.payload)
             msgs = conv.messages if conv.started else [m for m in s.messages[:1] if m.get("role") == "system"]
             s.messages = msgs
-        out = {"turn": turn, "files": files, "conversation": conversation, "restored": restored, "left": left}
+        out: dict[str, Any] = {"turn": turn, "files": files, "conversation": conversation, "restored": restored, "left": left}
+        if conversation:
+            out["messages"] = s.messages  # what resume and replay rebuild from (conversation rule 1)
         s.append("rewind", out)
+        out.pop("messages", None)
         return out
 
     def _denied(self, call: ToolCall) -> None:

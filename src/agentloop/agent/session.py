@@ -220,6 +220,8 @@ def rebuild(lines: list[bytes]) -> list[Message]:
             messages.append(_assistant_message(payload.get("reply") or {}))
         elif kind == "tool_result":
             messages.append(tool_message(ToolResult.from_json(payload)))
+        elif kind == "rewind" and isinstance(payload.get("messages"), list):
+            messages = list(payload["messages"])  # the conversation was rewound: it restarts from here
         elif kind in ("context", "compaction"):
             # Masking and compaction inside a run rewrote the messages in place;
             # their records say how, so the same rewrite is made here.
@@ -326,8 +328,10 @@ class Session:
             k = _kind(line)
             segment.append(line)
             kinds.append(k)
-            if k == b"run_start" and not have_run:
-                have_run = "continues" not in orjson.loads(line)["payload"]  # a format 1 run_start: rule 4
+            if k in (b"run_start", b"rewind") and not have_run:
+                p = orjson.loads(line)["payload"]
+                # a format 1 run_start, or a rewind that holds the whole conversation: rule 4
+                have_run = "continues" not in p if k == b"run_start" else isinstance(p.get("messages"), list)
                 full_from_end = len(segment) if have_run else 0
             have_cost = have_cost or k == b"session_cost"
             if have_run and have_cost:
