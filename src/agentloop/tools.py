@@ -541,6 +541,13 @@ class Registry:
         self._tools[t.name] = t
         return t
 
+    def replace(self, t: Tool) -> Tool:
+        """Put ``t`` in the place of the tool of its name (which must be there), keeping the order."""
+        if t.name not in self._tools:
+            raise InvalidToolSchema(f"no tool named {t.name!r} to replace")
+        self._tools[t.name] = t
+        return t
+
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
