@@ -332,7 +332,7 @@ def test_the_progress_bar_shows_done_failed_running_and_spend_against_the_cap():
     p.event("tick", {"done": 3, "failed": 1, "running": 2, "total": 10, "ledger": {"spent_micros": 250_000, "used_tokens": 5}})
     task = p.bar.tasks[0]
     assert task.completed == 4 and task.total == 10
-    assert task.fields["status"] == "ok 3  failed 1  running 2  spend $0.250000 / $2.000000"
+    assert task.fields["status"] == "ok 3 failed 1 run 2 $0.2500/$2.00"  # short for 80 columns
 
 
 
