@@ -27,17 +27,17 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
-import re
 import shutil
 import signal
 import stat
 import subprocess
 import threading
-import warnings
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..tools import Registry, Tool, ToolError
+from ._rx import Matcher, RegexError, compile_linear
 from ._walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
 
@@ -60,6 +60,8 @@ READ_DEFAULT_LIMIT = 2_000
 READ_MAX_LINE = 2_000
 GLOB_MAX_RESULTS = 1_000
 GREP_MAX_FILE_BYTES = 20_000_000
+GREP_TIME_LIMIT_S = 20.0
+"""A search of many files stops with an error past this (each file is searched in linear time)."""
 LS_MAX_ENTRIES = 1_000
 KILL_GRACE_S = 1.0
 
@@ -538,19 +540,15 @@ def builtin_registry(
         return text
 
     def grep(**kw: Any) -> str:
-        flags = re.MULTILINE
-        if kw.get("-i"):
-            flags |= re.IGNORECASE
         multiline = bool(kw.get("multiline"))
-        if multiline:
-            flags |= re.DOTALL
+        # RE2, linear in the text whatever the pattern; without multiline a
+        # match stays within one line, as in ripgrep (see _rx).
+        flags = "m" + ("i" if kw.get("-i") else "") + ("s" if multiline else "")
         try:
-            with warnings.catch_warnings():
-                # "[[" and friends warn of future set syntax; the pattern is the model's, not ours.
-                warnings.simplefilter("ignore", FutureWarning)
-                rx = re.compile(kw["pattern"], flags)
-        except re.error as exc:
+            rx = compile_linear(kw["pattern"], flags=flags, never_nl=not multiline)
+        except RegexError as exc:
             raise ToolError(f"invalid regular expression {kw['pattern']!r}: {exc}") from None
+        deadline = time.monotonic() + GREP_TIME_LIMIT_S
         mode = kw.get("output_mode") or "files_with_matches"
         path = kw.get("path")
         target = ws.resolve(path) if path else ws.root
@@ -572,7 +570,10 @@ def builtin_registry(
 
         results: list[str] = []
         matched_files: list[tuple[float, str]] = []
+        searched = 0
         for found in files:
+            _check_deadline(deadline, searched)
+            searched += 1
             p = found.path
             if globs:
                 name = os.path.basename(p)
@@ -587,17 +588,22 @@ def builtin_registry(
             mtime, data = got
             if _is_binary(data):
                 continue
-            text = _decode(data)
+            # Lines end at \n; a \r before it is not part of the line.
+            data = data.replace(b"\r\n", b"\n")
             if mode == "files_with_matches":
-                if rx.search(text):
+                if rx.search(data):
                     matched_files.append((mtime, p))
                 continue
             if mode == "count":
-                n = sum(1 for _ in rx.finditer(text))
+                n = 0
+                for _ in rx.finditer(data):
+                    n += 1
+                    if not n & 0xFFF:
+                        _check_deadline(deadline, searched)
                 if n:
                     results.append(f"{p}:{n}")
                 continue
-            results.extend(_content_lines(p, text, rx, multiline, before, after, bool(numbers)))
+            results.extend(_content_lines(p, data, rx, multiline, before, after, bool(numbers), deadline))
         if mode == "files_with_matches":
             matched_files.sort(key=lambda t: (-t[0], t[1]))
             results = [p for _, p in matched_files]
@@ -700,38 +706,69 @@ def _split_globs(text: str) -> list[str]:
     return out
 
 
+def _check_deadline(deadline: float, searched: int) -> None:
+    if time.monotonic() > deadline:
+        raise ToolError(
+            f"Grep stopped after {GREP_TIME_LIMIT_S:g} s ({searched} files searched): "
+            "narrow the search with path, glob or type"
+        )
+
+
 def _content_lines(
-    path: str, text: str, rx: re.Pattern[str], multiline: bool, before: int, after: int, numbers: bool
+    path: str,
+    data: bytes,
+    rx: Matcher,
+    multiline: bool,
+    before: int,
+    after: int,
+    numbers: bool,
+    deadline: float,
 ) -> list[str]:
-    raw = text.split("\n")
-    if raw and raw[-1] == "":
+    """The ``path:line:text`` lines of one file's matches, with context.
+
+    One search runs over the whole text and resumes at the line after each
+    hit, so a file costs one linear pass, not one call per line.
+    """
+    raw = data.split(b"\n")
+    if raw and raw[-1] == b"":
         raw.pop()
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in raw]
+    starts = [0]
+    for ln in raw:
+        starts.append(starts[-1] + len(ln) + 1)
     hits: set[int] = set()
     if multiline:
-        starts = [0]
-        for ln in raw:
-            starts.append(starts[-1] + len(ln) + 1)
-        for m in rx.finditer(text):
+        for m in rx.finditer(data):
             a = bisect.bisect_right(starts, m.start()) - 1
             b = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
-            hits.update(range(max(a, 0), min(b, len(lines) - 1) + 1))
+            hits.update(range(max(a, 0), min(b, len(raw) - 1) + 1))
+            if not len(hits) & 0xFFF:
+                _check_deadline(deadline, 0)
     else:
-        for i, ln in enumerate(lines):
-            if rx.search(ln):
-                hits.add(i)
+        pos = 0
+        while True:
+            m = rx.search(data, pos)
+            if m is None:
+                break
+            i = bisect.bisect_right(starts, m.start()) - 1
+            if i >= len(raw):
+                break
+            hits.add(i)
+            pos = starts[i + 1]
+            if not len(hits) & 0xFFF:
+                _check_deadline(deadline, 0)
     if not hits:
         return []
     show: set[int] = set()
     for i in hits:
-        show.update(range(max(i - before, 0), min(i + after, len(lines) - 1) + 1))
+        show.update(range(max(i - before, 0), min(i + after, len(raw) - 1) + 1))
     out: list[str] = []
     prev = -2
     for i in sorted(show):
         if (before or after) and prev >= 0 and i > prev + 1:
             out.append("--")
         sep = ":" if i in hits else "-"
-        line = lines[i] if len(lines[i]) <= READ_MAX_LINE else lines[i][:READ_MAX_LINE] + " ..."
+        text = _decode(raw[i][: READ_MAX_LINE * 4])
+        line = text if len(text) <= READ_MAX_LINE and len(raw[i]) <= READ_MAX_LINE * 4 else text[:READ_MAX_LINE] + " ..."
         out.append(f"{path}{sep}{i + 1}{sep}{line}" if numbers else f"{path}{sep}{line}")
         prev = i
     return out

@@ -1,0 +1,116 @@
+"""Tools that cannot hang or blow up: Grep and Glob run in linear time, Read streams.
+
+Each attack of issue 16 point 7 is run for real, in a child process with a
+hard timeout, so that code which hangs fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentloop.agent.builtin_tools import builtin_registry
+from agentloop.agent.workspace import Workspace
+from agentloop.events import ToolCall
+
+_CALL = textwrap.dedent(
+    """
+    import json, resource, sys
+    from agentloop.agent.builtin_tools import builtin_registry
+    from agentloop.agent.workspace import Workspace
+    from agentloop.events import ToolCall
+    root, spill, name, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+    reg = builtin_registry(Workspace(root), spill_dir=spill)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r = reg.invoke(ToolCall("1", name, args))
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"ok": r.ok, "content": r.content, "error": r.error,
+                      "grew_kib": after - before, "maxrss_kib": after}))
+    """
+)
+
+
+def _call_in_child(root: Path, name: str, args: dict[str, object], timeout: float = 10.0) -> dict[str, object]:
+    """Run one tool call in a fresh interpreter; a hang past ``timeout`` fails the test."""
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _CALL, str(root), str(root.parent / "spill"), name, json.dumps(args)],
+            capture_output=True, text=True, timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{name} {args} did not answer within {timeout:g} s")
+    assert proc.returncode == 0, proc.stderr
+    out: dict[str, object] = json.loads(proc.stdout.splitlines()[-1])
+    return out
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    r = tmp_path.resolve() / "ws"
+    r.mkdir()
+    return r
+
+
+# --- Grep and Glob: linear time --------------------------------------------------
+
+
+def test_grep_with_a_catastrophically_backtracking_pattern_answers_within_seconds(root: Path) -> None:
+    # Issue 16: `(\w+\s*)*\(` on 10 words ran past 60 s at 100% CPU.
+    (root / "words.txt").write_text("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron\n")
+    (root / "call.py").write_text("print(x)\n")
+    got = _call_in_child(root, "Grep", {"pattern": r"(\w+\s*)*\(", "output_mode": "content"})
+    assert got["ok"], got
+    assert got["content"] == f"{root}/call.py:1:print(x)"
+
+
+def test_glob_with_many_stars_against_a_long_name_answers_within_seconds(root: Path) -> None:
+    # Issue 16: `*a*a*a*a*a*a*a*a*a*b` against a 200-character name ran past 30 s.
+    (root / ("a" * 200)).write_text("x")
+    (root / ("a" * 20 + "b")).write_text("x")
+    got = _call_in_child(root, "Glob", {"pattern": "*a*a*a*a*a*a*a*a*a*b"})
+    assert got["ok"], got
+    assert got["content"] == f"{root}/{'a' * 20}b"
+
+
+def test_grep_glob_filter_with_many_stars_is_linear_too(root: Path) -> None:
+    (root / ("a" * 200)).write_text("needle\n")
+    (root / ("a" * 20 + "b")).write_text("needle\n")
+    got = _call_in_child(root, "Grep", {"pattern": "needle", "glob": "*a*a*a*a*a*a*a*a*a*b"})
+    assert got["ok"], got
+    assert str(got["content"]).splitlines()[1:] == [f"{root}/{'a' * 20}b"]
+
+
+def test_grep_lines_never_match_across_a_newline_unless_multiline(root: Path) -> None:
+    # As ripgrep: without multiline, `\s` and `[^x]` stop at the end of a line.
+    (root / "f.txt").write_text("foo\nbar\n")
+    reg = builtin_registry(Workspace(str(root)), spill_dir=str(root.parent / "s"))
+    one = reg.invoke(ToolCall("1", "Grep", {"pattern": r"foo\s+bar", "output_mode": "content"}))
+    assert one.ok and one.content == "No matches found"
+    files = reg.invoke(ToolCall("1", "Grep", {"pattern": r"foo\s+bar"}))
+    assert files.ok and files.content == "No matches found"
+    many = reg.invoke(ToolCall("1", "Grep", {"pattern": r"foo\s+bar", "output_mode": "content", "multiline": True}))
+    assert many.ok and many.content.splitlines() == [f"{root}/f.txt:1:foo", f"{root}/f.txt:2:bar"]
+
+
+def test_grep_refuses_look_around_with_a_message_naming_the_syntax(root: Path) -> None:
+    reg = builtin_registry(Workspace(str(root)), spill_dir=str(root.parent / "s"))
+    r = reg.invoke(ToolCall("1", "Grep", {"pattern": r"foo(?=bar)"}))
+    assert not r.ok
+    assert "invalid regular expression" in (r.error or "") and "look-around" in (r.error or "")
+
+
+def test_a_gitignore_line_with_many_stars_does_not_stall_the_walk(root: Path) -> None:
+    # A .gitignore comes from the (possibly untrusted) repository; on a
+    # backtracking engine this one line stalls Glob on a long name.
+    (root / ".gitignore").write_text("*a*a*a*a*a*a*a*a*a*b\n")
+    (root / ("a" * 200)).write_text("x")
+    (root / ("a" * 20 + "b")).write_text("x")
+    got = _call_in_child(root, "Glob", {"pattern": "a*"})
+    assert got["ok"], got
+    assert str(got["content"]).splitlines() == [f"{root}/{'a' * 200}"]
