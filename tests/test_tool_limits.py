@@ -7,6 +7,8 @@ hard timeout, so that code which hangs fails the test instead of hanging it.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -114,3 +116,64 @@ def test_a_gitignore_line_with_many_stars_does_not_stall_the_walk(root: Path) ->
     got = _call_in_child(root, "Glob", {"pattern": "a*"})
     assert got["ok"], got
     assert str(got["content"]).splitlines() == [f"{root}/{'a' * 200}"]
+
+
+# --- Read: streamed, bounded, regular files only -----------------------------------
+
+_MIB = 1 << 20
+
+
+def test_reading_five_lines_of_a_200_mb_file_takes_under_50_mb_of_memory(root: Path) -> None:
+    # Issue 16: Read with limit 5 of a 200 MB file took 570 MB.
+    line = b"".join(b"%07d the quick brown fox jumps over the lazy dog\n" % i for i in range(20_000))
+    path = root / "big.log"
+    try:
+        with open(path, "wb") as f:
+            for _ in range(200 * _MIB // len(line) + 1):
+                f.write(line)
+        got = _call_in_child(root, "Read", {"file_path": "big.log", "offset": 3, "limit": 5})
+    finally:
+        path.unlink()
+    assert got["ok"], got
+    content = str(got["content"])
+    assert content.startswith("     3\t0000002 the quick brown fox")
+    assert "     7\t0000006 the quick" in content and "     8\t" not in content
+    assert "[showing lines 3-7 of " in content and "call Read with offset=8" in content
+    assert int(str(got["grew_kib"])) < 50 * 1024, got["grew_kib"]
+
+
+def test_one_enormous_line_is_read_truncated_in_bounded_memory(root: Path) -> None:
+    # A text head, then a 200 MB hole: its last line is 200 MB of NULs without a newline.
+    path = root / "holey.txt"
+    with open(path, "wb") as f:
+        f.write(b"first\n" * 2000)
+        f.truncate(200 * _MIB)
+    got = _call_in_child(root, "Read", {"file_path": "holey.txt", "offset": 2000})
+    assert got["ok"], got
+    lines = str(got["content"]).splitlines()
+    assert lines[0] == "  2000\tfirst"
+    assert lines[1].startswith("  2001\t") and lines[1].endswith(f"[line truncated, {200 * _MIB - 12000} characters]")
+    assert int(str(got["grew_kib"])) < 50 * 1024, got["grew_kib"]
+
+
+def test_a_sparse_1_5_gb_file_is_refused_as_binary_at_once(root: Path) -> None:
+    # Issue 16: it took 11 s and 1.5 GB before being refused; the first 8 KiB decide.
+    with open(root / "sparse.img", "wb") as f:
+        f.truncate(1536 * _MIB)
+    got = _call_in_child(root, "Read", {"file_path": "sparse.img"}, timeout=5)
+    assert not got["ok"] and "binary" in str(got["error"])
+    assert int(str(got["grew_kib"])) < 50 * 1024, got["grew_kib"]
+
+
+def test_reading_a_socket_or_a_device_is_refused_before_it_is_opened(root: Path) -> None:
+    reg = builtin_registry(Workspace(str(root)), spill_dir=str(root.parent / "s"))
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(root / "sock"))
+        r = reg.invoke(ToolCall("1", "Read", {"file_path": "sock"}))
+    assert not r.ok and r.error == f"{root}/sock is not a regular file"
+    try:
+        os.mknod(root / "zero", 0o600 | 0o020000, os.makedev(1, 5))  # a /dev/zero of its own
+    except PermissionError:
+        return  # not root: the socket case above still ran
+    r = reg.invoke(ToolCall("1", "Read", {"file_path": "zero"}))
+    assert not r.ok and r.error == f"{root}/zero is not a regular file"

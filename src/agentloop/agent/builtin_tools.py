@@ -275,6 +275,118 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+def _open_file(ws: Workspace, path: str) -> tuple[str, int]:
+    """The real path of a file and a descriptor open on it (a regular file: anything else is refused)."""
+    real = ws.resolve(path)
+    try:
+        fd = ws.open_resolved(real)
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {path}") from None
+    except (IsADirectoryError, NotADirectoryError):
+        raise ToolError(f"cannot open {path}") from None
+    except PermissionError:
+        raise ToolError(f"permission denied: {path}") from None
+    except OSError as exc:
+        raise ToolError(f"cannot open {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ToolError(f"{path} is a directory: use LS to list it")
+    return real, fd
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
+READ_CHUNK = 1 << 20
+READ_LINE_BYTES = READ_MAX_LINE * 4
+"""Bytes of one line kept in memory: enough for READ_MAX_LINE characters of UTF-8."""
+READ_COUNT_MAX_BYTES = 1 << 30
+"""After the page, lines are counted through at most this many more bytes."""
+
+
+def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] | None:
+    """Stream the lines ``offset`` .. ``offset + limit - 1`` of a file, in bounded memory.
+
+    Returns (numbered entries, lines counted, whether the count reached the
+    end of the file), or None for a binary file (a NUL byte in its first
+    8 KiB, sniffed before anything else is read). A line is kept up to
+    ``READ_LINE_BYTES``; the rest of it is only counted. The page stops before
+    ``SPILL_THRESHOLD`` characters. Memory stays near ``READ_CHUNK`` whatever
+    the size of the file or of one line.
+    """
+    if _is_binary(os.pread(fd, 8192, 0)):
+        return None
+    entries: list[str] = []
+    size = 0
+    line_no = 1  # the line being read
+    buf = bytearray()
+    over = 0  # characters of the current line beyond ``buf``
+    in_line = False  # bytes of the current line have been read
+    paging = True
+    scanned_after = 0
+
+    def finish() -> bool:
+        """Take the current line into the page; False when the page is full."""
+        nonlocal size
+        raw = bytes(buf)
+        if raw.endswith(b"\r") and not over:
+            raw = raw[:-1]
+        text = raw.decode("utf-8", "surrogateescape")
+        n = len(text) + over
+        if n > READ_MAX_LINE:
+            text = text[:READ_MAX_LINE] + f" ... [line truncated, {n} characters]"
+        entry = f"{line_no:>6}\t{text}\n"
+        if entries and (len(entries) >= limit or size + len(entry) > SPILL_THRESHOLD - 200):
+            return False
+        entries.append(entry)
+        size += len(entry)
+        return len(entries) < limit
+
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+        while True:
+            chunk = f.read(READ_CHUNK)
+            if not chunk:
+                break
+            if not paging:
+                line_no += chunk.count(b"\n")
+                in_line = not chunk.endswith(b"\n")
+                scanned_after += len(chunk)
+                if scanned_after > READ_COUNT_MAX_BYTES:
+                    return entries, line_no - 1, False
+                continue
+            if line_no < offset and line_no + chunk.count(b"\n") < offset:
+                line_no += chunk.count(b"\n")  # the whole chunk lies before the page
+                in_line = not chunk.endswith(b"\n")
+                continue
+            pos = 0
+            n = len(chunk)
+            while pos < n:
+                j = chunk.find(b"\n", pos)
+                end = j if j >= 0 else n
+                if line_no >= offset:
+                    room = READ_LINE_BYTES - len(buf)
+                    if room > 0:
+                        buf += chunk[pos : min(end, pos + room)]
+                    if end - pos > room:
+                        rest = chunk[pos + max(room, 0) : end]
+                        over += len(rest.translate(None, _CONTINUATION))  # UTF-8 lead bytes: characters
+                in_line = True
+                if j < 0:
+                    break
+                if line_no >= offset and not finish():
+                    paging = False
+                    line_no += 1 + chunk.count(b"\n", j + 1)
+                    in_line = not chunk.endswith(b"\n")
+                    break
+                line_no += 1
+                in_line = False
+                buf.clear()
+                over = 0
+                pos = j + 1
+    if paging and in_line and line_no >= offset:
+        finish()
+    total = line_no if in_line else line_no - 1
+    return entries, total, True
+
+
 def _read_text(ws: Workspace, path: str) -> tuple[str, str | None]:
     """The real path and text of a file; the text is None for a binary file."""
     real = ws.resolve(path)
@@ -423,33 +535,24 @@ def builtin_registry(
         limit = int(kw.get("limit") or READ_DEFAULT_LIMIT)
         if limit < 1:
             raise ToolError("limit must be at least 1")
-        real, text = _read_text(ws, file_path)
-        if text is None:
+        real, fd = _open_file(ws, file_path)
+        try:
+            page = _read_page(fd, offset, limit)
+        finally:
+            os.close(fd)
+        if page is None:
             raise ToolError(f"{file_path} is a binary file; Read shows text files only")
-        if not text:
+        entries, total, counted_all = page
+        if total == 0:
             return f"(the file {real} is empty)"
-        lines = _lines(text)
-        total = len(lines)
         if offset > total:
             raise ToolError(f"offset {offset} is past the end of {file_path} ({total} lines)")
-        chunk = lines[offset - 1 : offset - 1 + limit]
-        out: list[str] = []
-        size = 0
-        shown = 0
-        for i, line in enumerate(chunk):
-            if len(line) > READ_MAX_LINE:
-                line = line[:READ_MAX_LINE] + f" ... [line truncated, {len(line)} characters]"
-            entry = f"{offset + i:>6}\t{line}\n"
-            if size + len(entry) > SPILL_THRESHOLD - 200 and shown:
-                break
-            out.append(entry)
-            size += len(entry)
-            shown += 1
-        body = "".join(out).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        last = offset + shown - 1
-        if last < total:
+        body = "".join(entries).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        last = offset + len(entries) - 1
+        if last < total or not counted_all:
+            of = f"{total}" if counted_all else f"more than {total}"
             body += (
-                f"[showing lines {offset}-{last} of {total}; "
+                f"[showing lines {offset}-{last} of {of}; "
                 f"call Read with offset={last + 1} to continue]\n"
             )
         return body
