@@ -69,6 +69,13 @@ SABOTAGES = [
         ["tests/test_canonical.py"],
     ),
     Sabotage(
+        "a failed append leaves its partial record in the file",
+        "src/agentloop/transcript.py",
+        "os.ftruncate(fd, self._end)",
+        "pass  # SABOTAGED",
+        ["tests/test_io_faults.py", "tests/test_full_disk.py"],
+    ),
+    Sabotage(
         "Read loads the whole file instead of streaming it",
         "src/agentloop/agent/builtin_tools.py",
         "chunk = f.read(READ_CHUNK)",

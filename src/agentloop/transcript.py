@@ -16,7 +16,10 @@ Rules:
    finished before ``append`` returns), so an acknowledged record is in the
    OS's hands as a flush would leave it; ``durability="fsync"`` also fsyncs it,
    and fsyncs the directory when the file is created. A failed write or fsync
-   is never retried as if it had worked: the writer is then broken for good.
+   is never retried as if it had worked: the writer is then broken for good,
+   and it cuts the file back (``ftruncate``) to the end of its last
+   acknowledged record, so a full disk leaves a file that verifies. When even
+   that cut fails, resuming the file cuts the torn tail (``repair``).
 5. A chain cannot see a tail that was cut off. Anchors (``anchor.py``) can.
 """
 
@@ -172,6 +175,12 @@ class TranscriptWriter:
             self._f: BinaryIO = opener(self.path, "ab") if opener is not None else open(self.path, "ab", buffering=0)  # noqa: SIM115
         except OSError as exc:
             raise TranscriptError(f"{self.path}: cannot open for appending: {exc.strerror or exc}") from None
+        self._end: int | None = None
+        """Where the last acknowledged record ends: a failed append cuts the file back to it."""
+        try:
+            self._end = os.fstat(self._f.fileno()).st_size
+        except (OSError, ValueError, AttributeError):
+            pass  # not a real file (a test double): nothing to cut back
         if not existed and durability == "fsync":
             self._fsync_dir()
 
@@ -210,13 +219,30 @@ class TranscriptWriter:
                 os.fsync(self._f.fileno())
         except OSError as exc:
             self._broken = f"{exc.strerror or exc} while writing record {self._seq}"
-            raise TranscriptError(f"{self.path}: {self._broken}") from None
+            raise TranscriptError(f"{self.path}: {self._broken}{self._cut_back()}") from None
+        if self._end is not None:
+            self._end += len(line)
         rec = new_record((self._seq, self._prev, kind, payload, digest))
         self._seq += 1
         self._prev = digest
         for listener in self.listeners:
             listener(line[:-1])
         return rec
+
+    def _cut_back(self) -> str:
+        """After a failed append, cut off whatever part of the record landed; a note when that fails too."""
+        if self._end is None:
+            return ""
+        try:
+            fd = self._f.fileno()
+            if os.fstat(fd).st_size != self._end:
+                # Not fsynced: after a failed fsync another one proves nothing, and a
+                # crash before the cut reaches the disk leaves a torn tail that resume cuts.
+                os.ftruncate(fd, self._end)
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return f"; the partial record could not be cut off ({why}): resuming the file cuts it"
+        return ""
 
     def _write_rest(self, line: bytes, done: int) -> None:
         """Finish a short write; a write that makes no progress fails as an OSError (the writer then breaks)."""
