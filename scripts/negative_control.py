@@ -76,6 +76,13 @@ SABOTAGES = [
         ["tests/test_io_faults.py", "tests/test_full_disk.py"],
     ),
     Sabotage(
+        "the transcript readers take lines of any length",
+        "src/agentloop/transcript.py",
+        "line = readline(max_bytes + 1)",
+        "line = readline()  # SABOTAGED",
+        ["tests/test_verify_limits.py"],
+    ),
+    Sabotage(
         "Read loads the whole file instead of streaming it",
         "src/agentloop/agent/builtin_tools.py",
         "chunk = f.read(READ_CHUNK)",
