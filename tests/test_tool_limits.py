@@ -89,7 +89,9 @@ def test_grep_glob_filter_with_many_stars_is_linear_too(root: Path) -> None:
 
 
 def test_grep_lines_never_match_across_a_newline_unless_multiline(root: Path) -> None:
-    # As ripgrep: without multiline, `\s` and `[^x]` stop at the end of a line.
+    """Claude Code's Grep tool description: "Content search built on ripgrep ... Full regex
+    syntax ... Ripgrep, not grep ... `multiline: true` for patterns that span lines." So
+    without multiline, `\\s` and `[^x]` stop at the end of a line, in every output mode."""
     (root / "f.txt").write_text("foo\nbar\n")
     reg = builtin_registry(Workspace(str(root)), spill_dir=str(root.parent / "s"))
     one = reg.invoke(ToolCall("1", "Grep", {"pattern": r"foo\s+bar", "output_mode": "content"}))
@@ -101,6 +103,8 @@ def test_grep_lines_never_match_across_a_newline_unless_multiline(root: Path) ->
 
 
 def test_grep_refuses_look_around_with_a_message_naming_the_syntax(root: Path) -> None:
+    """Ripgrep's default engine (the syntax Claude Code's Grep documents) has no look-around;
+    RE2 neither: the model is told why, in one line, and can rewrite the pattern."""
     reg = builtin_registry(Workspace(str(root)), spill_dir=str(root.parent / "s"))
     r = reg.invoke(ToolCall("1", "Grep", {"pattern": r"foo(?=bar)"}))
     assert not r.ok
