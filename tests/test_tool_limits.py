@@ -88,6 +88,20 @@ def test_grep_glob_filter_with_many_stars_is_linear_too(root: Path) -> None:
     assert str(got["content"]).splitlines()[1:] == [f"{root}/{'a' * 20}b"]
 
 
+def test_a_search_past_its_time_limit_stops_with_an_error_naming_what_to_narrow(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second line behind RE2: a whole search (many files) has a hard limit too.
+    import agentloop.agent.builtin_tools as bt
+
+    (root / "a.txt").write_text("needle\n")
+    monkeypatch.setattr(bt, "GREP_TIME_LIMIT_S", -1.0)
+    reg = builtin_registry(Workspace(str(root)), spill_dir=str(root.parent / "s"))
+    r = reg.invoke(ToolCall("1", "Grep", {"pattern": "needle"}))
+    assert not r.ok and r.error is not None
+    assert r.error.startswith("Grep stopped after -1 s (0 files searched)") and "narrow the search" in r.error
+
+
 def test_grep_lines_never_match_across_a_newline_unless_multiline(root: Path) -> None:
     """Claude Code's Grep tool description: "Content search built on ripgrep ... Full regex
     syntax ... Ripgrep, not grep ... `multiline: true` for patterns that span lines." So
