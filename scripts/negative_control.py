@@ -68,11 +68,42 @@ SABOTAGES = [
         "if True:  # SABOTAGED",
         ["tests/test_canonical.py"],
     ),
+    Sabotage(
+        "a failed append leaves its partial record in the file",
+        "src/agentloop/transcript.py",
+        "os.ftruncate(fd, self._end)",
+        "pass  # SABOTAGED",
+        ["tests/test_io_faults.py", "tests/test_full_disk.py"],
+    ),
+    Sabotage(
+        "the transcript readers take lines of any length",
+        "src/agentloop/transcript.py",
+        "line = readline(max_bytes + 1)",
+        "line = readline()  # SABOTAGED",
+        ["tests/test_verify_limits.py"],
+    ),
+    Sabotage(
+        "Read loads the whole file instead of streaming it",
+        "src/agentloop/agent/builtin_tools.py",
+        "chunk = f.read(READ_CHUNK)",
+        "chunk = f.read()  # SABOTAGED",
+        ["tests/test_tool_limits.py"],
+    ),
+    Sabotage(
+        "globs are matched by a backtracking engine",
+        "src/agentloop/agent/_walk.py",
+        'return compile_linear("".join(out) + r"\\z", flags="s")',
+        'return __import__("re").compile("".join(out) + r"\\Z", 16)  # SABOTAGED: re.DOTALL',
+        ["tests/test_tool_limits.py"],
+    ),
 ]
 
 
 def run_tests(tree: str, tests: list[str], verbose: bool) -> tuple[int, str]:
-    env = dict(os.environ, PYTHONPATH=os.path.join(tree, "src"), PYTHONDONTWRITEBYTECODE="1")
+    # The copy's sources come first; any extra entries already on the path stay after them.
+    extra = os.environ.get("PYTHONPATH", "")
+    path = os.path.join(tree, "src") + (os.pathsep + extra if extra else "")
+    env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
         cwd=tree, env=env, capture_output=True, text=True, timeout=900,

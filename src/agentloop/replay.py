@@ -51,7 +51,17 @@ from .loop import LoopConfig, State
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
 from .run import RunResult, run
 from .tools import Registry, Tool
-from .transcript import GENESIS, Record, TranscriptError, make_line, new_record, verify_lines
+from .transcript import (
+    GENESIS,
+    Record,
+    TranscriptError,
+    bounded_lines,
+    make_line,
+    new_record,
+    open_regular,
+    too_long_problem,
+    verify_lines,
+)
 
 __all__ = [
     "Difference",
@@ -209,15 +219,28 @@ def _pretty(line: bytes) -> list[str]:
 # --- reading ------------------------------------------------------------------
 
 
+REPLAY_MAX_BYTES = 1 << 30
+"""Replay holds the whole record in memory: a larger file is refused, not read."""
+
+
 def _load(transcript: str | os.PathLike[str] | bytes) -> tuple[str, list[bytes]]:
     if isinstance(transcript, (bytes, bytearray)):
         return "transcript", bytes(transcript).splitlines(keepends=True)
     path = os.fspath(transcript)
+    too_long: list[int] = []
     try:
-        with open(path, "rb") as f:
-            return path, f.readlines()
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > REPLAY_MAX_BYTES:
+                raise ReplayError(
+                    f"{path}: {size} bytes is more than replay reads into memory ({REPLAY_MAX_BYTES} bytes)"
+                )
+            lines = list(bounded_lines(f, too_long))
     except OSError as exc:
         raise ReplayError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if too_long:
+        raise ReplayError(f"{path}: {too_long_problem(too_long[0]).message}; not replayed")
+    return path, lines
 
 
 def _refuse_if_invalid(name: str, lines: Sequence[bytes]) -> None:

@@ -224,6 +224,9 @@ class Workspace:
         else:
             dfd, name = self._walk_to_parent(real, for_write, create_dirs=create_dirs)
             try:
+                # Look before opening: opening a socket fails oddly and opening
+                # a device can act (a tape rewinds, a watchdog arms).
+                _refuse_special(name, dfd, real)
                 fd = os.open(name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dfd)
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
@@ -294,6 +297,16 @@ class Workspace:
         finally:
             os.close(dfd)
         return real
+
+
+def _refuse_special(name: str, dir_fd: int, real: str) -> None:
+    """Raise ToolError when ``name`` exists and is neither a regular file, a directory nor a link."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return  # missing (about to be created) or unreadable: the open says so
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise ToolError(f"{real} is not a regular file")
 
 
 def _walk_error(real: str, exc: OSError) -> Exception:

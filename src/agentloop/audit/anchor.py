@@ -45,7 +45,10 @@ from ..transcript import (
     TranscriptError,
     TranscriptWriter,
     VerifyReport,
+    bounded_lines,
+    open_regular,
     read_tail,
+    too_long_problem,
     verify_lines,
 )
 from .merkle import (
@@ -417,11 +420,14 @@ def anchor_file(path: str | os.PathLike[str], private_key: Ed25519PrivateKey | N
                 tree.append(raw[:-1])
             yield raw
 
+    too_long: list[int] = []
     try:
-        with open(p, "rb") as f:
-            report = verify_lines(tap(iter(f)))
+        with open_regular(p) as f:
+            report = verify_lines(tap(bounded_lines(f, too_long)))
     except OSError as exc:
         raise AnchorError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if too_long:
+        report.problems.append(too_long_problem(too_long[0]))
     if not report.ok:
         pr = report.problems[0]
         raise AnchorError(f"{p}: will not anchor a transcript that fails verification (record {pr.index}: {pr.kind}: {pr.message})")
@@ -561,9 +567,12 @@ def verify_with_anchor(
 
     out = AnchorReport(anchor_size=m)
     anchor_problems: list[Problem] = []
+    too_long: list[int] = []
     try:
-        with open(p, "rb") as f:
-            base = verify_lines(tap(iter(f)))
+        with open_regular(p) as f:
+            base = verify_lines(tap(bounded_lines(f, too_long)))
+            if too_long:
+                base.problems.append(too_long_problem(too_long[0]))
             n = tree.size
             if at_m is not None and n > m and differs is None:
                 out.consistency = _check_growth(f, anchor, at_m, offset_m, tree, anchor_problems)

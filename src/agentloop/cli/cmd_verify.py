@@ -127,11 +127,17 @@ def main(args: argparse.Namespace) -> int:
                 print(f"{path}: {alien}")
             continue
         report: Any = verify_file(path) if anchored is None else anchored(path)
-        unreadable = any(pr.kind == "unreadable" for pr in report.problems)
+        unreadable = next((pr for pr in report.problems if pr.kind == "unreadable"), None)
         code = EXIT_USAGE if unreadable else (EXIT_OK if report.ok else EXIT_PROBLEMS)
         worst = max(worst, code)
         if args.json:
             print(json.dumps(report_json(path, report)))
+            continue
+        if unreadable is not None:
+            # not a transcript at all (missing, a FIFO, a device, a directory): one line
+            reason = unreadable.message.removeprefix(f"{path}: ")
+            sys.stdout.flush()
+            print(f"agentloop: error: cannot read {path}: {reason}", file=sys.stderr)
             continue
         if report.ok:
             extra = ""
