@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -91,9 +92,13 @@ def _not_a_transcript(path: str) -> str | None:
     file none of whose first 100 lines (within 1 MiB) is record-shaped is
     something else, and saying so beats listing a bad_json problem per line.
     """
+    import stat
+
     import orjson
 
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a FIFO or a device: verify_file refuses it without opening it
         with open(path, "rb") as f:
             head = f.read(1 << 20)
     except OSError:
