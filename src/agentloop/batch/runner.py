@@ -93,6 +93,8 @@ class _State:
     ok: int = 0
     died: set[str] = field(default_factory=set)
     """Tasks that lost a worker in this invocation."""
+    trace: dict[str, str] | None = None
+    """The batch span's W3C trace context (``traceparent``): each task's run nests under it."""
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.on_event is not None:
@@ -266,7 +268,7 @@ class _PipeBackend:
             raise _DriverGone(str(exc)) from None
 
 
-def _local_worker(conn: Any, out_dir: str) -> None:
+def _local_worker(conn: Any, out_dir: str, trace: dict[str, str] | None = None) -> None:
     """A worker process: take a task, run it, report; until told to stop or orphaned."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the driver's to handle
     backend = _PipeBackend(conn)
@@ -284,7 +286,7 @@ def _local_worker(conn: Any, out_dir: str) -> None:
         task, attempt = msg
         try:
             conn.send(("begin", task.id, attempt, os.getpid()))
-            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive)
+            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive, trace=trace)
         except (_DriverGone, Abandoned, OSError):
             return
         except Exception as exc:  # a fault of ours or of a tool set: the task fails, the worker lives
@@ -303,9 +305,9 @@ class _Slot:
     attempt: int = 0
 
 
-def _spawn(ctx: Any, out_dir: str) -> _Slot:
+def _spawn(ctx: Any, out_dir: str, trace: dict[str, str] | None = None) -> _Slot:
     parent, child = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=_local_worker, args=(child, out_dir), daemon=True, name="agentloop-batch-worker")
+    proc = ctx.Process(target=_local_worker, args=(child, out_dir, trace), daemon=True, name="agentloop-batch-worker")
     proc.start()
     child.close()
     return _Slot(proc, parent)
@@ -314,7 +316,7 @@ def _spawn(ctx: Any, out_dir: str) -> _Slot:
 def _run_local(st: _State, workers: int) -> bool:
     """Run the pending tasks on ``workers`` processes. Returns True if interrupted."""
     ctx = mp.get_context("spawn")
-    slots = [_spawn(ctx, st.out_dir) for _ in range(min(workers, max(1, len(st.pending))))]
+    slots = [_spawn(ctx, st.out_dir, st.trace) for _ in range(min(workers, max(1, len(st.pending))))]
     ledger = st.ledger
     last_tick = 0.0
     try:
@@ -358,7 +360,7 @@ def _run_local(st: _State, workers: int) -> bool:
                     if s.task is not None:
                         st.crashed(s.task, s.attempt, f"exit code {s.proc.exitcode}")
                     s.conn.close()
-                    slots[i] = _spawn(ctx, st.out_dir)
+                    slots[i] = _spawn(ctx, st.out_dir, st.trace)
             now = time.monotonic()
             if now - last_tick > 0.1:
                 last_tick = now
@@ -407,11 +409,11 @@ class _RayBackend:
         self.actor.settle.remote(key, reserved_micros, actual_micros, reserved_tokens, actual_tokens)
 
 
-def _ray_task(task: Task, attempt: int, actor: Any) -> dict[str, Any]:
+def _ray_task(task: Task, attempt: int, actor: Any, trace: dict[str, str] | None = None) -> dict[str, Any]:
     import ray
 
     where = {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
-    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None)
+    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None, trace=trace)
 
 
 def _settled_snapshot(ray: Any, actor: Any, timeout: float = 10.0) -> dict[str, Any]:
@@ -452,7 +454,7 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
                 while st.pending and len(in_flight) < window:
                     task = st.pending.popleft()
                     attempt = st.next_attempt(task)
-                    in_flight[remote.remote(task, attempt, actor)] = (task, attempt)
+                    in_flight[remote.remote(task, attempt, actor, st.trace)] = (task, attempt)
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.2)
                 if ready:
                     rest = [r for r in in_flight if r not in ready]
@@ -542,13 +544,17 @@ def run_batch(
     on_event: Event | None = None,
     max_in_flight: int | None = None,
     check_reservations: bool = True,
+    trace: dict[str, str] | None = None,
 ) -> BatchReport:
     """Run every task not already finished in ``out_dir``, under one fleet budget.
 
     ``on_event(kind, data)`` hears ``begin``, ``done``, ``crash`` and ``tick``
     (about ten a second, with the counts and the ledger's figures).
     ``check_reservations=False`` grants every reservation: it exists only for
-    the negative control in the tests.
+    the negative control in the tests. ``trace`` is a W3C trace context
+    (``{"traceparent": ...}``): with tracing configured in the workers'
+    environment (``OTEL_EXPORTER_OTLP_ENDPOINT``), each task's run is a child
+    of that span (``agentloop.telemetry`` rule 3).
 
     Returns:
         The ``BatchReport``; the manifest and the batch anchor are written.
@@ -556,6 +562,7 @@ def run_batch(
     out = os.path.abspath(os.fspath(out_dir))
     started = time.monotonic()
     st = _prepare(tasks, out, max_usd_micros, max_tokens, check_reservations, on_event, max_attempts)
+    st.trace = dict(trace) if trace else None
     st.tick()
     n = workers or os.cpu_count() or 1
     interrupted = False

@@ -69,6 +69,7 @@ def execute_task(
     *,
     out_dir: str | None = None,
     still_wanted: Callable[[], bool] | None = None,
+    trace: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run ``task`` and return its outcome (plain JSON-able data).
 
@@ -109,12 +110,19 @@ def execute_task(
         name = task.model if task.script is None else "scripted"
         prices = PriceTable({getattr(model, "name", name): task.price, name: task.price}) if task.price is not None else None
         ledger = TaskLedger(backend, key, sink)
-        result = run(
-            model, registry, list(task.messages), task.budget, transcript=sink, prices=prices,
-            max_output_tokens=task.max_output_tokens, sentinel=task.sentinel, loop_threshold=task.loop_threshold,
-            run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt}},
-            ledger=ledger,
-        )
+        traced = _traced(trace, model, sink, name, task.id)
+        if traced is not None:
+            model, sink = traced[0], traced[1]
+        try:
+            result = run(
+                model, registry, list(task.messages), task.budget, transcript=sink, prices=prices,
+                max_output_tokens=task.max_output_tokens, sentinel=task.sentinel, loop_threshold=task.loop_threshold,
+                run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt}},
+                ledger=ledger,
+            )
+        finally:
+            if traced is not None:
+                traced[2]()
     finally:
         if writer is not None:
             writer.close()
@@ -142,6 +150,37 @@ def execute_task(
     elif mem is not None:
         out["lines"] = mem.getvalue()
     return out
+
+
+_TRACING: list[Any] = []
+
+
+def _traced(trace: dict[str, str] | None, model: Any, sink: Any, name: str, run_id: str) -> tuple[Any, Any, Callable[[], None]] | None:
+    """(model, sink, end) tracing the task's run as a child of the batch's span, or None when the
+    driver passed no trace context or this process has no tracing configured."""
+    if not trace:
+        return None
+    if not _TRACING:
+        from ..telemetry import from_environment
+
+        _TRACING.append(from_environment(warn=lambda _text: None))
+    tracing = _TRACING[0]
+    if tracing is None:
+        return None
+    from opentelemetry import context as otel_context
+    from opentelemetry.propagate import extract
+
+    token = otel_context.attach(extract(trace))
+    m, s, _obs = tracing.wrap(model, sink, None, model_name=name, run_id=run_id)
+
+    def end() -> None:
+        s.finish()
+        otel_context.detach(token)
+        flush = getattr(tracing.provider, "force_flush", None)
+        if callable(flush):
+            flush()
+
+    return m, s, end
 
 
 class Abandoned(Exception):
