@@ -117,6 +117,7 @@ def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(tmp_path: Pat
     script = tmp_path / "s.json"
     script.write_text(json.dumps([
         {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "read a.txt", "subagent_type": "Explore"}}]},
+        {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "a.txt"}}]},
         {"text": "child done"},
         {"text": "parent done"},
     ]))
@@ -135,6 +136,8 @@ def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(tmp_path: Pat
     assert child_run.parent.span_id == agent_tool.context.span_id and agent_tool.parent.span_id == parent_run.context.span_id
     assert child_run.context.trace_id == parent_run.context.trace_id
     assert parent_run.attributes["gen_ai.conversation.id"] == a.session.id
+    child_read = next(s for s in spans if s.name == "execute_tool Read")  # the child's own tool call
+    assert child_read.parent.span_id == child_run.context.span_id
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):

@@ -288,6 +288,10 @@ class SubagentRunner:
     """Opens a type's own ``model``; the parent's model is used when None."""
     tracing: Any = None
     """An ``agentloop.telemetry.Tracing``: each child run is traced (under the parent's tool span)."""
+
+    def _executor(self, registry: Registry, traced: Any) -> Any:
+        ex = self.make_executor(registry) if self.make_executor is not None else None
+        return traced.executor(ex) if traced is not None and ex is not None else ex
     hooks: HookRunner | None = None
     record: Callable[[str, Any], Any] | None = None
     """Appends to the parent's transcript (called under a lock)."""
@@ -374,7 +378,7 @@ class SubagentRunner:
                     loop_threshold=self.loop_threshold,
                     run_id=child_id,
                     meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
-                    executor=self.make_executor(registry) if self.make_executor is not None else None,
+                    executor=self._executor(registry, traced),
                 )
                 if traced is not None:
                     traced.finish()
