@@ -428,7 +428,6 @@ def _settled_snapshot(ray: Any, actor: Any, timeout: float = 10.0) -> dict[str, 
 
 def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tuple[bool, int]:
     import ray as ray_module
-    from ray.exceptions import RayError, RayTaskError
 
     ray: Any = ray_module
     started_here = False
@@ -445,10 +444,7 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
         remote = ray.remote(max_retries=0)(_ray_task)
         window = max_in_flight or max(2, cpus * 2)
         in_flight: dict[Any, tuple[Task, int]] = {}
-        seen_running: set[str] = set()
-        running_ref = None
-        snapshot_ref = None
-        last_tick = 0.0
+        poll = _RayPoll()
         try:
             while st.pending or in_flight:
                 while st.pending and len(in_flight) < window:
@@ -462,44 +458,8 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
                         more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
                         ready += more
                 for ref in ready:
-                    task, attempt = in_flight.pop(ref)
-                    actor.end.remote(f"{task.id}#{attempt}")
-                    try:
-                        out = ray.get(ref)
-                    except RayTaskError as exc:
-                        st.running.discard(task.id)
-                        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
-                        st.finished(task, {"id": task.id, "attempt": attempt, "status": "failed",
-                                           "error": str(exc).strip().splitlines()[-1][:500]})
-                        continue
-                    except RayError as exc:
-                        st.crashed(task, attempt, type(exc).__name__)
-                        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
-                        continue
-                    lines = out.pop("lines", None)
-                    if lines is not None and out.get("anchor"):
-                        finish_files(st.out_dir, task.id, out["anchor"], lines)
-                    st.finished(task, out)
-                now = time.monotonic()
-                if running_ref is not None and ray.wait([running_ref], timeout=0)[0]:
-                    running = ray.get(running_ref)
-                    running_ref = None
-                    st.running = {k.rsplit("#", 1)[0] for k in running}
-                    for k, where in running.items():
-                        if k not in seen_running:
-                            seen_running.add(k)
-                            tid, _, att = k.rpartition("#")
-                            st.emit("begin", id=tid, attempt=int(att), pid=where.get("pid"), node=where.get("node"))
-                if snapshot_ref is not None and ray.wait([snapshot_ref], timeout=0)[0]:
-                    st.ledger = _LedgerView(ray.get(snapshot_ref), st.ledger)
-                    snapshot_ref = None
-                    st.tick()
-                if now - last_tick > 0.1:
-                    last_tick = now
-                    if running_ref is None:
-                        running_ref = actor.running.remote()
-                    if snapshot_ref is None:
-                        snapshot_ref = actor.snapshot.remote()
+                    _collect(st, ray, actor, ref, *in_flight.pop(ref))
+                poll.poll(st, ray, actor)
         except KeyboardInterrupt:
             interrupted = True
             for ref, (task, attempt) in in_flight.items():
@@ -512,6 +472,62 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
         if started_here:
             ray.shutdown()
     return interrupted, cpus
+
+
+def _collect(st: _State, ray: Any, actor: Any, ref: Any, task: Task, attempt: int) -> None:
+    """A Ray task that ended: its outcome recorded, its files made final; a failed or lost worker's
+    open reservation forfeited (it counts as spent)."""
+    from ray.exceptions import RayError, RayTaskError
+
+    actor.end.remote(f"{task.id}#{attempt}")
+    try:
+        out = ray.get(ref)
+    except RayTaskError as exc:
+        st.running.discard(task.id)
+        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
+        st.finished(task, {"id": task.id, "attempt": attempt, "status": "failed", "error": str(exc).strip().splitlines()[-1][:500]})
+        return
+    except RayError as exc:
+        st.crashed(task, attempt, type(exc).__name__)
+        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
+        return
+    lines = out.pop("lines", None)
+    if lines is not None and out.get("anchor"):
+        finish_files(st.out_dir, task.id, out["anchor"], lines)
+    st.finished(task, out)
+
+
+class _RayPoll:
+    """What runs where and the fleet's figures, asked of the ledger actor about ten times a second
+    without waiting for the answers (they are picked up when they have come)."""
+
+    def __init__(self) -> None:
+        self.seen_running: set[str] = set()
+        self.running_ref: Any = None
+        self.snapshot_ref: Any = None
+        self.last_tick = 0.0
+
+    def poll(self, st: _State, ray: Any, actor: Any) -> None:
+        now = time.monotonic()
+        if self.running_ref is not None and ray.wait([self.running_ref], timeout=0)[0]:
+            running = ray.get(self.running_ref)
+            self.running_ref = None
+            st.running = {k.rsplit("#", 1)[0] for k in running}
+            for k, where in running.items():
+                if k not in self.seen_running:
+                    self.seen_running.add(k)
+                    tid, _, att = k.rpartition("#")
+                    st.emit("begin", id=tid, attempt=int(att), pid=where.get("pid"), node=where.get("node"))
+        if self.snapshot_ref is not None and ray.wait([self.snapshot_ref], timeout=0)[0]:
+            st.ledger = _LedgerView(ray.get(self.snapshot_ref), st.ledger)
+            self.snapshot_ref = None
+            st.tick()
+        if now - self.last_tick > 0.1:
+            self.last_tick = now
+            if self.running_ref is None:
+                self.running_ref = actor.running.remote()
+            if self.snapshot_ref is None:
+                self.snapshot_ref = actor.snapshot.remote()
 
 
 class _LedgerView(FleetLedger):
