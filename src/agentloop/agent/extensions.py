@@ -314,7 +314,7 @@ def install(agent: Any) -> None:
     Raises:
         ConfigError: a ``hooks`` section is malformed (the agent turns it into one line).
     """
-    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=dict(agent.env))
+    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     for w in runner.warnings:
         log.warning("%s", w)
     hooks = ClaudeHooks(runner) if runner.handlers else None
@@ -331,6 +331,7 @@ def install(agent: Any) -> None:
             reg = builtin_registry(
                 Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
                 processes=agent.processes, visible=agent.policy.visible(),
+                sandbox=agent.sandbox, env=agent.child_env, redact=agent.redactor.text,
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)

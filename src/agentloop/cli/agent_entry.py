@@ -90,6 +90,7 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
             continue_last=bool(_opt(args, "continue_last", False)),
             durability=_opt(args, "durability"),
             ask_permission=ask_permission,
+            sandbox=_opt(args, "sandbox"),
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
@@ -171,6 +172,8 @@ def run_print(args: argparse.Namespace, prompt: str, signals: Signals) -> int:
     reason = "other"
     try:
         observer: Any = None
+        for n in agent.startup_notices:  # said once, before anything runs
+            print(f"agentloop: {n}", file=sys.stderr)
         if fmt == "text":
             agent.on_notice = lambda text: print(f"notice: {text}", file=sys.stderr)
         if fmt == "stream-json":
