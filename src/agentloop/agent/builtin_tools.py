@@ -462,7 +462,7 @@ def builtin_registry(
                 note = f"[{ended} is outside the workspace: the working directory is back at {ws.root}]"
         if note:
             output = f"{output}\n{note}" if output else note
-        if sandbox is not None and (code != 0 or timed_out):
+        if sandbox is not None:  # a part may fail on the sandbox while the line exits 0
             why = sandbox.explain(command, output)
             if why:
                 output = f"{output}\n{why}" if output else why
