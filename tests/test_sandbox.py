@@ -53,6 +53,7 @@ def base() -> Iterator[Path]:
         yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
+        Path(f"{d}-pwned").unlink(missing_ok=True)  # left by a sabotaged run (scripts/negative_control.py)
 
 
 def env_for(base: Path, **extra: str) -> dict[str, str]:
@@ -79,12 +80,13 @@ def run_bash(base: Path, commands: list[str], *, ask: Any = None, mode: str = "b
 
 def test_a_command_cannot_write_outside_the_workspace_and_is_told_why(base: Path) -> None:
     outs, a, _ = run_bash(base, [
-        f"echo pwned > {base}/outside/new.txt; echo pwned >> {base}/outside/keep.txt; touch /usr/pwned; echo ok > inside.txt",
+        f"echo pwned > {base}/outside/new.txt; echo pwned >> {base}/outside/keep.txt; touch {base}/../{base.name}-pwned;"
+        " echo ok > inside.txt",
     ])
     assert a.sandbox.active
     assert not (base / "outside" / "new.txt").exists()
     assert (base / "outside" / "keep.txt").read_text() == "outside\n"
-    assert not os.path.exists("/usr/pwned")
+    assert not (base.parent / f"{base.name}-pwned").exists()
     assert (base / "proj" / "inside.txt").read_text() == "ok\n"  # the workspace itself is writable
     assert "Read-only file system" in outs[0] and "[sandbox:" in outs[0] and "ask the user" in outs[0]
 
@@ -180,14 +182,27 @@ def test_nothing_a_command_starts_outlives_the_call(base: Path, how: str) -> Non
         "nohup": f"nohup sleep {n} > /dev/null 2>&1 &",
         "disown": f"sleep {n} > /dev/null 2>&1 & disown",
     }[how]
-    outs, _, _ = run_bash(base, [f"{start} sleep 0.3; echo started"])
-    try:
-        assert "started" in outs[0]
+    marker = f"sleep\0{n}"
+    between: list[list[int]] = []
+
+    def second(request: Any) -> Any:  # after the first call, before the next: the session goes on
         deadline = time.monotonic() + 3
-        while _alive_with(f"sleep\0{n}") and time.monotonic() < deadline:
+        while _alive_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _alive_with(f"sleep\0{n}") == []
+        between.append(_alive_with(marker))
+        return reply("", [("Bash", {"command": "cat /proc/[0-9]*/comm 2>/dev/null | grep -x sleep | wc -l"})])
+
+    model = ScriptedModel([reply("", [("Bash", {"command": f"{start} sleep 0.3; echo started"})]), second, reply("done")])
+    a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env_for(base), model=model,
+              permission_mode="bypassPermissions")
+    try:
+        res = a.ask("go")
+        outs = [str(m.get("content")) for m in res.messages if m.get("role") == "tool"]
+        assert "started" in outs[0]
+        assert between == [[]]  # gone on the host as soon as the call ended
+        assert outs[1] == "0"  # and inside the sandbox, where the next command runs
     finally:
+        a.close()
         for pid in _alive_with(f"sleep\0{n}"):
             os.kill(pid, 9)
 
@@ -277,3 +292,32 @@ def test_the_sandbox_state_is_described_for_slash_sandbox(base: Path) -> None:
         a.close()
     assert "sandbox: on, workspace-write" in text and "network: off" in text
     assert str(base / "home" / ".ssh") in text and str(base / "alhome") in text
+
+
+def test_a_timed_out_command_is_killed_with_all_it_started_and_the_next_call_runs(base: Path) -> None:
+    n = f"{600 + os.getpid() % 90}.5"
+    model = ScriptedModel([
+        reply("", [("Bash", {"command": f"cd sub 2>/dev/null || mkdir sub && cd sub; setsid sleep {n} & sleep {n}", "timeout": 700})]),
+        reply("", [("Bash", {"command": "pwd; echo again"})]),
+        reply("done"),
+    ])
+    a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env_for(base), model=model,
+              permission_mode="bypassPermissions")
+    try:
+        t0 = time.monotonic()
+        res = a.ask("go")
+        outs = [str(m.get("content")) for m in res.messages if m.get("role") == "tool"]
+        assert time.monotonic() - t0 < 10
+        assert "timed out" in outs[0]
+        assert outs[1].endswith("again")
+        assert _alive_with(f"sleep\0{n}") == []
+    finally:
+        a.close()
+        for pid in _alive_with(f"sleep\0{n}"):
+            os.kill(pid, 9)
+
+
+def test_commands_of_a_session_share_one_sandbox_and_cd_carries_over(base: Path) -> None:
+    outs, a, _ = run_bash(base, ["mkdir -p d && cd d && echo $TMPDIR > /tmp/t", "pwd; cat /tmp/t"])
+    assert outs[1] == f"{base}/proj/d\n/tmp"
+    assert a.sandbox.use_runner  # one bubblewrap for the session, not one per call

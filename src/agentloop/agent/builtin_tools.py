@@ -222,7 +222,7 @@ def run_command(
     output_cap: int = BASH_OUTPUT_CAP,
     pass_fds: tuple[int, ...] = (),
     env: Mapping[str, str] | None = None,
-    wrap: Callable[[list[str]], tuple[list[str], dict[str, str]]] | None = None,
+    launcher: Callable[[list[str], dict[str, str], tuple[int, ...]], Any] | None = None,
 ) -> tuple[int | None, str, bool]:
     """Run ``command`` in a shell in a new process group.
 
@@ -230,26 +230,26 @@ def run_command(
     On timeout the group gets SIGTERM, then SIGKILL after a short grace.
     When the shell exits but something it started still holds the output
     open, that group is killed too, so nothing it started outlives the call.
-    ``env`` is the child's environment (default: this process's); ``wrap``
-    turns the shell's argv into the argv that runs it (the sandbox) and gives
-    variables to add.
+    ``env`` is the child's environment (default: this process's).
+    ``launcher(argv, env, pass_fds)`` starts it instead of ``subprocess.Popen``
+    (the sandbox, ``Sandbox.launch``): it returns a Popen or its look-alike.
     """
     argv = [*_shell(), command]
     child_env = dict(os.environ if env is None else env)
-    if wrap is not None:
-        argv, extra = wrap(argv)
-        child_env.update(extra)
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
+        if launcher is not None:
+            proc = launcher(argv, child_env, pass_fds)
+        else:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
     except OSError as exc:
         raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
     pgid = proc.pid
@@ -432,16 +432,16 @@ def builtin_registry(
         # the next call as in Claude Code; a trap runs even after `exit`.
         r, w = os.pipe()
         try:
-            wrap = None
+            launcher = None
             if sandbox is not None:
                 sb, here = sandbox, cwd
 
-                def wrap(argv: list[str]) -> tuple[list[str], dict[str, str]]:
-                    return sb.wrap(argv, here, command)
+                def launcher(argv: list[str], env_: dict[str, str], fds: tuple[int, ...]) -> Any:
+                    return sb.launch(argv, here, command, env_, fds)
 
             code, output, timed_out = run_command(
                 f"trap 'pwd -P >&{w} 2>/dev/null' EXIT\n{command}",
-                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,), env=env, wrap=wrap,
+                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,), env=env, launcher=launcher,
             )
         finally:
             os.close(w)

@@ -45,6 +45,7 @@ so once, with how to install it, and then every Bash call asks the user; with
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -265,7 +266,11 @@ class Sandbox:
     bwrap: str | None
     unavailable: str | None = None
     """Why no sandbox could start (None when one can, or when none is wanted)."""
+    use_runner: bool = True
+    """Keep one sandbox for the session and fork each command in it (False: a bubblewrap per call)."""
     _tmp: str | None = field(default=None, repr=False)
+    _runner: _Runner | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def create(
@@ -369,18 +374,90 @@ class Sandbox:
         return self._tmp
 
     def close(self) -> None:
+        with self._lock:
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
     def wrap(self, argv: Sequence[str], cwd: str, command: str) -> tuple[list[str], dict[str, str]]:
-        """The argv that runs ``argv`` (a shell and its script) in the sandbox, and extra environment.
+        """The argv that runs ``argv`` (a shell and its script) in a sandbox of its own, and extra environment.
 
         Returns ``argv`` itself when the command runs outside (no sandbox wanted,
         none available, or an excluded command).
         """
         if not self.active or self.excluded(command):
             return list(argv), {}
+        out = self._prefix()
+        if os.path.isdir(cwd):
+            out += ["--chdir", cwd]
+        return [*out, "--", *argv], {"TMPDIR": "/tmp"}
+
+    def launch(
+        self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int]
+    ) -> Any:
+        """Start ``argv`` for Bash: outside, in the session's runner, or in a bubblewrap of its own.
+
+        Returns a ``subprocess.Popen`` or an object with the same ``pid``,
+        ``stdout``, ``wait`` and ``returncode``; its ``pid`` is a process group
+        whose death ends the command and all it started. Output (stdout and
+        stderr) comes on ``stdout``.
+
+        Raises:
+            OSError: the command cannot start.
+        """
+        if self.active and not self.excluded(command):
+            prefix = self._prefix()
+            env2 = {**env, "TMPDIR": "/tmp"}
+            r = self._runner_for(prefix, env2)
+            if r is not None:
+                import socket
+
+                rd, wr = os.pipe()
+                try:
+                    req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds)}
+                    socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
+                except OSError:
+                    os.close(rd)
+                    r.lock.release()
+                    r.close()
+                else:
+                    return _Launched(r, rd)
+                finally:
+                    os.close(wr)
+            argv, extra = [*prefix, *(["--chdir", cwd] if os.path.isdir(cwd) else []), "--", *argv], {"TMPDIR": "/tmp"}
+            env = {**env, **extra}
+        return subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
+        )
+
+    def _runner_for(self, prefix: list[str], env: Mapping[str, str]) -> _Runner | None:
+        """The session's runner for this mount set, locked for one command; None: use a bubblewrap of its own."""
+        if not self.use_runner:
+            return None
+        with self._lock:
+            r = self._runner
+            if r is not None and (not r.alive() or r.prefix != prefix):
+                if not r.lock.acquire(blocking=False):
+                    return None  # busy with another command: that one keeps it
+                r.lock.release()
+                r.close()
+                r = self._runner = None
+            if r is None:
+                try:
+                    r = self._runner = _Runner(prefix, env)
+                except OSError:
+                    self.use_runner = False  # it cannot start here: a bubblewrap per call from now on
+                    return None
+            if not r.lock.acquire(blocking=False):
+                return None
+            return r
+
+    def _prefix(self) -> list[str]:
+        """bubblewrap and its options for this sandbox, as the file system is now (without --chdir and the command)."""
         assert self.bwrap is not None
         s = self.settings
         rw = s.mode == "workspace-write"
@@ -406,13 +483,10 @@ class Sandbox:
                 out += ["--tmpfs", p, "--remount-ro", p]
             elif os.path.exists(p):
                 out += ["--ro-bind", "/dev/null", p]
-        if os.path.isdir(cwd):
-            out += ["--chdir", cwd]
         out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
         if not s.network:
             out += ["--unshare-net"]
-        out += ["--", *argv]
-        return out, {"TMPDIR": "/tmp"}
+        return out
 
     def explain(self, command: str, output: str) -> str | None:
         """A note for a failed command whose output shows the sandbox stopped it (None otherwise)."""
@@ -434,6 +508,144 @@ class Sandbox:
             return None
         return ("[sandbox: this command ran in the Bash sandbox (" + self.settings.mode + "): " + "; ".join(notes)
                 + ". If the task needs more, ask the user (they can widen it with --add-dir, sandbox settings or --sandbox).]")
+
+
+# --- the session's runner: one bubblewrap per session, one fork per command ------------
+
+_RUNNER = r"""
+import ctypes, fcntl, json, os, signal, socket, sys
+try:
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: commands cannot ptrace the runner
+except Exception:
+    pass
+if os.getpid() != 2:  # not the first child of bubblewrap's init in a new PID namespace:
+    sys.exit(3)        # kill(-1) below would reach far more than the command's processes
+s = socket.socket(fileno=int(sys.argv[1]))
+s.send(b'{"ready": true}')
+while True:
+    try:
+        msg, fds, _, _ = socket.recv_fds(s, 1 << 22, 8)
+    except OSError:
+        break
+    if not msg:
+        break
+    req = json.loads(msg)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            s.close()
+            base = max([2, *req["fds"]]) + 1
+            high = [fcntl.fcntl(f, fcntl.F_DUPFD_CLOEXEC, base) for f in fds]  # above every target
+            null = os.open("/dev/null", os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(high[0], 1)
+            os.dup2(high[0], 2)
+            for f, target in zip(high[1:], req["fds"]):
+                os.dup2(f, target)
+            keep = {0, 1, 2, *req["fds"]}
+            for name in os.listdir("/proc/self/fd"):
+                if int(name) not in keep:
+                    try:
+                        os.close(int(name))
+                    except OSError:
+                        pass
+            os.chdir(req["cwd"])
+            os.execve(req["argv"][0], req["argv"], req["env"])
+        except BaseException as exc:
+            os.write(2, ("sandbox: cannot start the command: %s\n" % exc).encode())
+        os._exit(127)
+    for f in fds:
+        os.close(f)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    try:
+        os.kill(-1, signal.SIGKILL)  # everything the command started: all but pid 1 and this runner
+    except OSError:
+        pass
+    s.send(json.dumps({"code": code}).encode())
+"""
+
+
+class _Runner:
+    """A bubblewrap sandbox kept for the session, running a small runner as its PID 2.
+
+    Each command is forked by the runner inside the sandbox with its own
+    environment, directory and descriptors (sent over a socket); when it ends,
+    the runner kills every other process in the sandbox's PID namespace
+    (``kill(-1)``), so nothing it started outlives the call, as with a
+    bubblewrap per call, without paying for a new sandbox each time.
+    """
+
+    def __init__(self, prefix: list[str], env: Mapping[str, str]):
+        import socket
+        import sys
+
+        self.prefix = prefix
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = a
+        try:
+            self.proc = subprocess.Popen(
+                [*prefix, "--", sys.executable, "-I", "-S", "-c", _RUNNER, str(b.fileno())],
+                pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True, env=dict(env),
+            )
+        finally:
+            b.close()
+        self.lock = threading.Lock()
+        a.settimeout(10)
+        try:
+            ready = a.recv(64)
+        except OSError:
+            ready = b""
+        if not ready.startswith(b'{"ready"'):
+            self.close()
+            raise OSError("the sandbox runner did not start")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        import signal
+
+        try:
+            self.sock.close()
+        finally:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.proc.wait()
+
+
+class _Launched:
+    """A command the runner started: the part of ``subprocess.Popen`` that ``run_command`` uses."""
+
+    def __init__(self, runner: _Runner, read_end: int):
+        self.runner = runner
+        self.pid = runner.proc.pid  # the sandbox's process group: killing it ends the command
+        self.stdout = os.fdopen(read_end, "rb", buffering=0)
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
+        self.runner.sock.settimeout(timeout)
+        try:
+            msg = self.runner.sock.recv(4096)
+        except TimeoutError:
+            raise subprocess.TimeoutExpired("bash", timeout or 0) from None
+        except OSError:
+            msg = b""
+        try:
+            code = int(json.loads(msg)["code"]) if msg else -9
+        except (ValueError, KeyError, TypeError):
+            code = -9
+        if not msg:
+            self.runner.close()  # killed (timeout, interrupt) or broken: the next call starts a new one
+        self.returncode = code
+        self.runner.lock.release()
+        return code
 
 
 def user_home_of(env: Mapping[str, str]) -> str:
