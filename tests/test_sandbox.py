@@ -321,3 +321,49 @@ def test_commands_of_a_session_share_one_sandbox_and_cd_carries_over(base: Path)
     outs, a, _ = run_bash(base, ["mkdir -p d && cd d && echo $TMPDIR > /tmp/t", "pwd; cat /tmp/t"])
     assert outs[1] == f"{base}/proj/d\n/tmp"
     assert a.sandbox.use_runner  # one bubblewrap for the session, not one per call
+
+
+def test_a_sub_agents_bash_is_sandboxed_and_its_output_redacted(base: Path) -> None:
+    from agentloop.transcript import read_records
+
+    (base / "proj" / ".env").write_text(f"OPENAI_API_KEY={KEY}\n")
+    model = ScriptedModel([
+        reply("", [("Agent", {"description": "d", "prompt": "look", "subagent_type": "general-purpose"})]),
+        reply("", [("Bash", {"command": f"cat .env; touch {base}/outside/by-child"})]),  # the child
+        reply("child done"),
+        reply("done"),
+    ])
+    a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env_for(base), model=model,
+              permission_mode="bypassPermissions")
+    try:
+        a.ask("delegate")
+    finally:
+        a.close()
+    (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    child = Path(sub["transcript"])
+    results = [r.payload for r in read_records(str(child)) if r.kind == "tool_result"]
+    assert len(results) == 1 and "[redacted: " in str(results[0]) and "Read-only file system" in str(results[0])
+    assert KEY not in child.read_text() and not (base / "outside" / "by-child").exists()
+
+
+def test_without_a_sandbox_a_sub_agent_cannot_run_bash_for_it_cannot_ask(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.transcript import read_records
+
+    real_which = shutil.which
+    monkeypatch.setattr(sbx.shutil, "which", lambda name, *a, **k: None if name == "bwrap" else real_which(name, *a, **k))
+    model = ScriptedModel([
+        reply("", [("Agent", {"description": "d", "prompt": "look", "subagent_type": "general-purpose"})]),
+        reply("", [("Bash", {"command": "touch by-child"})]),  # the child
+        reply("child done"),
+        reply("done"),
+    ])
+    a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env_for(base), model=model,
+              permission_mode="bypassPermissions", ask_permission=lambda c, d: "allow")
+    try:
+        a.ask("delegate")
+    finally:
+        a.close()
+    (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    results = [r.payload for r in read_records(sub["transcript"]) if r.kind == "tool_result"]
+    assert len(results) == 1 and "sandbox is unavailable" in str(results[0].get("error"))
+    assert not (base / "proj" / "by-child").exists()

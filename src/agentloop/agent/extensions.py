@@ -297,11 +297,21 @@ def _child_executor(agent: Any, hooks: ClaudeHooks | None) -> Callable[[Registry
                         return refusal
             d = agent.policy.decide(call.name, call.arguments)
             behavior = getattr(d, "behavior", "deny")
+            why = getattr(d, "reason", "") or "a permission rule"
+            sandbox = getattr(agent, "sandbox", None)
+            if behavior == "allow" and call.name == "Bash" and sandbox is not None and isinstance(call.arguments, dict):
+                outside = sandbox.needs_prompt(str(call.arguments.get("command", "")))
+                if outside is not None:  # it would ask, and a sub-agent cannot
+                    behavior, why = "ask", outside
             if behavior != "allow":
-                why = getattr(d, "reason", "") or "a permission rule"
                 return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
+            note = getattr(agent, "_note_secret_args", None)
+            if note is not None:
+                note(t, call)
             r = registry.invoke(call)
-            return hooks.post_tool_use(agent, call, r) if hooks is not None else r
+            r = hooks.post_tool_use(agent, call, r) if hooks is not None else r
+            redact = getattr(agent, "_redact_result", None)
+            return redact(r) if redact is not None else r
 
         return lambda calls: [one(c) for c in calls]
 
