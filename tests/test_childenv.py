@@ -76,3 +76,32 @@ def test_hooks_get_no_provider_key(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     runner.run("SessionStart", {"source": "startup"})
     got = json.loads(dump.read_text())
     assert "OPENAI_API_KEY" not in got and "ANTHROPIC_AUTH_TOKEN" not in got and got.get("PATH")
+
+
+def test_a_secret_argument_is_redacted_from_later_tool_output_too(tmp_path: Path) -> None:
+    from agentloop import tool
+
+    pw = "hunter2-secret-arg-77"
+
+    @tool(secret_args=("$.password",))
+    def login(password: str) -> str:
+        """Log in."""
+        return "ok"
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    model = ScriptedModel([reply("", [("login", {"password": pw})]),
+                           reply("", [("Bash", {"command": f"echo the password was {pw}"})]), reply("done")])
+    a = Agent(cwd=str(proj), home=str(tmp_path / "home"), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+              model=model, permission_mode="bypassPermissions")
+    a.register_tools([login])
+    try:
+        res = a.ask("go")
+    finally:
+        a.close()
+    outs = [m["content"] for m in res.messages if m.get("role") == "tool"]
+    assert outs[1] == "the password was [redacted: secret argument of login]"
+    # the model wrote it into Bash's command itself (its own words are recorded as they are); the results hold none
+    from agentloop.transcript import read_records
+
+    assert all(pw not in json.dumps(r.payload) for r in read_records(a.session.path) if r.kind == "tool_result")
