@@ -71,8 +71,8 @@ SABOTAGES = [
     Sabotage(
         "Bash runs outside the sandbox",
         "src/agentloop/agent/sandbox.py",
-        "        if not self.active or self.excluded(command):\n            return list(argv), {}",
-        "        if True:  # SABOTAGED\n            return list(argv), {}",
+        "        return self.active and not self.excluded(command)",
+        "        return False  # SABOTAGED",
         ["tests/test_sandbox.py"],
     ),
     Sabotage(

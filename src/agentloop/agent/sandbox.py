@@ -358,6 +358,10 @@ class Sandbox:
                 return True
         return False
 
+    def inside(self, command: str) -> bool:
+        """True when ``command`` runs in the sandbox."""
+        return self.active and not self.excluded(command)
+
     def needs_prompt(self, command: str) -> str | None:
         """Why this command must ask the user whatever the rules say (None: the rules decide)."""
         if self.settings.mode == "danger-full-access":
@@ -388,7 +392,7 @@ class Sandbox:
         Returns ``argv`` itself when the command runs outside (no sandbox wanted,
         none available, or an excluded command).
         """
-        if not self.active or self.excluded(command):
+        if not self.inside(command):
             return list(argv), {}
         out = self._prefix()
         if os.path.isdir(cwd):
@@ -408,7 +412,7 @@ class Sandbox:
         Raises:
             OSError: the command cannot start.
         """
-        if self.active and not self.excluded(command):
+        if self.inside(command):
             prefix = self._prefix()
             env2 = {**env, "TMPDIR": "/tmp"}
             r = self._runner_for(prefix, env2)
@@ -427,8 +431,8 @@ class Sandbox:
                     return _Launched(r, rd)
                 finally:
                     os.close(wr)
-            argv, extra = [*prefix, *(["--chdir", cwd] if os.path.isdir(cwd) else []), "--", *argv], {"TMPDIR": "/tmp"}
-            env = {**env, **extra}
+        argv, extra = self.wrap(argv, cwd, command)  # a bubblewrap of its own (or none: outside)
+        env = {**env, **extra}
         return subprocess.Popen(
             list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
@@ -490,7 +494,7 @@ class Sandbox:
 
     def explain(self, command: str, output: str) -> str | None:
         """A note for a failed command whose output shows the sandbox stopped it (None otherwise)."""
-        if not self.active or self.excluded(command):
+        if not self.inside(command):
             return None
         notes = []
         if "Read-only file system" in output:
