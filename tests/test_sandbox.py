@@ -155,6 +155,9 @@ def test_a_command_cannot_reach_the_network_and_is_told_why(base: Path) -> None:
         assert "the network is off" in outs[0]
         # the same command unsandboxed does connect: the listener is reachable from here
         outs, _, _ = run_bash(base, [probe], sandbox="danger-full-access")
+        deadline = time.monotonic() + 5
+        while lst.accepted == 0 and time.monotonic() < deadline:  # the listener's thread accepts in its own time
+            time.sleep(0.05)
         assert lst.accepted == 1 and "CONNECTED" in outs[0]
     finally:
         lst.close()
