@@ -370,3 +370,17 @@ def test_without_a_sandbox_a_sub_agent_cannot_run_bash_for_it_cannot_ask(base: P
     results = [r.payload for r in read_records(sub["transcript"]) if r.kind == "tool_result"]
     assert len(results) == 1 and "sandbox is unavailable" in str(results[0].get("error"))
     assert not (base / "proj" / "by-child").exists()
+
+
+def test_slash_sandbox_in_the_repl_shows_the_state(base: Path) -> None:
+    import subprocess
+
+    agentloop = os.path.join(os.path.dirname(sys.executable), "agentloop")
+    (base / "empty.json").write_text("[]")
+    env = {**os.environ, **env_for(base), "NO_COLOR": "1"}
+    p = subprocess.run([agentloop, "--model", f"scripted:{base / 'empty.json'}", "--sandbox", "read-only"],
+                       input="/help\n/sandbox\n/exit\n", cwd=base / "proj", env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "/sandbox — show the Bash sandbox" in p.stdout
+    assert "sandbox: on, read-only (from --sandbox)" in p.stdout and "network: off" in p.stdout
+    assert str(base / "home" / ".ssh") in p.stdout
