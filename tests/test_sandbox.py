@@ -384,3 +384,32 @@ def test_slash_sandbox_in_the_repl_shows_the_state(base: Path) -> None:
     assert "/sandbox — show the Bash sandbox" in p.stdout
     assert "sandbox: on, read-only (from --sandbox)" in p.stdout and "network: off" in p.stdout
     assert str(base / "home" / ".ssh") in p.stdout
+
+
+def test_a_sub_agent_in_a_worktree_can_write_there(base: Path) -> None:
+    import subprocess
+
+    from agentloop.transcript import read_records
+
+    proj = base / "proj"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=proj, check=True)
+    (proj / "a.txt").write_text("a\n")
+    subprocess.run([*git, "add", "a.txt"], cwd=proj, check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], cwd=proj, check=True)
+    model = ScriptedModel([
+        reply("", [("Agent", {"description": "d", "prompt": "edit", "isolation": "worktree"})]),
+        reply("", [("Bash", {"command": "echo changed > a.txt && echo new > b.txt && git status --short"})]),  # the child
+        reply("child done"),
+        reply("done"),
+    ])
+    a = Agent(cwd=str(proj), home=str(base / "alhome"), env=env_for(base), model=model, permission_mode="bypassPermissions")
+    try:
+        a.ask("delegate")
+    finally:
+        a.close()
+    (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    results = [r.payload for r in read_records(sub["transcript"]) if r.kind == "tool_result"]
+    assert results[0].get("content") == " M a.txt\n?? b.txt", results
+    assert (proj / "a.txt").read_text() == "a\n"  # the child's change stayed in its worktree
+    assert sub.get("worktree")

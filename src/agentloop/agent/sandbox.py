@@ -296,6 +296,16 @@ class Sandbox:
                 raise SandboxUnavailable(f"the Bash sandbox cannot start ({why}) and sandbox.failIfUnavailable is set; {INSTALL_HINT}")
         return cls(settings, real_roots, list(dict.fromkeys(hidden)), path, why)
 
+    def for_roots(self, roots: Sequence[str]) -> Sandbox:
+        """This sandbox for commands working in ``roots`` (a sub-agent's worktree): itself when
+        they are already inside its roots, else a copy with those roots, sharing its ``/tmp``,
+        with a bubblewrap per call (nothing of it is left to close)."""
+        real = [os.path.realpath(r) for r in roots]
+        if all(any(r == x or r.startswith(x + os.sep) for x in self.roots) for r in real):
+            return self
+        tmp = self.tmpdir() if self.active else None
+        return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False, _tmp=tmp)
+
     # -- state --
 
     @property
