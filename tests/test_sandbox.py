@@ -92,14 +92,16 @@ def test_a_command_cannot_write_outside_the_workspace_and_is_told_why(base: Path
 
 
 def test_a_command_cannot_read_the_agentloop_home_or_credentials(base: Path) -> None:
+    (base / "run").mkdir()
+    (base / "run" / "bus").write_text("SESSION-BUS-planted\n")  # stands for the session bus socket
     outs, _, _ = run_bash(base, [
-        f"cat {base}/alhome/settings.json ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc; echo end",
-        "ls -A ~/.ssh ~/.aws",
-    ])
-    for planted in ("ALHOME-planted", "SSH-PRIVATE-KEY-planted", "AWS-planted", "NETRC-planted"):
+        f"cat {base}/alhome/settings.json ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc $XDG_RUNTIME_DIR/bus; echo end",
+        "ls -A ~/.ssh ~/.aws $XDG_RUNTIME_DIR",
+    ], env=env_for(base, XDG_RUNTIME_DIR=str(base / "run")))
+    for planted in ("ALHOME-planted", "SSH-PRIVATE-KEY-planted", "AWS-planted", "NETRC-planted", "SESSION-BUS-planted"):
         assert planted not in outs[0]
     assert "end" in outs[0] and "hidden from commands" in outs[0]
-    assert "id_ed25519" not in outs[1] and "credentials" not in outs[1]
+    assert "id_ed25519" not in outs[1] and "credentials" not in outs[1] and "bus" not in outs[1]
 
 
 def test_a_command_cannot_plant_git_hooks_or_agentloop_settings(base: Path) -> None:

@@ -441,7 +441,7 @@ class Agent:
             )
             self.sandbox: sbx.Sandbox = sbx.Sandbox.create(
                 self.sandbox_settings, roots=[self.cwd, *self.add_dirs], agentloop_home=self.home,
-                user_home=sbx.user_home_of(self.env),
+                user_home=sbx.user_home_of(self.env), runtime_dir=self.env.get("XDG_RUNTIME_DIR"),
             )
         except (ValueError, sbx.SandboxUnavailable) as exc:
             raise AgentError(str(exc)) from None

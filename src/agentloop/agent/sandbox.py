@@ -12,8 +12,10 @@ Modes, as Codex's ``--sandbox``:
 In every sandboxed mode:
 
 - the user's agentloop home (sessions, keys, settings), ``~/.ssh`` and the
-  other credential folders and files of ``CREDENTIAL_PATHS`` are hidden (an
-  empty directory, or an unreadable file, is mounted over them);
+  other credential folders and files of ``CREDENTIAL_PATHS``, the user's
+  runtime directory (``$XDG_RUNTIME_DIR``: session bus, keyring, agents) and
+  container engines' sockets are hidden (an empty directory, or an
+  unreadable file, is mounted over them);
 - inside each writable root, ``.git/hooks``, ``.git/config``, ``.agentloop``,
   ``.claude`` and ``.mcp.json`` stay read-only where they exist, so a command
   cannot plant code that a later session or ``git`` would run;
@@ -84,6 +86,12 @@ CREDENTIAL_PATHS = (
     ".bash_history", ".zsh_history", ".python_history",
 )
 """Under the user's home: hidden from sandboxed commands."""
+
+SYSTEM_SOCKETS = (
+    "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
+    "/var/run/podman/podman.sock", "/run/buildkit/buildkitd.sock", "/var/run/libvirt/libvirt-sock",
+)
+"""Sockets that hand out more than the user's own rights (a container engine is root): hidden."""
 
 PROTECTED_IN_ROOTS = (".git/hooks", ".git/config", ".agentloop", ".claude", ".mcp.json")
 """Inside each writable root: kept read-only where they exist."""
@@ -275,9 +283,12 @@ class Sandbox:
     @classmethod
     def create(
         cls, settings: SandboxSettings, *, roots: Sequence[str], agentloop_home: str, user_home: str,
-        bwrap: str | None = None,
+        bwrap: str | None = None, runtime_dir: str | None = None,
     ) -> Sandbox:
         """Probe bubblewrap (when the mode wants a sandbox).
+
+        ``runtime_dir`` (``$XDG_RUNTIME_DIR``) is hidden too: the session bus
+        there answers for the keyring, the ssh and gpg agents listen there.
 
         Raises:
             SandboxUnavailable: ``failIfUnavailable`` and no sandbox can start.
@@ -285,6 +296,9 @@ class Sandbox:
         hidden = [os.path.realpath(agentloop_home)]
         if user_home:
             hidden += [os.path.realpath(os.path.join(user_home, p)) for p in CREDENTIAL_PATHS]
+        if runtime_dir:
+            hidden.append(os.path.realpath(runtime_dir))
+        hidden += [os.path.realpath(p) for p in SYSTEM_SOCKETS]
         hidden += list(settings.deny_read)
         real_roots = [os.path.realpath(r) for r in roots]
         # a folder the user chose to work in is not hidden from its own commands
