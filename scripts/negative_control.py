@@ -104,6 +104,13 @@ SABOTAGES = [
         ["tests/test_sandbox.py::test_a_command_cannot_read_the_agentloop_home_or_credentials"],
     ),
     Sabotage(
+        "the sandbox's proxy lets every domain through",
+        "src/agentloop/agent/netproxy.py",
+        "        if not domain_allowed(host, self.allowed):",
+        "        if False:  # SABOTAGED",
+        ["tests/test_sandbox.py::test_allowed_domains_are_reachable_through_the_proxy_and_nothing_else"],
+    ),
+    Sabotage(
         "children get the provider keys",
         "src/agentloop/agent/childenv.py",
         "    return {k: v for k, v in env.items() if k not in names and v not in values}",

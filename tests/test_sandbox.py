@@ -265,13 +265,13 @@ def test_a_project_cannot_turn_the_sandbox_off_but_the_user_can(base: Path) -> N
     warned = "\n".join(a.startup_notices)
     for key in ("enabled", "excludedCommands", "network.allowAll", "filesystem.allowWrite", "allowedDomains"):
         assert key in warned
-    # the same in the user's own settings: honoured (allowedDomains still is not, and says so)
+    # the same in the user's own settings: honoured
     (proj / ".agentloop" / "settings.json").unlink()
     (base / "alhome" / "settings.json").write_text(json.dumps({"sandbox": {
         "filesystem": {"allowWrite": [str(base / "outside")]}, "network": {"allowedDomains": ["x.org"]}}}))
     outs, a, _ = run_bash(base, [f"touch {base}/outside/p2"])
     assert (base / "outside" / "p2").exists() and not a.sandbox.settings.network
-    assert "allowedDomains is not honoured" in "\n".join(a.startup_notices)
+    assert a.sandbox.settings.allowed_domains == ("x.org",) and a.startup_notices == []
 
 
 def test_an_excluded_command_runs_outside_and_always_asks(base: Path) -> None:
@@ -415,3 +415,43 @@ def test_a_sub_agent_in_a_worktree_can_write_there(base: Path) -> None:
     assert results[0].get("content") == " M a.txt\n?? b.txt", results
     assert (proj / "a.txt").read_text() == "a\n"  # the child's change stayed in its worktree
     assert sub.get("worktree")
+
+
+def test_allowed_domains_are_reachable_through_the_proxy_and_nothing_else(base: Path) -> None:
+    import http.server
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"HELLO from " + self.path.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    port = srv.server_address[1]
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    (base / "alhome" / "settings.json").write_text(json.dumps({"sandbox": {"network": {"allowedDomains": ["localhost"]}}}))
+    fetch = f"{sys.executable} -c \"import urllib.request as u, sys; print(u.urlopen(sys.argv[1], timeout=5).read().decode())\""
+    connect = (f"{sys.executable} -c \"import socket; s = socket.create_connection(('127.0.0.1', 3128));"
+               f" s.sendall(b'CONNECT localhost:{port} HTTP/1.1\\r\\n\\r\\n'); print(s.recv(100).split(b'\\r\\n')[0].decode());"
+               f" s.sendall(b'GET /tunnel HTTP/1.0\\r\\n\\r\\n'); print(s.recv(1000).split(b'\\r\\n\\r\\n')[-1].decode())\"")
+    try:
+        outs, a, _ = run_bash(base, [
+            f"{fetch} http://localhost:{port}/allowed",
+            f"{fetch} http://127.0.0.1:{port}/denied",
+            f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)\"",
+            connect,
+        ])
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert outs[0] == "HELLO from /allowed"
+    assert "403" in outs[1] and "HELLO" not in outs[1] and "the proxy refused 127.0.0.1" in outs[1]
+    assert "Connection refused" in outs[2] or "unreachable" in outs[2]  # no way around the proxy
+    assert outs[3] == "HTTP/1.1 200 Connection established\nHELLO from /tunnel"
+    assert "network: only localhost" in a.sandbox.describe()

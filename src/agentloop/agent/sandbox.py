@@ -28,17 +28,22 @@ https://code.claude.com/docs/en/settings, "Sandbox settings"):
 ``enabled``, ``failIfUnavailable``, ``excludedCommands``,
 ``allowUnsandboxedCommands``, ``filesystem.allowWrite``,
 ``filesystem.denyWrite``, ``filesystem.denyRead``, ``network.allowedDomains``.
-agentloop adds ``network.allowAll`` (network on or off as a whole). What is
-not honoured is named in a warning, and the sandbox then stays closed:
+agentloop adds ``network.allowAll`` (network on or off as a whole).
+``network.allowedDomains`` is honoured through a proxy the agent runs
+(``netproxy``): commands see ``HTTP_PROXY``/``HTTPS_PROXY`` and reach only
+those hosts; programs that ignore the proxy reach nothing. What is not
+honoured is named in a warning, and the sandbox then stays closed:
 
-- ``network.allowedDomains`` needs a filtering proxy agentloop does not run:
-  the network stays off.
 - ``allowUnsandboxedCommands``: agentloop's Bash has no
   ``dangerouslyDisableSandbox`` argument; only ``excludedCommands`` run
   outside, and each of those asks the user first.
 - A setting that weakens the sandbox (``enabled: false``, ``allowWrite``,
-  ``excludedCommands``, ``network.allowAll``) is taken from the user's own
-  settings only: a project's files cannot open the sandbox they run in.
+  ``excludedCommands``, ``network.allowAll``, ``network.allowedDomains``) is
+  taken from the user's own settings only: a project's files cannot open the
+  sandbox they run in.
+- Allowed domains need the session's runner (one bubblewrap per session);
+  where it cannot start, each command gets a bubblewrap of its own and no
+  network at all.
 
 Where no sandbox can start (no bubblewrap, no user namespaces), the agent says
 so once, with how to install it, and then every Bash call asks the user; with
@@ -112,6 +117,8 @@ class SandboxSettings:
     allow_write: tuple[str, ...] = ()
     deny_write: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = ()
+    allowed_domains: tuple[str, ...] = ()
+    """Reachable through agentloop's proxy when ``network`` is off (``network.allowedDomains``)."""
     warnings: tuple[str, ...] = ()
     source: str = "default"
     """Where the mode came from: "default", "--sandbox" or a settings file."""
@@ -153,6 +160,7 @@ def settings_from(
     allow_write: list[str] = []
     deny_write: list[str] = []
     deny_read: list[str] = []
+    domains: list[str] = []
     for s in sources:
         sb = s.data.get("sandbox")
         if sb is None:
@@ -213,9 +221,9 @@ def settings_from(
                 for key in net:
                     if key not in ("allowAll", "allowedDomains"):
                         warnings.append(f"{where}.network.{key} is not supported by agentloop: ignored")
-                if net.get("allowedDomains"):
-                    warnings.append(f"{where}.network.allowedDomains is not honoured (agentloop runs no domain proxy): "
-                                    "the network stays off; set network.allowAll in your own settings to open it whole")
+                ad = _strings(net.get("allowedDomains"), f"{where}.network.allowedDomains", warnings)
+                if ad and weakening("network.allowedDomains"):
+                    domains += ad
                 if net.get("allowAll") is True and weakening("network.allowAll"):
                     network = True
     if mode is not None:
@@ -229,7 +237,7 @@ def settings_from(
     return SandboxSettings(
         mode=chosen, fail_if_unavailable=fail, excluded_commands=tuple(excluded), network=network,
         allow_write=tuple(allow_write), deny_write=tuple(deny_write), deny_read=tuple(deny_read),
-        warnings=tuple(warnings), source=source,
+        allowed_domains=tuple(dict.fromkeys(domains)), warnings=tuple(warnings), source=source,
     )
 
 
@@ -278,6 +286,7 @@ class Sandbox:
     """Keep one sandbox for the session and fork each command in it (False: a bubblewrap per call)."""
     _tmp: str | None = field(default=None, repr=False)
     _runner: _Runner | None = field(default=None, repr=False)
+    _proxy: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -347,7 +356,12 @@ class Sandbox:
         if s.mode != "danger-full-access":
             w = "read-only" if s.mode == "read-only" else "writable"
             lines.append(f"  {w}: " + ", ".join(self.roots + list(s.allow_write)) + "; /tmp is a per-session directory")
-            lines.append(f"  network: {'on' if s.network else 'off'}")
+            if s.network:
+                lines.append("  network: on")
+            elif s.allowed_domains:
+                lines.append("  network: only " + ", ".join(s.allowed_domains) + " (through agentloop's proxy; HTTP_PROXY is set)")
+            else:
+                lines.append("  network: off")
             shown = [p for p in self.hidden if os.path.lexists(p)]
             lines.append("  hidden: " + (", ".join(shown) if shown else "(none present)"))
             if s.deny_write:
@@ -406,6 +420,9 @@ class Sandbox:
             if self._runner is not None:
                 self._runner.close()
                 self._runner = None
+            if self._proxy is not None:
+                self._proxy.close()
+                self._proxy = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -440,6 +457,12 @@ class Sandbox:
             prefix = self._prefix()
             env2 = {**env, "TMPDIR": "/tmp"}
             r = self._runner_for(prefix, env2)
+            if r is not None and self._proxy is not None:
+                from .netproxy import PROXY_PORT
+
+                url = f"http://127.0.0.1:{PROXY_PORT}"
+                env2.update({k: url for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")})
+                env2.update(NO_PROXY="", no_proxy="")
             if r is not None:
                 import socket
 
@@ -476,13 +499,24 @@ class Sandbox:
                 r = self._runner = None
             if r is None:
                 try:
-                    r = self._runner = _Runner(prefix, env)
+                    r = self._runner = _Runner(prefix, env, self._start_proxy())
                 except OSError:
                     self.use_runner = False  # it cannot start here: a bubblewrap per call from now on
                     return None
             if not r.lock.acquire(blocking=False):
                 return None
             return r
+
+    def _start_proxy(self) -> tuple[int, str] | None:
+        """The proxy for ``allowedDomains`` (started once): its port and socket path inside the sandbox."""
+        if self.settings.network or not self.settings.allowed_domains:
+            return None
+        from .netproxy import PROXY_PORT, DomainProxy
+
+        name = ".agentloop-proxy.sock"
+        if self._proxy is None:
+            self._proxy = DomainProxy(self.settings.allowed_domains, os.path.join(self.tmpdir(), name))
+        return PROXY_PORT, f"/tmp/{name}"
 
     def _prefix(self) -> list[str]:
         """bubblewrap and its options for this sandbox, as the file system is now (without --chdir and the command)."""
@@ -528,10 +562,16 @@ class Sandbox:
         hit = [p for p in self.hidden if p in output]
         if hit:
             notes.append("these paths are hidden from commands: " + ", ".join(hit))
-        if not self.settings.network and re.search(
+        proxy = self._proxy
+        if proxy is not None and proxy.denied:
+            notes.append("the proxy refused " + ", ".join(dict.fromkeys(proxy.denied)) + " (allowed: "
+                         + ", ".join(self.settings.allowed_domains) + ")")
+            proxy.denied.clear()
+        elif not self.settings.network and re.search(
             r"Network is unreachable|Could not resolve|Temporary failure in name resolution|Name or service not known"
             r"|getaddrinfo|Connection refused|No route to host|nodename nor servname", output):
-            notes.append("the network is off")
+            notes.append("the network is off" + (" except, through HTTP_PROXY, for " + ", ".join(self.settings.allowed_domains)
+                                                  if self.settings.allowed_domains else ""))
         if not notes:
             return None
         return ("[sandbox: this command ran in the Bash sandbox (" + self.settings.mode + "): " + "; ".join(notes)
@@ -549,6 +589,47 @@ except Exception:
 if os.getpid() != 2:  # not the first child of bubblewrap's init in a new PID namespace:
     sys.exit(3)        # kill(-1) below would reach far more than the command's processes
 s = socket.socket(fileno=int(sys.argv[1]))
+if len(sys.argv) > 3:  # the proxy: 127.0.0.1:PORT here, bridged to the agent's Unix socket
+    import threading
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", int(sys.argv[2])))
+    lst.listen(64)
+    def pump(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for x, how in ((b, socket.SHUT_WR), (a, socket.SHUT_RD)):
+            try:
+                x.shutdown(how)
+            except OSError:
+                pass
+    def bridge(c):
+        u = socket.socket(socket.AF_UNIX)
+        try:
+            u.connect(sys.argv[3])
+        except OSError:
+            c.close()
+            return
+        t = threading.Thread(target=pump, args=(u, c), daemon=True)
+        t.start()
+        pump(c, u)
+        t.join()
+        u.close()
+        c.close()
+    def serve():
+        while True:
+            try:
+                c, _ = lst.accept()
+            except OSError:
+                return
+            threading.Thread(target=bridge, args=(c,), daemon=True).start()
+    threading.Thread(target=serve, daemon=True).start()
 s.send(b'{"ready": true}')
 while True:
     try:
@@ -604,16 +685,17 @@ class _Runner:
     bubblewrap per call, without paying for a new sandbox each time.
     """
 
-    def __init__(self, prefix: list[str], env: Mapping[str, str]):
+    def __init__(self, prefix: list[str], env: Mapping[str, str], proxy: tuple[int, str] | None = None):
         import socket
         import sys
 
         self.prefix = prefix
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = a
+        bridge = [str(proxy[0]), proxy[1]] if proxy else []
         try:
             self.proc = subprocess.Popen(
-                [*prefix, "--", sys.executable, "-I", "-S", "-c", _RUNNER, str(b.fileno())],
+                [*prefix, "--", sys.executable, "-I", "-S", "-c", _RUNNER, str(b.fileno()), *bridge],
                 pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, start_new_session=True, env=dict(env),
             )
