@@ -198,7 +198,7 @@ def settings_from(
         if sb.get("allowUnsandboxedCommands") is True:
             warnings.append(f"{where}.allowUnsandboxedCommands is not honoured: Bash has no dangerouslyDisableSandbox; "
                             "list commands in excludedCommands instead (each asks first)")
-        if "autoAllowBashIfSandboxed" in sb:
+        if sb.get("autoAllowBashIfSandboxed") is True:  # false is what agentloop does anyway
             warnings.append(f"{where}.autoAllowBashIfSandboxed is not honoured: permission rules decide as without the sandbox")
         fs = sb.get("filesystem")
         if fs is not None:
