@@ -33,16 +33,16 @@ def long_functions(src: str) -> list[tuple[str, int]]:
             with open(path, encoding="utf-8") as fh:
                 tree = ast.parse(fh.read(), path)
 
-            def visit(node: ast.AST, prefix: str) -> None:
+            def visit(node: ast.AST, prefix: str, rel: str = rel) -> None:
                 for child in ast.iter_child_nodes(node):
                     if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         name = f"{prefix}{child.name}"
                         n = (child.end_lineno or child.lineno) - child.lineno + 1
                         if n > LIMIT:
                             out.append((f"{rel}:{name}", n))
-                        visit(child, f"{name}.")
+                        visit(child, f"{name}.", rel)
                     elif isinstance(child, ast.ClassDef):
-                        visit(child, f"{prefix}{child.name}.")
+                        visit(child, f"{prefix}{child.name}.", rel)
 
             visit(tree, "")
     return sorted(out)

@@ -292,6 +292,7 @@ class Agent:
         system_prompt: str | None = None,
         append_system_prompt: str | None = None,
         tracing: Any = None,
+        sandbox: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self.cli_rules = list(cli_rules)
@@ -337,6 +338,9 @@ class Agent:
         self.on_notice: Callable[[str], None] | None = None
         """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
         self.model = self._open(spec) if isinstance(spec, str) else spec
+        self._init_secrets()
+        self.sandbox_mode = sandbox
+        self._init_sandbox()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self._given_registry = registry
         self.memory_files: list[str] = []
@@ -371,6 +375,77 @@ class Agent:
             raise AgentError(str(exc)) from None
         self.session = self._open_session(resume)
         self._build_tools()
+
+    # -- secrets and the sandbox --
+
+    def _held_keys(self) -> dict[str, str]:
+        """The provider keys this agent holds: ``{what: value}``."""
+        out: dict[str, str] = {}
+        m: Any = self.model
+        seen = 0
+        while m is not None and seen < 4:
+            key = getattr(getattr(m, "target", None), "api_key", None)
+            if isinstance(key, str) and key:
+                out.setdefault(key, f"{getattr(m, 'vendor', 'provider')} API key")
+            m = getattr(m, "fallback", None)
+            seen += 1
+        if self.api_key_env and self.env.get(self.api_key_env):
+            out.setdefault(self.env[self.api_key_env], self.api_key_env)
+        return {name: key for key, name in out.items()}
+
+    def _init_secrets(self) -> None:
+        """What children get (``child_env``) and what tool output hides (``redactor``). See ``childenv``."""
+        from .childenv import Redactor, child_env, secret_env_values
+
+        held = self._held_keys()
+        self.redactor = Redactor(secret_env_values(self.env))
+        self.redactor.add(held)
+        self.child_env: dict[str, str] = child_env(
+            self.env, drop=[self.api_key_env] if self.api_key_env else [], held=held.values()
+        )
+
+    def _init_sandbox(self) -> None:
+        from . import sandbox as sbx
+
+        try:
+            self.sandbox_settings: sbx.SandboxSettings = sbx.settings_from(
+                self.sources, mode=self.sandbox_mode, cwd=self.cwd, user_home=sbx.user_home_of(self.env)
+            )
+            self.sandbox: sbx.Sandbox = sbx.Sandbox.create(
+                self.sandbox_settings, roots=[self.cwd, *self.add_dirs], agentloop_home=self.home,
+                user_home=sbx.user_home_of(self.env), runtime_dir=self.env.get("XDG_RUNTIME_DIR"),
+            )
+        except (ValueError, sbx.SandboxUnavailable) as exc:
+            raise AgentError(str(exc)) from None
+        self.startup_notices: list[str] = [f"sandbox: {w}" for w in self.sandbox_settings.warnings]
+        """Said once when the agent starts (sandbox settings not honoured, no sandbox available)."""
+        notice = self.sandbox.unavailable_notice()
+        if notice:
+            self.startup_notices.append(notice)
+        for n in self.startup_notices:
+            log.warning(n)
+
+    def _redact_result(self, r: ToolResult) -> ToolResult:
+        red = self.redactor
+        if not len(red):
+            return r
+        content, error = red.value(r.content), (red.text(r.error) if isinstance(r.error, str) else r.error)
+        if content is r.content and error == r.error:
+            return r
+        return ToolResult(r.call_id, r.name, r.ok, content=content, error=error, detail=r.detail)
+
+    def _note_secret_args(self, t: Tool, call: ToolCall) -> None:
+        """Values of a call's secret arguments: hidden from every later tool output too."""
+        if not (t.sensitive or t.secret_args):
+            return
+        from ..redact import Policy
+
+        found: list[str] = []
+        try:
+            Policy.from_manifest([t.manifest_entry()], None, 1 << 30).call_arguments(call.name, call.arguments, found)
+        except ValueError:
+            return
+        self.redactor.add_values(f"secret argument of {call.name}", found)
 
     # -- settings helpers --
 
@@ -468,6 +543,7 @@ class Agent:
                 self.add_dirs.append(d)
         spill = os.path.join(self.session.dir, self.session.id, "tool-results")
         self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
+        self.sandbox.roots = [os.path.realpath(d) for d in (self.cwd, *self.add_dirs)]
         self.processes = RunningProcesses()
         if self._given_registry is not None:
             self.registry = self._given_registry
@@ -475,6 +551,7 @@ class Agent:
             self.registry = builtin_registry(
                 self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
                 processes=self.processes, visible=self.policy.visible(),
+                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text,
             )
             if self.skills:
                 self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
@@ -856,9 +933,10 @@ class Agent:
         t, refusal = self.registry.prepare(call)
         if refusal is not None or t is None:
             return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+        self._note_secret_args(t, call)
         hooked = self.hooks.pre_tool_use(self, call)
         if isinstance(hooked, ToolResult):
-            return hooked
+            return self._redact_result(hooked)
         if hooked is not call:
             call = ToolCall(call.id, call.name, hooked.arguments)
             _, refusal = self.registry.prepare(call)
@@ -866,6 +944,12 @@ class Agent:
                 return refusal
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
+        if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
+            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
+            if outside is not None:  # the sandbox is the wall: without it, a person decides
+                from .permissions import Decision
+
+                behavior, d = "ask", Decision("ask", None, None, outside)
         if behavior == "ask":
             if self.ask_permission is None:
                 log.info("denied %s: ask without a terminal", call.name)
@@ -885,10 +969,10 @@ class Agent:
             return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was denied ({why})")
         self._current_call = call.id
         try:
-            result = self.registry.invoke(call)
+            result = self._redact_result(self.registry.invoke(call))
         finally:
             self._current_call = None
-        return self.hooks.post_tool_use(self, call, result)
+        return self._redact_result(self.hooks.post_tool_use(self, call, result))
 
     # -- warnings and the end --
 
@@ -931,6 +1015,8 @@ class Agent:
             mcp = getattr(self, "mcp", None)
             if mcp is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
                 mcp.close()
+            if reason not in ("clear", "resume"):
+                self.sandbox.close()
 
 
 def _version() -> str:

@@ -297,11 +297,21 @@ def _child_executor(agent: Any, hooks: ClaudeHooks | None) -> Callable[[Registry
                         return refusal
             d = agent.policy.decide(call.name, call.arguments)
             behavior = getattr(d, "behavior", "deny")
+            why = getattr(d, "reason", "") or "a permission rule"
+            sandbox = getattr(agent, "sandbox", None)
+            if behavior == "allow" and call.name == "Bash" and sandbox is not None and isinstance(call.arguments, dict):
+                outside = sandbox.needs_prompt(str(call.arguments.get("command", "")))
+                if outside is not None:  # it would ask, and a sub-agent cannot
+                    behavior, why = "ask", outside
             if behavior != "allow":
-                why = getattr(d, "reason", "") or "a permission rule"
                 return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
+            note = getattr(agent, "_note_secret_args", None)
+            if note is not None:
+                note(t, call)
             r = registry.invoke(call)
-            return hooks.post_tool_use(agent, call, r) if hooks is not None else r
+            r = hooks.post_tool_use(agent, call, r) if hooks is not None else r
+            redact = getattr(agent, "_redact_result", None)
+            return redact(r) if redact is not None else r
 
         return lambda calls: [one(c) for c in calls]
 
@@ -314,7 +324,7 @@ def install(agent: Any) -> None:
     Raises:
         ConfigError: a ``hooks`` section is malformed (the agent turns it into one line).
     """
-    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=dict(agent.env))
+    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     for w in runner.warnings:
         log.warning("%s", w)
     hooks = ClaudeHooks(runner) if runner.handlers else None
@@ -331,6 +341,7 @@ def install(agent: Any) -> None:
             reg = builtin_registry(
                 Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
                 processes=agent.processes, visible=agent.policy.visible(),
+                sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)

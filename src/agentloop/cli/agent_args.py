@@ -37,6 +37,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--max-steps", "--max-turns", dest="max_steps", type=int, default=d(None), metavar="N",
                    help="model turns allowed per prompt (default 50; --max-turns is Claude Code's name)")
     g.add_argument("--permission-mode", choices=PERMISSION_MODES, default=d(None), help="how tool permissions are decided")
+    g.add_argument("--sandbox", choices=("read-only", "workspace-write", "danger-full-access"), default=d(None),
+                   help="how Bash commands are confined (default workspace-write: only the workspace writable, no network)")
     g.add_argument("--add-dir", action="append", default=d([]), metavar="DIR", help="another directory the file tools may use (repeatable)")
     g.add_argument("--output-format", choices=OUTPUT_FORMATS, default=d("text"),
                    help="with -p / run: text, json (one object) or stream-json (JSON lines), in Claude Code's shapes")

@@ -106,6 +106,7 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
             system_prompt=_opt(args, "system_prompt"),
             append_system_prompt=_opt(args, "append_system_prompt"),
             tracing=tracing,
+            sandbox=_opt(args, "sandbox"),
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
@@ -302,6 +303,8 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
     reason = "other"
     try:
         stream: _StreamJson | None = None
+        for n in agent.startup_notices:  # said once, before anything runs
+            print(f"agentloop: {n}", file=sys.stderr)
         if fmt == "text":
             agent.on_notice = lambda text: print(f"notice: {text}", file=sys.stderr)
         if fmt == "stream-json":

@@ -320,6 +320,8 @@ class Repl:
 
         self.agent = make_agent(self.args, ask_permission=self.ask_permission if self.interactive else None)
         self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
+        for n in getattr(self.agent, "startup_notices", ()):
+            self.say(f"notice: {n}", "yellow")
         reason, code = "other", EXIT_OK
         try:
             if self.interactive:
@@ -442,6 +444,7 @@ class Repl:
             Command("model", "show or switch the model", self.cmd_model, "[spec]"),
             Command("permissions", "show the permission rules in effect and where they come from", self.cmd_permissions),
             Command("mcp", "list MCP servers and their tools", self.cmd_mcp),
+            Command("sandbox", "show the Bash sandbox: mode, writable paths, network, hidden paths", self.cmd_sandbox),
             Command("cost", "tokens, cache use, spend and tool success counts", self.cmd_cost),
             Command("exit", "save the session and exit", self.cmd_exit),
             Command("quit", "the same as /exit", self.cmd_exit),
@@ -571,6 +574,9 @@ class Repl:
         if a.add_dirs:
             lines.append("additional directories: " + ", ".join(a.add_dirs))
         self.say("\n".join(lines))
+
+    def cmd_sandbox(self, rest: str) -> None:
+        self.say(self.agent.sandbox.describe())
 
     def cmd_mcp(self, rest: str) -> None:
         fn = getattr(self.agent, "mcp_status", None)
