@@ -10,7 +10,7 @@ import argparse
 __all__ = ["OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_options", "configure_top"]
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
 def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
@@ -39,6 +39,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--output-format", choices=OUTPUT_FORMATS, default=d("text"), help="with -p / run: text, json (one object) or stream-json (JSON lines)")
     g.add_argument("--durability", choices=("flush", "fsync"), default=d(None), help="how each session record is written (default flush)")
     g.add_argument("--cwd", default=d(None), metavar="DIR", help="work in DIR instead of the current directory")
+    g.add_argument("--trust", action="store_true", default=d(False),
+                   help="trust this folder's configuration (hooks, MCP servers, allow rules...) for this run only; `agentloop trust` remembers it")
     g.add_argument("--verbose", action="store_true", default=d(False), help="log to stderr as well as the log file")
 
 
