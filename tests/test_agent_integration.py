@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agentloop.agent.core import Agent, AgentError
+from agentloop.agent.core import Agent
 from agentloop.budget import Price
 from agentloop.fakeprovider import FakeProvider
 

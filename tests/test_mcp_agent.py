@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent.core import Agent, AgentError
+from agentloop.agent.core import Agent
 from agentloop.replay import replay
 from agentloop.transcript import read_records, verify_file
 from mcp_servers.helpers import PY, PYSERVER, running
