@@ -460,10 +460,14 @@ class Agent:
             raise AgentError(f"settings maxUsd: {exc}") from None
 
     def _setting_mode(self, sources: list[SettingsSource] | None = None) -> str | None:
-        perms = merged(self.sources if sources is None else sources, "permissions")
-        if isinstance(perms, dict) and isinstance(perms.get("defaultMode"), str):
-            return str(perms["defaultMode"])
-        return None
+        """``permissions.defaultMode`` of the highest source that sets it (a file's ``permissions``
+        without one does not hide a lower file's: Claude Code merges settings key by key)."""
+        mode = None
+        for s in self.sources if sources is None else sources:
+            perms = s.data.get("permissions")
+            if isinstance(perms, dict) and isinstance(perms.get("defaultMode"), str):
+                mode = str(perms["defaultMode"])
+        return mode
 
     def _prices(self) -> PriceTable:
         """The built-in table with each settings file's ``"prices"`` laid over it (user, project, local)."""
