@@ -211,3 +211,58 @@ def test_the_repl_shows_what_the_folder_would_do_asks_and_remembers_the_answer(w
             t.wait_exit()
         finally:
             t.kill()
+
+
+def _servers_repo(world: dict[str, Path], settings: dict[str, Any]) -> Path:
+    repo = world["tmp"] / "srv"
+    repo.mkdir()
+    m = world["markers"]
+    write(repo / ".mcp.json", {"mcpServers": {n: {"command": "sh", "args": ["-c", f"touch {m}/{n}"]} for n in ("a", "b", "c")}})
+    write(repo / ".claude" / "settings.json", settings)
+    return repo
+
+
+def _open(repo: Path, world: dict[str, Path], **kw: Any) -> Any:
+    from agentloop.agent.core import Agent
+
+    replies = world["tmp"] / "r.json"
+    replies.write_text('[{"text": "hi"}]')
+    a = Agent(cwd=str(repo), model=f"scripted:{replies}", managed_settings="",
+              env={"HOME": str(world["user"]), "AGENTLOOP_HOME": str(world["home"]), "PATH": os.environ["PATH"]}, **kw)
+    a.close()
+    return a
+
+
+def test_mcp_json_servers_are_approved_one_by_one_as_claude_code_does(world: dict[str, Path]) -> None:
+    # Claude Code settings: enabledMcpjsonServers / disabledMcpjsonServers list .mcp.json servers to approve or
+    # reject; enableAllProjectMcpServers approves them all. They count only once the folder is trusted.
+    repo = _servers_repo(world, {"enabledMcpjsonServers": ["a"], "disabledMcpjsonServers": ["b"]})
+    m = world["markers"]
+    a = _open(repo, world)  # untrusted: none, whatever the folder's own settings approve
+    assert not any((m / n).exists() for n in "abc")
+    notice = a.trust.notice()
+    assert "MCP server a" in notice and "enabledMcpjsonServers a" in notice
+
+    a = _open(repo, world, ask_trust=lambda q: True)  # trusted, nobody to ask about c
+    assert (m / "a").exists() and not (m / "b").exists() and not (m / "c").exists()
+    assert a.trust.left_out == [f"MCP server c: sh -c 'touch {m}/c' (not approved)"]
+
+    asked: list[str] = []
+    _open(repo, world, ask_mcp_server=lambda n, t: asked.append(n) or False)  # remembered folder; c asked, refused
+    assert asked == ["c"] and not (m / "c").exists()
+    asked.clear()
+    a = _open(repo, world, ask_mcp_server=lambda n, t: asked.append(n) or True)  # the refusal is remembered
+    assert asked == [] and not (m / "c").exists()
+
+    write(repo / ".claude" / "settings.json", {"enableAllProjectMcpServers": True, "disabledMcpjsonServers": ["b"]})
+    for n in "abc":
+        (m / n).unlink(missing_ok=True)
+    _open(repo, world, ask_trust=lambda q: True)
+    assert (m / "a").exists() and (m / "c").exists() and not (m / "b").exists()
+
+
+def test_a_hook_type_agentloop_cannot_run_is_named_in_a_warning(world: dict[str, Path]) -> None:
+    repo = world["tmp"] / "h"
+    write(repo / ".claude" / "settings.json", {"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "prompt": "is this ok?"}]}]}})
+    a = _open(repo, world, trust=True)
+    assert any("prompt" in w and "not supported" in w for w in a.config_warnings), a.config_warnings

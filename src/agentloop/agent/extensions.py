@@ -317,6 +317,8 @@ def install(agent: Any) -> None:
     runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=dict(agent.env))
     for w in runner.warnings:
         log.warning("%s", w)
+        if w not in getattr(agent, "config_warnings", [w]):  # shown with the settings' other warnings
+            agent.config_warnings.append(w)
     hooks = ClaudeHooks(runner) if runner.handlers else None
     if hooks is not None:
         agent.hooks = hooks
