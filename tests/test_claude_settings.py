@@ -215,3 +215,12 @@ def test_a_bad_entry_no_longer_stops_a_print_run(where: dict[str, Path]) -> None
     assert p.stdout == "hi\n"
     (w,) = [x for x in p.stderr.splitlines() if x.startswith("agentloop: warning:")]
     assert str(f) in w and "permissions.allow[0] // comment" in w
+
+
+def test_a_home_relative_rule_means_the_home_of_the_environment_given(where: dict[str, Path]) -> None:
+    # Claude Code permissions: "~/path" in a Read or Edit rule is relative to the home directory.
+    write(where["user"] / ".claude" / "settings.json", {"permissions": {"deny": ["Read(~/private/**)"]}})
+    (where["user"] / "private").mkdir()
+    a = agent(where)
+    a.close()
+    assert a.policy.decide("Read", {"file_path": str(where["user"] / "private" / "key")}).behavior == "deny"

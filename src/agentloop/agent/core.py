@@ -56,7 +56,7 @@ from ..events import (
 from ..run import RunResult
 from ..tools import Registry, Tool
 from .session import Durability, Session, SessionError, close_dangling_calls, latest_id
-from .settings import ConfigError, SettingsSource, agentloop_home, merged
+from .settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
 
 __all__ = [
     "Agent",
@@ -522,7 +522,9 @@ class Agent:
         from .workspace import Workspace
 
         try:
-            self.policy = PermissionPolicy.from_settings(self.sources, mode=self.permission_mode, cwd=self.cwd)
+            self.policy = PermissionPolicy.from_settings(
+                self.sources, mode=self.permission_mode, cwd=self.cwd, user_home=user_home(self.env)
+            )
         except (ConfigError, ModeError) as exc:
             raise AgentError(str(exc)) from None
         subagents = getattr(self.context, "subagents", None)
