@@ -196,11 +196,12 @@ def test_mcp_json_servers_claude_code_cannot_use_are_skipped_with_a_warning_and_
     write(f, {"mcpServers": {
         "my server": {"command": "true"},
         "remote": {"url": "http://127.0.0.1:9/mcp"},
-        "fine": {"command": "sh", "args": ["-c", f"touch {where['tmp']}/fine-ran"]},
+        "fine": {"command": "sh", "args": ["-c", f"touch {where['tmp']}/fine-ran"], "alwaysAllow": ["x"]},
     }})
     a = agent(where)
     a.close()
-    assert len(a.config_warnings) == 2
+    assert len(a.config_warnings) == 3
+    assert a.config_warnings[2] == f"{f}: mcpServers.fine: not honoured by agentloop: alwaysAllow; the server loads without them"
     assert a.config_warnings[0].startswith(f"{f}: mcpServers.my server: a server name may use only")
     assert a.config_warnings[1] == f"{f}: mcpServers.remote: has a 'url' but no 'type' (write \"type\": \"http\" or \"sse\"); skipped"
     assert (where["tmp"] / "fine-ran").exists()

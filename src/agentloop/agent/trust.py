@@ -68,6 +68,8 @@ HONOURED_KEYS: set[str] = {
 PERMISSION_KEYS = ("allow", "ask", "deny", "defaultMode", "additionalDirectories")
 RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers"})
 """Top-level keys an untrusted folder keeps (with ``permissions.deny``): they only take power away."""
+SERVER_KEYS = frozenset({"type", "command", "args", "env", "url", "headers", "timeout"})
+"""The keys of an MCP server entry agentloop reads (``mcp.config.parse_server``)."""
 BASE_URL_VARS = frozenset({"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL"})
 STORE_FILE = "trusted-folders.json"
 
@@ -121,8 +123,8 @@ def sanitize(source: SettingsSource) -> tuple[SettingsSource, list[str]]:
     out: dict[str, Any] = {}
     ignored: list[str] = []
 
-    def warn(place: str, problem: str) -> None:
-        warns.append(f"{where}: {_placed(place, problem)}; skipped")
+    def warn(place: str, problem: str, tail: str = "; skipped") -> None:
+        warns.append(f"{where}: {_placed(place, problem)}{tail}")
 
     for key, value in source.data.items():
         if key not in HONOURED_KEYS:
@@ -141,7 +143,8 @@ def sanitize(source: SettingsSource) -> tuple[SettingsSource, list[str]]:
 
 
 _DROP: Any = object()
-Warn = Callable[[str, str], None]
+Warn = Callable[..., None]
+"""``warn(place, problem, tail="; skipped")``."""
 
 
 def _placed(place: str, problem: str) -> str:
@@ -192,7 +195,7 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
                 dirs.append(d)
             out[k] = dirs
         else:
-            warn(f"permissions.{k}", "not honoured by agentloop")
+            warn(f"permissions.{k}", "not honoured by agentloop", "; ignored")
     return out
 
 
@@ -258,6 +261,9 @@ def clean_servers(value: Any, path: str, warn: Warn) -> Any:
         except ConfigError as exc:
             warn(f"mcpServers.{_short(name, 64)}", str(exc)[len(path) + 2 :])
             continue
+        unknown = [k for k in entry if k not in SERVER_KEYS]
+        if unknown:
+            warn(f"mcpServers.{name}", f"not honoured by agentloop: {', '.join(map(str, unknown))}", "; the server loads without them")
         out[name] = entry
     return out
 
@@ -438,8 +444,8 @@ def mcp_json_servers(path: str, warnings: list[str]) -> dict[str, Any]:
     if data is None:
         return {}
 
-    def warn(place: str, problem: str) -> None:
-        warnings.append(f"{path}: {_placed(place, problem)}; skipped")
+    def warn(place: str, problem: str, tail: str = "; skipped") -> None:
+        warnings.append(f"{path}: {_placed(place, problem)}{tail}")
 
     servers = clean_servers(data.get("mcpServers", {}), path, warn)
     return {} if servers is _DROP else dict(servers)
