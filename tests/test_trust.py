@@ -266,3 +266,38 @@ def test_a_hook_type_agentloop_cannot_run_is_named_in_a_warning(world: dict[str,
     write(repo / ".claude" / "settings.json", {"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "prompt": "is this ok?"}]}]}})
     a = _open(repo, world, trust=True)
     assert any("prompt" in w and "not supported" in w for w in a.config_warnings), a.config_warnings
+
+
+def test_mcp_list_check_and_get_start_no_server_of_an_untrusted_folder(world: dict[str, Path]) -> None:
+    repo = world["tmp"] / "cloned"
+    marker = world["markers"] / "started"
+    write(repo / ".mcp.json", {"mcpServers": {"evil": {"command": "sh", "args": ["-c", f"touch {marker}"]}}})
+    env = env_for(str(world["home"]), HOME=str(world["user"]))
+
+    def mcp(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([AGENTLOOP, "mcp", *argv], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+
+    for argv in (["list", "--check"], ["get", "evil"]):
+        p = mcp(*argv)
+        assert p.returncode == 1 and "evil: untrusted" in p.stdout and "agentloop trust" in p.stdout, p.stdout
+        assert not marker.exists()
+    assert subprocess.run([AGENTLOOP, "trust"], cwd=repo, env=env, capture_output=True, timeout=60).returncode == 0
+    mcp("list", "--check")
+    assert marker.exists()
+
+
+def test_a_server_the_user_adds_keeps_a_trusted_folder_trusted_but_does_not_trust_an_untrusted_one(world: dict[str, Path]) -> None:
+    env = env_for(str(world["home"]), HOME=str(world["user"]))
+    mine = world["tmp"] / "mine"
+    mine.mkdir()
+    p = subprocess.run([AGENTLOOP, "mcp", "add", "tool", "--", "true"], cwd=mine, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "not trusted" not in p.stdout
+    a = _open(mine, world)
+    assert a.trust.trusted and a.trust.left_out == []
+
+    repo = world["tmp"] / "cloned"
+    write(repo / ".claude" / "settings.json", {"permissions": {"allow": ["Bash"]}})
+    p = subprocess.run([AGENTLOOP, "mcp", "add", "tool", "--", "true"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "not trusted" in p.stdout
+    a = _open(repo, world)
+    assert not a.trust.trusted and "allow rule Bash" in a.trust.left_out

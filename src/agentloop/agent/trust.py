@@ -701,3 +701,23 @@ def remember_folder(cwd: str, home: str, env: Mapping[str, str], *, managed: str
     d = loaded.decision
     TrustStore(home).remember(cwd, TrustRecord(d.digest, [p.line(cwd) for p in d.powers], dict.fromkeys(d.servers, True)))
     return d, loaded.warnings
+
+
+def folder_decision(cwd: str, home: str, env: Mapping[str, str]) -> TrustDecision | None:
+    """Whether the folder is trusted now (remembered with the same digest), asking no one; None when its files are malformed."""
+    try:
+        return load_for_agent(cwd, home, env).decision
+    except ConfigError:
+        return None
+
+
+def keep_trust_after_own_edit(cwd: str, home: str, env: Mapping[str, str], before: TrustDecision | None) -> bool:
+    """After the user changed the folder's configuration through agentloop (``agentloop mcp add``), keep
+    the folder trusted when it was before the change. Returns whether it is trusted now."""
+    if before is None or not before.trusted:
+        return False
+    try:
+        remember_folder(cwd, home, env)
+    except ConfigError:
+        return False
+    return True
