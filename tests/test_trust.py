@@ -301,3 +301,15 @@ def test_a_server_the_user_adds_keeps_a_trusted_folder_trusted_but_does_not_trus
     assert p.returncode == 0 and "not trusted" in p.stdout
     a = _open(repo, world)
     assert not a.trust.trusted and "allow rule Bash" in a.trust.left_out
+
+
+def test_run_leaves_an_untrusted_folders_powers_out_with_the_same_one_line(world: dict[str, Path]) -> None:
+    repo = hostile_repo(world["tmp"], world["markers"], "http://127.0.0.1:9")
+    replies = world["tmp"] / "r.json"
+    replies.write_text('[{"text": "hi"}]')
+    p = subprocess.run([AGENTLOOP, "run", "go", "--model", f"scripted:{replies}"], cwd=repo,
+                       env=env_for(str(world["home"]), HOME=str(world["user"])), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == "hi\n", p.stderr
+    (line,) = [x for x in p.stderr.splitlines() if "left out" in x]
+    assert "hook SessionStart" in line and "MCP server evil" in line and "agentloop trust" in line
+    assert effects(repo, world) == {"hook": False, "mcp": False, "bash": False, "outside write": False}
