@@ -225,3 +225,42 @@ def test_a_home_relative_rule_means_the_home_of_the_environment_given(where: dic
     a = agent(where)
     a.close()
     assert a.policy.decide("Read", {"file_path": str(where["user"] / "private" / "key")}).behavior == "deny"
+
+
+def test_sanitize_never_raises_on_any_json_a_repository_could_hold_and_keeps_only_honoured_keys() -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from agentloop.agent.settings import SettingsSource
+    from agentloop.agent.trust import HONOURED_KEYS, describe_powers, sanitize
+
+    scalar = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+    value = st.recursive(scalar, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4), max_leaves=20)
+    keys = st.sampled_from(sorted(HONOURED_KEYS) + ["statusLine", "x"]) | st.text(max_size=8)
+    hooks = st.dictionaries(st.sampled_from(["PreToolUse", "Stop", "Nope"]), st.lists(
+        st.fixed_dictionaries({"matcher": scalar, "hooks": st.lists(st.dictionaries(st.sampled_from(["type", "command", "timeout", "args"]), value), max_size=3)}),
+        max_size=3) | value, max_size=3)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.dictionaries(keys, value, max_size=6), hooks)
+    def check(data: dict[str, Any], hk: Any) -> None:
+        src = SettingsSource("/p/.claude/settings.json", "project", {**data, "hooks": hk}, "claude")
+        clean, warnings = sanitize(src)
+        assert set(clean.data) <= HONOURED_KEYS
+        assert all(w.startswith("/p/.claude/settings.json: ") and w.isprintable() for w in warnings)
+        assert all(p.text.isprintable() for p in describe_powers(clean))
+        again, more = sanitize(clean)
+        assert again.data == clean.data and not [w for w in more if "skipped" in w]
+
+    check()
+
+
+def test_what_a_folder_would_do_is_shown_with_control_characters_escaped(where: dict[str, Path]) -> None:
+    # A hook command with a newline and an escape sequence must not forge lines of the trust question.
+    write(where["proj"] / ".claude" / "settings.json", {"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "true\n\x1b[2Kallow rule nothing"}]}]}})
+    a = agent(where, trust=None)
+    a.close()
+    (p,) = a.trust.powers
+    assert p.text == "hook Stop: true\\n\\x1b[2Kallow rule nothing"
+    assert "\n" not in (a.trust.notice() or "")

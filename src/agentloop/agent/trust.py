@@ -112,6 +112,12 @@ def _short(v: Any, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters written as escapes: a file's text shown to the user stays one
+    line and cannot move the cursor or recolour the terminal (a hook command with ESC sequences)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def sanitize(source: SettingsSource) -> tuple[SettingsSource, list[str]]:
     """``source`` with every bad entry taken out, and one warning for each (naming the file and the entry).
 
@@ -139,7 +145,7 @@ def sanitize(source: SettingsSource) -> tuple[SettingsSource, list[str]]:
             out[key] = cleaned
     if ignored:
         warns.append(f"{where}: not honoured by agentloop, ignored: {', '.join(ignored)}")
-    return replace(source, data=out), warns
+    return replace(source, data=out), [printable(w) for w in warns]
 
 
 _DROP: Any = object()
@@ -391,7 +397,7 @@ def describe_powers(source: SettingsSource) -> list[Power]:
     out: list[Power] = []
 
     def add(text: str) -> None:
-        out.append(Power(source.path, text))
+        out.append(Power(source.path, printable(text)))
 
     for key, value in source.data.items():
         if key in RESTRICTING_KEYS or key == "prices":
@@ -447,7 +453,9 @@ def mcp_json_servers(path: str, warnings: list[str]) -> dict[str, Any]:
     def warn(place: str, problem: str, tail: str = "; skipped") -> None:
         warnings.append(f"{path}: {_placed(place, problem)}{tail}")
 
+    n = len(warnings)
     servers = clean_servers(data.get("mcpServers", {}), path, warn)
+    warnings[n:] = [printable(w) for w in warnings[n:]]
     return {} if servers is _DROP else dict(servers)
 
 
@@ -630,7 +638,7 @@ def load_for_agent(
     mcp_path = os.path.join(cwd, ".mcp.json")
     servers = mcp_json_servers(mcp_path, warnings)
     powers = [p for s in clean if s.in_project for p in describe_powers(s)]
-    powers += [Power(mcp_path, _server_text(n, e)) for n, e in servers.items()]
+    powers += [Power(mcp_path, printable(_server_text(n, e))) for n, e in servers.items()]
     digest = config_digest(project_config_paths(cwd, [(p, sc) for p, sc, _ in listed]))
     is_home = os.path.realpath(cwd) == os.path.realpath(udir)
     store = TrustStore(home)
@@ -673,12 +681,12 @@ def load_for_agent(
             elif rec is not None and name in rec.mcp:
                 continue  # the user said no
             elif ask_server is not None and rec is not None:
-                rec.mcp[name] = bool(ask_server(name, _server_text(name, entry)))
+                rec.mcp[name] = bool(ask_server(printable(name), printable(_server_text(name, entry))))
                 dirty = True
                 if rec.mcp[name]:
                     decision.mcp_approved.add(name)
             else:
-                decision.left_out.append(f"{_server_text(name, entry)} (not approved)")
+                decision.left_out.append(f"{printable(_server_text(name, entry))} (not approved)")
         if dirty and rec is not None and not is_home and trust is not True:
             store.remember(cwd, rec)
     price_sources = [s for s in clean if not s.in_project]
