@@ -264,3 +264,12 @@ def test_what_a_folder_would_do_is_shown_with_control_characters_escaped(where: 
     (p,) = a.trust.powers
     assert p.text == "hook Stop: true\\n\\x1b[2Kallow rule nothing"
     assert "\n" not in (a.trust.notice() or "")
+
+
+def test_a_hook_on_an_event_agentloop_never_fires_is_named_in_a_warning(where: dict[str, Path]) -> None:
+    # Claude Code hooks reference lists events such as Notification; a hook agentloop would never run is not silent.
+    f = where["proj"] / ".claude" / "settings.json"
+    write(f, {"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]}})
+    a = agent(where)
+    a.close()
+    assert a.config_warnings == [f"{f}: hooks.Notification: agentloop does not fire this Claude Code event, so these hooks never run"]
