@@ -337,7 +337,7 @@ def test_the_progress_bar_shows_done_failed_running_and_spend_against_the_cap():
 
 
 def test_one_signature_covers_the_batch_and_any_change_breaks_it(tmp_path):
-    from agentloop.anchor import generate_keys, load_public_key
+    from agentloop.audit.anchor import generate_keys, load_public_key
 
     priv, pub = generate_keys(tmp_path / "keys", "batch")
     path = write_tasks(tmp_path / "tasks.jsonl", [add_task(i) for i in range(3)])

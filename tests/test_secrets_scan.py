@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from agentloop import Budget, run, tool
-from agentloop.anchor import attach_tree, write_anchor_for
-from agentloop.fakeprovider import FakeProvider
+from agentloop.audit.anchor import attach_tree, write_anchor_for
 from agentloop.providers import ProviderError, open_model
+from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import TranscriptWriter, verify_file
 
 KEY = "sk-planted-KEY-7f3a9c1e5b2d4068aa11"

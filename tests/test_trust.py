@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentloop.fakeprovider import FakeProvider
+from agentloop.testing.fakeprovider import FakeProvider
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _pty import AGENTLOOP, Term, env_for  # noqa: E402
@@ -313,3 +313,33 @@ def test_run_leaves_an_untrusted_folders_powers_out_with_the_same_one_line(world
     (line,) = [x for x in p.stderr.splitlines() if "left out" in x]
     assert "hook SessionStart" in line and "MCP server evil" in line and "agentloop trust" in line
     assert effects(repo, world) == {"hook": False, "mcp": False, "bash": False, "outside write": False}
+
+
+def test_an_untrusted_folders_commands_and_skills_grant_no_tools(world: dict[str, Path]) -> None:
+    # Claude Code slash commands and skills: allowed-tools lets the listed tools run without a prompt while
+    # the command's turn (or the skill) is active. From an untrusted folder that would widen power.
+    repo = world["tmp"] / "cmds"
+    (repo / ".claude" / "commands").mkdir(parents=True)
+    (repo / ".claude" / "commands" / "go.md").write_text("---\nallowed-tools: Bash(touch:*)\n---\nDone: !`touch bang-ran`\n")
+    (repo / ".claude" / "skills" / "fix").mkdir(parents=True)
+    (repo / ".claude" / "skills" / "fix" / "SKILL.md").write_text("---\nname: fix\ndescription: fixes\nallowed-tools: Bash\n---\nFix it.\n")
+    a = _open(repo, world)
+    assert a.commands["go"].allowed_tools == () and a.skills["fix"].allowed_tools == ()
+    notice = a.trust.notice()
+    assert "command /go allowed-tools: Bash(touch:*)" in notice and "skill /fix allowed-tools: Bash" in notice
+    b = _open(repo, world, trust=True)
+    assert b.commands["go"].allowed_tools == ("Bash(touch:*)",) and b.skills["fix"].allowed_tools == ("Bash",)
+    assert b.trust.notice() is None
+
+
+def test_changing_a_commands_allowed_tools_asks_again(world: dict[str, Path]) -> None:
+    repo = world["tmp"] / "cmds2"
+    (repo / ".claude" / "commands").mkdir(parents=True)
+    cmd = repo / ".claude" / "commands" / "go.md"
+    cmd.write_text("---\nallowed-tools: Read\n---\nhi\n")
+    _open(repo, world, ask_trust=lambda q: True)
+    assert _open(repo, world).trust.trusted
+    cmd.write_text("---\nallowed-tools: Bash\n---\nhi\n")
+    asked: list[Any] = []
+    a = _open(repo, world, ask_trust=lambda q: asked.append(q) or False)
+    assert not a.trust.trusted and asked and "+ .claude/commands/go.md: command /go allowed-tools: Bash" in asked[0].changed

@@ -39,12 +39,13 @@ import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from ..budget import Budget, PriceTable
+from ..config.settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
+from ..conversation import close_dangling_calls
 from ..events import (
     Message,
-    ModelReply,
     Observed,
     Observer,
     ToolCall,
@@ -55,8 +56,7 @@ from ..events import (
 )
 from ..run import RunResult
 from ..tools import Registry, Tool
-from .session import Durability, Session, SessionError, close_dangling_calls, latest_id
-from .settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
+from .session import Durability, Session, SessionError, latest_id
 
 __all__ = [
     "Agent",
@@ -212,63 +212,21 @@ def open_model_spec(
 
 
 def scripted_model(path: str) -> Any:
-    """An offline model that answers from a JSON list of replies, in order.
+    """An offline model that answers from a script file, in order (``agentloop.testing.script``).
 
-    Each reply is ``{"text": str, "tool_calls": [{"name", "arguments"}],
-    "usage": [in, out]}``. The text streams word by word. A call past the end
-    raises ``UnexpectedModelCall``, so the run stops with ``model_error``.
+    The text streams word by word. A call past the end raises
+    ``UnexpectedModelCall``, so the run stops with ``model_error``.
 
     Raises:
-        AgentError: the file is unreadable or not such a list.
+        AgentError: the file is unreadable or not a script, naming the place.
     """
-    import json
-
-    from ..testing import FunctionModel, UnexpectedModelCall
+    from ..testing import ScriptedModel, ScriptError, load_script
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise AgentError(f"{path}: cannot read the scripted model: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise AgentError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    if not isinstance(data, list):
-        raise AgentError(f"{path}: a scripted model is a JSON list of replies")
-    replies: list[ModelReply] = []
-    for i, r in enumerate(data):
-        if not isinstance(r, dict) or not isinstance(r.get("text", ""), str) or not isinstance(r.get("tool_calls", []), list):
-            raise AgentError(f"{path}: reply {i} must be an object with a string 'text' and a list 'tool_calls'")
-        try:
-            replies.append(_scripted_reply(r, i))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise AgentError(f"{path}: reply {i}: {exc}") from None
-    pos = [0]
-
-    def answer(request: Any) -> ModelReply:
-        i = pos[0]
-        if i >= len(replies):
-            raise UnexpectedModelCall(f"the scripted model {path} has {len(replies)} replies and was called again")
-        pos[0] += 1
-        out = replies[i]
-        if request.on_text is not None and out.text:
-            words = out.text.split(" ")
-            for j, w in enumerate(words):
-                request.on_text(w if j == len(words) - 1 else w + " ")
-        return out
-
-    return FunctionModel(answer, name="scripted")
-
-
-def _scripted_reply(r: dict[str, Any], i: int) -> ModelReply:
-    from ..events import Usage
-
-    calls = tuple(
-        ToolCall(str(c.get("id") or f"call_{i}_{j}"), str(c["name"]), c.get("arguments", {}))
-        for j, c in enumerate(r.get("tool_calls", []))
-    )
-    u = r.get("usage")
-    usage = Usage(int(u[0]), int(u[1])) if isinstance(u, list) and len(u) == 2 else None
-    return ModelReply(text=r.get("text", ""), tool_calls=calls, usage=usage, model="scripted")
+        script = load_script(path)
+    except ScriptError as exc:
+        raise AgentError(str(exc)) from None
+    return ScriptedModel.from_script(script, stream="words")
 
 
 class SessionLogFilter(logging.Filter):
@@ -344,8 +302,20 @@ class Agent:
         ask_trust: Callable[[Any], bool] | None = None,
         ask_mcp_server: Callable[[str, str], bool] | None = None,
         managed_settings: str | None = None,
+        cli_rules: Sequence[tuple[str, str]] = (),
+        system_prompt: str | None = None,
+        append_system_prompt: str | None = None,
+        tracing: Any = None,
     ):
         self.cwd = os.path.realpath(cwd)
+        self.cli_rules = list(cli_rules)
+        """(behavior, rule) from --allowedTools / --disallowedTools: added after the settings' rules."""
+        self.system_override = system_prompt
+        self.system_append = append_system_prompt
+        self.tracing = tracing
+        """An ``agentloop.telemetry.Tracing``, or None: each run (and sub-agent run) is traced into it."""
+        self.permission_denials: list[dict[str, Any]] = []
+        """Calls the permission system refused (Claude Code's ``permission_denials``)."""
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.home = home or agentloop_home(self.env)
         self.ask_permission = ask_permission
@@ -416,6 +386,10 @@ class Agent:
         self._load_memory()
         self.commands: dict[str, Any] = {}
         self.skills: dict[str, Any] = {}
+        self.load_warnings: list[str] = []
+        """What could not be honoured as written in the files read at start (shown by the CLI)."""
+        self._turn_grants: list[Any] = []
+        self._current_call: str | None = None
         self._load_commands()
         # The session, last: everything above can fail without leaving a file.
         d = durability or self._setting("sessionDurability", "flush")
@@ -423,9 +397,7 @@ class Agent:
             raise AgentError(f"sessionDurability must be \"flush\" or \"fsync\", not {d!r}")
         self.durability: Durability = d
         if continue_last and resume is None:
-            resume = latest_id(self.cwd, self.home)
-            if resume is None:
-                raise AgentError("no session to continue in this directory (start one without -c)")
+            resume = latest_id(self.cwd, self.home)  # none yet: a new session, as Claude Code's -c starts one
         from .extensions import install, loop_threshold
 
         try:
@@ -471,7 +443,7 @@ class Agent:
 
     def _prices(self) -> PriceTable:
         """The built-in table with each settings file's ``"prices"`` laid over it (user, project, local)."""
-        from ..prices import prices_from_settings
+        from ..config.settings import prices_from_settings
 
         try:
             return prices_from_settings(self.price_sources)
@@ -504,15 +476,25 @@ class Agent:
     def _load_memory(self) -> None:
         from .memory import load_memory, render_memory
 
-        files = load_memory(self.cwd, self.home)
+        files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"))
         self.memory_files = [f.path for f in files]
         self.memory_text = render_memory(files)
 
     def _load_commands(self) -> None:
         from .commands import load_commands, load_skills
 
-        self.commands = dict(load_commands(self.cwd, self.home))
-        self.skills = dict(load_skills(self.cwd, self.home))
+        uh = self.env.get("HOME") or os.path.expanduser("~")
+        warnings: list[str] = []
+        self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
+        self.skills = dict(load_skills(self.cwd, self.home, uh))
+        if not self.trust.trusted:  # an untrusted folder's commands and skills are text: their allowed-tools grant nothing
+            from .trust import without_grants
+
+            self.commands = without_grants(self.commands, self.home, uh)
+            self.skills = without_grants(self.skills, self.home, uh)
+        for w in warnings:
+            log.warning(w)
+        self.load_warnings.extend(warnings)
 
     def _build_tools(self) -> None:
         """The workspace, registry and policy; rebuilt when the session (and so its spill dir) changes."""
@@ -525,8 +507,12 @@ class Agent:
             self.policy = PermissionPolicy.from_settings(
                 self.sources, mode=self.permission_mode, cwd=self.cwd, user_home=user_home(self.env)
             )
+            for behavior, text in self.cli_rules:
+                self.policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
         except (ConfigError, ModeError) as exc:
             raise AgentError(str(exc)) from None
+        except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
+            raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
         subagents = getattr(self.context, "subagents", None)
         if subagents is not None:  # plan mode may launch these: their tools change nothing
             self.policy.read_only_agent_types = frozenset(n for n, t in subagents.types.items() if t.read_only())
@@ -534,7 +520,7 @@ class Agent:
             if d not in self.add_dirs:
                 self.add_dirs.append(d)
         spill = os.path.join(self.session.dir, self.session.id, "tool-results")
-        self.workspace = Workspace(self.cwd, self.add_dirs)
+        self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
         self.processes = RunningProcesses()
         if self._given_registry is not None:
             self.registry = self._given_registry
@@ -544,7 +530,7 @@ class Agent:
                 processes=self.processes, visible=self.policy.visible(),
             )
             if self.skills:
-                self.registry.register(skill_tool(self.skills))
+                self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
         for t in self.extra_tools:
             if t.name not in self.registry:
                 self.registry.register(t)
@@ -608,6 +594,8 @@ class Agent:
             s.messages.append({"role": "user", "content": extra})
 
     def system_prompt(self) -> str:
+        if self.system_override is not None:  # --system-prompt replaces the built-in one
+            return self.system_override + (f"\n\n{self.system_append}" if self.system_append else "")
         parts = [
             SYSTEM_PROMPT,
             f"Working directory: {self.cwd}\nPlatform: {platform.system()} {platform.release()}\nToday: {datetime.now(timezone.utc):%Y-%m-%d}",
@@ -620,6 +608,8 @@ class Agent:
             from .commands import render_skill_index
 
             parts.append(render_skill_index(self.skills))
+        if self.system_append:
+            parts.append(self.system_append)
         return "\n\n".join(parts)
 
     def record(self, kind: str, payload: Any) -> None:
@@ -661,8 +651,85 @@ class Agent:
     def stats(self) -> Any:
         return self.session.stats
 
-    def ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
+    def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
         """Run one user turn to its stop. See rule 2.
+
+        ``allowed_tools``: permission rules that hold for this turn only (a
+        command's ``allowed-tools``); a skill loaded during the turn adds its
+        own, which end with the turn too.
+
+        Raises:
+            AgentError: a hook blocked the prompt (nothing was run).
+        """
+        self._turn_grants += self._grant(allowed_tools)
+        try:
+            return self._ask(prompt, observer=observer)
+        finally:
+            self._revoke(self._turn_grants)
+            self._turn_grants = []
+
+    def _grant(self, rules: Sequence[str]) -> list[Any]:
+        """Allow ``rules`` for now (deny and ask rules still come first); the bound rules, to revoke."""
+        before = list(self.policy.rules)
+        for text in rules:
+            try:
+                self.policy.add_rule("allow", text, source="command")
+            except ValueError as exc:
+                log.warning("allowed-tools: %s", exc)
+                self._notice(f"allowed-tools: {exc}")
+        return [b for b in self.policy.rules if not any(b is x for x in before)]
+
+    def _revoke(self, bound: Sequence[Any]) -> None:
+        self.policy.rules = [b for b in self.policy.rules if not any(b is x for x in bound)]
+
+    def _skill_loaded(self, skill: Any) -> None:
+        """The model loaded a skill: its ``allowed-tools`` hold for the rest of the turn."""
+        if getattr(skill, "allowed_tools", ()):
+            self._turn_grants += self._grant(skill.allowed_tools)
+
+    def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        """``/name args`` of a custom command or skill: the prompt to send and the rules its turn
+        may use, or None when ``text`` names neither. A command's ``!`cmd``` lines run now,
+        through permissions and hooks as a Bash call of the model's would, with its
+        ``allowed-tools`` in force; each one's output takes its place."""
+        if not text.startswith("/"):
+            return None
+        name, _, rest = text[1:].partition(" ")
+        rest = rest.strip()
+        if name in self.commands:
+            cmd = self.commands[name]
+            body = cmd.render(rest)
+            rules = tuple(cmd.allowed_tools)
+            if "!`" in body:
+                body = self._run_bangs(body, rules)
+            return body, rules
+        if name in self.skills:
+            sk = self.skills[name]
+            body = sk.render(rest)
+            return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
+        return None
+
+    def _run_bangs(self, body: str, rules: Sequence[str]) -> str:
+        from .commands import BANG
+
+        granted = self._grant(rules)
+        try:
+            n = [0]
+
+            def run_one(m: Any) -> str:
+                n[0] += 1
+                call = ToolCall(f"bang_{n[0]}", "Bash", {"command": m.group(1).strip()})
+                r = self._run_one(call)
+                if r.ok:
+                    return str(r.content if isinstance(r.content, str) else r.content).rstrip("\n")
+                return f"(the command `{m.group(1).strip()}` was not run: {r.error})"
+
+            return BANG.sub(run_one, body)
+        finally:
+            self._revoke(granted)
+
+    def _ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
+        """One user turn, with the turn's grants already in force (``ask``).
 
         Raises:
             AgentError: a hook blocked the prompt (nothing was run).
@@ -683,12 +750,16 @@ class Agent:
 
         wrap = getattr(self.context, "wrap_executor", None)  # extensions.AgentContext
         prep = getattr(self.context, "run_prepare", None)
+        model, sink, traced = self.model, cast(Any, s), None
+        if self.tracing is not None:
+            model, traced, obs = self.tracing.wrap(self.model, s, obs, model_name=self.model_spec, run_id=f"{s.id}/{n}", conversation_id=s.id)
+            sink = traced
         result = run(
-            self.model,
+            model,
             self.shown_tools(),
             messages,
             self.budget(),
-            transcript=s,
+            transcript=sink,
             prices=self.prices,
             model_name=self.model_name,
             run_id=f"{s.id}/{n}",
@@ -697,7 +768,10 @@ class Agent:
             executor=wrap(self, execute) if wrap is not None else execute,
             prepare=prep(self) if prep is not None else None,
             loop_threshold=self.loop_threshold,
+            continues=s.continuation(),
         )
+        if traced is not None:
+            traced.finish()
         s.messages = list(result.messages)
         close_dangling_calls(s.messages)
         st = s.stats
@@ -779,6 +853,58 @@ class Agent:
         self.session_allow.add(text)
         return text
 
+    def _file_changed(self, path: str, before: bytes | None, after: bytes) -> None:
+        """A built-in tool is about to write ``path``: keep both contents and record the change
+        (``checkpoints`` rule 1), so ``/rewind`` can put it back."""
+        from .checkpoints import Checkpoints
+
+        store = Checkpoints(self.home)
+        payload = {
+            "path": path,
+            "before": None if before is None else store.put(before),
+            "after": store.put(after),
+            "turn": self.stats.turns + 1,
+        }
+        if self._current_call is not None:
+            payload["tool_call_id"] = self._current_call
+        self.session.append("file_change", payload)
+
+    def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> dict[str, Any]:
+        """Go back to before prompt ``turn`` (``checkpoints`` rule 3): the files the built-in tools
+        changed since, the conversation, or both. Recorded as a ``rewind`` record.
+
+        Returns:
+            What was done: ``restored`` and ``left`` (changed by hand since) paths, ``conversation``.
+        Raises:
+            AgentError: no such prompt, or a checkpoint is missing or was changed.
+        """
+        from ..conversation import Conversation
+        from ..transcript import read_records
+        from .checkpoints import Checkpoints, apply_rewind, plan_rewind
+
+        s = self.session
+        records = list(read_records(s.path)) if s.written else []
+        try:
+            plan = plan_rewind(records, turn)
+            restored, left = apply_rewind(plan, Checkpoints(self.home), force=force) if files else ([], [])
+        except ValueError as exc:
+            raise AgentError(str(exc)) from None
+        if conversation and plan.conversation_seq is not None:
+            conv = Conversation()
+            for r in records[: plan.conversation_seq + 1]:
+                conv.feed(r.kind, r.payload)
+            msgs = conv.messages if conv.started else [m for m in s.messages[:1] if m.get("role") == "system"]
+            s.messages = msgs
+        out: dict[str, Any] = {"turn": turn, "files": files, "conversation": conversation, "restored": restored, "left": left}
+        if conversation:
+            out["messages"] = s.messages  # what resume and replay rebuild from (conversation rule 1)
+        s.append("rewind", out)
+        out.pop("messages", None)
+        return out
+
+    def _denied(self, call: ToolCall) -> None:
+        self.permission_denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.arguments})
+
     def _run_one(self, call: ToolCall) -> ToolResult:
         t, refusal = self.registry.prepare(call)
         if refusal is not None or t is None:
@@ -796,18 +922,25 @@ class Agent:
         if behavior == "ask":
             if self.ask_permission is None:
                 log.info("denied %s: ask without a terminal", call.name)
+                self._denied(call)
                 return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
             answer = self.ask_permission(call, d)
             if answer == "always":
                 self.allow_for_session(call)
             behavior = "deny" if answer == "deny" else "allow"
             if behavior == "deny":
+                self._denied(call)
                 return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
         if behavior != "allow":
             why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
             log.info("denied %s: %s", call.name, why)
+            self._denied(call)
             return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was denied ({why})")
-        result = self.registry.invoke(call)
+        self._current_call = call.id
+        try:
+            result = self.registry.invoke(call)
+        finally:
+            self._current_call = None
         return self.hooks.post_tool_use(self, call, result)
 
     # -- warnings and the end --

@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..budget import Price
+from ..config.settings import merged
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry
 from .context import ContextManager
 from .hooks import MAX_TEXT, HookOutcome, HookRunner
 from .loopcheck import LoopCheck, chain
-from .settings import merged
 from .sidecall import Account
 from .subagent import SubagentRunner, load_agent_types, parallel_executor
 
@@ -349,9 +349,10 @@ def install(agent: Any) -> None:
             prices=agent.prices,
             model_name=agent.model_name,
             open_model=agent._open,
+            tracing=agent.tracing,
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent, hooks),
-            types=load_agent_types(agent.cwd, agent.home),
+            types=load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"), agent.load_warnings),
         )
         ctx.subagents = sub
         agent.extra_tools.append(sub.tool())

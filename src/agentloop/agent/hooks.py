@@ -46,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .settings import ConfigError, SettingsSource
+from ..config.settings import ConfigError, SettingsSource
 
 __all__ = [
     "EVENTS",

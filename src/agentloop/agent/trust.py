@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .settings import ConfigError, SettingsSource, read_config_bytes, read_json_object
+from ..config.settings import ConfigError, SettingsSource, read_config_bytes, read_json_object
 
 __all__ = [
     "HONOURED_KEYS",
@@ -277,7 +277,7 @@ def clean_servers(value: Any, path: str, warn: Warn) -> Any:
 
 
 def _clean_prices(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from ..prices import prices_from_settings
+    from ..config.settings import prices_from_settings
 
     if not isinstance(value, dict):
         warn("prices", "must be an object of model name to prices")
@@ -461,6 +461,44 @@ def mcp_json_servers(path: str, warnings: list[str]) -> dict[str, Any]:
     return {} if servers is _DROP else dict(servers)
 
 
+def _users_own(path: str, home: str, user_dir: str) -> bool:
+    """A file under the user's own folders (``~/.claude``, the agentloop home): in the home folder the
+    "project" commands are the user's."""
+    real = os.path.realpath(path)
+    return any(real.startswith(os.path.realpath(d) + os.sep) for d in (os.path.join(user_dir, ".claude"), home))
+
+
+def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
+    """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt."""
+    from .commands import load_commands, load_skills
+
+    out: list[Power] = []
+    try:
+        commands = load_commands(cwd, home, user_dir, [])
+        skills = load_skills(cwd, home, user_dir)
+    except Exception:  # their loader warns about them when the agent loads them
+        return out
+    for kind, items in (("command", commands), ("skill", skills)):
+        for name, c in items.items():
+            rules = tuple(c.allowed_tools)
+            if c.scope == "project" and rules and not _users_own(c.path, home, user_dir):
+                out.append(Power(c.path, printable(f"{kind} /{name} allowed-tools: {', '.join(rules)}")))
+    return out
+
+
+def without_grants(items: Mapping[str, Any], home: str, user_dir: str) -> dict[str, Any]:
+    """Commands or skills with the folder's own ones' ``allowed-tools`` taken away (an untrusted folder)."""
+    out: dict[str, Any] = {}
+    for name, c in items.items():
+        if c.scope == "project" and c.allowed_tools and not _users_own(c.path, home, user_dir):
+            if hasattr(c, "meta"):
+                c = replace(c, meta={k: v for k, v in c.meta.items() if k != "allowed-tools"})
+            else:
+                c = replace(c, allowed_tools=())
+        out[name] = c
+    return out
+
+
 def project_config_paths(cwd: str, sources_paths: Sequence[tuple[str, str]]) -> list[str]:
     """The files folder trust covers: the project's settings files (as listed, scope project or local) and ``.mcp.json``."""
     out = [p for p, scope in sources_paths if scope in ("project", "local")]
@@ -624,7 +662,13 @@ def load_for_agent(
     Raises:
         ConfigError: a settings file (or ``.mcp.json``) is not a JSON object.
     """
-    from .settings import MANAGED_SETTINGS, all_settings_paths, load_settings, merged, user_home
+    from ..config.settings import (
+        MANAGED_SETTINGS,
+        all_settings_paths,
+        load_settings,
+        merged,
+        user_home,
+    )
 
     udir = user_home(env)
     mpath = MANAGED_SETTINGS if managed is None else (managed or None)
@@ -641,7 +685,11 @@ def load_for_agent(
     servers = mcp_json_servers(mcp_path, warnings)
     powers = [p for s in clean if s.in_project for p in describe_powers(s)]
     powers += [Power(mcp_path, printable(_server_text(n, e))) for n, e in servers.items()]
+    grants = project_grants(cwd, home, udir)
+    powers += grants
     digest = config_digest(project_config_paths(cwd, [(p, sc) for p, sc, _ in listed]))
+    if grants:  # a command's or skill's allowed-tools changing asks again too
+        digest = hashlib.sha256((digest + "\0" + "\0".join(p.line(cwd) for p in grants)).encode()).hexdigest()
     is_home = os.path.realpath(cwd) == os.path.realpath(udir)
     store = TrustStore(home)
     rec = None if is_home else store.get(cwd)
@@ -703,7 +751,7 @@ def remember_folder(cwd: str, home: str, env: Mapping[str, str], *, managed: str
     Raises:
         ConfigError: a file is malformed, or ``cwd`` is the home folder (trust there is never remembered).
     """
-    from .settings import user_home
+    from ..config.settings import user_home
 
     if os.path.realpath(cwd) == os.path.realpath(user_home(env)):
         raise ConfigError(cwd, "is your home folder: trust there is never remembered (use --trust for one run)")

@@ -26,7 +26,7 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..tools import ToolError
 
@@ -66,7 +66,10 @@ class Workspace:
         additional_dirs: Sequence[str] = (),
         *,
         read_only_dirs: Sequence[str] = (),
+        on_write: Callable[[str, bytes | None, bytes], None] | None = None,
     ):
+        self.on_write = on_write
+        """Told ``(real path, previous content or None, new content)`` before each write (checkpoints)."""
         self.root = _real(root)
         """The workspace root, as a real path; relative tool paths start here."""
         self.additional_dirs = tuple(_real(d) for d in additional_dirs)
@@ -82,7 +85,7 @@ class Workspace:
     def with_read_only(self, *dirs: str) -> Workspace:
         """A copy that may also read (not write) ``dirs``."""
         return Workspace(
-            self.root, self.additional_dirs, read_only_dirs=(*self.read_only_dirs, *dirs)
+            self.root, self.additional_dirs, read_only_dirs=(*self.read_only_dirs, *dirs), on_write=self.on_write
         )
 
     def _allowed_roots(self, for_write: bool) -> tuple[str, ...]:
@@ -268,8 +271,15 @@ class Workspace:
                 if stat.S_ISDIR(st.st_mode):
                     raise ToolError(f"{real} is a directory")
                 mode = stat.S_IMODE(st.st_mode)
+                before: bytes | None = None
+                if self.on_write is not None:
+                    rfd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+                    with os.fdopen(rfd, "rb") as rf:
+                        before = rf.read()
             except FileNotFoundError:
-                pass
+                before = None
+            if self.on_write is not None:
+                self.on_write(real, before, data)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dfd)
             try:
                 with os.fdopen(fd, "wb") as f:

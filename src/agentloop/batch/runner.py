@@ -581,7 +581,7 @@ def sign_batch_anchor(out_dir: str | os.PathLike[str], private_key: Any) -> dict
     """
     from cryptography.hazmat.primitives import serialization
 
-    from ..anchor import Signature
+    from ..audit.anchor import Signature
     from ..canonical import canonical
 
     path = os.path.join(os.fspath(out_dir), "batch.anchor.json")

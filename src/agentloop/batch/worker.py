@@ -13,69 +13,22 @@ Rules:
 
 from __future__ import annotations
 
-import importlib
 import os
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..budget import PriceTable
-from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from ..run import run
 from ..tools import Registry
 from ..transcript import MemoryTranscript, TranscriptWriter
 from . import _files
 from .ledger import LedgerBackend, TaskLedger
-from .tasks import Task
+from .tasks import Task, load_registry
 
-__all__ = ["Abandoned", "SleepyScriptedModel", "execute_task", "finish_files", "load_registry"]
-
-_REGISTRIES: dict[str, Registry] = {}
-
-
-def load_registry(target: str) -> Registry:
-    """The ``Registry`` that ``module:function`` returns (cached per process)."""
-    if not target:
-        return Registry()
-    reg = _REGISTRIES.get(target)
-    if reg is None:
-        mod, _, fn = target.partition(":")
-        obj = getattr(importlib.import_module(mod), fn)()
-        if not isinstance(obj, Registry):
-            raise TypeError(f"{target} returned a {type(obj).__name__}, not a Registry")
-        reg = _REGISTRIES[target] = obj
-    return reg
-
+__all__ = ["Abandoned", "execute_task", "finish_files"]
 
 def _subset(reg: Registry, names: Sequence[str]) -> Registry:
     return Registry([t for n in names if (t := reg.get(n)) is not None])
-
-
-class SleepyScriptedModel:
-    """Replies from a task's inline script, waiting ``delay_ms`` first (a provider's latency)."""
-
-    def __init__(self, steps: Sequence[dict[str, Any]], name: str = "scripted"):
-        self.steps = list(steps)
-        self.name = name
-        self.calls = 0
-
-    def complete(self, request: ModelRequest) -> ModelReply:
-        if self.calls >= len(self.steps):
-            raise RuntimeError(f"the task's script has {len(self.steps)} replies and the model was called again")
-        s = self.steps[self.calls]
-        self.calls += 1
-        if s.get("delay_ms"):
-            time.sleep(s["delay_ms"] / 1000)
-        u = s.get("usage")
-        reply = ModelReply(
-            text=s["text"],
-            tool_calls=tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in s["tool_calls"]),
-            usage=None if u is None else Usage.from_json(u),
-            model=self.name,
-        )
-        if request.on_text is not None and reply.text:
-            request.on_text(reply.text)
-        return reply
 
 
 _TRANSPORT: list[Any] = []
@@ -101,7 +54,9 @@ def _shared_transport() -> Any:
 def build_model(task: Task) -> Any:
     """A fresh model per task: provider state (a fallback taken, retries) never leaks between runs."""
     if task.script is not None:
-        return SleepyScriptedModel(task.script)
+        from ..testing import ScriptedModel, parse_replies
+
+        return ScriptedModel.from_script(parse_replies(list(task.script)))
     from ..providers import open_model
 
     return open_model(task.model, base_url=task.base_url, transport=_shared_transport())

@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
             raise UserError("--ray needs Ray: pip install 'agentloop[ray]'") from None
     key = None
     if args.sign:
-        from agentloop.anchor import AnchorError, load_private_key
+        from agentloop.audit.anchor import AnchorError, load_private_key
 
         from ._keys import resolve_key
 

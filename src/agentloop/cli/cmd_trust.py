@@ -20,8 +20,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.agent.settings import ConfigError, agentloop_home
     from agentloop.agent.trust import TrustStore, remember_folder
+    from agentloop.config.settings import ConfigError, agentloop_home
 
     from ._common import UserError
 

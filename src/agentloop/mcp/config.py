@@ -31,7 +31,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from agentloop.agent.settings import (
+from agentloop.config.settings import (
     ConfigError,
     Scope,
     SettingsSource,
