@@ -365,7 +365,7 @@ class SubagentRunner:
                 sink: Any = w
                 traced = None
                 if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
-                    model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model or self.model_name, run_id=child_id)
+                    model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name, run_id=child_id)
                     sink = traced
                 result = run(
                     model,
@@ -374,7 +374,7 @@ class SubagentRunner:
                     budget,
                     transcript=sink,
                     prices=self.prices,
-                    model_name=atype.model or self.model_name,
+                    model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name,
                     loop_threshold=self.loop_threshold,
                     run_id=child_id,
                     meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
