@@ -1,18 +1,23 @@
 """A record's line: its canonical body, the body's SHA-256, and the hash spliced in front.
 
 Kept apart from ``transcript.py`` so that it is compiled with the core
-(``_native.MODULES``): every record written or replayed passes here. The
-format itself is documented in ``transcript.py`` and PRODUCT.md.
+(``_native.MODULES``): every record written, replayed or verified passes here.
+The format itself is documented in ``transcript.py`` and
+docs/transcript-format.md. The verifier's fast path (``fast_hash``,
+``is_canonical``) lives here for the same reason: it runs once a line.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
-from .canonical import canonical
+import orjson
 
-__all__ = ["make_line"]
+from .canonical import _utf16_key, canonical
+
+__all__ = ["fast_hash", "is_canonical", "make_line"]
 
 
 def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]:
@@ -24,3 +29,226 @@ def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]
     body = canonical({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
     digest = hashlib.sha256(body).hexdigest()
     return digest, b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+
+
+# The verifier's fast path. orjson parses a line, writes the object back with
+# sorted keys, and when that is the line byte for byte, the line is in orjson's
+# form. orjson's form is the RFC 8785 form except in three places, each looked
+# for at C speed and, only where found, checked token by token:
+#
+# - integers past 2**53 - 1: orjson's strict mode refuses them; the object is
+#   then written without it, and every integer token of 16 or more digits is
+#   checked against the double it reads as (``_int_is_jcs``);
+# - floats: orjson writes the same shortest digits as ECMAScript, and the same
+#   text when it writes no exponent and no trailing ".0". It writes "100.0"
+#   (RFC 8785: "100"), and exponents from 1e+16 and below 1e-5 where RFC 8785
+#   has them from 1e+21 and below 1e-6. So a token "<digits>.0" is never
+#   canonical, and one with an exponent is canonical exactly when the exponent
+#   is at least 21 or at most -7. They are found in the line translated (digits
+#   to "0" or "1", "+" and "-" to "-", "," "]" "}" to ",") as "e-" and ".0,"; a
+#   string that merely looks like one costs a check or a trip down the
+#   reference path, never correctness;
+# - keys holding characters past U+FFFF: orjson sorts keys by code point, RFC
+#   8785 by UTF-16 code unit, and the orders differ only between such a
+#   character and one in U+E000..U+FFFF. Only a line that holds both (bytes
+#   F0-F4 and EE-EF) and such a key has its objects' key orders checked.
+#
+# The fast path only ever accepts; whatever it does not accept goes down the
+# reference path, which names the fault. A property test holds the two equal.
+
+
+def _table(pairs: dict[bytes, bytes]) -> bytes:
+    out = bytearray(b" " * 256)
+    for chars, to in pairs.items():
+        for c in chars:
+            out[c] = to[0]
+    return bytes(out)
+
+
+_SCAN_TABLE = _table({
+    b"123456789": b"1", b"0": b"0", b".": b".", b"e": b"e", b"+-": b"-", b",]}": b",",
+    bytes(range(0xF0, 0xF5)): b"!", b"\xee\xef": b"#",
+})
+_DIGITS_TABLE = _table({b"0123456789": b"0", b",]}": b","})
+_SIXTEEN = b"0" * 16
+_MAX_SAFE = b"9007199254740992"
+_TOKEN_CHARS = frozenset(b"01.e-")
+_TOKEN_START = frozenset(b":,[-")
+_EXPONENT = re.compile(rb"e([-+])([0-9]{1,3})[,\]}]")
+_SORTED_STRICT = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+_BODY_START = hashlib.sha256(b"{")
+_int_cache: dict[bytes, bool] = {}
+
+
+def _numbers_ok(line: bytes, t: bytes) -> bool:
+    """No float token around an "e-" or ".0," of the translated line ``t`` is written otherwise by RFC 8785."""
+    i = t.find(b"e-")
+    while i >= 0:
+        m = _EXPONENT.match(line, i)
+        if m is not None and t[i - 1] in b"01":  # "<digit>e<sign><digits>": an exponent (or a string like one)
+            exp = int(m.group(2))
+            if (exp < 21) if m.group(1) == b"+" else (exp < 7):
+                return False
+        i = t.find(b"e-", i + 2)
+    i = t.find(b".0,")
+    while i >= 0:
+        if t[i - 1] in b"01":  # "<digit>.0" then "," "]" or "}"
+            s = i - 1
+            while s > 0 and t[s - 1] in _TOKEN_CHARS:
+                s -= 1
+            if s > 0 and line[s - 1] in _TOKEN_START:
+                return False  # a float written "100.0" (or a string that looks like one)
+        i = t.find(b".0,", i + 3)
+    return True
+
+
+def _int_is_jcs(tok: bytes) -> bool:
+    """An integer text is the RFC 8785 form of the double it reads as (exact up to 2**53)."""
+    digits = tok[1:] if tok[:1] == b"-" else tok
+    if len(digits) < 16 or (len(digits) == 16 and digits <= _MAX_SAFE):
+        return True
+    known = _int_cache.get(tok)
+    if known is not None:
+        return known
+    r = repr(float(tok))  # the shortest digits: "9007199254740994.0" or "-1.152921504606847e+18"
+    mant, _, e = r.partition("e")
+    text = tok.decode()
+    if not e:
+        ok = r == text + ".0"
+    else:
+        shortest = mant.replace(".", "").lstrip("-")
+        n = int(e) + 1
+        ok = n <= 21 and ("-" if text[0] == "-" else "") + shortest + "0" * (n - len(shortest)) == text
+    if len(_int_cache) < 4096:
+        _int_cache[tok] = ok
+    return ok
+
+
+def _big_ints_ok(line: bytes) -> bool:
+    """Every integer token of 16 or more digits is written as RFC 8785 writes the double it reads as."""
+    t = line.translate(_DIGITS_TABLE)
+    i = t.find(_SIXTEEN)
+    end = len(t)
+    while i >= 0:
+        s = i
+        while s > 0 and t[s - 1] == 0x30:
+            s -= 1
+        e = i + 16
+        while e < end and t[e] == 0x30:
+            e += 1
+        if (e == end or t[e] == 0x2C) and s > 0 and line[s - 1] in _TOKEN_START:  # an integer token (or a string like one)
+            if line[s - 1] == 0x2D:
+                s -= 1
+            if not _int_is_jcs(line[s:e]):
+                return False
+        i = t.find(_SIXTEEN, e)
+    return True
+
+
+def _keys_in_utf16_order(value: Any) -> bool:
+    """Every object's keys, in the order parsed, are sorted by UTF-16 code units."""
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            keys = list(v)
+            if not all(k.isascii() for k in keys) and keys != sorted(keys, key=_utf16_key):
+                return False
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return True
+
+
+def _astral_in_a_key(line: bytes, t: bytes) -> bool:
+    """Some string that holds a character past U+FFFF is an object key (followed by ':')."""
+    i = t.find(b"!")
+    while i >= 0:
+        q = line.find(b'"', i)
+        while q > 0 and line[q - 1] == 0x5C:  # a quote after backslashes: escaped when they are odd in number
+            k = q - 1
+            while line[k] == 0x5C:
+                k -= 1
+            if (q - 1 - k) % 2 == 0:
+                break
+            q = line.find(b'"', q + 1)
+        if q < 0:
+            return True  # not valid JSON here: let the reference path decide
+        if line[q + 1 : q + 2] == b":":
+            return True
+        i = t.find(b"!", q)
+    return False
+
+
+def _orjson_form_is_canonical(obj: Any, line: bytes, big: bool) -> bool:
+    """``line`` is orjson's sorted form of ``obj``: True when it is also its RFC 8785 form.
+
+    ``big``: the object holds an integer past 2**53 - 1 (orjson's strict mode refused it).
+    Single-byte scans (memchr) rule out most lines first: a float that orjson
+    writes otherwise holds "." or an exponent's sign, and keys can sort
+    otherwise only beside a character in U+E000..U+FFFF (UTF-8 lead byte EE or EF).
+    """
+    if big and not _big_ints_ok(line):
+        return False
+    if line.find(b".") >= 0 or line.find(b"-") >= 0 or line.find(b"+") >= 0:
+        t = line.translate(_SCAN_TABLE)
+        if not _numbers_ok(line, t):
+            return False
+    if line.isascii() or (line.find(b"\xee") < 0 and line.find(b"\xef") < 0):
+        return True
+    t = line.translate(_SCAN_TABLE)
+    return not _astral_in_a_key(line, t) or _keys_in_utf16_order(obj)
+
+
+def _sorted(obj: Any) -> tuple[bytes, bool]:
+    """orjson's sorted form, and whether it holds integers past 2**53 - 1; b"" past orjson's limits."""
+    try:
+        return orjson.dumps(obj, option=_SORTED_STRICT), False
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS), True
+    except orjson.JSONEncodeError:
+        return b"", True
+
+
+def is_canonical(obj: Any, line: bytes) -> bool:
+    """``line`` (no ``\\n``) is the RFC 8785 form of ``obj``, the value parsed from it.
+
+    False means "not shown here": the caller's reference path decides.
+    """
+    d, big = _sorted(obj)
+    return d == line and _orjson_form_is_canonical(obj, line, big)
+
+
+def fast_hash(raw: bytes, expect_seq: int, prev: str) -> str | None:
+    """The stored hash of ``raw`` (a line with its ``\\n``) when it is a canonical, intact record
+    with that ``seq`` and ``prev``; None when anything is off or unproved (the caller's reference
+    path then finds and names it).
+    """
+    if raw[-1:] != b"\n":
+        return None
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict or len(obj) != 5 or "payload" not in obj:
+        return None
+    seq = obj.get("seq")
+    h = obj.get("hash")
+    if type(seq) is not int or seq != expect_seq or obj.get("prev") != prev or type(obj.get("kind")) is not str or type(h) is not str:
+        return None
+    try:
+        d = orjson.dumps(obj, option=_SORTED_STRICT)
+        big = False
+    except orjson.JSONEncodeError:
+        d, big = _sorted(obj)
+    if len(d) + 1 != len(raw) or not raw.startswith(d):
+        return None
+    if not _orjson_form_is_canonical(obj, raw, big):
+        return None
+    sha = _BODY_START.copy()
+    sha.update(memoryview(raw)[75:-1])  # the line is canonical: after its hash member comes the hashed body
+    if sha.hexdigest() != h:
+        return None
+    return h
