@@ -574,7 +574,10 @@ def verify_with_anchor(
         with open(p, "rb") as f:
             base = verify_lines(tap(iter(f)))
             n = tree.size
-            if at_m is not None and n > m and differs is None:
+            # Section 7.3 step 4 is taken only when steps 1 and 3 found nothing: an anchor whose
+            # last hash is not the file's is not vouched for, so its growth is not proved (n/a).
+            last_ok = m == 0 or (line_m is not None and _hash_of_line(line_m) == anchor.last_hash)
+            if at_m is not None and n > m and differs is None and last_ok:
                 out.consistency = _check_growth(f, anchor, at_m, offset_m, tree, anchor_problems)
     except (OSError, MemoryError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__

@@ -449,7 +449,7 @@ function foldFrontier(f) {
 function frontierRanges(size) {
   const out = [];
   let start = 0;
-  for (let bit = 52; bit >= 0; bit--) {
+  for (let bit = 53; bit >= 0; bit--) { // sizes go up to 2^53 (section 7.1)
     const w = 2 ** bit;
     if (Math.floor(size / w) % 2 === 1) {
       out.push([start, start + w]);
