@@ -372,3 +372,11 @@ def test_an_anchor_file_of_exactly_1_mib_with_whitespace_around_it_loads(tmp_pat
     (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + good)
     with pytest.raises(AnchorError, match="not one JSON text"):
         load_anchor(tmp_path / "bom.json")
+
+
+def test_prove_from_size_0_refuses_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/transcript-format.md 8.4: RFC 9162 defines consistency proofs for 0 < m, and its vectors reject m = 0 < n."""
+    p = tmp_path / "t.jsonl"
+    write_transcript(p, 4)
+    code, _, err = run_cli(["prove", str(p), "--from-size", "0"], capsys)
+    assert code == 2 and "RFC 9162" in err and "--from-size 1" in err and len(err.strip().splitlines()) == 1
