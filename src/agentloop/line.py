@@ -65,15 +65,19 @@ def _table(pairs: dict[bytes, bytes]) -> bytes:
     return bytes(out)
 
 
+# One translation serves every scan: "e" and "." become "x", a sign and the
+# digit 0 become "y", so one two-byte search for "xy" finds every exponent
+# ("e-", "e+") and every ".0" (and, harmlessly, "e0" and "-0").
 _SCAN_TABLE = _table({
-    b"123456789": b"1", b"0": b"0", b".": b".", b"e": b"e", b"+-": b"-", b",]}": b",",
-    bytes(range(0xF0, 0xF5)): b"!", b"\xee\xef": b"#",
+    b".e": b"x", b"+-0": b"y", bytes(range(0xF0, 0xF5)): b"!", b"\xee\xef": b"#",
 })
-_DIGITS_TABLE = _table({b"0123456789": b"0", b",]}": b","})
+_DIGITS_TABLE = _table({b"0123456789": b"0"})
 _SIXTEEN = b"0" * 16
 _MAX_SAFE = b"9007199254740992"
-_TOKEN_CHARS = frozenset(b"01.e-")
-_TOKEN_START = frozenset(b":,[-")
+_DIGIT_BYTES = frozenset(b"0123456789")
+_TOKEN_CHARS = frozenset(b"0123456789.-")
+_TOKEN_START = frozenset(b":,[")
+_TOKEN_END = frozenset(b",]}")
 _EXPONENT = re.compile(rb"e([-+])([0-9]{1,3})[,\]}]")
 _SORTED_STRICT = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 _BODY_START = hashlib.sha256(b"{")
@@ -81,24 +85,24 @@ _int_cache: dict[bytes, bool] = {}
 
 
 def _numbers_ok(line: bytes, t: bytes) -> bool:
-    """No float token around an "e-" or ".0," of the translated line ``t`` is written otherwise by RFC 8785."""
-    i = t.find(b"e-")
+    """No float token at an "xy" of the translated line ``t`` is written otherwise by RFC 8785."""
+    i = t.find(b"xy")
     while i >= 0:
-        m = _EXPONENT.match(line, i)
-        if m is not None and t[i - 1] in b"01":  # "<digit>e<sign><digits>": an exponent (or a string like one)
-            exp = int(m.group(2))
-            if (exp < 21) if m.group(1) == b"+" else (exp < 7):
-                return False
-        i = t.find(b"e-", i + 2)
-    i = t.find(b".0,")
-    while i >= 0:
-        if t[i - 1] in b"01":  # "<digit>.0" then "," "]" or "}"
-            s = i - 1
-            while s > 0 and t[s - 1] in _TOKEN_CHARS:
-                s -= 1
-            if s > 0 and line[s - 1] in _TOKEN_START:
-                return False  # a float written "100.0" (or a string that looks like one)
-        i = t.find(b".0,", i + 3)
+        c = line[i]
+        if i > 0 and line[i - 1] in _DIGIT_BYTES:  # "<digit>e<sign>" or "<digit>.0": a number (or a string like one)
+            if c == 0x65:  # "e"
+                m = _EXPONENT.match(line, i)
+                if m is not None:
+                    exp = int(m.group(2))
+                    if (exp < 21) if m.group(1) == b"+" else (exp < 7):
+                        return False
+            elif line[i + 1] == 0x30 and line[i + 2] in _TOKEN_END:  # "<digit>.0" ending a token: written "100.0"
+                s = i - 1
+                while s > 0 and line[s - 1] in _TOKEN_CHARS:
+                    s -= 1
+                if s > 0 and line[s - 1] in _TOKEN_START:
+                    return False
+        i = t.find(b"xy", i + 2)
     return True
 
 
@@ -127,19 +131,15 @@ def _int_is_jcs(tok: bytes) -> bool:
 def _big_ints_ok(line: bytes) -> bool:
     """Every integer token of 16 or more digits is written as RFC 8785 writes the double it reads as."""
     t = line.translate(_DIGITS_TABLE)
-    i = t.find(_SIXTEEN)
+    i = t.find(_SIXTEEN)  # the start of a run of digits (searches resume past each run)
     end = len(t)
     while i >= 0:
-        s = i
-        while s > 0 and t[s - 1] == 0x30:
-            s -= 1
         e = i + 16
         while e < end and t[e] == 0x30:
             e += 1
-        if (e == end or t[e] == 0x2C) and s > 0 and line[s - 1] in _TOKEN_START:  # an integer token (or a string like one)
-            if line[s - 1] == 0x2D:
-                s -= 1
-            if not _int_is_jcs(line[s:e]):
+        if e < end and line[e] in _TOKEN_END and i > 0:
+            s = i - 1 if line[i - 1] == 0x2D else i
+            if s > 0 and line[s - 1] in _TOKEN_START and not _int_is_jcs(line[s:e]):  # an integer token (or a string like one)
                 return False
         i = t.find(_SIXTEEN, e)
     return True
@@ -190,14 +190,14 @@ def _orjson_form_is_canonical(obj: Any, line: bytes, big: bool) -> bool:
     """
     if big and not _big_ints_ok(line):
         return False
+    t = b""
     if line.find(b".") >= 0 or line.find(b"-") >= 0 or line.find(b"+") >= 0:
         t = line.translate(_SCAN_TABLE)
         if not _numbers_ok(line, t):
             return False
     if line.isascii() or (line.find(b"\xee") < 0 and line.find(b"\xef") < 0):
         return True
-    t = line.translate(_SCAN_TABLE)
-    return not _astral_in_a_key(line, t) or _keys_in_utf16_order(obj)
+    return not _astral_in_a_key(line, t or line.translate(_SCAN_TABLE)) or _keys_in_utf16_order(obj)
 
 
 def _sorted(obj: Any) -> tuple[bytes, bool]:
