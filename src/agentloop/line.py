@@ -10,7 +10,6 @@ docs/transcript-format.md. The verifier's fast path (``fast_hash``,
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 import orjson
@@ -74,29 +73,38 @@ _SCAN_TABLE = _table({
 _DIGITS_TABLE = _table({b"0123456789": b"0"})
 _SIXTEEN = b"0" * 16
 _MAX_SAFE = b"9007199254740992"
-_DIGIT_BYTES = frozenset(b"0123456789")
 _TOKEN_CHARS = frozenset(b"0123456789.-")
 _TOKEN_START = frozenset(b":,[")
 _TOKEN_END = frozenset(b",]}")
-_EXPONENT = re.compile(rb"e([-+])([0-9]{1,3})[,\]}]")
 _SORTED_STRICT = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 _BODY_START = hashlib.sha256(b"{")
 _int_cache: dict[bytes, bool] = {}
 
 
 def _numbers_ok(line: bytes, t: bytes) -> bool:
-    """No float token at an "xy" of the translated line ``t`` is written otherwise by RFC 8785."""
+    """No float token at an "xy" of the translated line ``t`` is written otherwise by RFC 8785.
+
+    At "<digit>e<sign>": the exponent's digits decide (at most -7 or at least 21 is
+    RFC 8785's form too). At "<digit>.0" ending a token (a float written "100.0"):
+    never RFC 8785's form. Anything else that matched ("e0", "-0", "0.05") is fine.
+    """
+    n = len(line)
     i = t.find(b"xy")
     while i >= 0:
-        c = line[i]
-        if i > 0 and line[i - 1] in _DIGIT_BYTES:  # "<digit>e<sign>" or "<digit>.0": a number (or a string like one)
-            if c == 0x65:  # "e"
-                m = _EXPONENT.match(line, i)
-                if m is not None:
-                    exp = int(m.group(2))
-                    if (exp < 21) if m.group(1) == b"+" else (exp < 7):
+        if i > 0 and 0x30 <= line[i - 1] <= 0x39 and i + 4 < n:  # after a digit: a number (or a string like one)
+            c = line[i]
+            d = line[i + 2]
+            if c == 0x65 and 0x30 <= d <= 0x39:  # "e", a sign, a digit
+                e = line[i + 3]
+                if line[i + 1] == 0x2D:  # "e-": -1 .. -6 are written "0.00000d" by RFC 8785
+                    if not 0x30 <= e <= 0x39 and d < 0x37:
                         return False
-            elif line[i + 1] == 0x30 and line[i + 2] in _TOKEN_END:  # "<digit>.0" ending a token: written "100.0"
+                elif line[i + 1] == 0x2B:  # "e+"
+                    if not 0x30 <= e <= 0x39:
+                        return False  # "e+d": orjson never writes it; let the reference path decide
+                    if not 0x30 <= line[i + 4] <= 0x39 and line[i + 2 : i + 4] < b"21":
+                        return False  # "e+16" .. "e+20": written in full by RFC 8785
+            elif c == 0x2E and line[i + 1] == 0x30 and d in _TOKEN_END:  # "<digit>.0" ending a token
                 s = i - 1
                 while s > 0 and line[s - 1] in _TOKEN_CHARS:
                     s -= 1
@@ -137,7 +145,7 @@ def _big_ints_ok(line: bytes) -> bool:
         e = i + 16
         while e < end and t[e] == 0x30:
             e += 1
-        if e < end and line[e] in _TOKEN_END and i > 0:
+        if e < end and line[e] in _TOKEN_END and i > 0 and (e - i > 16 or line[i:e] > _MAX_SAFE):  # past 2**53
             s = i - 1 if line[i - 1] == 0x2D else i
             if s > 0 and line[s - 1] in _TOKEN_START and not _int_is_jcs(line[s:e]):  # an integer token (or a string like one)
                 return False
@@ -238,11 +246,15 @@ def fast_hash(raw: bytes, expect_seq: int, prev: str) -> str | None:
     h = obj.get("hash")
     if type(seq) is not int or seq != expect_seq or obj.get("prev") != prev or type(obj.get("kind")) is not str or type(h) is not str:
         return None
+    big = False
     try:
         d = orjson.dumps(obj, option=_SORTED_STRICT)
-        big = False
-    except orjson.JSONEncodeError:
-        d, big = _sorted(obj)
+    except orjson.JSONEncodeError:  # an integer past 2**53 - 1 (or nesting past orjson's limit)
+        big = True
+        try:
+            d = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            return None
     if len(d) + 1 != len(raw) or not raw.startswith(d):
         return None
     if not _orjson_form_is_canonical(obj, raw, big):
