@@ -6,7 +6,7 @@ copies the tree to a temporary folder, breaks one integrity check there, and
 runs the tests that claim to guard it. The script exits 0 only if every
 sabotage made its tests fail (and the untouched copy passes).
 
-    .venv/bin/python scripts/negative_control.py [-v]
+    .venv/bin/python scripts/negative_control.py [-v] [--only SUBSTRING-OF-A-NAME]
 """
 
 from __future__ import annotations
@@ -68,6 +68,41 @@ SABOTAGES = [
         "if True:  # SABOTAGED",
         ["tests/test_canonical.py"],
     ),
+    Sabotage(
+        "the verifier's fast path accepts an exponent that RFC 8785 writes in full (1e-6)",
+        "src/agentloop/line.py",
+        "                    if not 0x30 <= e <= 0x39 and d < 0x37:\n                        return False",
+        "                    if False:  # SABOTAGED\n                        return False",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the verifier's fast path accepts a float written 100.0",
+        "src/agentloop/line.py",
+        "                if s > 0 and line[s - 1] in _TOKEN_START:\n                    return False",
+        "                if False:  # SABOTAGED\n                    return False",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the verifier's fast path accepts keys past U+FFFF sorted by code point",
+        "src/agentloop/line.py",
+        "    return not _astral_in_a_key(line, t or line.translate(_SCAN_TABLE)) or _keys_in_utf16_order(obj)",
+        "    return True  # SABOTAGED",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the verifier's fast path accepts an integer past 2**53 written in full",
+        "src/agentloop/line.py",
+        "and not _int_is_jcs(line[s:e]):",
+        "and False:  # SABOTAGED",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the anchor loader reads only the first MiB again",
+        "src/agentloop/anchor.py",
+        "            data = f.read(MAX_ANCHOR_BYTES + 1)",
+        "            data = f.read(MAX_ANCHOR_BYTES)  # SABOTAGED",
+        ["tests/test_anchor.py"],
+    ),
 ]
 
 
@@ -93,17 +128,19 @@ def copy_tree(dst: str) -> None:
 
 def main() -> int:
     verbose = "-v" in sys.argv
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[:-1] else None
+    sabotages = [s for s in SABOTAGES if only is None or only in s.name]
     all_caught = True
     with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
         clean = os.path.join(tmp, "clean")
         copy_tree(clean)
-        tests = sorted({t for s in SABOTAGES for t in s.tests})
+        tests = sorted({t for s in sabotages for t in s.tests})
         code, tail = run_tests(clean, tests, verbose)
         print(f"control (untouched copy): exit {code}: {tail}")
         if code != 0:
             print("the untouched copy fails: fix the suite first")
             return 2
-        for i, sab in enumerate(SABOTAGES):
+        for i, sab in enumerate(sabotages):
             tree = os.path.join(tmp, f"sab{i}")
             copy_tree(tree)
             target = os.path.join(tree, sab.path)
