@@ -292,7 +292,7 @@ def test_cli_anchor_verify_prove_check_and_keygen(tmp_path: Path, capsys: pytest
         (["anchor", "{d}/nope.jsonl"], "nope.jsonl: cannot read"),
         (["anchor", "{p}", "--sign", "{p}"], "not an unencrypted PEM private key"),
         (["prove", "{p}", "--record", "99"], "record 99 is not among records 0..4"),
-        (["prove", "{p}", "--from-size", "0"], "a consistency proof needs 0 < from-size"),
+        (["prove", "{p}", "--from-size", "0"], "no consistency proof from size 0"),
         (["check-proof", "{p}"], "the proof is not JSON"),
         (["check-proof", "{a}"], "the proof's type is 'agentloop-anchor'"),
     ],
