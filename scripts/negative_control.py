@@ -85,8 +85,8 @@ SABOTAGES = [
     Sabotage(
         "the verifier's fast path accepts keys past U+FFFF sorted by code point",
         "src/agentloop/line.py",
-        "    return not _astral_in_a_key(line, t or line.translate(_SCAN_TABLE)) or _keys_in_utf16_order(obj)",
-        "    return True  # SABOTAGED",
+        "        return True\n    return _keys_in_utf16_order(obj)",
+        "        return True\n    return True  # SABOTAGED",
         ["tests/test_transcript.py"],
     ),
     Sabotage(

@@ -49,8 +49,9 @@ def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]
 #   reference path, never correctness;
 # - keys holding characters past U+FFFF: orjson sorts keys by code point, RFC
 #   8785 by UTF-16 code unit, and the orders differ only between such a
-#   character and one in U+E000..U+FFFF. Only a line that holds both (bytes
-#   F0-F4 and EE-EF) and such a key has its objects' key orders checked.
+#   character and one in U+E000..U+FFFF. Only a line with a key holding a
+#   character in U+E000..U+FFFF (found from the bytes EE and EF by memchr) has
+#   its objects' key orders checked.
 #
 # The fast path only ever accepts; whatever it does not accept goes down the
 # reference path, which names the fault. A property test holds the two equal.
@@ -67,9 +68,7 @@ def _table(pairs: dict[bytes, bytes]) -> bytes:
 # One translation serves every scan: "e" and "." become "x", a sign and the
 # digit 0 become "y", so one two-byte search for "xy" finds every exponent
 # ("e-", "e+") and every ".0" (and, harmlessly, "e0" and "-0").
-_SCAN_TABLE = _table({
-    b".e": b"x", b"+-0": b"y", bytes(range(0xF0, 0xF5)): b"!", b"\xee\xef": b"#",
-})
+_SCAN_TABLE = _table({b".e": b"x", b"+-0": b"y"})
 _DIGITS_TABLE = _table({b"0123456789": b"0"})
 _SIXTEEN = b"0" * 16
 _MAX_SAFE = b"9007199254740992"
@@ -168,23 +167,22 @@ def _keys_in_utf16_order(value: Any) -> bool:
     return True
 
 
-def _astral_in_a_key(line: bytes, t: bytes) -> bool:
-    """Some string that holds a character past U+FFFF is an object key (followed by ':')."""
-    i = t.find(b"!")
-    while i >= 0:
-        q = line.find(b'"', i)
-        while q > 0 and line[q - 1] == 0x5C:  # a quote after backslashes: escaped when they are odd in number
-            k = q - 1
-            while line[k] == 0x5C:
-                k -= 1
-            if (q - 1 - k) % 2 == 0:
-                break
-            q = line.find(b'"', q + 1)
-        if q < 0:
-            return True  # not valid JSON here: let the reference path decide
-        if line[q + 1 : q + 2] == b":":
-            return True
-        i = t.find(b"!", q)
+def _high_bmp_in_a_key(line: bytes) -> bool:
+    """Some string holding a character in U+E000..U+FFFF (UTF-8 lead byte EE or EF) is an object key."""
+    for lead in (b"\xee", b"\xef"):
+        i = line.find(lead)
+        while i >= 0:
+            q = line.find(b'"', i)  # the end of the string that holds it
+            while q > 0 and line[q - 1] == 0x5C:  # a quote after backslashes: escaped when they are odd in number
+                k = q - 1
+                while line[k] == 0x5C:
+                    k -= 1
+                if (q - 1 - k) % 2 == 0:
+                    break
+                q = line.find(b'"', q + 1)
+            if q < 0 or line[q + 1 : q + 2] == b":":
+                return True  # a key (or not valid JSON here: the walk decides)
+            i = line.find(lead, q)
     return False
 
 
@@ -194,18 +192,18 @@ def _orjson_form_is_canonical(obj: Any, line: bytes, big: bool) -> bool:
     ``big``: the object holds an integer past 2**53 - 1 (orjson's strict mode refused it).
     Single-byte scans (memchr) rule out most lines first: a float that orjson
     writes otherwise holds "." or an exponent's sign, and keys can sort
-    otherwise only beside a character in U+E000..U+FFFF (UTF-8 lead byte EE or EF).
+    otherwise only when one holds a character in U+E000..U+FFFF (UTF-8 lead
+    byte EE or EF): then every object's keys are checked in UTF-16 order.
     """
     if big and not _big_ints_ok(line):
         return False
-    t = b""
     if line.find(b".") >= 0 or line.find(b"-") >= 0 or line.find(b"+") >= 0:
         t = line.translate(_SCAN_TABLE)
         if not _numbers_ok(line, t):
             return False
-    if line.isascii() or (line.find(b"\xee") < 0 and line.find(b"\xef") < 0):
+    if line.isascii() or (line.find(b"\xee") < 0 and line.find(b"\xef") < 0) or not _high_bmp_in_a_key(line):
         return True
-    return not _astral_in_a_key(line, t or line.translate(_SCAN_TABLE)) or _keys_in_utf16_order(obj)
+    return _keys_in_utf16_order(obj)
 
 
 def _sorted(obj: Any) -> tuple[bytes, bool]:
