@@ -43,7 +43,7 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from .budget import Budget, Price
+from .budget import IMAGE_TOKENS, Budget, Price
 from .canonical import canonical
 from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from .loop import LoopConfig, State
@@ -66,7 +66,9 @@ __all__ = [
 
 Mode = Literal["full", "live-tools", "dry-run"]
 MODES: tuple[str, ...] = ("full", "live-tools", "dry-run")
-LOOP_KINDS = frozenset({"run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "continuation", "stop"})
+LOOP_KINDS = frozenset(
+    {"run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "continuation", "stop", "token_count", "overrun"}
+)
 DRY_RUN_ERROR = "not run: a dry-run replay skips tools"
 
 
@@ -80,6 +82,12 @@ class ReplayExhausted(Exception):
     (An ``Exception``, not an ``AssertionError``: this module is compiled, and
     mypyc subclasses only ``Exception`` among the built-in exceptions. Only the
     class name reaches the record.)"""
+
+
+class ReplayCountError(Exception):
+    """A recorded failed token count, raised again with its recorded text (``verbatim``)."""
+
+    verbatim = True
 
 
 @dataclass(frozen=True)
@@ -303,6 +311,9 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
             record_raw=bool(c.get("record_raw", False)),
             max_continuations=int(c.get("max_continuations", 0)),
             fallback_prices={str(k): Price.from_json(v) for k, v in (c.get("fallback_prices") or {}).items()},
+            image_tokens=int(c.get("image_tokens", IMAGE_TOKENS)),
+            can_count=bool(c.get("can_count", False)),
+            legacy_estimate=c.get("reservation") != "bound",
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError(f"run_start config cannot be read: {type(exc).__name__}: {exc}") from None
@@ -331,6 +342,18 @@ class ReplayModel:
         self.unreproducible: list[str] = []
         self.replayed_interrupt = False
         """The recorded interrupt was raised again (a Ctrl+C of the person replaying is not)."""
+        self.counts: list[Mapping[str, Any]] = []
+        """The recorded ``token_count`` payloads, answered in order by ``count_tokens``."""
+
+    def count_tokens(self, request: ModelRequest) -> int | None:
+        """The exact count the loop was given here, from the record (its error raised again)."""
+        if not self.counts:
+            raise ReplayExhausted("the loop asked for a token count the record does not hold")
+        p = self.counts.pop(0)
+        n = p.get("counted")
+        if not isinstance(n, int):
+            raise ReplayCountError(str(p.get("error", "no count")))
+        return n
 
     def complete(self, request: ModelRequest) -> ModelReply:
         if self.calls >= len(self.turns):
@@ -521,10 +544,13 @@ class _RunReplay:
         self.stop: Any = None
         self.results: dict[int, list[dict[str, Any]]] = {}
         self.uses_prepare = False
+        counts: list[Mapping[str, Any]] = []
         for k, r in enumerate(seg):
             kind = r.kind
             if kind == "model_turn" or kind == "model_error":
                 self.turns.append(r)
+            elif kind == "token_count":
+                counts.append(r.payload)
             elif kind == "tool_result":
                 self.results.setdefault(int(r.payload.get("step", 0)), []).append(r.payload)
             elif kind == "stop":
@@ -541,6 +567,7 @@ class _RunReplay:
             refuse_at = sum(1 for r in self.turns if r.kind == "model_turn") + 1
         self.ledger = _Ledger(refuse_at)
         self.model = ReplayModel(self.turns, interrupted=self.interrupted)
+        self.model.counts = counts
         self.sink = _PassSink(out, seg, cut_off=self.stop is None)
         if has_markers:
             self._notes()

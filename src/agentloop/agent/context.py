@@ -33,12 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..budget import Price
+from ..budget import Price, tokens_for_chars
+from ..budget import message_bytes as message_chars
 from ..canonical import canonical
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
 from .hooks import HookRunner
-from .sidecall import Account, SideCall, StateAccount, message_chars, side_call
+from .sidecall import Account, SideCall, StateAccount, side_call
 
 __all__ = [
     "CompactionResult",
@@ -89,12 +90,13 @@ def context_window(model: str) -> int:
 
 
 def estimate_message_tokens(m: Message) -> int:
-    """len//4 of a message (content, tool calls, and 4 characters of overhead)."""
-    return message_chars(m) // 4
+    """A typical token count of a message (``budget.tokens_for_chars`` of its ``budget.message_bytes``)."""
+    return tokens_for_chars(message_chars(m))
 
 
 def estimate_tokens(messages: Sequence[Message], extra_chars: int = 0) -> int:
-    return (sum(message_chars(m) for m in messages) + extra_chars) // 4
+    """A typical token count of messages, for how full the window is (never for money)."""
+    return tokens_for_chars(sum(message_chars(m) for m in messages) + extra_chars)
 
 
 def check_pairing(messages: Sequence[Message]) -> list[str]:
@@ -198,7 +200,7 @@ class ContextManager:
                 exact = self.counter(messages)
             except Exception:  # an exact count is an improvement, never a requirement
                 return est
-            return est if exact is None else int(exact) + extra_chars // 4
+            return est if exact is None else int(exact) + tokens_for_chars(extra_chars)
         return est
 
     def _say(self, text: str) -> None:
@@ -262,7 +264,7 @@ class ContextManager:
         head = 0
         while head < len(messages) and messages[head].get("role") == "system":
             head += 1
-        budget_chars = int(self.keep_fraction * self.window * 4) - extra_chars
+        budget_chars = int(self.keep_fraction * self.window * 4) - extra_chars  # the inverse of tokens_for_chars
         assistants = [i for i in range(head, len(messages)) if messages[i].get("role") == "assistant"]
         if not assistants:
             return None

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from ..budget import TOOLS_PROMPT_ALLOWANCE
 from ..events import Message, ModelRequest, ToolCall, Usage
 from .base import Assembler, HTTPModel, StreamError, Turn
 from .errors import ProviderError
@@ -224,8 +225,9 @@ class AnthropicAssembler(Assembler):
 
     def billed_so_far(self, request_bytes: int) -> Usage:
         u = self.usage
-        inp = u.get("input_tokens", request_bytes // 4)
-        out = max(u.get("output_tokens", 0), self.out_chars // 3 + 1)
+        # what was not reported: the request's bound (its bytes and the tool prompt), the output received so far
+        inp = u.get("input_tokens", request_bytes + TOOLS_PROMPT_ALLOWANCE)
+        out = max(u.get("output_tokens", 0), self.out_chars + 16)
         return Usage(inp, out, u.get("cache_read_input_tokens", 0), u.get("cache_creation_input_tokens", 0))
 
     def message(self) -> dict[str, Any]:
@@ -248,6 +250,10 @@ class AnthropicAssembler(Assembler):
 
 class AnthropicModel(HTTPModel):
     vendor = "anthropic"
+    counts_tokens = True
+    """``count_tokens`` asks the API: the loop may reserve from an exact count when the bound does not fit."""
+    max_image_tokens = 2_000
+    """Anthropic documents about 1,600 tokens for an image at its largest size (width x height / 750)."""
 
     def __init__(self, *args: Any, cache: bool = True, **kw: Any):
         super().__init__(*args, **kw)
