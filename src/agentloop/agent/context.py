@@ -33,8 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..budget import Price, tokens_for_chars
-from ..budget import message_bytes as message_chars
+from ..budget import Price, message_bytes, tokens_for_chars
 from ..canonical import canonical
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
@@ -87,6 +86,11 @@ def context_window(model: str) -> int:
         if name.startswith(prefix) or f"/{prefix}" in name:
             return n
     return DEFAULT_WINDOW
+
+
+def message_chars(m: Message) -> int:
+    """A message's size for the typical estimate: its ``budget.message_bytes`` and 4 of overhead."""
+    return message_bytes(m) + 4
 
 
 def estimate_message_tokens(m: Message) -> int:

@@ -71,6 +71,9 @@ __all__ = [
 
 log = logging.getLogger("agentloop.agent")
 
+DEFAULT_MAX_USD_MICROS = 5_000_000
+"""A session's spend cap when neither --max-usd nor maxUsd in settings gives one ($5, as seed 004's cost controller)."""
+
 current_session_id: contextvars.ContextVar[str] = contextvars.ContextVar("agentloop_session_id", default="-")
 """The session every log line is tagged with (see ``SessionLogFilter``)."""
 
@@ -330,6 +333,8 @@ class Agent:
         ask_permission: AskPermission | None = None,
         shell_timeout_s: float = 120.0,
         registry: Registry | None = None,
+        unlimited_usd: bool = False,
+        price: Any = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self.env: Mapping[str, str] = os.environ if env is None else env
@@ -346,7 +351,15 @@ class Agent:
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
         self.max_steps = max_steps if max_steps is not None else int(self._setting("maxSteps", 50))
-        self.max_usd_micros = max_usd_micros if max_usd_micros is not None else self._setting_usd()
+        self.cap_source = "--max-usd"
+        """Where the spend cap came from: --max-usd, settings, the default, or unlimited (on purpose)."""
+        if unlimited_usd:
+            self.max_usd_micros: int | None = None
+            self.cap_source = "unlimited"
+        elif max_usd_micros is not None:
+            self.max_usd_micros = max_usd_micros
+        else:
+            self.max_usd_micros, self.cap_source = self._setting_usd()
         mode = permission_mode or self._setting_mode() or "default"
         if mode not in MODES:
             raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
@@ -362,11 +375,18 @@ class Agent:
         spec = model if model is not None else (merged(self.sources, "model") or self.env.get("AGENTLOOP_MODEL"))
         if spec is None:
             raise AgentError("no model configured: pass --model (e.g. scripted:replies.json) or set \"model\" in settings")
+        self.price_given = price
+        """A ``Price`` from ``--price`` for the model given (it replaces the table's, or gives one to an unknown model)."""
+        if price is not None and isinstance(spec, str):
+            self.prices = self.prices.merged({spec.split(":", 1)[-1]: price})
+        self.price_notices: list[str] = []
+        """Lines to show once: a model billed at the highest known price because it has none."""
         self.model_spec = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
         self.on_notice: Callable[[str], None] | None = None
         """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
         self.model = self._open(spec) if isinstance(spec, str) else spec
+        self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self._given_registry = registry
         self.memory_files: list[str] = []
@@ -406,16 +426,61 @@ class Agent:
         v = merged(self.sources, key)
         return default if v is None else v
 
-    def _setting_usd(self) -> int | None:
+    def _setting_usd(self) -> tuple[int | None, str]:
+        """The cap from settings (``maxUsd``: dollars, or ``"unlimited"``), else the default."""
         v = merged(self.sources, "maxUsd")
         if v is None:
-            return None
+            return DEFAULT_MAX_USD_MICROS, "default"
+        if v == "unlimited":
+            return None, "unlimited"
         from ..budget import usd
 
         try:
-            return usd(str(v))
+            return usd(str(v)), "settings"
         except ValueError as exc:
-            raise AgentError(f"settings maxUsd: {exc}") from None
+            raise AgentError(f'settings maxUsd: {exc} (dollars, e.g. "5", or "unlimited")') from None
+
+    def cap_text(self) -> str:
+        """The spend cap in force, for the banner, /cost and -p's stderr."""
+        from ..budget import format_usd
+
+        if self.max_usd_micros is None:
+            return "no spend cap (unlimited, on purpose)"
+        how = {
+            "default": "the default; --max-usd X or \"maxUsd\" in settings to change, unlimited for none",
+            "settings": "maxUsd in settings",
+            "--max-usd": "--max-usd",
+        }.get(self.cap_source, self.cap_source)
+        return f"spend cap {format_usd(self.max_usd_micros)} ({how})"
+
+    def _check_price(self) -> None:
+        """A line for each model (the fallback too) that has no price: it is billed at the highest one."""
+        from ..budget import format_usd
+
+        names = [self.model_name]
+        fb = getattr(self.model, "fallback", None)
+        while fb is not None and len(names) < 8:
+            n = getattr(fb, "name", None)
+            if isinstance(n, str) and n:
+                names.append(n)
+            fb = getattr(fb, "fallback", None)
+        for name in names:
+            if name in self.prices:
+                continue
+            top = self.prices.highest()
+            line = (
+                f"model {name} has no price: it is billed at the highest known price, "
+                f"{format_usd(top.input)} input / {format_usd(top.output)} output per million tokens; "
+                f"give it one with --price INPUT,OUTPUT (dollars per million tokens) or \"prices\" in settings"
+            )
+            if line not in self.price_notices:
+                self.price_notices.append(line)
+                log.warning("%s", line)
+
+    def take_price_notices(self) -> list[str]:
+        """The unknown-price lines not shown yet (each is shown once)."""
+        out, self.price_notices = self.price_notices, []
+        return out
 
     def _setting_mode(self) -> str | None:
         perms = merged(self.sources, "permissions")
@@ -593,6 +658,7 @@ class Agent:
         """Switch the model for the next turns (the session goes on)."""
         self.model = self._open(spec)
         self.model_spec = spec
+        self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self.session.note("model_change", {"model": spec})
 

@@ -64,11 +64,13 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
         raise UserError(f"--cwd {cwd}: not a directory")
     max_usd = _opt(args, "max_usd")
     micros = None
-    if max_usd is not None:
+    unlimited = max_usd == "unlimited"
+    if max_usd is not None and not unlimited:
         try:
             micros = usd(str(max_usd))
         except ValueError as exc:
-            raise UserError(f"--max-usd {max_usd}: {exc}") from None
+            raise UserError(f"--max-usd {max_usd}: {exc} (dollars, e.g. 0.05, or 'unlimited')") from None
+    price = parse_price(_opt(args, "price"))
     steps = _opt(args, "max_steps")
     if steps is not None and steps < 1:
         raise UserError(f"--max-steps {steps}: must be at least 1")
@@ -90,9 +92,31 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
             continue_last=bool(_opt(args, "continue_last", False)),
             durability=_opt(args, "durability"),
             ask_permission=ask_permission,
+            unlimited_usd=unlimited,
+            price=price,
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
+
+
+def parse_price(text: str | None) -> Any:
+    """``--price INPUT,OUTPUT`` (dollars per million tokens) as a ``Price`` (cache reads and writes at the input price).
+
+    Raises:
+        UserError: not two non-negative amounts of dollars.
+    """
+    if text is None:
+        return None
+    from agentloop.budget import Price, usd
+
+    parts = [p.strip() for p in str(text).split(",")]
+    if len(parts) != 2:
+        raise UserError(f"--price {text}: give INPUT,OUTPUT in dollars per million tokens, e.g. 0.15,0.6")
+    try:
+        inp, out = usd(parts[0]), usd(parts[1])
+    except ValueError as exc:
+        raise UserError(f"--price {text}: {exc}") from None
+    return Price(inp, out, inp, inp)
 
 
 def _short(value: Any, n: int = 200) -> str:
@@ -169,6 +193,9 @@ def run_print(args: argparse.Namespace, prompt: str, signals: Signals) -> int:
         raise UserError("the prompt is empty")
     agent = make_agent(args)  # no terminal to ask: "ask" permissions deny
     reason = "other"
+    print(f"agentloop: {agent.cap_text()}", file=sys.stderr)
+    for line in agent.take_price_notices():
+        print(f"warning: {line}", file=sys.stderr)
     try:
         observer: Any = None
         if fmt == "text":
@@ -206,6 +233,8 @@ def run_print(args: argparse.Namespace, prompt: str, signals: Signals) -> int:
                 observer.emit(obj)
             else:
                 sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        if result.stop_reason == "budget_overrun":
+            print(f"warning: the provider billed past the reservation: {result.error}", file=sys.stderr)
         if result.stop_reason == "interrupted":
             reason = "sigterm" if signals.terminating else "interrupted"
             return EXIT_TERMINATED if signals.terminating else EXIT_INTERRUPTED
