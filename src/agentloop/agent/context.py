@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..budget import Price, message_bytes, tokens_for_chars
+from ..budget import Price, message_bytes, text_bytes, tokens_for_chars
 from ..canonical import canonical
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
@@ -193,7 +193,9 @@ class ContextManager:
     warned: set[float] = field(default_factory=set)
     compactions: int = 0
     last_saved: int = 0
-    """Characters the last ``mask`` took out of the messages."""
+    """UTF-8 bytes the last ``mask`` took out of the messages (the loop's bound counts bytes)."""
+    _tools_key: tuple[str, ...] | None = None
+    _tools_size: int = 0
 
     # -- measuring --
 
@@ -236,7 +238,7 @@ class ContextManager:
             if isinstance(c, str) and len(c) > self.mask_threshold and not c.startswith((MASK_PREFIX, EVICT_PREFIX)):
                 new_c = self._placeholder(MASK_PREFIX, m, len(c))
                 messages[i] = {**m, "content": new_c}
-                self.last_saved += len(c) - len(new_c)
+                self.last_saved += text_bytes(c) - text_bytes(new_c)  # the loop's bound counts UTF-8 bytes
                 masked.append(str(m.get("tool_call_id")))
         total = sum(len(str(messages[i].get("content", ""))) for i in tool_idx)
         for i in tool_idx[:-1]:
@@ -257,7 +259,7 @@ class ContextManager:
                 continue
             messages[i] = {**m, "content": new}
             total -= len(c) - len(new)
-            self.last_saved += len(c) - len(new)
+            self.last_saved += text_bytes(c) - text_bytes(new)
             evicted.append(str(m.get("tool_call_id")))
         return masked, evicted
 
@@ -376,10 +378,17 @@ class ContextManager:
 
     # -- the seam --
 
+    def _tools_chars(self, tools: Sequence[Any]) -> int:
+        """The size of the tool definitions for the typical estimate (computed once per set of tools)."""
+        key = tuple(t.name for t in tools)
+        if key != self._tools_key:
+            self._tools_key, self._tools_size = key, len(canonical([t.to_json() for t in tools])) if tools else 0
+        return self._tools_size
+
     def prepare(self, state: Any, record: Record) -> None:
         """``run(..., prepare=cm.prepare)``: mask, evict, warn and compact before each model call."""
         messages: list[Message] = state.messages
-        extra = int(getattr(state, "tool_chars", 0))
+        extra = self._tools_chars(getattr(getattr(state, "config", None), "tools", ()))
         masked, evicted = self.mask(messages)
         if masked or evicted:
             state.chars -= self.last_saved  # the loop's running count (rule: prepare keeps it right)

@@ -600,11 +600,12 @@ class Agent:
     def _start_session(self, s: Session, source: str) -> None:
         current_session_id.set(s.id)
         self.session = s
-        system = self.system_prompt()
-        if s.messages and s.messages[0].get("role") == "system":
-            s.messages[0] = {"role": "system", "content": system}
-        else:
-            s.messages.insert(0, {"role": "system", "content": system})
+        # the system prompt as it was (one message in older sessions; two, the first marked, now): replaced whole
+        msgs = s.messages
+        head = 1 if msgs and msgs[0].get("role") == "system" else 0
+        if head and msgs[0].get("cache_boundary") and len(msgs) > 1 and msgs[1].get("role") == "system":
+            head = 2
+        msgs[:head] = self.system_messages()
         s.note(
             "session_start",
             {
@@ -624,9 +625,22 @@ class Agent:
         if extra:
             s.messages.append({"role": "user", "content": extra})
 
+    def system_messages(self) -> list[Message]:
+        """The system prompt as two messages: the static part (instructions, tool guidance), marked as the
+        cache boundary, then the dynamic part (working directory, date, memory files). A provider's prompt
+        cache then keeps the static prefix whatever the day, the directory or the memory files are
+        (Anthropic: a ``cache_control`` breakpoint on it; OpenAI caches the longest common prefix)."""
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT, "cache_boundary": True},
+            {"role": "system", "content": self.dynamic_prompt()},
+        ]
+
     def system_prompt(self) -> str:
+        """The whole system prompt as one text (static part, then dynamic part)."""
+        return SYSTEM_PROMPT + "\n\n" + self.dynamic_prompt()
+
+    def dynamic_prompt(self) -> str:
         parts = [
-            SYSTEM_PROMPT,
             f"Working directory: {self.cwd}\nPlatform: {platform.system()} {platform.release()}\nToday: {datetime.now(timezone.utc):%Y-%m-%d}",
         ]
         if self.add_dirs:
