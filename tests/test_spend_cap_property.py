@@ -310,3 +310,28 @@ def test_the_documented_bound_is_what_the_loop_reserves_for(tmp_path: Path) -> N
             {"role": "tool", "tool_call_id": "t1", "name": "emit", "ok": True, "content": mixed_text("emoji", 50, 3)}]
     req = ModelRequest(msgs, Registry([emit]).specs(), 10)
     assert documented_bound(req) == input_bound(msgs, req.tools)
+
+
+def test_a_side_call_billed_past_its_bound_stops_the_run_and_replays(tmp_path: Path) -> None:
+    """A compaction summary billed far past its reservation: the run stops with budget_overrun before the next call."""
+    from agentloop.agent.context import ContextManager
+    from agentloop.replay import replay
+    from agentloop.testing import ScriptedModel, reply
+    from agentloop.transcript import TranscriptWriter, read_records
+
+    @tool(read_only=True)
+    def big(n: int) -> str:
+        """A large output."""
+        return f"{n}:" + "y" * 3000
+
+    path = tmp_path / "t.jsonl"
+    cm = ContextManager(window=1000, keep_recent=1, mask_threshold=100, transcript_path=str(path),
+                        summarizer=ScriptedModel([reply("summary", usage=(1_000_000, 5))]))
+    steps = [reply(f"step {i}", [("big", {"n": i})], usage=(10, 1), step=i) for i in range(4)]
+    with TranscriptWriter(path) as w:
+        r = run(ScriptedModel(steps), [big], [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}],
+                Budget(max_steps=10, max_usd_micros=10_000_000), transcript=w, prepare=cm.prepare)
+    assert r.stop_reason == "budget_overrun" and "side call" in (r.error or "")
+    kinds = [x.kind for x in read_records(path)]
+    assert "overrun" in kinds and kinds[-1] == "stop"
+    assert replay(path).equal

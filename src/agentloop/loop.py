@@ -284,6 +284,8 @@ class State:
     """The input tokens the pending reservation was made for (the bound, or a count)."""
     images: int = 0
     """Images in the tool results sent so far, each bounded at ``config.image_tokens`` (never recounted down)."""
+    overrun: str | None = None
+    """A side call or a child run was billed past its reservation (set by whoever settled it): the run stops."""
 
     @property
     def done(self) -> bool:
@@ -350,6 +352,8 @@ def _next_turn(state: State) -> list[Outbound]:
     b = cfg.budget
     if b.max_steps is not None and state.steps >= b.max_steps:
         return _stop(state, "step_budget")
+    if state.overrun is not None:
+        return overrun_stop(state)
     if cfg.legacy_estimate:
         in_tokens = (state.chars + state.tool_chars) // 4
         amount = estimate_micros(in_tokens, cfg.max_output_tokens, cfg.price)
@@ -634,6 +638,12 @@ def recount_chars(state: State) -> None:
     """Recompute ``state.chars`` after a driver changed ``state.messages`` (compaction, masking)."""
     cfg = state.config
     state.chars = sum(_message_chars(m, cfg.image_tokens, cfg.legacy_estimate) for m in state.messages)
+
+
+def overrun_stop(state: State) -> list[Outbound]:
+    """Stop the run because a side call or a child was billed past its reservation (``state.overrun``)."""
+    msg = state.overrun or "a call was billed past its reservation"
+    return [Append("overrun", {"step": state.steps, "error": msg})] + halt(state, "budget_overrun", msg)
 
 
 def halt(state: State, reason: str, error: str | None = None) -> list[Outbound]:

@@ -645,6 +645,9 @@ class _RunReplay:
                     recount_chars(state)
             i += 1
         nxt = seg[i] if i < len(seg) else None
+        if nxt is not None and nxt.kind == "overrun" and "error" in nxt.payload:
+            state.overrun = str(nxt.payload["error"])  # a side call billed past its bound: the driver stops as it did
+            return None
         if nxt is not None and nxt.kind == "loop_detected":
             record(nxt.kind, nxt.payload)
             return str((self.stop or {}).get("reason", "loop_detected"))

@@ -50,6 +50,7 @@ from .loop import (
     ToolsDone,
     halt,
     interrupt,
+    overrun_stop,
     start,
     step,
 )
@@ -232,6 +233,8 @@ class _Drive:
 
     def prepared(self, state: State, out: CallModel, reason: str | None) -> list[Outbound]:
         """After ``prepare``: the call to make, or the stop it asked for."""
+        if reason is None and state.overrun is not None:  # a side call of prepare's was billed past its bound
+            return overrun_stop(state)
         if reason is not None:
             return halt(state, reason)
         self.ready = CallModel(replace(out.request, messages=state.messages))

@@ -59,6 +59,8 @@ class StateAccount:
         if self.ledger is not None:
             self.ledger.settle(reserved_micros, cost, reserved_tokens, usage.total)
         st = self.state
+        if cost > reserved_micros and st.config.budget.max_usd_micros is not None:
+            st.overrun = f"a side call was billed {cost} micro-USD, past its reservation of {reserved_micros}"
         st.spent_micros += cost
         st.tokens += usage.total
         st.usage = st.usage + usage
