@@ -276,7 +276,8 @@ def test_a_fleet_sharing_one_ledger_never_settles_past_its_cap(
     results: list[RunResult] = []
 
     def worker() -> None:
-        results.append(run(open_adversary(adv, fallback), [emit], _prompt(), Budget(max_steps=6, max_usd_micros=cap), prices=PRICES,
+        # as a batch worker: its own budget has no money cap; the fleet ledger holds the cap
+        results.append(run(open_adversary(adv, fallback), [emit], _prompt(), Budget(max_steps=6), prices=PRICES,
                            max_output_tokens=max_out, ledger=ledger))
 
     threads = [threading.Thread(target=worker) for _ in range(workers)]

@@ -129,6 +129,9 @@ class LoopConfig:
     can_count: bool = False
     """The model counts input tokens exactly (Anthropic's count_tokens): when the bound does not fit,
     the loop asks for a count before refusing (recorded when on)."""
+    shared_cap: bool = False
+    """The run reserves against a shared ledger (a batch's fleet cap): a bill past a reservation stops it
+    even when its own budget has no money cap (recorded when on)."""
     legacy_estimate: bool = False
     """Reserve as files written before the bound did (input at characters // 4, at the model's own
     price, no overrun check): only for replaying them. New runs record ``"reservation": "bound"``."""
@@ -157,6 +160,8 @@ class LoopConfig:
             out["image_tokens"] = self.image_tokens
         if self.can_count:
             out["can_count"] = True
+        if self.shared_cap:
+            out["shared_cap"] = True
         if not self.legacy_estimate:
             out["reservation"] = "bound"
         return out
@@ -560,7 +565,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     state.chars += msg_bound
 
     b = cfg.budget
-    if cost > reserved and not legacy and b.max_usd_micros is not None:
+    if cost > reserved and not legacy and (b.max_usd_micros is not None or cfg.shared_cap):
         out.append(Append("overrun", {"step": state.steps, "reserved_micros": reserved, "cost_micros": cost, "usage": usage.to_json()}))
         state.error = (
             f"the provider billed {cost} micro-USD for a call reserved at {reserved} (step {state.steps}; "

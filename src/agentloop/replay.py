@@ -313,6 +313,7 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
             fallback_prices={str(k): Price.from_json(v) for k, v in (c.get("fallback_prices") or {}).items()},
             image_tokens=int(c.get("image_tokens", IMAGE_TOKENS)),
             can_count=bool(c.get("can_count", False)),
+            shared_cap=bool(c.get("shared_cap", False)),
             legacy_estimate=c.get("reservation") != "bound",
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -351,6 +351,8 @@ def run(
         max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
         redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
+    if config is None and ledger is not None:
+        cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
     run_tools = executor or _threaded(registry, drive, max_parallel)
@@ -565,6 +567,8 @@ async def arun(
         max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
         redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
+    if config is None and ledger is not None:
+        cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
     run_tools = executor or _parallel(registry, drive, max_parallel)

@@ -59,7 +59,7 @@ class StateAccount:
         if self.ledger is not None:
             self.ledger.settle(reserved_micros, cost, reserved_tokens, usage.total)
         st = self.state
-        if cost > reserved_micros and st.config.budget.max_usd_micros is not None:
+        if cost > reserved_micros and (st.config.budget.max_usd_micros is not None or st.config.shared_cap):
             st.overrun = f"a side call was billed {cost} micro-USD, past its reservation of {reserved_micros}"
         st.spent_micros += cost
         st.tokens += usage.total
