@@ -147,3 +147,17 @@ def test_a_provider_that_bills_past_the_bound_stops_the_run_as_an_error(tmp_path
     kinds = [json.loads(line)["kind"] for line in Path(obj["transcript"]).read_text().splitlines()]
     assert "overrun" in kinds
     assert t.returncode == 1 and "warning: the provider billed past the reservation" in t.stderr
+
+
+def test_the_repl_banner_and_cost_show_the_cap_and_model_names_a_model_with_no_price(proj: Path, env: dict[str, str], hello: str) -> None:
+    lines = "\n".join(["/cost", "/model openai:nonexistent", "/model openai:gpt-4o", "/exit"]) + "\n"
+    p = subprocess.run([AGENTLOOP, "--model", "openai:gpt-4o-mini", "--base-url", hello + "/v1"], input=lines, cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=60)
+    out = p.stdout
+    assert p.returncode == 0, p.stderr
+    assert out.count("spend cap $5.000000 (the default") == 2  # the banner, then /cost
+    unknown = [ln for ln in out.splitlines() if "has no price" in ln]
+    assert len(unknown) == 1 and "nonexistent" in unknown[0] and "--price INPUT,OUTPUT" in unknown[0]
+    p2 = subprocess.run([AGENTLOOP, "--model", "openai:gpt-4o-mini", "--base-url", hello + "/v1", "--max-usd", "unlimited"],
+                        input="/cost\n/exit\n", cwd=proj, env=env, capture_output=True, text=True, timeout=60)
+    assert p2.stdout.count("no spend cap (unlimited, on purpose)") == 2
