@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import threading
 from collections.abc import Sequence
@@ -208,7 +209,7 @@ knobs = dict(
     fallback=st.booleans(),
     max_out=st.integers(1, 600),
 )
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=int(os.environ.get("AGENTLOOP_PROPERTY_EXAMPLES", "25")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 def _prompt() -> list[dict[str, Any]]:
