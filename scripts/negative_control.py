@@ -48,6 +48,20 @@ SABOTAGES = [
         ["tests/test_loop.py"],
     ),
     Sabotage(
+        "the reservation estimates input at characters / 4 instead of the bound",
+        "src/agentloop/budget.py",
+        "    return message_bytes(m) + framing + images * image_tokens",
+        "    return len(str(m.get('content', ''))) // 4  # SABOTAGED",
+        ["tests/test_spend_cap_property.py"],
+    ),
+    Sabotage(
+        "a bill past the reservation passes as a success",
+        "src/agentloop/loop.py",
+        "    if cost > reserved and not legacy and b.max_usd_micros is not None:",
+        "    if False:  # SABOTAGED",
+        ["tests/test_replay_golden.py", "tests/test_loop.py"],
+    ),
+    Sabotage(
         "the step budget is not checked",
         "src/agentloop/loop.py",
         "if b.max_steps is not None and state.steps >= b.max_steps:",
