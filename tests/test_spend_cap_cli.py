@@ -142,7 +142,7 @@ def test_a_provider_that_bills_past_the_bound_stops_the_run_as_an_error(tmp_path
         gen.close()
     assert p.returncode == 1, p.stderr
     obj = json.loads(p.stdout)
-    assert obj["is_error"] is True and obj["stop_reason"] == "budget_overrun"
+    assert obj["is_error"] is True and obj["agentloop_stop_reason"] == "budget_overrun"
     assert "warning: the provider billed past the reservation" in p.stderr
     kinds = [json.loads(line)["kind"] for line in Path(obj["transcript"]).read_text().splitlines()]
     assert "overrun" in kinds

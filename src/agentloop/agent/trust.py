@@ -308,6 +308,8 @@ def _usd_ok(v: Any) -> bool:
 
     if isinstance(v, bool):
         return False
+    if v == "unlimited":  # no cap, on purpose (issue 17)
+        return True
     try:
         usd(str(v))
     except ValueError:
@@ -349,7 +351,7 @@ _CLEAN: dict[str, Callable[[SettingsSource, str, Any, Warn], Any]] = {
     "fallbackModel": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
     "loopCheckModel": _typed(lambda v: isinstance(v, str), "a model name"),
     "maxSteps": _typed(_int_ok(1), "a whole number of at least 1"),
-    "maxUsd": _typed(_usd_ok, "an amount of dollars such as 0.50"),
+    "maxUsd": _typed(_usd_ok, 'an amount of dollars such as 0.50, or "unlimited"'),
     "contextWindow": _typed(_int_ok(1), "a number of tokens"),
     "toolResultCap": _typed(_int_ok(0), "a number of characters"),
     "loopThreshold": _typed(_int_ok(0), "a whole number (0 turns the check off)"),
