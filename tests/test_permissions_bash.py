@@ -280,6 +280,7 @@ def check_never_allowed(stubs: Path, tmp: Path, line: str) -> set[str]:
 @example("test -v 'a[$(b)]'")
 @example("printf -v 'a[$(b)]' x")
 @example(">out b v")
+@example("[[ -n <(b) ]]")  # a process substitution still runs inside [[ ]] (found while adding [[ ]] to the reader)
 def test_whatever_bash_runs_through_what_the_text_cannot_show_is_never_allowed(stubs: Path, tmp_path: Path, line: str) -> None:
     check_never_allowed(stubs, tmp_path, line)
 
@@ -302,7 +303,9 @@ ATTACKS = [
     "echo rm v > s.sh; bash s.sh", "bash -c \"$(echo rm v)\"", "x=rm; eval $x v",
     "stdbuf -oL rm v", "nohup rm v", "unshare -r rm v", "busybox rm v", "flock lk -c 'rm v'",
     "read x <<< 'a[$(rm v)]'; [[ $x -eq 1 ]]", "let 'a[$(rm v)]=1'", "IFS=,; x=rm,v; $x", "env -S 'rm v'",
-    "git init -q; git config alias.x '!rm v'; git x",
+    "git init -q; git config alias.x '!rm v'; git x", "script /dev/null -c 'rm v'",
+    "hash -p \"$PATH/rm\" ls; ls v", "p=$PATH/rm; BASH_CMDS[ls]=$p; ls v", "mapfile -C 'rm v' -c 1 a <<< 1",
+    "compgen -C 'rm v' x",
 ]
 
 

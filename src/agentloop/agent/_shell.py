@@ -205,8 +205,8 @@ class _Parser:
                 start = i
                 continue
             c = s[i]
-            if cond:
-                # inside [[ ]]: ( ) < > && || are the condition's own operators
+            if cond and not (c in "<>" and s.startswith("(", i + 1)):
+                # inside [[ ]]: ( ) < > && || are the condition's own operators (a process substitution still runs)
                 if c in "()<>":
                     token(c)
                     i += 1
@@ -861,6 +861,7 @@ _INLINE_LETTERS = {"python": "c", "pypy": "c", "perl": "eE", "ruby": "e", "node"
                    "powershell": "c", "guile": "c", "racket": "e", "elixir": "e", "erl": "e", "ipython": "c",
                    "ts-node": "e", "tsx": "e", "qjs": "e", "irb": "", "tclsh": "", "osascript": "e"}
 _CODE_VARS = re.compile(r"^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|BASH_LOADABLES_PATH|"
+                        r"BASH_CMDS|BASH_ALIASES|"
                         r"LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|PATH|GIT_.*|EDITOR|VISUAL|PAGER|MANPAGER|LESSOPEN|"
                         r"LESSCLOSE|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|"
                         r"NODE_OPTIONS|NODE_PATH|SSH_ASKPASS|SUDO_ASKPASS|BROWSER|TERMINAL|SHELL|INPUTRC)$")
@@ -958,8 +959,23 @@ def _unwrap(head: str, words: list[str], lits: list[bool], spec: _Wrap) -> _Unwr
         r.script_lit = all(lits[k : k + 2])
         r.rest = n
         return r
-    if r.script is not None and spec.after_string:
-        r.rest = n
+    if r.script is None and spec.after_string:
+        # script, su, runuser take their -c anywhere ("script /dev/null -c CMD", "su root -c CMD")
+        for k in range(i, n):
+            w = words[k]
+            name, eq, value = w.partition("=")
+            if w.startswith("--") and name in spec.strings:
+                r.script = value if eq else (words[k + 1] if k + 1 < n else None)
+                r.script_lit = all(lits[k : k + (1 if eq else 2)])
+                break
+            if w.startswith("-") and not w.startswith("--") and any("-" + ch in spec.strings for ch in w[1:]):
+                ch = next(ch for ch in w[1:] if "-" + ch in spec.strings)
+                attached = w[w.index(ch, 1) + 1 :]
+                r.script = attached or (words[k + 1] if k + 1 < n else None)
+                r.script_lit = lits[k] and (bool(attached) or (k + 1 < n and lits[k + 1]))
+                break
+    if spec.after_string:
+        r.rest = n  # their other words are a file or a user, never a command
         return r
     r.rest = min(n, i + spec.npos)
     return r
@@ -1308,6 +1324,12 @@ def unit_views(words: list[str], depth: int, extra: list[Unit], lits: list[bool]
         if head == "shopt" and "expand_aliases" in words:
             unit.opaque.append("shopt expand_aliases lets aliases change what command words run")
             break
+        if head == "hash" and any(w.startswith("-") and "p" in w for w in words[1:]):
+            unit.opaque.append("hash -p makes a command name run another program")
+            break
+        if head in ("mapfile", "readarray", "compgen") and any(w.startswith("-") and ("C" in w or (head == "compgen" and "F" in w)) for w in words[1:]):
+            unit.opaque.append(f"{head} -C runs a command given as a string")
+            break
         if head == "enable" and any(w.startswith("-") and "f" in w for w in words[1:]):
             unit.opaque.append("enable -f loads a builtin from a file")
             break
@@ -1372,6 +1394,9 @@ def unit_views(words: list[str], depth: int, extra: list[Unit], lits: list[bool]
             unit.opaque.append("xargs builds its command's arguments from its input")
             rest, rlits = words[u.rest :], lits[u.rest :]
             inner_command(rest, rlits)
+            break
+        if u.script is None and spec.after_string:
+            unit.opaque.append(f"{head} without a command string starts a shell")
             break
         if u.script is not None:
             if not u.script_lit:

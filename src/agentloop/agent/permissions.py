@@ -12,22 +12,27 @@ Rules:
    allow anywhere. Deny rules hold in every mode, bypassPermissions included.
 3. Without a matching rule the mode decides: read-only tools are allowed;
    Write and Edit ask (acceptEdits allows them); Bash and everything else
-   ask; plan mode denies every tool that is not read-only; bypassPermissions
-   allows, except edits inside ``.git``, ``.agentloop``, ``.claude``,
-   ``.vscode`` or ``.idea`` (commands, agents and skills folders excepted),
-   which still ask, as in Claude Code; dontAsk turns every "ask" into "deny".
-   Launching a sub-agent (the ``Agent`` tool) needs no permission, as in
+   ask, except lines of read-only commands (``ls``, ``cat``, ``git status``...),
+   which run without a prompt as in Claude Code; plan mode denies every tool
+   that is not read-only; bypassPermissions allows; dontAsk turns every "ask"
+   into "deny". Launching a sub-agent (the ``Agent`` tool) needs no permission, as in
    Claude Code: the child's own tool calls are checked. Deny and ask rules
    (``Agent``, ``Agent(Explore)``, ``Agent(model:opus)``) still apply; plan
    mode allows only read-only sub-agent types (``read_only_agent_types``)
    without a worktree.
-4. Bash: the command line is split into every command it would run
-   (``&&``, ``||``, ``;``, ``|``, subshells, ``$(...)``, backticks,
-   newlines) and each is checked; wrappers (``sudo``, ``env``, ``VAR=x``,
-   ``bash -c``, ``xargs``, ``nice``, ``nohup``, ``timeout``, ``command``,
-   ``exec``, ``time``) are looked through, so they do not dodge a deny rule.
-   The line is allowed only when every command in it is. A line that cannot
-   be parsed is never allowed by a rule.
+4. Protected paths: in every mode, bypassPermissions included, a write inside
+   ``.git``, ``.agentloop``, ``.claude``, ``.vscode``, ``.idea``, the workspace's git
+   directory (a worktree's ``.git`` file points elsewhere) or the agentloop home,
+   or to ``.mcp.json`` or a shell start-up file, asks (dontAsk: denies), matched
+   case-insensitively on the path as given and its real path. Only an allow rule
+   naming that exact path (no pattern characters) allows it.
+4b. Bash: the command line is read as bash reads it (``_shell.py``) and split
+   into every command it would run, wrappers looked through, and each is
+   checked; the line is allowed only when every command in it is. A line with
+   an opaque part (its command cannot be known from the text) or that cannot
+   be parsed is never allowed by a pattern rule, and asks whenever a Bash deny
+   or ask rule exists, in every mode. "Always" at a prompt stores an exact rule
+   (``add_exact``): the line as written, ``*`` included.
 5. Bash patterns: ``*`` matches anything; a trailing `` *`` (or the legacy
    ``:*``) also matches the bare command but keeps the word boundary
    (``ls *`` matches ``ls -la``, not ``lsof``); no ``*`` means exact.
