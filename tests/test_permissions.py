@@ -615,6 +615,8 @@ READ_ONLY_TABLE = [
     ("find . -exec rm {} ;", "ask"), ("X=1 ls", "ask"), ("./ls", "ask"), ("ls; make", "ask"), ("git -c core.pager=x log", "ask"),
     ("git diff --output=x", "ask"), ("rg --pre sh x", "ask"), ("printf -v x y", "ask"), ("cat a >> b", "ask"),
     ("ls | xargs rm", "ask"), ("nice ls", "ask"), ("less a", "ask"), ("echo hi > /dev/null", "allow"),
+    ("sort --compress-program=sh a", "ask"), ("tree -o out", "ask"), ("git grep -O x", "ask"),
+    ("git cat-file --textconv HEAD:a", "ask"),
 ]
 
 

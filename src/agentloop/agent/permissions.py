@@ -781,7 +781,11 @@ def _read_only_words(words: list[str]) -> bool:
         return False
     if head in ("less", "more"):
         return False  # they can run commands (!cmd, LESSOPEN); listed so the reason is recorded here
-    if head == "sort" and any(a == "-o" or a.startswith(("-o", "--output")) for a in args):
+    if head == "sort" and any(a == "-o" or a.startswith(("-o", "--output", "--compress-program")) for a in args):
+        return False  # writes a file, or runs a compressor
+    if head == "tree" and any(a == "-o" or a.startswith("-o") for a in args):
+        return False
+    if head == "file" and any(a.startswith("-") and not a.startswith("--") and "C" in a or a == "--compile" for a in args):
         return False
     if head == "uniq" and len([a for a in args if not a.startswith("-")]) > 1:
         return False  # "uniq IN OUT" writes OUT
@@ -800,8 +804,9 @@ def _read_only_words(words: list[str]) -> bool:
         if i >= len(args) or args[i] not in READ_ONLY_GIT:
             return False
         sub, rest = args[i], args[i + 1 :]
-        if any(a.startswith("--output") or a in ("--ext-diff", "--textconv") for a in rest):
-            return False
+        if any(a.startswith(("--output", "--open-files-in-pager")) or a in ("--ext-diff", "--textconv", "--filters", "-O")
+               for a in rest):
+            return False  # writes a file, or runs a program named by configuration
         if sub in ("branch", "tag") and any(a.split("=", 1)[0] not in _LISTING_FLAGS for a in rest):
             return False  # listing only: "git branch -D x", "git tag v1" change things
         if sub == "remote" and any(not a.startswith("-") for a in rest):
