@@ -604,7 +604,9 @@ def test_a_worktrees_git_directory_outside_the_workspace_is_protected(tmp_path):
 
 # --- issue 18, point 6: read-only Bash runs without a prompt --------------------------------
 # Claude Code permissions reference: read-only operations need no approval ("Read-only | File
-# reads, Grep | No"), and Bash commands that only read run without a prompt (issue 18).
+# reads, Grep | No"); read-only Bash (find, grep, head, tail... also in pipes) runs without a prompt
+# since anthropics/claude-code#1128 ("This is now supported"), and git status and grep are among the
+# commands "Claude Code already auto-allows" (bendrucker/claude#596).
 
 READ_ONLY_TABLE = [
     ("ls -la", "allow"), ("cat README.md | head -5", "allow"), ("git status", "allow"), ("git log --oneline -5", "allow"),
@@ -631,3 +633,16 @@ def test_read_only_bash_still_yields_to_deny_and_ask_rules_and_plan_mode_allows_
     assert policy(mode="plan").decide("Bash", {"command": "git status"}).behavior == "allow"
     assert policy(mode="plan").decide("Bash", {"command": "make"}).behavior == "deny"
     assert policy(mode="dontAsk").decide("Bash", {"command": "ls"}).behavior == "allow"
+
+
+def test_read_deny_rules_apply_to_the_files_a_read_only_line_names(proj):
+    # Claude Code applies Read deny rules to the file commands it recognizes in Bash, such as cat
+    # (its permissions reference); read-only lines auto-approved since anthropics/claude-code#1128.
+    root, _ = proj
+    p = policy(deny=["Read(./secrets/**)"], cwd=str(root))
+    assert p.decide("Bash", {"command": "cat secrets/key.txt"}).behavior == "deny"
+    assert p.decide("Bash", {"command": "grep -r k secrets"}).behavior == "deny"
+    assert p.decide("Bash", {"command": "cat alias.txt"}).behavior == "deny", "a symlink into a denied folder"
+    assert p.decide("Bash", {"command": "head < secrets/key.txt"}).behavior == "deny"
+    assert p.decide("Bash", {"command": "cat */key.txt"}).behavior == "ask", "an expanded argument cannot be checked"
+    assert p.decide("Bash", {"command": "cat notes.env"}).behavior == "allow"

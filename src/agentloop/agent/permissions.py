@@ -499,6 +499,12 @@ class PermissionPolicy:
         if tool_name == AGENT_TOOL:
             return self._agent_decision(tool_input)
         read_only_bash = bash is not None and _read_only_line(bash)
+        if read_only_bash and bash is not None:
+            denied = self._read_denied_argument(bash)
+            if isinstance(denied, _Bound):
+                return Decision("deny", denied.rule.text, denied.source,
+                                f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
+            read_only_bash = not denied
         if self.mode == "plan" and tool_name not in self.read_only_tools and not read_only_bash:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
         protected = self.protected_target(tool_name, tool_input)
@@ -542,6 +548,41 @@ class PermissionPolicy:
         """The tools a bare-name deny rule (``Bash``, ``mcp__db__*``) removes from the model's view."""
         bare = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "tool"]
         return [n for n in names if any(b.tool_matches(n) for b in bare)]
+
+    def _read_denied_argument(self, bash: _BashView) -> _Bound | bool:
+        """For a read-only line: the Read deny rule one of its arguments falls under, True when an
+        argument is expanded (a glob, a variable) while Read deny rules exist, else False.
+
+        Claude Code applies Read deny rules to the file commands it recognizes in Bash (``cat``...).
+        """
+        rules = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
+        if not rules:
+            return False
+        for u in bash.units or []:
+            if u.simple is None:
+                continue
+            for w, lit in zip(u.simple.words[1:], u.simple.lits[1:]):
+                if not lit:
+                    return True
+                if w.startswith("-"):
+                    continue
+                given = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(w)))
+                paths = [given]
+                try:
+                    real = os.path.realpath(given)
+                except (ValueError, OSError):
+                    real = given
+                if real != given:
+                    paths.append(real)
+                for b in rules:
+                    if _path_match(b, paths, os.path.isdir(real), probe=True):
+                        return b
+            for _op, target in u.simple.redirects:
+                given = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(target)))
+                for b in rules:
+                    if _path_match(b, [given, os.path.realpath(given)], False, probe=False):
+                        return b
+        return False
 
     def _ask(self, reason: str) -> Decision:
         if self.mode == "dontAsk":
@@ -754,7 +795,9 @@ class _BashView:
 
 
 # Read-only commands (issue 18): Claude Code runs read-only Bash without a prompt
-# (permissions reference: "Read-only | File reads, Grep | No" approval). A line runs without
+# (permissions reference: "Read-only | File reads, Grep | No" approval; anthropics/claude-code#1128
+# for find/grep/head/tail, also piped), and applies Read deny rules to the files such commands
+# name. A line runs without
 # a prompt only when it parses, nothing in it is opaque, every command is one of these (with
 # the arguments that keep it read-only), and no redirection writes a file.
 READ_ONLY_COMMANDS = frozenset({
