@@ -135,6 +135,13 @@ SABOTAGES = [
         [*PB, "tests/test_agent.py"],
     ),
     Sabotage(
+        "read-only Bash ignores Read deny rules (cat secrets/key runs unasked)",
+        "src/agentloop/agent/permissions.py",
+        "denied = self._read_denied_argument(bash)",
+        "denied = False  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
         "read-only Bash ignores redirections that write files",
         "src/agentloop/agent/permissions.py",
         "if any(_writes(op, target) for op, target in simple.redirects):",

@@ -156,6 +156,7 @@ line = st.recursive(simple, _compound, max_leaves=6)
 @example("x (b)")  # a syntax error to bash: runs nothing
 @example("sh -c 'case q in q) a;; *) b;; esac'")  # found: a case inside sh -c hid its branches
 @example("time while a; do b; break; done")  # found: bash's keyword time, then a loop
+@example("$'\\x61' <<< \"$([[ -n $(b) ]])\"")  # found: "]])" read the ) as the condition's own
 def test_whatever_bash_runs_a_deny_rule_sees(stubs: Path, tmp_path: Path, line: str) -> None:
     names = ran(stubs, line, tmp_path)
     for n in names:

@@ -205,6 +205,8 @@ class _Parser:
                 start = i
                 continue
             c = s[i]
+            if cond and c in "()<>&|\n" and not (c in "<>" and s.startswith("(", i + 1)):
+                end_word()  # "]])": the ]] ends the condition before the ")" is read
             if cond and not (c in "<>" and s.startswith("(", i + 1)):
                 # inside [[ ]]: ( ) < > && || are the condition's own operators (a process substitution still runs)
                 if c in "()<>":
