@@ -305,7 +305,7 @@ ATTACKS = [
     "stdbuf -oL rm v", "nohup rm v", "unshare -r rm v", "busybox rm v", "flock lk -c 'rm v'",
     "read x <<< 'a[$(rm v)]'; [[ $x -eq 1 ]]", "let 'a[$(rm v)]=1'", "IFS=,; x=rm,v; $x", "env -S 'rm v'",
     "git init -q; git config alias.x '!rm v'; git x", "script /dev/null -c 'rm v'",
-    "hash -p \"$PATH/rm\" ls; ls v", "p=$PATH/rm; BASH_CMDS[ls]=$p; ls v", "mapfile -C 'rm v' -c 1 a <<< 1",
+    "hash -p \"$PATH/rm\" ls; ls v", "p=$PATH/r; BASH_CMDS[ls]=${p}m; ls v", "mapfile -C 'rm v' -c 1 a <<< 1",
     "compgen -C 'rm v' x",
 ]
 
