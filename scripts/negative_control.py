@@ -142,6 +142,13 @@ SABOTAGES = [
         PB,
     ),
     Sabotage(
+        "Bash naming a protected path (> .agentloop/settings.local.json) runs unasked in bypass",
+        "src/agentloop/agent/permissions.py",
+        "named = self._bash_protected(bash)",
+        "named = None  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
         "read-only Bash ignores redirections that write files",
         "src/agentloop/agent/permissions.py",
         "if any(_writes(op, target) for op, target in simple.redirects):",

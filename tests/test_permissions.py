@@ -446,7 +446,8 @@ def test_deeply_nested_lines_are_not_allowed_by_rule():
 def test_bypass_mode_still_asks_before_writing_into_protected_directories(path, expected):
     p = policy(mode="bypassPermissions")
     assert p.decide("Write", {"file_path": path, "content": ""}).behavior == expected
-    assert p.decide("Bash", {"command": "rm -rf .git"}).behavior == "allow"
+    # a Bash line naming a protected path in a command that may write it asks too (issue 16, point 2)
+    assert p.decide("Bash", {"command": "rm -rf .git"}).behavior == "ask"
 
 
 def test_bare_name_deny_rules_remove_tools_from_the_models_view():
@@ -646,3 +647,28 @@ def test_read_deny_rules_apply_to_the_files_a_read_only_line_names(proj):
     assert p.decide("Bash", {"command": "head < secrets/key.txt"}).behavior == "deny"
     assert p.decide("Bash", {"command": "cat */key.txt"}).behavior == "ask", "an expanded argument cannot be checked"
     assert p.decide("Bash", {"command": "cat notes.env"}).behavior == "allow"
+
+
+@pytest.mark.parametrize("command", [
+    "echo '{\"permissions\": {\"allow\": [\"Bash\"]}}' > .agentloop/settings.local.json", "cp hook .git/hooks/post-checkout",
+    "tee -a ~/.bashrc < x", "rm -rf .GIT", "printf x >> .mcp.json", "ln -s /tmp/x .claude/settings.json",
+    "mv payload src/../.git/config", "sed -i s/a/b/ {al}/settings.json",
+])
+def test_bash_naming_a_protected_path_in_a_command_that_may_write_it_asks_even_in_bypass(guarded, command):
+    # issue 16, point 2 ("in every permission mode, bypass included"), for the paths a Bash line names
+    root, home, al = guarded
+    for mode in ("bypassPermissions", "acceptEdits", "default"):
+        p = _guarded_policy(root, home, al, mode=mode, allow=[])
+        p.rules.clear()
+        p.add_rule("allow", "Bash")
+        d = p.decide("Bash", {"command": command.replace("{al}", str(al))})
+        assert d.behavior == "ask", (mode, command, d)
+
+
+def test_bash_reading_a_protected_path_or_writing_elsewhere_is_not_held_up(guarded):
+    root, home, al = guarded
+    p = _guarded_policy(root, home, al, mode="bypassPermissions", allow=[])
+    for command in ("cat .git/config", "ls .agentloop", "git log", "echo x > notes.txt", "cp a b"):
+        assert p.decide("Bash", {"command": command}).behavior == "allow", command
+    p.add_exact("allow", "Bash", "cp hook .git/hooks/post-checkout")
+    assert p.decide("Bash", {"command": "cp hook .git/hooks/post-checkout"}).behavior == "allow", "the user's exact approval"

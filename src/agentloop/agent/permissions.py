@@ -513,6 +513,12 @@ class PermissionPolicy:
             if exact is not None:
                 return Decision("allow", exact.rule.text, exact.source, f"{tool_name} allowed by the rule {exact.rule.text} ({exact.source}), which names this path")
             return self._ask(f"{tool_name} would write {protected}, a protected path: every mode asks, and only an allow rule naming this exact path allows it")
+        if bash is not None and not read_only_bash:
+            named = self._bash_protected(bash)
+            if named is not None and not any(
+                b.behavior == "allow" and b.rule.kind == "exact" and b.rule.specifier == bash.command for b in self.rules
+            ):
+                return self._ask(f"Bash names {named}, a protected path, in a command that may write it: every mode asks")
         if bash is not None and bash.opaque and self._has_bash_rules():
             return self._ask(f"Bash: {bash.opaque[0]}; with Bash deny or ask rules in force, a line whose commands cannot all be known needs approval")
         if self.mode == "bypassPermissions":
@@ -548,6 +554,28 @@ class PermissionPolicy:
         """The tools a bare-name deny rule (``Bash``, ``mcp__db__*``) removes from the model's view."""
         bare = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "tool"]
         return [n for n in names if any(b.tool_matches(n) for b in bare)]
+
+    def _bash_protected(self, bash: _BashView) -> str | None:
+        """A protected path a Bash line names as a literal argument or redirection target of a command
+        that is not read-only (``> .git/hooks/x``, ``cp h .agentloop/settings.json``, ``rm -rf .GIT``).
+
+        Best effort: a path built at run time, or reached after a ``cd``, is not seen (the sandbox is the wall).
+        """
+        for u in bash.units or []:
+            simple = u.simple
+            if simple is None:
+                continue
+            read_only = bool(simple.words) and "/" not in simple.words[0] and _read_only_words(simple.words)
+            candidates = [t for op, t in simple.redirects if op not in ("<", "<<", "<<-", "<<<", "<&")]
+            if not read_only:
+                candidates += [w for w, lit in zip(simple.words[1:], simple.lits[1:]) if lit and not w.startswith("-")]
+            for w in candidates:
+                if w.startswith("~/"):
+                    w = os.path.join(self.user_home, w[2:])
+                found = self.protected_target("Write", {"file_path": w})
+                if found is not None:
+                    return found
+        return None
 
     def _read_denied_argument(self, bash: _BashView) -> _Bound | bool:
         """For a read-only line: the Read deny rule one of its arguments falls under, True when an
