@@ -1429,14 +1429,6 @@ def unit_views(words: list[str], depth: int, extra: list[Unit], lits: list[bool]
 
 
 _BRACE_WORD = re.compile(r"^\{([^{}]*,[^{}]*)\}$")
-_OPAQUE = re.compile(r"[$`*?\[]|\{[^{}]*,[^{}]*\}")
-
-
-def _opaque(word: str) -> bool:
-    """A command word the shell would expand ($X, globs, braces): no rule can know what it runs."""
-    return bool(_OPAQUE.search(word))
-
-
 def _find_exec(words: list[str]) -> list[list[str]]:
     """The commands of ``find ... -exec CMD {} ;`` (also -execdir, -ok, -okdir)."""
     out: list[list[str]] = []
