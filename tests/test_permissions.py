@@ -672,3 +672,13 @@ def test_bash_reading_a_protected_path_or_writing_elsewhere_is_not_held_up(guard
         assert p.decide("Bash", {"command": command}).behavior == "allow", command
     p.add_exact("allow", "Bash", "cp hook .git/hooks/post-checkout")
     assert p.decide("Bash", {"command": "cp hook .git/hooks/post-checkout"}).behavior == "allow", "the user's exact approval"
+
+
+def test_a_workspace_inside_the_agentloop_home_keeps_its_own_files_writable(tmp_path):
+    al = tmp_path.resolve() / "al"
+    root = al / "work"
+    root.mkdir(parents=True)
+    p = PermissionPolicy.from_settings([], mode="bypassPermissions", cwd=str(root))
+    p.protected_roots = [str(al)]
+    assert p.decide("Write", {"file_path": str(root / "a.txt"), "content": ""}).behavior == "allow"
+    assert p.decide("Write", {"file_path": str(al / "settings.json"), "content": ""}).behavior == "ask"

@@ -640,9 +640,12 @@ class PermissionPolicy:
             if parts and parts[-1].lower() in _PROTECTED_FILES:
                 return p
             low_p = os.path.normcase(p).lower()
+            low_cwd = self.cwd.lower().rstrip(os.sep)
             for root in [*self.protected_roots, *self._git_directories()]:
                 r = root.lower().rstrip(os.sep)
                 if low_p == r or low_p.startswith(r + os.sep):
+                    if low_cwd.startswith(r + os.sep) and low_p.startswith(low_cwd + os.sep):
+                        continue  # a workspace inside the agentloop home: its own files stay writable
                     return root + os.sep
         return None
 
