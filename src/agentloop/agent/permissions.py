@@ -85,7 +85,7 @@ writing in them asks in every mode. Compared case-insensitively (``.GIT/config``
 _PROTECTED_FILES = frozenset({
     ".mcp.json", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc",
     ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".logout",
-    ".inputrc", ".envrc", ".gitconfig", ".gitmodules", "config.fish",
+    ".inputrc", ".envrc", ".gitconfig", "config.fish",
 })
 """Files that start programs or shells (MCP servers, shell start-up files): writing them asks in every mode."""
 _GLOB_CHARS = re.compile(r"[*?\[\]{}!]")
