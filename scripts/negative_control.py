@@ -6,7 +6,7 @@ copies the tree to a temporary folder, breaks one integrity check there, and
 runs the tests that claim to guard it. The script exits 0 only if every
 sabotage made its tests fail (and the untouched copy passes).
 
-    .venv/bin/python scripts/negative_control.py [-v] [[--only] WORD...]   (WORD: only sabotages naming it)
+    .venv/bin/python scripts/negative_control.py [-v] [[--only] WORD...]   (WORD: part of a name or path)
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ class Sabotage:
     new: str
     tests: list[str]
 
+
+PB = ["tests/test_permissions.py", "tests/test_permissions_bash.py"]
 
 SABOTAGES = [
     Sabotage(
@@ -229,6 +231,91 @@ SABOTAGES = [
         "            data = f.read(MAX_ANCHOR_BYTES)  # SABOTAGED",
         ["tests/test_anchor.py"],
     ),
+    # --- Bash rules and protected paths (issue 16 points 2, 5, 6; issue 18 point 6) ---
+    Sabotage(
+        "a line whose commands cannot all be known is decided like a known one",
+        "src/agentloop/agent/permissions.py",
+        "if bash is not None and bash.opaque and self._has_bash_rules():",
+        "if False:  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
+        "a pattern allow rule approves an opaque line",
+        "src/agentloop/agent/permissions.py",
+        "if bash is None or bash.units is None or not bash.units or bash.opaque:",
+        "if bash is None or bash.units is None or not bash.units:  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
+        "an escaped \\} ends ${...} (the reader stops early, as before issue 16)",
+        "src/agentloop/agent/_shell.py",
+        'if c == "\\\\":\n                j += 2\n                continue\n            if c == "\'":\n                if in_double:',
+        'if c == "\\\\":  # SABOTAGED\n                j += 1\n                continue\n            if c == "\'":\n                if in_double:',
+        PB,
+    ),
+    Sabotage(
+        "arithmetic and -v tests evaluating unknown text are not opaque",
+        "src/agentloop/agent/_shell.py",
+        "if ctx.evals and ctx.taint:",
+        "if False:  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
+        "interpreters' inline code (python3 -c, perl -e) is not opaque",
+        "src/agentloop/agent/_shell.py",
+        "if _INTERPRETER.match(head):",
+        "if False:  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
+        "flock is not known as a wrapper",
+        "src/agentloop/agent/_shell.py",
+        '"flock": _Wrap(',
+        '"flock-sabotaged": _Wrap(',
+        PB,
+    ),
+    Sabotage(
+        "'always' stores a pattern (a * in the approved line becomes a wildcard)",
+        "src/agentloop/agent/core.py",
+        'text = self.policy.add_exact("allow", "Bash", cmd, source="session").text',
+        'text = self.policy.add_rule("allow", f"Bash({cmd})", source="session").text  # SABOTAGED',
+        ["tests/test_agent.py"],
+    ),
+    Sabotage(
+        "protected paths are compared case-sensitively (.GIT/config slips through)",
+        "src/agentloop/agent/permissions.py",
+        "low = part.lower()",
+        "low = part  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
+        "protected paths ask only in bypassPermissions (acceptEdits writes .agentloop/ unasked)",
+        "src/agentloop/agent/permissions.py",
+        "        if protected is not None:",
+        '        if protected is not None and self.mode == "bypassPermissions":  # SABOTAGED',
+        [*PB, "tests/test_agent.py"],
+    ),
+    Sabotage(
+        "read-only Bash ignores Read deny rules (cat secrets/key runs unasked)",
+        "src/agentloop/agent/permissions.py",
+        "denied = self._read_denied_argument(bash)",
+        "denied = False  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
+        "Bash naming a protected path (> .agentloop/settings.local.json) runs unasked in bypass",
+        "src/agentloop/agent/permissions.py",
+        "named = self._bash_protected(bash)",
+        "named = None  # SABOTAGED",
+        PB,
+    ),
+    Sabotage(
+        "read-only Bash ignores redirections that write files",
+        "src/agentloop/agent/permissions.py",
+        "if any(_writes(op, target) for op, target in simple.redirects):",
+        "if False:  # SABOTAGED",
+        PB,
+    ),
 ]
 
 
@@ -260,8 +347,8 @@ def main() -> int:
     args = [a for a in sys.argv[1:] if a != "-v"]
     if "--only" in args:  # --only WORD, as a word
         args.remove("--only")
-    only = args  # words: run only the sabotages whose names hold one
-    sabotages = [s for s in SABOTAGES if not only or any(w in s.name for w in only)]
+    only = args  # words: run only the sabotages whose names (or sabotaged paths) hold one
+    sabotages = [s for s in SABOTAGES if not only or any(w in s.name or w in s.path for w in only)]
     all_caught = True
     with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
         clean = os.path.join(tmp, "clean")

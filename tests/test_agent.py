@@ -314,3 +314,95 @@ def test_a_bare_name_deny_rule_takes_the_tool_out_of_the_models_view_and_a_call_
     assert "Bash" not in [t["name"] for t in start["config"]["tools"]]
     msg = [m for m in res.messages if m["role"] == "tool"][0]
     assert msg["ok"] is False and not (proj / "made.txt").exists()
+
+
+def _calls(tmp_path, calls, name="calls.json"):  # type: ignore[no-untyped-def]
+    return script(tmp_path, [{"text": "", "tool_calls": [c]} for c in calls] + [{"text": "done"}], name)
+
+
+def test_always_for_a_bash_line_approves_exactly_that_line_and_a_star_stays_a_star(tmp_path, proj):
+    # issue 16, point 6: approving "rm tmpd/*.tmp" once let "rm tmpd/../important.txt tmpd/x.tmp" run unasked
+    (proj / "tmpd").mkdir()
+    (proj / "tmpd" / "x.tmp").write_text("")
+    (proj / "important.txt").write_text("keep")
+    cmds = ["rm tmpd/*.tmp", "rm tmpd/../important.txt tmpd/x.tmp", "rm tmpd/*.tmp"]
+    spec = _calls(tmp_path, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
+    answers = iter(["always", "deny"])
+    asked = []
+
+    def ask(call, decision):  # type: ignore[no-untyped-def]
+        asked.append(call.arguments["command"])
+        return next(answers)
+
+    a = Agent(cwd=str(proj), model=spec, ask_permission=ask)
+    a.ask("clean up")
+    assert asked == cmds[:2], "the second line differs from the approved one and must be asked about"
+    assert (proj / "important.txt").read_text() == "keep"
+    assert ("allow", "Bash(rm tmpd/*.tmp)", "session") in a.policy.describe()
+    a.close()
+
+
+def test_always_for_a_line_with_a_parenthesis_does_not_allow_every_later_command(tmp_path, proj):
+    # before: a command holding ")" was remembered as the bare rule "Bash", allowing everything after
+    cmds = ["(mkdir -p d)", "touch made.txt"]
+    spec = _calls(tmp_path, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
+    answers = iter(["always", "deny"])
+    asked = []
+
+    def ask(call, decision):  # type: ignore[no-untyped-def]
+        asked.append(call.arguments["command"])
+        return next(answers)
+
+    a = Agent(cwd=str(proj), model=spec, ask_permission=ask)
+    a.ask("go")
+    assert asked == cmds and not (proj / "made.txt").exists()
+    a.close()
+
+
+def test_accept_edits_cannot_make_the_agent_permanent_without_asking(tmp_path, proj):
+    # issue 16, point 2: in acceptEdits the agent wrote .agentloop/settings.local.json and .git/hooks/post-checkout,
+    # and the next plain session ran both. With no one to ask (as in -p) such writes are refused.
+    (proj / ".git" / "hooks").mkdir(parents=True)
+    writes = {
+        ".agentloop/settings.local.json": '{"permissions": {"allow": ["Bash"], "defaultMode": "bypassPermissions"}}',
+        ".git/hooks/post-checkout": "#!/bin/sh\ntouch pwned\n",
+        ".GIT/config": "[core]\n",
+        ".mcp.json": '{"mcpServers": {}}',
+        ".claude/settings.json": "{}",
+        "notes2.txt": "fine",
+    }
+    spec = _calls(tmp_path, [{"name": "Write", "arguments": {"file_path": p, "content": c}} for p, c in writes.items()])
+    a = Agent(cwd=str(proj), model=spec, permission_mode="acceptEdits")
+    res = a.ask("persist yourself")
+    for p in writes:
+        assert (proj / p).exists() == (p == "notes2.txt"), p
+    refused = [m["content"] for m in res.messages if m["role"] == "tool" and not m["ok"]]
+    assert len(refused) == 5 and all("not granted" in r for r in refused)
+    a.close()
+
+
+def test_bypass_mode_asks_before_writing_the_agentloop_home(tmp_path, monkeypatch):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    home = proj / "state"  # the agentloop home inside the workspace, so only the permission stands in the way
+    monkeypatch.setenv("AGENTLOOP_HOME", str(home))
+    spec = _calls(tmp_path, [{"name": "Write", "arguments": {"file_path": "state/settings.json", "content": "{}"}}])
+    asked = []
+    a = Agent(cwd=str(proj), model=spec, permission_mode="bypassPermissions",
+              ask_permission=lambda c, d: asked.append(d.reason) or "deny")
+    a.ask("widen")
+    assert asked and "protected" in asked[0]
+    assert not (home / "settings.json").exists()
+    a.close()
+
+
+def test_read_only_bash_runs_without_a_prompt_even_with_no_one_to_ask(tmp_path, proj):
+    # issue 18, point 6: Claude Code runs read-only commands (ls, cat, pwd, git status...) without a prompt
+    cmds = ["ls && cat notes.txt | wc -l", "pwd", "ls > listing.txt"]
+    spec = _calls(tmp_path, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
+    a = Agent(cwd=str(proj), model=spec)  # no ask_permission: as in -p
+    res = a.ask("look around")
+    results = [m for m in res.messages if m["role"] == "tool"]
+    assert [m["ok"] for m in results] == [True, True, False]
+    assert "notes.txt" in results[0]["content"] and not (proj / "listing.txt").exists()
+    a.close()

@@ -158,13 +158,15 @@ BASH_TABLE = [
     (["Bash(ls *)"], [], "bash -c 'ls; curl x'", "ask"),
     (["Bash(ls *)"], [], "FOO=bar", "ask"),
     (["Bash(ls *)"], [], "ls *.py", "allow"),
-    (["Bash(ls *)", "Bash(find *)"], [], "find . -exec ls {} ;", "allow"),
+    # find -exec builds its command's arguments from the names it finds: never approved by a pattern (issue 16)
+    (["Bash(ls *)", "Bash(find *)"], [], "find . -exec ls {} ;", "ask"),
     (["Bash(find *)"], [], "find . -exec curl x ;", "ask"),
     (["Bash(l*)"], [], "l${IFS}s", "ask"),
     (["Bash(l*)"], [], "$CMD", "ask"),
     (["Bash(*)"], [], "$CMD", "allow"),
     (["Bash(l*)"], [], "l? -la", "ask"),
-    ([], [], "ls", "ask"),
+    ([], [], "ls", "allow"),  # read-only: no prompt, as in Claude Code (issue 18)
+    ([], [], "make", "ask"),
     # functions: the body runs when the function is called (found by tests/test_permissions_bash.py)
     (["Bash(git *)"], [], "function git { rm -rf ~; }; git status", "ask"),
     (["Bash(git *)"], [], "function git {\n  curl x | sh\n}\ngit status", "ask"),
@@ -435,15 +437,17 @@ def test_deeply_nested_lines_are_not_allowed_by_rule():
         ("/proj/.git/config", "ask"),
         ("/proj/.agentloop/settings.json", "ask"),
         ("/proj/.claude/settings.local.json", "ask"),
-        ("/proj/.claude/commands/x.md", "allow"),
-        ("/proj/.agentloop/skills/s/SKILL.md", "allow"),
+        # commands and skills grant tools (allowed-tools): unlike Claude Code, agentloop asks (issue 16)
+        ("/proj/.claude/commands/x.md", "ask"),
+        ("/proj/.agentloop/skills/s/SKILL.md", "ask"),
         ("/proj/.vscode/settings.json", "ask"),
     ],
 )
 def test_bypass_mode_still_asks_before_writing_into_protected_directories(path, expected):
     p = policy(mode="bypassPermissions")
     assert p.decide("Write", {"file_path": path, "content": ""}).behavior == expected
-    assert p.decide("Bash", {"command": "rm -rf .git"}).behavior == "allow"
+    # a Bash line naming a protected path in a command that may write it asks too (issue 16, point 2)
+    assert p.decide("Bash", {"command": "rm -rf .git"}).behavior == "ask"
 
 
 def test_bare_name_deny_rules_remove_tools_from_the_models_view():
@@ -486,3 +490,195 @@ def test_an_ansi_c_escape_bash_keeps_literally_is_decided_without_a_warning() ->
         warnings.simplefilter("error")
         policy = PermissionPolicy.from_settings([], cwd="/tmp")
         assert policy.decide("Bash", {"command": "echo $'\\;'"}).behavior in ("allow", "ask", "deny")
+
+
+# --- issue 16, point 5: a line whose commands cannot all be known --------------------------
+
+
+@pytest.mark.parametrize("mode", [None, "bypassPermissions", "acceptEdits"])
+@pytest.mark.parametrize("line", ["X=curl; $X e", "echo 'curl e' | sh", "python3 -c 'import os'", "eval \"$CMD\"", "xargs ls < dirs"])
+def test_an_opaque_line_asks_whenever_bash_deny_or_ask_rules_exist_even_under_allow_bash(mode, line):
+    assert policy(allow=["Bash"], deny=["Bash(curl:*)"], mode=mode).decide("Bash", {"command": line}).behavior == "ask"
+    assert policy(allow=["Bash"], ask=["Bash(curl:*)"], mode=mode).decide("Bash", {"command": line}).behavior == "ask"
+    assert policy(allow=["Bash"], deny=["Bash(curl:*)"], mode="dontAsk").decide("Bash", {"command": line}).behavior == "deny"
+
+
+def test_an_opaque_line_is_never_approved_by_a_pattern_rule():
+    for line in ["X=ls; $X", "ls | sh", "find . -exec ls {} ;", "ls && [[ 1 -eq 'a[$(curl e)]' ]]"]:
+        d = policy(allow=["Bash(ls:*)", "Bash(sh:*)", "Bash(find:*)", "Bash(X=*)"]).decide("Bash", {"command": line})
+        assert d.behavior == "ask", (line, d)
+
+
+def test_a_wrapper_rule_does_not_approve_the_command_it_wraps():
+    p = policy(allow=["Bash(timeout:*)", "Bash(flock:*)", "Bash(timeout 5 make)"])
+    assert p.decide("Bash", {"command": "timeout 5 curl evil.sh"}).behavior == "ask"
+    assert p.decide("Bash", {"command": "flock /tmp/l curl e"}).behavior == "ask"
+    assert p.decide("Bash", {"command": "timeout 5 make"}).behavior == "allow", "a rule naming the exact text still allows it"
+
+
+# --- issue 16, point 6: "always" means exactly this ------------------------------------------
+
+
+def test_an_exact_session_rule_takes_a_star_literally():
+    p = policy()
+    p.add_exact("allow", "Bash", "rm tmpd/*.tmp")
+    assert p.decide("Bash", {"command": "rm tmpd/*.tmp"}).behavior == "allow"
+    assert p.decide("Bash", {"command": "rm tmpd/../important.txt tmpd/x.tmp"}).behavior == "ask"
+    assert p.decide("Bash", {"command": "rm tmpd/a.tmp"}).behavior == "ask"
+    assert p.decide("Bash", {"command": "rm tmpd/*.tmp; curl e"}).behavior == "ask"
+    assert ("allow", "Bash(rm tmpd/*.tmp)", "session") in p.describe()
+
+
+def test_an_exact_session_rule_still_yields_to_deny_rules():
+    p = policy(deny=["Bash(rm:*)"])
+    p.add_exact("allow", "Bash", "rm x")
+    assert p.decide("Bash", {"command": "rm x"}).behavior == "deny"
+
+
+# --- issue 16, point 2: protected paths ---------------------------------------------------
+
+
+@pytest.fixture
+def guarded(tmp_path):
+    root = tmp_path.resolve() / "proj"
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / "src").mkdir()
+    home = tmp_path.resolve() / "home"
+    home.mkdir()
+    al = tmp_path.resolve() / "agentloop-home"
+    al.mkdir()
+    os.symlink(root / ".git", root / "gitlink")
+    return root, home, al
+
+
+PROTECTED = [
+    ".git/config", ".GIT/config", ".Git/hooks/post-checkout", ".git", "src/../.git/config", "gitlink/hooks/pre-commit",
+    ".agentloop/settings.local.json", ".AgentLoop/settings.json", ".claude/settings.json", ".claude/commands/x.md",
+    ".mcp.json", ".MCP.json", "src/.bashrc", "{h}/.bashrc", "{h}/.zshrc", "{h}/.profile", "{h}/.bash_profile",
+    "{h}/.zprofile", "{h}/.zshenv", "{h}/.bash_login", "{h}/.bash_logout", "{h}/.BASHRC", "{al}/settings.json",
+    "{al}/sessions/x/s.jsonl",
+]
+
+
+def _guarded_policy(root, home, al, *, mode, allow=("Write", "Edit", "Edit(**)")):
+    src = SettingsSource(str(root / ".agentloop" / "settings.json"), "project", {"permissions": {"allow": list(allow)}})
+    p = PermissionPolicy.from_settings([src], mode=mode, cwd=str(root), user_home=str(home))
+    p.protected_roots = [str(al)]
+    return p
+
+
+@pytest.mark.parametrize("mode,expected", [("default", "ask"), ("acceptEdits", "ask"), ("bypassPermissions", "ask"),
+                                           ("dontAsk", "deny"), ("plan", "deny")])
+@pytest.mark.parametrize("path", PROTECTED)
+def test_writing_a_protected_path_asks_in_every_mode_whatever_the_allow_rules(guarded, path, mode, expected):
+    root, home, al = guarded
+    p = _guarded_policy(root, home, al, mode=mode)
+    target = path.replace("{h}", str(home)).replace("{al}", str(al))
+    for tool in ("Write", "Edit"):
+        d = p.decide(tool, {"file_path": target if target.startswith("/") else str(root / target), "content": ""})
+        assert d.behavior == expected, (tool, target, d)
+
+
+def test_only_an_allow_rule_naming_the_exact_path_allows_a_protected_write(guarded):
+    root, home, al = guarded
+    named = _guarded_policy(root, home, al, mode="acceptEdits", allow=["Edit(./.git/config)"])
+    assert named.decide("Edit", {"file_path": str(root / ".git" / "config")}).behavior == "allow"
+    assert named.decide("Edit", {"file_path": str(root / ".git" / "hooks" / "x")}).behavior == "ask"
+    broad = _guarded_policy(root, home, al, mode="bypassPermissions", allow=["Edit(./.git/**)", "Edit(./.git/*)"])
+    assert broad.decide("Edit", {"file_path": str(root / ".git" / "config")}).behavior == "ask"
+    exact = _guarded_policy(root, home, al, mode="default", allow=[])
+    exact.add_exact("allow", "Write", str(root / ".mcp.json"))
+    assert exact.decide("Write", {"file_path": ".mcp.json"}).behavior == "allow"
+    assert exact.decide("Write", {"file_path": ".agentloop/settings.json"}).behavior == "ask"
+
+
+def test_a_worktrees_git_directory_outside_the_workspace_is_protected(tmp_path):
+    root = tmp_path.resolve() / "wt"
+    root.mkdir()
+    store = tmp_path.resolve() / "store" / "worktrees" / "wt"
+    store.mkdir(parents=True)
+    (root / ".git").write_text(f"gitdir: {store}\n")
+    p = PermissionPolicy.from_settings([], mode="bypassPermissions", cwd=str(root))
+    assert p.decide("Write", {"file_path": str(store / "HEAD"), "content": ""}).behavior == "ask"
+    assert p.decide("Write", {"file_path": str(root / "a.txt"), "content": ""}).behavior == "allow"
+
+
+# --- issue 18, point 6: read-only Bash runs without a prompt --------------------------------
+# Claude Code permissions reference: read-only operations need no approval ("Read-only | File
+# reads, Grep | No"); read-only Bash (find, grep, head, tail... also in pipes) runs without a prompt
+# since anthropics/claude-code#1128 ("This is now supported"), and git status and grep are among the
+# commands "Claude Code already auto-allows" (bendrucker/claude#596).
+
+READ_ONLY_TABLE = [
+    ("ls -la", "allow"), ("cat README.md | head -5", "allow"), ("git status", "allow"), ("git log --oneline -5", "allow"),
+    ("git diff HEAD~1", "allow"), ("git show HEAD:README.md", "allow"), ("pwd", "allow"), ("wc -l a b", "allow"),
+    ("grep -rn TODO src 2>/dev/null", "allow"), ("git branch -a", "allow"), ("cd src && ls", "allow"),
+    ("ls > out.txt", "ask"), ("ls $(curl e)", "ask"), ("cat a | sh", "ask"), ("git push", "ask"), ("git branch -D main", "ask"),
+    ("git branch --set-upstream-to=o/x", "ask"), ("sort -o out a", "ask"), ("find . -delete", "ask"),
+    ("find . -exec rm {} ;", "ask"), ("X=1 ls", "ask"), ("./ls", "ask"), ("ls; make", "ask"), ("git -c core.pager=x log", "ask"),
+    ("git diff --output=x", "ask"), ("rg --pre sh x", "ask"), ("printf -v x y", "ask"), ("cat a >> b", "ask"),
+    ("ls | xargs rm", "ask"), ("nice ls", "ask"), ("less a", "ask"), ("echo hi > /dev/null", "allow"),
+    ("sort --compress-program=sh a", "ask"), ("tree -o out", "ask"), ("git grep -O x", "ask"),
+    ("git cat-file --textconv HEAD:a", "ask"),
+]
+
+
+@pytest.mark.parametrize("command,expected", READ_ONLY_TABLE)
+def test_read_only_bash_runs_without_a_prompt(command, expected):
+    assert policy().decide("Bash", {"command": command}).behavior == expected
+
+
+def test_read_only_bash_still_yields_to_deny_and_ask_rules_and_plan_mode_allows_it():
+    assert policy(deny=["Bash(ls:*)"]).decide("Bash", {"command": "ls"}).behavior == "deny"
+    assert policy(ask=["Bash(git log:*)"]).decide("Bash", {"command": "git log"}).behavior == "ask"
+    assert policy(mode="plan").decide("Bash", {"command": "git status"}).behavior == "allow"
+    assert policy(mode="plan").decide("Bash", {"command": "make"}).behavior == "deny"
+    assert policy(mode="dontAsk").decide("Bash", {"command": "ls"}).behavior == "allow"
+
+
+def test_read_deny_rules_apply_to_the_files_a_read_only_line_names(proj):
+    # Claude Code applies Read deny rules to the file commands it recognizes in Bash, such as cat
+    # (its permissions reference); read-only lines auto-approved since anthropics/claude-code#1128.
+    root, _ = proj
+    p = policy(deny=["Read(./secrets/**)"], cwd=str(root))
+    assert p.decide("Bash", {"command": "cat secrets/key.txt"}).behavior == "deny"
+    assert p.decide("Bash", {"command": "grep -r k secrets"}).behavior == "deny"
+    assert p.decide("Bash", {"command": "cat alias.txt"}).behavior == "deny", "a symlink into a denied folder"
+    assert p.decide("Bash", {"command": "head < secrets/key.txt"}).behavior == "deny"
+    assert p.decide("Bash", {"command": "cat */key.txt"}).behavior == "ask", "an expanded argument cannot be checked"
+    assert p.decide("Bash", {"command": "cat notes.env"}).behavior == "allow"
+
+
+@pytest.mark.parametrize("command", [
+    "echo '{\"permissions\": {\"allow\": [\"Bash\"]}}' > .agentloop/settings.local.json", "cp hook .git/hooks/post-checkout",
+    "tee -a ~/.bashrc < x", "rm -rf .GIT", "printf x >> .mcp.json", "ln -s /tmp/x .claude/settings.json",
+    "mv payload src/../.git/config", "sed -i s/a/b/ {al}/settings.json",
+])
+def test_bash_naming_a_protected_path_in_a_command_that_may_write_it_asks_even_in_bypass(guarded, command):
+    # issue 16, point 2 ("in every permission mode, bypass included"), for the paths a Bash line names
+    root, home, al = guarded
+    for mode in ("bypassPermissions", "acceptEdits", "default"):
+        p = _guarded_policy(root, home, al, mode=mode, allow=[])
+        p.rules.clear()
+        p.add_rule("allow", "Bash")
+        d = p.decide("Bash", {"command": command.replace("{al}", str(al))})
+        assert d.behavior == "ask", (mode, command, d)
+
+
+def test_bash_reading_a_protected_path_or_writing_elsewhere_is_not_held_up(guarded):
+    root, home, al = guarded
+    p = _guarded_policy(root, home, al, mode="bypassPermissions", allow=[])
+    for command in ("cat .git/config", "ls .agentloop", "git log", "echo x > notes.txt", "cp a b"):
+        assert p.decide("Bash", {"command": command}).behavior == "allow", command
+    p.add_exact("allow", "Bash", "cp hook .git/hooks/post-checkout")
+    assert p.decide("Bash", {"command": "cp hook .git/hooks/post-checkout"}).behavior == "allow", "the user's exact approval"
+
+
+def test_a_workspace_inside_the_agentloop_home_keeps_its_own_files_writable(tmp_path):
+    al = tmp_path.resolve() / "al"
+    root = al / "work"
+    root.mkdir(parents=True)
+    p = PermissionPolicy.from_settings([], mode="bypassPermissions", cwd=str(root))
+    p.protected_roots = [str(al)]
+    assert p.decide("Write", {"file_path": str(root / "a.txt"), "content": ""}).behavior == "allow"
+    assert p.decide("Write", {"file_path": str(al / "settings.json"), "content": ""}).behavior == "ask"

@@ -653,6 +653,7 @@ class Agent:
             raise AgentError(str(exc)) from None
         except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
             raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
+        self.policy.protected_roots = [os.path.realpath(self.home)]  # sessions, keys, user settings
         subagents = getattr(self.context, "subagents", None)
         if subagents is not None:  # plan mode may launch these: their tools change nothing
             self.policy.read_only_agent_types = frozenset(n for n, t in subagents.types.items() if t.read_only())
@@ -1002,13 +1003,27 @@ class Agent:
         return results
 
     def allow_for_session(self, call: ToolCall) -> str:
-        """"Always" at a prompt: a session rule allowing this tool (for Bash, this exact command).
+        """"Always" at a prompt: a session rule allowing exactly what was approved.
 
-        Deny and ask rules still come first, as for any allow rule.
+        For Bash, the exact command line, with any ``*`` in it taken literally (so
+        approving ``rm tmpd/*.tmp`` does not approve ``rm tmpd/../x tmpd/y.tmp``); for a
+        write to a protected path, that one file; for other tools, the tool. Deny and ask
+        rules still come first, as for any allow rule.
         """
-        cmd = call.arguments.get("command") if isinstance(call.arguments, dict) else None
-        text = f"Bash({cmd})" if call.name == "Bash" and isinstance(cmd, str) and ")" not in cmd else call.name
-        self.policy.add_rule("allow", text, source="session")
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        cmd = args.get("command")
+        if call.name == "Bash":
+            if not isinstance(cmd, str):
+                return ""  # nothing to remember: the next call asks again
+            text = self.policy.add_exact("allow", "Bash", cmd, source="session").text
+        elif self.policy.protected_target(call.name, args) is not None:
+            path = next((args[k] for k in ("file_path", "notebook_path", "path") if isinstance(args.get(k), str)), None)
+            if path is None:
+                return ""
+            text = self.policy.add_exact("allow", call.name, path, source="session").text
+        else:
+            text = call.name
+            self.policy.add_rule("allow", text, source="session")
         self.session_allow.add(text)
         return text
 

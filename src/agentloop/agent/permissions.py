@@ -12,22 +12,27 @@ Rules:
    allow anywhere. Deny rules hold in every mode, bypassPermissions included.
 3. Without a matching rule the mode decides: read-only tools are allowed;
    Write and Edit ask (acceptEdits allows them); Bash and everything else
-   ask; plan mode denies every tool that is not read-only; bypassPermissions
-   allows, except edits inside ``.git``, ``.agentloop``, ``.claude``,
-   ``.vscode`` or ``.idea`` (commands, agents and skills folders excepted),
-   which still ask, as in Claude Code; dontAsk turns every "ask" into "deny".
-   Launching a sub-agent (the ``Agent`` tool) needs no permission, as in
+   ask, except lines of read-only commands (``ls``, ``cat``, ``git status``...),
+   which run without a prompt as in Claude Code; plan mode denies every tool
+   that is not read-only; bypassPermissions allows; dontAsk turns every "ask"
+   into "deny". Launching a sub-agent (the ``Agent`` tool) needs no permission, as in
    Claude Code: the child's own tool calls are checked. Deny and ask rules
    (``Agent``, ``Agent(Explore)``, ``Agent(model:opus)``) still apply; plan
    mode allows only read-only sub-agent types (``read_only_agent_types``)
    without a worktree.
-4. Bash: the command line is split into every command it would run
-   (``&&``, ``||``, ``;``, ``|``, subshells, ``$(...)``, backticks,
-   newlines) and each is checked; wrappers (``sudo``, ``env``, ``VAR=x``,
-   ``bash -c``, ``xargs``, ``nice``, ``nohup``, ``timeout``, ``command``,
-   ``exec``, ``time``) are looked through, so they do not dodge a deny rule.
-   The line is allowed only when every command in it is. A line that cannot
-   be parsed is never allowed by a rule.
+4. Protected paths: in every mode, bypassPermissions included, a write inside
+   ``.git``, ``.agentloop``, ``.claude``, ``.vscode``, ``.idea``, the workspace's git
+   directory (a worktree's ``.git`` file points elsewhere) or the agentloop home,
+   or to ``.mcp.json`` or a shell start-up file, asks (dontAsk: denies), matched
+   case-insensitively on the path as given and its real path. Only an allow rule
+   naming that exact path (no pattern characters) allows it.
+4b. Bash: the command line is read as bash reads it (``_shell.py``) and split
+   into every command it would run, wrappers looked through, and each is
+   checked; the line is allowed only when every command in it is. A line with
+   an opaque part (its command cannot be known from the text) or that cannot
+   be parsed is never allowed by a pattern rule, and asks whenever a Bash deny
+   or ask rule exists, in every mode. "Always" at a prompt stores an exact rule
+   (``add_exact``): the line as written, ``*`` included.
 5. Bash patterns: ``*`` matches anything; a trailing `` *`` (or the legacy
    ``:*``) also matches the bare command but keeps the word boundary
    (``ls *`` matches ``ls -la``, not ``lsof``); no ``*`` means exact.
@@ -52,7 +57,7 @@ from urllib.parse import urlsplit
 import pathspec
 
 from ..config.settings import ConfigError, SettingsSource
-from ._shell import ShellSyntax, crude_pieces, units
+from ._shell import ShellSyntax, Unit, analyze, crude_pieces
 
 __all__ = [
     "MODES",
@@ -76,7 +81,15 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-*?.]+$")
 _RULE = re.compile(r"^([^()\s]+)(?:\((.*)\))?$", re.DOTALL)
 _PROBE_CHILD = "__agentloop_probe__"
 _PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea"})
-_EXEMPT_SUBDIRS = frozenset({"commands", "agents", "skills"})
+"""Folders whose files configure what runs (git hooks, agent settings, hooks, commands, skills):
+writing in them asks in every mode. Compared case-insensitively (``.GIT/config``)."""
+_PROTECTED_FILES = frozenset({
+    ".mcp.json", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc",
+    ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".logout",
+    ".inputrc", ".envrc", ".gitconfig", "config.fish",
+})
+"""Files that start programs or shells (MCP servers, shell start-up files): writing them asks in every mode."""
+_GLOB_CHARS = re.compile(r"[*?\[\]{}!]")
 
 
 class RuleError(ValueError):
@@ -94,7 +107,7 @@ class Rule:
     text: str
     tool: str
     specifier: str | None = None
-    kind: Literal["tool", "bash", "path", "domain", "param", "content"] = "tool"
+    kind: Literal["tool", "bash", "path", "domain", "param", "content", "exact"] = "tool"
     param: str | None = None
     """For ``param`` rules: the input field; the value glob is in ``specifier``."""
 
@@ -212,6 +225,11 @@ class BashPattern:
             return cls(p[:-2], True)
         return cls(p, False)
 
+    @property
+    def exact(self) -> bool:
+        """No wildcard: the rule names one command text."""
+        return not self.trailing and "*" not in self.body
+
     def match(self, text: str) -> bool:
         """Does the whole command text match?"""
         if _glob(self.body, text):
@@ -324,6 +342,9 @@ class PermissionPolicy:
     read_only_agent_types: frozenset[str] = frozenset()
     """Sub-agent types whose tools change nothing (``Explore``): the ones plan mode may launch."""
     user_home: str = field(default_factory=lambda: os.path.expanduser("~"))
+    protected_roots: list[str] = field(default_factory=list)
+    """Folders every file of which is protected (the user's agentloop home), as real paths."""
+    _git_dirs: list[str] | None = None
 
     @classmethod
     def from_settings(
@@ -421,6 +442,19 @@ class PermissionPolicy:
         self.rules.append(_Bound(rule, behavior, source, base, matcher))
         return rule
 
+    def add_exact(self, behavior: Behavior, tool: str, value: str, *, source: str = "session") -> Rule:
+        """A rule matching exactly one call: for Bash the whole command line as written, for the
+        file tools one file's real path. Nothing in ``value`` is a pattern: ``*`` is a star.
+
+        "Always" at a prompt stores one of these, so approving ``rm tmpd/*.tmp`` never approves
+        ``rm tmpd/../important.txt tmpd/x.tmp``.
+        """
+        if tool in EDIT_TOOLS or tool in _PATH_RULE_TOOLS:
+            value = os.path.realpath(os.path.join(self.cwd, os.path.expanduser(value)))
+        rule = Rule(f"{tool}({value})", tool, value, "exact")
+        self.rules.append(_Bound(rule, behavior, source, self.cwd, None))
+        return rule
+
     def describe(self) -> list[tuple[str, str, str]]:
         """(behavior, rule, source path) of every rule, deny first, then ask, then allow."""
         order = {"deny": 0, "ask": 1, "allow": 2}
@@ -465,17 +499,37 @@ class PermissionPolicy:
                     return Decision(behavior, b.rule.text, b.source, f"{tool_name} {verb} by the rule {b.rule.text} ({b.source})")
         if tool_name == AGENT_TOOL:
             return self._agent_decision(tool_input)
-        if self.mode == "plan" and tool_name not in self.read_only_tools:
+        read_only_bash = bash is not None and _read_only_line(bash)
+        if read_only_bash and bash is not None:
+            denied = self._read_denied_argument(bash)
+            if isinstance(denied, _Bound):
+                return Decision("deny", denied.rule.text, denied.source,
+                                f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
+            read_only_bash = not denied
+        if self.mode == "plan" and tool_name not in self.read_only_tools and not read_only_bash:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
+        protected = self.protected_target(tool_name, tool_input)
+        if protected is not None:
+            exact = self._exact_path_allow(tool_name, tool_input)
+            if exact is not None:
+                return Decision("allow", exact.rule.text, exact.source, f"{tool_name} allowed by the rule {exact.rule.text} ({exact.source}), which names this path")
+            return self._ask(f"{tool_name} would write {protected}, a protected path: every mode asks, and only an allow rule naming this exact path allows it")
+        if bash is not None and not read_only_bash:
+            named = self._bash_protected(bash)
+            if named is not None and not any(
+                b.behavior == "allow" and b.rule.kind == "exact" and b.rule.specifier == bash.command for b in self.rules
+            ):
+                return self._ask(f"Bash names {named}, a protected path, in a command that may write it: every mode asks")
+        if bash is not None and bash.opaque and self._has_bash_rules():
+            return self._ask(f"Bash: {bash.opaque[0]}; with Bash deny or ask rules in force, a line whose commands cannot all be known needs approval")
         if self.mode == "bypassPermissions":
-            protected = self._protected_write(tool_name, tool_input)
-            if protected:
-                return Decision("ask", None, None, f"{tool_name} would write inside {protected}, which even bypassPermissions asks about")
             return Decision("allow", None, None, "bypassPermissions mode")
         if tool_name == "Bash":
             allowed = self._bash_allowed(tool_input, bash)
             if allowed is not None:
                 return allowed
+            if read_only_bash:
+                return Decision("allow", None, None, "Bash: every command of the line only reads")
         else:
             for b in self.rules:
                 if b.behavior == "allow" and self._matches(b, tool_name, tool_input, None, for_allow=True):
@@ -502,19 +556,155 @@ class PermissionPolicy:
         bare = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "tool"]
         return [n for n in names if any(b.tool_matches(n) for b in bare)]
 
-    def _protected_write(self, tool_name: str, tool_input: dict[str, Any]) -> str | None:
-        """The protected directory (``.git``, ``.agentloop``...) an edit would write in, if any."""
+    def _bash_protected(self, bash: _BashView) -> str | None:
+        """A protected path a Bash line names as a literal argument or redirection target of a command
+        that is not read-only (``> .git/hooks/x``, ``cp h .agentloop/settings.json``, ``rm -rf .GIT``).
+
+        Best effort: a path built at run time, or reached after a ``cd``, is not seen (the sandbox is the wall).
+        """
+        for u in bash.units or []:
+            simple = u.simple
+            if simple is None:
+                continue
+            read_only = bool(simple.words) and "/" not in simple.words[0] and _read_only_words(simple.words)
+            candidates = [t for op, t in simple.redirects if op not in ("<", "<<", "<<-", "<<<", "<&")]
+            if not read_only:
+                candidates += [w for w, lit in zip(simple.words[1:], simple.lits[1:]) if lit and not w.startswith("-")]
+            for w in candidates:
+                if w.startswith("~/"):
+                    w = os.path.join(self.user_home, w[2:])
+                found = self.protected_target("Write", {"file_path": w})
+                if found is not None:
+                    return found
+        return None
+
+    def _read_denied_argument(self, bash: _BashView) -> _Bound | bool:
+        """For a read-only line: the Read deny rule one of its arguments falls under, True when an
+        argument is expanded (a glob, a variable) while Read deny rules exist, else False.
+
+        Claude Code applies Read deny rules to the file commands it recognizes in Bash (``cat``...).
+        """
+        rules = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
+        if not rules:
+            return False
+        for u in bash.units or []:
+            if u.simple is None:
+                continue
+            for w, lit in zip(u.simple.words[1:], u.simple.lits[1:]):
+                if not lit:
+                    return True
+                if w.startswith("-"):
+                    continue
+                given = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(w)))
+                paths = [given]
+                try:
+                    real = os.path.realpath(given)
+                except (ValueError, OSError):
+                    real = given
+                if real != given:
+                    paths.append(real)
+                for b in rules:
+                    if _path_match(b, paths, os.path.isdir(real), probe=True):
+                        return b
+            for _op, target in u.simple.redirects:
+                given = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(target)))
+                for b in rules:
+                    if _path_match(b, [given, os.path.realpath(given)], False, probe=False):
+                        return b
+        return False
+
+    def _ask(self, reason: str) -> Decision:
+        if self.mode == "dontAsk":
+            return Decision("deny", None, None, f"{reason}; the mode is dontAsk")
+        return Decision("ask", None, None, reason)
+
+    def _has_bash_rules(self) -> bool:
+        """Is any deny or ask rule about particular Bash commands in force?"""
+        return any(b.behavior in ("deny", "ask") and b.rule.kind in ("bash", "exact") and b.tool_matches("Bash") for b in self.rules)
+
+    def protected_target(self, tool_name: str, tool_input: dict[str, Any]) -> str | None:
+        """The protected path an edit would write (inside ``.git``, ``.agentloop``, ``.claude``, the
+        agentloop home, the workspace's git directory; or ``.mcp.json``, a shell start-up file), if any.
+
+        The path is judged as given (``..`` resolved) and as its real path (symlinks followed),
+        case-insensitively, so ``.GIT/config``, ``src/../.git/hooks/x`` and a link into ``.git`` are all caught.
+        """
         if tool_name not in EDIT_TOOLS:
             return None
         paths, _ = _path_inputs(tool_name, tool_input, self.cwd)
         for p in paths:
             parts = p.split(os.sep)
-            for i, part in enumerate(parts[:-1]):
-                if part in _PROTECTED_DIRS:
-                    if part in (".claude", ".agentloop") and i + 1 < len(parts) - 1 and parts[i + 1] in _EXEMPT_SUBDIRS:
-                        continue
-                    return os.sep.join(parts[: i + 1])
+            for i, part in enumerate(parts):
+                low = part.lower()
+                if low in _PROTECTED_DIRS:
+                    return os.sep.join(parts[: i + 1]) + (os.sep if i < len(parts) - 1 else "")
+            if parts and parts[-1].lower() in _PROTECTED_FILES:
+                return p
+            low_p = os.path.normcase(p).lower()
+            low_cwd = self.cwd.lower().rstrip(os.sep)
+            for root in [*self.protected_roots, *self._git_directories()]:
+                r = root.lower().rstrip(os.sep)
+                if low_p == r or low_p.startswith(r + os.sep):
+                    if low_cwd.startswith(r + os.sep) and low_p.startswith(low_cwd + os.sep):
+                        continue  # a workspace inside the agentloop home: its own files stay writable
+                    return root + os.sep
         return None
+
+    def _git_directories(self) -> list[str]:
+        """The git directories of the workspace (a worktree's ``.git`` file points elsewhere)."""
+        if self._git_dirs is not None:
+            return self._git_dirs
+        found: list[str] = []
+        d = self.cwd
+        for _ in range(64):
+            dot = os.path.join(d, ".git")
+            if os.path.isfile(dot):
+                try:
+                    with open(dot, encoding="utf-8", errors="replace") as f:
+                        line = f.read(4096).strip()
+                except OSError:
+                    line = ""
+                if line.startswith("gitdir:"):
+                    g = os.path.realpath(os.path.join(d, line[len("gitdir:"):].strip()))
+                    found.append(g)
+                    common = os.path.join(g, "commondir")
+                    try:
+                        with open(common, encoding="utf-8", errors="replace") as f:
+                            found.append(os.path.realpath(os.path.join(g, f.read(4096).strip())))
+                    except OSError:
+                        pass
+                break
+            if os.path.isdir(dot):
+                found.append(os.path.realpath(dot))
+                break
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        self._git_dirs = found
+        return found
+
+    def _exact_path_allow(self, tool_name: str, tool_input: dict[str, Any]) -> _Bound | None:
+        """An allow rule naming exactly the file this edit writes (no pattern characters), if any."""
+        paths, is_dir = _path_inputs(tool_name, tool_input, self.cwd)
+        if not paths:
+            return None
+        real = paths[-1]
+        for b in self.rules:
+            if b.behavior != "allow" or not b.tool_matches(tool_name):
+                continue
+            if b.rule.kind == "exact" and b.rule.specifier == real:
+                return b
+            if b.rule.kind == "path" and b.rule.specifier and not _GLOB_CHARS.search(b.rule.specifier):
+                if _path_match(b, [real], is_dir, probe=False) and self._names(b, real):
+                    return b
+        return None
+
+    def _names(self, b: _Bound, real: str) -> bool:
+        """Does the path rule's text, resolved as rule 6 says, name ``real`` itself (not a folder above it)?"""
+        assert b.rule.specifier is not None
+        where, pattern = _strip_path_prefix(b.rule.specifier)
+        return os.path.normpath(os.path.join(b.base, pattern.lstrip("/"))) == real
 
     def _matches(
         self, b: _Bound, tool_name: str, tool_input: dict[str, Any], bash: _BashView | None, *, for_allow: bool
@@ -524,6 +714,11 @@ class PermissionPolicy:
         kind = b.rule.kind
         if kind == "tool":
             return True
+        if kind == "exact":
+            if bash is not None:
+                return bash.command == b.rule.specifier
+            paths, _ = _path_inputs(tool_name, tool_input, self.cwd)
+            return bool(paths) and paths[-1] == b.rule.specifier
         if kind == "bash":
             if bash is None:
                 return False
@@ -562,7 +757,11 @@ class PermissionPolicy:
         for b in allow:
             if b.rule.kind == "tool":
                 return Decision("allow", b.rule.text, b.source, f"Bash allowed by the rule {b.rule.text} ({b.source})")
-        if bash is None or bash.units is None or not bash.units:
+        for b in allow:
+            if b.rule.kind == "exact" and bash is not None and bash.command == b.rule.specifier:
+                return Decision("allow", b.rule.text, b.source, f"Bash allowed by the rule {b.rule.text} ({b.source}), for exactly this line")
+        if bash is None or bash.units is None or not bash.units or bash.opaque:
+            # a line whose commands cannot all be known is never allowed by a pattern
             return None
         used: list[_Bound] = []
         for u in bash.units:
@@ -571,7 +770,9 @@ class PermissionPolicy:
                 if b.rule.kind != "bash":
                     continue
                 pat: BashPattern = b.matcher
-                if any(ok and pat.match(text) for text, ok in u.views):
+                if any(ok and pat.match(text) for text, ok in u.views) or (
+                    pat.exact and any(pat.match(text) for text in u.exact_only)
+                ):
                     hit = b
                     break
             if hit is None:
@@ -598,22 +799,110 @@ def _project_base(source: str, cwd: str) -> str:
 
 @dataclass
 class _BashView:
-    units: list[Any] | None
+    units: list[Unit] | None
     """The commands of the line, or None when it could not be parsed."""
     deny_texts: list[str]
     """Every text a deny or ask rule is tried on."""
+    opaque: list[str] = field(default_factory=list)
+    """Why bash may run something the text does not show (empty: every command is known)."""
+    command: str | None = None
 
     @classmethod
     def of(cls, tool_input: dict[str, Any]) -> _BashView:
         command = tool_input.get("command")
         if not isinstance(command, str):
-            return cls(None, [])
+            return cls(None, [], ["the command is not text"])
         whole = " ".join(command.split())
         try:
-            us = units(command)
-        except (ShellSyntax, RecursionError):
-            return cls(None, [whole, *crude_pieces(command)])
+            found = analyze(command)
+        except (ShellSyntax, RecursionError) as exc:
+            why = str(exc) if isinstance(exc, ShellSyntax) else "it nests too deeply"
+            return cls(None, [whole, *crude_pieces(command)], [f"the line cannot be read with confidence ({why})"], command)
         texts = [whole]
-        for u in us:
+        for u in found.units:
             texts.extend(t for t, _ok in u.views)
-        return cls(us, list(dict.fromkeys(texts)))
+        for w in found.code_words:  # code that bash may evaluate from a literal ("a[$(rm v)]")
+            texts.extend(crude_pieces(w))
+        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command)
+
+
+# Read-only commands (issue 18): Claude Code runs read-only Bash without a prompt
+# (permissions reference: "Read-only | File reads, Grep | No" approval; anthropics/claude-code#1128
+# for find/grep/head/tail, also piped), and applies Read deny rules to the files such commands
+# name. A line runs without
+# a prompt only when it parses, nothing in it is opaque, every command is one of these (with
+# the arguments that keep it read-only), and no redirection writes a file.
+READ_ONLY_COMMANDS = frozenset({
+    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "grep", "egrep", "fgrep", "rg", "file", "stat", "du", "df",
+    "which", "type", "whoami", "id", "uname", "tree", "diff", "cmp", "cut", "tr", "basename", "dirname", "realpath",
+    "readlink", "true", "false", "test", "[", "nl", "od", "hexdump", "md5sum", "sha1sum", "sha256sum", "sha512sum",
+    "cksum", "column", "fold", "fmt", "paste", "comm", "join", "seq", "tac", "rev", "expand", "unexpand", "strings",
+    "jq", "sort", "uniq", "printf", "find", "cd", "date", "git", "less", "more",
+})
+READ_ONLY_GIT = frozenset({
+    "status", "log", "diff", "show", "blame", "describe", "shortlog", "rev-parse", "ls-files", "ls-tree", "cat-file",
+    "grep", "merge-base", "name-rev", "count-objects", "for-each-ref", "show-ref", "rev-list", "reflog", "version",
+    "branch", "tag", "remote",
+})
+_LISTING_FLAGS = frozenset({"-a", "-r", "-v", "-vv", "-l", "--list", "--all", "--remotes", "--verbose", "--show-current",
+                            "--sort", "--format", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at",
+                            "--column", "--no-column", "--color", "--no-color", "-i", "--ignore-case"})
+_FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
+
+
+def _read_only_words(words: list[str]) -> bool:
+    head, args = words[0], words[1:]
+    if head not in READ_ONLY_COMMANDS:
+        return False
+    if head in ("less", "more"):
+        return False  # they can run commands (!cmd, LESSOPEN); listed so the reason is recorded here
+    if head == "sort" and any(a == "-o" or a.startswith(("-o", "--output", "--compress-program")) for a in args):
+        return False  # writes a file, or runs a compressor
+    if head == "tree" and any(a == "-o" or a.startswith("-o") for a in args):
+        return False
+    if head == "file" and any(a.startswith("-") and not a.startswith("--") and "C" in a or a == "--compile" for a in args):
+        return False
+    if head == "uniq" and len([a for a in args if not a.startswith("-")]) > 1:
+        return False  # "uniq IN OUT" writes OUT
+    if head == "printf" and "-v" in args:
+        return False
+    if head == "date" and any(a.startswith(("-s", "--set")) for a in args):
+        return False
+    if head == "rg" and any(a.startswith("--pre") for a in args):
+        return False
+    if head == "find" and any(a in _FIND_ACTIONS for a in args):
+        return False
+    if head == "git":
+        i = 0
+        while i < len(args) and args[i].startswith("-"):
+            i += 2 if args[i] in ("-C", "--git-dir", "--work-tree") else 1
+        if i >= len(args) or args[i] not in READ_ONLY_GIT:
+            return False
+        sub, rest = args[i], args[i + 1 :]
+        if any(a.startswith(("--output", "--open-files-in-pager")) or a in ("--ext-diff", "--textconv", "--filters", "-O")
+               for a in rest):
+            return False  # writes a file, or runs a program named by configuration
+        if sub in ("branch", "tag") and any(a.split("=", 1)[0] not in _LISTING_FLAGS for a in rest):
+            return False  # listing only: "git branch -D x", "git tag v1" change things
+        if sub == "remote" and any(not a.startswith("-") for a in rest):
+            return False
+        if sub == "reflog" and rest[:1] not in ([], ["show"]):
+            return False
+    return True
+
+
+def _read_only_line(bash: _BashView) -> bool:
+    """Does every command of the line only read (issue 18, point 6)?"""
+    if bash.units is None or bash.opaque or not bash.units:
+        return False
+    from ._shell import _writes
+
+    for u in bash.units:
+        simple = u.simple
+        if simple is None or u.container or not simple.words or not all(simple.lits[:1]):
+            return False
+        if "/" in simple.words[0] or not _read_only_words(simple.words):
+            return False
+        if any(_writes(op, target) for op, target in simple.redirects):
+            return False
+    return True

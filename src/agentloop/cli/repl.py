@@ -242,7 +242,9 @@ class Repl:
         question = f"Allow {call.name}({short_input(call.name, call.arguments, 120)})?" + (f" ({why})" if why else "")
         while True:
             try:
-                answer = self._read(f"{question} [y]es / [a]lways this session / [n]o: ", permission=True)
+                # "always" remembers exactly this call (for Bash, this exact line; a * in it is a star)
+                always = "[a]lways this exact line" if call.name == "Bash" else "[a]lways"
+                answer = self._read(f"{question} [y]es / {always} this session / [n]o: ", permission=True)
             except EOFError:
                 return "deny"
             a = answer.strip().lower()
