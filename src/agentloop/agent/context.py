@@ -37,6 +37,7 @@ from ..budget import Price
 from ..canonical import canonical
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
+from ..redact import DEFAULT_MAX_VALUE_BYTES
 from .hooks import HookRunner
 from .sidecall import Account, SideCall, StateAccount, message_chars, side_call
 
@@ -207,9 +208,25 @@ class ContextManager:
 
     # -- masking and eviction (no model needed) --
 
-    def _placeholder(self, prefix: str, m: Message, size: int) -> str:
+    def _placeholder(self, prefix: str, m: Message, size: int, nbytes: int | None = None) -> str:
+        """What replaces an output: its size, and what the transcript really keeps of it.
+
+        The transcript keeps a value whole up to 64 KiB of UTF-8 and, past that,
+        its first 64 KiB and the SHA-256 of the whole (``redact.truncated``).
+        ``nbytes`` is the output's UTF-8 size when known (else only ``size``,
+        its characters, is: an output masked earlier).
+        """
         where = f"the session transcript {self.transcript_path}" if self.transcript_path else "the session transcript"
-        return f"{prefix}{size} chars; the whole output is kept in {where} (tool_result of call {m.get('tool_call_id')})]"
+        limit = DEFAULT_MAX_VALUE_BYTES
+        call = f"(tool_result of call {m.get('tool_call_id')})"
+        if (nbytes if nbytes is not None else size) > limit:
+            kept = f"{where} keeps its first {limit // 1024} KiB and the SHA-256 of the whole {call}"
+        elif nbytes is not None or size * 4 <= limit:
+            kept = f"the whole output is kept in {where} {call}"
+        else:
+            kept = (f"{where} keeps the whole output if it is at most {limit // 1024} KiB of UTF-8, "
+                    f"else its first {limit // 1024} KiB and the SHA-256 of the whole {call}")
+        return f"{prefix}{size} chars; {kept}]"
 
     def mask(self, messages: list[Message]) -> tuple[list[str], list[str]]:
         """Mask old large tool outputs and apply the tool-result budget, in place.
@@ -228,7 +245,7 @@ class ContextManager:
             m = messages[i]
             c = m.get("content")
             if isinstance(c, str) and len(c) > self.mask_threshold and not c.startswith((MASK_PREFIX, EVICT_PREFIX)):
-                new_c = self._placeholder(MASK_PREFIX, m, len(c))
+                new_c = self._placeholder(MASK_PREFIX, m, len(c), len(c.encode("utf-8", "surrogatepass")))
                 messages[i] = {**m, "content": new_c}
                 self.last_saved += len(c) - len(new_c)
                 masked.append(str(m.get("tool_call_id")))
@@ -241,12 +258,13 @@ class ContextManager:
             if c.startswith(EVICT_PREFIX):
                 continue
             size = len(c)
+            nbytes: int | None = len(c.encode("utf-8", "surrogatepass"))
             if c.startswith(MASK_PREFIX):
                 try:
-                    size = int(c[len(MASK_PREFIX) :].split(" ", 1)[0])
+                    size, nbytes = int(c[len(MASK_PREFIX) :].split(" ", 1)[0]), None
                 except ValueError:
                     pass
-            new = self._placeholder(EVICT_PREFIX, m, size)
+            new = self._placeholder(EVICT_PREFIX, m, size, nbytes)
             if len(new) >= len(c):
                 continue
             messages[i] = {**m, "content": new}
@@ -416,12 +434,13 @@ def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
                 continue
             c = str(m.get("content", ""))
             size = len(c)
+            nbytes: int | None = len(c.encode("utf-8", "surrogatepass"))
             if c.startswith(MASK_PREFIX):
                 try:
-                    size = int(c[len(MASK_PREFIX) :].split(" ", 1)[0])
+                    size, nbytes = int(c[len(MASK_PREFIX) :].split(" ", 1)[0]), None
                 except ValueError:
                     pass
-            messages[i] = {**m, "content": cm._placeholder(prefix, m, size)}
+            messages[i] = {**m, "content": cm._placeholder(prefix, m, size, nbytes)}
             changed = True
         return changed
     if kind == "compaction" and payload.get("status") == "compacted" and isinstance(payload.get("head"), int):

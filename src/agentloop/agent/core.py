@@ -486,6 +486,9 @@ class Agent:
             if d not in self.add_dirs:
                 self.add_dirs.append(d)
         spill = os.path.join(self.session.dir, self.session.id, "tool-results")
+        mcp = getattr(self, "mcp", None)
+        if mcp is not None:
+            mcp.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
         self.workspace = Workspace(self.cwd, self.add_dirs)
         self.processes = RunningProcesses()
         if self._given_registry is not None:

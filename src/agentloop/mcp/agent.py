@@ -28,7 +28,12 @@ def attach(agent: Any) -> McpManager | None:
     agent.mcp = None
     if not servers:
         return None
-    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env)
+    def notify(text: str) -> None:
+        say = getattr(agent, "_notice", None)
+        if say is not None:
+            say(text)
+
+    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify)
     try:
         tools = manager.tools()
     except BaseException:

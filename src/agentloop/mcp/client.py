@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -46,6 +46,7 @@ from agentloop.tools import Tool, ToolError
 
 from ._loop import LoopThread
 from .config import ConfigError, ServerConfig
+from .limits import OutputLimit
 
 __all__ = ["McpManager", "McpTool", "McpToolError", "ServerStatus", "result_value", "tool_name"]
 
@@ -492,6 +493,7 @@ class McpManager:
         environ: Mapping[str, str] | None = None,
         startup_timeout: float | None = None,
         call_timeout: float | None = None,
+        notify: Callable[[str], None] | None = None,
     ):
         """
         Args:
@@ -500,10 +502,17 @@ class McpManager:
                 (an ``mcp`` ``Server``/``MCPServer``, or a fastmcp server): tests
                 and benchmarks.
             cwd: where stdio servers start.
-            environ: for ``${VAR}`` expansion and the ``MCP_TIMEOUT`` /
-                ``MCP_TOOL_TIMEOUT`` defaults (milliseconds, as in Claude Code).
+            environ: for ``${VAR}`` expansion, the ``MCP_TIMEOUT`` /
+                ``MCP_TOOL_TIMEOUT`` defaults (milliseconds, as in Claude Code)
+                and ``MAX_MCP_OUTPUT_TOKENS`` (see ``limits``).
+            notify: where warnings for the user go (a large output, a capped one).
+                ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
+        self.output, warning = OutputLimit.from_env(env)
+        self.output.notify = notify
+        self.config_warnings: list[str] = [warning] if warning else []
+        """Settings that were not honoured as written, each naming the setting."""
         self.startup_timeout = startup_timeout or _env_seconds(env, "MCP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT)
         self.call_timeout = call_timeout or _env_seconds(env, "MCP_TOOL_TIMEOUT", DEFAULT_CALL_TIMEOUT)
         configs = list(servers.values()) if isinstance(servers, Mapping) else list(servers)
@@ -622,7 +631,7 @@ class McpManager:
         server, remote = s.name, t.name
 
         def call(**arguments: Any) -> Any:
-            return self.call(server, remote, arguments)
+            return self.call(server, remote, arguments, name=name)
 
         call.__name__ = name
         call.__qualname__ = name
@@ -645,11 +654,15 @@ class McpManager:
             skipped[t.name] = str(exc)
             return None
 
-    def call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None) -> Any:
+    def call(
+        self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None, *, name: str | None = None
+    ) -> Any:
         """Call ``tool`` on ``server`` synchronously, from any thread but the loop's own.
 
         Returns:
-            The value to record (``result_value``).
+            The value to record (``result_value``), capped by ``self.output``
+            (``name``, the tool's agentloop name, is what the notices and the
+            spilled file are named after).
         Raises:
             McpToolError: the call gave no result; the message is for the model.
         """
@@ -660,10 +673,18 @@ class McpManager:
         limit = s.call_timeout if timeout is None else timeout
         fut = loop.submit(s.call(tool, arguments, timeout))
         self._inflight.add(fut)
+        label = name or tool_name(server, tool)
         try:
-            return _wait(fut, limit + s.startup_timeout + _PROBE_TIMEOUT + 15, server, tool)
+            value = _wait(fut, limit + s.startup_timeout + _PROBE_TIMEOUT + 15, server, tool)
+        except McpToolError as exc:
+            message = str(exc)
+            capped = self.output.error(label, message)
+            if capped is message:
+                raise
+            raise McpToolError(capped) from None
         finally:
             self._inflight.discard(fut)
+        return self.output.result(label, value)
 
     def cancel_all(self) -> int:
         """Cancel every call in flight (Ctrl+C). Returns how many were cancelled."""

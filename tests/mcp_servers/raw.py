@@ -1,0 +1,96 @@
+"""A raw JSON-RPC MCP server over stdio, written for the tests, for what well-behaved SDK servers never do.
+
+No SDK: it reads one JSON-RPC message a line from stdin and writes its answers
+to stdout, so each misbehaviour is exactly what the test asks for.
+
+Environment:
+    RAW_GARBAGE=N       print N lines that are not JSON on stdout before answering initialize
+    RAW_TOOLS=a,b,...   extra tool names (each echoes its arguments); ``\\x00`` nothing, the empty name allowed
+    RAW_RECORD=FILE     append every message received to FILE (one JSON a line)
+
+Tools:
+    big(size, error=false)  a text result of ``size`` characters (``isError`` when ``error``)
+    grow()                  adds the tool ``late`` and sends notifications/tools/list_changed
+    hang()                  never answers
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+RECORD = os.environ.get("RAW_RECORD")
+EXTRA = [n for n in os.environ.get("RAW_TOOLS", "").split(",") if n != "\x00"] if "RAW_TOOLS" in os.environ else []
+
+OBJ: dict[str, Any] = {"type": "object"}
+TOOLS: list[dict[str, Any]] = [
+    {"name": "big", "description": "A long text", "inputSchema": {
+        "type": "object", "properties": {"size": {"type": "integer"}, "error": {"type": "boolean"}}, "required": ["size"]}},
+    {"name": "grow", "description": "Adds the tool 'late'", "inputSchema": OBJ},
+    {"name": "hang", "description": "Never answers", "inputSchema": OBJ},
+] + [{"name": n, "description": f"echo as {n!r}", "inputSchema": OBJ} for n in EXTRA]
+
+
+def send(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def text_result(text: str, *, error: bool = False) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": error}
+
+
+def call(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+    if name == "big":
+        size = int(args["size"])
+        line = "0123456789abcdef" * 4 + "\n"
+        text = (line * (size // len(line) + 1))[:size]
+        return text_result(text, error=bool(args.get("error")))
+    if name == "grow":
+        if not any(t["name"] == "late" for t in TOOLS):
+            TOOLS.append({"name": "late", "description": "added later", "inputSchema": OBJ})
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        return text_result("grown")
+    if name == "hang":
+        return None
+    if name in EXTRA:
+        return text_result(f"{name}: {json.dumps(args, sort_keys=True)}")
+    return text_result(f"unknown tool {name}", error=True)
+
+
+def main() -> None:
+    for line in sys.stdin:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if RECORD:
+            with open(RECORD, "a", encoding="utf-8") as f:
+                f.write(json.dumps(msg) + "\n")
+        method, rid = msg.get("method"), msg.get("id")
+        if rid is None or method is None:
+            continue  # notifications and answers to our own requests
+        params = msg.get("params") or {}
+        if method == "initialize":
+            for i in range(int(os.environ.get("RAW_GARBAGE", "0"))):
+                sys.stdout.write(f"garbage line {i}: this is not JSON\n")
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "raw", "version": "0.1.0"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
+        elif method == "tools/call":
+            result = call(params.get("name", ""), params.get("arguments") or {})
+            if result is not None:
+                send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "ping":
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        else:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no method {method}"}})
+
+
+if __name__ == "__main__":
+    main()
