@@ -33,6 +33,13 @@ class Sabotage:
 
 SABOTAGES = [
     Sabotage(
+        "MCP permission rules match a server by a name prefix again (mcp__a__* covers server a__b)",
+        "src/agentloop/agent/permissions.py",
+        'if server is not None and want.startswith("mcp__"):',
+        "if False:  # SABOTAGED",
+        ["tests/test_mcp_names.py"],
+    ),
+    Sabotage(
         "the verifier accepts everything",
         "src/agentloop/transcript.py",
         None,

@@ -489,6 +489,7 @@ class Agent:
         mcp = getattr(self, "mcp", None)
         if mcp is not None:
             mcp.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
+            self.policy.mcp_servers = mcp.server_of  # rules name a server exactly: mcp__a__* never covers server a__b
         self.workspace = Workspace(self.cwd, self.add_dirs)
         self.processes = RunningProcesses()
         if self._given_registry is not None:

@@ -15,7 +15,9 @@ Rules:
    timeout and a dead server are ``ok: false`` with a message for the model;
    anything else is recorded (see ``result_value``).
 4. A tool is named ``mcp__<server>__<tool>``; characters a provider would
-   refuse in a tool name become ``_``. Its fingerprint in the run's manifest is
+   refuse in a tool name become ``_``, and a name that would then be the same
+   as another tool's, empty or past 64 characters gets a short hash of the
+   real names (``model_names``). Its fingerprint in the run's manifest is
    the server's own name and version (``mcp:<name>@<version>``), so a replay
    can warn when the server changed.
 5. Input schemas are the server's, validated by the core with ``jsonschema``.
@@ -32,6 +34,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import hashlib
 import os
 import re
 import tempfile
@@ -48,7 +51,7 @@ from ._loop import LoopThread
 from .config import ConfigError, ServerConfig
 from .limits import OutputLimit
 
-__all__ = ["McpManager", "McpTool", "McpToolError", "ServerStatus", "result_value", "tool_name"]
+__all__ = ["McpManager", "McpTool", "McpToolError", "ServerStatus", "model_names", "result_value", "tool_name"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 300.0
@@ -64,9 +67,57 @@ class Unavailable(Exception):
     """A server could not be reached; the message says why."""
 
 
+MAX_NAME = 64
+"""The longest tool name offered to a model (OpenAI's limit for function names)."""
+
+
+def _clean(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
 def tool_name(server: str, tool: str) -> str:
-    """``mcp__<server>__<tool>``, with characters outside ``[A-Za-z0-9_-]`` made ``_``."""
-    return f"mcp__{server}__{re.sub(r'[^A-Za-z0-9_-]', '_', tool)}"
+    """The plain form ``mcp__<server>__<tool>``, with characters outside ``[A-Za-z0-9_-]`` made ``_``.
+
+    What a tool is offered as unless it must be told apart (``model_names``).
+    """
+    return f"mcp__{_clean(server)}__{_clean(tool)}"
+
+
+def _hashed(server: str, tool: str) -> str:
+    digest = hashlib.sha256(f"{server}\0{tool}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{tool_name(server, tool)[: MAX_NAME - 9]}_{digest}"
+
+
+def model_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The names the model sees for ``(server, tool)`` pairs: distinct, at most 64 characters, never empty.
+
+    The mapping (the same for every agentloop):
+
+    1. A tool's plain name is ``mcp__<server>__<tool>`` with every character
+       outside ``[A-Za-z0-9_-]`` made ``_`` (``tool_name``).
+    2. It is used as is when it is at most 64 characters, the tool's name is
+       not empty, and no other tool (of any server) has the same plain name;
+       when several do, the one whose name needed no change keeps it.
+    3. Every other tool gets the first 55 characters of its plain name, ``_``,
+       and the first 8 hex digits of the SHA-256 of ``<server>\0<tool>``.
+       So ``get.file`` and ``get/file`` differ, and a tool ``b__add`` of server
+       ``a`` and a tool ``add`` of server ``a__b`` are both suffixed.
+
+    Which server a name belongs to is never read back from the name:
+    permission rules ask the manager (``McpManager.server_of``).
+    """
+    pairs = list(dict.fromkeys(pairs))
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for server, tool in pairs:
+        groups.setdefault(tool_name(server, tool), []).append((server, tool))
+    out: dict[tuple[str, str], str] = {}
+    for plain, members in groups.items():
+        exact = [(s, t) for s, t in members if _clean(s) == s and _clean(t) == t]
+        keeper = exact[0] if len(exact) == 1 else (members[0] if len(members) == 1 else None)
+        for server, tool in members:
+            ok = (server, tool) == keeper and tool != "" and len(plain) <= MAX_NAME
+            out[(server, tool)] = plain if ok else _hashed(server, tool)
+    return out
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -532,6 +583,8 @@ class McpManager:
         self._lock = threading.Lock()
         self._closed = False
         self._skipped: dict[str, dict[str, str]] = {}
+        self._names: dict[tuple[str, str], str] = {}
+        self._server_of: dict[str, str] = {}
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         _live.add(self)
 
@@ -606,9 +659,12 @@ class McpManager:
             self.start(want)
         out: list[McpTool] = []
         taken: set[str] = set()
+        live = [s for s in self._servers.values() if s.status == "connected" or s.tools]
+        self._names = model_names((s.name, t.name) for s in live for t in s.tools)
+        self._server_of = {name: server for (server, _), name in self._names.items()}
         for s in self._servers.values():
             skipped: dict[str, str] = {}
-            if s.status != "connected" and not s.tools:
+            if s not in live:
                 self._skipped[s.name] = skipped
                 continue
             for t in s.tools:
@@ -619,12 +675,20 @@ class McpManager:
             self._skipped[s.name] = skipped
         return out
 
+    def name_of(self, server: str, tool: str) -> str:
+        """The model-visible name of ``tool`` on ``server`` (``model_names``)."""
+        return self._names.get((server, tool)) or tool_name(server, tool)
+
+    def server_of(self, name: str) -> str | None:
+        """The configured server of the MCP tool the model knows as ``name``; None for any other name."""
+        return self._server_of.get(name)
+
     def _make_tool(self, s: _Server, t: Any, taken: set[str], skipped: dict[str, str]) -> McpTool | None:
         from agentloop.tools import InvalidToolSchema
 
-        name = tool_name(s.name, t.name)
+        name = self.name_of(s.name, t.name)
         if name in taken:
-            skipped[t.name] = f"its name {name!r} collides with another tool"
+            skipped[t.name] = f"the server lists a second tool named {t.name!r}"  # model_names keeps other names apart
             return None
         schema = dict(t.input_schema or {"type": "object"})
         annotations = _dump(t.annotations) if t.annotations is not None else {}
@@ -673,7 +737,7 @@ class McpManager:
         limit = s.call_timeout if timeout is None else timeout
         fut = loop.submit(s.call(tool, arguments, timeout))
         self._inflight.add(fut)
-        label = name or tool_name(server, tool)
+        label = name or self.name_of(server, tool)
         try:
             value = _wait(fut, limit + s.startup_timeout + _PROBE_TIMEOUT + 15, server, tool)
         except McpToolError as exc:
@@ -697,7 +761,7 @@ class McpManager:
         out = []
         for s in self._servers.values():
             skipped = self._skipped.get(s.name, {})
-            names = [tool_name(s.name, t.name) for t in s.tools if t.name not in skipped]
+            names = [self.name_of(s.name, t.name) for t in s.tools if t.name not in skipped]
             out.append(s.status_value(names, (f"{k}: {v}" for k, v in skipped.items())))
         return out
 
