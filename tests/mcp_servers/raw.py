@@ -12,6 +12,7 @@ Tools:
     big(size, error=false)  a text result of ``size`` characters (``isError`` when ``error``)
     grow()                  adds the tool ``late`` and sends notifications/tools/list_changed
     hang()                  never answers
+    die()                   exits the process mid-call
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ TOOLS: list[dict[str, Any]] = [
         "type": "object", "properties": {"size": {"type": "integer"}, "error": {"type": "boolean"}}, "required": ["size"]}},
     {"name": "grow", "description": "Adds the tool 'late'", "inputSchema": OBJ},
     {"name": "hang", "description": "Never answers", "inputSchema": OBJ},
+    {"name": "die", "description": "Exits mid-call", "inputSchema": OBJ},
 ] + [{"name": n, "description": f"echo as {n!r}", "inputSchema": OBJ} for n in EXTRA]
 
 
@@ -55,6 +57,8 @@ def call(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
         return text_result("grown")
     if name == "hang":
         return None
+    if name == "die":
+        os._exit(3)
     if name in EXTRA:
         return text_result(f"{name}: {json.dumps(args, sort_keys=True)}")
     return text_result(f"unknown tool {name}", error=True)

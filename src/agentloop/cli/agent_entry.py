@@ -171,14 +171,18 @@ def run_print(args: argparse.Namespace, prompt: str, signals: Signals) -> int:
     reason = "other"
     try:
         observer: Any = None
-        if fmt == "text":
+        from agentloop.mcp.agent import report_startup, server_states
+
+        if fmt in ("text", "json"):  # stdout holds the answer alone; notices go to stderr
             agent.on_notice = lambda text: print(f"notice: {text}", file=sys.stderr)
         if fmt == "stream-json":
             stream = _StreamJson(agent.session.id)
             agent.on_notice = lambda text: stream.emit({"type": "system", "subtype": "notice", "text": text})
             stream.emit({"type": "system", "subtype": "init", "cwd": agent.cwd, "model": agent.model_spec,
-                         "tools": agent.registry.names(), "permission_mode": agent.permission_mode})
+                         "tools": agent.registry.names(), "mcp_servers": server_states(agent),
+                         "permission_mode": agent.permission_mode})
             observer = stream
+        report_startup(agent)  # a server that failed to start, said once
         t0 = time.monotonic()
         try:
             result = agent.ask(prompt, observer=observer)

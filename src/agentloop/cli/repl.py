@@ -325,6 +325,9 @@ class Repl:
             if self.interactive:
                 self._make_session()
             self.banner()
+            from agentloop.mcp.agent import report_startup
+
+            report_startup(self.agent)  # MCP servers that failed to start, as notices under the banner
             while True:
                 try:
                     text = self.read_prompt()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from .client import McpManager, ServerStatus
 from .config import load_servers
 
-__all__ = ["attach", "format_status"]
+__all__ = ["attach", "format_status", "report_startup", "server_states"]
+
+log = logging.getLogger("agentloop.mcp")
 
 
 def attach(agent: Any) -> McpManager | None:
@@ -28,11 +31,18 @@ def attach(agent: Any) -> McpManager | None:
     agent.mcp = None
     if not servers:
         return None
-    def notify(text: str) -> None:
-        say = getattr(agent, "_notice", None)
-        if say is not None:
-            say(text)
+    held: list[str] = []
 
+    def notify(text: str) -> None:
+        """To the user: held until a front end listens (``report_startup``), logged either way."""
+        log.warning("mcp: %s", text)
+        listener = getattr(agent, "on_notice", None)
+        if listener is None:
+            held.append(text)
+        else:
+            listener(text)
+
+    agent.mcp_held = held
     manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify)
     try:
         tools = manager.tools()
@@ -52,6 +62,36 @@ def attach(agent: Any) -> McpManager | None:
 
     agent.mcp_status = mcp_status
     return manager
+
+
+def startup_problems(agent: Any) -> list[str]:
+    """What the user must hear about MCP once the agent is up: servers that failed, settings not honoured, held notices."""
+    manager = getattr(agent, "mcp", None)
+    if manager is None:
+        return []
+    out = [f"the MCP server {s.name!r} is not available ({s.public_status}): {s.error or 'it did not start'}. "
+           "Its tools are left out; /mcp tries again" for s in manager.status() if s.status != "connected"]
+    out += list(manager.config_warnings)
+    held = getattr(agent, "mcp_held", [])
+    out += [t for t in held if t not in out]
+    held.clear()
+    return out
+
+
+def report_startup(agent: Any) -> None:
+    """Say each of ``startup_problems`` once, through ``agent.on_notice`` (call it after setting that)."""
+    listener = getattr(agent, "on_notice", None)
+    for text in startup_problems(agent):
+        if listener is not None:
+            listener(text)
+
+
+def server_states(agent: Any) -> list[dict[str, str]]:
+    """The stream-json ``init`` message's ``mcp_servers``: ``[{"name", "status"}]`` as Claude Code sends them."""
+    manager = getattr(agent, "mcp", None)
+    if manager is None:
+        return []
+    return [{"name": s.name, "status": s.public_status} for s in manager.status()]
 
 
 def format_status(statuses: Iterable[ServerStatus], *, show_tools: bool = True) -> str:

@@ -34,7 +34,9 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
 import hashlib
+import logging
 import os
 import re
 import tempfile
@@ -57,6 +59,7 @@ DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 300.0
 _PROBE_TIMEOUT = 5.0
 _POLL = 0.05
+_log = logging.getLogger("agentloop.mcp")
 
 
 class McpToolError(ToolError):
@@ -210,6 +213,17 @@ class ServerStatus:
     scope: str
     skipped: tuple[str, ...] = ()
     """Tools left out, each with the reason."""
+    needs_auth: bool = False
+    """It failed because the server refused the credentials (HTTP 401 or 403)."""
+
+    @property
+    def public_status(self) -> str:
+        """Claude Code's word for the state: ``connected``, ``failed``, ``needs-auth`` or ``pending``."""
+        if self.status == "connected":
+            return "connected"
+        if self.status in ("pending", "connecting"):
+            return "pending"
+        return "needs-auth" if self.needs_auth else "failed"
 
 
 class _Server:
@@ -243,6 +257,12 @@ class _Server:
         self._ready: asyncio.Future[Any] | None = None
         self._lock: asyncio.Lock | None = None
         self._stderr: IO[str] | None = None
+        self.notify: Callable[[str], None] | None = None
+        """Where this server's news for the user goes (a drop, garbage on stdout)."""
+        self.http_status: int | None = None
+        """The last HTTP 401 or 403 an HTTP server answered, if any."""
+        self.needs_auth = False
+        self.garbage_lines = 0
 
     @property
     def name(self) -> str:
@@ -273,8 +293,44 @@ class _Server:
             from mcp.client.sse import sse_client
 
             assert cfg.url is not None
-            return sse_client(cfg.url, headers=dict(cfg.headers) or None, timeout=self.startup_timeout)
-        return _http_transport(cfg.url or "", dict(cfg.headers), self.startup_timeout)
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            def factory(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
+                http = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+                http.event_hooks["response"].append(self._saw_response)
+                return http
+
+            return sse_client(cfg.url, headers=dict(cfg.headers) or None, timeout=self.startup_timeout,
+                              httpx_client_factory=factory)
+        return _http_transport(cfg.url or "", dict(cfg.headers), self.startup_timeout, self._saw_response)
+
+    async def _saw_response(self, response: Any) -> None:
+        if response.status_code in (401, 403):
+            self.http_status = response.status_code
+
+    def _say(self, text: str) -> None:
+        if self.notify is not None:
+            with contextlib.suppress(Exception):
+                self.notify(text)
+
+    def saw_garbage(self, line: str) -> None:
+        """A line on stdout that is not JSON-RPC: said once per server, then counted."""
+        self.garbage_lines += 1
+        if self.garbage_lines == 1:
+            shown = line if len(line) <= 120 else line[:119] + "…"
+            self._say(f"the MCP server {self.name!r} printed a line on its stdout that is not JSON-RPC ({shown!r}); "
+                      "such lines are ignored (a server should log to stderr)")
+
+    def _auth_message(self) -> str | None:
+        code = self.http_status
+        if code not in (401, 403):
+            return None
+        self.needs_auth = True
+        what = "401 Unauthorized" if code == 401 else "403 Forbidden"
+        return (f"authentication failed (HTTP {what}): the server refused the credentials sent. Check its "
+                f"'headers' in the configuration (for example \"Authorization\": \"Bearer ${{TOKEN}}\", or "
+                f"`agentloop mcp add --transport http -H 'Authorization: Bearer ...' {self.name} URL`), "
+                "then try again with /mcp")
 
     async def _own(self, cfg: ServerConfig, ready: asyncio.Future[Any], stop: asyncio.Event) -> None:
         """Hold the session open: it must be entered and left in this one task."""
@@ -282,6 +338,7 @@ class _Server:
 
         from agentloop import __version__
 
+        _CURRENT.set(self)  # the stdio reader's tasks inherit it: see _GarbageFilter
         try:
             client = Client(
                 self._transport(cfg),
@@ -299,7 +356,7 @@ class _Server:
             if not ready.done():
                 ready.set_exception(_leaf(exc))
             elif self._owner is asyncio.current_task() and self.status == "connected":
-                self._fail(f"the connection broke: {_describe(_leaf(exc))}")
+                self._dropped(f"the connection broke: {_describe(_leaf(exc))}")
 
     async def ensure(self) -> Any:
         """The live client, starting the server first when it is not running.
@@ -326,6 +383,7 @@ class _Server:
         self._close_stderr()
         self.status = "connecting"
         self.error = None
+        self.http_status, self.needs_auth = None, False
         try:
             cfg = self.config.expanded(self.environ) if self.target is None else self.config
         except ConfigError as exc:
@@ -349,7 +407,7 @@ class _Server:
             raise
         except Exception as exc:
             await self._teardown()
-            self._fail(f"it failed to start: {_describe(_leaf(exc))}")
+            self._fail(f"it failed to start: {self._auth_message() or _describe(_leaf(exc))}")
             raise Unavailable(self.error or "") from None
         info = client.server_info
         self.server_name = getattr(info, "name", None)
@@ -369,6 +427,14 @@ class _Server:
             return ""
         tail = [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()][-lines:]
         return " | ".join(tail)
+
+    def _dropped(self, message: str) -> None:
+        """A connected server went away: failed, and the user told once."""
+        was = self.status
+        self._fail(message)
+        if was == "connected":
+            self._say(f"the MCP server {self.name!r} stopped: {self.error}. It will be started again on the next "
+                      "call of one of its tools, or by /mcp")
 
     def _fail(self, message: str) -> None:
         tail = self._stderr_tail()
@@ -427,11 +493,14 @@ class _Server:
                     f"the MCP server {self.name!r} did not answer {tool!r} within {limit:g} s; the call was cancelled"
                 ) from None
             await self._teardown()
-            self._fail(f"it stopped answering (no answer to {tool!r} within {limit:g} s, nor to a check after it)")
+            self._dropped(f"it stopped answering (no answer to {tool!r} within {limit:g} s, nor to a check after it)")
             raise McpToolError(
                 f"the MCP server {self.name!r} stopped answering and was stopped; it will be restarted on the next call"
             ) from None
         except MCPError as exc:
+            auth = self._auth_message()
+            if auth:
+                raise McpToolError(f"the MCP server {self.name!r} refused the call to {tool!r}: {auth}") from None
             if exc.code == CONNECTION_CLOSED or self._owner is None or self._owner.done():
                 await self._died(exc)
             raise McpToolError(
@@ -452,7 +521,7 @@ class _Server:
 
     async def _died(self, exc: BaseException) -> None:
         await self._teardown()
-        self._fail(f"it stopped during a call ({_describe(_leaf(exc))})")
+        self._dropped(f"it stopped during a call ({_describe(_leaf(exc))})")
         raise McpToolError(
             f"the MCP server {self.name!r} stopped during the call; it will be restarted on the next call. "
             f"Details: {self.error}"
@@ -479,6 +548,7 @@ class _Server:
             source=self.config.source,
             scope=self.config.scope,
             skipped=tuple(skipped),
+            needs_auth=self.needs_auth,
         )
 
 
@@ -510,11 +580,13 @@ async def _list_tools(client: Any) -> list[Any]:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str], timeout: float) -> AsyncIterator[Any]:
+async def _http_transport(url: str, headers: dict[str, str], timeout: float, on_response: Any = None) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with create_mcp_http_client(headers=headers or None) as http:
+        if on_response is not None:
+            http.event_hooks["response"].append(on_response)
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
@@ -561,7 +633,9 @@ class McpManager:
         """
         env = os.environ if environ is None else environ
         self.output, warning = OutputLimit.from_env(env)
-        self.output.notify = notify
+        self.output.notify = self._say
+        self.notify = notify
+        """Where warnings for the user go: a large output, a server that stopped, garbage on a server's stdout."""
         self.config_warnings: list[str] = [warning] if warning else []
         """Settings that were not honoured as written, each naming the setting."""
         self.startup_timeout = startup_timeout or _env_seconds(env, "MCP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT)
@@ -579,6 +653,8 @@ class McpManager:
                 cfg, target=target, cwd=cwd, environ=environ,
                 startup_timeout=self.startup_timeout, call_timeout=self.call_timeout,
             )
+        for srv in self._servers.values():
+            srv.notify = self._say
         self._loop: LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -587,6 +663,13 @@ class McpManager:
         self._server_of: dict[str, str] = {}
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         _live.add(self)
+
+    def _say(self, text: str) -> None:
+        if self.notify is not None:
+            with contextlib.suppress(Exception):
+                self.notify(text)
+        else:
+            _log.warning("%s", text)
 
     # -- lifecycle --
 
@@ -790,6 +873,31 @@ def _wait(fut: concurrent.futures.Future[Any], limit: float, server: str, tool: 
     except BaseException:
         fut.cancel()
         raise
+
+
+_CURRENT: contextvars.ContextVar[_Server | None] = contextvars.ContextVar("agentloop_mcp_server", default=None)
+
+
+class _GarbageFilter(logging.Filter):
+    """Turns the SDK's traceback for each non-JSON stdout line into one notice per server (``saw_garbage``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Failed to parse JSONRPC message"):
+            return True
+        line = ""
+        exc = record.exc_info[1] if record.exc_info else None
+        with contextlib.suppress(Exception):
+            line = str(exc.errors()[0].get("input", ""))  # type: ignore[union-attr]
+        server = _CURRENT.get()
+        if server is not None:
+            server.saw_garbage(line)
+            return False
+        record.exc_info, record.exc_text = None, None  # no traceback, whoever the server is
+        record.msg, record.args = "an MCP server printed a line on stdout that is not JSON-RPC: %r", (line[:120],)
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_GarbageFilter())
 
 
 async def _quiet(aw: Any) -> None:
