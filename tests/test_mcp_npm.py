@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import time
@@ -64,7 +65,7 @@ def test_everything_text_structured_and_image_results(everything: McpManager) ->
     reg = Registry(everything.tools())
     assert invoke(reg, "mcp__everything__echo", {"message": "hi"})["content"] == "Echo: hi"
     s = invoke(reg, "mcp__everything__get-structured-content", {"location": "New York"})
-    assert s["ok"] and set(s["content"]["structuredContent"]) == {"temperature", "conditions", "humidity"}
+    assert s["ok"] and set(json.loads(s["content"])) == {"temperature", "conditions", "humidity"}  # structured, sent once
     img = invoke(reg, "mcp__everything__get-tiny-image", {})
     blocks = img["content"]["content"]
     (image,) = [b for b in blocks if b["type"] == "image"]
@@ -158,7 +159,7 @@ def test_filesystem_confinement_errors_are_clean_tool_errors(fs_dirs: tuple[Path
         assert reg.get("mcp__fs__read_text_file").read_only is True  # type: ignore[union-attr]
         assert reg.get("mcp__fs__write_file").read_only is False  # type: ignore[union-attr]
         ok = invoke(reg, "mcp__fs__read_text_file", {"path": str(allowed / "a.txt")})
-        assert ok["ok"] and ok["content"]["structuredContent"] == {"content": "inside\n"}
+        assert ok["ok"] and ok["content"] == "inside\n"  # its structuredContent {"content": text} is the same: sent once
         cases = {
             str(secret / "s.txt"): "Access denied - path outside allowed directories",
             str(allowed / ".." / "secret" / "s.txt"): "Access denied - path outside allowed directories",

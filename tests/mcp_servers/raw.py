@@ -13,6 +13,7 @@ Tools:
     grow()                  adds the tool ``late`` and sends notifications/tools/list_changed
     hang()                  never answers
     die()                   exits the process mid-call
+    summary()               a text that says something else than its structuredContent
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "grow", "description": "Adds the tool 'late'", "inputSchema": OBJ},
     {"name": "hang", "description": "Never answers", "inputSchema": OBJ},
     {"name": "die", "description": "Exits mid-call", "inputSchema": OBJ},
+    {"name": "summary", "description": "Text and structured content that differ", "inputSchema": OBJ},
 ] + [{"name": n, "description": f"echo as {n!r}", "inputSchema": OBJ} for n in EXTRA]
 
 
@@ -59,6 +61,8 @@ def call(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if name == "die":
         os._exit(3)
+    if name == "summary":
+        return {"content": [{"type": "text", "text": "3 rows"}], "structuredContent": {"rows": [1, 2, 3]}}
     if name in EXTRA:
         return text_result(f"{name}: {json.dumps(args, sort_keys=True)}")
     return text_result(f"unknown tool {name}", error=True)

@@ -43,7 +43,8 @@ def attach(agent: Any) -> McpManager | None:
             listener(text)
 
     agent.mcp_held = held
-    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify)
+    key_env = getattr(agent, "api_key_env", None)
+    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify, withhold=[key_env] if key_env else [])
     try:
         tools = manager.tools()
     except BaseException:

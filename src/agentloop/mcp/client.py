@@ -36,6 +36,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import hashlib
+import json
 import logging
 import os
 import re
@@ -51,6 +52,7 @@ from agentloop.tools import Tool, ToolError
 
 from ._loop import LoopThread
 from .config import ConfigError, ServerConfig
+from .env import server_environment
 from .limits import OutputLimit
 
 __all__ = ["McpManager", "McpTool", "McpToolError", "ServerStatus", "model_names", "result_value", "tool_name"]
@@ -142,6 +144,8 @@ def result_value(result: Any) -> Any:
     text: what a model reads best. Anything else (images, audio, embedded
     resources, resource links, several blocks, ``structuredContent``) is
     ``{"content": [blocks in MCP's wire shape], "structuredContent": ...}``.
+    Structured content that the text blocks already carry (the JSON copy the
+    spec asks servers to send) is sent once, as that text.
 
     Raises:
         McpToolError: the result has ``isError`` set; the message is its text.
@@ -151,12 +155,37 @@ def result_value(result: Any) -> Any:
         text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and b.get("text"))
         raise McpToolError(text or "the tool reported an error and gave no message")
     structured = result.structured_content
+    if structured is not None and _duplicates(blocks, structured):
+        structured = None  # sent once: as the text the server wrote for it
     if structured is None and len(blocks) == 1 and blocks[0].get("type") == "text":
         return blocks[0].get("text", "")
     out: dict[str, Any] = {"content": blocks}
     if structured is not None:
         out["structuredContent"] = structured
     return out
+
+
+def _duplicates(blocks: list[dict[str, Any]], structured: Any) -> bool:
+    """True when the text blocks are the structured content again (the spec's backward-compatible copy).
+
+    A text block repeats it when it is its JSON, or, for a server that wraps
+    a plain value in an object of one key (fastmcp's ``{"result": value}``,
+    the filesystem server's ``{"content": text}``), that value or its JSON.
+    """
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    if not texts:
+        return False
+    wrapped = next(iter(structured.values())) if isinstance(structured, dict) and len(structured) == 1 else None
+    for text in texts:
+        if wrapped is not None and text == wrapped:
+            continue
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return False
+        if parsed != structured and (wrapped is None or parsed != wrapped):
+            return False
+    return True
 
 
 @dataclass
@@ -263,6 +292,8 @@ class _Server:
         """The last HTTP 401 or 403 an HTTP server answered, if any."""
         self.needs_auth = False
         self.garbage_lines = 0
+        self.withhold: tuple[str, ...] = ()
+        """Variables kept from the server besides OPENAI_API_KEY and ANTHROPIC_API_KEY (the agent's key variable)."""
 
     @property
     def name(self) -> str:
@@ -286,8 +317,10 @@ class _Server:
             os.close(fd)
             self._stderr = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115
             os.unlink(path)
-            env = ({"CLAUDE_PROJECT_DIR": self.cwd} if self.cwd else {}) | dict(cfg.env)  # as Claude Code sets it
-            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env or None, cwd=self.cwd)
+            env = server_environment(  # the user's, minus the agent's provider keys (see env.py)
+                os.environ if self.environ is None else self.environ, cfg.env, project_dir=self.cwd, withhold=self.withhold
+            )
+            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=self.cwd)
             return stdio_client(params, errlog=self._stderr)
         if cfg.transport == "sse":
             from mcp.client.sse import sse_client
@@ -617,6 +650,7 @@ class McpManager:
         startup_timeout: float | None = None,
         call_timeout: float | None = None,
         notify: Callable[[str], None] | None = None,
+        withhold: Iterable[str] = (),
     ):
         """
         Args:
@@ -629,6 +663,8 @@ class McpManager:
                 ``MCP_TOOL_TIMEOUT`` defaults (milliseconds, as in Claude Code)
                 and ``MAX_MCP_OUTPUT_TOKENS`` (see ``limits``).
             notify: where warnings for the user go (a large output, a capped one).
+            withhold: environment variables a stdio server must not inherit
+                besides the provider keys (``env.server_environment``).
                 ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
@@ -655,6 +691,7 @@ class McpManager:
             )
         for srv in self._servers.values():
             srv.notify = self._say
+            srv.withhold = tuple(withhold)
         self._loop: LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
