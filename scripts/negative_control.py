@@ -33,6 +33,13 @@ class Sabotage:
 
 SABOTAGES = [
     Sabotage(
+        "stdio MCP servers inherit the agent's provider keys",
+        "src/agentloop/mcp/env.py",
+        "env = {k: v for k, v in environ.items() if k not in hidden}",
+        "env = dict(environ)  # SABOTAGED",
+        ["tests/test_mcp_env.py"],
+    ),
+    Sabotage(
         "MCP permission rules match a server by a name prefix again (mcp__a__* covers server a__b)",
         "src/agentloop/agent/permissions.py",
         'if server is not None and want.startswith("mcp__"):',
