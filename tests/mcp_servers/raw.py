@@ -10,7 +10,8 @@ Environment:
 
 Tools:
     big(size, error=false)  a text result of ``size`` characters (``isError`` when ``error``)
-    grow()                  adds the tool ``late`` and sends notifications/tools/list_changed
+    grow()                  adds the tool ``late``, the prompt ``late_prompt`` and the resource
+                            ``raw://late``, and sends the three list_changed notifications
     hang()                  never answers
     die()                   exits the process mid-call
     summary()               a text that says something else than its structuredContent
@@ -35,6 +36,8 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "die", "description": "Exits mid-call", "inputSchema": OBJ},
     {"name": "summary", "description": "Text and structured content that differ", "inputSchema": OBJ},
 ] + [{"name": n, "description": f"echo as {n!r}", "inputSchema": OBJ} for n in EXTRA]
+PROMPTS: list[dict[str, Any]] = [{"name": "greet", "description": "Say hello", "arguments": [{"name": "who", "required": True}]}]
+RESOURCES: list[dict[str, Any]] = [{"uri": "raw://readme", "name": "readme", "mimeType": "text/plain"}]
 
 
 def send(obj: dict[str, Any]) -> None:
@@ -55,12 +58,17 @@ def call(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
     if name == "grow":
         if not any(t["name"] == "late" for t in TOOLS):
             TOOLS.append({"name": "late", "description": "added later", "inputSchema": OBJ})
-        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            PROMPTS.append({"name": "late_prompt", "description": "added later"})
+            RESOURCES.append({"uri": "raw://late", "name": "late", "mimeType": "text/plain"})
+        for kind in ("tools", "prompts", "resources"):
+            send({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
         return text_result("grown")
     if name == "hang":
         return None
     if name == "die":
         os._exit(3)
+    if name == "late" and any(t["name"] == "late" for t in TOOLS):
+        return text_result("late ok")
     if name == "summary":
         return {"content": [{"type": "text", "text": "3 rows"}], "structuredContent": {"rows": [1, 2, 3]}}
     if name in EXTRA:
@@ -86,7 +94,8 @@ def main() -> None:
                 sys.stdout.write(f"garbage line {i}: this is not JSON\n")
             send({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": {"tools": {"listChanged": True}, "prompts": {"listChanged": True},
+                                 "resources": {"listChanged": True}},
                 "serverInfo": {"name": "raw", "version": "0.1.0"}}})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
@@ -94,6 +103,10 @@ def main() -> None:
             result = call(params.get("name", ""), params.get("arguments") or {})
             if result is not None:
                 send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "prompts/list":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"prompts": PROMPTS}})
+        elif method == "resources/list":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"resources": RESOURCES}})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
         else:

@@ -625,6 +625,9 @@ class Agent:
         """
         from ..run import run
 
+        sync = getattr(self, "mcp_sync", None)
+        if sync is not None:  # MCP tools a server added or dropped since the last run (list_changed)
+            sync()
         decision = self.hooks.user_prompt_submit(self, prompt)
         if decision.blocked is not None:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")

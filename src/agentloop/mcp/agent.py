@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from .client import McpManager, ServerStatus
+from .client import McpManager, McpTool, ServerStatus
 from .config import load_servers
 
 __all__ = ["attach", "format_status", "report_startup", "server_states"]
@@ -62,6 +62,20 @@ def attach(agent: Any) -> McpManager | None:
         return format_status(manager.status())
 
     agent.mcp_status = mcp_status
+    seen = [manager.generation]
+
+    def mcp_sync() -> bool:
+        """Before each run: take in tools a server added or removed (``list_changed``). True when they changed."""
+        manager.settle()
+        if manager.generation == seen[0]:
+            return False
+        seen[0] = manager.generation
+        fresh = manager.tools(retry_failed=False)
+        agent.extra_tools[:] = [t for t in agent.extra_tools if not isinstance(t, McpTool)] + fresh
+        agent._build_tools()
+        return True
+
+    agent.mcp_sync = mcp_sync
     return manager
 
 

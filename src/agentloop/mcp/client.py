@@ -293,6 +293,11 @@ class _Server:
         self.needs_auth = False
         self.garbage_lines = 0
         self.withhold: tuple[str, ...] = ()
+        self.prompts: list[Any] = []
+        self.resources: list[Any] = []
+        self.generation = 0
+        """Bumped each time a list changes after a ``list_changed`` notification (``McpManager.generation``)."""
+        self._refreshing: set[asyncio.Task[None]] = set()
         """Variables kept from the server besides OPENAI_API_KEY and ANTHROPIC_API_KEY (the agent's key variable)."""
 
     @property
@@ -337,6 +342,52 @@ class _Server:
                               httpx_client_factory=factory)
         return _http_transport(cfg.url or "", dict(cfg.headers), self.startup_timeout, self._saw_response)
 
+    async def _on_message(self, message: Any) -> None:
+        """Notifications from the server: a ``list_changed`` fetches that list again, off the reader's path."""
+        import mcp_types as types
+
+        if isinstance(message, types.ToolListChangedNotification):
+            kind = "tools"
+        elif isinstance(message, types.PromptListChangedNotification):
+            kind = "prompts"
+        elif isinstance(message, types.ResourceListChangedNotification):
+            kind = "resources"
+        else:
+            return
+        task = asyncio.get_running_loop().create_task(self._refresh(kind))  # never await session I/O here
+        self._refreshing.add(task)
+        task.add_done_callback(self._refreshing.discard)
+
+    async def _list(self, client: Any, kind: str) -> list[Any]:
+        caps = client.server_capabilities
+        if kind == "tools":
+            return await _list_tools(client)
+        if getattr(caps, kind, None) is None:
+            return []
+        method = client.list_prompts if kind == "prompts" else client.list_resources
+        out: list[Any] = []
+        cursor = None
+        for _ in range(100):
+            page = await method(cursor=cursor)
+            out.extend(page.prompts if kind == "prompts" else page.resources)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return out
+
+    async def _refresh(self, kind: str) -> None:
+        client = self._client
+        if client is None or self.status != "connected":
+            return
+        try:
+            fresh = await asyncio.wait_for(self._list(client, kind), self.startup_timeout)
+        except Exception as exc:
+            _log.warning("mcp server %s: fetching %s again after list_changed failed: %s", self.name, kind, _describe(_leaf(exc)))
+            return
+        setattr(self, kind, fresh)
+        self.generation += 1
+        _log.info("mcp server %s: %s changed (%d now)", self.name, kind, len(fresh))
+
     async def _saw_response(self, response: Any) -> None:
         if response.status_code in (401, 403):
             self.http_status = response.status_code
@@ -377,6 +428,7 @@ class _Server:
                 self._transport(cfg),
                 mode="legacy",
                 cache=None,
+                message_handler=self._on_message,
                 client_info=Implementation(name="agentloop", version=__version__),
             )
             async with client:
@@ -442,6 +494,10 @@ class _Server:
             await self._teardown()
             self._fail(f"it failed to start: {self._auth_message() or _describe(_leaf(exc))}")
             raise Unavailable(self.error or "") from None
+        with contextlib.suppress(Exception):  # prompts and resources are extras: a server may fumble them
+            self.prompts = await asyncio.wait_for(self._list(client, "prompts"), self.startup_timeout)
+        with contextlib.suppress(Exception):
+            self.resources = await asyncio.wait_for(self._list(client, "resources"), self.startup_timeout)
         info = client.server_info
         self.server_name = getattr(info, "name", None)
         self.server_version = getattr(info, "version", None)
@@ -794,6 +850,31 @@ class McpManager:
                     out.append(made)
             self._skipped[s.name] = skipped
         return out
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait (at most ``timeout`` s) for lists being fetched again after ``list_changed`` notifications."""
+        pending = [t for s in self._servers.values() for t in s._refreshing]
+        if not pending or self._loop is None or self._closed:
+            return
+
+        async def wait() -> None:
+            await asyncio.wait(pending, timeout=timeout)
+
+        with contextlib.suppress(Exception):
+            self._loop.call(wait(), timeout + 1)
+
+    def prompts(self) -> dict[str, list[Any]]:
+        """Each connected server's prompts (``mcp_types.Prompt``), as last listed."""
+        return {s.name: list(s.prompts) for s in self._servers.values() if s.status == "connected"}
+
+    def resources(self) -> dict[str, list[Any]]:
+        """Each connected server's resources (``mcp_types.Resource``), as last listed."""
+        return {s.name: list(s.resources) for s in self._servers.values() if s.status == "connected"}
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever a server's tools, prompts or resources were fetched again (``list_changed``)."""
+        return sum(s.generation for s in self._servers.values())
 
     def name_of(self, server: str, tool: str) -> str:
         """The model-visible name of ``tool`` on ``server`` (``model_names``)."""
