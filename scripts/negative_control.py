@@ -33,6 +33,13 @@ class Sabotage:
 
 SABOTAGES = [
     Sabotage(
+        "a timed-out or interrupted MCP call is left running on the server (no notifications/cancelled)",
+        "src/agentloop/mcp/client.py",
+        "result = await asyncio.wait_for(client.call_tool(tool, arguments, progress_callback=self._progress(tool)), limit)",
+        "result = await asyncio.wait_for(asyncio.shield(client.call_tool(tool, arguments, progress_callback=self._progress(tool))), limit)  # SABOTAGED",
+        ["tests/test_mcp_capabilities.py"],
+    ),
+    Sabotage(
         "stdio MCP servers inherit the agent's provider keys",
         "src/agentloop/mcp/env.py",
         "env = {k: v for k, v in environ.items() if k not in hidden}",

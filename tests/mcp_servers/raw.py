@@ -15,6 +15,11 @@ Tools:
     hang()                  never answers
     die()                   exits the process mid-call
     summary()               a text that says something else than its structuredContent
+    progress(steps)         sends ``steps`` notifications/progress with the call's progressToken, then answers
+    log(level, text)        sends notifications/message at ``level``, then answers
+    ask(question)           sends elicitation/create and answers with the client's reply (as JSON)
+    roots()                 sends roots/list and answers with the client's reply (as JSON)
+    tasky                   declares execution.taskSupport "required"
 """
 
 from __future__ import annotations
@@ -35,6 +40,14 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "hang", "description": "Never answers", "inputSchema": OBJ},
     {"name": "die", "description": "Exits mid-call", "inputSchema": OBJ},
     {"name": "summary", "description": "Text and structured content that differ", "inputSchema": OBJ},
+    {"name": "progress", "description": "Reports progress", "inputSchema": {
+        "type": "object", "properties": {"steps": {"type": "integer"}}, "required": ["steps"]}},
+    {"name": "log", "description": "Logs a message", "inputSchema": {
+        "type": "object", "properties": {"level": {"type": "string"}, "text": {"type": "string"}}}},
+    {"name": "ask", "description": "Asks the user", "inputSchema": {
+        "type": "object", "properties": {"question": {"type": "string"}}}},
+    {"name": "roots", "description": "Lists the client's roots", "inputSchema": OBJ},
+    {"name": "tasky", "description": "Runs only as a task", "inputSchema": OBJ, "execution": {"taskSupport": "required"}},
 ] + [{"name": n, "description": f"echo as {n!r}", "inputSchema": OBJ} for n in EXTRA]
 PROMPTS: list[dict[str, Any]] = [{"name": "greet", "description": "Say hello", "arguments": [{"name": "who", "required": True}]}]
 RESOURCES: list[dict[str, Any]] = [{"uri": "raw://readme", "name": "readme", "mimeType": "text/plain"}]
@@ -49,7 +62,17 @@ def text_result(text: str, *, error: bool = False) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": error}
 
 
-def call(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+WAITING: dict[str, Any] = {}
+"""Our own requests to the client, by id: the id of the tools/call waiting for the answer."""
+ASK_SCHEMA = {"type": "object", "properties": {
+    "name": {"type": "string", "title": "Your name"},
+    "count": {"type": "integer", "description": "How many"},
+    "sure": {"type": "boolean"},
+    "colour": {"type": "string", "enum": ["red", "green"]},
+}, "required": ["name", "count"]}
+
+
+def call(name: str, args: dict[str, Any], rid: Any = None, meta: dict[str, Any] | None = None) -> dict[str, Any] | None:
     if name == "big":
         size = int(args["size"])
         line = "0123456789abcdef" * 4 + "\n"
@@ -69,6 +92,27 @@ def call(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
         os._exit(3)
     if name == "late" and any(t["name"] == "late" for t in TOOLS):
         return text_result("late ok")
+    if name == "progress":
+        token = (meta or {}).get("progressToken")
+        steps = int(args["steps"])
+        for i in range(steps):
+            if token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": i + 1, "total": steps, "message": f"step {i + 1}"}})
+        return text_result(f"token {json.dumps(token)}")
+    if name == "log":
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": args.get("level", "info"), "logger": "rawlog", "data": args.get("text", "")}})
+        return text_result("logged")
+    if name in ("ask", "roots"):
+        own = f"srv-{len(WAITING) + 1}"
+        WAITING[own] = rid
+        if name == "ask":
+            send({"jsonrpc": "2.0", "id": own, "method": "elicitation/create",
+                  "params": {"message": args.get("question", "?"), "requestedSchema": ASK_SCHEMA}})
+        else:
+            send({"jsonrpc": "2.0", "id": own, "method": "roots/list"})
+        return None
     if name == "summary":
         return {"content": [{"type": "text", "text": "3 rows"}], "structuredContent": {"rows": [1, 2, 3]}}
     if name in EXTRA:
@@ -86,8 +130,11 @@ def main() -> None:
             with open(RECORD, "a", encoding="utf-8") as f:
                 f.write(json.dumps(msg) + "\n")
         method, rid = msg.get("method"), msg.get("id")
+        if method is None and rid in WAITING:  # the client's answer to our request: finish the waiting call
+            send({"jsonrpc": "2.0", "id": WAITING.pop(rid), "result": text_result(json.dumps(msg.get("result", msg.get("error"))))})
+            continue
         if rid is None or method is None:
-            continue  # notifications and answers to our own requests
+            continue  # notifications
         params = msg.get("params") or {}
         if method == "initialize":
             for i in range(int(os.environ.get("RAW_GARBAGE", "0"))):
@@ -100,7 +147,7 @@ def main() -> None:
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
         elif method == "tools/call":
-            result = call(params.get("name", ""), params.get("arguments") or {})
+            result = call(params.get("name", ""), params.get("arguments") or {}, rid, params.get("_meta"))
             if result is not None:
                 send({"jsonrpc": "2.0", "id": rid, "result": result})
         elif method == "prompts/list":

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +157,7 @@ class Repl:
 
             self.md = MarkdownStream(self.write, lambda: shutil.get_terminal_size().columns)
         self.spinner = Spinner(_raw_write) if self.color else None
+        self._asking = threading.Lock()
         self.session: Any = None
         self.commands: dict[str, Command] = {}
         self._add_builtin_commands()
@@ -253,6 +255,26 @@ class Repl:
             if a in ("n", "no", ""):
                 return "deny"
 
+    def elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """An MCP server's question (elicitation): asked field by field with its schema; None declines it."""
+        from agentloop.mcp.elicit import ask_fields
+
+        with self._asking:
+            self.newline()
+            self.say(f"The MCP server {server!r} asks: {message}", "bold")
+            try:
+                go = self._read("Answer it? [y]es / [n]o (decline): ", permission=True).strip().lower()
+            except EOFError:
+                return None
+            if go not in ("y", "yes"):
+                return None
+            return ask_fields(schema, lambda q: self._read(q, permission=True))
+
+    def show_progress(self, server: str, tool: str, text: str) -> None:
+        """An MCP tool's progress, on the working line."""
+        if self.spinner is not None:
+            self.spinner.detail = text
+
     # -- input --
 
     def _make_session(self) -> None:
@@ -320,6 +342,8 @@ class Repl:
 
         self.agent = make_agent(self.args, ask_permission=self.ask_permission if self.interactive else None)
         self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
+        self.agent.elicit = self.elicit  # MCP servers' questions (-p has none of this: they are declined)
+        self.agent.on_mcp_progress = self.show_progress
         reason, code = "other", EXIT_OK
         try:
             if self.interactive:

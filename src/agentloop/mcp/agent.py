@@ -44,7 +44,23 @@ def attach(agent: Any) -> McpManager | None:
 
     agent.mcp_held = held
     key_env = getattr(agent, "api_key_env", None)
-    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify, withhold=[key_env] if key_env else [])
+    def roots() -> list[str]:
+        """The workspace and the additional directories, as the agent has them now."""
+        return [agent.cwd, *[d for d in getattr(agent, "add_dirs", []) if d != agent.cwd]]
+
+    def elicit(server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """A server's question for the user: asked by the front end that set ``agent.elicit`` (the REPL), else declined."""
+        ask = getattr(agent, "elicit", None)
+        return None if ask is None else ask(server, message, schema)
+
+    def progress(server: str, tool: str, text: str) -> None:
+        show = getattr(agent, "on_mcp_progress", None)
+        if show is not None:
+            show(server, tool, text)
+
+    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify,
+                         withhold=[key_env] if key_env else [], roots=roots, elicit=elicit)
+    manager.on_progress = progress
     try:
         tools = manager.tools()
     except BaseException:

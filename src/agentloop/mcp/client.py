@@ -39,12 +39,13 @@ import hashlib
 import json
 import logging
 import os
+import pathlib
 import re
 import tempfile
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -62,6 +63,10 @@ DEFAULT_CALL_TIMEOUT = 300.0
 _PROBE_TIMEOUT = 5.0
 _POLL = 0.05
 _log = logging.getLogger("agentloop.mcp")
+_LOG_LEVELS = {
+    "debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
+    "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL, "emergency": logging.CRITICAL,
+}
 
 
 class McpToolError(ToolError):
@@ -298,6 +303,12 @@ class _Server:
         self.generation = 0
         """Bumped each time a list changes after a ``list_changed`` notification (``McpManager.generation``)."""
         self._refreshing: set[asyncio.Task[None]] = set()
+        self.roots: Callable[[], Sequence[str]] | None = None
+        """The directories offered as roots (the workspace and additional directories); None: no roots capability."""
+        self.elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None
+        """Asks the user ``(server, message, schema)``: the answers, or None to decline. None: every request is declined."""
+        self.on_progress: Callable[[str, str, str], None] | None = None
+        """Told ``(server, tool, text)`` for each progress notification of a call."""
         """Variables kept from the server besides OPENAI_API_KEY and ANTHROPIC_API_KEY (the agent's key variable)."""
 
     @property
@@ -358,6 +369,44 @@ class _Server:
         self._refreshing.add(task)
         task.add_done_callback(self._refreshing.discard)
 
+    async def _on_log(self, params: Any) -> None:
+        """A server's log message: to the log file; a warning or worse also to the user."""
+        level = str(params.level)
+        data = params.data
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        text = text if len(text) <= 2000 else text[:1999] + "…"
+        where = f" ({params.logger})" if getattr(params, "logger", None) else ""
+        _log.log(_LOG_LEVELS.get(level, logging.INFO), "mcp server %s%s %s: %s", self.name, where, level, text)
+        if _LOG_LEVELS.get(level, logging.INFO) >= logging.WARNING:
+            self._say(f"the MCP server {self.name!r}{where} logged {level}: {text}")
+
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """An elicitation request: asked of the user (``self.elicit``) with the server's schema, or declined."""
+        import mcp_types as types
+
+        if getattr(params, "mode", "form") != "form" or self.elicit is None:
+            return types.ElicitResult(action="decline")
+        schema = _dump(params).get("requestedSchema") or {}
+        try:
+            content = await asyncio.to_thread(self.elicit, self.name, str(params.message), schema)
+        except (EOFError, KeyboardInterrupt):
+            return types.ElicitResult(action="cancel")
+        except Exception as exc:
+            _log.warning("mcp server %s: asking the user failed: %s", self.name, _describe(exc))
+            return types.ElicitResult(action="cancel")
+        if content is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content=content)
+
+    async def _on_roots(self, context: Any) -> Any:
+        import mcp_types as types
+
+        dirs = list(self.roots() if self.roots is not None else [])
+        return types.ListRootsResult(
+            roots=[types.Root.model_validate({"uri": pathlib.Path(d).resolve().as_uri(), "name": os.path.basename(d.rstrip(os.sep)) or d})
+                   for d in dirs]
+        )
+
     async def _list(self, client: Any, kind: str) -> list[Any]:
         caps = client.server_capabilities
         if kind == "tools":
@@ -387,6 +436,19 @@ class _Server:
         setattr(self, kind, fresh)
         self.generation += 1
         _log.info("mcp server %s: %s changed (%d now)", self.name, kind, len(fresh))
+
+    def _progress(self, tool: str) -> Any:
+        """The progress callback of one call: the SDK then sends a ``progressToken`` with it."""
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+            text = f"{done} {message}" if message else done
+            _log.debug("mcp server %s: %s progress %s", self.name, tool, text)
+            if self.on_progress is not None:
+                with contextlib.suppress(Exception):
+                    self.on_progress(self.name, tool, text)
+
+        return progress
 
     async def _saw_response(self, response: Any) -> None:
         if response.status_code in (401, 403):
@@ -429,6 +491,9 @@ class _Server:
                 mode="legacy",
                 cache=None,
                 message_handler=self._on_message,
+                logging_callback=self._on_log,
+                elicitation_callback=self._on_elicit,
+                list_roots_callback=self._on_roots if self.roots is not None else None,
                 client_info=Implementation(name="agentloop", version=__version__),
             )
             async with client:
@@ -575,7 +640,7 @@ class _Server:
                 f"the MCP server {self.name!r} is unavailable: {exc}. It will be tried again on the next call."
             ) from None
         try:
-            result = await asyncio.wait_for(client.call_tool(tool, arguments), limit)
+            result = await asyncio.wait_for(client.call_tool(tool, arguments, progress_callback=self._progress(tool)), limit)
         except asyncio.TimeoutError:
             if await self._alive(client):
                 raise McpToolError(
@@ -707,6 +772,8 @@ class McpManager:
         call_timeout: float | None = None,
         notify: Callable[[str], None] | None = None,
         withhold: Iterable[str] = (),
+        roots: Callable[[], Sequence[str]] | None = None,
+        elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None,
     ):
         """
         Args:
@@ -721,6 +788,11 @@ class McpManager:
             notify: where warnings for the user go (a large output, a capped one).
             withhold: environment variables a stdio server must not inherit
                 besides the provider keys (``env.server_environment``).
+            roots: the directories offered to servers as roots (default: ``cwd``).
+            elicit: asks the user a server's question ``(server, message,
+                schema)`` and returns the answers or None (declined); without
+                it every elicitation is declined (``-p``). Sampling requests
+                are always declined: agentloop does not let servers call its model.
                 ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
@@ -745,9 +817,17 @@ class McpManager:
                 cfg, target=target, cwd=cwd, environ=environ,
                 startup_timeout=self.startup_timeout, call_timeout=self.call_timeout,
             )
+        self.elicit = elicit
+        self.on_progress: Callable[[str, str, str], None] | None = None
+        """Told ``(server, tool, text)`` for each progress notification (the REPL's working line)."""
+        if roots is None and cwd:
+            roots = lambda: [cwd]  # noqa: E731
         for srv in self._servers.values():
             srv.notify = self._say
             srv.withhold = tuple(withhold)
+            srv.roots = roots
+            srv.elicit = self._elicit
+            srv.on_progress = self._progress
         self._loop: LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -756,6 +836,15 @@ class McpManager:
         self._server_of: dict[str, str] = {}
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         _live.add(self)
+
+    def _elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        if self.elicit is None:
+            return None
+        return self.elicit(server, message, schema)
+
+    def _progress(self, server: str, tool: str, text: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(server, tool, text)
 
     def _say(self, text: str) -> None:
         if self.notify is not None:
@@ -888,6 +977,10 @@ class McpManager:
         from agentloop.tools import InvalidToolSchema
 
         name = self.name_of(s.name, t.name)
+        execution = getattr(t, "execution", None)
+        if execution is not None and getattr(execution, "task_support", None) == "required":
+            skipped[t.name] = "it can only run as a task (execution.taskSupport: required), which agentloop does not support"
+            return None
         if name in taken:
             skipped[t.name] = f"the server lists a second tool named {t.name!r}"  # model_names keeps other names apart
             return None
