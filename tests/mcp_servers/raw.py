@@ -154,6 +154,20 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": rid, "result": {"prompts": PROMPTS}})
         elif method == "resources/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"resources": RESOURCES}})
+        elif method == "prompts/get":
+            who = (params.get("arguments") or {}).get("who")
+            if params.get("name") != "greet" or not who:
+                send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "greet needs 'who'"}})
+            else:
+                send({"jsonrpc": "2.0", "id": rid, "result": {"description": "a greeting", "messages": [
+                    {"role": "user", "content": {"type": "text", "text": f"Say hello to {who}."}}]}})
+        elif method == "resources/read":
+            uri = params.get("uri")
+            if uri in {r["uri"] for r in RESOURCES}:
+                send({"jsonrpc": "2.0", "id": rid, "result": {"contents": [
+                    {"uri": uri, "mimeType": "text/plain", "text": f"the contents of {uri}"}]}})
+            else:
+                send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32002, "message": f"no resource {uri}"}})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
         else:

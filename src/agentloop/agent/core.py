@@ -490,6 +490,9 @@ class Agent:
         if mcp is not None:
             mcp.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
             self.policy.mcp_servers = mcp.server_of  # rules name a server exactly: mcp__a__* never covers server a__b
+            from ..mcp.agent import RESOURCE_TOOLS
+
+            self.policy.read_only_tools = self.policy.read_only_tools | frozenset(RESOURCE_TOOLS)  # as in Claude Code: no permission
         self.workspace = Workspace(self.cwd, self.add_dirs)
         self.processes = RunningProcesses()
         if self._given_registry is not None:

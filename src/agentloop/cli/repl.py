@@ -33,6 +33,18 @@ from ._common import EXIT_OK, UserError, color_enabled, console
 from .markdown import MarkdownStream
 from .spinner import Spinner
 
+
+def prompt_commands(agent: Any) -> dict[str, Any]:
+    from agentloop.mcp.agent import prompt_commands as found
+
+    return found(agent)
+
+
+def run_prompt(agent: Any, name: str, rest: str) -> str | None:
+    from agentloop.mcp.agent import run_prompt as run
+
+    return run(agent, name, rest)
+
 __all__ = ["Repl", "expand_mentions", "run_repl", "short_input"]
 
 EXIT_TERMINATED = 143
@@ -426,6 +438,13 @@ class Repl:
             self.say(f"warning: {r}", "yellow")
         for p in attached:
             self.say(f"attached {os.path.relpath(p, a.cwd)}", "dim")
+        from agentloop.mcp.agent import expand_resources
+
+        prompt, resources, refused = expand_resources(a, prompt)  # @server:uri attaches an MCP resource
+        for r in refused:
+            self.say(f"warning: {r}", "yellow")
+        for name in resources:
+            self.say(f"attached {name}", "dim")
         self.working("thinking")
         try:
             result = a.ask(prompt, observer=self.observe)
@@ -476,11 +495,23 @@ class Repl:
             self.armed = False
             self.send(_render_skill(name, a.skills[name], rest))
             return
+        if name.startswith("mcp__"):  # an MCP server's prompt: /mcp__server__prompt args
+            from agentloop.mcp.client import McpToolError
+
+            try:
+                text = run_prompt(a, name, rest)
+            except McpToolError as exc:
+                self.say(f"error: {exc}", "red")
+                return
+            if text is not None:
+                self.armed = False
+                self.send(text)
+                return
         self.say(f"unknown command /{name}; /help lists them", "red")
 
     def all_command_names(self) -> list[str]:
         a = self.agent
-        extra = [*a.commands, *a.skills] if a is not None else []
+        extra = [*a.commands, *a.skills, *prompt_commands(a)] if a is not None else []
         return sorted({*self.commands, *extra})
 
     def cmd_help(self, rest: str) -> None:
@@ -490,7 +521,9 @@ class Repl:
             lines.append(f"/{n} — {getattr(c, 'description', '') or 'custom command'}")
         for n, s in sorted(a.skills.items()):
             lines.append(f"/{n} — skill: {getattr(s, 'description', '')}")
-        lines += ["", "@path attaches a file of the workspace · Alt+Enter or a trailing \\ for a new line",
+        for n, (server, p) in sorted(prompt_commands(a).items()):
+            lines.append(f"/{n} — MCP prompt of {server}: {getattr(p, 'description', None) or p.name}")
+        lines += ["", "@path attaches a file of the workspace, @server:uri an MCP resource · Alt+Enter or a trailing \\ for a new line",
                   "Ctrl+C stops a turn; Ctrl+C again or Ctrl+D exits"]
         self.say("\n".join(lines))
 

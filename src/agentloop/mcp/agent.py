@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
-from .client import McpManager, McpTool, ServerStatus
+from agentloop.tools import Tool
+
+from .client import McpManager, McpTool, McpToolError, ServerStatus, _clean
 from .config import load_servers
 
-__all__ = ["attach", "format_status", "report_startup", "server_states"]
+__all__ = [
+    "RESOURCE_TOOLS",
+    "attach",
+    "expand_resources",
+    "format_status",
+    "prompt_commands",
+    "report_startup",
+    "resource_tools",
+    "run_prompt",
+    "server_states",
+]
+
+RESOURCE_TOOLS = ("ListMcpResourcesTool", "ReadMcpResourceTool")
+"""Claude Code's names for the model's tools over MCP resources; they only read, and need no permission."""
+_RESOURCE_MENTION = re.compile(r"(?<!\S)@([A-Za-z0-9_-]+):(\S+)")
 
 log = logging.getLogger("agentloop.mcp")
 
@@ -67,6 +86,7 @@ def attach(agent: Any) -> McpManager | None:
         manager.close()
         raise
     agent.extra_tools.extend(tools)
+    agent.extra_tools.extend(resource_tools(manager))
     agent.mcp = manager
 
     def mcp_status() -> str:
@@ -86,13 +106,108 @@ def attach(agent: Any) -> McpManager | None:
         if manager.generation == seen[0]:
             return False
         seen[0] = manager.generation
-        fresh = manager.tools(retry_failed=False)
-        agent.extra_tools[:] = [t for t in agent.extra_tools if not isinstance(t, McpTool)] + fresh
+        fresh: list[Tool] = [*manager.tools(retry_failed=False), *resource_tools(manager)]
+        agent.extra_tools[:] = [t for t in agent.extra_tools if not isinstance(t, McpTool) and t.name not in RESOURCE_TOOLS] + fresh
         agent._build_tools()
         return True
 
     agent.mcp_sync = mcp_sync
     return manager
+
+
+def resource_tools(manager: McpManager) -> list[Tool]:
+    """ListMcpResourcesTool and ReadMcpResourceTool, as Claude Code gives them, when a server has resources."""
+    if not any(manager.resources().values()):
+        return []
+
+    def list_resources(server: str | None = None) -> str:
+        listed = manager.resources()
+        if server is not None and server not in listed:
+            raise McpToolError(f"no connected MCP server named {server!r}; servers: {', '.join(sorted(listed)) or 'none'}")
+        out = []
+        for name, resources in listed.items():
+            if server is None or name == server:
+                for r in resources:
+                    d = r.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    out.append({"server": name, **{k: d[k] for k in ("uri", "name", "title", "description", "mimeType") if k in d}})
+        return json.dumps(out, ensure_ascii=False)
+
+    def read_resource(server: str, uri: str) -> str:
+        return manager.read_resource(server, uri)
+
+    return [
+        Tool(
+            name="ListMcpResourcesTool",
+            description="List the resources the connected MCP servers offer (all servers, or the one named).",
+            parameters={"type": "object", "properties": {"server": {"type": "string", "description": "only this server"}}},
+            fn=list_resources,
+            read_only=True,
+        ),
+        Tool(
+            name="ReadMcpResourceTool",
+            description="Read a resource of an MCP server by its URI.",
+            parameters={"type": "object", "properties": {"server": {"type": "string"}, "uri": {"type": "string"}},
+                        "required": ["server", "uri"]},
+            fn=read_resource,
+            read_only=True,
+        ),
+    ]
+
+
+def prompt_commands(agent: Any) -> dict[str, tuple[str, Any]]:
+    """``/mcp__<server>__<prompt>`` for each prompt of each connected server: ``{command: (server, prompt)}``."""
+    manager = getattr(agent, "mcp", None)
+    if manager is None:
+        return {}
+    return {f"mcp__{_clean(server)}__{_clean(p.name)}": (server, p) for server, ps in manager.prompts().items() for p in ps}
+
+
+def run_prompt(agent: Any, command: str, rest: str) -> str | None:
+    """The text of the prompt ``/command rest`` names (arguments in the prompt's order), or None when it names none.
+
+    Raises:
+        McpToolError: a required argument is missing, or the server refused.
+    """
+    found = prompt_commands(agent).get(command)
+    if found is None:
+        return None
+    server, prompt = found
+    names = [a.name for a in (prompt.arguments or [])]
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    if len(words) > len(names) and names:
+        words = [*words[: len(names) - 1], " ".join(words[len(names) - 1 :])]
+    args = dict(zip(names, words))
+    missing = [a.name for a in (prompt.arguments or []) if a.required and a.name not in args]
+    if missing:
+        usage = " ".join(f"<{n}>" for n in names)
+        raise McpToolError(f"/{command} needs {', '.join(missing)}: /{command} {usage}")
+    text: str = agent.mcp.get_prompt(server, prompt.name, args)
+    return text
+
+
+def expand_resources(agent: Any, text: str) -> tuple[str, list[str], list[str]]:
+    """Attach the MCP resources named by ``@server:uri`` mentions: the prompt with them appended, the attached, the refused."""
+    manager = getattr(agent, "mcp", None)
+    if manager is None:
+        return text, [], []
+    blocks: list[str] = []
+    attached: list[str] = []
+    refused: list[str] = []
+    for m in _RESOURCE_MENTION.finditer(text):
+        server, uri = m.group(1), m.group(2).rstrip(".,;:!?)")
+        if server not in manager.names or f"{server}:{uri}" in attached:
+            continue
+        try:
+            body = manager.read_resource(server, uri)
+        except McpToolError as exc:
+            refused.append(f"@{server}:{uri}: {exc}; not attached")
+            continue
+        attached.append(f"{server}:{uri}")
+        blocks.append(f'<resource server="{server}" uri="{uri}">\n{body}\n</resource>')
+    return (text + "\n\n" + "\n\n".join(blocks) if blocks else text), attached, refused
 
 
 def startup_problems(agent: Any) -> list[str]:

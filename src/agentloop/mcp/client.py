@@ -673,6 +673,31 @@ class _Server:
             ) from None
         return result_value(result)
 
+    async def fetch(self, what: str, target: str, arguments: dict[str, str] | None = None) -> Any:
+        """``prompts/get`` (``what="prompt"``) or ``resources/read`` (``"resource"``), as text for the model or the user.
+
+        Raises:
+            McpToolError: the server is unavailable or refused; the message says which.
+        """
+        try:
+            client = await self.ensure()
+        except Unavailable as exc:
+            raise McpToolError(f"the MCP server {self.name!r} is unavailable: {exc}") from None
+        try:
+            if what == "prompt":
+                result = await asyncio.wait_for(client.get_prompt(target, arguments or {}), self.call_timeout)
+                return render_prompt(result)
+            result = await asyncio.wait_for(client.read_resource(target), self.call_timeout)
+            return render_contents(result.contents)
+        except asyncio.TimeoutError:
+            raise McpToolError(f"the MCP server {self.name!r} did not answer for {what} {target!r} within {self.call_timeout:g} s") from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            leaf = _leaf(exc)
+            detail = getattr(leaf, "message", None) or _describe(leaf)
+            raise McpToolError(f"the MCP server {self.name!r} refused {what} {target!r}: {detail}") from None
+
     async def _died(self, exc: BaseException) -> None:
         await self._teardown()
         self._dropped(f"it stopped during a call ({_describe(_leaf(exc))})")
@@ -704,6 +729,36 @@ class _Server:
             skipped=tuple(skipped),
             needs_auth=self.needs_auth,
         )
+
+
+def render_contents(contents: Iterable[Any]) -> str:
+    """Resource contents as text: each text as it is, a binary one named with its type and size."""
+    out: list[str] = []
+    for c in contents:
+        d = _dump(c)
+        if "text" in d:
+            out.append(str(d["text"]))
+        else:
+            blob = str(d.get("blob", ""))
+            out.append(f"[binary content {d.get('mimeType') or 'of unknown type'}, {len(blob) * 3 // 4} bytes, at {d.get('uri')}]")
+    return "\n".join(out)
+
+
+def render_prompt(result: Any) -> str:
+    """A prompt's messages as one text: the user's alone as they are, else each under its role."""
+    parts: list[tuple[str, str]] = []
+    for msg in result.messages:
+        d = _dump(msg.content)
+        if d.get("type") == "text":
+            text = str(d.get("text", ""))
+        elif d.get("type") == "resource":
+            text = render_contents([msg.content.resource])
+        else:
+            text = f"[{d.get('type')} content]"
+        parts.append((str(msg.role), text))
+    if all(role == "user" for role, _ in parts):
+        return "\n\n".join(t for _, t in parts)
+    return "\n\n".join(f"{role}: {t}" for role, t in parts)
 
 
 def _is_broken(exc: BaseException) -> bool:
@@ -951,6 +1006,33 @@ class McpManager:
 
         with contextlib.suppress(Exception):
             self._loop.call(wait(), timeout + 1)
+
+    def get_prompt(self, server: str, name: str, arguments: dict[str, str] | None = None) -> str:
+        """A server's prompt, filled in with ``arguments``, as text.
+
+        Raises:
+            McpToolError: no such server, or it is unavailable or refused.
+        """
+        return str(self._fetch(server, "prompt", name, arguments))
+
+    def read_resource(self, server: str, uri: str) -> str:
+        """A server's resource as text (capped like a tool's output).
+
+        Raises:
+            McpToolError: no such server, or it is unavailable or refused.
+        """
+        return str(self.output.result(f"mcp__{_clean(server)}__resource", self._fetch(server, "resource", uri)))
+
+    def _fetch(self, server: str, what: str, target: str, arguments: dict[str, str] | None = None) -> Any:
+        s = self._servers.get(server)
+        if s is None:
+            raise McpToolError(f"no MCP server named {server!r}")
+        fut = self._loop_thread().submit(s.fetch(what, target, arguments))
+        self._inflight.add(fut)
+        try:
+            return _wait(fut, s.call_timeout + s.startup_timeout + 15, server, f"{what} {target}")
+        finally:
+            self._inflight.discard(fut)
 
     def prompts(self) -> dict[str, list[Any]]:
         """Each connected server's prompts (``mcp_types.Prompt``), as last listed."""
