@@ -101,3 +101,24 @@ def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypa
         assert run_prompt(a, "mcp__raw__nosuch", "") is None
     finally:
         a.close("prompt_input_exit")
+
+
+def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prompt_toolkit.document import Document
+
+    from agentloop.agent.core import Agent
+    from agentloop.cli.repl import Repl, _completer
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    a = Agent(cwd=str(project(tmp_path)), model=script(tmp_path, []))
+    try:
+        repl = Repl.__new__(Repl)
+        repl.agent = a
+        repl.commands = {}
+        done = _completer(repl)
+        mentions = [c.text for c in done.get_completions(Document("look at @raw:raw"), None)]
+        assert mentions == ["raw:raw://readme"]
+        commands = [c.text for c in done.get_completions(Document("/mcp__raw"), None)]
+        assert commands == ["/mcp__raw__greet"]
+    finally:
+        a.close("prompt_input_exit")

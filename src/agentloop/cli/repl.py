@@ -647,7 +647,7 @@ def _render_skill(name: str, skill: Any, arguments: str) -> str:
 
 
 def _completer(repl: Repl) -> Any:
-    """Slash commands at the start of the line; ``@`` paths anywhere."""
+    """Slash commands (MCP prompts included) at the start of the line; ``@`` paths and ``@server:uri`` anywhere."""
     from prompt_toolkit.completion import Completer, Completion
 
     class _Completer(Completer):
@@ -662,6 +662,13 @@ def _completer(repl: Repl) -> Any:
             if not m:
                 return
             partial = m.group(1)
+            mcp = getattr(repl.agent, "mcp", None)
+            if mcp is not None:  # @server:uri, an MCP resource
+                for server, resources in mcp.resources().items():
+                    for r in resources:
+                        ref = f"{server}:{r.uri}"
+                        if ref.startswith(partial) and partial:
+                            yield Completion(ref, start_position=-len(partial), display_meta=r.name)
             head, tail = os.path.split(partial)
             base = os.path.join(repl.agent.cwd, head)
             try:
