@@ -33,6 +33,13 @@ class Sabotage:
 
 SABOTAGES = [
     Sabotage(
+        "MCP OAuth tokens are written readable by others",
+        "src/agentloop/mcp/oauth.py",
+        "os.fchmod(fd, 0o600)",
+        "os.fchmod(fd, 0o644)  # SABOTAGED",
+        ["tests/test_mcp_oauth.py"],
+    ),
+    Sabotage(
         "a timed-out or interrupted MCP call is left running on the server (no notifications/cancelled)",
         "src/agentloop/mcp/client.py",
         "result = await asyncio.wait_for(client.call_tool(tool, arguments, progress_callback=self._progress(tool)), limit)",

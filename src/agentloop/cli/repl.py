@@ -475,7 +475,7 @@ class Repl:
             Command("compact", "compact the conversation to free context", self.cmd_compact, "[instructions]"),
             Command("model", "show or switch the model", self.cmd_model, "[spec]"),
             Command("permissions", "show the permission rules in effect and where they come from", self.cmd_permissions),
-            Command("mcp", "list MCP servers and their tools", self.cmd_mcp),
+            Command("mcp", "list MCP servers and their tools; /mcp login|logout SERVER signs in or out (OAuth)", self.cmd_mcp),
             Command("cost", "tokens, cache use, spend and tool success counts", self.cmd_cost),
             Command("exit", "save the session and exit", self.cmd_exit),
             Command("quit", "the same as /exit", self.cmd_exit),
@@ -592,7 +592,42 @@ class Repl:
         if fn is None:
             self.say("no MCP servers (configure them in .mcp.json)")
             return
+        words = rest.split()
+        if words and words[0] in ("login", "logout"):
+            from agentloop.mcp.client import McpToolError
+
+            manager = self.agent.mcp
+            if len(words) != 2:
+                self.say(f"usage: /mcp {words[0]} SERVER", "red")
+                return
+            try:
+                if words[0] == "logout":
+                    had = manager.sign_out(words[1])
+                    self.say(f"signed out of {words[1]}" if had else f"{words[1]}: there was no sign-in to forget", "dim")
+                    return
+                st = manager.sign_in(words[1], self._open_url)
+            except McpToolError as exc:
+                self.say(f"error: {exc}", "red")
+                return
+            if st.status == "connected":
+                self.say(f"signed in to {words[1]}", "bold")
+                self.say(str(fn()))
+            else:
+                self.say(f"sign-in to {words[1]} failed: {st.error}", "red")
+            return
         self.say(str(fn()))
+
+    def _open_url(self, url: str) -> None:
+        """Show the sign-in URL (for where no browser opens) and try to open a browser on it."""
+        import webbrowser
+
+        self.newline()
+        self.write(f"sign in at: {url}\n")  # whole, unwrapped: it must stay copyable
+        if os.environ.get("AGENTLOOP_NO_BROWSER") is None:
+            try:
+                webbrowser.open(url)
+            except Exception:
+                pass
 
     def cmd_cost(self, rest: str) -> None:
         from agentloop.budget import format_usd

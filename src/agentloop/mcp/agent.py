@@ -78,7 +78,7 @@ def attach(agent: Any) -> McpManager | None:
             show(server, tool, text)
 
     manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify,
-                         withhold=[key_env] if key_env else [], roots=roots, elicit=elicit)
+                         withhold=[key_env] if key_env else [], roots=roots, elicit=elicit, auth_home=agent.home)
     manager.on_progress = progress
     try:
         tools = manager.tools()
@@ -248,7 +248,8 @@ def format_status(statuses: Iterable[ServerStatus], *, show_tools: bool = True) 
         who = f" {s.server_name} {s.server_version}" if s.server_name else ""
         n = len(s.tools)
         count = f", {n} tool{'s' if n != 1 else ''}" if s.status == "connected" or n else ""
-        out.append(f"{s.name}: {s.status}{who} ({where}){count}")
+        signed = f", {s.oauth}" if s.oauth else ""
+        out.append(f"{s.name}: {s.status}{who} ({where}){count}{signed}")
         if s.error:
             out.append(f"  error: {s.error}")
         if show_tools:

@@ -249,6 +249,8 @@ class ServerStatus:
     """Tools left out, each with the reason."""
     needs_auth: bool = False
     """It failed because the server refused the credentials (HTTP 401 or 403)."""
+    oauth: str | None = None
+    """For a server that signs in with OAuth: ``signed in`` or ``not signed in``."""
 
     @property
     def public_status(self) -> str:
@@ -309,6 +311,10 @@ class _Server:
         """Asks the user ``(server, message, schema)``: the answers, or None to decline. None: every request is declined."""
         self.on_progress: Callable[[str, str, str], None] | None = None
         """Told ``(server, tool, text)`` for each progress notification of a call."""
+        self.auth_home: str | None = None
+        """Where OAuth tokens live (``oauth.py``); None: no OAuth."""
+        self.open_url: Callable[[str], None] | None = None
+        """Set while the user signs in (``McpManager.sign_in``): shows the authorization URL."""
         """Variables kept from the server besides OPENAI_API_KEY and ANTHROPIC_API_KEY (the agent's key variable)."""
 
     @property
@@ -350,8 +356,22 @@ class _Server:
                 return http
 
             return sse_client(cfg.url, headers=dict(cfg.headers) or None, timeout=self.startup_timeout,
-                              httpx_client_factory=factory)
-        return _http_transport(cfg.url or "", dict(cfg.headers), self.startup_timeout, self._saw_response)
+                              httpx_client_factory=factory, auth=self._oauth(cfg))
+        return _http_transport(cfg.url or "", dict(cfg.headers), self.startup_timeout, self._saw_response, self._oauth(cfg))
+
+    def uses_oauth(self) -> bool:
+        """A remote server with no Authorization header of its own, in an agent that keeps tokens."""
+        cfg = self.config
+        return (self.auth_home is not None and self.target is None and cfg.transport in ("http", "sse")
+                and not any(k.lower() == "authorization" for k in cfg.headers))
+
+    def _oauth(self, cfg: ServerConfig) -> Any:
+        if not self.uses_oauth():
+            return None
+        from .oauth import make_auth
+
+        assert self.auth_home is not None
+        return make_auth(self.auth_home, self.name, cfg.url or "", open_url=self.open_url)
 
     async def _on_message(self, message: Any) -> None:
         """Notifications from the server: a ``list_changed`` fetches that list again, off the reader's path."""
@@ -467,11 +487,19 @@ class _Server:
             self._say(f"the MCP server {self.name!r} printed a line on its stdout that is not JSON-RPC ({shown!r}); "
                       "such lines are ignored (a server should log to stderr)")
 
-    def _auth_message(self) -> str | None:
+    def _auth_message(self, exc: BaseException | None = None) -> str | None:
+        from .oauth import SignInRequired
+
+        if isinstance(exc, SignInRequired):
+            self.needs_auth = True
+            return str(exc)
         code = self.http_status
         if code not in (401, 403):
             return None
         self.needs_auth = True
+        if self.uses_oauth():
+            return (f"authentication failed (HTTP {code}): the server refused the sign-in; "
+                    f"sign in again with /mcp login {self.name} in the agentloop REPL")
         what = "401 Unauthorized" if code == 401 else "403 Forbidden"
         return (f"authentication failed (HTTP {what}): the server refused the credentials sent. Check its "
                 f"'headers' in the configuration (for example \"Authorization\": \"Bearer ${{TOKEN}}\", or "
@@ -557,7 +585,7 @@ class _Server:
             raise
         except Exception as exc:
             await self._teardown()
-            self._fail(f"it failed to start: {self._auth_message() or _describe(_leaf(exc))}")
+            self._fail(f"it failed to start: {self._auth_message(_leaf(exc)) or _describe(_leaf(exc))}")
             raise Unavailable(self.error or "") from None
         with contextlib.suppress(Exception):  # prompts and resources are extras: a server may fumble them
             self.prompts = await asyncio.wait_for(self._list(client, "prompts"), self.startup_timeout)
@@ -728,7 +756,15 @@ class _Server:
             scope=self.config.scope,
             skipped=tuple(skipped),
             needs_auth=self.needs_auth,
+            oauth=self._oauth_state(),
         )
+
+    def _oauth_state(self) -> str | None:
+        if not self.uses_oauth() or self.auth_home is None:
+            return None
+        from .oauth import signed_in
+
+        return "signed in" if signed_in(self.auth_home, self.name, self.config.url or "") else "not signed in"
 
 
 def render_contents(contents: Iterable[Any]) -> str:
@@ -789,11 +825,13 @@ async def _list_tools(client: Any) -> list[Any]:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str], timeout: float, on_response: Any = None) -> AsyncIterator[Any]:
+async def _http_transport(
+    url: str, headers: dict[str, str], timeout: float, on_response: Any = None, auth: Any = None
+) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with create_mcp_http_client(headers=headers or None) as http:
+    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
         if on_response is not None:
             http.event_hooks["response"].append(on_response)
         async with streamable_http_client(url, http_client=http) as streams:
@@ -829,6 +867,7 @@ class McpManager:
         withhold: Iterable[str] = (),
         roots: Callable[[], Sequence[str]] | None = None,
         elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None,
+        auth_home: str | None = None,
     ):
         """
         Args:
@@ -848,6 +887,8 @@ class McpManager:
                 schema)`` and returns the answers or None (declined); without
                 it every elicitation is declined (``-p``). Sampling requests
                 are always declined: agentloop does not let servers call its model.
+            auth_home: where OAuth tokens of remote servers are kept (the
+                agentloop home); None turns OAuth off.
                 ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
@@ -883,6 +924,7 @@ class McpManager:
             srv.roots = roots
             srv.elicit = self._elicit
             srv.on_progress = self._progress
+            srv.auth_home = auth_home
         self._loop: LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -1033,6 +1075,53 @@ class McpManager:
             return _wait(fut, s.call_timeout + s.startup_timeout + 15, server, f"{what} {target}")
         finally:
             self._inflight.discard(fut)
+
+    def sign_in(self, server: str, open_url: Callable[[str], None]) -> ServerStatus:
+        """Sign in to a remote server (OAuth): ``open_url`` shows the authorization URL; waits for the redirect.
+
+        Returns its status afterwards (``connected`` when it worked, with the reason when not).
+        """
+        s = self._servers.get(server)
+        if s is None:
+            raise McpToolError(f"no MCP server named {server!r}")
+        if not s.uses_oauth():
+            raise McpToolError(f"the MCP server {server!r} does not sign in with OAuth (it is not remote, or sends its own Authorization header)")
+        from .oauth import SIGN_IN_TIMEOUT
+
+        async def again() -> None:
+            if s._lock is None:
+                s._lock = asyncio.Lock()
+            async with s._lock:
+                saved = s.startup_timeout
+                s.open_url, s.startup_timeout = open_url, SIGN_IN_TIMEOUT
+                try:
+                    await s._start()
+                except Unavailable:
+                    pass
+                finally:
+                    s.open_url, s.startup_timeout = None, saved
+
+        self._loop_thread().call(again(), SIGN_IN_TIMEOUT + 30)
+        return self.status_of(server)
+
+    def sign_out(self, server: str) -> bool:
+        """Forget a remote server's OAuth tokens and close its connection; True when there were tokens."""
+        s = self._servers.get(server)
+        if s is None or not s.uses_oauth() or s.auth_home is None:
+            return False
+        from .oauth import sign_out
+
+        had = sign_out(s.auth_home, s.name, s.config.url or "")
+
+        async def stop() -> None:
+            await s._teardown()
+            s.status, s.error, s.needs_auth = "failed", "signed out", True
+
+        self._loop_thread().call(stop(), 30)
+        return had
+
+    def status_of(self, server: str) -> ServerStatus:
+        return next(st for st in self.status() if st.name == server)
 
     def prompts(self) -> dict[str, list[Any]]:
         """Each connected server's prompts (``mcp_types.Prompt``), as last listed."""
