@@ -164,3 +164,25 @@ def test_the_repl_signs_in_and_out_with_mcp_login_and_logout(server: str, tmp_pa
         assert "not signed" in t.text().replace("\n", "")
     finally:
         t.kill()
+
+
+@pytest.mark.mcp_npm
+@pytest.mark.parametrize(("mode", "transport", "path"), [("streamableHttp", "http", "/mcp"), ("sse", "sse", "/sse")])
+def test_a_remote_server_without_oauth_works_as_before_when_oauth_is_on(tmp_path: Path, mode: str, transport: str, path: str) -> None:
+    from mcp_servers.helpers import EVERYTHING, npm_servers
+
+    npm_servers()
+    port = free_port()
+    p = subprocess.Popen(["node", str(EVERYTHING), mode], env={**os.environ, "PORT": str(port)},
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_port(port, 60)
+        cfg = ServerConfig("open", transport, url=f"http://127.0.0.1:{port}{path}")  # type: ignore[arg-type]
+        with McpManager([cfg], startup_timeout=30, environ={}, auth_home=str(tmp_path)) as m:
+            reg = Registry(m.tools())
+            assert reg.invoke(ToolCall("c", "mcp__open__echo", {"message": "hi"})).content == "Echo: hi"
+            assert m.status()[0].oauth == "not signed in"
+        assert not os.path.exists(tmp_path / "mcp-auth")  # nothing written for a server that never asked
+    finally:
+        p.kill()
+        p.wait(10)

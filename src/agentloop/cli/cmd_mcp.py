@@ -97,10 +97,12 @@ def cmd_list(args: argparse.Namespace, cwd: str) -> int:
 
 
 def _check(servers: dict[str, Any], cwd: str, as_json: bool, names: list[str]) -> int:
+    from agentloop.agent.settings import agentloop_home
     from agentloop.mcp.agent import format_status
     from agentloop.mcp.client import McpManager
 
-    with McpManager({n: servers[n] for n in names}, cwd=cwd) as m:
+    # the tokens of earlier sign-ins are used (and refreshed); no sign-in starts here
+    with McpManager({n: servers[n] for n in names}, cwd=cwd, auth_home=agentloop_home()) as m:
         tools = {t.name: t for t in m.tools()}
         statuses = m.status()
     if as_json:
