@@ -92,7 +92,7 @@ def cap_cost(rounds: int, small_us: float) -> None:
     base, ours = [], []
     spill_root = tempfile.mkdtemp(prefix="bench-mcp-spill-")
     try:
-        with McpManager(in_process={"s": server}, environ={}) as m:
+        with McpManager(in_process={"s": server}, environ={}, notify=lambda text: None) as m:  # the warnings are expected
             reg = Registry(m.tools())
             for i in range(rounds + 1):
                 m.output.max_tokens = 10**9  # the same call with no cap: the baseline
