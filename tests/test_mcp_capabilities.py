@@ -75,7 +75,7 @@ def test_roots_are_the_workspace_and_the_additional_directories(tmp_path: Path, 
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"raw": {"command": PY, "args": [RAW]}}}))
     script = tmp_path / "s.json"
     script.write_text("[]")
-    a = Agent(cwd=str(proj), model=f"scripted:{script}", add_dirs=[str(extra)])
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", add_dirs=[str(extra)])
     try:
         got = json.loads(a.mcp.call("raw", "roots", {}))  # type: ignore[attr-defined]
     finally:
@@ -124,7 +124,7 @@ def test_the_repl_asks_an_elicitation_and_sends_the_answers(tmp_path: Path) -> N
         {"text": "", "tool_calls": [{"name": "mcp__raw__ask", "arguments": {"question": "who are you?"}}], "usage": [10, 2]},
         {"text": "thanks", "usage": [10, 2]},
     ]))
-    t = Term(["--model", f"scripted:{script}"], cwd=str(proj), env=env_for(str(home)))
+    t = Term(["--trust", "--model", f"scripted:{script}"], cwd=str(proj), env=env_for(str(home)))
     try:
         t.wait_for(r"(?m)^>")
         t.type("go")

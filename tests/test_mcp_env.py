@@ -59,7 +59,7 @@ def test_the_agent_withholds_the_key_variable_it_was_configured_with(tmp_path: P
     script = tmp_path / "s.json"
     script.write_text("[]")
     env = {**USER_ENV, "AGENTLOOP_HOME": str(tmp_path / "home")}
-    a = Agent(cwd=str(proj), model=f"scripted:{script}", env=env, api_key_env="MY_PROVIDER_KEY")
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", env=env, api_key_env="MY_PROVIDER_KEY")
     try:
         m = a.mcp  # type: ignore[attr-defined]
         assert getenv(m, "AL_SHELL_TOKEN") == "exported-in-the-shell"

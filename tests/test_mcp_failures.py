@@ -56,7 +56,7 @@ SERVERS = {"missing": {"command": "/nonexistent/agentloop-test-server"}, "raw": 
 
 def test_print_mode_says_once_on_stderr_which_server_failed_to_start(tmp_path: Path, env: dict[str, str]) -> None:
     proj = project(tmp_path, SERVERS)
-    p = agentloop(["-p", "hi", "--model", answer_only(tmp_path)], cwd=proj, env=env)
+    p = agentloop(["-p", "hi", "--trust", "--model", answer_only(tmp_path)], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "the answer\n"
     lines = [ln for ln in p.stderr.splitlines() if "'missing'" in ln]
@@ -68,7 +68,7 @@ def test_print_mode_says_once_on_stderr_which_server_failed_to_start(tmp_path: P
 
 def test_stream_json_init_lists_each_mcp_server_with_its_status(tmp_path: Path, env: dict[str, str]) -> None:
     proj = project(tmp_path, SERVERS)
-    p = agentloop(["-p", "hi", "--model", answer_only(tmp_path), "--output-format", "stream-json"], cwd=proj, env=env)
+    p = agentloop(["-p", "hi", "--trust", "--model", answer_only(tmp_path), "--output-format", "stream-json"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     events = [json.loads(ln) for ln in p.stdout.splitlines()]
     init = events[0]
@@ -83,7 +83,7 @@ def test_the_repl_shows_a_failed_server_under_the_banner(tmp_path: Path, env: di
     from _pty import Term
 
     proj = project(tmp_path, SERVERS)
-    t = Term(["--model", answer_only(tmp_path)], cwd=str(proj), env=env)
+    t = Term(["--trust", "--model", answer_only(tmp_path)], cwd=str(proj), env=env)
     try:
         t.wait_for(r"notice: the MCP server 'missing' is not available \(failed\)")
         text = t.text()
@@ -120,7 +120,7 @@ def test_a_401_says_authentication_failed_and_how_to_sign_in(guarded_http: str) 
 
 def test_garbage_on_a_servers_stdout_is_one_warning_line_and_no_traceback(tmp_path: Path, env: dict[str, str]) -> None:
     proj = project(tmp_path, {"noisy": {"command": PY, "args": [RAW], "env": {"RAW_GARBAGE": "5"}}})
-    p = agentloop(["-p", "hi", "--model", answer_only(tmp_path)], cwd=proj, env=env)
+    p = agentloop(["-p", "hi", "--trust", "--model", answer_only(tmp_path)], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr and "ValidationError" not in p.stderr, p.stderr
     noisy = [ln for ln in p.stderr.splitlines() if "not JSON-RPC" in ln]

@@ -127,7 +127,7 @@ def test_the_agent_spills_capped_mcp_outputs_into_the_sessions_tool_results(
         {"text": "done", "usage": [100, 5]},
     ]))
     seen: list[str] = []
-    a = Agent(cwd=str(proj), model=f"scripted:{script}")
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}")
     a.on_notice = seen.append
     try:
         a.ask("go")

@@ -51,7 +51,7 @@ def test_the_agents_next_run_offers_a_tool_the_server_added(tmp_path: Path, monk
         {"text": "", "tool_calls": [{"name": "mcp__raw__late", "arguments": {}}], "usage": [10, 2]},
         {"text": "done", "usage": [10, 2]},
     ]))
-    a = Agent(cwd=str(proj), model=f"scripted:{script}")
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}")
     try:
         a.ask("grow")
         a.ask("use the new tool")

@@ -103,7 +103,7 @@ def test_a_rule_for_server_a_never_covers_server_a__b(tmp_path: Path, monkeypatc
         "allow": ["mcp__a__*"], "deny": ["mcp__a__b__drop"]}}))
     script = tmp_path / "s.json"
     script.write_text("[]")
-    a = Agent(cwd=str(proj), model=f"scripted:{script}")
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}")
     try:
         m = a.mcp  # type: ignore[attr-defined]
         assert a.policy.decide(m.name_of("a", "b__add_tool"), {}).behavior == "allow"

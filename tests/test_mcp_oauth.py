@@ -142,7 +142,7 @@ def test_the_repl_signs_in_and_out_with_mcp_login_and_logout(server: str, tmp_pa
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"secure": {"type": "http", "url": f"{server}/mcp"}}}))
     script = tmp_path / "s.json"
     script.write_text("[]")
-    t = Term(["--model", f"scripted:{script}"], cwd=str(proj), env=env_for(str(tmp_path / "home"), AGENTLOOP_NO_BROWSER="1"))
+    t = Term(["--trust", "--model", f"scripted:{script}"], cwd=str(proj), env=env_for(str(tmp_path / "home"), AGENTLOOP_NO_BROWSER="1"))
     try:
         t.wait_for(r"notice: the MCP server 'secure' is not available \(needs-auth\)")
         t.wait_for(r"(?m)^>")

@@ -39,7 +39,7 @@ def test_a_prompt_is_a_slash_command_and_a_resource_mention_attaches_it(tmp_path
     home = tmp_path / "home"
     proj = project(tmp_path)
     spec = script(tmp_path, [{"text": "hello Ada", "usage": [10, 2]}, {"text": "read it", "usage": [10, 2]}])
-    t = Term(["--model", spec], cwd=str(proj), env=env_for(str(home)))
+    t = Term(["--trust", "--model", spec], cwd=str(proj), env=env_for(str(home)))
     try:
         t.wait_for(r"(?m)^>")
         t.type("/help")
@@ -74,7 +74,7 @@ def test_the_model_lists_and_reads_resources_without_asking(tmp_path: Path, monk
          "usage": [10, 2]},
         {"text": "done", "usage": [10, 2]},
     ])
-    a = Agent(cwd=str(proj), model=spec)  # no one to ask: a tool needing permission would be denied
+    a = Agent(cwd=str(proj), trust=True, model=spec)  # no one to ask: a tool needing permission would be denied
     try:
         assert {"ListMcpResourcesTool", "ReadMcpResourceTool"} <= set(a.registry.names())
         a.ask("what resources are there?")
@@ -93,7 +93,7 @@ def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypa
     from agentloop.mcp.agent import run_prompt
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    a = Agent(cwd=str(project(tmp_path)), model=script(tmp_path, []))
+    a = Agent(cwd=str(project(tmp_path)), trust=True, model=script(tmp_path, []))
     try:
         with pytest.raises(McpToolError, match=r"/mcp__raw__greet needs who: /mcp__raw__greet <who>"):
             run_prompt(a, "mcp__raw__greet", "")
@@ -110,7 +110,7 @@ def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path
     from agentloop.cli.repl import Repl, _completer
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    a = Agent(cwd=str(project(tmp_path)), model=script(tmp_path, []))
+    a = Agent(cwd=str(project(tmp_path)), trust=True, model=script(tmp_path, []))
     try:
         repl = Repl.__new__(Repl)
         repl.agent = a

@@ -35,9 +35,9 @@ from typing import Any
 
 from ..budget import Price
 from ..canonical import canonical
+from ..conversation import EVICT_PREFIX, MASK_PREFIX, SUMMARY_PREFIX, placeholder, reapply
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
-from ..redact import DEFAULT_MAX_VALUE_BYTES
 from .hooks import HookRunner
 from .sidecall import Account, SideCall, StateAccount, message_chars, side_call
 
@@ -51,9 +51,6 @@ __all__ = [
     "estimate_tokens",
 ]
 
-MASK_PREFIX = "[tool output masked: "
-EVICT_PREFIX = "[tool output evicted: "
-SUMMARY_PREFIX = "[Conversation compacted. Summary of the earlier part:]\n"
 
 COMPACT_PROMPT = (
     "You are compacting the history of a coding agent's session so it can continue within its context window. "
@@ -209,24 +206,7 @@ class ContextManager:
     # -- masking and eviction (no model needed) --
 
     def _placeholder(self, prefix: str, m: Message, size: int, nbytes: int | None = None) -> str:
-        """What replaces an output: its size, and what the transcript really keeps of it.
-
-        The transcript keeps a value whole up to 64 KiB of UTF-8 and, past that,
-        its first 64 KiB and the SHA-256 of the whole (``redact.truncated``).
-        ``nbytes`` is the output's UTF-8 size when known (else only ``size``,
-        its characters, is: an output masked earlier).
-        """
-        where = f"the session transcript {self.transcript_path}" if self.transcript_path else "the session transcript"
-        limit = DEFAULT_MAX_VALUE_BYTES
-        call = f"(tool_result of call {m.get('tool_call_id')})"
-        if (nbytes if nbytes is not None else size) > limit:
-            kept = f"{where} keeps its first {limit // 1024} KiB and the SHA-256 of the whole {call}"
-        elif nbytes is not None or size * 4 <= limit:
-            kept = f"the whole output is kept in {where} {call}"
-        else:
-            kept = (f"{where} keeps the whole output if it is at most {limit // 1024} KiB of UTF-8, "
-                    f"else its first {limit // 1024} KiB and the SHA-256 of the whole {call}")
-        return f"{prefix}{size} chars; {kept}]"
+        return placeholder(prefix, str(m.get("tool_call_id")), size, self.transcript_path, nbytes)
 
     def mask(self, messages: list[Message]) -> tuple[list[str], list[str]]:
         """Mask old large tool outputs and apply the tool-result budget, in place.
@@ -412,40 +392,3 @@ class ContextManager:
             elif tokens < level * self.window:
                 self.warned.discard(level)
         return None
-
-
-def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
-    """Make again, on a run's messages, what a ``context`` or ``compaction`` record says was done.
-
-    For replay: the messages a recorded run sent are rebuilt from its record
-    alone (the transcript keeps the outputs whole; these records say what the
-    model was shown instead). Returns True when ``messages`` changed.
-    """
-    if not isinstance(payload, dict):
-        return False
-    if kind == "context" and ("masked" in payload or "evicted" in payload):
-        cm = ContextManager(window=1, transcript_path=str(payload.get("where") or ""))
-        todo = {str(c): MASK_PREFIX for c in payload.get("masked", [])}
-        todo.update({str(c): EVICT_PREFIX for c in payload.get("evicted", [])})
-        changed = False
-        for i, m in enumerate(messages):
-            prefix = todo.get(str(m.get("tool_call_id"))) if m.get("role") == "tool" else None
-            if prefix is None:
-                continue
-            c = str(m.get("content", ""))
-            size = len(c)
-            nbytes: int | None = len(c.encode("utf-8", "surrogatepass"))
-            if c.startswith(MASK_PREFIX):
-                try:
-                    size, nbytes = int(c[len(MASK_PREFIX) :].split(" ", 1)[0]), None
-                except ValueError:
-                    pass
-            messages[i] = {**m, "content": cm._placeholder(prefix, m, size, nbytes)}
-            changed = True
-        return changed
-    if kind == "compaction" and payload.get("status") == "compacted" and isinstance(payload.get("head"), int):
-        head = int(payload["head"])
-        n = int(payload.get("summarized_messages", 0))
-        messages[head : head + n] = [{"role": "user", "content": SUMMARY_PREFIX + str(payload.get("summary", ""))}]
-        return True
-    return False
