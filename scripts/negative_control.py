@@ -35,6 +35,34 @@ PB = ["tests/test_permissions.py", "tests/test_permissions_bash.py"]
 
 SABOTAGES = [
     Sabotage(
+        "MCP OAuth tokens are written readable by others",
+        "src/agentloop/mcp/oauth.py",
+        "os.fchmod(fd, 0o600)",
+        "os.fchmod(fd, 0o644)  # SABOTAGED",
+        ["tests/test_mcp_oauth.py"],
+    ),
+    Sabotage(
+        "a timed-out or interrupted MCP call is left running on the server (no notifications/cancelled)",
+        "src/agentloop/mcp/client.py",
+        "result = await asyncio.wait_for(client.call_tool(tool, arguments, progress_callback=self._progress(tool)), limit)",
+        "result = await asyncio.wait_for(asyncio.shield(client.call_tool(tool, arguments, progress_callback=self._progress(tool))), limit)  # SABOTAGED",
+        ["tests/test_mcp_capabilities.py"],
+    ),
+    Sabotage(
+        "stdio MCP servers inherit the agent's provider keys",
+        "src/agentloop/mcp/env.py",
+        "env = {k: v for k, v in environ.items() if k not in hidden}",
+        "env = dict(environ)  # SABOTAGED",
+        ["tests/test_mcp_env.py"],
+    ),
+    Sabotage(
+        "MCP permission rules match a server by a name prefix again (mcp__a__* covers server a__b)",
+        "src/agentloop/agent/permissions.py",
+        'if server is not None and want.startswith("mcp__"):',
+        "if False:  # SABOTAGED",
+        ["tests/test_mcp_names.py"],
+    ),
+    Sabotage(
         "the verifier accepts everything",
         "src/agentloop/transcript.py",
         None,

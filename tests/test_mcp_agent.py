@@ -55,7 +55,7 @@ def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_pa
     recs = list(read_records(path))
     results = [r.payload for r in recs if r.kind == "tool_result"]
     assert [r["ok"] for r in results] == [True, True, False]
-    assert results[1]["content"]["structuredContent"] == {"total": 3.0, "terms": 2}
+    assert json.loads(results[1]["content"]) == {"total": 3.0, "terms": 2}  # structured content sent once
     assert "denied" in results[2]["error"]
     start = next(r.payload for r in recs if r.kind == "run_start")
     fps = {t["name"]: t["fingerprint"] for t in start["config"]["tools"]}

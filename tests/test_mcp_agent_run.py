@@ -49,7 +49,7 @@ def test_the_recorded_run_holds_every_kind_of_mcp_result(recorded: Path) -> None
     assert fps["mcp__py__echo"] == "mcp:pyserver@1.0.0"
     results = [r.payload for r in recs if r.kind == "tool_result"]
     assert [r["ok"] for r in results] == [True, True, True, False, False, False]
-    assert results[1]["content"]["structuredContent"] == {"total": 5.0, "terms": 2}
+    assert json.loads(results[1]["content"]) == {"total": 5.0, "terms": 2}  # structured content sent once
     assert results[2]["content"]["content"][0]["type"] == "image"
     assert results[3]["error"] == "no such record"
     assert "no tool named 'mcp__py__nosuch'" in results[4]["error"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import json
 import os
 import signal
 import threading
@@ -72,10 +73,9 @@ def test_results_text_structured_and_image(inproc: McpManager) -> None:
     assert invoke(reg, "mcp__low__dotted_name", {}) == {"call_id": "c1", "name": "mcp__low__dotted_name", "ok": True, "content": "dotted ok"}
     # fastmcp also sends structured content for a str result: both are kept
     echoed = invoke(reg, "mcp__py__echo", {"text": "hi"})["content"]
-    assert echoed == {"content": [{"type": "text", "text": "echo: hi"}], "structuredContent": {"result": "echo: hi"}}
+    assert echoed == "echo: hi"  # fastmcp sends the text and {"result": text}: the model gets it once
     added = invoke(reg, "mcp__py__add", {"a": 1, "b": 2.5})
-    assert added["ok"] and added["content"]["structuredContent"] == {"total": 3.5, "terms": 2}
-    assert added["content"]["content"][0]["type"] == "text"
+    assert added["ok"] and json.loads(added["content"]) == {"total": 3.5, "terms": 2}  # its JSON text, once
     pic = invoke(reg, "mcp__py__picture", {})
     assert pic["ok"]
     (block,) = pic["content"]["content"]
@@ -101,7 +101,7 @@ def test_unknown_tool_as_an_is_error_result_and_as_a_json_rpc_error(inproc: McpM
     with pytest.raises(McpToolError, match=r"refused the call to 'nosuch': Unknown tool: nosuch \(JSON-RPC error -32602\)"):
         inproc.call("low", "nosuch", {})
     # the server is still usable after either
-    assert inproc.call("py", "echo", {"text": "x"})["structuredContent"] == {"result": "echo: x"}
+    assert inproc.call("py", "echo", {"text": "x"}) == "echo: x"
     assert inproc.call("low", "dotted.name", {}) == "dotted ok"
 
 
@@ -154,12 +154,12 @@ def test_both_drivers_call_mcp_tools(inproc: McpManager) -> None:
             r = asyncio.run(arun(model, tools, "go", Budget(max_steps=3), transcript=t))
         assert r.stop_reason == "no_tool_calls"
         got = [rec.payload for rec in t.records if rec.kind == "tool_result"]
-        assert [g["ok"] for g in got] == [True, True] and got[0]["content"]["structuredContent"] == {"result": "echo: a"}
+        assert [g["ok"] for g in got] == [True, True] and got[0]["content"] == "echo: a"
 
 
 def test_stdio_server_written_with_fastmcp(stdio: McpManager) -> None:
     reg = Registry(stdio.tools())
-    assert invoke(reg, "mcp__py__echo", {"text": "over stdio"})["content"]["structuredContent"] == {"result": "echo: over stdio"}
+    assert invoke(reg, "mcp__py__echo", {"text": "over stdio"})["content"] == "echo: over stdio"
     (st,) = stdio.status()
     assert st.status == "connected" and st.server_name == "pyserver" and st.transport == "stdio"
 
@@ -168,14 +168,14 @@ def test_env_expansion_reaches_the_server_process() -> None:
     cfg = stdio_py(env={"GREETING": "${AL_TEST_GREETING:-hello}", "TOKEN": "Bearer ${AL_TEST_TOKEN}"})
     with McpManager([cfg], environ={"AL_TEST_TOKEN": "s3cret"}, startup_timeout=20) as m:
         m.tools()
-        assert m.call("py", "getenv", {"name": "GREETING"})["structuredContent"] == {"result": "hello"}
-        assert m.call("py", "getenv", {"name": "TOKEN"})["structuredContent"] == {"result": "Bearer s3cret"}
+        assert m.call("py", "getenv", {"name": "GREETING"}) == "hello"
+        assert m.call("py", "getenv", {"name": "TOKEN"}) == "Bearer s3cret"
 
 
 def test_a_stdio_server_gets_claude_project_dir(tmp_path: Any) -> None:
     with McpManager([stdio_py()], cwd=str(tmp_path), startup_timeout=20) as m:
         m.tools()
-        assert m.call("py", "getenv", {"name": "CLAUDE_PROJECT_DIR"})["structuredContent"] == {"result": str(tmp_path)}
+        assert m.call("py", "getenv", {"name": "CLAUDE_PROJECT_DIR"}) == str(tmp_path)
 
 
 def test_a_missing_variable_fails_that_server_only(inproc: McpManager) -> None:
@@ -217,7 +217,7 @@ def test_a_server_that_exits_at_start_reports_its_stderr() -> None:
 
 def test_a_server_killed_mid_session_gives_a_clear_error_then_restarts_on_next_use(stdio: McpManager) -> None:
     reg = Registry(stdio.tools())
-    pid = int(invoke(reg, "mcp__py__getpid", {})["content"]["structuredContent"]["result"])
+    pid = int(invoke(reg, "mcp__py__getpid", {})["content"])
     os.kill(pid, signal.SIGKILL)
     assert wait_gone({pid}) == set()
     r = invoke(reg, "mcp__py__echo", {"text": "still there?"})
@@ -228,8 +228,8 @@ def test_a_server_killed_mid_session_gives_a_clear_error_then_restarts_on_next_u
         (st,) = stdio.status()
         assert st.status == "failed"
         r = invoke(reg, "mcp__py__echo", {"text": "still there?"})
-    assert r["ok"] and r["content"]["structuredContent"] == {"result": "echo: still there?"}
-    new_pid = int(invoke(reg, "mcp__py__getpid", {})["content"]["structuredContent"]["result"])
+    assert r["ok"] and r["content"] == "echo: still there?"
+    new_pid = int(invoke(reg, "mcp__py__getpid", {})["content"])
     assert new_pid != pid and alive(new_pid)
 
 
@@ -245,19 +245,19 @@ def test_a_server_that_crashes_during_a_call(stdio: McpManager) -> None:
 def test_a_slow_call_times_out_but_a_server_that_still_answers_is_kept() -> None:
     with McpManager([stdio_py()], startup_timeout=20, call_timeout=3.0) as m:
         reg = Registry(m.tools())
-        pid = invoke(reg, "mcp__py__getpid", {})["content"]["structuredContent"]["result"]
+        pid = invoke(reg, "mcp__py__getpid", {})["content"]
         began = time.monotonic()
         r = invoke(reg, "mcp__py__wait", {"seconds": 30})
         assert time.monotonic() - began < 15
         assert r["ok"] is False and "did not answer 'wait' within 3 s" in r["error"]
         assert m.status()[0].status == "connected"
-        assert invoke(reg, "mcp__py__getpid", {})["content"]["structuredContent"]["result"] == pid
+        assert invoke(reg, "mcp__py__getpid", {})["content"] == pid
 
 
 def test_a_hung_server_is_stopped_and_replaced() -> None:
     with McpManager([stdio_py()], startup_timeout=20, call_timeout=2.0) as m:
         reg = Registry(m.tools())
-        pid = int(invoke(reg, "mcp__py__getpid", {})["content"]["structuredContent"]["result"])
+        pid = int(invoke(reg, "mcp__py__getpid", {})["content"])
         os.kill(pid, signal.SIGSTOP)
         try:
             began = time.monotonic()
@@ -276,7 +276,7 @@ def test_a_hung_server_is_stopped_and_replaced() -> None:
 def test_close_stops_every_server_and_leaves_no_child_process() -> None:
     m = McpManager([stdio_py("a"), stdio_py("b")], startup_timeout=20)
     m.tools()
-    pids = {int(m.call(n, "getpid", {})["structuredContent"]["result"]) for n in ("a", "b")}
+    pids = {int(m.call(n, "getpid", {})) for n in ("a", "b")}
     assert all(alive(p) for p in pids) and pids <= descendants()
     m.close()
     assert wait_gone(pids, 1) == set()
@@ -305,7 +305,7 @@ def test_ctrl_c_cancels_mcp_calls_in_flight_and_the_server_stays_usable(inproc: 
     while inproc._inflight and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not inproc._inflight
-    assert inproc.call("py", "wait", {"seconds": 0, "tag": "after"})["structuredContent"] == {"result": "after"}
+    assert inproc.call("py", "wait", {"seconds": 0, "tag": "after"}) == "after"
 
 
 def test_parallel_mcp_calls_are_in_flight_at_the_same_time(inproc: McpManager) -> None:
@@ -314,7 +314,7 @@ def test_parallel_mcp_calls_are_in_flight_at_the_same_time(inproc: McpManager) -
     model = ScriptedModel([reply("", calls, usage=(5, 5)), reply("ok", usage=(5, 5))])
     t = MemoryTranscript()
     run(model, tools, "go", Budget(max_steps=3), transcript=t)
-    got = [rec.payload["content"]["structuredContent"]["result"] for rec in t.records if rec.kind == "tool_result"]
+    got = [rec.payload["content"] for rec in t.records if rec.kind == "tool_result"]
     assert got == ["met"] * 6
 
 
@@ -346,4 +346,4 @@ def test_ctrl_c_outside_a_run_cancels_the_call_and_the_server_stays_usable(inpro
         inproc.call("py", "wait", {"seconds": 30})
     assert time.monotonic() - began < 10
     assert not inproc._inflight
-    assert inproc.call("py", "wait", {"seconds": 0, "tag": "next"})["structuredContent"] == {"result": "next"}
+    assert inproc.call("py", "wait", {"seconds": 0, "tag": "next"}) == "next"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import time
@@ -64,7 +65,7 @@ def test_everything_text_structured_and_image_results(everything: McpManager) ->
     reg = Registry(everything.tools())
     assert invoke(reg, "mcp__everything__echo", {"message": "hi"})["content"] == "Echo: hi"
     s = invoke(reg, "mcp__everything__get-structured-content", {"location": "New York"})
-    assert s["ok"] and set(s["content"]["structuredContent"]) == {"temperature", "conditions", "humidity"}
+    assert s["ok"] and set(json.loads(s["content"])) == {"temperature", "conditions", "humidity"}  # structured, sent once
     img = invoke(reg, "mcp__everything__get-tiny-image", {})
     blocks = img["content"]["content"]
     (image,) = [b for b in blocks if b["type"] == "image"]
@@ -158,7 +159,7 @@ def test_filesystem_confinement_errors_are_clean_tool_errors(fs_dirs: tuple[Path
         assert reg.get("mcp__fs__read_text_file").read_only is True  # type: ignore[union-attr]
         assert reg.get("mcp__fs__write_file").read_only is False  # type: ignore[union-attr]
         ok = invoke(reg, "mcp__fs__read_text_file", {"path": str(allowed / "a.txt")})
-        assert ok["ok"] and ok["content"]["structuredContent"] == {"content": "inside\n"}
+        assert ok["ok"] and ok["content"] == "inside\n"  # its structuredContent {"content": text} is the same: sent once
         cases = {
             str(secret / "s.txt"): "Access denied - path outside allowed directories",
             str(allowed / ".." / "secret" / "s.txt"): "Access denied - path outside allowed directories",
@@ -174,3 +175,22 @@ def test_filesystem_confinement_errors_are_clean_tool_errors(fs_dirs: tuple[Path
         assert m.status()[0].status == "connected"  # refusals do not hurt the server
         assert running(str(FILESYSTEM))
     assert not running(str(FILESYSTEM))
+
+
+def test_everything_sees_our_roots_reports_progress_and_its_task_only_tool_is_left_out(tmp_path: Path) -> None:
+    """The everything server offers its roots, elicitation and sampling tools only to a client declaring
+    those capabilities (its tools: get-roots-list, trigger-elicitation-request, trigger-long-running-operation),
+    and marks simulate-research-query as taskSupport "required"."""
+    seen: list[tuple[str, str, str]] = []
+    with McpManager([everything_stdio("ev")], startup_timeout=60, cwd=str(tmp_path)) as m:
+        m.on_progress = lambda *a: seen.append(a)
+        reg = Registry(m.tools())
+        assert "mcp__ev__get-roots-list" in reg and "mcp__ev__trigger-elicitation-request" in reg
+        assert "mcp__ev__simulate-research-query" not in reg
+        assert any(s.startswith("simulate-research-query: it can only run as a task") for s in m.status()[0].skipped)
+        roots = invoke(reg, "mcp__ev__get-roots-list", {})
+        assert roots["ok"] and tmp_path.resolve().as_uri() in json.dumps(roots["content"])
+        declined = invoke(reg, "mcp__ev__trigger-elicitation-request", {})
+        assert declined["ok"] and "decline" in json.dumps(declined["content"]).lower()
+        slow = invoke(reg, "mcp__ev__trigger-long-running-operation", {"duration": 1, "steps": 2})
+        assert slow["ok"] and [s[2].split(" ")[0] for s in seen] == ["1/2", "2/2"]

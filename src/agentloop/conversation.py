@@ -32,7 +32,7 @@ from typing import Any
 
 from .canonical import canonical
 from .events import Message
-from .redact import is_marker
+from .redact import DEFAULT_MAX_VALUE_BYTES, is_marker
 
 __all__ = [
     "EVICT_PREFIX",
@@ -52,10 +52,25 @@ EVICT_PREFIX = "[tool output evicted: "
 SUMMARY_PREFIX = "[Conversation compacted. Summary of the earlier part:]\n"
 
 
-def placeholder(prefix: str, call_id: str, size: int, transcript_path: str = "") -> str:
-    """The text that stands for a masked or evicted tool output of ``size`` characters."""
+def placeholder(prefix: str, call_id: str, size: int, transcript_path: str = "", nbytes: int | None = None) -> str:
+    """The text that stands for a masked or evicted tool output of ``size`` characters, and what the transcript keeps.
+
+    The transcript keeps a value whole up to 64 KiB of UTF-8 and, past that,
+    its first 64 KiB and the SHA-256 of the whole (``redact.truncated``).
+    ``nbytes`` is the output's UTF-8 size when known (else only ``size``, its
+    characters, is: an output masked earlier).
+    """
     where = f"the session transcript {transcript_path}" if transcript_path else "the session transcript"
-    return f"{prefix}{size} chars; the whole output is kept in {where} (tool_result of call {call_id})]"
+    limit = DEFAULT_MAX_VALUE_BYTES
+    call = f"(tool_result of call {call_id})"
+    if (nbytes if nbytes is not None else size) > limit:
+        kept = f"{where} keeps its first {limit // 1024} KiB and the SHA-256 of the whole {call}"
+    elif nbytes is not None or size * 4 <= limit:
+        kept = f"the whole output is kept in {where} {call}"
+    else:
+        kept = (f"{where} keeps the whole output if it is at most {limit // 1024} KiB of UTF-8, "
+                f"else its first {limit // 1024} KiB and the SHA-256 of the whole {call}")
+    return f"{prefix}{size} chars; {kept}]"
 
 
 def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
@@ -78,12 +93,13 @@ def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
                 continue
             c = str(m.get("content", ""))
             size = len(c)
+            nbytes: int | None = len(c.encode("utf-8", "surrogatepass"))
             if c.startswith(MASK_PREFIX):
                 try:
-                    size = int(c[len(MASK_PREFIX) :].split(" ", 1)[0])
+                    size, nbytes = int(c[len(MASK_PREFIX) :].split(" ", 1)[0]), None
                 except ValueError:
                     pass
-            messages[i] = {**m, "content": placeholder(prefix, str(m.get("tool_call_id")), size, where)}
+            messages[i] = {**m, "content": placeholder(prefix, str(m.get("tool_call_id")), size, where, nbytes)}
             changed = True
         return changed
     if kind == "compaction" and payload.get("status") == "compacted" and isinstance(payload.get("head"), int):

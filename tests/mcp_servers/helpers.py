@@ -14,6 +14,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PYSERVER = str(HERE / "pyserver.py")
 SILENT = str(HERE / "silent.py")
+RAW = str(HERE / "raw.py")
 NPM_ROOT = REPO / ".cache" / "npm-mcp" / "node_modules" / "@modelcontextprotocol"
 EVERYTHING = NPM_ROOT / "server-everything" / "dist" / "index.js"
 FILESYSTEM = NPM_ROOT / "server-filesystem" / "dist" / "index.js"

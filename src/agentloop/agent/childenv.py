@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..config.credentials import PROVIDER_KEY_VARS  # one list for every child
+
 __all__ = [
     "MIN_SECRET_LEN",
     "PROVIDER_KEY_VARS",
@@ -35,13 +37,6 @@ __all__ = [
 MIN_SECRET_LEN = 8
 """Shorter values are not searched for: they would match ordinary text."""
 
-PROVIDER_KEY_VARS = frozenset({
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
-    "CLAUDE_CODE_OAUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY",
-    "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY",
-    "AGENTLOOP_API_KEY",
-})
-"""Variables holding a model provider's credentials: never passed to a child."""
 
 _SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PW", "CREDENTIAL",
                            "CREDENTIALS", "AUTH", "PAT", "PRIVATE", "COOKIE", "SESSION"})

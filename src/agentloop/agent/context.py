@@ -213,8 +213,8 @@ class ContextManager:
 
     # -- masking and eviction (no model needed) --
 
-    def _placeholder(self, prefix: str, m: Message, size: int) -> str:
-        return placeholder(prefix, str(m.get("tool_call_id")), size, self.transcript_path)
+    def _placeholder(self, prefix: str, m: Message, size: int, nbytes: int | None = None) -> str:
+        return placeholder(prefix, str(m.get("tool_call_id")), size, self.transcript_path, nbytes)
 
     def mask(self, messages: list[Message]) -> tuple[list[str], list[str]]:
         """Mask old large tool outputs and apply the tool-result budget, in place.
@@ -233,7 +233,7 @@ class ContextManager:
             m = messages[i]
             c = m.get("content")
             if isinstance(c, str) and len(c) > self.mask_threshold and not c.startswith((MASK_PREFIX, EVICT_PREFIX)):
-                new_c = self._placeholder(MASK_PREFIX, m, len(c))
+                new_c = self._placeholder(MASK_PREFIX, m, len(c), len(c.encode("utf-8", "surrogatepass")))
                 messages[i] = {**m, "content": new_c}
                 self.last_saved += text_bytes(c) - text_bytes(new_c)  # the loop's bound counts UTF-8 bytes
                 masked.append(str(m.get("tool_call_id")))
@@ -246,12 +246,13 @@ class ContextManager:
             if c.startswith(EVICT_PREFIX):
                 continue
             size = len(c)
+            nbytes: int | None = len(c.encode("utf-8", "surrogatepass"))
             if c.startswith(MASK_PREFIX):
                 try:
-                    size = int(c[len(MASK_PREFIX) :].split(" ", 1)[0])
+                    size, nbytes = int(c[len(MASK_PREFIX) :].split(" ", 1)[0]), None
                 except ValueError:
                     pass
-            new = self._placeholder(EVICT_PREFIX, m, size)
+            new = self._placeholder(EVICT_PREFIX, m, size, nbytes)
             if len(new) >= len(c):
                 continue
             messages[i] = {**m, "content": new}

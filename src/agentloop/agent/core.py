@@ -661,6 +661,13 @@ class Agent:
             if d not in self.add_dirs:
                 self.add_dirs.append(d)
         spill = os.path.join(self.session.dir, self.session.id, "tool-results")
+        mcp = getattr(self, "mcp", None)
+        if mcp is not None:
+            mcp.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
+            self.policy.mcp_servers = mcp.server_of  # rules name a server exactly: mcp__a__* never covers server a__b
+            from ..mcp.agent import RESOURCE_TOOLS
+
+            self.policy.read_only_tools = self.policy.read_only_tools | frozenset(RESOURCE_TOOLS)  # as in Claude Code: no permission
         self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
         self.sandbox.roots = [os.path.realpath(d) for d in (self.cwd, *self.add_dirs)]
         self.processes = RunningProcesses()
@@ -896,6 +903,9 @@ class Agent:
         """
         from ..run import run
 
+        sync = getattr(self, "mcp_sync", None)
+        if sync is not None:  # MCP tools a server added or dropped since the last run (list_changed)
+            sync()
         decision = self.hooks.user_prompt_submit(self, prompt)
         if decision.blocked is not None:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")

@@ -246,8 +246,11 @@ class _Bound:
     """For path rules: the directory the pattern is relative to."""
     matcher: Any = None
 
-    def tool_matches(self, tool_name: str) -> bool:
+    def tool_matches(self, tool_name: str, server: str | None = None) -> bool:
+        """``server``: the configured server of an MCP tool (``PermissionPolicy.mcp_servers``), None otherwise."""
         want = self.rule.tool
+        if server is not None and want.startswith("mcp__"):
+            return _mcp_rule_matches(want, tool_name, server)
         if any(ch in want for ch in "*?"):
             return fnmatch.fnmatchcase(tool_name, want)
         if want == tool_name:
@@ -260,6 +263,26 @@ class _Bound:
         if want.startswith("mcp__") and "__" not in want[len("mcp__") :]:
             return tool_name.startswith(want + "__")
         return False
+
+
+def _mcp_rule_matches(want: str, tool_name: str, server: str) -> bool:
+    """An ``mcp__…`` rule against a tool of ``server``: the rule's server part must be that exact name.
+
+    ``mcp__a`` and ``mcp__a__*`` cover server ``a`` only, never server
+    ``a__b`` (whose tools' names also start with ``mcp__a__``). A rule whose
+    server part is a pattern (``mcp__*``, ``mcp__git*__read``) is matched as a
+    pattern on the whole name.
+    """
+    own = f"mcp__{server}"
+    if want == own:
+        return True
+    if want.startswith(own + "__"):
+        if want == own + "__*":  # every tool of the server, suffixed or cut names included
+            return True
+        return fnmatch.fnmatchcase(tool_name, want) if any(ch in want for ch in "*?[") else tool_name == want
+    if any(ch in want[len("mcp__") :].split("__", 1)[0] for ch in "*?["):
+        return fnmatch.fnmatchcase(tool_name, want)
+    return False
 
 
 def _path_inputs(tool_name: str, tool_input: dict[str, Any], cwd: str) -> tuple[list[str], bool]:
@@ -345,6 +368,8 @@ class PermissionPolicy:
     protected_roots: list[str] = field(default_factory=list)
     """Folders every file of which is protected (the user's agentloop home), as real paths."""
     _git_dirs: list[str] | None = None
+    mcp_servers: Callable[[str], str | None] | None = None
+    """The configured server of an MCP tool by its name (the agent's MCP manager), so rules match servers exactly."""
 
     @classmethod
     def from_settings(
@@ -554,7 +579,10 @@ class PermissionPolicy:
     def removed_tools(self, names: Iterable[str]) -> list[str]:
         """The tools a bare-name deny rule (``Bash``, ``mcp__db__*``) removes from the model's view."""
         bare = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "tool"]
-        return [n for n in names if any(b.tool_matches(n) for b in bare)]
+        return [n for n in names if any(b.tool_matches(n, self._server(n)) for b in bare)]
+
+    def _server(self, tool_name: str) -> str | None:
+        return self.mcp_servers(tool_name) if self.mcp_servers is not None and tool_name.startswith("mcp__") else None
 
     def _bash_protected(self, bash: _BashView) -> str | None:
         """A protected path a Bash line names as a literal argument or redirection target of a command
@@ -709,7 +737,7 @@ class PermissionPolicy:
     def _matches(
         self, b: _Bound, tool_name: str, tool_input: dict[str, Any], bash: _BashView | None, *, for_allow: bool
     ) -> bool:
-        if not b.tool_matches(tool_name):
+        if not b.tool_matches(tool_name, self._server(tool_name)):
             return False
         kind = b.rule.kind
         if kind == "tool":

@@ -352,7 +352,9 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         stream: _StreamJson | None = None
         for n in agent.startup_notices:  # said once, before anything runs
             print(f"agentloop: {n}", file=sys.stderr)
-        if fmt == "text":
+        from agentloop.mcp.agent import report_startup, server_states
+
+        if fmt in ("text", "json"):  # stdout holds the answer alone; notices go to stderr
             agent.on_notice = lambda text: print(f"notice: {text}", file=sys.stderr)
         if fmt == "stream-json":
             from agentloop import __version__
@@ -362,12 +364,12 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
             stream = _StreamJson(agent.session.id, partial=bool(_opt(args, "include_partial_messages", False)))
             s = stream
             agent.on_notice = lambda text: s.emit({"type": "system", "subtype": "notice", "text": text})
-            manager = getattr(agent, "mcp", None)
-            servers = [{"name": st.name, "status": st.status} for st in manager.status()] if manager is not None else []
+            servers = server_states(agent)  # Claude Code's statuses: connected, failed, needs-auth, pending
             commands = sorted(getattr(agent, "commands", {}) or {})
             stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.registry.names(),
                                         permission_mode=agent.permission_mode, mcp_servers=servers,
                                         slash_commands=commands, version=__version__))
+        report_startup(agent)  # an MCP server that failed to start, said once
         prompts = _stream_json_prompts() if streamed_in else [prompt]
         code = EXIT_OK
         for text in prompts:

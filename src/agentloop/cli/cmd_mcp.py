@@ -115,11 +115,13 @@ def cmd_list(args: argparse.Namespace, cwd: str) -> int:
 
 
 def _check(servers: dict[str, Any], cwd: str, as_json: bool, names: list[str]) -> int:
+    from agentloop.config.settings import agentloop_home
     from agentloop.mcp.agent import format_status
     from agentloop.mcp.client import McpManager, ServerStatus
 
     refused = _untrusted(servers, cwd)
-    with McpManager({n: servers[n] for n in names if n not in refused}, cwd=cwd) as m:
+    # the tokens of earlier sign-ins are used (and refreshed); no sign-in starts here
+    with McpManager({n: servers[n] for n in names if n not in refused}, cwd=cwd, auth_home=agentloop_home()) as m:
         tools = {t.name: t for t in m.tools()}
         statuses = m.status()
     statuses += [

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,18 @@ from typing import Any
 from ._common import EXIT_OK, UserError, color_enabled, console
 from .markdown import MarkdownStream
 from .spinner import Spinner
+
+
+def prompt_commands(agent: Any) -> dict[str, Any]:
+    from agentloop.mcp.agent import prompt_commands as found
+
+    return found(agent)
+
+
+def run_prompt(agent: Any, name: str, rest: str) -> str | None:
+    from agentloop.mcp.agent import run_prompt as run
+
+    return run(agent, name, rest)
 
 __all__ = ["Repl", "expand_mentions", "run_repl", "short_input"]
 
@@ -156,6 +169,7 @@ class Repl:
 
             self.md = MarkdownStream(self.write, lambda: shutil.get_terminal_size().columns)
         self.spinner = Spinner(_raw_write) if self.color else None
+        self._asking = threading.Lock()
         self.session: Any = None
         self.commands: dict[str, Command] = {}
         self._add_builtin_commands()
@@ -254,6 +268,26 @@ class Repl:
                 return "always"
             if a in ("n", "no", ""):
                 return "deny"
+
+    def elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """An MCP server's question (elicitation): asked field by field with its schema; None declines it."""
+        from agentloop.mcp.elicit import ask_fields
+
+        with self._asking:
+            self.newline()
+            self.say(f"The MCP server {server!r} asks: {message}", "bold")
+            try:
+                go = self._read("Answer it? [y]es / [n]o (decline): ", permission=True).strip().lower()
+            except EOFError:
+                return None
+            if go not in ("y", "yes"):
+                return None
+            return ask_fields(schema, lambda q: self._read(q, permission=True))
+
+    def show_progress(self, server: str, tool: str, text: str) -> None:
+        """An MCP tool's progress, on the working line."""
+        if self.spinner is not None:
+            self.spinner.detail = text
 
     # -- folder trust (asked before the agent starts: nothing of the folder's has run yet) --
 
@@ -365,6 +399,8 @@ class Repl:
         )
         report_config(self.agent, lambda line: self.say(line, "yellow"))
         self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
+        self.agent.elicit = self.elicit  # MCP servers' questions (-p has none of this: they are declined)
+        self.agent.on_mcp_progress = self.show_progress
         for n in getattr(self.agent, "startup_notices", ()):
             self.say(f"notice: {n}", "yellow")
         reason, code = "other", EXIT_OK
@@ -372,6 +408,9 @@ class Repl:
             if self.interactive:
                 self._make_session()
             self.banner()
+            from agentloop.mcp.agent import report_startup
+
+            report_startup(self.agent)  # MCP servers that failed to start, as notices under the banner
             first = getattr(self.args, "prompt", None)  # agentloop "explain this": the first prompt
             while True:
                 try:
@@ -459,6 +498,13 @@ class Repl:
             self.say(f"warning: {r}", "yellow")
         for p in attached:
             self.say(f"attached {os.path.relpath(p, a.cwd)}", "dim")
+        from agentloop.mcp.agent import expand_resources
+
+        prompt, resources, refused = expand_resources(a, prompt)  # @server:uri attaches an MCP resource
+        for r in refused:
+            self.say(f"warning: {r}", "yellow")
+        for name in resources:
+            self.say(f"attached {name}", "dim")
         self.working("thinking")
         try:
             result = a.ask(prompt, observer=self.observe, allowed_tools=allowed_tools)
@@ -491,7 +537,7 @@ class Repl:
                     "[N [files|conversation|both] [--force]]"),
             Command("model", "show or switch the model", self.cmd_model, "[spec]"),
             Command("permissions", "show the permission rules in effect and where they come from", self.cmd_permissions),
-            Command("mcp", "list MCP servers and their tools", self.cmd_mcp),
+            Command("mcp", "list MCP servers and their tools; /mcp login|logout SERVER signs in or out (OAuth)", self.cmd_mcp),
             Command("sandbox", "show the Bash sandbox: mode, writable paths, network, hidden paths", self.cmd_sandbox),
             Command("cost", "tokens, cache use, spend and tool success counts", self.cmd_cost),
             Command("exit", "save the session and exit", self.cmd_exit),
@@ -510,11 +556,23 @@ class Repl:
             prompt, rules = expanded
             self.send(prompt, allowed_tools=rules)
             return
+        if name.startswith("mcp__"):  # an MCP server's prompt: /mcp__server__prompt args
+            from agentloop.mcp.client import McpToolError
+
+            try:
+                text = run_prompt(a, name, rest)
+            except McpToolError as exc:
+                self.say(f"error: {exc}", "red")
+                return
+            if text is not None:
+                self.armed = False
+                self.send(text)
+                return
         self.say(f"unknown command /{name}; /help lists them", "red")
 
     def all_command_names(self) -> list[str]:
         a = self.agent
-        extra = [*a.commands, *a.skills] if a is not None else []
+        extra = [*a.commands, *a.skills, *prompt_commands(a)] if a is not None else []
         return sorted({*self.commands, *extra})
 
     def cmd_help(self, rest: str) -> None:
@@ -524,7 +582,9 @@ class Repl:
             lines.append(f"/{n} — {getattr(c, 'description', '') or 'custom command'}")
         for n, s in sorted(a.skills.items()):
             lines.append(f"/{n} — skill: {getattr(s, 'description', '')}")
-        lines += ["", "@path attaches a file of the workspace · Alt+Enter or a trailing \\ for a new line",
+        for n, (server, p) in sorted(prompt_commands(a).items()):
+            lines.append(f"/{n} — MCP prompt of {server}: {getattr(p, 'description', None) or p.name}")
+        lines += ["", "@path attaches a file of the workspace, @server:uri an MCP resource · Alt+Enter or a trailing \\ for a new line",
                   "Ctrl+C stops a turn; Ctrl+C again or Ctrl+D exits"]
         self.say("\n".join(lines))
 
@@ -633,7 +693,42 @@ class Repl:
         if fn is None:
             self.say("no MCP servers (configure them in .mcp.json)")
             return
+        words = rest.split()
+        if words and words[0] in ("login", "logout"):
+            from agentloop.mcp.client import McpToolError
+
+            manager = self.agent.mcp
+            if len(words) != 2:
+                self.say(f"usage: /mcp {words[0]} SERVER", "red")
+                return
+            try:
+                if words[0] == "logout":
+                    had = manager.sign_out(words[1])
+                    self.say(f"signed out of {words[1]}" if had else f"{words[1]}: there was no sign-in to forget", "dim")
+                    return
+                st = manager.sign_in(words[1], self._open_url)
+            except McpToolError as exc:
+                self.say(f"error: {exc}", "red")
+                return
+            if st.status == "connected":
+                self.say(f"signed in to {words[1]}", "bold")
+                self.say(str(fn()))
+            else:
+                self.say(f"sign-in to {words[1]} failed: {st.error}", "red")
+            return
         self.say(str(fn()))
+
+    def _open_url(self, url: str) -> None:
+        """Show the sign-in URL (for where no browser opens) and try to open a browser on it."""
+        import webbrowser
+
+        self.newline()
+        self.write(f"sign in at: {url}\n")  # whole, unwrapped: it must stay copyable
+        if os.environ.get("AGENTLOOP_NO_BROWSER") is None:
+            try:
+                webbrowser.open(url)
+            except Exception:
+                pass
 
     def cmd_cost(self, rest: str) -> None:
         from agentloop.budget import format_usd
@@ -667,7 +762,7 @@ def _raw_write(text: str) -> None:
 
 
 def _completer(repl: Repl) -> Any:
-    """Slash commands at the start of the line; ``@`` paths anywhere."""
+    """Slash commands (MCP prompts included) at the start of the line; ``@`` paths and ``@server:uri`` anywhere."""
     from prompt_toolkit.completion import Completer, Completion
 
     class _Completer(Completer):
@@ -682,6 +777,13 @@ def _completer(repl: Repl) -> Any:
             if not m:
                 return
             partial = m.group(1)
+            mcp = getattr(repl.agent, "mcp", None)
+            if mcp is not None:  # @server:uri, an MCP resource
+                for server, resources in mcp.resources().items():
+                    for r in resources:
+                        ref = f"{server}:{r.uri}"
+                        if ref.startswith(partial) and partial:
+                            yield Completion(ref, start_position=-len(partial), display_meta=r.name)
             head, tail = os.path.split(partial)
             base = os.path.join(repl.agent.cwd, head)
             try:

@@ -29,6 +29,8 @@ class Spinner:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._drawn = False
+        self.detail = ""
+        """Shown after the label while it spins (an MCP tool's progress); cleared by ``start``."""
 
     @property
     def running(self) -> bool:
@@ -38,6 +40,7 @@ class Spinner:
         """Show ``label`` (e.g. "thinking") with a spinner and the seconds since now; restarts if running."""
         self.stop()
         self._stop.clear()
+        self.detail = ""
         t0 = time.monotonic()
 
         def spin() -> None:
@@ -46,7 +49,8 @@ class Spinner:
             i = 0
             while True:
                 secs = int(time.monotonic() - t0)
-                self._write(f"\r\x1b[2K\x1b[2m{FRAMES[i % len(FRAMES)]} {label}… {secs}s · Ctrl+C to stop\x1b[0m")
+                more = f" · {self.detail}" if self.detail else ""
+                self._write(f"\r\x1b[2K\x1b[2m{FRAMES[i % len(FRAMES)]} {label}…{more} {secs}s · Ctrl+C to stop\x1b[0m")
                 self._drawn = True
                 i += 1
                 if self._stop.wait(self._interval):
@@ -65,3 +69,5 @@ class Spinner:
         if self._drawn:
             self._write("\r\x1b[2K")
             self._drawn = False
+        self.detail = ""
+        """Shown after the label while it spins (an MCP tool's progress); cleared by ``start``."""

@@ -7,7 +7,15 @@ files); ``McpManager(servers)`` starts the servers on a background event loop,
 starts.
 """
 
-from .client import McpManager, McpTool, McpToolError, ServerStatus, result_value, tool_name
+from .client import (
+    McpManager,
+    McpTool,
+    McpToolError,
+    ServerStatus,
+    model_names,
+    result_value,
+    tool_name,
+)
 from .config import (
     ConfigError,
     ServerConfig,
@@ -28,6 +36,7 @@ __all__ = [
     "add_server",
     "expand",
     "load_servers",
+    "model_names",
     "remove_server",
     "result_value",
     "scope_path",

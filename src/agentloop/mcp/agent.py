@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
-from .client import McpManager, ServerStatus
+from agentloop.tools import Tool
+
+from .client import McpManager, McpTool, McpToolError, ServerStatus, _clean
 from .config import load_servers
 
-__all__ = ["attach", "format_status"]
+__all__ = [
+    "RESOURCE_TOOLS",
+    "attach",
+    "expand_resources",
+    "format_status",
+    "prompt_commands",
+    "report_startup",
+    "resource_tools",
+    "run_prompt",
+    "server_states",
+]
+
+RESOURCE_TOOLS = ("ListMcpResourcesTool", "ReadMcpResourceTool")
+"""Claude Code's names for the model's tools over MCP resources; they only read, and need no permission."""
+_RESOURCE_MENTION = re.compile(r"(?<!\S)@([A-Za-z0-9_-]+):(\S+)")
+
+log = logging.getLogger("agentloop.mcp")
 
 
 def attach(agent: Any) -> McpManager | None:
@@ -31,13 +53,43 @@ def attach(agent: Any) -> McpManager | None:
     agent.mcp = None
     if not servers:
         return None
-    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env)
+    held: list[str] = []
+
+    def notify(text: str) -> None:
+        """To the user: held until a front end listens (``report_startup``), logged either way."""
+        log.warning("mcp: %s", text)
+        listener = getattr(agent, "on_notice", None)
+        if listener is None:
+            held.append(text)
+        else:
+            listener(text)
+
+    agent.mcp_held = held
+    key_env = getattr(agent, "api_key_env", None)
+    def roots() -> list[str]:
+        """The workspace and the additional directories, as the agent has them now."""
+        return [agent.cwd, *[d for d in getattr(agent, "add_dirs", []) if d != agent.cwd]]
+
+    def elicit(server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """A server's question for the user: asked by the front end that set ``agent.elicit`` (the REPL), else declined."""
+        ask = getattr(agent, "elicit", None)
+        return None if ask is None else ask(server, message, schema)
+
+    def progress(server: str, tool: str, text: str) -> None:
+        show = getattr(agent, "on_mcp_progress", None)
+        if show is not None:
+            show(server, tool, text)
+
+    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify,
+                         withhold=[key_env] if key_env else [], roots=roots, elicit=elicit, auth_home=agent.home)
+    manager.on_progress = progress
     try:
         tools = manager.tools()
     except BaseException:
         manager.close()
         raise
     agent.extra_tools.extend(tools)
+    agent.extra_tools.extend(resource_tools(manager))
     agent.mcp = manager
 
     def mcp_status() -> str:
@@ -49,7 +101,146 @@ def attach(agent: Any) -> McpManager | None:
         return format_status(manager.status())
 
     agent.mcp_status = mcp_status
+    seen = [manager.generation]
+
+    def mcp_sync() -> bool:
+        """Before each run: take in tools a server added or removed (``list_changed``). True when they changed."""
+        manager.settle()
+        if manager.generation == seen[0]:
+            return False
+        seen[0] = manager.generation
+        fresh: list[Tool] = [*manager.tools(retry_failed=False), *resource_tools(manager)]
+        agent.extra_tools[:] = [t for t in agent.extra_tools if not isinstance(t, McpTool) and t.name not in RESOURCE_TOOLS] + fresh
+        agent._build_tools()
+        return True
+
+    agent.mcp_sync = mcp_sync
     return manager
+
+
+def resource_tools(manager: McpManager) -> list[Tool]:
+    """ListMcpResourcesTool and ReadMcpResourceTool, as Claude Code gives them, when a server has resources."""
+    if not any(manager.resources().values()):
+        return []
+
+    def list_resources(server: str | None = None) -> str:
+        listed = manager.resources()
+        if server is not None and server not in listed:
+            raise McpToolError(f"no connected MCP server named {server!r}; servers: {', '.join(sorted(listed)) or 'none'}")
+        out = []
+        for name, resources in listed.items():
+            if server is None or name == server:
+                for r in resources:
+                    d = r.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    out.append({"server": name, **{k: d[k] for k in ("uri", "name", "title", "description", "mimeType") if k in d}})
+        return json.dumps(out, ensure_ascii=False)
+
+    def read_resource(server: str, uri: str) -> str:
+        return manager.read_resource(server, uri)
+
+    return [
+        Tool(
+            name="ListMcpResourcesTool",
+            description="List the resources the connected MCP servers offer (all servers, or the one named).",
+            parameters={"type": "object", "properties": {"server": {"type": "string", "description": "only this server"}}},
+            fn=list_resources,
+            read_only=True,
+        ),
+        Tool(
+            name="ReadMcpResourceTool",
+            description="Read a resource of an MCP server by its URI.",
+            parameters={"type": "object", "properties": {"server": {"type": "string"}, "uri": {"type": "string"}},
+                        "required": ["server", "uri"]},
+            fn=read_resource,
+            read_only=True,
+        ),
+    ]
+
+
+def prompt_commands(agent: Any) -> dict[str, tuple[str, Any]]:
+    """``/mcp__<server>__<prompt>`` for each prompt of each connected server: ``{command: (server, prompt)}``."""
+    manager = getattr(agent, "mcp", None)
+    if manager is None:
+        return {}
+    return {f"mcp__{_clean(server)}__{_clean(p.name)}": (server, p) for server, ps in manager.prompts().items() for p in ps}
+
+
+def run_prompt(agent: Any, command: str, rest: str) -> str | None:
+    """The text of the prompt ``/command rest`` names (arguments in the prompt's order), or None when it names none.
+
+    Raises:
+        McpToolError: a required argument is missing, or the server refused.
+    """
+    found = prompt_commands(agent).get(command)
+    if found is None:
+        return None
+    server, prompt = found
+    names = [a.name for a in (prompt.arguments or [])]
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    if len(words) > len(names) and names:
+        words = [*words[: len(names) - 1], " ".join(words[len(names) - 1 :])]
+    args = dict(zip(names, words))
+    missing = [a.name for a in (prompt.arguments or []) if a.required and a.name not in args]
+    if missing:
+        usage = " ".join(f"<{n}>" for n in names)
+        raise McpToolError(f"/{command} needs {', '.join(missing)}: /{command} {usage}")
+    text: str = agent.mcp.get_prompt(server, prompt.name, args)
+    return text
+
+
+def expand_resources(agent: Any, text: str) -> tuple[str, list[str], list[str]]:
+    """Attach the MCP resources named by ``@server:uri`` mentions: the prompt with them appended, the attached, the refused."""
+    manager = getattr(agent, "mcp", None)
+    if manager is None:
+        return text, [], []
+    blocks: list[str] = []
+    attached: list[str] = []
+    refused: list[str] = []
+    for m in _RESOURCE_MENTION.finditer(text):
+        server, uri = m.group(1), m.group(2).rstrip(".,;:!?)")
+        if server not in manager.names or f"{server}:{uri}" in attached:
+            continue
+        try:
+            body = manager.read_resource(server, uri)
+        except McpToolError as exc:
+            refused.append(f"@{server}:{uri}: {exc}; not attached")
+            continue
+        attached.append(f"{server}:{uri}")
+        blocks.append(f'<resource server="{server}" uri="{uri}">\n{body}\n</resource>')
+    return (text + "\n\n" + "\n\n".join(blocks) if blocks else text), attached, refused
+
+
+def startup_problems(agent: Any) -> list[str]:
+    """What the user must hear about MCP once the agent is up: servers that failed, settings not honoured, held notices."""
+    manager = getattr(agent, "mcp", None)
+    if manager is None:
+        return []
+    out = [f"the MCP server {s.name!r} is not available ({s.public_status}): {s.error or 'it did not start'}. "
+           "Its tools are left out; /mcp tries again" for s in manager.status() if s.status != "connected"]
+    out += list(manager.config_warnings)
+    held = getattr(agent, "mcp_held", [])
+    out += [t for t in held if t not in out]
+    held.clear()
+    return out
+
+
+def report_startup(agent: Any) -> None:
+    """Say each of ``startup_problems`` once, through ``agent.on_notice`` (call it after setting that)."""
+    listener = getattr(agent, "on_notice", None)
+    for text in startup_problems(agent):
+        if listener is not None:
+            listener(text)
+
+
+def server_states(agent: Any) -> list[dict[str, str]]:
+    """The stream-json ``init`` message's ``mcp_servers``: ``[{"name", "status"}]`` as Claude Code sends them."""
+    manager = getattr(agent, "mcp", None)
+    if manager is None:
+        return []
+    return [{"name": s.name, "status": s.public_status} for s in manager.status()]
 
 
 def format_status(statuses: Iterable[ServerStatus], *, show_tools: bool = True) -> str:
@@ -60,7 +251,8 @@ def format_status(statuses: Iterable[ServerStatus], *, show_tools: bool = True) 
         who = f" {s.server_name} {s.server_version}" if s.server_name else ""
         n = len(s.tools)
         count = f", {n} tool{'s' if n != 1 else ''}" if s.status == "connected" or n else ""
-        out.append(f"{s.name}: {s.status}{who} ({where}){count}")
+        signed = f", {s.oauth}" if s.oauth else ""
+        out.append(f"{s.name}: {s.status}{who} ({where}){count}{signed}")
         if s.error:
             out.append(f"  error: {s.error}")
         if show_tools:

@@ -15,7 +15,9 @@ Rules:
    timeout and a dead server are ``ok: false`` with a message for the model;
    anything else is recorded (see ``result_value``).
 4. A tool is named ``mcp__<server>__<tool>``; characters a provider would
-   refuse in a tool name become ``_``. Its fingerprint in the run's manifest is
+   refuse in a tool name become ``_``, and a name that would then be the same
+   as another tool's, empty or past 64 characters gets a short hash of the
+   real names (``model_names``). Its fingerprint in the run's manifest is
    the server's own name and version (``mcp:<name>@<version>``), so a replay
    can warn when the server changed.
 5. Input schemas are the server's, validated by the core with ``jsonschema``.
@@ -32,13 +34,18 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
+import hashlib
+import json
+import logging
 import os
+import pathlib
 import re
 import tempfile
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -46,13 +53,20 @@ from agentloop.tools import Tool, ToolError
 
 from ._loop import LoopThread
 from .config import ConfigError, ServerConfig
+from .env import server_environment
+from .limits import OutputLimit
 
-__all__ = ["McpManager", "McpTool", "McpToolError", "ServerStatus", "result_value", "tool_name"]
+__all__ = ["McpManager", "McpTool", "McpToolError", "ServerStatus", "model_names", "result_value", "tool_name"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 300.0
 _PROBE_TIMEOUT = 5.0
 _POLL = 0.05
+_log = logging.getLogger("agentloop.mcp")
+_LOG_LEVELS = {
+    "debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
+    "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL, "emergency": logging.CRITICAL,
+}
 
 
 class McpToolError(ToolError):
@@ -63,9 +77,57 @@ class Unavailable(Exception):
     """A server could not be reached; the message says why."""
 
 
+MAX_NAME = 64
+"""The longest tool name offered to a model (OpenAI's limit for function names)."""
+
+
+def _clean(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
 def tool_name(server: str, tool: str) -> str:
-    """``mcp__<server>__<tool>``, with characters outside ``[A-Za-z0-9_-]`` made ``_``."""
-    return f"mcp__{server}__{re.sub(r'[^A-Za-z0-9_-]', '_', tool)}"
+    """The plain form ``mcp__<server>__<tool>``, with characters outside ``[A-Za-z0-9_-]`` made ``_``.
+
+    What a tool is offered as unless it must be told apart (``model_names``).
+    """
+    return f"mcp__{_clean(server)}__{_clean(tool)}"
+
+
+def _hashed(server: str, tool: str) -> str:
+    digest = hashlib.sha256(f"{server}\0{tool}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{tool_name(server, tool)[: MAX_NAME - 9]}_{digest}"
+
+
+def model_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The names the model sees for ``(server, tool)`` pairs: distinct, at most 64 characters, never empty.
+
+    The mapping (the same for every agentloop):
+
+    1. A tool's plain name is ``mcp__<server>__<tool>`` with every character
+       outside ``[A-Za-z0-9_-]`` made ``_`` (``tool_name``).
+    2. It is used as is when it is at most 64 characters, the tool's name is
+       not empty, and no other tool (of any server) has the same plain name;
+       when several do, the one whose name needed no change keeps it.
+    3. Every other tool gets the first 55 characters of its plain name, ``_``,
+       and the first 8 hex digits of the SHA-256 of ``<server>\0<tool>``.
+       So ``get.file`` and ``get/file`` differ, and a tool ``b__add`` of server
+       ``a`` and a tool ``add`` of server ``a__b`` are both suffixed.
+
+    Which server a name belongs to is never read back from the name:
+    permission rules ask the manager (``McpManager.server_of``).
+    """
+    pairs = list(dict.fromkeys(pairs))
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for server, tool in pairs:
+        groups.setdefault(tool_name(server, tool), []).append((server, tool))
+    out: dict[tuple[str, str], str] = {}
+    for plain, members in groups.items():
+        exact = [(s, t) for s, t in members if _clean(s) == s and _clean(t) == t]
+        keeper = exact[0] if len(exact) == 1 else (members[0] if len(members) == 1 else None)
+        for server, tool in members:
+            ok = (server, tool) == keeper and tool != "" and len(plain) <= MAX_NAME
+            out[(server, tool)] = plain if ok else _hashed(server, tool)
+    return out
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -87,6 +149,8 @@ def result_value(result: Any) -> Any:
     text: what a model reads best. Anything else (images, audio, embedded
     resources, resource links, several blocks, ``structuredContent``) is
     ``{"content": [blocks in MCP's wire shape], "structuredContent": ...}``.
+    Structured content that the text blocks already carry (the JSON copy the
+    spec asks servers to send) is sent once, as that text.
 
     Raises:
         McpToolError: the result has ``isError`` set; the message is its text.
@@ -96,12 +160,37 @@ def result_value(result: Any) -> Any:
         text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and b.get("text"))
         raise McpToolError(text or "the tool reported an error and gave no message")
     structured = result.structured_content
+    if structured is not None and _duplicates(blocks, structured):
+        structured = None  # sent once: as the text the server wrote for it
     if structured is None and len(blocks) == 1 and blocks[0].get("type") == "text":
         return blocks[0].get("text", "")
     out: dict[str, Any] = {"content": blocks}
     if structured is not None:
         out["structuredContent"] = structured
     return out
+
+
+def _duplicates(blocks: list[dict[str, Any]], structured: Any) -> bool:
+    """True when the text blocks are the structured content again (the spec's backward-compatible copy).
+
+    A text block repeats it when it is its JSON, or, for a server that wraps
+    a plain value in an object of one key (fastmcp's ``{"result": value}``,
+    the filesystem server's ``{"content": text}``), that value or its JSON.
+    """
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    if not texts:
+        return False
+    wrapped = next(iter(structured.values())) if isinstance(structured, dict) and len(structured) == 1 else None
+    for text in texts:
+        if wrapped is not None and text == wrapped:
+            continue
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return False
+        if parsed != structured and (wrapped is None or parsed != wrapped):
+            return False
+    return True
 
 
 @dataclass
@@ -158,6 +247,19 @@ class ServerStatus:
     scope: str
     skipped: tuple[str, ...] = ()
     """Tools left out, each with the reason."""
+    needs_auth: bool = False
+    """It failed because the server refused the credentials (HTTP 401 or 403)."""
+    oauth: str | None = None
+    """For a server that signs in with OAuth: ``signed in`` or ``not signed in``."""
+
+    @property
+    def public_status(self) -> str:
+        """Claude Code's word for the state: ``connected``, ``failed``, ``needs-auth`` or ``pending``."""
+        if self.status == "connected":
+            return "connected"
+        if self.status in ("pending", "connecting"):
+            return "pending"
+        return "needs-auth" if self.needs_auth else "failed"
 
 
 class _Server:
@@ -191,6 +293,29 @@ class _Server:
         self._ready: asyncio.Future[Any] | None = None
         self._lock: asyncio.Lock | None = None
         self._stderr: IO[str] | None = None
+        self.notify: Callable[[str], None] | None = None
+        """Where this server's news for the user goes (a drop, garbage on stdout)."""
+        self.http_status: int | None = None
+        """The last HTTP 401 or 403 an HTTP server answered, if any."""
+        self.needs_auth = False
+        self.garbage_lines = 0
+        self.withhold: tuple[str, ...] = ()
+        self.prompts: list[Any] = []
+        self.resources: list[Any] = []
+        self.generation = 0
+        """Bumped each time a list changes after a ``list_changed`` notification (``McpManager.generation``)."""
+        self._refreshing: set[asyncio.Task[None]] = set()
+        self.roots: Callable[[], Sequence[str]] | None = None
+        """The directories offered as roots (the workspace and additional directories); None: no roots capability."""
+        self.elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None
+        """Asks the user ``(server, message, schema)``: the answers, or None to decline. None: every request is declined."""
+        self.on_progress: Callable[[str, str, str], None] | None = None
+        """Told ``(server, tool, text)`` for each progress notification of a call."""
+        self.auth_home: str | None = None
+        """Where OAuth tokens live (``oauth.py``); None: no OAuth."""
+        self.open_url: Callable[[str], None] | None = None
+        """Set while the user signs in (``McpManager.sign_in``): shows the authorization URL."""
+        """Variables kept from the server besides OPENAI_API_KEY and ANTHROPIC_API_KEY (the agent's key variable)."""
 
     @property
     def name(self) -> str:
@@ -214,15 +339,172 @@ class _Server:
             os.close(fd)
             self._stderr = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115
             os.unlink(path)
-            env = ({"CLAUDE_PROJECT_DIR": self.cwd} if self.cwd else {}) | dict(cfg.env)  # as Claude Code sets it
-            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env or None, cwd=self.cwd)
+            env = server_environment(  # the user's, minus the agent's provider keys (see env.py)
+                os.environ if self.environ is None else self.environ, cfg.env, project_dir=self.cwd, withhold=self.withhold
+            )
+            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=self.cwd)
             return stdio_client(params, errlog=self._stderr)
         if cfg.transport == "sse":
             from mcp.client.sse import sse_client
 
             assert cfg.url is not None
-            return sse_client(cfg.url, headers=dict(cfg.headers) or None, timeout=self.startup_timeout)
-        return _http_transport(cfg.url or "", dict(cfg.headers), self.startup_timeout)
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            def factory(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
+                http = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+                http.event_hooks["response"].append(self._saw_response)
+                return http
+
+            return sse_client(cfg.url, headers=dict(cfg.headers) or None, timeout=self.startup_timeout,
+                              httpx_client_factory=factory, auth=self._oauth(cfg))
+        return _http_transport(cfg.url or "", dict(cfg.headers), self.startup_timeout, self._saw_response, self._oauth(cfg))
+
+    def uses_oauth(self) -> bool:
+        """A remote server with no Authorization header of its own, in an agent that keeps tokens."""
+        cfg = self.config
+        return (self.auth_home is not None and self.target is None and cfg.transport in ("http", "sse")
+                and not any(k.lower() == "authorization" for k in cfg.headers))
+
+    def _oauth(self, cfg: ServerConfig) -> Any:
+        if not self.uses_oauth():
+            return None
+        from .oauth import make_auth
+
+        assert self.auth_home is not None
+        return make_auth(self.auth_home, self.name, cfg.url or "", open_url=self.open_url)
+
+    async def _on_message(self, message: Any) -> None:
+        """Notifications from the server: a ``list_changed`` fetches that list again, off the reader's path."""
+        import mcp_types as types
+
+        if isinstance(message, types.ToolListChangedNotification):
+            kind = "tools"
+        elif isinstance(message, types.PromptListChangedNotification):
+            kind = "prompts"
+        elif isinstance(message, types.ResourceListChangedNotification):
+            kind = "resources"
+        else:
+            return
+        task = asyncio.get_running_loop().create_task(self._refresh(kind))  # never await session I/O here
+        self._refreshing.add(task)
+        task.add_done_callback(self._refreshing.discard)
+
+    async def _on_log(self, params: Any) -> None:
+        """A server's log message: to the log file; a warning or worse also to the user."""
+        level = str(params.level)
+        data = params.data
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        text = text if len(text) <= 2000 else text[:1999] + "…"
+        where = f" ({params.logger})" if getattr(params, "logger", None) else ""
+        _log.log(_LOG_LEVELS.get(level, logging.INFO), "mcp server %s%s %s: %s", self.name, where, level, text)
+        if _LOG_LEVELS.get(level, logging.INFO) >= logging.WARNING:
+            self._say(f"the MCP server {self.name!r}{where} logged {level}: {text}")
+
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """An elicitation request: asked of the user (``self.elicit``) with the server's schema, or declined."""
+        import mcp_types as types
+
+        if getattr(params, "mode", "form") != "form" or self.elicit is None:
+            return types.ElicitResult(action="decline")
+        schema = _dump(params).get("requestedSchema") or {}
+        try:
+            content = await asyncio.to_thread(self.elicit, self.name, str(params.message), schema)
+        except (EOFError, KeyboardInterrupt):
+            return types.ElicitResult(action="cancel")
+        except Exception as exc:
+            _log.warning("mcp server %s: asking the user failed: %s", self.name, _describe(exc))
+            return types.ElicitResult(action="cancel")
+        if content is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content=content)
+
+    async def _on_roots(self, context: Any) -> Any:
+        import mcp_types as types
+
+        dirs = list(self.roots() if self.roots is not None else [])
+        return types.ListRootsResult(
+            roots=[types.Root.model_validate({"uri": pathlib.Path(d).resolve().as_uri(), "name": os.path.basename(d.rstrip(os.sep)) or d})
+                   for d in dirs]
+        )
+
+    async def _list(self, client: Any, kind: str) -> list[Any]:
+        caps = client.server_capabilities
+        if kind == "tools":
+            return await _list_tools(client)
+        if getattr(caps, kind, None) is None:
+            return []
+        method = client.list_prompts if kind == "prompts" else client.list_resources
+        out: list[Any] = []
+        cursor = None
+        for _ in range(100):
+            page = await method(cursor=cursor)
+            out.extend(page.prompts if kind == "prompts" else page.resources)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return out
+
+    async def _refresh(self, kind: str) -> None:
+        client = self._client
+        if client is None or self.status != "connected":
+            return
+        try:
+            fresh = await asyncio.wait_for(self._list(client, kind), self.startup_timeout)
+        except Exception as exc:
+            _log.warning("mcp server %s: fetching %s again after list_changed failed: %s", self.name, kind, _describe(_leaf(exc)))
+            return
+        setattr(self, kind, fresh)
+        self.generation += 1
+        _log.info("mcp server %s: %s changed (%d now)", self.name, kind, len(fresh))
+
+    def _progress(self, tool: str) -> Any:
+        """The progress callback of one call: the SDK then sends a ``progressToken`` with it."""
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+            text = f"{done} {message}" if message else done
+            _log.debug("mcp server %s: %s progress %s", self.name, tool, text)
+            if self.on_progress is not None:
+                with contextlib.suppress(Exception):
+                    self.on_progress(self.name, tool, text)
+
+        return progress
+
+    async def _saw_response(self, response: Any) -> None:
+        if response.status_code in (401, 403):
+            self.http_status = response.status_code
+
+    def _say(self, text: str) -> None:
+        if self.notify is not None:
+            with contextlib.suppress(Exception):
+                self.notify(text)
+
+    def saw_garbage(self, line: str) -> None:
+        """A line on stdout that is not JSON-RPC: said once per server, then counted."""
+        self.garbage_lines += 1
+        if self.garbage_lines == 1:
+            shown = line if len(line) <= 120 else line[:119] + "…"
+            self._say(f"the MCP server {self.name!r} printed a line on its stdout that is not JSON-RPC ({shown!r}); "
+                      "such lines are ignored (a server should log to stderr)")
+
+    def _auth_message(self, exc: BaseException | None = None) -> str | None:
+        from .oauth import SignInRequired
+
+        if isinstance(exc, SignInRequired):
+            self.needs_auth = True
+            return str(exc)
+        code = self.http_status
+        if code not in (401, 403):
+            return None
+        self.needs_auth = True
+        if self.uses_oauth():
+            return (f"authentication failed (HTTP {code}): the server refused the sign-in; "
+                    f"sign in again with /mcp login {self.name} in the agentloop REPL")
+        what = "401 Unauthorized" if code == 401 else "403 Forbidden"
+        return (f"authentication failed (HTTP {what}): the server refused the credentials sent. Check its "
+                f"'headers' in the configuration (for example \"Authorization\": \"Bearer ${{TOKEN}}\", or "
+                f"`agentloop mcp add --transport http -H 'Authorization: Bearer ...' {self.name} URL`), "
+                "then try again with /mcp")
 
     async def _own(self, cfg: ServerConfig, ready: asyncio.Future[Any], stop: asyncio.Event) -> None:
         """Hold the session open: it must be entered and left in this one task."""
@@ -230,11 +512,16 @@ class _Server:
 
         from agentloop import __version__
 
+        _CURRENT.set(self)  # the stdio reader's tasks inherit it: see _GarbageFilter
         try:
             client = Client(
                 self._transport(cfg),
                 mode="legacy",
                 cache=None,
+                message_handler=self._on_message,
+                logging_callback=self._on_log,
+                elicitation_callback=self._on_elicit,
+                list_roots_callback=self._on_roots if self.roots is not None else None,
                 client_info=Implementation(name="agentloop", version=__version__),
             )
             async with client:
@@ -247,7 +534,7 @@ class _Server:
             if not ready.done():
                 ready.set_exception(_leaf(exc))
             elif self._owner is asyncio.current_task() and self.status == "connected":
-                self._fail(f"the connection broke: {_describe(_leaf(exc))}")
+                self._dropped(f"the connection broke: {_describe(_leaf(exc))}")
 
     async def ensure(self) -> Any:
         """The live client, starting the server first when it is not running.
@@ -274,6 +561,7 @@ class _Server:
         self._close_stderr()
         self.status = "connecting"
         self.error = None
+        self.http_status, self.needs_auth = None, False
         try:
             cfg = self.config.expanded(self.environ) if self.target is None else self.config
         except ConfigError as exc:
@@ -297,8 +585,12 @@ class _Server:
             raise
         except Exception as exc:
             await self._teardown()
-            self._fail(f"it failed to start: {_describe(_leaf(exc))}")
+            self._fail(f"it failed to start: {self._auth_message(_leaf(exc)) or _describe(_leaf(exc))}")
             raise Unavailable(self.error or "") from None
+        with contextlib.suppress(Exception):  # prompts and resources are extras: a server may fumble them
+            self.prompts = await asyncio.wait_for(self._list(client, "prompts"), self.startup_timeout)
+        with contextlib.suppress(Exception):
+            self.resources = await asyncio.wait_for(self._list(client, "resources"), self.startup_timeout)
         info = client.server_info
         self.server_name = getattr(info, "name", None)
         self.server_version = getattr(info, "version", None)
@@ -317,6 +609,14 @@ class _Server:
             return ""
         tail = [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()][-lines:]
         return " | ".join(tail)
+
+    def _dropped(self, message: str) -> None:
+        """A connected server went away: failed, and the user told once."""
+        was = self.status
+        self._fail(message)
+        if was == "connected":
+            self._say(f"the MCP server {self.name!r} stopped: {self.error}. It will be started again on the next "
+                      "call of one of its tools, or by /mcp")
 
     def _fail(self, message: str) -> None:
         tail = self._stderr_tail()
@@ -368,18 +668,21 @@ class _Server:
                 f"the MCP server {self.name!r} is unavailable: {exc}. It will be tried again on the next call."
             ) from None
         try:
-            result = await asyncio.wait_for(client.call_tool(tool, arguments), limit)
+            result = await asyncio.wait_for(client.call_tool(tool, arguments, progress_callback=self._progress(tool)), limit)
         except asyncio.TimeoutError:
             if await self._alive(client):
                 raise McpToolError(
                     f"the MCP server {self.name!r} did not answer {tool!r} within {limit:g} s; the call was cancelled"
                 ) from None
             await self._teardown()
-            self._fail(f"it stopped answering (no answer to {tool!r} within {limit:g} s, nor to a check after it)")
+            self._dropped(f"it stopped answering (no answer to {tool!r} within {limit:g} s, nor to a check after it)")
             raise McpToolError(
                 f"the MCP server {self.name!r} stopped answering and was stopped; it will be restarted on the next call"
             ) from None
         except MCPError as exc:
+            auth = self._auth_message()
+            if auth:
+                raise McpToolError(f"the MCP server {self.name!r} refused the call to {tool!r}: {auth}") from None
             if exc.code == CONNECTION_CLOSED or self._owner is None or self._owner.done():
                 await self._died(exc)
             raise McpToolError(
@@ -398,9 +701,34 @@ class _Server:
             ) from None
         return result_value(result)
 
+    async def fetch(self, what: str, target: str, arguments: dict[str, str] | None = None) -> Any:
+        """``prompts/get`` (``what="prompt"``) or ``resources/read`` (``"resource"``), as text for the model or the user.
+
+        Raises:
+            McpToolError: the server is unavailable or refused; the message says which.
+        """
+        try:
+            client = await self.ensure()
+        except Unavailable as exc:
+            raise McpToolError(f"the MCP server {self.name!r} is unavailable: {exc}") from None
+        try:
+            if what == "prompt":
+                result = await asyncio.wait_for(client.get_prompt(target, arguments or {}), self.call_timeout)
+                return render_prompt(result)
+            result = await asyncio.wait_for(client.read_resource(target), self.call_timeout)
+            return render_contents(result.contents)
+        except asyncio.TimeoutError:
+            raise McpToolError(f"the MCP server {self.name!r} did not answer for {what} {target!r} within {self.call_timeout:g} s") from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            leaf = _leaf(exc)
+            detail = getattr(leaf, "message", None) or _describe(leaf)
+            raise McpToolError(f"the MCP server {self.name!r} refused {what} {target!r}: {detail}") from None
+
     async def _died(self, exc: BaseException) -> None:
         await self._teardown()
-        self._fail(f"it stopped during a call ({_describe(_leaf(exc))})")
+        self._dropped(f"it stopped during a call ({_describe(_leaf(exc))})")
         raise McpToolError(
             f"the MCP server {self.name!r} stopped during the call; it will be restarted on the next call. "
             f"Details: {self.error}"
@@ -427,7 +755,46 @@ class _Server:
             source=self.config.source,
             scope=self.config.scope,
             skipped=tuple(skipped),
+            needs_auth=self.needs_auth,
+            oauth=self._oauth_state(),
         )
+
+    def _oauth_state(self) -> str | None:
+        if not self.uses_oauth() or self.auth_home is None:
+            return None
+        from .oauth import signed_in
+
+        return "signed in" if signed_in(self.auth_home, self.name, self.config.url or "") else "not signed in"
+
+
+def render_contents(contents: Iterable[Any]) -> str:
+    """Resource contents as text: each text as it is, a binary one named with its type and size."""
+    out: list[str] = []
+    for c in contents:
+        d = _dump(c)
+        if "text" in d:
+            out.append(str(d["text"]))
+        else:
+            blob = str(d.get("blob", ""))
+            out.append(f"[binary content {d.get('mimeType') or 'of unknown type'}, {len(blob) * 3 // 4} bytes, at {d.get('uri')}]")
+    return "\n".join(out)
+
+
+def render_prompt(result: Any) -> str:
+    """A prompt's messages as one text: the user's alone as they are, else each under its role."""
+    parts: list[tuple[str, str]] = []
+    for msg in result.messages:
+        d = _dump(msg.content)
+        if d.get("type") == "text":
+            text = str(d.get("text", ""))
+        elif d.get("type") == "resource":
+            text = render_contents([msg.content.resource])
+        else:
+            text = f"[{d.get('type')} content]"
+        parts.append((str(msg.role), text))
+    if all(role == "user" for role, _ in parts):
+        return "\n\n".join(t for _, t in parts)
+    return "\n\n".join(f"{role}: {t}" for role, t in parts)
 
 
 def _is_broken(exc: BaseException) -> bool:
@@ -458,11 +825,15 @@ async def _list_tools(client: Any) -> list[Any]:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str], timeout: float) -> AsyncIterator[Any]:
+async def _http_transport(
+    url: str, headers: dict[str, str], timeout: float, on_response: Any = None, auth: Any = None
+) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with create_mcp_http_client(headers=headers or None) as http:
+    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
+        if on_response is not None:
+            http.event_hooks["response"].append(on_response)
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
@@ -492,6 +863,11 @@ class McpManager:
         environ: Mapping[str, str] | None = None,
         startup_timeout: float | None = None,
         call_timeout: float | None = None,
+        notify: Callable[[str], None] | None = None,
+        withhold: Iterable[str] = (),
+        roots: Callable[[], Sequence[str]] | None = None,
+        elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None,
+        auth_home: str | None = None,
     ):
         """
         Args:
@@ -500,10 +876,28 @@ class McpManager:
                 (an ``mcp`` ``Server``/``MCPServer``, or a fastmcp server): tests
                 and benchmarks.
             cwd: where stdio servers start.
-            environ: for ``${VAR}`` expansion and the ``MCP_TIMEOUT`` /
-                ``MCP_TOOL_TIMEOUT`` defaults (milliseconds, as in Claude Code).
+            environ: for ``${VAR}`` expansion, the ``MCP_TIMEOUT`` /
+                ``MCP_TOOL_TIMEOUT`` defaults (milliseconds, as in Claude Code)
+                and ``MAX_MCP_OUTPUT_TOKENS`` (see ``limits``).
+            notify: where warnings for the user go (a large output, a capped one).
+            withhold: environment variables a stdio server must not inherit
+                besides the provider keys (``env.server_environment``).
+            roots: the directories offered to servers as roots (default: ``cwd``).
+            elicit: asks the user a server's question ``(server, message,
+                schema)`` and returns the answers or None (declined); without
+                it every elicitation is declined (``-p``). Sampling requests
+                are always declined: agentloop does not let servers call its model.
+            auth_home: where OAuth tokens of remote servers are kept (the
+                agentloop home); None turns OAuth off.
+                ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
+        self.output, warning = OutputLimit.from_env(env)
+        self.output.notify = self._say
+        self.notify = notify
+        """Where warnings for the user go: a large output, a server that stopped, garbage on a server's stdout."""
+        self.config_warnings: list[str] = [warning] if warning else []
+        """Settings that were not honoured as written, each naming the setting."""
         self.startup_timeout = startup_timeout or _env_seconds(env, "MCP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT)
         self.call_timeout = call_timeout or _env_seconds(env, "MCP_TOOL_TIMEOUT", DEFAULT_CALL_TIMEOUT)
         configs = list(servers.values()) if isinstance(servers, Mapping) else list(servers)
@@ -519,12 +913,42 @@ class McpManager:
                 cfg, target=target, cwd=cwd, environ=environ,
                 startup_timeout=self.startup_timeout, call_timeout=self.call_timeout,
             )
+        self.elicit = elicit
+        self.on_progress: Callable[[str, str, str], None] | None = None
+        """Told ``(server, tool, text)`` for each progress notification (the REPL's working line)."""
+        if roots is None and cwd:
+            roots = lambda: [cwd]  # noqa: E731
+        for srv in self._servers.values():
+            srv.notify = self._say
+            srv.withhold = tuple(withhold)
+            srv.roots = roots
+            srv.elicit = self._elicit
+            srv.on_progress = self._progress
+            srv.auth_home = auth_home
         self._loop: LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
         self._skipped: dict[str, dict[str, str]] = {}
+        self._names: dict[tuple[str, str], str] = {}
+        self._server_of: dict[str, str] = {}
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         _live.add(self)
+
+    def _elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        if self.elicit is None:
+            return None
+        return self.elicit(server, message, schema)
+
+    def _progress(self, server: str, tool: str, text: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(server, tool, text)
+
+    def _say(self, text: str) -> None:
+        if self.notify is not None:
+            with contextlib.suppress(Exception):
+                self.notify(text)
+        else:
+            _log.warning("%s", text)
 
     # -- lifecycle --
 
@@ -597,9 +1021,12 @@ class McpManager:
             self.start(want)
         out: list[McpTool] = []
         taken: set[str] = set()
+        live = [s for s in self._servers.values() if s.status == "connected" or s.tools]
+        self._names = model_names((s.name, t.name) for s in live for t in s.tools)
+        self._server_of = {name: server for (server, _), name in self._names.items()}
         for s in self._servers.values():
             skipped: dict[str, str] = {}
-            if s.status != "connected" and not s.tools:
+            if s not in live:
                 self._skipped[s.name] = skipped
                 continue
             for t in s.tools:
@@ -610,19 +1037,130 @@ class McpManager:
             self._skipped[s.name] = skipped
         return out
 
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait (at most ``timeout`` s) for lists being fetched again after ``list_changed`` notifications."""
+        pending = [t for s in self._servers.values() for t in s._refreshing]
+        if not pending or self._loop is None or self._closed:
+            return
+
+        async def wait() -> None:
+            await asyncio.wait(pending, timeout=timeout)
+
+        with contextlib.suppress(Exception):
+            self._loop.call(wait(), timeout + 1)
+
+    def get_prompt(self, server: str, name: str, arguments: dict[str, str] | None = None) -> str:
+        """A server's prompt, filled in with ``arguments``, as text.
+
+        Raises:
+            McpToolError: no such server, or it is unavailable or refused.
+        """
+        return str(self._fetch(server, "prompt", name, arguments))
+
+    def read_resource(self, server: str, uri: str) -> str:
+        """A server's resource as text (capped like a tool's output).
+
+        Raises:
+            McpToolError: no such server, or it is unavailable or refused.
+        """
+        return str(self.output.result(f"mcp__{_clean(server)}__resource", self._fetch(server, "resource", uri)))
+
+    def _fetch(self, server: str, what: str, target: str, arguments: dict[str, str] | None = None) -> Any:
+        s = self._servers.get(server)
+        if s is None:
+            raise McpToolError(f"no MCP server named {server!r}")
+        fut = self._loop_thread().submit(s.fetch(what, target, arguments))
+        self._inflight.add(fut)
+        try:
+            return _wait(fut, s.call_timeout + s.startup_timeout + 15, server, f"{what} {target}")
+        finally:
+            self._inflight.discard(fut)
+
+    def sign_in(self, server: str, open_url: Callable[[str], None]) -> ServerStatus:
+        """Sign in to a remote server (OAuth): ``open_url`` shows the authorization URL; waits for the redirect.
+
+        Returns its status afterwards (``connected`` when it worked, with the reason when not).
+        """
+        s = self._servers.get(server)
+        if s is None:
+            raise McpToolError(f"no MCP server named {server!r}")
+        if not s.uses_oauth():
+            raise McpToolError(f"the MCP server {server!r} does not sign in with OAuth (it is not remote, or sends its own Authorization header)")
+        from .oauth import SIGN_IN_TIMEOUT
+
+        async def again() -> None:
+            if s._lock is None:
+                s._lock = asyncio.Lock()
+            async with s._lock:
+                saved = s.startup_timeout
+                s.open_url, s.startup_timeout = open_url, SIGN_IN_TIMEOUT
+                try:
+                    await s._start()
+                except Unavailable:
+                    pass
+                finally:
+                    s.open_url, s.startup_timeout = None, saved
+
+        self._loop_thread().call(again(), SIGN_IN_TIMEOUT + 30)
+        return self.status_of(server)
+
+    def sign_out(self, server: str) -> bool:
+        """Forget a remote server's OAuth tokens and close its connection; True when there were tokens."""
+        s = self._servers.get(server)
+        if s is None or not s.uses_oauth() or s.auth_home is None:
+            return False
+        from .oauth import sign_out
+
+        had = sign_out(s.auth_home, s.name, s.config.url or "")
+
+        async def stop() -> None:
+            await s._teardown()
+            s.status, s.error, s.needs_auth = "failed", "signed out", True
+
+        self._loop_thread().call(stop(), 30)
+        return had
+
+    def status_of(self, server: str) -> ServerStatus:
+        return next(st for st in self.status() if st.name == server)
+
+    def prompts(self) -> dict[str, list[Any]]:
+        """Each connected server's prompts (``mcp_types.Prompt``), as last listed."""
+        return {s.name: list(s.prompts) for s in self._servers.values() if s.status == "connected"}
+
+    def resources(self) -> dict[str, list[Any]]:
+        """Each connected server's resources (``mcp_types.Resource``), as last listed."""
+        return {s.name: list(s.resources) for s in self._servers.values() if s.status == "connected"}
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever a server's tools, prompts or resources were fetched again (``list_changed``)."""
+        return sum(s.generation for s in self._servers.values())
+
+    def name_of(self, server: str, tool: str) -> str:
+        """The model-visible name of ``tool`` on ``server`` (``model_names``)."""
+        return self._names.get((server, tool)) or tool_name(server, tool)
+
+    def server_of(self, name: str) -> str | None:
+        """The configured server of the MCP tool the model knows as ``name``; None for any other name."""
+        return self._server_of.get(name)
+
     def _make_tool(self, s: _Server, t: Any, taken: set[str], skipped: dict[str, str]) -> McpTool | None:
         from agentloop.tools import InvalidToolSchema
 
-        name = tool_name(s.name, t.name)
+        name = self.name_of(s.name, t.name)
+        execution = getattr(t, "execution", None)
+        if execution is not None and getattr(execution, "task_support", None) == "required":
+            skipped[t.name] = "it can only run as a task (execution.taskSupport: required), which agentloop does not support"
+            return None
         if name in taken:
-            skipped[t.name] = f"its name {name!r} collides with another tool"
+            skipped[t.name] = f"the server lists a second tool named {t.name!r}"  # model_names keeps other names apart
             return None
         schema = dict(t.input_schema or {"type": "object"})
         annotations = _dump(t.annotations) if t.annotations is not None else {}
         server, remote = s.name, t.name
 
         def call(**arguments: Any) -> Any:
-            return self.call(server, remote, arguments)
+            return self.call(server, remote, arguments, name=name)
 
         call.__name__ = name
         call.__qualname__ = name
@@ -645,11 +1183,15 @@ class McpManager:
             skipped[t.name] = str(exc)
             return None
 
-    def call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None) -> Any:
+    def call(
+        self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None, *, name: str | None = None
+    ) -> Any:
         """Call ``tool`` on ``server`` synchronously, from any thread but the loop's own.
 
         Returns:
-            The value to record (``result_value``).
+            The value to record (``result_value``), capped by ``self.output``
+            (``name``, the tool's agentloop name, is what the notices and the
+            spilled file are named after).
         Raises:
             McpToolError: the call gave no result; the message is for the model.
         """
@@ -660,10 +1202,18 @@ class McpManager:
         limit = s.call_timeout if timeout is None else timeout
         fut = loop.submit(s.call(tool, arguments, timeout))
         self._inflight.add(fut)
+        label = name or self.name_of(server, tool)
         try:
-            return _wait(fut, limit + s.startup_timeout + _PROBE_TIMEOUT + 15, server, tool)
+            value = _wait(fut, limit + s.startup_timeout + _PROBE_TIMEOUT + 15, server, tool)
+        except McpToolError as exc:
+            message = str(exc)
+            capped = self.output.error(label, message)
+            if capped is message:
+                raise
+            raise McpToolError(capped) from None
         finally:
             self._inflight.discard(fut)
+        return self.output.result(label, value)
 
     def cancel_all(self) -> int:
         """Cancel every call in flight (Ctrl+C). Returns how many were cancelled."""
@@ -676,7 +1226,7 @@ class McpManager:
         out = []
         for s in self._servers.values():
             skipped = self._skipped.get(s.name, {})
-            names = [tool_name(s.name, t.name) for t in s.tools if t.name not in skipped]
+            names = [self.name_of(s.name, t.name) for t in s.tools if t.name not in skipped]
             out.append(s.status_value(names, (f"{k}: {v}" for k, v in skipped.items())))
         return out
 
@@ -705,6 +1255,31 @@ def _wait(fut: concurrent.futures.Future[Any], limit: float, server: str, tool: 
     except BaseException:
         fut.cancel()
         raise
+
+
+_CURRENT: contextvars.ContextVar[_Server | None] = contextvars.ContextVar("agentloop_mcp_server", default=None)
+
+
+class _GarbageFilter(logging.Filter):
+    """Turns the SDK's traceback for each non-JSON stdout line into one notice per server (``saw_garbage``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Failed to parse JSONRPC message"):
+            return True
+        line = ""
+        exc = record.exc_info[1] if record.exc_info else None
+        with contextlib.suppress(Exception):
+            line = str(exc.errors()[0].get("input", ""))  # type: ignore[union-attr]
+        server = _CURRENT.get()
+        if server is not None:
+            server.saw_garbage(line)
+            return False
+        record.exc_info, record.exc_text = None, None  # no traceback, whoever the server is
+        record.msg, record.args = "an MCP server printed a line on stdout that is not JSON-RPC: %r", (line[:120],)
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_GarbageFilter())
 
 
 async def _quiet(aw: Any) -> None:

@@ -1,0 +1,86 @@
+"""Stdio MCP servers inherit the user's environment minus the agent's provider keys; structured results reach the model once.
+
+Claude Code MCP docs (https://code.claude.com/docs/en/mcp): a local stdio
+server runs as a process on the user's machine with the user's environment;
+``env`` entries (``--env KEY=value``) are added to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop import Registry
+from agentloop.events import ToolCall
+from agentloop.mcp import McpManager, ServerConfig
+from mcp_servers.helpers import PY, PYSERVER, RAW
+
+USER_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "AL_SHELL_TOKEN": "exported-in-the-shell",
+    "OPENAI_API_KEY": "sk-openai-of-the-agent",
+    "ANTHROPIC_API_KEY": "sk-ant-of-the-agent",
+    "MY_PROVIDER_KEY": "key-the-agent-reads",
+}
+
+
+def getenv(m: McpManager, name: str) -> Any:
+    return m.call("py", "getenv", {"name": name})
+
+
+def test_a_stdio_server_inherits_the_users_environment_but_not_the_agents_provider_keys() -> None:
+    cfg = ServerConfig("py", "stdio", command=PY, args=(PYSERVER,))
+    with McpManager([cfg], environ=USER_ENV, withhold=["MY_PROVIDER_KEY"], startup_timeout=30) as m:
+        m.tools()
+        assert getenv(m, "AL_SHELL_TOKEN") == "exported-in-the-shell"
+        for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_PROVIDER_KEY"):
+            assert getenv(m, key) == "<unset>", key
+
+
+def test_a_provider_key_reaches_a_server_only_when_its_env_names_it() -> None:
+    cfg = ServerConfig("py", "stdio", command=PY, args=(PYSERVER,), env={"OPENAI_API_KEY": "${OPENAI_API_KEY}"})
+    with McpManager([cfg], environ=USER_ENV, startup_timeout=30) as m:
+        m.tools()
+        assert getenv(m, "OPENAI_API_KEY") == "sk-openai-of-the-agent"
+        assert getenv(m, "ANTHROPIC_API_KEY") == "<unset>"
+
+
+def test_the_agent_withholds_the_key_variable_it_was_configured_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.agent.core import Agent
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
+    script = tmp_path / "s.json"
+    script.write_text("[]")
+    env = {**USER_ENV, "AGENTLOOP_HOME": str(tmp_path / "home")}
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", env=env, api_key_env="MY_PROVIDER_KEY")
+    try:
+        m = a.mcp  # type: ignore[attr-defined]
+        assert getenv(m, "AL_SHELL_TOKEN") == "exported-in-the-shell"
+        assert getenv(m, "MY_PROVIDER_KEY") == "<unset>" and getenv(m, "OPENAI_API_KEY") == "<unset>"
+        assert getenv(m, "CLAUDE_PROJECT_DIR") == str(proj)
+    finally:
+        a.close("prompt_input_exit")
+
+
+def test_structured_content_is_sent_once_unless_the_text_says_something_else() -> None:
+    with McpManager([ServerConfig("raw", "stdio", command=PY, args=(RAW,))],
+                    in_process={}, environ={}, startup_timeout=30) as m:
+        reg = Registry(m.tools())
+        both = reg.invoke(ToolCall("c", "mcp__raw__summary", {})).to_json()["content"]
+        assert both == {"content": [{"type": "text", "text": "3 rows"}], "structuredContent": {"rows": [1, 2, 3]}}
+    from mcp_servers import pyserver
+
+    with McpManager(in_process={"py": pyserver.server}) as m:
+        reg = Registry(m.tools())
+        added = reg.invoke(ToolCall("c", "mcp__py__add", {"a": 1, "b": 2})).to_json()["content"]
+        assert isinstance(added, str) and json.loads(added) == {"total": 3.0, "terms": 2}
+        assert added.count("total") == 1
+        echoed = reg.invoke(ToolCall("c", "mcp__py__echo", {"text": "hi"})).to_json()["content"]
+        assert echoed == "echo: hi"

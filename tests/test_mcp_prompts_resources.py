@@ -1,0 +1,124 @@
+"""MCP prompts as slash commands, resources attached with @server:uri, and the model's resource tools.
+
+Claude Code MCP docs (https://code.claude.com/docs/en/mcp): prompts become
+commands ``/mcp__servername__promptname`` taking space-separated arguments;
+``@server:protocol://resource/path`` mentions attach a resource; the model
+lists and reads resources with ListMcpResourcesTool and ReadMcpResourceTool
+(Claude Code settings, tools available to Claude: neither needs permission).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import pytest
+
+from agentloop.mcp.client import McpToolError
+from agentloop.transcript import read_records
+from mcp_servers.helpers import PY, RAW
+
+
+def project(tmp_path: Path) -> Path:
+    proj = tmp_path / "proj"
+    (proj / ".agentloop").mkdir(parents=True)
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"raw": {"command": PY, "args": [RAW]}}}))
+    return proj
+
+
+def script(tmp_path: Path, replies: list[dict[str, object]]) -> str:
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(replies))
+    return f"scripted:{p}"
+
+
+def test_a_prompt_is_a_slash_command_and_a_resource_mention_attaches_it(tmp_path: Path) -> None:
+    from _pty import Term, env_for
+
+    home = tmp_path / "home"
+    proj = project(tmp_path)
+    spec = script(tmp_path, [{"text": "hello Ada", "usage": [10, 2]}, {"text": "read it", "usage": [10, 2]}])
+    t = Term(["--trust", "--model", spec], cwd=str(proj), env=env_for(str(home)))
+    try:
+        t.wait_for(r"(?m)^>")
+        t.type("/help")
+        t.wait_for(r"/mcp__raw__greet — MCP prompt of raw: Say hello")
+        t.type("/mcp__raw__greet")
+        t.wait_for(r"error: /mcp__raw__greet needs who: /mcp__raw__greet <who>")
+        t.type("/mcp__raw__greet Ada")
+        t.wait_for(r"hello Ada")
+        t.type("what is in @raw:raw://readme?")
+        t.wait_for(r"attached raw:raw://readme")
+        t.wait_for(r"read it")
+        t.type("/quit")
+        t.wait_exit()
+    finally:
+        t.kill()
+    (path,) = glob.glob(str(home / "projects" / "*" / "sessions" / "*.jsonl"))
+    users = [r.payload["messages"][-1]["content"] for r in read_records(path) if r.kind == "run_start"]
+    assert users[0] == "Say hello to Ada."
+    assert users[1].startswith("what is in @raw:raw://readme?")
+    assert '<resource server="raw" uri="raw://readme">\nthe contents of raw://readme\n</resource>' in users[1]
+
+
+def test_the_model_lists_and_reads_resources_without_asking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.agent.core import Agent
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    proj = project(tmp_path)
+    spec = script(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "ListMcpResourcesTool", "arguments": {}},
+                                    {"name": "ReadMcpResourceTool", "arguments": {"server": "raw", "uri": "raw://readme"}},
+                                    {"name": "ReadMcpResourceTool", "arguments": {"server": "raw", "uri": "raw://nothing"}}],
+         "usage": [10, 2]},
+        {"text": "done", "usage": [10, 2]},
+    ])
+    a = Agent(cwd=str(proj), trust=True, model=spec)  # no one to ask: a tool needing permission would be denied
+    try:
+        assert {"ListMcpResourcesTool", "ReadMcpResourceTool"} <= set(a.registry.names())
+        a.ask("what resources are there?")
+    finally:
+        a.close("prompt_input_exit")
+    results = [r.payload for r in read_records(a.session.path) if r.kind == "tool_result"]
+    listed, read, missing = results
+    assert listed["ok"] and json.loads(listed["content"]) == [
+        {"server": "raw", "uri": "raw://readme", "name": "readme", "mimeType": "text/plain"}]
+    assert read["ok"] and read["content"] == "the contents of raw://readme"
+    assert not missing["ok"] and "no resource raw://nothing" in missing["error"]
+
+
+def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.agent.core import Agent
+    from agentloop.mcp.agent import run_prompt
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    a = Agent(cwd=str(project(tmp_path)), trust=True, model=script(tmp_path, []))
+    try:
+        with pytest.raises(McpToolError, match=r"/mcp__raw__greet needs who: /mcp__raw__greet <who>"):
+            run_prompt(a, "mcp__raw__greet", "")
+        assert run_prompt(a, "mcp__raw__greet", "Grace Hopper") == "Say hello to Grace Hopper."
+        assert run_prompt(a, "mcp__raw__nosuch", "") is None
+    finally:
+        a.close("prompt_input_exit")
+
+
+def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prompt_toolkit.document import Document
+
+    from agentloop.agent.core import Agent
+    from agentloop.cli.repl import Repl, _completer
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    a = Agent(cwd=str(project(tmp_path)), trust=True, model=script(tmp_path, []))
+    try:
+        repl = Repl.__new__(Repl)
+        repl.agent = a
+        repl.commands = {}
+        done = _completer(repl)
+        mentions = [c.text for c in done.get_completions(Document("look at @raw:raw"), None)]
+        assert mentions == ["raw:raw://readme"]
+        commands = [c.text for c in done.get_completions(Document("/mcp__raw"), None)]
+        assert commands == ["/mcp__raw__greet"]
+    finally:
+        a.close("prompt_input_exit")
