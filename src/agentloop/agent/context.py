@@ -319,6 +319,11 @@ class ContextManager:
             record("compaction", res.to_record())
             return res
         head, cut = split
+        if trigger == "manual" and sum(message_chars(m) for m in messages[head:cut]) < self.summary_max_tokens * 4:
+            # what would be summarised is no longer than the summary may be: nothing to gain, nothing spent
+            res = CompactionResult("nothing", trigger, before, before)
+            record("compaction", res.to_record())
+            return res
         if self.hooks is not None and self.hooks.has("PreCompact"):
             pre = self.hooks.run("PreCompact", {"trigger": trigger, "custom_instructions": custom_instructions}, matcher_value=trigger)
             record("hook", pre.to_record())
