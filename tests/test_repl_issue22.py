@@ -177,6 +177,7 @@ def test_a_compaction_s_spend_is_counted_in_cost_and_sessions(tmp_path: Path, pr
             t.wait_for(PROMPT)
             m = t.mark()
             t.type("/compact")
+            t.wait_for(r"compacted: \d+ messages → \d+", after=m)
             t.wait_for(r"compacted: \d+ messages → \d+ \(it cost \$0\.\d+\)", after=m)
             t.wait_for(PROMPT)
             m = t.mark()
