@@ -1,13 +1,15 @@
 """The terminal's rough edges of issue 22 (points 6, 8, 9, 10, 11, 12, 14), each tried in a real
 terminal: pexpect gives the REPL a pty, pyte renders it, the assertions read the screen.
 
-Claude Code's documentation is the reference for what the prompts show:
-- "Edit ... shows a diff of the proposed change" / Write shows the file content before
-  approval (Claude Code, "Interactive mode" and "Identity and Access Management": file
-  modification prompts show the proposed change);
-- ``/permissions`` "View or update permissions"; rules added there are saved to
-  ``.claude/settings.local.json`` ("Settings files": local project settings);
-- ``claude --resume`` without an id "shows an interactive session picker" (CLI reference).
+Claude Code's documentation is the reference:
+- CLI reference: "--resume, -r | Resume a specific session by ID or name, or show an interactive
+  picker to choose a session" (code.claude.com/docs/en/cli-reference, as quoted in
+  anthropics/claude-code#42311);
+- Settings: the project-local settings file is ``.claude/settings.local.json`` (personal, not
+  committed); ``/permissions`` lists the allow, ask and deny rules with the settings file each
+  comes from. agentloop's own is ``.agentloop/settings.local.json``, where ``/permissions allow``
+  writes by default;
+- the permission prompt for a file change shows the change to approve (a diff for an edit).
 """
 
 from __future__ import annotations
@@ -287,3 +289,13 @@ def test_permissions_adds_and_removes_rules_in_the_local_settings_file(tmp_path:
             _finish(t)
         finally:
             t.kill()
+
+
+def test_resume_without_an_id_in_print_mode_is_a_one_line_error(tmp_path: Path, proj: Path) -> None:
+    import subprocess
+
+    env = env_for(str(tmp_path / "home"))
+    p = subprocess.run([sys.executable, "-m", "agentloop.cli.main", "-p", "hi", "-r"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "--resume without an id lists sessions to choose from in the REPL only" in p.stderr, p.stderr
