@@ -6,7 +6,7 @@ copies the tree to a temporary folder, breaks one integrity check there, and
 runs the tests that claim to guard it. The script exits 0 only if every
 sabotage made its tests fail (and the untouched copy passes).
 
-    .venv/bin/python scripts/negative_control.py [-v]
+    .venv/bin/python scripts/negative_control.py [-v] [WORD...]   (WORD: only sabotages naming it)
 """
 
 from __future__ import annotations
@@ -97,6 +97,90 @@ SABOTAGES = [
         ["tests/test_tool_limits.py"],
     ),
     Sabotage(
+        "Bash runs outside the sandbox",
+        "src/agentloop/agent/sandbox.py",
+        "        return self.active and not self.excluded(command)",
+        "        return False  # SABOTAGED",
+        ["tests/test_sandbox.py"],
+    ),
+    Sabotage(
+        "the sandbox shares the PID namespace (setsid escapes the call)",
+        "src/agentloop/agent/sandbox.py",
+        'out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]',
+        'out += ["--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]  # SABOTAGED',
+        ["tests/test_sandbox.py::test_nothing_a_command_starts_outlives_the_call"],
+    ),
+    Sabotage(
+        "the sandbox runner leaves a command's processes running",
+        "src/agentloop/agent/sandbox.py",
+        "        os.kill(-1, signal.SIGKILL)  # everything the command started",
+        "        pass  # SABOTAGED",
+        ["tests/test_sandbox.py::test_nothing_a_command_starts_outlives_the_call"],
+    ),
+    Sabotage(
+        "the sandbox shares the network",
+        "src/agentloop/agent/sandbox.py",
+        "        if not s.network:\n            out += [\"--unshare-net\"]",
+        "        if False:  # SABOTAGED\n            out += [\"--unshare-net\"]",
+        ["tests/test_sandbox.py::test_a_command_cannot_reach_the_network_and_is_told_why"],
+    ),
+    Sabotage(
+        "the sandbox hides no credentials",
+        "src/agentloop/agent/sandbox.py",
+        "        for p in self.hidden:\n            if os.path.isdir(p):",
+        "        for p in []:  # SABOTAGED\n            if os.path.isdir(p):",
+        ["tests/test_sandbox.py::test_a_command_cannot_read_the_agentloop_home_or_credentials"],
+    ),
+    Sabotage(
+        "the sandbox's proxy lets every domain through",
+        "src/agentloop/agent/netproxy.py",
+        "        if not domain_allowed(host, self.allowed):",
+        "        if False:  # SABOTAGED",
+        ["tests/test_sandbox.py::test_allowed_domains_are_reachable_through_the_proxy_and_nothing_else"],
+    ),
+    Sabotage(
+        "children get the provider keys",
+        "src/agentloop/agent/childenv.py",
+        "    return {k: v for k, v in env.items() if k not in names and v not in values}",
+        "    return dict(env)  # SABOTAGED",
+        ["tests/test_childenv.py"],
+    ),
+    Sabotage(
+        "tool output is not redacted",
+        "src/agentloop/agent/childenv.py",
+        "        if p is None or not s:\n            return s",
+        "        if True:  # SABOTAGED\n            return s",
+        ["tests/test_secrets_scan.py"],
+    ),
+    Sabotage(
+        "a raw stream with secret-argument fragments is recorded",
+        "src/agentloop/redact.py",
+        "n in self.sensitive or n in self.secret_paths for n in names",
+        "n in self.sensitive for n in names",
+        ["tests/test_secrets_scan.py::test_library_run_writes_no_planted_secret_anywhere"],
+    ),
+    Sabotage(
+        "an untrusted folder's configuration is used as if it were trusted",
+        "src/agentloop/agent/trust.py",
+        "    if not decision.trusted:\n        decision.left_out = [p.text for p in powers]",
+        "    if False:  # SABOTAGED\n        decision.left_out = [p.text for p in powers]",
+        ["tests/test_trust.py"],
+    ),
+    Sabotage(
+        "an untrusted folder keeps more than its deny rules",
+        "src/agentloop/agent/trust.py",
+        '    """What an untrusted folder\'s file keeps: its deny rules and the keys that only take power away."""',
+        '    """SABOTAGED"""\n    return source',
+        ["tests/test_trust.py"],
+    ),
+    Sabotage(
+        "a project's prices are used",
+        "src/agentloop/agent/core.py",
+        "return prices_from_settings(self.price_sources)",
+        "return prices_from_settings(self.sources)  # SABOTAGED",
+        ["tests/test_trust.py"],
+    ),
+    Sabotage(
         "the session listing forgets a manual /compact's spend",
         "src/agentloop/agent/session.py",
         "                    spent += _side_cost(orjson.loads(line)[\"payload\"])\n",
@@ -131,17 +215,19 @@ def copy_tree(dst: str) -> None:
 
 def main() -> int:
     verbose = "-v" in sys.argv
+    only = [a for a in sys.argv[1:] if a != "-v"]  # words: run only the sabotages whose names hold one
+    sabotages = [s for s in SABOTAGES if not only or any(w in s.name for w in only)]
     all_caught = True
     with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
         clean = os.path.join(tmp, "clean")
         copy_tree(clean)
-        tests = sorted({t for s in SABOTAGES for t in s.tests})
+        tests = sorted({t for s in sabotages for t in s.tests})
         code, tail = run_tests(clean, tests, verbose)
         print(f"control (untouched copy): exit {code}: {tail}")
         if code != 0:
             print("the untouched copy fails: fix the suite first")
             return 2
-        for i, sab in enumerate(SABOTAGES):
+        for i, sab in enumerate(sabotages):
             tree = os.path.join(tmp, f"sab{i}")
             copy_tree(tree)
             target = os.path.join(tree, sab.path)

@@ -173,7 +173,7 @@ def test_sessions_lists_this_directory_newest_first(tmp_path, proj, env):
 
 
 def test_a_session_in_use_is_refused_to_a_second_process(tmp_path, proj, env):
-    started = tmp_path / "started"
+    started = proj / "started"  # in the workspace: Bash's sandbox writes nowhere else
     slow = spec(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": f"touch {started}; sleep 20"}}]}, {"text": "done"}])
     first = json.loads(agentloop(["-p", "x", "--model", spec(tmp_path, [{"text": "a"}], "a.json"), "--output-format", "json"], cwd=proj, env=env).stdout)
     holder = subprocess.Popen(

@@ -117,6 +117,7 @@ def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(tmp_path: Pat
     script = tmp_path / "s.json"
     script.write_text(json.dumps([
         {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "read a.txt", "subagent_type": "Explore"}}]},
+        {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "a.txt"}}]},
         {"text": "child done"},
         {"text": "parent done"},
     ]))
@@ -135,6 +136,8 @@ def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(tmp_path: Pat
     assert child_run.parent.span_id == agent_tool.context.span_id and agent_tool.parent.span_id == parent_run.context.span_id
     assert child_run.context.trace_id == parent_run.context.trace_id
     assert parent_run.attributes["gen_ai.conversation.id"] == a.session.id
+    child_read = next(s for s in spans if s.name == "execute_tool Read")  # the child's own tool call
+    assert child_read.parent.span_id == child_run.context.span_id
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):
@@ -156,6 +159,7 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
             for ss in rs.scope_spans:
                 for sp in ss.spans:
                     attrs = {a.key: a.value for a in sp.attributes}
+                    attrs["_ids"] = (sp.trace_id.hex(), sp.span_id.hex(), sp.parent_span_id.hex())  # type: ignore[assignment]
                     type(self).spans.append((service, self.path, sp.name, attrs))
         out = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
@@ -221,3 +225,28 @@ def test_an_unsupported_protocol_is_one_warning_and_no_tracing(tmp_path: Path) -
     assert len(said) == 1 and "grpc" in said[0]
     assert from_environment({}) is None
     assert from_environment({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_SDK_DISABLED": "true"}) is None
+
+
+def test_batch_tasks_run_in_worker_processes_nest_under_the_batchs_span(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _batch import add_task, write_tasks
+
+    _Receiver.spans = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        path = write_tasks(tmp_path / "tasks.jsonl", [add_task(i) for i in range(3)])
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OTEL_"))}
+        env.update(AGENTLOOP_HOME=str(tmp_path / "home"), OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.server_port}")
+        p = subprocess.run([sys.executable, "-m", "agentloop.cli.main", "batch", path, "--out", str(tmp_path / "out"), "--workers", "2",
+                            "--json"], env=env, capture_output=True, text=True, timeout=180)
+        assert p.returncode == 0, p.stderr
+    finally:
+        server.shutdown()
+    spans = {s[2]: s for s in _Receiver.spans if s[2].startswith("invoke_workflow")}
+    (workflow,) = spans.values()
+    trace_id, span_id, _ = workflow[3]["_ids"]
+    runs = [s for s in _Receiver.spans if s[2].startswith("invoke_agent")]
+    assert len(runs) == 3
+    assert all(r[3]["_ids"][0] == trace_id and r[3]["_ids"][2] == span_id for r in runs)
+    assert sorted(r[3]["agentloop.run_id"].string_value for r in runs) == ["t0000", "t0001", "t0002"]

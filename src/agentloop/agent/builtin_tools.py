@@ -33,13 +33,16 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..tools import Registry, Tool, ToolError
 from ._rx import Matcher, RegexError, compile_linear
 from ._walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 __all__ = [
     "BASH_OUTPUT_CAP",
@@ -94,19 +97,49 @@ def spill(text: str, spill_dir: str, tool_name: str) -> str:
     )
 
 
-def _spilling(fn: Callable[..., str], spill_dir: str, name: str) -> Callable[..., str]:
+def _spilling(
+    fn: Callable[..., str], spill_dir: str, name: str, redact: Callable[[str], str] | None = None
+) -> Callable[..., str]:
+    """``fn`` with its output (and error message) redacted, then spilled when long."""
+    clean = redact or (lambda s: s)
+
     def run(**kwargs: Any) -> str:
         try:
             out = fn(**kwargs)
         except ToolError as exc:
             msg = str(exc)
-            if len(msg) > SPILL_THRESHOLD:
-                raise type(exc)(spill(msg, spill_dir, name)) from None
+            red = clean(msg)
+            if len(red) > SPILL_THRESHOLD:
+                raise type(exc)(spill(red, spill_dir, name)) from None
+            if red != msg:
+                raise type(exc)(red) from None
             raise
-        return spill(out, spill_dir, name)
+        return spill(clean(out), spill_dir, name)
 
     run.__name__ = name
     run.__qualname__ = f"builtin_tools.{name}"
+    run.__wrapped__ = fn  # type: ignore[attr-defined]
+    return run
+
+
+def _redacting(fn: Callable[..., str], redact: Callable[[str], str] | None) -> Callable[..., str]:
+    """``fn`` with its output and error message redacted (Read: it pages, it never spills)."""
+    if redact is None:
+        return fn
+    clean = redact
+
+    def run(**kwargs: Any) -> str:
+        try:
+            return clean(fn(**kwargs))
+        except ToolError as exc:
+            msg = str(exc)
+            red = clean(msg)
+            if red != msg:
+                raise type(exc)(red) from None
+            raise
+
+    run.__name__ = fn.__name__
+    run.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
     run.__wrapped__ = fn  # type: ignore[attr-defined]
     return run
 
@@ -190,6 +223,8 @@ def run_command(
     processes: RunningProcesses | None = None,
     output_cap: int = BASH_OUTPUT_CAP,
     pass_fds: tuple[int, ...] = (),
+    env: Mapping[str, str] | None = None,
+    launcher: Callable[[list[str], dict[str, str], tuple[int, ...]], Any] | None = None,
 ) -> tuple[int | None, str, bool]:
     """Run ``command`` in a shell in a new process group.
 
@@ -197,17 +232,26 @@ def run_command(
     On timeout the group gets SIGTERM, then SIGKILL after a short grace.
     When the shell exits but something it started still holds the output
     open, that group is killed too, so nothing it started outlives the call.
+    ``env`` is the child's environment (default: this process's).
+    ``launcher(argv, env, pass_fds)`` starts it instead of ``subprocess.Popen``
+    (the sandbox, ``Sandbox.launch``): it returns a Popen or its look-alike.
     """
+    argv = [*_shell(), command]
+    child_env = dict(os.environ if env is None else env)
     try:
-        proc = subprocess.Popen(
-            [*_shell(), command],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
+        if launcher is not None:
+            proc = launcher(argv, child_env, pass_fds)
+        else:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
     except OSError as exc:
         raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
     pgid = proc.pid
@@ -463,6 +507,9 @@ def builtin_registry(
     shell_timeout_s: int = 120,
     processes: RunningProcesses | None = None,
     visible: Callable[[str], bool] | None = None,
+    sandbox: Sandbox | None = None,
+    env: Mapping[str, str] | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> Registry:
     """A registry holding Bash, Read, Write, Edit, Glob, Grep and LS confined to ``workspace``.
 
@@ -473,6 +520,10 @@ def builtin_registry(
         processes: collects Bash's process groups so an interrupt can kill them.
         visible: ``visible(real_path) -> bool`` hides paths from Glob, Grep and
             LS (the agent passes its Read-deny rules).
+        sandbox: wraps each Bash command (``agent.sandbox``); None runs it as is.
+        env: Bash's environment (``childenv.child_env``); None: this process's.
+        redact: applied to every tool's output and error before it is spilled
+            or returned (``childenv.Redactor.text``).
     """
     ws = workspace.with_read_only(spill_dir)
     procs = processes if processes is not None else RunningProcesses()
@@ -495,9 +546,16 @@ def builtin_registry(
         # the next call as in Claude Code; a trap runs even after `exit`.
         r, w = os.pipe()
         try:
+            launcher = None
+            if sandbox is not None:
+                sb, here = sandbox, cwd
+
+                def launcher(argv: list[str], env_: dict[str, str], fds: tuple[int, ...]) -> Any:
+                    return sb.launch(argv, here, command, env_, fds)
+
             code, output, timed_out = run_command(
                 f"trap 'pwd -P >&{w} 2>/dev/null' EXIT\n{command}",
-                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,),
+                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,), env=env, launcher=launcher,
             )
         finally:
             os.close(w)
@@ -518,6 +576,10 @@ def builtin_registry(
                 note = f"[{ended} is outside the workspace: the working directory is back at {ws.root}]"
         if note:
             output = f"{output}\n{note}" if output else note
+        if sandbox is not None:  # a part may fail on the sandbox while the line exits 0
+            why = sandbox.explain(command, output)
+            if why:
+                output = f"{output}\n{why}" if output else why
         if timed_out:
             raise ToolError(
                 f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
@@ -783,7 +845,7 @@ def builtin_registry(
     ]
     reg = Registry()
     for name, doc, schema, fn, read_only in specs:
-        wrapped = fn if name == "Read" else _spilling(fn, spill_dir, name)
+        wrapped = _redacting(fn, redact) if name == "Read" else _spilling(fn, spill_dir, name, redact)
         reg.register(Tool(name=name, description=doc, parameters=schema, fn=wrapped, read_only=read_only))
     return reg
 

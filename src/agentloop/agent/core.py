@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, Protocol, cast
 
 from ..budget import Budget, PriceTable
-from ..config.settings import ConfigError, SettingsSource, agentloop_home, load_settings, merged
+from ..config.settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
 from ..conversation import close_dangling_calls
 from ..events import (
     Message,
@@ -77,13 +77,23 @@ current_session_id: contextvars.ContextVar[str] = contextvars.ContextVar("agentl
 PermissionAnswer = Literal["allow", "always", "deny"]
 AskPermission = Callable[[ToolCall, Any], PermissionAnswer]
 
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 WARN_LEVELS = (0.80, 0.95)
 
 SYSTEM_PROMPT = """You are agentloop, a coding agent working in the user's terminal.
 Use the tools to read, search and change files and to run commands; paths are relative to the working directory.
 Keep answers short and concrete. Say what you changed. Ask before doing something destructive."""
+
+
+def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
+    """Claude Code's ``env`` key of every source, the higher overriding the lower name by name."""
+    out: dict[str, str] = {}
+    for s in sources:
+        e = s.data.get("env")
+        if isinstance(e, dict):
+            out.update({str(k): str(v) for k, v in e.items()})
+    return out
 
 
 class AgentError(Exception):
@@ -288,10 +298,15 @@ class Agent:
         ask_permission: AskPermission | None = None,
         shell_timeout_s: float = 120.0,
         registry: Registry | None = None,
+        trust: bool | None = None,
+        ask_trust: Callable[[Any], bool] | None = None,
+        ask_mcp_server: Callable[[str, str], bool] | None = None,
+        managed_settings: str | None = None,
         cli_rules: Sequence[tuple[str, str]] = (),
         system_prompt: str | None = None,
         append_system_prompt: str | None = None,
         tracing: Any = None,
+        sandbox: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self.cli_rules = list(cli_rules)
@@ -315,16 +330,40 @@ class Agent:
         self.warned: set[tuple[str, float]] = set()
         self.session_allow: set[str] = set()
         """Rules the user added for the rest of this session ("always")."""
+        from .trust import load_for_agent, resolve_model
+
         try:
-            self.sources: list[SettingsSource] = load_settings(self.cwd, self.home)
+            loaded = load_for_agent(
+                self.cwd, self.home, self.env, trust=trust, ask=ask_trust, ask_server=ask_mcp_server, managed=managed_settings
+            )
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
+        self.sources: list[SettingsSource] = loaded.sources
+        self.price_sources = loaded.price_sources
+        self.config_warnings: list[str] = loaded.warnings
+        """Every entry skipped and every key not honoured, one line each (the CLI shows them)."""
+        self.trust = loaded.decision
+        """Folder trust: ``trust.notice()`` is the one line saying what was left out."""
+        self.mcp_json_approved = set(loaded.decision.mcp_approved)
+        for w in self.config_warnings:
+            log.warning("settings: %s", w)
+        settings_env = merged_env(self.sources)
+        if settings_env:  # Claude Code's "env": for the model's provider, hooks and MCP servers
+            self.env = {**self.env, **settings_env}
+        managed = [s for s in self.sources if s.scope == "managed"]
         self.max_steps = max_steps if max_steps is not None else int(self._setting("maxSteps", 50))
         self.max_usd_micros = max_usd_micros if max_usd_micros is not None else self._setting_usd()
-        mode = permission_mode or self._setting_mode() or "default"
+        forced_mode = self._setting_mode(managed)  # managed settings beat the command line
+        if forced_mode is not None and permission_mode not in (None, forced_mode):
+            self.config_warnings.append(f"{managed[-1].path}: permissions.defaultMode {forced_mode} is managed; --permission-mode {permission_mode} ignored")
+        mode = forced_mode or permission_mode or self._setting_mode() or "default"
         if mode not in MODES:
             raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
         self.permission_mode = mode
+        forced_model = merged(managed, "model")
+        if isinstance(forced_model, str) and model is not None and model != forced_model:
+            self.config_warnings.append(f"{managed[-1].path}: model {forced_model} is managed; --model ignored")
+            model = forced_model
         self.add_dirs = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in add_dirs]
         for d in self.add_dirs:
             if not os.path.isdir(d):
@@ -336,11 +375,18 @@ class Agent:
         spec = model if model is not None else (merged(self.sources, "model") or self.env.get("AGENTLOOP_MODEL"))
         if spec is None:
             raise AgentError("no model configured: pass --model (e.g. scripted:replies.json) or set \"model\" in settings")
+        if isinstance(spec, str):
+            spec = resolve_model(spec, env=self.env, permission_mode=self.permission_mode)
         self.model_spec = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
+        if isinstance(self.fallback, str):
+            self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
         self.on_notice: Callable[[str], None] | None = None
         """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
         self.model = self._open(spec) if isinstance(spec, str) else spec
+        self._init_secrets()
+        self.sandbox_mode = sandbox
+        self._init_sandbox()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self._given_registry = registry
         self.memory_files: list[str] = []
@@ -376,6 +422,77 @@ class Agent:
         self.session = self._open_session(resume)
         self._build_tools()
 
+    # -- secrets and the sandbox --
+
+    def _held_keys(self) -> dict[str, str]:
+        """The provider keys this agent holds: ``{what: value}``."""
+        out: dict[str, str] = {}
+        m: Any = self.model
+        seen = 0
+        while m is not None and seen < 4:
+            key = getattr(getattr(m, "target", None), "api_key", None)
+            if isinstance(key, str) and key:
+                out.setdefault(key, f"{getattr(m, 'vendor', 'provider')} API key")
+            m = getattr(m, "fallback", None)
+            seen += 1
+        if self.api_key_env and self.env.get(self.api_key_env):
+            out.setdefault(self.env[self.api_key_env], self.api_key_env)
+        return {name: key for key, name in out.items()}
+
+    def _init_secrets(self) -> None:
+        """What children get (``child_env``) and what tool output hides (``redactor``). See ``childenv``."""
+        from .childenv import Redactor, child_env, secret_env_values
+
+        held = self._held_keys()
+        self.redactor = Redactor(secret_env_values(self.env))
+        self.redactor.add(held)
+        self.child_env: dict[str, str] = child_env(
+            self.env, drop=[self.api_key_env] if self.api_key_env else [], held=held.values()
+        )
+
+    def _init_sandbox(self) -> None:
+        from . import sandbox as sbx
+
+        try:
+            self.sandbox_settings: sbx.SandboxSettings = sbx.settings_from(
+                self.sources, mode=self.sandbox_mode, cwd=self.cwd, user_home=sbx.user_home_of(self.env)
+            )
+            self.sandbox: sbx.Sandbox = sbx.Sandbox.create(
+                self.sandbox_settings, roots=[self.cwd, *self.add_dirs], agentloop_home=self.home,
+                user_home=sbx.user_home_of(self.env), runtime_dir=self.env.get("XDG_RUNTIME_DIR"),
+            )
+        except (ValueError, sbx.SandboxUnavailable) as exc:
+            raise AgentError(str(exc)) from None
+        self.startup_notices: list[str] = [f"sandbox: {w}" for w in self.sandbox_settings.warnings]
+        """Said once when the agent starts (sandbox settings not honoured, no sandbox available)."""
+        notice = self.sandbox.unavailable_notice()
+        if notice:
+            self.startup_notices.append(notice)
+        for n in self.startup_notices:
+            log.warning(n)
+
+    def _redact_result(self, r: ToolResult) -> ToolResult:
+        red = self.redactor
+        if not len(red):
+            return r
+        content, error = red.value(r.content), (red.text(r.error) if isinstance(r.error, str) else r.error)
+        if content is r.content and error == r.error:
+            return r
+        return ToolResult(r.call_id, r.name, r.ok, content=content, error=error, detail=r.detail)
+
+    def _note_secret_args(self, t: Tool, call: ToolCall) -> None:
+        """Values of a call's secret arguments: hidden from every later tool output too."""
+        if not (t.sensitive or t.secret_args):
+            return
+        from ..redact import Policy
+
+        found: list[str] = []
+        try:
+            Policy.from_manifest([t.manifest_entry()], None, 1 << 30).call_arguments(call.name, call.arguments, found)
+        except ValueError:
+            return
+        self.redactor.add_values(f"secret argument of {call.name}", found)
+
     # -- settings helpers --
 
     def _setting(self, key: str, default: Any) -> Any:
@@ -393,18 +510,22 @@ class Agent:
         except ValueError as exc:
             raise AgentError(f"settings maxUsd: {exc}") from None
 
-    def _setting_mode(self) -> str | None:
-        perms = merged(self.sources, "permissions")
-        if isinstance(perms, dict) and isinstance(perms.get("defaultMode"), str):
-            return str(perms["defaultMode"])
-        return None
+    def _setting_mode(self, sources: list[SettingsSource] | None = None) -> str | None:
+        """``permissions.defaultMode`` of the highest source that sets it (a file's ``permissions``
+        without one does not hide a lower file's: Claude Code merges settings key by key)."""
+        mode = None
+        for s in self.sources if sources is None else sources:
+            perms = s.data.get("permissions")
+            if isinstance(perms, dict) and isinstance(perms.get("defaultMode"), str):
+                mode = str(perms["defaultMode"])
+        return mode
 
     def _prices(self) -> PriceTable:
         """The built-in table with each settings file's ``"prices"`` laid over it (user, project, local)."""
         from ..config.settings import prices_from_settings
 
         try:
-            return prices_from_settings(self.sources)
+            return prices_from_settings(self.price_sources)
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
 
@@ -445,6 +566,11 @@ class Agent:
         warnings: list[str] = []
         self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
         self.skills = dict(load_skills(self.cwd, self.home, uh))
+        if not self.trust.trusted:  # an untrusted folder's commands and skills are text: their allowed-tools grant nothing
+            from .trust import without_grants
+
+            self.commands = without_grants(self.commands, self.home, uh)
+            self.skills = without_grants(self.skills, self.home, uh)
         for w in warnings:
             log.warning(w)
         self.load_warnings.extend(warnings)
@@ -457,7 +583,9 @@ class Agent:
         from .workspace import Workspace
 
         try:
-            self.policy = PermissionPolicy.from_settings(self.sources, mode=self.permission_mode, cwd=self.cwd)
+            self.policy = PermissionPolicy.from_settings(
+                self.sources, mode=self.permission_mode, cwd=self.cwd, user_home=user_home(self.env)
+            )
             for behavior, text in self.cli_rules:
                 self.policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
         except (ConfigError, ModeError) as exc:
@@ -472,6 +600,7 @@ class Agent:
                 self.add_dirs.append(d)
         spill = os.path.join(self.session.dir, self.session.id, "tool-results")
         self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
+        self.sandbox.roots = [os.path.realpath(d) for d in (self.cwd, *self.add_dirs)]
         self.processes = RunningProcesses()
         if self._given_registry is not None:
             self.registry = self._given_registry
@@ -479,6 +608,7 @@ class Agent:
             self.registry = builtin_registry(
                 self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
                 processes=self.processes, visible=self.policy.visible(),
+                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text,
             )
             if self.skills:
                 self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
@@ -871,9 +1001,10 @@ class Agent:
         t, refusal = self.registry.prepare(call)
         if refusal is not None or t is None:
             return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+        self._note_secret_args(t, call)
         hooked = self.hooks.pre_tool_use(self, call)
         if isinstance(hooked, ToolResult):
-            return hooked
+            return self._redact_result(hooked)
         if hooked is not call:
             call = ToolCall(call.id, call.name, hooked.arguments)
             _, refusal = self.registry.prepare(call)
@@ -881,6 +1012,12 @@ class Agent:
                 return refusal
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
+        if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
+            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
+            if outside is not None:  # the sandbox is the wall: without it, a person decides
+                from .permissions import Decision
+
+                behavior, d = "ask", Decision("ask", None, None, outside)
         if behavior == "ask":
             if self.ask_permission is None:
                 log.info("denied %s: ask without a terminal", call.name)
@@ -900,10 +1037,10 @@ class Agent:
             return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was denied ({why})")
         self._current_call = call.id
         try:
-            result = self.registry.invoke(call)
+            result = self._redact_result(self.registry.invoke(call))
         finally:
             self._current_call = None
-        return self.hooks.post_tool_use(self, call, result)
+        return self._redact_result(self.hooks.post_tool_use(self, call, result))
 
     # -- warnings and the end --
 
@@ -946,6 +1083,8 @@ class Agent:
             mcp = getattr(self, "mcp", None)
             if mcp is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
                 mcp.close()
+            if reason not in ("clear", "resume"):
+                self.sandbox.close()
 
 
 def _version() -> str:

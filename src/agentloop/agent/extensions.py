@@ -297,11 +297,21 @@ def _child_executor(agent: Any, hooks: ClaudeHooks | None) -> Callable[[Registry
                         return refusal
             d = agent.policy.decide(call.name, call.arguments)
             behavior = getattr(d, "behavior", "deny")
+            why = getattr(d, "reason", "") or "a permission rule"
+            sandbox = getattr(agent, "sandbox", None)
+            if behavior == "allow" and call.name == "Bash" and sandbox is not None and isinstance(call.arguments, dict):
+                outside = sandbox.needs_prompt(str(call.arguments.get("command", "")))
+                if outside is not None:  # it would ask, and a sub-agent cannot
+                    behavior, why = "ask", outside
             if behavior != "allow":
-                why = getattr(d, "reason", "") or "a permission rule"
                 return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
+            note = getattr(agent, "_note_secret_args", None)
+            if note is not None:
+                note(t, call)
             r = registry.invoke(call)
-            return hooks.post_tool_use(agent, call, r) if hooks is not None else r
+            r = hooks.post_tool_use(agent, call, r) if hooks is not None else r
+            redact = getattr(agent, "_redact_result", None)
+            return redact(r) if redact is not None else r
 
         return lambda calls: [one(c) for c in calls]
 
@@ -314,9 +324,11 @@ def install(agent: Any) -> None:
     Raises:
         ConfigError: a ``hooks`` section is malformed (the agent turns it into one line).
     """
-    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=dict(agent.env))
+    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     for w in runner.warnings:
         log.warning("%s", w)
+        if w not in getattr(agent, "config_warnings", [w]):  # shown with the settings' other warnings
+            agent.config_warnings.append(w)
     hooks = ClaudeHooks(runner) if runner.handlers else None
     if hooks is not None:
         agent.hooks = hooks
@@ -331,6 +343,7 @@ def install(agent: Any) -> None:
             reg = builtin_registry(
                 Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
                 processes=agent.processes, visible=agent.policy.visible(),
+                sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)
@@ -350,10 +363,25 @@ def install(agent: Any) -> None:
             tracing=agent.tracing,
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent, hooks),
-            types=load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"), agent.load_warnings),
+            types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
+                                                        agent.load_warnings)),
         )
         ctx.subagents = sub
         agent.extra_tools.append(sub.tool())
+
+
+def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:
+    """Agent files' ``model: opus`` (Claude Code's aliases) as the model ids they name."""
+    import dataclasses
+
+    from .trust import resolve_model
+
+    out = {}
+    for name, t in types.items():
+        if t.model:
+            t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
+        out[name] = t
+    return out
 
 
 def loop_threshold(agent: Any) -> int | None:

@@ -697,7 +697,9 @@ class HookRunner:
         self.cwd = os.path.abspath(cwd or project_dir)
         self.permission_mode = permission_mode
         self.warnings = tuple(warnings)
-        base = dict(os.environ if env is None else env)
+        from .childenv import child_env
+
+        base = child_env(os.environ if env is None else env)  # never the provider keys
         for k in list(base):
             if k.startswith("OTEL_"):
                 del base[k]

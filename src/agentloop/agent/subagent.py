@@ -288,6 +288,10 @@ class SubagentRunner:
     """Opens a type's own ``model``; the parent's model is used when None."""
     tracing: Any = None
     """An ``agentloop.telemetry.Tracing``: each child run is traced (under the parent's tool span)."""
+
+    def _executor(self, registry: Registry, traced: Any) -> Any:
+        ex = self.make_executor(registry) if self.make_executor is not None else None
+        return traced.executor(ex) if traced is not None and ex is not None else ex
     hooks: HookRunner | None = None
     record: Callable[[str, Any], Any] | None = None
     """Appends to the parent's transcript (called under a lock)."""
@@ -361,7 +365,7 @@ class SubagentRunner:
                 sink: Any = w
                 traced = None
                 if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
-                    model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model or self.model_name, run_id=child_id)
+                    model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name, run_id=child_id)
                     sink = traced
                 result = run(
                     model,
@@ -370,11 +374,11 @@ class SubagentRunner:
                     budget,
                     transcript=sink,
                     prices=self.prices,
-                    model_name=atype.model or self.model_name,
+                    model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name,
                     loop_threshold=self.loop_threshold,
                     run_id=child_id,
                     meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
-                    executor=self.make_executor(registry) if self.make_executor is not None else None,
+                    executor=self._executor(registry, traced),
                 )
                 if traced is not None:
                     traced.finish()

@@ -69,6 +69,7 @@ def execute_task(
     *,
     out_dir: str | None = None,
     still_wanted: Callable[[], bool] | None = None,
+    trace: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run ``task`` and return its outcome (plain JSON-able data).
 
@@ -106,35 +107,15 @@ def execute_task(
             out.update(status="failed", stop_reason=None, error=f"cannot start: {type(exc).__name__}: {exc}", records=0,
                        spent_micros=0, tokens=0, steps=0)
             return out
-        name = task.model if task.script is None else "scripted"
-        prices = PriceTable({getattr(model, "name", name): task.price, name: task.price}) if task.price is not None else None
         ledger = TaskLedger(backend, key, sink)
-        result = run(
-            model, registry, list(task.messages), task.budget, transcript=sink, prices=prices,
-            max_output_tokens=task.max_output_tokens, sentinel=task.sentinel, loop_threshold=task.loop_threshold,
-            run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt}},
-            ledger=ledger,
-        )
+        result = _run_task(task, attempt, model, registry, sink, ledger, trace)
     finally:
         if writer is not None:
             writer.close()
     size = writer.count if writer is not None else len(mem.records) if mem is not None else 0
     last = writer.last_hash if writer is not None else mem.last_hash if mem is not None else ""
     anchor = _files.run_anchor(tree, last)
-    out.update(
-        status="failed" if result.stop_reason == "model_error" else "ok",
-        stop_reason=result.stop_reason,
-        error=result.error,
-        spent_micros=result.spent_micros,
-        tokens=result.tokens,
-        steps=result.steps,
-        records=size,
-        root=anchor["root"],
-        last_hash=last,
-        anchor=anchor,
-        reservations=ledger.reservations,
-        refusals=ledger.refusals,
-    )
+    out.update(_outcome(result, ledger, size, last, anchor))
     if out_dir is not None:
         if still_wanted is not None and not still_wanted():
             raise Abandoned(f"{task.id}: the driver is gone; the run stays partial")
@@ -142,6 +123,75 @@ def execute_task(
     elif mem is not None:
         out["lines"] = mem.getvalue()
     return out
+
+
+def _run_task(task: Task, attempt: int, model: Any, registry: Registry, sink: Any, ledger: TaskLedger,
+              trace: dict[str, str] | None) -> Any:
+    """The task's run, traced under the batch's span when there is one."""
+    name = task.model if task.script is None else "scripted"
+    prices = PriceTable({getattr(model, "name", name): task.price, name: task.price}) if task.price is not None else None
+    traced = _traced(trace, model, sink, name, task.id)
+    if traced is not None:
+        model, sink = traced[0], traced[1]
+    try:
+        return run(
+            model, registry, list(task.messages), task.budget, transcript=sink, prices=prices,
+            max_output_tokens=task.max_output_tokens, sentinel=task.sentinel, loop_threshold=task.loop_threshold,
+            run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt}},
+            ledger=ledger,
+        )
+    finally:
+        if traced is not None:
+            traced[2]()
+
+
+def _outcome(result: Any, ledger: TaskLedger, size: int, last: str, anchor: dict[str, Any]) -> dict[str, Any]:
+    """What the driver is told of a finished run (plain JSON-able data)."""
+    return {
+        "status": "failed" if result.stop_reason == "model_error" else "ok",
+        "stop_reason": result.stop_reason,
+        "error": result.error,
+        "spent_micros": result.spent_micros,
+        "tokens": result.tokens,
+        "steps": result.steps,
+        "records": size,
+        "root": anchor["root"],
+        "last_hash": last,
+        "anchor": anchor,
+        "reservations": ledger.reservations,
+        "refusals": ledger.refusals,
+    }
+
+
+_TRACING: list[Any] = []
+
+
+def _traced(trace: dict[str, str] | None, model: Any, sink: Any, name: str, run_id: str) -> tuple[Any, Any, Callable[[], None]] | None:
+    """(model, sink, end) tracing the task's run as a child of the batch's span, or None when the
+    driver passed no trace context or this process has no tracing configured."""
+    if not trace:
+        return None
+    if not _TRACING:
+        from ..telemetry import from_environment
+
+        _TRACING.append(from_environment(warn=lambda _text: None))
+    tracing = _TRACING[0]
+    if tracing is None:
+        return None
+    from opentelemetry import context as otel_context
+    from opentelemetry.propagate import extract
+
+    token = otel_context.attach(extract(trace))
+    m, s, _obs = tracing.wrap(model, sink, None, model_name=name, run_id=run_id)
+
+    def end() -> None:
+        s.finish()
+        otel_context.detach(token)
+        flush = getattr(tracing.provider, "force_flush", None)
+        if callable(flush):
+            flush()
+
+    return m, s, end
 
 
 class Abandoned(Exception):

@@ -11,7 +11,7 @@ __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_opt
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
 def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
@@ -38,6 +38,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--max-steps", "--max-turns", dest="max_steps", type=int, default=d(None), metavar="N",
                    help="model turns allowed per prompt (default 50; --max-turns is Claude Code's name)")
     g.add_argument("--permission-mode", choices=PERMISSION_MODES, default=d(None), help="how tool permissions are decided")
+    g.add_argument("--sandbox", choices=("read-only", "workspace-write", "danger-full-access"), default=d(None),
+                   help="how Bash commands are confined (default workspace-write: only the workspace writable, no network)")
     g.add_argument("--add-dir", action="append", default=d([]), metavar="DIR", help="another directory the file tools may use (repeatable)")
     g.add_argument("--output-format", choices=OUTPUT_FORMATS, default=d("text"),
                    help="with -p / run: text, json (one object) or stream-json (JSON lines), in Claude Code's shapes")
@@ -55,6 +57,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--append-system-prompt", default=d(None), metavar="TEXT", help="add TEXT to the end of the system prompt")
     g.add_argument("--durability", choices=("flush", "fsync"), default=d(None), help="how each session record is written (default flush)")
     g.add_argument("--cwd", default=d(None), metavar="DIR", help="work in DIR instead of the current directory")
+    g.add_argument("--trust", action="store_true", default=d(False),
+                   help="trust this folder's configuration (hooks, MCP servers, allow rules...) for this run only; `agentloop trust` remembers it")
     g.add_argument("--verbose", action="store_true", default=d(False), help="log to stderr as well as the log file")
 
 

@@ -98,11 +98,17 @@ def main(args: argparse.Namespace) -> int:
     try:
         if progress is not None:
             progress.start()
-        report = run_batch(
-            tasks, args.out, workers=args.workers, ray=args.ray is not None, ray_address=args.ray or None,
-            max_usd_micros=cap, max_tokens=args.max_tokens, max_attempts=args.max_attempts,
-            on_event=progress.event if progress is not None else None,
-        )
+        span, trace, tracing = _batch_span(len(tasks), args.workers)
+        try:
+            report = run_batch(
+                tasks, args.out, workers=args.workers, ray=args.ray is not None, ray_address=args.ray or None,
+                max_usd_micros=cap, max_tokens=args.max_tokens, max_attempts=args.max_attempts,
+                on_event=progress.event if progress is not None else None, trace=trace,
+            )
+        finally:
+            if span is not None:
+                span.end()
+                tracing.provider.shutdown()
     finally:
         if progress is not None:
             progress.stop()
@@ -117,6 +123,26 @@ def main(args: argparse.Namespace) -> int:
     if report.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _batch_span(n_tasks: int, workers: int | None) -> tuple[Any, dict[str, str] | None, Any]:
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set: a span for the whole batch and its W3C context for the
+    workers, whose task runs nest under it (``agentloop.telemetry`` rule 3); else nothing."""
+    if not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        return None, None, None
+    from agentloop.telemetry import from_environment
+
+    tracing = from_environment()
+    if tracing is None:
+        return None, None, None
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.propagate import inject
+
+    span = tracing.tracer.start_span("invoke_workflow agentloop-batch", attributes={
+        "gen_ai.operation.name": "invoke_workflow", "agentloop.batch.tasks": n_tasks, "agentloop.batch.workers": workers or 0})
+    carrier: dict[str, str] = {}
+    inject(carrier, context=otel_trace.set_span_in_context(span))
+    return span, carrier, tracing
 
 
 class _Progress:

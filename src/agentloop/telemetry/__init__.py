@@ -225,7 +225,22 @@ class _TracedSink:
 
         return observe
 
-    def _tool_started(self, call: Any) -> None:
+    def executor(self, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """An executor that traces each call of a turn it runs (a sub-agent's, which emits no tool
+        events): the spans of one turn's calls share the turn's start and end."""
+        from agentloop.events import ToolFinished
+
+        def execute(calls: Any) -> Any:
+            for c in calls:
+                self._tool_started(c, attach=False)
+            results = inner(calls)
+            for r in results:
+                self.observer(None)(ToolFinished(r))
+            return results
+
+        return execute
+
+    def _tool_started(self, call: Any, attach: bool = True) -> None:
         from opentelemetry import context as otel_context
         from opentelemetry.trace import SpanKind
 
@@ -237,8 +252,8 @@ class _TracedSink:
         }
         span = self.t.tracer.start_span(f"execute_tool {call.name}", kind=SpanKind.INTERNAL, context=self._ctx(), attributes=attrs)
         self.tools[call.id] = span
-        # a run the tool starts in this thread (a sub-agent) nests under this span (rule 3)
-        self.tool_tokens[call.id] = otel_context.attach(self.t._trace.set_span_in_context(span))
+        if attach:  # a run the tool starts in this thread (a sub-agent) nests under this span (rule 3)
+            self.tool_tokens[call.id] = otel_context.attach(self.t._trace.set_span_in_context(span))
 
     def _tool_finished(self, result: Any) -> None:
         import time
