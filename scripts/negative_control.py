@@ -6,7 +6,7 @@ copies the tree to a temporary folder, breaks one integrity check there, and
 runs the tests that claim to guard it. The script exits 0 only if every
 sabotage made its tests fail (and the untouched copy passes).
 
-    .venv/bin/python scripts/negative_control.py [-v] [WORD...]   (WORD: only sabotages naming it)
+    .venv/bin/python scripts/negative_control.py [-v] [[--only] WORD...]   (WORD: only sabotages naming it)
 """
 
 from __future__ import annotations
@@ -46,6 +46,20 @@ SABOTAGES = [
         "if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:",
         "if False:  # SABOTAGED",
         ["tests/test_loop.py"],
+    ),
+    Sabotage(
+        "the reservation estimates input at characters / 4 instead of the bound",
+        "src/agentloop/budget.py",
+        "    return message_bytes(m) + framing + images * image_tokens",
+        "    return len(str(m.get('content', ''))) // 4  # SABOTAGED",
+        ["tests/test_spend_cap_property.py"],
+    ),
+    Sabotage(
+        "a bill past the reservation passes as a success",
+        "src/agentloop/loop.py",
+        "    if cost > reserved and not legacy and b.max_usd_micros is not None:",
+        "    if False:  # SABOTAGED",
+        ["tests/test_replay_golden.py", "tests/test_loop.py"],
     ),
     Sabotage(
         "the step budget is not checked",
@@ -181,6 +195,41 @@ SABOTAGES = [
         ["tests/test_trust.py"],
     ),
     Sabotage(
+        "the verifier's fast path accepts an exponent that RFC 8785 writes in full (1e-6)",
+        "src/agentloop/line.py",
+        "                    if not 0x30 <= e <= 0x39 and d < 0x37:\n                        return False",
+        "                    if False:  # SABOTAGED\n                        return False",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the verifier's fast path accepts a float written 100.0",
+        "src/agentloop/line.py",
+        "                if s > 0 and line[s - 1] in _TOKEN_START:\n                    return False",
+        "                if False:  # SABOTAGED\n                    return False",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the verifier's fast path accepts keys past U+FFFF sorted by code point",
+        "src/agentloop/line.py",
+        "        return True\n    return _keys_in_utf16_order(obj)",
+        "        return True\n    return True  # SABOTAGED",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the verifier's fast path accepts an integer past 2**53 written in full",
+        "src/agentloop/line.py",
+        "and not _int_is_jcs(line[s:e]):",
+        "and False:  # SABOTAGED",
+        ["tests/test_transcript.py"],
+    ),
+    Sabotage(
+        "the anchor loader reads only the first MiB again",
+        "src/agentloop/audit/anchor.py",
+        "            data = f.read(MAX_ANCHOR_BYTES + 1)",
+        "            data = f.read(MAX_ANCHOR_BYTES)  # SABOTAGED",
+        ["tests/test_anchor.py"],
+    ),
+    Sabotage(
         "the session listing forgets a manual /compact's spend",
         "src/agentloop/agent/session.py",
         "                    spent += _side_cost(orjson.loads(line)[\"payload\"])\n",
@@ -215,7 +264,10 @@ def copy_tree(dst: str) -> None:
 
 def main() -> int:
     verbose = "-v" in sys.argv
-    only = [a for a in sys.argv[1:] if a != "-v"]  # words: run only the sabotages whose names hold one
+    args = [a for a in sys.argv[1:] if a != "-v"]
+    if "--only" in args:  # --only WORD, as a word
+        args.remove("--only")
+    only = args  # words: run only the sabotages whose names hold one
     sabotages = [s for s in SABOTAGES if not only or any(w in s.name for w in only)]
     all_caught = True
     with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:

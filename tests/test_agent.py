@@ -57,7 +57,9 @@ def test_a_turn_runs_tools_streams_text_and_records_session_facts(tmp_path, proj
     started = [e.call.name for e in seen if isinstance(e, ToolStarted)]
     finished = [e.result for e in seen if isinstance(e, ToolFinished)]
     assert started == ["Read"] and finished[0].ok and "hello notes" in finished[0].content
-    assert "Always answer in English." in a.session.messages[0]["content"]
+    # the system prompt: the static part (the cache boundary), then the dynamic part with the memory files
+    assert a.session.messages[0].get("cache_boundary") is True and "Always answer" not in a.session.messages[0]["content"]
+    assert "Always answer in English." in a.session.messages[1]["content"]
     a.close("prompt_input_exit")
     recs = list(read_records(a.session.path))
     assert [r.kind for r in recs][0] == "session_start"
@@ -192,7 +194,7 @@ def test_hook_extension_points_are_called_in_order(tmp_path, proj):
     a.hooks = Recorder()
     res = a.ask("hi")
     a.close("clear")
-    assert res.messages[1]["content"] == "HI"
+    assert res.messages[2]["content"] == "HI"  # after the two system messages
     assert events == [("prompt", "hi"), ("pre", "Read"), ("pre", "Read"), ("post", "Read", True), ("stop", "no_tool_calls"), ("end", "clear")]
 
 

@@ -12,6 +12,7 @@ import pytest
 from agentloop.agent.core import Agent
 from agentloop.budget import Price
 from agentloop.testing.fakeprovider import FakeProvider
+from agentloop.transcript import read_records
 
 AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
 
@@ -81,10 +82,11 @@ def test_a_bad_prices_entry_is_one_warning_from_the_cli_and_the_run_goes_on(tmp_
     assert str(f) in line and "prices.m" in line
 
 
-def test_a_fallback_priced_dear_in_settings_gets_fewer_output_tokens(tmp_path, home, proj):
-    # Both names are unknown to the built-in table, so without the settings they cost the same (its highest)
-    # and the fallback would get the full allowance. The user prices the fallback's output at 4x the primary's
-    # (input the same), so it may write a quarter of what the primary could.
+def test_a_fallback_priced_dear_in_settings_is_reserved_for_and_keeps_the_full_allowance(tmp_path, home, proj):
+    # Both names are unknown to the built-in table, so without the settings they cost the same (its highest).
+    # The user prices the fallback's output at 4x the primary's (input the same): the loop reserves every call
+    # at the dearest price of the chain (docs/budget.md), so the fallback may write the full max_tokens and
+    # its bill still fits the reservation.
     write(home / "settings.json", {"prices": {
         "cheap-model": {"input": 1_000_000, "output": 1_000_000},
         "dear-model": {"input": 1_000_000, "output": 4_000_000},
@@ -97,10 +99,14 @@ def test_a_fallback_priced_dear_in_settings_gets_fewer_output_tokens(tmp_path, h
         assert a.model.fallback.price == Price(1_000_000, 4_000_000)
         res = a.ask("hello")
         sent = [r["body"] for r in fp.requests]
+        path = a.session.path
+        a.close("prompt_input_exit")
     assert res.answer == "from the fallback"
     assert [b["model"] for b in sent] == ["cheap-model"] * 4 + ["dear-model"]
     full, fb = sent[0]["max_tokens"], sent[-1]["max_tokens"]
-    assert full > 1000 and fb == full // 4
+    assert full > 1000 and fb == full
+    budget = [r.payload for r in read_records(path) if r.kind == "budget"][0]
+    assert budget["reserved_micros"] >= full * 4 and budget["cost_micros"] <= budget["reserved_micros"]
 
 
 # --- context windows ---------------------------------------------------------------

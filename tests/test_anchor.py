@@ -291,7 +291,7 @@ def test_cli_anchor_verify_prove_check_and_keygen(tmp_path: Path, capsys: pytest
         (["anchor", "{d}/nope.jsonl"], "nope.jsonl: cannot read"),
         (["anchor", "{p}", "--sign", "{p}"], "not an unencrypted PEM private key"),
         (["prove", "{p}", "--record", "99"], "record 99 is not among records 0..4"),
-        (["prove", "{p}", "--from-size", "0"], "a consistency proof needs 0 < from-size"),
+        (["prove", "{p}", "--from-size", "0"], "no consistency proof from size 0"),
         (["check-proof", "{p}"], "the proof is not JSON"),
         (["check-proof", "{a}"], "the proof's type is 'agentloop-anchor'"),
     ],
@@ -326,3 +326,58 @@ def test_growth_from_any_anchor_size_is_proved(tmp_path: Path, m: int, grow: int
             w.append("more", {"i": i})
     r = verify_with_anchor(p, a)
     assert r.ok and r.consistency == "proved" and r.leaves == m + grow
+
+
+# Issue 20: the anchor loader read only the first MiB, so a signed anchor followed by more than 1 MiB
+# of spaces and then garbage (or a second document) was accepted, and a valid anchor after 1 MiB of
+# leading whitespace was refused as "not JSON". The file is read whole, up to a stated 1 MiB limit.
+def _signed_anchor_text(tmp_path: Path, home: Path) -> bytes:
+    p = tmp_path / "t.jsonl"
+    write_transcript(p, 5)
+    priv, _ = generate_keys(home / "keys", "alice")
+    a = sign_anchor(anchor_file(p), load_private_key(priv))
+    write_anchor(a, tmp_path / "a.json")
+    return (tmp_path / "a.json").read_bytes()
+
+
+@pytest.mark.parametrize("tail", [b" " * (1 << 20) + b"garbage", b" " * (1 << 20) + b'{"type":"agentloop-anchor"}', b"\n" * ((1 << 20) + 5)])
+def test_an_anchor_with_anything_past_1_mib_is_refused_not_cut_short(tmp_path: Path, home: Path, tail: bytes) -> None:
+    from agentloop.audit.anchor import MAX_ANCHOR_BYTES
+
+    good = _signed_anchor_text(tmp_path, home)
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(good + tail)
+    assert bad.stat().st_size > MAX_ANCHOR_BYTES
+    with pytest.raises(AnchorError, match="larger than 1048576 bytes"):
+        load_anchor(bad)
+
+
+def test_trailing_data_after_an_anchor_is_refused(tmp_path: Path, home: Path) -> None:
+    good = _signed_anchor_text(tmp_path, home)
+    for tail in (b"x", b"{}", b"\n" + good):
+        bad = tmp_path / "bad.json"
+        bad.write_bytes(good + tail)
+        with pytest.raises(AnchorError, match="not one JSON text"):
+            load_anchor(bad)
+
+
+def test_an_anchor_file_of_exactly_1_mib_with_whitespace_around_it_loads(tmp_path: Path, home: Path) -> None:
+    from agentloop.audit.anchor import MAX_ANCHOR_BYTES
+
+    good = _signed_anchor_text(tmp_path, home).strip()
+    lead = b" \t\r\n" * ((MAX_ANCHOR_BYTES - len(good)) // 8)
+    text = lead + good + b"\n" * (MAX_ANCHOR_BYTES - len(good) - len(lead))
+    assert len(text) == MAX_ANCHOR_BYTES
+    (tmp_path / "big.json").write_bytes(text)
+    assert load_anchor(tmp_path / "big.json").signature is not None
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + good)
+    with pytest.raises(AnchorError, match="not one JSON text"):
+        load_anchor(tmp_path / "bom.json")
+
+
+def test_prove_from_size_0_refuses_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/transcript-format.md 8.4: RFC 9162 defines consistency proofs for 0 < m, and its vectors reject m = 0 < n."""
+    p = tmp_path / "t.jsonl"
+    write_transcript(p, 4)
+    code, _, err = run_cli(["prove", str(p), "--from-size", "0"], capsys)
+    assert code == 2 and "RFC 9162" in err and "--from-size 1" in err and len(err.strip().splitlines()) == 1

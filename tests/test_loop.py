@@ -143,9 +143,9 @@ def test_no_tool_calls_beats_the_token_budget() -> None:
     assert r.stop_reason == "no_tool_calls"
 
 
-def test_token_budget_beats_the_money_overrun_in_one_turn() -> None:
+def test_token_budget_stops_a_turn_billed_within_its_reservation() -> None:
     prices = PriceTable({"scripted": Price(1_000_000, 1_000_000)})
-    with ScriptedModel([reply("", [("note", {"text": "n"})], usage=(50_000, 50_000))]) as m:
+    with ScriptedModel([reply("", [("note", {"text": "n"})], usage=(50, 5))]) as m:
         r = run(m, [note], "q", Budget(max_tokens=10, max_usd_micros=usd("0.05")), prices=prices, max_output_tokens=10)
     assert r.stop_reason == "token_budget"
 
@@ -199,13 +199,17 @@ def test_a_model_missing_from_the_price_table_costs_the_highest_price() -> None:
     assert r.spent_micros == 39_000_000
 
 
-def test_usage_is_estimated_as_len_over_4_when_the_model_reports_none() -> None:
+def test_usage_is_taken_at_its_bound_when_the_model_reports_none() -> None:
+    from agentloop.budget import MESSAGE_ALLOWANCE, input_bound
+
     t = MemoryTranscript()
     with ScriptedModel([reply("x" * 400)]) as m:
         r = run(m, [note], "q" * 40, Budget.unlimited(), transcript=t)
     turn = t.records[1].payload
     assert turn["usage_estimated"] is True
-    assert r.usage.output_tokens == 100
+    # input: the reservation's bound; output: the reply's bytes and framing (never more than max_tokens)
+    assert r.usage.output_tokens == 400 + MESSAGE_ALLOWANCE
+    assert r.usage.input_tokens == input_bound([{"role": "user", "content": "q" * 40}], Registry([note]).specs())
 
 
 def test_tool_results_go_back_to_the_model_in_order() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,11 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 VERIFIER = ROOT / "verifiers" / "node" / "agentloop-verify.mjs"
 
 
-def node(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def node(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("node")
     if exe is None:
         pytest.fail("node is not installed: the independent verifier runs in CI (see .ci/run)")
-    return subprocess.run([exe, str(VERIFIER), *args], input=stdin, capture_output=True, text=True, timeout=120)
+    full_env = None if env is None else {**os.environ, **env}
+    return subprocess.run([exe, str(VERIFIER), *args], input=stdin, capture_output=True, text=True, timeout=120, env=full_env)
 
 
 def test_the_node_verifier_passes_every_rfc_vector() -> None:
@@ -255,3 +257,41 @@ def test_node_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         r = node(*args)
         assert r.returncode == 2, args
         assert r.stderr.count("\n") <= 1 and "at " not in r.stderr.split(":", 1)[0]
+
+
+# Issue 20: the Node reader copied its pending buffer on every 1 MiB read (quadratic: 281 s for a
+# 600 MB record), and a line past V8's longest string (about 537 million characters) was reported as
+# invalid UTF-8. Now each byte is copied at most twice, and a line longer than the verifier can hold
+# is skipped, never kept, and reported as unreadable (exit 2), as the spec says (section 4). The limit
+# is V8's buffer.constants.MAX_STRING_LENGTH; AGENTLOOP_VERIFY_MAX_LINE lowers it so a test need not
+# allocate 600 MB.
+def test_the_node_reader_copies_each_byte_at_most_twice_however_long_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "long.jsonl"
+    with TranscriptWriter(p) as w:
+        w.append("a", {"x": 1})
+        w.append("big", {"text": "y" * (24 << 20)})  # 24 reads of 1 MiB for one line
+        w.append("c", {"z": 2})
+    r = node("verify", str(p), env={"AGENTLOOP_VERIFY_STATS": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    copied = json.loads(r.stderr.strip().splitlines()[-1])["bytes_copied"]
+    size = p.stat().st_size
+    assert copied <= 2 * size, f"{copied} bytes copied for a {size}-byte file: the reader copies its pending line on every read"
+
+
+@pytest.mark.parametrize("torn", [False, True])
+def test_a_line_longer_than_node_can_hold_is_unreadable_not_bad_utf8(tmp_path: Path, torn: bool) -> None:
+    p = tmp_path / "long.jsonl"
+    with TranscriptWriter(p) as w:
+        w.append("a", {"x": 1})
+        w.append("big", {"text": "\u00e9" * 300_000})  # 600,000 bytes of valid UTF-8
+        w.append("c", {"z": 2})
+    if torn:
+        p.write_bytes(p.read_bytes()[:-1].rsplit(b"\n", 2)[0] + b"\n" + p.read_bytes().split(b"\n")[1][:-5])
+    limit = {"AGENTLOOP_VERIFY_MAX_LINE": "500000"}
+    r = node("verify", "--json", str(p), env=limit)
+    assert r.returncode == 2, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    assert [(x["index"], x["kind"]) for x in out["problems"]] == [(-1, "unreadable")]
+    assert "line 2 is" in out["problems"][0]["message"] and "more than this verifier can hold" in out["problems"][0]["message"]
+    if not torn:  # under the limit, the same file verifies
+        assert node("verify", str(p), env={"AGENTLOOP_VERIFY_MAX_LINE": "700000"}).returncode == 0

@@ -256,19 +256,16 @@ def test_text_streams_to_the_observer_as_it_arrives(vendor: str) -> None:
     assert len(seen) == 7 and "".join(seen) == r.answer
 
 
-def test_a_dearer_fallback_gets_fewer_tokens_so_the_reservation_still_covers_it(tmp_path: Path) -> None:
-    # gpt-4o costs ~16x gpt-4o-mini: the fallback may only write what the mini reservation pays for
+def test_a_dearer_fallback_is_reserved_for_up_front_and_keeps_the_full_allowance(tmp_path: Path) -> None:
+    # gpt-4o costs ~16x gpt-4o-mini: the loop reserves every call at the chain's dearest price, so the
+    # fallback may write max_tokens and its bill still fits the reservation (budget records: cost <= reserved)
     o = drive(tmp_path, "openai", [{"fault": "500"}, CALL, DONE], max_out=4000, max_attempts=1, fallback="openai:gpt-4o")
     recovered(o)
-    first_fb = o.requests[1]["body"]
-    assert first_fb["model"] == "gpt-4o" and 0 < first_fb["max_tokens"] < 4000 * 0.6 / 10 + 1
-    assert o.requests[0]["body"]["max_tokens"] == 4000
-
-
-def test_a_fallback_too_dear_for_the_reservation_is_not_called(tmp_path: Path) -> None:
-    o = drive(tmp_path, "openai", [{"fault": "500"}, CALL, DONE], max_out=50, max_attempts=1, fallback="openai:gpt-4o")
-    assert o.result.stop_reason == "model_error"
-    assert "costs more than this call's reservation" in (o.result.error or "") and len(o.requests) == 1
+    assert [r["body"]["model"] for r in o.requests] == ["gpt-4o-mini", "gpt-4o", "gpt-4o"]
+    assert [r["body"]["max_tokens"] for r in o.requests] == [4000, 4000, 4000]
+    budgets = [json.loads(line)["payload"] for line in o.transcript.splitlines() if json.loads(line)["kind"] == "budget"]
+    assert budgets and all(0 < b["cost_micros"] <= b["reserved_micros"] for b in budgets)
+    assert budgets[0]["reserved_micros"] >= 4000 * 10  # max_tokens at gpt-4o's $10/Mtok output price, not the mini's $0.60
 
 
 def test_a_cheaper_fallback_keeps_the_full_allowance(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ def test_a_session_typed_at_the_prompt_streams_runs_tools_and_survives_ctrl_c_an
             t.wait_for(r"new session (\d{8}-\d{6}-[0-9a-f]{6})")
             sid = re.search(r"new session (\S+)", t.text()).group(1)  # type: ignore[union-attr]
             t.wait_for(PROMPT)
-            t.wait_for(r"openai:gpt-4o-mini · 0 in / 0 out · context 0% · \$0\.000000 · session " + sid)  # status bar
+            t.wait_for(r"openai:gpt-4o-mini · 0 in / 0 out · context 0% · \$0\.000000 / \$5\.000000 · session " + sid)  # status bar, default cap
 
             # A prompt: the answer appears piece by piece, then the tool call, then the rest.
             t.type("what does hello.txt say?")
@@ -69,14 +69,14 @@ def test_a_session_typed_at_the_prompt_streams_runs_tools_and_survives_ctrl_c_an
             t.wait_for(r"⏺ Read\(hello\.txt\)")
             t.wait_for(r"⎿ .*greetings from hello\.txt")
             t.wait_for(r"The file greets you\.")
-            t.wait_for(r"cost \$0\.\d+ this turn \(\d+ in / \d+ out\) · session \$0\.\d+ · context \d+%")
+            t.wait_for(r"cost \$0\.\d+ this turn \(\d+ in / \d+ out\) · session \$0\.\d+ / \$5\.000000 · context \d+%")
             t.wait_for(PROMPT)
 
             m = t.mark()
             t.type("/cost")
             t.wait_for(r"tokens: \d+ in / \d+ out", after=m)
             t.wait_for(r"Read: 1 ok, 0 failed", after=m)
-            t.wait_for(r"spend: \$0\.\d+ \(no cap\)", after=m)
+            t.wait_for(r"spend: \$0\.\d+ of \$5\.000000 · spend cap \$5\.000000 \(the default", after=m)
 
             m = t.mark()
             t.type("/sessions")

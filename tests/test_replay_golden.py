@@ -71,3 +71,17 @@ def test_the_golden_files_cover_every_stop_reason() -> None:
 
     seen = {r.payload["reason"] for p in GOLDEN.glob("v1-*.jsonl") for r in read_records(p) if r.kind == "stop"}
     assert set(STOP_REASONS) <= seen
+
+
+PRE_BOUND = sorted(p.name for p in (GOLDEN / "pre-bound").glob("v1-*.jsonl"))
+
+
+@pytest.mark.parametrize("name", PRE_BOUND)
+def test_files_written_before_the_bound_still_replay_byte_identically(name: str, tmp_path: Path) -> None:
+    """Files whose run_start has no ``"reservation": "bound"`` reserve as they were written (characters // 4)."""
+    path = GOLDEN / "pre-bound" / name
+    assert verify_file(path).ok
+    out = tmp_path / "replay.jsonl"
+    r = replay(path, mode="full", out=out)
+    assert r.equal, r.summary(path.name)
+    assert out.read_bytes() == path.read_bytes()

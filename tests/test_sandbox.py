@@ -64,11 +64,11 @@ def env_for(base: Path, **extra: str) -> dict[str, str]:
 
 
 def run_bash(base: Path, commands: list[str], *, ask: Any = None, mode: str = "bypassPermissions",
-             sandbox: str | None = None, env: dict[str, str] | None = None) -> tuple[list[str], Agent, ScriptedModel]:
+             sandbox: str | None = None, env: dict[str, str] | None = None, trust: bool | None = None) -> tuple[list[str], Agent, ScriptedModel]:
     """Run each command as one Bash call of one turn; the tool outputs as the model got them."""
     model = ScriptedModel([reply("", [("Bash", {"command": c})]) for c in commands] + [reply("done")])
     a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env or env_for(base), model=model,
-              permission_mode=mode, ask_permission=ask, sandbox=sandbox)
+              permission_mode=mode, ask_permission=ask, sandbox=sandbox, trust=trust)
     try:
         res = a.ask("go")
     finally:
@@ -259,7 +259,8 @@ def test_a_project_cannot_turn_the_sandbox_off_but_the_user_can(base: Path) -> N
     (proj / ".agentloop" / "settings.json").write_text(json.dumps({"sandbox": {
         "enabled": False, "excludedCommands": ["touch"], "network": {"allowAll": True, "allowedDomains": ["x.org"]},
         "filesystem": {"allowWrite": [str(base / "outside")]}}}))
-    outs, a, _ = run_bash(base, [f"touch {base}/outside/p1"])
+    # even a trusted project cannot weaken the sandbox (an untrusted one's sandbox key is left out whole)
+    outs, a, _ = run_bash(base, [f"touch {base}/outside/p1"], trust=True)
     assert a.sandbox.active and a.sandbox.settings.mode == "workspace-write" and not a.sandbox.settings.network
     assert not (base / "outside" / "p1").exists()
     warned = "\n".join(a.startup_notices)
@@ -455,3 +456,21 @@ def test_allowed_domains_are_reachable_through_the_proxy_and_nothing_else(base: 
     assert "Connection refused" in outs[2] or "unreachable" in outs[2]  # no way around the proxy
     assert outs[3] == "HTTP/1.1 200 Connection established\nHELLO from /tunnel"
     assert "network: only localhost" in a.sandbox.describe()
+
+
+def test_an_added_root_directory_does_not_uncover_the_hidden_paths_or_the_sessions_tmp(base: Path, tmp_path: Path) -> None:
+    """--add-dir / (a folder's additionalDirectories: ["/"], trusted) makes the disk writable, but the
+    credentials stay hidden and /tmp stays the session's: the mounts go parents before children."""
+    cmd = (f"cat {base}/home/.ssh/id_ed25519 2>/dev/null || echo KEY-HIDDEN; "
+           f"test -e {tmp_path} && echo HOST-TMP-SEEN || echo SESSION-TMP; echo RAN")
+    model = ScriptedModel([reply("", [("Bash", {"command": cmd})]), reply("done")])
+    a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env_for(base), model=model,
+              permission_mode="bypassPermissions", add_dirs=["/"])
+    try:
+        res = a.ask("go")
+    finally:
+        a.close()
+    out = str([m for m in res.messages if m.get("role") == "tool"][0]["content"])
+    assert a.sandbox.active and "RAN" in out, out
+    assert "KEY-HIDDEN" in out and "SSH-PRIVATE-KEY" not in out
+    assert "SESSION-TMP" in out

@@ -375,3 +375,88 @@ def test_any_payload_written_verifies_on_both_paths(payload: object) -> None:
         return
     t.append("k2", {"after": True})
     assert verify_lines(t.lines).ok and verify_lines(t.lines, fast=False).ok
+
+
+# Issue 20: lines with floats, integers of 16 digits and more, and characters past U+FFFF take the
+# fast path too. Each value is written twice: as its canonical line, which both paths must accept,
+# and in orjson's own sorted form (a float "100.0" or "1e+16", an integer past 2**53 in full, keys
+# sorted by code point), which the fast path must not accept where RFC 8785 writes it otherwise.
+_keys20 = st.sampled_from(["a", "\ue000", "\uffff", "\U0001f600", "\U0001f600x", "\uff01", "é", "z"]) | st.text(max_size=3)
+_numbers20 = (
+    st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e16, 1e21, 1e20, 1e-5, 1e-6, 1e-7, 1.5e-6, 100.0, -0.0, 0.5, 2.0**60, 1e15, 123456789.0])
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.sampled_from([2**53 - 1, 2**53, 2**53 + 1, 2**53 + 2, 2**60, 1152921504606847000, 10**18, -(2**63), 2**64 - 1, 9999999999999999])
+)
+_values20 = st.recursive(
+    _numbers20 | st.text(alphabet=st.sampled_from("a.0e-+,:[\ue000\U0001f600\"\\")) | st.booleans(),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(_keys20, c, max_size=4),
+    max_leaves=16,
+)
+
+
+def _lines20(payload: object) -> tuple[bytes, bytes, bytes]:
+    """The canonical line of a record holding ``payload``, the same record in orjson's sorted form,
+    and that form again with its hash taken over its own bytes (self-consistent, but not RFC 8785's)."""
+    prev = GENESIS
+    body = canonical({"kind": "k", "payload": payload, "prev": prev, "seq": 0}, exact=False)
+    import hashlib
+
+    h = hashlib.sha256(body).hexdigest()
+    canonical_line = b'{"hash":"' + h.encode() + b'",' + body[1:] + b"\n"
+    orjson_line = orjson.dumps({"hash": h, "kind": "k", "payload": payload, "prev": prev, "seq": 0}, option=orjson.OPT_SORT_KEYS) + b"\n"
+    own = hashlib.sha256(b"{" + orjson_line[75:-1]).hexdigest()
+    return canonical_line, orjson_line, orjson_line.replace(h.encode(), own.encode(), 1)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_values20)
+def test_the_fast_path_accepts_floats_big_integers_and_astral_keys_only_in_their_canonical_form(payload: object) -> None:
+    try:
+        lines = _lines20(payload)
+    except (ValueError, orjson.JSONEncodeError):
+        return  # no canonical form (a lone surrogate...), or past orjson's limits
+    for line in lines:
+        fast, slow = verify_lines([line]), verify_lines([line], fast=False)
+        assert [p.to_json() for p in fast.problems] == [p.to_json() for p in slow.problems], line
+        assert (fast.last_hash, fast.valid_prefix) == (slow.last_hash, slow.valid_prefix)
+    assert verify_lines([lines[0]]).ok
+
+
+def test_the_fast_path_takes_float_big_integer_and_astral_lines() -> None:
+    """Those lines no longer leave the fast path (issue 20): the reference path is never called."""
+    import agentloop.transcript as tr
+
+    t = MemoryTranscript()
+    t.append("k", {"f": [0.7, -673.3, 2.1966561357625648e-10, 1e21, 255.3676742], "ts": 1_700_000_001_000_000_000})
+    t.append("k", {"ids": [9007199254740991, 2**60, -(2**62)], "n": 10**18})
+    t.append("k", {"text": "\U0001f600 \u2764\ufe0f", "\U0001f3f7\ufe0f": 1, "plain": [1.5, "e-mail 1.0, v2"]})
+    calls: list[bytes] = []
+    real = tr._check_line
+
+    def spy(line: bytes, *a: object) -> object:
+        calls.append(line)
+        return real(line, *a)  # type: ignore[arg-type]
+
+    tr._check_line = spy  # type: ignore[assignment]
+    try:
+        assert verify_lines(t.lines).ok
+    finally:
+        tr._check_line = real
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("payload_text", "canonical_text"),
+    [("100.0", "100"), ("1e+16", "10000000000000000"), ("1e-6", "0.000001"), ("1152921504606846976", "1152921504606847000"),
+     ("-0.0", "0"), ("1.5e-6", "0.0000015"), ("9007199254740993", "9007199254740992")],
+)
+def test_orjson_number_forms_that_rfc8785_writes_otherwise_are_non_canonical_on_both_paths(payload_text: str, canonical_text: str) -> None:
+    import hashlib
+
+    body = '{"kind":"k","payload":' + canonical_text + ',"prev":"' + GENESIS + '","seq":0}'
+    h = hashlib.sha256(body.encode()).hexdigest()
+    line = ('{"hash":"' + h + '","kind":"k","payload":' + payload_text + ',"prev":"' + GENESIS + '","seq":0}\n').encode()
+    for fast in (True, False):
+        r = verify_lines([line], fast=fast)
+        assert [(p.index, p.kind) for p in r.problems] == [(0, "non_canonical")]

@@ -6,8 +6,12 @@ Rules:
    ever holds an amount: ``usd("0.05")`` parses a decimal string exactly.
 2. A budget is required. ``Budget.unlimited()`` is the honest way out, and the
    transcript says when it was used.
-3. Reserve, then settle. Before a model call the loop reserves an estimate; if
-   it does not fit, the call is not made. The real cost settles it afterwards.
+3. Reserve, then settle. Before a model call the loop reserves an upper
+   bound of what the call can be billed (``input_bound`` tokens at the
+   dearest input rate, plus ``max_tokens`` at the output rate: see
+   ``docs/budget.md``); if it does not fit, the call is not made. The real
+   cost settles it afterwards, and a bill past the bound is an overrun that
+   stops the run as a failure.
 4. A model missing from the price table costs the highest price in the table,
    field by field, never zero.
 5. Costs round up to the next micro-dollar, so rounding never lets a run spend
@@ -16,12 +20,14 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
+from .canonical import canonical
 from .events import Usage
+from .redact import is_marker, marker_info, size_correction
 
 __all__ = [
     "Budget",
@@ -30,9 +36,17 @@ __all__ = [
     "Price",
     "PriceTable",
     "cost_micros",
+    "count_images",
     "estimate_tokens",
+    "input_rate",
+    "message_bytes",
+    "message_bound",
+    "input_bound",
     "over_cap",
+    "reservation_micros",
+    "text_bytes",
     "tokens_for_chars",
+    "tools_bound",
     "usd",
 ]
 
@@ -67,14 +81,115 @@ def format_usd(micros: int) -> str:
     return f"{sign}${whole}.{frac:06d}"
 
 
+# --- sizes of what is sent, and tokens from them ------------------------------
+#
+# The one place where text becomes tokens. Two conversions, one measure:
+#
+# - ``input_bound``/``message_bound``/``tools_bound``: an UPPER BOUND of the
+#   input tokens a provider can bill, for reservations. Every vendor tokenizer
+#   we price is a byte-level BPE (or a byte-fallback one): each token covers at
+#   least one byte of the UTF-8 text, so a text of n bytes is at most n tokens.
+#   What the vendor adds around the text (role markers, block framing, the
+#   tool-use system prompt, images) is covered by the stated allowances below.
+# - ``tokens_for_chars``/``estimate_tokens``: a TYPICAL figure (a quarter of the
+#   bytes) for how full a context window is; never used for money.
+
+MESSAGE_ALLOWANCE = 16
+"""Tokens per message beyond its text: role and turn markers, separators, block framing."""
+CALL_ALLOWANCE = 16
+"""Tokens per tool call or tool result block beyond its text (``tool_use``/``tool_result`` framing)."""
+TOOL_ALLOWANCE = 32
+"""Tokens per tool definition beyond its JSON (the vendor's rendering of the schema)."""
+TOOLS_PROMPT_ALLOWANCE = 600
+"""The system prompt a vendor adds when tools are given (Anthropic documents 159 to 530 tokens)."""
+REQUEST_ALLOWANCE = 16
+"""Once a request: the reply's priming (``<|im_start|>assistant``), a system block's framing."""
+IMAGE_TOKENS = 2_000
+"""Tokens per image when the model does not say (Anthropic: about 1,600 at its largest size)."""
+
+
+def text_bytes(text: str) -> int:
+    """The UTF-8 length of ``text`` (lone surrogates count 3, as they would be sent escaped or replaced)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def message_bytes(m: Mapping[str, Any]) -> int:
+    """The UTF-8 bytes of what a message sends: its text, its calls' names, ids and canonical
+    arguments, its tool call id and tool name. Recorded markers (``redact``) count the original's bytes."""
+    content = m.get("content", "")
+    if type(content) is str:
+        n = text_bytes(content)
+    elif is_marker(content):
+        n = int(marker_info(content).get("bytes", 0))
+    else:
+        try:
+            n = len(canonical(content))
+        except (ValueError, TypeError):
+            n = text_bytes(str(content))
+    for c in m.get("tool_calls", ()):
+        args = c.get("arguments")
+        try:
+            b = canonical(args)
+        except (ValueError, TypeError):
+            b = str(args).encode("utf-8", "surrogatepass")
+        if b'"$redacted":' in b or b'"$truncated":' in b:
+            n += size_correction(args)
+        n += len(b) + text_bytes(str(c.get("name", ""))) + text_bytes(str(c.get("id", "")))
+    for k in ("tool_call_id", "name"):
+        v = m.get(k)
+        if isinstance(v, str):
+            n += text_bytes(v)
+    return n
+
+
+def count_images(content: Any) -> int:
+    """Image blocks in a tool's content (an MCP result ``{"content": [{"type": "image", ...}]}``)."""
+    if not isinstance(content, Mapping):
+        return 0
+    blocks = content.get("content")
+    if not isinstance(blocks, list):
+        return 0
+    return sum(1 for b in blocks if isinstance(b, Mapping) and b.get("type") == "image")
+
+
+def message_bound(m: Mapping[str, Any], images: int = 0, image_tokens: int = IMAGE_TOKENS) -> int:
+    """At most how many input tokens one message can be billed as (see the section's comment)."""
+    calls = len(m.get("tool_calls", ()))
+    framing = MESSAGE_ALLOWANCE + CALL_ALLOWANCE * (calls + (1 if m.get("role") == "tool" else 0))
+    return message_bytes(m) + framing + images * image_tokens
+
+
+def tools_bound(tools: Sequence[Any]) -> int:
+    """At most how many input tokens the tool definitions (``ToolSpec``s) add, the vendor's tool prompt included."""
+    if not tools:
+        return 0
+    return TOOLS_PROMPT_ALLOWANCE + sum(len(canonical(t.to_json())) + TOOL_ALLOWANCE for t in tools)
+
+
+def input_bound(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] = (), image_tokens: int = IMAGE_TOKENS) -> int:
+    """At most how many input tokens a request can be billed as (images in tool messages are not
+    seen here: the loop counts them from the tool results; side calls send none)."""
+    return REQUEST_ALLOWANCE + tools_bound(tools) + sum(message_bound(m, 0, image_tokens) for m in messages)
+
+
+def input_rate(price: Price) -> int:
+    """The highest rate an input token can be billed at: plain input, a cache write or a cache read."""
+    return max(price.input, price.cache_write, price.cache_read)
+
+
+def reservation_micros(input_tokens: int, output_tokens: int, price: Price) -> int:
+    """The most a call can cost: ``input_tokens`` at ``input_rate``, ``output_tokens`` at the output price."""
+    return -(-(input_tokens * input_rate(price) + output_tokens * price.output) // 1_000_000)
+
+
 def tokens_for_chars(chars: int) -> int:
-    """The heuristic when a model reports no usage: four characters a token."""
+    """A typical token count for ``chars`` bytes of text (a quarter): for context fill, never for money."""
     return chars // 4
 
 
 def estimate_tokens(text: str) -> int:
-    """``tokens_for_chars(len(text))``."""
-    return tokens_for_chars(len(text))
+    """``tokens_for_chars(text_bytes(text))``: a typical figure, never a bound."""
+    return tokens_for_chars(text_bytes(text))
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """A record's line: its canonical body, the body's SHA-256, and the hash spliced in front.
 
 Kept apart from ``transcript.py`` so that it is compiled with the core
-(``_native.MODULES``): every record written or replayed passes here. The
-format itself is documented in ``transcript.py`` and PRODUCT.md.
+(``_native.MODULES``): every record written, replayed or verified passes here.
+The format itself is documented in ``transcript.py`` and
+docs/transcript-format.md. The verifier's fast path (``fast_hash``,
+``is_canonical``) lives here for the same reason: it runs once a line.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .canonical import canonical
+import orjson
 
-__all__ = ["make_line"]
+from .canonical import _utf16_key, canonical
+
+__all__ = ["fast_hash", "is_canonical", "make_line"]
 
 
 def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]:
@@ -24,3 +28,237 @@ def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]
     body = canonical({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
     digest = hashlib.sha256(body).hexdigest()
     return digest, b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+
+
+# The verifier's fast path. orjson parses a line, writes the object back with
+# sorted keys, and when that is the line byte for byte, the line is in orjson's
+# form. orjson's form is the RFC 8785 form except in three places, each looked
+# for at C speed and, only where found, checked token by token:
+#
+# - integers past 2**53 - 1: orjson's strict mode refuses them; the object is
+#   then written without it, and every integer token of 16 or more digits is
+#   checked against the double it reads as (``_int_is_jcs``);
+# - floats: orjson writes the same shortest digits as ECMAScript, and the same
+#   text when it writes no exponent and no trailing ".0". It writes "100.0"
+#   (RFC 8785: "100"), and exponents from 1e+16 and below 1e-5 where RFC 8785
+#   has them from 1e+21 and below 1e-6. So a token "<digits>.0" is never
+#   canonical, and one with an exponent is canonical exactly when the exponent
+#   is at least 21 or at most -7. They are found in the line translated (digits
+#   to "0" or "1", "+" and "-" to "-", "," "]" "}" to ",") as "e-" and ".0,"; a
+#   string that merely looks like one costs a check or a trip down the
+#   reference path, never correctness;
+# - keys holding characters past U+FFFF: orjson sorts keys by code point, RFC
+#   8785 by UTF-16 code unit, and the orders differ only between such a
+#   character and one in U+E000..U+FFFF. Only a line with a key holding a
+#   character in U+E000..U+FFFF (found from the bytes EE and EF by memchr) has
+#   its objects' key orders checked.
+#
+# The fast path only ever accepts; whatever it does not accept goes down the
+# reference path, which names the fault. A property test holds the two equal.
+
+
+def _table(pairs: dict[bytes, bytes]) -> bytes:
+    out = bytearray(b" " * 256)
+    for chars, to in pairs.items():
+        for c in chars:
+            out[c] = to[0]
+    return bytes(out)
+
+
+# One translation serves every scan: "e" and "." become "x", a sign and the
+# digit 0 become "y", so one two-byte search for "xy" finds every exponent
+# ("e-", "e+") and every ".0" (and, harmlessly, "e0" and "-0").
+_SCAN_TABLE = _table({b".e": b"x", b"+-0": b"y"})
+_DIGITS_TABLE = _table({b"0123456789": b"0"})
+_SIXTEEN = b"0" * 16
+_MAX_SAFE = b"9007199254740992"
+_TOKEN_CHARS = frozenset(b"0123456789.-")
+_TOKEN_START = frozenset(b":,[")
+_TOKEN_END = frozenset(b",]}")
+_SORTED_STRICT = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+_BODY_START = hashlib.sha256(b"{")
+_int_cache: dict[bytes, bool] = {}
+
+
+def _numbers_ok(line: bytes, t: bytes) -> bool:
+    """No float token at an "xy" of the translated line ``t`` is written otherwise by RFC 8785.
+
+    At "<digit>e<sign>": the exponent's digits decide (at most -7 or at least 21 is
+    RFC 8785's form too). At "<digit>.0" ending a token (a float written "100.0"):
+    never RFC 8785's form. Anything else that matched ("e0", "-0", "0.05") is fine.
+    """
+    n = len(line)
+    i = t.find(b"xy")
+    while i >= 0:
+        if i > 0 and 0x30 <= line[i - 1] <= 0x39 and i + 4 < n:  # after a digit: a number (or a string like one)
+            c = line[i]
+            d = line[i + 2]
+            if c == 0x65 and 0x30 <= d <= 0x39:  # "e", a sign, a digit
+                e = line[i + 3]
+                if line[i + 1] == 0x2D:  # "e-": -1 .. -6 are written "0.00000d" by RFC 8785
+                    if not 0x30 <= e <= 0x39 and d < 0x37:
+                        return False
+                elif line[i + 1] == 0x2B:  # "e+"
+                    if not 0x30 <= e <= 0x39:
+                        return False  # "e+d": orjson never writes it; let the reference path decide
+                    if not 0x30 <= line[i + 4] <= 0x39 and line[i + 2 : i + 4] < b"21":
+                        return False  # "e+16" .. "e+20": written in full by RFC 8785
+            elif c == 0x2E and line[i + 1] == 0x30 and d in _TOKEN_END:  # "<digit>.0" ending a token
+                s = i - 1
+                while s > 0 and line[s - 1] in _TOKEN_CHARS:
+                    s -= 1
+                if s > 0 and line[s - 1] in _TOKEN_START:
+                    return False
+        i = t.find(b"xy", i + 2)
+    return True
+
+
+def _int_is_jcs(tok: bytes) -> bool:
+    """An integer text is the RFC 8785 form of the double it reads as (exact up to 2**53)."""
+    digits = tok[1:] if tok[:1] == b"-" else tok
+    if len(digits) < 16 or (len(digits) == 16 and digits <= _MAX_SAFE):
+        return True
+    known = _int_cache.get(tok)
+    if known is not None:
+        return known
+    r = repr(float(tok))  # the shortest digits: "9007199254740994.0" or "-1.152921504606847e+18"
+    mant, _, e = r.partition("e")
+    text = tok.decode()
+    if not e:
+        ok = r == text + ".0"
+    else:
+        shortest = mant.replace(".", "").lstrip("-")
+        n = int(e) + 1
+        ok = n <= 21 and ("-" if text[0] == "-" else "") + shortest + "0" * (n - len(shortest)) == text
+    if len(_int_cache) < 4096:
+        _int_cache[tok] = ok
+    return ok
+
+
+def _big_ints_ok(line: bytes) -> bool:
+    """Every integer token of 16 or more digits is written as RFC 8785 writes the double it reads as."""
+    t = line.translate(_DIGITS_TABLE)
+    i = t.find(_SIXTEEN)  # the start of a run of digits (searches resume past each run)
+    end = len(t)
+    while i >= 0:
+        e = i + 16
+        while e < end and t[e] == 0x30:
+            e += 1
+        if e < end and line[e] in _TOKEN_END and i > 0 and (e - i > 16 or line[i:e] > _MAX_SAFE):  # past 2**53
+            s = i - 1 if line[i - 1] == 0x2D else i
+            if s > 0 and line[s - 1] in _TOKEN_START and not _int_is_jcs(line[s:e]):  # an integer token (or a string like one)
+                return False
+        i = t.find(_SIXTEEN, e)
+    return True
+
+
+def _keys_in_utf16_order(value: Any) -> bool:
+    """Every object's keys, in the order parsed, are sorted by UTF-16 code units."""
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            keys = list(v)
+            if not all(k.isascii() for k in keys) and keys != sorted(keys, key=_utf16_key):
+                return False
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return True
+
+
+def _high_bmp_in_a_key(line: bytes) -> bool:
+    """Some string holding a character in U+E000..U+FFFF (UTF-8 lead byte EE or EF) is an object key."""
+    for lead in (b"\xee", b"\xef"):
+        i = line.find(lead)
+        while i >= 0:
+            q = line.find(b'"', i)  # the end of the string that holds it
+            while q > 0 and line[q - 1] == 0x5C:  # a quote after backslashes: escaped when they are odd in number
+                k = q - 1
+                while line[k] == 0x5C:
+                    k -= 1
+                if (q - 1 - k) % 2 == 0:
+                    break
+                q = line.find(b'"', q + 1)
+            if q < 0 or line[q + 1 : q + 2] == b":":
+                return True  # a key (or not valid JSON here: the walk decides)
+            i = line.find(lead, q)
+    return False
+
+
+def _orjson_form_is_canonical(obj: Any, line: bytes, big: bool) -> bool:
+    """``line`` is orjson's sorted form of ``obj``: True when it is also its RFC 8785 form.
+
+    ``big``: the object holds an integer past 2**53 - 1 (orjson's strict mode refused it).
+    Single-byte scans (memchr) rule out most lines first: a float that orjson
+    writes otherwise holds "." or an exponent's sign, and keys can sort
+    otherwise only when one holds a character in U+E000..U+FFFF (UTF-8 lead
+    byte EE or EF): then every object's keys are checked in UTF-16 order.
+    """
+    if big and not _big_ints_ok(line):
+        return False
+    if line.find(b".") >= 0 or line.find(b"-") >= 0 or line.find(b"+") >= 0:
+        t = line.translate(_SCAN_TABLE)
+        if not _numbers_ok(line, t):
+            return False
+    if line.isascii() or (line.find(b"\xee") < 0 and line.find(b"\xef") < 0) or not _high_bmp_in_a_key(line):
+        return True
+    return _keys_in_utf16_order(obj)
+
+
+def _sorted(obj: Any) -> tuple[bytes, bool]:
+    """orjson's sorted form, and whether it holds integers past 2**53 - 1; b"" past orjson's limits."""
+    try:
+        return orjson.dumps(obj, option=_SORTED_STRICT), False
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS), True
+    except orjson.JSONEncodeError:
+        return b"", True
+
+
+def is_canonical(obj: Any, line: bytes) -> bool:
+    """``line`` (no ``\\n``) is the RFC 8785 form of ``obj``, the value parsed from it.
+
+    False means "not shown here": the caller's reference path decides.
+    """
+    d, big = _sorted(obj)
+    return d == line and _orjson_form_is_canonical(obj, line, big)
+
+
+def fast_hash(raw: bytes, expect_seq: int, prev: str) -> str | None:
+    """The stored hash of ``raw`` (a line with its ``\\n``) when it is a canonical, intact record
+    with that ``seq`` and ``prev``; None when anything is off or unproved (the caller's reference
+    path then finds and names it).
+    """
+    if raw[-1:] != b"\n":
+        return None
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict or len(obj) != 5 or "payload" not in obj:
+        return None
+    seq = obj.get("seq")
+    h = obj.get("hash")
+    if type(seq) is not int or seq != expect_seq or obj.get("prev") != prev or type(obj.get("kind")) is not str or type(h) is not str:
+        return None
+    big = False
+    try:
+        d = orjson.dumps(obj, option=_SORTED_STRICT)
+    except orjson.JSONEncodeError:  # an integer past 2**53 - 1 (or nesting past orjson's limit)
+        big = True
+        try:
+            d = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            return None
+    if len(d) + 1 != len(raw) or not raw.startswith(d):
+        return None
+    if not _orjson_form_is_canonical(obj, raw, big):
+        return None
+    sha = _BODY_START.copy()
+    sha.update(memoryview(raw)[75:-1])  # the line is canonical: after its hash member comes the hashed body
+    if sha.hexdigest() != h:
+        return None
+    return h

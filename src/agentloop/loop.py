@@ -7,10 +7,16 @@ Rules:
    ``CallModel``, ``RunTools``), and what to record (``Append``); a driver
    does those things and hands back the answer.
 2. The step budget is checked before each turn, so steps never exceed it.
-3. Before each model call the loop reserves an estimate of its cost (input
-   estimated at len//4 of what is sent, output at ``max_output_tokens``). If
-   it does not fit the run's cap, or the driver's shared ledger refuses it,
-   the run stops with ``cost_budget`` and the call is not made.
+3. Before each model call the loop reserves an upper bound of its cost:
+   ``budget.input_bound`` of what is sent (UTF-8 bytes plus stated
+   allowances, see ``docs/budget.md``) at the dearest input rate of the model
+   and its fallbacks, plus ``max_output_tokens`` at the output price. When the
+   bound does not fit and the model can count input exactly
+   (``can_count``), the loop asks for a count (``CountInput``) and reserves
+   from it. If nothing fits the run's cap, or the driver's shared ledger
+   refuses it, the run stops with ``cost_budget`` and the call is not made.
+   A call billed past its reservation stops the run with ``budget_overrun``
+   (an ``overrun`` record): the bound failed, and that is never a success.
 4. Within one turn: record the turn, then ``sentinel``, then
    ``no_tool_calls``, then the budgets (tokens, then money), then loop
    detection. A turn that stops the run never has its tools run.
@@ -29,7 +35,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union, cast
 
-from .budget import Budget, Price, cost_micros, estimate_micros, tokens_for_chars
+from .budget import (
+    IMAGE_TOKENS,
+    REQUEST_ALLOWANCE,
+    Budget,
+    Price,
+    cost_micros,
+    count_images,
+    estimate_micros,
+    format_usd,
+    input_rate,
+    message_bound,
+    reservation_micros,
+    tools_bound,
+)
 from .canonical import canonical
 from .conversation import Continues, continued_prefix
 from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
@@ -45,10 +64,12 @@ from .redact import (
 __all__ = [
     "Append",
     "CallModel",
+    "CountInput",
     "Finished",
     "LoopConfig",
     "ModelFailed",
     "ModelReplied",
+    "InputCounted",
     "Reserve",
     "Reserved",
     "RunTools",
@@ -65,6 +86,7 @@ STOP_REASONS = (
     "step_budget",
     "token_budget",
     "cost_budget",
+    "budget_overrun",
     "model_error",
     "loop_detected",
     "interrupted",
@@ -102,6 +124,18 @@ class LoopConfig:
     max_continuations: int = 0
     """A reply cut at max tokens (``finish_reason`` ``max_tokens`` or ``length``) with no tool
     calls is continued by up to this many more turns, each reserved like any other (recorded when on)."""
+    image_tokens: int = IMAGE_TOKENS
+    """At most how many input tokens one image in a tool result is billed as, by the model's vendor
+    (taken from the model's ``max_image_tokens``; recorded when not the default)."""
+    can_count: bool = False
+    """The model counts input tokens exactly (Anthropic's count_tokens): when the bound does not fit,
+    the loop asks for a count before refusing (recorded when on)."""
+    shared_cap: bool = False
+    """The run reserves against a shared ledger (a batch's fleet cap): a bill past a reservation stops it
+    even when its own budget has no money cap (recorded when on)."""
+    legacy_estimate: bool = False
+    """Reserve as files written before the bound did (input at characters // 4, at the model's own
+    price, no overrun check): only for replaying them. New runs record ``"reservation": "bound"``."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -123,6 +157,14 @@ class LoopConfig:
             out["max_continuations"] = self.max_continuations
         if self.fallback_prices:
             out["fallback_prices"] = {k: v.to_json() for k, v in sorted(self.fallback_prices.items())}
+        if self.image_tokens != IMAGE_TOKENS:
+            out["image_tokens"] = self.image_tokens
+        if self.can_count:
+            out["can_count"] = True
+        if self.shared_cap:
+            out["shared_cap"] = True
+        if not self.legacy_estimate:
+            out["reservation"] = "bound"
         return out
 
 
@@ -160,7 +202,14 @@ class ToolsDone:
     """One result per requested call, in the order of the calls."""
 
 
-Inbound = Union[Reserved, ModelReplied, ModelFailed, ToolsDone]
+@dataclass(slots=True)
+class InputCounted:
+    tokens: int | None
+    """The exact input tokens of the request, or None when it could not be counted."""
+    error: str | None = None
+
+
+Inbound = Union[Reserved, ModelReplied, ModelFailed, ToolsDone, InputCounted]
 
 # --- outbound: what the loop asks of its driver ------------------------------
 
@@ -191,6 +240,11 @@ class CallModel:
 
 
 @dataclass(slots=True)
+class CountInput:
+    request: ModelRequest
+
+
+@dataclass(slots=True)
 class RunTools:
     calls: tuple[ToolCall, ...]
 
@@ -200,7 +254,7 @@ class Finished:
     reason: str
 
 
-Outbound = Union[Append, Reserve, Settle, CallModel, RunTools, Finished]
+Outbound = Union[Append, Reserve, Settle, CallModel, CountInput, RunTools, Finished]
 
 
 @dataclass
@@ -219,8 +273,9 @@ class State:
     stop_reason: str | None = None
     error: str | None = None
     chars: int = 0
-    """Characters of what the model is sent; kept incrementally for len//4."""
+    """At most how many input tokens the messages can be billed as (``budget.message_bound``), kept incrementally."""
     tool_chars: int = 0
+    """At most how many input tokens the tools and the request's framing add (``budget.tools_bound``)."""
     repeats: int = 0
     continuations: int = 0
     """Turns in a row that continue a reply cut at max tokens."""
@@ -231,29 +286,38 @@ class State:
     """The secret argument values of the pending calls: looked for in their results."""
     request: ModelRequest | None = None
     """The last request made: reused while ``messages`` is the same list (it is mutated in place)."""
+    bound: int = 0
+    """The input tokens the pending reservation was made for (the bound, or a count)."""
+    images: int = 0
+    """Images in the tool results sent so far, each bounded at ``config.image_tokens`` (never recounted down)."""
+    overrun: str | None = None
+    """A side call or a child run was billed past its reservation (set by whoever settled it): the run stops."""
 
     @property
     def done(self) -> bool:
         return self.stop_reason is not None
 
 
-def _message_chars(m: Message) -> int:
+def _message_chars(m: Message, image_tokens: int = IMAGE_TOKENS, legacy: bool = False) -> int:
+    """At most how many input tokens ``m`` can be billed as (``budget.message_bound``); for a legacy
+    config, its characters as files written before the bound counted them."""
+    if legacy:
+        return _legacy_chars(m)
+    return message_bound(m, 0, image_tokens)
+
+
+def _legacy_chars(m: Message) -> int:
     content = m.get("content", "")
     if type(content) is str:
         n = len(content)
     else:
         n = int(marker_info(content).get("chars", 0)) if is_marker(content) else len(str(content))
     for c in m.get("tool_calls", ()):
-        n += len(c["name"]) + _args_size(c["arguments"])
+        b = canonical(c["arguments"])
+        n += len(c["name"]) + len(b)
+        if b'"$redacted":' in b or b'"$truncated":' in b:
+            n += size_correction(c["arguments"])
     return n + 4
-
-
-def _args_size(arguments: Any) -> int:
-    """The canonical size of arguments, as the original had it when they hold markers."""
-    b = canonical(arguments)
-    if b'"$redacted":' in b or b'"$truncated":' in b:
-        return len(b) + size_correction(arguments)
-    return len(b)
 
 
 def start(config: LoopConfig, messages: Sequence[Message], continues: Continues | None = None) -> tuple[State, list[Outbound]]:
@@ -267,8 +331,12 @@ def start(config: LoopConfig, messages: Sequence[Message], continues: Continues 
     msgs = [dict(m) for m in messages]
     policy = Policy.from_manifest(config.manifest, config.redaction_salt, config.max_value_bytes)
     state = State(config=config, messages=msgs, policy=policy)
-    state.chars = sum(_message_chars(m) for m in msgs)
-    state.tool_chars = len(canonical([t.to_json() for t in config.tools]))
+    legacy = config.legacy_estimate
+    state.chars = sum(_message_chars(m, config.image_tokens, legacy) for m in msgs)
+    if legacy:
+        state.tool_chars = len(canonical([t.to_json() for t in config.tools]))
+    else:
+        state.tool_chars = REQUEST_ALLOWANCE + tools_bound(config.tools)
     recorded = policy.messages_for_record(msgs)
     k = continued_prefix(recorded, continues)
     start_json: dict[str, Any]
@@ -302,16 +370,79 @@ def _next_turn(state: State) -> list[Outbound]:
     b = cfg.budget
     if b.max_steps is not None and state.steps >= b.max_steps:
         return _stop(state, "step_budget")
-    in_tokens = tokens_for_chars(state.chars + state.tool_chars)
-    amount = estimate_micros(in_tokens, cfg.max_output_tokens, cfg.price)
-    tokens = in_tokens + cfg.max_output_tokens
+    if state.overrun is not None:
+        return overrun_stop(state)
+    if cfg.legacy_estimate:
+        in_tokens = (state.chars + state.tool_chars) // 4
+        amount = estimate_micros(in_tokens, cfg.max_output_tokens, cfg.price)
+        if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:
+            state.error = f"the next call needs a reservation of {amount} micro-USD; {b.max_usd_micros - state.spent_micros} are left"
+            return _stop(state, "cost_budget")
+        return _reserve(state, in_tokens, amount)
+    in_tokens = state.chars + state.tool_chars + state.images * cfg.image_tokens
+    price = _dearest(cfg)
+    amount = reservation_micros(in_tokens, cfg.max_output_tokens, price)
     if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:
-        state.error = f"the next call needs a reservation of {amount} micro-USD; {b.max_usd_micros - state.spent_micros} are left"
+        if cfg.can_count:
+            state.bound = in_tokens
+            state.phase = "count"
+            return [CountInput(_request(state))]
+        state.error = _refusal(cfg, in_tokens, amount, b.max_usd_micros - state.spent_micros, price)
         return _stop(state, "cost_budget")
+    return _reserve(state, in_tokens, amount)
+
+
+def _reserve(state: State, in_tokens: int, amount: int) -> list[Outbound]:
+    tokens = in_tokens + state.config.max_output_tokens
+    state.bound = in_tokens
     state.reserved_micros = amount
     state.reserved_tokens = tokens
     state.phase = "reserve"
     return [Reserve(amount, tokens)]
+
+
+def _refusal(cfg: LoopConfig, in_tokens: int, amount: int, left: int, price: Price, counted: int | None = None) -> str:
+    """Why the next call is not made, with the bound it would need."""
+    how = (
+        f"an exact count of {counted}, plus 5% and {COUNT_SLACK}" if counted is not None else "the request's UTF-8 bytes plus allowances"
+    )
+    return (
+        f"the next call needs a reservation of {amount} micro-USD ({format_usd(amount)}), the most it can be billed: "
+        f"at most {in_tokens} input tokens "
+        f"(by {how}) at {input_rate(price)} micro-USD per million, and max_tokens {cfg.max_output_tokens} at "
+        f"{price.output}; {left} micro-USD are left"
+    )
+
+
+COUNT_SLACK = 64
+"""Tokens added to an exact count, with 5%: Anthropic documents count_tokens as an estimate that may differ slightly."""
+
+
+def _with_margin(counted: int) -> int:
+    return counted + -(-counted // 20) + COUNT_SLACK
+
+
+def _on_counted(state: State, event: InputCounted) -> list[Outbound]:
+    cfg = state.config
+    b = cfg.budget
+    price = _dearest(cfg)
+    bound = state.bound
+    left = (b.max_usd_micros - state.spent_micros) if b.max_usd_micros is not None else 0
+    payload: dict[str, Any] = {"step": state.steps + 1, "bound": bound}
+    if event.tokens is None or event.tokens < 0:
+        payload["error"] = event.error or "the model could not count"
+        out: list[Outbound] = [Append("token_count", payload)]
+        amount = reservation_micros(bound, cfg.max_output_tokens, price)
+        state.error = _refusal(cfg, bound, amount, left, price)
+        return out + _stop(state, "cost_budget")
+    tokens = _with_margin(event.tokens)
+    amount = reservation_micros(tokens, cfg.max_output_tokens, price)
+    payload.update({"counted": event.tokens, "reserved_tokens": tokens, "needed_micros": amount, "left_micros": left})
+    out = [Append("token_count", payload)]
+    if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:
+        state.error = _refusal(cfg, tokens, amount, left, price, counted=event.tokens)
+        return out + _stop(state, "cost_budget")
+    return out + _reserve(state, tokens, amount)
 
 
 def _calls_print(calls: Sequence[dict[str, Any]]) -> str:
@@ -345,6 +476,8 @@ def step(state: State, event: Inbound) -> tuple[State, list[Outbound]]:
         return state, _on_reply(state, event.reply)
     if isinstance(event, ToolsDone) and phase == "tools":
         return state, _on_tools(state, event)
+    if isinstance(event, InputCounted) and phase == "count":
+        return state, _on_counted(state, event)
     raise ValueError(f"the loop is in phase {phase!r} and cannot take {type(event).__name__}")
 
 
@@ -354,10 +487,14 @@ def _on_reserved(state: State, event: Reserved) -> list[Outbound]:
         state.reserved_micros = state.reserved_tokens = 0
         return _stop(state, "cost_budget")
     state.phase = "call"
+    return [CallModel(_request(state))]
+
+
+def _request(state: State) -> ModelRequest:
     req = state.request  # the same every turn while the messages list is: built once
     if req is None or req.messages is not state.messages:
         req = state.request = ModelRequest(state.messages, state.config.tools, state.config.max_output_tokens)
-    return [CallModel(req)]
+    return req
 
 
 def _price_of(cfg: LoopConfig, answered: str | None) -> Price:
@@ -399,15 +536,19 @@ def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
 def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     cfg = state.config
     estimated = reply.usage is None
-    # the reply's characters as the next request carries them (the estimate's len//4 unit)
-    out_chars = len(reply.text) if type(reply.text) is str else len(str(reply.text))
-    for c in reply.tool_calls:
-        out_chars += len(c.name) + _args_size(c.arguments)
-    if reply.usage is None:
-        usage = Usage(input_tokens=tokens_for_chars(state.chars + state.tool_chars), output_tokens=tokens_for_chars(out_chars))
+    msg: Message = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        msg["tool_calls"] = [c.to_json() for c in reply.tool_calls]
+    legacy = cfg.legacy_estimate
+    msg_bound = _message_chars(msg, cfg.image_tokens, legacy)
+    if reply.usage is None and legacy:
+        usage = Usage(input_tokens=(state.chars + state.tool_chars) // 4, output_tokens=(msg_bound - 4) // 4)
+    elif reply.usage is None:  # no figures: the reservation's bound for input, the reply's bytes (at most max_tokens) for output
+        usage = Usage(input_tokens=state.bound, output_tokens=min(cfg.max_output_tokens, msg_bound))
     else:
         usage = reply.usage
     cost = cost_micros(usage, _price_of(cfg, reply.model))
+    reserved = state.reserved_micros
     state.steps += 1
     state.usage = state.usage + usage
     state.tokens += usage.total
@@ -433,13 +574,18 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
         ),
     ]
     state.reserved_micros = state.reserved_tokens = 0
-    msg: Message = {"role": "assistant", "content": reply.text}
-    if reply.tool_calls:
-        msg["tool_calls"] = [c.to_json() for c in reply.tool_calls]
     state.messages.append(msg)
-    state.chars += out_chars + 4  # what _message_chars(msg) counts, without a second pass over the arguments
+    state.chars += msg_bound
 
     b = cfg.budget
+    if cost > reserved and not legacy and (b.max_usd_micros is not None or cfg.shared_cap):
+        out.append(Append("overrun", {"step": state.steps, "reserved_micros": reserved, "cost_micros": cost, "usage": usage.to_json()}))
+        state.error = (
+            f"the provider billed {cost} micro-USD for a call reserved at {reserved} (step {state.steps}; "
+            f"usage {usage.input_tokens} in, {usage.cache_write_tokens} cache write, {usage.cache_read_tokens} cache read, "
+            f"{usage.output_tokens} out): past the bound, so the cap can no longer be promised"
+        )
+        return out + _stop(state, "budget_overrun")
     if cfg.sentinel and cfg.sentinel in reply.text:
         return out + _stop(state, "sentinel")
     if not reply.tool_calls:
@@ -498,7 +644,9 @@ def _on_tools(state: State, event: ToolsDone) -> list[Outbound]:
         out.append(Append("tool_result", policy.result_for_record({"step": state.steps, **r.to_json()}, secrets)))
         msg = tool_message(r)
         state.messages.append(msg)
-        state.chars += _message_chars(msg)
+        state.chars += _message_chars(msg, state.config.image_tokens, state.config.legacy_estimate)
+        if r.ok:
+            state.images += count_images(r.content)
     state.pending = ()
     state.secrets = []
     return out + _next_turn(state)
@@ -506,7 +654,14 @@ def _on_tools(state: State, event: ToolsDone) -> list[Outbound]:
 
 def recount_chars(state: State) -> None:
     """Recompute ``state.chars`` after a driver changed ``state.messages`` (compaction, masking)."""
-    state.chars = sum(_message_chars(m) for m in state.messages)
+    cfg = state.config
+    state.chars = sum(_message_chars(m, cfg.image_tokens, cfg.legacy_estimate) for m in state.messages)
+
+
+def overrun_stop(state: State) -> list[Outbound]:
+    """Stop the run because a side call or a child was billed past its reservation (``state.overrun``)."""
+    msg = state.overrun or "a call was billed past its reservation"
+    return [Append("overrun", {"step": state.steps, "error": msg})] + halt(state, "budget_overrun", msg)
 
 
 def halt(state: State, reason: str, error: str | None = None) -> list[Outbound]:

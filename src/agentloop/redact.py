@@ -18,9 +18,9 @@ Rules:
    counts, the SHA-256 of the whole text form, and its first bytes.
 4. Markers are left as they are: recording a recorded value again yields the
    same bytes. This is what lets a full replay write a byte-identical file.
-5. Every marker keeps ``chars`` and ``json_bytes`` so that the loop's len//4
-   estimates come out the same when a replay sees the marker instead of the
-   value (see ``loop._message_chars``).
+5. Every marker keeps ``chars``, ``bytes`` and ``json_bytes`` so that the
+   loop's reservations come out the same when a replay sees the marker instead
+   of the value (see ``budget.message_bytes`` and ``stand_in``).
 
 The text form of a value is the string itself for a string, and its canonical
 JSON otherwise. Changing a marker's shape changes the bytes of every
@@ -166,9 +166,17 @@ def size_correction(value: Any) -> int:
 
 
 def stand_in(info: Mapping[str, Any]) -> str:
-    """What a replay shows in place of a marked tool output: exactly as many characters."""
+    """What a replay shows in place of a marked tool output: exactly as many characters and, when the
+    marker says, as many UTF-8 bytes (so the loop's bound of what is sent comes out the same)."""
     n = int(info.get("chars", 0))
-    return ("[not recorded] " + "*" * n)[:n] if n > 0 else ""
+    if n <= 0:
+        return ""
+    text = ("[not recorded] " + "*" * n)[:n]
+    extra = int(info.get("bytes", n)) - n
+    if extra <= 0 or extra > 3 * n:
+        return text
+    wide = "\U0001F600" * (extra // 3) + ("", "\u00e9", "\u20ac")[extra % 3]  # 4, 2 and 3 bytes a character
+    return text[: n - len(wide)] + wide
 
 
 def _secret_text(v: Any) -> str | None:

@@ -43,7 +43,7 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from .budget import Budget, Price
+from .budget import IMAGE_TOKENS, Budget, Price
 from .canonical import canonical
 from .conversation import Continues, Conversation, reapply
 from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
@@ -77,7 +77,9 @@ __all__ = [
 
 Mode = Literal["full", "live-tools", "dry-run"]
 MODES: tuple[str, ...] = ("full", "live-tools", "dry-run")
-LOOP_KINDS = frozenset({"run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "continuation", "stop"})
+LOOP_KINDS = frozenset(
+    {"run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "continuation", "stop", "token_count", "overrun"}
+)
 DRY_RUN_ERROR = "not run: a dry-run replay skips tools"
 
 
@@ -91,6 +93,12 @@ class ReplayExhausted(Exception):
     (An ``Exception``, not an ``AssertionError``: this module is compiled, and
     mypyc subclasses only ``Exception`` among the built-in exceptions. Only the
     class name reaches the record.)"""
+
+
+class ReplayCountError(Exception):
+    """A recorded failed token count, raised again with its recorded text (``verbatim``)."""
+
+    verbatim = True
 
 
 @dataclass(frozen=True)
@@ -327,6 +335,10 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
             record_raw=bool(c.get("record_raw", False)),
             max_continuations=int(c.get("max_continuations", 0)),
             fallback_prices={str(k): Price.from_json(v) for k, v in (c.get("fallback_prices") or {}).items()},
+            image_tokens=int(c.get("image_tokens", IMAGE_TOKENS)),
+            can_count=bool(c.get("can_count", False)),
+            shared_cap=bool(c.get("shared_cap", False)),
+            legacy_estimate=c.get("reservation") != "bound",
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError(f"run_start config cannot be read: {type(exc).__name__}: {exc}") from None
@@ -355,6 +367,18 @@ class ReplayModel:
         self.unreproducible: list[str] = []
         self.replayed_interrupt = False
         """The recorded interrupt was raised again (a Ctrl+C of the person replaying is not)."""
+        self.counts: list[Mapping[str, Any]] = []
+        """The recorded ``token_count`` payloads, answered in order by ``count_tokens``."""
+
+    def count_tokens(self, request: ModelRequest) -> int | None:
+        """The exact count the loop was given here, from the record (its error raised again)."""
+        if not self.counts:
+            raise ReplayExhausted("the loop asked for a token count the record does not hold")
+        p = self.counts.pop(0)
+        n = p.get("counted")
+        if not isinstance(n, int):
+            raise ReplayCountError(str(p.get("error", "no count")))
+        return n
 
     def complete(self, request: ModelRequest) -> ModelReply:
         if self.calls >= len(self.turns):
@@ -578,10 +602,13 @@ class _RunReplay:
         self.stop: Any = None
         self.results: dict[int, list[dict[str, Any]]] = {}
         self.uses_prepare = False
+        counts: list[Mapping[str, Any]] = []
         for k, r in enumerate(seg):
             kind = r.kind
             if kind == "model_turn" or kind == "model_error":
                 self.turns.append(r)
+            elif kind == "token_count":
+                counts.append(r.payload)
             elif kind == "tool_result":
                 self.results.setdefault(int(r.payload.get("step", 0)), []).append(r.payload)
             elif kind == "stop":
@@ -598,6 +625,7 @@ class _RunReplay:
             refuse_at = sum(1 for r in self.turns if r.kind == "model_turn") + 1
         self.ledger = _Ledger(refuse_at)
         self.model = ReplayModel(self.turns, interrupted=self.interrupted)
+        self.model.counts = counts
         self.sink = _PassSink(out, seg, cut_off=self.stop is None)
         if has_markers:
             self._notes()
@@ -674,6 +702,9 @@ class _RunReplay:
                     recount_chars(state)
             i += 1
         nxt = seg[i] if i < len(seg) else None
+        if nxt is not None and nxt.kind == "overrun" and "error" in nxt.payload:
+            state.overrun = str(nxt.payload["error"])  # a side call billed past its bound: the driver stops as it did
+            return None
         if nxt is not None and nxt.kind == "loop_detected":
             record(nxt.kind, nxt.payload)
             return str((self.stop or {}).get("reason", "loop_detected"))

@@ -36,7 +36,9 @@ from .events import (
 from .loop import (
     Append,
     CallModel,
+    CountInput,
     Finished,
+    InputCounted,
     LoopConfig,
     ModelFailed,
     ModelReplied,
@@ -49,6 +51,7 @@ from .loop import (
     ToolsDone,
     halt,
     interrupt,
+    overrun_stop,
     start,
     step,
 )
@@ -65,7 +68,7 @@ Prepare = Callable[[State, Record], "str | None | Awaitable[str | None]"]
 """Called before each model call with the loop's state and a way to record.
 
 It may rewrite ``state.messages`` in place (mask old tool output, compact);
-then it keeps ``state.chars`` right (adjusting it, or ``loop.recount_chars``,
+then it keeps ``state.chars`` (the messages' input bound) right (adjusting it, or ``loop.recount_chars``,
 which is O(messages): too slow to run every turn of a long session), and
 the driver sends the new list. Records it
 makes go through the run's sink, counted. Returning a stop reason (e.g.
@@ -106,6 +109,36 @@ def _continuations(model: object) -> int:
     """How many cuts at max tokens a model's turns may be continued by (providers set it; else 0)."""
     n = getattr(model, "max_continuations", 0)
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
+def _image_tokens(model: object) -> int:
+    """At most how many tokens an image costs with this model's vendor (providers set ``max_image_tokens``)."""
+    from .budget import IMAGE_TOKENS
+
+    n = getattr(model, "max_image_tokens", IMAGE_TOKENS)
+    fb = getattr(model, "fallback", None)
+    while fb is not None:
+        m = getattr(fb, "max_image_tokens", IMAGE_TOKENS)
+        n = max(n, m) if isinstance(m, int) else n
+        fb = getattr(fb, "fallback", None)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else IMAGE_TOKENS
+
+
+def _can_count(model: object) -> bool:
+    """The model counts input exactly and has no fallback (whose count would differ)."""
+    return bool(getattr(model, "counts_tokens", False)) and getattr(model, "fallback", None) is None
+
+
+def count_input(model: object, request: ModelRequest) -> InputCounted:
+    """A ``CountInput`` answered by the model's ``count_tokens`` (a failure is data)."""
+    counter = getattr(model, "count_tokens", None)
+    if counter is None:
+        return InputCounted(None, "the model cannot count tokens")
+    try:
+        n = counter(request)
+    except Exception as exc:  # counting is advice: its failure leaves the bound standing
+        return InputCounted(None, str(exc) if getattr(exc, "verbatim", False) else f"{type(exc).__name__}: {exc}")
+    return InputCounted(n if isinstance(n, int) and not isinstance(n, bool) else None, None if isinstance(n, int) else "no count")
 
 
 def _fallback_prices(model: object, table: PriceTable) -> dict[str, Price]:
@@ -165,6 +198,8 @@ def make_config(
         record_raw=record_raw,
         max_continuations=_continuations(model),
         fallback_prices=_fallback_prices(model, table),
+        image_tokens=_image_tokens(model),
+        can_count=_can_count(model),
     )
 
 
@@ -199,6 +234,8 @@ class _Drive:
 
     def prepared(self, state: State, out: CallModel, reason: str | None) -> list[Outbound]:
         """After ``prepare``: the call to make, or the stop it asked for."""
+        if reason is None and state.overrun is not None:  # a side call of prepare's was billed past its bound
+            return overrun_stop(state)
         if reason is not None:
             return halt(state, reason)
         self.ready = CallModel(replace(out.request, messages=state.messages))
@@ -318,6 +355,8 @@ def run(
         max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
         redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
+    if config is None and ledger is not None:
+        cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
     run_tools = executor or _threaded(registry, drive, max_parallel)
@@ -341,6 +380,8 @@ def run(
                     inbound = _failure(exc)
             elif isinstance(out, RunTools):
                 inbound = ToolsDone(tuple(run_tools(out.calls)))
+            elif isinstance(out, CountInput):
+                inbound = count_input(model, out.request)
             else:
                 inbound = drive.simple(state, out)
             if inbound is not None:
@@ -531,6 +572,8 @@ async def arun(
         max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
         redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
+    if config is None and ledger is not None:
+        cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
     run_tools = executor or _parallel(registry, drive, max_parallel)
@@ -560,6 +603,8 @@ async def arun(
                     inbound = _failure(exc)
             elif isinstance(out, RunTools):
                 inbound = ToolsDone(tuple(await run_tools(out.calls)))
+            elif isinstance(out, CountInput):
+                inbound = await asyncio.to_thread(count_input, model, out.request)
             else:
                 inbound = drive.simple(state, out)
             if inbound is not None:

@@ -38,7 +38,7 @@ from typing import Any, BinaryIO, Literal, NamedTuple, Protocol
 import orjson
 
 from .canonical import NotCanonicalizable, canonical
-from .line import make_line
+from .line import fast_hash, is_canonical, make_line
 
 __all__ = [
     "GENESIS",
@@ -385,55 +385,18 @@ def _check_obj(obj: Any, index: int, line_no: int | None, problems: list[Problem
     return rec, body
 
 
-# The verifier's fast path. A line whose kind and payload hold no float, no
-# integer past 2**53 and no astral character (which could reorder keys) is one
-# where orjson's sorted output is exactly the RFC 8785 form, so comparing the
-# two proves the line canonical. The test maps digits to "0", "." and "e"/"E"
-# to themselves, the lead bytes of 4-byte UTF-8 to "!", everything else to a
-# space, then looks for "0.", "0e", sixteen "0"s or "!": a C-speed scan. The hex
-# of "hash" and "prev" is skipped. A false alarm (a string like "v1.2") costs
-# time on the reference path, never correctness.
-_SCAN = bytearray(b" " * 256)
-for _b in b"0123456789":
-    _SCAN[_b] = ord("0")
-for _b in b".eE":
-    _SCAN[_b] = ord(".")
-for _b in range(0xF0, 0xF5):
-    _SCAN[_b] = ord("!")
-_SCAN_TABLE = bytes(_SCAN)
-_SIXTEEN = b"0" * 16
-
-
-def _sorted_dumps(obj: Any) -> bytes | None:
-    """orjson's sorted form, or None past its depth limit (the reference path decides)."""
-    try:
-        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return None
-
-
-def _plain(line: bytes, prev_at: int) -> bool:
-    """True when the payload and kind (not the hex fields) need no reference path."""
-    t = line.translate(_SCAN_TABLE)
-    hex_end = prev_at + 73
-    for pat in (b"0.", b"!", _SIXTEEN):
-        if t.find(pat, 75, prev_at) >= 0 or t.find(pat, hex_end) >= 0:
-            return False
-    return True
-
-
-def _check_line(line: bytes, index: int, line_no: int, problems: list[Problem]) -> Record | None:
+def _check_line(line: bytes, index: int, line_no: int, problems: list[Problem], fast: bool = True) -> Record | None:
+    """Check one line (without its ``\n``); ``fast=False`` takes the reference path alone."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         problems.append(Problem(index, "bad_json", f"line {line_no} is not JSON: {exc}", line_no))
         return None
-    p = line.rfind(b',"prev":"')
-    if p > 75 and _plain(line, p):
+    if fast and type(obj) is dict and len(obj) == 5 and type(obj.get("hash")) is str and len(obj["hash"]) == 64:
         shaped = _shape(obj, index, line_no, problems)
         if shaped is None:
             return None
-        if _sorted_dumps(obj) == line:
+        if is_canonical(obj, line):
             # The line is canonical, so the bytes after its hash member are the hashed body.
             if hashlib.sha256(b"{" + line[75:]).hexdigest() != shaped.hash:
                 problems.append(Problem(index, "hash_mismatch", f"record {index}: the stored hash does not match its content", line_no))
@@ -501,48 +464,26 @@ def verify_records(records: Iterable[Any]) -> VerifyReport:
 def verify_lines(lines: Iterable[bytes], *, fast: bool = True) -> VerifyReport:
     """Check lines as read from a file, each with its ``\\n`` where it had one.
 
-    A record that is plain, canonical and chained takes a fast path inlined
-    here; anything else goes through ``_check_line``, which finds and names
+    A record that is canonical and chained takes the fast path
+    (``line.fast_hash``); anything else goes through ``_check_line``, which finds and names
     every fault. Both reach the same verdict: the fast path only ever accepts
-    (``fast=False`` turns it off; a property test holds the two equal).
+    (``fast=False`` turns it off, here and in ``_check_line``: the reference
+    path alone; property tests hold the two equal).
     """
     report = VerifyReport()
     chain = _Chain(report)
     problems = report.problems
-    loads = orjson.loads
-    sha256, table, sixteen = hashlib.sha256, _SCAN_TABLE, _SIXTEEN
     index = -1
     for index, raw in enumerate(lines):  # noqa: B007
-        if fast and raw[-1:] == b"\n" and chain.prev is not None:
-            line = raw[:-1]
-            p = line.rfind(b',"prev":"')
-            if p > 75:
-                t = line.translate(table)
-                q = p + 73
-                if (
-                    t.find(b"0.", 75, p) < 0 and t.find(b"0.", q) < 0
-                    and t.find(b"!", 75, p) < 0 and t.find(b"!", q) < 0
-                    and t.find(sixteen, 75, p) < 0 and t.find(sixteen, q) < 0
-                ):
-                    try:
-                        obj = loads(line)
-                    except orjson.JSONDecodeError:
-                        obj = None
-                    if type(obj) is dict and len(obj) == 5 and "payload" in obj:
-                        seq = obj.get("seq")
-                        h = obj.get("hash")
-                        if (
-                            type(seq) is int and seq == chain.expect_seq and obj.get("prev") == chain.prev
-                            and type(obj.get("kind")) is str and type(h) is str
-                            and _sorted_dumps(obj) == line
-                            and sha256(b"{" + line[75:]).hexdigest() == h
-                        ):
-                            chain.expect_seq = seq + 1
-                            chain.prev = report.last_hash = h
-                            if chain.clean:
-                                report.valid_prefix = index + 1
-                                report.valid_prefix_bytes += len(raw)
-                            continue
+        if fast and chain.prev is not None:
+            h = fast_hash(raw, chain.expect_seq, chain.prev)
+            if h is not None:
+                chain.expect_seq += 1
+                chain.prev = report.last_hash = h
+                if chain.clean:
+                    report.valid_prefix = index + 1
+                    report.valid_prefix_bytes += len(raw)
+                continue
         line_no = index + 1
         before = len(problems)
         if not raw.endswith(b"\n"):
@@ -550,7 +491,7 @@ def verify_lines(lines: Iterable[bytes], *, fast: bool = True) -> VerifyReport:
             line = raw
         else:
             line = raw[:-1]
-        rec = _check_line(line, index, line_no, problems)
+        rec = _check_line(line, index, line_no, problems, fast)
         chain.link(rec, index, line_no, len(problems) > before, len(raw))
     report.count = index + 1
     return report

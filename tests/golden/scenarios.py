@@ -113,6 +113,12 @@ def cost_budget(sink: Sink) -> None:
     _run(sink, two, Budget(max_usd_micros=60_000), max_output_tokens=2000)
 
 
+def budget_overrun(sink: Sink) -> None:
+    # a provider that bills far past the bound (100,000 input tokens for a short prompt): the run stops as a failure
+    _run(sink, [reply("", [("add", {"a": 1, "b": 1})], usage=(100_000, 10), step=1), reply("2")], Budget(max_usd_micros=900_000),
+         max_output_tokens=200)
+
+
 def ledger_refused(sink: Sink) -> None:
     script = [reply("", [("add", {"a": i, "b": 0})], usage=(100, 10), step=i) for i in range(1, 6)]
     _run(sink, script, Budget(max_steps=9), ledger=LocalLedger(4_000), max_output_tokens=200)
@@ -168,7 +174,7 @@ def session(sink: Sink) -> None:
 
 SCENARIOS: dict[str, Callable[[Sink], None]] = {
     f.__name__.replace("_", "-"): f
-    for f in (answer, recover, step_budget, token_budget, cost_budget, ledger_refused, sentinel, loop_detected,
+    for f in (answer, recover, step_budget, token_budget, cost_budget, budget_overrun, ledger_refused, sentinel, loop_detected,
               model_error, interrupted, redacted, truncated, raw, session)
 }
 

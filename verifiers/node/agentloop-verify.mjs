@@ -12,6 +12,7 @@
 import { createHash, createPublicKey, verify as cryptoVerify } from "node:crypto";
 import { closeSync, openSync, readFileSync, readSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { constants as bufferConstants } from "node:buffer";
 
 const GENESIS = "0".repeat(64);
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -217,26 +218,80 @@ const sha256hex = (b) => createHash("sha256").update(b).digest("hex");
 
 // ---------------------------------------------------------------------------
 // Lines of a file, streamed.
+//
+// A partial line is kept as a list of chunks and joined once, when its "\n"
+// (or the end of the file) arrives: each byte is copied at most twice, so the
+// time is linear in the line's length. A line longer than MAX_LINE bytes is
+// not kept at all: the reader skips to its end and yields a TooLong marker,
+// which the verifier reports as unreadable (section 4: a verifier that cannot
+// hold a line says so; it is not a finding about the file). MAX_LINE is the
+// longest string V8 can make, so every line it lets through can be decoded.
+// AGENTLOOP_VERIFY_MAX_LINE lowers it (tests); AGENTLOOP_VERIFY_STATS=1
+// prints the bytes the reader copied to stderr when the run ends.
 
-function* readLines(path) {
+const MAX_LINE = (() => {
+  const env = process.env.AGENTLOOP_VERIFY_MAX_LINE;
+  const n = env && /^[0-9]+$/.test(env) ? Number(env) : NaN;
+  return Number.isSafeInteger(n) && n > 0 ? Math.min(n, bufferConstants.MAX_STRING_LENGTH) : bufferConstants.MAX_STRING_LENGTH;
+})();
+const stats = { bytesCopied: 0 };
+
+class TooLong {
+  constructor(bytes, complete) {
+    this.bytes = bytes; // how long the line is
+    this.complete = complete; // it ended in "\n"
+  }
+}
+
+function* readLines(path, chunkSize = 1 << 20) {
   const fd = openSync(path, "r");
   try {
-    const buf = Buffer.alloc(1 << 20);
-    let rest = Buffer.alloc(0);
+    const buf = Buffer.alloc(chunkSize);
+    let parts = []; // the pending partial line, chunk by chunk
+    let pending = 0; // its length
+    let skipping = false; // the pending line is past MAX_LINE: counted, not kept
+    const take = (piece, complete) => {
+      // `piece` ends the pending line (its "\n" included when complete)
+      const total = pending + piece.length;
+      let out;
+      if (skipping || total - (complete ? 1 : 0) > MAX_LINE) out = new TooLong(total - (complete ? 1 : 0), complete);
+      else if (!parts.length) {
+        out = Buffer.from(piece); // the read buffer is reused: copy once
+        stats.bytesCopied += piece.length;
+      } else {
+        out = Buffer.concat([...parts, piece], total);
+        stats.bytesCopied += total;
+      }
+      parts = [];
+      pending = 0;
+      skipping = false;
+      return out;
+    };
     for (;;) {
       const n = readSync(fd, buf, 0, buf.length, null);
       if (n === 0) break;
-      let chunk = Buffer.concat([rest, buf.subarray(0, n)]);
+      const chunk = buf.subarray(0, n);
       let start = 0;
       for (;;) {
         const nl = chunk.indexOf(0x0a, start);
         if (nl < 0) break;
-        yield Buffer.from(chunk.subarray(start, nl + 1));
+        yield take(chunk.subarray(start, nl + 1), true);
         start = nl + 1;
       }
-      rest = Buffer.from(chunk.subarray(start));
+      if (start < n) {
+        const rest = chunk.subarray(start);
+        pending += rest.length;
+        if (!skipping && pending > MAX_LINE) {
+          skipping = true;
+          parts = [];
+        }
+        if (!skipping) {
+          parts.push(Buffer.from(rest)); // the read buffer is reused: keep a copy
+          stats.bytesCopied += rest.length;
+        }
+      }
     }
-    if (rest.length) yield rest;
+    if (pending) yield take(Buffer.alloc(0), false);
   } finally {
     closeSync(fd);
   }
@@ -312,6 +367,10 @@ function verifyChain(path, onLeaf) {
     for (const raw of readLines(path)) {
       index++;
       const lineNo = index + 1;
+      if (raw instanceof TooLong) {
+        const msg = `${path}: line ${lineNo} is ${raw.bytes} bytes long, more than this verifier can hold (${MAX_LINE} bytes)`;
+        return { ok: false, records: 0, last_hash: GENESIS, problems: [problem(-1, "unreadable", msg)] };
+      }
       let line = raw;
       if (raw[raw.length - 1] !== 0x0a) {
         report.problems.push(problem(index, "torn_tail", `line ${lineNo} does not end in a newline: a torn write`, lineNo));
@@ -390,7 +449,7 @@ function foldFrontier(f) {
 function frontierRanges(size) {
   const out = [];
   let start = 0;
-  for (let bit = 52; bit >= 0; bit--) {
+  for (let bit = 53; bit >= 0; bit--) { // sizes go up to 2^53 (section 7.1)
     const w = 2 ** bit;
     if (Math.floor(size / w) % 2 === 1) {
       out.push([start, start + w]);
@@ -432,6 +491,7 @@ function rangeRootsFromFile(path, ranges) {
   const trees = ranges.map(() => new Tree());
   let i = 0;
   for (const raw of readLines(path)) {
+    if (raw instanceof TooLong) throw new UsageError(`${path}: a line is ${raw.bytes} bytes long, more than this verifier can hold`);
     if (raw[raw.length - 1] !== 0x0a) break;
     const leaf = raw.subarray(0, raw.length - 1);
     ranges.forEach(([a, b], j) => {
@@ -511,13 +571,19 @@ function keyId(raw) {
   return sha256hex(raw).slice(0, 16);
 }
 
-function loadJsonFile(path, what) {
+// Section 7.1: an anchor file is at most 1 MiB. Read whole, it is one JSON text with nothing after it.
+const MAX_ANCHOR_BYTES = 1 << 20;
+
+function loadJsonFile(path, what, maxBytes = Infinity) {
   let bytes;
   try {
+    if (statSync(path).size > maxBytes) throw new UsageError(`${path}: the ${what} file is larger than ${maxBytes} bytes (1 MiB)`);
     bytes = readFileSync(path);
   } catch (e) {
+    if (e instanceof UsageError) throw e;
     throw new UsageError(`${path}: cannot read the ${what}: ${e.message}`);
   }
+  if (bytes.length > maxBytes) throw new UsageError(`${path}: the ${what} file is larger than ${maxBytes} bytes (1 MiB)`);
   try {
     return parseJson(bytes);
   } catch (e) {
@@ -528,7 +594,7 @@ function loadJsonFile(path, what) {
 const isSize = (v) => v instanceof Num && v.isInt && v.big >= 0n && v.big <= SAFE;
 
 function parseAnchor(path) {
-  const a = loadJsonFile(path, "anchor");
+  const a = loadJsonFile(path, "anchor", MAX_ANCHOR_BYTES);
   const bad = (why) => {
     throw new UsageError(`${path}: ${why}`);
   };
@@ -690,6 +756,7 @@ function checkProofDoc(path, file) {
     let fileErr = null;
     try {
       for (const raw of readLines(file)) {
+        if (raw instanceof TooLong) throw new Error(`line ${t.size + 1} is ${raw.bytes} bytes long, more than this verifier can hold`);
         if (t.size >= top || raw[raw.length - 1] !== 0x0a) break;
         t.append(raw.subarray(0, raw.length - 1));
         if (sizes.includes(t.size)) roots.set(t.size, t.root());
@@ -876,6 +943,7 @@ function main(argv) {
 
 try {
   process.exitCode = main(process.argv.slice(2));
+  if (process.env.AGENTLOOP_VERIFY_STATS === "1") console.error(JSON.stringify({ bytes_copied: stats.bytesCopied }));
 } catch (e) {
   if (e instanceof UsageError) {
     console.error(`agentloop-verify: error: ${e.message}`);

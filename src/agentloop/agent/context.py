@@ -33,13 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..budget import Price
+from ..budget import Price, message_bytes, text_bytes, tokens_for_chars
 from ..canonical import canonical
 from ..conversation import EVICT_PREFIX, MASK_PREFIX, SUMMARY_PREFIX, placeholder, reapply
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
 from .hooks import HookRunner
-from .sidecall import Account, SideCall, StateAccount, message_chars, side_call
+from .sidecall import Account, SideCall, StateAccount, side_call
 
 __all__ = [
     "CompactionResult",
@@ -86,13 +86,19 @@ def context_window(model: str) -> int:
     return DEFAULT_WINDOW
 
 
+def message_chars(m: Message) -> int:
+    """A message's size for the typical estimate: its ``budget.message_bytes`` and 4 of overhead."""
+    return message_bytes(m) + 4
+
+
 def estimate_message_tokens(m: Message) -> int:
-    """len//4 of a message (content, tool calls, and 4 characters of overhead)."""
-    return message_chars(m) // 4
+    """A typical token count of a message (``budget.tokens_for_chars`` of its ``budget.message_bytes``)."""
+    return tokens_for_chars(message_chars(m))
 
 
 def estimate_tokens(messages: Sequence[Message], extra_chars: int = 0) -> int:
-    return (sum(message_chars(m) for m in messages) + extra_chars) // 4
+    """A typical token count of messages, for how full the window is (never for money)."""
+    return tokens_for_chars(sum(message_chars(m) for m in messages) + extra_chars)
 
 
 def check_pairing(messages: Sequence[Message]) -> list[str]:
@@ -185,7 +191,9 @@ class ContextManager:
     warned: set[float] = field(default_factory=set)
     compactions: int = 0
     last_saved: int = 0
-    """Characters the last ``mask`` took out of the messages."""
+    """UTF-8 bytes the last ``mask`` took out of the messages (the loop's bound counts bytes)."""
+    _tools_key: tuple[str, ...] | None = None
+    _tools_size: int = 0
 
     # -- measuring --
 
@@ -196,7 +204,7 @@ class ContextManager:
                 exact = self.counter(messages)
             except Exception:  # an exact count is an improvement, never a requirement
                 return est
-            return est if exact is None else int(exact) + extra_chars // 4
+            return est if exact is None else int(exact) + tokens_for_chars(extra_chars)
         return est
 
     def _say(self, text: str) -> None:
@@ -227,7 +235,7 @@ class ContextManager:
             if isinstance(c, str) and len(c) > self.mask_threshold and not c.startswith((MASK_PREFIX, EVICT_PREFIX)):
                 new_c = self._placeholder(MASK_PREFIX, m, len(c))
                 messages[i] = {**m, "content": new_c}
-                self.last_saved += len(c) - len(new_c)
+                self.last_saved += text_bytes(c) - text_bytes(new_c)  # the loop's bound counts UTF-8 bytes
                 masked.append(str(m.get("tool_call_id")))
         total = sum(len(str(messages[i].get("content", ""))) for i in tool_idx)
         for i in tool_idx[:-1]:
@@ -248,7 +256,7 @@ class ContextManager:
                 continue
             messages[i] = {**m, "content": new}
             total -= len(c) - len(new)
-            self.last_saved += len(c) - len(new)
+            self.last_saved += text_bytes(c) - text_bytes(new)
             evicted.append(str(m.get("tool_call_id")))
         return masked, evicted
 
@@ -259,7 +267,7 @@ class ContextManager:
         head = 0
         while head < len(messages) and messages[head].get("role") == "system":
             head += 1
-        budget_chars = int(self.keep_fraction * self.window * 4) - extra_chars
+        budget_chars = int(self.keep_fraction * self.window * 4) - extra_chars  # the inverse of tokens_for_chars
         assistants = [i for i in range(head, len(messages)) if messages[i].get("role") == "assistant"]
         if not assistants:
             return None
@@ -373,10 +381,17 @@ class ContextManager:
 
     # -- the seam --
 
+    def _tools_chars(self, tools: Sequence[Any]) -> int:
+        """The size of the tool definitions for the typical estimate (computed once per set of tools)."""
+        key = tuple(t.name for t in tools)
+        if key != self._tools_key:
+            self._tools_key, self._tools_size = key, len(canonical([t.to_json() for t in tools])) if tools else 0
+        return self._tools_size
+
     def prepare(self, state: Any, record: Record) -> None:
         """``run(..., prepare=cm.prepare)``: mask, evict, warn and compact before each model call."""
         messages: list[Message] = state.messages
-        extra = int(getattr(state, "tool_chars", 0))
+        extra = self._tools_chars(getattr(getattr(state, "config", None), "tools", ()))
         masked, evicted = self.mask(messages)
         if masked or evicted:
             state.chars -= self.last_saved  # the loop's running count (rule: prepare keeps it right)

@@ -71,6 +71,9 @@ __all__ = [
 
 log = logging.getLogger("agentloop.agent")
 
+DEFAULT_MAX_USD_MICROS = 5_000_000
+"""A session's spend cap when neither --max-usd nor maxUsd in settings gives one ($5, as seed 004's cost controller)."""
+
 current_session_id: contextvars.ContextVar[str] = contextvars.ContextVar("agentloop_session_id", default="-")
 """The session every log line is tagged with (see ``SessionLogFilter``)."""
 
@@ -307,6 +310,8 @@ class Agent:
         append_system_prompt: str | None = None,
         tracing: Any = None,
         sandbox: str | None = None,
+        unlimited_usd: bool = False,
+        price: Any = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self.cli_rules = list(cli_rules)
@@ -352,7 +357,15 @@ class Agent:
             self.env = {**self.env, **settings_env}
         managed = [s for s in self.sources if s.scope == "managed"]
         self.max_steps = max_steps if max_steps is not None else int(self._setting("maxSteps", 50))
-        self.max_usd_micros = max_usd_micros if max_usd_micros is not None else self._setting_usd()
+        self.cap_source = "--max-usd"
+        """Where the spend cap came from: --max-usd, settings, the default, or unlimited (on purpose)."""
+        if unlimited_usd:
+            self.max_usd_micros: int | None = None
+            self.cap_source = "unlimited"
+        elif max_usd_micros is not None:
+            self.max_usd_micros = max_usd_micros
+        else:
+            self.max_usd_micros, self.cap_source = self._setting_usd()
         forced_mode = self._setting_mode(managed)  # managed settings beat the command line
         if forced_mode is not None and permission_mode not in (None, forced_mode):
             self.config_warnings.append(f"{managed[-1].path}: permissions.defaultMode {forced_mode} is managed; --permission-mode {permission_mode} ignored")
@@ -377,6 +390,12 @@ class Agent:
             raise AgentError("no model configured: pass --model (e.g. scripted:replies.json) or set \"model\" in settings")
         if isinstance(spec, str):
             spec = resolve_model(spec, env=self.env, permission_mode=self.permission_mode)
+        self.price_given = price
+        """A ``Price`` from ``--price`` for the model given (it replaces the table's, or gives one to an unknown model)."""
+        if price is not None and isinstance(spec, str):
+            self.prices = self.prices.merged({spec.split(":", 1)[-1]: price})
+        self.price_notices: list[str] = []
+        """Lines to show once: a model billed at the highest known price because it has none."""
         self.model_spec = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
         if isinstance(self.fallback, str):
@@ -387,6 +406,7 @@ class Agent:
         self._init_secrets()
         self.sandbox_mode = sandbox
         self._init_sandbox()
+        self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self._given_registry = registry
         self.memory_files: list[str] = []
@@ -499,16 +519,61 @@ class Agent:
         v = merged(self.sources, key)
         return default if v is None else v
 
-    def _setting_usd(self) -> int | None:
+    def _setting_usd(self) -> tuple[int | None, str]:
+        """The cap from settings (``maxUsd``: dollars, or ``"unlimited"``), else the default."""
         v = merged(self.sources, "maxUsd")
         if v is None:
-            return None
+            return DEFAULT_MAX_USD_MICROS, "default"
+        if v == "unlimited":
+            return None, "unlimited"
         from ..budget import usd
 
         try:
-            return usd(str(v))
+            return usd(str(v)), "settings"
         except ValueError as exc:
-            raise AgentError(f"settings maxUsd: {exc}") from None
+            raise AgentError(f'settings maxUsd: {exc} (dollars, e.g. "5", or "unlimited")') from None
+
+    def cap_text(self) -> str:
+        """The spend cap in force, for the banner, /cost and -p's stderr."""
+        from ..budget import format_usd
+
+        if self.max_usd_micros is None:
+            return "no spend cap (unlimited, on purpose)"
+        how = {
+            "default": "the default; --max-usd X or \"maxUsd\" in settings to change, unlimited for none",
+            "settings": "maxUsd in settings",
+            "--max-usd": "--max-usd",
+        }.get(self.cap_source, self.cap_source)
+        return f"spend cap {format_usd(self.max_usd_micros)} ({how})"
+
+    def _check_price(self) -> None:
+        """A line for each model (the fallback too) that has no price: it is billed at the highest one."""
+        from ..budget import format_usd
+
+        names = [self.model_name]
+        fb = getattr(self.model, "fallback", None)
+        while fb is not None and len(names) < 8:
+            n = getattr(fb, "name", None)
+            if isinstance(n, str) and n:
+                names.append(n)
+            fb = getattr(fb, "fallback", None)
+        for name in names:
+            if name in self.prices:
+                continue
+            top = self.prices.highest()
+            line = (
+                f"model {name} has no price: it is billed at the highest known price, "
+                f"{format_usd(top.input)} input / {format_usd(top.output)} output per million tokens; "
+                f"give it one with --price INPUT,OUTPUT (dollars per million tokens) or \"prices\" in settings"
+            )
+            if line not in self.price_notices:
+                self.price_notices.append(line)
+                log.warning("%s", line)
+
+    def take_price_notices(self) -> list[str]:
+        """The unknown-price lines not shown yet (each is shown once)."""
+        out, self.price_notices = self.price_notices, []
+        return out
 
     def _setting_mode(self, sources: list[SettingsSource] | None = None) -> str | None:
         """``permissions.defaultMode`` of the highest source that sets it (a file's ``permissions``
@@ -650,11 +715,12 @@ class Agent:
     def _start_session(self, s: Session, source: str) -> None:
         current_session_id.set(s.id)
         self.session = s
-        system = self.system_prompt()
-        if s.messages and s.messages[0].get("role") == "system":
-            s.messages[0] = {"role": "system", "content": system}
-        else:
-            s.messages.insert(0, {"role": "system", "content": system})
+        # the system prompt as it was (one message in older sessions; two, the first marked, now): replaced whole
+        msgs = s.messages
+        head = 1 if msgs and msgs[0].get("role") == "system" else 0
+        if head and msgs[0].get("cache_boundary") and len(msgs) > 1 and msgs[1].get("role") == "system":
+            head = 2
+        msgs[:head] = self.system_messages()
         s.note(
             "session_start",
             {
@@ -674,11 +740,26 @@ class Agent:
         if extra:
             s.messages.append({"role": "user", "content": extra})
 
+    def system_messages(self) -> list[Message]:
+        """The system prompt as two messages: the static part (instructions, tool guidance), marked as the
+        cache boundary, then the dynamic part (working directory, date, memory files). A provider's prompt
+        cache then keeps the static prefix whatever the day, the directory or the memory files are
+        (Anthropic: a ``cache_control`` breakpoint on it; OpenAI caches the longest common prefix)."""
+        static = self.system_override if self.system_override is not None else SYSTEM_PROMPT
+        dynamic = self.dynamic_prompt()
+        out: list[Message] = [{"role": "system", "content": static, "cache_boundary": True}]
+        if dynamic:
+            out.append({"role": "system", "content": dynamic})
+        return out
+
     def system_prompt(self) -> str:
-        if self.system_override is not None:  # --system-prompt replaces the built-in one
-            return self.system_override + (f"\n\n{self.system_append}" if self.system_append else "")
+        """The whole system prompt as one text (static part, then dynamic part)."""
+        return "\n\n".join(str(m["content"]) for m in self.system_messages() if m.get("content"))
+
+    def dynamic_prompt(self) -> str:
+        if self.system_override is not None:  # --system-prompt replaces the built-in prompt: only --append-system-prompt stays
+            return self.system_append or ""
         parts = [
-            SYSTEM_PROMPT,
             f"Working directory: {self.cwd}\nPlatform: {platform.system()} {platform.release()}\nToday: {datetime.now(timezone.utc):%Y-%m-%d}",
         ]
         if self.add_dirs:
@@ -712,6 +793,7 @@ class Agent:
         """Switch the model for the next turns (the session goes on)."""
         self.model = self._open(spec)
         self.model_spec = spec
+        self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self.session.note("model_change", {"model": spec})
 

@@ -523,11 +523,14 @@ class Sandbox:
         assert self.bwrap is not None
         s = self.settings
         rw = s.mode == "workspace-write"
-        out = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-               "--bind", self.tmpdir(), "/tmp"]
-        for r in self.roots:
-            if os.path.isdir(r):
-                out += ["--bind" if rw else "--ro-bind", r, r]
+        out = [self.bwrap, "--ro-bind", "/", "/"]
+        # the writable roots and the sandbox's own /dev, /proc and /tmp, parents before children: a
+        # root that holds /tmp (an added directory "/") must not cover the sandbox's /tmp, and a root
+        # under /tmp (a workspace in /tmp) must show through it
+        mounts = [(r, ["--bind" if rw else "--ro-bind", r, r]) for r in self.roots if os.path.isdir(r)]
+        mounts += [("/dev", ["--dev", "/dev"]), ("/proc", ["--proc", "/proc"]), ("/tmp", ["--bind", self.tmpdir(), "/tmp"])]
+        for _path, args in sorted(mounts, key=lambda m: len([x for x in m[0].split(os.sep) if x])):
+            out += args
         if rw:
             for p in s.allow_write:
                 if os.path.exists(p):

@@ -573,6 +573,8 @@ class SessionSummary:
     verified: bool
     problem: str | None = None
     updated_ns: int = 0
+    uncapped: int = 0
+    """Runs (prompts) that had no spend cap: an unlimited session is marked in listings."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -585,6 +587,7 @@ class SessionSummary:
             "records": self.records,
             "verified": self.verified,
             "problem": self.problem,
+            "uncapped": self.uncapped,
         }
 
 
@@ -611,6 +614,7 @@ def summarize(path: str) -> SessionSummary:
     first_prompt = ""
     turns = 0
     spent = 0
+    uncapped = 0
     try:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
@@ -622,8 +626,12 @@ def summarize(path: str) -> SessionSummary:
                 k = _kind(line)
                 if k == b"run_start":
                     turns += 1
+                    payload = orjson.loads(line)["payload"]
                     if turns == 1:
-                        first_prompt = _user_text(orjson.loads(line)["payload"].get("messages", []))
+                        first_prompt = _user_text(payload.get("messages", []))
+                    b = payload.get("config", {}).get("budget", {})
+                    if b.get("unlimited") or b.get("max_usd_micros") is None:
+                        uncapped += 1
                 elif k == b"budget":
                     spent += int(orjson.loads(line)["payload"].get("cost_micros", 0))
                 elif k == b"compaction":
@@ -638,6 +646,7 @@ def summarize(path: str) -> SessionSummary:
     return SessionSummary(
         id=sid, path=path, started=started or _started_from_id(sid), first_prompt=first_prompt,
         turns=turns, spent_micros=spent, records=report.count, verified=report.ok, problem=problem, updated_ns=mtime,
+        uncapped=uncapped,
     )
 
 
@@ -669,7 +678,7 @@ def list_sessions(cwd: str, home: str | None = None) -> list[SessionSummary]:
         key = [st.st_size, st.st_mtime_ns, st.st_ino]
         sid = e.name[:-6]
         hit = cache.get(sid)
-        if isinstance(hit, dict) and hit.get("key") == key:
+        if isinstance(hit, dict) and hit.get("key") == key and "uncapped" in (hit.get("summary") or {}):
             try:
                 s = SessionSummary(**{k: v for k, v in hit["summary"].items()}, updated_ns=st.st_mtime_ns)
             except TypeError:

@@ -2,9 +2,11 @@
 
 Rules:
 
-1. A side call is reserved like a turn: its estimate (input len//4, output at
-   ``max_output_tokens``) must fit what the run has left, and the shared
-   ledger must grant it, or the call is not made (``skipped``).
+1. A side call is reserved like a turn: its bound (``budget.input_bound`` of
+   what it sends at the dearest input rate, ``max_output_tokens`` at the
+   output price) must fit what the run has left, and the shared ledger must
+   grant it, or the call is not made (``skipped``). A bill past the bound is
+   an ``overrun`` (its error says so), as for a turn.
 2. What it really cost is charged to the run's own totals (``spent_micros``,
    ``tokens``, ``usage``), so the loop's next budget check sees it and a
    child or a later turn can never spend it twice.
@@ -16,9 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..budget import Budget, Ledger, Price, cost_micros
-from ..canonical import canonical
-from ..events import Message, ModelReply, ModelRequest, Usage
+from ..budget import Budget, Ledger, Price, cost_micros, input_bound, reservation_micros, text_bytes
+from ..events import ModelReply, ModelRequest, Usage
 
 __all__ = ["Account", "SideCall", "StateAccount", "side_call"]
 
@@ -44,8 +45,9 @@ class StateAccount:
     def room(self, micros: int, tokens: int) -> str | None:
         st = self.state
         b: Budget = st.config.budget
-        if b.max_usd_micros is not None and st.spent_micros + micros > b.max_usd_micros:
-            return f"needs a reservation of {micros} micro-USD; {b.max_usd_micros - st.spent_micros} are left"
+        held = st.spent_micros + st.reserved_micros  # the turn about to be made is reserved already
+        if b.max_usd_micros is not None and held + micros > b.max_usd_micros:
+            return f"needs a reservation of {micros} micro-USD (its bound); {b.max_usd_micros - held} are left"
         if b.max_tokens is not None and st.tokens + tokens > b.max_tokens:
             return f"needs {tokens} tokens; {b.max_tokens - st.tokens} are left"
         return None
@@ -57,6 +59,8 @@ class StateAccount:
         if self.ledger is not None:
             self.ledger.settle(reserved_micros, cost, reserved_tokens, usage.total)
         st = self.state
+        if cost > reserved_micros and (st.config.budget.max_usd_micros is not None or st.config.shared_cap):
+            st.overrun = f"a side call was billed {cost} micro-USD, past its reservation of {reserved_micros}"
         st.spent_micros += cost
         st.tokens += usage.total
         st.usage = st.usage + usage
@@ -85,21 +89,10 @@ class SideCall:
         return out
 
 
-def message_chars(m: Message) -> int:
-    """Characters of a message for the len//4 estimate: content, tool calls, 4 of overhead."""
-    n = len(str(m.get("content", "")))
-    for c in m.get("tool_calls", ()):
-        try:
-            n += len(c["name"]) + len(canonical(c["arguments"]))
-        except (ValueError, KeyError, TypeError):
-            n += len(str(c))
-    return n + 4
-
-
 def side_call(model: Any, request: ModelRequest, *, price: Price, account: Account, purpose: str) -> SideCall:
     """Make one budgeted model call for the runtime's own purposes."""
-    est = Usage(input_tokens=sum(message_chars(m) for m in request.messages) // 4, output_tokens=request.max_output_tokens)
-    amount = cost_micros(est, price)
+    est = Usage(input_tokens=input_bound(request.messages, request.tools), output_tokens=request.max_output_tokens)
+    amount = reservation_micros(est.input_tokens, est.output_tokens, price)
     why = account.room(amount, est.total)
     if why is not None:
         return SideCall(purpose, skipped=f"the budget has no room: {why}")
@@ -120,7 +113,10 @@ def side_call(model: Any, request: ModelRequest, *, price: Price, account: Accou
     elif reply.usage is not None:
         usage = reply.usage
     else:
-        usage = Usage(input_tokens=est.input_tokens, output_tokens=len(reply.text) // 4)
+        usage = Usage(input_tokens=est.input_tokens, output_tokens=min(est.output_tokens, text_bytes(reply.text) + 16))
     cost = cost_micros(usage, price)
+    if cost > amount:
+        over = f"overrun: billed {cost} micro-USD for a side call reserved at {amount}"
+        error = over if error is None else f"{error}; {over}"
     account.settle(amount, est.total, usage, cost)
     return SideCall(purpose, reply, usage, cost, error)

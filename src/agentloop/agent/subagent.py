@@ -197,6 +197,8 @@ class ParentBudget:
                 st.spent_micros += result.spent_micros
                 st.tokens += result.tokens
                 st.usage = st.usage + result.usage
+                if result.stop_reason == "budget_overrun":  # the bound failed in the child: the parent stops too
+                    st.overrun = f"a sub-agent was billed past its reservation: {result.error}"
 
 
 # --- worktrees -----------------------------------------------------------------

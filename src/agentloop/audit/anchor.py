@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANCHOR_TYPE",
+    "MAX_ANCHOR_BYTES",
     "Anchor",
     "AnchorError",
     "AnchorReport",
@@ -221,22 +222,30 @@ class Anchor:
         return cls(size, obj["last_hash"], obj["root"], tuple(fr), sig)
 
 
+MAX_ANCHOR_BYTES = 1 << 20
+"""The largest anchor file read (1 MiB): a real anchor is under 4 KiB (at most 53 frontier hashes)."""
+
+
 def load_anchor(path: str | os.PathLike[str]) -> Anchor:
-    """Read an anchor file.
+    """Read an anchor file: one JSON text (RFC 8259, UTF-8, no byte order mark) of at most
+    ``MAX_ANCHOR_BYTES`` bytes, whitespace allowed around its tokens, nothing after it.
 
     Raises:
-        AnchorError: unreadable, not JSON or not an anchor; the message names the file.
+        AnchorError: unreadable, too large, not JSON (trailing data included) or not an
+            anchor; the message names the file.
     """
     p = os.fspath(path)
     try:
         with open(p, "rb") as f:
-            data = f.read(1 << 20)
+            data = f.read(MAX_ANCHOR_BYTES + 1)
     except OSError as exc:
         raise AnchorError(f"{p}: cannot read the anchor: {exc.strerror or exc}") from None
+    if len(data) > MAX_ANCHOR_BYTES:
+        raise AnchorError(f"{p}: the anchor file is larger than {MAX_ANCHOR_BYTES} bytes (1 MiB); an anchor is a few KiB")
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise AnchorError(f"{p}: the anchor is not JSON: {exc}") from None
+        raise AnchorError(f"{p}: the anchor is not one JSON text: {exc}") from None
     try:
         return Anchor.from_json(obj)
     except AnchorError as exc:
@@ -574,7 +583,10 @@ def verify_with_anchor(
             if too_long:
                 base.problems.append(too_long_problem(too_long[0]))
             n = tree.size
-            if at_m is not None and n > m and differs is None:
+            # Section 7.3 step 4 is taken only when steps 1 and 3 found nothing: an anchor whose
+            # last hash is not the file's is not vouched for, so its growth is not proved (n/a).
+            last_ok = m == 0 or (line_m is not None and _hash_of_line(line_m) == anchor.last_hash)
+            if at_m is not None and n > m and differs is None and last_ok:
                 out.consistency = _check_growth(f, anchor, at_m, offset_m, tree, anchor_problems)
     except (OSError, MemoryError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__

@@ -81,6 +81,11 @@ def prove_consistency(path: str | os.PathLike[str], size1: int, size2: int | Non
     p = os.fspath(path)
     count = _verified_leaves(p)
     s2 = count if size2 is None else size2
+    if size1 == 0:
+        raise AnchorError(
+            f"{p}: no consistency proof from size 0: RFC 9162 defines them for 0 < from-size, and every transcript "
+            "extends the empty one (docs/transcript-format.md 8.4); use --from-size 1, --record N, or 'agentloop verify --anchor'"
+        )
     if not 0 < size1 <= s2 <= count:
         raise AnchorError(f"{p}: has {count} records; a consistency proof needs 0 < from-size ({size1}) <= size ({s2}) <= {count}")
     with open(p, "rb") as f:

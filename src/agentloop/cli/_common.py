@@ -36,3 +36,34 @@ def console(stderr: bool = False) -> Any:
 
     stream = sys.stderr if stderr else sys.stdout
     return Console(file=stream, no_color=not color_enabled(stream), highlight=False, soft_wrap=True)
+
+
+def uncapped_runs(path: str) -> tuple[int, int]:
+    """(runs with no spend cap, runs) of a transcript: a run whose budget has no money cap, or
+    ``Budget.unlimited()``, is one a user should notice. Unreadable lines are skipped (verify reports them)."""
+    import orjson
+
+    uncapped = runs = 0
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if b'"kind":"run_start"' not in line:
+                    continue
+                try:
+                    b = orjson.loads(line)["payload"]["config"]["budget"]
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    continue
+                runs += 1
+                if isinstance(b, dict) and (b.get("unlimited") or b.get("max_usd_micros") is None):
+                    uncapped += 1
+    except OSError:
+        pass
+    return uncapped, runs
+
+
+def uncapped_note(path: str) -> str | None:
+    """A line saying how many runs of ``path`` had no spend cap, or None."""
+    n, runs = uncapped_runs(path)
+    if not n:
+        return None
+    return f"  note: {n} of {runs} run(s) had no spend cap (unlimited)"

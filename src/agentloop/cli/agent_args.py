@@ -34,7 +34,10 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
                    help="continue the most recent session of this directory")
     g.add_argument("-r", "--resume", nargs="?", const="", default=d(None), metavar="ID",
                    help="resume the session ID (a unique prefix will do); without an ID the REPL offers a list to choose from")
-    g.add_argument("--max-usd", default=d(None), metavar="USD", help="the session's spend cap in dollars, e.g. 0.05")
+    g.add_argument("--max-usd", default=d(None), metavar="USD",
+                   help="the session's spend cap in dollars, e.g. 0.05 (default 5; 'unlimited' for none, on purpose)")
+    g.add_argument("--price", default=d(None), metavar="INPUT,OUTPUT",
+                   help="the model's price in dollars per million tokens, e.g. 0.15,0.6 (for a model the price table lacks)")
     g.add_argument("--max-steps", "--max-turns", dest="max_steps", type=int, default=d(None), metavar="N",
                    help="model turns allowed per prompt (default 50; --max-turns is Claude Code's name)")
     g.add_argument("--permission-mode", choices=PERMISSION_MODES, default=d(None), help="how tool permissions are decided")

@@ -70,11 +70,13 @@ def make_agent(
         raise UserError(f"--cwd {cwd}: not a directory")
     max_usd = _opt(args, "max_usd")
     micros = None
-    if max_usd is not None:
+    unlimited = max_usd == "unlimited"
+    if max_usd is not None and not unlimited:
         try:
             micros = usd(str(max_usd))
         except ValueError as exc:
-            raise UserError(f"--max-usd {max_usd}: {exc}") from None
+            raise UserError(f"--max-usd {max_usd}: {exc} (dollars, e.g. 0.05, or 'unlimited')") from None
+    price = parse_price(_opt(args, "price"))
     steps = _opt(args, "max_steps")
     if steps is not None and steps < 1:
         raise UserError(f"--max-steps {steps}: must be at least 1")
@@ -118,6 +120,8 @@ def make_agent(
             append_system_prompt=_opt(args, "append_system_prompt"),
             tracing=tracing,
             sandbox=_opt(args, "sandbox"),
+            unlimited_usd=unlimited,
+            price=price,
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
@@ -152,6 +156,26 @@ def split_rules(value: str) -> list[str]:
     if cur.strip():
         out.append(cur.strip())
     return out
+
+
+def parse_price(text: str | None) -> Any:
+    """``--price INPUT,OUTPUT`` (dollars per million tokens) as a ``Price`` (cache reads and writes at the input price).
+
+    Raises:
+        UserError: not two non-negative amounts of dollars.
+    """
+    if text is None:
+        return None
+    from agentloop.budget import Price, usd
+
+    parts = [p.strip() for p in str(text).split(",")]
+    if len(parts) != 2:
+        raise UserError(f"--price {text}: give INPUT,OUTPUT in dollars per million tokens, e.g. 0.15,0.6")
+    try:
+        inp, out = usd(parts[0]), usd(parts[1])
+    except ValueError as exc:
+        raise UserError(f"--price {text}: {exc}") from None
+    return Price(inp, out, inp, inp)
 
 
 def _short(value: Any, n: int = 200) -> str:
@@ -336,6 +360,9 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         print(f"warning: {w}", file=sys.stderr)
     report_config(agent, lambda line: print(line, file=sys.stderr))
     reason = "other"
+    print(f"agentloop: {agent.cap_text()}", file=sys.stderr)
+    for line in agent.take_price_notices():
+        print(f"warning: {line}", file=sys.stderr)
     try:
         stream: _StreamJson | None = None
         for n in agent.startup_notices:  # said once, before anything runs
@@ -407,6 +434,8 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
         else:
             sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
             sys.stdout.flush()
+    if result.stop_reason == "budget_overrun":
+        print(f"warning: the provider billed past the reservation: {result.error}", file=sys.stderr)
     if result.stop_reason == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS

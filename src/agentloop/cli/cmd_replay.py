@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from ._common import EXIT_OK, EXIT_PROBLEMS, UserError
+from ._common import EXIT_OK, EXIT_PROBLEMS, UserError, uncapped_note, uncapped_runs
 
 HELP = "replay a transcript offline and compare it with the record (exit 0 equal, 1 different, 2 unreadable or tampered)"
 DESCRIPTION = (
@@ -101,9 +101,13 @@ def main(args: argparse.Namespace) -> int:
             "unreproducible_steps": [str(n) for n in r.unreproducible_steps],
             "tool_dependent_steps": [str(n) for n in r.tool_dependent_steps],
             "skipped_calls": r.skipped_calls,
+            "uncapped_runs": uncapped_runs(args.file)[0],
         }))
     else:
         print(r.summary(args.file))
+        note = uncapped_note(args.file)
+        if note:
+            print(note)
         if args.out:
             print(f"  replay written to {args.out}")
     return EXIT_OK if r.equal else EXIT_PROBLEMS

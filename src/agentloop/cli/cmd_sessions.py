@@ -38,6 +38,8 @@ def render(summaries: Sequence[SessionSummary], *, con: Any | None = None) -> No
         out.append(f"{s.id:<22}  {started:<16}  {s.turns:>5}  {format_usd(s.spent_micros):>10}  {mark:<8}  {prompt}")
         if not s.verified:
             out.append(f"{'':<22}  problem: {s.problem}")
+        if s.uncapped:
+            out.append(f"{'':<22}  no spend cap (unlimited) in {s.uncapped} of {s.turns} prompt(s)")
     text = "\n".join(out)
     if con is not None:
         con.print(text, markup=False, highlight=False)

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from ._common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from ._common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, uncapped_note, uncapped_runs
 
 HELP = "verify the hash chain of transcripts (exit 0 ok, 1 problems, 2 unreadable)"
 
@@ -136,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
         code = EXIT_USAGE if unreadable else (EXIT_OK if report.ok else EXIT_PROBLEMS)
         worst = max(worst, code)
         if args.json:
-            print(json.dumps(report_json(path, report)))
+            print(json.dumps({**report_json(path, report), "uncapped_runs": uncapped_runs(path)[0]}))
             continue
         if unreadable is not None:
             # not a transcript at all (missing, a FIFO, a device, a directory): one line
@@ -150,6 +150,9 @@ def main(args: argparse.Namespace) -> int:
                 a = report.anchor_json()
                 extra = f"; matches the anchor of {a['size']} records ({a['consistency']}, signature {a['signature']})"
             print(f"{path}: ok, {report.count} records, last hash {report.last_hash[:16]}…{extra}")
+            note = uncapped_note(path)
+            if note:
+                print(note)
         else:
             print(f"{path}: FAILED, {len(report.problems)} problem(s) in {report.count} records")
             for pr in report.problems[:50]:

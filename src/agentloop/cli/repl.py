@@ -482,6 +482,9 @@ class Repl:
         a = self.agent
         resumed = "resumed" if not a.session.created else "new"
         self.say(f"agentloop · {a.model_spec} · {resumed} session {a.session.id} · /help for commands", "bold")
+        self.say(a.cap_text(), "dim" if a.max_usd_micros is not None else "yellow")
+        for line in a.take_price_notices():
+            self.say(f"warning: {line}", "yellow")
         if a.memory_files:
             self.say("memory: " + ", ".join(os.path.relpath(p, a.cwd) if p.startswith(a.cwd) else p for p in a.memory_files), "dim")
         for w in getattr(a, "load_warnings", []):
@@ -734,6 +737,8 @@ class Repl:
             return
         self.agent.set_model(rest.split()[0])
         self.say(f"model switched to {self.agent.model_spec}", "dim")
+        for line in self.agent.take_price_notices():
+            self.say(f"warning: {line}", "yellow")
 
     def cmd_permissions(self, rest: str) -> None:
         from .permissions_edit import PermissionEditError, add_rule, remove_rule
@@ -780,14 +785,14 @@ class Repl:
 
         a = self.agent
         st = a.stats
-        budget = f" of {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else " (no cap)"
+        budget = f" of {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else ""
         lines = [
             f"session {a.session.id} · {st.turns} prompts · {st.model_calls} model calls",
             f"tokens: {st.input_tokens} in / {st.output_tokens} out" + (
                 "" if not st.estimated_tokens else " (estimated: the provider reported no usage)"
                 if st.estimated_tokens >= st.input_tokens + st.output_tokens else f" ({st.estimated_tokens} of them estimated)"),
             f"cache: {st.cache_read_tokens} read / {st.cache_write_tokens} written",
-            f"spend: {format_usd(st.spent_micros)}{budget}",
+            f"spend: {format_usd(st.spent_micros)}{budget} · {a.cap_text()}",
             f"context: {st.last_input_tokens} of {a.window} tokens",
         ]
         if st.tools:

@@ -8,10 +8,12 @@ images as ``image`` blocks inside it: ``providers.images``), and a conversation
 that ends with an assistant message is sent as a prefill (that is how a turn
 cut at ``max_tokens`` is continued).
 
-Prompt caching: ``cache_control`` breakpoints go on the last tool definition
-and the last system block (the static prefix), and on the last block of the
-conversation so far (so each turn reads the previous turn's prefix from the
-cache). Anthropic allows four breakpoints; this uses at most three.
+Prompt caching: ``cache_control`` breakpoints go on the last tool definition,
+on the system block marked ``cache_boundary`` (the static part of the system
+prompt; the last system block when none is marked), and on the last block of
+the conversation so far (so each turn reads the previous turn's prefix from
+the cache, and the dynamic part of the system prompt is cached with it).
+Anthropic allows four breakpoints; this uses at most three.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from ..budget import TOOLS_PROMPT_ALLOWANCE
 from ..events import Message, ModelRequest, ToolCall, Usage
 from .base import Assembler, HTTPModel, StreamError, Turn
 from .errors import ProviderError
@@ -50,6 +53,7 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
     """(system blocks, messages, tools) in Anthropic's shape, with cache breakpoints when ``cache``."""
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
+    boundary: int | None = None
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
         if out and out[-1]["role"] == role:
@@ -60,6 +64,8 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
     for m in messages:
         role = m.get("role")
         if role == "system":
+            if m.get("cache_boundary"):
+                boundary = len(system)
             system.append({"type": "text", "text": _text_of(m)})
         elif role == "user":
             t = _text_of(m)
@@ -93,8 +99,8 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
     if cache:
         if atools:
             atools[-1]["cache_control"] = EPHEMERAL
-        if system:
-            system[-1]["cache_control"] = EPHEMERAL
+        if system:  # the static part's end (the marked boundary), else the system prompt's end
+            system[boundary if boundary is not None else -1]["cache_control"] = EPHEMERAL
         if out and out[-1]["role"] == "user":
             out[-1]["content"][-1]["cache_control"] = EPHEMERAL
     return system, out, atools
@@ -224,8 +230,9 @@ class AnthropicAssembler(Assembler):
 
     def billed_so_far(self, request_bytes: int) -> Usage:
         u = self.usage
-        inp = u.get("input_tokens", request_bytes // 4)
-        out = max(u.get("output_tokens", 0), self.out_chars // 3 + 1)
+        # what was not reported: the request's bound (its bytes and the tool prompt), the output received so far
+        inp = u.get("input_tokens", request_bytes + TOOLS_PROMPT_ALLOWANCE)
+        out = max(u.get("output_tokens", 0), self.out_chars + 16)
         return Usage(inp, out, u.get("cache_read_input_tokens", 0), u.get("cache_creation_input_tokens", 0))
 
     def message(self) -> dict[str, Any]:
@@ -248,6 +255,10 @@ class AnthropicAssembler(Assembler):
 
 class AnthropicModel(HTTPModel):
     vendor = "anthropic"
+    counts_tokens = True
+    """``count_tokens`` asks the API: the loop may reserve from an exact count when the bound does not fit."""
+    max_image_tokens = 2_000
+    """Anthropic documents about 1,600 tokens for an image at its largest size (width x height / 750)."""
 
     def __init__(self, *args: Any, cache: bool = True, **kw: Any):
         super().__init__(*args, **kw)

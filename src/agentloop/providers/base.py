@@ -18,12 +18,14 @@ The retry policy, in order:
 - 400, 401/403 (authentication), 404, a body that is not an event stream:
   fatal at once, with the reason.
 
-The budget covers retries. The loop reserves one call: the input it estimates
-plus ``max_output_tokens``. An attempt that failed after its stream started
+The budget covers retries. The loop reserves one call: the bound of its input
+(at the dearest input rate of the model and its fallbacks) plus
+``max_output_tokens``. An attempt that failed after its stream started
 may have been billed; its tokens are added to the reply's usage (so the loop
 records what was spent), and the next attempt's ``max_tokens`` shrinks by
-them, counting wasted input tokens as output tokens (input is never dearer
-than output in any price table we know). So the sum of every attempt costs
+them, counting wasted input tokens as output tokens (input, even a cache
+write, is never dearer than output in any price table we know; a wasted
+attempt whose usage was not reported counts its request's bytes). So the sum of every attempt costs
 no more than the one reservation. When nothing is left to shrink to, the
 call fails with ``kind="budget"`` instead of retrying.
 """
@@ -42,7 +44,7 @@ from typing import Any
 import httpx
 import orjson
 
-from ..budget import Price
+from ..budget import Price, input_rate
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
@@ -419,20 +421,34 @@ class HTTPModel:
 
     # --- the policy -----------------------------------------------------------
 
+    def _chain_price(self) -> Price | None:
+        """The dearest price over this model and its fallbacks, field by field: the loop reserves at it
+        (``loop._dearest``). None when a price is not known (``open_model`` without ``prices``)."""
+        ps: list[Price] = []
+        m: HTTPModel | None = self
+        while m is not None and len(ps) < 9:
+            if m.price is None:
+                return None
+            ps.append(m.price)
+            m = m.fallback
+        return Price(max(p.input for p in ps), max(p.output for p in ps), max(p.cache_read for p in ps), max(p.cache_write for p in ps))
+
     def _next_max_tokens(self, request: ModelRequest, wasted: Usage, primary: HTTPModel | None = None) -> int:
         """``max_tokens`` for the next attempt: what the reservation has left after billed failures.
 
-        A fallback dearer than the model the loop reserved for (``primary``) gets fewer
-        output tokens, so that its input and output together cost no more than what
-        the reservation has left (input estimated at the request's bytes // 4).
+        The loop reserved the input's bound at the chain's dearest input rate and
+        ``max_output_tokens`` at its output price. Billed failed attempts spent
+        some of it: their output tokens, and their input converted to output
+        tokens at those rates (one for one when a price is unknown; input is
+        never dearer than output in any table we know). A retry re-sends the
+        same input, which is within the bound, so it may write what is left.
         """
-        n = request.max_output_tokens - wasted.total
-        p, f = (primary.price if primary is not None else None), self.price
-        if primary is None or primary is self or p is None or f is None or (f.input <= p.input and f.output <= p.output):
-            return n
-        in_est = len(orjson.dumps(self.body(request, 1))) // 4
-        left = n * p.output + in_est * p.input - in_est * f.input
-        return min(n, left // f.output) if f.output else n
+        top = (primary or self)._chain_price()
+        if top is None or not top.output:
+            return request.max_output_tokens - wasted.total
+        inp = wasted.input_tokens + wasted.cache_read_tokens + wasted.cache_write_tokens
+        equiv = wasted.output_tokens + -(-inp * input_rate(top) // top.output)
+        return request.max_output_tokens - equiv
 
     def _reply(self, turn: Turn, wasted: Usage, raw: list[bytes]) -> ModelReply:
         if turn.cut_tool is not None:

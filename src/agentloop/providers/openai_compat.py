@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from ..budget import TOOLS_PROMPT_ALLOWANCE
 from ..events import ModelRequest, ToolCall, Usage
 from .base import Assembler, HTTPModel, StreamError, Turn
 from .errors import ProviderError
@@ -188,11 +189,19 @@ class OpenAIAssembler(Assembler):
         u = self._final_usage()
         if u is not None:
             return u
-        return Usage(input_tokens=request_bytes // 4, output_tokens=self.out_chars // 3 + 1)
+        # nothing reported: the request's bound (its bytes and the tool prompt), the output received so far
+        return Usage(input_tokens=request_bytes + TOOLS_PROMPT_ALLOWANCE, output_tokens=self.out_chars + 16)
 
 
 class OpenAIModel(HTTPModel):
     vendor = "openai"
+
+    @property
+    def max_image_tokens(self) -> int:
+        """OpenAI's documented most for one image: gpt-4o-mini bills a high-detail 2048x768 image at
+        2,833 + 8 x 5,667 = 48,169 tokens; the others at most 1,536 patches x 2.46 (gpt-4.1-nano) or
+        85 + 8 x 170 (gpt-4o): 6,000 covers them."""
+        return 48_169 if "4o-mini" in self.target.model else 6_000
 
     def __init__(self, *args: Any, max_tokens_field: str | None = None, **kw: Any):
         super().__init__(*args, **kw)

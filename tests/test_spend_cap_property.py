@@ -1,0 +1,339 @@
+"""The spend cap is a guarantee: an adversarial provider billing up to the documented bound never passes it.
+
+The provider (a real ``AnthropicModel`` over an in-process ``httpx.MockTransport``)
+bills every attempt a random usage up to the bound ``docs/budget.md`` documents,
+and sometimes exactly at it: input tokens up to the request's UTF-8 bytes plus
+the stated allowances, spread over plain input, cache writes and cache reads,
+and output up to the attempt's ``max_tokens``. ``documented_bound`` below is
+written from the documentation, not imported from ``budget.py``. Its replies
+are random scripts: tool calls whose outputs mix English, code, Chinese,
+emoji and base64; replies cut at max tokens (continued by the loop); 500s
+and streams cut after they were billed (retried, then a dearer fallback);
+sub-agents, one at a time and in parallel. The settled spend never passes the
+cap for a run, a session, a parent with its children, and a fleet sharing one
+ledger; and no call is ever billed past its reservation. The negative control
+reserves as before the bound (characters / 4) and sees the cap passed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentloop.budget import Budget, LocalLedger, Price, PriceTable
+from agentloop.events import ModelRequest
+from agentloop.providers.anthropic import AnthropicModel
+from agentloop.providers.base import RetryPolicy, Target
+from agentloop.run import RunResult, make_config, run
+from agentloop.tools import Registry, tool
+
+PRICES = PriceTable({
+    "claude-haiku-4-5": Price(1_000_000, 5_000_000, 100_000, 1_250_000),
+    "claude-sonnet-4-5": Price(3_000_000, 15_000_000, 300_000, 3_750_000),
+})
+
+# --- the documented bound (docs/budget.md), written independently of budget.py ---
+
+
+def _b(s: str) -> int:
+    return len(s.encode("utf-8", "surrogatepass"))
+
+
+def _canon(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def documented_bound(req: ModelRequest) -> int:
+    n = 16  # once a request
+    if req.tools:
+        n += 600 + sum(_b(_canon({"name": t.name, "description": t.description, "parameters": t.parameters})) + 32 for t in req.tools)
+    for m in req.messages:
+        c = m.get("content", "")
+        n += _b(c) if isinstance(c, str) else _b(_canon(c))
+        calls = m.get("tool_calls", ())
+        for call in calls:
+            n += _b(call["name"]) + _b(call["id"]) + _b(_canon(call["arguments"]))
+        for k in ("tool_call_id", "name"):
+            if isinstance(m.get(k), str):
+                n += _b(m[k])
+        n += 16 + 16 * (len(calls) + (1 if m.get("role") == "tool" else 0))
+    return n
+
+
+# --- tool output that tokenizes densely ---
+
+
+def mixed_text(kind: str, n: int, seed: int) -> str:
+    r = random.Random(seed)
+    if kind == "english":
+        words = ["the", "budget", "holds", "before", "spending", "reservation", "of", "a", "call"]
+        return " ".join(r.choice(words) for _ in range(n))
+    if kind == "code":
+        return "".join(f"def f{i}(x):\n    return x * {r.randint(0, 99)}  # {{}}[]\n" for i in range(max(1, n // 8)))
+    if kind == "chinese":
+        return "".join(chr(r.randint(0x4E00, 0x9FFF)) for _ in range(n))
+    if kind == "emoji":
+        return "".join(chr(r.randint(0x1F300, 0x1F64F)) for _ in range(n))
+    return base64.b64encode(r.randbytes(n)).decode()
+
+
+KINDS = ("english", "code", "chinese", "emoji", "base64")
+
+
+@tool(read_only=True)
+def emit(kind: str, n: int, seed: int) -> str:
+    """Produce text of a kind."""
+    return mixed_text(kind, n, seed)
+
+
+# --- the adversary --------------------------------------------------------------
+
+
+class Adversary:
+    """Bills every attempt up to the documented bound; answers with random scripts; injects faults."""
+
+    def __init__(self, seed: int, exact: float, faults: float, spawn: float, cut: float):
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.exact, self.faults, self.spawn, self.cut = exact, faults, spawn, cut
+        self.local = threading.local()
+        self.billed_past_bound = 0
+
+    def pick(self) -> random.Random:
+        with self.lock:
+            return random.Random(self.rng.random())
+
+    def usage(self, r: random.Random, bound: int, max_tokens: int) -> tuple[dict[str, int], int]:
+        at_bound = r.random() < self.exact
+        total_in = bound if at_bound else r.randint(1, bound)
+        write = total_in if at_bound else r.randint(0, total_in)
+        read = r.randint(0, total_in - write)
+        out = max_tokens if at_bound else r.randint(1, max(1, max_tokens))
+        return {"input_tokens": total_in - write - read, "cache_creation_input_tokens": write, "cache_read_input_tokens": read}, out
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        neutral: ModelRequest = self.local.request
+        bound = documented_bound(neutral)
+        r = self.pick()
+        max_tokens = int(body["max_tokens"])
+        u_in, out = self.usage(r, bound, max_tokens)
+        roll = r.random()
+        if roll < self.faults / 2:
+            return httpx.Response(500, json={"type": "error", "error": {"type": "api_error", "message": "boom"}})
+        events = [("message_start", {"type": "message_start", "message": {"model": body["model"], "usage": {**u_in, "output_tokens": 1}}})]
+        if roll < self.faults:  # billed, then cut
+            events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "par"}}))
+            return _sse(events)
+        names = {t["name"] for t in body.get("tools", [])}
+        choice = r.random()
+        stop = "tool_use"
+        if "Agent" in names and choice < self.spawn:
+            k = 1 if r.random() < 0.5 else 2  # one child, or two in parallel
+            calls = [("Agent", {"description": "look", "prompt": f"task {r.randint(0, 9)}", "subagent_type": "Explore"}) for _ in range(k)]
+        elif choice < 0.75:
+            calls = [("emit", {"kind": r.choice(KINDS), "n": r.randint(1, 400), "seed": r.randint(0, 10**6)}) for _ in range(r.randint(1, 2))]
+        else:
+            calls = []
+            stop = "max_tokens" if r.random() < self.cut else "end_turn"
+        i = 0
+        if not calls or r.random() < 0.3:
+            text = mixed_text(r.choice(KINDS), r.randint(1, 30), r.randint(0, 99))
+            events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}))
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+            i = 1
+        for name, args in calls:
+            cid = f"toolu_{r.randint(0, 10**12):012d}"
+            events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "tool_use", "id": cid, "name": name, "input": {}}}))
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                   "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)}}))
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+            i += 1
+        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": out}}))
+        events.append(("message_stop", {"type": "message_stop"}))
+        return _sse(events)
+
+
+def _sse(events: list[tuple[str, dict[str, Any]]]) -> httpx.Response:
+    data = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=data)
+
+
+class _Model(AnthropicModel):
+    counts_tokens = False  # the exact count path is tested in test_providers_count.py
+
+    def __init__(self, adv: Adversary, name: str, **kw: Any):
+        super().__init__(Target("anthropic", name, "http://adversary.invalid", "k"), transport=httpx.MockTransport(adv.handle),
+                         policy=RetryPolicy(max_attempts=2, sleep=lambda s: None, rand=lambda: 0.0), **kw)
+        self.adv = adv
+        self.price = PRICES.resolve(name)
+        self.max_continuations = 2
+
+    def complete(self, request: ModelRequest) -> Any:
+        self.adv.local.request = request  # what the adversary bills against: the neutral request the loop sent
+        return super().complete(request)
+
+
+def open_adversary(adv: Adversary, fallback: bool) -> _Model:
+    fb = _Model(adv, "claude-sonnet-4-5") if fallback else None
+    return _Model(adv, "claude-haiku-4-5", fallback=fb)
+
+
+def check_turns(results: Sequence[RunResult]) -> None:
+    for r in results:
+        assert r.stop_reason != "budget_overrun", r.error
+
+
+# --- the properties ------------------------------------------------------------
+
+knobs = dict(
+    seed=st.integers(0, 2**32),
+    cap=st.integers(2_000, 200_000),
+    exact=st.sampled_from([0.0, 0.3, 1.0]),
+    faults=st.sampled_from([0.0, 0.2, 0.5]),
+    fallback=st.booleans(),
+    max_out=st.integers(1, 600),
+)
+SETTINGS = settings(max_examples=int(os.environ.get("AGENTLOOP_PROPERTY_EXAMPLES", "25")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+def _prompt() -> list[dict[str, Any]]:
+    return [{"role": "system", "content": "You emit text. " + mixed_text("chinese", 20, 1)}, {"role": "user", "content": "go 🚀"}]
+
+
+@SETTINGS
+@given(**knobs)
+def test_a_run_never_settles_past_its_cap(seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int) -> None:
+    adv = Adversary(seed, exact, faults, spawn=0.0, cut=0.5)
+    r = run(open_adversary(adv, fallback), [emit], _prompt(), Budget(max_steps=12, max_usd_micros=cap), prices=PRICES,
+            max_output_tokens=max_out)
+    check_turns([r])
+    assert r.spent_micros <= cap
+
+
+@SETTINGS
+@given(**knobs)
+def test_a_session_of_prompts_never_settles_past_its_cap(seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int) -> None:
+    adv = Adversary(seed, exact, faults, spawn=0.0, cut=0.3)
+    model = open_adversary(adv, fallback)
+    spent, msgs, results = 0, _prompt(), []
+    for k in range(4):  # as the terminal agent does: each prompt's budget is what the session has left
+        r = run(model, [emit], [*msgs, {"role": "user", "content": f"again {k}"}], Budget(max_steps=6, max_usd_micros=cap - spent),
+                prices=PRICES, max_output_tokens=max_out)
+        results.append(r)
+        spent += r.spent_micros
+        msgs = list(r.messages)
+    check_turns(results)
+    assert spent <= cap
+
+
+@SETTINGS
+@given(**knobs)
+def test_a_parent_with_its_children_never_settles_past_its_cap(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int
+) -> None:
+    from agentloop.agent.subagent import SubagentRunner, parallel_executor
+
+    tmp = tmp_path_factory.mktemp("children")
+    adv = Adversary(seed, exact, faults, spawn=0.5, cut=0.3)
+    model = open_adversary(adv, fallback)
+    runner = SubagentRunner(model=model, make_tools=lambda cwd: Registry([emit]), cwd=str(tmp), transcript_dir=str(tmp / "t"),
+                            prices=PRICES, model_name="claude-haiku-4-5", max_steps=5)
+    registry = Registry([emit, runner.tool()])
+
+    def prepare(state: Any, record: Any) -> None:
+        runner.parent.bind(state)
+        return None
+
+    r = run(model, registry, _prompt(), Budget(max_steps=8, max_usd_micros=cap), prices=PRICES, max_output_tokens=max_out,
+            prepare=prepare, executor=parallel_executor(lambda calls: [registry.invoke(c) for c in calls], runner))
+    check_turns([r])
+    assert all(c["stop_reason"] != "budget_overrun" for c in runner.children)
+    assert r.spent_micros <= cap  # the children's spend is charged to the parent
+
+
+@SETTINGS
+@given(**knobs, workers=st.integers(2, 4))
+def test_a_fleet_sharing_one_ledger_never_settles_past_its_cap(
+    seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int, workers: int
+) -> None:
+    adv = Adversary(seed, exact, faults, spawn=0.0, cut=0.3)
+    ledger = LocalLedger(cap)
+    results: list[RunResult] = []
+
+    def worker() -> None:
+        # as a batch worker: its own budget has no money cap; the fleet ledger holds the cap
+        results.append(run(open_adversary(adv, fallback), [emit], _prompt(), Budget(max_steps=6), prices=PRICES,
+                           max_output_tokens=max_out, ledger=ledger))
+
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    check_turns(results)
+    assert ledger.spent <= cap and ledger.reserved == 0
+    assert sum(r.spent_micros for r in results) == ledger.spent
+
+
+def test_negative_control_a_reservation_of_characters_over_4_lets_the_spend_pass_the_cap() -> None:
+    """Sabotage: reserve as before the bound (``legacy_estimate``: input at characters // 4). The adversary,
+    billing within the documented bound, then takes runs past their caps."""
+    passed = 0
+    for seed in range(30):
+        adv = Adversary(seed, exact=1.0, faults=0.0, spawn=0.0, cut=0.0)
+        model = open_adversary(adv, False)
+        cfg = make_config(model, Registry([emit]), Budget(max_steps=8, max_usd_micros=20_000), prices=PRICES, max_output_tokens=50)
+        r = run(model, [emit], _prompt(), cfg.budget, config=replace(cfg, legacy_estimate=True))
+        passed += r.spent_micros > 20_000
+    assert passed > 0
+
+
+def test_the_documented_bound_is_what_the_loop_reserves_for(tmp_path: Path) -> None:
+    """The test's bound (from the docs) and ``budget.input_bound`` agree, so the property tests the documented promise."""
+    from agentloop.budget import input_bound
+
+    msgs = [*_prompt(), {"role": "assistant", "content": "x", "tool_calls": [{"id": "t1", "name": "emit", "arguments": {"kind": "emoji"}}]},
+            {"role": "tool", "tool_call_id": "t1", "name": "emit", "ok": True, "content": mixed_text("emoji", 50, 3)}]
+    req = ModelRequest(msgs, Registry([emit]).specs(), 10)
+    assert documented_bound(req) == input_bound(msgs, req.tools)
+
+
+def test_a_side_call_billed_past_its_bound_stops_the_run_and_replays(tmp_path: Path) -> None:
+    """A compaction summary billed far past its reservation: the run stops with budget_overrun before the next call."""
+    from agentloop.agent.context import ContextManager
+    from agentloop.replay import replay
+    from agentloop.testing import ScriptedModel, reply
+    from agentloop.transcript import TranscriptWriter, read_records
+
+    @tool(read_only=True)
+    def big(n: int) -> str:
+        """A large output."""
+        return f"{n}:" + "y" * 3000
+
+    path = tmp_path / "t.jsonl"
+    cm = ContextManager(window=1000, keep_recent=1, mask_threshold=100, transcript_path=str(path),
+                        summarizer=ScriptedModel([reply("summary", usage=(1_000_000, 5))]))
+    steps = [reply(f"step {i}", [("big", {"n": i})], usage=(10, 1), step=i) for i in range(4)]
+    with TranscriptWriter(path) as w:
+        r = run(ScriptedModel(steps), [big], [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}],
+                Budget(max_steps=10, max_usd_micros=10_000_000), transcript=w, prepare=cm.prepare)
+    assert r.stop_reason == "budget_overrun" and "side call" in (r.error or "")
+    kinds = [x.kind for x in read_records(path)]
+    assert "overrun" in kinds and kinds[-1] == "stop"
+    assert replay(path).equal
