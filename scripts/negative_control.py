@@ -344,6 +344,13 @@ SABOTAGES = [
         "if False:  # SABOTAGED",
         PB,
     ),
+    Sabotage(
+        "the session listing forgets a manual /compact's spend",
+        "src/agentloop/agent/session.py",
+        "                    spent += _side_cost(orjson.loads(line)[\"payload\"])\n",
+        "                    pass  # SABOTAGED\n",
+        ["tests/test_repl_issue22.py::test_a_compaction_s_spend_is_counted_in_cost_and_sessions"],
+    ),
 ]
 
 

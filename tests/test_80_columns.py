@@ -72,3 +72,22 @@ def test_the_batch_progress_line_and_report_fit_80_columns() -> None:
         _common.console = saved
     text = out.getvalue()
     assert max(cell_len(x) for x in text.splitlines()) <= 80 and "abababababababab… (in batch.anchor.json)" in text
+
+
+def test_the_cost_line_fits_80_columns_by_leaving_out_whole_parts() -> None:
+    """The REPL's and ``-p``'s cost line (issue 22, point 10): at 80 columns the tokens go first,
+    then the words; what is left is whole."""
+    from types import SimpleNamespace
+
+    from agentloop.agent.session import SessionStats
+    from agentloop.cli.agent_entry import cost_line
+
+    stats = SessionStats(spent_micros=12_345_678, last_input_tokens=64_000)
+    agent = SimpleNamespace(stats=stats, max_usd_micros=50_000_000, window=128_000, last_usage_estimated=True)
+    result = SimpleNamespace(spent_micros=1_234_567, usage=SimpleNamespace(input_tokens=123_456, output_tokens=7_890))
+    full = cost_line(agent, result)
+    assert full == "cost $1.234567 this turn (123456 in / 7890 out, estimated) · session $12.345678 / $50.000000 · context 50%"
+    line = cost_line(agent, result, 80)
+    assert cell_len(line) <= 80 and line == "cost $1.234567 this turn · session $12.345678 / $50.000000 · context 50%"
+    short = cost_line(agent, result, 50)
+    assert cell_len(short) <= 50 and short == "turn $1.234567 · session $12.345678 / $50.000000"

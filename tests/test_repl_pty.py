@@ -294,7 +294,7 @@ def test_a_read_deny_rule_also_blocks_a_mention(tmp_path, proj):
         sent = user_texts(fp.requests[-1]["body"])[-1]
     assert "sk-hidden" not in sent
     assert "reading it is denied" in p.stdout
-    settings = os.path.join(str(proj), ".agentloop", "settings.json")
+    settings = os.path.join(".agentloop", "settings.json")  # relative to the working directory when inside it
     assert f"deny  Read(./secrets/**)   ({settings})" in p.stdout, "/permissions names each rule and its file"
 
 

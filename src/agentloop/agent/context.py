@@ -328,6 +328,12 @@ class ContextManager:
             record("compaction", res.to_record())
             return res
         head, cut = split
+        if trigger == "manual" and sum(message_chars(m) for m in messages[head:cut]) < min(self.summary_max_tokens, self.window // 10) * 4:
+            # what would be summarised is no longer than a summary may be, or a tenth of the window:
+            # nothing to gain, so nothing is spent (issue 22, point 11)
+            res = CompactionResult("nothing", trigger, before, before)
+            record("compaction", res.to_record())
+            return res
         if self.hooks is not None and self.hooks.has("PreCompact"):
             pre = self.hooks.run("PreCompact", {"trigger": trigger, "custom_instructions": custom_instructions}, matcher_value=trigger)
             record("hook", pre.to_record())

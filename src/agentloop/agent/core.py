@@ -325,6 +325,10 @@ class Agent:
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.home = home or agentloop_home(self.env)
         self.ask_permission = ask_permission
+        self._unreported = 0
+        """Replies of the current run that reported no usage (their tokens are the loop's estimate)."""
+        self.last_usage_estimated = False
+        """The last turn's tokens include such an estimate (the cost line says so)."""
         self.hooks: AgentHooks = NoHooks()
         self.context: ContextManager = NoContext()
         self.extra_tools: list[Tool] = []
@@ -921,6 +925,8 @@ class Agent:
         wrap = getattr(self.context, "wrap_executor", None)  # extensions.AgentContext
         prep = getattr(self.context, "run_prepare", None)
         model, sink, traced = self.model, cast(Any, s), None
+        reported = (s.stats.input_tokens, s.stats.output_tokens)
+        self._unreported = 0
         if self.tracing is not None:
             model, traced, obs = self.tracing.wrap(self.model, s, obs, model_name=self.model_spec, run_id=f"{s.id}/{n}", conversation_id=s.id)
             sink = traced
@@ -947,6 +953,13 @@ class Agent:
         st = s.stats
         st.turns += 1
         st.spent_micros += result.spent_micros
+        # tokens the provider did not report: the loop's estimate is in result.usage, not in the replies
+        est_in = max(0, result.usage.input_tokens - (st.input_tokens - reported[0])) if self._unreported else 0
+        est_out = max(0, result.usage.output_tokens - (st.output_tokens - reported[1])) if self._unreported else 0
+        st.input_tokens += est_in
+        st.output_tokens += est_out
+        st.estimated_tokens += est_in + est_out
+        self.last_usage_estimated = est_in + est_out > 0
         s.append("session_cost", st.to_json())
         log.info("turn %d: %s, %d steps, %d micro-USD (session %d)", n, result.stop_reason, result.steps, result.spent_micros, st.spent_micros)
         again = self.hooks.stop(self, result)
@@ -961,6 +974,8 @@ class Agent:
             if isinstance(ev, TurnRecorded):
                 u = ev.reply.usage
                 st.add_turn(u.to_json() if u is not None else {})
+                if u is None:
+                    self._unreported += 1
             if outer is not None:
                 outer(ev)
 

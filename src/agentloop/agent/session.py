@@ -133,6 +133,8 @@ class SessionStats:
     """Per tool: ``{"ok": n, "failed": m}``."""
     last_input_tokens: int = 0
     """Input of the last model call: how full the context window is."""
+    estimated_tokens: int = 0
+    """Of the tokens above, how many are the loop's len//4 estimate (the provider reported no usage)."""
 
     def count_tool(self, name: str, ok: bool) -> None:
         t = self.tools.setdefault(name, {"ok": 0, "failed": 0})
@@ -162,6 +164,7 @@ class SessionStats:
             "model_calls": self.model_calls,
             "tools": {k: dict(v) for k, v in sorted(self.tools.items())},
             "last_input_tokens": self.last_input_tokens,
+            **({"estimated_tokens": self.estimated_tokens} if self.estimated_tokens else {}),
         }
 
     @classmethod
@@ -177,6 +180,7 @@ class SessionStats:
             model_calls=int(obj.get("model_calls", 0)),
             tools={str(k): {"ok": int(v.get("ok", 0)), "failed": int(v.get("failed", 0))} for k, v in obj.get("tools", {}).items()},
             last_input_tokens=int(obj.get("last_input_tokens", 0)),
+            estimated_tokens=int(obj.get("estimated_tokens", 0)),
         )
 
 
@@ -186,10 +190,17 @@ def _apply(stats: SessionStats, kind: str, payload: dict[str, Any]) -> None:
         stats.add_turn((payload.get("reply") or {}).get("usage") or {})
     elif kind == "budget":
         stats.spent_micros += int(payload.get("cost_micros", 0))
+    elif kind == "compaction":  # a side call's spend (a manual /compact is in no run's budget records)
+        stats.spent_micros += _side_cost(payload)
     elif kind == "tool_result":
         stats.count_tool(str(payload.get("name", "?")), bool(payload.get("ok")))
     elif kind == "run_start":
         stats.turns += 1
+
+
+def _side_cost(payload: Any) -> int:
+    call = payload.get("call") if isinstance(payload, dict) else None
+    return int(call.get("cost_micros", 0)) if isinstance(call, dict) else 0
 
 
 def _assistant_message(reply: dict[str, Any]) -> Message:
@@ -623,6 +634,10 @@ def summarize(path: str) -> SessionSummary:
                         uncapped += 1
                 elif k == b"budget":
                     spent += int(orjson.loads(line)["payload"].get("cost_micros", 0))
+                elif k == b"compaction":
+                    spent += _side_cost(orjson.loads(line)["payload"])
+                elif k == b"session_cost":  # the session's own total (side calls, sub-agents); later records add to it
+                    spent = int(orjson.loads(line)["payload"].get("spent_micros", 0))
                 elif k == b"session_start" and not started:
                     started = str(orjson.loads(line)["payload"].get("started_at", ""))
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):

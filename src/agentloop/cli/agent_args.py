@@ -32,7 +32,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--api-key-env", default=d(None), metavar="VAR", help="the environment variable that holds the API key")
     g.add_argument("-c", "--continue", dest="continue_last", action="store_true", default=d(False),
                    help="continue the most recent session of this directory")
-    g.add_argument("-r", "--resume", default=d(None), metavar="ID", help="resume the session ID (a unique prefix will do)")
+    g.add_argument("-r", "--resume", nargs="?", const="", default=d(None), metavar="ID",
+                   help="resume the session ID (a unique prefix will do); without an ID the REPL offers a list to choose from")
     g.add_argument("--max-usd", default=d(None), metavar="USD",
                    help="the session's spend cap in dollars, e.g. 0.05 (default 5; 'unlimited' for none, on purpose)")
     g.add_argument("--price", default=d(None), metavar="INPUT,OUTPUT",

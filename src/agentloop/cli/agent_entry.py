@@ -80,6 +80,8 @@ def make_agent(
     steps = _opt(args, "max_steps")
     if steps is not None and steps < 1:
         raise UserError(f"--max-steps {steps}: must be at least 1")
+    if _opt(args, "resume") == "":
+        raise UserError("--resume without an id lists sessions to choose from in the REPL only; give the id (agentloop sessions lists them)")
     home = agentloop_home()
     setup_logging(home, verbose=bool(_opt(args, "verbose", False)))
     mode = _opt(args, "permission_mode")
@@ -254,17 +256,30 @@ def _result_json(agent: Any, result: Any, elapsed: float, timing: _Timing) -> di
     )
 
 
-def cost_line(agent: Any, result: Any) -> str:
-    """One line after each turn: this turn's spend and tokens, the session's, the context fill."""
+def cost_line(agent: Any, result: Any, cols: int | None = None) -> str:
+    """One line after each turn: this turn's spend and tokens, the session's, the context fill.
+
+    Tokens the provider did not report are the loop's estimate, marked "estimated". With
+    ``cols`` the line fits that many columns by leaving out its least important parts
+    (the tokens first), never by cutting a word.
+    """
     from agentloop.budget import format_usd
+
+    from .repl import fit
 
     st = agent.stats
     budget = f" / {format_usd(agent.max_usd_micros)}" if agent.max_usd_micros is not None else ""
     fill = st.last_input_tokens / agent.window if agent.window else 0.0
-    return (
-        f"cost {format_usd(result.spent_micros)} this turn ({result.usage.input_tokens} in / {result.usage.output_tokens} out)"
-        f" · session {format_usd(st.spent_micros)}{budget} · context {fill:.0%}"
+    est = ", estimated" if getattr(agent, "last_usage_estimated", False) else ""
+    turn, session = format_usd(result.spent_micros), f"{format_usd(st.spent_micros)}{budget}"
+    full = (
+        f"cost {turn} this turn ({result.usage.input_tokens} in / {result.usage.output_tokens} out{est})"
+        f" · session {session} · context {fill:.0%}"
     )
+    if cols is None:
+        return full
+    return fit((full, f"cost {turn} this turn · session {session} · context {fill:.0%}",
+                f"turn {turn} · session {session} · context {fill:.0%}", f"turn {turn} · session {session}"), cols)
 
 
 def _piped_stdin(wait_s: float = 1.0) -> str | None:
@@ -407,7 +422,8 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
         if result.answer:
             sys.stdout.write(result.answer + ("" if result.answer.endswith("\n") else "\n"))
             sys.stdout.flush()
-        print(cost_line(agent, result), file=sys.stderr)
+        cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
+        print(cost_line(agent, result, cols), file=sys.stderr)
         for w in agent.warnings():
             print(f"warning: {w.text}", file=sys.stderr)
         if result.stop_reason not in FINISHED:

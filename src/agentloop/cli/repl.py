@@ -67,6 +67,32 @@ def short_input(name: str, args: Any, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def width() -> int:
+    """The terminal's width in columns (``COLUMNS`` first, as ``shutil`` reads it)."""
+    import shutil
+
+    return max(20, shutil.get_terminal_size().columns)
+
+
+def fit(candidates: Iterable[str], cols: int) -> str:
+    """The first of ``candidates`` (fullest first) that fits ``cols`` columns, else the last:
+    a line is shortened by leaving out its least important parts, never cut mid-word."""
+    from rich.cells import cell_len
+
+    last = ""
+    for last in candidates:
+        if cell_len(last) <= cols:
+            return last
+    return last
+
+
+def wrap(text: str, cols: int) -> list[str]:
+    """``text`` wrapped at word boundaries to ``cols`` columns (a word longer than a line is split)."""
+    import textwrap
+
+    return textwrap.wrap(text, cols, break_on_hyphens=False) or [""]
+
+
 def _inside(path: str, roots: Iterable[str]) -> bool:
     for r in roots:
         try:
@@ -243,22 +269,45 @@ class Repl:
         st = a.stats
         fill = st.last_input_tokens / a.window if a.window else 0.0
         budget = f" / {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else ""
-        return (
-            f" {a.model_spec} · {st.input_tokens} in / {st.output_tokens} out · context {fill:.0%}"
-            f" · {format_usd(st.spent_micros)}{budget} · session {a.session.id} "
-        )
+        model, tokens = a.model_spec, f"{st.input_tokens} in / {st.output_tokens} out"
+        context, spend, session = f"context {fill:.0%}", f"{format_usd(st.spent_micros)}{budget}", f"session {a.session.id}"
+        # at a narrow width the least important parts go first: the session id, the tokens, the model
+        return fit((f" {' · '.join(p)} " for p in (
+            (model, tokens, context, spend, session),
+            (model, tokens, context, spend),
+            (model, context, spend),
+            (context, spend),
+        )), width() - 1)
 
     # -- permission asks (called from inside a turn) --
 
     def ask_permission(self, call: Any, decision: Any) -> str:
+        answer = self._ask_permission(call, decision)
+        self.at_line_start = True
+        if answer != "deny":  # the tool runs now: show that something is happening (rule of spinner.py)
+            self.working(f"running {call.name}")
+        return answer
+
+    def _ask_permission(self, call: Any, decision: Any) -> str:
+        from .preview import change_preview
+
         self.newline()  # (which takes the working line away first)
+        cols = width() - 1
+        for line, style in change_preview(call.name, call.arguments, self.agent.cwd if self.agent else os.getcwd(), cols):
+            self.say(line, style)
         why = getattr(decision, "reason", "") or (f"rule {decision.rule}" if getattr(decision, "rule", None) else "")
-        question = f"Allow {call.name}({short_input(call.name, call.arguments, 120)})?" + (f" ({why})" if why else "")
+        question = f"Allow {call.name}({short_input(call.name, call.arguments, 400)})?" + (f" ({why})" if why else "")
+        # "always" remembers exactly this call (for Bash, this exact line; a * in it is a star)
+        always = "[a]lways this exact line" if call.name == "Bash" else "[a]lways"
+        choices = f"[y]es / {always} this session / [n]o: "
+        if len(question) + 1 + len(choices) <= cols:
+            prompt = f"{question} {choices}"
+        else:  # wrapped at word boundaries above a prompt of the choices alone
+            self.say("\n".join(wrap(question, cols)))
+            prompt = choices
         while True:
             try:
-                # "always" remembers exactly this call (for Bash, this exact line; a * in it is a star)
-                always = "[a]lways this exact line" if call.name == "Bash" else "[a]lways"
-                answer = self._read(f"{question} [y]es / {always} this session / [n]o: ", permission=True)
+                answer = self._read(prompt, permission=True)
             except EOFError:
                 return "deny"
             a = answer.strip().lower()
@@ -391,6 +440,11 @@ class Repl:
 
         from .agent_entry import make_agent, report_config
 
+        if getattr(self.args, "resume", None) == "":  # -r without an id
+            try:
+                self.args.resume = self.pick_session()
+            except KeyboardInterrupt:
+                return EXIT_OK
         self.agent = make_agent(
             self.args,
             ask_permission=self.ask_permission if self.interactive else None,
@@ -476,6 +530,72 @@ class Repl:
             self.say("memory: " + ", ".join(os.path.relpath(p, a.cwd) if p.startswith(a.cwd) else p for p in a.memory_files), "dim")
         for w in getattr(a, "load_warnings", []):
             self.say(f"warning: {w}", "yellow")
+        if not a.session.created:
+            self.last_exchange()
+
+    def last_exchange(self) -> None:
+        """A resumed session's last prompt and its answer, so the user knows where they are."""
+        from agentloop.conversation import SUMMARY_PREFIX
+
+        msgs = self.agent.session.messages
+        i = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].get("role") == "user" and isinstance(msgs[i].get("content"), str)
+                  and not str(msgs[i]["content"]).startswith(SUMMARY_PREFIX)), None)
+        if i is None:
+            return
+        cols = width() - 1
+        prompt = str(msgs[i]["content"]).strip().splitlines() or [""]
+        answer = next((str(m.get("content")) for m in reversed(msgs[i + 1 :]) if m.get("role") == "assistant"
+                       and isinstance(m.get("content"), str) and str(m.get("content")).strip()), "")
+        self.say("the last exchange:", "dim")
+        self.say(fit((f"> {prompt[0]}" + (" …" if len(prompt) > 1 else ""), f"> {prompt[0][: cols - 4]}…"), cols), "bold")
+        lines = answer.strip().splitlines()
+        shown = [x for line in lines[:6] for x in wrap(line, cols - 2)][:8]
+        if shown:
+            more = len(lines) - 6
+            self.say("\n".join(f"⏺ {x}" if n == 0 else f"  {x}" for n, x in enumerate(shown))
+                     + (f"\n  … {more} more lines" if more > 0 else ""))
+
+    def pick_session(self) -> str | None:
+        """``-r`` without an id: this directory's recent sessions, chosen by number (None: a new one)."""
+        from agentloop.agent.session import list_sessions
+        from agentloop.config.settings import agentloop_home
+
+        cwd = os.path.abspath(getattr(self.args, "cwd", None) or os.getcwd())
+        found = list_sessions(cwd, agentloop_home())[:20]
+        if not found:
+            self.say("no saved session in this directory yet: starting a new one", "dim")
+            return None
+        cols = width() - 1
+        self.say("sessions of this directory, newest first:", "bold")
+        for n, s in enumerate(found, 1):
+            head = f"{n:>3}  {s.started.replace('T', ' ').rstrip('Z')[:16]}  {s.turns:>3} turns  "
+            prompt = " ".join(s.first_prompt.split())
+            room = cols - len(head)
+            self.say(head + (prompt if len(prompt) <= room else prompt[: max(0, room - 1)] + "…"))
+        while True:
+            try:
+                answer = self._read_line(f"resume which? [1-{len(found)}, Enter for a new session]: ")
+            except EOFError:
+                return None
+            a = answer.strip()
+            if not a:
+                return None
+            if a.isdigit() and 1 <= int(a) <= len(found):
+                return found[int(a) - 1].id
+            self.say(f"{a!r}: give a number from 1 to {len(found)}", "red")
+
+    def _read_line(self, prompt: str) -> str:
+        """One line before the REPL's own prompt exists (the session picker)."""
+        if self.interactive:
+            from prompt_toolkit import prompt as pt_prompt
+
+            return str(pt_prompt(prompt))
+        self.write(prompt)
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        self.at_line_start = True
+        return line.rstrip("\n")
 
     def handle(self, text: str) -> None:
         if text.startswith("/") and not text.startswith("//"):
@@ -520,7 +640,7 @@ class Repl:
             self.armed = True
         from .agent_entry import cost_line
 
-        self.say(cost_line(a, result), "dim")
+        self.say(cost_line(a, result, width() - 1), "dim")
         for w in a.warnings():
             self.say(f"warning: {w.text}", "yellow")
 
@@ -536,7 +656,8 @@ class Repl:
             Command("rewind", "list the prompts, or go back to before prompt N (files, conversation or both)", self.cmd_rewind,
                     "[N [files|conversation|both] [--force]]"),
             Command("model", "show or switch the model", self.cmd_model, "[spec]"),
-            Command("permissions", "show the permission rules in effect and where they come from", self.cmd_permissions),
+            Command("permissions", "show the rules and where they come from; add or remove one", self.cmd_permissions,
+                    "[allow|ask|deny RULE [--file PATH] | remove N]"),
             Command("mcp", "list MCP servers and their tools; /mcp login|logout SERVER signs in or out (OAuth)", self.cmd_mcp),
             Command("sandbox", "show the Bash sandbox: mode, writable paths, network, hidden paths", self.cmd_sandbox),
             Command("cost", "tokens, cache use, spend and tool success counts", self.cmd_cost),
@@ -610,6 +731,7 @@ class Repl:
             return
         n = sum(1 for m in a.session.messages if m.get("role") == "user")
         self.say(f"resumed session {a.session.id} ({n} user messages)", "dim")
+        self.last_exchange()
 
     def cmd_sessions(self, rest: str) -> None:
         from agentloop.agent.session import list_sessions
@@ -625,9 +747,16 @@ class Repl:
         render(found[:20], con=self.con)
 
     def cmd_compact(self, rest: str) -> None:
-        before = len(self.agent.session.messages)
-        self.agent.compact(rest)
-        self.say(f"compacted: {before} messages → {len(self.agent.session.messages)}", "dim")
+        from agentloop.budget import format_usd
+
+        a = self.agent
+        before, spent = list(a.session.messages), a.stats.spent_micros
+        a.compact(rest)
+        cost = f" (it cost {format_usd(a.stats.spent_micros - spent)})" if a.stats.spent_micros != spent else ""
+        if a.session.messages == before:
+            self.say(f"nothing worth compacting: the conversation is still short ({len(before)} messages){cost}", "dim")
+            return
+        self.say(f"compacted: {len(before)} messages → {len(a.session.messages)}{cost}", "dim")
 
     def cmd_rewind(self, rest: str) -> None:
         """``/rewind``: the prompts to go back to; ``/rewind N [files|conversation|both] [--force]`` goes."""
@@ -674,13 +803,31 @@ class Repl:
             self.say(f"warning: {line}", "yellow")
 
     def cmd_permissions(self, rest: str) -> None:
+        from .permissions_edit import PermissionEditError, add_rule, remove_rule
+
         a = self.agent
+        words = rest.split(None, 1)
+        if words and words[0] in ("allow", "ask", "deny", "remove"):
+            try:
+                if words[0] == "remove":
+                    done = remove_rule(a, words[1] if len(words) > 1 else "")
+                else:
+                    done = add_rule(a, words[0], words[1] if len(words) > 1 else "")
+            except PermissionEditError as exc:
+                self.say(f"/permissions: {exc}", "red")
+                return
+            self.say(done, "dim")
+            return
+        if words:
+            self.say(f"/permissions {words[0]}: expected allow, ask, deny or remove (see /help)", "red")
+            return
         lines = [f"mode: {a.policy.mode}"]
         rules = a.policy.describe()
         if not rules:
             lines.append("no rules: read-only tools run, others ask (settings: permissions.allow / ask / deny)")
-        for behavior, rule, source in rules:
-            lines.append(f"  {behavior:<5} {rule}   ({source})")
+        for n, (behavior, rule, source) in enumerate(rules, 1):
+            shown = os.path.relpath(source, a.cwd) if source.startswith(a.cwd + os.sep) else source
+            lines.append(f"  {n:>2}  {behavior:<5} {rule}   ({shown})")
         if a.add_dirs:
             lines.append("additional directories: " + ", ".join(a.add_dirs))
         self.say("\n".join(lines))
@@ -738,7 +885,9 @@ class Repl:
         budget = f" of {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else ""
         lines = [
             f"session {a.session.id} · {st.turns} prompts · {st.model_calls} model calls",
-            f"tokens: {st.input_tokens} in / {st.output_tokens} out",
+            f"tokens: {st.input_tokens} in / {st.output_tokens} out" + (
+                "" if not st.estimated_tokens else " (estimated: the provider reported no usage)"
+                if st.estimated_tokens >= st.input_tokens + st.output_tokens else f" ({st.estimated_tokens} of them estimated)"),
             f"cache: {st.cache_read_tokens} read / {st.cache_write_tokens} written",
             f"spend: {format_usd(st.spent_micros)}{budget} · {a.cap_text()}",
             f"context: {st.last_input_tokens} of {a.window} tokens",

@@ -38,7 +38,8 @@ Each request to a completion endpoint takes the next REPLY, an object with:
   ``max_tokens`` reply with tool calls stops inside the last call's arguments.
 - ``usage``: ``{"input_tokens": n, "output_tokens": n}`` to report instead
   of the computed figures (input: the request's characters // 4; output: the
-  reply's characters // 4 + 1).
+  reply's characters // 4 + 1), or ``"none"`` to report no usage at all (as
+  OpenAI-compatible servers that ignore ``stream_options.include_usage`` do).
 - ``model``: the model name to report (default: the one requested).
 - ``latency``: seconds before the response, or ``[min, max]`` for a uniform
   random pick (seeded by ``seed``).
@@ -418,7 +419,8 @@ class _Handler(BaseHTTPRequestHandler):
         stop = r.get("stop_reason") or ("tool_use" if calls else "end_turn")
         finish = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}.get(stop, stop)
         prompt, cached = st.openai_cached(body)
-        u = r.get("usage") or {}
+        given = r.get("usage")
+        u: dict[str, Any] = given if isinstance(given, dict) else {}
         pt = int(u.get("input_tokens", prompt))
         ct = int(u.get("output_tokens", self._out_tokens(r, calls)))
         usage: dict[str, Any] = {
@@ -439,7 +441,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {
                 "id": cid, "object": "chat.completion", "created": created, "model": model,
                 "choices": [{"index": 0, "message": msg, "finish_reason": finish, "logprobs": None}],
-                "usage": usage,
+                **({} if r.get("usage") == "none" else {"usage": usage}),
             })
             return
         size = int(r.get("chunk_size", 8))
@@ -471,7 +473,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(iter(events), r, None)
             return
         events.append(chunk({}, finish))
-        if include_usage:
+        if include_usage and r.get("usage") != "none":
             events.append(chunk({}, use=usage, choices=False))
         events.append(b"data: [DONE]\n\n")
         self._stream(iter(events), r, cut_at if cut_at is not None else max(1, len(events) // 2))
