@@ -194,9 +194,9 @@ class _SummaryAware:
     name = "scripted"
 
     def __init__(self, replies: list[dict[str, Any]]):
-        from agentloop.agent.core import _scripted_reply
+        from agentloop.testing import parse_replies  # the one scripted-model format
 
-        self.replies = [_scripted_reply(r, i) for i, r in enumerate(replies)]
+        self.replies = [r.reply for r in parse_replies(replies)]
         self.i = 0
 
     def complete(self, req: Any) -> Any:

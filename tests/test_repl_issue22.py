@@ -118,7 +118,7 @@ def _screen_80(t: Term) -> list[str]:
 
 
 def test_at_80_columns_the_status_bar_cost_line_and_permission_prompt_break_only_between_words(tmp_path: Path, proj: Path) -> None:
-    command = "echo the quick brown fox jumps over the lazy dog while everyone watches quietly from afar"
+    command = "touch the quick brown fox jumps over the lazy dog while everyone watches quietly from afar"  # not read-only: it asks
     replies = [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": command}}]}, {"text": "Echoed."}]
     with FakeProvider({"replies": replies}) as fp:
         env = env_for(str(tmp_path / "home"), COLUMNS="80")
@@ -131,7 +131,7 @@ def test_at_80_columns_the_status_bar_cost_line_and_permission_prompt_break_only
             assert re.fullmatch(r" openai:gpt-4o-mini · 0 in / 0 out · context 0% · \$0\.000000 / \$5\.000000", status), status
             m = t.mark()
             t.type("echo something long")
-            t.wait_for(r"\[y\]es / \[a\]lways this session / \[n\]o:", after=m)
+            t.wait_for(r"\[y\]es / \[a\]lways this exact line this session / \[n\]o:", after=m)
             lines = t.lines()[m + 1 :]
             start = next(i for i, x in enumerate(lines) if x.startswith("Allow Bash("))
             end = next(i for i, x in enumerate(lines) if "[y]es" in x)
