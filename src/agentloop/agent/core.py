@@ -131,7 +131,10 @@ class NoHooks:
         return result
 
     def stop(self, agent: Agent, result: RunResult) -> str | None:
-        """Return a reason to keep going (a new user message), or None to stop."""
+        """Return a reason to keep going (the next user message of the same turn), or None to stop.
+
+        ``agent.stop_hook_active`` says whether the turn already goes on because of a Stop hook.
+        """
         return None
 
     def session_end(self, agent: Agent, reason: str) -> None:
@@ -341,6 +344,8 @@ class Agent:
         self.warned: set[tuple[str, float]] = set()
         self.session_allow: set[str] = set()
         """Rules the user added for the rest of this session ("always")."""
+        self.stop_hook_active = False
+        """While ``hooks.stop`` runs: True when the turn is already going on because of a Stop hook."""
         try:
             self.sources: list[SettingsSource] = load_settings(self.cwd, self.home)
         except ConfigError as exc:
@@ -616,51 +621,79 @@ class Agent:
     def ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
         """Run one user turn to its stop. See rule 2.
 
+        A Stop hook that blocks continues the same turn (no second
+        UserPromptSubmit): its reason goes to the model as the next user
+        message and another run starts, under what is left of the turn's
+        budget, with ``stop_hook_active`` true for the next Stop call, at most
+        ``MAX_STOP_BLOCKS`` blocks in a row (``agent/stopgate.py``). The
+        result holds the turn's totals and its last run's answer and stop.
+
         Raises:
             AgentError: a hook blocked the prompt (nothing was run).
         """
-        from ..run import run
+        from .stopgate import StopGate
 
         decision = self.hooks.user_prompt_submit(self, prompt)
         if decision.blocked is not None:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
         s = self.session
         content = decision.prompt if not decision.context else f"{decision.prompt}\n\n{decision.context}"
-        messages = [*self.context.prepare(self, s.messages), {"role": "user", "content": content}]
         obs = self._observer(observer)
         n = s.stats.turns + 1
+        gate = StopGate(self.budget())
+        left: Budget | None = gate.budget
+        while left is not None:
+            messages = [*self.context.prepare(self, s.messages), {"role": "user", "content": content}]
+            last = self._run(messages, left, obs, n, gate.runs)
+            total = gate.add(last)
+            s.messages = list(last.messages)
+            close_dangling_calls(s.messages)
+            s.stats.spent_micros += last.spent_micros
+            self.stop_hook_active = gate.active
+            again = self.hooks.stop(self, last) if last.stop_reason != "interrupted" else None
+            left = None
+            if again:
+                why = gate.why_not(last)
+                if why is None:
+                    content, left = again, gate.remaining()
+                else:
+                    self._notice(f"a Stop hook asked to keep going; the turn ends anyway: {why}")
+        self.stop_hook_active = False
+        st = s.stats
+        st.turns += 1
+        s.append("session_cost", st.to_json())
+        log.info("turn %d: %s, %d steps, %d micro-USD (session %d)", n, total.stop_reason, total.steps, total.spent_micros, st.spent_micros)
+        return total
+
+    def _run(self, messages: list[Message], budget: Budget, obs: Observer, n: int, part: int) -> RunResult:
+        """One run of the loop for turn ``n`` (``part`` > 0: continued by a Stop hook)."""
+        from ..run import run
+
+        s = self.session
 
         def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
             return self._execute(calls, obs)
 
         wrap = getattr(self.context, "wrap_executor", None)  # extensions.AgentContext
         prep = getattr(self.context, "run_prepare", None)
-        result = run(
+        meta: dict[str, Any] = {"session_id": s.id, "turn": n, "started_at": _now_iso(), "cwd": self.cwd}
+        if part:
+            meta["stop_hook_continuation"] = part
+        return run(
             self.model,
             self.shown_tools(),
             messages,
-            self.budget(),
+            budget,
             transcript=s,
             prices=self.prices,
             model_name=self.model_name,
-            run_id=f"{s.id}/{n}",
-            meta={"session_id": s.id, "turn": n, "started_at": _now_iso(), "cwd": self.cwd},
+            run_id=f"{s.id}/{n}" if not part else f"{s.id}/{n}.{part}",
+            meta=meta,
             observer=obs,
             executor=wrap(self, execute) if wrap is not None else execute,
             prepare=prep(self) if prep is not None else None,
             loop_threshold=self.loop_threshold,
         )
-        s.messages = list(result.messages)
-        close_dangling_calls(s.messages)
-        st = s.stats
-        st.turns += 1
-        st.spent_micros += result.spent_micros
-        s.append("session_cost", st.to_json())
-        log.info("turn %d: %s, %d steps, %d micro-USD (session %d)", n, result.stop_reason, result.steps, result.spent_micros, st.spent_micros)
-        again = self.hooks.stop(self, result)
-        if again:
-            return self.ask(again, observer=observer)
-        return result
 
     def _observer(self, outer: Observer | None) -> Observer:
         st = self.session.stats

@@ -29,14 +29,12 @@ from .hooks import MAX_TEXT, HookOutcome, HookRunner
 from .loopcheck import LoopCheck, chain
 from .settings import merged
 from .sidecall import Account
+from .stopgate import stop_feedback
 from .subagent import SubagentRunner, load_agent_types, parallel_executor
 
 __all__ = ["AgentContext", "ClaudeHooks", "install"]
 
 log = logging.getLogger("agentloop.agent")
-
-MAX_STOP_BLOCKS = 8
-"""Claude Code overrides a Stop hook after this many blocks in a row."""
 
 
 def _text(v: Any) -> str:
@@ -50,7 +48,6 @@ class ClaudeHooks:
         self.runner = runner
         self.stop_request: str | None = None
         """Set when a hook answered ``continue: false``: the run stops before its next model call."""
-        self.stop_blocks = 0
         self._pre_context: dict[str, list[str]] = {}
 
     def _sync(self, agent: Any) -> None:
@@ -93,7 +90,6 @@ class ClaudeHooks:
     def user_prompt_submit(self, agent: Any, prompt: str) -> Any:
         from .core import PromptDecision
 
-        self.stop_blocks = 0
         self.stop_request = None
         out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt})
         if out.blocked or out.stop:
@@ -139,18 +135,15 @@ class ClaudeHooks:
         return ToolResult(result.call_id, result.name, False, error=f"{result.error}\n\n{extra}", detail=result.detail)
 
     def stop(self, agent: Any, result: Any) -> str | None:
-        active = self.stop_blocks > 0
+        """Stop hooks: a block's reason (and any ``additionalContext``) keeps the turn going.
+
+        The agent counts the blocks and keeps the turn under its budgets
+        (``stopgate.StopGate``); ``agent.stop_hook_active`` is passed on.
+        """
+        active = bool(getattr(agent, "stop_hook_active", False))
         out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", "")})
         self.stop_request = None
-        if out.blocked and not out.stop:
-            if self.stop_blocks >= MAX_STOP_BLOCKS:
-                self._notice(agent, f"a Stop hook blocked {MAX_STOP_BLOCKS} times in a row; stopping anyway")
-                self.stop_blocks = 0
-                return None
-            self.stop_blocks += 1
-            return out.reason or "A Stop hook asked you to keep going."
-        self.stop_blocks = 0
-        return None
+        return stop_feedback(out)
 
     def session_end(self, agent: Any, reason: str) -> None:
         s = getattr(agent, "session", None)
