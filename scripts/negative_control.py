@@ -33,6 +33,14 @@ class Sabotage:
 
 SABOTAGES = [
     Sabotage(
+        "a PreToolUse hook's deny is ignored by the agent",
+        "src/agentloop/agent/extensions.py",
+        "        if out.permission_decision == \"deny\" or out.blocked:\n",
+        "        if False:  # SABOTAGED\n",
+        ["tests/test_hooks_claude_code.py::test_permission_decision_deny_denies_even_in_bypass_mode",
+         "tests/test_hooks_claude_code.py::test_file_paths_reach_hooks_absolute_so_a_relative_spelling_cannot_bypass_them"],
+    ),
+    Sabotage(
         "the verifier accepts everything",
         "src/agentloop/transcript.py",
         None,

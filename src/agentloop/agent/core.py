@@ -108,6 +108,7 @@ class AgentHooks(Protocol):
     def session_start(self, agent: Agent, source: str) -> str: ...
     def user_prompt_submit(self, agent: Agent, prompt: str) -> PromptDecision: ...
     def pre_tool_use(self, agent: Agent, call: ToolCall) -> ToolCall | ToolResult: ...
+    def approved(self, call: ToolCall) -> bool: ...
     def post_tool_use(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult: ...
     def stop(self, agent: Agent, result: RunResult) -> str | None: ...
     def session_end(self, agent: Agent, reason: str) -> None: ...
@@ -126,6 +127,10 @@ class NoHooks:
     def pre_tool_use(self, agent: Agent, call: ToolCall) -> ToolCall | ToolResult:
         """Return the call (maybe rewritten) to go on, or a result to refuse it."""
         return call
+
+    def approved(self, call: ToolCall) -> bool:
+        """True when a PreToolUse hook allowed ``call``: the mode's own prompt is skipped (rules still apply)."""
+        return False
 
     def post_tool_use(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult:
         return result
@@ -778,6 +783,8 @@ class Agent:
                 return refusal
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
+        if behavior == "ask" and getattr(d, "by_mode", False) and self.hooks.approved(call):
+            behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt; deny and ask rules were checked above
         if behavior == "ask":
             if self.ask_permission is None:
                 log.info("denied %s: ask without a terminal", call.name)

@@ -25,6 +25,7 @@ from ..budget import Price
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry
 from .context import ContextManager
+from .hook_payloads import absolute_input, model_text, seed_fields, tool_response
 from .hooks import MAX_TEXT, HookOutcome, HookRunner
 from .loopcheck import LoopCheck, chain
 from .settings import merged
@@ -49,6 +50,7 @@ class ClaudeHooks:
         self.stop_request: str | None = None
         """Set when a hook answered ``continue: false``: the run stops before its next model call."""
         self._pre_context: dict[str, list[str]] = {}
+        self._approved: set[str] = set()
 
     def _sync(self, agent: Any) -> None:
         s = getattr(agent, "session", None)
@@ -96,8 +98,20 @@ class ClaudeHooks:
             return PromptDecision(prompt, blocked=out.reason or out.stop_reason or "blocked by a UserPromptSubmit hook")
         return PromptDecision(prompt, context="\n\n".join(out.additional_context))
 
+    def _tool_input(self, agent: Any, call: ToolCall) -> Any:
+        return absolute_input(call.name, call.arguments, getattr(agent, "cwd", self.runner.cwd))
+
     def pre_tool_use(self, agent: Any, call: ToolCall) -> ToolCall | ToolResult:
-        out = self.fire(agent, "PreToolUse", {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.id}, call.name)
+        """PreToolUse: deny, ask, allow (remembered for ``approved``) or rewrite the call.
+
+        Claude Code's hooks reference, PreToolUse decision control:
+        ``"allow"`` skips the permission prompt, ``"deny"`` prevents the call,
+        ``"ask"`` prompts the user; deny and ask rules are still evaluated.
+        """
+        self._approved.discard(call.id)
+        tool_input = self._tool_input(agent, call)
+        payload = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id, **seed_fields("PreToolUse", call.name, tool_input)}
+        out = self.fire(agent, "PreToolUse", payload, call.name)
         if out.additional_context:
             self._pre_context[call.id] = list(out.additional_context)
         if out.stop:
@@ -110,21 +124,33 @@ class ClaudeHooks:
                 return ToolResult(call.id, call.name, False, error=f"a hook asked for approval of {call.name} and no one could be asked (non-interactive)")
             if ask(call, out) == "deny":
                 return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
+            self._approved.add(call.id)
+        if out.permission_decision == "allow":
+            self._approved.add(call.id)
         if out.updated_input is not None:
             return ToolCall(call.id, call.name, out.updated_input)
         return call
 
+    def approved(self, call: ToolCall) -> bool:
+        """A PreToolUse hook allowed this call (or the user approved it when a hook asked)."""
+        return call.id in self._approved
+
     def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult:
+        self._approved.discard(call.id)
+        tool_input = self._tool_input(agent, call)
         if result.ok:
             event = "PostToolUse"
-            payload: dict[str, Any] = {"tool_name": call.name, "tool_input": call.arguments, "tool_response": result.content, "tool_use_id": call.id}
+            response = tool_response(call.name, tool_input, result.content)
+            payload: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_response": response, "tool_use_id": call.id,
+                                       **seed_fields(event, call.name, tool_input, output=result.content, is_error=False)}
         else:
             event = "PostToolUseFailure"
-            payload = {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.id, "error": result.error, "is_interrupt": False}
+            payload = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id, "error": result.error, "is_interrupt": False,
+                       **seed_fields(event, call.name, tool_input, output=result.error, is_error=True)}
         out = self.fire(agent, event, payload, call.name)
         notes = self._pre_context.pop(call.id, []) + list(out.additional_context) + [f"[{event} hook] {f}" for f in out.feedback]
         if out.has_updated_output and result.ok:
-            result = ToolResult(result.call_id, result.name, True, content=out.updated_output)
+            result = ToolResult(result.call_id, result.name, True, content=model_text(call.name, out.updated_output))
         if not notes:
             return result
         extra = "\n\n".join(n[:MAX_TEXT] for n in notes)
@@ -290,6 +316,8 @@ def _child_executor(agent: Any, hooks: ClaudeHooks | None) -> Callable[[Registry
                         return refusal
             d = agent.policy.decide(call.name, call.arguments)
             behavior = getattr(d, "behavior", "deny")
+            if behavior == "ask" and getattr(d, "by_mode", False) and hooks is not None and hooks.approved(call):
+                behavior = "allow"  # a PreToolUse hook's allow skips the mode's prompt, as for the parent
             if behavior != "allow":
                 why = getattr(d, "reason", "") or "a permission rule"
                 return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")

@@ -1,0 +1,196 @@
+"""Hooks exactly as Claude Code documents them, run by the terminal agent with real hook scripts.
+
+The specification is Claude Code's hooks reference
+(https://code.claude.com/docs/en/hooks); each test quotes what it checks.
+Settings use agentloop's own ``.agentloop/settings.json`` layout (the same
+shape as ``.claude/settings.json``): these tests should also be run with the
+file at ``.claude/settings.json`` once that file is read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop.agent.core import Agent
+from agentloop.transcript import read_records
+
+
+@pytest.fixture()
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "notes.txt").write_text("hello notes\n")
+    (d / "secrets").mkdir()
+    (d / "secrets" / "key.txt").write_text("s3cr3t\n")
+    return d
+
+
+def settings(proj: Path, data: dict[str, Any]) -> None:
+    (proj / ".agentloop").mkdir(exist_ok=True)
+    (proj / ".agentloop" / "settings.json").write_text(json.dumps(data))
+
+
+def script(tmp: Path, replies: list[dict[str, Any]]) -> str:
+    p = tmp / "script.json"
+    p.write_text(json.dumps(replies))
+    return f"scripted:{p}"
+
+
+def executable(path: Path, body: str) -> str:
+    path.write_text(body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"text": "", "tool_calls": [{"name": name, "arguments": arguments}], "usage": [100, 10]}
+
+
+def final(text: str = "done") -> dict[str, Any]:
+    return {"text": text, "usage": [100, 5]}
+
+
+def tool_results(a: Agent) -> list[dict[str, Any]]:
+    return [r.payload for r in read_records(a.session.path) if r.kind == "tool_result"]
+
+
+def pre(cmd: str, matcher: str = "Bash", **extra: Any) -> dict[str, Any]:
+    return {"PreToolUse": [{"matcher": matcher, "hooks": [{"type": "command", "command": cmd, **extra}]}]}
+
+
+DECIDE_PY = """#!/usr/bin/env python3
+# answers PreToolUse with the permissionDecision named in $DECISION
+import json, os, sys
+event = json.load(sys.stdin)
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                  "permissionDecision": os.environ["DECISION"],
+                  "permissionDecisionReason": "decided by decide.py"}}))
+"""
+
+
+def decide_hook(proj: Path, decision: str) -> str:
+    return f"DECISION={decision} " + executable(proj / "decide.py", DECIDE_PY)
+
+
+def test_permission_decision_allow_skips_the_prompt_in_print_mode(tmp_path: Path, proj: Path) -> None:
+    """PreToolUse decision control: ``"allow"`` skips the permission prompt.
+
+    Without a terminal (``-p``) a prompt means a refusal, so before this the call was refused.
+    """
+    settings(proj, {"hooks": pre(decide_hook(proj, "allow"))})
+    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command="echo approved-by-hook"), final()]))
+    a.ask("go")
+    a.close()
+    (r,) = tool_results(a)
+    assert r["ok"] and "approved-by-hook" in json.dumps(r["content"])
+
+
+def test_permission_decision_allow_does_not_override_an_ask_rule(tmp_path: Path, proj: Path) -> None:
+    """"Deny and ask rules are still evaluated regardless of what the hook returns"."""
+    settings(proj, {"permissions": {"ask": ["Bash(echo *)"]}, "hooks": pre(decide_hook(proj, "allow"))})
+    asked: list[str] = []
+
+    def ask(c: Any, d: Any) -> str:
+        asked.append(c.name)
+        return "deny"
+
+    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command="echo hi"), final()]), ask_permission=ask)
+    a.ask("go")
+    a.close()
+    (r,) = tool_results(a)
+    assert asked == ["Bash"] and not r["ok"] and "refused" in r["error"]
+
+
+def test_permission_decision_ask_prompts_once_and_the_answer_decides(tmp_path: Path, proj: Path) -> None:
+    """``"ask"`` prompts the user to confirm; the user's yes is not followed by a second prompt."""
+    settings(proj, {"hooks": pre(decide_hook(proj, "ask"))})
+    asked: list[str] = []
+
+    def ask(c: Any, d: Any) -> str:
+        asked.append(c.arguments["command"])
+        return "allow"
+
+    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command="echo asked"), final()]), ask_permission=ask)
+    a.ask("go")
+    a.close()
+    (r,) = tool_results(a)
+    assert r["ok"] and asked == ["echo asked"]
+
+
+def test_permission_decision_deny_denies_even_in_bypass_mode(tmp_path: Path, proj: Path) -> None:
+    """``"deny"`` prevents the tool call; ``permissionDecisionReason`` "For "deny", shown to Claude"."""
+    settings(proj, {"hooks": pre(decide_hook(proj, "deny"))})
+    marker = proj / "ran"
+    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command=f"touch {marker}"), final()]), permission_mode="bypassPermissions")
+    a.ask("go")
+    a.close()
+    (r,) = tool_results(a)
+    assert not r["ok"] and "decided by decide.py" in r["error"]
+    assert not marker.exists()
+
+
+GUARD_SECRETS_BASH = """#!/usr/bin/env bash
+# denies Read/Edit/Write under the project's secrets/ directory
+file=$(jq -r '.tool_input.file_path // empty')
+case "$file" in
+  "$CLAUDE_PROJECT_DIR"/secrets/*) printf '%s' '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"secrets are off limits"}}' ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("spelling", ["secrets/key.txt", "./secrets/key.txt", "notes/../secrets/key.txt"])
+def test_file_paths_reach_hooks_absolute_so_a_relative_spelling_cannot_bypass_them(tmp_path: Path, proj: Path, spelling: str) -> None:
+    """PreToolUse input: "``tool_input.file_path`` is always absolute: Claude Code expands ``~`` and
+    relative paths before hooks run, so a hook that matches on paths can't be bypassed via ``~`` or a
+    relative spelling of the same path"."""
+    settings(proj, {"hooks": pre(executable(proj / "guard.sh", GUARD_SECRETS_BASH), "Read|Edit|Write")})
+    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Read", file_path=spelling), final()]))
+    a.ask("read the key")
+    a.close()
+    (r,) = tool_results(a)
+    assert not r["ok"] and "secrets are off limits" in r["error"]
+    assert "s3cr3t" not in json.dumps(a.session.messages)
+
+
+LOG_STDIN = """#!/usr/bin/env bash
+cat >> "$LOG"; echo >> "$LOG"
+"""
+
+
+def logged(proj: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (proj / "hook.log").read_text().splitlines() if x.strip()]
+
+
+def test_tool_response_has_claude_codes_shape_for_bash_write_edit_and_read(tmp_path: Path, proj: Path) -> None:
+    """PostToolUse input: "``Bash`` returns an object with ``stdout``, ``stderr``, ``interrupted``, and
+    ``isImage`` fields"; for ``Write`` the documented example is ``{"filePath": "/path/to/file.txt",
+    "success": true}``; file-tool ``tool_input`` paths "arrive in the same format as for PreToolUse:
+    always absolute"."""
+    hook = executable(proj / "log.sh", LOG_STDIN)
+    settings(proj, {"permissions": {"allow": ["Bash", "Write", "Edit"]},
+                    "hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]}})
+    replies = [
+        call("Bash", command="echo out-line"),
+        call("Write", file_path="new.txt", content="one\n"),
+        call("Edit", file_path="new.txt", old_string="one", new_string="two"),
+        call("Read", file_path="new.txt"),
+        final(),
+    ]
+    a = Agent(cwd=str(proj), model=script(tmp_path, replies), env={**os.environ, "LOG": str(proj / "hook.log")})
+    a.ask("go")
+    a.close()
+    bash, write, edit, read = (e["tool_response"] for e in logged(proj))
+    new = str(proj / "new.txt")
+    assert bash == {"stdout": "out-line", "stderr": "", "interrupted": False, "isImage": False}
+    assert write["filePath"] == new and write["success"] is True and write["type"] == "create" and write["content"] == "one\n"
+    assert edit["filePath"] == new and edit["oldString"] == "one" and edit["newString"] == "two" and edit["success"] is True
+    assert read["type"] == "text" and read["file"]["filePath"] == new and "two" in read["file"]["content"]
+    assert [e["tool_input"].get("file_path") for e in logged(proj)] == [None, new, new, new]
