@@ -33,6 +33,13 @@ class Sabotage:
 
 SABOTAGES = [
     Sabotage(
+        "an unknown hook output key ({\"decison\": \"block\"}) passes in silence",
+        "src/agentloop/agent/hooks.py",
+        "        warnings=_key_warnings(obj, hso if isinstance(hso, dict) else None),\n",
+        "        warnings=(),  # SABOTAGED\n",
+        ["tests/test_hooks_seed004.py::test_a_misspelt_output_key_is_named_in_a_warning"],
+    ),
+    Sabotage(
         "a PreToolUse hook's deny is ignored by the agent",
         "src/agentloop/agent/extensions.py",
         "        if out.permission_decision == \"deny\" or out.blocked:\n",

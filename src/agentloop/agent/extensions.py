@@ -71,6 +71,8 @@ class ClaudeHooks:
         for r in out.results:
             if r.failure:
                 log.warning("hook %s (%s) failed: %s", r.handler.command, event, r.failure)
+        for w in out.warnings:
+            self._notice(agent, w)  # a misspelt key ({"decison": "block"}) must not fail open in silence
         if out.stop:
             self.stop_request = out.stop_reason or f"a {event} hook asked to stop"
             self._notice(agent, f"stopped by a {event} hook: {self.stop_request}")
@@ -96,7 +98,7 @@ class ClaudeHooks:
         out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt})
         if out.blocked or out.stop:
             return PromptDecision(prompt, blocked=out.reason or out.stop_reason or "blocked by a UserPromptSubmit hook")
-        return PromptDecision(prompt, context="\n\n".join(out.additional_context))
+        return PromptDecision(out.updated_prompt if out.updated_prompt is not None else prompt, context="\n\n".join(out.additional_context))
 
     def _tool_input(self, agent: Any, call: ToolCall) -> Any:
         return absolute_input(call.name, call.arguments, getattr(agent, "cwd", self.runner.cwd))

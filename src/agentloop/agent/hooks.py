@@ -242,6 +242,46 @@ class HookAnswer:
     additional_context: str | None = None
     updated_output: Any = None
     has_updated_output: bool = False
+    allowed: bool | None = None
+    """Seed 004's ``allowed``: False blocks (denies) like ``decision: "block"``; True is no decision."""
+    updated_prompt: str | None = None
+    """Seed 004's ``updatedPrompt``: UserPromptSubmit's replacement prompt."""
+    warnings: tuple[str, ...] = ()
+    """Keys of the answer that neither protocol has, or that agentloop does not honour."""
+
+
+TOP_KEYS = frozenset(("continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason", "hookSpecificOutput"))
+"""Claude Code's top-level output fields that agentloop honours."""
+SEED_KEYS = frozenset(("allowed", "updatedInput", "updatedOutput", "updatedPrompt"))
+"""Seed 004's output fields (besides ``reason`` and ``continue``)."""
+TOP_IGNORED = frozenset(("terminalSequence",))
+"""Claude Code's top-level fields that agentloop accepts and does not act on."""
+HSO_KEYS = frozenset(("hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext", "updatedToolOutput"))
+HSO_IGNORED = frozenset((
+    "updatedMCPToolOutput", "sessionTitle", "initialUserMessage", "watchPaths", "reloadSkills", "decision", "retry",
+    "action", "content", "displayContent", "worktreePath", "suppressOriginalPrompt",
+))
+"""Claude Code's ``hookSpecificOutput`` fields for events or features agentloop does not have: warned about, ignored."""
+
+
+def _key_warnings(obj: Mapping[str, Any], hso: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """A warning for every output key that is neither Claude Code's nor seed 004's, so a misspelt decision is never silent."""
+    out: list[str] = []
+    for k in obj:
+        if k in TOP_KEYS or k in SEED_KEYS:
+            continue
+        if k in TOP_IGNORED:
+            out.append(f"output key {k!r} is not supported by agentloop; ignored")
+        else:
+            out.append(f"unknown output key {k!r} (neither Claude Code's hook protocol nor seed 004's); ignored")
+    for k in hso or {}:
+        if k in HSO_KEYS:
+            continue
+        if k in HSO_IGNORED:
+            out.append(f"hookSpecificOutput.{k} is not supported by agentloop; ignored")
+        else:
+            out.append(f"unknown output key 'hookSpecificOutput.{k}'; ignored")
+    return tuple(out)
 
 
 def _opt_str(obj: Mapping[str, Any], key: str, where: str) -> str | None:
@@ -317,6 +357,16 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
         if "updatedToolOutput" in hso:
             updated_output = hso["updatedToolOutput"]
             has_updated_output = True
+    allowed = obj.get("allowed")
+    if allowed is not None and not isinstance(allowed, bool):
+        raise HookOutputError("allowed must be true or false")
+    if updated_input is None and "updatedInput" in obj:
+        ui = obj["updatedInput"]
+        if not isinstance(ui, dict):
+            raise HookOutputError("updatedInput must be an object (it replaces the whole input)")
+        updated_input = ui
+    if not has_updated_output and "updatedOutput" in obj:
+        updated_output, has_updated_output = obj["updatedOutput"], True
     return HookAnswer(
         json=True,
         continue_=cont,
@@ -331,6 +381,9 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
         additional_context=ctx,
         updated_output=updated_output,
         has_updated_output=has_updated_output,
+        allowed=allowed,
+        updated_prompt=_opt_str(obj, "updatedPrompt", ""),
+        warnings=_key_warnings(obj, hso if isinstance(hso, dict) else None),
     )
 
 
@@ -523,6 +576,8 @@ class HookOutcome:
     updated_output: Any = None
     has_updated_output: bool = False
     warnings: tuple[str, ...] = field(default=())
+    updated_prompt: str | None = None
+    """Seed 004's ``updatedPrompt`` (UserPromptSubmit): the last handler's, in settings order."""
 
     @property
     def ran(self) -> bool:
@@ -554,6 +609,10 @@ class HookOutcome:
             out["stop"] = True
         if self.has_updated_output:
             out["updated_output"] = self.updated_output
+        if self.updated_prompt is not None:
+            out["updated_prompt"] = self.updated_prompt
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
 
@@ -602,6 +661,9 @@ def _judge(event: str, h: HookHandler, proc: _Proc, ms: int) -> HookResult:
         if event == "PreToolUse" and answer.decision == "block" and answer.permission_decision is None:
             blocked = True  # the deprecated top-level form
             reason = answer.reason or f"blocked by hook {h.command!r}"
+        if answer.allowed is False and (event in CAN_BLOCK or event in FEEDBACK) and not blocked:
+            blocked = event not in FEEDBACK  # seed 004: {"allowed": false, "reason": ...}
+            reason = answer.reason or f"blocked by hook {h.command!r}"
     return HookResult(h, code, ms, False, answer, stderr, None, blocked, reason)
 
 
@@ -618,8 +680,12 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
     updated_input: dict[str, Any] | None = None
     updated_output: Any = None
     has_updated_output = False
+    updated_prompt: str | None = None
+    warns = list(warnings)
     for r in results:
         a = r.answer
+        if a is not None:
+            warns += [f"hook {r.handler.command!r} ({event}): {w}" for w in a.warnings]
         if event in FEEDBACK and r.reason and not r.failure:
             feedback.append(r.reason)
         if r.blocked:
@@ -640,7 +706,7 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
         if a.json:
             if not a.continue_:
                 stop = True
-                stop_reason = stop_reason or a.stop_reason
+                stop_reason = stop_reason or a.stop_reason or a.reason  # seed 004 gives continue: false a reason
             if a.system_message:
                 msgs.append(a.system_message)
             if a.additional_context:
@@ -649,6 +715,8 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
                 updated_input = a.updated_input
             if a.has_updated_output:
                 updated_output, has_updated_output = a.updated_output, True
+            if a.updated_prompt is not None and not r.blocked:
+                updated_prompt = a.updated_prompt
         elif a.text and event in PLAIN_CONTEXT and r.exit_code == 0:
             ctx.append(a.text)
     reason = "; ".join(reasons) if reasons else None
@@ -671,7 +739,8 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
         stop_reason=stop_reason,
         updated_output=updated_output,
         has_updated_output=has_updated_output,
-        warnings=tuple(warnings),
+        warnings=tuple(warns),
+        updated_prompt=updated_prompt if event == "UserPromptSubmit" else None,
     )
 
 
