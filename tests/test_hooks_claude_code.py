@@ -194,3 +194,110 @@ def test_tool_response_has_claude_codes_shape_for_bash_write_edit_and_read(tmp_p
     assert edit["filePath"] == new and edit["oldString"] == "one" and edit["newString"] == "two" and edit["success"] is True
     assert read["type"] == "text" and read["file"]["filePath"] == new and "two" in read["file"]["content"]
     assert [e["tool_input"].get("file_path") for e in logged(proj)] == [None, new, new, new]
+
+
+IF_LOG = """#!/usr/bin/env bash
+jq -c '{cmd: .tool_input.command, file: .tool_input.file_path}' >> "$LOG"
+"""
+
+
+def test_if_conditions_filter_handlers_with_permission_rule_syntax(tmp_path: Path, proj: Path) -> None:
+    """Common fields, ``if``: "Permission rule syntax to filter when this hook runs, such as
+    ``"Bash(git *)"`` [...] ``Bash(git *)`` / ``npm test && git push``: yes, each subcommand is
+    checked"; "On other events, a hook with ``if`` set never runs"."""
+    hook = executable(proj / "log.sh", IF_LOG)
+    settings(proj, {"permissions": {"allow": ["Bash"]}, "hooks": {
+        "PreToolUse": [{"matcher": "Bash|Read", "hooks": [
+            {"type": "command", "command": hook, "if": "Bash(git *)"},
+            {"type": "command", "command": hook + " #read", "if": "Read(*.md)"},
+        ]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook + " #prompt", "if": "Bash(*)"}]}],
+    }})
+    (proj / "README.md").write_text("# readme\n")
+    replies = [call("Bash", command="echo hi"), call("Bash", command="echo a && git status"), call("Read", file_path="notes.txt"),
+               call("Read", file_path="README.md"), final()]
+    warnings: list[str] = []
+    import logging
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warnings.append(record.getMessage())
+
+    catcher = Catch()
+    logging.getLogger("agentloop.agent").addHandler(catcher)
+    try:
+        a = Agent(cwd=str(proj), model=script(tmp_path, replies), env={**os.environ, "LOG": str(proj / "hook.log")})
+        a.ask("go")
+        a.close()
+    finally:
+        logging.getLogger("agentloop.agent").removeHandler(catcher)
+    ran = [json.loads(x) for x in (proj / "hook.log").read_text().splitlines()]
+    assert ran == [{"cmd": "echo a && git status", "file": None}, {"cmd": None, "file": str(proj / "README.md")}]
+    assert any("UserPromptSubmit" in w and ".if" in w for w in warnings)
+
+
+@pytest.mark.parametrize("event", ["Notification", "PermissionRequest", "PostToolBatch", "StopFailure", "TeammateIdle"])
+def test_a_configured_event_agentloop_does_not_fire_is_warned_about_at_load(tmp_path: Path, proj: Path, event: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Every event Claude Code documents either fires or is named, when configured, in a warning at load."""
+    settings(proj, {"hooks": {event: [{"hooks": [{"type": "command", "command": "true"}]}]}})
+    with caplog.at_level("WARNING", logger="agentloop"):
+        a = Agent(cwd=str(proj), model=script(tmp_path, [final()]))
+        a.close()
+    assert any(event in r.getMessage() and "does not fire" in r.getMessage() for r in caplog.records)
+
+
+ASYNC_HOOK = """#!/usr/bin/env bash
+# waits (up to 20 s) for the test to say go, then reports like the reference's run-tests-async.sh
+for i in $(seq 200); do [ -e "$GO" ] && break; sleep 0.1; done
+echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"Tests passed after editing"}}'
+touch "$DONE"
+"""
+
+
+def test_async_handlers_run_in_the_background_and_their_context_arrives_next_turn(tmp_path: Path, proj: Path) -> None:
+    """"Run hooks in the background": "set ``"async": true`` to run the hook in the background while
+    Claude continues working [...] that content is delivered to Claude as context on the next
+    conversation turn"."""
+    import time
+
+    hook = executable(proj / "async.sh", ASYNC_HOOK)
+    settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "async": True, "timeout": 30}]}]}})
+    env = {**os.environ, "GO": str(proj / "go"), "DONE": str(proj / "done")}
+    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Read", file_path="notes.txt"), final("first"), final("second")]), env=env)
+    assert a.ask("read").answer == "first"
+    assert not (proj / "done").exists()  # the turn did not wait for the hook
+    (proj / "go").touch()
+    for _ in range(200):
+        if (proj / "done").exists():
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    a.ask("next")
+    a.close()
+    users = [m["content"] for m in a.session.messages if m.get("role") == "user"]
+    assert users[-1].startswith("next") and "Tests passed after editing" in users[-1]
+
+
+def test_the_settings_env_key_reaches_bash_and_hooks(tmp_path: Path, proj: Path) -> None:
+    """Claude Code settings: ``env`` holds "Environment variables that will be applied to every session"."""
+    hook = executable(proj / "env.sh", '#!/usr/bin/env bash\necho "hook sees $DEPLOY_TARGET" > "$CLAUDE_PROJECT_DIR/hook-env.txt"\n')
+    settings(proj, {"env": {"DEPLOY_TARGET": "staging"}, "permissions": {"allow": ["Bash"]},
+                    "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}})
+    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command="echo tool sees $DEPLOY_TARGET"), final()]))
+    a.ask("go")
+    a.close()
+    (r,) = tool_results(a)
+    assert "tool sees staging" in json.dumps(r["content"])
+    assert (proj / "hook-env.txt").read_text().strip() == "hook sees staging"
+
+
+def test_session_start_fires_with_source_compact_after_compact(tmp_path: Path, proj: Path) -> None:
+    """SessionStart matcher ``compact``: fires after "Auto or manual compaction"; its stdout is context."""
+    hook = executable(proj / "start.sh", '#!/usr/bin/env bash\nsrc=$(jq -r .source)\necho "re-primed after $src"\n')
+    settings(proj, {"hooks": {"SessionStart": [{"matcher": "compact", "hooks": [{"type": "command", "command": hook}]}]}})
+    a = Agent(cwd=str(proj), model=script(tmp_path, [final("a"), {"text": "Summary: said a.", "usage": [10, 5]}, final("b")]))
+    assert not any("re-primed" in str(m.get("content")) for m in a.session.messages)
+    a.ask("one " + "long context " * 500)
+    a.compact("")
+    a.close()
+    assert any(m.get("content") == "re-primed after compact" for m in a.session.messages)

@@ -34,7 +34,7 @@ import stat
 import subprocess
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..tools import Registry, Tool, ToolError
@@ -188,6 +188,7 @@ def run_command(
     processes: RunningProcesses | None = None,
     output_cap: int = BASH_OUTPUT_CAP,
     pass_fds: tuple[int, ...] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> tuple[int | None, str, bool]:
     """Run ``command`` in a shell in a new process group.
 
@@ -205,6 +206,7 @@ def run_command(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             pass_fds=pass_fds,
+            env={**os.environ, **extra_env} if extra_env else None,
         )
     except OSError as exc:
         raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
@@ -349,6 +351,7 @@ def builtin_registry(
     shell_timeout_s: int = 120,
     processes: RunningProcesses | None = None,
     visible: Callable[[str], bool] | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> Registry:
     """A registry holding Bash, Read, Write, Edit, Glob, Grep and LS confined to ``workspace``.
 
@@ -383,7 +386,7 @@ def builtin_registry(
         try:
             code, output, timed_out = run_command(
                 f"trap 'pwd -P >&{w} 2>/dev/null' EXIT\n{command}",
-                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,),
+                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,), extra_env=extra_env,
             )
         finally:
             os.close(w)

@@ -355,6 +355,10 @@ class Agent:
             self.sources: list[SettingsSource] = load_settings(self.cwd, self.home)
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
+        self.settings_env, env_warnings = settings_env(self.sources)
+        """The settings' ``env`` (Claude Code's key): set for every Bash command and hook."""
+        for w in env_warnings:
+            log.warning("%s", w)
         self.max_steps = max_steps if max_steps is not None else int(self._setting("maxSteps", 50))
         self.max_usd_micros = max_usd_micros if max_usd_micros is not None else self._setting_usd()
         mode = permission_mode or self._setting_mode() or "default"
@@ -503,7 +507,7 @@ class Agent:
         else:
             self.registry = builtin_registry(
                 self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
-                processes=self.processes, visible=self.policy.visible(),
+                processes=self.processes, visible=self.policy.visible(), extra_env=self.settings_env,
             )
             if self.skills:
                 self.registry.register(skill_tool(self.skills))
@@ -607,8 +611,18 @@ class Agent:
         self.session.note("model_change", {"model": spec})
 
     def compact(self, instructions: str = "") -> None:
+        """``/compact``: summarise the conversation, then fire SessionStart with ``source: "compact"``.
+
+        Claude Code's hooks reference, SessionStart matchers: ``compact`` fires
+        after "Auto or manual compaction"; its context is added to the
+        compacted conversation. (Automatic compaction inside a turn does not
+        fire it yet.)
+        """
         msgs = self.context.compact(self, self.session.messages, instructions)
         self.session.messages = msgs
+        extra = self.hooks.session_start(self, "compact")
+        if extra:
+            self.session.messages.append({"role": "user", "content": extra})
 
     # -- one user turn --
 
@@ -843,6 +857,34 @@ class Agent:
             mcp = getattr(self, "mcp", None)
             if mcp is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
                 mcp.close()
+
+
+def settings_env(sources: Sequence[SettingsSource]) -> tuple[dict[str, str], list[str]]:
+    """Every settings file's ``env`` object laid over the last (highest precedence wins per variable).
+
+    Claude Code's settings: ``env`` holds "environment variables that will be
+    applied to every session". Values that are not strings (numbers and
+    booleans are turned into text) are skipped with a warning naming the file.
+    """
+    out: dict[str, str] = {}
+    warnings: list[str] = []
+    for s in sources:
+        env = s.data.get("env")
+        if env is None:
+            continue
+        if not isinstance(env, dict):
+            warnings.append(f"{s.path}: \"env\" must be an object of variable names to strings; ignored")
+            continue
+        for k, v in env.items():
+            if isinstance(v, bool):
+                v = "true" if v else "false"
+            elif isinstance(v, (int, float)):
+                v = str(v)
+            if not isinstance(v, str) or not k or "=" in k:
+                warnings.append(f"{s.path}: env.{k}: not a variable name with a string value; ignored")
+                continue
+            out[k] = v
+    return out, warnings
 
 
 def _version() -> str:

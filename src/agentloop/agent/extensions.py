@@ -95,10 +95,21 @@ class ClaudeHooks:
         from .core import PromptDecision
 
         self.stop_request = None
-        out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt})
+        late = self.collect_async(agent)
+        out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt, **seed_fields("UserPromptSubmit")})
         if out.blocked or out.stop:
             return PromptDecision(prompt, blocked=out.reason or out.stop_reason or "blocked by a UserPromptSubmit hook")
-        return PromptDecision(out.updated_prompt if out.updated_prompt is not None else prompt, context="\n\n".join(out.additional_context))
+        return PromptDecision(out.updated_prompt if out.updated_prompt is not None else prompt, context="\n\n".join([*late, *out.additional_context]))
+
+    def collect_async(self, agent: Any) -> list[str]:
+        """Background (``async``) handlers that finished: recorded, their messages shown, their context returned."""
+        ctx: list[str] = []
+        for out in self.runner.collect_async():
+            agent.record("hook", {**out.to_record(), "async": True})
+            for msg in out.system_messages:
+                self._notice(agent, msg)
+            ctx += [c for c in out.additional_context if c]
+        return ctx
 
     def _tool_input(self, agent: Any, call: ToolCall) -> Any:
         return absolute_input(call.name, call.arguments, getattr(agent, "cwd", self.runner.cwd))
@@ -337,7 +348,8 @@ def install(agent: Any) -> None:
     Raises:
         ConfigError: a ``hooks`` section is malformed (the agent turns it into one line).
     """
-    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=dict(agent.env))
+    env = {**agent.env, **getattr(agent, "settings_env", {})}  # Claude Code's settings "env" reaches hooks too
+    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=env)
     for w in runner.warnings:
         log.warning("%s", w)
     hooks = ClaudeHooks(runner) if runner.handlers else None
@@ -353,7 +365,7 @@ def install(agent: Any) -> None:
             spill = os.path.join(agent.session.dir, agent.session.id, "tool-results")
             reg = builtin_registry(
                 Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
-                processes=agent.processes, visible=agent.policy.visible(),
+                processes=agent.processes, visible=agent.policy.visible(), extra_env=getattr(agent, "settings_env", None),
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)

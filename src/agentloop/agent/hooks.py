@@ -40,10 +40,11 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .settings import ConfigError, SettingsSource
@@ -126,6 +127,10 @@ class HookHandler:
     on_failure: Literal["ignore", "block"] = "ignore"
     source: str = ""
     """The settings file it came from."""
+    if_rule: str | None = None
+    """Claude Code's ``if``: one permission rule the tool call must match for the handler to run."""
+    run_async: bool = False
+    """Claude Code's ``async: true``: runs in the background; no decision, context on the next turn."""
 
     @property
     def key(self) -> tuple[str, tuple[str, ...] | None]:
@@ -203,7 +208,12 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                 on_failure = h.get("onFailure", "ignore")
                 if on_failure not in ("ignore", "block"):
                     raise ConfigError(where, f"{hat}.onFailure must be \"ignore\" or \"block\"")
+                if_rule, run_async, more = _handler_options(h, event, f"{where}: {hat}")
+                warnings += more
+                if if_rule == _NEVER:
+                    continue
                 if event in KNOWN_UNFIRED:
+                    warnings.append(f"{where}: {hat}: agentloop does not fire {event} hooks (see README, Hooks); this handler never runs")
                     continue
                 out.append(
                     HookHandler(
@@ -214,9 +224,62 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         timeout=float(timeout),
                         on_failure=on_failure,
                         source=where,
+                        if_rule=if_rule,
+                        run_async=run_async,
                     )
                 )
     return out, warnings
+
+
+TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
+"""Events where a handler's ``if`` is evaluated (Claude Code: "On other events, a hook with ``if`` set never runs")."""
+HANDLER_KEYS = frozenset(("type", "command", "args", "timeout", "onFailure", "if", "async"))
+HANDLER_IGNORED = frozenset(("statusMessage", "once", "asyncRewake", "shell"))
+_NEVER = "\0never"
+
+
+def _handler_options(h: Mapping[str, Any], event: str, at: str) -> tuple[str | None, bool, list[str]]:
+    """A handler's ``if`` and ``async``, and warnings for fields agentloop does not honour.
+
+    ``if``: Claude Code's hooks reference, common fields: "Permission rule
+    syntax to filter when this hook runs [...] Only evaluated on tool events
+    [...] On other events, a hook with ``if`` set never runs." A rule that
+    cannot be parsed is warned about and the handler runs for every call (a
+    guard never silently stops running; Claude Code's filter "fails open,
+    running your hook regardless of pattern" too).
+    """
+    warnings = [f"{at}.{k}: not supported by agentloop; ignored" for k in h if k not in HANDLER_KEYS]
+    run_async = h.get("async", False)
+    if not isinstance(run_async, bool):
+        warnings.append(f"{at}.async must be true or false; the handler runs synchronously")
+        run_async = False
+    rule = h.get("if")
+    if rule is None:
+        return None, run_async, warnings
+    if event not in TOOL_EVENTS:
+        warnings.append(f"{at}.if is only evaluated on tool events; as in Claude Code this {event} handler never runs")
+        return _NEVER, run_async, warnings
+    from .permissions import RuleError, parse_rule
+
+    try:
+        if not isinstance(rule, str):
+            raise RuleError("must be a string holding one permission rule")
+        parse_rule(rule)
+    except RuleError as exc:
+        warnings.append(f"{at}.if {rule!r}: {exc}; the handler runs for every matching call")
+        return None, run_async, warnings
+    return rule, run_async, warnings
+
+
+def _if_matches(rule: str, tool_name: str | None, tool_input: Any, cwd: str) -> bool:
+    """Whether a tool call matches a handler's ``if`` rule: as a deny rule would (any Bash subcommand counts)."""
+    if tool_name is None:
+        return False
+    from .permissions import PermissionPolicy
+
+    policy = PermissionPolicy(cwd=cwd)
+    policy.add_rule("deny", rule, source="hook if")
+    return policy.decide(tool_name, tool_input if isinstance(tool_input, dict) else {}).behavior == "deny"
 
 
 # --- parsing a hook's answer -------------------------------------------------
@@ -774,6 +837,9 @@ class HookRunner:
         base["AGENTLOOP_PROJECT_DIR"] = self.project_dir
         self._env = base
         self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
+        self._async_lock = threading.Lock()
+        self._async_done: list[HookOutcome] = []
+        self._async_running: list[threading.Thread] = []
 
     @classmethod
     def from_settings(
@@ -813,8 +879,8 @@ class HookRunner:
         event = ALIASES.get(event, event)
         return any(h.event == event for h in self.handlers)
 
-    def matching(self, event: str, matcher_value: str | None) -> list[HookHandler]:
-        """The handlers that run for this event and value: each distinct command once."""
+    def matching(self, event: str, matcher_value: str | None, tool_input: Any = None) -> list[HookHandler]:
+        """The handlers that run for this event, value and tool input (``if``): each distinct command once."""
         event = ALIASES.get(event, event)
         seen: dict[tuple[str, tuple[str, ...] | None], int] = {}
         out: list[HookHandler] = []
@@ -823,11 +889,13 @@ class HookRunner:
                 continue
             if event not in NO_MATCHER and not _matches(h.matcher, matcher_value):
                 continue
+            if h.if_rule is not None and not _if_matches(h.if_rule, matcher_value, tool_input, self.cwd):
+                continue
             if h.key in seen:
                 # the same handler from two places runs once; if either fails closed, it does
                 i = seen[h.key]
                 if h.on_failure == "block" and out[i].on_failure != "block":
-                    out[i] = HookHandler(out[i].event, out[i].matcher, out[i].command, out[i].args, out[i].timeout, "block", out[i].source)
+                    out[i] = replace(out[i], on_failure="block")
                 continue
             seen[h.key] = len(out)
             out.append(h)
@@ -855,16 +923,54 @@ class HookRunner:
         event = ALIASES.get(event, event)
         if event not in EVENTS:
             raise ValueError(f"unknown hook event {event!r}")
-        handlers = self.matching(event, matcher_value)
+        handlers = self.matching(event, matcher_value, payload.get("tool_input"))
         if not handlers:
             return HookOutcome(event=event, matcher_value=matcher_value)
         data = json.dumps(self.payload(event, payload), ensure_ascii=False, default=str).encode("utf-8")
+        for h in handlers:
+            if h.run_async:
+                self._start_async(event, matcher_value, h, data)
+        handlers = [h for h in handlers if not h.run_async]
+        if not handlers:
+            return HookOutcome(event=event, matcher_value=matcher_value)
         if len(handlers) == 1:
             results = [self._one(event, handlers[0], data)]
         else:
             with ThreadPoolExecutor(max_workers=min(len(handlers), 16)) as pool:
                 results = list(pool.map(lambda h: self._one(event, h, data), handlers))
         return _combine(event, matcher_value, results, ())
+
+    def _start_async(self, event: str, matcher_value: str | None, h: HookHandler, data: bytes) -> None:
+        """Claude Code's ``async: true``: run in the background; the answer is collected later, its decisions ignored.
+
+        Hooks reference, "Run hooks in the background": "Async hooks can't
+        block or control Claude's behavior [...] if the hook produced a JSON
+        response with an ``additionalContext`` field, that content is
+        delivered to Claude as context on the next conversation turn."
+        """
+
+        def work() -> None:
+            r = self._one(event, h, data)
+            if r.answer is not None:  # decisions have no effect: keep only what async hooks may say
+                r = replace(r, blocked=False, reason=None, answer=replace(
+                    r.answer, decision=None, permission_decision=None, updated_input=None, continue_=True,
+                    allowed=None, updated_prompt=None, has_updated_output=False, updated_output=None))
+            else:
+                r = replace(r, blocked=False, reason=None)
+            with self._async_lock:
+                self._async_done.append(_combine(event, matcher_value, [r], ()))
+
+        t = threading.Thread(target=work, name=f"hook-async-{event}", daemon=True)
+        with self._async_lock:
+            self._async_running.append(t)
+        t.start()
+
+    def collect_async(self) -> list[HookOutcome]:
+        """The outcomes of background handlers that have finished since the last call."""
+        with self._async_lock:
+            done, self._async_done = self._async_done, []
+            self._async_running = [t for t in self._async_running if t.is_alive()]
+        return done
 
     def _one(self, event: str, h: HookHandler, data: bytes) -> HookResult:
         argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]
