@@ -301,3 +301,41 @@ def test_session_start_fires_with_source_compact_after_compact(tmp_path: Path, p
     a.compact("")
     a.close()
     assert any(m.get("content") == "re-primed after compact" for m in a.session.messages)
+
+
+TRANSCRIPT_READER_PY = """#!/usr/bin/env python3
+# the common Stop-hook pattern: read transcript_path as Claude Code's JSONL and inspect the last turn
+import json, os, sys
+event = json.load(sys.stdin)
+lines = [json.loads(x) for x in open(event["transcript_path"]) if x.strip()]
+summary = {
+    "types": [l["type"] for l in lines],
+    "last_assistant_text": [b["text"] for l in lines if l["type"] == "assistant"
+                            for b in l["message"]["content"] if b["type"] == "text"][-1],
+    "tool_uses": [b["name"] for l in lines if l["type"] == "assistant" for b in l["message"]["content"] if b["type"] == "tool_use"],
+    "tool_results": [b["tool_use_id"] for l in lines if l["type"] == "user" and isinstance(l["message"]["content"], list)
+                     for b in l["message"]["content"] if b["type"] == "tool_result"],
+    "path": event["transcript_path"],
+}
+open(os.environ["OUT"], "w").write(json.dumps(summary))
+"""
+
+
+def test_transcript_path_gives_hooks_claude_codes_message_lines_beside_the_session(tmp_path: Path, proj: Path) -> None:
+    """Common input fields: ``transcript_path`` is the "Path to conversation JSON"; hooks written for
+    Claude Code parse it as JSONL of ``{"type": "user"|"assistant", "message": {...}}`` lines."""
+    from agentloop.transcript import verify_file
+
+    hook = executable(proj / "reader.py", TRANSCRIPT_READER_PY)
+    settings(proj, {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook}]}]}})
+    replies = [{"text": "let me look", "tool_calls": [{"id": "t1", "name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]},
+               final("notes say hello")]
+    a = Agent(cwd=str(proj), model=script(tmp_path, replies), env={**os.environ, "OUT": str(proj / "out.json")})
+    a.ask("what do the notes say?")
+    a.close()
+    got = json.loads((proj / "out.json").read_text())
+    assert got["types"] == ["user", "assistant", "user", "assistant"]
+    assert got["last_assistant_text"] == "notes say hello"
+    assert got["tool_uses"] == ["Read"] and got["tool_results"] == ["t1"]
+    assert got["path"] != a.session.path and Path(got["path"]).parent == Path(a.session.path).parent / a.session.id
+    assert verify_file(a.session.path).ok  # the hash-chained session is untouched

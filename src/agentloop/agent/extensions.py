@@ -25,7 +25,13 @@ from ..budget import Price
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry
 from .context import ContextManager
-from .hook_payloads import absolute_input, model_text, seed_fields, tool_response
+from .hook_payloads import (
+    absolute_input,
+    claude_transcript_lines,
+    model_text,
+    seed_fields,
+    tool_response,
+)
 from .hooks import MAX_TEXT, HookOutcome, HookRunner
 from .loopcheck import LoopCheck, chain
 from .settings import merged
@@ -56,8 +62,34 @@ class ClaudeHooks:
         s = getattr(agent, "session", None)
         if s is not None:
             self.runner.session_id = s.id
-            self.runner.transcript_path = s.path
+            self.runner.transcript_path = self._claude_transcript(agent, s)
         self.runner.permission_mode = getattr(agent, "permission_mode", None)
+
+    @staticmethod
+    def _claude_transcript(agent: Any, s: Any) -> str:
+        """``transcript_path``: the conversation in Claude Code's message lines, beside the hash-chained session.
+
+        Hooks written for Claude Code read ``transcript_path`` as JSONL of
+        ``{"type": "user" | "assistant", "message": {...}}``; the session's own
+        file holds agentloop's records, so this mirror
+        is rewritten before each hook runs. It lives in the session's own folder
+        (``<session id>/claude-transcript.jsonl``, beside ``tool-results/`` and
+        ``subagents/``), so session listings never mistake it for a session. It is a view for hooks, not a record:
+        ``agentloop verify`` checks the session file. If it cannot be written,
+        hooks get the session file's path instead (and a warning is logged).
+        """
+        path = os.path.join(os.path.dirname(s.path), s.id, "claude-transcript.jsonl")
+        lines = claude_transcript_lines(getattr(s, "messages", []), s.id, getattr(agent, "cwd", ""))
+        tmp = path + ".tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write("".join(line + "\n" for line in lines))
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("cannot write the Claude Code transcript for hooks at %s: %s", path, exc)
+            return str(s.path)
+        return path
 
     def fire(self, agent: Any, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:
         if not self.runner.has(event):

@@ -30,7 +30,7 @@ import json
 import os
 from typing import Any
 
-__all__ = ["absolute_input", "model_text", "seed_fields", "tool_response"]
+__all__ = ["absolute_input", "claude_transcript_lines", "model_text", "seed_fields", "tool_response"]
 
 PATH_KEYS = ("file_path", "notebook_path")
 """Argument names that are file paths: made absolute for hooks."""
@@ -106,3 +106,45 @@ def seed_fields(event: str, tool_name: str | None = None, tool_input: Any = None
         out["input"] = _text(tool_input)
     out.update(more)
     return out
+
+
+def claude_transcript_lines(messages: Any, session_id: str, cwd: str) -> list[str]:
+    """The conversation as Claude Code's transcript lines, for hooks that read ``transcript_path``.
+
+    Each line is ``{"type": "user" | "assistant", "message": {"role", "content"}, "sessionId",
+    "uuid", "parentUuid", "cwd"}``: assistant content as ``text`` and ``tool_use`` blocks, tool
+    results as ``tool_result`` blocks in a user message, as Claude Code writes them (its
+    sessions reference calls the line format unstable; hooks read ``type``, ``message.role``
+    and ``message.content``). The system prompt is not a line.
+    """
+    lines: list[str] = []
+    parent: str | None = None
+    for i, m in enumerate(messages if isinstance(messages, list) else []):
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        content: Any
+        if role == "user":
+            kind, content = "user", m.get("content", "")
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            text = m.get("content")
+            if isinstance(text, str) and text:
+                blocks.append({"type": "text", "text": text})
+            for c in m.get("tool_calls", ()) or ():
+                if isinstance(c, dict):
+                    blocks.append({"type": "tool_use", "id": c.get("id"), "name": c.get("name"), "input": c.get("arguments")})
+            kind, content = "assistant", blocks
+        elif role == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id"), "content": m.get("content", "")}
+            if m.get("ok") is False:
+                block["is_error"] = True
+            kind, content = "user", [block]
+        else:
+            continue
+        uid = f"{session_id}-{i}"
+        line = {"type": kind, "message": {"role": "assistant" if kind == "assistant" else "user", "content": content},
+                "sessionId": session_id, "uuid": uid, "parentUuid": parent, "cwd": cwd}
+        lines.append(json.dumps(line, ensure_ascii=False, default=str))
+        parent = uid
+    return lines
