@@ -339,3 +339,40 @@ def test_transcript_path_gives_hooks_claude_codes_message_lines_beside_the_sessi
     assert got["tool_uses"] == ["Read"] and got["tool_results"] == ["t1"]
     assert got["path"] != a.session.path and Path(got["path"]).parent == Path(a.session.path).parent / a.session.id
     assert verify_file(a.session.path).ok  # the hash-chained session is untouched
+
+
+PUBLIC_HOOKS = Path(__file__).parent / "data" / "claude-code-hooks-karanb192"
+
+
+@pytest.mark.skipif(__import__("shutil").which("node") is None, reason="the public hook is a node script")
+def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp_path: Path, proj: Path) -> None:
+    """karanb192/claude-code-hooks' protect-secrets.js (MIT), unchanged: a ``.env`` read is denied
+    ("``deny``" prevents the tool call) and, with its documented ``HOOK_ASK_HIGH=true`` set through
+    the settings ``env`` key, writing ``credentials.json`` returns ``"ask"``: "``ask`` prompts the user
+    to confirm" — once; the user's yes is the approval."""
+    import shutil
+
+    hooks_dir = proj / ".claude" / "hooks"
+    hooks_dir.mkdir(parents=True)
+    shutil.copy(PUBLIC_HOOKS / "protect-secrets.js", hooks_dir / "protect-secrets.js")
+    (proj / ".env").write_text("API_KEY=sk-live-123\n")
+    settings(proj, {"env": {"HOOK_ASK_HIGH": "true"}, "hooks": {"PreToolUse": [{"matcher": "Read|Edit|Write|Bash", "hooks": [
+        {"type": "command", "command": 'node "$CLAUDE_PROJECT_DIR"/.claude/hooks/protect-secrets.js'}]}]}})
+    asked: list[str] = []
+
+    def ask(c: Any, d: Any) -> str:
+        asked.append(f"{c.name} {c.arguments.get('file_path')}")
+        return "allow"
+
+    home = tmp_path / "user-home"
+    home.mkdir()
+    replies = [call("Read", file_path=".env"), call("Write", file_path="credentials.json", content="{}\n"), final()]
+    a = Agent(cwd=str(proj), model=script(tmp_path, replies), ask_permission=ask, env={**os.environ, "HOME": str(home)})
+    a.ask("set up credentials")
+    a.close()
+    env_read, write = tool_results(a)
+    assert not env_read["ok"] and "[env-file]" in env_read["error"] and "sk-live" not in json.dumps(a.session.messages)
+    assert write["ok"] and (proj / "credentials.json").read_text() == "{}\n"
+    assert asked == ["Write credentials.json"]
+    logged = (home / ".claude" / "hooks-logs").iterdir()
+    assert any('"decision":"ask"' in p.read_text() for p in logged)
