@@ -236,7 +236,7 @@ def test_if_conditions_filter_handlers_with_permission_rule_syntax(tmp_path: Pat
     assert any("UserPromptSubmit" in w and ".if" in w for w in warnings)
 
 
-@pytest.mark.parametrize("event", ["Notification", "PermissionRequest", "PostToolBatch", "StopFailure", "TeammateIdle"])
+@pytest.mark.parametrize("event", ["Notification", "PermissionRequest", "PostToolBatch", "TeammateIdle", "FileChanged"])
 def test_a_configured_event_agentloop_does_not_fire_is_warned_about_at_load(tmp_path: Path, proj: Path, event: str, caplog: pytest.LogCaptureFixture) -> None:
     """Every event Claude Code documents either fires or is named, when configured, in a warning at load."""
     settings(proj, {"hooks": {event: [{"hooks": [{"type": "command", "command": "true"}]}]}})
@@ -376,3 +376,21 @@ def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp
     assert asked == ["Write credentials.json"]
     logged = (home / ".claude" / "hooks-logs").iterdir()
     assert any('"decision":"ask"' in p.read_text() for p in logged)
+
+
+def test_a_model_error_fires_stop_failure_instead_of_stop(tmp_path: Path, proj: Path) -> None:
+    """Stop: "API errors fire StopFailure instead"; StopFailure: "Output and exit code are ignored"."""
+    hook = executable(proj / "log.sh", LOG_STDIN)
+    blocker = executable(proj / "block.sh", "#!/usr/bin/env bash\ncat >/dev/null\necho 'keep going' >&2\nexit 2\n")
+    settings(proj, {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook}]}],
+                              "StopFailure": [{"hooks": [{"type": "command", "command": hook}, {"type": "command", "command": blocker}]}]}})
+    a = Agent(cwd=str(proj), model=script(tmp_path, [final("only answer")]), env={**os.environ, "LOG": str(proj / "hook.log")})
+    a.ask("one")
+    res = a.ask("two")  # the scripted model has no reply left: the run ends with model_error
+    a.close()
+    assert res.stop_reason == "model_error"
+    events = [(e["hook_event_name"], e.get("last_assistant_message")) for e in logged(proj)]
+    assert events[0] == ("Stop", "only answer")
+    assert [e for e, _ in events] == ["Stop", "StopFailure"]
+    failure = logged(proj)[1]
+    assert failure["error"] == "unknown" and "scripted model" in failure["error_details"]

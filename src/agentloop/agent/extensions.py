@@ -79,13 +79,19 @@ class ClaudeHooks:
         hooks get the session file's path instead (and a warning is logged).
         """
         path = os.path.join(os.path.dirname(s.path), s.id, "claude-transcript.jsonl")
-        lines = claude_transcript_lines(getattr(s, "messages", []), s.id, getattr(agent, "cwd", ""))
+        msgs = getattr(s, "messages", [])
+        mark = (path, len(msgs), id(msgs[-1]) if msgs else 0)
+        cache = agent.__dict__.setdefault("_claude_transcript_mark", [None])
+        if cache[0] == mark and os.path.exists(path):
+            return path  # unchanged since the last hook (inside a turn the session's messages move at its end)
+        lines = claude_transcript_lines(msgs, s.id, getattr(agent, "cwd", ""))
         tmp = path + ".tmp"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write("".join(line + "\n" for line in lines))
             os.replace(tmp, path)
+            cache[0] = mark
         except OSError as exc:
             log.warning("cannot write the Claude Code transcript for hooks at %s: %s", path, exc)
             return str(s.path)
@@ -211,8 +217,16 @@ class ClaudeHooks:
         The agent counts the blocks and keeps the turn under its budgets
         (``stopgate.StopGate``); ``agent.stop_hook_active`` is passed on.
         """
+        if getattr(result, "stop_reason", None) == "model_error":
+            # Claude Code: "API errors fire StopFailure instead"; "Output and exit code are ignored"
+            error = getattr(result, "error", None) or "unknown"
+            self.fire(agent, "StopFailure", {"error": "unknown", "error_details": error, "last_assistant_message": error,
+                                             **seed_fields("StopFailure")}, "unknown")
+            self.stop_request = None
+            return None
         active = bool(getattr(agent, "stop_hook_active", False))
-        out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", "")})
+        out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", ""),
+                                        **seed_fields("Stop", stop_reason=getattr(result, "stop_reason", None))})
         self.stop_request = None
         return stop_feedback(out)
 

@@ -72,6 +72,7 @@ EVENTS = (
     "PostCompact",
     "SubagentStart",
     "SubagentStop",
+    "StopFailure",
 )
 ALIASES = {"SessionStop": "SessionEnd"}
 """Seed 004 calls SessionEnd ``SessionStop``: accepted in settings, run as SessionEnd."""
@@ -80,7 +81,7 @@ ALIASES = {"SessionStop": "SessionEnd"}
 KNOWN_UNFIRED = frozenset(
     (
         "Setup", "InstructionsLoaded", "UserPromptExpansion", "MessageDisplay", "PermissionRequest",
-        "PermissionDenied", "PostToolBatch", "Notification", "TaskCreated", "TaskCompleted", "StopFailure",
+        "PermissionDenied", "PostToolBatch", "Notification", "TaskCreated", "TaskCompleted",
         "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate",
         "WorktreeRemove", "Elicitation", "ElicitationResult",
     )
