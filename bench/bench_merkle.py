@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agentloop.anchor import anchor_file, verify_with_anchor
-from agentloop.merkle import (
+from agentloop.audit.anchor import anchor_file, verify_with_anchor
+from agentloop.audit.merkle import (
     MerkleTree,
     consistency_proof,
     inclusion_proof,

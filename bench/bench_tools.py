@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from agentloop.agent.builtin_tools import builtin_registry  # noqa: E402
 from agentloop.agent.permissions import PermissionPolicy  # noqa: E402
-from agentloop.agent.settings import SettingsSource  # noqa: E402
 from agentloop.agent.workspace import Workspace  # noqa: E402
+from agentloop.config.settings import SettingsSource  # noqa: E402
 from agentloop.events import ToolCall  # noqa: E402
 
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), ".."))

@@ -6,7 +6,7 @@ copies the tree to a temporary folder, breaks one integrity check there, and
 runs the tests that claim to guard it. The script exits 0 only if every
 sabotage made its tests fail (and the untouched copy passes).
 
-    .venv/bin/python scripts/negative_control.py [-v]
+    .venv/bin/python scripts/negative_control.py [-v] [WORD...]   (WORD: only sabotages naming it)
 """
 
 from __future__ import annotations
@@ -83,11 +83,105 @@ SABOTAGES = [
         "if True:  # SABOTAGED",
         ["tests/test_canonical.py"],
     ),
+    Sabotage(
+        "a failed append leaves its partial record in the file",
+        "src/agentloop/transcript.py",
+        "os.ftruncate(fd, self._end)",
+        "pass  # SABOTAGED",
+        ["tests/test_io_faults.py", "tests/test_full_disk.py"],
+    ),
+    Sabotage(
+        "the transcript readers take lines of any length",
+        "src/agentloop/transcript.py",
+        "line = readline(max_bytes + 1)",
+        "line = readline()  # SABOTAGED",
+        ["tests/test_verify_limits.py"],
+    ),
+    Sabotage(
+        "Read loads the whole file instead of streaming it",
+        "src/agentloop/agent/builtin_tools.py",
+        "chunk = f.read(READ_CHUNK)",
+        "chunk = f.read()  # SABOTAGED",
+        ["tests/test_tool_limits.py"],
+    ),
+    Sabotage(
+        "globs are matched by a backtracking engine",
+        "src/agentloop/agent/_walk.py",
+        'return compile_linear("".join(out) + r"\\z", flags="s")',
+        'return __import__("re").compile("".join(out) + r"\\Z", 16)  # SABOTAGED: re.DOTALL',
+        ["tests/test_tool_limits.py"],
+    ),
+    Sabotage(
+        "Bash runs outside the sandbox",
+        "src/agentloop/agent/sandbox.py",
+        "        return self.active and not self.excluded(command)",
+        "        return False  # SABOTAGED",
+        ["tests/test_sandbox.py"],
+    ),
+    Sabotage(
+        "the sandbox shares the PID namespace (setsid escapes the call)",
+        "src/agentloop/agent/sandbox.py",
+        'out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]',
+        'out += ["--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]  # SABOTAGED',
+        ["tests/test_sandbox.py::test_nothing_a_command_starts_outlives_the_call"],
+    ),
+    Sabotage(
+        "the sandbox runner leaves a command's processes running",
+        "src/agentloop/agent/sandbox.py",
+        "        os.kill(-1, signal.SIGKILL)  # everything the command started",
+        "        pass  # SABOTAGED",
+        ["tests/test_sandbox.py::test_nothing_a_command_starts_outlives_the_call"],
+    ),
+    Sabotage(
+        "the sandbox shares the network",
+        "src/agentloop/agent/sandbox.py",
+        "        if not s.network:\n            out += [\"--unshare-net\"]",
+        "        if False:  # SABOTAGED\n            out += [\"--unshare-net\"]",
+        ["tests/test_sandbox.py::test_a_command_cannot_reach_the_network_and_is_told_why"],
+    ),
+    Sabotage(
+        "the sandbox hides no credentials",
+        "src/agentloop/agent/sandbox.py",
+        "        for p in self.hidden:\n            if os.path.isdir(p):",
+        "        for p in []:  # SABOTAGED\n            if os.path.isdir(p):",
+        ["tests/test_sandbox.py::test_a_command_cannot_read_the_agentloop_home_or_credentials"],
+    ),
+    Sabotage(
+        "the sandbox's proxy lets every domain through",
+        "src/agentloop/agent/netproxy.py",
+        "        if not domain_allowed(host, self.allowed):",
+        "        if False:  # SABOTAGED",
+        ["tests/test_sandbox.py::test_allowed_domains_are_reachable_through_the_proxy_and_nothing_else"],
+    ),
+    Sabotage(
+        "children get the provider keys",
+        "src/agentloop/agent/childenv.py",
+        "    return {k: v for k, v in env.items() if k not in names and v not in values}",
+        "    return dict(env)  # SABOTAGED",
+        ["tests/test_childenv.py"],
+    ),
+    Sabotage(
+        "tool output is not redacted",
+        "src/agentloop/agent/childenv.py",
+        "        if p is None or not s:\n            return s",
+        "        if True:  # SABOTAGED\n            return s",
+        ["tests/test_secrets_scan.py"],
+    ),
+    Sabotage(
+        "a raw stream with secret-argument fragments is recorded",
+        "src/agentloop/redact.py",
+        "n in self.sensitive or n in self.secret_paths for n in names",
+        "n in self.sensitive for n in names",
+        ["tests/test_secrets_scan.py::test_library_run_writes_no_planted_secret_anywhere"],
+    ),
 ]
 
 
 def run_tests(tree: str, tests: list[str], verbose: bool) -> tuple[int, str]:
-    env = dict(os.environ, PYTHONPATH=os.path.join(tree, "src"), PYTHONDONTWRITEBYTECODE="1")
+    # The copy's sources come first; any extra entries already on the path stay after them.
+    extra = os.environ.get("PYTHONPATH", "")
+    path = os.path.join(tree, "src") + (os.pathsep + extra if extra else "")
+    env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
         cwd=tree, env=env, capture_output=True, text=True, timeout=900,
@@ -108,17 +202,19 @@ def copy_tree(dst: str) -> None:
 
 def main() -> int:
     verbose = "-v" in sys.argv
+    only = [a for a in sys.argv[1:] if a != "-v"]  # words: run only the sabotages whose names hold one
+    sabotages = [s for s in SABOTAGES if not only or any(w in s.name for w in only)]
     all_caught = True
     with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
         clean = os.path.join(tmp, "clean")
         copy_tree(clean)
-        tests = sorted({t for s in SABOTAGES for t in s.tests})
+        tests = sorted({t for s in sabotages for t in s.tests})
         code, tail = run_tests(clean, tests, verbose)
         print(f"control (untouched copy): exit {code}: {tail}")
         if code != 0:
             print("the untouched copy fails: fix the suite first")
             return 2
-        for i, sab in enumerate(SABOTAGES):
+        for i, sab in enumerate(sabotages):
             tree = os.path.join(tmp, f"sab{i}")
             copy_tree(tree)
             target = os.path.join(tree, sab.path)

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from agentloop.anchor import load_anchor, verify_with_anchor
+from agentloop.audit.anchor import load_anchor, verify_with_anchor
 from agentloop.budget import Price, cost_micros
 from agentloop.events import Usage
 from agentloop.transcript import verify_file
@@ -96,7 +96,7 @@ def fake_provider(tmp_path: Any, *, seed: int = 7, latency: tuple[float, float] 
     path = os.path.join(os.fspath(tmp_path), f"fake-{seed}.json")
     with open(path, "w") as f:
         json.dump(script, f)
-    proc = subprocess.Popen([sys.executable, "-m", "agentloop.fakeprovider", "--script", path, "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "agentloop.testing.fakeprovider", "--script", path, "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

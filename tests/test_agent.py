@@ -232,9 +232,10 @@ def test_user_mistakes_are_agent_errors_with_one_line(tmp_path, proj):
     (proj / ".agentloop" / "settings.json").write_text("{ nope")
     with pytest.raises(AgentError, match=r"settings.json: not valid JSON at line 1"):
         Agent(cwd=str(proj), model=script(tmp_path, []))
-    with pytest.raises(AgentError, match="no session to continue"):
-        (proj / ".agentloop" / "settings.json").write_text("{}")
-        Agent(cwd=str(proj), model=script(tmp_path, []), continue_last=True)
+    (proj / ".agentloop" / "settings.json").write_text("{}")
+    a = Agent(cwd=str(proj), model=script(tmp_path, []), continue_last=True)  # Claude Code's -c with nothing to continue: a new one
+    assert a.session.created
+    a.close()
 
 
 def test_the_scripted_model_fails_loudly_past_its_end(tmp_path, proj):

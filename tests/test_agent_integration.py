@@ -11,7 +11,7 @@ import pytest
 
 from agentloop.agent.core import Agent, AgentError
 from agentloop.budget import Price
-from agentloop.fakeprovider import FakeProvider
+from agentloop.testing.fakeprovider import FakeProvider
 
 AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
 
@@ -130,7 +130,7 @@ def test_the_agents_window_follows_the_shared_table(tmp_path, home, proj, monkey
 
 def _policy(mode, rules=None):  # type: ignore[no-untyped-def]
     from agentloop.agent.permissions import PermissionPolicy
-    from agentloop.agent.settings import SettingsSource
+    from agentloop.config.settings import SettingsSource
 
     src = [SettingsSource("/s.json", "project", {"permissions": rules})] if rules else []
     p = PermissionPolicy.from_settings(src, mode=mode, cwd="/")

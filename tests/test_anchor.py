@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from agentloop import Budget, run
-from agentloop.anchor import (
+from agentloop.audit.anchor import (
     Anchor,
     AnchorError,
-    act_anchor,
     anchor_file,
     anchor_path_for,
     attach_tree,
@@ -26,10 +25,10 @@ from agentloop.anchor import (
     write_anchor,
     write_anchor_for,
 )
+from agentloop.audit.merkle import ProofError, merkle_root
+from agentloop.audit.proofs import check_proof, prove_consistency, prove_inclusion
 from agentloop.cli.main import main as cli
 from agentloop.demo import demo_tools
-from agentloop.merkle import ProofError, merkle_root
-from agentloop.proofs import check_proof, prove_consistency, prove_inclusion
 from agentloop.testing import ScriptedModel, reply
 from agentloop.transcript import TranscriptWriter, make_line, verify_file
 
@@ -218,7 +217,7 @@ def test_a_session_anchors_itself_at_stop_without_rehashing_and_resumes_from_it(
 
 
 def test_a_tree_that_does_not_match_the_file_falls_back_to_hashing_it(tmp_path: Path) -> None:
-    from agentloop.merkle import MerkleTree
+    from agentloop.audit.merkle import MerkleTree
 
     p = tmp_path / "t.jsonl"
     write_transcript(p, 6)
@@ -309,6 +308,8 @@ def test_cli_mistakes_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_the_demo_act_shows_a_truncation_caught(tmp_path: Path) -> None:
+    from agentloop.demo.anchor_act import act_anchor
+
     runs = act_anchor(str(tmp_path))
     assert len(runs) == 1 and runs[0].held, [c.text for c in runs[0].claims if not c.held]
     assert any("are missing" in c.text for c in runs[0].claims)

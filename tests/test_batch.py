@@ -332,12 +332,12 @@ def test_the_progress_bar_shows_done_failed_running_and_spend_against_the_cap():
     p.event("tick", {"done": 3, "failed": 1, "running": 2, "total": 10, "ledger": {"spent_micros": 250_000, "used_tokens": 5}})
     task = p.bar.tasks[0]
     assert task.completed == 4 and task.total == 10
-    assert task.fields["status"] == "ok 3  failed 1  running 2  spend $0.250000 / $2.000000"
+    assert task.fields["status"] == "ok 3 failed 1 run 2 $0.2500/$2.00"  # short for 80 columns
 
 
 
 def test_one_signature_covers_the_batch_and_any_change_breaks_it(tmp_path):
-    from agentloop.anchor import generate_keys, load_public_key
+    from agentloop.audit.anchor import generate_keys, load_public_key
 
     priv, pub = generate_keys(tmp_path / "keys", "batch")
     path = write_tasks(tmp_path / "tasks.jsonl", [add_task(i) for i in range(3)])

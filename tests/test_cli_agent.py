@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from agentloop.fakeprovider import FakeProvider
+from agentloop.conversation import Conversation
+from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import read_records, verify_file
 
 AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
@@ -67,19 +68,26 @@ def test_print_json_is_one_result_object(tmp_path, proj, env):
 
 
 def test_print_stream_json_is_one_event_a_line_in_order(tmp_path, proj, env):
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--output-format", "stream-json"], cwd=proj, env=env)
+    """Claude Code's stream-json: init, then assistant messages of content blocks and tool
+    results as user messages, then the result; text deltas only with --include-partial-messages."""
+    p = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--output-format", "stream-json",
+                   "--include-partial-messages"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]
     types = [e["type"] for e in events]
-    assert types[0] == "system" and types[-1] == "result"
+    assert types[0] == "system" and events[0]["subtype"] == "init" and types[-1] == "result"
     assert "Read" in events[0]["tools"]
-    order = [t for t in types if t in ("assistant", "tool_use", "tool_result")]
-    assert order == ["assistant", "tool_use", "tool_result", "assistant"]
-    deltas = "".join(e["event"]["text"] for e in events if e["type"] == "stream_event")
+    order = [t for t in types if t in ("assistant", "user")]
+    assert order == ["assistant", "user", "assistant"]
+    first = events[types.index("assistant")]["message"]["content"]
+    assert [b["type"] for b in first] == ["text", "tool_use"] and first[1]["name"] == "Read"
+    deltas = "".join(e["event"]["delta"]["text"] for e in events if e["type"] == "stream_event")
     assert deltas == "Looking.The file says hi."
-    tr = next(e for e in events if e["type"] == "tool_result")
-    assert tr["is_error"] is False and "hi from the file" in tr["content"]
+    tr = events[types.index("user")]["message"]["content"][0]
+    assert tr["type"] == "tool_result" and tr["is_error"] is False and "hi from the file" in tr["content"]
     assert len({e["session_id"] for e in events}) == 1
+    plain = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER, "p.json"), "--output-format", "stream-json"], cwd=proj, env=env)
+    assert "stream_event" not in plain.stdout  # partial messages only when asked for
 
 
 def test_run_subcommand_is_the_same_agent(tmp_path, proj, env):
@@ -139,8 +147,11 @@ def test_continue_and_resume_append_to_the_same_chain(tmp_path, proj, env):
     third = json.loads(p.stdout)
     assert third["session_id"] == first["session_id"]
     recs = list(read_records(third["transcript"]))
-    last_start = [r for r in recs if r.kind == "run_start"][-1]
-    contents = [m["content"] for m in last_start.payload["messages"] if m["role"] != "system"]
+    last = max(i for i, r in enumerate(recs) if r.kind == "run_start")
+    conv = Conversation()  # a later run_start continues the conversation the records before it rebuild
+    for r in recs[: last + 1]:
+        conv.feed(r.kind, r.payload)
+    contents = [m["content"] for m in conv.messages if m["role"] != "system"]
     assert contents == ["first", "one", "second", "two", "third"]
     assert third["session_cost_micros"] == first["cost_micros"] + second["cost_micros"] + third["cost_micros"]
     assert verify_file(third["transcript"]).ok
@@ -162,7 +173,7 @@ def test_sessions_lists_this_directory_newest_first(tmp_path, proj, env):
 
 
 def test_a_session_in_use_is_refused_to_a_second_process(tmp_path, proj, env):
-    started = tmp_path / "started"
+    started = proj / "started"  # in the workspace: Bash's sandbox writes nowhere else
     slow = spec(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": f"touch {started}; sleep 20"}}]}, {"text": "done"}])
     first = json.loads(agentloop(["-p", "x", "--model", spec(tmp_path, [{"text": "a"}], "a.json"), "--output-format", "json"], cwd=proj, env=env).stdout)
     holder = subprocess.Popen(
@@ -197,11 +208,12 @@ def test_print_against_the_fake_provider_streams_over_http(tmp_path, proj, env):
         {"text": "It greets you.", "chunk_size": 3},
     ]}
     with FakeProvider(script) as fp:
-        p = agentloop(["-p", "x", "--model", "openai:gpt-4o-mini", "--base-url", fp.url + "/v1", "--output-format", "stream-json"], cwd=proj, env=env)
+        p = agentloop(["-p", "x", "--model", "openai:gpt-4o-mini", "--base-url", fp.url + "/v1", "--output-format", "stream-json",
+                       "--include-partial-messages"], cwd=proj, env=env)
         sent = fp.requests
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]
-    assert [e["event"]["text"] for e in events if e["type"] == "stream_event"][:3] == ["Readi", "ng th", "e fil"]
+    assert [e["event"]["delta"]["text"] for e in events if e["type"] == "stream_event"][:3] == ["Readi", "ng th", "e fil"]
     assert events[-1]["result"] == "It greets you."
     assert len(sent) == 2
 
@@ -242,7 +254,7 @@ def test_version_and_help_list_the_agent_and_its_subcommands(tmp_path, env):
     assert (v.returncode, v.stdout) == (0, f"agentloop {__version__}\n")
     h = agentloop(["--help"], cwd=tmp_path, env=env)
     assert h.returncode == 0
-    for word in ("-p PROMPT", "--resume", "--output-format", "run ", "sessions ", "verify "):
+    for word in ("-p, --print", '["PROMPT"]', "--resume", "--output-format", "run ", "sessions ", "verify "):
         assert word in h.stdout, word
 
 
@@ -254,8 +266,8 @@ def test_add_dir_lets_the_file_tools_reach_another_directory(tmp_path, proj, env
     outs = []
     for extra in ([], ["--add-dir", str(other)]):
         p = agentloop(["-p", "x", "--model", spec(tmp_path, replies, f"r{len(extra)}.json"), "--output-format", "stream-json", *extra], cwd=proj, env=env)
-        tr = next(json.loads(line) for line in p.stdout.splitlines() if '"tool_result"' in line)
-        outs.append(tr)
+        msg = next(json.loads(line) for line in p.stdout.splitlines() if '"tool_result"' in line)
+        outs.append(msg["message"]["content"][0])  # Claude Code: a user message with a tool_result block
     assert outs[0]["is_error"] is True and "outside" in outs[0]["content"]
     assert outs[1]["is_error"] is False and "shared data" in outs[1]["content"]
 

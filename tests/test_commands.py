@@ -39,7 +39,7 @@ def test_commands_come_from_all_three_places_with_project_overriding_user(dirs):
     write(cwd / ".agentloop" / "commands" / "frontend" / "component.md", "make a component")
     write(cwd / ".agentloop" / "commands" / "notes.txt", "not a command")
     cmds = load_commands(str(cwd), str(home))
-    assert sorted(cmds) == ["frontend:component", "legacy", "mine", "review"]
+    assert sorted(cmds) == ["component", "legacy", "mine", "review"]  # Claude Code: a subfolder command keeps its file name
     assert cmds["review"].template == "agentloop review"
     assert cmds["mine"].scope == "user" and cmds["review"].scope == "project"
 

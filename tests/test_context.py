@@ -23,7 +23,7 @@ from agentloop.agent.context import (
     reapply,
 )
 from agentloop.agent.hooks import HookRunner
-from agentloop.agent.settings import SettingsSource
+from agentloop.config.settings import SettingsSource
 from agentloop.events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, Usage
 from agentloop.loop import recount_chars, tool_message
 from agentloop.testing import FunctionModel

@@ -19,7 +19,7 @@ from agentloop.agent.hooks import (
     HookRunner,
     parse_hook_output,
 )
-from agentloop.agent.settings import ConfigError, SettingsSource
+from agentloop.config.settings import ConfigError, SettingsSource
 from mcp_servers.helpers import wait_gone
 
 PY = sys.executable

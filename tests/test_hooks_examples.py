@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentloop.agent.hooks import HookRunner
-from agentloop.agent.settings import SettingsSource
+from agentloop.config.settings import SettingsSource
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "hooks"

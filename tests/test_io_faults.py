@@ -151,16 +151,39 @@ def test_every_kth_write_and_fsync_fault_stops_the_run_and_leaves_a_verifiable_p
                 lines = path.read_bytes().splitlines()
                 for rec in acked:
                     assert json.loads(lines[rec.seq])["hash"] == rec.hash
-                if op == "write":
-                    assert not rep.ok and rep.problems[0].kind == "torn_tail"  # the half-written record
-                    res = repair_file(path)
-                    assert res.kept_records == len(acked) and verify_file(path).ok
-                else:
-                    # the record whose fsync failed reached the page cache: on disk it may be
-                    # whole, but it was never acknowledged and nothing follows it
-                    assert rep.ok and rep.count == max(failed + 1, 0)
+                # The writer cut off the record that failed (half-written, or whole but
+                # never acknowledged because its fsync failed): the file is exactly the
+                # acknowledged records, and it verifies with nothing to repair.
+                assert rep.ok and rep.count == len(acked), (op, k, rep.problems[:1])
+                assert os.path.getsize(path) == sum(len(line) + 1 for line in lines[: len(acked)])
+                assert repair_file(path).kept_records == len(acked)
     assert injected == 2 * (clean.writes + clean.fsyncs)
     record_stat("faults", injected)
+
+
+def test_when_the_cut_after_a_failed_write_fails_too_the_error_says_so_and_resume_repairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t.jsonl"
+    plan = Plan("write", 3, errno.EIO)
+    w = TranscriptWriter(path, opener=lambda p, m: FaultyFile(open(p, m), plan))  # noqa: SIM115
+
+    def ftruncate(fd: int, length: int) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "ftruncate", ftruncate)
+    w.append("a", {})
+    w.append("b", {})
+    with pytest.raises(TranscriptError) as info:
+        w.append("c", {"text": "x" * 100})
+    w.close()
+    monkeypatch.undo()
+    msg = str(info.value)
+    assert msg.startswith(f"{path}: Input/output error while writing record 2")
+    assert msg.endswith("the partial record could not be cut off (Input/output error): resuming the file cuts it")
+    assert verify_file(path).problems[0].kind == "torn_tail"
+    resumed = TranscriptWriter(path, resume=True)
+    assert resumed.repaired is not None and resumed.count == 2
+    resumed.close()
+    assert verify_file(path).ok
 
 
 WRAPPER = r"""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.merkle import (
+from agentloop.audit.merkle import (
     EMPTY_ROOT,
     MerkleTree,
     ProofError,

@@ -35,9 +35,15 @@ from typing import Any
 import orjson
 import pytest
 
-from agentloop.anchor import Anchor, anchor_file, sign_anchor, verify_with_anchor, write_anchor
+from agentloop.audit.anchor import (
+    Anchor,
+    anchor_file,
+    sign_anchor,
+    verify_with_anchor,
+    write_anchor,
+)
+from agentloop.audit.merkle import MerkleTree
 from agentloop.demo import run_demo
-from agentloop.merkle import MerkleTree
 from agentloop.transcript import GENESIS, TranscriptWriter, make_line, read_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -280,7 +286,7 @@ def run_corpus(bases: list[tuple[Path, Anchor, list[bytes]]], cases: list[dict[s
         assert proc.returncode == 0, proc.stderr
         node_out = [json.loads(x) for x in proc.stdout.splitlines()]
         assert len(node_out) == len(chunk), proc.stderr
-        from agentloop.anchor import load_public_key
+        from agentloop.audit.anchor import load_public_key
 
         key = load_public_key(pub)
         for i, case in enumerate(chunk):

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from agentloop.anchor import (
+from agentloop.audit.anchor import (
     anchor_file,
     sign_anchor,
     verify_with_anchor,
     write_anchor,
 )
+from agentloop.audit.proofs import prove_consistency, prove_inclusion
 from agentloop.canonical import canonical
-from agentloop.proofs import prove_consistency, prove_inclusion
 from agentloop.transcript import GENESIS, TranscriptWriter, make_line, verify_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,7 +210,7 @@ def test_both_verifiers_agree_on_anchors_signatures_and_growth(tmp_path: Path) -
         (p, signed, pub), (p, signed, hexpub), (p, unsigned, pub), (p, signed, None), (p, tampered_anchor, pub),
         (grown, signed, pub), (cut, signed, pub), (grown, unsigned, None),
     ]
-    from agentloop.anchor import load_anchor, load_public_key
+    from agentloop.audit.anchor import load_anchor, load_public_key
 
     for f, a, k in combos:
         args = ["verify", str(f), "--anchor", str(a), "--json"] + (["--public-key", str(k)] if k else [])

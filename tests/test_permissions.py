@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop.agent.permissions import ModeError, PermissionPolicy, RuleError, parse_rule
-from agentloop.agent.settings import ConfigError, SettingsSource, load_settings
+from agentloop.config.settings import ConfigError, SettingsSource, load_settings
 
 
 def policy(allow=(), deny=(), ask=(), *, mode=None, cwd="/proj", path="/proj/.agentloop/settings.json", home=None):

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentloop.agent.permissions import PermissionPolicy
-from agentloop.agent.settings import SettingsSource
+from agentloop.config.settings import SettingsSource
 
 LONG = os.environ.get("AGENTLOOP_LONG") == "1"
 BASH = shutil.which("bash")

@@ -13,14 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from agentloop.agent.settings import ConfigError, load_settings
 from agentloop.budget import Budget, Price, cost_micros
+from agentloop.config.settings import ConfigError, load_settings, prices_from_settings
 from agentloop.events import ModelRequest, ToolSpec, Usage
-from agentloop.fakeprovider import FakeProvider
-from agentloop.prices import BUILTIN_PRICES, default_prices, prices_from_settings
+from agentloop.prices import BUILTIN_PRICES, default_prices
 from agentloop.providers import ProviderConfigError, open_model, scrub
 from agentloop.providers.sse import SSEDecoder, parse_events
 from agentloop.run import run
+from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import TranscriptWriter, read_records, verify_file
 
 DATA = Path(__file__).parent / "data" / "anthropic-sse"
@@ -261,7 +261,7 @@ def test_fakeprovider_prints_its_url_first_and_serves_both_protocols(tmp_path: P
     script = tmp_path / "s.json"
     script.write_text(json.dumps({"replies": [{"text": "from a process"}], "when_done": "repeat"}))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    p = subprocess.Popen([sys.executable, "-m", "agentloop.fakeprovider", "--script", str(script), "--port", "0"],
+    p = subprocess.Popen([sys.executable, "-m", "agentloop.testing.fakeprovider", "--script", str(script), "--port", "0"],
                          stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert p.stdout is not None
@@ -279,7 +279,7 @@ def test_fakeprovider_prints_its_url_first_and_serves_both_protocols(tmp_path: P
 def test_fakeprovider_names_a_bad_script_in_one_line(tmp_path: Path) -> None:
     script = tmp_path / "bad.json"
     script.write_text(json.dumps({"replies": [{"fault": "explode"}]}))
-    p = subprocess.run([sys.executable, "-m", "agentloop.fakeprovider", "--script", str(script)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-m", "agentloop.testing.fakeprovider", "--script", str(script)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stdout == ""
     assert str(script) in p.stderr and "'explode' is not one of" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 

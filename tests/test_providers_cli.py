@@ -21,7 +21,7 @@ def server(tmp_path: Path) -> Iterator[str]:
         {"text": "The answer is 42."},
         {"fault": "529"}, {"fault": "529"}, {"fault": "529"}, {"fault": "529"}, {"text": "From the fallback."},
     ]}))
-    p = subprocess.Popen([sys.executable, "-m", "agentloop.fakeprovider", "--script", str(script), "--port", "0"],
+    p = subprocess.Popen([sys.executable, "-m", "agentloop.testing.fakeprovider", "--script", str(script), "--port", "0"],
                          stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         assert p.stdout is not None

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from agentloop.budget import Budget, Price, cost_micros
 from agentloop.events import Usage
-from agentloop.fakeprovider import FakeProvider
 from agentloop.providers import open_model
 from agentloop.providers.budgeting import count_guard
 from agentloop.replay import replay
 from agentloop.run import run
+from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import TranscriptWriter, read_records, verify_file
 
 SYSTEM = "Rules: " + "be exact, " * 60

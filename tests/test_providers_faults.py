@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from agentloop.budget import Budget, usd
-from agentloop.fakeprovider import FakeProvider
 from agentloop.providers import open_model
 from agentloop.replay import replay
 from agentloop.run import RunResult, arun, make_config, run
+from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.tools import Registry, tool
 from agentloop.transcript import TranscriptWriter, read_records, verify_file
 

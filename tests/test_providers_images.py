@@ -25,12 +25,12 @@ import typing_extensions
 
 from agentloop import Budget, run
 from agentloop.events import ModelRequest, ToolResult, ToolSpec
-from agentloop.fakeprovider import FakeProvider
 from agentloop.loop import tool_message
 from agentloop.providers import open_model
 from agentloop.providers.anthropic import to_anthropic
 from agentloop.providers.images import Image, tool_parts
 from agentloop.providers.openai_compat import to_openai
+from agentloop.testing.fakeprovider import FakeProvider
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 20).decode()
 SHOT = {"type": "object", "properties": {}}

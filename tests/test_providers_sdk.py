@@ -19,10 +19,10 @@ import openai
 import pytest
 
 from agentloop.events import ModelRequest, ToolSpec
-from agentloop.fakeprovider import FakeProvider
 from agentloop.providers import ProviderError, open_model
 from agentloop.providers.anthropic import AnthropicAssembler
 from agentloop.providers.sse import parse_events
+from agentloop.testing.fakeprovider import FakeProvider
 
 DATA = Path(__file__).parent / "data" / "anthropic-sse"
 FILES = sorted(p.name for p in DATA.glob("*.txt"))

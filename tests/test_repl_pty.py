@@ -18,7 +18,7 @@ import time
 import pytest
 
 from agentloop.agent.session import sessions_dir
-from agentloop.fakeprovider import FakeProvider
+from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import read_records, verify_file
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -399,7 +399,7 @@ def test_a_run_with_model_loop_checks_replays_byte_identically_charging_the_reco
 
 
 def test_the_demo_replay_act_holds_every_claim_and_refuses_a_damaged_file(tmp_path: Path) -> None:
-    from agentloop.replay_demo import act_replay
+    from agentloop.demo.replay_act import act_replay
 
     act_core(str(tmp_path))
     runs = act_replay(str(tmp_path))
@@ -414,7 +414,7 @@ def test_the_demo_replay_act_holds_every_claim_and_refuses_a_damaged_file(tmp_pa
 
 
 def test_the_demo_replay_act_fails_its_claims_when_the_loop_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentloop.replay_demo import act_replay
+    from agentloop.demo.replay_act import act_replay
 
     act_core(str(tmp_path))
     real = loop_mod.cost_micros

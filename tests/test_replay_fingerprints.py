@@ -184,3 +184,109 @@ def test_live_tools_warns_for_a_recorded_tool_that_is_missing(tmp_path: Path) ->
     r = replay(path, tools=Registry(), mode="live-tools")
     assert not r.equal
     assert any("'calc'" in w and "not among the tools given" in w for w in r.warnings)
+
+
+# --- helpers in other modules of the user's project (issue 22, point 2) ---------------------
+
+
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], tag: str) -> Any:
+    """A small project (the package ``proj_fp``) in its own folder, imported fresh; returns its ``tools`` module.
+
+    Every version has the same module names, so two versions print alike unless their code differs.
+    """
+    root = tmp_path / tag
+    pkg = root / "proj_fp"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for name, src in files.items():
+        (pkg / f"{name}.py").write_text(textwrap.dedent(src))
+    for name in [m for m in sys.modules if m == "proj_fp" or m.startswith("proj_fp.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(root))
+    importlib.invalidate_caches()
+    return importlib.import_module("proj_fp.tools")
+
+
+PROJECT = {
+    "tools": """
+        import json
+        from . import shapes
+        from .helpers import area
+
+        def by_name(w: int, h: int) -> int:
+            return area(w, h)
+
+        def by_module(w: int) -> int:
+            return shapes.square(w)
+
+        def stdlib_only(x: int) -> str:
+            return json.dumps(x)
+    """,
+    "helpers": """
+        from .deeper import scale
+
+        def area(w, h):
+            return scale(w * h)
+    """,
+    "shapes": """
+        def square(w):
+            return w * w
+    """,
+    "deeper": """
+        from .deepest import unit
+
+        def scale(v):
+            return v * unit()
+    """,
+    "deepest": """
+        from .bottom import one
+
+        def unit():
+            return one()
+    """,
+    "bottom": """
+        def one():
+            return 1
+    """,
+}
+
+
+def _changed(files: dict[str, str], module: str, old: str, new: str) -> dict[str, str]:
+    assert old in files[module]
+    return {**files, module: files[module].replace(old, new)}
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "module", "old", "new"),
+    [
+        ("by_name", "helpers", "scale(w * h)", "scale(w * h) + 0"),
+        ("by_module", "shapes", "w * w", "w * w + 0"),
+        ("by_name", "deeper", "v * unit()", "v * unit() + 0"),
+        ("by_name", "deepest", "return one()", "return one() + 0"),
+    ],
+    ids=["imported-by-name", "used-as-module-attribute", "two-modules-away", "three-modules-away"],
+)
+def test_a_change_in_a_helper_in_another_module_of_the_project_changes_the_fingerprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_name: str, module: str, old: str, new: str
+) -> None:
+    before = fingerprint(getattr(_project(tmp_path, monkeypatch, PROJECT, "a"), tool_name))
+    after = fingerprint(getattr(_project(tmp_path, monkeypatch, _changed(PROJECT, module, old, new), "b"), tool_name))
+    assert before != after
+
+
+def test_the_fingerprint_stops_at_the_stated_module_depth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # bottom.py is four module boundaries from tools.py: past MODULE_DEPTH (3), so not followed
+    before = fingerprint(_project(tmp_path, monkeypatch, PROJECT, "a").by_name)
+    after = fingerprint(_project(tmp_path, monkeypatch, _changed(PROJECT, "bottom", "return 1", "return 2"), "b").by_name)
+    assert before == after
+
+
+def test_the_standard_library_and_installed_packages_are_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.tools import _is_user_module
+
+    mod = _project(tmp_path, monkeypatch, PROJECT, "a")
+    assert _is_user_module(mod.__name__) and _is_user_module("proj_fp.helpers")
+    assert not _is_user_module("json") and not _is_user_module("jsonschema") and not _is_user_module("agentloop.tools")
+    # the same project at another path prints the same: the keys are module names, not paths
+    same = _project(tmp_path, monkeypatch, PROJECT, "c")
+    assert fingerprint(mod.by_name) == fingerprint(same.by_name) and fingerprint(mod.stdlib_only) == fingerprint(same.stdlib_only)

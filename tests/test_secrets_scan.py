@@ -8,8 +8,14 @@ spilled tool output, logs) and everything printed (stdout, stderr, error
 messages) is scanned for each secret, raw and in the encodings a writer might
 use (JSON escapes, base64, hex, URL-encoding).
 
+Before searching, the scanner rebuilds what a reader could: every JSON string
+with its escapes decoded, and every server-sent event stream found in a
+record (``record_raw``) with each field joined from its deltas
+(``function.arguments``, ``partial_json``, text): a secret argument streamed
+in 8-character fragments is in no single place, but it is in the joined form.
+
 A negative control plants a secret where it is allowed to show (the user's
-own prompt) and checks the scanner finds it.
+own prompt) and checks the scanner finds it, and streams one in fragments.
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ import subprocess
 import sys
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentloop import Budget, run, tool
-from agentloop.anchor import attach_tree, write_anchor_for
-from agentloop.fakeprovider import FakeProvider
+from agentloop.audit.anchor import attach_tree, write_anchor_for
 from agentloop.providers import ProviderError, open_model
+from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import TranscriptWriter, verify_file
 
 KEY = "sk-planted-KEY-7f3a9c1e5b2d4068aa11"
@@ -43,14 +50,78 @@ def forms(s: str) -> list[bytes]:
     return [b, json.dumps(s).encode()[1:-1], base64.b64encode(b), b.hex().encode(), urllib.parse.quote(s).encode(), s[4:-4].encode()]
 
 
+_FRAGMENT_KEYS = ("arguments", "partial_json", "text", "content", "thinking")
+
+
+def _strings(v: Any, out: list[str]) -> None:
+    if isinstance(v, str):
+        out.append(v)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _strings(x, out)
+    elif isinstance(v, list):
+        for x in v:
+            _strings(x, out)
+
+
+def _fragments(v: Any, joined: dict[str, list[str]], where: str = "") -> None:
+    """Stream deltas by the field they extend (``function.arguments`` of call 0, ``partial_json`` of block 1...)."""
+    if isinstance(v, dict):
+        idx = v.get("index")
+        for k, x in v.items():
+            here = f"{where}/{idx if isinstance(idx, int) else ''}{k}"
+            if k in _FRAGMENT_KEYS and isinstance(x, str):
+                joined.setdefault(here, []).append(x)
+            else:
+                _fragments(x, joined, here)
+    elif isinstance(v, list):
+        for x in v:
+            _fragments(x, joined, where)
+
+
+def _sse_joined(text: str) -> list[str]:
+    """The fields a server-sent event stream builds up, each joined from its deltas."""
+    joined: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("data:"):
+            try:
+                _fragments(json.loads(line[5:].strip()), joined)
+            except ValueError:
+                continue
+    out = ["".join(parts) for parts in joined.values()]
+    for whole in list(out):
+        try:  # the joined arguments are JSON themselves: their strings, decoded
+            _strings(json.loads(whole), out)
+        except ValueError:
+            pass
+    return out
+
+
+def views(data: bytes) -> list[bytes]:
+    """The bytes, and what a reader rebuilds from them: every JSON string with its escapes
+    decoded, and in each event stream found there, each field joined from its fragments."""
+    out = [data]
+    for line in data.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        strings: list[str] = []
+        _strings(obj, strings)
+        for st in strings:
+            out.append(st.encode("utf-8", "surrogatepass"))
+            if "data:" in st:
+                out += [j.encode("utf-8", "surrogatepass") for j in _sse_joined(st)]
+    return out
+
+
 def scan(blobs: dict[str, bytes]) -> list[str]:
     found = []
     for where, data in blobs.items():
+        seen = views(data)
         for what, secret in SECRETS.items():
-            for f in forms(secret):
-                if f in data:
-                    found.append(f"{what} in {where}")
-                    break
+            if any(f in v for f in forms(secret) for v in seen):
+                found.append(f"{what} in {where}")
     return found
 
 
@@ -98,9 +169,11 @@ def test_library_run_writes_no_planted_secret_anywhere(tmp_path: Path) -> None:
             with TranscriptWriter(path, durability="fsync") as w:
                 tree = attach_tree(w)
                 res = run(m, [login, vault], "log in and read the db secret", Budget(max_steps=5), transcript=w,
-                          model_name="gpt-4o-mini", redaction_salt=b"salt")
+                          model_name="gpt-4o-mini", redaction_salt=b"salt", record_raw=True)
             write_anchor_for(str(path), tree=tree)
             assert res.answer == "done" and verify_file(path).ok
+            turns = [json.loads(line)["payload"] for line in path.read_bytes().splitlines() if b'"model_turn"' in line]
+            assert turns and all("raw" in t for t in turns)  # the raw streams were recorded
             # the tools really ran with the secrets (so there was something to leak)
             results = [json.loads(line)["payload"] for line in path.read_bytes().splitlines() if b'"tool_result"' in line]
             assert len(results) == 2
@@ -175,3 +248,51 @@ def test_scanner_finds_a_secret_where_one_is_planted_in_the_open(tmp_path: Path)
         run(ScriptedModel([reply("ok")]), None, f"my key is {KEY}", Budget(max_steps=1), transcript=w)
     assert scan(files_under(tmp_path)) == [f"provider key in {path}"]
     assert scan({"b64": base64.b64encode(OUT.encode())}) == ["sensitive output in b64"]
+    # a secret argument streamed in 8-character fragments, as a raw record keeps it: found once joined
+    args = json.dumps({"password": ARG})
+    events = "".join(
+        "data: " + json.dumps({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[i:i + 8]}}]}}]}) + "\n\n"
+        for i in range(0, len(args), 8)
+    )
+    line = json.dumps({"kind": "model_turn", "payload": {"raw": {"stream": events}}}).encode()
+    assert not any(f in line for f in forms(ARG))  # no whole form in the bytes themselves
+    assert scan({"raw": line}) == ["secret argument in raw"]
+
+
+@pytest.mark.parametrize("sandbox", ["workspace-write", "danger-full-access"])
+def test_bash_and_read_put_no_provider_key_in_the_session_spills_or_next_request(tmp_path: Path, sandbox: str) -> None:
+    """Issue 16: ``printenv OPENAI_API_KEY``, ``cat /proc/$PPID/environ`` and reading a ``.env``
+    holding the key put it into the transcript and the next model request. Bash's environment no
+    longer carries it, and known secret values are redacted from tool output before anything else
+    sees it (unsandboxed, ``/proc/$PPID/environ`` is the agent's own: only redaction stops it there)."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".env").write_text(f"OPENAI_API_KEY={KEY}\nOTHER=1\n")
+    script = [
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": "printenv OPENAI_API_KEY; env | grep -c KEY; echo end"}}]},
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": "tr '\\0' '\\n' < /proc/$PPID/environ; tr '\\0' '\\n' < /proc/self/environ"}}]},
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": "cat .env; for i in $(seq 300); do cat .env; done"}}]},
+        {"tool_calls": [{"name": "Read", "arguments": {"file_path": ".env"}}]},
+        {"text": "done"},
+    ]
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(AGENTLOOP_HOME=str(home), NO_COLOR="1", OPENAI_API_KEY=KEY)
+    agentloop = os.path.join(os.path.dirname(sys.executable), "agentloop")
+    with FakeProvider({"replies": script, "require_key": KEY}) as fp:
+        p = subprocess.run(
+            [agentloop, "-p", "look around", "--model", "openai:gpt-4o-mini", "--base-url", fp.url + "/v1",
+             "--permission-mode", "bypassPermissions", "--sandbox", sandbox, "--output-format", "stream-json"],
+            cwd=proj, env=env, capture_output=True, text=True, timeout=120,
+        )
+        requests = fp.requests
+    assert p.returncode == 0, p.stderr
+    results = [json.loads(line) for line in p.stdout.splitlines() if '"tool_result"' in line]
+    assert len(results) == 4 and "[redacted: " in results[2]["content"]  # the commands ran and saw the key
+    assert "end" in results[0]["content"]
+    blobs = files_under(home)
+    assert any("tool-results" in k for k in blobs), "the long output was spilled"
+    blobs["model requests"] = json.dumps(requests).encode()
+    blobs["stdout"], blobs["stderr"] = p.stdout.encode(), p.stderr.encode()
+    assert len(requests) == 5
+    assert scan(blobs) == []

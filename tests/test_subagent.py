@@ -194,7 +194,7 @@ def test_subagent_start_and_stop_hooks_fire_with_the_agent_type(tmp_path: Path) 
 
 
 def _src(hooks: dict[str, Any]) -> Any:
-    from agentloop.agent.settings import SettingsSource
+    from agentloop.config.settings import SettingsSource
 
     return SettingsSource("settings.json", "project", {"hooks": hooks})
 

@@ -25,7 +25,7 @@ def main() -> int:
     ap.add_argument("files", nargs="+")
     ap.add_argument("--anchor", help="check every file against this anchor")
     args = ap.parse_args()
-    from agentloop.anchor import load_anchor, verify_with_anchor
+    from agentloop.audit.anchor import load_anchor, verify_with_anchor
     from agentloop.transcript import verify_file
 
     jobs = []

@@ -31,6 +31,7 @@ from typing import Any, Union, cast
 
 from .budget import Budget, Price, cost_micros, estimate_micros, tokens_for_chars
 from .canonical import canonical
+from .conversation import Continues, continued_prefix
 from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from .redact import (
     DEFAULT_MAX_VALUE_BYTES,
@@ -255,15 +256,27 @@ def _args_size(arguments: Any) -> int:
     return len(b)
 
 
-def start(config: LoopConfig, messages: Sequence[Message]) -> tuple[State, list[Outbound]]:
-    """Begin a run: record its start, then ask for the first turn."""
+def start(config: LoopConfig, messages: Sequence[Message], continues: Continues | None = None) -> tuple[State, list[Outbound]]:
+    """Begin a run: record its start, then ask for the first turn.
+
+    ``continues``: the conversation the records before this run add up to
+    (``conversation.Conversation``). When the messages, as recorded, begin
+    with exactly it, the ``run_start`` refers to it instead of repeating it
+    (format 2, ``conversation`` rule 1); otherwise every message is recorded.
+    """
     msgs = [dict(m) for m in messages]
     policy = Policy.from_manifest(config.manifest, config.redaction_salt, config.max_value_bytes)
     state = State(config=config, messages=msgs, policy=policy)
     state.chars = sum(_message_chars(m) for m in msgs)
     state.tool_chars = len(canonical([t.to_json() for t in config.tools]))
     recorded = policy.messages_for_record(msgs)
-    out: list[Outbound] = [Append("run_start", {"format": 1, "config": config.to_json(), "messages": recorded})]
+    k = continued_prefix(recorded, continues)
+    start_json: dict[str, Any]
+    if k and continues is not None:
+        start_json = {"format": 2, "config": config.to_json(), "continues": continues.to_json(), "messages": recorded[k:]}
+    else:
+        start_json = {"format": 1, "config": config.to_json(), "messages": recorded}
+    out: list[Outbound] = [Append("run_start", start_json)]
     out += _next_turn(state)
     return state, out
 

@@ -6,7 +6,7 @@ are the 5-minute rate, 1.25x input; cache reads 0.1x input). OpenAI does not
 charge for cache writes. Users override or extend them in their settings
 (``"prices": {"my-model": {"input": 2000000, "output": 8000000,
 "cache_read": 200000, "cache_write": 0}}``, micro-USD per million tokens;
-``prices_from_settings``). A model missing from the table costs the highest
+``config.settings.prices_from_settings``, at the edge). A model missing from the table costs the highest
 price in it, field by field (see ``budget.PriceTable``): that includes the
 newest models, whose prices were not published when this table was written,
 until the user adds them.
@@ -19,12 +19,11 @@ Names resolve as vendors spell them: ``claude-haiku-4-5-20251001`` finds
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from .budget import Price, PriceTable
 
-__all__ = ["BUILTIN_PRICES", "VendorPriceTable", "default_prices", "prices_from_settings"]
+__all__ = ["BUILTIN_PRICES", "VendorPriceTable", "default_prices"]
 
 M = 1_000_000  # one dollar per million tokens, in micro-USD per million tokens
 
@@ -98,37 +97,3 @@ class VendorPriceTable(PriceTable):
 def default_prices() -> PriceTable:
     """The built-in table (a ``VendorPriceTable``: vendor spellings resolve)."""
     return VendorPriceTable(BUILTIN_PRICES)
-
-
-def prices_from_settings(sources: Iterable[Any], base: PriceTable | None = None) -> PriceTable:
-    """The built-in table with every settings file's ``"prices"`` laid over it, lowest precedence first.
-
-    Each file adds or replaces models one by one (a project file that prices
-    one model keeps the user file's others). ``sources`` are
-    ``agent.settings.SettingsSource`` values (``load_settings``).
-
-    Raises:
-        ConfigError: a ``prices`` value is not an object of model to prices,
-            naming the file and the model.
-    """
-    from .agent.settings import ConfigError
-
-    table = base if base is not None else default_prices()
-    for src in sources:
-        obj = src.data.get("prices")
-        if obj is None:
-            continue
-        if not isinstance(obj, Mapping):
-            raise ConfigError(src.path, '"prices" must be an object of model name to prices')
-        layer: dict[str, Price] = {}
-        for name, v in obj.items():
-            if not isinstance(v, Mapping):
-                raise ConfigError(src.path, f'prices.{name}: must be an object like {{"input": 3000000, "output": 15000000}}')
-            if not {"input", "output"} <= set(v):
-                raise ConfigError(src.path, f'prices.{name}: needs "input" and "output" (micro-USD per million tokens)')
-            try:
-                layer[str(name)] = Price.from_json(v)
-            except ValueError as exc:
-                raise ConfigError(src.path, f"prices.{name}: {exc}") from None
-        table = table.merged(layer)
-    return table

@@ -9,7 +9,10 @@ Rules:
    salt over the value's text form). The value itself is never written.
 2. A secret argument's value is also looked for in the same call's result and
    in the turn's raw provider response: where it appears, that field is
-   redacted too (a validation error or an echo would otherwise leak it).
+   redacted too (a validation error or an echo would otherwise leak it). The
+   raw response of a turn that calls a sensitive tool or one with secret
+   arguments is always redacted whole: a stream carries arguments in
+   fragments that no search for the whole value finds.
 3. A value whose text form is over the size limit (64 KiB by default) is
    written as ``{"$truncated": {...}}`` with the exact original and kept byte
    counts, the SHA-256 of the whole text form, and its first bytes.
@@ -300,7 +303,11 @@ class Policy:
             return {"unrecordable": type(raw).__name__}
         if is_marker(raw):
             return raw
-        if any(n in self.sensitive for n in names) or (secrets and _contains(raw, secrets)):
+        # A streamed call's arguments arrive in fragments (``function.arguments``
+        # deltas, ``input_json_delta``): no fragment holds the secret whole, yet
+        # joined they give it back. So the raw response of a turn calling a tool
+        # with secret arguments is redacted whole, found or not (rule 2).
+        if any(n in self.sensitive or n in self.secret_paths for n in names) or (secrets and _contains(raw, secrets)):
             return redacted(raw, "contains_redacted_arguments", self.salt)
         return truncated(raw, self.limit)
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import orjson
 
-from .transcript import TranscriptError, verify_file
+from .transcript import MAX_LINE_BYTES, TranscriptError, open_regular, verify_file
 
 __all__ = ["RepairRefused", "RepairResult", "repair_file", "side_path_for"]
 
@@ -80,6 +81,38 @@ def side_path_for(path: str, offset: int) -> str:
     return cand
 
 
+_CHUNK = 1 << 20
+
+
+def _scan_cut(f: BinaryIO, p: str, valid: int) -> tuple[int, bool]:
+    """(complete lines, whether a partial line ends it) of the cut; refuses when records follow the damage.
+
+    The first cut line is the damaged one; any record after it means the
+    damage is not at the end, and cutting would throw good records away. Each
+    line is looked at through its first ``MAX_LINE_BYTES`` only.
+    """
+    complete = 0
+    partial = False
+    while True:
+        line = f.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return complete, partial
+        ended = line.endswith(b"\n")
+        if not ended and len(line) > MAX_LINE_BYTES:
+            while more := f.readline(_CHUNK):  # the rest of a line too long to be a record
+                if more.endswith(b"\n"):
+                    ended = True
+                    break
+        if complete >= 1 and _record_shaped(line[:-1] if ended else line):
+            raise RepairRefused(
+                f"{p}: not a torn tail: record {valid} is damaged but"
+                f" {'another record follows' if complete == 1 else 'records follow'} it; run 'agentloop verify' (nothing was changed)"
+            )
+        if not ended:
+            return complete, True
+        complete += 1
+
+
 def _record_shaped(line: bytes) -> bool:
     try:
         obj = orjson.loads(line)
@@ -107,31 +140,26 @@ def repair_file(path: str | os.PathLike[str]) -> RepairResult:
     first = next((pr.message for pr in report.problems), None)
     if size == keep:
         return RepairResult(p, report.valid_prefix, keep, 0, 0, False, None, first)
+    # The cut is read in bounded pieces, never whole: a tail of junk can be any size.
     try:
-        with open(p, "rb") as f:
+        with open_regular(p) as f:
             f.seek(keep)
-            cut = f.read()
+            complete, partial = _scan_cut(f, p, report.valid_prefix)
     except OSError as exc:
         raise RepairRefused(f"{p}: cannot read: {exc.strerror or exc}") from None
-    lines = cut.split(b"\n")
-    partial = lines[-1] != b""
-    complete = lines[:-1]
-    # The first cut line is the damaged one; any record after it means the damage is
-    # not at the end, and cutting would throw good records away.
-    for i, line in enumerate(lines[1:], start=1):
-        if _record_shaped(line):
-            raise RepairRefused(
-                f"{p}: not a torn tail: record {report.valid_prefix} is damaged but"
-                f" {'another record follows' if i == 1 else 'records follow'} it; run 'agentloop verify' (nothing was changed)"
-            )
     side = side_path_for(p, keep)
+    removed = 0
     try:
         fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            view = memoryview(cut)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            with open_regular(p) as f:
+                f.seek(keep)
+                while chunk := f.read(_CHUNK):
+                    view = memoryview(chunk)
+                    while view:
+                        n = os.write(fd, view)
+                        view = view[n:]
+                    removed += len(chunk)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -143,4 +171,4 @@ def repair_file(path: str | os.PathLike[str]) -> RepairResult:
             os.close(fd)
     except OSError as exc:
         raise RepairRefused(f"{p}: repair failed: {exc.strerror or exc} (the transcript is as it was, or cut only to its valid prefix)") from None
-    return RepairResult(p, report.valid_prefix, keep, len(cut), len(complete), partial, side, first)
+    return RepairResult(p, report.valid_prefix, keep, removed, complete, partial, side, first)

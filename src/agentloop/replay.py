@@ -45,12 +45,23 @@ import orjson
 
 from .budget import Budget, Price
 from .canonical import canonical
+from .conversation import Continues, Conversation, reapply
 from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from .loop import LoopConfig, State
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
 from .run import RunResult, run
 from .tools import Registry, Tool
-from .transcript import GENESIS, Record, TranscriptError, make_line, new_record, verify_lines
+from .transcript import (
+    GENESIS,
+    Record,
+    TranscriptError,
+    bounded_lines,
+    make_line,
+    new_record,
+    open_regular,
+    too_long_problem,
+    verify_lines,
+)
 
 __all__ = [
     "Difference",
@@ -208,15 +219,28 @@ def _pretty(line: bytes) -> list[str]:
 # --- reading ------------------------------------------------------------------
 
 
+REPLAY_MAX_BYTES = 1 << 30
+"""Replay holds the whole record in memory: a larger file is refused, not read."""
+
+
 def _load(transcript: str | os.PathLike[str] | bytes) -> tuple[str, list[bytes]]:
     if isinstance(transcript, (bytes, bytearray)):
         return "transcript", bytes(transcript).splitlines(keepends=True)
     path = os.fspath(transcript)
+    too_long: list[int] = []
     try:
-        with open(path, "rb") as f:
-            return path, f.readlines()
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > REPLAY_MAX_BYTES:
+                raise ReplayError(
+                    f"{path}: {size} bytes is more than replay reads into memory ({REPLAY_MAX_BYTES} bytes)"
+                )
+            lines = list(bounded_lines(f, too_long))
     except OSError as exc:
         raise ReplayError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if too_long:
+        raise ReplayError(f"{path}: {too_long_problem(too_long[0]).message}; not replayed")
+    return path, lines
 
 
 def _refuse_if_invalid(name: str, lines: Sequence[bytes]) -> None:
@@ -276,10 +300,10 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
     """The ``LoopConfig`` recorded in a ``run_start`` payload.
 
     Raises:
-        ReplayError: the record is not of format 1 or its config cannot be read.
+        ReplayError: the record is not of format 1 or 2, or its config cannot be read.
     """
-    if payload.get("format") != 1:
-        raise ReplayError(f"run_start of format {payload.get('format')!r}: this version replays format 1 only")
+    if payload.get("format") not in (1, 2):
+        raise ReplayError(f"run_start of format {payload.get('format')!r}: this version replays formats 1 and 2 only")
     try:
         c = payload["config"]
         entries = [dict(t) for t in c["tools"]]
@@ -478,6 +502,38 @@ def _segments(records: Sequence[_Rec]) -> list[tuple[bool, list[_Rec]]]:
     return out
 
 
+def _priors(name: str, lines: Sequence[bytes], records: Sequence[_Rec]) -> dict[int, Continues]:
+    """For each ``run_start`` that continues the conversation before it (format 2), that
+    conversation, rebuilt from the records (``conversation`` rule 1), keyed by ``id`` of the record.
+
+    Raises:
+        ReplayError: a reference that does not name the record just before it, or
+            whose count of messages is not what the records rebuild.
+    """
+    if not any(r.kind == "run_start" and "continues" in r.payload for r in records):
+        return {}
+    conv = Conversation()
+    out: dict[int, Continues] = {}
+    for i, r in enumerate(records):
+        if r.kind == "budget":
+            continue  # no budget record changes the conversation (and its payload is read lazily)
+        p = r.payload
+        if r.kind == "run_start" and "continues" in p:
+            ref = p["continues"]
+            h = lines[i - 1][9:73].decode() if i > 0 else ""
+            prior = conv.continues(i - 1, h)
+            if not isinstance(ref, dict) or ref.get("seq") != i - 1 or ref.get("hash") != h:
+                raise ReplayError(f"{name}: record {i}: its run_start continues a record that is not the one before it")
+            if prior is None or ref.get("messages") != len(prior.messages):
+                raise ReplayError(
+                    f"{name}: record {i}: its run_start continues {ref.get('messages')} messages; "
+                    f"the records before it rebuild {0 if prior is None else len(prior.messages)}"
+                )
+            out[id(r)] = prior
+        conv.feed(r.kind, p)
+    return out
+
+
 def _markers(v: Any) -> str | None:
     """"redacted", "truncated", or None: the first marker found in a value."""
     if is_marker(v):
@@ -502,10 +558,11 @@ def _has_salted_hash(v: Any) -> bool:
 class _RunReplay:
     def __init__(
         self, index: int, seg: list[_Rec], mode: str, registry: Registry | None, salt: bytes | str | None,
-        out: _Lines, has_markers: bool = True,
+        out: _Lines, has_markers: bool = True, prior: Continues | None = None,
     ):
         self.index = index
         self.seg = seg
+        self.prior = prior
         self.mode = mode
         self.registry = registry
         self.warnings: list[str] = []
@@ -611,7 +668,6 @@ class _RunReplay:
         while i < len(seg) and seg[i].kind not in LOOP_KINDS:
             _charge_side_call(state, seg[i].payload)
             if seg[i].kind in ("context", "compaction"):  # masking and compaction: what the model was shown
-                from .agent.context import reapply
                 from .loop import recount_chars
 
                 if reapply(state.messages, seg[i].kind, seg[i].payload):
@@ -631,9 +687,11 @@ class _RunReplay:
 
     def replay(self) -> RunResult:
         sink = self.sink
-        msgs = self.seg[0].payload.get("messages", [])
+        msgs = list(self.seg[0].payload.get("messages", []))
+        if self.prior is not None:
+            msgs = list(self.prior.messages) + msgs
         res = run(
-            self.model, None, msgs, self.config.budget, config=self.config, transcript=sink,
+            self.model, None, msgs, self.config.budget, config=self.config, transcript=sink, continues=self.prior,
             executor=self.execute, prepare=self.prepare if self.uses_prepare else None,
             # a ledger only to refuse where the record was refused: without one, reserves and settles cost nothing
             ledger=self.ledger if self.ledger.refuse_at is not None else None,
@@ -834,12 +892,13 @@ def _replay(
 
     sink = _Lines()
     result = ReplayResult(mode=mode, equal=False, results=[])
+    priors = _priors(name, lines, records)
     runs = []
     n = 0
     for is_run, seg in segments:
         if is_run:
             n += 1
-            runs.append(_RunReplay(n, seg, mode, registry, redaction_salt, sink, has_markers))
+            runs.append(_RunReplay(n, seg, mode, registry, redaction_salt, sink, has_markers, priors.get(id(seg[0]))))
     if registry is not None:
         w, result.tool_changes = _check_tools((r.config for r in runs), registry, mode)
         result.warnings += w

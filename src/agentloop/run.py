@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .budget import Budget, Ledger, Price, PriceTable
+from .conversation import Continues
 from .events import (
     Message,
     Model,
@@ -284,6 +285,7 @@ def run(
     record_raw: bool = False,
     prepare: Prepare | None = None,
     max_parallel: int = 10,
+    continues: Continues | None = None,
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
@@ -299,7 +301,9 @@ def run(
     stop reason (see ``Prepare``). When every call of a turn is to a read-only
     tool, the calls run at the same time on threads (at most ``max_parallel``),
     and their results are recorded in the order of the calls; Ctrl+C sets
-    ``interrupt_flag()`` for every call in flight.
+    ``interrupt_flag()`` for every call in flight. ``continues`` lets the
+    ``run_start`` refer to the conversation the transcript already holds
+    instead of repeating it (``conversation`` rule 1).
 
     Returns:
         A ``RunResult``; the run's own failures are its ``stop_reason``.
@@ -317,7 +321,7 @@ def run(
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
     run_tools = executor or _threaded(registry, drive, max_parallel)
-    state, pending = start(cfg, msgs)
+    state, pending = start(cfg, msgs, continues)
     try:
         while pending:
             out = pending.pop(0)
@@ -512,6 +516,7 @@ async def arun(
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     record_raw: bool = False,
     prepare: Prepare | None = None,
+    continues: Continues | None = None,
 ) -> RunResult:
     """The async twin of ``run``: same loop, same records, same result.
 
@@ -529,7 +534,7 @@ async def arun(
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
     run_tools = executor or _parallel(registry, drive, max_parallel)
-    state, pending = start(cfg, msgs)
+    state, pending = start(cfg, msgs, continues)
     try:
         while pending:
             out = pending.pop(0)

@@ -22,6 +22,7 @@ import copy
 import functools
 import hashlib
 import inspect
+import os
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -215,56 +216,120 @@ def _quick_acceptor(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     return accepts
 
 
+MODULE_DEPTH = 3
+"""How many module boundaries a fingerprint follows into the user's own code (see ``fingerprint``)."""
+
+
 def fingerprint(fn: Callable[..., Any]) -> str:
-    """A SHA-256 over a function's source and the same-module code it reaches.
+    """A SHA-256 over a function's source and the code of the user's project it reaches.
 
     Reached code is followed through the names its code uses (recursively, in
     nested functions and lambdas too) that resolve in its globals, through its
     closure cells, its default arguments, decorators' ``__wrapped__``,
     ``functools.partial``, bound methods (the whole class, bases included) and
-    instances it uses (their class), keeping what is defined in the same
-    module as the tool. A change in any of them changes the print. Helpers in
-    other modules (imports) are not followed: a version bump of a library does
-    not change the print.
+    instances it uses (their class). What is defined in the tool's own module
+    is followed at any depth; what is defined in another module of the user's
+    own code (imported by name, or used as ``module.name``) is followed too, up
+    to ``MODULE_DEPTH`` module boundaries away from the tool's module. A change
+    in any of them changes the print. The standard library, installed packages
+    (anything under the interpreter's prefix or a site-packages folder) and
+    agentloop itself are not followed: a version bump of a library does not
+    change the print. Code in the tool's own module hashes as before (by its
+    qualified name); code from other modules is keyed by module and name.
     """
     roots = _code_of(fn)
     module = getattr(roots[0], "__module__", None) if roots else None
     seen: dict[int, tuple[str, str]] = {}
+    depth_of: dict[int, int] = {}
 
-    def visit(obj: Any, root: bool = False) -> None:
+    def visit(obj: Any, depth: int, from_module: str | None, root: bool = False) -> None:
         for x in _code_of(obj):
-            if id(x) in seen or (not root and getattr(x, "__module__", None) != module):
+            mod = getattr(x, "__module__", None)
+            d = depth
+            if not root and mod != module:
+                if not _is_user_module(mod):
+                    continue
+                d = depth + (mod != from_module)
+                if d > MODULE_DEPTH:
+                    continue
+            if id(x) in seen and depth_of[id(x)] <= d:
                 continue
-            seen[id(x)] = (getattr(x, "__qualname__", repr(x)), _source_of(x))
+            qual = getattr(x, "__qualname__", repr(x))
+            seen[id(x)] = (qual if mod == module else f"{mod}:{qual}", _source_of(x))
+            depth_of[id(x)] = d
             if inspect.isclass(x):
                 for base in x.__mro__[1:]:
-                    visit(base)
+                    visit(base, d, mod)
                 for member in vars(x).values():
                     for f in _functions_in(member):
-                        visit_function(f)
+                        visit_function(f, d)
             elif inspect.isfunction(x):
-                visit_function(x)
+                visit_function(x, d)
 
-    def visit_function(f: types.FunctionType) -> None:
+    def visit_function(f: types.FunctionType, depth: int) -> None:
         glb = f.__globals__
-        for name in _names(f.__code__):
+        here = f.__module__
+        names = list(_names(f.__code__))
+        for name in names:
             ref = glb.get(name)
-            if ref is not None:
-                visit(ref)
+            if isinstance(ref, types.ModuleType):
+                # ``helpers.compute(...)``: what the code takes from a module of the user's own code
+                if _is_user_module(ref.__name__) and depth + 1 <= MODULE_DEPTH:
+                    for attr in names:
+                        sub = getattr(ref, attr, None)
+                        if sub is not None and not isinstance(sub, types.ModuleType):
+                            visit(sub, depth, here)
+            elif ref is not None:
+                visit(ref, depth, here)
         for cell in f.__closure__ or ():
             try:
-                visit(cell.cell_contents)
+                visit(cell.cell_contents, depth, here)
             except ValueError:  # an empty cell
                 pass
         for d in (*(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()):
-            visit(d)
+            visit(d, depth, here)
 
     for r in roots:
-        visit(r, root=True)
+        visit(r, 0, module, root=True)
     h = hashlib.sha256()
     for key, source in sorted(seen.values()):
         h.update(key.encode() + b"\0" + source.encode() + b"\0")
     return "sha256:" + h.hexdigest()
+
+
+@functools.cache
+def _installed_roots() -> tuple[str, ...]:
+    """Folders whose modules are the standard library or installed packages, never the user's code."""
+    import site
+    import sys
+    import sysconfig
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    roots.update(p for k, p in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    try:
+        roots.update(site.getsitepackages())
+        roots.add(site.getusersitepackages())
+    except AttributeError:  # a virtualenv's old site module
+        pass
+    return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_user_module(name: str | None) -> bool:
+    """A module of the user's own project: one with a source file outside the
+    interpreter's and installed packages' folders, and not agentloop."""
+    import sys
+
+    if not name or name == "agentloop" or name.startswith("agentloop.") or name == "__main__":
+        return False
+    mod = sys.modules.get(name)
+    path = getattr(mod, "__file__", None)
+    if not path:
+        return False
+    real = os.path.realpath(path)
+    return not any(real.startswith(r) for r in _installed_roots()) and not any(
+        part in ("site-packages", "dist-packages") for part in real.split(os.sep)
+    )
 
 
 def _code_of(obj: Any) -> list[Any]:
@@ -476,6 +541,13 @@ class Registry:
         self._tools[t.name] = t
         return t
 
+    def replace(self, t: Tool) -> Tool:
+        """Put ``t`` in the place of the tool of its name (which must be there), keeping the order."""
+        if t.name not in self._tools:
+            raise InvalidToolSchema(f"no tool named {t.name!r} to replace")
+        self._tools[t.name] = t
+        return t
+
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
@@ -511,7 +583,7 @@ class Registry:
             lines = "\n".join(f"  - {p}" for p in problems)
             msg = (
                 f"invalid arguments for {call.name!r} ({n} problem{'s' if n != 1 else ''}):\n{lines}\n"
-                f"Fix every field listed and call {call.name!r} again."
+                f"Fix only the fields listed and call {call.name!r} again."
             )
             return None, ToolResult(call.id, call.name, False, error=msg)
         return t, None

@@ -16,7 +16,10 @@ Rules:
    finished before ``append`` returns), so an acknowledged record is in the
    OS's hands as a flush would leave it; ``durability="fsync"`` also fsyncs it,
    and fsyncs the directory when the file is created. A failed write or fsync
-   is never retried as if it had worked: the writer is then broken for good.
+   is never retried as if it had worked: the writer is then broken for good,
+   and it cuts the file back (``ftruncate``) to the end of its last
+   acknowledged record, so a full disk leaves a file that verifies. When even
+   that cut fails, resuming the file cuts the torn tail (``repair``).
 5. A chain cannot see a tail that was cut off. Anchors (``anchor.py``) can.
 """
 
@@ -27,6 +30,7 @@ import functools
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal, NamedTuple, Protocol
@@ -45,9 +49,13 @@ __all__ = [
     "TranscriptError",
     "TranscriptWriter",
     "VerifyReport",
+    "MAX_LINE_BYTES",
+    "bounded_lines",
     "make_line",
     "new_record",
+    "open_regular",
     "read_records",
+    "too_long_problem",
     "verify_file",
     "verify_lines",
     "verify_records",
@@ -172,6 +180,12 @@ class TranscriptWriter:
             self._f: BinaryIO = opener(self.path, "ab") if opener is not None else open(self.path, "ab", buffering=0)  # noqa: SIM115
         except OSError as exc:
             raise TranscriptError(f"{self.path}: cannot open for appending: {exc.strerror or exc}") from None
+        self._end: int | None = None
+        """Where the last acknowledged record ends: a failed append cuts the file back to it."""
+        try:
+            self._end = os.fstat(self._f.fileno()).st_size
+        except (OSError, ValueError, AttributeError):
+            pass  # not a real file (a test double): nothing to cut back
         if not existed and durability == "fsync":
             self._fsync_dir()
 
@@ -210,13 +224,30 @@ class TranscriptWriter:
                 os.fsync(self._f.fileno())
         except OSError as exc:
             self._broken = f"{exc.strerror or exc} while writing record {self._seq}"
-            raise TranscriptError(f"{self.path}: {self._broken}") from None
+            raise TranscriptError(f"{self.path}: {self._broken}{self._cut_back()}") from None
+        if self._end is not None:
+            self._end += len(line)
         rec = new_record((self._seq, self._prev, kind, payload, digest))
         self._seq += 1
         self._prev = digest
         for listener in self.listeners:
             listener(line[:-1])
         return rec
+
+    def _cut_back(self) -> str:
+        """After a failed append, cut off whatever part of the record landed; a note when that fails too."""
+        if self._end is None:
+            return ""
+        try:
+            fd = self._f.fileno()
+            if os.fstat(fd).st_size != self._end:
+                # Not fsynced: after a failed fsync another one proves nothing, and a
+                # crash before the cut reaches the disk leaves a torn tail that resume cuts.
+                os.ftruncate(fd, self._end)
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return f"; the partial record could not be cut off ({why}): resuming the file cuts it"
+        return ""
 
     def _write_rest(self, line: bytes, done: int) -> None:
         """Finish a short write; a write that makes no progress fails as an OSError (the writer then breaks)."""
@@ -525,17 +556,92 @@ def verify_lines(lines: Iterable[bytes], *, fast: bool = True) -> VerifyReport:
     return report
 
 
-def verify_file(path: str | os.PathLike[str]) -> VerifyReport:
-    """Verify a transcript file. Never raises: an unreadable file is a problem too."""
+MAX_LINE_BYTES = 64 << 20
+"""The longest line a reader takes in (64 MiB): past it a file is not read on, so memory stays bounded."""
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a file for reading only if it is a regular file.
+
+    A FIFO would block the open, ``/dev/zero`` (or a link to it) never ends:
+    both are refused at once with an ``OSError`` whose ``strerror`` says what
+    the file is, checked before the open and again on the descriptor.
+    """
     p = os.fspath(path)
+
+    def refuse(mode: int) -> OSError:
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        return OSError(errno.EINVAL, f"not a regular file ({kind})", p)
+
+    st = os.stat(p)
+    if not stat.S_ISREG(st.st_mode):
+        raise refuse(st.st_mode)
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        with open(p, "rb") as f:
-            return verify_lines(f)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped between the two looks
+            raise refuse(st.st_mode)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def bounded_lines(f: BinaryIO, too_long: list[int], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """The lines of ``f`` (each with its ``\\n``), stopping before a line longer than ``max_bytes``.
+
+    When it stops there, the 1-based number of that line is appended to
+    ``too_long``; memory never holds more than ``max_bytes + 1`` of one line.
+    """
+    n = 0
+    readline = f.readline
+    while True:
+        line = readline(max_bytes + 1)
+        if not line:
+            return
+        n += 1
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            too_long.append(n)
+            return
+        yield line
+
+
+def too_long_problem(line_no: int, max_bytes: int = MAX_LINE_BYTES) -> Problem:
+    """The problem a verifier reports when ``bounded_lines`` stopped at ``line_no``."""
+    return Problem(
+        line_no - 1, "line_too_long",
+        f"line {line_no} is longer than {max_bytes} bytes; the file is not read past it", line_no,
+    )
+
+
+def verify_file(path: str | os.PathLike[str]) -> VerifyReport:
+    """Verify a transcript file. Never raises: an unreadable file is a problem too.
+
+    Memory stays bounded whatever the file holds: a file that is not regular
+    is refused before it is read, and no line is read past ``MAX_LINE_BYTES``.
+    """
+    p = os.fspath(path)
+    too_long: list[int] = []
+    try:
+        with open_regular(p) as f:
+            report = verify_lines(bounded_lines(f, too_long))
     except (OSError, MemoryError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
         report = VerifyReport()
         report.problems.append(Problem(-1, "unreadable", f"{p}: {msg}"))
         return report
+    if too_long:
+        report.problems.append(too_long_problem(too_long[0]))
+    return report
 
 
 def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
@@ -548,7 +654,14 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
     if not report.ok:
         first = report.problems[0]
         raise TranscriptError(f"{os.fspath(path)}: fails verification at record {first.index}: {first.kind}: {first.message}")
-    with open(path, "rb") as f:
-        for line in f:
+    too_long: list[int] = []
+    try:
+        f = open_regular(path)
+    except OSError as exc:
+        raise TranscriptError(f"{os.fspath(path)}: cannot read: {exc.strerror or exc}") from None
+    with f:
+        for line in bounded_lines(f, too_long):
             obj = orjson.loads(line)
             yield Record(obj["seq"], obj["prev"], obj["kind"], obj["payload"], obj["hash"])
+    if too_long:
+        raise TranscriptError(f"{os.fspath(path)}: {too_long_problem(too_long[0]).message}")

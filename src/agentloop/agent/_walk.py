@@ -8,7 +8,9 @@ Rules:
    a matching pattern decides, and a ``!`` pattern re-includes, as in git.
    Matching uses ``pathspec``'s ``GitIgnoreSpec``, which implements git's
    wildmatch rules (a home-made matcher gets ``**``, anchoring and negation
-   subtly wrong).
+   subtly wrong), on its RE2 backend: a ``.gitignore`` comes from the
+   repository, and on a backtracking engine one line such as
+   ``*a*a*a*a*a*a*a*a*a*b`` stalls every walk on a long file name.
 2. An ignored directory is not entered: git cannot re-include a file below an
    excluded directory either. ``.git`` itself is never walked.
 3. Symlinked directories are not followed (loops, escapes). A symlinked file
@@ -21,7 +23,6 @@ Rules:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import NamedTuple
@@ -29,6 +30,7 @@ from typing import NamedTuple
 import pathspec
 
 from ..tools import ToolError
+from ._rx import Matcher, RegexError, compile_linear, quote
 from .workspace import Workspace
 
 __all__ = ["Found", "IgnoreRules", "glob_to_regex", "walk", "walk_files"]
@@ -44,7 +46,7 @@ def _read_spec(path: str) -> pathspec.GitIgnoreSpec | None:
         return None
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
 
 
 def _repo_top(start: str, stop: str) -> str:
@@ -198,12 +200,14 @@ def walk(
 
 
 @lru_cache(maxsize=256)
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
+def glob_to_regex(pattern: str) -> Matcher:
     """A compiled regex for a glob over ``/``-separated relative paths.
 
     ``*`` and ``?`` stay within one path segment, ``**`` spans segments
     (``**/`` also matches no directory at all), ``[...]`` is a class and
-    ``{a,b}`` an alternation.
+    ``{a,b}`` an alternation. The regex runs on RE2 (``_rx``), so matching
+    takes time linear in the name whatever the pattern: a backtracking
+    engine takes minutes over ``*a*a*a*a*a*a*a*a*a*b`` and a long name.
     """
     i, n = 0, len(pattern)
     out: list[str] = []
@@ -226,7 +230,7 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
         elif c == "[":
             j = pattern.find("]", i + 2 if i + 1 < n and pattern[i + 1] in "!^" else i + 1)
             if j < 0:
-                out.append(re.escape(c))
+                out.append(quote(c))
             else:
                 body = pattern[i + 1 : j]
                 if body[:1] in ("!", "^"):
@@ -243,12 +247,12 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
             out.append("|")
         elif c == "\\" and i + 1 < n:
             i += 1
-            out.append(re.escape(pattern[i]))
+            out.append(quote(pattern[i]))
         else:
-            out.append(re.escape(c))
+            out.append(quote(c))
         i += 1
     out.extend(")" * depth)
     try:
-        return re.compile("".join(out) + r"\Z", re.DOTALL)
-    except re.error:
-        return re.compile(re.escape(pattern) + r"\Z")
+        return compile_linear("".join(out) + r"\z", flags="s")
+    except RegexError:
+        return compile_linear(quote(pattern) + r"\z")

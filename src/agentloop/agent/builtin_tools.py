@@ -27,19 +27,22 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
-import re
 import shutil
 import signal
 import stat
 import subprocess
 import threading
-import warnings
+import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..tools import Registry, Tool, ToolError
+from ._rx import Matcher, RegexError, compile_linear
 from ._walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 __all__ = [
     "BASH_OUTPUT_CAP",
@@ -60,6 +63,8 @@ READ_DEFAULT_LIMIT = 2_000
 READ_MAX_LINE = 2_000
 GLOB_MAX_RESULTS = 1_000
 GREP_MAX_FILE_BYTES = 20_000_000
+GREP_TIME_LIMIT_S = 20.0
+"""A search of many files stops with an error past this (each file is searched in linear time)."""
 LS_MAX_ENTRIES = 1_000
 KILL_GRACE_S = 1.0
 
@@ -92,19 +97,49 @@ def spill(text: str, spill_dir: str, tool_name: str) -> str:
     )
 
 
-def _spilling(fn: Callable[..., str], spill_dir: str, name: str) -> Callable[..., str]:
+def _spilling(
+    fn: Callable[..., str], spill_dir: str, name: str, redact: Callable[[str], str] | None = None
+) -> Callable[..., str]:
+    """``fn`` with its output (and error message) redacted, then spilled when long."""
+    clean = redact or (lambda s: s)
+
     def run(**kwargs: Any) -> str:
         try:
             out = fn(**kwargs)
         except ToolError as exc:
             msg = str(exc)
-            if len(msg) > SPILL_THRESHOLD:
-                raise type(exc)(spill(msg, spill_dir, name)) from None
+            red = clean(msg)
+            if len(red) > SPILL_THRESHOLD:
+                raise type(exc)(spill(red, spill_dir, name)) from None
+            if red != msg:
+                raise type(exc)(red) from None
             raise
-        return spill(out, spill_dir, name)
+        return spill(clean(out), spill_dir, name)
 
     run.__name__ = name
     run.__qualname__ = f"builtin_tools.{name}"
+    run.__wrapped__ = fn  # type: ignore[attr-defined]
+    return run
+
+
+def _redacting(fn: Callable[..., str], redact: Callable[[str], str] | None) -> Callable[..., str]:
+    """``fn`` with its output and error message redacted (Read: it pages, it never spills)."""
+    if redact is None:
+        return fn
+    clean = redact
+
+    def run(**kwargs: Any) -> str:
+        try:
+            return clean(fn(**kwargs))
+        except ToolError as exc:
+            msg = str(exc)
+            red = clean(msg)
+            if red != msg:
+                raise type(exc)(red) from None
+            raise
+
+    run.__name__ = fn.__name__
+    run.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
     run.__wrapped__ = fn  # type: ignore[attr-defined]
     return run
 
@@ -188,7 +223,8 @@ def run_command(
     processes: RunningProcesses | None = None,
     output_cap: int = BASH_OUTPUT_CAP,
     pass_fds: tuple[int, ...] = (),
-    extra_env: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    launcher: Callable[[list[str], dict[str, str], tuple[int, ...]], Any] | None = None,
 ) -> tuple[int | None, str, bool]:
     """Run ``command`` in a shell in a new process group.
 
@@ -196,18 +232,26 @@ def run_command(
     On timeout the group gets SIGTERM, then SIGKILL after a short grace.
     When the shell exits but something it started still holds the output
     open, that group is killed too, so nothing it started outlives the call.
+    ``env`` is the child's environment (default: this process's).
+    ``launcher(argv, env, pass_fds)`` starts it instead of ``subprocess.Popen``
+    (the sandbox, ``Sandbox.launch``): it returns a Popen or its look-alike.
     """
+    argv = [*_shell(), command]
+    child_env = dict(os.environ if env is None else env)
     try:
-        proc = subprocess.Popen(
-            [*_shell(), command],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=pass_fds,
-            env={**os.environ, **extra_env} if extra_env else None,
-        )
+        if launcher is not None:
+            proc = launcher(argv, child_env, pass_fds)
+        else:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
     except OSError as exc:
         raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
     pgid = proc.pid
@@ -273,6 +317,118 @@ def _is_binary(data: bytes) -> bool:
 
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
+
+
+def _open_file(ws: Workspace, path: str) -> tuple[str, int]:
+    """The real path of a file and a descriptor open on it (a regular file: anything else is refused)."""
+    real = ws.resolve(path)
+    try:
+        fd = ws.open_resolved(real)
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {path}") from None
+    except (IsADirectoryError, NotADirectoryError):
+        raise ToolError(f"cannot open {path}") from None
+    except PermissionError:
+        raise ToolError(f"permission denied: {path}") from None
+    except OSError as exc:
+        raise ToolError(f"cannot open {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ToolError(f"{path} is a directory: use LS to list it")
+    return real, fd
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
+READ_CHUNK = 1 << 20
+READ_LINE_BYTES = READ_MAX_LINE * 4
+"""Bytes of one line kept in memory: enough for READ_MAX_LINE characters of UTF-8."""
+READ_COUNT_MAX_BYTES = 1 << 30
+"""After the page, lines are counted through at most this many more bytes."""
+
+
+def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] | None:
+    """Stream the lines ``offset`` .. ``offset + limit - 1`` of a file, in bounded memory.
+
+    Returns (numbered entries, lines counted, whether the count reached the
+    end of the file), or None for a binary file (a NUL byte in its first
+    8 KiB, sniffed before anything else is read). A line is kept up to
+    ``READ_LINE_BYTES``; the rest of it is only counted. The page stops before
+    ``SPILL_THRESHOLD`` characters. Memory stays near ``READ_CHUNK`` whatever
+    the size of the file or of one line.
+    """
+    if _is_binary(os.pread(fd, 8192, 0)):
+        return None
+    entries: list[str] = []
+    size = 0
+    line_no = 1  # the line being read
+    buf = bytearray()
+    over = 0  # characters of the current line beyond ``buf``
+    in_line = False  # bytes of the current line have been read
+    paging = True
+    scanned_after = 0
+
+    def finish() -> bool:
+        """Take the current line into the page; False when the page is full."""
+        nonlocal size
+        raw = bytes(buf)
+        if raw.endswith(b"\r") and not over:
+            raw = raw[:-1]
+        text = raw.decode("utf-8", "surrogateescape")
+        n = len(text) + over
+        if n > READ_MAX_LINE:
+            text = text[:READ_MAX_LINE] + f" ... [line truncated, {n} characters]"
+        entry = f"{line_no:>6}\t{text}\n"
+        if entries and (len(entries) >= limit or size + len(entry) > SPILL_THRESHOLD - 200):
+            return False
+        entries.append(entry)
+        size += len(entry)
+        return len(entries) < limit
+
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+        while True:
+            chunk = f.read(READ_CHUNK)
+            if not chunk:
+                break
+            if not paging:
+                line_no += chunk.count(b"\n")
+                in_line = not chunk.endswith(b"\n")
+                scanned_after += len(chunk)
+                if scanned_after > READ_COUNT_MAX_BYTES:
+                    return entries, line_no - 1, False
+                continue
+            if line_no < offset and line_no + chunk.count(b"\n") < offset:
+                line_no += chunk.count(b"\n")  # the whole chunk lies before the page
+                in_line = not chunk.endswith(b"\n")
+                continue
+            pos = 0
+            n = len(chunk)
+            while pos < n:
+                j = chunk.find(b"\n", pos)
+                end = j if j >= 0 else n
+                if line_no >= offset:
+                    room = READ_LINE_BYTES - len(buf)
+                    if room > 0:
+                        buf += chunk[pos : min(end, pos + room)]
+                    if end - pos > room:
+                        rest = chunk[pos + max(room, 0) : end]
+                        over += len(rest.translate(None, _CONTINUATION))  # UTF-8 lead bytes: characters
+                in_line = True
+                if j < 0:
+                    break
+                if line_no >= offset and not finish():
+                    paging = False
+                    line_no += 1 + chunk.count(b"\n", j + 1)
+                    in_line = not chunk.endswith(b"\n")
+                    break
+                line_no += 1
+                in_line = False
+                buf.clear()
+                over = 0
+                pos = j + 1
+    if paging and in_line and line_no >= offset:
+        finish()
+    total = line_no if in_line else line_no - 1
+    return entries, total, True
 
 
 def _read_text(ws: Workspace, path: str) -> tuple[str, str | None]:
@@ -351,7 +507,9 @@ def builtin_registry(
     shell_timeout_s: int = 120,
     processes: RunningProcesses | None = None,
     visible: Callable[[str], bool] | None = None,
-    extra_env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    env: Mapping[str, str] | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> Registry:
     """A registry holding Bash, Read, Write, Edit, Glob, Grep and LS confined to ``workspace``.
 
@@ -362,6 +520,10 @@ def builtin_registry(
         processes: collects Bash's process groups so an interrupt can kill them.
         visible: ``visible(real_path) -> bool`` hides paths from Glob, Grep and
             LS (the agent passes its Read-deny rules).
+        sandbox: wraps each Bash command (``agent.sandbox``); None runs it as is.
+        env: Bash's environment (``childenv.child_env``); None: this process's.
+        redact: applied to every tool's output and error before it is spilled
+            or returned (``childenv.Redactor.text``).
     """
     ws = workspace.with_read_only(spill_dir)
     procs = processes if processes is not None else RunningProcesses()
@@ -384,9 +546,16 @@ def builtin_registry(
         # the next call as in Claude Code; a trap runs even after `exit`.
         r, w = os.pipe()
         try:
+            launcher = None
+            if sandbox is not None:
+                sb, here = sandbox, cwd
+
+                def launcher(argv: list[str], env_: dict[str, str], fds: tuple[int, ...]) -> Any:
+                    return sb.launch(argv, here, command, env_, fds)
+
             code, output, timed_out = run_command(
                 f"trap 'pwd -P >&{w} 2>/dev/null' EXIT\n{command}",
-                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,), extra_env=extra_env,
+                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,), env=env, launcher=launcher,
             )
         finally:
             os.close(w)
@@ -407,6 +576,10 @@ def builtin_registry(
                 note = f"[{ended} is outside the workspace: the working directory is back at {ws.root}]"
         if note:
             output = f"{output}\n{note}" if output else note
+        if sandbox is not None:  # a part may fail on the sandbox while the line exits 0
+            why = sandbox.explain(command, output)
+            if why:
+                output = f"{output}\n{why}" if output else why
         if timed_out:
             raise ToolError(
                 f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
@@ -424,33 +597,24 @@ def builtin_registry(
         limit = int(kw.get("limit") or READ_DEFAULT_LIMIT)
         if limit < 1:
             raise ToolError("limit must be at least 1")
-        real, text = _read_text(ws, file_path)
-        if text is None:
+        real, fd = _open_file(ws, file_path)
+        try:
+            page = _read_page(fd, offset, limit)
+        finally:
+            os.close(fd)
+        if page is None:
             raise ToolError(f"{file_path} is a binary file; Read shows text files only")
-        if not text:
+        entries, total, counted_all = page
+        if total == 0:
             return f"(the file {real} is empty)"
-        lines = _lines(text)
-        total = len(lines)
         if offset > total:
             raise ToolError(f"offset {offset} is past the end of {file_path} ({total} lines)")
-        chunk = lines[offset - 1 : offset - 1 + limit]
-        out: list[str] = []
-        size = 0
-        shown = 0
-        for i, line in enumerate(chunk):
-            if len(line) > READ_MAX_LINE:
-                line = line[:READ_MAX_LINE] + f" ... [line truncated, {len(line)} characters]"
-            entry = f"{offset + i:>6}\t{line}\n"
-            if size + len(entry) > SPILL_THRESHOLD - 200 and shown:
-                break
-            out.append(entry)
-            size += len(entry)
-            shown += 1
-        body = "".join(out).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        last = offset + shown - 1
-        if last < total:
+        body = "".join(entries).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        last = offset + len(entries) - 1
+        if last < total or not counted_all:
+            of = f"{total}" if counted_all else f"more than {total}"
             body += (
-                f"[showing lines {offset}-{last} of {total}; "
+                f"[showing lines {offset}-{last} of {of}; "
                 f"call Read with offset={last + 1} to continue]\n"
             )
         return body
@@ -541,19 +705,15 @@ def builtin_registry(
         return text
 
     def grep(**kw: Any) -> str:
-        flags = re.MULTILINE
-        if kw.get("-i"):
-            flags |= re.IGNORECASE
         multiline = bool(kw.get("multiline"))
-        if multiline:
-            flags |= re.DOTALL
+        # RE2, linear in the text whatever the pattern; without multiline a
+        # match stays within one line, as in ripgrep (see _rx).
+        flags = "m" + ("i" if kw.get("-i") else "") + ("s" if multiline else "")
         try:
-            with warnings.catch_warnings():
-                # "[[" and friends warn of future set syntax; the pattern is the model's, not ours.
-                warnings.simplefilter("ignore", FutureWarning)
-                rx = re.compile(kw["pattern"], flags)
-        except re.error as exc:
+            rx = compile_linear(kw["pattern"], flags=flags, never_nl=not multiline)
+        except RegexError as exc:
             raise ToolError(f"invalid regular expression {kw['pattern']!r}: {exc}") from None
+        deadline = time.monotonic() + GREP_TIME_LIMIT_S
         mode = kw.get("output_mode") or "files_with_matches"
         path = kw.get("path")
         target = ws.resolve(path) if path else ws.root
@@ -575,7 +735,10 @@ def builtin_registry(
 
         results: list[str] = []
         matched_files: list[tuple[float, str]] = []
+        searched = 0
         for found in files:
+            _check_deadline(deadline, searched)
+            searched += 1
             p = found.path
             if globs:
                 name = os.path.basename(p)
@@ -590,17 +753,22 @@ def builtin_registry(
             mtime, data = got
             if _is_binary(data):
                 continue
-            text = _decode(data)
+            # Lines end at \n; a \r before it is not part of the line.
+            data = data.replace(b"\r\n", b"\n")
             if mode == "files_with_matches":
-                if rx.search(text):
+                if rx.search(data):
                     matched_files.append((mtime, p))
                 continue
             if mode == "count":
-                n = sum(1 for _ in rx.finditer(text))
+                n = 0
+                for _ in rx.finditer(data):
+                    n += 1
+                    if not n & 0xFFF:
+                        _check_deadline(deadline, searched)
                 if n:
                     results.append(f"{p}:{n}")
                 continue
-            results.extend(_content_lines(p, text, rx, multiline, before, after, bool(numbers)))
+            results.extend(_content_lines(p, data, rx, multiline, before, after, bool(numbers), deadline))
         if mode == "files_with_matches":
             matched_files.sort(key=lambda t: (-t[0], t[1]))
             results = [p for _, p in matched_files]
@@ -677,7 +845,7 @@ def builtin_registry(
     ]
     reg = Registry()
     for name, doc, schema, fn, read_only in specs:
-        wrapped = fn if name == "Read" else _spilling(fn, spill_dir, name)
+        wrapped = _redacting(fn, redact) if name == "Read" else _spilling(fn, spill_dir, name, redact)
         reg.register(Tool(name=name, description=doc, parameters=schema, fn=wrapped, read_only=read_only))
     return reg
 
@@ -703,38 +871,69 @@ def _split_globs(text: str) -> list[str]:
     return out
 
 
+def _check_deadline(deadline: float, searched: int) -> None:
+    if time.monotonic() > deadline:
+        raise ToolError(
+            f"Grep stopped after {GREP_TIME_LIMIT_S:g} s ({searched} files searched): "
+            "narrow the search with path, glob or type"
+        )
+
+
 def _content_lines(
-    path: str, text: str, rx: re.Pattern[str], multiline: bool, before: int, after: int, numbers: bool
+    path: str,
+    data: bytes,
+    rx: Matcher,
+    multiline: bool,
+    before: int,
+    after: int,
+    numbers: bool,
+    deadline: float,
 ) -> list[str]:
-    raw = text.split("\n")
-    if raw and raw[-1] == "":
+    """The ``path:line:text`` lines of one file's matches, with context.
+
+    One search runs over the whole text and resumes at the line after each
+    hit, so a file costs one linear pass, not one call per line.
+    """
+    raw = data.split(b"\n")
+    if raw and raw[-1] == b"":
         raw.pop()
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in raw]
+    starts = [0]
+    for ln in raw:
+        starts.append(starts[-1] + len(ln) + 1)
     hits: set[int] = set()
     if multiline:
-        starts = [0]
-        for ln in raw:
-            starts.append(starts[-1] + len(ln) + 1)
-        for m in rx.finditer(text):
+        for m in rx.finditer(data):
             a = bisect.bisect_right(starts, m.start()) - 1
             b = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
-            hits.update(range(max(a, 0), min(b, len(lines) - 1) + 1))
+            hits.update(range(max(a, 0), min(b, len(raw) - 1) + 1))
+            if not len(hits) & 0xFFF:
+                _check_deadline(deadline, 0)
     else:
-        for i, ln in enumerate(lines):
-            if rx.search(ln):
-                hits.add(i)
+        pos = 0
+        while True:
+            m = rx.search(data, pos)
+            if m is None:
+                break
+            i = bisect.bisect_right(starts, m.start()) - 1
+            if i >= len(raw):
+                break
+            hits.add(i)
+            pos = starts[i + 1]
+            if not len(hits) & 0xFFF:
+                _check_deadline(deadline, 0)
     if not hits:
         return []
     show: set[int] = set()
     for i in hits:
-        show.update(range(max(i - before, 0), min(i + after, len(lines) - 1) + 1))
+        show.update(range(max(i - before, 0), min(i + after, len(raw) - 1) + 1))
     out: list[str] = []
     prev = -2
     for i in sorted(show):
         if (before or after) and prev >= 0 and i > prev + 1:
             out.append("--")
         sep = ":" if i in hits else "-"
-        line = lines[i] if len(lines[i]) <= READ_MAX_LINE else lines[i][:READ_MAX_LINE] + " ..."
+        text = _decode(raw[i][: READ_MAX_LINE * 4])
+        line = text if len(text) <= READ_MAX_LINE and len(raw[i]) <= READ_MAX_LINE * 4 else text[:READ_MAX_LINE] + " ..."
         out.append(f"{path}{sep}{i + 1}{sep}{line}" if numbers else f"{path}{sep}{line}")
         prev = i
     return out

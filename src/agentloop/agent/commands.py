@@ -3,18 +3,28 @@
 Rules:
 
 1. Commands are ``*.md`` files under ``<home>/commands/`` (the user's),
-   ``<cwd>/.claude/commands/`` (for Claude Code compatibility) and
+   ``~/.claude/commands/``, ``<cwd>/.claude/commands/`` and
    ``<cwd>/.agentloop/commands/``; a later place overrides an earlier one
-   with the same name. ``sub/name.md`` becomes ``/sub:name``.
+   with the same name. As in Claude Code, a command in a subfolder keeps its
+   file's name (``frontend/build.md`` is ``/build``) and the folder shows in
+   its description; two of one name in one place keep the first, with a
+   warning.
 2. A template may start with front matter (``---`` lines) giving
-   ``description`` and ``argument-hint``; without a description, the first
-   line of the body is used. ``render`` puts the arguments in place of
+   ``description``, ``argument-hint`` and ``allowed-tools`` (permission rules
+   that hold for the command's own turn, and for its ``!`` lines); without a
+   description, the first line of the body is used. ``!`command``` in the
+   body is run before the prompt is sent, through the same permissions and
+   hooks as the model's Bash calls, and its output takes its place
+   (``bang_commands``). ``render`` puts the arguments in place of
    ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$1``..``$9`` (split like a shell);
    a template with no placeholder gets the arguments appended.
-3. Skills are folders ``skills/<name>/SKILL.md`` in the same three places.
-   Only their names and descriptions go into the context
-   (``render_skill_index``); the body is read when the model (the ``Skill``
-   tool) or the user (``/name``) loads it.
+3. Skills are folders ``skills/<name>/SKILL.md`` in the same places. Only
+   their names and descriptions go into the context (``render_skill_index``);
+   the body is read when the model (the ``Skill`` tool, which needs no
+   approval) or the user (``/name``) loads it. ``disable-model-invocation:
+   true`` keeps a skill out of the index and the tool (only ``/name`` loads
+   it); ``allowed-tools`` holds while the skill is active (the rest of the
+   turn that loaded it).
 4. Front matter is a small YAML subset (``key: value``, quoted strings,
    ``[a, b]`` lists, indented continuation lines), parsed here rather than
    pulling in PyYAML for three keys. A broken header is treated as body text,
@@ -26,13 +36,16 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..tools import Tool, ToolError
 
 __all__ = [
+    "BANG",
     "Command",
+    "bang_commands",
     "Skill",
     "load_commands",
     "load_skills",
@@ -43,6 +56,8 @@ __all__ = [
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+BANG = re.compile(r"!`([^`\n]+)`")
+"""``!`git status``` in a command's body: run before the prompt is sent, its output in its place."""
 MAX_TEMPLATE_BYTES = 256_000
 _PLACEHOLDER = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$([1-9])(?![0-9])|\$ARGUMENTS")
 
@@ -137,12 +152,40 @@ def _read(path: str) -> str | None:
     return data[:MAX_TEMPLATE_BYTES].decode("utf-8", "replace")
 
 
-def _places(cwd: str, home: str, kind: str) -> list[tuple[str, str]]:
-    return [
-        (os.path.join(home, kind), "user"),
+def _places(cwd: str, home: str, kind: str, user_home: str | None = None) -> list[tuple[str, str]]:
+    out = [(os.path.join(home, kind), "user")]
+    if user_home:
+        out.append((os.path.join(user_home, ".claude", kind), "user"))
+    out += [
         (os.path.join(cwd, ".claude", kind), "project"),
         (os.path.join(cwd, ".agentloop", kind), "project"),
     ]
+    return out
+
+
+def tool_rules(value: Any) -> tuple[str, ...]:
+    """``allowed-tools`` as written (``Bash(git add:*), Read`` or a list) as permission rules."""
+    if isinstance(value, list):
+        items = [str(v) for v in value]
+    elif isinstance(value, str):
+        items, depth, cur = [], 0, ""
+        for ch in value:
+            depth += ch == "("
+            depth -= ch == ")"
+            if ch in ", " and depth <= 0:
+                items.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        items.append(cur)
+    else:
+        return ()
+    return tuple(i.strip() for i in items if i.strip())
+
+
+def bang_commands(template: str) -> list[str]:
+    """The ``!`command``` lines of a template, in order."""
+    return [m.group(1).strip() for m in BANG.finditer(template)]
 
 
 def substitute(template: str, arguments: str) -> str:
@@ -190,25 +233,32 @@ class Command:
     """``user`` or ``project``."""
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def allowed_tools(self) -> tuple[str, ...]:
+        return tool_rules(self.meta.get("allowed-tools"))
+
     def render(self, arguments: str) -> str:
         """The prompt with ``arguments`` substituted for ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$1``..``$9``."""
         return substitute(self.template, arguments)
 
 
-def load_commands(cwd: str, home: str) -> dict[str, Command]:
+def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, Command]:
     """The custom slash commands visible from ``cwd``; ``home`` is agentloop's home.
 
     A project command overrides a user command of the same name, and
-    ``.agentloop/commands`` overrides ``.claude/commands``.
+    ``.agentloop/commands`` overrides ``.claude/commands``. Two commands of one
+    name in one place (in different subfolders) keep the first by path; the
+    other is named in ``warnings``.
     """
     out: dict[str, Command] = {}
-    for root, scope in _places(cwd, home, "commands"):
+    for root, scope in _places(cwd, home, "commands", user_home):
         if not os.path.isdir(root):
             continue
+        here: dict[str, str] = {}
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             rel = os.path.relpath(dirpath, root)
-            prefix = "" if rel == os.curdir else rel.replace(os.sep, ":") + ":"
+            folder = "" if rel == os.curdir else rel.replace(os.sep, ":")
             for fn in sorted(filenames):
                 if not fn.endswith(".md"):
                     continue
@@ -216,17 +266,23 @@ def load_commands(cwd: str, home: str) -> dict[str, Command]:
                 if not _NAME.match(stem):
                     continue
                 path = os.path.join(dirpath, fn)
+                if stem in here:
+                    if warnings is not None:
+                        warnings.append(f"{path}: the command /{stem} is also {here[stem]}; the first is used")
+                    continue
                 text = _read(path)
                 if text is None:
                     continue
+                here[stem] = path
                 meta, body = parse_front_matter(text)
-                desc = meta.get("description")
-                name = prefix + stem
-                out[name] = Command(
-                    name=name,
+                desc = str(meta.get("description") or _first_line(body))
+                if folder:
+                    desc = f"{desc} ({scope}:{folder})"
+                out[stem] = Command(
+                    name=stem,
                     path=path,
                     template=body,
-                    description=str(desc) if desc else _first_line(body),
+                    description=desc,
                     argument_hint=_hint(meta.get("argument-hint")),
                     scope=scope,
                     meta=meta,
@@ -243,6 +299,10 @@ class Skill:
     path: str
     """The SKILL.md file."""
     scope: str = "project"
+    model_invocable: bool = True
+    """False with ``disable-model-invocation: true``: only the user (``/name``) loads it."""
+    allowed_tools: tuple[str, ...] = ()
+    """Permission rules that hold while the skill is active."""
 
     @property
     def directory(self) -> str:
@@ -265,10 +325,10 @@ class Skill:
         return substitute(self.body(), arguments)
 
 
-def load_skills(cwd: str, home: str) -> dict[str, Skill]:
+def load_skills(cwd: str, home: str, user_home: str | None = None) -> dict[str, Skill]:
     """The skills visible from ``cwd`` (same places and precedence as commands)."""
     out: dict[str, Skill] = {}
-    for root, scope in _places(cwd, home, "skills"):
+    for root, scope in _places(cwd, home, "skills", user_home):
         if not os.path.isdir(root):
             continue
         for entry in sorted(os.listdir(root)):
@@ -283,12 +343,17 @@ def load_skills(cwd: str, home: str) -> dict[str, Skill]:
             if not _NAME.match(name):
                 name = entry
             desc = str(meta.get("description") or _first_line(body))
-            out[name] = Skill(name=name, description=" ".join(desc.split()), path=path, scope=scope)
+            out[name] = Skill(
+                name=name, description=" ".join(desc.split()), path=path, scope=scope,
+                model_invocable=meta.get("disable-model-invocation") is not True,
+                allowed_tools=tool_rules(meta.get("allowed-tools")),
+            )
     return out
 
 
 def render_skill_index(skills: dict[str, Skill]) -> str:
-    """The names and descriptions of the skills, for the system prompt ("" when none)."""
+    """The names and descriptions of the skills the model may load, for the system prompt ("" when none)."""
+    skills = {n: s for n, s in skills.items() if s.model_invocable}
     if not skills:
         return ""
     lines = [
@@ -300,15 +365,23 @@ def render_skill_index(skills: dict[str, Skill]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def skill_tool(skills: dict[str, Skill]) -> Tool:
-    """A read-only ``Skill`` tool ({skill}) that returns a skill's instructions."""
+def skill_tool(skills: dict[str, Skill], on_load: Callable[[Skill], None] | None = None) -> Tool:
+    """A read-only ``Skill`` tool ({skill}) that returns a skill's instructions.
+
+    Skills with ``disable-model-invocation`` are not offered; ``on_load`` is
+    told of each skill loaded (the agent grants its ``allowed-tools``).
+    """
+    offered = {n: s for n, s in skills.items() if s.model_invocable}
 
     def load(**kw: Any) -> str:
         name = str(kw["skill"]).lstrip("/")
-        skill = skills.get(name)
+        skill = offered.get(name)
         if skill is None:
-            have = ", ".join(sorted(skills)) or "none"
-            raise ToolError(f"no skill named {name!r} (have: {have})")
+            have = ", ".join(sorted(offered)) or "none"
+            why = " (it is for the user to load, with /" + name + ")" if name in skills else ""
+            raise ToolError(f"no skill named {name!r}{why} (have: {have})")
+        if on_load is not None:
+            on_load(skill)
         return skill.body()
 
     return Tool(

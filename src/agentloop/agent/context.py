@@ -35,6 +35,7 @@ from typing import Any
 
 from ..budget import Price
 from ..canonical import canonical
+from ..conversation import EVICT_PREFIX, MASK_PREFIX, SUMMARY_PREFIX, placeholder, reapply
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
 from .hooks import HookRunner
@@ -50,9 +51,6 @@ __all__ = [
     "estimate_tokens",
 ]
 
-MASK_PREFIX = "[tool output masked: "
-EVICT_PREFIX = "[tool output evicted: "
-SUMMARY_PREFIX = "[Conversation compacted. Summary of the earlier part:]\n"
 
 COMPACT_PROMPT = (
     "You are compacting the history of a coding agent's session so it can continue within its context window. "
@@ -208,8 +206,7 @@ class ContextManager:
     # -- masking and eviction (no model needed) --
 
     def _placeholder(self, prefix: str, m: Message, size: int) -> str:
-        where = f"the session transcript {self.transcript_path}" if self.transcript_path else "the session transcript"
-        return f"{prefix}{size} chars; the whole output is kept in {where} (tool_result of call {m.get('tool_call_id')})]"
+        return placeholder(prefix, str(m.get("tool_call_id")), size, self.transcript_path)
 
     def mask(self, messages: list[Message]) -> tuple[list[str], list[str]]:
         """Mask old large tool outputs and apply the tool-result budget, in place.
@@ -394,39 +391,3 @@ class ContextManager:
             elif tokens < level * self.window:
                 self.warned.discard(level)
         return None
-
-
-def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
-    """Make again, on a run's messages, what a ``context`` or ``compaction`` record says was done.
-
-    For replay: the messages a recorded run sent are rebuilt from its record
-    alone (the transcript keeps the outputs whole; these records say what the
-    model was shown instead). Returns True when ``messages`` changed.
-    """
-    if not isinstance(payload, dict):
-        return False
-    if kind == "context" and ("masked" in payload or "evicted" in payload):
-        cm = ContextManager(window=1, transcript_path=str(payload.get("where") or ""))
-        todo = {str(c): MASK_PREFIX for c in payload.get("masked", [])}
-        todo.update({str(c): EVICT_PREFIX for c in payload.get("evicted", [])})
-        changed = False
-        for i, m in enumerate(messages):
-            prefix = todo.get(str(m.get("tool_call_id"))) if m.get("role") == "tool" else None
-            if prefix is None:
-                continue
-            c = str(m.get("content", ""))
-            size = len(c)
-            if c.startswith(MASK_PREFIX):
-                try:
-                    size = int(c[len(MASK_PREFIX) :].split(" ", 1)[0])
-                except ValueError:
-                    pass
-            messages[i] = {**m, "content": cm._placeholder(prefix, m, size)}
-            changed = True
-        return changed
-    if kind == "compaction" and payload.get("status") == "compacted" and isinstance(payload.get("head"), int):
-        head = int(payload["head"])
-        n = int(payload.get("summarized_messages", 0))
-        messages[head : head + n] = [{"role": "user", "content": SUMMARY_PREFIX + str(payload.get("summary", ""))}]
-        return True
-    return False

@@ -39,12 +39,13 @@ import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from ..budget import Budget, PriceTable
+from ..config.settings import ConfigError, SettingsSource, agentloop_home, load_settings, merged
+from ..conversation import close_dangling_calls
 from ..events import (
     Message,
-    ModelReply,
     Observed,
     Observer,
     ToolCall,
@@ -55,8 +56,7 @@ from ..events import (
 )
 from ..run import RunResult
 from ..tools import Registry, Tool
-from .session import Durability, Session, SessionError, close_dangling_calls, latest_id
-from .settings import ConfigError, SettingsSource, agentloop_home, load_settings, merged
+from .session import Durability, Session, SessionError, latest_id
 
 __all__ = [
     "Agent",
@@ -210,63 +210,21 @@ def open_model_spec(
 
 
 def scripted_model(path: str) -> Any:
-    """An offline model that answers from a JSON list of replies, in order.
+    """An offline model that answers from a script file, in order (``agentloop.testing.script``).
 
-    Each reply is ``{"text": str, "tool_calls": [{"name", "arguments"}],
-    "usage": [in, out]}``. The text streams word by word. A call past the end
-    raises ``UnexpectedModelCall``, so the run stops with ``model_error``.
+    The text streams word by word. A call past the end raises
+    ``UnexpectedModelCall``, so the run stops with ``model_error``.
 
     Raises:
-        AgentError: the file is unreadable or not such a list.
+        AgentError: the file is unreadable or not a script, naming the place.
     """
-    import json
-
-    from ..testing import FunctionModel, UnexpectedModelCall
+    from ..testing import ScriptedModel, ScriptError, load_script
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise AgentError(f"{path}: cannot read the scripted model: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise AgentError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    if not isinstance(data, list):
-        raise AgentError(f"{path}: a scripted model is a JSON list of replies")
-    replies: list[ModelReply] = []
-    for i, r in enumerate(data):
-        if not isinstance(r, dict) or not isinstance(r.get("text", ""), str) or not isinstance(r.get("tool_calls", []), list):
-            raise AgentError(f"{path}: reply {i} must be an object with a string 'text' and a list 'tool_calls'")
-        try:
-            replies.append(_scripted_reply(r, i))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise AgentError(f"{path}: reply {i}: {exc}") from None
-    pos = [0]
-
-    def answer(request: Any) -> ModelReply:
-        i = pos[0]
-        if i >= len(replies):
-            raise UnexpectedModelCall(f"the scripted model {path} has {len(replies)} replies and was called again")
-        pos[0] += 1
-        out = replies[i]
-        if request.on_text is not None and out.text:
-            words = out.text.split(" ")
-            for j, w in enumerate(words):
-                request.on_text(w if j == len(words) - 1 else w + " ")
-        return out
-
-    return FunctionModel(answer, name="scripted")
-
-
-def _scripted_reply(r: dict[str, Any], i: int) -> ModelReply:
-    from ..events import Usage
-
-    calls = tuple(
-        ToolCall(str(c.get("id") or f"call_{i}_{j}"), str(c["name"]), c.get("arguments", {}))
-        for j, c in enumerate(r.get("tool_calls", []))
-    )
-    u = r.get("usage")
-    usage = Usage(int(u[0]), int(u[1])) if isinstance(u, list) and len(u) == 2 else None
-    return ModelReply(text=r.get("text", ""), tool_calls=calls, usage=usage, model="scripted")
+        script = load_script(path)
+    except ScriptError as exc:
+        raise AgentError(str(exc)) from None
+    return ScriptedModel.from_script(script, stream="words")
 
 
 class SessionLogFilter(logging.Filter):
@@ -338,8 +296,21 @@ class Agent:
         ask_permission: AskPermission | None = None,
         shell_timeout_s: float = 120.0,
         registry: Registry | None = None,
+        cli_rules: Sequence[tuple[str, str]] = (),
+        system_prompt: str | None = None,
+        append_system_prompt: str | None = None,
+        tracing: Any = None,
+        sandbox: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
+        self.cli_rules = list(cli_rules)
+        """(behavior, rule) from --allowedTools / --disallowedTools: added after the settings' rules."""
+        self.system_override = system_prompt
+        self.system_append = append_system_prompt
+        self.tracing = tracing
+        """An ``agentloop.telemetry.Tracing``, or None: each run (and sub-agent run) is traced into it."""
+        self.permission_denials: list[dict[str, Any]] = []
+        """Calls the permission system refused (Claude Code's ``permission_denials``)."""
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.home = home or agentloop_home(self.env)
         self.ask_permission = ask_permission
@@ -381,6 +352,10 @@ class Agent:
         self.on_notice: Callable[[str], None] | None = None
         """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
         self.model = self._open(spec) if isinstance(spec, str) else spec
+        self._init_secrets()
+        self.child_env.update(self.settings_env)  # Claude Code's settings "env" reaches Bash and hooks
+        self.sandbox_mode = sandbox
+        self._init_sandbox()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self._given_registry = registry
         self.memory_files: list[str] = []
@@ -388,6 +363,10 @@ class Agent:
         self._load_memory()
         self.commands: dict[str, Any] = {}
         self.skills: dict[str, Any] = {}
+        self.load_warnings: list[str] = []
+        """What could not be honoured as written in the files read at start (shown by the CLI)."""
+        self._turn_grants: list[Any] = []
+        self._current_call: str | None = None
         self._load_commands()
         # The session, last: everything above can fail without leaving a file.
         d = durability or self._setting("sessionDurability", "flush")
@@ -395,9 +374,7 @@ class Agent:
             raise AgentError(f"sessionDurability must be \"flush\" or \"fsync\", not {d!r}")
         self.durability: Durability = d
         if continue_last and resume is None:
-            resume = latest_id(self.cwd, self.home)
-            if resume is None:
-                raise AgentError("no session to continue in this directory (start one without -c)")
+            resume = latest_id(self.cwd, self.home)  # none yet: a new session, as Claude Code's -c starts one
         from .extensions import install, loop_threshold
 
         try:
@@ -413,6 +390,77 @@ class Agent:
             raise AgentError(str(exc)) from None
         self.session = self._open_session(resume)
         self._build_tools()
+
+    # -- secrets and the sandbox --
+
+    def _held_keys(self) -> dict[str, str]:
+        """The provider keys this agent holds: ``{what: value}``."""
+        out: dict[str, str] = {}
+        m: Any = self.model
+        seen = 0
+        while m is not None and seen < 4:
+            key = getattr(getattr(m, "target", None), "api_key", None)
+            if isinstance(key, str) and key:
+                out.setdefault(key, f"{getattr(m, 'vendor', 'provider')} API key")
+            m = getattr(m, "fallback", None)
+            seen += 1
+        if self.api_key_env and self.env.get(self.api_key_env):
+            out.setdefault(self.env[self.api_key_env], self.api_key_env)
+        return {name: key for key, name in out.items()}
+
+    def _init_secrets(self) -> None:
+        """What children get (``child_env``) and what tool output hides (``redactor``). See ``childenv``."""
+        from .childenv import Redactor, child_env, secret_env_values
+
+        held = self._held_keys()
+        self.redactor = Redactor(secret_env_values(self.env))
+        self.redactor.add(held)
+        self.child_env: dict[str, str] = child_env(
+            self.env, drop=[self.api_key_env] if self.api_key_env else [], held=held.values()
+        )
+
+    def _init_sandbox(self) -> None:
+        from . import sandbox as sbx
+
+        try:
+            self.sandbox_settings: sbx.SandboxSettings = sbx.settings_from(
+                self.sources, mode=self.sandbox_mode, cwd=self.cwd, user_home=sbx.user_home_of(self.env)
+            )
+            self.sandbox: sbx.Sandbox = sbx.Sandbox.create(
+                self.sandbox_settings, roots=[self.cwd, *self.add_dirs], agentloop_home=self.home,
+                user_home=sbx.user_home_of(self.env), runtime_dir=self.env.get("XDG_RUNTIME_DIR"),
+            )
+        except (ValueError, sbx.SandboxUnavailable) as exc:
+            raise AgentError(str(exc)) from None
+        self.startup_notices: list[str] = [f"sandbox: {w}" for w in self.sandbox_settings.warnings]
+        """Said once when the agent starts (sandbox settings not honoured, no sandbox available)."""
+        notice = self.sandbox.unavailable_notice()
+        if notice:
+            self.startup_notices.append(notice)
+        for n in self.startup_notices:
+            log.warning(n)
+
+    def _redact_result(self, r: ToolResult) -> ToolResult:
+        red = self.redactor
+        if not len(red):
+            return r
+        content, error = red.value(r.content), (red.text(r.error) if isinstance(r.error, str) else r.error)
+        if content is r.content and error == r.error:
+            return r
+        return ToolResult(r.call_id, r.name, r.ok, content=content, error=error, detail=r.detail)
+
+    def _note_secret_args(self, t: Tool, call: ToolCall) -> None:
+        """Values of a call's secret arguments: hidden from every later tool output too."""
+        if not (t.sensitive or t.secret_args):
+            return
+        from ..redact import Policy
+
+        found: list[str] = []
+        try:
+            Policy.from_manifest([t.manifest_entry()], None, 1 << 30).call_arguments(call.name, call.arguments, found)
+        except ValueError:
+            return
+        self.redactor.add_values(f"secret argument of {call.name}", found)
 
     # -- settings helpers --
 
@@ -439,7 +487,7 @@ class Agent:
 
     def _prices(self) -> PriceTable:
         """The built-in table with each settings file's ``"prices"`` laid over it (user, project, local)."""
-        from ..prices import prices_from_settings
+        from ..config.settings import prices_from_settings
 
         try:
             return prices_from_settings(self.sources)
@@ -472,15 +520,20 @@ class Agent:
     def _load_memory(self) -> None:
         from .memory import load_memory, render_memory
 
-        files = load_memory(self.cwd, self.home)
+        files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"))
         self.memory_files = [f.path for f in files]
         self.memory_text = render_memory(files)
 
     def _load_commands(self) -> None:
         from .commands import load_commands, load_skills
 
-        self.commands = dict(load_commands(self.cwd, self.home))
-        self.skills = dict(load_skills(self.cwd, self.home))
+        uh = self.env.get("HOME") or os.path.expanduser("~")
+        warnings: list[str] = []
+        self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
+        self.skills = dict(load_skills(self.cwd, self.home, uh))
+        for w in warnings:
+            log.warning(w)
+        self.load_warnings.extend(warnings)
 
     def _build_tools(self) -> None:
         """The workspace, registry and policy; rebuilt when the session (and so its spill dir) changes."""
@@ -491,8 +544,12 @@ class Agent:
 
         try:
             self.policy = PermissionPolicy.from_settings(self.sources, mode=self.permission_mode, cwd=self.cwd)
+            for behavior, text in self.cli_rules:
+                self.policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
         except (ConfigError, ModeError) as exc:
             raise AgentError(str(exc)) from None
+        except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
+            raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
         subagents = getattr(self.context, "subagents", None)
         if subagents is not None:  # plan mode may launch these: their tools change nothing
             self.policy.read_only_agent_types = frozenset(n for n, t in subagents.types.items() if t.read_only())
@@ -500,17 +557,19 @@ class Agent:
             if d not in self.add_dirs:
                 self.add_dirs.append(d)
         spill = os.path.join(self.session.dir, self.session.id, "tool-results")
-        self.workspace = Workspace(self.cwd, self.add_dirs)
+        self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
+        self.sandbox.roots = [os.path.realpath(d) for d in (self.cwd, *self.add_dirs)]
         self.processes = RunningProcesses()
         if self._given_registry is not None:
             self.registry = self._given_registry
         else:
             self.registry = builtin_registry(
                 self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
-                processes=self.processes, visible=self.policy.visible(), extra_env=self.settings_env,
+                processes=self.processes, visible=self.policy.visible(),
+                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text,
             )
             if self.skills:
-                self.registry.register(skill_tool(self.skills))
+                self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
         for t in self.extra_tools:
             if t.name not in self.registry:
                 self.registry.register(t)
@@ -574,6 +633,8 @@ class Agent:
             s.messages.append({"role": "user", "content": extra})
 
     def system_prompt(self) -> str:
+        if self.system_override is not None:  # --system-prompt replaces the built-in one
+            return self.system_override + (f"\n\n{self.system_append}" if self.system_append else "")
         parts = [
             SYSTEM_PROMPT,
             f"Working directory: {self.cwd}\nPlatform: {platform.system()} {platform.release()}\nToday: {datetime.now(timezone.utc):%Y-%m-%d}",
@@ -586,6 +647,8 @@ class Agent:
             from .commands import render_skill_index
 
             parts.append(render_skill_index(self.skills))
+        if self.system_append:
+            parts.append(self.system_append)
         return "\n\n".join(parts)
 
     def record(self, kind: str, payload: Any) -> None:
@@ -637,8 +700,85 @@ class Agent:
     def stats(self) -> Any:
         return self.session.stats
 
-    def ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
+    def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
         """Run one user turn to its stop. See rule 2.
+
+        ``allowed_tools``: permission rules that hold for this turn only (a
+        command's ``allowed-tools``); a skill loaded during the turn adds its
+        own, which end with the turn too.
+
+        Raises:
+            AgentError: a hook blocked the prompt (nothing was run).
+        """
+        self._turn_grants += self._grant(allowed_tools)
+        try:
+            return self._ask(prompt, observer=observer)
+        finally:
+            self._revoke(self._turn_grants)
+            self._turn_grants = []
+
+    def _grant(self, rules: Sequence[str]) -> list[Any]:
+        """Allow ``rules`` for now (deny and ask rules still come first); the bound rules, to revoke."""
+        before = list(self.policy.rules)
+        for text in rules:
+            try:
+                self.policy.add_rule("allow", text, source="command")
+            except ValueError as exc:
+                log.warning("allowed-tools: %s", exc)
+                self._notice(f"allowed-tools: {exc}")
+        return [b for b in self.policy.rules if not any(b is x for x in before)]
+
+    def _revoke(self, bound: Sequence[Any]) -> None:
+        self.policy.rules = [b for b in self.policy.rules if not any(b is x for x in bound)]
+
+    def _skill_loaded(self, skill: Any) -> None:
+        """The model loaded a skill: its ``allowed-tools`` hold for the rest of the turn."""
+        if getattr(skill, "allowed_tools", ()):
+            self._turn_grants += self._grant(skill.allowed_tools)
+
+    def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        """``/name args`` of a custom command or skill: the prompt to send and the rules its turn
+        may use, or None when ``text`` names neither. A command's ``!`cmd``` lines run now,
+        through permissions and hooks as a Bash call of the model's would, with its
+        ``allowed-tools`` in force; each one's output takes its place."""
+        if not text.startswith("/"):
+            return None
+        name, _, rest = text[1:].partition(" ")
+        rest = rest.strip()
+        if name in self.commands:
+            cmd = self.commands[name]
+            body = cmd.render(rest)
+            rules = tuple(cmd.allowed_tools)
+            if "!`" in body:
+                body = self._run_bangs(body, rules)
+            return body, rules
+        if name in self.skills:
+            sk = self.skills[name]
+            body = sk.render(rest)
+            return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
+        return None
+
+    def _run_bangs(self, body: str, rules: Sequence[str]) -> str:
+        from .commands import BANG
+
+        granted = self._grant(rules)
+        try:
+            n = [0]
+
+            def run_one(m: Any) -> str:
+                n[0] += 1
+                call = ToolCall(f"bang_{n[0]}", "Bash", {"command": m.group(1).strip()})
+                r = self._run_one(call)
+                if r.ok:
+                    return str(r.content if isinstance(r.content, str) else r.content).rstrip("\n")
+                return f"(the command `{m.group(1).strip()}` was not run: {r.error})"
+
+            return BANG.sub(run_one, body)
+        finally:
+            self._revoke(granted)
+
+    def _ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
+        """One user turn, with the turn's grants already in force (``ask``).
 
         A Stop hook that blocks continues the same turn (no second
         UserPromptSubmit): its reason goes to the model as the next user
@@ -698,21 +838,30 @@ class Agent:
         meta: dict[str, Any] = {"session_id": s.id, "turn": n, "started_at": _now_iso(), "cwd": self.cwd}
         if part:
             meta["stop_hook_continuation"] = part
-        return run(
-            self.model,
+        run_id = f"{s.id}/{n}" if not part else f"{s.id}/{n}.{part}"
+        model, sink, traced = self.model, cast(Any, s), None
+        if self.tracing is not None:
+            model, traced, obs = self.tracing.wrap(self.model, s, obs, model_name=self.model_spec, run_id=run_id, conversation_id=s.id)
+            sink = traced
+        result = run(
+            model,
             self.shown_tools(),
             messages,
             budget,
-            transcript=s,
+            transcript=sink,
             prices=self.prices,
             model_name=self.model_name,
-            run_id=f"{s.id}/{n}" if not part else f"{s.id}/{n}.{part}",
+            run_id=run_id,
             meta=meta,
             observer=obs,
             executor=wrap(self, execute) if wrap is not None else execute,
             prepare=prep(self) if prep is not None else None,
             loop_threshold=self.loop_threshold,
+            continues=s.continuation(),
         )
+        if traced is not None:
+            traced.finish()
+        return result
 
     def _observer(self, outer: Observer | None) -> Observer:
         st = self.session.stats
@@ -783,13 +932,66 @@ class Agent:
         self.session_allow.add(text)
         return text
 
+    def _file_changed(self, path: str, before: bytes | None, after: bytes) -> None:
+        """A built-in tool is about to write ``path``: keep both contents and record the change
+        (``checkpoints`` rule 1), so ``/rewind`` can put it back."""
+        from .checkpoints import Checkpoints
+
+        store = Checkpoints(self.home)
+        payload = {
+            "path": path,
+            "before": None if before is None else store.put(before),
+            "after": store.put(after),
+            "turn": self.stats.turns + 1,
+        }
+        if self._current_call is not None:
+            payload["tool_call_id"] = self._current_call
+        self.session.append("file_change", payload)
+
+    def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> dict[str, Any]:
+        """Go back to before prompt ``turn`` (``checkpoints`` rule 3): the files the built-in tools
+        changed since, the conversation, or both. Recorded as a ``rewind`` record.
+
+        Returns:
+            What was done: ``restored`` and ``left`` (changed by hand since) paths, ``conversation``.
+        Raises:
+            AgentError: no such prompt, or a checkpoint is missing or was changed.
+        """
+        from ..conversation import Conversation
+        from ..transcript import read_records
+        from .checkpoints import Checkpoints, apply_rewind, plan_rewind
+
+        s = self.session
+        records = list(read_records(s.path)) if s.written else []
+        try:
+            plan = plan_rewind(records, turn)
+            restored, left = apply_rewind(plan, Checkpoints(self.home), force=force) if files else ([], [])
+        except ValueError as exc:
+            raise AgentError(str(exc)) from None
+        if conversation and plan.conversation_seq is not None:
+            conv = Conversation()
+            for r in records[: plan.conversation_seq + 1]:
+                conv.feed(r.kind, r.payload)
+            msgs = conv.messages if conv.started else [m for m in s.messages[:1] if m.get("role") == "system"]
+            s.messages = msgs
+        out: dict[str, Any] = {"turn": turn, "files": files, "conversation": conversation, "restored": restored, "left": left}
+        if conversation:
+            out["messages"] = s.messages  # what resume and replay rebuild from (conversation rule 1)
+        s.append("rewind", out)
+        out.pop("messages", None)
+        return out
+
+    def _denied(self, call: ToolCall) -> None:
+        self.permission_denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.arguments})
+
     def _run_one(self, call: ToolCall) -> ToolResult:
         t, refusal = self.registry.prepare(call)
         if refusal is not None or t is None:
             return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+        self._note_secret_args(t, call)
         hooked = self.hooks.pre_tool_use(self, call)
         if isinstance(hooked, ToolResult):
-            return hooked
+            return self._redact_result(hooked)
         if hooked is not call:
             call = ToolCall(call.id, call.name, hooked.arguments)
             _, refusal = self.registry.prepare(call)
@@ -799,22 +1001,35 @@ class Agent:
         behavior = getattr(d, "behavior", "deny")
         if behavior == "ask" and getattr(d, "by_mode", False) and self.hooks.approved(call):
             behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt; deny and ask rules were checked above
+        if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
+            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
+            if outside is not None:  # the sandbox is the wall: without it, a person decides
+                from .permissions import Decision
+
+                behavior, d = "ask", Decision("ask", None, None, outside)
         if behavior == "ask":
             if self.ask_permission is None:
                 log.info("denied %s: ask without a terminal", call.name)
+                self._denied(call)
                 return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
             answer = self.ask_permission(call, d)
             if answer == "always":
                 self.allow_for_session(call)
             behavior = "deny" if answer == "deny" else "allow"
             if behavior == "deny":
+                self._denied(call)
                 return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
         if behavior != "allow":
             why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
             log.info("denied %s: %s", call.name, why)
+            self._denied(call)
             return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was denied ({why})")
-        result = self.registry.invoke(call)
-        return self.hooks.post_tool_use(self, call, result)
+        self._current_call = call.id
+        try:
+            result = self._redact_result(self.registry.invoke(call))
+        finally:
+            self._current_call = None
+        return self._redact_result(self.hooks.post_tool_use(self, call, result))
 
     # -- warnings and the end --
 
@@ -857,6 +1072,8 @@ class Agent:
             mcp = getattr(self, "mcp", None)
             if mcp is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
                 mcp.close()
+            if reason not in ("clear", "resume"):
+                self.sandbox.close()
 
 
 def settings_env(sources: Sequence[SettingsSource]) -> tuple[dict[str, str], list[str]]:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..budget import Price
+from ..config.settings import merged
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry
 from .context import ContextManager
@@ -34,7 +35,6 @@ from .hook_payloads import (
 )
 from .hooks import MAX_TEXT, HookOutcome, HookRunner
 from .loopcheck import LoopCheck, chain
-from .settings import merged
 from .sidecall import Account
 from .stopgate import stop_feedback
 from .subagent import SubagentRunner, load_agent_types, parallel_executor
@@ -377,11 +377,21 @@ def _child_executor(agent: Any, hooks: ClaudeHooks | None) -> Callable[[Registry
             behavior = getattr(d, "behavior", "deny")
             if behavior == "ask" and getattr(d, "by_mode", False) and hooks is not None and hooks.approved(call):
                 behavior = "allow"  # a PreToolUse hook's allow skips the mode's prompt, as for the parent
+            why = getattr(d, "reason", "") or "a permission rule"
+            sandbox = getattr(agent, "sandbox", None)
+            if behavior == "allow" and call.name == "Bash" and sandbox is not None and isinstance(call.arguments, dict):
+                outside = sandbox.needs_prompt(str(call.arguments.get("command", "")))
+                if outside is not None:  # it would ask, and a sub-agent cannot
+                    behavior, why = "ask", outside
             if behavior != "allow":
-                why = getattr(d, "reason", "") or "a permission rule"
                 return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
+            note = getattr(agent, "_note_secret_args", None)
+            if note is not None:
+                note(t, call)
             r = registry.invoke(call)
-            return hooks.post_tool_use(agent, call, r) if hooks is not None else r
+            r = hooks.post_tool_use(agent, call, r) if hooks is not None else r
+            redact = getattr(agent, "_redact_result", None)
+            return redact(r) if redact is not None else r
 
         return lambda calls: [one(c) for c in calls]
 
@@ -394,8 +404,7 @@ def install(agent: Any) -> None:
     Raises:
         ConfigError: a ``hooks`` section is malformed (the agent turns it into one line).
     """
-    env = {**agent.env, **getattr(agent, "settings_env", {})}  # Claude Code's settings "env" reaches hooks too
-    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=env)
+    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     for w in runner.warnings:
         log.warning("%s", w)
     hooks = ClaudeHooks(runner) if runner.handlers else None
@@ -411,7 +420,8 @@ def install(agent: Any) -> None:
             spill = os.path.join(agent.session.dir, agent.session.id, "tool-results")
             reg = builtin_registry(
                 Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
-                processes=agent.processes, visible=agent.policy.visible(), extra_env=getattr(agent, "settings_env", None),
+                processes=agent.processes, visible=agent.policy.visible(),
+                sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)
@@ -428,9 +438,10 @@ def install(agent: Any) -> None:
             prices=agent.prices,
             model_name=agent.model_name,
             open_model=agent._open,
+            tracing=agent.tracing,
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent, hooks),
-            types=load_agent_types(agent.cwd, agent.home),
+            types=load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"), agent.load_warnings),
         )
         ctx.subagents = sub
         agent.extra_tools.append(sub.tool())

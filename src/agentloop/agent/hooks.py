@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .settings import ConfigError, SettingsSource
+from ..config.settings import ConfigError, SettingsSource
 
 __all__ = [
     "EVENTS",
@@ -830,7 +830,9 @@ class HookRunner:
         self.cwd = os.path.abspath(cwd or project_dir)
         self.permission_mode = permission_mode
         self.warnings = tuple(warnings)
-        base = dict(os.environ if env is None else env)
+        from .childenv import child_env
+
+        base = child_env(os.environ if env is None else env)  # never the provider keys
         for k in list(base):
             if k.startswith("OTEL_"):
                 del base[k]

@@ -2,13 +2,22 @@
 
 Rules:
 
-1. Files, in order: ``<home>/AGENTS.md`` (the user's, from
-   ``$AGENTLOOP_HOME``), then for every directory from the top of the git
-   repository (or ``/`` outside git) down to the working directory:
-   ``AGENTS.md``, ``CLAUDE.md``, ``CLAUDE.local.md``. Later files are more
-   specific and come later in the prompt.
+1. Files, in order, most general first (Claude Code's memory documentation
+   names the same places; ``AGENTS.md`` and ``AGENT.md`` are read beside
+   them): the managed ``/etc/claude-code/CLAUDE.md``; the user's
+   ``<agentloop home>/AGENTS.md``, ``~/.claude/CLAUDE.md`` and
+   ``~/.claude/rules/**/*.md``; then for every directory from the top of the
+   git repository (or ``/`` outside git) down to the working directory:
+   ``AGENTS.md``, ``AGENT.md``, ``CLAUDE.md``, ``.claude/CLAUDE.md``,
+   ``.claude/rules/**/*.md`` (sorted) and ``CLAUDE.local.md``. Later files
+   are more specific and come later in the prompt. A rule file whose front
+   matter has ``paths:`` is loaded all the same, with a line saying which
+   files it is about (Claude Code loads such rules only when those files are
+   read; agentloop has no on-demand loading, and says so rather than drop
+   the rule).
 2. ``@path`` in a file imports another file (relative to the importing file,
-   ``~/`` for the home directory, or absolute), up to 4 hops deep. Imports
+   ``~/`` for the home directory, or absolute), up to 5 hops deep, as in
+   Claude Code. Imports
    are not read inside code spans or fenced code blocks, nor from
    e-mail-like text (``a@b.c``). A file is loaded once, by its real path, so
    ``CLAUDE.md`` holding ``@AGENTS.md`` (the documented bridge) or a symlink
@@ -26,8 +35,11 @@ from dataclasses import dataclass
 
 __all__ = ["MAX_FILE_CHARS", "MAX_IMPORT_DEPTH", "MAX_TOTAL_CHARS", "MemoryFile", "load_memory", "render_memory"]
 
-MEMORY_NAMES = ("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md")
-MAX_IMPORT_DEPTH = 4
+MEMORY_NAMES = ("AGENTS.md", "AGENT.md", "CLAUDE.md", ".claude/CLAUDE.md")
+LOCAL_NAMES = ("CLAUDE.local.md",)
+MANAGED_MEMORY = "/etc/claude-code/CLAUDE.md"
+MAX_IMPORT_DEPTH = 5
+MAX_RULE_FILES = 200
 MAX_FILE_CHARS = 40_000
 MAX_TOTAL_CHARS = 120_000
 
@@ -83,10 +95,22 @@ def _imports(text: str) -> list[str]:
 
 
 class _Loader:
-    def __init__(self) -> None:
+    def __init__(self, user_home: str) -> None:
         self.files: list[MemoryFile] = []
         self.seen: set[str] = set()
         self.total = 0
+        self.user_home = user_home
+
+    def rules(self, folder: str, reason: str) -> None:
+        """Every ``*.md`` under a ``rules`` folder, sorted by path, at most ``MAX_RULE_FILES``."""
+        found: list[str] = []
+        for root, dirs, files in os.walk(folder):
+            dirs.sort()
+            found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".md")]
+            if len(found) >= MAX_RULE_FILES:
+                break
+        for path in sorted(found)[:MAX_RULE_FILES]:
+            self.load(path, reason, 0)
 
     def load(self, path: str, reason: str, depth: int) -> None:
         real = os.path.realpath(path)
@@ -98,7 +122,7 @@ class _Loader:
                 data = f.read(MAX_FILE_CHARS * 4 + 4)
         except OSError:
             return
-        text = data.decode("utf-8", "replace")
+        text = _scoped(data.decode("utf-8", "replace"))
         if len(text) > MAX_FILE_CHARS:
             text = text[:MAX_FILE_CHARS] + f"\n[... {real} was cut at {MAX_FILE_CHARS} characters]"
         room = MAX_TOTAL_CHARS - self.total
@@ -114,7 +138,7 @@ class _Loader:
         base = os.path.dirname(real)
         for target in _imports(text):
             if target.startswith("~/"):
-                full = os.path.join(os.path.expanduser("~"), target[2:])
+                full = os.path.join(self.user_home, target[2:])
             elif os.path.isabs(target):
                 full = target
             else:
@@ -122,19 +146,52 @@ class _Loader:
             self.load(full, f"imported by {real}", depth + 1)
 
 
-def load_memory(cwd: str, home: str) -> list[MemoryFile]:
-    """The memory files for a session started in ``cwd``, most general first.
+def _scoped(text: str) -> str:
+    """A rule's ``paths:`` front matter, said in words (rule 1); other text unchanged."""
+    if not text.startswith("---\n"):
+        return text
+    end = text.find("\n---", 4)
+    if end < 0:
+        return text
+    head = text[4:end]
+    paths: list[str] = []
+    lines = head.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("paths:"):
+            rest = line.split(":", 1)[1].strip()
+            if rest:
+                paths += [p.strip().strip("'\"") for p in rest.strip("[]").split(",") if p.strip()]
+            for follow in lines[i + 1 :]:
+                if not follow.strip().startswith("-"):
+                    break
+                paths.append(follow.strip()[1:].strip().strip("'\""))
+    body = text[end + 4 :].lstrip("\n")
+    if not paths:
+        return body
+    return f"(This rule is about files matching: {', '.join(paths)}.)\n\n{body}"
+
+
+def load_memory(cwd: str, home: str, user_home: str | None = None, managed: str = MANAGED_MEMORY) -> list[MemoryFile]:
+    """The memory files for a session started in ``cwd``, most general first (rule 1).
 
     ``home`` is agentloop's home (``agentloop_home()``): its ``AGENTS.md`` is
-    the user's own. Missing and unreadable files are skipped silently.
+    the user's own; ``user_home`` is the user's home directory (``~``, for
+    ``~/.claude``). Missing and unreadable files are skipped silently.
     """
-    loader = _Loader()
+    uh = user_home if user_home is not None else os.path.expanduser("~")
+    loader = _Loader(uh)
+    loader.load(managed, "managed", 0)
     loader.load(os.path.join(home, "AGENTS.md"), "user", 0)
+    loader.load(os.path.join(uh, ".claude", "CLAUDE.md"), "user", 0)
+    loader.rules(os.path.join(uh, ".claude", "rules"), "user rule")
     real_cwd = os.path.realpath(cwd)
     top = _git_top(real_cwd) or os.sep
     for d in _chain(top, real_cwd):
         for name in MEMORY_NAMES:
-            loader.load(os.path.join(d, name), "project" if name != "CLAUDE.local.md" else "local", 0)
+            loader.load(os.path.join(d, name), "project", 0)
+        loader.rules(os.path.join(d, ".claude", "rules"), "project rule")
+        for name in LOCAL_NAMES:
+            loader.load(os.path.join(d, name), "local", 0)
     return loader.files
 
 

@@ -51,8 +51,8 @@ from urllib.parse import urlsplit
 
 import pathspec
 
+from ..config.settings import ConfigError, SettingsSource
 from ._shell import ShellSyntax, crude_pieces, units
-from .settings import ConfigError, SettingsSource
 
 __all__ = [
     "MODES",
@@ -66,7 +66,8 @@ __all__ = [
 
 Behavior = Literal["allow", "ask", "deny"]
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
-READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead"})
+READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead", "Skill"})
+"""Tools that only read: allowed without a prompt (``Skill`` only returns a skill's instructions)."""
 EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 AGENT_TOOL = "Agent"
 _READ_RULE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})

@@ -12,11 +12,14 @@ Rules:
 3. One process at a time: a session is opened under an exclusive ``flock`` on
    ``<id>.lock``. A second process is refused with a ``SessionBusy`` naming
    the holder; it never writes a record.
-4. Resuming reads the tail, never the whole file. The last ``run_start``
-   records every message its run started from, so the conversation is that
-   record's messages plus the turns and tool results after it. The lines from
-   there to the end are checked (each hash and each link) before use; the
-   whole chain is left to ``agentloop verify``.
+4. Resuming reads the file from its last ``run_start`` that records every
+   message its run started from (format 1): the conversation is those
+   messages, plus the turns, tool results and later ``run_start`` tails after
+   it (a format 2 ``run_start`` continues the conversation before it instead
+   of repeating it, see ``agentloop.conversation``). The lines read are
+   checked (each hash and each link) before use; the whole chain is left to
+   ``agentloop verify``. A session that was compacted, cleared or resumed
+   starts such a record again, so resume reads back no further than that.
 5. Records are written with SIGINT and SIGTERM held back (in the main thread),
    so Ctrl+C can never tear a record or split a line from its bookkeeping.
 """
@@ -37,9 +40,10 @@ from typing import Any, Literal
 
 import orjson
 
+from ..config.settings import agentloop_home, project_hash
+from ..conversation import Continues, Conversation, close_dangling_calls
 from ..events import Message, ToolResult
 from ..transcript import GENESIS, Record, TranscriptError, TranscriptWriter, verify_file
-from .settings import agentloop_home, project_hash
 
 __all__ = [
     "Session",
@@ -58,7 +62,6 @@ Durability = Literal["flush", "fsync"]
 # kind of a line can be read without parsing it.
 _KIND_AT = len(b'{"hash":"') + 64 + len(b'",')
 _KIND_PREFIX = b'"kind":"'
-_INTERRUPTED_RESULT = "the user interrupted this call before it finished; it did not complete"
 
 
 class SessionError(Exception):
@@ -196,29 +199,6 @@ def _assistant_message(reply: dict[str, Any]) -> Message:
     return msg
 
 
-def close_dangling_calls(messages: list[Message]) -> list[Message]:
-    """Answer tool calls left without a result (an interrupted run), so every
-    provider accepts the conversation. Returns the messages added."""
-    if not messages:
-        return []
-    answered: set[str] = set()
-    i = len(messages) - 1
-    while i >= 0 and messages[i].get("role") == "tool":
-        answered.add(str(messages[i].get("tool_call_id")))
-        i -= 1
-    if i < 0 or messages[i].get("role") != "assistant" or not messages[i].get("tool_calls"):
-        return []
-    from ..loop import tool_message
-
-    added = []
-    for c in messages[i]["tool_calls"]:
-        if str(c["id"]) not in answered:
-            m = tool_message(ToolResult(str(c["id"]), str(c["name"]), False, error=_INTERRUPTED_RESULT))
-            messages.append(m)
-            added.append(m)
-    return added
-
-
 def rebuild(lines: list[bytes]) -> list[Message]:
     """The conversation at the end of ``lines``, which start at a ``run_start``:
     its messages, then each turn and tool result as the loop appended them,
@@ -230,11 +210,18 @@ def rebuild(lines: list[bytes]) -> list[Message]:
         obj = orjson.loads(line)
         kind, payload = obj["kind"], obj["payload"]
         if kind == "run_start":
-            messages = list(payload.get("messages", []))
+            tail = list(payload.get("messages", []))
+            if "continues" in payload:  # format 2: the conversation so far, then what this run added
+                close_dangling_calls(messages)
+                messages = messages + tail
+            else:
+                messages = tail
         elif kind == "model_turn":
             messages.append(_assistant_message(payload.get("reply") or {}))
         elif kind == "tool_result":
             messages.append(tool_message(ToolResult.from_json(payload)))
+        elif kind == "rewind" and isinstance(payload.get("messages"), list):
+            messages = list(payload["messages"])  # the conversation was rewound: it restarts from here
         elif kind in ("context", "compaction"):
             # Masking and compaction inside a run rewrote the messages in place;
             # their records say how, so the same rewrite is made here.
@@ -271,6 +258,8 @@ class Session:
         """True for a new session (its file appears with its first run)."""
         self.messages: list[Message] = []
         """The conversation so far (system message first), as the next run starts from it."""
+        self.conversation = Conversation()
+        """The conversation as the records rebuild it: what the next ``run_start`` may refer to."""
         self.stats = SessionStats()
         self.runs_written = 0
         self.closed = False
@@ -334,11 +323,16 @@ class Session:
         segment: list[bytes] = []
         kinds: list[bytes] = []
         have_run = have_cost = False
+        full_from_end = 0
         for line in _reverse_lines(self.path):
             k = _kind(line)
             segment.append(line)
             kinds.append(k)
-            have_run = have_run or k == b"run_start"
+            if k in (b"run_start", b"rewind") and not have_run:
+                p = orjson.loads(line)["payload"]
+                # a format 1 run_start, or a rewind that holds the whole conversation: rule 4
+                have_run = "continues" not in p if k == b"run_start" else isinstance(p.get("messages"), list)
+                full_from_end = len(segment) if have_run else 0
             have_cost = have_cost or k == b"session_cost"
             if have_run and have_cost:
                 break
@@ -351,8 +345,8 @@ class Session:
             if prev is not None and line[line.rfind(b'"prev":"') + 8 :][:64] != prev:
                 raise TranscriptError(f"{self.path}: the chain is broken near the end; run 'agentloop verify'")
             prev = line[9:73]
-        # Messages from the last run_start on; totals from the last session_cost.
-        start = max((i for i, k in enumerate(kinds) if k == b"run_start"), default=None)
+        # Messages from the last whole run_start on; totals from the last session_cost.
+        start = len(segment) - full_from_end if have_run else None
         cost_at = max((i for i, k in enumerate(kinds) if k == b"session_cost"), default=None)
         msgs: list[Message] = rebuild(segment[start:]) if start is not None else []
         stats = SessionStats()
@@ -365,6 +359,10 @@ class Session:
             if kind in ("model_turn", "budget", "tool_result", "run_start"):
                 _apply(stats, kind, orjson.loads(raw)["payload"])
         close_dangling_calls(msgs)
+        if start is not None:
+            for raw in segment[start:]:
+                obj = orjson.loads(raw)
+                self.conversation.feed(obj["kind"], obj["payload"])
         self.messages = msgs
         self.stats = stats
         self.runs_written = stats.turns
@@ -395,8 +393,10 @@ class Session:
             w = self._open_writer()
             for k, p in self._held:
                 w.append(k, p)
+                self.conversation.feed(k, p)
             self._held.clear()
             rec = w.append(kind, payload)
+            self.conversation.feed(kind, payload)
         if kind == "run_start":
             self.runs_written += 1
         return rec
@@ -423,6 +423,12 @@ class Session:
     @property
     def last_hash(self) -> str:
         return self._writer.last_hash if self._writer is not None else GENESIS
+
+    def continuation(self) -> Continues | None:
+        """What the next ``run_start`` may refer to instead of repeating it (rule 4), if anything."""
+        if self._writer is None or self._held:
+            return None
+        return self.conversation.continues(self.count - 1, self.last_hash)
 
     def close(self) -> None:
         """Release the lock. A new session that never ran a turn leaves nothing behind."""

@@ -98,27 +98,41 @@ def builtin_types() -> dict[str, AgentType]:
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
 
 
-def load_agent_types(cwd: str, home: str) -> dict[str, AgentType]:
-    """Built-in types, then ``<home>/agents/*.md``, ``.claude/agents/*.md`` and ``.agentloop/agents/*.md``
-    (Claude Code's sub-agent files: frontmatter ``name``, ``description``, ``tools``, ``model``; body = prompt).
-    A file that cannot be understood is skipped."""
+KNOWN_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "Skill", "Agent", "Task",
+                         "ListMcpResourcesTool", "ReadMcpResourceTool"})
+"""Tool names an agent file may list besides ``mcp__...`` names (``Task`` is Claude Code's old name of ``Agent``)."""
+
+
+def load_agent_types(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, AgentType]:
+    """Built-in types, then ``<home>/agents/``, ``~/.claude/agents/``, ``.claude/agents/`` and
+    ``.agentloop/agents/``, subfolders included, as Claude Code finds them (sub-agent files:
+    front matter ``name``, ``description``, ``tools``, ``model``; the body is the prompt).
+    A later place overrides an earlier one. A file that cannot be understood is skipped,
+    and said so in ``warnings``; so is a tool name no agentloop tool has (the type keeps
+    the others)."""
     types = builtin_types()
-    for d in (os.path.join(home, "agents"), os.path.join(cwd, ".claude", "agents"), os.path.join(cwd, ".agentloop", "agents")):
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
-            continue
-        for fn in names:
-            if not fn.endswith(".md"):
-                continue
-            path = os.path.join(d, fn)
+    places = [os.path.join(home, "agents")]
+    if user_home:
+        places.append(os.path.join(user_home, ".claude", "agents"))
+    places += [os.path.join(cwd, ".claude", "agents"), os.path.join(cwd, ".agentloop", "agents")]
+    for d in places:
+        found: list[str] = []
+        for root, dirs, files in os.walk(d):
+            dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+            found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".md")]
+        for path in found:
+            fn = os.path.basename(path)
             try:
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
-            except (OSError, UnicodeDecodeError):
+            except (OSError, UnicodeDecodeError) as exc:
+                if warnings is not None:
+                    warnings.append(f"{path}: the agent file cannot be read ({exc}); skipped")
                 continue
             m = _FRONT.match(text)
             if not m:
+                if warnings is not None:
+                    warnings.append(f"{path}: no front matter (--- name, description ---); the agent file is skipped")
                 continue
             meta: dict[str, str] = {}
             for line in m.group(1).splitlines():
@@ -127,7 +141,13 @@ def load_agent_types(cwd: str, home: str) -> dict[str, AgentType]:
                     meta[k.strip()] = v.strip().strip("\"'")
             name = meta.get("name") or fn[:-3]
             tools = tuple(t.strip() for t in meta["tools"].split(",") if t.strip()) if meta.get("tools") else None
-            types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, meta.get("model") or None, path)
+            unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
+            if unknown and warnings is not None:
+                warnings.append(f"{path}: agent {name!r} lists tools agentloop does not have: {', '.join(unknown)} (left out)")
+            model = meta.get("model") or None
+            if model == "inherit":
+                model = None  # Claude Code: the parent's model
+            types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path)
     return types
 
 
@@ -268,6 +288,12 @@ class SubagentRunner:
     model_name: str | None = None
     open_model: Callable[[str], Any] | None = None
     """Opens a type's own ``model``; the parent's model is used when None."""
+    tracing: Any = None
+    """An ``agentloop.telemetry.Tracing``: each child run is traced (under the parent's tool span)."""
+
+    def _executor(self, registry: Registry, traced: Any) -> Any:
+        ex = self.make_executor(registry) if self.make_executor is not None else None
+        return traced.executor(ex) if traced is not None and ex is not None else ex
     hooks: HookRunner | None = None
     record: Callable[[str, Any], Any] | None = None
     """Appends to the parent's transcript (called under a lock)."""
@@ -341,19 +367,28 @@ class SubagentRunner:
             left: Budget | None = budget
             with TranscriptWriter(path) as w:
                 while left is not None:
+                    run_id = child_id if not gate.runs else f"{child_id}.{gate.runs}"
+                    sink: Any = w
+                    traced = None
+                    run_model = model
+                    if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
+                        run_model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model or self.model_name, run_id=run_id)
+                        sink = traced
                     last = run(
-                        model,
+                        run_model,
                         registry,
                         messages,
                         left,
-                        transcript=w,
+                        transcript=sink,
                         prices=self.prices,
                         model_name=atype.model or self.model_name,
                         loop_threshold=self.loop_threshold,
-                        run_id=child_id if not gate.runs else f"{child_id}.{gate.runs}",
+                        run_id=run_id,
                         meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
-                        executor=self.make_executor(registry) if self.make_executor is not None else None,
+                        executor=self._executor(registry, traced),
                     )
+                    if traced is not None:
+                        traced.finish()
                     result = gate.add(last)
                     left = None
                     again = self._subagent_stop(child_id, atype.name, last, path, gate.active)

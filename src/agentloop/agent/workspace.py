@@ -26,7 +26,7 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..tools import ToolError
 
@@ -66,7 +66,10 @@ class Workspace:
         additional_dirs: Sequence[str] = (),
         *,
         read_only_dirs: Sequence[str] = (),
+        on_write: Callable[[str, bytes | None, bytes], None] | None = None,
     ):
+        self.on_write = on_write
+        """Told ``(real path, previous content or None, new content)`` before each write (checkpoints)."""
         self.root = _real(root)
         """The workspace root, as a real path; relative tool paths start here."""
         self.additional_dirs = tuple(_real(d) for d in additional_dirs)
@@ -82,7 +85,7 @@ class Workspace:
     def with_read_only(self, *dirs: str) -> Workspace:
         """A copy that may also read (not write) ``dirs``."""
         return Workspace(
-            self.root, self.additional_dirs, read_only_dirs=(*self.read_only_dirs, *dirs)
+            self.root, self.additional_dirs, read_only_dirs=(*self.read_only_dirs, *dirs), on_write=self.on_write
         )
 
     def _allowed_roots(self, for_write: bool) -> tuple[str, ...]:
@@ -221,6 +224,9 @@ class Workspace:
         else:
             dfd, name = self._walk_to_parent(real, for_write, create_dirs=create_dirs)
             try:
+                # Look before opening: opening a socket fails oddly and opening
+                # a device can act (a tape rewinds, a watchdog arms).
+                _refuse_special(name, dfd, real)
                 fd = os.open(name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dfd)
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
@@ -268,8 +274,15 @@ class Workspace:
                 if stat.S_ISDIR(st.st_mode):
                     raise ToolError(f"{real} is a directory")
                 mode = stat.S_IMODE(st.st_mode)
+                before: bytes | None = None
+                if self.on_write is not None:
+                    rfd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+                    with os.fdopen(rfd, "rb") as rf:
+                        before = rf.read()
             except FileNotFoundError:
-                pass
+                before = None
+            if self.on_write is not None:
+                self.on_write(real, before, data)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dfd)
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -284,6 +297,16 @@ class Workspace:
         finally:
             os.close(dfd)
         return real
+
+
+def _refuse_special(name: str, dir_fd: int, real: str) -> None:
+    """Raise ToolError when ``name`` exists and is neither a regular file, a directory nor a link."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return  # missing (about to be created) or unreadable: the open says so
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise ToolError(f"{real} is not a regular file")
 
 
 def _walk_error(real: str, exc: OSError) -> Exception:

@@ -3,7 +3,7 @@
 Layout of ``DIR``::
 
     runs/<id>.jsonl           a finished run's transcript (hash chain)
-    runs/<id>.jsonl.anchor.json  its anchor (``agentloop.anchor``): size, last hash, Merkle root
+    runs/<id>.jsonl.anchor.json  its anchor (``agentloop.audit.anchor``): size, last hash, Merkle root
     runs/<id>.jsonl.partial.<pid>  a run in progress (or cut short); never trusted
     manifest.jsonl            one line per task, in task-file order
     batch.anchor.json         the Merkle root over the runs' leaves (below)
@@ -27,9 +27,9 @@ from typing import Any
 
 import orjson
 
-from ..anchor import Anchor, AnchorError, anchor_path_for
+from ..audit.anchor import Anchor, AnchorError, anchor_path_for
+from ..audit.merkle import MerkleTree, merkle_root
 from ..canonical import canonical
-from ..merkle import MerkleTree, merkle_root
 from ..transcript import verify_file
 
 __all__ = ["ANCHOR_FORMAT", "Tree", "batch_leaf", "check_run", "merkle_root_hex", "paths", "run_anchor", "write_json_atomic"]

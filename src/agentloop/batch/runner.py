@@ -93,6 +93,8 @@ class _State:
     ok: int = 0
     died: set[str] = field(default_factory=set)
     """Tasks that lost a worker in this invocation."""
+    trace: dict[str, str] | None = None
+    """The batch span's W3C trace context (``traceparent``): each task's run nests under it."""
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.on_event is not None:
@@ -266,7 +268,7 @@ class _PipeBackend:
             raise _DriverGone(str(exc)) from None
 
 
-def _local_worker(conn: Any, out_dir: str) -> None:
+def _local_worker(conn: Any, out_dir: str, trace: dict[str, str] | None = None) -> None:
     """A worker process: take a task, run it, report; until told to stop or orphaned."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the driver's to handle
     backend = _PipeBackend(conn)
@@ -284,7 +286,7 @@ def _local_worker(conn: Any, out_dir: str) -> None:
         task, attempt = msg
         try:
             conn.send(("begin", task.id, attempt, os.getpid()))
-            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive)
+            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive, trace=trace)
         except (_DriverGone, Abandoned, OSError):
             return
         except Exception as exc:  # a fault of ours or of a tool set: the task fails, the worker lives
@@ -303,9 +305,9 @@ class _Slot:
     attempt: int = 0
 
 
-def _spawn(ctx: Any, out_dir: str) -> _Slot:
+def _spawn(ctx: Any, out_dir: str, trace: dict[str, str] | None = None) -> _Slot:
     parent, child = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=_local_worker, args=(child, out_dir), daemon=True, name="agentloop-batch-worker")
+    proc = ctx.Process(target=_local_worker, args=(child, out_dir, trace), daemon=True, name="agentloop-batch-worker")
     proc.start()
     child.close()
     return _Slot(proc, parent)
@@ -314,7 +316,7 @@ def _spawn(ctx: Any, out_dir: str) -> _Slot:
 def _run_local(st: _State, workers: int) -> bool:
     """Run the pending tasks on ``workers`` processes. Returns True if interrupted."""
     ctx = mp.get_context("spawn")
-    slots = [_spawn(ctx, st.out_dir) for _ in range(min(workers, max(1, len(st.pending))))]
+    slots = [_spawn(ctx, st.out_dir, st.trace) for _ in range(min(workers, max(1, len(st.pending))))]
     ledger = st.ledger
     last_tick = 0.0
     try:
@@ -358,7 +360,7 @@ def _run_local(st: _State, workers: int) -> bool:
                     if s.task is not None:
                         st.crashed(s.task, s.attempt, f"exit code {s.proc.exitcode}")
                     s.conn.close()
-                    slots[i] = _spawn(ctx, st.out_dir)
+                    slots[i] = _spawn(ctx, st.out_dir, st.trace)
             now = time.monotonic()
             if now - last_tick > 0.1:
                 last_tick = now
@@ -407,11 +409,11 @@ class _RayBackend:
         self.actor.settle.remote(key, reserved_micros, actual_micros, reserved_tokens, actual_tokens)
 
 
-def _ray_task(task: Task, attempt: int, actor: Any) -> dict[str, Any]:
+def _ray_task(task: Task, attempt: int, actor: Any, trace: dict[str, str] | None = None) -> dict[str, Any]:
     import ray
 
     where = {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
-    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None)
+    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None, trace=trace)
 
 
 def _settled_snapshot(ray: Any, actor: Any, timeout: float = 10.0) -> dict[str, Any]:
@@ -426,7 +428,6 @@ def _settled_snapshot(ray: Any, actor: Any, timeout: float = 10.0) -> dict[str, 
 
 def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tuple[bool, int]:
     import ray as ray_module
-    from ray.exceptions import RayError, RayTaskError
 
     ray: Any = ray_module
     started_here = False
@@ -443,16 +444,13 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
         remote = ray.remote(max_retries=0)(_ray_task)
         window = max_in_flight or max(2, cpus * 2)
         in_flight: dict[Any, tuple[Task, int]] = {}
-        seen_running: set[str] = set()
-        running_ref = None
-        snapshot_ref = None
-        last_tick = 0.0
+        poll = _RayPoll()
         try:
             while st.pending or in_flight:
                 while st.pending and len(in_flight) < window:
                     task = st.pending.popleft()
                     attempt = st.next_attempt(task)
-                    in_flight[remote.remote(task, attempt, actor)] = (task, attempt)
+                    in_flight[remote.remote(task, attempt, actor, st.trace)] = (task, attempt)
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.2)
                 if ready:
                     rest = [r for r in in_flight if r not in ready]
@@ -460,44 +458,8 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
                         more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
                         ready += more
                 for ref in ready:
-                    task, attempt = in_flight.pop(ref)
-                    actor.end.remote(f"{task.id}#{attempt}")
-                    try:
-                        out = ray.get(ref)
-                    except RayTaskError as exc:
-                        st.running.discard(task.id)
-                        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
-                        st.finished(task, {"id": task.id, "attempt": attempt, "status": "failed",
-                                           "error": str(exc).strip().splitlines()[-1][:500]})
-                        continue
-                    except RayError as exc:
-                        st.crashed(task, attempt, type(exc).__name__)
-                        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
-                        continue
-                    lines = out.pop("lines", None)
-                    if lines is not None and out.get("anchor"):
-                        finish_files(st.out_dir, task.id, out["anchor"], lines)
-                    st.finished(task, out)
-                now = time.monotonic()
-                if running_ref is not None and ray.wait([running_ref], timeout=0)[0]:
-                    running = ray.get(running_ref)
-                    running_ref = None
-                    st.running = {k.rsplit("#", 1)[0] for k in running}
-                    for k, where in running.items():
-                        if k not in seen_running:
-                            seen_running.add(k)
-                            tid, _, att = k.rpartition("#")
-                            st.emit("begin", id=tid, attempt=int(att), pid=where.get("pid"), node=where.get("node"))
-                if snapshot_ref is not None and ray.wait([snapshot_ref], timeout=0)[0]:
-                    st.ledger = _LedgerView(ray.get(snapshot_ref), st.ledger)
-                    snapshot_ref = None
-                    st.tick()
-                if now - last_tick > 0.1:
-                    last_tick = now
-                    if running_ref is None:
-                        running_ref = actor.running.remote()
-                    if snapshot_ref is None:
-                        snapshot_ref = actor.snapshot.remote()
+                    _collect(st, ray, actor, ref, *in_flight.pop(ref))
+                poll.poll(st, ray, actor)
         except KeyboardInterrupt:
             interrupted = True
             for ref, (task, attempt) in in_flight.items():
@@ -510,6 +472,62 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
         if started_here:
             ray.shutdown()
     return interrupted, cpus
+
+
+def _collect(st: _State, ray: Any, actor: Any, ref: Any, task: Task, attempt: int) -> None:
+    """A Ray task that ended: its outcome recorded, its files made final; a failed or lost worker's
+    open reservation forfeited (it counts as spent)."""
+    from ray.exceptions import RayError, RayTaskError
+
+    actor.end.remote(f"{task.id}#{attempt}")
+    try:
+        out = ray.get(ref)
+    except RayTaskError as exc:
+        st.running.discard(task.id)
+        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
+        st.finished(task, {"id": task.id, "attempt": attempt, "status": "failed", "error": str(exc).strip().splitlines()[-1][:500]})
+        return
+    except RayError as exc:
+        st.crashed(task, attempt, type(exc).__name__)
+        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
+        return
+    lines = out.pop("lines", None)
+    if lines is not None and out.get("anchor"):
+        finish_files(st.out_dir, task.id, out["anchor"], lines)
+    st.finished(task, out)
+
+
+class _RayPoll:
+    """What runs where and the fleet's figures, asked of the ledger actor about ten times a second
+    without waiting for the answers (they are picked up when they have come)."""
+
+    def __init__(self) -> None:
+        self.seen_running: set[str] = set()
+        self.running_ref: Any = None
+        self.snapshot_ref: Any = None
+        self.last_tick = 0.0
+
+    def poll(self, st: _State, ray: Any, actor: Any) -> None:
+        now = time.monotonic()
+        if self.running_ref is not None and ray.wait([self.running_ref], timeout=0)[0]:
+            running = ray.get(self.running_ref)
+            self.running_ref = None
+            st.running = {k.rsplit("#", 1)[0] for k in running}
+            for k, where in running.items():
+                if k not in self.seen_running:
+                    self.seen_running.add(k)
+                    tid, _, att = k.rpartition("#")
+                    st.emit("begin", id=tid, attempt=int(att), pid=where.get("pid"), node=where.get("node"))
+        if self.snapshot_ref is not None and ray.wait([self.snapshot_ref], timeout=0)[0]:
+            st.ledger = _LedgerView(ray.get(self.snapshot_ref), st.ledger)
+            self.snapshot_ref = None
+            st.tick()
+        if now - self.last_tick > 0.1:
+            self.last_tick = now
+            if self.running_ref is None:
+                self.running_ref = actor.running.remote()
+            if self.snapshot_ref is None:
+                self.snapshot_ref = actor.snapshot.remote()
 
 
 class _LedgerView(FleetLedger):
@@ -542,13 +560,17 @@ def run_batch(
     on_event: Event | None = None,
     max_in_flight: int | None = None,
     check_reservations: bool = True,
+    trace: dict[str, str] | None = None,
 ) -> BatchReport:
     """Run every task not already finished in ``out_dir``, under one fleet budget.
 
     ``on_event(kind, data)`` hears ``begin``, ``done``, ``crash`` and ``tick``
     (about ten a second, with the counts and the ledger's figures).
     ``check_reservations=False`` grants every reservation: it exists only for
-    the negative control in the tests.
+    the negative control in the tests. ``trace`` is a W3C trace context
+    (``{"traceparent": ...}``): with tracing configured in the workers'
+    environment (``OTEL_EXPORTER_OTLP_ENDPOINT``), each task's run is a child
+    of that span (``agentloop.telemetry`` rule 3).
 
     Returns:
         The ``BatchReport``; the manifest and the batch anchor are written.
@@ -556,6 +578,7 @@ def run_batch(
     out = os.path.abspath(os.fspath(out_dir))
     started = time.monotonic()
     st = _prepare(tasks, out, max_usd_micros, max_tokens, check_reservations, on_event, max_attempts)
+    st.trace = dict(trace) if trace else None
     st.tick()
     n = workers or os.cpu_count() or 1
     interrupted = False
@@ -581,7 +604,7 @@ def sign_batch_anchor(out_dir: str | os.PathLike[str], private_key: Any) -> dict
     """
     from cryptography.hazmat.primitives import serialization
 
-    from ..anchor import Signature
+    from ..audit.anchor import Signature
     from ..canonical import canonical
 
     path = os.path.join(os.fspath(out_dir), "batch.anchor.json")

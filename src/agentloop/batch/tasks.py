@@ -41,6 +41,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import re
 from collections.abc import Mapping
@@ -50,6 +51,7 @@ from typing import Any
 import orjson
 
 from ..budget import Budget, Price, usd
+from ..tools import Registry
 
 __all__ = ["DEFAULT_TOOLSETS", "Task", "TaskFileError", "load_tasks", "parse_tasks"]
 
@@ -181,45 +183,13 @@ def _messages(obj: dict[str, Any]) -> tuple[dict[str, Any], ...]:
 
 
 def _script(v: Any) -> tuple[dict[str, Any], ...]:
-    if not isinstance(v, list) or not v:
-        raise _Bad("script", "a scripted model needs a non-empty list of replies")
-    out = []
-    for i, s in enumerate(v):
-        where = f"script[{i}]"
-        if not isinstance(s, dict):
-            raise _Bad(where, "must be an object (text, tool_calls, usage, delay_ms)")
-        extra = set(s) - {"text", "tool_calls", "usage", "delay_ms"}
-        if extra:
-            raise _Bad(f"{where}.{sorted(extra)[0]}", "is not a reply field (text, tool_calls, usage, delay_ms)")
-        step: dict[str, Any] = {"text": _str(s.get("text", ""), f"{where}.text", empty=True)}
-        calls = s.get("tool_calls", [])
-        if not isinstance(calls, list):
-            raise _Bad(f"{where}.tool_calls", "must be a list")
-        cs = []
-        for j, c in enumerate(calls):
-            cw = f"{where}.tool_calls[{j}]"
-            if not isinstance(c, dict) or not set(c) <= {"id", "name", "arguments"} or "name" not in c:
-                raise _Bad(cw, "must be an object with 'name', 'arguments' and an optional 'id'")
-            args = c.get("arguments", {})
-            try:
-                orjson.dumps(args)
-            except (TypeError, orjson.JSONEncodeError):
-                raise _Bad(f"{cw}.arguments", "must be JSON") from None
-            cid = _str(c["id"], f"{cw}.id") if "id" in c else f"call_{i}_{j}"
-            cs.append({"id": cid, "name": _str(c["name"], f"{cw}.name"), "arguments": args})
-        step["tool_calls"] = cs
-        if "usage" in s and s["usage"] is not None:
-            u = s["usage"]
-            if not isinstance(u, dict) or not set(u) <= {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}:
-                raise _Bad(f"{where}.usage", "must be an object of token counts (input_tokens, output_tokens, ...)")
-            step["usage"] = {k: _int(n, f"{where}.usage.{k}") for k, n in u.items()}
-        if "delay_ms" in s:
-            d = _int(s["delay_ms"], f"{where}.delay_ms")
-            if d > 600_000:
-                raise _Bad(f"{where}.delay_ms", "must be at most 600000 (ten minutes)")
-            step["delay_ms"] = d
-        out.append(step)
-    return tuple(out)
+    """The task's inline script, checked, every default spelled out (``testing.script``)."""
+    from ..testing.script import ScriptError, parse_replies
+
+    try:
+        return tuple(r.to_json() for r in parse_replies(v, "script"))
+    except ScriptError as exc:
+        raise _Bad(exc.where, exc.problem) from None
 
 
 def _price(v: Any) -> Price:
@@ -306,11 +276,26 @@ def _task(obj: Any, line: int, toolsets: Mapping[str, str], tool_names: Mapping[
     )
 
 
+_REGISTRIES: dict[str, Registry] = {}
+
+
+def load_registry(target: str) -> Registry:
+    """The ``Registry`` that ``module:function`` returns (cached per process)."""
+    if not target:
+        return Registry()
+    reg = _REGISTRIES.get(target)
+    if reg is None:
+        mod, _, fn = target.partition(":")
+        obj = getattr(importlib.import_module(mod), fn)()
+        if not isinstance(obj, Registry):
+            raise TypeError(f"{target} returned a {type(obj).__name__}, not a Registry")
+        reg = _REGISTRIES[target] = obj
+    return reg
+
+
 def _tool_names(target: str) -> frozenset[str]:
     if not target:
         return frozenset()
-    from .worker import load_registry
-
     return frozenset(load_registry(target).names())
 
 

@@ -13,69 +13,22 @@ Rules:
 
 from __future__ import annotations
 
-import importlib
 import os
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..budget import PriceTable
-from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from ..run import run
 from ..tools import Registry
 from ..transcript import MemoryTranscript, TranscriptWriter
 from . import _files
 from .ledger import LedgerBackend, TaskLedger
-from .tasks import Task
+from .tasks import Task, load_registry
 
-__all__ = ["Abandoned", "SleepyScriptedModel", "execute_task", "finish_files", "load_registry"]
-
-_REGISTRIES: dict[str, Registry] = {}
-
-
-def load_registry(target: str) -> Registry:
-    """The ``Registry`` that ``module:function`` returns (cached per process)."""
-    if not target:
-        return Registry()
-    reg = _REGISTRIES.get(target)
-    if reg is None:
-        mod, _, fn = target.partition(":")
-        obj = getattr(importlib.import_module(mod), fn)()
-        if not isinstance(obj, Registry):
-            raise TypeError(f"{target} returned a {type(obj).__name__}, not a Registry")
-        reg = _REGISTRIES[target] = obj
-    return reg
-
+__all__ = ["Abandoned", "execute_task", "finish_files"]
 
 def _subset(reg: Registry, names: Sequence[str]) -> Registry:
     return Registry([t for n in names if (t := reg.get(n)) is not None])
-
-
-class SleepyScriptedModel:
-    """Replies from a task's inline script, waiting ``delay_ms`` first (a provider's latency)."""
-
-    def __init__(self, steps: Sequence[dict[str, Any]], name: str = "scripted"):
-        self.steps = list(steps)
-        self.name = name
-        self.calls = 0
-
-    def complete(self, request: ModelRequest) -> ModelReply:
-        if self.calls >= len(self.steps):
-            raise RuntimeError(f"the task's script has {len(self.steps)} replies and the model was called again")
-        s = self.steps[self.calls]
-        self.calls += 1
-        if s.get("delay_ms"):
-            time.sleep(s["delay_ms"] / 1000)
-        u = s.get("usage")
-        reply = ModelReply(
-            text=s["text"],
-            tool_calls=tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in s["tool_calls"]),
-            usage=None if u is None else Usage.from_json(u),
-            model=self.name,
-        )
-        if request.on_text is not None and reply.text:
-            request.on_text(reply.text)
-        return reply
 
 
 _TRANSPORT: list[Any] = []
@@ -101,7 +54,9 @@ def _shared_transport() -> Any:
 def build_model(task: Task) -> Any:
     """A fresh model per task: provider state (a fallback taken, retries) never leaks between runs."""
     if task.script is not None:
-        return SleepyScriptedModel(task.script)
+        from ..testing import ScriptedModel, parse_replies
+
+        return ScriptedModel.from_script(parse_replies(list(task.script)))
     from ..providers import open_model
 
     return open_model(task.model, base_url=task.base_url, transport=_shared_transport())
@@ -114,6 +69,7 @@ def execute_task(
     *,
     out_dir: str | None = None,
     still_wanted: Callable[[], bool] | None = None,
+    trace: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run ``task`` and return its outcome (plain JSON-able data).
 
@@ -151,35 +107,15 @@ def execute_task(
             out.update(status="failed", stop_reason=None, error=f"cannot start: {type(exc).__name__}: {exc}", records=0,
                        spent_micros=0, tokens=0, steps=0)
             return out
-        name = task.model if task.script is None else "scripted"
-        prices = PriceTable({getattr(model, "name", name): task.price, name: task.price}) if task.price is not None else None
         ledger = TaskLedger(backend, key, sink)
-        result = run(
-            model, registry, list(task.messages), task.budget, transcript=sink, prices=prices,
-            max_output_tokens=task.max_output_tokens, sentinel=task.sentinel, loop_threshold=task.loop_threshold,
-            run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt}},
-            ledger=ledger,
-        )
+        result = _run_task(task, attempt, model, registry, sink, ledger, trace)
     finally:
         if writer is not None:
             writer.close()
     size = writer.count if writer is not None else len(mem.records) if mem is not None else 0
     last = writer.last_hash if writer is not None else mem.last_hash if mem is not None else ""
     anchor = _files.run_anchor(tree, last)
-    out.update(
-        status="failed" if result.stop_reason == "model_error" else "ok",
-        stop_reason=result.stop_reason,
-        error=result.error,
-        spent_micros=result.spent_micros,
-        tokens=result.tokens,
-        steps=result.steps,
-        records=size,
-        root=anchor["root"],
-        last_hash=last,
-        anchor=anchor,
-        reservations=ledger.reservations,
-        refusals=ledger.refusals,
-    )
+    out.update(_outcome(result, ledger, size, last, anchor))
     if out_dir is not None:
         if still_wanted is not None and not still_wanted():
             raise Abandoned(f"{task.id}: the driver is gone; the run stays partial")
@@ -187,6 +123,75 @@ def execute_task(
     elif mem is not None:
         out["lines"] = mem.getvalue()
     return out
+
+
+def _run_task(task: Task, attempt: int, model: Any, registry: Registry, sink: Any, ledger: TaskLedger,
+              trace: dict[str, str] | None) -> Any:
+    """The task's run, traced under the batch's span when there is one."""
+    name = task.model if task.script is None else "scripted"
+    prices = PriceTable({getattr(model, "name", name): task.price, name: task.price}) if task.price is not None else None
+    traced = _traced(trace, model, sink, name, task.id)
+    if traced is not None:
+        model, sink = traced[0], traced[1]
+    try:
+        return run(
+            model, registry, list(task.messages), task.budget, transcript=sink, prices=prices,
+            max_output_tokens=task.max_output_tokens, sentinel=task.sentinel, loop_threshold=task.loop_threshold,
+            run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt}},
+            ledger=ledger,
+        )
+    finally:
+        if traced is not None:
+            traced[2]()
+
+
+def _outcome(result: Any, ledger: TaskLedger, size: int, last: str, anchor: dict[str, Any]) -> dict[str, Any]:
+    """What the driver is told of a finished run (plain JSON-able data)."""
+    return {
+        "status": "failed" if result.stop_reason == "model_error" else "ok",
+        "stop_reason": result.stop_reason,
+        "error": result.error,
+        "spent_micros": result.spent_micros,
+        "tokens": result.tokens,
+        "steps": result.steps,
+        "records": size,
+        "root": anchor["root"],
+        "last_hash": last,
+        "anchor": anchor,
+        "reservations": ledger.reservations,
+        "refusals": ledger.refusals,
+    }
+
+
+_TRACING: list[Any] = []
+
+
+def _traced(trace: dict[str, str] | None, model: Any, sink: Any, name: str, run_id: str) -> tuple[Any, Any, Callable[[], None]] | None:
+    """(model, sink, end) tracing the task's run as a child of the batch's span, or None when the
+    driver passed no trace context or this process has no tracing configured."""
+    if not trace:
+        return None
+    if not _TRACING:
+        from ..telemetry import from_environment
+
+        _TRACING.append(from_environment(warn=lambda _text: None))
+    tracing = _TRACING[0]
+    if tracing is None:
+        return None
+    from opentelemetry import context as otel_context
+    from opentelemetry.propagate import extract
+
+    token = otel_context.attach(extract(trace))
+    m, s, _obs = tracing.wrap(model, sink, None, model_name=name, run_id=run_id)
+
+    def end() -> None:
+        s.finish()
+        otel_context.detach(token)
+        flush = getattr(tracing.provider, "force_flush", None)
+        if callable(flush):
+            flush()
+
+    return m, s, end
 
 
 class Abandoned(Exception):

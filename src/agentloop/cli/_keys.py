@@ -6,7 +6,7 @@ import os
 
 
 def keys_dir() -> str:
-    from agentloop.agent.settings import agentloop_home
+    from agentloop.config.settings import agentloop_home
 
     return os.path.join(agentloop_home(), "keys")
 

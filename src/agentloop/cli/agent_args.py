@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_options", "configure_top"]
+__all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_options", "configure_top"]
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
+INPUT_FORMATS = ("text", "stream-json")
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 
@@ -33,10 +34,26 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
                    help="continue the most recent session of this directory")
     g.add_argument("-r", "--resume", default=d(None), metavar="ID", help="resume the session ID (a unique prefix will do)")
     g.add_argument("--max-usd", default=d(None), metavar="USD", help="the session's spend cap in dollars, e.g. 0.05")
-    g.add_argument("--max-steps", type=int, default=d(None), metavar="N", help="model turns allowed per prompt (default 50)")
+    g.add_argument("--max-steps", "--max-turns", dest="max_steps", type=int, default=d(None), metavar="N",
+                   help="model turns allowed per prompt (default 50; --max-turns is Claude Code's name)")
     g.add_argument("--permission-mode", choices=PERMISSION_MODES, default=d(None), help="how tool permissions are decided")
+    g.add_argument("--sandbox", choices=("read-only", "workspace-write", "danger-full-access"), default=d(None),
+                   help="how Bash commands are confined (default workspace-write: only the workspace writable, no network)")
     g.add_argument("--add-dir", action="append", default=d([]), metavar="DIR", help="another directory the file tools may use (repeatable)")
-    g.add_argument("--output-format", choices=OUTPUT_FORMATS, default=d("text"), help="with -p / run: text, json (one object) or stream-json (JSON lines)")
+    g.add_argument("--output-format", choices=OUTPUT_FORMATS, default=d("text"),
+                   help="with -p / run: text, json (one object) or stream-json (JSON lines), in Claude Code's shapes")
+    g.add_argument("--input-format", choices=INPUT_FORMATS, default=d("text"),
+                   help="with -p / run: text, or stream-json (Claude Code's user messages, one JSON object a line on stdin)")
+    g.add_argument("--include-partial-messages", action="store_true", default=d(False),
+                   help="with --output-format stream-json: also stream the text as it arrives (stream_event lines)")
+    g.add_argument("--dangerously-skip-permissions", action="store_true", default=d(False),
+                   help="the same as --permission-mode bypassPermissions (deny rules and protected paths still apply)")
+    g.add_argument("--allowedTools", "--allowed-tools", dest="allowed_tools", action="append", default=d([]), metavar="RULES",
+                   help='permission rules to allow, comma- or space-separated ("Bash(git diff:*),Read"); repeatable')
+    g.add_argument("--disallowedTools", "--disallowed-tools", dest="disallowed_tools", action="append", default=d([]), metavar="RULES",
+                   help='permission rules to deny, comma- or space-separated ("Bash(rm:*)"); repeatable')
+    g.add_argument("--system-prompt", default=d(None), metavar="TEXT", help="replace the built-in system prompt")
+    g.add_argument("--append-system-prompt", default=d(None), metavar="TEXT", help="add TEXT to the end of the system prompt")
     g.add_argument("--durability", choices=("flush", "fsync"), default=d(None), help="how each session record is written (default flush)")
     g.add_argument("--cwd", default=d(None), metavar="DIR", help="work in DIR instead of the current directory")
     g.add_argument("--verbose", action="store_true", default=d(False), help="log to stderr as well as the log file")
@@ -44,6 +61,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
 
 def configure_top(parser: argparse.ArgumentParser) -> None:
     """Flags of ``agentloop`` without a subcommand: the REPL, or ``-p``."""
-    parser.add_argument("-p", "--print", dest="print_prompt", default=None, metavar="PROMPT",
-                        help="answer PROMPT without the REPL and exit ('-' reads it from stdin)")
+    parser.add_argument("-p", "--print", dest="print_mode", action="store_true",
+                        help="answer the prompt without the REPL and exit (the prompt, piped stdin, or both)")
+    # ``agentloop "explain this"``: main() moves a bare first word that names no subcommand here
+    parser.add_argument("--prompt", dest="prompt", default=None, help=argparse.SUPPRESS)
     add_agent_options(parser)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UserError
 
-__all__ = ["Signals", "make_agent", "main", "run_print"]
+__all__ = ["Signals", "make_agent", "main", "run_print", "split_rules"]
 
 EXIT_TERMINATED = 143
 FINISHED = ("no_tool_calls", "sentinel")
@@ -56,8 +56,8 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
     """
     from agentloop.agent.core import Agent, AgentError, setup_logging
     from agentloop.agent.session import SessionError
-    from agentloop.agent.settings import agentloop_home
     from agentloop.budget import usd
+    from agentloop.config.settings import agentloop_home
 
     cwd = _opt(args, "cwd") or os.getcwd()
     if not os.path.isdir(cwd):
@@ -74,6 +74,18 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
         raise UserError(f"--max-steps {steps}: must be at least 1")
     home = agentloop_home()
     setup_logging(home, verbose=bool(_opt(args, "verbose", False)))
+    mode = _opt(args, "permission_mode")
+    if _opt(args, "dangerously_skip_permissions", False):
+        if mode not in (None, "bypassPermissions"):
+            raise UserError(f"--dangerously-skip-permissions and --permission-mode {mode} say different things")
+        mode = "bypassPermissions"
+    tracing = None
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        from agentloop.telemetry import from_environment
+
+        tracing = from_environment()
+    rules = [("allow", r) for v in _opt(args, "allowed_tools", []) for r in split_rules(v)]
+    rules += [("deny", r) for v in _opt(args, "disallowed_tools", []) for r in split_rules(v)]
     try:
         return Agent(
             cwd=cwd,
@@ -84,15 +96,41 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
             fallback=_opt(args, "fallback_model"),
             max_usd_micros=micros,
             max_steps=steps,
-            permission_mode=_opt(args, "permission_mode"),
+            permission_mode=mode,
             add_dirs=list(_opt(args, "add_dir", [])),
             resume=_opt(args, "resume"),
             continue_last=bool(_opt(args, "continue_last", False)),
             durability=_opt(args, "durability"),
             ask_permission=ask_permission,
+            cli_rules=rules,
+            system_prompt=_opt(args, "system_prompt"),
+            append_system_prompt=_opt(args, "append_system_prompt"),
+            tracing=tracing,
+            sandbox=_opt(args, "sandbox"),
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
+
+
+def split_rules(value: str) -> list[str]:
+    """``--allowedTools "Bash(git diff:*),Read Edit"``: rules split at commas and spaces
+    outside parentheses (a rule's specifier keeps its own)."""
+    out: list[str] = []
+    depth, cur = 0, ""
+    for ch in value:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        if ch in ", " and depth == 0:
+            if cur.strip():
+                out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
 
 
 def _short(value: Any, n: int = 200) -> str:
@@ -101,50 +139,76 @@ def _short(value: Any, n: int = 200) -> str:
 
 
 class _StreamJson:
-    """``--output-format stream-json``: one JSON object a line, as things happen."""
+    """``--output-format stream-json``: Claude Code's messages, one JSON object a line, as things happen.
 
-    def __init__(self, sid: str):
+    ``init`` first; each model turn as an ``assistant`` message of content
+    blocks; each tool result as a ``user`` message with a ``tool_result``
+    block; text as it streams only with ``--include-partial-messages``; the
+    ``result`` last (``claude_format``).
+    """
+
+    def __init__(self, sid: str, *, partial: bool = False):
         self.sid = sid
+        self.partial = partial
 
     def emit(self, obj: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps({**obj, "session_id": self.sid}, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps({**obj, "session_id": obj.get("session_id", self.sid)}, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
     def __call__(self, ev: Any) -> None:
-        from agentloop.events import TextDelta, ToolFinished, ToolStarted, TurnRecorded
+        from agentloop.events import TextDelta, ToolFinished, TurnRecorded
+
+        from . import claude_format as cf
 
         if isinstance(ev, TextDelta):
-            self.emit({"type": "stream_event", "event": {"type": "text_delta", "text": ev.text}})
+            if self.partial:
+                self.emit(cf.partial_text(self.sid, ev.text))
         elif isinstance(ev, TurnRecorded):
-            self.emit({"type": "assistant", "step": ev.step, "message": ev.reply.to_json()})
-        elif isinstance(ev, ToolStarted):
-            self.emit({"type": "tool_use", "id": ev.call.id, "name": ev.call.name, "input": ev.call.arguments})
+            self.emit(cf.assistant_message(self.sid, ev.reply, ev.step))
         elif isinstance(ev, ToolFinished):
-            r = ev.result
-            self.emit({"type": "tool_result", "tool_use_id": r.call_id, "name": r.name, "is_error": not r.ok,
-                       "content": r.content if r.ok else r.error})
+            self.emit(cf.tool_result_message(self.sid, ev.result))
 
 
-def _result_json(agent: Any, result: Any, elapsed: float) -> dict[str, Any]:
-    from agentloop.budget import format_usd
+class _Timing:
+    """Observes a run for the result's figures: time in tools (so ``duration_api_ms`` is the
+    rest), and the last reply (its stop reason)."""
 
-    ok = result.stop_reason in FINISHED
-    return {
-        "type": "result",
-        "subtype": "success" if ok else f"error_{result.stop_reason}",
-        "is_error": not ok,
-        "result": result.answer,
-        "stop_reason": result.stop_reason,
-        "error": result.error,
-        "session_id": agent.session.id,
-        "num_turns": result.steps,
-        "duration_ms": int(elapsed * 1000),
-        "cost_micros": result.spent_micros,
-        "total_cost_usd": format_usd(result.spent_micros)[1:],
-        "session_cost_micros": agent.stats.spent_micros,
-        "usage": result.usage.to_json(),
-        "transcript": agent.session.path,
-    }
+    def __init__(self, inner: Any = None):
+        self.inner = inner
+        self.tool_s = 0.0
+        self.last_reply: Any = None
+        self._started: dict[str, float] = {}
+
+    def __call__(self, ev: Any) -> None:
+        from agentloop.events import ToolFinished, ToolStarted, TurnRecorded
+
+        if isinstance(ev, ToolStarted):
+            self._started[ev.call.id] = time.monotonic()
+        elif isinstance(ev, ToolFinished):
+            t0 = self._started.pop(ev.result.call_id, None)
+            if t0 is not None:
+                self.tool_s += time.monotonic() - t0
+        elif isinstance(ev, TurnRecorded):
+            self.last_reply = ev.reply
+        if self.inner is not None:
+            self.inner(ev)
+
+
+def _result_json(agent: Any, result: Any, elapsed: float, timing: _Timing) -> dict[str, Any]:
+    from . import claude_format as cf
+
+    return cf.result_message(
+        session_id=agent.session.id,
+        result=result,
+        duration_ms=int(elapsed * 1000),
+        duration_api_ms=max(0, int((elapsed - timing.tool_s) * 1000)),
+        model=agent.model_name,
+        context_window=int(agent.window or 0),
+        permission_denials=list(getattr(agent, "permission_denials", [])),
+        session_cost_micros=agent.stats.spent_micros,
+        transcript=agent.session.path,
+        last_reply=timing.last_reply,
+    )
 
 
 def cost_line(agent: Any, result: Any) -> str:
@@ -160,62 +224,156 @@ def cost_line(agent: Any, result: Any) -> str:
     )
 
 
-def run_print(args: argparse.Namespace, prompt: str, signals: Signals) -> int:
-    """One prompt, no REPL: the answer on stdout in the chosen format."""
-    fmt = _opt(args, "output_format", "text")
+def _piped_stdin(wait_s: float = 1.0) -> str | None:
+    """What is piped on stdin (``cat log.txt | agentloop -p "explain"``), or None.
+
+    A terminal, /dev/null or another device is not piped input. A pipe is read
+    to its end if anything (or its end) arrives within ``wait_s``.
+    """
+    import select
+    import stat
+
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError):
+        return None
+    if os.isatty(fd):
+        return None
+    if stat.S_ISREG(mode):
+        return sys.stdin.read()
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        ready, _, _ = select.select([fd], [], [], wait_s)
+        return sys.stdin.read() if ready else None
+    return None
+
+
+def _prompt_text(prompt: str | None) -> str:
+    """The prompt of ``-p``: the words given, with piped stdin added after them ('-' is stdin alone)."""
     if prompt == "-":
-        prompt = sys.stdin.read()
-    if not prompt.strip():
-        raise UserError("the prompt is empty")
+        return sys.stdin.read()
+    piped = _piped_stdin()
+    if piped and piped.strip():
+        return f"{prompt}\n\n{piped}" if prompt else piped
+    return prompt or ""
+
+
+def _stream_json_prompts() -> Any:
+    """``--input-format stream-json``: Claude Code's user messages on stdin, one a line.
+
+    Each ``{"type": "user", "message": {"role": "user", "content": ...}}`` is one
+    prompt; ``content`` is a string or a list of ``{"type": "text", "text"}``
+    blocks. A line that is not such a message is a user error naming its line.
+    """
+    for n, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"stdin line {n}: not JSON ({exc.msg})") from None
+        msg = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "user" else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, str):
+            yield content
+        elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
+            texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
+            if len(texts) != len(content):
+                kinds = sorted({str(b.get("type")) for b in content if b.get("type") != "text"})
+                raise UserError(f"stdin line {n}: content blocks of type {', '.join(kinds)} are not supported (text only)")
+            yield "\n".join(texts)
+        else:
+            raise UserError(f'stdin line {n}: not a user message ({{"type": "user", "message": {{"role": "user", "content": ...}}}})')
+
+
+def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) -> int:
+    """One prompt (or, with ``--input-format stream-json``, one per stdin line), no REPL:
+    the answer on stdout in the chosen format."""
+    fmt = _opt(args, "output_format", "text")
+    streamed_in = _opt(args, "input_format", "text") == "stream-json"
+    if streamed_in and fmt != "stream-json":
+        raise UserError("--input-format stream-json goes with --output-format stream-json")
+    if not streamed_in:
+        prompt = _prompt_text(prompt)
+        if not prompt.strip():
+            raise UserError("the prompt is empty (give it as an argument, or pipe it on stdin)")
     agent = make_agent(args)  # no terminal to ask: "ask" permissions deny
+    for w in getattr(agent, "load_warnings", []):
+        print(f"warning: {w}", file=sys.stderr)
     reason = "other"
     try:
-        observer: Any = None
+        stream: _StreamJson | None = None
+        for n in agent.startup_notices:  # said once, before anything runs
+            print(f"agentloop: {n}", file=sys.stderr)
         if fmt == "text":
             agent.on_notice = lambda text: print(f"notice: {text}", file=sys.stderr)
         if fmt == "stream-json":
-            stream = _StreamJson(agent.session.id)
-            agent.on_notice = lambda text: stream.emit({"type": "system", "subtype": "notice", "text": text})
-            stream.emit({"type": "system", "subtype": "init", "cwd": agent.cwd, "model": agent.model_spec,
-                         "tools": agent.registry.names(), "permission_mode": agent.permission_mode})
-            observer = stream
-        t0 = time.monotonic()
-        try:
-            result = agent.ask(prompt, observer=observer)
-        except Exception as exc:
-            from agentloop.agent.core import AgentError
+            from agentloop import __version__
 
-            if isinstance(exc, AgentError):
-                raise UserError(str(exc)) from None
-            raise
-        elapsed = time.monotonic() - t0
-        if fmt == "text":
-            if result.answer:
-                sys.stdout.write(result.answer + ("" if result.answer.endswith("\n") else "\n"))
-                sys.stdout.flush()
-            print(cost_line(agent, result), file=sys.stderr)
-            for w in agent.warnings():
-                print(f"warning: {w.text}", file=sys.stderr)
-            if result.stop_reason not in FINISHED:
-                detail = f": {result.error}" if result.error else ""
-                print(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", file=sys.stderr)
-        else:
-            obj = _result_json(agent, result, elapsed)
-            if fmt == "stream-json":
-                assert observer is not None
-                observer.emit(obj)
-            else:
-                sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-        if result.stop_reason == "interrupted":
+            from . import claude_format as cf
+
+            stream = _StreamJson(agent.session.id, partial=bool(_opt(args, "include_partial_messages", False)))
+            s = stream
+            agent.on_notice = lambda text: s.emit({"type": "system", "subtype": "notice", "text": text})
+            manager = getattr(agent, "mcp", None)
+            servers = [{"name": st.name, "status": st.status} for st in manager.status()] if manager is not None else []
+            commands = sorted(getattr(agent, "commands", {}) or {})
+            stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.registry.names(),
+                                        permission_mode=agent.permission_mode, mcp_servers=servers,
+                                        slash_commands=commands, version=__version__))
+        prompts = _stream_json_prompts() if streamed_in else [prompt]
+        code = EXIT_OK
+        for text in prompts:
+            code = _answer(agent, str(text), fmt, stream)
+            if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) or signals.terminating:
+                break
+        if code == EXIT_INTERRUPTED or signals.terminating:
             reason = "sigterm" if signals.terminating else "interrupted"
             return EXIT_TERMINATED if signals.terminating else EXIT_INTERRUPTED
         reason = "prompt_input_exit"
-        return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
+        return code
     except KeyboardInterrupt:
         reason = "sigterm" if signals.terminating else "interrupted"
         return EXIT_TERMINATED if signals.terminating else EXIT_INTERRUPTED
     finally:
         _close(agent, reason)
+
+
+def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> int:
+    """One prompt through the agent, printed in ``fmt``; the exit code it deserves."""
+    from agentloop.agent.core import AgentError
+
+    timing = _Timing(stream)
+    t0 = time.monotonic()
+    rules: tuple[str, ...] = ()
+    expanded = agent.expand_command(prompt.strip()) if prompt.startswith("/") else None
+    if expanded is not None:  # -p "/name args": the custom command or skill, as in Claude Code
+        prompt, rules = expanded
+    try:
+        result = agent.ask(prompt, observer=timing, allowed_tools=rules)
+    except AgentError as exc:
+        raise UserError(str(exc)) from None
+    elapsed = time.monotonic() - t0
+    if fmt == "text":
+        if result.answer:
+            sys.stdout.write(result.answer + ("" if result.answer.endswith("\n") else "\n"))
+            sys.stdout.flush()
+        print(cost_line(agent, result), file=sys.stderr)
+        for w in agent.warnings():
+            print(f"warning: {w.text}", file=sys.stderr)
+        if result.stop_reason not in FINISHED:
+            detail = f": {result.error}" if result.error else ""
+            print(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", file=sys.stderr)
+    else:
+        obj = _result_json(agent, result, elapsed, timing)
+        if stream is not None:
+            stream.emit(obj)
+        else:
+            sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+    if result.stop_reason == "interrupted":
+        return EXIT_INTERRUPTED
+    return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
 
 
 def _close(agent: Any, reason: str) -> None:
@@ -225,14 +383,25 @@ def _close(agent: Any, reason: str) -> None:
         agent.close(reason)
     except KeyboardInterrupt:
         agent.close(reason)
+    flush_tracing(agent)
+
+
+def flush_tracing(agent: Any) -> None:
+    """Export what tracing still holds before the process exits (the batch processor's queue)."""
+    provider = getattr(getattr(agent, "tracing", None), "provider", None)
+    shutdown = getattr(provider, "shutdown", None)
+    if callable(shutdown):
+        try:
+            shutdown()
+        except Exception as exc:  # an unreachable collector must not fail the run
+            print(f"agentloop: tracing: {exc}", file=sys.stderr)
 
 
 def main(args: argparse.Namespace) -> int:
     signals = Signals()
     signals.install()
-    prompt = getattr(args, "print_prompt", None)
-    if prompt is not None:
-        return run_print(args, prompt, signals)
+    if getattr(args, "print_mode", False):
+        return run_print(args, getattr(args, "prompt", None), signals)
     from .repl import run_repl
 
     return run_repl(args, signals)

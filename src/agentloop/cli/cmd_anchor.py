@@ -16,7 +16,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.anchor import (
+    from agentloop.audit.anchor import (
         AnchorError,
         anchor_file,
         anchor_path_for,

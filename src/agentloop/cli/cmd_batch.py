@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
             raise UserError("--ray needs Ray: pip install 'agentloop[ray]'") from None
     key = None
     if args.sign:
-        from agentloop.anchor import AnchorError, load_private_key
+        from agentloop.audit.anchor import AnchorError, load_private_key
 
         from ._keys import resolve_key
 
@@ -98,11 +98,17 @@ def main(args: argparse.Namespace) -> int:
     try:
         if progress is not None:
             progress.start()
-        report = run_batch(
-            tasks, args.out, workers=args.workers, ray=args.ray is not None, ray_address=args.ray or None,
-            max_usd_micros=cap, max_tokens=args.max_tokens, max_attempts=args.max_attempts,
-            on_event=progress.event if progress is not None else None,
-        )
+        span, trace, tracing = _batch_span(len(tasks), args.workers)
+        try:
+            report = run_batch(
+                tasks, args.out, workers=args.workers, ray=args.ray is not None, ray_address=args.ray or None,
+                max_usd_micros=cap, max_tokens=args.max_tokens, max_attempts=args.max_attempts,
+                on_event=progress.event if progress is not None else None, trace=trace,
+            )
+        finally:
+            if span is not None:
+                span.end()
+                tracing.provider.shutdown()
     finally:
         if progress is not None:
             progress.stop()
@@ -119,6 +125,26 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_PROBLEMS
 
 
+def _batch_span(n_tasks: int, workers: int | None) -> tuple[Any, dict[str, str] | None, Any]:
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set: a span for the whole batch and its W3C context for the
+    workers, whose task runs nest under it (``agentloop.telemetry`` rule 3); else nothing."""
+    if not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        return None, None, None
+    from agentloop.telemetry import from_environment
+
+    tracing = from_environment()
+    if tracing is None:
+        return None, None, None
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.propagate import inject
+
+    span = tracing.tracer.start_span("invoke_workflow agentloop-batch", attributes={
+        "gen_ai.operation.name": "invoke_workflow", "agentloop.batch.tasks": n_tasks, "agentloop.batch.workers": workers or 0})
+    carrier: dict[str, str] = {}
+    inject(carrier, context=otel_trace.set_span_in_context(span))
+    return span, carrier, tracing
+
+
 class _Progress:
     """A rich progress bar: done, failed, running, spend against the cap, ETA."""
 
@@ -128,7 +154,6 @@ class _Progress:
             MofNCompleteColumn,
             Progress,
             TextColumn,
-            TimeElapsedColumn,
             TimeRemainingColumn,
         )
 
@@ -136,9 +161,10 @@ class _Progress:
 
         self.cap = cap
         self.max_tokens = max_tokens
+        # fits 80 columns: a short bar, the counts and spend in few words, the time left
         self.bar = Progress(
-            TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            TextColumn("[bold]batch"), BarColumn(bar_width=12), MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"), TextColumn("ETA"), TimeRemainingColumn(),
             console=console(stderr=True), transient=False,
         )
         self.task = self.bar.add_task("batch", total=total, status="")
@@ -152,15 +178,35 @@ class _Progress:
     def event(self, kind: str, data: dict[str, Any]) -> None:
         if kind != "tick":
             return
-        led = data["ledger"]
-        spend = f"{_money(led['spent_micros'])} / {_money(self.cap)}" if self.cap is not None else _money(led["spent_micros"])
-        status = f"ok {data['done']}  failed {data['failed']}  running {data['running']}  spend {spend}"
-        if self.max_tokens is not None:
-            status += f"  tokens {led['used_tokens']}/{self.max_tokens}"
-        self.bar.update(self.task, completed=data["done"] + data["failed"], status=status)
+        self.bar.update(self.task, completed=data["done"] + data["failed"], status=progress_status(data, self.cap, self.max_tokens))
 
 
-def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> None:
+def _short_usd(micros: int) -> str:
+    """Dollars for a status line: four places under a dollar, two above (the report has the exact figure)."""
+    return f"${micros / 1_000_000:.4f}" if micros < 1_000_000 else f"${micros / 1_000_000:.2f}"
+
+
+def progress_status(data: dict[str, Any], cap: int | None, max_tokens: int | None) -> str:
+    """The progress line's counts and spend, short enough for an 80-column terminal (tokens against
+    a fleet token cap, when there is one, only where there is room: the report has them)."""
+    led = data["ledger"]
+    spend = _short_usd(led["spent_micros"]) + (f"/{_short_usd(cap)}" if cap is not None else "")
+    status = f"ok {data['done']} failed {data['failed']} run {data['running']} {spend}"
+    if max_tokens is not None and len(status) < 30:
+        status += f" tok {_count(led['used_tokens'])}/{_count(max_tokens)}"
+    return status
+
+
+def _count(n: int) -> str:
+    """12345 -> "12k", 9999999 -> "10.0M": a count for a status line."""
+    if n < 10_000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.0f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> Any:
     from collections import Counter
 
     from rich.table import Table
@@ -190,10 +236,11 @@ def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> 
     ran = sum(1 for e in report.entries if not e.get("resumed") and e["status"] != "pending")
     rate = ran / report.elapsed if report.elapsed > 0 else 0.0
     t.add_row("elapsed", f"{report.elapsed:.1f}s ({ran} run, {rate:.1f} tasks/s)")
-    t.add_row("batch root", report.anchor["root"])
+    t.add_row("batch root", report.anchor["root"][:16] + "… (in batch.anchor.json)")
     if "signature" in report.anchor:
         t.add_row("signed by key", report.anchor["signature"]["key_id"])
     t.add_row("manifest", os.path.join(out, "manifest.jsonl"))
     if report.interrupted:
         t.add_row("interrupted", "rerun the same command to finish")
     console().print(t)
+    return t

@@ -17,9 +17,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import orjson
 
-    from agentloop.anchor import AnchorError
-    from agentloop.merkle import ProofError
-    from agentloop.proofs import check_proof
+    from agentloop.audit.anchor import AnchorError
+    from agentloop.audit.merkle import ProofError
+    from agentloop.audit.proofs import check_proof
 
     try:
         with open(args.proof, "rb") as f:

@@ -15,6 +15,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from rich import box
     from rich.table import Table
 
     from agentloop.budget import format_usd
@@ -22,10 +23,11 @@ def main(args: argparse.Namespace) -> int:
 
     con = console()
     runs = run_demo(args.out)
-    table = Table(title=f"agentloop demo: transcripts in {args.out}/")
+    # fits 80 columns (the longest run name is 20 characters): no borders between columns
+    table = Table(title="agentloop demo", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("run", no_wrap=True)
     for col in ("records", "stop reason", "spend", "verified", "claims"):
-        table.add_column(col, no_wrap=True)
+        table.add_column(col, no_wrap=True, justify="right" if col in ("records", "spend") else "left")
     for r in runs:
         n_ok = sum(c.held for c in r.claims)
         table.add_row(
@@ -33,6 +35,7 @@ def main(args: argparse.Namespace) -> int:
             "yes" if r.verified else "NO", f"{n_ok}/{len(r.claims)}" + ("" if r.held else " FAILED"),
         )
     con.print(table)
+    con.print(f"transcripts in {args.out}/")
     failed = [(r, c) for r in runs for c in r.claims if not c.held]
     if args.verbose:
         for r in runs:

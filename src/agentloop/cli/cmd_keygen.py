@@ -14,7 +14,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.anchor import AnchorError, generate_keys, key_id, load_public_key
+    from agentloop.audit.anchor import AnchorError, generate_keys, key_id, load_public_key
 
     from ._keys import keys_dir
 

@@ -57,7 +57,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _home() -> str:
-    from agentloop.agent.settings import agentloop_home
+    from agentloop.config.settings import agentloop_home
 
     return agentloop_home()
 

@@ -21,8 +21,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.anchor import AnchorError
-    from agentloop.proofs import prove_consistency, prove_inclusion
+    from agentloop.audit.anchor import AnchorError
+    from agentloop.audit.proofs import prove_consistency, prove_inclusion
 
     try:
         if args.record is not None:

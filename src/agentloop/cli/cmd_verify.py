@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -43,7 +44,7 @@ def _anchored(args: argparse.Namespace) -> Any:
         return None
     if len(args.files) != 1:
         raise UserError("--anchor checks one file; give exactly one FILE")
-    from agentloop.anchor import AnchorError, load_anchor, load_public_key, verify_with_anchor
+    from agentloop.audit.anchor import AnchorError, load_anchor, load_public_key, verify_with_anchor
 
     from ._keys import resolve_key
 
@@ -84,6 +85,36 @@ def _repair(args: argparse.Namespace) -> int:
     return worst
 
 
+def _not_a_transcript(path: str) -> str | None:
+    """Why ``path`` is not an agentloop transcript at all, or None.
+
+    A transcript whose first line was damaged still has records after it; a
+    file none of whose first 100 lines (within 1 MiB) is record-shaped is
+    something else, and saying so beats listing a bad_json problem per line.
+    """
+    import stat
+
+    import orjson
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a FIFO or a device: verify_file refuses it without opening it
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return None  # verify_file reports what cannot be read
+    lines = head.splitlines()[:100]
+    if not head or any(line.startswith(b'{"hash":"') for line in lines):
+        return None
+    first = lines[0]
+    try:
+        orjson.loads(first)
+        why = "line 1 is JSON but not a record"
+    except orjson.JSONDecodeError:
+        why = "line 1 is not a record"
+    return f"not an agentloop transcript: {why}"
+
+
 def main(args: argparse.Namespace) -> int:
     from agentloop.transcript import verify_file
 
@@ -92,12 +123,26 @@ def main(args: argparse.Namespace) -> int:
     anchored = _anchored(args)
     worst = EXIT_OK
     for path in args.files:
+        alien = _not_a_transcript(path)
+        if alien is not None:
+            worst = max(worst, EXIT_USAGE)
+            if args.json:
+                print(json.dumps({"file": path, "ok": False, "error": alien}))
+            else:
+                print(f"{path}: {alien}")
+            continue
         report: Any = verify_file(path) if anchored is None else anchored(path)
-        unreadable = any(pr.kind == "unreadable" for pr in report.problems)
+        unreadable = next((pr for pr in report.problems if pr.kind == "unreadable"), None)
         code = EXIT_USAGE if unreadable else (EXIT_OK if report.ok else EXIT_PROBLEMS)
         worst = max(worst, code)
         if args.json:
             print(json.dumps(report_json(path, report)))
+            continue
+        if unreadable is not None:
+            # not a transcript at all (missing, a FIFO, a device, a directory): one line
+            reason = unreadable.message.removeprefix(f"{path}: ")
+            sys.stdout.flush()
+            print(f"agentloop: error: cannot read {path}: {reason}", file=sys.stderr)
             continue
         if report.ok:
             extra = ""

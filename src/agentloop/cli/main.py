@@ -42,7 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="agentloop",
-        description="A budgeted, auditable agent runtime. Without a subcommand, starts the terminal agent.",
+        usage='%(prog)s [options] ["PROMPT"]  |  %(prog)s -p [options] ["PROMPT"]  |  %(prog)s COMMAND ...',
+        description=(
+            "A budgeted, auditable agent runtime. Without a subcommand, starts the terminal agent: "
+            "the REPL (starting with PROMPT when one is given), or with -p one answer to PROMPT "
+            "(and whatever is piped on stdin) and exit."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"agentloop {__version__}")
     try:
@@ -60,6 +65,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _prompt_to_option(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``agentloop "explain this"``, as ``claude "query"``: a first bare word that names no
+    subcommand is the prompt. It is moved to the hidden ``--prompt`` option so that the
+    subcommands keep their place. Words after ``--`` are never looked at."""
+    takes_value: set[str] = set()
+    commands: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands.update(action.choices)
+        elif action.option_strings and action.nargs != 0:
+            takes_value.update(action.option_strings)
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return argv
+        if a.startswith("-") and a != "-":
+            i += 2 if (a in takes_value and "=" not in a) else 1
+            continue
+        if a in commands:
+            return argv
+        return [*argv[:i], *argv[i + 1 :], "--prompt", a]
+    return argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         from agentloop import __version__  # no parser to build for this one
@@ -67,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentloop {__version__}")
         return 0
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_prompt_to_option(parser, list(sys.argv[1:] if argv is None else argv)))
     try:
         modname = getattr(args, "_module", None)
         if modname is not None:

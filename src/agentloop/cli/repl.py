@@ -320,14 +320,21 @@ class Repl:
 
         self.agent = make_agent(self.args, ask_permission=self.ask_permission if self.interactive else None)
         self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
+        for n in getattr(self.agent, "startup_notices", ()):
+            self.say(f"notice: {n}", "yellow")
         reason, code = "other", EXIT_OK
         try:
             if self.interactive:
                 self._make_session()
             self.banner()
+            first = getattr(self.args, "prompt", None)  # agentloop "explain this": the first prompt
             while True:
                 try:
-                    text = self.read_prompt()
+                    if first:
+                        text, first = first, None
+                        self.say(f"> {text}", "bold")
+                    else:
+                        text = self.read_prompt()
                 except KeyboardInterrupt:
                     if self.signals.terminating:
                         raise _Exit(EXIT_TERMINATED, "sigterm") from None
@@ -367,6 +374,9 @@ class Repl:
             a.close(reason)
         except KeyboardInterrupt:
             a.close(reason)
+        from .agent_entry import flush_tracing
+
+        flush_tracing(a)
         self.newline()
         if a.session.written:
             self.say(f"session {a.session.id} saved; resume with: agentloop --resume {a.session.id}", "dim")
@@ -377,6 +387,8 @@ class Repl:
         self.say(f"agentloop · {a.model_spec} · {resumed} session {a.session.id} · /help for commands", "bold")
         if a.memory_files:
             self.say("memory: " + ", ".join(os.path.relpath(p, a.cwd) if p.startswith(a.cwd) else p for p in a.memory_files), "dim")
+        for w in getattr(a, "load_warnings", []):
+            self.say(f"warning: {w}", "yellow")
 
     def handle(self, text: str) -> None:
         if text.startswith("/") and not text.startswith("//"):
@@ -386,7 +398,7 @@ class Repl:
         self.armed = False
         self.send(text)
 
-    def send(self, text: str) -> None:
+    def send(self, text: str, allowed_tools: tuple[str, ...] = ()) -> None:
         a = self.agent
         roots = list(a.workspace.roots)
 
@@ -401,7 +413,7 @@ class Repl:
             self.say(f"attached {os.path.relpath(p, a.cwd)}", "dim")
         self.working("thinking")
         try:
-            result = a.ask(prompt, observer=self.observe)
+            result = a.ask(prompt, observer=self.observe, allowed_tools=allowed_tools)
         finally:
             self.quiet()
             if self.md is not None:
@@ -427,9 +439,12 @@ class Repl:
             Command("resume", "resume a session (the latest other one without an id)", self.cmd_resume, "[id]"),
             Command("sessions", "list this directory's sessions", self.cmd_sessions),
             Command("compact", "compact the conversation to free context", self.cmd_compact, "[instructions]"),
+            Command("rewind", "list the prompts, or go back to before prompt N (files, conversation or both)", self.cmd_rewind,
+                    "[N [files|conversation|both] [--force]]"),
             Command("model", "show or switch the model", self.cmd_model, "[spec]"),
             Command("permissions", "show the permission rules in effect and where they come from", self.cmd_permissions),
             Command("mcp", "list MCP servers and their tools", self.cmd_mcp),
+            Command("sandbox", "show the Bash sandbox: mode, writable paths, network, hidden paths", self.cmd_sandbox),
             Command("cost", "tokens, cache use, spend and tool success counts", self.cmd_cost),
             Command("exit", "save the session and exit", self.cmd_exit),
             Command("quit", "the same as /exit", self.cmd_exit),
@@ -441,13 +456,11 @@ class Repl:
             self.commands[name].run(rest)
             return
         a = self.agent
-        if name in a.commands:
+        expanded = a.expand_command(f"/{name} {rest}".rstrip()) if (name in a.commands or name in a.skills) else None
+        if expanded is not None:
             self.armed = False
-            self.send(_render_command(a.commands[name], rest))
-            return
-        if name in a.skills:
-            self.armed = False
-            self.send(_render_skill(name, a.skills[name], rest))
+            prompt, rules = expanded
+            self.send(prompt, allowed_tools=rules)
             return
         self.say(f"unknown command /{name}; /help lists them", "red")
 
@@ -508,6 +521,41 @@ class Repl:
         self.agent.compact(rest)
         self.say(f"compacted: {before} messages → {len(self.agent.session.messages)}", "dim")
 
+    def cmd_rewind(self, rest: str) -> None:
+        """``/rewind``: the prompts to go back to; ``/rewind N [files|conversation|both] [--force]`` goes."""
+        from agentloop.agent.checkpoints import prompts_of
+        from agentloop.transcript import read_records
+
+        a = self.agent
+        words = rest.split()
+        if not words:
+            records = list(read_records(a.session.path)) if a.session.written else []
+            prompts = prompts_of(records)
+            if not prompts:
+                self.say("nothing to rewind: no prompt yet", "dim")
+                return
+            for n, _seq, text in prompts:
+                first = text.strip().splitlines()[0] if text.strip() else ""
+                self.say(f"  {n:>3}  {first[:70]}")
+            self.say("/rewind N [files|conversation|both] goes back to before prompt N (both by default). "
+                     "Files changed by Bash commands are not tracked and are not put back.", "dim")
+            return
+        try:
+            turn = int(words[0])
+        except ValueError:
+            self.say(f"/rewind {words[0]}: give a prompt number (see /rewind)", "red")
+            return
+        what = next((w for w in words[1:] if w in ("files", "conversation", "both")), "both")
+        force = "--force" in words[1:]
+        out = a.rewind(turn, files=what in ("files", "both"), conversation=what in ("conversation", "both"), force=force)
+        for p in out["restored"]:
+            self.say(f"restored {os.path.relpath(p, a.cwd) if p.startswith(a.cwd) else p}", "dim")
+        for p in out["left"]:
+            self.say(f"left alone: {p} was changed since (by hand or by Bash); /rewind {turn} {what} --force puts it back", "yellow")
+        if out["conversation"]:
+            self.say(f"the conversation is back to before prompt {turn}", "dim")
+        self.say("note: changes made by Bash commands are not tracked by rewind", "dim")
+
     def cmd_model(self, rest: str) -> None:
         if not rest:
             self.say(f"model: {self.agent.model_spec} (context window {self.agent.window} tokens)")
@@ -526,6 +574,9 @@ class Repl:
         if a.add_dirs:
             lines.append("additional directories: " + ", ".join(a.add_dirs))
         self.say("\n".join(lines))
+
+    def cmd_sandbox(self, rest: str) -> None:
+        self.say(self.agent.sandbox.describe())
 
     def cmd_mcp(self, rest: str) -> None:
         fn = getattr(self.agent, "mcp_status", None)
@@ -563,27 +614,6 @@ def _raw_write(text: str) -> None:
     """The working line's own writes: not the REPL's text, so they leave its line tracking alone."""
     sys.stdout.write(text)
     sys.stdout.flush()
-
-
-def _render_command(cmd: Any, arguments: str) -> str:
-    for attr in ("render", "expand"):
-        fn = getattr(cmd, attr, None)
-        if callable(fn):
-            return str(fn(arguments))
-    body = str(getattr(cmd, "body", None) or getattr(cmd, "template", "") or cmd)
-    return body.replace("$ARGUMENTS", arguments)
-
-
-def _render_skill(name: str, skill: Any, arguments: str) -> str:
-    for attr in ("render", "load"):
-        fn = getattr(skill, attr, None)
-        if callable(fn):
-            body = str(fn(arguments) if attr == "render" else fn())
-            break
-    else:
-        body = str(getattr(skill, "body", "") or getattr(skill, "content", ""))
-    text = f"Use the skill {name!r}. Its instructions:\n\n{body}"
-    return f"{text}\n\n{arguments}" if arguments else text
 
 
 def _completer(repl: Repl) -> Any:

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from agentloop.agent.settings import ConfigError, Scope, agentloop_home, settings_paths
+from agentloop.config.settings import ConfigError, Scope, agentloop_home, settings_paths
 
 __all__ = [
     "ConfigError",

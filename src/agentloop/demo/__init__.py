@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .budget import Budget, usd
-from .run import RunResult, run
-from .testing import ScriptedModel, reply
-from .tools import Registry, ToolError, tool
-from .transcript import TranscriptWriter, verify_file
+from ..budget import Budget, usd
+from ..run import RunResult, run
+from ..testing import ScriptedModel, reply
+from ..tools import Registry, ToolError, tool
+from ..transcript import TranscriptWriter, verify_file
 
 __all__ = ["ACTS", "Claim", "DemoRun", "demo_tools", "run_demo"]
 
@@ -89,7 +89,7 @@ def _execute(out_dir: str, name: str, script: list[Any], budget: Budget, prompt:
 
 
 def _kinds(path: str) -> list[tuple[str, Any]]:
-    from .transcript import read_records
+    from ..transcript import read_records
 
     return [(r.kind, r.payload) for r in read_records(path)]
 
@@ -152,8 +152,8 @@ def act_core(out_dir: str) -> list[DemoRun]:
 Act = Callable[[str], list[DemoRun]]
 ACTS: list[tuple[str, str]] = [
     ("core", "agentloop.demo:act_core"),
-    ("anchors", "agentloop.anchor:act_anchor"),
-    ("replay", "agentloop.replay_demo:act_replay"),
+    ("anchors", "agentloop.demo.anchor_act:act_anchor"),
+    ("replay", "agentloop.demo.replay_act:act_replay"),
 ]
 """(name, "module:function") of each act, run in order."""
 

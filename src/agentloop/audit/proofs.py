@@ -25,7 +25,7 @@ CONSISTENCY_TYPE = "agentloop-consistency-proof"
 
 def _verified_leaves(path: str) -> int:
     """The record count of a file that verifies; AnchorError otherwise."""
-    from .transcript import verify_file
+    from ..transcript import verify_file
 
     report = verify_file(path)
     if not report.ok:

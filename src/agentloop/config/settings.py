@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ConfigError", "SettingsSource", "agentloop_home", "load_settings", "project_hash"]
+from ..budget import Price, PriceTable
+from ..prices import default_prices
+
+__all__ = ["ConfigError", "prices_from_settings", "SettingsSource", "agentloop_home", "load_settings", "project_hash"]
 
 Scope = Literal["user", "project", "local"]
 
@@ -108,3 +111,35 @@ def merged(sources: list[SettingsSource], key: str) -> Any:
         if key in s.data:
             value = s.data[key]
     return value
+
+
+def prices_from_settings(sources: Iterable[Any], base: PriceTable | None = None) -> PriceTable:
+    """The built-in table with every settings file's ``"prices"`` laid over it, lowest precedence first.
+
+    Each file adds or replaces models one by one (a project file that prices
+    one model keeps the user file's others). ``sources`` are
+    ``SettingsSource`` values (``load_settings``).
+
+    Raises:
+        ConfigError: a ``prices`` value is not an object of model to prices,
+            naming the file and the model.
+    """
+    table = base if base is not None else default_prices()
+    for src in sources:
+        obj = src.data.get("prices")
+        if obj is None:
+            continue
+        if not isinstance(obj, Mapping):
+            raise ConfigError(src.path, '"prices" must be an object of model name to prices')
+        layer: dict[str, Price] = {}
+        for name, v in obj.items():
+            if not isinstance(v, Mapping):
+                raise ConfigError(src.path, f'prices.{name}: must be an object like {{"input": 3000000, "output": 15000000}}')
+            if not {"input", "output"} <= set(v):
+                raise ConfigError(src.path, f'prices.{name}: needs "input" and "output" (micro-USD per million tokens)')
+            try:
+                layer[str(name)] = Price.from_json(v)
+            except ValueError as exc:
+                raise ConfigError(src.path, f"prices.{name}: {exc}") from None
+        table = table.merged(layer)
+    return table

@@ -10,10 +10,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .demo import Claim, DemoRun, demo_tools
-from .replay import MODES, ReplayError, replay
-from .tools import Registry, tool
-from .transcript import read_records, verify_file
+from ..replay import MODES, ReplayError, replay
+from ..tools import Registry, tool
+from ..transcript import read_records, verify_file
+from . import Claim, DemoRun, demo_tools
 
 
 def act_replay(out_dir: str) -> list[Any]:

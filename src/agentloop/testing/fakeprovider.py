@@ -2,7 +2,7 @@
 
 Run it::
 
-    python -m agentloop.fakeprovider --script replies.json --port 0
+    python -m agentloop.testing.fakeprovider --script replies.json --port 0
 
 It binds 127.0.0.1, prints its base URL (``http://127.0.0.1:PORT``) as the
 first line on stdout, and serves until killed. Point a client at it with
@@ -608,7 +608,7 @@ class FakeProvider:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m agentloop.fakeprovider", description="A local OpenAI- and Anthropic-compatible model server that answers from a script.")
+    ap = argparse.ArgumentParser(prog="python -m agentloop.testing.fakeprovider", description="A local OpenAI- and Anthropic-compatible model server that answers from a script.")
     ap.add_argument("--script", required=True, help="a JSON file of replies (see the module docstring)")
     ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
     ap.add_argument("--host", default="127.0.0.1")

@@ -187,14 +187,23 @@ def merkle_root(leaves: Iterable[bytes]) -> bytes:
     return t.root()
 
 
-def iter_leaves(f: BinaryIO) -> Iterator[bytes]:
+MAX_LEAF_BYTES = 64 << 20
+"""The longest line read as a leaf: ``transcript.MAX_LINE_BYTES``, which verification stops at."""
+
+
+def iter_leaves(f: BinaryIO, max_line: int = MAX_LEAF_BYTES) -> Iterator[bytes]:
     """The leaves of a transcript file: every complete line without its ``\\n``.
 
     A last line with no ``\\n`` is a torn write, not a record, and is not a leaf.
+    Reading stops before a line longer than ``max_line`` bytes (the
+    verifier's own bound), so memory stays bounded whatever the file holds.
     """
-    for line in f:
-        if line.endswith(b"\n"):
-            yield line[:-1]
+    readline = f.readline
+    while True:
+        line = readline(max_line + 1)
+        if not line.endswith(b"\n"):
+            return  # the end, a torn last line, or a line too long to be a record
+        yield line[:-1]
 
 
 # --- proofs as ranges -----------------------------------------------------------

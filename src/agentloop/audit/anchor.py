@@ -38,7 +38,19 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .canonical import canonical
+from ..canonical import canonical
+from ..transcript import (
+    GENESIS,
+    Problem,
+    TranscriptError,
+    TranscriptWriter,
+    VerifyReport,
+    bounded_lines,
+    open_regular,
+    read_tail,
+    too_long_problem,
+    verify_lines,
+)
 from .merkle import (
     EMPTY_ROOT,
     MerkleTree,
@@ -47,15 +59,6 @@ from .merkle import (
     iter_leaves,
     range_roots,
     verify_consistency,
-)
-from .transcript import (
-    GENESIS,
-    Problem,
-    TranscriptError,
-    TranscriptWriter,
-    VerifyReport,
-    read_tail,
-    verify_lines,
 )
 
 if TYPE_CHECKING:
@@ -417,11 +420,14 @@ def anchor_file(path: str | os.PathLike[str], private_key: Ed25519PrivateKey | N
                 tree.append(raw[:-1])
             yield raw
 
+    too_long: list[int] = []
     try:
-        with open(p, "rb") as f:
-            report = verify_lines(tap(iter(f)))
+        with open_regular(p) as f:
+            report = verify_lines(tap(bounded_lines(f, too_long)))
     except OSError as exc:
         raise AnchorError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if too_long:
+        report.problems.append(too_long_problem(too_long[0]))
     if not report.ok:
         pr = report.problems[0]
         raise AnchorError(f"{p}: will not anchor a transcript that fails verification (record {pr.index}: {pr.kind}: {pr.message})")
@@ -561,9 +567,12 @@ def verify_with_anchor(
 
     out = AnchorReport(anchor_size=m)
     anchor_problems: list[Problem] = []
+    too_long: list[int] = []
     try:
-        with open(p, "rb") as f:
-            base = verify_lines(tap(iter(f)))
+        with open_regular(p) as f:
+            base = verify_lines(tap(bounded_lines(f, too_long)))
+            if too_long:
+                base.problems.append(too_long_problem(too_long[0]))
             n = tree.size
             if at_m is not None and n > m and differs is None:
                 out.consistency = _check_growth(f, anchor, at_m, offset_m, tree, anchor_problems)
@@ -622,63 +631,3 @@ def _check_growth(f: Any, anchor: Anchor, at_m: MerkleTree, offset_m: int, tree:
         problems.append(RangeProblem(0, "inconsistent", f"the file does not extend the anchored {m} records: {exc}", None, m))
         return "failed"
     return "proved"
-
-
-# --- the demo's act -------------------------------------------------------------------
-
-
-def act_anchor(out_dir: str) -> list[Any]:
-    """The demo: anchor a run when it stops, cut its tail, and catch the cut.
-
-    A chain alone cannot see a missing tail; the anchor names the missing range.
-    The file then grows by a second run, and the old anchor still checks it by
-    consistency proof.
-    """
-    import shutil
-
-    from .budget import Budget, usd
-    from .demo import Claim, DemoRun, demo_tools
-    from .run import run
-    from .testing import ScriptedModel, reply
-    from .transcript import verify_file
-
-    path = os.path.join(out_dir, "demo-anchors.jsonl")
-    cut = os.path.join(out_dir, "demo-anchors-cut.jsonl")
-    for p in (path, cut, anchor_path_for(path)):
-        if os.path.exists(p):
-            os.remove(p)
-    script = [reply("", [("lookup", {"key": "answer"})], step=1), reply("The answer is 42.")]
-    budget = Budget(max_steps=5, max_usd_micros=usd("0.05"))
-    with TranscriptWriter(path, durability="fsync") as w:
-        tree = attach_tree(w)
-        res = run(ScriptedModel(script), demo_tools(), "Look up the answer.", budget, transcript=w, run_id="demo-anchors")
-        anchor = write_anchor_for(path, tree=tree)
-    full = verify_with_anchor(path, anchor)
-
-    with open(path, "rb") as f:
-        lines = f.readlines()
-    keep = len(lines) - 2
-    with open(cut, "wb") as f:
-        f.writelines(lines[:keep])
-    plain = verify_file(cut)
-    caught = verify_with_anchor(cut, anchor)
-    first = caught.problems[0] if caught.problems else None
-
-    grown = os.path.join(out_dir, "demo-anchors-grown.jsonl")
-    shutil.copyfile(path, grown)
-    with TranscriptWriter(grown, resume=True) as w:
-        gtree = attach_tree(w, anchor)
-        run(ScriptedModel([reply("Still 42.")]), demo_tools(), "And again?", budget, transcript=w, run_id="demo-anchors-2")
-    later = verify_with_anchor(grown, anchor)
-
-    dr = DemoRun("anchors", path, full.count, res.stop_reason, res.spent_micros, full.ok)
-    dr.claims.append(Claim("the run anchored itself when it stopped, and the anchor matches", full.ok and anchor.size == len(lines)))
-    dr.claims.append(Claim(f"with its last 2 records cut off, the chain alone still verifies ({plain.count} records)", plain.ok))
-    dr.claims.append(Claim(
-        f"with the anchor, the cut is caught and named: records {keep}..{len(lines) - 1} are missing",
-        first is not None and first.kind == "truncated" and first.index == keep and f"records {keep}..{len(lines) - 1}" in first.message))
-    dr.claims.append(Claim("after a second run, the old anchor checks the grown file by consistency proof",
-                           later.ok and later.consistency == "proved" and later.leaves > anchor.size))
-    dr.claims.append(Claim("the resumed writer's tree, restored from the anchor's frontier, gives the grown file's root",
-                           gtree.root().hex() == later.root))
-    return [dr]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .replay import ReplayResult
+    from ..replay import ReplayResult
 
 Check = Callable[..., "ReplayResult"]
 
@@ -52,7 +52,7 @@ def agentloop_replay(request: pytest.FixtureRequest) -> Check:
         allow_warnings: bool = False,
     ) -> ReplayResult:
         # imported here, so that loading the plugin costs every pytest run nothing
-        from .replay import assert_replays
+        from ..replay import assert_replays
 
         p = Path(path)
         if recording and record is not None:

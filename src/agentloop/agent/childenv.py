@@ -1,0 +1,137 @@
+"""Secrets stay out of what the agent starts and of what tools tell the model.
+
+Two pieces, used by Bash, hooks and MCP stdio servers alike:
+
+1. ``child_env(env)``: the environment a child process gets. The agent's
+   provider credentials (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, the
+   variable ``--api-key-env`` names, and any variable holding a key the agent
+   uses) are taken out. Other variables, secret-looking ones included, are
+   the user's and pass through (a build may need ``NPM_TOKEN``); their values
+   are redacted from tool output instead (2).
+2. ``Redactor``: replaces each known secret value in text by a marker
+   ``[redacted: NAME]`` before a tool's output is spilled, recorded or shown
+   to the model. Known values: the provider keys the agent holds, values of
+   environment variables whose names look like keys, tokens, passwords or
+   secrets (8 characters or more), and ``secret_args`` values seen in calls.
+   One precompiled alternation does the search, longest value first, so the
+   cost is one pass over the output whatever the number of secrets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "MIN_SECRET_LEN",
+    "PROVIDER_KEY_VARS",
+    "Redactor",
+    "child_env",
+    "looks_secret",
+    "secret_env_values",
+]
+
+MIN_SECRET_LEN = 8
+"""Shorter values are not searched for: they would match ordinary text."""
+
+PROVIDER_KEY_VARS = frozenset({
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
+    "CLAUDE_CODE_OAUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY",
+    "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY",
+    "AGENTLOOP_API_KEY",
+})
+"""Variables holding a model provider's credentials: never passed to a child."""
+
+_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PW", "CREDENTIAL",
+                           "CREDENTIALS", "AUTH", "PAT", "PRIVATE", "COOKIE", "SESSION"})
+_SECRET_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
+_NOT_SECRET_LAST = frozenset({"SOCK", "PATH", "FILE", "DIR", "HOST", "PORT", "TYPE", "NAME", "MODE", "ID"})
+
+
+def looks_secret(name: str) -> bool:
+    """True for a variable name that looks like it holds a key, token, password or secret.
+
+    Judged by its ``_``-separated words: one of KEY, TOKEN, SECRET, PASSWORD,
+    AUTH... or a word ending so (``APIKEY``, ``GHTOKEN``); unless the last word
+    says it holds something else (``SSH_AUTH_SOCK``, ``..._FILE``, ``..._ID``).
+    """
+    words = [w for w in name.upper().split("_") if w]
+    if not words or words[-1] in _NOT_SECRET_LAST:
+        return False
+    return any(w in _SECRET_WORDS or w.endswith(_SECRET_ENDINGS) for w in words)
+
+
+def secret_env_values(env: Mapping[str, str]) -> dict[str, str]:
+    """``{name: value}`` of the variables whose names look secret and whose values are long enough."""
+    return {k: v for k, v in env.items() if looks_secret(k) and len(v) >= MIN_SECRET_LEN}
+
+
+def child_env(
+    env: Mapping[str, str], *, drop: Iterable[str] = (), held: Iterable[str] = ()
+) -> dict[str, str]:
+    """``env`` without the agent's provider credentials.
+
+    Args:
+        env: the agent's environment.
+        drop: more variable names to leave out (``--api-key-env``'s).
+        held: key values the agent uses: any variable holding one is left out.
+    """
+    names = PROVIDER_KEY_VARS | set(drop)
+    values = {v for v in held if v}
+    return {k: v for k, v in env.items() if k not in names and v not in values}
+
+
+class Redactor:
+    """Replaces known secret values in tool output with ``[redacted: NAME]``."""
+
+    def __init__(self, secrets: Mapping[str, str] | None = None):
+        self._secrets: dict[str, str] = {}
+        self._pattern: re.Pattern[str] | None = None
+        if secrets:
+            self.add(secrets)
+
+    def add(self, secrets: Mapping[str, str]) -> None:
+        """Add ``{name: value}``; values under 8 characters are ignored."""
+        self._add(secrets.items())
+
+    def add_values(self, name: str, values: Iterable[str]) -> None:
+        """Add values that share one name (a tool's secret arguments)."""
+        self._add((name, v) for v in values)
+
+    def _add(self, pairs: Iterable[tuple[str, str]]) -> None:
+        changed = False
+        for name, value in pairs:
+            if isinstance(value, str) and len(value) >= MIN_SECRET_LEN and value not in self._secrets:
+                self._secrets[value] = name
+                changed = True
+        if changed:
+            ordered = sorted(self._secrets, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+
+    def __len__(self) -> int:
+        return len(self._secrets)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._secrets
+
+    def text(self, s: str) -> str:
+        """``s`` with every known secret replaced by its marker."""
+        p = self._pattern
+        if p is None or not s:
+            return s
+        return p.sub(lambda m: f"[redacted: {self._secrets[m.group(0)]}]", s)
+
+    def value(self, v: Any) -> Any:
+        """A JSON value with every string in it redacted (the same object when nothing changed)."""
+        if self._pattern is None:
+            return v
+        if isinstance(v, str):
+            return self.text(v)
+        if isinstance(v, list):
+            out = [self.value(x) for x in v]
+            return v if all(a is b for a, b in zip(out, v)) else out
+        if isinstance(v, dict):
+            d = {k: self.value(x) for k, x in v.items()}
+            return v if all(d[k] is v[k] for k in v) else d
+        return v

@@ -1,0 +1,763 @@
+"""An operating-system sandbox around every Bash command (bubblewrap on Linux).
+
+Modes, as Codex's ``--sandbox``:
+
+- ``workspace-write`` (the default): the root file system read-only; the
+  workspace, the additional directories and a per-session temporary directory
+  (mounted at ``/tmp``) writable; no network.
+- ``read-only``: the same, but the workspace and additional directories are
+  read-only too (only the session's ``/tmp`` is writable).
+- ``danger-full-access``: no sandbox.
+
+In every sandboxed mode:
+
+- the user's agentloop home (sessions, keys, settings), ``~/.ssh`` and the
+  other credential folders and files of ``CREDENTIAL_PATHS``, the user's
+  runtime directory (``$XDG_RUNTIME_DIR``: session bus, keyring, agents) and
+  container engines' sockets are hidden (an empty directory, or an
+  unreadable file, is mounted over them);
+- inside each writable root, ``.git/hooks``, ``.git/config``, ``.agentloop``,
+  ``.claude`` and ``.mcp.json`` stay read-only where they exist, so a command
+  cannot plant code that a later session or ``git`` would run;
+- the command runs in new PID, IPC and network namespaces with every
+  capability dropped, and bubblewrap dies with the agent: when the command
+  ends, whatever it started ends too (``setsid``, double forks, ``nohup``).
+
+Settings, in Claude Code's ``sandbox`` shape (Claude Code settings reference,
+https://code.claude.com/docs/en/settings, "Sandbox settings"):
+``enabled``, ``failIfUnavailable``, ``excludedCommands``,
+``allowUnsandboxedCommands``, ``filesystem.allowWrite``,
+``filesystem.denyWrite``, ``filesystem.denyRead``, ``network.allowedDomains``.
+agentloop adds ``network.allowAll`` (network on or off as a whole).
+``network.allowedDomains`` is honoured through a proxy the agent runs
+(``netproxy``): commands see ``HTTP_PROXY``/``HTTPS_PROXY`` and reach only
+those hosts; programs that ignore the proxy reach nothing. What is not
+honoured is named in a warning, and the sandbox then stays closed:
+
+- ``allowUnsandboxedCommands``: agentloop's Bash has no
+  ``dangerouslyDisableSandbox`` argument; only ``excludedCommands`` run
+  outside, and each of those asks the user first.
+- A setting that weakens the sandbox (``enabled: false``, ``allowWrite``,
+  ``excludedCommands``, ``network.allowAll``, ``network.allowedDomains``) is
+  taken from the user's own settings only: a project's files cannot open the
+  sandbox they run in.
+- Allowed domains need the session's runner (one bubblewrap per session);
+  where it cannot start, each command gets a bubblewrap of its own and no
+  network at all.
+
+Where no sandbox can start (no bubblewrap, no user namespaces), the agent says
+so once, with how to install it, and then every Bash call asks the user; with
+``failIfUnavailable`` the agent refuses to start instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config.settings import SettingsSource
+
+__all__ = [
+    "CREDENTIAL_PATHS",
+    "INSTALL_HINT",
+    "MODES",
+    "Sandbox",
+    "SandboxSettings",
+    "SandboxUnavailable",
+    "probe",
+    "settings_from",
+]
+
+MODES = ("read-only", "workspace-write", "danger-full-access")
+DEFAULT_MODE = "workspace-write"
+
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+
+CREDENTIAL_PATHS = (
+    ".ssh", ".aws", ".gnupg", ".config/gcloud", ".docker", ".kube", ".netrc", ".claude", ".claude.json",
+    ".codex", ".agentloop", ".config/gh", ".config/hub", ".git-credentials", ".npmrc", ".pypirc", ".azure",
+    ".password-store", ".local/share/keyrings", ".config/anthropic", ".config/openai", ".vault-token",
+    ".terraform.d", ".cargo/credentials", ".cargo/credentials.toml", ".m2/settings.xml", ".gem/credentials",
+    ".config/rclone", ".pgpass", ".my.cnf", ".s3cfg", ".boto", ".oci", ".ipython/profile_default/history.sqlite",
+    ".bash_history", ".zsh_history", ".python_history",
+)
+"""Under the user's home: hidden from sandboxed commands."""
+
+SYSTEM_SOCKETS = (
+    "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
+    "/var/run/podman/podman.sock", "/run/buildkit/buildkitd.sock", "/var/run/libvirt/libvirt-sock",
+)
+"""Sockets that hand out more than the user's own rights (a container engine is root): hidden."""
+
+PROTECTED_IN_ROOTS = (".git/hooks", ".git/config", ".agentloop", ".claude", ".mcp.json")
+"""Inside each writable root: kept read-only where they exist."""
+
+
+class SandboxUnavailable(Exception):
+    """``failIfUnavailable`` is set and no sandbox can start (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """What the settings and the command line ask for, resolved."""
+
+    mode: str = DEFAULT_MODE
+    fail_if_unavailable: bool = False
+    excluded_commands: tuple[str, ...] = ()
+    network: bool = False
+    allow_write: tuple[str, ...] = ()
+    deny_write: tuple[str, ...] = ()
+    deny_read: tuple[str, ...] = ()
+    allowed_domains: tuple[str, ...] = ()
+    """Reachable through agentloop's proxy when ``network`` is off (``network.allowedDomains``)."""
+    warnings: tuple[str, ...] = ()
+    source: str = "default"
+    """Where the mode came from: "default", "--sandbox" or a settings file."""
+
+
+def _strings(v: Any, where: str, warnings: list[str]) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return list(v)
+    warnings.append(f"{where} is not a list of strings: ignored")
+    return []
+
+
+def _path(p: str, base: str, user_home: str) -> str:
+    if p.startswith("//"):  # Claude Code: "//" starts an absolute path
+        p = p[1:]
+    elif p == "~" or p.startswith("~/"):
+        p = user_home + p[1:]
+    return os.path.realpath(os.path.join(base, p))
+
+
+def settings_from(
+    sources: Sequence[SettingsSource], *, mode: str | None, cwd: str, user_home: str
+) -> SandboxSettings:
+    """The sandbox asked for by ``--sandbox MODE`` (``mode``) and the ``sandbox`` key of each settings file.
+
+    Raises:
+        ValueError: an unknown ``--sandbox`` mode (one line).
+    """
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"--sandbox {mode}: unknown mode (use one of: {', '.join(MODES)})")
+    warnings: list[str] = []
+    fail = False
+    enabled: bool | None = None
+    enabled_from = "default"
+    excluded: list[str] = []
+    network = False
+    allow_write: list[str] = []
+    deny_write: list[str] = []
+    deny_read: list[str] = []
+    domains: list[str] = []
+    for s in sources:
+        sb = s.data.get("sandbox")
+        if sb is None:
+            continue
+        where = f"{s.path}: sandbox"
+        if not isinstance(sb, dict):
+            warnings.append(f"{where} is not an object: ignored (the sandbox stays on)")
+            continue
+        user = s.scope == "user"
+        base = os.path.dirname(os.path.dirname(s.path)) if not user else cwd
+
+        def weakening(key: str, _where: str = where, _user: bool = user) -> bool:
+            if _user:
+                return True
+            warnings.append(f"{_where}.{key} ignored: only the user's own settings may weaken the sandbox")
+            return False
+
+        for key in sb:
+            if key not in ("enabled", "failIfUnavailable", "excludedCommands", "allowUnsandboxedCommands",
+                           "autoAllowBashIfSandboxed", "filesystem", "network"):
+                warnings.append(f"{where}.{key} is not supported by agentloop: ignored")
+        if "enabled" in sb:
+            if not isinstance(sb["enabled"], bool):
+                warnings.append(f"{where}.enabled is not true or false: ignored")
+            elif sb["enabled"] or weakening("enabled"):
+                enabled, enabled_from = sb["enabled"], s.path
+        if "failIfUnavailable" in sb:
+            if isinstance(sb["failIfUnavailable"], bool):
+                fail = fail or sb["failIfUnavailable"]  # it only restricts: any file may set it
+            else:
+                warnings.append(f"{where}.failIfUnavailable is not true or false: ignored")
+        ex = _strings(sb.get("excludedCommands"), f"{where}.excludedCommands", warnings)
+        if ex and weakening("excludedCommands"):
+            excluded += ex
+        if sb.get("allowUnsandboxedCommands") is True:
+            warnings.append(f"{where}.allowUnsandboxedCommands is not honoured: Bash has no dangerouslyDisableSandbox; "
+                            "list commands in excludedCommands instead (each asks first)")
+        if sb.get("autoAllowBashIfSandboxed") is True:  # false is what agentloop does anyway
+            warnings.append(f"{where}.autoAllowBashIfSandboxed is not honoured: permission rules decide as without the sandbox")
+        fs = sb.get("filesystem")
+        if fs is not None:
+            if not isinstance(fs, dict):
+                warnings.append(f"{where}.filesystem is not an object: ignored")
+            else:
+                for key in fs:
+                    if key not in ("allowWrite", "denyWrite", "denyRead"):
+                        warnings.append(f"{where}.filesystem.{key} is not supported by agentloop: ignored")
+                aw = _strings(fs.get("allowWrite"), f"{where}.filesystem.allowWrite", warnings)
+                if aw and weakening("filesystem.allowWrite"):
+                    allow_write += [_path(p, base, user_home) for p in aw]
+                deny_write += [_path(p, base, user_home) for p in _strings(fs.get("denyWrite"), f"{where}.filesystem.denyWrite", warnings)]
+                deny_read += [_path(p, base, user_home) for p in _strings(fs.get("denyRead"), f"{where}.filesystem.denyRead", warnings)]
+        net = sb.get("network")
+        if net is not None:
+            if not isinstance(net, dict):
+                warnings.append(f"{where}.network is not an object: ignored (the network stays off)")
+            else:
+                for key in net:
+                    if key not in ("allowAll", "allowedDomains"):
+                        warnings.append(f"{where}.network.{key} is not supported by agentloop: ignored")
+                ad = _strings(net.get("allowedDomains"), f"{where}.network.allowedDomains", warnings)
+                if ad and weakening("network.allowedDomains"):
+                    domains += ad
+                if net.get("allowAll") is True and weakening("network.allowAll"):
+                    network = True
+    if mode is not None:
+        chosen, source = mode, "--sandbox"
+    elif enabled is False:
+        chosen, source = "danger-full-access", enabled_from
+    else:
+        chosen, source = DEFAULT_MODE, enabled_from
+    if chosen == "danger-full-access":
+        network = True
+    return SandboxSettings(
+        mode=chosen, fail_if_unavailable=fail, excluded_commands=tuple(excluded), network=network,
+        allow_write=tuple(allow_write), deny_write=tuple(deny_write), deny_read=tuple(deny_read),
+        allowed_domains=tuple(dict.fromkeys(domains)), warnings=tuple(warnings), source=source,
+    )
+
+
+_probe_lock = threading.Lock()
+_probed: dict[str, str | None] = {}
+
+
+def probe(bwrap: str | None = None) -> tuple[str | None, str | None]:
+    """``(path to bwrap, None)`` when a sandbox starts here, else ``(None, why)``. Probed once per process."""
+    path = bwrap or shutil.which("bwrap")
+    if path is None:
+        return None, "bubblewrap (bwrap) is not installed"
+    with _probe_lock:
+        if path not in _probed:
+            try:
+                p = subprocess.run(
+                    [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
+                     "--unshare-net", "--die-with-parent", "--cap-drop", "ALL", "true"],
+                    stdin=subprocess.DEVNULL, capture_output=True, timeout=10,
+                )
+                why = None if p.returncode == 0 else (
+                    (p.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit {p.returncode}"])[-1])
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                why = str(exc)
+            _probed[path] = why
+        why = _probed[path]
+    return (path, None) if why is None else (None, f"bubblewrap cannot start a sandbox here: {why}")
+
+
+_SHELL_SPECIAL = re.compile(r"[;&|<>()`$\n\\{}*?\[\]!#~=]")
+
+
+@dataclass
+class Sandbox:
+    """The sandbox of one agent: how each Bash command is wrapped, and its state for ``/sandbox``."""
+
+    settings: SandboxSettings
+    roots: list[str]
+    """The workspace and additional directories (real paths)."""
+    hidden: list[str]
+    """Real paths hidden from commands (agentloop home, credentials, denyRead)."""
+    bwrap: str | None
+    unavailable: str | None = None
+    """Why no sandbox could start (None when one can, or when none is wanted)."""
+    use_runner: bool = True
+    """Keep one sandbox for the session and fork each command in it (False: a bubblewrap per call)."""
+    _tmp: str | None = field(default=None, repr=False)
+    _runner: _Runner | None = field(default=None, repr=False)
+    _proxy: Any = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def create(
+        cls, settings: SandboxSettings, *, roots: Sequence[str], agentloop_home: str, user_home: str,
+        bwrap: str | None = None, runtime_dir: str | None = None,
+    ) -> Sandbox:
+        """Probe bubblewrap (when the mode wants a sandbox).
+
+        ``runtime_dir`` (``$XDG_RUNTIME_DIR``) is hidden too: the session bus
+        there answers for the keyring, the ssh and gpg agents listen there.
+
+        Raises:
+            SandboxUnavailable: ``failIfUnavailable`` and no sandbox can start.
+        """
+        hidden = [os.path.realpath(agentloop_home)]
+        if user_home:
+            hidden += [os.path.realpath(os.path.join(user_home, p)) for p in CREDENTIAL_PATHS]
+        if runtime_dir:
+            hidden.append(os.path.realpath(runtime_dir))
+        hidden += [os.path.realpath(p) for p in SYSTEM_SOCKETS]
+        hidden += list(settings.deny_read)
+        real_roots = [os.path.realpath(r) for r in roots]
+        # a folder the user chose to work in is not hidden from its own commands
+        hidden = [h for h in hidden if not any(r == h or r.startswith(h + os.sep) for r in real_roots)]
+        path, why = (None, None)
+        if settings.mode != "danger-full-access":
+            path, why = probe(bwrap)
+            if why is not None and settings.fail_if_unavailable:
+                raise SandboxUnavailable(f"the Bash sandbox cannot start ({why}) and sandbox.failIfUnavailable is set; {INSTALL_HINT}")
+        return cls(settings, real_roots, list(dict.fromkeys(hidden)), path, why)
+
+    def for_roots(self, roots: Sequence[str]) -> Sandbox:
+        """This sandbox for commands working in ``roots`` (a sub-agent's worktree): itself when
+        they are already inside its roots, else a copy with those roots, sharing its ``/tmp``,
+        with a bubblewrap per call (nothing of it is left to close)."""
+        real = [os.path.realpath(r) for r in roots]
+        if all(any(r == x or r.startswith(x + os.sep) for x in self.roots) for r in real):
+            return self
+        tmp = self.tmpdir() if self.active else None
+        return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False, _tmp=tmp)
+
+    # -- state --
+
+    @property
+    def active(self) -> bool:
+        """Commands run inside bubblewrap."""
+        return self.bwrap is not None and self.settings.mode != "danger-full-access"
+
+    def unavailable_notice(self) -> str | None:
+        """The one-time notice when a sandbox was wanted and cannot start."""
+        if self.unavailable is None:
+            return None
+        return (f"the Bash sandbox is off: {self.unavailable}; every Bash command will ask for permission. "
+                f"To sandbox commands, {INSTALL_HINT}")
+
+    def describe(self) -> str:
+        """What ``/sandbox`` shows."""
+        s = self.settings
+        if s.mode == "danger-full-access":
+            head = f"sandbox: off (danger-full-access, from {s.source}); commands run with your full access"
+        elif not self.active:
+            head = f"sandbox: UNAVAILABLE ({self.unavailable}); every Bash command asks. {INSTALL_HINT}"
+        else:
+            head = f"sandbox: on, {s.mode} (from {s.source}), bubblewrap at {self.bwrap}"
+        lines = [head]
+        if s.mode != "danger-full-access":
+            w = "read-only" if s.mode == "read-only" else "writable"
+            lines.append(f"  {w}: " + ", ".join(self.roots + list(s.allow_write)) + "; /tmp is a per-session directory")
+            if s.network:
+                lines.append("  network: on")
+            elif s.allowed_domains:
+                lines.append("  network: only " + ", ".join(s.allowed_domains) + " (through agentloop's proxy; HTTP_PROXY is set)")
+            else:
+                lines.append("  network: off")
+            shown = [p for p in self.hidden if os.path.lexists(p)]
+            lines.append("  hidden: " + (", ".join(shown) if shown else "(none present)"))
+            if s.deny_write:
+                lines.append("  read-only: " + ", ".join(s.deny_write))
+            if s.excluded_commands:
+                lines.append("  run outside (each asks): " + ", ".join(s.excluded_commands))
+        for w_ in s.warnings:
+            lines.append(f"  warning: {w_}")
+        return "\n".join(lines)
+
+    # -- one command --
+
+    def excluded(self, command: str) -> bool:
+        """True when ``command`` is one simple command that ``excludedCommands`` lets run outside.
+
+        Anything a shell would read as more than one plain command (operators,
+        expansions, redirections, globs) stays inside: fail closed.
+        """
+        if not self.settings.excluded_commands or _SHELL_SPECIAL.search(command):
+            return False
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return False
+        for entry in self.settings.excluded_commands:
+            e = entry[:-2] if entry.endswith(":*") else entry.rstrip("*").rstrip()
+            try:
+                ew = shlex.split(e)
+            except ValueError:
+                continue
+            if ew and words[: len(ew)] == ew:
+                return True
+        return False
+
+    def inside(self, command: str) -> bool:
+        """True when ``command`` runs in the sandbox."""
+        return self.active and not self.excluded(command)
+
+    def needs_prompt(self, command: str) -> str | None:
+        """Why this command must ask the user whatever the rules say (None: the rules decide)."""
+        if self.settings.mode == "danger-full-access":
+            return None
+        if not self.active:
+            return "the Bash sandbox is unavailable, so each command asks"
+        if self.excluded(command):
+            return "this command runs outside the sandbox (sandbox.excludedCommands)"
+        return None
+
+    def tmpdir(self) -> str:
+        if self._tmp is None or not os.path.isdir(self._tmp):
+            self._tmp = tempfile.mkdtemp(prefix="agentloop-sandbox-")
+        return self._tmp
+
+    def close(self) -> None:
+        with self._lock:
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
+            if self._proxy is not None:
+                self._proxy.close()
+                self._proxy = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def wrap(self, argv: Sequence[str], cwd: str, command: str) -> tuple[list[str], dict[str, str]]:
+        """The argv that runs ``argv`` (a shell and its script) in a sandbox of its own, and extra environment.
+
+        Returns ``argv`` itself when the command runs outside (no sandbox wanted,
+        none available, or an excluded command).
+        """
+        if not self.inside(command):
+            return list(argv), {}
+        out = self._prefix()
+        if os.path.isdir(cwd):
+            out += ["--chdir", cwd]
+        return [*out, "--", *argv], {"TMPDIR": "/tmp"}
+
+    def launch(
+        self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int]
+    ) -> Any:
+        """Start ``argv`` for Bash: outside, in the session's runner, or in a bubblewrap of its own.
+
+        Returns a ``subprocess.Popen`` or an object with the same ``pid``,
+        ``stdout``, ``wait`` and ``returncode``; its ``pid`` is a process group
+        whose death ends the command and all it started. Output (stdout and
+        stderr) comes on ``stdout``.
+
+        Raises:
+            OSError: the command cannot start.
+        """
+        if self.inside(command):
+            prefix = self._prefix()
+            env2 = {**env, "TMPDIR": "/tmp"}
+            r = self._runner_for(prefix, env2)
+            if r is not None and self._proxy is not None:
+                from .netproxy import PROXY_PORT
+
+                url = f"http://127.0.0.1:{PROXY_PORT}"
+                env2.update({k: url for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")})
+                env2.update(NO_PROXY="", no_proxy="")
+            if r is not None:
+                import socket
+
+                rd, wr = os.pipe()
+                try:
+                    req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds)}
+                    socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
+                except OSError:
+                    os.close(rd)
+                    r.lock.release()
+                    r.close()
+                else:
+                    return _Launched(r, rd)
+                finally:
+                    os.close(wr)
+        argv, extra = self.wrap(argv, cwd, command)  # a bubblewrap of its own (or none: outside)
+        env = {**env, **extra}
+        return subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
+        )
+
+    def _runner_for(self, prefix: list[str], env: Mapping[str, str]) -> _Runner | None:
+        """The session's runner for this mount set, locked for one command; None: use a bubblewrap of its own."""
+        if not self.use_runner:
+            return None
+        with self._lock:
+            r = self._runner
+            if r is not None and (not r.alive() or r.prefix != prefix):
+                if not r.lock.acquire(blocking=False):
+                    return None  # busy with another command: that one keeps it
+                r.lock.release()
+                r.close()
+                r = self._runner = None
+            if r is None:
+                try:
+                    r = self._runner = _Runner(prefix, env, self._start_proxy())
+                except OSError:
+                    self.use_runner = False  # it cannot start here: a bubblewrap per call from now on
+                    return None
+            if not r.lock.acquire(blocking=False):
+                return None
+            return r
+
+    def _start_proxy(self) -> tuple[int, str] | None:
+        """The proxy for ``allowedDomains`` (started once): its port and socket path inside the sandbox."""
+        if self.settings.network or not self.settings.allowed_domains:
+            return None
+        from .netproxy import PROXY_PORT, DomainProxy
+
+        name = ".agentloop-proxy.sock"
+        if self._proxy is None:
+            self._proxy = DomainProxy(self.settings.allowed_domains, os.path.join(self.tmpdir(), name))
+        return PROXY_PORT, f"/tmp/{name}"
+
+    def _prefix(self) -> list[str]:
+        """bubblewrap and its options for this sandbox, as the file system is now (without --chdir and the command)."""
+        assert self.bwrap is not None
+        s = self.settings
+        rw = s.mode == "workspace-write"
+        out = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+               "--bind", self.tmpdir(), "/tmp"]
+        for r in self.roots:
+            if os.path.isdir(r):
+                out += ["--bind" if rw else "--ro-bind", r, r]
+        if rw:
+            for p in s.allow_write:
+                if os.path.exists(p):
+                    out += ["--bind", p, p]
+            for r in [*self.roots, *s.allow_write]:
+                for rel in PROTECTED_IN_ROOTS:
+                    p = os.path.join(r, rel)
+                    if os.path.lexists(p) and not os.path.islink(p):
+                        out += ["--ro-bind", p, p]
+        for p in s.deny_write:
+            if os.path.exists(p):
+                out += ["--ro-bind", p, p]
+        for p in self.hidden:
+            if os.path.isdir(p):
+                out += ["--tmpfs", p, "--remount-ro", p]
+            elif os.path.exists(p):
+                out += ["--ro-bind", "/dev/null", p]
+        out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
+        if not s.network:
+            out += ["--unshare-net"]
+        return out
+
+    def explain(self, command: str, output: str) -> str | None:
+        """A note for a failed command whose output shows the sandbox stopped it (None otherwise)."""
+        if not self.inside(command):
+            return None
+        notes = []
+        if "Read-only file system" in output:
+            notes.append("writing outside the writable directories ("
+                         + (", ".join(self.roots) if self.settings.mode == "workspace-write" else "none but /tmp")
+                         + ") or to a protected file (.git/hooks, .git/config, .agentloop, .claude, .mcp.json) fails")
+        hit = [p for p in self.hidden if p in output]
+        if hit:
+            notes.append("these paths are hidden from commands: " + ", ".join(hit))
+        proxy = self._proxy
+        if proxy is not None and proxy.denied:
+            notes.append("the proxy refused " + ", ".join(dict.fromkeys(proxy.denied)) + " (allowed: "
+                         + ", ".join(self.settings.allowed_domains) + ")")
+            proxy.denied.clear()
+        elif not self.settings.network and re.search(
+            r"Network is unreachable|Could not resolve|Temporary failure in name resolution|Name or service not known"
+            r"|getaddrinfo|Connection refused|No route to host|nodename nor servname", output):
+            notes.append("the network is off" + (" except, through HTTP_PROXY, for " + ", ".join(self.settings.allowed_domains)
+                                                  if self.settings.allowed_domains else ""))
+        if not notes:
+            return None
+        return ("[sandbox: this command ran in the Bash sandbox (" + self.settings.mode + "): " + "; ".join(notes)
+                + ". If the task needs more, ask the user (they can widen it with --add-dir, sandbox settings or --sandbox).]")
+
+
+# --- the session's runner: one bubblewrap per session, one fork per command ------------
+
+_RUNNER = r"""
+import ctypes, fcntl, json, os, signal, socket, sys
+try:
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: commands cannot ptrace the runner
+except Exception:
+    pass
+if os.getpid() != 2:  # not the first child of bubblewrap's init in a new PID namespace:
+    sys.exit(3)        # kill(-1) below would reach far more than the command's processes
+s = socket.socket(fileno=int(sys.argv[1]))
+if len(sys.argv) > 3:  # the proxy: 127.0.0.1:PORT here, bridged to the agent's Unix socket
+    import threading
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", int(sys.argv[2])))
+    lst.listen(64)
+    def pump(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for x, how in ((b, socket.SHUT_WR), (a, socket.SHUT_RD)):
+            try:
+                x.shutdown(how)
+            except OSError:
+                pass
+    def bridge(c):
+        u = socket.socket(socket.AF_UNIX)
+        try:
+            u.connect(sys.argv[3])
+        except OSError:
+            c.close()
+            return
+        t = threading.Thread(target=pump, args=(u, c), daemon=True)
+        t.start()
+        pump(c, u)
+        t.join()
+        u.close()
+        c.close()
+    def serve():
+        while True:
+            try:
+                c, _ = lst.accept()
+            except OSError:
+                return
+            threading.Thread(target=bridge, args=(c,), daemon=True).start()
+    threading.Thread(target=serve, daemon=True).start()
+s.send(b'{"ready": true}')
+while True:
+    try:
+        msg, fds, _, _ = socket.recv_fds(s, 1 << 22, 8)
+    except OSError:
+        break
+    if not msg:
+        break
+    req = json.loads(msg)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            s.close()
+            base = max([2, *req["fds"]]) + 1
+            high = [fcntl.fcntl(f, fcntl.F_DUPFD_CLOEXEC, base) for f in fds]  # above every target
+            null = os.open("/dev/null", os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(high[0], 1)
+            os.dup2(high[0], 2)
+            for f, target in zip(high[1:], req["fds"]):
+                os.dup2(f, target)
+            keep = {0, 1, 2, *req["fds"]}
+            for name in os.listdir("/proc/self/fd"):
+                if int(name) not in keep:
+                    try:
+                        os.close(int(name))
+                    except OSError:
+                        pass
+            os.chdir(req["cwd"])
+            os.execve(req["argv"][0], req["argv"], req["env"])
+        except BaseException as exc:
+            os.write(2, ("sandbox: cannot start the command: %s\n" % exc).encode())
+        os._exit(127)
+    for f in fds:
+        os.close(f)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    try:
+        os.kill(-1, signal.SIGKILL)  # everything the command started: all but pid 1 and this runner
+    except OSError:
+        pass
+    s.send(json.dumps({"code": code}).encode())
+"""
+
+
+class _Runner:
+    """A bubblewrap sandbox kept for the session, running a small runner as its PID 2.
+
+    Each command is forked by the runner inside the sandbox with its own
+    environment, directory and descriptors (sent over a socket); when it ends,
+    the runner kills every other process in the sandbox's PID namespace
+    (``kill(-1)``), so nothing it started outlives the call, as with a
+    bubblewrap per call, without paying for a new sandbox each time.
+    """
+
+    def __init__(self, prefix: list[str], env: Mapping[str, str], proxy: tuple[int, str] | None = None):
+        import socket
+        import sys
+
+        self.prefix = prefix
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = a
+        bridge = [str(proxy[0]), proxy[1]] if proxy else []
+        try:
+            self.proc = subprocess.Popen(
+                [*prefix, "--", sys.executable, "-I", "-S", "-c", _RUNNER, str(b.fileno()), *bridge],
+                pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True, env=dict(env),
+            )
+        finally:
+            b.close()
+        self.lock = threading.Lock()
+        a.settimeout(10)
+        try:
+            ready = a.recv(64)
+        except OSError:
+            ready = b""
+        if not ready.startswith(b'{"ready"'):
+            self.close()
+            raise OSError("the sandbox runner did not start")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        import signal
+
+        try:
+            self.sock.close()
+        finally:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.proc.wait()
+
+
+class _Launched:
+    """A command the runner started: the part of ``subprocess.Popen`` that ``run_command`` uses."""
+
+    def __init__(self, runner: _Runner, read_end: int):
+        self.runner = runner
+        self.pid = runner.proc.pid  # the sandbox's process group: killing it ends the command
+        self.stdout = os.fdopen(read_end, "rb", buffering=0)
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
+        self.runner.sock.settimeout(timeout)
+        try:
+            msg = self.runner.sock.recv(4096)
+        except TimeoutError:
+            raise subprocess.TimeoutExpired("bash", timeout or 0) from None
+        except OSError:
+            msg = b""
+        try:
+            code = int(json.loads(msg)["code"]) if msg else -9
+        except (ValueError, KeyError, TypeError):
+            code = -9
+        if not msg:
+            self.runner.close()  # killed (timeout, interrupt) or broken: the next call starts a new one
+        self.returncode = code
+        self.runner.lock.release()
+        return code
+
+
+def user_home_of(env: Mapping[str, str]) -> str:
+    """The user's home directory as the agent's environment says (``HOME``)."""
+    return env.get("HOME") or os.path.expanduser("~")

@@ -1,0 +1,74 @@
+"""Output that fits an 80-column terminal (issue 22, point 10): lines no wider than 80 columns,
+shortened at their least important parts, never cut mid-word by the table renderer ("…")."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.cells import cell_len
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
+    e.update(AGENTLOOP_HOME=str(tmp_path / "home"), COLUMNS="80", NO_COLOR="1")
+    return e
+
+
+def test_the_demo_table_fits_80_columns_with_nothing_cut(tmp_path: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "agentloop.cli.main", "demo", "--out", "out"], env=_env(tmp_path), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    table = [line for line in lines if "$0." in line]
+    assert table and not any("…" in line for line in table)
+    assert all(line.split()[-1].count("/") == 1 for line in table)  # the claims column is whole
+
+
+def test_the_batch_progress_line_and_report_fit_80_columns() -> None:
+    import io
+
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from agentloop.cli.cmd_batch import _summary, progress_status
+
+    status = progress_status({"done": 998, "failed": 2, "running": 8, "ledger": {"spent_micros": 4_123_456, "used_tokens": 9_999_999}},
+                             5_000_000, 10_000_000)
+    con = Console(file=io.StringIO(), width=80, record=True, color_system=None)
+    bar = Progress(TextColumn("[bold]batch"), BarColumn(bar_width=12), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+                   TextColumn("ETA"), TimeRemainingColumn(), console=con)
+    bar.add_task("batch", total=1000, completed=1000, status=status)
+    con.print(bar.make_tasks_table(bar.tasks))
+    line = con.export_text().rstrip("\n")
+    assert cell_len(line) <= 80 and "…" not in line and "ok 998 failed 2 run 8 $4.12/$5.00" in line
+
+    class Report:
+        entries = [{"stop_reason": "no_tool_calls", "status": "ok", "resumed": False, "retried": False}] * 3
+        backend, workers, elapsed, interrupted = "local", 2, 1.5, False
+        ledger = {"spent_micros": 123, "used_tokens": 10, "reservations": 3, "refusals": 0, "forfeited_micros": 0, "overrun_micros": 0}
+        anchor = {"root": "ab" * 32}
+
+        def count(self, status: str) -> int:
+            return 3 if status == "ok" else 0
+
+    from agentloop.cli import _common
+
+    out = io.StringIO()
+    saved = _common.console
+    _common.console = lambda stderr=False: Console(file=out, width=80, color_system=None)  # type: ignore[assignment]
+    try:
+        _summary(Report(), "out", 5_000_000, None)
+    finally:
+        _common.console = saved
+    text = out.getvalue()
+    assert max(cell_len(x) for x in text.splitlines()) <= 80 and "abababababababab… (in batch.anchor.json)" in text

@@ -1,0 +1,54 @@
+"""The package's layers hold: scripts/check_layers.py passes on the tree and catches a breach."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "check_layers.py"
+SRC = ROOT / "src" / "agentloop"
+
+
+def _check(src: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), str(src)], capture_output=True, text=True, timeout=60)
+
+
+def _copy(tmp_path: Path) -> Path:
+    dst = tmp_path / "agentloop"
+    shutil.copytree(SRC, dst, ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.c"))
+    return dst
+
+
+def test_the_package_follows_its_layers_and_has_no_new_cycle() -> None:
+    r = _check(SRC)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_core_module_importing_the_agent_fails_the_check(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    loop = src / "loop.py"
+    loop.write_text(loop.read_text() + "\n\ndef _leak() -> None:\n    from .agent import permissions  # noqa\n")
+    r = _check(src)
+    assert r.returncode == 1
+    assert "agentloop.loop (core) imports agentloop.agent.permissions (agent)" in r.stdout
+
+
+def test_the_core_importing_the_test_kit_or_the_demo_fails_the_check(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    budget = src / "budget.py"
+    budget.write_text(budget.read_text() + "\nfrom agentloop.testing import reply  # noqa\nfrom agentloop.demo import run_demo  # noqa\n")
+    r = _check(src)
+    assert r.returncode == 1
+    assert "(core) imports agentloop.testing (testing)" in r.stdout
+    assert "(core) imports agentloop.demo (demo)" in r.stdout
+
+
+def test_a_new_import_cycle_fails_the_check(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    (src / "batch" / "ledger.py").write_text((src / "batch" / "ledger.py").read_text() + "\nfrom . import runner  # noqa\n")
+    r = _check(src)
+    assert r.returncode == 1
+    assert "import cycle:" in r.stdout and "agentloop.batch.ledger" in r.stdout
