@@ -174,6 +174,27 @@ SABOTAGES = [
         "n in self.sensitive for n in names",
         ["tests/test_secrets_scan.py::test_library_run_writes_no_planted_secret_anywhere"],
     ),
+    Sabotage(
+        "an untrusted folder's configuration is used as if it were trusted",
+        "src/agentloop/agent/trust.py",
+        "    if not decision.trusted:\n        decision.left_out = [p.text for p in powers]",
+        "    if False:  # SABOTAGED\n        decision.left_out = [p.text for p in powers]",
+        ["tests/test_trust.py"],
+    ),
+    Sabotage(
+        "an untrusted folder keeps more than its deny rules",
+        "src/agentloop/agent/trust.py",
+        '    """What an untrusted folder\'s file keeps: its deny rules and the keys that only take power away."""',
+        '    """SABOTAGED"""\n    return source',
+        ["tests/test_trust.py"],
+    ),
+    Sabotage(
+        "a project's prices are used",
+        "src/agentloop/agent/core.py",
+        "return prices_from_settings(self.price_sources)",
+        "return prices_from_settings(self.sources)  # SABOTAGED",
+        ["tests/test_trust.py"],
+    ),
 ]
 
 

@@ -59,7 +59,7 @@ def records(a: Agent, kind: str) -> list[Any]:
 def test_the_shipped_guard_denies_a_dangerous_command_and_the_decision_is_in_the_session(tmp_path: Path, proj: Path) -> None:
     shutil.copytree(ROOT / "examples" / "hooks", proj / "examples" / "hooks")
     settings(proj, json.loads((ROOT / "examples" / "hooks" / "settings.json").read_text()))
-    a = Agent(cwd=str(proj), model=script(tmp_path, [bash_call("rm -rf /"), bash_call("echo safe"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("rm -rf /"), bash_call("echo safe"), final()]), permission_mode="bypassPermissions")
     res = a.ask("clean up")
     a.close("other")
     assert res.stop_reason == "no_tool_calls"
@@ -83,7 +83,7 @@ c=d["tool_input"]["command"].replace("hello","rewritten")
 print(json.dumps({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":c}}}))'
 """)
     settings(proj, {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": cmd}]}]}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [bash_call("echo hello"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo hello"), final()]), permission_mode="bypassPermissions")
     a.ask("go")
     a.close()
     (r,) = records(a, "tool_result")
@@ -93,7 +93,7 @@ print(json.dumps({"hookSpecificOutput":{"hookEventName":"PreToolUse","permission
 def test_permission_rules_still_apply_after_a_hook_allows(tmp_path: Path, proj: Path) -> None:
     cmd = hook_script(proj, "allow.sh", """echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'\n""")
     settings(proj, {"permissions": {"deny": ["Bash(echo *)"]}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": cmd}]}]}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [bash_call("echo hi"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo hi"), final()]))
     a.ask("go")
     a.close()
     (r,) = records(a, "tool_result")
@@ -103,7 +103,7 @@ def test_permission_rules_still_apply_after_a_hook_allows(tmp_path: Path, proj: 
 def test_a_blocked_prompt_runs_nothing_and_is_recorded(tmp_path: Path, proj: Path) -> None:
     cmd = hook_script(proj, "p.sh", "echo 'no secrets please' >&2; exit 2\n")
     settings(proj, {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": cmd}]}]}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final()]))
     with pytest.raises(AgentError, match="no secrets please"):
         a.ask("my key is sk-123")
     assert a.session.stats.turns == 0
@@ -118,7 +118,7 @@ def test_post_tool_use_context_reaches_the_model_and_stop_hooks_keep_it_going(tm
         "Stop": [{"hooks": [{"type": "command", "command": stop}]}],
     }})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
-    a = Agent(cwd=str(proj), model=script(tmp_path, [read, final("read it"), final("tests pass")]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final("read it"), final("tests pass")]))
     res = a.ask("read notes")
     a.close()
     assert res.answer == "tests pass"  # the Stop hook's reason started another turn
@@ -136,7 +136,7 @@ def test_continue_false_from_a_hook_ends_the_run_before_the_next_model_call(tmp_
     settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": post}]}]}})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
     notices: list[str] = []
-    a = Agent(cwd=str(proj), model=script(tmp_path, [read, final("never")]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final("never")]))
     a.on_notice = notices.append
     res = a.ask("read")
     assert res.stop_reason == "interrupted" and res.steps == 1
@@ -152,7 +152,7 @@ def test_session_start_context_and_session_end(tmp_path: Path, proj: Path) -> No
     end = hook_script(proj, "end.sh", f"cat > {log}\n")
     settings(proj, {"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": start}]}],
                               "SessionStop": [{"hooks": [{"type": "command", "command": end}]}]}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final()]))
     a.ask("hi")
     a.close("prompt_input_exit")
     assert any(m["content"] == "The build is broken on main." for m in a.session.messages if m["role"] == "user")
@@ -162,14 +162,14 @@ def test_session_start_context_and_session_end(tmp_path: Path, proj: Path) -> No
 
 def test_the_agent_stops_a_five_turn_loop_and_not_a_varied_run(tmp_path: Path, proj: Path) -> None:
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
-    a = Agent(cwd=str(proj), model=script(tmp_path, [read] * 5))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read] * 5))
     res = a.ask("read")
     a.close()
     assert res.stop_reason == "loop_detected" and res.steps == 5
     for i in range(6):
         (proj / f"f{i}.txt").write_text(str(i))
     varied = [{"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": f"f{i}.txt"}}], "usage": [100, 10]} for i in range(6)]
-    b = Agent(cwd=str(proj), model=script(tmp_path, [*varied, final()]))
+    b = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [*varied, final()]))
     assert b.ask("read all").stop_reason == "no_tool_calls"
     b.close()
 
@@ -178,7 +178,7 @@ def test_context_is_compacted_inside_an_agent_session_and_on_compact(tmp_path: P
     (proj / "big.txt").write_text(("x" * 99 + "\n") * 200)
     settings(proj, {"contextWindow": 8000})
     reads = [{"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "big.txt", "offset": i + 1}}], "usage": [100, 10]} for i in range(12)]
-    a = Agent(cwd=str(proj), model=_SummaryAware(reads))
+    a = Agent(cwd=str(proj), trust=True, model=_SummaryAware(reads))
     a.ask("read it many times")
     comps = records(a, "compaction")
     assert any(c["status"] == "compacted" for c in comps)
@@ -219,7 +219,7 @@ def test_the_agent_tool_runs_a_sub_agent_whose_transcript_the_session_points_to(
         final("the sub-agent found it"),
     ]
     settings(proj, {"permissions": {"allow": ["Agent"]}})  # the child's own calls are still checked
-    a = Agent(cwd=str(proj), model=script(tmp_path, replies), max_usd_micros=1_000_000)
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000)
     res = a.ask("delegate")
     a.close()
     assert res.answer == "the sub-agent found it"
@@ -230,10 +230,14 @@ def test_the_agent_tool_runs_a_sub_agent_whose_transcript_the_session_points_to(
     assert res.spent_micros >= sub["spent_micros"]
 
 
-def test_a_malformed_hooks_section_is_one_agent_error_naming_the_file(tmp_path: Path, proj: Path) -> None:
-    settings(proj, {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 5}]}]}})
-    with pytest.raises(AgentError) as ei:
-        Agent(cwd=str(proj), model=script(tmp_path, [final()]))
-    msg = str(ei.value)
-    assert msg.startswith(str(proj / ".agentloop" / "settings.json") + ": hooks.PreToolUse[0].hooks[0].command")
-    assert "\n" not in msg
+def test_a_malformed_hook_is_skipped_with_one_warning_naming_the_file_and_the_rest_applies(tmp_path: Path, proj: Path) -> None:
+    # Claude Code settings: a bad entry is reported and skipped; the file's other entries load.
+    marker = proj / "ran"
+    settings(proj, {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 5}]}],
+                              "SessionStart": [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]}})
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final()]))
+    a.close()
+    (w,) = [w for w in a.config_warnings if "hooks." in w]
+    assert w.startswith(str(proj / ".agentloop" / "settings.json") + ": hooks.PreToolUse[0].hooks[0].command ")
+    assert "command" in w and "skipped" in w and "\n" not in w
+    assert marker.exists()

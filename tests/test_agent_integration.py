@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agentloop.agent.core import Agent, AgentError
+from agentloop.agent.core import Agent
 from agentloop.budget import Price
 from agentloop.testing.fakeprovider import FakeProvider
 
@@ -44,37 +44,41 @@ def script(tmp_path, replies):  # type: ignore[no-untyped-def]
 # --- prices ------------------------------------------------------------------------
 
 
-def test_each_settings_files_prices_are_layered_model_by_model(tmp_path, home, proj):
+def test_prices_come_from_the_users_settings_and_never_from_the_project(tmp_path, home, proj):
     write(home / "settings.json", {"prices": {"user-model": {"input": 1_000_000, "output": 2_000_000}}})
-    write(proj / ".agentloop" / "settings.json", {"prices": {"project-model": {"input": 3_000_000, "output": 4_000_000}}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
-    # the project file prices one model; the user file's model is still priced, not the table's highest
-    assert a.prices.resolve("user-model") == Price(1_000_000, 2_000_000)
-    assert a.prices.resolve("project-model") == Price(3_000_000, 4_000_000)
-    assert a.prices.resolve("claude-haiku-4-5-20251001") == Price(1_000_000, 5_000_000, 100_000, 1_250_000)
+    write(proj / ".agentloop" / "settings.json", {"prices": {"project-model": {"input": 0, "output": 0}}})
+    for trust in (None, True):  # trusted or not, a project cannot make a model cheaper
+        a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]), trust=trust)
+        a.close()
+        assert a.prices.resolve("user-model") == Price(1_000_000, 2_000_000)
+        assert a.prices.resolve("project-model") != Price(0, 0)
+        assert a.prices.resolve("claude-haiku-4-5-20251001") == Price(1_000_000, 5_000_000, 100_000, 1_250_000)
+        assert any(w.startswith(f"{proj / '.agentloop' / 'settings.json'}: prices: a project cannot set prices") for w in a.config_warnings)
 
 
 @pytest.mark.parametrize("bad", [{"m": 5}, {"m": {"input": 1}}, {"m": {"input": -1, "output": 2}}, ["m"]])
-def test_a_bad_prices_entry_is_one_error_naming_the_file(tmp_path, home, proj, bad):
-    f = proj / ".agentloop" / "settings.json"
-    write(f, {"prices": bad})
-    with pytest.raises(AgentError) as ei:
-        Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
-    msg = str(ei.value)
-    assert msg.startswith(f"{f}: ") and "prices" in msg and "\n" not in msg
+def test_a_bad_prices_entry_is_skipped_with_one_warning_naming_the_file(tmp_path, home, proj, bad):
+    f = home / "settings.json"
+    write(f, {"prices": bad if isinstance(bad, list) else {**bad, "good": {"input": 7, "output": 8}}})
+    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
+    a.close()
+    (w,) = a.config_warnings
+    assert w.startswith(f"{f}: prices") and w.endswith("skipped") and "\n" not in w
+    if not isinstance(bad, list):
+        assert a.prices.resolve("good") == Price(7, 8)
 
 
-def test_a_bad_prices_entry_exits_2_from_the_cli_without_a_traceback(tmp_path, home, proj):
-    f = proj / ".agentloop" / "settings.json"
+def test_a_bad_prices_entry_is_one_warning_from_the_cli_and_the_run_goes_on(tmp_path, home, proj):
+    f = home / "settings.json"
     write(f, {"prices": {"m": {"input": "lots", "output": 1}}})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
     env["AGENTLOOP_HOME"] = str(home)
     p = subprocess.run([AGENTLOOP, "-p", "x", "--model", script(tmp_path, [{"text": "hi"}])], cwd=proj, env=env,
                        capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2, p.stderr
-    assert "Traceback" not in p.stderr
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and str(f) in lines[0] and "prices.m" in lines[0]
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr and p.stdout == "hi\n"
+    (line,) = [x for x in p.stderr.splitlines() if "warning" in x]
+    assert str(f) in line and "prices.m" in line
 
 
 def test_a_fallback_priced_dear_in_settings_gets_fewer_output_tokens(tmp_path, home, proj):
@@ -235,7 +239,7 @@ def test_a_sub_agent_gets_the_parents_mcp_tools_under_the_same_rules(tmp_path, h
         {"name": "mcp__py__echo", "arguments": {"text": "from the child"}},
         {"name": "mcp__py__fail", "arguments": {"message": "x"}},
     ])
-    a = Agent(cwd=str(proj), model=spec, max_usd_micros=1_000_000)
+    a = Agent(cwd=str(proj), model=spec, max_usd_micros=1_000_000, trust=True)
     try:
         assert a.ask("delegate").answer == "parent done"
     finally:

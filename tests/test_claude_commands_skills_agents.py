@@ -72,7 +72,7 @@ def test_a_command_in_a_subfolder_is_named_by_its_file(proj: Path, tmp_path: Pat
 
 
 def test_bang_lines_run_through_permissions_with_the_commands_allowed_tools(proj: Path, tmp_path: Path) -> None:
-    a = Agent(cwd=str(proj), model=_script(tmp_path, []))
+    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, []))
     try:
         expanded = a.expand_command("/status-report the tests")
         assert expanded is not None
@@ -90,7 +90,7 @@ def test_bang_lines_run_through_permissions_with_the_commands_allowed_tools(proj
 
 def test_allowed_tools_hold_for_the_commands_turn_only(proj: Path, tmp_path: Path) -> None:
     write = {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "out.txt", "content": "x"}}]}
-    a = Agent(cwd=str(proj), model=_script(tmp_path, [write, {"text": "done"}, write, {"text": "refused"}]))
+    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [write, {"text": "done"}, write, {"text": "refused"}]))
     try:
         prompt, rules = a.expand_command("/writer") or ("", ())
         a.ask(prompt, allowed_tools=rules)
@@ -132,7 +132,7 @@ def test_a_skill_the_model_may_not_invoke_is_kept_from_it(proj: Path, tmp_path: 
 def test_loading_a_skill_needs_no_approval_and_grants_its_tools_for_the_turn(proj: Path, tmp_path: Path) -> None:
     load = {"text": "", "tool_calls": [{"name": "Skill", "arguments": {"skill": "notes"}}]}
     write = {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "notes.md", "content": "n"}}]}
-    a = Agent(cwd=str(proj), model=_script(tmp_path, [load, write, {"text": "done"}, write, {"text": "no"}]))
+    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [load, write, {"text": "done"}, write, {"text": "no"}]))
     try:
         a.ask("take notes")
         assert (proj / "notes.md").read_text() == "n"  # Skill ran unasked, then its allowed-tools let Write run
@@ -158,3 +158,15 @@ def test_the_cli_shows_what_it_could_not_honour(proj: Path, tmp_path: Path) -> N
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     assert "warning:" in p.stderr and "Frobnicate" in p.stderr
+
+
+def test_an_agent_files_model_alias_names_the_model_it_stands_for(proj: Path, tmp_path: Path) -> None:
+    """Claude Code's sub-agent ``model`` takes the aliases ``sonnet``, ``opus``, ``haiku`` (or ``inherit``)."""
+    (proj / ".claude" / "agents" / "deep.md").write_text("---\nname: deep\ndescription: Thinks hard\nmodel: opus\n---\nThink.\n")
+    a = Agent(cwd=str(proj), model=_script(tmp_path, []), trust=True)
+    try:
+        types = a.context.subagents.types  # type: ignore[attr-defined]
+        assert types["deep"].model == "anthropic:claude-opus-4-6"
+        assert types["reviewer"].model is None  # inherit
+    finally:
+        a.close()

@@ -85,7 +85,7 @@ def test_permission_decision_allow_skips_the_prompt_in_print_mode(tmp_path: Path
     Without a terminal (``-p``) a prompt means a refusal, so before this the call was refused.
     """
     settings(proj, {"hooks": pre(decide_hook(proj, "allow"))})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command="echo approved-by-hook"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="echo approved-by-hook"), final()]))
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
@@ -101,7 +101,7 @@ def test_permission_decision_allow_does_not_override_an_ask_rule(tmp_path: Path,
         asked.append(c.name)
         return "deny"
 
-    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command="echo hi"), final()]), ask_permission=ask)
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="echo hi"), final()]), ask_permission=ask)
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
@@ -117,7 +117,7 @@ def test_permission_decision_ask_prompts_once_and_the_answer_decides(tmp_path: P
         asked.append(c.arguments["command"])
         return "allow"
 
-    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command="echo asked"), final()]), ask_permission=ask)
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="echo asked"), final()]), ask_permission=ask)
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
@@ -128,7 +128,7 @@ def test_permission_decision_deny_denies_even_in_bypass_mode(tmp_path: Path, pro
     """``"deny"`` prevents the tool call; ``permissionDecisionReason`` "For "deny", shown to Claude"."""
     settings(proj, {"hooks": pre(decide_hook(proj, "deny"))})
     marker = proj / "ran"
-    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command=f"touch {marker}"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command=f"touch {marker}"), final()]), permission_mode="bypassPermissions")
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
@@ -152,7 +152,7 @@ def test_file_paths_reach_hooks_absolute_so_a_relative_spelling_cannot_bypass_th
     relative paths before hooks run, so a hook that matches on paths can't be bypassed via ``~`` or a
     relative spelling of the same path"."""
     settings(proj, {"hooks": pre(executable(proj / "guard.sh", GUARD_SECRETS_BASH), "Read|Edit|Write")})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Read", file_path=spelling), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Read", file_path=spelling), final()]))
     a.ask("read the key")
     a.close()
     (r,) = tool_results(a)
@@ -184,7 +184,7 @@ def test_tool_response_has_claude_codes_shape_for_bash_write_edit_and_read(tmp_p
         call("Read", file_path="new.txt"),
         final(),
     ]
-    a = Agent(cwd=str(proj), model=script(tmp_path, replies), env={**os.environ, "LOG": str(proj / "hook.log")})
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), env={**os.environ, "LOG": str(proj / "hook.log")})
     a.ask("go")
     a.close()
     bash, write, edit, read = (e["tool_response"] for e in logged(proj))
@@ -226,7 +226,7 @@ def test_if_conditions_filter_handlers_with_permission_rule_syntax(tmp_path: Pat
     catcher = Catch()
     logging.getLogger("agentloop.agent").addHandler(catcher)
     try:
-        a = Agent(cwd=str(proj), model=script(tmp_path, replies), env={**os.environ, "LOG": str(proj / "hook.log")})
+        a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), env={**os.environ, "LOG": str(proj / "hook.log")})
         a.ask("go")
         a.close()
     finally:
@@ -241,7 +241,7 @@ def test_a_configured_event_agentloop_does_not_fire_is_warned_about_at_load(tmp_
     """Every event Claude Code documents either fires or is named, when configured, in a warning at load."""
     settings(proj, {"hooks": {event: [{"hooks": [{"type": "command", "command": "true"}]}]}})
     with caplog.at_level("WARNING", logger="agentloop"):
-        a = Agent(cwd=str(proj), model=script(tmp_path, [final()]))
+        a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final()]))
         a.close()
     assert any(event in r.getMessage() and "does not fire" in r.getMessage() for r in caplog.records)
 
@@ -263,7 +263,7 @@ def test_async_handlers_run_in_the_background_and_their_context_arrives_next_tur
     hook = executable(proj / "async.sh", ASYNC_HOOK)
     settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "async": True, "timeout": 30}]}]}})
     env = {**os.environ, "GO": str(proj / "go"), "DONE": str(proj / "done")}
-    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Read", file_path="notes.txt"), final("first"), final("second")]), env=env)
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Read", file_path="notes.txt"), final("first"), final("second")]), env=env)
     assert a.ask("read").answer == "first"
     assert not (proj / "done").exists()  # the turn did not wait for the hook
     (proj / "go").touch()
@@ -283,7 +283,7 @@ def test_the_settings_env_key_reaches_bash_and_hooks(tmp_path: Path, proj: Path)
     hook = executable(proj / "env.sh", '#!/usr/bin/env bash\necho "hook sees $DEPLOY_TARGET" > "$CLAUDE_PROJECT_DIR/hook-env.txt"\n')
     settings(proj, {"env": {"DEPLOY_TARGET": "staging"}, "permissions": {"allow": ["Bash"]},
                     "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [call("Bash", command="echo tool sees $DEPLOY_TARGET"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="echo tool sees $DEPLOY_TARGET"), final()]))
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
@@ -295,7 +295,7 @@ def test_session_start_fires_with_source_compact_after_compact(tmp_path: Path, p
     """SessionStart matcher ``compact``: fires after "Auto or manual compaction"; its stdout is context."""
     hook = executable(proj / "start.sh", '#!/usr/bin/env bash\nsrc=$(jq -r .source)\necho "re-primed after $src"\n')
     settings(proj, {"hooks": {"SessionStart": [{"matcher": "compact", "hooks": [{"type": "command", "command": hook}]}]}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [final("a"), {"text": "Summary: said a.", "usage": [10, 5]}, final("b")]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final("a"), {"text": "Summary: said a.", "usage": [10, 5]}, final("b")]))
     assert not any("re-primed" in str(m.get("content")) for m in a.session.messages)
     a.ask("one " + "long context " * 500)
     a.compact("")
@@ -330,7 +330,7 @@ def test_transcript_path_gives_hooks_claude_codes_message_lines_beside_the_sessi
     settings(proj, {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook}]}]}})
     replies = [{"text": "let me look", "tool_calls": [{"id": "t1", "name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]},
                final("notes say hello")]
-    a = Agent(cwd=str(proj), model=script(tmp_path, replies), env={**os.environ, "OUT": str(proj / "out.json")})
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), env={**os.environ, "OUT": str(proj / "out.json")})
     a.ask("what do the notes say?")
     a.close()
     got = json.loads((proj / "out.json").read_text())
@@ -367,7 +367,7 @@ def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp
     home = tmp_path / "user-home"
     home.mkdir()
     replies = [call("Read", file_path=".env"), call("Write", file_path="credentials.json", content="{}\n"), final()]
-    a = Agent(cwd=str(proj), model=script(tmp_path, replies), ask_permission=ask, env={**os.environ, "HOME": str(home)})
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), ask_permission=ask, env={**os.environ, "HOME": str(home)})
     a.ask("set up credentials")
     a.close()
     env_read, write = tool_results(a)
@@ -384,7 +384,7 @@ def test_a_model_error_fires_stop_failure_instead_of_stop(tmp_path: Path, proj: 
     blocker = executable(proj / "block.sh", "#!/usr/bin/env bash\ncat >/dev/null\necho 'keep going' >&2\nexit 2\n")
     settings(proj, {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook}]}],
                               "StopFailure": [{"hooks": [{"type": "command", "command": hook}, {"type": "command", "command": blocker}]}]}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [final("only answer")]), env={**os.environ, "LOG": str(proj / "hook.log")})
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final("only answer")]), env={**os.environ, "LOG": str(proj / "hook.log")})
     a.ask("one")
     res = a.ask("two")  # the scripted model has no reply left: the run ends with model_error
     a.close()

@@ -92,7 +92,7 @@ def test_seed_allowed_false_denies_with_its_reason_even_in_bypass_mode(tmp_path:
     settings(proj, {"hooks": hook("PreToolUse", executable(proj / "guard.py", SEED_GUARD_PY), "Bash")})
     marker = proj / "victim"
     marker.mkdir()
-    a = Agent(cwd=str(proj), model=script(tmp_path, [bash_call(f"rm -rf {marker}"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call(f"rm -rf {marker}"), final()]), permission_mode="bypassPermissions")
     a.ask("clean")
     a.close()
     (r,) = tool_results(a)
@@ -102,7 +102,7 @@ def test_seed_allowed_false_denies_with_its_reason_even_in_bypass_mode(tmp_path:
 def test_seed_allowed_true_is_no_objection_not_a_grant_and_updated_input_rewrites(tmp_path: Path, proj: Path) -> None:
     settings(proj, {"permissions": {"allow": ["Bash(echo rewritten-by-seed-hook)"]},
                     "hooks": hook("PreToolUse", executable(proj / "guard.py", SEED_GUARD_PY), "Bash")})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [bash_call("echo raw"), bash_call("echo other"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo raw"), bash_call("echo other"), final()]))
     a.ask("go")
     a.close()
     rewritten, other = tool_results(a)
@@ -118,7 +118,7 @@ printf '{"updatedOutput": "redacted (%s chars)"}' "${#out}"
 """
     settings(proj, {"hooks": hook("PostToolUse", executable(proj / "post.sh", body), "Read")})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
-    a = Agent(cwd=str(proj), model=script(tmp_path, [read, final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final()]))
     a.ask("read")
     a.close()
     tool_msgs = [m["content"] for m in a.session.messages if m.get("role") == "tool"]
@@ -135,7 +135,7 @@ else:
     print(json.dumps({"updatedPrompt": ev["prompt"] + " (answer in French)"}))
 """
     settings(proj, {"hooks": hook("UserPromptSubmit", executable(proj / "prompt.py", body))})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [final("bonjour")]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final("bonjour")]))
     with pytest.raises(AgentError, match="no passwords in prompts"):
         a.ask("my password is hunter2")
     a.ask("say hello")
@@ -151,7 +151,7 @@ echo '{"continue": false, "reason": "audit quota reached"}'
     settings(proj, {"hooks": hook("PostToolUse", executable(proj / "post.sh", body), "Read")})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
     notices: list[str] = []
-    a = Agent(cwd=str(proj), model=script(tmp_path, [read, final("never")]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final("never")]))
     a.on_notice = notices.append
     res = a.ask("read")
     a.close()
@@ -169,7 +169,7 @@ echo '{"continue": false, "reason": "audit quota reached"}'
 def test_a_misspelt_output_key_is_named_in_a_warning(tmp_path: Path, proj: Path, output: str, key: str) -> None:
     settings(proj, {"hooks": hook("PreToolUse", executable(proj / "typo.sh", f"#!/usr/bin/env bash\necho '{output}'\n"), "Bash")})
     notices: list[str] = []
-    a = Agent(cwd=str(proj), model=script(tmp_path, [bash_call("echo hi"), final()]), env={**os.environ})
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo hi"), final()]), env={**os.environ})
     a.on_notice = notices.append
     a.ask("go")
     a.close()

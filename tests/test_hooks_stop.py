@@ -121,7 +121,7 @@ def agent_env(proj: Path) -> dict[str, str]:
 def test_a_stop_hook_that_always_blocks_ends_within_the_step_budget(tmp_path: Path, proj: Path) -> None:
     """Issue 15: such a hook ran 950 model calls and ended in RecursionError with --max-steps 5."""
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
-    a = Agent(cwd=str(proj), model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     stops = events(proj / "stop.log")
@@ -138,7 +138,7 @@ def test_a_stop_hook_that_always_blocks_ends_within_the_step_budget(tmp_path: Pa
 def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_row(tmp_path: Path, proj: Path) -> None:
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
     notices: list[str] = []
-    a = Agent(cwd=str(proj), model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=50, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=50, env=agent_env(proj))
     a.on_notice = notices.append
     res = a.ask("fix it")
     a.close()
@@ -148,7 +148,7 @@ def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_ro
     assert any("8 blocks in a row" in n for n in notices)
     # the next prompt is a new turn: the count starts again, stop_hook_active false at first
     (proj / "stop.log").unlink()
-    a2 = Agent(cwd=str(proj), model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=2, env=agent_env(proj), continue_last=True)
+    a2 = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=2, env=agent_env(proj), continue_last=True)
     a2.ask("again")
     a2.close()
     assert [s["stop_hook_active"] for s in events(proj / "stop.log")] == [False, True]
@@ -156,11 +156,11 @@ def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_ro
 
 def test_a_stop_hook_that_always_blocks_ends_within_the_money_budget(tmp_path: Path, proj: Path) -> None:
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
-    settings_data = json.loads((proj / ".agentloop" / "settings.json").read_text())
-    settings_data["prices"] = {"scripted": {"input": 10_000_000, "output": 10_000_000}}
-    settings(proj, settings_data)
+    home = tmp_path / "home"  # prices come from the user's file only, never from a folder
+    home.mkdir(exist_ok=True)
+    (home / "settings.json").write_text(json.dumps({"prices": {"scripted": {"input": 10_000_000, "output": 10_000_000}}}))
     replies = [{"text": f"done {i}", "usage": [1000, 10]} for i in range(40)]
-    a = Agent(cwd=str(proj), model=script(tmp_path, replies), max_steps=50, max_usd_micros=35_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_steps=50, max_usd_micros=35_000, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     assert a.stats.spent_micros <= 35_000 and res.spent_micros == a.stats.spent_micros
@@ -169,7 +169,7 @@ def test_a_stop_hook_that_always_blocks_ends_within_the_money_budget(tmp_path: P
 
 def test_a_stop_hook_that_blocks_once_then_allows_continues_the_turn_once(tmp_path: Path, proj: Path) -> None:
     hooks_with(proj, executable(proj / "once.py", BLOCK_ONCE_PY))
-    a = Agent(cwd=str(proj), model=script(tmp_path, [answer(1), answer(2), answer(3)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(1), answer(2), answer(3)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     stops = events(proj / "stop.log")
@@ -190,7 +190,7 @@ if [ "$(echo "$input" | jq -r .stop_hook_active)" = "true" ]; then exit 0; fi
 echo '{"hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"The lint step has not run yet."}}'
 """
     hooks_with(proj, executable(proj / "ctx.sh", body))
-    a = Agent(cwd=str(proj), model=script(tmp_path, [answer(1), answer(2)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(1), answer(2)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     assert res.answer == "done 2"
@@ -206,7 +206,7 @@ def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: P
         {"text": "child checked again", "usage": [50, 5]},
         {"text": "parent done", "usage": [100, 5]},
     ]
-    a = Agent(cwd=str(proj), model=script(tmp_path, replies), max_usd_micros=1_000_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000, env=agent_env(proj))
     res = a.ask("delegate")
     a.close()
     assert res.answer == "parent done"
@@ -227,7 +227,7 @@ def test_a_subagent_stop_hook_that_always_blocks_is_bounded(tmp_path: Path, proj
         *child,
         {"text": "parent done", "usage": [100, 5]},
     ]
-    a = Agent(cwd=str(proj), model=script(tmp_path, replies), max_usd_micros=1_000_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000, env=agent_env(proj))
     res = a.ask("delegate")
     a.close()
     assert res.answer == "parent done"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentloop.agent.core import Agent, AgentError
+from agentloop.agent.core import Agent
 from agentloop.replay import replay
 from agentloop.transcript import read_records, verify_file
 from mcp_servers.helpers import PY, PYSERVER, running
@@ -40,7 +41,7 @@ def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_pa
         {"text": "", "tool_calls": [{"name": "mcp__py__fail", "arguments": {"message": "x"}}], "usage": [150, 10]},
         {"text": "1 + 2 = 3", "usage": [200, 5]},
     ])
-    a = Agent(cwd=str(proj), model=spec)
+    a = Agent(cwd=str(proj), trust=True, model=spec)
     try:
         assert {"mcp__py__echo", "mcp__py__add"} <= set(a.registry.names())
         status = a.mcp_status()  # type: ignore[attr-defined]
@@ -64,16 +65,20 @@ def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_pa
     assert again.equal, again.summary()
 
 
-def test_a_malformed_mcp_json_stops_the_agent_with_one_line(tmp_path: Path, proj: Path) -> None:
+def test_a_malformed_mcp_json_server_is_skipped_with_one_warning_and_the_agent_starts(tmp_path: Path, proj: Path) -> None:
+    # Claude Code skips an .mcp.json server it cannot use, with a warning, and loads the rest.
     (proj / ".mcp.json").write_text('{"mcpServers": {"py": {"type": "http"}}}')
-    with pytest.raises(AgentError, match=r"\.mcp\.json: mcpServers\.py: a http server needs a 'url'"):
-        Agent(cwd=str(proj), model=script(tmp_path, []))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, []))
+    a.close()
+    (w,) = a.config_warnings
+    assert re.search(r"\.mcp\.json: mcpServers\.py: a http server needs a 'url'; skipped$", w)
+    assert a.mcp is None  # type: ignore[attr-defined]
 
 
 def test_a_server_that_fails_to_start_does_not_stop_the_agent_and_mcp_tries_it_again(tmp_path: Path, proj: Path) -> None:
     later = tmp_path / "later_server.py"
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"late": {"command": PY, "args": [str(later)]}}}))
-    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "fine", "usage": [1, 1]}]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [{"text": "fine", "usage": [1, 1]}]))
     try:
         status = a.mcp_status()  # type: ignore[attr-defined]
         assert "late: failed" in status and "stderr ends" in status and "mcp__late__" not in " ".join(a.registry.names())
@@ -110,7 +115,7 @@ def test_the_agent_runs_a_turns_cleared_read_only_calls_at_the_same_time(tmp_pat
         {"text": "", "tool_calls": [{"name": "where", "arguments": {"i": 2}}, {"name": "where", "arguments": {"i": 3}}], "usage": [10, 10]},
         {"text": "done", "usage": [10, 10]},
     ])
-    a = Agent(cwd=str(proj), model=spec)
+    a = Agent(cwd=str(proj), trust=True, model=spec)
     a.register_tools([
         Tool("meet", "meet", schema, meet, read_only=True),
         Tool("where", "which thread", schema, where, read_only=True),

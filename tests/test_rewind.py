@@ -65,7 +65,7 @@ def _state(proj: Path) -> dict[str, bytes]:
 
 def _session(tmp_path: Path, proj: Path) -> tuple[str, list[dict[str, bytes]]]:
     """Three prompts; the files before each prompt and after the last."""
-    a = Agent(cwd=str(proj), model=_script(tmp_path, SCRIPT))
+    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, SCRIPT))
     states = [_state(proj)]
     for i in range(3):
         a.ask(f"prompt {i + 1}")
@@ -78,7 +78,7 @@ def _session(tmp_path: Path, proj: Path) -> tuple[str, list[dict[str, bytes]]]:
 @pytest.mark.parametrize("turn", [1, 2, 3])
 def test_rewinding_to_each_prompt_puts_every_file_back_byte_for_byte(tmp_path: Path, proj: Path, turn: int) -> None:
     sid, states = _session(tmp_path, proj)
-    b = Agent(cwd=str(proj), model=_script(tmp_path, [], "e.json"), resume=sid)
+    b = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [], "e.json"), resume=sid)
     try:
         out = b.rewind(turn)
         assert out["left"] == []
@@ -113,7 +113,7 @@ def test_a_tampered_checkpoint_is_refused_and_nothing_is_written(tmp_path: Path,
     home = os.environ["AGENTLOOP_HOME"]
     before_a = hashlib.sha256(b"original a\n").hexdigest()
     Path(Checkpoints(home).path_of(before_a)).write_bytes(b"forged\n")
-    b = Agent(cwd=str(proj), model=_script(tmp_path, [], "e.json"), resume=sid)
+    b = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [], "e.json"), resume=sid)
     try:
         from agentloop.agent.core import AgentError
 
@@ -127,7 +127,7 @@ def test_a_tampered_checkpoint_is_refused_and_nothing_is_written(tmp_path: Path,
 def test_a_file_changed_by_hand_since_is_left_alone_unless_forced(tmp_path: Path, proj: Path) -> None:
     sid, states = _session(tmp_path, proj)
     (proj / "b.txt").write_text("edited by hand\n")
-    b = Agent(cwd=str(proj), model=_script(tmp_path, [], "e.json"), resume=sid)
+    b = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [], "e.json"), resume=sid)
     try:
         out = b.rewind(2)
         assert [Path(p).name for p in out["left"]] == ["b.txt"]
@@ -139,7 +139,7 @@ def test_a_file_changed_by_hand_since_is_left_alone_unless_forced(tmp_path: Path
 
 
 def test_rewinding_the_conversation_sends_the_next_prompt_from_there(tmp_path: Path, proj: Path) -> None:
-    a = Agent(cwd=str(proj), model=_script(tmp_path, [*SCRIPT[:5], {"text": "after rewind"}]))
+    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [*SCRIPT[:5], {"text": "after rewind"}]))
     try:
         a.ask("prompt 1")
         a.ask("prompt 2")
@@ -166,7 +166,7 @@ def test_rewinding_the_conversation_sends_the_next_prompt_from_there(tmp_path: P
 def test_a_session_resumed_after_a_conversation_rewind_starts_from_the_rewound_point(tmp_path: Path, proj: Path) -> None:
     from agentloop.agent.session import Session
 
-    a = Agent(cwd=str(proj), model=_script(tmp_path, SCRIPT[:5]))
+    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, SCRIPT[:5]))
     try:
         a.ask("prompt 1")
         a.ask("prompt 2")

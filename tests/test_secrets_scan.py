@@ -287,7 +287,8 @@ def test_bash_and_read_put_no_provider_key_in_the_session_spills_or_next_request
         )
         requests = fp.requests
     assert p.returncode == 0, p.stderr
-    results = [json.loads(line) for line in p.stdout.splitlines() if '"tool_result"' in line]
+    # Claude Code's stream-json: each tool result is a user message holding a tool_result block
+    results = [json.loads(line)["message"]["content"][0] for line in p.stdout.splitlines() if '"tool_result"' in line]
     assert len(results) == 4 and "[redacted: " in results[2]["content"]  # the commands ran and saw the key
     assert "end" in results[0]["content"]
     blobs = files_under(home)

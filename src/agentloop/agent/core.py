@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, Protocol, cast
 
 from ..budget import Budget, PriceTable
-from ..config.settings import ConfigError, SettingsSource, agentloop_home, load_settings, merged
+from ..config.settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
 from ..conversation import close_dangling_calls
 from ..events import (
     Message,
@@ -77,13 +77,23 @@ current_session_id: contextvars.ContextVar[str] = contextvars.ContextVar("agentl
 PermissionAnswer = Literal["allow", "always", "deny"]
 AskPermission = Callable[[ToolCall, Any], PermissionAnswer]
 
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 WARN_LEVELS = (0.80, 0.95)
 
 SYSTEM_PROMPT = """You are agentloop, a coding agent working in the user's terminal.
 Use the tools to read, search and change files and to run commands; paths are relative to the working directory.
 Keep answers short and concrete. Say what you changed. Ask before doing something destructive."""
+
+
+def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
+    """Claude Code's ``env`` key of every source, the higher overriding the lower name by name."""
+    out: dict[str, str] = {}
+    for s in sources:
+        e = s.data.get("env")
+        if isinstance(e, dict):
+            out.update({str(k): str(v) for k, v in e.items()})
+    return out
 
 
 class AgentError(Exception):
@@ -296,6 +306,10 @@ class Agent:
         ask_permission: AskPermission | None = None,
         shell_timeout_s: float = 120.0,
         registry: Registry | None = None,
+        trust: bool | None = None,
+        ask_trust: Callable[[Any], bool] | None = None,
+        ask_mcp_server: Callable[[str, str], bool] | None = None,
+        managed_settings: str | None = None,
         cli_rules: Sequence[tuple[str, str]] = (),
         system_prompt: str | None = None,
         append_system_prompt: str | None = None,
@@ -322,20 +336,40 @@ class Agent:
         """Rules the user added for the rest of this session ("always")."""
         self.stop_hook_active = False
         """While ``hooks.stop`` runs: True when the turn is already going on because of a Stop hook."""
+        from .trust import load_for_agent, resolve_model
+
         try:
-            self.sources: list[SettingsSource] = load_settings(self.cwd, self.home)
+            loaded = load_for_agent(
+                self.cwd, self.home, self.env, trust=trust, ask=ask_trust, ask_server=ask_mcp_server, managed=managed_settings
+            )
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
-        self.settings_env, env_warnings = settings_env(self.sources)
-        """The settings' ``env`` (Claude Code's key): set for every Bash command and hook."""
-        for w in env_warnings:
-            log.warning("%s", w)
+        self.sources: list[SettingsSource] = loaded.sources
+        self.price_sources = loaded.price_sources
+        self.config_warnings: list[str] = loaded.warnings
+        """Every entry skipped and every key not honoured, one line each (the CLI shows them)."""
+        self.trust = loaded.decision
+        """Folder trust: ``trust.notice()`` is the one line saying what was left out."""
+        self.mcp_json_approved = set(loaded.decision.mcp_approved)
+        for w in self.config_warnings:
+            log.warning("settings: %s", w)
+        settings_env = merged_env(self.sources)
+        if settings_env:  # Claude Code's "env": for the model's provider, hooks and MCP servers
+            self.env = {**self.env, **settings_env}
+        managed = [s for s in self.sources if s.scope == "managed"]
         self.max_steps = max_steps if max_steps is not None else int(self._setting("maxSteps", 50))
         self.max_usd_micros = max_usd_micros if max_usd_micros is not None else self._setting_usd()
-        mode = permission_mode or self._setting_mode() or "default"
+        forced_mode = self._setting_mode(managed)  # managed settings beat the command line
+        if forced_mode is not None and permission_mode not in (None, forced_mode):
+            self.config_warnings.append(f"{managed[-1].path}: permissions.defaultMode {forced_mode} is managed; --permission-mode {permission_mode} ignored")
+        mode = forced_mode or permission_mode or self._setting_mode() or "default"
         if mode not in MODES:
             raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
         self.permission_mode = mode
+        forced_model = merged(managed, "model")
+        if isinstance(forced_model, str) and model is not None and model != forced_model:
+            self.config_warnings.append(f"{managed[-1].path}: model {forced_model} is managed; --model ignored")
+            model = forced_model
         self.add_dirs = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in add_dirs]
         for d in self.add_dirs:
             if not os.path.isdir(d):
@@ -347,13 +381,16 @@ class Agent:
         spec = model if model is not None else (merged(self.sources, "model") or self.env.get("AGENTLOOP_MODEL"))
         if spec is None:
             raise AgentError("no model configured: pass --model (e.g. scripted:replies.json) or set \"model\" in settings")
+        if isinstance(spec, str):
+            spec = resolve_model(spec, env=self.env, permission_mode=self.permission_mode)
         self.model_spec = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
+        if isinstance(self.fallback, str):
+            self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
         self.on_notice: Callable[[str], None] | None = None
         """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
         self.model = self._open(spec) if isinstance(spec, str) else spec
         self._init_secrets()
-        self.child_env.update(self.settings_env)  # Claude Code's settings "env" reaches Bash and hooks
         self.sandbox_mode = sandbox
         self._init_sandbox()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
@@ -479,18 +516,22 @@ class Agent:
         except ValueError as exc:
             raise AgentError(f"settings maxUsd: {exc}") from None
 
-    def _setting_mode(self) -> str | None:
-        perms = merged(self.sources, "permissions")
-        if isinstance(perms, dict) and isinstance(perms.get("defaultMode"), str):
-            return str(perms["defaultMode"])
-        return None
+    def _setting_mode(self, sources: list[SettingsSource] | None = None) -> str | None:
+        """``permissions.defaultMode`` of the highest source that sets it (a file's ``permissions``
+        without one does not hide a lower file's: Claude Code merges settings key by key)."""
+        mode = None
+        for s in self.sources if sources is None else sources:
+            perms = s.data.get("permissions")
+            if isinstance(perms, dict) and isinstance(perms.get("defaultMode"), str):
+                mode = str(perms["defaultMode"])
+        return mode
 
     def _prices(self) -> PriceTable:
         """The built-in table with each settings file's ``"prices"`` laid over it (user, project, local)."""
         from ..config.settings import prices_from_settings
 
         try:
-            return prices_from_settings(self.sources)
+            return prices_from_settings(self.price_sources)
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
 
@@ -531,6 +572,11 @@ class Agent:
         warnings: list[str] = []
         self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
         self.skills = dict(load_skills(self.cwd, self.home, uh))
+        if not self.trust.trusted:  # an untrusted folder's commands and skills are text: their allowed-tools grant nothing
+            from .trust import without_grants
+
+            self.commands = without_grants(self.commands, self.home, uh)
+            self.skills = without_grants(self.skills, self.home, uh)
         for w in warnings:
             log.warning(w)
         self.load_warnings.extend(warnings)
@@ -543,7 +589,9 @@ class Agent:
         from .workspace import Workspace
 
         try:
-            self.policy = PermissionPolicy.from_settings(self.sources, mode=self.permission_mode, cwd=self.cwd)
+            self.policy = PermissionPolicy.from_settings(
+                self.sources, mode=self.permission_mode, cwd=self.cwd, user_home=user_home(self.env)
+            )
             for behavior, text in self.cli_rules:
                 self.policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
         except (ConfigError, ModeError) as exc:
@@ -1074,34 +1122,6 @@ class Agent:
                 mcp.close()
             if reason not in ("clear", "resume"):
                 self.sandbox.close()
-
-
-def settings_env(sources: Sequence[SettingsSource]) -> tuple[dict[str, str], list[str]]:
-    """Every settings file's ``env`` object laid over the last (highest precedence wins per variable).
-
-    Claude Code's settings: ``env`` holds "environment variables that will be
-    applied to every session". Values that are not strings (numbers and
-    booleans are turned into text) are skipped with a warning naming the file.
-    """
-    out: dict[str, str] = {}
-    warnings: list[str] = []
-    for s in sources:
-        env = s.data.get("env")
-        if env is None:
-            continue
-        if not isinstance(env, dict):
-            warnings.append(f"{s.path}: \"env\" must be an object of variable names to strings; ignored")
-            continue
-        for k, v in env.items():
-            if isinstance(v, bool):
-                v = "true" if v else "false"
-            elif isinstance(v, (int, float)):
-                v = str(v)
-            if not isinstance(v, str) or not k or "=" in k:
-                warnings.append(f"{s.path}: env.{k}: not a variable name with a string value; ignored")
-                continue
-            out[k] = v
-    return out, warnings
 
 
 def _version() -> str:

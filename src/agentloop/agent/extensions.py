@@ -407,6 +407,8 @@ def install(agent: Any) -> None:
     runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     for w in runner.warnings:
         log.warning("%s", w)
+        if w not in getattr(agent, "config_warnings", [w]):  # shown with the settings' other warnings
+            agent.config_warnings.append(w)
     hooks = ClaudeHooks(runner) if runner.handlers else None
     if hooks is not None:
         agent.hooks = hooks
@@ -441,10 +443,25 @@ def install(agent: Any) -> None:
             tracing=agent.tracing,
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent, hooks),
-            types=load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"), agent.load_warnings),
+            types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
+                                                        agent.load_warnings)),
         )
         ctx.subagents = sub
         agent.extra_tools.append(sub.tool())
+
+
+def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:
+    """Agent files' ``model: opus`` (Claude Code's aliases) as the model ids they name."""
+    import dataclasses
+
+    from .trust import resolve_model
+
+    out = {}
+    for name, t in types.items():
+        if t.model:
+            t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
+        out[name] = t
+    return out
 
 
 def loop_threshold(agent: Any) -> int | None:

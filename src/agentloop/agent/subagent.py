@@ -372,7 +372,7 @@ class SubagentRunner:
                     traced = None
                     run_model = model
                     if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
-                        run_model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model or self.model_name, run_id=run_id)
+                        run_model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name, run_id=run_id)
                         sink = traced
                     last = run(
                         run_model,
@@ -381,7 +381,7 @@ class SubagentRunner:
                         left,
                         transcript=sink,
                         prices=self.prices,
-                        model_name=atype.model or self.model_name,
+                        model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name,
                         loop_threshold=self.loop_threshold,
                         run_id=run_id,
                         meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},

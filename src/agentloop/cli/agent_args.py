@@ -11,7 +11,7 @@ __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_opt
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
 def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
@@ -56,6 +56,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--append-system-prompt", default=d(None), metavar="TEXT", help="add TEXT to the end of the system prompt")
     g.add_argument("--durability", choices=("flush", "fsync"), default=d(None), help="how each session record is written (default flush)")
     g.add_argument("--cwd", default=d(None), metavar="DIR", help="work in DIR instead of the current directory")
+    g.add_argument("--trust", action="store_true", default=d(False),
+                   help="trust this folder's configuration (hooks, MCP servers, allow rules...) for this run only; `agentloop trust` remembers it")
     g.add_argument("--verbose", action="store_true", default=d(False), help="log to stderr as well as the log file")
 
 

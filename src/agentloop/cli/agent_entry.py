@@ -19,7 +19,7 @@ from typing import Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UserError
 
-__all__ = ["Signals", "make_agent", "main", "run_print", "split_rules"]
+__all__ = ["Signals", "make_agent", "main", "report_config", "run_print", "split_rules"]
 
 EXIT_TERMINATED = 143
 FINISHED = ("no_tool_calls", "sentinel")
@@ -48,7 +48,13 @@ def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
     return default if v is None else v
 
 
-def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] | None = None) -> Any:
+def make_agent(
+    args: argparse.Namespace,
+    *,
+    ask_permission: Callable[..., Any] | None = None,
+    ask_trust: Callable[..., bool] | None = None,
+    ask_mcp_server: Callable[[str, str], bool] | None = None,
+) -> Any:
     """An ``Agent`` from the parsed flags.
 
     Raises:
@@ -102,6 +108,9 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
             continue_last=bool(_opt(args, "continue_last", False)),
             durability=_opt(args, "durability"),
             ask_permission=ask_permission,
+            trust=True if _opt(args, "trust", False) else None,
+            ask_trust=ask_trust,
+            ask_mcp_server=ask_mcp_server,
             cli_rules=rules,
             system_prompt=_opt(args, "system_prompt"),
             append_system_prompt=_opt(args, "append_system_prompt"),
@@ -110,6 +119,16 @@ def make_agent(args: argparse.Namespace, *, ask_permission: Callable[..., Any] |
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
+
+
+def report_config(agent: Any, say: Callable[[str], None]) -> None:
+    """Each settings warning, then the one line saying what an untrusted folder's configuration was denied."""
+    for w in getattr(agent, "config_warnings", []):
+        say(f"agentloop: warning: {w}")
+    trust = getattr(agent, "trust", None)
+    line = trust.notice() if trust is not None else None
+    if line:
+        say(line)
 
 
 def split_rules(value: str) -> list[str]:
@@ -297,9 +316,10 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         prompt = _prompt_text(prompt)
         if not prompt.strip():
             raise UserError("the prompt is empty (give it as an argument, or pipe it on stdin)")
-    agent = make_agent(args)  # no terminal to ask: "ask" permissions deny
+    agent = make_agent(args)  # no terminal to ask: "ask" permissions deny, an untrusted folder's powers are left out
     for w in getattr(agent, "load_warnings", []):
         print(f"warning: {w}", file=sys.stderr)
+    report_config(agent, lambda line: print(line, file=sys.stderr))
     reason = "other"
     try:
         stream: _StreamJson | None = None

@@ -71,6 +71,24 @@ def _servers(cwd: str) -> dict[str, Any]:
         raise UserError(str(exc)) from None
 
 
+def _untrusted(servers: dict[str, Any], cwd: str) -> dict[str, str]:
+    """The servers of this folder's own files that may not start: the folder is not trusted, or the
+    ``.mcp.json`` server was not approved (folder trust, as in the agent)."""
+    from agentloop.agent.trust import folder_decision
+    from agentloop.mcp.config import mcp_json_path
+
+    mine = {n: s for n, s in servers.items() if s.scope in ("project", "local")}
+    if not mine:
+        return {}
+    d = folder_decision(cwd, _home(), os.environ)
+    out = {}
+    for n, s in mine.items():
+        ok = d is not None and (n in d.mcp_approved if s.source == mcp_json_path(cwd) else d.trusted)
+        if not ok:
+            out[n] = f"not started: this folder's configuration is not trusted (see it and trust it with: agentloop trust {cwd})"
+    return out
+
+
 def _describe(s: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"name": s.name, "scope": s.scope, "file": s.source, "transport": s.transport, **s.to_json()}
     out.pop("type", None)
@@ -98,11 +116,16 @@ def cmd_list(args: argparse.Namespace, cwd: str) -> int:
 
 def _check(servers: dict[str, Any], cwd: str, as_json: bool, names: list[str]) -> int:
     from agentloop.mcp.agent import format_status
-    from agentloop.mcp.client import McpManager
+    from agentloop.mcp.client import McpManager, ServerStatus
 
-    with McpManager({n: servers[n] for n in names}, cwd=cwd) as m:
+    refused = _untrusted(servers, cwd)
+    with McpManager({n: servers[n] for n in names if n not in refused}, cwd=cwd) as m:
         tools = {t.name: t for t in m.tools()}
         statuses = m.status()
+    statuses += [
+        ServerStatus(n, servers[n].transport, "untrusted", refused[n], None, None, (), servers[n].source, servers[n].scope)
+        for n in names if n in refused
+    ]
     if as_json:
         print(json.dumps([
             {
@@ -162,13 +185,18 @@ def cmd_add(args: argparse.Namespace, cwd: str) -> int:
             raise UserError(f"a {transport} server takes one URL, got: {' '.join(target)}")
         server = ServerConfig(args.name, "sse" if transport == "sse" else "http", url=target[0], headers=_pairs(args.header, ":", "--header"),
                               timeout_ms=args.timeout)
+    from agentloop.agent.trust import folder_decision, keep_trust_after_own_edit
+
     path = scope_path(args.scope, cwd, _home())
+    before = folder_decision(cwd, _home(), os.environ) if args.scope != "user" else None
     try:
         parse_server(args.name, server.to_json(), "the command line")
         add_server(path, server, replace_existing=args.force)
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     print(f"added MCP server {args.name!r} ({transport}) to {path} ({args.scope} scope)")
+    if args.scope != "user" and not keep_trust_after_own_edit(cwd, _home(), os.environ, before):
+        print(f"this folder's configuration is not trusted: the agent will not start it until you run: agentloop trust {cwd}")
     return EXIT_OK
 
 
@@ -189,7 +217,11 @@ def cmd_remove(args: argparse.Namespace, cwd: str) -> int:
         if len(found) > 1:
             raise UserError(f"{args.name!r} is in several scopes ({', '.join(found)}): pass --scope")
         path = scope_path(found[0], cwd, home)
+        from agentloop.agent.trust import folder_decision, keep_trust_after_own_edit
+
+        before = folder_decision(cwd, home, os.environ) if found[0] != "user" else None
         remove_server(path, args.name)
+        keep_trust_after_own_edit(cwd, home, os.environ, before)
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     print(f"removed MCP server {args.name!r} from {path} ({found[0]} scope)")

@@ -253,6 +253,43 @@ class Repl:
             if a in ("n", "no", ""):
                 return "deny"
 
+    # -- folder trust (asked before the agent starts: nothing of the folder's has run yet) --
+
+    def ask_trust(self, q: Any) -> bool:
+        if q.changed is not None:
+            self.say(f"The configuration of {q.folder} changed since you trusted it:", "bold yellow")
+            for line in q.changed:
+                self.say(f"  {line}")
+        else:
+            self.say(f"Do you trust the files in {q.folder}? Its configuration would:", "bold yellow")
+            for line in q.lines:
+                self.say(f"  {line}")
+        if not q.remembered:
+            self.say("(this is your home folder: the answer holds for this session only)", "dim")
+        while True:
+            try:
+                answer = self._read("[t]rust this folder / [d]on't trust: ", permission=True)
+            except (EOFError, KeyboardInterrupt):
+                return False
+            a = answer.strip().lower()
+            if a in ("t", "trust", "y", "yes"):
+                return True
+            if a in ("d", "n", "no", "don't trust", "dont trust", ""):
+                return False
+
+    def ask_mcp_server(self, name: str, text: str) -> bool:
+        self.say(f"This folder's .mcp.json has a new server: {text}", "bold yellow")
+        while True:
+            try:
+                answer = self._read(f"Use MCP server {name}? [y]es / [n]o: ", permission=True)
+            except (EOFError, KeyboardInterrupt):
+                return False
+            a = answer.strip().lower()
+            if a in ("y", "yes"):
+                return True
+            if a in ("n", "no", ""):
+                return False
+
     # -- input --
 
     def _make_session(self) -> None:
@@ -316,9 +353,15 @@ class Repl:
     def run(self) -> int:
         from agentloop.agent.core import AgentError
 
-        from .agent_entry import make_agent
+        from .agent_entry import make_agent, report_config
 
-        self.agent = make_agent(self.args, ask_permission=self.ask_permission if self.interactive else None)
+        self.agent = make_agent(
+            self.args,
+            ask_permission=self.ask_permission if self.interactive else None,
+            ask_trust=self.ask_trust if self.interactive else None,
+            ask_mcp_server=self.ask_mcp_server if self.interactive else None,
+        )
+        report_config(self.agent, lambda line: self.say(line, "yellow"))
         self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
         for n in getattr(self.agent, "startup_notices", ()):
             self.say(f"notice: {n}", "yellow")

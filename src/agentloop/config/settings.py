@@ -1,12 +1,26 @@
-"""Settings files, in Claude Code's layout, and where agentloop keeps its state.
+"""Settings files, agentloop's and Claude Code's, and where agentloop keeps its state.
 
-Sources, lowest precedence first: the user's ``$AGENTLOOP_HOME/settings.json``
-(``~/.agentloop`` by default), the project's ``.agentloop/settings.json``, and
-``.agentloop/settings.local.json`` (not committed). Each part of agentloop reads
-its own keys (``permissions``, ``hooks``, ``mcpServers``, ``prices``, ``model``,
-``env``...) from the list of sources, so that it can say where a rule came from.
-A file that is not a JSON object is a ``ConfigError`` naming the file and the
-place, never a traceback.
+Sources, lowest precedence first (Claude Code's order, with agentloop's own
+file just above Claude Code's at each scope):
+
+1. user: ``~/.claude/settings.json``, then ``$AGENTLOOP_HOME/settings.json``
+   (``~/.agentloop`` by default);
+2. shared project: ``.claude/settings.json``, then ``.agentloop/settings.json``;
+3. local project: ``.claude/settings.local.json``, then
+   ``.agentloop/settings.local.json`` (not committed);
+4. (command-line flags, applied by the callers, beat every file above)
+5. managed: ``/etc/claude-code/managed-settings.json``, when present; it beats
+   the command line too.
+
+A file reached twice (the working directory is the home folder, so
+``.claude/settings.json`` is the user's own file) is read once, at the lower
+scope. ``HOME`` is read from the environment given (``user_home``), so tests
+and callers choose it. Each part of agentloop reads its own keys
+(``permissions``, ``hooks``, ``mcpServers``, ``prices``, ``model``, ``env``...)
+from the list of sources, so that it can say where a rule came from. A file
+that is not a JSON object is a ``ConfigError`` naming the file and the place,
+never a traceback; a bad entry inside a good file is skipped with a warning
+(``agent.trust.sanitize``).
 """
 
 from __future__ import annotations
@@ -20,9 +34,23 @@ from typing import Any, Literal
 from ..budget import Price, PriceTable
 from ..prices import default_prices
 
-__all__ = ["ConfigError", "prices_from_settings", "SettingsSource", "agentloop_home", "load_settings", "project_hash"]
+__all__ = [
+    "MANAGED_SETTINGS",
+    "ConfigError",
+    "SettingsSource",
+    "agentloop_home",
+    "all_settings_paths",
+    "load_settings",
+    "prices_from_settings",
+    "project_hash",
+    "user_home",
+]
 
-Scope = Literal["user", "project", "local"]
+Scope = Literal["user", "project", "local", "managed"]
+Origin = Literal["agentloop", "claude"]
+
+MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
+"""Claude Code's managed settings file on Linux: it beats every other source, the command line included."""
 
 
 class ConfigError(Exception):
@@ -38,6 +66,13 @@ class SettingsSource:
     path: str
     scope: Scope
     data: dict[str, Any]
+    origin: Origin = "agentloop"
+    """Whose file it is: agentloop's own or Claude Code's."""
+
+    @property
+    def in_project(self) -> bool:
+        """A file of the working directory (shared or local): what folder trust covers."""
+        return self.scope in ("project", "local")
 
 
 def agentloop_home(env: Mapping[str, str] | None = None) -> str:
@@ -49,11 +84,55 @@ def agentloop_home(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(os.path.expanduser("~"), ".agentloop")
 
 
+def user_home(env: Mapping[str, str] | None = None) -> str:
+    """The user's home folder: ``$HOME`` of ``env`` (the process's when None), else the password database's."""
+    e = os.environ if env is None else env
+    h = e.get("HOME")
+    return os.path.abspath(h) if h else os.path.expanduser("~")
+
+
 def project_hash(cwd: str) -> str:
     """16 hex characters of SHA-256 of the real path: the same through any symlink."""
     import hashlib
 
     return hashlib.sha256(os.path.realpath(cwd).encode()).hexdigest()[:16]
+
+
+MAX_CONFIG_BYTES = 4 << 20
+"""A configuration file larger than this is refused (a cloned repository chooses its files)."""
+
+
+def read_config_bytes(path: str) -> bytes | None:
+    """The bytes of a configuration file; None when there is none.
+
+    A FIFO or device where a settings file should be is refused at once
+    rather than read (it could block or never end), and so is a file
+    larger than ``MAX_CONFIG_BYTES``.
+
+    Raises:
+        ConfigError: not a regular file, too large, or unreadable.
+    """
+    import stat
+
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
+    except ValueError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(path, "is not a regular file")
+    if st.st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(path, f"is larger than {MAX_CONFIG_BYTES >> 20} MiB")
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
 def read_json_object(path: str) -> dict[str, Any] | None:
@@ -62,12 +141,12 @@ def read_json_object(path: str) -> dict[str, Any] | None:
     Raises:
         ConfigError: unreadable, not JSON (with line and column), or not an object.
     """
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
+    raw = read_config_bytes(path)
+    if raw is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(path, f"cannot read: {exc}") from None
     if not text.strip():
         return {}
@@ -90,17 +169,50 @@ def settings_paths(cwd: str, home: str) -> list[tuple[str, Scope]]:
     ]
 
 
-def load_settings(cwd: str, home: str) -> list[SettingsSource]:
+def all_settings_paths(
+    cwd: str, home: str, *, user_dir: str | None = None, managed: str | None = MANAGED_SETTINGS
+) -> list[tuple[str, Scope, Origin]]:
+    """Every settings file agentloop reads, lowest precedence first (see the module's docstring).
+
+    ``user_dir`` is the user's home folder (``user_home()`` when None);
+    ``managed`` the managed settings file (None: none). A path that names a
+    file already listed (the same real path) is left out.
+    """
+    u = user_home() if user_dir is None else user_dir
+    listed: list[tuple[str, Scope, Origin]] = [
+        (os.path.join(u, ".claude", "settings.json"), "user", "claude"),
+        (os.path.join(home, "settings.json"), "user", "agentloop"),
+        (os.path.join(cwd, ".claude", "settings.json"), "project", "claude"),
+        (os.path.join(cwd, ".agentloop", "settings.json"), "project", "agentloop"),
+        (os.path.join(cwd, ".claude", "settings.local.json"), "local", "claude"),
+        (os.path.join(cwd, ".agentloop", "settings.local.json"), "local", "agentloop"),
+    ]
+    if managed:
+        listed.append((managed, "managed", "claude"))
+    seen: set[str] = set()
+    out = []
+    for path, scope, origin in listed:
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        out.append((path, scope, origin))
+    return out
+
+
+def load_settings(
+    cwd: str, home: str, *, user_dir: str | None = None, managed: str | None = MANAGED_SETTINGS
+) -> list[SettingsSource]:
     """Every settings file that exists, lowest precedence first.
 
     Raises:
         ConfigError: a file exists but is malformed.
     """
     out = []
-    for path, scope in settings_paths(cwd, home):
+    for path, scope, origin in all_settings_paths(cwd, home, user_dir=user_dir, managed=managed):
         data = read_json_object(path)
         if data is not None:
-            out.append(SettingsSource(path, scope, data))
+            out.append(SettingsSource(path, scope, data, origin))
     return out
 
 

@@ -24,7 +24,10 @@ def attach(agent: Any) -> McpManager | None:
     Raises:
         ConfigError: a configuration file is malformed (naming it and the place).
     """
-    servers = load_servers(agent.cwd, agent.home)
+    servers = load_servers(
+        agent.cwd, agent.home, sources=agent.sources,
+        project_servers=getattr(agent, "mcp_json_approved", set()), warnings=[],
+    )
     agent.mcp = None
     if not servers:
         return None

@@ -27,11 +27,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from agentloop.config.settings import ConfigError, Scope, agentloop_home, settings_paths
+from agentloop.config.settings import (
+    ConfigError,
+    Scope,
+    SettingsSource,
+    agentloop_home,
+    settings_paths,
+)
 
 __all__ = [
     "ConfigError",
@@ -271,8 +277,23 @@ def scope_path(scope: Scope, cwd: str, home: str | None = None) -> str:
     return settings_paths(cwd, h)[2][0]
 
 
-def load_servers(cwd: str, home: str | None = None) -> dict[str, ServerConfig]:
+def load_servers(
+    cwd: str,
+    home: str | None = None,
+    *,
+    sources: Sequence[SettingsSource] | None = None,
+    project_servers: Collection[str] | None = None,
+    warnings: list[str] | None = None,
+) -> dict[str, ServerConfig]:
     """Every configured server by name, the highest-precedence source winning.
+
+    With ``sources`` (the agent's settings in effect, lowest first, already
+    sanitized and trust-filtered) their ``mcpServers`` are used, the project's
+    ``.mcp.json`` placed after the shared project files; without, agentloop's
+    own three files are read (``agentloop mcp``). ``project_servers``, when
+    given, names the ``.mcp.json`` servers that were approved: the others are
+    not loaded. With ``warnings`` a bad ``.mcp.json`` entry is skipped and
+    named there, as Claude Code does; without, it raises.
 
     Raises:
         ConfigError: a file exists but is malformed (naming it and the place).
@@ -281,16 +302,46 @@ def load_servers(cwd: str, home: str | None = None) -> dict[str, ServerConfig]:
     out: dict[str, ServerConfig] = {}
     disabled: set[str] = set()
     project_file = mcp_json_path(cwd)
-    for path, scope in _sources(cwd, h):
-        data = read_object(path)
+    listed: list[tuple[str, Scope, dict[str, Any] | None]]
+    if sources is None:
+        listed = [(path, scope, None) for path, scope in _sources(cwd, h)]
+    else:
+        listed = []
+        for s in sources:
+            if s.scope in ("local", "managed") and not any(p == project_file for p, _, _ in listed):
+                listed.append((project_file, "project", None))
+            listed.append((s.path, s.scope, s.data))
+        if not any(p == project_file for p, _, _ in listed):
+            listed.append((project_file, "project", None))
+    for path, scope, given in listed:
+        data = read_object(path) if given is None else given
         if data is None:
             continue
         if path != project_file:
             disabled |= _names_list(data, "disabledMcpjsonServers", path)
+        elif warnings is not None:
+            data = {"mcpServers": _lenient(data, path, warnings)}
         for name, server in parse_servers(data, path, scope).items():
+            if path == project_file and project_servers is not None and name not in project_servers:
+                continue
             out.pop(name, None)
             out[name] = server
     return {n: s for n, s in out.items() if not (s.source == project_file and n in disabled)}
+
+
+def _lenient(data: dict[str, Any], path: str, warnings: list[str]) -> dict[str, Any]:
+    servers = data.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        warnings.append(f"{path}: mcpServers: must be an object, not {_kind(servers)}; skipped")
+        return {}
+    out = {}
+    for name, entry in servers.items():
+        try:
+            parse_server(name, entry, path)
+        except ConfigError:
+            continue  # named once already, when the folder's configuration was read (agent.trust)
+        out[name] = entry
+    return out
 
 
 def _names_list(data: dict[str, Any], key: str, path: str) -> set[str]:

@@ -1,0 +1,781 @@
+"""Folder trust, and settings loaded as Claude Code loads them.
+
+Rules:
+
+1. A folder's own configuration (``.claude/settings.json``,
+   ``.claude/settings.local.json``, ``.agentloop/settings.json``,
+   ``.agentloop/settings.local.json`` and ``.mcp.json``) takes effect only
+   once the user trusts the folder. Until then only what restricts applies:
+   ``permissions.deny`` rules and ``disabledMcpjsonServers`` (memory files,
+   CLAUDE.md and AGENTS.md, are read regardless: they only inform). Hooks, MCP
+   servers, allow and ask rules, ``defaultMode``, ``additionalDirectories``,
+   ``env`` (base URLs included), models and every other key are left out and
+   named (``Power``).
+2. Trust is remembered in the user's agentloop home (``trusted-folders.json``),
+   keyed by the folder's real path, with a digest of those files' bytes and the
+   list of what they would do. When the files change the folder is untrusted
+   again until the user looks at what changed. The home folder itself is
+   trusted for one session at most, never remembered: everything under it
+   would inherit the answer, as Claude Code does it per folder.
+3. Project ``.mcp.json`` servers are approved one by one (Claude Code's
+   ``enabledMcpjsonServers``, ``disabledMcpjsonServers``,
+   ``enableAllProjectMcpServers``, or an answer at the REPL remembered with the
+   folder). ``--trust`` and ``agentloop trust`` approve every server they show.
+4. Prices come only from the user's and managed settings (and the command
+   line): a project's ``prices`` are never used, trusted or not, and a warning
+   names them.
+5. Loading as Claude Code loads (``sanitize``): a bad entry (a ``//`` comment
+   in a permission list, an unknown mode, a malformed hook or server, a bad
+   price) is skipped with one warning naming the file and the entry, and the
+   rest of the file applies. Every key agentloop does not honour is named in a
+   warning, one line per file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from ..config.settings import ConfigError, SettingsSource, read_config_bytes, read_json_object
+
+__all__ = [
+    "HONOURED_KEYS",
+    "MODEL_ALIASES",
+    "Power",
+    "TrustDecision",
+    "TrustQuestion",
+    "TrustStore",
+    "config_digest",
+    "describe_powers",
+    "project_config_paths",
+    "resolve_model",
+    "restrict",
+    "sanitize",
+]
+
+HONOURED_KEYS: set[str] = {
+    "$schema", "permissions", "hooks", "mcpServers", "prices", "model", "fallbackModel", "maxSteps", "maxUsd",
+    "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
+    "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
+}
+"""Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
+
+PERMISSION_KEYS = ("allow", "ask", "deny", "defaultMode", "additionalDirectories")
+RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers"})
+"""Top-level keys an untrusted folder keeps (with ``permissions.deny``): they only take power away."""
+SERVER_KEYS = frozenset({"type", "command", "args", "env", "url", "headers", "timeout"})
+"""The keys of an MCP server entry agentloop reads (``mcp.config.parse_server``)."""
+BASE_URL_VARS = frozenset({"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL"})
+STORE_FILE = "trusted-folders.json"
+
+# Claude Code model configuration: "sonnet", "opus", "haiku", "opusplan" (opus in plan mode, sonnet
+# otherwise), "default", and "[1m]" variants; ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL override
+# the model each alias names. The ids are the newest of each family in agentloop's price table.
+MODEL_ALIASES = {
+    "opus": "claude-opus-4-6",
+    "sonnet": "claude-sonnet-4-6",
+    "haiku": "claude-haiku-4-5",
+}
+_ALIAS_ENV = {"opus": "ANTHROPIC_DEFAULT_OPUS_MODEL", "sonnet": "ANTHROPIC_DEFAULT_SONNET_MODEL", "haiku": "ANTHROPIC_DEFAULT_HAIKU_MODEL"}
+
+
+def resolve_model(spec: str, *, env: Mapping[str, str], permission_mode: str = "default") -> str:
+    """A model spec with Claude Code's aliases and bare ``claude-*`` names turned into ``anthropic:<id>``.
+
+    Anything else (``openai:gpt-4o``, ``scripted:FILE``) is returned as it is.
+    """
+    s = spec.strip()
+    base = s[: -len("[1m]")] if s.lower().endswith("[1m]") else s
+    key = base.lower()
+    if key == "default":
+        key = "sonnet"
+    if key == "opusplan":
+        key = "opus" if permission_mode == "plan" else "sonnet"
+    if key in MODEL_ALIASES:
+        name = env.get(_ALIAS_ENV[key]) or MODEL_ALIASES[key]
+        return name if ":" in name else f"anthropic:{name}"
+    if ":" not in s and key.startswith("claude-"):
+        return f"anthropic:{base}"
+    return spec
+
+
+# --- loading as Claude Code loads ---------------------------------------------
+
+
+def _short(v: Any, n: int = 80) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters written as escapes: a file's text shown to the user stays one
+    line and cannot move the cursor or recolour the terminal (a hook command with ESC sequences)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def sanitize(source: SettingsSource) -> tuple[SettingsSource, list[str]]:
+    """``source`` with every bad entry taken out, and one warning for each (naming the file and the entry).
+
+    Never raises: a file is read whole or skipped by ``load_settings``; inside
+    a good file, what is wrong is dropped and the rest applies.
+    """
+    where = source.path
+    warns: list[str] = []
+    out: dict[str, Any] = {}
+    ignored: list[str] = []
+
+    def warn(place: str, problem: str, tail: str = "; skipped") -> None:
+        warns.append(f"{where}: {_placed(place, problem)}{tail}")
+
+    for key, value in source.data.items():
+        if key not in HONOURED_KEYS:
+            ignored.append(key)
+            continue
+        try:
+            cleaned = _CLEAN.get(key, _keep)(source, key, value, warn)
+        except Exception as exc:  # a checker's bug must not stop the session
+            warn(key, f"cannot be read ({type(exc).__name__}: {exc})")
+            continue
+        if cleaned is not _DROP:
+            out[key] = cleaned
+    if ignored:
+        warns.append(f"{where}: not honoured by agentloop, ignored: {', '.join(ignored)}")
+    return replace(source, data=out), [printable(w) for w in warns]
+
+
+_DROP: Any = object()
+Warn = Callable[..., None]
+"""``warn(place, problem, tail="; skipped")``."""
+
+
+def _placed(place: str, problem: str) -> str:
+    """``place: problem``, unless the problem (a loader's message) already starts with the place."""
+    head = place.split(" ", 1)[0]
+    return problem if problem.startswith(head) else f"{place}: {problem}"
+
+
+def _keep(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
+    return value
+
+
+def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
+    from .permissions import MODES, RuleError, parse_rule
+
+    if not isinstance(value, dict):
+        warn("permissions", "must be an object")
+        return _DROP
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k in ("allow", "ask", "deny"):
+            if not isinstance(v, list):
+                warn(f"permissions.{k}", "must be a list of rules")
+                continue
+            rules = []
+            for i, text in enumerate(v):
+                try:
+                    parse_rule(text)
+                except RuleError as exc:
+                    warn(f"permissions.{k}[{i}] {_short(text, 60)}", str(exc))
+                    continue
+                rules.append(text)
+            out[k] = rules
+        elif k == "defaultMode":
+            if v not in MODES:
+                warn(f"permissions.defaultMode {_short(v)}", f"not a permission mode (one of {', '.join(MODES)})")
+                continue
+            out[k] = v
+        elif k == "additionalDirectories":
+            if not isinstance(v, list):
+                warn("permissions.additionalDirectories", "must be a list of paths")
+                continue
+            dirs = []
+            for i, d in enumerate(v):
+                if not isinstance(d, str) or not d or "\x00" in d:
+                    warn(f"permissions.additionalDirectories[{i}]", "must be a path")
+                    continue
+                dirs.append(d)
+            out[k] = dirs
+        else:
+            warn(f"permissions.{k}", "not honoured by agentloop", "; ignored")
+    return out
+
+
+def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
+    from .hooks import ALIASES, KNOWN_UNFIRED, _handlers_from
+
+    if not isinstance(value, dict):
+        warn("hooks", "must be an object of event names")
+        return _DROP
+
+    def ok(obj: dict[str, Any]) -> str | None:
+        try:
+            _handlers_from(replace(source, data={"hooks": obj}))
+        except ConfigError as exc:
+            return str(exc)[len(source.path) + 2 :]
+        return None
+
+    out: dict[str, Any] = {}
+    for event, groups in value.items():
+        problem = ok({event: []})
+        if problem is not None:
+            warn(f"hooks.{event}", problem)
+            continue
+        if not isinstance(groups, list):
+            warn(f"hooks.{event}", "must be a list of matcher groups")
+            continue
+        kept_groups = []
+        for gi, group in enumerate(groups):
+            if not isinstance(group, dict):
+                warn(f"hooks.{event}[{gi}]", "must be an object with \"hooks\"")
+                continue
+            problem = ok({event: [{**group, "hooks": []}]})
+            if problem is not None:
+                warn(f"hooks.{event}[{gi}]", problem)
+                continue
+            kept = []
+            for hi, h in enumerate(group.get("hooks") or []):
+                problem = ok({event: [{**group, "hooks": [h]}]})
+                if problem is not None:
+                    warn(f"hooks.{event}[{gi}].hooks[{hi}]", problem)
+                    continue
+                kept.append(h)
+            kept_groups.append({**group, "hooks": kept})
+        out[event] = kept_groups
+        if ALIASES.get(event, event) in KNOWN_UNFIRED and any(g.get("hooks") for g in kept_groups):
+            warn(f"hooks.{event}", "agentloop does not fire this Claude Code event, so these hooks never run", "")
+    return out
+
+
+def _clean_servers(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
+    return clean_servers(value, source.path, warn)
+
+
+def clean_servers(value: Any, path: str, warn: Warn) -> Any:
+    """The entries of an ``mcpServers`` object that ``parse_server`` accepts (Claude Code skips the others)."""
+    from ..mcp.config import parse_server
+
+    if not isinstance(value, dict):
+        warn("mcpServers", "must be an object of server names")
+        return _DROP
+    out = {}
+    for name, entry in value.items():
+        try:
+            parse_server(name, entry, path)
+        except ConfigError as exc:
+            warn(f"mcpServers.{_short(name, 64)}", str(exc)[len(path) + 2 :])
+            continue
+        unknown = [k for k in entry if k not in SERVER_KEYS]
+        if unknown:
+            warn(f"mcpServers.{name}", f"not honoured by agentloop: {', '.join(map(str, unknown))}", "; the server loads without them")
+        out[name] = entry
+    return out
+
+
+def _clean_prices(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
+    from ..config.settings import prices_from_settings
+
+    if not isinstance(value, dict):
+        warn("prices", "must be an object of model name to prices")
+        return _DROP
+    out = {}
+    for name, v in value.items():
+        try:
+            prices_from_settings([replace(source, data={"prices": {name: v}})])
+        except ConfigError as exc:
+            warn(f"prices.{_short(name, 60)}", str(exc)[len(source.path) + 2 :])
+            continue
+        out[name] = v
+    return out
+
+
+def _typed(check: Callable[[Any], bool], what: str) -> Callable[[SettingsSource, str, Any, Warn], Any]:
+    def clean(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
+        if not check(value):
+            warn(f"{key} {_short(value, 40)}", f"must be {what}")
+            return _DROP
+        return value
+
+    return clean
+
+
+def _usd_ok(v: Any) -> bool:
+    from ..budget import usd
+
+    if isinstance(v, bool):
+        return False
+    try:
+        usd(str(v))
+    except ValueError:
+        return False
+    return True
+
+
+def _clean_env(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
+    if not isinstance(value, dict):
+        warn("env", "must be an object of variable names to strings")
+        return _DROP
+    out = {}
+    for k, v in value.items():
+        if not k or "=" in k or "\x00" in k:
+            warn(f"env.{_short(k, 40)}", "not a variable name")
+            continue
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)) or "\x00" in str(v):
+            warn(f"env.{k}", "must be a string")
+            continue
+        out[k] = str(v)
+    return out
+
+
+def _int_ok(lo: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo
+
+
+def _names_ok(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+_CLEAN: dict[str, Callable[[SettingsSource, str, Any, Warn], Any]] = {
+    "permissions": _clean_permissions,
+    "hooks": _clean_hooks,
+    "mcpServers": _clean_servers,
+    "prices": _clean_prices,
+    "env": _clean_env,
+    "model": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
+    "fallbackModel": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
+    "loopCheckModel": _typed(lambda v: isinstance(v, str), "a model name"),
+    "maxSteps": _typed(_int_ok(1), "a whole number of at least 1"),
+    "maxUsd": _typed(_usd_ok, "an amount of dollars such as 0.50"),
+    "contextWindow": _typed(_int_ok(1), "a number of tokens"),
+    "toolResultCap": _typed(_int_ok(0), "a number of characters"),
+    "loopThreshold": _typed(_int_ok(0), "a whole number (0 turns the check off)"),
+    "sessionDurability": _typed(lambda v: v in ("flush", "fsync"), "\"flush\" or \"fsync\""),
+    "subagents": _typed(lambda v: isinstance(v, bool), "true or false"),
+    "enableAllProjectMcpServers": _typed(lambda v: isinstance(v, bool), "true or false"),
+    "enabledMcpjsonServers": _typed(_names_ok, "a list of server names"),
+    "disabledMcpjsonServers": _typed(_names_ok, "a list of server names"),
+}
+
+
+def restrict(source: SettingsSource) -> SettingsSource:
+    """What an untrusted folder's file keeps: its deny rules and the keys that only take power away."""
+    data: dict[str, Any] = {k: v for k, v in source.data.items() if k in RESTRICTING_KEYS}
+    perms = source.data.get("permissions")
+    if isinstance(perms, dict) and isinstance(perms.get("deny"), list):
+        data["permissions"] = {"deny": list(perms["deny"])}
+    return replace(source, data=data)
+
+
+# --- what a folder's configuration would do -------------------------------------
+
+
+@dataclass(frozen=True)
+class Power:
+    """One thing a folder's configuration would do: where it is written and what it is."""
+
+    file: str
+    text: str
+
+    def line(self, cwd: str) -> str:
+        rel = os.path.relpath(self.file, cwd) if os.path.isabs(self.file) else self.file
+        return f"{rel}: {self.text}"
+
+
+def _server_text(name: str, entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return f"MCP server {name}"
+    if "url" in entry:
+        return f"MCP server {name}: {entry.get('type', 'http')} {_short(entry.get('url'), 120)}"
+    argv = [str(entry.get("command", ""))] + [str(a) for a in entry.get("args", []) if isinstance(entry.get("args"), list)]
+    return f"MCP server {name}: {_short(shlex.join(argv), 160)}"
+
+
+def describe_powers(source: SettingsSource) -> list[Power]:
+    """Everything a (sanitized) project settings file would do that needs trust, in file order."""
+    out: list[Power] = []
+
+    def add(text: str) -> None:
+        out.append(Power(source.path, printable(text)))
+
+    for key, value in source.data.items():
+        if key in RESTRICTING_KEYS or key == "prices":
+            continue
+        if key == "hooks" and isinstance(value, dict):
+            for event, groups in value.items():
+                for g in groups if isinstance(groups, list) else []:
+                    m = g.get("matcher") if isinstance(g, dict) else None
+                    for h in (g.get("hooks") or []) if isinstance(g, dict) else []:
+                        if isinstance(h, dict):
+                            cmd = str(h.get("command", h.get("url", h.get("type", "?"))))
+                            if isinstance(h.get("args"), list):
+                                cmd = shlex.join([cmd, *map(str, h["args"])])
+                            add(f"hook {event}{f' [{m}]' if m else ''}: {_short(cmd, 160)}")
+        elif key == "mcpServers" and isinstance(value, dict):
+            for name, entry in value.items():
+                add(_server_text(name, entry))
+        elif key == "permissions" and isinstance(value, dict):
+            for r in value.get("allow", []):
+                add(f"allow rule {r}")
+            for r in value.get("ask", []):
+                add(f"ask rule {r}")
+            if "defaultMode" in value:
+                add(f"permission mode {value['defaultMode']}")
+            for d in value.get("additionalDirectories", []):
+                add(f"additional directory {d}")
+        elif key == "env" and isinstance(value, dict):
+            for k, v in value.items():
+                label = "base URL" if k in BASE_URL_VARS else "env"
+                add(f"{label} {k}={_short(v, 80)}")
+        elif key in ("model", "fallbackModel", "loopCheckModel"):
+            add(f"{key} {_short(value, 80)}")
+        elif key == "enableAllProjectMcpServers":
+            if value is True:
+                add("enableAllProjectMcpServers (approves every .mcp.json server)")
+        elif key == "enabledMcpjsonServers":
+            add(f"enabledMcpjsonServers {', '.join(value)}")
+        else:
+            add(f"setting {key}={_short(value, 60)}")
+    return out
+
+
+def mcp_json_servers(path: str, warnings: list[str]) -> dict[str, Any]:
+    """The server entries of a project ``.mcp.json`` that load (the bad ones warned about and skipped).
+
+    Raises:
+        ConfigError: the file is not a JSON object.
+    """
+    data = read_json_object(path)
+    if data is None:
+        return {}
+
+    def warn(place: str, problem: str, tail: str = "; skipped") -> None:
+        warnings.append(f"{path}: {_placed(place, problem)}{tail}")
+
+    n = len(warnings)
+    servers = clean_servers(data.get("mcpServers", {}), path, warn)
+    warnings[n:] = [printable(w) for w in warnings[n:]]
+    return {} if servers is _DROP else dict(servers)
+
+
+def _users_own(path: str, home: str, user_dir: str) -> bool:
+    """A file under the user's own folders (``~/.claude``, the agentloop home): in the home folder the
+    "project" commands are the user's."""
+    real = os.path.realpath(path)
+    return any(real.startswith(os.path.realpath(d) + os.sep) for d in (os.path.join(user_dir, ".claude"), home))
+
+
+def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
+    """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt."""
+    from .commands import load_commands, load_skills
+
+    out: list[Power] = []
+    try:
+        commands = load_commands(cwd, home, user_dir, [])
+        skills = load_skills(cwd, home, user_dir)
+    except Exception:  # their loader warns about them when the agent loads them
+        return out
+    for kind, items in (("command", commands), ("skill", skills)):
+        for name, c in items.items():
+            rules = tuple(c.allowed_tools)
+            if c.scope == "project" and rules and not _users_own(c.path, home, user_dir):
+                out.append(Power(c.path, printable(f"{kind} /{name} allowed-tools: {', '.join(rules)}")))
+    return out
+
+
+def without_grants(items: Mapping[str, Any], home: str, user_dir: str) -> dict[str, Any]:
+    """Commands or skills with the folder's own ones' ``allowed-tools`` taken away (an untrusted folder)."""
+    out: dict[str, Any] = {}
+    for name, c in items.items():
+        if c.scope == "project" and c.allowed_tools and not _users_own(c.path, home, user_dir):
+            if hasattr(c, "meta"):
+                c = replace(c, meta={k: v for k, v in c.meta.items() if k != "allowed-tools"})
+            else:
+                c = replace(c, allowed_tools=())
+        out[name] = c
+    return out
+
+
+def project_config_paths(cwd: str, sources_paths: Sequence[tuple[str, str]]) -> list[str]:
+    """The files folder trust covers: the project's settings files (as listed, scope project or local) and ``.mcp.json``."""
+    out = [p for p, scope in sources_paths if scope in ("project", "local")]
+    out.append(os.path.join(cwd, ".mcp.json"))
+    return out
+
+
+def config_digest(paths: Sequence[str]) -> str:
+    """SHA-256 over each file's name and bytes (or its absence): any change gives another digest.
+
+    Raises:
+        ConfigError: a file cannot be read.
+    """
+    h = hashlib.sha256()
+    for p in paths:
+        raw = read_config_bytes(p)
+        h.update(os.path.basename(os.path.dirname(p)).encode() + b"/" + os.path.basename(p).encode() + b"\0")
+        h.update(b"-" if raw is None else b"+" + hashlib.sha256(raw).digest())
+    return h.hexdigest()
+
+
+# --- remembering -----------------------------------------------------------------
+
+
+@dataclass
+class TrustRecord:
+    digest: str
+    powers: list[str] = field(default_factory=list)
+    mcp: dict[str, bool] = field(default_factory=dict)
+    """Answers about each ``.mcp.json`` server: approved or not."""
+
+
+class TrustStore:
+    """``$AGENTLOOP_HOME/trusted-folders.json``: folder real path -> digest, what it showed, server answers."""
+
+    def __init__(self, home: str):
+        self.path = os.path.join(home, STORE_FILE)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = read_json_object(self.path)
+        except ConfigError:
+            return {}
+        folders = (data or {}).get("folders")
+        return folders if isinstance(folders, dict) else {}
+
+    def get(self, folder: str) -> TrustRecord | None:
+        r = self._load().get(os.path.realpath(folder))
+        if not isinstance(r, dict) or not isinstance(r.get("digest"), str):
+            return None
+        powers = [p for p in r.get("powers", []) if isinstance(p, str)] if isinstance(r.get("powers"), list) else []
+        mcp = {k: v for k, v in r.get("mcp", {}).items() if isinstance(v, bool)} if isinstance(r.get("mcp"), dict) else {}
+        return TrustRecord(r["digest"], powers, mcp)
+
+    def remember(self, folder: str, record: TrustRecord) -> None:
+        folders = self._load()
+        folders[os.path.realpath(folder)] = {"digest": record.digest, "powers": record.powers, "mcp": record.mcp}
+        self._write(folders)
+
+    def forget(self, folder: str) -> bool:
+        folders = self._load()
+        if folders.pop(os.path.realpath(folder), None) is None:
+            return False
+        self._write(folders)
+        return True
+
+    def _write(self, folders: dict[str, Any]) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = f"{self.path}.tmp.{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"version": 1, "folders": folders}, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, self.path)
+
+
+# --- the decision ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrustQuestion:
+    """What the REPL shows before asking whether to trust a folder."""
+
+    folder: str
+    lines: list[str]
+    """Each thing the configuration would do, ``file: what``."""
+    changed: list[str] | None = None
+    """When the folder was trusted before: ``+ line`` / ``- line`` for what changed since."""
+    remembered: bool = True
+    """False for the home folder: a yes lasts this session only."""
+
+
+@dataclass
+class TrustDecision:
+    """What was decided for one folder, and what was left out."""
+
+    folder: str
+    trusted: bool
+    status: Literal["trusted", "new", "changed", "nothing"]
+    powers: list[Power]
+    digest: str
+    left_out: list[str] = field(default_factory=list)
+    """What was not used, for the one line on stderr (servers left unapproved included)."""
+    mcp_approved: set[str] = field(default_factory=set)
+    servers: list[str] = field(default_factory=list)
+    """The names of the folder's ``.mcp.json`` servers (that load)."""
+
+    def notice(self) -> str | None:
+        """The one line ``-p``, ``run`` and a REPL without a terminal print, or None when nothing was left out."""
+        if not self.left_out:
+            return None
+        why = {"changed": "its configuration changed since you trusted it", "new": "this folder is not trusted"}.get(
+            self.status, "not approved"
+        )
+        return (
+            f"agentloop: {why}; left out: {'; '.join(self.left_out)}"
+            f" (run with --trust to use them once, or `agentloop trust {self.folder}` to remember)"
+        )
+
+
+def changes(old: Sequence[str], new: Sequence[str]) -> list[str]:
+    """``- line`` for each line gone, ``+ line`` for each line added (order kept)."""
+    o, n = set(old), set(new)
+    return [f"- {x}" for x in old if x not in n] + [f"+ {x}" for x in new if x not in o]
+
+
+@dataclass
+class LoadedConfig:
+    """The settings an agent runs with, after sanitizing and folder trust."""
+
+    sources: list[SettingsSource]
+    """In effect: every file when the folder is trusted; else the user's and managed files, and the folder's deny rules."""
+    price_sources: list[SettingsSource]
+    """The user's and managed files only: prices never come from a folder."""
+    warnings: list[str]
+    decision: TrustDecision
+    mcp_json: str
+    """The folder's ``.mcp.json`` path."""
+
+
+AskTrust = Callable[[TrustQuestion], bool]
+AskServer = Callable[[str, str], bool]
+
+
+def load_for_agent(
+    cwd: str,
+    home: str,
+    env: Mapping[str, str],
+    *,
+    trust: bool | None = None,
+    ask: AskTrust | None = None,
+    ask_server: AskServer | None = None,
+    managed: str | None = None,
+) -> LoadedConfig:
+    """Read every settings file, skip bad entries, and decide folder trust (see the module's rules).
+
+    ``trust=True`` trusts the folder for this run (``--trust``); otherwise a
+    remembered trust with the same digest holds, else ``ask`` (the REPL) is
+    asked, else the folder's powers are left out.
+
+    Raises:
+        ConfigError: a settings file (or ``.mcp.json``) is not a JSON object.
+    """
+    from ..config.settings import (
+        MANAGED_SETTINGS,
+        all_settings_paths,
+        load_settings,
+        merged,
+        user_home,
+    )
+
+    udir = user_home(env)
+    mpath = MANAGED_SETTINGS if managed is None else (managed or None)
+    listed = all_settings_paths(cwd, home, user_dir=udir, managed=mpath)
+    warnings: list[str] = []
+    clean: list[SettingsSource] = []
+    for s in load_settings(cwd, home, user_dir=udir, managed=mpath):
+        c, w = sanitize(s)
+        clean.append(c)
+        warnings += w
+        if c.in_project and "prices" in c.data:
+            warnings.append(f"{c.path}: prices: a project cannot set prices (only your own settings and the command line do); ignored")
+    mcp_path = os.path.join(cwd, ".mcp.json")
+    servers = mcp_json_servers(mcp_path, warnings)
+    powers = [p for s in clean if s.in_project for p in describe_powers(s)]
+    powers += [Power(mcp_path, printable(_server_text(n, e))) for n, e in servers.items()]
+    grants = project_grants(cwd, home, udir)
+    powers += grants
+    digest = config_digest(project_config_paths(cwd, [(p, sc) for p, sc, _ in listed]))
+    if grants:  # a command's or skill's allowed-tools changing asks again too
+        digest = hashlib.sha256((digest + "\0" + "\0".join(p.line(cwd) for p in grants)).encode()).hexdigest()
+    is_home = os.path.realpath(cwd) == os.path.realpath(udir)
+    store = TrustStore(home)
+    rec = None if is_home else store.get(cwd)
+    lines = [p.line(cwd) for p in powers]
+    decision = TrustDecision(cwd, True, "nothing", powers, digest, servers=list(servers))
+    dirty = False
+    if powers:
+        if trust is True:
+            decision.status = "trusted"
+            rec = TrustRecord(digest, lines, {n: True for n in servers})
+        elif rec is not None and rec.digest == digest:
+            decision.status = "trusted"
+        else:
+            decision.status = "changed" if rec is not None else "new"
+            yes = False
+            if ask is not None:
+                q = TrustQuestion(cwd, lines, changes(rec.powers, lines) if rec is not None else None, remembered=not is_home)
+                yes = bool(ask(q))
+            decision.trusted = yes
+            if yes:
+                rec = TrustRecord(digest, lines, {})
+                dirty = True
+    if not decision.trusted:
+        decision.left_out = [p.text for p in powers]
+        effective = [restrict(s) if s.in_project else s for s in clean]
+    else:
+        effective = clean
+        enable_all = merged(effective, "enableAllProjectMcpServers") is True
+        enabled: set[str] = set()
+        disabled: set[str] = set()
+        for s in effective:
+            enabled.update(s.data.get("enabledMcpjsonServers", []))
+            disabled.update(s.data.get("disabledMcpjsonServers", []))
+        for name, entry in servers.items():
+            if name in disabled:
+                continue
+            if enable_all or name in enabled or (rec is not None and rec.mcp.get(name) is True):
+                decision.mcp_approved.add(name)
+            elif rec is not None and name in rec.mcp:
+                continue  # the user said no
+            elif ask_server is not None and rec is not None:
+                rec.mcp[name] = bool(ask_server(printable(name), printable(_server_text(name, entry))))
+                dirty = True
+                if rec.mcp[name]:
+                    decision.mcp_approved.add(name)
+            else:
+                decision.left_out.append(f"{printable(_server_text(name, entry))} (not approved)")
+        if dirty and rec is not None and not is_home and trust is not True:
+            store.remember(cwd, rec)
+    price_sources = [s for s in clean if not s.in_project]
+    return LoadedConfig(effective, price_sources, warnings, decision, mcp_path)
+
+
+def remember_folder(cwd: str, home: str, env: Mapping[str, str], *, managed: str | None = None) -> tuple[TrustDecision, list[str]]:
+    """``agentloop trust DIR``: trust the folder's configuration as it is now (every ``.mcp.json`` server approved).
+
+    Returns the decision (its ``powers`` are what was trusted) and the load warnings.
+
+    Raises:
+        ConfigError: a file is malformed, or ``cwd`` is the home folder (trust there is never remembered).
+    """
+    from ..config.settings import user_home
+
+    if os.path.realpath(cwd) == os.path.realpath(user_home(env)):
+        raise ConfigError(cwd, "is your home folder: trust there is never remembered (use --trust for one run)")
+    loaded = load_for_agent(cwd, home, env, trust=True, managed=managed)
+    d = loaded.decision
+    TrustStore(home).remember(cwd, TrustRecord(d.digest, [p.line(cwd) for p in d.powers], dict.fromkeys(d.servers, True)))
+    return d, loaded.warnings
+
+
+def folder_decision(cwd: str, home: str, env: Mapping[str, str]) -> TrustDecision | None:
+    """Whether the folder is trusted now (remembered with the same digest), asking no one; None when its files are malformed."""
+    try:
+        return load_for_agent(cwd, home, env).decision
+    except ConfigError:
+        return None
+
+
+def keep_trust_after_own_edit(cwd: str, home: str, env: Mapping[str, str], before: TrustDecision | None) -> bool:
+    """After the user changed the folder's configuration through agentloop (``agentloop mcp add``), keep
+    the folder trusted when it was before the change. Returns whether it is trusted now."""
+    if before is None or not before.trusted:
+        return False
+    try:
+        remember_folder(cwd, home, env)
+    except ConfigError:
+        return False
+    return True
