@@ -2,9 +2,8 @@
 
 The specification is Claude Code's hooks reference
 (https://code.claude.com/docs/en/hooks); each test quotes what it checks.
-Settings use agentloop's own ``.agentloop/settings.json`` layout (the same
-shape as ``.claude/settings.json``): these tests should also be run with the
-file at ``.claude/settings.json`` once that file is read.
+Each test runs twice: settings in agentloop's ``.agentloop/settings.json``
+and in Claude Code's ``.claude/settings.json`` (the same shape; both are read).
 """
 
 from __future__ import annotations
@@ -32,9 +31,21 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
+LAYOUT = [".agentloop"]
+
+
+@pytest.fixture(autouse=True, params=[".agentloop", ".claude"])
+def layout(request: pytest.FixtureRequest) -> Any:
+    """Every test runs with its settings in agentloop's ``.agentloop/settings.json`` and again in
+    Claude Code's ``.claude/settings.json`` (the same shape; both are read)."""
+    LAYOUT[0] = request.param
+    yield request.param
+    LAYOUT[0] = ".agentloop"
+
+
 def settings(proj: Path, data: dict[str, Any]) -> None:
-    (proj / ".agentloop").mkdir(exist_ok=True)
-    (proj / ".agentloop" / "settings.json").write_text(json.dumps(data))
+    (proj / LAYOUT[0]).mkdir(exist_ok=True)
+    (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
 
 
 def script(tmp: Path, replies: list[dict[str, Any]]) -> str:

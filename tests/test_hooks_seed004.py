@@ -13,7 +13,7 @@ makes it the fail-open default, so reading it as Claude Code's
 Any output key that is neither protocol's is named in a warning (Claude Code's
 hooks reference validates output "against the same output schema" and drops
 fields of the wrong type; a misspelt decision must not fail open in silence).
-Settings: ``.agentloop/settings.json``; to be run with ``.claude/settings.json`` too.
+Each test runs twice: settings in ``.agentloop/settings.json`` and in ``.claude/settings.json``.
 """
 
 from __future__ import annotations
@@ -40,9 +40,21 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
+LAYOUT = [".agentloop"]
+
+
+@pytest.fixture(autouse=True, params=[".agentloop", ".claude"])
+def layout(request: pytest.FixtureRequest) -> Any:
+    """Every test runs with its settings in agentloop's ``.agentloop/settings.json`` and again in
+    Claude Code's ``.claude/settings.json`` (the same shape; both are read)."""
+    LAYOUT[0] = request.param
+    yield request.param
+    LAYOUT[0] = ".agentloop"
+
+
 def settings(proj: Path, data: dict[str, Any]) -> None:
-    (proj / ".agentloop").mkdir(exist_ok=True)
-    (proj / ".agentloop" / "settings.json").write_text(json.dumps(data))
+    (proj / LAYOUT[0]).mkdir(exist_ok=True)
+    (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
 
 
 def script(tmp: Path, replies: list[dict[str, Any]]) -> str:

@@ -14,8 +14,7 @@ Claude Code's hooks reference (https://code.claude.com/docs/en/hooks, "Stop"):
 - SubagentStop: "Returning ``decision: "block"`` with a ``reason`` keeps the
   subagent running and delivers ``reason`` to the subagent as its next instruction."
 
-Settings use agentloop's own ``.agentloop/settings.json``; the same tests
-should also pass with ``.claude/settings.json`` once that file is read.
+Each test runs twice: settings in ``.agentloop/settings.json`` and in ``.claude/settings.json``.
 """
 
 from __future__ import annotations
@@ -56,9 +55,21 @@ def runaway_guard() -> Any:
     signal.signal(signal.SIGALRM, old)
 
 
+LAYOUT = [".agentloop"]
+
+
+@pytest.fixture(autouse=True, params=[".agentloop", ".claude"])
+def layout(request: pytest.FixtureRequest) -> Any:
+    """Every test runs with its settings in agentloop's ``.agentloop/settings.json`` and again in
+    Claude Code's ``.claude/settings.json`` (the same shape; both are read)."""
+    LAYOUT[0] = request.param
+    yield request.param
+    LAYOUT[0] = ".agentloop"
+
+
 def settings(proj: Path, data: dict[str, Any]) -> None:
-    (proj / ".agentloop").mkdir(exist_ok=True)
-    (proj / ".agentloop" / "settings.json").write_text(json.dumps(data))
+    (proj / LAYOUT[0]).mkdir(exist_ok=True)
+    (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
 
 
 def script(tmp: Path, replies: list[dict[str, Any]]) -> str:
