@@ -311,7 +311,45 @@ def test_session_start_fires_with_source_compact_after_compact(tmp_path: Path, p
     a.ask("one " + "long context " * 500)
     a.compact("")
     a.close()
-    assert any(m.get("content") == "re-primed after compact" for m in a.session.messages)
+    (primed,) = [m for m in a.session.messages if "re-primed after compact" in str(m.get("content"))]
+    assert primed["role"] == "user" and str(primed["content"]).endswith("\n\nre-primed after compact")
+
+
+class _Summarising:
+    """A scripted model that also answers compaction requests (no tools, the compaction prompt)."""
+
+    name = "scripted"
+
+    def __init__(self, replies: list[Any]):
+        self.replies = replies
+
+    def complete(self, req: Any) -> Any:
+        from agentloop.agent.context import COMPACT_PROMPT
+        from agentloop.events import ModelReply, ToolCall, Usage
+
+        if not req.tools and str(req.messages[0]["content"]).startswith(COMPACT_PROMPT):
+            return ModelReply(text="Summary: read big.txt several times.", usage=Usage(50, 10))
+        if not self.replies:
+            return ModelReply(text="done", usage=Usage(10, 2))
+        r = self.replies.pop(0)
+        calls = tuple(ToolCall(f"c{len(self.replies)}", c["name"], c["arguments"]) for c in r.get("tool_calls", []))
+        return ModelReply(text=r.get("text", ""), tool_calls=calls, usage=Usage(100, 10))
+
+
+def test_session_start_fires_with_source_compact_after_automatic_compaction(tmp_path: Path, proj: Path) -> None:
+    """SessionStart matcher ``compact``: "Auto or manual compaction"; the context reaches the model."""
+    hook = executable(proj / "start.sh", '#!/usr/bin/env bash\nsrc=$(jq -r .source)\necho "re-primed after $src"\n')
+    settings(proj, {"contextWindow": 8000, "hooks": {"SessionStart": [{"matcher": "compact", "hooks": [{"type": "command", "command": hook}]}]}})
+    (proj / "big.txt").write_text(("x" * 99 + "\n") * 200)
+    reads = [call("Read", file_path="big.txt", offset=i + 1) for i in range(12)]
+    a = Agent(cwd=str(proj), trust=True, model=_Summarising(reads))
+    a.ask("read it many times")
+    a.close()
+    recs = [r.payload for r in read_records(a.session.path)]
+    assert any(r.get("status") == "compacted" and r.get("trigger") == "auto" for r in recs)
+    starts = [r for r in recs if r.get("event") == "SessionStart"]
+    assert [s["matcher_value"] for s in starts] == ["compact"] * len(starts) and starts
+    assert any("re-primed after compact" in str(m.get("content")) for m in a.session.messages)
 
 
 TRANSCRIPT_READER_PY = """#!/usr/bin/env python3

@@ -722,18 +722,10 @@ class Agent:
         self.session.note("model_change", {"model": spec})
 
     def compact(self, instructions: str = "") -> None:
-        """``/compact``: summarise the conversation, then fire SessionStart with ``source: "compact"``.
-
-        Claude Code's hooks reference, SessionStart matchers: ``compact`` fires
-        after "Auto or manual compaction"; its context is added to the
-        compacted conversation. (Automatic compaction inside a turn does not
-        fire it yet.)
-        """
+        """``/compact``: summarise the conversation. The context manager fires PreCompact,
+        PostCompact and SessionStart with ``source: "compact"`` (as for automatic compaction)."""
         msgs = self.context.compact(self, self.session.messages, instructions)
         self.session.messages = msgs
-        extra = self.hooks.session_start(self, "compact")
-        if extra:
-            self.session.messages.append({"role": "user", "content": extra})
 
     # -- one user turn --
 
