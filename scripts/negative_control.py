@@ -63,6 +63,21 @@ SABOTAGES = [
         ["tests/test_mcp_names.py"],
     ),
     Sabotage(
+        "an unknown hook output key ({\"decison\": \"block\"}) passes in silence",
+        "src/agentloop/agent/hooks.py",
+        "        warnings=_key_warnings(obj, hso if isinstance(hso, dict) else None),\n",
+        "        warnings=(),  # SABOTAGED\n",
+        ["tests/test_hooks_seed004.py::test_a_misspelt_output_key_is_named_in_a_warning"],
+    ),
+    Sabotage(
+        "a PreToolUse hook's deny is ignored by the agent",
+        "src/agentloop/agent/extensions.py",
+        "        if out.permission_decision == \"deny\" or out.blocked:\n",
+        "        if False:  # SABOTAGED\n",
+        ["tests/test_hooks_claude_code.py::test_permission_decision_deny_denies_even_in_bypass_mode",
+         "tests/test_hooks_claude_code.py::test_file_paths_reach_hooks_absolute_so_a_relative_spelling_cannot_bypass_them"],
+    ),
+    Sabotage(
         "the verifier accepts everything",
         "src/agentloop/transcript.py",
         None,

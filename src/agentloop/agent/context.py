@@ -367,6 +367,15 @@ class ContextManager:
         if self.hooks is not None and self.hooks.has("PostCompact"):
             post = self.hooks.run("PostCompact", {"trigger": trigger, "compact_summary": summary}, matcher_value=trigger)
             record("hook", post.to_record())
+        if self.hooks is not None and self.hooks.has("SessionStart"):
+            # Claude Code's hooks reference, SessionStart matcher "compact": "Auto or manual compaction";
+            # its context joins the summary (one user message, so roles still alternate)
+            start = self.hooks.run("SessionStart", {"source": "compact"}, matcher_value="compact")
+            if start.ran:
+                record("hook", start.to_record())
+            ctx = "\n\n".join(c for c in start.additional_context if c)
+            if ctx:
+                messages[head] = {"role": "user", "content": f"{new_msg['content']}\n\n{ctx}"}
         self._say(f"context compacted ({trigger}): {before} -> {after} tokens")
         return res
 

@@ -121,6 +121,7 @@ class AgentHooks(Protocol):
     def session_start(self, agent: Agent, source: str) -> str: ...
     def user_prompt_submit(self, agent: Agent, prompt: str) -> PromptDecision: ...
     def pre_tool_use(self, agent: Agent, call: ToolCall) -> ToolCall | ToolResult: ...
+    def approved(self, call: ToolCall) -> bool: ...
     def post_tool_use(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult: ...
     def stop(self, agent: Agent, result: RunResult) -> str | None: ...
     def session_end(self, agent: Agent, reason: str) -> None: ...
@@ -140,11 +141,18 @@ class NoHooks:
         """Return the call (maybe rewritten) to go on, or a result to refuse it."""
         return call
 
+    def approved(self, call: ToolCall) -> bool:
+        """True when a PreToolUse hook allowed ``call``: the mode's own prompt is skipped (rules still apply)."""
+        return False
+
     def post_tool_use(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult:
         return result
 
     def stop(self, agent: Agent, result: RunResult) -> str | None:
-        """Return a reason to keep going (a new user message), or None to stop."""
+        """Return a reason to keep going (the next user message of the same turn), or None to stop.
+
+        ``agent.stop_hook_active`` says whether the turn already goes on because of a Stop hook.
+        """
         return None
 
     def session_end(self, agent: Agent, reason: str) -> None:
@@ -335,6 +343,8 @@ class Agent:
         self.warned: set[tuple[str, float]] = set()
         self.session_allow: set[str] = set()
         """Rules the user added for the rest of this session ("always")."""
+        self.stop_hook_active = False
+        """While ``hooks.stop`` runs: True when the turn is already going on because of a Stop hook."""
         from .trust import load_for_agent, resolve_model
 
         try:
@@ -806,6 +816,8 @@ class Agent:
         self.session.note("model_change", {"model": spec})
 
     def compact(self, instructions: str = "") -> None:
+        """``/compact``: summarise the conversation. The context manager fires PreCompact,
+        PostCompact and SessionStart with ``source: "compact"`` (as for automatic compaction)."""
         msgs = self.context.compact(self, self.session.messages, instructions)
         self.session.messages = msgs
 
@@ -902,10 +914,17 @@ class Agent:
     def _ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
         """One user turn, with the turn's grants already in force (``ask``).
 
+        A Stop hook that blocks continues the same turn (no second
+        UserPromptSubmit): its reason goes to the model as the next user
+        message and another run starts, under what is left of the turn's
+        budget, with ``stop_hook_active`` true for the next Stop call, at most
+        ``MAX_STOP_BLOCKS`` blocks in a row (``agent/stopgate.py``). The
+        result holds the turn's totals and its last run's answer and stop.
+
         Raises:
             AgentError: a hook blocked the prompt (nothing was run).
         """
-        from ..run import run
+        from .stopgate import StopGate
 
         sync = getattr(self, "mcp_sync", None)
         if sync is not None:  # MCP tools a server added or dropped since the last run (list_changed)
@@ -915,31 +934,64 @@ class Agent:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
         s = self.session
         content = decision.prompt if not decision.context else f"{decision.prompt}\n\n{decision.context}"
-        messages = [*self.context.prepare(self, s.messages), {"role": "user", "content": content}]
         obs = self._observer(observer)
         n = s.stats.turns + 1
+        gate = StopGate(self.budget())
+        left: Budget | None = gate.budget
+        while left is not None:
+            messages = [*self.context.prepare(self, s.messages), {"role": "user", "content": content}]
+            last = self._run(messages, left, obs, n, gate.runs)
+            total = gate.add(last)
+            s.messages = list(last.messages)
+            close_dangling_calls(s.messages)
+            s.stats.spent_micros += last.spent_micros
+            self.stop_hook_active = gate.active
+            again = self.hooks.stop(self, last) if last.stop_reason != "interrupted" else None
+            left = None
+            if again:
+                why = gate.why_not(last)
+                if why is None:
+                    content, left = again, gate.remaining()
+                else:
+                    self._notice(f"a Stop hook asked to keep going; the turn ends anyway: {why}")
+        self.stop_hook_active = False
+        st = s.stats
+        st.turns += 1
+        s.append("session_cost", st.to_json())
+        log.info("turn %d: %s, %d steps, %d micro-USD (session %d)", n, total.stop_reason, total.steps, total.spent_micros, st.spent_micros)
+        return total
+
+    def _run(self, messages: list[Message], budget: Budget, obs: Observer, n: int, part: int) -> RunResult:
+        """One run of the loop for turn ``n`` (``part`` > 0: continued by a Stop hook)."""
+        from ..run import run
+
+        s = self.session
 
         def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
             return self._execute(calls, obs)
 
         wrap = getattr(self.context, "wrap_executor", None)  # extensions.AgentContext
         prep = getattr(self.context, "run_prepare", None)
+        meta: dict[str, Any] = {"session_id": s.id, "turn": n, "started_at": _now_iso(), "cwd": self.cwd}
+        if part:
+            meta["stop_hook_continuation"] = part
+        run_id = f"{s.id}/{n}" if not part else f"{s.id}/{n}.{part}"
         model, sink, traced = self.model, cast(Any, s), None
         reported = (s.stats.input_tokens, s.stats.output_tokens)
         self._unreported = 0
         if self.tracing is not None:
-            model, traced, obs = self.tracing.wrap(self.model, s, obs, model_name=self.model_spec, run_id=f"{s.id}/{n}", conversation_id=s.id)
+            model, traced, obs = self.tracing.wrap(self.model, s, obs, model_name=self.model_spec, run_id=run_id, conversation_id=s.id)
             sink = traced
         result = run(
             model,
             self.shown_tools(),
             messages,
-            self.budget(),
+            budget,
             transcript=sink,
             prices=self.prices,
             model_name=self.model_name,
-            run_id=f"{s.id}/{n}",
-            meta={"session_id": s.id, "turn": n, "started_at": _now_iso(), "cwd": self.cwd},
+            run_id=run_id,
+            meta=meta,
             observer=obs,
             executor=wrap(self, execute) if wrap is not None else execute,
             prepare=prep(self) if prep is not None else None,
@@ -948,11 +1000,7 @@ class Agent:
         )
         if traced is not None:
             traced.finish()
-        s.messages = list(result.messages)
-        close_dangling_calls(s.messages)
         st = s.stats
-        st.turns += 1
-        st.spent_micros += result.spent_micros
         # tokens the provider did not report: the loop's estimate is in result.usage, not in the replies
         est_in = max(0, result.usage.input_tokens - (st.input_tokens - reported[0])) if self._unreported else 0
         est_out = max(0, result.usage.output_tokens - (st.output_tokens - reported[1])) if self._unreported else 0
@@ -960,11 +1008,6 @@ class Agent:
         st.output_tokens += est_out
         st.estimated_tokens += est_in + est_out
         self.last_usage_estimated = est_in + est_out > 0
-        s.append("session_cost", st.to_json())
-        log.info("turn %d: %s, %d steps, %d micro-USD (session %d)", n, result.stop_reason, result.steps, result.spent_micros, st.spent_micros)
-        again = self.hooks.stop(self, result)
-        if again:
-            return self.ask(again, observer=observer)
         return result
 
     def _observer(self, outer: Observer | None) -> Observer:
@@ -1119,6 +1162,8 @@ class Agent:
                 return refusal
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
+        if behavior == "ask" and getattr(d, "by_mode", False) and self.hooks.approved(call):
+            behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt; deny and ask rules were checked above
         if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
             outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
             if outside is not None:  # the sandbox is the wall: without it, a person decides

@@ -26,17 +26,22 @@ from ..config.settings import merged
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry
 from .context import ContextManager
+from .hook_payloads import (
+    absolute_input,
+    claude_transcript_lines,
+    model_text,
+    seed_fields,
+    tool_response,
+)
 from .hooks import MAX_TEXT, HookOutcome, HookRunner
 from .loopcheck import LoopCheck, chain
 from .sidecall import Account
+from .stopgate import stop_feedback
 from .subagent import SubagentRunner, load_agent_types, parallel_executor
 
 __all__ = ["AgentContext", "ClaudeHooks", "install"]
 
 log = logging.getLogger("agentloop.agent")
-
-MAX_STOP_BLOCKS = 8
-"""Claude Code overrides a Stop hook after this many blocks in a row."""
 
 
 def _text(v: Any) -> str:
@@ -50,15 +55,47 @@ class ClaudeHooks:
         self.runner = runner
         self.stop_request: str | None = None
         """Set when a hook answered ``continue: false``: the run stops before its next model call."""
-        self.stop_blocks = 0
         self._pre_context: dict[str, list[str]] = {}
+        self._approved: set[str] = set()
 
     def _sync(self, agent: Any) -> None:
         s = getattr(agent, "session", None)
         if s is not None:
             self.runner.session_id = s.id
-            self.runner.transcript_path = s.path
+            self.runner.transcript_path = self._claude_transcript(agent, s)
         self.runner.permission_mode = getattr(agent, "permission_mode", None)
+
+    @staticmethod
+    def _claude_transcript(agent: Any, s: Any) -> str:
+        """``transcript_path``: the conversation in Claude Code's message lines, beside the hash-chained session.
+
+        Hooks written for Claude Code read ``transcript_path`` as JSONL of
+        ``{"type": "user" | "assistant", "message": {...}}``; the session's own
+        file holds agentloop's records, so this mirror
+        is rewritten before each hook runs. It lives in the session's own folder
+        (``<session id>/claude-transcript.jsonl``, beside ``tool-results/`` and
+        ``subagents/``), so session listings never mistake it for a session. It is a view for hooks, not a record:
+        ``agentloop verify`` checks the session file. If it cannot be written,
+        hooks get the session file's path instead (and a warning is logged).
+        """
+        path = os.path.join(os.path.dirname(s.path), s.id, "claude-transcript.jsonl")
+        msgs = getattr(s, "messages", [])
+        mark = (path, len(msgs), id(msgs[-1]) if msgs else 0)
+        cache = agent.__dict__.setdefault("_claude_transcript_mark", [None])
+        if cache[0] == mark and os.path.exists(path):
+            return path  # unchanged since the last hook (inside a turn the session's messages move at its end)
+        lines = claude_transcript_lines(msgs, s.id, getattr(agent, "cwd", ""))
+        tmp = path + ".tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write("".join(line + "\n" for line in lines))
+            os.replace(tmp, path)
+            cache[0] = mark
+        except OSError as exc:
+            log.warning("cannot write the Claude Code transcript for hooks at %s: %s", path, exc)
+            return str(s.path)
+        return path
 
     def fire(self, agent: Any, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:
         if not self.runner.has(event):
@@ -72,6 +109,8 @@ class ClaudeHooks:
         for r in out.results:
             if r.failure:
                 log.warning("hook %s (%s) failed: %s", r.handler.command, event, r.failure)
+        for w in out.warnings:
+            self._notice(agent, w)  # a misspelt key ({"decison": "block"}) must not fail open in silence
         if out.stop:
             self.stop_request = out.stop_reason or f"a {event} hook asked to stop"
             self._notice(agent, f"stopped by a {event} hook: {self.stop_request}")
@@ -93,15 +132,37 @@ class ClaudeHooks:
     def user_prompt_submit(self, agent: Any, prompt: str) -> Any:
         from .core import PromptDecision
 
-        self.stop_blocks = 0
         self.stop_request = None
-        out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt})
+        late = self.collect_async(agent)
+        out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt, **seed_fields("UserPromptSubmit")})
         if out.blocked or out.stop:
             return PromptDecision(prompt, blocked=out.reason or out.stop_reason or "blocked by a UserPromptSubmit hook")
-        return PromptDecision(prompt, context="\n\n".join(out.additional_context))
+        return PromptDecision(out.updated_prompt if out.updated_prompt is not None else prompt, context="\n\n".join([*late, *out.additional_context]))
+
+    def collect_async(self, agent: Any) -> list[str]:
+        """Background (``async``) handlers that finished: recorded, their messages shown, their context returned."""
+        ctx: list[str] = []
+        for out in self.runner.collect_async():
+            agent.record("hook", {**out.to_record(), "async": True})
+            for msg in out.system_messages:
+                self._notice(agent, msg)
+            ctx += [c for c in out.additional_context if c]
+        return ctx
+
+    def _tool_input(self, agent: Any, call: ToolCall) -> Any:
+        return absolute_input(call.name, call.arguments, getattr(agent, "cwd", self.runner.cwd))
 
     def pre_tool_use(self, agent: Any, call: ToolCall) -> ToolCall | ToolResult:
-        out = self.fire(agent, "PreToolUse", {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.id}, call.name)
+        """PreToolUse: deny, ask, allow (remembered for ``approved``) or rewrite the call.
+
+        Claude Code's hooks reference, PreToolUse decision control:
+        ``"allow"`` skips the permission prompt, ``"deny"`` prevents the call,
+        ``"ask"`` prompts the user; deny and ask rules are still evaluated.
+        """
+        self._approved.discard(call.id)
+        tool_input = self._tool_input(agent, call)
+        payload = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id, **seed_fields("PreToolUse", call.name, tool_input)}
+        out = self.fire(agent, "PreToolUse", payload, call.name)
         if out.additional_context:
             self._pre_context[call.id] = list(out.additional_context)
         if out.stop:
@@ -114,21 +175,33 @@ class ClaudeHooks:
                 return ToolResult(call.id, call.name, False, error=f"a hook asked for approval of {call.name} and no one could be asked (non-interactive)")
             if ask(call, out) == "deny":
                 return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
+            self._approved.add(call.id)
+        if out.permission_decision == "allow":
+            self._approved.add(call.id)
         if out.updated_input is not None:
             return ToolCall(call.id, call.name, out.updated_input)
         return call
 
+    def approved(self, call: ToolCall) -> bool:
+        """A PreToolUse hook allowed this call (or the user approved it when a hook asked)."""
+        return call.id in self._approved
+
     def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult:
+        self._approved.discard(call.id)
+        tool_input = self._tool_input(agent, call)
         if result.ok:
             event = "PostToolUse"
-            payload: dict[str, Any] = {"tool_name": call.name, "tool_input": call.arguments, "tool_response": result.content, "tool_use_id": call.id}
+            response = tool_response(call.name, tool_input, result.content)
+            payload: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_response": response, "tool_use_id": call.id,
+                                       **seed_fields(event, call.name, tool_input, output=result.content, is_error=False)}
         else:
             event = "PostToolUseFailure"
-            payload = {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.id, "error": result.error, "is_interrupt": False}
+            payload = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id, "error": result.error, "is_interrupt": False,
+                       **seed_fields(event, call.name, tool_input, output=result.error, is_error=True)}
         out = self.fire(agent, event, payload, call.name)
         notes = self._pre_context.pop(call.id, []) + list(out.additional_context) + [f"[{event} hook] {f}" for f in out.feedback]
         if out.has_updated_output and result.ok:
-            result = ToolResult(result.call_id, result.name, True, content=out.updated_output)
+            result = ToolResult(result.call_id, result.name, True, content=model_text(call.name, out.updated_output))
         if not notes:
             return result
         extra = "\n\n".join(n[:MAX_TEXT] for n in notes)
@@ -139,18 +212,23 @@ class ClaudeHooks:
         return ToolResult(result.call_id, result.name, False, error=f"{result.error}\n\n{extra}", detail=result.detail)
 
     def stop(self, agent: Any, result: Any) -> str | None:
-        active = self.stop_blocks > 0
-        out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", "")})
+        """Stop hooks: a block's reason (and any ``additionalContext``) keeps the turn going.
+
+        The agent counts the blocks and keeps the turn under its budgets
+        (``stopgate.StopGate``); ``agent.stop_hook_active`` is passed on.
+        """
+        if getattr(result, "stop_reason", None) == "model_error":
+            # Claude Code: "API errors fire StopFailure instead"; "Output and exit code are ignored"
+            error = getattr(result, "error", None) or "unknown"
+            self.fire(agent, "StopFailure", {"error": "unknown", "error_details": error, "last_assistant_message": error,
+                                             **seed_fields("StopFailure")}, "unknown")
+            self.stop_request = None
+            return None
+        active = bool(getattr(agent, "stop_hook_active", False))
+        out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", ""),
+                                        **seed_fields("Stop", stop_reason=getattr(result, "stop_reason", None))})
         self.stop_request = None
-        if out.blocked and not out.stop:
-            if self.stop_blocks >= MAX_STOP_BLOCKS:
-                self._notice(agent, f"a Stop hook blocked {MAX_STOP_BLOCKS} times in a row; stopping anyway")
-                self.stop_blocks = 0
-                return None
-            self.stop_blocks += 1
-            return out.reason or "A Stop hook asked you to keep going."
-        self.stop_blocks = 0
-        return None
+        return stop_feedback(out)
 
     def session_end(self, agent: Any, reason: str) -> None:
         s = getattr(agent, "session", None)
@@ -297,6 +375,8 @@ def _child_executor(agent: Any, hooks: ClaudeHooks | None) -> Callable[[Registry
                         return refusal
             d = agent.policy.decide(call.name, call.arguments)
             behavior = getattr(d, "behavior", "deny")
+            if behavior == "ask" and getattr(d, "by_mode", False) and hooks is not None and hooks.approved(call):
+                behavior = "allow"  # a PreToolUse hook's allow skips the mode's prompt, as for the parent
             why = getattr(d, "reason", "") or "a permission rule"
             sandbox = getattr(agent, "sandbox", None)
             if behavior == "allow" and call.name == "Bash" and sandbox is not None and isinstance(call.arguments, dict):

@@ -40,10 +40,11 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..config.settings import ConfigError, SettingsSource
@@ -71,6 +72,7 @@ EVENTS = (
     "PostCompact",
     "SubagentStart",
     "SubagentStop",
+    "StopFailure",
 )
 ALIASES = {"SessionStop": "SessionEnd"}
 """Seed 004 calls SessionEnd ``SessionStop``: accepted in settings, run as SessionEnd."""
@@ -79,7 +81,7 @@ ALIASES = {"SessionStop": "SessionEnd"}
 KNOWN_UNFIRED = frozenset(
     (
         "Setup", "InstructionsLoaded", "UserPromptExpansion", "MessageDisplay", "PermissionRequest",
-        "PermissionDenied", "PostToolBatch", "Notification", "TaskCreated", "TaskCompleted", "StopFailure",
+        "PermissionDenied", "PostToolBatch", "Notification", "TaskCreated", "TaskCompleted",
         "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate",
         "WorktreeRemove", "Elicitation", "ElicitationResult",
     )
@@ -126,6 +128,10 @@ class HookHandler:
     on_failure: Literal["ignore", "block"] = "ignore"
     source: str = ""
     """The settings file it came from."""
+    if_rule: str | None = None
+    """Claude Code's ``if``: one permission rule the tool call must match for the handler to run."""
+    run_async: bool = False
+    """Claude Code's ``async: true``: runs in the background; no decision, context on the next turn."""
 
     @property
     def key(self) -> tuple[str, tuple[str, ...] | None]:
@@ -203,7 +209,12 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                 on_failure = h.get("onFailure", "ignore")
                 if on_failure not in ("ignore", "block"):
                     raise ConfigError(where, f"{hat}.onFailure must be \"ignore\" or \"block\"")
+                if_rule, run_async, more = _handler_options(h, event, f"{where}: {hat}")
+                warnings += more
+                if if_rule == _NEVER:
+                    continue
                 if event in KNOWN_UNFIRED:
+                    warnings.append(f"{where}: {hat}: agentloop does not fire {event} hooks (see README, Hooks); this handler never runs")
                     continue
                 out.append(
                     HookHandler(
@@ -214,9 +225,62 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         timeout=float(timeout),
                         on_failure=on_failure,
                         source=where,
+                        if_rule=if_rule,
+                        run_async=run_async,
                     )
                 )
     return out, warnings
+
+
+TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
+"""Events where a handler's ``if`` is evaluated (Claude Code: "On other events, a hook with ``if`` set never runs")."""
+HANDLER_KEYS = frozenset(("type", "command", "args", "timeout", "onFailure", "if", "async"))
+HANDLER_IGNORED = frozenset(("statusMessage", "once", "asyncRewake", "shell"))
+_NEVER = "\0never"
+
+
+def _handler_options(h: Mapping[str, Any], event: str, at: str) -> tuple[str | None, bool, list[str]]:
+    """A handler's ``if`` and ``async``, and warnings for fields agentloop does not honour.
+
+    ``if``: Claude Code's hooks reference, common fields: "Permission rule
+    syntax to filter when this hook runs [...] Only evaluated on tool events
+    [...] On other events, a hook with ``if`` set never runs." A rule that
+    cannot be parsed is warned about and the handler runs for every call (a
+    guard never silently stops running; Claude Code's filter "fails open,
+    running your hook regardless of pattern" too).
+    """
+    warnings = [f"{at}.{k}: not supported by agentloop; ignored" for k in h if k not in HANDLER_KEYS]
+    run_async = h.get("async", False)
+    if not isinstance(run_async, bool):
+        warnings.append(f"{at}.async must be true or false; the handler runs synchronously")
+        run_async = False
+    rule = h.get("if")
+    if rule is None:
+        return None, run_async, warnings
+    if event not in TOOL_EVENTS:
+        warnings.append(f"{at}.if is only evaluated on tool events; as in Claude Code this {event} handler never runs")
+        return _NEVER, run_async, warnings
+    from .permissions import RuleError, parse_rule
+
+    try:
+        if not isinstance(rule, str):
+            raise RuleError("must be a string holding one permission rule")
+        parse_rule(rule)
+    except RuleError as exc:
+        warnings.append(f"{at}.if {rule!r}: {exc}; the handler runs for every matching call")
+        return None, run_async, warnings
+    return rule, run_async, warnings
+
+
+def _if_matches(rule: str, tool_name: str | None, tool_input: Any, cwd: str) -> bool:
+    """Whether a tool call matches a handler's ``if`` rule: as a deny rule would (any Bash subcommand counts)."""
+    if tool_name is None:
+        return False
+    from .permissions import PermissionPolicy
+
+    policy = PermissionPolicy(cwd=cwd)
+    policy.add_rule("deny", rule, source="hook if")
+    return policy.decide(tool_name, tool_input if isinstance(tool_input, dict) else {}).behavior == "deny"
 
 
 # --- parsing a hook's answer -------------------------------------------------
@@ -242,6 +306,46 @@ class HookAnswer:
     additional_context: str | None = None
     updated_output: Any = None
     has_updated_output: bool = False
+    allowed: bool | None = None
+    """Seed 004's ``allowed``: False blocks (denies) like ``decision: "block"``; True is no decision."""
+    updated_prompt: str | None = None
+    """Seed 004's ``updatedPrompt``: UserPromptSubmit's replacement prompt."""
+    warnings: tuple[str, ...] = ()
+    """Keys of the answer that neither protocol has, or that agentloop does not honour."""
+
+
+TOP_KEYS = frozenset(("continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason", "hookSpecificOutput"))
+"""Claude Code's top-level output fields that agentloop honours."""
+SEED_KEYS = frozenset(("allowed", "updatedInput", "updatedOutput", "updatedPrompt"))
+"""Seed 004's output fields (besides ``reason`` and ``continue``)."""
+TOP_IGNORED = frozenset(("terminalSequence",))
+"""Claude Code's top-level fields that agentloop accepts and does not act on."""
+HSO_KEYS = frozenset(("hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext", "updatedToolOutput"))
+HSO_IGNORED = frozenset((
+    "updatedMCPToolOutput", "sessionTitle", "initialUserMessage", "watchPaths", "reloadSkills", "decision", "retry",
+    "action", "content", "displayContent", "worktreePath", "suppressOriginalPrompt",
+))
+"""Claude Code's ``hookSpecificOutput`` fields for events or features agentloop does not have: warned about, ignored."""
+
+
+def _key_warnings(obj: Mapping[str, Any], hso: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """A warning for every output key that is neither Claude Code's nor seed 004's, so a misspelt decision is never silent."""
+    out: list[str] = []
+    for k in obj:
+        if k in TOP_KEYS or k in SEED_KEYS:
+            continue
+        if k in TOP_IGNORED:
+            out.append(f"output key {k!r} is not supported by agentloop; ignored")
+        else:
+            out.append(f"unknown output key {k!r} (neither Claude Code's hook protocol nor seed 004's); ignored")
+    for k in hso or {}:
+        if k in HSO_KEYS:
+            continue
+        if k in HSO_IGNORED:
+            out.append(f"hookSpecificOutput.{k} is not supported by agentloop; ignored")
+        else:
+            out.append(f"unknown output key 'hookSpecificOutput.{k}'; ignored")
+    return tuple(out)
 
 
 def _opt_str(obj: Mapping[str, Any], key: str, where: str) -> str | None:
@@ -317,6 +421,16 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
         if "updatedToolOutput" in hso:
             updated_output = hso["updatedToolOutput"]
             has_updated_output = True
+    allowed = obj.get("allowed")
+    if allowed is not None and not isinstance(allowed, bool):
+        raise HookOutputError("allowed must be true or false")
+    if updated_input is None and "updatedInput" in obj:
+        ui = obj["updatedInput"]
+        if not isinstance(ui, dict):
+            raise HookOutputError("updatedInput must be an object (it replaces the whole input)")
+        updated_input = ui
+    if not has_updated_output and "updatedOutput" in obj:
+        updated_output, has_updated_output = obj["updatedOutput"], True
     return HookAnswer(
         json=True,
         continue_=cont,
@@ -331,6 +445,9 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
         additional_context=ctx,
         updated_output=updated_output,
         has_updated_output=has_updated_output,
+        allowed=allowed,
+        updated_prompt=_opt_str(obj, "updatedPrompt", ""),
+        warnings=_key_warnings(obj, hso if isinstance(hso, dict) else None),
     )
 
 
@@ -523,6 +640,8 @@ class HookOutcome:
     updated_output: Any = None
     has_updated_output: bool = False
     warnings: tuple[str, ...] = field(default=())
+    updated_prompt: str | None = None
+    """Seed 004's ``updatedPrompt`` (UserPromptSubmit): the last handler's, in settings order."""
 
     @property
     def ran(self) -> bool:
@@ -554,6 +673,10 @@ class HookOutcome:
             out["stop"] = True
         if self.has_updated_output:
             out["updated_output"] = self.updated_output
+        if self.updated_prompt is not None:
+            out["updated_prompt"] = self.updated_prompt
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
 
@@ -602,6 +725,9 @@ def _judge(event: str, h: HookHandler, proc: _Proc, ms: int) -> HookResult:
         if event == "PreToolUse" and answer.decision == "block" and answer.permission_decision is None:
             blocked = True  # the deprecated top-level form
             reason = answer.reason or f"blocked by hook {h.command!r}"
+        if answer.allowed is False and (event in CAN_BLOCK or event in FEEDBACK) and not blocked:
+            blocked = event not in FEEDBACK  # seed 004: {"allowed": false, "reason": ...}
+            reason = answer.reason or f"blocked by hook {h.command!r}"
     return HookResult(h, code, ms, False, answer, stderr, None, blocked, reason)
 
 
@@ -618,8 +744,12 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
     updated_input: dict[str, Any] | None = None
     updated_output: Any = None
     has_updated_output = False
+    updated_prompt: str | None = None
+    warns = list(warnings)
     for r in results:
         a = r.answer
+        if a is not None:
+            warns += [f"hook {r.handler.command!r} ({event}): {w}" for w in a.warnings]
         if event in FEEDBACK and r.reason and not r.failure:
             feedback.append(r.reason)
         if r.blocked:
@@ -640,7 +770,7 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
         if a.json:
             if not a.continue_:
                 stop = True
-                stop_reason = stop_reason or a.stop_reason
+                stop_reason = stop_reason or a.stop_reason or a.reason  # seed 004 gives continue: false a reason
             if a.system_message:
                 msgs.append(a.system_message)
             if a.additional_context:
@@ -649,6 +779,8 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
                 updated_input = a.updated_input
             if a.has_updated_output:
                 updated_output, has_updated_output = a.updated_output, True
+            if a.updated_prompt is not None and not r.blocked:
+                updated_prompt = a.updated_prompt
         elif a.text and event in PLAIN_CONTEXT and r.exit_code == 0:
             ctx.append(a.text)
     reason = "; ".join(reasons) if reasons else None
@@ -671,7 +803,8 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
         stop_reason=stop_reason,
         updated_output=updated_output,
         has_updated_output=has_updated_output,
-        warnings=tuple(warnings),
+        warnings=tuple(warns),
+        updated_prompt=updated_prompt if event == "UserPromptSubmit" else None,
     )
 
 
@@ -707,6 +840,9 @@ class HookRunner:
         base["AGENTLOOP_PROJECT_DIR"] = self.project_dir
         self._env = base
         self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
+        self._async_lock = threading.Lock()
+        self._async_done: list[HookOutcome] = []
+        self._async_running: list[threading.Thread] = []
 
     @classmethod
     def from_settings(
@@ -746,8 +882,8 @@ class HookRunner:
         event = ALIASES.get(event, event)
         return any(h.event == event for h in self.handlers)
 
-    def matching(self, event: str, matcher_value: str | None) -> list[HookHandler]:
-        """The handlers that run for this event and value: each distinct command once."""
+    def matching(self, event: str, matcher_value: str | None, tool_input: Any = None) -> list[HookHandler]:
+        """The handlers that run for this event, value and tool input (``if``): each distinct command once."""
         event = ALIASES.get(event, event)
         seen: dict[tuple[str, tuple[str, ...] | None], int] = {}
         out: list[HookHandler] = []
@@ -756,11 +892,13 @@ class HookRunner:
                 continue
             if event not in NO_MATCHER and not _matches(h.matcher, matcher_value):
                 continue
+            if h.if_rule is not None and not _if_matches(h.if_rule, matcher_value, tool_input, self.cwd):
+                continue
             if h.key in seen:
                 # the same handler from two places runs once; if either fails closed, it does
                 i = seen[h.key]
                 if h.on_failure == "block" and out[i].on_failure != "block":
-                    out[i] = HookHandler(out[i].event, out[i].matcher, out[i].command, out[i].args, out[i].timeout, "block", out[i].source)
+                    out[i] = replace(out[i], on_failure="block")
                 continue
             seen[h.key] = len(out)
             out.append(h)
@@ -788,16 +926,54 @@ class HookRunner:
         event = ALIASES.get(event, event)
         if event not in EVENTS:
             raise ValueError(f"unknown hook event {event!r}")
-        handlers = self.matching(event, matcher_value)
+        handlers = self.matching(event, matcher_value, payload.get("tool_input"))
         if not handlers:
             return HookOutcome(event=event, matcher_value=matcher_value)
         data = json.dumps(self.payload(event, payload), ensure_ascii=False, default=str).encode("utf-8")
+        for h in handlers:
+            if h.run_async:
+                self._start_async(event, matcher_value, h, data)
+        handlers = [h for h in handlers if not h.run_async]
+        if not handlers:
+            return HookOutcome(event=event, matcher_value=matcher_value)
         if len(handlers) == 1:
             results = [self._one(event, handlers[0], data)]
         else:
             with ThreadPoolExecutor(max_workers=min(len(handlers), 16)) as pool:
                 results = list(pool.map(lambda h: self._one(event, h, data), handlers))
         return _combine(event, matcher_value, results, ())
+
+    def _start_async(self, event: str, matcher_value: str | None, h: HookHandler, data: bytes) -> None:
+        """Claude Code's ``async: true``: run in the background; the answer is collected later, its decisions ignored.
+
+        Hooks reference, "Run hooks in the background": "Async hooks can't
+        block or control Claude's behavior [...] if the hook produced a JSON
+        response with an ``additionalContext`` field, that content is
+        delivered to Claude as context on the next conversation turn."
+        """
+
+        def work() -> None:
+            r = self._one(event, h, data)
+            if r.answer is not None:  # decisions have no effect: keep only what async hooks may say
+                r = replace(r, blocked=False, reason=None, answer=replace(
+                    r.answer, decision=None, permission_decision=None, updated_input=None, continue_=True,
+                    allowed=None, updated_prompt=None, has_updated_output=False, updated_output=None))
+            else:
+                r = replace(r, blocked=False, reason=None)
+            with self._async_lock:
+                self._async_done.append(_combine(event, matcher_value, [r], ()))
+
+        t = threading.Thread(target=work, name=f"hook-async-{event}", daemon=True)
+        with self._async_lock:
+            self._async_running.append(t)
+        t.start()
+
+    def collect_async(self) -> list[HookOutcome]:
+        """The outcomes of background handlers that have finished since the last call."""
+        with self._async_lock:
+            done, self._async_done = self._async_done, []
+            self._async_running = [t for t in self._async_running if t.is_alive()]
+        return done
 
     def _one(self, event: str, h: HookHandler, data: bytes) -> HookResult:
         argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]

@@ -349,6 +349,8 @@ class Decision:
     source: str | None
     """The settings file the rule came from (``session`` for rules added at run time)."""
     reason: str
+    by_mode: bool = False
+    """An "ask" only because the mode asks for tools no rule covers (a PreToolUse hook's allow may skip it)."""
 
 
 @dataclass
@@ -565,7 +567,7 @@ class PermissionPolicy:
             return Decision("allow", None, None, "acceptEdits mode allows file edits")
         if self.mode == "dontAsk":
             return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk")
-        return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode")
+        return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode", by_mode=True)
 
     def _agent_decision(self, tool_input: dict[str, Any]) -> Decision:
         """A sub-agent launch that no deny or ask rule matched: allowed (plan mode: read-only types only)."""

@@ -18,8 +18,9 @@ Rules:
 4. Children of read-only types (``Explore``) may run at the same time
    (``parallel_executor``); others run one at a time.
 5. SubagentStart and SubagentStop hooks fire around each child (matcher: the
-   agent type); a blocking SubagentStop is recorded but cannot make a child
-   that already stopped go on.
+   agent type); a blocking SubagentStop keeps the child going with its reason
+   as the next user message, in the same transcript and under the child's
+   budget, at most ``MAX_STOP_BLOCKS`` times in a row (``stopgate.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..run import RunResult, run
 from ..tools import Registry, Tool, ToolError
 from ..transcript import TranscriptWriter, read_records, verify_file
 from .hooks import HookRunner
+from .stopgate import StopGate, stop_feedback
 
 __all__ = [
     "AgentType",
@@ -363,27 +365,38 @@ class SubagentRunner:
             budget = Budget(max_steps=self.max_steps, max_usd_micros=reserved[0], max_tokens=reserved[1])
             model = self.model if atype.model is None or self.open_model is None else self.open_model(atype.model)
             messages = [{"role": "system", "content": atype.prompt + f"\n\nWorking directory: {cwd}"}, {"role": "user", "content": prompt}]
+            gate = StopGate(budget)
+            left: Budget | None = budget
             with TranscriptWriter(path) as w:
-                sink: Any = w
-                traced = None
-                if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
-                    model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name, run_id=child_id)
-                    sink = traced
-                result = run(
-                    model,
-                    registry,
-                    messages,
-                    budget,
-                    transcript=sink,
-                    prices=self.prices,
-                    model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name,
-                    loop_threshold=self.loop_threshold,
-                    run_id=child_id,
-                    meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
-                    executor=self._executor(registry, traced),
-                )
-                if traced is not None:
-                    traced.finish()
+                while left is not None:
+                    run_id = child_id if not gate.runs else f"{child_id}.{gate.runs}"
+                    sink: Any = w
+                    traced = None
+                    run_model = model
+                    if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
+                        run_model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name, run_id=run_id)
+                        sink = traced
+                    last = run(
+                        run_model,
+                        registry,
+                        messages,
+                        left,
+                        transcript=sink,
+                        prices=self.prices,
+                        model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name,
+                        loop_threshold=self.loop_threshold,
+                        run_id=run_id,
+                        meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
+                        executor=self._executor(registry, traced),
+                    )
+                    if traced is not None:
+                        traced.finish()
+                    result = gate.add(last)
+                    left = None
+                    again = self._subagent_stop(child_id, atype.name, last, path, gate.active)
+                    if again is not None and gate.why_not(last) is None:
+                        messages = [*last.messages, {"role": "user", "content": again}]
+                        left = gate.remaining()
                 last_hash = w.last_hash
                 count = w.count
         except BaseException:
@@ -396,14 +409,6 @@ class SubagentRunner:
             raise
         self.parent.settle(reserved, result)
         worktree = wt.finish(child_id) if wt is not None else None
-        if self.hooks is not None and self.hooks.has("SubagentStop"):
-            out = self.hooks.run(
-                "SubagentStop",
-                {"agent_id": child_id, "agent_type": atype.name, "stop_hook_active": False, "last_assistant_message": result.answer,
-                 "agent_transcript_path": path},
-                matcher_value=atype.name,
-            )
-            self._record("hook", out.to_record())
         summary: dict[str, Any] = {
             "agent_id": child_id,
             "agent_type": atype.name,
@@ -423,6 +428,25 @@ class SubagentRunner:
         self.children.append(summary)
         self._record("subagent", {**summary, "transcript": path})
         return summary
+
+    def _subagent_stop(self, child_id: str, atype: str, last: RunResult, path: str, active: bool) -> str | None:
+        """SubagentStop hooks: what the child is told to go on with, or None to let it stop.
+
+        Claude Code's hooks reference: "Returning ``decision: "block"`` with a
+        ``reason`` keeps the subagent running and delivers ``reason`` to the
+        subagent as its next instruction"; the same loop protections as Stop
+        (``stop_hook_active``, the cap of consecutive blocks) apply.
+        """
+        if self.hooks is None or not self.hooks.has("SubagentStop") or last.stop_reason == "interrupted":
+            return None
+        out = self.hooks.run(
+            "SubagentStop",
+            {"agent_id": child_id, "agent_type": atype, "stop_hook_active": active, "last_assistant_message": last.answer,
+             "agent_transcript_path": path},
+            matcher_value=atype,
+        )
+        self._record("hook", out.to_record())
+        return stop_feedback(out)
 
     def _tools_for(self, atype: AgentType, cwd: str) -> Registry:
         full = self.make_tools(cwd)

@@ -1,0 +1,150 @@
+"""What tool hooks receive, in Claude Code's shapes (and seed 004's field names beside them).
+
+Claude Code's hooks reference (https://code.claude.com/docs/en/hooks):
+
+- PreToolUse input: "For the file tools ``Write``, ``Edit``, and ``Read``,
+  ``tool_input.file_path`` is always absolute: Claude Code expands ``~`` and
+  relative paths before hooks run, so a hook that matches on paths can't be
+  bypassed via ``~`` or a relative spelling of the same path." PostToolUse:
+  "File-tool ``tool_input`` paths arrive in the same format as for PreToolUse".
+- PostToolUse input: ``tool_response`` is the tool's structured output, e.g.
+  ``{"filePath": "/path/to/file.txt", "success": true}`` for ``Write``;
+  "``Bash`` returns an object with ``stdout``, ``stderr``, ``interrupted``,
+  and ``isImage`` fields".
+
+agentloop's tools answer the model with text; these functions rebuild the
+documented objects from the call and that text. The model still sees the
+tool's own text. Differences: Bash's output is one stream (stdout holds
+stdout and stderr interleaved, ``stderr`` is empty); Read's ``content`` is
+the numbered text the model saw. Tools Claude Code does not document keep
+their own result.
+
+Seed 004's protocol names the same facts ``event``, ``tool``, ``input`` (the
+arguments as a JSON string), ``inputJson``, ``output`` and ``is_error``; both
+sets of names are sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+__all__ = ["absolute_input", "claude_transcript_lines", "model_text", "seed_fields", "tool_response"]
+
+PATH_KEYS = ("file_path", "notebook_path")
+"""Argument names that are file paths: made absolute for hooks."""
+DIR_TOOLS = frozenset(("Glob", "Grep", "LS"))
+"""Tools whose ``path`` argument is a file or directory."""
+
+
+def _absolute(path: str, cwd: str) -> str:
+    return os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+
+
+def absolute_input(tool_name: str, arguments: Any, cwd: str) -> Any:
+    """``arguments`` with file paths made absolute against ``cwd`` (``~`` expanded); other values unchanged."""
+    if not isinstance(arguments, dict):
+        return arguments
+    out = dict(arguments)
+    keys = PATH_KEYS + (("path",) if tool_name in DIR_TOOLS else ())
+    for k in keys:
+        v = out.get(k)
+        if isinstance(v, str) and v:
+            out[k] = _absolute(v, cwd)
+    return out
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    try:
+        return json.dumps(content, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(content)
+
+
+def tool_response(tool_name: str, tool_input: Any, content: Any) -> Any:
+    """PostToolUse's ``tool_response`` for a successful call (``tool_input`` already absolute)."""
+    args = tool_input if isinstance(tool_input, dict) else {}
+    text = _text(content)
+    path = args.get("file_path")
+    if tool_name == "Bash":
+        return {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
+    if tool_name == "Write" and isinstance(path, str):
+        kind = "update" if text.startswith("Updated") else "create"
+        return {"type": kind, "filePath": path, "content": args.get("content", ""), "success": True}
+    if tool_name == "Edit" and isinstance(path, str):
+        return {
+            "filePath": path,
+            "oldString": args.get("old_string", ""),
+            "newString": args.get("new_string", ""),
+            "replaceAll": bool(args.get("replace_all", False)),
+            "success": True,
+        }
+    if tool_name == "Read" and isinstance(path, str):
+        lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        start = args.get("offset") if isinstance(args.get("offset"), int) else 1
+        return {"type": "text", "file": {"filePath": path, "content": text, "numLines": lines, "startLine": start}}
+    return content
+
+
+def model_text(tool_name: str, value: Any) -> Any:
+    """What the model sees when a PostToolUse hook's ``updatedToolOutput`` has the tool's documented shape."""
+    if tool_name == "Bash" and isinstance(value, dict) and isinstance(value.get("stdout"), str):
+        err = value.get("stderr")
+        return value["stdout"] + (f"\n{err}" if isinstance(err, str) and err else "")
+    return value
+
+
+def seed_fields(event: str, tool_name: str | None = None, tool_input: Any = None, **more: Any) -> dict[str, Any]:
+    """Seed 004's names for the same facts: ``event``, ``tool``, ``input`` (a JSON string), ``inputJson``..."""
+    out: dict[str, Any] = {"event": event}
+    if tool_name is not None:
+        out["tool"] = tool_name
+        out["inputJson"] = tool_input
+        out["input"] = _text(tool_input)
+    out.update(more)
+    return out
+
+
+def claude_transcript_lines(messages: Any, session_id: str, cwd: str) -> list[str]:
+    """The conversation as Claude Code's transcript lines, for hooks that read ``transcript_path``.
+
+    Each line is ``{"type": "user" | "assistant", "message": {"role", "content"}, "sessionId",
+    "uuid", "parentUuid", "cwd"}``: assistant content as ``text`` and ``tool_use`` blocks, tool
+    results as ``tool_result`` blocks in a user message, as Claude Code writes them (its
+    sessions reference calls the line format unstable; hooks read ``type``, ``message.role``
+    and ``message.content``). The system prompt is not a line.
+    """
+    lines: list[str] = []
+    parent: str | None = None
+    for i, m in enumerate(messages if isinstance(messages, list) else []):
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        content: Any
+        if role == "user":
+            kind, content = "user", m.get("content", "")
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            text = m.get("content")
+            if isinstance(text, str) and text:
+                blocks.append({"type": "text", "text": text})
+            for c in m.get("tool_calls", ()) or ():
+                if isinstance(c, dict):
+                    blocks.append({"type": "tool_use", "id": c.get("id"), "name": c.get("name"), "input": c.get("arguments")})
+            kind, content = "assistant", blocks
+        elif role == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id"), "content": m.get("content", "")}
+            if m.get("ok") is False:
+                block["is_error"] = True
+            kind, content = "user", [block]
+        else:
+            continue
+        uid = f"{session_id}-{i}"
+        line = {"type": kind, "message": {"role": "assistant" if kind == "assistant" else "user", "content": content},
+                "sessionId": session_id, "uuid": uid, "parentUuid": parent, "cwd": cwd}
+        lines.append(json.dumps(line, ensure_ascii=False, default=str))
+        parent = uid
+    return lines
