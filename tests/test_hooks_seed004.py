@@ -199,3 +199,22 @@ def test_both_protocols_keys_give_no_warning() -> None:
         ' "updatedInput": {}, "additionalContext": "c", "updatedToolOutput": 1}}',
     ):
         assert parse_hook_output(raw).warnings == (), raw
+
+
+def test_stop_and_session_end_get_the_turn_count_total_cost_and_stop_reason(tmp_path: Path, proj: Path) -> None:
+    """Seed 004's Stop payload: ``turn_count``, ``total_cost_usd``, ``stop_reason``; SessionStop (Claude
+    Code's SessionEnd): ``turn_count`` and ``total_cost_usd`` (issue 22, point 5)."""
+    log = tmp_path / "events.jsonl"
+    rec = executable(tmp_path / "rec.py", f"#!/usr/bin/env python3\nimport sys\nopen({str(log)!r}, 'a').write(sys.stdin.read().strip() + '\\n')\n")
+    settings(proj, {"hooks": {**hook("Stop", rec), **hook("SessionEnd", rec)}})
+    a = Agent(cwd=str(proj), model=script(tmp_path, [final("one"), final("two")]), trust=True)
+    a.ask("first")
+    a.ask("second")
+    spent = a.session.stats.spent_micros
+    a.close("prompt_input_exit")
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    stops = [e for e in events if e["hook_event_name"] == "Stop"]
+    assert [e["turn_count"] for e in stops] == [1, 2] and all(e["stop_reason"] == "no_tool_calls" for e in stops)
+    assert isinstance(stops[-1]["total_cost_usd"], float) and stops[-1]["total_cost_micros"] > 0
+    end = next(e for e in events if e["hook_event_name"] == "SessionEnd")
+    assert end["turn_count"] == 2 and end["total_cost_micros"] == spent and end["total_cost_usd"] == spent / 1_000_000

@@ -226,20 +226,29 @@ class ClaudeHooks:
             return None
         active = bool(getattr(agent, "stop_hook_active", False))
         out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", ""),
-                                        **seed_fields("Stop", stop_reason=getattr(result, "stop_reason", None))})
+                                        **seed_fields("Stop", stop_reason=getattr(result, "stop_reason", None), **_totals(agent, result))})
         self.stop_request = None
         return stop_feedback(out)
 
     def session_end(self, agent: Any, reason: str) -> None:
         s = getattr(agent, "session", None)
         if s is not None and getattr(s, "written", True):
-            self.fire(agent, "SessionEnd", {"reason": reason}, reason)
+            self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionEnd", **_totals(agent, None))}, reason)
 
     def check_stop(self, state: Any, record: Any) -> str | None:
         """Part of the run's ``prepare``: end the run when a hook said ``continue: false``."""
         if self.stop_request is not None:
             return "interrupted"
         return None
+
+
+def _totals(agent: Any, result: Any) -> dict[str, Any]:
+    """Seed 004's Stop and SessionStop facts: the session's turn count and total cost (a number of
+    dollars, and the exact micro-dollars beside it); the turn in progress counts."""
+    st = getattr(getattr(agent, "session", None), "stats", None)
+    turns = int(getattr(st, "turns", 0)) + (1 if result is not None else 0)
+    spent = int(getattr(st, "spent_micros", 0))
+    return {"turn_count": turns, "total_cost_usd": spent / 1_000_000, "total_cost_micros": spent}
 
 
 def _json(v: Any) -> str:
