@@ -8,8 +8,9 @@ budget binding, all through the run's ``prepare`` seam) and adds the
 session's chain through ``agent.record``.
 
 Settings read here (highest-precedence file wins): ``hooks`` (all files,
-merged), ``loopThreshold`` (default 5; 0 turns it off), ``loopCheckModel``
-(a model spec; the check is off without it), ``contextWindow`` (via
+merged), ``loopThreshold`` (default 5; 0 turns it off), ``loopCheckModel`` (default: the
+provider's cheap model, claude-haiku-4-5 or gpt-4o-mini; ``false`` turns it off; none for other
+providers), ``contextWindow`` (via
 ``agent.window``), ``toolResultCap`` (characters), ``subagents`` (false turns
 the Agent tool off).
 """
@@ -294,8 +295,8 @@ class AgentContext:
             notify=lambda t: ClaudeHooks._notice(agent, t),
         )
         self.loopcheck: LoopCheck | None = None
-        spec = merged(agent.sources, "loopCheckModel")
-        if isinstance(spec, str) and spec:
+        spec = loop_check_model(agent.model_spec, merged(agent.sources, "loopCheckModel"))
+        if spec is not None:
             self.loopcheck = LoopCheck(agent._open(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
         self.subagents: SubagentRunner | None = None
 
@@ -471,6 +472,21 @@ def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:
             t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
         out[name] = t
     return out
+
+
+CHEAP_MODELS = {"anthropic": "anthropic:claude-haiku-4-5", "openai": "openai:gpt-4o-mini"}
+"""The cheap model of each provider the model loop check uses by default (seed 004: a small model's judgment)."""
+
+
+def loop_check_model(model_spec: Any, setting: Any) -> str | None:
+    """The model the loop check asks (``loopcheck``): ``loopCheckModel`` when set, none when it is
+    ``false`` or ``"off"``, else the cheap model of the agent's own provider, when there is one."""
+    if setting is False or (isinstance(setting, str) and setting.strip().lower() in ("off", "false", "none", "")):
+        return None
+    if isinstance(setting, str):
+        return setting
+    provider = str(model_spec).split(":", 1)[0] if isinstance(model_spec, str) and ":" in model_spec else ""
+    return CHEAP_MODELS.get(provider)
 
 
 def loop_threshold(agent: Any) -> int | None:

@@ -349,7 +349,7 @@ _CLEAN: dict[str, Callable[[SettingsSource, str, Any, Warn], Any]] = {
     "env": _clean_env,
     "model": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
     "fallbackModel": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
-    "loopCheckModel": _typed(lambda v: isinstance(v, str), "a model name"),
+    "loopCheckModel": _typed(lambda v: isinstance(v, str) or v is False, 'a model name, or false for no model check'),
     "maxSteps": _typed(_int_ok(1), "a whole number of at least 1"),
     "maxUsd": _typed(_usd_ok, 'an amount of dollars such as 0.50, or "unlimited"'),
     "contextWindow": _typed(_int_ok(1), "a number of tokens"),
