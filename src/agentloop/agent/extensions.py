@@ -451,6 +451,7 @@ def install(agent: Any) -> None:
             model_name=agent.model_name,
             open_model=agent._open,
             tracing=agent.tracing,
+            default_isolation="none" if merged(agent.sources, "subagentIsolation") == "none" else "worktree",
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent, hooks),
             types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
