@@ -122,3 +122,28 @@ def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path
         assert commands == ["/mcp__raw__greet"]
     finally:
         a.close("prompt_input_exit")
+
+
+def test_print_mode_runs_an_mcp_prompt_command(tmp_path: Path) -> None:
+    """``agentloop -p "/mcp__raw__greet Ada"`` sends the prompt's text, as the REPL does."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    proj = project(tmp_path)
+    spec = script(tmp_path, [{"text": "hello Ada", "usage": [10, 2]}])
+    env = {**os.environ, "AGENTLOOP_HOME": str(home), "HOME": str(home), "NO_COLOR": "1"}
+    argv = [sys.executable, "-m", "agentloop.cli.main", "--trust", "--model", spec]
+    done = subprocess.run([*argv, "-p", "/mcp__raw__greet Ada"], cwd=proj, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "hello Ada" in done.stdout
+    (path,) = glob.glob(str(home / "projects" / "*" / "sessions" / "*.jsonl"))
+    (start,) = [r.payload for r in read_records(path) if r.kind == "run_start"]
+    assert start["messages"][-1]["content"] == "Say hello to Ada."
+    missing = subprocess.run([*argv, "-p", "/mcp__raw__greet"], cwd=proj, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2
+    assert "/mcp__raw__greet needs who" in missing.stderr
+    assert "Traceback" not in missing.stderr
