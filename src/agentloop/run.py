@@ -204,7 +204,12 @@ def make_config(
 
 
 class _Drive:
-    """The effects shared by both drivers: recording, ledgers, observers."""
+    """What both drivers share: the loop's state, recording, ledgers, observers.
+
+    ``next()`` performs every outbound that needs neither the model nor a
+    tool and returns the next one that does; the driver performs that one
+    (synchronously or awaiting) and hands the inbound back to ``feed``.
+    """
 
     def __init__(self, sink: Sink, ledger: Ledger | None, observer: Observer | None):
         self.sink = sink
@@ -214,6 +219,38 @@ class _Drive:
         self.last_hash = ""
         self.ready: CallModel | None = None
         """The call ``prepare`` already saw: it is made, not prepared again."""
+        self.state: State
+        self.pending: list[Outbound] = []
+
+    def begin(self, cfg: LoopConfig, messages: Sequence[Message], continues: Continues | None) -> None:
+        self.state, self.pending = start(cfg, messages, continues)
+
+    def next(self) -> CallModel | RunTools | CountInput | None:
+        """Perform outbounds until one needs the model or the tools; None when the run is over."""
+        pending = self.pending
+        while pending:
+            out = pending.pop(0)
+            if self.quick(out):  # records, and settling with no ledger: most outbounds, done inline
+                continue
+            if isinstance(out, (CallModel, RunTools, CountInput)):
+                return out
+            inbound = self.simple(self.state, out)
+            if inbound is not None:
+                self.feed(inbound)
+                pending = self.pending
+        return None
+
+    def feed(self, inbound: Any) -> None:
+        """Step the loop with what the driver performed; its outbounds come first."""
+        self.state, more = step(self.state, inbound)
+        self.pending = more + self.pending if self.pending else more
+
+    def after_prepare(self, out: CallModel, reason: str | None) -> None:
+        self.pending = self.prepared(self.state, out, reason) + self.pending
+
+    def interrupted(self) -> None:
+        for out in interrupt(self.state):
+            self.simple(self.state, out)
 
     def record(self, kind: str, payload: Any) -> None:
         rec = self.sink.append(kind, payload)
@@ -299,6 +336,32 @@ def _failure(exc: BaseException) -> ModelFailed:
     return ModelFailed(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, usage if isinstance(usage, Usage) else None)
 
 
+def _setup(
+    model: object,
+    tools: Registry | Iterable[Tool | Callable[..., Any]] | None,
+    messages: Sequence[Message] | str,
+    budget: Budget,
+    config: LoopConfig | None,
+    transcript: Sink | None,
+    ledger: Ledger | None,
+    observer: Observer | None,
+    continues: Continues | None,
+    **options: Any,
+) -> tuple[Registry, _Drive]:
+    """What both drivers do before the first outbound: the registry, the config, the started loop.
+
+    ``options`` are ``make_config``'s keywords, used when no ``config`` is given.
+    """
+    registry = _registry(tools)
+    cfg = config or make_config(model, registry, budget, **options)
+    if config is None and ledger is not None:
+        cfg = replace(cfg, shared_cap=True)
+    msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
+    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
+    drive.begin(cfg, msgs, continues)
+    return registry, drive
+
+
 def run(
     model: Model,
     tools: Registry | Iterable[Tool | Callable[..., Any]] | None,
@@ -349,48 +412,34 @@ def run(
         TranscriptError: the transcript could not be written (nothing after
             the failed record is written).
     """
-    registry = _registry(tools)
-    cfg = config or make_config(
-        model, registry, budget, prices=prices, model_name=model_name, sentinel=sentinel,
-        max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+    registry, drive = _setup(
+        model, tools, messages, budget, config, transcript, ledger, observer, continues,
+        prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
+        loop_threshold=loop_threshold, run_id=run_id, meta=meta,
         redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
-    if config is None and ledger is not None:
-        cfg = replace(cfg, shared_cap=True)
-    msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
     run_tools = executor or _threaded(registry, drive, max_parallel)
-    state, pending = start(cfg, msgs, continues)
     try:
-        while pending:
-            out = pending.pop(0)
-            inbound: Any
-            if drive.quick(out):  # records, and settling with no ledger: most outbounds, done inline
-                continue
+        while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
                 if prepare is not None and out is not drive.ready:
-                    reason = prepare(state, drive.record)
+                    reason = prepare(drive.state, drive.record)
                     if inspect.isawaitable(reason):
                         raise TypeError("run() takes a synchronous prepare; arun() awaits one")
-                    pending = drive.prepared(state, out, reason) + pending
+                    drive.after_prepare(out, reason)
                     continue
                 try:
                     inbound = _check_reply(model.complete(drive.request_with_stream(out.request)))
                 except Exception as exc:  # any failure of the model ends the run as data
                     inbound = _failure(exc)
+                drive.feed(inbound)
             elif isinstance(out, RunTools):
-                inbound = ToolsDone(tuple(run_tools(out.calls)))
-            elif isinstance(out, CountInput):
-                inbound = count_input(model, out.request)
+                drive.feed(ToolsDone(tuple(run_tools(out.calls))))
             else:
-                inbound = drive.simple(state, out)
-            if inbound is not None:
-                state, more = step(state, inbound)
-                pending = more + pending if pending else more
+                drive.feed(count_input(model, out.request))
     except KeyboardInterrupt:
-        for out in interrupt(state):
-            drive.simple(state, out)
-    return drive.result(state)
+        drive.interrupted()
+    return drive.result(drive.state)
 
 
 _INTERRUPT: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("agentloop_interrupt", default=None)
@@ -566,54 +615,42 @@ async def arun(
     at the same time (at most ``max_parallel``); their results are recorded in
     the order of the calls, whatever order they finish in.
     """
-    registry = _registry(tools)
-    cfg = config or make_config(
-        model, registry, budget, prices=prices, model_name=model_name, sentinel=sentinel,
-        max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+    registry, drive = _setup(
+        model, tools, messages, budget, config, transcript, ledger, observer, continues,
+        prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
+        loop_threshold=loop_threshold, run_id=run_id, meta=meta,
         redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
-    if config is None and ledger is not None:
-        cfg = replace(cfg, shared_cap=True)
-    msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
     run_tools = executor or _parallel(registry, drive, max_parallel)
-    state, pending = start(cfg, msgs, continues)
     try:
-        while pending:
-            out = pending.pop(0)
-            inbound: Any
-            if drive.quick(out):  # records, and settling with no ledger: most outbounds, done inline
-                continue
+        while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
                 if prepare is not None and out is not drive.ready:
-                    maybe = prepare(state, drive.record)
-                    reason = await maybe if inspect.isawaitable(maybe) else maybe
-                    pending = drive.prepared(state, out, reason) + pending
+                    maybe = prepare(drive.state, drive.record)
+                    drive.after_prepare(out, await maybe if inspect.isawaitable(maybe) else maybe)
                     continue
-                req = drive.request_with_stream(out.request)
-                try:
-                    if hasattr(model, "acomplete"):
-                        reply = await model.acomplete(req)
-                    else:
-                        reply = await asyncio.to_thread(model.complete, req)
-                    inbound = _check_reply(reply)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    inbound = _failure(exc)
+                drive.feed(await _acall(model, drive.request_with_stream(out.request)))
             elif isinstance(out, RunTools):
-                inbound = ToolsDone(tuple(await run_tools(out.calls)))
-            elif isinstance(out, CountInput):
-                inbound = await asyncio.to_thread(count_input, model, out.request)
+                drive.feed(ToolsDone(tuple(await run_tools(out.calls))))
             else:
-                inbound = drive.simple(state, out)
-            if inbound is not None:
-                state, more = step(state, inbound)
-                pending = more + pending if pending else more
+                drive.feed(await asyncio.to_thread(count_input, model, out.request))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        for out in interrupt(state):
-            drive.simple(state, out)
-    return drive.result(state)
+        drive.interrupted()
+    return drive.result(drive.state)
+
+
+async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:
+    """The model's reply to ``req``, awaited: ``acomplete`` when it has one, else ``complete`` on a thread."""
+    try:
+        if hasattr(model, "acomplete"):
+            reply = await model.acomplete(req)
+        else:
+            reply = await asyncio.to_thread(model.complete, req)
+        return _check_reply(reply)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # any failure of the model ends the run as data
+        return _failure(exc)
 
 
 def _parallel(registry: Registry, drive: _Drive, limit: int) -> AsyncExecutor:
