@@ -289,6 +289,39 @@ def test_async_handlers_run_in_the_background_and_their_context_arrives_next_tur
     assert users[-1].startswith("next") and "Tests passed after editing" in users[-1]
 
 
+def test_a_background_handler_still_running_is_killed_when_the_session_ends(tmp_path: Path, proj: Path) -> None:
+    """Async hooks belong to their session: one still running when it ends (the end of a ``-p``
+    run) is killed with everything it started, so nothing of it is left behind or writes later."""
+    import time
+
+    hook = executable(proj / "slow.sh", '#!/usr/bin/env bash\necho $$ > "$PIDS"\n(sleep 30; touch "$LATE") &\necho $! >> "$PIDS"\nwait\n')
+    settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "async": True, "timeout": 60}]}]}})
+    pids, late = proj / "pids", proj / "late"
+    env = {**os.environ, "PIDS": str(pids), "LATE": str(late)}
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Read", file_path="notes.txt"), final("first")]), env=env)
+    assert a.ask("read").answer == "first"
+    for _ in range(100):
+        if pids.exists() and len(pids.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    started = [int(p) for p in pids.read_text().split()]
+    assert all(_alive(p) for p in started)
+    a.close()
+    for _ in range(100):
+        if not any(_alive(p) for p in started):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in started), "a background hook outlived its session"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
 def test_the_settings_env_key_reaches_bash_and_hooks(tmp_path: Path, proj: Path) -> None:
     """Claude Code settings: ``env`` holds "Environment variables that will be applied to every session"."""
     hook = executable(proj / "env.sh", '#!/usr/bin/env bash\necho "hook sees $DEPLOY_TARGET" > "$CLAUDE_PROJECT_DIR/hook-env.txt"\n')

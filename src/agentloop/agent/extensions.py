@@ -232,6 +232,7 @@ class ClaudeHooks:
         return stop_feedback(out)
 
     def session_end(self, agent: Any, reason: str) -> None:
+        self.runner.cancel_async()  # background handlers end with their session, as in Claude Code
         s = getattr(agent, "session", None)
         if s is not None and getattr(s, "written", True):
             self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionEnd", **_totals(agent, None))}, reason)
