@@ -460,6 +460,33 @@ def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp
     assert any('"decision":"ask"' in p.read_text() for p in logged)
 
 
+@pytest.mark.parametrize(("fault", "error"), [
+    ("401", "authentication_failed"), ("quota", "billing_error"), ("404", "invalid_request"),
+])
+def test_stop_failure_names_the_kind_of_api_error_and_its_matcher_selects_it(
+        tmp_path: Path, proj: Path, fault: str, error: str) -> None:
+    """StopFailure: the input's ``error`` (also the matcher value) is the kind of failure, one of
+    ``rate_limit``, ``authentication_failed``, ``billing_error``, ``invalid_request``,
+    ``server_error``, ``max_output_tokens``, ``unknown``; here from a real HTTP error response."""
+    from agentloop.testing.fakeprovider import FakeProvider
+
+    hook = executable(proj / "log.sh", LOG_STDIN)
+    other = executable(proj / "other.sh", '#!/usr/bin/env bash\ntouch "$CLAUDE_PROJECT_DIR/other-matched"\n')
+    settings(proj, {"hooks": {"StopFailure": [{"matcher": error, "hooks": [{"type": "command", "command": hook}]},
+                                              {"matcher": "rate_limit", "hooks": [{"type": "command", "command": other}]}]}})
+    reply: dict[str, Any] = {"fault": fault} if fault != "404" else {"text": "never"}
+    with FakeProvider({"replies": [reply]}) as fp:
+        base = fp.url + ("/v1" if fault != "404" else "/nowhere")
+        a = Agent(cwd=str(proj), trust=True, model="openai:gpt-4o-mini", base_url=base,
+                  env={**os.environ, "LOG": str(proj / "hook.log"), "OPENAI_API_KEY": "sk-test"})
+        res = a.ask("hello")
+        a.close()
+    assert res.stop_reason == "model_error"
+    (failure,) = logged(proj)
+    assert failure["hook_event_name"] == "StopFailure" and failure["error"] == error
+    assert not (proj / "other-matched").exists()
+
+
 def test_a_model_error_fires_stop_failure_instead_of_stop(tmp_path: Path, proj: Path) -> None:
     """Stop: "API errors fire StopFailure instead"; StopFailure: "Output and exit code are ignored"."""
     hook = executable(proj / "log.sh", LOG_STDIN)

@@ -221,8 +221,9 @@ class ClaudeHooks:
         if getattr(result, "stop_reason", None) == "model_error":
             # Claude Code: "API errors fire StopFailure instead"; "Output and exit code are ignored"
             error = getattr(result, "error", None) or "unknown"
-            self.fire(agent, "StopFailure", {"error": "unknown", "error_details": error, "last_assistant_message": error,
-                                             **seed_fields("StopFailure")}, "unknown")
+            kind = stop_failure_type(error)
+            self.fire(agent, "StopFailure", {"error": kind, "error_details": error, "last_assistant_message": error,
+                                             **seed_fields("StopFailure")}, kind)
             self.stop_request = None
             return None
         active = bool(getattr(agent, "stop_hook_active", False))
@@ -242,6 +243,28 @@ class ClaudeHooks:
         if self.stop_request is not None:
             return "interrupted"
         return None
+
+
+_FAILURE_TYPES = (  # the providers' own wording (providers/base.py classify, and the vendors' refinements)
+    ("no credit left", "billing_error"),  # before "rate limited": OpenAI's quota answer is a 429
+    ("out of quota", "billing_error"),
+    ("rate limited (", "rate_limit"),
+    ("authentication failed (", "authentication_failed"),
+    ("is overloaded (", "server_error"),
+    ("server error ", "server_error"),
+    ("request refused (", "invalid_request"),
+    ("not found (404)", "invalid_request"),
+)
+
+
+def stop_failure_type(error: str) -> str:
+    """The ``error`` of Claude Code's StopFailure input (its matcher value) for a failed model call:
+    ``rate_limit``, ``authentication_failed``, ``billing_error``, ``invalid_request``,
+    ``server_error``, or ``unknown`` when the failure is none of those."""
+    for phrase, kind in _FAILURE_TYPES:
+        if phrase in error:
+            return kind
+    return "unknown"
 
 
 def _totals(agent: Any, result: Any) -> dict[str, Any]:
