@@ -103,6 +103,24 @@ def test_permission_decision_allow_skips_the_prompt_in_print_mode(tmp_path: Path
     assert r["ok"] and "approved-by-hook" in json.dumps(r["content"])
 
 
+@pytest.mark.parametrize(("decision", "runs"), [("allow", False), ("deny", False)])
+def test_json_from_a_hook_that_exits_non_zero_never_widens_but_its_denial_holds(
+        tmp_path: Path, proj: Path, decision: str, runs: bool) -> None:
+    """Exit codes: "Claude Code only processes JSON on exit 0"; any other code but 2 is a
+    non-blocking error. So an ``allow`` printed before ``exit 1`` approves nothing (the call
+    asks, and without a terminal is refused); a ``deny`` printed before ``exit 1`` is kept all
+    the same: a guard is held to its word, never loosened by its own crash."""
+    cmd = f"DECISION={decision} " + executable(proj / "decide1.sh", "#!/usr/bin/env bash\n"
+                                               f'{executable(proj / "decide.py", DECIDE_PY)}\nexit 1\n')
+    settings(proj, {"hooks": pre(cmd)})
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="touch ran"), final()]))
+    a.ask("go")
+    a.close()
+    (r,) = tool_results(a)
+    assert not r["ok"]
+    assert (proj / "ran").exists() is runs
+
+
 def test_permission_decision_allow_does_not_override_an_ask_rule(tmp_path: Path, proj: Path) -> None:
     """"Deny and ask rules are still evaluated regardless of what the hook returns"."""
     settings(proj, {"permissions": {"ask": ["Bash(echo *)"]}, "hooks": pre(decide_hook(proj, "allow"))})
@@ -341,7 +359,7 @@ def test_session_start_fires_with_source_compact_after_compact(tmp_path: Path, p
     settings(proj, {"hooks": {"SessionStart": [{"matcher": "compact", "hooks": [{"type": "command", "command": hook}]}]}})
     a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final("a"), {"text": "Summary: said a.", "usage": [10, 5]}, final("b")]))
     assert not any("re-primed" in str(m.get("content")) for m in a.session.messages)
-    a.ask("one " + "long context " * 500)
+    a.ask("one " + "long context " * 4000)  # /compact on a short session says so and calls no model
     a.compact("")
     a.close()
     (primed,) = [m for m in a.session.messages if "re-primed after compact" in str(m.get("content"))]

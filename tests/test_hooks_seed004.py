@@ -114,7 +114,7 @@ def test_seed_allowed_false_denies_with_its_reason_even_in_bypass_mode(tmp_path:
 def test_seed_allowed_true_is_no_objection_not_a_grant_and_updated_input_rewrites(tmp_path: Path, proj: Path) -> None:
     settings(proj, {"permissions": {"allow": ["Bash(echo rewritten-by-seed-hook)"]},
                     "hooks": hook("PreToolUse", executable(proj / "guard.py", SEED_GUARD_PY), "Bash")})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo raw"), bash_call("echo other"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo raw"), bash_call("touch other"), final()]))
     a.ask("go")
     a.close()
     rewritten, other = tool_results(a)

@@ -709,7 +709,19 @@ def _judge(event: str, h: HookHandler, proc: _Proc, ms: int) -> HookResult:
     code = proc.returncode
     if failure is None and code not in (0, 2):
         if answer is not None and answer.json:
-            pass  # Claude Code: valid JSON on another exit code decides alone
+            # Claude Code processes JSON on exit 0 only; another code is a non-blocking error. A guard
+            # that denied in JSON and then exited 1 is still held to its word (stricter, never looser):
+            # what restricts stays, what would widen or rewrite (allow, updated input) is dropped.
+            widening = answer.permission_decision in ("allow", "ask") or answer.decision == "approve" or (
+                answer.updated_input is not None or answer.updated_prompt is not None or answer.has_updated_output)
+            answer = replace(
+                answer,
+                permission_decision=None if answer.permission_decision in ("allow", "ask") else answer.permission_decision,
+                decision=None if answer.decision == "approve" else answer.decision,
+                updated_input=None, updated_prompt=None, has_updated_output=False, updated_output=None,
+                warnings=(*answer.warnings, f"exited with {code}: Claude Code reads a hook's JSON on exit 0 only"
+                          + ("; its allow and rewrites are ignored, its denials kept" if widening else "; its denials are kept")),
+            )
         else:
             answer = None
             failure = f"exited with {code}" + (f": {stderr}" if stderr else "")
