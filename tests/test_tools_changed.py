@@ -187,3 +187,13 @@ def test_the_async_driver_takes_in_a_tools_change_as_the_sync_one_does(tmp_path:
                      tools_changed=_changed_after_install()))
     assert a is not None and a.getvalue() == b.getvalue()
     assert model.requests[1] == ("install", "weather")
+
+
+def test_live_tools_replay_runs_the_added_tool_and_warns_when_it_is_not_given(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _run(path)
+    res = replay(path, tools=[install, weather], mode="live-tools")
+    assert res.equal and not res.warnings, res.summary()
+    res = replay(path, tools=[install], mode="live-tools")
+    assert any("'weather'" in w and "not among the tools given" in w for w in res.warnings)
+    assert not res.equal

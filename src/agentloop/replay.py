@@ -703,6 +703,10 @@ class _RunReplay:
                 out.append(self.registry.invoke(c))
         return out
 
+    def changed_manifests(self) -> list[list[Any]]:
+        """The tool lists the run changed to, as recorded."""
+        return [p["tools"] for p in self.changes.values() if isinstance(p.get("tools"), list)]
+
     def tools_changed(self) -> ToolsChanged | None:
         """After a step's tool calls: the tools the record says changed then."""
         p = self.changes.get(self.model.calls)
@@ -779,12 +783,15 @@ def _charge_side_call(state: State, payload: Any) -> None:
     state.usage = state.usage + usage
 
 
-def _check_tools(configs: Iterable[LoopConfig], registry: Registry, mode: str) -> tuple[list[str], list[ToolChange]]:
+def _check_tools(manifests: Iterable[Sequence[Any]], registry: Registry, mode: str) -> tuple[list[str], list[ToolChange]]:
+    """The recorded tools (each run's, and each list it changed to) against the tools given."""
     warnings: list[str] = []
     changes: list[ToolChange] = []
     seen: set[tuple[str, str]] = set()
-    for cfg in configs:
-        for entry in cfg.manifest:
+    for manifest in manifests:
+        for entry in manifest:
+            if not isinstance(entry, dict):
+                continue
             name = str(entry.get("name"))
             recorded = entry.get("fingerprint")
             t: Tool | None = registry.get(name)
@@ -960,7 +967,8 @@ def _replay(
             n += 1
             runs.append(_RunReplay(n, seg, mode, registry, redaction_salt, sink, has_markers, priors.get(id(seg[0]))))
     if registry is not None:
-        w, result.tool_changes = _check_tools((r.config for r in runs), registry, mode)
+        manifests = [m for r in runs for m in (r.config.manifest, *r.changed_manifests())]
+        w, result.tool_changes = _check_tools(manifests, registry, mode)
         result.warnings += w
     it = iter(runs)
     for is_run, seg in segments:
