@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -197,3 +198,12 @@ def test_live_tools_replay_runs_the_added_tool_and_warns_when_it_is_not_given(tm
     res = replay(path, tools=[install], mode="live-tools")
     assert any("'weather'" in w and "not among the tools given" in w for w in res.warnings)
     assert not res.equal
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_node_verifier_accepts_a_tools_changed_record_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _run(path)
+    js = Path(__file__).resolve().parent.parent / "verifiers" / "node" / "agentloop-verify.mjs"
+    r = subprocess.run(["node", str(js), "verify", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "ok, 11 records" in r.stdout, r.stdout + r.stderr
