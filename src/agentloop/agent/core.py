@@ -1050,6 +1050,7 @@ class Agent:
             prepare=prep(self) if prep is not None else None,
             loop_threshold=self.loop_threshold,
             continues=s.continuation(),
+            tools_changed=self._tools_changed,
         )
         if traced is not None:
             traced.finish()
@@ -1062,6 +1063,11 @@ class Agent:
         st.estimated_tokens += est_in + est_out
         self.last_usage_estimated = est_in + est_out > 0
         return result
+
+    def _tools_changed(self) -> Registry | None:
+        """After each tool batch: the tools now shown, when an MCP server changed its list (list_changed)."""
+        sync = getattr(self, "mcp_sync", None)
+        return self.shown_tools() if sync is not None and sync() else None
 
     def _observer(self, outer: Observer | None) -> Observer:
         st = self.session.stats
