@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,10 @@ from agentloop.transcript import read_records
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "notes.txt").write_text("hello notes\n")
-    return d
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "notes.txt").write_text("hello notes\n")
+    return proj
 
 
 LAYOUT = [".agentloop"]
@@ -55,12 +54,6 @@ def layout(request: pytest.FixtureRequest) -> Any:
 def settings(proj: Path, data: dict[str, Any]) -> None:
     (proj / LAYOUT[0]).mkdir(exist_ok=True)
     (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
-
-
-def script(tmp: Path, replies: list[dict[str, Any]]) -> str:
-    p = tmp / "script.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
 
 
 def executable(path: Path, body: str) -> str:
@@ -100,44 +93,45 @@ else:
 """
 
 
-def test_seed_allowed_false_denies_with_its_reason_even_in_bypass_mode(tmp_path: Path, proj: Path) -> None:
+def test_seed_allowed_false_denies_with_its_reason_even_in_bypass_mode(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     settings(proj, {"hooks": hook("PreToolUse", executable(proj / "guard.py", SEED_GUARD_PY), "Bash")})
     marker = proj / "victim"
     marker.mkdir()
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call(f"rm -rf {marker}"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call(f"rm -rf {marker}"), final()]), permission_mode="bypassPermissions")
     a.ask("clean")
     a.close()
     (r,) = tool_results(a)
     assert not r["ok"] and "seed guard: no rm -rf" in r["error"] and marker.exists()
 
 
-def test_seed_allowed_true_is_no_objection_not_a_grant_and_updated_input_rewrites(tmp_path: Path, proj: Path) -> None:
+def test_seed_allowed_true_is_no_objection_not_a_grant_and_updated_input_rewrites(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     settings(proj, {"permissions": {"allow": ["Bash(echo rewritten-by-seed-hook)"]},
                     "hooks": hook("PreToolUse", executable(proj / "guard.py", SEED_GUARD_PY), "Bash")})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo raw"), bash_call("touch other"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("echo raw"), bash_call("touch other.txt"), final()]))
     a.ask("go")
     a.close()
     rewritten, other = tool_results(a)
     assert rewritten["ok"] and "rewritten-by-seed-hook" in json.dumps(rewritten["content"])
     # {"allowed": true} did not approve Bash: with no terminal the mode's prompt means a refusal
-    assert not other["ok"] and "not granted" in other["error"]
+    # (a command that writes: echo alone is read-only and runs unasked)
+    assert not other["ok"] and "not granted" in other["error"] and not (proj / "other.txt").exists()
 
 
-def test_seed_updated_output_replaces_what_the_model_sees(tmp_path: Path, proj: Path) -> None:
+def test_seed_updated_output_replaces_what_the_model_sees(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     body = """#!/usr/bin/env bash
 out=$(jq -r .output)
 printf '{"updatedOutput": "redacted (%s chars)"}' "${#out}"
 """
     settings(proj, {"hooks": hook("PostToolUse", executable(proj / "post.sh", body), "Read")})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([read, final()]))
     a.ask("read")
     a.close()
     tool_msgs = [m["content"] for m in a.session.messages if m.get("role") == "tool"]
     assert tool_msgs and tool_msgs[0].startswith("redacted (") and "hello notes" not in tool_msgs[0]
 
 
-def test_seed_updated_prompt_rewrites_and_allowed_false_blocks_the_prompt(tmp_path: Path, proj: Path) -> None:
+def test_seed_updated_prompt_rewrites_and_allowed_false_blocks_the_prompt(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     body = """#!/usr/bin/env python3
 import json, sys
 ev = json.load(sys.stdin)
@@ -147,7 +141,7 @@ else:
     print(json.dumps({"updatedPrompt": ev["prompt"] + " (answer in French)"}))
 """
     settings(proj, {"hooks": hook("UserPromptSubmit", executable(proj / "prompt.py", body))})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final("bonjour")]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final("bonjour")]))
     with pytest.raises(AgentError, match="no passwords in prompts"):
         a.ask("my password is hunter2")
     a.ask("say hello")
@@ -156,14 +150,14 @@ else:
     assert users == ["say hello (answer in French)"]
 
 
-def test_seed_continue_false_with_a_reason_stops_the_run(tmp_path: Path, proj: Path) -> None:
+def test_seed_continue_false_with_a_reason_stops_the_run(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     body = """#!/usr/bin/env bash
 echo '{"continue": false, "reason": "audit quota reached"}'
 """
     settings(proj, {"hooks": hook("PostToolUse", executable(proj / "post.sh", body), "Read")})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
     notices: list[str] = []
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final("never")]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([read, final("never")]))
     a.on_notice = notices.append
     res = a.ask("read")
     a.close()
@@ -178,10 +172,10 @@ echo '{"continue": false, "reason": "audit quota reached"}'
         ('{"allow": false}', "'allow'"),
     ],
 )
-def test_a_misspelt_output_key_is_named_in_a_warning(tmp_path: Path, proj: Path, output: str, key: str) -> None:
+def test_a_misspelt_output_key_is_named_in_a_warning(tmp_path: Path, proj: Path, output: str, key: str, scripted: Callable[..., str]) -> None:
     settings(proj, {"hooks": hook("PreToolUse", executable(proj / "typo.sh", f"#!/usr/bin/env bash\necho '{output}'\n"), "Bash")})
     notices: list[str] = []
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo hi"), final()]), env={**os.environ})
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("echo hi"), final()]), env={**os.environ})
     a.on_notice = notices.append
     a.ask("go")
     a.close()
@@ -199,22 +193,3 @@ def test_both_protocols_keys_give_no_warning() -> None:
         ' "updatedInput": {}, "additionalContext": "c", "updatedToolOutput": 1}}',
     ):
         assert parse_hook_output(raw).warnings == (), raw
-
-
-def test_stop_and_session_end_get_the_turn_count_total_cost_and_stop_reason(tmp_path: Path, proj: Path) -> None:
-    """Seed 004's Stop payload: ``turn_count``, ``total_cost_usd``, ``stop_reason``; SessionStop (Claude
-    Code's SessionEnd): ``turn_count`` and ``total_cost_usd`` (issue 22, point 5)."""
-    log = tmp_path / "events.jsonl"
-    rec = executable(tmp_path / "rec.py", f"#!/usr/bin/env python3\nimport sys\nopen({str(log)!r}, 'a').write(sys.stdin.read().strip() + '\\n')\n")
-    settings(proj, {"hooks": {**hook("Stop", rec), **hook("SessionEnd", rec)}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [final("one"), final("two")]), trust=True)
-    a.ask("first")
-    a.ask("second")
-    spent = a.session.stats.spent_micros
-    a.close("prompt_input_exit")
-    events = [json.loads(x) for x in log.read_text().splitlines()]
-    stops = [e for e in events if e["hook_event_name"] == "Stop"]
-    assert [e["turn_count"] for e in stops] == [1, 2] and all(e["stop_reason"] == "no_tool_calls" for e in stops)
-    assert isinstance(stops[-1]["total_cost_usd"], float) and stops[-1]["total_cost_micros"] > 0
-    end = next(e for e in events if e["hook_event_name"] == "SessionEnd")
-    assert end["turn_count"] == 2 and end["total_cost_micros"] == spent and end["total_cost_usd"] == spent / 1_000_000

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,10 @@ from agentloop.transcript import read_records, verify_file
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "notes.txt").write_text("hello notes\n")
-    return d
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "notes.txt").write_text("hello notes\n")
+    return proj
 
 
 @pytest.fixture(autouse=True)
@@ -70,12 +69,6 @@ def layout(request: pytest.FixtureRequest) -> Any:
 def settings(proj: Path, data: dict[str, Any]) -> None:
     (proj / LAYOUT[0]).mkdir(exist_ok=True)
     (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
-
-
-def script(tmp: Path, replies: list[dict[str, Any]]) -> str:
-    p = tmp / "script.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
 
 
 def executable(path: Path, body: str) -> str:
@@ -129,10 +122,10 @@ def agent_env(proj: Path) -> dict[str, str]:
     return {**os.environ, "LOG": str(proj / "stop.log"), "PLOG": str(proj / "prompt.log")}
 
 
-def test_a_stop_hook_that_always_blocks_ends_within_the_step_budget(tmp_path: Path, proj: Path) -> None:
+def test_a_stop_hook_that_always_blocks_ends_within_the_step_budget(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Issue 15: such a hook ran 950 model calls and ended in RecursionError with --max-steps 5."""
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([answer(i) for i in range(40)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     stops = events(proj / "stop.log")
@@ -146,10 +139,10 @@ def test_a_stop_hook_that_always_blocks_ends_within_the_step_budget(tmp_path: Pa
     assert verify_file(a.session.path).ok
 
 
-def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_row(tmp_path: Path, proj: Path) -> None:
+def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_row(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
     notices: list[str] = []
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=50, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([answer(i) for i in range(40)]), max_steps=50, env=agent_env(proj))
     a.on_notice = notices.append
     res = a.ask("fix it")
     a.close()
@@ -159,28 +152,28 @@ def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_ro
     assert any("8 blocks in a row" in n for n in notices)
     # the next prompt is a new turn: the count starts again, stop_hook_active false at first
     (proj / "stop.log").unlink()
-    a2 = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=2, env=agent_env(proj), continue_last=True)
+    a2 = Agent(cwd=str(proj), trust=True, model=scripted([answer(i) for i in range(40)]), max_steps=2, env=agent_env(proj), continue_last=True)
     a2.ask("again")
     a2.close()
     assert [s["stop_hook_active"] for s in events(proj / "stop.log")] == [False, True]
 
 
-def test_a_stop_hook_that_always_blocks_ends_within_the_money_budget(tmp_path: Path, proj: Path) -> None:
+def test_a_stop_hook_that_always_blocks_ends_within_the_money_budget(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
     home = tmp_path / "home"  # prices come from the user's file only, never from a folder
     home.mkdir(exist_ok=True)
     (home / "settings.json").write_text(json.dumps({"prices": {"scripted": {"input": 10_000_000, "output": 10_000_000}}}))
     replies = [{"text": f"done {i}", "usage": [1000, 10]} for i in range(40)]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_steps=50, max_usd_micros=35_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_steps=50, max_usd_micros=35_000, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     assert a.stats.spent_micros <= 35_000 and res.spent_micros == a.stats.spent_micros
     assert 1 <= len(events(proj / "stop.log")) <= 4
 
 
-def test_a_stop_hook_that_blocks_once_then_allows_continues_the_turn_once(tmp_path: Path, proj: Path) -> None:
+def test_a_stop_hook_that_blocks_once_then_allows_continues_the_turn_once(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     hooks_with(proj, executable(proj / "once.py", BLOCK_ONCE_PY))
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(1), answer(2), answer(3)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([answer(1), answer(2), answer(3)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     stops = events(proj / "stop.log")
@@ -193,7 +186,7 @@ def test_a_stop_hook_that_blocks_once_then_allows_continues_the_turn_once(tmp_pa
     assert [h["blocked"] for h in (r.payload for r in read_records(a.session.path) if r.kind == "hook") if h["event"] == "Stop"] == [True, False]
 
 
-def test_stop_additional_context_reaches_the_model_and_continues_the_turn(tmp_path: Path, proj: Path) -> None:
+def test_stop_additional_context_reaches_the_model_and_continues_the_turn(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Stop decision control: ``hookSpecificOutput.additionalContext`` continues the conversation."""
     body = """#!/usr/bin/env bash
 input=$(cat)
@@ -201,14 +194,14 @@ if [ "$(echo "$input" | jq -r .stop_hook_active)" = "true" ]; then exit 0; fi
 echo '{"hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"The lint step has not run yet."}}'
 """
     hooks_with(proj, executable(proj / "ctx.sh", body))
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(1), answer(2)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([answer(1), answer(2)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     assert res.answer == "done 2"
     assert a.session.messages[-2] == {"role": "user", "content": "The lint step has not run yet."}
 
 
-def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: Path, proj: Path) -> None:
+def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     once = executable(proj / "once.py", BLOCK_ONCE_PY)
     settings(proj, {"permissions": {"allow": ["Agent"]}, "hooks": {"SubagentStop": [{"matcher": "Explore", "hooks": [{"type": "command", "command": once}]}]}})
     replies = [
@@ -217,7 +210,7 @@ def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: P
         {"text": "child checked again", "usage": [50, 5]},
         {"text": "parent done", "usage": [100, 5]},
     ]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_usd_micros=1_000_000, env=agent_env(proj))
     res = a.ask("delegate")
     a.close()
     assert res.answer == "parent done"
@@ -229,7 +222,7 @@ def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: P
     assert child[-1].payload["messages"][-1] == {"role": "user", "content": "run the tests before you stop"}
 
 
-def test_a_subagent_stop_hook_that_always_blocks_is_bounded(tmp_path: Path, proj: Path) -> None:
+def test_a_subagent_stop_hook_that_always_blocks_is_bounded(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     always = executable(proj / "always.sh", ALWAYS_BLOCK_BASH)
     settings(proj, {"permissions": {"allow": ["Agent"]}, "hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command": always}]}]}})
     child = [{"text": f"child {i}", "usage": [10, 1]} for i in range(MAX_STOP_BLOCKS + 1)]
@@ -238,7 +231,7 @@ def test_a_subagent_stop_hook_that_always_blocks_is_bounded(tmp_path: Path, proj
         *child,
         {"text": "parent done", "usage": [100, 5]},
     ]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_usd_micros=1_000_000, env=agent_env(proj))
     res = a.ask("delegate")
     a.close()
     assert res.answer == "parent done"
