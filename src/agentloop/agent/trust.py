@@ -207,7 +207,7 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
 
 
 def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .hooks import ALIASES, KNOWN_UNFIRED, _handlers_from
+    from .hooks import _handlers_from
 
     if not isinstance(value, dict):
         warn("hooks", "must be an object of event names")
@@ -247,8 +247,7 @@ def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> An
                 kept.append(h)
             kept_groups.append({**group, "hooks": kept})
         out[event] = kept_groups
-        if ALIASES.get(event, event) in KNOWN_UNFIRED and any(g.get("hooks") for g in kept_groups):
-            warn(f"hooks.{event}", "agentloop does not fire this Claude Code event, so these hooks never run", "")
+        # an event agentloop never fires is named by hooks.py, once for each handler it skips
     return out
 
 
