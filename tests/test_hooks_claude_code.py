@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
 from agentloop.agent.core import Agent
 from agentloop.transcript import read_records
 
@@ -28,29 +28,6 @@ def proj(proj: Path) -> Path:
     (proj / "secrets").mkdir()
     (proj / "secrets" / "key.txt").write_text("s3cr3t\n")
     return proj
-
-
-LAYOUT = [".agentloop"]
-
-
-@pytest.fixture(autouse=True, params=[".agentloop", ".claude"])
-def layout(request: pytest.FixtureRequest) -> Any:
-    """Every test runs with its settings in agentloop's ``.agentloop/settings.json`` and again in
-    Claude Code's ``.claude/settings.json`` (the same shape; both are read)."""
-    LAYOUT[0] = request.param
-    yield request.param
-    LAYOUT[0] = ".agentloop"
-
-
-def settings(proj: Path, data: dict[str, Any]) -> None:
-    (proj / LAYOUT[0]).mkdir(exist_ok=True)
-    (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
-
-
-def executable(path: Path, body: str) -> str:
-    path.write_text(body)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

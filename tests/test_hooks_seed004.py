@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
 from agentloop.agent.core import Agent, AgentError
 from agentloop.agent.hooks import parse_hook_output
 from agentloop.transcript import read_records
@@ -37,29 +37,6 @@ def proj(proj: Path) -> Path:
     """The shared project folder (conftest.py) with one small file."""
     (proj / "notes.txt").write_text("hello notes\n")
     return proj
-
-
-LAYOUT = [".agentloop"]
-
-
-@pytest.fixture(autouse=True, params=[".agentloop", ".claude"])
-def layout(request: pytest.FixtureRequest) -> Any:
-    """Every test runs with its settings in agentloop's ``.agentloop/settings.json`` and again in
-    Claude Code's ``.claude/settings.json`` (the same shape; both are read)."""
-    LAYOUT[0] = request.param
-    yield request.param
-    LAYOUT[0] = ".agentloop"
-
-
-def settings(proj: Path, data: dict[str, Any]) -> None:
-    (proj / LAYOUT[0]).mkdir(exist_ok=True)
-    (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
-
-
-def executable(path: Path, body: str) -> str:
-    path.write_text(body)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 def bash_call(cmd: str) -> dict[str, Any]:
