@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import queue
 import threading
@@ -346,14 +347,14 @@ def _setup(
     ledger: Ledger | None,
     observer: Observer | None,
     continues: Continues | None,
-    **options: Any,
+    make: Callable[[object, Registry, Budget], LoopConfig],
 ) -> tuple[Registry, _Drive]:
     """What both drivers do before the first outbound: the registry, the config, the started loop.
 
-    ``options`` are ``make_config``'s keywords, used when no ``config`` is given.
+    ``make`` is ``make_config`` with the driver's keywords, used when no ``config`` is given.
     """
     registry = _registry(tools)
-    cfg = config or make_config(model, registry, budget, **options)
+    cfg = config or make(model, registry, budget)
     if config is None and ledger is not None:
         cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
@@ -413,10 +414,11 @@ def run(
             the failed record is written).
     """
     registry, drive = _setup(
-        model, tools, messages, budget, config, transcript, ledger, observer, continues,
-        prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
-        loop_threshold=loop_threshold, run_id=run_id, meta=meta,
-        redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
+        model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
+            make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
+            loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+            redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
+        ),
     )
     run_tools = executor or _threaded(registry, drive, max_parallel)
     try:
@@ -616,10 +618,11 @@ async def arun(
     the order of the calls, whatever order they finish in.
     """
     registry, drive = _setup(
-        model, tools, messages, budget, config, transcript, ledger, observer, continues,
-        prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
-        loop_threshold=loop_threshold, run_id=run_id, meta=meta,
-        redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
+        model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
+            make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
+            loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+            redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
+        ),
     )
     run_tools = executor or _parallel(registry, drive, max_parallel)
     try:
