@@ -49,6 +49,7 @@ from .loop import (
     RunTools,
     Settle,
     State,
+    ToolsChanged,
     ToolsDone,
     halt,
     interrupt,
@@ -65,6 +66,15 @@ __all__ = ["RunResult", "arun", "interrupt_flag", "make_config", "run", "run_par
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
 Record = Callable[[str, Any], None]
+ToolsChangedCheck = Callable[[], "Registry | ToolsChanged | None"]
+"""Called after each turn's tool calls: None when the tools are as they were, else the new tools.
+
+A ``Registry``: the driver runs later calls with it (unless the run was given
+an ``executor``, which is the caller's to keep in step) and reports its tools
+to the loop, which records ``tools_changed`` and shows them to the model from
+the next turn on. A ``ToolsChanged``: reported as is (replay, which runs no
+registry of its own).
+"""
 Prepare = Callable[[State, Record], "str | None | Awaitable[str | None]"]
 """Called before each model call with the loop's state and a way to record.
 
@@ -212,7 +222,9 @@ class _Drive:
     (synchronously or awaiting) and hands the inbound back to ``feed``.
     """
 
-    def __init__(self, sink: Sink, ledger: Ledger | None, observer: Observer | None):
+    def __init__(self, sink: Sink, ledger: Ledger | None, observer: Observer | None, registry: Registry | None = None):
+        self.registry = registry if registry is not None else Registry()
+        """The tools the default executors run: replaced when ``tools_changed`` reports new ones."""
         self.sink = sink
         self.ledger = ledger
         self.observer = observer
@@ -245,6 +257,16 @@ class _Drive:
         """Step the loop with what the driver performed; its outbounds come first."""
         self.state, more = step(self.state, inbound)
         self.pending = more + self.pending if self.pending else more
+
+    def tools_done(self, results: Sequence[ToolResult], changed: ToolsChangedCheck | None) -> None:
+        """Feed a turn's results, after asking ``changed`` whether the tools changed while they ran."""
+        new = changed() if changed is not None else None
+        if isinstance(new, Registry):
+            self.registry = new
+            self.feed(ToolsChanged(new.specs(), tuple(new.manifest())))
+        elif new is not None:
+            self.feed(new)
+        self.feed(ToolsDone(tuple(results)))
 
     def after_prepare(self, out: CallModel, reason: str | None) -> None:
         self.pending = self.prepared(self.state, out, reason) + self.pending
@@ -348,8 +370,8 @@ def _setup(
     observer: Observer | None,
     continues: Continues | None,
     make: Callable[[object, Registry, Budget], LoopConfig],
-) -> tuple[Registry, _Drive]:
-    """What both drivers do before the first outbound: the registry, the config, the started loop.
+) -> _Drive:
+    """What both drivers do before the first outbound: the registry (``drive.registry``), the config, the started loop.
 
     ``make`` is ``make_config`` with the driver's keywords, used when no ``config`` is given.
     """
@@ -358,9 +380,9 @@ def _setup(
     if config is None and ledger is not None:
         cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
+    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer, registry)
     drive.begin(cfg, msgs, continues)
-    return registry, drive
+    return drive
 
 
 def run(
@@ -387,6 +409,7 @@ def run(
     prepare: Prepare | None = None,
     max_parallel: int = 10,
     continues: Continues | None = None,
+    tools_changed: ToolsChangedCheck | None = None,
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
@@ -404,7 +427,10 @@ def run(
     and their results are recorded in the order of the calls; Ctrl+C sets
     ``interrupt_flag()`` for every call in flight. ``continues`` lets the
     ``run_start`` refer to the conversation the transcript already holds
-    instead of repeating it (``conversation`` rule 1).
+    instead of repeating it (``conversation`` rule 1). ``tools_changed()``
+    is asked after each turn's tool calls whether the tools changed (an MCP
+    server's ``list_changed``): new tools are recorded (``tools_changed``)
+    and the next turn of the same run sees them (see ``ToolsChangedCheck``).
 
     Returns:
         A ``RunResult``; the run's own failures are its ``stop_reason``.
@@ -413,14 +439,14 @@ def run(
         TranscriptError: the transcript could not be written (nothing after
             the failed record is written).
     """
-    registry, drive = _setup(
+    drive = _setup(
         model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
             make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
             loop_threshold=loop_threshold, run_id=run_id, meta=meta,
             redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
         ),
     )
-    run_tools = executor or _threaded(registry, drive, max_parallel)
+    run_tools = executor or _threaded(drive, max_parallel)
     try:
         while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
@@ -430,13 +456,9 @@ def run(
                         raise TypeError("run() takes a synchronous prepare; arun() awaits one")
                     drive.after_prepare(out, reason)
                     continue
-                try:
-                    inbound = _check_reply(model.complete(drive.request_with_stream(out.request)))
-                except Exception as exc:  # any failure of the model ends the run as data
-                    inbound = _failure(exc)
-                drive.feed(inbound)
+                drive.feed(_call(model, drive, out.request))
             elif isinstance(out, RunTools):
-                drive.feed(ToolsDone(tuple(run_tools(out.calls))))
+                drive.tools_done(run_tools(out.calls), tools_changed)
             else:
                 drive.feed(count_input(model, out.request))
     except KeyboardInterrupt:
@@ -462,7 +484,7 @@ def _all_read_only(registry: Registry, calls: Sequence[ToolCall]) -> bool:
     return len(calls) > 1 and all((t := registry.get(c.name)) is not None and t.read_only for c in calls)
 
 
-def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
+def _threaded(drive: _Drive, limit: int) -> Executor:
     """``run()``'s executor: read-only turns on threads, others one by one on this thread.
 
     Observer events are emitted from the driver's thread only, and results
@@ -472,6 +494,7 @@ def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
     flag = threading.Event()  # one per run: once set (Ctrl+C) the run stops, so it is never cleared
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
+        registry = drive.registry  # the tools as they are now (``tools_changed`` may replace them)
         if _all_read_only(registry, calls):
             return _on_threads(registry.invoke, drive.emit, calls, flag, max(1, limit))
         token = _INTERRUPT.set(flag)
@@ -609,6 +632,7 @@ async def arun(
     record_raw: bool = False,
     prepare: Prepare | None = None,
     continues: Continues | None = None,
+    tools_changed: ToolsChangedCheck | None = None,
 ) -> RunResult:
     """The async twin of ``run``: same loop, same records, same result.
 
@@ -617,14 +641,14 @@ async def arun(
     at the same time (at most ``max_parallel``); their results are recorded in
     the order of the calls, whatever order they finish in.
     """
-    registry, drive = _setup(
+    drive = _setup(
         model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
             make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
             loop_threshold=loop_threshold, run_id=run_id, meta=meta,
             redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
         ),
     )
-    run_tools = executor or _parallel(registry, drive, max_parallel)
+    run_tools = executor or _parallel(drive, max_parallel)
     try:
         while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
@@ -634,12 +658,20 @@ async def arun(
                     continue
                 drive.feed(await _acall(model, drive.request_with_stream(out.request)))
             elif isinstance(out, RunTools):
-                drive.feed(ToolsDone(tuple(await run_tools(out.calls))))
+                drive.tools_done(await run_tools(out.calls), tools_changed)
             else:
                 drive.feed(await asyncio.to_thread(count_input, model, out.request))
     except (KeyboardInterrupt, asyncio.CancelledError):
         drive.interrupted()
     return drive.result(drive.state)
+
+
+def _call(model: Model, drive: _Drive, request: ModelRequest) -> ModelReplied | ModelFailed:
+    """The model's reply to ``request`` (streamed to the observer), or its failure as data."""
+    try:
+        return _check_reply(model.complete(drive.request_with_stream(request)))
+    except Exception as exc:  # any failure of the model ends the run as data
+        return _failure(exc)
 
 
 async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:
@@ -656,13 +688,13 @@ async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:
         return _failure(exc)
 
 
-def _parallel(registry: Registry, drive: _Drive, limit: int) -> AsyncExecutor:
+def _parallel(drive: _Drive, limit: int) -> AsyncExecutor:
     sem = asyncio.Semaphore(max(1, limit))
 
     async def one(c: ToolCall) -> ToolResult:
         async with sem:
             drive.emit(ToolStarted(c))
-            r = await registry.ainvoke(c)
+            r = await drive.registry.ainvoke(c)
             drive.emit(ToolFinished(r))
             return r
 
@@ -670,7 +702,7 @@ def _parallel(registry: Registry, drive: _Drive, limit: int) -> AsyncExecutor:
         flag = threading.Event()
         token = _INTERRUPT.set(flag)  # copied into each task, and by to_thread into its thread
         try:
-            if _all_read_only(registry, calls):
+            if _all_read_only(drive.registry, calls):
                 return list(await asyncio.gather(*(one(c) for c in calls)))
             return [await one(c) for c in calls]
         except BaseException:

@@ -456,15 +456,7 @@ def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] 
 
 def _read_text(ws: Workspace, path: str) -> tuple[str, str | None]:
     """The real path and text of a file; the text is None for a binary file."""
-    real = ws.resolve(path)
-    try:
-        fd = ws.open_resolved(real)
-    except FileNotFoundError:
-        raise ToolError(f"file not found: {path}") from None
-    except (IsADirectoryError, NotADirectoryError):
-        raise ToolError(f"cannot open {path}") from None
-    except PermissionError:
-        raise ToolError(f"permission denied: {path}") from None
+    real, fd = _open_file(ws, path)
     if stat.S_ISDIR(os.fstat(fd).st_mode):
         os.close(fd)
         raise ToolError(f"{path} is a directory: use LS to list it")

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
-from agentloop.tools import Tool
+from agentloop.tools import Registry, Tool
 
 from .client import McpManager, McpTool, McpToolError, ServerStatus, _clean
 from .config import load_servers
@@ -110,17 +110,28 @@ def _refreshers(agent: Any, manager: McpManager) -> None:
     seen = [manager.generation]
 
     def mcp_sync() -> bool:
-        """Before each run: take in tools a server added or removed (``list_changed``). True when they changed."""
+        """Before each run and after each tool batch: take in tools a server added or removed (``list_changed``).
+
+        True when they changed. The MCP tools are swapped in a new registry: the built-in tools (and the
+        workspace and background shells they share) stay as they are, since a run may be in progress.
+        """
         manager.settle()
         if manager.generation == seen[0]:
             return False
         seen[0] = manager.generation
         fresh: list[Tool] = [*manager.tools(retry_failed=False), *resource_tools(manager)]
-        agent.extra_tools[:] = [t for t in agent.extra_tools if not isinstance(t, McpTool) and t.name not in RESOURCE_TOOLS] + fresh
-        agent._build_tools()
+        agent.extra_tools[:] = [t for t in agent.extra_tools if not _is_mcp(t)] + fresh
+        kept = [t for t in agent.registry if not _is_mcp(t)]
+        names = {t.name for t in kept}
+        agent.registry = Registry([*kept, *(t for t in fresh if t.name not in names)])
         return True
 
     agent.mcp_sync = mcp_sync
+
+
+def _is_mcp(t: Tool) -> bool:
+    """An MCP server's tool, or one of the resource tools made from its servers' lists."""
+    return isinstance(t, McpTool) or t.name in RESOURCE_TOOLS
 
 
 def resource_tools(manager: McpManager) -> list[Tool]:
