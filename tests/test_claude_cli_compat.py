@@ -185,23 +185,25 @@ def test_continue_with_no_earlier_session_starts_one(tmp_path: Path, proj: Path,
     assert claude_script(p.stdout)["result"] == "Done."
 
 
-def test_settings_on_the_command_line_apply_above_the_projects_files(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
+def test_settings_on_the_command_line_apply_above_the_projects_files(
+        tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
     """Claude Code's ``--settings``: a settings file or JSON string to load; the command line is the
     user's own, so it applies in a folder that is not trusted."""
-    p = agentloop(["-p", "read", "--model", spec(tmp_path, READ_THEN_ANSWER), "--output-format", "json",
+    p = agentloop(["-p", "read", "--model", scripted(READ_THEN_ANSWER), "--output-format", "json",
                    "--settings", '{"permissions": {"deny": ["Read(./hello.txt)"]}}'], cwd=proj, env=env)
     assert [d["tool_name"] for d in claude_script(p.stdout)["permission_denials"]] == ["Read"]
     allow = tmp_path / "allow.json"
     allow.write_text(json.dumps({"permissions": {"allow": ["Write"]}}))
     replies = [{"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "w.txt", "content": "w"}}]}, {"text": "ok"}]
-    p = agentloop(["-p", "write", "--model", spec(tmp_path, replies, "w.json"), "--settings", str(allow), "--output-format", "json"],
+    p = agentloop(["-p", "write", "--model", scripted(replies, "w.json"), "--settings", str(allow), "--output-format", "json"],
                   cwd=proj, env=env)
     assert claude_script(p.stdout)["permission_denials"] == [] and (proj / "w.txt").read_text() == "w"
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, ANSWER, "b.json"), "--settings", "{ nope"], cwd=proj, env=env)
+    p = agentloop(["-p", "x", "--model", scripted(ANSWER, "b.json"), "--settings", "{ nope"], cwd=proj, env=env)
     assert p.returncode == 2 and "--settings (the JSON given): not valid JSON" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_mcp_config_loads_servers_and_strict_uses_only_them(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
+def test_mcp_config_loads_servers_and_strict_uses_only_them(
+        tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
     """Claude Code's ``--mcp-config`` loads MCP servers from JSON files or strings; ``--strict-mcp-config``
     uses only those."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -209,11 +211,11 @@ def test_mcp_config_loads_servers_and_strict_uses_only_them(tmp_path: Path, proj
 
     cfg = {"mcpServers": {"cli": {"command": PY, "args": [PYSERVER]}}}
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {"command": PY, "args": [PYSERVER]}}}))
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, ANSWER), "--output-format", "stream-json", "--trust",
+    p = agentloop(["-p", "x", "--model", scripted(ANSWER), "--output-format", "stream-json", "--trust",
                    "--mcp-config", json.dumps(cfg)], cwd=proj, env=env)
     init = json.loads(p.stdout.splitlines()[0])
     assert {s["name"]: s["status"] for s in init["mcp_servers"]} == {"cli": "connected", "proj": "connected"}, p.stderr
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, ANSWER, "b.json"), "--output-format", "stream-json", "--trust",
+    p = agentloop(["-p", "x", "--model", scripted(ANSWER, "b.json"), "--output-format", "stream-json", "--trust",
                    "--mcp-config", json.dumps(cfg), "--strict-mcp-config"], cwd=proj, env=env)
     init = json.loads(p.stdout.splitlines()[0])
     assert [s["name"] for s in init["mcp_servers"]] == ["cli"]

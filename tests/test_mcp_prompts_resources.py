@@ -119,7 +119,7 @@ def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path
         a.close("prompt_input_exit")
 
 
-def test_print_mode_runs_an_mcp_prompt_command(tmp_path: Path) -> None:
+def test_print_mode_runs_an_mcp_prompt_command(tmp_path: Path, scripted: Callable[..., str]) -> None:
     """``agentloop -p "/mcp__raw__greet Ada"`` sends the prompt's text, as the REPL does."""
     import os
     import subprocess
@@ -127,7 +127,7 @@ def test_print_mode_runs_an_mcp_prompt_command(tmp_path: Path) -> None:
 
     home = tmp_path / "home"
     proj = project(tmp_path)
-    spec = script(tmp_path, [{"text": "hello Ada", "usage": [10, 2]}])
+    spec = scripted([{"text": "hello Ada", "usage": [10, 2]}])
     env = {**os.environ, "AGENTLOOP_HOME": str(home), "HOME": str(home), "NO_COLOR": "1"}
     argv = [sys.executable, "-m", "agentloop.cli.main", "--trust", "--model", spec]
     done = subprocess.run([*argv, "-p", "/mcp__raw__greet Ada"], cwd=proj, env=env,
