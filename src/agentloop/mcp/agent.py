@@ -91,6 +91,12 @@ def attach(agent: Any) -> McpManager | None:
     agent.extra_tools.extend(tools)
     agent.extra_tools.extend(resource_tools(manager))
     agent.mcp = manager
+    _refreshers(agent, manager)
+    return manager
+
+
+def _refreshers(agent: Any, manager: McpManager) -> None:
+    """Give ``agent`` its ``mcp_status`` (``/mcp``) and ``mcp_sync`` (before each run) over ``manager``."""
 
     def mcp_status() -> str:
         """``/mcp``: try failed servers again, add any tools they bring, and list every server."""
@@ -121,7 +127,6 @@ def attach(agent: Any) -> McpManager | None:
         return True
 
     agent.mcp_sync = mcp_sync
-    return manager
 
 
 def _is_mcp(t: Tool) -> bool:
