@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -41,7 +42,15 @@ def ray_local():
     started = not ray.is_initialized()
     if started:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # Ray (2.59 on) makes local clusters ask for a token it keeps in ~/.ray/auth_token; every test
+    # has its own HOME (conftest), so the drivers a test starts are pointed at the cluster's token.
+    token = Path.home() / ".ray" / "auth_token"
+    pointed = token.is_file() and not os.environ.get("RAY_AUTH_TOKEN") and not os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if pointed:
+        os.environ["RAY_AUTH_TOKEN_PATH"] = str(token)
     yield ray.get_runtime_context().gcs_address
+    if pointed:
+        del os.environ["RAY_AUTH_TOKEN_PATH"]
     if started:
         ray.shutdown()
 

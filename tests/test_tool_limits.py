@@ -28,9 +28,14 @@ _CALL = textwrap.dedent(
     from agentloop.events import ToolCall
     root, spill, name, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
     reg = builtin_registry(Workspace(root), spill_dir=spill)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    def hwm():  # this process's own peak (ru_maxrss keeps the runner's from before exec)
+        try:
+            return [int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:")][0]
+        except (OSError, IndexError, ValueError):
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = hwm()
     r = reg.invoke(ToolCall("1", name, args))
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = hwm()
     print(json.dumps({"ok": r.ok, "content": r.content, "error": r.error,
                       "grew_kib": after - before, "maxrss_kib": after}))
     """

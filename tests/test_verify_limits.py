@@ -18,12 +18,18 @@ import pytest
 
 from agentloop.transcript import MAX_LINE_BYTES, TranscriptWriter
 
+# The child's own peak: VmHWM belongs to the memory map exec made, while ru_maxrss keeps the
+# high-water mark of the process before exec (the test runner's, which can be large by then).
 _CLI = (
     "import json, resource, sys\n"
     "from agentloop.cli.main import main\n"
     "code = main(sys.argv[1:])\n"
     "sys.stdout.flush()\n"
-    "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+    "try:\n"
+    "    hwm = [int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
+    "except (OSError, IndexError, ValueError):\n"
+    "    hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "print(json.dumps(hwm))\n"
     "sys.exit(code)\n"
 )
 
