@@ -369,6 +369,10 @@ SABOTAGES = [
 ]
 
 
+CONTROL_FAILURES: list[str] = []
+"""The FAILED/ERROR lines of the last run (shown when the untouched copy fails)."""
+
+
 def run_tests(tree: str, tests: list[str], verbose: bool) -> tuple[int, str]:
     # The copy's sources come first; any extra entries already on the path stay after them.
     extra = os.environ.get("PYTHONPATH", "")
@@ -378,7 +382,9 @@ def run_tests(tree: str, tests: list[str], verbose: bool) -> tuple[int, str]:
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
         cwd=tree, env=env, capture_output=True, text=True, timeout=900,
     )
-    tail = [ln for ln in proc.stdout.splitlines() if ln.strip()][-1:] or ["(no output)"]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    CONTROL_FAILURES[:] = ["\n".join(ln for ln in lines if ln.startswith(("FAILED", "ERROR")))]
+    tail = lines[-1:] or ["(no output)"]
     return proc.returncode, tail[0]
 
 
@@ -408,6 +414,7 @@ def main() -> int:
         print(f"control (untouched copy): exit {code}: {tail}")
         if code != 0:
             print("the untouched copy fails: fix the suite first")
+            print(CONTROL_FAILURES[0] if CONTROL_FAILURES else "")
             return 2
         for i, sab in enumerate(sabotages):
             tree = os.path.join(tmp, f"sab{i}")
