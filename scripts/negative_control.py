@@ -263,8 +263,8 @@ SABOTAGES = [
     Sabotage(
         "the verifier's fast path accepts an integer past 2**53 written in full",
         "src/agentloop/line.py",
-        "and not _int_is_jcs(line[s:e]):",
-        "and False:  # SABOTAGED",
+        "and (v > _MAX_SAFE_INT or v < -_MAX_SAFE_INT) and not _int_is_jcs(v):",
+        "and (v > _MAX_SAFE_INT or v < -_MAX_SAFE_INT) and False:  # SABOTAGED",
         ["tests/test_transcript.py"],
     ),
     Sabotage(

@@ -36,8 +36,9 @@ def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]
 # for at C speed and, only where found, checked token by token:
 #
 # - integers past 2**53 - 1: orjson's strict mode refuses them; the object is
-#   then written without it, and every integer token of 16 or more digits is
-#   checked against the double it reads as (``_int_is_jcs``);
+#   then written without it (in full, up to 64 bits), and every integer past
+#   2**53 - 1 in the parsed values is checked against the double it reads as
+#   (``_int_is_jcs``);
 # - floats: orjson writes the same shortest digits as ECMAScript, and the same
 #   text when it writes no exponent and no trailing ".0". It writes "100.0"
 #   (RFC 8785: "100"), and exponents from 1e+16 and below 1e-5 where RFC 8785
@@ -69,15 +70,13 @@ def _table(pairs: dict[bytes, bytes]) -> bytes:
 # digit 0 become "y", so one two-byte search for "xy" finds every exponent
 # ("e-", "e+") and every ".0" (and, harmlessly, "e0" and "-0").
 _SCAN_TABLE = _table({b".e": b"x", b"+-0": b"y"})
-_DIGITS_TABLE = _table({b"0123456789": b"0"})
-_SIXTEEN = b"0" * 16
-_MAX_SAFE = b"9007199254740992"
+_MAX_SAFE_INT = 2**53 - 1
 _TOKEN_CHARS = frozenset(b"0123456789.-")
 _TOKEN_START = frozenset(b":,[")
 _TOKEN_END = frozenset(b",]}")
 _SORTED_STRICT = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 _BODY_START = hashlib.sha256(b"{")
-_int_cache: dict[bytes, bool] = {}
+_int_cache: dict[int, bool] = {}
 
 
 def _numbers_ok(line: bytes, t: bytes) -> bool:
@@ -113,42 +112,42 @@ def _numbers_ok(line: bytes, t: bytes) -> bool:
     return True
 
 
-def _int_is_jcs(tok: bytes) -> bool:
-    """An integer text is the RFC 8785 form of the double it reads as (exact up to 2**53)."""
-    digits = tok[1:] if tok[:1] == b"-" else tok
-    if len(digits) < 16 or (len(digits) == 16 and digits <= _MAX_SAFE):
-        return True
-    known = _int_cache.get(tok)
+def _int_is_jcs(n: int) -> bool:
+    """An integer's text is the RFC 8785 form of the double it reads as (exact up to 2**53)."""
+    known = _int_cache.get(n)
     if known is not None:
         return known
-    r = repr(float(tok))  # the shortest digits: "9007199254740994.0" or "-1.152921504606847e+18"
+    r = repr(float(n))  # the shortest digits: "9007199254740994.0" or "-1.152921504606847e+18"
     mant, _, e = r.partition("e")
-    text = tok.decode()
+    text = str(n)
     if not e:
         ok = r == text + ".0"
     else:
         shortest = mant.replace(".", "").lstrip("-")
-        n = int(e) + 1
-        ok = n <= 21 and ("-" if text[0] == "-" else "") + shortest + "0" * (n - len(shortest)) == text
+        k = int(e) + 1
+        ok = k <= 21 and ("-" if text[0] == "-" else "") + shortest + "0" * (k - len(shortest)) == text
     if len(_int_cache) < 4096:
-        _int_cache[tok] = ok
+        _int_cache[n] = ok
     return ok
 
 
-def _big_ints_ok(line: bytes) -> bool:
-    """Every integer token of 16 or more digits is written as RFC 8785 writes the double it reads as."""
-    t = line.translate(_DIGITS_TABLE)
-    i = t.find(_SIXTEEN)  # the start of a run of digits (searches resume past each run)
-    end = len(t)
-    while i >= 0:
-        e = i + 16
-        while e < end and t[e] == 0x30:
-            e += 1
-        if e < end and line[e] in _TOKEN_END and i > 0 and (e - i > 16 or line[i:e] > _MAX_SAFE):  # past 2**53
-            s = i - 1 if line[i - 1] == 0x2D else i
-            if s > 0 and line[s - 1] in _TOKEN_START and not _int_is_jcs(line[s:e]):  # an integer token (or a string like one)
-                return False
-        i = t.find(_SIXTEEN, e)
+def _big_ints_ok(value: Any) -> bool:
+    """Every integer past 2**53 - 1 in ``value`` (parsed from orjson's form, which writes it in
+    full) is written as RFC 8785 writes the double it reads as.
+
+    A walk of the parsed values, not a scan of the line: a type test a value
+    costs less than finding and delimiting every run of 16 digits in the bytes.
+    """
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is dict:
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+        elif t is int and (v > _MAX_SAFE_INT or v < -_MAX_SAFE_INT) and not _int_is_jcs(v):
+            return False
     return True
 
 
@@ -195,7 +194,7 @@ def _orjson_form_is_canonical(obj: Any, line: bytes, big: bool) -> bool:
     otherwise only when one holds a character in U+E000..U+FFFF (UTF-8 lead
     byte EE or EF): then every object's keys are checked in UTF-16 order.
     """
-    if big and not _big_ints_ok(line):
+    if big and not _big_ints_ok(obj):
         return False
     if line.find(b".") >= 0 or line.find(b"-") >= 0 or line.find(b"+") >= 0:
         t = line.translate(_SCAN_TABLE)
