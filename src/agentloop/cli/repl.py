@@ -836,8 +836,8 @@ class Repl:
         self.say(self.agent.sandbox.describe())
 
     def cmd_mcp(self, rest: str) -> None:
-        fn = getattr(self.agent, "mcp_status", None)
-        if fn is None:
+        fn = self.agent.mcp_status
+        if self.agent.mcp is None:
             self.say("no MCP servers (configure them in .mcp.json)")
             return
         words = rest.split()
