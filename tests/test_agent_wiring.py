@@ -40,6 +40,8 @@ def _attribute_writes(tree: ast.AST) -> list[tuple[int, str]]:
                 out.append((node.lineno, t.attr))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and node.args and _names_an_agent(node.args[0]):
             out.append((node.lineno, "setattr"))
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__" and _names_an_agent(node.value):
+            out.append((node.lineno, "__dict__"))  # agent.__dict__.setdefault(...) sets an attribute too
     return out
 
 

@@ -58,6 +58,8 @@ class ClaudeHooks:
         """Set when a hook answered ``continue: false``: the run stops before its next model call."""
         self._pre_context: dict[str, list[str]] = {}
         self._approved: set[str] = set()
+        self._transcript_mark: tuple[str, int, int] | None = None
+        """What the Claude Code transcript mirror was last written from (it is rewritten only when that changes)."""
 
     def _sync(self, agent: Any) -> None:
         s = getattr(agent, "session", None)
@@ -66,8 +68,7 @@ class ClaudeHooks:
             self.runner.transcript_path = self._claude_transcript(agent, s)
         self.runner.permission_mode = getattr(agent, "permission_mode", None)
 
-    @staticmethod
-    def _claude_transcript(agent: Any, s: Any) -> str:
+    def _claude_transcript(self, agent: Any, s: Any) -> str:
         """``transcript_path``: the conversation in Claude Code's message lines, beside the hash-chained session.
 
         Hooks written for Claude Code read ``transcript_path`` as JSONL of
@@ -82,8 +83,7 @@ class ClaudeHooks:
         path = os.path.join(os.path.dirname(s.path), s.id, "claude-transcript.jsonl")
         msgs = getattr(s, "messages", [])
         mark = (path, len(msgs), id(msgs[-1]) if msgs else 0)
-        cache = agent.__dict__.setdefault("_claude_transcript_mark", [None])
-        if cache[0] == mark and os.path.exists(path):
+        if self._transcript_mark == mark and os.path.exists(path):
             return path  # unchanged since the last hook (inside a turn the session's messages move at its end)
         lines = claude_transcript_lines(msgs, s.id, getattr(agent, "cwd", ""))
         tmp = path + ".tmp"
@@ -92,7 +92,7 @@ class ClaudeHooks:
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write("".join(line + "\n" for line in lines))
             os.replace(tmp, path)
-            cache[0] = mark
+            self._transcript_mark = mark
         except OSError as exc:
             log.warning("cannot write the Claude Code transcript for hooks at %s: %s", path, exc)
             return str(s.path)
