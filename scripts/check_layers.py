@@ -40,8 +40,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "cli": frozenset({"core", "audit", "testing", "config", "telemetry", "providers", "mcp", "agent", "batch", "demo", "cli"}),
 }
 
-ALIASES = {"agentloop.fakeprovider": "testing"}
-"""Top-level compatibility names that belong to another layer."""
+ALIASES = {"agentloop.fakeprovider": "testing", "agentloop.__main__": "cli"}
+"""Top-level names that belong to another layer (a compatibility name; `python -m agentloop`)."""
 
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"agentloop.repair", "agentloop.transcript"}),

@@ -22,28 +22,19 @@ from agentloop.testing import FunctionModel
 from agentloop.transcript import read_records, verify_file
 
 
-def script(tmp_path, replies, name="script.json"):  # type: ignore[no-untyped-def]
-    p = tmp_path / name
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
-
-
 @pytest.fixture()
-def proj(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    home = tmp_path / "home"
-    monkeypatch.setenv("AGENTLOOP_HOME", str(home))
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "notes.txt").write_text("hello notes\n")
-    return d
+def proj(proj):  # type: ignore[no-untyped-def]
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "notes.txt").write_text("hello notes\n")
+    return proj
 
 
 def kinds(path):  # type: ignore[no-untyped-def]
     return [r.kind for r in read_records(path)]
 
 
-def test_a_turn_runs_tools_streams_text_and_records_session_facts(tmp_path, proj):
-    spec = script(tmp_path, [
+def test_a_turn_runs_tools_streams_text_and_records_session_facts(tmp_path, proj, scripted):
+    spec = scripted([
         {"text": "Reading it.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]},
         {"text": "It says hello notes.", "usage": [200, 5]},
     ])
@@ -73,8 +64,8 @@ def test_a_turn_runs_tools_streams_text_and_records_session_facts(tmp_path, proj
     assert verify_file(a.session.path).ok
 
 
-def test_ask_without_a_terminal_means_deny_and_the_model_is_told(tmp_path, proj):
-    spec = script(tmp_path, [
+def test_ask_without_a_terminal_means_deny_and_the_model_is_told(tmp_path, proj, scripted):
+    spec = scripted([
         {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "x.txt", "content": "x"}}]},
         {"text": "could not"},
     ])
@@ -86,9 +77,9 @@ def test_ask_without_a_terminal_means_deny_and_the_model_is_told(tmp_path, proj)
     a.close()
 
 
-def test_ask_goes_to_the_callback_and_always_adds_a_session_rule(tmp_path, proj):
+def test_ask_goes_to_the_callback_and_always_adds_a_session_rule(tmp_path, proj, scripted):
     calls = [{"name": "Write", "arguments": {"file_path": f"f{i}.txt", "content": "x"}} for i in range(3)]
-    spec = script(tmp_path, [{"text": "", "tool_calls": [c]} for c in calls] + [{"text": "done"}])
+    spec = scripted([{"text": "", "tool_calls": [c]} for c in calls] + [{"text": "done"}])
     answers = iter(["deny", "always"])
     asked = []
 
@@ -104,11 +95,11 @@ def test_ask_goes_to_the_callback_and_always_adds_a_session_rule(tmp_path, proj)
     a.close()
 
 
-def test_deny_rules_from_settings_refuse_the_call_and_name_the_rule(tmp_path, proj):
+def test_deny_rules_from_settings_refuse_the_call_and_name_the_rule(tmp_path, proj, scripted):
     (proj / ".agentloop").mkdir()
     (proj / ".agentloop" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash(rm *)"]}}))
     (proj / "keep.txt").write_text("k")
-    spec = script(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "ls && rm keep.txt"}}]}, {"text": "no"}])
+    spec = scripted([{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "ls && rm keep.txt"}}]}, {"text": "no"}])
     a = Agent(cwd=str(proj), model=spec, permission_mode="bypassPermissions", ask_permission=lambda c, d: "allow")
     res = a.ask("clean")
     msg = [m for m in res.messages if m["role"] == "tool"][0]
@@ -117,15 +108,15 @@ def test_deny_rules_from_settings_refuse_the_call_and_name_the_rule(tmp_path, pr
     a.close()
 
 
-def test_the_session_budget_spans_turns_and_stops_the_next_turn_before_the_call(tmp_path, proj):
+def test_the_session_budget_spans_turns_and_stops_the_next_turn_before_the_call(tmp_path, proj, scripted):
     replies = [{"text": "a", "usage": [1000, 100]}, {"text": "b", "usage": [1000, 100]}]
-    probe = Agent(cwd=str(proj), model=script(tmp_path, replies[:1], "probe.json"))
+    probe = Agent(cwd=str(proj), model=scripted(replies[:1], "probe.json"))
     probe.ask("one")
     probe.close()
     reserved = [r.payload["reserved_micros"] for r in read_records(probe.session.path) if r.kind == "budget"][0]
     # The scripted model costs 1 USD/Mtok in, 2 out: 1200 micro-USD a turn. With a cap of the
     # first reservation + 1000, the first turn fits and the second (same size) cannot.
-    a = Agent(cwd=str(proj), model=script(tmp_path, replies), max_usd_micros=reserved + 1000)
+    a = Agent(cwd=str(proj), model=scripted(replies), max_usd_micros=reserved + 1000)
     r1 = a.ask("one")
     assert r1.stop_reason == "no_tool_calls" and a.stats.spent_micros == 1200
     r2 = a.ask("two")
@@ -133,13 +124,13 @@ def test_the_session_budget_spans_turns_and_stops_the_next_turn_before_the_call(
     assert a.stats.spent_micros == 1200
     a.close()
     # Negative control: with room for both, both run.
-    b = Agent(cwd=str(proj), model=script(tmp_path, replies, "b.json"), max_usd_micros=2 * reserved + 2400)
+    b = Agent(cwd=str(proj), model=scripted(replies, "b.json"), max_usd_micros=2 * reserved + 2400)
     assert [b.ask("one").stop_reason, b.ask("two").stop_reason] == ["no_tool_calls", "no_tool_calls"]
     b.close()
 
 
-def test_warnings_fire_once_at_80_and_95_percent_of_budget_and_context(tmp_path, proj):
-    spec = script(tmp_path, [{"text": "a", "usage": [160_000, 0]}, {"text": "b", "usage": [191_000, 0]}, {"text": "c", "usage": [191_000, 0]}])
+def test_warnings_fire_once_at_80_and_95_percent_of_budget_and_context(tmp_path, proj, scripted):
+    spec = scripted([{"text": "a", "usage": [160_000, 0]}, {"text": "b", "usage": [191_000, 0]}, {"text": "c", "usage": [191_000, 0]}])
     a = Agent(cwd=str(proj), model=spec)
     a.context = NoContext()  # the installed context manager warns by itself (tested with it)
     a.ask("x")
@@ -152,8 +143,8 @@ def test_warnings_fire_once_at_80_and_95_percent_of_budget_and_context(tmp_path,
     a.close()
 
 
-def test_budget_warnings(tmp_path, proj):
-    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "a", "usage": [0, 0]}]), max_usd_micros=1000)
+def test_budget_warnings(tmp_path, proj, scripted):
+    a = Agent(cwd=str(proj), model=scripted([{"text": "a", "usage": [0, 0]}]), max_usd_micros=1000)
     a.session.stats.spent_micros = 850
     assert [(x.what, x.level) for x in a.warnings()] == [("budget", 0.8)]
     a.session.stats.spent_micros = 960
@@ -161,7 +152,7 @@ def test_budget_warnings(tmp_path, proj):
     a.close()
 
 
-def test_hook_extension_points_are_called_in_order(tmp_path, proj):
+def test_hook_extension_points_are_called_in_order(tmp_path, proj, scripted):
     events = []
 
     class Recorder(NoHooks):
@@ -186,7 +177,7 @@ def test_hook_extension_points_are_called_in_order(tmp_path, proj):
         def session_end(self, agent, reason):  # type: ignore[no-untyped-def]
             events.append(("end", reason))
 
-    spec = script(tmp_path, [
+    spec = scripted([
         {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "secret"}}, {"name": "Read", "arguments": {"file_path": "notes.txt"}}]},
         {"text": "ok"},
     ])
@@ -198,8 +189,8 @@ def test_hook_extension_points_are_called_in_order(tmp_path, proj):
     assert events == [("prompt", "hi"), ("pre", "Read"), ("pre", "Read"), ("post", "Read", True), ("stop", "no_tool_calls"), ("end", "clear")]
 
 
-def test_resume_and_continue_pick_up_the_conversation(tmp_path, proj):
-    spec = script(tmp_path, [{"text": "first answer", "usage": [10, 1]}, {"text": "second answer", "usage": [10, 1]}])
+def test_resume_and_continue_pick_up_the_conversation(tmp_path, proj, scripted):
+    spec = scripted([{"text": "first answer", "usage": [10, 1]}, {"text": "second answer", "usage": [10, 1]}])
     a = Agent(cwd=str(proj), model=spec)
     a.ask("first")
     sid = a.session.id
@@ -213,44 +204,44 @@ def test_resume_and_continue_pick_up_the_conversation(tmp_path, proj):
     assert [r.payload["source"] for r in recs if r.kind == "session_start"] == ["startup", "resume"]
 
 
-def test_a_session_where_nothing_was_asked_leaves_no_file(tmp_path, proj):
-    a = Agent(cwd=str(proj), model=script(tmp_path, []))
+def test_a_session_where_nothing_was_asked_leaves_no_file(tmp_path, proj, scripted):
+    a = Agent(cwd=str(proj), model=scripted([]))
     path = a.session.path
     a.close()
     assert not os.path.exists(path)
     assert list_sessions(str(proj)) == []
 
 
-def test_user_mistakes_are_agent_errors_with_one_line(tmp_path, proj):
+def test_user_mistakes_are_agent_errors_with_one_line(tmp_path, proj, scripted):
     with pytest.raises(AgentError, match="no model configured"):
         Agent(cwd=str(proj), env={"AGENTLOOP_HOME": str(tmp_path / "h")})
     with pytest.raises(AgentError, match="cannot read the scripted model"):
         Agent(cwd=str(proj), model="scripted:/nonexistent.json")
     with pytest.raises(AgentError, match="unknown permission mode"):
-        Agent(cwd=str(proj), model=script(tmp_path, []), permission_mode="yolo")
+        Agent(cwd=str(proj), model=scripted([]), permission_mode="yolo")
     with pytest.raises(AgentError, match="needs a provider"):
         Agent(cwd=str(proj), model="gpt-4o")
     (proj / ".agentloop").mkdir()
     (proj / ".agentloop" / "settings.json").write_text("{ nope")
     with pytest.raises(AgentError, match=r"settings.json: not valid JSON at line 1"):
-        Agent(cwd=str(proj), model=script(tmp_path, []))
+        Agent(cwd=str(proj), model=scripted([]))
     (proj / ".agentloop" / "settings.json").write_text("{}")
-    a = Agent(cwd=str(proj), model=script(tmp_path, []), continue_last=True)  # Claude Code's -c with nothing to continue: a new one
+    a = Agent(cwd=str(proj), model=scripted([]), continue_last=True)  # Claude Code's -c with nothing to continue: a new one
     assert a.session.created
     a.close()
 
 
-def test_the_scripted_model_fails_loudly_past_its_end(tmp_path, proj):
-    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "only one"}]))
+def test_the_scripted_model_fails_loudly_past_its_end(tmp_path, proj, scripted):
+    a = Agent(cwd=str(proj), model=scripted([{"text": "only one"}]))
     assert a.ask("1").stop_reason == "no_tool_calls"
     r = a.ask("2")
     assert r.stop_reason == "model_error" and "has 1 replies" in (r.error or "")
     a.close()
-    m = scripted_model(script(tmp_path, [{"text": "x", "tool_calls": [{"name": "A", "arguments": {}}]}])[9:])
+    m = scripted_model(scripted([{"text": "x", "tool_calls": [{"name": "A", "arguments": {}}]}])[9:])
     assert m.name == "scripted"
 
 
-def test_every_log_line_carries_the_session_id(tmp_path, proj):
+def test_every_log_line_carries_the_session_id(tmp_path, proj, scripted):
     from agentloop.agent.core import SessionLogFilter
 
     records: list[logging.LogRecord] = []
@@ -266,7 +257,7 @@ def test_every_log_line_carries_the_session_id(tmp_path, proj):
     old = lg.level
     lg.setLevel(logging.INFO)
     try:
-        a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "x"}]))
+        a = Agent(cwd=str(proj), model=scripted([{"text": "x"}]))
         a.ask("go")
         logging.getLogger("agentloop.providers").info("from another module")
         a.close()
@@ -276,34 +267,34 @@ def test_every_log_line_carries_the_session_id(tmp_path, proj):
     assert records and all(getattr(r, "session_id", None) == a.session.id for r in records)
 
 
-def test_a_resumed_session_held_by_another_agent_is_refused(tmp_path, proj):
+def test_a_resumed_session_held_by_another_agent_is_refused(tmp_path, proj, scripted):
     from agentloop.agent.session import SessionBusy
 
-    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "x"}]))
+    a = Agent(cwd=str(proj), model=scripted([{"text": "x"}]))
     a.ask("go")
     with pytest.raises(SessionBusy):
-        Agent(cwd=str(proj), model=script(tmp_path, []), resume=a.session.id)
+        Agent(cwd=str(proj), model=scripted([]), resume=a.session.id)
     a.close()
     assert isinstance(Session.resume(str(proj), a.session.id[:10]), Session)
 
 
-def test_session_durability_comes_from_flags_or_settings(tmp_path, proj):
-    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "x"}]), durability="fsync")
+def test_session_durability_comes_from_flags_or_settings(tmp_path, proj, scripted):
+    a = Agent(cwd=str(proj), model=scripted([{"text": "x"}]), durability="fsync")
     a.ask("go")
     assert a.session._writer is not None and a.session._writer.durability == "fsync"
     a.close()
     (proj / ".agentloop").mkdir()
     (proj / ".agentloop" / "settings.json").write_text(json.dumps({"sessionDurability": "sometimes"}))
-    b = Agent(cwd=str(proj), model=script(tmp_path, []), trust=True)  # a bad value is skipped with a warning
+    b = Agent(cwd=str(proj), model=scripted([]), trust=True)  # a bad value is skipped with a warning
     b.close()
     assert any('sessionDurability sometimes: must be "flush" or "fsync"; skipped' in w for w in b.config_warnings)
 
 
-def test_a_bare_name_deny_rule_takes_the_tool_out_of_the_models_view_and_a_call_to_it_is_still_denied(tmp_path, proj):
+def test_a_bare_name_deny_rule_takes_the_tool_out_of_the_models_view_and_a_call_to_it_is_still_denied(tmp_path, proj, scripted):
     (proj / ".agentloop").mkdir()
     (proj / ".agentloop" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash", "Write(*.secret)"]}}))
     seen: list[list[str]] = []
-    spec = script(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "touch made.txt"}}]}, {"text": "no"}])
+    spec = scripted([{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "touch made.txt"}}]}, {"text": "no"}])
     a = Agent(cwd=str(proj), model=spec, permission_mode="bypassPermissions")
     inner = a.model
     a.model = FunctionModel(lambda req: (seen.append([t.name for t in req.tools]), inner.complete(req))[1])
@@ -316,17 +307,17 @@ def test_a_bare_name_deny_rule_takes_the_tool_out_of_the_models_view_and_a_call_
     assert msg["ok"] is False and not (proj / "made.txt").exists()
 
 
-def _calls(tmp_path, calls, name="calls.json"):  # type: ignore[no-untyped-def]
-    return script(tmp_path, [{"text": "", "tool_calls": [c]} for c in calls] + [{"text": "done"}], name)
+def _calls(scripted, calls, name="calls.json"):  # type: ignore[no-untyped-def]
+    return scripted([{"text": "", "tool_calls": [c]} for c in calls] + [{"text": "done"}], name)
 
 
-def test_always_for_a_bash_line_approves_exactly_that_line_and_a_star_stays_a_star(tmp_path, proj):
+def test_always_for_a_bash_line_approves_exactly_that_line_and_a_star_stays_a_star(tmp_path, proj, scripted):
     # issue 16, point 6: approving "rm tmpd/*.tmp" once let "rm tmpd/../important.txt tmpd/x.tmp" run unasked
     (proj / "tmpd").mkdir()
     (proj / "tmpd" / "x.tmp").write_text("")
     (proj / "important.txt").write_text("keep")
     cmds = ["rm tmpd/*.tmp", "rm tmpd/../important.txt tmpd/x.tmp", "rm tmpd/*.tmp"]
-    spec = _calls(tmp_path, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
+    spec = _calls(scripted, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
     answers = iter(["always", "deny"])
     asked = []
 
@@ -342,10 +333,10 @@ def test_always_for_a_bash_line_approves_exactly_that_line_and_a_star_stays_a_st
     a.close()
 
 
-def test_always_for_a_line_with_a_parenthesis_does_not_allow_every_later_command(tmp_path, proj):
+def test_always_for_a_line_with_a_parenthesis_does_not_allow_every_later_command(tmp_path, proj, scripted):
     # before: a command holding ")" was remembered as the bare rule "Bash", allowing everything after
     cmds = ["(mkdir -p d)", "touch made.txt"]
-    spec = _calls(tmp_path, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
+    spec = _calls(scripted, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
     answers = iter(["always", "deny"])
     asked = []
 
@@ -359,7 +350,7 @@ def test_always_for_a_line_with_a_parenthesis_does_not_allow_every_later_command
     a.close()
 
 
-def test_accept_edits_cannot_make_the_agent_permanent_without_asking(tmp_path, proj):
+def test_accept_edits_cannot_make_the_agent_permanent_without_asking(tmp_path, proj, scripted):
     # issue 16, point 2: in acceptEdits the agent wrote .agentloop/settings.local.json and .git/hooks/post-checkout,
     # and the next plain session ran both. With no one to ask (as in -p) such writes are refused.
     (proj / ".git" / "hooks").mkdir(parents=True)
@@ -371,7 +362,7 @@ def test_accept_edits_cannot_make_the_agent_permanent_without_asking(tmp_path, p
         ".claude/settings.json": "{}",
         "notes2.txt": "fine",
     }
-    spec = _calls(tmp_path, [{"name": "Write", "arguments": {"file_path": p, "content": c}} for p, c in writes.items()])
+    spec = _calls(scripted, [{"name": "Write", "arguments": {"file_path": p, "content": c}} for p, c in writes.items()])
     a = Agent(cwd=str(proj), model=spec, permission_mode="acceptEdits")
     res = a.ask("persist yourself")
     for p in writes:
@@ -381,12 +372,12 @@ def test_accept_edits_cannot_make_the_agent_permanent_without_asking(tmp_path, p
     a.close()
 
 
-def test_bypass_mode_asks_before_writing_the_agentloop_home(tmp_path, monkeypatch):
+def test_bypass_mode_asks_before_writing_the_agentloop_home(tmp_path, monkeypatch, scripted):
     proj = tmp_path / "proj"
     proj.mkdir()
     home = proj / "state"  # the agentloop home inside the workspace, so only the permission stands in the way
     monkeypatch.setenv("AGENTLOOP_HOME", str(home))
-    spec = _calls(tmp_path, [{"name": "Write", "arguments": {"file_path": "state/settings.json", "content": "{}"}}])
+    spec = _calls(scripted, [{"name": "Write", "arguments": {"file_path": "state/settings.json", "content": "{}"}}])
     asked = []
     a = Agent(cwd=str(proj), model=spec, permission_mode="bypassPermissions",
               ask_permission=lambda c, d: asked.append(d.reason) or "deny")
@@ -396,10 +387,10 @@ def test_bypass_mode_asks_before_writing_the_agentloop_home(tmp_path, monkeypatc
     a.close()
 
 
-def test_read_only_bash_runs_without_a_prompt_even_with_no_one_to_ask(tmp_path, proj):
+def test_read_only_bash_runs_without_a_prompt_even_with_no_one_to_ask(tmp_path, proj, scripted):
     # issue 18, point 6: Claude Code runs read-only commands (ls, cat, pwd, git status...) without a prompt
     cmds = ["ls && cat notes.txt | wc -l", "pwd", "ls > listing.txt"]
-    spec = _calls(tmp_path, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
+    spec = _calls(scripted, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
     a = Agent(cwd=str(proj), model=spec)  # no ask_permission: as in -p
     res = a.ask("look around")
     results = [m for m in res.messages if m["role"] == "tool"]

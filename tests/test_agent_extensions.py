@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "notes.txt").write_text("hello notes\n")
-    return d
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "notes.txt").write_text("hello notes\n")
+    return proj
 
 
 def settings(proj: Path, data: dict[str, Any]) -> None:
     (proj / ".agentloop").mkdir(exist_ok=True)
     (proj / ".agentloop" / "settings.json").write_text(json.dumps(data))
-
-
-def script(tmp: Path, replies: list[dict[str, Any]]) -> str:
-    p = tmp / "script.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
 
 
 def bash_call(cmd: str) -> dict[str, Any]:
@@ -56,10 +49,10 @@ def records(a: Agent, kind: str) -> list[Any]:
     return [r.payload for r in read_records(a.session.path) if r.kind == kind]
 
 
-def test_the_shipped_guard_denies_a_dangerous_command_and_the_decision_is_in_the_session(tmp_path: Path, proj: Path) -> None:
+def test_the_shipped_guard_denies_a_dangerous_command_and_the_decision_is_in_the_session(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     shutil.copytree(ROOT / "examples" / "hooks", proj / "examples" / "hooks")
     settings(proj, json.loads((ROOT / "examples" / "hooks" / "settings.json").read_text()))
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("rm -rf /"), bash_call("echo safe"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("rm -rf /"), bash_call("echo safe"), final()]), permission_mode="bypassPermissions")
     res = a.ask("clean up")
     a.close("other")
     assert res.stop_reason == "no_tool_calls"
@@ -75,7 +68,7 @@ def test_the_shipped_guard_denies_a_dangerous_command_and_the_decision_is_in_the
     assert verify_file(a.session.path).ok
 
 
-def test_updated_input_rewrites_the_command_that_runs(tmp_path: Path, proj: Path) -> None:
+def test_updated_input_rewrites_the_command_that_runs(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     cmd = hook_script(proj, "rw.sh", """python3 -c '
 import json,sys
 d=json.load(sys.stdin)
@@ -83,33 +76,33 @@ c=d["tool_input"]["command"].replace("hello","rewritten")
 print(json.dumps({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":c}}}))'
 """)
     settings(proj, {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": cmd}]}]}})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo hello"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("echo hello"), final()]), permission_mode="bypassPermissions")
     a.ask("go")
     a.close()
     (r,) = records(a, "tool_result")
     assert r["ok"] and "rewritten" in json.dumps(r["content"]) and "hello" not in json.dumps(r["content"])
 
 
-def test_permission_rules_still_apply_after_a_hook_allows(tmp_path: Path, proj: Path) -> None:
+def test_permission_rules_still_apply_after_a_hook_allows(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     cmd = hook_script(proj, "allow.sh", """echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'\n""")
     settings(proj, {"permissions": {"deny": ["Bash(echo *)"]}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": cmd}]}]}})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo hi"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("echo hi"), final()]))
     a.ask("go")
     a.close()
     (r,) = records(a, "tool_result")
     assert not r["ok"] and "denied" in r["error"]
 
 
-def test_a_blocked_prompt_runs_nothing_and_is_recorded(tmp_path: Path, proj: Path) -> None:
+def test_a_blocked_prompt_runs_nothing_and_is_recorded(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     cmd = hook_script(proj, "p.sh", "echo 'no secrets please' >&2; exit 2\n")
     settings(proj, {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": cmd}]}]}})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final()]))
     with pytest.raises(AgentError, match="no secrets please"):
         a.ask("my key is sk-123")
     assert a.session.stats.turns == 0
 
 
-def test_post_tool_use_context_reaches_the_model_and_stop_hooks_keep_it_going(tmp_path: Path, proj: Path) -> None:
+def test_post_tool_use_context_reaches_the_model_and_stop_hooks_keep_it_going(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     post = hook_script(proj, "post.sh", """echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"lint: 2 warnings"}}'\n""")
     marker = proj / "stopped-once"
     stop = hook_script(proj, "stop.sh", f"""if [ ! -e {marker} ]; then touch {marker}; echo '{{"decision":"block","reason":"run the tests too"}}'; fi\n""")
@@ -118,7 +111,7 @@ def test_post_tool_use_context_reaches_the_model_and_stop_hooks_keep_it_going(tm
         "Stop": [{"hooks": [{"type": "command", "command": stop}]}],
     }})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final("read it"), final("tests pass")]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([read, final("read it"), final("tests pass")]))
     res = a.ask("read notes")
     a.close()
     assert res.answer == "tests pass"  # the Stop hook's reason started another turn
@@ -131,12 +124,12 @@ def test_post_tool_use_context_reaches_the_model_and_stop_hooks_keep_it_going(tm
     assert [s["blocked"] for s in stops] == [True, False]
 
 
-def test_continue_false_from_a_hook_ends_the_run_before_the_next_model_call(tmp_path: Path, proj: Path) -> None:
+def test_continue_false_from_a_hook_ends_the_run_before_the_next_model_call(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     post = hook_script(proj, "post.sh", """echo '{"continue": false, "stopReason": "quota reached"}'\n""")
     settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": post}]}]}})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
     notices: list[str] = []
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final("never")]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([read, final("never")]))
     a.on_notice = notices.append
     res = a.ask("read")
     assert res.stop_reason == "interrupted" and res.steps == 1
@@ -146,13 +139,13 @@ def test_continue_false_from_a_hook_ends_the_run_before_the_next_model_call(tmp_
     a.close()
 
 
-def test_session_start_context_and_session_end(tmp_path: Path, proj: Path) -> None:
+def test_session_start_context_and_session_end(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     log = proj / "end.log"
     start = hook_script(proj, "start.sh", "echo 'The build is broken on main.'\n")
     end = hook_script(proj, "end.sh", f"cat > {log}\n")
     settings(proj, {"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": start}]}],
                               "SessionStop": [{"hooks": [{"type": "command", "command": end}]}]}})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final()]))
     a.ask("hi")
     a.close("prompt_input_exit")
     assert any(m["content"] == "The build is broken on main." for m in a.session.messages if m["role"] == "user")
@@ -160,16 +153,16 @@ def test_session_start_context_and_session_end(tmp_path: Path, proj: Path) -> No
     assert ev["hook_event_name"] == "SessionEnd" and ev["reason"] == "prompt_input_exit" and ev["session_id"] == a.session.id
 
 
-def test_the_agent_stops_a_five_turn_loop_and_not_a_varied_run(tmp_path: Path, proj: Path) -> None:
+def test_the_agent_stops_a_five_turn_loop_and_not_a_varied_run(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read] * 5))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([read] * 5))
     res = a.ask("read")
     a.close()
     assert res.stop_reason == "loop_detected" and res.steps == 5
     for i in range(6):
         (proj / f"f{i}.txt").write_text(str(i))
     varied = [{"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": f"f{i}.txt"}}], "usage": [100, 10]} for i in range(6)]
-    b = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [*varied, final()]))
+    b = Agent(cwd=str(proj), trust=True, model=scripted([*varied, final()]))
     assert b.ask("read all").stop_reason == "no_tool_calls"
     b.close()
 
@@ -211,7 +204,7 @@ class _SummaryAware:
         return self.replies[self.i - 1]
 
 
-def test_the_agent_tool_runs_a_sub_agent_whose_transcript_the_session_points_to(tmp_path: Path, proj: Path) -> None:
+def test_the_agent_tool_runs_a_sub_agent_whose_transcript_the_session_points_to(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     replies = [
         {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "what is in notes.txt?", "subagent_type": "Explore"}}], "usage": [100, 10]},
         {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [50, 5]},  # the child
@@ -219,7 +212,7 @@ def test_the_agent_tool_runs_a_sub_agent_whose_transcript_the_session_points_to(
         final("the sub-agent found it"),
     ]
     settings(proj, {"permissions": {"allow": ["Agent"]}})  # the child's own calls are still checked
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000)
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_usd_micros=1_000_000)
     res = a.ask("delegate")
     a.close()
     assert res.answer == "the sub-agent found it"
@@ -230,12 +223,12 @@ def test_the_agent_tool_runs_a_sub_agent_whose_transcript_the_session_points_to(
     assert res.spent_micros >= sub["spent_micros"]
 
 
-def test_a_malformed_hook_is_skipped_with_one_warning_naming_the_file_and_the_rest_applies(tmp_path: Path, proj: Path) -> None:
+def test_a_malformed_hook_is_skipped_with_one_warning_naming_the_file_and_the_rest_applies(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     # Claude Code settings: a bad entry is reported and skipped; the file's other entries load.
     marker = proj / "ran"
     settings(proj, {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 5}]}],
                               "SessionStart": [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]}})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final()]))
     a.close()
     (w,) = [w for w in a.config_warnings if "hooks." in w]
     assert w.startswith(str(proj / ".agentloop" / "settings.json") + ": hooks.PreToolUse[0].hooks[0].command ")
@@ -243,7 +236,7 @@ def test_a_malformed_hook_is_skipped_with_one_warning_naming_the_file_and_the_re
     assert marker.exists()
 
 
-def test_a_sub_agents_calls_go_through_the_agents_pipeline_so_a_hooks_refusal_is_redacted(tmp_path: Path, proj: Path) -> None:
+def test_a_sub_agents_calls_go_through_the_agents_pipeline_so_a_hooks_refusal_is_redacted(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     # One tool-call pipeline (issue 15 point 4): a child's call is refused by the same PreToolUse hook
     # as the parent's, and what the hook said reaches the child's model only through the same redaction.
     import os
@@ -260,7 +253,7 @@ def test_a_sub_agents_calls_go_through_the_agents_pipeline_so_a_hooks_refusal_is
         {"text": "the hook refused", "usage": [60, 5]},  # the child's answer
         final("the sub-agent could not read it"),
     ]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000,
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_usd_micros=1_000_000,
               env={**os.environ, "DEPLOY_TOKEN": token})
     a.ask("delegate")
     a.close()

@@ -18,38 +18,31 @@ AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
 
 
 @pytest.fixture()
-def home(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    h = tmp_path / "home"
-    h.mkdir()
-    monkeypatch.setenv("AGENTLOOP_HOME", str(h))
-    return h
+def home(home):  # type: ignore[no-untyped-def]
+    """The shared agentloop home (conftest.py), made, for tests that write its settings."""
+    home.mkdir()
+    return home
 
 
 @pytest.fixture()
-def proj(tmp_path):  # type: ignore[no-untyped-def]
-    d = tmp_path / "proj"
-    (d / ".agentloop").mkdir(parents=True)
-    return d
+def proj(proj):  # type: ignore[no-untyped-def]
+    """The shared project folder (conftest.py) with an empty .agentloop/."""
+    (proj / ".agentloop").mkdir()
+    return proj
 
 
 def write(path, obj):  # type: ignore[no-untyped-def]
     path.write_text(json.dumps(obj))
 
 
-def script(tmp_path, replies):  # type: ignore[no-untyped-def]
-    p = tmp_path / "script.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
-
-
 # --- prices ------------------------------------------------------------------------
 
 
-def test_prices_come_from_the_users_settings_and_never_from_the_project(tmp_path, home, proj):
+def test_prices_come_from_the_users_settings_and_never_from_the_project(tmp_path, home, proj, scripted):
     write(home / "settings.json", {"prices": {"user-model": {"input": 1_000_000, "output": 2_000_000}}})
     write(proj / ".agentloop" / "settings.json", {"prices": {"project-model": {"input": 0, "output": 0}}})
     for trust in (None, True):  # trusted or not, a project cannot make a model cheaper
-        a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]), trust=trust)
+        a = Agent(cwd=str(proj), model=scripted([{"text": "hi"}]), trust=trust)
         a.close()
         assert a.prices.resolve("user-model") == Price(1_000_000, 2_000_000)
         assert a.prices.resolve("project-model") != Price(0, 0)
@@ -58,10 +51,10 @@ def test_prices_come_from_the_users_settings_and_never_from_the_project(tmp_path
 
 
 @pytest.mark.parametrize("bad", [{"m": 5}, {"m": {"input": 1}}, {"m": {"input": -1, "output": 2}}, ["m"]])
-def test_a_bad_prices_entry_is_skipped_with_one_warning_naming_the_file(tmp_path, home, proj, bad):
+def test_a_bad_prices_entry_is_skipped_with_one_warning_naming_the_file(tmp_path, home, proj, bad, scripted):
     f = home / "settings.json"
     write(f, {"prices": bad if isinstance(bad, list) else {**bad, "good": {"input": 7, "output": 8}}})
-    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
+    a = Agent(cwd=str(proj), model=scripted([{"text": "hi"}]))
     a.close()
     (w,) = a.config_warnings
     assert w.startswith(f"{f}: prices") and w.endswith("skipped") and "\n" not in w
@@ -69,12 +62,12 @@ def test_a_bad_prices_entry_is_skipped_with_one_warning_naming_the_file(tmp_path
         assert a.prices.resolve("good") == Price(7, 8)
 
 
-def test_a_bad_prices_entry_is_one_warning_from_the_cli_and_the_run_goes_on(tmp_path, home, proj):
+def test_a_bad_prices_entry_is_one_warning_from_the_cli_and_the_run_goes_on(tmp_path, home, proj, scripted):
     f = home / "settings.json"
     write(f, {"prices": {"m": {"input": "lots", "output": 1}}})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
     env["AGENTLOOP_HOME"] = str(home)
-    p = subprocess.run([AGENTLOOP, "-p", "x", "--model", script(tmp_path, [{"text": "hi"}])], cwd=proj, env=env,
+    p = subprocess.run([AGENTLOOP, "-p", "x", "--model", scripted([{"text": "hi"}])], cwd=proj, env=env,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr and p.stdout == "hi\n"
@@ -127,11 +120,11 @@ def test_the_agent_and_context_management_read_one_window_table(model, window):
     assert core.context_window(model, 4242) == 4242  # the "contextWindow" setting wins
 
 
-def test_the_agents_window_follows_the_shared_table(tmp_path, home, proj, monkeypatch):
+def test_the_agents_window_follows_the_shared_table(tmp_path, home, proj, monkeypatch, scripted):
     from agentloop.agent import context
 
     monkeypatch.setattr(context, "_WINDOWS", (("scripted", 77_777),))
-    a = Agent(cwd=str(proj), model=script(tmp_path, [{"text": "hi"}]))
+    a = Agent(cwd=str(proj), model=scripted([{"text": "hi"}]))
     assert a.window == 77_777
 
 
@@ -175,8 +168,8 @@ def test_plan_mode_starts_only_read_only_sub_agents():
     assert p.decide("Agent", {**EXPLORE, "subagent_type": "NoSuchType"}).behavior == "deny"
 
 
-def _delegate(tmp_path, proj, kind, child_calls):  # type: ignore[no-untyped-def]
-    return script(tmp_path, [
+def _delegate(scripted, kind, child_calls):  # type: ignore[no-untyped-def]
+    return scripted([
         {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "d", "prompt": "go", "subagent_type": kind}}],
          "usage": [100, 10]},
         *[{"text": "", "tool_calls": [c], "usage": [50, 5]} for c in child_calls],
@@ -197,9 +190,9 @@ def _child_results(sub):  # type: ignore[no-untyped-def]
     return [r.payload for r in read_records(sub["transcript"]) if r.kind == "tool_result"]
 
 
-def test_the_agent_starts_a_sub_agent_without_asking_and_the_childs_calls_are_still_checked(tmp_path, home, proj):
+def test_the_agent_starts_a_sub_agent_without_asking_and_the_childs_calls_are_still_checked(tmp_path, home, proj, scripted):
     (proj / "notes.txt").write_text("hello\n")
-    spec = _delegate(tmp_path, proj, "general-purpose", [
+    spec = _delegate(scripted, "general-purpose", [
         {"name": "Read", "arguments": {"file_path": "notes.txt"}},
         {"name": "Write", "arguments": {"file_path": "out.txt", "content": "x"}},
     ])
@@ -214,15 +207,15 @@ def test_the_agent_starts_a_sub_agent_without_asking_and_the_childs_calls_are_st
     assert not (proj / "out.txt").exists()
 
 
-def test_plan_mode_starts_an_explore_sub_agent_and_refuses_a_general_one(tmp_path, home, proj):
+def test_plan_mode_starts_an_explore_sub_agent_and_refuses_a_general_one(tmp_path, home, proj, scripted):
     (proj / "notes.txt").write_text("hello\n")
-    a = Agent(cwd=str(proj), model=_delegate(tmp_path, proj, "Explore", [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]),
+    a = Agent(cwd=str(proj), model=_delegate(scripted, "Explore", [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]),
               permission_mode="plan", max_usd_micros=1_000_000)
     assert a.ask("look").answer == "parent done"
     (sub,) = _records(a, "subagent")
     assert sub["agent_type"] == "Explore" and _child_results(sub)[0]["ok"]
     a.close()
-    b = Agent(cwd=str(proj), model=script(tmp_path, [
+    b = Agent(cwd=str(proj), model=scripted([
         {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "d", "prompt": "go"}}], "usage": [100, 10]},
         {"text": "refused", "usage": [50, 5]},
     ]), permission_mode="plan")
@@ -236,12 +229,12 @@ def test_plan_mode_starts_an_explore_sub_agent_and_refuses_a_general_one(tmp_pat
 # --- sub-agents and MCP tools -------------------------------------------------------
 
 
-def test_a_sub_agent_gets_the_parents_mcp_tools_under_the_same_rules(tmp_path, home, proj):
+def test_a_sub_agent_gets_the_parents_mcp_tools_under_the_same_rules(tmp_path, home, proj, scripted):
     from mcp_servers.helpers import PY, PYSERVER, running
 
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
     write(proj / ".agentloop" / "settings.json", {"permissions": {"allow": ["mcp__py__*"], "deny": ["mcp__py__fail"]}})
-    spec = _delegate(tmp_path, proj, "general-purpose", [
+    spec = _delegate(scripted, "general-purpose", [
         {"name": "mcp__py__echo", "arguments": {"text": "from the child"}},
         {"name": "mcp__py__fail", "arguments": {"message": "x"}},
     ])
@@ -262,11 +255,11 @@ def test_a_sub_agent_gets_the_parents_mcp_tools_under_the_same_rules(tmp_path, h
     assert {"mcp__py__echo", "mcp__py__add", "Read"} <= names and "Agent" not in names
 
 
-def test_a_read_only_sub_agent_type_does_not_get_mcp_tools(tmp_path, home, proj):
+def test_a_read_only_sub_agent_type_does_not_get_mcp_tools(tmp_path, home, proj, scripted):
     from mcp_servers.helpers import PY, PYSERVER
 
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
-    spec = _delegate(tmp_path, proj, "Explore", [{"name": "mcp__py__echo", "arguments": {"text": "x"}}])
+    spec = _delegate(scripted, "Explore", [{"name": "mcp__py__echo", "arguments": {"text": "x"}}])
     a = Agent(cwd=str(proj), model=spec, max_usd_micros=1_000_000)
     try:
         a.ask("look")

@@ -32,12 +32,7 @@ from agentloop.demo import demo_tools
 from agentloop.testing import ScriptedModel, reply
 from agentloop.transcript import TranscriptWriter, make_line, verify_file
 
-
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("AGENTLOOP_HOME", str(h))
-    return h
+pytestmark = pytest.mark.usefixtures("home")  # agentloop's home at tmp_path/"home" (conftest.py)
 
 
 def write_transcript(path: Path, n: int) -> list[bytes]:

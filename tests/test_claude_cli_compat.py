@@ -26,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +47,10 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture()
-def proj(tmp_path: Path) -> Path:
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "hello.txt").write_text("hi from the file\n")
-    return d
-
-
-def spec(tmp_path: Path, replies: list[dict[str, Any]], name: str = "s.json") -> str:
-    p = tmp_path / name
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "hello.txt").write_text("hi from the file\n")
+    return proj
 
 
 def agentloop(args: list[str], *, cwd: Path, env: dict[str, str], input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -83,8 +77,8 @@ def claude_script(stdout: str) -> dict[str, Any]:
     return {k: obj[k] for k in ("subtype", "is_error", "result", "total_cost_usd", "num_turns", "permission_denials", "session_id")}
 
 
-def test_json_output_reads_as_claude_codes_result(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
-    p = agentloop(["-p", "what does hello.txt say?", "--model", spec(tmp_path, READ_THEN_ANSWER), "--output-format", "json"], cwd=proj, env=env)
+def test_json_output_reads_as_claude_codes_result(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    p = agentloop(["-p", "what does hello.txt say?", "--model", scripted(READ_THEN_ANSWER), "--output-format", "json"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     r = claude_script(p.stdout)
     assert r["subtype"] == "success" and r["is_error"] is False and r["result"] == "The file says hi." and r["num_turns"] == 2
@@ -94,37 +88,37 @@ def test_json_output_reads_as_claude_codes_result(tmp_path: Path, proj: Path, en
     assert obj["cost_micros"] == round(r["total_cost_usd"] * 1_000_000)  # agentloop's exact figure, beside it
 
 
-def test_a_run_out_of_turns_is_error_max_turns_and_exit_1(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, READ_THEN_ANSWER), "--max-turns", "1", "--output-format", "json"], cwd=proj, env=env)
+def test_a_run_out_of_turns_is_error_max_turns_and_exit_1(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    p = agentloop(["-p", "x", "--model", scripted(READ_THEN_ANSWER), "--max-turns", "1", "--output-format", "json"], cwd=proj, env=env)
     assert p.returncode == 1
     r = claude_script(p.stdout)
     assert r["subtype"] == "error_max_turns" and r["is_error"] is True
 
 
-def test_a_refused_call_is_listed_in_permission_denials(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
+def test_a_refused_call_is_listed_in_permission_denials(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
     replies = [{"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "new.txt", "content": "x"}}]}, {"text": "Could not."}]
-    p = agentloop(["-p", "write it", "--model", spec(tmp_path, replies), "--output-format", "json"], cwd=proj, env=env)
+    p = agentloop(["-p", "write it", "--model", scripted(replies), "--output-format", "json"], cwd=proj, env=env)
     r = claude_script(p.stdout)
     assert r["permission_denials"] == [{"tool_name": "Write", "tool_use_id": "call_0_0",
                                         "tool_input": {"file_path": "new.txt", "content": "x"}}]
     assert not (proj / "new.txt").exists()
 
 
-def test_allowed_tools_on_the_command_line_let_a_call_run_in_print_mode(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
+def test_allowed_tools_on_the_command_line_let_a_call_run_in_print_mode(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
     replies = [{"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "new.txt", "content": "x"}}]}, {"text": "Wrote."}]
-    p = agentloop(["-p", "write it", "--model", spec(tmp_path, replies), "--allowedTools", "Write,Read", "--output-format", "json"], cwd=proj, env=env)
+    p = agentloop(["-p", "write it", "--model", scripted(replies), "--allowedTools", "Write,Read", "--output-format", "json"], cwd=proj, env=env)
     assert claude_script(p.stdout)["permission_denials"] == [] and (proj / "new.txt").read_text() == "x"
 
 
-def test_disallowed_tools_on_the_command_line_deny_even_a_read(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
-    p = agentloop(["-p", "read", "--model", spec(tmp_path, READ_THEN_ANSWER), "--disallowed-tools", "Read(./hello.txt)", "--output-format", "json"],
+def test_disallowed_tools_on_the_command_line_deny_even_a_read(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    p = agentloop(["-p", "read", "--model", scripted(READ_THEN_ANSWER), "--disallowed-tools", "Read(./hello.txt)", "--output-format", "json"],
                   cwd=proj, env=env)
     assert [d["tool_name"] for d in claude_script(p.stdout)["permission_denials"]] == ["Read"]
 
 
-def test_dangerously_skip_permissions_is_bypass_mode(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
+def test_dangerously_skip_permissions_is_bypass_mode(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
     replies = [{"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "new.txt", "content": "y"}}]}, {"text": "Wrote."}]
-    p = agentloop(["-p", "write", "--model", spec(tmp_path, replies), "--dangerously-skip-permissions", "--output-format", "json"], cwd=proj, env=env)
+    p = agentloop(["-p", "write", "--model", scripted(replies), "--dangerously-skip-permissions", "--output-format", "json"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     assert (proj / "new.txt").read_text() == "y"
 
@@ -133,40 +127,40 @@ def _first_run_start(path: str) -> dict[str, Any]:
     return next(r.payload for r in read_records(path) if r.kind == "run_start")
 
 
-def test_system_prompt_replaces_and_append_system_prompt_adds(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, ANSWER), "--system-prompt", "You are terse.", "--output-format", "json"], cwd=proj, env=env)
+def test_system_prompt_replaces_and_append_system_prompt_adds(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    p = agentloop(["-p", "x", "--model", scripted(ANSWER), "--system-prompt", "You are terse.", "--output-format", "json"], cwd=proj, env=env)
     systems = [m for m in _first_run_start(json.loads(p.stdout)["transcript"])["messages"] if m["role"] == "system"]
     assert [m["content"] for m in systems] == ["You are terse."]
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, ANSWER, "a.json"), "--append-system-prompt", "Always cite files.",
+    p = agentloop(["-p", "x", "--model", scripted(ANSWER, "a.json"), "--append-system-prompt", "Always cite files.",
                    "--output-format", "json"], cwd=proj, env=env)
     systems = [m["content"] for m in _first_run_start(json.loads(p.stdout)["transcript"])["messages"] if m["role"] == "system"]
     assert systems[-1].endswith("Always cite files.") and "Working directory" in systems[-1]  # the end of the dynamic part
 
 
-def test_piped_stdin_is_added_to_the_prompt(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
-    p = agentloop(["-p", "explain", "--model", spec(tmp_path, ANSWER), "--output-format", "json"], cwd=proj, env=env,
+def test_piped_stdin_is_added_to_the_prompt(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    p = agentloop(["-p", "explain", "--model", scripted(ANSWER), "--output-format", "json"], cwd=proj, env=env,
                   input="Traceback: something broke\n")
     assert p.returncode == 0, p.stderr
     user = _first_run_start(json.loads(p.stdout)["transcript"])["messages"][-1]
     assert user == {"role": "user", "content": "explain\n\nTraceback: something broke\n"}
-    p = agentloop(["-p", "--model", spec(tmp_path, ANSWER, "b.json"), "--output-format", "json"], cwd=proj, env=env, input="only stdin\n")
+    p = agentloop(["-p", "--model", scripted(ANSWER, "b.json"), "--output-format", "json"], cwd=proj, env=env, input="only stdin\n")
     assert _first_run_start(json.loads(p.stdout)["transcript"])["messages"][-1]["content"] == "only stdin\n"
 
 
-def test_a_positional_prompt_starts_the_repl_with_it(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
-    p = agentloop(["explain this", "--model", spec(tmp_path, ANSWER)], cwd=proj, env=env)
+def test_a_positional_prompt_starts_the_repl_with_it(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    p = agentloop(["explain this", "--model", scripted(ANSWER)], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     assert "Done." in p.stdout
     assert "invalid choice" not in p.stderr
 
 
-def test_stream_json_input_takes_claude_codes_user_messages(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
+def test_stream_json_input_takes_claude_codes_user_messages(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
     replies = [{"text": "first answer"}, {"text": "second answer"}]
     lines = [
         {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "one"}]}},
         {"type": "user", "message": {"role": "user", "content": "two"}},
     ]
-    p = agentloop(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--model", spec(tmp_path, replies)],
+    p = agentloop(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--model", scripted(replies)],
                   cwd=proj, env=env, input="".join(json.dumps(x) + "\n" for x in lines))
     assert p.returncode == 0, p.stderr
     out = [json.loads(x) for x in p.stdout.splitlines()]
@@ -179,13 +173,49 @@ def test_stream_json_input_takes_claude_codes_user_messages(tmp_path: Path, proj
     assert [m["content"] for m in conv.messages if m["role"] == "user"] == ["one", "two"]
 
 
-def test_a_bad_stream_json_line_is_one_clear_error(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
-    p = agentloop(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--model", spec(tmp_path, ANSWER)],
+def test_a_bad_stream_json_line_is_one_clear_error(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    p = agentloop(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--model", scripted(ANSWER)],
                   cwd=proj, env=env, input='{"type": "assistant"}\n')
     assert p.returncode == 2 and "stdin line 1: not a user message" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_continue_with_no_earlier_session_starts_one(tmp_path: Path, proj: Path, env: dict[str, str]) -> None:
-    p = agentloop(["-c", "-p", "hi", "--model", spec(tmp_path, ANSWER), "--output-format", "json"], cwd=proj, env=env)
+def test_continue_with_no_earlier_session_starts_one(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    p = agentloop(["-c", "-p", "hi", "--model", scripted(ANSWER), "--output-format", "json"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     assert claude_script(p.stdout)["result"] == "Done."
+
+
+def test_settings_on_the_command_line_apply_above_the_projects_files(
+        tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    """Claude Code's ``--settings``: a settings file or JSON string to load; the command line is the
+    user's own, so it applies in a folder that is not trusted."""
+    p = agentloop(["-p", "read", "--model", scripted(READ_THEN_ANSWER), "--output-format", "json",
+                   "--settings", '{"permissions": {"deny": ["Read(./hello.txt)"]}}'], cwd=proj, env=env)
+    assert [d["tool_name"] for d in claude_script(p.stdout)["permission_denials"]] == ["Read"]
+    allow = tmp_path / "allow.json"
+    allow.write_text(json.dumps({"permissions": {"allow": ["Write"]}}))
+    replies = [{"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "w.txt", "content": "w"}}]}, {"text": "ok"}]
+    p = agentloop(["-p", "write", "--model", scripted(replies, "w.json"), "--settings", str(allow), "--output-format", "json"],
+                  cwd=proj, env=env)
+    assert claude_script(p.stdout)["permission_denials"] == [] and (proj / "w.txt").read_text() == "w"
+    p = agentloop(["-p", "x", "--model", scripted(ANSWER, "b.json"), "--settings", "{ nope"], cwd=proj, env=env)
+    assert p.returncode == 2 and "--settings (the JSON given): not valid JSON" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_mcp_config_loads_servers_and_strict_uses_only_them(
+        tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:
+    """Claude Code's ``--mcp-config`` loads MCP servers from JSON files or strings; ``--strict-mcp-config``
+    uses only those."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from mcp_servers.helpers import PY, PYSERVER
+
+    cfg = {"mcpServers": {"cli": {"command": PY, "args": [PYSERVER]}}}
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {"command": PY, "args": [PYSERVER]}}}))
+    p = agentloop(["-p", "x", "--model", scripted(ANSWER), "--output-format", "stream-json", "--trust",
+                   "--mcp-config", json.dumps(cfg)], cwd=proj, env=env)
+    init = json.loads(p.stdout.splitlines()[0])
+    assert {s["name"]: s["status"] for s in init["mcp_servers"]} == {"cli": "connected", "proj": "connected"}, p.stderr
+    p = agentloop(["-p", "x", "--model", scripted(ANSWER, "b.json"), "--output-format", "stream-json", "--trust",
+                   "--mcp-config", json.dumps(cfg), "--strict-mcp-config"], cwd=proj, env=env)
+    init = json.loads(p.stdout.splitlines()[0])
+    assert [s["name"] for s in init["mcp_servers"]] == ["cli"]

@@ -23,8 +23,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -37,9 +37,10 @@ AGENTLOOP = [sys.executable, "-m", "agentloop.cli.main"]
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def proj(proj: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shared project folder (conftest.py) with commands, skills and an agent; agentloop's home at tmp_path/"alhome"."""
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "alhome"))
-    d = tmp_path / "proj"
+    d = proj
     (d / ".claude" / "commands" / "git").mkdir(parents=True)
     (d / ".claude" / "commands" / "git" / "status-report.md").write_text(
         "---\ndescription: Summarise the working tree\nallowed-tools: Bash(echo:*), Bash(printf:*)\n---\n"
@@ -58,12 +59,6 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
-def _script(tmp_path: Path, replies: list[dict[str, Any]], name: str = "s.json") -> str:
-    p = tmp_path / name
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
-
-
 def test_a_command_in_a_subfolder_is_named_by_its_file(proj: Path, tmp_path: Path) -> None:
     cmds = load_commands(str(proj), str(tmp_path / "alhome"))
     assert "status-report" in cmds and "git:status-report" not in cmds
@@ -71,8 +66,8 @@ def test_a_command_in_a_subfolder_is_named_by_its_file(proj: Path, tmp_path: Pat
     assert cmds["status-report"].allowed_tools == ("Bash(echo:*)", "Bash(printf:*)")
 
 
-def test_bang_lines_run_through_permissions_with_the_commands_allowed_tools(proj: Path, tmp_path: Path) -> None:
-    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, []))
+def test_bang_lines_run_through_permissions_with_the_commands_allowed_tools(proj: Path, tmp_path: Path, scripted: Callable[..., str]) -> None:
+    a = Agent(cwd=str(proj), trust=True, model=scripted([]))
     try:
         expanded = a.expand_command("/status-report the tests")
         assert expanded is not None
@@ -88,9 +83,9 @@ def test_bang_lines_run_through_permissions_with_the_commands_allowed_tools(proj
         a.close()
 
 
-def test_allowed_tools_hold_for_the_commands_turn_only(proj: Path, tmp_path: Path) -> None:
+def test_allowed_tools_hold_for_the_commands_turn_only(proj: Path, tmp_path: Path, scripted: Callable[..., str]) -> None:
     write = {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "out.txt", "content": "x"}}]}
-    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [write, {"text": "done"}, write, {"text": "refused"}]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([write, {"text": "done"}, write, {"text": "refused"}]))
     try:
         prompt, rules = a.expand_command("/writer") or ("", ())
         a.ask(prompt, allowed_tools=rules)
@@ -103,10 +98,10 @@ def test_allowed_tools_hold_for_the_commands_turn_only(proj: Path, tmp_path: Pat
         a.close()
 
 
-def test_print_mode_expands_a_slash_command(proj: Path, tmp_path: Path) -> None:
+def test_print_mode_expands_a_slash_command(proj: Path, tmp_path: Path, scripted: Callable[..., str]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
     env["AGENTLOOP_HOME"] = str(tmp_path / "alhome")
-    p = subprocess.run([*AGENTLOOP, "-p", "/status-report the docs", "--model", _script(tmp_path, [{"text": "ok"}]),
+    p = subprocess.run([*AGENTLOOP, "-p", "/status-report the docs", "--model", scripted([{"text": "ok"}]),
                         "--output-format", "json"], cwd=proj, env=env, capture_output=True, text=True, timeout=60,
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
@@ -129,10 +124,10 @@ def test_a_skill_the_model_may_not_invoke_is_kept_from_it(proj: Path, tmp_path: 
     assert "NOTES-STEPS" in str(reg.invoke(ToolCall("c2", "Skill", {"skill": "notes"})).content)
 
 
-def test_loading_a_skill_needs_no_approval_and_grants_its_tools_for_the_turn(proj: Path, tmp_path: Path) -> None:
+def test_loading_a_skill_needs_no_approval_and_grants_its_tools_for_the_turn(proj: Path, tmp_path: Path, scripted: Callable[..., str]) -> None:
     load = {"text": "", "tool_calls": [{"name": "Skill", "arguments": {"skill": "notes"}}]}
     write = {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "notes.md", "content": "n"}}]}
-    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [load, write, {"text": "done"}, write, {"text": "no"}]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([load, write, {"text": "done"}, write, {"text": "no"}]))
     try:
         a.ask("take notes")
         assert (proj / "notes.md").read_text() == "n"  # Skill ran unasked, then its allowed-tools let Write run
@@ -151,19 +146,19 @@ def test_agent_files_in_subfolders_are_found_and_unknown_tools_are_named(proj: P
     assert any("Frobnicate" in w and "reviewer" in w for w in warnings)
 
 
-def test_the_cli_shows_what_it_could_not_honour(proj: Path, tmp_path: Path) -> None:
+def test_the_cli_shows_what_it_could_not_honour(proj: Path, tmp_path: Path, scripted: Callable[..., str]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
     env["AGENTLOOP_HOME"] = str(tmp_path / "alhome")
-    p = subprocess.run([*AGENTLOOP, "-p", "hi", "--model", _script(tmp_path, [{"text": "ok"}])], cwd=proj, env=env,
+    p = subprocess.run([*AGENTLOOP, "-p", "hi", "--model", scripted([{"text": "ok"}])], cwd=proj, env=env,
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     assert "warning:" in p.stderr and "Frobnicate" in p.stderr
 
 
-def test_an_agent_files_model_alias_names_the_model_it_stands_for(proj: Path, tmp_path: Path) -> None:
+def test_an_agent_files_model_alias_names_the_model_it_stands_for(proj: Path, tmp_path: Path, scripted: Callable[..., str]) -> None:
     """Claude Code's sub-agent ``model`` takes the aliases ``sonnet``, ``opus``, ``haiku`` (or ``inherit``)."""
     (proj / ".claude" / "agents" / "deep.md").write_text("---\nname: deep\ndescription: Thinks hard\nmodel: opus\n---\nThink.\n")
-    a = Agent(cwd=str(proj), model=_script(tmp_path, []), trust=True)
+    a = Agent(cwd=str(proj), model=scripted([]), trust=True)
     try:
         types = a.context.subagents.types  # type: ignore[attr-defined]
         assert types["deep"].model == "anthropic:claude-opus-4-6"

@@ -272,4 +272,5 @@ def test_a_hook_on_an_event_agentloop_never_fires_is_named_in_a_warning(where: d
     write(f, {"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]}})
     a = agent(where)
     a.close()
-    assert a.config_warnings == [f"{f}: hooks.Notification: agentloop does not fire this Claude Code event, so these hooks never run"]
+    assert a.config_warnings == [
+        f"{f}: hooks.Notification[0].hooks[0]: agentloop does not fire Notification hooks (see README, Hooks); this handler never runs"]

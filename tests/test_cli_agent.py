@@ -27,17 +27,10 @@ def env(tmp_path):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture()
-def proj(tmp_path):  # type: ignore[no-untyped-def]
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "hello.txt").write_text("hi from the file\n")
-    return d
-
-
-def spec(tmp_path, replies, name="s.json"):  # type: ignore[no-untyped-def]
-    p = tmp_path / name
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
+def proj(proj):  # type: ignore[no-untyped-def]
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "hello.txt").write_text("hi from the file\n")
+    return proj
 
 
 def agentloop(args, *, cwd, env, input=None, timeout=60):  # type: ignore[no-untyped-def]
@@ -50,15 +43,15 @@ TOOL_THEN_ANSWER = [
 ]
 
 
-def test_print_text_puts_only_the_answer_on_stdout(tmp_path, proj, env):
-    p = agentloop(["-p", "what does hello.txt say?", "--model", spec(tmp_path, TOOL_THEN_ANSWER)], cwd=proj, env=env)
+def test_print_text_puts_only_the_answer_on_stdout(tmp_path, proj, env, scripted):
+    p = agentloop(["-p", "what does hello.txt say?", "--model", scripted(TOOL_THEN_ANSWER)], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "The file says hi.\n"
     assert "cost $0.000" in p.stderr and "this turn (250 in / 15 out)" in p.stderr
 
 
-def test_print_json_is_one_result_object(tmp_path, proj, env):
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--output-format", "json"], cwd=proj, env=env)
+def test_print_json_is_one_result_object(tmp_path, proj, env, scripted):
+    p = agentloop(["-p", "x", "--model", scripted(TOOL_THEN_ANSWER), "--output-format", "json"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     obj = json.loads(p.stdout)
     assert obj["type"] == "result" and obj["subtype"] == "success" and obj["is_error"] is False
@@ -67,10 +60,10 @@ def test_print_json_is_one_result_object(tmp_path, proj, env):
     assert verify_file(obj["transcript"]).ok
 
 
-def test_print_stream_json_is_one_event_a_line_in_order(tmp_path, proj, env):
+def test_print_stream_json_is_one_event_a_line_in_order(tmp_path, proj, env, scripted):
     """Claude Code's stream-json: init, then assistant messages of content blocks and tool
     results as user messages, then the result; text deltas only with --include-partial-messages."""
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--output-format", "stream-json",
+    p = agentloop(["-p", "x", "--model", scripted(TOOL_THEN_ANSWER), "--output-format", "stream-json",
                    "--include-partial-messages"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]
@@ -86,12 +79,12 @@ def test_print_stream_json_is_one_event_a_line_in_order(tmp_path, proj, env):
     tr = events[types.index("user")]["message"]["content"][0]
     assert tr["type"] == "tool_result" and tr["is_error"] is False and "hi from the file" in tr["content"]
     assert len({e["session_id"] for e in events}) == 1
-    plain = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER, "p.json"), "--output-format", "stream-json"], cwd=proj, env=env)
+    plain = agentloop(["-p", "x", "--model", scripted(TOOL_THEN_ANSWER, "p.json"), "--output-format", "stream-json"], cwd=proj, env=env)
     assert "stream_event" not in plain.stdout  # partial messages only when asked for
 
 
-def test_run_subcommand_is_the_same_agent(tmp_path, proj, env):
-    p = agentloop(["run", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--max-usd", "0.05", "--max-steps", "20", "--output-format", "json"], cwd=proj, env=env)
+def test_run_subcommand_is_the_same_agent(tmp_path, proj, env, scripted):
+    p = agentloop(["run", "x", "--model", scripted(TOOL_THEN_ANSWER), "--max-usd", "0.05", "--max-steps", "20", "--output-format", "json"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     obj = json.loads(p.stdout)
     assert obj["result"] == "The file says hi."
@@ -100,8 +93,8 @@ def test_run_subcommand_is_the_same_agent(tmp_path, proj, env):
     assert start.payload["config"]["budget"]["max_usd_micros"] == 50_000
 
 
-def test_a_run_stopped_by_its_budget_exits_1(tmp_path, proj, env):
-    p = agentloop(["-p", "x", "--model", spec(tmp_path, TOOL_THEN_ANSWER), "--max-steps", "1"], cwd=proj, env=env)
+def test_a_run_stopped_by_its_budget_exits_1(tmp_path, proj, env, scripted):
+    p = agentloop(["-p", "x", "--model", scripted(TOOL_THEN_ANSWER), "--max-steps", "1"], cwd=proj, env=env)
     assert p.returncode == 1
     assert "stopped: step_budget" in p.stderr and "Traceback" not in p.stderr
 
@@ -117,8 +110,8 @@ def test_a_run_stopped_by_its_budget_exits_1(tmp_path, proj, env):
         (["--cwd", "/no/such/dir"], "--cwd /no/such/dir: not a directory"),
     ],
 )
-def test_user_mistakes_exit_2_with_one_line(tmp_path, proj, env, args, message):
-    base = ["-p", "x", "--model", spec(tmp_path, [{"text": "x"}])]
+def test_user_mistakes_exit_2_with_one_line(tmp_path, proj, env, args, message, scripted):
+    base = ["-p", "x", "--model", scripted([{"text": "x"}])]
     p = agentloop(base + args, cwd=proj, env=env)
     assert p.returncode == 2, p.stdout + p.stderr
     assert message in p.stderr
@@ -130,20 +123,20 @@ def test_no_model_configured_says_how_to_configure_one(tmp_path, proj, env):
     assert p.returncode == 2 and "no model configured" in p.stderr
 
 
-def test_prompt_from_stdin(tmp_path, proj, env):
-    p = agentloop(["-p", "-", "--model", spec(tmp_path, [{"text": "got it"}]), "--output-format", "json"], cwd=proj, env=env, input="a long prompt\nover lines\n")
+def test_prompt_from_stdin(tmp_path, proj, env, scripted):
+    p = agentloop(["-p", "-", "--model", scripted([{"text": "got it"}]), "--output-format", "json"], cwd=proj, env=env, input="a long prompt\nover lines\n")
     obj = json.loads(p.stdout)
     first = next(r for r in read_records(obj["transcript"]) if r.kind == "run_start")
     assert first.payload["messages"][-1]["content"] == "a long prompt\nover lines\n"
 
 
-def test_continue_and_resume_append_to_the_same_chain(tmp_path, proj, env):
-    s = spec(tmp_path, [{"text": "one"}])
+def test_continue_and_resume_append_to_the_same_chain(tmp_path, proj, env, scripted):
+    s = scripted([{"text": "one"}])
     first = json.loads(agentloop(["-p", "first", "--model", s, "--output-format", "json"], cwd=proj, env=env).stdout)
-    p = agentloop(["-c", "-p", "second", "--model", spec(tmp_path, [{"text": "two"}], "t.json"), "--output-format", "json"], cwd=proj, env=env)
+    p = agentloop(["-c", "-p", "second", "--model", scripted([{"text": "two"}], "t.json"), "--output-format", "json"], cwd=proj, env=env)
     second = json.loads(p.stdout)
     assert second["session_id"] == first["session_id"] and second["transcript"] == first["transcript"]
-    p = agentloop(["--resume", first["session_id"][:15], "-p", "third", "--model", spec(tmp_path, [{"text": "three"}], "u.json"), "--output-format", "json"], cwd=proj, env=env)
+    p = agentloop(["--resume", first["session_id"][:15], "-p", "third", "--model", scripted([{"text": "three"}], "u.json"), "--output-format", "json"], cwd=proj, env=env)
     third = json.loads(p.stdout)
     assert third["session_id"] == first["session_id"]
     recs = list(read_records(third["transcript"]))
@@ -157,10 +150,10 @@ def test_continue_and_resume_append_to_the_same_chain(tmp_path, proj, env):
     assert verify_file(third["transcript"]).ok
 
 
-def test_sessions_lists_this_directory_newest_first(tmp_path, proj, env):
-    agentloop(["-p", "the first prompt", "--model", spec(tmp_path, [{"text": "a"}])], cwd=proj, env=env)
+def test_sessions_lists_this_directory_newest_first(tmp_path, proj, env, scripted):
+    agentloop(["-p", "the first prompt", "--model", scripted([{"text": "a"}])], cwd=proj, env=env)
     time.sleep(1.1)
-    agentloop(["-p", "the second prompt", "--model", spec(tmp_path, [{"text": "b"}], "b.json")], cwd=proj, env=env)
+    agentloop(["-p", "the second prompt", "--model", scripted([{"text": "b"}], "b.json")], cwd=proj, env=env)
     p = agentloop(["sessions", "--json"], cwd=proj, env=env)
     rows = [json.loads(line) for line in p.stdout.splitlines()]
     assert [r["first_prompt"] for r in rows] == ["the second prompt", "the first prompt"]
@@ -172,10 +165,10 @@ def test_sessions_lists_this_directory_newest_first(tmp_path, proj, env):
     assert "no sessions" in agentloop(["sessions"], cwd=other, env=env).stdout
 
 
-def test_a_session_in_use_is_refused_to_a_second_process(tmp_path, proj, env):
+def test_a_session_in_use_is_refused_to_a_second_process(tmp_path, proj, env, scripted):
     started = proj / "started"  # in the workspace: Bash's sandbox writes nowhere else
-    slow = spec(tmp_path, [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": f"touch {started}; sleep 20"}}]}, {"text": "done"}])
-    first = json.loads(agentloop(["-p", "x", "--model", spec(tmp_path, [{"text": "a"}], "a.json"), "--output-format", "json"], cwd=proj, env=env).stdout)
+    slow = scripted([{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": f"touch {started}; sleep 20"}}]}, {"text": "done"}])
+    first = json.loads(agentloop(["-p", "x", "--model", scripted([{"text": "a"}], "a.json"), "--output-format", "json"], cwd=proj, env=env).stdout)
     holder = subprocess.Popen(
         [AGENTLOOP, "--resume", first["session_id"], "-p", "y", "--model", slow, "--permission-mode", "bypassPermissions"],
         cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -188,7 +181,7 @@ def test_a_session_in_use_is_refused_to_a_second_process(tmp_path, proj, env):
             assert time.monotonic() < deadline
             time.sleep(0.1)
         size = os.path.getsize(first["transcript"])
-        p = agentloop(["--resume", first["session_id"], "-p", "z", "--model", spec(tmp_path, [{"text": "c"}], "c.json")], cwd=proj, env=env)
+        p = agentloop(["--resume", first["session_id"], "-p", "z", "--model", scripted([{"text": "c"}], "c.json")], cwd=proj, env=env)
         assert p.returncode == 2
         assert f"session {first['session_id']} is in use by another agentloop process (pid {holder.pid})" in p.stderr
         assert os.path.getsize(first["transcript"]) == size, "the refused process wrote nothing"
@@ -258,23 +251,23 @@ def test_version_and_help_list_the_agent_and_its_subcommands(tmp_path, env):
         assert word in h.stdout, word
 
 
-def test_add_dir_lets_the_file_tools_reach_another_directory(tmp_path, proj, env):
+def test_add_dir_lets_the_file_tools_reach_another_directory(tmp_path, proj, env, scripted):
     other = tmp_path / "shared"
     other.mkdir()
     (other / "data.txt").write_text("shared data\n")
     replies = [{"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": str(other / "data.txt")}}]}, {"text": "ok"}]
     outs = []
     for extra in ([], ["--add-dir", str(other)]):
-        p = agentloop(["-p", "x", "--model", spec(tmp_path, replies, f"r{len(extra)}.json"), "--output-format", "stream-json", *extra], cwd=proj, env=env)
+        p = agentloop(["-p", "x", "--model", scripted(replies, f"r{len(extra)}.json"), "--output-format", "stream-json", *extra], cwd=proj, env=env)
         msg = next(json.loads(line) for line in p.stdout.splitlines() if '"tool_result"' in line)
         outs.append(msg["message"]["content"][0])  # Claude Code: a user message with a tool_result block
     assert outs[0]["is_error"] is True and "outside" in outs[0]["content"]
     assert outs[1]["is_error"] is False and "shared data" in outs[1]["content"]
 
 
-def test_the_repl_warns_near_the_budget_and_stops_a_turn_that_cannot_fit(tmp_path, proj, env):
+def test_the_repl_warns_near_the_budget_and_stops_a_turn_that_cannot_fit(tmp_path, proj, env, scripted):
     replies = [{"text": "expensive", "usage": [16_500, 0]}, {"text": "never"}]
-    p = subprocess.run([AGENTLOOP, "--model", spec(tmp_path, replies), "--max-usd", "0.02"], input="one\ntwo\n/cost\n",
+    p = subprocess.run([AGENTLOOP, "--model", scripted(replies), "--max-usd", "0.02"], input="one\ntwo\n/cost\n",
                        cwd=proj, env=env, capture_output=True, text=True, timeout=60)
     out = p.stdout
     assert p.returncode == 0, p.stderr
@@ -284,7 +277,7 @@ def test_the_repl_warns_near_the_budget_and_stops_a_turn_that_cannot_fit(tmp_pat
     assert "spend: $0.016500 of $0.020000" in out
 
 
-def test_agent_flags_given_before_run_are_kept(tmp_path, proj, env):
-    p = agentloop(["--model", spec(tmp_path, [{"text": "from the top"}]), "--output-format", "json", "run", "x"], cwd=proj, env=env)
+def test_agent_flags_given_before_run_are_kept(tmp_path, proj, env, scripted):
+    p = agentloop(["--model", scripted([{"text": "from the top"}]), "--output-format", "json", "run", "x"], cwd=proj, env=env)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["result"] == "from the top"

@@ -17,13 +17,10 @@ from mcp_servers.helpers import PY, PYSERVER, running
 
 
 @pytest.fixture
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("AGENTLOOP_HOME", str(home))
-    d = tmp_path / "proj"
-    d.mkdir()
-    monkeypatch.chdir(d)
-    return d
+def proj(proj: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shared project folder (conftest.py), made the current directory."""
+    monkeypatch.chdir(proj)
+    return proj
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

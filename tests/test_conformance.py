@@ -28,11 +28,6 @@ ERROR_KINDS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-
-
 def test_agentloop_verify_passes_every_conformance_case() -> None:
     failures = list(check_all(str(DIR), python_invoker()))
     assert failures == []

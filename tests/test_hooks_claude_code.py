@@ -10,54 +10,24 @@ from __future__ import annotations
 
 import json
 import os
-import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
 from agentloop.agent.core import Agent
 from agentloop.transcript import read_records
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "notes.txt").write_text("hello notes\n")
-    (d / "secrets").mkdir()
-    (d / "secrets" / "key.txt").write_text("s3cr3t\n")
-    return d
-
-
-LAYOUT = [".agentloop"]
-
-
-@pytest.fixture(autouse=True, params=[".agentloop", ".claude"])
-def layout(request: pytest.FixtureRequest) -> Any:
-    """Every test runs with its settings in agentloop's ``.agentloop/settings.json`` and again in
-    Claude Code's ``.claude/settings.json`` (the same shape; both are read)."""
-    LAYOUT[0] = request.param
-    yield request.param
-    LAYOUT[0] = ".agentloop"
-
-
-def settings(proj: Path, data: dict[str, Any]) -> None:
-    (proj / LAYOUT[0]).mkdir(exist_ok=True)
-    (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
-
-
-def script(tmp: Path, replies: list[dict[str, Any]]) -> str:
-    p = tmp / "script.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
-
-
-def executable(path: Path, body: str) -> str:
-    path.write_text(body)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with a note and a secret."""
+    (proj / "notes.txt").write_text("hello notes\n")
+    (proj / "secrets").mkdir()
+    (proj / "secrets" / "key.txt").write_text("s3cr3t\n")
+    return proj
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -90,20 +60,38 @@ def decide_hook(proj: Path, decision: str) -> str:
     return f"DECISION={decision} " + executable(proj / "decide.py", DECIDE_PY)
 
 
-def test_permission_decision_allow_skips_the_prompt_in_print_mode(tmp_path: Path, proj: Path) -> None:
+def test_permission_decision_allow_skips_the_prompt_in_print_mode(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """PreToolUse decision control: ``"allow"`` skips the permission prompt.
 
     Without a terminal (``-p``) a prompt means a refusal, so before this the call was refused.
     """
     settings(proj, {"hooks": pre(decide_hook(proj, "allow"))})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="echo approved-by-hook"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Bash", command="echo approved-by-hook"), final()]))
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
     assert r["ok"] and "approved-by-hook" in json.dumps(r["content"])
 
 
-def test_permission_decision_allow_does_not_override_an_ask_rule(tmp_path: Path, proj: Path) -> None:
+@pytest.mark.parametrize(("decision", "runs"), [("allow", False), ("deny", False)])
+def test_json_from_a_hook_that_exits_non_zero_never_widens_but_its_denial_holds(
+        tmp_path: Path, proj: Path, scripted: Callable[..., str], decision: str, runs: bool) -> None:
+    """Exit codes: "Claude Code only processes JSON on exit 0"; any other code but 2 is a
+    non-blocking error. So an ``allow`` printed before ``exit 1`` approves nothing (the call
+    asks, and without a terminal is refused); a ``deny`` printed before ``exit 1`` is kept all
+    the same: a guard is held to its word, never loosened by its own crash."""
+    cmd = f"DECISION={decision} " + executable(proj / "decide1.sh", "#!/usr/bin/env bash\n"
+                                               f'{executable(proj / "decide.py", DECIDE_PY)}\nexit 1\n')
+    settings(proj, {"hooks": pre(cmd)})
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Bash", command="touch ran"), final()]))
+    a.ask("go")
+    a.close()
+    (r,) = tool_results(a)
+    assert not r["ok"]
+    assert (proj / "ran").exists() is runs
+
+
+def test_permission_decision_allow_does_not_override_an_ask_rule(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """"Deny and ask rules are still evaluated regardless of what the hook returns"."""
     settings(proj, {"permissions": {"ask": ["Bash(echo *)"]}, "hooks": pre(decide_hook(proj, "allow"))})
     asked: list[str] = []
@@ -112,14 +100,14 @@ def test_permission_decision_allow_does_not_override_an_ask_rule(tmp_path: Path,
         asked.append(c.name)
         return "deny"
 
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="echo hi"), final()]), ask_permission=ask)
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Bash", command="echo hi"), final()]), ask_permission=ask)
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
     assert asked == ["Bash"] and not r["ok"] and "refused" in r["error"]
 
 
-def test_permission_decision_ask_prompts_once_and_the_answer_decides(tmp_path: Path, proj: Path) -> None:
+def test_permission_decision_ask_prompts_once_and_the_answer_decides(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """``"ask"`` prompts the user to confirm; the user's yes is not followed by a second prompt."""
     settings(proj, {"hooks": pre(decide_hook(proj, "ask"))})
     asked: list[str] = []
@@ -128,18 +116,18 @@ def test_permission_decision_ask_prompts_once_and_the_answer_decides(tmp_path: P
         asked.append(c.arguments["command"])
         return "allow"
 
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="echo asked"), final()]), ask_permission=ask)
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Bash", command="echo asked"), final()]), ask_permission=ask)
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
     assert r["ok"] and asked == ["echo asked"]
 
 
-def test_permission_decision_deny_denies_even_in_bypass_mode(tmp_path: Path, proj: Path) -> None:
+def test_permission_decision_deny_denies_even_in_bypass_mode(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """``"deny"`` prevents the tool call; ``permissionDecisionReason`` "For "deny", shown to Claude"."""
     settings(proj, {"hooks": pre(decide_hook(proj, "deny"))})
     marker = proj / "ran"
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command=f"touch {marker}"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Bash", command=f"touch {marker}"), final()]), permission_mode="bypassPermissions")
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
@@ -158,12 +146,12 @@ exit 0
 
 
 @pytest.mark.parametrize("spelling", ["secrets/key.txt", "./secrets/key.txt", "notes/../secrets/key.txt"])
-def test_file_paths_reach_hooks_absolute_so_a_relative_spelling_cannot_bypass_them(tmp_path: Path, proj: Path, spelling: str) -> None:
+def test_file_paths_reach_hooks_absolute_so_a_relative_spelling_cannot_bypass_them(tmp_path: Path, proj: Path, spelling: str, scripted: Callable[..., str]) -> None:
     """PreToolUse input: "``tool_input.file_path`` is always absolute: Claude Code expands ``~`` and
     relative paths before hooks run, so a hook that matches on paths can't be bypassed via ``~`` or a
     relative spelling of the same path"."""
     settings(proj, {"hooks": pre(executable(proj / "guard.sh", GUARD_SECRETS_BASH), "Read|Edit|Write")})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Read", file_path=spelling), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Read", file_path=spelling), final()]))
     a.ask("read the key")
     a.close()
     (r,) = tool_results(a)
@@ -180,7 +168,7 @@ def logged(proj: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (proj / "hook.log").read_text().splitlines() if x.strip()]
 
 
-def test_tool_response_has_claude_codes_shape_for_bash_write_edit_and_read(tmp_path: Path, proj: Path) -> None:
+def test_tool_response_has_claude_codes_shape_for_bash_write_edit_and_read(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """PostToolUse input: "``Bash`` returns an object with ``stdout``, ``stderr``, ``interrupted``, and
     ``isImage`` fields"; for ``Write`` the documented example is ``{"filePath": "/path/to/file.txt",
     "success": true}``; file-tool ``tool_input`` paths "arrive in the same format as for PreToolUse:
@@ -195,7 +183,7 @@ def test_tool_response_has_claude_codes_shape_for_bash_write_edit_and_read(tmp_p
         call("Read", file_path="new.txt"),
         final(),
     ]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), env={**os.environ, "LOG": str(proj / "hook.log")})
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), env={**os.environ, "LOG": str(proj / "hook.log")})
     a.ask("go")
     a.close()
     bash, write, edit, read = (e["tool_response"] for e in logged(proj))
@@ -212,7 +200,7 @@ jq -c '{cmd: .tool_input.command, file: .tool_input.file_path}' >> "$LOG"
 """
 
 
-def test_if_conditions_filter_handlers_with_permission_rule_syntax(tmp_path: Path, proj: Path) -> None:
+def test_if_conditions_filter_handlers_with_permission_rule_syntax(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Common fields, ``if``: "Permission rule syntax to filter when this hook runs, such as
     ``"Bash(git *)"`` [...] ``Bash(git *)`` / ``npm test && git push``: yes, each subcommand is
     checked"; "On other events, a hook with ``if`` set never runs"."""
@@ -237,7 +225,7 @@ def test_if_conditions_filter_handlers_with_permission_rule_syntax(tmp_path: Pat
     catcher = Catch()
     logging.getLogger("agentloop.agent").addHandler(catcher)
     try:
-        a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), env={**os.environ, "LOG": str(proj / "hook.log")})
+        a = Agent(cwd=str(proj), trust=True, model=scripted(replies), env={**os.environ, "LOG": str(proj / "hook.log")})
         a.ask("go")
         a.close()
     finally:
@@ -248,11 +236,11 @@ def test_if_conditions_filter_handlers_with_permission_rule_syntax(tmp_path: Pat
 
 
 @pytest.mark.parametrize("event", ["Notification", "PermissionRequest", "PostToolBatch", "TeammateIdle", "FileChanged"])
-def test_a_configured_event_agentloop_does_not_fire_is_warned_about_at_load(tmp_path: Path, proj: Path, event: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_configured_event_agentloop_does_not_fire_is_warned_about_at_load(tmp_path: Path, proj: Path, event: str, caplog: pytest.LogCaptureFixture, scripted: Callable[..., str]) -> None:
     """Every event Claude Code documents either fires or is named, when configured, in a warning at load."""
     settings(proj, {"hooks": {event: [{"hooks": [{"type": "command", "command": "true"}]}]}})
     with caplog.at_level("WARNING", logger="agentloop"):
-        a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final()]))
+        a = Agent(cwd=str(proj), trust=True, model=scripted([final()]))
         a.close()
     assert any(event in r.getMessage() and "does not fire" in r.getMessage() for r in caplog.records)
 
@@ -265,7 +253,7 @@ touch "$DONE"
 """
 
 
-def test_async_handlers_run_in_the_background_and_their_context_arrives_next_turn(tmp_path: Path, proj: Path) -> None:
+def test_async_handlers_run_in_the_background_and_their_context_arrives_next_turn(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """"Run hooks in the background": "set ``"async": true`` to run the hook in the background while
     Claude continues working [...] that content is delivered to Claude as context on the next
     conversation turn"."""
@@ -274,7 +262,7 @@ def test_async_handlers_run_in_the_background_and_their_context_arrives_next_tur
     hook = executable(proj / "async.sh", ASYNC_HOOK)
     settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "async": True, "timeout": 30}]}]}})
     env = {**os.environ, "GO": str(proj / "go"), "DONE": str(proj / "done")}
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Read", file_path="notes.txt"), final("first"), final("second")]), env=env)
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Read", file_path="notes.txt"), final("first"), final("second")]), env=env)
     assert a.ask("read").answer == "first"
     assert not (proj / "done").exists()  # the turn did not wait for the hook
     (proj / "go").touch()
@@ -289,12 +277,46 @@ def test_async_handlers_run_in_the_background_and_their_context_arrives_next_tur
     assert users[-1].startswith("next") and "Tests passed after editing" in users[-1]
 
 
-def test_the_settings_env_key_reaches_bash_and_hooks(tmp_path: Path, proj: Path) -> None:
+def test_a_background_handler_still_running_is_killed_when_the_session_ends(
+        tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    """Async hooks belong to their session: one still running when it ends (the end of a ``-p``
+    run) is killed with everything it started, so nothing of it is left behind or writes later."""
+    import time
+
+    hook = executable(proj / "slow.sh", '#!/usr/bin/env bash\necho $$ > "$PIDS"\n(sleep 30; touch "$LATE") &\necho $! >> "$PIDS"\nwait\n')
+    settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "async": True, "timeout": 60}]}]}})
+    pids, late = proj / "pids", proj / "late"
+    env = {**os.environ, "PIDS": str(pids), "LATE": str(late)}
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Read", file_path="notes.txt"), final("first")]), env=env)
+    assert a.ask("read").answer == "first"
+    for _ in range(100):
+        if pids.exists() and len(pids.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    started = [int(p) for p in pids.read_text().split()]
+    assert all(_alive(p) for p in started)
+    a.close()
+    for _ in range(100):
+        if not any(_alive(p) for p in started):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in started), "a background hook outlived its session"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def test_the_settings_env_key_reaches_bash_and_hooks(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Claude Code settings: ``env`` holds "Environment variables that will be applied to every session"."""
     hook = executable(proj / "env.sh", '#!/usr/bin/env bash\necho "hook sees $DEPLOY_TARGET" > "$CLAUDE_PROJECT_DIR/hook-env.txt"\n')
     settings(proj, {"env": {"DEPLOY_TARGET": "staging"}, "permissions": {"allow": ["Bash"]},
                     "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [call("Bash", command="echo tool sees $DEPLOY_TARGET"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call("Bash", command="echo tool sees $DEPLOY_TARGET"), final()]))
     a.ask("go")
     a.close()
     (r,) = tool_results(a)
@@ -302,13 +324,13 @@ def test_the_settings_env_key_reaches_bash_and_hooks(tmp_path: Path, proj: Path)
     assert (proj / "hook-env.txt").read_text().strip() == "hook sees staging"
 
 
-def test_session_start_fires_with_source_compact_after_compact(tmp_path: Path, proj: Path) -> None:
+def test_session_start_fires_with_source_compact_after_compact(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """SessionStart matcher ``compact``: fires after "Auto or manual compaction"; its stdout is context."""
     hook = executable(proj / "start.sh", '#!/usr/bin/env bash\nsrc=$(jq -r .source)\necho "re-primed after $src"\n')
     settings(proj, {"hooks": {"SessionStart": [{"matcher": "compact", "hooks": [{"type": "command", "command": hook}]}]}})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final("a"), {"text": "Summary: said a.", "usage": [10, 5]}, final("b")]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final("a"), {"text": "Summary: said a.", "usage": [10, 5]}, final("b")]))
     assert not any("re-primed" in str(m.get("content")) for m in a.session.messages)
-    a.ask("one " + "long context " * 500)
+    a.ask("one " + "long context " * 4000)  # /compact on a short session says so and calls no model
     a.compact("")
     a.close()
     (primed,) = [m for m in a.session.messages if "re-primed after compact" in str(m.get("content"))]
@@ -370,7 +392,7 @@ open(os.environ["OUT"], "w").write(json.dumps(summary))
 """
 
 
-def test_transcript_path_gives_hooks_claude_codes_message_lines_beside_the_session(tmp_path: Path, proj: Path) -> None:
+def test_transcript_path_gives_hooks_claude_codes_message_lines_beside_the_session(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Common input fields: ``transcript_path`` is the "Path to conversation JSON"; hooks written for
     Claude Code parse it as JSONL of ``{"type": "user"|"assistant", "message": {...}}`` lines."""
     from agentloop.transcript import verify_file
@@ -379,7 +401,7 @@ def test_transcript_path_gives_hooks_claude_codes_message_lines_beside_the_sessi
     settings(proj, {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook}]}]}})
     replies = [{"text": "let me look", "tool_calls": [{"id": "t1", "name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]},
                final("notes say hello")]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), env={**os.environ, "OUT": str(proj / "out.json")})
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), env={**os.environ, "OUT": str(proj / "out.json")})
     a.ask("what do the notes say?")
     a.close()
     got = json.loads((proj / "out.json").read_text())
@@ -394,7 +416,7 @@ PUBLIC_HOOKS = Path(__file__).parent / "data" / "claude-code-hooks-karanb192"
 
 
 @pytest.mark.skipif(__import__("shutil").which("node") is None, reason="the public hook is a node script")
-def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp_path: Path, proj: Path) -> None:
+def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """karanb192/claude-code-hooks' protect-secrets.js (MIT), unchanged: a ``.env`` read is denied
     ("``deny``" prevents the tool call) and, with its documented ``HOOK_ASK_HIGH=true`` set through
     the settings ``env`` key, writing ``credentials.json`` returns ``"ask"``: "``ask`` prompts the user
@@ -416,7 +438,7 @@ def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp
     home = tmp_path / "user-home"
     home.mkdir()
     replies = [call("Read", file_path=".env"), call("Write", file_path="credentials.json", content="{}\n"), final()]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), ask_permission=ask, env={**os.environ, "HOME": str(home)})
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), ask_permission=ask, env={**os.environ, "HOME": str(home)})
     a.ask("set up credentials")
     a.close()
     env_read, write = tool_results(a)
@@ -427,13 +449,40 @@ def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp
     assert any('"decision":"ask"' in p.read_text() for p in logged)
 
 
-def test_a_model_error_fires_stop_failure_instead_of_stop(tmp_path: Path, proj: Path) -> None:
+@pytest.mark.parametrize(("fault", "error"), [
+    ("401", "authentication_failed"), ("quota", "billing_error"), ("404", "invalid_request"),
+])
+def test_stop_failure_names_the_kind_of_api_error_and_its_matcher_selects_it(
+        tmp_path: Path, proj: Path, fault: str, error: str) -> None:
+    """StopFailure: the input's ``error`` (also the matcher value) is the kind of failure, one of
+    ``rate_limit``, ``authentication_failed``, ``billing_error``, ``invalid_request``,
+    ``server_error``, ``max_output_tokens``, ``unknown``; here from a real HTTP error response."""
+    from agentloop.testing.fakeprovider import FakeProvider
+
+    hook = executable(proj / "log.sh", LOG_STDIN)
+    other = executable(proj / "other.sh", '#!/usr/bin/env bash\ntouch "$CLAUDE_PROJECT_DIR/other-matched"\n')
+    settings(proj, {"hooks": {"StopFailure": [{"matcher": error, "hooks": [{"type": "command", "command": hook}]},
+                                              {"matcher": "rate_limit", "hooks": [{"type": "command", "command": other}]}]}})
+    reply: dict[str, Any] = {"fault": fault} if fault != "404" else {"text": "never"}
+    with FakeProvider({"replies": [reply]}) as fp:
+        base = fp.url + ("/v1" if fault != "404" else "/nowhere")
+        a = Agent(cwd=str(proj), trust=True, model="openai:gpt-4o-mini", base_url=base,
+                  env={**os.environ, "LOG": str(proj / "hook.log"), "OPENAI_API_KEY": "sk-test"})
+        res = a.ask("hello")
+        a.close()
+    assert res.stop_reason == "model_error"
+    (failure,) = logged(proj)
+    assert failure["hook_event_name"] == "StopFailure" and failure["error"] == error
+    assert not (proj / "other-matched").exists()
+
+
+def test_a_model_error_fires_stop_failure_instead_of_stop(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Stop: "API errors fire StopFailure instead"; StopFailure: "Output and exit code are ignored"."""
     hook = executable(proj / "log.sh", LOG_STDIN)
     blocker = executable(proj / "block.sh", "#!/usr/bin/env bash\ncat >/dev/null\necho 'keep going' >&2\nexit 2\n")
     settings(proj, {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook}]}],
                               "StopFailure": [{"hooks": [{"type": "command", "command": hook}, {"type": "command", "command": blocker}]}]}})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final("only answer")]), env={**os.environ, "LOG": str(proj / "hook.log")})
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final("only answer")]), env={**os.environ, "LOG": str(proj / "hook.log")})
     a.ask("one")
     res = a.ask("two")  # the scripted model has no reply left: the run ends with model_error
     a.close()

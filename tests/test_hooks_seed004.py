@@ -20,53 +20,23 @@ from __future__ import annotations
 
 import json
 import os
-import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
 from agentloop.agent.core import Agent, AgentError
 from agentloop.agent.hooks import parse_hook_output
 from agentloop.transcript import read_records
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "notes.txt").write_text("hello notes\n")
-    return d
-
-
-LAYOUT = [".agentloop"]
-
-
-@pytest.fixture(autouse=True, params=[".agentloop", ".claude"])
-def layout(request: pytest.FixtureRequest) -> Any:
-    """Every test runs with its settings in agentloop's ``.agentloop/settings.json`` and again in
-    Claude Code's ``.claude/settings.json`` (the same shape; both are read)."""
-    LAYOUT[0] = request.param
-    yield request.param
-    LAYOUT[0] = ".agentloop"
-
-
-def settings(proj: Path, data: dict[str, Any]) -> None:
-    (proj / LAYOUT[0]).mkdir(exist_ok=True)
-    (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
-
-
-def script(tmp: Path, replies: list[dict[str, Any]]) -> str:
-    p = tmp / "script.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
-
-
-def executable(path: Path, body: str) -> str:
-    path.write_text(body)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "notes.txt").write_text("hello notes\n")
+    return proj
 
 
 def bash_call(cmd: str) -> dict[str, Any]:
@@ -100,44 +70,45 @@ else:
 """
 
 
-def test_seed_allowed_false_denies_with_its_reason_even_in_bypass_mode(tmp_path: Path, proj: Path) -> None:
+def test_seed_allowed_false_denies_with_its_reason_even_in_bypass_mode(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     settings(proj, {"hooks": hook("PreToolUse", executable(proj / "guard.py", SEED_GUARD_PY), "Bash")})
     marker = proj / "victim"
     marker.mkdir()
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call(f"rm -rf {marker}"), final()]), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call(f"rm -rf {marker}"), final()]), permission_mode="bypassPermissions")
     a.ask("clean")
     a.close()
     (r,) = tool_results(a)
     assert not r["ok"] and "seed guard: no rm -rf" in r["error"] and marker.exists()
 
 
-def test_seed_allowed_true_is_no_objection_not_a_grant_and_updated_input_rewrites(tmp_path: Path, proj: Path) -> None:
+def test_seed_allowed_true_is_no_objection_not_a_grant_and_updated_input_rewrites(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     settings(proj, {"permissions": {"allow": ["Bash(echo rewritten-by-seed-hook)"]},
                     "hooks": hook("PreToolUse", executable(proj / "guard.py", SEED_GUARD_PY), "Bash")})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo raw"), bash_call("echo other"), final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("echo raw"), bash_call("touch other.txt"), final()]))
     a.ask("go")
     a.close()
     rewritten, other = tool_results(a)
     assert rewritten["ok"] and "rewritten-by-seed-hook" in json.dumps(rewritten["content"])
     # {"allowed": true} did not approve Bash: with no terminal the mode's prompt means a refusal
-    assert not other["ok"] and "not granted" in other["error"]
+    # (a command that writes: echo alone is read-only and runs unasked)
+    assert not other["ok"] and "not granted" in other["error"] and not (proj / "other.txt").exists()
 
 
-def test_seed_updated_output_replaces_what_the_model_sees(tmp_path: Path, proj: Path) -> None:
+def test_seed_updated_output_replaces_what_the_model_sees(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     body = """#!/usr/bin/env bash
 out=$(jq -r .output)
 printf '{"updatedOutput": "redacted (%s chars)"}' "${#out}"
 """
     settings(proj, {"hooks": hook("PostToolUse", executable(proj / "post.sh", body), "Read")})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final()]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([read, final()]))
     a.ask("read")
     a.close()
     tool_msgs = [m["content"] for m in a.session.messages if m.get("role") == "tool"]
     assert tool_msgs and tool_msgs[0].startswith("redacted (") and "hello notes" not in tool_msgs[0]
 
 
-def test_seed_updated_prompt_rewrites_and_allowed_false_blocks_the_prompt(tmp_path: Path, proj: Path) -> None:
+def test_seed_updated_prompt_rewrites_and_allowed_false_blocks_the_prompt(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     body = """#!/usr/bin/env python3
 import json, sys
 ev = json.load(sys.stdin)
@@ -147,7 +118,7 @@ else:
     print(json.dumps({"updatedPrompt": ev["prompt"] + " (answer in French)"}))
 """
     settings(proj, {"hooks": hook("UserPromptSubmit", executable(proj / "prompt.py", body))})
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [final("bonjour")]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final("bonjour")]))
     with pytest.raises(AgentError, match="no passwords in prompts"):
         a.ask("my password is hunter2")
     a.ask("say hello")
@@ -156,14 +127,14 @@ else:
     assert users == ["say hello (answer in French)"]
 
 
-def test_seed_continue_false_with_a_reason_stops_the_run(tmp_path: Path, proj: Path) -> None:
+def test_seed_continue_false_with_a_reason_stops_the_run(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     body = """#!/usr/bin/env bash
 echo '{"continue": false, "reason": "audit quota reached"}'
 """
     settings(proj, {"hooks": hook("PostToolUse", executable(proj / "post.sh", body), "Read")})
     read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [100, 10]}
     notices: list[str] = []
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [read, final("never")]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([read, final("never")]))
     a.on_notice = notices.append
     res = a.ask("read")
     a.close()
@@ -178,10 +149,10 @@ echo '{"continue": false, "reason": "audit quota reached"}'
         ('{"allow": false}', "'allow'"),
     ],
 )
-def test_a_misspelt_output_key_is_named_in_a_warning(tmp_path: Path, proj: Path, output: str, key: str) -> None:
+def test_a_misspelt_output_key_is_named_in_a_warning(tmp_path: Path, proj: Path, output: str, key: str, scripted: Callable[..., str]) -> None:
     settings(proj, {"hooks": hook("PreToolUse", executable(proj / "typo.sh", f"#!/usr/bin/env bash\necho '{output}'\n"), "Bash")})
     notices: list[str] = []
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [bash_call("echo hi"), final()]), env={**os.environ})
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("echo hi"), final()]), env={**os.environ})
     a.on_notice = notices.append
     a.ask("go")
     a.close()

@@ -20,24 +20,23 @@ Each test runs twice: settings in ``.agentloop/settings.json`` and in ``.claude/
 from __future__ import annotations
 
 import json
-import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
 from agentloop.agent.core import Agent
 from agentloop.agent.stopgate import MAX_STOP_BLOCKS
 from agentloop.transcript import read_records, verify_file
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "notes.txt").write_text("hello notes\n")
-    return d
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "notes.txt").write_text("hello notes\n")
+    return proj
 
 
 @pytest.fixture(autouse=True)
@@ -53,35 +52,6 @@ def runaway_guard() -> Any:
     yield
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, old)
-
-
-LAYOUT = [".agentloop"]
-
-
-@pytest.fixture(autouse=True, params=[".agentloop", ".claude"])
-def layout(request: pytest.FixtureRequest) -> Any:
-    """Every test runs with its settings in agentloop's ``.agentloop/settings.json`` and again in
-    Claude Code's ``.claude/settings.json`` (the same shape; both are read)."""
-    LAYOUT[0] = request.param
-    yield request.param
-    LAYOUT[0] = ".agentloop"
-
-
-def settings(proj: Path, data: dict[str, Any]) -> None:
-    (proj / LAYOUT[0]).mkdir(exist_ok=True)
-    (proj / LAYOUT[0] / "settings.json").write_text(json.dumps(data))
-
-
-def script(tmp: Path, replies: list[dict[str, Any]]) -> str:
-    p = tmp / "script.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
-
-
-def executable(path: Path, body: str) -> str:
-    path.write_text(body)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 def answer(i: int) -> dict[str, Any]:
@@ -129,10 +99,10 @@ def agent_env(proj: Path) -> dict[str, str]:
     return {**os.environ, "LOG": str(proj / "stop.log"), "PLOG": str(proj / "prompt.log")}
 
 
-def test_a_stop_hook_that_always_blocks_ends_within_the_step_budget(tmp_path: Path, proj: Path) -> None:
+def test_a_stop_hook_that_always_blocks_ends_within_the_step_budget(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Issue 15: such a hook ran 950 model calls and ended in RecursionError with --max-steps 5."""
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([answer(i) for i in range(40)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     stops = events(proj / "stop.log")
@@ -146,10 +116,10 @@ def test_a_stop_hook_that_always_blocks_ends_within_the_step_budget(tmp_path: Pa
     assert verify_file(a.session.path).ok
 
 
-def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_row(tmp_path: Path, proj: Path) -> None:
+def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_row(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
     notices: list[str] = []
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=50, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([answer(i) for i in range(40)]), max_steps=50, env=agent_env(proj))
     a.on_notice = notices.append
     res = a.ask("fix it")
     a.close()
@@ -159,28 +129,28 @@ def test_a_stop_hook_that_always_blocks_is_overridden_after_eight_blocks_in_a_ro
     assert any("8 blocks in a row" in n for n in notices)
     # the next prompt is a new turn: the count starts again, stop_hook_active false at first
     (proj / "stop.log").unlink()
-    a2 = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(i) for i in range(40)]), max_steps=2, env=agent_env(proj), continue_last=True)
+    a2 = Agent(cwd=str(proj), trust=True, model=scripted([answer(i) for i in range(40)]), max_steps=2, env=agent_env(proj), continue_last=True)
     a2.ask("again")
     a2.close()
     assert [s["stop_hook_active"] for s in events(proj / "stop.log")] == [False, True]
 
 
-def test_a_stop_hook_that_always_blocks_ends_within_the_money_budget(tmp_path: Path, proj: Path) -> None:
+def test_a_stop_hook_that_always_blocks_ends_within_the_money_budget(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     hooks_with(proj, executable(proj / "always.sh", ALWAYS_BLOCK_BASH))
     home = tmp_path / "home"  # prices come from the user's file only, never from a folder
     home.mkdir(exist_ok=True)
     (home / "settings.json").write_text(json.dumps({"prices": {"scripted": {"input": 10_000_000, "output": 10_000_000}}}))
     replies = [{"text": f"done {i}", "usage": [1000, 10]} for i in range(40)]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_steps=50, max_usd_micros=35_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_steps=50, max_usd_micros=35_000, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     assert a.stats.spent_micros <= 35_000 and res.spent_micros == a.stats.spent_micros
     assert 1 <= len(events(proj / "stop.log")) <= 4
 
 
-def test_a_stop_hook_that_blocks_once_then_allows_continues_the_turn_once(tmp_path: Path, proj: Path) -> None:
+def test_a_stop_hook_that_blocks_once_then_allows_continues_the_turn_once(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     hooks_with(proj, executable(proj / "once.py", BLOCK_ONCE_PY))
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(1), answer(2), answer(3)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([answer(1), answer(2), answer(3)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     stops = events(proj / "stop.log")
@@ -193,7 +163,7 @@ def test_a_stop_hook_that_blocks_once_then_allows_continues_the_turn_once(tmp_pa
     assert [h["blocked"] for h in (r.payload for r in read_records(a.session.path) if r.kind == "hook") if h["event"] == "Stop"] == [True, False]
 
 
-def test_stop_additional_context_reaches_the_model_and_continues_the_turn(tmp_path: Path, proj: Path) -> None:
+def test_stop_additional_context_reaches_the_model_and_continues_the_turn(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Stop decision control: ``hookSpecificOutput.additionalContext`` continues the conversation."""
     body = """#!/usr/bin/env bash
 input=$(cat)
@@ -201,14 +171,14 @@ if [ "$(echo "$input" | jq -r .stop_hook_active)" = "true" ]; then exit 0; fi
 echo '{"hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"The lint step has not run yet."}}'
 """
     hooks_with(proj, executable(proj / "ctx.sh", body))
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [answer(1), answer(2)]), max_steps=5, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([answer(1), answer(2)]), max_steps=5, env=agent_env(proj))
     res = a.ask("fix it")
     a.close()
     assert res.answer == "done 2"
     assert a.session.messages[-2] == {"role": "user", "content": "The lint step has not run yet."}
 
 
-def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: Path, proj: Path) -> None:
+def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     once = executable(proj / "once.py", BLOCK_ONCE_PY)
     settings(proj, {"permissions": {"allow": ["Agent"]}, "hooks": {"SubagentStop": [{"matcher": "Explore", "hooks": [{"type": "command", "command": once}]}]}})
     replies = [
@@ -217,7 +187,7 @@ def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: P
         {"text": "child checked again", "usage": [50, 5]},
         {"text": "parent done", "usage": [100, 5]},
     ]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_usd_micros=1_000_000, env=agent_env(proj))
     res = a.ask("delegate")
     a.close()
     assert res.answer == "parent done"
@@ -229,7 +199,7 @@ def test_a_subagent_stop_hook_that_blocks_once_keeps_the_child_going(tmp_path: P
     assert child[-1].payload["messages"][-1] == {"role": "user", "content": "run the tests before you stop"}
 
 
-def test_a_subagent_stop_hook_that_always_blocks_is_bounded(tmp_path: Path, proj: Path) -> None:
+def test_a_subagent_stop_hook_that_always_blocks_is_bounded(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     always = executable(proj / "always.sh", ALWAYS_BLOCK_BASH)
     settings(proj, {"permissions": {"allow": ["Agent"]}, "hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command": always}]}]}})
     child = [{"text": f"child {i}", "usage": [10, 1]} for i in range(MAX_STOP_BLOCKS + 1)]
@@ -238,7 +208,7 @@ def test_a_subagent_stop_hook_that_always_blocks_is_bounded(tmp_path: Path, proj
         *child,
         {"text": "parent done", "usage": [100, 5]},
     ]
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, replies), max_usd_micros=1_000_000, env=agent_env(proj))
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_usd_micros=1_000_000, env=agent_env(proj))
     res = a.ask("delegate")
     a.close()
     assert res.answer == "parent done"

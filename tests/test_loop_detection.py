@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -183,3 +184,34 @@ def test_the_check_chains_with_context_management() -> None:
     cm = ContextManager(window=10**6)
     r, t = go(scripted(varied), prepare=chain(cm.prepare, LoopCheck(cheap, price=PRICES["cheap"]).prepare))
     assert r.stop_reason == "loop_detected" and r.steps == 30
+
+
+def test_the_model_loop_check_is_on_by_default_with_the_providers_cheap_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 004: after turn 30, every 10 turns, a cheap model judges whether the run is stuck; on by
+    default where the provider has a known cheap model, off with ``"loopCheckModel": false`` (issue 22, point 3)."""
+    import json
+
+    from agentloop.agent.core import Agent
+    from agentloop.agent.extensions import loop_check_model
+
+    assert loop_check_model("openai:gpt-4o", None) == "openai:gpt-4o-mini"
+    assert loop_check_model("anthropic:claude-sonnet-4-5", None) == "anthropic:claude-haiku-4-5"
+    assert loop_check_model("scripted:x.json", None) is None
+    assert loop_check_model("openai:gpt-4o", False) is None and loop_check_model("openai:gpt-4o", "openai:o4-mini") == "openai:o4-mini"
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    env = {"AGENTLOOP_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-test", "HOME": str(tmp_path)}
+    a = Agent(cwd=str(proj), model="openai:gpt-4o", base_url="http://127.0.0.1:9/v1", env=env)
+    try:
+        lc = a.context.loopcheck  # type: ignore[attr-defined]
+        assert lc is not None and lc.model_name == "gpt-4o-mini"
+    finally:
+        a.close()
+    (proj / ".agentloop").mkdir()
+    (proj / ".agentloop" / "settings.json").write_text(json.dumps({"loopCheckModel": False}))
+    b = Agent(cwd=str(proj), model="openai:gpt-4o", base_url="http://127.0.0.1:9/v1", env=env, trust=True)
+    try:
+        assert b.context.loopcheck is None  # type: ignore[attr-defined]
+    finally:
+        b.close()

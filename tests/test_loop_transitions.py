@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 
 from agentloop.budget import Budget, Price
+from agentloop.conversation import Continues
 from agentloop.events import ModelReply, ToolCall, ToolResult, ToolSpec, Usage
 from agentloop.loop import (
     Append,
     CallModel,
+    CountInput,
     Finished,
+    InputCounted,
     LoopConfig,
     ModelFailed,
     ModelReplied,
@@ -28,6 +31,7 @@ from agentloop.loop import (
     Settle,
     State,
     ToolsDone,
+    interrupt,
     start,
     step,
 )
@@ -155,3 +159,112 @@ def test_an_event_the_loop_did_not_ask_for_is_refused_in_every_phase() -> None:
     state, _ = step(state, Reserved(True))
     with pytest.raises(ValueError, match="phase 'call'"):
         step(state, Reserved(True))
+
+
+# --- the transitions of the rarer paths: exact counts, continuations, loops, overruns, continued runs ---------
+
+
+def _first_reservation() -> int:
+    _, out = start(_cfg(), [{"role": "user", "content": "hi"}])
+    assert isinstance(out[1], Reserve)
+    return out[1].amount_micros
+
+
+def _counting(max_usd_micros: int) -> LoopConfig:
+    return LoopConfig(model="m", budget=Budget(max_steps=5, max_usd_micros=max_usd_micros), price=Price(1_000_000, 2_000_000),
+                      tools=(ECHO,), manifest=({"name": "echo"},), can_count=True)
+
+
+def test_a_bound_that_does_not_fit_asks_a_counting_model_for_an_exact_count_instead_of_refusing() -> None:
+    state, out = start(_counting(_first_reservation() - 1), [{"role": "user", "content": "hi"}])
+    assert _kinds(out) == ["run_start", "CountInput"]
+    assert isinstance(out[1], CountInput) and out[1].request.messages is state.messages
+    assert state.phase == "count"
+
+
+def test_an_exact_count_that_fits_is_recorded_and_reserved_from() -> None:
+    cap = _first_reservation() - 1
+    state, _ = start(_counting(cap), [{"role": "user", "content": "hi"}])
+    state, out = step(state, InputCounted(10))
+    assert _kinds(out) == ["token_count", "Reserve"]
+    rec = out[0].payload  # type: ignore[union-attr]
+    assert rec["counted"] == 10 and rec["reserved_tokens"] > 10 and rec["needed_micros"] <= cap
+    assert isinstance(out[1], Reserve) and out[1].amount_micros == rec["needed_micros"]
+    state, out = step(state, Reserved(True))
+    assert _kinds(out) == ["CallModel"]
+
+
+def test_an_exact_count_that_does_not_fit_or_no_count_stops_with_cost_budget() -> None:
+    for counted in (10**7, None):
+        state, _ = start(_counting(_first_reservation() - 1), [{"role": "user", "content": "hi"}])
+        state, out = step(state, InputCounted(counted, None if counted else "count_tokens failed"))
+        assert _kinds(out) == ["token_count", "stop", "Finished"]
+        assert out[1].payload["reason"] == "cost_budget" and "reservation" in out[1].payload["error"]  # type: ignore[union-attr]
+        assert ("error" in out[0].payload) is (counted is None)  # type: ignore[union-attr]
+
+
+def _continuing(n: int) -> LoopConfig:
+    return LoopConfig(model="m", budget=Budget(max_steps=5, max_usd_micros=10**6), price=Price(1, 1), tools=(ECHO,),
+                      manifest=({"name": "echo"},), max_continuations=n)
+
+
+def test_a_reply_cut_at_max_tokens_is_continued_and_the_answer_joined() -> None:
+    state = _to_call(_continuing(1))
+    state, out = step(state, ModelReplied(ModelReply("Hel", (), Usage(1, 1), finish_reason="max_tokens")))
+    assert _kinds(out) == ["model_turn", "Settle", "budget", "continuation", "Reserve"]
+    assert out[3].payload == {"step": 1, "count": 1}  # type: ignore[union-attr]
+    state, _ = step(state, Reserved(True))
+    state, out = step(state, ModelReplied(ModelReply("lo", (), Usage(1, 1), finish_reason="max_tokens")))
+    assert _kinds(out)[-2:] == ["stop", "Finished"] and "continuation" not in _kinds(out)  # only one allowed
+    assert state.answer == "Hello" and state.stop_reason == "no_tool_calls"
+
+
+def test_a_cut_reply_without_continuations_stops_as_an_answer() -> None:
+    state = _to_call(_continuing(0))
+    state, out = step(state, ModelReplied(ModelReply("Hel", (), Usage(1, 1), finish_reason="length")))
+    assert _kinds(out) == ["model_turn", "Settle", "budget", "stop", "Finished"]
+
+
+def test_the_same_calls_turn_after_turn_stop_with_loop_detected_at_the_threshold() -> None:
+    cfg = LoopConfig(model="m", budget=Budget(max_steps=9, max_usd_micros=10**6), price=Price(1, 1), tools=(ECHO,),
+                     manifest=({"name": "echo"},), loop_threshold=2)
+    state = _to_call(cfg)
+    call = ToolCall("a", "echo", {"text": "same"})
+    state, out = step(state, ModelReplied(ModelReply("", (call,), Usage(1, 1))))
+    assert _kinds(out)[-1] == "RunTools"
+    state, _ = step(state, ToolsDone((ToolResult("a", "echo", True, "same"),)))
+    state, _ = step(state, Reserved(True))
+    state, out = step(state, ModelReplied(ModelReply("", (ToolCall("b", "echo", {"text": "same"}),), Usage(1, 1))))
+    assert _kinds(out)[-3:] == ["loop_detected", "stop", "Finished"]
+    assert out[-3].payload["repeats"] == 2 and out[-2].payload["reason"] == "loop_detected"  # type: ignore[union-attr]
+    assert "RunTools" not in _kinds(out)
+
+
+def test_a_bill_past_its_reservation_is_recorded_as_an_overrun_and_stops_the_run() -> None:
+    state = _to_call(_cfg())
+    reserved = state.reserved_micros
+    state, out = step(state, ModelReplied(ModelReply("", (ToolCall("a", "echo", {}),), Usage(reserved + 1, 0))))
+    assert _kinds(out) == ["model_turn", "Settle", "budget", "overrun", "stop", "Finished"]
+    assert out[3].payload["reserved_micros"] == reserved and out[3].payload["cost_micros"] == reserved + 1  # type: ignore[union-attr]
+    assert state.stop_reason == "budget_overrun"
+
+
+def test_a_run_that_continues_a_conversation_records_only_what_it_adds() -> None:
+    prior = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "1"}]
+    later = [*prior, {"role": "user", "content": "two"}]
+    _, out = start(_cfg(), later, continues=Continues(7, "ab" * 32, prior))
+    rec = out[0].payload  # type: ignore[union-attr]
+    assert rec["format"] == 2 and rec["continues"] == {"seq": 7, "hash": "ab" * 32, "messages": 2}
+    assert rec["messages"] == [{"role": "user", "content": "two"}]
+    # messages that do not begin with the conversation it names are recorded whole
+    _, out = start(_cfg(), [{"role": "user", "content": "other"}], continues=Continues(7, "ab" * 32, prior))
+    assert out[0].payload["format"] == 1 and len(out[0].payload["messages"]) == 1  # type: ignore[union-attr]
+
+
+def test_an_interrupt_between_reserve_and_reply_settles_the_reservation_at_zero() -> None:
+    state = _to_call(_cfg())
+    reserved = state.reserved_micros
+    out = interrupt(state)
+    assert _kinds(out) == ["Settle", "stop", "Finished"]
+    assert isinstance(out[0], Settle) and (out[0].reserved_micros, out[0].actual_micros) == (reserved, 0)
+    assert state.stop_reason == "interrupted" and state.reserved_micros == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,9 @@ from mcp_servers.helpers import PY, PYSERVER, running
 
 
 @pytest.fixture
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with a Python MCP server it allows."""
+    d = proj
     (d / ".mcp.json").write_text(json.dumps({"mcpServers": {
         "py": {"command": PY, "args": [PYSERVER], "env": {"PYSERVER_VERSION": "${AL_PYSERVER_VERSION:-1.2.3}"}},
     }}))
@@ -28,14 +28,8 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
-def script(tmp_path: Path, replies: list[dict[str, Any]]) -> str:
-    p = tmp_path / "script.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
-
-
-def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_path: Path, proj: Path) -> None:
-    spec = script(tmp_path, [
+def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    spec = scripted([
         {"text": "", "tool_calls": [{"name": "mcp__py__echo", "arguments": {"text": "hi"}},
                                     {"name": "mcp__py__add", "arguments": {"a": 1, "b": 2}}], "usage": [100, 10]},
         {"text": "", "tool_calls": [{"name": "mcp__py__fail", "arguments": {"message": "x"}}], "usage": [150, 10]},
@@ -65,20 +59,20 @@ def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_pa
     assert again.equal, again.summary()
 
 
-def test_a_malformed_mcp_json_server_is_skipped_with_one_warning_and_the_agent_starts(tmp_path: Path, proj: Path) -> None:
+def test_a_malformed_mcp_json_server_is_skipped_with_one_warning_and_the_agent_starts(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     # Claude Code skips an .mcp.json server it cannot use, with a warning, and loads the rest.
     (proj / ".mcp.json").write_text('{"mcpServers": {"py": {"type": "http"}}}')
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, []))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([]))
     a.close()
     (w,) = a.config_warnings
     assert re.search(r"\.mcp\.json: mcpServers\.py: a http server needs a 'url'; skipped$", w)
     assert a.mcp is None  # type: ignore[attr-defined]
 
 
-def test_a_server_that_fails_to_start_does_not_stop_the_agent_and_mcp_tries_it_again(tmp_path: Path, proj: Path) -> None:
+def test_a_server_that_fails_to_start_does_not_stop_the_agent_and_mcp_tries_it_again(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     later = tmp_path / "later_server.py"
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"late": {"command": PY, "args": [str(later)]}}}))
-    a = Agent(cwd=str(proj), trust=True, model=script(tmp_path, [{"text": "fine", "usage": [1, 1]}]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted([{"text": "fine", "usage": [1, 1]}]))
     try:
         status = a.mcp_status()  # type: ignore[attr-defined]
         assert "late: failed" in status and "stderr ends" in status and "mcp__late__" not in " ".join(a.registry.names())
@@ -91,7 +85,7 @@ def test_a_server_that_fails_to_start_does_not_stop_the_agent_and_mcp_tries_it_a
 
 
 
-def test_the_agent_runs_a_turns_cleared_read_only_calls_at_the_same_time(tmp_path: Path, proj: Path) -> None:
+def test_the_agent_runs_a_turns_cleared_read_only_calls_at_the_same_time(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     import threading
 
     from agentloop import Tool
@@ -109,7 +103,7 @@ def test_the_agent_runs_a_turns_cleared_read_only_calls_at_the_same_time(tmp_pat
     def where(i: int) -> str:
         return "driver" if threading.current_thread() is threading.main_thread() else "worker"
 
-    spec = script(tmp_path, [
+    spec = scripted([
         {"text": "", "tool_calls": [{"name": "meet", "arguments": {"i": i}} for i in range(3)], "usage": [10, 10]},
         {"text": "", "tool_calls": [{"name": "solo", "arguments": {"i": 0}}, {"name": "where", "arguments": {"i": 1}}], "usage": [10, 10]},
         {"text": "", "tool_calls": [{"name": "where", "arguments": {"i": 2}}, {"name": "where", "arguments": {"i": 3}}], "usage": [10, 10]},

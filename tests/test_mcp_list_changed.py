@@ -63,3 +63,39 @@ def test_the_agents_next_run_offers_a_tool_the_server_added(tmp_path: Path, monk
     assert "mcp__raw__late" not in names[0] and "mcp__raw__late" in names[1]
     results = [r.payload for r in recs if r.kind == "tool_result"]
     assert results[1]["name"] == "mcp__raw__late" and results[1]["ok"] and results[1]["content"] == "late ok"
+
+
+def test_a_tool_the_server_adds_during_a_run_is_called_in_the_next_turn_of_that_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentloop.agent.core import Agent
+    from agentloop.replay import replay
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    (proj / ".agentloop").mkdir(parents=True)
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"raw": {"command": PY, "args": [RAW]}}}))
+    (proj / ".agentloop/settings.json").write_text(json.dumps({"permissions": {"allow": ["mcp__raw"]}}))
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([
+        {"text": "", "tool_calls": [{"name": "mcp__raw__grow", "arguments": {}}], "usage": [10, 2]},
+        {"text": "", "tool_calls": [{"name": "mcp__raw__late", "arguments": {}}], "usage": [10, 2]},
+        {"text": "done", "usage": [10, 2]},
+    ]))
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}")
+    try:
+        r = a.ask("grow, then use the new tool")
+    finally:
+        a.close("prompt_input_exit")
+    assert (r.stop_reason, r.answer) == ("no_tool_calls", "done")
+    recs = list(read_records(a.session.path))
+    starts = [r.payload for r in recs if r.kind == "run_start"]
+    assert len(starts) == 1 and "mcp__raw__late" not in {t["name"] for t in starts[0]["config"]["tools"]}
+    kinds = [r.kind for r in recs if r.kind in ("model_turn", "tool_result", "tools_changed")]
+    assert kinds == ["model_turn", "tool_result", "tools_changed", "model_turn", "tool_result", "model_turn"]
+    changed = next(r.payload for r in recs if r.kind == "tools_changed")
+    assert changed["step"] == 1 and "mcp__raw__late" in {t["name"] for t in changed["tools"]}
+    results = [r.payload for r in recs if r.kind == "tool_result"]
+    assert results[1]["name"] == "mcp__raw__late" and results[1]["ok"] and results[1]["content"] == "late ok"
+    res = replay(a.session.path)
+    assert res.equal, res.summary()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,18 +28,12 @@ def project(tmp_path: Path) -> Path:
     return proj
 
 
-def script(tmp_path: Path, replies: list[dict[str, object]]) -> str:
-    p = tmp_path / "s.json"
-    p.write_text(json.dumps(replies))
-    return f"scripted:{p}"
-
-
-def test_a_prompt_is_a_slash_command_and_a_resource_mention_attaches_it(tmp_path: Path) -> None:
+def test_a_prompt_is_a_slash_command_and_a_resource_mention_attaches_it(tmp_path: Path, scripted: Callable[..., str]) -> None:
     from _pty import Term, env_for
 
     home = tmp_path / "home"
     proj = project(tmp_path)
-    spec = script(tmp_path, [{"text": "hello Ada", "usage": [10, 2]}, {"text": "read it", "usage": [10, 2]}])
+    spec = scripted([{"text": "hello Ada", "usage": [10, 2]}, {"text": "read it", "usage": [10, 2]}])
     t = Term(["--trust", "--model", spec], cwd=str(proj), env=env_for(str(home)))
     try:
         t.wait_for(r"(?m)^>")
@@ -62,12 +57,12 @@ def test_a_prompt_is_a_slash_command_and_a_resource_mention_attaches_it(tmp_path
     assert '<resource server="raw" uri="raw://readme">\nthe contents of raw://readme\n</resource>' in users[1]
 
 
-def test_the_model_lists_and_reads_resources_without_asking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_model_lists_and_reads_resources_without_asking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripted: Callable[..., str]) -> None:
     from agentloop.agent.core import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj = project(tmp_path)
-    spec = script(tmp_path, [
+    spec = scripted([
         {"text": "", "tool_calls": [{"name": "ListMcpResourcesTool", "arguments": {}},
                                     {"name": "ReadMcpResourceTool", "arguments": {"server": "raw", "uri": "raw://readme"}},
                                     {"name": "ReadMcpResourceTool", "arguments": {"server": "raw", "uri": "raw://nothing"}}],
@@ -88,12 +83,12 @@ def test_the_model_lists_and_reads_resources_without_asking(tmp_path: Path, monk
     assert not missing["ok"] and "no resource raw://nothing" in missing["error"]
 
 
-def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripted: Callable[..., str]) -> None:
     from agentloop.agent.core import Agent
     from agentloop.mcp.agent import run_prompt
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    a = Agent(cwd=str(project(tmp_path)), trust=True, model=script(tmp_path, []))
+    a = Agent(cwd=str(project(tmp_path)), trust=True, model=scripted([]))
     try:
         with pytest.raises(McpToolError, match=r"/mcp__raw__greet needs who: /mcp__raw__greet <who>"):
             run_prompt(a, "mcp__raw__greet", "")
@@ -103,14 +98,14 @@ def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypa
         a.close("prompt_input_exit")
 
 
-def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripted: Callable[..., str]) -> None:
     from prompt_toolkit.document import Document
 
     from agentloop.agent.core import Agent
     from agentloop.cli.repl import Repl, _completer
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    a = Agent(cwd=str(project(tmp_path)), trust=True, model=script(tmp_path, []))
+    a = Agent(cwd=str(project(tmp_path)), trust=True, model=scripted([]))
     try:
         repl = Repl.__new__(Repl)
         repl.agent = a
@@ -122,3 +117,28 @@ def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path
         assert commands == ["/mcp__raw__greet"]
     finally:
         a.close("prompt_input_exit")
+
+
+def test_print_mode_runs_an_mcp_prompt_command(tmp_path: Path, scripted: Callable[..., str]) -> None:
+    """``agentloop -p "/mcp__raw__greet Ada"`` sends the prompt's text, as the REPL does."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    proj = project(tmp_path)
+    spec = scripted([{"text": "hello Ada", "usage": [10, 2]}])
+    env = {**os.environ, "AGENTLOOP_HOME": str(home), "HOME": str(home), "NO_COLOR": "1"}
+    argv = [sys.executable, "-m", "agentloop.cli.main", "--trust", "--model", spec]
+    done = subprocess.run([*argv, "-p", "/mcp__raw__greet Ada"], cwd=proj, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "hello Ada" in done.stdout
+    (path,) = glob.glob(str(home / "projects" / "*" / "sessions" / "*.jsonl"))
+    (start,) = [r.payload for r in read_records(path) if r.kind == "run_start"]
+    assert start["messages"][-1]["content"] == "Say hello to Ada."
+    missing = subprocess.run([*argv, "-p", "/mcp__raw__greet"], cwd=proj, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2
+    assert "/mcp__raw__greet needs who" in missing.stderr
+    assert "Traceback" not in missing.stderr

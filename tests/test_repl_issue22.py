@@ -32,12 +32,11 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 @pytest.fixture()
-def proj(tmp_path: Path) -> Path:
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "hello.txt").write_text("greetings from hello.txt\n")
-    (d / "app.py").write_text("def one():\n    return 1\n\n\ndef two():\n    return 2\n")
-    return d
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with a text file and a Python file."""
+    (proj / "hello.txt").write_text("greetings from hello.txt\n")
+    (proj / "app.py").write_text("def one():\n    return 1\n\n\ndef two():\n    return 2\n")
+    return proj
 
 
 def model_args(fp: FakeProvider) -> list[str]:

@@ -28,11 +28,10 @@ PROMPT = r"(?m)^>\s*$"
 
 
 @pytest.fixture()
-def proj(tmp_path):  # type: ignore[no-untyped-def]
-    d = tmp_path / "proj"
-    d.mkdir()
-    (d / "hello.txt").write_text("greetings from hello.txt\n")
-    return d
+def proj(proj):  # type: ignore[no-untyped-def]
+    """The shared project folder (conftest.py) with one small file."""
+    (proj / "hello.txt").write_text("greetings from hello.txt\n")
+    return proj
 
 
 def model_args(fp: FakeProvider) -> list[str]:

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,29 +44,22 @@ SCRIPT = [
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with a file and Write/Edit allowed."""
+    d = proj
     (d / "a.txt").write_text("original a\n")
     (d / ".agentloop").mkdir()
     (d / ".agentloop" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Write", "Edit"]}}))
     return d
 
 
-def _script(tmp_path: Path, steps: list[dict[str, Any]], name: str = "s.json") -> str:
-    p = tmp_path / name
-    p.write_text(json.dumps(steps))
-    return f"scripted:{p}"
-
-
 def _state(proj: Path) -> dict[str, bytes]:
     return {n: (proj / n).read_bytes() for n in ("a.txt", "b.txt", "c.txt") if (proj / n).exists()}
 
 
-def _session(tmp_path: Path, proj: Path) -> tuple[str, list[dict[str, bytes]]]:
+def _session(scripted: Callable[..., str], proj: Path) -> tuple[str, list[dict[str, bytes]]]:
     """Three prompts; the files before each prompt and after the last."""
-    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, SCRIPT))
+    a = Agent(cwd=str(proj), trust=True, model=scripted(SCRIPT))
     states = [_state(proj)]
     for i in range(3):
         a.ask(f"prompt {i + 1}")
@@ -76,9 +70,9 @@ def _session(tmp_path: Path, proj: Path) -> tuple[str, list[dict[str, bytes]]]:
 
 
 @pytest.mark.parametrize("turn", [1, 2, 3])
-def test_rewinding_to_each_prompt_puts_every_file_back_byte_for_byte(tmp_path: Path, proj: Path, turn: int) -> None:
-    sid, states = _session(tmp_path, proj)
-    b = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [], "e.json"), resume=sid)
+def test_rewinding_to_each_prompt_puts_every_file_back_byte_for_byte(tmp_path: Path, proj: Path, turn: int, scripted: Callable[..., str]) -> None:
+    sid, states = _session(scripted, proj)
+    b = Agent(cwd=str(proj), trust=True, model=scripted([], "e.json"), resume=sid)
     try:
         out = b.rewind(turn)
         assert out["left"] == []
@@ -91,8 +85,8 @@ def test_rewinding_to_each_prompt_puts_every_file_back_byte_for_byte(tmp_path: P
     assert kinds.count("rewind") == 1 and kinds.count("file_change") == 5
 
 
-def test_each_change_is_recorded_with_hashes_the_checkpoints_hold(tmp_path: Path, proj: Path) -> None:
-    sid, _ = _session(tmp_path, proj)
+def test_each_change_is_recorded_with_hashes_the_checkpoints_hold(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    sid, _ = _session(scripted, proj)
     home = Path(os.environ["AGENTLOOP_HOME"])
     path = next(home.glob(f"projects/*/sessions/{sid}.jsonl"))
     changes = [r.payload for r in read_records(str(path)) if r.kind == "file_change"]
@@ -108,12 +102,12 @@ def test_each_change_is_recorded_with_hashes_the_checkpoints_hold(tmp_path: Path
         assert c["tool_call_id"].startswith("call_")
 
 
-def test_a_tampered_checkpoint_is_refused_and_nothing_is_written(tmp_path: Path, proj: Path) -> None:
-    sid, states = _session(tmp_path, proj)
+def test_a_tampered_checkpoint_is_refused_and_nothing_is_written(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    sid, states = _session(scripted, proj)
     home = os.environ["AGENTLOOP_HOME"]
     before_a = hashlib.sha256(b"original a\n").hexdigest()
     Path(Checkpoints(home).path_of(before_a)).write_bytes(b"forged\n")
-    b = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [], "e.json"), resume=sid)
+    b = Agent(cwd=str(proj), trust=True, model=scripted([], "e.json"), resume=sid)
     try:
         from agentloop.agent.core import AgentError
 
@@ -124,10 +118,10 @@ def test_a_tampered_checkpoint_is_refused_and_nothing_is_written(tmp_path: Path,
         b.close("done")
 
 
-def test_a_file_changed_by_hand_since_is_left_alone_unless_forced(tmp_path: Path, proj: Path) -> None:
-    sid, states = _session(tmp_path, proj)
+def test_a_file_changed_by_hand_since_is_left_alone_unless_forced(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    sid, states = _session(scripted, proj)
     (proj / "b.txt").write_text("edited by hand\n")
-    b = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [], "e.json"), resume=sid)
+    b = Agent(cwd=str(proj), trust=True, model=scripted([], "e.json"), resume=sid)
     try:
         out = b.rewind(2)
         assert [Path(p).name for p in out["left"]] == ["b.txt"]
@@ -138,8 +132,8 @@ def test_a_file_changed_by_hand_since_is_left_alone_unless_forced(tmp_path: Path
         b.close("done")
 
 
-def test_rewinding_the_conversation_sends_the_next_prompt_from_there(tmp_path: Path, proj: Path) -> None:
-    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, [*SCRIPT[:5], {"text": "after rewind"}]))
+def test_rewinding_the_conversation_sends_the_next_prompt_from_there(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    a = Agent(cwd=str(proj), trust=True, model=scripted([*SCRIPT[:5], {"text": "after rewind"}]))
     try:
         a.ask("prompt 1")
         a.ask("prompt 2")
@@ -163,10 +157,10 @@ def test_rewinding_the_conversation_sends_the_next_prompt_from_there(tmp_path: P
     assert replay(path, mode="full").equal
 
 
-def test_a_session_resumed_after_a_conversation_rewind_starts_from_the_rewound_point(tmp_path: Path, proj: Path) -> None:
+def test_a_session_resumed_after_a_conversation_rewind_starts_from_the_rewound_point(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     from agentloop.agent.session import Session
 
-    a = Agent(cwd=str(proj), trust=True, model=_script(tmp_path, SCRIPT[:5]))
+    a = Agent(cwd=str(proj), trust=True, model=scripted(SCRIPT[:5]))
     try:
         a.ask("prompt 1")
         a.ask("prompt 2")
@@ -181,8 +175,8 @@ def test_a_session_resumed_after_a_conversation_rewind_starts_from_the_rewound_p
         s.close()
 
 
-def test_the_command_line_lists_the_prompts_and_rewinds_without_the_repl(tmp_path: Path, proj: Path) -> None:
-    sid, states = _session(tmp_path, proj)
+def test_the_command_line_lists_the_prompts_and_rewinds_without_the_repl(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    sid, states = _session(scripted, proj)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     p = subprocess.run([*AGENTLOOP, "rewind", sid], cwd=proj, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -194,10 +188,10 @@ def test_the_command_line_lists_the_prompts_and_rewinds_without_the_repl(tmp_pat
     assert p.returncode == 2 and "no prompt 9" in p.stderr
 
 
-def test_the_repl_rewind_lists_prompts_says_bash_is_not_tracked_and_rewinds(tmp_path: Path, proj: Path) -> None:
+def test_the_repl_rewind_lists_prompts_says_bash_is_not_tracked_and_rewinds(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     env["NO_COLOR"] = "1"
-    p = subprocess.run([*AGENTLOOP, "--model", _script(tmp_path, SCRIPT[:2])], cwd=proj, env=env, capture_output=True, text=True,
+    p = subprocess.run([*AGENTLOOP, "--model", scripted(SCRIPT[:2])], cwd=proj, env=env, capture_output=True, text=True,
                        timeout=60, input="make a\n/rewind\n/rewind 1\n")
     assert p.returncode == 0, p.stderr
     assert "1  make a" in p.stdout and "not tracked" in p.stdout

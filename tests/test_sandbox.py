@@ -109,9 +109,10 @@ def test_a_command_cannot_plant_git_hooks_or_agentloop_settings(base: Path) -> N
     (proj / ".git" / "hooks").mkdir(parents=True)
     (proj / ".git" / "config").write_text("[core]\n")
     (proj / ".agentloop").mkdir()
+    # the paths are built at run time, so no permission rule can see them: the sandbox is what stops the writes
     outs, _, _ = run_bash(base, [
-        "echo 'touch PWNED' > .git/hooks/post-checkout; echo '[core] hooksPath=/x' >> .git/config;"
-        " echo '{}' > .agentloop/settings.local.json; echo end",
+        "g=.g; g=${g}it; a=.agent; a=${a}loop; echo 'touch PWNED' > $g/hooks/post-checkout; echo '[core] hooksPath=/x' >> $g/config;"
+        " echo '{}' > $a/settings.local.json; echo end",
     ])
     assert not (proj / ".git" / "hooks" / "post-checkout").exists()
     assert (proj / ".git" / "config").read_text() == "[core]\n"

@@ -33,10 +33,9 @@ def _script(tmp_path: Path, prompts: int) -> str:
 
 
 @pytest.fixture()
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    d = tmp_path / "proj"
-    d.mkdir()
+def proj(proj: Path) -> Path:
+    """The shared project folder (conftest.py) with three 2 KB files."""
+    d = proj
     for i in range(3):
         (d / f"f{i}.txt").write_text(f"file {i}\n" + "x" * 2000 + "\n")
     return d

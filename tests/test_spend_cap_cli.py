@@ -31,13 +31,6 @@ def env(tmp_path: Path) -> dict[str, str]:
     return e
 
 
-@pytest.fixture()
-def proj(tmp_path: Path) -> Path:
-    d = tmp_path / "proj"
-    d.mkdir()
-    return d
-
-
 def serve(tmp_path: Path, script: Any) -> Iterator[str]:
     path = tmp_path / "script.json"
     path.write_text(json.dumps(script))

@@ -299,3 +299,37 @@ def test_claude_code_agent_files_define_types(tmp_path: Path) -> None:
     t = types["reviewer"]
     assert t.tools == ("Read", "Grep") and t.prompt == "You review code." and t.read_only()
     assert "Explore" in types and "general-purpose" in types
+
+
+# --- isolation by default (issue 22, point 1) -----------------------------------------------
+
+
+def test_in_a_git_repository_a_writing_child_gets_a_worktree_by_default(repo: Path) -> None:
+    """Seed 004: each sub-agent that may write gets its own temporary git worktree; its changes come back
+    on a branch reported to the parent; ``isolation: "none"`` works in the parent's directory."""
+    model = Router(lambda n, req: calls(("Agent", {"description": "edit", "prompt": "change a"})) if n == 1 else answer("ok"),
+                   lambda n, req: calls(("Write", {"path": "a.txt", "content": "two\n"}), prefix="c") if n == 1 else answer("changed a.txt"))
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents")
+    parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
+    wt = runner.children[0]["worktree"]
+    assert wt["changed"] and git(repo, "show", f"{wt['branch']}:a.txt") == "two"
+    assert (repo / "a.txt").read_text() == "one\n"
+    git(repo, "worktree", "remove", "--force", wt["path"])
+
+
+def test_isolation_none_and_read_only_children_work_in_the_parents_directory(repo: Path) -> None:
+    model = Router(lambda n, req: calls(("Agent", {"description": "edit", "prompt": "change a", "isolation": "none"})) if n == 1 else answer("ok"),
+                   lambda n, req: calls(("Write", {"path": "a.txt", "content": "three\n"}), prefix="c") if n == 1 else answer("done"))
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents")
+    parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
+    assert "worktree" not in runner.children[0] and (repo / "a.txt").read_text() == "three\n"
+    model = Router(lambda n, req: calls(("Agent", {"description": "look", "prompt": "read a", "subagent_type": "Explore"})) if n == 1 else answer("ok"),
+                   lambda n, req: calls(("Read", {"path": "a.txt"}), prefix="c") if n == 1 else answer("read"))
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents2")
+    (repo.parent / "second").mkdir()
+    parent_run(repo.parent / "second", model, runner, Budget(max_steps=5), model_name="m")
+    assert "worktree" not in runner.children[0]
+    assert len(git(repo, "worktree", "list").splitlines()) == 1

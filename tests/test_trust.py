@@ -125,7 +125,8 @@ def test_an_untrusted_folder_runs_nothing_names_what_it_left_out_then_trusted_ru
         assert effects(repo, world) == {"hook": True, "mcp": True, "bash": True, "outside write": True}
         assert (world["markers"] / "hook-ran").read_text().strip() == "from-project-env"
         assert len(good.requests) == n_good and evil.requests, "the trusted project's base URL is used"
-        assert "left out" not in p.stderr
+        # no trust line (the evil server, not speaking MCP, is reported failed: its tools are left out)
+        assert not [x for x in p.stderr.splitlines() if "left out" in x and "--trust" in x], p.stderr
         assert json.loads(p.stdout)["cost_micros"] > 0
 
         # 3. changed: untrusted again until looked at

@@ -52,6 +52,19 @@ EVICT_PREFIX = "[tool output evicted: "
 SUMMARY_PREFIX = "[Conversation compacted. Summary of the earlier part:]\n"
 
 
+def original_size(content: str) -> tuple[int, int | None]:
+    """The characters and UTF-8 bytes of a tool output, or, for one already masked, the character
+    count its marker gives (bytes unknown: None)."""
+    size = len(content)
+    nbytes: int | None = len(content.encode("utf-8", "surrogatepass"))
+    if content.startswith(MASK_PREFIX):
+        try:
+            size, nbytes = int(content[len(MASK_PREFIX) :].split(" ", 1)[0]), None
+        except ValueError:
+            pass
+    return size, nbytes
+
+
 def placeholder(prefix: str, call_id: str, size: int, transcript_path: str = "", nbytes: int | None = None) -> str:
     """The text that stands for a masked or evicted tool output of ``size`` characters, and what the transcript keeps.
 
@@ -91,14 +104,7 @@ def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
             prefix = todo.get(str(m.get("tool_call_id"))) if m.get("role") == "tool" else None
             if prefix is None:
                 continue
-            c = str(m.get("content", ""))
-            size = len(c)
-            nbytes: int | None = len(c.encode("utf-8", "surrogatepass"))
-            if c.startswith(MASK_PREFIX):
-                try:
-                    size, nbytes = int(c[len(MASK_PREFIX) :].split(" ", 1)[0]), None
-                except ValueError:
-                    pass
+            size, nbytes = original_size(str(m.get("content", "")))
             messages[i] = {**m, "content": placeholder(prefix, str(m.get("tool_call_id")), size, where, nbytes)}
             changed = True
         return changed

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Union, cast
 
 from .budget import (
@@ -75,6 +75,7 @@ __all__ = [
     "RunTools",
     "Settle",
     "State",
+    "ToolsChanged",
     "ToolsDone",
     "start",
     "step",
@@ -203,13 +204,27 @@ class ToolsDone:
 
 
 @dataclass(slots=True)
+class ToolsChanged:
+    """The tools changed during a turn's tool calls (an MCP server's ``list_changed``).
+
+    Fed while the loop waits for a turn's results (phase ``tools``), before
+    ``ToolsDone``: after those results the loop records ``tools_changed`` and
+    the next model call carries these tools, reserved at their size.
+    """
+
+    tools: tuple[ToolSpec, ...]
+    manifest: tuple[dict[str, Any], ...] = ()
+    """The tools as recorded (as ``run_start``'s config holds them); empty: the specs' own JSON."""
+
+
+@dataclass(slots=True)
 class InputCounted:
     tokens: int | None
     """The exact input tokens of the request, or None when it could not be counted."""
     error: str | None = None
 
 
-Inbound = Union[Reserved, ModelReplied, ModelFailed, ToolsDone, InputCounted]
+Inbound = Union[Reserved, ModelReplied, ModelFailed, ToolsDone, ToolsChanged, InputCounted]
 
 # --- outbound: what the loop asks of its driver ------------------------------
 
@@ -292,6 +307,8 @@ class State:
     """Images in the tool results sent so far, each bounded at ``config.image_tokens`` (never recounted down)."""
     overrun: str | None = None
     """A side call or a child run was billed past its reservation (set by whoever settled it): the run stops."""
+    tools_changed: ToolsChanged | None = None
+    """Tools that changed during the pending calls: taken in (and recorded) after their results."""
 
     @property
     def done(self) -> bool:
@@ -333,10 +350,7 @@ def start(config: LoopConfig, messages: Sequence[Message], continues: Continues 
     state = State(config=config, messages=msgs, policy=policy)
     legacy = config.legacy_estimate
     state.chars = sum(_message_chars(m, config.image_tokens, legacy) for m in msgs)
-    if legacy:
-        state.tool_chars = len(canonical([t.to_json() for t in config.tools]))
-    else:
-        state.tool_chars = REQUEST_ALLOWANCE + tools_bound(config.tools)
+    state.tool_chars = _tool_chars(config)
     recorded = policy.messages_for_record(msgs)
     k = continued_prefix(recorded, continues)
     start_json: dict[str, Any]
@@ -347,6 +361,13 @@ def start(config: LoopConfig, messages: Sequence[Message], continues: Continues 
     out: list[Outbound] = [Append("run_start", start_json)]
     out += _next_turn(state)
     return state, out
+
+
+def _tool_chars(config: LoopConfig) -> int:
+    """At most how many input tokens the config's tools and the request's framing add."""
+    if config.legacy_estimate:
+        return len(canonical([t.to_json() for t in config.tools]))
+    return REQUEST_ALLOWANCE + tools_bound(config.tools)
 
 
 def _stop(state: State, reason: str) -> list[Outbound]:
@@ -476,6 +497,9 @@ def step(state: State, event: Inbound) -> tuple[State, list[Outbound]]:
         return state, _on_reply(state, event.reply)
     if isinstance(event, ToolsDone) and phase == "tools":
         return state, _on_tools(state, event)
+    if isinstance(event, ToolsChanged) and phase == "tools":
+        state.tools_changed = event
+        return state, []
     if isinstance(event, InputCounted) and phase == "count":
         return state, _on_counted(state, event)
     raise ValueError(f"the loop is in phase {phase!r} and cannot take {type(event).__name__}")
@@ -649,7 +673,21 @@ def _on_tools(state: State, event: ToolsDone) -> list[Outbound]:
             state.images += count_images(r.content)
     state.pending = ()
     state.secrets = []
+    if state.tools_changed is not None:
+        out.append(_take_tools(state, state.tools_changed))
+        state.tools_changed = None
     return out + _next_turn(state)
+
+
+def _take_tools(state: State, event: ToolsChanged) -> Append:
+    """The next requests carry the new tools, reserved at their size and redacted by their manifest."""
+    cfg = replace(state.config, tools=tuple(event.tools), manifest=tuple(event.manifest))
+    state.config = cfg
+    state.tool_chars = _tool_chars(cfg)
+    state.policy = Policy.from_manifest(cfg.manifest, cfg.redaction_salt, cfg.max_value_bytes)
+    state.request = None  # built again with the new tools
+    tools = list(cfg.manifest) if cfg.manifest else [t.to_json() for t in cfg.tools]
+    return Append("tools_changed", {"step": state.steps, "tools": tools})
 
 
 def recount_chars(state: State) -> None:

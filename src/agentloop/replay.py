@@ -47,7 +47,7 @@ from .budget import IMAGE_TOKENS, Budget, Price
 from .canonical import canonical
 from .conversation import Continues, Conversation, reapply
 from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
-from .loop import LoopConfig, State
+from .loop import LoopConfig, State, ToolsChanged
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
 from .run import RunResult, run
 from .tools import Registry, Tool
@@ -78,7 +78,10 @@ __all__ = [
 Mode = Literal["full", "live-tools", "dry-run"]
 MODES: tuple[str, ...] = ("full", "live-tools", "dry-run")
 LOOP_KINDS = frozenset(
-    {"run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "continuation", "stop", "token_count", "overrun"}
+    {
+        "run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "continuation", "stop", "token_count",
+        "overrun", "tools_changed",
+    }
 )
 DRY_RUN_ERROR = "not run: a dry-run replay skips tools"
 
@@ -315,10 +318,7 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
     try:
         c = payload["config"]
         entries = [dict(t) for t in c["tools"]]
-        specs = tuple(
-            ToolSpec(str(t["name"]), str(t.get("description", "")), dict(t.get("parameters", {})), bool(t.get("read_only", False)))
-            for t in entries
-        )
+        specs = _specs(entries)
         return LoopConfig(
             model=str(c["model"]),
             budget=Budget.from_json(c["budget"]),
@@ -342,6 +342,20 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError(f"run_start config cannot be read: {type(exc).__name__}: {exc}") from None
+
+
+def _specs(entries: Iterable[Mapping[str, Any]]) -> tuple[ToolSpec, ...]:
+    """What the model is shown of recorded tools (a config's ``tools``, a ``tools_changed``'s)."""
+    return tuple(
+        ToolSpec(str(t["name"]), str(t.get("description", "")), dict(t.get("parameters", {})), bool(t.get("read_only", False)))
+        for t in entries
+    )
+
+
+def tools_changed_from_record(payload: Mapping[str, Any]) -> ToolsChanged:
+    """The ``ToolsChanged`` a ``tools_changed`` record holds, as the loop took it."""
+    entries = [dict(t) for t in payload["tools"]]
+    return ToolsChanged(_specs(entries), tuple(entries))
 
 
 # --- the replay model ---------------------------------------------------------
@@ -602,6 +616,8 @@ class _RunReplay:
         self.stop: Any = None
         self.results: dict[int, list[dict[str, Any]]] = {}
         self.uses_prepare = False
+        self.changes: dict[int, Mapping[str, Any]] = {}
+        """The ``tools_changed`` records, by the step whose tool calls they followed."""
         counts: list[Mapping[str, Any]] = []
         for k, r in enumerate(seg):
             kind = r.kind
@@ -611,6 +627,8 @@ class _RunReplay:
                 counts.append(r.payload)
             elif kind == "tool_result":
                 self.results.setdefault(int(r.payload.get("step", 0)), []).append(r.payload)
+            elif kind == "tools_changed":
+                self.changes[int(r.payload.get("step", 0))] = r.payload
             elif kind == "stop":
                 if self.stop is None:
                     self.stop = r.payload
@@ -685,6 +703,20 @@ class _RunReplay:
                 out.append(self.registry.invoke(c))
         return out
 
+    def changed_manifests(self) -> list[list[Any]]:
+        """The tool lists the run changed to, as recorded."""
+        return [p["tools"] for p in self.changes.values() if isinstance(p.get("tools"), list)]
+
+    def tools_changed(self) -> ToolsChanged | None:
+        """After a step's tool calls: the tools the record says changed then."""
+        p = self.changes.get(self.model.calls)
+        if p is None:
+            return None
+        try:
+            return tools_changed_from_record(p)
+        except (KeyError, TypeError, ValueError):
+            return ToolsChanged(())  # unreadable: the replayed record differs, and says where
+
     def prepare(self, state: State, record: Callable[[str, Any], None]) -> str | None:
         """What a driver's ``prepare`` did before this model call, from the record.
 
@@ -726,6 +758,7 @@ class _RunReplay:
             executor=self.execute, prepare=self.prepare if self.uses_prepare else None,
             # a ledger only to refuse where the record was refused: without one, reserves and settles cost nothing
             ledger=self.ledger if self.ledger.refuse_at is not None else None,
+            tools_changed=self.tools_changed if self.changes else None,
         )
         if res.stop_reason == "interrupted" and not (self.model.replayed_interrupt or sink.cut):
             # the driver stopped on a Ctrl+C that the record does not hold: the person replaying
@@ -750,12 +783,15 @@ def _charge_side_call(state: State, payload: Any) -> None:
     state.usage = state.usage + usage
 
 
-def _check_tools(configs: Iterable[LoopConfig], registry: Registry, mode: str) -> tuple[list[str], list[ToolChange]]:
+def _check_tools(manifests: Iterable[Sequence[Any]], registry: Registry, mode: str) -> tuple[list[str], list[ToolChange]]:
+    """The recorded tools (each run's, and each list it changed to) against the tools given."""
     warnings: list[str] = []
     changes: list[ToolChange] = []
     seen: set[tuple[str, str]] = set()
-    for cfg in configs:
-        for entry in cfg.manifest:
+    for manifest in manifests:
+        for entry in manifest:
+            if not isinstance(entry, dict):
+                continue
             name = str(entry.get("name"))
             recorded = entry.get("fingerprint")
             t: Tool | None = registry.get(name)
@@ -931,7 +967,8 @@ def _replay(
             n += 1
             runs.append(_RunReplay(n, seg, mode, registry, redaction_salt, sink, has_markers, priors.get(id(seg[0]))))
     if registry is not None:
-        w, result.tool_changes = _check_tools((r.config for r in runs), registry, mode)
+        manifests = [m for r in runs for m in (r.config.manifest, *r.changed_manifests())]
+        w, result.tool_changes = _check_tools(manifests, registry, mode)
         result.warnings += w
     it = iter(runs)
     for is_run, seg in segments:

@@ -48,6 +48,7 @@ from .loop import (
     RunTools,
     Settle,
     State,
+    ToolsChanged,
     ToolsDone,
     halt,
     interrupt,
@@ -64,6 +65,15 @@ __all__ = ["RunResult", "arun", "interrupt_flag", "make_config", "run", "run_par
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
 Record = Callable[[str, Any], None]
+ToolsChangedCheck = Callable[[], "Registry | ToolsChanged | None"]
+"""Called after each turn's tool calls: None when the tools are as they were, else the new tools.
+
+A ``Registry``: the driver runs later calls with it (unless the run was given
+an ``executor``, which is the caller's to keep in step) and reports its tools
+to the loop, which records ``tools_changed`` and shows them to the model from
+the next turn on. A ``ToolsChanged``: reported as is (replay, which runs no
+registry of its own).
+"""
 Prepare = Callable[[State, Record], "str | None | Awaitable[str | None]"]
 """Called before each model call with the loop's state and a way to record.
 
@@ -204,9 +214,16 @@ def make_config(
 
 
 class _Drive:
-    """The effects shared by both drivers: recording, ledgers, observers."""
+    """What both drivers share: the loop's state, recording, ledgers, observers.
 
-    def __init__(self, sink: Sink, ledger: Ledger | None, observer: Observer | None):
+    ``next()`` performs every outbound that needs neither the model nor a
+    tool and returns the next one that does; the driver performs that one
+    (synchronously or awaiting) and hands the inbound back to ``feed``.
+    """
+
+    def __init__(self, sink: Sink, ledger: Ledger | None, observer: Observer | None, registry: Registry | None = None):
+        self.registry = registry if registry is not None else Registry()
+        """The tools the default executors run: replaced when ``tools_changed`` reports new ones."""
         self.sink = sink
         self.ledger = ledger
         self.observer = observer
@@ -214,6 +231,48 @@ class _Drive:
         self.last_hash = ""
         self.ready: CallModel | None = None
         """The call ``prepare`` already saw: it is made, not prepared again."""
+        self.state: State
+        self.pending: list[Outbound] = []
+
+    def begin(self, cfg: LoopConfig, messages: Sequence[Message], continues: Continues | None) -> None:
+        self.state, self.pending = start(cfg, messages, continues)
+
+    def next(self) -> CallModel | RunTools | CountInput | None:
+        """Perform outbounds until one needs the model or the tools; None when the run is over."""
+        pending = self.pending
+        while pending:
+            out = pending.pop(0)
+            if self.quick(out):  # records, and settling with no ledger: most outbounds, done inline
+                continue
+            if isinstance(out, (CallModel, RunTools, CountInput)):
+                return out
+            inbound = self.simple(self.state, out)
+            if inbound is not None:
+                self.feed(inbound)
+                pending = self.pending
+        return None
+
+    def feed(self, inbound: Any) -> None:
+        """Step the loop with what the driver performed; its outbounds come first."""
+        self.state, more = step(self.state, inbound)
+        self.pending = more + self.pending if self.pending else more
+
+    def tools_done(self, results: Sequence[ToolResult], changed: ToolsChangedCheck | None) -> None:
+        """Feed a turn's results, after asking ``changed`` whether the tools changed while they ran."""
+        new = changed() if changed is not None else None
+        if isinstance(new, Registry):
+            self.registry = new
+            self.feed(ToolsChanged(new.specs(), tuple(new.manifest())))
+        elif new is not None:
+            self.feed(new)
+        self.feed(ToolsDone(tuple(results)))
+
+    def after_prepare(self, out: CallModel, reason: str | None) -> None:
+        self.pending = self.prepared(self.state, out, reason) + self.pending
+
+    def interrupted(self) -> None:
+        for out in interrupt(self.state):
+            self.simple(self.state, out)
 
     def record(self, kind: str, payload: Any) -> None:
         rec = self.sink.append(kind, payload)
@@ -299,6 +358,32 @@ def _failure(exc: BaseException) -> ModelFailed:
     return ModelFailed(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, usage if isinstance(usage, Usage) else None)
 
 
+def _setup(
+    model: object,
+    tools: Registry | Iterable[Tool | Callable[..., Any]] | None,
+    messages: Sequence[Message] | str,
+    budget: Budget,
+    config: LoopConfig | None,
+    transcript: Sink | None,
+    ledger: Ledger | None,
+    observer: Observer | None,
+    continues: Continues | None,
+    **options: Any,
+) -> tuple[Registry, _Drive]:
+    """What both drivers do before the first outbound: the registry, the config, the started loop.
+
+    ``options`` are ``make_config``'s keywords, used when no ``config`` is given.
+    """
+    registry = _registry(tools)
+    cfg = config or make_config(model, registry, budget, **options)
+    if config is None and ledger is not None:
+        cfg = replace(cfg, shared_cap=True)
+    msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
+    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer, registry)
+    drive.begin(cfg, msgs, continues)
+    return registry, drive
+
+
 def run(
     model: Model,
     tools: Registry | Iterable[Tool | Callable[..., Any]] | None,
@@ -323,6 +408,7 @@ def run(
     prepare: Prepare | None = None,
     max_parallel: int = 10,
     continues: Continues | None = None,
+    tools_changed: ToolsChangedCheck | None = None,
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
@@ -340,7 +426,10 @@ def run(
     and their results are recorded in the order of the calls; Ctrl+C sets
     ``interrupt_flag()`` for every call in flight. ``continues`` lets the
     ``run_start`` refer to the conversation the transcript already holds
-    instead of repeating it (``conversation`` rule 1).
+    instead of repeating it (``conversation`` rule 1). ``tools_changed()``
+    is asked after each turn's tool calls whether the tools changed (an MCP
+    server's ``list_changed``): new tools are recorded (``tools_changed``)
+    and the next turn of the same run sees them (see ``ToolsChangedCheck``).
 
     Returns:
         A ``RunResult``; the run's own failures are its ``stop_reason``.
@@ -349,48 +438,34 @@ def run(
         TranscriptError: the transcript could not be written (nothing after
             the failed record is written).
     """
-    registry = _registry(tools)
-    cfg = config or make_config(
-        model, registry, budget, prices=prices, model_name=model_name, sentinel=sentinel,
-        max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+    _, drive = _setup(
+        model, tools, messages, budget, config, transcript, ledger, observer, continues,
+        prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
+        loop_threshold=loop_threshold, run_id=run_id, meta=meta,
         redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
-    if config is None and ledger is not None:
-        cfg = replace(cfg, shared_cap=True)
-    msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
-    run_tools = executor or _threaded(registry, drive, max_parallel)
-    state, pending = start(cfg, msgs, continues)
+    run_tools = executor or _threaded(drive, max_parallel)
     try:
-        while pending:
-            out = pending.pop(0)
-            inbound: Any
-            if drive.quick(out):  # records, and settling with no ledger: most outbounds, done inline
-                continue
+        while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
                 if prepare is not None and out is not drive.ready:
-                    reason = prepare(state, drive.record)
+                    reason = prepare(drive.state, drive.record)
                     if inspect.isawaitable(reason):
                         raise TypeError("run() takes a synchronous prepare; arun() awaits one")
-                    pending = drive.prepared(state, out, reason) + pending
+                    drive.after_prepare(out, reason)
                     continue
                 try:
                     inbound = _check_reply(model.complete(drive.request_with_stream(out.request)))
                 except Exception as exc:  # any failure of the model ends the run as data
                     inbound = _failure(exc)
+                drive.feed(inbound)
             elif isinstance(out, RunTools):
-                inbound = ToolsDone(tuple(run_tools(out.calls)))
-            elif isinstance(out, CountInput):
-                inbound = count_input(model, out.request)
+                drive.tools_done(run_tools(out.calls), tools_changed)
             else:
-                inbound = drive.simple(state, out)
-            if inbound is not None:
-                state, more = step(state, inbound)
-                pending = more + pending if pending else more
+                drive.feed(count_input(model, out.request))
     except KeyboardInterrupt:
-        for out in interrupt(state):
-            drive.simple(state, out)
-    return drive.result(state)
+        drive.interrupted()
+    return drive.result(drive.state)
 
 
 _INTERRUPT: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("agentloop_interrupt", default=None)
@@ -411,7 +486,7 @@ def _all_read_only(registry: Registry, calls: Sequence[ToolCall]) -> bool:
     return len(calls) > 1 and all((t := registry.get(c.name)) is not None and t.read_only for c in calls)
 
 
-def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
+def _threaded(drive: _Drive, limit: int) -> Executor:
     """``run()``'s executor: read-only turns on threads, others one by one on this thread.
 
     Observer events are emitted from the driver's thread only, and results
@@ -421,6 +496,7 @@ def _threaded(registry: Registry, drive: _Drive, limit: int) -> Executor:
     flag = threading.Event()  # one per run: once set (Ctrl+C) the run stops, so it is never cleared
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
+        registry = drive.registry  # the tools as they are now (``tools_changed`` may replace them)
         if _all_read_only(registry, calls):
             return _on_threads(registry.invoke, drive.emit, calls, flag, max(1, limit))
         token = _INTERRUPT.set(flag)
@@ -558,6 +634,7 @@ async def arun(
     record_raw: bool = False,
     prepare: Prepare | None = None,
     continues: Continues | None = None,
+    tools_changed: ToolsChangedCheck | None = None,
 ) -> RunResult:
     """The async twin of ``run``: same loop, same records, same result.
 
@@ -566,63 +643,51 @@ async def arun(
     at the same time (at most ``max_parallel``); their results are recorded in
     the order of the calls, whatever order they finish in.
     """
-    registry = _registry(tools)
-    cfg = config or make_config(
-        model, registry, budget, prices=prices, model_name=model_name, sentinel=sentinel,
-        max_output_tokens=max_output_tokens, loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+    _, drive = _setup(
+        model, tools, messages, budget, config, transcript, ledger, observer, continues,
+        prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
+        loop_threshold=loop_threshold, run_id=run_id, meta=meta,
         redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
     )
-    if config is None and ledger is not None:
-        cfg = replace(cfg, shared_cap=True)
-    msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer)
-    run_tools = executor or _parallel(registry, drive, max_parallel)
-    state, pending = start(cfg, msgs, continues)
+    run_tools = executor or _parallel(drive, max_parallel)
     try:
-        while pending:
-            out = pending.pop(0)
-            inbound: Any
-            if drive.quick(out):  # records, and settling with no ledger: most outbounds, done inline
-                continue
+        while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
                 if prepare is not None and out is not drive.ready:
-                    maybe = prepare(state, drive.record)
-                    reason = await maybe if inspect.isawaitable(maybe) else maybe
-                    pending = drive.prepared(state, out, reason) + pending
+                    maybe = prepare(drive.state, drive.record)
+                    drive.after_prepare(out, await maybe if inspect.isawaitable(maybe) else maybe)
                     continue
-                req = drive.request_with_stream(out.request)
-                try:
-                    if hasattr(model, "acomplete"):
-                        reply = await model.acomplete(req)
-                    else:
-                        reply = await asyncio.to_thread(model.complete, req)
-                    inbound = _check_reply(reply)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    inbound = _failure(exc)
+                drive.feed(await _acall(model, drive.request_with_stream(out.request)))
             elif isinstance(out, RunTools):
-                inbound = ToolsDone(tuple(await run_tools(out.calls)))
-            elif isinstance(out, CountInput):
-                inbound = await asyncio.to_thread(count_input, model, out.request)
+                drive.tools_done(await run_tools(out.calls), tools_changed)
             else:
-                inbound = drive.simple(state, out)
-            if inbound is not None:
-                state, more = step(state, inbound)
-                pending = more + pending if pending else more
+                drive.feed(await asyncio.to_thread(count_input, model, out.request))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        for out in interrupt(state):
-            drive.simple(state, out)
-    return drive.result(state)
+        drive.interrupted()
+    return drive.result(drive.state)
 
 
-def _parallel(registry: Registry, drive: _Drive, limit: int) -> AsyncExecutor:
+async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:
+    """The model's reply to ``req``, awaited: ``acomplete`` when it has one, else ``complete`` on a thread."""
+    try:
+        if hasattr(model, "acomplete"):
+            reply = await model.acomplete(req)
+        else:
+            reply = await asyncio.to_thread(model.complete, req)
+        return _check_reply(reply)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # any failure of the model ends the run as data
+        return _failure(exc)
+
+
+def _parallel(drive: _Drive, limit: int) -> AsyncExecutor:
     sem = asyncio.Semaphore(max(1, limit))
 
     async def one(c: ToolCall) -> ToolResult:
         async with sem:
             drive.emit(ToolStarted(c))
-            r = await registry.ainvoke(c)
+            r = await drive.registry.ainvoke(c)
             drive.emit(ToolFinished(r))
             return r
 
@@ -630,7 +695,7 @@ def _parallel(registry: Registry, drive: _Drive, limit: int) -> AsyncExecutor:
         flag = threading.Event()
         token = _INTERRUPT.set(flag)  # copied into each task, and by to_thread into its thread
         try:
-            if _all_read_only(registry, calls):
+            if _all_read_only(drive.registry, calls):
                 return list(await asyncio.gather(*(one(c) for c in calls)))
             return [await one(c) for c in calls]
         except BaseException:

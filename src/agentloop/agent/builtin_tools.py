@@ -433,15 +433,7 @@ def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] 
 
 def _read_text(ws: Workspace, path: str) -> tuple[str, str | None]:
     """The real path and text of a file; the text is None for a binary file."""
-    real = ws.resolve(path)
-    try:
-        fd = ws.open_resolved(real)
-    except FileNotFoundError:
-        raise ToolError(f"file not found: {path}") from None
-    except (IsADirectoryError, NotADirectoryError):
-        raise ToolError(f"cannot open {path}") from None
-    except PermissionError:
-        raise ToolError(f"permission denied: {path}") from None
+    real, fd = _open_file(ws, path)
     if stat.S_ISDIR(os.fstat(fd).st_mode):
         os.close(fd)
         raise ToolError(f"{path} is a directory: use LS to list it")
@@ -500,6 +492,383 @@ def _numbered(lines: list[str], start: int) -> str:
 # --- the tools --------------------------------------------------------------------
 
 
+class _Shared:
+    """What the built-in tools of one registry share: the workspace, what may be seen, Bash's settings and directory."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        shell_timeout_s: int,
+        processes: RunningProcesses | None,
+        visible: Callable[[str], bool] | None,
+        sandbox: Sandbox | None,
+        env: Mapping[str, str] | None,
+    ):
+        self.ws = ws
+        self.shell_timeout_s = shell_timeout_s
+        self.procs = processes if processes is not None else RunningProcesses()
+        self.is_visible: Callable[[str], bool] = visible or (lambda _p: True)
+        self.sandbox = sandbox
+        self.env = env
+        self.shell_cwd = ws.root
+        """Where the next Bash command starts: `cd` carries over from one call to the next."""
+
+
+def _bound(fn: Callable[..., str], shared: _Shared) -> Callable[..., str]:
+    """The tool ``fn`` called with the registry's shared state and the model's arguments."""
+
+    def run(**kw: Any) -> str:
+        return fn(shared, **kw)
+
+    run.__name__ = fn.__name__
+    run.__qualname__ = fn.__qualname__
+    run.__wrapped__ = fn  # type: ignore[attr-defined]
+    return run
+
+
+def _bash(t: _Shared, **kw: Any) -> str:
+    command = kw["command"]
+    timeout_ms = kw.get("timeout")
+    if not command.strip():
+        raise ToolError("the command is empty")
+    if timeout_ms is None:
+        timeout_s = float(t.shell_timeout_s)
+    else:
+        timeout_s = min(max(int(timeout_ms), 1), MAX_TIMEOUT_MS) / 1000
+    cwd = t.shell_cwd
+    if not os.path.isdir(cwd) or not t.ws.contains(os.path.realpath(cwd), for_write=True):
+        cwd = t.shell_cwd = t.ws.root
+    code, output, timed_out, reported = _run_reporting_cwd(t, command, cwd, timeout_s)
+    output = _after_command(t, command, output.rstrip("\n"), reported)
+    if timed_out:
+        raise ToolError(
+            f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
+            + (f"; output so far:\n{output}" if output else "")
+        )
+    if code is None:
+        raise ToolError("the command was killed" + (f"; output so far:\n{output}" if output else ""))
+    if code != 0:
+        return f"{output}\n[exit code {code}]" if output else f"[exit code {code}]"
+    return output if output else "(no output)"
+
+
+def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> tuple[int | None, str, bool, str]:
+    """Run ``command`` in ``cwd``; also what the shell reported as the directory it ended in.
+
+    The shell reports where it ends up on a pipe, so `cd` carries over to
+    the next call as in Claude Code; a trap runs even after `exit`.
+    """
+    r, w = os.pipe()
+    try:
+        launcher = None
+        if t.sandbox is not None:
+            sb, here = t.sandbox, cwd
+
+            def launcher(argv: list[str], env_: dict[str, str], fds: tuple[int, ...]) -> Any:
+                return sb.launch(argv, here, command, env_, fds)
+
+        code, output, timed_out = run_command(
+            f"trap 'pwd -P >&{w} 2>/dev/null' EXIT\n{command}",
+            cwd=cwd, timeout_s=timeout_s, processes=t.procs, pass_fds=(w,), env=t.env, launcher=launcher,
+        )
+    finally:
+        os.close(w)
+        try:
+            os.set_blocking(r, False)
+            reported = os.read(r, 65536).decode("utf-8", "replace")
+        except OSError:
+            reported = ""
+        os.close(r)
+    return code, output, timed_out, reported
+
+
+def _after_command(t: _Shared, command: str, output: str, reported: str) -> str:
+    """Move Bash's directory to where the command ended (when inside the workspace); add the notes the model needs."""
+    note = ""
+    ended = reported.strip().splitlines()[-1] if reported.strip() else ""
+    if ended and os.path.isabs(ended):
+        if t.ws.contains(os.path.realpath(ended), for_write=True):
+            t.shell_cwd = ended
+        else:
+            t.shell_cwd = t.ws.root
+            note = f"[{ended} is outside the workspace: the working directory is back at {t.ws.root}]"
+    if note:
+        output = f"{output}\n{note}" if output else note
+    if t.sandbox is not None:  # a part may fail on the sandbox while the line exits 0
+        why = t.sandbox.explain(command, output)
+        if why:
+            output = f"{output}\n{why}" if output else why
+    return output
+
+
+def _read(t: _Shared, **kw: Any) -> str:
+    file_path = kw["file_path"]
+    offset = max(int(kw.get("offset") or 1), 1)
+    limit = int(kw.get("limit") or READ_DEFAULT_LIMIT)
+    if limit < 1:
+        raise ToolError("limit must be at least 1")
+    real, fd = _open_file(t.ws, file_path)
+    try:
+        page = _read_page(fd, offset, limit)
+    finally:
+        os.close(fd)
+    if page is None:
+        raise ToolError(f"{file_path} is a binary file; Read shows text files only")
+    entries, total, counted_all = page
+    if total == 0:
+        return f"(the file {real} is empty)"
+    if offset > total:
+        raise ToolError(f"offset {offset} is past the end of {file_path} ({total} lines)")
+    body = "".join(entries).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    last = offset + len(entries) - 1
+    if last < total or not counted_all:
+        of = f"{total}" if counted_all else f"more than {total}"
+        body += (
+            f"[showing lines {offset}-{last} of {of}; "
+            f"call Read with offset={last + 1} to continue]\n"
+        )
+    return body
+
+
+def _write(t: _Shared, **kw: Any) -> str:
+    ws = t.ws
+    file_path, content = kw["file_path"], kw["content"]
+    existed = os.path.exists(ws.resolve(file_path, for_write=True))
+    try:
+        real = ws.write_bytes(file_path, content.encode("utf-8"))
+    except (IsADirectoryError, NotADirectoryError, PermissionError, FileNotFoundError) as exc:
+        raise ToolError(f"cannot write {file_path}: {exc.strerror or exc}") from None
+    n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    verb = "Updated" if existed else "Created"
+    return f"{verb} {real} ({len(content.encode('utf-8'))} bytes, {n} lines)"
+
+
+def _edit(t: _Shared, **kw: Any) -> str:
+    ws = t.ws
+    file_path = kw["file_path"]
+    old, new = kw["old_string"], kw["new_string"]
+    replace_all = bool(kw.get("replace_all", False))
+    if old == new:
+        raise ToolError("old_string and new_string are the same: nothing to change")
+    real = ws.resolve(file_path, for_write=True)
+    if old == "":
+        if os.path.exists(real) and os.path.getsize(real) > 0:
+            raise ToolError(
+                f"old_string is empty but {file_path} already has content: "
+                "give the text to replace, or use Write"
+            )
+        ws.write_bytes(real, new.encode("utf-8"))
+        return f"Created {real} ({len(new)} characters)"
+    _, text = _read_text(ws, real)
+    if text is None:
+        raise ToolError(f"{file_path} is a binary file; Edit changes text files only")
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {file_path}. Read the file and copy the text "
+            "exactly, including whitespace and indentation."
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {file_path}; it must be unique. Add "
+            "surrounding lines to make it unique, or set replace_all to true to change every one."
+        )
+    first = text.index(old)
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    ws.write_bytes(real, updated.encode("utf-8", "surrogateescape"))
+    line_no = text.count("\n", 0, first) + 1
+    lines = _lines(updated)
+    lo = max(line_no - 3, 1)
+    hi = min(line_no + new.count("\n") + 3, len(lines))
+    snippet = _numbered(lines[lo - 1 : hi], lo)
+    snippet = snippet.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    n = count if replace_all else 1
+    return f"Edited {real}: replaced {n} occurrence{'s' if n != 1 else ''}.\n{snippet}"
+
+
+def _base(t: _Shared, path: str | None) -> str:
+    base = t.ws.resolve(path) if path else t.ws.root
+    if not os.path.exists(base):
+        raise ToolError(f"no such directory: {path}")
+    if not os.path.isdir(base):
+        raise ToolError(f"{path} is not a directory")
+    return base
+
+
+def _glob(t: _Shared, **kw: Any) -> str:
+    pattern = kw["pattern"]
+    base = _base(t, kw.get("path"))
+    if pattern.startswith("/"):
+        raise ToolError("the pattern must be relative; put the directory to search in `path`")
+    rx = glob_to_regex(pattern)
+    found: list[tuple[float, str]] = []
+    for p in walk_files(t.ws, base, visible=t.is_visible):
+        rel = os.path.relpath(p, base).replace(os.sep, "/") if p.startswith(base) else None
+        if rel is None or rel.startswith("../"):
+            continue
+        if rx.match(rel):
+            try:
+                found.append((os.stat(p).st_mtime, p))
+            except OSError:
+                continue
+    if not found:
+        return "No files found"
+    found.sort(key=lambda t: (-t[0], t[1]))
+    paths = [p for _, p in found[:GLOB_MAX_RESULTS]]
+    text = "\n".join(paths)
+    if len(found) > GLOB_MAX_RESULTS:
+        text += f"\n(showing {GLOB_MAX_RESULTS} of {len(found)} files; use a narrower pattern or path)"
+    return text
+
+
+def _grep(t: _Shared, **kw: Any) -> str:
+    ws = t.ws
+    multiline = bool(kw.get("multiline"))
+    # RE2, linear in the text whatever the pattern; without multiline a
+    # match stays within one line, as in ripgrep (see _rx).
+    flags = "m" + ("i" if kw.get("-i") else "") + ("s" if multiline else "")
+    try:
+        rx = compile_linear(kw["pattern"], flags=flags, never_nl=not multiline)
+    except RegexError as exc:
+        raise ToolError(f"invalid regular expression {kw['pattern']!r}: {exc}") from None
+    deadline = time.monotonic() + GREP_TIME_LIMIT_S
+    mode = kw.get("output_mode") or "files_with_matches"
+    path = kw.get("path")
+    target = ws.resolve(path) if path else ws.root
+    if not os.path.exists(target):
+        raise ToolError(f"no such file or directory: {path}")
+    file_glob = kw.get("glob")
+    globs = [glob_to_regex(g.strip()) for g in _split_globs(file_glob)] if file_glob else []
+    exts = _TYPES.get(kw["type"]) if kw.get("type") else None
+    if kw.get("type") and exts is None:
+        raise ToolError(f"unknown file type {kw['type']!r}; known: {', '.join(sorted(_TYPES))}")
+    numbers = kw.get("-n", True)
+    after = int(kw.get("-A") or kw.get("-C") or 0)
+    before = int(kw.get("-B") or kw.get("-C") or 0)
+    if os.path.isdir(target):
+        files: Iterator[Found] = walk(ws, target, visible=t.is_visible)
+    else:
+        files = iter([Found(target, None, os.path.basename(target))])
+    results: list[str] = []
+    matched_files: list[tuple[float, str]] = []
+    searched = 0
+    for found in files:
+        _check_deadline(deadline, searched)
+        searched += 1
+        got = _grep_data(ws, found, target, globs, exts)
+        if got is None:
+            continue
+        mtime, data = got
+        p = found.path
+        if mode == "files_with_matches":
+            if rx.search(data):
+                matched_files.append((mtime, p))
+            continue
+        if mode == "count":
+            n = 0
+            for _ in rx.finditer(data):
+                n += 1
+                if not n & 0xFFF:
+                    _check_deadline(deadline, searched)
+            if n:
+                results.append(f"{p}:{n}")
+            continue
+        results.extend(_content_lines(p, data, rx, multiline, before, after, bool(numbers), deadline))
+    return _grep_output(mode, results, matched_files, kw.get("head_limit"))
+
+
+def _grep_data(
+    ws: Workspace, found: Found, target: str, globs: list[Any], exts: tuple[str, ...] | None
+) -> tuple[float, bytes] | None:
+    """A file's modified time and text for Grep (lines end at \\n); None when a filter or its content excludes it."""
+    p = found.path
+    if globs:
+        name = os.path.basename(p)
+        rel = os.path.relpath(p, target).replace(os.sep, "/") if os.path.isdir(target) else name
+        if not any(g.match(name) or g.match(rel) for g in globs):
+            return None
+    if exts is not None and not p.endswith(exts):
+        return None
+    got = _read_found(ws, found)
+    if got is None:
+        return None
+    mtime, data = got
+    if _is_binary(data):
+        return None
+    # Lines end at \n; a \r before it is not part of the line.
+    return mtime, data.replace(b"\r\n", b"\n")
+
+
+def _grep_output(mode: str, results: list[str], matched_files: list[tuple[float, str]], head_limit: Any) -> str:
+    if mode == "files_with_matches":
+        matched_files.sort(key=lambda t: (-t[0], t[1]))
+        results = [p for _, p in matched_files]
+    if not results:
+        return "No matches found"
+    if head_limit:
+        total = len(results)
+        results = results[: int(head_limit)]
+        if total > len(results):
+            results.append(f"(showing {len(results)} of {total}; raise head_limit to see more)")
+    if mode == "files_with_matches":
+        return f"Found {len(matched_files)} file{'s' if len(matched_files) != 1 else ''}\n" + "\n".join(results)
+    return "\n".join(results)
+
+
+def _ls(t: _Shared, **kw: Any) -> str:
+    ws = t.ws
+    path = kw.get("path")
+    base = _base(t, path)
+    ignore = [glob_to_regex(g) for g in kw.get("ignore") or []]
+    lines: list[str] = []
+    try:
+        fd = ws.open_resolved(base)
+    except OSError as exc:
+        raise ToolError(f"cannot list {path or base}: {exc.strerror}") from None
+    try:
+        with os.scandir(fd) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            full = os.path.join(base, e.name)
+            if e.name == ".git" or any(g.match(e.name) for g in ignore) or not t.is_visible(full):
+                continue
+            try:
+                if e.is_symlink():
+                    target = os.readlink(e.name, dir_fd=fd)
+                    note = "" if ws.contains(os.path.realpath(full)) else " (outside the workspace)"
+                    lines.append(f"{e.name} -> {target}{note}")
+                elif e.is_dir(follow_symlinks=False):
+                    lines.append(e.name + "/")
+                else:
+                    lines.append(e.name)
+            except OSError:
+                continue
+    except OSError as exc:
+        raise ToolError(f"cannot list {path or base}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if not lines:
+        return f"{base} is empty"
+    more = ""
+    if len(lines) > LS_MAX_ENTRIES:
+        more = f"\n(showing {LS_MAX_ENTRIES} of {len(lines)} entries)"
+        lines = lines[:LS_MAX_ENTRIES]
+    return f"{base}/\n" + "\n".join("  " + x for x in lines) + more
+
+
+def _encodable(fn: Callable[..., str]) -> Callable[..., str]:
+    def run(**kw: Any) -> str:
+        try:
+            return fn(**kw)
+        except UnicodeEncodeError:
+            raise ToolError(
+                "the text contains characters that cannot be written as UTF-8 (lone surrogates)"
+            ) from None
+
+    run.__wrapped__ = fn  # type: ignore[attr-defined]
+    return run
+
+
 def builtin_registry(
     workspace: Workspace,
     *,
@@ -525,323 +894,15 @@ def builtin_registry(
         redact: applied to every tool's output and error before it is spilled
             or returned (``childenv.Redactor.text``).
     """
-    ws = workspace.with_read_only(spill_dir)
-    procs = processes if processes is not None else RunningProcesses()
-    is_visible = visible or (lambda _p: True)
-    shell_cwd = [ws.root]
-
-    def bash(**kw: Any) -> str:
-        command = kw["command"]
-        timeout_ms = kw.get("timeout")
-        if not command.strip():
-            raise ToolError("the command is empty")
-        if timeout_ms is None:
-            timeout_s = float(shell_timeout_s)
-        else:
-            timeout_s = min(max(int(timeout_ms), 1), MAX_TIMEOUT_MS) / 1000
-        cwd = shell_cwd[0]
-        if not os.path.isdir(cwd) or not ws.contains(os.path.realpath(cwd), for_write=True):
-            cwd = shell_cwd[0] = ws.root
-        # The shell reports where it ends up on a pipe, so `cd` carries over to
-        # the next call as in Claude Code; a trap runs even after `exit`.
-        r, w = os.pipe()
-        try:
-            launcher = None
-            if sandbox is not None:
-                sb, here = sandbox, cwd
-
-                def launcher(argv: list[str], env_: dict[str, str], fds: tuple[int, ...]) -> Any:
-                    return sb.launch(argv, here, command, env_, fds)
-
-            code, output, timed_out = run_command(
-                f"trap 'pwd -P >&{w} 2>/dev/null' EXIT\n{command}",
-                cwd=cwd, timeout_s=timeout_s, processes=procs, pass_fds=(w,), env=env, launcher=launcher,
-            )
-        finally:
-            os.close(w)
-            try:
-                os.set_blocking(r, False)
-                reported = os.read(r, 65536).decode("utf-8", "replace")
-            except OSError:
-                reported = ""
-            os.close(r)
-        output = output.rstrip("\n")
-        note = ""
-        ended = reported.strip().splitlines()[-1] if reported.strip() else ""
-        if ended and os.path.isabs(ended):
-            if ws.contains(os.path.realpath(ended), for_write=True):
-                shell_cwd[0] = ended
-            else:
-                shell_cwd[0] = ws.root
-                note = f"[{ended} is outside the workspace: the working directory is back at {ws.root}]"
-        if note:
-            output = f"{output}\n{note}" if output else note
-        if sandbox is not None:  # a part may fail on the sandbox while the line exits 0
-            why = sandbox.explain(command, output)
-            if why:
-                output = f"{output}\n{why}" if output else why
-        if timed_out:
-            raise ToolError(
-                f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
-                + (f"; output so far:\n{output}" if output else "")
-            )
-        if code is None:
-            raise ToolError("the command was killed" + (f"; output so far:\n{output}" if output else ""))
-        if code != 0:
-            return f"{output}\n[exit code {code}]" if output else f"[exit code {code}]"
-        return output if output else "(no output)"
-
-    def read(**kw: Any) -> str:
-        file_path = kw["file_path"]
-        offset = max(int(kw.get("offset") or 1), 1)
-        limit = int(kw.get("limit") or READ_DEFAULT_LIMIT)
-        if limit < 1:
-            raise ToolError("limit must be at least 1")
-        real, fd = _open_file(ws, file_path)
-        try:
-            page = _read_page(fd, offset, limit)
-        finally:
-            os.close(fd)
-        if page is None:
-            raise ToolError(f"{file_path} is a binary file; Read shows text files only")
-        entries, total, counted_all = page
-        if total == 0:
-            return f"(the file {real} is empty)"
-        if offset > total:
-            raise ToolError(f"offset {offset} is past the end of {file_path} ({total} lines)")
-        body = "".join(entries).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        last = offset + len(entries) - 1
-        if last < total or not counted_all:
-            of = f"{total}" if counted_all else f"more than {total}"
-            body += (
-                f"[showing lines {offset}-{last} of {of}; "
-                f"call Read with offset={last + 1} to continue]\n"
-            )
-        return body
-
-    def write(**kw: Any) -> str:
-        file_path, content = kw["file_path"], kw["content"]
-        existed = os.path.exists(ws.resolve(file_path, for_write=True))
-        try:
-            real = ws.write_bytes(file_path, content.encode("utf-8"))
-        except (IsADirectoryError, NotADirectoryError, PermissionError, FileNotFoundError) as exc:
-            raise ToolError(f"cannot write {file_path}: {exc.strerror or exc}") from None
-        n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
-        verb = "Updated" if existed else "Created"
-        return f"{verb} {real} ({len(content.encode('utf-8'))} bytes, {n} lines)"
-
-    def edit(**kw: Any) -> str:
-        file_path = kw["file_path"]
-        old, new = kw["old_string"], kw["new_string"]
-        replace_all = bool(kw.get("replace_all", False))
-        if old == new:
-            raise ToolError("old_string and new_string are the same: nothing to change")
-        real = ws.resolve(file_path, for_write=True)
-        if old == "":
-            if os.path.exists(real) and os.path.getsize(real) > 0:
-                raise ToolError(
-                    f"old_string is empty but {file_path} already has content: "
-                    "give the text to replace, or use Write"
-                )
-            ws.write_bytes(real, new.encode("utf-8"))
-            return f"Created {real} ({len(new)} characters)"
-        _, text = _read_text(ws, real)
-        if text is None:
-            raise ToolError(f"{file_path} is a binary file; Edit changes text files only")
-        count = text.count(old)
-        if count == 0:
-            raise ToolError(
-                f"old_string was not found in {file_path}. Read the file and copy the text "
-                "exactly, including whitespace and indentation."
-            )
-        if count > 1 and not replace_all:
-            raise ToolError(
-                f"old_string occurs {count} times in {file_path}; it must be unique. Add "
-                "surrounding lines to make it unique, or set replace_all to true to change every one."
-            )
-        first = text.index(old)
-        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-        ws.write_bytes(real, updated.encode("utf-8", "surrogateescape"))
-        line_no = text.count("\n", 0, first) + 1
-        lines = _lines(updated)
-        lo = max(line_no - 3, 1)
-        hi = min(line_no + new.count("\n") + 3, len(lines))
-        snippet = _numbered(lines[lo - 1 : hi], lo)
-        snippet = snippet.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        n = count if replace_all else 1
-        return f"Edited {real}: replaced {n} occurrence{'s' if n != 1 else ''}.\n{snippet}"
-
-    def _base(path: str | None) -> str:
-        base = ws.resolve(path) if path else ws.root
-        if not os.path.exists(base):
-            raise ToolError(f"no such directory: {path}")
-        if not os.path.isdir(base):
-            raise ToolError(f"{path} is not a directory")
-        return base
-
-    def glob(**kw: Any) -> str:
-        pattern = kw["pattern"]
-        base = _base(kw.get("path"))
-        if pattern.startswith("/"):
-            raise ToolError("the pattern must be relative; put the directory to search in `path`")
-        rx = glob_to_regex(pattern)
-        found: list[tuple[float, str]] = []
-        for p in walk_files(ws, base, visible=is_visible):
-            rel = os.path.relpath(p, base).replace(os.sep, "/") if p.startswith(base) else None
-            if rel is None or rel.startswith("../"):
-                continue
-            if rx.match(rel):
-                try:
-                    found.append((os.stat(p).st_mtime, p))
-                except OSError:
-                    continue
-        if not found:
-            return "No files found"
-        found.sort(key=lambda t: (-t[0], t[1]))
-        paths = [p for _, p in found[:GLOB_MAX_RESULTS]]
-        text = "\n".join(paths)
-        if len(found) > GLOB_MAX_RESULTS:
-            text += f"\n(showing {GLOB_MAX_RESULTS} of {len(found)} files; use a narrower pattern or path)"
-        return text
-
-    def grep(**kw: Any) -> str:
-        multiline = bool(kw.get("multiline"))
-        # RE2, linear in the text whatever the pattern; without multiline a
-        # match stays within one line, as in ripgrep (see _rx).
-        flags = "m" + ("i" if kw.get("-i") else "") + ("s" if multiline else "")
-        try:
-            rx = compile_linear(kw["pattern"], flags=flags, never_nl=not multiline)
-        except RegexError as exc:
-            raise ToolError(f"invalid regular expression {kw['pattern']!r}: {exc}") from None
-        deadline = time.monotonic() + GREP_TIME_LIMIT_S
-        mode = kw.get("output_mode") or "files_with_matches"
-        path = kw.get("path")
-        target = ws.resolve(path) if path else ws.root
-        if not os.path.exists(target):
-            raise ToolError(f"no such file or directory: {path}")
-        file_glob = kw.get("glob")
-        globs = [glob_to_regex(g.strip()) for g in _split_globs(file_glob)] if file_glob else []
-        exts = _TYPES.get(kw["type"]) if kw.get("type") else None
-        if kw.get("type") and exts is None:
-            raise ToolError(f"unknown file type {kw['type']!r}; known: {', '.join(sorted(_TYPES))}")
-        numbers = kw.get("-n", True)
-        after = int(kw.get("-A") or kw.get("-C") or 0)
-        before = int(kw.get("-B") or kw.get("-C") or 0)
-        head_limit = kw.get("head_limit")
-        if os.path.isdir(target):
-            files: Iterator[Found] = walk(ws, target, visible=is_visible)
-        else:
-            files = iter([Found(target, None, os.path.basename(target))])
-
-        results: list[str] = []
-        matched_files: list[tuple[float, str]] = []
-        searched = 0
-        for found in files:
-            _check_deadline(deadline, searched)
-            searched += 1
-            p = found.path
-            if globs:
-                name = os.path.basename(p)
-                rel = os.path.relpath(p, target).replace(os.sep, "/") if os.path.isdir(target) else name
-                if not any(g.match(name) or g.match(rel) for g in globs):
-                    continue
-            if exts is not None and not p.endswith(exts):
-                continue
-            got = _read_found(ws, found)
-            if got is None:
-                continue
-            mtime, data = got
-            if _is_binary(data):
-                continue
-            # Lines end at \n; a \r before it is not part of the line.
-            data = data.replace(b"\r\n", b"\n")
-            if mode == "files_with_matches":
-                if rx.search(data):
-                    matched_files.append((mtime, p))
-                continue
-            if mode == "count":
-                n = 0
-                for _ in rx.finditer(data):
-                    n += 1
-                    if not n & 0xFFF:
-                        _check_deadline(deadline, searched)
-                if n:
-                    results.append(f"{p}:{n}")
-                continue
-            results.extend(_content_lines(p, data, rx, multiline, before, after, bool(numbers), deadline))
-        if mode == "files_with_matches":
-            matched_files.sort(key=lambda t: (-t[0], t[1]))
-            results = [p for _, p in matched_files]
-        if not results:
-            return "No matches found"
-        if head_limit:
-            total = len(results)
-            results = results[: int(head_limit)]
-            if total > len(results):
-                results.append(f"(showing {len(results)} of {total}; raise head_limit to see more)")
-        if mode == "files_with_matches":
-            return f"Found {len(matched_files)} file{'s' if len(matched_files) != 1 else ''}\n" + "\n".join(results)
-        return "\n".join(results)
-
-    def ls(**kw: Any) -> str:
-        path = kw.get("path")
-        base = _base(path)
-        ignore = [glob_to_regex(g) for g in kw.get("ignore") or []]
-        lines: list[str] = []
-        try:
-            fd = ws.open_resolved(base)
-        except OSError as exc:
-            raise ToolError(f"cannot list {path or base}: {exc.strerror}") from None
-        try:
-            with os.scandir(fd) as it:
-                entries = sorted(it, key=lambda e: e.name)
-            for e in entries:
-                full = os.path.join(base, e.name)
-                if e.name == ".git" or any(g.match(e.name) for g in ignore) or not is_visible(full):
-                    continue
-                try:
-                    if e.is_symlink():
-                        target = os.readlink(e.name, dir_fd=fd)
-                        note = "" if ws.contains(os.path.realpath(full)) else " (outside the workspace)"
-                        lines.append(f"{e.name} -> {target}{note}")
-                    elif e.is_dir(follow_symlinks=False):
-                        lines.append(e.name + "/")
-                    else:
-                        lines.append(e.name)
-                except OSError:
-                    continue
-        except OSError as exc:
-            raise ToolError(f"cannot list {path or base}: {exc.strerror}") from None
-        finally:
-            os.close(fd)
-        if not lines:
-            return f"{base} is empty"
-        more = ""
-        if len(lines) > LS_MAX_ENTRIES:
-            more = f"\n(showing {LS_MAX_ENTRIES} of {len(lines)} entries)"
-            lines = lines[:LS_MAX_ENTRIES]
-        return f"{base}/\n" + "\n".join("  " + x for x in lines) + more
-
-    def encodable(fn: Callable[..., str]) -> Callable[..., str]:
-        def run(**kw: Any) -> str:
-            try:
-                return fn(**kw)
-            except UnicodeEncodeError:
-                raise ToolError(
-                    "the text contains characters that cannot be written as UTF-8 (lone surrogates)"
-                ) from None
-
-        run.__wrapped__ = fn  # type: ignore[attr-defined]
-        return run
-
+    t = _Shared(workspace.with_read_only(spill_dir), shell_timeout_s, processes, visible, sandbox, env)
     specs: list[tuple[str, str, dict[str, Any], Callable[..., str], bool]] = [
-        ("Bash", _BASH_DOC, _BASH_SCHEMA, bash, False),
-        ("Read", _READ_DOC, _READ_SCHEMA, read, True),
-        ("Write", _WRITE_DOC, _WRITE_SCHEMA, encodable(write), False),
-        ("Edit", _EDIT_DOC, _EDIT_SCHEMA, encodable(edit), False),
-        ("Glob", _GLOB_DOC, _GLOB_SCHEMA, glob, True),
-        ("Grep", _GREP_DOC, _GREP_SCHEMA, grep, True),
-        ("LS", _LS_DOC, _LS_SCHEMA, ls, True),
+        ("Bash", _BASH_DOC, _BASH_SCHEMA, _bound(_bash, t), False),
+        ("Read", _READ_DOC, _READ_SCHEMA, _bound(_read, t), True),
+        ("Write", _WRITE_DOC, _WRITE_SCHEMA, _encodable(_bound(_write, t)), False),
+        ("Edit", _EDIT_DOC, _EDIT_SCHEMA, _encodable(_bound(_edit, t)), False),
+        ("Glob", _GLOB_DOC, _GLOB_SCHEMA, _bound(_glob, t), True),
+        ("Grep", _GREP_DOC, _GREP_SCHEMA, _bound(_grep, t), True),
+        ("LS", _LS_DOC, _LS_SCHEMA, _bound(_ls, t), True),
     ]
     reg = Registry()
     for name, doc, schema, fn, read_only in specs:

@@ -35,7 +35,14 @@ from typing import Any
 
 from ..budget import Price, message_bytes, text_bytes, tokens_for_chars
 from ..canonical import canonical
-from ..conversation import EVICT_PREFIX, MASK_PREFIX, SUMMARY_PREFIX, placeholder, reapply
+from ..conversation import (
+    EVICT_PREFIX,
+    MASK_PREFIX,
+    SUMMARY_PREFIX,
+    original_size,
+    placeholder,
+    reapply,
+)
 from ..events import Message, ModelRequest
 from ..loop import recount_chars
 from .hooks import HookRunner
@@ -245,13 +252,7 @@ class ContextManager:
             c = str(m.get("content", ""))
             if c.startswith(EVICT_PREFIX):
                 continue
-            size = len(c)
-            nbytes: int | None = len(c.encode("utf-8", "surrogatepass"))
-            if c.startswith(MASK_PREFIX):
-                try:
-                    size, nbytes = int(c[len(MASK_PREFIX) :].split(" ", 1)[0]), None
-                except ValueError:
-                    pass
+            size, nbytes = original_size(c)
             new = self._placeholder(EVICT_PREFIX, m, size, nbytes)
             if len(new) >= len(c):
                 continue

@@ -182,6 +182,56 @@ def scripted_model(path: str) -> Any:
     return ScriptedModel.from_script(script, stream="words")
 
 
+def _cli_json(value: str, flag: str) -> tuple[str, dict[str, Any]]:
+    """A command-line settings value: a JSON object, or the path of a file holding one."""
+    import json
+
+    text, where = value, f"{flag} (the JSON given)"
+    if not value.lstrip().startswith("{"):
+        where = value
+        try:
+            with open(value, encoding="utf-8") as f:
+                text = f.read(4 << 20)
+        except OSError as exc:
+            raise AgentError(f"{flag} {value}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AgentError(f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise AgentError(f"{where}: must be a JSON object")
+    return where, data
+
+
+def _with_cli_sources(sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool) -> list[SettingsSource]:
+    """The settings with Claude Code's command-line layer added: ``--settings`` (a file or JSON) and
+    ``--mcp-config`` (``{"mcpServers": ...}`` files or JSON) sit above the project's files and below
+    managed settings, as the user's own (so folder trust does not apply to them). With
+    ``--strict-mcp-config`` only the ``--mcp-config`` servers are used."""
+    if not settings and not mcp_configs and not strict:
+        return sources
+    from .trust import sanitize
+
+    extra: list[SettingsSource] = []
+    for v in settings:
+        where, data = _cli_json(v, "--settings")
+        extra.append(sanitize(SettingsSource(where, "user", data))[0])
+    servers: dict[str, Any] = {}
+    for v in mcp_configs:
+        where, data = _cli_json(v, "--mcp-config")
+        got = data.get("mcpServers")
+        if not isinstance(got, dict):
+            raise AgentError(f"{where}: an --mcp-config file holds {{\"mcpServers\": {{...}}}}")
+        servers.update(got)
+    base = list(sources)
+    if strict:
+        base = [SettingsSource(s.path, s.scope, {k: v for k, v in s.data.items() if k != "mcpServers"}, s.origin) for s in base]
+    if servers:
+        extra.append(SettingsSource("--mcp-config", "user", {"mcpServers": servers}))
+    managed = [s for s in base if s.scope == "managed"]
+    return [s for s in base if s.scope != "managed"] + extra + managed
+
+
 class SessionLogFilter(logging.Filter):
     """Stamps each log record with the current session id (``%(session_id)s``)."""
 
@@ -262,6 +312,9 @@ class Agent:
         sandbox: str | None = None,
         unlimited_usd: bool = False,
         price: Any = None,
+        cli_settings: Sequence[str] = (),
+        mcp_configs: Sequence[str] = (),
+        strict_mcp_config: bool = False,
     ):
         self.cwd = os.path.realpath(cwd)
         self.cli_rules = list(cli_rules)
@@ -295,13 +348,13 @@ class Agent:
             )
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
-        self.sources: list[SettingsSource] = loaded.sources
+        self.sources: list[SettingsSource] = _with_cli_sources(loaded.sources, cli_settings, mcp_configs, strict_mcp_config)
         self.price_sources = loaded.price_sources
         self.config_warnings: list[str] = loaded.warnings
         """Every entry skipped and every key not honoured, one line each (the CLI shows them)."""
         self.trust = loaded.decision
         """Folder trust: ``trust.notice()`` is the one line saying what was left out."""
-        self.mcp_json_approved = set(loaded.decision.mcp_approved)
+        self.mcp_json_approved = set(loaded.decision.mcp_approved) if not strict_mcp_config else set()
         for w in self.config_warnings:
             log.warning("settings: %s", w)
         settings_env = merged_env(self.sources)
@@ -666,14 +719,20 @@ class Agent:
         return text
 
     def _sync_mcp(self) -> bool:
-        """Take in the tools an MCP server added or removed (``list_changed``). True when they changed."""
+        """Before each run and after each tool batch: take in the tools an MCP server added or removed
+        (``list_changed``). True when they changed."""
         if self.mcp_servers is None:
             return False
         fresh = self.mcp_servers.changed_tools()
         if fresh is None:
             return False
-        self.extra_tools[:] = [t for t in self.extra_tools if not self.mcp_servers.owns(t)] + fresh
-        self._build_tools()
+        owns = self.mcp_servers.owns
+        self.extra_tools[:] = [t for t in self.extra_tools if not owns(t)] + fresh
+        # the MCP tools are swapped in a new registry: the built-in tools (and the workspace and background
+        # shells they share) stay as they are, since a run may be in progress
+        kept = [t for t in self.registry if not owns(t)]
+        names = {t.name for t in kept}
+        self.registry = Registry([*kept, *(t for t in fresh if t.name not in names)])
         return True
 
     def register_tools(self, tools: Sequence[Tool]) -> None:
@@ -960,6 +1019,7 @@ class Agent:
             prepare=self.context.run_prepare(self),
             loop_threshold=self.loop_threshold,
             continues=s.continuation(),
+            tools_changed=self._tools_changed,
         )
         if traced is not None:
             traced.finish()
@@ -972,6 +1032,10 @@ class Agent:
         st.estimated_tokens += est_in + est_out
         self.last_usage_estimated = est_in + est_out > 0
         return result
+
+    def _tools_changed(self) -> Registry | None:
+        """After each tool batch: the tools now shown, when an MCP server changed its list (list_changed)."""
+        return self.shown_tools() if self._sync_mcp() else None
 
     def _observer(self, outer: Observer | None) -> Observer:
         st = self.session.stats

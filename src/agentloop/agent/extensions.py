@@ -8,8 +8,9 @@ tool; the builder passes them to the ``Agent``, which nothing patches. Every hoo
 session's chain through ``agent.record``.
 
 Settings read here (highest-precedence file wins): ``hooks`` (all files,
-merged), ``loopThreshold`` (default 5; 0 turns it off), ``loopCheckModel``
-(a model spec; the check is off without it), ``contextWindow`` (via
+merged), ``loopThreshold`` (default 5; 0 turns it off), ``loopCheckModel`` (default: the
+provider's cheap model, claude-haiku-4-5 or gpt-4o-mini; ``false`` turns it off; none for other
+providers), ``contextWindow`` (via
 ``agent.window``), ``toolResultCap`` (characters), ``subagents`` (false turns
 the Agent tool off).
 """
@@ -221,20 +222,22 @@ class ClaudeHooks:
         if getattr(result, "stop_reason", None) == "model_error":
             # Claude Code: "API errors fire StopFailure instead"; "Output and exit code are ignored"
             error = getattr(result, "error", None) or "unknown"
-            self.fire(agent, "StopFailure", {"error": "unknown", "error_details": error, "last_assistant_message": error,
-                                             **seed_fields("StopFailure")}, "unknown")
+            kind = stop_failure_type(error)
+            self.fire(agent, "StopFailure", {"error": kind, "error_details": error, "last_assistant_message": error,
+                                             **seed_fields("StopFailure")}, kind)
             self.stop_request = None
             return None
         active = bool(getattr(agent, "stop_hook_active", False))
         out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", ""),
-                                        **seed_fields("Stop", stop_reason=getattr(result, "stop_reason", None))})
+                                        **seed_fields("Stop", stop_reason=getattr(result, "stop_reason", None), **_totals(agent, result))})
         self.stop_request = None
         return stop_feedback(out)
 
     def session_end(self, agent: Any, reason: str) -> None:
+        self.runner.cancel_async()  # background handlers end with their session, as in Claude Code
         s = getattr(agent, "session", None)
         if s is not None and getattr(s, "written", True):
-            self.fire(agent, "SessionEnd", {"reason": reason}, reason)
+            self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionEnd", **_totals(agent, None))}, reason)
 
     def sees_tool_calls(self) -> bool:
         """A PreToolUse, PostToolUse or PostToolUseFailure hook is configured (calls then run one at a time)."""
@@ -245,6 +248,37 @@ class ClaudeHooks:
         if self.stop_request is not None:
             return "interrupted"
         return None
+
+
+_FAILURE_TYPES = (  # the providers' own wording (providers/base.py classify, and the vendors' refinements)
+    ("no credit left", "billing_error"),  # before "rate limited": OpenAI's quota answer is a 429
+    ("out of quota", "billing_error"),
+    ("rate limited (", "rate_limit"),
+    ("authentication failed (", "authentication_failed"),
+    ("is overloaded (", "server_error"),
+    ("server error ", "server_error"),
+    ("request refused (", "invalid_request"),
+    ("not found (404)", "invalid_request"),
+)
+
+
+def stop_failure_type(error: str) -> str:
+    """The ``error`` of Claude Code's StopFailure input (its matcher value) for a failed model call:
+    ``rate_limit``, ``authentication_failed``, ``billing_error``, ``invalid_request``,
+    ``server_error``, or ``unknown`` when the failure is none of those."""
+    for phrase, kind in _FAILURE_TYPES:
+        if phrase in error:
+            return kind
+    return "unknown"
+
+
+def _totals(agent: Any, result: Any) -> dict[str, Any]:
+    """Seed 004's Stop and SessionStop facts: the session's turn count and total cost (a number of
+    dollars, and the exact micro-dollars beside it); the turn in progress counts."""
+    st = getattr(getattr(agent, "session", None), "stats", None)
+    turns = int(getattr(st, "turns", 0)) + (1 if result is not None else 0)
+    spent = int(getattr(st, "spent_micros", 0))
+    return {"turn_count": turns, "total_cost_usd": spent / 1_000_000, "total_cost_micros": spent}
 
 
 def _json(v: Any) -> str:
@@ -290,8 +324,8 @@ class AgentContext:
             notify=lambda t: ClaudeHooks._notice(agent, t),
         )
         self.loopcheck: LoopCheck | None = None
-        spec = merged(agent.sources, "loopCheckModel")
-        if isinstance(spec, str) and spec:
+        spec = loop_check_model(agent.model_spec, merged(agent.sources, "loopCheckModel"))
+        if spec is not None:
             self.loopcheck = LoopCheck(agent._open(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
         self.subagents: SubagentRunner | None = None
 
@@ -437,6 +471,7 @@ def make_extensions(agent: Any) -> Extensions:
             model_name=agent.model_name,
             open_model=agent._open,
             tracing=agent.tracing,
+            default_isolation="none" if merged(agent.sources, "subagentIsolation") == "none" else "worktree",
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent),
             types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
@@ -459,6 +494,21 @@ def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:
             t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
         out[name] = t
     return out
+
+
+CHEAP_MODELS = {"anthropic": "anthropic:claude-haiku-4-5", "openai": "openai:gpt-4o-mini"}
+"""The cheap model of each provider the model loop check uses by default (seed 004: a small model's judgment)."""
+
+
+def loop_check_model(model_spec: Any, setting: Any) -> str | None:
+    """The model the loop check asks (``loopcheck``): ``loopCheckModel`` when set, none when it is
+    ``false`` or ``"off"``, else the cheap model of the agent's own provider, when there is one."""
+    if setting is False or (isinstance(setting, str) and setting.strip().lower() in ("off", "false", "none", "")):
+        return None
+    if isinstance(setting, str):
+        return setting
+    provider = str(model_spec).split(":", 1)[0] if isinstance(model_spec, str) and ":" in model_spec else ""
+    return CHEAP_MODELS.get(provider)
 
 
 def loop_threshold(agent: Any) -> int | None:

@@ -42,7 +42,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -471,8 +471,15 @@ def _kill_group(p: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def _spawn(argv: list[str], stdin: bytes, env: dict[str, str], cwd: str, timeout: float) -> _Proc:
-    """Run ``argv`` in a new process group, feed it, read both pipes (capped) until exit or timeout."""
+def _spawn(
+    argv: list[str], stdin: bytes, env: dict[str, str], cwd: str, timeout: float,
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> _Proc:
+    """Run ``argv`` in a new process group, feed it, read both pipes (capped) until exit or timeout.
+
+    ``started`` is told of the process as soon as it runs (so a background
+    handler can be killed when the session ends).
+    """
     res = _Proc()
     try:
         p = subprocess.Popen(
@@ -488,6 +495,8 @@ def _spawn(argv: list[str], stdin: bytes, env: dict[str, str], cwd: str, timeout
         res.error = f"cannot start: {exc.strerror or exc}"
         res.returncode = 127
         return res
+    if started is not None:
+        started(p)
     assert p.stdin is not None and p.stdout is not None and p.stderr is not None
     deadline = time.monotonic() + timeout
     sel = selectors.DefaultSelector()
@@ -700,7 +709,19 @@ def _judge(event: str, h: HookHandler, proc: _Proc, ms: int) -> HookResult:
     code = proc.returncode
     if failure is None and code not in (0, 2):
         if answer is not None and answer.json:
-            pass  # Claude Code: valid JSON on another exit code decides alone
+            # Claude Code processes JSON on exit 0 only; another code is a non-blocking error. A guard
+            # that denied in JSON and then exited 1 is still held to its word (stricter, never looser):
+            # what restricts stays, what would widen or rewrite (allow, updated input) is dropped.
+            widening = answer.permission_decision in ("allow", "ask") or answer.decision == "approve" or (
+                answer.updated_input is not None or answer.updated_prompt is not None or answer.has_updated_output)
+            answer = replace(
+                answer,
+                permission_decision=None if answer.permission_decision in ("allow", "ask") else answer.permission_decision,
+                decision=None if answer.decision == "approve" else answer.decision,
+                updated_input=None, updated_prompt=None, has_updated_output=False, updated_output=None,
+                warnings=(*answer.warnings, f"exited with {code}: Claude Code reads a hook's JSON on exit 0 only"
+                          + ("; its allow and rewrites are ignored, its denials kept" if widening else "; its denials are kept")),
+            )
         else:
             answer = None
             failure = f"exited with {code}" + (f": {stderr}" if stderr else "")
@@ -843,6 +864,7 @@ class HookRunner:
         self._async_lock = threading.Lock()
         self._async_done: list[HookOutcome] = []
         self._async_running: list[threading.Thread] = []
+        self._async_procs: set[subprocess.Popen[bytes]] = set()
 
     @classmethod
     def from_settings(
@@ -953,7 +975,7 @@ class HookRunner:
         """
 
         def work() -> None:
-            r = self._one(event, h, data)
+            r = self._one(event, h, data, background=True)
             if r.answer is not None:  # decisions have no effect: keep only what async hooks may say
                 r = replace(r, blocked=False, reason=None, answer=replace(
                     r.answer, decision=None, permission_decision=None, updated_input=None, continue_=True,
@@ -975,9 +997,32 @@ class HookRunner:
             self._async_running = [t for t in self._async_running if t.is_alive()]
         return done
 
-    def _one(self, event: str, h: HookHandler, data: bytes) -> HookResult:
+    def cancel_async(self) -> int:
+        """Kill the background handlers still running (their process groups); how many there were.
+
+        The session is ending: Claude Code's async hooks do not outlive it,
+        and nothing would collect what they say.
+        """
+        with self._async_lock:
+            procs, self._async_procs = list(self._async_procs), set()
+        for p in procs:
+            _kill_group(p)
+        return len(procs)
+
+    def _one(self, event: str, h: HookHandler, data: bytes, *, background: bool = False) -> HookResult:
         argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]
         t0 = time.monotonic()
-        proc = _spawn(argv, data, self._env, self.cwd, h.timeout)
+        if background:
+            def started(p: subprocess.Popen[bytes]) -> None:
+                with self._async_lock:
+                    self._async_procs.add(p)
+
+            try:
+                proc = _spawn(argv, data, self._env, self.cwd, h.timeout, started)
+            finally:
+                with self._async_lock:
+                    self._async_procs = {p for p in self._async_procs if p.poll() is None}
+        else:
+            proc = _spawn(argv, data, self._env, self.cwd, h.timeout)
         ms = int((time.monotonic() - t0) * 1000)
         return _judge(event, h, proc, ms)

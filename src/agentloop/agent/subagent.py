@@ -11,10 +11,15 @@ Rules:
    (the ``Agent`` tool result, and a ``subagent`` record) holds the child's
    id, final answer, spend, and its transcript's path and last hash, so
    ``verify_tree`` can check the whole tree from the parent's file.
-3. ``isolation: "worktree"``: the child works in a temporary git worktree on
-   a new branch. With no changes the worktree and branch are removed; with
-   changes they are committed on the branch, the worktree is kept, and both
-   are reported.
+3. Isolation: in a git repository (with a commit), a child that may write
+   works in a temporary git worktree on a new branch by default (seed 004);
+   ``isolation: "worktree"`` asks for it whatever the type, ``isolation:
+   "none"`` (or ``"subagentIsolation": "none"`` in settings) works in the
+   parent's directory. With no changes the worktree and branch are removed;
+   with changes they are committed on the branch, the worktree is kept, and
+   both are reported to the parent. Outside git, or for a read-only type, the
+   child works in the parent's directory. A worktree starts from ``HEAD``:
+   the parent's uncommitted changes are not in it.
 4. Children of read-only types (``Explore``) may run at the same time
    (``parallel_executor``); others run one at a time.
 5. SubagentStart and SubagentStop hooks fire around each child (matcher: the
@@ -256,6 +261,15 @@ class Worktree:
         return {"changed": True, "removed": False, "branch": self.branch, "path": self.path, "commit": commit, "base": self.base}
 
 
+def _git_head(cwd: str) -> bool:
+    """``cwd`` is inside a git repository that has a commit (a worktree can start from it)."""
+    try:
+        p = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return p.returncode == 0
+
+
 def _has_identity(cwd: str) -> bool:
     p = subprocess.run(["git", "config", "user.email"], cwd=cwd, capture_output=True, text=True)
     return p.returncode == 0 and bool(p.stdout.strip())
@@ -269,7 +283,9 @@ AGENT_SCHEMA: dict[str, Any] = {
         "description": {"type": "string", "description": "A short (3-5 word) description of the task."},
         "prompt": {"type": "string", "description": "The task for the sub-agent, complete: it sees nothing else."},
         "subagent_type": {"type": "string", "description": "The kind of agent to use (see the tool description)."},
-        "isolation": {"type": "string", "enum": ["worktree"], "description": "Work in a temporary git worktree."},
+        "isolation": {"type": "string", "enum": ["worktree", "none"],
+                      "description": "worktree: work in a temporary git worktree (the default for agents that may write, "
+                                     "in a git repository); none: work in this directory."},
     },
     "required": ["description", "prompt"],
     "additionalProperties": False,
@@ -303,6 +319,8 @@ class SubagentRunner:
     """Wraps a child's tools with the parent's permission checks; plain ``Registry.invoke`` when None."""
     types: dict[str, AgentType] = field(default_factory=builtin_types)
     max_steps: int = 30
+    default_isolation: str = "worktree"
+    """``worktree``: a child that may write gets a worktree in a git repository unless the call says ``none``."""
     share: float = 0.5
     """The part of the parent's remaining budget reserved for one child (or shared by a parallel batch)."""
     loop_threshold: int = 5
@@ -323,7 +341,8 @@ class SubagentRunner:
         for t in self.types.values():
             tools = "all tools" if t.tools is None else ", ".join(t.tools)
             lines.append(f"- {t.name}: {t.description} (tools: {tools})")
-        lines.append('isolation: "worktree" runs it in a temporary git worktree; its changes come back on a branch.')
+        lines.append('In a git repository an agent that may write works in a temporary git worktree (its changes come back on '
+                     'a branch); isolation: "none" runs it in this directory instead.')
         return "\n".join(lines)
 
     def tool(self) -> Tool:
@@ -346,6 +365,14 @@ class SubagentRunner:
         t = self.types.get(str(call.arguments.get("subagent_type", "general-purpose")))
         return t is not None and t.read_only() and call.arguments.get("isolation") is None
 
+    def _isolate(self, atype: AgentType, isolation: str | None) -> bool:
+        """Rule 3: whether this child gets a worktree."""
+        if isolation == "worktree":
+            return True
+        if isolation == "none" or self.default_isolation == "none" or atype.read_only():
+            return False
+        return _git_head(self.cwd)
+
     def start(self, description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None, *, share: float | None = None) -> dict[str, Any]:
         """Run one child to its stop; returns what the parent's tool result holds."""
         atype = self.agent_type(subagent_type)
@@ -355,7 +382,7 @@ class SubagentRunner:
         reserved = self.parent.reserve(self.share if share is None else share)
         wt: Worktree | None = None
         try:
-            if isolation == "worktree":
+            if self._isolate(atype, isolation):
                 wt = Worktree.create(self.cwd, child_id)
             cwd = wt.cwd if wt is not None else self.cwd
             if self.hooks is not None and self.hooks.has("SubagentStart"):

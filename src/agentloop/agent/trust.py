@@ -62,6 +62,7 @@ HONOURED_KEYS: set[str] = {
     "$schema", "permissions", "hooks", "mcpServers", "prices", "model", "fallbackModel", "maxSteps", "maxUsd",
     "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
+    "subagentIsolation",
 }
 """Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
 
@@ -206,7 +207,7 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
 
 
 def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .hooks import ALIASES, KNOWN_UNFIRED, _handlers_from
+    from .hooks import _handlers_from
 
     if not isinstance(value, dict):
         warn("hooks", "must be an object of event names")
@@ -246,8 +247,7 @@ def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> An
                 kept.append(h)
             kept_groups.append({**group, "hooks": kept})
         out[event] = kept_groups
-        if ALIASES.get(event, event) in KNOWN_UNFIRED and any(g.get("hooks") for g in kept_groups):
-            warn(f"hooks.{event}", "agentloop does not fire this Claude Code event, so these hooks never run", "")
+        # an event agentloop never fires is named by hooks.py, once for each handler it skips
     return out
 
 
@@ -349,7 +349,7 @@ _CLEAN: dict[str, Callable[[SettingsSource, str, Any, Warn], Any]] = {
     "env": _clean_env,
     "model": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
     "fallbackModel": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
-    "loopCheckModel": _typed(lambda v: isinstance(v, str), "a model name"),
+    "loopCheckModel": _typed(lambda v: isinstance(v, str) or v is False, 'a model name, or false for no model check'),
     "maxSteps": _typed(_int_ok(1), "a whole number of at least 1"),
     "maxUsd": _typed(_usd_ok, 'an amount of dollars such as 0.50, or "unlimited"'),
     "contextWindow": _typed(_int_ok(1), "a number of tokens"),

@@ -43,10 +43,13 @@ def uncapped_runs(path: str) -> tuple[int, int]:
     ``Budget.unlimited()``, is one a user should notice. Unreadable lines are skipped (verify reports them)."""
     import orjson
 
+    from agentloop.transcript import bounded_lines, open_regular
+
     uncapped = runs = 0
     try:
-        with open(path, "rb") as f:
-            for line in f:
+        # a FIFO or /dev/zero is refused at once and a line past the limit ends the read: verify says why
+        with open_regular(path) as f:
+            for line in bounded_lines(f, []):
                 if b'"kind":"run_start"' not in line:
                     continue
                 try:

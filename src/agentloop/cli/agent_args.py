@@ -56,6 +56,12 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
                    help='permission rules to allow, comma- or space-separated ("Bash(git diff:*),Read"); repeatable')
     g.add_argument("--disallowedTools", "--disallowed-tools", dest="disallowed_tools", action="append", default=d([]), metavar="RULES",
                    help='permission rules to deny, comma- or space-separated ("Bash(rm:*)"); repeatable')
+    g.add_argument("--settings", dest="cli_settings", action="append", default=d([]), metavar="FILE_OR_JSON",
+                   help="more settings, a file or a JSON object, above the project's files (repeatable)")
+    g.add_argument("--mcp-config", dest="mcp_configs", action="append", default=d([]), metavar="FILE_OR_JSON",
+                   help='MCP servers from a file or JSON string holding {"mcpServers": ...} (repeatable)')
+    g.add_argument("--strict-mcp-config", action="store_true", default=d(False),
+                   help="use only the --mcp-config servers (none of the settings files or .mcp.json)")
     g.add_argument("--system-prompt", default=d(None), metavar="TEXT", help="replace the built-in system prompt")
     g.add_argument("--append-system-prompt", default=d(None), metavar="TEXT", help="add TEXT to the end of the system prompt")
     g.add_argument("--durability", choices=("flush", "fsync"), default=d(None), help="how each session record is written (default flush)")

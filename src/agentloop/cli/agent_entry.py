@@ -260,6 +260,18 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
     expanded = agent.expand_command(prompt.strip()) if prompt.startswith("/") else None
     if expanded is not None:  # -p "/name args": the custom command or skill, as in Claude Code
         prompt, rules = expanded
+    elif prompt.startswith("/mcp__"):  # -p "/mcp__server__prompt args": an MCP server's prompt
+        from agentloop.mcp.agent import run_prompt
+        from agentloop.mcp.client import McpToolError
+
+        name, _, rest = prompt.strip()[1:].partition(" ")
+        try:
+            text = run_prompt(agent, name, rest.strip())
+        except McpToolError as exc:
+            raise UserError(str(exc)) from None
+        if text is None:
+            raise UserError(f"/{name}: no MCP server offers that prompt")
+        prompt = text
     try:
         result = agent.ask(prompt, observer=timing, allowed_tools=rules)
     except AgentError as exc:

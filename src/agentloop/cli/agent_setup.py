@@ -108,6 +108,9 @@ def make_agent(
             sandbox=_opt(args, "sandbox"),
             unlimited_usd=unlimited,
             price=price,
+            cli_settings=list(_opt(args, "cli_settings", [])),
+            mcp_configs=list(_opt(args, "mcp_configs", [])),
+            strict_mcp_config=bool(_opt(args, "strict_mcp_config", False)),
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None

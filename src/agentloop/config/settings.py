@@ -148,17 +148,32 @@ def read_json_object(path: str) -> dict[str, Any] | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(path, f"cannot read: {exc}") from None
+    return json_object(path, text)
+
+
+def json_object(path: str, text: str) -> dict[str, Any]:
+    """A configuration file's text as its JSON object ({} when blank); a ConfigError naming the
+    file and the place for anything else (settings files and ``.mcp.json`` alike)."""
     if not text.strip():
         return {}
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer, or nesting past the parser's depth
-        raise ConfigError(path, f"cannot be read as JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise ConfigError(path, "not usable JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. a 5,000-digit integer, longer than Python will convert
+        raise ConfigError(path, f"not usable JSON: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
-        raise ConfigError(path, f"must hold a JSON object, not a {type(data).__name__}")
+        raise ConfigError(path, f"must hold a JSON object, not {json_kind(data)}")
     return data
+
+
+def json_kind(v: Any) -> str:
+    """What a JSON value is, in JSON's words (for messages): "an array", "a string", "null"..."""
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(v), "a number"
+    )
 
 
 def settings_paths(cwd: str, home: str) -> list[tuple[str, Scope]]:

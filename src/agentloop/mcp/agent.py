@@ -54,7 +54,8 @@ class McpServers:
         return format_status(self.manager.status()), fresh
 
     def changed_tools(self) -> list[Tool] | None:
-        """Before each run: the servers' tools when a server added or removed some (``list_changed``), else None."""
+        """Before each run and after each tool batch: the servers' tools when a server added or removed
+        some (``list_changed``), else None."""
         self.manager.settle()
         if self.manager.generation == self._seen:
             return None
@@ -64,7 +65,7 @@ class McpServers:
     @staticmethod
     def owns(tool: Tool) -> bool:
         """The tool comes from an MCP server (``changed_tools`` replaces all of these)."""
-        return isinstance(tool, McpTool) or tool.name in RESOURCE_TOOLS
+        return _is_mcp(tool)
 
     def close(self) -> None:
         self.manager.close()
@@ -120,6 +121,11 @@ def start_servers(agent: Any) -> McpServers | None:
                          withhold=[key_env] if key_env else [], roots=roots, elicit=elicit, auth_home=agent.home)
     manager.on_progress = progress
     return McpServers(manager, held)
+
+
+def _is_mcp(t: Tool) -> bool:
+    """An MCP server's tool, or one of the resource tools made from its servers' lists."""
+    return isinstance(t, McpTool) or t.name in RESOURCE_TOOLS
 
 
 def resource_tools(manager: McpManager) -> list[Tool]:

@@ -36,6 +36,8 @@ from agentloop.config.settings import (
     Scope,
     SettingsSource,
     agentloop_home,
+    json_kind,
+    json_object,
     settings_paths,
 )
 
@@ -150,10 +152,7 @@ def _str(v: Any, path: str, place: str) -> str:
     return v
 
 
-def _kind(v: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(v), "a number"
-    )
+_kind = json_kind
 
 
 def _str_map(v: Any, path: str, place: str) -> dict[str, str]:
@@ -243,19 +242,7 @@ def read_object(path: str) -> dict[str, Any] | None:
         raise ConfigError(path, f"is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
     except OSError as exc:
         raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise ConfigError(path, "not usable JSON: nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer longer than Python will convert
-        raise ConfigError(path, f"not usable JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(path, f"must hold a JSON object, not {_kind(data)}")
-    return data
+    return json_object(path, text)
 
 
 def mcp_json_path(cwd: str) -> str:

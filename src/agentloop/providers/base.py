@@ -500,45 +500,31 @@ class HTTPModel:
         Raises:
             ProviderError: the call failed for good (the message says why).
         """
-        wasted = Usage()
-        model: HTTPModel | None = self._active or self
-        last: ProviderError | None = None
-        while model is not None:
-            for attempt in range(1, model.policy.max_attempts + 1):
-                try:
-                    turn, raw = model._attempt(request, model._fitting_max_tokens(request, wasted, self))
-                    return model._reply(turn, wasted, raw)
-                except ProviderError as err:
-                    wasted = model._after_failure(err, attempt, wasted, request, model._partial(err, request), self)
-                    last = err
-                    if attempt < model.policy.max_attempts:
-                        d = model.policy.delay(attempt, err)
-                        model._notice(f"{err}; retrying in {d:.1f}s (attempt {attempt + 1} of {model.policy.max_attempts})")
-                        model.policy.sleep(d)
-            model = self._fall_back(model, last)
-        raise self._gave_up(last, wasted)
+        tries = _Attempts(self, request)
+        while (model := tries.next()) is not None:
+            try:
+                turn, raw = model._attempt(request, model._fitting_max_tokens(request, tries.wasted, self))
+                return model._reply(turn, tries.wasted, raw)
+            except ProviderError as err:
+                wait = tries.failed(model, err)
+                if wait is not None:
+                    model.policy.sleep(wait)
+        raise tries.gave_up()
 
     async def acomplete(self, request: ModelRequest) -> ModelReply:
         """The async twin of ``complete``."""
         if self.transport is not None and not isinstance(self.transport, httpx.AsyncBaseTransport):
             return await asyncio.to_thread(self.complete, request)  # a sync-only transport: keep using it
-        wasted = Usage()
-        model: HTTPModel | None = self._active or self
-        last: ProviderError | None = None
-        while model is not None:
-            for attempt in range(1, model.policy.max_attempts + 1):
-                try:
-                    turn, raw = await model._aattempt(request, model._fitting_max_tokens(request, wasted, self))
-                    return model._reply(turn, wasted, raw)
-                except ProviderError as err:
-                    wasted = model._after_failure(err, attempt, wasted, request, model._partial(err, request), self)
-                    last = err
-                    if attempt < model.policy.max_attempts:
-                        d = model.policy.delay(attempt, err)
-                        model._notice(f"{err}; retrying in {d:.1f}s (attempt {attempt + 1} of {model.policy.max_attempts})")
-                        await model.policy.asleep(d)
-            model = self._fall_back(model, last)
-        raise self._gave_up(last, wasted)
+        tries = _Attempts(self, request)
+        while (model := tries.next()) is not None:
+            try:
+                turn, raw = await model._aattempt(request, model._fitting_max_tokens(request, tries.wasted, self))
+                return model._reply(turn, tries.wasted, raw)
+            except ProviderError as err:
+                wait = tries.failed(model, err)
+                if wait is not None:
+                    await model.policy.asleep(wait)
+        raise tries.gave_up()
 
     def _fitting_max_tokens(self, request: ModelRequest, wasted: Usage, primary: HTTPModel) -> int:
         n = self._next_max_tokens(request, wasted, primary)
@@ -585,3 +571,46 @@ class HTTPModel:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.vendor}:{self.target.model} at {self.target.base_url}>"
+
+
+class _Attempts:
+    """One call's retry decisions, shared by ``complete`` and ``acomplete``.
+
+    Which model to try next (``max_attempts`` each, then the fallback), what
+    the failed attempts cost, and how long to wait before the next one; the
+    two drivers differ only in how they send an attempt and how they sleep.
+    """
+
+    def __init__(self, primary: HTTPModel, request: ModelRequest):
+        self.primary = primary
+        self.request = request
+        self.model: HTTPModel | None = primary._active or primary
+        self.attempt = 0
+        """The number of the current attempt on ``model`` (1-based)."""
+        self.wasted = Usage()
+        """What the billed failed attempts cost so far."""
+        self.last: ProviderError | None = None
+
+    def next(self) -> HTTPModel | None:
+        """The model for the next attempt; None when every model in the chain has failed."""
+        while self.model is not None:
+            if self.attempt < self.model.policy.max_attempts:
+                self.attempt += 1
+                return self.model
+            self.model = self.primary._fall_back(self.model, self.last)
+            self.attempt = 0
+        return None
+
+    def failed(self, model: HTTPModel, err: ProviderError) -> float | None:
+        """Count a failed attempt: raises when ``err`` is final; else the seconds to wait (None: no retry on ``model``)."""
+        request = self.request
+        self.wasted = model._after_failure(err, self.attempt, self.wasted, request, model._partial(err, request), self.primary)
+        self.last = err
+        if self.attempt >= model.policy.max_attempts:
+            return None
+        d = model.policy.delay(self.attempt, err)
+        model._notice(f"{err}; retrying in {d:.1f}s (attempt {self.attempt + 1} of {model.policy.max_attempts})")
+        return d
+
+    def gave_up(self) -> ProviderError:
+        return self.primary._gave_up(self.last, self.wasted)
