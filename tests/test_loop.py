@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,47 @@ def test_the_async_driver_writes_the_same_bytes_as_the_sync_one() -> None:
     run(ScriptedModel(list(script)), [note], "q", Budget(max_steps=5), transcript=a)
     asyncio.run(arun(ScriptedModel(list(script)), [note], "q", Budget(max_steps=5), transcript=b))
     assert a.getvalue() == b.getvalue()
+
+
+def _fails(req: ModelRequest) -> ModelReply:
+    raise RuntimeError("the model broke")
+
+
+_PRICES = PriceTable({"scripted": Price(1_000_000, 1_000_000)})
+_DRIVER_CASES: dict[str, tuple[Any, dict[str, Any]]] = {
+    "prepare_stops": (lambda: ScriptedModel([reply("", [("note", {"text": "x"})], step=1), reply("done")]),
+                      {"prepare": lambda st, rec: "loop_detected" if st.steps >= 1 else None}),
+    "ledger_refuses": (lambda: ScriptedModel([]), {"ledger": LocalLedger(max_usd_micros=10)}),
+    "ledger_settles": (lambda: ScriptedModel([reply("", [("note", {"text": "x"})], usage=(10, 10)), reply("done", usage=(10, 10))]),
+                       {"ledger": LocalLedger(max_usd_micros=usd("1"))}),
+    "cost_budget": (lambda: FunctionModel(lambda req: reply("", [("note", {"text": "n"})], usage=(100, 100))),
+                    {"budget": Budget(max_usd_micros=5_000), "prices": _PRICES, "max_output_tokens": 1000}),
+    "model_error": (lambda: FunctionModel(_fails), {}),
+    "sentinel": (lambda: ScriptedModel([reply("", [("note", {"text": "x"})]), reply("DONE")]), {"sentinel": "DONE"}),
+}
+
+
+_DRIVER_STOPS = {"prepare_stops": "loop_detected", "ledger_refuses": "cost_budget", "ledger_settles": "no_tool_calls",
+                 "cost_budget": "cost_budget", "model_error": "model_error", "sentinel": "sentinel"}
+
+
+@pytest.mark.parametrize("case", sorted(_DRIVER_CASES))
+def test_the_async_driver_stops_records_and_settles_as_the_sync_one(case: str) -> None:
+    """``run`` and ``arun`` share their driving (prepare, ledger, stops): the same bytes and result."""
+    make, kw = _DRIVER_CASES[case]
+    kw = {"budget": Budget(max_steps=5), **kw}
+    a, b = MemoryTranscript(), MemoryTranscript()
+    ledger = kw.get("ledger")
+    ra = run(make(), [note], "q", transcript=a, **kw)
+    spent = (ledger.spent, ledger.reserved, ledger.refusals) if ledger is not None else None
+    if ledger is not None:
+        kw["ledger"] = LocalLedger(max_usd_micros=ledger.max_usd_micros)
+    rb = asyncio.run(arun(make(), [note], "q", transcript=b, **kw))
+    assert ra.stop_reason == _DRIVER_STOPS[case]
+    assert a.getvalue() == b.getvalue()
+    assert dataclasses.replace(ra, messages=[]) == dataclasses.replace(rb, messages=[]) and ra.messages == rb.messages
+    if ledger is not None:
+        assert (kw["ledger"].spent, kw["ledger"].reserved, kw["ledger"].refusals) == spent
 
 
 @pytest.mark.parametrize("cap", [0, 1, 2, 5])

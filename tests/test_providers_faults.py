@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,46 @@ def test_the_async_driver_recovers_the_same_way(tmp_path: Path, vendor: str) -> 
     o = drive(tmp_path, vendor, [{"fault": "429", "retry_after": 0.1}, {**CALL, "fault": "cut"}, *OK], use_async=True)
     recovered(o)
     assert o.delays[0] == 0.1 and len(o.requests) == 4
+
+
+_PARITY = {
+    "backoff": ([{"fault": "500"}, {"fault": "500"}, *OK], {"max_attempts": 3}),
+    "gives_up": ([{"fault": "500"}] * 3, {"max_attempts": 3}),
+    "retry_after": ([{"fault": "429", "retry_after": 0.25}, *OK], {}),
+    "fallback": ([{"fault": "529"}, {"fault": "529"}, *OK], {"max_attempts": 2, "fallback": "FALLBACK"}),
+    "reservation": ([{**CALL, "fault": "cut", "chunk_size": 2, "usage": {"input_tokens": 500}}, *OK], {"max_out": 40}),
+    "billed_cut": ([{**CALL, "fault": "cut", "chunk_size": 2}, *OK], {}),
+}
+
+
+_PORT = re.compile(r"127\.0\.0\.1:\d+")
+"""The fake server's address: each server has its own port."""
+
+
+def _same_run(o: Outcome) -> list[tuple[str, str]]:
+    """The records' kinds and payloads, with the fake server's port taken out."""
+    return [(r["kind"], _PORT.sub("HOST", json.dumps(r["payload"], sort_keys=True))) for r in read_records_of(o)]
+
+
+@pytest.mark.parametrize("case", sorted(_PARITY))
+def test_the_async_driver_makes_the_same_attempts_waits_notices_and_records_as_the_sync_one(
+    tmp_path: Path, vendor: str, case: str
+) -> None:
+    """``complete`` and ``acomplete`` share one retry decision: any drift between them shows here."""
+    replies, opts = _PARITY[case]
+    if opts.get("fallback") == "FALLBACK":
+        opts = {**opts, "fallback": {"openai": "openai:gpt-4.1-nano", "anthropic": "anthropic:claude-sonnet-4-6"}[vendor]}
+    outs = []
+    for use_async in (False, True):
+        d = tmp_path / ("async" if use_async else "sync")
+        d.mkdir()
+        outs.append(drive(d, vendor, replies, use_async=use_async, rand=lambda: 0.5, **opts))
+    s, a = outs
+    assert a.delays == s.delays
+    assert [_PORT.sub("HOST", n) for n in a.notices] == [_PORT.sub("HOST", n) for n in s.notices]
+    assert [r["body"] for r in a.requests] == [r["body"] for r in s.requests]
+    assert _same_run(a) == _same_run(s)
+    assert a.result.stop_reason == s.result.stop_reason and a.result.spent_micros == s.result.spent_micros
 
 
 def test_text_streams_to_the_observer_as_it_arrives(vendor: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import queue
 import threading
@@ -368,20 +369,20 @@ def _setup(
     ledger: Ledger | None,
     observer: Observer | None,
     continues: Continues | None,
-    **options: Any,
-) -> tuple[Registry, _Drive]:
-    """What both drivers do before the first outbound: the registry, the config, the started loop.
+    make: Callable[[object, Registry, Budget], LoopConfig],
+) -> _Drive:
+    """What both drivers do before the first outbound: the registry (``drive.registry``), the config, the started loop.
 
-    ``options`` are ``make_config``'s keywords, used when no ``config`` is given.
+    ``make`` is ``make_config`` with the driver's keywords, used when no ``config`` is given.
     """
     registry = _registry(tools)
-    cfg = config or make_config(model, registry, budget, **options)
+    cfg = config or make(model, registry, budget)
     if config is None and ledger is not None:
         cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
     drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer, registry)
     drive.begin(cfg, msgs, continues)
-    return registry, drive
+    return drive
 
 
 def run(
@@ -438,11 +439,12 @@ def run(
         TranscriptError: the transcript could not be written (nothing after
             the failed record is written).
     """
-    _, drive = _setup(
-        model, tools, messages, budget, config, transcript, ledger, observer, continues,
-        prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
-        loop_threshold=loop_threshold, run_id=run_id, meta=meta,
-        redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
+    drive = _setup(
+        model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
+            make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
+            loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+            redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
+        ),
     )
     run_tools = executor or _threaded(drive, max_parallel)
     try:
@@ -454,11 +456,7 @@ def run(
                         raise TypeError("run() takes a synchronous prepare; arun() awaits one")
                     drive.after_prepare(out, reason)
                     continue
-                try:
-                    inbound = _check_reply(model.complete(drive.request_with_stream(out.request)))
-                except Exception as exc:  # any failure of the model ends the run as data
-                    inbound = _failure(exc)
-                drive.feed(inbound)
+                drive.feed(_call(model, drive, out.request))
             elif isinstance(out, RunTools):
                 drive.tools_done(run_tools(out.calls), tools_changed)
             else:
@@ -643,11 +641,12 @@ async def arun(
     at the same time (at most ``max_parallel``); their results are recorded in
     the order of the calls, whatever order they finish in.
     """
-    _, drive = _setup(
-        model, tools, messages, budget, config, transcript, ledger, observer, continues,
-        prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
-        loop_threshold=loop_threshold, run_id=run_id, meta=meta,
-        redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
+    drive = _setup(
+        model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
+            make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
+            loop_threshold=loop_threshold, run_id=run_id, meta=meta,
+            redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
+        ),
     )
     run_tools = executor or _parallel(drive, max_parallel)
     try:
@@ -665,6 +664,14 @@ async def arun(
     except (KeyboardInterrupt, asyncio.CancelledError):
         drive.interrupted()
     return drive.result(drive.state)
+
+
+def _call(model: Model, drive: _Drive, request: ModelRequest) -> ModelReplied | ModelFailed:
+    """The model's reply to ``request`` (streamed to the observer), or its failure as data."""
+    try:
+        return _check_reply(model.complete(drive.request_with_stream(request)))
+    except Exception as exc:  # any failure of the model ends the run as data
+        return _failure(exc)
 
 
 async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:

@@ -215,6 +215,61 @@ def _shell() -> list[str]:
     return [bash, "-c"] if bash else ["/bin/sh", "-c"]
 
 
+def _start_shell(
+    command: str,
+    cwd: str,
+    pass_fds: tuple[int, ...],
+    env: Mapping[str, str] | None,
+    launcher: Callable[[list[str], dict[str, str], tuple[int, ...]], Any] | None,
+) -> Any:
+    """The shell running ``command`` in a new session, its output on one pipe (a Popen or its look-alike)."""
+    argv = [*_shell(), command]
+    child_env = dict(os.environ if env is None else env)
+    try:
+        if launcher is not None:
+            return launcher(argv, child_env, pass_fds)
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+    except OSError as exc:
+        raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
+
+
+def _pump(fd: int, cap: _Capture) -> None:
+    """Read the command's output into ``cap`` until the pipe closes."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        cap.feed(chunk)
+
+
+def _wait_or_kill(proc: Any, pgid: int, timeout_s: float) -> bool:
+    """Wait for the shell; at the timeout end its group (SIGTERM, a grace, SIGKILL). True when it timed out."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _killpg(pgid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        _killpg(pgid, signal.SIGKILL)
+        proc.wait()
+        return True
+    return False
+
+
 def run_command(
     command: str,
     *,
@@ -236,57 +291,18 @@ def run_command(
     ``launcher(argv, env, pass_fds)`` starts it instead of ``subprocess.Popen``
     (the sandbox, ``Sandbox.launch``): it returns a Popen or its look-alike.
     """
-    argv = [*_shell(), command]
-    child_env = dict(os.environ if env is None else env)
-    try:
-        if launcher is not None:
-            proc = launcher(argv, child_env, pass_fds)
-        else:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=child_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=pass_fds,
-            )
-    except OSError as exc:
-        raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
+    proc = _start_shell(command, cwd, pass_fds, env, launcher)
     pgid = proc.pid
     if processes is not None:
         processes.add(pgid)
     cap = _Capture(output_cap)
     assert proc.stdout is not None
     out = proc.stdout
-
-    def pump() -> None:
-        fd = out.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            cap.feed(chunk)
-
-    reader = threading.Thread(target=pump, daemon=True)
+    reader = threading.Thread(target=_pump, args=(out.fileno(), cap), daemon=True)
     reader.start()
     timed_out = False
     try:
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _killpg(pgid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                pass
-            _killpg(pgid, signal.SIGKILL)
-            proc.wait()
+        timed_out = _wait_or_kill(proc, pgid, timeout_s)
         reader.join(timeout=0.5 if not timed_out else KILL_GRACE_S)
         if reader.is_alive():
             # Something in the group still holds the pipe: end it.
@@ -346,6 +362,31 @@ READ_COUNT_MAX_BYTES = 1 << 30
 """After the page, lines are counted through at most this many more bytes."""
 
 
+class _Page:
+    """The numbered lines of one Read page: at most ``limit``, stopping before ``SPILL_THRESHOLD`` characters."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.entries: list[str] = []
+        self.size = 0
+
+    def take(self, line_no: int, raw: bytes, over: int) -> bool:
+        """Take line ``line_no`` (``raw``, and ``over`` characters beyond it) into the page; False when the page is full."""
+        if raw.endswith(b"\r") and not over:
+            raw = raw[:-1]
+        text = raw.decode("utf-8", "surrogateescape")
+        n = len(text) + over
+        if n > READ_MAX_LINE:
+            text = text[:READ_MAX_LINE] + f" ... [line truncated, {n} characters]"
+        entry = f"{line_no:>6}\t{text}\n"
+        entries = self.entries
+        if entries and (len(entries) >= self.limit or self.size + len(entry) > SPILL_THRESHOLD - 200):
+            return False
+        entries.append(entry)
+        self.size += len(entry)
+        return len(entries) < self.limit
+
+
 def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] | None:
     """Stream the lines ``offset`` .. ``offset + limit - 1`` of a file, in bounded memory.
 
@@ -358,32 +399,14 @@ def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] 
     """
     if _is_binary(os.pread(fd, 8192, 0)):
         return None
-    entries: list[str] = []
-    size = 0
+    page = _Page(limit)
+    entries = page.entries
     line_no = 1  # the line being read
     buf = bytearray()
     over = 0  # characters of the current line beyond ``buf``
     in_line = False  # bytes of the current line have been read
     paging = True
     scanned_after = 0
-
-    def finish() -> bool:
-        """Take the current line into the page; False when the page is full."""
-        nonlocal size
-        raw = bytes(buf)
-        if raw.endswith(b"\r") and not over:
-            raw = raw[:-1]
-        text = raw.decode("utf-8", "surrogateescape")
-        n = len(text) + over
-        if n > READ_MAX_LINE:
-            text = text[:READ_MAX_LINE] + f" ... [line truncated, {n} characters]"
-        entry = f"{line_no:>6}\t{text}\n"
-        if entries and (len(entries) >= limit or size + len(entry) > SPILL_THRESHOLD - 200):
-            return False
-        entries.append(entry)
-        size += len(entry)
-        return len(entries) < limit
-
     with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
         while True:
             chunk = f.read(READ_CHUNK)
@@ -415,7 +438,7 @@ def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] 
                 in_line = True
                 if j < 0:
                     break
-                if line_no >= offset and not finish():
+                if line_no >= offset and not page.take(line_no, bytes(buf), over):
                     paging = False
                     line_no += 1 + chunk.count(b"\n", j + 1)
                     in_line = not chunk.endswith(b"\n")
@@ -426,7 +449,7 @@ def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] 
                 over = 0
                 pos = j + 1
     if paging and in_line and line_no >= offset:
-        finish()
+        page.take(line_no, bytes(buf), over)
     total = line_no if in_line else line_no - 1
     return entries, total, True
 

@@ -497,8 +497,24 @@ def _spawn(
         return res
     if started is not None:
         started(p)
+    try:
+        _pump(p, stdin, time.monotonic() + timeout, res)
+    finally:
+        for f in (p.stdin, p.stdout, p.stderr):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+        if p.returncode is None:
+            _kill_group(p)
+            p.wait()
+    return res
+
+
+def _pump(p: subprocess.Popen[bytes], stdin: bytes, deadline: float, res: _Proc) -> None:
+    """Feed ``stdin`` and read both pipes (capped) until the process exits or ``deadline``; into ``res``."""
     assert p.stdin is not None and p.stdout is not None and p.stderr is not None
-    deadline = time.monotonic() + timeout
     sel = selectors.DefaultSelector()
     out_buf = bytearray()
     err_buf = bytearray()
@@ -559,17 +575,8 @@ def _spawn(
             res.returncode = None
     finally:
         sel.close()
-        for f in (p.stdin, p.stdout, p.stderr):
-            try:
-                f.close()
-            except OSError:
-                pass
-        if p.returncode is None:
-            _kill_group(p)
-            p.wait()
-    res.stdout = bytes(out_buf)
-    res.stderr = bytes(err_buf)
-    return res
+        res.stdout = bytes(out_buf)
+        res.stderr = bytes(err_buf)
 
 
 # --- outcomes ----------------------------------------------------------------

@@ -60,7 +60,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,6 +141,38 @@ def _path(p: str, base: str, user_home: str) -> str:
     return os.path.realpath(os.path.join(base, p))
 
 
+def _read_filesystem(
+    fs: Any, where: str, base: str, user_home: str, weakening: Callable[[str], bool], warnings: list[str],
+    paths: dict[str, list[str]],
+) -> None:
+    """``sandbox.filesystem`` of one settings file into ``paths`` (allowWrite only where it may weaken)."""
+    if not isinstance(fs, dict):
+        warnings.append(f"{where}.filesystem is not an object: ignored")
+        return
+    for key in fs:
+        if key not in ("allowWrite", "denyWrite", "denyRead"):
+            warnings.append(f"{where}.filesystem.{key} is not supported by agentloop: ignored")
+    aw = _strings(fs.get("allowWrite"), f"{where}.filesystem.allowWrite", warnings)
+    if aw and weakening("filesystem.allowWrite"):
+        paths["allowWrite"] += [_path(p, base, user_home) for p in aw]
+    paths["denyWrite"] += [_path(p, base, user_home) for p in _strings(fs.get("denyWrite"), f"{where}.filesystem.denyWrite", warnings)]
+    paths["denyRead"] += [_path(p, base, user_home) for p in _strings(fs.get("denyRead"), f"{where}.filesystem.denyRead", warnings)]
+
+
+def _read_network(net: Any, where: str, weakening: Callable[[str], bool], warnings: list[str], domains: list[str]) -> bool:
+    """``sandbox.network`` of one settings file: its domains into ``domains``; True when it opens the whole network."""
+    if not isinstance(net, dict):
+        warnings.append(f"{where}.network is not an object: ignored (the network stays off)")
+        return False
+    for key in net:
+        if key not in ("allowAll", "allowedDomains"):
+            warnings.append(f"{where}.network.{key} is not supported by agentloop: ignored")
+    ad = _strings(net.get("allowedDomains"), f"{where}.network.allowedDomains", warnings)
+    if ad and weakening("network.allowedDomains"):
+        domains += ad
+    return net.get("allowAll") is True and weakening("network.allowAll")
+
+
 def settings_from(
     sources: Sequence[SettingsSource], *, mode: str | None, cwd: str, user_home: str
 ) -> SandboxSettings:
@@ -157,9 +189,7 @@ def settings_from(
     enabled_from = "default"
     excluded: list[str] = []
     network = False
-    allow_write: list[str] = []
-    deny_write: list[str] = []
-    deny_read: list[str] = []
+    paths: dict[str, list[str]] = {"allowWrite": [], "denyWrite": [], "denyRead": []}
     domains: list[str] = []
     for s in sources:
         sb = s.data.get("sandbox")
@@ -202,30 +232,10 @@ def settings_from(
             warnings.append(f"{where}.autoAllowBashIfSandboxed is not honoured: permission rules decide as without the sandbox")
         fs = sb.get("filesystem")
         if fs is not None:
-            if not isinstance(fs, dict):
-                warnings.append(f"{where}.filesystem is not an object: ignored")
-            else:
-                for key in fs:
-                    if key not in ("allowWrite", "denyWrite", "denyRead"):
-                        warnings.append(f"{where}.filesystem.{key} is not supported by agentloop: ignored")
-                aw = _strings(fs.get("allowWrite"), f"{where}.filesystem.allowWrite", warnings)
-                if aw and weakening("filesystem.allowWrite"):
-                    allow_write += [_path(p, base, user_home) for p in aw]
-                deny_write += [_path(p, base, user_home) for p in _strings(fs.get("denyWrite"), f"{where}.filesystem.denyWrite", warnings)]
-                deny_read += [_path(p, base, user_home) for p in _strings(fs.get("denyRead"), f"{where}.filesystem.denyRead", warnings)]
+            _read_filesystem(fs, where, base, user_home, weakening, warnings, paths)
         net = sb.get("network")
         if net is not None:
-            if not isinstance(net, dict):
-                warnings.append(f"{where}.network is not an object: ignored (the network stays off)")
-            else:
-                for key in net:
-                    if key not in ("allowAll", "allowedDomains"):
-                        warnings.append(f"{where}.network.{key} is not supported by agentloop: ignored")
-                ad = _strings(net.get("allowedDomains"), f"{where}.network.allowedDomains", warnings)
-                if ad and weakening("network.allowedDomains"):
-                    domains += ad
-                if net.get("allowAll") is True and weakening("network.allowAll"):
-                    network = True
+            network = _read_network(net, where, weakening, warnings, domains) or network
     if mode is not None:
         chosen, source = mode, "--sandbox"
     elif enabled is False:
@@ -236,7 +246,7 @@ def settings_from(
         network = True
     return SandboxSettings(
         mode=chosen, fail_if_unavailable=fail, excluded_commands=tuple(excluded), network=network,
-        allow_write=tuple(allow_write), deny_write=tuple(deny_write), deny_read=tuple(deny_read),
+        allow_write=tuple(paths["allowWrite"]), deny_write=tuple(paths["denyWrite"]), deny_read=tuple(paths["denyRead"]),
         allowed_domains=tuple(dict.fromkeys(domains)), warnings=tuple(warnings), source=source,
     )
 

@@ -645,6 +645,53 @@ AskTrust = Callable[[TrustQuestion], bool]
 AskServer = Callable[[str, str], bool]
 
 
+def _project_digest(cwd: str, listed: Sequence[tuple[str, str, Any]], grants: Sequence[Power]) -> str:
+    """The digest a folder's trust is remembered by: its configuration files and, when any, its grants."""
+    digest = config_digest(project_config_paths(cwd, [(p, sc) for p, sc, _ in listed]))
+    if grants:  # a command's or skill's allowed-tools changing asks again too
+        digest = hashlib.sha256((digest + "\0" + "\0".join(p.line(cwd) for p in grants)).encode()).hexdigest()
+    return digest
+
+
+def _approve_servers(
+    decision: TrustDecision,
+    effective: list[SettingsSource],
+    servers: Mapping[str, Any],
+    rec: TrustRecord | None,
+    ask_server: AskServer | None,
+) -> bool:
+    """Which of a trusted folder's ``.mcp.json`` servers may start (into ``decision``); True when ``rec`` changed.
+
+    Settings enable or disable them, the remembered answer holds, else
+    ``ask_server`` is asked (and its answer kept in ``rec``); an unanswered
+    server is left out.
+    """
+    from ..config.settings import merged
+
+    dirty = False
+    enable_all = merged(effective, "enableAllProjectMcpServers") is True
+    enabled: set[str] = set()
+    disabled: set[str] = set()
+    for s in effective:
+        enabled.update(s.data.get("enabledMcpjsonServers", []))
+        disabled.update(s.data.get("disabledMcpjsonServers", []))
+    for name, entry in servers.items():
+        if name in disabled:
+            continue
+        if enable_all or name in enabled or (rec is not None and rec.mcp.get(name) is True):
+            decision.mcp_approved.add(name)
+        elif rec is not None and name in rec.mcp:
+            continue  # the user said no
+        elif ask_server is not None and rec is not None:
+            rec.mcp[name] = bool(ask_server(printable(name), printable(_server_text(name, entry))))
+            dirty = True
+            if rec.mcp[name]:
+                decision.mcp_approved.add(name)
+        else:
+            decision.left_out.append(f"{printable(_server_text(name, entry))} (not approved)")
+    return dirty
+
+
 def load_for_agent(
     cwd: str,
     home: str,
@@ -668,7 +715,6 @@ def load_for_agent(
         MANAGED_SETTINGS,
         all_settings_paths,
         load_settings,
-        merged,
         user_home,
     )
 
@@ -689,9 +735,7 @@ def load_for_agent(
     powers += [Power(mcp_path, printable(_server_text(n, e))) for n, e in servers.items()]
     grants = project_grants(cwd, home, udir)
     powers += grants
-    digest = config_digest(project_config_paths(cwd, [(p, sc) for p, sc, _ in listed]))
-    if grants:  # a command's or skill's allowed-tools changing asks again too
-        digest = hashlib.sha256((digest + "\0" + "\0".join(p.line(cwd) for p in grants)).encode()).hexdigest()
+    digest = _project_digest(cwd, listed, grants)
     is_home = os.path.realpath(cwd) == os.path.realpath(udir)
     store = TrustStore(home)
     rec = None if is_home else store.get(cwd)
@@ -719,26 +763,7 @@ def load_for_agent(
         effective = [restrict(s) if s.in_project else s for s in clean]
     else:
         effective = clean
-        enable_all = merged(effective, "enableAllProjectMcpServers") is True
-        enabled: set[str] = set()
-        disabled: set[str] = set()
-        for s in effective:
-            enabled.update(s.data.get("enabledMcpjsonServers", []))
-            disabled.update(s.data.get("disabledMcpjsonServers", []))
-        for name, entry in servers.items():
-            if name in disabled:
-                continue
-            if enable_all or name in enabled or (rec is not None and rec.mcp.get(name) is True):
-                decision.mcp_approved.add(name)
-            elif rec is not None and name in rec.mcp:
-                continue  # the user said no
-            elif ask_server is not None and rec is not None:
-                rec.mcp[name] = bool(ask_server(printable(name), printable(_server_text(name, entry))))
-                dirty = True
-                if rec.mcp[name]:
-                    decision.mcp_approved.add(name)
-            else:
-                decision.left_out.append(f"{printable(_server_text(name, entry))} (not approved)")
+        dirty = _approve_servers(decision, effective, servers, rec, ask_server) or dirty
         if dirty and rec is not None and not is_home and trust is not True:
             store.remember(cwd, rec)
     price_sources = [s for s in clean if not s.in_project]

@@ -596,21 +596,39 @@ def verify_with_anchor(
     out.count, out.last_hash = base.count, base.last_hash
     out.valid_prefix, out.valid_prefix_bytes = base.valid_prefix, base.valid_prefix_bytes
     out.leaves, out.root = n, tree.root().hex()
-    found: list[Problem] = []
     if not any(pr.kind == "unreadable" for pr in base.problems):
-        if differs is not None:
-            a, b = differs
-            found.append(RangeProblem(a, "anchor_mismatch", f"records {a}..{b - 1} differ from the anchor (their Merkle subtree root is not the anchor's)", None, b))
-            if n > m:
-                out.consistency = "failed"
-        if n < m:
-            what = f"record {n} is" if m - n == 1 else f"records {n}..{m - 1} are"
-            found.append(RangeProblem(n, "truncated", f"the anchor covers {m} records but the file has {n}: {what} missing", None, m))
-        elif differs is None and m > 0 and (line_m is None or _hash_of_line(line_m) != anchor.last_hash):
-            found.append(RangeProblem(m - 1, "anchor_mismatch", f"record {m - 1}'s hash is not the anchor's last hash", None, m))
-        elif differs is None and n == m:
-            out.consistency = "equal"
-    anchor_problems[:0] = found
+        anchor_problems[:0] = _compare_with_anchor(out, anchor, n, differs, line_m)
+    _check_anchor_signature(out, anchor, public_key, anchor_problems)
+    out.anchor_problems = anchor_problems
+    out.problems = sorted(base.problems + anchor_problems, key=lambda pr: pr.index)
+    return out
+
+
+def _compare_with_anchor(
+    out: AnchorReport, anchor: Anchor, n: int, differs: tuple[int, int] | None, line_m: bytes | None
+) -> list[Problem]:
+    """What a readable file of ``n`` records shows against the anchor; sets ``out.consistency`` where that decides it."""
+    m = anchor.size
+    found: list[Problem] = []
+    if differs is not None:
+        a, b = differs
+        found.append(RangeProblem(a, "anchor_mismatch", f"records {a}..{b - 1} differ from the anchor (their Merkle subtree root is not the anchor's)", None, b))
+        if n > m:
+            out.consistency = "failed"
+    if n < m:
+        what = f"record {n} is" if m - n == 1 else f"records {n}..{m - 1} are"
+        found.append(RangeProblem(n, "truncated", f"the anchor covers {m} records but the file has {n}: {what} missing", None, m))
+    elif differs is None and m > 0 and (line_m is None or _hash_of_line(line_m) != anchor.last_hash):
+        found.append(RangeProblem(m - 1, "anchor_mismatch", f"record {m - 1}'s hash is not the anchor's last hash", None, m))
+    elif differs is None and n == m:
+        out.consistency = "equal"
+    return found
+
+
+def _check_anchor_signature(
+    out: AnchorReport, anchor: Anchor, public_key: Ed25519PublicKey | None, anchor_problems: list[Problem]
+) -> None:
+    """Set ``out.signature``; a missing or bad signature, when a key was given, is the first anchor problem."""
     if public_key is not None:
         why = check_signature(anchor, public_key)
         if why is None:
@@ -621,9 +639,6 @@ def verify_with_anchor(
             anchor_problems.insert(0, Problem(-1, kind, why))
     elif anchor.signature is not None:
         out.signature = "unchecked"
-    out.anchor_problems = anchor_problems
-    out.problems = sorted(base.problems + anchor_problems, key=lambda pr: pr.index)
-    return out
 
 
 def _check_growth(f: Any, anchor: Anchor, at_m: MerkleTree, offset_m: int, tree: MerkleTree, problems: list[Problem]) -> str:
