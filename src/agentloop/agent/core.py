@@ -75,6 +75,7 @@ from .session import Durability, Session, SessionError, latest_id
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
+    from .builder import AgentParts
 
 __all__ = [
     "Agent",
@@ -437,7 +438,12 @@ class Agent:
             resume = latest_id(self.cwd, self.home)  # none yet: a new session, as Claude Code's -c starts one
         from .builder import build_parts
 
-        parts = build_parts(self)  # hooks, context management, loop check, the Agent tool, MCP servers
+        self._take(build_parts(self))  # hooks, context management, loop check, the Agent tool, MCP servers
+        self.session = self._open_session(resume)
+        self._build_tools()
+
+    def _take(self, parts: AgentParts) -> None:
+        """The parts ``agent/builder.py`` made, as this agent's own (nothing else sets them)."""
         self.hooks = parts.hooks
         self.context = parts.context
         self.extra_tools = parts.tools
@@ -449,8 +455,6 @@ class Agent:
         for w in parts.warnings:
             if w not in self.config_warnings:  # shown with the settings' other warnings
                 self.config_warnings.append(w)
-        self.session = self._open_session(resume)
-        self._build_tools()
 
     # -- secrets and the sandbox --
 
