@@ -366,6 +366,21 @@ SABOTAGES = [
         "                    pass  # SABOTAGED\n",
         ["tests/test_repl_issue22.py::test_a_compaction_s_spend_is_counted_in_cost_and_sessions"],
     ),
+    Sabotage(
+        "a PreToolUse hook's refusal reaches the model (a sub-agent's too) without redaction",
+        "src/agentloop/agent/pipeline.py",
+        "            return self.redact(hooked)",
+        "            return hooked  # SABOTAGED",
+        ["tests/test_agent_extensions.py::test_a_sub_agents_calls_go_through_the_agents_pipeline_so_a_hooks_refusal_is_redacted",
+         "tests/test_childenv.py"],
+    ),
+    Sabotage(
+        "a sub-agent's calls skip the permission rules (the pipeline lets every child call through)",
+        "src/agentloop/agent/pipeline.py",
+        "        if self.child:\n            if behavior == \"allow\":",
+        "        if self.child:  # SABOTAGED\n            if True:",
+        ["tests/test_agent_integration.py"],
+    ),
 ]
 
 

@@ -234,3 +234,31 @@ def test_a_malformed_hook_is_skipped_with_one_warning_naming_the_file_and_the_re
     assert w.startswith(str(proj / ".agentloop" / "settings.json") + ": hooks.PreToolUse[0].hooks[0].command ")
     assert "command" in w and "skipped" in w and "\n" not in w
     assert marker.exists()
+
+
+def test_a_sub_agents_calls_go_through_the_agents_pipeline_so_a_hooks_refusal_is_redacted(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    # One tool-call pipeline (issue 15 point 4): a child's call is refused by the same PreToolUse hook
+    # as the parent's, and what the hook said reaches the child's model only through the same redaction.
+    import os
+
+    token = "tok-9f8e7d6c5b4a3210"
+    guard = hook_script(proj, "guard.sh", "cat >/dev/null\n"
+                        'echo \'{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", '
+                        f'"permissionDecisionReason": "reading needs {token}"}}}}\'\n')
+    settings(proj, {"permissions": {"allow": ["Agent", "Read"]},
+                    "hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": guard}]}]}})
+    replies = [
+        {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "read notes.txt", "subagent_type": "Explore"}}], "usage": [100, 10]},
+        {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}], "usage": [50, 5]},  # the child
+        {"text": "the hook refused", "usage": [60, 5]},  # the child's answer
+        final("the sub-agent could not read it"),
+    ]
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_usd_micros=1_000_000,
+              env={**os.environ, "DEPLOY_TOKEN": token})
+    a.ask("delegate")
+    a.close()
+    (sub,) = records(a, "subagent")
+    (result,) = [r.payload for r in read_records(sub["transcript"]) if r.kind == "tool_result"]
+    assert "a PreToolUse hook denied Read" in result["error"]
+    assert token not in Path(sub["transcript"]).read_text()
+    assert "[redacted: DEPLOY_TOKEN]" in result["error"]

@@ -5,7 +5,9 @@ the session's messages, the session as the transcript sink, and an executor
 that checks permissions before ``Registry.invoke``. The REPL, ``-p`` and
 ``agentloop run`` are all thin drivers of this one class.
 
-Extension points (the hooks and context layers plug in here, nowhere else):
+Extension points (the hooks and context layers plug in here, nowhere else;
+``agent/builder.py`` makes them and the constructor takes them as its own, so
+nothing sets them from outside; their methods are declared in ``agent/protocols.py``):
 
 - ``Agent.hooks`` is an ``AgentHooks`` (default ``NoHooks``). Its methods are
   called at SessionStart (``session_start``), UserPromptSubmit
@@ -19,6 +21,8 @@ Extension points (the hooks and context layers plug in here, nowhere else):
   compaction) and ``compact(messages, instructions)`` serves ``/compact``.
 - ``Agent.extra_tools`` (a list of ``Tool``) is merged into the registry when
   the registry is (re)built: MCP tools and sub-agents register there.
+- Every tool call, the agent's and its sub-agents', goes through one
+  ``ToolPipeline`` (``agent/pipeline.py``).
 
 Rules:
 
@@ -39,7 +43,7 @@ import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..budget import Budget, PriceTable
 from ..config.settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
@@ -56,7 +60,22 @@ from ..events import (
 )
 from ..run import RunResult
 from ..tools import Registry, Tool
+from .pipeline import ToolPipeline
+from .protocols import (
+    AgentError,
+    AgentHooks,
+    AskPermission,
+    ContextManager,
+    NoContext,
+    NoHooks,
+    PermissionAnswer,
+    PromptDecision,
+)
 from .session import Durability, Session, SessionError, latest_id
+
+if TYPE_CHECKING:
+    from ..mcp.agent import McpServers
+    from .builder import AgentParts
 
 __all__ = [
     "Agent",
@@ -66,6 +85,7 @@ __all__ = [
     "NoContext",
     "NoHooks",
     "PermissionAnswer",
+    "PromptDecision",
     "current_session_id",
 ]
 
@@ -77,8 +97,6 @@ DEFAULT_MAX_USD_MICROS = 5_000_000
 current_session_id: contextvars.ContextVar[str] = contextvars.ContextVar("agentloop_session_id", default="-")
 """The session every log line is tagged with (see ``SessionLogFilter``)."""
 
-PermissionAnswer = Literal["allow", "always", "deny"]
-AskPermission = Callable[[ToolCall, Any], PermissionAnswer]
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
@@ -97,81 +115,6 @@ def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
         if isinstance(e, dict):
             out.update({str(k): str(v) for k, v in e.items()})
     return out
-
-
-class AgentError(Exception):
-    """The agent cannot start or continue: one line for the user (a bad model, config or session)."""
-
-
-# --- extension points ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PromptDecision:
-    """What UserPromptSubmit hooks made of a prompt."""
-
-    prompt: str
-    blocked: str | None = None
-    """Why the prompt was refused (then no run happens)."""
-    context: str = ""
-    """Extra text for the model, added after the prompt."""
-
-
-class AgentHooks(Protocol):
-    def session_start(self, agent: Agent, source: str) -> str: ...
-    def user_prompt_submit(self, agent: Agent, prompt: str) -> PromptDecision: ...
-    def pre_tool_use(self, agent: Agent, call: ToolCall) -> ToolCall | ToolResult: ...
-    def approved(self, call: ToolCall) -> bool: ...
-    def post_tool_use(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult: ...
-    def stop(self, agent: Agent, result: RunResult) -> str | None: ...
-    def session_end(self, agent: Agent, reason: str) -> None: ...
-
-
-class NoHooks:
-    """No hooks configured: every event passes through unchanged."""
-
-    def session_start(self, agent: Agent, source: str) -> str:
-        """Returns extra context for the model ("" for none)."""
-        return ""
-
-    def user_prompt_submit(self, agent: Agent, prompt: str) -> PromptDecision:
-        return PromptDecision(prompt)
-
-    def pre_tool_use(self, agent: Agent, call: ToolCall) -> ToolCall | ToolResult:
-        """Return the call (maybe rewritten) to go on, or a result to refuse it."""
-        return call
-
-    def approved(self, call: ToolCall) -> bool:
-        """True when a PreToolUse hook allowed ``call``: the mode's own prompt is skipped (rules still apply)."""
-        return False
-
-    def post_tool_use(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult:
-        return result
-
-    def stop(self, agent: Agent, result: RunResult) -> str | None:
-        """Return a reason to keep going (the next user message of the same turn), or None to stop.
-
-        ``agent.stop_hook_active`` says whether the turn already goes on because of a Stop hook.
-        """
-        return None
-
-    def session_end(self, agent: Agent, reason: str) -> None:
-        return None
-
-
-class ContextManager(Protocol):
-    def prepare(self, agent: Agent, messages: list[Message]) -> list[Message]: ...
-    def compact(self, agent: Agent, messages: list[Message], instructions: str) -> list[Message]: ...
-
-
-class NoContext:
-    """No context management: messages go to the model as they are."""
-
-    def prepare(self, agent: Agent, messages: list[Message]) -> list[Message]:
-        return messages
-
-    def compact(self, agent: Agent, messages: list[Message], instructions: str) -> list[Message]:
-        raise AgentError("compaction is not available in this build")
 
 
 # --- the agent -----------------------------------------------------------------
@@ -465,6 +408,10 @@ class Agent:
             self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
         self.on_notice: Callable[[str], None] | None = None
         """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
+        self.elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None
+        """Set by a front end that can ask the user an MCP server's question (the REPL); else they are declined."""
+        self.on_mcp_progress: Callable[[str, str, str], None] | None = None
+        """Set by a front end that shows an MCP tool's progress notifications."""
         self.model = self._open(spec) if isinstance(spec, str) else spec
         self._init_secrets()
         self.sandbox_mode = sandbox
@@ -489,21 +436,25 @@ class Agent:
         self.durability: Durability = d
         if continue_last and resume is None:
             resume = latest_id(self.cwd, self.home)  # none yet: a new session, as Claude Code's -c starts one
-        from .extensions import install, loop_threshold
+        from .builder import build_parts
 
-        try:
-            install(self)  # Claude Code hooks, context management, loop check, the Agent tool
-        except ConfigError as exc:
-            raise AgentError(str(exc)) from None
-        self.loop_threshold = loop_threshold(self)
-        from ..mcp.agent import attach
-
-        try:
-            attach(self)  # MCP servers from .mcp.json and mcpServers in settings: self.mcp, self.mcp_status()
-        except ConfigError as exc:
-            raise AgentError(str(exc)) from None
+        self._take(build_parts(self))  # hooks, context management, loop check, the Agent tool, MCP servers
         self.session = self._open_session(resume)
         self._build_tools()
+
+    def _take(self, parts: AgentParts) -> None:
+        """The parts ``agent/builder.py`` made, as this agent's own (nothing else sets them)."""
+        self.hooks = parts.hooks
+        self.context = parts.context
+        self.extra_tools = parts.tools
+        self.loop_threshold = parts.loop_threshold
+        self.mcp_servers: McpServers | None = parts.mcp_servers
+        """The MCP servers (``agentloop.mcp.agent.McpServers``), or None when none is configured."""
+        self.mcp = None if self.mcp_servers is None else self.mcp_servers.manager
+        """Their ``McpManager`` (sign-in, prompts, resources), or None."""
+        for w in parts.warnings:
+            if w not in self.config_warnings:  # shown with the settings' other warnings
+                self.config_warnings.append(w)
 
     # -- secrets and the sandbox --
 
@@ -721,14 +672,12 @@ class Agent:
         except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
             raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
         self.policy.protected_roots = [os.path.realpath(self.home)]  # sessions, keys, user settings
-        subagents = getattr(self.context, "subagents", None)
-        if subagents is not None:  # plan mode may launch these: their tools change nothing
-            self.policy.read_only_agent_types = frozenset(n for n, t in subagents.types.items() if t.read_only())
+        self.policy.read_only_agent_types = self.context.read_only_agent_types()  # plan mode may launch these: their tools change nothing
         for d in self.policy.additional_directories:
             if d not in self.add_dirs:
                 self.add_dirs.append(d)
         spill = os.path.join(self.session.dir, self.session.id, "tool-results")
-        mcp = getattr(self, "mcp", None)
+        mcp = self.mcp
         if mcp is not None:
             mcp.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
             self.policy.mcp_servers = mcp.server_of  # rules name a server exactly: mcp__a__* never covers server a__b
@@ -761,6 +710,34 @@ class Agent:
         """
         removed = set(self.policy.removed_tools(self.registry.names()))
         return Registry([t for t in self.registry if t.name not in removed]) if removed else self.registry
+
+    def mcp_status(self) -> str:
+        """``/mcp``: try failed servers again, add any tools they bring, and list every server."""
+        from ..mcp.agent import format_status
+
+        if self.mcp_servers is None:
+            return format_status([])
+        text, fresh = self.mcp_servers.status({t.name for t in self.extra_tools})
+        if fresh:
+            self.register_tools(fresh)
+        return text
+
+    def _sync_mcp(self) -> bool:
+        """Before each run and after each tool batch: take in the tools an MCP server added or removed
+        (``list_changed``). True when they changed."""
+        if self.mcp_servers is None:
+            return False
+        fresh = self.mcp_servers.changed_tools()
+        if fresh is None:
+            return False
+        owns = self.mcp_servers.owns
+        self.extra_tools[:] = [t for t in self.extra_tools if not owns(t)] + fresh
+        # the MCP tools are swapped in a new registry: the built-in tools (and the workspace and background
+        # shells they share) stay as they are, since a run may be in progress
+        kept = [t for t in self.registry if not owns(t)]
+        names = {t.name for t in kept}
+        self.registry = Registry([*kept, *(t for t in fresh if t.name not in names)])
+        return True
 
     def register_tools(self, tools: Sequence[Tool]) -> None:
         """Add tools (MCP, sub-agents) now and whenever the registry is rebuilt."""
@@ -979,9 +956,7 @@ class Agent:
         """
         from .stopgate import StopGate
 
-        sync = getattr(self, "mcp_sync", None)
-        if sync is not None:  # MCP tools a server added or dropped since the last run (list_changed)
-            sync()
+        self._sync_mcp()  # MCP tools a server added or dropped since the last run (list_changed)
         decision = self.hooks.user_prompt_submit(self, prompt)
         if decision.blocked is not None:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
@@ -1023,8 +998,6 @@ class Agent:
         def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
             return self._execute(calls, obs)
 
-        wrap = getattr(self.context, "wrap_executor", None)  # extensions.AgentContext
-        prep = getattr(self.context, "run_prepare", None)
         meta: dict[str, Any] = {"session_id": s.id, "turn": n, "started_at": _now_iso(), "cwd": self.cwd}
         if part:
             meta["stop_hook_continuation"] = part
@@ -1046,8 +1019,8 @@ class Agent:
             run_id=run_id,
             meta=meta,
             observer=obs,
-            executor=wrap(self, execute) if wrap is not None else execute,
-            prepare=prep(self) if prep is not None else None,
+            executor=self.context.wrap_executor(self, execute),
+            prepare=self.context.run_prepare(self),
             loop_threshold=self.loop_threshold,
             continues=s.continuation(),
             tools_changed=self._tools_changed,
@@ -1066,8 +1039,7 @@ class Agent:
 
     def _tools_changed(self) -> Registry | None:
         """After each tool batch: the tools now shown, when an MCP server changed its list (list_changed)."""
-        sync = getattr(self, "mcp_sync", None)
-        return self.shown_tools() if sync is not None and sync() else None
+        return self.shown_tools() if self._sync_mcp() else None
 
     def _observer(self, outer: Observer | None) -> Observer:
         st = self.session.stats
@@ -1109,10 +1081,8 @@ class Agent:
         t = self.registry.get(call.name)
         if t is None or not t.read_only or not isinstance(call.arguments, dict):
             return False
-        if not isinstance(self.hooks, NoHooks):
-            runner = getattr(self.hooks, "runner", None)
-            if runner is None or any(runner.has(e) for e in ("PreToolUse", "PostToolUse", "PostToolUseFailure")):
-                return False
+        if self.hooks.sees_tool_calls():
+            return False
         return getattr(self.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
 
     def _execute_parallel(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
@@ -1207,51 +1177,21 @@ class Agent:
         self.permission_denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.arguments})
 
     def _run_one(self, call: ToolCall) -> ToolResult:
-        t, refusal = self.registry.prepare(call)
-        if refusal is not None or t is None:
-            return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
-        self._note_secret_args(t, call)
-        hooked = self.hooks.pre_tool_use(self, call)
-        if isinstance(hooked, ToolResult):
-            return self._redact_result(hooked)
-        if hooked is not call:
-            call = ToolCall(call.id, call.name, hooked.arguments)
-            _, refusal = self.registry.prepare(call)
-            if refusal is not None:
-                return refusal
-        d = self.policy.decide(call.name, call.arguments)
-        behavior = getattr(d, "behavior", "deny")
-        if behavior == "ask" and getattr(d, "by_mode", False) and self.hooks.approved(call):
-            behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt; deny and ask rules were checked above
-        if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
-            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
-            if outside is not None:  # the sandbox is the wall: without it, a person decides
-                from .permissions import Decision
+        """One call through the tool-call pipeline (``agent/pipeline.py``), with what the agent holds now."""
+        return self._pipeline()(call)
 
-                behavior, d = "ask", Decision("ask", None, None, outside)
-        if behavior == "ask":
-            if self.ask_permission is None:
-                log.info("denied %s: ask without a terminal", call.name)
-                self._denied(call)
-                return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
-            answer = self.ask_permission(call, d)
-            if answer == "always":
-                self.allow_for_session(call)
-            behavior = "deny" if answer == "deny" else "allow"
-            if behavior == "deny":
-                self._denied(call)
-                return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
-        if behavior != "allow":
-            why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
-            log.info("denied %s: %s", call.name, why)
-            self._denied(call)
-            return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was denied ({why})")
-        self._current_call = call.id
-        try:
-            result = self._redact_result(self.registry.invoke(call))
-        finally:
-            self._current_call = None
-        return self._redact_result(self.hooks.post_tool_use(self, call, result))
+    def _pipeline(self, registry: Registry | None = None, *, child: bool = False) -> ToolPipeline:
+        """The tool-call pipeline over ``registry`` (default: the agent's): a sub-agent's when ``child``."""
+        if child:
+            return ToolPipeline(registry or self.registry, self.hooks, self, self.policy, self.sandbox,
+                                self._redact_result, self._note_secret_args, child=True)
+        return ToolPipeline(
+            registry or self.registry, self.hooks, self, self.policy, self.sandbox, self._redact_result, self._note_secret_args,
+            ask=self.ask_permission, on_always=self.allow_for_session, on_denied=self._denied, on_invoke=self._invoking,
+        )
+
+    def _invoking(self, call_id: str | None) -> None:
+        self._current_call = call_id
 
     # -- warnings and the end --
 
@@ -1261,7 +1201,7 @@ class Agent:
         manager is installed, which warns from its own estimate before each call."""
         out = []
         fills: list[tuple[str, float]] = []
-        if isinstance(self.context, NoContext):  # else the context manager warns, before each call
+        if not self.context.warns_of_window():  # else the context manager warns, before each call
             fills.append(("context window", self.stats.last_input_tokens / self.window if self.window else 0.0))
         if self.max_usd_micros:
             fills.append(("budget", self.stats.spent_micros / self.max_usd_micros))
@@ -1291,9 +1231,8 @@ class Agent:
                     log.error("could not record session_end: %s", exc)
             s.close()
             log.info("session closed (%s)", reason)
-            mcp = getattr(self, "mcp", None)
-            if mcp is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
-                mcp.close()
+            if self.mcp_servers is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
+                self.mcp_servers.close()
             if reason not in ("clear", "resume"):
                 self.sandbox.close()
 

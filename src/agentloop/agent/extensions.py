@@ -1,10 +1,10 @@
 """The terminal agent's hooks, context management, loop check and sub-agents, wired into ``Agent``.
 
-``install(agent)`` is called by ``Agent.__init__`` before the session opens.
-It sets ``agent.hooks`` (Claude Code hooks from the settings files),
-``agent.context`` (masking, compaction, the loop check and the sub-agents'
-budget binding, all through the run's ``prepare`` seam) and adds the
-``Agent`` tool. Every hook decision becomes a ``hook`` record in the
+``make_extensions(agent)`` is called by ``agent.builder`` before the session
+opens. It makes the hooks (Claude Code hooks from the settings files), the
+context manager (masking, compaction, the loop check and the sub-agents'
+budget binding, all through the run's ``prepare`` seam) and the ``Agent``
+tool; the builder passes them to the ``Agent``, which nothing patches. Every hook decision becomes a ``hook`` record in the
 session's chain through ``agent.record``.
 
 Settings read here (highest-precedence file wins): ``hooks`` (all files,
@@ -20,12 +20,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..budget import Price
 from ..config.settings import merged
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
-from ..tools import Registry
+from ..tools import Registry, Tool
 from .context import ContextManager
 from .hook_payloads import (
     absolute_input,
@@ -40,7 +41,7 @@ from .sidecall import Account
 from .stopgate import stop_feedback
 from .subagent import SubagentRunner, load_agent_types, parallel_executor
 
-__all__ = ["AgentContext", "ClaudeHooks", "install"]
+__all__ = ["AgentContext", "ClaudeHooks", "Extensions", "make_extensions"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -58,6 +59,8 @@ class ClaudeHooks:
         """Set when a hook answered ``continue: false``: the run stops before its next model call."""
         self._pre_context: dict[str, list[str]] = {}
         self._approved: set[str] = set()
+        self._transcript_mark: tuple[str, int, int] | None = None
+        """What the Claude Code transcript mirror was last written from (it is rewritten only when that changes)."""
 
     def _sync(self, agent: Any) -> None:
         s = getattr(agent, "session", None)
@@ -66,8 +69,7 @@ class ClaudeHooks:
             self.runner.transcript_path = self._claude_transcript(agent, s)
         self.runner.permission_mode = getattr(agent, "permission_mode", None)
 
-    @staticmethod
-    def _claude_transcript(agent: Any, s: Any) -> str:
+    def _claude_transcript(self, agent: Any, s: Any) -> str:
         """``transcript_path``: the conversation in Claude Code's message lines, beside the hash-chained session.
 
         Hooks written for Claude Code read ``transcript_path`` as JSONL of
@@ -82,8 +84,7 @@ class ClaudeHooks:
         path = os.path.join(os.path.dirname(s.path), s.id, "claude-transcript.jsonl")
         msgs = getattr(s, "messages", [])
         mark = (path, len(msgs), id(msgs[-1]) if msgs else 0)
-        cache = agent.__dict__.setdefault("_claude_transcript_mark", [None])
-        if cache[0] == mark and os.path.exists(path):
+        if self._transcript_mark == mark and os.path.exists(path):
             return path  # unchanged since the last hook (inside a turn the session's messages move at its end)
         lines = claude_transcript_lines(msgs, s.id, getattr(agent, "cwd", ""))
         tmp = path + ".tmp"
@@ -92,7 +93,7 @@ class ClaudeHooks:
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write("".join(line + "\n" for line in lines))
             os.replace(tmp, path)
-            cache[0] = mark
+            self._transcript_mark = mark
         except OSError as exc:
             log.warning("cannot write the Claude Code transcript for hooks at %s: %s", path, exc)
             return str(s.path)
@@ -131,7 +132,7 @@ class ClaudeHooks:
         return "\n\n".join(out.additional_context)
 
     def user_prompt_submit(self, agent: Any, prompt: str) -> Any:
-        from .core import PromptDecision
+        from .protocols import PromptDecision
 
         self.stop_request = None
         late = self.collect_async(agent)
@@ -237,6 +238,10 @@ class ClaudeHooks:
         s = getattr(agent, "session", None)
         if s is not None and getattr(s, "written", True):
             self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionEnd", **_totals(agent, None))}, reason)
+
+    def sees_tool_calls(self) -> bool:
+        """A PreToolUse, PostToolUse or PostToolUseFailure hook is configured (calls then run one at a time)."""
+        return any(self.runner.has(e) for e in ("PreToolUse", "PostToolUse", "PostToolUseFailure"))
 
     def check_stop(self, state: Any, record: Any) -> str | None:
         """Part of the run's ``prepare``: end the run when a hook said ``continue: false``."""
@@ -354,10 +359,20 @@ class AgentContext:
         account: Account = _SessionAccount(agent)
         res = self.cm.compact(messages, agent.record, account=account, price=self.cm.price or _price(agent, agent.model_name), trigger="manual", custom_instructions=instructions)
         if res.status not in ("compacted", "nothing"):
-            from .core import AgentError
+            from .protocols import AgentError
 
             raise AgentError(f"compaction {res.status}: {res.error or ''}".rstrip(": "))
         return messages
+
+    def read_only_agent_types(self) -> frozenset[str]:
+        """Sub-agent types whose tools change nothing (plan mode may launch them)."""
+        if self.subagents is None:
+            return frozenset()
+        return frozenset(n for n, t in self.subagents.types.items() if t.read_only())
+
+    def warns_of_window(self) -> bool:
+        """The context manager warns of the window itself, from its own estimate before each call."""
+        return True
 
     # -- what ask() passes to run() --
 
@@ -380,7 +395,7 @@ class AgentContext:
         def cleared(call: ToolCall) -> bool:
             d = agent.policy.decide(call.name, call.arguments if isinstance(call.arguments, dict) else {})
             # tool hooks record from the children's threads: with any configured, children run one at a time
-            quiet = self.hooks is None or not any(self.hooks.runner.has(e) for e in ("PreToolUse", "PostToolUse", "PostToolUseFailure"))
+            quiet = self.hooks is None or not self.hooks.sees_tool_calls()
             return getattr(d, "behavior", "deny") == "allow" and quiet
 
         return parallel_executor(execute, self.subagents, cleared)
@@ -390,50 +405,35 @@ def _price(agent: Any, name: str) -> Price:
     return agent.prices.resolve(name)  # type: ignore[no-any-return]
 
 
-def _child_executor(agent: Any, hooks: ClaudeHooks | None) -> Callable[[Registry], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
-    """A child's tools go through the same hooks and permission rules as the parent's."""
+def _child_executor(agent: Any) -> Callable[[Registry], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
+    """A child's tools go through the parent's tool-call pipeline (``agent/pipeline.py``): the same
+    hooks and permission rules, and no one to ask."""
 
     def make(registry: Registry) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
-        def one(call: ToolCall) -> ToolResult:
-            t, refusal = registry.prepare(call)
-            if refusal is not None or t is None:
-                return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
-            if hooks is not None:
-                hooked = hooks.pre_tool_use(agent, call)
-                if isinstance(hooked, ToolResult):
-                    return hooked
-                if hooked is not call:
-                    call = hooked
-                    _, refusal = registry.prepare(call)
-                    if refusal is not None:
-                        return refusal
-            d = agent.policy.decide(call.name, call.arguments)
-            behavior = getattr(d, "behavior", "deny")
-            if behavior == "ask" and getattr(d, "by_mode", False) and hooks is not None and hooks.approved(call):
-                behavior = "allow"  # a PreToolUse hook's allow skips the mode's prompt, as for the parent
-            why = getattr(d, "reason", "") or "a permission rule"
-            sandbox = getattr(agent, "sandbox", None)
-            if behavior == "allow" and call.name == "Bash" and sandbox is not None and isinstance(call.arguments, dict):
-                outside = sandbox.needs_prompt(str(call.arguments.get("command", "")))
-                if outside is not None:  # it would ask, and a sub-agent cannot
-                    behavior, why = "ask", outside
-            if behavior != "allow":
-                return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
-            note = getattr(agent, "_note_secret_args", None)
-            if note is not None:
-                note(t, call)
-            r = registry.invoke(call)
-            r = hooks.post_tool_use(agent, call, r) if hooks is not None else r
-            redact = getattr(agent, "_redact_result", None)
-            return redact(r) if redact is not None else r
+        def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:
+            one = agent._pipeline(registry, child=True)
+            return [one(c) for c in batch]
 
-        return lambda calls: [one(c) for c in calls]
+        return calls
 
     return make
 
 
-def install(agent: Any) -> None:
-    """Set the agent's hooks and context manager from its settings, and add the ``Agent`` tool.
+@dataclass
+class Extensions:
+    """What ``make_extensions`` makes for an agent (``agent.builder`` hands it over)."""
+
+    hooks: ClaudeHooks | None
+    """None when no hook is configured (the agent keeps ``NoHooks``)."""
+    context: AgentContext
+    tools: list[Tool] = field(default_factory=list)
+    """The ``Agent`` tool, unless ``subagents`` is false."""
+    warnings: list[str] = field(default_factory=list)
+    """The ``hooks`` settings not honoured, one line each."""
+
+
+def make_extensions(agent: Any) -> Extensions:
+    """The agent's hooks, context manager and ``Agent`` tool, from its settings; the agent is not changed.
 
     Raises:
         ConfigError: a ``hooks`` section is malformed (the agent turns it into one line).
@@ -441,13 +441,9 @@ def install(agent: Any) -> None:
     runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     for w in runner.warnings:
         log.warning("%s", w)
-        if w not in getattr(agent, "config_warnings", [w]):  # shown with the settings' other warnings
-            agent.config_warnings.append(w)
     hooks = ClaudeHooks(runner) if runner.handlers else None
-    if hooks is not None:
-        agent.hooks = hooks
     ctx = AgentContext(agent, hooks)
-    agent.context = ctx
+    out = Extensions(hooks, ctx, warnings=list(runner.warnings))
     if merged(agent.sources, "subagents") is not False:
         from .builtin_tools import builtin_registry
         from .workspace import Workspace
@@ -477,12 +473,13 @@ def install(agent: Any) -> None:
             tracing=agent.tracing,
             default_isolation="none" if merged(agent.sources, "subagentIsolation") == "none" else "worktree",
             hooks=runner if runner.handlers else None,
-            make_executor=_child_executor(agent, hooks),
+            make_executor=_child_executor(agent),
             types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
                                                         agent.load_warnings)),
         )
         ctx.subagents = sub
-        agent.extra_tools.append(sub.tool())
+        out.tools.append(sub.tool())
+    return out
 
 
 def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:

@@ -124,7 +124,7 @@ class AcpAgent:
         return None
 
     def _make(self, cwd: str, resume: str | None, add_dirs: list[str] | None) -> Any:
-        from .agent_entry import make_agent
+        from .agent_setup import make_agent
 
         ns = argparse.Namespace(**vars(self.args))
         ns.cwd, ns.resume, ns.add_dir = cwd, resume, list(add_dirs or []) + list(getattr(self.args, "add_dir", []) or [])

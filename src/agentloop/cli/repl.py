@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._common import EXIT_OK, UserError, color_enabled, console
+from .agent_setup import fit
 from .markdown import MarkdownStream
 from .spinner import Spinner
 
@@ -72,18 +73,6 @@ def width() -> int:
     import shutil
 
     return max(20, shutil.get_terminal_size().columns)
-
-
-def fit(candidates: Iterable[str], cols: int) -> str:
-    """The first of ``candidates`` (fullest first) that fits ``cols`` columns, else the last:
-    a line is shortened by leaving out its least important parts, never cut mid-word."""
-    from rich.cells import cell_len
-
-    last = ""
-    for last in candidates:
-        if cell_len(last) <= cols:
-            return last
-    return last
 
 
 def wrap(text: str, cols: int) -> list[str]:
@@ -438,7 +427,7 @@ class Repl:
     def run(self) -> int:
         from agentloop.agent.core import AgentError
 
-        from .agent_entry import make_agent, report_config
+        from .agent_setup import make_agent, report_config
 
         if getattr(self.args, "resume", None) == "":  # -r without an id
             try:
@@ -512,7 +501,7 @@ class Repl:
             a.close(reason)
         except KeyboardInterrupt:
             a.close(reason)
-        from .agent_entry import flush_tracing
+        from .agent_setup import flush_tracing
 
         flush_tracing(a)
         self.newline()
@@ -638,7 +627,7 @@ class Repl:
             self.say(f"stopped: {result.stop_reason}{detail}", "red")
         if result.stop_reason == "interrupted":
             self.armed = True
-        from .agent_entry import cost_line
+        from .agent_setup import cost_line
 
         self.say(cost_line(a, result, width() - 1), "dim")
         for w in a.warnings():
@@ -836,8 +825,8 @@ class Repl:
         self.say(self.agent.sandbox.describe())
 
     def cmd_mcp(self, rest: str) -> None:
-        fn = getattr(self.agent, "mcp_status", None)
-        if fn is None:
+        fn = self.agent.mcp_status
+        if self.agent.mcp is None:
             self.say("no MCP servers (configure them in .mcp.json)")
             return
         words = rest.split()

@@ -9,14 +9,14 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
-from agentloop.tools import Registry, Tool
+from agentloop.tools import Tool
 
 from .client import McpManager, McpTool, McpToolError, ServerStatus, _clean
 from .config import load_servers
 
 __all__ = [
     "RESOURCE_TOOLS",
-    "attach",
+    "McpServers",
     "expand_resources",
     "format_status",
     "prompt_commands",
@@ -24,6 +24,7 @@ __all__ = [
     "resource_tools",
     "run_prompt",
     "server_states",
+    "start_servers",
 ]
 
 RESOURCE_TOOLS = ("ListMcpResourcesTool", "ReadMcpResourceTool")
@@ -33,16 +34,54 @@ _RESOURCE_MENTION = re.compile(r"(?<!\S)@([A-Za-z0-9_-]+):(\S+)")
 log = logging.getLogger("agentloop.mcp")
 
 
-def attach(agent: Any) -> McpManager | None:
-    """Start the servers configured for ``agent.cwd`` and add their tools to ``agent.extra_tools``.
+class McpServers:
+    """The agent's MCP servers, as ``agent.builder`` hands them to the ``Agent``: the manager, the
+    notices held until a front end listens, and the tools the servers bring (now and after a change)."""
 
-    Sets ``agent.mcp`` (the manager) and ``agent.mcp_status()`` (what ``/mcp``
-    prints; it also tries failed servers again and registers the tools they
-    bring). Servers start at the same time; one that fails is listed as
-    failed, with its reason, and does not stop the agent.
+    def __init__(self, manager: McpManager, held: list[str]):
+        self.manager = manager
+        self.held = held
+        """Notices said before a front end listened (``report_startup`` says them)."""
+        self._seen = manager.generation
+
+    def tools(self) -> list[Tool]:
+        """The servers' tools, then ListMcpResourcesTool and ReadMcpResourceTool when a server has resources."""
+        return [*self.manager.tools(), *resource_tools(self.manager)]
+
+    def status(self, known: set[str]) -> tuple[str, list[Tool]]:
+        """``/mcp``: try failed servers again; what it prints, and the tools they bring that are not in ``known``."""
+        fresh: list[Tool] = [t for t in self.manager.tools(retry_failed=True) if t.name not in known]
+        return format_status(self.manager.status()), fresh
+
+    def changed_tools(self) -> list[Tool] | None:
+        """Before each run and after each tool batch: the servers' tools when a server added or removed
+        some (``list_changed``), else None."""
+        self.manager.settle()
+        if self.manager.generation == self._seen:
+            return None
+        self._seen = self.manager.generation
+        return [*self.manager.tools(retry_failed=False), *resource_tools(self.manager)]
+
+    @staticmethod
+    def owns(tool: Tool) -> bool:
+        """The tool comes from an MCP server (``changed_tools`` replaces all of these)."""
+        return _is_mcp(tool)
+
+    def close(self) -> None:
+        self.manager.close()
+
+
+def start_servers(agent: Any) -> McpServers | None:
+    """Start the servers configured for ``agent.cwd`` (it is not changed: ``agent.builder`` passes the result on).
+
+    Servers start at the same time; one that fails is listed as failed, with
+    its reason, and does not stop the agent. The servers' questions and
+    progress go to the front end's ``agent.elicit`` and ``agent.on_mcp_progress``
+    (read when they come), notices to ``agent.on_notice`` or, before a front
+    end listens, into ``McpServers.held``.
 
     Returns:
-        The manager, or None when no server is configured.
+        The servers, or None when none is configured.
     Raises:
         ConfigError: a configuration file is malformed (naming it and the place).
     """
@@ -50,7 +89,6 @@ def attach(agent: Any) -> McpManager | None:
         agent.cwd, agent.home, sources=agent.sources,
         project_servers=getattr(agent, "mcp_json_approved", set()), warnings=[],
     )
-    agent.mcp = None
     if not servers:
         return None
     held: list[str] = []
@@ -64,7 +102,6 @@ def attach(agent: Any) -> McpManager | None:
         else:
             listener(text)
 
-    agent.mcp_held = held
     key_env = getattr(agent, "api_key_env", None)
     def roots() -> list[str]:
         """The workspace and the additional directories, as the agent has them now."""
@@ -83,50 +120,7 @@ def attach(agent: Any) -> McpManager | None:
     manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify,
                          withhold=[key_env] if key_env else [], roots=roots, elicit=elicit, auth_home=agent.home)
     manager.on_progress = progress
-    try:
-        tools = manager.tools()
-    except BaseException:
-        manager.close()
-        raise
-    agent.extra_tools.extend(tools)
-    agent.extra_tools.extend(resource_tools(manager))
-    agent.mcp = manager
-    _refreshers(agent, manager)
-    return manager
-
-
-def _refreshers(agent: Any, manager: McpManager) -> None:
-    """Give ``agent`` its ``mcp_status`` (``/mcp``) and ``mcp_sync`` (before each run) over ``manager``."""
-
-    def mcp_status() -> str:
-        """``/mcp``: try failed servers again, add any tools they bring, and list every server."""
-        known = {t.name for t in agent.extra_tools}
-        fresh = [t for t in manager.tools(retry_failed=True) if t.name not in known]
-        if fresh:
-            agent.register_tools(fresh)
-        return format_status(manager.status())
-
-    agent.mcp_status = mcp_status
-    seen = [manager.generation]
-
-    def mcp_sync() -> bool:
-        """Before each run and after each tool batch: take in tools a server added or removed (``list_changed``).
-
-        True when they changed. The MCP tools are swapped in a new registry: the built-in tools (and the
-        workspace and background shells they share) stay as they are, since a run may be in progress.
-        """
-        manager.settle()
-        if manager.generation == seen[0]:
-            return False
-        seen[0] = manager.generation
-        fresh: list[Tool] = [*manager.tools(retry_failed=False), *resource_tools(manager)]
-        agent.extra_tools[:] = [t for t in agent.extra_tools if not _is_mcp(t)] + fresh
-        kept = [t for t in agent.registry if not _is_mcp(t)]
-        names = {t.name for t in kept}
-        agent.registry = Registry([*kept, *(t for t in fresh if t.name not in names)])
-        return True
-
-    agent.mcp_sync = mcp_sync
+    return McpServers(manager, held)
 
 
 def _is_mcp(t: Tool) -> bool:
@@ -237,7 +231,8 @@ def startup_problems(agent: Any) -> list[str]:
     out = [f"the MCP server {s.name!r} is not available ({s.public_status}): {s.error or 'it did not start'}. "
            "Its tools are left out; /mcp tries again" for s in manager.status() if s.status != "connected"]
     out += list(manager.config_warnings)
-    held = getattr(agent, "mcp_held", [])
+    servers = getattr(agent, "mcp_servers", None)
+    held = servers.held if servers is not None else []
     out += [t for t in held if t not in out]
     held.clear()
     return out

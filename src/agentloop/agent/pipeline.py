@@ -1,0 +1,124 @@
+"""One tool call, from the model's request to the result the model sees: the agent's and its sub-agents' alike.
+
+``ToolPipeline(call)`` runs the steps in this order, and nothing else runs a
+tool for the agent:
+
+1. prepare: the registry checks the tool's name and arguments (a refusal is the result);
+2. the values of the call's secret arguments join the redactor (hidden from every later output);
+3. PreToolUse hooks: refuse (the result), rewrite the arguments (prepared again), or allow;
+4. the permission decision: rules, then the mode; a hook's allow skips the mode's
+   own prompt (deny and ask rules still apply); a Bash command the sandbox cannot
+   hold asks a person;
+5. asking: the agent's asker when there is one ("always" adds a session rule);
+   without one (``-p``, a sub-agent) an ask is a refusal;
+6. invoke;
+7. PostToolUse (or PostToolUseFailure) hooks;
+8. redaction of the tool's output and of the hooks' texts (secrets never reach the model).
+
+The parent builds one for each call from what it holds now (its registry is
+rebuilt when the session changes, and a front end sets its asker later); a
+sub-agent's executor builds one over the child's registry with ``child=True``
+(refusals say so; no one is asked).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..events import ToolCall, ToolResult
+from ..tools import Registry, Tool
+from .protocols import AgentHooks, AskPermission
+
+__all__ = ["ToolPipeline"]
+
+log = logging.getLogger("agentloop.agent")
+
+
+@dataclass(frozen=True)
+class ToolPipeline:
+    registry: Registry
+    hooks: AgentHooks
+    owner: Any
+    """The agent the hooks are told about (they record into its session)."""
+    policy: Any
+    """A ``permissions.PermissionPolicy``."""
+    sandbox: Any
+    """A ``sandbox.Sandbox``: ``needs_prompt(command)`` names why a command needs a person, or None."""
+    redact: Callable[[ToolResult], ToolResult]
+    note_secrets: Callable[[Tool, ToolCall], None]
+    ask: AskPermission | None = None
+    on_always: Callable[[ToolCall], object] | None = None
+    """The user answered "always": remember a session rule."""
+    on_denied: Callable[[ToolCall], None] | None = None
+    """The permission system refused the call (Claude Code's ``permission_denials``)."""
+    on_invoke: Callable[[str | None], None] | None = None
+    """Told the call's id before the tool runs and None after (file changes name their call)."""
+    child: bool = False
+    """A sub-agent's call: no one is asked, and refusals say it was the sub-agent's."""
+
+    def __call__(self, call: ToolCall) -> ToolResult:
+        t, refusal = self.registry.prepare(call)
+        if refusal is not None or t is None:
+            return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+        self.note_secrets(t, call)
+        hooked = self.hooks.pre_tool_use(self.owner, call)
+        if isinstance(hooked, ToolResult):
+            return self.redact(hooked)
+        if hooked is not call:
+            call = ToolCall(call.id, call.name, hooked.arguments)
+            _, refusal = self.registry.prepare(call)
+            if refusal is not None:
+                return refusal
+        refused = self._permit(call)
+        if refused is not None:
+            return refused
+        if self.on_invoke is not None:
+            self.on_invoke(call.id)
+        try:
+            result = self.redact(self.registry.invoke(call))
+        finally:
+            if self.on_invoke is not None:
+                self.on_invoke(None)
+        return self.redact(self.hooks.post_tool_use(self.owner, call, result))
+
+    def _permit(self, call: ToolCall) -> ToolResult | None:
+        """Steps 4 and 5: None to go on, or the refusal."""
+        d = self.policy.decide(call.name, call.arguments)
+        behavior = getattr(d, "behavior", "deny")
+        if behavior == "ask" and getattr(d, "by_mode", False) and self.hooks.approved(call):
+            behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt; deny and ask rules were checked above
+        outside = None
+        if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
+            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
+            if outside is not None:  # the sandbox is the wall: without it, a person decides
+                from .permissions import Decision
+
+                behavior, d = "ask", Decision("ask", None, None, outside)
+        if self.child:
+            if behavior == "allow":
+                return None
+            why = outside or getattr(d, "reason", "") or "a permission rule"
+            return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
+        if behavior == "ask":
+            if self.ask is None:
+                log.info("denied %s: ask without a terminal", call.name)
+                return self._deny(call, f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
+            answer = self.ask(call, d)
+            if answer == "always" and self.on_always is not None:
+                self.on_always(call)
+            if answer == "deny":
+                return self._deny(call, f"the user refused permission to use {call.name}")
+            return None
+        if behavior != "allow":
+            why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
+            log.info("denied %s: %s", call.name, why)
+            return self._deny(call, f"permission to use {call.name} was denied ({why})")
+        return None
+
+    def _deny(self, call: ToolCall, error: str) -> ToolResult:
+        if self.on_denied is not None:
+            self.on_denied(call)
+        return ToolResult(call.id, call.name, False, error=error)

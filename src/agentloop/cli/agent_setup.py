@@ -1,0 +1,202 @@
+"""Making the terminal agent from the command line's flags, and the lines the front ends show about it.
+
+Shared by ``-p`` (``agent_entry``), the REPL (``repl``) and the ACP server, so
+none of them imports another for these.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ._common import UserError
+
+__all__ = ["cost_line", "fit", "flush_tracing", "make_agent", "parse_price", "report_config", "split_rules"]
+
+
+def fit(candidates: Iterable[str], cols: int) -> str:
+    """The first of ``candidates`` (fullest first) that fits ``cols`` columns, else the last:
+    a line is shortened by leaving out its least important parts, never cut mid-word."""
+    from rich.cells import cell_len
+
+    last = ""
+    for last in candidates:
+        if cell_len(last) <= cols:
+            return last
+    return last
+
+
+def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
+    v = getattr(args, name, default)
+    return default if v is None else v
+
+
+def make_agent(
+    args: argparse.Namespace,
+    *,
+    ask_permission: Callable[..., Any] | None = None,
+    ask_trust: Callable[..., bool] | None = None,
+    ask_mcp_server: Callable[[str, str], bool] | None = None,
+) -> Any:
+    """An ``Agent`` from the parsed flags.
+
+    Raises:
+        UserError: a bad flag, settings file, model or session (one line, exit 2).
+    """
+    from agentloop.agent.core import Agent, AgentError, setup_logging
+    from agentloop.agent.session import SessionError
+    from agentloop.budget import usd
+    from agentloop.config.settings import agentloop_home
+
+    cwd = _opt(args, "cwd") or os.getcwd()
+    if not os.path.isdir(cwd):
+        raise UserError(f"--cwd {cwd}: not a directory")
+    max_usd = _opt(args, "max_usd")
+    micros = None
+    unlimited = max_usd == "unlimited"
+    if max_usd is not None and not unlimited:
+        try:
+            micros = usd(str(max_usd))
+        except ValueError as exc:
+            raise UserError(f"--max-usd {max_usd}: {exc} (dollars, e.g. 0.05, or 'unlimited')") from None
+    price = parse_price(_opt(args, "price"))
+    steps = _opt(args, "max_steps")
+    if steps is not None and steps < 1:
+        raise UserError(f"--max-steps {steps}: must be at least 1")
+    if _opt(args, "resume") == "":
+        raise UserError("--resume without an id lists sessions to choose from in the REPL only; give the id (agentloop sessions lists them)")
+    home = agentloop_home()
+    setup_logging(home, verbose=bool(_opt(args, "verbose", False)))
+    mode = _opt(args, "permission_mode")
+    if _opt(args, "dangerously_skip_permissions", False):
+        if mode not in (None, "bypassPermissions"):
+            raise UserError(f"--dangerously-skip-permissions and --permission-mode {mode} say different things")
+        mode = "bypassPermissions"
+    tracing = None
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        from agentloop.telemetry import from_environment
+
+        tracing = from_environment()
+    rules = [("allow", r) for v in _opt(args, "allowed_tools", []) for r in split_rules(v)]
+    rules += [("deny", r) for v in _opt(args, "disallowed_tools", []) for r in split_rules(v)]
+    try:
+        return Agent(
+            cwd=cwd,
+            home=home,
+            model=_opt(args, "model"),
+            base_url=_opt(args, "base_url"),
+            api_key_env=_opt(args, "api_key_env"),
+            fallback=_opt(args, "fallback_model"),
+            max_usd_micros=micros,
+            max_steps=steps,
+            permission_mode=mode,
+            add_dirs=list(_opt(args, "add_dir", [])),
+            resume=_opt(args, "resume"),
+            continue_last=bool(_opt(args, "continue_last", False)),
+            durability=_opt(args, "durability"),
+            ask_permission=ask_permission,
+            trust=True if _opt(args, "trust", False) else None,
+            ask_trust=ask_trust,
+            ask_mcp_server=ask_mcp_server,
+            cli_rules=rules,
+            system_prompt=_opt(args, "system_prompt"),
+            append_system_prompt=_opt(args, "append_system_prompt"),
+            tracing=tracing,
+            sandbox=_opt(args, "sandbox"),
+            unlimited_usd=unlimited,
+            price=price,
+            cli_settings=list(_opt(args, "cli_settings", [])),
+            mcp_configs=list(_opt(args, "mcp_configs", [])),
+            strict_mcp_config=bool(_opt(args, "strict_mcp_config", False)),
+        )
+    except (AgentError, SessionError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def report_config(agent: Any, say: Callable[[str], None]) -> None:
+    """Each settings warning, then the one line saying what an untrusted folder's configuration was denied."""
+    for w in getattr(agent, "config_warnings", []):
+        say(f"agentloop: warning: {w}")
+    trust = getattr(agent, "trust", None)
+    line = trust.notice() if trust is not None else None
+    if line:
+        say(line)
+
+
+def split_rules(value: str) -> list[str]:
+    """``--allowedTools "Bash(git diff:*),Read Edit"``: rules split at commas and spaces
+    outside parentheses (a rule's specifier keeps its own)."""
+    out: list[str] = []
+    depth, cur = 0, ""
+    for ch in value:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        if ch in ", " and depth == 0:
+            if cur.strip():
+                out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def parse_price(text: str | None) -> Any:
+    """``--price INPUT,OUTPUT`` (dollars per million tokens) as a ``Price`` (cache reads and writes at the input price).
+
+    Raises:
+        UserError: not two non-negative amounts of dollars.
+    """
+    if text is None:
+        return None
+    from agentloop.budget import Price, usd
+
+    parts = [p.strip() for p in str(text).split(",")]
+    if len(parts) != 2:
+        raise UserError(f"--price {text}: give INPUT,OUTPUT in dollars per million tokens, e.g. 0.15,0.6")
+    try:
+        inp, out = usd(parts[0]), usd(parts[1])
+    except ValueError as exc:
+        raise UserError(f"--price {text}: {exc}") from None
+    return Price(inp, out, inp, inp)
+
+
+def cost_line(agent: Any, result: Any, cols: int | None = None) -> str:
+    """One line after each turn: this turn's spend and tokens, the session's, the context fill.
+
+    Tokens the provider did not report are the loop's estimate, marked "estimated". With
+    ``cols`` the line fits that many columns by leaving out its least important parts
+    (the tokens first), never by cutting a word.
+    """
+    from agentloop.budget import format_usd
+
+    st = agent.stats
+    budget = f" / {format_usd(agent.max_usd_micros)}" if agent.max_usd_micros is not None else ""
+    fill = st.last_input_tokens / agent.window if agent.window else 0.0
+    est = ", estimated" if getattr(agent, "last_usage_estimated", False) else ""
+    turn, session = format_usd(result.spent_micros), f"{format_usd(st.spent_micros)}{budget}"
+    full = (
+        f"cost {turn} this turn ({result.usage.input_tokens} in / {result.usage.output_tokens} out{est})"
+        f" · session {session} · context {fill:.0%}"
+    )
+    if cols is None:
+        return full
+    return fit((full, f"cost {turn} this turn · session {session} · context {fill:.0%}",
+                f"turn {turn} · session {session} · context {fill:.0%}", f"turn {turn} · session {session}"), cols)
+
+
+def flush_tracing(agent: Any) -> None:
+    """Export what tracing still holds before the process exits (the batch processor's queue)."""
+    provider = getattr(getattr(agent, "tracing", None), "provider", None)
+    shutdown = getattr(provider, "shutdown", None)
+    if callable(shutdown):
+        try:
+            shutdown()
+        except Exception as exc:  # an unreachable collector must not fail the run
+            print(f"agentloop: tracing: {exc}", file=sys.stderr)

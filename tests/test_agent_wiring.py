@@ -1,0 +1,83 @@
+"""One way to build an agent (issue 15 point 3), checked on the source.
+
+``agent/builder.py`` makes the hooks, context manager, sub-agents and MCP servers and
+the ``Agent`` takes them as its own: no other module sets an agent's attributes after
+it is made (only a front end's callbacks, declared in ``Agent.__init__``), and every
+method the agent calls on its hooks and context manager is on the Protocol it holds
+them as, never probed with ``getattr``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from agentloop.agent.protocols import AgentHooks, ContextManager, NoContext, NoHooks
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "agentloop"
+CORE = SRC / "agent" / "core.py"
+
+FRONT_END_CALLBACKS = {"on_notice", "elicit", "on_mcp_progress", "ask_permission"}
+"""What a front end (REPL, -p, ACP) may set on an agent it made: where to show and ask things."""
+
+
+def _names_an_agent(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "agent") or (isinstance(node, ast.Attribute) and node.attr == "agent")
+
+
+def _attribute_writes(tree: ast.AST) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Subscript):
+                t = t.value  # agent.extra_tools[:] = ... changes the agent too
+            if isinstance(t, ast.Attribute) and _names_an_agent(t.value):
+                out.append((node.lineno, t.attr))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and node.args and _names_an_agent(node.args[0]):
+            out.append((node.lineno, "setattr"))
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__" and _names_an_agent(node.value):
+            out.append((node.lineno, "__dict__"))  # agent.__dict__.setdefault(...) sets an attribute too
+    return out
+
+
+def test_no_module_but_the_agent_itself_sets_an_agents_attributes() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path == CORE:
+            continue
+        for line, attr in _attribute_writes(ast.parse(path.read_text(), str(path))):
+            if attr not in FRONT_END_CALLBACKS:
+                found.append(f"{path.relative_to(SRC)}:{line}: sets agent.{attr}")
+    assert found == []
+
+
+def test_front_end_callbacks_are_declared_by_the_agent() -> None:
+    init = next(n for n in ast.walk(ast.parse(CORE.read_text())) if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    declared = {t.attr for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    assert FRONT_END_CALLBACKS <= declared
+
+
+def test_every_method_the_agent_calls_on_its_hooks_and_context_is_on_their_protocols() -> None:
+    tree = ast.parse(CORE.read_text())
+    called: dict[str, set[str]] = {"hooks": set(), "context": set()}
+    probed = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr in called \
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == "self":
+            called[node.value.attr].add(node.attr)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and node.args:
+            target = node.args[0]
+            if isinstance(target, ast.Attribute) and target.attr in called:
+                probed.append(f"core.py:{node.lineno}: {node.func.id}(self.{target.attr}, ...)")
+    assert probed == []
+    assert called["hooks"] and called["context"]
+    for proto, default, names in ((AgentHooks, NoHooks, called["hooks"]), (ContextManager, NoContext, called["context"])):
+        missing = sorted(n for n in names if not hasattr(proto, n) or not hasattr(default, n))
+        assert missing == [], f"{proto.__name__} lacks {missing}"
