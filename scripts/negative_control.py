@@ -102,7 +102,7 @@ SABOTAGES = [
     Sabotage(
         "a bill past the reservation passes as a success",
         "src/agentloop/loop.py",
-        "    if cost > reserved and not legacy and b.max_usd_micros is not None:",
+        "    if cost > reserved and not legacy and (b.max_usd_micros is not None or cfg.shared_cap):",
         "    if False:  # SABOTAGED",
         ["tests/test_replay_golden.py", "tests/test_loop.py"],
     ),
@@ -404,11 +404,13 @@ def run_tests(tree: str, tests: list[str], verbose: bool) -> tuple[int, str]:
 
 
 def copy_tree(dst: str) -> None:
-    for name in ("src", "tests", "pyproject.toml"):
+    for name in ("src", "tests", "pyproject.toml", "examples", "scripts", "docs", "conformance", "verifiers"):
         s = os.path.join(ROOT, name)
         d = os.path.join(dst, name)
         if os.path.isdir(s):
-            shutil.copytree(s, d, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            shutil.copytree(s, d, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "node_modules"))
+        elif not os.path.exists(s):
+            continue
         else:
             shutil.copy2(s, d)
 
