@@ -435,26 +435,32 @@ class SubagentRunner:
                     pass
             raise
         self.parent.settle(reserved, result)
-        worktree = wt.finish(child_id) if wt is not None else None
-        summary: dict[str, Any] = {
+        summary = {
             "agent_id": child_id,
             "agent_type": atype.name,
             "description": description,
-            "answer": result.answer,
-            "stop_reason": result.stop_reason,
-            "steps": result.steps,
-            "spent_micros": result.spent_micros,
-            "tokens": result.tokens,
-            "reserved_micros": reserved[0],
-            "transcript": os.path.relpath(path, self.transcript_dir),
-            "transcript_records": count,
-            "last_hash": last_hash,
+            **self._outcome(result, reserved[0], path, count, last_hash),
         }
+        worktree = wt.finish(child_id) if wt is not None else None
         if worktree is not None:
             summary["worktree"] = worktree
         self.children.append(summary)
         self._record("subagent", {**summary, "transcript": path})
         return summary
+
+    def _outcome(self, result: Any, reserved_micros: int | None, path: str, count: int, last_hash: str) -> dict[str, Any]:
+        """What a finished child's summary says of its run and its transcript."""
+        return {
+            "answer": result.answer,
+            "stop_reason": result.stop_reason,
+            "steps": result.steps,
+            "spent_micros": result.spent_micros,
+            "tokens": result.tokens,
+            "reserved_micros": reserved_micros,
+            "transcript": os.path.relpath(path, self.transcript_dir),
+            "transcript_records": count,
+            "last_hash": last_hash,
+        }
 
     def _subagent_stop(self, child_id: str, atype: str, last: RunResult, path: str, active: bool) -> str | None:
         """SubagentStop hooks: what the child is told to go on with, or None to let it stop.
