@@ -146,18 +146,17 @@ def expand(value: str, environ: Mapping[str, str], path: str = "<memory>", place
 
 def _str(v: Any, path: str, place: str) -> str:
     if not isinstance(v, str):
-        raise ConfigError(path, f"{place}: must be a string, not {_kind(v)}")
+        raise ConfigError(path, f"{place}: must be a string, not {json_kind(v)}")
     if "\x00" in v:
         raise ConfigError(path, f"{place}: must not contain a NUL character")
     return v
 
 
-_kind = json_kind
 
 
 def _str_map(v: Any, path: str, place: str) -> dict[str, str]:
     if not isinstance(v, dict):
-        raise ConfigError(path, f"{place}: must be an object of strings, not {_kind(v)}")
+        raise ConfigError(path, f"{place}: must be an object of strings, not {json_kind(v)}")
     return {_str(k, path, place): _str(val, path, f"{place}.{k}") for k, val in v.items()}
 
 
@@ -173,14 +172,14 @@ def parse_server(name: Any, entry: Any, path: str, scope: Scope | Literal["memor
             path, f"{place}: a server name may use only letters, digits, '_' and '-' (1 to 64 characters)"
         )
     if not isinstance(entry, dict):
-        raise ConfigError(path, f"{place}: must be an object, not {_kind(entry)}")
+        raise ConfigError(path, f"{place}: must be an object, not {json_kind(entry)}")
     raw_type = entry.get("type")
     if raw_type is None:
         if "url" in entry:
             raise ConfigError(path, f"{place}: has a 'url' but no 'type' (write \"type\": \"http\" or \"sse\")")
         transport: Transport = "stdio"
     elif not isinstance(raw_type, str) or raw_type not in _TYPES:
-        shown = raw_type if isinstance(raw_type, str) else _kind(raw_type)
+        shown = raw_type if isinstance(raw_type, str) else json_kind(raw_type)
         raise ConfigError(
             path, f"{place}.type: {shown!r} is not supported (use 'stdio', 'http', 'streamable-http' or 'sse')"
         )
@@ -200,7 +199,7 @@ def parse_server(name: Any, entry: Any, path: str, scope: Scope | Literal["memor
             raise ConfigError(path, f"{place}.command: must not be empty")
         args_raw = entry.get("args", [])
         if not isinstance(args_raw, list):
-            raise ConfigError(path, f"{place}.args: must be an array of strings, not {_kind(args_raw)}")
+            raise ConfigError(path, f"{place}.args: must be an array of strings, not {json_kind(args_raw)}")
         args = tuple(_str(a, path, f"{place}.args[{i}]") for i, a in enumerate(args_raw))
         env = _str_map(entry.get("env", {}), path, f"{place}.env")
         return ServerConfig(name, "stdio", command=command, args=args, env=env, timeout_ms=tmo, source=path, scope=scope)
@@ -220,10 +219,10 @@ def parse_servers(data: Any, path: str, scope: Scope | Literal["memory"] = "memo
         ConfigError: naming ``path`` and the place of the first problem.
     """
     if not isinstance(data, dict):
-        raise ConfigError(path, f"must hold a JSON object, not {_kind(data)}")
+        raise ConfigError(path, f"must hold a JSON object, not {json_kind(data)}")
     servers = data.get("mcpServers", {})
     if not isinstance(servers, dict):
-        raise ConfigError(path, f"mcpServers: must be an object, not {_kind(servers)}")
+        raise ConfigError(path, f"mcpServers: must be an object, not {json_kind(servers)}")
     return {name: parse_server(name, entry, path, scope) for name, entry in servers.items()}
 
 
@@ -319,7 +318,7 @@ def load_servers(
 def _lenient(data: dict[str, Any], path: str, warnings: list[str]) -> dict[str, Any]:
     servers = data.get("mcpServers", {})
     if not isinstance(servers, dict):
-        warnings.append(f"{path}: mcpServers: must be an object, not {_kind(servers)}; skipped")
+        warnings.append(f"{path}: mcpServers: must be an object, not {json_kind(servers)}; skipped")
         return {}
     out = {}
     for name, entry in servers.items():
@@ -356,7 +355,7 @@ def add_server(path: str, server: ServerConfig, *, replace_existing: bool = Fals
     data = read_object(path) or {}
     servers = data.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
-        raise ConfigError(path, f"mcpServers: must be an object, not {_kind(servers)}")
+        raise ConfigError(path, f"mcpServers: must be an object, not {json_kind(servers)}")
     if server.name in servers and not replace_existing:
         raise ConfigError(path, f"mcpServers.{server.name}: already exists (remove it first)")
     entry = server.to_json()
