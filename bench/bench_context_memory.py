@@ -37,7 +37,7 @@ OUTPUT_BYTES = 20_000
 
 def child(turns: int, managed: bool, window: int) -> dict[str, object]:
     from agentloop import Budget, Price, TranscriptWriter, run, tool
-    from agentloop.agent.context import COMPACT_PROMPT, ContextManager
+    from agentloop.agent.context.compaction import COMPACT_PROMPT, ContextManager
     from agentloop.events import ModelReply, ModelRequest, ToolCall, Usage
     from agentloop.testing import FunctionModel
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from agentloop.agent.protocols import AgentHooks, ContextManager, NoContext, NoHooks
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "agentloop"
-CORE = SRC / "agent" / "core.py"
+CORE = SRC / "agent" / "agent.py"
 
 FRONT_END_CALLBACKS = {"on_notice", "elicit", "on_mcp_progress", "ask_permission"}
 """What a front end (REPL, -p, ACP) may set on an agent it made: where to show and ask things."""
@@ -75,7 +75,7 @@ def test_every_method_the_agent_calls_on_its_hooks_and_context_is_on_their_proto
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and node.args:
             target = node.args[0]
             if isinstance(target, ast.Attribute) and target.attr in called:
-                probed.append(f"core.py:{node.lineno}: {node.func.id}(self.{target.attr}, ...)")
+                probed.append(f"agent.py:{node.lineno}: {node.func.id}(self.{target.attr}, ...)")
     assert probed == []
     assert called["hooks"] and called["context"]
     for proto, default, names in ((AgentHooks, NoHooks, called["hooks"]), (ContextManager, NoContext, called["context"])):

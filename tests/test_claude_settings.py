@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent.core import Agent
+from agentloop.agent.agent import Agent
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _pty import AGENTLOOP, env_for  # noqa: E402
@@ -231,7 +231,7 @@ def test_sanitize_never_raises_on_any_json_a_repository_could_hold_and_keeps_onl
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from agentloop.agent.trust import HONOURED_KEYS, describe_powers, sanitize
+    from agentloop.agent.permissions.trust import HONOURED_KEYS, describe_powers, sanitize
     from agentloop.config.settings import SettingsSource
 
     scalar = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)

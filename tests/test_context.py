@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agentloop import Budget, Price, TranscriptWriter, run, tool
-from agentloop.agent.context import (
+from agentloop.agent.context.compaction import (
     COMPACT_PROMPT,
     EVICT_PREFIX,
     MASK_PREFIX,
@@ -22,7 +22,7 @@ from agentloop.agent.context import (
     estimate_tokens,
     reapply,
 )
-from agentloop.agent.hooks import HookRunner
+from agentloop.agent.hooks.runner import HookRunner
 from agentloop.config.settings import SettingsSource
 from agentloop.events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, Usage
 from agentloop.loop import recount_chars, tool_message

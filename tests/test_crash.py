@@ -89,7 +89,7 @@ elif mode == "run":
 
 elif mode == "session":
     from agentloop import Budget, run, tool
-    from agentloop.agent.session import Session
+    from agentloop.agent.session.store import Session
     from agentloop.testing import FunctionModel, reply
 
     @tool
@@ -120,7 +120,7 @@ def _kill_rounds(tmp_path: Path, mode: str, rounds: int, seed: int) -> dict[str,
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     if mode == "session":
-        from agentloop.agent.session import sessions_dir
+        from agentloop.agent.session.store import sessions_dir
 
         path = Path(sessions_dir(str(home), str(home))) / "20260101-000000-crash.jsonl"
     else:
@@ -292,7 +292,7 @@ def test_resume_on_a_torn_tail_repairs_first_and_says_so(tmp_path: Path) -> None
 
 
 def test_session_resume_after_a_crash_repairs_and_records_it(tmp_path: Path) -> None:
-    from agentloop.agent.session import Session
+    from agentloop.agent.session.store import Session
 
     home = str(tmp_path)
     s = Session.create(home, home, sid="20260101-000000-torn")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent.core import Agent
+from agentloop.agent.agent import Agent
 from agentloop.replay import replay
 from agentloop.transcript import read_records, verify_file
 from mcp_servers.helpers import PY, PYSERVER, running

@@ -4,7 +4,7 @@
 ``build_parts(agent)`` and takes what it returns as its own attributes
 (``hooks``, ``context``, ``extra_tools``, ``mcp_servers``, ``loop_threshold``)
 before it opens its session. Nothing sets an agent's attributes from outside
-``agent/core.py``; every method the agent calls on these parts is declared on
+``agent/agent.py``; every method the agent calls on these parts is declared on
 the Protocol it holds them as (``agent/protocols.py``).
 
 The parts read the agent (its settings, model, sandbox, and at call time its

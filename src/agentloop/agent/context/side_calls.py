@@ -18,8 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..budget import Budget, Ledger, Price, cost_micros, input_bound, reservation_micros, text_bytes
-from ..events import ModelReply, ModelRequest, Usage
+from ...budget import (
+    Budget,
+    Ledger,
+    Price,
+    cost_micros,
+    input_bound,
+    reservation_micros,
+    text_bytes,
+)
+from ...events import ModelReply, ModelRequest, Usage
 
 __all__ = ["Account", "SideCall", "StateAccount", "side_call"]
 

@@ -33,9 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..budget import Price, message_bytes, text_bytes, tokens_for_chars
-from ..canonical import canonical
-from ..conversation import (
+from ...budget import Price, message_bytes, text_bytes, tokens_for_chars
+from ...canonical import canonical
+from ...conversation import (
     EVICT_PREFIX,
     MASK_PREFIX,
     SUMMARY_PREFIX,
@@ -43,10 +43,10 @@ from ..conversation import (
     placeholder,
     reapply,
 )
-from ..events import Message, ModelRequest
-from ..loop import recount_chars
-from .hooks import HookRunner
-from .sidecall import Account, SideCall, StateAccount, side_call
+from ...events import Message, ModelRequest
+from ...loop import recount_chars
+from ..hooks.runner import HookRunner
+from .side_calls import Account, SideCall, StateAccount, side_call
 
 __all__ = [
     "CompactionResult",

@@ -71,7 +71,7 @@ from .protocols import (
     PermissionAnswer,
     PromptDecision,
 )
-from .session import Durability, Session, SessionError, latest_id
+from .session.store import Durability, Session, SessionError, latest_id
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
@@ -128,7 +128,7 @@ def context_window(model_name: str, override: int | None = None) -> int:
     """The settings' "contextWindow" when given, else the model family's (``context.context_window``, the one table)."""
     if override:
         return override
-    from .context import context_window as family_window
+    from .context.compaction import context_window as family_window
 
     return family_window(model_name)
 
@@ -211,7 +211,7 @@ def _with_cli_sources(sources: list[SettingsSource], settings: Sequence[str], mc
     ``--strict-mcp-config`` only the ``--mcp-config`` servers are used."""
     if not settings and not mcp_configs and not strict:
         return sources
-    from .trust import sanitize
+    from .permissions.trust import sanitize
 
     extra: list[SettingsSource] = []
     for v in settings:
@@ -341,7 +341,7 @@ class Agent:
         """Rules the user added for the rest of this session ("always")."""
         self.stop_hook_active = False
         """While ``hooks.stop`` runs: True when the turn is already going on because of a Stop hook."""
-        from .trust import load_for_agent, resolve_model
+        from .permissions.trust import load_for_agent, resolve_model
 
         try:
             loaded = load_for_agent(
@@ -474,8 +474,8 @@ class Agent:
         return {name: key for key, name in out.items()}
 
     def _init_secrets(self) -> None:
-        """What children get (``child_env``) and what tool output hides (``redactor``). See ``childenv``."""
-        from .childenv import Redactor, child_env, secret_env_values
+        """What children get (``child_env``) and what tool output hides (``redactor``). See ``sandbox.child_env``."""
+        from .sandbox.child_env import Redactor, child_env, secret_env_values
 
         held = self._held_keys()
         self.redactor = Redactor(secret_env_values(self.env))
@@ -485,7 +485,7 @@ class Agent:
         )
 
     def _init_sandbox(self) -> None:
-        from . import sandbox as sbx
+        from .sandbox import bubblewrap as sbx
 
         try:
             self.sandbox_settings: sbx.SandboxSettings = sbx.settings_from(
@@ -632,7 +632,7 @@ class Agent:
     # -- sibling modules, loaded when present --
 
     def _load_memory(self) -> None:
-        from .memory import load_memory, render_memory
+        from .session.memory import load_memory, render_memory
 
         files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"))
         self.memory_files = [f.path for f in files]
@@ -646,7 +646,7 @@ class Agent:
         self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
         self.skills = dict(load_skills(self.cwd, self.home, uh))
         if not self.trust.trusted:  # an untrusted folder's commands and skills are text: their allowed-tools grant nothing
-            from .trust import without_grants
+            from .permissions.trust import without_grants
 
             self.commands = without_grants(self.commands, self.home, uh)
             self.skills = without_grants(self.skills, self.home, uh)
@@ -656,10 +656,10 @@ class Agent:
 
     def _build_tools(self) -> None:
         """The workspace, registry and policy; rebuilt when the session (and so its spill dir) changes."""
-        from .builtin_tools import RunningProcesses, builtin_registry
         from .commands import skill_tool
-        from .permissions import ModeError, PermissionPolicy
-        from .workspace import Workspace
+        from .permissions.rules import ModeError, PermissionPolicy
+        from .tools.builtin import RunningProcesses, builtin_registry
+        from .tools.workspace import Workspace
 
         try:
             self.policy = PermissionPolicy.from_settings(
@@ -948,13 +948,13 @@ class Agent:
         UserPromptSubmit): its reason goes to the model as the next user
         message and another run starts, under what is left of the turn's
         budget, with ``stop_hook_active`` true for the next Stop call, at most
-        ``MAX_STOP_BLOCKS`` blocks in a row (``agent/stopgate.py``). The
+        ``MAX_STOP_BLOCKS`` blocks in a row (``agent/hooks/stop_gate.py``). The
         result holds the turn's totals and its last run's answer and stop.
 
         Raises:
             AgentError: a hook blocked the prompt (nothing was run).
         """
-        from .stopgate import StopGate
+        from .hooks.stop_gate import StopGate
 
         self._sync_mcp()  # MCP tools a server added or dropped since the last run (list_changed)
         decision = self.hooks.user_prompt_submit(self, prompt)
@@ -1127,7 +1127,7 @@ class Agent:
     def _file_changed(self, path: str, before: bytes | None, after: bytes) -> None:
         """A built-in tool is about to write ``path``: keep both contents and record the change
         (``checkpoints`` rule 1), so ``/rewind`` can put it back."""
-        from .checkpoints import Checkpoints
+        from .session.checkpoints import Checkpoints
 
         store = Checkpoints(self.home)
         payload = {
@@ -1151,7 +1151,7 @@ class Agent:
         """
         from ..conversation import Conversation
         from ..transcript import read_records
-        from .checkpoints import Checkpoints, apply_rewind, plan_rewind
+        from .session.checkpoints import Checkpoints, apply_rewind, plan_rewind
 
         s = self.session
         records = list(read_records(s.path)) if s.written else []
