@@ -57,8 +57,14 @@ def test_no_module_but_the_agent_itself_sets_an_agents_attributes() -> None:
 
 
 def test_front_end_callbacks_are_declared_by_the_agent() -> None:
-    init = next(n for n in ast.walk(ast.parse(CORE.read_text())) if isinstance(n, ast.FunctionDef) and n.name == "__init__")
-    declared = {t.attr for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign))
+    """Declared while the agent is built: in ``__init__`` or a method of the agent that it calls."""
+    agent = next(n for n in ast.walk(ast.parse(CORE.read_text())) if isinstance(n, ast.ClassDef) and n.name == "Agent")
+    methods = {n.name: n for n in agent.body if isinstance(n, ast.FunctionDef)}
+    init = methods["__init__"]
+    called = {n.func.attr for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"}
+    declared = {t.attr for m in [init, *(methods[c] for c in called if c in methods)] for n in ast.walk(m)
+                if isinstance(n, (ast.Assign, ast.AnnAssign))
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
     assert FRONT_END_CALLBACKS <= declared
