@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ...audit.repair import repair_file
 from ...config.settings import agentloop_home, project_hash
 from ...conversation import Continues, Conversation, close_dangling_calls
 from ...events import Message, ToolResult
@@ -315,7 +316,7 @@ class Session:
         fd = _lock(d, sid)
         path = os.path.join(d, f"{sid}.jsonl")
         try:
-            writer = TranscriptWriter(path, durability=durability, resume=True)
+            writer = TranscriptWriter(path, durability=durability, resume=True, repair=repair_file)
             s = cls(sid, d, writer, fd, created=False, durability=durability)
             s.listeners = writer.listeners
             s._load_tail()
