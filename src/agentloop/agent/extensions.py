@@ -27,7 +27,7 @@ from ..budget import Price
 from ..config.settings import merged
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry, Tool
-from .context.compaction import ContextManager
+from .context.compaction import Compactor
 from .context.loop_check import LoopCheck, chain
 from .context.side_calls import Account
 from .hooks.payloads import (
@@ -316,7 +316,7 @@ class AgentContext:
     def __init__(self, agent: Any, hooks: ClaudeHooks | None):
         self.hooks = hooks
         cap = merged(agent.sources, "toolResultCap")
-        self.cm = ContextManager(
+        self.cm = Compactor(
             window=int(agent.window),
             summarizer=agent.model,
             hooks=hooks.runner if hooks is not None else None,

@@ -1,7 +1,7 @@
 """Context management: what the model sees stays inside its window, for sessions of any length.
 
 The loop keeps one list of messages (``State.messages``) and sends it as it
-is. ``ContextManager.prepare`` is given to ``run``/``arun`` as their
+is. ``Compactor.prepare`` is given to ``run``/``arun`` as their
 ``prepare`` seam: before every model call it rewrites that list *in place*,
 so the memory held for the model's context is bounded too, not only what is
 sent. The transcript is never touched: every tool output stays there whole.
@@ -51,7 +51,7 @@ from .side_calls import Account, SideCall, StateAccount, side_call
 __all__ = [
     "CompactionResult",
     "reapply",
-    "ContextManager",
+    "Compactor",
     "check_pairing",
     "context_window",
     "estimate_message_tokens",
@@ -167,7 +167,7 @@ Record = Callable[[str, Any], None]
 
 
 @dataclass
-class ContextManager:
+class Compactor:
     """Keeps a session's context inside the window. One per session (its state lasts across runs)."""
 
     window: int
