@@ -58,7 +58,7 @@ def layout(root: Path, spread: bool) -> tuple[Path, dict[str, str]]:
 
 
 def load_us(proj: Path, env: dict[str, str]) -> float:
-    from agentloop.agent.permissions.trust import load_for_agent
+    from agentloop.agent.trust import load_for_agent
 
     t0 = time.perf_counter()
     load_for_agent(str(proj), env["AGENTLOOP_HOME"], env, trust=True, managed="")

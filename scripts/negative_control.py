@@ -220,14 +220,14 @@ SABOTAGES = [
     ),
     Sabotage(
         "an untrusted folder's configuration is used as if it were trusted",
-        "src/agentloop/agent/permissions/trust.py",
+        "src/agentloop/agent/trust.py",
         "    if not decision.trusted:\n        decision.left_out = [p.text for p in powers]",
         "    if False:  # SABOTAGED\n        decision.left_out = [p.text for p in powers]",
         ["tests/test_trust.py"],
     ),
     Sabotage(
         "an untrusted folder keeps more than its deny rules",
-        "src/agentloop/agent/permissions/trust.py",
+        "src/agentloop/agent/trust.py",
         '    """What an untrusted folder\'s file keeps: its deny rules and the keys that only take power away."""',
         '    """SABOTAGED"""\n    return source',
         ["tests/test_trust.py"],

@@ -231,7 +231,7 @@ def test_sanitize_never_raises_on_any_json_a_repository_could_hold_and_keeps_onl
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from agentloop.agent.permissions.trust import HONOURED_KEYS, describe_powers, sanitize
+    from agentloop.agent.trust import HONOURED_KEYS, describe_powers, sanitize
     from agentloop.config.settings import SettingsSource
 
     scalar = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)

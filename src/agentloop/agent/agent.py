@@ -211,7 +211,7 @@ def _with_cli_sources(sources: list[SettingsSource], settings: Sequence[str], mc
     ``--strict-mcp-config`` only the ``--mcp-config`` servers are used."""
     if not settings and not mcp_configs and not strict:
         return sources
-    from .permissions.trust import sanitize
+    from .trust import sanitize
 
     extra: list[SettingsSource] = []
     for v in settings:
@@ -398,7 +398,7 @@ class Agent:
         strict_mcp_config: bool,
     ) -> None:
         """The settings files as folder trust lets them apply, the command line's beside them, and their ``env``."""
-        from .permissions.trust import load_for_agent
+        from .trust import load_for_agent
 
         try:
             loaded = load_for_agent(
@@ -458,7 +458,7 @@ class Agent:
 
     def _init_model(self, model: str | Any | None, price: Any, fallback: str | None) -> None:
         """The price table, the model (opened) and its fallback."""
-        from .permissions.trust import resolve_model
+        from .trust import resolve_model
 
         self.prices = self._prices()
         spec = model if model is not None else (merged(self.sources, "model") or self.env.get("AGENTLOOP_MODEL"))
@@ -703,7 +703,7 @@ class Agent:
         self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
         self.skills = dict(load_skills(self.cwd, self.home, uh))
         if not self.trust.trusted:  # an untrusted folder's commands and skills are text: their allowed-tools grant nothing
-            from .permissions.trust import without_grants
+            from .trust import without_grants
 
             self.commands = without_grants(self.commands, self.home, uh)
             self.skills = without_grants(self.skills, self.home, uh)

@@ -486,7 +486,7 @@ def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:
     """Agent files' ``model: opus`` (Claude Code's aliases) as the model ids they name."""
     import dataclasses
 
-    from .permissions.trust import resolve_model
+    from .trust import resolve_model
 
     out = {}
     for name, t in types.items():

@@ -74,7 +74,7 @@ def _servers(cwd: str) -> dict[str, Any]:
 def _untrusted(servers: dict[str, Any], cwd: str) -> dict[str, str]:
     """The servers of this folder's own files that may not start: the folder is not trusted, or the
     ``.mcp.json`` server was not approved (folder trust, as in the agent)."""
-    from agentloop.agent.permissions.trust import folder_decision
+    from agentloop.agent.trust import folder_decision
     from agentloop.mcp.config import mcp_json_path
 
     mine = {n: s for n, s in servers.items() if s.scope in ("project", "local")}
@@ -187,7 +187,7 @@ def cmd_add(args: argparse.Namespace, cwd: str) -> int:
             raise UserError(f"a {transport} server takes one URL, got: {' '.join(target)}")
         server = ServerConfig(args.name, "sse" if transport == "sse" else "http", url=target[0], headers=_pairs(args.header, ":", "--header"),
                               timeout_ms=args.timeout)
-    from agentloop.agent.permissions.trust import folder_decision, keep_trust_after_own_edit
+    from agentloop.agent.trust import folder_decision, keep_trust_after_own_edit
 
     path = scope_path(args.scope, cwd, _home())
     before = folder_decision(cwd, _home(), os.environ) if args.scope != "user" else None
@@ -219,7 +219,7 @@ def cmd_remove(args: argparse.Namespace, cwd: str) -> int:
         if len(found) > 1:
             raise UserError(f"{args.name!r} is in several scopes ({', '.join(found)}): pass --scope")
         path = scope_path(found[0], cwd, home)
-        from agentloop.agent.permissions.trust import folder_decision, keep_trust_after_own_edit
+        from agentloop.agent.trust import folder_decision, keep_trust_after_own_edit
 
         before = folder_decision(cwd, home, os.environ) if found[0] != "user" else None
         remove_server(path, args.name)

@@ -20,7 +20,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.agent.permissions.trust import TrustStore, remember_folder
+    from agentloop.agent.trust import TrustStore, remember_folder
     from agentloop.config.settings import ConfigError, agentloop_home
 
     from ._common import UserError

@@ -1,1 +1,1 @@
-"""Permission rules, the Bash reader that applies them to command lines, and folder trust."""
+"""Permission rules, and the Bash reader that applies them to command lines."""

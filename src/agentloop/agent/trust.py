@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ...config.settings import ConfigError, SettingsSource, read_config_bytes, read_json_object
+from ..config.settings import ConfigError, SettingsSource, read_config_bytes, read_json_object
 
 __all__ = [
     "HONOURED_KEYS",
@@ -165,7 +165,7 @@ def _keep(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
 
 
 def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .rules import MODES, RuleError, parse_rule
+    from .permissions.rules import MODES, RuleError, parse_rule
 
     if not isinstance(value, dict):
         warn("permissions", "must be an object")
@@ -207,7 +207,7 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
 
 
 def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from ..hooks.runner import _handlers_from
+    from .hooks.runner import _handlers_from
 
     if not isinstance(value, dict):
         warn("hooks", "must be an object of event names")
@@ -257,7 +257,7 @@ def _clean_servers(source: SettingsSource, key: str, value: Any, warn: Warn) -> 
 
 def clean_servers(value: Any, path: str, warn: Warn) -> Any:
     """The entries of an ``mcpServers`` object that ``parse_server`` accepts (Claude Code skips the others)."""
-    from ...mcp.config import parse_server
+    from ..mcp.config import parse_server
 
     if not isinstance(value, dict):
         warn("mcpServers", "must be an object of server names")
@@ -277,7 +277,7 @@ def clean_servers(value: Any, path: str, warn: Warn) -> Any:
 
 
 def _clean_prices(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from ...config.settings import prices_from_settings
+    from ..config.settings import prices_from_settings
 
     if not isinstance(value, dict):
         warn("prices", "must be an object of model name to prices")
@@ -304,7 +304,7 @@ def _typed(check: Callable[[Any], bool], what: str) -> Callable[[SettingsSource,
 
 
 def _usd_ok(v: Any) -> bool:
-    from ...budget import usd
+    from ..budget import usd
 
     if isinstance(v, bool):
         return False
@@ -472,7 +472,7 @@ def _users_own(path: str, home: str, user_dir: str) -> bool:
 
 def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
     """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt."""
-    from ..commands import load_commands, load_skills
+    from .commands import load_commands, load_skills
 
     out: list[Power] = []
     try:
@@ -666,7 +666,7 @@ def _approve_servers(
     ``ask_server`` is asked (and its answer kept in ``rec``); an unanswered
     server is left out.
     """
-    from ...config.settings import merged
+    from ..config.settings import merged
 
     dirty = False
     enable_all = merged(effective, "enableAllProjectMcpServers") is True
@@ -711,7 +711,7 @@ def load_for_agent(
     Raises:
         ConfigError: a settings file (or ``.mcp.json``) is not a JSON object.
     """
-    from ...config.settings import (
+    from ..config.settings import (
         MANAGED_SETTINGS,
         all_settings_paths,
         load_settings,
@@ -778,7 +778,7 @@ def remember_folder(cwd: str, home: str, env: Mapping[str, str], *, managed: str
     Raises:
         ConfigError: a file is malformed, or ``cwd`` is the home folder (trust there is never remembered).
     """
-    from ...config.settings import user_home
+    from ..config.settings import user_home
 
     if os.path.realpath(cwd) == os.path.realpath(user_home(env)):
         raise ConfigError(cwd, "is your home folder: trust there is never remembered (use --trust for one run)")
