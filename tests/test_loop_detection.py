@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentloop import Budget, MemoryTranscript, Price, run, tool
-from agentloop.agent.context.compaction import ContextManager
+from agentloop.agent.context.compaction import Compactor
 from agentloop.agent.context.loop_check import LoopCheck, chain, parse_verdict
 from agentloop.events import ModelReply, ModelRequest, ToolCall, Usage
 from agentloop.testing import FunctionModel
@@ -181,7 +181,7 @@ def test_verdicts_are_parsed_strictly(text: str, verdict: str) -> None:
 
 def test_the_check_chains_with_context_management() -> None:
     cheap = Cheap("LOOPING")
-    cm = ContextManager(window=10**6)
+    cm = Compactor(window=10**6)
     r, t = go(scripted(varied), prepare=chain(cm.prepare, LoopCheck(cheap, price=PRICES["cheap"]).prepare))
     assert r.stop_reason == "loop_detected" and r.steps == 30
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agentloop import Registry
-from agentloop.agent.context.compaction import MASK_PREFIX, ContextManager
+from agentloop.agent.context.compaction import MASK_PREFIX, Compactor
 from agentloop.events import ToolCall
 from agentloop.mcp import McpManager, ServerConfig
 from mcp_servers.helpers import PY, RAW
@@ -149,7 +149,7 @@ def test_the_masking_note_says_the_transcript_keeps_only_a_head_and_hash_past_64
     for i, size in enumerate([100_000, 3_000, 10, 10, 10, 10, 10]):
         msgs.append({"role": "assistant", "content": "", "tool_calls": [{"id": f"c{i}", "name": "t", "arguments": {}}]})
         msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "y" * size})
-    cm = ContextManager(window=10**6, transcript_path="/s/t.jsonl")
+    cm = Compactor(window=10**6, transcript_path="/s/t.jsonl")
     masked, _ = cm.mask(msgs)  # type: ignore[arg-type]
     assert masked == ["c0", "c1"]
     big, small = msgs[2]["content"], msgs[4]["content"]

@@ -301,7 +301,7 @@ WINDOW = 1000  # small enough that the run both masks and compacts
 
 
 def test_masking_and_compaction_inside_a_run_are_made_again_on_resume(tmp_path):
-    from agentloop.agent.context.compaction import MASK_PREFIX, SUMMARY_PREFIX, ContextManager
+    from agentloop.agent.context.compaction import MASK_PREFIX, SUMMARY_PREFIX, Compactor
     from agentloop.agent.context.side_calls import StateAccount
 
     home, cwd = str(tmp_path / "home"), str(tmp_path)
@@ -312,7 +312,7 @@ def test_masking_and_compaction_inside_a_run_are_made_again_on_resume(tmp_path):
         """A large output."""
         return f"{n}:" + "y" * 3000
 
-    cm = ContextManager(window=WINDOW, keep_recent=1, mask_threshold=100, transcript_path=s.path,
+    cm = Compactor(window=WINDOW, keep_recent=1, mask_threshold=100, transcript_path=s.path,
                         summarizer=ScriptedModel([reply("the summary of it all", usage=(10, 5))]))
     steps = [reply(f"step {i}", [("big", {"n": i})], usage=(10, 1), step=i) for i in range(4)]
 

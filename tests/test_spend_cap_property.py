@@ -316,7 +316,7 @@ def test_the_documented_bound_is_what_the_loop_reserves_for(tmp_path: Path) -> N
 
 def test_a_side_call_billed_past_its_bound_stops_the_run_and_replays(tmp_path: Path) -> None:
     """A compaction summary billed far past its reservation: the run stops with budget_overrun before the next call."""
-    from agentloop.agent.context.compaction import ContextManager
+    from agentloop.agent.context.compaction import Compactor
     from agentloop.replay import replay
     from agentloop.testing import ScriptedModel, reply
     from agentloop.transcript import TranscriptWriter, read_records
@@ -327,7 +327,7 @@ def test_a_side_call_billed_past_its_bound_stops_the_run_and_replays(tmp_path: P
         return f"{n}:" + "y" * 3000
 
     path = tmp_path / "t.jsonl"
-    cm = ContextManager(window=1000, keep_recent=1, mask_threshold=100, transcript_path=str(path),
+    cm = Compactor(window=1000, keep_recent=1, mask_threshold=100, transcript_path=str(path),
                         summarizer=ScriptedModel([reply("summary", usage=(1_000_000, 5))]))
     steps = [reply(f"step {i}", [("big", {"n": i})], usage=(10, 1), step=i) for i in range(4)]
     with TranscriptWriter(path) as w:

@@ -210,7 +210,7 @@ def test_the_writer_refuses_to_overwrite_or_resume_a_torn_file(tmp_path: Path) -
     with open(p, "ab") as f:
         f.write(b'{"hash":')
     with pytest.raises(TranscriptError, match="incomplete"):
-        TranscriptWriter(p, resume=True, repair=False)
+        TranscriptWriter(p, resume=True)  # no repair function: a torn tail is refused
     with pytest.raises(TranscriptError):
         read_tail(str(p))
 
