@@ -358,3 +358,76 @@ def test_a_file_written_before_side_cost_records_still_verifies_and_replays_byte
 def test_the_legacy_files_are_what_their_source_says() -> None:
     assert (LEGACY / "SOURCE.md").is_file()
     assert os.path.getsize(LEGACY / "loop-check.jsonl") > 0
+
+
+class _RefuseNth:
+    """A shared ledger that refuses its ``n``-th reservation and grants the rest."""
+
+    def __init__(self, n: int):
+        self.n, self.k, self.settled = n, 0, 0
+
+    def reserve(self, amount_micros: int, tokens: int) -> bool:
+        self.k += 1
+        return self.k != self.n
+
+    def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
+        self.settled += 1
+
+
+def _checked_run(ledger: Any, transcript: Any) -> Any:
+    from agentloop.agent.loopcheck import LoopCheck
+    from agentloop.testing import ScriptedModel, reply
+
+    @tool(read_only=True)
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    check = LoopCheck(ScriptedModel([reply("NOT_LOOPING", usage=(5, 1))] * 3, name="cheap"), model_name="cheap",
+                      price=Price(1_000_000, 2_000_000), after=1, every=1)
+    script = [reply("", [("echo", {"text": f"{i}"})], usage=(10, 1), step=i) for i in range(1, 3)] + [reply("ok", usage=(10, 1))]
+    return run(ScriptedModel(script), [echo], "t", Budget(max_steps=5), transcript=transcript, prepare=check.prepare,
+               ledger=ledger, prices={"ScriptedModel": Price(1_000_000, 2_000_000)})
+
+
+def test_a_side_call_the_shared_ledger_refuses_is_not_made_and_replays_as_refused(tmp_path: Path) -> None:
+    """Reservations: turn 1, turn 2, the loop check before turn 2's call (refused), turn 3, its check (granted)."""
+    ledger = _RefuseNth(3)
+    t = MemoryTranscript()
+    r = _checked_run(ledger, t)
+    assert r.stop_reason == "no_tool_calls"
+    sides = [x.payload for x in t.records if x.kind == "side_cost"]
+    assert sides[0]["by"] == "ledger" and "shared ledger refused" in sides[0]["refused"]
+    assert "refused" not in sides[1] and sides[1]["cost_micros"] > 0
+    assert ledger.settled == ledger.k - 1  # every granted reservation, side calls included, is settled once
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(t.getvalue())
+    res = replay(str(path))
+    assert res.equal, res.summary()
+
+
+def test_arun_takes_side_costs_as_run_does_byte_for_byte() -> None:
+    import asyncio
+
+    from agentloop import arun
+    from agentloop.agent.loopcheck import LoopCheck
+    from agentloop.testing import ScriptedModel, reply
+
+    def go(driver: Any) -> bytes:
+        check = LoopCheck(ScriptedModel([reply("NOT_LOOPING", usage=(5, 1))] * 3, name="cheap"), model_name="cheap",
+                          price=Price(1_000_000, 2_000_000), after=1, every=1)
+        script = [reply("", [("echo", {"text": f"{i}"})], usage=(10, 1), step=i) for i in range(1, 3)] + [reply("ok", usage=(10, 1))]
+        t = MemoryTranscript()
+
+        @tool(read_only=True)
+        def echo(text: str) -> str:
+            """Echo."""
+            return text
+
+        out = driver(ScriptedModel(script), [echo], "t", Budget(max_steps=5, max_usd_micros=1_000_000), transcript=t, prepare=check.prepare)
+        if asyncio.iscoroutine(out):
+            asyncio.run(out)
+        return t.getvalue()
+
+    sync, async_ = go(run), go(arun)
+    assert b'"kind":"side_cost"' in sync and sync == async_
