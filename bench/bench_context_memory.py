@@ -5,7 +5,7 @@ Each measurement is a fresh subprocess (so peaks do not mix) that runs one
 scripted session of N turns. Every turn calls a tool returning 20 KB; the
 transcript goes to a file (as in the agent). Two variants, at several N:
 
-- managed: ``ContextManager.prepare`` as the run's ``prepare`` (masking past
+- managed: ``Compactor.prepare`` as the run's ``prepare`` (masking past
   the last 5 outputs, a tool-result cap, compaction at 90% of a 200k window;
   the summary comes from the same scripted model);
 - baseline: the same session with no context management (what the loop holds
@@ -37,7 +37,7 @@ OUTPUT_BYTES = 20_000
 
 def child(turns: int, managed: bool, window: int) -> dict[str, object]:
     from agentloop import Budget, Price, TranscriptWriter, run, tool
-    from agentloop.agent.context import COMPACT_PROMPT, ContextManager
+    from agentloop.agent.context.compaction import COMPACT_PROMPT, Compactor
     from agentloop.events import ModelReply, ModelRequest, ToolCall, Usage
     from agentloop.testing import FunctionModel
 
@@ -61,7 +61,7 @@ def child(turns: int, managed: bool, window: int) -> dict[str, object]:
         return ModelReply(tool_calls=(ToolCall(f"c{count['main']}", "big", {"n": count["main"]}),), usage=Usage(100, 10))
 
     m = FunctionModel(model, name="m")
-    cm = ContextManager(window=window, summarizer=m) if managed else None
+    cm = Compactor(window=window, summarizer=m) if managed else None
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "t.jsonl")
         with TranscriptWriter(path) as w:

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 def shares(prompts: int, cwd: str, home: str) -> list[float]:
     """The cache-read share of each turn (a prompt and its model calls) of a session of ``prompts`` prompts."""
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
     from agentloop.testing.fakeprovider import FakeProvider
 
     replies: list[dict[str, Any]] = []

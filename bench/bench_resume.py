@@ -26,7 +26,7 @@ import tempfile
 import time
 
 from agentloop import Budget, run
-from agentloop.agent.session import Session, close_dangling_calls, rebuild, sessions_dir
+from agentloop.agent.session.store import Session, close_dangling_calls, rebuild, sessions_dir
 from agentloop.testing import ScriptedModel, reply
 from agentloop.tools import tool
 from agentloop.transcript import verify_file

@@ -35,10 +35,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from agentloop.agent.builtin_tools import builtin_registry  # noqa: E402
-from agentloop.agent.childenv import Redactor, child_env  # noqa: E402
-from agentloop.agent.sandbox import Sandbox, probe, settings_from  # noqa: E402
-from agentloop.agent.workspace import Workspace  # noqa: E402
+from agentloop.agent.sandbox.bubblewrap import Sandbox, probe, settings_from  # noqa: E402
+from agentloop.agent.sandbox.child_env import Redactor, child_env  # noqa: E402
+from agentloop.agent.tools.builtin import builtin_registry  # noqa: E402
+from agentloop.agent.tools.workspace import Workspace  # noqa: E402
 from agentloop.events import ToolCall  # noqa: E402
 
 

@@ -30,8 +30,8 @@ POINTS = (10, 50)
 
 def _session(root: str, prompts: int, continued: bool) -> list[int]:
     """The session file's size after each prompt."""
-    from agentloop.agent.core import Agent
-    from agentloop.agent.session import Session
+    from agentloop.agent.agent import Agent
+    from agentloop.agent.session.store import Session
 
     proj = os.path.join(root, "proj")
     os.makedirs(proj, exist_ok=True)

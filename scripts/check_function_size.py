@@ -17,12 +17,12 @@ import sys
 LIMIT = 80
 
 EXCEPTIONS: dict[str, str] = {
-    "agent/_shell.py:_Parser.parse": "the Bash reader's dispatch: one case a token kind, as bash's grammar reads",
-    "agent/_shell.py:unit_views": (
+    "agent/permissions/bash_reader.py:_Parser.parse": "the Bash reader's dispatch: one case a token kind, as bash's grammar reads",
+    "agent/permissions/bash_reader.py:unit_views": (
         "the Bash reader's dispatch over a command's first word: one case a command that runs other code; "
         "each decides what permission rules see, so they read side by side"
     ),
-    "agent/_shell.py:_unwrap": "a wrapper's option parser: one case an option shape (long, bundled short, a command string anywhere)",
+    "agent/permissions/bash_reader.py:_unwrap": "a wrapper's option parser: one case an option shape (long, bundled short, a command string anywhere)",
 }
 """``file:qualified name`` -> why it may be longer than ``LIMIT`` lines."""
 

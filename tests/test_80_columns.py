@@ -79,7 +79,7 @@ def test_the_cost_line_fits_80_columns_by_leaving_out_whole_parts() -> None:
     then the words; what is left is whole."""
     from types import SimpleNamespace
 
-    from agentloop.agent.session import SessionStats
+    from agentloop.agent.session.store import SessionStats
     from agentloop.cli.agent_entry import cost_line
 
     stats = SessionStats(spent_micros=12_345_678, last_input_tokens=64_000)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from agentloop.agent.core import (
+from agentloop.agent.agent import (
     Agent,
     AgentError,
     NoContext,
@@ -16,7 +16,7 @@ from agentloop.agent.core import (
     PromptDecision,
     scripted_model,
 )
-from agentloop.agent.session import Session, list_sessions
+from agentloop.agent.session.store import Session, list_sessions
 from agentloop.events import TextDelta, ToolFinished, ToolResult, ToolStarted
 from agentloop.testing import FunctionModel
 from agentloop.transcript import read_records, verify_file
@@ -242,7 +242,7 @@ def test_the_scripted_model_fails_loudly_past_its_end(tmp_path, proj, scripted):
 
 
 def test_every_log_line_carries_the_session_id(tmp_path, proj, scripted):
-    from agentloop.agent.core import SessionLogFilter
+    from agentloop.agent.agent import SessionLogFilter
 
     records: list[logging.LogRecord] = []
 
@@ -268,7 +268,7 @@ def test_every_log_line_carries_the_session_id(tmp_path, proj, scripted):
 
 
 def test_a_resumed_session_held_by_another_agent_is_refused(tmp_path, proj, scripted):
-    from agentloop.agent.session import SessionBusy
+    from agentloop.agent.session.store import SessionBusy
 
     a = Agent(cwd=str(proj), model=scripted([{"text": "x"}]))
     a.ask("go")

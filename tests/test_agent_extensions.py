@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent.core import Agent, AgentError
-from agentloop.agent.subagent import verify_tree
+from agentloop.agent.agent import Agent, AgentError
+from agentloop.agent.subagents.runner import verify_tree
 from agentloop.transcript import read_records, verify_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,7 +193,7 @@ class _SummaryAware:
         self.i = 0
 
     def complete(self, req: Any) -> Any:
-        from agentloop.agent.context import COMPACT_PROMPT
+        from agentloop.agent.context.compaction import COMPACT_PROMPT
         from agentloop.events import ModelReply, Usage
 
         if not req.tools and str(req.messages[0]["content"]).startswith(COMPACT_PROMPT):

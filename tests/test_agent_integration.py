@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agentloop.agent.core import Agent
+from agentloop.agent.agent import Agent
 from agentloop.budget import Price
 from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import read_records
@@ -114,14 +114,15 @@ def test_a_fallback_priced_dear_in_settings_is_reserved_for_and_keeps_the_full_a
     ("someone-elses-model", 128_000),
 ])
 def test_the_agent_and_context_management_read_one_window_table(model, window):
-    from agentloop.agent import context, core
+    from agentloop.agent import agent as core
+    from agentloop.agent.context import compaction as context
 
     assert core.context_window(model) == context.context_window(model) == window
     assert core.context_window(model, 4242) == 4242  # the "contextWindow" setting wins
 
 
 def test_the_agents_window_follows_the_shared_table(tmp_path, home, proj, monkeypatch, scripted):
-    from agentloop.agent import context
+    from agentloop.agent.context import compaction as context
 
     monkeypatch.setattr(context, "_WINDOWS", (("scripted", 77_777),))
     a = Agent(cwd=str(proj), model=scripted([{"text": "hi"}]))
@@ -132,7 +133,7 @@ def test_the_agents_window_follows_the_shared_table(tmp_path, home, proj, monkey
 
 
 def _policy(mode, rules=None):  # type: ignore[no-untyped-def]
-    from agentloop.agent.permissions import PermissionPolicy
+    from agentloop.agent.permissions.rules import PermissionPolicy
     from agentloop.config.settings import SettingsSource
 
     src = [SettingsSource("/s.json", "project", {"permissions": rules})] if rules else []

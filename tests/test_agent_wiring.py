@@ -15,7 +15,7 @@ from pathlib import Path
 from agentloop.agent.protocols import AgentHooks, ContextManager, NoContext, NoHooks
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "agentloop"
-CORE = SRC / "agent" / "core.py"
+CORE = SRC / "agent" / "agent.py"
 
 FRONT_END_CALLBACKS = {"on_notice", "elicit", "on_mcp_progress", "ask_permission"}
 """What a front end (REPL, -p, ACP) may set on an agent it made: where to show and ask things."""
@@ -57,8 +57,14 @@ def test_no_module_but_the_agent_itself_sets_an_agents_attributes() -> None:
 
 
 def test_front_end_callbacks_are_declared_by_the_agent() -> None:
-    init = next(n for n in ast.walk(ast.parse(CORE.read_text())) if isinstance(n, ast.FunctionDef) and n.name == "__init__")
-    declared = {t.attr for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign))
+    """Declared while the agent is built: in ``__init__`` or a method of the agent that it calls."""
+    agent = next(n for n in ast.walk(ast.parse(CORE.read_text())) if isinstance(n, ast.ClassDef) and n.name == "Agent")
+    methods = {n.name: n for n in agent.body if isinstance(n, ast.FunctionDef)}
+    init = methods["__init__"]
+    called = {n.func.attr for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"}
+    declared = {t.attr for m in [init, *(methods[c] for c in called if c in methods)] for n in ast.walk(m)
+                if isinstance(n, (ast.Assign, ast.AnnAssign))
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
     assert FRONT_END_CALLBACKS <= declared
@@ -75,7 +81,7 @@ def test_every_method_the_agent_calls_on_its_hooks_and_context_is_on_their_proto
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and node.args:
             target = node.args[0]
             if isinstance(target, ast.Attribute) and target.attr in called:
-                probed.append(f"core.py:{node.lineno}: {node.func.id}(self.{target.attr}, ...)")
+                probed.append(f"agent.py:{node.lineno}: {node.func.id}(self.{target.attr}, ...)")
     assert probed == []
     assert called["hooks"] and called["context"]
     for proto, default, names in ((AgentHooks, NoHooks, called["hooks"]), (ContextManager, NoContext, called["context"])):

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop.agent.builtin_tools import SPILL_THRESHOLD, RunningProcesses, builtin_registry
-from agentloop.agent.workspace import Workspace
+from agentloop.agent.tools.builtin import SPILL_THRESHOLD, RunningProcesses, builtin_registry
+from agentloop.agent.tools.workspace import Workspace
 from agentloop.events import ToolCall
 
 
@@ -441,7 +441,7 @@ def test_every_file_tool_failure_is_a_message_for_the_model(env, name, path, tex
 
 
 def test_the_walk_sees_exactly_the_files_git_sees(tmp_path):
-    from agentloop.agent._walk import walk_files
+    from agentloop.agent.tools.walk import walk_files
 
     root = tmp_path.resolve() / "r"
     root.mkdir()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.agent.childenv import Redactor, child_env, looks_secret, secret_env_values
-from agentloop.agent.core import Agent
-from agentloop.agent.hooks import HookRunner
+from agentloop.agent.agent import Agent
+from agentloop.agent.hooks.runner import HookRunner
+from agentloop.agent.sandbox.child_env import Redactor, child_env, looks_secret, secret_env_values
 from agentloop.testing import ScriptedModel, reply
 
 KEY = "sk-env-planted-0a1b2c3d4e5f6a7b"

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent.core import Agent
+from agentloop.agent.agent import Agent
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _pty import AGENTLOOP, env_for  # noqa: E402

@@ -219,7 +219,7 @@ def test_building_the_cli_loads_no_heavy_module():
         "from agentloop.cli.main import build_parser\n"
         "build_parser()\n"
         "heavy = ['jsonschema', 'asyncio', 'rich', 'prompt_toolkit', 'httpx', 'mcp', 'ray', 'cryptography', 'orjson',\n"
-        "         'agentloop.tools', 'agentloop.run', 'agentloop.agent.core']\n"
+        "         'agentloop.tools', 'agentloop.run', 'agentloop.agent.agent']\n"
         "print(','.join(m for m in heavy if m in sys.modules))\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -44,7 +44,7 @@ def test_a_test_that_sets_its_own_home_wins(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_the_agent_reads_the_private_users_claude_settings(proj: Path, scripted: Callable[..., str]) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     user = Path(user_home())
     (user / ".claude").mkdir()

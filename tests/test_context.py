@@ -11,18 +11,18 @@ from typing import Any
 import pytest
 
 from agentloop import Budget, Price, TranscriptWriter, run, tool
-from agentloop.agent.context import (
+from agentloop.agent.context.compaction import (
     COMPACT_PROMPT,
     EVICT_PREFIX,
     MASK_PREFIX,
     SUMMARY_PREFIX,
-    ContextManager,
+    Compactor,
     check_pairing,
     context_window,
     estimate_tokens,
     reapply,
 )
-from agentloop.agent.hooks import HookRunner
+from agentloop.agent.hooks.runner import HookRunner
 from agentloop.config.settings import SettingsSource
 from agentloop.events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, Usage
 from agentloop.loop import recount_chars, tool_message
@@ -105,7 +105,7 @@ def test_an_exact_counter_is_used_once_past_the_first_warning_level() -> None:
         calls.append(len(msgs))
         return 7
 
-    cm = ContextManager(window=1000, counter=counter)
+    cm = Compactor(window=1000, counter=counter)
     assert cm.tokens([{"role": "user", "content": "x" * 400}]) == 101  # under 80%: the estimate
     assert calls == []
     assert cm.tokens([{"role": "user", "content": "x" * 3600}]) == 7  # past 80%: counted exactly
@@ -120,7 +120,7 @@ def test_an_exact_counter_is_used_once_past_the_first_warning_level() -> None:
 def test_old_large_tool_outputs_are_masked_keeping_the_last_five_whole() -> None:
     msgs = convo(8, 3000)
     msgs[3]["content"] = "short output"  # small ones stay
-    cm = ContextManager(window=10**6, transcript_path="/s/sess.jsonl")
+    cm = Compactor(window=10**6, transcript_path="/s/sess.jsonl")
     masked, evicted = cm.mask(msgs)
     assert masked == ["c1", "c2"] and evicted == []
     tools = [m for m in msgs if m["role"] == "tool"]
@@ -134,12 +134,12 @@ def test_old_large_tool_outputs_are_masked_keeping_the_last_five_whole() -> None
 
 def test_outputs_at_the_threshold_are_not_masked() -> None:
     msgs = convo(7, 2000)
-    assert ContextManager(window=10**6).mask(msgs) == ([], [])
+    assert Compactor(window=10**6).mask(msgs) == ([], [])
 
 
 def test_the_tool_result_budget_evicts_the_oldest_content_past_the_cap() -> None:
     msgs = convo(6, 1500)  # under the mask threshold: only the budget acts
-    cm = ContextManager(window=10**6, tool_result_cap=5000)
+    cm = Compactor(window=10**6, tool_result_cap=5000)
     masked, evicted = cm.mask(msgs)
     assert masked == [] and evicted == ["c0", "c1", "c2"]  # 3 x 1500 + 3 placeholders fit in 5000
     tools = [m for m in msgs if m["role"] == "tool"]
@@ -150,7 +150,7 @@ def test_the_tool_result_budget_evicts_the_oldest_content_past_the_cap() -> None
 
 def test_the_transcript_keeps_every_output_whole_while_the_model_sees_placeholders(tmp_path: Path) -> None:
     sess = Session(turns=12, output_chars=5000)
-    cm = ContextManager(window=10**6, transcript_path=str(tmp_path / "t.jsonl"))
+    cm = Compactor(window=10**6, transcript_path=str(tmp_path / "t.jsonl"))
     seen: list[list[str]] = []
 
     def model(req: ModelRequest) -> ModelReply:
@@ -176,7 +176,7 @@ def test_the_transcript_keeps_every_output_whole_while_the_model_sees_placeholde
 def test_warnings_fire_once_at_80_and_95_percent() -> None:
     notes: list[str] = []
     records: list[tuple[str, Any]] = []
-    cm = ContextManager(window=1000, notify=notes.append, compact_at=2.0)
+    cm = Compactor(window=1000, notify=notes.append, compact_at=2.0)
 
     class S:
         steps = 1
@@ -216,7 +216,7 @@ def test_compaction_is_automatic_at_90_percent_with_a_model_summary_and_hooks(tm
     )
     sess = Session(turns=40, output_chars=1500)
     model = FunctionModel(sess, name="m")
-    cm = ContextManager(window=6000, summarizer=model, hooks=hooks, tool_result_cap=10**9)
+    cm = Compactor(window=6000, summarizer=model, hooks=hooks, tool_result_cap=10**9)
     out = tmp_path / "t.jsonl"
     with TranscriptWriter(out) as w:
         r = run(model, [big_tool(1500)], "go", Budget(max_steps=100), transcript=w, prices=PRICE, prepare=cm.prepare)
@@ -244,7 +244,7 @@ def test_a_pre_compact_hook_exiting_2_blocks_compaction(tmp_path: Path) -> None:
         project_dir=str(tmp_path),
     )
     summarizer = FunctionModel(lambda r: ModelReply(text="S"), name="m")
-    cm = ContextManager(window=3000, summarizer=summarizer, hooks=hooks)
+    cm = Compactor(window=3000, summarizer=summarizer, hooks=hooks)
     msgs = convo(10, 1000)
     records: list[tuple[str, Any]] = []
     res = cm.compact(msgs, lambda k, p: records.append((k, p)), account=_Free(), price=PRICE["m"], trigger="manual")
@@ -253,7 +253,7 @@ def test_a_pre_compact_hook_exiting_2_blocks_compaction(tmp_path: Path) -> None:
 
 
 def test_manual_compaction_keeps_calls_with_their_results_and_the_system_prompt() -> None:
-    cm = ContextManager(window=20_000, summarizer=FunctionModel(lambda r: ModelReply(text="the summary"), name="m"), keep_fraction=0.2)
+    cm = Compactor(window=20_000, summarizer=FunctionModel(lambda r: ModelReply(text="the summary"), name="m"), keep_fraction=0.2)
     msgs = convo(30, 1000)
     records: list[tuple[str, Any]] = []
     res = cm.compact(msgs, lambda k, p: records.append((k, p)), account=_Free(), price=PRICE["m"], custom_instructions="focus on tests")
@@ -287,7 +287,7 @@ def test_three_failures_in_a_row_turn_compaction_off_for_the_session_with_a_noti
     notes: list[str] = []
     sess = Session(turns=30, output_chars=1500, summary_fails=10**6)
     model = FunctionModel(sess, name="m")
-    cm = ContextManager(window=6000, summarizer=model, notify=notes.append, tool_result_cap=10**9)
+    cm = Compactor(window=6000, summarizer=model, notify=notes.append, tool_result_cap=10**9)
     out = tmp_path / "t.jsonl"
     with TranscriptWriter(out) as w:
         r = run(model, [big_tool(1500)], "go", Budget(max_steps=100), transcript=w, prices=PRICE, prepare=cm.prepare)
@@ -309,7 +309,7 @@ def test_a_success_resets_the_failure_count() -> None:
             raise a
         return ModelReply(text=a)
 
-    cm = ContextManager(window=20_000, summarizer=FunctionModel(summarise, name="m"))
+    cm = Compactor(window=20_000, summarizer=FunctionModel(summarise, name="m"))
     statuses = []
     for _ in range(5):
         statuses.append(cm.compact(convo(30, 1000), lambda k, p: None, account=_Free(), price=PRICE["m"]).status)
@@ -319,7 +319,7 @@ def test_a_success_resets_the_failure_count() -> None:
 def test_compaction_is_skipped_when_the_budget_has_no_room_for_the_summary(tmp_path: Path) -> None:
     sess = Session(turns=40, output_chars=1500)
     model = FunctionModel(sess, name="m")
-    cm = ContextManager(window=6000, summarizer=model, summary_max_tokens=100_000, tool_result_cap=10**9)
+    cm = Compactor(window=6000, summarizer=model, summary_max_tokens=100_000, tool_result_cap=10**9)
     out = tmp_path / "t.jsonl"
     with TranscriptWriter(out) as w:
         run(model, [big_tool(1500)], "go", Budget(max_steps=100, max_usd_micros=150_000), transcript=w, prices=PRICE, prepare=cm.prepare)
@@ -335,7 +335,7 @@ def test_compaction_is_skipped_when_the_budget_has_no_room_for_the_summary(tmp_p
 def test_a_long_session_crosses_compaction_many_times_without_orphans_and_verifies(tmp_path: Path, turns: int) -> None:
     sess = Session(turns=turns, output_chars=8000)
     model = FunctionModel(sess, name="m")
-    cm = ContextManager(window=16_000, summarizer=model, transcript_path=str(tmp_path / "t.jsonl"))
+    cm = Compactor(window=16_000, summarizer=model, transcript_path=str(tmp_path / "t.jsonl"))
     out = tmp_path / "t.jsonl"
     with TranscriptWriter(out) as w:
         r = run(model, [big_tool(8000)], "go", Budget(max_steps=turns + 5), transcript=w, prices=PRICE, prepare=cm.prepare)
@@ -353,7 +353,7 @@ def test_a_long_session_crosses_compaction_many_times_without_orphans_and_verifi
 def test_prepare_keeps_the_loops_running_character_count_exact(tmp_path: Path) -> None:
     sess = Session(turns=150, output_chars=3000)
     model = FunctionModel(sess, name="m")
-    cm = ContextManager(window=3000, summarizer=model, tool_result_cap=6000)
+    cm = Compactor(window=3000, summarizer=model, tool_result_cap=6000)
     checked = []
 
     def prepare(state: Any, record: Any) -> None:
@@ -378,7 +378,7 @@ def test_the_messages_the_model_saw_can_be_rebuilt_from_the_transcript_alone(tmp
 
     model = FunctionModel(model_fn, name="m")
     out = tmp_path / "t.jsonl"
-    cm = ContextManager(window=3000, summarizer=model, tool_result_cap=6000, transcript_path=str(out))
+    cm = Compactor(window=3000, summarizer=model, tool_result_cap=6000, transcript_path=str(out))
     with TranscriptWriter(out) as w:
         run(model, [big_tool(3000)], "go", Budget(max_steps=200), transcript=w, prices=PRICE, prepare=cm.prepare)
     assert cm.compactions >= 2
@@ -415,7 +415,7 @@ def test_a_session_with_masking_and_compaction_replays_byte_for_byte(tmp_path: P
     sess = Session(turns=60, output_chars=3000)
     model = FunctionModel(sess, name="m")
     out = tmp_path / "t.jsonl"
-    cm = ContextManager(window=3000, summarizer=model, tool_result_cap=6000, transcript_path=str(out))
+    cm = Compactor(window=3000, summarizer=model, tool_result_cap=6000, transcript_path=str(out))
     with TranscriptWriter(out) as w:
         run(model, [big_tool(3000)], "go", Budget(max_steps=100), transcript=w, prices=PRICE, prepare=cm.prepare)
     kinds = {r.kind for r in read_records(str(out))}

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from agentloop.audit.repair import RepairRefused, repair_file
 from agentloop.cli.main import main as cli_main
-from agentloop.repair import RepairRefused, repair_file
 from agentloop.transcript import TranscriptError, TranscriptWriter, verify_file
 
 LONG = os.environ.get("AGENTLOOP_LONG") == "1"
@@ -45,6 +45,7 @@ def record_stat(key: str, value: int) -> None:
 CHILD = r"""
 import os, sys
 from agentloop.transcript import TranscriptWriter
+from agentloop.audit.repair import repair_file
 mode, path, home = sys.argv[1], sys.argv[2], sys.argv[3]
 out = sys.stdout
 
@@ -54,7 +55,7 @@ def ack(rec):
     return rec
 
 if mode == "writer":
-    w = TranscriptWriter(path, durability="fsync", resume=True)
+    w = TranscriptWriter(path, durability="fsync", resume=True, repair=repair_file)
     if w.repaired is not None:
         out.write("REPAIRED " + w.repaired.describe() + "\n")
     out.write("READY\n"); out.flush()
@@ -77,7 +78,7 @@ elif mode == "run":
         "Add two integers."
         return a + b
 
-    w = Acked(path, durability="fsync", resume=True)
+    w = Acked(path, durability="fsync", resume=True, repair=repair_file)
     if w.repaired is not None:
         out.write("REPAIRED " + w.repaired.describe() + "\n")
     out.write("READY\n"); out.flush()
@@ -89,7 +90,7 @@ elif mode == "run":
 
 elif mode == "session":
     from agentloop import Budget, run, tool
-    from agentloop.agent.session import Session
+    from agentloop.agent.session.store import Session
     from agentloop.testing import FunctionModel, reply
 
     @tool
@@ -120,7 +121,7 @@ def _kill_rounds(tmp_path: Path, mode: str, rounds: int, seed: int) -> dict[str,
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     if mode == "session":
-        from agentloop.agent.session import sessions_dir
+        from agentloop.agent.session.store import sessions_dir
 
         path = Path(sessions_dir(str(home), str(home))) / "20260101-000000-crash.jsonl"
     else:
@@ -264,7 +265,7 @@ def test_power_loss_at_every_offset_verify_and_repair_are_exact(tmp_path: Path, 
                 assert res.side_file is None
             assert verify_file(f).ok
             # and the writer goes on from there
-            with TranscriptWriter(f, resume=True) as w:
+            with TranscriptWriter(f, resume=True, repair=repair_file) as w:
                 assert w.count == kept_records
                 w.append("after", {})
             assert verify_file(f).ok
@@ -278,21 +279,21 @@ def test_resume_on_a_torn_tail_repairs_first_and_says_so(tmp_path: Path) -> None
     ends = _make(f, 5)
     with open(f, "ab") as fh:
         fh.write(b'{"hash":"abc')
-    with TranscriptWriter(f, resume=True) as w:
+    with TranscriptWriter(f, resume=True, repair=repair_file) as w:
         assert w.repaired is not None and w.repaired.removed_bytes == 12
         assert "cut 12 bytes" in w.repaired.describe() and "after record 4" in w.repaired.describe()
         assert w.count == 5
         w.append("after", {})
     assert verify_file(f).ok and os.path.getsize(f) > ends[-1]
-    # negative control: repair=False still refuses a torn tail
+    # negative control: without a repair function a torn tail is refused
     with open(f, "ab") as fh:
         fh.write(b"\x00\x00")
     with pytest.raises(TranscriptError, match="incomplete"):
-        TranscriptWriter(f, resume=True, repair=False)
+        TranscriptWriter(f, resume=True)
 
 
 def test_session_resume_after_a_crash_repairs_and_records_it(tmp_path: Path) -> None:
-    from agentloop.agent.session import Session
+    from agentloop.agent.session.store import Session
 
     home = str(tmp_path)
     s = Session.create(home, home, sid="20260101-000000-torn")

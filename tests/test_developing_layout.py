@@ -74,14 +74,31 @@ def test_each_module_is_listed_under_the_layer_check_layers_puts_it_in() -> None
 def test_a_module_added_without_its_line_is_named() -> None:
     text = DOC.read_text(encoding="utf-8")
     listed = {p for p, _ in _layout(text)}
-    assert "agent/hooks.py" in listed
-    cut = "\n".join(line for line in text.splitlines() if not line.startswith("agent/hooks.py "))
-    assert sorted(_modules() - {p for p, _ in _layout(cut)}) == ["agent/hooks.py"]
+    assert "agent/hooks/runner.py" in listed
+    cut = "\n".join(line for line in text.splitlines() if not line.startswith("agent/hooks/runner.py "))
+    assert sorted(_modules() - {p for p, _ in _layout(cut)}) == ["agent/hooks/runner.py"]
 
 
 def test_a_module_listed_under_another_layer_is_named() -> None:
     lines = DOC.read_text(encoding="utf-8").splitlines()
-    hooks = next(i for i, line in enumerate(lines) if line.startswith("agent/hooks.py "))
+    hooks = next(i for i, line in enumerate(lines) if line.startswith("agent/hooks/runner.py "))
     moved = lines.pop(hooks)
     lines.insert(next(i for i, line in enumerate(lines) if line.startswith("events.py ")), moved)
-    assert [(p, layer) for p, layer, _ in _misplaced("\n".join(lines))] == [("agent/hooks.py", "agent")]
+    assert [(p, layer) for p, layer, _ in _misplaced("\n".join(lines))] == [("agent/hooks/runner.py", "agent")]
+
+
+def test_no_two_public_classes_of_the_package_share_a_name() -> None:
+    """Issue 15, point 1: names explain themselves ("no two classes called ContextManager").
+
+    A Protocol and the class that implements it, or a REPL command and a user's
+    command file, get names of their own, so a reader (and an import) never
+    takes one for the other.
+    """
+    import ast
+
+    seen: dict[str, list[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(path.relative_to(SRC).as_posix())
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}

@@ -33,14 +33,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentloop.agent._shell import ShellSyntax, crude_pieces, units
-from agentloop.agent.hooks import HookAnswer, HookOutputError, parse_hook_output
-from agentloop.agent.permissions import Rule, RuleError, parse_rule
+from agentloop.agent.hooks.runner import HookAnswer, HookOutputError, parse_hook_output
+from agentloop.agent.permissions.bash_reader import ShellSyntax, crude_pieces, units
+from agentloop.agent.permissions.rules import Rule, RuleError, parse_rule
+from agentloop.audit.repair import RepairRefused, repair_file
 from agentloop.batch.tasks import TaskFileError, parse_tasks
 from agentloop.events import ToolCall, ToolResult
 from agentloop.mcp.config import ConfigError, parse_servers, read_object
 from agentloop.providers.sse import SSEDecoder, parse_events
-from agentloop.repair import RepairRefused, repair_file
 from agentloop.tools import InvalidToolSchema, Registry, tool
 from agentloop.transcript import TranscriptError, TranscriptWriter, read_tail, verify_lines
 

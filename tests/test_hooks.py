@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentloop.agent.hooks import (
+from agentloop.agent.hooks.runner import (
     HookOutputError,
     HookRunner,
     parse_hook_output,

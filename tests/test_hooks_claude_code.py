@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
-from agentloop.agent.core import Agent
+from agentloop.agent.agent import Agent
 from agentloop.transcript import read_records
 
 
@@ -346,7 +346,7 @@ class _Summarising:
         self.replies = replies
 
     def complete(self, req: Any) -> Any:
-        from agentloop.agent.context import COMPACT_PROMPT
+        from agentloop.agent.context.compaction import COMPACT_PROMPT
         from agentloop.events import ModelReply, ToolCall, Usage
 
         if not req.tools and str(req.messages[0]["content"]).startswith(COMPACT_PROMPT):

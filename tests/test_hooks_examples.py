@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.agent.hooks import HookRunner
+from agentloop.agent.hooks.runner import HookRunner
 from agentloop.config.settings import SettingsSource
 
 ROOT = Path(__file__).resolve().parent.parent

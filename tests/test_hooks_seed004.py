@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
-from agentloop.agent.core import Agent, AgentError
-from agentloop.agent.hooks import parse_hook_output
+from agentloop.agent.agent import Agent, AgentError
+from agentloop.agent.hooks.runner import parse_hook_output
 from agentloop.transcript import read_records
 
 

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
-from agentloop.agent.core import Agent
-from agentloop.agent.stopgate import MAX_STOP_BLOCKS
+from agentloop.agent.agent import Agent
+from agentloop.agent.hooks.stop_gate import MAX_STOP_BLOCKS
 from agentloop.transcript import read_records, verify_file
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from agentloop import Budget, run, tool
-from agentloop.repair import repair_file
+from agentloop.audit.repair import repair_file
 from agentloop.testing import ScriptedModel, reply
 from agentloop.transcript import Record, TranscriptError, TranscriptWriter, verify_file
 
@@ -178,9 +178,9 @@ def test_when_the_cut_after_a_failed_write_fails_too_the_error_says_so_and_resum
     monkeypatch.undo()
     msg = str(info.value)
     assert msg.startswith(f"{path}: Input/output error while writing record 2")
-    assert msg.endswith("the partial record could not be cut off (Input/output error): resuming the file cuts it")
+    assert msg.endswith("the partial record could not be cut off (Input/output error): 'agentloop verify --repair' (or resuming the session) cuts it")
     assert verify_file(path).problems[0].kind == "torn_tail"
-    resumed = TranscriptWriter(path, resume=True)
+    resumed = TranscriptWriter(path, resume=True, repair=repair_file)
     assert resumed.repaired is not None and resumed.count == 2
     resumed.close()
     assert verify_file(path).ok

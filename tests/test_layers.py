@@ -30,10 +30,10 @@ def test_the_package_follows_its_layers_and_has_no_new_cycle() -> None:
 def test_a_core_module_importing_the_agent_fails_the_check(tmp_path: Path) -> None:
     src = _copy(tmp_path)
     loop = src / "loop.py"
-    loop.write_text(loop.read_text() + "\n\ndef _leak() -> None:\n    from .agent import permissions  # noqa\n")
+    loop.write_text(loop.read_text() + "\n\ndef _leak() -> None:\n    from .agent.permissions import rules  # noqa\n")
     r = _check(src)
     assert r.returncode == 1
-    assert "agentloop.loop (core) imports agentloop.agent.permissions (agent)" in r.stdout
+    assert "agentloop.loop (core) imports agentloop.agent.permissions.rules (agent)" in r.stdout
 
 
 def test_the_core_importing_the_test_kit_or_the_demo_fails_the_check(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agentloop import Budget, MemoryTranscript, Price, run, tool
-from agentloop.agent.context import ContextManager
-from agentloop.agent.loopcheck import LoopCheck, chain, parse_verdict
+from agentloop.agent.context.compaction import ContextManager
+from agentloop.agent.context.loop_check import LoopCheck, chain, parse_verdict
 from agentloop.events import ModelReply, ModelRequest, ToolCall, Usage
 from agentloop.testing import FunctionModel
 
@@ -191,7 +191,7 @@ def test_the_model_loop_check_is_on_by_default_with_the_providers_cheap_model(tm
     default where the provider has a known cheap model, off with ``"loopCheckModel": false`` (issue 22, point 3)."""
     import json
 
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
     from agentloop.agent.extensions import loop_check_model
 
     assert loop_check_model("openai:gpt-4o", None) == "openai:gpt-4o-mini"

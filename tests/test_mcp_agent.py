@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent.core import Agent
+from agentloop.agent.agent import Agent
 from agentloop.replay import replay
 from agentloop.transcript import read_records, verify_file
 from mcp_servers.helpers import PY, PYSERVER, running
@@ -124,3 +124,18 @@ def test_the_agent_runs_a_turns_cleared_read_only_calls_at_the_same_time(tmp_pat
     assert [r["content"] for r in results] == [0, 1, 2, 0, "driver", "worker", "worker"]
     assert sum(isinstance(e, ToolStarted) for e in seen) == 7 and sum(isinstance(e, ToolFinished) for e in seen) == 7
     assert a.session.stats.to_json()["tools"]["meet"] == {"ok": 3, "failed": 0}
+
+
+def test_mcp_servers_are_stopped_when_the_session_cannot_be_opened(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    """The builder opens the session last (issue 15, point 3): when that fails (the session is
+    held by another agent), the MCP servers it already started do not outlive the error."""
+    from agentloop.agent.session.store import SessionBusy
+
+    a = Agent(cwd=str(proj), trust=True, model=scripted([{"text": "x"}]))
+    try:
+        a.ask("go")
+        with pytest.raises(SessionBusy):
+            Agent(cwd=str(proj), trust=True, model=scripted([]), resume=a.session.id)
+    finally:
+        a.close("prompt_input_exit")
+    assert not running(PYSERVER), "an MCP server outlived the agent that could not open its session"

@@ -66,7 +66,7 @@ def test_the_client_declares_roots_and_elicitation_and_no_sampling(m: McpManager
 
 
 def test_roots_are_the_workspace_and_the_additional_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj, extra = tmp_path / "proj", tmp_path / "extra"

@@ -50,7 +50,7 @@ def test_a_provider_key_reaches_a_server_only_when_its_env_names_it() -> None:
 
 
 def test_the_agent_withholds_the_key_variable_it_was_configured_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj = tmp_path / "proj"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agentloop import Registry
-from agentloop.agent.context import MASK_PREFIX, ContextManager
+from agentloop.agent.context.compaction import MASK_PREFIX, ContextManager
 from agentloop.events import ToolCall
 from agentloop.mcp import McpManager, ServerConfig
 from mcp_servers.helpers import PY, RAW
@@ -113,7 +113,7 @@ def test_a_MAX_MCP_OUTPUT_TOKENS_that_is_not_a_number_is_named_in_a_warning_and_
 def test_the_agent_spills_capped_mcp_outputs_into_the_sessions_tool_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj = tmp_path / "proj"

@@ -37,7 +37,7 @@ def test_tools_prompts_and_resources_are_listed_again_after_list_changed() -> No
 
 
 def test_the_agents_next_run_offers_a_tool_the_server_added(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj = tmp_path / "proj"
@@ -68,7 +68,7 @@ def test_the_agents_next_run_offers_a_tool_the_server_added(tmp_path: Path, monk
 def test_a_tool_the_server_adds_during_a_run_is_called_in_the_next_turn_of_that_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
     from agentloop.replay import replay
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))

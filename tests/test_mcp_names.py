@@ -90,7 +90,7 @@ def test_the_mapping_is_distinct_bounded_and_independent_of_order(pairs: list[tu
 
 
 def test_a_rule_for_server_a_never_covers_server_a__b(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj = tmp_path / "proj"

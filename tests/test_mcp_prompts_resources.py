@@ -58,7 +58,7 @@ def test_a_prompt_is_a_slash_command_and_a_resource_mention_attaches_it(tmp_path
 
 
 def test_the_model_lists_and_reads_resources_without_asking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripted: Callable[..., str]) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj = project(tmp_path)
@@ -84,7 +84,7 @@ def test_the_model_lists_and_reads_resources_without_asking(tmp_path: Path, monk
 
 
 def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripted: Callable[..., str]) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
     from agentloop.mcp.agent import run_prompt
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
@@ -101,7 +101,7 @@ def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypa
 def test_the_repl_completes_resource_mentions_and_prompt_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripted: Callable[..., str]) -> None:
     from prompt_toolkit.document import Document
 
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
     from agentloop.cli.repl import Repl, _completer
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))

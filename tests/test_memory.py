@@ -7,7 +7,12 @@ import subprocess
 
 import pytest
 
-from agentloop.agent.memory import MAX_FILE_CHARS, MAX_IMPORT_DEPTH, load_memory, render_memory
+from agentloop.agent.session.memory import (
+    MAX_FILE_CHARS,
+    MAX_IMPORT_DEPTH,
+    load_memory,
+    render_memory,
+)
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.agent.core import Agent
-from agentloop.agent.memory import load_memory, render_memory
+from agentloop.agent.agent import Agent
+from agentloop.agent.session.memory import load_memory, render_memory
 
 
 @pytest.fixture()

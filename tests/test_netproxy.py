@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.agent.netproxy import DomainProxy, domain_allowed
+from agentloop.agent.sandbox.netproxy import DomainProxy, domain_allowed
 
 
 @pytest.mark.parametrize(("host", "ok"), [

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentloop.agent.permissions import ModeError, PermissionPolicy, RuleError, parse_rule
+from agentloop.agent.permissions.rules import ModeError, PermissionPolicy, RuleError, parse_rule
 from agentloop.config.settings import ConfigError, SettingsSource, load_settings
 
 

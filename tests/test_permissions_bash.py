@@ -40,8 +40,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentloop.agent._shell import ShellSyntax, analyze
-from agentloop.agent.permissions import PermissionPolicy
+from agentloop.agent.permissions.bash_reader import ShellSyntax, analyze
+from agentloop.agent.permissions.rules import PermissionPolicy
 from agentloop.config.settings import SettingsSource
 
 LONG = os.environ.get("AGENTLOOP_LONG") == "1"

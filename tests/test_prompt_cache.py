@@ -38,7 +38,7 @@ def test_the_breakpoint_goes_on_the_static_part_of_the_system_prompt() -> None:
 
 
 def test_a_session_in_another_directory_reads_the_static_prompt_from_the_cache(tmp_path: Path) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
     from agentloop.testing.fakeprovider import FakeProvider, _State
 
     first_calls = []

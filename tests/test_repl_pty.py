@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from agentloop.agent.session import sessions_dir
+from agentloop.agent.session.store import sessions_dir
 from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import read_records, verify_file
 

@@ -381,7 +381,7 @@ def test_a_failing_tool_result_with_tool_error_replays_in_live_mode(tmp_path: Pa
 
 
 def test_a_run_with_model_loop_checks_replays_byte_identically_charging_the_recorded_side_calls(tmp_path: Path) -> None:
-    from agentloop.agent.loopcheck import LoopCheck
+    from agentloop.agent.context.loop_check import LoopCheck
     from agentloop.budget import Price
 
     cheap = ScriptedModel([reply("NOT_LOOPING", usage=(50, 2)), reply("LOOPING", usage=(60, 2))], name="cheap")
@@ -435,7 +435,7 @@ def test_replay_takes_the_file_bytes_too(demo_dir: Path) -> None:
 def test_a_real_agent_session_file_replays_byte_identically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj = tmp_path / "proj"

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent.checkpoints import Checkpoints
-from agentloop.agent.core import Agent
+from agentloop.agent.agent import Agent
+from agentloop.agent.session.checkpoints import Checkpoints
 from agentloop.transcript import read_records, verify_file
 
 AGENTLOOP = [sys.executable, "-m", "agentloop.cli.main"]
@@ -109,7 +109,7 @@ def test_a_tampered_checkpoint_is_refused_and_nothing_is_written(tmp_path: Path,
     Path(Checkpoints(home).path_of(before_a)).write_bytes(b"forged\n")
     b = Agent(cwd=str(proj), trust=True, model=scripted([], "e.json"), resume=sid)
     try:
-        from agentloop.agent.core import AgentError
+        from agentloop.agent.agent import AgentError
 
         with pytest.raises(AgentError, match="does not match its hash"):
             b.rewind(1, conversation=False)
@@ -158,7 +158,7 @@ def test_rewinding_the_conversation_sends_the_next_prompt_from_there(tmp_path: P
 
 
 def test_a_session_resumed_after_a_conversation_rewind_starts_from_the_rewound_point(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
-    from agentloop.agent.session import Session
+    from agentloop.agent.session.store import Session
 
     a = Agent(cwd=str(proj), trust=True, model=scripted(SCRIPT[:5]))
     try:

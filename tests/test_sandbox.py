@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent import sandbox as sbx
-from agentloop.agent.core import Agent, AgentError
+from agentloop.agent.agent import Agent, AgentError
+from agentloop.agent.sandbox import bubblewrap as sbx
 from agentloop.testing import ScriptedModel, reply
 
 KEY = "sk-sbx-planted-7c1e5b2d40a9f3"

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from agentloop import Budget, run
-from agentloop.agent.session import (
+from agentloop.agent.session.store import (
     Session,
     SessionBusy,
     SessionError,
@@ -115,7 +115,7 @@ def test_resume_reads_only_the_tail(tmp_path, monkeypatch):
         s.messages = s.messages[-4:]  # as compaction would keep it bounded
     s.close()
     size = os.path.getsize(s.path)
-    import agentloop.agent.session as mod
+    import agentloop.agent.session.store as mod
 
     read = []
     real_open = open
@@ -153,7 +153,7 @@ def test_a_second_process_is_refused_and_writes_nothing(tmp_path):
     code = textwrap.dedent(
         f"""
         import sys
-        from agentloop.agent.session import Session, SessionBusy
+        from agentloop.agent.session.store import Session, SessionBusy
         try:
             Session.resume({cwd!r}, {s.id!r}, {home!r})
         except SessionBusy as exc:
@@ -301,8 +301,8 @@ WINDOW = 1000  # small enough that the run both masks and compacts
 
 
 def test_masking_and_compaction_inside_a_run_are_made_again_on_resume(tmp_path):
-    from agentloop.agent.context import MASK_PREFIX, SUMMARY_PREFIX, ContextManager
-    from agentloop.agent.sidecall import StateAccount
+    from agentloop.agent.context.compaction import MASK_PREFIX, SUMMARY_PREFIX, ContextManager
+    from agentloop.agent.context.side_calls import LoopAccount
 
     home, cwd = str(tmp_path / "home"), str(tmp_path)
     s = Session.create(cwd, home)
@@ -323,7 +323,7 @@ def test_masking_and_compaction_inside_a_run_are_made_again_on_resume(tmp_path):
     def prepare(state, record):  # type: ignore[no-untyped-def]
         cm.prepare(state, record)
         if state.steps == 4:  # before the last call: compact the start of the conversation
-            cm.compact(state.messages, record, account=StateAccount(state), price=state.config.price, trigger="manual")
+            cm.compact(state.messages, record, account=LoopAccount(record), price=state.config.price, trigger="manual")
         return None
 
     res = run(ScriptedModel([*steps, compact_then_answer]), [big], msgs, Budget(max_steps=10), transcript=s, prepare=prepare)

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from agentloop.agent.core import Agent
-from agentloop.agent.session import Session
+from agentloop.agent.agent import Agent
+from agentloop.agent.session.store import Session
 from agentloop.conversation import Continues, Conversation
 from agentloop.loop import LoopConfig, start
 from agentloop.replay import ReplayError, replay

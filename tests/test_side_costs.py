@@ -203,14 +203,14 @@ def _side_records(path: Path) -> list[dict[str, Any]]:
 def test_compaction_a_loop_check_and_a_childs_run_are_side_cost_records_counted_against_the_cap_and_replayed(tmp_path: Path) -> None:
     """The three side costs of one capped run: each a ``side_cost`` record, all in the stop's spend, the cap held,
     and the file replays byte for byte with no summariser, no checker and no child (the record answers)."""
-    from agentloop.agent.context import ContextManager
-    from agentloop.agent.loopcheck import LoopCheck, chain
-    from agentloop.agent.subagent import SubagentRunner
+    from agentloop.agent.context.compaction import Compactor
+    from agentloop.agent.context.loop_check import LoopCheck, chain
+    from agentloop.agent.subagents.runner import SubagentRunner
     from agentloop.testing import ScriptedModel, reply
 
     cap = 2_000_000
     prices = {"m": Price(1_000_000, 2_000_000)}
-    cm = ContextManager(window=1000, keep_recent=1, mask_threshold=100, transcript_path=str(tmp_path / "t.jsonl"),
+    cm = Compactor(window=1000, keep_recent=1, mask_threshold=100, transcript_path=str(tmp_path / "t.jsonl"),
                         summarizer=ScriptedModel([reply("the summary", usage=(200, 5))] * 4, name="m"))
     check = LoopCheck(ScriptedModel([reply("NOT_LOOPING", usage=(50, 1))] * 3, name="cheap"), model_name="cheap",
                       price=Price(1_000_000, 2_000_000), after=2, every=100)
@@ -241,7 +241,7 @@ def test_compaction_a_loop_check_and_a_childs_run_are_side_cost_records_counted_
     # the side calls' own records say where their charge is, and the session's total counts each once
     comp = [x.payload for x in recs if x.kind == "compaction" and "call" in x.payload]
     assert comp and all(c["call"]["charged_as"] == "side_cost" for c in comp)
-    from agentloop.agent.session import summarize
+    from agentloop.agent.session.store import summarize
 
     assert summarize(str(path)).spent_micros == r.spent_micros
     res = replay(str(path))
@@ -250,7 +250,7 @@ def test_compaction_a_loop_check_and_a_childs_run_are_side_cost_records_counted_
 
 
 def test_a_cap_with_no_room_for_the_loop_check_records_the_loops_refusal_and_the_run_goes_on(tmp_path: Path) -> None:
-    from agentloop.agent.loopcheck import LoopCheck
+    from agentloop.agent.context.loop_check import LoopCheck
     from agentloop.testing import ScriptedModel, reply
 
     dear = LoopCheck(ScriptedModel([], name="dear"), model_name="dear", price=Price(10**9, 10**9), after=1, every=1)
@@ -279,9 +279,9 @@ MONEY = {"spent_micros", "tokens", "usage", "overrun", "reserved_micros", "reser
 NOT_A_STATE = {
     # (file, assignment target) of objects that are not a loop State, each checked by eye when listed.
     # ``self.<field>`` is always allowed: an object setting its own field (a ledger, a session's stats).
-    ("agent/session.py", "stats.spent_micros"),  # SessionStats: the session's tally, folded from records
+    ("agent/session/store.py", "stats.spent_micros"),  # SessionStats: the session's tally, folded from records
     ("agent/extensions.py", "self.agent.stats.spent_micros"),  # a manual /compact between runs: no loop is running
-    ("agent/core.py", "s.stats.spent_micros"),
+    ("agent/agent.py", "s.stats.spent_micros"),
     ("providers/base.py", "err.usage"),  # a provider error's billed attempts
     ("providers/base.py", "final.usage"),
     ("replay.py", "exc.usage"),
@@ -320,15 +320,16 @@ def test_nothing_outside_the_loop_assigns_the_loops_money_fields() -> None:
 def test_the_scan_finds_the_writes_this_change_removed(tmp_path: Path) -> None:
     """The scan's own negative control: the State writes of sidecall.py, subagent.py and replay.py before
     this change (copied here as they were) are all found."""
-    (tmp_path / "agent").mkdir()
-    (tmp_path / "agent" / "sidecall.py").write_text(
+    (tmp_path / "agent" / "context").mkdir(parents=True)
+    (tmp_path / "agent" / "subagents").mkdir()
+    (tmp_path / "agent" / "context" / "side_calls.py").write_text(
         "def settle(self, usage, cost):\n    st = self.state\n    st.overrun = 'x'\n    st.spent_micros += cost\n"
         "    st.tokens += usage.total\n    st.usage = st.usage + usage\n")
-    (tmp_path / "agent" / "subagent.py").write_text("def settle(self, result):\n    with self._lock:\n        self.state.spent_micros += result.spent_micros\n")
+    (tmp_path / "agent" / "subagents" / "runner.py").write_text("def settle(self, result):\n    with self._lock:\n        self.state.spent_micros += result.spent_micros\n")
     (tmp_path / "replay.py").write_text("def prepare(state, nxt):\n    state.overrun, state.tokens = str(nxt), 0\n    setattr(state, 'usage', None)\n")
     found = {(w[0], w[1]) for w in _money_writes(tmp_path)}
-    assert {("agent/sidecall.py", "st.overrun"), ("agent/sidecall.py", "st.spent_micros"), ("agent/sidecall.py", "st.tokens"),
-            ("agent/sidecall.py", "st.usage"), ("agent/subagent.py", "self.state.spent_micros"), ("replay.py", "state.overrun"),
+    assert {("agent/context/side_calls.py", "st.overrun"), ("agent/context/side_calls.py", "st.spent_micros"), ("agent/context/side_calls.py", "st.tokens"),
+            ("agent/context/side_calls.py", "st.usage"), ("agent/subagents/runner.py", "self.state.spent_micros"), ("replay.py", "state.overrun"),
             ("replay.py", "state.tokens")} <= found
     assert any(w[0] == "replay.py" and "setattr" in w[1] for w in found)
 
@@ -375,7 +376,7 @@ class _RefuseNth:
 
 
 def _checked_run(ledger: Any, transcript: Any) -> Any:
-    from agentloop.agent.loopcheck import LoopCheck
+    from agentloop.agent.context.loop_check import LoopCheck
     from agentloop.testing import ScriptedModel, reply
 
     @tool(read_only=True)
@@ -410,7 +411,7 @@ def test_arun_takes_side_costs_as_run_does_byte_for_byte() -> None:
     import asyncio
 
     from agentloop import arun
-    from agentloop.agent.loopcheck import LoopCheck
+    from agentloop.agent.context.loop_check import LoopCheck
     from agentloop.testing import ScriptedModel, reply
 
     def go(driver: Any) -> bytes:

@@ -247,7 +247,7 @@ def test_a_session_of_prompts_never_settles_past_its_cap(seed: int, cap: int, ex
 def test_a_parent_with_its_children_never_settles_past_its_cap(
     tmp_path_factory: pytest.TempPathFactory, seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int
 ) -> None:
-    from agentloop.agent.subagent import SubagentRunner, parallel_executor
+    from agentloop.agent.subagents.runner import SubagentRunner, parallel_executor
 
     tmp = tmp_path_factory.mktemp("children")
     adv = Adversary(seed, exact, faults, spawn=0.5, cut=0.3)
@@ -316,7 +316,7 @@ def test_the_documented_bound_is_what_the_loop_reserves_for(tmp_path: Path) -> N
 
 def test_a_side_call_billed_past_its_bound_stops_the_run_and_replays(tmp_path: Path) -> None:
     """A compaction summary billed far past its reservation: the run stops with budget_overrun before the next call."""
-    from agentloop.agent.context import ContextManager
+    from agentloop.agent.context.compaction import ContextManager
     from agentloop.replay import replay
     from agentloop.testing import ScriptedModel, reply
     from agentloop.transcript import TranscriptWriter, read_records

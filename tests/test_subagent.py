@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from agentloop import Budget, Price, Registry, TranscriptWriter, run
-from agentloop.agent.hooks import HookRunner
-from agentloop.agent.subagent import (
+from agentloop.agent.hooks.runner import HookRunner
+from agentloop.agent.subagents.runner import (
     SubagentRunner,
     load_agent_types,
     parallel_executor,

@@ -108,7 +108,7 @@ def test_contents_are_not_exported_unless_asked_and_redacted_values_never_are() 
 
 
 def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
     proj = tmp_path / "proj"

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.agent.builtin_tools import builtin_registry
-from agentloop.agent.workspace import Workspace
+from agentloop.agent.tools.builtin import builtin_registry
+from agentloop.agent.tools.workspace import Workspace
 from agentloop.events import ToolCall
 
 _CALL = textwrap.dedent(
     """
     import json, resource, sys
-    from agentloop.agent.builtin_tools import builtin_registry
-    from agentloop.agent.workspace import Workspace
+    from agentloop.agent.tools.builtin import builtin_registry
+    from agentloop.agent.tools.workspace import Workspace
     from agentloop.events import ToolCall
     root, spill, name, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
     reg = builtin_registry(Workspace(root), spill_dir=spill)
@@ -97,7 +97,7 @@ def test_a_search_past_its_time_limit_stops_with_an_error_naming_what_to_narrow(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The second line behind RE2: a whole search (many files) has a hard limit too.
-    import agentloop.agent.builtin_tools as bt
+    import agentloop.agent.tools.builtin as bt
 
     (root / "a.txt").write_text("needle\n")
     monkeypatch.setattr(bt, "GREP_TIME_LIMIT_S", -1.0)

@@ -224,7 +224,7 @@ def _servers_repo(world: dict[str, Path], settings: dict[str, Any]) -> Path:
 
 
 def _open(repo: Path, world: dict[str, Path], **kw: Any) -> Any:
-    from agentloop.agent.core import Agent
+    from agentloop.agent.agent import Agent
 
     replies = world["tmp"] / "r.json"
     replies.write_text('[{"text": "hi"}]')

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from agentloop.agent.workspace import OutsideWorkspace, Workspace
+from agentloop.agent.tools.workspace import OutsideWorkspace, Workspace
 from agentloop.tools import ToolError
 
 SECRET = "outside secret\n"

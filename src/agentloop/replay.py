@@ -261,7 +261,7 @@ def _refuse_if_invalid(name: str, lines: Sequence[bytes]) -> None:
         raise ReplayError(f"{name}: fails verification at record {p.index}: {p.kind}: {p.message}; not replayed")
 
 
-class Turn(Protocol):
+class RecordLike(Protocol):
     """What ``ReplayModel`` reads of a record: a ``Record`` or replay's own ``_Rec``."""
 
     @property
@@ -373,7 +373,7 @@ class ReplayModel:
     than were recorded (``ReplayExhausted``: the run ends in ``model_error``).
     """
 
-    def __init__(self, turns: Sequence[Turn], *, interrupted: bool = False, name: str = "replay"):
+    def __init__(self, turns: Sequence[RecordLike], *, interrupted: bool = False, name: str = "replay"):
         self.turns = list(turns)
         self.interrupted = interrupted
         self.name = name

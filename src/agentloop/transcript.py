@@ -19,7 +19,8 @@ Rules:
    is never retried as if it had worked: the writer is then broken for good,
    and it cuts the file back (``ftruncate``) to the end of its last
    acknowledged record, so a full disk leaves a file that verifies. When even
-   that cut fails, resuming the file cuts the torn tail (``repair``).
+   that cut fails, resuming the file with a ``repair`` function (the agent's
+   sessions pass ``audit.repair.repair_file``) cuts the torn tail.
 5. A chain cannot see a tail that was cut off. Anchors (``anchor.py``) can.
 """
 
@@ -130,10 +131,11 @@ class TranscriptWriter:
 
     Open with ``resume=True`` to continue an existing file: only its tail is
     read (the last line gives ``seq`` and ``prev``), never the whole file.
-    When that tail is torn (a crash mid-append), the file is first cut back to
-    its last valid record with ``repair.repair_file`` (the cut bytes kept in a
-    side file) and ``self.repaired`` says what was removed; ``repair=False``
-    raises instead.
+    When that tail is torn (a crash mid-append) and a ``repair`` function is
+    given (``agentloop.audit.repair.repair_file``), the file is first cut back
+    to its last valid record with it (the cut bytes kept in a side file) and
+    ``self.repaired`` says what was removed; without one it raises. The core
+    takes the function as an argument so it never imports the audit layer.
 
     Raises:
         TranscriptError: the file cannot be opened, its last line is not a
@@ -147,7 +149,7 @@ class TranscriptWriter:
         durability: Literal["flush", "fsync"] = "flush",
         resume: bool = False,
         opener: Callable[[str, str], BinaryIO] | None = None,
-        repair: bool = True,
+        repair: Callable[[str], Any] | None = None,
     ):
         self.path = os.fspath(path)
         self.durability = durability
@@ -159,18 +161,14 @@ class TranscriptWriter:
         if existed and not resume and os.path.getsize(self.path) > 0:
             raise TranscriptError(f"{self.path}: exists and is not empty; pass resume=True to append")
         self.repaired: Any = None
-        """On resume, the ``repair.RepairResult`` of a torn tail that was cut first (else None)."""
+        """On resume, what ``repair`` returned for a torn tail it cut first (else None)."""
         if existed and resume:
             try:
                 tail = read_tail(self.path)
             except TranscriptError:
-                if not repair:
+                if repair is None:
                     raise
-                from .repair import (
-                    repair_file,  # a crash left a torn tail: cut it, keep the bytes aside
-                )
-
-                self.repaired = repair_file(self.path)
+                self.repaired = repair(self.path)  # a crash left a torn tail: cut it, keep the bytes aside
                 tail = read_tail(self.path)
             if tail is not None:
                 self._seq = tail.seq + 1
@@ -246,7 +244,7 @@ class TranscriptWriter:
                 os.ftruncate(fd, self._end)
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            return f"; the partial record could not be cut off ({why}): resuming the file cuts it"
+            return f"; the partial record could not be cut off ({why}): 'agentloop verify --repair' (or resuming the session) cuts it"
         return ""
 
     def _write_rest(self, line: bytes, done: int) -> None:

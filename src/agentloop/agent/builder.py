@@ -1,10 +1,12 @@
-"""One way to build an agent's collaborators: hooks, context manager, sub-agents, MCP servers and their tools.
+"""One way to build an agent's collaborators: hooks, context manager, sub-agents, MCP servers, their tools, and the session.
 
 ``Agent.__init__`` reads its settings, opens its model and sandbox, then calls
-``build_parts(agent)`` and takes what it returns as its own attributes
-(``hooks``, ``context``, ``extra_tools``, ``mcp_servers``, ``loop_threshold``)
-before it opens its session. Nothing sets an agent's attributes from outside
-``agent/core.py``; every method the agent calls on these parts is declared on
+``build_parts(agent, resume)`` and takes what it returns as its own attributes
+(``hooks``, ``context``, ``extra_tools``, ``mcp_servers``, ``loop_threshold``,
+``session``). The session is opened last, so a part that cannot be built leaves
+no session file, and MCP servers already started are stopped when the session
+cannot be opened. Nothing sets an agent's attributes from outside
+``agent/agent.py``; every method the agent calls on these parts is declared on
 the Protocol it holds them as (``agent/protocols.py``).
 
 The parts read the agent (its settings, model, sandbox, and at call time its
@@ -20,8 +22,9 @@ from ..config.settings import ConfigError
 from ..tools import Tool
 from .extensions import loop_threshold, make_extensions
 from .protocols import AgentError, AgentHooks, ContextManager, NoHooks
+from .session.store import Durability, Session
 
-__all__ = ["AgentParts", "build_parts"]
+__all__ = ["AgentParts", "build_parts", "open_session"]
 
 
 @dataclass
@@ -37,13 +40,31 @@ class AgentParts:
     loop_threshold: int | None = None
     warnings: list[str] = field(default_factory=list)
     """Settings not honoured (the ``hooks`` section's), one line each."""
+    session: Session | None = None
+    """The session, opened (not yet started: the agent records ``session_start`` and runs SessionStart hooks)."""
+    session_source: str = "startup"
+    """``startup`` (a new session) or ``resume``, as Claude Code's SessionStart ``source``."""
 
 
-def build_parts(agent: Any) -> AgentParts:
-    """The hooks, context manager, ``Agent`` tool and MCP servers for ``agent`` (from its settings).
+def open_session(cwd: str, home: str, resume: str | None, durability: Durability) -> tuple[Session, str]:
+    """A session of ``cwd``'s project: the one named ``resume``, else a new one; and its SessionStart source.
+
+    Raises:
+        SessionError / SessionBusy: the session cannot be read or is held by another process.
+    """
+    if resume is not None:
+        return Session.resume(cwd, resume, home, durability=durability), "resume"
+    return Session.create(cwd, home, durability=durability), "startup"
+
+
+def build_parts(agent: Any, resume: str | None = None) -> AgentParts:
+    """The hooks, context manager, ``Agent`` tool, MCP servers and session for ``agent`` (from its settings).
+
+    ``resume``: the id of the session to go on with, or None for a new one.
 
     Raises:
         AgentError: a ``hooks`` section or an MCP configuration file is malformed (one line).
+        SessionError / SessionBusy: the session cannot be opened (MCP servers started are stopped first).
     """
     from ..mcp.agent import start_servers
 
@@ -64,4 +85,10 @@ def build_parts(agent: Any) -> AgentParts:
             servers.close()
             raise
         parts.mcp_servers = servers
+    try:
+        parts.session, parts.session_source = open_session(agent.cwd, agent.home, resume, agent.durability)
+    except BaseException:
+        if servers is not None:
+            servers.close()
+        raise
     return parts

@@ -44,7 +44,7 @@ from ..tools import Tool, ToolError
 
 __all__ = [
     "BANG",
-    "Command",
+    "CustomCommand",
     "bang_commands",
     "Skill",
     "load_commands",
@@ -220,7 +220,7 @@ def substitute(template: str, arguments: str) -> str:
 
 
 @dataclass(frozen=True)
-class Command:
+class CustomCommand:
     """A slash command from a Markdown template."""
 
     name: str
@@ -242,7 +242,7 @@ class Command:
         return substitute(self.template, arguments)
 
 
-def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, Command]:
+def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, CustomCommand]:
     """The custom slash commands visible from ``cwd``; ``home`` is agentloop's home.
 
     A project command overrides a user command of the same name, and
@@ -250,7 +250,7 @@ def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: l
     name in one place (in different subfolders) keep the first by path; the
     other is named in ``warnings``.
     """
-    out: dict[str, Command] = {}
+    out: dict[str, CustomCommand] = {}
     for root, scope in _places(cwd, home, "commands", user_home):
         if not os.path.isdir(root):
             continue
@@ -278,7 +278,7 @@ def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: l
                 desc = str(meta.get("description") or _first_line(body))
                 if folder:
                     desc = f"{desc} ({scope}:{folder})"
-                out[stem] = Command(
+                out[stem] = CustomCommand(
                     name=stem,
                     path=path,
                     template=body,

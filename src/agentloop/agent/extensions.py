@@ -27,19 +27,19 @@ from ..budget import Price
 from ..config.settings import merged
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..tools import Registry, Tool
-from .context import ContextManager
-from .hook_payloads import (
+from .context.compaction import Compactor
+from .context.loop_check import LoopCheck, chain
+from .context.side_calls import Account
+from .hooks.payloads import (
     absolute_input,
     claude_transcript_lines,
     model_text,
     seed_fields,
     tool_response,
 )
-from .hooks import MAX_TEXT, HookOutcome, HookRunner
-from .loopcheck import LoopCheck, chain
-from .sidecall import Account
-from .stopgate import stop_feedback
-from .subagent import SubagentRunner, load_agent_types, parallel_executor
+from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
+from .hooks.stop_gate import stop_feedback
+from .subagents.runner import SubagentRunner, load_agent_types, parallel_executor
 
 __all__ = ["AgentContext", "ClaudeHooks", "Extensions", "make_extensions"]
 
@@ -217,7 +217,7 @@ class ClaudeHooks:
         """Stop hooks: a block's reason (and any ``additionalContext``) keeps the turn going.
 
         The agent counts the blocks and keeps the turn under its budgets
-        (``stopgate.StopGate``); ``agent.stop_hook_active`` is passed on.
+        (``hooks.stop_gate.StopGate``); ``agent.stop_hook_active`` is passed on.
         """
         if getattr(result, "stop_reason", None) == "model_error":
             # Claude Code: "API errors fire StopFailure instead"; "Output and exit code are ignored"
@@ -317,7 +317,7 @@ class AgentContext:
     def __init__(self, agent: Any, hooks: ClaudeHooks | None):
         self.hooks = hooks
         cap = merged(agent.sources, "toolResultCap")
-        self.cm = ContextManager(
+        self.cm = Compactor(
             window=int(agent.window),
             summarizer=agent.model,
             hooks=hooks.runner if hooks is not None else None,
@@ -446,8 +446,8 @@ def make_extensions(agent: Any) -> Extensions:
     ctx = AgentContext(agent, hooks)
     out = Extensions(hooks, ctx, warnings=list(runner.warnings))
     if merged(agent.sources, "subagents") is not False:
-        from .builtin_tools import builtin_registry
-        from .workspace import Workspace
+        from .tools.builtin import builtin_registry
+        from .tools.workspace import Workspace
 
         def make_tools(cwd: str) -> Registry:
             spill = os.path.join(agent.session.dir, agent.session.id, "tool-results")

@@ -94,7 +94,7 @@ class ToolPipeline:
         if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
             outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
             if outside is not None:  # the sandbox is the wall: without it, a person decides
-                from .permissions import Decision
+                from .permissions.rules import Decision
 
                 behavior, d = "ask", Decision("ask", None, None, outside)
         if self.child:

@@ -165,7 +165,7 @@ def _keep(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
 
 
 def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .permissions import MODES, RuleError, parse_rule
+    from .permissions.rules import MODES, RuleError, parse_rule
 
     if not isinstance(value, dict):
         warn("permissions", "must be an object")
@@ -207,7 +207,7 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
 
 
 def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .hooks import _handlers_from
+    from .hooks.runner import _handlers_from
 
     if not isinstance(value, dict):
         warn("hooks", "must be an object of event names")

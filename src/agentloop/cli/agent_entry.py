@@ -252,7 +252,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
 
 def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> int:
     """One prompt through the agent, printed in ``fmt``; the exit code it deserves."""
-    from agentloop.agent.core import AgentError
+    from agentloop.agent.agent import AgentError
 
     timing = _Timing(stream)
     t0 = time.monotonic()

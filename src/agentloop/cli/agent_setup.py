@@ -46,8 +46,8 @@ def make_agent(
     Raises:
         UserError: a bad flag, settings file, model or session (one line, exit 2).
     """
-    from agentloop.agent.core import Agent, AgentError, setup_logging
-    from agentloop.agent.session import SessionError
+    from agentloop.agent.agent import Agent, AgentError, setup_logging
+    from agentloop.agent.session.store import SessionError
     from agentloop.budget import usd
     from agentloop.config.settings import agentloop_home
 

@@ -25,9 +25,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.agent.checkpoints import prompts_of
-    from agentloop.agent.core import Agent, AgentError
-    from agentloop.agent.session import SessionError
+    from agentloop.agent.agent import Agent, AgentError
+    from agentloop.agent.session.checkpoints import prompts_of
+    from agentloop.agent.session.store import SessionError
     from agentloop.transcript import read_records
 
     cwd = args.cwd or os.getcwd()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ._common import EXIT_OK
 
 if TYPE_CHECKING:
-    from agentloop.agent.session import SessionSummary
+    from agentloop.agent.session.store import SessionSummary
 
 HELP = "list this directory's sessions: date, first prompt, turns, cost, verified"
 
@@ -48,7 +48,7 @@ def render(summaries: Sequence[SessionSummary], *, con: Any | None = None) -> No
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.agent.session import list_sessions
+    from agentloop.agent.session.store import list_sessions
 
     cwd = args.sessions_cwd or os.getcwd()
     summaries = list_sessions(cwd)[: max(0, args.limit)]

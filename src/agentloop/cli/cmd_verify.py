@@ -58,7 +58,7 @@ def _anchored(args: argparse.Namespace) -> Any:
 
 def _repair(args: argparse.Namespace) -> int:
     """``--repair``: cut each file's torn tail, saying exactly what went; exit 0 when all are whole now."""
-    from agentloop.repair import RepairRefused, repair_file
+    from agentloop.audit.repair import RepairRefused, repair_file
 
     from ._common import UserError
 

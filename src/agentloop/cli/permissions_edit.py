@@ -66,7 +66,7 @@ def _show(path: str, cwd: str) -> str:
 
 def add_rule(agent: Any, behavior: str, rest: str) -> str:
     """Add ``rest`` (one rule, quoted or not, then ``--file PATH`` optionally) as a ``behavior`` rule."""
-    from agentloop.agent.permissions import RuleError
+    from agentloop.agent.permissions.rules import RuleError
 
     try:
         words = shlex.split(rest)

@@ -425,7 +425,7 @@ class Repl:
     # -- the loop --
 
     def run(self) -> int:
-        from agentloop.agent.core import AgentError
+        from agentloop.agent.agent import AgentError
 
         from .agent_setup import make_agent, report_config
 
@@ -546,7 +546,7 @@ class Repl:
 
     def pick_session(self) -> str | None:
         """``-r`` without an id: this directory's recent sessions, chosen by number (None: a new one)."""
-        from agentloop.agent.session import list_sessions
+        from agentloop.agent.session.store import list_sessions
         from agentloop.config.settings import agentloop_home
 
         cwd = os.path.abspath(getattr(self.args, "cwd", None) or os.getcwd())
@@ -703,7 +703,7 @@ class Repl:
         self.say(f"new session {self.agent.session.id}", "dim")
 
     def cmd_resume(self, rest: str) -> None:
-        from agentloop.agent.session import SessionError, list_sessions
+        from agentloop.agent.session.store import SessionError, list_sessions
 
         a = self.agent
         sid = rest.split()[0] if rest.split() else None
@@ -723,7 +723,7 @@ class Repl:
         self.last_exchange()
 
     def cmd_sessions(self, rest: str) -> None:
-        from agentloop.agent.session import list_sessions
+        from agentloop.agent.session.store import list_sessions
 
         from .cmd_sessions import render
 
@@ -749,7 +749,7 @@ class Repl:
 
     def cmd_rewind(self, rest: str) -> None:
         """``/rewind``: the prompts to go back to; ``/rewind N [files|conversation|both] [--force]`` goes."""
-        from agentloop.agent.checkpoints import prompts_of
+        from agentloop.agent.session.checkpoints import prompts_of
         from agentloop.transcript import read_records
 
         a = self.agent

@@ -1,7 +1,7 @@
 """The names of the environment variables that hold a model provider's credentials.
 
 One list for every child process agentloop starts (Bash commands, hooks, MCP
-stdio servers): none of them inherits these (``agent.childenv``,
+stdio servers): none of them inherits these (``agent.sandbox.child_env``,
 ``mcp.env``), so a tool never receives the key that pays for the model.
 """
 

@@ -87,7 +87,7 @@ __all__ = ["FakeProvider", "load_script", "main"]
 FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event")
 
 
-class ScriptError(ValueError):
+class FakeScriptError(ValueError):
     """The script file is not what the module docstring describes."""
 
 
@@ -96,18 +96,18 @@ def load_script(obj: Any, where: str = "script") -> dict[str, Any]:
     if isinstance(obj, list):
         obj = {"replies": obj}
     if not isinstance(obj, dict) or not isinstance(obj.get("replies"), list):
-        raise ScriptError(f"{where}: must be a list of replies or an object with a 'replies' list")
+        raise FakeScriptError(f"{where}: must be a list of replies or an object with a 'replies' list")
     for i, r in enumerate(obj["replies"]):
         if not isinstance(r, dict):
-            raise ScriptError(f"{where}: replies[{i}] must be an object")
+            raise FakeScriptError(f"{where}: replies[{i}] must be an object")
         f = r.get("fault")
         if f is not None and str(f) not in FAULTS:
-            raise ScriptError(f"{where}: replies[{i}].fault {f!r} is not one of {', '.join(FAULTS)}")
+            raise FakeScriptError(f"{where}: replies[{i}].fault {f!r} is not one of {', '.join(FAULTS)}")
         for tc in r.get("tool_calls", []):
             if not isinstance(tc, dict) or "name" not in tc:
-                raise ScriptError(f"{where}: replies[{i}].tool_calls entries need a 'name'")
+                raise FakeScriptError(f"{where}: replies[{i}].tool_calls entries need a 'name'")
     if obj.get("when_done", "error") not in ("error", "repeat", "cycle"):
-        raise ScriptError(f"{where}: when_done must be error, repeat or cycle")
+        raise FakeScriptError(f"{where}: when_done must be error, repeat or cycle")
     return obj
 
 
@@ -619,8 +619,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(a.script, encoding="utf-8") as f:
             obj = json.load(f)
         script = load_script(obj, a.script)
-    except (OSError, json.JSONDecodeError, ScriptError) as exc:
-        print(f"fakeprovider: {a.script}: {exc}" if not isinstance(exc, ScriptError) else f"fakeprovider: {exc}", file=sys.stderr)
+    except (OSError, json.JSONDecodeError, FakeScriptError) as exc:
+        print(f"fakeprovider: {a.script}: {exc}" if not isinstance(exc, FakeScriptError) else f"fakeprovider: {exc}", file=sys.stderr)
         return 2
     fp = FakeProvider(script, host=a.host, port=a.port)
     print(fp.url, flush=True)

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 import orjson
 
-from .transcript import MAX_LINE_BYTES, TranscriptError, open_regular, verify_file
+from ..transcript import MAX_LINE_BYTES, TranscriptError, open_regular, verify_file
 
 __all__ = ["RepairRefused", "RepairResult", "repair_file", "side_path_for"]
 

@@ -64,7 +64,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config.settings import SettingsSource
+from ...config.settings import SettingsSource
 
 __all__ = [
     "CREDENTIAL_PATHS",

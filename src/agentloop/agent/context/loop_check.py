@@ -4,7 +4,7 @@ The heuristic lives in the loop itself (``loop_threshold``: the same tool
 calls, by name and canonical arguments, for N turns in a row). This check
 catches what it cannot (cycles of several calls, retries that vary
 slightly). It goes through the same provider layer (any ``Model``) and the
-same budget (``sidecall``): when the budget has no room, the check is
+same budget (``side_calls``): when the budget has no room, the check is
 skipped and recorded as such. Each check is a ``loop_check`` record; a
 "LOOPING" verdict adds ``loop_detected`` (``method: "model"``) and stops the run.
 """
@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..budget import Price
-from ..canonical import canonical
-from ..events import Message, ModelRequest
-from .sidecall import LoopAccount, side_call
+from ...budget import Price
+from ...canonical import canonical
+from ...events import Message, ModelRequest
+from .side_calls import LoopAccount, side_call
 
 __all__ = ["LoopCheck", "chain", "parse_verdict"]
 
@@ -80,7 +80,7 @@ class LoopCheck:
 
     def _price(self) -> Price:
         if self.price is None:
-            from ..prices import default_prices
+            from ...prices import default_prices
 
             self.price = default_prices().resolve(self.model_name or getattr(self.model, "name", ""))
         return self.price

@@ -40,10 +40,11 @@ from typing import Any, Literal
 
 import orjson
 
-from ..config.settings import agentloop_home, project_hash
-from ..conversation import Continues, Conversation, close_dangling_calls
-from ..events import Message, ToolResult
-from ..transcript import GENESIS, Record, TranscriptError, TranscriptWriter, verify_file
+from ...audit.repair import repair_file
+from ...config.settings import agentloop_home, project_hash
+from ...conversation import Continues, Conversation, close_dangling_calls
+from ...events import Message, ToolResult
+from ...transcript import GENESIS, Record, TranscriptError, TranscriptWriter, verify_file
 
 __all__ = [
     "Session",
@@ -219,7 +220,7 @@ def rebuild(lines: list[bytes]) -> list[Message]:
     """The conversation at the end of ``lines``, which start at a ``run_start``:
     its messages, then each turn and tool result as the loop appended them,
     and each masking or compaction made during the run, made again."""
-    from ..loop import tool_message
+    from ...loop import tool_message
 
     messages: list[Message] = []
     for line in lines:
@@ -241,7 +242,7 @@ def rebuild(lines: list[bytes]) -> list[Message]:
         elif kind in ("context", "compaction"):
             # Masking and compaction inside a run rewrote the messages in place;
             # their records say how, so the same rewrite is made here.
-            from .context import reapply
+            from ..context.compaction import reapply
 
             reapply(messages, kind, payload)
     return messages
@@ -320,7 +321,7 @@ class Session:
         fd = _lock(d, sid)
         path = os.path.join(d, f"{sid}.jsonl")
         try:
-            writer = TranscriptWriter(path, durability=durability, resume=True)
+            writer = TranscriptWriter(path, durability=durability, resume=True, repair=repair_file)
             s = cls(sid, d, writer, fd, created=False, durability=durability)
             s.listeners = writer.listeners
             s._load_tail()

@@ -25,7 +25,7 @@ Rules:
 5. SubagentStart and SubagentStop hooks fire around each child (matcher: the
    agent type); a blocking SubagentStop keeps the child going with its reason
    as the next user message, in the same transcript and under the child's
-   budget, at most ``MAX_STOP_BLOCKS`` times in a row (``stopgate.py``).
+   budget, at most ``MAX_STOP_BLOCKS`` times in a row (``hooks/stop_gate.py``).
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..budget import Budget, PriceTable
-from ..events import ToolCall, ToolResult
-from ..run import RunResult, SideCosts, run
-from ..tools import Registry, Tool, ToolError
-from ..transcript import TranscriptWriter, read_records, verify_file
-from .hooks import HookRunner
-from .stopgate import StopGate, stop_feedback
+from ...budget import Budget, PriceTable
+from ...events import ToolCall, ToolResult
+from ...run import RunResult, SideCosts, run
+from ...tools import Registry, Tool, ToolError
+from ...transcript import TranscriptWriter, read_records, verify_file
+from ..hooks.runner import HookRunner
+from ..hooks.stop_gate import StopGate, stop_feedback
 
 __all__ = [
     "AgentType",
@@ -506,7 +506,7 @@ def parallel_executor(
     concurrently, each with an even share of the parent's reserve; every
     other call goes through ``inner``. Results come back in call order.
     """
-    from ..tools import finish, raised
+    from ...tools import finish, raised
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
         par = [c for c in calls if runner.is_read_only_call(c)]

@@ -36,13 +36,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..tools import Registry, Tool, ToolError
-from ._rx import Matcher, RegexError, compile_linear
-from ._walk import Found, glob_to_regex, walk, walk_files
+from ...tools import Registry, Tool, ToolError
+from .linear_regex import Matcher, RegexError, compile_linear
+from .walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
 
 if TYPE_CHECKING:
-    from .sandbox import Sandbox
+    from ..sandbox.bubblewrap import Sandbox
 
 __all__ = [
     "BASH_OUTPUT_CAP",
@@ -117,7 +117,7 @@ def _spilling(
         return spill(clean(out), spill_dir, name)
 
     run.__name__ = name
-    run.__qualname__ = f"builtin_tools.{name}"
+    run.__qualname__ = f"builtin.{name}"
     run.__wrapped__ = fn  # type: ignore[attr-defined]
     return run
 
@@ -748,7 +748,7 @@ def _grep(t: _Shared, **kw: Any) -> str:
     ws = t.ws
     multiline = bool(kw.get("multiline"))
     # RE2, linear in the text whatever the pattern; without multiline a
-    # match stays within one line, as in ripgrep (see _rx).
+    # match stays within one line, as in ripgrep (see linear_regex.py).
     flags = "m" + ("i" if kw.get("-i") else "") + ("s" if multiline else "")
     try:
         rx = compile_linear(kw["pattern"], flags=flags, never_nl=not multiline)
@@ -913,9 +913,9 @@ def builtin_registry(
         visible: ``visible(real_path) -> bool`` hides paths from Glob, Grep and
             LS (the agent passes its Read-deny rules).
         sandbox: wraps each Bash command (``agent.sandbox``); None runs it as is.
-        env: Bash's environment (``childenv.child_env``); None: this process's.
+        env: Bash's environment (``sandbox.child_env.child_env``); None: this process's.
         redact: applied to every tool's output and error before it is spilled
-            or returned (``childenv.Redactor.text``).
+            or returned (``sandbox.child_env.Redactor.text``).
     """
     t = _Shared(workspace.with_read_only(spill_dir), shell_timeout_s, processes, visible, sandbox, env)
     specs: list[tuple[str, str, dict[str, Any], Callable[..., str], bool]] = [

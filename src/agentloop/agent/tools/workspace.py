@@ -28,7 +28,7 @@ import stat
 import threading
 from collections.abc import Callable, Sequence
 
-from ..tools import ToolError
+from ...tools import ToolError
 
 __all__ = ["OutsideWorkspace", "Workspace"]
 

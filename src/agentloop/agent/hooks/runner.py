@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..config.settings import ConfigError, SettingsSource
+from ...config.settings import ConfigError, SettingsSource
 
 __all__ = [
     "EVENTS",
@@ -260,7 +260,7 @@ def _handler_options(h: Mapping[str, Any], event: str, at: str) -> tuple[str | N
     if event not in TOOL_EVENTS:
         warnings.append(f"{at}.if is only evaluated on tool events; as in Claude Code this {event} handler never runs")
         return _NEVER, run_async, warnings
-    from .permissions import RuleError, parse_rule
+    from ..permissions.rules import RuleError, parse_rule
 
     try:
         if not isinstance(rule, str):
@@ -276,7 +276,7 @@ def _if_matches(rule: str, tool_name: str | None, tool_input: Any, cwd: str) -> 
     """Whether a tool call matches a handler's ``if`` rule: as a deny rule would (any Bash subcommand counts)."""
     if tool_name is None:
         return False
-    from .permissions import PermissionPolicy
+    from ..permissions.rules import PermissionPolicy
 
     policy = PermissionPolicy(cwd=cwd)
     policy.add_rule("deny", rule, source="hook if")
@@ -858,7 +858,7 @@ class HookRunner:
         self.cwd = os.path.abspath(cwd or project_dir)
         self.permission_mode = permission_mode
         self.warnings = tuple(warnings)
-        from .childenv import child_env
+        from ..sandbox.child_env import child_env
 
         base = child_env(os.environ if env is None else env)  # never the provider keys
         for k in list(base):

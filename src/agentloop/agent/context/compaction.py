@@ -1,7 +1,7 @@
 """Context management: what the model sees stays inside its window, for sessions of any length.
 
 The loop keeps one list of messages (``State.messages``) and sends it as it
-is. ``ContextManager.prepare`` is given to ``run``/``arun`` as their
+is. ``Compactor.prepare`` is given to ``run``/``arun`` as their
 ``prepare`` seam: before every model call it rewrites that list *in place*,
 so the memory held for the model's context is bounded too, not only what is
 sent. The transcript is never touched: every tool output stays there whole.
@@ -33,9 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..budget import Price, message_bytes, text_bytes, tokens_for_chars
-from ..canonical import canonical
-from ..conversation import (
+from ...budget import Price, message_bytes, text_bytes, tokens_for_chars
+from ...canonical import canonical
+from ...conversation import (
     EVICT_PREFIX,
     MASK_PREFIX,
     SUMMARY_PREFIX,
@@ -43,15 +43,15 @@ from ..conversation import (
     placeholder,
     reapply,
 )
-from ..events import Message, ModelRequest
-from ..loop import recount_chars
-from .hooks import HookRunner
-from .sidecall import Account, LoopAccount, SideCall, side_call
+from ...events import Message, ModelRequest
+from ...loop import recount_chars
+from ..hooks.runner import HookRunner
+from .side_calls import Account, LoopAccount, SideCall, side_call
 
 __all__ = [
     "CompactionResult",
     "reapply",
-    "ContextManager",
+    "Compactor",
     "check_pairing",
     "context_window",
     "estimate_message_tokens",
@@ -167,7 +167,7 @@ Record = Callable[[str, Any], None]
 
 
 @dataclass
-class ContextManager:
+class Compactor:
     """Keeps a session's context inside the window. One per session (its state lasts across runs)."""
 
     window: int

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..config.credentials import PROVIDER_KEY_VARS  # one list for every child
+from ...config.credentials import PROVIDER_KEY_VARS  # one list for every child
 
 __all__ = [
     "MIN_SECRET_LEN",

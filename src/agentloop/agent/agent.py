@@ -71,7 +71,7 @@ from .protocols import (
     PermissionAnswer,
     PromptDecision,
 )
-from .session import Durability, Session, SessionError, latest_id
+from .session.store import Durability, Session, SessionError, latest_id
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
@@ -128,7 +128,7 @@ def context_window(model_name: str, override: int | None = None) -> int:
     """The settings' "contextWindow" when given, else the model family's (``context.context_window``, the one table)."""
     if override:
         return override
-    from .context import context_window as family_window
+    from .context.compaction import context_window as family_window
 
     return family_window(model_name)
 
@@ -318,6 +318,43 @@ class Agent:
         strict_mcp_config: bool = False,
     ):
         self.cwd = os.path.realpath(cwd)
+        self._init_front_end(env, home, ask_permission, cli_rules, system_prompt, append_system_prompt, tracing)
+        self._load_settings(trust, ask_trust, ask_mcp_server, managed_settings, cli_settings, mcp_configs, strict_mcp_config)
+        managed = [s for s in self.sources if s.scope == "managed"]
+        self._init_limits(max_steps, max_usd_micros, unlimited_usd)
+        self._init_mode(permission_mode, managed)
+        self._init_dirs(add_dirs)
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.shell_timeout_s = shell_timeout_s
+        self._init_model(self._managed_model(model, managed), price, fallback)
+        self._init_secrets()
+        self.sandbox_mode = sandbox
+        self._init_sandbox()
+        self._check_price()
+        self.window = context_window(self.model_name, self._setting("contextWindow", None))
+        self._given_registry = registry
+        self._init_files()
+        # The session, last: everything above can fail without leaving a file.
+        self.durability: Durability = self._durability(durability)
+        if continue_last and resume is None:
+            resume = latest_id(self.cwd, self.home)  # none yet: a new session, as Claude Code's -c starts one
+        from .builder import build_parts
+
+        self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
+        self._build_tools()
+
+    def _init_front_end(
+        self,
+        env: Mapping[str, str] | None,
+        home: str | None,
+        ask_permission: AskPermission | None,
+        cli_rules: Sequence[tuple[str, str]],
+        system_prompt: str | None,
+        append_system_prompt: str | None,
+        tracing: Any,
+    ) -> None:
+        """What the front end gives (environment, home, prompts, tracing) and the per-session state that starts empty."""
         self.cli_rules = list(cli_rules)
         """(behavior, rule) from --allowedTools / --disallowedTools: added after the settings' rules."""
         self.system_override = system_prompt
@@ -341,7 +378,27 @@ class Agent:
         """Rules the user added for the rest of this session ("always")."""
         self.stop_hook_active = False
         """While ``hooks.stop`` runs: True when the turn is already going on because of a Stop hook."""
-        from .trust import load_for_agent, resolve_model
+        self.on_notice: Callable[[str], None] | None = None
+        """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
+        self.elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None
+        """Set by a front end that can ask the user an MCP server's question (the REPL); else they are declined."""
+        self.on_mcp_progress: Callable[[str, str, str], None] | None = None
+        """Set by a front end that shows an MCP tool's progress notifications."""
+        self._turn_grants: list[Any] = []
+        self._current_call: str | None = None
+
+    def _load_settings(
+        self,
+        trust: bool | None,
+        ask_trust: Callable[[Any], bool] | None,
+        ask_mcp_server: Callable[[str, str], bool] | None,
+        managed_settings: str | None,
+        cli_settings: Sequence[str],
+        mcp_configs: Sequence[str],
+        strict_mcp_config: bool,
+    ) -> None:
+        """The settings files as folder trust lets them apply, the command line's beside them, and their ``env``."""
+        from .trust import load_for_agent
 
         try:
             loaded = load_for_agent(
@@ -361,7 +418,9 @@ class Agent:
         settings_env = merged_env(self.sources)
         if settings_env:  # Claude Code's "env": for the model's provider, hooks and MCP servers
             self.env = {**self.env, **settings_env}
-        managed = [s for s in self.sources if s.scope == "managed"]
+
+    def _init_limits(self, max_steps: int | None, max_usd_micros: int | None, unlimited_usd: bool) -> None:
+        """The step limit and the spend cap, and where the cap came from."""
         self.max_steps = max_steps if max_steps is not None else int(self._setting("maxSteps", 50))
         self.cap_source = "--max-usd"
         """Where the spend cap came from: --max-usd, settings, the default, or unlimited (on purpose)."""
@@ -372,6 +431,9 @@ class Agent:
             self.max_usd_micros = max_usd_micros
         else:
             self.max_usd_micros, self.cap_source = self._setting_usd()
+
+    def _init_mode(self, permission_mode: str | None, managed: list[SettingsSource]) -> None:
+        """The permission mode: managed settings, else the command line, else the settings, else ``default``."""
         forced_mode = self._setting_mode(managed)  # managed settings beat the command line
         if forced_mode is not None and permission_mode not in (None, forced_mode):
             self.config_warnings.append(f"{managed[-1].path}: permissions.defaultMode {forced_mode} is managed; --permission-mode {permission_mode} ignored")
@@ -379,17 +441,25 @@ class Agent:
         if mode not in MODES:
             raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
         self.permission_mode = mode
+
+    def _managed_model(self, model: str | Any | None, managed: list[SettingsSource]) -> str | Any | None:
+        """The model given, unless managed settings name another (said in a warning)."""
         forced_model = merged(managed, "model")
         if isinstance(forced_model, str) and model is not None and model != forced_model:
             self.config_warnings.append(f"{managed[-1].path}: model {forced_model} is managed; --model ignored")
-            model = forced_model
+            return forced_model
+        return model
+
+    def _init_dirs(self, add_dirs: Sequence[str]) -> None:
         self.add_dirs = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in add_dirs]
         for d in self.add_dirs:
             if not os.path.isdir(d):
                 raise AgentError(f"--add-dir {d}: not a directory")
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.shell_timeout_s = shell_timeout_s
+
+    def _init_model(self, model: str | Any | None, price: Any, fallback: str | None) -> None:
+        """The price table, the model (opened) and its fallback."""
+        from .trust import resolve_model
+
         self.prices = self._prices()
         spec = model if model is not None else (merged(self.sources, "model") or self.env.get("AGENTLOOP_MODEL"))
         if spec is None:
@@ -406,19 +476,10 @@ class Agent:
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
         if isinstance(self.fallback, str):
             self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
-        self.on_notice: Callable[[str], None] | None = None
-        """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
-        self.elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None
-        """Set by a front end that can ask the user an MCP server's question (the REPL); else they are declined."""
-        self.on_mcp_progress: Callable[[str, str, str], None] | None = None
-        """Set by a front end that shows an MCP tool's progress notifications."""
         self.model = self._open(spec) if isinstance(spec, str) else spec
-        self._init_secrets()
-        self.sandbox_mode = sandbox
-        self._init_sandbox()
-        self._check_price()
-        self.window = context_window(self.model_name, self._setting("contextWindow", None))
-        self._given_registry = registry
+
+    def _init_files(self) -> None:
+        """Memory files, custom commands and skills: read once at start."""
         self.memory_files: list[str] = []
         self.memory_text = ""
         self._load_memory()
@@ -426,24 +487,16 @@ class Agent:
         self.skills: dict[str, Any] = {}
         self.load_warnings: list[str] = []
         """What could not be honoured as written in the files read at start (shown by the CLI)."""
-        self._turn_grants: list[Any] = []
-        self._current_call: str | None = None
         self._load_commands()
-        # The session, last: everything above can fail without leaving a file.
-        d = durability or self._setting("sessionDurability", "flush")
+
+    def _durability(self, given: Durability | None) -> Durability:
+        d = given or self._setting("sessionDurability", "flush")
         if d not in ("flush", "fsync"):
             raise AgentError(f"sessionDurability must be \"flush\" or \"fsync\", not {d!r}")
-        self.durability: Durability = d
-        if continue_last and resume is None:
-            resume = latest_id(self.cwd, self.home)  # none yet: a new session, as Claude Code's -c starts one
-        from .builder import build_parts
-
-        self._take(build_parts(self))  # hooks, context management, loop check, the Agent tool, MCP servers
-        self.session = self._open_session(resume)
-        self._build_tools()
+        return cast(Durability, d)
 
     def _take(self, parts: AgentParts) -> None:
-        """The parts ``agent/builder.py`` made, as this agent's own (nothing else sets them)."""
+        """The parts ``agent/builder.py`` made, as this agent's own (nothing else sets them); the session started."""
         self.hooks = parts.hooks
         self.context = parts.context
         self.extra_tools = parts.tools
@@ -455,6 +508,10 @@ class Agent:
         for w in parts.warnings:
             if w not in self.config_warnings:  # shown with the settings' other warnings
                 self.config_warnings.append(w)
+        assert parts.session is not None  # build_parts opens it or raises
+        if parts.session.repaired is not None:
+            self._notice(parts.session.repaired.describe())
+        self._start_session(parts.session, parts.session_source)
 
     # -- secrets and the sandbox --
 
@@ -474,8 +531,8 @@ class Agent:
         return {name: key for key, name in out.items()}
 
     def _init_secrets(self) -> None:
-        """What children get (``child_env``) and what tool output hides (``redactor``). See ``childenv``."""
-        from .childenv import Redactor, child_env, secret_env_values
+        """What children get (``child_env``) and what tool output hides (``redactor``). See ``sandbox.child_env``."""
+        from .sandbox.child_env import Redactor, child_env, secret_env_values
 
         held = self._held_keys()
         self.redactor = Redactor(secret_env_values(self.env))
@@ -485,7 +542,7 @@ class Agent:
         )
 
     def _init_sandbox(self) -> None:
-        from . import sandbox as sbx
+        from .sandbox import bubblewrap as sbx
 
         try:
             self.sandbox_settings: sbx.SandboxSettings = sbx.settings_from(
@@ -632,7 +689,7 @@ class Agent:
     # -- sibling modules, loaded when present --
 
     def _load_memory(self) -> None:
-        from .memory import load_memory, render_memory
+        from .session.memory import load_memory, render_memory
 
         files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"))
         self.memory_files = [f.path for f in files]
@@ -656,10 +713,10 @@ class Agent:
 
     def _build_tools(self) -> None:
         """The workspace, registry and policy; rebuilt when the session (and so its spill dir) changes."""
-        from .builtin_tools import RunningProcesses, builtin_registry
         from .commands import skill_tool
-        from .permissions import ModeError, PermissionPolicy
-        from .workspace import Workspace
+        from .permissions.rules import ModeError, PermissionPolicy
+        from .tools.builtin import RunningProcesses, builtin_registry
+        from .tools.workspace import Workspace
 
         try:
             self.policy = PermissionPolicy.from_settings(
@@ -748,18 +805,6 @@ class Agent:
 
     # -- the session --
 
-    def _open_session(self, resume: str | None) -> Session:
-        if resume is not None:
-            s = Session.resume(self.cwd, resume, self.home, durability=self.durability)
-            source = "resume"
-            if s.repaired is not None:
-                self._notice(s.repaired.describe())
-        else:
-            s = Session.create(self.cwd, self.home, durability=self.durability)
-            source = "startup"
-        self._start_session(s, source)
-        return s
-
     def _start_session(self, s: Session, source: str) -> None:
         current_session_id.set(s.id)
         self.session = s
@@ -828,10 +873,12 @@ class Agent:
 
     def switch_session(self, resume: str | None, reason: str) -> None:
         """Close this session (``reason`` goes to session_end) and open another, or a new one."""
-        new = Session.resume(self.cwd, resume, self.home, durability=self.durability) if resume else None
+        from .builder import open_session
+
+        new = open_session(self.cwd, self.home, resume, self.durability)[0] if resume else None
         self.close(reason)
         if new is None:
-            new = Session.create(self.cwd, self.home, durability=self.durability)
+            new = open_session(self.cwd, self.home, None, self.durability)[0]
         self.warned.clear()
         self.session_allow.clear()
         self._start_session(new, "resume" if resume else "clear")
@@ -948,13 +995,13 @@ class Agent:
         UserPromptSubmit): its reason goes to the model as the next user
         message and another run starts, under what is left of the turn's
         budget, with ``stop_hook_active`` true for the next Stop call, at most
-        ``MAX_STOP_BLOCKS`` blocks in a row (``agent/stopgate.py``). The
+        ``MAX_STOP_BLOCKS`` blocks in a row (``agent/hooks/stop_gate.py``). The
         result holds the turn's totals and its last run's answer and stop.
 
         Raises:
             AgentError: a hook blocked the prompt (nothing was run).
         """
-        from .stopgate import StopGate
+        from .hooks.stop_gate import StopGate
 
         self._sync_mcp()  # MCP tools a server added or dropped since the last run (list_changed)
         decision = self.hooks.user_prompt_submit(self, prompt)
@@ -1127,7 +1174,7 @@ class Agent:
     def _file_changed(self, path: str, before: bytes | None, after: bytes) -> None:
         """A built-in tool is about to write ``path``: keep both contents and record the change
         (``checkpoints`` rule 1), so ``/rewind`` can put it back."""
-        from .checkpoints import Checkpoints
+        from .session.checkpoints import Checkpoints
 
         store = Checkpoints(self.home)
         payload = {
@@ -1151,7 +1198,7 @@ class Agent:
         """
         from ..conversation import Conversation
         from ..transcript import read_records
-        from .checkpoints import Checkpoints, apply_rewind, plan_rewind
+        from .session.checkpoints import Checkpoints, apply_rewind, plan_rewind
 
         s = self.session
         records = list(read_records(s.path)) if s.written else []

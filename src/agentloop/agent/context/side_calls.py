@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..budget import Price, cost_micros, input_bound, reservation_micros, text_bytes
-from ..events import ModelReply, ModelRequest, Usage
-from ..run import SideCosts
+from ...budget import Price, cost_micros, input_bound, reservation_micros, text_bytes
+from ...events import ModelReply, ModelRequest, Usage
+from ...run import SideCosts
 
-__all__ = ["Account", "LoopAccount", "SideCall", "StateAccount", "side_call"]
+__all__ = ["Account", "LoopAccount", "SideCall", "side_call"]
 
 
 class Account(Protocol):
@@ -59,10 +59,6 @@ class LoopAccount:
     def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None:
         if self.costs is not None:
             self.costs.settle(purpose, usage, cost, reserved_micros=reserved_micros, reserved_tokens=reserved_tokens)
-
-
-StateAccount = LoopAccount
-"""The former name (it wrote the loop's state; it now asks the loop)."""
 
 
 @dataclass(frozen=True)

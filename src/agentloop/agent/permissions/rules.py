@@ -26,7 +26,7 @@ Rules:
    or to ``.mcp.json`` or a shell start-up file, asks (dontAsk: denies), matched
    case-insensitively on the path as given and its real path. Only an allow rule
    naming that exact path (no pattern characters) allows it.
-4b. Bash: the command line is read as bash reads it (``_shell.py``) and split
+4b. Bash: the command line is read as bash reads it (``bash_reader.py``) and split
    into every command it would run, wrappers looked through, and each is
    checked; the line is allowed only when every command in it is. A line with
    an opaque part (its command cannot be known from the text) or that cannot
@@ -56,8 +56,8 @@ from urllib.parse import urlsplit
 
 import pathspec
 
-from ..config.settings import ConfigError, SettingsSource
-from ._shell import ShellSyntax, Unit, analyze, crude_pieces
+from ...config.settings import ConfigError, SettingsSource
+from .bash_reader import ShellSyntax, Unit, analyze, crude_pieces
 
 __all__ = [
     "MODES",
@@ -925,7 +925,7 @@ def _read_only_line(bash: _BashView) -> bool:
     """Does every command of the line only read (issue 18, point 6)?"""
     if bash.units is None or bash.opaque or not bash.units:
         return False
-    from ._shell import _writes
+    from .bash_reader import _writes
 
     for u in bash.units:
         simple = u.simple

@@ -29,8 +29,8 @@ from typing import NamedTuple
 
 import pathspec
 
-from ..tools import ToolError
-from ._rx import Matcher, RegexError, compile_linear, quote
+from ...tools import ToolError
+from .linear_regex import Matcher, RegexError, compile_linear, quote
 from .workspace import Workspace
 
 __all__ = ["Found", "IgnoreRules", "glob_to_regex", "walk", "walk_files"]
@@ -205,7 +205,7 @@ def glob_to_regex(pattern: str) -> Matcher:
 
     ``*`` and ``?`` stay within one path segment, ``**`` spans segments
     (``**/`` also matches no directory at all), ``[...]`` is a class and
-    ``{a,b}`` an alternation. The regex runs on RE2 (``_rx``), so matching
+    ``{a,b}`` an alternation. The regex runs on RE2 (``linear_regex``), so matching
     takes time linear in the name whatever the pattern: a backtracking
     engine takes minutes over ``*a*a*a*a*a*a*a*a*a*b`` and a long name.
     """

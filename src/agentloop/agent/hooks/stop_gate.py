@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..budget import Budget
-from ..events import Usage
-from ..run import RunResult
-from .hooks import HookOutcome
+from ...budget import Budget
+from ...events import Usage
+from ...run import RunResult
+from .runner import HookOutcome
 
 __all__ = ["MAX_STOP_BLOCKS", "StopGate", "stop_feedback"]
 

@@ -1,0 +1,1 @@
+"""Permission rules, and the Bash reader that applies them to command lines."""

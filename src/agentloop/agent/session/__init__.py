@@ -1,0 +1,1 @@
+"""Sessions and memory: the session transcripts, memory files, file checkpoints and rewind."""

@@ -1,0 +1,1 @@
+"""Sub-agents: Claude Code's Agent tool, a child run under the parent's budget."""

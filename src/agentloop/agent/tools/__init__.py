@@ -1,0 +1,1 @@
+"""The built-in tools and the workspace they may touch."""
