@@ -432,3 +432,23 @@ def test_arun_takes_side_costs_as_run_does_byte_for_byte() -> None:
 
     sync, async_ = go(run), go(arun)
     assert b'"kind":"side_cost"' in sync and sync == async_
+
+
+def test_a_summary_billed_past_its_bound_is_recorded_as_an_overrun_and_stops_the_run_before_its_next_call(tmp_path: Path) -> None:
+    from agentloop.agent.context.compaction import Compactor
+    from agentloop.testing import ScriptedModel, reply
+
+    cm = Compactor(window=1000, keep_recent=1, mask_threshold=100, transcript_path=str(tmp_path / "t.jsonl"),
+                   summarizer=ScriptedModel([reply("summary", usage=(1_000_000, 5))]))
+    steps = [reply(f"step {i}", [("big", {"n": i})], usage=(10, 1), step=i) for i in range(4)]
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path) as w:
+        r = run(ScriptedModel(steps), [big], [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}],
+                Budget(max_steps=10, max_usd_micros=10_000_000), transcript=w, prepare=cm.prepare)
+    assert r.stop_reason == "budget_overrun" and "side call (compaction)" in (r.error or "")
+    recs = list(read_records(str(path)))
+    (side,) = [x.payload for x in recs if x.kind == "side_cost"]
+    assert side["cost_micros"] > side["reserved_micros"] and side["overrun"] == r.error
+    assert [x.kind for x in recs][-2:] == ["overrun", "stop"]
+    assert sum(1 for x in recs if x.kind == "model_turn") == r.steps  # no call was made after the bill
+    assert replay(str(path)).equal
