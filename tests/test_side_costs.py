@@ -114,10 +114,16 @@ def test_a_side_call_past_what_the_cap_leaves_after_the_held_turn_is_refused_by_
     assert _kinds(out) == ["Reserve"]
 
 
-def test_a_side_call_past_the_token_cap_is_refused() -> None:
-    state = _to_call(_cfg(max_tokens=100))
-    state, out = step(state, SideCostAsked("loop_check", 1, 101))
+def test_a_side_call_past_the_token_cap_less_the_held_turn_is_refused() -> None:
+    from agentloop.loop import side_room
+
+    state = _to_call(_cfg(max_tokens=100_000))
+    money, tokens = side_room(state)
+    assert money == 1_000_000 - state.reserved_micros and tokens == 100_000 - state.reserved_tokens > 0
+    state, out = step(state, SideCostAsked("loop_check", 1, tokens + 1))
     assert _kinds(out) == ["side_cost", "SideCostAnswer"] and _record(out)["by"] == "budget"
+    state, out = step(state, SideCostAsked("loop_check", 1, tokens))
+    assert _kinds(out) == ["Reserve"]
 
 
 def test_a_side_call_the_shared_ledger_refuses_is_recorded_as_the_ledgers_refusal() -> None:

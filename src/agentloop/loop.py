@@ -91,6 +91,7 @@ __all__ = [
     "ToolsChanged",
     "ToolsDone",
     "after_prepare",
+    "side_room",
     "start",
     "step",
 ]
@@ -575,17 +576,25 @@ def step(state: State, event: Inbound) -> tuple[State, list[Outbound]]:
     raise ValueError(f"the loop is in phase {phase!r} and cannot take {type(event).__name__}")
 
 
-def _on_side_asked(state: State, event: SideCostAsked) -> list[Outbound]:
-    """Rule 6: room for a side cost is the cap less what is spent and the turn already reserved."""
+def side_room(state: State) -> tuple[int | None, int | None]:
+    """Rule 6: what a cost beside the model turn may use, (micro-USD, tokens): the caps less what the run
+    has spent and the turn it holds; None where there is no cap. A parent's children are carved out of it."""
     b = state.config.budget
-    held = state.spent_micros + state.reserved_micros
+    money = None if b.max_usd_micros is None else b.max_usd_micros - state.spent_micros - state.reserved_micros
+    tokens = None if b.max_tokens is None else b.max_tokens - state.tokens - state.reserved_tokens
+    return money, tokens
+
+
+def _on_side_asked(state: State, event: SideCostAsked) -> list[Outbound]:
+    """Rule 6: a side call's bound must fit ``side_room``."""
+    money, tokens = side_room(state)
     why: str | None = None
     if event.micros < 0 or event.tokens < 0:
         why = f"a side cost cannot reserve a negative amount ({event.micros} micro-USD, {event.tokens} tokens)"
-    elif b.max_usd_micros is not None and held + event.micros > b.max_usd_micros:
-        why = f"the budget has no room: needs a reservation of {event.micros} micro-USD (its bound); {b.max_usd_micros - held} are left"
-    elif b.max_tokens is not None and state.tokens + event.tokens > b.max_tokens:
-        why = f"the budget has no room: needs {event.tokens} tokens; {b.max_tokens - state.tokens} are left"
+    elif money is not None and event.micros > money:
+        why = f"the budget has no room: needs a reservation of {event.micros} micro-USD (its bound); {money} are left"
+    elif tokens is not None and event.tokens > tokens:
+        why = f"the budget has no room: needs {event.tokens} tokens; {tokens} are left"
     if why is not None:
         return _side_refused(state, event.purpose, event.micros, event.tokens, "budget", why)
     state.side_asked = (event.purpose, event.micros, event.tokens)

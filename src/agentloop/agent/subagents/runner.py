@@ -43,6 +43,7 @@ from typing import Any
 
 from ...budget import Budget, PriceTable
 from ...events import ToolCall, ToolResult
+from ...loop import side_room
 from ...run import RunResult, SideCosts, run
 from ...tools import Registry, Tool, ToolError
 from ...transcript import TranscriptWriter, read_records, verify_file
@@ -186,9 +187,9 @@ class ParentBudget:
         st = self.state
         if st is None:
             return None, None
-        b: Budget = st.config.budget
-        money = None if b.max_usd_micros is None else max(0, b.max_usd_micros - st.spent_micros - st.reserved_micros - self.held_micros)
-        tokens = None if b.max_tokens is None else max(0, b.max_tokens - st.tokens - st.reserved_tokens - self.held_tokens)
+        money, tokens = side_room(st)  # the loop's measure of what its run has left (loop rule 6)
+        money = None if money is None else max(0, money - self.held_micros)
+        tokens = None if tokens is None else max(0, tokens - self.held_tokens)
         if self.costs is None:  # fail closed: what a child spent could not be charged
             money, tokens = (None if money is None else 0), (None if tokens is None else 0)
         return money, tokens
