@@ -21,7 +21,7 @@ import pytest
 
 from agentloop import Budget, MemoryTranscript, Registry, run, tool
 from agentloop.budget import Price
-from agentloop.events import ModelReply, ToolCall, ToolResult, ToolSpec, Usage
+from agentloop.events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from agentloop.loop import (
     Append,
     LoopConfig,
@@ -458,3 +458,57 @@ def test_a_summary_billed_past_its_bound_is_recorded_as_an_overrun_and_stops_the
     assert [x.kind for x in recs][-2:] == ["overrun", "stop"]
     assert sum(1 for x in recs if x.kind == "model_turn") == r.steps  # no call was made after the bill
     assert replay(str(path)).equal
+
+
+class _Agentish:
+    """A model for the terminal agent that writes compaction summaries when asked and plays a parent that
+    delegates once, a child that answers, then a parent that reads a large file until it is compacted."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.parent = 0
+
+    def complete(self, req: ModelRequest) -> ModelReply:
+        from agentloop.agent.context.compaction import COMPACT_PROMPT
+
+        first = str(req.messages[0].get("content", ""))
+        if not req.tools and first.startswith(COMPACT_PROMPT):
+            return ModelReply(text="Summary: read big.txt several times.", usage=Usage(500, 40))
+        if "sub-agent" in first:
+            return ModelReply(text="the child looked", usage=Usage(400, 20))
+        self.parent += 1
+        n = self.parent
+        if n == 1:
+            args = {"description": "look", "prompt": "look around", "subagent_type": "Explore"}
+            return ModelReply(tool_calls=(ToolCall("a1", "Agent", args),), usage=Usage(100, 10))
+        if n <= 13:
+            return ModelReply(tool_calls=(ToolCall(f"r{n}", "Read", {"file_path": "big.txt", "offset": n}),), usage=Usage(100, 10))
+        return ModelReply(text="done", usage=Usage(100, 5))
+
+
+def test_an_agent_sessions_compaction_and_child_are_side_costs_within_its_spend_cap(proj: Path) -> None:
+    """The terminal agent's spend cap (``--max-usd``, here ``max_usd_micros``) holds the turns, the compaction
+    summaries and the child's run; the session file says so in ``side_cost`` records and replays byte for byte."""
+    from agentloop.agent.agent import Agent
+
+    (proj / "big.txt").write_text(("x" * 99 + "\n") * 200)
+    (proj / ".agentloop").mkdir()
+    (proj / ".agentloop" / "settings.json").write_text(json.dumps({"contextWindow": 8000, "permissions": {"allow": ["Agent"]}}))
+    cap = 3_000_000
+    a = Agent(cwd=str(proj), trust=True, model=_Agentish(), max_usd_micros=cap)
+    res = a.ask("look, then read it many times")
+    a.close()
+    assert res.stop_reason == "no_tool_calls", res.error
+    recs = list(read_records(a.session.path))
+    sides = [x.payload for x in recs if x.kind == "side_cost"]
+    assert {"compaction", "subagent"} <= {s["purpose"] for s in sides if s.get("cost_micros", 0) > 0}
+    turns = sum(x.payload["cost_micros"] for x in recs if x.kind == "budget")
+    stop = [x.payload for x in recs if x.kind == "stop"][-1]
+    assert stop["spent_micros"] == res.spent_micros == turns + sum(s.get("cost_micros", 0) for s in sides) <= cap
+    assert a.stats.spent_micros == res.spent_micros
+    from agentloop.agent.session.store import summarize
+
+    assert summarize(a.session.path).spent_micros == res.spent_micros
+    r = replay(a.session.path)
+    assert r.equal, r.summary()
