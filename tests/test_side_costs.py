@@ -512,3 +512,28 @@ def test_an_agent_sessions_compaction_and_child_are_side_costs_within_its_spend_
     assert summarize(a.session.path).spent_micros == res.spent_micros
     r = replay(a.session.path)
     assert r.equal, r.summary()
+
+
+def test_a_childs_spend_before_a_ctrl_c_is_still_the_runs(tmp_path: Path) -> None:
+    """A child finished (its spend queued while the tools ran), then the user pressed Ctrl+C: the stop counts it."""
+    from agentloop.run import SideCosts
+    from agentloop.testing import ScriptedModel, reply
+
+    held: list[SideCosts] = []
+
+    def prepare(state: Any, record: Any) -> None:
+        held[:] = [record]
+
+    def execute(calls: Any) -> list[Any]:
+        held[0].settle("subagent", Usage(1000, 100), 4321, reserved_micros=50_000)
+        raise KeyboardInterrupt
+
+    t = MemoryTranscript()
+    r = run(ScriptedModel([reply("", [("big", {"n": 1})], usage=(10, 1))]), [big], "go", Budget(max_steps=5, max_usd_micros=100_000),
+            transcript=t, prepare=prepare, executor=execute)
+    assert r.stop_reason == "interrupted"
+    kinds = [x.kind for x in t.records]
+    assert kinds[-2:] == ["side_cost", "stop"]
+    stop = [x.payload for x in t.records if x.kind == "stop"][-1]
+    turn = [x.payload for x in t.records if x.kind == "budget"][-1]["cost_micros"]
+    assert stop["spent_micros"] == r.spent_micros == turn + 4321
