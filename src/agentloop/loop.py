@@ -554,12 +554,6 @@ def step(state: State, event: Inbound) -> tuple[State, list[Outbound]]:
             driver bug, not the model's mistake).
     """
     phase = state.phase
-    if isinstance(event, Reserved) and state.side_waiting:
-        return state, _on_side_reserved(state, event)
-    if isinstance(event, SideCostAsked) and phase == "call" and state.side_asked is None and not state.side_waiting:
-        return state, _on_side_asked(state, event)
-    if isinstance(event, SideCostSettled) and (phase == "call" or phase == "tools") and not state.side_waiting:
-        return state, _on_side_settled(state, event)
     if isinstance(event, Reserved) and phase == "reserve":
         return state, _on_reserved(state, event)
     if isinstance(event, (ModelReplied, ModelFailed)) and phase == "call":
@@ -573,6 +567,13 @@ def step(state: State, event: Inbound) -> tuple[State, list[Outbound]]:
         return state, []
     if isinstance(event, InputCounted) and phase == "count":
         return state, _on_counted(state, event)
+    # side costs (rule 6): asked only before a call (phase "call"), so a side reservation's answer never meets phase "reserve"
+    if isinstance(event, Reserved) and state.side_waiting:
+        return state, _on_side_reserved(state, event)
+    if isinstance(event, SideCostAsked) and phase == "call" and state.side_asked is None and not state.side_waiting:
+        return state, _on_side_asked(state, event)
+    if isinstance(event, SideCostSettled) and (phase == "call" or phase == "tools") and not state.side_waiting:
+        return state, _on_side_settled(state, event)
     raise ValueError(f"the loop is in phase {phase!r} and cannot take {type(event).__name__}")
 
 

@@ -281,6 +281,8 @@ class SideCosts:
 
     def drain(self) -> None:
         """Feed the loop the costs that were queued (the driver's thread only)."""
+        if not self._queued:  # the common case, read without the lock: nothing settles once the tools are done
+            return
         with self._lock:
             queued, self._queued = self._queued, []
         for ev in queued:
@@ -357,8 +359,12 @@ class _Drive:
         self.pending = more + self.pending if self.pending else more
 
     def run_tools(self, execute: Executor, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        with self.running_tools():
+        costs = self.costs  # as running_tools, without a generator's cost on every turn
+        costs.deferring = True
+        try:
             return execute(calls)
+        finally:
+            costs.deferring = False
 
     def tools_done(self, results: Sequence[ToolResult], changed: ToolsChangedCheck | None) -> None:
         """Feed a turn's results, after asking ``changed`` whether the tools changed while they ran."""
