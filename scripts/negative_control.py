@@ -107,6 +107,20 @@ SABOTAGES = [
         ["tests/test_replay_golden.py", "tests/test_loop.py"],
     ),
     Sabotage(
+        "a side call is granted whatever the run's cap has left (the loop's room check for side costs)",
+        "src/agentloop/loop.py",
+        "    elif b.max_usd_micros is not None and held + event.micros > b.max_usd_micros:",
+        "    elif False:  # SABOTAGED",
+        ["tests/test_side_costs.py"],
+    ),
+    Sabotage(
+        "a side call billed past its reservation passes as a success",
+        "src/agentloop/loop.py",
+        "    if over is None and reserved is not None and cost > reserved and (cfg.budget.max_usd_micros is not None or cfg.shared_cap):",
+        "    if False:  # SABOTAGED",
+        ["tests/test_side_costs.py"],
+    ),
+    Sabotage(
         "the step budget is not checked",
         "src/agentloop/loop.py",
         "if b.max_steps is not None and state.steps >= b.max_steps:",

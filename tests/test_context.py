@@ -274,11 +274,10 @@ def test_check_pairing_finds_orphans_and_unanswered_calls() -> None:
 
 
 class _Free:
-    def room(self, micros: int, tokens: int) -> str | None:
-        return None
+    charged_as = None
 
-    def reserve(self, micros: int, tokens: int) -> bool:
-        return True
+    def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
+        return None
 
     def settle(self, *a: Any) -> None:
         pass

@@ -302,7 +302,7 @@ WINDOW = 1000  # small enough that the run both masks and compacts
 
 def test_masking_and_compaction_inside_a_run_are_made_again_on_resume(tmp_path):
     from agentloop.agent.context.compaction import MASK_PREFIX, SUMMARY_PREFIX, Compactor
-    from agentloop.agent.context.side_calls import StateAccount
+    from agentloop.agent.context.side_calls import LoopAccount
 
     home, cwd = str(tmp_path / "home"), str(tmp_path)
     s = Session.create(cwd, home)
@@ -323,7 +323,7 @@ def test_masking_and_compaction_inside_a_run_are_made_again_on_resume(tmp_path):
     def prepare(state, record):  # type: ignore[no-untyped-def]
         cm.prepare(state, record)
         if state.steps == 4:  # before the last call: compact the start of the conversation
-            cm.compact(state.messages, record, account=StateAccount(state), price=state.config.price, trigger="manual")
+            cm.compact(state.messages, record, account=LoopAccount(record), price=state.config.price, trigger="manual")
         return None
 
     res = run(ScriptedModel([*steps, compact_then_answer]), [big], msgs, Budget(max_steps=10), transcript=s, prepare=prepare)

@@ -257,7 +257,7 @@ def test_a_parent_with_its_children_never_settles_past_its_cap(
     registry = Registry([emit, runner.tool()])
 
     def prepare(state: Any, record: Any) -> None:
-        runner.parent.bind(state)
+        runner.parent.bind(state, record)
         return None
 
     r = run(model, registry, _prompt(), Budget(max_steps=8, max_usd_micros=cap), prices=PRICES, max_output_tokens=max_out,

@@ -21,6 +21,16 @@ Rules:
    ``no_tool_calls``, then the budgets (tokens, then money), then loop
    detection. A turn that stops the run never has its tools run.
 5. Every decision ends in the transcript; nothing else decides what happens.
+6. Costs beside the model turn (a compaction summary, a loop check, a child
+   agent's run) enter as inbound events, and only the loop writes them into
+   its ``State``: ``SideCostAsked`` (before a side call, from a driver's
+   ``prepare``) is refused when the run's cap, less what it spent and the
+   turn it holds, has no room for the call's bound, or when the shared
+   ledger refuses it; ``SideCostSettled`` adds the bill to the run's spend,
+   tokens and usage. Each is a ``side_cost`` record. A bill past its
+   reservation (or a child stopped by ``budget_overrun``) stops the run with
+   ``budget_overrun`` before its next call; a token budget passed by side
+   costs stops it with ``token_budget``.
 
 Theory of operation: a driver calls ``start`` and then feeds ``step`` the
 inbound event that answers the last outbound request, until ``Finished``.
@@ -74,9 +84,14 @@ __all__ = [
     "Reserved",
     "RunTools",
     "Settle",
+    "SideCostAnswer",
+    "SideCostAsked",
+    "SideCostSettled",
     "State",
     "ToolsChanged",
     "ToolsDone",
+    "after_prepare",
+    "side_room",
     "start",
     "step",
 ]
@@ -224,7 +239,43 @@ class InputCounted:
     error: str | None = None
 
 
-Inbound = Union[Reserved, ModelReplied, ModelFailed, ToolsDone, ToolsChanged, InputCounted]
+@dataclass(slots=True)
+class SideCostAsked:
+    """Room for a cost beside the model turn, asked before it is incurred (a compaction summary, a loop check).
+
+    Fed while the loop waits for a model call (phase ``call``: from a driver's
+    ``prepare``). The loop answers with ``SideCostAnswer``; when it grants the
+    room it first asks the shared ledger (``Reserve``, answered by ``Reserved``).
+    A granted ask must be followed by its ``SideCostSettled`` before the next one.
+    """
+
+    purpose: str
+    micros: int
+    """The call's reservation: the most it can be billed (its bound)."""
+    tokens: int
+
+
+@dataclass(slots=True)
+class SideCostSettled:
+    """What a cost beside the model turn was billed: charged to the run and recorded (``side_cost``).
+
+    Fed in phase ``call`` (settling a granted ``SideCostAsked``) or ``tools``
+    (a child agent's run, which its parent reserved for itself: no ask).
+    """
+
+    purpose: str
+    usage: Usage
+    cost_micros: int
+    reserved_micros: int | None = None
+    """What the cost was held to (a child's budget; None: uncapped); an ask's own amount when one was granted."""
+    reserved_tokens: int | None = None
+    overrun: str | None = None
+    """The cost's own run was billed past a reservation (a child stopped by ``budget_overrun``): the run stops too."""
+    legacy: bool = False
+    """Replay of a file written before ``side_cost`` records: its cost is charged, not recorded again."""
+
+
+Inbound = Union[Reserved, ModelReplied, ModelFailed, ToolsDone, ToolsChanged, InputCounted, SideCostAsked, SideCostSettled]
 
 # --- outbound: what the loop asks of its driver ------------------------------
 
@@ -269,7 +320,15 @@ class Finished:
     reason: str
 
 
-Outbound = Union[Append, Reserve, Settle, CallModel, CountInput, RunTools, Finished]
+@dataclass(slots=True)
+class SideCostAnswer:
+    """The loop's decision on a ``SideCostAsked``: made, or not made and why (recorded either way)."""
+
+    granted: bool
+    reason: str | None = None
+
+
+Outbound = Union[Append, Reserve, Settle, CallModel, CountInput, RunTools, Finished, SideCostAnswer]
 
 
 @dataclass
@@ -306,7 +365,11 @@ class State:
     images: int = 0
     """Images in the tool results sent so far, each bounded at ``config.image_tokens`` (never recounted down)."""
     overrun: str | None = None
-    """A side call or a child run was billed past its reservation (set by whoever settled it): the run stops."""
+    """A side cost (a side call, a child run) was billed past its reservation: the run stops before its next call."""
+    side_asked: tuple[str, int, int] | None = None
+    """The granted side cost not yet settled: (purpose, micros, tokens)."""
+    side_waiting: bool = False
+    """A side cost's reservation was sent to the shared ledger: the next ``Reserved`` answers it."""
     tools_changed: ToolsChanged | None = None
     """Tools that changed during the pending calls: taken in (and recorded) after their results."""
 
@@ -393,6 +456,8 @@ def _next_turn(state: State) -> list[Outbound]:
         return _stop(state, "step_budget")
     if state.overrun is not None:
         return overrun_stop(state)
+    if b.max_tokens is not None and state.tokens > b.max_tokens:  # side costs (a child's run) can pass it between turns
+        return _stop(state, "token_budget")
     if cfg.legacy_estimate:
         in_tokens = (state.chars + state.tool_chars) // 4
         amount = estimate_micros(in_tokens, cfg.max_output_tokens, cfg.price)
@@ -502,7 +567,94 @@ def step(state: State, event: Inbound) -> tuple[State, list[Outbound]]:
         return state, []
     if isinstance(event, InputCounted) and phase == "count":
         return state, _on_counted(state, event)
+    # side costs (rule 6): asked only before a call (phase "call"), so a side reservation's answer never meets phase "reserve"
+    if isinstance(event, Reserved) and state.side_waiting:
+        return state, _on_side_reserved(state, event)
+    if isinstance(event, SideCostAsked) and phase == "call" and state.side_asked is None and not state.side_waiting:
+        return state, _on_side_asked(state, event)
+    if isinstance(event, SideCostSettled) and (phase == "call" or phase == "tools") and not state.side_waiting:
+        return state, _on_side_settled(state, event)
     raise ValueError(f"the loop is in phase {phase!r} and cannot take {type(event).__name__}")
+
+
+def side_room(state: State) -> tuple[int | None, int | None]:
+    """Rule 6: what a cost beside the model turn may use, (micro-USD, tokens): the caps less what the run
+    has spent and the turn it holds; None where there is no cap. A parent's children are carved out of it."""
+    b = state.config.budget
+    money = None if b.max_usd_micros is None else b.max_usd_micros - state.spent_micros - state.reserved_micros
+    tokens = None if b.max_tokens is None else b.max_tokens - state.tokens - state.reserved_tokens
+    return money, tokens
+
+
+def _on_side_asked(state: State, event: SideCostAsked) -> list[Outbound]:
+    """Rule 6: a side call's bound must fit ``side_room``."""
+    money, tokens = side_room(state)
+    why: str | None = None
+    if event.micros < 0 or event.tokens < 0:
+        why = f"a side cost cannot reserve a negative amount ({event.micros} micro-USD, {event.tokens} tokens)"
+    elif money is not None and event.micros > money:
+        why = f"the budget has no room: needs a reservation of {event.micros} micro-USD (its bound); {money} are left"
+    elif tokens is not None and event.tokens > tokens:
+        why = f"the budget has no room: needs {event.tokens} tokens; {tokens} are left"
+    if why is not None:
+        return _side_refused(state, event.purpose, event.micros, event.tokens, "budget", why)
+    state.side_asked = (event.purpose, event.micros, event.tokens)
+    state.side_waiting = True
+    return [Reserve(event.micros, event.tokens)]
+
+
+def _on_side_reserved(state: State, event: Reserved) -> list[Outbound]:
+    state.side_waiting = False
+    asked = state.side_asked
+    assert asked is not None
+    if not event.granted:
+        state.side_asked = None
+        why = f"the shared ledger refused a reservation of {asked[1]} micro-USD"
+        return _side_refused(state, asked[0], asked[1], asked[2], "ledger", why)
+    return [SideCostAnswer(True)]
+
+
+def _side_refused(state: State, purpose: str, micros: int, tokens: int, by: str, why: str) -> list[Outbound]:
+    payload = {"step": state.steps, "purpose": purpose, "needed_micros": micros, "needed_tokens": tokens, "refused": why, "by": by}
+    return [Append("side_cost", payload), SideCostAnswer(False, why)]
+
+
+def _on_side_settled(state: State, event: SideCostSettled) -> list[Outbound]:
+    """Rule 6: the bill is the run's; past its reservation the run stops before its next call."""
+    cfg = state.config
+    asked = state.side_asked
+    state.side_asked = None
+    usage, cost = event.usage, event.cost_micros
+    state.usage = state.usage + usage
+    state.tokens += usage.total
+    state.spent_micros += cost
+    if event.legacy:  # its record is the older file's own (a ``call`` inside a compaction or loop check)
+        if event.overrun is not None:
+            state.overrun = event.overrun
+        return []
+    out: list[Outbound] = []
+    reserved, reserved_tokens = event.reserved_micros, event.reserved_tokens
+    if asked is not None:
+        reserved, reserved_tokens = asked[1], asked[2]
+        out.append(Settle(asked[1], cost, asked[2], usage.total))
+    over = event.overrun
+    if over is None and reserved is not None and cost > reserved and (cfg.budget.max_usd_micros is not None or cfg.shared_cap):
+        over = f"a side call ({event.purpose}) was billed {cost} micro-USD, past its reservation of {reserved}"
+    payload: dict[str, Any] = {
+        "step": state.steps,
+        "purpose": event.purpose,
+        "reserved_micros": reserved,
+        "reserved_tokens": reserved_tokens,
+        "usage": usage.to_json(),
+        "cost_micros": cost,
+        "spent_micros": state.spent_micros,
+        "tokens": state.tokens,
+    }
+    if over is not None:
+        payload["overrun"] = over
+        state.overrun = over
+    out.append(Append("side_cost", payload))
+    return out
 
 
 def _on_reserved(state: State, event: Reserved) -> list[Outbound]:
@@ -696,6 +848,16 @@ def recount_chars(state: State) -> None:
     state.chars = sum(_message_chars(m, cfg.image_tokens, cfg.legacy_estimate) for m in state.messages)
 
 
+def after_prepare(state: State, reason: str | None) -> list[Outbound] | None:
+    """After a driver's ``prepare``: the stop it asked for, the stop a side cost it settled made
+    necessary (rule 6), or None: make the call."""
+    if reason is not None:
+        return halt(state, reason)
+    if state.overrun is not None:
+        return overrun_stop(state)
+    return None
+
+
 def overrun_stop(state: State) -> list[Outbound]:
     """Stop the run because a side call or a child was billed past its reservation (``state.overrun``)."""
     msg = state.overrun or "a call was billed past its reservation"
@@ -706,7 +868,7 @@ def halt(state: State, reason: str, error: str | None = None) -> list[Outbound]:
     """Stop the run now with ``reason``: for checks a driver makes between turns (a model's loop check)."""
     if error is not None:
         state.error = error
-    out: list[Outbound] = []
+    out: list[Outbound] = _release_side(state)
     if state.reserved_micros or state.reserved_tokens:
         out.append(Settle(state.reserved_micros, 0, state.reserved_tokens, 0))
         state.reserved_micros = state.reserved_tokens = 0
@@ -715,8 +877,16 @@ def halt(state: State, reason: str, error: str | None = None) -> list[Outbound]:
 
 def interrupt(state: State) -> list[Outbound]:
     """Stop the run now with ``interrupted`` (Ctrl+C or a stop request)."""
-    out: list[Outbound] = []
+    out: list[Outbound] = _release_side(state)
     if state.reserved_micros or state.reserved_tokens:
         out.append(Settle(state.reserved_micros, 0, state.reserved_tokens, 0))
         state.reserved_micros = state.reserved_tokens = 0
     return out + _stop(state, "interrupted")
+
+
+def _release_side(state: State) -> list[Outbound]:
+    """A granted side cost that will never be settled (the run stops first): its reservation is freed."""
+    asked = state.side_asked
+    state.side_asked = None
+    state.side_waiting = False
+    return [Settle(asked[1], 0, asked[2], 0)] if asked is not None else []

@@ -49,7 +49,7 @@ from .conversation import Continues, Conversation, reapply
 from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from .loop import LoopConfig, State, ToolsChanged
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
-from .run import RunResult, run
+from .run import RunResult, SideCosts, run
 from .tools import Registry, Tool
 from .transcript import (
     GENESIS,
@@ -80,7 +80,7 @@ MODES: tuple[str, ...] = ("full", "live-tools", "dry-run")
 LOOP_KINDS = frozenset(
     {
         "run_start", "model_turn", "budget", "tool_result", "model_error", "loop_detected", "continuation", "stop", "token_count",
-        "overrun", "tools_changed",
+        "overrun", "tools_changed", "side_cost",
     }
 )
 DRY_RUN_ERROR = "not run: a dry-run replay skips tools"
@@ -431,13 +431,19 @@ def raise_recorded_failure(error: str, notes: list[str], usage: Mapping[str, Any
 
 
 class _Ledger:
-    """Grants every reservation except the one the recorded run was refused."""
+    """Grants every reservation except those the recorded run was refused: a turn's (the ``refuse_at``-th),
+    and side costs the record says the ledger refused (``side``, set just before each side cost is asked)."""
 
     def __init__(self, refuse_at: int | None):
         self.refuse_at = refuse_at
         self.n = 0
+        self.side: bool | None = None
+        self.refuses_side = False
 
     def reserve(self, amount_micros: int, tokens: int) -> bool:
+        if self.side is not None:
+            granted, self.side = self.side, None
+            return granted
         self.n += 1
         return self.n != self.refuse_at
 
@@ -618,9 +624,24 @@ class _RunReplay:
         self.uses_prepare = False
         self.changes: dict[int, Mapping[str, Any]] = {}
         """The ``tools_changed`` records, by the step whose tool calls they followed."""
+        self.tool_costs: dict[int, list[Mapping[str, Any]]] = {}
+        """``side_cost`` records written while a step's tools ran (a child's spend), by step: fed again there."""
+        self.costs: SideCosts | None = None
+        """The run's ``SideCosts``, from its ``prepare``: side costs are fed back through them."""
+        self.legacy_side = True
+        """No ``side_cost`` record: a file written before them, whose side calls are charged from their own records."""
         counts: list[Mapping[str, Any]] = []
+        last = ""
         for k, r in enumerate(seg):
             kind = r.kind
+            if kind == "side_cost":
+                self.legacy_side = False
+                self.uses_prepare = True
+                if last == "budget":  # after a turn's budget, before its results: while its tools ran
+                    self.tool_costs.setdefault(int(r.payload.get("step", 0)), []).append(r.payload)
+                continue
+            if kind in LOOP_KINDS:
+                last = kind
             if kind == "model_turn" or kind == "model_error":
                 self.turns.append(r)
             elif kind == "token_count":
@@ -642,6 +663,7 @@ class _RunReplay:
         if reason == "cost_budget" and str((self.stop or {}).get("error", "")).startswith("the shared ledger refused"):
             refuse_at = sum(1 for r in self.turns if r.kind == "model_turn") + 1
         self.ledger = _Ledger(refuse_at)
+        self.ledger.refuses_side = any(r.kind == "side_cost" and r.payload.get("by") == "ledger" for r in seg)
         self.model = ReplayModel(self.turns, interrupted=self.interrupted)
         self.model.counts = counts
         self.sink = _PassSink(out, seg, cut_off=self.stop is None)
@@ -686,6 +708,8 @@ class _RunReplay:
 
     def execute(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         step = self.model.calls
+        for p in self.tool_costs.get(step, ()):
+            self._side_cost(p, asked=False)  # queued by the driver, fed before the step's results, as recorded
         if self._interrupt_here(step):
             self.model.replayed_interrupt = True
             raise KeyboardInterrupt
@@ -720,22 +744,30 @@ class _RunReplay:
     def prepare(self, state: State, record: Callable[[str, Any], None]) -> str | None:
         """What a driver's ``prepare`` did before this model call, from the record.
 
-        Side calls it made (a loop check, a compaction's summary) are charged
-        to the run again from their recorded usage and cost; a stop it made
-        (``loop_detected`` by a model's judgment) is made again.
+        Side costs it incurred (a loop check, a compaction's summary) are fed
+        to the loop again from their ``side_cost`` records (asked, then
+        settled: the loop decides and records them as it did); a file written
+        before those records has them charged from the side call's own record.
+        A stop it made (``loop_detected`` by a model's judgment) is made again.
         """
+        costs = self.costs = record if isinstance(record, SideCosts) else None
         seg, i = self.seg, self.sink.cursor
-        while i < len(seg) and seg[i].kind not in LOOP_KINDS:
-            _charge_side_call(state, seg[i].payload)
-            if seg[i].kind in ("context", "compaction"):  # masking and compaction: what the model was shown
-                from .loop import recount_chars
+        while i < len(seg) and (seg[i].kind not in LOOP_KINDS or seg[i].kind == "side_cost"):
+            r = seg[i]
+            if r.kind == "side_cost":
+                self._side_cost(r.payload, asked=True)
+            else:
+                _charge_side_call(costs, r.payload)
+                if r.kind in ("context", "compaction"):  # masking and compaction: what the model was shown
+                    from .loop import recount_chars
 
-                if reapply(state.messages, seg[i].kind, seg[i].payload):
-                    recount_chars(state)
+                    if reapply(state.messages, r.kind, r.payload):
+                        recount_chars(state)
             i += 1
         nxt = seg[i] if i < len(seg) else None
         if nxt is not None and nxt.kind == "overrun" and "error" in nxt.payload:
-            state.overrun = str(nxt.payload["error"])  # a side call billed past its bound: the driver stops as it did
+            if self.legacy_side and costs is not None:  # an older file: the side call's overrun, as it was recorded
+                costs.settle("overrun", Usage(), 0, overrun=str(nxt.payload["error"]), legacy=True)
             return None
         if nxt is not None and nxt.kind == "loop_detected":
             record(nxt.kind, nxt.payload)
@@ -748,6 +780,35 @@ class _RunReplay:
             return reason
         return None
 
+    def _side_cost(self, p: Mapping[str, Any], asked: bool) -> None:
+        """Feed a recorded ``side_cost`` to the loop again: its ask (refused as recorded, when it was), then its bill."""
+        costs = self.costs
+        if costs is None:
+            return  # no driver's SideCosts to feed: the replayed record is missing, and the comparison says so
+        purpose = str(p.get("purpose", ""))
+        if "refused" in p:
+            self.ledger.side = p.get("by") != "ledger"
+            costs.ask(purpose, int(p.get("needed_micros", 0)), int(p.get("needed_tokens", 0)))
+            self.ledger.side = None
+            return
+        usage = Usage.from_json(p.get("usage") or {})
+        reserved, reserved_tokens = p.get("reserved_micros"), p.get("reserved_tokens")
+        if asked:
+            self.ledger.side = True
+            why = costs.ask(purpose, int(reserved or 0), int(reserved_tokens or 0))
+            self.ledger.side = None
+            if why is not None:
+                return  # refused now where it was granted then: the replay differs, and says where
+            costs.settle(purpose, usage, int(p.get("cost_micros", 0)))
+            return
+        over = p.get("overrun")
+        costs.settle(
+            purpose, usage, int(p.get("cost_micros", 0)),
+            reserved_micros=None if reserved is None else int(reserved),
+            reserved_tokens=None if reserved_tokens is None else int(reserved_tokens),
+            overrun=None if over is None else str(over),
+        )
+
     def replay(self) -> RunResult:
         sink = self.sink
         msgs = list(self.seg[0].payload.get("messages", []))
@@ -757,7 +818,7 @@ class _RunReplay:
             self.model, None, msgs, self.config.budget, config=self.config, transcript=sink, continues=self.prior,
             executor=self.execute, prepare=self.prepare if self.uses_prepare else None,
             # a ledger only to refuse where the record was refused: without one, reserves and settles cost nothing
-            ledger=self.ledger if self.ledger.refuse_at is not None else None,
+            ledger=self.ledger if self.ledger.refuse_at is not None or self.ledger.refuses_side else None,
             tools_changed=self.tools_changed if self.changes else None,
         )
         if res.stop_reason == "interrupted" and not (self.model.replayed_interrupt or sink.cut):
@@ -770,17 +831,17 @@ class _RunReplay:
         return res
 
 
-def _charge_side_call(state: State, payload: Any) -> None:
-    """Charge a recorded side call (its ``usage`` and ``cost_micros``) to the run, as it was."""
-    if not isinstance(payload, dict):
+def _charge_side_call(costs: SideCosts | None, payload: Any) -> None:
+    """A side call recorded in its own record (a file written before ``side_cost`` records, whose ``call``
+    has no ``charged_as``): its ``usage`` and ``cost_micros`` go to the loop again, charged, not recorded."""
+    if costs is None or not isinstance(payload, dict):
         return
     call = payload.get("call") if isinstance(payload.get("call"), dict) else payload
     if not isinstance(call, dict) or "purpose" not in call or "cost_micros" not in call or not isinstance(call.get("usage"), dict):
         return
-    usage = Usage.from_json(call["usage"])
-    state.spent_micros += int(call["cost_micros"])
-    state.tokens += usage.total
-    state.usage = state.usage + usage
+    if "charged_as" in call:
+        return  # charged by its ``side_cost`` record, which the loop writes again
+    costs.settle(str(call["purpose"]), Usage.from_json(call["usage"]), int(call["cost_micros"]), legacy=True)
 
 
 def _check_tools(manifests: Iterable[Sequence[Any]], registry: Registry, mode: str) -> tuple[list[str], list[ToolChange]]:

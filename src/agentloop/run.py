@@ -8,12 +8,14 @@ with different models, tool executors and ledgers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,12 +50,14 @@ from .loop import (
     Reserved,
     RunTools,
     Settle,
+    SideCostAnswer,
+    SideCostAsked,
+    SideCostSettled,
     State,
     ToolsChanged,
     ToolsDone,
-    halt,
+    after_prepare,
     interrupt,
-    overrun_stop,
     start,
     step,
 )
@@ -61,7 +65,7 @@ from .redact import DEFAULT_MAX_VALUE_BYTES
 from .tools import Registry, Tool
 from .transcript import MemoryTranscript, Sink
 
-__all__ = ["RunResult", "arun", "interrupt_flag", "make_config", "run", "run_parallel"]
+__all__ = ["RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "run", "run_parallel"]
 
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
@@ -76,7 +80,8 @@ the next turn on. A ``ToolsChanged``: reported as is (replay, which runs no
 registry of its own).
 """
 Prepare = Callable[[State, Record], "str | None | Awaitable[str | None]"]
-"""Called before each model call with the loop's state and a way to record.
+"""Called before each model call with the loop's state and a way to record (a ``SideCosts``, which
+is also how a cost beside the model turn enters the loop).
 
 It may rewrite ``state.messages`` in place (mask old tool output, compact);
 then it keeps ``state.chars`` (the messages' input bound) right (adjusting it, or ``loop.recount_chars``,
@@ -214,6 +219,76 @@ def make_config(
     )
 
 
+class SideCosts:
+    """What ``prepare`` is given to record with, and the one way a cost beside the model turn enters the run.
+
+    Calling it records through the run's sink. ``ask`` and ``settle`` hand the
+    loop ``SideCostAsked`` and ``SideCostSettled`` (``loop`` rule 6): the
+    loop decides whether a side call may be made, and charges and records
+    what it cost; nothing else writes the loop's state. A cost settled while
+    the turn's tools run (a child agent's), or from another thread, waits in
+    a queue until the driver feeds it, on its own thread, before the turn's
+    results.
+    """
+
+    def __init__(self, drive: _Drive):
+        self._ref = weakref.ref(drive)  # not a cycle: replay pauses the collector, and a run must leave none
+        self._lock = threading.Lock()
+        self._queued: list[SideCostSettled] = []
+        self._owner = threading.get_ident()
+        self.deferring = False
+        """Set by the driver while a turn's tools run: settled costs wait for it."""
+
+    def _drive(self) -> _Drive:
+        drive = self._ref()
+        if drive is None:
+            raise RuntimeError("the run these side costs belonged to is over")
+        return drive
+
+    def __call__(self, kind: str, payload: Any) -> None:
+        self._drive().record(kind, payload)
+
+    def _deferred(self) -> bool:
+        return self.deferring or threading.get_ident() != self._owner
+
+    def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
+        """Room for a side call whose bound is ``micros`` and ``tokens``: None when the loop granted it
+        (then ``settle`` it), else why not. Only from ``prepare``, before a model call.
+
+        Raises:
+            RuntimeError: asked while the turn's tools run or from another thread (a caller's bug).
+        """
+        if self._deferred():
+            raise RuntimeError("a side cost is asked for only from prepare, on the driver's thread")
+        self.drain()
+        answer = self._drive().side(SideCostAsked(purpose, micros, tokens))
+        if answer is None:
+            raise AssertionError("the loop did not answer a side cost's ask")
+        return None if answer.granted else answer.reason or "refused"
+
+    def settle(
+        self, purpose: str, usage: Usage, cost_micros: int, *, reserved_micros: int | None = None,
+        reserved_tokens: int | None = None, overrun: str | None = None, legacy: bool = False,
+    ) -> None:
+        """What a side cost was billed: the loop charges and records it (now, or queued while tools run)."""
+        ev = SideCostSettled(purpose, usage, cost_micros, reserved_micros, reserved_tokens, overrun, legacy)
+        if self._deferred():
+            with self._lock:
+                self._queued.append(ev)
+            return
+        self.drain()
+        self._drive().side(ev)
+
+    def drain(self) -> None:
+        """Feed the loop the costs that were queued (the driver's thread only)."""
+        if not self._queued:  # the common case, read without the lock: nothing settles once the tools are done
+            return
+        with self._lock:
+            queued, self._queued = self._queued, []
+        for ev in queued:
+            self._drive().side(ev)
+
+
 class _Drive:
     """What both drivers share: the loop's state, recording, ledgers, observers.
 
@@ -234,9 +309,34 @@ class _Drive:
         """The call ``prepare`` already saw: it is made, not prepared again."""
         self.state: State
         self.pending: list[Outbound] = []
+        self.costs = SideCosts(self)
 
     def begin(self, cfg: LoopConfig, messages: Sequence[Message], continues: Continues | None) -> None:
         self.state, self.pending = start(cfg, messages, continues)
+
+    def side(self, inbound: SideCostAsked | SideCostSettled) -> SideCostAnswer | None:
+        """Feed a side cost's event and perform what the loop asks for it (records, the ledger); its answer."""
+        self.state, out = step(self.state, inbound)
+        answer = None
+        while out:
+            o = out.pop(0)
+            if isinstance(o, SideCostAnswer):
+                answer = o
+                continue
+            nxt = self.simple(self.state, o)
+            if nxt is not None:
+                self.state, more = step(self.state, nxt)
+                out = more + out
+        return answer
+
+    @contextlib.contextmanager
+    def running_tools(self) -> Iterator[None]:
+        """While a turn's tools run, side costs settled (a child's spend) wait for the driver."""
+        self.costs.deferring = True
+        try:
+            yield
+        finally:
+            self.costs.deferring = False
 
     def next(self) -> CallModel | RunTools | CountInput | None:
         """Perform outbounds until one needs the model or the tools; None when the run is over."""
@@ -258,8 +358,17 @@ class _Drive:
         self.state, more = step(self.state, inbound)
         self.pending = more + self.pending if self.pending else more
 
+    def run_tools(self, execute: Executor, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        costs = self.costs  # as running_tools, without a generator's cost on every turn
+        costs.deferring = True
+        try:
+            return execute(calls)
+        finally:
+            costs.deferring = False
+
     def tools_done(self, results: Sequence[ToolResult], changed: ToolsChangedCheck | None) -> None:
         """Feed a turn's results, after asking ``changed`` whether the tools changed while they ran."""
+        self.costs.drain()  # a child's spend, settled while the tools ran: the loop takes it before their results
         new = changed() if changed is not None else None
         if isinstance(new, Registry):
             self.registry = new
@@ -272,6 +381,9 @@ class _Drive:
         self.pending = self.prepared(self.state, out, reason) + self.pending
 
     def interrupted(self) -> None:
+        self.costs.deferring = False
+        if self.state.phase in ("call", "tools") and not self.state.side_waiting:
+            self.costs.drain()  # what children spent before the interrupt is still the run's
         for out in interrupt(self.state):
             self.simple(self.state, out)
 
@@ -293,11 +405,11 @@ class _Drive:
         return t is Settle and self.ledger is None
 
     def prepared(self, state: State, out: CallModel, reason: str | None) -> list[Outbound]:
-        """After ``prepare``: the call to make, or the stop it asked for."""
-        if reason is None and state.overrun is not None:  # a side call of prepare's was billed past its bound
-            return overrun_stop(state)
-        if reason is not None:
-            return halt(state, reason)
+        """After ``prepare``: the call to make, or the stop the loop makes of it."""
+        self.costs.drain()
+        stop = after_prepare(self.state, reason)
+        if stop is not None:
+            return stop
         self.ready = CallModel(replace(out.request, messages=state.messages))
         return [self.ready]
 
@@ -451,14 +563,14 @@ def run(
         while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
                 if prepare is not None and out is not drive.ready:
-                    reason = prepare(drive.state, drive.record)
+                    reason = prepare(drive.state, drive.costs)
                     if inspect.isawaitable(reason):
                         raise TypeError("run() takes a synchronous prepare; arun() awaits one")
                     drive.after_prepare(out, reason)
                     continue
                 drive.feed(_call(model, drive, out.request))
             elif isinstance(out, RunTools):
-                drive.tools_done(run_tools(out.calls), tools_changed)
+                drive.tools_done(drive.run_tools(run_tools, out.calls), tools_changed)
             else:
                 drive.feed(count_input(model, out.request))
     except KeyboardInterrupt:
@@ -653,12 +765,14 @@ async def arun(
         while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
                 if prepare is not None and out is not drive.ready:
-                    maybe = prepare(drive.state, drive.record)
+                    maybe = prepare(drive.state, drive.costs)
                     drive.after_prepare(out, await maybe if inspect.isawaitable(maybe) else maybe)
                     continue
                 drive.feed(await _acall(model, drive.request_with_stream(out.request)))
             elif isinstance(out, RunTools):
-                drive.tools_done(await run_tools(out.calls), tools_changed)
+                with drive.running_tools():
+                    results = await run_tools(out.calls)
+                drive.tools_done(results, tools_changed)
             else:
                 drive.feed(await asyncio.to_thread(count_input, model, out.request))
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -172,10 +172,34 @@ def session(sink: Sink) -> None:
     sink.append("session_end", {"reason": "exit"})
 
 
+def side_costs(sink: Sink) -> None:
+    """Costs beside the model turn, as the loop takes them (transcript-format 5.2): before each call a side call
+    is asked for and billed (the second one past what the cap leaves: refused), and the first turn's tool call
+    settles a child's spend while it runs."""
+    from agentloop.events import Usage
+    from agentloop.run import SideCosts
+
+    reg = golden_tools()
+    held: list[SideCosts] = []
+
+    def prepare(state: Any, record: Any) -> None:
+        held[:] = [record]
+        n = state.steps
+        if record.ask("summary", 20_000 if n != 1 else 400_000, 600) is None:
+            record.settle("summary", Usage(400, 30), 1650)
+
+    def execute(calls: Any) -> list[Any]:
+        held[0].settle("subagent", Usage(2000, 100), 7500, reserved_micros=100_000, reserved_tokens=None)
+        return [reg.invoke(c) for c in calls]
+
+    _run(sink, [reply("", [("add", {"a": 2, "b": 2})], usage=(120, 20), step=1), reply("4.", usage=(150, 5))],
+         Budget(max_steps=5, max_usd_micros=300_000), prepare=prepare, executor=execute, max_output_tokens=1000)
+
+
 SCENARIOS: dict[str, Callable[[Sink], None]] = {
     f.__name__.replace("_", "-"): f
     for f in (answer, recover, step_budget, token_budget, cost_budget, budget_overrun, ledger_refused, sentinel, loop_detected,
-              model_error, interrupted, redacted, truncated, raw, session)
+              model_error, interrupted, redacted, truncated, raw, session, side_costs)
 }
 
 

@@ -291,22 +291,23 @@ def _json(v: Any) -> str:
 
 
 class _SessionAccount:
-    """The session's own budget, for a manual /compact between turns."""
+    """The session's own budget, for a manual /compact between turns: no run is going, so no loop
+    takes the cost; the ``compaction`` record's own ``call`` holds it (``charged_as`` is None), and
+    the session's totals count it from there."""
+
+    charged_as: str | None = None
 
     def __init__(self, agent: Any):
         self.agent = agent
 
-    def room(self, micros: int, tokens: int) -> str | None:
+    def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
         cap = getattr(self.agent, "max_usd_micros", None)
         if cap is None:
             return None
         left = cap - self.agent.stats.spent_micros
-        return None if micros <= left else f"needs a reservation of {micros} micro-USD; {left} are left"
+        return None if micros <= left else f"the budget has no room: needs a reservation of {micros} micro-USD; {left} are left"
 
-    def reserve(self, micros: int, tokens: int) -> bool:
-        return True
-
-    def settle(self, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None:
+    def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None:
         self.agent.stats.spent_micros += cost
 
 

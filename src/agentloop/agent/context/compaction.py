@@ -46,7 +46,7 @@ from ...conversation import (
 from ...events import Message, ModelRequest
 from ...loop import recount_chars
 from ..hooks.runner import HookRunner
-from .side_calls import Account, SideCall, StateAccount, side_call
+from .side_calls import Account, LoopAccount, SideCall, side_call
 
 __all__ = [
     "CompactionResult",
@@ -193,6 +193,7 @@ class Compactor:
     notify: Callable[[str], None] | None = None
     """Where notices for the user go (the REPL prints them)."""
     ledger: Any = None
+    """Unused: a side call reserves with the run's own ledger, through its loop (kept for callers that pass it)."""
     failures: int = 0
     disabled: bool = False
     warned: set[float] = field(default_factory=set)
@@ -410,7 +411,7 @@ class Compactor:
         tokens = self.tokens(messages, extra)
         if tokens >= self.compact_at * self.window and not self.disabled:
             price = self.price or state.config.price
-            res = self.compact(messages, record, account=StateAccount(state, self.ledger), price=price, trigger="auto", extra_chars=extra)
+            res = self.compact(messages, record, account=LoopAccount(record), price=price, trigger="auto", extra_chars=extra)
             if res.status == "compacted":
                 tokens = res.tokens_after
                 recount_chars(state)

@@ -18,7 +18,7 @@ from typing import Any
 from ...budget import Price
 from ...canonical import canonical
 from ...events import Message, ModelRequest
-from .side_calls import StateAccount, side_call
+from .side_calls import LoopAccount, side_call
 
 __all__ = ["LoopCheck", "chain", "parse_verdict"]
 
@@ -71,6 +71,7 @@ class LoopCheck:
     """How many recent messages the probe shows."""
     max_output_tokens: int = 10
     ledger: Any = None
+    """Unused: a side call reserves with the run's own ledger, through its loop (kept for callers that pass it)."""
     checks: int = 0
     _last_step: int = -1
 
@@ -96,7 +97,7 @@ class LoopCheck:
             tools=(),
             max_output_tokens=self.max_output_tokens,
         )
-        call = side_call(self.model, req, price=self._price(), account=StateAccount(state, self.ledger), purpose="loop_check")
+        call = side_call(self.model, req, price=self._price(), account=LoopAccount(record), purpose="loop_check")
         verdict = parse_verdict(call.reply.text) if call.reply is not None else "unknown"
         name = self.model_name or str(getattr(self.model, "name", type(self.model).__name__))
         rec: dict[str, Any] = {"step": step, "method": "model", "model": name, "verdict": verdict, **call.to_json()}

@@ -4,12 +4,15 @@ Rules:
 
 1. A side call is reserved like a turn: its bound (``budget.input_bound`` of
    what it sends at the dearest input rate, ``max_output_tokens`` at the
-   output price) must fit what the run has left, and the shared ledger must
-   grant it, or the call is not made (``skipped``). A bill past the bound is
-   an ``overrun`` (its error says so), as for a turn.
-2. What it really cost is charged to the run's own totals (``spent_micros``,
-   ``tokens``, ``usage``), so the loop's next budget check sees it and a
-   child or a later turn can never spend it twice.
+   output price) is asked of the run's loop (``SideCosts.ask``, ``loop``
+   rule 6), which grants it only when it fits what the run has left and the
+   shared ledger grants it; else the call is not made (``skipped``, with the
+   loop's reason). A bill past the bound is an ``overrun`` (its error says
+   so), as for a turn.
+2. What it really cost is settled with the loop (``SideCosts.settle``), which
+   charges it to the run's own totals and records it (``side_cost``), so the
+   next budget check sees it and a child or a later turn can never spend it
+   twice. Nothing here writes the loop's state.
 3. A failing model is data (``error``), never an exception.
 """
 
@@ -18,60 +21,44 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ...budget import (
-    Budget,
-    Ledger,
-    Price,
-    cost_micros,
-    input_bound,
-    reservation_micros,
-    text_bytes,
-)
+from ...budget import Price, cost_micros, input_bound, reservation_micros, text_bytes
 from ...events import ModelReply, ModelRequest, Usage
+from ...run import SideCosts
 
-__all__ = ["Account", "SideCall", "StateAccount", "side_call"]
+__all__ = ["Account", "LoopAccount", "SideCall", "side_call"]
 
 
 class Account(Protocol):
-    """Where a side call's spend is checked and charged."""
+    """Where a side call's room is decided and its spend charged."""
 
-    def room(self, micros: int, tokens: int) -> str | None:
-        """None when the amount fits, else why not."""
+    charged_as: str | None
+    """The record kind that holds the charge (``side_cost``), or None when the caller's own record does."""
 
-    def reserve(self, micros: int, tokens: int) -> bool: ...
+    def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
+        """None when the call may be made (reserved), else why not."""
 
-    def settle(self, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None: ...
+    def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None: ...
 
 
-class StateAccount:
-    """The budget of a running loop (its ``State``), and its shared ledger if any."""
+class LoopAccount:
+    """The budget of a running loop, through the ``SideCosts`` its driver gave ``prepare`` (as its ``record``).
 
-    def __init__(self, state: Any, ledger: Ledger | None = None):
-        self.state = state
-        self.ledger = ledger
+    The loop decides and charges. Given anything else (a plain recording
+    function: no loop to charge), every ask is refused and says so.
+    """
 
-    def room(self, micros: int, tokens: int) -> str | None:
-        st = self.state
-        b: Budget = st.config.budget
-        held = st.spent_micros + st.reserved_micros  # the turn about to be made is reserved already
-        if b.max_usd_micros is not None and held + micros > b.max_usd_micros:
-            return f"needs a reservation of {micros} micro-USD (its bound); {b.max_usd_micros - held} are left"
-        if b.max_tokens is not None and st.tokens + tokens > b.max_tokens:
-            return f"needs {tokens} tokens; {b.max_tokens - st.tokens} are left"
-        return None
+    def __init__(self, record: Any):
+        self.costs = record if isinstance(record, SideCosts) else None
+        self.charged_as: str | None = "side_cost" if self.costs is not None else None
 
-    def reserve(self, micros: int, tokens: int) -> bool:
-        return self.ledger is None or bool(self.ledger.reserve(micros, tokens))
+    def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
+        if self.costs is None:
+            return "no running loop to charge it to (prepare was not given the run's SideCosts)"
+        return self.costs.ask(purpose, micros, tokens)
 
-    def settle(self, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None:
-        if self.ledger is not None:
-            self.ledger.settle(reserved_micros, cost, reserved_tokens, usage.total)
-        st = self.state
-        if cost > reserved_micros and (st.config.budget.max_usd_micros is not None or st.config.shared_cap):
-            st.overrun = f"a side call was billed {cost} micro-USD, past its reservation of {reserved_micros}"
-        st.spent_micros += cost
-        st.tokens += usage.total
-        st.usage = st.usage + usage
+    def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None:
+        if self.costs is not None:
+            self.costs.settle(purpose, usage, cost, reserved_micros=reserved_micros, reserved_tokens=reserved_tokens)
 
 
 @dataclass(frozen=True)
@@ -83,6 +70,8 @@ class SideCall:
     error: str | None = None
     skipped: str | None = None
     """Why the call was not made (the budget), or None."""
+    charged_as: str | None = None
+    """The record kind that holds its charge (``side_cost``, written by the loop just before), or None."""
 
     @property
     def ok(self) -> bool:
@@ -94,6 +83,8 @@ class SideCall:
             out["error"] = self.error
         if self.skipped is not None:
             out["skipped"] = self.skipped
+        if self.charged_as is not None:
+            out["charged_as"] = self.charged_as
         return out
 
 
@@ -101,11 +92,9 @@ def side_call(model: Any, request: ModelRequest, *, price: Price, account: Accou
     """Make one budgeted model call for the runtime's own purposes."""
     est = Usage(input_tokens=input_bound(request.messages, request.tools), output_tokens=request.max_output_tokens)
     amount = reservation_micros(est.input_tokens, est.output_tokens, price)
-    why = account.room(amount, est.total)
+    why = account.ask(purpose, amount, est.total)
     if why is not None:
-        return SideCall(purpose, skipped=f"the budget has no room: {why}")
-    if not account.reserve(amount, est.total):
-        return SideCall(purpose, skipped=f"the shared ledger refused a reservation of {amount} micro-USD")
+        return SideCall(purpose, skipped=why, charged_as=account.charged_as)
     reply: ModelReply | None = None
     error: str | None = None
     try:
@@ -126,5 +115,5 @@ def side_call(model: Any, request: ModelRequest, *, price: Price, account: Accou
     if cost > amount:
         over = f"overrun: billed {cost} micro-USD for a side call reserved at {amount}"
         error = over if error is None else f"{error}; {over}"
-    account.settle(amount, est.total, usage, cost)
-    return SideCall(purpose, reply, usage, cost, error)
+    account.settle(purpose, amount, est.total, usage, cost)
+    return SideCall(purpose, reply, usage, cost, error, charged_as=account.charged_as)

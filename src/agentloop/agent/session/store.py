@@ -191,7 +191,9 @@ def _apply(stats: SessionStats, kind: str, payload: dict[str, Any]) -> None:
         stats.add_turn((payload.get("reply") or {}).get("usage") or {})
     elif kind == "budget":
         stats.spent_micros += int(payload.get("cost_micros", 0))
-    elif kind == "compaction":  # a side call's spend (a manual /compact is in no run's budget records)
+    elif kind == "side_cost":  # a cost beside the model turn, charged by the loop (compaction, loop check, a child)
+        stats.spent_micros += int(payload.get("cost_micros", 0))
+    elif kind == "compaction":  # a manual /compact's spend (in no run), or a side call of a file before side_cost records
         stats.spent_micros += _side_cost(payload)
     elif kind == "tool_result":
         stats.count_tool(str(payload.get("name", "?")), bool(payload.get("ok")))
@@ -200,8 +202,11 @@ def _apply(stats: SessionStats, kind: str, payload: dict[str, Any]) -> None:
 
 
 def _side_cost(payload: Any) -> int:
+    """The cost a side call's own record holds, unless a ``side_cost`` record (``charged_as``) holds it."""
     call = payload.get("call") if isinstance(payload, dict) else None
-    return int(call.get("cost_micros", 0)) if isinstance(call, dict) else 0
+    if not isinstance(call, dict) or "charged_as" in call:
+        return 0
+    return int(call.get("cost_micros", 0))
 
 
 def _assistant_message(reply: dict[str, Any]) -> Message:
@@ -368,7 +373,7 @@ class Session:
             folded_from = cost_at + 1
         for raw, k in zip(segment[folded_from:], kinds[folded_from:]):
             kind = k.decode()
-            if kind in ("model_turn", "budget", "tool_result", "run_start"):
+            if kind in ("model_turn", "budget", "tool_result", "run_start", "side_cost"):
                 _apply(stats, kind, orjson.loads(raw)["payload"])
         close_dangling_calls(msgs)
         if start is not None:
@@ -634,6 +639,8 @@ def summarize(path: str) -> SessionSummary:
                     if b.get("unlimited") or b.get("max_usd_micros") is None:
                         uncapped += 1
                 elif k == b"budget":
+                    spent += int(orjson.loads(line)["payload"].get("cost_micros", 0))
+                elif k == b"side_cost":
                     spent += int(orjson.loads(line)["payload"].get("cost_micros", 0))
                 elif k == b"compaction":
                     spent += _side_cost(orjson.loads(line)["payload"])

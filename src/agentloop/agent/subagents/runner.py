@@ -43,7 +43,8 @@ from typing import Any
 
 from ...budget import Budget, PriceTable
 from ...events import ToolCall, ToolResult
-from ...run import RunResult, run
+from ...loop import side_room
+from ...run import RunResult, SideCosts, run
 from ...tools import Registry, Tool, ToolError
 from ...transcript import TranscriptWriter, read_records, verify_file
 from ..hooks.runner import HookRunner
@@ -162,27 +163,35 @@ def load_agent_types(cwd: str, home: str, user_home: str | None = None, warnings
 class ParentBudget:
     """What the parent run has left, and the children's reservations against it.
 
-    Bind it to the parent's loop state with ``bind`` as (part of) the run's
-    ``prepare``: it is refreshed before every parent turn.
+    Bind it to the parent's loop with ``bind`` as (part of) the run's
+    ``prepare``: it is refreshed before every parent turn, and keeps the
+    run's ``SideCosts`` (what ``prepare`` records with), through which a
+    child's spend enters the parent's loop (``loop`` rule 6). Bound without
+    them (no loop to charge), it grants children nothing when the parent is
+    capped: a spend the parent's loop cannot see could pass its cap.
     """
 
     def __init__(self) -> None:
         self.state: Any = None
+        self.costs: SideCosts | None = None
         self._lock = threading.Lock()
         self.held_micros = 0
         self.held_tokens = 0
 
     def bind(self, state: Any, record: Any = None) -> None:
         self.state = state
+        self.costs = record if isinstance(record, SideCosts) else None
 
     def left(self) -> tuple[int | None, int | None]:
         """(micro-USD, tokens) the parent has left after live reservations; None: not capped."""
         st = self.state
         if st is None:
             return None, None
-        b: Budget = st.config.budget
-        money = None if b.max_usd_micros is None else max(0, b.max_usd_micros - st.spent_micros - st.reserved_micros - self.held_micros)
-        tokens = None if b.max_tokens is None else max(0, b.max_tokens - st.tokens - st.reserved_tokens - self.held_tokens)
+        money, tokens = side_room(st)  # the loop's measure of what its run has left (loop rule 6)
+        money = None if money is None else max(0, money - self.held_micros)
+        tokens = None if tokens is None else max(0, tokens - self.held_tokens)
+        if self.costs is None:  # fail closed: what a child spent could not be charged
+            money, tokens = (None if money is None else 0), (None if tokens is None else 0)
         return money, tokens
 
     def reserve(self, share: float) -> tuple[int | None, int | None]:
@@ -194,18 +203,16 @@ class ParentBudget:
             self.held_tokens += t or 0
             return m, t
 
-    def settle(self, reserved: tuple[int | None, int | None], result: RunResult) -> None:
-        """Free the reservation and charge what the child really spent to the parent."""
+    def settle(self, reserved: tuple[int | None, int | None], result: RunResult | None) -> None:
+        """Free the reservation and hand what the child really spent to the parent's loop (queued by the
+        parent's driver until the turn's tools are done: never written from this thread)."""
         with self._lock:
             self.held_micros -= reserved[0] or 0
             self.held_tokens -= reserved[1] or 0
-            st = self.state
-            if st is not None:
-                st.spent_micros += result.spent_micros
-                st.tokens += result.tokens
-                st.usage = st.usage + result.usage
-                if result.stop_reason == "budget_overrun":  # the bound failed in the child: the parent stops too
-                    st.overrun = f"a sub-agent was billed past its reservation: {result.error}"
+        if result is None or self.costs is None:
+            return
+        over = f"a sub-agent was billed past its reservation: {result.error}" if result.stop_reason == "budget_overrun" else None
+        self.costs.settle("subagent", result.usage, result.spent_micros, reserved_micros=reserved[0], reserved_tokens=reserved[1], overrun=over)
 
 
 # --- worktrees -----------------------------------------------------------------
@@ -427,7 +434,7 @@ class SubagentRunner:
                 last_hash = w.last_hash
                 count = w.count
         except BaseException:
-            self.parent.settle(reserved, _empty())
+            self.parent.settle(reserved, None)
             if wt is not None:
                 try:
                     wt.finish(child_id)
@@ -485,12 +492,6 @@ class SubagentRunner:
         full = self.make_tools(cwd)
         names = [n for n in full.names() if n != "Agent" and (atype.tools is None or n in atype.tools)]
         return Registry([t for t in full if t.name in names])
-
-
-def _empty() -> RunResult:
-    from ...events import Usage
-
-    return RunResult("", "model_error", 0, Usage(), 0, 0, [])
 
 
 def parallel_executor(
