@@ -1,14 +1,15 @@
-"""How the files here were made: run with agentloop's sources from before side_cost records on PYTHONPATH.
+"""How the files here were made: run with agentloop's sources from before side_cost records (commit c161e95) on PYTHONPATH.
 
-    git archive <commit> src | tar -x -C /tmp/old && PYTHONPATH=/tmp/old/src python make.py OUT_DIR
+    git archive c161e95 src | tar -x -C /tmp/old && PYTHONPATH=/tmp/old/src python make.py OUT_DIR
 """
 
 import sys
 from pathlib import Path
 
+from agentloop.agent.loopcheck import LoopCheck
+
 from agentloop import Budget, run, tool
 from agentloop.agent.context import ContextManager
-from agentloop.agent.loopcheck import LoopCheck
 from agentloop.budget import Price
 from agentloop.testing import ScriptedModel, reply
 from agentloop.transcript import TranscriptWriter
