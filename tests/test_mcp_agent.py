@@ -38,7 +38,7 @@ def test_agent_starts_mcp_servers_applies_rules_lists_them_and_stops_them(tmp_pa
     a = Agent(cwd=str(proj), trust=True, model=spec)
     try:
         assert {"mcp__py__echo", "mcp__py__add"} <= set(a.registry.names())
-        status = a.mcp_status()  # type: ignore[attr-defined]
+        status = a.mcp_status()
         assert status.startswith("py: connected pyserver 1.2.3 (stdio, project: ") and "  mcp__py__echo" in status
         res = a.ask("add 1 and 2")
         assert res.stop_reason == "no_tool_calls" and res.answer == "1 + 2 = 3"
@@ -66,7 +66,7 @@ def test_a_malformed_mcp_json_server_is_skipped_with_one_warning_and_the_agent_s
     a.close()
     (w,) = a.config_warnings
     assert re.search(r"\.mcp\.json: mcpServers\.py: a http server needs a 'url'; skipped$", w)
-    assert a.mcp is None  # type: ignore[attr-defined]
+    assert a.mcp is None
 
 
 def test_a_server_that_fails_to_start_does_not_stop_the_agent_and_mcp_tries_it_again(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
@@ -74,11 +74,11 @@ def test_a_server_that_fails_to_start_does_not_stop_the_agent_and_mcp_tries_it_a
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"late": {"command": PY, "args": [str(later)]}}}))
     a = Agent(cwd=str(proj), trust=True, model=scripted([{"text": "fine", "usage": [1, 1]}]))
     try:
-        status = a.mcp_status()  # type: ignore[attr-defined]
+        status = a.mcp_status()
         assert "late: failed" in status and "stderr ends" in status and "mcp__late__" not in " ".join(a.registry.names())
         assert a.ask("hello").answer == "fine"
         later.write_text(Path(PYSERVER).read_text())  # the server's program appears: /mcp connects it
-        status = a.mcp_status()  # type: ignore[attr-defined]
+        status = a.mcp_status()
         assert "late: connected" in status and "mcp__late__echo" in a.registry.names()
     finally:
         a.close("prompt_input_exit")

@@ -77,7 +77,7 @@ def test_roots_are_the_workspace_and_the_additional_directories(tmp_path: Path, 
     script.write_text("[]")
     a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", add_dirs=[str(extra)])
     try:
-        got = json.loads(a.mcp.call("raw", "roots", {}))  # type: ignore[attr-defined]
+        got = json.loads(a.mcp.call("raw", "roots", {}))
     finally:
         a.close("prompt_input_exit")
     assert got == {"roots": [{"uri": proj.resolve().as_uri(), "name": "proj"}, {"uri": extra.resolve().as_uri(), "name": "extra"}]}

@@ -61,7 +61,7 @@ def test_the_agent_withholds_the_key_variable_it_was_configured_with(tmp_path: P
     env = {**USER_ENV, "AGENTLOOP_HOME": str(tmp_path / "home")}
     a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", env=env, api_key_env="MY_PROVIDER_KEY")
     try:
-        m = a.mcp  # type: ignore[attr-defined]
+        m = a.mcp
         assert getenv(m, "AL_SHELL_TOKEN") == "exported-in-the-shell"
         assert getenv(m, "MY_PROVIDER_KEY") == "<unset>" and getenv(m, "OPENAI_API_KEY") == "<unset>"
         assert getenv(m, "CLAUDE_PROJECT_DIR") == str(proj)

@@ -105,7 +105,7 @@ def test_a_rule_for_server_a_never_covers_server_a__b(tmp_path: Path, monkeypatc
     script.write_text("[]")
     a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}")
     try:
-        m = a.mcp  # type: ignore[attr-defined]
+        m = a.mcp
         assert a.policy.decide(m.name_of("a", "b__add_tool"), {}).behavior == "allow"
         assert a.policy.decide(m.name_of("a", "big"), {}).behavior == "allow"
         theirs = a.policy.decide(m.name_of("a__b", "add_tool"), {})
