@@ -538,8 +538,9 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-_CHUNK = 1 << 20
-"""``bounded_lines`` reads this much at a time and splits it in C (io.BytesIO): a readline call a line costs more."""
+_CHUNK = 1 << 16
+"""``bounded_lines`` reads this much at a time and splits it in C (io.BytesIO): a readline call a line
+costs more, and a larger read (1 MiB) leaves the cache before its lines are checked."""
 
 
 def bounded_lines(f: BinaryIO, too_long: list[int], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
