@@ -61,16 +61,18 @@ static int bit_length(u128 n) {
  * (A) no multiple of 10**(z+1) lies in [lo, hi] (such a number has fewer
  * significant digits, and every number with fewer digits that reads as d is
  * one), and (B) n is closer to d than half of 10**z (the closest number with
- * as many digits; an exact tie is left to the reference path). All in 128-bit
- * integers, the bounds doubled so that they stay whole.
+ * as many digits; an exact tie is left to the reference path). For (A) the
+ * two multiples of 10**(z+1) next to n, below and above it, are enough: n is
+ * in [lo, hi], which holds no number between them but n's own neighbours.
+ * All in 128-bit integers, the bounds doubled so that they stay whole.
  */
 static int int_is_jcs(const unsigned char *digits, Py_ssize_t nd) {
     if (nd < 16) return 1;
     if (nd > 20) return 0; /* past orjson's 64 bits */
+    if (nd == 16 && memcmp(digits, "9007199254740991", 16) <= 0) return 1; /* up to 2**53 - 1: exact, in full */
     uint64_t head = 0; /* the first 19 digits at most: no overflow */
     Py_ssize_t nh = nd < 19 ? nd : 19;
     for (Py_ssize_t i = 0; i < nh; i++) head = head * 10 + (uint64_t)(digits[i] - '0');
-    if (nd < 17 && head <= (((uint64_t)1 << 53) - 1)) return 1; /* exact, and written in full by both */
     u128 n = nd == 20 ? (u128)head * 10 + (u128)(digits[19] - '0') : (u128)head;
     int z = 0;
     while (z < nd - 1 && digits[nd - 1 - z] == '0') z++;
@@ -85,18 +87,16 @@ static int int_is_jcs(const unsigned char *digits, Py_ssize_t nd) {
         s += 1;
     }
     u128 d = m << s;
-    /* doubled bounds: the midpoints to the neighbouring doubles */
-    u128 up = ((u128)1) << s;                                   /* 2 * (ulp / 2) */
-    u128 down = (m == ((u128)1 << 52)) ? (up >> 1) : up;        /* a power of two: the double below is closer */
-    u128 lo2 = 2 * d - down, hi2 = 2 * d + up;
-    int inclusive = (m & 1) == 0; /* a midpoint reads as the double with the even mantissa */
     /* (B) */
     u128 dist2 = n > d ? 2 * (n - d) : 2 * (d - n);
     if (dist2 >= POW10[z]) return 0;
-    /* (A): the multiples of 10**(z+1) nearest d, below and above it */
-    u128 p = POW10[z + 1];
-    u128 below = (d / p) * p;
-    u128 cands[2] = {below, below + p};
+    /* (A), doubled bounds: the midpoints to the neighbouring doubles */
+    u128 up = ((u128)1) << s;                             /* 2 * (ulp / 2) */
+    u128 down = (m == ((u128)1 << 52)) ? (up >> 1) : up;  /* a power of two: the double below is closer */
+    u128 lo2 = 2 * d - down, hi2 = 2 * d + up;
+    int inclusive = (m & 1) == 0; /* a midpoint reads as the double with the even mantissa */
+    u128 r = (u128)(digits[nd - 1 - z] - '0'); /* n's last significant digit, not 0 */
+    u128 cands[2] = {n - r * POW10[z], n + (10 - r) * POW10[z]};
     for (int i = 0; i < 2; i++) {
         u128 c2 = 2 * cands[i];
         if (inclusive ? (c2 >= lo2 && c2 <= hi2) : (c2 > lo2 && c2 < hi2)) return 0;
@@ -159,7 +159,7 @@ static int scan_line(const unsigned char *s, Py_ssize_t n) {
         } else if (c == '-' || (c >= '0' && c <= '9')) {
             Py_ssize_t j = i + (c == '-');
             Py_ssize_t d0 = j;
-            while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+            while (j < n && (unsigned)(s[j] - '0') < 10) j++;
             Py_ssize_t nd = j - d0;
             if (nd == 0) return 0;
             int frac_zero = 0, is_float = 0;
