@@ -29,6 +29,8 @@ class Sabotage:
     """Text to replace; None appends ``new`` to the file."""
     new: str
     tests: list[str]
+    rebuild: bool = False
+    """Run scripts/build-native in the copy after the edit (a sabotage of a C source: the stale build is never used)."""
 
 
 PB = ["tests/test_permissions.py", "tests/test_permissions_bash.py"]
@@ -281,6 +283,55 @@ SABOTAGES = [
         "and (v > _MAX_SAFE_INT or v < -_MAX_SAFE_INT) and False:  # SABOTAGED",
         ["tests/test_transcript.py"],
     ),
+    # The same four checks in C (agentloop._linescan, the fast path whenever it is built): each copy is
+    # rebuilt with the sabotaged source, and the tests run both the C scanner and the Python checks.
+    Sabotage(
+        "the C scanner accepts an exponent that RFC 8785 writes in full (1e-6)",
+        "src/agentloop/_linescan.c",
+        "if (sign == '-' && ne == 1 && s[e0] < '7') return 0;",
+        "if (0) return 0; /* SABOTAGED */",
+        ["tests/test_transcript.py"],
+        rebuild=True,
+    ),
+    Sabotage(
+        "the C scanner accepts a float written 100.0",
+        "src/agentloop/_linescan.c",
+        "} else if (frac_zero) {",
+        "} else if (0) { /* SABOTAGED */",
+        ["tests/test_transcript.py"],
+        rebuild=True,
+    ),
+    Sabotage(
+        "the C scanner accepts keys past U+FFFF sorted by code point",
+        "src/agentloop/_linescan.c",
+        "if (high && lv->high && !same_order_in_utf16(lv, start, len)) parted = 1;",
+        "if (high && lv->high && !same_order_in_utf16(lv, start, len)) parted = 0; /* SABOTAGED */",
+        ["tests/test_transcript.py"],
+        rebuild=True,
+    ),
+    Sabotage(
+        "the C scanner accepts an integer past 2**53 that has a shorter form (2**60 in full)",
+        "src/agentloop/_linescan.c",
+        "if (inclusive ? (c2 >= lo2 && c2 <= hi2) : (c2 > lo2 && c2 < hi2)) return 0;",
+        "if (0) return 0; /* SABOTAGED */",
+        ["tests/test_transcript.py"],
+        rebuild=True,
+    ),
+    Sabotage(
+        "the C scanner accepts an integer past 2**53 that is not the closest (9007199254740993)",
+        "src/agentloop/_linescan.c",
+        "if (dist2 >= POW10[z]) return 0;",
+        "(void)dist2; /* SABOTAGED */",
+        ["tests/test_transcript.py"],
+        rebuild=True,
+    ),
+    Sabotage(
+        "a C module's stale build is used after its source changed",
+        "src/agentloop/_native.py",
+        "        refused |= set(C_MODULES)\n",
+        "",
+        ["tests/test_native.py"],
+    ),
     Sabotage(
         "the anchor loader reads only the first MiB again",
         "src/agentloop/audit/anchor.py",
@@ -466,6 +517,13 @@ def main() -> int:
                 text = text.replace(sab.old, sab.new)
             with open(target, "w", encoding="utf-8") as f:
                 f.write(text)
+            if sab.rebuild:
+                b = subprocess.run([sys.executable, os.path.join(tree, "scripts", "build-native"), "--strict"],
+                                   cwd=tree, capture_output=True, text=True, timeout=900)
+                if b.returncode != 0:
+                    print(f"SABOTAGE NOT BUILT: {sab.name}: {(b.stderr or b.stdout).strip()[-500:]}")
+                    all_caught = False
+                    continue
             code, tail = run_tests(tree, sab.tests, verbose)
             caught = code != 0
             all_caught &= caught

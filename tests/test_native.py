@@ -61,6 +61,9 @@ def test_the_package_reports_how_its_core_runs() -> None:
     elif BUILT:
         assert _native.status() == "compiled", "scripts/build-native ran but its build is not in use"
         assert str(loop_mod.__file__).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+        import agentloop.line as line_mod
+
+        assert line_mod._scan is not None, "the C scanner (_linescan.c) is built but the verifier's fast path does not use it"
 
 
 @pytest.mark.skipif(not BUILT, reason="no compiled build in this checkout (scripts/build-native)")
@@ -73,6 +76,35 @@ def test_an_edited_source_is_run_instead_of_its_stale_build(tmp_path: Path) -> N
     assert got["status"].startswith("source (a source changed")
     # all or none: the compiled modules call each other natively
     assert all(got[m].endswith(f"agentloop/{m}.py") for m in _native.MODULES), got
+
+
+@pytest.mark.skipif(not BUILT, reason="no compiled build in this checkout (scripts/build-native)")
+def test_an_edited_c_source_is_never_run_from_its_stale_build(tmp_path: Path) -> None:
+    """_linescan.c has no Python twin of its own name: its importer (line.py) falls back on its Python checks."""
+    src = _copy_src(tmp_path, with_build=True)
+    code = (
+        "import json\n"
+        "from agentloop import _native, line\n"
+        "try:\n"
+        "    import agentloop._linescan as m\n"
+        "    c = m.__file__\n"
+        "except ImportError:\n"
+        "    c = None\n"
+        "print(json.dumps({'status': _native.status(), 'c': c, 'scan': line._scan is not None}))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
+
+    def probe() -> dict[str, object]:
+        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=str(src))
+        assert p.returncode == 0, p.stderr
+        return dict(json.loads(p.stdout))
+
+    assert probe() == {"status": "compiled", "c": str(src / "agentloop" / f"_linescan{importlib.machinery.EXTENSION_SUFFIXES[0]}"),
+                       "scan": True}
+    edited = src / "agentloop" / "_linescan.c"
+    edited.write_text(edited.read_text() + "\n/* an edit after the build */\n")
+    got = probe()
+    assert str(got["status"]).startswith("source (a source changed") and got["c"] is None and got["scan"] is False, got
 
 
 def test_with_no_build_every_module_runs_from_source(tmp_path: Path) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -348,48 +350,95 @@ def test_line_equals_canonical_record_and_hash_is_over_the_line_minus_its_hash()
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+import agentloop.line as line_mod  # noqa: E402
+
 _SAMPLE = b"".join(sample_lines())
 
+# The fast path's checks run in C (agentloop._linescan, built by scripts/build-native) or, when the
+# C module is absent or stale, in Python (line.py). Every fast-path test below holds both to the
+# reference path. tests/test_native.py checks that a checkout with a build runs the C one.
+SCANNERS = [
+    pytest.param("c", marks=pytest.mark.skipif(line_mod._scan is None, reason="the C scanner is not built (scripts/build-native)")),
+    "python",
+]
 
+
+@contextlib.contextmanager
+def _scanner(kind: str) -> Iterator[None]:
+    real = line_mod._scan
+    line_mod._scan = real if kind == "c" else None
+    try:
+        yield
+    finally:
+        line_mod._scan = real
+
+
+def test_the_scanner_switch_reaches_the_compiled_fast_path() -> None:
+    """The tests swap ``line._scan``: a swap the compiled ``fast_hash`` did not see would test one path twice."""
+    seen: list[bytes] = []
+    line = sample_lines()[0]
+    with _scanner("python"):
+        line_mod._scan = lambda b: seen.append(b) or 1
+        assert line_mod.fast_hash(line, 0, GENESIS) is not None
+        assert seen == [line]
+        line_mod._scan = None
+        assert line_mod.fast_hash(line, 0, GENESIS) is not None
+        assert seen == [line]
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, len(_SAMPLE) - 1), st.binary(min_size=0, max_size=3)), min_size=1, max_size=3))
-def test_the_fast_verify_path_reaches_the_same_verdict_as_the_reference_path(edits: list[tuple[int, bytes]]) -> None:
+def test_the_fast_verify_path_reaches_the_same_verdict_as_the_reference_path(scanner: str, edits: list[tuple[int, bytes]]) -> None:
     data = bytearray(_SAMPLE)
     for pos, new in edits:
         data[pos : pos + 1] = new
     lines = bytes(data).splitlines(keepends=True)
-    fast, slow = verify_lines(lines), verify_lines(lines, fast=False)
+    with _scanner(scanner):
+        fast, slow = verify_lines(lines), verify_lines(lines, fast=False)
     assert [p.to_json() for p in fast.problems] == [p.to_json() for p in slow.problems]
     assert (fast.count, fast.valid_prefix, fast.valid_prefix_bytes, fast.last_hash) == (
         slow.count, slow.valid_prefix, slow.valid_prefix_bytes, slow.last_hash)
 
 
+@pytest.mark.parametrize("scanner", SCANNERS)
 @settings(max_examples=200, deadline=None)
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=12))
-def test_any_payload_written_verifies_on_both_paths(payload: object) -> None:
+def test_any_payload_written_verifies_on_both_paths(scanner: str, payload: object) -> None:
     t = MemoryTranscript()
     try:
         t.append("k", payload)
     except ValueError:
         return
     t.append("k2", {"after": True})
-    assert verify_lines(t.lines).ok and verify_lines(t.lines, fast=False).ok
+    with _scanner(scanner):
+        assert verify_lines(t.lines).ok and verify_lines(t.lines, fast=False).ok
 
 
 # Issue 20: lines with floats, integers of 16 digits and more, and characters past U+FFFF take the
 # fast path too. Each value is written twice: as its canonical line, which both paths must accept,
 # and in orjson's own sorted form (a float "100.0" or "1e+16", an integer past 2**53 in full, keys
 # sorted by code point), which the fast path must not accept where RFC 8785 writes it otherwise.
-_keys20 = st.sampled_from(["a", "\ue000", "\uffff", "\U0001f600", "\U0001f600x", "\uff01", "é", "z"]) | st.text(max_size=3)
+_KEY_CHARS = "a\"\\\x01\u00e9\ue000\uff01\uffff\U00010000\U0001f600"
+"""Keys: characters in U+E000..U+FFFF and past U+FFFF (the two sort orders part between them), escapes."""
+_keys20 = (st.sampled_from(["a", "\ue000", "\uffff", "\U0001f600", "\U0001f600x", "\uff01", "é", "z", "\U0001f3f7\ufe0f"])
+           | st.text(max_size=3) | st.text(alphabet=st.sampled_from(_KEY_CHARS), max_size=4))
+_EDGE_FLOATS = [1.0, 10.0, 100.0, -0.0, 0.0, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, -1e20, 1.5e20, 1e-5, 1e-6, 1e-7,
+                1.5e-6, -1e-7, 0.5, 2.0**60, 123456789.0, 5e-324, 1.7976931348623157e308, 9007199254740993.0]
+_EDGE_INTS = [2**53 - 1, 2**53, 2**53 + 1, 2**53 + 2, -(2**53) - 1, 2**60, 1152921504606847000, 10**18, 10**19, 2**63 - 1, 2**63,
+              -(2**63), 2**64 - 1, 2**64, 2**65, 9999999999999999, 18446744073709551615, 12345678901234567890]
 _numbers20 = (
     st.floats(allow_nan=False, allow_infinity=False)
-    | st.sampled_from([1e16, 1e21, 1e20, 1e-5, 1e-6, 1e-7, 1.5e-6, 100.0, -0.0, 0.5, 2.0**60, 1e15, 123456789.0])
+    | st.sampled_from(_EDGE_FLOATS)
     | st.integers(-(2**63), 2**64 - 1)
-    | st.sampled_from([2**53 - 1, 2**53, 2**53 + 1, 2**53 + 2, 2**60, 1152921504606847000, 10**18, -(2**63), 2**64 - 1, 9999999999999999])
+    | st.integers(2**53 - 2, 2**64 - 1).flatmap(lambda n: st.sampled_from([n, -n]))
+    | st.sampled_from(_EDGE_INTS)
+    # the canonical text of a double past 2**53, read back as an integer (1152921504606847000)
+    | st.floats(2.0**53, 2.0**64).map(lambda f: int(canonical(int(f)))).flatmap(lambda n: st.sampled_from([n, -n, n + 1, n - 10]))
 )
 _values20 = st.recursive(
-    _numbers20 | st.text(alphabet=st.sampled_from("a.0e-+,:[\ue000\U0001f600\"\\")) | st.booleans(),
+    _numbers20 | st.text(alphabet=st.sampled_from("a.0159e-+E,:[]{}\"\\\ue000\U0001f600")) | st.booleans(),
     lambda c: st.lists(c, max_size=4) | st.dictionaries(_keys20, c, max_size=4),
     max_leaves=16,
 )
@@ -409,28 +458,26 @@ def _lines20(payload: object) -> tuple[bytes, bytes, bytes]:
     return canonical_line, orjson_line, orjson_line.replace(h.encode(), own.encode(), 1)
 
 
+@pytest.mark.parametrize("scanner", SCANNERS)
 @settings(max_examples=1500, deadline=None)
 @given(_values20)
-def test_the_fast_path_accepts_floats_big_integers_and_astral_keys_only_in_their_canonical_form(payload: object) -> None:
+def test_the_fast_path_accepts_floats_big_integers_and_astral_keys_only_in_their_canonical_form(scanner: str, payload: object) -> None:
     try:
         lines = _lines20(payload)
     except (ValueError, orjson.JSONEncodeError):
         return  # no canonical form (a lone surrogate...), or past orjson's limits
-    for line in lines:
-        fast, slow = verify_lines([line]), verify_lines([line], fast=False)
-        assert [p.to_json() for p in fast.problems] == [p.to_json() for p in slow.problems], line
-        assert (fast.last_hash, fast.valid_prefix) == (slow.last_hash, slow.valid_prefix)
-    assert verify_lines([lines[0]]).ok
+    with _scanner(scanner):
+        for line in lines:
+            fast, slow = verify_lines([line]), verify_lines([line], fast=False)
+            assert [p.to_json() for p in fast.problems] == [p.to_json() for p in slow.problems], line
+            assert (fast.last_hash, fast.valid_prefix) == (slow.last_hash, slow.valid_prefix)
+        assert verify_lines([lines[0]]).ok
 
 
-def test_the_fast_path_takes_float_big_integer_and_astral_lines() -> None:
-    """Those lines no longer leave the fast path (issue 20): the reference path is never called."""
+def _reference_calls(lines: list[bytes]) -> list[bytes]:
+    """The lines that ``verify_lines`` (which must find them all intact) sent down the reference path."""
     import agentloop.transcript as tr
 
-    t = MemoryTranscript()
-    t.append("k", {"f": [0.7, -673.3, 2.1966561357625648e-10, 1e21, 255.3676742], "ts": 1_700_000_001_000_000_000})
-    t.append("k", {"ids": [9007199254740991, 2**60, -(2**62)], "n": 10**18})
-    t.append("k", {"text": "\U0001f600 \u2764\ufe0f", "\U0001f3f7\ufe0f": 1, "plain": [1.5, "e-mail 1.0, v2"]})
     calls: list[bytes] = []
     real = tr._check_line
 
@@ -440,10 +487,67 @@ def test_the_fast_path_takes_float_big_integer_and_astral_lines() -> None:
 
     tr._check_line = spy  # type: ignore[assignment]
     try:
-        assert verify_lines(t.lines).ok
+        assert verify_lines(lines).ok
     finally:
         tr._check_line = real
-    assert calls == []
+    return calls
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+def test_the_fast_path_takes_float_big_integer_and_astral_lines(scanner: str) -> None:
+    """Those lines no longer leave the fast path (issue 20): the reference path is never called."""
+    t = MemoryTranscript()
+    t.append("k", {"f": [0.7, -673.3, 2.1966561357625648e-10, 1e21, 255.3676742], "ts": 1_700_000_001_000_000_000})
+    t.append("k", {"ids": [9007199254740991, 2**60, -(2**62)], "n": 10**18})
+    t.append("k", {"text": "\U0001f600 \u2764\ufe0f", "\U0001f3f7\ufe0f": 1, "plain": [1.5, "e-mail 1.0, v2"]})
+    with _scanner(scanner):
+        assert _reference_calls(t.lines) == []
+
+
+def test_with_the_c_scanner_the_fast_path_takes_keys_that_sort_otherwise_in_utf16() -> None:
+    """RFC 8785 sorts "\U0001f3f7" (UTF-16 D83C DFF7) before "\uff01"; orjson, by code point, after.
+    Such a line is not orjson's sorted form, yet the C path proves it (issue 20: the non-BMP kind)."""
+    if line_mod._scan is None:
+        pytest.skip("the C scanner is not built (scripts/build-native)")
+    t = MemoryTranscript()
+    t.append("k", {"tags": {"\U0001f3f7\ufe0f": "label", "plain": 1, "\uff01": "fullwidth"}, "n": [1.5, 2**60]})
+    t.append("k", {"a": {"\ue000": {"\U00010000": 1, "\uffff": 2}}, "\U0001f600": [{"\uff01": 0, "\U0001f600": 1e21}]})
+    assert t.lines[0].index("\U0001f3f7".encode()) < t.lines[0].index("\uff01".encode())
+    assert _reference_calls(list(t.lines)) == []
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+@settings(max_examples=300, deadline=None)
+@given(st.floats(2.0**53, 2.0**64, exclude_max=True).map(lambda f: int(canonical(int(f)))), st.booleans())
+def test_the_fast_path_takes_every_big_integer_in_its_canonical_form(scanner: str, n: int, negative: bool) -> None:
+    """Written in full up to 64 bits (orjson's range), as a double's shortest digits padded with zeros."""
+    m = -n if negative and n <= 2**63 else n
+    line = _lines20({"n": m, "x": [n, 1]})[0]  # such integers are not exact: records hold them when read
+    with _scanner(scanner):
+        assert _reference_calls([line]) == []
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.integers(2**53 - 2, 2**64 - 1) | st.floats(2.0**53, 2.0**64).map(int) | st.floats(2.0**53, 2.0**64).map(lambda f: int(canonical(int(f))))
+       | st.sampled_from(_EDGE_INTS), st.integers(-3000, 3000), st.booleans())
+def test_the_c_scanner_accepts_a_big_integer_only_where_the_python_check_does(n: int, shift: int, negative: bool) -> None:
+    """The exact integer check in C (shortest digits by integer arithmetic) against line.py's, which asks repr()."""
+    if line_mod._scan is None:
+        pytest.skip("the C scanner is not built (scripts/build-native)")
+    for m in (n, n + shift):
+        m = -m if negative else m
+        line = b'{"a":[' + str(m).encode() + b"]}"
+        assert (line_mod._scan(line) == 1) == line_mod._int_is_jcs(m), m
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.binary(max_size=64) | st.lists(st.sampled_from([b'"', b"\\", b":", b"{", b"}", b"[", b"]", b",", b"-", b"1", b".0", b"e+", b"e-",
+                                                           b"\xee\x80\x80", b"\xf0\x9f\x98\x80", b"12345678901234567890"])).map(b"".join))
+def test_the_c_scanner_takes_any_bytes_without_failing(data: bytes) -> None:
+    if line_mod._scan is None:
+        pytest.skip("the C scanner is not built (scripts/build-native)")
+    assert line_mod._scan(data) in (0, 1, 2)
+    assert line_mod._scan(data + b"\n") in (0, 1, 2)
 
 
 @pytest.mark.parametrize(
@@ -458,5 +562,7 @@ def test_orjson_number_forms_that_rfc8785_writes_otherwise_are_non_canonical_on_
     h = hashlib.sha256(body.encode()).hexdigest()
     line = ('{"hash":"' + h + '","kind":"k","payload":' + payload_text + ',"prev":"' + GENESIS + '","seq":0}\n').encode()
     for fast in (True, False):
-        r = verify_lines([line], fast=fast)
-        assert [(p.index, p.kind) for p in r.problems] == [(0, "non_canonical")]
+        for scanner in ("c", "python"):
+            with _scanner(scanner):
+                r = verify_lines([line], fast=fast)
+            assert [(p.index, p.kind) for p in r.problems] == [(0, "non_canonical")]

@@ -134,3 +134,40 @@ def test_repair_cuts_an_enormous_junk_tail_in_bounded_memory(tmp_path: Path) -> 
     assert _cli(tmp_path, "verify", str(path))[0] == 0
     for side in tmp_path.glob("huge.jsonl.torn-*"):
         side.unlink()
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _readline_lines(data: bytes, max_bytes: int) -> tuple[list[bytes], list[int]]:
+    """What ``bounded_lines`` yields, as ``f.readline(max_bytes + 1)`` a line reads it."""
+    import io
+
+    f, out, n = io.BytesIO(data), [], 0
+    while line := f.readline(max_bytes + 1):
+        n += 1
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            return out, [n]
+        out.append(line)
+    return out, []
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"x", b"xy", b"\r", b"abcdefghij", b"\n\n"])).map(b"".join),
+       st.integers(1, 12), st.integers(1, 9))
+def test_bounded_lines_reads_in_chunks_the_lines_readline_would(data: bytes, max_bytes: int, chunk: int) -> None:
+    """verify reads a chunk at a time (a readline call a line cost about 5% of its time, issue 20 point 4):
+    the same lines, and the same stop before the first line past the limit, whatever the chunk size."""
+    import io
+
+    import agentloop.transcript as tr
+
+    old = tr._CHUNK
+    tr._CHUNK = chunk
+    try:
+        too_long: list[int] = []
+        got = list(tr.bounded_lines(io.BytesIO(data), too_long, max_bytes))
+    finally:
+        tr._CHUNK = old
+    assert (got, too_long) == _readline_lines(data, max_bytes)

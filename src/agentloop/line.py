@@ -10,11 +10,25 @@ docs/transcript-format.md. The verifier's fast path (``fast_hash``,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from .canonical import _utf16_key, canonical
+
+_scan: Callable[[bytes], int] | None
+"""The three checks below in one C pass over the line (``_linescan.c``), or None: they run in Python."""
+_ALL_OK = 1
+"""``_scan``: orjson's sorted form is RFC 8785's."""
+_KEYS_PART = 2
+"""``_scan``: every number is RFC 8785's, but some object's keys sort otherwise by UTF-16 code unit."""
+try:
+    from ._linescan import scan as _c_scan
+
+    _scan = _c_scan
+except ImportError:  # not built, or a stale build (_native refuses it then)
+    _scan = None
 
 __all__ = ["fast_hash", "is_canonical", "make_line"]
 
@@ -54,8 +68,20 @@ def make_line(seq: int, prev: str, kind: str, payload: Any) -> tuple[str, bytes]
 #   character in U+E000..U+FFFF (found from the bytes EE and EF by memchr) has
 #   its objects' key orders checked.
 #
+# With the C module built (``_linescan.c``, ``_scan``), the three are looked
+# for in one pass over the line instead, strings skipped by memchr: every
+# number token judged as below (integers past 2**53 - 1 exactly, in integer
+# arithmetic), and each key compared with the previous key of its object when
+# both hold a byte from EE up. orjson then writes integers of up to 64 bits
+# in full at once (no strict first try), and no parsed value is walked. A
+# canonical line whose keys sort otherwise by UTF-16 code unit than by code
+# point is not orjson's sorted form; when the pass finds such keys and every
+# number in order, orjson writes the value again with each object's keys put
+# in UTF-16 order first (``_in_utf16_key_order``), and that must be the line.
+#
 # The fast path only ever accepts; whatever it does not accept goes down the
-# reference path, which names the fault. A property test holds the two equal.
+# reference path, which names the fault. Property tests hold the two equal,
+# with the C module and without it.
 
 
 def _table(pairs: dict[bytes, bytes]) -> bytes:
@@ -205,6 +231,24 @@ def _orjson_form_is_canonical(obj: Any, line: bytes, big: bool) -> bool:
     return _keys_in_utf16_order(obj)
 
 
+def _utf16_sorted(value: Any) -> Any:
+    """``value`` with each object's keys in UTF-16 order (RFC 8785's), for orjson to write as they stand."""
+    t = type(value)
+    if t is dict:
+        return {k: _utf16_sorted(value[k]) for k in sorted(value, key=_utf16_key)}
+    if t is list:
+        return [_utf16_sorted(v) for v in value]
+    return value
+
+
+def _in_utf16_key_order(obj: Any, line: bytes) -> bool:
+    """``line`` (no ``\n``) is orjson's form of ``obj`` with each object's keys in UTF-16 order."""
+    try:
+        return orjson.dumps(_utf16_sorted(obj)) == line
+    except (orjson.JSONEncodeError, RecursionError):
+        return False
+
+
 def _sorted(obj: Any) -> tuple[bytes, bool]:
     """orjson's sorted form, and whether it holds integers past 2**53 - 1; b"" past orjson's limits."""
     try:
@@ -222,6 +266,15 @@ def is_canonical(obj: Any, line: bytes) -> bool:
 
     False means "not shown here": the caller's reference path decides.
     """
+    scan = _scan
+    if scan is not None:
+        try:
+            d = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            return False
+        if d == line:
+            return scan(line) == _ALL_OK
+        return len(d) == len(line) and scan(line) == _KEYS_PART and _in_utf16_key_order(obj, line)
     d, big = _sorted(obj)
     return d == line and _orjson_form_is_canonical(obj, line, big)
 
@@ -243,6 +296,22 @@ def fast_hash(raw: bytes, expect_seq: int, prev: str) -> str | None:
     h = obj.get("hash")
     if type(seq) is not int or seq != expect_seq or obj.get("prev") != prev or type(obj.get("kind")) is not str or type(h) is not str:
         return None
+    scan = _scan
+    if scan is not None:  # the C pass checks every number and key order itself
+        try:
+            d = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an integer past 64 bits, or nesting past orjson's limit
+            return None
+        if len(d) + 1 != len(raw):
+            return None
+        if raw.startswith(d):
+            if scan(raw) != _ALL_OK:
+                return None
+        elif scan(raw) != _KEYS_PART or not _in_utf16_key_order(obj, raw[:-1]):
+            return None
+        sha = _BODY_START.copy()
+        sha.update(memoryview(raw)[75:-1])
+        return h if sha.hexdigest() == h else None
     big = False
     try:
         d = orjson.dumps(obj, option=_SORTED_STRICT)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
+import io
 import os
 import re
 import stat
@@ -535,23 +536,52 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+_CHUNK = 1 << 16
+"""``bounded_lines`` reads this much at a time and splits it in C (io.BytesIO): a readline call a line
+costs more, and a larger read (1 MiB) leaves the cache before its lines are checked."""
+
+
 def bounded_lines(f: BinaryIO, too_long: list[int], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
     """The lines of ``f`` (each with its ``\\n``), stopping before a line longer than ``max_bytes``.
 
     When it stops there, the 1-based number of that line is appended to
-    ``too_long``; memory never holds more than ``max_bytes + 1`` of one line.
+    ``too_long``; memory holds at most ``max_bytes`` of a line not yet ended,
+    plus a read of ``_CHUNK`` bytes (and, while such a line is joined, a copy).
+    The lines and the stop are those of ``f.readline(max_bytes + 1)`` called
+    until a line is past the limit.
     """
     n = 0
-    readline = f.readline
+    read = f.read
+    parts: list[bytes] = []  # the line being read, in pieces, no newline yet: size bytes in all
+    size = 0
     while True:
-        line = readline(max_bytes + 1)
-        if not line:
-            return
-        n += 1
-        if len(line) > max_bytes and not line.endswith(b"\n"):
-            too_long.append(n)
-            return
-        yield line
+        chunk = read(_CHUNK)
+        if not chunk:
+            break
+        cut = chunk.rfind(b"\n") + 1
+        if cut:
+            if parts:
+                parts.append(chunk[:cut])
+                head = b"".join(parts)
+                parts = []
+                size = 0
+            else:
+                head = chunk[:cut]
+            for line in io.BytesIO(head):
+                n += 1
+                if len(line) > max_bytes + 1:
+                    too_long.append(n)
+                    return
+                yield line
+            chunk = chunk[cut:]
+        if chunk:
+            parts.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                too_long.append(n + 1)
+                return
+    if parts:
+        yield b"".join(parts)
 
 
 def too_long_problem(line_no: int, max_bytes: int = MAX_LINE_BYTES) -> Problem:
