@@ -62,10 +62,11 @@ def modules(src: str) -> dict[str, str]:
     root = os.path.dirname(os.path.abspath(src))
     for dirpath, _dirs, files in os.walk(src):
         for f in files:
-            if not f.endswith(".py"):
+            # a C extension module is known by its stub (``_linescan.pyi``): an import of it is not one of the package
+            if not f.endswith(".py") and not (f.endswith(".pyi") and f[:-1] not in files):
                 continue
             path = os.path.join(dirpath, f)
-            rel = os.path.relpath(path, root)[: -len(".py")].split(os.sep)
+            rel = os.path.relpath(path, root)[: -len(".pyi" if f.endswith(".pyi") else ".py")].split(os.sep)
             if rel[-1] == "__init__":
                 rel = rel[:-1]
             out[".".join(rel)] = path
