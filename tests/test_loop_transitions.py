@@ -9,13 +9,12 @@ presence, order and relation to the cap are checked.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from _loopkit import ECHO, cfg, kinds, to_call
 from agentloop.budget import Budget, Price
 from agentloop.conversation import Continues
-from agentloop.events import ModelReply, ToolCall, ToolResult, ToolSpec, Usage
+from agentloop.events import ModelReply, ToolCall, ToolResult, Usage
 from agentloop.loop import (
     Append,
     CallModel,
@@ -29,36 +28,15 @@ from agentloop.loop import (
     Reserved,
     RunTools,
     Settle,
-    State,
     ToolsDone,
     interrupt,
     start,
     step,
 )
 
-ECHO = ToolSpec("echo", "Echo the text.", {"type": "object", "properties": {"text": {"type": "string"}}}, True)
-
-
-def _cfg(**budget: Any) -> LoopConfig:
-    b = Budget(**{"max_steps": 5, "max_usd_micros": 1_000_000, **budget})
-    return LoopConfig(model="m", budget=b, price=Price(1_000_000, 2_000_000), tools=(ECHO,), manifest=({"name": "echo"},))
-
-
-def _kinds(out: list[Any]) -> list[str]:
-    return [o.kind if isinstance(o, Append) else type(o).__name__ for o in out]
-
-
-def _to_call(cfg: LoopConfig) -> State:
-    """A run started and its first reservation granted: the loop waits for the model."""
-    state, out = start(cfg, [{"role": "user", "content": "hi"}])
-    assert _kinds(out) == ["run_start", "Reserve"]
-    state, out = step(state, Reserved(True))
-    assert _kinds(out) == ["CallModel"]
-    return state
-
 
 def test_start_records_the_run_then_asks_to_reserve_before_any_call() -> None:
-    state, out = start(_cfg(), [{"role": "user", "content": "hi"}])
+    state, out = start(cfg(), [{"role": "user", "content": "hi"}])
     assert isinstance(out[0], Append) and out[0].kind == "run_start"
     assert out[0].payload["messages"] == [{"role": "user", "content": "hi"}]
     assert isinstance(out[1], Reserve) and out[1].amount_micros > 0
@@ -66,7 +44,7 @@ def test_start_records_the_run_then_asks_to_reserve_before_any_call() -> None:
 
 
 def test_a_granted_reservation_asks_for_the_model_with_the_messages_and_tools() -> None:
-    state, out = start(_cfg(), [{"role": "user", "content": "hi"}])
+    state, out = start(cfg(), [{"role": "user", "content": "hi"}])
     state, out = step(state, Reserved(True))
     (call,) = out
     assert isinstance(call, CallModel)
@@ -74,24 +52,24 @@ def test_a_granted_reservation_asks_for_the_model_with_the_messages_and_tools() 
 
 
 def test_a_refused_reservation_stops_with_cost_budget_and_no_call() -> None:
-    state, _ = start(_cfg(), [{"role": "user", "content": "hi"}])
+    state, _ = start(cfg(), [{"role": "user", "content": "hi"}])
     state, out = step(state, Reserved(False))
-    assert _kinds(out) == ["stop", "Finished"]
+    assert kinds(out) == ["stop", "Finished"]
     assert out[0].payload["reason"] == "cost_budget" and "refused" in out[0].payload["error"]  # type: ignore[union-attr]
     assert state.done and state.steps == 0
 
 
 def test_a_reservation_that_does_not_fit_the_cap_stops_before_asking_the_ledger() -> None:
-    state, out = start(_cfg(max_usd_micros=1), [{"role": "user", "content": "hi"}])
-    assert _kinds(out) == ["run_start", "stop", "Finished"]
+    state, out = start(cfg(max_usd_micros=1), [{"role": "user", "content": "hi"}])
+    assert kinds(out) == ["run_start", "stop", "Finished"]
     assert out[1].payload["reason"] == "cost_budget"  # type: ignore[union-attr]
 
 
 def test_a_reply_with_calls_records_the_turn_settles_and_asks_for_the_tools() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     call = ToolCall("c1", "echo", {"text": "x"})
     state, out = step(state, ModelReplied(ModelReply("", (call,), Usage(10, 5))))
-    assert _kinds(out) == ["model_turn", "Settle", "budget", "RunTools"]
+    assert kinds(out) == ["model_turn", "Settle", "budget", "RunTools"]
     settle = out[1]
     assert isinstance(settle, Settle) and settle.actual_micros == 10 * 1 + 5 * 2  # 1 and 2 µUSD a token
     assert isinstance(out[3], RunTools) and out[3].calls == (call,)
@@ -99,17 +77,17 @@ def test_a_reply_with_calls_records_the_turn_settles_and_asks_for_the_tools() ->
 
 
 def test_tool_results_are_recorded_in_call_order_then_the_next_turn_reserves() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     calls = (ToolCall("a", "echo", {"text": "1"}), ToolCall("b", "echo", {"text": "2"}))
     state, _ = step(state, ModelReplied(ModelReply("", calls, Usage(1, 1))))
     state, out = step(state, ToolsDone((ToolResult("a", "echo", True, "1"), ToolResult("b", "echo", True, "2"))))
-    assert _kinds(out) == ["tool_result", "tool_result", "Reserve"]
+    assert kinds(out) == ["tool_result", "tool_result", "Reserve"]
     assert [o.payload["call_id"] for o in out[:2]] == ["a", "b"]  # type: ignore[union-attr]
     assert [m["role"] for m in state.messages] == ["user", "assistant", "tool", "tool"]
 
 
 def test_results_out_of_call_order_are_a_driver_bug() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     calls = (ToolCall("a", "echo", {}), ToolCall("b", "echo", {}))
     state, _ = step(state, ModelReplied(ModelReply("", calls, Usage(1, 1))))
     with pytest.raises(ValueError, match="one result per call, in the order of the calls"):
@@ -117,17 +95,17 @@ def test_results_out_of_call_order_are_a_driver_bug() -> None:
 
 
 def test_an_answer_without_calls_stops_with_no_tool_calls() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     state, out = step(state, ModelReplied(ModelReply("done", (), Usage(1, 1))))
-    assert _kinds(out) == ["model_turn", "Settle", "budget", "stop", "Finished"]
+    assert kinds(out) == ["model_turn", "Settle", "budget", "stop", "Finished"]
     assert isinstance(out[-1], Finished) and out[-1].reason == "no_tool_calls"
     assert state.answer == "done"
 
 
 def test_a_model_failure_is_recorded_and_ends_the_run_with_its_billed_usage_spent() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     state, out = step(state, ModelFailed("boom", Usage(100, 0)))
-    assert _kinds(out) == ["Settle", "model_error", "stop", "Finished"]
+    assert kinds(out) == ["Settle", "model_error", "stop", "Finished"]
     assert isinstance(out[0], Settle) and out[0].actual_micros == 100  # the reservation is settled at what was billed
     assert out[1].payload["cost_micros"] == 100  # type: ignore[union-attr]
     assert out[2].payload["reason"] == "model_error"  # type: ignore[union-attr]
@@ -135,24 +113,24 @@ def test_a_model_failure_is_recorded_and_ends_the_run_with_its_billed_usage_spen
 
 
 def test_the_step_budget_stops_before_the_next_reservation() -> None:
-    state = _to_call(_cfg(max_steps=1))
+    state = to_call(cfg(max_steps=1))
     state, _ = step(state, ModelReplied(ModelReply("", (ToolCall("a", "echo", {}),), Usage(1, 1))))
     state, out = step(state, ToolsDone((ToolResult("a", "echo", True, ""),)))
-    assert _kinds(out) == ["tool_result", "stop", "Finished"]
+    assert kinds(out) == ["tool_result", "stop", "Finished"]
     assert out[1].payload["reason"] == "step_budget"  # type: ignore[union-attr]
 
 
 def test_the_sentinel_stops_the_run_even_with_calls_pending() -> None:
-    cfg = LoopConfig(model="m", budget=Budget(max_steps=5, max_usd_micros=10**6), price=Price(1, 1), tools=(ECHO,),
-                     manifest=({"name": "echo"},), sentinel="DONE")
-    state = _to_call(cfg)
+    config = LoopConfig(model="m", budget=Budget(max_steps=5, max_usd_micros=10**6), price=Price(1, 1), tools=(ECHO,),
+                        manifest=({"name": "echo"},), sentinel="DONE")
+    state = to_call(config)
     state, out = step(state, ModelReplied(ModelReply("DONE", (ToolCall("a", "echo", {}),), Usage(1, 1))))
-    assert _kinds(out)[-2:] == ["stop", "Finished"] and out[-1].reason == "sentinel"  # type: ignore[union-attr]
-    assert "RunTools" not in _kinds(out)
+    assert kinds(out)[-2:] == ["stop", "Finished"] and out[-1].reason == "sentinel"  # type: ignore[union-attr]
+    assert "RunTools" not in kinds(out)
 
 
 def test_an_event_the_loop_did_not_ask_for_is_refused_in_every_phase() -> None:
-    state, _ = start(_cfg(), [{"role": "user", "content": "hi"}])
+    state, _ = start(cfg(), [{"role": "user", "content": "hi"}])
     for wrong in (ModelReplied(ModelReply("x")), ToolsDone(())):
         with pytest.raises(ValueError, match="phase 'reserve'"):
             step(state, wrong)
@@ -165,7 +143,7 @@ def test_an_event_the_loop_did_not_ask_for_is_refused_in_every_phase() -> None:
 
 
 def _first_reservation() -> int:
-    _, out = start(_cfg(), [{"role": "user", "content": "hi"}])
+    _, out = start(cfg(), [{"role": "user", "content": "hi"}])
     assert isinstance(out[1], Reserve)
     return out[1].amount_micros
 
@@ -177,7 +155,7 @@ def _counting(max_usd_micros: int) -> LoopConfig:
 
 def test_a_bound_that_does_not_fit_asks_a_counting_model_for_an_exact_count_instead_of_refusing() -> None:
     state, out = start(_counting(_first_reservation() - 1), [{"role": "user", "content": "hi"}])
-    assert _kinds(out) == ["run_start", "CountInput"]
+    assert kinds(out) == ["run_start", "CountInput"]
     assert isinstance(out[1], CountInput) and out[1].request.messages is state.messages
     assert state.phase == "count"
 
@@ -186,19 +164,19 @@ def test_an_exact_count_that_fits_is_recorded_and_reserved_from() -> None:
     cap = _first_reservation() - 1
     state, _ = start(_counting(cap), [{"role": "user", "content": "hi"}])
     state, out = step(state, InputCounted(10))
-    assert _kinds(out) == ["token_count", "Reserve"]
+    assert kinds(out) == ["token_count", "Reserve"]
     rec = out[0].payload  # type: ignore[union-attr]
     assert rec["counted"] == 10 and rec["reserved_tokens"] > 10 and rec["needed_micros"] <= cap
     assert isinstance(out[1], Reserve) and out[1].amount_micros == rec["needed_micros"]
     state, out = step(state, Reserved(True))
-    assert _kinds(out) == ["CallModel"]
+    assert kinds(out) == ["CallModel"]
 
 
 def test_an_exact_count_that_does_not_fit_or_no_count_stops_with_cost_budget() -> None:
     for counted in (10**7, None):
         state, _ = start(_counting(_first_reservation() - 1), [{"role": "user", "content": "hi"}])
         state, out = step(state, InputCounted(counted, None if counted else "count_tokens failed"))
-        assert _kinds(out) == ["token_count", "stop", "Finished"]
+        assert kinds(out) == ["token_count", "stop", "Finished"]
         assert out[1].payload["reason"] == "cost_budget" and "reservation" in out[1].payload["error"]  # type: ignore[union-attr]
         assert ("error" in out[0].payload) is (counted is None)  # type: ignore[union-attr]
 
@@ -209,42 +187,42 @@ def _continuing(n: int) -> LoopConfig:
 
 
 def test_a_reply_cut_at_max_tokens_is_continued_and_the_answer_joined() -> None:
-    state = _to_call(_continuing(1))
+    state = to_call(_continuing(1))
     state, out = step(state, ModelReplied(ModelReply("Hel", (), Usage(1, 1), finish_reason="max_tokens")))
-    assert _kinds(out) == ["model_turn", "Settle", "budget", "continuation", "Reserve"]
+    assert kinds(out) == ["model_turn", "Settle", "budget", "continuation", "Reserve"]
     assert out[3].payload == {"step": 1, "count": 1}  # type: ignore[union-attr]
     state, _ = step(state, Reserved(True))
     state, out = step(state, ModelReplied(ModelReply("lo", (), Usage(1, 1), finish_reason="max_tokens")))
-    assert _kinds(out)[-2:] == ["stop", "Finished"] and "continuation" not in _kinds(out)  # only one allowed
+    assert kinds(out)[-2:] == ["stop", "Finished"] and "continuation" not in kinds(out)  # only one allowed
     assert state.answer == "Hello" and state.stop_reason == "no_tool_calls"
 
 
 def test_a_cut_reply_without_continuations_stops_as_an_answer() -> None:
-    state = _to_call(_continuing(0))
+    state = to_call(_continuing(0))
     state, out = step(state, ModelReplied(ModelReply("Hel", (), Usage(1, 1), finish_reason="length")))
-    assert _kinds(out) == ["model_turn", "Settle", "budget", "stop", "Finished"]
+    assert kinds(out) == ["model_turn", "Settle", "budget", "stop", "Finished"]
 
 
 def test_the_same_calls_turn_after_turn_stop_with_loop_detected_at_the_threshold() -> None:
-    cfg = LoopConfig(model="m", budget=Budget(max_steps=9, max_usd_micros=10**6), price=Price(1, 1), tools=(ECHO,),
-                     manifest=({"name": "echo"},), loop_threshold=2)
-    state = _to_call(cfg)
+    config = LoopConfig(model="m", budget=Budget(max_steps=9, max_usd_micros=10**6), price=Price(1, 1), tools=(ECHO,),
+                        manifest=({"name": "echo"},), loop_threshold=2)
+    state = to_call(config)
     call = ToolCall("a", "echo", {"text": "same"})
     state, out = step(state, ModelReplied(ModelReply("", (call,), Usage(1, 1))))
-    assert _kinds(out)[-1] == "RunTools"
+    assert kinds(out)[-1] == "RunTools"
     state, _ = step(state, ToolsDone((ToolResult("a", "echo", True, "same"),)))
     state, _ = step(state, Reserved(True))
     state, out = step(state, ModelReplied(ModelReply("", (ToolCall("b", "echo", {"text": "same"}),), Usage(1, 1))))
-    assert _kinds(out)[-3:] == ["loop_detected", "stop", "Finished"]
+    assert kinds(out)[-3:] == ["loop_detected", "stop", "Finished"]
     assert out[-3].payload["repeats"] == 2 and out[-2].payload["reason"] == "loop_detected"  # type: ignore[union-attr]
-    assert "RunTools" not in _kinds(out)
+    assert "RunTools" not in kinds(out)
 
 
 def test_a_bill_past_its_reservation_is_recorded_as_an_overrun_and_stops_the_run() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     reserved = state.reserved_micros
     state, out = step(state, ModelReplied(ModelReply("", (ToolCall("a", "echo", {}),), Usage(reserved + 1, 0))))
-    assert _kinds(out) == ["model_turn", "Settle", "budget", "overrun", "stop", "Finished"]
+    assert kinds(out) == ["model_turn", "Settle", "budget", "overrun", "stop", "Finished"]
     assert out[3].payload["reserved_micros"] == reserved and out[3].payload["cost_micros"] == reserved + 1  # type: ignore[union-attr]
     assert state.stop_reason == "budget_overrun"
 
@@ -252,19 +230,19 @@ def test_a_bill_past_its_reservation_is_recorded_as_an_overrun_and_stops_the_run
 def test_a_run_that_continues_a_conversation_records_only_what_it_adds() -> None:
     prior = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "1"}]
     later = [*prior, {"role": "user", "content": "two"}]
-    _, out = start(_cfg(), later, continues=Continues(7, "ab" * 32, prior))
+    _, out = start(cfg(), later, continues=Continues(7, "ab" * 32, prior))
     rec = out[0].payload  # type: ignore[union-attr]
     assert rec["format"] == 2 and rec["continues"] == {"seq": 7, "hash": "ab" * 32, "messages": 2}
     assert rec["messages"] == [{"role": "user", "content": "two"}]
     # messages that do not begin with the conversation it names are recorded whole
-    _, out = start(_cfg(), [{"role": "user", "content": "other"}], continues=Continues(7, "ab" * 32, prior))
+    _, out = start(cfg(), [{"role": "user", "content": "other"}], continues=Continues(7, "ab" * 32, prior))
     assert out[0].payload["format"] == 1 and len(out[0].payload["messages"]) == 1  # type: ignore[union-attr]
 
 
 def test_an_interrupt_between_reserve_and_reply_settles_the_reservation_at_zero() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     reserved = state.reserved_micros
     out = interrupt(state)
-    assert _kinds(out) == ["Settle", "stop", "Finished"]
+    assert kinds(out) == ["Settle", "stop", "Finished"]
     assert isinstance(out[0], Settle) and (out[0].reserved_micros, out[0].actual_micros) == (reserved, 0)
     assert state.stop_reason == "interrupted" and state.reserved_micros == 0

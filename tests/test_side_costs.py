@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
+from _loopkit import cfg, kinds, to_call
 from agentloop import Budget, MemoryTranscript, Registry, run, tool
 from agentloop.budget import Price
-from agentloop.events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from agentloop.events import ModelReply, ModelRequest, ToolCall, ToolResult, Usage
 from agentloop.loop import (
     Append,
     LoopConfig,
@@ -35,38 +36,19 @@ from agentloop.loop import (
     State,
     ToolsDone,
     after_prepare,
-    start,
     step,
 )
 from agentloop.replay import replay
 from agentloop.transcript import TranscriptWriter, read_records
 
-ECHO = ToolSpec("echo", "Echo the text.", {"type": "object", "properties": {"text": {"type": "string"}}}, True)
 SRC = Path(__file__).resolve().parent.parent / "src" / "agentloop"
-
-
-def _cfg(**budget: Any) -> LoopConfig:
-    b = Budget(**{"max_steps": 5, "max_usd_micros": 1_000_000, **budget})
-    return LoopConfig(model="m", budget=b, price=Price(1_000_000, 2_000_000), tools=(ECHO,), manifest=({"name": "echo"},))
-
-
-def _kinds(out: list[Any]) -> list[str]:
-    return [o.kind if isinstance(o, Append) else type(o).__name__ for o in out]
-
-
-def _to_call(cfg: LoopConfig) -> State:
-    """A run started and its first reservation granted: the loop waits for the model (where ``prepare`` runs)."""
-    state, out = start(cfg, [{"role": "user", "content": "hi"}])
-    state, out = step(state, Reserved(True))
-    assert _kinds(out) == ["CallModel"]
-    return state
 
 
 def _to_tools(cfg: LoopConfig) -> State:
     """A first turn that asked for a tool call: the loop waits for its result (where a child runs)."""
-    state = _to_call(cfg)
+    state = to_call(cfg)
     state, out = step(state, ModelReplied(ModelReply(tool_calls=(ToolCall("c1", "echo", {"text": "x"}),), usage=Usage(10, 2))))
-    assert _kinds(out)[-1] == "RunTools"
+    assert kinds(out)[-1] == "RunTools"
     return state
 
 
@@ -79,7 +61,7 @@ def _record(out: list[Any]) -> dict[str, Any]:
 
 
 def test_a_side_call_with_room_is_reserved_with_the_ledger_then_granted_then_charged_and_recorded() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     spent, held = state.spent_micros, state.reserved_micros
     state, out = step(state, SideCostAsked("loop_check", 500, 300))
     assert len(out) == 1 and isinstance(out[0], Reserve) and (out[0].amount_micros, out[0].tokens) == (500, 300)
@@ -87,7 +69,7 @@ def test_a_side_call_with_room_is_reserved_with_the_ledger_then_granted_then_cha
     assert len(out) == 1 and isinstance(out[0], SideCostAnswer) and out[0].granted
     assert state.spent_micros == spent  # granted is not spent
     state, out = step(state, SideCostSettled("loop_check", Usage(40, 2), 44))
-    assert _kinds(out) == ["Settle", "side_cost"]
+    assert kinds(out) == ["Settle", "side_cost"]
     settle = out[0]
     assert isinstance(settle, Settle) and (settle.reserved_micros, settle.actual_micros, settle.actual_tokens) == (500, 44, 42)
     rec = _record(out)
@@ -99,11 +81,11 @@ def test_a_side_call_with_room_is_reserved_with_the_ledger_then_granted_then_cha
 
 
 def test_a_side_call_past_what_the_cap_leaves_after_the_held_turn_is_refused_by_the_loop_and_recorded() -> None:
-    state = _to_call(_cfg(max_usd_micros=20_000))
+    state = to_call(cfg(max_usd_micros=20_000))
     left = 20_000 - state.spent_micros - state.reserved_micros
     assert left > 0
     state, out = step(state, SideCostAsked("compaction", left + 1, 10))
-    assert _kinds(out) == ["side_cost", "SideCostAnswer"]  # no Reserve: the ledger is never asked
+    assert kinds(out) == ["side_cost", "SideCostAnswer"]  # no Reserve: the ledger is never asked
     answer = out[1]
     assert isinstance(answer, SideCostAnswer) and not answer.granted and "has no room" in str(answer.reason)
     rec = _record(out)
@@ -111,72 +93,72 @@ def test_a_side_call_past_what_the_cap_leaves_after_the_held_turn_is_refused_by_
     assert state.spent_micros == 0 and state.side_asked is None
     # exactly what is left still fits
     state, out = step(state, SideCostAsked("compaction", left, 10))
-    assert _kinds(out) == ["Reserve"]
+    assert kinds(out) == ["Reserve"]
 
 
 def test_a_side_call_past_the_token_cap_less_the_held_turn_is_refused() -> None:
     from agentloop.loop import side_room
 
-    state = _to_call(_cfg(max_tokens=100_000))
+    state = to_call(cfg(max_tokens=100_000))
     money, tokens = side_room(state)
     assert money == 1_000_000 - state.reserved_micros and tokens == 100_000 - state.reserved_tokens > 0
     state, out = step(state, SideCostAsked("loop_check", 1, tokens + 1))
-    assert _kinds(out) == ["side_cost", "SideCostAnswer"] and _record(out)["by"] == "budget"
+    assert kinds(out) == ["side_cost", "SideCostAnswer"] and _record(out)["by"] == "budget"
     state, out = step(state, SideCostAsked("loop_check", 1, tokens))
-    assert _kinds(out) == ["Reserve"]
+    assert kinds(out) == ["Reserve"]
 
 
 def test_a_side_call_the_shared_ledger_refuses_is_recorded_as_the_ledgers_refusal() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     state, out = step(state, SideCostAsked("loop_check", 500, 300))
     state, out = step(state, Reserved(False))
-    assert _kinds(out) == ["side_cost", "SideCostAnswer"]
+    assert kinds(out) == ["side_cost", "SideCostAnswer"]
     assert _record(out)["by"] == "ledger" and "shared ledger refused a reservation of 500" in _record(out)["refused"]
     assert state.side_asked is None and not state.side_waiting
     state, out = step(state, SideCostAsked("loop_check", 500, 300))  # the next ask is answered afresh
-    assert _kinds(out) == ["Reserve"]
+    assert kinds(out) == ["Reserve"]
 
 
 def test_a_side_call_billed_past_its_reservation_stops_the_run_with_budget_overrun_before_the_call() -> None:
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     state, _ = step(state, SideCostAsked("compaction", 100, 50))
     state, _ = step(state, Reserved(True))
     state, out = step(state, SideCostSettled("compaction", Usage(1000, 0), 1000))
     assert "past its reservation of 100" in _record(out)["overrun"]
     stop = after_prepare(state, None)
-    assert stop is not None and _kinds(stop) == ["overrun", "Settle", "stop", "Finished"]
+    assert stop is not None and kinds(stop) == ["overrun", "Settle", "stop", "Finished"]
     assert state.stop_reason == "budget_overrun" and state.spent_micros >= 1000
 
 
 def test_a_childs_spend_settled_while_tools_run_is_charged_and_counts_at_the_next_turn() -> None:
-    state = _to_tools(_cfg(max_usd_micros=50_000))
+    state = _to_tools(cfg(max_usd_micros=50_000))
     before = state.spent_micros
     state, out = step(state, SideCostSettled("subagent", Usage(300, 30), 360, reserved_micros=20_000, reserved_tokens=None))
-    assert _kinds(out) == ["side_cost"]  # no ask, so nothing to settle with the ledger: the child reserved its own
+    assert kinds(out) == ["side_cost"]  # no ask, so nothing to settle with the ledger: the child reserved its own
     rec = _record(out)
     assert (rec["purpose"], rec["reserved_micros"], rec["cost_micros"], rec["spent_micros"]) == ("subagent", 20_000, 360, before + 360)
     state, out = step(state, ToolsDone((ToolResult("c1", "echo", True, "x"),)))
-    assert _kinds(out)[:2] == ["tool_result", "Reserve"] and state.spent_micros == before + 360
+    assert kinds(out)[:2] == ["tool_result", "Reserve"] and state.spent_micros == before + 360
 
 
 def test_a_child_stopped_by_budget_overrun_stops_its_parent_before_its_next_call() -> None:
-    state = _to_tools(_cfg())
+    state = _to_tools(cfg())
     state, _ = step(state, SideCostSettled("subagent", Usage(1, 1), 10, reserved_micros=1000, overrun="a sub-agent was billed past its reservation: x"))
     state, out = step(state, ToolsDone((ToolResult("c1", "echo", True, "x"),)))
-    assert _kinds(out) == ["tool_result", "overrun", "stop", "Finished"] and state.stop_reason == "budget_overrun"
+    assert kinds(out) == ["tool_result", "overrun", "stop", "Finished"] and state.stop_reason == "budget_overrun"
 
 
 def test_a_childs_tokens_past_the_token_cap_stop_the_parent_with_token_budget() -> None:
-    state = _to_tools(_cfg(max_tokens=1000))
+    state = _to_tools(cfg(max_tokens=1000))
     state, _ = step(state, SideCostSettled("subagent", Usage(990, 10), 5, reserved_micros=None))
     state, out = step(state, ToolsDone((ToolResult("c1", "echo", True, "x"),)))
-    assert _kinds(out) == ["tool_result", "stop", "Finished"] and state.stop_reason == "token_budget"
+    assert kinds(out) == ["tool_result", "stop", "Finished"] and state.stop_reason == "token_budget"
 
 
 def test_a_side_cost_asked_while_tools_run_or_asked_twice_is_a_driver_bug() -> None:
     with pytest.raises(ValueError, match="cannot take SideCostAsked"):
-        step(_to_tools(_cfg()), SideCostAsked("loop_check", 1, 1))
-    state = _to_call(_cfg())
+        step(_to_tools(cfg()), SideCostAsked("loop_check", 1, 1))
+    state = to_call(cfg())
     state, _ = step(state, SideCostAsked("loop_check", 1, 1))
     with pytest.raises(ValueError, match="cannot take SideCostAsked"):
         step(state, SideCostAsked("loop_check", 1, 1))
@@ -185,7 +167,7 @@ def test_a_side_cost_asked_while_tools_run_or_asked_twice_is_a_driver_bug() -> N
 def test_a_stop_before_a_granted_side_call_is_settled_frees_its_reservation() -> None:
     from agentloop.loop import interrupt
 
-    state = _to_call(_cfg())
+    state = to_call(cfg())
     state, _ = step(state, SideCostAsked("compaction", 700, 70))
     state, _ = step(state, Reserved(True))
     out = interrupt(state)
@@ -241,9 +223,9 @@ def test_compaction_a_loop_check_and_a_childs_run_are_side_cost_records_counted_
     assert r.spent_micros == turns + sum(s["cost_micros"] for s in sides) <= cap
     assert recs[-1].payload["spent_micros"] == r.spent_micros
     # the child's spend is recorded before the Agent call's result, as the parent's loop took it
-    kinds = [x.kind for x in recs]
+    recorded = [x.kind for x in recs]
     sub = next(i for i, x in enumerate(recs) if x.kind == "side_cost" and x.payload["purpose"] == "subagent")
-    assert kinds.index("tool_result") > sub
+    assert recorded.index("tool_result") > sub
     # the side calls' own records say where their charge is, and the session's total counts each once
     comp = [x.payload for x in recs if x.kind == "compaction" and "call" in x.payload]
     assert comp and all(c["call"]["charged_as"] == "side_cost" for c in comp)
@@ -352,8 +334,8 @@ def test_a_file_written_before_side_cost_records_still_verifies_and_replays_byte
 
     path = LEGACY / name
     assert verify_file(str(path)).ok
-    kinds = [r.kind for r in read_records(str(path))]
-    assert "side_cost" not in kinds and ("loop_check" in kinds or "compaction" in kinds)
+    recorded = [r.kind for r in read_records(str(path))]
+    assert "side_cost" not in recorded and ("loop_check" in recorded or "compaction" in recorded)
     res = replay(str(path))
     assert res.equal, res.summary()
     stop = json.loads(path.read_bytes().splitlines()[-1])["payload"]
@@ -532,8 +514,8 @@ def test_a_childs_spend_before_a_ctrl_c_is_still_the_runs(tmp_path: Path) -> Non
     r = run(ScriptedModel([reply("", [("big", {"n": 1})], usage=(10, 1))]), [big], "go", Budget(max_steps=5, max_usd_micros=100_000),
             transcript=t, prepare=prepare, executor=execute)
     assert r.stop_reason == "interrupted"
-    kinds = [x.kind for x in t.records]
-    assert kinds[-2:] == ["side_cost", "stop"]
+    recorded = [x.kind for x in t.records]
+    assert recorded[-2:] == ["side_cost", "stop"]
     stop = [x.payload for x in t.records if x.kind == "stop"][-1]
     turn = [x.payload for x in t.records if x.kind == "budget"][-1]["cost_micros"]
     assert stop["spent_micros"] == r.spent_micros == turn + 4321
