@@ -6,7 +6,10 @@ copies the tree to a temporary folder, breaks one integrity check there, and
 runs the tests that claim to guard it. The script exits 0 only if every
 sabotage made its tests fail (and the untouched copy passes).
 
-    .venv/bin/python scripts/negative_control.py [-v] [[--only] WORD...]   (WORD: part of a name or path)
+    .venv/bin/python scripts/negative_control.py [[--only] WORD...]   (WORD: part of a name or path)
+
+AGENTLOOP_TEST_WORKERS (default 3): sabotages tested side by side, and pytest-xdist
+processes for the control run.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -449,23 +453,24 @@ SABOTAGES = [
 ]
 
 
-CONTROL_FAILURES: list[str] = []
-"""The FAILED/ERROR lines of the last run (shown when the untouched copy fails)."""
+def run_tests(tree: str, tests: list[str], workers: int = 0) -> tuple[int, str, str]:
+    """(pytest's exit code, its last line, its FAILED/ERROR lines) for ``tests`` in the copy ``tree``.
 
-
-def run_tests(tree: str, tests: list[str], verbose: bool) -> tuple[int, str]:
+    ``workers``: pytest-xdist processes (0: none, the tests run in this one process).
+    """
     # The copy's sources come first; any extra entries already on the path stay after them.
     extra = os.environ.get("PYTHONPATH", "")
     path = os.path.join(tree, "src") + (os.pathsep + extra if extra else "")
     env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
+    spread = ["-n", str(workers)] if workers else []
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *spread, *tests],
         cwd=tree, env=env, capture_output=True, text=True, timeout=900,
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    CONTROL_FAILURES[:] = ["\n".join(ln for ln in lines if ln.startswith(("FAILED", "ERROR")))]
+    failures = "\n".join(ln for ln in lines if ln.startswith(("FAILED", "ERROR")))
     tail = lines[-1:] or ["(no output)"]
-    return proc.returncode, tail[0]
+    return proc.returncode, tail[0], failures
 
 
 def copy_tree(dst: str) -> None:
@@ -483,51 +488,64 @@ def copy_tree(dst: str) -> None:
         os.symlink(cache, os.path.join(dst, ".cache"))
 
 
+def sabotage_and_test(tmp: str, i: int, sab: Sabotage) -> tuple[bool, str]:
+    """Break one guard in a fresh copy and run its tests: (caught, the line to print)."""
+    tree = os.path.join(tmp, f"sab{i}")
+    copy_tree(tree)
+    target = os.path.join(tree, sab.path)
+    with open(target, encoding="utf-8") as f:
+        text = f.read()
+    if sab.old is None:
+        text += sab.new
+    else:
+        if sab.old not in text:
+            return False, f"SABOTAGE STALE: {sab.name}: the guarded line is gone from {sab.path}"
+        text = text.replace(sab.old, sab.new)
+    with open(target, "w", encoding="utf-8") as f:
+        f.write(text)
+    if sab.rebuild:
+        b = subprocess.run([sys.executable, os.path.join(tree, "scripts", "build-native"), "--strict"],
+                           cwd=tree, capture_output=True, text=True, timeout=900)
+        if b.returncode != 0:
+            return False, f"SABOTAGE NOT BUILT: {sab.name}: {(b.stderr or b.stdout).strip()[-500:]}"
+    code, tail, _ = run_tests(tree, sab.tests)
+    caught = code != 0
+    shutil.rmtree(tree, ignore_errors=True)
+    return caught, f"{'caught ' if caught else 'MISSED '} {sab.name}: exit {code}: {tail}"
+
+
+def _xdist() -> bool:
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def main() -> int:
-    verbose = "-v" in sys.argv
     args = [a for a in sys.argv[1:] if a != "-v"]
     if "--only" in args:  # --only WORD, as a word
         args.remove("--only")
     only = args  # words: run only the sabotages whose names (or sabotaged paths) hold one
     sabotages = [s for s in SABOTAGES if not only or any(w in s.name or w in s.path for w in only)]
+    # Sabotages run side by side (each in its own copy, its tests in one process); the control's
+    # many tests are spread over pytest-xdist's processes when it is installed.
+    workers = max(1, int(os.environ.get("AGENTLOOP_TEST_WORKERS", "3")))
     all_caught = True
     with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
         clean = os.path.join(tmp, "clean")
         copy_tree(clean)
         tests = sorted({t for s in sabotages for t in s.tests})
-        code, tail = run_tests(clean, tests, verbose)
-        print(f"control (untouched copy): exit {code}: {tail}")
+        code, tail, failures = run_tests(clean, tests, workers if workers > 1 and _xdist() else 0)
+        print(f"control (untouched copy): exit {code}: {tail}", flush=True)
         if code != 0:
             print("the untouched copy fails: fix the suite first")
-            print(CONTROL_FAILURES[0] if CONTROL_FAILURES else "")
+            print(failures)
             return 2
-        for i, sab in enumerate(sabotages):
-            tree = os.path.join(tmp, f"sab{i}")
-            copy_tree(tree)
-            target = os.path.join(tree, sab.path)
-            with open(target, encoding="utf-8") as f:
-                text = f.read()
-            if sab.old is None:
-                text += sab.new
-            else:
-                if sab.old not in text:
-                    print(f"SABOTAGE STALE: {sab.name}: the guarded line is gone from {sab.path}")
-                    all_caught = False
-                    continue
-                text = text.replace(sab.old, sab.new)
-            with open(target, "w", encoding="utf-8") as f:
-                f.write(text)
-            if sab.rebuild:
-                b = subprocess.run([sys.executable, os.path.join(tree, "scripts", "build-native"), "--strict"],
-                                   cwd=tree, capture_output=True, text=True, timeout=900)
-                if b.returncode != 0:
-                    print(f"SABOTAGE NOT BUILT: {sab.name}: {(b.stderr or b.stdout).strip()[-500:]}")
-                    all_caught = False
-                    continue
-            code, tail = run_tests(tree, sab.tests, verbose)
-            caught = code != 0
-            all_caught &= caught
-            print(f"{'caught ' if caught else 'MISSED '} {sab.name}: exit {code}: {tail}")
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for caught, line in pool.map(lambda job: sabotage_and_test(tmp, *job), enumerate(sabotages)):
+                all_caught &= caught
+                print(line, flush=True)
     print("every sabotage was caught" if all_caught else "SOME SABOTAGE WENT UNNOTICED")
     return 0 if all_caught else 1
 

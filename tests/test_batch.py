@@ -314,8 +314,9 @@ def test_bad_options_are_one_line_errors(tmp_path, args, words):
 
 def test_the_summary_table_and_json_report_tell_the_same_story(tmp_path):
     path = write_tasks(tmp_path / "tasks.jsonl", [add_task(i) for i in range(3)])
+    # wide enough for the manifest's whole path: a long temporary folder (pytest-xdist adds one level) would be cut with "…"
     r = subprocess.run([*AGENTLOOP, "batch", path, "--out", str(tmp_path / "o"), "--workers", "1", "--max-usd", "0.5"],
-                       capture_output=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+                       capture_output=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
     assert r.returncode == 0, r.stderr.decode()
     text = r.stdout.decode()
     for words in ("3 tasks on local", "stop: no_tool_calls", "$0.000228 / $0.500000", "batch root", "manifest.jsonl"):
