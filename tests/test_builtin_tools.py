@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from agentloop.agent.tools.builtin import SPILL_THRESHOLD, RunningProcesses, builtin_registry
 from agentloop.agent.tools.workspace import Workspace
 from agentloop.events import ToolCall
+from mcp_servers.helpers import alive as _alive
 
 
 @pytest.fixture
@@ -241,13 +242,6 @@ def test_ls_lists_one_directory_marking_directories_and_outward_links(repo):
 # --- Bash ----------------------------------------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def _wait_dead(pid: int, within: float = 5.0) -> bool:

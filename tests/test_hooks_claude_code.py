@@ -19,6 +19,7 @@ import pytest
 from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
 from agentloop.agent.agent import Agent
 from agentloop.transcript import read_records
+from mcp_servers.helpers import alive as _alive
 
 
 @pytest.fixture()
@@ -303,12 +304,6 @@ def test_a_background_handler_still_running_is_killed_when_the_session_ends(
     assert not any(_alive(p) for p in started), "a background hook outlived its session"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[-1][:1] != "Z"  # a zombie has ended
-    except FileNotFoundError:
-        return False
 
 
 def test_the_settings_env_key_reaches_bash_and_hooks(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:

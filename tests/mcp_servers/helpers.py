@@ -41,7 +41,7 @@ def alive(pid: int) -> bool:
             state = f.read().rsplit(")", 1)[1].split()[0]
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
-    return state != "Z"
+    return state not in ("Z", "X")  # a zombie, or dead
 
 
 def descendants(root: int | None = None) -> set[int]:
