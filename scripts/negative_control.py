@@ -115,7 +115,7 @@ SABOTAGES = [
     Sabotage(
         "a side call is granted whatever the run's cap has left (the loop's room check for side costs)",
         "src/agentloop/loop.py",
-        "    elif b.max_usd_micros is not None and held + event.micros > b.max_usd_micros:",
+        "    elif money is not None and event.micros > money:",
         "    elif False:  # SABOTAGED",
         ["tests/test_side_costs.py"],
     ),
@@ -157,8 +157,8 @@ SABOTAGES = [
     Sabotage(
         "the transcript readers take lines of any length",
         "src/agentloop/transcript.py",
-        "line = readline(max_bytes + 1)",
-        "line = readline()  # SABOTAGED",
+        "            if size > max_bytes:\n                too_long.append(n + 1)",
+        "            if False:  # SABOTAGED\n                too_long.append(n + 1)",
         ["tests/test_verify_limits.py"],
     ),
     Sabotage(

@@ -30,7 +30,7 @@ import pytest
 
 from agentloop.agent.agent import Agent
 from agentloop.agent.commands import load_commands, load_skills, render_skill_index, skill_tool
-from agentloop.agent.subagents.runner import load_agent_types
+from agentloop.agent.subagents.agent_types import load_agent_types
 from agentloop.transcript import read_records
 
 AGENTLOOP = [sys.executable, "-m", "agentloop.cli.main"]

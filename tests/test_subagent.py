@@ -15,9 +15,9 @@ import pytest
 
 from agentloop import Budget, Price, Registry, TranscriptWriter, run
 from agentloop.agent.hooks.runner import HookRunner
+from agentloop.agent.subagents.agent_types import load_agent_types
 from agentloop.agent.subagents.runner import (
     SubagentRunner,
-    load_agent_types,
     parallel_executor,
     verify_tree,
 )

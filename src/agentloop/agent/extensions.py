@@ -39,7 +39,8 @@ from .hooks.payloads import (
 )
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
-from .subagents.runner import SubagentRunner, load_agent_types, parallel_executor
+from .subagents.agent_types import load_agent_types
+from .subagents.runner import SubagentRunner, parallel_executor
 
 __all__ = ["AgentContext", "ClaudeHooks", "Extensions", "make_extensions"]
 

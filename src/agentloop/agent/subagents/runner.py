@@ -31,9 +31,7 @@ Rules:
 from __future__ import annotations
 
 import os
-import re
 import subprocess
-import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -43,243 +41,20 @@ from typing import Any
 
 from ...budget import Budget, PriceTable
 from ...events import ToolCall, ToolResult
-from ...loop import side_room
-from ...run import RunResult, SideCosts, run
+from ...run import RunResult, run
 from ...tools import Registry, Tool, ToolError
 from ...transcript import TranscriptWriter, read_records, verify_file
 from ..hooks.runner import HookRunner
 from ..hooks.stop_gate import StopGate, stop_feedback
+from .agent_types import AgentType, builtin_types
+from .parent_budget import ParentBudget
+from .worktree import Worktree, _git_head
 
 __all__ = [
-    "AgentType",
-    "ParentBudget",
     "SubagentRunner",
-    "builtin_types",
-    "load_agent_types",
     "parallel_executor",
     "verify_tree",
 ]
-
-READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "LS")
-
-
-@dataclass(frozen=True)
-class AgentType:
-    name: str
-    description: str
-    prompt: str
-    """The child's system prompt."""
-    tools: tuple[str, ...] | None = None
-    """Tool names it may use; None: all of the parent's (never ``Agent`` itself)."""
-    model: str | None = None
-    source: str = "built-in"
-
-    def read_only(self, registry: Registry | None = None) -> bool:
-        """True when every tool it may use changes nothing."""
-        if self.tools is None:
-            return False
-        if registry is None:
-            return all(t in READ_ONLY_TOOLS for t in self.tools)
-        return all((t := registry.get(n)) is not None and t.read_only for n in self.tools if n in registry)
-
-
-def builtin_types() -> dict[str, AgentType]:
-    return {
-        "general-purpose": AgentType(
-            "general-purpose",
-            "A general agent for multi-step tasks: searching, reading and changing code.",
-            "You are a sub-agent working on one task for another agent. Do the task with the tools you have, "
-            "then answer with a concise, complete report of what you found or did: it is all the other agent will see.",
-        ),
-        "Explore": AgentType(
-            "Explore",
-            "A read-only agent for finding and reading code quickly; it changes nothing.",
-            "You are a read-only sub-agent exploring a codebase for another agent. Search and read; never change "
-            "anything. Answer with the facts found, with file paths and line numbers.",
-            tools=READ_ONLY_TOOLS,
-        ),
-    }
-
-
-_FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
-
-
-KNOWN_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "Skill", "Agent", "Task",
-                         "ListMcpResourcesTool", "ReadMcpResourceTool"})
-"""Tool names an agent file may list besides ``mcp__...`` names (``Task`` is Claude Code's old name of ``Agent``)."""
-
-
-def load_agent_types(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, AgentType]:
-    """Built-in types, then ``<home>/agents/``, ``~/.claude/agents/``, ``.claude/agents/`` and
-    ``.agentloop/agents/``, subfolders included, as Claude Code finds them (sub-agent files:
-    front matter ``name``, ``description``, ``tools``, ``model``; the body is the prompt).
-    A later place overrides an earlier one. A file that cannot be understood is skipped,
-    and said so in ``warnings``; so is a tool name no agentloop tool has (the type keeps
-    the others)."""
-    types = builtin_types()
-    places = [os.path.join(home, "agents")]
-    if user_home:
-        places.append(os.path.join(user_home, ".claude", "agents"))
-    places += [os.path.join(cwd, ".claude", "agents"), os.path.join(cwd, ".agentloop", "agents")]
-    for d in places:
-        found: list[str] = []
-        for root, dirs, files in os.walk(d):
-            dirs[:] = sorted(x for x in dirs if not x.startswith("."))
-            found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".md")]
-        for path in found:
-            fn = os.path.basename(path)
-            try:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
-            except (OSError, UnicodeDecodeError) as exc:
-                if warnings is not None:
-                    warnings.append(f"{path}: the agent file cannot be read ({exc}); skipped")
-                continue
-            m = _FRONT.match(text)
-            if not m:
-                if warnings is not None:
-                    warnings.append(f"{path}: no front matter (--- name, description ---); the agent file is skipped")
-                continue
-            meta: dict[str, str] = {}
-            for line in m.group(1).splitlines():
-                k, sep, v = line.partition(":")
-                if sep:
-                    meta[k.strip()] = v.strip().strip("\"'")
-            name = meta.get("name") or fn[:-3]
-            tools = tuple(t.strip() for t in meta["tools"].split(",") if t.strip()) if meta.get("tools") else None
-            unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
-            if unknown and warnings is not None:
-                warnings.append(f"{path}: agent {name!r} lists tools agentloop does not have: {', '.join(unknown)} (left out)")
-            model = meta.get("model") or None
-            if model == "inherit":
-                model = None  # Claude Code: the parent's model
-            types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path)
-    return types
-
-
-# --- the parent's budget -----------------------------------------------------
-
-
-class ParentBudget:
-    """What the parent run has left, and the children's reservations against it.
-
-    Bind it to the parent's loop with ``bind`` as (part of) the run's
-    ``prepare``: it is refreshed before every parent turn, and keeps the
-    run's ``SideCosts`` (what ``prepare`` records with), through which a
-    child's spend enters the parent's loop (``loop`` rule 6). Bound without
-    them (no loop to charge), it grants children nothing when the parent is
-    capped: a spend the parent's loop cannot see could pass its cap.
-    """
-
-    def __init__(self) -> None:
-        self.state: Any = None
-        self.costs: SideCosts | None = None
-        self._lock = threading.Lock()
-        self.held_micros = 0
-        self.held_tokens = 0
-
-    def bind(self, state: Any, record: Any = None) -> None:
-        self.state = state
-        self.costs = record if isinstance(record, SideCosts) else None
-
-    def left(self) -> tuple[int | None, int | None]:
-        """(micro-USD, tokens) the parent has left after live reservations; None: not capped."""
-        st = self.state
-        if st is None:
-            return None, None
-        money, tokens = side_room(st)  # the loop's measure of what its run has left (loop rule 6)
-        money = None if money is None else max(0, money - self.held_micros)
-        tokens = None if tokens is None else max(0, tokens - self.held_tokens)
-        if self.costs is None:  # fail closed: what a child spent could not be charged
-            money, tokens = (None if money is None else 0), (None if tokens is None else 0)
-        return money, tokens
-
-    def reserve(self, share: float) -> tuple[int | None, int | None]:
-        with self._lock:
-            money, tokens = self.left()
-            m = None if money is None else int(money * share)
-            t = None if tokens is None else int(tokens * share)
-            self.held_micros += m or 0
-            self.held_tokens += t or 0
-            return m, t
-
-    def settle(self, reserved: tuple[int | None, int | None], result: RunResult | None) -> None:
-        """Free the reservation and hand what the child really spent to the parent's loop (queued by the
-        parent's driver until the turn's tools are done: never written from this thread)."""
-        with self._lock:
-            self.held_micros -= reserved[0] or 0
-            self.held_tokens -= reserved[1] or 0
-        if result is None or self.costs is None:
-            return
-        over = f"a sub-agent was billed past its reservation: {result.error}" if result.stop_reason == "budget_overrun" else None
-        self.costs.settle("subagent", result.usage, result.spent_micros, reserved_micros=reserved[0], reserved_tokens=reserved[1], overrun=over)
-
-
-# --- worktrees -----------------------------------------------------------------
-
-
-def _git(args: Sequence[str], cwd: str) -> str:
-    p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
-    if p.returncode != 0:
-        raise ToolError(f"git {' '.join(args[:2])} failed: {p.stderr.strip()[:300]}")
-    return p.stdout.strip()
-
-
-@dataclass
-class Worktree:
-    repo: str
-    path: str
-    branch: str
-    base: str
-    subdir: str
-
-    @property
-    def cwd(self) -> str:
-        return os.path.join(self.path, self.subdir) if self.subdir else self.path
-
-    @classmethod
-    def create(cls, cwd: str, child_id: str) -> Worktree:
-        try:
-            repo = _git(["rev-parse", "--show-toplevel"], cwd)
-        except (ToolError, OSError):
-            raise ToolError(f"isolation \"worktree\" needs a git repository; {cwd} is not in one") from None
-        base = _git(["rev-parse", "HEAD"], repo)
-        path = tempfile.mkdtemp(prefix=f"agentloop-{child_id}-")
-        branch = f"agentloop/{child_id}"
-        _git(["worktree", "add", "-q", "-b", branch, path, base], repo)
-        sub = os.path.relpath(os.path.realpath(cwd), os.path.realpath(repo))
-        return cls(repo, path, branch, base, "" if sub == "." else sub)
-
-    def finish(self, child_id: str) -> dict[str, Any]:
-        """Remove the worktree if nothing changed; else commit the changes on its branch and keep it."""
-        dirty = _git(["status", "--porcelain"], self.path)
-        head = _git(["rev-parse", "HEAD"], self.path)
-        if not dirty and head == self.base:
-            _git(["worktree", "remove", "--force", self.path], self.repo)
-            _git(["branch", "-D", self.branch], self.repo)
-            return {"changed": False, "removed": True}
-        if dirty:
-            ident: list[str] = []
-            if not _has_identity(self.path):
-                ident = ["-c", "user.name=agentloop", "-c", "user.email=agentloop@localhost"]
-            _git(["add", "-A"], self.path)
-            _git([*ident, "commit", "-q", "-m", f"agentloop sub-agent {child_id}"], self.path)
-        commit = _git(["rev-parse", "HEAD"], self.path)
-        return {"changed": True, "removed": False, "branch": self.branch, "path": self.path, "commit": commit, "base": self.base}
-
-
-def _git_head(cwd: str) -> bool:
-    """``cwd`` is inside a git repository that has a commit (a worktree can start from it)."""
-    try:
-        p = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return p.returncode == 0
-
-
-def _has_identity(cwd: str) -> bool:
-    p = subprocess.run(["git", "config", "user.email"], cwd=cwd, capture_output=True, text=True)
-    return p.returncode == 0 and bool(p.stdout.strip())
 
 
 # --- the runner -----------------------------------------------------------------

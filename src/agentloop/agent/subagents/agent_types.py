@@ -1,0 +1,107 @@
+"""Agent types: the built-in ones and the Markdown definitions in ``.claude/agents/`` (Claude Code's format)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from ...tools import Registry
+
+__all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "load_agent_types"]
+
+READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "LS")
+
+
+@dataclass(frozen=True)
+class AgentType:
+    name: str
+    description: str
+    prompt: str
+    """The child's system prompt."""
+    tools: tuple[str, ...] | None = None
+    """Tool names it may use; None: all of the parent's (never ``Agent`` itself)."""
+    model: str | None = None
+    source: str = "built-in"
+
+    def read_only(self, registry: Registry | None = None) -> bool:
+        """True when every tool it may use changes nothing."""
+        if self.tools is None:
+            return False
+        if registry is None:
+            return all(t in READ_ONLY_TOOLS for t in self.tools)
+        return all((t := registry.get(n)) is not None and t.read_only for n in self.tools if n in registry)
+
+
+def builtin_types() -> dict[str, AgentType]:
+    return {
+        "general-purpose": AgentType(
+            "general-purpose",
+            "A general agent for multi-step tasks: searching, reading and changing code.",
+            "You are a sub-agent working on one task for another agent. Do the task with the tools you have, "
+            "then answer with a concise, complete report of what you found or did: it is all the other agent will see.",
+        ),
+        "Explore": AgentType(
+            "Explore",
+            "A read-only agent for finding and reading code quickly; it changes nothing.",
+            "You are a read-only sub-agent exploring a codebase for another agent. Search and read; never change "
+            "anything. Answer with the facts found, with file paths and line numbers.",
+            tools=READ_ONLY_TOOLS,
+        ),
+    }
+
+
+_FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
+
+
+KNOWN_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "Skill", "Agent", "Task",
+                         "ListMcpResourcesTool", "ReadMcpResourceTool"})
+"""Tool names an agent file may list besides ``mcp__...`` names (``Task`` is Claude Code's old name of ``Agent``)."""
+
+
+def load_agent_types(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, AgentType]:
+    """Built-in types, then ``<home>/agents/``, ``~/.claude/agents/``, ``.claude/agents/`` and
+    ``.agentloop/agents/``, subfolders included, as Claude Code finds them (sub-agent files:
+    front matter ``name``, ``description``, ``tools``, ``model``; the body is the prompt).
+    A later place overrides an earlier one. A file that cannot be understood is skipped,
+    and said so in ``warnings``; so is a tool name no agentloop tool has (the type keeps
+    the others)."""
+    types = builtin_types()
+    places = [os.path.join(home, "agents")]
+    if user_home:
+        places.append(os.path.join(user_home, ".claude", "agents"))
+    places += [os.path.join(cwd, ".claude", "agents"), os.path.join(cwd, ".agentloop", "agents")]
+    for d in places:
+        found: list[str] = []
+        for root, dirs, files in os.walk(d):
+            dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+            found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".md")]
+        for path in found:
+            fn = os.path.basename(path)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                if warnings is not None:
+                    warnings.append(f"{path}: the agent file cannot be read ({exc}); skipped")
+                continue
+            m = _FRONT.match(text)
+            if not m:
+                if warnings is not None:
+                    warnings.append(f"{path}: no front matter (--- name, description ---); the agent file is skipped")
+                continue
+            meta: dict[str, str] = {}
+            for line in m.group(1).splitlines():
+                k, sep, v = line.partition(":")
+                if sep:
+                    meta[k.strip()] = v.strip().strip("\"'")
+            name = meta.get("name") or fn[:-3]
+            tools = tuple(t.strip() for t in meta["tools"].split(",") if t.strip()) if meta.get("tools") else None
+            unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
+            if unknown and warnings is not None:
+                warnings.append(f"{path}: agent {name!r} lists tools agentloop does not have: {', '.join(unknown)} (left out)")
+            model = meta.get("model") or None
+            if model == "inherit":
+                model = None  # Claude Code: the parent's model
+            types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path)
+    return types
