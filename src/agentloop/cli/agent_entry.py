@@ -48,7 +48,33 @@ class Signals:
 
     def _on_term(self, signum: int, frame: Any) -> None:
         self.terminating = True
+        if _end_prompt():
+            return
         raise KeyboardInterrupt
+
+
+def _end_prompt() -> bool:
+    """Ask a prompt_toolkit prompt that is running to end as if Ctrl+C was pressed; False when none runs.
+
+    Raising KeyboardInterrupt from a signal handler while a prompt runs can land
+    inside one of prompt_toolkit's own tasks, which then reports it as an
+    unhandled error and waits for Enter: SIGTERM at the prompt would hang. The
+    prompt's loop is asked to end instead, from its own thread's next turn.
+    """
+    if "prompt_toolkit" not in sys.modules:
+        return False
+    from prompt_toolkit.application import get_app_or_none
+
+    app = get_app_or_none()
+    if app is None or not app.is_running:
+        return False
+
+    def end() -> None:
+        if not app.is_done:
+            app.exit(exception=KeyboardInterrupt())
+
+    app.loop.call_soon_threadsafe(end)  # type: ignore[union-attr]
+    return True
 
 
 def _short(value: Any, n: int = 200) -> str:
