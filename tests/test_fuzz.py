@@ -430,6 +430,7 @@ def _check_shell(data: bytes) -> None:
 
 def test_fuzz_shell_splitter_by_mutation() -> None:
     _check_shell(b"ho $(/(9+2))")  # found by this loop: a bare "/" gave deny checks an empty piece
+    _check_shell(b"xargs -X0 -n1 sh -c '' _ < files")  # found by atheris in CI: an empty -c string raised IndexError
     fuzz_loop("shell", SHELL_CORPUS, _check_shell)
 
 
@@ -472,7 +473,12 @@ def _atheris(target: str, workdir: Path, runs: int) -> subprocess.CompletedProce
     pytest.importorskip("atheris")
     harness = Path(__file__).with_name("atheris_fuzz.py")
     args = [sys.executable, str(harness), target, str(workdir), f"-runs={runs}", "-seed=1", "-timeout=30", "-rss_limit_mb=4096"]
-    return subprocess.run(args, capture_output=True, text=True, timeout=1800)
+    # Python's string hashing steers which branches an input reaches, so with a random hash seed the
+    # same -seed explores other inputs each run (a crash in the Bash reader showed up in one CI run
+    # only: PYTHONHASHSEED=9 finds it, 1-8 do not). The short run is pinned, so CI explores what was
+    # explored before landing; AGENTLOOP_LONG=1 explores anew each time.
+    env = dict(os.environ) if LONG else {**os.environ, "PYTHONHASHSEED": "0"}
+    return subprocess.run(args, capture_output=True, text=True, timeout=1800, env=env)
 
 
 @pytest.mark.parametrize("target", [t for t in ATHERIS_TARGETS if t != "planted"])

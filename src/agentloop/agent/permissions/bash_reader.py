@@ -1011,7 +1011,7 @@ def _shell_script(words: list[str], lits: list[bool]) -> tuple[str | None, str |
                 i += 1
                 continue
             return None, f"an option this reader does not know ({w})"
-        if w[0] in "-+" and len(w) > 1:
+        if len(w) > 1 and w[0] in "-+":  # an empty word (sh -c "" ...) is the command string, not an option
             letters = w[1:]
             if "c" in letters and w[0] == "-":
                 has_c = True
