@@ -787,17 +787,12 @@ class _RunReplay:
             return  # no driver's SideCosts to feed: the replayed record is missing, and the comparison says so
         purpose = str(p.get("purpose", ""))
         if "refused" in p:
-            self.ledger.side = p.get("by") != "ledger"
-            costs.ask(purpose, int(p.get("needed_micros", 0)), int(p.get("needed_tokens", 0)))
-            self.ledger.side = None
+            self._ask(costs, purpose, p.get("needed_micros"), p.get("needed_tokens"), granted=p.get("by") != "ledger")
             return
         usage = Usage.from_json(p.get("usage") or {})
         reserved, reserved_tokens = p.get("reserved_micros"), p.get("reserved_tokens")
         if asked:
-            self.ledger.side = True
-            why = costs.ask(purpose, int(reserved or 0), int(reserved_tokens or 0))
-            self.ledger.side = None
-            if why is not None:
+            if self._ask(costs, purpose, reserved, reserved_tokens, granted=True) is not None:
                 return  # refused now where it was granted then: the replay differs, and says where
             costs.settle(purpose, usage, int(p.get("cost_micros", 0)))
             return
@@ -808,6 +803,14 @@ class _RunReplay:
             reserved_tokens=None if reserved_tokens is None else int(reserved_tokens),
             overrun=None if over is None else str(over),
         )
+
+    def _ask(self, costs: SideCosts, purpose: str, micros: Any, tokens: Any, *, granted: bool) -> str | None:
+        """Ask the loop again for a recorded side cost, the ledger answering as it did then."""
+        self.ledger.side = granted
+        try:
+            return costs.ask(purpose, int(micros or 0), int(tokens or 0))
+        finally:
+            self.ledger.side = None
 
     def replay(self) -> RunResult:
         sink = self.sink

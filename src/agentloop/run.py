@@ -8,14 +8,13 @@ with different models, tool executors and ledgers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import inspect
 import queue
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -279,6 +278,13 @@ class SideCosts:
         self.drain()
         self._drive().side(ev)
 
+    def __enter__(self) -> None:
+        """``with costs:`` while a turn's tools run: costs settled meanwhile (a child's spend) wait for the driver."""
+        self.deferring = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.deferring = False
+
     def drain(self) -> None:
         """Feed the loop the costs that were queued (the driver's thread only)."""
         if not self._queued:  # the common case, read without the lock: nothing settles once the tools are done
@@ -329,15 +335,6 @@ class _Drive:
                 out = more + out
         return answer
 
-    @contextlib.contextmanager
-    def running_tools(self) -> Iterator[None]:
-        """While a turn's tools run, side costs settled (a child's spend) wait for the driver."""
-        self.costs.deferring = True
-        try:
-            yield
-        finally:
-            self.costs.deferring = False
-
     def next(self) -> CallModel | RunTools | CountInput | None:
         """Perform outbounds until one needs the model or the tools; None when the run is over."""
         pending = self.pending
@@ -359,12 +356,8 @@ class _Drive:
         self.pending = more + self.pending if self.pending else more
 
     def run_tools(self, execute: Executor, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        costs = self.costs  # as running_tools, without a generator's cost on every turn
-        costs.deferring = True
-        try:
+        with self.costs:  # a child's spend settled while they run waits for this thread
             return execute(calls)
-        finally:
-            costs.deferring = False
 
     def tools_done(self, results: Sequence[ToolResult], changed: ToolsChangedCheck | None) -> None:
         """Feed a turn's results, after asking ``changed`` whether the tools changed while they ran."""
@@ -770,7 +763,7 @@ async def arun(
                     continue
                 drive.feed(await _acall(model, drive.request_with_stream(out.request)))
             elif isinstance(out, RunTools):
-                with drive.running_tools():
+                with drive.costs:
                     results = await run_tools(out.calls)
                 drive.tools_done(results, tools_changed)
             else:
