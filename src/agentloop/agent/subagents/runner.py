@@ -2,11 +2,12 @@
 
 Rules:
 
-1. A child's budget is reserved from what its parent has left (the parent's
-   live ``State``, bound through the ``prepare`` seam): by default half of
-   it, shared evenly by children that run together. A child's own loop keeps
-   it under that reservation, so it can never overspend the parent; what it
-   spent is charged to the parent, and the rest is free again.
+1. A child's budget is reserved from what its parent's loop says is left
+   (``loop.side_room``, through ``ParentBudget``): by default half of it,
+   shared evenly by children that run together. A child's own loop keeps it
+   under that reservation, so it can never overspend the parent; what it
+   spent enters the parent's loop as a side cost (``loop`` rule 6), and the
+   rest is free again.
 2. Each child writes its own hash-chained transcript. The parent's record
    (the ``Agent`` tool result, and a ``subagent`` record) holds the child's
    id, final answer, spend, and its transcript's path and last hash, so
@@ -48,7 +49,7 @@ from ..hooks.runner import HookRunner
 from ..hooks.stop_gate import StopGate, stop_feedback
 from .agent_types import AgentType, builtin_types
 from .parent_budget import ParentBudget
-from .worktree import Worktree, _git_head
+from .worktree import Worktree, has_commit
 
 __all__ = [
     "SubagentRunner",
@@ -56,8 +57,6 @@ __all__ = [
     "verify_tree",
 ]
 
-
-# --- the runner -----------------------------------------------------------------
 
 AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -90,10 +89,6 @@ class SubagentRunner:
     """Opens a type's own ``model``; the parent's model is used when None."""
     tracing: Any = None
     """An ``agentloop.telemetry.Tracing``: each child run is traced (under the parent's tool span)."""
-
-    def _executor(self, registry: Registry, traced: Any) -> Any:
-        ex = self.make_executor(registry) if self.make_executor is not None else None
-        return traced.executor(ex) if traced is not None and ex is not None else ex
     hooks: HookRunner | None = None
     record: Callable[[str, Any], Any] | None = None
     """Appends to the parent's transcript (called under a lock)."""
@@ -109,6 +104,10 @@ class SubagentRunner:
     new_id: Callable[[], str] = field(default=lambda: "agent-" + uuid.uuid4().hex[:12])
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     children: list[dict[str, Any]] = field(default_factory=list)
+
+    def _executor(self, registry: Registry, traced: Any) -> Any:
+        ex = self.make_executor(registry) if self.make_executor is not None else None
+        return traced.executor(ex) if traced is not None and ex is not None else ex
 
     def _record(self, kind: str, payload: Any) -> None:
         if self.record is not None:
@@ -153,7 +152,7 @@ class SubagentRunner:
             return True
         if isolation == "none" or self.default_isolation == "none" or atype.read_only():
             return False
-        return _git_head(self.cwd)
+        return has_commit(self.cwd)
 
     def start(self, description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None, *, share: float | None = None) -> dict[str, Any]:
         """Run one child to its stop; returns what the parent's tool result holds."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...tools import ToolError
 
-__all__ = ["Worktree"]
+__all__ = ["Worktree", "has_commit"]
 
 
 def _git(args: Sequence[str], cwd: str) -> str:
@@ -64,7 +64,7 @@ class Worktree:
         return {"changed": True, "removed": False, "branch": self.branch, "path": self.path, "commit": commit, "base": self.base}
 
 
-def _git_head(cwd: str) -> bool:
+def has_commit(cwd: str) -> bool:
     """``cwd`` is inside a git repository that has a commit (a worktree can start from it)."""
     try:
         p = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=30)
