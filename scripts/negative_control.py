@@ -450,6 +450,13 @@ SABOTAGES = [
         "        if self.child:  # SABOTAGED\n            if True:",
         ["tests/test_agent_integration.py"],
     ),
+    Sabotage(
+        "the tools' source cache is keyed without the file's content hash (an edited source is served stale)",
+        "src/agentloop/tools.py",
+        'return f"{read[0]}:{kind}:{getattr(obj, \'__qualname__\', \'\')}:{line}", path, read[1]',
+        'return f"{kind}:{getattr(obj, \'__qualname__\', \'\')}:{line}", path, read[1]  # SABOTAGED',
+        ["tests/test_fingerprint_cache.py"],
+    ),
 ]
 
 

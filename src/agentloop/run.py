@@ -7,7 +7,6 @@ with different models, tool executors and ledgers.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import inspect
@@ -746,6 +745,7 @@ async def arun(
     at the same time (at most ``max_parallel``); their results are recorded in
     the order of the calls, whatever order they finish in.
     """
+    import asyncio  # deferred, as in every function here: the synchronous run() never loads it
     drive = _setup(
         model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
             make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
@@ -783,6 +783,8 @@ def _call(model: Model, drive: _Drive, request: ModelRequest) -> ModelReplied | 
 
 async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:
     """The model's reply to ``req``, awaited: ``acomplete`` when it has one, else ``complete`` on a thread."""
+    import asyncio
+
     try:
         if hasattr(model, "acomplete"):
             reply = await model.acomplete(req)
@@ -796,6 +798,8 @@ async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:
 
 
 def _parallel(drive: _Drive, limit: int) -> AsyncExecutor:
+    import asyncio
+
     sem = asyncio.Semaphore(max(1, limit))
 
     async def one(c: ToolCall) -> ToolResult:

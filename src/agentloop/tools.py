@@ -17,21 +17,31 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 import hashlib
 import inspect
+import io
+import linecache
 import os
+import tokenize
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 from .canonical import NotCanonicalizable, canonical
 from .events import ToolCall, ToolResult, ToolSpec
@@ -50,6 +60,8 @@ class ToolError(Exception):
 
 
 def _validator_for(schema: Mapping[str, Any]) -> type[Validator]:
+    import jsonschema  # deferred: a run whose calls the quick acceptor passes never loads it
+
     declared = str(schema.get("$schema", ""))
     if declared.rstrip("#/").startswith(DRAFT7.rstrip("/")) or "draft-07" in declared:
         return jsonschema.Draft7Validator
@@ -63,6 +75,28 @@ def _close_extras(schema: dict[str, Any]) -> dict[str, Any]:
     ) and not any(k in schema for k in ("allOf", "anyOf", "oneOf", "$ref", "if")):
         schema = {**schema, "additionalProperties": False}
     return schema
+
+
+def _check_schema(name: str, schema: dict[str, Any], text: bytes) -> None:
+    """Refuse an invalid schema (rule 5). A schema whose exact canonical text was
+    found valid before (this process, or the source cache) is not checked again."""
+    key = "schema:" + hashlib.sha256(text).hexdigest()
+    cache = _source_cache
+    if key in _valid_schemas or (cache is not None and cache.get(key) == "valid"):
+        return
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        _validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        where = _json_path(exc.path)
+        raise InvalidToolSchema(f"tool {name!r} has an invalid schema at {where}: {exc.message}") from None
+    _valid_schemas.add(key)
+    if cache is not None:
+        cache.put(key, "valid")
+
+
+_valid_schemas: set[str] = set()
 
 
 def _json_path(path: Iterable[Any]) -> str:
@@ -88,8 +122,9 @@ class Tool:
     """JSON paths (``$.token``) of arguments that are written redacted."""
     fingerprint_override: str | None = None
     """For tools without Python code (MCP): a stand-in, e.g. server name and version."""
-    _validator: Validator = field(init=False, repr=False)
+    _validator: Validator | None = field(init=False, repr=False, default=None)
     _accepts: Callable[[Any], bool] | None = field(init=False, repr=False, default=None)
+    _effective: dict[str, Any] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -97,18 +132,17 @@ class Tool:
         if not isinstance(self.parameters, dict):
             raise InvalidToolSchema(f"tool {self.name!r}: its schema must be a JSON object")
         try:
-            canonical(self.parameters)
+            text = canonical(self.parameters)
         except NotCanonicalizable as exc:
             raise InvalidToolSchema(f"tool {self.name!r}: its schema is not JSON: {exc}") from None
-        cls = _validator_for(self.parameters)
-        try:
-            cls.check_schema(self.parameters)
-        except SchemaError as exc:
-            where = _json_path(exc.path)
-            raise InvalidToolSchema(f"tool {self.name!r} has an invalid schema at {where}: {exc.message}") from None
-        effective = _close_extras(self.parameters)
-        self._validator = cls(effective)
-        self._accepts = _quick_acceptor(effective)
+        _check_schema(self.name, self.parameters, text)
+        self._effective = _close_extras(self.parameters)
+        self._accepts = _quick_acceptor(self._effective)
+
+    def _schema_validator(self) -> Validator:
+        if self._validator is None:
+            self._validator = _validator_for(self._effective)(self._effective)
+        return self._validator
 
     @property
     def is_async(self) -> bool:
@@ -129,7 +163,7 @@ class Tool:
         if self._accepts is not None and self._accepts(arguments):
             return []
         try:
-            errors = sorted(self._validator.iter_errors(arguments), key=lambda e: (list(map(str, e.path)), e.message))
+            errors = sorted(self._schema_validator().iter_errors(arguments), key=lambda e: (list(map(str, e.path)), e.message))
         except RecursionError:
             return [_UNCHECKABLE]
         except Exception as exc:  # a $ref the schema cannot resolve: the tool's fault, told to the model
@@ -237,6 +271,7 @@ def fingerprint(fn: Callable[..., Any]) -> str:
     change the print. Code in the tool's own module hashes as before (by its
     qualified name); code from other modules is keyed by module and name.
     """
+    _file_hashes.clear()  # a file is read once per fingerprint, and afresh for the next
     roots = _code_of(fn)
     module = getattr(roots[0], "__module__", None) if roots else None
     seen: dict[int, tuple[str, str]] = {}
@@ -370,9 +405,82 @@ def _names(code: types.CodeType) -> Iterable[str]:
             yield from _names(c)
 
 
-def _source_of(obj: Any) -> str:
+class SourceCache(typing.Protocol):
+    """Where the source text of code objects is kept between runs, keyed by the
+    SHA-256 of the file it was read from (so an edited file is a new key, never a
+    stale hit). The edge supplies one (``use_source_cache``); the core only asks."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def put(self, key: str, source: str) -> None: ...
+
+
+_source_cache: SourceCache | None = None
+_file_hashes: dict[str, tuple[str, list[str]]] = {}
+"""Files read during one ``fingerprint`` call: their hash and the lines linecache was given."""
+
+
+def use_source_cache(cache: SourceCache | None) -> None:
+    """Serve ``fingerprint``'s source look-ups from ``cache`` (None: read every source afresh)."""
+    global _source_cache
+    _source_cache = cache
+
+
+def _file_hash(path: str) -> tuple[str, list[str]] | None:
+    """The SHA-256 of a source file's bytes, and its lines, which linecache is given as they
+    were read: what ``inspect`` then extracts is the text of exactly the bytes hashed."""
+    known = _file_hashes.get(path)
+    if known is not None:
+        return known
     try:
-        return inspect.getsource(obj)
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        lines = data.decode(encoding).splitlines(keepends=True)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[path] = (st.st_size, st.st_mtime, lines, path)
+    known = (hashlib.sha256(data).hexdigest(), lines)
+    _file_hashes[path] = known
+    return known
+
+
+def _cache_key(obj: Any) -> tuple[str, str, list[str]] | None:
+    """The key of ``obj``'s source (its file's content hash, kind, qualified name and first
+    line), the file's path and the lines read. Taken from what ``inspect.getsource`` reads:
+    the innermost ``__wrapped__`` (one wrapper function can stand for many wrapped ones)."""
+    try:
+        obj = inspect.unwrap(obj)
+        path = inspect.getsourcefile(obj)
+    except (TypeError, ValueError):  # not code; a __wrapped__ cycle
+        return None
+    read = _file_hash(path) if path else None
+    if path is None or read is None:
+        return None
+    code = getattr(obj, "__code__", None)
+    line = code.co_firstlineno if code is not None else 0
+    kind = "class" if inspect.isclass(obj) else "code"
+    return f"{read[0]}:{kind}:{getattr(obj, '__qualname__', '')}:{line}", path, read[1]
+
+
+def _source_of(obj: Any) -> str:
+    cache = _source_cache
+    found = _cache_key(obj) if cache is not None else None
+    if cache is not None and found is not None:
+        hit = cache.get(found[0])
+        if hit is not None:
+            return hit
+    try:
+        source = inspect.getsource(obj)
+        if cache is not None and found is not None:
+            key, path, lines = found
+            entry: Any = linecache.cache.get(path)
+            if entry is not None and len(entry) == 4 and entry[2] is lines:  # extracted from the very bytes hashed
+                cache.put(key, source)
+        return source
     except (OSError, TypeError):
         code = getattr(obj, "__code__", None)
         if code is not None:
@@ -596,12 +704,16 @@ class Registry:
         try:
             value = t.fn(**call.arguments)
             if (hasattr(value, "__await__") or type(value) is types.GeneratorType) and inspect.isawaitable(value):
+                import asyncio
+
                 value = asyncio.run(_await(value))
         except Exception as exc:  # the tool's failure is data for the model
             return raised(call, exc)
         return finish(call, value)
 
     async def ainvoke(self, call: ToolCall) -> ToolResult:
+        import asyncio
+
         t, refusal = self.prepare(call)
         if refusal is not None or t is None:
             return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")

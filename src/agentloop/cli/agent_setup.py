@@ -29,6 +29,32 @@ def fit(candidates: Iterable[str], cols: int) -> str:
     return last
 
 
+def _cache_sources() -> None:
+    """Serve the tools' fingerprints from the source cache under the agentloop home (saved at exit)."""
+    import atexit
+
+    from agentloop import tools
+    from agentloop.config.source_cache import default_source_cache
+
+    if tools._source_cache is not None:  # once per process (the ACP server makes many agents)
+        return
+    cache = default_source_cache()
+    tools.use_source_cache(cache)
+    atexit.register(cache.save)
+
+
+def _max_usd(max_usd: Any) -> tuple[int | None, bool]:
+    """``--max-usd``: the cap in micro-dollars (None: not given) and whether it is 'unlimited'."""
+    from agentloop.budget import usd
+
+    if max_usd is None or max_usd == "unlimited":
+        return None, max_usd == "unlimited"
+    try:
+        return usd(str(max_usd)), False
+    except ValueError as exc:
+        raise UserError(f"--max-usd {max_usd}: {exc} (dollars, e.g. 0.05, or 'unlimited')") from None
+
+
 def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
     v = getattr(args, name, default)
     return default if v is None else v
@@ -46,22 +72,15 @@ def make_agent(
     Raises:
         UserError: a bad flag, settings file, model or session (one line, exit 2).
     """
+    _cache_sources()  # first: tools made while the agent's modules load use it too
     from agentloop.agent.agent import Agent, AgentError, setup_logging
     from agentloop.agent.session.store import SessionError
-    from agentloop.budget import usd
     from agentloop.config.settings import agentloop_home
 
     cwd = _opt(args, "cwd") or os.getcwd()
     if not os.path.isdir(cwd):
         raise UserError(f"--cwd {cwd}: not a directory")
-    max_usd = _opt(args, "max_usd")
-    micros = None
-    unlimited = max_usd == "unlimited"
-    if max_usd is not None and not unlimited:
-        try:
-            micros = usd(str(max_usd))
-        except ValueError as exc:
-            raise UserError(f"--max-usd {max_usd}: {exc} (dollars, e.g. 0.05, or 'unlimited')") from None
+    micros, unlimited = _max_usd(_opt(args, "max_usd"))
     price = parse_price(_opt(args, "price"))
     steps = _opt(args, "max_steps")
     if steps is not None and steps < 1:

@@ -7,12 +7,14 @@ import logging
 import re
 import shlex
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop.tools import Tool
 
-from .client import McpManager, McpTool, McpToolError, ServerStatus, _clean
 from .config import load_servers
+
+if TYPE_CHECKING:  # the client (and asyncio under it) loads only when a server is configured
+    from .client import McpManager, ServerStatus
 
 __all__ = [
     "RESOURCE_TOOLS",
@@ -91,6 +93,7 @@ def start_servers(agent: Any) -> McpServers | None:
     )
     if not servers:
         return None
+    from .client import McpManager
     held: list[str] = []
 
     def notify(text: str) -> None:
@@ -125,11 +128,15 @@ def start_servers(agent: Any) -> McpServers | None:
 
 def _is_mcp(t: Tool) -> bool:
     """An MCP server's tool, or one of the resource tools made from its servers' lists."""
+    from .client import McpTool
+
     return isinstance(t, McpTool) or t.name in RESOURCE_TOOLS
 
 
 def resource_tools(manager: McpManager) -> list[Tool]:
     """ListMcpResourcesTool and ReadMcpResourceTool, as Claude Code gives them, when a server has resources."""
+    from .client import McpToolError
+
     if not any(manager.resources().values()):
         return []
 
@@ -169,6 +176,8 @@ def resource_tools(manager: McpManager) -> list[Tool]:
 
 def prompt_commands(agent: Any) -> dict[str, tuple[str, Any]]:
     """``/mcp__<server>__<prompt>`` for each prompt of each connected server: ``{command: (server, prompt)}``."""
+    from .client import _clean
+
     manager = getattr(agent, "mcp", None)
     if manager is None:
         return {}
@@ -181,6 +190,8 @@ def run_prompt(agent: Any, command: str, rest: str) -> str | None:
     Raises:
         McpToolError: a required argument is missing, or the server refused.
     """
+    from .client import McpToolError
+
     found = prompt_commands(agent).get(command)
     if found is None:
         return None
@@ -203,6 +214,8 @@ def run_prompt(agent: Any, command: str, rest: str) -> str | None:
 
 def expand_resources(agent: Any, text: str) -> tuple[str, list[str], list[str]]:
     """Attach the MCP resources named by ``@server:uri`` mentions: the prompt with them appended, the attached, the refused."""
+    from .client import McpToolError
+
     manager = getattr(agent, "mcp", None)
     if manager is None:
         return text, [], []

@@ -51,13 +51,21 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
-
-import pathspec
 
 from ...config.settings import ConfigError, SettingsSource
 from .bash_reader import ShellSyntax, Unit, analyze, crude_pieces
+
+if TYPE_CHECKING:
+    import pathspec
+
+
+def _gitignore_spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    """A one-pattern gitignore matcher (pathspec is loaded only when a path rule exists)."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 __all__ = [
     "MODES",
@@ -154,7 +162,7 @@ def _parse_rule(text: Any) -> Rule:
         if spec.strip() in ("*", "**"):
             return Rule(t, tool)
         try:
-            pathspec.GitIgnoreSpec.from_lines([_strip_path_prefix(spec.strip())[1]])
+            _gitignore_spec(_strip_path_prefix(spec.strip())[1])
         except Exception as exc:
             raise RuleError(f"malformed rule {text!r}: not a valid path pattern ({exc})") from None
         return Rule(t, tool, spec.strip(), "path")
@@ -462,7 +470,7 @@ class PermissionPolicy:
                 base = self.user_home
             elif where == "project":
                 base = _project_base(source, self.cwd)
-            matcher = pathspec.GitIgnoreSpec.from_lines([pattern])
+            matcher = _gitignore_spec(pattern)
         elif rule.kind == "bash":
             assert rule.specifier is not None
             matcher = BashPattern.of(rule.specifier)

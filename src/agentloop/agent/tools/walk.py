@@ -25,9 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from functools import lru_cache
-from typing import NamedTuple
-
-import pathspec
+from typing import TYPE_CHECKING, NamedTuple
 
 from ...tools import ToolError
 from .linear_regex import Matcher, RegexError, compile_linear, quote
@@ -35,10 +33,15 @@ from .workspace import Workspace
 
 __all__ = ["Found", "IgnoreRules", "glob_to_regex", "walk", "walk_files"]
 
-_Spec = tuple[str, pathspec.GitIgnoreSpec]
+if TYPE_CHECKING:
+    import pathspec
+
+_Spec = tuple[str, "pathspec.GitIgnoreSpec"]
 
 
 def _read_spec(path: str) -> pathspec.GitIgnoreSpec | None:
+    import pathspec  # deferred: a run that never walks a tree never loads it
+
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = f.read().splitlines()
