@@ -457,6 +457,13 @@ SABOTAGES = [
         'return f"{kind}:{getattr(obj, \'__qualname__\', \'\')}:{line}", path, read[1]  # SABOTAGED',
         ["tests/test_fingerprint_cache.py"],
     ),
+    Sabotage(
+        "the REPL waits for its MCP servers before showing the prompt",
+        "src/agentloop/agent/builder.py",
+        'servers.background = bool(getattr(agent, "mcp_in_background", False))',
+        "servers.background = False  # SABOTAGED",
+        ["tests/test_repl_mcp_background.py"],
+    ),
 ]
 
 

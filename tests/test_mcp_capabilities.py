@@ -127,6 +127,7 @@ def test_the_repl_asks_an_elicitation_and_sends_the_answers(tmp_path: Path) -> N
     t = Term(["--trust", "--model", f"scripted:{script}"], cwd=str(proj), env=env_for(str(home)))
     try:
         t.wait_for(r"(?m)^>")
+        t.wait_for(r"(?m)/ \$5\.000000 ?$")  # the server is up (the status line no longer says "mcp 0/1 starting")
         t.type("go")
         t.wait_for(r"The MCP server 'raw' asks: who are you\?")
         t.wait_for(r"Answer it\?")

@@ -37,6 +37,7 @@ def test_a_prompt_is_a_slash_command_and_a_resource_mention_attaches_it(tmp_path
     t = Term(["--trust", "--model", spec], cwd=str(proj), env=env_for(str(home)))
     try:
         t.wait_for(r"(?m)^>")
+        t.wait_for(r"(?m)/ \$5\.000000 ?$")  # the server is up: the status line no longer says "mcp 0/1 starting"
         t.type("/help")
         t.wait_for(r"/mcp__raw__greet — MCP prompt of raw: Say hello")
         t.type("/mcp__raw__greet")

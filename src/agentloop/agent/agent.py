@@ -316,8 +316,11 @@ class Agent:
         cli_settings: Sequence[str] = (),
         mcp_configs: Sequence[str] = (),
         strict_mcp_config: bool = False,
+        mcp_in_background: bool = False,
     ):
         self.cwd = os.path.realpath(cwd)
+        self.mcp_in_background = mcp_in_background
+        """Start MCP servers without waiting for them (the REPL); their tools join as each comes up."""
         self._init_front_end(env, home, ask_permission, cli_rules, system_prompt, append_system_prompt, tracing)
         self._load_settings(trust, ask_trust, ask_mcp_server, managed_settings, cli_settings, mcp_configs, strict_mcp_config)
         managed = [s for s in self.sources if s.scope == "managed"]

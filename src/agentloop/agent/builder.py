@@ -80,6 +80,8 @@ def build_parts(agent: Any, resume: str | None = None) -> AgentParts:
         raise AgentError(str(exc)) from None
     if servers is not None:
         try:
+            # the REPL: nothing waits; it starts them once its prompt is drawn, and tools join as servers come up
+            servers.background = bool(getattr(agent, "mcp_in_background", False))
             parts.tools += servers.tools()
         except BaseException:
             servers.close()

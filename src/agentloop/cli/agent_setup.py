@@ -66,6 +66,7 @@ def make_agent(
     ask_permission: Callable[..., Any] | None = None,
     ask_trust: Callable[..., bool] | None = None,
     ask_mcp_server: Callable[[str, str], bool] | None = None,
+    mcp_in_background: bool = False,
 ) -> Any:
     """An ``Agent`` from the parsed flags.
 
@@ -130,6 +131,7 @@ def make_agent(
             cli_settings=list(_opt(args, "cli_settings", [])),
             mcp_configs=list(_opt(args, "mcp_configs", [])),
             strict_mcp_config=bool(_opt(args, "strict_mcp_config", False)),
+            mcp_in_background=mcp_in_background,
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None

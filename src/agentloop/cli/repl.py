@@ -20,6 +20,7 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -150,6 +151,19 @@ def expand_mentions(
     return text + "\n\n" + "\n\n".join(blocks), attached, refused
 
 
+def _mcp_state(agent: Any) -> str:
+    """The status line's MCP part: ``mcp 2/3`` while servers start or when some are down, else empty."""
+    servers = getattr(agent, "mcp_servers", None) if agent is not None else None
+    if servers is None:
+        return ""
+    states = [s.status for s in servers.manager.status()]
+    up = sum(1 for st in states if st == "connected")
+    if up == len(states):
+        return ""
+    starting = sum(1 for st in states if st in ("pending", "connecting"))
+    return f"mcp {up}/{len(states)}" + (" starting" if starting else "")
+
+
 @dataclass
 class Command:
     name: str
@@ -260,13 +274,56 @@ class Repl:
         budget = f" / {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else ""
         model, tokens = a.model_spec, f"{st.input_tokens} in / {st.output_tokens} out"
         context, spend, session = f"context {fill:.0%}", f"{format_usd(st.spent_micros)}{budget}", f"session {a.session.id}"
+        mcp = _mcp_state(a)
         # at a narrow width the least important parts go first: the session id, the tokens, the model
-        return fit((f" {' · '.join(p)} " for p in (
-            (model, tokens, context, spend, session),
-            (model, tokens, context, spend),
-            (model, context, spend),
+        return fit((f" {' · '.join(x for x in p if x)} " for p in (
+            (model, tokens, context, spend, mcp, session),
+            (model, tokens, context, spend, mcp),
+            (model, context, spend, mcp),
+            (context, spend, mcp),
             (context, spend),
         )), width() - 1)
+
+    async def _watch_mcp(self) -> None:
+        """While the prompt is up: say each background server that failed (above the input, never
+        over it) and redraw the status line as servers come up."""
+        import asyncio
+
+        from prompt_toolkit.application import get_app, run_in_terminal
+
+        from agentloop.mcp.agent import new_failures
+
+        app = get_app()
+        shown = _mcp_state(self.agent)
+        while True:
+            await asyncio.sleep(0.25)
+            for text in new_failures(self.agent):
+                await run_in_terminal(functools.partial(self.say, f"notice: {text}", "yellow"))
+            now = _mcp_state(self.agent)
+            if now != shown:
+                shown = now
+                app.invalidate()
+
+    def _start_mcp(self) -> None:
+        """Start the MCP servers not started yet, without waiting (their tools join as each comes up)."""
+        servers = getattr(self.agent, "mcp_servers", None)
+        if servers is not None:
+            servers.start_in_background()
+
+    def _say_mcp_not_ready(self) -> None:
+        """Before a prompt goes out: servers that failed since last told, and those still starting
+        (their tools are not in this prompt's tool list; they join as soon as each is up)."""
+        from agentloop.mcp.agent import new_failures
+
+        for text in new_failures(self.agent):
+            self.say(f"notice: {text}", "yellow")
+        servers = getattr(self.agent, "mcp_servers", None)
+        starting = servers.starting() if servers is not None else []
+        if starting:
+            names = ", ".join(repr(n) for n in starting)
+            one = len(starting) == 1
+            self.say(f"notice: MCP {'server' if one else 'servers'} {names} still starting: "
+                     f"{'its' if one else 'their'} tools are not available yet and join when ready", "yellow")
 
     # -- permission asks (called from inside a turn) --
 
@@ -407,7 +464,15 @@ class Repl:
 
             return str(pt_prompt(prompt))
         assert self.session is not None
-        return str(self.session.prompt(prompt))
+        watch = self.agent is not None and getattr(self.agent, "mcp_servers", None) is not None
+
+        def start_watch() -> None:
+            from prompt_toolkit.application import get_app
+
+            self._start_mcp()  # once the prompt is on screen: the servers' start-up does not delay it
+            get_app().create_background_task(self._watch_mcp())
+
+        return str(self.session.prompt(prompt, pre_run=start_watch if watch else None))
 
     def read_prompt(self) -> str:
         """One prompt; a line ending in ``\\`` continues on the next."""
@@ -439,6 +504,7 @@ class Repl:
             ask_permission=self.ask_permission if self.interactive else None,
             ask_trust=self.ask_trust if self.interactive else None,
             ask_mcp_server=self.ask_mcp_server if self.interactive else None,
+            mcp_in_background=True,  # the prompt is up at once; each server's tools join when it is
         )
         report_config(self.agent, lambda line: self.say(line, "yellow"))
         self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
@@ -597,6 +663,8 @@ class Repl:
     def send(self, text: str, allowed_tools: tuple[str, ...] = ()) -> None:
         a = self.agent
         roots = list(a.workspace.roots)
+        self._start_mcp()  # a first prompt given on the command line goes out before any prompt is drawn
+        self._say_mcp_not_ready()
 
         def refuse(real: str) -> str | None:
             d = a.policy.decide("Read", {"file_path": real})

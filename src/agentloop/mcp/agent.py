@@ -21,6 +21,7 @@ __all__ = [
     "McpServers",
     "expand_resources",
     "format_status",
+    "new_failures",
     "prompt_commands",
     "report_startup",
     "resource_tools",
@@ -45,10 +46,26 @@ class McpServers:
         self.held = held
         """Notices said before a front end listened (``report_startup`` says them)."""
         self._seen = manager.generation
+        self.background = False
+        """Started without waiting (``start_in_background``): tools join as their servers come up."""
+        self.told: set[str] = set()
+        """Servers whose failure the user was told of (``startup_problems``, ``new_failures``)."""
+
+    def start_in_background(self) -> None:
+        """Start the servers without waiting: ``tools()`` then gives those up so far, and
+        ``changed_tools()`` the rest as each server comes up (the REPL's prompt need not wait).
+        Idempotent: a server already started is left as it is."""
+        self.background = True
+        self.manager.start_in_background()
+
+    def starting(self) -> list[str]:
+        """The servers still on their way up."""
+        return self.manager.starting()
 
     def tools(self) -> list[Tool]:
         """The servers' tools, then ListMcpResourcesTool and ReadMcpResourceTool when a server has resources."""
-        return [*self.manager.tools(), *resource_tools(self.manager)]
+        wait = not self.background
+        return [*self.manager.tools(retry_failed=wait, start=wait), *resource_tools(self.manager)]
 
     def status(self, known: set[str]) -> tuple[str, list[Tool]]:
         """``/mcp``: try failed servers again; what it prints, and the tools they bring that are not in ``known``."""
@@ -62,7 +79,7 @@ class McpServers:
         if self.manager.generation == self._seen:
             return None
         self._seen = self.manager.generation
-        return [*self.manager.tools(retry_failed=False), *resource_tools(self.manager)]
+        return [*self.manager.tools(retry_failed=False, start=not self.background), *resource_tools(self.manager)]
 
     @staticmethod
     def owns(tool: Tool) -> bool:
@@ -241,14 +258,33 @@ def startup_problems(agent: Any) -> list[str]:
     manager = getattr(agent, "mcp", None)
     if manager is None:
         return []
-    out = [f"the MCP server {s.name!r} is not available ({s.public_status}): {s.error or 'it did not start'}. "
-           "Its tools are left out; /mcp tries again" for s in manager.status() if s.status != "connected"]
-    out += list(manager.config_warnings)
     servers = getattr(agent, "mcp_servers", None)
+    out = _failures(manager, servers.told if servers is not None else set())
+    out += list(manager.config_warnings)
     held = servers.held if servers is not None else []
     out += [t for t in held if t not in out]
     held.clear()
     return out
+
+
+def _failures(manager: McpManager, told: set[str]) -> list[str]:
+    """A line for each server that is down and not told yet (servers still starting are not down)."""
+    out = []
+    for s in manager.status():
+        if s.status in ("connected", "pending", "connecting") or s.name in told:
+            continue
+        told.add(s.name)
+        out.append(f"the MCP server {s.name!r} is not available ({s.public_status}): {s.error or 'it did not start'}. "
+                   "Its tools are left out; /mcp tries again")
+    return out
+
+
+def new_failures(agent: Any) -> list[str]:
+    """Servers started in the background that failed since the user was last told (each said once)."""
+    servers = getattr(agent, "mcp_servers", None)
+    if servers is None:
+        return []
+    return _failures(servers.manager, servers.told)
 
 
 def report_startup(agent: Any) -> None:

@@ -932,6 +932,7 @@ class McpManager:
         self._names: dict[tuple[str, str], str] = {}
         self._server_of: dict[str, str] = {}
         self._inflight: set[concurrent.futures.Future[Any]] = set()
+        self._arrived = 0  # servers that finished starting in the background: part of ``generation``
         _live.add(self)
 
     def _elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -979,6 +980,30 @@ class McpManager:
 
         loop.call(start_all(), self.startup_timeout + 15)
 
+    def start_in_background(self) -> None:
+        """Start every server not started yet, at the same time, without waiting for any.
+
+        Each one that ends up connected or failed adds one to ``generation``, so
+        whoever watches it (``McpServers.changed_tools``) takes its tools in then.
+        """
+        chosen = [s for s in self._servers.values() if s.status == "pending"]
+        if not chosen:
+            return
+        loop = self._loop_thread()
+
+        async def start(s: _Server) -> None:
+            await _quiet(s.ensure())
+            self._arrived += 1  # on the loop's thread; read as a whole int from the others
+
+        for s in chosen:
+            fut = loop.submit(start(s))
+            self._inflight.add(fut)
+            fut.add_done_callback(self._inflight.discard)
+
+    def starting(self) -> list[str]:
+        """The servers still on their way up (pending or connecting)."""
+        return [s.name for s in self._servers.values() if s.status in ("pending", "connecting")]
+
     def close(self) -> None:
         """Stop every server and the loop. Idempotent."""
         with self._lock:
@@ -1006,16 +1031,17 @@ class McpManager:
 
     # -- tools --
 
-    def tools(self, *, retry_failed: bool = True) -> list[McpTool]:
+    def tools(self, *, retry_failed: bool = True, start: bool = True) -> list[McpTool]:
         """The tools of every running server, as agentloop tools, servers in config order.
 
-        Servers never started are started; with ``retry_failed`` so are
-        servers that failed (each at most once per call). A server that is
-        still failing contributes no tools and keeps its message in ``status()``.
+        With ``start``, servers never started are started (and waited for); with
+        ``retry_failed`` so are servers that failed (each at most once per call).
+        A server that is still failing, or still starting, contributes no tools and
+        keeps its state in ``status()``.
         """
         want = [
             s.name for s in self._servers.values()
-            if s.status == "pending" or (retry_failed and s.status == "failed" and not s.tools)
+            if (start and s.status == "pending") or (retry_failed and s.status == "failed" and not s.tools)
         ]
         if want:
             self.start(want)
@@ -1134,7 +1160,7 @@ class McpManager:
     @property
     def generation(self) -> int:
         """Changes whenever a server's tools, prompts or resources were fetched again (``list_changed``)."""
-        return sum(s.generation for s in self._servers.values())
+        return sum(s.generation for s in self._servers.values()) + self._arrived
 
     def name_of(self, server: str, tool: str) -> str:
         """The model-visible name of ``tool`` on ``server`` (``model_names``)."""
