@@ -342,6 +342,8 @@ class Agent:
         self.durability: Durability = self._durability(durability)
         if continue_last and resume is None:
             resume = latest_id(self.cwd, self.home)  # none yet: a new session, as Claude Code's -c starts one
+            if resume is None:
+                self.startup_notices.append("-c: no earlier session in this directory to continue; starting a new one")
         from .builder import build_parts
 
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session

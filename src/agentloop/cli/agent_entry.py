@@ -298,6 +298,7 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
         if text is None:
             raise UserError(f"/{name}: no MCP server offers that prompt")
         prompt = text
+    denied_before = len(agent.permission_denials)
     try:
         result = agent.ask(prompt, observer=timing, allowed_tools=rules)
     except AgentError as exc:
@@ -307,6 +308,9 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
         if result.answer:
             sys.stdout.write(result.answer + ("" if result.answer.endswith("\n") else "\n"))
             sys.stdout.flush()
+        for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
+            print(f"agentloop: refused: {_call_summary(d, agent.cwd)} (permission denied; -p cannot ask: "
+                  "allow it with --allowedTools or a rule)", file=sys.stderr)
         cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
         print(cost_line(agent, result, cols), file=sys.stderr)
         for w in agent.warnings():
@@ -326,6 +330,23 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
     if result.stop_reason == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
+
+
+def _call_summary(denial: dict[str, Any], cwd: str) -> str:
+    """``Edit src/x.py`` or ``Bash rm -rf build``: a refused call in one short line (a path
+    relative to the working directory, a long one cut at its start, a command at its end)."""
+    name, args = str(denial.get("tool_name", "?")), denial.get("tool_input") or {}
+    key = next((k for k in ("file_path", "notebook_path", "path", "command", "url", "pattern")
+                if isinstance(args, dict) and k in args), None)
+    target = " ".join(str(args[key]).split()) if key else ""  # newlines and runs of blanks as one space
+    if key in ("file_path", "notebook_path", "path") and os.path.isabs(target):
+        rel = os.path.relpath(target, cwd)
+        target = target if rel.startswith("..") else rel
+        if len(target) > 60:
+            target = "…" + target[-59:]
+    elif len(target) > 60:
+        target = target[:59] + "…"
+    return f"{name} {target}".rstrip()
 
 
 def _close(agent: Any, reason: str) -> None:

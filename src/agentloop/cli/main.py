@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, modname in _commands().items():
         mod = _load(modname)
-        p = sub.add_parser(name, help=getattr(mod, "HELP", None), description=getattr(mod, "DESCRIPTION", getattr(mod, "HELP", None)))
+        p = sub.add_parser(name, prog=f"agentloop {name}", help=getattr(mod, "HELP", None),
+                           description=getattr(mod, "DESCRIPTION", getattr(mod, "HELP", None)))
         mod.configure(p)
         p.set_defaults(_module=modname)
     return parser
@@ -71,23 +72,46 @@ def _prompt_to_option(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     subcommands keep their place. Words after ``--`` are never looked at."""
     takes_value: set[str] = set()
     commands: set[str] = set()
+    known: set[str] = set()
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             commands.update(action.choices)
-        elif action.option_strings and action.nargs != 0:
-            takes_value.update(action.option_strings)
+        elif action.option_strings:
+            known.update(action.option_strings)
+            if action.nargs != 0:
+                takes_value.update(action.option_strings)
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--":
             return argv
         if a.startswith("-") and a != "-":
+            _check_option(a, known)
             i += 2 if (a in takes_value and "=" not in a) else 1
             continue
         if a in commands:
             return argv
         return [*argv[:i], *argv[i + 1 :], "--prompt", a]
     return argv
+
+
+def _check_option(word: str, known: set[str]) -> None:
+    """Refuse an option the command does not have, by its name: argparse would take the words
+    after it for a subcommand or a prompt and complain about those instead."""
+    name = word.split("=", 1)[0]
+    if name in known or _is_short_cluster(word, known):
+        return
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(k for k in known if k.startswith("--")), n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise UserError(f"unknown option {name}{hint}; agentloop --help lists them", code=EXIT_USAGE)
+
+
+def _is_short_cluster(word: str, known: set[str]) -> bool:
+    """``-pc``: short flags written together, each of them known."""
+    return (not word.startswith("--") and len(word) > 2
+            and all(f"-{c}" in known for c in word[1:]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,7 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentloop {__version__}")
         return 0
     parser = build_parser()
-    args = parser.parse_args(_prompt_to_option(parser, list(sys.argv[1:] if argv is None else argv)))
+    try:
+        words = _prompt_to_option(parser, list(sys.argv[1:] if argv is None else argv))
+    except UserError as exc:
+        print(f"agentloop: error: {exc}", file=sys.stderr)
+        return exc.code
+    args = parser.parse_args(words)
     try:
         modname = getattr(args, "_module", None)
         if modname is not None:

@@ -1,0 +1,61 @@
+"""The command names what was wrong and says what it did not do: an unknown flag by its name,
+a subcommand's own usage, -c with nothing to continue, and calls refused in -p text mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(AGENTLOOP_HOME=str(cwd / ".home"), HOME=str(cwd), NO_COLOR="1")
+    return subprocess.run([AGENTLOOP, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_mistyped_flag_is_named_with_the_flag_it_resembles(tmp_path: Path) -> None:
+    p = _run(["--modle", "x", "-p", "hi"], tmp_path)
+    assert p.returncode == 2
+    assert "unknown option --modle (did you mean --model?)" in p.stderr
+    assert "invalid choice" not in p.stderr
+    p = _run(["--max-usd=1", "--frobnicate=3", "-p", "hi"], tmp_path)
+    assert p.returncode == 2 and "unknown option --frobnicate" in p.stderr
+
+
+def test_a_subcommands_usage_and_errors_are_its_own(tmp_path: Path) -> None:
+    p = _run(["verify"], tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.startswith("usage: agentloop verify ")
+    assert "agentloop verify: error: the following arguments are required: FILE" in p.stderr
+    assert "COMMAND" not in p.stderr and "PROMPT" not in p.stderr
+
+
+def test_continue_with_no_earlier_session_says_it_starts_a_new_one(tmp_path: Path) -> None:
+    script = tmp_path / "r.json"
+    script.write_text(json.dumps([{"text": "hello"}]))
+    p = _run(["-p", "-c", "hi", "--model", f"scripted:{script}"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "hello\n"
+    assert "no earlier session in this directory to continue; starting a new one" in p.stderr
+
+
+def test_a_refused_edit_is_said_on_stderr_in_print_mode(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("old\n")
+    script = tmp_path / "r.json"
+    script.write_text(json.dumps([
+        {"text": "", "tool_calls": [{"name": "Edit", "arguments": {
+            "file_path": str(target), "old_string": "old", "new_string": "new"}}]},
+        {"text": "Done: notes.txt says new."},
+    ]))
+    p = _run(["-p", "change it", "--model", f"scripted:{script}"], tmp_path)
+    assert p.stdout == "Done: notes.txt says new.\n"
+    assert target.read_text() == "old\n"
+    refused = [ln for ln in p.stderr.splitlines() if ln.startswith("agentloop: refused: ")]
+    assert refused == ["agentloop: refused: Edit notes.txt (permission denied; -p cannot ask: "
+                       "allow it with --allowedTools or a rule)"], p.stderr
