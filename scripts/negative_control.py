@@ -464,6 +464,27 @@ SABOTAGES = [
         "servers.background = False  # SABOTAGED",
         ["tests/test_repl_mcp_background.py"],
     ),
+    Sabotage(
+        "text from the model reaches the terminal with its escape sequences",
+        "src/agentloop/cli/terminal_text.py",
+        "return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text",
+        "return text  # SABOTAGED",
+        ["tests/test_terminal_shows_true.py"],
+    ),
+    Sabotage(
+        "the trust question cuts a hook command short",
+        "src/agentloop/agent/trust.py",
+        "add(f\"hook {event}{f' [{m}]' if m else ''}: {cmd}\")",
+        "add(f\"hook {event}{f' [{m}]' if m else ''}: {_short(cmd, 160)}\")  # SABOTAGED",
+        ["tests/test_terminal_shows_true.py"],
+    ),
+    Sabotage(
+        "the permission question shows a command's newline as a space",
+        "src/agentloop/cli/repl.py",
+        "                return shown_whole(v)",
+        "                return ' '.join(v.split())  # SABOTAGED",
+        ["tests/test_terminal_shows_true.py"],
+    ),
 ]
 
 

@@ -113,6 +113,11 @@ def _short(v: Any, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _whole(v: Any) -> str:
+    """A value as the trust question shows it: all of it (what is approved is what runs)."""
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+
+
 def printable(text: str) -> str:
     """``text`` with control characters written as escapes: a file's text shown to the user stays one
     line and cannot move the cursor or recolour the terminal (a hook command with ESC sequences)."""
@@ -391,9 +396,9 @@ def _server_text(name: str, entry: Any) -> str:
     if not isinstance(entry, dict):
         return f"MCP server {name}"
     if "url" in entry:
-        return f"MCP server {name}: {entry.get('type', 'http')} {_short(entry.get('url'), 120)}"
+        return f"MCP server {name}: {entry.get('type', 'http')} {_whole(entry.get('url'))}"
     argv = [str(entry.get("command", ""))] + [str(a) for a in entry.get("args", []) if isinstance(entry.get("args"), list)]
-    return f"MCP server {name}: {_short(shlex.join(argv), 160)}"
+    return f"MCP server {name}: {shlex.join(argv)}"
 
 
 def describe_powers(source: SettingsSource) -> list[Power]:
@@ -415,7 +420,7 @@ def describe_powers(source: SettingsSource) -> list[Power]:
                             cmd = str(h.get("command", h.get("url", h.get("type", "?"))))
                             if isinstance(h.get("args"), list):
                                 cmd = shlex.join([cmd, *map(str, h["args"])])
-                            add(f"hook {event}{f' [{m}]' if m else ''}: {_short(cmd, 160)}")
+                            add(f"hook {event}{f' [{m}]' if m else ''}: {cmd}")
         elif key == "mcpServers" and isinstance(value, dict):
             for name, entry in value.items():
                 add(_server_text(name, entry))
@@ -431,16 +436,16 @@ def describe_powers(source: SettingsSource) -> list[Power]:
         elif key == "env" and isinstance(value, dict):
             for k, v in value.items():
                 label = "base URL" if k in BASE_URL_VARS else "env"
-                add(f"{label} {k}={_short(v, 80)}")
+                add(f"{label} {k}={_whole(v)}")
         elif key in ("model", "fallbackModel", "loopCheckModel"):
-            add(f"{key} {_short(value, 80)}")
+            add(f"{key} {_whole(value)}")
         elif key == "enableAllProjectMcpServers":
             if value is True:
                 add("enableAllProjectMcpServers (approves every .mcp.json server)")
         elif key == "enabledMcpjsonServers":
             add(f"enabledMcpjsonServers {', '.join(value)}")
         else:
-            add(f"setting {key}={_short(value, 60)}")
+            add(f"setting {key}={_whole(value)}")
     return out
 
 

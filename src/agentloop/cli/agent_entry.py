@@ -243,7 +243,9 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         from agentloop.mcp.agent import report_startup, server_states
 
         if fmt in ("text", "json"):  # stdout holds the answer alone; notices go to stderr
-            agent.on_notice = lambda text: print(f"notice: {text}", file=sys.stderr)
+            from .terminal_text import neutral
+
+            agent.on_notice = lambda text: print(f"notice: {neutral(text)}", file=sys.stderr)
         if fmt == "stream-json":
             from agentloop import __version__
 
@@ -306,7 +308,10 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
     elapsed = time.monotonic() - t0
     if fmt == "text":
         if result.answer:
-            sys.stdout.write(result.answer + ("" if result.answer.endswith("\n") else "\n"))
+            from .terminal_text import neutral
+
+            answer = neutral(result.answer) if sys.stdout.isatty() else result.answer  # a file or pipe gets it as written
+            sys.stdout.write(answer + ("" if answer.endswith("\n") else "\n"))
             sys.stdout.flush()
         for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
             print(f"agentloop: refused: {_call_summary(d, agent.cwd)} (permission denied; -p cannot ask: "

@@ -34,6 +34,7 @@ from ._common import EXIT_OK, UserError, color_enabled, console
 from .agent_setup import fit
 from .markdown import MarkdownStream
 from .spinner import Spinner
+from .terminal_text import neutral, shown_whole
 
 
 def prompt_commands(agent: Any) -> dict[str, Any]:
@@ -67,6 +68,17 @@ def short_input(name: str, args: Any, n: int = 70) -> str:
     else:
         text = json.dumps(args, ensure_ascii=False)
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def approved_input(name: str, args: Any) -> str:
+    """A call's input as the permission question shows it: all of it, every character visible
+    (a newline in a command is ``⏎`` and a break: ``ls⏎touch X`` never reads as a plain ``ls``)."""
+    if isinstance(args, dict):
+        for key in ("command", "file_path", "pattern", "path", "url", "query"):
+            v = args.get(key)
+            if isinstance(v, str) and v:
+                return shown_whole(v)
+    return shown_whole(json.dumps(args, ensure_ascii=False))
 
 
 def width() -> int:
@@ -231,6 +243,7 @@ class Repl:
             self.write("\n")
 
     def say(self, text: str, style: str = "") -> None:
+        text = neutral(text)  # what came from elsewhere cannot steer the terminal; our colours are styles
         self.newline()
         if style and self.color:
             self.con.print(text, style=style, markup=False, highlight=False)
@@ -243,9 +256,9 @@ class Repl:
 
         if isinstance(ev, TextDelta):
             if self.md is not None:
-                self.md.feed(ev.text)
+                self.md.feed(neutral(ev.text))
             else:
-                self.write(ev.text)
+                self.write(neutral(ev.text))
         elif isinstance(ev, ToolStarted):
             self.say(f"⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "bold cyan")
             self.working(f"running {ev.call.name}")
@@ -342,14 +355,14 @@ class Repl:
         for line, style in change_preview(call.name, call.arguments, self.agent.cwd if self.agent else os.getcwd(), cols):
             self.say(line, style)
         why = getattr(decision, "reason", "") or (f"rule {decision.rule}" if getattr(decision, "rule", None) else "")
-        question = f"Allow {call.name}({short_input(call.name, call.arguments, 400)})?" + (f" ({why})" if why else "")
+        question = f"Allow {call.name}({approved_input(call.name, call.arguments)})?" + (f" ({why})" if why else "")
         # "always" remembers exactly this call (for Bash, this exact line; a * in it is a star)
         always = "[a]lways this exact line" if call.name == "Bash" else "[a]lways"
         choices = f"[y]es / {always} this session / [n]o: "
-        if len(question) + 1 + len(choices) <= cols:
+        if "\n" not in question and len(question) + 1 + len(choices) <= cols:
             prompt = f"{question} {choices}"
-        else:  # wrapped at word boundaries above a prompt of the choices alone
-            self.say("\n".join(wrap(question, cols)))
+        else:  # each line wrapped at word boundaries, above a prompt of the choices alone
+            self.say("\n".join(part for line in question.split("\n") for part in wrap(line, cols)))
             prompt = choices
         while True:
             try:
