@@ -446,6 +446,19 @@ class Agent:
         if mode not in MODES:
             raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
         self.permission_mode = mode
+        self._mode_managed = forced_mode is not None
+        self._cycle = ("default", "acceptEdits", "plan", *(("bypassPermissions",) if mode == "bypassPermissions" else ()))
+        """What Shift+Tab goes through: bypassPermissions only when the session started in it, as Claude Code does."""
+
+    def cycle_mode(self) -> str:
+        """The next permission mode of Shift+Tab's cycle, now in force (a managed mode stays as it is)."""
+        if self._mode_managed:
+            return self.permission_mode
+        cur = self.permission_mode
+        nxt = self._cycle[(self._cycle.index(cur) + 1) % len(self._cycle)] if cur in self._cycle else "default"
+        self.policy.set_mode(nxt)
+        self.permission_mode = nxt
+        return nxt
 
     def _managed_model(self, model: str | Any | None, managed: list[SettingsSource]) -> str | Any | None:
         """The model given, unless managed settings name another (said in a warning)."""

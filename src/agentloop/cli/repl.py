@@ -213,6 +213,8 @@ class Repl:
         self._asking = threading.Lock()
         self.session: Any = None
         self.commands: dict[str, Command] = {}
+        self._shell_notes: list[str] = []
+        """Commands run with ``!`` and their output, sent with the next prompt."""
         self._add_builtin_commands()
 
     # -- output --
@@ -288,13 +290,14 @@ class Repl:
         model, tokens = a.model_spec, f"{st.input_tokens} in / {st.output_tokens} out"
         context, spend, session = f"context {fill:.0%}", f"{format_usd(st.spent_micros)}{budget}", f"session {a.session.id}"
         mcp = _mcp_state(a)
+        mode = "" if a.permission_mode == "default" else f"mode {a.permission_mode} (shift+tab)"
         # at a narrow width the least important parts go first: the session id, the tokens, the model
         return fit((f" {' · '.join(x for x in p if x)} " for p in (
-            (model, tokens, context, spend, mcp, session),
-            (model, tokens, context, spend, mcp),
-            (model, context, spend, mcp),
-            (context, spend, mcp),
-            (context, spend),
+            (mode, model, tokens, context, spend, mcp, session),
+            (mode, model, tokens, context, spend, mcp),
+            (mode, model, context, spend, mcp),
+            (mode, context, spend, mcp),
+            (mode, context, spend),
         )), width() - 1)
 
     async def _watch_mcp(self) -> None:
@@ -366,7 +369,7 @@ class Repl:
             prompt = choices
         while True:
             try:
-                answer = self._read(prompt, permission=True)
+                answer = self._read_key(prompt, "yan")
             except EOFError:
                 return "deny"
             a = answer.strip().lower()
@@ -447,6 +450,11 @@ class Repl:
         def _(event: Any) -> None:
             event.current_buffer.insert_text("\n")
 
+        @kb.add("s-tab")  # Shift+Tab: the next permission mode, as in Claude Code
+        def _cycle(event: Any) -> None:
+            self.agent.cycle_mode()
+            event.app.invalidate()
+
         hist = os.path.join(self.agent.home, "history")
         try:
             os.makedirs(self.agent.home, exist_ok=True)
@@ -486,6 +494,25 @@ class Repl:
             get_app().create_background_task(self._watch_mcp())
 
         return str(self.session.prompt(prompt, pre_run=start_watch if watch else None))
+
+    def _read_key(self, prompt: str, keys: str) -> str:
+        """One of ``keys``, taken as soon as it is pressed (no Enter), as Claude Code's questions are;
+        Enter alone gives "" (the safe answer). Without a terminal, a line as ``_read`` reads it."""
+        if not self.interactive:
+            return self._read(prompt, permission=True)
+        from prompt_toolkit import prompt as pt_prompt
+        from prompt_toolkit.key_binding import KeyBindings
+
+        kb = KeyBindings()
+        for k in keys:
+
+            @kb.add(k)
+            @kb.add(k.upper())
+            def _(event: Any, k: str = k) -> None:
+                event.current_buffer.insert_text(k)  # shown after the question, as if typed
+                event.app.exit(result=k)
+
+        return str(pt_prompt(prompt, key_bindings=kb))
 
     def read_prompt(self) -> str:
         """One prompt; a line ending in ``\\`` continues on the next."""
@@ -670,8 +697,29 @@ class Repl:
             name, _, rest = text[1:].partition(" ")
             self.slash(name, rest.strip())
             return
+        if text.startswith("!") and text[1:].strip():
+            self.bash_mode(text[1:].strip())
+            return
         self.armed = False
+        if self._shell_notes:  # what ! ran since the last prompt goes with it, as the model's context
+            text = "\n\n".join([*self._shell_notes, text])
+            self._shell_notes.clear()
         self.send(text)
+
+    def bash_mode(self, command: str) -> None:
+        """``!cmd``: run it now, as Claude Code's Bash mode does: in the sandbox, through the Bash tool,
+        without asking (the user typed it), its output shown and sent with the next prompt."""
+        from agentloop.events import ToolCall
+
+        self.armed = False
+        self.working("running !")
+        result = self.agent.registry.invoke(ToolCall("user_bang", "Bash", {"command": command}))
+        self.quiet()
+        out = result.content if result.ok else (result.error or "")
+        text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+        text = self.agent.redactor.text(text)  # secrets the session knows never reach the model this way either
+        self.say(text.rstrip("\n") or "(no output)", "" if result.ok else "red")
+        self._shell_notes.append(f"<bash-input>{command}</bash-input>\n<bash-stdout>{text.rstrip()}</bash-stdout>")
 
     def send(self, text: str, allowed_tools: tuple[str, ...] = ()) -> None:
         a = self.agent

@@ -1,0 +1,91 @@
+"""Claude Code's habits at the REPL, in a real terminal (pexpect + pyte), as its interactive-mode
+documentation gives them (code.claude.com/docs/en/interactive-mode): a permission question is
+answered by one key, no Enter; Shift+Tab cycles the permission modes (default, acceptEdits, plan);
+``!`` at the start of the input runs the command at once (Bash mode) and its output goes with the
+next prompt."""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+from _pty import Term, env_for
+from agentloop.transcript import read_records
+
+SHIFT_TAB = "\x1b[Z"
+
+
+def _spec(tmp_path: Path, replies: list[dict[str, object]]) -> str:
+    p = tmp_path / "replies.json"
+    p.write_text(json.dumps(replies))
+    return f"scripted:{p}"
+
+
+def _term(tmp_path: Path, spec: str, *extra: str) -> tuple[Term, Path]:
+    proj = tmp_path / "proj"
+    proj.mkdir(exist_ok=True)
+    env = env_for(str(tmp_path / "home"), HOME=str(tmp_path))
+    return Term(["--model", spec, "--max-usd", "1", *extra], cwd=str(proj), env=env), proj
+
+
+def test_a_permission_question_takes_one_key(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "made.txt", "content": "x"}}]},
+        {"text": "written"},
+    ])
+    t, proj = _term(tmp_path, spec)
+    try:
+        t.wait_for(r"(?m)^>")
+        t.type("make it")
+        t.wait_for(r"\[y\]es")
+        t.child.send("y")  # no Enter
+        t.wait_for(r"(?m)^written")
+    finally:
+        t.kill()
+    assert (proj / "made.txt").read_text() == "x"
+
+
+def test_shift_tab_cycles_the_permission_modes_and_the_mode_holds(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "auto.txt", "content": "y"}}]},
+        {"text": "done"},
+    ])
+    t, proj = _term(tmp_path, spec)
+    try:
+        t.wait_for(r"(?m)^>")
+        t.child.send(SHIFT_TAB)
+        t.wait_for(r"mode acceptEdits")
+        t.type("write it")  # acceptEdits: the Write is not asked
+        t.wait_for(r"(?m)^done")
+        assert "[y]es" not in t.text()
+        t.child.send(SHIFT_TAB)
+        t.wait_for(r"mode plan")
+        t.child.send(SHIFT_TAB)
+        t.pump(0.5)
+        assert "mode " not in t.lines()[-1]  # back to default: the status line names no mode
+    finally:
+        t.kill()
+    assert (proj / "auto.txt").read_text() == "y"
+
+
+def test_bang_runs_the_command_now_and_its_output_goes_with_the_next_prompt(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, [{"text": "I see it"}])
+    t, proj = _term(tmp_path, spec)
+    (proj / "hello.txt").write_text("greetings from the file\n")
+    try:
+        t.wait_for(r"(?m)^>")
+        t.type("!cat hello.txt")
+        t.wait_for(r"(?m)^greetings from the file")
+        assert "[y]es" not in t.text()  # the user's own command is not asked
+        t.type("what did it say?")
+        t.wait_for(r"(?m)^I see it")
+        t.type("/exit")
+        t.wait_exit()
+    finally:
+        t.kill()
+    (path,) = glob.glob(str(tmp_path / "home" / "projects" / "*" / "sessions" / "*.jsonl"))
+    (start,) = [r for r in read_records(path) if r.kind == "run_start"]
+    sent = start.payload["messages"][-1]["content"]
+    assert "<bash-input>cat hello.txt</bash-input>" in sent
+    assert "greetings from the file" in sent and sent.endswith("what did it say?")
