@@ -89,3 +89,27 @@ def test_bang_runs_the_command_now_and_its_output_goes_with_the_next_prompt(tmp_
     sent = start.payload["messages"][-1]["content"]
     assert "<bash-input>cat hello.txt</bash-input>" in sent
     assert "greetings from the file" in sent and sent.endswith("what did it say?")
+
+
+def test_esc_stops_the_turn_without_exiting_and_keys_typed_meanwhile_wait_in_the_prompt(tmp_path: Path) -> None:
+    import time
+
+    spec = _spec(tmp_path, [{"text": "too late", "delay_ms": 30000}, {"text": "second answer"}])
+    t, _ = _term(tmp_path, spec)
+    try:
+        t.wait_for(r"(?m)^>")
+        t.type("take your time")
+        time.sleep(1.5)  # the turn is under way (the model answers in 30 s)
+        t.child.send("next q")  # typed while the turn runs
+        time.sleep(0.3)
+        started = time.monotonic()
+        t.child.send("\x1b")
+        t.wait_for(r"interrupted \(Esc\)", timeout=10)
+        assert time.monotonic() - started < 5
+        t.wait_for(r"(?m)^> next q")  # the keys typed meanwhile are in the new prompt
+        t.child.send("\r")
+        t.wait_for(r"(?m)^second answer")
+        assert t.child.isalive()
+        assert "too late" not in t.text()
+    finally:
+        t.kill()

@@ -20,6 +20,7 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -32,6 +33,7 @@ from typing import Any
 
 from ._common import EXIT_OK, UserError, color_enabled, console
 from .agent_setup import fit
+from .esc_watch import EscWatch
 from .markdown import MarkdownStream
 from .spinner import Spinner
 from .terminal_text import neutral, shown_whole
@@ -214,6 +216,9 @@ class Repl:
         self.session: Any = None
         self.commands: dict[str, Command] = {}
         self._shell_notes: list[str] = []
+        self._esc: EscWatch | None = None
+        """Watching for Esc while a turn runs (questions inside the turn pause it)."""
+        self._typeahead = ""
         """Commands run with ``!`` and their output, sent with the next prompt."""
         self._add_builtin_commands()
 
@@ -471,6 +476,10 @@ class Repl:
         )
 
     def _read(self, prompt: str, *, permission: bool = False) -> str:
+        with self._esc.paused() if self._esc is not None else contextlib.nullcontext():
+            return self._read_now(prompt, permission=permission)
+
+    def _read_now(self, prompt: str, *, permission: bool = False) -> str:
         if not self.interactive:
             if permission:
                 raise EOFError
@@ -493,13 +502,21 @@ class Repl:
             self._start_mcp()  # once the prompt is on screen: the servers' start-up does not delay it
             get_app().create_background_task(self._watch_mcp())
 
-        return str(self.session.prompt(prompt, pre_run=start_watch if watch else None))
+        default, self._typeahead = self._typeahead, ""
+        return str(self.session.prompt(prompt, default=default, pre_run=start_watch if watch else None))
 
     def _read_key(self, prompt: str, keys: str) -> str:
         """One of ``keys``, taken as soon as it is pressed (no Enter), as Claude Code's questions are;
         Enter alone gives "" (the safe answer). Without a terminal, a line as ``_read`` reads it."""
         if not self.interactive:
             return self._read(prompt, permission=True)
+
+        if self._esc is not None:
+            with self._esc.paused():
+                return self._key_now(prompt, keys)
+        return self._key_now(prompt, keys)
+
+    def _key_now(self, prompt: str, keys: str) -> str:
         from prompt_toolkit import prompt as pt_prompt
         from prompt_toolkit.key_binding import KeyBindings
 
@@ -744,9 +761,13 @@ class Repl:
         for name in resources:
             self.say(f"attached {name}", "dim")
         self.working("thinking")
+        watch = EscWatch(sys.stdin.fileno()) if self.interactive else None
+        self._esc = watch
         try:
-            result = a.ask(prompt, observer=self.observe, allowed_tools=allowed_tools)
+            with watch if watch is not None else contextlib.nullcontext():
+                result = a.ask(prompt, observer=self.observe, allowed_tools=allowed_tools)
         finally:
+            self._esc = None
             self.quiet()
             if self.md is not None:
                 self.md.end()
@@ -755,7 +776,11 @@ class Repl:
             detail = f": {result.error}" if result.error else ""
             self.say(f"stopped: {result.stop_reason}{detail}", "red")
         if result.stop_reason == "interrupted":
-            self.armed = True
+            self.armed = not (watch is not None and watch.pressed)  # Esc stops the turn, never starts an exit
+            if not self.armed:
+                self.say("interrupted (Esc)", "yellow")
+        if watch is not None and watch.typed:
+            self._typeahead = watch.typed  # keys typed during the turn wait in the next prompt
         from .agent_setup import cost_line
 
         self.say(cost_line(a, result, width() - 1), "dim")
