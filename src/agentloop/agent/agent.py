@@ -142,13 +142,14 @@ def open_model_spec(
     env: Mapping[str, str] | None = None,
     on_notice: Callable[[str], None] | None = None,
     prices: PriceTable | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     """A model from a spec: ``scripted:PATH`` (offline, a JSON list of replies)
     or whatever ``agentloop.providers.open_model`` accepts.
 
     ``prices`` (the session's table, built-in plus settings) prices the model and
     its fallback, so a dearer fallback gets only the output tokens the call's
-    reservation pays for.
+    reservation pays for. ``options`` are more ``open_model`` options (thinking, effort).
 
     Raises:
         AgentError: the spec cannot be opened (the providers' message, one line).
@@ -159,7 +160,8 @@ def open_model_spec(
 
     try:
         return open_model(
-            spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice, prices=prices
+            spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice, prices=prices,
+            **dict(options or {}),
         )
     except ProviderConfigError as exc:
         raise AgentError(str(exc)) from None
@@ -316,6 +318,9 @@ class Agent:
         cli_settings: Sequence[str] = (),
         mcp_configs: Sequence[str] = (),
         strict_mcp_config: bool = False,
+        max_output_tokens: int | None = None,
+        thinking: str | None = None,
+        effort: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self._init_front_end(env, home, ask_permission, cli_rules, system_prompt, append_system_prompt, tracing)
@@ -327,6 +332,8 @@ class Agent:
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.shell_timeout_s = shell_timeout_s
+        self._option_flags = (max_output_tokens, thinking, effort)
+        """--max-output-tokens, --thinking, --effort as given: resolved again when the model changes."""
         self._init_model(self._managed_model(model, managed), price, fallback)
         self._init_secrets()
         self.sandbox_mode = sandbox
@@ -476,7 +483,22 @@ class Agent:
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
         if isinstance(self.fallback, str):
             self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
+        self.model_options = self._resolve_options(self.model_spec)
         self.model = self._open(spec) if isinstance(spec, str) else spec
+
+    def _resolve_options(self, spec: str) -> Any:
+        """The output budget, thinking and effort for ``spec`` (``agent/model_options.py``)."""
+        from .model_options import OptionError, resolve_options
+
+        mot, thinking, effort = self._option_flags
+        name = spec.split(":", 1)[-1]
+        try:
+            return resolve_options(
+                spec, max_output_tokens=mot, thinking=thinking, effort=effort, setting=lambda k: merged(self.sources, k),
+                env=self.env, cap_micros=self.max_usd_micros, output_price=self.prices.resolve(name).output,
+            )
+        except OptionError as exc:
+            raise AgentError(str(exc)) from None
 
     def _init_files(self) -> None:
         """Memory files, custom commands and skills: read once at start."""
@@ -674,6 +696,7 @@ class Agent:
             env=self.env,
             on_notice=self._notice,
             prices=self.prices,
+            options=self.model_options.provider_options(),
         )
 
     def _notice(self, text: str) -> None:
@@ -886,6 +909,7 @@ class Agent:
 
     def set_model(self, spec: str) -> None:
         """Switch the model for the next turns (the session goes on)."""
+        self.model_options = self._resolve_options(spec)
         self.model = self._open(spec)
         self.model_spec = spec
         self._check_price()
@@ -1069,6 +1093,7 @@ class Agent:
             executor=self.context.wrap_executor(self, execute),
             prepare=self.context.run_prepare(self),
             loop_threshold=self.loop_threshold,
+            max_output_tokens=self.model_options.max_output_tokens,
             continues=s.continuation(),
             tools_changed=self._tools_changed,
         )

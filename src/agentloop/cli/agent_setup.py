@@ -51,8 +51,7 @@ def make_agent(
     from agentloop.budget import usd
     from agentloop.config.settings import agentloop_home
 
-    cwd = _opt(args, "cwd") or os.getcwd()
-    if not os.path.isdir(cwd):
+    if not os.path.isdir(cwd := _opt(args, "cwd") or os.getcwd()):
         raise UserError(f"--cwd {cwd}: not a directory")
     max_usd = _opt(args, "max_usd")
     micros = None
@@ -111,6 +110,7 @@ def make_agent(
             cli_settings=list(_opt(args, "cli_settings", [])),
             mcp_configs=list(_opt(args, "mcp_configs", [])),
             strict_mcp_config=bool(_opt(args, "strict_mcp_config", False)),
+            **{k: _opt(args, k) for k in ("max_output_tokens", "thinking", "effort")},
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None

@@ -98,6 +98,8 @@ class Turn:
     model: str | None = None
     cut_tool: str | None = None
     """The name of a tool call whose arguments never completed (cut at max_tokens)."""
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
+    """The vendor's reasoning blocks as received (Anthropic's ``thinking``, with signatures)."""
 
 
 class Assembler:
@@ -187,6 +189,8 @@ class HTTPModel:
         on_notice: Callable[[str], None] | None = None,
         extra_headers: Mapping[str, str] | None = None,
         temperature: float | None = None,
+        thinking_budget: int | None = None,
+        reasoning_effort: str | None = None,
     ):
         self.target = target
         self.name = target.model
@@ -198,6 +202,10 @@ class HTTPModel:
         self.on_notice = on_notice
         self.extra_headers = dict(extra_headers or {})
         self.temperature = temperature
+        self.thinking_budget = thinking_budget
+        """Anthropic: extended thinking's ``budget_tokens`` (None: not asked for). Others ignore it."""
+        self.reasoning_effort = reasoning_effort
+        """OpenAI: ``reasoning_effort`` (None: not sent). Others ignore it."""
         self._active: HTTPModel | None = None
         """The fallback, once the primary has failed for good."""
         self._client: httpx.Client | None = None
@@ -451,13 +459,18 @@ class HTTPModel:
         return request.max_output_tokens - equiv
 
     def _reply(self, turn: Turn, wasted: Usage, raw: list[bytes]) -> ModelReply:
+        finish = turn.finish_reason
         if turn.cut_tool is not None:
-            raise self._err(
+            # A call cut inside its arguments cannot run. Hand back what came before it as a reply
+            # cut at max tokens: the loop continues it (a new turn, reserved like any other, the
+            # text and reasoning so far sent back), so the model writes the call again with the
+            # whole room the thinking and text no longer take. Past max_continuations the run
+            # stops with the text instead of an error.
+            self._notice(
                 f"the reply was cut at max_tokens inside the arguments of a call to {turn.cut_tool!r}; "
-                "raise max_output_tokens",
-                "max_tokens",
-                False,
+                "continuing it (--max-output-tokens or maxOutputTokens gives more room)"
             )
+            finish = "max_tokens"
         usage = turn.usage
         if wasted.total:
             usage = (usage or Usage()) + wasted
@@ -466,11 +479,12 @@ class HTTPModel:
             raw_out = {"vendor": self.vendor, "stream": scrub(b"".join(raw).decode("utf-8", "replace"), [self.target.api_key])}
         return ModelReply(
             text=turn.text,
-            tool_calls=tuple(turn.tool_calls),
+            tool_calls=() if turn.cut_tool is not None else tuple(turn.tool_calls),
             usage=usage,
             model=turn.model or self.target.model,
-            finish_reason=turn.finish_reason,
+            finish_reason=finish,
             raw=raw_out,
+            reasoning=tuple(turn.reasoning),
         )
 
     def _after_failure(

@@ -5,6 +5,8 @@ The only module that knows this wire format. Requests stream with
 ignore it leave usage unreported: the loop then estimates). Tool-call
 arguments arrive as string fragments keyed by ``index`` and are joined and
 parsed at the end. ``finish_reason == "length"`` is the cut at max tokens.
+A ``reasoning_effort`` (the reasoning models': ``minimal`` ... ``xhigh``) is sent
+as that field when set, never otherwise.
 Cached prompt tokens (``usage.prompt_tokens_details.cached_tokens``) are
 reported as cache reads, and taken out of the input count (OpenAI counts them
 inside ``prompt_tokens``).
@@ -225,6 +227,8 @@ class OpenAIModel(HTTPModel):
         if tools:
             b["tools"] = tools
         b[self.max_tokens_field] = max_tokens
+        if self.reasoning_effort is not None:
+            b["reasoning_effort"] = self.reasoning_effort
         if self.temperature is not None:
             b["temperature"] = self.temperature
         b["stream"] = True

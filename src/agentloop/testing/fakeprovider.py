@@ -40,6 +40,9 @@ Each request to a completion endpoint takes the next REPLY, an object with:
   of the computed figures (input: the request's characters // 4; output: the
   reply's characters // 4 + 1), or ``"none"`` to report no usage at all (as
   OpenAI-compatible servers that ignore ``stream_options.include_usage`` do).
+- ``thinking``: Anthropic protocol only: a ``thinking`` block with this text
+  comes first, its ``signature`` the SHA-256 of the text (streamed as
+  ``thinking_delta`` and ``signature_delta``), as extended thinking sends it.
 - ``model``: the model name to report (default: the one requested).
 - ``latency``: seconds before the response, or ``[min, max]`` for a uniform
   random pick (seeded by ``seed``).
@@ -490,6 +493,9 @@ class _Handler(BaseHTTPRequestHandler):
         out = int(u.get("output_tokens", self._out_tokens(r, calls)))
         mid = f"msg_fake{st.index:04d}"
         blocks: list[dict[str, Any]] = []
+        if r.get("thinking"):
+            th = str(r["thinking"])
+            blocks.append({"type": "thinking", "thinking": th, "signature": hashlib.sha256(th.encode()).hexdigest()})
         if text or not calls:
             blocks.append({"type": "text", "text": text})
         for c in calls:
@@ -515,6 +521,12 @@ class _Handler(BaseHTTPRequestHandler):
                 events.append(ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
                 for piece in _split(b["text"], size) if b["text"] else []:
                     events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}}))
+            elif b["type"] == "thinking":
+                events.append(ev("content_block_start", {"type": "content_block_start", "index": i,
+                                                         "content_block": {"type": "thinking", "thinking": "", "signature": ""}}))
+                for piece in _split(b["thinking"], size):
+                    events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": piece}}))
+                events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": b["signature"]}}))
             else:
                 events.append(ev("content_block_start", {"type": "content_block_start", "index": i,
                                                          "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}))
