@@ -203,3 +203,13 @@ def test_the_command_line_flags_reach_the_request(tmp_path: Path, monkeypatch: p
         body = _bodies(fp)[0]
     assert body["max_tokens"] == 12_000 and body["thinking"] == {"type": "enabled", "budget_tokens": 3_000}
     assert os.environ.get("CLAUDE_CODE_MAX_OUTPUT_TOKENS") is None
+
+
+def test_reasoning_sent_back_counts_in_the_reservations_input_bound() -> None:
+    """The thinking blocks go back with the next request, so the bound of its input holds them."""
+    from agentloop.budget import input_bound
+    from agentloop.canonical import canonical
+
+    block = {"type": "thinking", "thinking": "x" * 5_000, "signature": "s" * 300}
+    plain = {"role": "assistant", "content": "ok"}
+    assert input_bound([{**plain, "reasoning": [block]}]) - input_bound([plain]) >= len(canonical([block]))
