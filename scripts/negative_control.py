@@ -464,6 +464,13 @@ SABOTAGES = [
         "        if False:  # SABOTAGED",
         ["tests/test_model_options.py::test_a_small_cap_keeps_the_default_to_what_a_quarter_of_it_pays_for_but_never_below_4096"],
     ),
+    Sabotage(
+        "the system prompt's git snapshot lets the repository's fsmonitor program run",
+        "src/agentloop/agent/system_prompt.py",
+        '"-c", "core.fsmonitor=false", ',
+        "",
+        ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_fsmonitor_or_hook_the_repository_configures"],
+    ),
 ]
 
 

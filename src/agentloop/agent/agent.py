@@ -72,6 +72,7 @@ from .protocols import (
     PromptDecision,
 )
 from .session.store import Durability, Session, SessionError, latest_id
+from .system_prompt import STATIC_PROMPT
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
@@ -102,9 +103,8 @@ MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 WARN_LEVELS = (0.80, 0.95)
 
-SYSTEM_PROMPT = """You are agentloop, a coding agent working in the user's terminal.
-Use the tools to read, search and change files and to run commands; paths are relative to the working directory.
-Keep answers short and concrete. Say what you changed. Ask before doing something destructive."""
+SYSTEM_PROMPT = STATIC_PROMPT
+"""The static part of the system prompt (``agent/system_prompt.py``): the same bytes in every session."""
 
 
 def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
@@ -831,6 +831,7 @@ class Agent:
     def _start_session(self, s: Session, source: str) -> None:
         current_session_id.set(s.id)
         self.session = s
+        self._git_facts: tuple[str | None] | None = None  # the git snapshot is taken again for each session
         # the system prompt as it was (one message in older sessions; two, the first marked, now): replaced whole
         msgs = s.messages
         head = 1 if msgs and msgs[0].get("role") == "system" else 0
@@ -875,11 +876,7 @@ class Agent:
     def dynamic_prompt(self) -> str:
         if self.system_override is not None:  # --system-prompt replaces the built-in prompt: only --append-system-prompt stays
             return self.system_append or ""
-        parts = [
-            f"Working directory: {self.cwd}\nPlatform: {platform.system()} {platform.release()}\nToday: {datetime.now(timezone.utc):%Y-%m-%d}",
-        ]
-        if self.add_dirs:
-            parts.append("Additional directories you may use: " + ", ".join(self.add_dirs))
+        parts = [self.environment()]
         if self.memory_text:
             parts.append(self.memory_text)
         if self.skills:
@@ -889,6 +886,37 @@ class Agent:
         if self.system_append:
             parts.append(self.system_append)
         return "\n\n".join(parts)
+
+    def environment(self) -> str:
+        """The environment block of the system prompt (``agent/system_prompt.py``); git is asked once a session."""
+        from .system_prompt import EnvFacts, environment_block, git_snapshot, shell_name
+
+        if self._git_facts is None:
+            self._git_facts = (git_snapshot(self.cwd, self.child_env),)
+        return environment_block(EnvFacts(
+            cwd=self.cwd, platform=f"{platform.system()} {platform.release()}", shell=shell_name(self.env),
+            date=f"{datetime.now(timezone.utc):%Y-%m-%d}", model=self.model_spec, permission_mode=self.permission_mode,
+            sandbox=self._sandbox_fact(), cap=self._cap_fact(), git=self._git_facts[0], add_dirs=self.add_dirs,
+            max_output_tokens=self.model_options.max_output_tokens,
+        ))
+
+    def _cap_fact(self) -> str:
+        from ..budget import format_usd
+
+        if self.max_usd_micros is None:
+            return "none (the user chose no cap)"
+        return f"{format_usd(self.max_usd_micros)} for the whole session"
+
+    def _sandbox_fact(self) -> str:
+        """One line on what a Bash command can reach."""
+        s = self.sandbox_settings
+        if s.mode == "danger-full-access":
+            return "off (danger-full-access): commands run with the user's full access"
+        if not self.sandbox.active:
+            return "unavailable: every Bash command asks the user first"
+        net = "network on" if s.network else ("network only to " + ", ".join(s.allowed_domains) if s.allowed_domains else "no network")
+        where = "nothing writable" if s.mode == "read-only" else "writes only in the working directories and a private /tmp"
+        return f"on ({s.mode}): {where}; {net}"
 
     def record(self, kind: str, payload: Any) -> None:
         """Append a record of another layer (hooks, compaction...) to the session's chain."""
