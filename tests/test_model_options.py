@@ -213,3 +213,20 @@ def test_reasoning_sent_back_counts_in_the_reservations_input_bound() -> None:
     block = {"type": "thinking", "thinking": "x" * 5_000, "signature": "s" * 300}
     plain = {"role": "assistant", "content": "ok"}
     assert input_bound([{**plain, "reasoning": [block]}]) - input_bound([plain]) >= len(canonical([block]))
+
+
+def test_thinking_is_left_off_where_the_turn_being_continued_did_not_think() -> None:
+    """The API refuses thinking when the assistant turn it continues (its tool results, or a prefill)
+    does not start with a thinking block (Anthropic, extended thinking with tool use)."""
+    from agentloop.events import ModelRequest
+
+    m = open_model("anthropic:claude-sonnet-4-5", base_url="http://127.0.0.1:9", api_key="k", thinking_budget=2_000)
+    call = {"id": "c1", "name": "add", "arguments": {"a": 1, "b": 2}}
+    unthought = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+                 {"role": "tool", "tool_call_id": "c1", "name": "add", "ok": True, "content": "3"}]
+    assert "thinking" not in m.body(ModelRequest(unthought, (), 8_000), 8_000)
+    block = {"type": "thinking", "thinking": "t", "signature": "s"}
+    thought = [unthought[0], {**unthought[1], "reasoning": [block]}, unthought[2]]
+    assert m.body(ModelRequest(thought, (), 8_000), 8_000)["thinking"]["budget_tokens"] == 2_000
+    assert m.body(ModelRequest([*unthought, {"role": "user", "content": "next"}], (), 8_000), 8_000)["thinking"]
+    assert "thinking" not in m.body(ModelRequest([unthought[0], {"role": "assistant", "content": "The sum"}], (), 8_000), 8_000)

@@ -17,7 +17,8 @@ Anthropic allows four breakpoints; this uses at most three.
 
 Extended thinking: with a ``thinking_budget`` the request asks for
 ``thinking: {type: enabled, budget_tokens}`` (shrunk to fit a smaller call,
-left off below the API's minimum). The reply's ``thinking`` and
+left off below the API's minimum, and left off when the assistant turn being
+continued has no thinking block, which the API would refuse). The reply's ``thinking`` and
 ``redacted_thinking`` blocks are kept whole, signatures included, as the
 reply's ``reasoning``; an assistant message carrying them sends them back
 first in its content, unchanged, as the API requires within a tool-use loop.
@@ -114,6 +115,18 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
         if out and out[-1]["role"] == "user":
             out[-1]["content"][-1]["cache_control"] = EPHEMERAL
     return system, out, atools
+
+
+def _may_think(msgs: list[dict[str, Any]]) -> bool:
+    """Whether thinking may be asked for: the API refuses it when the assistant turn being continued (a
+    prefill, or the call whose results are being sent) does not start with a thinking block, as when
+    thinking was off for that turn."""
+    for m in reversed(msgs):
+        if m["role"] == "assistant":
+            return bool(m["content"]) and m["content"][0].get("type") in ("thinking", "redacted_thinking")
+        if any(b.get("type") != "tool_result" for b in m["content"]):
+            return True  # a user's own message starts a new turn: nothing to continue
+    return True
 
 
 def _thinking_block(b: Mapping[str, Any]) -> dict[str, Any]:
@@ -316,7 +329,7 @@ class AnthropicModel(HTTPModel):
             b["system"] = system
         if tools:
             b["tools"] = tools
-        budget = self.thinking_room(max_tokens)
+        budget = self.thinking_room(max_tokens) if _may_think(msgs) else None
         if budget is not None:
             b["thinking"] = {"type": "enabled", "budget_tokens": budget}
         elif self.temperature is not None:  # the API refuses a temperature with thinking on
