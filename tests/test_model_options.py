@@ -230,3 +230,28 @@ def test_thinking_is_left_off_where_the_turn_being_continued_did_not_think() -> 
     assert m.body(ModelRequest(thought, (), 8_000), 8_000)["thinking"]["budget_tokens"] == 2_000
     assert m.body(ModelRequest([*unthought, {"role": "user", "content": "next"}], (), 8_000), 8_000)["thinking"]
     assert "thinking" not in m.body(ModelRequest([unthought[0], {"role": "assistant", "content": "The sum"}], (), 8_000), 8_000)
+
+
+def test_a_resumed_session_sends_the_recorded_thinking_back_and_records_the_options(tmp_path: Path) -> None:
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    thought = "List the directory first."
+    replies = [{"thinking": thought, "tool_calls": [{"name": "LS", "arguments": {"path": "."}}]}, {"text": "empty"}, {"text": "again"}]
+    with FakeProvider({"replies": replies}) as fp:
+        kw: dict[str, Any] = {"cwd": str(cwd), "home": str(tmp_path / "home"), "model": "anthropic:claude-haiku-4-5", "base_url": fp.url,
+                              "env": {}, "permission_mode": "bypassPermissions", "thinking": "2000"}
+        a = Agent(**kw)
+        try:
+            a.ask("what is here?")
+        finally:
+            a.close("prompt_input_exit")
+        b = Agent(**kw, resume=a.session.id)
+        try:
+            b.ask("and now?")
+        finally:
+            b.close("prompt_input_exit")
+        last = _bodies(fp)[-1]
+    sent = [m for m in last["messages"] if m["role"] == "assistant"][0]
+    assert sent["content"][0]["type"] == "thinking" and sent["content"][0]["thinking"] == thought
+    start = next(r for r in read_records(a.session.path) if r.kind == "session_start")
+    assert start.payload["model_options"] == {"max_output_tokens": 64_000, "source": "model table", "thinking_budget": 2_000}

@@ -847,6 +847,7 @@ class Agent:
                 "cwd": self.cwd,
                 "model": self.model_spec,
                 "permission_mode": self.permission_mode,
+                "model_options": self._options_fact(),
                 "memory_files": list(self.memory_files),
                 "additional_directories": list(self.add_dirs),
                 "agentloop_version": _version(),
@@ -900,6 +901,16 @@ class Agent:
             max_output_tokens=self.model_options.max_output_tokens,
         ))
 
+    def _options_fact(self) -> dict[str, Any]:
+        """What the model is asked for each turn (``agent/model_options.py``), as the session records it."""
+        o = self.model_options
+        out: dict[str, Any] = {"max_output_tokens": o.max_output_tokens, "source": o.source}
+        if o.thinking_budget is not None:
+            out["thinking_budget"] = o.thinking_budget
+        if o.effort is not None:
+            out["reasoning_effort"] = o.effort
+        return out
+
     def _cap_fact(self) -> str:
         from ..budget import format_usd
 
@@ -942,7 +953,7 @@ class Agent:
         self.model_spec = spec
         self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
-        self.session.note("model_change", {"model": spec})
+        self.session.note("model_change", {"model": spec, "model_options": self._options_fact()})
 
     def compact(self, instructions: str = "") -> None:
         """``/compact``: summarise the conversation. The context manager fires PreCompact,
