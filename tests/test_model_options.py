@@ -255,3 +255,14 @@ def test_a_resumed_session_sends_the_recorded_thinking_back_and_records_the_opti
     assert sent["content"][0]["type"] == "thinking" and sent["content"][0]["thinking"] == thought
     start = next(r for r in read_records(a.session.path) if r.kind == "session_start")
     assert start.payload["model_options"] == {"max_output_tokens": 64_000, "source": "model table", "thinking_budget": 2_000}
+
+
+def test_stream_json_shows_the_thinking_blocks_first_as_the_messages_api_does() -> None:
+    from agentloop.cli.claude_format import assistant_message
+    from agentloop.events import ModelReply, ToolCall
+
+    block = {"type": "thinking", "thinking": "check the file", "signature": "sig"}
+    reply = ModelReply("Reading.", (ToolCall("c1", "Read", {"file_path": "a"}),), None, "m", "tool_use", None, (block,))
+    content = assistant_message("s", reply, 1)["message"]["content"]
+    assert [b["type"] for b in content] == ["thinking", "text", "tool_use"] and content[0] == block
+    assert [b["type"] for b in assistant_message("s", ModelReply("hi"), 1)["message"]["content"]] == ["text"]
