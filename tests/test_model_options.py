@@ -266,3 +266,24 @@ def test_stream_json_shows_the_thinking_blocks_first_as_the_messages_api_does() 
     content = assistant_message("s", reply, 1)["message"]["content"]
     assert [b["type"] for b in content] == ["thinking", "text", "tool_use"] and content[0] == block
     assert [b["type"] for b in assistant_message("s", ModelReply("hi"), 1)["message"]["content"]] == ["text"]
+
+
+@pytest.mark.parametrize("vendor", ["anthropic", "openai"])
+def test_a_request_past_the_context_window_is_retried_at_once_with_the_output_that_fits(tmp_path: Path, vendor: str) -> None:
+    """With the model's full output asked for, input plus max_tokens can pass the window; the API then
+    refuses with a 400 that gives the figures (Anthropic: "input length and `max_tokens` exceed context
+    limit"; OpenAI-compatible servers: "maximum context length is N tokens"). The call is made again at
+    once with what fits, never more than was reserved."""
+    spec = "anthropic:claude-sonnet-4-5" if vendor == "anthropic" else "openai:gpt-4.1"
+    notices: list[str] = []
+    with FakeProvider({"replies": [{"fault": "context", "limit": 20_000, "input_tokens": 12_000}, {"text": "fits"}]}) as fp:
+        base = fp.url if vendor == "anthropic" else fp.url + "/v1"
+        model = open_model(spec, base_url=base, api_key="k", thinking_budget=4_000, on_notice=notices.append, sleep=lambda _s: None)
+        res = run(model, Registry([add]), "hi", Budget(max_usd_micros=usd("2"), max_steps=3), max_output_tokens=16_000)
+        bodies = _bodies(fp)
+    assert res.stop_reason == "no_tool_calls" and res.answer == "fits"
+    field = "max_tokens" if vendor == "anthropic" else "max_completion_tokens" if "max_completion_tokens" in bodies[0] else "max_tokens"
+    assert bodies[0][field] == 16_000 and bodies[1][field] == 20_000 - 12_000 - 16
+    if vendor == "anthropic":
+        assert bodies[1]["thinking"]["budget_tokens"] < bodies[1]["max_tokens"]
+    assert any("asking for at most 7984 output tokens" in n for n in notices)

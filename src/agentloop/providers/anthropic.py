@@ -26,6 +26,7 @@ first in its content, unchanged, as the API requires within a tool-use loop.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = ["API_VERSION", "THINKING_MIN", "AnthropicAssembler", "AnthropicModel"
 API_VERSION = "2026-10-21"
 """The ``anthropic-version`` the official SDK of this era sends (anthropic 2.14: ``_constants.py``)."""
 EPHEMERAL = {"type": "ephemeral"}
+_CONTEXT_LIMIT = re.compile(rb"exceed context limit: (\d+) \+ (\d+) > (\d+)")
 THINKING_MIN = 1_024
 """The smallest ``budget_tokens`` the Messages API accepts for extended thinking."""
 
@@ -357,6 +359,9 @@ class AnthropicModel(HTTPModel):
         low = body.lower()
         if status == 400 and (b"credit balance" in low or b"billing" in low):
             return self._err(f"{err}: the account has no credit left (spend limit)", "quota", False, status)
+        m = _CONTEXT_LIMIT.search(body) if status == 400 else None
+        if m:  # "input length and `max_tokens` exceed context limit: 197626 + 21333 > 200000"
+            return self._context_error(err, int(m.group(3)), int(m.group(1)))
         return err
 
     def count_tokens(self, request: ModelRequest) -> int | None:

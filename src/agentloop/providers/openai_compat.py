@@ -17,6 +17,7 @@ messages, as ``image_url`` parts with data URLs.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -28,6 +29,8 @@ from .errors import ProviderError
 from .images import tool_parts
 
 __all__ = ["OpenAIAssembler", "OpenAIModel", "to_openai"]
+
+_CONTEXT_LIMIT = re.compile(rb"maximum context length is (\d+) tokens.*?\((\d+) in the messages")
 
 
 def _split_images(m: Any, text: str, pending: list[dict[str, Any]]) -> str:
@@ -242,4 +245,7 @@ class OpenAIModel(HTTPModel):
         err = super().classify(status, headers, body)
         if status == 429 and (b"insufficient_quota" in body or b"exceeded your current quota" in body):
             return self._err(f"{err}: the account is out of quota (spend limit); not retried", "quota", False, status)
+        m = _CONTEXT_LIMIT.search(body) if status == 400 else None
+        if m:  # "maximum context length is 8192 tokens. However, you requested 9000 tokens (5000 in the messages, 4000 in the completion)"
+            return self._context_error(err, int(m.group(1)), int(m.group(2)))
         return err
