@@ -106,10 +106,14 @@ def default_prices() -> PriceTable:
     return VendorPriceTable(BUILTIN_PRICES)
 
 
-# The most output tokens one reply may have, as each vendor's model page documents it
-# (Anthropic: platform.claude.com/docs/en/models/<model>/overview, "Max output", and the
-# models overview's comparison table; OpenAI: platform.openai.com/docs/models/<model>,
-# "Max output tokens"). The terminal agent asks for this much by default; the loop
+# The most output tokens one reply may have, as each vendor's model page documents it.
+# Anthropic: each model's page, "Max output" (platform.claude.com/docs/en/models/opus-4-6/overview:
+# 128K; .../sonnet-4-6/overview: 128K; .../opus-4-5/overview: 64K), and the models overview's
+# table of legacy models (platform.claude.com/docs/en/about-claude/models/overview: Sonnet 4.5,
+# Haiku 4.5, Sonnet 4 and Sonnet 3.7 64K; Opus 4.1 and Opus 4 32K; Haiku 3.5 8K).
+# OpenAI: platform.openai.com/docs/models/<model>, "Max output tokens" (the GPT-5 family
+# 128,000; GPT-4.1 32,768; GPT-4o 16,384; o1, o3, o3-mini, o4-mini 100,000).
+# The terminal agent asks for this much by default (agent/model_options.py); the loop
 # reserves it under the spend cap like any other max_tokens.
 BUILTIN_MAX_OUTPUT: dict[str, int] = {
     # OpenAI
