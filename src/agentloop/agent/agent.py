@@ -77,6 +77,7 @@ from .system_prompt import STATIC_PROMPT
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
     from .builder import AgentParts
+    from .model_options import ModelOptions
 
 __all__ = [
     "Agent",
@@ -393,6 +394,8 @@ class Agent:
         """Set by a front end that shows an MCP tool's progress notifications."""
         self._turn_grants: list[Any] = []
         self._current_call: str | None = None
+        self._git_facts: tuple[str | None] | None = None
+        """The environment block's git snapshot, taken once a session (None: not yet)."""
 
     def _load_settings(
         self,
@@ -483,10 +486,10 @@ class Agent:
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
         if isinstance(self.fallback, str):
             self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
-        self.model_options = self._resolve_options(self.model_spec)
+        self.model_options: ModelOptions = self._resolve_options(self.model_spec)
         self.model = self._open(spec) if isinstance(spec, str) else spec
 
-    def _resolve_options(self, spec: str) -> Any:
+    def _resolve_options(self, spec: str) -> ModelOptions:
         """The output budget, thinking and effort for ``spec`` (``agent/model_options.py``)."""
         from .model_options import OptionError, resolve_options
 
@@ -831,7 +834,7 @@ class Agent:
     def _start_session(self, s: Session, source: str) -> None:
         current_session_id.set(s.id)
         self.session = s
-        self._git_facts: tuple[str | None] | None = None  # the git snapshot is taken again for each session
+        self._git_facts = None  # the git snapshot is taken again for each session
         # the system prompt as it was (one message in older sessions; two, the first marked, now): replaced whole
         msgs = s.messages
         head = 1 if msgs and msgs[0].get("role") == "system" else 0
