@@ -485,6 +485,27 @@ SABOTAGES = [
         "                return ' '.join(v.split())  # SABOTAGED",
         ["tests/test_terminal_shows_true.py"],
     ),
+    Sabotage(
+        "the reasoning sent back is left out of the reservation's input bound",
+        "src/agentloop/budget.py",
+        "    if r:  # reasoning blocks sent back",
+        "    if False:  # SABOTAGED",
+        ["tests/test_model_options.py::test_reasoning_sent_back_counts_in_the_reservations_input_bound"],
+    ),
+    Sabotage(
+        "the default output budget ignores the spend cap (one call's reservation may take most of a small cap)",
+        "src/agentloop/agent/model_options.py",
+        "        if affordable < top:",
+        "        if False:  # SABOTAGED",
+        ["tests/test_model_options.py::test_a_small_cap_keeps_the_default_to_what_a_quarter_of_it_pays_for_but_never_below_4096"],
+    ),
+    Sabotage(
+        "the system prompt's git snapshot lets the repository's fsmonitor program run",
+        "src/agentloop/agent/system_prompt.py",
+        '"-c", "core.fsmonitor=false", ',
+        "",
+        ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_fsmonitor_or_hook_the_repository_configures"],
+    ),
 ]
 
 

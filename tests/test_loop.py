@@ -325,7 +325,7 @@ def test_the_fast_event_makers_build_what_the_constructors_build_and_stay_frozen
     cases: list[tuple[Any, tuple[Any, ...]]] = [
         (events.ToolCall, ("c1", "add", {"a": 1})),
         (events.Usage, (1, 2, 3, 4)),
-        (events.ModelReply, ("hi", (call,), usage, "m", "stop", {"raw": True})),
+        (events.ModelReply, ("hi", (call,), usage, "m", "stop", {"raw": True}, ({"type": "thinking", "thinking": "t", "signature": "s"},))),
         (events.ToolResult, ("c1", "add", False, None, "boom", {"type": "ValueError"})),
     ]
     for cls, values in cases:
@@ -336,6 +336,9 @@ def test_the_fast_event_makers_build_what_the_constructors_build_and_stay_frozen
             setattr(made, dataclasses.fields(cls)[0].name, "changed")
     reply = events.ModelReply("hi", (call,), usage, "m", "stop")
     assert events.ModelReply.from_json(reply.to_json()) == reply
+    assert "reasoning" not in reply.to_json()  # only a reply with reasoning records the key
+    thought = events.ModelReply("hi", (call,), usage, "m", "stop", None, ({"type": "thinking", "thinking": "t", "signature": "s"},))
+    assert events.ModelReply.from_json(thought.to_json()) == thought
     result = events.ToolResult("c1", "add", True, {"sum": 3})
     assert events.ToolResult.from_json(result.to_json()) == result
     assert events.Usage.from_json(usage.to_json()) == usage

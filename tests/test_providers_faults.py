@@ -205,11 +205,17 @@ def test_a_turn_cut_at_max_tokens_is_continued(tmp_path: Path, vendor: str) -> N
     assert (last["content"] if vendor == "openai" else last["content"][-1]["text"]) == "The sum"
 
 
-def test_a_cut_inside_tool_arguments_stops_with_the_reason(tmp_path: Path, vendor: str) -> None:
-    o = drive(tmp_path, vendor, [{**CALL, "stop_reason": "max_tokens"}])
-    assert o.result.stop_reason == "model_error"
-    assert "cut at max_tokens inside the arguments of a call to 'add'" in (o.result.error or "")
-    assert len(o.requests) == 1
+def test_a_cut_inside_tool_arguments_is_continued_and_the_call_written_again(tmp_path: Path, vendor: str) -> None:
+    """A call cut at max_tokens cannot run; the turn is continued (reserved like any other) and the
+    model writes the call whole on the next one, instead of the run ending."""
+    o = drive(tmp_path, vendor, [{**CALL, "text": "Adding.", "stop_reason": "max_tokens"}, CALL, {"text": "5"}])
+    assert o.result.stop_reason == "no_tool_calls" and o.result.answer == "5"
+    assert "continuation" in o.kinds and "model_error" not in o.kinds
+    assert len(o.requests) == 3
+    cut_turn = next(r for r in read_records_of(o) if r["kind"] == "model_turn")
+    assert cut_turn["payload"]["reply"]["tool_calls"] == [] and cut_turn["payload"]["reply"]["finish_reason"] == "max_tokens"
+    last = o.requests[1]["body"]["messages"][-1]
+    assert last["role"] == "assistant"  # the text before the cut goes back as the start of the turn
 
 
 @pytest.mark.parametrize(

@@ -139,6 +139,9 @@ def message_bytes(m: Mapping[str, Any]) -> int:
         v = m.get(k)
         if isinstance(v, str):
             n += text_bytes(v)
+    r = m.get("reasoning")
+    if r:  # reasoning blocks sent back (thinking text and signatures): their JSON's bytes
+        n += len(canonical(r))
     return n
 
 

@@ -210,6 +210,8 @@ class Conversation:
             msg: Message = {"role": "assistant", "content": reply.get("text", "")}
             if reply.get("tool_calls"):
                 msg["tool_calls"] = [dict(c) for c in reply["tool_calls"]]
+            if reply.get("reasoning"):
+                msg["reasoning"] = [dict(b) for b in reply["reasoning"]]
             msgs.append(msg)
         elif kind == "tool_result":
             msgs.append({"role": "tool", "tool_call_id": payload.get("call_id"), "name": payload.get("name"),

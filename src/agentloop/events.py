@@ -26,7 +26,10 @@ Message = dict[str, Any]
 
 ``{"role": "system" | "user" | "assistant" | "tool", "content": str}``; an
 assistant message may carry ``"tool_calls": [{"id", "name", "arguments"}]``;
-a tool message carries ``"tool_call_id"``, ``"name"`` and ``"ok"``.
+a tool message carries ``"tool_call_id"``, ``"name"`` and ``"ok"``. An assistant
+message may also carry ``"reasoning"``: the vendor's reasoning blocks as received
+(Anthropic's ``thinking`` / ``redacted_thinking`` blocks with their signatures),
+sent back unchanged because the API checks them.
 """
 
 
@@ -92,6 +95,9 @@ class ModelReply:
     """The provider's own reason, e.g. ``"max_tokens"``; kept for people."""
     raw: Any = None
     """The provider's response as received, kept only when raw recording is on."""
+    reasoning: tuple[dict[str, Any], ...] = ()
+    """The vendor's reasoning blocks, byte for byte as received (Anthropic's ``thinking`` and
+    ``redacted_thinking``, signatures included): recorded, and sent back on the next turns."""
 
     def to_json(self, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """``tool_calls``: the calls' JSON as recorded (redacted), in place of their own."""
@@ -104,14 +110,19 @@ class ModelReply:
             out["model"] = self.model
         if self.finish_reason is not None:
             out["finish_reason"] = self.finish_reason
+        if self.reasoning:
+            out["reasoning"] = [dict(b) for b in self.reasoning]
         return out
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> ModelReply:
         usage = obj.get("usage")
         calls = tuple([_make_call(str(c["id"]), str(c["name"]), c.get("arguments")) for c in obj.get("tool_calls", ())])
+        r = obj.get("reasoning")
+        reasoning = tuple(dict(b) for b in r if isinstance(b, Mapping)) if isinstance(r, list) else ()
         return _make_reply(
-            str(obj.get("text", "")), calls, None if usage is None else Usage.from_json(usage), obj.get("model"), obj.get("finish_reason"), None
+            str(obj.get("text", "")), calls, None if usage is None else Usage.from_json(usage), obj.get("model"), obj.get("finish_reason"), None,
+            reasoning,
         )
 
 

@@ -715,6 +715,8 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     msg: Message = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:
         msg["tool_calls"] = [c.to_json() for c in reply.tool_calls]
+    if reply.reasoning:  # sent back as received: the vendor checks the blocks' signatures
+        msg["reasoning"] = [dict(b) for b in reply.reasoning]
     legacy = cfg.legacy_estimate
     msg_bound = _message_chars(msg, cfg.image_tokens, legacy)
     if reply.usage is None and legacy:

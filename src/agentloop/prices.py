@@ -23,7 +23,14 @@ from collections.abc import Mapping
 
 from .budget import Price, PriceTable
 
-__all__ = ["BUILTIN_PRICES", "VendorPriceTable", "default_prices"]
+__all__ = [
+    "BUILTIN_MAX_OUTPUT",
+    "BUILTIN_PRICES",
+    "DEFAULT_MAX_OUTPUT",
+    "VendorPriceTable",
+    "default_prices",
+    "documented_max_output",
+]
 
 M = 1_000_000  # one dollar per million tokens, in micro-USD per million tokens
 
@@ -97,3 +104,61 @@ class VendorPriceTable(PriceTable):
 def default_prices() -> PriceTable:
     """The built-in table (a ``VendorPriceTable``: vendor spellings resolve)."""
     return VendorPriceTable(BUILTIN_PRICES)
+
+
+# The most output tokens one reply may have, as each vendor's model page documents it.
+# Anthropic: each model's page, "Max output" (platform.claude.com/docs/en/models/opus-4-6/overview:
+# 128K; .../sonnet-4-6/overview: 128K; .../opus-4-5/overview: 64K), and the models overview's
+# table of legacy models (platform.claude.com/docs/en/about-claude/models/overview: Sonnet 4.5,
+# Haiku 4.5, Sonnet 4 and Sonnet 3.7 64K; Opus 4.1 and Opus 4 32K; Haiku 3.5 8K).
+# OpenAI: platform.openai.com/docs/models/<model>, "Max output tokens" (the GPT-5 family
+# 128,000; GPT-4.1 32,768; GPT-4o 16,384; o1, o3, o3-mini, o4-mini 100,000).
+# The terminal agent asks for this much by default (agent/model_options.py); the loop
+# reserves it under the spend cap like any other max_tokens.
+BUILTIN_MAX_OUTPUT: dict[str, int] = {
+    # OpenAI
+    "gpt-5.5": 128_000,
+    "gpt-5.4": 128_000,
+    "gpt-5.4-mini": 128_000,
+    "gpt-5.4-nano": 128_000,
+    "gpt-5.2": 128_000,
+    "gpt-5.1": 128_000,
+    "gpt-5": 128_000,
+    "gpt-5-mini": 128_000,
+    "gpt-5-nano": 128_000,
+    "gpt-4.1": 32_768,
+    "gpt-4.1-mini": 32_768,
+    "gpt-4.1-nano": 32_768,
+    "gpt-4o": 16_384,
+    "gpt-4o-mini": 16_384,
+    "o3": 100_000,
+    "o3-mini": 100_000,
+    "o4-mini": 100_000,
+    "o1": 100_000,
+    # Anthropic
+    "claude-opus-4-6": 128_000,
+    "claude-opus-4-5": 64_000,
+    "claude-opus-4-1": 32_000,
+    "claude-opus-4": 32_000,
+    "claude-sonnet-4-6": 128_000,
+    "claude-sonnet-4-5": 64_000,
+    "claude-sonnet-4": 64_000,
+    "claude-3-7-sonnet": 64_000,
+    "claude-haiku-4-5": 64_000,
+    "claude-3-5-haiku": 8_192,
+    # the built-in scripted model: what run() has always reserved
+    "scripted": 4_096,
+}
+
+DEFAULT_MAX_OUTPUT = 4_096
+"""A model missing from ``BUILTIN_MAX_OUTPUT`` (a local server's, a name not yet listed) is asked
+for this much: small enough that any server accepts it; ``maxOutputTokens`` raises it."""
+
+
+_MAX_OUTPUT_NAMES = VendorPriceTable({n: Price(0, 0) for n in BUILTIN_MAX_OUTPUT})
+
+
+def documented_max_output(model: str) -> int | None:
+    """The documented maximum output of ``model`` under any vendor spelling, or None when unknown."""
+    k = _MAX_OUTPUT_NAMES.key(model)
+    return None if k is None else BUILTIN_MAX_OUTPUT[k]

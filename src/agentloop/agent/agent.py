@@ -72,10 +72,12 @@ from .protocols import (
     PromptDecision,
 )
 from .session.store import Durability, Session, SessionError, latest_id
+from .system_prompt import STATIC_PROMPT
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
     from .builder import AgentParts
+    from .model_options import ModelOptions
 
 __all__ = [
     "Agent",
@@ -102,9 +104,8 @@ MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 WARN_LEVELS = (0.80, 0.95)
 
-SYSTEM_PROMPT = """You are agentloop, a coding agent working in the user's terminal.
-Use the tools to read, search and change files and to run commands; paths are relative to the working directory.
-Keep answers short and concrete. Say what you changed. Ask before doing something destructive."""
+SYSTEM_PROMPT = STATIC_PROMPT
+"""The static part of the system prompt (``agent/system_prompt.py``): the same bytes in every session."""
 
 
 def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
@@ -142,13 +143,14 @@ def open_model_spec(
     env: Mapping[str, str] | None = None,
     on_notice: Callable[[str], None] | None = None,
     prices: PriceTable | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     """A model from a spec: ``scripted:PATH`` (offline, a JSON list of replies)
     or whatever ``agentloop.providers.open_model`` accepts.
 
     ``prices`` (the session's table, built-in plus settings) prices the model and
     its fallback, so a dearer fallback gets only the output tokens the call's
-    reservation pays for.
+    reservation pays for. ``options`` are more ``open_model`` options (thinking, effort).
 
     Raises:
         AgentError: the spec cannot be opened (the providers' message, one line).
@@ -159,7 +161,8 @@ def open_model_spec(
 
     try:
         return open_model(
-            spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice, prices=prices
+            spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice, prices=prices,
+            **dict(options or {}),
         )
     except ProviderConfigError as exc:
         raise AgentError(str(exc)) from None
@@ -317,6 +320,9 @@ class Agent:
         mcp_configs: Sequence[str] = (),
         strict_mcp_config: bool = False,
         mcp_in_background: bool = False,
+        max_output_tokens: int | None = None,
+        thinking: str | None = None,
+        effort: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self.mcp_in_background = mcp_in_background
@@ -330,6 +336,8 @@ class Agent:
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.shell_timeout_s = shell_timeout_s
+        self._option_flags = (max_output_tokens, thinking, effort)
+        """--max-output-tokens, --thinking, --effort as given: resolved again when the model changes."""
         self._init_model(self._managed_model(model, managed), price, fallback)
         self._init_secrets()
         self.sandbox_mode = sandbox
@@ -391,6 +399,8 @@ class Agent:
         """Set by a front end that shows an MCP tool's progress notifications."""
         self._turn_grants: list[Any] = []
         self._current_call: str | None = None
+        self._git_facts: tuple[str | None] | None = None
+        """The environment block's git snapshot, taken once a session (None: not yet)."""
 
     def _load_settings(
         self,
@@ -494,7 +504,22 @@ class Agent:
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
         if isinstance(self.fallback, str):
             self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
+        self.model_options: ModelOptions = self._resolve_options(self.model_spec)
         self.model = self._open(spec) if isinstance(spec, str) else spec
+
+    def _resolve_options(self, spec: str) -> ModelOptions:
+        """The output budget, thinking and effort for ``spec`` (``agent/model_options.py``)."""
+        from .model_options import OptionError, resolve_options
+
+        mot, thinking, effort = self._option_flags
+        name = spec.split(":", 1)[-1]
+        try:
+            return resolve_options(
+                spec, max_output_tokens=mot, thinking=thinking, effort=effort, setting=lambda k: merged(self.sources, k),
+                env=self.env, cap_micros=self.max_usd_micros, output_price=self.prices.resolve(name).output,
+            )
+        except OptionError as exc:
+            raise AgentError(str(exc)) from None
 
     def _init_files(self) -> None:
         """Memory files, custom commands and skills: read once at start."""
@@ -692,6 +717,7 @@ class Agent:
             env=self.env,
             on_notice=self._notice,
             prices=self.prices,
+            options=self.model_options.provider_options(),
         )
 
     def _notice(self, text: str) -> None:
@@ -826,6 +852,7 @@ class Agent:
     def _start_session(self, s: Session, source: str) -> None:
         current_session_id.set(s.id)
         self.session = s
+        self._git_facts = None  # the git snapshot is taken again for each session
         # the system prompt as it was (one message in older sessions; two, the first marked, now): replaced whole
         msgs = s.messages
         head = 1 if msgs and msgs[0].get("role") == "system" else 0
@@ -841,6 +868,7 @@ class Agent:
                 "cwd": self.cwd,
                 "model": self.model_spec,
                 "permission_mode": self.permission_mode,
+                "model_options": self._options_fact(),
                 "memory_files": list(self.memory_files),
                 "additional_directories": list(self.add_dirs),
                 "agentloop_version": _version(),
@@ -870,11 +898,7 @@ class Agent:
     def dynamic_prompt(self) -> str:
         if self.system_override is not None:  # --system-prompt replaces the built-in prompt: only --append-system-prompt stays
             return self.system_append or ""
-        parts = [
-            f"Working directory: {self.cwd}\nPlatform: {platform.system()} {platform.release()}\nToday: {datetime.now(timezone.utc):%Y-%m-%d}",
-        ]
-        if self.add_dirs:
-            parts.append("Additional directories you may use: " + ", ".join(self.add_dirs))
+        parts = [self.environment()]
         if self.memory_text:
             parts.append(self.memory_text)
         if self.skills:
@@ -884,6 +908,47 @@ class Agent:
         if self.system_append:
             parts.append(self.system_append)
         return "\n\n".join(parts)
+
+    def environment(self) -> str:
+        """The environment block of the system prompt (``agent/system_prompt.py``); git is asked once a session."""
+        from .system_prompt import EnvFacts, environment_block, git_snapshot, shell_name
+
+        if self._git_facts is None:
+            self._git_facts = (git_snapshot(self.cwd, self.child_env),)
+        return environment_block(EnvFacts(
+            cwd=self.cwd, platform=f"{platform.system()} {platform.release()}", shell=shell_name(self.env),
+            date=f"{datetime.now(timezone.utc):%Y-%m-%d}", model=self.model_spec, permission_mode=self.permission_mode,
+            sandbox=self._sandbox_fact(), cap=self._cap_fact(), git=self._git_facts[0], add_dirs=self.add_dirs,
+            max_output_tokens=self.model_options.max_output_tokens,
+        ))
+
+    def _options_fact(self) -> dict[str, Any]:
+        """What the model is asked for each turn (``agent/model_options.py``), as the session records it."""
+        o = self.model_options
+        out: dict[str, Any] = {"max_output_tokens": o.max_output_tokens, "source": o.source}
+        if o.thinking_budget is not None:
+            out["thinking_budget"] = o.thinking_budget
+        if o.effort is not None:
+            out["reasoning_effort"] = o.effort
+        return out
+
+    def _cap_fact(self) -> str:
+        from ..budget import format_usd
+
+        if self.max_usd_micros is None:
+            return "none (the user chose no cap)"
+        return f"{format_usd(self.max_usd_micros)} for the whole session"
+
+    def _sandbox_fact(self) -> str:
+        """One line on what a Bash command can reach."""
+        s = self.sandbox_settings
+        if s.mode == "danger-full-access":
+            return "off (danger-full-access): commands run with the user's full access"
+        if not self.sandbox.active:
+            return "unavailable: every Bash command asks the user first"
+        net = "network on" if s.network else ("network only to " + ", ".join(s.allowed_domains) if s.allowed_domains else "no network")
+        where = "nothing writable" if s.mode == "read-only" else "writes only in the working directories and a private /tmp"
+        return f"on ({s.mode}): {where}; {net}"
 
     def record(self, kind: str, payload: Any) -> None:
         """Append a record of another layer (hooks, compaction...) to the session's chain."""
@@ -904,11 +969,12 @@ class Agent:
 
     def set_model(self, spec: str) -> None:
         """Switch the model for the next turns (the session goes on)."""
+        self.model_options = self._resolve_options(spec)
         self.model = self._open(spec)
         self.model_spec = spec
         self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
-        self.session.note("model_change", {"model": spec})
+        self.session.note("model_change", {"model": spec, "model_options": self._options_fact()})
 
     def compact(self, instructions: str = "") -> None:
         """``/compact``: summarise the conversation. The context manager fires PreCompact,
@@ -1087,6 +1153,7 @@ class Agent:
             executor=self.context.wrap_executor(self, execute),
             prepare=self.context.run_prepare(self),
             loop_threshold=self.loop_threshold,
+            max_output_tokens=self.model_options.max_output_tokens,
             continues=s.continuation(),
             tools_changed=self._tools_changed,
         )

@@ -63,6 +63,7 @@ HONOURED_KEYS: set[str] = {
     "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
     "subagentIsolation",
+    "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
 }
 """Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
 

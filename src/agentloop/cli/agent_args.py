@@ -62,6 +62,12 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
                    help='MCP servers from a file or JSON string holding {"mcpServers": ...} (repeatable)')
     g.add_argument("--strict-mcp-config", action="store_true", default=d(False),
                    help="use only the --mcp-config servers (none of the settings files or .mcp.json)")
+    g.add_argument("--max-output-tokens", type=int, default=d(None), metavar="N",
+                   help="most tokens the model may write a turn (default: the model's documented maximum, within a quarter of the cap)")
+    g.add_argument("--thinking", default=d(None), metavar="on|off|N",
+                   help="Anthropic extended thinking: on, off, or a budget in tokens (default on where the model supports it)")
+    g.add_argument("--effort", default=d(None), choices=("minimal", "low", "medium", "high", "xhigh"),
+                   help="OpenAI reasoning effort (default medium for reasoning models)")
     g.add_argument("--system-prompt", default=d(None), metavar="TEXT", help="replace the built-in system prompt")
     g.add_argument("--append-system-prompt", default=d(None), metavar="TEXT", help="add TEXT to the end of the system prompt")
     g.add_argument("--durability", choices=("flush", "fsync"), default=d(None), help="how each session record is written (default flush)")

@@ -78,8 +78,7 @@ def make_agent(
     from agentloop.agent.session.store import SessionError
     from agentloop.config.settings import agentloop_home
 
-    cwd = _opt(args, "cwd") or os.getcwd()
-    if not os.path.isdir(cwd):
+    if not os.path.isdir(cwd := _opt(args, "cwd") or os.getcwd()):
         raise UserError(f"--cwd {cwd}: not a directory")
     micros, unlimited = _max_usd(_opt(args, "max_usd"))
     price = parse_price(_opt(args, "price"))
@@ -132,6 +131,7 @@ def make_agent(
             mcp_configs=list(_opt(args, "mcp_configs", [])),
             strict_mcp_config=bool(_opt(args, "strict_mcp_config", False)),
             mcp_in_background=mcp_in_background,
+            **{k: _opt(args, k) for k in ("max_output_tokens", "thinking", "effort")},
         )
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None

@@ -104,7 +104,7 @@ def init_message(
 
 def assistant_message(session_id: str, reply: Any, step: int) -> dict[str, Any]:
     """A model turn as Claude Code streams it: the reply as Messages API content blocks."""
-    content: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = [dict(b) for b in getattr(reply, "reasoning", ())]  # thinking blocks first, as the API sends them
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for c in reply.tool_calls:

@@ -42,7 +42,7 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 _POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "connect_timeout", "sleep", "asleep", "rand"}
-_MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature"}
+_MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature", "thinking_budget", "reasoning_effort"}
 _VENDOR_OPTIONS = {"openai": {"max_tokens_field"}, "anthropic": {"cache"}}
 
 
@@ -112,7 +112,9 @@ def open_model(
     ``max_retry_after``, ``stall_timeout``, ``connect_timeout`` (the retry
     policy; ``sleep``/``asleep``/``rand`` replace its clock and jitter in tests),
     ``on_notice`` (called with each retry and fallback notice), ``extra_headers``,
-    ``temperature``, ``max_continuations`` (turns cut at max tokens that the
+    ``temperature``, ``thinking_budget`` (Anthropic: extended thinking's
+    ``budget_tokens``), ``reasoning_effort`` (OpenAI's reasoning models),
+    ``max_continuations`` (turns cut at max tokens that the
     loop continues; default 2), ``cache`` (Anthropic breakpoints, default on),
     ``max_tokens_field`` (OpenAI: ``max_tokens`` or ``max_completion_tokens``),
     ``prices`` (the run's ``PriceTable``, default the built-in one: a fallback

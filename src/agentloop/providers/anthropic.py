@@ -14,10 +14,19 @@ prompt; the last system block when none is marked), and on the last block of
 the conversation so far (so each turn reads the previous turn's prefix from
 the cache, and the dynamic part of the system prompt is cached with it).
 Anthropic allows four breakpoints; this uses at most three.
+
+Extended thinking: with a ``thinking_budget`` the request asks for
+``thinking: {type: enabled, budget_tokens}`` (shrunk to fit a smaller call,
+left off below the API's minimum, and left off when the assistant turn being
+continued has no thinking block, which the API would refuse). The reply's ``thinking`` and
+``redacted_thinking`` blocks are kept whole, signatures included, as the
+reply's ``reasoning``; an assistant message carrying them sends them back
+first in its content, unchanged, as the API requires within a tool-use loop.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,11 +38,14 @@ from .base import Assembler, HTTPModel, StreamError, Turn
 from .errors import ProviderError
 from .images import Image, tool_parts
 
-__all__ = ["API_VERSION", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
+__all__ = ["API_VERSION", "THINKING_MIN", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
 
 API_VERSION = "2026-10-21"
 """The ``anthropic-version`` the official SDK of this era sends (anthropic 2.14: ``_constants.py``)."""
 EPHEMERAL = {"type": "ephemeral"}
+_CONTEXT_LIMIT = re.compile(rb"exceed context limit: (\d+) \+ (\d+) > (\d+)")
+THINKING_MIN = 1_024
+"""The smallest ``budget_tokens`` the Messages API accepts for extended thinking."""
 
 
 def _text_of(m: Message) -> str:
@@ -71,7 +83,8 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
             t = _text_of(m)
             add("user", [{"type": "text", "text": t}] if t else [])
         elif role == "assistant":
-            blocks: list[dict[str, Any]] = []
+            # reasoning blocks first, unchanged: the API checks their signatures
+            blocks: list[dict[str, Any]] = [dict(r) for r in m.get("reasoning", ()) if isinstance(r, Mapping)]
             t = _text_of(m)
             if t:
                 blocks.append({"type": "text", "text": t})
@@ -106,6 +119,31 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
     return system, out, atools
 
 
+def _may_think(msgs: list[dict[str, Any]]) -> bool:
+    """Whether thinking may be asked for: the API refuses it when the assistant turn being continued (a
+    prefill, or the call whose results are being sent) does not start with a thinking block, as when
+    thinking was off for that turn."""
+    for m in reversed(msgs):
+        if m["role"] == "assistant":
+            return bool(m["content"]) and m["content"][0].get("type") in ("thinking", "redacted_thinking")
+        if any(b.get("type") != "tool_result" for b in m["content"]):
+            return True  # a user's own message starts a new turn: nothing to continue
+    return True
+
+
+def _thinking_block(b: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``thinking`` block as the API wants it back (its text and signature, whole), or a
+    ``redacted_thinking`` block as received."""
+    cb = b["block"]
+    if cb.get("type") == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": cb.get("data", "")}
+    return {
+        "type": "thinking",
+        "thinking": (cb.get("thinking") or "") + "".join(b["parts"]),
+        "signature": (cb.get("signature") or "") + b.get("signature", ""),
+    }
+
+
 class AnthropicAssembler(Assembler):
     """Builds the final message from ``message_start`` ... ``message_stop``."""
 
@@ -135,8 +173,12 @@ class AnthropicAssembler(Assembler):
                 s = d["partial_json"]
                 b["parts"].append(s)
                 self.out_chars += len(s)
-            elif dt in ("thinking_delta", "signature_delta", "citations_delta"):
-                self.out_chars += len(str(d.get("thinking", "")))
+            elif dt == "thinking_delta":
+                s = str(d.get("thinking", ""))
+                b["parts"].append(s)
+                self.out_chars += len(s)
+            elif dt == "signature_delta":
+                b["signature"] = b.get("signature", "") + str(d.get("signature", ""))
             return None
         if t == "content_block_start":
             cb = obj["content_block"]
@@ -195,12 +237,15 @@ class AnthropicAssembler(Assembler):
     def turn(self) -> Turn:
         texts: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: list[dict[str, Any]] = []
         cut: str | None = None
         for i in sorted(self.blocks):
             b = self.blocks[i]
             cb = b["block"]
             bt = cb.get("type")
-            if bt == "text":
+            if bt in ("thinking", "redacted_thinking"):
+                reasoning.append(_thinking_block(b))
+            elif bt == "text":
                 texts.append((cb.get("text") or "") + "".join(b["parts"]))
             elif bt in ("tool_use", "server_tool_use"):
                 js = "".join(b["parts"])
@@ -216,7 +261,7 @@ class AnthropicAssembler(Assembler):
                     args = cb.get("input", {})
                 if bt == "tool_use":
                     calls.append(ToolCall(str(cb["id"]), str(cb["name"]), args))
-        return Turn("".join(texts), calls, self._final_usage(), self.stop_reason, self.model, cut)
+        return Turn("".join(texts), calls, self._final_usage(), self.stop_reason, self.model, cut, reasoning)
 
     def from_json(self, body: bytes) -> Turn:
         obj = orjson.loads(body)
@@ -243,6 +288,8 @@ class AnthropicAssembler(Assembler):
             cb = dict(b["block"])
             if cb.get("type") == "text":
                 cb["text"] = (cb.get("text") or "") + "".join(b["parts"])
+            elif cb.get("type") in ("thinking", "redacted_thinking"):
+                cb = _thinking_block(b)
             elif cb.get("type") in ("tool_use", "server_tool_use") and b["parts"]:
                 js = "".join(b["parts"])
                 try:
@@ -284,10 +331,25 @@ class AnthropicModel(HTTPModel):
             b["system"] = system
         if tools:
             b["tools"] = tools
-        if self.temperature is not None:
+        budget = self.thinking_room(max_tokens) if _may_think(msgs) else None
+        if budget is not None:
+            b["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        elif self.temperature is not None:  # the API refuses a temperature with thinking on
             b["temperature"] = self.temperature
         b["stream"] = True
         return b
+
+    def thinking_room(self, max_tokens: int) -> int | None:
+        """Extended thinking's ``budget_tokens`` for a call of ``max_tokens``, or None for no thinking.
+
+        The API wants at least 1,024 and less than ``max_tokens`` (thinking counts toward it). A
+        retry or a dearer fallback may get fewer tokens than asked: the budget then shrinks so a
+        quarter of the call stays for the answer, and thinking is left off below the minimum.
+        """
+        if not self.thinking_budget:
+            return None
+        budget = min(self.thinking_budget, max_tokens - max(1, max_tokens // 4))
+        return budget if budget >= THINKING_MIN else None
 
     def assembler(self) -> Assembler:
         return AnthropicAssembler()
@@ -297,6 +359,9 @@ class AnthropicModel(HTTPModel):
         low = body.lower()
         if status == 400 and (b"credit balance" in low or b"billing" in low):
             return self._err(f"{err}: the account has no credit left (spend limit)", "quota", False, status)
+        m = _CONTEXT_LIMIT.search(body) if status == 400 else None
+        if m:  # "input length and `max_tokens` exceed context limit: 197626 + 21333 > 200000"
+            return self._context_error(err, int(m.group(3)), int(m.group(1)))
         return err
 
     def count_tokens(self, request: ModelRequest) -> int | None:

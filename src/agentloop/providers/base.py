@@ -15,7 +15,10 @@ The retry policy, in order:
   with full jitter (``backoff_base * 2**n`` capped at ``backoff_max``) and
   retry, up to ``max_attempts`` per model; then, when a fallback model is set,
   try it (with a notice), else fail.
-- 400, 401/403 (authentication), 404, a body that is not an event stream:
+- A 400 that says the input plus ``max_tokens`` passes the model's context
+  window and gives the figures (``kind="context"``): retried at once asking for
+  the output that fits (``_Attempts.room``), which only lowers the spend.
+- Any other 400, 401/403 (authentication), 404, a body that is not an event stream:
   fatal at once, with the reason.
 
 The budget covers retries. The loop reserves one call: the bound of its input
@@ -98,6 +101,8 @@ class Turn:
     model: str | None = None
     cut_tool: str | None = None
     """The name of a tool call whose arguments never completed (cut at max_tokens)."""
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
+    """The vendor's reasoning blocks as received (Anthropic's ``thinking``, with signatures)."""
 
 
 class Assembler:
@@ -187,6 +192,8 @@ class HTTPModel:
         on_notice: Callable[[str], None] | None = None,
         extra_headers: Mapping[str, str] | None = None,
         temperature: float | None = None,
+        thinking_budget: int | None = None,
+        reasoning_effort: str | None = None,
     ):
         self.target = target
         self.name = target.model
@@ -198,6 +205,10 @@ class HTTPModel:
         self.on_notice = on_notice
         self.extra_headers = dict(extra_headers or {})
         self.temperature = temperature
+        self.thinking_budget = thinking_budget
+        """Anthropic: extended thinking's ``budget_tokens`` (None: not asked for). Others ignore it."""
+        self.reasoning_effort = reasoning_effort
+        """OpenAI: ``reasoning_effort`` (None: not sent). Others ignore it."""
         self._active: HTTPModel | None = None
         """The fallback, once the primary has failed for good."""
         self._client: httpx.Client | None = None
@@ -243,6 +254,16 @@ class HTTPModel:
 
     def key_hint(self) -> str:
         return "the API key"
+
+    def _context_error(self, err: ProviderError, limit: int, used: int) -> ProviderError:
+        """A 400 saying the input plus ``max_tokens`` passes the window of ``limit`` tokens, the input
+        taking ``used``: retried at once with what fits (less output, never more spend), else final."""
+        room = limit - used - 16
+        if room < 1:
+            return self._err(f"{err}: the conversation alone fills the model's context window", "context", False, err.status)
+        out = self._err(f"{err}: asking for at most {room} output tokens instead", "context", True, err.status, 0.0)
+        out.room = room
+        return out
 
     # --- shared machinery ---------------------------------------------------
 
@@ -451,13 +472,18 @@ class HTTPModel:
         return request.max_output_tokens - equiv
 
     def _reply(self, turn: Turn, wasted: Usage, raw: list[bytes]) -> ModelReply:
+        finish = turn.finish_reason
         if turn.cut_tool is not None:
-            raise self._err(
+            # A call cut inside its arguments cannot run. Hand back what came before it as a reply
+            # cut at max tokens: the loop continues it (a new turn, reserved like any other, the
+            # text and reasoning so far sent back), so the model writes the call again with the
+            # whole room the thinking and text no longer take. Past max_continuations the run
+            # stops with the text instead of an error.
+            self._notice(
                 f"the reply was cut at max_tokens inside the arguments of a call to {turn.cut_tool!r}; "
-                "raise max_output_tokens",
-                "max_tokens",
-                False,
+                "continuing it (--max-output-tokens or maxOutputTokens gives more room)"
             )
+            finish = "max_tokens"
         usage = turn.usage
         if wasted.total:
             usage = (usage or Usage()) + wasted
@@ -466,11 +492,12 @@ class HTTPModel:
             raw_out = {"vendor": self.vendor, "stream": scrub(b"".join(raw).decode("utf-8", "replace"), [self.target.api_key])}
         return ModelReply(
             text=turn.text,
-            tool_calls=tuple(turn.tool_calls),
+            tool_calls=() if turn.cut_tool is not None else tuple(turn.tool_calls),
             usage=usage,
             model=turn.model or self.target.model,
-            finish_reason=turn.finish_reason,
+            finish_reason=finish,
             raw=raw_out,
+            reasoning=tuple(turn.reasoning),
         )
 
     def _after_failure(
@@ -503,7 +530,7 @@ class HTTPModel:
         tries = _Attempts(self, request)
         while (model := tries.next()) is not None:
             try:
-                turn, raw = model._attempt(request, model._fitting_max_tokens(request, tries.wasted, self))
+                turn, raw = model._attempt(request, model._fitting_max_tokens(request, tries.wasted, self, tries.room))
                 return model._reply(turn, tries.wasted, raw)
             except ProviderError as err:
                 wait = tries.failed(model, err)
@@ -518,7 +545,7 @@ class HTTPModel:
         tries = _Attempts(self, request)
         while (model := tries.next()) is not None:
             try:
-                turn, raw = await model._aattempt(request, model._fitting_max_tokens(request, tries.wasted, self))
+                turn, raw = await model._aattempt(request, model._fitting_max_tokens(request, tries.wasted, self, tries.room))
                 return model._reply(turn, tries.wasted, raw)
             except ProviderError as err:
                 wait = tries.failed(model, err)
@@ -526,8 +553,10 @@ class HTTPModel:
                     await model.policy.asleep(wait)
         raise tries.gave_up()
 
-    def _fitting_max_tokens(self, request: ModelRequest, wasted: Usage, primary: HTTPModel) -> int:
+    def _fitting_max_tokens(self, request: ModelRequest, wasted: Usage, primary: HTTPModel, room: int | None = None) -> int:
         n = self._next_max_tokens(request, wasted, primary)
+        if room is not None:  # the model's window is smaller than the input plus max_tokens: ask for what fits
+            n = min(n, room)
         if n < 1:
             err = self._err(
                 f"{self.vendor}:{self.target.model} costs more than this call's reservation "
@@ -590,6 +619,8 @@ class _Attempts:
         self.wasted = Usage()
         """What the billed failed attempts cost so far."""
         self.last: ProviderError | None = None
+        self.room: int | None = None
+        """The most ``max_tokens`` the next attempt may ask for, when an error said the window is smaller."""
 
     def next(self) -> HTTPModel | None:
         """The model for the next attempt; None when every model in the chain has failed."""
@@ -606,6 +637,8 @@ class _Attempts:
         request = self.request
         self.wasted = model._after_failure(err, self.attempt, self.wasted, request, model._partial(err, request), self.primary)
         self.last = err
+        if err.room is not None:
+            self.room = err.room if self.room is None else min(self.room, err.room)
         if self.attempt >= model.policy.max_attempts:
             return None
         d = model.policy.delay(self.attempt, err)

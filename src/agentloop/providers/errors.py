@@ -5,7 +5,7 @@ raised before any request. ``ProviderError``: a call failed; ``retryable`` says
 whether the retry policy may try again, ``kind`` names the failure for people
 and tests (``rate_limit``, ``overloaded``, ``server``, ``stall``, ``cut``,
 ``malformed``, ``content_type``, ``auth``, ``quota``, ``bad_request``,
-``max_tokens``, ``connect``, ``budget``).
+``max_tokens``, ``connect``, ``budget``, ``context``).
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ class ProviderError(Exception):
         """The attempt may have been charged for (the stream had started)."""
         self.partial: Any = None
         """A ``Usage``: what the failed attempt may have been billed, when ``billed``."""
+        self.room: int | None = None
+        """The most ``max_tokens`` a retry may ask for: the request did not fit the model's context window,
+        and the error said by how much (``kind="context"``)."""
         self.usage: Any = None
         """A ``Usage``: what every failed attempt of the call may have cost, on the final error
         (the drivers hand it to the loop, which records and spends it)."""

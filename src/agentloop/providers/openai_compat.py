@@ -5,6 +5,8 @@ The only module that knows this wire format. Requests stream with
 ignore it leave usage unreported: the loop then estimates). Tool-call
 arguments arrive as string fragments keyed by ``index`` and are joined and
 parsed at the end. ``finish_reason == "length"`` is the cut at max tokens.
+A ``reasoning_effort`` (the reasoning models': ``minimal`` ... ``xhigh``) is sent
+as that field when set, never otherwise.
 Cached prompt tokens (``usage.prompt_tokens_details.cached_tokens``) are
 reported as cache reads, and taken out of the input count (OpenAI counts them
 inside ``prompt_tokens``).
@@ -15,6 +17,7 @@ messages, as ``image_url`` parts with data URLs.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -26,6 +29,8 @@ from .errors import ProviderError
 from .images import tool_parts
 
 __all__ = ["OpenAIAssembler", "OpenAIModel", "to_openai"]
+
+_CONTEXT_LIMIT = re.compile(rb"maximum context length is (\d+) tokens.*?\((\d+) in the messages")
 
 
 def _split_images(m: Any, text: str, pending: list[dict[str, Any]]) -> str:
@@ -225,6 +230,8 @@ class OpenAIModel(HTTPModel):
         if tools:
             b["tools"] = tools
         b[self.max_tokens_field] = max_tokens
+        if self.reasoning_effort is not None:
+            b["reasoning_effort"] = self.reasoning_effort
         if self.temperature is not None:
             b["temperature"] = self.temperature
         b["stream"] = True
@@ -238,4 +245,7 @@ class OpenAIModel(HTTPModel):
         err = super().classify(status, headers, body)
         if status == 429 and (b"insufficient_quota" in body or b"exceeded your current quota" in body):
             return self._err(f"{err}: the account is out of quota (spend limit); not retried", "quota", False, status)
+        m = _CONTEXT_LIMIT.search(body) if status == 400 else None
+        if m:  # "maximum context length is 8192 tokens. However, you requested 9000 tokens (5000 in the messages, 4000 in the completion)"
+            return self._context_error(err, int(m.group(1)), int(m.group(2)))
         return err

@@ -40,6 +40,9 @@ Each request to a completion endpoint takes the next REPLY, an object with:
   of the computed figures (input: the request's characters // 4; output: the
   reply's characters // 4 + 1), or ``"none"`` to report no usage at all (as
   OpenAI-compatible servers that ignore ``stream_options.include_usage`` do).
+- ``thinking``: Anthropic protocol only: a ``thinking`` block with this text
+  comes first, its ``signature`` the SHA-256 of the text (streamed as
+  ``thinking_delta`` and ``signature_delta``), as extended thinking sends it.
 - ``model``: the model name to report (default: the one requested).
 - ``latency``: seconds before the response, or ``[min, max]`` for a uniform
   random pick (seeded by ``seed``).
@@ -49,7 +52,9 @@ Each request to a completion endpoint takes the next REPLY, an object with:
   ``"429"`` (rate limited, with ``retry_after`` seconds in ``retry-after``),
   ``"500"``, ``"529"`` (overloaded; ``retry_after`` optional),
   ``"401"`` (bad key), ``"quota"`` (out of credit: OpenAI's 429
-  ``insufficient_quota``, Anthropic's 400 credit balance), ``"stall"`` (the
+  ``insufficient_quota``, Anthropic's 400 credit balance), ``"context"`` (a 400
+  saying the input, ``input_tokens`` of the reply, plus the request's max tokens
+  pass a window of ``limit`` tokens, in the vendor's words), ``"stall"`` (the
   stream starts, then nothing for ``stall_seconds``, default 60, then the
   connection closes), ``"cut"`` (the stream stops in the middle of a JSON
   fragment and the connection drops), ``"malformed"`` (one event's data is not
@@ -84,7 +89,7 @@ from typing import Any
 
 __all__ = ["FakeProvider", "load_script", "main"]
 
-FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event")
+FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event", "context")
 
 
 class FakeScriptError(ValueError):
@@ -361,6 +366,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(429, {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}})
             else:
                 self._send_json(400, self._error_body(proto, "invalid_request_error", "Your credit balance is too low to access the Anthropic API."))
+        elif fault == "context":
+            self._context_fault(proto, r)
         elif fault == "content_type":
             page = b"<html><body>Welcome to nginx!</body></html>"
             self.send_response(200)
@@ -371,6 +378,19 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             return False
         return True
+
+    def _context_fault(self, proto: str, r: dict[str, Any]) -> None:
+        """A 400 saying the input plus max_tokens passes a window of ``limit`` tokens, in each vendor's words."""
+        body = self.server.state.requests[-1]["body"]
+        limit = int(r.get("limit", 1000))
+        inp = int(r.get("input_tokens", limit // 2))
+        if proto == "anthropic":
+            msg = f"input length and `max_tokens` exceed context limit: {inp} + {body.get('max_tokens')} > {limit}, decrease input length or `max_tokens` and try again"
+        else:
+            out = body.get("max_completion_tokens") or body.get("max_tokens")
+            msg = (f"This model's maximum context length is {limit} tokens. However, you requested {inp + int(out or 0)} tokens "
+                   f"({inp} in the messages, {out} in the completion). Please reduce the length of the messages or completion.")
+        self._send_json(400, self._error_body(proto, "invalid_request_error", msg))
 
     # --- a reply, in each protocol -------------------------------------------
 
@@ -490,6 +510,9 @@ class _Handler(BaseHTTPRequestHandler):
         out = int(u.get("output_tokens", self._out_tokens(r, calls)))
         mid = f"msg_fake{st.index:04d}"
         blocks: list[dict[str, Any]] = []
+        if r.get("thinking"):
+            th = str(r["thinking"])
+            blocks.append({"type": "thinking", "thinking": th, "signature": hashlib.sha256(th.encode()).hexdigest()})
         if text or not calls:
             blocks.append({"type": "text", "text": text})
         for c in calls:
@@ -515,6 +538,12 @@ class _Handler(BaseHTTPRequestHandler):
                 events.append(ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
                 for piece in _split(b["text"], size) if b["text"] else []:
                     events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}}))
+            elif b["type"] == "thinking":
+                events.append(ev("content_block_start", {"type": "content_block_start", "index": i,
+                                                         "content_block": {"type": "thinking", "thinking": "", "signature": ""}}))
+                for piece in _split(b["thinking"], size):
+                    events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": piece}}))
+                events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": b["signature"]}}))
             else:
                 events.append(ev("content_block_start", {"type": "content_block_start", "index": i,
                                                          "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}))

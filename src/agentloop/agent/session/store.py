@@ -213,6 +213,8 @@ def _assistant_message(reply: dict[str, Any]) -> Message:
     msg: Message = {"role": "assistant", "content": reply.get("text", "")}
     if reply.get("tool_calls"):
         msg["tool_calls"] = [{"id": c["id"], "name": c["name"], "arguments": c.get("arguments")} for c in reply["tool_calls"]]
+    if reply.get("reasoning"):  # thinking blocks go back as recorded (their signatures are checked)
+        msg["reasoning"] = [dict(b) for b in reply["reasoning"]]
     return msg
 
 
