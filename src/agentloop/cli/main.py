@@ -37,7 +37,9 @@ def _load(modname: str) -> ModuleType:
     return importlib.import_module(modname)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, the subcommands outside it are named but not
+    configured (their modules are not even imported: the terminal agent starts sooner)."""
     from agentloop import __version__
 
     parser = argparse.ArgumentParser(
@@ -58,12 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
         agent_args.configure_top(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, modname in _commands().items():
+        if only is not None and name not in only:
+            sub.add_parser(name, prog=f"agentloop {name}").set_defaults(_module=modname)
+            continue
         mod = _load(modname)
         p = sub.add_parser(name, prog=f"agentloop {name}", help=getattr(mod, "HELP", None),
                            description=getattr(mod, "DESCRIPTION", getattr(mod, "HELP", None)))
         mod.configure(p)
         p.set_defaults(_module=modname)
     return parser
+
+
+def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser ``argv`` needs: whole for ``--help``, else with only the subcommands it names."""
+    if "-h" in argv or "--help" in argv:
+        return build_parser()
+    return build_parser(only={w for w in argv if w in _commands()})
 
 
 def _prompt_to_option(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
@@ -120,9 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"agentloop {__version__}")
         return 0
-    parser = build_parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser_for(given)
     try:
-        words = _prompt_to_option(parser, list(sys.argv[1:] if argv is None else argv))
+        words = _prompt_to_option(parser, given)
     except UserError as exc:
         print(f"agentloop: error: {exc}", file=sys.stderr)
         return exc.code
