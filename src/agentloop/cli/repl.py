@@ -302,7 +302,8 @@ class Repl:
             (mode, model, tokens, context, spend, mcp),
             (mode, model, context, spend, mcp),
             (mode, context, spend, mcp),
-            (mode, context, spend),
+            (mode, spend, mcp),
+            (spend, mcp),
         )), width() - 1)
 
     async def _watch_mcp(self) -> None:

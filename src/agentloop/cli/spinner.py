@@ -8,13 +8,20 @@ Rules:
    line is erased. The REPL stops it before it writes anything else, so the
    two never interleave.
 3. It shows what is happening and for how long, and how to stop it.
+4. It is one line: never wider than the terminal (measured at each redraw), so
+   ``\r`` and erase-line take all of it away. What does not fit goes, least
+   needed first: the hint, then the detail, then the end of the label. Text from
+   a server (an MCP tool's progress) is shown with its control characters escaped.
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Callable
+
+from .terminal_text import neutral
 
 __all__ = ["Spinner"]
 
@@ -22,8 +29,10 @@ FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 class Spinner:
-    def __init__(self, write: Callable[[str], None], *, grace_s: float = 0.4, interval_s: float = 0.1):
+    def __init__(self, write: Callable[[str], None], *, grace_s: float = 0.4, interval_s: float = 0.1,
+                 columns: Callable[[], int] = lambda: shutil.get_terminal_size().columns):
         self._write = write
+        self._columns = columns
         self._grace = grace_s
         self._interval = interval_s
         self._thread: threading.Thread | None = None
@@ -49,8 +58,8 @@ class Spinner:
             i = 0
             while True:
                 secs = int(time.monotonic() - t0)
-                more = f" · {self.detail}" if self.detail else ""
-                self._write(f"\r\x1b[2K\x1b[2m{FRAMES[i % len(FRAMES)]} {label}…{more} {secs}s · Ctrl+C to stop\x1b[0m")
+                text = fitted(FRAMES[i % len(FRAMES)], label, neutral(self.detail), secs, self._columns() - 1)
+                self._write(f"\r\x1b[2K\x1b[2m{text}\x1b[0m")
                 self._drawn = True
                 i += 1
                 if self._stop.wait(self._interval):
@@ -71,3 +80,22 @@ class Spinner:
             self._drawn = False
         self.detail = ""
         """Shown after the label while it spins (an MCP tool's progress); cleared by ``start``."""
+
+
+def fitted(frame: str, label: str, detail: str, secs: int, cols: int) -> str:
+    """The working line in at most ``cols`` cells (rule 4)."""
+    from rich.cells import cell_len, set_cell_size
+
+    tail = f" {secs}s"
+    for hint in (" · Ctrl+C to stop", ""):
+        line = f"{frame} {label}…{f' · {detail}' if detail else ''}{tail}{hint}"
+        if cell_len(line) <= cols:
+            return line
+    if detail:  # the detail cut to what is left
+        room = cols - cell_len(f"{frame} {label}… · …{tail}")
+        if room > 8:
+            return f"{frame} {label}… · {set_cell_size(detail, room)}…{tail}"
+    if cell_len(line := f"{frame} {label}…{tail}") <= cols:
+        return line
+    head = f"{frame} {label}"
+    return set_cell_size(head, max(1, cols - cell_len(f"…{tail}"))) + f"…{tail}"
