@@ -450,6 +450,49 @@ SABOTAGES = [
         "        if self.child:  # SABOTAGED\n            if True:",
         ["tests/test_agent_integration.py"],
     ),
+    Sabotage(
+        "children inherit secret-named variables (GITHUB_TOKEN...) nobody allowed",
+        "src/agentloop/config/credentials.py",
+        "and (k in keep or not secret_named(k))",
+        "and (k in keep or True)  # SABOTAGED",
+        ["tests/test_spawn.py::test_bash_gets_no_secret_named_variable_unless_the_user_allows_it",
+         "tests/test_spawn.py::test_hooks_and_mcp_servers_get_no_secret_named_variable"],
+    ),
+    Sabotage(
+        "the spawn path passes a raw environment through unchanged",
+        "src/agentloop/agent/spawn.py",
+        "    return dict(child_environment(env))\n",
+        "    return dict(env)  # SABOTAGED\n",
+        ["tests/test_spawn.py::test_popen_cuts_an_environment_that_did_not_come_from_the_spawn_path"],
+    ),
+    Sabotage(
+        "git run for a sub-agent's worktree runs the repository's hooks",
+        "src/agentloop/agent/spawn.py",
+        '    "core.hooksPath=/dev/null",\n    "core.fsmonitor=false",',
+        '    "core.fsmonitor=false",  # SABOTAGED',
+        ["tests/test_spawn.py::test_git_for_a_sub_agents_worktree_runs_none_of_the_repositorys_code"],
+    ),
+    Sabotage(
+        "git run for a sub-agent's worktree runs the repository's clean and smudge filters",
+        "src/agentloop/agent/spawn.py",
+        "    drivers = _filter_drivers(cwd, genv)\n",
+        "    drivers: list[str] = []  # SABOTAGED\n",
+        ["tests/test_spawn.py::test_git_for_a_sub_agents_worktree_runs_none_of_the_repositorys_code"],
+    ),
+    Sabotage(
+        "a process started outside the spawn path goes unnoticed",
+        "src/agentloop/agent/subagents/worktree.py",
+        "        p = spawn.git([\"rev-parse\", \"--verify\", \"-q\", \"HEAD\"], cwd=cwd, timeout=30)",
+        "        p = subprocess.run([\"git\", \"rev-parse\", \"--verify\", \"-q\", \"HEAD\"], cwd=cwd, capture_output=True)  # SABOTAGED",
+        ["tests/test_spawn.py::test_no_process_starts_outside_the_spawn_path"],
+    ),
+    Sabotage(
+        "a hook that leaves a background child keeps the agent waiting until the child exits",
+        "src/agentloop/agent/hooks/runner.py",
+        "                _kill_group(p)\n                drain_until = now + EXIT_DRAIN_S",
+        "                drain_until = now + 1e9  # SABOTAGED",
+        ["tests/test_spawn.py::test_a_hook_that_leaves_a_background_child_does_not_hold_the_agent"],
+    ),
 ]
 
 

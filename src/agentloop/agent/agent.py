@@ -532,13 +532,16 @@ class Agent:
 
     def _init_secrets(self) -> None:
         """What children get (``child_env``) and what tool output hides (``redactor``). See ``sandbox.child_env``."""
-        from .sandbox.child_env import Redactor, child_env, secret_env_values
+        from . import spawn
+        from .sandbox.child_env import Redactor, secret_env_values
 
         held = self._held_keys()
         self.redactor = Redactor(secret_env_values(self.env))
         self.redactor.add(held)
-        self.child_env: dict[str, str] = child_env(
-            self.env, drop=[self.api_key_env] if self.api_key_env else [], held=held.values()
+        self.allowed_env, self.env_warnings = spawn.allowed_names(self.sources)
+        """Secret-named variables the user's settings hand to children (``allowedEnvVars``), and what was not honoured."""
+        self.child_env: spawn.ChildEnv = spawn.environment(
+            self.env, allowed=self.allowed_env, drop=[self.api_key_env] if self.api_key_env else [], held=held.values()
         )
 
     def _init_sandbox(self) -> None:
@@ -555,6 +558,7 @@ class Agent:
         except (ValueError, sbx.SandboxUnavailable) as exc:
             raise AgentError(str(exc)) from None
         self.startup_notices: list[str] = [f"sandbox: {w}" for w in self.sandbox_settings.warnings]
+        self.startup_notices += self.env_warnings
         """Said once when the agent starts (sandbox settings not honoured, no sandbox available)."""
         notice = self.sandbox.unavailable_notice()
         if notice:

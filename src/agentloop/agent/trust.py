@@ -62,7 +62,7 @@ HONOURED_KEYS: set[str] = {
     "$schema", "permissions", "hooks", "mcpServers", "prices", "model", "fallbackModel", "maxSteps", "maxUsd",
     "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
-    "subagentIsolation",
+    "subagentIsolation", "allowedEnvVars",
 }
 """Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
 

@@ -300,6 +300,8 @@ class _Server:
         self.needs_auth = False
         self.garbage_lines = 0
         self.withhold: tuple[str, ...] = ()
+        self.allow_env: tuple[str, ...] = ()
+        """Secret-named variables this server may inherit (``env.server_environment``)."""
         self.prompts: list[Any] = []
         self.resources: list[Any] = []
         self.generation = 0
@@ -340,7 +342,8 @@ class _Server:
             self._stderr = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115
             os.unlink(path)
             env = server_environment(  # the user's, minus the agent's provider keys (see env.py)
-                os.environ if self.environ is None else self.environ, cfg.env, project_dir=self.cwd, withhold=self.withhold
+                os.environ if self.environ is None else self.environ, cfg.env, project_dir=self.cwd, withhold=self.withhold,
+                allowed=self.allow_env,
             )
             params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=self.cwd)
             return stdio_client(params, errlog=self._stderr)
@@ -867,7 +870,7 @@ class McpManager:
         withhold: Iterable[str] = (),
         roots: Callable[[], Sequence[str]] | None = None,
         elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None,
-        auth_home: str | None = None,
+        auth_home: str | None = None, allow_env: Iterable[str] = (),
     ):
         """
         Args:
@@ -889,6 +892,7 @@ class McpManager:
                 are always declined: agentloop does not let servers call its model.
             auth_home: where OAuth tokens of remote servers are kept (the
                 agentloop home); None turns OAuth off.
+            allow_env: secret-named variables a stdio server may inherit (the user's ``allowedEnvVars``).
                 ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
@@ -920,7 +924,7 @@ class McpManager:
             roots = lambda: [cwd]  # noqa: E731
         for srv in self._servers.values():
             srv.notify = self._say
-            srv.withhold = tuple(withhold)
+            srv.withhold, srv.allow_env = tuple(withhold), tuple(allow_env)
             srv.roots = roots
             srv.elicit = self._elicit
             srv.on_progress = self._progress
