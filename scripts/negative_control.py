@@ -493,6 +493,34 @@ SABOTAGES = [
         "                drain_until = now + 1e9  # SABOTAGED",
         ["tests/test_spawn.py::test_a_hook_that_leaves_a_background_child_does_not_hold_the_agent"],
     ),
+    Sabotage(
+        "a memory file imports /proc/self/environ or ~/.ssh/id_rsa once external imports are approved",
+        "src/agentloop/agent/session/memory.py",
+        "        if any(_under(real, n) for n in self.never):",
+        "        if False:  # SABOTAGED",
+        ["tests/test_memory_imports.py::test_a_credential_or_system_path_is_never_imported_even_when_external_imports_are_approved"],
+    ),
+    Sabotage(
+        "a memory file imports a file from outside the workspace without the user's approval",
+        "src/agentloop/agent/session/memory.py",
+        "            if not self.external:",
+        "            if False:  # SABOTAGED",
+        ["tests/test_memory_imports.py::test_an_import_from_outside_the_workspace_waits_for_approval_asked_once_with_the_list"],
+    ),
+    Sabotage(
+        "a memory file's symlink is judged by its name, not by what it points to",
+        "src/agentloop/agent/session/memory.py",
+        "        real = os.path.realpath(path)  # symlinks resolved before any check",
+        "        real = os.path.abspath(path)  # SABOTAGED",
+        ["tests/test_memory_imports.py::test_a_symlink_is_resolved_before_the_check"],
+    ),
+    Sabotage(
+        "a memory file that is a FIFO or a device is read",
+        "src/agentloop/agent/session/memory.py",
+        "        if not stat.S_ISREG(os.fstat(fd).st_mode):\n            return None",
+        "        if False:  # SABOTAGED\n            return None",
+        ["tests/test_memory_imports.py::test_a_fifo_is_skipped_at_once_and_never_blocks"],
+    ),
 ]
 
 

@@ -35,6 +35,7 @@ _SPAWN_ATTRS = {
     "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
     "pty": {"spawn", "fork"},
     "anyio": {"open_process", "run_process"},
+    "webbrowser": {"open", "open_new", "open_new_tab"},
 }
 _SPAWN_NAMES = {"stdio_client", "Popen", "create_subprocess_exec", "create_subprocess_shell", "open_process",
                 "run_process", "posix_spawn", "posix_spawnp", "check_output", "check_call"}
@@ -63,7 +64,7 @@ def _spawn_sites(tree: ast.AST) -> list[int]:
                 lines.append(node.lineno)
             elif isinstance(f, ast.Name) and f.id in _SPAWN_NAMES:
                 lines.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module in ("subprocess", "os", "pty", "asyncio"):
+        elif isinstance(node, ast.ImportFrom) and node.module in ("subprocess", "os", "pty", "asyncio", "webbrowser"):
             if any(a.name in _SPAWN_ATTRS.get(node.module, set()) for a in node.names):
                 lines.append(node.lineno)
     return sorted(lines)

@@ -305,6 +305,7 @@ class Agent:
         trust: bool | None = None,
         ask_trust: Callable[[Any], bool] | None = None,
         ask_mcp_server: Callable[[str, str], bool] | None = None,
+        ask_imports: Callable[[list[str]], bool] | None = None,
         managed_settings: str | None = None,
         cli_rules: Sequence[tuple[str, str]] = (),
         system_prompt: str | None = None,
@@ -334,6 +335,8 @@ class Agent:
         self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self._given_registry = registry
+        self.ask_imports = ask_imports
+        """Asks once whether memory files may import from outside the workspace (the REPL); None: refused."""
         self._init_files()
         # The session, last: everything above can fail without leaving a file.
         self.durability: Durability = self._durability(durability)
@@ -695,9 +698,52 @@ class Agent:
     def _load_memory(self) -> None:
         from .session.memory import load_memory, render_memory
 
-        files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"))
-        self.memory_files = [f.path for f in files]
+        files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"),
+                            roots=self.add_dirs, external=self._external_imports)
+        self.memory_files = [f.path for f in files if f.text]
         self.memory_text = render_memory(files)
+        waiting = [f.path for f in files if not f.text and "not approved" in f.reason]
+        if waiting:
+            n = f"memory: {len(waiting)} import(s) from outside the workspace not loaded ({', '.join(waiting[:3])}"
+            n += ", ...)" if len(waiting) > 3 else ")"
+            n += "; approve them once in the REPL" if self.ask_imports is None else ""
+            self.startup_notices.append(n)
+            log.warning(n)
+
+    def _external_imports(self, paths: list[str]) -> bool:
+        """Whether this folder's memory files may import ``paths`` from outside: the answer given once, kept per folder.
+
+        Claude Code asks once per project whether to allow external imports
+        of CLAUDE.md files and keeps the answer; so does agentloop, in
+        ``AGENTLOOP_HOME/memory-imports.json``. Without a way to ask (``-p``,
+        ACP) they stay out until the user said yes once.
+        """
+        import json
+
+        path = os.path.join(self.home, "memory-imports.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                known = json.load(f)
+        except (OSError, ValueError):
+            known = {}
+        if not isinstance(known, dict):
+            known = {}
+        if isinstance(known.get(self.cwd), bool):
+            return bool(known[self.cwd])
+        if self.ask_imports is None:
+            return False
+        answer = bool(self.ask_imports(paths))
+        known[self.cwd] = answer
+        try:
+            os.makedirs(self.home, mode=0o700, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(known, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("cannot remember the answer about memory imports in %s: %s", path, exc)
+        return answer
 
     def _load_commands(self) -> None:
         from .commands import load_commands, load_skills

@@ -47,6 +47,7 @@ __all__ = [
     "git",
     "git_environment",
     "git_identity",
+    "open_url",
     "popen",
     "secret_named",
 ]
@@ -124,6 +125,21 @@ def popen(
         list(argv), cwd=cwd, env=child, stdin=stdin, stdout=stdout, stderr=stderr,
         start_new_session=True, pass_fds=tuple(pass_fds),
     )
+
+
+def open_url(url: str, *, env: Mapping[str, str] | None) -> None:
+    """Open ``url`` in the user's browser (an MCP sign-in), started as every child is; failures are silent.
+
+    Python's ``webbrowser`` would start the browser with this process's
+    environment, keys included: it runs here as a child of its own instead.
+    """
+    import sys
+
+    try:
+        popen([sys.executable, "-m", "webbrowser", "-t", url], cwd=os.path.expanduser("~"), env=env,
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        pass
 
 
 # --- git for agentloop itself (rule 3) ------------------------------------------
