@@ -521,6 +521,28 @@ SABOTAGES = [
         "        if False:  # SABOTAGED\n            return None",
         ["tests/test_memory_imports.py::test_a_fifo_is_skipped_at_once_and_never_blocks"],
     ),
+    Sabotage(
+        "an untrusted folder's sub-agent file runs its child on the model it names",
+        "src/agentloop/agent/subagents/agent_types.py",
+        "            if model is not None and inert:",
+        "            if False:  # SABOTAGED",
+        ["tests/test_untrusted_definitions.py::test_an_untrusted_folders_agent_file_does_not_choose_the_model",
+         "tests/test_untrusted_definitions.py::test_a_sub_agent_of_an_untrusted_folder_runs_on_the_parents_model"],
+    ),
+    Sabotage(
+        "a sub-agent file choosing a model is not something folder trust asks about",
+        "src/agentloop/agent/trust.py",
+        "    out += _agent_models(cwd, home, user_dir)\n",
+        "    pass  # SABOTAGED\n",
+        ["tests/test_untrusted_definitions.py::test_a_sub_agent_of_an_untrusted_folder_runs_on_the_parents_model"],
+    ),
+    Sabotage(
+        "a command file that is a device or a FIFO is read as a template",
+        "src/agentloop/agent/commands.py",
+        "        if not stat.S_ISREG(os.fstat(fd).st_mode):\n            if warnings is not None:",
+        "        if False:  # SABOTAGED\n            if warnings is not None:",
+        ["tests/test_untrusted_definitions.py::test_devices_and_fifos_among_a_folders_definitions_give_one_line_each"],
+    ),
 ]
 
 
