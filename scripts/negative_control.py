@@ -543,6 +543,21 @@ SABOTAGES = [
         "        if False:  # SABOTAGED\n            if warnings is not None:",
         ["tests/test_untrusted_definitions.py::test_devices_and_fifos_among_a_folders_definitions_give_one_line_each"],
     ),
+    Sabotage(
+        "session transcripts are created readable by others",
+        "src/agentloop/transcript.py",
+        "    return os.open(path, flags, 0o600)",
+        "    return os.open(path, flags, 0o644)  # SABOTAGED",
+        ["tests/test_spawn.py::test_everything_a_session_leaves_in_agentloops_home_is_the_users_alone"],
+    ),
+    Sabotage(
+        "an agentloop home open to others is left open",
+        "src/agentloop/config/private.py",
+        "        os.chmod(home, 0o700)",
+        "        pass  # SABOTAGED",
+        ["tests/test_spawn.py::test_a_home_left_open_is_made_private_and_said_once",
+         "tests/test_spawn.py::test_everything_a_session_leaves_in_agentloops_home_is_the_users_alone"],
+    ),
 ]
 
 

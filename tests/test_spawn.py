@@ -317,3 +317,52 @@ def test_a_hook_that_leaves_a_background_child_does_not_hold_the_agent(tmp_path:
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid), "the hook's background child outlived it"
+
+
+# --- private files ---------------------------------------------------------------------
+
+
+def test_everything_a_session_leaves_in_agentloops_home_is_the_users_alone(tmp_path: Path) -> None:
+    """Session files, locks, the index, anchors, sub-agent transcripts: files 0600, folders 0700; a 0755 home is tightened at start."""
+    import stat as st
+
+    from agentloop.agent.session.store import list_sessions
+
+    home = tmp_path / "al"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    model = ScriptedModel([reply("", [("Bash", {"command": "echo hi"})]), reply("done")])
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "AGENTLOOP_HOME": str(home)}
+    a = Agent(cwd=str(proj), home=str(home), env=env, model=model, permission_mode="bypassPermissions",
+              sandbox="danger-full-access", trust=True)
+    try:
+        notices = list(a.startup_notices)
+        a.ask("go")
+    finally:
+        a.close()
+    list_sessions(str(proj), str(home))  # writes the sessions index
+    assert st.S_IMODE(home.stat().st_mode) == 0o700
+    assert any("open to others (755); it is 0700 now" in n for n in notices), notices
+    seen = 0
+    for root, dirs, files in os.walk(home):
+        for d in dirs:
+            assert st.S_IMODE(os.stat(os.path.join(root, d)).st_mode) == 0o700, os.path.join(root, d)
+        for f in files:
+            assert st.S_IMODE(os.stat(os.path.join(root, f)).st_mode) == 0o600, os.path.join(root, f)
+            seen += 1
+    assert seen >= 3  # the session file, its lock, the index at least
+
+
+def test_a_home_left_open_is_made_private_and_said_once(tmp_path: Path) -> None:
+    from agentloop.config.private import private_home
+
+    home = tmp_path / "al"
+    home.mkdir()
+    home.chmod(0o755)
+    assert private_home(str(home)) == f"{home}: agentloop's home was open to others (755); it is 0700 now"
+    assert private_home(str(home)) is None
+    fresh = tmp_path / "a" / "b" / "al"
+    assert private_home(str(fresh)) is None
+    assert all(os.stat(p).st_mode & 0o077 == 0 for p in (tmp_path / "a", tmp_path / "a" / "b", fresh))

@@ -249,9 +249,14 @@ def setup_logging(home: str, *, verbose: bool = False) -> None:
         return
     fmt = logging.Formatter("%(asctime)s %(levelname)s session=%(session_id)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = []
+    from ..config.private import private_dirs, private_file, private_home
+
+    tightened = private_home(home)  # 0700, said when it was open to others
     try:
-        os.makedirs(os.path.join(home, "logs"), exist_ok=True)
-        handlers.append(logging.FileHandler(os.path.join(home, "logs", "agentloop.log"), encoding="utf-8"))
+        log_path = os.path.join(home, "logs", "agentloop.log")
+        private_dirs(os.path.dirname(log_path))
+        os.close(private_file(log_path))  # created 0600 before the handler opens it
+        handlers.append(logging.FileHandler(log_path, encoding="utf-8"))
     except OSError:
         pass
     if verbose:
@@ -263,6 +268,8 @@ def setup_logging(home: str, *, verbose: bool = False) -> None:
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     root.propagate = False
     root._agentloop_configured = True  # type: ignore[attr-defined]
+    if tightened:
+        root.warning(tightened)
 
 
 @dataclass
@@ -368,6 +375,10 @@ class Agent:
         """Calls the permission system refused (Claude Code's ``permission_denials``)."""
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.home = home or agentloop_home(self.env)
+        from ..config.private import private_home
+
+        self.home_notice = private_home(self.home)
+        """Said once at start when agentloop's home was open to others (it is 0700 from here on)."""
         self.ask_permission = ask_permission
         self._unreported = 0
         """Replies of the current run that reported no usage (their tokens are the loop's estimate)."""
@@ -562,6 +573,8 @@ class Agent:
             raise AgentError(str(exc)) from None
         self.startup_notices: list[str] = [f"sandbox: {w}" for w in self.sandbox_settings.warnings]
         self.startup_notices += self.env_warnings
+        if self.home_notice:
+            self.startup_notices.append(self.home_notice)
         """Said once when the agent starts (sandbox settings not honoured, no sandbox available)."""
         notice = self.sandbox.unavailable_notice()
         if notice:

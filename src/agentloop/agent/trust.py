@@ -581,7 +581,9 @@ class TrustStore:
         return True
 
     def _write(self, folders: dict[str, Any]) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        from ..config.private import private_dirs
+
+        private_dirs(os.path.dirname(self.path))
         tmp = f"{self.path}.tmp.{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

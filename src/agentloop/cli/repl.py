@@ -399,7 +399,10 @@ class Repl:
 
         hist = os.path.join(self.agent.home, "history")
         try:
-            os.makedirs(self.agent.home, exist_ok=True)
+            from agentloop.config.private import private_dirs, private_file
+
+            private_dirs(self.agent.home)
+            os.close(private_file(hist))  # the prompts typed: 0600 before FileHistory appends to it
             history: Any = FileHistory(hist)
         except OSError:
             history = None
