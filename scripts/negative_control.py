@@ -57,7 +57,7 @@ SABOTAGES = [
     Sabotage(
         "stdio MCP servers inherit the agent's provider keys",
         "src/agentloop/mcp/env.py",
-        "env = {k: v for k, v in environ.items() if k not in hidden}",
+        "env = dict(child_environment(environ, allowed=allowed, drop=withhold))",
         "env = dict(environ)  # SABOTAGED",
         ["tests/test_mcp_env.py"],
     ),
@@ -220,8 +220,8 @@ SABOTAGES = [
     Sabotage(
         "children get the provider keys",
         "src/agentloop/agent/sandbox/child_env.py",
-        "    return {k: v for k, v in env.items() if k not in names and v not in values}",
-        "    return dict(env)  # SABOTAGED",
+        "    return child_environment(env, allowed=allowed, drop=drop, held=held)",
+        "    return ChildEnv(env)  # SABOTAGED",
         ["tests/test_childenv.py"],
     ),
     Sabotage(
@@ -557,6 +557,13 @@ SABOTAGES = [
         "        pass  # SABOTAGED",
         ["tests/test_spawn.py::test_a_home_left_open_is_made_private_and_said_once",
          "tests/test_spawn.py::test_everything_a_session_leaves_in_agentloops_home_is_the_users_alone"],
+    ),
+    Sabotage(
+        "an SSE server that answers without text/event-stream prints the MCP SDK's traceback",
+        "src/agentloop/mcp/client.py",
+        "    logging.getLogger(_name).addFilter(_OneLineFilter())",
+        "    pass  # SABOTAGED",
+        ["tests/test_mcp_sse_content_type.py"],
     ),
 ]
 

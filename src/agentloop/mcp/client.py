@@ -1286,6 +1286,24 @@ class _GarbageFilter(logging.Filter):
 logging.getLogger("mcp.client.stdio").addFilter(_GarbageFilter())
 
 
+class _OneLineFilter(logging.Filter):
+    """The SDK's tracebacks from a remote transport (an SSE server that answers without ``text/event-stream``...)
+    become one debug line: the failure reaches the user as the server's status, agentloop's one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None or record.levelno >= logging.WARNING:
+            text = record.getMessage() + (f": {type(exc).__name__}: {exc}" if exc is not None else "")
+            record.msg, record.args = "MCP SDK: %s", (" ".join(text.split())[:300],)
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+for _name in ("mcp.client.sse", "mcp.client.streamable_http"):
+    logging.getLogger(_name).addFilter(_OneLineFilter())
+
+
 async def _quiet(aw: Any) -> None:
     with contextlib.suppress(Exception):
         await aw
