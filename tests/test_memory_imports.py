@@ -162,3 +162,14 @@ def test_the_agent_asks_once_per_folder_and_keeps_the_answer_private(world: dict
         assert "OUTSIDE-TEXT" in a.system_prompt()
     finally:
         a.close()
+
+
+def test_a_memory_file_that_is_a_device_is_one_line_at_start(world: dict[str, Path]) -> None:
+    os.symlink("/dev/zero", world["ws"] / "CLAUDE.md")
+    a = _agent(world)
+    try:
+        (line,) = [n for n in a.startup_notices if n.startswith("memory:")]
+    finally:
+        a.close()
+    assert line == (f"memory: /dev/zero: a credential or system path is never read as memory "
+                    f"({world['ws'] / 'CLAUDE.md'} points there); skipped")

@@ -715,6 +715,11 @@ class Agent:
                             roots=self.add_dirs, external=self._external_imports)
         self.memory_files = [f.path for f in files if f.text]
         self.memory_text = render_memory(files)
+        for f in files:
+            if not f.text and ("never read" in f.reason or "not a regular file" in f.reason):
+                n = f"memory: {f.path}: {f.reason.rsplit('skipped: ', 1)[-1]}; skipped"
+                self.startup_notices.append(n)
+                log.warning(n)
         waiting = [f.path for f in files if not f.text and "not approved" in f.reason]
         if waiting:
             n = f"memory: {len(waiting)} import(s) from outside the workspace not loaded ({', '.join(waiting[:3])}"

@@ -231,7 +231,8 @@ class _Loader:
                 self._skip(real, reason, "outside the workspace and your memory folders; not approved")
                 return
         elif verdict is not None:
-            self._skip(real, reason, verdict)
+            named = os.path.abspath(path)
+            self._skip(real, reason, verdict if named == real else f"{verdict} ({named} points there)")
             return
         data = _read_regular(real, MAX_FILE_CHARS * 4 + 4)
         if data is None:
