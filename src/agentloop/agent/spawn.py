@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
@@ -169,26 +168,13 @@ _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_EXTERNAL_DIF
                  "GIT_CONFIG", "GIT_CONFIG_COUNT", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_PROXY_COMMAND",
                  "GIT_TRACE", "GIT_TRACE2", "GIT_TRACE2_EVENT", "GIT_TRACE2_PERF")
 
-_GLOBAL_CONFIG: str | None = None
-
-
-def _global_config() -> str:
-    """An empty git config file of agentloop's own: git reads no user or system config through it."""
-    global _GLOBAL_CONFIG
-    if _GLOBAL_CONFIG is None or not os.path.isfile(_GLOBAL_CONFIG):
-        fd, path = tempfile.mkstemp(prefix="agentloop-gitconfig-")
-        os.close(fd)
-        _GLOBAL_CONFIG = path
-    return _GLOBAL_CONFIG
-
-
 def git_environment(env: Mapping[str, str] | None) -> dict[str, str]:
     """The environment of a git agentloop runs for itself: rule 1, then no config but the repository's own."""
     out = _decided(env)
     for k in list(out):
         if k in _GIT_ENV_DROP or k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")):
             del out[k]
-    out.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=_global_config(), GIT_TERMINAL_PROMPT="0",
+    out.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0",
                GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat", GIT_ATTR_NOSYSTEM="1", GIT_NO_REPLACE_OBJECTS="1")
     return out
 
