@@ -36,6 +36,7 @@ _SPAWN_ATTRS = {
     "pty": {"spawn", "fork"},
     "anyio": {"open_process", "run_process"},
     "webbrowser": {"open", "open_new", "open_new_tab"},
+    "multiprocessing": {"Process", "Pool", "get_context"},
 }
 _SPAWN_NAMES = {"stdio_client", "Popen", "create_subprocess_exec", "create_subprocess_shell", "open_process",
                 "run_process", "posix_spawn", "posix_spawnp", "check_output", "check_call"}
@@ -55,12 +56,14 @@ ALLOWED_SITES = {
 
 def _spawn_sites(tree: ast.AST) -> list[int]:
     lines: list[int] = []
+    alias = {a.asname or a.name: a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             f = node.func
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr in _SPAWN_ATTRS.get(f.value.id, ()):
+            mod = alias.get(f.value.id, f.value.id) if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+            if isinstance(f, ast.Attribute) and f.attr in _SPAWN_ATTRS.get(mod, ()):
                 lines.append(node.lineno)
-            elif isinstance(f, ast.Attribute) and f.attr in ("create_subprocess_exec", "create_subprocess_shell", "get_context"):
+            elif isinstance(f, ast.Attribute) and f.attr in ("create_subprocess_exec", "create_subprocess_shell"):
                 lines.append(node.lineno)
             elif isinstance(f, ast.Name) and f.id in _SPAWN_NAMES:
                 lines.append(node.lineno)
@@ -89,11 +92,13 @@ def test_no_process_starts_outside_the_spawn_path() -> None:
 def test_the_scan_sees_every_way_of_starting_a_process() -> None:
     src = """
 import subprocess, os, asyncio
+import subprocess as sp, multiprocessing as mp
 from subprocess import Popen
 subprocess.run(["x"]); subprocess.Popen(["x"]); os.system("x"); os.execve("x", [], {})
 os.fork(); asyncio.create_subprocess_exec("x"); loop.create_subprocess_exec("x"); Popen(["x"]); stdio_client(p)
+sp.check_output(["x"]); mp.Process(target=f)
 """
-    assert len(_spawn_sites(ast.parse(src))) == 10
+    assert len(_spawn_sites(ast.parse(src))) == 12
 
 
 @pytest.mark.parametrize(("name", "secret"), [
