@@ -371,3 +371,21 @@ def test_a_home_left_open_is_made_private_and_said_once(tmp_path: Path) -> None:
     fresh = tmp_path / "a" / "b" / "al"
     assert private_home(str(fresh)) is None
     assert all(os.stat(p).st_mode & 0o077 == 0 for p in (tmp_path / "a", tmp_path / "a" / "b", fresh))
+
+
+def test_the_browser_for_a_sign_in_starts_without_the_keys(tmp_path: Path) -> None:
+    """Python's webbrowser honours $BROWSER: a script there records the environment the browser got."""
+    import time
+
+    dump = tmp_path / "browser-env"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f"#!/bin/sh\nenv > {dump}.tmp && mv {dump}.tmp {dump}\n")
+    browser.chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BROWSER": str(browser),
+           "OPENAI_API_KEY": "sk-planted-0123456789", "GITHUB_TOKEN": "ghp_planted_0123456789"}
+    spawn.open_url("http://127.0.0.1:9/authorize", env=spawn.environment(env))
+    deadline = time.monotonic() + 30
+    while not dump.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got = dump.read_text()
+    assert "BROWSER=" in got and "sk-planted" not in got and "ghp_planted" not in got

@@ -133,12 +133,14 @@ def open_url(url: str, *, env: Mapping[str, str] | None) -> None:
     environment, keys included: it runs here as a child of its own instead.
     """
     import sys
+    import threading
 
     try:
-        popen([sys.executable, "-m", "webbrowser", "-t", url], cwd=os.path.expanduser("~"), env=env,
-              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = popen([sys.executable, "-m", "webbrowser", "-t", url], cwd=os.path.expanduser("~"), env=env,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
-        pass
+        return
+    threading.Thread(target=p.wait, name="open-url", daemon=True).start()  # reaped, never a zombie
 
 
 # --- git for agentloop itself (rule 3) ------------------------------------------
