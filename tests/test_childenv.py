@@ -25,7 +25,9 @@ def test_child_env_drops_provider_keys_and_any_variable_holding_a_held_key() -> 
     env = {"PATH": "/usr/bin", "OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": "a" * 20, "MY_LLM": "held-key-123456",
            "COPY": KEY, "NPM_TOKEN": "npm-token-12345678"}
     out = child_env(env, drop=["MY_LLM"], held=[KEY])
-    assert out == {"PATH": "/usr/bin", "NPM_TOKEN": "npm-token-12345678"}
+    assert out == {"PATH": "/usr/bin"}
+    allowed = child_env(env, drop=["MY_LLM"], held=[KEY], allowed=["NPM_TOKEN", "OPENAI_API_KEY"])
+    assert allowed == {"PATH": "/usr/bin", "NPM_TOKEN": "npm-token-12345678"}  # a provider key never, allowed or not
 
 
 @pytest.mark.parametrize(("name", "secret"), [

@@ -1,4 +1,4 @@
-"""Stdio MCP servers inherit the user's environment minus the agent's provider keys; structured results reach the model once.
+"""Stdio MCP servers inherit the user's environment minus the agent's provider keys and unallowed secret-named variables; structured results reach the model once.
 
 Claude Code MCP docs (https://code.claude.com/docs/en/mcp): a local stdio
 server runs as a process on the user's machine with the user's environment;
@@ -21,7 +21,8 @@ from mcp_servers.helpers import PY, PYSERVER, RAW
 
 USER_ENV = {
     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-    "AL_SHELL_TOKEN": "exported-in-the-shell",
+    "AL_SHELL_SETTING": "exported-in-the-shell",
+    "AL_SHELL_TOKEN": "a-token-in-the-shell",
     "OPENAI_API_KEY": "sk-openai-of-the-agent",
     "ANTHROPIC_API_KEY": "sk-ant-of-the-agent",
     "MY_PROVIDER_KEY": "key-the-agent-reads",
@@ -36,9 +37,12 @@ def test_a_stdio_server_inherits_the_users_environment_but_not_the_agents_provid
     cfg = ServerConfig("py", "stdio", command=PY, args=(PYSERVER,))
     with McpManager([cfg], environ=USER_ENV, withhold=["MY_PROVIDER_KEY"], startup_timeout=30) as m:
         m.tools()
-        assert getenv(m, "AL_SHELL_TOKEN") == "exported-in-the-shell"
-        for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_PROVIDER_KEY"):
+        assert getenv(m, "AL_SHELL_SETTING") == "exported-in-the-shell"
+        for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_PROVIDER_KEY", "AL_SHELL_TOKEN"):
             assert getenv(m, key) == "<unset>", key
+    with McpManager([cfg], environ=USER_ENV, allow_env=["AL_SHELL_TOKEN"], startup_timeout=30) as m:
+        m.tools()
+        assert getenv(m, "AL_SHELL_TOKEN") == "a-token-in-the-shell"  # the user's allowedEnvVars names it
 
 
 def test_a_provider_key_reaches_a_server_only_when_its_env_names_it() -> None:
@@ -62,7 +66,8 @@ def test_the_agent_withholds_the_key_variable_it_was_configured_with(tmp_path: P
     a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", env=env, api_key_env="MY_PROVIDER_KEY")
     try:
         m = a.mcp
-        assert getenv(m, "AL_SHELL_TOKEN") == "exported-in-the-shell"
+        assert getenv(m, "AL_SHELL_SETTING") == "exported-in-the-shell"
+        assert getenv(m, "AL_SHELL_TOKEN") == "<unset>"
         assert getenv(m, "MY_PROVIDER_KEY") == "<unset>" and getenv(m, "OPENAI_API_KEY") == "<unset>"
         assert getenv(m, "CLAUDE_PROJECT_DIR") == str(proj)
     finally:

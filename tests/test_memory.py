@@ -74,9 +74,10 @@ def test_imports_load_relative_home_and_absolute_paths_after_the_importer(repo, 
     (root / "CLAUDE.md").write_text(
         f"See @docs/style.md and @~/personal.md and @{base}/abs.md.\nMail me at me@example.com.\n"
     )
-    files = load_memory(str(root), str(home))
+    files = load_memory(str(root), str(home), external=True)
     assert names(files, base) == ["repo/CLAUDE.md", "repo/docs/style.md", "oshome/personal.md", "abs.md"]
     assert files[1].reason == f"imported by {root}/CLAUDE.md"
+    assert "personal prefs" in render_memory(files) and "absolute import" in render_memory(files)
 
 
 def test_imports_inside_code_are_not_followed(repo):

@@ -127,6 +127,10 @@ class MemoryTranscript:
         return self._prev
 
 
+def _private(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
+
+
 class TranscriptWriter:
     """Appends records to a file, one unbuffered write of a whole line each.
 
@@ -176,7 +180,9 @@ class TranscriptWriter:
                 self._prev = tail.hash
         try:
             # unbuffered by default: each record is one write(2), with no copy into a buffer to flush
-            self._f: BinaryIO = opener(self.path, "ab") if opener is not None else open(self.path, "ab", buffering=0)  # noqa: SIM115
+            # a new file is 0600: a transcript holds every prompt, tool output and answer of its run
+            self._f: BinaryIO = opener(self.path, "ab") if opener is not None else open(  # noqa: SIM115
+                self.path, "ab", buffering=0, opener=_private)
         except OSError as exc:
             raise TranscriptError(f"{self.path}: cannot open for appending: {exc.strerror or exc}") from None
         self._end: int | None = None

@@ -252,9 +252,14 @@ def setup_logging(home: str, *, verbose: bool = False) -> None:
         return
     fmt = logging.Formatter("%(asctime)s %(levelname)s session=%(session_id)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = []
+    from ..config.private import private_dirs, private_file, private_home
+
+    tightened = private_home(home)  # 0700, said when it was open to others
     try:
-        os.makedirs(os.path.join(home, "logs"), exist_ok=True)
-        handlers.append(logging.FileHandler(os.path.join(home, "logs", "agentloop.log"), encoding="utf-8"))
+        log_path = os.path.join(home, "logs", "agentloop.log")
+        private_dirs(os.path.dirname(log_path))
+        os.close(private_file(log_path))  # created 0600 before the handler opens it
+        handlers.append(logging.FileHandler(log_path, encoding="utf-8"))
     except OSError:
         pass
     if verbose:
@@ -266,6 +271,8 @@ def setup_logging(home: str, *, verbose: bool = False) -> None:
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     root.propagate = False
     root._agentloop_configured = True  # type: ignore[attr-defined]
+    if tightened:
+        root.warning(tightened)
 
 
 @dataclass
@@ -308,6 +315,7 @@ class Agent:
         trust: bool | None = None,
         ask_trust: Callable[[Any], bool] | None = None,
         ask_mcp_server: Callable[[str, str], bool] | None = None,
+        ask_imports: Callable[[list[str]], bool] | None = None,
         managed_settings: str | None = None,
         cli_rules: Sequence[tuple[str, str]] = (),
         system_prompt: str | None = None,
@@ -345,6 +353,8 @@ class Agent:
         self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
         self._given_registry = registry
+        self.ask_imports = ask_imports
+        """Asks once whether memory files may import from outside the workspace (the REPL); None: refused."""
         self._init_files()
         # The session, last: everything above can fail without leaving a file.
         self.durability: Durability = self._durability(durability)
@@ -378,6 +388,10 @@ class Agent:
         """Calls the permission system refused (Claude Code's ``permission_denials``)."""
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.home = home or agentloop_home(self.env)
+        from ..config.private import private_home
+
+        self.home_notice = private_home(self.home)
+        """Said once at start when agentloop's home was open to others (it is 0700 from here on)."""
         self.ask_permission = ask_permission
         self._unreported = 0
         """Replies of the current run that reported no usage (their tokens are the loop's estimate)."""
@@ -575,13 +589,16 @@ class Agent:
 
     def _init_secrets(self) -> None:
         """What children get (``child_env``) and what tool output hides (``redactor``). See ``sandbox.child_env``."""
-        from .sandbox.child_env import Redactor, child_env, secret_env_values
+        from . import spawn
+        from .sandbox.child_env import Redactor, secret_env_values
 
         held = self._held_keys()
         self.redactor = Redactor(secret_env_values(self.env))
         self.redactor.add(held)
-        self.child_env: dict[str, str] = child_env(
-            self.env, drop=[self.api_key_env] if self.api_key_env else [], held=held.values()
+        self.allowed_env, self.env_warnings = spawn.allowed_names(self.sources)
+        """Secret-named variables the user's settings hand to children (``allowedEnvVars``), and what was not honoured."""
+        self.child_env: spawn.ChildEnv = spawn.environment(
+            self.env, allowed=self.allowed_env, drop=[self.api_key_env] if self.api_key_env else [], held=held.values()
         )
 
     def _init_sandbox(self) -> None:
@@ -598,6 +615,9 @@ class Agent:
         except (ValueError, sbx.SandboxUnavailable) as exc:
             raise AgentError(str(exc)) from None
         self.startup_notices: list[str] = [f"sandbox: {w}" for w in self.sandbox_settings.warnings]
+        self.startup_notices += self.env_warnings
+        if self.home_notice:
+            self.startup_notices.append(self.home_notice)
         """Said once when the agent starts (sandbox settings not honoured, no sandbox available)."""
         notice = self.sandbox.unavailable_notice()
         if notice:
@@ -735,9 +755,57 @@ class Agent:
     def _load_memory(self) -> None:
         from .session.memory import load_memory, render_memory
 
-        files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"))
-        self.memory_files = [f.path for f in files]
+        files = load_memory(self.cwd, self.home, user_home=self.env.get("HOME") or os.path.expanduser("~"),
+                            roots=self.add_dirs, external=self._external_imports)
+        self.memory_files = [f.path for f in files if f.text]
         self.memory_text = render_memory(files)
+        for f in files:
+            if not f.text and ("never read" in f.reason or "not a regular file" in f.reason):
+                n = f"memory: {f.path}: {f.reason.rsplit('skipped: ', 1)[-1]}; skipped"
+                self.startup_notices.append(n)
+                log.warning(n)
+        waiting = [f.path for f in files if not f.text and "not approved" in f.reason]
+        if waiting:
+            n = f"memory: {len(waiting)} import(s) from outside the workspace not loaded ({', '.join(waiting[:3])}"
+            n += ", ...)" if len(waiting) > 3 else ")"
+            n += "; approve them once in the REPL" if self.ask_imports is None else ""
+            self.startup_notices.append(n)
+            log.warning(n)
+
+    def _external_imports(self, paths: list[str]) -> bool:
+        """Whether this folder's memory files may import ``paths`` from outside: the answer given once, kept per folder.
+
+        Claude Code asks once per project whether to allow external imports
+        of CLAUDE.md files and keeps the answer; so does agentloop, in
+        ``AGENTLOOP_HOME/memory-imports.json``. Without a way to ask (``-p``,
+        ACP) they stay out until the user said yes once.
+        """
+        import json
+
+        path = os.path.join(self.home, "memory-imports.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                known = json.load(f)
+        except (OSError, ValueError):
+            known = {}
+        if not isinstance(known, dict):
+            known = {}
+        if isinstance(known.get(self.cwd), bool):
+            return bool(known[self.cwd])
+        if self.ask_imports is None:
+            return False
+        answer = bool(self.ask_imports(paths))
+        known[self.cwd] = answer
+        try:
+            os.makedirs(self.home, mode=0o700, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(known, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("cannot remember the answer about memory imports in %s: %s", path, exc)
+        return answer
 
     def _load_commands(self) -> None:
         from .commands import load_commands, load_skills

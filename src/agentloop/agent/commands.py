@@ -143,12 +143,30 @@ def _hint(value: Any) -> str:
     return str(value or "")
 
 
-def _read(path: str) -> str | None:
+def _read(path: str, warnings: list[str] | None = None) -> str | None:
+    """A template's text, at most ``MAX_TEMPLATE_BYTES``; None (and a warning) for what is not a regular file.
+
+    A FIFO would block the start and a device (a symlink to ``/dev/zero``)
+    never end: neither is opened for reading.
+    """
+    import stat
+
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            if warnings is not None:
+                warnings.append(f"{path}: not a regular file (a FIFO, device or socket); skipped")
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(MAX_TEMPLATE_BYTES + 1)
     except OSError:
         return None
+    finally:
+        os.close(fd)
     return data[:MAX_TEMPLATE_BYTES].decode("utf-8", "replace")
 
 
@@ -270,7 +288,7 @@ def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: l
                     if warnings is not None:
                         warnings.append(f"{path}: the command /{stem} is also {here[stem]}; the first is used")
                     continue
-                text = _read(path)
+                text = _read(path, warnings)
                 if text is None:
                     continue
                 here[stem] = path

@@ -477,7 +477,7 @@ def make_extensions(agent: Any) -> Extensions:
             hooks=runner if runner.handlers else None,
             make_executor=_child_executor(agent),
             types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
-                                                        agent.load_warnings)),
+                                                        agent.load_warnings, trusted=agent.trust.trusted)),
         )
         ctx.subagents = sub
         out.tools.append(sub.tool())

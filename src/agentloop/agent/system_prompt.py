@@ -20,7 +20,6 @@ opening a session must not run code the repository chose.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -118,26 +117,25 @@ def environment_block(f: EnvFacts) -> str:
     return "\n".join(lines)
 
 
-_GIT_SAFE = (
-    "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.untrackedCache=false",
-    "-c", "status.submoduleSummary=false", "-c", "diff.external=", "--no-optional-locks",
-)
-_GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat", "LC_ALL": "C"}
 STATUS_LINES = 30
 """At most this many changed files are listed; the rest are counted."""
 
 
 def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float) -> str | None:
+    """``git ARGS`` through the one spawn path: no keys, none of the repository's hooks, fsmonitor,
+    pager, external diff or filters (``agent/spawn.py``, rule 3)."""
+    import subprocess
+
+    from .spawn import git
+
     try:
-        p = subprocess.run(
-            ["git", *_GIT_SAFE, *args], cwd=cwd, env={**env, **_GIT_ENV}, capture_output=True, timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        p = git(list(args), cwd=cwd,
+                env={**env, "LC_ALL": "C"}, timeout=timeout)
     except (OSError, subprocess.SubprocessError):
         return None
     if p.returncode != 0:
         return None
-    return p.stdout[: 64 * 1024].decode("utf-8", "replace")
+    return p.stdout[: 64 * 1024]
 
 
 def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> str | None:

@@ -62,7 +62,7 @@ HONOURED_KEYS: set[str] = {
     "$schema", "permissions", "hooks", "mcpServers", "prices", "model", "fallbackModel", "maxSteps", "maxUsd",
     "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
-    "subagentIsolation",
+    "subagentIsolation", "allowedEnvVars",
     "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
 }
 """Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
@@ -491,7 +491,20 @@ def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
             rules = tuple(c.allowed_tools)
             if c.scope == "project" and rules and not _users_own(c.path, home, user_dir):
                 out.append(Power(c.path, printable(f"{kind} /{name} allowed-tools: {', '.join(rules)}")))
+    out += _agent_models(cwd, home, user_dir)
     return out
+
+
+def _agent_models(cwd: str, home: str, user_dir: str) -> list[Power]:
+    """The folder's sub-agent files that choose a model (what it costs is the user's to allow)."""
+    from .subagents.agent_types import load_agent_types
+
+    try:
+        types = load_agent_types(cwd, home, user_dir, [])
+    except Exception:  # their loader warns about them when the agent loads them
+        return []
+    return [Power(t.source, printable(f"sub-agent {name} model: {t.model}")) for name, t in types.items()
+            if t.model and t.source != "built-in" and not _users_own(t.source, home, user_dir)]
 
 
 def without_grants(items: Mapping[str, Any], home: str, user_dir: str) -> dict[str, Any]:
@@ -574,7 +587,9 @@ class TrustStore:
         return True
 
     def _write(self, folders: dict[str, Any]) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        from ..config.private import private_dirs
+
+        private_dirs(os.path.dirname(self.path))
         tmp = f"{self.path}.tmp.{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -261,7 +261,7 @@ def write_anchor(anchor: Anchor, path: str | os.PathLike[str]) -> None:
     p = os.fspath(path)
     tmp = f"{p}.tmp-{os.getpid()}"
     try:
-        with open(tmp, "wb") as f:
+        with open(tmp, "wb", opener=lambda q, flags: os.open(q, flags, 0o600)) as f:  # private, as its transcript is
             f.write(canonical(anchor.to_json()) + b"\n")
             f.flush()
             os.fsync(f.fileno())

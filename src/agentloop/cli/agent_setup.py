@@ -65,7 +65,7 @@ def make_agent(
     *,
     ask_permission: Callable[..., Any] | None = None,
     ask_trust: Callable[..., bool] | None = None,
-    ask_mcp_server: Callable[[str, str], bool] | None = None,
+    ask_mcp_server: Callable[[str, str], bool] | None = None, ask_imports: Callable[[list[str]], bool] | None = None,
     mcp_in_background: bool = False,
 ) -> Any:
     """An ``Agent`` from the parsed flags.
@@ -119,7 +119,7 @@ def make_agent(
             ask_permission=ask_permission,
             trust=True if _opt(args, "trust", False) else None,
             ask_trust=ask_trust,
-            ask_mcp_server=ask_mcp_server,
+            ask_mcp_server=ask_mcp_server, ask_imports=ask_imports,
             cli_rules=rules,
             system_prompt=_opt(args, "system_prompt"),
             append_system_prompt=_opt(args, "append_system_prompt"),

@@ -115,13 +115,19 @@ def cmd_list(args: argparse.Namespace, cwd: str) -> int:
 
 
 def _check(servers: dict[str, Any], cwd: str, as_json: bool, names: list[str]) -> int:
-    from agentloop.config.settings import agentloop_home
+    from agentloop.agent.spawn import allowed_names
+    from agentloop.config.settings import ConfigError, agentloop_home, load_settings
     from agentloop.mcp.agent import format_status
     from agentloop.mcp.client import McpManager, ServerStatus
 
     refused = _untrusted(servers, cwd)
+    try:  # the secret-named variables the user's own settings hand to servers, as in a session
+        allow, _ = allowed_names(load_settings(cwd, agentloop_home()))
+    except ConfigError:
+        allow = frozenset()
     # the tokens of earlier sign-ins are used (and refreshed); no sign-in starts here
-    with McpManager({n: servers[n] for n in names if n not in refused}, cwd=cwd, auth_home=agentloop_home()) as m:
+    with McpManager({n: servers[n] for n in names if n not in refused}, cwd=cwd, auth_home=agentloop_home(),
+                    allow_env=allow) as m:
         tools = {t.name: t for t in m.tools()}
         statuses = m.status()
     statuses += [

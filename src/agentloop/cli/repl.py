@@ -430,6 +430,26 @@ class Repl:
             if a in ("d", "n", "no", "don't trust", "dont trust", ""):
                 return False
 
+    def ask_imports(self, paths: list[str]) -> bool:
+        """Whether this folder's memory files may import files from outside it; asked once per folder."""
+        from agentloop.agent.trust import printable
+
+        self.say("This folder's memory files (CLAUDE.md, AGENTS.md) import files from outside it:", "bold yellow")
+        for p in paths[:20]:
+            self.say(f"  {printable(p)}")
+        if len(paths) > 20:
+            self.say(f"  ... and {len(paths) - 20} more")
+        while True:
+            try:
+                answer = self._read("Load them into the system prompt? [y]es / [n]o (asked once for this folder): ", permission=True)
+            except (EOFError, KeyboardInterrupt):
+                return False
+            a = answer.strip().lower()
+            if a in ("y", "yes"):
+                return True
+            if a in ("n", "no", ""):
+                return False
+
     def ask_mcp_server(self, name: str, text: str) -> bool:
         self.say(f"This folder's .mcp.json has a new server: {text}", "bold yellow")
         while True:
@@ -463,7 +483,10 @@ class Repl:
 
         hist = os.path.join(self.agent.home, "history")
         try:
-            os.makedirs(self.agent.home, exist_ok=True)
+            from agentloop.config.private import private_dirs, private_file
+
+            private_dirs(self.agent.home)
+            os.close(private_file(hist))  # the prompts typed: 0600 before FileHistory appends to it
             history: Any = FileHistory(hist)
         except OSError:
             history = None
@@ -563,6 +586,7 @@ class Repl:
             ask_trust=self.ask_trust if self.interactive else None,
             ask_mcp_server=self.ask_mcp_server if self.interactive else None,
             mcp_in_background=True,  # the prompt is up at once; each server's tools join when it is
+            ask_imports=self.ask_imports if self.interactive else None,
         )
         report_config(self.agent, lambda line: self.say(line, "yellow"))
         self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
@@ -1011,15 +1035,12 @@ class Repl:
 
     def _open_url(self, url: str) -> None:
         """Show the sign-in URL (for where no browser opens) and try to open a browser on it."""
-        import webbrowser
+        from agentloop.agent import spawn
 
         self.newline()
         self.write(f"sign in at: {url}\n")  # whole, unwrapped: it must stay copyable
         if os.environ.get("AGENTLOOP_NO_BROWSER") is None:
-            try:
-                webbrowser.open(url)
-            except Exception:
-                pass
+            spawn.open_url(url, env=self.agent.child_env)  # the browser is a child too: no provider keys
 
     def cmd_cost(self, rest: str) -> None:
         from agentloop.budget import format_usd

@@ -1,13 +1,18 @@
-"""The names of the environment variables that hold a model provider's credentials.
+"""Which environment variables hold credentials, and the environment a child process starts with.
 
 One list for every child process agentloop starts (Bash commands, hooks, MCP
-stdio servers): none of them inherits these (``agent.sandbox.child_env``,
-``mcp.env``), so a tool never receives the key that pays for the model.
+stdio servers, git): none of them inherits a provider's key, and none
+inherits a variable whose name looks like a secret unless the user allowed
+that name (``child_environment``). ``agent/spawn.py`` is the one place the
+agent starts processes and the only caller that decides the allowed names;
+``mcp/env.py`` applies the same rule to the stdio servers the MCP library starts.
 """
 
 from __future__ import annotations
 
-__all__ = ["PROVIDER_KEY_VARS"]
+from collections.abc import Iterable, Mapping
+
+__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "child_environment", "secret_named"]
 
 PROVIDER_KEY_VARS = frozenset({
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
@@ -15,4 +20,45 @@ PROVIDER_KEY_VARS = frozenset({
     "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY",
     "AGENTLOOP_API_KEY",
 })
-"""Variables holding a model provider's credentials: never passed to a child."""
+"""Variables holding a model provider's credentials: never passed to a child, allowed or not."""
+
+SECRET_NAME_PARTS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL")
+"""A name holding one of these (any case, anywhere: ``*TOKEN*``...) is kept from children unless allowed by name.
+
+The same rule as Codex's default excludes for its shell environment
+(``*KEY*``, ``*SECRET*``, ``*TOKEN*``), with passwords and credentials added.
+"""
+
+
+class ChildEnv(dict[str, str]):
+    """An environment made by ``child_environment``: what the spawn path accepts as already decided."""
+
+
+def secret_named(name: str) -> bool:
+    """True for a variable whose name looks like it holds a secret (``SECRET_NAME_PARTS``)."""
+    upper = name.upper()
+    return any(part in upper for part in SECRET_NAME_PARTS)
+
+
+def child_environment(
+    environ: Mapping[str, str],
+    *,
+    allowed: Iterable[str] = (),
+    drop: Iterable[str] = (),
+    held: Iterable[str] = (),
+) -> ChildEnv:
+    """``environ`` as a child may see it.
+
+    Left out: the provider keys (``PROVIDER_KEY_VARS``, and ``drop``: the
+    variable ``--api-key-env`` names), any variable whose value is a key the
+    agent holds (``held``), and every secret-named variable (``secret_named``)
+    that ``allowed`` does not name exactly. A provider key stays out even when
+    allowed: the key that pays for the model is never a tool's.
+    """
+    names = PROVIDER_KEY_VARS | {d for d in drop if d}
+    values = {v for v in held if v}
+    keep = set(allowed) - names
+    return ChildEnv({
+        k: v for k, v in environ.items()
+        if k not in names and v not in values and (k in keep or not secret_named(k))
+    })

@@ -138,7 +138,8 @@ def start_servers(agent: Any) -> McpServers | None:
             show(server, tool, text)
 
     manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify,
-                         withhold=[key_env] if key_env else [], roots=roots, elicit=elicit, auth_home=agent.home)
+                         withhold=[key_env] if key_env else [], roots=roots, elicit=elicit, auth_home=agent.home,
+                         allow_env=getattr(agent, "allowed_env", ()))
     manager.on_progress = progress
     return McpServers(manager, held)
 

@@ -300,6 +300,8 @@ class _Server:
         self.needs_auth = False
         self.garbage_lines = 0
         self.withhold: tuple[str, ...] = ()
+        self.allow_env: tuple[str, ...] = ()
+        """Secret-named variables this server may inherit (``env.server_environment``)."""
         self.prompts: list[Any] = []
         self.resources: list[Any] = []
         self.generation = 0
@@ -340,7 +342,8 @@ class _Server:
             self._stderr = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115
             os.unlink(path)
             env = server_environment(  # the user's, minus the agent's provider keys (see env.py)
-                os.environ if self.environ is None else self.environ, cfg.env, project_dir=self.cwd, withhold=self.withhold
+                os.environ if self.environ is None else self.environ, cfg.env, project_dir=self.cwd, withhold=self.withhold,
+                allowed=self.allow_env,
             )
             params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=self.cwd)
             return stdio_client(params, errlog=self._stderr)
@@ -867,7 +870,7 @@ class McpManager:
         withhold: Iterable[str] = (),
         roots: Callable[[], Sequence[str]] | None = None,
         elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None,
-        auth_home: str | None = None,
+        auth_home: str | None = None, allow_env: Iterable[str] = (),
     ):
         """
         Args:
@@ -889,6 +892,7 @@ class McpManager:
                 are always declined: agentloop does not let servers call its model.
             auth_home: where OAuth tokens of remote servers are kept (the
                 agentloop home); None turns OAuth off.
+            allow_env: secret-named variables a stdio server may inherit (the user's ``allowedEnvVars``).
                 ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
@@ -901,11 +905,9 @@ class McpManager:
         self.startup_timeout = startup_timeout or _env_seconds(env, "MCP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT)
         self.call_timeout = call_timeout or _env_seconds(env, "MCP_TOOL_TIMEOUT", DEFAULT_CALL_TIMEOUT)
         configs = list(servers.values()) if isinstance(servers, Mapping) else list(servers)
-        self._servers: dict[str, _Server] = {}
-        for cfg in configs:
-            self._servers[cfg.name] = _Server(
-                cfg, cwd=cwd, environ=environ, startup_timeout=self.startup_timeout, call_timeout=self.call_timeout
-            )
+        self._servers: dict[str, _Server] = {cfg.name: _Server(
+            cfg, cwd=cwd, environ=environ, startup_timeout=self.startup_timeout, call_timeout=self.call_timeout,
+        ) for cfg in configs}
         for name, obj in (in_process or {}).items():
             target = getattr(obj, "_mcp_server", obj)  # a fastmcp server wraps an SDK Server
             cfg = ServerConfig(name, "stdio", command="<in-process>")
@@ -920,7 +922,7 @@ class McpManager:
             roots = lambda: [cwd]  # noqa: E731
         for srv in self._servers.values():
             srv.notify = self._say
-            srv.withhold = tuple(withhold)
+            srv.withhold, srv.allow_env = tuple(withhold), tuple(allow_env)
             srv.roots = roots
             srv.elicit = self._elicit
             srv.on_progress = self._progress
@@ -1306,6 +1308,24 @@ class _GarbageFilter(logging.Filter):
 
 
 logging.getLogger("mcp.client.stdio").addFilter(_GarbageFilter())
+
+
+class _OneLineFilter(logging.Filter):
+    """The SDK's tracebacks from a remote transport (an SSE server that answers without ``text/event-stream``...)
+    become one debug line: the failure reaches the user as the server's status, agentloop's one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None or record.levelno >= logging.WARNING:
+            text = record.getMessage() + (f": {type(exc).__name__}: {exc}" if exc is not None else "")
+            record.msg, record.args = "MCP SDK: %s", (" ".join(text.split())[:300],)
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+for _name in ("mcp.client.sse", "mcp.client.streamable_http"):
+    logging.getLogger(_name).addFilter(_OneLineFilter())
 
 
 async def _quiet(aw: Any) -> None:

@@ -7,15 +7,18 @@ agent's own provider credentials are the exception: the variables of
 ``config.credentials.PROVIDER_KEY_VARS`` (``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY``...) and the variable the agent was told to read its key
 from (``--api-key-env``) are left out, so a server never receives the key
-that pays for the model. A server that does need one of them gets it only
-when its ``env`` names it (``"env": {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}``).
+that pays for the model. So are the variables whose names look like secrets
+(``*TOKEN*``, ``*KEY*``...: ``config.credentials.child_environment``, the rule
+every child of agentloop starts with) unless the user's ``allowedEnvVars``
+names them. A server that does need one of them gets it only when its ``env``
+names it (``"env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..config.credentials import PROVIDER_KEY_VARS
+from ..config.credentials import PROVIDER_KEY_VARS, child_environment
 
 __all__ = ["PROVIDER_KEYS", "server_environment"]
 
@@ -28,10 +31,10 @@ def server_environment(
     *,
     project_dir: str | None = None,
     withhold: Iterable[str] = (),
+    allowed: Iterable[str] = (),
 ) -> dict[str, str]:
-    """``environ`` without the provider credentials, then ``CLAUDE_PROJECT_DIR``, then ``explicit``."""
-    hidden = set(PROVIDER_KEYS) | {w for w in withhold if w}
-    env = {k: v for k, v in environ.items() if k not in hidden}
+    """``environ`` as every child gets it (no provider keys, no unallowed secrets), then ``CLAUDE_PROJECT_DIR``, then ``explicit``."""
+    env = dict(child_environment(environ, allowed=allowed, drop=withhold))
     if project_dir:
         env["CLAUDE_PROJECT_DIR"] = project_dir
     env.update(explicit)

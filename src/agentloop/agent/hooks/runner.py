@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ...config.settings import ConfigError, SettingsSource
+from .. import spawn
 
 __all__ = [
     "EVENTS",
@@ -464,6 +465,10 @@ class _Proc:
     error: str | None = None
 
 
+EXIT_DRAIN_S = 1.0
+"""After a hook exits, how long its pipes are read before whatever still holds them is left behind."""
+
+
 def _kill_group(p: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(p.pid, signal.SIGKILL)
@@ -482,15 +487,7 @@ def _spawn(
     """
     res = _Proc()
     try:
-        p = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-        )
+        p = spawn.popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         res.error = f"cannot start: {exc.strerror or exc}"
         res.returncode = 127
@@ -506,8 +503,8 @@ def _spawn(
                     f.close()
             except OSError:
                 pass
+        _kill_group(p)  # the hook's group ends with the hook, whether it exited, timed out or failed
         if p.returncode is None:
-            _kill_group(p)
             p.wait()
     return res
 
@@ -530,12 +527,21 @@ def _pump(p: subprocess.Popen[bytes], stdin: bytes, deadline: float, res: _Proc)
         sel.register(p.stdout, selectors.EVENT_READ)
         sel.register(p.stderr, selectors.EVENT_READ)
         open_reads = 2
+        drain_until: float | None = None
         while open_reads:
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 res.timed_out = True
                 break
-            for key, _ in sel.select(min(left, 0.5)):
+            if drain_until is None and p.poll() is not None:
+                # the hook is done: what it left running in its group ends with it (as Claude Code's
+                # hooks do), and a straggler in a session of its own gets a moment to let go of the pipes
+                _kill_group(p)
+                drain_until = now + EXIT_DRAIN_S
+            elif drain_until is not None and now >= drain_until:
+                break
+            for key, _ in sel.select(min(left, 0.1)):
                 src = key.fileobj
                 if src is p.stdin:
                     try:
@@ -858,9 +864,8 @@ class HookRunner:
         self.cwd = os.path.abspath(cwd or project_dir)
         self.permission_mode = permission_mode
         self.warnings = tuple(warnings)
-        from ..sandbox.child_env import child_env
-
-        base = child_env(os.environ if env is None else env)  # never the provider keys
+        base = env if isinstance(env, spawn.ChildEnv) else spawn.environment(os.environ if env is None else env)
+        base = spawn.ChildEnv(base)  # a copy: what is added below is the hooks' own
         for k in list(base):
             if k.startswith("OTEL_"):
                 del base[k]

@@ -2,12 +2,14 @@
 
 Two pieces, used by Bash, hooks and MCP stdio servers alike:
 
-1. ``child_env(env)``: the environment a child process gets. The agent's
-   provider credentials (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, the
-   variable ``--api-key-env`` names, and any variable holding a key the agent
-   uses) are taken out. Other variables, secret-looking ones included, are
-   the user's and pass through (a build may need ``NPM_TOKEN``); their values
-   are redacted from tool output instead (2).
+1. ``child_env(env)``: the environment a child process gets, by the rule of
+   ``agent/spawn.py`` (``config.credentials.child_environment``): the
+   agent's provider credentials (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``,
+   the variable ``--api-key-env`` names, and any variable holding a key the
+   agent uses) are taken out, and so is every secret-named variable
+   (``*TOKEN*``, ``*KEY*``...) the user's ``allowedEnvVars`` does not name
+   (a build that needs ``NPM_TOKEN`` names it there). The values of those it
+   does name are redacted from tool output (2).
 2. ``Redactor``: replaces each known secret value in text by a marker
    ``[redacted: NAME]`` before a tool's output is spilled, recorded or shown
    to the model. Known values: the provider keys the agent holds, values of
@@ -23,7 +25,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...config.credentials import PROVIDER_KEY_VARS  # one list for every child
+from ...config.credentials import (  # one rule for every child
+    PROVIDER_KEY_VARS,
+    ChildEnv,
+    child_environment,
+)
 
 __all__ = [
     "MIN_SECRET_LEN",
@@ -63,18 +69,17 @@ def secret_env_values(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def child_env(
-    env: Mapping[str, str], *, drop: Iterable[str] = (), held: Iterable[str] = ()
-) -> dict[str, str]:
-    """``env`` without the agent's provider credentials.
+    env: Mapping[str, str], *, drop: Iterable[str] = (), held: Iterable[str] = (), allowed: Iterable[str] = ()
+) -> ChildEnv:
+    """``env`` without the agent's provider credentials and without the secret-named variables not ``allowed``.
 
     Args:
         env: the agent's environment.
         drop: more variable names to leave out (``--api-key-env``'s).
         held: key values the agent uses: any variable holding one is left out.
+        allowed: secret-named variables to keep (the user's ``allowedEnvVars``).
     """
-    names = PROVIDER_KEY_VARS | set(drop)
-    values = {v for v in held if v}
-    return {k: v for k, v in env.items() if k not in names and v not in values}
+    return child_environment(env, allowed=allowed, drop=drop, held=held)
 
 
 class Redactor:

@@ -41,6 +41,7 @@ from typing import Any, Literal
 import orjson
 
 from ...audit.repair import repair_file
+from ...config.private import private_dirs
 from ...config.settings import agentloop_home, project_hash
 from ...conversation import Continues, Conversation, close_dangling_calls
 from ...events import Message, ToolResult
@@ -299,7 +300,7 @@ class Session:
         """
         d = sessions_dir(cwd, home)
         try:
-            os.makedirs(d, exist_ok=True)
+            private_dirs(d)  # 0700: a session holds every prompt and every tool's output
         except OSError as exc:
             raise SessionError(f"{d}: cannot create the sessions directory: {exc.strerror or exc}") from None
         sid = sid or new_session_id()
@@ -479,7 +480,7 @@ def _lock(directory: str, sid: str) -> int:
     path = os.path.join(directory, f"{sid}.lock")
     for _ in range(5):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise SessionError(f"{path}: cannot open the session lock: {exc.strerror or exc}") from None
         try:
@@ -702,7 +703,7 @@ def list_sessions(cwd: str, home: str | None = None) -> list[SessionSummary]:
     if changed or len(fresh) != len(cache):
         tmp = f"{index_path}.{os.getpid()}.tmp"
         try:
-            with open(tmp, "wb") as f:
+            with open(tmp, "wb", opener=lambda q, flags: os.open(q, flags, 0o600)) as f:
                 f.write(orjson.dumps(fresh))
             os.replace(tmp, index_path)
         except OSError:

@@ -6,11 +6,15 @@ import os
 import re
 from dataclasses import dataclass
 
+from ...config.settings import ConfigError, read_config_bytes
 from ...tools import Registry
 
 __all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "load_agent_types"]
 
 READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "LS")
+MAX_AGENT_FILES = 200
+MAX_WALK_ENTRIES = 5_000
+"""An agents folder's walk stops here (a symlink to ``/`` must not walk the disk)."""
 
 
 @dataclass(frozen=True)
@@ -59,29 +63,52 @@ KNOWN_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "
 """Tool names an agent file may list besides ``mcp__...`` names (``Task`` is Claude Code's old name of ``Agent``)."""
 
 
-def load_agent_types(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, AgentType]:
+def load_agent_types(
+    cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None, *, trusted: bool = True,
+) -> dict[str, AgentType]:
     """Built-in types, then ``<home>/agents/``, ``~/.claude/agents/``, ``.claude/agents/`` and
     ``.agentloop/agents/``, subfolders included, as Claude Code finds them (sub-agent files:
     front matter ``name``, ``description``, ``tools``, ``model``; the body is the prompt).
     A later place overrides an earlier one. A file that cannot be understood is skipped,
     and said so in ``warnings``; so is a tool name no agentloop tool has (the type keeps
-    the others)."""
+    the others).
+
+    An untrusted folder's own definitions (``trusted=False``) stay text: a
+    ``model`` they name is not used (the child runs on the parent's model, so
+    a definition cannot spend on a dearer one), said once in ``warnings``;
+    the tools they list can only narrow the parent's, and the permission
+    rules still decide every call."""
     types = builtin_types()
     places = [os.path.join(home, "agents")]
     if user_home:
         places.append(os.path.join(user_home, ".claude", "agents"))
+    mine = {os.path.realpath(p) for p in places}
     places += [os.path.join(cwd, ".claude", "agents"), os.path.join(cwd, ".agentloop", "agents")]
     for d in places:
+        inert = not trusted and os.path.realpath(d) not in mine
         found: list[str] = []
+        seen = 0
         for root, dirs, files in os.walk(d):
             dirs[:] = sorted(x for x in dirs if not x.startswith("."))
             found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".md")]
+            seen += len(dirs) + len(files)
+            if seen > MAX_WALK_ENTRIES or len(found) > MAX_AGENT_FILES:
+                if warnings is not None:
+                    warnings.append(f"{d}: more than {MAX_AGENT_FILES} agent files or {MAX_WALK_ENTRIES} entries; the rest is skipped")
+                break
+        found = found[:MAX_AGENT_FILES]
         for path in found:
             fn = os.path.basename(path)
-            try:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
-            except (OSError, UnicodeDecodeError) as exc:
+            try:  # a regular file of bounded size only: a symlink to /dev/zero or a FIFO is one line, not a hang
+                raw = read_config_bytes(path)
+                if raw is None:
+                    continue
+                text = raw.decode("utf-8")
+            except ConfigError as exc:
+                if warnings is not None:
+                    warnings.append(f"{exc}; the agent file is skipped")
+                continue
+            except UnicodeDecodeError as exc:
                 if warnings is not None:
                     warnings.append(f"{path}: the agent file cannot be read ({exc}); skipped")
                 continue
@@ -103,5 +130,10 @@ def load_agent_types(cwd: str, home: str, user_home: str | None = None, warnings
             model = meta.get("model") or None
             if model == "inherit":
                 model = None  # Claude Code: the parent's model
+            if model is not None and inert:
+                if warnings is not None:
+                    warnings.append(f"{path}: agent {name!r} names the model {model!r}; not used until you trust this folder "
+                                    "(it runs on the parent's model)")
+                model = None
             types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path)
     return types

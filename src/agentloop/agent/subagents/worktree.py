@@ -10,12 +10,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...tools import ToolError
+from .. import spawn
 
 __all__ = ["Worktree", "has_commit"]
 
 
 def _git(args: Sequence[str], cwd: str) -> str:
-    p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    """``git ARGS`` as agentloop runs it for itself: none of the repository's hooks, filters or helpers (``spawn.git``)."""
+    try:
+        p = spawn.git(args, cwd=cwd, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"git {' '.join(args[:2])} took more than 60 s") from None
     if p.returncode != 0:
         raise ToolError(f"git {' '.join(args[:2])} failed: {p.stderr.strip()[:300]}")
     return p.stdout.strip()
@@ -55,9 +60,7 @@ class Worktree:
             _git(["branch", "-D", self.branch], self.repo)
             return {"changed": False, "removed": True}
         if dirty:
-            ident: list[str] = []
-            if not _has_identity(self.path):
-                ident = ["-c", "user.name=agentloop", "-c", "user.email=agentloop@localhost"]
+            ident = spawn.git_identity(self.path)
             _git(["add", "-A"], self.path)
             _git([*ident, "commit", "-q", "-m", f"agentloop sub-agent {child_id}"], self.path)
         commit = _git(["rev-parse", "HEAD"], self.path)
@@ -67,12 +70,8 @@ class Worktree:
 def has_commit(cwd: str) -> bool:
     """``cwd`` is inside a git repository that has a commit (a worktree can start from it)."""
     try:
-        p = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=30)
+        p = spawn.git(["rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return False
     return p.returncode == 0
 
-
-def _has_identity(cwd: str) -> bool:
-    p = subprocess.run(["git", "config", "user.email"], cwd=cwd, capture_output=True, text=True)
-    return p.returncode == 0 and bool(p.stdout.strip())

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...tools import Registry, Tool, ToolError
+from .. import spawn
 from .linear_regex import Matcher, RegexError, compile_linear
 from .walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
@@ -224,20 +225,8 @@ def _start_shell(
 ) -> Any:
     """The shell running ``command`` in a new session, its output on one pipe (a Popen or its look-alike)."""
     argv = [*_shell(), command]
-    child_env = dict(os.environ if env is None else env)
     try:
-        if launcher is not None:
-            return launcher(argv, child_env, pass_fds)
-        return subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
+        return spawn.popen(argv, cwd=cwd, env=env, pass_fds=pass_fds, launcher=launcher)  # the one spawn path
     except OSError as exc:
         raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
 

@@ -1,0 +1,89 @@
+"""An untrusted folder's sub-agent, command and skill files are text until the folder is trusted.
+
+Claude Code's sub-agent files (``.claude/agents/*.md``) may name a ``model``
+and ``tools`` in their front matter; a folder nobody trusted yet must not
+spend on a dearer model through one. And whatever sits where such a file
+should be (a symlink to ``/dev/zero``, a FIFO) gives one line and start-up
+goes on, in bounded time and memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from agentloop.agent.agent import Agent
+from agentloop.agent.subagents.agent_types import load_agent_types
+
+OPUS_AGENT = "---\nname: dear\ndescription: uses the dear model\nmodel: opus\n---\nYou are a sub-agent. Answer briefly.\n"
+
+
+def test_an_untrusted_folders_agent_file_does_not_choose_the_model(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    (proj / ".claude" / "agents").mkdir(parents=True)
+    (proj / ".claude" / "agents" / "dear.md").write_text(OPUS_AGENT)
+    warnings: list[str] = []
+    untrusted = load_agent_types(str(proj), str(tmp_path / "al"), str(tmp_path / "home"), warnings, trusted=False)
+    assert untrusted["dear"].model is None and untrusted["dear"].prompt.startswith("You are a sub-agent")
+    assert any("names the model 'opus'; not used until you trust this folder" in w for w in warnings)
+    assert load_agent_types(str(proj), str(tmp_path / "al"), str(tmp_path / "home"), trusted=True)["dear"].model == "opus"
+
+
+def test_a_sub_agent_of_an_untrusted_folder_runs_on_the_parents_model(proj: Path, scripted: Callable[..., str]) -> None:
+    """The child answers from the parent's scripted model; opening ``opus`` would have failed for want of a key."""
+    (proj / ".claude" / "agents").mkdir(parents=True)
+    (proj / ".claude" / "agents" / "dear.md").write_text(OPUS_AGENT)
+    replies = [
+        {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "d", "prompt": "say hi", "subagent_type": "dear"}}],
+         "usage": [100, 10]},
+        {"text": "CHILD-ON-THE-PARENTS-MODEL", "usage": [50, 5]},
+        {"text": "done", "usage": [50, 5]},
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    a = Agent(cwd=str(proj), model=scripted(replies), permission_mode="bypassPermissions", env=env, max_usd_micros=1_000_000)
+    try:
+        assert not a.trust.trusted and "sub-agent dear model: opus" in (a.trust.notice() or "")
+        res = a.ask("delegate")
+    finally:
+        a.close()
+    tool_out = [m["content"] for m in res.messages if m.get("role") == "tool"]
+    assert any("CHILD-ON-THE-PARENTS-MODEL" in str(t) for t in tool_out), tool_out
+
+
+def test_devices_and_fifos_among_a_folders_definitions_give_one_line_each(proj: Path, scripted: Callable[..., str]) -> None:
+    claude = proj / ".claude"
+    for d in ("agents", "commands", "skills/s"):
+        (claude / d).mkdir(parents=True)
+    os.symlink("/dev/zero", claude / "agents" / "zero.md")
+    os.mkfifo(claude / "agents" / "pipe.md")
+    os.symlink("/dev/zero", claude / "commands" / "zero.md")
+    os.mkfifo(claude / "commands" / "pipe.md")
+    os.symlink("/dev/zero", claude / "skills" / "s" / "SKILL.md")
+    (claude / "commands" / "fine.md").write_text("a fine command\n")
+    t0 = time.monotonic()
+    a = Agent(cwd=str(proj), model=scripted([{"text": "ok", "usage": [1, 1]}]))
+    try:
+        a.ask("hi")  # the Agent tool (and its types) is built on the first turn
+        warnings = list(a.load_warnings)
+        assert "fine" in a.commands and "zero" not in a.commands and "pipe" not in a.commands
+    finally:
+        a.close()
+    assert time.monotonic() - t0 < 30
+    joined = "\n".join(warnings)
+    for name in ("agents/zero.md", "agents/pipe.md", "commands/zero.md", "commands/pipe.md"):
+        assert name in joined, (name, warnings)
+    assert all("\n" not in w for w in warnings)
+
+
+def test_an_agents_folder_that_links_to_the_root_is_walked_within_bounds(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    (proj / ".claude").mkdir(parents=True)
+    os.symlink("/", proj / ".claude" / "agents")
+    warnings: list[str] = []
+    t0 = time.monotonic()
+    load_agent_types(str(proj), str(tmp_path / "al"), None, warnings)
+    assert time.monotonic() - t0 < 30
+    assert json.dumps(warnings)  # said, if it stopped early; never a hang or MemoryError
