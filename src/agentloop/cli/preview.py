@@ -16,10 +16,11 @@ Rules:
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from typing import Any
 
-__all__ = ["change_preview"]
+__all__ = ["change_preview", "result_summary"]
 
 MAX_LINES = 24
 MAX_READ = 2_000_000
@@ -85,3 +86,63 @@ def change_preview(name: str, args: Any, cwd: str, width: int) -> list[tuple[str
         a, b = old_s.splitlines(), new_s.splitlines()
     diff = list(difflib.unified_diff(a, b, fromfile=rel, tofile=rel, lineterm="", n=3))
     return _bounded([(x, _style(x)) for x in diff], width, "diff")
+
+
+# --- what the REPL shows under a finished call ---------------------------------
+
+def _count(text: str) -> int:
+    return len(text.splitlines()) if text else 0
+
+
+def _change_counts(old: str, new: str) -> tuple[int, int]:
+    """Lines added and removed between ``old`` and ``new`` (a line diff, not a count of lines)."""
+    added = removed = 0
+    for line in difflib.ndiff(old.splitlines(), new.splitlines()):
+        if line.startswith("+ "):
+            added += 1
+        elif line.startswith("- "):
+            removed += 1
+    return added, removed
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _mcp_text(content: Any) -> str | None:
+    """The text an MCP result carries (its text blocks, joined), or None when it is not one."""
+    if not (isinstance(content, dict) and isinstance(content.get("content"), list)):
+        return None
+    texts = [b.get("text", "") for b in content["content"] if isinstance(b, dict) and b.get("type") == "text"]
+    others = [b.get("type", "?") for b in content["content"] if isinstance(b, dict) and b.get("type") != "text"]
+    text = "\n".join(t for t in texts if t)
+    if others:
+        text = (text + "\n" if text else "") + "(" + ", ".join(others) + ")"
+    return text
+
+
+def result_summary(name: str, args: Any, content: Any) -> str:
+    """One line saying what a successful call did: lines added and removed by an edit, lines read,
+    an MCP result's text, else the first line of the output and how many lines follow."""
+    a = args if isinstance(args, dict) else {}
+    if name == "Edit" and isinstance(a.get("old_string"), str) and isinstance(a.get("new_string"), str):
+        added, removed = _change_counts(a["old_string"], a["new_string"])
+        return f"Updated {a.get('file_path', '')}: {_plural(added, 'line')} added, {removed} removed"
+    if name == "MultiEdit" and isinstance(a.get("edits"), list):
+        added = removed = 0
+        for e in a["edits"]:
+            if isinstance(e, dict):
+                x, y = _change_counts(str(e.get("old_string", "")), str(e.get("new_string", "")))
+                added, removed = added + x, removed + y
+        return f"Updated {a.get('file_path', '')}: {_plural(added, 'line')} added, {removed} removed"
+    if name == "Write" and isinstance(a.get("content"), str):
+        return f"Wrote {_plural(_count(a['content']), 'line')} to {a.get('file_path', '')}"
+    text = _mcp_text(content)
+    if text is None:
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    if name == "Read" and isinstance(content, str):
+        return f"Read {_plural(_count(content), 'line')}"
+    lines = text.splitlines() or [""]
+    first = lines[0][:100]
+    rest = len(lines) - 1
+    return first + (f" … {_plural(rest, 'more line')}" if rest else "")

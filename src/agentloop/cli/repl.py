@@ -216,6 +216,7 @@ class Repl:
         self.session: Any = None
         self.commands: dict[str, Command] = {}
         self._shell_notes: list[str] = []
+        self._calls: dict[str, Any] = {}
         self._esc: EscWatch | None = None
         """Watching for Esc while a turn runs (questions inside the turn pause it)."""
         self._typeahead = ""
@@ -267,16 +268,17 @@ class Repl:
             else:
                 self.write(neutral(ev.text))
         elif isinstance(ev, ToolStarted):
+            self._calls[ev.call.id] = ev.call  # its arguments say what the result means (lines added...)
             self.say(f"⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "bold cyan")
             self.working(f"running {ev.call.name}")
         elif isinstance(ev, ToolFinished):
             r = ev.result
             if r.ok:
-                text = r.content if isinstance(r.content, str) else json.dumps(r.content, ensure_ascii=False)
-                lines = text.splitlines() or [""]
-                first = lines[0][:100]
-                more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-                self.say(f"  ⎿ {first}{more}", "dim")
+                from .preview import result_summary
+
+                call = self._calls.pop(r.call_id, None)
+                args = call.arguments if call is not None else {}
+                self.say(f"  ⎿ {result_summary(r.name, args, r.content)}", "dim")
             else:
                 self.say(f"  ⎿ error: {(r.error or '').splitlines()[0][:160] if r.error else ''}", "red")
             self.working("thinking")
