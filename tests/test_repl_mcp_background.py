@@ -62,3 +62,24 @@ def test_the_prompt_is_up_before_a_slow_server_and_its_tools_join_when_it_is(tmp
         assert "from-the-slow-server" in t.text(mark)
     finally:
         t.kill()
+
+
+def test_a_notice_from_a_server_thread_prints_above_the_prompt_not_over_it(tmp_path: Path) -> None:
+    from mcp_servers.helpers import RAW
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "noisy": {"command": PY, "args": [RAW], "env": {"RAW_LOG_AFTER": "3"}}}}))
+    env = env_for(str(tmp_path / "home"), HOME=str(tmp_path))
+    t = Term(["--trust", "--model", _script(tmp_path), "--max-usd", "1"], cwd=str(proj), env=env)
+    try:
+        t.wait_for(r"(?m)^>")
+        t.child.send("typed but not sent")
+        t.wait_for(r"logged warning: disk almost full", timeout=40)
+        t.pump(0.5)
+        lines = [ln for ln in t.lines()[:-1] if ln.strip()]  # the last line is the status line
+        at = max(i for i, ln in enumerate(lines) if "disk almost full" in ln)
+        assert lines[at + 1:] == ["> typed but not sent"], lines[-6:]  # the input redrawn below it, intact
+    finally:
+        t.kill()

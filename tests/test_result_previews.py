@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 from _pty import Term, env_for
-
 from agentloop.cli.preview import result_summary
 
 

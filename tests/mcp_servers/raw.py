@@ -7,6 +7,7 @@ Environment:
     RAW_GARBAGE=N       print N lines that are not JSON on stdout before answering initialize
     RAW_TOOLS=a,b,...   extra tool names (each echoes its arguments); ``\\x00`` nothing, the empty name allowed
     RAW_RECORD=FILE     append every message received to FILE (one JSON a line)
+    RAW_LOG_AFTER=S     S seconds after initialize, send a warning notifications/message unasked (an idle server's log)
 
 Tools:
     big(size, error=false)  a text result of ``size`` characters (``isError`` when ``error``)
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from typing import Any
 
 RECORD = os.environ.get("RAW_RECORD")
@@ -53,9 +55,18 @@ PROMPTS: list[dict[str, Any]] = [{"name": "greet", "description": "Say hello", "
 RESOURCES: list[dict[str, Any]] = [{"uri": "raw://readme", "name": "readme", "mimeType": "text/plain"}]
 
 
+_OUT = threading.Lock()
+
+
 def send(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    with _OUT:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+
+def _log_later(seconds: float) -> None:
+    threading.Timer(seconds, send, args=({"jsonrpc": "2.0", "method": "notifications/message", "params": {
+        "level": "warning", "logger": "raw", "data": "disk almost full"}},)).start()
 
 
 def text_result(text: str, *, error: bool = False) -> dict[str, Any]:
@@ -144,6 +155,8 @@ def main() -> None:
                 "capabilities": {"tools": {"listChanged": True}, "prompts": {"listChanged": True},
                                  "resources": {"listChanged": True}},
                 "serverInfo": {"name": "raw", "version": "0.1.0"}}})
+            if os.environ.get("RAW_LOG_AFTER"):
+                _log_later(float(os.environ["RAW_LOG_AFTER"]))
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
         elif method == "tools/call":

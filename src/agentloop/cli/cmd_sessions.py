@@ -22,17 +22,21 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--limit", type=int, default=50, metavar="N", help="show at most N (default 50)")
 
 
-def render(summaries: Sequence[SessionSummary], *, con: Any | None = None) -> None:
+def render(summaries: Sequence[SessionSummary], *, con: Any | None = None, cols: int | None = None) -> None:
     """Print summaries as aligned columns (shared with the REPL's /sessions).
 
-    Plain text, never wrapped: the same in a terminal, a pipe or a file.
+    Plain text, never wrapped: each row is one line. On a terminal (``cols``)
+    the first prompt is cut to what the row leaves of the width; elsewhere to
+    60 characters.
     """
     from agentloop.budget import format_usd
 
-    out = [f"{'id':<22}  {'started':<16}  {'turns':>5}  {'cost':>10}  {'verified':<8}  first prompt"]
+    room = 60 if cols is None else max(8, cols - 72)
+    label = "first prompt" if room >= len("first prompt") else "prompt"
+    out = [f"{'id':<22}  {'started':<16}  {'turns':>5}  {'cost':>10}  {'verified':<8}  {label}"]
     for s in summaries:
         prompt = " ".join(s.first_prompt.split())
-        prompt = prompt[:60] + ("…" if len(prompt) > 60 else "")
+        prompt = prompt[: room - 1] + "…" if len(prompt) > room else prompt
         mark = "ok" if s.verified else "NO"
         started = s.started.replace("T", " ").rstrip("Z")[:16]
         out.append(f"{s.id:<22}  {started:<16}  {s.turns:>5}  {format_usd(s.spent_micros):>10}  {mark:<8}  {prompt}")

@@ -90,6 +90,22 @@ def width() -> int:
     return max(20, shutil.get_terminal_size().columns)
 
 
+def fold(line: str, cols: int) -> str:
+    """``line`` broken at word boundaries to ``cols`` columns, its continuation lines indented as
+    it is (two more under a ``/command — help`` or ``name: text`` line); a word longer than a line
+    is split, the one case a word breaks."""
+    from rich.cells import cell_len
+
+    if cell_len(line) <= cols:
+        return line
+    import textwrap
+
+    lead = len(line) - len(line.lstrip(" "))
+    hang = " " * min(lead + 2, max(0, cols // 2))
+    return "\n".join(textwrap.wrap(line, cols, initial_indent="", subsequent_indent=hang, break_on_hyphens=False,
+                                   drop_whitespace=True, replace_whitespace=False)) or line
+
+
 def wrap(text: str, cols: int) -> list[str]:
     """``text`` wrapped at word boundaries to ``cols`` columns (a word longer than a line is split)."""
     import textwrap
@@ -220,6 +236,8 @@ class Repl:
         self._esc: EscWatch | None = None
         """Watching for Esc while a turn runs (questions inside the turn pause it)."""
         self._typeahead = ""
+        self._prompt_loop: Any = None
+        """The prompt's event loop while it is up (notices from other threads go through it)."""
         """Commands run with ``!`` and their output, sent with the next prompt."""
         self._add_builtin_commands()
 
@@ -252,6 +270,8 @@ class Repl:
 
     def say(self, text: str, style: str = "") -> None:
         text = neutral(text)  # what came from elsewhere cannot steer the terminal; our colours are styles
+        cols = width() - 1
+        text = "\n".join(fold(line, cols) for line in text.split("\n"))  # at word boundaries, never mid-word
         self.newline()
         if style and self.color:
             self.con.print(text, style=style, markup=False, highlight=False)
@@ -523,13 +543,38 @@ class Repl:
         watch = self.agent is not None and getattr(self.agent, "mcp_servers", None) is not None
 
         def start_watch() -> None:
+            import asyncio
+
             from prompt_toolkit.application import get_app
 
+            self._prompt_loop = asyncio.get_running_loop()  # notices from other threads print above the input
             self._start_mcp()  # once the prompt is on screen: the servers' start-up does not delay it
             get_app().create_background_task(self._watch_mcp())
 
         default, self._typeahead = self._typeahead, ""
-        return str(self.session.prompt(prompt, default=default, pre_run=start_watch if watch else None))
+        try:
+            return str(self.session.prompt(prompt, default=default, pre_run=start_watch if watch else None))
+        finally:
+            self._prompt_loop = None
+
+    def notice(self, text: str) -> None:
+        """A notice from anywhere (an MCP server's log line, from its thread): while the prompt is up it
+        is printed above the input through prompt_toolkit, never over it; otherwise said as usual."""
+        loop = self._prompt_loop
+        if loop is None or threading.current_thread() is threading.main_thread():
+            self.say(f"notice: {text}", "yellow")
+            return
+        import asyncio
+
+        from prompt_toolkit.application import run_in_terminal
+
+        async def above() -> None:
+            await run_in_terminal(functools.partial(self.say, f"notice: {text}", "yellow"))
+
+        try:
+            asyncio.run_coroutine_threadsafe(above(), loop).result(5)
+        except Exception:  # the prompt ended meanwhile: say it the usual way
+            self.say(f"notice: {text}", "yellow")
 
     def _read_key(self, prompt: str, keys: str) -> str:
         """One of ``keys``, taken as soon as it is pressed (no Enter), as Claude Code's questions are;
@@ -591,7 +636,7 @@ class Repl:
             ask_imports=self.ask_imports if self.interactive else None,
         )
         report_config(self.agent, lambda line: self.say(line, "yellow"))
-        self.agent.on_notice = lambda text: self.say(f"notice: {text}", "yellow")
+        self.agent.on_notice = self.notice
         self.agent.elicit = self.elicit  # MCP servers' questions (-p has none of this: they are declined)
         self.agent.on_mcp_progress = self.show_progress
         for n in getattr(self.agent, "startup_notices", ()):
@@ -914,7 +959,7 @@ class Repl:
             self.say("no saved sessions yet (a session is saved once it has a turn)")
             return
         self.newline()
-        render(found[:20], con=self.con)
+        render(found[:20], con=self.con, cols=width() - 1)
 
     def cmd_compact(self, rest: str) -> None:
         from agentloop.budget import format_usd
