@@ -49,10 +49,22 @@ from dataclasses import dataclass, field
 __all__ = ["Analysis", "Unit", "ShellSyntax", "analyze", "crude_pieces", "units"]
 
 MAX_DEPTH = 8
+MAX_COMMANDS = 5_000
+"""A line holding more simple commands than this is not read further: it is opaque (``TooLarge``)."""
+MAX_WORDS = 50_000
+"""Nor more words than this (``TooLarge``): a decision stays well under a second whatever the line."""
+MAX_WRAPPERS = 32
+"""Wrappers followed in one command (``env env ... rm``); a deeper chain is opaque."""
+MAX_KEYWORDS = 64
+"""Keywords in front of one command (``! ! ... a``) this reader peels; more is refused."""
 
 
 class ShellSyntax(ValueError):
     """The command line cannot be split with confidence."""
+
+
+class TooLarge(ShellSyntax):
+    """The line holds more commands than this reader reads (``MAX_COMMANDS``): it is opaque as a whole."""
 
 
 @dataclass
@@ -92,6 +104,9 @@ class _Ctx:
     """Places where text the rules cannot see enters variables."""
     code_words: list[str] = field(default_factory=list)
     """Literal words holding code-like text (``'a[$(rm v)]'``)."""
+    commands: int = 0
+    words: int = 0
+    """Simple commands read so far (the whole line, nested ones included), bounded by ``MAX_COMMANDS``."""
 
 
 @dataclass
@@ -114,6 +129,12 @@ _GLOB_SHAPE = re.compile(r"[*?]|\[[^\]]+\]|\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _CODE_TEXT = re.compile(r"\$\(|`|\$\{|\$\[")
 _IDENT_IN_ARITH = re.compile(r"(?<![\w#])[A-Za-z_]")
 _NAME_START = re.compile(r"[A-Za-z_0-9@*#?$!-]")
+_PARAM_PLAIN = re.compile(r"[^\\'\"`$}]+")
+_ARITH_PLAIN = re.compile(r"[^$`]+")
+_DOUBLE_PLAIN = re.compile(r"[^\\\"`$]+")
+_PARENS = re.compile(r"[()]")
+_BACKTICK_PLAIN = re.compile(r"[^\\`]+")
+_PLAIN_RUN = re.compile(r"[A-Za-z0-9_./,:=+@%~^*?\[\]{}!-]+")
 
 
 class _Parser:
@@ -161,14 +182,18 @@ class _Parser:
                     redirects.append((pending_redir, w))
                     pending_redir = None
                 else:
-                    head = _peel(words)
-                    if not quoted and w == "in" and head[:1] == ["case"] and len(head) == 2:
-                        cases += 1
-                        want_pattern = True
-                    elif not quoted and w == "esac" and cases and not head:
-                        cases -= 1
-                    if not quoted and w == "[[" and not head:
-                        cond = True
+                    self.ctx.words += 1
+                    if self.ctx.words > MAX_WORDS:
+                        raise TooLarge(f"the line holds more than {MAX_WORDS} words")
+                    if not quoted and w in ("in", "esac", "[["):
+                        head = _Head(words)
+                        if w == "in" and head.first == "case" and len(head) == 2:
+                            cases += 1
+                            want_pattern = True
+                        elif w == "esac" and cases and not head:
+                            cases -= 1
+                        if w == "[[" and not head:
+                            cond = True
                     elif cond and not quoted and w == "]]":
                         cond = False
                     words.append(w)
@@ -184,6 +209,9 @@ class _Parser:
             if pending_redir is not None:
                 raise ShellSyntax(f"the redirection {pending_redir!r} has no target")
             if words or redirects:
+                self.ctx.commands += 1
+                if self.ctx.commands > MAX_COMMANDS:
+                    raise TooLarge(f"the line holds more than {MAX_COMMANDS} commands")
                 simple = Simple(list(words), s[start:at].strip(), list(lits), list(redirects))
                 self.out.append(simple)
                 self.top.append(simple)
@@ -344,8 +372,8 @@ class _Parser:
                     shape.append("\0")
                     continue
                 end_word()
-                head = _peel(words)
-                if s.startswith("((", i) and (not head or head == ["for"]):
+                head = _Head(words)
+                if s.startswith("((", i) and (not head or (len(head) == 1 and head.first == "for")):
                     end = _arith_end(s, i + 2)
                     if end is not None:
                         self._arith_body(i + 2, end - 1, "(( ))")
@@ -395,10 +423,16 @@ class _Parser:
                         i += 1
                 start = i
                 continue
-            word.append(c)
-            shape.append(c)
+            m = _PLAIN_RUN.match(s, i)
+            if m is not None:  # a run of characters with no meaning to the shell, read at once (linear time)
+                word.append(m.group(0))
+                shape.append(m.group(0))
+                i = m.end()
+            else:
+                word.append(c)
+                shape.append(c)
+                i += 1
             in_word = True
-            i += 1
         if close is not None:
             raise ShellSyntax(f"missing '{close}'")
         end_word()
@@ -465,6 +499,12 @@ class _Parser:
     def _double(self, i: int, word: list[str]) -> int:
         s, n = self.s, self.n
         while i < n:
+            m = _DOUBLE_PLAIN.match(s, i)
+            if m is not None:
+                word.append(m.group(0))
+                i = m.end()
+                if i >= n:
+                    break
             c = s[i]
             if c == '"':
                 return i + 1
@@ -504,6 +544,11 @@ class _Parser:
         depth = 1
         scratch: list[str] = []
         while j < n:
+            m = _PARAM_PLAIN.match(s, j)
+            if m is not None:
+                j = m.end()
+                if j >= n:
+                    break
             c = s[j]
             if c == "\\":
                 j += 2
@@ -605,8 +650,10 @@ class _Parser:
             elif s[k] == "`":
                 k = self._backtick(k, scratch, in_double=False)
             else:
-                plain.append(s[k])
-                k += 1
+                m = _ARITH_PLAIN.match(s, k, end)
+                step = m.end() if m is not None else k + 1
+                plain.append(s[k:step])
+                k = step
         if k > end:
             raise ShellSyntax(f"a substitution runs past the end of {what}")
         text = "".join(plain)
@@ -656,12 +703,14 @@ class _Parser:
     def _backtick_end(self, i: int) -> int:
         s, n = self.s, self.n
         while i < n:
+            m = _BACKTICK_PLAIN.match(s, i)
+            if m is not None:
+                i = m.end()
+                continue
             if s[i] == "\\":
                 i += 2
                 continue
-            if s[i] == "`":
-                return i
-            i += 1
+            return i
         raise ShellSyntax("unterminated backtick")
 
     def _into(self, out: list[Simple]) -> None:
@@ -674,14 +723,14 @@ def _arith_end(s: str, i: int) -> int | None:
     its first "(" is closed by a lone ")": bash then reads a command substitution, as
     ``$(( a ); b)``."""
     depth = 2
-    while i < len(s):
+    for m in _PARENS.finditer(s, i):
+        i = m.start()
         if s[i] == "(":
             depth += 1
-        elif s[i] == ")":
+        else:
             depth -= 1
             if depth == 1:
                 return i + 1 if i + 1 < len(s) and s[i + 1] == ")" else None
-        i += 1
     raise ShellSyntax("unterminated $((")
 
 
@@ -699,6 +748,8 @@ def _peel_at(words: list[str]) -> int:
     """How many keywords and ``function name`` headers stand in front of a command."""
     i = 0
     while i < len(words):
+        if i > MAX_KEYWORDS:
+            raise ShellSyntax(f"more than {MAX_KEYWORDS} keywords in front of a command")
         w = words[i]
         if w in _RESERVED_LEAD:
             i += 1
@@ -713,6 +764,20 @@ def _peel_at(words: list[str]) -> int:
         else:
             break
     return i
+
+
+class _Head:
+    """What a command's words are after its keywords, without copying them (the parser asks at every word)."""
+
+    __slots__ = ("first", "size")
+
+    def __init__(self, words: list[str]):
+        k = _peel_at(words)
+        self.size = len(words) - k
+        self.first = words[k] if self.size else None
+
+    def __len__(self) -> int:
+        return self.size
 
 
 def _peel(words: list[str]) -> list[str]:
@@ -1512,9 +1577,12 @@ def crude_pieces(command: str) -> list[str]:
 
     Each piece, its quotes and backslashes dropped, is seen through its
     wrappers as a parsed command is (``nice -n 5 rm x`` gives ``rm x`` too).
+    Only the first ``MAX_COMMANDS`` pieces are read.
     """
     pieces: dict[str, None] = {}
-    for p in _CRUDE.split(command):
+    for k, p in enumerate(_CRUDE.split(command)):
+        if k > MAX_COMMANDS:
+            break  # the line is opaque already: its deny check stops at the bound (time stays linear)
         try:
             found = units(p)  # a piece that parses on its own ("x) sh -c 'rm a'" of a case) is read as one
         except ShellSyntax:

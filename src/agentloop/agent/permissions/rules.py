@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 import pathspec
 
 from ...config.settings import ConfigError, SettingsSource
-from .bash_reader import ShellSyntax, Unit, analyze, crude_pieces
+from .bash_reader import ShellSyntax, TooLarge, Unit, analyze, crude_pieces
 
 __all__ = [
     "MODES",
@@ -847,7 +847,8 @@ class _BashView:
             found = analyze(command)
         except (ShellSyntax, RecursionError) as exc:
             why = str(exc) if isinstance(exc, ShellSyntax) else "it nests too deeply"
-            return cls(None, [whole, *crude_pieces(command)], [f"the line cannot be read with confidence ({why})"], command)
+            pieces = [] if isinstance(exc, TooLarge) else crude_pieces(command)  # past the bound, no second reading
+            return cls(None, [whole, *pieces], [f"the line cannot be read with confidence ({why})"], command)
         texts = [whole]
         for u in found.units:
             texts.extend(t for t, _ok in u.views)
