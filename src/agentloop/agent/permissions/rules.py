@@ -57,7 +57,15 @@ from urllib.parse import urlsplit
 import pathspec
 
 from ...config.settings import ConfigError, SettingsSource
-from .bash_reader import ShellSyntax, TooLarge, Unit, analyze, crude_pieces
+from .bash_reader import (
+    ShellSyntax,
+    TooLarge,
+    Unit,
+    analyze,
+    crude_pieces,
+    git_subcommand,
+    may_abbreviate,
+)
 
 __all__ = [
     "MODES",
@@ -90,6 +98,7 @@ _PROTECTED_FILES = frozenset({
 })
 """Files that start programs or shells (MCP servers, shell start-up files): writing them asks in every mode."""
 _GLOB_CHARS = re.compile(r"[*?\[\]{}!]")
+_REDIRECTION = re.compile(r"<>|>")
 
 
 class RuleError(ValueError):
@@ -547,8 +556,9 @@ class PermissionPolicy:
                 b.behavior == "allow" and b.rule.kind == "exact" and b.rule.specifier == bash.command for b in self.rules
             ):
                 return self._ask(f"Bash names {named}, a protected path, in a command that may write it: every mode asks")
-        if bash is not None and bash.opaque and self._has_bash_rules():
-            return self._ask(f"Bash: {bash.opaque[0]}; with Bash deny or ask rules in force, a line whose commands cannot all be known needs approval")
+        unknown = self._unknown(bash) if bash is not None else []
+        if unknown and self._has_bash_rules():
+            return self._ask(f"Bash: {unknown[0]}; with Bash deny or ask rules in force, a line whose commands cannot all be known needs approval")
         if self.mode == "bypassPermissions":
             return Decision("allow", None, None, "bypassPermissions mode")
         if tool_name == "Bash":
@@ -780,6 +790,22 @@ class PermissionPolicy:
         spec = b.rule.specifier
         return any(isinstance(v, str) and fnmatch.fnmatchcase(v, spec) for v in tool_input.values())
 
+    def _unknown(self, bash: _BashView) -> list[str]:
+        """Why the line's commands cannot all be known, leaving out programs that run command strings
+        (``make``, ``vim -c``, ``tar --to-command``) where an allow rule naming that program covers the command."""
+        if bash.units is None:
+            return bash.opaque
+        allow = [b for b in self.rules if b.behavior == "allow" and b.rule.kind == "bash" and b.tool_matches("Bash")]
+        reasons = list(bash.line_opaque)
+        for u in bash.units:
+            if u.opaque and not (u.runner and any(
+                u.runner in b.matcher.body.split() and (any(ok and b.matcher.match(t) for t, ok in u.views) or (
+                    b.matcher.exact and any(b.matcher.match(t) for t in u.exact_only)))
+                for b in allow
+            )):
+                reasons.extend(u.opaque)
+        return list(dict.fromkeys(reasons))
+
     def _bash_allowed(self, tool_input: dict[str, Any], bash: _BashView | None) -> Decision | None:
         allow = [b for b in self.rules if b.behavior == "allow" and b.tool_matches("Bash")]
         if not allow:
@@ -790,9 +816,11 @@ class PermissionPolicy:
         for b in allow:
             if b.rule.kind == "exact" and bash is not None and bash.command == b.rule.specifier:
                 return Decision("allow", b.rule.text, b.source, f"Bash allowed by the rule {b.rule.text} ({b.source}), for exactly this line")
-        if bash is None or bash.units is None or not bash.units or bash.opaque:
+        if bash is None or bash.units is None or not bash.units or bash.line_opaque:
             # a line whose commands cannot all be known is never allowed by a pattern
             return None
+        if self._unknown(bash):
+            return None  # ...except a program that runs command strings, by a rule that names it
         used: list[_Bound] = []
         for u in bash.units:
             hit = None
@@ -800,6 +828,8 @@ class PermissionPolicy:
                 if b.rule.kind != "bash":
                     continue
                 pat: BashPattern = b.matcher
+                if u.writes and not _REDIRECTION.search(pat.body):
+                    continue  # a rule approves a redirection to a file only when its pattern shows one
                 if any(ok and pat.match(text) for text, ok in u.views) or (
                     pat.exact and any(pat.match(text) for text in u.exact_only)
                 ):
@@ -836,6 +866,8 @@ class _BashView:
     opaque: list[str] = field(default_factory=list)
     """Why bash may run something the text does not show (empty: every command is known)."""
     command: str | None = None
+    line_opaque: list[str] = field(default_factory=list)
+    """The reasons that belong to the whole line rather than to one command."""
 
     @classmethod
     def of(cls, tool_input: dict[str, Any]) -> _BashView:
@@ -854,7 +886,7 @@ class _BashView:
             texts.extend(t for t, _ok in u.views)
         for w in found.code_words:  # code that bash may evaluate from a literal ("a[$(rm v)]")
             texts.extend(crude_pieces(w))
-        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command)
+        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command, found.line_opaque)
 
 
 # Read-only commands (issue 18): Claude Code runs read-only Bash without a prompt
@@ -881,44 +913,53 @@ _LISTING_FLAGS = frozenset({"-a", "-r", "-v", "-vv", "-l", "--list", "--all", "-
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
 
 
+_WRITES_OR_RUNS = {
+    "sort": ("--output", "--compress-program", "--files0-from"), "wc": ("--files0-from",), "du": ("--files0-from",),
+    "date": ("--set",), "rg": ("--pre", "--pre-glob"), "file": ("--compile",), "tree": ("--output",),
+}
+"""Long options (and every abbreviation of them) that make a read-only command write a file, run a
+program, or read a list of files the line does not show."""
+_SHORT_WRITES = {"sort": "o", "tree": "o", "date": "s", "file": "C"}
+_GIT_GLOBALS_READ_ONLY = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
+                                    "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"})
+_GIT_WRITES_OR_RUNS = ("--output", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--paginate")
+
+
 def _read_only_words(words: list[str]) -> bool:
     head, args = words[0], words[1:]
     if head not in READ_ONLY_COMMANDS:
         return False
     if head in ("less", "more"):
         return False  # they can run commands (!cmd, LESSOPEN); listed so the reason is recorded here
-    if head == "sort" and any(a == "-o" or a.startswith(("-o", "--output", "--compress-program")) for a in args):
-        return False  # writes a file, or runs a compressor
-    if head == "tree" and any(a == "-o" or a.startswith("-o") for a in args):
-        return False
-    if head == "file" and any(a.startswith("-") and not a.startswith("--") and "C" in a or a == "--compile" for a in args):
-        return False
-    if head == "uniq" and len([a for a in args if not a.startswith("-")]) > 1:
-        return False  # "uniq IN OUT" writes OUT
+    longs = [a for a in args if a.startswith("--")]
+    letters = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    if any(may_abbreviate(a, _WRITES_OR_RUNS.get(head, ())) for a in longs) or set(_SHORT_WRITES.get(head, "")) & set(letters):
+        return False  # "sort -uo f", "sort --out=f", "sort --compress=sh": writes a file, or runs a program
+    if head == "uniq" and len([a for a in args if a == "-" or not a.startswith("-")]) > 1:
+        return False  # "uniq IN OUT" (and "uniq - OUT") writes OUT
     if head == "printf" and "-v" in args:
-        return False
-    if head == "date" and any(a.startswith(("-s", "--set")) for a in args):
-        return False
-    if head == "rg" and any(a.startswith("--pre") for a in args):
         return False
     if head == "find" and any(a in _FIND_ACTIONS for a in args):
         return False
     if head == "git":
-        i = 0
-        while i < len(args) and args[i].startswith("-"):
-            i += 2 if args[i] in ("-C", "--git-dir", "--work-tree") else 1
-        if i >= len(args) or args[i] not in READ_ONLY_GIT:
-            return False
-        sub, rest = args[i], args[i + 1 :]
-        if any(a.startswith(("--output", "--open-files-in-pager")) or a in ("--ext-diff", "--textconv", "--filters", "-O")
-               for a in rest):
-            return False  # writes a file, or runs a program named by configuration
-        if sub in ("branch", "tag") and any(a.split("=", 1)[0] not in _LISTING_FLAGS for a in rest):
-            return False  # listing only: "git branch -D x", "git tag v1" change things
-        if sub == "remote" and any(not a.startswith("-") for a in rest):
-            return False
-        if sub == "reflog" and rest[:1] not in ([], ["show"]):
-            return False
+        return _read_only_git(args)
+    return True
+
+
+def _read_only_git(args: list[str]) -> bool:
+    i = git_subcommand(["git", *args]) - 1
+    if any(a not in _GIT_GLOBALS_READ_ONLY for a in args[:i]) or i >= len(args) or args[i] not in READ_ONLY_GIT:
+        return False  # -C, --git-dir, -p...: another repository, or a pager, is not "only reads"
+    sub, rest = args[i], args[i + 1 :]
+    letters = "".join(a[1:] for a in rest if a.startswith("-") and not a.startswith("--"))
+    if any(may_abbreviate(a, _GIT_WRITES_OR_RUNS) for a in rest) or (sub == "grep" and "O" in letters):
+        return False  # writes a file, or runs a program named by configuration or on the line
+    if sub in ("branch", "tag") and any(a.split("=", 1)[0] not in _LISTING_FLAGS for a in rest):
+        return False  # listing only: "git branch -D x", "git tag v1" change things
+    if sub == "remote" and any(not a.startswith("-") for a in rest):
+        return False
+    if sub == "reflog" and rest[:1] not in ([], ["show"]):
+        return False
     return True
 
 
