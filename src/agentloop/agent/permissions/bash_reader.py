@@ -954,6 +954,8 @@ _GIT_CODE_KEY = re.compile(r"(?i)^(?:alias\.|core\.(?:pager|editor|sshcommand|fs
                            r"credential\.|pager\.|gpg\.|filter\.|web\.browser|uploadpack\.|receive\.|protocol\.|"
                            r".*\.(?:command|cmd|textconv|program|helper|tool|driver|clean|smudge|process|path|"
                            r"uploadpack|receivepack|proxy|sshcommand))")
+GIT_CODE_KEY = _GIT_CODE_KEY
+"""git configuration keys whose values name programs git runs (or pull in more configuration)."""
 
 
 def _strip_options(words: list[str], takes_value: frozenset[str]) -> list[str]:

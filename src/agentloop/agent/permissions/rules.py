@@ -49,7 +49,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -58,6 +58,7 @@ import pathspec
 
 from ...config.settings import ConfigError, SettingsSource
 from .bash_reader import (
+    GIT_CODE_KEY,
     ShellSyntax,
     TooLarge,
     Unit,
@@ -541,7 +542,7 @@ class PermissionPolicy:
             if isinstance(denied, _Bound):
                 return Decision("deny", denied.rule.text, denied.source,
                                 f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
-            read_only_bash = not denied
+            read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
         if self.mode == "plan" and tool_name not in self.read_only_tools and not read_only_bash:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
         protected = self.protected_target(tool_name, tool_input)
@@ -617,6 +618,72 @@ class PermissionPolicy:
                 if found is not None:
                     return found
         return None
+
+    def _outside_path(self, bash: _BashView) -> str | None:
+        """For a read-only line: the first path it names outside the workspace and the added directories
+        (``cat ~/secret.txt``, ``ls ../other``, ``cd`` alone), or an argument whose value cannot be known
+        (``$HOME/x``); None when every path stays inside. Checked as given and as its real path."""
+        roots = [self.cwd, *self.additional_directories]
+
+        def inside(p: str) -> bool:
+            return any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+        seen = 0
+        for u in bash.units or []:
+            simple = u.simple
+            if simple is None:
+                continue
+            if simple.words[0] in ("cd", "pushd") and simple.words[1:2] in ([], ["-"], ["--"]):
+                return "cd to the home folder"
+            for c in _path_candidates(simple.words[1:], simple.lits[1:], simple.redirects):
+                seen += 1
+                if seen > MAX_PATH_CHECKS or c is None:
+                    return "an argument this check cannot resolve"
+                if c in _HARMLESS_DEVICES:
+                    continue
+                if c.startswith("~"):
+                    if c != "~" and not c.startswith("~/"):
+                        return c  # another user's home
+                    c = self.user_home + c[1:]
+                given = os.path.normpath(os.path.join(self.cwd, c))
+                try:
+                    real = os.path.realpath(given)
+                except (ValueError, OSError):
+                    real = given
+                if not inside(given) or not inside(real):
+                    return c
+        return None
+
+    def _repo_runs_programs(self, bash: _BashView) -> bool:
+        """Does a read-only line run git in a repository whose own configuration names programs git may run
+        (``core.fsmonitor`` on ``git status``, ``diff.external`` on ``git diff``, textconv, filters, a pager)?
+
+        Such a line is not auto-approved in any sandbox mode: the repository's code would run unasked.
+        The configuration read is the repository's (``config``, ``config.worktree``, of the git directory
+        and of its common directory), not the user's own files; an unreadable or oversized one counts.
+        """
+        if not any(u.simple is not None and u.simple.words[0] == "git" for u in bash.units or []):
+            return False
+        files: list[str] = []
+        for d in self._git_directories():
+            files += [os.path.join(d, "config"), os.path.join(d, "config.worktree")]
+            # git status looks into submodules, each with a configuration of its own
+            for top, dirs, names in os.walk(os.path.join(d, "modules")):
+                files += [os.path.join(top, n) for n in names if n in ("config", "config.worktree")]
+                if len(files) > 200:
+                    return True
+                dirs[:] = [x for x in dirs if x not in ("objects", "refs", "logs", "hooks", "info")]
+        for path in files:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(_MAX_GIT_CONFIG + 1)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return True
+            if len(data) > _MAX_GIT_CONFIG or _config_names_program(data.decode("utf-8", "replace")):
+                return True
+        return False
 
     def _read_denied_argument(self, bash: _BashView) -> _Bound | bool:
         """For a read-only line: the Read deny rule one of its arguments falls under, True when an
@@ -845,6 +912,61 @@ class PermissionPolicy:
         first = used[0]
         rules = ", ".join(dict.fromkeys(b.rule.text for b in used))
         return Decision("allow", first.rule.text, first.source, f"Bash allowed by {rules}")
+
+
+MAX_PATH_CHECKS = 1_000
+"""Paths one read-only line may name and still be auto-approved (each is resolved on disk)."""
+_HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
+_MAX_GIT_CONFIG = 1 << 20
+
+
+def _path_candidates(args: list[str], lits: list[bool], redirects: list[tuple[str, str]]) -> Iterator[str | None]:
+    """The words of a read-only command that may name files: arguments, option values after ``=``
+    (``--file=/etc/x``) or stuck to a short option (``-f/etc/x``), the literal part of a glob before its
+    first pattern character, and input redirections. None for a word whose value the shell computes."""
+    for w, lit in zip(args, lits):
+        if not lit:
+            if "$" in w or "`" in w:
+                yield None
+                continue
+            w = _GLOB_CHARS.split(w, maxsplit=1)[0]
+            if not w:
+                continue
+        if w.startswith("--"):
+            if "=" in w:
+                yield w.split("=", 1)[1]
+        elif w.startswith("-") and len(w) > 1:
+            if "/" in w[2:] or w[2:].startswith("~"):
+                yield w[2:]
+        else:
+            yield w
+    for op, target in redirects:
+        if op == "<":
+            yield target
+
+
+def _config_names_program(text: str) -> bool:
+    """Does a git configuration file set a key whose value names a program (or includes more configuration)?"""
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            m = re.match(r'\[\s*([^\]\s"]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]', line)
+            if m is None:
+                return True  # a header this reader cannot follow: count it
+            section = m.group(1) + (f".{m.group(2)}" if m.group(2) is not None else "")
+            line = line[m.end() :].strip()
+            if not line or line[0] in "#;":
+                continue
+        name = re.split(r"[=\s]", line, maxsplit=1)[0]
+        key = f"{section}.{name}".lower()
+        if key.startswith("submodule.") and not key.endswith(".update"):
+            continue  # a submodule's path and url name no program
+        if GIT_CODE_KEY.match(key) or key in ("core.worktree", "log.showsignature"):
+            return True
+    return False
 
 
 def _project_base(source: str, cwd: str) -> str:
