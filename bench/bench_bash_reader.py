@@ -69,8 +69,9 @@ def main() -> int:
         for n in sizes:
             line = make(n)
             decision: list[str] = []
-            t = best(lambda: decision.append(policy.decide("Bash", {"command": line}).behavior), args.repeat)
-            b = best(lambda: baseline(line), args.repeat)
+            t = best(lambda line=line, decision=decision: decision.append(
+                policy.decide("Bash", {"command": line}).behavior), args.repeat)
+            b = best(lambda line=line: baseline(line), args.repeat)
             worst = max(worst, t)
             print(f"{name:<16}{len(line):>9}{t:>10.3f}{b:>12.4f}{t / b if b else float('inf'):>8.1f}  {decision[-1]}")
     print(f"slowest decision: {worst:.3f} s")
