@@ -22,7 +22,11 @@ Rules:
    command; ``bash -c``/``sh -c`` (with any options), ``eval``, ``trap`` and
    ``watch`` strings are parsed as command lines of their own. Deny and ask rules
    are tried on every view; allow rules only on views reached through wrappers
-   that add no power (``sudo``, ``env`` and assignments do add power).
+   that add no power (``sudo``, ``env`` and assignments do add power). ``env`` is
+   read as GNU env reads it (``-S`` strings in every spelling, bundled or
+   abbreviated); ``setarch`` and its architecture names and ``ssh-agent`` are
+   wrappers; git's subcommand is found past its global options. A chain of more
+   than ``MAX_WRAPPERS`` wrappers is opaque.
 4. A part whose command cannot be known from the text is *opaque*, with a reason:
    a computed, globbed or brace-expanded command word, ``"$@"``, a shell reading
    its script from stdin, a here-document or a file, ``source``, aliases,
@@ -32,7 +36,13 @@ Rules:
    while the line can put unknown text there (arithmetic, ``[[ -eq ]]``,
    ``test -v``, ``printf -v``, ``read``, subscripts). The caller never allows an
    opaque line by a pattern rule and asks about it whenever Bash deny or ask
-   rules exist.
+   rules exist. Programs that run command strings they are given (``vim -c``,
+   ``make``, ``tar --to-command``, ``sort --compress-program``: ``_runner_reason``)
+   are opaque too, but mark their unit's ``runner``: an allow rule naming that
+   program may approve them. An abbreviated long option counts as every option
+   it may abbreviate (``may_abbreviate``).
+6. Time is linear in the line's length; past ``MAX_COMMANDS`` commands or
+   ``MAX_WORDS`` words the line is ``TooLarge`` and not read further.
 5. What cannot be parsed (an open quote, an unbalanced parenthesis, a
    heredoc with substitutions...) raises ``ShellSyntax``: the caller never
    allows such a line by rule and checks its crude pieces against deny rules.
@@ -52,7 +62,7 @@ __all__ = ["Analysis", "Unit", "ShellSyntax", "analyze", "crude_pieces", "units"
 MAX_DEPTH = 8
 MAX_COMMANDS = 5_000
 """A line holding more simple commands than this is not read further: it is opaque (``TooLarge``)."""
-MAX_WORDS = 50_000
+MAX_WORDS = 20_000
 """Nor more words than this (``TooLarge``): a decision stays well under a second whatever the line."""
 MAX_WRAPPERS = 32
 """Wrappers followed in one command (``env env ... rm``); a deeper chain is opaque."""

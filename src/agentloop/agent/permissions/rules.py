@@ -602,7 +602,10 @@ class PermissionPolicy:
         that is not read-only (``> .git/hooks/x``, ``cp h .agentloop/settings.json``, ``rm -rf .GIT``).
 
         Best effort: a path built at run time, or reached after a ``cd``, is not seen (the sandbox is the wall).
+        A line naming more than ``MAX_PATH_CHECKS`` different words is not checked word by word (each is
+        resolved on disk): it counts as naming one, so it asks (the decision stays linear in time).
         """
+        seen: set[str] = set()
         for u in bash.units or []:
             simple = u.simple
             if simple is None:
@@ -612,6 +615,11 @@ class PermissionPolicy:
             if not read_only:
                 candidates += [w for w, lit in zip(simple.words[1:], simple.lits[1:]) if lit and not w.startswith("-")]
             for w in candidates:
+                if w in seen:
+                    continue
+                seen.add(w)
+                if len(seen) > MAX_PATH_CHECKS:
+                    return f"more than {MAX_PATH_CHECKS} paths (too many to check each)"
                 if w.startswith("~/"):
                     w = os.path.join(self.user_home, w[2:])
                 found = self.protected_target("Write", {"file_path": w})
@@ -694,10 +702,14 @@ class PermissionPolicy:
         rules = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
         if not rules:
             return False
+        checked = 0
         for u in bash.units or []:
             if u.simple is None:
                 continue
             for w, lit in zip(u.simple.words[1:], u.simple.lits[1:]):
+                checked += 1
+                if checked > MAX_PATH_CHECKS:
+                    return True  # too many to resolve each: not auto-approved
                 if not lit:
                     return True
                 if w.startswith("-"):
