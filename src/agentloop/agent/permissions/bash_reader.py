@@ -1696,10 +1696,14 @@ def long_option(word: str, known: Iterable[str]) -> str | None:
     return hits[0] if len(hits) == 1 and len(name) > 2 else None
 
 
-def may_abbreviate(word: str, options: Iterable[str]) -> bool:
+def may_abbreviate(word: str, options: Iterable[str], exact: Iterable[str] = ()) -> bool:
     """Can ``word`` (``--name[=value]``) be one of ``options``, exactly or as an abbreviation? Fails closed:
-    an abbreviation that could also stand for another option of the program counts."""
+    an abbreviation that could also stand for another option of the program counts. ``exact``: other
+    options of the program, which GNU getopt takes when named in full (``dpkg --status`` is not
+    ``--status-logger``)."""
     name = word.partition("=")[0]
+    if name in exact:
+        return False
     return word.startswith("--") and len(name) > 2 and any(o.startswith(name) for o in options)
 
 
@@ -1728,7 +1732,7 @@ def _runner_reason(head: str, words: list[str]) -> str | None:
         return f"{head} can run commands given to it as text ({head} is opaque unless an allow rule names it)"
     if head in ("tar", "gtar", "bsdtar"):
         old_style = args[0] if args and not args[0].startswith("-") else ""  # "tar cIf prog a.tar"
-        if any(may_abbreviate(a, _TAR_RUNS) for a in longs) or set("IF") & set(_short_letters(args) + old_style):
+        if any(may_abbreviate(a, _TAR_RUNS, ("--to-stdout", "--totals", "--touch")) for a in longs) or set("IF") & set(_short_letters(args) + old_style):
             return f"{head} is told to run a program (--to-command, -I, --checkpoint-action...)"
     elif head == "zip":
         if "TT" in _short_letters(args) or any(may_abbreviate(a, ("--unzip-command",)) for a in longs):
@@ -1737,7 +1741,7 @@ def _runner_reason(head: str, words: list[str]) -> str | None:
         if "U" in _short_letters(args):
             return f"{head} -U lets the document run commands"
     elif head == "dpkg":
-        if any(may_abbreviate(a, _DPKG_RUNS) for a in longs) or set("irPa") & set(_short_letters(args)):
+        if any(may_abbreviate(a, _DPKG_RUNS, ("--status", "--remove-excluded")) for a in longs) or set("irPa") & set(_short_letters(args)):
             return "dpkg runs commands or package scripts here"
     elif head == "rsync":
         if "e" in _short_letters(args) or any(may_abbreviate(a, ("--rsh", "--rsync-path")) for a in longs):

@@ -673,6 +673,7 @@ class PermissionPolicy:
         if not any(u.simple is not None and u.simple.words[0] == "git" for u in bash.units or []):
             return False
         files: list[str] = []
+        self._git_dirs = None  # looked up again: a repository may have been created since the last decision
         for d in self._git_directories():
             files += [os.path.join(d, "config"), os.path.join(d, "config.worktree")]
             # git status looks into submodules, each with a configuration of its own
