@@ -347,15 +347,15 @@ SABOTAGES = [
     Sabotage(
         "a line whose commands cannot all be known is decided like a known one",
         "src/agentloop/agent/permissions/rules.py",
-        "if bash is not None and bash.opaque and self._has_bash_rules():",
-        "if False:  # SABOTAGED",
+        "        if unknown and self._has_bash_rules():",
+        "        if False:  # SABOTAGED",
         PB,
     ),
     Sabotage(
         "a pattern allow rule approves an opaque line",
         "src/agentloop/agent/permissions/rules.py",
-        "if bash is None or bash.units is None or not bash.units or bash.opaque:",
-        "if bash is None or bash.units is None or not bash.units:  # SABOTAGED",
+        "        if self._unknown(bash):\n            return None  # ...except",
+        "        if False:  # SABOTAGED\n            return None  # ...except",
         PB,
     ),
     Sabotage(

@@ -578,7 +578,8 @@ class PermissionPolicy:
             return Decision("allow", None, None, "acceptEdits mode allows file edits")
         if self.mode == "dontAsk":
             return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk")
-        return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode", by_mode=True)
+        note = self._why_not_read_only(bash) if bash is not None and _read_only_line(bash) else ""
+        return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode{note}", by_mode=True)
 
     def _agent_decision(self, tool_input: dict[str, Any]) -> Decision:
         """A sub-agent launch that no deny or ask rule matched: allowed (plan mode: read-only types only)."""
@@ -626,6 +627,15 @@ class PermissionPolicy:
                 if found is not None:
                     return found
         return None
+
+    def _why_not_read_only(self, bash: _BashView) -> str:
+        """Why a line of read-only commands was not auto-approved, for the prompt (empty: no such reason)."""
+        outside = self._outside_path(bash)
+        if outside is not None:
+            return f"; the line only reads, but names {outside!r}, outside the workspace and the added directories"
+        if self._repo_runs_programs(bash):
+            return "; the line only reads, but the repository's git configuration names programs git would run"
+        return ""
 
     def _outside_path(self, bash: _BashView) -> str | None:
         """For a read-only line: the first path it names outside the workspace and the added directories
