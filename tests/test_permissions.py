@@ -682,3 +682,125 @@ def test_a_workspace_inside_the_agentloop_home_keeps_its_own_files_writable(tmp_
     p.protected_roots = [str(al)]
     assert p.decide("Write", {"file_path": str(root / "a.txt"), "content": ""}).behavior == "allow"
     assert p.decide("Write", {"file_path": str(al / "settings.json"), "content": ""}).behavior == "ask"
+
+
+# --- auto-approval only for lines that change nothing and stay inside -------------------------
+# Claude Code permissions reference: read-only operations need no approval; "Bash commands" do.
+# A read-only program given an output option, an option that runs a program, or a long option
+# abbreviated as GNU getopt allows (--compress= is --compress-program, --out= is --output) is not
+# read-only; nor is a line that names a path outside the workspace and the added directories.
+
+CHANGES_OR_RUNS = [
+    "sort -S 1K --compress=sh a", "sort -uo victim f", "sort --out=victim f", "sort --o=victim f", "sort -o victim f",
+    "uniq - victim", "uniq in victim", "git --namespace log clean -fdx", "git grep -O'cmd' x", "git grep --open=cmd x",
+    "git grep -nO cmd x", "git -p log", "git --paginate status", "git -C /elsewhere status", "git log --out=x",
+    "git diff --ext-d", "wc --files0-from=list", "date --se=2020-01-01", "rg --pre-g '*' --pre cmd x", "tree -ao out",
+    "file -Cm magic", "ls > victim", "ls 1<>victim", "ls >&victim",
+]
+
+
+@pytest.mark.parametrize("line", CHANGES_OR_RUNS)
+def test_a_read_only_program_that_writes_or_runs_something_is_not_auto_approved(line):
+    assert policy().decide("Bash", {"command": line}).behavior == "ask", line
+
+
+def test_read_only_lines_are_auto_approved_only_while_every_path_they_name_stays_inside(tmp_path):
+    root = tmp_path.resolve() / "proj"
+    (root / "src").mkdir(parents=True)
+    extra = tmp_path.resolve() / "extra"
+    extra.mkdir()
+    home = tmp_path.resolve() / "home"
+    home.mkdir()
+    (home / "secret.txt").write_text("s")
+    os.symlink(home / "secret.txt", root / "link.txt")
+    src = SettingsSource(str(root / ".agentloop/settings.json"), "project", {"permissions": {"additionalDirectories": [str(extra)]}})
+    p = PermissionPolicy.from_settings([src], cwd=str(root), user_home=str(home))
+    inside = ["cat src/a.py", "ls", "cd src && ls", "grep -rn TODO src", f"cat {extra}/notes.md", "wc -l /dev/null",
+              "git log --oneline -5", "ls *.py", "head -n 5 src/a.py", "cat < src/a.py"]
+    outside = ["cat ~/secret.txt ~/other/.env", f"cat {home}/secret.txt", "ls ..", "cat ../x", "cd", "cd .. && ls",
+               "cat link.txt", "cat $HOME/x", "grep -f/etc/passwd x", "grep --file=/etc/passwd x", "ls ../*", "cat < ~/x",
+               "cat ~root/.profile", "find / -name x"]
+    for line in inside:
+        assert p.decide("Bash", {"command": line}).behavior == "allow", line
+    for line in outside:
+        assert p.decide("Bash", {"command": line}).behavior == "ask", line
+
+
+# Claude Code's changelog (1.0.123): Bash rules match commands with output redirections
+# ("Bash(python:*) matches python script.py > output.txt"); its permissions reference: rules are
+# aware of shell operators, so "Bash(safe-cmd *)" does not approve "safe-cmd && other-cmd". Here a
+# rule approves a redirection to a file only when its own pattern shows a redirection.
+
+
+@pytest.mark.parametrize("allow,line", [
+    ("Bash(echo:*)", "echo hi > victim"), ("Bash(echo:*)", "echo hi 1<>victim"), ("Bash(echo:*)", "echo hi >&victim"),
+    ("Bash(echo:*)", "echo hi >> victim"), ("Bash(echo:*)", "echo hi &> victim"), ("Bash(ls:*)", "ls > victim"),
+    ("Bash(git status:*)", "git status > victim"), ("Bash(echo:*)", "sh -c 'echo hi > victim'"),
+    ("Bash(echo *)", "(echo hi) > victim; echo hi > victim"),
+])
+def test_an_allow_rule_does_not_approve_a_redirection_to_a_file_unless_it_shows_one(allow, line):
+    assert policy(allow=[allow, "Bash(sh:*)"]).decide("Bash", {"command": line}).behavior == "ask", (allow, line)
+
+
+def test_an_allow_rule_that_shows_a_redirection_approves_it_and_harmless_ones_need_none():
+    assert policy(allow=["Bash(echo * > out.txt)"]).decide("Bash", {"command": "echo hi > out.txt"}).behavior == "allow"
+    assert policy(allow=["Bash(echo * > out.txt)"]).decide("Bash", {"command": "echo hi >out.txt"}).behavior == "allow"
+    assert policy(allow=["Bash(echo * > out.txt)"]).decide("Bash", {"command": "echo hi > other"}).behavior == "ask"
+    for line in ("echo hi", "echo hi 2>&1", "echo hi > /dev/null", "echo hi 2>/dev/null"):
+        assert policy(allow=["Bash(echo:*)"]).decide("Bash", {"command": line}).behavior == "allow", line
+
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+READ_ONLY_GIT_LINES = ["git status", "git diff", "git diff HEAD", "git log -p", "git show", "git blame f.txt", "git grep x",
+                       "git ls-files", "git log --oneline", "git branch -a", "git rev-parse HEAD", "git shortlog -s HEAD"]
+REPO_CODE = {"core.fsmonitor": "touch RAN-fsmonitor; false", "diff.external": "sh -c 'touch RAN-external'",
+             "diff.t.textconv": "sh -c 'touch RAN-textconv; cat \"$1\"' -", "filter.f.clean": "sh -c 'touch RAN-clean; cat'",
+             "core.pager": "sh -c 'touch RAN-pager; cat'"}
+
+
+def _repo(path, config: dict[str, str]):
+    import subprocess as sp
+    env = {**os.environ, **GIT_ENV, "HOME": str(path)}
+    path.mkdir()
+    sp.run(["git", "init", "-q"], cwd=path, check=True, env=env)
+    (path / ".gitattributes").write_text("*.txt diff=t filter=f\n")
+    (path / "f.txt").write_text("x\n")
+    sp.run(["git", "add", "."], cwd=path, check=True, env=env)
+    sp.run(["git", "commit", "-qm", "one"], cwd=path, check=True, env=env)
+    (path / "f.txt").write_text("y\n")
+    for k, v in config.items():
+        sp.run(["git", "config", k, v], cwd=path, check=True, env=env)
+    return env
+
+
+def test_git_lines_are_not_auto_approved_where_the_repository_configures_programs_git_would_run(tmp_path):
+    """Nothing auto-approved runs repository code, in any sandbox mode: under danger-full-access an
+    approved ``git status`` would run the repository's ``core.fsmonitor`` on the host. The real git
+    shows which of these lines run repository code; none of them is auto-approved in such a repository,
+    while the same lines are in a repository that configures no program."""
+    import subprocess as sp
+    hostile, clean = tmp_path / "hostile", tmp_path / "clean"
+    env = _repo(hostile, REPO_CODE)
+    _repo(clean, {})
+    ran_code = set()
+    for line in READ_ONLY_GIT_LINES:
+        for marker in hostile.glob("RAN-*"):
+            marker.unlink()
+        assert PermissionPolicy.from_settings([], cwd=str(hostile)).decide("Bash", {"command": line}).behavior == "ask", line
+        assert PermissionPolicy.from_settings([], cwd=str(clean)).decide("Bash", {"command": line}).behavior == "allow", line
+        sp.run(["bash", "-c", line], cwd=hostile, env={**env, "PAGER": "cat"}, capture_output=True, timeout=30)
+        if list(hostile.glob("RAN-*")):
+            ran_code.add(line)
+    assert {"git status", "git diff"} <= ran_code, f"the oracle: the real git runs the repository's programs ({ran_code})"
+
+
+def test_a_submodules_own_configuration_counts_and_a_submodule_path_does_not(tmp_path):
+    root = tmp_path / "r"
+    _repo(root, {"submodule.lib.path": "lib", "submodule.lib.url": "../lib"})
+    p = PermissionPolicy.from_settings([], cwd=str(root))
+    assert p.decide("Bash", {"command": "git status"}).behavior == "allow"
+    mod = root / ".git" / "modules" / "lib"
+    mod.mkdir(parents=True)
+    (mod / "config").write_text("[core]\n\tfsmonitor = ./run-me\n")
+    assert PermissionPolicy.from_settings([], cwd=str(root)).decide("Bash", {"command": "git status"}).behavior == "ask"

@@ -341,3 +341,47 @@ def test_narrow_allow_rules_do_not_approve_lines_that_run_something_else(stubs: 
     assert d.behavior != "allow", d
     assert policy(allow, []).decide("Bash", {"command": line}).behavior != "allow"
     assert "touch" in ran(stubs, line, tmp_path), "the oracle: bash runs touch"
+
+
+# --- a decision takes time linear in the line's length ---------------------------------------
+# Not a timing threshold: the growth from a line to one eight times longer, best of five runs each (CPU time).
+# Linear reading grows about 8 times; a quadratic step (a copy of the words at every word, a
+# rescan at every command) grows 64 times. The margin (24) absorbs a loaded machine.
+
+LONG_WORD = "abcdefghijklmnopqrstuvwxyz0123456789" * 3
+GROWTH_SHAPES = {
+    "words": lambda n: "echo " + "abcdefghijklmnopqrstuvw " * (n // 24),
+    "commands": lambda n: f"ls {LONG_WORD}; " * (n // 113),
+    "quotes and words": lambda n: "echo " + "a'b'\"c\"$'d'a'b'\"c\"$'d' " * (n // 23),
+    "substitutions": lambda n: 'echo "' + f"$(ls {LONG_WORD}) " * (n // 114) + '"',
+    "heredoc": lambda n: "cat <<'E'\n" + "some line\n" * (n // 10) + "E",
+    "keywords": lambda n: f"if test {LONG_WORD} {LONG_WORD}; then " * (n // 235) + "ls" + "; fi" * (n // 235),
+    "parameters": lambda n: "echo " + "${x:-abcdefghijklmnopqrstuv} " * (n // 29),
+}
+
+
+@pytest.mark.parametrize("shape", list(GROWTH_SHAPES))
+def test_a_decision_grows_linearly_with_the_line(shape: str) -> None:
+    import gc
+    import time
+
+    p = policy(["Bash"], ["Bash(rm:*)"])
+
+    def best(line: str) -> float:
+        # CPU time of this process, the collector held off: other work on the machine does not count
+        runs = []
+        for _ in range(5):
+            gc.collect()
+            gc.disable()
+            try:
+                t = time.process_time()
+                p.decide("Bash", {"command": line})
+                runs.append(time.process_time() - t)
+            finally:
+                gc.enable()
+        return min(runs)
+
+    small, large = GROWTH_SHAPES[shape](50_000), GROWTH_SHAPES[shape](400_000)
+    analyze(large)  # within the reader's bounds: the whole line is read, not cut short
+    growth = best(large) / max(best(small), 0.005)  # below 5 ms, caches and timer noise rule
+    assert growth < 24, f"{shape}: 8x the line took {growth:.1f}x the time (quadratic reading grows ~64x)"

@@ -22,7 +22,11 @@ Rules:
    command; ``bash -c``/``sh -c`` (with any options), ``eval``, ``trap`` and
    ``watch`` strings are parsed as command lines of their own. Deny and ask rules
    are tried on every view; allow rules only on views reached through wrappers
-   that add no power (``sudo``, ``env`` and assignments do add power).
+   that add no power (``sudo``, ``env`` and assignments do add power). ``env`` is
+   read as GNU env reads it (``-S`` strings in every spelling, bundled or
+   abbreviated); ``setarch`` and its architecture names and ``ssh-agent`` are
+   wrappers; git's subcommand is found past its global options. A chain of more
+   than ``MAX_WRAPPERS`` wrappers is opaque.
 4. A part whose command cannot be known from the text is *opaque*, with a reason:
    a computed, globbed or brace-expanded command word, ``"$@"``, a shell reading
    its script from stdin, a here-document or a file, ``source``, aliases,
@@ -32,7 +36,13 @@ Rules:
    while the line can put unknown text there (arithmetic, ``[[ -eq ]]``,
    ``test -v``, ``printf -v``, ``read``, subscripts). The caller never allows an
    opaque line by a pattern rule and asks about it whenever Bash deny or ask
-   rules exist.
+   rules exist. Programs that run command strings they are given (``vim -c``,
+   ``make``, ``tar --to-command``, ``sort --compress-program``: ``_runner_reason``)
+   are opaque too, but mark their unit's ``runner``: an allow rule naming that
+   program may approve them. An abbreviated long option counts as every option
+   it may abbreviate (``may_abbreviate``).
+6. Time is linear in the line's length; past ``MAX_COMMANDS`` commands or
+   ``MAX_WORDS`` words the line is ``TooLarge`` and not read further.
 5. What cannot be parsed (an open quote, an unbalanced parenthesis, a
    heredoc with substitutions...) raises ``ShellSyntax``: the caller never
    allows such a line by rule and checks its crude pieces against deny rules.
@@ -44,15 +54,28 @@ import codecs
 import os
 import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["Analysis", "Unit", "ShellSyntax", "analyze", "crude_pieces", "units"]
 
 MAX_DEPTH = 8
+MAX_COMMANDS = 5_000
+"""A line holding more simple commands than this is not read further: it is opaque (``TooLarge``)."""
+MAX_WORDS = 20_000
+"""Nor more words than this (``TooLarge``): a decision stays well under a second whatever the line."""
+MAX_WRAPPERS = 32
+"""Wrappers followed in one command (``env env ... rm``); a deeper chain is opaque."""
+MAX_KEYWORDS = 64
+"""Keywords in front of one command (``! ! ... a``) this reader peels; more is refused."""
 
 
 class ShellSyntax(ValueError):
     """The command line cannot be split with confidence."""
+
+
+class TooLarge(ShellSyntax):
+    """The line holds more commands than this reader reads (``MAX_COMMANDS``): it is opaque as a whole."""
 
 
 @dataclass
@@ -77,6 +100,12 @@ class Unit:
     """Why bash may run something here that the text does not show."""
     simple: Simple | None = None
     """The simple command as written (before wrappers were peeled)."""
+    writes: list[str] = field(default_factory=list)
+    """The redirections of the command that write a file (``>victim``, ``1<>f``, ``>&f``): an allow
+    rule approves them only when its pattern shows a redirection itself."""
+    runner: str | None = None
+    """A program that runs command strings it is given (``vim -c``, ``tar --to-command``, ``make``): the
+    unit is opaque, but an allow rule whose pattern names this program may still approve it."""
     exact_only: list[str] = field(default_factory=list)
     """A wrapper's own text (``timeout 5 npm test``): a rule without ``*`` naming exactly this text
     allows it, but ``Bash(timeout:*)`` does not approve whatever the wrapper runs."""
@@ -92,6 +121,9 @@ class _Ctx:
     """Places where text the rules cannot see enters variables."""
     code_words: list[str] = field(default_factory=list)
     """Literal words holding code-like text (``'a[$(rm v)]'``)."""
+    commands: int = 0
+    words: int = 0
+    """Simple commands read so far (the whole line, nested ones included), bounded by ``MAX_COMMANDS``."""
 
 
 @dataclass
@@ -101,6 +133,8 @@ class Analysis:
     units: list[Unit]
     opaque: list[str]
     code_words: list[str]
+    line_opaque: list[str] = field(default_factory=list)
+    """The reasons that belong to the line, not to one of its units (text evaluated as code)."""
 
 
 _OPERATOR_CHARS = ";&|\n"
@@ -114,6 +148,12 @@ _GLOB_SHAPE = re.compile(r"[*?]|\[[^\]]+\]|\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _CODE_TEXT = re.compile(r"\$\(|`|\$\{|\$\[")
 _IDENT_IN_ARITH = re.compile(r"(?<![\w#])[A-Za-z_]")
 _NAME_START = re.compile(r"[A-Za-z_0-9@*#?$!-]")
+_PARAM_PLAIN = re.compile(r"[^\\'\"`$}]+")
+_ARITH_PLAIN = re.compile(r"[^$`]+")
+_DOUBLE_PLAIN = re.compile(r"[^\\\"`$]+")
+_PARENS = re.compile(r"[()]")
+_BACKTICK_PLAIN = re.compile(r"[^\\`]+")
+_PLAIN_RUN = re.compile(r"[A-Za-z0-9_./,:=+@%~^*?\[\]{}!-]+")
 
 
 class _Parser:
@@ -161,14 +201,18 @@ class _Parser:
                     redirects.append((pending_redir, w))
                     pending_redir = None
                 else:
-                    head = _peel(words)
-                    if not quoted and w == "in" and head[:1] == ["case"] and len(head) == 2:
-                        cases += 1
-                        want_pattern = True
-                    elif not quoted and w == "esac" and cases and not head:
-                        cases -= 1
-                    if not quoted and w == "[[" and not head:
-                        cond = True
+                    self.ctx.words += 1
+                    if self.ctx.words > MAX_WORDS:
+                        raise TooLarge(f"the line holds more than {MAX_WORDS} words")
+                    if not quoted and w in ("in", "esac", "[["):
+                        head = _Head(words)
+                        if w == "in" and head.first == "case" and len(head) == 2:
+                            cases += 1
+                            want_pattern = True
+                        elif w == "esac" and cases and not head:
+                            cases -= 1
+                        if w == "[[" and not head:
+                            cond = True
                     elif cond and not quoted and w == "]]":
                         cond = False
                     words.append(w)
@@ -184,6 +228,9 @@ class _Parser:
             if pending_redir is not None:
                 raise ShellSyntax(f"the redirection {pending_redir!r} has no target")
             if words or redirects:
+                self.ctx.commands += 1
+                if self.ctx.commands > MAX_COMMANDS:
+                    raise TooLarge(f"the line holds more than {MAX_COMMANDS} commands")
                 simple = Simple(list(words), s[start:at].strip(), list(lits), list(redirects))
                 self.out.append(simple)
                 self.top.append(simple)
@@ -344,8 +391,8 @@ class _Parser:
                     shape.append("\0")
                     continue
                 end_word()
-                head = _peel(words)
-                if s.startswith("((", i) and (not head or head == ["for"]):
+                head = _Head(words)
+                if s.startswith("((", i) and (not head or (len(head) == 1 and head.first == "for")):
                     end = _arith_end(s, i + 2)
                     if end is not None:
                         self._arith_body(i + 2, end - 1, "(( ))")
@@ -395,10 +442,16 @@ class _Parser:
                         i += 1
                 start = i
                 continue
-            word.append(c)
-            shape.append(c)
+            m = _PLAIN_RUN.match(s, i)
+            if m is not None:  # a run of characters with no meaning to the shell, read at once (linear time)
+                word.append(m.group(0))
+                shape.append(m.group(0))
+                i = m.end()
+            else:
+                word.append(c)
+                shape.append(c)
+                i += 1
             in_word = True
-            i += 1
         if close is not None:
             raise ShellSyntax(f"missing '{close}'")
         end_word()
@@ -465,6 +518,12 @@ class _Parser:
     def _double(self, i: int, word: list[str]) -> int:
         s, n = self.s, self.n
         while i < n:
+            m = _DOUBLE_PLAIN.match(s, i)
+            if m is not None:
+                word.append(m.group(0))
+                i = m.end()
+                if i >= n:
+                    break
             c = s[i]
             if c == '"':
                 return i + 1
@@ -504,6 +563,11 @@ class _Parser:
         depth = 1
         scratch: list[str] = []
         while j < n:
+            m = _PARAM_PLAIN.match(s, j)
+            if m is not None:
+                j = m.end()
+                if j >= n:
+                    break
             c = s[j]
             if c == "\\":
                 j += 2
@@ -605,8 +669,10 @@ class _Parser:
             elif s[k] == "`":
                 k = self._backtick(k, scratch, in_double=False)
             else:
-                plain.append(s[k])
-                k += 1
+                m = _ARITH_PLAIN.match(s, k, end)
+                step = m.end() if m is not None else k + 1
+                plain.append(s[k:step])
+                k = step
         if k > end:
             raise ShellSyntax(f"a substitution runs past the end of {what}")
         text = "".join(plain)
@@ -656,12 +722,14 @@ class _Parser:
     def _backtick_end(self, i: int) -> int:
         s, n = self.s, self.n
         while i < n:
+            m = _BACKTICK_PLAIN.match(s, i)
+            if m is not None:
+                i = m.end()
+                continue
             if s[i] == "\\":
                 i += 2
                 continue
-            if s[i] == "`":
-                return i
-            i += 1
+            return i
         raise ShellSyntax("unterminated backtick")
 
     def _into(self, out: list[Simple]) -> None:
@@ -674,14 +742,14 @@ def _arith_end(s: str, i: int) -> int | None:
     its first "(" is closed by a lone ")": bash then reads a command substitution, as
     ``$(( a ); b)``."""
     depth = 2
-    while i < len(s):
+    for m in _PARENS.finditer(s, i):
+        i = m.start()
         if s[i] == "(":
             depth += 1
-        elif s[i] == ")":
+        else:
             depth -= 1
             if depth == 1:
                 return i + 1 if i + 1 < len(s) and s[i + 1] == ")" else None
-        i += 1
     raise ShellSyntax("unterminated $((")
 
 
@@ -699,6 +767,8 @@ def _peel_at(words: list[str]) -> int:
     """How many keywords and ``function name`` headers stand in front of a command."""
     i = 0
     while i < len(words):
+        if i > MAX_KEYWORDS:
+            raise ShellSyntax(f"more than {MAX_KEYWORDS} keywords in front of a command")
         w = words[i]
         if w in _RESERVED_LEAD:
             i += 1
@@ -713,6 +783,20 @@ def _peel_at(words: list[str]) -> int:
         else:
             break
     return i
+
+
+class _Head:
+    """What a command's words are after its keywords, without copying them (the parser asks at every word)."""
+
+    __slots__ = ("first", "size")
+
+    def __init__(self, words: list[str]):
+        k = _peel_at(words)
+        self.size = len(words) - k
+        self.first = words[k] if self.size else None
+
+    def __len__(self) -> int:
+        return self.size
 
 
 def _peel(words: list[str]) -> list[str]:
@@ -805,8 +889,6 @@ _WRAPPERS: dict[str, _Wrap] = {
                       "--prompt", "--close-from", "--chdir", "--role", "--type", "--other-user", "--command-timeout"),
                   None, power=True, noexec=_fs("-l", "-v", "-k", "-K", "-e", "-V", "--list", "--validate", "--edit", "--version")),
     "doas": _Wrap(_fs("-u", "-C"), _fs("-n", "-s", "-L"), power=True),
-    "env": _Wrap(_fs("-u", "--unset", "-C", "--chdir", "-S", "--split-string"),
-                 _fs("-i", "--ignore-environment", "-0", "--null", "-v", "--debug"), power=True),
     "nice": _Wrap(_fs("-n", "--adjustment")),
     "ionice": _Wrap(_fs("-c", "-n", "--class", "--classdata"), _fs("-t", "--ignore"),
                     noexec=_fs("-p", "-P", "-u", "--pid", "--pgid", "--uid")),
@@ -845,6 +927,16 @@ _WRAPPERS: dict[str, _Wrap] = {
 _WRAPPERS["xargs"] = _Wrap(_fs("-I", "-i", "-n", "-P", "-d", "-L", "-l", "-s", "-E", "-e", "-a", "--max-args", "--max-procs",
                                "--delimiter", "--arg-file", "--replace", "--max-lines", "--eof", "--max-chars"), None)
 _WATCH = _Wrap(_fs("-n", "--interval", "-q", "--equexit"), None)
+_WRAPPERS["ssh-agent"] = _Wrap(_fs("-a", "-E", "-P", "-t", "-O"), _fs("-c", "-D", "-d", "-s"), noexec=_fs("-k"))
+_WRAPPERS["dbus-launch"] = _Wrap(flags=None)
+_SETARCH = _Wrap(flags=None, needs_cmd=True)
+"""util-linux ``setarch ARCH`` and its per-architecture names (``x86_64 rm v``): every option is a flag."""
+_ARCH_NAMES = frozenset({
+    "linux32", "linux64", "uname26", "i386", "i486", "i586", "i686", "athlon", "x86_64", "ia64", "ppc", "powerpc",
+    "ppc32", "ppc64", "ppc64le", "ppcle", "powerpc64", "powerpc64le", "s390", "s390x", "sparc", "sparc32", "sparc32bash",
+    "sparc64", "mips", "mips32", "mips64", "alpha", "arm", "armv7l", "armv8l", "armh", "armv7hl", "aarch64", "arm64",
+    "parisc", "parisc32", "parisc64", "loongarch", "loongarch32", "loongarch64", "riscv32", "riscv64", "m68k", "sh4",
+})
 
 # Programs that run another command in ways this reader does not follow: best-guess views for
 # deny rules, and the line is opaque.
@@ -853,7 +945,7 @@ _OPAQUE_RUNNERS = frozenset({
     "xvfb-run", "prlimit", "numactl", "setpriv", "sg", "pkexec", "parallel", "perf", "catchsegv", "dbus-run-session",
     "cgexec", "rr", "torsocks", "proxychains", "proxychains4", "at", "batch", "tsp", "nq", "ssh", "sshpass", "expect",
     "tmux", "screen", "dtach", "nix-shell", "faketime", "eatmydata", "with-contenv", "s6-setuidgid",
-    "chpst", "daemonize", "start-stop-daemon", "capsh", "setarch", "linux32", "linux64", "uname26", "ld.so",
+    "chpst", "daemonize", "start-stop-daemon", "capsh", "ld.so",
 })
 _INTERPRETER = re.compile(r"^(python|pypy|perl|ruby|node|nodejs|bun|deno|php|lua|luajit|Rscript|R|julia|tclsh|wish|"
                           r"osascript|pwsh|powershell|jshell|groovy|scala|guile|racket|sbcl|clisp|gst|swipl|ghci|runghc|"
@@ -872,6 +964,8 @@ _GIT_CODE_KEY = re.compile(r"(?i)^(?:alias\.|core\.(?:pager|editor|sshcommand|fs
                            r"credential\.|pager\.|gpg\.|filter\.|web\.browser|uploadpack\.|receive\.|protocol\.|"
                            r".*\.(?:command|cmd|textconv|program|helper|tool|driver|clean|smudge|process|path|"
                            r"uploadpack|receivepack|proxy|sshcommand))")
+GIT_CODE_KEY = _GIT_CODE_KEY
+"""git configuration keys whose values name programs git runs (or pull in more configuration)."""
 
 
 def _strip_options(words: list[str], takes_value: frozenset[str]) -> list[str]:
@@ -1029,6 +1123,10 @@ def _shell_script(words: list[str], lits: list[bool]) -> tuple[str | None, str |
     return words[i], None
 
 
+_CODE_MODULES = frozenset({"timeit", "pdb", "code", "idlelib", "cProfile", "profile"})
+"""Python modules run with ``-m`` whose arguments or input are code (``timeit -s``, ``pdb -c``, ``code``)."""
+
+
 def _interpreter_reason(head: str, words: list[str], lits: list[bool]) -> str | None:
     """Why an interpreter's call runs code the rules cannot read (inline code, a program from stdin), or None."""
     family = re.sub(r"[0-9.]+$", "", head)
@@ -1037,7 +1135,7 @@ def _interpreter_reason(head: str, words: list[str], lits: list[bool]) -> str | 
     if family == "deno" and args[:1] == ["eval"]:
         return f"{head} eval runs code given on its command line"
     files = 0
-    for a in args:
+    for k, a in enumerate(args):
         if a.startswith("--"):
             if a.split("=")[0] in ("--eval", "--print", "--command", "--exec", "--execute", "--expression"):
                 return f"{head} {a} runs code given on its command line"
@@ -1050,10 +1148,15 @@ def _interpreter_reason(head: str, words: list[str], lits: list[bool]) -> str | 
             if any(ch in letters for ch in a[1:]):
                 return f"{head} {a} runs code given on its command line"
             if family in ("python", "pypy", "ipython") and "m" in a[1:]:
+                module = a[a.index("m") + 1 :] or (args[k + 1] if k + 1 < len(args) else "")
+                if module in _CODE_MODULES:
+                    return f"{head} -m {module} runs code given on its command line or stdin"
                 files += 1
             if a in ("-V", "-v", "-h", "--version"):
                 return None
             continue
+        if not files and (a.startswith(("/dev/", "/proc/")) or not lits[k + 1]):
+            return f"{head} reads its program from {a!r}, which the line does not show"
         files += 1
     if not files:
         return f"{head} reads its program from stdin"
@@ -1135,24 +1238,47 @@ def _sed_reason(words: list[str], lits: list[bool]) -> str | None:
     return None
 
 
-def _git_reason(words: list[str]) -> str | None:
+GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
+                               "--attr-source"})
+"""git's global options that take a value (as the next word, or after ``=`` when long)."""
+
+
+def git_subcommand(words: list[str]) -> int:
+    """The index in ``words`` (``git ...``) of git's subcommand, past its global options
+    (``git --namespace log clean -fdx`` runs ``clean``); ``len(words)`` when there is none."""
     i = 1
-    n = len(words)
-    while i < n:
+    while i < len(words):
         w = words[i]
+        if w == "--":
+            return i + 1
+        if not w.startswith("-"):
+            return i
+        i += 2 if w in GIT_VALUE_OPTIONS else 1
+    return i
+
+
+_GIT_OPTION_RUNS = {
+    "grep": ("--open-files-in-pager",), "ls-remote": ("--upload-pack",), "fetch": ("--upload-pack",),
+    "pull": ("--upload-pack",), "clone": ("--upload-pack", "--template"), "archive": ("--exec",),
+    "push": ("--receive-pack", "--exec"), "send-email": ("--to-cmd", "--cc-cmd", "--header-cmd", "--smtp-server"),
+}
+"""Options of git subcommands whose value is a program git runs (``git grep -O``, ``ls-remote --upload-pack``)."""
+_GIT_SHORT_RUNS = {"grep": "O", "ls-remote": "u", "fetch": "u", "pull": "u", "clone": "u"}
+
+
+def _git_reason(words: list[str]) -> str | None:
+    i = git_subcommand(words)
+    for w in words[1:i]:
         if w == "-c" or (w.startswith("-c") and "=" in w) or w.startswith("--config-env"):
             return "git -c sets configuration, and configuration can name commands for git to run"
-        if w.startswith("--exec-path="):
+        if w.startswith("--exec-path"):
             return "git --exec-path chooses the programs git runs"
-        if w in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--attr-source"):
-            i += 2
-            continue
-        if w.startswith("-"):
-            i += 1
-            continue
-        break
-    sub = words[i] if i < n else ""
+    sub = words[i] if i < len(words) else ""
     args = words[i + 1 :]
+    if any(may_abbreviate(a, _GIT_OPTION_RUNS.get(sub, ())) for a in args) or (
+        set(_GIT_SHORT_RUNS.get(sub, "")) & set(_short_letters(args))
+    ):
+        return f"git {sub} is given a program to run"
     if sub == "config":
         for a in args:
             if _GIT_CODE_KEY.match(a) or a.startswith("!"):
@@ -1274,7 +1400,7 @@ def unit_views(words: list[str], depth: int, extra: list[Unit], lits: list[bool]
             extra.append(unit_views(ws, depth + 1, extra, ls, ctx))
 
     add(words, allow_ok)
-    for _ in range(32):
+    for _ in range(MAX_WRAPPERS):
         if not words:
             break
         if _ASSIGN.match(words[0]):
@@ -1346,6 +1472,9 @@ def unit_views(words: list[str], depth: int, extra: list[Unit], lits: list[bool]
                 unit.opaque.append(why)
             break
         if head == "git":
+            sub = git_subcommand(words)
+            if 1 < sub < len(words):  # "git -C d --namespace x clean -fdx": deny rules see "git clean -fdx" too
+                put((_join(["git", *words[sub:]]), False))
             why = _git_reason(words)
             if why:
                 unit.opaque.append(why)
@@ -1384,7 +1513,30 @@ def unit_views(words: list[str], depth: int, extra: list[Unit], lits: list[bool]
                 inner_line(" ".join(rest))
                 unit.container = allow_ok
             break
-        spec = _WRAPPERS.get(head)
+        if head == "env":
+            rest, rlits = _env_command(words, lits, unit, ctx)
+            if not rest:
+                break
+            allow_ok = False
+            wrapped()
+            words, lits = rest, rlits
+            add(words, allow_ok)
+            continue
+        if head == "setarch":
+            if len(words) < 2 or words[1] not in _ARCH_NAMES:
+                if words[1:2] not in (["--list"], ["-h"], ["--help"], ["-V"], ["--version"]):
+                    unit.opaque.append("setarch with an architecture this reader does not know")
+                break
+            wrapped()
+            words, lits = words[1:], lits[1:]  # "setarch ARCH ..." runs as "ARCH ..."
+            add(words, allow_ok)
+            continue
+        why = _runner_reason(head, words)
+        if why:
+            unit.opaque.append(why)
+            unit.runner = head
+            break
+        spec = _WRAPPERS.get(head) or (_SETARCH if head in _ARCH_NAMES else None)
         if spec is None:
             break
         u = _unwrap(head, words, lits, spec)
@@ -1408,14 +1560,6 @@ def unit_views(words: list[str], depth: int, extra: list[Unit], lits: list[bool]
                 unit.container = allow_ok and not spec.power
             break
         rest, rlits = words[u.rest :], lits[u.rest :]
-        if head == "env":
-            split_string = _env_split_string(words[1:])
-            if split_string is not None:
-                rest = split_string
-                rlits = [all(lits)] * len(rest)
-            while rest and _ASSIGN.match(rest[0]):
-                _assignment(rest[0], rlits[0], unit, ctx)
-                rest, rlits = rest[1:], rlits[1:]
         if not rest:
             if spec.needs_cmd:
                 unit.opaque.append(f"{head} without a command starts a shell")
@@ -1425,6 +1569,9 @@ def unit_views(words: list[str], depth: int, extra: list[Unit], lits: list[bool]
         wrapped()
         words, lits = rest, rlits
         add(words, allow_ok)
+    else:
+        if words:  # fail closed: what the last wrapper runs was not read
+            unit.opaque.append(f"a chain of more than {MAX_WRAPPERS} wrappers")
     return unit
 
 
@@ -1445,19 +1592,13 @@ def _find_exec(words: list[str]) -> list[list[str]]:
     return out
 
 
-def _env_split_string(args: list[str]) -> list[str] | None:
-    for i, w in enumerate(args):
-        if w in ("-S", "--split-string") and i + 1 < len(args):
-            return args[i + 1].split() + args[i + 2 :]
-        if w.startswith("-S") and len(w) > 2:
-            return w[2:].split() + args[i + 1 :]
-        if not w.startswith("-"):
-            return None
-    return None
-
-
 def _redirect_text(op: str, target: str) -> str:
     return f"{op}{target}"
+
+
+def _written(simple: Simple) -> list[str]:
+    """The redirections of ``simple`` that write a file, as ``OP TARGET``."""
+    return [f"{op} {t}" for op, t in simple.redirects if _writes(op, t)]
 
 
 def _writes(op: str, target: str) -> bool:
@@ -1480,19 +1621,25 @@ def analyze(command: str) -> Analysis:
         u = unit_views(list(simple.words), 0, extra, list(simple.lits), ctx)
         u.simple = simple
         raw = " ".join(simple.raw.split())
-        written = [_redirect_text(op, t) for op, t in simple.redirects if _writes(op, t)]
-        if written:
-            # a rule allows "cmd >file" only through a view that shows the redirection
-            u.views = [(t, False) for t, _ in u.views] + [(f"{t} {' '.join(written)}", ok) for t, ok in u.views if ok]
         if raw and all(v[0] != raw for v in u.views):
-            u.views.append((raw, u.views[0][1] if u.views and not written else False))
+            u.views.append((raw, u.views[0][1] if u.views and not _written(simple) else False))
         out.append(u)
         out.extend(extra)
+    for u in out:
+        written = _written(u.simple) if u.simple is not None else []
+        if written:
+            # a rule allows "cmd >file" only through a view that shows the redirection (and only
+            # a rule whose pattern has one: see Unit.writes), wherever the command stands (sh -c '...')
+            u.writes = written
+            shown: list[tuple[str, bool]] = [(f"{t} {' '.join(w.replace(' ', '') for w in written)}", ok) for t, ok in u.views if ok]
+            shown += [(f"{t} {' '.join(written)}", ok) for t, ok in u.views if ok]
+            u.views = [(t, False) for t, _ in u.views] + shown
     reasons = [r for u in out for r in u.opaque]
+    line: list[str] = []
     if ctx.evals and ctx.taint:
-        reasons.append(f"bash evaluates text as code ({ctx.evals[0]}) where the line can put text the rules "
-                       f"cannot see ({ctx.taint[0]})")
-    return Analysis(out, list(dict.fromkeys(reasons)), list(dict.fromkeys(ctx.code_words)))
+        line.append(f"bash evaluates text as code ({ctx.evals[0]}) where the line can put text the rules "
+                    f"cannot see ({ctx.taint[0]})")
+    return Analysis(out, list(dict.fromkeys(reasons + line)), list(dict.fromkeys(ctx.code_words)), line)
 
 
 def units(command: str) -> list[Unit]:
@@ -1512,9 +1659,12 @@ def crude_pieces(command: str) -> list[str]:
 
     Each piece, its quotes and backslashes dropped, is seen through its
     wrappers as a parsed command is (``nice -n 5 rm x`` gives ``rm x`` too).
+    Only the first ``MAX_COMMANDS`` pieces are read.
     """
     pieces: dict[str, None] = {}
-    for p in _CRUDE.split(command):
+    for k, p in enumerate(_CRUDE.split(command)):
+        if k > MAX_COMMANDS:
+            break  # the line is opaque already: its deny check stops at the bound (time stays linear)
         try:
             found = units(p)  # a piece that parses on its own ("x) sh -c 'rm a'" of a case) is read as one
         except ShellSyntax:
@@ -1529,3 +1679,142 @@ def crude_pieces(command: str) -> list[str]:
                 continue
         pieces.update(dict.fromkeys(text for u in found for text, _ in u.views if text))
     return list(pieces)
+
+
+# --- programs that run command strings ------------------------------------------
+
+
+def long_option(word: str, known: Iterable[str]) -> str | None:
+    """The option ``word`` (``--name`` or ``--name=value``) stands for among ``known``, as GNU getopt reads it:
+    the exact name, or the one option it is the unique abbreviation of (``--compress=`` is
+    ``--compress-program``); None when it names none or several."""
+    name = word.partition("=")[0]
+    known = tuple(known)
+    if name in known:
+        return name
+    hits = [k for k in known if k.startswith(name)]
+    return hits[0] if len(hits) == 1 and len(name) > 2 else None
+
+
+def may_abbreviate(word: str, options: Iterable[str], exact: Iterable[str] = ()) -> bool:
+    """Can ``word`` (``--name[=value]``) be one of ``options``, exactly or as an abbreviation? Fails closed:
+    an abbreviation that could also stand for another option of the program counts. ``exact``: other
+    options of the program, which GNU getopt takes when named in full (``dpkg --status`` is not
+    ``--status-logger``)."""
+    name = word.partition("=")[0]
+    if name in exact:
+        return False
+    return word.startswith("--") and len(name) > 2 and any(o.startswith(name) for o in options)
+
+
+def _short_letters(words: list[str]) -> str:
+    """Every letter of every bundled short option (``-xzf`` gives ``xzf``), for checks that fail closed."""
+    return "".join(w[1:] for w in words if w.startswith("-") and not w.startswith("--"))
+
+
+_ALWAYS_RUNNERS = frozenset({
+    "vim", "vi", "view", "ex", "rvim", "rview", "vimdiff", "gvim", "gview", "evim", "nvim", "ed", "red", "emacs",
+    "sqlite3", "make", "gmake", "bmake", "run-parts", "dc", "m4",
+})
+"""Programs whose every call may run command strings the line does not show: editors with ``:!``/``-c``,
+``ed``'s ``!``, sqlite3's ``.shell``, make's recipes (from ``-f -``, ``--eval`` or a Makefile), run-parts."""
+_TAR_RUNS = ("--checkpoint-action", "--to-command", "--use-compress-program", "--info-script", "--new-volume-script",
+             "--rsh-command", "--rmt-command")
+_DPKG_RUNS = ("--pre-invoke", "--post-invoke", "--status-logger", "--install", "--unpack", "--configure",
+              "--triggers-only", "--remove", "--purge", "--pending")
+
+
+def _runner_reason(head: str, words: list[str]) -> str | None:
+    """Why ``words`` (a call of ``head``) may run a command string this reader does not follow, or None."""
+    args = words[1:]
+    longs = [a for a in args if a.startswith("--")]
+    if head in _ALWAYS_RUNNERS:
+        return f"{head} can run commands given to it as text ({head} is opaque unless an allow rule names it)"
+    if head in ("tar", "gtar", "bsdtar"):
+        old_style = args[0] if args and not args[0].startswith("-") else ""  # "tar cIf prog a.tar"
+        if any(may_abbreviate(a, _TAR_RUNS, ("--to-stdout", "--totals", "--touch")) for a in longs) or set("IF") & set(_short_letters(args) + old_style):
+            return f"{head} is told to run a program (--to-command, -I, --checkpoint-action...)"
+    elif head == "zip":
+        if "TT" in _short_letters(args) or any(may_abbreviate(a, ("--unzip-command",)) for a in longs):
+            return "zip -TT runs a command to test the archive"
+    elif head in ("groff", "troff"):
+        if "U" in _short_letters(args):
+            return f"{head} -U lets the document run commands"
+    elif head == "dpkg":
+        if any(may_abbreviate(a, _DPKG_RUNS, ("--status", "--remove-excluded")) for a in longs) or set("irPa") & set(_short_letters(args)):
+            return "dpkg runs commands or package scripts here"
+    elif head == "rsync":
+        if "e" in _short_letters(args) or any(may_abbreviate(a, ("--rsh", "--rsync-path")) for a in longs):
+            return "rsync -e runs the command it is given as a remote shell"
+    elif head == "sort":
+        if any(may_abbreviate(a, ("--compress-program",)) for a in longs):
+            return "sort --compress-program runs the program it is given"
+    return None
+
+
+def _env_command(words: list[str], lits: list[bool], unit: Unit, ctx: _Ctx) -> tuple[list[str], list[bool]]:
+    """The command ``env ...`` runs, read as GNU env reads its arguments: options (long ones abbreviated
+    too, short ones bundled: ``-vS'rm v'``), ``-S``/``--split-string`` strings split into more arguments
+    (options among them), then ``NAME=VALUE`` words. What this cannot follow is noted as opaque."""
+    args, alits = list(words[1:]), list(lits[1:])
+    i = splits = 0
+    while i < len(args):
+        w = args[i]
+        if w == "--":
+            i += 1
+            break
+        if w == "-":  # the same as -i
+            i += 1
+            continue
+        if not w.startswith("-"):
+            break
+        text, used = _env_option(w, args[i + 1] if i + 1 < len(args) else None, unit)
+        if text is None:
+            i += used
+            continue
+        splits += 1
+        if splits > 8 or not all(alits[i : i + used]):
+            unit.opaque.append("env -S of a computed string")
+            return [], []
+        if re.search(r"[\\\"'$#]", text):
+            unit.opaque.append("env -S with quotes, escapes or variables this reader does not follow")
+        parts = text.split()
+        args[i : i + used] = parts
+        alits[i : i + used] = [True] * len(parts)
+    rest, rlits = args[i:], alits[i:]
+    while rest and "=" in rest[0]:  # env takes any word with "=" for a variable, whatever its name
+        name = rest[0].split("=", 1)[0]
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            unit.opaque.append(f"env passes {name!r}, which bash may read as an imported function")
+        _assignment(rest[0], rlits[0], unit, ctx)
+        rest, rlits = rest[1:], rlits[1:]
+    return rest, rlits
+
+
+_ENV_LONG = ("--ignore-environment", "--null", "--unset", "--chdir", "--split-string", "--debug", "--argv0",
+             "--block-signal", "--default-signal", "--ignore-signal", "--list-signal-handling", "--help", "--version")
+
+
+def _env_option(w: str, nxt: str | None, unit: Unit) -> tuple[str | None, int]:
+    """One env option word: (the ``-S`` string it carries or None, how many words it takes)."""
+    if w.startswith("--"):
+        full = long_option(w, _ENV_LONG)
+        has_value = "=" in w
+        if full is None:
+            unit.opaque.append(f"env has an option this reader does not know: {w}")
+            return None, 1
+        if full == "--split-string":
+            return (w.partition("=")[2], 1) if has_value else (nxt or "", 2)
+        return None, 2 if full in ("--unset", "--chdir", "--argv0") and not has_value else 1
+    for j in range(1, len(w)):
+        ch = w[j]
+        if ch in "iv0":
+            continue
+        attached = w[j + 1 :]
+        if ch == "S":
+            return (attached, 1) if attached else (nxt or "", 2)
+        if ch in "uCa":
+            return None, 1 if attached else 2
+        unit.opaque.append(f"env has an option this reader does not know: {w}")
+        return None, 1
+    return None, 1

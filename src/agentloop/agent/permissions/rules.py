@@ -49,13 +49,22 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ...config.settings import ConfigError, SettingsSource
-from .bash_reader import ShellSyntax, Unit, analyze, crude_pieces
+from .bash_reader import (
+    GIT_CODE_KEY,
+    ShellSyntax,
+    TooLarge,
+    Unit,
+    analyze,
+    crude_pieces,
+    git_subcommand,
+    may_abbreviate,
+)
 
 if TYPE_CHECKING:
     import pathspec
@@ -98,6 +107,7 @@ _PROTECTED_FILES = frozenset({
 })
 """Files that start programs or shells (MCP servers, shell start-up files): writing them asks in every mode."""
 _GLOB_CHARS = re.compile(r"[*?\[\]{}!]")
+_REDIRECTION = re.compile(r"<>|>")
 
 
 class RuleError(ValueError):
@@ -540,7 +550,7 @@ class PermissionPolicy:
             if isinstance(denied, _Bound):
                 return Decision("deny", denied.rule.text, denied.source,
                                 f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
-            read_only_bash = not denied
+            read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
         if self.mode == "plan" and tool_name not in self.read_only_tools and not read_only_bash:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
         protected = self.protected_target(tool_name, tool_input)
@@ -555,8 +565,9 @@ class PermissionPolicy:
                 b.behavior == "allow" and b.rule.kind == "exact" and b.rule.specifier == bash.command for b in self.rules
             ):
                 return self._ask(f"Bash names {named}, a protected path, in a command that may write it: every mode asks")
-        if bash is not None and bash.opaque and self._has_bash_rules():
-            return self._ask(f"Bash: {bash.opaque[0]}; with Bash deny or ask rules in force, a line whose commands cannot all be known needs approval")
+        unknown = self._unknown(bash) if bash is not None else []
+        if unknown and self._has_bash_rules():
+            return self._ask(f"Bash: {unknown[0]}; with Bash deny or ask rules in force, a line whose commands cannot all be known needs approval")
         if self.mode == "bypassPermissions":
             return Decision("allow", None, None, "bypassPermissions mode")
         if tool_name == "Bash":
@@ -575,7 +586,8 @@ class PermissionPolicy:
             return Decision("allow", None, None, "acceptEdits mode allows file edits")
         if self.mode == "dontAsk":
             return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk")
-        return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode", by_mode=True)
+        note = self._why_not_read_only(bash) if bash is not None and _read_only_line(bash) else ""
+        return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode{note}", by_mode=True)
 
     def _agent_decision(self, tool_input: dict[str, Any]) -> Decision:
         """A sub-agent launch that no deny or ask rule matched: allowed (plan mode: read-only types only)."""
@@ -599,7 +611,10 @@ class PermissionPolicy:
         that is not read-only (``> .git/hooks/x``, ``cp h .agentloop/settings.json``, ``rm -rf .GIT``).
 
         Best effort: a path built at run time, or reached after a ``cd``, is not seen (the sandbox is the wall).
+        A line naming more than ``MAX_PATH_CHECKS`` different words is not checked word by word (each is
+        resolved on disk): it counts as naming one, so it asks (the decision stays linear in time).
         """
+        seen: set[str] = set()
         for u in bash.units or []:
             simple = u.simple
             if simple is None:
@@ -609,12 +624,93 @@ class PermissionPolicy:
             if not read_only:
                 candidates += [w for w, lit in zip(simple.words[1:], simple.lits[1:]) if lit and not w.startswith("-")]
             for w in candidates:
+                if w in seen:
+                    continue
+                seen.add(w)
+                if len(seen) > MAX_PATH_CHECKS:
+                    return f"more than {MAX_PATH_CHECKS} paths (too many to check each)"
                 if w.startswith("~/"):
                     w = os.path.join(self.user_home, w[2:])
                 found = self.protected_target("Write", {"file_path": w})
                 if found is not None:
                     return found
         return None
+
+    def _why_not_read_only(self, bash: _BashView) -> str:
+        """Why a line of read-only commands was not auto-approved, for the prompt (empty: no such reason)."""
+        outside = self._outside_path(bash)
+        if outside is not None:
+            return f"; the line only reads, but names {outside!r}, outside the workspace and the added directories"
+        if self._repo_runs_programs(bash):
+            return "; the line only reads, but the repository's git configuration names programs git would run"
+        return ""
+
+    def _outside_path(self, bash: _BashView) -> str | None:
+        """For a read-only line: the first path it names outside the workspace and the added directories
+        (``cat ~/secret.txt``, ``ls ../other``, ``cd`` alone), or an argument whose value cannot be known
+        (``$HOME/x``); None when every path stays inside. Checked as given and as its real path."""
+        roots = [self.cwd, *self.additional_directories]
+
+        def inside(p: str) -> bool:
+            return any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+        seen = 0
+        for u in bash.units or []:
+            simple = u.simple
+            if simple is None:
+                continue
+            if simple.words[0] in ("cd", "pushd") and simple.words[1:2] in ([], ["-"], ["--"]):
+                return "cd to the home folder"
+            for c in _path_candidates(simple.words[1:], simple.lits[1:], simple.redirects):
+                seen += 1
+                if seen > MAX_PATH_CHECKS or c is None:
+                    return "an argument this check cannot resolve"
+                if c in _HARMLESS_DEVICES:
+                    continue
+                if c.startswith("~"):
+                    if c != "~" and not c.startswith("~/"):
+                        return c  # another user's home
+                    c = self.user_home + c[1:]
+                given = os.path.normpath(os.path.join(self.cwd, c))
+                try:
+                    real = os.path.realpath(given)
+                except (ValueError, OSError):
+                    real = given
+                if not inside(given) or not inside(real):
+                    return c
+        return None
+
+    def _repo_runs_programs(self, bash: _BashView) -> bool:
+        """Does a read-only line run git in a repository whose own configuration names programs git may run
+        (``core.fsmonitor`` on ``git status``, ``diff.external`` on ``git diff``, textconv, filters, a pager)?
+
+        Such a line is not auto-approved in any sandbox mode: the repository's code would run unasked.
+        The configuration read is the repository's (``config``, ``config.worktree``, of the git directory
+        and of its common directory), not the user's own files; an unreadable or oversized one counts.
+        """
+        if not any(u.simple is not None and u.simple.words[0] == "git" for u in bash.units or []):
+            return False
+        files: list[str] = []
+        self._git_dirs = None  # looked up again: a repository may have been created since the last decision
+        for d in self._git_directories():
+            files += [os.path.join(d, "config"), os.path.join(d, "config.worktree")]
+            # git status looks into submodules, each with a configuration of its own
+            for top, dirs, names in os.walk(os.path.join(d, "modules")):
+                files += [os.path.join(top, n) for n in names if n in ("config", "config.worktree")]
+                if len(files) > 200:
+                    return True
+                dirs[:] = [x for x in dirs if x not in ("objects", "refs", "logs", "hooks", "info")]
+        for path in files:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(_MAX_GIT_CONFIG + 1)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return True
+            if len(data) > _MAX_GIT_CONFIG or _config_names_program(data.decode("utf-8", "replace")):
+                return True
+        return False
 
     def _read_denied_argument(self, bash: _BashView) -> _Bound | bool:
         """For a read-only line: the Read deny rule one of its arguments falls under, True when an
@@ -625,10 +721,14 @@ class PermissionPolicy:
         rules = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
         if not rules:
             return False
+        checked = 0
         for u in bash.units or []:
             if u.simple is None:
                 continue
             for w, lit in zip(u.simple.words[1:], u.simple.lits[1:]):
+                checked += 1
+                if checked > MAX_PATH_CHECKS:
+                    return True  # too many to resolve each: not auto-approved
                 if not lit:
                     return True
                 if w.startswith("-"):
@@ -788,6 +888,22 @@ class PermissionPolicy:
         spec = b.rule.specifier
         return any(isinstance(v, str) and fnmatch.fnmatchcase(v, spec) for v in tool_input.values())
 
+    def _unknown(self, bash: _BashView) -> list[str]:
+        """Why the line's commands cannot all be known, leaving out programs that run command strings
+        (``make``, ``vim -c``, ``tar --to-command``) where an allow rule naming that program covers the command."""
+        if bash.units is None:
+            return bash.opaque
+        allow = [b for b in self.rules if b.behavior == "allow" and b.rule.kind == "bash" and b.tool_matches("Bash")]
+        reasons = list(bash.line_opaque)
+        for u in bash.units:
+            if u.opaque and not (u.runner and any(
+                u.runner in b.matcher.body.split() and (any(ok and b.matcher.match(t) for t, ok in u.views) or (
+                    b.matcher.exact and any(b.matcher.match(t) for t in u.exact_only)))
+                for b in allow
+            )):
+                reasons.extend(u.opaque)
+        return list(dict.fromkeys(reasons))
+
     def _bash_allowed(self, tool_input: dict[str, Any], bash: _BashView | None) -> Decision | None:
         allow = [b for b in self.rules if b.behavior == "allow" and b.tool_matches("Bash")]
         if not allow:
@@ -798,9 +914,11 @@ class PermissionPolicy:
         for b in allow:
             if b.rule.kind == "exact" and bash is not None and bash.command == b.rule.specifier:
                 return Decision("allow", b.rule.text, b.source, f"Bash allowed by the rule {b.rule.text} ({b.source}), for exactly this line")
-        if bash is None or bash.units is None or not bash.units or bash.opaque:
+        if bash is None or bash.units is None or not bash.units or bash.line_opaque:
             # a line whose commands cannot all be known is never allowed by a pattern
             return None
+        if self._unknown(bash):
+            return None  # ...except a program that runs command strings, by a rule that names it
         used: list[_Bound] = []
         for u in bash.units:
             hit = None
@@ -808,6 +926,8 @@ class PermissionPolicy:
                 if b.rule.kind != "bash":
                     continue
                 pat: BashPattern = b.matcher
+                if u.writes and not _REDIRECTION.search(pat.body):
+                    continue  # a rule approves a redirection to a file only when its pattern shows one
                 if any(ok and pat.match(text) for text, ok in u.views) or (
                     pat.exact and any(pat.match(text) for text in u.exact_only)
                 ):
@@ -823,6 +943,61 @@ class PermissionPolicy:
         first = used[0]
         rules = ", ".join(dict.fromkeys(b.rule.text for b in used))
         return Decision("allow", first.rule.text, first.source, f"Bash allowed by {rules}")
+
+
+MAX_PATH_CHECKS = 1_000
+"""Paths one read-only line may name and still be auto-approved (each is resolved on disk)."""
+_HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
+_MAX_GIT_CONFIG = 1 << 20
+
+
+def _path_candidates(args: list[str], lits: list[bool], redirects: list[tuple[str, str]]) -> Iterator[str | None]:
+    """The words of a read-only command that may name files: arguments, option values after ``=``
+    (``--file=/etc/x``) or stuck to a short option (``-f/etc/x``), the literal part of a glob before its
+    first pattern character, and input redirections. None for a word whose value the shell computes."""
+    for w, lit in zip(args, lits):
+        if not lit:
+            if "$" in w or "`" in w:
+                yield None
+                continue
+            w = _GLOB_CHARS.split(w, maxsplit=1)[0]
+            if not w:
+                continue
+        if w.startswith("--"):
+            if "=" in w:
+                yield w.split("=", 1)[1]
+        elif w.startswith("-") and len(w) > 1:
+            if "/" in w[2:] or w[2:].startswith("~"):
+                yield w[2:]
+        else:
+            yield w
+    for op, target in redirects:
+        if op == "<":
+            yield target
+
+
+def _config_names_program(text: str) -> bool:
+    """Does a git configuration file set a key whose value names a program (or includes more configuration)?"""
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            m = re.match(r'\[\s*([^\]\s"]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]', line)
+            if m is None:
+                return True  # a header this reader cannot follow: count it
+            section = m.group(1) + (f".{m.group(2)}" if m.group(2) is not None else "")
+            line = line[m.end() :].strip()
+            if not line or line[0] in "#;":
+                continue
+        name = re.split(r"[=\s]", line, maxsplit=1)[0]
+        key = f"{section}.{name}".lower()
+        if key.startswith("submodule.") and not key.endswith(".update"):
+            continue  # a submodule's path and url name no program
+        if GIT_CODE_KEY.match(key) or key in ("core.worktree", "log.showsignature"):
+            return True
+    return False
 
 
 def _project_base(source: str, cwd: str) -> str:
@@ -844,6 +1019,8 @@ class _BashView:
     opaque: list[str] = field(default_factory=list)
     """Why bash may run something the text does not show (empty: every command is known)."""
     command: str | None = None
+    line_opaque: list[str] = field(default_factory=list)
+    """The reasons that belong to the whole line rather than to one command."""
 
     @classmethod
     def of(cls, tool_input: dict[str, Any]) -> _BashView:
@@ -855,13 +1032,14 @@ class _BashView:
             found = analyze(command)
         except (ShellSyntax, RecursionError) as exc:
             why = str(exc) if isinstance(exc, ShellSyntax) else "it nests too deeply"
-            return cls(None, [whole, *crude_pieces(command)], [f"the line cannot be read with confidence ({why})"], command)
+            pieces = [] if isinstance(exc, TooLarge) else crude_pieces(command)  # past the bound, no second reading
+            return cls(None, [whole, *pieces], [f"the line cannot be read with confidence ({why})"], command)
         texts = [whole]
         for u in found.units:
             texts.extend(t for t, _ok in u.views)
         for w in found.code_words:  # code that bash may evaluate from a literal ("a[$(rm v)]")
             texts.extend(crude_pieces(w))
-        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command)
+        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command, found.line_opaque)
 
 
 # Read-only commands (issue 18): Claude Code runs read-only Bash without a prompt
@@ -888,44 +1066,53 @@ _LISTING_FLAGS = frozenset({"-a", "-r", "-v", "-vv", "-l", "--list", "--all", "-
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
 
 
+_WRITES_OR_RUNS = {
+    "sort": ("--output", "--compress-program", "--files0-from"), "wc": ("--files0-from",), "du": ("--files0-from",),
+    "date": ("--set",), "rg": ("--pre", "--pre-glob"), "file": ("--compile",), "tree": ("--output",),
+}
+"""Long options (and every abbreviation of them) that make a read-only command write a file, run a
+program, or read a list of files the line does not show."""
+_SHORT_WRITES = {"sort": "o", "tree": "o", "date": "s", "file": "C"}
+_GIT_GLOBALS_READ_ONLY = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
+                                    "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"})
+_GIT_WRITES_OR_RUNS = ("--output", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--paginate")
+
+
 def _read_only_words(words: list[str]) -> bool:
     head, args = words[0], words[1:]
     if head not in READ_ONLY_COMMANDS:
         return False
     if head in ("less", "more"):
         return False  # they can run commands (!cmd, LESSOPEN); listed so the reason is recorded here
-    if head == "sort" and any(a == "-o" or a.startswith(("-o", "--output", "--compress-program")) for a in args):
-        return False  # writes a file, or runs a compressor
-    if head == "tree" and any(a == "-o" or a.startswith("-o") for a in args):
-        return False
-    if head == "file" and any(a.startswith("-") and not a.startswith("--") and "C" in a or a == "--compile" for a in args):
-        return False
-    if head == "uniq" and len([a for a in args if not a.startswith("-")]) > 1:
-        return False  # "uniq IN OUT" writes OUT
+    longs = [a for a in args if a.startswith("--")]
+    letters = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    if any(may_abbreviate(a, _WRITES_OR_RUNS.get(head, ())) for a in longs) or set(_SHORT_WRITES.get(head, "")) & set(letters):
+        return False  # "sort -uo f", "sort --out=f", "sort --compress=sh": writes a file, or runs a program
+    if head == "uniq" and len([a for a in args if a == "-" or not a.startswith("-")]) > 1:
+        return False  # "uniq IN OUT" (and "uniq - OUT") writes OUT
     if head == "printf" and "-v" in args:
-        return False
-    if head == "date" and any(a.startswith(("-s", "--set")) for a in args):
-        return False
-    if head == "rg" and any(a.startswith("--pre") for a in args):
         return False
     if head == "find" and any(a in _FIND_ACTIONS for a in args):
         return False
     if head == "git":
-        i = 0
-        while i < len(args) and args[i].startswith("-"):
-            i += 2 if args[i] in ("-C", "--git-dir", "--work-tree") else 1
-        if i >= len(args) or args[i] not in READ_ONLY_GIT:
-            return False
-        sub, rest = args[i], args[i + 1 :]
-        if any(a.startswith(("--output", "--open-files-in-pager")) or a in ("--ext-diff", "--textconv", "--filters", "-O")
-               for a in rest):
-            return False  # writes a file, or runs a program named by configuration
-        if sub in ("branch", "tag") and any(a.split("=", 1)[0] not in _LISTING_FLAGS for a in rest):
-            return False  # listing only: "git branch -D x", "git tag v1" change things
-        if sub == "remote" and any(not a.startswith("-") for a in rest):
-            return False
-        if sub == "reflog" and rest[:1] not in ([], ["show"]):
-            return False
+        return _read_only_git(args)
+    return True
+
+
+def _read_only_git(args: list[str]) -> bool:
+    i = git_subcommand(["git", *args]) - 1
+    if any(a not in _GIT_GLOBALS_READ_ONLY for a in args[:i]) or i >= len(args) or args[i] not in READ_ONLY_GIT:
+        return False  # -C, --git-dir, -p...: another repository, or a pager, is not "only reads"
+    sub, rest = args[i], args[i + 1 :]
+    letters = "".join(a[1:] for a in rest if a.startswith("-") and not a.startswith("--"))
+    if any(may_abbreviate(a, _GIT_WRITES_OR_RUNS) for a in rest) or (sub == "grep" and "O" in letters):
+        return False  # writes a file, or runs a program named by configuration or on the line
+    if sub in ("branch", "tag") and any(a.split("=", 1)[0] not in _LISTING_FLAGS for a in rest):
+        return False  # listing only: "git branch -D x", "git tag v1" change things
+    if sub == "remote" and any(not a.startswith("-") for a in rest):
+        return False
+    if sub == "reflog" and rest[:1] not in ([], ["show"]):
+        return False
     return True
 
 
