@@ -152,6 +152,7 @@ def assert_cap_held(report, out, cap, total):
     if total > cap:  # demand exceeds the cap, so the ledger must have refused someone, in a transcript
         stopped = [e for e in report.entries if e["stop_reason"] == "cost_budget"]
         assert stopped and report.ledger["refusals"] >= len(stopped)
+        assert all(e["status"] == "refused" for e in stopped) and not report.ok
         kinds = [r["kind"] for r in records(out / stopped[0]["transcript"])]
         assert kinds[-2:] == ["ledger_refusal", "stop"]
-    assert all(e["status"] == "ok" for e in report.entries)
+    assert all(e["status"] == ("refused" if e["stop_reason"] == "cost_budget" else "completed") for e in report.entries)

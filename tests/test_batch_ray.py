@@ -59,7 +59,7 @@ def test_200_tasks_complete_on_ray_and_every_transcript_verifies(ray_local, tmp_
     tasks = [add_task(i, delay_ms=i % 3) for i in range(200)]
     path = write_tasks(tmp_path / "tasks.jsonl", tasks)
     report = run_batch(load_tasks(path), tmp_path / "out", ray=True)
-    assert report.backend == "ray" and report.ok and report.count("ok") == 200
+    assert report.backend == "ray" and report.ok and report.count("completed") == 200
     entries = manifest(tmp_path / "out")
     assert [e["id"] for e in entries] == [t["id"] for t in tasks]
     all_verify(tmp_path / "out", [t["id"] for t in tasks])
@@ -116,7 +116,7 @@ def test_a_ray_worker_killed_mid_run_has_its_task_retried_and_marked(ray_local, 
     report = run_batch(load_tasks(path), tmp_path / "out", ray=True, max_usd_micros=10**6, on_event=on_event)
     assert killed
     by_id = {e["id"]: e for e in report.entries}
-    assert by_id["t0002"]["retried"] and by_id["t0002"]["attempts"] == 2 and by_id["t0002"]["status"] == "ok"
+    assert by_id["t0002"]["retried"] and by_id["t0002"]["attempts"] == 2 and by_id["t0002"]["status"] == "completed"
     assert [e["id"] for e in report.entries if e["retried"]] == ["t0002"]
     assert records(tmp_path / "out" / "runs" / "t0002.jsonl")[0]["payload"]["config"]["meta"]["batch"]["attempt"] == 2
     all_verify(tmp_path / "out", [t["id"] for t in tasks])
@@ -144,7 +144,7 @@ def test_the_ray_driver_killed_and_the_batch_resumed_on_the_cluster(ray_local, t
     again = subprocess.run(args, capture_output=True, timeout=300)
     assert again.returncode == 0, again.stderr.decode()
     report = json.loads(again.stdout)
-    assert report["backend"] == "ray" and report["counts"]["ok"] == 16
+    assert report["backend"] == "ray" and report["counts"]["completed"] == 16
     assert {n[:-6] for n in before} <= {e["id"] for e in report["entries"] if e["resumed"]}
     for name, facts in before.items():
         p = out / "runs" / name
