@@ -164,3 +164,59 @@ def test_provider_tasks_with_random_latencies_run_on_ray_under_a_fleet_cap(ray_l
     assert report.ledger["spent_micros"] == transcript_spend(tmp_path / "out")
     all_verify(tmp_path / "out", [t["id"] for t in tasks])
     assert verify_batch(tmp_path / "out") == []
+
+
+# --- faults: the ledger actor, the driver ------------------------------------------
+
+
+def test_killing_the_ledger_actor_mid_batch_loses_no_spend_and_the_batch_finishes(ray_local, tmp_path):
+    """The actor is restarted by Ray (max_restarts) and rebuilt from the journal: the calls it had
+    granted and not settled are counted at their reservation; the batch goes on and ends normally."""
+    from agentloop.batch.runner import ledger_actor_name
+
+    tasks = [add_task(i, delay_ms=80, steps=3) for i in range(16)]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    out = tmp_path / "out"
+    kills: list[int] = []
+
+    def on_event(kind, data):
+        if kind == "tick" and data["done"] >= 3 * (len(kills) + 1) and len(kills) < 2:
+            ray.kill(ray.get_actor(ledger_actor_name(str(out))), no_restart=False)
+            kills.append(data["done"])
+
+    report = run_batch(load_tasks(path), out, ray=True, max_usd_micros=10**6, on_event=on_event)
+    assert len(kills) == 2
+    assert report.ok and report.count("completed") == 16
+    # every settled and forfeited call is in the ledger: at least what the transcripts record
+    assert report.ledger["spent_micros"] >= transcript_spend(out) == sum(e["spent_micros"] for e in report.entries)
+    assert report.ledger["reserved_micros"] == 0
+    all_verify(out, [t["id"] for t in tasks])
+    assert verify_batch(out) == []
+
+
+def test_the_fleet_cap_holds_against_the_providers_bill_over_repeated_ray_driver_kills(ray_local, tmp_path):
+    """kill -9 of the Ray driver three times (its tasks and the ledger actor die with its job), each
+    rerun of the same command, then a run to the end: billed <= cap, and the ledger counts it all."""
+    from _batch import billed, kill_driver_repeatedly
+
+    with fake_provider(tmp_path, seed=9, latency=(0.05, 0.2), cache=False) as url:
+        tasks = [provider_task(i, url) for i in range(30)]
+        path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+        out = tmp_path / "out"
+        cap = 40_000
+        args = [*AGENTLOOP, "batch", path, "--out", str(out), "--ray", ray_local, "--max-usd", f"{cap / 1e6:.6f}", "--json"]
+        in_flight, held = kill_driver_repeatedly(args, str(out), kills=3, seed=2, settle_s=0.5)
+        time.sleep(1.0)
+        final = subprocess.run(args, capture_output=True, timeout=300)
+        time.sleep(0.5)
+        bill = billed(url)
+    report = json.loads(final.stdout)
+    # a task may draw four tool calls in a row from the shared server and stop on its step cap
+    assert {e["status"] for e in report["entries"]} <= {"completed", "refused", "stopped"}, final.stdout[-3000:]
+    assert final.returncode in (0, 1, 3)
+    assert held >= 1 and in_flight
+    assert bill <= cap, f"billed {bill} past the cap {cap}"
+    assert report["ledger"]["spent_micros"] >= bill
+    retried = {e["id"] for e in report["entries"] if e["retried"]}
+    assert in_flight <= retried, in_flight - retried
+    assert verify_batch(out) == []

@@ -302,9 +302,10 @@ class FleetLedger:
         if where is not None or key not in self._running:
             self._running[key] = where
 
-    def end(self, key: str) -> int:
-        """The attempt ended (finished, or its worker is known dead): what it still held is forfeited."""
-        lost = self.forfeit(key)
+    def end(self, key: str, forfeit: bool = True) -> int:
+        """The attempt ended (finished, or its worker is known dead): what it still held is forfeited,
+        unless ``forfeit`` is False (on Ray a finished task's last settle may reach the actor after this)."""
+        lost = self.forfeit(key) if forfeit else 0
         self._running.pop(key, None)
         if key in self._begun:
             self._begun.discard(key)

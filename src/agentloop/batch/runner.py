@@ -508,9 +508,15 @@ def _ledger_actor(ray: Any, st: _State) -> Any:
         options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     except Exception:  # noqa: BLE001 - a driver outside the cluster (Ray Client): the actor goes where Ray puts it
         pass
+    options["name"] = ledger_actor_name(st.out_dir)
     cls = ray.remote(**options)(FleetLedger)
     return cls.remote(led.max_usd_micros, led.max_tokens, spent_micros=led.spent, used_tokens=led.used_tokens,
                       check=led.check, journal=st.journal)
+
+
+def ledger_actor_name(out_dir: str) -> str:
+    """The ledger actor's name in the driver's Ray namespace: one per batch directory."""
+    return "agentloop-ledger-" + hashlib.sha256(os.path.abspath(out_dir).encode()).hexdigest()[:16]
 
 
 def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tuple[bool, int]:
@@ -577,7 +583,7 @@ def _collect(st: _State, ray: Any, actor: Any, ref: Any, task: Task, attempt: in
         _ask(ray, actor.end, key)
         st.crashed(task, attempt, type(exc).__name__)
         return
-    actor.end.remote(key)
+    actor.end.remote(key, False)  # its last settle, sent from the worker, may land after this
     lines = out.pop("lines", None)
     if lines is not None and out.get("anchor"):
         finish_files(st.out_dir, task.id, out["anchor"], lines)

@@ -20,7 +20,8 @@ DESCRIPTION = (
 EPILOG = """\
 exit status:
   0    every task completed
-  1    some task failed, crashed, overran its reservation or stopped on its own limits
+  1    some task failed, crashed, overran its reservation, or stopped on its
+       own limits (steps, its own budget, a loop)
   2    nothing ran: a bad option or task file, or a task that cannot start
   3    every task that did not complete was refused by the fleet cap:
        rerun the same command with a higher --max-usd/--max-tokens to run them
