@@ -300,7 +300,8 @@ def progress_status(data: dict[str, Any], cap: int | None, max_tokens: int | Non
     led = data["ledger"]
     spend = _short_usd(led["spent_micros"]) + (f"/{_short_usd(cap)}" if cap is not None else "")
     refused = data.get("counts", {}).get("refused", 0)
-    status = f"done {data['done']} refused {refused} failed {data['failed'] - refused} run {data['running']} {spend}"
+    status = f"done {data['done']} " + (f"refused {refused} " if refused else "")
+    status += f"failed {data['failed'] - refused} run {data['running']} {spend}"
     if max_tokens is not None and len(status) < 30:
         status += f" tok {_count(led['used_tokens'])}/{_count(max_tokens)}"
     return status
@@ -324,7 +325,9 @@ def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> 
 
     led = report.ledger
     reasons = Counter(e["stop_reason"] or e["status"] for e in report.entries)
-    counts = report.counts()
+    from agentloop.batch.runner import STATUSES
+
+    counts = {s: report.count(s) for s in STATUSES}
     print(headline(counts, len(report.entries)))
     t = Table(title=f"batch on {report.backend} ({report.workers} workers)", show_header=False)
     t.add_column("what")
