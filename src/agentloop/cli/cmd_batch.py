@@ -336,7 +336,7 @@ def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> 
         if n or status in ("completed", "refused", "failed", "overrun"):
             t.add_row(status, str(n))
     t.add_row("resumed (already finished)", str(sum(1 for e in report.entries if e.get("resumed"))))
-    t.add_row("retried (a worker died)", str(sum(1 for e in report.entries if e.get("retried"))))
+    t.add_row("retried (a run was cut short)", str(sum(1 for e in report.entries if e.get("retried"))))
     for reason, n in sorted(reasons.items()):
         t.add_row(f"  stop: {reason}", str(n))
     t.add_row("fleet spend / cap", f"{_money(led['spent_micros'])} / {_money(cap)}")
