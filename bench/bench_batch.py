@@ -11,7 +11,8 @@ would, then answers (a scripted model: no network). Measured in the same run:
   same latency per task;
 - Ray on a local cluster of ``--nodes`` raylets on this one machine
   (``ray.cluster_utils.Cluster``, one CPU each) against plain Ray tasks that
-  only wait, kept in flight in the same window (2 per CPU).
+  only wait, asking the same one CPU each and kept in flight in the same
+  window (2 per CPU).
 
 For each: the wall time, the overhead per task (the extra wall time times the
 slots running at once, divided by the tasks: what each task costs a slot on
@@ -105,7 +106,7 @@ def _plain_ray(n: int, window: int, latency_s: float) -> Callable[[], None]:
     def go() -> None:
         import ray
 
-        remote = ray.remote(num_cpus=0)(_wait)
+        remote = ray.remote(_wait)  # one CPU each, as agentloop's tasks ask
         pending: list[Any] = []
         sent = done = 0
         while done < n:

@@ -274,3 +274,15 @@ def test_the_fleet_cap_holds_against_the_providers_bill_over_repeated_driver_kil
     assert in_flight <= retried, in_flight - retried
     assert report["counts"]["completed"] + report["counts"]["refused"] + report["counts"]["stopped"] == 40
     assert verify_batch(out) == []
+
+
+@pytest.mark.parametrize(("stop", "refused", "status"), [
+    ("no_tool_calls", False, "completed"), ("sentinel", False, "completed"), ("cost_budget", True, "refused"),
+    ("cost_budget", False, "stopped"), ("step_budget", False, "stopped"), ("token_budget", False, "stopped"),
+    ("loop_detected", False, "stopped"), ("budget_overrun", False, "overrun"), ("budget_overrun", True, "overrun"),
+    ("model_error", False, "failed"), (None, False, "failed"),
+])
+def test_each_stop_reason_has_one_status_and_only_a_finished_model_is_completed(stop, refused, status):
+    from agentloop.batch.runner import status_of
+
+    assert status_of(stop, refused) == status
