@@ -488,6 +488,14 @@ SABOTAGES = [
         '"max_restarts": 0, "max_task_retries": 0',
         ["tests/test_batch_ray.py::test_killing_the_ledger_actor_mid_batch_loses_no_spend_and_the_batch_finishes"],
     ),
+    Sabotage(
+        "agentloop batch --json leaves standard output open to Ray and the tools (the report is not one document)",
+        "src/agentloop/cli/cmd_batch.py",
+        "    os.dup2(2, 1)\n",
+        "    pass  # SABOTAGED\n",
+        ["tests/test_batch_faults.py::test_json_output_is_one_document_whatever_the_workers_print",
+         "tests/test_batch_ray.py::test_json_on_ray_is_one_document_when_a_worker_dies"],
+    ),
 ]
 
 

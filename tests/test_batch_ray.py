@@ -220,3 +220,34 @@ def test_the_fleet_cap_holds_against_the_providers_bill_over_repeated_ray_driver
     retried = {e["id"] for e in report["entries"] if e["retried"]}
     assert in_flight <= retried, in_flight - retried
     assert verify_batch(out) == []
+
+
+KILLER_TOOLS = '''import os, signal
+from agentloop import tool, Registry
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add; the first call with a == 3 kills its own worker."""
+    mark = os.path.join(os.path.dirname(os.path.abspath(__file__)), "killed-once")
+    if a == 3 and not os.path.exists(mark):
+        open(mark, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return a + b
+
+def registry():
+    return Registry([add])
+'''
+
+
+def test_json_on_ray_is_one_document_when_a_worker_dies(ray_local, tmp_path):
+    """Ray tells the driver of the dead worker ("(raylet) A worker died ..."): on stderr, never in the report."""
+    (tmp_path / "killer_tools.py").write_text(KILLER_TOOLS)
+    tasks = [add_task(i, toolset="killer") for i in range(6)]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    r = subprocess.run([*AGENTLOOP, "batch", path, "--out", str(tmp_path / "out"), "--ray", ray_local,
+                        "--toolset", "killer=killer_tools:registry", "--json"], capture_output=True, timeout=300, cwd=tmp_path)
+    assert (tmp_path / "killed-once").exists()
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    report = json.loads(r.stdout)
+    assert report["counts"]["completed"] == 6
+    assert [e["id"] for e in report["entries"] if e["retried"]] == ["t0003"]
