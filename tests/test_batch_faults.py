@@ -267,6 +267,7 @@ def test_the_fleet_cap_holds_against_the_providers_bill_over_repeated_driver_kil
     assert {e["status"] for e in report["entries"]} <= {"completed", "refused", "stopped"}, final.stdout[-3000:]
     assert final.returncode in (0, 1, 3)
     assert held >= 1 and in_flight, "the kills must land while calls were reserved and in flight"
+    assert report["counts"]["refused"] > 0, "the cap must bind for the test to mean anything"
     assert bill <= cap, f"billed {bill} past the cap {cap}"
     assert report["ledger"]["spent_micros"] >= bill, "spend the provider billed is missing from the ledger"
     assert report["ledger"]["spent_micros"] <= cap
@@ -286,3 +287,14 @@ def test_each_stop_reason_has_one_status_and_only_a_finished_model_is_completed(
     from agentloop.batch.runner import status_of
 
     assert status_of(stop, refused) == status
+
+
+def test_a_ledger_journal_that_is_not_one_stops_the_batch_with_one_line(tmp_path):
+    path = write_tasks(tmp_path / "tasks.jsonl", [add_task(0)])
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    (out / "ledger.jsonl").write_bytes(b'{"op":"reserve","key":"t0000#1"}\n')
+    r = _batch([path, "--out", str(out)])
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.count("\n") == 1 and "ledger.jsonl:1: not a ledger journal line" in err, err
+    assert not list((out / "runs").iterdir())
