@@ -172,7 +172,7 @@ def test_provider_tasks_with_random_latencies_run_on_ray_under_a_fleet_cap(ray_l
 def test_killing_the_ledger_actor_mid_batch_loses_no_spend_and_the_batch_finishes(ray_local, tmp_path):
     """The actor is restarted by Ray (max_restarts) and rebuilt from the journal: the calls it had
     granted and not settled are counted at their reservation; the batch goes on and ends normally."""
-    from agentloop.batch.runner import ledger_actor_name
+    from agentloop.batch.runner import LEDGER_NAMESPACE, ledger_actor_name
 
     tasks = [add_task(i, delay_ms=80, steps=3) for i in range(16)]
     path = write_tasks(tmp_path / "tasks.jsonl", tasks)
@@ -181,7 +181,7 @@ def test_killing_the_ledger_actor_mid_batch_loses_no_spend_and_the_batch_finishe
 
     def on_event(kind, data):
         if kind == "tick" and data["done"] >= 3 * (len(kills) + 1) and len(kills) < 2:
-            ray.kill(ray.get_actor(ledger_actor_name(str(out))), no_restart=False)
+            ray.kill(ray.get_actor(ledger_actor_name(str(out)), namespace=LEDGER_NAMESPACE), no_restart=False)
             kills.append(data["done"])
 
     report = run_batch(load_tasks(path), out, ray=True, max_usd_micros=10**6, on_event=on_event)

@@ -509,14 +509,37 @@ def _ledger_actor(ray: Any, st: _State) -> Any:
     except Exception:  # noqa: BLE001 - a driver outside the cluster (Ray Client): the actor goes where Ray puts it
         pass
     options["name"] = ledger_actor_name(st.out_dir)
+    options["namespace"] = LEDGER_NAMESPACE
+    _retire(ray, options["name"])
     cls = ray.remote(**options)(FleetLedger)
     return cls.remote(led.max_usd_micros, led.max_tokens, spent_micros=led.spent, used_tokens=led.used_tokens,
                       check=led.check, journal=st.journal)
 
 
+LEDGER_NAMESPACE = "agentloop-batch"
+
+
 def ledger_actor_name(out_dir: str) -> str:
-    """The ledger actor's name in the driver's Ray namespace: one per batch directory."""
+    """The ledger actor's name (in ``LEDGER_NAMESPACE``): one per batch directory."""
     return "agentloop-ledger-" + hashlib.sha256(os.path.abspath(out_dir).encode()).hexdigest()[:16]
+
+
+def _retire(ray: Any, name: str, timeout: float = 30.0) -> None:
+    """The ledger actor of an earlier driver of this directory, if Ray has not yet ended it (the driver
+    was killed moments ago), is ended before its successor opens the journal: a grant it made after
+    that would be written to a journal nobody reads again."""
+    try:
+        old = ray.get_actor(name, namespace=LEDGER_NAMESPACE)
+    except ValueError:
+        return
+    ray.kill(old, no_restart=True)
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            ray.get_actor(name, namespace=LEDGER_NAMESPACE)
+        except ValueError:
+            return
+        time.sleep(0.1)
 
 
 def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tuple[bool, int]:
