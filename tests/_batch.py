@@ -174,8 +174,8 @@ def billed(url: str) -> int:
 
 
 def open_at(out: Any) -> tuple[set[str], int]:
-    """From the ledger journal as a kill left it: the tasks whose attempt began and did not end,
-    and how many reservations were open (granted, not settled)."""
+    """From the ledger journal as a kill left it: the tasks whose attempt began and did not end (and
+    whose run had no finished transcript), and how many reservations were open (granted, not settled)."""
     begun: set[str] = set()
     held: dict[str, int] = {}
     with open(os.path.join(out, "ledger.jsonl"), "rb") as f:
@@ -193,7 +193,11 @@ def open_at(out: Any) -> tuple[set[str], int]:
                 held[key] = held.get(key, 0) + 1
             elif rec["op"] in ("settle", "forfeit"):
                 held[key] = max(0, held.get(key, 0) - 1) if rec["op"] == "settle" else 0
-    return {k.rpartition("#")[0] for k in begun}, sum(held.values())
+    from agentloop.batch._files import paths
+
+    # a task whose run was made final just before the kill (its end not yet journaled) is not redone
+    cut = {k.rpartition("#")[0] for k in begun}
+    return {t for t in cut if not os.path.exists(paths(os.fspath(out), t)[0])}, sum(held.values())
 
 
 def kill_driver_repeatedly(args: list[str], out: Any, kills: int, seed: int, env: dict[str, str] | None = None,
