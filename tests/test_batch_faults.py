@@ -253,9 +253,9 @@ def test_the_fleet_cap_holds_against_the_providers_bill_over_repeated_driver_kil
         tasks = [provider_task(i, url) for i in range(40)]
         path = write_tasks(tmp_path / "tasks.jsonl", tasks)
         out = tmp_path / "out"
-        # 40 tasks want 80 calls or more (14,720 micro-USD); each call reserves about 2,400, and what
-        # the calls in flight at a kill reserved is counted as spent: 30,000 runs some and refuses the rest
-        cap = 30_000
+        # each call reserves about 2,400 and bills 184; 40 tasks bill at least 7,360, a kill forfeits at
+        # least one reservation, and the last call needs 2,400 of room: a cap of 12,000 must refuse some
+        cap = 12_000
         args = [*AGENTLOOP, "batch", path, "--out", str(out), "--workers", "2", "--max-usd", f"{cap / 1e6:.6f}", "--json"]
         in_flight, held = kill_driver_repeatedly(args, str(out), kills=4, seed=1)
         time.sleep(1.0)  # orphaned workers finish the call they were in, then find the driver gone
