@@ -1,17 +1,23 @@
-"""Batch throughput and the fleet ledger's cost, all measured in one run.
+"""The batch runner's cost over a plain baseline, on the local pool and on a multi-node local Ray cluster.
 
-    .venv/bin/python bench/bench_batch.py [--tasks 1000] [--latency-ms 40] [--no-ray]
+    .venv/bin/python bench/bench_batch.py [--tasks 1000] [--latency-ms 50] [--workers 4] [--nodes 3] [--no-ray]
 
-Prints, for N short scripted tasks (one model call each, which waits
-``--latency-ms`` (default 200) as a provider would, then answers):
+Every task makes one model call that waits ``--latency-ms`` as a provider
+would, then answers (a scripted model: no network). Measured in the same run:
 
-- tasks/s with ``--workers 1`` (the baseline), ``--workers 2`` and Ray on a
-  local instance with 2 CPUs, and the parallel efficiency of each against the
-  baseline (rate / (2 x baseline rate));
-- the same with no latency: the per-task overhead of each backend;
-- the fleet ledger's cost per reservation (reserve + settle): in-process (the
-  baseline), across a worker's pipe to the driver, and to the Ray actor;
-- an estimate of a 100-node Ray cluster's throughput from those figures.
+- the local pool (``run_batch(workers=N)``: a transcript, an anchor and a
+  manifest line per task, every call reserved in the journaled fleet ledger)
+  against a plain ``multiprocessing`` pool of N processes that only waits the
+  same latency per task;
+- Ray on a local cluster of ``--nodes`` raylets on this one machine
+  (``ray.cluster_utils.Cluster``, one CPU each) against plain Ray tasks that
+  only wait, asking the same one CPU each and kept in flight in the same
+  window (2 per CPU).
+
+For each: the wall time, the overhead per task (the extra wall time times the
+slots running at once, divided by the tasks: what each task costs a slot on
+top of its wait), and the driver's memory per task (its peak resident set
+during the batch less the one before, divided by the tasks).
 """
 
 from __future__ import annotations
@@ -23,13 +29,14 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from agentloop.batch import FleetLedger, load_tasks, run_batch  # noqa: E402
-from agentloop.batch.runner import _PipeBackend  # noqa: E402
+from agentloop.batch import load_tasks, run_batch  # noqa: E402
 
 
 def _tasks_file(d: str, n: int, latency_ms: int) -> str:
@@ -44,164 +51,131 @@ def _tasks_file(d: str, n: int, latency_ms: int) -> str:
     return path
 
 
-def _rate(d: str, path: str, name: str, **kw: Any) -> tuple[float, float]:
-    """tasks/s over the whole batch (start to manifest written), and the driver's CPU seconds per task."""
-    tasks = load_tasks(path)
-    out = os.path.join(d, f"out-{name}-{time.monotonic_ns()}")
-    cpu0 = time.process_time()
+def _rss_kb() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _measured(fn: Callable[[], Any]) -> tuple[float, int]:
+    """(wall seconds, peak RSS growth in KB) of ``fn()`` in this process."""
+    before = _rss_kb()
+    peak = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            peak[0] = max(peak[0], _rss_kb())
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
     t0 = time.perf_counter()
-    report = run_batch(tasks, out, max_usd_micros=10**9, **kw)
-    elapsed = time.perf_counter() - t0
-    cpu = time.process_time() - cpu0
-    assert report.ok and report.count("ok") == len(tasks), report.to_json()["counts"]
-    shutil.rmtree(out, ignore_errors=True)
-    return len(tasks) / elapsed, cpu / len(tasks)
+    fn()
+    wall = time.perf_counter() - t0
+    done.set()
+    t.join()
+    peak[0] = max(peak[0], _rss_kb())
+    return wall, peak[0] - before
 
 
-# --- the ledger's cost per reservation -------------------------------------------------
+def _wait(latency_s: float) -> int:
+    time.sleep(latency_s)
+    return 1
 
 
-def _pipe_client(conn: Any, n: int) -> None:
-    backend = _PipeBackend(conn)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        backend.reserve("k#1", 10, 10)
-        backend.settle("k#1", 10, 9, 10, 9)
-    conn.send(("elapsed", time.perf_counter() - t0))
+def _agentloop(d: str, path: str, name: str, **kw: Any) -> Callable[[], None]:
+    def go() -> None:
+        tasks = load_tasks(path)
+        out = os.path.join(d, f"out-{name}")
+        report = run_batch(tasks, out, max_usd_micros=10**9, **kw)
+        assert report.ok and report.count("completed") == len(tasks), report.to_json()["counts"]
+        shutil.rmtree(out, ignore_errors=True)
+    return go
 
 
-def _pipe_cost(n: int) -> float:
-    """A worker process reserving over its pipe, the driver answering as in the real loop."""
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=_pipe_client, args=(child, n))
-    proc.start()
-    ledger = FleetLedger(10**12, None)
-    elapsed = None
-    while elapsed is None:
-        msg = parent.recv()
-        if msg[0] == "reserve":
-            parent.send(ledger.reserve(msg[1], msg[2], msg[3]))
-        elif msg[0] == "settle":
-            ledger.settle(*msg[1:])
-        else:
-            elapsed = msg[1]
-    proc.join()
-    return float(elapsed) / n
+def _plain_pool(n: int, workers: int, latency_s: float) -> Callable[[], None]:
+    def go() -> None:
+        with mp.get_context("spawn").Pool(workers) as pool:
+            assert sum(pool.imap_unordered(_wait, [latency_s] * n, chunksize=1)) == n
+    return go
 
 
-def _local_cost(n: int) -> float:
-    ledger = FleetLedger(10**12, None)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        ledger.reserve("k#1", 10, 10)
-        ledger.settle("k#1", 10, 9, 10, 9)
-    return (time.perf_counter() - t0) / n
+def _plain_ray(n: int, window: int, latency_s: float) -> Callable[[], None]:
+    def go() -> None:
+        import ray
+
+        remote = ray.remote(_wait)  # one CPU each, as agentloop's tasks ask
+        pending: list[Any] = []
+        sent = done = 0
+        while done < n:
+            while sent < n and len(pending) < window:
+                pending.append(remote.remote(latency_s))
+                sent += 1
+            ready, pending = ray.wait(pending, num_returns=1)
+            done += len(ready)
+    return go
 
 
-def _ray_cost(n: int) -> float:
+def _row(label: str, base: tuple[float, int], ours: tuple[float, int], n: int, slots: int) -> None:
+    over_ms = (ours[0] - base[0]) * slots / n * 1000
+    print(f"  {label:<34}{base[0]:>8.1f}s{ours[0]:>10.1f}s{over_ms:>+12.1f} ms"
+          f"{base[1] / n:>10.2f} KB{ours[1] / n:>10.2f} KB")
+
+
+def _header(title: str) -> None:
+    print(f"\n{title}")
+    print(f"  {'':<34}{'plain':>9}{'agentloop':>11}{'overhead/task':>15}{'plain mem':>13}{'ours mem':>13}")
+    print(f"  {'':<34}{'wall':>9}{'wall':>11}{'(per slot)':>15}{'per task':>13}{'per task':>13}")
+
+
+def _ray_cluster(a: argparse.Namespace, d: str, path: str) -> None:
     import ray
+    from ray.cluster_utils import Cluster
 
-    from agentloop.batch.runner import _RayBackend
-
-    @ray.remote
-    def client(actor: Any, n: int) -> float:
-        backend = _RayBackend(actor)
-        t0 = time.perf_counter()
-        for _ in range(n):
-            backend.reserve("k#1", 10, 10)
-            backend.settle("k#1", 10, 9, 10, 9)
-        ray.get(actor.end.remote("k#1"))  # after every settle sent before it
-        return (time.perf_counter() - t0) / n
-
-    actor = ray.remote(num_cpus=0)(FleetLedger).remote(10**12, None)
-    ray.get(client.remote(actor, 50))  # warm the worker
-    return float(ray.get(client.remote(actor, n)))
+    t0 = time.perf_counter()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(a.nodes - 1):
+        cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+    cluster.wait_for_nodes()
+    print(f"\nray: {len(ray.nodes())} raylets on this machine, {int(ray.cluster_resources().get('CPU', 0))} CPUs; "
+          f"started in {time.perf_counter() - t0:.1f} s")
+    try:
+        window = 2 * a.nodes
+        warm = _tasks_file(d, min(50, a.tasks), 0)
+        _agentloop(d, warm, "ray-warm", ray=True)()  # starts the Ray workers once
+        _plain_ray(50, window, 0.0)()
+        _header(f"Ray, {a.nodes} nodes, {window} tasks in flight")
+        base = _measured(_plain_ray(a.tasks, window, a.latency_ms / 1000))
+        ours = _measured(_agentloop(d, path, "ray", ray=True))
+        _row(f"{a.tasks} tasks, {a.latency_ms} ms each", base, ours, a.tasks, window)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tasks", type=int, default=1000)
-    ap.add_argument("--latency-ms", type=int, default=200,
-                    help="each task's one model call waits this long (real providers take 0.3-10 s)")
-    ap.add_argument("--reservations", type=int, default=2000)
+    ap.add_argument("--latency-ms", type=int, default=50, help="each task's one model call waits this long")
+    ap.add_argument("--workers", type=int, default=4, help="local processes, for both the pool and agentloop")
+    ap.add_argument("--nodes", type=int, default=3, help="raylets of the local Ray cluster")
     ap.add_argument("--no-ray", action="store_true")
-    ap.add_argument("--nodes", type=int, default=100)
-    ap.add_argument("--cores-per-node", type=int, default=16)
     a = ap.parse_args()
     d = tempfile.mkdtemp(prefix="bench-batch-")
-    wait = _tasks_file(d, a.tasks, a.latency_ms)
-    busy = _tasks_file(d, a.tasks, 0)
-    print(f"bench_batch: {a.tasks} scripted tasks, one model call each; cpu count {os.cpu_count()}; load avg {os.getloadavg()[0]:.1f}")
-
-    rows: dict[str, tuple[float, float]] = {}
-    rows["w1 wait"] = _rate(d, wait, "w1", workers=1)
-    rows["w2 wait"] = _rate(d, wait, "w2", workers=2)
-    rows["w1 busy"] = _rate(d, busy, "w1b", workers=1)
-    rows["w2 busy"] = _rate(d, busy, "w2b", workers=2)
-    ray_mod: Any = None
+    path = _tasks_file(d, a.tasks, a.latency_ms)
+    print(f"bench_batch: {a.tasks} tasks, one {a.latency_ms} ms call each; cpu count {os.cpu_count()}; "
+          f"load avg {os.getloadavg()[0]:.1f}")
+    _header(f"local pool, {a.workers} processes")
+    base = _measured(_plain_pool(a.tasks, a.workers, a.latency_ms / 1000))
+    ours = _measured(_agentloop(d, path, "local", workers=a.workers))
+    _row(f"{a.tasks} tasks, {a.latency_ms} ms each", base, ours, a.tasks, a.workers)
     if not a.no_ray:
-        import ray as ray_mod
-
-        t0 = time.perf_counter()
-        ray_mod.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        ray_start = time.perf_counter() - t0
-        _rate(d, busy, "warm", ray=True)  # start the Ray workers once; the first batch pays their start
-        rows["ray wait"] = _rate(d, wait, "ray", ray=True)
-        rows["ray busy"] = _rate(d, busy, "rayb", ray=True)
-
-    base = rows["w1 wait"][0]
-    print(f"\nthroughput, each call waiting {a.latency_ms} ms (the provider-bound case); baseline --workers 1")
-    print(f"  {'backend':<14}{'tasks/s':>10}{'x baseline':>12}{'efficiency on 2':>18}{'driver CPU/task':>18}")
-    for key, label in (("w1 wait", "--workers 1"), ("w2 wait", "--workers 2"), ("ray wait", "ray (2 CPUs)")):
-        if key in rows:
-            r, cpu = rows[key]
-            print(f"  {label:<14}{r:>10.1f}{r / base:>12.2f}{r / (2 * base):>17.0%}{cpu * 1e3:>16.2f}ms")
-    print(f"  ideal: {1000 / a.latency_ms:.1f} tasks/s per worker; 80% efficiency target on 2 cores: "
-          f"{'met' if rows['w2 wait'][0] / (2 * base) >= 0.8 else 'NOT met'} (--workers 2)")
-
-    bb = rows["w1 busy"][0]
-    print("\nno latency (pure overhead per task); baseline --workers 1")
-    for key, label in (("w1 busy", "--workers 1"), ("w2 busy", "--workers 2"), ("ray busy", "ray (2 CPUs)")):
-        if key in rows:
-            r, cpu = rows[key]
-            print(f"  {label:<14}{r:>10.1f} tasks/s {r / bb:>6.2f}x   {1000 / r:>7.2f} ms/task wall   driver CPU {cpu * 1e3:.2f} ms/task")
-
-    n = a.reservations
-    local = _local_cost(n * 10)
-    pipe = _pipe_cost(n)
-    print(f"\nledger cost per reservation (reserve + settle); baseline in-process FleetLedger ({n} reservations)")
-    print(f"  in-process      {local * 1e6:>9.1f} us   1.0x")
-    print(f"  worker pipe     {pipe * 1e6:>9.1f} us   {pipe / local:>6.0f}x   {pipe / (a.latency_ms / 1000):.2%} of a {a.latency_ms} ms call")
-    ray_res = None
-    if ray_mod is not None:
-        ray_res = _ray_cost(n)
-        print(f"  ray actor       {ray_res * 1e6:>9.1f} us   {ray_res / local:>6.0f}x   {ray_res / (a.latency_ms / 1000):.2%} of a {a.latency_ms} ms call")
-        print(f"  (ray.init took {ray_start:.1f} s, paid once per batch command)")
-
-    if ray_mod is not None and ray_res is not None:
-        _estimate(a, rows, ray_res)
-        ray_mod.shutdown()
+        _ray_cluster(a, d, path)
     shutil.rmtree(d, ignore_errors=True)
     return 0
-
-
-def _estimate(a: argparse.Namespace, rows: dict[str, tuple[float, float]], ray_res: float) -> None:
-    """100 nodes: the least of what the workers, the driver and the ledger actor can each sustain."""
-    r_ray_busy, driver_cpu = rows["ray busy"]
-    per_task_worker = 2 / r_ray_busy  # worker-seconds per task with no latency, from 2 CPUs
-    cores = a.nodes * a.cores_per_node
-    latency = a.latency_ms / 1000
-    workers_bound = cores / (latency + per_task_worker)
-    driver_bound = 1 / driver_cpu
-    calls = 1
-    ledger_bound = 1 / (ray_res * calls)
-    est = min(workers_bound, driver_bound, ledger_bound)
-    print(f"\nestimate for {a.nodes} nodes x {a.cores_per_node} cores, one {a.latency_ms} ms call per task:")
-    print(f"  workers: {cores} / ({a.latency_ms} ms + {per_task_worker * 1e3:.1f} ms overhead)  = {workers_bound:>9.0f} tasks/s")
-    print(f"  driver:  1 / {driver_cpu * 1e3:.2f} ms CPU per task                  = {driver_bound:>9.0f} tasks/s")
-    print(f"  ledger:  1 / {ray_res * 1e6:.0f} us per reservation, {calls} per task  = {ledger_bound:>9.0f} tasks/s (one actor, serial)")
-    print(f"  => about {est:.0f} tasks/s, bound by the {['workers', 'driver', 'ledger'][[workers_bound, driver_bound, ledger_bound].index(est)]}")
 
 
 if __name__ == "__main__":

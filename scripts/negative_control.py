@@ -706,6 +706,52 @@ SABOTAGES = [
         "                    self.ctx.words += 1\n                    _peel(words)  # SABOTAGED\n",
         ["tests/test_permissions_bash.py::test_a_decision_grows_linearly_with_the_line"],
     ),
+    Sabotage(
+        "the fleet ledger's journal forgets the reservations open at a kill (calls in flight are never counted)",
+        "src/agentloop/batch/ledger.py",
+        "        for key in list(self.open):\n            self.forfeit(key)",
+        "        for key in list(self.open):  # SABOTAGED\n            self.open.pop(key)",
+        ["tests/test_batch_faults.py::test_the_journal_outlives_its_ledger_and_a_reservation_open_at_a_kill_is_counted_at_its_amount",
+         "tests/test_batch_faults.py::test_the_fleet_cap_holds_against_the_providers_bill_over_repeated_driver_kills"],
+    ),
+    Sabotage(
+        "the fleet ledger grants a call before its reservation is in the journal",
+        "src/agentloop/batch/ledger.py",
+        '        self._log({"op": "reserve", "key": key, "micros": amount_micros, "tokens": tokens})  # before the grant is heard',
+        "        pass  # SABOTAGED",
+        ["tests/test_batch_faults.py::test_a_grant_is_in_the_journal_before_the_holder_hears_it",
+         "tests/test_batch_faults.py::test_the_fleet_cap_holds_against_the_providers_bill_over_repeated_driver_kills"],
+    ),
+    Sabotage(
+        "a batch task the fleet cap refused is reported completed",
+        "src/agentloop/batch/runner.py",
+        '    if refused:\n        return "refused"',
+        '    if refused:  # SABOTAGED\n        return "completed"',
+        ["tests/test_batch_faults.py::test_a_capped_batch_counts_refused_tasks_apart_exits_3_and_a_higher_cap_runs_only_them"],
+    ),
+    Sabotage(
+        "batch task ids are used as file names unescaped (one id can name another's partial file)",
+        "src/agentloop/batch/_files.py",
+        '    stem = _KEEP.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), task_id)',
+        "    stem = task_id  # SABOTAGED",
+        ["tests/test_batch_faults.py::test_task_ids_map_to_distinct_dot_free_file_stems",
+         "tests/test_batch_faults.py::test_a_worker_killed_mid_task_removes_only_its_own_partial_file"],
+    ),
+    Sabotage(
+        "the Ray ledger actor is not restarted when it dies (the batch crashes)",
+        "src/agentloop/batch/runner.py",
+        '"max_restarts": -1, "max_task_retries": -1',
+        '"max_restarts": 0, "max_task_retries": 0',
+        ["tests/test_batch_ray.py::test_killing_the_ledger_actor_mid_batch_loses_no_spend_and_the_batch_finishes"],
+    ),
+    Sabotage(
+        "agentloop batch --json leaves standard output open to Ray and the tools (the report is not one document)",
+        "src/agentloop/cli/cmd_batch.py",
+        "    os.dup2(2, 1)\n",
+        "    pass  # SABOTAGED\n",
+        ["tests/test_batch_faults.py::test_json_output_is_one_document_whatever_the_workers_print",
+         "tests/test_batch_ray.py::test_json_on_ray_is_one_document_when_a_worker_dies"],
+    ),
 ]
 
 

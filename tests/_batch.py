@@ -81,7 +81,8 @@ def all_verify(out: Any, ids: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def fake_provider(tmp_path: Any, *, seed: int = 7, latency: tuple[float, float] = (0.005, 0.06), usage: tuple[int, int] = (12, 20)):
+def fake_provider(tmp_path: Any, *, seed: int = 7, latency: tuple[float, float] = (0.005, 0.06), usage: tuple[int, int] = (12, 20),
+                  cache: bool = True):
     """The providers' fake server in its own process, answering in turn a tool call and an answer,
     each after a random latency. Yields its base URL."""
     u = {"input_tokens": usage[0], "output_tokens": usage[1]}
@@ -92,6 +93,7 @@ def fake_provider(tmp_path: Any, *, seed: int = 7, latency: tuple[float, float] 
         ],
         "when_done": "cycle",
         "seed": seed,
+        "cache": cache,
     }
     path = os.path.join(os.fspath(tmp_path), f"fake-{seed}.json")
     with open(path, "w") as f:
@@ -152,6 +154,81 @@ def assert_cap_held(report, out, cap, total):
     if total > cap:  # demand exceeds the cap, so the ledger must have refused someone, in a transcript
         stopped = [e for e in report.entries if e["stop_reason"] == "cost_budget"]
         assert stopped and report.ledger["refusals"] >= len(stopped)
+        assert all(e["status"] == "refused" for e in stopped) and not report.ok
         kinds = [r["kind"] for r in records(out / stopped[0]["transcript"])]
         assert kinds[-2:] == ["ledger_refusal", "stop"]
-    assert all(e["status"] == "ok" for e in report.entries)
+    assert all(e["status"] == ("refused" if e["stop_reason"] == "cost_budget" else "completed") for e in report.entries)
+
+
+PER_CALL = 12 * 2 + 20 * 8
+"""What the fake provider bills for one call of ``provider_task`` (12 in, 20 out) when it reports no cache reads."""
+
+
+def billed(url: str) -> int:
+    """What the fake provider has billed so far: every completion request it answered."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/requests", timeout=30) as r:
+        reqs = json.loads(r.read())
+    return PER_CALL * sum(1 for q in reqs if q["path"].endswith("/chat/completions"))
+
+
+def open_at(out: Any) -> tuple[set[str], int]:
+    """From the ledger journal as a kill left it: the tasks whose attempt began and did not end (and
+    whose run had no finished transcript), and how many reservations were open (granted, not settled)."""
+    begun: set[str] = set()
+    held: dict[str, int] = {}
+    with open(os.path.join(out, "ledger.jsonl"), "rb") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            key = rec.get("key", "")
+            if rec["op"] == "begin":
+                begun.add(key)
+            elif rec["op"] == "end":
+                begun.discard(key)
+            elif rec["op"] == "reserve":
+                held[key] = held.get(key, 0) + 1
+            elif rec["op"] in ("settle", "forfeit"):
+                held[key] = max(0, held.get(key, 0) - 1) if rec["op"] == "settle" else 0
+    from agentloop.batch._files import paths
+
+    # a task whose run was made final just before the kill (its end not yet journaled) is not redone
+    cut = {k.rpartition("#")[0] for k in begun}
+    return {t for t in cut if not os.path.exists(paths(os.fspath(out), t)[0])}, sum(held.values())
+
+
+def kill_driver_repeatedly(args: list[str], out: Any, kills: int, seed: int, env: dict[str, str] | None = None,
+                           settle_s: float = 0.3) -> tuple[set[str], int]:
+    """Start ``agentloop batch`` and ``kill -9`` its driver alone (its workers are orphaned) once it
+    has granted calls, ``kills`` times. Returns the tasks in flight at the kills and the reservations open then."""
+    import random
+    import time
+
+    rng = random.Random(seed)
+    in_flight: set[str] = set()
+    open_total = 0
+    journal = os.path.join(out, "ledger.jsonl")
+    for _ in range(kills):
+        before = os.path.getsize(journal) if os.path.exists(journal) else 0
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            size = os.path.getsize(journal) if os.path.exists(journal) else 0
+            if size != before and size > 0 and b'"op":"reserve"' in open(journal, "rb").read()[-4000:]:
+                break
+            if proc.poll() is not None:  # it ended first (the cap refused what was left): no more kills
+                assert proc.returncode in (0, 1, 3), proc.communicate()[1].decode()[-2000:]
+                return in_flight, open_total
+            time.sleep(0.02)
+        time.sleep(settle_s + rng.random() * settle_s)
+        if proc.poll() is not None:
+            break
+        proc.send_signal(9)
+        proc.wait()
+        tasks, held = open_at(out)
+        in_flight |= tasks
+        open_total += held
+    return in_flight, open_total

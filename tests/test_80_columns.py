@@ -50,7 +50,7 @@ def test_the_batch_progress_line_and_report_fit_80_columns() -> None:
     bar.add_task("batch", total=1000, completed=1000, status=status)
     con.print(bar.make_tasks_table(bar.tasks))
     line = con.export_text().rstrip("\n")
-    assert cell_len(line) <= 80 and "…" not in line and "ok 998 failed 2 run 8 $4.12/$5.00" in line
+    assert cell_len(line) <= 80 and "…" not in line and "done 998 failed 2 run 8 $4.12/$5.00" in line
 
     class Report:
         entries = [{"stop_reason": "no_tool_calls", "status": "ok", "resumed": False, "retried": False}] * 3

@@ -59,7 +59,7 @@ def test_200_tasks_complete_on_ray_and_every_transcript_verifies(ray_local, tmp_
     tasks = [add_task(i, delay_ms=i % 3) for i in range(200)]
     path = write_tasks(tmp_path / "tasks.jsonl", tasks)
     report = run_batch(load_tasks(path), tmp_path / "out", ray=True)
-    assert report.backend == "ray" and report.ok and report.count("ok") == 200
+    assert report.backend == "ray" and report.ok and report.count("completed") == 200
     entries = manifest(tmp_path / "out")
     assert [e["id"] for e in entries] == [t["id"] for t in tasks]
     all_verify(tmp_path / "out", [t["id"] for t in tasks])
@@ -116,7 +116,7 @@ def test_a_ray_worker_killed_mid_run_has_its_task_retried_and_marked(ray_local, 
     report = run_batch(load_tasks(path), tmp_path / "out", ray=True, max_usd_micros=10**6, on_event=on_event)
     assert killed
     by_id = {e["id"]: e for e in report.entries}
-    assert by_id["t0002"]["retried"] and by_id["t0002"]["attempts"] == 2 and by_id["t0002"]["status"] == "ok"
+    assert by_id["t0002"]["retried"] and by_id["t0002"]["attempts"] == 2 and by_id["t0002"]["status"] == "completed"
     assert [e["id"] for e in report.entries if e["retried"]] == ["t0002"]
     assert records(tmp_path / "out" / "runs" / "t0002.jsonl")[0]["payload"]["config"]["meta"]["batch"]["attempt"] == 2
     all_verify(tmp_path / "out", [t["id"] for t in tasks])
@@ -144,7 +144,7 @@ def test_the_ray_driver_killed_and_the_batch_resumed_on_the_cluster(ray_local, t
     again = subprocess.run(args, capture_output=True, timeout=300)
     assert again.returncode == 0, again.stderr.decode()
     report = json.loads(again.stdout)
-    assert report["backend"] == "ray" and report["counts"]["ok"] == 16
+    assert report["backend"] == "ray" and report["counts"]["completed"] == 16
     assert {n[:-6] for n in before} <= {e["id"] for e in report["entries"] if e["resumed"]}
     for name, facts in before.items():
         p = out / "runs" / name
@@ -164,3 +164,93 @@ def test_provider_tasks_with_random_latencies_run_on_ray_under_a_fleet_cap(ray_l
     assert report.ledger["spent_micros"] == transcript_spend(tmp_path / "out")
     all_verify(tmp_path / "out", [t["id"] for t in tasks])
     assert verify_batch(tmp_path / "out") == []
+
+
+# --- faults: the ledger actor, the driver ------------------------------------------
+
+
+def test_killing_the_ledger_actor_mid_batch_loses_no_spend_and_the_batch_finishes(ray_local, tmp_path):
+    """The actor is restarted by Ray (max_restarts) and rebuilt from the journal: the calls it had
+    granted and not settled are counted at their reservation; the batch goes on and ends normally."""
+    from agentloop.batch.runner import LEDGER_NAMESPACE, ledger_actor_name
+
+    tasks = [add_task(i, delay_ms=80, steps=3) for i in range(16)]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    out = tmp_path / "out"
+    kills: list[int] = []
+
+    def on_event(kind, data):
+        if kind == "tick" and data["done"] >= 3 * (len(kills) + 1) and len(kills) < 2:
+            ray.kill(ray.get_actor(ledger_actor_name(str(out)), namespace=LEDGER_NAMESPACE), no_restart=False)
+            kills.append(data["done"])
+
+    report = run_batch(load_tasks(path), out, ray=True, max_usd_micros=10**6, on_event=on_event)
+    assert len(kills) == 2
+    assert report.ok and report.count("completed") == 16
+    # every settled and forfeited call is in the ledger: at least what the transcripts record
+    assert report.ledger["spent_micros"] >= transcript_spend(out) == sum(e["spent_micros"] for e in report.entries)
+    assert report.ledger["reserved_micros"] == 0
+    all_verify(out, [t["id"] for t in tasks])
+    assert verify_batch(out) == []
+
+
+def test_the_fleet_cap_holds_against_the_providers_bill_over_repeated_ray_driver_kills(ray_local, tmp_path):
+    """kill -9 of the Ray driver three times (its tasks and the ledger actor die with its job), each
+    rerun of the same command, then a run to the end: billed <= cap, and the ledger counts it all."""
+    from _batch import billed, kill_driver_repeatedly
+
+    with fake_provider(tmp_path, seed=9, latency=(0.05, 0.2), cache=False) as url:
+        tasks = [provider_task(i, url) for i in range(30)]
+        path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+        out = tmp_path / "out"
+        # each call reserves about 2,400 and bills 184; 30 tasks bill at least 5,520, a kill forfeits at
+        # least one reservation, and the last call needs 2,400 of room: a cap of 10,000 must refuse some
+        cap = 10_000
+        args = [*AGENTLOOP, "batch", path, "--out", str(out), "--ray", ray_local, "--max-usd", f"{cap / 1e6:.6f}", "--json"]
+        in_flight, held = kill_driver_repeatedly(args, str(out), kills=3, seed=2, settle_s=0.2)
+        time.sleep(1.0)
+        final = subprocess.run(args, capture_output=True, timeout=300)
+        time.sleep(0.5)
+        bill = billed(url)
+    report = json.loads(final.stdout)
+    # a task may draw four tool calls in a row from the shared server and stop on its step cap
+    assert {e["status"] for e in report["entries"]} <= {"completed", "refused", "stopped"}, final.stdout[-3000:]
+    assert final.returncode in (0, 1, 3)
+    assert held >= 1 and in_flight
+    assert report["counts"]["refused"] > 0, "the cap must bind for the test to mean anything"
+    assert bill <= cap, f"billed {bill} past the cap {cap}"
+    assert report["ledger"]["spent_micros"] >= bill
+    retried = {e["id"] for e in report["entries"] if e["retried"]}
+    assert in_flight <= retried, in_flight - retried
+    assert verify_batch(out) == []
+
+
+KILLER_TOOLS = '''import os, signal
+from agentloop import tool, Registry
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add; the first call with a == 3 kills its own worker."""
+    mark = os.path.join(os.path.dirname(os.path.abspath(__file__)), "killed-once")
+    if a == 3 and not os.path.exists(mark):
+        open(mark, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return a + b
+
+def registry():
+    return Registry([add])
+'''
+
+
+def test_json_on_ray_is_one_document_when_a_worker_dies(ray_local, tmp_path):
+    """Ray tells the driver of the dead worker ("(raylet) A worker died ..."): on stderr, never in the report."""
+    (tmp_path / "killer_tools.py").write_text(KILLER_TOOLS)
+    tasks = [add_task(i, toolset="killer") for i in range(6)]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    r = subprocess.run([*AGENTLOOP, "batch", path, "--out", str(tmp_path / "out"), "--ray", ray_local,
+                        "--toolset", "killer=killer_tools:registry", "--json"], capture_output=True, timeout=300, cwd=tmp_path)
+    assert (tmp_path / "killed-once").exists()
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    report = json.loads(r.stdout)
+    assert report["counts"]["completed"] == 6
+    assert [e["id"] for e in report["entries"] if e["retried"]] == ["t0003"]

@@ -374,7 +374,7 @@ def test_sigkilled_batch_keeps_every_acknowledged_run_and_finishes_on_rerun(tmp_
         proc.wait()
         kills += 1
         # a run the manifest calls finished is acknowledged: its file must stay, byte for byte, and verify
-        done = [e["id"] for e in manifest(out) if e.get("status") == "ok"] if (out / "manifest.jsonl").exists() else []
+        done = [e["id"] for e in manifest(out) if e.get("status") == "completed"] if (out / "manifest.jsonl").exists() else []
         all_verify(out, done)
         for tid in done:
             data = (out / "runs" / f"{tid}.jsonl").read_bytes()
@@ -382,7 +382,7 @@ def test_sigkilled_batch_keeps_every_acknowledged_run_and_finishes_on_rerun(tmp_
     final = subprocess.run(args, capture_output=True, env=env, timeout=900)
     assert final.returncode == 0, final.stderr.decode()[-2000:]
     report = json.loads(final.stdout)
-    assert report["counts"]["ok"] == n_tasks
+    assert report["counts"]["completed"] == n_tasks
     all_verify(out, [t["id"] for t in tasks])
     for tid, data in acked.items():
         assert (out / "runs" / f"{tid}.jsonl").read_bytes() == data

@@ -2,11 +2,21 @@
 
 Layout of ``DIR``::
 
-    runs/<id>.jsonl           a finished run's transcript (hash chain)
-    runs/<id>.jsonl.anchor.json  its anchor (``agentloop.audit.anchor``): size, last hash, Merkle root
-    runs/<id>.jsonl.partial.<pid>  a run in progress (or cut short); never trusted
-    manifest.jsonl            one line per task, in task-file order
-    batch.anchor.json         the Merkle root over the runs' leaves (below)
+    runs/<name>.jsonl           a finished run's transcript (hash chain)
+    runs/<name>.jsonl.anchor.json  its anchor (``agentloop.audit.anchor``): size, last hash, Merkle root
+    runs/<name>.jsonl.partial.<pid>  a run in progress (or cut short); never trusted
+    manifest.jsonl              one line per task, in task-file order
+    ledger.jsonl                the fleet ledger's journal (``agentloop.batch.ledger``)
+    batch.anchor.json           the Merkle root over the runs' leaves (below)
+
+``<name>`` is the task id escaped (``file_stem``): lower-case letters, digits,
+``_`` and ``-`` stay; every other character (``.``, capitals) becomes ``%XX``.
+A stem therefore holds no dot, so the first dot of a file name ends the id's
+part and no id can name another's transcript, anchor or partial file (``x``
+and ``x.jsonl.partial.7`` are ``x.jsonl`` and ``x%2Ejsonl%2Epartial%2E7.jsonl``),
+and ids differing only in case differ on case-blind file systems too. A stem
+that would pass 160 bytes is cut and ends in ``~`` and 32 hex digits of the
+id's SHA-256 (``~`` is never left as itself, so it cannot be forged).
 
 A run is finished only when its transcript was renamed from ``.partial`` and
 its anchor written; the rename is atomic, so a kill at any instant leaves
@@ -20,8 +30,9 @@ covers every run. Changing this layout changes every batch root.
 
 from __future__ import annotations
 
-import glob
+import hashlib
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,10 +84,27 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+_KEEP = re.compile(r"[^a-z0-9_-]")
+_MAX_STEM = 160
+
+
+def file_stem(task_id: str) -> str:
+    """The part of a task's file names that stands for its id: one-to-one, dot-free (above)."""
+    stem = _KEEP.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), task_id)
+    if len(stem) > _MAX_STEM:
+        stem = stem[: _MAX_STEM - 33] + "~" + hashlib.sha256(task_id.encode()).hexdigest()[:32]
+    return stem
+
+
+def transcript_name(task_id: str) -> str:
+    """The transcript's path relative to ``DIR`` (as the manifest gives it)."""
+    return os.path.join("runs", f"{file_stem(task_id)}.jsonl")
+
+
 def paths(out_dir: str, task_id: str) -> tuple[str, str, str]:
-    """The transcript, its anchor, and the in-progress file of a task."""
-    base = os.path.join(out_dir, "runs", task_id)
-    return f"{base}.jsonl", anchor_path_for(f"{base}.jsonl"), f"{base}.jsonl.partial"
+    """The transcript, its anchor, and the in-progress file of a task (``.<pid>`` is added)."""
+    base = os.path.join(out_dir, transcript_name(task_id))
+    return base, anchor_path_for(base), f"{base}.partial"
 
 
 def check_run(out_dir: str, task_id: str, digest: str) -> dict[str, Any] | None:
@@ -128,11 +156,13 @@ def check_run(out_dir: str, task_id: str, digest: str) -> dict[str, Any] | None:
         "root": anchor["root"],
         "last_hash": report.last_hash,
         "attempt": int(info.get("attempt", 1)),
+        "retried": bool(info.get("retried", int(info.get("attempt", 1)) > 1)),
+        "refused": any(b'"kind":"ledger_refusal"' in line for line in lines[-3:]),
     }
 
 
-def partials_by_task(out_dir: str) -> dict[str, list[str]]:
-    """The ``.partial.<pid>`` files in ``runs/``, by task id: one listing for the whole batch."""
+def partials_by_stem(out_dir: str) -> dict[str, list[str]]:
+    """The ``.partial.<pid>`` files in ``runs/``, by file stem: one listing for the whole batch."""
     runs = os.path.join(out_dir, "runs")
     found: dict[str, list[str]] = {}
     try:
@@ -140,9 +170,9 @@ def partials_by_task(out_dir: str) -> dict[str, list[str]]:
     except OSError:
         return found
     for name in names:
-        head, sep, _ = name.rpartition(".jsonl.partial.")
-        if sep:
-            found.setdefault(head, []).append(os.path.join(runs, name))
+        stem, _, rest = name.partition(".")
+        if rest.startswith("jsonl.partial.") and rest[14:].isdigit():
+            found.setdefault(stem, []).append(os.path.join(runs, name))
     return found
 
 
@@ -172,8 +202,8 @@ def partial_spend(paths: list[str]) -> tuple[int, int]:
 
 
 def remove_partials(out_dir: str, task_id: str) -> None:
-    _, _, ppath = paths(out_dir, task_id)
-    for path in glob.glob(glob.escape(ppath) + ".*"):
+    """Remove this task's ``.partial.<pid>`` files, and no other task's."""
+    for path in partials_by_stem(out_dir).get(file_stem(task_id), []):
         try:
             os.remove(path)
         except OSError:

@@ -34,13 +34,39 @@ from typing import Any
 import orjson
 
 from . import _files
-from .ledger import FleetLedger
+from .ledger import FleetLedger, read_journal
 from .tasks import Task
 from .worker import Abandoned, execute_task, finish_files
 
-__all__ = ["BatchReport", "run_batch", "sign_batch_anchor", "verify_batch"]
+__all__ = ["STATUSES", "BatchReport", "run_batch", "sign_batch_anchor", "status_of", "verify_batch"]
 
 Event = Callable[[str, dict[str, Any]], None]
+
+
+STATUSES = ("completed", "refused", "failed", "overrun", "stopped", "crashed", "pending")
+"""What became of a task (the manifest's ``status``):
+
+- ``completed``: the model finished (no more tool calls, or the sentinel);
+- ``refused``: the fleet ledger refused a reservation (the cap was reached): a rerun runs it again;
+- ``failed``: the provider failed, or the task could not start;
+- ``overrun``: the provider billed past a reservation, so the run stopped;
+- ``stopped``: the task's own limits ended it (steps, its own budget, a loop);
+- ``crashed``: its worker died on every attempt;
+- ``pending``: never run to a stop (an interrupted batch).
+"""
+
+
+def status_of(stop_reason: str | None, refused: bool) -> str:
+    """A run's status from its stop reason and whether the fleet ledger refused it."""
+    if stop_reason in ("no_tool_calls", "sentinel"):
+        return "completed"
+    if stop_reason == "budget_overrun":
+        return "overrun"
+    if refused:
+        return "refused"
+    if stop_reason is None or stop_reason == "model_error":
+        return "failed"
+    return "stopped"
 
 
 @dataclass
@@ -59,7 +85,11 @@ class BatchReport:
 
     @property
     def ok(self) -> bool:
-        return not self.interrupted and all(e["status"] == "ok" for e in self.entries)
+        """Every task completed."""
+        return not self.interrupted and all(e["status"] == "completed" for e in self.entries)
+
+    def counts(self) -> dict[str, int]:
+        return {s: self.count(s) for s in STATUSES}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,13 +99,29 @@ class BatchReport:
             "workers": self.workers,
             "elapsed_s": round(self.elapsed, 3),
             "tasks": len(self.entries),
-            "counts": {s: self.count(s) for s in ("ok", "failed", "crashed", "pending")},
+            "counts": self.counts(),
             "resumed": sum(1 for e in self.entries if e.get("resumed")),
             "retried": sum(1 for e in self.entries if e.get("retried")),
             "ledger": self.ledger,
             "batch_anchor": self.anchor,
             "entries": self.entries,
         }
+
+
+def _entry(task_id: str, status: str, attempts: int, retried: bool, facts: dict[str, Any] | None = None,
+           *, resumed: bool = False) -> dict[str, Any]:
+    """A manifest entry: its fields in one order, whatever the outcome."""
+    facts = facts or {}
+    entry = {
+        "id": task_id, "status": status, "stop_reason": facts.get("stop_reason"),
+        "spent_micros": facts.get("spent_micros", 0), "tokens": facts.get("tokens", 0), "steps": facts.get("steps", 0),
+        "records": facts.get("records", 0), "merkle_root": facts.get("root"), "last_hash": facts.get("last_hash"),
+        "transcript": _files.transcript_name(task_id) if facts.get("root") else None,
+        "attempts": attempts, "retried": retried, "resumed": resumed,
+    }
+    if facts.get("error"):
+        entry["error"] = facts["error"]
+    return entry
 
 
 @dataclass
@@ -87,12 +133,18 @@ class _State:
     ledger: FleetLedger
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
+    """The last attempt of each task: from the journal (earlier runs), then this run's."""
     pending: collections.deque[Task] = field(default_factory=collections.deque)
     manifest: Any = None
     running: set[str] = field(default_factory=set)
-    ok: int = 0
+    tally: collections.Counter[str] = field(default_factory=collections.Counter)
+    lost: set[str] = field(default_factory=set)
+    """Tasks that lost an attempt to a dead worker, driver or ledger (this run or an earlier one)."""
     died: set[str] = field(default_factory=set)
     """Tasks that lost a worker in this invocation."""
+    tries: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Attempts made in this invocation, by task (``max_attempts`` bounds them)."""
+    journal: str = ""
     trace: dict[str, str] | None = None
     """The batch span's W3C trace context (``traceparent``): each task's run nests under it."""
 
@@ -103,9 +155,11 @@ class _State:
     def tick(self) -> None:
         if self.on_event is None:
             return
+        done = self.tally["completed"]
         self.on_event("tick", {
-            "done": self.ok,
-            "failed": len(self.entries) - self.ok,
+            "done": done,
+            "failed": sum(self.tally.values()) - done,
+            "counts": dict(self.tally),
             "running": len(self.running),
             "total": len(self.tasks),
             "ledger": self.ledger.snapshot(),
@@ -113,39 +167,27 @@ class _State:
 
     def record(self, entry: dict[str, Any]) -> None:
         old = self.entries.get(entry["id"])
-        self.ok += (entry["status"] == "ok") - (old is not None and old["status"] == "ok")
+        if old is not None:
+            self.tally[old["status"]] -= 1
+        self.tally[entry["status"]] += 1
         self.entries[entry["id"]] = entry
         self.manifest.write(orjson.dumps(entry) + b"\n")
         self.manifest.flush()
 
-    def next_attempt(self, task: Task) -> int:
+    def next_attempt(self, task: Task) -> tuple[int, bool]:
+        """The next attempt's number, and whether the task lost an earlier one (it is then a retry)."""
         n = self.attempts.get(task.id, 0) + 1
         self.attempts[task.id] = n
-        return n
+        self.tries[task.id] += 1
+        return n, task.id in self.lost
 
     def finished(self, task: Task, out: dict[str, Any]) -> None:
         self.running.discard(task.id)
         if task.id in self.died:
             _files.remove_partials(self.out_dir, task.id)  # dead attempts' leftovers: their spend is in the ledger
         attempt = out["attempt"]
-        tpath = os.path.join("runs", f"{task.id}.jsonl")
-        entry = {
-            "id": task.id,
-            "status": out["status"],
-            "stop_reason": out.get("stop_reason"),
-            "spent_micros": out.get("spent_micros", 0),
-            "tokens": out.get("tokens", 0),
-            "steps": out.get("steps", 0),
-            "records": out.get("records", 0),
-            "merkle_root": out.get("root"),
-            "last_hash": out.get("last_hash"),
-            "transcript": tpath if out.get("root") else None,
-            "attempts": attempt,
-            "retried": attempt > 1,
-            "resumed": False,
-        }
-        if out.get("error"):
-            entry["error"] = out["error"]
+        status = out["status"] if out["status"] == "failed" else status_of(out.get("stop_reason"), bool(out.get("refusals")))
+        entry = _entry(task.id, status, attempt, task.id in self.lost, out)
         self.record(entry)
         self.emit("done", id=task.id, entry=entry)
 
@@ -153,55 +195,55 @@ class _State:
         """The attempt's worker died: forfeit its reservation and retry, or give up."""
         self.running.discard(task.id)
         self.died.add(task.id)
-        lost = self.ledger.forfeit(f"{task.id}#{attempt}")
+        self.lost.add(task.id)
+        lost = self.ledger.end(f"{task.id}#{attempt}")
         self.emit("crash", id=task.id, attempt=attempt, why=why, forfeited_micros=lost)
-        if attempt < self.max_attempts:
+        if self.tries[task.id] < self.max_attempts:
             self.pending.appendleft(task)
             return
-        self.record({
-            "id": task.id, "status": "crashed", "stop_reason": None, "spent_micros": 0, "tokens": 0, "steps": 0,
-            "records": 0, "merkle_root": None, "last_hash": None, "transcript": None, "attempts": attempt,
-            "retried": attempt > 1, "resumed": False, "error": f"the worker died {attempt} times ({why})",
-        })
+        self.record(_entry(task.id, "crashed", attempt, True, {"error": f"the worker died {self.tries[task.id]} times ({why})"}))
 
 
 def _prepare(tasks: Sequence[Task], out_dir: str, max_usd_micros: int | None, max_tokens: int | None,
              check: bool, on_event: Event | None, max_attempts: int) -> _State:
+    """What is finished (kept), what is to run, and the ledger's figures so far.
+
+    The journal, when there is one, holds every call ever reserved in ``out_dir``
+    (finished, refused, cut short): the figures come from it alone. A directory
+    without one (written before the journal existed) is counted from its
+    finished transcripts and the ``budget`` records of its partial files.
+    """
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
+    jpath = os.path.join(out_dir, "ledger.jsonl")
+    journal = read_journal(jpath)
     resumed: list[dict[str, Any]] = []
     pending: collections.deque[Task] = collections.deque()
     spent = tokens = 0
-    partials = _files.partials_by_task(out_dir)
+    partials = _files.partials_by_stem(out_dir)
     for t in tasks:
         info = _files.check_run(out_dir, t.id, t.digest)
-        if info is None:
-            lost, lost_tokens = _files.partial_spend(partials.get(t.id, []))
-            spent += lost
-            tokens += lost_tokens
+        if info is None or info["refused"]:
+            cut = partials.get(_files.file_stem(t.id), [])
+            lost, lost_tokens = _files.partial_spend(cut)  # the files are removed: the task is redone
+            if journal is None:
+                spent += lost
+                tokens += lost_tokens
             pending.append(t)
             continue
-        spent += info["spent_micros"]
-        tokens += info["tokens"]
-        entry = {
-            "id": t.id,
-            "status": "failed" if info["stop_reason"] == "model_error" else "ok",
-            "stop_reason": info["stop_reason"],
-            "spent_micros": info["spent_micros"],
-            "tokens": info["tokens"],
-            "steps": info["steps"],
-            "records": info["records"],
-            "merkle_root": info["root"],
-            "last_hash": info["last_hash"],
-            "transcript": os.path.join("runs", f"{t.id}.jsonl"),
-            "attempts": info["attempt"],
-            "retried": info["attempt"] > 1,
-            "resumed": True,
-        }
-        if info.get("error"):
-            entry["error"] = info["error"]
-        resumed.append(entry)
+        if journal is None:
+            spent += info["spent_micros"]
+            tokens += info["tokens"]
+        resumed.append(_entry(t.id, status_of(info["stop_reason"], info["refused"]), info["attempt"],
+                              info["retried"], info, resumed=True))
+    if journal is not None:
+        spent, tokens = journal.spent, journal.used_tokens
     ledger = FleetLedger(max_usd_micros, max_tokens, spent_micros=spent, used_tokens=tokens, check=check)
-    st = _State(tasks, out_dir, on_event, max_attempts, ledger, pending=pending)
+    if journal is not None:
+        ledger.forfeited_micros, ledger.overrun_micros = journal.forfeited, journal.overrun
+    st = _State(tasks, out_dir, on_event, max_attempts, ledger, pending=pending, journal=jpath)
+    if journal is not None:
+        st.attempts = dict(journal.attempts)
+        st.lost = set(journal.lost)
     st.manifest = open(os.path.join(out_dir, "manifest.jsonl"), "wb")  # noqa: SIM115 - closed in _conclude
     for e in resumed:
         st.record(e)
@@ -214,9 +256,7 @@ def _conclude(st: _State, started: float, interrupted: bool, backend: str, worke
     for t in st.tasks:
         e = st.entries.get(t.id)
         if e is None:
-            e = {"id": t.id, "status": "pending", "stop_reason": None, "spent_micros": 0, "tokens": 0, "steps": 0,
-                 "records": 0, "merkle_root": None, "last_hash": None, "transcript": None,
-                 "attempts": st.attempts.get(t.id, 0), "retried": st.attempts.get(t.id, 0) > 1, "resumed": False}
+            e = _entry(t.id, "pending", st.attempts.get(t.id, 0), t.id in st.lost)
         entries.append(e)
     path = os.path.join(st.out_dir, "manifest.jsonl")
     _files.write_bytes_atomic(path, b"".join(orjson.dumps(e) + b"\n" for e in entries))
@@ -283,10 +323,10 @@ def _local_worker(conn: Any, out_dir: str, trace: dict[str, str] | None = None) 
             return
         if msg is None:
             return
-        task, attempt = msg
+        task, attempt, retried = msg
         try:
             conn.send(("begin", task.id, attempt, os.getpid()))
-            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive, trace=trace)
+            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive, trace=trace, retried=retried)
         except (_DriverGone, Abandoned, OSError):
             return
         except Exception as exc:  # a fault of ours or of a tool set: the task fails, the worker lives
@@ -316,43 +356,17 @@ def _spawn(ctx: Any, out_dir: str, trace: dict[str, str] | None = None) -> _Slot
 def _run_local(st: _State, workers: int) -> bool:
     """Run the pending tasks on ``workers`` processes. Returns True if interrupted."""
     ctx = mp.get_context("spawn")
+    st.ledger.attach_journal(st.journal)
     slots = [_spawn(ctx, st.out_dir, st.trace) for _ in range(min(workers, max(1, len(st.pending))))]
-    ledger = st.ledger
     last_tick = 0.0
     try:
         while st.pending or any(s.task is not None for s in slots):
             for s in slots:
                 if s.task is None and st.pending:
-                    task = st.pending.popleft()
-                    s.task, s.attempt = task, st.next_attempt(task)
-                    st.running.add(task.id)
-                    try:
-                        s.conn.send((task, s.attempt))
-                    except OSError:
-                        pass  # its death is seen below
+                    _dispatch(st, s)
             ready = mpc.wait([s.conn for s in slots] + [s.proc.sentinel for s in slots], timeout=0.25)
             for i, s in enumerate(slots):
-                dead = False
-                if s.conn in ready:
-                    try:
-                        while s.conn.poll():
-                            msg = s.conn.recv()
-                            kind = msg[0]
-                            if kind == "reserve":
-                                s.conn.send(ledger.reserve(msg[1], msg[2], msg[3]))
-                            elif kind == "settle":
-                                ledger.settle(*msg[1:])
-                            elif kind == "begin":
-                                ledger.begin(f"{msg[1]}#{msg[2]}", msg[3])
-                                st.emit("begin", id=msg[1], attempt=msg[2], pid=msg[3])
-                            elif kind == "done" and s.task is not None:
-                                key = f"{s.task.id}#{s.attempt}"
-                                ledger.forfeit(key)  # nothing is left open by a run that stopped; this makes sure
-                                ledger.end(key)
-                                task, s.task = s.task, None
-                                st.finished(task, msg[1])
-                    except (EOFError, OSError):
-                        dead = True
+                dead = s.conn in ready and not _serve(st, s)
                 if dead or s.proc.sentinel in ready or not s.proc.is_alive():
                     s.proc.join(timeout=5)
                     if s.proc.is_alive():
@@ -373,8 +387,51 @@ def _run_local(st: _State, workers: int) -> bool:
             s.proc.join(timeout=5)
             if s.task is not None:
                 st.running.discard(s.task.id)
-                ledger.forfeit(f"{s.task.id}#{s.attempt}")
+                st.ledger.forfeit(f"{s.task.id}#{s.attempt}")  # not ended: the next run marks it retried
+        st.ledger.close()
         return True
+    _stop_workers(slots)
+    st.ledger.close()
+    return False
+
+
+def _dispatch(st: _State, s: _Slot) -> None:
+    """Hand the next pending task to an idle worker; its attempt is journaled before the worker hears of it."""
+    task = st.pending.popleft()
+    s.attempt, retried = st.next_attempt(task)
+    s.task = task
+    st.running.add(task.id)
+    st.ledger.begin(f"{task.id}#{s.attempt}", None)
+    try:
+        s.conn.send((task, s.attempt, retried))
+    except OSError:
+        pass  # its death is seen by the caller
+
+
+def _serve(st: _State, s: _Slot) -> bool:
+    """Answer what a worker sent (reservations, settles, its start and its outcome). False: its pipe broke."""
+    ledger = st.ledger
+    try:
+        while s.conn.poll():
+            msg = s.conn.recv()
+            kind = msg[0]
+            if kind == "reserve":
+                s.conn.send(ledger.reserve(msg[1], msg[2], msg[3]))
+            elif kind == "settle":
+                ledger.settle(*msg[1:])
+            elif kind == "begin":
+                ledger.begin(f"{msg[1]}#{msg[2]}", msg[3])
+                st.emit("begin", id=msg[1], attempt=msg[2], pid=msg[3])
+            elif kind == "done" and s.task is not None:
+                ledger.end(f"{s.task.id}#{s.attempt}")  # nothing is left open by a run that stopped; this makes sure
+                task, s.task = s.task, None
+                st.finished(task, msg[1])
+    except (EOFError, OSError):
+        return False
+    return True
+
+
+def _stop_workers(slots: list[_Slot]) -> None:
     for s in slots:
         try:
             s.conn.send(None)
@@ -385,7 +442,6 @@ def _run_local(st: _State, workers: int) -> bool:
         if s.proc.is_alive():
             s.proc.terminate()
             s.proc.join(timeout=5)
-    return False
 
 
 # --- Ray ---------------------------------------------------------------------
@@ -409,21 +465,81 @@ class _RayBackend:
         self.actor.settle.remote(key, reserved_micros, actual_micros, reserved_tokens, actual_tokens)
 
 
-def _ray_task(task: Task, attempt: int, actor: Any, trace: dict[str, str] | None = None) -> dict[str, Any]:
+def _ray_task(task: Task, attempt: int, actor: Any, trace: dict[str, str] | None = None, retried: bool = False) -> dict[str, Any]:
     import ray
 
     where = {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
-    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None, trace=trace)
+    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None, trace=trace, retried=retried)
 
 
 def _settled_snapshot(ray: Any, actor: Any, timeout: float = 10.0) -> dict[str, Any]:
     """The actor's figures once the settles that finished tasks sent have landed."""
     end = time.monotonic() + timeout
     while True:
-        snap: dict[str, Any] = ray.get(actor.snapshot.remote())
+        snap: dict[str, Any] = _ask(ray, actor.snapshot)
         if (snap["reserved_micros"] == 0 and snap["reserved_tokens"] == 0) or time.monotonic() > end:
             return snap
         time.sleep(0.02)
+
+
+def _ask(ray: Any, method: Any, *args: Any, tries: int = 50) -> Any:
+    """A call to the ledger actor, waited for; asked again while the actor is being restarted."""
+    from ray.exceptions import RayActorError
+
+    for n in range(tries):
+        try:
+            return ray.get(method.remote(*args))
+        except RayActorError:
+            if n == tries - 1:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
+
+
+def _ledger_actor(ray: Any, st: _State) -> Any:
+    """The fleet ledger as a Ray actor: restarted by Ray whenever it dies, each time rebuilt from the
+    journal (open reservations forfeited), on the driver's node so that the journal is beside the runs.
+    Calls in flight when it died are sent again to the new one (``max_task_retries``)."""
+    led = st.ledger
+    options: dict[str, Any] = {"num_cpus": 0, "max_restarts": -1, "max_task_retries": -1}
+    try:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    except Exception:  # noqa: BLE001 - a driver outside the cluster (Ray Client): the actor goes where Ray puts it
+        pass
+    options["name"] = ledger_actor_name(st.out_dir)
+    options["namespace"] = LEDGER_NAMESPACE
+    _retire(ray, options["name"])
+    cls = ray.remote(**options)(FleetLedger)
+    return cls.remote(led.max_usd_micros, led.max_tokens, spent_micros=led.spent, used_tokens=led.used_tokens,
+                      check=led.check, journal=st.journal)
+
+
+LEDGER_NAMESPACE = "agentloop-batch"
+
+
+def ledger_actor_name(out_dir: str) -> str:
+    """The ledger actor's name (in ``LEDGER_NAMESPACE``): one per batch directory."""
+    return "agentloop-ledger-" + hashlib.sha256(os.path.abspath(out_dir).encode()).hexdigest()[:16]
+
+
+def _retire(ray: Any, name: str, timeout: float = 30.0) -> None:
+    """The ledger actor of an earlier driver of this directory, if Ray has not yet ended it (the driver
+    was killed moments ago), is ended before its successor opens the journal: a grant it made after
+    that would be written to a journal nobody reads again."""
+    try:
+        old = ray.get_actor(name, namespace=LEDGER_NAMESPACE)
+    except ValueError:
+        return
+    ray.kill(old, no_restart=True)
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            ray.get_actor(name, namespace=LEDGER_NAMESPACE)
+        except ValueError:
+            return
+        time.sleep(0.1)
 
 
 def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tuple[bool, int]:
@@ -437,10 +553,7 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
     interrupted = False
     cpus = int(ray.cluster_resources().get("CPU", 1))
     try:
-        snap = st.ledger
-        actor: Any = ray.remote(num_cpus=0)(FleetLedger).remote(
-            snap.max_usd_micros, snap.max_tokens, spent_micros=snap.spent, used_tokens=snap.used_tokens, check=snap.check,
-        )
+        actor = _ledger_actor(ray, st)
         remote = ray.remote(max_retries=0)(_ray_task)
         window = max_in_flight or max(2, cpus * 2)
         in_flight: dict[Any, tuple[Task, int]] = {}
@@ -449,8 +562,9 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
             while st.pending or in_flight:
                 while st.pending and len(in_flight) < window:
                     task = st.pending.popleft()
-                    attempt = st.next_attempt(task)
-                    in_flight[remote.remote(task, attempt, actor, st.trace)] = (task, attempt)
+                    attempt, retried = st.next_attempt(task)
+                    actor.begin.remote(f"{task.id}#{attempt}", None)  # journaled before the task can reserve
+                    in_flight[remote.remote(task, attempt, actor, st.trace, retried)] = (task, attempt)
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.2)
                 if ready:
                     rest = [r for r in in_flight if r not in ready]
@@ -467,6 +581,7 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
                 st.running.discard(task.id)
                 actor.forfeit.remote(f"{task.id}#{attempt}")
         st.ledger = _LedgerView(_settled_snapshot(ray, actor), st.ledger)
+        _ask(ray, actor.close)
         ray.kill(actor)
     finally:
         if started_here:
@@ -479,18 +594,19 @@ def _collect(st: _State, ray: Any, actor: Any, ref: Any, task: Task, attempt: in
     open reservation forfeited (it counts as spent)."""
     from ray.exceptions import RayError, RayTaskError
 
-    actor.end.remote(f"{task.id}#{attempt}")
+    key = f"{task.id}#{attempt}"
     try:
         out = ray.get(ref)
     except RayTaskError as exc:
         st.running.discard(task.id)
-        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
+        _ask(ray, actor.end, key)
         st.finished(task, {"id": task.id, "attempt": attempt, "status": "failed", "error": str(exc).strip().splitlines()[-1][:500]})
         return
     except RayError as exc:
+        _ask(ray, actor.end, key)
         st.crashed(task, attempt, type(exc).__name__)
-        ray.get(actor.forfeit.remote(f"{task.id}#{attempt}"))
         return
+    actor.end.remote(key, False)  # its last settle, sent from the worker, may land after this
     lines = out.pop("lines", None)
     if lines is not None and out.get("anchor"):
         finish_files(st.out_dir, task.id, out["anchor"], lines)
@@ -507,21 +623,32 @@ class _RayPoll:
         self.snapshot_ref: Any = None
         self.last_tick = 0.0
 
+    def _get(self, ray: Any, name: str) -> Any:
+        """The answer, or None when the actor died before giving it (it is asked again next time)."""
+        from ray.exceptions import RayActorError
+
+        ref = getattr(self, name)
+        setattr(self, name, None)
+        try:
+            return ray.get(ref)
+        except RayActorError:
+            return None
+
     def poll(self, st: _State, ray: Any, actor: Any) -> None:
         now = time.monotonic()
         if self.running_ref is not None and ray.wait([self.running_ref], timeout=0)[0]:
-            running = ray.get(self.running_ref)
-            self.running_ref = None
+            running = self._get(ray, "running_ref") or {}
             st.running = {k.rsplit("#", 1)[0] for k in running}
             for k, where in running.items():
-                if k not in self.seen_running:
+                if where is not None and k not in self.seen_running:
                     self.seen_running.add(k)
                     tid, _, att = k.rpartition("#")
                     st.emit("begin", id=tid, attempt=int(att), pid=where.get("pid"), node=where.get("node"))
         if self.snapshot_ref is not None and ray.wait([self.snapshot_ref], timeout=0)[0]:
-            st.ledger = _LedgerView(ray.get(self.snapshot_ref), st.ledger)
-            self.snapshot_ref = None
-            st.tick()
+            snap = self._get(ray, "snapshot_ref")
+            if snap is not None:
+                st.ledger = _LedgerView(snap, st.ledger)
+                st.tick()
         if now - self.last_tick > 0.1:
             self.last_tick = now
             if self.running_ref is None:

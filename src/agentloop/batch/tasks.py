@@ -53,7 +53,7 @@ import orjson
 from ..budget import Budget, Price, usd
 from ..tools import Registry
 
-__all__ = ["DEFAULT_TOOLSETS", "Task", "TaskFileError", "load_tasks", "parse_tasks"]
+__all__ = ["DEFAULT_TOOLSETS", "Task", "TaskFileError", "check_startable", "load_tasks", "parse_tasks"]
 
 DEFAULT_TOOLSETS: dict[str, str] = {"demo": "agentloop.demo:demo_tools", "none": ""}
 """Tool-set name -> ``module:function`` returning a ``Registry`` ("" = no tools)."""
@@ -350,3 +350,39 @@ def load_tasks(path: str | os.PathLike[str], toolsets: Mapping[str, str] | None 
     except OSError as exc:
         raise TaskFileError(p, 0, None, f"cannot read: {exc.strerror or exc}") from None
     return parse_tasks(data, p, toolsets)
+
+
+def check_startable(tasks: list[Task], path: str, env: Mapping[str, str]) -> None:
+    """Every provider task can start here: its provider has a key (in ``env``) or the task a base URL.
+
+    Checked for the whole file before anything runs, once per distinct
+    (model, base URL); no request is made.
+
+    Raises:
+        TaskFileError: the first task that cannot start, with how many more cannot.
+    """
+    from ..providers import open_model
+    from ..providers.errors import ProviderConfigError
+
+    seen: dict[tuple[str, str | None], str | None] = {}
+    bad: list[tuple[Task, str]] = []
+    for t in tasks:
+        if t.script is not None:
+            continue
+        spec = (t.model, t.base_url)
+        if spec not in seen:
+            try:
+                model = open_model(t.model, base_url=t.base_url, env=env)
+                close = getattr(model, "close", None)
+                if callable(close):
+                    close()
+                seen[spec] = None
+            except ProviderConfigError as exc:
+                seen[spec] = str(exc)
+        why = seen[spec]
+        if why is not None:
+            bad.append((t, why))
+    if bad:
+        first, why = bad[0]
+        more = f" (and {len(bad) - 1} more tasks cannot start)" if len(bad) > 1 else ""
+        raise TaskFileError(path, first.line, "model", f"cannot start: {why}{more}")

@@ -7,8 +7,9 @@ Rules:
 2. The transcript grows in ``runs/<id>.jsonl.partial.<pid>`` (or in memory on Ray,
    returned to the driver) with a Merkle tree hung on the writer; it becomes
    ``runs/<id>.jsonl`` with its anchor only when the run has stopped.
-3. ``meta.batch`` in ``run_start`` records the task id, the task's digest and
-   the attempt, so a transcript says which task it ran and whether it was a retry.
+3. ``meta.batch`` in ``run_start`` records the task id, the task's digest,
+   the attempt and ``retried`` (an earlier attempt was cut short by a kill), so a
+   transcript says which task it ran and whether it was a retry.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def execute_task(
     out_dir: str | None = None,
     still_wanted: Callable[[], bool] | None = None,
     trace: dict[str, str] | None = None,
+    retried: bool = False,
 ) -> dict[str, Any]:
     """Run ``task`` and return its outcome (plain JSON-able data).
 
@@ -108,7 +110,7 @@ def execute_task(
                        spent_micros=0, tokens=0, steps=0)
             return out
         ledger = TaskLedger(backend, key, sink)
-        result = _run_task(task, attempt, model, registry, sink, ledger, trace)
+        result = _run_task(task, (attempt, retried), model, registry, sink, ledger, trace)
     finally:
         if writer is not None:
             writer.close()
@@ -125,7 +127,7 @@ def execute_task(
     return out
 
 
-def _run_task(task: Task, attempt: int, model: Any, registry: Registry, sink: Any, ledger: TaskLedger,
+def _run_task(task: Task, attempt: tuple[int, bool], model: Any, registry: Registry, sink: Any, ledger: TaskLedger,
               trace: dict[str, str] | None) -> Any:
     """The task's run, traced under the batch's span when there is one."""
     name = task.model if task.script is None else "scripted"
@@ -137,7 +139,7 @@ def _run_task(task: Task, attempt: int, model: Any, registry: Registry, sink: An
         return run(
             model, registry, list(task.messages), task.budget, transcript=sink, prices=prices,
             max_output_tokens=task.max_output_tokens, sentinel=task.sentinel, loop_threshold=task.loop_threshold,
-            run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt}},
+            run_id=task.id, meta={"batch": {"task": task.id, "task_sha256": task.digest, "attempt": attempt[0], "retried": attempt[1]}},
             ledger=ledger,
         )
     finally:

@@ -13,12 +13,29 @@ from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UserError
 HELP = "run a JSON Lines file of tasks on local worker processes or a Ray cluster, under one budget"
 DESCRIPTION = (
     "Run every task of TASKS.jsonl into DIR (a transcript and an anchor per run, manifest.jsonl, "
-    "batch.anchor.json). Rerunning the same command skips the runs that finished and verify. "
-    "--max-usd/--max-tokens cap the whole batch: every model call reserves against one ledger first."
+    "ledger.jsonl, batch.anchor.json). Rerunning the same command skips the runs that finished and "
+    "verify, and runs again the tasks the cap refused. --max-usd/--max-tokens cap the whole batch, "
+    "across reruns: every model call reserves against one ledger, written to DIR before the call."
 )
+EPILOG = """\
+exit status:
+  0    every task completed
+  1    some task failed, crashed, overran its reservation, or stopped on its
+       own limits (steps, its own budget, a loop)
+  2    nothing ran: a bad option or task file, or a task that cannot start
+  3    every task that did not complete was refused by the fleet cap:
+       rerun the same command with a higher --max-usd/--max-tokens to run them
+  130  interrupted (Ctrl+C): rerun the same command to finish
+"""
+EXIT_REFUSED = 3
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    import textwrap
+
+    p.description = textwrap.fill(DESCRIPTION, 78)  # kept as written below: the exit codes are a table
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("tasks", metavar="TASKS.jsonl", help="one task per line (see agentloop.batch.tasks)")
     p.add_argument("--out", required=True, metavar="DIR", help="where transcripts, the manifest and anchors go")
     p.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: the CPU count)")
@@ -52,7 +69,8 @@ def _money(micros: int | None) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.batch import TaskFileError, load_tasks, run_batch
+    from agentloop.batch import TaskFileError, load_tasks
+    from agentloop.batch.tasks import check_startable
     from agentloop.budget import usd
 
     if args.workers is not None and args.workers < 1:
@@ -93,36 +111,126 @@ def main(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create: {exc.strerror or exc}") from None
 
-    show = not args.json and sys.stderr.isatty()
-    progress = _Progress(len(tasks), cap, args.max_tokens) if show else None
     try:
-        if progress is not None:
-            progress.start()
+        check_startable(tasks, args.tasks, os.environ)
+    except TaskFileError as exc:
+        raise UserError(str(exc)) from None
+    out_fd = _stdout_for_json() if args.json else None
+    report = _run(args, tasks, cap)
+    if key is not None:
+        from agentloop.batch import sign_batch_anchor
+
+        report.anchor = sign_batch_anchor(args.out, key)
+    if out_fd is not None:
+        _write_all(out_fd, json.dumps(report.to_json()).encode() + b"\n")
+    else:
+        _summary(report, args.out, cap, args.max_tokens)
+    return exit_code(report)
+
+
+def exit_code(report: Any) -> int:
+    """The exit status (``EPILOG``): whether every task completed, and if not, whether only the cap stood in the way."""
+    if report.interrupted:
+        return EXIT_INTERRUPTED
+    if report.ok:
+        return EXIT_OK
+    short = {e["status"] for e in report.entries} - {"completed"}
+    return EXIT_REFUSED if short == {"refused"} else EXIT_PROBLEMS
+
+
+def _stdout_for_json() -> int:
+    """With --json, stdout carries one JSON document and nothing else: whatever Ray or a library
+    prints to file descriptor 1 from here on (a dead worker's notice, a warning) goes to stderr.
+    Returns the descriptor the document is written to."""
+    sys.stdout.flush()
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    return out_fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _run(args: argparse.Namespace, tasks: list[Any], cap: int | None) -> Any:
+    from agentloop.batch import run_batch
+    from agentloop.batch.ledger import JournalError
+
+    show = not args.json and sys.stderr.isatty()
+    progress: Any = _Progress(len(tasks), cap, args.max_tokens) if show else _Lines(len(tasks), cap)
+    try:
+        progress.start()
         span, trace, tracing = _batch_span(len(tasks), args.workers)
         try:
-            report = run_batch(
+            return run_batch(
                 tasks, args.out, workers=args.workers, ray=args.ray is not None, ray_address=args.ray or None,
                 max_usd_micros=cap, max_tokens=args.max_tokens, max_attempts=args.max_attempts,
-                on_event=progress.event if progress is not None else None, trace=trace,
+                on_event=progress.event, trace=trace,
             )
+        except JournalError as exc:
+            raise UserError(f"{exc} (move it away to start the batch's accounting afresh)") from None
         finally:
             if span is not None:
                 span.end()
                 tracing.provider.shutdown()
     finally:
-        if progress is not None:
-            progress.stop()
-    if key is not None:
-        from agentloop.batch import sign_batch_anchor
+        progress.stop()
 
-        report.anchor = sign_batch_anchor(args.out, key)
-    if args.json:
-        print(json.dumps(report.to_json()))
-    else:
-        _summary(report, args.out, cap, args.max_tokens)
-    if report.interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+class _Lines:
+    """Progress without a terminal: a line on stderr when the counts changed, at most one every
+    ``every`` seconds, and one at the end."""
+
+    def __init__(self, total: int, cap: int | None, every: float = 2.0):
+        self.total = total
+        self.cap = cap
+        self.every = every
+        self.last = -1e9
+        self.said = ""
+        self.data: dict[str, Any] | None = None
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        if self.data is not None:
+            self._say(self.data)
+
+    def event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind != "tick":
+            return
+        import time
+
+        self.data = data
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            self._say(data)
+
+    def _say(self, data: dict[str, Any]) -> None:
+        c = data.get("counts", {})
+        spend = _short_usd(data["ledger"]["spent_micros"]) + (f"/{_short_usd(self.cap)}" if self.cap is not None else "")
+        line = (f"batch {data['done'] + data['failed']}/{self.total}: {c.get('completed', 0)} completed, "
+                f"{c.get('refused', 0)} refused, {_failed(c)} failed, {c.get('overrun', 0)} overrun, {spend}")
+        if line != self.said:
+            self.said = line
+            print(line, file=sys.stderr, flush=True)
+
+
+def _failed(counts: dict[str, int]) -> int:
+    """Failed, crashed and stopped on their own limits: neither completed, refused nor overrun."""
+    return sum(counts.get(k, 0) for k in ("failed", "crashed", "stopped"))
+
+
+def headline(counts: dict[str, int], total: int) -> str:
+    """The summary's first line: what happened to the tasks, each outcome counted apart."""
+    line = (f"{total} tasks: {counts.get('completed', 0)} completed, {counts.get('refused', 0)} refused, "
+            f"{counts.get('failed', 0)} failed, {counts.get('overrun', 0)} overrun")
+    for k in ("stopped", "crashed", "pending"):
+        if counts.get(k):
+            line += f", {counts[k]} {k}"
+    return line
 
 
 def _batch_span(n_tasks: int, workers: int | None) -> tuple[Any, dict[str, str] | None, Any]:
@@ -191,7 +299,9 @@ def progress_status(data: dict[str, Any], cap: int | None, max_tokens: int | Non
     a fleet token cap, when there is one, only where there is room: the report has them)."""
     led = data["ledger"]
     spend = _short_usd(led["spent_micros"]) + (f"/{_short_usd(cap)}" if cap is not None else "")
-    status = f"ok {data['done']} failed {data['failed']} run {data['running']} {spend}"
+    refused = data.get("counts", {}).get("refused", 0)
+    status = f"done {data['done']} " + (f"refused {refused} " if refused else "")
+    status += f"failed {data['failed'] - refused} run {data['running']} {spend}"
     if max_tokens is not None and len(status) < 30:
         status += f" tok {_count(led['used_tokens'])}/{_count(max_tokens)}"
     return status
@@ -215,15 +325,18 @@ def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> 
 
     led = report.ledger
     reasons = Counter(e["stop_reason"] or e["status"] for e in report.entries)
-    t = Table(title=f"batch: {len(report.entries)} tasks on {report.backend} ({report.workers} workers)", show_header=False)
+    from agentloop.batch.runner import STATUSES
+
+    counts = {s: report.count(s) for s in STATUSES}
+    print(headline(counts, len(report.entries)))
+    t = Table(title=f"batch on {report.backend} ({report.workers} workers)", show_header=False)
     t.add_column("what")
     t.add_column("value", justify="right")
-    for status in ("ok", "failed", "crashed", "pending"):
-        n = report.count(status)
-        if n or status == "ok":
+    for status, n in counts.items():
+        if n or status in ("completed", "refused", "failed", "overrun"):
             t.add_row(status, str(n))
     t.add_row("resumed (already finished)", str(sum(1 for e in report.entries if e.get("resumed"))))
-    t.add_row("retried (a worker died)", str(sum(1 for e in report.entries if e.get("retried"))))
+    t.add_row("retried (a run was cut short)", str(sum(1 for e in report.entries if e.get("retried"))))
     for reason, n in sorted(reasons.items()):
         t.add_row(f"  stop: {reason}", str(n))
     t.add_row("fleet spend / cap", f"{_money(led['spent_micros'])} / {_money(cap)}")
@@ -242,5 +355,7 @@ def _summary(report: Any, out: str, cap: int | None, max_tokens: int | None) -> 
     t.add_row("manifest", os.path.join(out, "manifest.jsonl"))
     if report.interrupted:
         t.add_row("interrupted", "rerun the same command to finish")
+    elif counts["refused"]:
+        t.add_row("refused by the cap", "rerun with a higher cap to run them")
     console().print(t)
     return t
