@@ -48,9 +48,27 @@ __all__ = ["APPLY_PATCH_DOC", "APPLY_PATCH_SCHEMA", "apply_patch", "parse_patch"
 @dataclass
 class Hunk:
     context: str | None
-    old: list[str] = field(default_factory=list)
-    new: list[str] = field(default_factory=list)
+    lines: list[tuple[str, str]] = field(default_factory=list)
+    """(tag, text): ' ' context, '-' taken out, '+' put in."""
     at_end: bool = False
+
+    @property
+    def old(self) -> list[str]:
+        return [t for tag, t in self.lines if tag != "+"]
+
+    def new(self, found: list[str]) -> list[str]:
+        """The lines that replace ``found`` (the file's own lines where the hunk's ``old`` was seen):
+        context lines stay as the file has them (rule 2 may have matched them loosely)."""
+        out: list[str] = []
+        k = 0
+        for tag, text in self.lines:
+            if tag == "+":
+                out.append(text)
+                continue
+            if tag == " " and k < len(found):
+                out.append(found[k])
+            k += 1
+        return out
 
 
 @dataclass
@@ -125,13 +143,8 @@ def _parse_hunks(body: list[str], i: int, op: FileOp) -> int:
                 hunk = Hunk(None)
                 op.hunks.append(hunk)
             tag, rest = (line[:1], line[1:]) if line else (" ", "")
-            if tag == " ":
-                hunk.old.append(rest)
-                hunk.new.append(rest)
-            elif tag == "-":
-                hunk.old.append(rest)
-            elif tag == "+":
-                hunk.new.append(rest)
+            if tag in (" ", "-", "+"):
+                hunk.lines.append((tag, rest))
             else:
                 raise ToolError(f"in the update of {op.path}: a hunk line must start with ' ', '-' or '+', got {line[:80]!r}")
         i += 1
@@ -184,15 +197,16 @@ def _apply_hunks(text: str, op: FileOp) -> str:
             at = found + 1
         old = h.old
         pos = _seek(lines, old, at, h.at_end)
-        if pos is None and old and old[-1] == "":  # a blank context line at the hunk's end that the file lacks
-            old = old[:-1]
+        if pos is None and h.lines and h.lines[-1] == (" ", ""):  # a blank context line at the end that the file lacks
+            h.lines.pop()
+            old = h.old
             pos = _seek(lines, old, at, h.at_end)
-            h.new = h.new[:-1] if h.new and h.new[-1] == "" else h.new
         if pos is None:
             shown = "\n".join(h.old[:6])
             raise ToolError(f"{op.path}, hunk {n}: these lines were not found (after line {at}):\n{shown}\nRead the file and make the context match it.")
-        lines[pos : pos + len(old)] = h.new
-        at = pos + len(h.new)
+        new = h.new(lines[pos : pos + len(old)])
+        lines[pos : pos + len(old)] = new
+        at = pos + len(new)
     out = "\n".join(lines) + ("\n" if final_nl or not lines else "")
     return out.replace("\n", ending) if ending != "\n" else out
 
