@@ -440,3 +440,12 @@ def test_ask_user_question_puts_the_options_to_the_user(tmp_path: Path) -> None:
     out = e.ok("AskUserQuestion", questions=q)
     assert out == "The user answered:\nWhich database? -> Postgres\nWhat to keep? -> logs, metrics"
     assert seen[0]["properties"]["q0"]["enum"] == ["SQLite", "Postgres", "Other"]
+
+
+def test_a_parameter_claude_code_accepts_and_we_do_not_is_answered_with_what_to_do(env: Env) -> None:
+    """Claude Code's Bash takes run_in_background; here a command ends with its call, and the model is told
+    how to get the work done instead of a bare schema error."""
+    msg = env.err("Bash", command="sleep 100", run_in_background=True)
+    assert "$.run_in_background: not available here" in msg and "timeout" in msg
+    assert "Additional properties" not in msg
+    assert "Additional properties" in env.err("Bash", command="true", bogus=1)  # anything else: the schema's answer
