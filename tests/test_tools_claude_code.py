@@ -439,7 +439,7 @@ def test_ask_user_question_puts_the_options_to_the_user(tmp_path: Path) -> None:
          {"question": "What to keep?", "multiSelect": True, "options": [{"label": "logs"}, {"label": "metrics"}]}]
     out = e.ok("AskUserQuestion", questions=q)
     assert out == "The user answered:\nWhich database? -> Postgres\nWhat to keep? -> logs, metrics"
-    assert seen[0]["properties"]["q0"]["enum"] == ["SQLite", "Postgres", "Other"]
+    assert seen[0]["properties"]["q0"]["enum"] == ["SQLite", "Postgres"]
 
 
 def test_a_parameter_claude_code_accepts_and_we_do_not_is_answered_with_what_to_do(env: Env) -> None:

@@ -132,3 +132,15 @@ def test_the_spend_cap_holds_with_the_new_tools(proj: Path, scripted: Callable[.
     a.close("done")
     assert r.stop_reason != "no_tool_calls" and 0 < len(results(a)) < 50
     assert a.stats.spent_micros <= cap
+
+
+def test_apply_patch_is_offered_to_openai_models_and_not_to_claude(proj: Path) -> None:
+    """Codex's models are trained on apply_patch (opencode switches to it for GPT models); Claude's on Edit."""
+    keys = {**os.environ, "ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"}
+    shown = {}
+    for spec in ("anthropic:claude-sonnet-4-5", "openai:gpt-5"):
+        a = Agent(cwd=str(proj), trust=True, model=spec, env=keys)
+        shown[spec] = a.shown_tools().names()
+        a.close("done")
+    assert "apply_patch" not in shown["anthropic:claude-sonnet-4-5"] and "apply_patch" in shown["openai:gpt-5"]
+    assert all("Edit" in names for names in shown.values())

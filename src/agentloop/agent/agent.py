@@ -795,7 +795,7 @@ class Agent:
         return None
 
     def _leave_plan_mode(self) -> str:
-        """ExitPlanMode approved by the user: the mode the session had before plan mode (default)."""
+        """ExitPlanMode approved by the user: plan mode ends and the default mode (asking before changes) begins."""
         self.permission_mode = "default"
         self.policy.mode = "default"  # the tool's result, in the transcript, says the mode changed
         return "default"

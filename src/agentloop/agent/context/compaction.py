@@ -443,7 +443,7 @@ class Compactor:
         """``run(..., prepare=cm.prepare)``: mask, evict, warn and compact before each model call."""
         messages: list[Message] = state.messages
         extra = self._tools_chars(getattr(getattr(state, "config", None), "tools", ()))
-        full = self.tokens(messages, extra) >= self.mask_at * self.window
+        full = estimate_tokens(messages, extra) >= self.mask_at * self.window  # the estimate: no count call for it
         masked, evicted = self.mask(messages, old_outputs=full)
         if masked or evicted:
             state.chars -= self.last_saved  # the loop's running count (rule: prepare keeps it right)

@@ -106,7 +106,7 @@ def _ask_user_question(link: SessionLink, **kw: Any) -> str:
             props[f"q{i}"] = {"type": "string", "title": q["question"],
                               "description": f"One or more of: {desc} (separate them with commas), or your own answer"}
         else:
-            props[f"q{i}"] = {"type": "string", "title": q["question"], "description": desc, "enum": [*labels, "Other"]}
+            props[f"q{i}"] = {"type": "string", "title": q["question"], "description": desc, "enum": labels}
     answer = ask("question", "The model asks:", {"type": "object", "properties": props})
     if answer is None:
         raise ToolError("The user declined to answer. Decide yourself and say what you assumed.")
@@ -155,8 +155,8 @@ _EXIT_PLAN_SCHEMA: dict[str, Any] = {
 }
 _ASK_DOC = (
     "Ask the user one to four multiple-choice questions when a choice is theirs to make (a "
-    "preference, an ambiguous requirement). Each question has two to four options; the user may "
-    "also answer in their own words. In a non-interactive run there is no one to ask: the call "
+    "preference, an ambiguous requirement). Each question has two to four options; with "
+    "multiSelect the user may pick several. In a non-interactive run there is no one to ask: the call "
     "is refused and you decide."
 )
 _ASK_SCHEMA: dict[str, Any] = {
