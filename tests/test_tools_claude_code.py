@@ -328,6 +328,7 @@ def test_glob_includes_files_git_ignores_newest_first(tree: Env) -> None:
     assert set(out) == {f"{tree.root}/src/a.py", f"{tree.root}/src/b.py", f"{tree.root}/dist/out.py"}
     assert out[-1] == f"{tree.root}/src/b.py"  # the oldest last
     assert tree.ok("Glob", pattern="src/*.js") == f"{tree.root}/src/c.js"
+    assert tree.ok("Glob", pattern="./src/*.js") == f"{tree.root}/src/c.js"
 
 
 # --- apply_patch -----------------------------------------------------------------------------

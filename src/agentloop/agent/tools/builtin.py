@@ -829,6 +829,8 @@ def _base(t: _Shared, path: str | None) -> str:
 
 def _glob(t: _Shared, **kw: Any) -> str:
     pattern = kw["pattern"]
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
     base = _base(t, kw.get("path"))
     if pattern.startswith("/"):
         raise ToolError("the pattern must be relative; put the directory to search in `path`")
