@@ -266,15 +266,16 @@ def test_add_dir_lets_the_file_tools_reach_another_directory(tmp_path, proj, env
 
 
 def test_the_repl_warns_near_the_budget_and_stops_a_turn_that_cannot_fit(tmp_path, proj, env, scripted):
-    replies = [{"text": "expensive", "usage": [16_500, 0]}, {"text": "never"}]
-    p = subprocess.run([AGENTLOOP, "--model", scripted(replies), "--max-usd", "0.02"], input="one\ntwo\n/cost\n",
+    # the first turn's reservation (its input bound, tool definitions included, and its output) must fit the cap
+    replies = [{"text": "expensive", "usage": [25_000, 0]}, {"text": "never"}]
+    p = subprocess.run([AGENTLOOP, "--model", scripted(replies), "--max-usd", "0.03"], input="one\ntwo\n/cost\n",
                        cwd=proj, env=env, capture_output=True, text=True, timeout=60)
     out = p.stdout
     assert p.returncode == 0, p.stderr
-    assert "session $0.016500 / $0.020000" in out
-    assert "warning: budget is 82% used (warning at 80%)" in out
+    assert "session $0.025000 / $0.030000" in out
+    assert "warning: budget is 83% used (warning at 80%)" in out
     assert "stopped: cost_budget" in out and "never" not in out
-    assert "spend: $0.016500 of $0.020000" in out
+    assert "spend: $0.025000 of $0.030000" in out
 
 
 def test_agent_flags_given_before_run_are_kept(tmp_path, proj, env, scripted):
