@@ -144,3 +144,17 @@ def test_apply_patch_is_offered_to_openai_models_and_not_to_claude(proj: Path) -
         a.close("done")
     assert "apply_patch" not in shown["anthropic:claude-sonnet-4-5"] and "apply_patch" in shown["openai:gpt-5"]
     assert all("Edit" in names for names in shown.values())
+
+
+def test_the_repl_draws_the_task_list_whole(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    import subprocess
+    import sys
+
+    todos = [*TODOS, {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"}]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(AGENTLOOP_HOME=str(tmp_path / "home"), NO_COLOR="1")
+    agentloop = os.path.join(os.path.dirname(sys.executable), "agentloop")
+    p = subprocess.run([agentloop, "--model", scripted([call("TodoWrite", todos=todos), final()])], input="plan it\n",
+                       cwd=proj, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "⎿ [>] Write the file" in p.stdout and "⎿ [ ] Run the tests" in p.stdout

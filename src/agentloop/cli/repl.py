@@ -237,7 +237,10 @@ class Repl:
             self.working(f"running {ev.call.name}")
         elif isinstance(ev, ToolFinished):
             r = ev.result
-            if r.ok:
+            if r.ok and r.name == "TodoWrite" and isinstance(r.content, str):  # the task list, drawn whole
+                for line in r.content.splitlines():
+                    self.say(f"  ⎿ {line[:160]}", "dim")
+            elif r.ok:
                 text = r.content if isinstance(r.content, str) else json.dumps(r.content, ensure_ascii=False)
                 lines = text.splitlines() or [""]
                 first = lines[0][:100]
