@@ -284,7 +284,19 @@ def _pid_written(pidfile: Path) -> int:
 def test_bash_runs_in_the_workspace_and_reports_exit_codes(env):
     assert ok(env.call("Bash", command="pwd")) == str(env.root)
     assert ok(env.call("Bash", command="echo out; echo err >&2")) == "out\nerr"
-    assert ok(env.call("Bash", command="echo bad; exit 3")) == "bad\n[exit code 3]"
+    assert err(env.call("Bash", command="echo bad; exit 3")) == "bad\n[exit code 3]"
+
+
+def test_a_non_zero_exit_is_an_error_unless_it_is_a_commands_answer(env):
+    """Claude Code marks a Bash call that exits non-zero as an error ("Error: Exit code N" with the output),
+    except where status 1 is the command's answer (grep found nothing, diff found a difference)."""
+    (env.root / "f.txt").write_text("hay\n")
+    assert err(env.call("Bash", command="false")) == "[exit code 1]"
+    assert ok(env.call("Bash", command="grep needle f.txt")) == "[exit code 1]"
+    assert ok(env.call("Bash", command="cat f.txt | LC_ALL=C grep -c needle")) == "0\n[exit code 1]"
+    assert ok(env.call("Bash", command="diff f.txt /dev/null")).endswith("[exit code 1]")
+    assert err(env.call("Bash", command="false && grep needle f.txt")) == "[exit code 1]"  # the status is false's
+    assert err(env.call("Bash", command="grep needle missing.txt")).endswith("[exit code 2]")
 
 
 def test_bash_timeout_kills_the_whole_process_group(env):
@@ -505,7 +517,7 @@ def test_cd_carries_over_to_the_next_bash_call_within_the_workspace(env):
     (env.root / "sub" / "deeper").mkdir(parents=True)
     assert ok(env.call("Bash", command="cd sub")) == "(no output)"
     assert ok(env.call("Bash", command="pwd")) == str(env.root / "sub")
-    assert ok(env.call("Bash", command="cd deeper; exit 4")).endswith("[exit code 4]")
+    assert err(env.call("Bash", command="cd deeper; exit 4")).endswith("[exit code 4]")
     assert ok(env.call("Bash", command="pwd")) == str(env.root / "sub" / "deeper")
     out = ok(env.call("Bash", command=f"cd {env.outside}"))
     assert "outside the workspace" in out and str(env.root) in out

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+import re
 import shutil
 import signal
 import stat
@@ -597,8 +598,26 @@ def _bash(t: _Shared, **kw: Any) -> str:
     if code is None:
         raise ToolError("the command was killed" + (f"; output so far:\n{output}" if output else ""))
     if code != 0:
-        return f"{output}\n[exit code {code}]" if output else f"[exit code {code}]"
+        text = f"{output}\n[exit code {code}]" if output else f"[exit code {code}]"
+        if code == 1 and _exit_1_is_an_answer(command):
+            return text  # grep found nothing, diff found a difference: an answer, not a failure
+        raise ToolError(text)
     return output if output else "(no output)"
+
+
+_ANSWERS_WITH_1 = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "diff", "cmp", "test", "[", "[["})
+"""Commands whose exit status 1 is an answer (no match, a difference, false), as Claude Code reads them."""
+
+
+def _exit_1_is_an_answer(command: str) -> bool:
+    """True when the line's status is that of one such command: its last simple command, with no && or ||
+    before it (whose status could be another command's)."""
+    if "&&" in command or "||" in command:
+        return False
+    last = re.split(r"[|;\n&]", command.strip())[-1].split()
+    while last and "=" in last[0] and not last[0].startswith(("=", "[")):
+        last = last[1:]  # VAR=value before the command
+    return bool(last) and os.path.basename(last[0]) in _ANSWERS_WITH_1
 
 
 def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> tuple[int | None, str, bool, str]:
@@ -1282,7 +1301,8 @@ _TYPE_ALIASES = {
 _BASH_DOC = (
     "Run a shell command (bash) and return its combined stdout and stderr. It starts in the "
     "workspace directory; a `cd` carries over to later calls (within the workspace). A non-zero "
-    "exit code is reported at the end. The default timeout is 2 minutes "
+    "exit code makes the call an error, with the output and the code at the end (exit 1 of grep, "
+    "rg, diff and test is an answer, not an error). The default timeout is 2 minutes "
     f"(at most {MAX_TIMEOUT_MS // 1000} s); on timeout the command and everything it started are "
     "killed. Prefer Read, Grep, Glob and Edit to cat, grep, find and sed. Output over 10,000 "
     "characters is saved to a file and a preview is returned."
