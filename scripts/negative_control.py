@@ -752,6 +752,22 @@ SABOTAGES = [
         ["tests/test_batch_faults.py::test_json_output_is_one_document_whatever_the_workers_print",
          "tests/test_batch_ray.py::test_json_on_ray_is_one_document_when_a_worker_dies"],
     ),
+    Sabotage(
+        "Edit changes a file the model never read (read-before-edit skipped)",
+        "src/agentloop/agent/tools/file_state.py",
+        "        if st is None or not self.required:\n            return",
+        "        if True:  # SABOTAGED\n            return",
+        ["tests/test_tools_claude_code.py::test_edit_and_write_of_an_unread_file_are_refused_until_it_is_read",
+         "tests/test_tools_claude_code.py::test_a_file_changed_on_disk_since_it_was_read_is_refused_until_read_again"],
+    ),
+    Sabotage(
+        "apply_patch writes paths an Edit deny rule or the protected paths cover (its guard ignored)",
+        "src/agentloop/agent/tools/apply_patch.py",
+        "        why = guard(real)",
+        "        why = None  # SABOTAGED",
+        ["tests/test_tools_claude_code.py::test_apply_patch_stays_in_the_workspace_and_obeys_the_guard",
+         "tests/test_tools_in_agent.py::test_apply_patch_cannot_write_what_an_edit_deny_rule_or_the_protected_paths_cover"],
+    ),
 ]
 
 

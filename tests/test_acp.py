@@ -146,3 +146,27 @@ def test_an_editor_session_reads_its_buffer_edits_with_approval_streams_is_cance
     asyncio.run(load())
     replayed = [(u.session_update, u.content.text) for u in client2.updates if u.session_update in ("user_message_chunk", "agent_message_chunk")]
     assert ("user_message_chunk", "tidy notes.txt") in replayed and ("agent_message_chunk", "Done editing the draft.") in replayed
+
+
+def test_a_todo_list_reaches_the_editor_as_a_plan(tmp_path: Path) -> None:
+    """ACP's agent plan: a ``plan`` session update carries every entry (content, priority, status) each time."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    todos = [{"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"}]
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "", "tool_calls": [{"name": "TodoWrite", "arguments": {"todos": todos}}]},
+                                  {"text": "planned"}]))
+    client = EditorClient({})
+
+    async def session() -> None:
+        async with spawn_agent_process(client, sys.executable, "-m", "agentloop.cli.main", "acp", "--model", f"scripted:{script}",
+                                       cwd=proj, env=_env(tmp_path)) as (conn, proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            sid = (await conn.new_session(cwd=str(proj))).session_id
+            resp = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("plan")]), 60)
+            assert resp.stop_reason == "end_turn"
+
+    asyncio.run(session())
+    (plan,) = [u for u in client.updates if getattr(u, "session_update", None) == "plan"]
+    assert [(e.content, e.status) for e in plan.entries] == [("Read the code", "completed"), ("Fix the bug", "in_progress")]

@@ -13,7 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop.agent.tools.builtin import SPILL_THRESHOLD, RunningProcesses, builtin_registry
+from agentloop.agent.tools.builtin import (
+    READ_MAX_CHARS,
+    SPILL_THRESHOLD,
+    RunningProcesses,
+    builtin_registry,
+)
 from agentloop.agent.tools.workspace import Workspace
 from agentloop.events import ToolCall
 from mcp_servers.helpers import alive as _alive
@@ -49,14 +54,20 @@ def err(result):
 
 def test_tools_have_claude_code_names_and_argument_names(env):
     names = env.reg.names()
-    assert names == ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "LS"]
+    assert names == ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "LS", "NotebookEdit",
+                     "TodoWrite", "ExitPlanMode", "AskUserQuestion", "apply_patch"]
     props = {t.name: set(t.parameters["properties"]) for t in env.reg}
     assert {"command", "timeout", "description"} <= props["Bash"]
-    assert props["Read"] == {"file_path", "offset", "limit"}
+    assert props["Read"] == {"file_path", "offset", "limit", "pages"}
     assert props["Write"] == {"file_path", "content"}
     assert props["Edit"] == {"file_path", "old_string", "new_string", "replace_all"}
     assert props["Glob"] == {"pattern", "path"}
     assert {"pattern", "path", "glob", "output_mode", "-i", "-n", "-A", "-B", "-C"} <= props["Grep"]
+
+
+def read(env, path):
+    """Read a file first, as Edit and Write of an existing file require."""
+    return ok(env.call("Read", file_path=path))
 
 
 def test_only_the_reading_tools_are_marked_read_only(env):
@@ -76,9 +87,9 @@ def test_read_numbers_lines_like_cat_n_and_honours_offset_and_limit(env):
 
 
 def test_read_pages_instead_of_spilling_so_a_spilled_file_can_be_read_back(env):
-    (env.root / "big.txt").write_text("".join(f"{'x' * 70} {i}\n" for i in range(1000)))
+    (env.root / "big.txt").write_text("".join(f"{'x' * 70} {i}\n" for i in range(3000)))
     out = ok(env.call("Read", file_path="big.txt"))
-    assert len(out) <= SPILL_THRESHOLD
+    assert len(out) <= READ_MAX_CHARS
     assert "call Read with offset=" in out
     assert not env.spill.exists()
 
@@ -112,6 +123,7 @@ def test_write_creates_directories_and_replaces_content(env):
 
 def test_edit_replaces_a_unique_match_and_shows_the_lines_around_it(env):
     (env.root / "m.py").write_text("def f():\n    return 1\n")
+    read(env, "m.py")
     out = ok(env.call("Edit", file_path="m.py", old_string="return 1", new_string="return 2"))
     assert (env.root / "m.py").read_text() == "def f():\n    return 2\n"
     assert "     2\t    return 2" in out
@@ -119,6 +131,7 @@ def test_edit_replaces_a_unique_match_and_shows_the_lines_around_it(env):
 
 def test_edit_refuses_a_match_that_is_not_unique_unless_replace_all(env):
     (env.root / "m.txt").write_text("a x a x a\n")
+    read(env, "m.txt")
     message = err(env.call("Edit", file_path="m.txt", old_string="a", new_string="b"))
     assert "3 times" in message and "replace_all" in message
     assert (env.root / "m.txt").read_text() == "a x a x a\n"
@@ -128,6 +141,7 @@ def test_edit_refuses_a_match_that_is_not_unique_unless_replace_all(env):
 
 def test_edit_refuses_missing_text_and_no_op_edits_and_creates_with_empty_old_string(env):
     (env.root / "m.txt").write_text("hello\n")
+    read(env, "m.txt")
     assert "not found" in err(env.call("Edit", file_path="m.txt", old_string="bye", new_string="x"))
     assert "same" in err(env.call("Edit", file_path="m.txt", old_string="hello", new_string="hello"))
     ok(env.call("Edit", file_path="new.txt", old_string="", new_string="fresh\n"))
@@ -139,6 +153,7 @@ def test_edit_keeps_the_file_mode(env):
     p = env.root / "run.sh"
     p.write_text("echo a\n")
     p.chmod(0o755)
+    read(env, "run.sh")
     ok(env.call("Edit", file_path="run.sh", old_string="a", new_string="b"))
     assert (p.stat().st_mode & 0o777) == 0o755
 
@@ -195,15 +210,19 @@ def test_grep_content_mode_gives_path_line_number_and_text(repo):
 
 
 def test_grep_count_mode_type_filter_and_invalid_regex(repo):
-    assert ok(repo.call("Grep", pattern="needle", output_mode="count", type="ts")) == f"{repo.root}/src/util.ts:1"
+    assert ok(repo.call("Grep", pattern="needle", output_mode="count", type="ts")) == (
+        f"{repo.root}/src/util.ts:1\nFound 1 match in 1 file")
     assert "invalid regular expression" in err(repo.call("Grep", pattern="(unclosed"))
 
 
-def test_glob_matches_recursive_patterns_and_skips_ignored_files(repo):
+def test_glob_matches_recursive_patterns_and_includes_ignored_files_as_claude_code_does(repo):
+    """Claude Code's tools reference: Glob finds files by name pattern, ignored ones included
+    (it lists with ripgrep's --no-ignore); .git is never walked, links out are not followed."""
     out = ok(repo.call("Glob", pattern="**/*.py"))
-    assert out.splitlines() == [f"{repo.root}/src/app.py"]
+    r = repo.root
+    assert set(out.splitlines()) == {f"{r}/src/app.py", f"{r}/build/gen.py", f"{r}/src/local_cfg.py"}
     out = ok(repo.call("Glob", pattern="src/*.{py,ts}"))
-    assert set(out.splitlines()) == {f"{repo.root}/src/app.py", f"{repo.root}/src/util.ts"}
+    assert set(out.splitlines()) == {f"{r}/src/app.py", f"{r}/src/util.ts", f"{r}/src/local_cfg.py"}
     assert ok(repo.call("Glob", pattern="*.md")) == f"{repo.root}/README.md"
 
 
@@ -265,7 +284,19 @@ def _pid_written(pidfile: Path) -> int:
 def test_bash_runs_in_the_workspace_and_reports_exit_codes(env):
     assert ok(env.call("Bash", command="pwd")) == str(env.root)
     assert ok(env.call("Bash", command="echo out; echo err >&2")) == "out\nerr"
-    assert ok(env.call("Bash", command="echo bad; exit 3")) == "bad\n[exit code 3]"
+    assert err(env.call("Bash", command="echo bad; exit 3")) == "bad\n[exit code 3]"
+
+
+def test_a_non_zero_exit_is_an_error_unless_it_is_a_commands_answer(env):
+    """Claude Code marks a Bash call that exits non-zero as an error ("Error: Exit code N" with the output),
+    except where status 1 is the command's answer (grep found nothing, diff found a difference)."""
+    (env.root / "f.txt").write_text("hay\n")
+    assert err(env.call("Bash", command="false")) == "[exit code 1]"
+    assert ok(env.call("Bash", command="grep needle f.txt")) == "[exit code 1]"
+    assert ok(env.call("Bash", command="cat f.txt | LC_ALL=C grep -c needle")) == "0\n[exit code 1]"
+    assert ok(env.call("Bash", command="diff f.txt /dev/null")).endswith("[exit code 1]")
+    assert err(env.call("Bash", command="false && grep needle f.txt")) == "[exit code 1]"  # the status is false's
+    assert err(env.call("Bash", command="grep needle missing.txt")).endswith("[exit code 2]")
 
 
 def test_bash_timeout_kills_the_whole_process_group(env):
@@ -387,6 +418,7 @@ def test_a_directory_swapped_for_a_link_during_a_search_is_not_listed(tmp_path):
 def test_text_that_cannot_be_utf8_is_a_clear_error(env):
     assert "UTF-8" in err(env.call("Write", file_path="s.txt", content="bad \ud800"))
     (env.root / "e.txt").write_text("x\n")
+    read(env, "e.txt")
     assert "UTF-8" in err(env.call("Edit", file_path="e.txt", old_string="x", new_string="\ud800"))
 
 
@@ -485,7 +517,7 @@ def test_cd_carries_over_to_the_next_bash_call_within_the_workspace(env):
     (env.root / "sub" / "deeper").mkdir(parents=True)
     assert ok(env.call("Bash", command="cd sub")) == "(no output)"
     assert ok(env.call("Bash", command="pwd")) == str(env.root / "sub")
-    assert ok(env.call("Bash", command="cd deeper; exit 4")).endswith("[exit code 4]")
+    assert err(env.call("Bash", command="cd deeper; exit 4")).endswith("[exit code 4]")
     assert ok(env.call("Bash", command="pwd")) == str(env.root / "sub" / "deeper")
     out = ok(env.call("Bash", command=f"cd {env.outside}"))
     assert "outside the workspace" in out and str(env.root) in out

@@ -150,7 +150,7 @@ def test_the_tool_result_budget_evicts_the_oldest_content_past_the_cap() -> None
 
 def test_the_transcript_keeps_every_output_whole_while_the_model_sees_placeholders(tmp_path: Path) -> None:
     sess = Session(turns=12, output_chars=5000)
-    cm = Compactor(window=10**6, transcript_path=str(tmp_path / "t.jsonl"))
+    cm = Compactor(window=10**6, mask_at=0.0, transcript_path=str(tmp_path / "t.jsonl"))  # masking at any fill
     seen: list[list[str]] = []
 
     def model(req: ModelRequest) -> ModelReply:

@@ -36,8 +36,13 @@ def _edit(path: str, old: str, new: str) -> dict[str, Any]:
     return {"text": "", "tool_calls": [{"name": "Edit", "arguments": {"file_path": path, "old_string": old, "new_string": new}}]}
 
 
+def _read(path: str) -> dict[str, Any]:
+    """Write and Edit of an existing file need a Read of it first, as in Claude Code."""
+    return {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": path}}]}
+
+
 SCRIPT = [
-    _write("a.txt", "alpha 1\n"), {"text": "wrote a"},                       # prompt 1
+    _read("a.txt"), _write("a.txt", "alpha 1\n"), {"text": "wrote a"},      # prompt 1
     _edit("a.txt", "alpha 1", "alpha 2"), _write("b.txt", "beta 1\n"), {"text": "edited a, wrote b"},  # prompt 2
     _edit("b.txt", "beta 1", "beta 2"), _write("c.txt", "gamma\n"), {"text": "edited b, wrote c"},    # prompt 3
 ]

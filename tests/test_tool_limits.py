@@ -136,9 +136,10 @@ def test_a_gitignore_line_with_many_stars_does_not_stall_the_walk(root: Path) ->
     (root / ".gitignore").write_text("*a*a*a*a*a*a*a*a*a*b\n")
     (root / ("a" * 200)).write_text("x")
     (root / ("a" * 20 + "b")).write_text("x")
-    got = _call_in_child(root, "Glob", {"pattern": "a*"})
+    # Grep honours .gitignore (Glob, as Claude Code's, does not read it)
+    got = _call_in_child(root, "Grep", {"pattern": "x"})
     assert got["ok"], got
-    assert str(got["content"]).splitlines() == [f"{root}/{'a' * 200}"]
+    assert str(got["content"]).splitlines()[1:] == [f"{root}/{'a' * 200}"]
 
 
 # --- Read: streamed, bounded, regular files only -----------------------------------
@@ -193,10 +194,10 @@ def test_reading_a_socket_or_a_device_is_refused_before_it_is_opened(root: Path)
     with socket.socket(socket.AF_UNIX) as sock:
         sock.bind(str(root / "sock"))
         r = reg.invoke(ToolCall("1", "Read", {"file_path": "sock"}))
-    assert not r.ok and r.error == f"{root}/sock is not a regular file"
+    assert not r.ok and (r.error or "").startswith("sock is not a regular file (a socket)")
     try:
         os.mknod(root / "zero", 0o600 | 0o020000, os.makedev(1, 5))  # a /dev/zero of its own
     except PermissionError:
         return  # not root: the socket case above still ran
     r = reg.invoke(ToolCall("1", "Read", {"file_path": "zero"}))
-    assert not r.ok and r.error == f"{root}/zero is not a regular file"
+    assert not r.ok and (r.error or "").startswith("zero is not a regular file (a device)")

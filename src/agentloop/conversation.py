@@ -65,13 +65,14 @@ def original_size(content: str) -> tuple[int, int | None]:
     return size, nbytes
 
 
-def placeholder(prefix: str, call_id: str, size: int, transcript_path: str = "", nbytes: int | None = None) -> str:
+def placeholder(prefix: str, call_id: str, size: int, transcript_path: str = "", nbytes: int | None = None, file: str = "") -> str:
     """The text that stands for a masked or evicted tool output of ``size`` characters, and what the transcript keeps.
 
     The transcript keeps a value whole up to 64 KiB of UTF-8 and, past that,
     its first 64 KiB and the SHA-256 of the whole (``redact.truncated``).
     ``nbytes`` is the output's UTF-8 size when known (else only ``size``, its
-    characters, is: an output masked earlier).
+    characters, is: an output masked earlier). ``file`` is where the output was
+    also saved for the model's Read (the agent's tool-results folder), if anywhere.
     """
     where = f"the session transcript {transcript_path}" if transcript_path else "the session transcript"
     limit = DEFAULT_MAX_VALUE_BYTES
@@ -83,7 +84,8 @@ def placeholder(prefix: str, call_id: str, size: int, transcript_path: str = "",
     else:
         kept = (f"{where} keeps the whole output if it is at most {limit // 1024} KiB of UTF-8, "
                 f"else its first {limit // 1024} KiB and the SHA-256 of the whole {call}")
-    return f"{prefix}{size} chars; {kept}]"
+    again = f"; the whole output is saved in {file}: Read it there to see it again" if file else ""
+    return f"{prefix}{size} chars; {kept}{again}]"
 
 
 def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
@@ -97,6 +99,8 @@ def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
         return False
     if kind == "context" and ("masked" in payload or "evicted" in payload):
         where = str(payload.get("where") or "")
+        got = payload.get("files")
+        files: dict[str, Any] = got if isinstance(got, dict) else {}
         todo = {str(c): MASK_PREFIX for c in payload.get("masked", [])}
         todo.update({str(c): EVICT_PREFIX for c in payload.get("evicted", [])})
         changed = False
@@ -105,7 +109,8 @@ def reapply(messages: list[Message], kind: str, payload: Any) -> bool:
             if prefix is None:
                 continue
             size, nbytes = original_size(str(m.get("content", "")))
-            messages[i] = {**m, "content": placeholder(prefix, str(m.get("tool_call_id")), size, where, nbytes)}
+            cid = str(m.get("tool_call_id"))
+            messages[i] = {**m, "content": placeholder(prefix, cid, size, where, nbytes, str(files.get(cid) or ""))}
             changed = True
         return changed
     if kind == "compaction" and payload.get("status") == "compacted" and isinstance(payload.get("head"), int):

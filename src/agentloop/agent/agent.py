@@ -415,6 +415,12 @@ class Agent:
         self._current_call: str | None = None
         self._git_facts: tuple[str | None] | None = None
         """The environment block's git snapshot, taken once a session (None: not yet)."""
+        from .tools.session_tools import SessionLink
+
+        self.session_link = SessionLink(
+            ask=lambda: self.elicit, plan_mode=lambda: self.policy.mode == "plan", leave_plan=self._leave_plan_mode
+        )
+        """What TodoWrite, ExitPlanMode and AskUserQuestion reach: the form prompt, the mode, the task list (``todos``)."""
 
     def _load_settings(
         self,
@@ -828,6 +834,7 @@ class Agent:
         from .commands import skill_tool
         from .permissions.rules import ModeError, PermissionPolicy
         from .tools.builtin import RunningProcesses, builtin_registry
+        from .tools.session_tools import SESSION_TOOLS
         from .tools.workspace import Workspace
 
         try:
@@ -853,6 +860,8 @@ class Agent:
             from ..mcp.agent import RESOURCE_TOOLS
 
             self.policy.read_only_tools = self.policy.read_only_tools | frozenset(RESOURCE_TOOLS)  # as in Claude Code: no permission
+        # the session tools change no file: no permission, and plan mode lets them run (ExitPlanMode is how it ends)
+        self.policy.read_only_tools = self.policy.read_only_tools | SESSION_TOOLS
         self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
         self.sandbox.roots = [os.path.realpath(d) for d in (self.cwd, *self.add_dirs)]
         self.processes = RunningProcesses()
@@ -863,6 +872,7 @@ class Agent:
                 self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
                 processes=self.processes, visible=self.policy.visible(),
                 sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text,
+                session=self.session_link, patch_guard=self._patch_guard,
             )
             if self.skills:
                 self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
@@ -878,7 +888,29 @@ class Agent:
         Read at each turn, so rules added during the session count.
         """
         removed = set(self.policy.removed_tools(self.registry.names()))
+        if self._claude_model():  # apply_patch is for models trained on Codex's patch format; Claude's use Edit
+            removed.add("apply_patch")
         return Registry([t for t in self.registry if t.name not in removed]) if removed else self.registry
+
+    def _claude_model(self) -> bool:
+        spec = self.model_spec.lower()
+        return spec.startswith("anthropic:") or "claude" in spec.split(":", 1)[-1]
+
+    def _patch_guard(self, real: str) -> str | None:
+        """Why apply_patch may not change ``real``: an Edit deny rule covers it, or it is a protected path
+        (only Edit changes those, after asking). The call itself was already allowed as ``apply_patch``."""
+        d = self.policy.decide("Edit", {"file_path": real})
+        if d.behavior == "deny":
+            return d.reason
+        if self.policy.protected_target("Edit", {"file_path": real}) is not None:
+            return "it is a protected path; change it with Edit, which asks first"
+        return None
+
+    def _leave_plan_mode(self) -> str:
+        """ExitPlanMode approved by the user: plan mode ends and the default mode (asking before changes) begins."""
+        self.permission_mode = "default"
+        self.policy.mode = "default"  # the tool's result, in the transcript, says the mode changed
+        return "default"
 
     def mcp_status(self) -> str:
         """``/mcp``: try failed servers again, add any tools they bring, and list every server."""

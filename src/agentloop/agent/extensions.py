@@ -337,6 +337,7 @@ class AgentContext:
         cm.summarizer = agent.model
         cm.price = _price(agent, agent.model_name)
         cm.transcript_path = agent.session.path
+        cm.spill_dir = os.path.join(agent.session.dir, agent.session.id, "tool-results")  # Read may read there
         count = getattr(agent.model, "count_tokens", None)  # providers: exact where the vendor counts (Anthropic)
         cm.counter = None if count is None else (lambda msgs: count(ModelRequest(list(msgs), (), 1)))
         if self.subagents is not None:

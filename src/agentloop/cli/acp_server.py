@@ -218,6 +218,8 @@ class AcpAgent:
                                             locations=locations, raw_input=args))
             if c.name in ("Write", "Edit") and isinstance(path, str):
                 self._pending_diff = (c.id, path, args)
+            if c.name == "TodoWrite":
+                self._send_plan(sid, args.get("todos"))
         elif isinstance(ev, ToolFinished):
             r = ev.result
             body = r.content if r.ok else r.error
@@ -231,6 +233,16 @@ class AcpAgent:
                     content.insert(0, tool_diff_content(path, str(args.get("new_string", "")), str(args.get("old_string", ""))))
                 self._pending_diff = None
             self._send(sid, update_tool_call(r.call_id, status="completed" if r.ok else "failed", content=content))
+
+    def _send_plan(self, sid: str, todos: Any) -> None:
+        """TodoWrite's task list as the editor's plan (an ACP ``plan`` update: the whole list each time)."""
+        from acp import plan_entry, update_plan
+
+        if not isinstance(todos, list):
+            return
+        entries = [plan_entry(str(t.get("content", "")), status=t.get("status", "pending"))
+                   for t in todos if isinstance(t, dict) and t.get("status") in ("pending", "in_progress", "completed")]
+        self._send(sid, update_plan(entries))
 
     def _ask(self, sid: str, call: Any, decision: Any) -> str:
         """Rule 2: the editor answers the permission question."""

@@ -293,7 +293,10 @@ class Repl:
             self.working(f"running {ev.call.name}")
         elif isinstance(ev, ToolFinished):
             r = ev.result
-            if r.ok:
+            if r.ok and r.name == "TodoWrite" and isinstance(r.content, str):  # the task list, drawn whole
+                for line in r.content.splitlines():
+                    self.say(f"  ⎿ {line}", "dim")
+            elif r.ok:
                 from .preview import result_summary
 
                 call = self._calls.pop(r.call_id, None)

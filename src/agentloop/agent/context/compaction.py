@@ -12,9 +12,11 @@ Rules:
    counted exactly by ``counter`` (a provider's token counter) once the
    estimate passes the first warning level.
 2. Warnings at 80% and 95% of the window: once per crossing, recorded.
-3. Masking: tool outputs over ``mask_threshold`` characters, older than the
-   last ``keep_recent`` tool outputs, become a placeholder giving their size
-   and where the whole output is kept.
+3. Masking, only once the context is ``mask_at`` (65%) full: tool outputs
+   over ``mask_threshold`` characters, older than the last ``keep_recent``
+   tool outputs, become a placeholder giving their size and a file that holds
+   the whole output, saved in ``spill_dir`` (the session's tool-results
+   folder, which Read may read), so the model can read it again.
 4. Tool-result budget: when the tool outputs in context total more than
    ``tool_result_cap`` characters, the oldest are evicted to a placeholder
    (never the newest one) until they fit.
@@ -29,6 +31,8 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,6 +168,8 @@ class CompactionResult:
 
 
 Record = Callable[[str, Any], None]
+_SAVED_IN = "; the whole output is saved in "
+_READ_IT = ": Read it there"
 
 
 @dataclass
@@ -178,6 +184,10 @@ class Compactor:
     """The summarizer's price; the run's own price when None."""
     hooks: HookRunner | None = None
     transcript_path: str = ""
+    spill_dir: str = ""
+    """Where a masked or evicted output is saved for the model's Read (rule 3); empty: nowhere."""
+    mask_at: float = 0.65
+    """How full the context must be before old outputs are masked (rule 3)."""
     mask_threshold: int = 2000
     keep_recent: int = 5
     tool_result_cap: int = 400_000
@@ -200,6 +210,8 @@ class Compactor:
     compactions: int = 0
     last_saved: int = 0
     """UTF-8 bytes the last ``mask`` took out of the messages (the loop's bound counts bytes)."""
+    saved: dict[str, str] = field(default_factory=dict)
+    """Call id -> the file the output masked or evicted last under that id was saved in (for the record)."""
     _tools_key: tuple[str, ...] | None = None
     _tools_size: int = 0
 
@@ -221,11 +233,32 @@ class Compactor:
 
     # -- masking and eviction (no model needed) --
 
-    def _placeholder(self, prefix: str, m: Message, size: int, nbytes: int | None = None) -> str:
-        return placeholder(prefix, str(m.get("tool_call_id")), size, self.transcript_path, nbytes)
+    def _placeholder(self, prefix: str, m: Message, size: int, nbytes: int | None = None, file: str = "") -> str:
+        return placeholder(prefix, str(m.get("tool_call_id")), size, self.transcript_path, nbytes, file)
 
-    def mask(self, messages: list[Message]) -> tuple[list[str], list[str]]:
-        """Mask old large tool outputs and apply the tool-result budget, in place.
+    def _save(self, m: Message, content: str) -> str:
+        """Keep a tool output about to be masked in ``spill_dir`` (named by its content), for Read; its path or ""."""
+        if content.startswith((MASK_PREFIX, EVICT_PREFIX)):  # saved when it was masked: the placeholder names it
+            head, sep, rest = content.partition(_SAVED_IN)
+            return rest.split(_READ_IT, 1)[0] if sep else ""
+        if not self.spill_dir:
+            return ""
+        data = content.encode("utf-8", "surrogatepass")
+        name = f"{m.get('name') or 'tool'}-{hashlib.sha256(data).hexdigest()[:16]}.txt"
+        path = os.path.join(os.path.realpath(self.spill_dir), name)
+        try:
+            if not os.path.exists(path):
+                os.makedirs(self.spill_dir, exist_ok=True)
+                tmp = f"{path}.tmp-{os.getpid()}"
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+        except OSError:
+            return ""  # the placeholder then names the transcript only
+        return path
+
+    def mask(self, messages: list[Message], *, old_outputs: bool = True) -> tuple[list[str], list[str]]:
+        """Mask old large tool outputs (unless ``old_outputs`` is false) and apply the tool-result budget, in place.
 
         Returns:
             The call ids masked and the call ids evicted.
@@ -235,13 +268,16 @@ class Compactor:
         masked: list[str] = []
         evicted: list[str] = []
         old = tool_idx[: -self.keep_recent] if self.keep_recent else tool_idx
-        if len(tool_idx) <= self.keep_recent:
+        if len(tool_idx) <= self.keep_recent or not old_outputs:
             old = []
         for i in old:
             m = messages[i]
             c = m.get("content")
             if isinstance(c, str) and len(c) > self.mask_threshold and not c.startswith((MASK_PREFIX, EVICT_PREFIX)):
-                new_c = self._placeholder(MASK_PREFIX, m, len(c), len(c.encode("utf-8", "surrogatepass")))
+                file = self._save(m, c)
+                new_c = self._placeholder(MASK_PREFIX, m, len(c), len(c.encode("utf-8", "surrogatepass")), file)
+                if file:
+                    self.saved[str(m.get("tool_call_id"))] = file
                 messages[i] = {**m, "content": new_c}
                 self.last_saved += text_bytes(c) - text_bytes(new_c)  # the loop's bound counts UTF-8 bytes
                 masked.append(str(m.get("tool_call_id")))
@@ -254,7 +290,10 @@ class Compactor:
             if c.startswith(EVICT_PREFIX):
                 continue
             size, nbytes = original_size(c)
-            new = self._placeholder(EVICT_PREFIX, m, size, nbytes)
+            file = self._save(m, c)
+            new = self._placeholder(EVICT_PREFIX, m, size, nbytes, file)
+            if file:
+                self.saved[str(m.get("tool_call_id"))] = file
             if len(new) >= len(c):
                 continue
             messages[i] = {**m, "content": new}
@@ -404,10 +443,15 @@ class Compactor:
         """``run(..., prepare=cm.prepare)``: mask, evict, warn and compact before each model call."""
         messages: list[Message] = state.messages
         extra = self._tools_chars(getattr(getattr(state, "config", None), "tools", ()))
-        masked, evicted = self.mask(messages)
+        full = estimate_tokens(messages, extra) >= self.mask_at * self.window  # the estimate: no count call for it
+        masked, evicted = self.mask(messages, old_outputs=full)
         if masked or evicted:
             state.chars -= self.last_saved  # the loop's running count (rule: prepare keeps it right)
-            record("context", {"step": state.steps, "masked": masked, "evicted": evicted, "where": self.transcript_path})
+            rec: dict[str, Any] = {"step": state.steps, "masked": masked, "evicted": evicted, "where": self.transcript_path}
+            files = {c: self.saved[c] for c in (*masked, *evicted) if c in self.saved}
+            if files:
+                rec["files"] = files
+            record("context", rec)
         tokens = self.tokens(messages, extra)
         if tokens >= self.compact_at * self.window and not self.disabled:
             price = self.price or state.config.price

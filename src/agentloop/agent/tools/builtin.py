@@ -1,4 +1,4 @@
-"""The built-in tools, named and shaped as Claude Code's: Bash, Read, Write, Edit, Glob, Grep, LS.
+"""The built-in tools, named and shaped as Claude Code's: Bash, Read, Write, Edit, Glob, Grep, LS, NotebookEdit (and the session tools, apply_patch).
 
 Rules:
 
@@ -13,13 +13,18 @@ Rules:
    the loop may run them in parallel.
 4. An output over 10,000 characters is written to a file under ``spill_dir``
    and the model gets a preview and the path (readable with Read and Grep).
-   Read itself pages instead: it stops before 10,000 characters and says
-   which ``offset`` continues, so reading a spilled file never spills again.
+   Read itself pages instead: up to 2,000 lines, stopping before about
+   25,000 tokens (``READ_MAX_CHARS``) and saying which ``offset`` continues,
+   so reading a spilled file never spills again. Images come back as image
+   blocks, PDFs and notebooks as text (``read_media``, ``notebook``).
 5. Bash runs in its own process group. On timeout (or ``kill_all``) the whole
    group is terminated, then killed, so no child survives it. Output kept in
    memory is capped (head and tail) whatever the command prints.
 6. Failures the model should act on raise ``ToolError`` with a message
    written for it.
+7. Edit, Write and NotebookEdit refuse a file the model has not read or that
+   changed since it read it, and special, sparse or huge files before opening
+   them (``file_state``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+import re
 import shutil
 import signal
 import stat
@@ -34,11 +40,17 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...tools import Registry, Tool, ToolError
 from .. import spawn
+from .apply_patch import APPLY_PATCH_DOC, APPLY_PATCH_SCHEMA, apply_patch
+from .file_state import MAX_EDIT_BYTES, ReadState, check_regular, find_edit
 from .linear_regex import Matcher, RegexError, compile_linear
+from .notebook import dump_notebook, edit_notebook, load_notebook, render_notebook
+from .read_media import MAX_IMAGE_BYTES, image_kind, image_result, pdf_text
+from .session_tools import SessionLink, session_tools
 from .walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
 
@@ -62,6 +74,10 @@ BASH_OUTPUT_CAP = 1_000_000
 MAX_TIMEOUT_MS = 600_000
 READ_DEFAULT_LIMIT = 2_000
 READ_MAX_LINE = 2_000
+READ_MAX_CHARS = 100_000
+"""Characters of one Read page: about 25,000 tokens (Claude Code's Read limit)."""
+READ_MAX_TOKENS_SAID = "25,000"
+PDF_MAX_BYTES = 100_000_000
 GLOB_MAX_RESULTS = 1_000
 GREP_MAX_FILE_BYTES = 20_000_000
 GREP_TIME_LIMIT_S = 20.0
@@ -123,15 +139,18 @@ def _spilling(
     return run
 
 
-def _redacting(fn: Callable[..., str], redact: Callable[[str], str] | None) -> Callable[..., str]:
+def _redacting(fn: Callable[..., Any], redact: Callable[[str], str] | None) -> Callable[..., Any]:
     """``fn`` with its output and error message redacted (Read: it pages, it never spills)."""
     if redact is None:
         return fn
     clean = redact
 
-    def run(**kwargs: Any) -> str:
+    def run(**kwargs: Any) -> Any:
         try:
-            return clean(fn(**kwargs))
+            out = fn(**kwargs)
+            if isinstance(out, dict):  # an image result: its text blocks are redacted, the image is data
+                return {"content": [{**b, "text": clean(b["text"])} if b.get("type") == "text" else b for b in out["content"]]}
+            return clean(out)
         except ToolError as exc:
             msg = str(exc)
             red = clean(msg)
@@ -352,12 +371,14 @@ READ_COUNT_MAX_BYTES = 1 << 30
 
 
 class _Page:
-    """The numbered lines of one Read page: at most ``limit``, stopping before ``SPILL_THRESHOLD`` characters."""
+    """The numbered lines of one Read page: at most ``limit``, stopping before ``READ_MAX_CHARS`` characters."""
 
     def __init__(self, limit: int):
         self.limit = limit
         self.entries: list[str] = []
         self.size = 0
+        self.full = False
+        """The page stopped at its size, before ``limit`` lines."""
 
     def take(self, line_no: int, raw: bytes, over: int) -> bool:
         """Take line ``line_no`` (``raw``, and ``over`` characters beyond it) into the page; False when the page is full."""
@@ -369,27 +390,29 @@ class _Page:
             text = text[:READ_MAX_LINE] + f" ... [line truncated, {n} characters]"
         entry = f"{line_no:>6}\t{text}\n"
         entries = self.entries
-        if entries and (len(entries) >= self.limit or self.size + len(entry) > SPILL_THRESHOLD - 200):
+        if entries and len(entries) >= self.limit:
+            return False
+        if entries and self.size + len(entry) > READ_MAX_CHARS - 300:
+            self.full = True
             return False
         entries.append(entry)
         self.size += len(entry)
         return len(entries) < self.limit
 
 
-def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] | None:
+def _read_page(fd: int, offset: int, limit: int) -> tuple[_Page, int, bool] | None:
     """Stream the lines ``offset`` .. ``offset + limit - 1`` of a file, in bounded memory.
 
-    Returns (numbered entries, lines counted, whether the count reached the
+    Returns (the page of numbered entries, lines counted, whether the count reached the
     end of the file), or None for a binary file (a NUL byte in its first
     8 KiB, sniffed before anything else is read). A line is kept up to
     ``READ_LINE_BYTES``; the rest of it is only counted. The page stops before
-    ``SPILL_THRESHOLD`` characters. Memory stays near ``READ_CHUNK`` whatever
+    ``READ_MAX_CHARS`` characters. Memory stays near ``READ_CHUNK`` whatever
     the size of the file or of one line.
     """
     if _is_binary(os.pread(fd, 8192, 0)):
         return None
     page = _Page(limit)
-    entries = page.entries
     line_no = 1  # the line being read
     buf = bytearray()
     over = 0  # characters of the current line beyond ``buf``
@@ -406,7 +429,7 @@ def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] 
                 in_line = not chunk.endswith(b"\n")
                 scanned_after += len(chunk)
                 if scanned_after > READ_COUNT_MAX_BYTES:
-                    return entries, line_no - 1, False
+                    return page, line_no - 1, False
                 continue
             if line_no < offset and line_no + chunk.count(b"\n") < offset:
                 line_no += chunk.count(b"\n")  # the whole chunk lies before the page
@@ -440,7 +463,7 @@ def _read_page(fd: int, offset: int, limit: int) -> tuple[list[str], int, bool] 
     if paging and in_line and line_no >= offset:
         page.take(line_no, bytes(buf), over)
     total = line_no if in_line else line_no - 1
-    return entries, total, True
+    return page, total, True
 
 
 def _read_text(ws: Workspace, path: str) -> tuple[str, str | None]:
@@ -515,21 +538,25 @@ class _Shared:
         visible: Callable[[str], bool] | None,
         sandbox: Sandbox | None,
         env: Mapping[str, str] | None,
+        read_state: ReadState | None = None,
     ):
         self.ws = ws
+        self.read_state = read_state if read_state is not None else ReadState()
+        """What the model has read, for read-before-edit and the stale-file check (``file_state``)."""
         self.shell_timeout_s = shell_timeout_s
         self.procs = processes if processes is not None else RunningProcesses()
         self.is_visible: Callable[[str], bool] = visible or (lambda _p: True)
         self.sandbox = sandbox
         self.env = env
+        self.patch_guard: Callable[[str], str | None] = lambda _p: None
         self.shell_cwd = ws.root
         """Where the next Bash command starts: `cd` carries over from one call to the next."""
 
 
-def _bound(fn: Callable[..., str], shared: _Shared) -> Callable[..., str]:
+def _bound(fn: Callable[..., Any], shared: _Shared) -> Callable[..., Any]:
     """The tool ``fn`` called with the registry's shared state and the model's arguments."""
 
-    def run(**kw: Any) -> str:
+    def run(**kw: Any) -> Any:
         return fn(shared, **kw)
 
     run.__name__ = fn.__name__
@@ -560,8 +587,26 @@ def _bash(t: _Shared, **kw: Any) -> str:
     if code is None:
         raise ToolError("the command was killed" + (f"; output so far:\n{output}" if output else ""))
     if code != 0:
-        return f"{output}\n[exit code {code}]" if output else f"[exit code {code}]"
+        text = f"{output}\n[exit code {code}]" if output else f"[exit code {code}]"
+        if code == 1 and _exit_1_is_an_answer(command):
+            return text  # grep found nothing, diff found a difference: an answer, not a failure
+        raise ToolError(text)
     return output if output else "(no output)"
+
+
+_ANSWERS_WITH_1 = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "diff", "cmp", "test", "[", "[["})
+"""Commands whose exit status 1 is an answer (no match, a difference, false), as Claude Code reads them."""
+
+
+def _exit_1_is_an_answer(command: str) -> bool:
+    """True when the line's status is that of one such command: its last simple command, with no && or ||
+    before it (whose status could be another command's)."""
+    if "&&" in command or "||" in command:
+        return False
+    last = re.split(r"[|;\n&]", command.strip())[-1].split()
+    while last and "=" in last[0] and not last[0].startswith(("=", "[")):
+        last = last[1:]  # VAR=value before the command
+    return bool(last) and os.path.basename(last[0]) in _ANSWERS_WITH_1
 
 
 def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> tuple[int | None, str, bool, str]:
@@ -613,46 +658,104 @@ def _after_command(t: _Shared, command: str, output: str, reported: str) -> str:
     return output
 
 
-def _read(t: _Shared, **kw: Any) -> str:
+def _read(t: _Shared, **kw: Any) -> str | dict[str, Any]:
     file_path = kw["file_path"]
     offset = max(int(kw.get("offset") or 1), 1)
     limit = int(kw.get("limit") or READ_DEFAULT_LIMIT)
     if limit < 1:
         raise ToolError("limit must be at least 1")
+    real = t.ws.resolve(file_path)
+    if check_regular(real, file_path) is None:
+        raise ToolError(f"file not found: {file_path}")
     real, fd = _open_file(t.ws, file_path)
     try:
+        st = os.fstat(fd)
+        suffix = os.path.splitext(real)[1].lower()
+        head = os.pread(fd, 16, 0)
+        if kw.get("pages") and not (head.startswith(b"%PDF-") or suffix == ".pdf"):
+            raise ToolError(f"pages applies to PDF files only; {file_path} is not one: use offset and limit")
+        special = _read_special(t, fd, st, real, file_path, suffix, head, kw.get("pages"))
+        if special is not None:
+            t.read_state.saw(real, st)
+            return special
         page = _read_page(fd, offset, limit)
     finally:
         os.close(fd)
     if page is None:
-        raise ToolError(f"{file_path} is a binary file; Read shows text files only")
-    entries, total, counted_all = page
+        raise ToolError(f"{file_path} is a binary file; Read shows text, images (png, jpg, gif, webp), PDFs and notebooks")
+    t.read_state.saw(real, st)
+    return _page_text(page, real, file_path, offset, *page[1:])
+
+
+def _read_special(
+    t: _Shared, fd: int, st: os.stat_result, real: str, shown: str, suffix: str, head: bytes, pages: str | None
+) -> str | dict[str, Any] | None:
+    """Read's result for an image, a PDF or a notebook; None for any other file (read as text)."""
+    kind = image_kind(head)
+    if kind is not None:
+        if st.st_size > MAX_IMAGE_BYTES:
+            raise ToolError(
+                f"{shown} is an image of {st.st_size} bytes, over the {MAX_IMAGE_BYTES} a model accepts; "
+                "make a smaller copy with Bash and Read that"
+            )
+        return image_result(_read_all(fd), kind, shown)
+    if head.startswith(b"%PDF-"):
+        if st.st_size > PDF_MAX_BYTES:
+            raise ToolError(f"{shown} is a PDF of {st.st_size} bytes, over the {PDF_MAX_BYTES} Read opens; use Bash (pdftotext)")
+        return _cut_page(pdf_text(_read_all(fd), shown, pages), "pages")
+    if suffix == ".ipynb":
+        if st.st_size > PDF_MAX_BYTES:
+            raise ToolError(f"{shown} is a notebook of {st.st_size} bytes, too large to show; use Bash (jq) on it")
+        return _cut_page(render_notebook(load_notebook(_read_all(fd), shown), shown), "cells")
+    return None
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _cut_page(text: str, unit: str) -> str:
+    if len(text) <= READ_MAX_CHARS:
+        return text
+    return (text[:READ_MAX_CHARS] + f"\n[cut at about {READ_MAX_TOKENS_SAID} tokens ({READ_MAX_CHARS} characters); "
+            f"ask for fewer {unit} to see the rest]")
+
+
+def _page_text(page: tuple[_Page, int, bool], real: str, shown: str, offset: int, total: int, counted_all: bool) -> str:
+    entries = page[0].entries
     if total == 0:
         return f"(the file {real} is empty)"
     if offset > total:
-        raise ToolError(f"offset {offset} is past the end of {file_path} ({total} lines)")
+        raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines)")
     body = "".join(entries).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     last = offset + len(entries) - 1
     if last < total or not counted_all:
         of = f"{total}" if counted_all else f"more than {total}"
-        body += (
-            f"[showing lines {offset}-{last} of {of}; "
-            f"call Read with offset={last + 1} to continue]\n"
-        )
+        why = (f"the page stopped at about {READ_MAX_TOKENS_SAID} tokens; " if page[0].full else "")
+        body += f"[showing lines {offset}-{last} of {of}; {why}call Read with offset={last + 1} to continue]\n"
     return body
 
 
 def _write(t: _Shared, **kw: Any) -> str:
     ws = t.ws
     file_path, content = kw["file_path"], kw["content"]
-    existed = os.path.exists(ws.resolve(file_path, for_write=True))
+    real = ws.resolve(file_path, for_write=True)
+    st = check_regular(real, file_path, max_bytes=MAX_EDIT_BYTES)
+    t.read_state.check_before_write(real, file_path, st, "Write")
+    data = content.encode("utf-8")
     try:
-        real = ws.write_bytes(file_path, content.encode("utf-8"))
+        real = ws.write_bytes(file_path, data)
     except (IsADirectoryError, NotADirectoryError, PermissionError, FileNotFoundError) as exc:
         raise ToolError(f"cannot write {file_path}: {exc.strerror or exc}") from None
+    t.read_state.saw(real)
     n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
-    verb = "Updated" if existed else "Created"
-    return f"{verb} {real} ({len(content.encode('utf-8'))} bytes, {n} lines)"
+    verb = "Updated" if st is not None else "Created"
+    return f"{verb} {real} ({len(data)} bytes, {n} lines)"
 
 
 def _edit(t: _Shared, **kw: Any) -> str:
@@ -663,39 +766,64 @@ def _edit(t: _Shared, **kw: Any) -> str:
     if old == new:
         raise ToolError("old_string and new_string are the same: nothing to change")
     real = ws.resolve(file_path, for_write=True)
+    st = check_regular(real, file_path, max_bytes=MAX_EDIT_BYTES)
     if old == "":
-        if os.path.exists(real) and os.path.getsize(real) > 0:
+        if st is not None and st.st_size > 0:
             raise ToolError(
                 f"old_string is empty but {file_path} already has content: "
                 "give the text to replace, or use Write"
             )
         ws.write_bytes(real, new.encode("utf-8"))
+        t.read_state.saw(real)
         return f"Created {real} ({len(new)} characters)"
+    if st is None:
+        raise ToolError(f"file not found: {file_path} (to create a file, use Write)")
+    t.read_state.check_before_write(real, file_path, st, "Edit")
     _, text = _read_text(ws, real)
     if text is None:
         raise ToolError(f"{file_path} is a binary file; Edit changes text files only")
-    count = text.count(old)
-    if count == 0:
+    m = find_edit(text, old, new)
+    if m.count == 0:
         raise ToolError(
             f"old_string was not found in {file_path}. Read the file and copy the text "
             "exactly, including whitespace and indentation."
         )
-    if count > 1 and not replace_all:
+    if m.count > 1 and not replace_all:
         raise ToolError(
-            f"old_string occurs {count} times in {file_path}; it must be unique. Add "
+            f"old_string occurs {m.count} times in {file_path}; it must be unique. Add "
             "surrounding lines to make it unique, or set replace_all to true to change every one."
         )
-    first = text.index(old)
-    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    updated, first = m.apply(replace_all)
     ws.write_bytes(real, updated.encode("utf-8", "surrogateescape"))
-    line_no = text.count("\n", 0, first) + 1
+    t.read_state.saw(real)
+    line_no = m.text.count("\n", 0, first) + 1
     lines = _lines(updated)
     lo = max(line_no - 3, 1)
-    hi = min(line_no + new.count("\n") + 3, len(lines))
+    hi = min(line_no + m.new.count("\n") + 3, len(lines))
     snippet = _numbered(lines[lo - 1 : hi], lo)
     snippet = snippet.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    n = count if replace_all else 1
+    n = m.count if replace_all else 1
     return f"Edited {real}: replaced {n} occurrence{'s' if n != 1 else ''}.\n{snippet}"
+
+
+def _notebook_edit(t: _Shared, **kw: Any) -> str:
+    ws = t.ws
+    path = kw["notebook_path"]
+    mode = kw.get("edit_mode") or "replace"
+    real = ws.resolve(path, for_write=True)
+    if not real.endswith(".ipynb"):
+        raise ToolError(f"{path} is not a notebook (.ipynb); use Edit for other files")
+    st = check_regular(real, path, max_bytes=MAX_EDIT_BYTES)
+    if st is None:
+        raise ToolError(f"notebook not found: {path} (create it with Write)")
+    t.read_state.check_before_write(real, path, st, "NotebookEdit")
+    if mode == "insert" and not kw.get("cell_type"):
+        raise ToolError("edit_mode insert needs cell_type: code or markdown")
+    nb = load_notebook(ws.read_bytes(real), path)
+    done = edit_notebook(nb, cell=kw.get("cell_id"), source=kw.get("new_source", ""), cell_type=kw.get("cell_type"), mode=mode)
+    ws.write_bytes(real, dump_notebook(nb))
+    t.read_state.saw(real)
+    return f"Edited {real}: {done}."
 
 
 def _base(t: _Shared, path: str | None) -> str:
@@ -709,12 +837,29 @@ def _base(t: _Shared, path: str | None) -> str:
 
 def _glob(t: _Shared, **kw: Any) -> str:
     pattern = kw["pattern"]
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
     base = _base(t, kw.get("path"))
     if pattern.startswith("/"):
         raise ToolError("the pattern must be relative; put the directory to search in `path`")
     rx = glob_to_regex(pattern)
+    # Start the walk below the pattern's literal directories (`src/app/**/*.ts` walks src/app only).
+    start = base
+    for part in pattern.split("/")[:-1]:
+        if any(c in part for c in "*?[{\\") or part in ("", ".", ".."):
+            break
+        start = os.path.join(start, part)
+    if not os.path.isdir(start):
+        return "No files found"
+    deadline = time.monotonic() + GREP_TIME_LIMIT_S
     found: list[tuple[float, str]] = []
-    for p in walk_files(t.ws, base, visible=t.is_visible):
+    # As Claude Code's Glob: files git ignores are found too (build output, node_modules); .git is never walked.
+    for n, p in enumerate(walk_files(t.ws, start, respect_gitignore=False, visible=t.is_visible)):
+        if not n & 0x3FF and time.monotonic() > deadline:
+            raise ToolError(
+                f"Glob stopped after {GREP_TIME_LIMIT_S:g} s ({n} files walked): "
+                "give a narrower path or a pattern that starts with a directory"
+            )
         rel = os.path.relpath(p, base).replace(os.sep, "/") if p.startswith(base) else None
         if rel is None or rel.startswith("../"):
             continue
@@ -751,12 +896,12 @@ def _grep(t: _Shared, **kw: Any) -> str:
         raise ToolError(f"no such file or directory: {path}")
     file_glob = kw.get("glob")
     globs = [glob_to_regex(g.strip()) for g in _split_globs(file_glob)] if file_glob else []
-    exts = _TYPES.get(kw["type"]) if kw.get("type") else None
-    if kw.get("type") and exts is None:
-        raise ToolError(f"unknown file type {kw['type']!r}; known: {', '.join(sorted(_TYPES))}")
+    exts = _file_type(kw.get("type"))
     numbers = kw.get("-n", True)
-    after = int(kw.get("-A") or kw.get("-C") or 0)
-    before = int(kw.get("-B") or kw.get("-C") or 0)
+    around: int = kw["-C"] if kw.get("-C") is not None else kw.get("context") or 0
+    after: int = kw["-A"] if kw.get("-A") is not None else around
+    before: int = kw["-B"] if kw.get("-B") is not None else around
+    only = bool(kw.get("-o"))
     if os.path.isdir(target):
         files: Iterator[Found] = walk(ws, target, visible=t.is_visible)
     else:
@@ -785,8 +930,38 @@ def _grep(t: _Shared, **kw: Any) -> str:
             if n:
                 results.append(f"{p}:{n}")
             continue
+        if only:
+            results.extend(_only_matching(p, data, rx, bool(numbers), deadline))
+            continue
         results.extend(_content_lines(p, data, rx, multiline, before, after, bool(numbers), deadline))
-    return _grep_output(mode, results, matched_files, kw.get("head_limit"))
+    return _grep_output(mode, results, matched_files, kw.get("head_limit"), int(kw.get("offset") or 0))
+
+
+def _file_type(name: Any) -> tuple[str, ...] | None:
+    """The suffixes of a Grep ``type`` (ripgrep's names, and the common spellings of them)."""
+    if not name:
+        return None
+    key = str(name).lower().lstrip(".")
+    exts = _TYPES.get(_TYPE_ALIASES.get(key, key))
+    if exts is None:
+        raise ToolError(f"unknown file type {name!r}; known: {', '.join(sorted(_TYPES))} (or filter with glob, e.g. \"*.{key}\")")
+    return exts
+
+
+def _only_matching(path: str, data: bytes, rx: Matcher, numbers: bool, deadline: float) -> list[str]:
+    """``-o``: each match on its own line, as ``path:line:match``."""
+    out: list[str] = []
+    line, at = 1, 0
+    for m in rx.finditer(data):
+        if m.end() == m.start():
+            continue
+        line += data.count(b"\n", at, m.start())
+        at = m.start()
+        text = _decode(m.group(0)[: READ_MAX_LINE * 4])[:READ_MAX_LINE]
+        out.append(f"{path}:{line}:{text}" if numbers else f"{path}:{text}")
+        if not len(out) & 0xFFF:
+            _check_deadline(deadline, 0)
+    return out
 
 
 def _grep_data(
@@ -811,19 +986,27 @@ def _grep_data(
     return mtime, data.replace(b"\r\n", b"\n")
 
 
-def _grep_output(mode: str, results: list[str], matched_files: list[tuple[float, str]], head_limit: Any) -> str:
+def _grep_output(mode: str, results: list[str], matched_files: list[tuple[float, str]], head_limit: Any, offset: int = 0) -> str:
     if mode == "files_with_matches":
         matched_files.sort(key=lambda t: (-t[0], t[1]))
         results = [p for _, p in matched_files]
     if not results:
         return "No matches found"
-    if head_limit:
-        total = len(results)
-        results = results[: int(head_limit)]
-        if total > len(results):
-            results.append(f"(showing {len(results)} of {total}; raise head_limit to see more)")
+    total_matches = sum(int(r.rsplit(":", 1)[1]) for r in results) if mode == "count" else 0
+    total = len(results)
+    if offset or head_limit:
+        end = offset + int(head_limit) if head_limit else total
+        results = results[offset:end]
+        if not results:
+            return f"No results past offset {offset} (there are {total})"
+        if offset or end < total:
+            more = f"; call again with offset={end} to see more" if end < total else ""
+            results.append(f"(showing results {offset + 1}-{offset + len(results)} of {total}{more})")
     if mode == "files_with_matches":
         return f"Found {len(matched_files)} file{'s' if len(matched_files) != 1 else ''}\n" + "\n".join(results)
+    if mode == "count":
+        n_files = total
+        results.append(f"Found {total_matches} match{'es' if total_matches != 1 else ''} in {n_files} file{'s' if n_files != 1 else ''}")
     return "\n".join(results)
 
 
@@ -881,6 +1064,40 @@ def _encodable(fn: Callable[..., str]) -> Callable[..., str]:
     return run
 
 
+_GUIDANCE: dict[str, dict[str, str]] = {
+    "Bash": {
+        "run_in_background": (
+            "not available here: a command ends with its call and nothing it starts outlives it. Run it in the "
+            "foreground with a timeout (up to 600000 ms), or a form of it that finishes (a test run, not a watcher)"
+        ),
+        "dangerouslyDisableSandbox": (
+            "not available here: every command runs in the sandbox. If it needs the network or files outside the "
+            "workspace, tell the user the command to run themselves"
+        ),
+    },
+}
+"""Parameters Claude Code's tools accept and these do not, with what to do instead (never a bare schema error)."""
+
+
+@dataclass
+class _Guided(Tool):
+    """A tool whose refusal of a parameter Claude Code accepts says what to do instead."""
+
+    guidance: dict[str, str] = field(default_factory=dict)
+
+    def validate(self, arguments: Any) -> list[str]:
+        if not isinstance(arguments, dict):
+            return super().validate(arguments)
+        known = self.parameters.get("properties", {})
+        hints = {k: v for k, v in self.guidance.items() if k in arguments and k not in known}
+        rest = super().validate({k: v for k, v in arguments.items() if k not in hints})
+        return rest + [f"$.{k}: {why}" for k, why in hints.items()]
+
+
+def _apply_patch(t: _Shared, **kw: Any) -> str:
+    return apply_patch(t.ws, kw["input"], t.patch_guard, t.read_state.saw)
+
+
 def builtin_registry(
     workspace: Workspace,
     *,
@@ -891,8 +1108,14 @@ def builtin_registry(
     sandbox: Sandbox | None = None,
     env: Mapping[str, str] | None = None,
     redact: Callable[[str], str] | None = None,
+    session: SessionLink | None = None,
+    patch_guard: Callable[[str], str | None] | None = None,
+    require_read: bool = True,
 ) -> Registry:
-    """A registry holding Bash, Read, Write, Edit, Glob, Grep and LS confined to ``workspace``.
+    """A registry holding the built-in tools confined to ``workspace``.
+
+    Bash, Read, Write, Edit, Glob, Grep, LS, NotebookEdit, TodoWrite,
+    ExitPlanMode, AskUserQuestion and apply_patch, in that order.
 
     Args:
         workspace: where the file tools may read and write.
@@ -905,9 +1128,18 @@ def builtin_registry(
         env: Bash's environment (``sandbox.child_env.child_env``); None: this process's.
         redact: applied to every tool's output and error before it is spilled
             or returned (``sandbox.child_env.Redactor.text``).
+        session: what TodoWrite, ExitPlanMode and AskUserQuestion reach of the
+            agent (``session_tools.SessionLink``); None: a list of their own,
+            never plan mode, nobody to ask.
+        patch_guard: ``guard(real_path) -> reason or None``: a file apply_patch
+            may not change (the agent's Edit deny rules and protected paths).
+        require_read: Edit, Write and NotebookEdit of an existing file need a
+            Read of it first (``file_state`` rule 1).
     """
-    t = _Shared(workspace.with_read_only(spill_dir), shell_timeout_s, processes, visible, sandbox, env)
-    specs: list[tuple[str, str, dict[str, Any], Callable[..., str], bool]] = [
+    t = _Shared(workspace.with_read_only(spill_dir), shell_timeout_s, processes, visible, sandbox, env,
+                ReadState(required=require_read))
+    t.patch_guard = patch_guard or (lambda _p: None)
+    specs: list[tuple[str, str, dict[str, Any], Callable[..., Any], bool]] = [
         ("Bash", _BASH_DOC, _BASH_SCHEMA, _bound(_bash, t), False),
         ("Read", _READ_DOC, _READ_SCHEMA, _bound(_read, t), True),
         ("Write", _WRITE_DOC, _WRITE_SCHEMA, _encodable(_bound(_write, t)), False),
@@ -915,11 +1147,17 @@ def builtin_registry(
         ("Glob", _GLOB_DOC, _GLOB_SCHEMA, _bound(_glob, t), True),
         ("Grep", _GREP_DOC, _GREP_SCHEMA, _bound(_grep, t), True),
         ("LS", _LS_DOC, _LS_SCHEMA, _bound(_ls, t), True),
+        ("NotebookEdit", _NOTEBOOK_DOC, _NOTEBOOK_SCHEMA, _encodable(_bound(_notebook_edit, t)), False),
     ]
     reg = Registry()
     for name, doc, schema, fn, read_only in specs:
         wrapped = _redacting(fn, redact) if name == "Read" else _spilling(fn, spill_dir, name, redact)
-        reg.register(Tool(name=name, description=doc, parameters=schema, fn=wrapped, read_only=read_only))
+        reg.register(_Guided(name=name, description=doc, parameters=schema, fn=wrapped, read_only=read_only,
+                             guidance=_GUIDANCE.get(name, {})))
+    for st in session_tools(session if session is not None else SessionLink()):
+        reg.register(st)
+    patch = _spilling(_encodable(_bound(_apply_patch, t)), spill_dir, "apply_patch", redact)
+    reg.register(Tool(name="apply_patch", description=APPLY_PATCH_DOC, parameters=APPLY_PATCH_SCHEMA, fn=patch))
     return reg
 
 
@@ -1019,23 +1257,41 @@ _TYPES: dict[str, tuple[str, ...]] = {
     "rust": (".rs",),
     "go": (".go",),
     "java": (".java",),
+    "kotlin": (".kt", ".kts"),
+    "swift": (".swift",),
     "c": (".c", ".h"),
-    "cpp": (".cpp", ".cc", ".cxx", ".hpp", ".hh", ".h"),
+    "cpp": (".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx", ".h"),
+    "cs": (".cs",),
+    "php": (".php",),
+    "scala": (".scala",),
+    "lua": (".lua",),
+    "sql": (".sql",),
+    "xml": (".xml",),
+    "vue": (".vue",),
     "md": (".md", ".markdown"),
     "json": (".json",),
     "yaml": (".yaml", ".yml"),
     "toml": (".toml",),
     "sh": (".sh", ".bash", ".zsh"),
     "html": (".html", ".htm"),
-    "css": (".css", ".scss"),
+    "css": (".css", ".scss", ".sass", ".less"),
     "rb": (".rb",),
     "txt": (".txt",),
 }
+"""ripgrep's type names (``rg --type-list``) for the common languages."""
+_TYPE_ALIASES = {
+    "python": "py", "javascript": "js", "typescript": "ts", "rs": "rust", "golang": "go",
+    "c++": "cpp", "cxx": "cpp", "csharp": "cs", "c#": "cs", "ruby": "rb", "markdown": "md",
+    "yml": "yaml", "shell": "sh", "bash": "sh", "zsh": "sh", "kt": "kotlin", "htm": "html",
+    "scss": "css", "text": "txt", "jsx": "js", "tsx": "ts",
+}
+"""Names models also use for a type: mapped to ripgrep's."""
 
 _BASH_DOC = (
     "Run a shell command (bash) and return its combined stdout and stderr. It starts in the "
     "workspace directory; a `cd` carries over to later calls (within the workspace). A non-zero "
-    "exit code is reported at the end. The default timeout is 2 minutes "
+    "exit code makes the call an error, with the output and the code at the end (exit 1 of grep, "
+    "rg, diff and test is an answer, not an error). The default timeout is 2 minutes "
     f"(at most {MAX_TIMEOUT_MS // 1000} s); on timeout the command and everything it started are "
     "killed. Prefer Read, Grep, Glob and Edit to cat, grep, find and sed. Output over 10,000 "
     "characters is saved to a file and a preview is returned."
@@ -1056,24 +1312,31 @@ _BASH_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _READ_DOC = (
-    "Read a text file. Lines are numbered like `cat -n` (number, tab, text), starting at 1. "
-    f"By default up to {READ_DEFAULT_LIMIT} lines from the start; long output stops early and "
-    "says which offset continues. Use offset (first line number) and limit (number of lines) "
-    "for large files."
+    "Read a file from the workspace. Text comes back with numbered lines (number, tab, text; the "
+    "number is not part of the file). A call returns up to 2000 lines from `offset` (default: "
+    f"line 1), and stops sooner once the page reaches about {READ_MAX_TOKENS_SAID} tokens; the end of the "
+    "result then says which offset continues. Lines over 2000 characters are cut. Images (png, "
+    "jpg, gif, webp) are shown to you as images; PDFs come back as text page by page (at most 20 "
+    "pages a call, choose them with `pages`); notebooks (.ipynb) as their cells with outputs. "
+    "Read a file before you Edit or Write it: changing a file you have not read, or one that "
+    "changed since you read it, is refused. Read several files at once by calling it several "
+    "times in one turn."
 )
 _READ_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "file_path": {"type": "string", "description": "Path of the file (absolute, or relative to the workspace)."},
         "offset": {"type": "integer", "minimum": 0, "description": "Line number to start at (1-based)."},
-        "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read."},
+        "limit": {"type": "integer", "minimum": 1, "description": f"How many lines to read (default {READ_DEFAULT_LIMIT})."},
+        "pages": {"type": "string", "description": "PDF only: the pages to read, such as \"3\", \"1-5\" or \"2,7-9\" (at most 20)."},
     },
     "required": ["file_path"],
     "additionalProperties": False,
 }
 _WRITE_DOC = (
-    "Write a file, replacing it if it exists and creating missing directories. Prefer Edit for "
-    "changes to an existing file."
+    "Write a whole file, creating it (and missing directories) or replacing what it holds. An "
+    "existing file must have been read with Read first, and must not have changed since. For a "
+    "change to part of a file use Edit, which sends only the change."
 )
 _WRITE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -1085,9 +1348,12 @@ _WRITE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _EDIT_DOC = (
-    "Replace old_string with new_string in a file. old_string must match exactly (whitespace "
-    "included) and be unique in the file unless replace_all is true. An empty old_string "
-    "creates a new file."
+    "Change a file by replacing old_string with new_string. Read the file first (an unread file, "
+    "or one changed since your last Read, is refused). old_string is the file's text as Read "
+    "shows it after the line-number tab, whitespace included; it must occur once unless "
+    "replace_all is true (then every occurrence changes). Line endings are matched whatever the "
+    "file uses (CRLF files stay CRLF), and straight quotes match the file's curly ones. An empty "
+    "old_string creates a new file."
 )
 _EDIT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -1100,9 +1366,28 @@ _EDIT_SCHEMA: dict[str, Any] = {
     "required": ["file_path", "old_string", "new_string"],
     "additionalProperties": False,
 }
+_NOTEBOOK_DOC = (
+    "Change one cell of a Jupyter notebook (.ipynb). Name the cell by the id Read shows "
+    "(`cell-N` for notebooks without ids). edit_mode replace (default) swaps the cell's source "
+    "and clears its outputs; insert adds a new cell after cell_id (or first, without one) and "
+    "needs cell_type; delete removes the cell. Read the notebook first."
+)
+_NOTEBOOK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "notebook_path": {"type": "string", "description": "Path of the notebook."},
+        "cell_id": {"type": "string", "description": "The cell to change, or to insert after."},
+        "new_source": {"type": "string", "description": "The cell's new source (empty for delete)."},
+        "cell_type": {"enum": ["code", "markdown"], "description": "The cell's type (needed for insert)."},
+        "edit_mode": {"enum": ["replace", "insert", "delete"], "description": "What to do (default replace)."},
+    },
+    "required": ["notebook_path", "new_source"],
+    "additionalProperties": False,
+}
 _GLOB_DOC = (
-    "Find files by glob pattern (`**/*.py`, `src/**/*.{ts,tsx}`), skipping files git ignores. "
-    "Returns absolute paths, most recently modified first."
+    "Find files whose path matches a glob (`**/*.py`, `src/**/*.{ts,tsx}`), relative to `path` "
+    "(default: the workspace). Files git ignores are included, .git is not. Returns absolute "
+    f"paths, most recently modified first, at most {GLOB_MAX_RESULTS}. To search inside files use Grep."
 )
 _GLOB_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -1114,9 +1399,13 @@ _GLOB_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _GREP_DOC = (
-    "Search file contents with a regular expression (Python syntax), skipping files git ignores "
-    "and binary files. output_mode: files_with_matches (default), content (matching lines, with "
-    "-n, -A, -B, -C) or count. Filter files with glob (`*.py`) or type (`py`)."
+    "Search file contents with a regular expression (RE2 syntax, close to ripgrep's: no "
+    "backreferences or lookaround), skipping files git ignores and binary files. output_mode: "
+    "files_with_matches (default; paths, newest first), content (matching lines; -n, -A, -B, "
+    "-C or context, -o for the matched text only) or count (matches per file and a total). "
+    "Filter files with glob (`*.py`, `*.{ts,tsx}`) or type (py, js, ts, rust, go, java...). A match "
+    "stays within a line unless multiline is true. Page long results with head_limit and offset. "
+    "Use this instead of grep or rg in Bash."
 )
 _GREP_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -1124,15 +1413,18 @@ _GREP_SCHEMA: dict[str, Any] = {
         "pattern": {"type": "string", "description": "The regular expression."},
         "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
         "glob": {"type": "string", "description": "Only files matching this glob (`*.js`, `*.{ts,tsx}`)."},
-        "type": {"type": "string", "description": "Only files of this type (py, js, ts, rust, go, ...)."},
+        "type": {"type": "string", "description": "Only files of this type (py, js, ts, rust, go, java, ...)."},
         "output_mode": {"enum": ["content", "files_with_matches", "count"]},
         "-i": {"type": "boolean", "description": "Case-insensitive."},
         "-n": {"type": "boolean", "description": "Line numbers in content mode (default true)."},
+        "-o": {"type": "boolean", "description": "Content mode: show only the matched text, one match a line."},
         "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after each match."},
         "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before each match."},
         "-C": {"type": "integer", "minimum": 0, "description": "Lines of context around each match."},
+        "context": {"type": "integer", "minimum": 0, "description": "The same as -C."},
         "multiline": {"type": "boolean", "description": "Let . and patterns span lines."},
-        "head_limit": {"type": "integer", "minimum": 1, "description": "Only the first N results."},
+        "head_limit": {"type": "integer", "minimum": 1, "description": "Only the first N results (lines, files or counts)."},
+        "offset": {"type": "integer", "minimum": 0, "description": "Skip the first N results (with head_limit, to page)."},
     },
     "required": ["pattern"],
     "additionalProperties": False,
