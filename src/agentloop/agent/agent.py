@@ -1197,23 +1197,27 @@ class Agent:
             AgentError: no such prompt, or a checkpoint is missing or was changed.
         """
         from ..conversation import Conversation
-        from ..transcript import read_records
+        from ..transcript import TranscriptError, read_records
         from .session.checkpoints import Checkpoints, apply_rewind, plan_rewind
 
         s = self.session
-        records = list(read_records(s.path)) if s.written else []
+        roots = self.workspace.roots  # nothing outside them is touched, whatever a record says
         try:
-            plan = plan_rewind(records, turn)
-            restored, left = apply_rewind(plan, Checkpoints(self.home), force=force) if files else ([], [])
-        except ValueError as exc:
+            plan = plan_rewind(read_records(s.path) if s.written else [], turn, roots)  # streamed, not held
+            restored, left = apply_rewind(plan, Checkpoints(self.home), roots, force=force) if files else ([], [])
+        except (ValueError, TranscriptError) as exc:
             raise AgentError(str(exc)) from None
         if conversation and plan.conversation_seq is not None:
             conv = Conversation()
-            for r in records[: plan.conversation_seq + 1]:
+            for r in read_records(s.path):
+                if r.seq > plan.conversation_seq:
+                    break
                 conv.feed(r.kind, r.payload)
             msgs = conv.messages if conv.started else [m for m in s.messages[:1] if m.get("role") == "system"]
             s.messages = msgs
         out: dict[str, Any] = {"turn": turn, "files": files, "conversation": conversation, "restored": restored, "left": left}
+        if plan.outside:
+            out["outside"] = plan.outside
         if conversation:
             out["messages"] = s.messages  # what resume and replay rebuild from (conversation rule 1)
         s.append("rewind", out)
