@@ -183,9 +183,12 @@ def scripted_model(path: str) -> Any:
     return ScriptedModel.from_script(script, stream="words")
 
 
-def _cli_json(value: str, flag: str) -> tuple[str, dict[str, Any]]:
-    """A command-line settings value: a JSON object, or the path of a file holding one."""
+def _cli_json(value: str, flag: str, warnings: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+    """A command-line settings value: a JSON object, or the path of a file holding one (a key given
+    twice: a line in ``warnings``, as for a settings file)."""
     import json
+
+    from ..config.settings import check_max_usd, duplicate_keys_hook
 
     text, where = value, f"{flag} (the JSON given)"
     if not value.lstrip().startswith("{"):
@@ -196,15 +199,23 @@ def _cli_json(value: str, flag: str) -> tuple[str, dict[str, Any]]:
         except OSError as exc:
             raise AgentError(f"{flag} {value}: cannot read it: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=duplicate_keys_hook(where, warnings))
     except json.JSONDecodeError as exc:
         raise AgentError(f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except (RecursionError, ValueError) as exc:
+        raise AgentError(f"{where}: not usable JSON: {str(exc)[:200] or 'nested too deeply'}") from None
     if not isinstance(data, dict):
         raise AgentError(f"{where}: must be a JSON object")
+    try:
+        check_max_usd(where, data)
+    except ConfigError as exc:
+        raise AgentError(str(exc)) from None
     return where, data
 
 
-def _with_cli_sources(sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool) -> list[SettingsSource]:
+def _with_cli_sources(
+    sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool, warnings: list[str] | None = None
+) -> list[SettingsSource]:
     """The settings with Claude Code's command-line layer added: ``--settings`` (a file or JSON) and
     ``--mcp-config`` (``{"mcpServers": ...}`` files or JSON) sit above the project's files and below
     managed settings, as the user's own (so folder trust does not apply to them). With
@@ -214,12 +225,17 @@ def _with_cli_sources(sources: list[SettingsSource], settings: Sequence[str], mc
     from .trust import sanitize
 
     extra: list[SettingsSource] = []
+    said: list[str] = [] if warnings is None else warnings
     for v in settings:
-        where, data = _cli_json(v, "--settings")
-        extra.append(sanitize(SettingsSource(where, "user", data))[0])
+        where, data = _cli_json(v, "--settings", said)
+        clean, notes = sanitize(SettingsSource(where, "user", data))
+        said += notes
+        if "prices" in clean.data:
+            said.append(f"{where}: prices: prices come from your own settings files and --price, not from --settings; ignored")
+        extra.append(clean)
     servers: dict[str, Any] = {}
     for v in mcp_configs:
-        where, data = _cli_json(v, "--mcp-config")
+        where, data = _cli_json(v, "--mcp-config", said)
         got = data.get("mcpServers")
         if not isinstance(got, dict):
             raise AgentError(f"{where}: an --mcp-config file holds {{\"mcpServers\": {{...}}}}")
@@ -406,9 +422,10 @@ class Agent:
             )
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
-        self.sources: list[SettingsSource] = _with_cli_sources(loaded.sources, cli_settings, mcp_configs, strict_mcp_config)
+        read = [w for s in loaded.sources for w in s.warnings]  # keys given twice in a settings file
+        self.sources: list[SettingsSource] = _with_cli_sources(loaded.sources, cli_settings, mcp_configs, strict_mcp_config, read)
         self.price_sources = loaded.price_sources
-        self.config_warnings: list[str] = loaded.warnings
+        self.config_warnings: list[str] = read + loaded.warnings
         """Every entry skipped and every key not honoured, one line each (the CLI shows them)."""
         self.trust = loaded.decision
         """Folder trust: ``trust.notice()`` is the one line saying what was left out."""
