@@ -516,6 +516,14 @@ SABOTAGES = [
         ["tests/test_nothing_accepted_in_silence.py::test_repair_refuses_a_file_whose_first_line_is_not_a_record_and_never_empties_it"],
     ),
 
+    Sabotage(
+        "a Grep pattern too large for RE2's memory is searched anyway (slow, or a raw library line)",
+        "src/agentloop/agent/tools/linear_regex.py",
+        "    if size > MAX_PROGRAM:",
+        "    if False:  # SABOTAGED",
+        ["tests/test_library_errors.py::test_a_giant_grep_pattern_is_one_line_and_nothing_raw_reaches_stderr"],
+    ),
+
 ]
 
 
