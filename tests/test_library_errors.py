@@ -73,3 +73,33 @@ def test_an_invalid_pattern_is_named_in_words_not_as_library_bytes(tmp_path: Pat
     err = str(got["error"])
     assert stderr == "" and got["ok"] is False
     assert "b'" not in err and "invalid perl operator: (?=" in err and "look-around" in err
+
+
+SETTINGS_INPUTS = {
+    "not UTF-8": (lambda d: (d / "s.json").write_bytes(b"\xff{}"), "s.json", "not UTF-8 text: byte 0xff at offset 0"),
+    "a FIFO": (lambda d: __import__("os").mkfifo(d / "s.json"), "s.json", "is not a regular file"),
+    "nested 100,000 deep": (lambda d: (d / "s.json").write_text("[" * 100_000), "s.json", "nested too deeply"),
+    "missing": (lambda d: None, "s.json", "no such file"),
+}
+
+
+@pytest.mark.parametrize("what", list(SETTINGS_INPUTS))
+def test_a_bad_settings_file_on_the_command_line_is_one_line_of_agentloop_s_words(tmp_path: Path, what: str) -> None:
+    make, name, says = SETTINGS_INPUTS[what]
+    make(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "agentloop.cli.main", "--settings", name, "-p", "hi", "--model", "scripted:none.json"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert says in p.stderr
+    for raw in ("Traceback", "codec", "recursion", "Errno"):
+        assert raw not in p.stderr
+
+
+def test_a_settings_file_that_is_not_utf8_is_named_with_the_byte_and_offset(tmp_path: Path) -> None:
+    from agentloop.config.settings import ConfigError, read_json_object
+
+    f = tmp_path / "settings.json"
+    f.write_bytes(b'{"model": "a\xe9"}')
+    with pytest.raises(ConfigError) as info:
+        read_json_object(str(f))
+    assert str(info.value) == f"{f}: not UTF-8 text: byte 0xe9 at offset 12"

@@ -188,22 +188,29 @@ def _cli_json(value: str, flag: str, warnings: list[str] | None = None) -> tuple
     twice: a line in ``warnings``, as for a settings file)."""
     import json
 
-    from ..config.settings import check_max_usd, duplicate_keys_hook
+    from ..config.settings import check_max_usd, duplicate_keys_hook, read_config_bytes
 
     text, where = value, f"{flag} (the JSON given)"
     if not value.lstrip().startswith("{"):
         where = value
+        try:  # a FIFO, a device or a giant is refused before it is read
+            raw = read_config_bytes(value)
+        except ConfigError as exc:
+            raise AgentError(f"{flag} {exc}") from None
+        if raw is None:
+            raise AgentError(f"{flag} {value}: cannot read it: no such file")
         try:
-            with open(value, encoding="utf-8") as f:
-                text = f.read(4 << 20)
-        except OSError as exc:
-            raise AgentError(f"{flag} {value}: cannot read it: {exc.strerror or exc}") from None
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise AgentError(f"{flag} {value}: not UTF-8 text: byte {raw[exc.start]:#04x} at offset {exc.start}") from None
     try:
         data = json.loads(text, object_pairs_hook=duplicate_keys_hook(where, warnings))
     except json.JSONDecodeError as exc:
         raise AgentError(f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except (RecursionError, ValueError) as exc:
-        raise AgentError(f"{where}: not usable JSON: {str(exc)[:200] or 'nested too deeply'}") from None
+    except RecursionError:
+        raise AgentError(f"{where}: not usable JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. a 5,000-digit integer, longer than Python will convert
+        raise AgentError(f"{where}: not usable JSON: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
         raise AgentError(f"{where}: must be a JSON object")
     try:

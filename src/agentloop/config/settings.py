@@ -163,7 +163,7 @@ def read_json_object(path: str, warnings: list[str] | None = None) -> dict[str, 
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(path, f"cannot read: {exc}") from None
+        raise ConfigError(path, f"not UTF-8 text: byte {raw[exc.start]:#04x} at offset {exc.start}") from None
     return json_object(path, text, warnings)
 
 
