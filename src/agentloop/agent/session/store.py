@@ -36,7 +36,6 @@ Rules:
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import secrets
@@ -123,11 +122,6 @@ def _kind(line: bytes) -> bytes:
     start = _KIND_AT + len(_KIND_PREFIX)
     end = line.find(b'"', start)
     return line[start:end] if end > 0 else b""
-
-
-def _line_ok(line: bytes) -> bool:
-    """The stored hash matches the line's content (rule 2 of transcript.py)."""
-    return len(line) > _KIND_AT and hashlib.sha256(b"{" + line[_KIND_AT:]).hexdigest().encode() == line[9:73]
 
 
 def _reverse_lines(path: str, chunk: int = 8192, end: int | None = None) -> Iterator[bytes]:
