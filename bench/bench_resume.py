@@ -7,11 +7,16 @@ messages (as context compaction keeps it within the model's window). The
 small session holds one turn; a third holds 12 turns, enough to fill the
 same 40-message window, so it has the same tail as the big one and only the
 record count differs. "Resume" is what ``agentloop --resume`` does:
-take the lock, read the tail, rebuild the messages and the totals, release.
+take the lock, verify the whole chain (records are checked before they are
+trusted: the fast path of ``agentloop verify``), read the tail, rebuild the
+messages and the totals, release.
 
 Both are timed in the same run, interleaved, as the median of many opens;
 a brand-new session and a full read-and-verify of the big file are printed
-for reference. Target: resuming the big session within 2x of the one-turn one.
+for reference. Target: resuming the big session costs at most 1.5x verifying
+it (``verify_file``): the tail and the rebuild add little to the check, which
+grows with the file. (Before resume verified the whole chain, the target was
+2x the one-turn session; it was 0.94x.)
 
     .venv/bin/python bench/bench_resume.py [--records 100000] [--rounds 40]
 """
@@ -31,7 +36,7 @@ from agentloop.testing import ScriptedModel, reply
 from agentloop.tools import tool
 from agentloop.transcript import verify_file
 
-TARGET = 2.0
+TARGET = 1.5
 
 
 @tool(read_only=True)
@@ -91,6 +96,12 @@ def time_full(path: str) -> float:
     return time.perf_counter() - t0
 
 
+def time_verify(path: str) -> float:
+    t0 = time.perf_counter()
+    assert verify_file(path).ok
+    return time.perf_counter() - t0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=100_000)
@@ -115,6 +126,7 @@ def main() -> int:
             big.append(time_resume(cwd, home, "20260101-000000-b1b1b1"))
             new.append(time_create(cwd, home))
         full = [time_full(big_path) for _ in range(a.full_rounds)]
+        checks = [time_verify(big_path) for _ in range(max(3, a.full_rounds))]
     base = statistics.median(small)
     rows = [
         ("resume small session (1 turn)", small),
@@ -122,15 +134,16 @@ def main() -> int:
         (f"resume big session ({n_big} records)", big),
         ("create a new session", new),
         ("full read + verify of the big file", full),
+        ("verify_file of the big file", checks),
     ]
     print(f"{'what':<48} {'median':>10} {'ratio':>9}")
     for name, ts in rows:
         med = statistics.median(ts)
         print(f"{name:<48} {med * 1000:9.2f}ms {med / base:8.2f}x")
-    ratio = statistics.median(big) / base
+    ratio = statistics.median(big) / statistics.median(checks)
     print(f"big vs the 12-turn session with the same tail: {statistics.median(big) / statistics.median(same):.2f}x")
     verdict = "meets" if ratio <= TARGET else "MISSES"
-    print(f"resume of {n_big} records is {ratio:.2f}x the small one: {verdict} the target of {TARGET:.0f}x ({a.rounds} rounds)")
+    print(f"resume of {n_big} records is {ratio:.2f}x verifying them: {verdict} the target of {TARGET:.1f}x ({a.rounds} rounds)")
     return 0 if ratio <= TARGET else 1
 
 

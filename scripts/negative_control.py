@@ -431,8 +431,8 @@ SABOTAGES = [
     Sabotage(
         "the session listing forgets a manual /compact's spend",
         "src/agentloop/agent/session/store.py",
-        "                    spent += _side_cost(orjson.loads(line)[\"payload\"])\n",
-        "                    pass  # SABOTAGED\n",
+        "        facts[\"spent\"] += _side_cost(payload)\n",
+        "        pass  # SABOTAGED\n",
         ["tests/test_repl_issue22.py::test_a_compaction_s_spend_is_counted_in_cost_and_sessions"],
     ),
     Sabotage(
@@ -768,6 +768,80 @@ SABOTAGES = [
         ["tests/test_tools_claude_code.py::test_apply_patch_stays_in_the_workspace_and_obeys_the_guard",
          "tests/test_tools_in_agent.py::test_apply_patch_cannot_write_what_an_edit_deny_rule_or_the_protected_paths_cover"],
     ),
+    Sabotage(
+        "-c and --resume trust a session file without verifying its whole chain",
+        "src/agentloop/agent/session/store.py",
+        "            if not report.ok and not torn:\n                raise SessionDamaged(",
+        "            if False:  # SABOTAGED\n                raise SessionDamaged(",
+        ["tests/test_session_integrity.py::test_resuming_a_damaged_session_is_refused_with_the_record_named_and_nothing_appended",
+         "tests/test_session_integrity.py::test_continue_on_a_damaged_session_exits_1_naming_the_record_and_writes_nothing"],
+    ),
+    Sabotage(
+        "any damage after the last good record counts as a crash's torn tail (cut on resume)",
+        "src/agentloop/audit/repair.py",
+        "        return all(b\"\\n\" not in data for _, data in _chunks(fd, start))",
+        "        return True  # SABOTAGED",
+        ["tests/test_session_integrity.py::test_resuming_a_damaged_session_is_refused_with_the_record_named_and_nothing_appended"],
+    ),
+    Sabotage(
+        "a rewind deletes or writes a path outside the workspace that a record names",
+        "src/agentloop/agent/session/checkpoints.py",
+        "        if real != r and real.startswith(r.rstrip(os.sep) + os.sep):",
+        "        if True:  # SABOTAGED",
+        ["tests/test_session_integrity.py::test_a_rewind_never_touches_a_path_outside_the_workspace_whatever_a_record_says"],
+    ),
+    Sabotage(
+        "a rewind checks a recorded path without resolving its directories (a symlink leads out)",
+        "src/agentloop/agent/session/checkpoints.py",
+        "    real = os.path.join(os.path.realpath(os.path.dirname(path)), name)",
+        "    real = os.path.normpath(path)  # SABOTAGED",
+        ["tests/test_session_integrity.py::test_a_rewind_never_touches_a_path_outside_the_workspace_whatever_a_record_says"],
+    ),
+    Sabotage(
+        "the session listing reads every line whole (a giant tail is read into memory)",
+        "src/agentloop/agent/session/store.py",
+        "        for rec in verified_records(path, report.valid_prefix_bytes):",
+        "        for rec in (Record(**{k: v for k, v in orjson.loads(ln).items()}) for ln in open(path, 'rb').read().splitlines() if ln.strip(b'\\0')):  # SABOTAGED",
+        ["tests/test_session_integrity.py::test_sessions_rewind_and_continue_read_a_sparse_giant_tail_in_bounded_memory_and_time"],
+    ),
+    Sabotage(
+        "rewind's listing opens the session for writing (records session_start/session_end)",
+        "src/agentloop/cli/cmd_rewind.py",
+        "    if args.to is None:\n        return _list(sid, path, report)",
+        "    if False:  # SABOTAGED\n        return _list(sid, path, report)",
+        ["tests/test_session_integrity.py::test_rewind_listing_appends_nothing_and_refuses_a_damaged_session_naming_the_record"],
+    ),
+
+    Sabotage(
+        "a permissions key given twice in a settings file drops the first one's deny rules",
+        "src/agentloop/config/settings.py",
+        '    if key == "permissions" and isinstance(first, dict) and isinstance(second, dict):',
+        '    if False:  # SABOTAGED',
+        ["tests/test_nothing_accepted_in_silence.py::test_a_duplicated_permissions_key_keeps_every_deny_rule_and_says_so"],
+    ),
+    Sabotage(
+        "an invalid maxUsd in a settings file falls back to the default cap",
+        "src/agentloop/config/settings.py",
+        "            check_max_usd(path, data)\n",
+        "            pass  # SABOTAGED\n",
+        ["tests/test_nothing_accepted_in_silence.py::test_an_invalid_max_usd_stops_the_run_naming_file_and_key_instead_of_the_default_cap"],
+    ),
+    Sabotage(
+        "verify --repair empties a file that is not a transcript",
+        "src/agentloop/audit/repair.py",
+        "    if keep == 0:\n        raise RepairRefused(",
+        "    if False:  # SABOTAGED\n        raise RepairRefused(",
+        ["tests/test_nothing_accepted_in_silence.py::test_repair_refuses_a_file_whose_first_line_is_not_a_record_and_never_empties_it"],
+    ),
+
+    Sabotage(
+        "a Grep pattern too large for RE2's memory is searched anyway (slow, or a raw library line)",
+        "src/agentloop/agent/tools/linear_regex.py",
+        "    if size > MAX_PROGRAM:",
+        "    if False:  # SABOTAGED",
+        ["tests/test_library_errors.py::test_a_giant_grep_pattern_is_one_line_and_nothing_raw_reaches_stderr"],
+    ),
+
 ]
 
 

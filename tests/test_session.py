@@ -238,7 +238,7 @@ def test_a_changed_record_in_the_tail_is_refused(tmp_path):
     i = next(i for i, ln in enumerate(lines) if b'"kind":"model_turn"' in ln)
     lines[i] = lines[i].replace(b"the answer", b"the ANSWER")
     open(s.path, "wb").write(b"\n".join(lines))
-    with pytest.raises(SessionError, match="does not match its hash"):
+    with pytest.raises(SessionError, match="record 1 .*hash_mismatch"):
         Session.resume(cwd, s.id, home)
 
 

@@ -186,28 +186,46 @@ def scripted_model(path: str) -> Any:
     return ScriptedModel.from_script(script, stream="words")
 
 
-def _cli_json(value: str, flag: str) -> tuple[str, dict[str, Any]]:
-    """A command-line settings value: a JSON object, or the path of a file holding one."""
+def _cli_json(value: str, flag: str, warnings: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+    """A command-line settings value: a JSON object, or the path of a file holding one (a key given
+    twice: a line in ``warnings``, as for a settings file)."""
     import json
+
+    from ..config.settings import check_max_usd, duplicate_keys_hook, read_config_bytes
 
     text, where = value, f"{flag} (the JSON given)"
     if not value.lstrip().startswith("{"):
         where = value
+        try:  # a FIFO, a device or a giant is refused before it is read
+            raw = read_config_bytes(value)
+        except ConfigError as exc:
+            raise AgentError(f"{flag} {exc}") from None
+        if raw is None:
+            raise AgentError(f"{flag} {value}: cannot read it: no such file")
         try:
-            with open(value, encoding="utf-8") as f:
-                text = f.read(4 << 20)
-        except OSError as exc:
-            raise AgentError(f"{flag} {value}: cannot read it: {exc.strerror or exc}") from None
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise AgentError(f"{flag} {value}: not UTF-8 text: byte {raw[exc.start]:#04x} at offset {exc.start}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=duplicate_keys_hook(where, warnings))
     except json.JSONDecodeError as exc:
         raise AgentError(f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise AgentError(f"{where}: not usable JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. a 5,000-digit integer, longer than Python will convert
+        raise AgentError(f"{where}: not usable JSON: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
         raise AgentError(f"{where}: must be a JSON object")
+    try:
+        check_max_usd(where, data)
+    except ConfigError as exc:
+        raise AgentError(str(exc)) from None
     return where, data
 
 
-def _with_cli_sources(sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool) -> list[SettingsSource]:
+def _with_cli_sources(
+    sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool, warnings: list[str] | None = None
+) -> list[SettingsSource]:
     """The settings with Claude Code's command-line layer added: ``--settings`` (a file or JSON) and
     ``--mcp-config`` (``{"mcpServers": ...}`` files or JSON) sit above the project's files and below
     managed settings, as the user's own (so folder trust does not apply to them). With
@@ -217,12 +235,17 @@ def _with_cli_sources(sources: list[SettingsSource], settings: Sequence[str], mc
     from .trust import sanitize
 
     extra: list[SettingsSource] = []
+    said: list[str] = [] if warnings is None else warnings
     for v in settings:
-        where, data = _cli_json(v, "--settings")
-        extra.append(sanitize(SettingsSource(where, "user", data))[0])
+        where, data = _cli_json(v, "--settings", said)
+        clean, notes = sanitize(SettingsSource(where, "user", data))
+        said += notes
+        if "prices" in clean.data:
+            said.append(f"{where}: prices: prices come from your own settings files and --price, not from --settings; ignored")
+        extra.append(clean)
     servers: dict[str, Any] = {}
     for v in mcp_configs:
-        where, data = _cli_json(v, "--mcp-config")
+        where, data = _cli_json(v, "--mcp-config", said)
         got = data.get("mcpServers")
         if not isinstance(got, dict):
             raise AgentError(f"{where}: an --mcp-config file holds {{\"mcpServers\": {{...}}}}")
@@ -441,9 +464,10 @@ class Agent:
             )
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
-        self.sources: list[SettingsSource] = _with_cli_sources(loaded.sources, cli_settings, mcp_configs, strict_mcp_config)
+        read = [w for s in loaded.sources for w in s.warnings]  # keys given twice in a settings file
+        self.sources: list[SettingsSource] = _with_cli_sources(loaded.sources, cli_settings, mcp_configs, strict_mcp_config, read)
         self.price_sources = loaded.price_sources
-        self.config_warnings: list[str] = loaded.warnings
+        self.config_warnings: list[str] = read + loaded.warnings
         """Every entry skipped and every key not honoured, one line each (the CLI shows them)."""
         self.trust = loaded.decision
         """Folder trust: ``trust.notice()`` is the one line saying what was left out."""
@@ -1382,23 +1406,27 @@ class Agent:
             AgentError: no such prompt, or a checkpoint is missing or was changed.
         """
         from ..conversation import Conversation
-        from ..transcript import read_records
+        from ..transcript import TranscriptError, read_records
         from .session.checkpoints import Checkpoints, apply_rewind, plan_rewind
 
         s = self.session
-        records = list(read_records(s.path)) if s.written else []
+        roots = self.workspace.roots  # nothing outside them is touched, whatever a record says
         try:
-            plan = plan_rewind(records, turn)
-            restored, left = apply_rewind(plan, Checkpoints(self.home), force=force) if files else ([], [])
-        except ValueError as exc:
+            plan = plan_rewind(read_records(s.path) if s.written else [], turn, roots)  # streamed, not held
+            restored, left = apply_rewind(plan, Checkpoints(self.home), roots, force=force) if files else ([], [])
+        except (ValueError, TranscriptError) as exc:
             raise AgentError(str(exc)) from None
         if conversation and plan.conversation_seq is not None:
             conv = Conversation()
-            for r in records[: plan.conversation_seq + 1]:
+            for r in read_records(s.path):
+                if r.seq > plan.conversation_seq:
+                    break
                 conv.feed(r.kind, r.payload)
             msgs = conv.messages if conv.started else [m for m in s.messages[:1] if m.get("role") == "system"]
             s.messages = msgs
         out: dict[str, Any] = {"turn": turn, "files": files, "conversation": conversation, "restored": restored, "left": left}
+        if plan.outside:
+            out["outside"] = plan.outside
         if conversation:
             out["messages"] = s.messages  # what resume and replay rebuild from (conversation rule 1)
         s.append("rewind", out)

@@ -34,6 +34,9 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
                    help="continue the most recent session of this directory")
     g.add_argument("-r", "--resume", nargs="?", const="", default=d(None), metavar="ID",
                    help="resume the session ID (a unique prefix will do); without an ID the REPL offers a list to choose from")
+    g.add_argument("--force", action="store_true", default=d(False),
+                   help="with -c or --resume: a session that fails verification goes on in a new session from its verified"
+                        " records (the damaged file is left as it is)")
     g.add_argument("--max-usd", default=d(None), metavar="USD",
                    help="the session's spend cap in dollars, e.g. 0.05 (default 5; 'unlimited' for none, on purpose)")
     g.add_argument("--price", default=d(None), metavar="INPUT,OUTPUT",

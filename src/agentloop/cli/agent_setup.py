@@ -10,9 +10,9 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
-from ._common import UserError
+from ._common import EXIT_PROBLEMS, UserError
 
 __all__ = ["cost_line", "fit", "flush_tracing", "make_agent", "parse_price", "report_config", "split_rules"]
 
@@ -43,18 +43,6 @@ def _cache_sources() -> None:
     atexit.register(cache.save)
 
 
-def _max_usd(max_usd: Any) -> tuple[int | None, bool]:
-    """``--max-usd``: the cap in micro-dollars (None: not given) and whether it is 'unlimited'."""
-    from agentloop.budget import usd
-
-    if max_usd is None or max_usd == "unlimited":
-        return None, max_usd == "unlimited"
-    try:
-        return usd(str(max_usd)), False
-    except ValueError as exc:
-        raise UserError(f"--max-usd {max_usd}: {exc} (dollars, e.g. 0.05, or 'unlimited')") from None
-
-
 def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
     v = getattr(args, name, default)
     return default if v is None else v
@@ -71,16 +59,17 @@ def make_agent(
     """An ``Agent`` from the parsed flags.
 
     Raises:
-        UserError: a bad flag, settings file, model or session (one line, exit 2).
+        UserError: a bad flag, settings file, model or session (one line, exit 2); a session
+            that fails verification (exit 1; ``--force`` goes on in a new session from its verified records).
     """
     _cache_sources()  # first: tools made while the agent's modules load use it too
     from agentloop.agent.agent import Agent, AgentError, setup_logging
-    from agentloop.agent.session.store import SessionError
+    from agentloop.agent.session.store import SessionDamaged, SessionError
     from agentloop.config.settings import agentloop_home
 
     if not os.path.isdir(cwd := _opt(args, "cwd") or os.getcwd()):
         raise UserError(f"--cwd {cwd}: not a directory")
-    micros, unlimited = _max_usd(_opt(args, "max_usd"))
+    micros, unlimited = _spend_cap(args)
     price = parse_price(_opt(args, "price"))
     steps = _opt(args, "max_steps")
     if steps is not None and steps < 1:
@@ -89,11 +78,7 @@ def make_agent(
         raise UserError("--resume without an id lists sessions to choose from in the REPL only; give the id (agentloop sessions lists them)")
     home = agentloop_home()
     setup_logging(home, verbose=bool(_opt(args, "verbose", False)))
-    mode = _opt(args, "permission_mode")
-    if _opt(args, "dangerously_skip_permissions", False):
-        if mode not in (None, "bypassPermissions"):
-            raise UserError(f"--dangerously-skip-permissions and --permission-mode {mode} say different things")
-        mode = "bypassPermissions"
+    mode = _mode(args)
     tracing = None
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         from agentloop.telemetry import from_environment
@@ -101,7 +86,8 @@ def make_agent(
         tracing = from_environment()
     rules = [("allow", r) for v in _opt(args, "allowed_tools", []) for r in split_rules(v)]
     rules += [("deny", r) for v in _opt(args, "disallowed_tools", []) for r in split_rules(v)]
-    try:
+
+    def build(resume: str | None, continue_last: bool) -> Any:
         return Agent(
             cwd=cwd,
             home=home,
@@ -113,8 +99,8 @@ def make_agent(
             max_steps=steps,
             permission_mode=mode,
             add_dirs=list(_opt(args, "add_dir", [])),
-            resume=_opt(args, "resume"),
-            continue_last=bool(_opt(args, "continue_last", False)),
+            resume=resume,
+            continue_last=continue_last,
             durability=_opt(args, "durability"),
             ask_permission=ask_permission,
             trust=True if _opt(args, "trust", False) else None,
@@ -133,8 +119,49 @@ def make_agent(
             mcp_in_background=mcp_in_background,
             **{k: _opt(args, k) for k in ("max_output_tokens", "thinking", "effort")},
         )
+
+    try:
+        try:
+            return build(_opt(args, "resume"), bool(_opt(args, "continue_last", False)))
+        except SessionDamaged as exc:
+            return _forced(build, exc, bool(_opt(args, "force", False)), cwd, home)
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
+
+
+def _mode(args: argparse.Namespace) -> str | None:
+    """``--permission-mode``, or bypassPermissions for ``--dangerously-skip-permissions`` (never both, differing)."""
+    mode = _opt(args, "permission_mode")
+    if _opt(args, "dangerously_skip_permissions", False):
+        if mode not in (None, "bypassPermissions"):
+            raise UserError(f"--dangerously-skip-permissions and --permission-mode {mode} say different things")
+        mode = "bypassPermissions"
+    return cast(str | None, mode)
+
+
+def _spend_cap(args: argparse.Namespace) -> tuple[int | None, bool]:
+    """``--max-usd``: (micro-dollars or None, unlimited)."""
+    from agentloop.budget import usd
+
+    max_usd = _opt(args, "max_usd")
+    if max_usd is None or max_usd == "unlimited":
+        return None, max_usd == "unlimited"
+    try:
+        return usd(str(max_usd)), False
+    except ValueError as exc:
+        raise UserError(f"--max-usd {max_usd}: {exc} (dollars, e.g. 0.05, or 'unlimited')") from None
+
+
+def _forced(build: Callable[[str | None, bool], Any], damaged: Any, force: bool, cwd: str, home: str) -> Any:
+    """A session that fails verification: refused (exit 1), or with ``--force`` a new session from
+    its verified records, saying what is skipped (``store`` rule 6)."""
+    from agentloop.agent.session.store import fork_damaged
+
+    if not force:
+        raise UserError(str(damaged), EXIT_PROBLEMS) from None
+    new_id, note = fork_damaged(cwd, damaged, home)
+    print(f"agentloop: warning: {note}", file=sys.stderr)
+    return build(new_id, False)
 
 
 def report_config(agent: Any, say: Callable[[str], None]) -> None:

@@ -21,6 +21,17 @@ from the list of sources, so that it can say where a rule came from. A file
 that is not a JSON object is a ``ConfigError`` naming the file and the place,
 never a traceback; a bad entry inside a good file is skipped with a warning
 (``agent.trust.sanitize``).
+
+Nothing is accepted in silence, and doubt is settled on the strict side:
+
+- A key given twice in one object is a warning naming the file and the key
+  (``SettingsSource.warnings``). The later value is used, except that rules
+  are never dropped that way: two ``deny`` (or ``ask``) lists, or two
+  ``permissions`` objects, keep the rules of both (an ``allow`` list is the
+  later one's alone).
+- A ``maxUsd`` that is not an amount of dollars (NaN, Infinity, a negative
+  amount, ``true``, a list...) is a ``ConfigError`` naming the file and the
+  key: nothing runs rather than fall back to the default cap.
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ __all__ = [
     "SettingsSource",
     "agentloop_home",
     "all_settings_paths",
+    "check_max_usd",
+    "duplicate_keys_hook",
     "load_settings",
     "prices_from_settings",
     "project_hash",
@@ -68,6 +81,8 @@ class SettingsSource:
     data: dict[str, Any]
     origin: Origin = "agentloop"
     """Whose file it is: agentloop's own or Claude Code's."""
+    warnings: tuple[str, ...] = ()
+    """What reading the file noticed (a key given twice), one line each, naming the file."""
 
     @property
     def in_project(self) -> bool:
@@ -135,8 +150,9 @@ def read_config_bytes(path: str) -> bytes | None:
         raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
-def read_json_object(path: str) -> dict[str, Any] | None:
-    """A JSON object from ``path``; None when the file does not exist.
+def read_json_object(path: str, warnings: list[str] | None = None) -> dict[str, Any] | None:
+    """A JSON object from ``path``; None when the file does not exist. A key given twice adds a
+    line to ``warnings`` (see the module's docstring).
 
     Raises:
         ConfigError: unreadable, not JSON (with line and column), or not an object.
@@ -147,17 +163,50 @@ def read_json_object(path: str) -> dict[str, Any] | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(path, f"cannot read: {exc}") from None
-    return json_object(path, text)
+        raise ConfigError(path, f"not UTF-8 text: byte {raw[exc.start]:#04x} at offset {exc.start}") from None
+    return json_object(path, text, warnings)
 
 
-def json_object(path: str, text: str) -> dict[str, Any]:
+_RULE_LISTS = ("deny", "ask")
+
+
+def _merge_twice(key: str, first: Any, second: Any) -> tuple[Any, str]:
+    """The value of a key given twice in one object, and what was done (module docstring)."""
+    if key in _RULE_LISTS and isinstance(first, list) and isinstance(second, list):
+        return first + [r for r in second if r not in first], f"the {key} rules of both are kept"
+    if key == "permissions" and isinstance(first, dict) and isinstance(second, dict):
+        out = dict(first)
+        for k, v in second.items():
+            out[k] = _merge_twice(k, first[k], v)[0] if k in first else v
+        return out, "the deny and ask rules of both are kept, the rest is the later one's"
+    return second, "the later value is used"
+
+
+def duplicate_keys_hook(path: str, warnings: list[str] | None) -> Any:
+    """The ``object_pairs_hook`` that settles a key given twice (module docstring), noting it in ``warnings``."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                out[k], how = _merge_twice(k, out[k], v)
+                if warnings is not None:
+                    warnings.append(f'{path}: the key "{k[:80]}" is given twice in one object; {how}')
+            else:
+                out[k] = v
+        return out
+
+    return hook
+
+
+def json_object(path: str, text: str, warnings: list[str] | None = None) -> dict[str, Any]:
     """A configuration file's text as its JSON object ({} when blank); a ConfigError naming the
-    file and the place for anything else (settings files and ``.mcp.json`` alike)."""
+    file and the place for anything else (settings files and ``.mcp.json`` alike). A key given
+    twice adds a line to ``warnings`` (module docstring)."""
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=duplicate_keys_hook(path, warnings))
     except json.JSONDecodeError as exc:
         raise ConfigError(path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:
@@ -225,10 +274,38 @@ def load_settings(
     """
     out = []
     for path, scope, origin in all_settings_paths(cwd, home, user_dir=user_dir, managed=managed):
-        data = read_json_object(path)
+        warnings: list[str] = []
+        data = read_json_object(path, warnings)
         if data is not None:
-            out.append(SettingsSource(path, scope, data, origin))
+            check_max_usd(path, data)
+            out.append(SettingsSource(path, scope, data, origin, tuple(warnings)))
     return out
+
+
+def check_max_usd(path: str, data: Mapping[str, Any]) -> None:
+    """A settings object's ``maxUsd``, when there is one, is an amount of dollars or ``"unlimited"``.
+
+    Raises:
+        ConfigError: anything else (NaN, Infinity, a negative amount, a boolean, a list...):
+            the run stops rather than fall back to a larger default cap.
+    """
+    if "maxUsd" not in data:
+        return
+    from ..budget import usd
+
+    v = data["maxUsd"]
+    if v == "unlimited" and isinstance(v, str):
+        return
+    problem = f"is {json_kind(v)}, not an amount of dollars"
+    if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        try:
+            usd(str(v))
+            return
+        except ValueError as exc:
+            problem = str(exc)
+    raise ConfigError(
+        path, f'maxUsd: {problem[:200]}; give dollars such as 0.50, or "unlimited" (nothing runs rather than fall back to the default cap)'
+    )
 
 
 def merged(sources: list[SettingsSource], key: str) -> Any:

@@ -19,6 +19,13 @@ Rules:
    Bash, since) is reported and left alone unless the rewind is forced.
 4. A rewind is itself recorded (a ``rewind`` record naming the prompt, what
    was restored and what was left); the session's chain is never cut.
+5. A rewind never touches a path outside the workspace (the working directory
+   and the added directories), whatever a record says: a ``file_change``
+   naming one (a forged record verifies if its hashes were recomputed) is
+   reported and left alone, ``--force`` or not. The path is checked with its
+   directories resolved (a symlink out of the workspace does not count as in).
+6. A plan is made in one streaming pass over the records (a session may be
+   larger than memory); only prompts and file changes are kept.
 """
 
 from __future__ import annotations
@@ -92,6 +99,8 @@ class RewindPlan:
     """path -> the content to put back (its SHA-256), or None to remove the file."""
     changed_since: list[str] = field(default_factory=list)
     """Files whose content is not the last recorded one: changed by hand or by Bash since."""
+    outside: list[str] = field(default_factory=list)
+    """Paths the records name outside the workspace: never touched (rule 5)."""
     conversation_seq: int | None = None
     """The last record before prompt ``turn``'s run (the conversation to go back to)."""
 
@@ -122,62 +131,102 @@ def prompts_of(records: Iterable[Any]) -> list[tuple[int, int, str]]:
 
 
 def _current(path: str) -> str | None:
+    """The SHA-256 of a file's content, read in pieces; None when there is none."""
+    from ...transcript import open_regular
+
     try:
-        with open(path, "rb") as f:
-            return _sha(f.read())
+        with open_regular(path) as f:
+            h = hashlib.sha256()
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+            return h.hexdigest()
     except FileNotFoundError:
         return None
     except OSError:
         return "unreadable"
 
 
-def plan_rewind(records: list[Any], turn: int) -> RewindPlan:
-    """What rewinding to before prompt ``turn`` restores (rule 3).
+def confined(path: str, roots: Iterable[str]) -> str | None:
+    """``path`` with its directories resolved, when that is strictly inside one of ``roots``; else None (rule 5)."""
+    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
+        return None
+    name = os.path.basename(path)
+    if name in ("", ".", ".."):
+        return None
+    real = os.path.join(os.path.realpath(os.path.dirname(path)), name)
+    for root in roots:
+        r = os.path.realpath(root)
+        if real != r and real.startswith(r.rstrip(os.sep) + os.sep):
+            return real
+    return None
+
+
+def plan_rewind(records: Iterable[Any], turn: int, roots: Iterable[str]) -> RewindPlan:
+    """What rewinding to before prompt ``turn`` restores (rules 3, 5, 6): one pass over ``records``.
 
     Raises:
         ValueError: the session has no prompt ``turn``.
     """
-    prompts = prompts_of(records)
-    start = next((seq for n, seq, _ in prompts if n == turn), None)
+    roots = list(roots)
+    prompts: list[int] = []
+    start: int | None = None
+    restore: dict[str, str | None] = {}
+    last_after: dict[str, str | None] = {}
+    for r in records:
+        if r.kind == "run_start":
+            for n, seq, _ in prompts_of([r]):
+                prompts.append(n)
+                if n == turn and start is None:
+                    start = seq
+        elif r.kind == "file_change":
+            for ch in file_changes([r]):
+                last_after[ch.path] = ch.after
+                if ch.turn >= turn and ch.path not in restore:
+                    restore[ch.path] = ch.before
     if start is None:
-        have = ", ".join(str(n) for n, _, _ in prompts) or "none"
+        have = ", ".join(str(n) for n in prompts) or "none"
         raise ValueError(f"the session has no prompt {turn} (prompts: {have})")
     plan = RewindPlan(turn=turn, conversation_seq=start - 1)
-    last_after: dict[str, str | None] = {}
-    for ch in file_changes(records):
-        last_after[ch.path] = ch.after
-        if ch.turn >= turn and ch.path not in plan.restore:
-            plan.restore[ch.path] = ch.before
-    for path in plan.restore:
-        if _current(path) != last_after.get(path):
-            plan.changed_since.append(path)
+    for path, digest in restore.items():
+        real = confined(path, roots)
+        if real is None:
+            plan.outside.append(path)
+            continue
+        plan.restore[real] = digest
+        if _current(real) != last_after.get(path):
+            plan.changed_since.append(real)
     return plan
 
 
-def apply_rewind(plan: RewindPlan, store: Checkpoints, *, force: bool = False) -> tuple[list[str], list[str]]:
+def apply_rewind(plan: RewindPlan, store: Checkpoints, roots: Iterable[str], *, force: bool = False) -> tuple[list[str], list[str]]:
     """Put the files of ``plan`` back; (restored, left alone). A file changed since is left
-    alone unless ``force``.
+    alone unless ``force``; a path outside ``roots`` always is (rule 5), checked again here.
 
     Raises:
         ValueError: a checkpoint is missing or does not match its hash (nothing is written for it).
     """
+    roots = list(roots)
     restored: list[str] = []
-    left: list[str] = []
+    left: list[str] = list(plan.outside)
     for path, digest in plan.restore.items():
+        real = confined(path, roots)
+        if real is None:
+            left.append(path)
+            continue
         if path in plan.changed_since and not force:
             left.append(path)
             continue
         if digest is None:
             try:
-                os.unlink(path)
+                os.unlink(real)
             except FileNotFoundError:
                 pass
         else:
             data = store.get(digest)
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            tmp = f"{path}.agentloop-rewind-{os.getpid()}"
+            os.makedirs(os.path.dirname(real) or ".", exist_ok=True)
+            tmp = f"{real}.agentloop-rewind-{os.getpid()}"
             with open(tmp, "wb") as f:
                 f.write(data)
-            os.replace(tmp, path)
+            os.replace(tmp, real)
         restored.append(path)
     return restored, left

@@ -16,10 +16,19 @@ Rules:
    message its run started from (format 1): the conversation is those
    messages, plus the turns, tool results and later ``run_start`` tails after
    it (a format 2 ``run_start`` continues the conversation before it instead
-   of repeating it, see ``agentloop.conversation``). The lines read are
-   checked (each hash and each link) before use; the whole chain is left to
-   ``agentloop verify``. A session that was compacted, cleared or resumed
-   starts such a record again, so resume reads back no further than that.
+   of repeating it, see ``agentloop.conversation``). A session that was
+   compacted, cleared or resumed starts such a record again, so resume reads
+   back no further than that.
+6. Records are checked before they are trusted: resuming (and rewinding)
+   verifies the whole chain first, as ``agentloop verify`` does (its fast
+   path: bounded memory, one streaming pass). A file that fails is refused
+   with the first bad record named (``SessionDamaged``) and nothing is
+   appended to it. The one exception is what a crash leaves: damage after the
+   last good record that holds no complete line (a torn write, zeros a file
+   system left). That tail is cut first (``audit.repair``, the bytes kept
+   beside the file) and the cut is recorded. ``fork_damaged`` is what
+   ``--force`` does with a damaged session: a new session that starts from
+   the records before the first bad one; the damaged file is left as it is.
 5. Records are written with SIGINT and SIGTERM held back (in the main thread),
    so Ctrl+C can never tear a record or split a line from its bookkeeping.
 """
@@ -27,7 +36,6 @@ Rules:
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import secrets
@@ -40,21 +48,35 @@ from typing import Any, Literal
 
 import orjson
 
-from ...audit.repair import repair_file
+from ...audit.repair import crash_tail, repair_file
 from ...config.private import private_dirs
 from ...config.settings import agentloop_home, project_hash
 from ...conversation import Continues, Conversation, close_dangling_calls
 from ...events import Message, ToolResult
-from ...transcript import GENESIS, Record, TranscriptError, TranscriptWriter, verify_file
+from ...transcript import (
+    GENESIS,
+    MAX_LINE_BYTES,
+    Record,
+    TranscriptError,
+    TranscriptWriter,
+    VerifyReport,
+    bounded_lines,
+    open_regular,
+    verify_file,
+)
 
 __all__ = [
     "Session",
     "SessionBusy",
+    "SessionDamaged",
     "SessionError",
     "SessionStats",
     "SessionSummary",
+    "check_session",
+    "fork_damaged",
     "list_sessions",
     "new_session_id",
+    "verified_records",
     "sessions_dir",
 ]
 
@@ -72,6 +94,16 @@ class SessionError(Exception):
 
 class SessionBusy(SessionError):
     """Another process holds the session."""
+
+
+class SessionDamaged(SessionError):
+    """The session's file fails verification (rule 6): nothing was appended to it."""
+
+    def __init__(self, message: str, sid: str, path: str, report: VerifyReport):
+        super().__init__(message)
+        self.sid = sid
+        self.path = path
+        self.report = report
 
 
 def sessions_dir(cwd: str, home: str | None = None) -> str:
@@ -93,16 +125,14 @@ def _kind(line: bytes) -> bytes:
     return line[start:end] if end > 0 else b""
 
 
-def _line_ok(line: bytes) -> bool:
-    """The stored hash matches the line's content (rule 2 of transcript.py)."""
-    return len(line) > _KIND_AT and hashlib.sha256(b"{" + line[_KIND_AT:]).hexdigest().encode() == line[9:73]
+def _reverse_lines(path: str, chunk: int = 8192, end: int | None = None) -> Iterator[bytes]:
+    """The complete lines of a file (up to byte ``end``), last first, read from there in growing chunks.
 
-
-def _reverse_lines(path: str, chunk: int = 8192) -> Iterator[bytes]:
-    """The complete lines of a file, last first, read from its end in growing chunks."""
+    Callers read only what verified: no line is longer than ``MAX_LINE_BYTES``.
+    """
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
-        pos = f.tell()
+        pos = f.tell() if end is None else min(end, f.tell())
         rest = b""
         while pos > 0:
             step = min(chunk, pos)
@@ -117,6 +147,97 @@ def _reverse_lines(path: str, chunk: int = 8192) -> Iterator[bytes]:
             chunk = min(chunk * 2, 1 << 20)
         if rest:
             yield rest
+
+
+def check_session(path: str) -> tuple[VerifyReport, bool]:
+    """The whole file verified as ``agentloop verify`` does (rule 6), and whether its only
+    damage is a tail a crash left (no complete line after the last good record)."""
+    report = verify_file(path)
+    if report.ok or any(p.kind == "unreadable" for p in report.problems):
+        return report, False
+    return report, crash_tail(path, report.valid_prefix_bytes)
+
+
+def damage_line(sid: str, path: str, report: VerifyReport) -> str:
+    """One line naming the first bad record of a damaged session and what the user can do."""
+    first = report.problems[0]
+    if first.kind == "unreadable":
+        return f"session {sid}: cannot read {first.message}"
+    where = f"record {first.index}" + (f" (line {first.line})" if first.line is not None else "")
+    more = f" and {len(report.problems) - 1} more problem(s)" if len(report.problems) > 1 else ""
+    return (
+        f"session {sid} fails verification at {where}: {first.kind}: {first.message}{more}; nothing was written to it"
+        f" ('agentloop verify {path}' lists every problem; --force goes on in a new session from the"
+        f" {report.valid_prefix} records before it)"
+    )
+
+
+class _Prefix:
+    """A file read no further than ``end`` bytes."""
+
+    def __init__(self, f: Any, end: int):
+        self.f = f
+        self.left = end
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        data: bytes = self.f.read(self.left if n < 0 else min(n, self.left))
+        self.left -= len(data)
+        return data
+
+
+def verified_records(path: str, end: int) -> Iterator[Record]:
+    """The records of ``path`` in its first ``end`` bytes (a prefix ``verify_file`` passed), streamed.
+
+    Raises:
+        SessionError: the file cannot be read.
+    """
+    too_long: list[int] = []
+    try:
+        f = open_regular(path)
+    except OSError as exc:
+        raise SessionError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with f:
+        for line in bounded_lines(_Prefix(f, end), too_long, MAX_LINE_BYTES):  # type: ignore[arg-type]
+            obj = orjson.loads(line)
+            yield Record(obj["seq"], obj["prev"], obj["kind"], obj["payload"], obj["hash"])
+
+
+def fork_damaged(cwd: str, damaged: SessionDamaged, home: str | None = None) -> tuple[str, str]:
+    """``--force`` on a damaged session: a new session holding the conversation of the damaged
+    one's records before its first bad record (a ``fork`` record), and the note to print.
+
+    The damaged file is not written to; nothing at or after its first bad record is read.
+
+    Raises:
+        SessionError: the new session cannot be written.
+    """
+    report = damaged.report
+    old = Session(damaged.sid, os.path.dirname(damaged.path), None, -1, created=False)
+    fd = _lock(old.dir, damaged.sid)  # no writer may add to it while it is read
+    try:
+        if report.valid_prefix:
+            old._load_tail(damaged.path, end=report.valid_prefix_bytes)
+    finally:
+        _unlock(fd)
+    first = report.problems[0]
+    skipped = f"record {first.index} on ({first.kind})"
+    new = Session.create(cwd, home)
+    try:
+        new.append("fork", {
+            "from_session": damaged.sid, "verified_records": report.valid_prefix, "skipped": skipped,
+            "messages": old.messages,
+        })
+        new.append("session_cost", old.stats.to_json())
+    finally:
+        new.close()
+    note = (
+        f"--force: session {damaged.sid} fails verification at record {first.index} ({first.kind}); going on in the new"
+        f" session {new.id} from its {report.valid_prefix} verified records; {skipped} is not read, and {damaged.sid}"
+        " is left as it is"
+    )
+    return new.id, note
 
 
 @dataclass
@@ -240,7 +361,7 @@ def rebuild(lines: list[bytes]) -> list[Message]:
             messages.append(_assistant_message(payload.get("reply") or {}))
         elif kind == "tool_result":
             messages.append(tool_message(ToolResult.from_json(payload)))
-        elif kind == "rewind" and isinstance(payload.get("messages"), list):
+        elif kind in ("rewind", "fork") and isinstance(payload.get("messages"), list):
             messages = list(payload["messages"])  # the conversation was rewound: it restarts from here
         elif kind in ("context", "compaction"):
             # Masking and compaction inside a run rewrote the messages in place;
@@ -314,9 +435,11 @@ class Session:
     def resume(cls, cwd: str, sid: str, home: str | None = None, *, durability: Durability = "flush") -> Session:
         """Open an existing session to append to it; ``sid`` may be a unique prefix.
 
+        The whole file is verified first (rule 6); a tail a crash left is cut.
+
         Raises:
-            SessionError: no such session, an ambiguous prefix, or a tail that is
-                not a valid record (a torn write).
+            SessionDamaged: the file fails verification (the first bad record named); nothing was written.
+            SessionError: no such session, an ambiguous prefix, or an unreadable file.
             SessionBusy: another process holds it.
         """
         d = sessions_dir(cwd, home)
@@ -324,12 +447,20 @@ class Session:
         fd = _lock(d, sid)
         path = os.path.join(d, f"{sid}.jsonl")
         try:
+            report, torn = check_session(path)
+            if not report.ok and not torn:
+                raise SessionDamaged(damage_line(sid, path, report), sid, path, report)
+            repaired = repair_file(path) if torn else None
             writer = TranscriptWriter(path, durability=durability, resume=True, repair=repair_file)
             s = cls(sid, d, writer, fd, created=False, durability=durability)
+            s.repaired = repaired or writer.repaired
             s.listeners = writer.listeners
             s._load_tail()
             if s.repaired is not None:
                 s.note("repair", {"kept_records": s.repaired.kept_records, "removed_bytes": s.repaired.removed_bytes, "side_file": os.path.basename(s.repaired.side_file or "")})
+        except SessionError:
+            _unlock(fd)
+            raise
         except TranscriptError as exc:
             _unlock(fd)
             raise SessionError(str(exc)) from None
@@ -338,17 +469,18 @@ class Session:
             raise
         return s
 
-    def _load_tail(self) -> None:
-        """Messages and totals from the end of the file (rule 4)."""
+    def _load_tail(self, path: str | None = None, end: int | None = None) -> None:
+        """Messages and totals from the end of the file, or of ``path`` up to byte ``end`` (rule 4)."""
+        path = path or self.path
         segment: list[bytes] = []
         kinds: list[bytes] = []
         have_run = have_cost = False
         full_from_end = 0
-        for line in _reverse_lines(self.path):
+        for line in _reverse_lines(path, end=end):
             k = _kind(line)
             segment.append(line)
             kinds.append(k)
-            if k in (b"run_start", b"rewind") and not have_run:
+            if k in (b"run_start", b"rewind", b"fork") and not have_run:
                 p = orjson.loads(line)["payload"]
                 # a format 1 run_start, or a rewind that holds the whole conversation: rule 4
                 have_run = "continues" not in p if k == b"run_start" else isinstance(p.get("messages"), list)
@@ -358,13 +490,10 @@ class Session:
                 break
         segment.reverse()
         kinds.reverse()
-        prev: bytes | None = None
-        for i, line in enumerate(segment):
-            if not _line_ok(line):
-                raise TranscriptError(f"{self.path}: record {self.count - len(segment) + i} does not match its hash; run 'agentloop verify'")
-            if prev is not None and line[line.rfind(b'"prev":"') + 8 :][:64] != prev:
-                raise TranscriptError(f"{self.path}: the chain is broken near the end; run 'agentloop verify'")
-            prev = line[9:73]
+        self._fold(segment, kinds, have_run, full_from_end, feed=path == self.path)
+
+    def _fold(self, segment: list[bytes], kinds: list[bytes], have_run: bool, full_from_end: int, *, feed: bool) -> None:
+        """Messages and totals from ``segment`` (verified lines, oldest first)."""
         # Messages from the last whole run_start on; totals from the last session_cost.
         start = len(segment) - full_from_end if have_run else None
         cost_at = max((i for i, k in enumerate(kinds) if k == b"session_cost"), default=None)
@@ -379,7 +508,7 @@ class Session:
             if kind in ("model_turn", "budget", "tool_result", "run_start", "side_cost"):
                 _apply(stats, kind, orjson.loads(raw)["payload"])
         close_dangling_calls(msgs)
-        if start is not None:
+        if start is not None and feed:
             for raw in segment[start:]:
                 obj = orjson.loads(raw)
                 self.conversation.feed(obj["kind"], obj["payload"])
@@ -617,48 +746,48 @@ def _user_text(messages: list[Any]) -> str:
 
 
 def summarize(path: str) -> SessionSummary:
-    """One pass over a session file: verification and what a listing shows."""
+    """What a listing shows of a session: verified as ``agentloop verify`` verifies, then its
+    verified records read once more, streamed (bounded memory, whatever the file holds)."""
     sid = os.path.basename(path)[:-6]
-    started = ""
-    first_prompt = ""
-    turns = 0
-    spent = 0
-    uncapped = 0
     try:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
         mtime = 0
     report = verify_file(path)
+    facts: dict[str, Any] = {"started": "", "first_prompt": "", "turns": 0, "spent": 0, "uncapped": 0}
     try:
-        with open(path, "rb") as f:
-            for line in f:
-                k = _kind(line)
-                if k == b"run_start":
-                    turns += 1
-                    payload = orjson.loads(line)["payload"]
-                    if turns == 1:
-                        first_prompt = _user_text(payload.get("messages", []))
-                    b = payload.get("config", {}).get("budget", {})
-                    if b.get("unlimited") or b.get("max_usd_micros") is None:
-                        uncapped += 1
-                elif k == b"budget":
-                    spent += int(orjson.loads(line)["payload"].get("cost_micros", 0))
-                elif k == b"side_cost":
-                    spent += int(orjson.loads(line)["payload"].get("cost_micros", 0))
-                elif k == b"compaction":
-                    spent += _side_cost(orjson.loads(line)["payload"])
-                elif k == b"session_cost":  # the session's own total (side calls, sub-agents); later records add to it
-                    spent = int(orjson.loads(line)["payload"].get("spent_micros", 0))
-                elif k == b"session_start" and not started:
-                    started = str(orjson.loads(line)["payload"].get("started_at", ""))
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        for rec in verified_records(path, report.valid_prefix_bytes):
+            _summary_fact(facts, rec)
+    except (SessionError, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         pass
     problem = None if report.ok else f"{report.problems[0].kind}: {report.problems[0].message}"
     return SessionSummary(
-        id=sid, path=path, started=started or _started_from_id(sid), first_prompt=first_prompt,
-        turns=turns, spent_micros=spent, records=report.count, verified=report.ok, problem=problem, updated_ns=mtime,
-        uncapped=uncapped,
+        id=sid, path=path, started=str(facts["started"]) or _started_from_id(sid), first_prompt=str(facts["first_prompt"]),
+        turns=int(facts["turns"]), spent_micros=int(facts["spent"]), records=report.count, verified=report.ok,
+        problem=problem, updated_ns=mtime, uncapped=int(facts["uncapped"]),
     )
+
+
+def _summary_fact(facts: dict[str, Any], rec: Record) -> None:
+    """Fold one record into what a listing shows."""
+    k, payload = rec.kind, rec.payload
+    if not isinstance(payload, dict):
+        return
+    if k == "run_start":
+        facts["turns"] += 1
+        if facts["turns"] == 1:
+            facts["first_prompt"] = _user_text(payload.get("messages", []))
+        b = payload.get("config", {}).get("budget", {})
+        if b.get("unlimited") or b.get("max_usd_micros") is None:
+            facts["uncapped"] += 1
+    elif k in ("budget", "side_cost"):
+        facts["spent"] += int(payload.get("cost_micros", 0))
+    elif k == "compaction":
+        facts["spent"] += _side_cost(payload)
+    elif k == "session_cost":  # the session's own total (side calls, sub-agents); later records add to it
+        facts["spent"] = int(payload.get("spent_micros", 0))
+    elif k == "session_start" and not facts["started"]:
+        facts["started"] = str(payload.get("started_at", ""))
 
 
 def list_sessions(cwd: str, home: str | None = None) -> list[SessionSummary]:

@@ -887,7 +887,9 @@ def _grep(t: _Shared, **kw: Any) -> str:
     try:
         rx = compile_linear(kw["pattern"], flags=flags, never_nl=not multiline)
     except RegexError as exc:
-        raise ToolError(f"invalid regular expression {kw['pattern']!r}: {exc}") from None
+        pat = kw["pattern"]
+        shown = repr(pat) if len(pat) <= 200 else f"{pat[:200]!r}… ({len(pat)} characters)"
+        raise ToolError(f"invalid regular expression {shown}: {exc}") from None
     deadline = time.monotonic() + GREP_TIME_LIMIT_S
     mode = kw.get("output_mode") or "files_with_matches"
     path = kw.get("path")
