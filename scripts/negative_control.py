@@ -206,7 +206,7 @@ SABOTAGES = [
     Sabotage(
         "the sandbox hides no credentials",
         "src/agentloop/agent/sandbox/bubblewrap.py",
-        "        for p in self.hidden:\n            if os.path.isdir(p):",
+        "        for p in self._hidden_in_view():\n            if os.path.isdir(p):",
         "        for p in []:  # SABOTAGED\n            if os.path.isdir(p):",
         ["tests/test_sandbox.py::test_a_command_cannot_read_the_agentloop_home_or_credentials"],
     ),
