@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config.settings import SettingsSource
+from .gitguard import account_homes, user_home_of
 
 __all__ = [
     "CREDENTIAL_PATHS",
@@ -73,8 +74,10 @@ __all__ = [
     "Sandbox",
     "SandboxSettings",
     "SandboxUnavailable",
+    "account_homes",
     "probe",
     "settings_from",
+    "user_home_of",
 ]
 
 MODES = ("read-only", "workspace-write", "danger-full-access")
@@ -133,6 +136,8 @@ class SandboxSettings:
     deny_read: tuple[str, ...] = ()
     allow_read: tuple[str, ...] = ()
     """Folders under the hidden home that commands may read (``filesystem.allowRead``, the user's settings only)."""
+    hook_files: tuple[str, ...] = ()
+    """Files the configured hooks run (``trust.hook_files``): read-only to commands, so a trusted hook keeps running what was trusted."""
     allowed_domains: tuple[str, ...] = ()
     """Reachable through agentloop's proxy when ``network`` is off (``network.allowedDomains``)."""
     warnings: tuple[str, ...] = ()
@@ -263,7 +268,10 @@ def settings_from(
         chosen, source = DEFAULT_MODE, enabled_from
     if chosen == "danger-full-access":
         network = True
+    from ..trust import hook_files
+
     return SandboxSettings(
+        hook_files=tuple(hook_files(sources, cwd)),
         mode=chosen, fail_if_unavailable=fail, excluded_commands=tuple(excluded), network=network,
         allow_write=tuple(paths["allowWrite"]), deny_write=tuple(paths["denyWrite"]), deny_read=tuple(paths["denyRead"]),
         allow_read=tuple(paths["allowRead"]),
@@ -622,6 +630,8 @@ class Sandbox:
                     if os.path.lexists(p) and not os.path.islink(p):
                         out += ["--ro-bind", p, p]
             plan = gitguard.plan(writable, self.homes)
+            plan.read_only += [p for p in s.hook_files if os.path.isfile(p) and not os.path.islink(p)
+                               and any(p.startswith(r + os.sep) for r in writable)]
             guarded = [(d, ["--bind", d, d]) for d in plan.self_binds] + [(p, ["--ro-bind", p, p]) for p in plan.read_only]
             for _path, args in sorted(guarded, key=lambda m: _depth(m[0])):
                 out += args
@@ -939,42 +949,6 @@ class _Launched:
         self.returncode = code
         self.runner.lock.release()
         return code
-
-
-def user_home_of(env: Mapping[str, str]) -> str:
-    """The user's home directory, from the user's account (``env`` is not asked: a project's ``env`` setting
-    could move it)."""
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        return os.path.expanduser("~")
-
-
-def account_homes(user_home: str) -> list[str]:
-    """Every folder that may be the user's home: the account's, ``user_home``, and this process's ``HOME``
-    (set by whoever started agentloop, not by a project). Hiding one too many is safe; one too few is not."""
-    import pwd
-
-    out = []
-    try:
-        out.append(pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:
-        pass
-    out += [user_home, os.environ.get("HOME", "")]
-    homes = []
-    for h in out:
-        if not h or not os.path.isabs(h):
-            continue
-        real = os.path.realpath(h)
-        try:
-            st = os.stat(real)
-        except OSError:
-            continue
-        if real != os.sep and st.st_uid == os.getuid() and real not in homes and os.path.isdir(real):
-            homes.append(real)
-    return homes
 
 
 def _depth(path: str) -> int:

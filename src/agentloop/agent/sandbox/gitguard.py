@@ -32,10 +32,10 @@ import fnmatch
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["BLOCKED_SUFFIX", "STARTUP_FILES", "GitPlan", "check", "plan"]
+__all__ = ["BLOCKED_SUFFIX", "STARTUP_FILES", "GitPlan", "account_homes", "check", "plan", "user_home_of"]
 
 BLOCKED_SUFFIX = ".blocked-by-agentloop"
 
@@ -355,3 +355,39 @@ def check(p: GitPlan) -> list[str]:
     if truncated and not p.truncated:
         notes.append(f"the workspace holds more than {_WALK_LIMIT} entries: git directories past that were not checked")
     return notes
+
+
+def user_home_of(env: Mapping[str, str]) -> str:
+    """The user's home directory, from the user's account (``env`` is not asked: a project's ``env`` setting
+    could move it)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return os.path.expanduser("~")
+
+
+def account_homes(user_home: str) -> list[str]:
+    """Every folder that may be the user's home: the account's, ``user_home``, and this process's ``HOME``
+    (set by whoever started agentloop, not by a project). Hiding one too many is safe; one too few is not."""
+    import pwd
+
+    out = []
+    try:
+        out.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        pass
+    out += [user_home, os.environ.get("HOME", "")]
+    homes = []
+    for h in out:
+        if not h or not os.path.isabs(h):
+            continue
+        real = os.path.realpath(h)
+        try:
+            st = os.stat(real)
+        except OSError:
+            continue
+        if real != os.sep and st.st_uid == os.getuid() and real not in homes and os.path.isdir(real):
+            homes.append(real)
+    return homes
