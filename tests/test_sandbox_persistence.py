@@ -168,21 +168,36 @@ def test_a_submodules_hooks_and_config_cannot_be_written(base: Path) -> None:
     assert pwned(base) == []
 
 
-def test_a_gitdir_file_and_a_gitlink_cannot_bring_in_a_planted_repository(base: Path) -> None:
+def test_a_gitlink_cannot_bring_in_a_planted_repository(base: Path) -> None:
     repo(base)
     outs = sandboxed(base, [
-        # a repository of the command's own, with a program in its configuration, joined as a submodule
-        f"printf '{payload(base, 'gitdir')}' > /tmp/fsmon; chmod +x /tmp/fsmon; git init -q /tmp/x;"
-        " git -C /tmp/x config core.fsmonitor /tmp/fsmon; mkdir -p w; h=$(git rev-parse HEAD);"
-        " git update-index --add --cacheinfo 160000,$h,w; echo 'gitdir: /tmp/x/.git' > w/.g; " + G + "mv w/.g w/$g;"
-        # and one made in the workspace the same way
-        f" git init -q v; printf '{payload(base, 'nested')}' > v/fsmon; chmod +x v/fsmon;"
+        f"h=$(git rev-parse HEAD); git init -q v; printf '{payload(base, 'nested')}' > v/fsmon; chmod +x v/fsmon;"
         f" git -C v config core.fsmonitor {base}/proj/v/fsmon; git update-index --add --cacheinfo 160000,$h,v; echo end",
     ])
     assert "end" in outs[0] and "moved" in outs[0]
-    git(base, "status")
+    git(base, "status")  # recurses into the gitlink's repository
     git(base, "status", cwd=base / "proj" / "v")
-    git(base, "diff", cwd=base / "proj" / "w")
+    assert pwned(base) == []
+
+
+def test_a_gitdir_file_cannot_point_the_hosts_git_outside_the_workspace(base: Path) -> None:
+    """The sandbox's /tmp is a folder on the host while the session lasts: a ``.git`` file naming it
+    (its host path is in /proc/self/mountinfo) would lead the user's git there."""
+    repo(base)
+    model = ScriptedModel([reply("", [("Bash", {"command": G + (
+        "t=$(awk '$5==\"/tmp\"{print $4}' /proc/self/mountinfo | head -1); git init -q /tmp/x;"
+        f" printf '{payload(base, 'gitdir')}' > /tmp/fsmon; chmod +x /tmp/fsmon; git -C /tmp/x config core.fsmonitor $t/fsmon;"
+        " mkdir -p w; echo \"gitdir: $t/x/.git\" > w/.g; mv w/.g w/$g; echo end")})]), reply("done")])
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base / "home"), "AGENTLOOP_HOME": str(base / "alhome")}
+    a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env, model=model, permission_mode="bypassPermissions")
+    try:
+        res = a.ask("go")
+        out = str([m for m in res.messages if m.get("role") == "tool"][0].get("content"))
+        assert "end" in out and "outside the workspace" in out
+        git(base, "status", cwd=base / "proj" / "w")  # while the session, and its /tmp, are still there
+        git(base, "diff", cwd=base / "proj" / "w")
+    finally:
+        a.close()
     assert pwned(base) == []
 
 

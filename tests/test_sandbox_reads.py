@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -102,6 +103,7 @@ def test_a_projects_home_variable_does_not_move_the_hiding(base: Path) -> None:
     outs, a = run_bash(base, [f"echo $HOME; cat {base}/home/.ssh/id_rsa {base}/home/notes/private.txt 2>&1; echo end"],
                        trust=True)
     assert outs[0].startswith("/nonexistent")
+    assert os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir) in a.sandbox.homes  # the account's home, whatever HOME says
     assert "SSH-KEY-planted" not in outs[0] and "NOTES-planted" not in outs[0] and "end" in outs[0]
 
 
@@ -191,32 +193,33 @@ def test_a_hooks_script_changed_since_trust_asks_again(base: Path) -> None:
 
 
 def test_agentloop_installed_under_tmp_keeps_the_sessions_sandbox(tmp_path: Path) -> None:
-    """An interpreter under /tmp stays visible through the sandbox's private /tmp, so the session's
-    runner starts; a venv under /tmp on PATH shows too."""
-    venv = Path(tempfile.mkdtemp(prefix="agentloop-venv-test-", dir="/tmp"))
+    """agentloop's interpreter under /tmp stays visible through the sandbox's private /tmp, so the
+    session's runner starts; a venv under /tmp on the commands' PATH shows too (read-only)."""
+    mine = Path(tempfile.mkdtemp(prefix="agentloop-venv-test-", dir="/tmp"))
+    theirs = Path(tempfile.mkdtemp(prefix="agentloop-venv-test-", dir="/tmp"))
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--clear", str(venv)], check=True)
+        for v in (mine, theirs):
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--clear", str(v)], check=True)
+        site = next((mine / "lib").glob("python*/site-packages"))
         src = Path(__file__).resolve().parent.parent / "src"
-        site = next((venv / "lib").glob("python*/site-packages"))
-        (site / "agentloop-src.pth").write_text(str(src) + "\n")
-        parent_site = [p for p in sys.path if p.endswith("site-packages")]
-        (site / "parent.pth").write_text("\n".join(parent_site) + "\n")
+        (site / "agentloop-src.pth").write_text("\n".join([str(src), *(p for p in sys.path if p.endswith("site-packages"))]) + "\n")
         proj = tmp_path / "proj"
         proj.mkdir()
         script = (
-            "from agentloop.agent.agent import Agent\nfrom agentloop.testing import ScriptedModel, reply\n"
+            "import os\nfrom agentloop.agent.agent import Agent\nfrom agentloop.testing import ScriptedModel, reply\n"
             "m = ScriptedModel([reply('', [('Bash', {'command': 'echo in; python -c \"import sys; print(sys.prefix)\"'})]), reply('ok')])\n"
-            f"a = Agent(cwd={str(proj)!r}, home={str(tmp_path / 'al')!r}, model=m, permission_mode='bypassPermissions')\n"
+            f"env = {{**os.environ, 'PATH': {str(theirs / 'bin')!r} + ':' + os.environ['PATH']}}\n"
+            f"a = Agent(cwd={str(proj)!r}, home={str(tmp_path / 'al')!r}, env=env, model=m, permission_mode='bypassPermissions')\n"
             "r = a.ask('go')\nprint([x['content'] for x in r.messages if x.get('role') == 'tool'][0])\n"
             "print('runner', a.sandbox.use_runner, a.sandbox.degraded)\na.close()\n"
         )
-        env = {**os.environ, "PATH": f"{venv}/bin:" + os.environ.get("PATH", "")}
-        p = subprocess.run([str(venv / "bin" / "python"), "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        p = subprocess.run([str(mine / "bin" / "python"), "-c", script], capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
-        assert f"in\n{venv}" in p.stdout
+        assert f"in\n{theirs}" in p.stdout
         assert "runner True None" in p.stdout
     finally:
-        shutil.rmtree(venv, ignore_errors=True)
+        shutil.rmtree(mine, ignore_errors=True)
+        shutil.rmtree(theirs, ignore_errors=True)
 
 
 def test_a_runner_that_cannot_start_is_said_not_swapped_in_silence(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:

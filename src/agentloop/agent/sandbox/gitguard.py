@@ -6,7 +6,7 @@ programs, a ``commondir`` or ``gitdir:`` that points at a planted config, a
 submodule's git directory) would run on the host the next time the user runs
 git. Bubblewrap can only mount over names that exist, and a commit must be
 able to create files at the top of ``.git`` (``index.lock`` renamed over
-``index``), so the guard has two halves (docs/decisions/0009):
+``index``), so the guard has two halves (docs/decisions/0009-the-sandbox-is-the-wall-for-persistence-and-reads.md):
 
 1. Before a command (``plan``): every git directory found in the writable
    roots is made a mount point of its own (it cannot be renamed aside,
@@ -371,14 +371,7 @@ def user_home_of(env: Mapping[str, str]) -> str:
 def account_homes(user_home: str) -> list[str]:
     """Every folder that may be the user's home: the account's, ``user_home``, and this process's ``HOME``
     (set by whoever started agentloop, not by a project). Hiding one too many is safe; one too few is not."""
-    import pwd
-
-    out = []
-    try:
-        out.append(pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:
-        pass
-    out += [user_home, os.environ.get("HOME", "")]
+    out = [user_home_of({}), user_home, os.environ.get("HOME", "")]
     homes = []
     for h in out:
         if not h or not os.path.isabs(h):
