@@ -206,7 +206,7 @@ SABOTAGES = [
     Sabotage(
         "the sandbox hides no credentials",
         "src/agentloop/agent/sandbox/bubblewrap.py",
-        "        for p in self._hidden_in_view():\n            if os.path.isdir(p):",
+        "        for p in self._hidden_in_view(shown):\n            if os.path.isdir(p):",
         "        for p in []:  # SABOTAGED\n            if os.path.isdir(p):",
         ["tests/test_sandbox.py::test_a_command_cannot_read_the_agentloop_home_or_credentials"],
     ),
@@ -525,7 +525,7 @@ SABOTAGES = [
     Sabotage(
         "credentials inside a workspace that holds the home are readable",
         "src/agentloop/agent/sandbox/bubblewrap.py",
-        "        for p in self._hidden_in_view():\n            if os.path.isdir(p):",
+        "        for p in self._hidden_in_view(shown):\n            if os.path.isdir(p):",
         "        for p in []:  # SABOTAGED\n            if os.path.isdir(p):",
         ["tests/test_sandbox_reads.py::test_with_the_home_as_workspace_start_up_files_stay_as_they_were"],
     ),

@@ -330,6 +330,7 @@ class Sandbox:
     """Why the session's runner could not start (each command then has a bubblewrap of its own); said once."""
     _degraded_said: bool = field(default=False, repr=False)
     _plans: dict[str, Any] = field(default_factory=dict, repr=False)
+    _written: dict[str, str] = field(default_factory=dict, repr=False)
     _tmp: str | None = field(default=None, repr=False)
     _runner: _Runner | None = field(default=None, repr=False)
     _proxy: Any = field(default=None, repr=False)
@@ -521,6 +522,8 @@ class Sandbox:
             )
         prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
         with self._lock:
+            if len(self._plans) > 64:  # plans of commands whose result never came back
+                self._plans.pop(next(iter(self._plans)))
             self._plans[command] = plan  # looked at after the command (explain)
         env2 = {**env, "TMPDIR": "/tmp"}
         r = self._runner_for(prefix, env2)
@@ -610,7 +613,8 @@ class Sandbox:
         # under /tmp (a workspace in /tmp) must show through it; the same for the hidden homes and
         # what shows through them
         mounts = [(h, ["--tmpfs", h]) for h in self._hidden_homes()]
-        mounts += [(p, ["--ro-bind", p, p]) for p in self._shown_read_only(path_env)]
+        shown = self._shown_read_only(path_env)
+        mounts += [(p, ["--ro-bind", p, p]) for p in shown]
         mounts += [(r, ["--bind" if rw else "--ro-bind", r, r]) for r in self.roots if os.path.isdir(r)]
         mounts += [("/dev", ["--dev", "/dev"]), ("/proc", ["--proc", "/proc"]), ("/tmp", ["--bind", self.tmpdir(), "/tmp"])]
         mounts += [(at, ["--ro-bind", f, at]) for f, at in self._identity_gitconfigs()]
@@ -638,7 +642,7 @@ class Sandbox:
         for p in s.deny_write:
             if os.path.exists(p):
                 out += ["--ro-bind", p, p]
-        for p in self._hidden_in_view():
+        for p in self._hidden_in_view(shown):
             if os.path.isdir(p):
                 out += ["--tmpfs", p, "--remount-ro", p]
             elif os.path.exists(p):
@@ -648,9 +652,9 @@ class Sandbox:
             out += ["--unshare-net"]
         return out, plan
 
-    def _hidden_in_view(self) -> list[str]:
+    def _hidden_in_view(self, shown: Sequence[str]) -> list[str]:
         """``hidden``, but for what a hidden home already hides (its names stay unseen), in mount order."""
-        seen = [*self.roots, *self._shown_read_only("")]
+        seen = [*self.roots, *shown]
         homes = self._hidden_homes()
         return [p for p in self.hidden
                 if not any(p.startswith(h + os.sep) for h in homes) or any(p.startswith(x + os.sep) for x in seen)]
@@ -703,8 +707,11 @@ class Sandbox:
             for k, v in dict(keep).items():
                 section, _, name = k.rpartition(".")
                 lines.append(f"[{section}]\n\t{name} = " + json.dumps(v) + "\n")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("".join(lines))
+            text = "".join(lines)
+            if self._written.get(path) != text or not os.path.isfile(path):
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+                self._written[path] = text
             out.append((path, os.path.join(h, ".gitconfig")))
         return out
 

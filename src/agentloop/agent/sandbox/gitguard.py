@@ -112,8 +112,30 @@ def _git_env() -> dict[str, str]:
             "HOME": "/nonexistent", "LC_ALL": "C"}
 
 
+_config_memo: dict[str, tuple[tuple[int, int, int, int], list[tuple[str, str]]]] = {}
+
+
 def config_entries(path: str) -> list[tuple[str, str]]:
-    """``(key, value)`` of one configuration file, includes not followed; [] when unreadable."""
+    """``(key, value)`` of one configuration file, includes not followed; [] when unreadable.
+
+    Remembered while the file's inode, size and modification time stay the same (each command reads the
+    same few files again)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    hit = _config_memo.get(path)
+    if hit is not None and hit[0] == stamp:
+        return list(hit[1])
+    entries = _read_config(path)
+    if len(_config_memo) > 512:
+        _config_memo.clear()
+    _config_memo[path] = (stamp, entries)
+    return list(entries)
+
+
+def _read_config(path: str) -> list[tuple[str, str]]:
     try:
         p = subprocess.run(["git", "config", "--file", path, "--no-includes", "--list", "-z"], env=_git_env(),
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
@@ -299,7 +321,7 @@ def _new_gitdir_problem(d: str, known: set[str]) -> str | None:
     for name in ("config", "config.worktree"):
         cf = os.path.join(d, name)
         if os.path.isfile(cf):
-            bad = [k for k, _ in config_entries(cf) if not any(fnmatch.fnmatchcase(k, pat) for pat in _CLEAN_KEYS)]
+            bad = [k for k, _ in _read_config(cf) if not any(fnmatch.fnmatchcase(k, pat) for pat in _CLEAN_KEYS)]
             if bad:
                 return f"{name} sets {', '.join(dict.fromkeys(bad[:3]))}"
         elif os.path.lexists(cf):
