@@ -86,6 +86,7 @@ def test_the_home_is_hidden_but_for_the_workspace_and_toolchain_folders(base: Pa
     assert "end" in outs[0] and "sandbox.filesystem.allowRead" in outs[0]  # the wall says what hid it and how to allow
     assert "WORKSPACE-visible" in outs[1] and "PIP-CACHE-visible" in outs[1]
     assert ".ssh" not in outs[1] and "notes" not in outs[1]
+    assert "allowRead" not in outs[1]  # reading what is shown meets no wall, and gets no note
     assert "home " in a.sandbox.describe()
 
 
@@ -133,8 +134,12 @@ def test_with_the_home_as_workspace_start_up_files_stay_as_they_were(base: Path)
     home = base / "home"
     (home / ".bashrc").write_text("# mine\n")
     (home / ".profile").write_text("# mine\n")
-    outs, _ = run_bash(base, ["; ".join(START_UP.values()) + "; cat ~/.ssh/id_rsa; echo end"], cwd=home)
-    assert "end" in outs[0] and "SSH-KEY-planted" not in outs[0]
+    creds = [r for r in SECRETS if not r.startswith("notes/")]
+    outs, _ = run_bash(base, ["; ".join(START_UP.values()) + "; cat " + " ".join(f"~/{r}" for r in creds) + "; echo end"],
+                       cwd=home)
+    assert "end" in outs[0]
+    for r in creds:  # credentials stay hidden even in a workspace that holds them
+        assert SECRETS[r] not in outs[0], r
     assert (home / ".bashrc").read_text() == "# mine\n"
     assert (home / ".profile").read_text() == "# mine\n"
     for rel in START_UP:

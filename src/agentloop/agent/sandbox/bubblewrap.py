@@ -92,8 +92,14 @@ CREDENTIAL_PATHS = (
     ".terraform.d", ".cargo/credentials", ".cargo/credentials.toml", ".m2/settings.xml", ".gem/credentials",
     ".config/rclone", ".pgpass", ".my.cnf", ".s3cfg", ".boto", ".oci", ".ipython/profile_default/history.sqlite",
     ".bash_history", ".zsh_history", ".python_history",
+    ".config/git/credentials", ".config/glab-cli", ".cache/huggingface/token", ".huggingface/token", ".1password",
+    ".config/1Password", ".mozilla", ".thunderbird", ".config/google-chrome", ".config/chromium",
+    ".config/BraveSoftware", ".config/Code/User/globalStorage", ".config/Cursor/User/globalStorage",
+    ".local/share/fish/fish_history", ".lesshst", ".mysql_history", ".psql_history", ".node_repl_history",
+    ".sqlite_history", ".local/share/recently-used.xbel",
 )
-"""Under the user's home: hidden from sandboxed commands."""
+"""Under the user's home: hidden from sandboxed commands even where the home is the workspace (the rest of
+a home that is not the workspace is hidden anyway: ``TOOLCHAIN_PATHS``)."""
 
 SYSTEM_SOCKETS = (
     "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
@@ -304,6 +310,8 @@ def probe(bwrap: str | None = None) -> tuple[str | None, str | None]:
         why = _probed[path]
     return (path, None) if why is None else (None, f"bubblewrap cannot start a sandbox here: {why}")
 
+
+_MISSING = re.compile(r"No such file|cannot access|not found|does not exist|cannot open|can't open|Permission denied")
 
 _SHELL_SPECIAL = re.compile(r"[;&|<>()`$\n\\{}*?\[\]!#~=]")
 
@@ -715,6 +723,24 @@ class Sandbox:
             out.append((path, os.path.join(h, ".gitconfig")))
         return out
 
+    def _homes_met(self, output: str) -> list[str]:
+        """The hidden homes a failed access in ``output`` names ("No such file" on a path there that is
+        neither shown nor a root): only then does the result get the note."""
+        homes = self._hidden_homes()
+        if not homes:
+            return []
+        open_ = [*self.roots, *self.settings.allow_read, *(os.path.join(h, p) for h in homes for p in TOOLCHAIN_PATHS)]
+        met = []
+        for line in output.splitlines()[-200:]:
+            if not _MISSING.search(line):
+                continue
+            for h in homes:
+                for m in re.finditer(re.escape(h) + r"(/[^\s:'\"]*)?", line):
+                    p = m.group(0)
+                    if not any(p == o or p.startswith(o + os.sep) for o in open_) and h not in met:
+                        met.append(h)
+        return met
+
     def degraded_notice(self) -> str | None:
         """What the user is told when the session's runner could not start (None when it did)."""
         if self.degraded is None:
@@ -752,7 +778,7 @@ class Sandbox:
         hit = [p for p in self.hidden if p in output]
         if hit:
             notes.append("these paths are hidden from commands: " + ", ".join(hit))
-        homes = [h for h in self._hidden_homes() if h + os.sep in output or output.rstrip().endswith(h)]
+        homes = self._homes_met(output)
         if homes:
             notes.append("the home folder (" + ", ".join(homes) + ") is hidden from commands except the workspace,"
                          " added directories and toolchain folders (pip, npm, cargo, go...; read-only); the user can"
