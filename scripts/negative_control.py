@@ -564,6 +564,13 @@ SABOTAGES = [
         "        shown += []  # SABOTAGED",
         ["tests/test_sandbox_reads.py::test_agentloop_installed_under_tmp_keeps_the_sessions_sandbox"],
     ),
+    Sabotage(
+        "Write and Edit change a trusted hook's script without asking",
+        "src/agentloop/agent/agent.py",
+        "        self.policy.protected_roots += list(getattr(getattr(self, \"sandbox_settings\", None), \"hook_files\", ()))",
+        "        pass  # SABOTAGED",
+        ["tests/test_sandbox_reads.py::test_write_and_edit_ask_before_changing_a_trusted_hooks_script"],
+    ),
 ]
 
 

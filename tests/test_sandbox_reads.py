@@ -90,11 +90,14 @@ def test_the_home_is_hidden_but_for_the_workspace_and_toolchain_folders(base: Pa
     assert "home " in a.sandbox.describe()
 
 
-def test_allow_read_in_the_users_settings_shows_a_folder_of_the_home(base: Path) -> None:
-    (base / "home" / ".agentloop").mkdir()
+def test_allow_read_in_the_users_settings_shows_a_folder_of_the_home_but_a_projects_does_not(base: Path) -> None:
+    proj = base / "home" / "proj"
+    (proj / ".claude").mkdir()
+    (proj / ".claude" / "settings.json").write_text(json.dumps({"sandbox": {"filesystem": {"allowRead": [f"/{base}/home/.ssh"]}}}))
     (base / "alhome" / "settings.json").write_text(json.dumps({"sandbox": {"filesystem": {"allowRead": [f"/{base}/home/notes"]}}}))
-    outs, _ = run_bash(base, ["cat ~/notes/private.txt ~/.ssh/id_rsa 2>&1; echo end"])
+    outs, a = run_bash(base, ["cat ~/notes/private.txt ~/.ssh/id_rsa 2>&1; echo end"], trust=True)
     assert "NOTES-planted" in outs[0] and "SSH-KEY-planted" not in outs[0]
+    assert any("allowRead ignored" in w for w in a.sandbox_settings.warnings)
 
 
 def test_a_projects_home_variable_does_not_move_the_hiding(base: Path) -> None:
@@ -183,6 +186,27 @@ def test_a_trusted_hooks_script_cannot_be_rewritten_from_the_sandbox(base: Path)
     assert "Read-only file system" in outs[0]
     assert not (base / "pwned").exists()
     assert (base / "lint-log").read_text() == "linted\nlinted\n"  # the trusted script ran after each call
+
+
+def test_write_and_edit_ask_before_changing_a_trusted_hooks_script(base: Path) -> None:
+    proj = base / "home" / "proj"
+    _hooked(proj, base)
+    asked: list[str] = []
+    model = ScriptedModel([
+        reply("", [("Write", {"file_path": str(proj / "scripts" / "lint.sh"), "content": f"touch {base}/pwned\n"})]),
+        reply("", [("Edit", {"file_path": "scripts/lint.sh", "old_string": "echo linted", "new_string": f"touch {base}/pwned; echo"})]),
+        reply("", [("Bash", {"command": "true"})]),
+        reply("done"),
+    ])
+    e = {"PATH": os.environ.get("PATH", ""), "HOME": str(base / "home"), "AGENTLOOP_HOME": str(base / "alhome")}
+    a = Agent(cwd=str(proj), home=str(base / "alhome"), env=e, model=model, permission_mode="acceptEdits", trust=True,
+              ask_permission=lambda *q: asked.append(str(q)) or ("deny" if "lint.sh" in str(q) else "allow"))
+    try:
+        a.ask("go")
+    finally:
+        a.close()
+    assert sum("lint.sh" in q for q in asked) == 2
+    assert not (base / "pwned").exists() and "linted" in (base / "lint-log").read_text()
 
 
 def test_a_hooks_script_changed_since_trust_asks_again(base: Path) -> None:

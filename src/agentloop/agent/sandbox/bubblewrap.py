@@ -11,14 +11,25 @@ Modes, as Codex's ``--sandbox``:
 
 In every sandboxed mode:
 
-- the user's agentloop home (sessions, keys, settings), ``~/.ssh`` and the
-  other credential folders and files of ``CREDENTIAL_PATHS``, the user's
-  runtime directory (``$XDG_RUNTIME_DIR``: session bus, keyring, agents) and
-  container engines' sockets are hidden (an empty directory, or an
-  unreadable file, is mounted over them);
-- inside each writable root, ``.git/hooks``, ``.git/config``, ``.agentloop``,
-  ``.claude`` and ``.mcp.json`` stay read-only where they exist, so a command
-  cannot plant code that a later session or ``git`` would run;
+- reads are an allow-list under the user's home: each home (the account's,
+  from ``pwd``, and the ``HOME`` agentloop was started with; never one a
+  project's ``env`` sets) is an empty folder but for the workspace, added
+  directories, ``TOOLCHAIN_PATHS`` (read-only) and the user's own
+  ``filesystem.allowRead``; its ``~/.gitconfig`` holds the user's git
+  identity only;
+- the user's agentloop home, ``/run/user/UID`` (whatever
+  ``$XDG_RUNTIME_DIR`` says: session bus, keyring, agents), container
+  engines' sockets, and, even inside a workspace that holds them, the
+  credential folders and files of ``CREDENTIAL_PATHS`` are hidden (an empty
+  directory, or an unreadable file, is mounted over them);
+- inside each writable root, ``.agentloop``, ``.claude`` and ``.mcp.json``
+  stay read-only where they exist, and git's metadata, the scripts trusted
+  hooks run and a writable home's start-up files are guarded by ``gitguard``
+  (read-only mounts before the command, what appeared moved aside after it),
+  so a command cannot plant code that a later session or ``git`` would run;
+- agentloop's own interpreter and a virtual environment on ``PATH`` stay
+  visible through the private ``/tmp``, so the session's runner starts
+  wherever agentloop is installed; when it cannot start, that is said;
 - the command runs in new PID, IPC and network namespaces with every
   capability dropped, and bubblewrap dies with the agent: when the command
   ends, whatever it started ends too (``setsid``, double forks, ``nohup``).
@@ -27,7 +38,7 @@ Settings, in Claude Code's ``sandbox`` shape (Claude Code settings reference,
 https://code.claude.com/docs/en/settings, "Sandbox settings"):
 ``enabled``, ``failIfUnavailable``, ``excludedCommands``,
 ``allowUnsandboxedCommands``, ``filesystem.allowWrite``,
-``filesystem.denyWrite``, ``filesystem.denyRead``, ``network.allowedDomains``.
+``filesystem.denyWrite``, ``filesystem.denyRead``, ``filesystem.allowRead``, ``network.allowedDomains``.
 agentloop adds ``network.allowAll`` (network on or off as a whole).
 ``network.allowedDomains`` is honoured through a proxy the agent runs
 (``netproxy``): commands see ``HTTP_PROXY``/``HTTPS_PROXY`` and reach only
@@ -37,13 +48,13 @@ honoured is named in a warning, and the sandbox then stays closed:
 - ``allowUnsandboxedCommands``: agentloop's Bash has no
   ``dangerouslyDisableSandbox`` argument; only ``excludedCommands`` run
   outside, and each of those asks the user first.
-- A setting that weakens the sandbox (``enabled: false``, ``allowWrite``,
+- A setting that weakens the sandbox (``enabled: false``, ``allowWrite``, ``allowRead``,
   ``excludedCommands``, ``network.allowAll``, ``network.allowedDomains``) is
   taken from the user's own settings only: a project's files cannot open the
   sandbox they run in.
 - Allowed domains need the session's runner (one bubblewrap per session);
   where it cannot start, each command gets a bubblewrap of its own and no
-  network at all.
+  network at all, and the first result and ``/sandbox`` say so, with why.
 
 Where no sandbox can start (no bubblewrap, no user namespaces), the agent says
 so once, with how to install it, and then every Bash call asks the user; with
