@@ -571,6 +571,14 @@ SABOTAGES = [
         "        pass  # SABOTAGED",
         ["tests/test_sandbox_reads.py::test_write_and_edit_ask_before_changing_a_trusted_hooks_script"],
     ),
+    Sabotage(
+        "a hooks folder or start-up file that is a link can be swapped for one a command made",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        "    notes += _check_pinned(p)",
+        "    pass  # SABOTAGED",
+        ["tests/test_sandbox_persistence.py::test_a_hooks_folder_that_is_a_link_cannot_be_swapped_or_written",
+         "tests/test_sandbox_reads.py::test_a_start_up_file_that_is_a_link_keeps_pointing_where_it_did"],
+    ),
 ]
 
 

@@ -243,3 +243,20 @@ def test_ordinary_git_work_still_commits_inside_the_sandbox(base: Path) -> None:
     ])
     assert outs[0].splitlines()[:3] == ["Sandbox Person:third", "0", "0"], outs[0]
     assert git(base, "log", "--format=%s", "-1").stdout.strip() == "third"
+
+
+def test_a_hooks_folder_that_is_a_link_cannot_be_swapped_or_written(base: Path) -> None:
+    repo(base)
+    (base / "proj" / ".githooks").mkdir()
+    shutil.rmtree(base / "proj" / ".git" / "hooks")
+    (base / "proj" / ".git" / "hooks").symlink_to("../.githooks")
+    outs = sandboxed(base, [
+        G + f"printf '{payload(base, 'linktarget')}' > .githooks/pre-commit; rm $g/hooks; mkdir $g/hooks;"
+        f" printf '{payload(base, 'linkswap')}' > $g/hooks/pre-commit; chmod +x $g/hooks/pre-commit; echo end",
+    ])
+    assert "end" in outs[0] and "put back" in outs[0]
+    assert os.readlink(base / "proj" / ".git" / "hooks") == "../.githooks"
+    (base / "proj" / "b.txt").write_text("b\n")
+    git(base, "add", "b.txt")
+    assert git(base, "commit", "-qm", "second").returncode == 0
+    assert pwned(base) == []

@@ -259,3 +259,22 @@ def test_a_runner_that_cannot_start_is_said_not_swapped_in_silence(base: Path, m
     assert "allowedDomains" in outs[0] and "network is off" in outs[0]
     assert "could not start" not in outs[1]  # said once in the results, and in /sandbox
     assert "could not start" in a.sandbox.describe()
+
+
+def test_a_start_up_file_that_is_a_link_keeps_pointing_where_it_did(base: Path) -> None:
+    """Dotfiles kept elsewhere and linked in (stow, chezmoi): the link's target is read-only, a
+    replaced link is moved aside and put back, and a link left alone is left alone."""
+    home = base / "home"
+    (home / "dotfiles").mkdir()
+    (home / "dotfiles" / "zshrc").write_text("# mine\n")
+    (home / "dotfiles" / "bashrc").write_text("# mine too\n")
+    (home / ".zshrc").symlink_to("dotfiles/zshrc")
+    (home / ".bashrc").symlink_to("dotfiles/bashrc")
+    outs, _ = run_bash(base, [
+        "z=.zsh; echo 'touch PWN' >> ~/${z}rc; rm ~/${z}rc && echo 'touch PWN' > ~/${z}rc; echo end",
+        "echo second",
+    ], cwd=home)
+    assert "end" in outs[0] and "put back" in outs[0]
+    assert os.readlink(home / ".zshrc") == "dotfiles/zshrc" and (home / "dotfiles" / "zshrc").read_text() == "# mine\n"
+    assert os.readlink(home / ".bashrc") == "dotfiles/bashrc"  # untouched: not moved
+    assert "moved" not in outs[1]

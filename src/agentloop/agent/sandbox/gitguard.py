@@ -95,6 +95,8 @@ class GitPlan:
     """Existing paths mounted read-only."""
     watch: list[str] = field(default_factory=list)
     """Missing paths that must still be missing after the command."""
+    pinned: dict[str, str] = field(default_factory=dict)
+    """Symbolic links (a ``hooks`` folder, a dotfile) that must still point where they did after the command."""
     gitdirs: set[str] = field(default_factory=set)
     """Every ``.git`` entry (file or folder) and git directory found before the command (real paths)."""
     roots: tuple[str, ...] = ()
@@ -255,6 +257,23 @@ def _program_paths(gitdir: str, worktree: str | None, homes: Sequence[str]) -> l
     return out
 
 
+def _guard(p: GitPlan, path: str, roots: Sequence[str]) -> None:
+    """Keep ``path`` as it is: read-only when it exists, pinned (and its target read-only) when it is a
+    link, watched when it is missing."""
+    if os.path.islink(path):
+        try:
+            p.pinned[path] = os.readlink(path)
+        except OSError:
+            return
+        target = os.path.realpath(path)
+        if os.path.exists(target) and _inside(target, roots):
+            p.read_only.append(target)
+    elif os.path.lexists(path):
+        p.read_only.append(path)
+    else:
+        p.watch.append(path)
+
+
 def plan(roots: Sequence[str], homes: Sequence[str] = ()) -> GitPlan:
     """The mounts and watches for one command whose writable places are ``roots`` (real paths)."""
     p = GitPlan(roots=tuple(roots))
@@ -276,10 +295,8 @@ def plan(roots: Sequence[str], homes: Sequence[str] = ()) -> GitPlan:
                     os.mkdir(path)
                 except OSError:
                     pass
-            if os.path.lexists(path) and not os.path.islink(path):
-                p.read_only.append(path)
-            elif name in GITDIR_WATCH:
-                p.watch.append(path)
+            if os.path.lexists(path) or name in GITDIR_WATCH:
+                _guard(p, path, roots)
         worktree = os.path.dirname(d) if os.path.basename(d) == ".git" else None
         for target in _program_paths(d, worktree, homes):
             if _inside(target, roots):
@@ -287,12 +304,8 @@ def plan(roots: Sequence[str], homes: Sequence[str] = ()) -> GitPlan:
     for h in homes:
         for name in STARTUP_FILES:
             path = os.path.join(h, name)
-            if not _inside(path, roots):
-                continue
-            if os.path.lexists(path) and not os.path.islink(path):
-                p.read_only.append(path)
-            else:
-                p.watch.append(path)
+            if _inside(path, roots):
+                _guard(p, path, roots)
     p.self_binds = list(dict.fromkeys(p.self_binds))
     p.read_only = list(dict.fromkeys(p.read_only))
     p.watch = list(dict.fromkeys(p.watch))
@@ -338,6 +351,26 @@ def _new_gitdir_problem(d: str, known: set[str]) -> str | None:
     return None
 
 
+def _check_pinned(p: GitPlan) -> list[str]:
+    """Links that no longer point where they did: what replaced them moved aside, the link put back."""
+    notes: list[str] = []
+    for path, was in p.pinned.items():
+        try:
+            same = os.readlink(path) == was
+        except OSError:
+            same = not os.path.lexists(path)  # gone: nothing there to run
+        if same:
+            continue
+        try:
+            dest = _move_aside(path)
+            os.symlink(was, path)
+        except OSError as exc:
+            notes.append(f"{path} was changed and could not be put back ({exc.strerror or exc})")
+            continue
+        notes.append(f"{path} was replaced; it would run code outside the sandbox, so it was moved to {dest} and the link put back")
+    return notes
+
+
 def check(p: GitPlan) -> list[str]:
     """After a command: move aside what it planted; one line for each thing moved."""
     notes = []
@@ -349,6 +382,7 @@ def check(p: GitPlan) -> list[str]:
                 notes.append(f"{path} was created and could not be moved aside ({exc.strerror or exc})")
                 continue
             notes.append(f"{path} was created; it would run code outside the sandbox, so it was moved to {dest}")
+    notes += _check_pinned(p)
     dot_gits, truncated = find_dot_gits(p.roots)
     fresh = [g for g in dot_gits if (os.path.realpath(g) if os.path.isdir(g) else g) not in p.gitdirs]
     new_dirs = [d for d in _gitdirs_from([*dot_gits, *(x for x in p.gitdirs if os.path.isdir(x))])
