@@ -708,6 +708,7 @@ class Sandbox:
         return list(dict.fromkeys(
             p for p in real if os.path.exists(p) and any(p.startswith(u + os.sep) for u in under)
             and not any(p == x or p.startswith(x + os.sep) for x in self.hidden)
+            and not any(p == r or p.startswith(r + os.sep) for r in self.roots)  # a root shows it already, writable
         ))
 
     def _identity_gitconfigs(self) -> list[tuple[str, str]]:
