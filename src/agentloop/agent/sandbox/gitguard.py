@@ -137,7 +137,16 @@ def config_entries(path: str) -> list[tuple[str, str]]:
     return list(entries)
 
 
+_MAX_CONFIG = 1 << 20
+"""A git configuration larger than this is not read (a command could make one of gigabytes)."""
+
+
 def _read_config(path: str) -> list[tuple[str, str]]:
+    try:
+        if os.path.getsize(path) > _MAX_CONFIG:
+            return []
+    except OSError:
+        return []
     try:
         p = subprocess.run(["git", "config", "--file", path, "--no-includes", "--list", "-z"], env=_git_env(),
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
@@ -333,6 +342,8 @@ def _new_gitdir_problem(d: str, known: set[str]) -> str | None:
         return f"hooks ({', '.join(planted[:3])})"
     for name in ("config", "config.worktree"):
         cf = os.path.join(d, name)
+        if os.path.isfile(cf) and os.path.getsize(cf) > _MAX_CONFIG:
+            return f"{name} larger than {_MAX_CONFIG} bytes"
         if os.path.isfile(cf):
             bad = [k for k, _ in _read_config(cf) if not any(fnmatch.fnmatchcase(k, pat) for pat in _CLEAN_KEYS)]
             if bad:
