@@ -126,7 +126,8 @@ TOOLCHAIN_PATHS = (
     ".local/lib", ".local/bin", ".npm", ".nvm", ".cache/yarn", ".yarn", ".local/share/pnpm", ".cache/pnpm", ".bun",
     ".deno", ".volta", ".cargo/bin", ".cargo/registry", ".cargo/git", ".cargo/env", ".rustup", "go", ".cache/go-build",
     ".rbenv", ".m2/repository", ".gradle/caches", ".gradle/wrapper", ".sdkman", ".asdf", ".elan", ".ghcup", ".opam",
-    ".cache/ms-playwright", ".cache/pre-commit",
+    ".cache/ms-playwright", ".cache/pre-commit", ".local/share/pipx", ".local/share/mise", ".local/share/fnm", ".gem",
+    ".local/share/gem", ".dotnet", ".nuget/packages",
 )
 """Under the user's home, the only folders sandboxed commands see (read-only): toolchains and their caches.
 The rest of the home is hidden (an empty folder) unless it is the workspace, an added directory, or named
