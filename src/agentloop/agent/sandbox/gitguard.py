@@ -6,7 +6,7 @@ programs, a ``commondir`` or ``gitdir:`` that points at a planted config, a
 submodule's git directory) would run on the host the next time the user runs
 git. Bubblewrap can only mount over names that exist, and a commit must be
 able to create files at the top of ``.git`` (``index.lock`` renamed over
-``index``), so the guard has two halves (docs/decisions/0009-the-sandbox-is-the-wall-for-persistence-and-reads.md):
+``index``), so the guard has two halves (docs/decisions/0011-the-sandbox-is-the-wall-for-persistence-and-reads.md):
 
 1. Before a command (``plan``): every git directory found in the writable
    roots is made a mount point of its own (it cannot be renamed aside,
