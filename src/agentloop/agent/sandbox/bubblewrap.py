@@ -535,45 +535,51 @@ class Sandbox:
         Raises:
             OSError: the command cannot start.
         """
-        if not self.inside(command):
-            return subprocess.Popen(
-                list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
-            )
-        prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
-        with self._lock:
-            if len(self._plans) > 64:  # plans of commands whose result never came back
-                self._plans.pop(next(iter(self._plans)))
-            self._plans[command] = plan  # looked at after the command (explain)
+        run_argv, run_env = list(argv), dict(env)
+        if self.inside(command):
+            prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
+            with self._lock:
+                if len(self._plans) > 64:  # plans of commands whose result never came back
+                    self._plans.pop(next(iter(self._plans)))
+                self._plans[command] = plan  # looked at after the command (explain)
+            launched = self._launch_in_runner(prefix, argv, cwd, env, pass_fds)
+            if launched is not None:
+                return launched
+            run_argv, extra = self._wrapped(prefix, argv, cwd)  # a bubblewrap of its own
+            run_env.update(extra)
+        return subprocess.Popen(
+            run_argv, cwd=cwd, env=run_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
+        )
+
+    def _launch_in_runner(
+        self, prefix: list[str], argv: Sequence[str], cwd: str, env: Mapping[str, str], pass_fds: Sequence[int]
+    ) -> _Launched | None:
+        """``argv`` forked by the session's runner; None when there is none to use (busy, or it cannot start)."""
         env2 = {**env, "TMPDIR": "/tmp"}
         r = self._runner_for(prefix, env2)
-        if r is not None and self._proxy is not None:
+        if r is None:
+            return None
+        if self._proxy is not None:
             from .netproxy import PROXY_PORT
 
             url = f"http://127.0.0.1:{PROXY_PORT}"
             env2.update({k: url for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")})
             env2.update(NO_PROXY="", no_proxy="")
-        if r is not None:
-            import socket
+        import socket
 
-            rd, wr = os.pipe()
-            try:
-                req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds)}
-                socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
-            except OSError:
-                os.close(rd)
-                r.lock.release()
-                r.close()
-            else:
-                return _Launched(r, rd)
-            finally:
-                os.close(wr)
-        argv, extra = self._wrapped(prefix, argv, cwd)  # a bubblewrap of its own
-        env = {**env, **extra}
-        return subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
-        )
+        rd, wr = os.pipe()
+        try:
+            req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds)}
+            socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
+        except OSError:
+            os.close(rd)
+            r.lock.release()
+            r.close()
+            return None
+        finally:
+            os.close(wr)
+        return _Launched(r, rd)
 
     def _runner_for(self, prefix: list[str], env: Mapping[str, str]) -> _Runner | None:
         """The session's runner for this mount set, locked for one command; None: use a bubblewrap of its own."""

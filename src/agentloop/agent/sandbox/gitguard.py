@@ -31,7 +31,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -108,12 +107,6 @@ def _inside(p: str, roots: Iterable[str]) -> bool:
     return any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
-def _git_env() -> dict[str, str]:
-    """git run by the guard reads only the file it is given: no system or global configuration."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-            "HOME": "/nonexistent", "LC_ALL": "C"}
-
-
 _config_memo: dict[str, tuple[tuple[int, int, int, int], list[tuple[str, str]]]] = {}
 
 
@@ -141,22 +134,61 @@ _MAX_CONFIG = 1 << 20
 """A git configuration larger than this is not read (a command could make one of gigabytes)."""
 
 
+_SECTION = re.compile(r'^\s*\[([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\]\s*(.*)$')
+_VARIABLE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*?))?\s*$")
+
+
 def _read_config(path: str) -> list[tuple[str, str]]:
+    """The user's own configuration, read leniently (a line that is not understood is skipped)."""
+    return parse_config(path, strict=False) or []
+
+
+def parse_config(path: str, *, strict: bool) -> list[tuple[str, str]] | None:
+    """``(key, value)`` of a git configuration file, read in this process (no git is started), keys
+    lower-cased (``remote.origin.url``). Includes are not followed.
+
+    ``strict`` is for a file a command wrote: only the plain lines that ``git init``, ``git clone`` and
+    ``git config`` write are understood, and anything else (a continued line, a key on its section's
+    line, bytes that are not UTF-8) gives None, so a file git would read otherwise is never taken for clean.
+    """
     try:
         if os.path.getsize(path) > _MAX_CONFIG:
-            return []
-    except OSError:
-        return []
-    try:
-        p = subprocess.run(["git", "config", "--file", path, "--no-includes", "--list", "-z"], env=_git_env(),
-                           stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    out = []
-    for item in p.stdout.decode("utf-8", "replace").split("\0"):
-        if item:
-            k, _, v = item.partition("\n")
-            out.append((k.lower(), v))
+            return None
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_CONFIG + 1)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if strict and "\0" in text:
+        return None
+    out: list[tuple[str, str]] = []
+    section = ""
+    for line in text.splitlines():
+        body = line.strip()
+        if not body or body[0] in "#;":
+            continue
+        m = _SECTION.match(line)
+        if m:
+            section = m.group(1).lower() + (f".{m.group(2)}" if m.group(2) is not None else "")
+            rest = m.group(3).strip()
+            if not rest or rest[0] in "#;":
+                continue
+            if strict:
+                return None
+            line = rest
+        v = _VARIABLE.match(line)
+        if v is None or not section or (v.group(2) or "").endswith("\\"):
+            if strict:
+                return None
+            continue
+        value = v.group(2) or ""
+        if not strict and not value.startswith('"'):
+            value = re.split(r"\s[#;]", value, maxsplit=1)[0].rstrip()
+        elif not strict:
+            value = value[1:value.find('"', 1)] if '"' in value[1:] else value[1:]
+        elif value.startswith('"') and value.endswith('"') and len(value) > 1:
+            value = value[1:-1]
+        out.append((f"{section}.{v.group(1)}".lower(), value))
     return out
 
 
@@ -342,10 +374,11 @@ def _new_gitdir_problem(d: str, known: set[str]) -> str | None:
         return f"hooks ({', '.join(planted[:3])})"
     for name in ("config", "config.worktree"):
         cf = os.path.join(d, name)
-        if os.path.isfile(cf) and os.path.getsize(cf) > _MAX_CONFIG:
-            return f"{name} larger than {_MAX_CONFIG} bytes"
         if os.path.isfile(cf):
-            bad = [k for k, _ in _read_config(cf) if not any(fnmatch.fnmatchcase(k, pat) for pat in _CLEAN_KEYS)]
+            entries = parse_config(cf, strict=True)
+            if entries is None:
+                return f"{name} in a form git init and git clone do not write"
+            bad = [k for k, _ in entries if not any(fnmatch.fnmatchcase(k, pat) for pat in _CLEAN_KEYS)]
             if bad:
                 return f"{name} sets {', '.join(dict.fromkeys(bad[:3]))}"
         elif os.path.lexists(cf):
