@@ -260,3 +260,15 @@ def test_a_hooks_folder_that_is_a_link_cannot_be_swapped_or_written(base: Path) 
     git(base, "add", "b.txt")
     assert git(base, "commit", "-qm", "second").returncode == 0
     assert pwned(base) == []
+
+
+def test_a_new_repository_whose_config_git_would_read_another_way_is_moved_aside(base: Path) -> None:
+    """A key on its section's line, or a value continued on the next line, is read by git: such a
+    configuration is never taken for one that ``git init`` wrote."""
+    outs = sandboxed(base, [
+        G + f"printf '{payload(base, 'oddconfig')}' > fsmon && chmod +x fsmon; git init -q odd;"
+        f" printf '[core] fsmonitor = {base}/proj/fsmon\\n' >> odd/$g/config; echo end",
+    ])
+    assert "end" in outs[0] and "moved" in outs[0]
+    git(base, "status", cwd=base / "proj" / "odd")
+    assert pwned(base) == []
