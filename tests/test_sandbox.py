@@ -39,9 +39,11 @@ pytestmark = pytest.mark.skipif(_path is None and not _required, reason=f"no san
 
 
 @pytest.fixture
-def base() -> Iterator[Path]:
+def base(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
     d = Path(tempfile.mkdtemp(prefix="agentloop-sbx-test-", dir=root))
+    # the user's home is this one (as who started agentloop says), besides the account's own
+    monkeypatch.setenv("HOME", str(d / "home"))
     try:
         for name in ("proj", "outside", "home/.ssh", "home/.aws", "alhome"):
             (d / name).mkdir(parents=True)

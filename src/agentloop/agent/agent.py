@@ -872,6 +872,8 @@ class Agent:
         except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
             raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
         self.policy.protected_roots = [os.path.realpath(self.home)]  # sessions, keys, user settings
+        # the scripts trusted hooks run: an edit of one asks in every mode, as Bash cannot write them either
+        self.policy.protected_roots += list(getattr(getattr(self, "sandbox_settings", None), "hook_files", ()))
         self.policy.read_only_agent_types = self.context.read_only_agent_types()  # plan mode may launch these: their tools change nothing
         for d in self.policy.additional_directories:
             if d not in self.add_dirs:

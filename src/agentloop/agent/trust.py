@@ -666,9 +666,71 @@ AskTrust = Callable[[TrustQuestion], bool]
 AskServer = Callable[[str, str], bool]
 
 
-def _project_digest(cwd: str, listed: Sequence[tuple[str, str, Any]], grants: Sequence[Power]) -> str:
-    """The digest a folder's trust is remembered by: its configuration files and, when any, its grants."""
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".ps1")
+
+
+def hook_files(sources: Sequence[SettingsSource], cwd: str) -> list[str]:
+    """The files inside ``cwd`` that the hook commands of ``sources`` name (``sh scripts/lint.sh``,
+    ``"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.py``), as real paths: what a hook really runs, so folder
+    trust covers their bytes and the sandbox keeps them read-only."""
+    root = os.path.realpath(cwd)
+    out: list[str] = []
+    for s in sources:
+        hooks = s.data.get("hooks")
+        groups = [g for v in hooks.values() if isinstance(v, list) for g in v] if isinstance(hooks, dict) else []
+        for g in groups:
+            for h in (g.get("hooks") or []) if isinstance(g, dict) else []:
+                command = h.get("command") if isinstance(h, dict) else None
+                if isinstance(command, str):
+                    out += _named_files(command, root)
+    return list(dict.fromkeys(out))
+
+
+def _named_files(command: str, root: str) -> list[str]:
+    text = command.replace("${CLAUDE_PROJECT_DIR}", root).replace("$CLAUDE_PROJECT_DIR", root)
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError:
+        words = text.split()
+    found = []
+    for w in words:
+        if w.startswith("-") or not ("/" in w or w.endswith(_SCRIPT_SUFFIXES)):
+            continue
+        real = os.path.realpath(os.path.join(root, os.path.expanduser(w)))
+        if real.startswith(root + os.sep) and os.path.isfile(real):
+            found.append(real)
+    return found
+
+
+def _file_digest(path: str, limit: int = 64 << 20) -> str:
+    """SHA-256 of a hook's script (read in blocks, up to ``limit`` bytes; "unreadable" when it cannot be read)."""
+    import stat
+
+    h = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return "not a regular file"
+        with os.fdopen(fd, "rb") as f:
+            while limit > 0:
+                block = f.read(min(1 << 20, limit))
+                if not block:
+                    break
+                h.update(block)
+                limit -= len(block)
+    except OSError:
+        return "unreadable"
+    return h.hexdigest()
+
+
+def _project_digest(cwd: str, listed: Sequence[tuple[str, str, Any]], grants: Sequence[Power],
+                    scripts: Sequence[str] = ()) -> str:
+    """The digest a folder's trust is remembered by: its configuration files, the files its hooks run
+    (``hook_files``: a changed script asks again) and, when any, its grants."""
     digest = config_digest(project_config_paths(cwd, [(p, sc) for p, sc, _ in listed]))
+    if scripts:
+        digest = hashlib.sha256((digest + "\0" + "\0".join(f"{p}:{_file_digest(p)}" for p in scripts)).encode()).hexdigest()
     if grants:  # a command's or skill's allowed-tools changing asks again too
         digest = hashlib.sha256((digest + "\0" + "\0".join(p.line(cwd) for p in grants)).encode()).hexdigest()
     return digest
@@ -756,7 +818,7 @@ def load_for_agent(
     powers += [Power(mcp_path, printable(_server_text(n, e))) for n, e in servers.items()]
     grants = project_grants(cwd, home, udir)
     powers += grants
-    digest = _project_digest(cwd, listed, grants)
+    digest = _project_digest(cwd, listed, grants, hook_files([s for s in clean if s.in_project], cwd))
     is_home = os.path.realpath(cwd) == os.path.realpath(udir)
     store = TrustStore(home)
     rec = None if is_home else store.get(cwd)

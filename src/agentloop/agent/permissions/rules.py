@@ -778,6 +778,12 @@ class PermissionPolicy:
                     return os.sep.join(parts[: i + 1]) + (os.sep if i < len(parts) - 1 else "")
             if parts and parts[-1].lower() in _PROTECTED_FILES:
                 return p
+            # the home's start-up files, ~/.ssh, ~/.claude.json
+            from ..tools.workspace import protected_in_home
+
+            started = protected_in_home(p)
+            if started is not None:
+                return started
             low_p = os.path.normcase(p).lower()
             low_cwd = self.cwd.lower().rstrip(os.sep)
             for root in [*self.protected_roots, *self._git_directories()]:

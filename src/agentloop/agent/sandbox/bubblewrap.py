@@ -11,14 +11,25 @@ Modes, as Codex's ``--sandbox``:
 
 In every sandboxed mode:
 
-- the user's agentloop home (sessions, keys, settings), ``~/.ssh`` and the
-  other credential folders and files of ``CREDENTIAL_PATHS``, the user's
-  runtime directory (``$XDG_RUNTIME_DIR``: session bus, keyring, agents) and
-  container engines' sockets are hidden (an empty directory, or an
-  unreadable file, is mounted over them);
-- inside each writable root, ``.git/hooks``, ``.git/config``, ``.agentloop``,
-  ``.claude`` and ``.mcp.json`` stay read-only where they exist, so a command
-  cannot plant code that a later session or ``git`` would run;
+- reads are an allow-list under the user's home: each home (the account's,
+  from ``pwd``, and the ``HOME`` agentloop was started with; never one a
+  project's ``env`` sets) is an empty folder but for the workspace, added
+  directories, ``TOOLCHAIN_PATHS`` (read-only) and the user's own
+  ``filesystem.allowRead``; its ``~/.gitconfig`` holds the user's git
+  identity only;
+- the user's agentloop home, ``/run/user/UID`` (whatever
+  ``$XDG_RUNTIME_DIR`` says: session bus, keyring, agents), container
+  engines' sockets, and, even inside a workspace that holds them, the
+  credential folders and files of ``CREDENTIAL_PATHS`` are hidden (an empty
+  directory, or an unreadable file, is mounted over them);
+- inside each writable root, ``.agentloop``, ``.claude`` and ``.mcp.json``
+  stay read-only where they exist, and git's metadata, the scripts trusted
+  hooks run and a writable home's start-up files are guarded by ``gitguard``
+  (read-only mounts before the command, what appeared moved aside after it),
+  so a command cannot plant code that a later session or ``git`` would run;
+- agentloop's own interpreter and a virtual environment on ``PATH`` stay
+  visible through the private ``/tmp``, so the session's runner starts
+  wherever agentloop is installed; when it cannot start, that is said;
 - the command runs in new PID, IPC and network namespaces with every
   capability dropped, and bubblewrap dies with the agent: when the command
   ends, whatever it started ends too (``setsid``, double forks, ``nohup``).
@@ -27,7 +38,7 @@ Settings, in Claude Code's ``sandbox`` shape (Claude Code settings reference,
 https://code.claude.com/docs/en/settings, "Sandbox settings"):
 ``enabled``, ``failIfUnavailable``, ``excludedCommands``,
 ``allowUnsandboxedCommands``, ``filesystem.allowWrite``,
-``filesystem.denyWrite``, ``filesystem.denyRead``, ``network.allowedDomains``.
+``filesystem.denyWrite``, ``filesystem.denyRead``, ``filesystem.allowRead``, ``network.allowedDomains``.
 agentloop adds ``network.allowAll`` (network on or off as a whole).
 ``network.allowedDomains`` is honoured through a proxy the agent runs
 (``netproxy``): commands see ``HTTP_PROXY``/``HTTPS_PROXY`` and reach only
@@ -37,13 +48,13 @@ honoured is named in a warning, and the sandbox then stays closed:
 - ``allowUnsandboxedCommands``: agentloop's Bash has no
   ``dangerouslyDisableSandbox`` argument; only ``excludedCommands`` run
   outside, and each of those asks the user first.
-- A setting that weakens the sandbox (``enabled: false``, ``allowWrite``,
+- A setting that weakens the sandbox (``enabled: false``, ``allowWrite``, ``allowRead``,
   ``excludedCommands``, ``network.allowAll``, ``network.allowedDomains``) is
   taken from the user's own settings only: a project's files cannot open the
   sandbox they run in.
 - Allowed domains need the session's runner (one bubblewrap per session);
   where it cannot start, each command gets a bubblewrap of its own and no
-  network at all.
+  network at all, and the first result and ``/sandbox`` say so, with why.
 
 Where no sandbox can start (no bubblewrap, no user namespaces), the agent says
 so once, with how to install it, and then every Bash call asks the user; with
@@ -65,6 +76,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config.settings import SettingsSource
+from .gitguard import account_homes, user_home_of
 
 __all__ = [
     "CREDENTIAL_PATHS",
@@ -73,8 +85,10 @@ __all__ = [
     "Sandbox",
     "SandboxSettings",
     "SandboxUnavailable",
+    "account_homes",
     "probe",
     "settings_from",
+    "user_home_of",
 ]
 
 MODES = ("read-only", "workspace-write", "danger-full-access")
@@ -89,8 +103,14 @@ CREDENTIAL_PATHS = (
     ".terraform.d", ".cargo/credentials", ".cargo/credentials.toml", ".m2/settings.xml", ".gem/credentials",
     ".config/rclone", ".pgpass", ".my.cnf", ".s3cfg", ".boto", ".oci", ".ipython/profile_default/history.sqlite",
     ".bash_history", ".zsh_history", ".python_history",
+    ".config/git/credentials", ".config/glab-cli", ".cache/huggingface/token", ".huggingface/token", ".1password",
+    ".config/1Password", ".mozilla", ".thunderbird", ".config/google-chrome", ".config/chromium",
+    ".config/BraveSoftware", ".config/Code/User/globalStorage", ".config/Cursor/User/globalStorage",
+    ".local/share/fish/fish_history", ".lesshst", ".mysql_history", ".psql_history", ".node_repl_history",
+    ".sqlite_history", ".local/share/recently-used.xbel",
 )
-"""Under the user's home: hidden from sandboxed commands."""
+"""Under the user's home: hidden from sandboxed commands even where the home is the workspace (the rest of
+a home that is not the workspace is hidden anyway: ``TOOLCHAIN_PATHS``)."""
 
 SYSTEM_SOCKETS = (
     "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
@@ -100,6 +120,21 @@ SYSTEM_SOCKETS = (
 
 PROTECTED_IN_ROOTS = (".git/hooks", ".git/config", ".agentloop", ".claude", ".mcp.json")
 """Inside each writable root: kept read-only where they exist."""
+
+TOOLCHAIN_PATHS = (
+    ".cache/pip", ".cache/uv", ".local/share/uv", ".cache/pypoetry", ".local/share/virtualenvs", ".pyenv", ".conda",
+    ".local/lib", ".local/bin", ".npm", ".nvm", ".cache/yarn", ".yarn", ".local/share/pnpm", ".cache/pnpm", ".bun",
+    ".deno", ".volta", ".cargo/bin", ".cargo/registry", ".cargo/git", ".cargo/env", ".rustup", "go", ".cache/go-build",
+    ".rbenv", ".m2/repository", ".gradle/caches", ".gradle/wrapper", ".sdkman", ".asdf", ".elan", ".ghcup", ".opam",
+    ".cache/ms-playwright", ".cache/pre-commit", ".local/share/pipx", ".local/share/mise", ".local/share/fnm", ".gem",
+    ".local/share/gem", ".dotnet", ".nuget/packages",
+)
+"""Under the user's home, the only folders sandboxed commands see (read-only): toolchains and their caches.
+The rest of the home is hidden (an empty folder) unless it is the workspace, an added directory, or named
+in the user's ``sandbox.filesystem.allowRead``."""
+
+GIT_IDENTITY_KEYS = ("user.name", "user.email", "init.defaultbranch")
+"""What the sandbox's ``~/.gitconfig`` keeps of the user's own, so ``git commit`` works inside."""
 
 
 class SandboxUnavailable(Exception):
@@ -117,6 +152,10 @@ class SandboxSettings:
     allow_write: tuple[str, ...] = ()
     deny_write: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = ()
+    allow_read: tuple[str, ...] = ()
+    """Folders under the hidden home that commands may read (``filesystem.allowRead``, the user's settings only)."""
+    hook_files: tuple[str, ...] = ()
+    """Files the configured hooks run (``trust.hook_files``): read-only to commands, so a trusted hook keeps running what was trusted."""
     allowed_domains: tuple[str, ...] = ()
     """Reachable through agentloop's proxy when ``network`` is off (``network.allowedDomains``)."""
     warnings: tuple[str, ...] = ()
@@ -150,11 +189,14 @@ def _read_filesystem(
         warnings.append(f"{where}.filesystem is not an object: ignored")
         return
     for key in fs:
-        if key not in ("allowWrite", "denyWrite", "denyRead"):
+        if key not in ("allowWrite", "denyWrite", "denyRead", "allowRead"):
             warnings.append(f"{where}.filesystem.{key} is not supported by agentloop: ignored")
     aw = _strings(fs.get("allowWrite"), f"{where}.filesystem.allowWrite", warnings)
     if aw and weakening("filesystem.allowWrite"):
         paths["allowWrite"] += [_path(p, base, user_home) for p in aw]
+    ar = _strings(fs.get("allowRead"), f"{where}.filesystem.allowRead", warnings)
+    if ar and weakening("filesystem.allowRead"):
+        paths["allowRead"] += [_path(p, base, user_home) for p in ar]
     paths["denyWrite"] += [_path(p, base, user_home) for p in _strings(fs.get("denyWrite"), f"{where}.filesystem.denyWrite", warnings)]
     paths["denyRead"] += [_path(p, base, user_home) for p in _strings(fs.get("denyRead"), f"{where}.filesystem.denyRead", warnings)]
 
@@ -189,7 +231,7 @@ def settings_from(
     enabled_from = "default"
     excluded: list[str] = []
     network = False
-    paths: dict[str, list[str]] = {"allowWrite": [], "denyWrite": [], "denyRead": []}
+    paths: dict[str, list[str]] = {"allowWrite": [], "denyWrite": [], "denyRead": [], "allowRead": []}
     domains: list[str] = []
     for s in sources:
         sb = s.data.get("sandbox")
@@ -244,9 +286,13 @@ def settings_from(
         chosen, source = DEFAULT_MODE, enabled_from
     if chosen == "danger-full-access":
         network = True
+    from ..trust import hook_files
+
     return SandboxSettings(
+        hook_files=tuple(hook_files(sources, cwd)),
         mode=chosen, fail_if_unavailable=fail, excluded_commands=tuple(excluded), network=network,
         allow_write=tuple(paths["allowWrite"]), deny_write=tuple(paths["denyWrite"]), deny_read=tuple(paths["denyRead"]),
+        allow_read=tuple(paths["allowRead"]),
         allowed_domains=tuple(dict.fromkeys(domains)), warnings=tuple(warnings), source=source,
     )
 
@@ -277,6 +323,8 @@ def probe(bwrap: str | None = None) -> tuple[str | None, str | None]:
     return (path, None) if why is None else (None, f"bubblewrap cannot start a sandbox here: {why}")
 
 
+_MISSING = re.compile(r"No such file|cannot access|not found|does not exist|cannot open|can't open|Permission denied")
+
 _SHELL_SPECIAL = re.compile(r"[;&|<>()`$\n\\{}*?\[\]!#~=]")
 
 
@@ -294,6 +342,15 @@ class Sandbox:
     """Why no sandbox could start (None when one can, or when none is wanted)."""
     use_runner: bool = True
     """Keep one sandbox for the session and fork each command in it (False: a bubblewrap per call)."""
+    homes: list[str] = field(default_factory=list)
+    """The user's home folders (the account's, and the one the environment names): hidden from commands
+    but for the workspace, added directories, ``TOOLCHAIN_PATHS`` and ``allowRead``; where one is writable,
+    its start-up files stay read-only (``gitguard.STARTUP_FILES``)."""
+    degraded: str | None = None
+    """Why the session's runner could not start (each command then has a bubblewrap of its own); said once."""
+    _degraded_said: bool = field(default=False, repr=False)
+    _plans: dict[str, Any] = field(default_factory=dict, repr=False)
+    _written: dict[str, str] = field(default_factory=dict, repr=False)
     _tmp: str | None = field(default=None, repr=False)
     _runner: _Runner | None = field(default=None, repr=False)
     _proxy: Any = field(default=None, repr=False)
@@ -313,10 +370,12 @@ class Sandbox:
             SandboxUnavailable: ``failIfUnavailable`` and no sandbox can start.
         """
         hidden = [os.path.realpath(agentloop_home)]
-        if user_home:
-            hidden += [os.path.realpath(os.path.join(user_home, p)) for p in CREDENTIAL_PATHS]
+        homes = account_homes(user_home)
+        for h in homes:
+            hidden += [os.path.realpath(os.path.join(h, p)) for p in CREDENTIAL_PATHS]
         if runtime_dir:
             hidden.append(os.path.realpath(runtime_dir))
+        hidden.append(f"/run/user/{os.getuid()}")  # the user's sockets, whether XDG_RUNTIME_DIR is set or not
         hidden += [os.path.realpath(p) for p in SYSTEM_SOCKETS]
         hidden += list(settings.deny_read)
         real_roots = [os.path.realpath(r) for r in roots]
@@ -327,7 +386,7 @@ class Sandbox:
             path, why = probe(bwrap)
             if why is not None and settings.fail_if_unavailable:
                 raise SandboxUnavailable(f"the Bash sandbox cannot start ({why}) and sandbox.failIfUnavailable is set; {INSTALL_HINT}")
-        return cls(settings, real_roots, list(dict.fromkeys(hidden)), path, why)
+        return cls(settings, real_roots, list(dict.fromkeys(hidden)), path, why, homes=homes)
 
     def for_roots(self, roots: Sequence[str]) -> Sandbox:
         """This sandbox for commands working in ``roots`` (a sub-agent's worktree): itself when
@@ -337,7 +396,8 @@ class Sandbox:
         if all(any(r == x or r.startswith(x + os.sep) for x in self.roots) for r in real):
             return self
         tmp = self.tmpdir() if self.active else None
-        return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False, _tmp=tmp)
+        return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False,
+                       homes=list(self.homes), _tmp=tmp)
 
     # -- state --
 
@@ -374,6 +434,11 @@ class Sandbox:
                 lines.append("  network: off")
             shown = [p for p in self.hidden if os.path.lexists(p)]
             lines.append("  hidden: " + (", ".join(shown) if shown else "(none present)"))
+            for h in self._hidden_homes():
+                lines.append(f"  home {h}: hidden but for the workspace, added directories, toolchain folders (read-only)"
+                             + (" and allowRead: " + ", ".join(s.allow_read) if s.allow_read else ""))
+            if self.degraded_notice():
+                lines.append(f"  warning: {self.degraded_notice()}")
             if s.deny_write:
                 lines.append("  read-only: " + ", ".join(s.deny_write))
             if s.excluded_commands:
@@ -445,7 +510,14 @@ class Sandbox:
         """
         if not self.inside(command):
             return list(argv), {}
-        out = self._prefix()
+        prefix, plan = self._prefix_and_plan()
+        with self._lock:
+            self._plans[command] = plan  # looked at after the command (explain)
+        return self._wrapped(prefix, argv, cwd)
+
+    @staticmethod
+    def _wrapped(prefix: list[str], argv: Sequence[str], cwd: str) -> tuple[list[str], dict[str, str]]:
+        out = list(prefix)
         if os.path.isdir(cwd):
             out += ["--chdir", cwd]
         return [*out, "--", *argv], {"TMPDIR": "/tmp"}
@@ -463,37 +535,51 @@ class Sandbox:
         Raises:
             OSError: the command cannot start.
         """
+        run_argv, run_env = list(argv), dict(env)
         if self.inside(command):
-            prefix = self._prefix()
-            env2 = {**env, "TMPDIR": "/tmp"}
-            r = self._runner_for(prefix, env2)
-            if r is not None and self._proxy is not None:
-                from .netproxy import PROXY_PORT
-
-                url = f"http://127.0.0.1:{PROXY_PORT}"
-                env2.update({k: url for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")})
-                env2.update(NO_PROXY="", no_proxy="")
-            if r is not None:
-                import socket
-
-                rd, wr = os.pipe()
-                try:
-                    req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds)}
-                    socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
-                except OSError:
-                    os.close(rd)
-                    r.lock.release()
-                    r.close()
-                else:
-                    return _Launched(r, rd)
-                finally:
-                    os.close(wr)
-        argv, extra = self.wrap(argv, cwd, command)  # a bubblewrap of its own (or none: outside)
-        env = {**env, **extra}
+            prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
+            with self._lock:
+                if len(self._plans) > 64:  # plans of commands whose result never came back
+                    self._plans.pop(next(iter(self._plans)))
+                self._plans[command] = plan  # looked at after the command (explain)
+            launched = self._launch_in_runner(prefix, argv, cwd, env, pass_fds)
+            if launched is not None:
+                return launched
+            run_argv, extra = self._wrapped(prefix, argv, cwd)  # a bubblewrap of its own
+            run_env.update(extra)
         return subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            run_argv, cwd=cwd, env=run_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
         )
+
+    def _launch_in_runner(
+        self, prefix: list[str], argv: Sequence[str], cwd: str, env: Mapping[str, str], pass_fds: Sequence[int]
+    ) -> _Launched | None:
+        """``argv`` forked by the session's runner; None when there is none to use (busy, or it cannot start)."""
+        env2 = {**env, "TMPDIR": "/tmp"}
+        r = self._runner_for(prefix, env2)
+        if r is None:
+            return None
+        if self._proxy is not None:
+            from .netproxy import PROXY_PORT
+
+            url = f"http://127.0.0.1:{PROXY_PORT}"
+            env2.update({k: url for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")})
+            env2.update(NO_PROXY="", no_proxy="")
+        import socket
+
+        rd, wr = os.pipe()
+        try:
+            req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds)}
+            socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
+        except OSError:
+            os.close(rd)
+            r.lock.release()
+            r.close()
+            return None
+        finally:
+            os.close(wr)
+        return _Launched(r, rd)
 
     def _runner_for(self, prefix: list[str], env: Mapping[str, str]) -> _Runner | None:
         """The session's runner for this mount set, locked for one command; None: use a bubblewrap of its own."""
@@ -510,8 +596,13 @@ class Sandbox:
             if r is None:
                 try:
                     r = self._runner = _Runner(prefix, env, self._start_proxy())
-                except OSError:
-                    self.use_runner = False  # it cannot start here: a bubblewrap per call from now on
+                except OSError as exc:
+                    # it cannot start here: a bubblewrap per call from now on, and the user is told why
+                    self.use_runner = False
+                    self.degraded = str(exc)
+                    import logging
+
+                    logging.getLogger("agentloop.sandbox").warning("sandbox: %s", self.degraded_notice())
                     return None
             if not r.lock.acquire(blocking=False):
                 return None
@@ -528,32 +619,56 @@ class Sandbox:
             self._proxy = DomainProxy(self.settings.allowed_domains, os.path.join(self.tmpdir(), name))
         return PROXY_PORT, f"/tmp/{name}"
 
-    def _prefix(self) -> list[str]:
-        """bubblewrap and its options for this sandbox, as the file system is now (without --chdir and the command)."""
+    def _prefix(self, path_env: str = "") -> list[str]:
+        """bubblewrap and its options for this sandbox, as the file system is now (without --chdir and the command).
+
+        ``path_env`` is the command's ``PATH``: a virtual environment on it that lives under ``/tmp`` stays
+        visible (read-only) through the sandbox's private ``/tmp``.
+        """
+        return self._prefix_and_plan(path_env)[0]
+
+    def _prefix_and_plan(self, path_env: str = "") -> tuple[list[str], Any]:
         assert self.bwrap is not None
+        from . import gitguard
+
         s = self.settings
         rw = s.mode == "workspace-write"
         out = [self.bwrap, "--ro-bind", "/", "/"]
         # the writable roots and the sandbox's own /dev, /proc and /tmp, parents before children: a
         # root that holds /tmp (an added directory "/") must not cover the sandbox's /tmp, and a root
-        # under /tmp (a workspace in /tmp) must show through it
-        mounts = [(r, ["--bind" if rw else "--ro-bind", r, r]) for r in self.roots if os.path.isdir(r)]
+        # under /tmp (a workspace in /tmp) must show through it; the same for the hidden homes and
+        # what shows through them
+        mounts = [(h, ["--tmpfs", h]) for h in self._hidden_homes()]
+        shown = self._shown_read_only(path_env)
+        mounts += [(p, ["--ro-bind", p, p]) for p in shown]
+        mounts += [(r, ["--bind" if rw else "--ro-bind", r, r]) for r in self.roots if os.path.isdir(r)]
         mounts += [("/dev", ["--dev", "/dev"]), ("/proc", ["--proc", "/proc"]), ("/tmp", ["--bind", self.tmpdir(), "/tmp"])]
-        for _path, args in sorted(mounts, key=lambda m: len([x for x in m[0].split(os.sep) if x])):
+        mounts += [(at, ["--ro-bind", f, at]) for f, at in self._identity_gitconfigs()]
+        for _path, args in sorted(mounts, key=lambda m: _depth(m[0])):
             out += args
+        plan = None
         if rw:
             for p in s.allow_write:
                 if os.path.exists(p):
                     out += ["--bind", p, p]
-            for r in [*self.roots, *s.allow_write]:
+            writable = [*self.roots, *(p for p in s.allow_write if os.path.isdir(p))]
+            for r in writable:
                 for rel in PROTECTED_IN_ROOTS:
+                    if rel.startswith(".git/"):
+                        continue  # git's metadata: gitguard's plan below
                     p = os.path.join(r, rel)
                     if os.path.lexists(p) and not os.path.islink(p):
                         out += ["--ro-bind", p, p]
+            plan = gitguard.plan(writable, self.homes)
+            plan.read_only += [p for p in s.hook_files if os.path.isfile(p) and not os.path.islink(p)
+                               and any(p.startswith(r + os.sep) for r in writable)]
+            guarded = [(d, ["--bind", d, d]) for d in plan.self_binds] + [(p, ["--ro-bind", p, p]) for p in plan.read_only]
+            for _path, args in sorted(guarded, key=lambda m: _depth(m[0])):
+                out += args
         for p in s.deny_write:
             if os.path.exists(p):
                 out += ["--ro-bind", p, p]
-        for p in self.hidden:
+        for p in self._hidden_in_view(shown):
             if os.path.isdir(p):
                 out += ["--tmpfs", p, "--remount-ro", p]
             elif os.path.exists(p):
@@ -561,20 +676,132 @@ class Sandbox:
         out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
         if not s.network:
             out += ["--unshare-net"]
+        return out, plan
+
+    def _hidden_in_view(self, shown: Sequence[str]) -> list[str]:
+        """``hidden``, but for what a hidden home already hides (its names stay unseen), in mount order."""
+        seen = [*self.roots, *shown]
+        homes = self._hidden_homes()
+        return [p for p in self.hidden
+                if not any(p.startswith(h + os.sep) for h in homes) or any(p.startswith(x + os.sep) for x in seen)]
+
+    def _hidden_homes(self) -> list[str]:
+        """The homes hidden as a whole: each one that is not a writable root nor inside one."""
+        if self.settings.mode == "danger-full-access":
+            return []
+        return [h for h in self.homes if not any(h == r or h.startswith(r.rstrip(os.sep) + os.sep) for r in self.roots)]
+
+    def _shown_read_only(self, path_env: str) -> list[str]:
+        """What shows, read-only, through the hidden homes and the private /tmp: toolchains, the user's
+        ``allowRead``, the repository a workspace belongs to, agentloop's own interpreter, a venv on PATH."""
+        shown: list[str] = []
+        under = [*self._hidden_homes(), "/tmp"]
+        for h in self._hidden_homes():
+            shown += [os.path.join(h, p) for p in TOOLCHAIN_PATHS]
+        shown += list(self.settings.allow_read)
+        import sys
+
+        shown += [sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
+        for r in self.roots:
+            top = _repository_top(r)
+            if top is not None and top != r:
+                shown.append(top)
+        for d in path_env.split(os.pathsep):
+            if d.startswith("/tmp/") and os.path.basename(d.rstrip(os.sep)) == "bin":
+                venv = os.path.dirname(d.rstrip(os.sep))
+                if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+                    shown.append(venv)
+        real = [os.path.realpath(p) for p in shown]
+        return list(dict.fromkeys(
+            p for p in real if os.path.exists(p) and any(p.startswith(u + os.sep) for u in under)
+            and not any(p == x or p.startswith(x + os.sep) for x in self.hidden)
+            and not any(p == r or p.startswith(r + os.sep) for r in self.roots)  # a root shows it already, writable
+        ))
+
+    def _identity_gitconfigs(self) -> list[tuple[str, str]]:
+        """``(file, where it shows)``: the user's git identity as the sandbox's ``~/.gitconfig`` of each hidden home."""
+        from .gitguard import config_entries
+
+        out = []
+        for i, h in enumerate(self._hidden_homes()):
+            keep = []
+            for cf in (os.path.join(h, ".gitconfig"), os.path.join(h, ".config", "git", "config")):
+                keep += [(k, v) for k, v in config_entries(cf) if k in GIT_IDENTITY_KEYS] if os.path.isfile(cf) else []
+            if not keep:
+                continue
+            path = os.path.join(self.tmpdir(), f".agentloop-gitconfig-{i}")
+            lines = []
+            for k, v in dict(keep).items():
+                section, _, name = k.rpartition(".")
+                lines.append(f"[{section}]\n\t{name} = " + json.dumps(v) + "\n")
+            text = "".join(lines)
+            if self._written.get(path) != text or not os.path.isfile(path):
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+                self._written[path] = text
+            out.append((path, os.path.join(h, ".gitconfig")))
         return out
 
+    def _homes_met(self, output: str) -> list[str]:
+        """The hidden homes a failed access in ``output`` names ("No such file" on a path there that is
+        neither shown nor a root): only then does the result get the note."""
+        homes = self._hidden_homes()
+        if not homes:
+            return []
+        open_ = [*self.roots, *self.settings.allow_read, *(os.path.join(h, p) for h in homes for p in TOOLCHAIN_PATHS)]
+        met = []
+        for line in output.splitlines()[-200:]:
+            if not _MISSING.search(line):
+                continue
+            for h in homes:
+                for m in re.finditer(re.escape(h) + r"(/[^\s:'\"]*)?", line):
+                    p = m.group(0)
+                    if not any(p == o or p.startswith(o + os.sep) for o in open_) and h not in met:
+                        met.append(h)
+        return met
+
+    def degraded_notice(self) -> str | None:
+        """What the user is told when the session's runner could not start (None when it did)."""
+        if self.degraded is None:
+            return None
+        lost = (" so allowedDomains (" + ", ".join(self.settings.allowed_domains) + ") cannot be reached: the network is off"
+                if self.settings.allowed_domains and not self.settings.network else "")
+        return (f"the session's sandbox could not start ({self.degraded}); each command runs in a sandbox of its own,"
+                + lost + " (as strict as before, but weaker than configured)")
+
+    def after(self, command: str) -> list[str]:
+        """Once ``command`` has ended (nothing of it left running): what it planted that the host would run,
+        moved aside (see ``gitguard``); one line each."""
+        with self._lock:
+            plan = self._plans.pop(command, None)
+        if plan is None:
+            return []
+        from .gitguard import check
+
+        return check(plan)
+
     def explain(self, command: str, output: str) -> str | None:
-        """A note for a failed command whose output shows the sandbox stopped it (None otherwise)."""
+        """A note for a command: what it planted and what was moved aside, and, when its output shows
+        the sandbox stopped it, why (None when there is nothing to say)."""
         if not self.inside(command):
             return None
-        notes = []
+        notes = self.after(command)
+        if self.degraded is not None and not self._degraded_said:
+            self._degraded_said = True
+            notes.append(self.degraded_notice() or "")
         if "Read-only file system" in output:
             notes.append("writing outside the writable directories ("
                          + (", ".join(self.roots) if self.settings.mode == "workspace-write" else "none but /tmp")
-                         + ") or to a protected file (.git/hooks, .git/config, .agentloop, .claude, .mcp.json) fails")
+                         + ") or to a protected file (git's hooks and configuration, shell and tool start-up files,"
+                         " .agentloop, .claude, .mcp.json) fails")
         hit = [p for p in self.hidden if p in output]
         if hit:
             notes.append("these paths are hidden from commands: " + ", ".join(hit))
+        homes = self._homes_met(output)
+        if homes:
+            notes.append("the home folder (" + ", ".join(homes) + ") is hidden from commands except the workspace,"
+                         " added directories and toolchain folders (pip, npm, cargo, go...; read-only); the user can"
+                         " let commands read more with sandbox.filesystem.allowRead in their own settings")
         proxy = self._proxy
         if proxy is not None and proxy.denied:
             notes.append("the proxy refused " + ", ".join(dict.fromkeys(proxy.denied)) + " (allowed: "
@@ -587,7 +814,7 @@ class Sandbox:
                                                   if self.settings.allowed_domains else ""))
         if not notes:
             return None
-        return ("[sandbox: this command ran in the Bash sandbox (" + self.settings.mode + "): " + "; ".join(notes)
+        return ("[sandbox: this command ran in the Bash sandbox (" + self.settings.mode + "): " + "; ".join(n for n in notes if n)
                 + ". If the task needs more, ask the user (they can widen it with --add-dir, sandbox settings or --sandbox).]")
 
 
@@ -706,11 +933,12 @@ class _Runner:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = a
         bridge = [str(proxy[0]), proxy[1]] if proxy else []
+        err = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(
                 [*prefix, "--", sys.executable, "-I", "-S", "-c", _RUNNER, str(b.fileno()), *bridge],
                 pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True, env=dict(env),
+                stderr=err, start_new_session=True, env=dict(env),
             )
         finally:
             b.close()
@@ -722,7 +950,11 @@ class _Runner:
             ready = b""
         if not ready.startswith(b'{"ready"'):
             self.close()
-            raise OSError("the sandbox runner did not start")
+            err.seek(0)
+            said = err.read(4096).decode("utf-8", "replace").strip().splitlines()
+            err.close()
+            raise OSError("its runner did not start" + (f": {said[-1]}" if said else ""))
+        err.close()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -771,6 +1003,18 @@ class _Launched:
         return code
 
 
-def user_home_of(env: Mapping[str, str]) -> str:
-    """The user's home directory as the agent's environment says (``HOME``)."""
-    return env.get("HOME") or os.path.expanduser("~")
+def _depth(path: str) -> int:
+    return len([x for x in path.split(os.sep) if x])
+
+
+def _repository_top(root: str) -> str | None:
+    """The folder holding the ``.git`` of the repository ``root`` is in, when that is above ``root``."""
+    d = root
+    for _ in range(64):
+        parent = os.path.dirname(d)
+        if os.path.lexists(os.path.join(d, ".git")):
+            return d
+        if parent == d:
+            return None
+        d = parent
+    return None

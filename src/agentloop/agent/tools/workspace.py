@@ -30,12 +30,31 @@ from collections.abc import Callable, Sequence
 
 from ...tools import ToolError
 
-__all__ = ["OutsideWorkspace", "Workspace"]
+__all__ = ["OutsideWorkspace", "Workspace", "protected_in_home"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted in the tree must not hang an open
+
+
+def protected_in_home(path: str) -> str | None:
+    """The start-up file or folder of the user's home that ``path`` (absolute) writes, if any: shell and
+    tool start-up files, ``~/.ssh``, ``~/.claude.json``, ``~/.local/bin``, user-site packages
+    (``sandbox.gitguard.STARTUP_FILES``). The same paths are read-only to sandboxed commands; an edit
+    of one asks in every mode, and only an allow rule naming it allows it (``permissions.rules``)."""
+    from ..sandbox.gitguard import STARTUP_FILES, account_homes, user_home_of
+
+    try:
+        cands = {os.path.abspath(path), _real(path)}
+    except (ValueError, OSError):  # a NUL in the name, a link that changed: nothing is written there anyway
+        return None
+    for home in account_homes(user_home_of(os.environ)):
+        for name in STARTUP_FILES:
+            top = os.path.join(home, name)
+            if any(_inside(c, top) for c in cands):
+                return top
+    return None
 
 
 class OutsideWorkspace(ToolError):
