@@ -450,6 +450,23 @@ SABOTAGES = [
         "        if self.child:  # SABOTAGED\n            if True:",
         ["tests/test_agent_integration.py"],
     ),
+    Sabotage(
+        "children started in one turn reserve from the same remainder (siblings' spend not counted until the turn ends)",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "        spent_micros, spent_tokens = self.costs.queued()",
+        "        spent_micros, spent_tokens = 0, 0  # SABOTAGED",
+        ["tests/test_spend_cap_children.py::test_ten_children_started_in_one_reply_stay_under_the_parents_cap",
+         "tests/test_spend_cap_property.py::test_many_children_in_one_reply_never_settle_past_the_parents_cap"],
+    ),
+    Sabotage(
+        "parallel Agent calls skip the tool-call pipeline (no schema check, no redaction)",
+        "src/agentloop/agent/subagents/runner.py",
+        "                return run_one(c)",
+        "                a = c.arguments  # SABOTAGED\n                from agentloop.tools import finish, raised\n"
+        "                try:\n                    return finish(c, runner.start(str(a['description']), str(a['prompt']), "
+        "str(a.get('subagent_type', 'general-purpose'))))\n                except Exception as exc:\n                    return raised(c, exc)",
+        ["tests/test_spend_cap_children.py::test_children_run_together_hold_their_parts_before_any_starts"],
+    ),
 ]
 
 

@@ -338,6 +338,7 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
             image_tokens=int(c.get("image_tokens", IMAGE_TOKENS)),
             can_count=bool(c.get("can_count", False)),
             shared_cap=bool(c.get("shared_cap", False)),
+            priced_by_name=bool(c.get("fallback_prices")) and c.get("pricing") != "dearest",
             legacy_estimate=c.get("reservation") != "bound",
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import inspect
 import os
+import threading
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -370,9 +371,16 @@ def _names(code: types.CodeType) -> Iterable[str]:
             yield from _names(c)
 
 
+_PARSING = threading.Lock()
+"""``inspect.getsource`` parses with ``ast``, which CPython 3.11 cannot do on two threads at once
+(``SystemError: AST constructor recursion depth mismatch``): children started together fingerprint
+their tools at the same time."""
+
+
 def _source_of(obj: Any) -> str:
     try:
-        return inspect.getsource(obj)
+        with _PARSING:
+            return inspect.getsource(obj)
     except (OSError, TypeError):
         code = getattr(obj, "__code__", None)
         if code is not None:

@@ -44,12 +44,12 @@ from typing import Any
 import httpx
 import orjson
 
-from ..budget import Price, input_rate
+from ..budget import MAX_REPORTED_TOKENS, TOOLS_PROMPT_ALLOWANCE, Price, input_rate
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
 
-__all__ = ["Assembler", "HTTPModel", "RetryPolicy", "StreamError", "Target", "Turn"]
+__all__ = ["Assembler", "HTTPModel", "RetryPolicy", "StreamError", "Target", "Turn", "UsageError", "reported_count"]
 
 log = logging.getLogger("agentloop.providers")
 
@@ -85,6 +85,48 @@ class StreamError(Exception):
         self.kind = kind
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+class UsageError(Exception):
+    """A usage the provider reported that no bill can be settled from (``reported_count``)."""
+
+
+def reported_count(usage: object, key: str, *, required: bool = False) -> int:
+    """One token count of a provider's usage object, checked: a whole number from 0 to
+    ``MAX_REPORTED_TOKENS``; absent is 0 unless ``required``.
+
+    Raises:
+        UsageError: the usage is not an object, or the count is missing (when required), negative, not a
+            whole number, or past any real bound.
+    """
+    if not isinstance(usage, Mapping):
+        raise UsageError(f"its usage is {type(usage).__name__}, not an object")
+    v = usage.get(key)
+    if v is None:
+        if required:
+            raise UsageError(f"its usage has no {key}")
+        return 0
+    if isinstance(v, float) and v.is_integer() and abs(v) <= MAX_REPORTED_TOKENS:
+        v = int(v)
+    if type(v) is not int:
+        raise UsageError(f"its usage {key} is {str(v)[:40]!r}, not a whole number")
+    if v < 0:
+        raise UsageError(f"its usage {key} is negative ({v})")
+    if v > MAX_REPORTED_TOKENS:
+        raise UsageError(f"its usage {key} is {v}, past any real bound")
+    return v
+
+
+def output_allowance(max_tokens: int) -> int:
+    """The most output tokens a reply to a call allowed ``max_tokens`` may report: a tenth and 64 more,
+    for providers that count differently (thinking, stop sequences); past it the figure is not believed."""
+    return max_tokens + max_tokens // 10 + 64
+
+
+def input_allowance(request_bytes: int) -> int:
+    """The most input tokens a request of ``request_bytes`` bytes may report: a token covers at least one
+    byte (``budget.input_bound``), doubled, with the tool prompt's allowance and room for images."""
+    return 2 * request_bytes + TOOLS_PROMPT_ALLOWANCE + 10_000
 
 
 @dataclass
@@ -342,7 +384,7 @@ class HTTPModel:
             if delta and on_text is not None:
                 on_text(delta)
 
-    def _pump_end(self, dec: SSEDecoder, asm: Assembler, request: ModelRequest) -> Turn:
+    def _pump_end(self, dec: SSEDecoder, asm: Assembler, request: ModelRequest, limits: tuple[int, int]) -> Turn:
         for ev, data in dec.close():
             try:
                 delta = asm.feed(ev, data)
@@ -356,7 +398,31 @@ class HTTPModel:
             raise self._err(
                 f"the stream from {self.target.base_url} ended before its final event", "cut", True, billed=asm.started
             )
-        return asm.turn()
+        return self._checked(asm.turn, limits)
+
+    def _checked(self, make: Callable[[], Turn], limits: tuple[int, int]) -> Turn:
+        """The assembled turn, its usage believed only within what the request could cost: ``limits`` is
+        (the attempt's max_tokens, its body's bytes). A figure past them is a usage error (``unaccounted``)."""
+        try:
+            turn = make()
+        except UsageError as exc:
+            raise self._usage_error(str(exc)) from None
+        u = turn.usage
+        if u is not None:
+            max_tokens, request_bytes = limits
+            if u.output_tokens > output_allowance(max_tokens):
+                raise self._usage_error(f"it reported {u.output_tokens} output tokens for a call allowed {max_tokens}")
+            inp = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+            if inp > input_allowance(request_bytes):
+                raise self._usage_error(f"it reported {inp} input tokens for a request of {request_bytes} bytes")
+        return turn
+
+    def _usage_error(self, why: str) -> ProviderError:
+        """A reply billed with figures no one can settle from: a final error the loop charges at the call's reservation."""
+        err = self._err(f"{self.vendor} {self.target.model} at {self.target.base_url} answered with a usage that cannot be billed: {why}",
+                        "usage", False)
+        err.unaccounted = True
+        return err
 
     def _transport_error(self, exc: httpx.HTTPError, asm: Assembler | None) -> ProviderError:
         started = asm is not None and asm.started
@@ -381,12 +447,12 @@ class HTTPModel:
                     raise self.classify(resp.status_code, resp.headers, resp.read())
                 if self._content_kind(resp.headers) == "json":
                     a = self.assembler()
-                    return self._from_json(a, resp.read()), []
+                    return self._from_json(a, resp.read(), (max_tokens, len(body))), []
                 dec, asm, raw = self._pump_start()
                 last = [time.monotonic()]
                 for chunk in resp.iter_bytes():
                     self._pump(dec, asm, chunk, raw, request, last)
-                return self._pump_end(dec, asm, request), raw
+                return self._pump_end(dec, asm, request, (max_tokens, len(body))), raw
         except httpx.HTTPError as exc:
             raise self._with_partial(self._transport_error(exc, asm), asm, len(body)) from None
         except ProviderError as err:
@@ -402,22 +468,25 @@ class HTTPModel:
                     raise self.classify(resp.status_code, resp.headers, await resp.aread())
                 if self._content_kind(resp.headers) == "json":
                     a = self.assembler()
-                    return self._from_json(a, await resp.aread()), []
+                    return self._from_json(a, await resp.aread(), (max_tokens, len(body))), []
                 dec, asm, raw = self._pump_start()
                 last = [time.monotonic()]
                 async for chunk in resp.aiter_bytes():
                     self._pump(dec, asm, chunk, raw, request, last)
-                return self._pump_end(dec, asm, request), raw
+                return self._pump_end(dec, asm, request, (max_tokens, len(body))), raw
         except httpx.HTTPError as exc:
             raise self._with_partial(self._transport_error(exc, asm), asm, len(body)) from None
         except ProviderError as err:
             raise self._with_partial(err, asm, len(body)) from None
 
-    def _from_json(self, asm: Assembler, body: bytes) -> Turn:
-        try:
-            return asm.from_json(body)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise self._err(f"malformed JSON response from {self.target.base_url}: {exc}", "malformed", True) from None
+    def _from_json(self, asm: Assembler, body: bytes, limits: tuple[int, int]) -> Turn:
+        def whole() -> Turn:
+            try:
+                return asm.from_json(body)
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise self._err(f"malformed JSON response from {self.target.base_url}: {exc}", "malformed", True) from None
+
+        return self._checked(whole, limits)
 
     # --- the policy -----------------------------------------------------------
 
@@ -545,7 +614,10 @@ class HTTPModel:
 
     def _with_partial(self, err: ProviderError, asm: Assembler | None, request_bytes: int) -> ProviderError:
         if err.billed and asm is not None and err.partial is None:
-            err.partial = asm.billed_so_far(request_bytes)
+            try:
+                err.partial = asm.billed_so_far(request_bytes)
+            except UsageError as exc:  # billed, with figures that cannot be believed: not retried
+                return self._usage_error(f"{exc} (then: {err})")
         return err
 
     def _fall_back(self, model: HTTPModel, last: ProviderError | None) -> HTTPModel | None:
