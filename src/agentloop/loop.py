@@ -744,7 +744,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     if reply.usage is not None and not cfg.legacy_estimate:
         bad = usage_problem(reply.usage)
         if bad is not None:  # never a negative or unbounded spend: the call is charged its reservation
-            return _on_failed(state, ModelFailed(f"the provider reported a usage that cannot be billed: {bad}", None, True))
+            return _on_failed(state, ModelFailed(f"UsageError: the model reported a usage that cannot be billed: {bad}", None, True))
     estimated = reply.usage is None
     msg: Message = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:

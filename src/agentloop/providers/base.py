@@ -123,6 +123,34 @@ def output_allowance(max_tokens: int) -> int:
     return max_tokens + max_tokens // 10 + 64
 
 
+MAX_REPLY_CHARS = 2 << 20
+"""No streamed reply is read past this many characters, whatever its max_tokens: with its continuations
+and escapes, the records that hold it stay far below the transcript's line limit."""
+
+RAW_KEEP_BYTES = 16 << 20
+"""At most this much of a stream's bytes is kept for its ``raw`` record."""
+
+
+@dataclass(frozen=True)
+class StreamLimit:
+    """How much of one streamed reply is read before it is cut (a provider that ignores ``max_tokens``).
+
+    Output arrives as text, not tokens, so the limit is in characters: 64 for each token the call allows
+    (``output_allowance``; no tokenizer we know has a longer token), at least 64K and at most
+    ``MAX_REPLY_CHARS``. The stream's bytes (framing included) are cut at 64 times that and 16 MiB more,
+    and one event at 16 MiB: memory and time stay bounded whatever the server sends.
+    """
+
+    chars: int
+    bytes: int
+    event_bytes: int = 16 << 20
+
+    @classmethod
+    def for_max_tokens(cls, max_tokens: int) -> StreamLimit:
+        chars = min(max(64 << 10, 64 * output_allowance(max(0, max_tokens))), MAX_REPLY_CHARS)
+        return cls(chars, 64 * chars + (16 << 20))
+
+
 def input_allowance(request_bytes: int) -> int:
     """The most input tokens a request of ``request_bytes`` bytes may report: a token covers at least one
     byte (``budget.input_bound``), doubled, with the tool prompt's allowance and room for images."""
@@ -149,6 +177,12 @@ class Assembler:
     """An event showed the server began answering: the attempt may be billed."""
     done: bool = False
     """The stream's final event arrived."""
+    out_chars: int = 0
+    """Characters of output received so far (text, tool-call arguments, thinking)."""
+    received: int = 0
+    """Bytes of the stream received so far."""
+    limit: StreamLimit | None = None
+    """Where the stream is cut (set by the model for each attempt)."""
 
     def feed(self, event: str, data: bytes) -> str | None:
         """Take one event; return a text delta to show, if it carries one."""
@@ -354,13 +388,34 @@ class HTTPModel:
 
     # --- one attempt ----------------------------------------------------------
 
-    def _pump_start(self) -> tuple[SSEDecoder, Assembler, list[bytes]]:
-        return SSEDecoder(), self.assembler(), []
+    def _pump_start(self, max_tokens: int) -> tuple[SSEDecoder, Assembler, list[bytes]]:
+        asm = self.assembler()
+        asm.limit = StreamLimit.for_max_tokens(max_tokens)
+        return SSEDecoder(), asm, []
+
+    def _bounded(self, dec: SSEDecoder, asm: Assembler) -> None:
+        """Cut a stream that ran past its ``StreamLimit``: billed, and charged at the call's reservation."""
+        lim = asm.limit
+        if lim is None:
+            return
+        if asm.out_chars > lim.chars:
+            why = f"{asm.out_chars} characters of output, past what its max_tokens allows ({lim.chars})"
+        elif asm.received > lim.bytes:
+            why = f"{asm.received} bytes of stream, past {lim.bytes}"
+        elif len(dec.pending) > lim.event_bytes:
+            why = f"an event of more than {lim.event_bytes} bytes"
+        else:
+            return
+        err = self._err(f"{self.vendor} {self.target.model} at {self.target.base_url} kept streaming: cut after {why}",
+                        "runaway", False)
+        err.unaccounted = True
+        raise err
 
     def _pump(
         self, dec: SSEDecoder, asm: Assembler, chunk: bytes, raw: list[bytes], request: ModelRequest, last_event: list[float]
     ) -> None:
-        if self.record_raw:
+        asm.received += len(chunk)
+        if self.record_raw and asm.received <= RAW_KEEP_BYTES:
             raw.append(chunk)
         events = dec.feed(chunk)
         now = time.monotonic()
@@ -383,6 +438,7 @@ class HTTPModel:
                 ) from None
             if delta and on_text is not None:
                 on_text(delta)
+        self._bounded(dec, asm)
 
     def _pump_end(self, dec: SSEDecoder, asm: Assembler, request: ModelRequest, limits: tuple[int, int]) -> Turn:
         for ev, data in dec.close():
@@ -448,7 +504,7 @@ class HTTPModel:
                 if self._content_kind(resp.headers) == "json":
                     a = self.assembler()
                     return self._from_json(a, resp.read(), (max_tokens, len(body))), []
-                dec, asm, raw = self._pump_start()
+                dec, asm, raw = self._pump_start(max_tokens)
                 last = [time.monotonic()]
                 for chunk in resp.iter_bytes():
                     self._pump(dec, asm, chunk, raw, request, last)
@@ -469,7 +525,7 @@ class HTTPModel:
                 if self._content_kind(resp.headers) == "json":
                     a = self.assembler()
                     return self._from_json(a, await resp.aread(), (max_tokens, len(body))), []
-                dec, asm, raw = self._pump_start()
+                dec, asm, raw = self._pump_start(max_tokens)
                 last = [time.monotonic()]
                 async for chunk in resp.aiter_bytes():
                     self._pump(dec, asm, chunk, raw, request, last)
