@@ -434,6 +434,8 @@ class _Handler(BaseHTTPRequestHandler):
         u: dict[str, Any] = given if isinstance(given, dict) else {}
         pt = u.get("input_tokens", prompt)
         ct = u.get("output_tokens", self._out_tokens(r, calls, body))
+        if isinstance(pt, int) and isinstance(cached, int):
+            cached = min(cached, max(0, pt))  # the cached tokens are part of the prompt's
         usage: dict[str, Any] = {
             "prompt_tokens": pt,
             "completion_tokens": ct,
