@@ -152,3 +152,14 @@ def test_a_side_cost_that_cannot_be_billed_stops_the_run_at_its_reservation(tmp_
     assert r.stop_reason == "budget_overrun" and "cannot be settled" in (r.error or ""), r.error
     (side,) = [x.payload for x in read_records(path) if x.kind == "side_cost"]
     assert side["cost_micros"] == 2_000 and r.spent_micros >= 2_000
+
+
+def test_a_price_past_any_real_bound_is_skipped_with_one_warning(tmp_path: Path, home: Path, proj: Path) -> None:
+    home.mkdir(exist_ok=True)
+    (home / "settings.json").write_text('{"prices": {"scripted": {"input": 1000000000000000000000000000000, "output": 5}}}')
+    script = tmp_path / "s.json"
+    script.write_text('[{"text": "hi", "usage": [10, 5]}]')
+    p = _cli(["-p", "x", "--model", f"scripted:{script}"], proj, home)
+    assert p.returncode == 0 and p.stdout == "hi\n", p.stderr
+    (line,) = [x for x in p.stderr.splitlines() if "warning" in x]
+    assert "prices.scripted" in line and "past any real bound" in line

@@ -60,6 +60,10 @@ MICROS_PER_USD = 1_000_000
 MAX_MICROS = 10**15
 """A billion dollars: no cap or amount is larger (and every sum of them stays an exact JSON integer)."""
 
+MAX_PRICE = 10**12
+"""A million dollars per million tokens: no price is dearer (so one call's cost, at most a few billion tokens
+at this price, stays an exact JSON integer)."""
+
 MAX_REPORTED_TOKENS = 10**9
 """More tokens than one model call can be billed for (no model reads or writes a billion tokens in one
 call): a reported count past it is the provider's error, not a bill."""
@@ -286,6 +290,8 @@ class Price:
             v = obj.get(k, 0)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"price field {k!r} must be a non-negative integer (micro-USD per Mtok), got {v!r}")
+            if v > MAX_PRICE:
+                raise ValueError(f"price field {k!r} is {v} micro-USD per Mtok, past any real bound (at most {MAX_PRICE})")
             vals[k] = v
         return cls(**vals)
 
