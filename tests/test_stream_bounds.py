@@ -70,3 +70,23 @@ def test_the_terminal_agent_cuts_an_endless_stream_in_bounded_memory_and_its_ses
     assert max(len(line) for line in session.read_bytes().splitlines()) < MAX_LINE_BYTES
     v = subprocess.run([AGENTLOOP, "verify", str(session)], env=env, capture_output=True, text=True, timeout=60)
     assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_a_server_that_ignores_stream_and_sends_an_endless_json_body_is_cut(tmp_path: Path) -> None:
+    """A server answering with one JSON body instead of a stream is read no further than a stream would be."""
+    import itertools
+
+    import httpx
+
+    from agentloop.providers.base import RetryPolicy, Target
+    from agentloop.providers.openai_compat import OpenAIModel
+
+    def endless(request: httpx.Request) -> httpx.Response:
+        body = itertools.chain([b'{"choices": [{"message": {"content": "'], itertools.repeat(b"x" * 65536))
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=body)
+
+    m = OpenAIModel(Target("openai", "gpt-4o-mini", "http://endless.invalid/v1", "k"), transport=httpx.MockTransport(endless),
+                    policy=RetryPolicy(max_attempts=1))
+    r = run(m, [], "go", Budget(max_steps=2, max_usd_micros=1_000_000), max_output_tokens=100)
+    assert r.stop_reason == "model_error" and "kept sending" in (r.error or ""), r.error
+    assert 0 < r.spent_micros <= 1_000_000

@@ -388,6 +388,16 @@ class HTTPModel:
 
     # --- one attempt ----------------------------------------------------------
 
+    def _check_body(self, got: bytearray, max_tokens: int) -> None:
+        """A whole JSON response (a server that ignored ``stream``) is read no further than its reply could
+        need: eight bytes for each character a stream may carry (escapes included), and 1 MiB more."""
+        limit = 8 * StreamLimit.for_max_tokens(max_tokens).chars + (1 << 20)
+        if len(got) > limit:
+            err = self._err(f"{self.vendor} {self.target.model} at {self.target.base_url} kept sending: a response body past {limit} bytes",
+                            "runaway", False)
+            err.unaccounted = True
+            raise err
+
     def _pump_start(self, max_tokens: int) -> tuple[SSEDecoder, Assembler, list[bytes]]:
         asm = self.assembler()
         asm.limit = StreamLimit.for_max_tokens(max_tokens)
@@ -503,7 +513,11 @@ class HTTPModel:
                     raise self.classify(resp.status_code, resp.headers, resp.read())
                 if self._content_kind(resp.headers) == "json":
                     a = self.assembler()
-                    return self._from_json(a, resp.read(), (max_tokens, len(body))), []
+                    got = bytearray()
+                    for part in resp.iter_bytes():
+                        got += part
+                        self._check_body(got, max_tokens)
+                    return self._from_json(a, bytes(got), (max_tokens, len(body))), []
                 dec, asm, raw = self._pump_start(max_tokens)
                 last = [time.monotonic()]
                 for chunk in resp.iter_bytes():
@@ -524,7 +538,11 @@ class HTTPModel:
                     raise self.classify(resp.status_code, resp.headers, await resp.aread())
                 if self._content_kind(resp.headers) == "json":
                     a = self.assembler()
-                    return self._from_json(a, await resp.aread(), (max_tokens, len(body))), []
+                    got = bytearray()
+                    async for part in resp.aiter_bytes():
+                        got += part
+                        self._check_body(got, max_tokens)
+                    return self._from_json(a, bytes(got), (max_tokens, len(body))), []
                 dec, asm, raw = self._pump_start(max_tokens)
                 last = [time.monotonic()]
                 async for chunk in resp.aiter_bytes():
