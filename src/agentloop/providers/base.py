@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 import orjson
 
-from ..budget import MAX_REPORTED_TOKENS, TOOLS_PROMPT_ALLOWANCE, Price, input_rate
+from ..budget import MAX_REPORTED_TOKENS, Price, input_rate
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
@@ -149,12 +149,6 @@ class StreamLimit:
     def for_max_tokens(cls, max_tokens: int) -> StreamLimit:
         chars = min(max(64 << 10, 64 * output_allowance(max(0, max_tokens))), MAX_REPLY_CHARS)
         return cls(chars, 64 * chars + (16 << 20))
-
-
-def input_allowance(request_bytes: int) -> int:
-    """The most input tokens a request of ``request_bytes`` bytes may report: a token covers at least one
-    byte (``budget.input_bound``), doubled, with the tool prompt's allowance and room for images."""
-    return 2 * request_bytes + TOOLS_PROMPT_ALLOWANCE + 10_000
 
 
 @dataclass
@@ -467,20 +461,19 @@ class HTTPModel:
         return self._checked(asm.turn, limits)
 
     def _checked(self, make: Callable[[], Turn], limits: tuple[int, int]) -> Turn:
-        """The assembled turn, its usage believed only within what the request could cost: ``limits`` is
-        (the attempt's max_tokens, its body's bytes). A figure past them is a usage error (``unaccounted``)."""
+        """The assembled turn, its usage believed only as far as the request allowed: ``limits`` is (the
+        attempt's max_tokens, its body's bytes). Output past max_tokens and its margin is a usage error
+        (``unaccounted``); input past the reservation's bound is the loop's to catch (an ``overrun``: a
+        provider that inflates input is billing, and the bill is recorded as it says)."""
         try:
             turn = make()
         except UsageError as exc:
             raise self._usage_error(str(exc)) from None
         u = turn.usage
         if u is not None:
-            max_tokens, request_bytes = limits
+            max_tokens = limits[0]
             if u.output_tokens > output_allowance(max_tokens):
                 raise self._usage_error(f"it reported {u.output_tokens} output tokens for a call allowed {max_tokens}")
-            inp = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
-            if inp > input_allowance(request_bytes):
-                raise self._usage_error(f"it reported {inp} input tokens for a request of {request_bytes} bytes")
         return turn
 
     def _usage_error(self, why: str) -> ProviderError:
