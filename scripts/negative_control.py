@@ -968,6 +968,87 @@ SABOTAGES = [
         ["tests/test_sandbox_persistence.py::test_a_hooks_folder_that_is_a_link_cannot_be_swapped_or_written",
          "tests/test_sandbox_reads.py::test_a_start_up_file_that_is_a_link_keeps_pointing_where_it_did"],
     ),
+    Sabotage(
+        "children started in one turn reserve from the same remainder (siblings' spend not counted until the turn ends)",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "        spent_micros, spent_tokens = self.costs.queued()",
+        "        spent_micros, spent_tokens = 0, 0  # SABOTAGED",
+        ["tests/test_spend_cap_children.py::test_ten_children_started_in_one_reply_stay_under_the_parents_cap",
+         "tests/test_spend_cap_property.py::test_many_children_in_one_reply_never_settle_past_the_parents_cap"],
+    ),
+    Sabotage(
+        "parallel Agent calls skip the tool-call pipeline (no schema check, no redaction)",
+        "src/agentloop/agent/subagents/runner.py",
+        "                return run_one(c)",
+        "                a = c.arguments  # SABOTAGED\n                from agentloop.tools import finish, raised\n"
+        "                try:\n                    return finish(c, runner.start(str(a['description']), str(a['prompt']), "
+        "str(a.get('subagent_type', 'general-purpose'))))\n                except Exception as exc:\n                    return raised(c, exc)",
+        ["tests/test_spend_cap_children.py::test_children_run_together_hold_their_parts_before_any_starts"],
+    ),
+    Sabotage(
+        "a provider's negative token count is believed (the spend goes down)",
+        "src/agentloop/providers/base.py",
+        "    if v < 0:\n        raise UsageError(f\"its usage {key} is negative ({v})\")",
+        "    if False:  # SABOTAGED\n        raise UsageError(f\"its usage {key} is negative ({v})\")",
+        ["tests/test_provider_usage_checks.py::test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its_reservation"],
+    ),
+    Sabotage(
+        "a provider may report more output than the call's max_tokens allowed",
+        "src/agentloop/providers/base.py",
+        "            if u.output_tokens > output_allowance(max_tokens):",
+        "            if False:  # SABOTAGED",
+        ["tests/test_provider_usage_checks.py::test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its_reservation"],
+    ),
+    Sabotage(
+        "an Anthropic stream without its final output count is billed the placeholder",
+        "src/agentloop/providers/anthropic.py",
+        "        if self.final_count is False:",
+        "        if False:  # SABOTAGED",
+        ["tests/test_provider_usage_checks.py::test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its_reservation"],
+    ),
+    Sabotage(
+        "the loop settles from any model's usage, negative or unbounded",
+        "src/agentloop/loop.py",
+        "    if reply.usage is not None and not cfg.legacy_estimate:\n        bad = usage_problem(reply.usage)",
+        "    if False:  # SABOTAGED\n        bad = usage_problem(reply.usage)",
+        ["tests/test_provider_usage_checks.py::test_the_loop_charges_the_reservation_for_any_models_usage_that_cannot_be_billed"],
+    ),
+    Sabotage(
+        "a usage that cannot be billed is charged nothing instead of the reservation",
+        "src/agentloop/loop.py",
+        "        cost, tokens = max(cost, state.reserved_micros), max(tokens, state.reserved_tokens)",
+        "        pass  # SABOTAGED",
+        ["tests/test_provider_usage_checks.py::test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its_reservation",
+         "tests/test_spend_cap_property.py::test_a_lying_provider_never_lowers_the_spend_below_its_real_bill"],
+    ),
+    Sabotage(
+        "a side cost's negative bill lowers the spend",
+        "src/agentloop/loop.py",
+        "    if bad is not None:  # never a negative or unbounded spend: the most it was allowed, and the run stops",
+        "    if False:  # SABOTAGED",
+        ["tests/test_provider_usage_checks.py::test_a_side_cost_that_cannot_be_billed_stops_the_run_at_its_reservation"],
+    ),
+    Sabotage(
+        "a reply naming a cheaper fallback is priced at the fallback",
+        "src/agentloop/loop.py",
+        "    if not cfg.priced_by_name:\n        return _dearest(cfg)",
+        "    if False:  # SABOTAGED\n        return _dearest(cfg)",
+        ["tests/test_provider_usage_checks.py::test_a_primary_reply_naming_a_cheaper_fallback_is_priced_at_the_dearest_of_the_chain"],
+    ),
+    Sabotage(
+        "a cap past any real bound is accepted (and fails later as an internal error)",
+        "src/agentloop/budget.py",
+        "    if d > MAX_MICROS // MICROS_PER_USD:",
+        "    if False:  # SABOTAGED",
+        ["tests/test_provider_usage_checks.py::test_a_cap_past_any_real_bound_is_one_line_not_an_internal_error"],
+    ),
+    Sabotage(
+        "a stream that ignores max_tokens is read up to the hard ceiling, not its max_tokens",
+        "src/agentloop/providers/base.py",
+        "        chars = min(max(64 << 10, 64 * output_allowance(max(0, max_tokens))), MAX_REPLY_CHARS)",
+        "        chars = MAX_REPLY_CHARS  # SABOTAGED",
+        ["tests/test_stream_bounds.py::test_an_endless_stream_is_cut_at_its_max_tokens_and_charged_its_reservation"],
+    ),
 ]
 
 

@@ -9,10 +9,13 @@ written from the documentation, not imported from ``budget.py``. Its replies
 are random scripts: tool calls whose outputs mix English, code, Chinese,
 emoji and base64; replies cut at max tokens (continued by the loop); 500s
 and streams cut after they were billed (retried, then a dearer fallback);
-sub-agents, one at a time and in parallel. The settled spend never passes the
-cap for a run, a session, a parent with its children, and a fleet sharing one
-ledger; and no call is ever billed past its reservation. The negative control
-reserves as before the bound (characters / 4) and sees the cap passed.
+sub-agents, one at a time and in parallel, up to ten in one reply. The settled
+spend never passes the cap for a run, a session, a parent with its children,
+and a fleet sharing one ledger; and no call is ever billed past its
+reservation. A lying provider (negative, fractional, huge or missing counts,
+a cheaper model's name) never lowers the settled spend below what it really
+billed. The negative control reserves as before the bound (characters / 4)
+and sees the cap passed.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop.budget import Budget, LocalLedger, Price, PriceTable
-from agentloop.events import ModelRequest
+from agentloop.budget import Budget, LocalLedger, Price, PriceTable, cost_micros
+from agentloop.events import ModelRequest, Usage
 from agentloop.providers.anthropic import AnthropicModel
 from agentloop.providers.base import RetryPolicy, Target
 from agentloop.run import RunResult, make_config, run
@@ -104,12 +107,19 @@ def emit(kind: str, n: int, seed: int) -> str:
 class Adversary:
     """Bills every attempt up to the documented bound; answers with random scripts; injects faults."""
 
-    def __init__(self, seed: int, exact: float, faults: float, spawn: float, cut: float):
+    def __init__(self, seed: int, exact: float, faults: float, spawn: float, cut: float, many: bool = False, lie: float = 0.0):
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.exact, self.faults, self.spawn, self.cut = exact, faults, spawn, cut
+        self.many = many
+        """Up to ten children in one reply, of a read-only type (run together) or not (one after another)."""
+        self.lie = lie
+        """How often a reply's usage lies (a count negative, fractional, huge or missing) and names the cheapest model."""
         self.local = threading.local()
         self.billed_past_bound = 0
+        self.true_micros = 0
+        """What the replies that arrived whole really cost, at the price of the model that was called."""
+        self.lies = 0
 
     def pick(self) -> random.Random:
         with self.lock:
@@ -143,7 +153,10 @@ class Adversary:
         stop = "tool_use"
         if "Agent" in names and choice < self.spawn:
             k = 1 if r.random() < 0.5 else 2  # one child, or two in parallel
-            calls = [("Agent", {"description": "look", "prompt": f"task {r.randint(0, 9)}", "subagent_type": "Explore"}) for _ in range(k)]
+            kind = "Explore"
+            if self.many:
+                k, kind = r.randint(2, 10), r.choice(["Explore", "general-purpose"])
+            calls = [("Agent", {"description": "look", "prompt": f"task {r.randint(0, 9)}", "subagent_type": kind}) for _ in range(k)]
         elif choice < 0.75:
             calls = [("emit", {"kind": r.choice(KINDS), "n": r.randint(1, 400), "seed": r.randint(0, 10**6)}) for _ in range(r.randint(1, 2))]
         else:
@@ -164,9 +177,31 @@ class Adversary:
                                                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)}}))
             events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
             i += 1
-        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": out}}))
+        with self.lock:
+            self.true_micros += cost_micros(Usage(u_in["input_tokens"], out, u_in["cache_read_input_tokens"],
+                                                  u_in["cache_creation_input_tokens"]), PRICES.resolve(body["model"]))
+        told: Any = out
+        if r.random() < self.lie:
+            told = self._lie(r, events[0][1]["message"])
+        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": told}}))
         events.append(("message_stop", {"type": "message_stop"}))
         return _sse(events)
+
+    def _lie(self, r: random.Random, start: dict[str, Any]) -> Any:
+        """Make this reply lie: the cheapest model's name, and a count that is negative, fractional, huge or missing."""
+        with self.lock:
+            self.lies += 1
+        start["model"] = "claude-haiku-4-5"
+        told = r.choice([-1, -10**6, 1.5, 1e30, 10**18, "12", None])
+        # a missing cache count is a provider without caching; a missing input or output count is a lie
+        where = r.choice(["input_tokens", "output_tokens"] + ([] if told is None else ["cache_creation_input_tokens"]))
+        if where == "output_tokens":
+            return told
+        if told is None:
+            start["usage"].pop(where)
+        else:
+            start["usage"][where] = told
+        return start["usage"].get("output_tokens", 1)
 
 
 def _sse(events: list[tuple[str, dict[str, Any]]]) -> httpx.Response:
@@ -265,6 +300,52 @@ def test_a_parent_with_its_children_never_settles_past_its_cap(
     check_turns([r])
     assert all(c["stop_reason"] != "budget_overrun" for c in runner.children)
     assert r.spent_micros <= cap  # the children's spend is charged to the parent
+
+
+@SETTINGS
+@given(**{**knobs, "cap": st.integers(40_000, 200_000), "max_out": st.integers(100, 600)})  # room for several children
+def test_many_children_in_one_reply_never_settle_past_the_parents_cap(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int
+) -> None:
+    """Up to ten Agent calls in one reply, run together (Explore) or one after another (general-purpose):
+    each child reserves from what its siblings left, so together they never pass the parent's cap."""
+    from agentloop.agent.subagents.runner import SubagentRunner, parallel_executor
+
+    tmp = tmp_path_factory.mktemp("many")
+    adv = Adversary(seed, 1.0, faults, spawn=0.9, cut=0.3, many=True)  # every call billed at its bound
+    model = open_adversary(adv, fallback)
+    runner = SubagentRunner(model=model, make_tools=lambda cwd: Registry([emit]), cwd=str(tmp), transcript_dir=str(tmp / "t"),
+                            prices=PRICES, model_name="claude-haiku-4-5", max_steps=3, default_isolation="none")
+    registry = Registry([emit, runner.tool()])
+
+    def prepare(state: Any, record: Any) -> None:
+        runner.parent.bind(state, record)
+        return None
+
+    r = run(model, registry, _prompt(), Budget(max_steps=4, max_usd_micros=cap), prices=PRICES, max_output_tokens=max_out,
+            prepare=prepare, executor=parallel_executor(lambda calls: [registry.invoke(c) for c in calls], runner))
+    check_turns([r])
+    assert all(c["stop_reason"] != "budget_overrun" for c in runner.children)
+    assert r.spent_micros <= cap and adv.true_micros <= cap  # what was settled, and what the provider really billed
+    assert runner.parent.held_micros == 0
+
+
+@SETTINGS
+@given(**knobs, lie=st.sampled_from([0.3, 1.0]))
+def test_a_lying_provider_never_lowers_the_spend_below_its_real_bill(
+    seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int, lie: float
+) -> None:
+    """Replies that name the cheapest model and report negative, fractional, huge or missing counts: each
+    such reply is charged at its reservation (a recorded model error that stops the run), a reply is priced
+    at the dearest model it could have come from, and the settled spend is never below what the provider
+    really billed for the replies it sent whole, nor above the cap."""
+    adv = Adversary(seed, exact, faults, spawn=0.0, cut=0.3, lie=lie)
+    r = run(open_adversary(adv, fallback), [emit], _prompt(), Budget(max_steps=8, max_usd_micros=cap), prices=PRICES,
+            max_output_tokens=max_out)
+    check_turns([r])
+    assert 0 <= adv.true_micros <= r.spent_micros <= cap
+    if adv.lies:  # the first lie stopped the run, as a recorded provider error
+        assert r.stop_reason == "model_error" and "usage that cannot be billed" in (r.error or ""), r.error
 
 
 @SETTINGS

@@ -16,6 +16,10 @@ Rules:
    field by field, never zero.
 5. Costs round up to the next micro-dollar, so rounding never lets a run spend
    past its cap.
+6. Numbers stay within real bounds: a cap or an amount past ``MAX_MICROS``
+   (a billion dollars) is refused with a message, and a usage that is not a
+   whole number from 0 to ``MAX_REPORTED_TOKENS`` is not a bill anyone can
+   settle from (``usage_problem``): the loop charges the reservation instead.
 """
 
 from __future__ import annotations
@@ -47,10 +51,36 @@ __all__ = [
     "text_bytes",
     "tokens_for_chars",
     "tools_bound",
+    "usage_problem",
     "usd",
 ]
 
 MICROS_PER_USD = 1_000_000
+
+MAX_MICROS = 10**15
+"""A billion dollars: no cap or amount is larger (and every sum of them stays an exact JSON integer)."""
+
+MAX_PRICE = 10**12
+"""A million dollars per million tokens: no price is dearer (so one call's cost, at most a few billion tokens
+at this price, stays an exact JSON integer)."""
+
+MAX_REPORTED_TOKENS = 10**9
+"""More tokens than one model call can be billed for (no model reads or writes a billion tokens in one
+call): a reported count past it is the provider's error, not a bill."""
+
+
+def usage_problem(usage: object) -> str | None:
+    """Why a reported usage cannot be settled from (a count that is negative, not a whole number, or past
+    ``MAX_REPORTED_TOKENS``), or None when it can."""
+    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+        v = getattr(usage, name, None)
+        if type(v) is not int:
+            return f"{name} is {v!r}, not a whole number"
+        if v < 0:
+            return f"{name} is negative ({v})"
+        if v > MAX_REPORTED_TOKENS:
+            return f"{name} is {v}, past any real bound ({MAX_REPORTED_TOKENS})"
+    return None
 
 
 def usd(amount: str | int | Decimal) -> int:
@@ -68,6 +98,8 @@ def usd(amount: str | int | Decimal) -> int:
         raise ValueError(f"not an amount of dollars: {amount!r}") from None
     if not d.is_finite() or d < 0:
         raise ValueError(f"not a non-negative amount of dollars: {amount!r}")
+    if d > MAX_MICROS // MICROS_PER_USD:
+        raise ValueError(f"{amount!r} dollars is past any real bound (at most {MAX_MICROS // MICROS_PER_USD})")
     micros = d * MICROS_PER_USD
     if micros != micros.to_integral_value():
         raise ValueError(f"{amount!r} is finer than one micro-dollar")
@@ -213,6 +245,8 @@ class Budget:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ValueError(f"Budget.{name} must be a non-negative integer, got {v!r}")
+            if v is not None and v > MAX_MICROS:
+                raise ValueError(f"Budget.{name} is {v}, past any real bound (at most {MAX_MICROS})")
         if not self.is_unlimited and self.max_steps is None and self.max_tokens is None and self.max_usd_micros is None:
             raise ValueError("a Budget needs at least one cap; say Budget.unlimited() if you mean it")
 
@@ -259,6 +293,8 @@ class Price:
             v = obj.get(k, 0)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"price field {k!r} must be a non-negative integer (micro-USD per Mtok), got {v!r}")
+            if v > MAX_PRICE:
+                raise ValueError(f"price field {k!r} is {v} micro-USD per Mtok, past any real bound (at most {MAX_PRICE})")
             vals[k] = v
         return cls(**vals)
 

@@ -47,6 +47,7 @@ from typing import Any, Union, cast
 
 from .budget import (
     IMAGE_TOKENS,
+    MAX_MICROS,
     REQUEST_ALLOWANCE,
     Budget,
     Price,
@@ -58,6 +59,7 @@ from .budget import (
     message_bound,
     reservation_micros,
     tools_bound,
+    usage_problem,
 )
 from .canonical import canonical
 from .conversation import Continues, continued_prefix
@@ -136,7 +138,7 @@ class LoopConfig:
     """Keep each reply's ``raw`` provider response in its ``model_turn`` (recorded when on)."""
     fallback_prices: dict[str, Price] = field(default_factory=dict)
     """Prices of models that may answer instead of ``model`` (a provider's fallback), by name: a
-    reply whose ``model`` is one of them (or a dated variant) is priced at it (recorded when set)."""
+    reply is priced at the dearest of them and ``model``, whatever model it names (recorded when set)."""
     max_continuations: int = 0
     """A reply cut at max tokens (``finish_reason`` ``max_tokens`` or ``length``) with no tool
     calls is continued by up to this many more turns, each reserved like any other (recorded when on)."""
@@ -149,6 +151,9 @@ class LoopConfig:
     shared_cap: bool = False
     """The run reserves against a shared ledger (a batch's fleet cap): a bill past a reservation stops it
     even when its own budget has no money cap (recorded when on)."""
+    priced_by_name: bool = False
+    """Price a reply at the model it names (files written before replies were priced at the dearest of
+    the chain): only for replaying them. New runs with fallbacks record ``"pricing": "dearest"``."""
     legacy_estimate: bool = False
     """Reserve as files written before the bound did (input at characters // 4, at the model's own
     price, no overrun check): only for replaying them. New runs record ``"reservation": "bound"``."""
@@ -173,6 +178,8 @@ class LoopConfig:
             out["max_continuations"] = self.max_continuations
         if self.fallback_prices:
             out["fallback_prices"] = {k: v.to_json() for k, v in sorted(self.fallback_prices.items())}
+            if not self.priced_by_name:
+                out["pricing"] = "dearest"
         if self.image_tokens != IMAGE_TOKENS:
             out["image_tokens"] = self.image_tokens
         if self.can_count:
@@ -210,6 +217,9 @@ class ModelFailed:
     """A description for people: never includes a key (providers scrub them)."""
     usage: Usage | None = None
     """What failed attempts may have been billed (a stream cut after it started): spent and recorded."""
+    unaccounted: bool = False
+    """The provider billed the call but its figures cannot be settled from (a lying usage): the loop
+    charges the whole reservation."""
 
 
 @dataclass(slots=True)
@@ -625,6 +635,12 @@ def _on_side_settled(state: State, event: SideCostSettled) -> list[Outbound]:
     asked = state.side_asked
     state.side_asked = None
     usage, cost = event.usage, event.cost_micros
+    bad = usage_problem(usage) or (None if type(cost) is int and 0 <= cost <= MAX_MICROS else f"a cost of {cost!r} micro-USD")
+    if bad is not None:  # never a negative or unbounded spend: the most it was allowed, and the run stops
+        held = asked[1] if asked is not None else event.reserved_micros
+        usage, cost = Usage(), held if held is not None else 0
+        if event.overrun is None:
+            event = replace(event, overrun=f"a side call ({event.purpose}) reported a bill that cannot be settled from: {bad}")
     state.usage = state.usage + usage
     state.tokens += usage.total
     state.spent_micros += cost
@@ -674,8 +690,15 @@ def _request(state: State) -> ModelRequest:
 
 
 def _price_of(cfg: LoopConfig, answered: str | None) -> Price:
-    """The price of the model that answered: the configured one, or a fallback's."""
-    if not cfg.fallback_prices or not answered or answered == cfg.model:
+    """A reply's price: the dearest of the models the request could have reached (the model and its
+    fallbacks), whatever name the reply gives; a reply names its model, but the name is the provider's
+    word, not a fact the loop can check. Files written before this priced a reply at the model it
+    named (``priced_by_name``)."""
+    if not cfg.fallback_prices:
+        return cfg.price
+    if not cfg.priced_by_name:
+        return _dearest(cfg)
+    if not answered or answered == cfg.model:
         return cfg.price
     best, price = -1, cfg.price
     for name, p in [(cfg.model, cfg.price), *cfg.fallback_prices.items()]:
@@ -685,21 +708,28 @@ def _price_of(cfg: LoopConfig, answered: str | None) -> Price:
 
 
 def _dearest(cfg: LoopConfig) -> Price:
-    """For usage of failed attempts, which may have been any of the models: the highest price."""
+    """The highest price, field by field, of the model and its fallbacks (any of them may have answered)."""
     ps = [cfg.price, *cfg.fallback_prices.values()]
     return Price(max(p.input for p in ps), max(p.output for p in ps), max(p.cache_read for p in ps), max(p.cache_write for p in ps))
 
 
 def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
+    """The call failed: what its attempts were billed is spent (rule 3); a bill whose figures cannot be
+    read (``unaccounted``) is charged at the whole reservation, the most the call was allowed."""
     state.error = event.error
     payload: dict[str, Any] = {"step": state.steps + 1, "error": event.error}
     cost = tokens = 0
-    if event.usage is not None and event.usage.total:
-        cost, tokens = cost_micros(event.usage, _dearest(state.config)), event.usage.total
-        state.usage = state.usage + event.usage
+    usage = event.usage if event.usage is not None and usage_problem(event.usage) is None else None
+    if usage is not None and usage.total:
+        cost, tokens = cost_micros(usage, _dearest(state.config)), usage.total
+        state.usage = state.usage + usage
+        payload["usage"] = usage.to_json()
+    if event.unaccounted or usage is not event.usage:
+        cost, tokens = max(cost, state.reserved_micros), max(tokens, state.reserved_tokens)
+        payload["billed_at_reservation"] = True
+    if cost or tokens:
         state.tokens += tokens
         state.spent_micros += cost
-        payload["usage"] = event.usage.to_json()
         payload["cost_micros"] = cost
     out: list[Outbound] = [
         Settle(state.reserved_micros, cost, state.reserved_tokens, tokens),
@@ -711,6 +741,10 @@ def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
 
 def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     cfg = state.config
+    if reply.usage is not None and not cfg.legacy_estimate:
+        bad = usage_problem(reply.usage)
+        if bad is not None:  # never a negative or unbounded spend: the call is charged its reservation
+            return _on_failed(state, ModelFailed(f"UsageError: the model reported a usage that cannot be billed: {bad}", None, True))
     estimated = reply.usage is None
     msg: Message = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:

@@ -338,6 +338,7 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
             image_tokens=int(c.get("image_tokens", IMAGE_TOKENS)),
             can_count=bool(c.get("can_count", False)),
             shared_cap=bool(c.get("shared_cap", False)),
+            priced_by_name=bool(c.get("fallback_prices")) and c.get("pricing") != "dearest",
             legacy_estimate=c.get("reservation") != "bound",
         )
     except (KeyError, TypeError, ValueError) as exc:
@@ -404,7 +405,8 @@ class ReplayModel:
         rec = self.turns[self.calls]
         self.calls += 1
         if rec.kind == "model_error":
-            return raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible, rec.payload.get("usage"))
+            return raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible, rec.payload.get("usage"),
+                                          unaccounted=rec.payload.get("billed_at_reservation") is True)
         p = rec.payload
         reply = ModelReply.from_json(p["reply"])
         raw = p.get("raw")
@@ -414,8 +416,9 @@ class ReplayModel:
         return out
 
 
-def raise_recorded_failure(error: str, notes: list[str], usage: Mapping[str, Any] | None = None) -> ModelReply:
-    """Raise (or return) what makes the driver record ``error`` again, word for word."""
+def raise_recorded_failure(error: str, notes: list[str], usage: Mapping[str, Any] | None = None, *, unaccounted: bool = False) -> ModelReply:
+    """Raise (or return) what makes the driver record ``error`` again, word for word (and charge it again:
+    ``usage`` billed, or the whole reservation when it was ``unaccounted``)."""
     m = _NOT_A_REPLY.fullmatch(error)
     if m:
         return type(m.group(1), (), {})()  # type: ignore[no-any-return]
@@ -425,6 +428,8 @@ def raise_recorded_failure(error: str, notes: list[str], usage: Mapping[str, Any
         exc = cls() if m.group(2) is None else cls(m.group(2))
         if usage is not None:
             exc.usage = Usage.from_json(usage)  # what the failed attempts were billed, spent again
+        if unaccounted:
+            exc.unaccounted = True  # charged at the reservation again
         raise exc
     notes.append(f"the recorded model error {error[:60]!r} cannot be raised again word for word")
     raise ReplayExhausted(error)

@@ -284,6 +284,12 @@ class SideCosts:
     def __exit__(self, *exc: object) -> None:
         self.deferring = False
 
+    def queued(self) -> tuple[int, int]:
+        """What the costs settled but not yet fed to the loop come to, (micro-USD, tokens): a child's
+        siblings in the same turn reserve from what is left after them."""
+        with self._lock:
+            return (sum(max(0, e.cost_micros) for e in self._queued), sum(max(0, e.usage.total) for e in self._queued))
+
     def drain(self) -> None:
         """Feed the loop the costs that were queued (the driver's thread only)."""
         if not self._queued:  # the common case, read without the lock: nothing settles once the tools are done
@@ -460,7 +466,8 @@ def _check_reply(reply: object) -> ModelReplied | ModelFailed:
 def _failure(exc: BaseException) -> ModelFailed:
     text = str(exc)
     usage = getattr(exc, "usage", None)  # a provider's billed failed attempts
-    return ModelFailed(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, usage if isinstance(usage, Usage) else None)
+    unaccounted = getattr(exc, "unaccounted", False) is True  # billed, with figures no one can settle from
+    return ModelFailed(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, usage if isinstance(usage, Usage) else None, unaccounted)
 
 
 def _setup(

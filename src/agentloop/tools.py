@@ -24,6 +24,7 @@ import inspect
 import io
 import linecache
 import os
+import threading
 import tokenize
 import types
 import typing
@@ -466,6 +467,12 @@ def _cache_key(obj: Any) -> tuple[str, str, list[str]] | None:
     return f"{read[0]}:{kind}:{getattr(obj, '__qualname__', '')}:{line}", path, read[1]
 
 
+_PARSING = threading.Lock()
+"""``inspect.getsource`` parses with ``ast``, which CPython 3.11 cannot do on two threads at once
+(``SystemError: AST constructor recursion depth mismatch``): children started together fingerprint
+their tools at the same time."""
+
+
 def _source_of(obj: Any) -> str:
     cache = _source_cache
     found = _cache_key(obj) if cache is not None else None
@@ -474,7 +481,8 @@ def _source_of(obj: Any) -> str:
         if hit is not None:
             return hit
     try:
-        source = inspect.getsource(obj)
+        with _PARSING:
+            source = inspect.getsource(obj)
         if cache is not None and found is not None:
             key, path, lines = found
             entry: Any = linecache.cache.get(path)

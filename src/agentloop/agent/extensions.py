@@ -401,7 +401,8 @@ class AgentContext:
             quiet = self.hooks is None or not self.hooks.sees_tool_calls()
             return getattr(d, "behavior", "deny") == "allow" and quiet
 
-        return parallel_executor(execute, self.subagents, cleared)
+        # each parallel call goes through the agent's one tool-call pipeline, as every other call does
+        return parallel_executor(execute, self.subagents, cleared, one=agent._run_one)
 
 
 def _price(agent: Any, name: str) -> Price:

@@ -34,7 +34,7 @@ import orjson
 
 from ..budget import TOOLS_PROMPT_ALLOWANCE
 from ..events import Message, ModelRequest, ToolCall, Usage
-from .base import Assembler, HTTPModel, StreamError, Turn
+from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_count
 from .errors import ProviderError
 from .images import Image, tool_parts
 
@@ -150,12 +150,15 @@ class AnthropicAssembler(Assembler):
 
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
-        self.usage: dict[str, int] = {}
+        self.usage: dict[str, Any] = {}
+        """The usage counts as reported (checked when read: ``_final_usage``)."""
         self.stop_reason: str | None = None
         self.model: str | None = None
         self.out_chars = 0
         self.started = False
         self.done = False
+        self.final_count: bool | None = None
+        """Streamed: whether the ``message_delta`` carried the final ``output_tokens`` (message_start's is a placeholder)."""
 
     def feed(self, event: str, data: bytes) -> str | None:
         obj = orjson.loads(data)
@@ -193,6 +196,7 @@ class AnthropicAssembler(Assembler):
         if t == "message_start":
             m = obj["message"]
             self.started = True
+            self.final_count = False
             self.model = m.get("model") or self.model
             self._usage(m.get("usage") or {})
             return None
@@ -201,7 +205,9 @@ class AnthropicAssembler(Assembler):
             if d.get("stop_reason") is not None:
                 self.stop_reason = d["stop_reason"]
                 self.done = True  # everything that matters has arrived; message_stop only closes
-            self._usage(obj.get("usage") or {})
+            u = obj.get("usage") or {}
+            self.final_count = bool(self.final_count) or (isinstance(u, Mapping) and u.get("output_tokens") is not None)
+            self._usage(u)
             return None
         if t == "message_stop":
             self.done = True
@@ -217,21 +223,31 @@ class AnthropicAssembler(Assembler):
             raise StreamError(msg, "bad_request", False)
         return None  # new event types are tolerated
 
-    def _usage(self, u: Mapping[str, Any]) -> None:
+    def _usage(self, u: Any) -> None:
+        if not isinstance(u, Mapping):
+            self.usage["input_tokens"] = u  # refused when read, with the rest
+            return
         for k in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
             v = u.get(k)
-            if isinstance(v, int):
+            if v is not None:
                 self.usage[k] = v
 
     def _final_usage(self) -> Usage | None:
+        """The reported usage, every count checked (``reported_count``); None when none was reported.
+
+        Raises:
+            UsageError: a count is missing, negative, not a whole number or past any real bound.
+        """
         u = self.usage
         if not u:
             return None
+        if self.final_count is False:
+            raise UsageError("its message_delta has no output_tokens (the final count)")
         return Usage(
-            input_tokens=u.get("input_tokens", 0),
-            output_tokens=u.get("output_tokens", 0),
-            cache_read_tokens=u.get("cache_read_input_tokens", 0),
-            cache_write_tokens=u.get("cache_creation_input_tokens", 0),
+            input_tokens=reported_count(u, "input_tokens", required=True),
+            output_tokens=reported_count(u, "output_tokens", required=True),
+            cache_read_tokens=reported_count(u, "cache_read_input_tokens"),
+            cache_write_tokens=reported_count(u, "cache_creation_input_tokens"),
         )
 
     def turn(self) -> Turn:
@@ -276,9 +292,9 @@ class AnthropicAssembler(Assembler):
     def billed_so_far(self, request_bytes: int) -> Usage:
         u = self.usage
         # what was not reported: the request's bound (its bytes and the tool prompt), the output received so far
-        inp = u.get("input_tokens", request_bytes + TOOLS_PROMPT_ALLOWANCE)
-        out = max(u.get("output_tokens", 0), self.out_chars + 16)
-        return Usage(inp, out, u.get("cache_read_input_tokens", 0), u.get("cache_creation_input_tokens", 0))
+        inp = reported_count(u, "input_tokens") if "input_tokens" in u else request_bytes + TOOLS_PROMPT_ALLOWANCE
+        out = max(reported_count(u, "output_tokens"), self.out_chars + 16)
+        return Usage(inp, out, reported_count(u, "cache_read_input_tokens"), reported_count(u, "cache_creation_input_tokens"))
 
     def message(self) -> dict[str, Any]:
         """The final message as plain JSON, in Anthropic's own shape (for comparison with the SDK)."""

@@ -47,12 +47,12 @@ from typing import Any
 import httpx
 import orjson
 
-from ..budget import Price, input_rate
+from ..budget import MAX_REPORTED_TOKENS, Price, input_rate
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
 
-__all__ = ["Assembler", "HTTPModel", "RetryPolicy", "StreamError", "Target", "Turn"]
+__all__ = ["Assembler", "HTTPModel", "RetryPolicy", "StreamError", "Target", "Turn", "UsageError", "reported_count"]
 
 log = logging.getLogger("agentloop.providers")
 
@@ -90,6 +90,70 @@ class StreamError(Exception):
         self.retry_after = retry_after
 
 
+class UsageError(Exception):
+    """A usage the provider reported that no bill can be settled from (``reported_count``)."""
+
+
+def reported_count(usage: object, key: str, *, required: bool = False) -> int:
+    """One token count of a provider's usage object, checked: a whole number from 0 to
+    ``MAX_REPORTED_TOKENS``; absent is 0 unless ``required``.
+
+    Raises:
+        UsageError: the usage is not an object, or the count is missing (when required), negative, not a
+            whole number, or past any real bound.
+    """
+    if not isinstance(usage, Mapping):
+        raise UsageError(f"its usage is {type(usage).__name__}, not an object")
+    v = usage.get(key)
+    if v is None:
+        if required:
+            raise UsageError(f"its usage has no {key}")
+        return 0
+    if isinstance(v, float) and v.is_integer() and abs(v) <= MAX_REPORTED_TOKENS:
+        v = int(v)
+    if type(v) is not int:
+        raise UsageError(f"its usage {key} is {str(v)[:40]!r}, not a whole number")
+    if v < 0:
+        raise UsageError(f"its usage {key} is negative ({v})")
+    if v > MAX_REPORTED_TOKENS:
+        raise UsageError(f"its usage {key} is {v}, past any real bound")
+    return v
+
+
+def output_allowance(max_tokens: int) -> int:
+    """The most output tokens a reply to a call allowed ``max_tokens`` may report: a tenth and 64 more,
+    for providers that count differently (thinking, stop sequences); past it the figure is not believed."""
+    return max_tokens + max_tokens // 10 + 64
+
+
+MAX_REPLY_CHARS = 2 << 20
+"""No streamed reply is read past this many characters, whatever its max_tokens: with its continuations
+and escapes, the records that hold it stay far below the transcript's line limit."""
+
+RAW_KEEP_BYTES = 16 << 20
+"""At most this much of a stream's bytes is kept for its ``raw`` record."""
+
+
+@dataclass(frozen=True)
+class StreamLimit:
+    """How much of one streamed reply is read before it is cut (a provider that ignores ``max_tokens``).
+
+    Output arrives as text, not tokens, so the limit is in characters: 64 for each token the call allows
+    (``output_allowance``; no tokenizer we know has a longer token), at least 64K and at most
+    ``MAX_REPLY_CHARS``. The stream's bytes (framing included) are cut at 64 times that and 16 MiB more,
+    and one event at 16 MiB: memory and time stay bounded whatever the server sends.
+    """
+
+    chars: int
+    bytes: int
+    event_bytes: int = 16 << 20
+
+    @classmethod
+    def for_max_tokens(cls, max_tokens: int) -> StreamLimit:
+        chars = min(max(64 << 10, 64 * output_allowance(max(0, max_tokens))), MAX_REPLY_CHARS)
+        return cls(chars, 64 * chars + (16 << 20))
+
+
 @dataclass
 class Turn:
     """One HTTP call's assembled answer, before it becomes a ``ModelReply``."""
@@ -112,6 +176,12 @@ class Assembler:
     """An event showed the server began answering: the attempt may be billed."""
     done: bool = False
     """The stream's final event arrived."""
+    out_chars: int = 0
+    """Characters of output received so far (text, tool-call arguments, thinking)."""
+    received: int = 0
+    """Bytes of the stream received so far."""
+    limit: StreamLimit | None = None
+    """Where the stream is cut (set by the model for each attempt)."""
 
     def feed(self, event: str, data: bytes) -> str | None:
         """Take one event; return a text delta to show, if it carries one."""
@@ -333,13 +403,44 @@ class HTTPModel:
 
     # --- one attempt ----------------------------------------------------------
 
-    def _pump_start(self) -> tuple[SSEDecoder, Assembler, list[bytes]]:
-        return SSEDecoder(), self.assembler(), []
+    def _check_body(self, got: bytearray, max_tokens: int) -> None:
+        """A whole JSON response (a server that ignored ``stream``) is read no further than its reply could
+        need: eight bytes for each character a stream may carry (escapes included), and 1 MiB more."""
+        limit = 8 * StreamLimit.for_max_tokens(max_tokens).chars + (1 << 20)
+        if len(got) > limit:
+            err = self._err(f"{self.vendor} {self.target.model} at {self.target.base_url} kept sending: a response body past {limit} bytes",
+                            "runaway", False)
+            err.unaccounted = True
+            raise err
+
+    def _pump_start(self, max_tokens: int) -> tuple[SSEDecoder, Assembler, list[bytes]]:
+        asm = self.assembler()
+        asm.limit = StreamLimit.for_max_tokens(max_tokens)
+        return SSEDecoder(), asm, []
+
+    def _bounded(self, dec: SSEDecoder, asm: Assembler) -> None:
+        """Cut a stream that ran past its ``StreamLimit``: billed, and charged at the call's reservation."""
+        lim = asm.limit
+        if lim is None:
+            return
+        if asm.out_chars > lim.chars:
+            why = f"{asm.out_chars} characters of output, past what its max_tokens allows ({lim.chars})"
+        elif asm.received > lim.bytes:
+            why = f"{asm.received} bytes of stream, past {lim.bytes}"
+        elif len(dec.pending) > lim.event_bytes:
+            why = f"an event of more than {lim.event_bytes} bytes"
+        else:
+            return
+        err = self._err(f"{self.vendor} {self.target.model} at {self.target.base_url} kept streaming: cut after {why}",
+                        "runaway", False)
+        err.unaccounted = True
+        raise err
 
     def _pump(
         self, dec: SSEDecoder, asm: Assembler, chunk: bytes, raw: list[bytes], request: ModelRequest, last_event: list[float]
     ) -> None:
-        if self.record_raw:
+        asm.received += len(chunk)
+        if self.record_raw and asm.received <= RAW_KEEP_BYTES:
             raw.append(chunk)
         events = dec.feed(chunk)
         now = time.monotonic()
@@ -362,8 +463,9 @@ class HTTPModel:
                 ) from None
             if delta and on_text is not None:
                 on_text(delta)
+        self._bounded(dec, asm)
 
-    def _pump_end(self, dec: SSEDecoder, asm: Assembler, request: ModelRequest) -> Turn:
+    def _pump_end(self, dec: SSEDecoder, asm: Assembler, request: ModelRequest, limits: tuple[int, int]) -> Turn:
         for ev, data in dec.close():
             try:
                 delta = asm.feed(ev, data)
@@ -377,7 +479,30 @@ class HTTPModel:
             raise self._err(
                 f"the stream from {self.target.base_url} ended before its final event", "cut", True, billed=asm.started
             )
-        return asm.turn()
+        return self._checked(asm.turn, limits)
+
+    def _checked(self, make: Callable[[], Turn], limits: tuple[int, int]) -> Turn:
+        """The assembled turn, its usage believed only as far as the request allowed: ``limits`` is (the
+        attempt's max_tokens, its body's bytes). Output past max_tokens and its margin is a usage error
+        (``unaccounted``); input past the reservation's bound is the loop's to catch (an ``overrun``: a
+        provider that inflates input is billing, and the bill is recorded as it says)."""
+        try:
+            turn = make()
+        except UsageError as exc:
+            raise self._usage_error(str(exc)) from None
+        u = turn.usage
+        if u is not None:
+            max_tokens = limits[0]
+            if u.output_tokens > output_allowance(max_tokens):
+                raise self._usage_error(f"it reported {u.output_tokens} output tokens for a call allowed {max_tokens}")
+        return turn
+
+    def _usage_error(self, why: str) -> ProviderError:
+        """A reply billed with figures no one can settle from: a final error the loop charges at the call's reservation."""
+        err = self._err(f"{self.vendor} {self.target.model} at {self.target.base_url} answered with a usage that cannot be billed: {why}",
+                        "usage", False)
+        err.unaccounted = True
+        return err
 
     def _transport_error(self, exc: httpx.HTTPError, asm: Assembler | None) -> ProviderError:
         started = asm is not None and asm.started
@@ -402,12 +527,16 @@ class HTTPModel:
                     raise self.classify(resp.status_code, resp.headers, resp.read())
                 if self._content_kind(resp.headers) == "json":
                     a = self.assembler()
-                    return self._from_json(a, resp.read()), []
-                dec, asm, raw = self._pump_start()
+                    got = bytearray()
+                    for part in resp.iter_bytes():
+                        got += part
+                        self._check_body(got, max_tokens)
+                    return self._from_json(a, bytes(got), (max_tokens, len(body))), []
+                dec, asm, raw = self._pump_start(max_tokens)
                 last = [time.monotonic()]
                 for chunk in resp.iter_bytes():
                     self._pump(dec, asm, chunk, raw, request, last)
-                return self._pump_end(dec, asm, request), raw
+                return self._pump_end(dec, asm, request, (max_tokens, len(body))), raw
         except httpx.HTTPError as exc:
             raise self._with_partial(self._transport_error(exc, asm), asm, len(body)) from None
         except ProviderError as err:
@@ -423,22 +552,29 @@ class HTTPModel:
                     raise self.classify(resp.status_code, resp.headers, await resp.aread())
                 if self._content_kind(resp.headers) == "json":
                     a = self.assembler()
-                    return self._from_json(a, await resp.aread()), []
-                dec, asm, raw = self._pump_start()
+                    got = bytearray()
+                    async for part in resp.aiter_bytes():
+                        got += part
+                        self._check_body(got, max_tokens)
+                    return self._from_json(a, bytes(got), (max_tokens, len(body))), []
+                dec, asm, raw = self._pump_start(max_tokens)
                 last = [time.monotonic()]
                 async for chunk in resp.aiter_bytes():
                     self._pump(dec, asm, chunk, raw, request, last)
-                return self._pump_end(dec, asm, request), raw
+                return self._pump_end(dec, asm, request, (max_tokens, len(body))), raw
         except httpx.HTTPError as exc:
             raise self._with_partial(self._transport_error(exc, asm), asm, len(body)) from None
         except ProviderError as err:
             raise self._with_partial(err, asm, len(body)) from None
 
-    def _from_json(self, asm: Assembler, body: bytes) -> Turn:
-        try:
-            return asm.from_json(body)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise self._err(f"malformed JSON response from {self.target.base_url}: {exc}", "malformed", True) from None
+    def _from_json(self, asm: Assembler, body: bytes, limits: tuple[int, int]) -> Turn:
+        def whole() -> Turn:
+            try:
+                return asm.from_json(body)
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise self._err(f"malformed JSON response from {self.target.base_url}: {exc}", "malformed", True) from None
+
+        return self._checked(whole, limits)
 
     # --- the policy -----------------------------------------------------------
 
@@ -574,7 +710,10 @@ class HTTPModel:
 
     def _with_partial(self, err: ProviderError, asm: Assembler | None, request_bytes: int) -> ProviderError:
         if err.billed and asm is not None and err.partial is None:
-            err.partial = asm.billed_so_far(request_bytes)
+            try:
+                err.partial = asm.billed_so_far(request_bytes)
+            except UsageError as exc:  # billed, with figures that cannot be believed: not retried
+                return self._usage_error(f"{exc} (then: {err})")
         return err
 
     def _fall_back(self, model: HTTPModel, last: ProviderError | None) -> HTTPModel | None:

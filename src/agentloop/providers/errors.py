@@ -60,3 +60,7 @@ class ProviderError(Exception):
         self.usage: Any = None
         """A ``Usage``: what every failed attempt of the call may have cost, on the final error
         (the drivers hand it to the loop, which records and spends it)."""
+        self.unaccounted = False
+        """The call was billed but the provider's figures cannot be settled from (a usage that is negative,
+        not a whole number, missing a count, or past what the request could cost): the loop charges the
+        call's whole reservation."""

@@ -24,7 +24,7 @@ import orjson
 
 from ..budget import TOOLS_PROMPT_ALLOWANCE
 from ..events import ModelRequest, ToolCall, Usage
-from .base import Assembler, HTTPModel, StreamError, Turn
+from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_count
 from .errors import ProviderError
 from .images import tool_parts
 
@@ -167,13 +167,22 @@ class OpenAIAssembler(Assembler):
         return Turn("".join(self.parts), calls, self._final_usage(), self.finish, self.model, cut)
 
     def _final_usage(self) -> Usage | None:
+        """The reported usage, every count checked (``reported_count``); None when none was reported.
+
+        Raises:
+            UsageError: a count is missing, negative, not a whole number or past any real bound, or more
+                prompt tokens are said to be cached than were sent.
+        """
         u = self.usage
         if not u:
             return None
-        prompt = int(u.get("prompt_tokens") or 0)
-        details = u.get("prompt_tokens_details") or {}
-        cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
-        return Usage(input_tokens=max(0, prompt - cached), output_tokens=int(u.get("completion_tokens") or 0), cache_read_tokens=cached)
+        prompt = reported_count(u, "prompt_tokens", required=True)
+        out = reported_count(u, "completion_tokens", required=True)
+        details = u.get("prompt_tokens_details") if isinstance(u, dict) else None
+        cached = reported_count(details, "cached_tokens") if details is not None else 0
+        if cached > prompt:
+            raise UsageError(f"its usage has {cached} cached prompt tokens of {prompt}")
+        return Usage(input_tokens=prompt - cached, output_tokens=out, cache_read_tokens=cached)
 
     def from_json(self, body: bytes) -> Turn:
         obj = orjson.loads(body)

@@ -39,7 +39,10 @@ Each request to a completion endpoint takes the next REPLY, an object with:
 - ``usage``: ``{"input_tokens": n, "output_tokens": n}`` to report instead
   of the computed figures (input: the request's characters // 4; output: the
   reply's characters // 4 + 1), or ``"none"`` to report no usage at all (as
-  OpenAI-compatible servers that ignore ``stream_options.include_usage`` do).
+  OpenAI-compatible servers that ignore ``stream_options.include_usage`` do),
+  or ``"max"`` to bill every call its whole ``max_tokens`` of output (an
+  honest provider at its dearest). The counts given are sent as they are
+  (negative, fractional, huge, strings: a lying provider).
 - ``thinking``: Anthropic protocol only: a ``thinking`` block with this text
   comes first, its ``signature`` the SHA-256 of the text (streamed as
   ``thinking_delta`` and ``signature_delta``), as extended thinking sends it.
@@ -60,7 +63,9 @@ Each request to a completion endpoint takes the next REPLY, an object with:
   fragment and the connection drops), ``"malformed"`` (one event's data is not
   JSON; the stream then goes on to its end), ``"content_type"`` (a 200 with an
   HTML page), ``"error_event"`` (Anthropic: an ``overloaded_error`` event
-  mid-stream; OpenAI: an ``error`` chunk).
+  mid-stream; OpenAI: an ``error`` chunk), ``"endless"`` (a stream that
+  ignores ``max_tokens`` and sends text deltas of ``chunk_size`` characters
+  until the client goes away).
 
 Prompt caching (``"cache": true``): on the Anthropic protocol, the prefix up
 to each ``cache_control`` breakpoint (tools, then system, then messages; the
@@ -78,6 +83,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import random  # noqa: TID251 - a test server: seeded latencies
 import socket  # noqa: TID251 - a test server
@@ -89,7 +95,8 @@ from typing import Any
 
 __all__ = ["FakeProvider", "load_script", "main"]
 
-FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event", "context")
+FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event", "context",
+          "endless")
 
 
 class FakeScriptError(ValueError):
@@ -402,7 +409,9 @@ class _Handler(BaseHTTPRequestHandler):
             for i, tc in enumerate(r.get("tool_calls") or [])
         ]
 
-    def _out_tokens(self, r: dict[str, Any], calls: list[dict[str, Any]]) -> int:
+    def _out_tokens(self, r: dict[str, Any], calls: list[dict[str, Any]], body: dict[str, Any] | None = None) -> int:
+        if r.get("usage") == "max" and body is not None:
+            return int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         chars = len(r.get("text", "")) + sum(len(c["name"]) + len(_canon(c["arguments"])) for c in calls)
         return _tokens(chars) + 1
 
@@ -413,6 +422,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._start_stream()
         try:
             for i, ev in enumerate(events):
+                if self.server.stopping.is_set():
+                    self._drop()
+                    return
                 if fault == "stall" and i == 2:
                     self.server.stopping.wait(float(r.get("stall_seconds", 60)))
                     self._drop()
@@ -441,12 +453,14 @@ class _Handler(BaseHTTPRequestHandler):
         prompt, cached = st.openai_cached(body)
         given = r.get("usage")
         u: dict[str, Any] = given if isinstance(given, dict) else {}
-        pt = int(u.get("input_tokens", prompt))
-        ct = int(u.get("output_tokens", self._out_tokens(r, calls)))
+        pt = u.get("input_tokens", prompt)
+        ct = u.get("output_tokens", self._out_tokens(r, calls, body))
+        if isinstance(pt, int) and isinstance(cached, int):
+            cached = min(cached, max(0, pt))  # the cached tokens are part of the prompt's
         usage: dict[str, Any] = {
             "prompt_tokens": pt,
             "completion_tokens": ct,
-            "total_tokens": pt + ct,
+            "total_tokens": pt + ct if isinstance(pt, int) and isinstance(ct, int) else 0,
             "prompt_tokens_details": {"cached_tokens": cached},
         }
         cid = f"chatcmpl-fake{st.index:04d}"
@@ -488,6 +502,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if cut_at is None:
                     cut_at = len(events)
                 events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+        if r.get("fault") == "endless":  # ignores max_tokens: text until the client goes away
+            self._stream(itertools.chain(events[:1], itertools.repeat(chunk({"content": "x" * size}))), r, None)
+            return
         if r.get("fault") == "error_event":
             events.append(b"data: " + json.dumps({"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}).encode() + b"\n\n")
             self._stream(iter(events), r, None)
@@ -505,9 +522,11 @@ class _Handler(BaseHTTPRequestHandler):
         text = r.get("text", "")
         stop = r.get("stop_reason") or ("tool_use" if calls else "end_turn")
         inp, read, write = st.anthropic_usage(body)
-        u = r.get("usage") or {}
-        inp = int(u.get("input_tokens", inp))
-        out = int(u.get("output_tokens", self._out_tokens(r, calls)))
+        given = r.get("usage")
+        u = given if isinstance(given, dict) else {}
+        inp = u.get("input_tokens", inp)
+        out = u.get("output_tokens", self._out_tokens(r, calls, body))
+        write = u.get("cache_creation_input_tokens", write)
         mid = f"msg_fake{st.index:04d}"
         blocks: list[dict[str, Any]] = []
         if r.get("thinking"):
@@ -532,6 +551,11 @@ class _Handler(BaseHTTPRequestHandler):
                                  "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}}),
             b"event: ping\ndata: {\"type\": \"ping\"}\n\n",
         ]
+        if r.get("fault") == "endless":  # ignores max_tokens: text until the client goes away
+            events.append(ev("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+            delta = ev("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x" * size}})
+            self._stream(itertools.chain(events, itertools.repeat(delta)), r, None)
+            return
         cut_at = None
         for i, b in enumerate(blocks):
             if b["type"] == "text":

@@ -8,7 +8,12 @@ from typing import Any
 from ...loop import side_room
 from ...run import RunResult, SideCosts
 
-__all__ = ["ParentBudget"]
+__all__ = ["ParentBudget", "Share"]
+
+Share = tuple[int, int]
+"""A part of what is left, as (numerator, denominator): integers, so no micro-dollar is ever rounded up."""
+
+Hold = tuple[int | None, int | None]
 
 
 class ParentBudget:
@@ -20,6 +25,13 @@ class ParentBudget:
     child's spend enters the parent's loop (``loop`` rule 6). Bound without
     them (no loop to charge), it grants children nothing when the parent is
     capped: a spend the parent's loop cannot see could pass its cap.
+
+    What is left for a child is the loop's ``side_room`` less the holds of
+    the children running now and less what the children already finished in
+    this turn spent (their costs wait in ``SideCosts`` until the turn's tools
+    are done): siblings started in one turn each reserve from what the ones
+    before them left, so together they never pass the parent's cap.
+    All arithmetic is on integers.
     """
 
     def __init__(self) -> None:
@@ -33,34 +45,51 @@ class ParentBudget:
         self.state = state
         self.costs = record if isinstance(record, SideCosts) else None
 
-    def left(self) -> tuple[int | None, int | None]:
-        """(micro-USD, tokens) the parent has left after live reservations; None: not capped."""
+    def left(self) -> Hold:
+        """(micro-USD, tokens) the parent has left after live reservations and unsettled spends; None: not capped."""
         st = self.state
         if st is None:
             return None, None
         money, tokens = side_room(st)  # the loop's measure of what its run has left (loop rule 6)
-        money = None if money is None else max(0, money - self.held_micros)
-        tokens = None if tokens is None else max(0, tokens - self.held_tokens)
         if self.costs is None:  # fail closed: what a child spent could not be charged
-            money, tokens = (None if money is None else 0), (None if tokens is None else 0)
+            return (None if money is None else 0), (None if tokens is None else 0)
+        spent_micros, spent_tokens = self.costs.queued()  # siblings done in this turn, not yet in the loop's state
+        money = None if money is None else max(0, money - self.held_micros - spent_micros)
+        tokens = None if tokens is None else max(0, tokens - self.held_tokens - spent_tokens)
         return money, tokens
 
-    def reserve(self, share: float) -> tuple[int | None, int | None]:
+    def reserve(self, share: Share) -> Hold:
+        """Hold ``share`` of what is left for one child (floor division: never more than the share)."""
+        return self.reserve_many(share, 1)[0]
+
+    def reserve_many(self, share: Share, n: int) -> list[Hold]:
+        """Hold ``n`` equal parts of ``share`` of what is left, at once, for children that start together:
+        each gets ``left * num // (den * n)``, so together they hold at most ``share`` of it."""
+        num, den = share
+        if not (isinstance(num, int) and isinstance(den, int) and isinstance(n, int)) or den <= 0 or n <= 0 or not 0 <= num <= den:
+            raise ValueError(f"a child's share must be a fraction of integers between 0 and 1 over n >= 1, not {num}/{den} over {n}")
         with self._lock:
             money, tokens = self.left()
-            m = None if money is None else int(money * share)
-            t = None if tokens is None else int(tokens * share)
-            self.held_micros += m or 0
-            self.held_tokens += t or 0
-            return m, t
+            m = None if money is None else money * num // (den * n)
+            t = None if tokens is None else tokens * num // (den * n)
+            self.held_micros += (m or 0) * n
+            self.held_tokens += (t or 0) * n
+            return [(m, t)] * n
 
-    def settle(self, reserved: tuple[int | None, int | None], result: RunResult | None) -> None:
-        """Free the reservation and hand what the child really spent to the parent's loop (queued by the
-        parent's driver until the turn's tools are done: never written from this thread)."""
+    def release(self, reserved: Hold) -> None:
+        """Free a hold whose child never ran (refused before it started)."""
         with self._lock:
             self.held_micros -= reserved[0] or 0
             self.held_tokens -= reserved[1] or 0
-        if result is None or self.costs is None:
-            return
-        over = f"a sub-agent was billed past its reservation: {result.error}" if result.stop_reason == "budget_overrun" else None
-        self.costs.settle("subagent", result.usage, result.spent_micros, reserved_micros=reserved[0], reserved_tokens=reserved[1], overrun=over)
+
+    def settle(self, reserved: Hold, result: RunResult | None) -> None:
+        """Hand what the child really spent to the parent's loop (queued by the parent's driver until the
+        turn's tools are done: never written from this thread), then free the hold: in that order, under
+        the lock, so a sibling reserving meanwhile sees one or the other."""
+        with self._lock:
+            if result is not None and self.costs is not None:
+                over = f"a sub-agent was billed past its reservation: {result.error}" if result.stop_reason == "budget_overrun" else None
+                self.costs.settle("subagent", result.usage, result.spent_micros, reserved_micros=reserved[0],
+                                  reserved_tokens=reserved[1], overrun=over)
+            self.held_micros -= reserved[0] or 0
+            self.held_tokens -= reserved[1] or 0

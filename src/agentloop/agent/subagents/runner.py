@@ -4,7 +4,11 @@ Rules:
 
 1. A child's budget is reserved from what its parent's loop says is left
    (``loop.side_room``, through ``ParentBudget``): by default half of it,
-   shared evenly by children that run together. A child's own loop keeps it
+   shared evenly by children that run together (held for all of them before
+   any starts). Children started one after another in the same turn each
+   reserve from what the ones before them left (their spend counts at once,
+   though the parent's loop takes it after the turn's tools), so no number
+   of Agent calls in one reply can pass the parent's cap. A child's own loop keeps it
    under that reservation, so it can never overspend the parent; what it
    spent enters the parent's loop as a side cost (``loop`` rule 6), and the
    rest is free again.
@@ -48,7 +52,7 @@ from ...transcript import TranscriptWriter, read_records, verify_file
 from ..hooks.runner import HookRunner
 from ..hooks.stop_gate import StopGate, stop_feedback
 from .agent_types import AgentType, builtin_types
-from .parent_budget import ParentBudget
+from .parent_budget import Hold, ParentBudget, Share
 from .worktree import Worktree, has_commit
 
 __all__ = [
@@ -98,11 +102,14 @@ class SubagentRunner:
     max_steps: int = 30
     default_isolation: str = "worktree"
     """``worktree``: a child that may write gets a worktree in a git repository unless the call says ``none``."""
-    share: float = 0.5
-    """The part of the parent's remaining budget reserved for one child (or shared by a parallel batch)."""
+    share: Share = (1, 2)
+    """The part of the parent's remaining budget reserved for one child (or shared evenly by a parallel batch),
+    as a fraction of integers."""
     loop_threshold: int = 5
     new_id: Callable[[], str] = field(default=lambda: "agent-" + uuid.uuid4().hex[:12])
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _pre: threading.local = field(default_factory=threading.local, repr=False)
+    """A hold made for this thread's next child before it started (``parallel_executor``)."""
     children: list[dict[str, Any]] = field(default_factory=list)
 
     def _executor(self, registry: Registry, traced: Any) -> Any:
@@ -154,15 +161,27 @@ class SubagentRunner:
             return False
         return has_commit(self.cwd)
 
-    def start(self, description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None, *, share: float | None = None) -> dict[str, Any]:
+    def held_for(self, hold: Hold | None) -> None:
+        """Give this thread's next child a hold made before it started (None: take back one it did not use)."""
+        left = getattr(self._pre, "hold", None)
+        self._pre.hold = hold
+        if hold is None and left is not None:
+            self.parent.release(left)
+
+    def _hold(self) -> Hold:
+        hold: Hold | None = getattr(self._pre, "hold", None)
+        self._pre.hold = None
+        return hold if hold is not None else self.parent.reserve(self.share)
+
+    def start(self, description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None) -> dict[str, Any]:
         """Run one child to its stop; returns what the parent's tool result holds."""
         atype = self.agent_type(subagent_type)
         child_id = self.new_id()
-        os.makedirs(self.transcript_dir, exist_ok=True)
         path = os.path.join(self.transcript_dir, f"{child_id}.jsonl")
-        reserved = self.parent.reserve(self.share if share is None else share)
+        reserved = self._hold()
         wt: Worktree | None = None
         try:
+            os.makedirs(self.transcript_dir, exist_ok=True)
             if self._isolate(atype, isolation):
                 wt = Worktree.create(self.cwd, child_id)
             cwd = wt.cwd if wt is not None else self.cwd
@@ -273,37 +292,42 @@ def parallel_executor(
     runner: SubagentRunner,
     precheck: Callable[[ToolCall], bool] = lambda c: True,
     max_parallel: int = 4,
+    one: Callable[[ToolCall], ToolResult] | None = None,
 ) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
     """An executor that runs a turn's read-only ``Agent`` calls at the same time.
 
     Two or more read-only sub-agent calls in one turn, each cleared by
     ``precheck`` (permissions and PreToolUse, in the calling thread), run
-    concurrently, each with an even share of the parent's reserve; every
-    other call goes through ``inner``. Results come back in call order.
+    concurrently; every other call goes through ``inner``. Each parallel call
+    goes through ``one``, the same path as any call (the agent's tool-call
+    pipeline: schema, hooks, permission, redaction; ``inner`` on that call
+    alone by default). Before any of them runs, the batch holds the runner's
+    share of what the parent has left, split evenly (``ParentBudget.reserve_many``);
+    a call refused before its child starts gives its part back. Results come
+    back in call order.
     """
-    from ...tools import finish, raised
+    run_one = one if one is not None else (lambda c: inner([c])[0])
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
         par = [c for c in calls if runner.is_read_only_call(c)]
         if len(par) < 2:
             return inner(calls)
-        cleared = {c.id for c in par if precheck(c)}
+        cleared = [c for c in par if precheck(c)]
         if len(cleared) < 2:
             return inner(calls)
-        share = runner.share / len(cleared)
+        holds = dict(zip([c.id for c in cleared], runner.parent.reserve_many(runner.share, len(cleared)), strict=True))
 
-        def one(c: ToolCall) -> ToolResult:
-            a = c.arguments
+        def in_thread(c: ToolCall) -> ToolResult:
+            runner.held_for(holds[c.id])
             try:
-                value = runner.start(str(a["description"]), str(a["prompt"]), str(a.get("subagent_type", "general-purpose")), None, share=share)
-            except Exception as exc:  # a child's failure is the parent's data
-                return raised(c, exc)
-            return finish(c, value)
+                return run_one(c)
+            finally:
+                runner.held_for(None)  # refused before its child started: its part is free again
 
         results: dict[str, ToolResult] = {}
         with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(cleared)))) as pool:
-            futs = {c.id: pool.submit(one, c) for c in calls if c.id in cleared}
-            rest = [c for c in calls if c.id not in cleared]
+            futs = {c.id: pool.submit(in_thread, c) for c in cleared}
+            rest = [c for c in calls if c.id not in holds]
             if rest:
                 for r in inner(rest):
                     results[r.call_id] = r
