@@ -59,3 +59,24 @@ def test_a_refused_edit_is_said_on_stderr_in_print_mode(tmp_path: Path) -> None:
     refused = [ln for ln in p.stderr.splitlines() if ln.startswith("agentloop: refused: ")]
     assert refused == ["agentloop: refused: Edit notes.txt (permission denied; -p cannot ask: "
                        "allow it with --allowedTools or a rule)"], p.stderr
+
+
+def test_rewind_needs_no_model_and_never_talks_about_prices(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_text("one\n")
+    script = tmp_path / "r.json"
+    script.write_text(json.dumps([
+        {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": str(target)}}]},
+        {"text": "", "tool_calls": [{"name": "Edit", "arguments": {
+            "file_path": str(target), "old_string": "one", "new_string": "two"}}]},
+        {"text": "done"},
+    ]))
+    p = _run(["-p", "change it", "--model", f"scripted:{script}", "--permission-mode", "acceptEdits"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    sessions = sorted((tmp_path / ".home" / "projects").glob("*/sessions/*.jsonl"))
+    sid = sessions[-1].stem
+    listing = _run(["rewind", sid], tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert "price" not in listing.stderr and "price" not in listing.stdout
+    back = _run(["rewind", sid, "--to", "1"], tmp_path)
+    assert "price" not in back.stderr and target.read_text() == "one\n", back.stderr

@@ -540,8 +540,8 @@ class Agent:
             spec = resolve_model(spec, env=self.env, permission_mode=self.permission_mode)
         self.price_given = price
         """A ``Price`` from ``--price`` for the model given (it replaces the table's, or gives one to an unknown model)."""
-        if price is not None and isinstance(spec, str):
-            self.prices = self.prices.merged({spec.split(":", 1)[-1]: price})
+        if price is not None:  # a model object (the scripted, or rewind's that calls nothing) is priced by its name
+            self.prices = self.prices.merged({spec.split(":", 1)[-1] if isinstance(spec, str) else getattr(spec, "name", ""): price})
         self.price_notices: list[str] = []
         """Lines to show once: a model billed at the highest known price because it has none."""
         self.model_spec = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)

@@ -94,10 +94,11 @@ def _print_outcome(out: dict[str, Any]) -> int:
 def _rewind(cwd: str, sid: str, args: argparse.Namespace) -> int:
     from agentloop.agent.agent import Agent, AgentError
     from agentloop.agent.session.store import SessionError
+    from agentloop.budget import Price
 
     try:
         # a model is needed to open an Agent; none is called: an empty script
-        agent = Agent(cwd=cwd, model=_no_model(), resume=sid)
+        agent = Agent(cwd=cwd, model=_no_model(), resume=sid, price=Price(0, 0))  # it calls no model: no price to warn of
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
     try:
