@@ -64,7 +64,7 @@ def test_a_continuation_is_reserved_and_refused_when_it_would_pass_the_cap() -> 
     assert r.spent_micros <= 300
 
 
-def test_a_reply_from_a_fallback_is_priced_at_the_fallbacks_price(tmp_path: Path) -> None:
+def test_every_reply_of_a_chain_is_priced_at_its_dearest_model_whatever_it_names(tmp_path: Path) -> None:
     cheap, dear = Price(1_000_000, 2_000_000), Price(10_000_000, 20_000_000)
     m = ScriptedModel([reply("a", [("noop", {})], usage=(100, 10), model="cheap-2025-01-01"),
                        reply("b", [("noop", {})], usage=(100, 10), model="dear-model-20260101"),
@@ -84,8 +84,9 @@ def test_a_reply_from_a_fallback_is_priced_at_the_fallbacks_price(tmp_path: Path
         r = run(m, reg, "go", budget, transcript=w, config=cfg)
     costs = [x.payload["cost_micros"] for x in read_records(path) if x.kind == "budget"]
     u = Usage(100, 10)
-    # a dated primary stays at the primary's price; the fallback at its own; an unknown name at the primary's
-    assert costs == [cost_micros(u, cheap), cost_micros(u, dear), cost_micros(u, cheap)]
+    # the request could have reached the dearer fallback: each reply is priced at it, whatever model it names
+    # (a primary's reply claiming the cheap name, the fallback's, an unknown one)
+    assert costs == [cost_micros(u, dear)] * 3
     assert r.spent_micros == sum(costs)
     start = next(x for x in read_records(path) if x.kind == "run_start")
     assert config_from_record(start.payload).fallback_prices == {"dear-model": dear}

@@ -270,8 +270,9 @@ class Repl:
 
     def say(self, text: str, style: str = "") -> None:
         text = neutral(text)  # what came from elsewhere cannot steer the terminal; our colours are styles
-        cols = width() - 1
-        text = "\n".join(fold(line, cols) for line in text.split("\n"))  # at word boundaries, never mid-word
+        if sys.stdout.isatty():  # on a terminal, at word boundaries (never mid-word); a pipe gets whole lines
+            cols = width() - 1
+            text = "\n".join(fold(line, cols) for line in text.split("\n"))
         self.newline()
         if style and self.color:
             self.con.print(text, style=style, markup=False, highlight=False)
