@@ -701,7 +701,7 @@ class Agent:
         uh = self.env.get("HOME") or os.path.expanduser("~")
         warnings: list[str] = []
         self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
-        self.skills = dict(load_skills(self.cwd, self.home, uh))
+        self.skills = dict(load_skills(self.cwd, self.home, uh, warnings))
         if not self.trust.trusted:  # an untrusted folder's commands and skills are text: their allowed-tools grant nothing
             from .trust import without_grants
 
@@ -949,9 +949,15 @@ class Agent:
 
     def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """``/name args`` of a custom command or skill: the prompt to send and the rules its turn
-        may use, or None when ``text`` names neither. A command's ``!`cmd``` lines run now,
-        through permissions and hooks as a Bash call of the model's would, with its
-        ``allowed-tools`` in force; each one's output takes its place."""
+        may use, or None when ``text`` names neither. A command's ``!`cmd``` lines and ```` ```! ````
+        blocks run now, through permissions and hooks as a Bash call of the model's would, with its
+        ``allowed-tools`` in force; each one's output takes its place. Its ``@path`` mentions attach
+        the files, as a prompt's do (inside the workspace, unless Read is denied).
+
+        Raises:
+            AgentError: a ``!`` line failed (refused, or exited non-zero): Claude Code's
+                "Bash command failed for pattern ..." and nothing is sent.
+        """
         if not text.startswith("/"):
             return None
         name, _, rest = text[1:].partition(" ")
@@ -960,17 +966,33 @@ class Agent:
             cmd = self.commands[name]
             body = cmd.render(rest)
             rules = tuple(cmd.allowed_tools)
-            if "!`" in body:
+            attached = self._attach_mentions(body)
+            if "!`" in body or "```!" in body:
                 body = self._run_bangs(body, rules)
-            return body, rules
+            return body + attached, rules
         if name in self.skills:
             sk = self.skills[name]
             body = sk.render(rest)
             return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
         return None
 
+    def _attach_mentions(self, body: str) -> str:
+        """The files a command's body names with ``@path`` (its ``!`` lines aside), as blocks to append."""
+        from .commands import BANG, expand_mentions
+
+        def refuse(real: str) -> str | None:
+            d = self.policy.decide("Read", {"file_path": real})
+            return f"reading it is denied ({d.reason})" if d.behavior == "deny" else None
+
+        text = BANG.sub("", body)
+        out, _attached, refused = expand_mentions(text, self.cwd, list(self.workspace.roots), refuse=refuse)
+        for r in refused:
+            self._notice(f"command: {r}")
+        return out[len(text):]
+
     def _run_bangs(self, body: str, rules: Sequence[str]) -> str:
-        from .commands import BANG
+        from .commands import BANG, bang_command, command_failed
+        from .hooks.payloads import bash_failure
 
         granted = self._grant(rules)
         try:
@@ -978,11 +1000,13 @@ class Agent:
 
             def run_one(m: Any) -> str:
                 n[0] += 1
-                call = ToolCall(f"bang_{n[0]}", "Bash", {"command": m.group(1).strip()})
-                r = self._run_one(call)
-                if r.ok:
-                    return str(r.content if isinstance(r.content, str) else r.content).rstrip("\n")
-                return f"(the command `{m.group(1).strip()}` was not run: {r.error})"
+                command, pattern = bang_command(m)
+                r = self._run_one(ToolCall(f"bang_{n[0]}", "Bash", {"command": command}))
+                text = str(r.content if isinstance(r.content, str) else r.content) if r.ok else ""
+                failed = (r.error or "refused") if not r.ok else bash_failure("Bash", text)
+                if failed is not None:
+                    raise AgentError(command_failed(pattern, f"{failed}\n{text}" if text else failed))
+                return text.rstrip("\n")
 
             return BANG.sub(run_one, body)
         finally:

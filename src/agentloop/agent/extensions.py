@@ -32,9 +32,11 @@ from .context.loop_check import LoopCheck, chain
 from .context.side_calls import Account
 from .hooks.payloads import (
     absolute_input,
+    bash_failure,
     claude_transcript_lines,
     model_text,
     seed_fields,
+    seed_stop_reason,
     tool_response,
 )
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
@@ -129,7 +131,7 @@ class ClaudeHooks:
     # -- AgentHooks --
 
     def session_start(self, agent: Any, source: str) -> str:
-        out = self.fire(agent, "SessionStart", {"source": source, "model": getattr(agent, "model_spec", "")}, source)
+        out = self.fire(agent, "SessionStart", {"source": source, "model": getattr(agent, "model_spec", ""), **seed_fields("SessionStart")}, source)
         return "\n\n".join(out.additional_context)
 
     def user_prompt_submit(self, agent: Any, prompt: str) -> Any:
@@ -192,10 +194,16 @@ class ClaudeHooks:
     def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult:
         self._approved.discard(call.id)
         tool_input = self._tool_input(agent, call)
-        if result.ok:
+        exited = bash_failure(call.name, result.content) if result.ok else None
+        payload: dict[str, Any]
+        if exited is not None:  # Claude Code: a Bash command that exits non-zero is a failed call
+            event = "PostToolUseFailure"
+            payload = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id, "error": exited, "is_interrupt": False,
+                       **seed_fields(event, call.name, tool_input, output=result.content, is_error=True)}
+        elif result.ok:
             event = "PostToolUse"
             response = tool_response(call.name, tool_input, result.content)
-            payload: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_response": response, "tool_use_id": call.id,
+            payload = {"tool_name": call.name, "tool_input": tool_input, "tool_response": response, "tool_use_id": call.id,
                                        **seed_fields(event, call.name, tool_input, output=result.content, is_error=False)}
         else:
             event = "PostToolUseFailure"
@@ -230,7 +238,8 @@ class ClaudeHooks:
             return None
         active = bool(getattr(agent, "stop_hook_active", False))
         out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", ""),
-                                        **seed_fields("Stop", stop_reason=getattr(result, "stop_reason", None), **_totals(agent, result))})
+                                        **seed_fields("Stop", stop_reason=seed_stop_reason(getattr(result, "stop_reason", None)),
+                                                      agentloop_stop_reason=getattr(result, "stop_reason", None), **_totals(agent, result))})
         self.stop_request = None
         return stop_feedback(out)
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agentloop.agent.commands import MAX_ATTACH, MENTION, expand_mentions  # noqa: F401 (re-exported: the REPL's @path)
+
 from ._common import EXIT_OK, UserError, color_enabled, console
 from .agent_setup import fit
 from .markdown import MarkdownStream
@@ -49,8 +51,6 @@ def run_prompt(agent: Any, name: str, rest: str) -> str | None:
 __all__ = ["Repl", "expand_mentions", "run_repl", "short_input"]
 
 EXIT_TERMINATED = 143
-MENTION = re.compile(r"(?<![\w@])@((?:[^\s\\]|\\ )+)")
-MAX_ATTACH = 200_000
 
 
 def short_input(name: str, args: Any, n: int = 70) -> str:
@@ -80,74 +80,6 @@ def wrap(text: str, cols: int) -> list[str]:
     import textwrap
 
     return textwrap.wrap(text, cols, break_on_hyphens=False) or [""]
-
-
-def _inside(path: str, roots: Iterable[str]) -> bool:
-    for r in roots:
-        try:
-            if os.path.commonpath([path, r]) == r:
-                return True
-        except ValueError:
-            continue
-    return False
-
-
-def expand_mentions(
-    text: str, cwd: str, roots: Iterable[str], *, refuse: Callable[[str], str | None] | None = None
-) -> tuple[str, list[str], list[str]]:
-    """Attach the files named by ``@path`` mentions.
-
-    Returns the prompt with each attached file's content appended, the
-    attached paths, and one message per mention that was refused. A mention
-    whose real path is outside ``roots`` is refused (symlinks are followed
-    first); so is one that ``refuse(real_path)`` gives a reason for (a Read
-    deny rule). A mention of nothing that exists is left as text.
-    """
-    roots = [os.path.realpath(r) for r in roots]
-    attached: list[str] = []
-    refused: list[str] = []
-    blocks: list[str] = []
-    for m in MENTION.finditer(text):
-        raw = m.group(1).replace("\\ ", " ").rstrip(".,;:!?)")
-        full = os.path.join(cwd, os.path.expanduser(raw))
-        if not os.path.lexists(full):
-            continue
-        real = os.path.realpath(full)
-        if not _inside(real, roots):
-            refused.append(f"@{raw} is outside the workspace; not attached")
-            continue
-        why = refuse(real) if refuse is not None else None
-        if why:
-            refused.append(f"@{raw}: {why}; not attached")
-            continue
-        if real in attached:
-            continue
-        rel = os.path.relpath(real, cwd)
-        if os.path.isdir(real):
-            try:
-                names = sorted(os.listdir(real))
-            except OSError as exc:
-                refused.append(f"@{raw}: {exc.strerror}")
-                continue
-            listing = "\n".join(n + ("/" if os.path.isdir(os.path.join(real, n)) else "") for n in names[:500])
-            blocks.append(f'<directory path="{rel}">\n{listing}\n</directory>')
-        else:
-            try:
-                with open(real, "rb") as f:
-                    data = f.read(MAX_ATTACH + 1)
-            except OSError as exc:
-                refused.append(f"@{raw}: cannot read: {exc.strerror}")
-                continue
-            if b"\0" in data[:8192]:
-                refused.append(f"@{raw} is a binary file; not attached")
-                continue
-            body = data[:MAX_ATTACH].decode("utf-8", errors="replace")
-            more = f"\n[truncated at {MAX_ATTACH} bytes]" if len(data) > MAX_ATTACH else ""
-            blocks.append(f'<file path="{rel}">\n{body}{more}\n</file>')
-        attached.append(real)
-    if not blocks:
-        return text, [], refused
-    return text + "\n\n" + "\n\n".join(blocks), attached, refused
 
 
 @dataclass
@@ -594,7 +526,7 @@ class Repl:
         self.armed = False
         self.send(text)
 
-    def send(self, text: str, allowed_tools: tuple[str, ...] = ()) -> None:
+    def send(self, text: str, allowed_tools: tuple[str, ...] = (), *, mentions: bool = True) -> None:
         a = self.agent
         roots = list(a.workspace.roots)
 
@@ -602,7 +534,7 @@ class Repl:
             d = a.policy.decide("Read", {"file_path": real})
             return f"reading it is denied ({d.reason})" if d.behavior == "deny" else None
 
-        prompt, attached, refused = expand_mentions(text, a.cwd, roots, refuse=refuse)
+        prompt, attached, refused = expand_mentions(text, a.cwd, roots, refuse=refuse) if mentions else (text, [], [])
         for r in refused:
             self.say(f"warning: {r}", "yellow")
         for p in attached:
@@ -660,11 +592,17 @@ class Repl:
             self.commands[name].run(rest)
             return
         a = self.agent
-        expanded = a.expand_command(f"/{name} {rest}".rstrip()) if (name in a.commands or name in a.skills) else None
+        from agentloop.agent.agent import AgentError
+
+        try:
+            expanded = a.expand_command(f"/{name} {rest}".rstrip()) if (name in a.commands or name in a.skills) else None
+        except AgentError as exc:  # a ! line failed: the command stops, nothing is sent
+            self.say(f"error: /{name}: {exc}", "red")
+            return
         if expanded is not None:
             self.armed = False
             prompt, rules = expanded
-            self.send(prompt, allowed_tools=rules)
+            self.send(prompt, allowed_tools=rules, mentions=False)  # the command's @paths are attached already
             return
         if name.startswith("mcp__"):  # an MCP server's prompt: /mcp__server__prompt args
             from agentloop.mcp.client import McpToolError
