@@ -88,8 +88,8 @@ class ToolPipeline:
         """Steps 4 and 5: None to go on, or the refusal."""
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
-        if behavior == "ask" and getattr(d, "by_mode", False) and self.hooks.approved(call):
-            behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt; deny and ask rules were checked above
+        if behavior in ("ask", "deny") and getattr(d, "by_mode", False) and self.hooks.approved(call):
+            behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt (and dontAsk's refusal); rules were checked above
         outside = None
         if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
             outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))

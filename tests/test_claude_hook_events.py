@@ -1,0 +1,116 @@
+"""Hook events and decisions where Claude Code's hooks reference puts them, with real hook scripts.
+
+Claude Code's hooks reference (https://code.claude.com/docs/en/hooks):
+
+- PreToolUse decision control: ``permissionDecision: "allow"`` "skips the permission prompt";
+  under ``dontAsk`` (permissions reference, "Permission modes": tools are denied unless
+  pre-approved) a hook's allow is that pre-approval, while deny rules still hold.
+- PostToolUseFailure: "Runs when a tool execution fails"; its input example is a Bash ``npm test``
+  with ``"error": "Command exited with non-zero status code 1"``: a command that exits non-zero
+  is a failed call, and PostToolUse (which runs after success) does not fire for it.
+- Common input fields: ``transcript_path`` is the conversation's JSON Lines, one compact object a
+  line (``{"type":"assistant",...,"message":{"role":"assistant",...}}``) that Stop hooks grep.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
+from agentloop.agent.agent import Agent
+from agentloop.transcript import read_records
+
+
+def bash_call(cmd: str) -> dict[str, Any]:
+    return {"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": cmd}}], "usage": [100, 10]}
+
+
+def final(text: str = "done") -> dict[str, Any]:
+    return {"text": text, "usage": [100, 5]}
+
+
+def hook(event: str, cmd: str, matcher: str = "*") -> dict[str, Any]:
+    return {event: [{"matcher": matcher, "hooks": [{"type": "command", "command": cmd}]}]}
+
+
+def tool_results(a: Agent) -> list[dict[str, Any]]:
+    return [r.payload for r in read_records(a.session.path) if r.kind == "tool_result"]
+
+
+ALLOW_PY = """#!/usr/bin/env python3
+import json, sys
+ev = json.load(sys.stdin)
+if ev["tool_input"].get("command", "").startswith("touch allowed"):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}))
+"""
+
+
+def test_a_pre_tool_use_allow_lets_a_call_through_under_dont_ask(proj: Path, scripted: Callable[..., str]) -> None:
+    """Hooks reference, PreToolUse decision control: ``"allow"`` pre-approves the call; dontAsk refuses the rest."""
+    settings(proj, {"permissions": {"defaultMode": "dontAsk", "deny": ["Bash(touch allowed-but-denied*)"]},
+                    "hooks": hook("PreToolUse", executable(proj / "allow.py", ALLOW_PY), "Bash")})
+    a = Agent(cwd=str(proj), trust=True,
+              model=scripted([bash_call("touch allowed.txt"), bash_call("touch other.txt"), bash_call("touch allowed-but-denied.txt"), final()]))
+    try:
+        assert a.permission_mode == "dontAsk"
+        a.ask("go")
+    finally:
+        a.close()
+    allowed, other, denied = tool_results(a)
+    assert allowed["ok"] and (proj / "allowed.txt").exists()
+    assert not other["ok"] and "dontAsk" in other["error"] and not (proj / "other.txt").exists()
+    assert not denied["ok"] and not (proj / "allowed-but-denied.txt").exists()  # a deny rule still wins
+
+
+LOG_SH = """#!/usr/bin/env bash
+cat >> "$CLAUDE_PROJECT_DIR/events.jsonl"
+echo >> "$CLAUDE_PROJECT_DIR/events.jsonl"
+"""
+
+
+def test_a_bash_command_that_exits_non_zero_fires_post_tool_use_failure(proj: Path, scripted: Callable[..., str]) -> None:
+    """Hooks reference, PostToolUseFailure: a Bash command exiting non-zero is a failed call, with the documented ``error``."""
+    log = executable(proj / "log.sh", LOG_SH)
+    settings(proj, {"permissions": {"allow": ["Bash"]}, "hooks": {**hook("PostToolUse", log), **hook("PostToolUseFailure", log)}})
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("echo fine"), bash_call("echo bad; exit 3"), final()]))
+    try:
+        a.ask("go")
+    finally:
+        a.close()
+    events = [json.loads(line) for line in (proj / "events.jsonl").read_text().splitlines() if line.strip()]
+    assert [e["hook_event_name"] for e in events] == ["PostToolUse", "PostToolUseFailure"]
+    fail = events[1]
+    assert fail["error"] == "Command exited with non-zero status code 3" and fail["is_interrupt"] is False
+    assert fail["tool_input"] == {"command": "echo bad; exit 3"} and "tool_response" not in fail
+    assert fail["is_error"] is True and fail["input"] == {"command": "echo bad; exit 3"}  # seed 004's names beside them
+    # the model still sees the command's output and its exit code
+    assert "[exit code 3]" in json.dumps(tool_results(a)[1]["content"])
+
+
+STOP_LOOP_SH = """#!/usr/bin/env bash
+# a Stop-hook loop as people write them for Claude Code: count the assistant turns in the transcript
+path=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["transcript_path"])')
+n=$(grep -c '"role":"assistant"' "$path")
+echo "$n" >> "$CLAUDE_PROJECT_DIR/counts.txt"
+if [ "$n" -lt 2 ]; then echo "one more round please" >&2; exit 2; fi
+exit 0
+"""
+
+
+def test_a_stop_hook_that_greps_the_transcript_finds_the_assistant_turns(proj: Path, scripted: Callable[..., str]) -> None:
+    """Hooks reference, common input fields: ``transcript_path`` holds compact JSON lines with ``"role":"assistant"``."""
+    settings(proj, {"hooks": hook("Stop", executable(proj / "loop.sh", STOP_LOOP_SH))})
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final("first round"), final("second round")]))
+    try:
+        res = a.ask("go")
+    finally:
+        a.close()
+    assert (proj / "counts.txt").read_text().split() == ["1", "2"]
+    assert res.answer == "second round"
+    path = Path(a.session.path).parent / a.session.id / "claude-transcript.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [x["type"] for x in lines][:2] == ["user", "assistant"] and lines[1]["message"]["role"] == "assistant"
+    assert ", " not in path.read_text().splitlines()[1]  # compact, as Claude Code writes it
