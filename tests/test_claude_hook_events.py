@@ -114,3 +114,53 @@ def test_a_stop_hook_that_greps_the_transcript_finds_the_assistant_turns(proj: P
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert [x["type"] for x in lines][:2] == ["user", "assistant"] and lines[1]["message"]["role"] == "assistant"
     assert ", " not in path.read_text().splitlines()[1]  # compact, as Claude Code writes it
+
+
+SUB_STOP_SH = """#!/usr/bin/env bash
+path=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["agent_transcript_path"])')
+echo "$path" > "$CLAUDE_PROJECT_DIR/sub-path.txt"
+grep -c '"role":"assistant"' "$path" > "$CLAUDE_PROJECT_DIR/sub-count.txt"
+exit 0
+"""
+
+
+def test_subagent_stop_gets_the_childs_conversation_as_claude_code_lines(proj: Path, scripted: Callable[..., str]) -> None:
+    """Hooks reference, SubagentStop input: ``agent_transcript_path`` is the sub-agent's own transcript, in the same lines."""
+    settings(proj, {"permissions": {"allow": ["Agent"]}, "hooks": hook("SubagentStop", executable(proj / "sub.sh", SUB_STOP_SH))})
+    replies = [
+        {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "say hi", "subagent_type": "Explore"}}],
+         "usage": [100, 10]},
+        {"text": "child says hi", "usage": [50, 5]},
+        {"text": "parent done", "usage": [100, 5]},
+    ]
+    a = Agent(cwd=str(proj), trust=True, model=scripted(replies), max_usd_micros=1_000_000)
+    try:
+        a.ask("delegate")
+    finally:
+        a.close()
+    path = Path((proj / "sub-path.txt").read_text().strip())
+    assert (proj / "sub-count.txt").read_text().strip() == "1"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert lines[-1]["message"] == {"role": "assistant", "content": [{"type": "text", "text": "child says hi"}]}
+    (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    assert path != Path(sub["transcript"]) and path.name == Path(sub["transcript"]).name  # beside the hash-chained file
+
+
+PRE_COMPACT_SH = """#!/usr/bin/env bash
+cat > "$CLAUDE_PROJECT_DIR/pre-compact.json"
+"""
+
+
+def test_compact_on_a_short_conversation_still_fires_pre_compact(proj: Path, scripted: Callable[..., str]) -> None:
+    """Hooks reference, PreCompact: it runs before a compact operation; ``trigger`` is ``manual`` for /compact."""
+    settings(proj, {"hooks": hook("PreCompact", executable(proj / "pre.sh", PRE_COMPACT_SH), "manual")})
+    a = Agent(cwd=str(proj), trust=True, model=scripted([final("hello")]))
+    try:
+        a.ask("hi")
+        before = list(a.session.messages)
+        a.compact("keep the names")
+        assert a.session.messages == before  # too short to be worth a summary: nothing is spent
+    finally:
+        a.close()
+    ev = json.loads((proj / "pre-compact.json").read_text())
+    assert ev["hook_event_name"] == "PreCompact" and ev["trigger"] == "manual" and ev["custom_instructions"] == "keep the names"

@@ -33,11 +33,11 @@ from .context.side_calls import Account
 from .hooks.payloads import (
     absolute_input,
     bash_failure,
-    claude_transcript_lines,
     model_text,
     seed_fields,
     seed_stop_reason,
     tool_response,
+    write_claude_transcript,
 )
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
@@ -89,17 +89,10 @@ class ClaudeHooks:
         mark = (path, len(msgs), id(msgs[-1]) if msgs else 0)
         if self._transcript_mark == mark and os.path.exists(path):
             return path  # unchanged since the last hook (inside a turn the session's messages move at its end)
-        lines = claude_transcript_lines(msgs, s.id, getattr(agent, "cwd", ""))
-        tmp = path + ".tmp"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write("".join(line + "\n" for line in lines))
-            os.replace(tmp, path)
-            self._transcript_mark = mark
-        except OSError as exc:
-            log.warning("cannot write the Claude Code transcript for hooks at %s: %s", path, exc)
+        if not write_claude_transcript(path, msgs, s.id, getattr(agent, "cwd", "")):
+            log.warning("cannot write the Claude Code transcript for hooks at %s", path)
             return str(s.path)
+        self._transcript_mark = mark
         return path
 
     def fire(self, agent: Any, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:

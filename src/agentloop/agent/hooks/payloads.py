@@ -31,7 +31,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["absolute_input", "bash_failure", "claude_transcript_lines", "model_text", "seed_fields", "seed_stop_reason", "tool_response"]
+__all__ = ["absolute_input", "bash_failure", "claude_transcript_lines", "model_text", "seed_fields", "seed_stop_reason", "tool_response", "write_claude_transcript"]
 
 PATH_KEYS = ("file_path", "notebook_path")
 """Argument names that are file paths: made absolute for hooks."""
@@ -139,6 +139,20 @@ SEED_STOP_REASONS = {
 def seed_stop_reason(reason: str | None) -> str | None:
     """A run's stop reason as the seeds name it (``end_turn``, ``budget``), or agentloop's own name for the others."""
     return SEED_STOP_REASONS.get(reason, reason) if reason is not None else None
+
+
+def write_claude_transcript(path: str, messages: Any, session_id: str, cwd: str) -> bool:
+    """Write ``messages`` to ``path`` as Claude Code's transcript lines (atomically); False when it cannot."""
+    lines = claude_transcript_lines(messages, session_id, cwd)
+    tmp = path + ".tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
 
 
 def claude_transcript_lines(messages: Any, session_id: str, cwd: str) -> list[str]:

@@ -253,10 +253,16 @@ class SubagentRunner:
         """
         if self.hooks is None or not self.hooks.has("SubagentStop") or last.stop_reason == "interrupted":
             return None
+        from ..hooks.payloads import write_claude_transcript
+
+        # agent_transcript_path: the child's conversation in Claude Code's lines, beside its hash-chained file
+        mirror = os.path.join(os.path.dirname(path), "claude", os.path.basename(path))
+        if not write_claude_transcript(mirror, list(last.messages), child_id, self.hooks.cwd):
+            mirror = path
         out = self.hooks.run(
             "SubagentStop",
             {"agent_id": child_id, "agent_type": atype, "stop_hook_active": active, "last_assistant_message": last.answer,
-             "agent_transcript_path": path},
+             "agent_transcript_path": mirror},
             matcher_value=atype,
         )
         self._record("hook", out.to_record())
