@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
 from agentloop.agent.agent import Agent
 from agentloop.transcript import read_records
@@ -164,3 +166,51 @@ def test_compact_on_a_short_conversation_still_fires_pre_compact(proj: Path, scr
         a.close()
     ev = json.loads((proj / "pre-compact.json").read_text())
     assert ev["hook_event_name"] == "PreCompact" and ev["trigger"] == "manual" and ev["custom_instructions"] == "keep the names"
+
+
+REQUEST_PY = """#!/usr/bin/env python3
+import json, sys
+ev = json.load(sys.stdin)
+cmd = ev["tool_input"].get("command", "")
+assert ev["hook_event_name"] == "PermissionRequest" and "permission_suggestions" in ev and "tool_use_id" not in ev
+if "yes" in cmd:
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}))
+elif "no" in cmd:
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                      "decision": {"behavior": "deny", "message": "not on this machine"}}}))
+"""
+
+
+def test_a_permission_request_hook_answers_the_ask_in_the_users_place(proj: Path, scripted: Callable[..., str]) -> None:
+    """Hooks reference, PermissionRequest: runs when a permission dialog would appear; ``decision.behavior`` allows or denies."""
+    log = executable(proj / "log.sh", LOG_SH)
+    settings(proj, {"hooks": {**hook("PermissionRequest", executable(proj / "req.py", REQUEST_PY), "Bash"),
+                              **hook("Notification", log, "permission_prompt")}})
+    asked: list[str] = []
+
+    def ask(call: Any, decision: Any) -> str:
+        asked.append(call.arguments["command"])
+        return "deny"
+
+    a = Agent(cwd=str(proj), trust=True, ask_permission=ask,
+              model=scripted([bash_call("touch yes.txt"), bash_call("touch no.txt"), bash_call("touch maybe.txt"), final()]))
+    try:
+        a.ask("go")
+    finally:
+        a.close()
+    yes, no, maybe = tool_results(a)
+    assert yes["ok"] and (proj / "yes.txt").exists()
+    assert not no["ok"] and "not on this machine" in no["error"] and not (proj / "no.txt").exists()
+    assert not maybe["ok"] and asked == ["touch maybe.txt"]  # no answer from the hook: the user was asked
+    (note,) = [json.loads(x) for x in (proj / "events.jsonl").read_text().splitlines() if x.strip()]
+    assert note["hook_event_name"] == "Notification" and note["notification_type"] == "permission_prompt" and "Bash" in note["message"]
+
+
+def test_a_setup_hook_is_named_in_a_warning_with_the_reason(proj: Path, scripted: Callable[..., str], caplog: pytest.LogCaptureFixture) -> None:
+    """Hooks reference, Setup: fired for ``--init``/``--maintenance``; agentloop has neither, and says so."""
+    settings(proj, {"hooks": hook("Setup", "true")})
+    with caplog.at_level("WARNING", logger="agentloop"):
+        a = Agent(cwd=str(proj), trust=True, model=scripted([]))
+        a.close()
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "agentloop does not fire Setup hooks (Claude Code fires it only for --init" in text

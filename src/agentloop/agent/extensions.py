@@ -242,6 +242,24 @@ class ClaudeHooks:
         if s is not None and getattr(s, "written", True):
             self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionEnd", **_totals(agent, None))}, reason)
 
+    def permission_request(self, agent: Any, call: ToolCall) -> tuple[str, str] | None:
+        """PermissionRequest: before a call asks for permission, hooks may allow or deny it for the user.
+
+        Claude Code's hooks reference, PermissionRequest: input ``tool_name``, ``tool_input`` and
+        ``permission_suggestions``; output ``hookSpecificOutput.decision.behavior`` (``allow`` or
+        ``deny``, with a ``message`` for deny). Any other answer (or none) leaves the ask as it was.
+        """
+        tool_input = self._tool_input(agent, call)
+        out = self.fire(agent, "PermissionRequest", {"tool_name": call.name, "tool_input": tool_input,
+                                                     "permission_suggestions": []}, call.name)
+        if out.request_behavior is None:
+            return None
+        return out.request_behavior, out.request_message or ""
+
+    def notification(self, agent: Any, message: str, kind: str) -> None:
+        """Notification: the user is about to be asked (``permission_prompt``); its output is not read."""
+        self.fire(agent, "Notification", {"message": message, "title": "agentloop", "notification_type": kind}, kind)
+
     def sees_tool_calls(self) -> bool:
         """A PreToolUse, PostToolUse or PostToolUseFailure hook is configured (calls then run one at a time)."""
         return any(self.runner.has(e) for e in ("PreToolUse", "PostToolUse", "PostToolUseFailure"))

@@ -103,9 +103,15 @@ class ToolPipeline:
             why = outside or getattr(d, "reason", "") or "a permission rule"
             return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
         if behavior == "ask":
+            verdict = self.hooks.permission_request(self.owner, call)  # Claude Code: before the dialog, hooks may answer it
+            if verdict is not None:
+                if verdict[0] == "allow":
+                    return None
+                return self._deny(call, f"a PermissionRequest hook denied {call.name}: {verdict[1] or 'no reason given'}")
             if self.ask is None:
                 log.info("denied %s: ask without a terminal", call.name)
                 return self._deny(call, f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
+            self.hooks.notification(self.owner, f"agentloop needs your permission to use {call.name}", "permission_prompt")
             answer = self.ask(call, d)
             if answer == "always" and self.on_always is not None:
                 self.on_always(call)

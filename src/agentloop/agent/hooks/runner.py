@@ -73,6 +73,8 @@ EVENTS = (
     "SubagentStart",
     "SubagentStop",
     "StopFailure",
+    "PermissionRequest",
+    "Notification",
 )
 ALIASES = {"SessionStop": "SessionEnd"}
 """Seed 004 calls SessionEnd ``SessionStop``: accepted in settings, run as SessionEnd."""
@@ -80,12 +82,16 @@ ALIASES = {"SessionStop": "SessionEnd"}
 # Claude Code's other events: accepted in settings (so a shared file loads) but never fired here.
 KNOWN_UNFIRED = frozenset(
     (
-        "Setup", "InstructionsLoaded", "UserPromptExpansion", "MessageDisplay", "PermissionRequest",
-        "PermissionDenied", "PostToolBatch", "Notification", "TaskCreated", "TaskCompleted",
+        "Setup", "InstructionsLoaded", "UserPromptExpansion", "MessageDisplay",
+        "PermissionDenied", "PostToolBatch", "TaskCreated", "TaskCompleted",
         "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate",
         "WorktreeRemove", "Elicitation", "ElicitationResult",
     )
 )
+UNFIRED_WHY = {
+    "Setup": "Claude Code fires it only for --init, --init-only and --maintenance, which agentloop does not have",
+}
+"""Why an unfired event never fires, where there is more to say than the README's list."""
 NO_MATCHER = frozenset(("UserPromptSubmit", "Stop"))
 """Events whose matcher is ignored (Claude Code: they always run)."""
 CAN_BLOCK = frozenset(("PreToolUse", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact"))
@@ -214,7 +220,8 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                 if if_rule == _NEVER:
                     continue
                 if event in KNOWN_UNFIRED:
-                    warnings.append(f"{where}: {hat}: agentloop does not fire {event} hooks (see README, Hooks); this handler never runs")
+                    why = UNFIRED_WHY.get(event, "see README, Hooks")
+                    warnings.append(f"{where}: {hat}: agentloop does not fire {event} hooks ({why}); this handler never runs")
                     continue
                 out.append(
                     HookHandler(
@@ -310,6 +317,9 @@ class HookAnswer:
     """Seed 004's ``allowed``: False blocks (denies) like ``decision: "block"``; True is no decision."""
     updated_prompt: str | None = None
     """Seed 004's ``updatedPrompt``: UserPromptSubmit's replacement prompt."""
+    request_behavior: str | None = None
+    """PermissionRequest's ``hookSpecificOutput.decision.behavior``: ``allow`` or ``deny``."""
+    request_message: str | None = None
     warnings: tuple[str, ...] = ()
     """Keys of the answer that neither protocol has, or that agentloop does not honour."""
 
@@ -320,9 +330,10 @@ SEED_KEYS = frozenset(("allowed", "updatedInput", "updatedOutput", "updatedPromp
 """Seed 004's output fields (besides ``reason`` and ``continue``)."""
 TOP_IGNORED = frozenset(("terminalSequence",))
 """Claude Code's top-level fields that agentloop accepts and does not act on."""
-HSO_KEYS = frozenset(("hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext", "updatedToolOutput"))
+HSO_KEYS = frozenset(("hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext", "updatedToolOutput",
+                      "decision"))
 HSO_IGNORED = frozenset((
-    "updatedMCPToolOutput", "sessionTitle", "initialUserMessage", "watchPaths", "reloadSkills", "decision", "retry",
+    "updatedMCPToolOutput", "sessionTitle", "initialUserMessage", "watchPaths", "reloadSkills", "retry",
     "action", "content", "displayContent", "worktreePath", "suppressOriginalPrompt",
 ))
 """Claude Code's ``hookSpecificOutput`` fields for events or features agentloop does not have: warned about, ignored."""
@@ -388,6 +399,18 @@ def parse_hook_output(stdout: bytes | str) -> HookAnswer:
     return _answer_from(obj)
 
 
+def _request_decision(d: Any) -> tuple[str | None, str | None]:
+    """PermissionRequest's ``hookSpecificOutput.decision``: its ``behavior`` and ``message``."""
+    if d is None:
+        return None, None
+    if not isinstance(d, dict):
+        raise HookOutputError("hookSpecificOutput.decision must be an object with a behavior")
+    behavior = _opt_str(d, "behavior", "hookSpecificOutput.decision.")
+    if behavior not in ("allow", "deny"):
+        raise HookOutputError(f"hookSpecificOutput.decision.behavior must be allow or deny, not {behavior!r}")
+    return behavior, _opt_str(d, "message", "hookSpecificOutput.decision.")
+
+
 def _answer_from(obj: dict[str, Any]) -> HookAnswer:
     cont = obj.get("continue", True)
     if not isinstance(cont, bool):
@@ -399,7 +422,7 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
     if decision is not None and decision not in ("block", "approve"):
         raise HookOutputError(f"decision must be \"block\" (or the deprecated \"approve\"), not {decision!r}")
     hso = obj.get("hookSpecificOutput")
-    perm = perm_reason = ctx = None
+    perm = perm_reason = ctx = req_behavior = req_message = None
     updated_input = None
     updated_output: Any = None
     has_updated_output = False
@@ -418,6 +441,7 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
                 raise HookOutputError("hookSpecificOutput.updatedInput must be an object (it replaces the whole input)")
             updated_input = ui
         ctx = _opt_str(hso, "additionalContext", w)
+        req_behavior, req_message = _request_decision(hso.get("decision"))
         if "updatedToolOutput" in hso:
             updated_output = hso["updatedToolOutput"]
             has_updated_output = True
@@ -447,6 +471,8 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
         has_updated_output=has_updated_output,
         allowed=allowed,
         updated_prompt=_opt_str(obj, "updatedPrompt", ""),
+        request_behavior=req_behavior,
+        request_message=req_message,
         warnings=_key_warnings(obj, hso if isinstance(hso, dict) else None),
     )
 
@@ -658,6 +684,9 @@ class HookOutcome:
     warnings: tuple[str, ...] = field(default=())
     updated_prompt: str | None = None
     """Seed 004's ``updatedPrompt`` (UserPromptSubmit): the last handler's, in settings order."""
+    request_behavior: str | None = None
+    """PermissionRequest: ``deny`` if any handler denied, else ``allow`` if one allowed, else None."""
+    request_message: str | None = None
 
     @property
     def ran(self) -> bool:
@@ -691,6 +720,8 @@ class HookOutcome:
             out["updated_output"] = self.updated_output
         if self.updated_prompt is not None:
             out["updated_prompt"] = self.updated_prompt
+        if self.request_behavior is not None:
+            out["request_behavior"] = self.request_behavior
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out
@@ -773,9 +804,12 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
     updated_output: Any = None
     has_updated_output = False
     updated_prompt: str | None = None
+    req: tuple[str | None, str | None] = (None, None)
     warns = list(warnings)
     for r in results:
         a = r.answer
+        if a is not None and a.request_behavior is not None and req[0] != "deny":
+            req = (a.request_behavior, a.request_message)
         if a is not None:
             warns += [f"hook {r.handler.command!r} ({event}): {w}" for w in a.warnings]
         if event in FEEDBACK and r.reason and not r.failure:
@@ -833,6 +867,8 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
         has_updated_output=has_updated_output,
         warnings=tuple(warns),
         updated_prompt=updated_prompt if event == "UserPromptSubmit" else None,
+        request_behavior=req[0] if event == "PermissionRequest" else None,
+        request_message=req[1] if event == "PermissionRequest" else None,
     )
 
 
