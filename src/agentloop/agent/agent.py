@@ -300,7 +300,7 @@ class Agent:
         continue_last: bool = False,
         durability: Durability | None = None,
         ask_permission: AskPermission | None = None,
-        shell_timeout_s: float = 120.0,
+        shell_timeout_s: float | None = None,
         registry: Registry | None = None,
         trust: bool | None = None,
         ask_trust: Callable[[Any], bool] | None = None,
@@ -326,7 +326,7 @@ class Agent:
         self._init_dirs(add_dirs)
         self.base_url = base_url
         self.api_key_env = api_key_env
-        self.shell_timeout_s = shell_timeout_s
+        self._init_bash_timeouts(shell_timeout_s)
         self._init_model(self._managed_model(model, managed), price, fallback)
         self._init_secrets()
         self.sandbox_mode = sandbox
@@ -418,6 +418,29 @@ class Agent:
         settings_env = merged_env(self.sources)
         if settings_env:  # Claude Code's "env": for the model's provider, hooks and MCP servers
             self.env = {**self.env, **settings_env}
+
+    def _init_bash_timeouts(self, given: float | None) -> None:
+        """Bash's default and longest timeouts: ``given``, else Claude Code's ``BASH_DEFAULT_TIMEOUT_MS`` and
+        ``BASH_MAX_TIMEOUT_MS`` (the environment, or the settings' ``env``), else 2 and 10 minutes."""
+
+        def ms(name: str) -> float | None:
+            raw = self.env.get(name)
+            if raw is None or raw == "":
+                return None
+            try:
+                v = int(str(raw).strip())
+            except ValueError:
+                v = 0
+            if v <= 0:
+                self.config_warnings.append(f"env {name}={raw!r} is not a positive number of milliseconds; ignored")
+                log.warning("settings: env %s=%r is not a positive number of milliseconds; ignored", name, raw)
+                return None
+            return v / 1000
+
+        longest = ms("BASH_MAX_TIMEOUT_MS")
+        default = given if given is not None else (ms("BASH_DEFAULT_TIMEOUT_MS") or 120.0)
+        self.shell_max_timeout_s: float | None = longest
+        self.shell_timeout_s = min(default, longest) if longest is not None else default
 
     def _init_limits(self, max_steps: int | None, max_usd_micros: int | None, unlimited_usd: bool) -> None:
         """The step limit and the spend cap, and where the cap came from."""
@@ -750,7 +773,7 @@ class Agent:
             self.registry = builtin_registry(
                 self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
                 processes=self.processes, visible=self.policy.visible(),
-                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text,
+                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text, shell_max_timeout_s=self.shell_max_timeout_s,
             )
             if self.skills:
                 self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))

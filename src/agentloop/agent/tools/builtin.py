@@ -535,6 +535,8 @@ class _Shared:
         self.env = env
         self.shell_cwd = ws.root
         """Where the next Bash command starts: `cd` carries over from one call to the next."""
+        self.max_timeout_ms = MAX_TIMEOUT_MS
+        """The longest timeout the model may ask Bash for (Claude Code's ``BASH_MAX_TIMEOUT_MS``)."""
 
 
 def _bound(fn: Callable[..., str], shared: _Shared) -> Callable[..., str]:
@@ -557,7 +559,7 @@ def _bash(t: _Shared, **kw: Any) -> str:
     if timeout_ms is None:
         timeout_s = float(t.shell_timeout_s)
     else:
-        timeout_s = min(max(int(timeout_ms), 1), MAX_TIMEOUT_MS) / 1000
+        timeout_s = min(max(int(timeout_ms), 1), t.max_timeout_ms) / 1000
     cwd = t.shell_cwd
     if not os.path.isdir(cwd) or not t.ws.contains(os.path.realpath(cwd), for_write=True):
         cwd = t.shell_cwd = t.ws.root
@@ -902,6 +904,7 @@ def builtin_registry(
     sandbox: Sandbox | None = None,
     env: Mapping[str, str] | None = None,
     redact: Callable[[str], str] | None = None,
+    shell_max_timeout_s: float | None = None,
 ) -> Registry:
     """A registry holding Bash, Read, Write, Edit, Glob, Grep and LS confined to ``workspace``.
 
@@ -916,8 +919,11 @@ def builtin_registry(
         env: Bash's environment (``sandbox.child_env.child_env``); None: this process's.
         redact: applied to every tool's output and error before it is spilled
             or returned (``sandbox.child_env.Redactor.text``).
+        shell_max_timeout_s: the longest timeout the model may give Bash (default 600 s).
     """
     t = _Shared(workspace.with_read_only(spill_dir), shell_timeout_s, processes, visible, sandbox, env)
+    if shell_max_timeout_s is not None:  # the model's own timeout is capped here (BASH_MAX_TIMEOUT_MS)
+        t.max_timeout_ms = max(1, int(shell_max_timeout_s * 1000))
     specs: list[tuple[str, str, dict[str, Any], Callable[..., str], bool]] = [
         ("Bash", _BASH_DOC, _BASH_SCHEMA, _bound(_bash, t), False),
         ("Read", _READ_DOC, _READ_SCHEMA, _bound(_read, t), True),
