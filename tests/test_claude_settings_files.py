@@ -3,6 +3,10 @@
 - Settings reference, "Environment variables": ``BASH_DEFAULT_TIMEOUT_MS`` ("Default timeout for
   long-running bash commands") and ``BASH_MAX_TIMEOUT_MS`` ("Maximum timeout the model can set for
   long-running bash commands"), in the process environment or the settings' ``env``.
+- Settings reference, hook settings: ``allowManagedHooksOnly`` "When true (and set in managed
+  settings), only hooks from managed settings run. User, project, and local hooks are ignored."
+- Settings reference, permission settings: ``disableBypassPermissionsMode``: ``"disable"`` prevents
+  ``bypassPermissions`` mode from being activated.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentloop.agent.agent import Agent
+import pytest
+
+from agentloop.agent.agent import Agent, AgentError
 from agentloop.transcript import read_records
 
 
@@ -56,3 +62,70 @@ def test_a_bad_bash_timeout_is_named_and_the_default_kept(proj: Path, scripted: 
         assert any("BASH_DEFAULT_TIMEOUT_MS='soon' is not a positive number of milliseconds" in w for w in a.config_warnings)
     finally:
         a.close()
+
+
+def test_managed_allow_managed_hooks_only_keeps_project_and_user_hooks_from_running(
+    proj: Path, tmp_path: Path, scripted: Callable[..., str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Hook settings, ``allowManagedHooksOnly``: only the managed file's hooks run; the others are named."""
+    managed = tmp_path / "managed-settings.json"
+    managed.write_text(json.dumps({"allowManagedHooksOnly": True, "hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": f"touch {proj}/managed-ran"}]}]}}))
+    write_settings(proj, {"allowManagedHooksOnly": False, "hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": f"touch {proj}/project-ran"}]}]}})
+    with caplog.at_level("WARNING", logger="agentloop"):
+        a = Agent(cwd=str(proj), trust=True, model=scripted([]), managed_settings=str(managed))
+        a.close()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert (proj / "managed-ran").exists() and not (proj / "project-ran").exists()
+    assert any("hooks not run" in w and "allowManagedHooksOnly" in w for w in warnings)
+    assert any("allowManagedHooksOnly is read from managed settings only" in w for w in warnings)
+
+
+def test_disable_bypass_permissions_mode_refuses_bypass(proj: Path, tmp_path: Path, scripted: Callable[..., str]) -> None:
+    """Permission settings, ``disableBypassPermissionsMode: "disable"``: bypassPermissions cannot be turned on."""
+    managed = tmp_path / "managed-settings.json"
+    managed.write_text(json.dumps({"permissions": {"disableBypassPermissionsMode": "disable"}}))
+    with pytest.raises(AgentError, match="bypassPermissions mode is disabled by .*managed-settings.json"):
+        Agent(cwd=str(proj), trust=True, model=scripted([]), managed_settings=str(managed), permission_mode="bypassPermissions")
+    a = Agent(cwd=str(proj), trust=True, model=scripted([]), managed_settings=str(managed), permission_mode="acceptEdits")
+    try:
+        assert a.permission_mode == "acceptEdits" and not [w for w in a.config_warnings if "disableBypass" in w]
+    finally:
+        a.close()
+
+
+STATUS_SH = """#!/usr/bin/env bash
+input=$(cat)
+model=$(echo "$input" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["model"]["id"], d["cost"]["total_cost_usd"], d["workspace"]["current_dir"])')
+echo "[$model] key=${ANTHROPIC_API_KEY:-none} dir=$CLAUDE_PROJECT_DIR"
+echo "second line is not shown"
+"""
+
+
+def test_the_status_line_command_draws_the_toolbar(proj: Path, scripted: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings reference, ``statusLine``; status line docs: the command reads the session as JSON on stdin and
+    its first line of output is shown. It runs in the hooks' environment (no provider keys)."""
+    import argparse
+    import stat
+
+    from agentloop.cli.repl import Repl
+
+    script = proj / "status.sh"
+    script.write_text(STATUS_SH)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value")
+    write_settings(proj, {"statusLine": {"type": "command", "command": str(script)}})
+    repl = Repl(argparse.Namespace(), None, interactive=False)
+    repl.agent = Agent(cwd=str(proj), trust=True, model=scripted([]))
+    try:
+        spec = repl.agent.model_spec
+        assert repl.status_line() == f"[{spec} 0.0 {proj}] key=none dir={proj}"
+        write_settings(proj, {"statusLine": {"type": "command", "command": "echo oops >&2; exit 4"}})
+    finally:
+        repl.agent.close()
+    repl.agent = Agent(cwd=str(proj), trust=True, model=scripted([]))
+    try:
+        assert repl.status_line() == "status line: exited with 4: oops"
+    finally:
+        repl.agent.close()

@@ -463,6 +463,11 @@ class Agent:
         mode = forced_mode or permission_mode or self._setting_mode() or "default"
         if mode not in MODES:
             raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
+        if mode == "bypassPermissions":  # Claude Code's permissions.disableBypassPermissionsMode: "disable"
+            off = [s.path for s in self.sources if isinstance(s.data.get("permissions"), dict)
+                   and s.data["permissions"].get("disableBypassPermissionsMode") == "disable"]
+            if off:
+                raise AgentError(f"bypassPermissions mode is disabled by {off[-1]} (permissions.disableBypassPermissionsMode)")
         self.permission_mode = mode
 
     def _managed_model(self, model: str | Any | None, managed: list[SettingsSource]) -> str | Any | None:

@@ -190,6 +190,8 @@ class Repl:
         st = a.stats
         fill = st.last_input_tokens / a.window if a.window else 0.0
         budget = f" / {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else ""
+        if a.max_usd_micros:  # seed 004's cost line: the share of the budget spent
+            budget += f" ({st.spent_micros / a.max_usd_micros:.0%})"
         model, tokens = a.model_spec, f"{st.input_tokens} in / {st.output_tokens} out"
         context, spend, session = f"context {fill:.0%}", f"{format_usd(st.spent_micros)}{budget}", f"session {a.session.id}"
         # at a narrow width the least important parts go first: the session id, the tokens, the model
@@ -199,6 +201,35 @@ class Repl:
             (model, context, spend),
             (context, spend),
         )), width() - 1)
+
+    def toolbar(self) -> Any:
+        """The bottom toolbar: the first line of the settings' ``statusLine`` command, else ``status()``."""
+        line = self.status_line()
+        if line is None:
+            return self.status()
+        from prompt_toolkit.formatted_text import ANSI
+
+        return ANSI(line)
+
+    def status_line(self) -> str | None:
+        """Claude Code's ``statusLine`` (settings reference; status line docs): a command given the session
+        as JSON on stdin, in the hooks' environment, under a timeout; rerun when the conversation or the
+        spend changes. None when no status line is configured; a failure is one short line."""
+        from agentloop.agent.hooks.runner import status_line
+        from agentloop.config.settings import merged
+
+        a = self.agent
+        spec = merged(a.sources, "statusLine") if a is not None else None
+        if not isinstance(spec, dict):
+            return None
+        command = spec.get("command")
+        if spec.get("type", "command") != "command" or not isinstance(command, str) or not command.strip():
+            return 'status line: only {"type": "command", "command": "..."} is supported'
+        key = (command, a.session.id, len(a.session.messages), a.stats.spent_micros, a.model_spec)
+        if getattr(self, "_status_key", None) != key:
+            out, why = status_line(command, status_payload(a), a.child_env, a.cwd)
+            self._status_key, self._status_text = key, out if why is None else f"status line: {why}"
+        return str(self._status_text)
 
     # -- permission asks (called from inside a turn) --
 
@@ -320,7 +351,7 @@ class Repl:
             completer=_completer(self),
             complete_while_typing=False,
             key_bindings=kb,
-            bottom_toolbar=self.status,
+            bottom_toolbar=self.toolbar,
             enable_suspend=True,
         )
 
@@ -829,6 +860,27 @@ class Repl:
 
     def cmd_exit(self, rest: str) -> None:
         raise _Exit(EXIT_OK, "prompt_input_exit")
+
+
+def status_payload(a: Any) -> dict[str, Any]:
+    """What a ``statusLine`` command reads on stdin, in Claude Code's documented shape (plus the budget)."""
+    from agentloop import __version__
+
+    st = a.stats
+    out: dict[str, Any] = {
+        "hook_event_name": "Status",
+        "session_id": a.session.id,
+        "transcript_path": str(a.session.path),
+        "cwd": a.cwd,
+        "model": {"id": a.model_spec, "display_name": a.model_name},
+        "workspace": {"current_dir": a.cwd, "project_dir": a.cwd},
+        "version": __version__,
+        "output_style": {"name": "default"},
+        "cost": {"total_cost_usd": st.spent_micros / 1_000_000},
+    }
+    if a.max_usd_micros:
+        out["budget"] = {"max_usd": a.max_usd_micros / 1_000_000, "fraction": st.spent_micros / a.max_usd_micros}
+    return out
 
 
 def _raw_write(text: str) -> None:

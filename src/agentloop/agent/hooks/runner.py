@@ -872,6 +872,42 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
     )
 
 
+def hook_env(env: Mapping[str, str] | None, project_dir: str) -> dict[str, str]:
+    """What a hook (or the status line command) starts with: the child environment (never the
+    provider keys), no ``OTEL_*``, and ``CLAUDE_PROJECT_DIR``/``AGENTLOOP_PROJECT_DIR``."""
+    from ..sandbox.child_env import child_env
+
+    base = child_env(os.environ if env is None else env)
+    for k in list(base):
+        if k.startswith("OTEL_"):
+            del base[k]
+    base["CLAUDE_PROJECT_DIR"] = project_dir
+    base["AGENTLOOP_PROJECT_DIR"] = project_dir
+    return base
+
+
+STATUS_LINE_TIMEOUT = 5.0
+
+
+def status_line(command: str, payload: Mapping[str, Any], env: Mapping[str, str] | None, project_dir: str,
+                timeout: float = STATUS_LINE_TIMEOUT) -> tuple[str, str | None]:
+    """Run a ``statusLine`` command (Claude Code's settings: ``{"type": "command", "command": ...}``):
+    the JSON ``payload`` on stdin, in the hooks' environment and process group, killed after ``timeout``.
+    Returns (the first line of its stdout, None) or ("", why it failed, in a few words)."""
+    shell = shutil.which("bash", path=(env or os.environ).get("PATH")) or "/bin/sh"
+    data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+    proc = _spawn([shell, "-c", command], data, hook_env(env, project_dir), project_dir, timeout)
+    if proc.error is not None:
+        return "", proc.error[:80]
+    if proc.timed_out:
+        return "", f"timed out after {timeout:g}s"
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return "", f"exited with {proc.returncode}" + (f": {err[-1][:60]}" if err else "")
+    out = proc.stdout.decode("utf-8", "replace").strip("\n").split("\n")
+    return out[0][:500], None
+
+
 class HookRunner:
     """The configured hooks of a session, ready to run."""
 
@@ -894,14 +930,7 @@ class HookRunner:
         self.cwd = os.path.abspath(cwd or project_dir)
         self.permission_mode = permission_mode
         self.warnings = tuple(warnings)
-        from ..sandbox.child_env import child_env
-
-        base = child_env(os.environ if env is None else env)  # never the provider keys
-        for k in list(base):
-            if k.startswith("OTEL_"):
-                del base[k]
-        base["CLAUDE_PROJECT_DIR"] = self.project_dir
-        base["AGENTLOOP_PROJECT_DIR"] = self.project_dir
+        base = hook_env(env, self.project_dir)
         self._env = base
         self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
         self._async_lock = threading.Lock()
@@ -921,14 +950,22 @@ class HookRunner:
         permission_mode: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> HookRunner:
-        """Read ``hooks`` from every settings source (lowest precedence first).
+        """Read ``hooks`` from every settings source (lowest precedence first); only the managed
+        sources' when managed settings set ``allowManagedHooksOnly: true`` (the others are named in a warning).
 
         Raises:
             ConfigError: a ``hooks`` section is malformed (names the file and place).
         """
         handlers: list[HookHandler] = []
         warnings: list[str] = []
+        managed_only = [s.path for s in sources if s.scope == "managed" and s.data.get("allowManagedHooksOnly") is True]
         for s in sources:
+            if s.data.get("allowManagedHooksOnly") is not None and s.scope != "managed":
+                warnings.append(f"{s.path}: allowManagedHooksOnly is read from managed settings only; ignored")
+            if managed_only and s.scope != "managed":
+                if s.data.get("hooks"):  # Claude Code: "User, project, and local hooks are ignored"
+                    warnings.append(f"{s.path}: hooks not run: {managed_only[-1]} sets allowManagedHooksOnly")
+                continue
             hs, ws = _handlers_from(s)
             handlers += hs
             warnings += ws
