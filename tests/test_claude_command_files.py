@@ -159,3 +159,23 @@ def test_dollar_placeholders_in_a_real_command_file_reach_the_model(proj: Path, 
     start = next(r.payload for r in read_records(json.loads(p.stdout)["transcript"]) if r.kind == "run_start")
     sent = start["messages"][-1]["content"]
     assert sent.startswith("Sum the aggressive column: awk '{sum+=$1} END {print sum}' data.txt")
+
+
+def test_a_sub_agent_whose_model_cannot_be_opened_tells_the_model_why(proj: Path, scripted: Callable[..., str]) -> None:
+    """Sub-agents reference, ``model`` field: a type's model that cannot be used is a reason the model can act on."""
+    ag = proj / ".claude" / "agents"
+    ag.mkdir(parents=True)
+    (ag / "fast.md").write_text("---\nname: fast\ndescription: Quick looks\nmodel: nosuchvendor:gizmo-9\n---\nLook.\n")
+    (proj / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Agent"]}}))
+    call = {"text": "", "tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "p", "subagent_type": "fast"}}],
+            "usage": [100, 10]}
+    a = Agent(cwd=str(proj), trust=True, model=scripted([call, {"text": "done", "usage": [10, 1]}]), max_usd_micros=1_000_000)
+    try:
+        a.ask("delegate")
+    finally:
+        a.close()
+    from agentloop.transcript import read_records
+
+    (r,) = [x.payload for x in read_records(a.session.path) if x.kind == "tool_result"]
+    assert not r["ok"] and "failed while running" not in r["error"]
+    assert "the sub-agent type 'fast'" in r["error"] and "'nosuchvendor:gizmo-9', which cannot be used: " in r["error"]
