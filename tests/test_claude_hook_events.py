@@ -214,3 +214,47 @@ def test_a_setup_hook_is_named_in_a_warning_with_the_reason(proj: Path, scripted
         a.close()
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "agentloop does not fire Setup hooks (Claude Code fires it only for --init" in text
+
+
+SEED_EXIT_SH = """#!/usr/bin/env bash
+# seed 004 style: read the event, refuse by exiting 1 with the reason on stderr
+ev=$(cat)
+case "$ev" in *"rm -rf"*) echo "seed guard says no rm -rf" >&2; exit 1;; esac
+exit 0
+"""
+
+
+def test_a_seed_format_hook_blocks_by_exiting_non_zero_with_stderr_as_the_reason(proj: Path, scripted: Callable[..., str]) -> None:
+    """Seed 004, Hook Runner: ``returncode != 0`` is a block whose reason is stderr; a handler without Claude
+    Code's required ``type`` is written to that protocol, and its default timeout is the seed's 10 s."""
+    guard = executable(proj / "guard.sh", SEED_EXIT_SH)
+    settings(proj, {"permissions": {"allow": ["Bash"]}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"command": guard}]}]}})
+    victim = proj / "victim"
+    victim.mkdir()
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call(f"rm -rf {victim}"), bash_call("echo fine"), final()]))
+    try:
+        (h,) = a.hooks.runner.handlers  # type: ignore[attr-defined]
+        assert h.seed and h.timeout == 10.0
+        a.ask("go")
+    finally:
+        a.close()
+    denied, fine = tool_results(a)
+    assert not denied["ok"] and "seed guard says no rm -rf" in denied["error"] and victim.exists()
+    assert fine["ok"]
+
+
+def test_a_claude_code_hook_that_fails_open_says_so(proj: Path, scripted: Callable[..., str]) -> None:
+    """Hooks reference, exit codes: another code than 0 or 2 is a non-blocking error and the call proceeds;
+    agentloop names it (a guard that crashed must not look like one that approved)."""
+    guard = executable(proj / "guard.sh", SEED_EXIT_SH)
+    settings(proj, {"permissions": {"allow": ["Bash"]}, "hooks": hook("PreToolUse", guard, "Bash")})
+    notices: list[str] = []
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("rm -rf nothing-here"), final()]))
+    a.on_notice = notices.append
+    try:
+        a.ask("go")
+    finally:
+        a.close()
+    (r,) = tool_results(a)
+    assert r["ok"]
+    assert any("failed and did not stop anything: exited with 1: seed guard says no rm -rf" in n for n in notices)

@@ -129,3 +129,20 @@ def test_the_status_line_command_draws_the_toolbar(proj: Path, scripted: Callabl
         assert repl.status_line() == "status line: exited with 4: oops"
     finally:
         repl.agent.close()
+
+
+def test_the_history_file_keeps_the_last_thousand_prompts(tmp_path: Path) -> None:
+    """Seed 004, REPL: the history file holds at most 1,000 entries (prompt_toolkit's file format kept)."""
+    from prompt_toolkit.history import FileHistory
+
+    from agentloop.cli.repl import trim_history
+
+    path = tmp_path / "history"
+    h = FileHistory(str(path))
+    for i in range(1005):
+        h.store_string(f"prompt {i}\nsecond line {i}")
+    trim_history(str(path))
+    kept = list(FileHistory(str(path)).load_history_strings())
+    assert len(kept) == 1000 and kept[0] == "prompt 1004\nsecond line 1004" and kept[-1] == "prompt 5\nsecond line 5"
+    trim_history(str(path))  # already short enough: unchanged
+    assert len(list(FileHistory(str(path)).load_history_strings())) == 1000

@@ -105,8 +105,8 @@ class ClaudeHooks:
         for msg in out.system_messages:
             self._notice(agent, msg)
         for r in out.results:
-            if r.failure:
-                log.warning("hook %s (%s) failed: %s", r.handler.command, event, r.failure)
+            if r.failure and not r.blocked:  # a failure that lets the action go ahead is never silent
+                self._notice(agent, f"hook {r.handler.command!r} ({event}) failed and did not stop anything: {r.failure}")
         for w in out.warnings:
             self._notice(agent, w)  # a misspelt key ({"decison": "block"}) must not fail open in silence
         if out.stop:

@@ -343,6 +343,7 @@ class Repl:
         hist = os.path.join(self.agent.home, "history")
         try:
             os.makedirs(self.agent.home, exist_ok=True)
+            trim_history(hist)  # seed 004: readline.set_history_length(1000)
             history: Any = FileHistory(hist)
         except OSError:
             history = None
@@ -860,6 +861,27 @@ class Repl:
 
     def cmd_exit(self, rest: str) -> None:
         raise _Exit(EXIT_OK, "prompt_input_exit")
+
+
+MAX_HISTORY = 1000
+"""Prompts kept in the history file (seed 004's REPL keeps 1,000)."""
+
+
+def trim_history(path: str, keep: int = MAX_HISTORY) -> None:
+    """Cut prompt_toolkit's history file (entries of ``# time`` then ``+line`` lines) to its last ``keep`` entries."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        return
+    starts = [i for i, line in enumerate(lines) if line.startswith("# ")]
+    if len(starts) <= keep:
+        return
+    cut = starts[-keep] - 1 if starts[-keep] > 0 and lines[starts[-keep] - 1] == "" else starts[-keep]
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines[cut:]))
+    os.replace(tmp, path)
 
 
 def status_payload(a: Any) -> dict[str, Any]:

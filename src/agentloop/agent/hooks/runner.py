@@ -105,6 +105,10 @@ PLAIN_CONTEXT = frozenset(("UserPromptSubmit", "SessionStart"))
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_TIMEOUTS = {"UserPromptSubmit": 30.0, "SessionEnd": 1.5}
+SEED_TIMEOUT = 10.0
+"""Seed 004's ``run_hook(..., timeout=10)``: the default for handlers written to its protocol."""
+SEED_REASON_CHARS = 200
+"""Seed 004 gives a blocking hook's stderr as the reason, cut to 200 characters."""
 MAX_OUTPUT_BYTES = 1 << 20
 """Stdout kept per handler; more is read and thrown away, and the answer is a failure."""
 MAX_STDERR_BYTES = 64 << 10
@@ -138,6 +142,9 @@ class HookHandler:
     """Claude Code's ``if``: one permission rule the tool call must match for the handler to run."""
     run_async: bool = False
     """Claude Code's ``async: true``: runs in the background; no decision, context on the next turn."""
+    seed: bool = False
+    """Written to seed 004's protocol (a handler without Claude Code's required ``type``): any non-zero
+    exit blocks with stderr as the reason, and the default timeout is seed 004's 10 s."""
 
     @property
     def key(self) -> tuple[str, tuple[str, ...] | None]:
@@ -209,7 +216,8 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                 args = h.get("args")
                 if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
                     raise ConfigError(where, f"{hat}.args must be a list of strings")
-                timeout = h.get("timeout", DEFAULT_TIMEOUTS.get(event, DEFAULT_TIMEOUT))
+                seed = "type" not in h  # Claude Code requires "type"; seed 004's hooks have none
+                timeout = h.get("timeout", SEED_TIMEOUT if seed else DEFAULT_TIMEOUTS.get(event, DEFAULT_TIMEOUT))
                 if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
                     raise ConfigError(where, f"{hat}.timeout must be a positive number of seconds")
                 on_failure = h.get("onFailure", "ignore")
@@ -234,6 +242,7 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         source=where,
                         if_rule=if_rule,
                         run_async=run_async,
+                        seed=seed,
                     )
                 )
     return out, warnings
@@ -745,6 +754,10 @@ def _judge(event: str, h: HookHandler, proc: _Proc, ms: int) -> HookResult:
             if proc.returncode == 0:
                 failure = f"invalid output: {exc}"
     code = proc.returncode
+    if h.seed and failure is None and code not in (0, None):
+        # seed 004: "if result.returncode != 0: # Hook signalled a block", stderr (200 chars) the reason
+        why = stderr[:SEED_REASON_CHARS] or f"blocked by hook {h.command!r} (exit {code})"
+        return HookResult(h, code, ms, False, None, stderr, None, event in CAN_BLOCK, why)
     if failure is None and code not in (0, 2):
         if answer is not None and answer.json:
             # Claude Code processes JSON on exit 0 only; another code is a non-blocking error. A guard
