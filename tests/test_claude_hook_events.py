@@ -258,3 +258,22 @@ def test_a_claude_code_hook_that_fails_open_says_so(proj: Path, scripted: Callab
     (r,) = tool_results(a)
     assert r["ok"]
     assert any("failed and did not stop anything: exited with 1: seed guard says no rm -rf" in n for n in notices)
+
+
+def test_seed_payload_names_session_start_event_post_tool_use_input_object_and_stop_reasons(
+    proj: Path, scripted: Callable[..., str]
+) -> None:
+    """Seed 004, hook payloads: SessionStart has ``event``; PostToolUse's ``input`` is the arguments object;
+    Stop's ``stop_reason`` is ``end_turn`` (seeds 001 and 004), agentloop's own reason beside it."""
+    log = executable(proj / "log.sh", LOG_SH)
+    settings(proj, {"permissions": {"allow": ["Bash"]},
+                    "hooks": {**hook("SessionStart", log), **hook("PostToolUse", log), **hook("Stop", log)}})
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("echo hi"), final()]))
+    try:
+        a.ask("go")
+    finally:
+        a.close()
+    start, post, stop = [json.loads(x) for x in (proj / "events.jsonl").read_text().splitlines() if x.strip()]
+    assert start["event"] == "SessionStart" and start["hook_event_name"] == "SessionStart"
+    assert post["input"] == {"command": "echo hi"} and post["inputJson"] == {"command": "echo hi"}
+    assert stop["stop_reason"] == "end_turn" and stop["agentloop_stop_reason"] == "no_tool_calls"
