@@ -179,3 +179,27 @@ def test_a_sub_agent_whose_model_cannot_be_opened_tells_the_model_why(proj: Path
     (r,) = [x.payload for x in read_records(a.session.path) if x.kind == "tool_result"]
     assert not r["ok"] and "failed while running" not in r["error"]
     assert "the sub-agent type 'fast'" in r["error"] and "'nosuchvendor:gizmo-9', which cannot be used: " in r["error"]
+
+
+def test_a_skills_bang_lines_run_when_the_user_or_the_model_loads_it(proj: Path, scripted: Callable[..., str]) -> None:
+    """Skills reference, "Inject dynamic context": a skill's ``!`` lines run before its content is used, with
+    its ``allowed-tools``; one that fails is the Skill tool's error (the model can act on it)."""
+    sk = proj / ".claude" / "skills"
+    (sk / "branch").mkdir(parents=True)
+    (sk / "branch" / "SKILL.md").write_text("---\nname: branch\ndescription: Branch facts\nallowed-tools: Bash(echo:*)\n---\n"
+                                            "Facts: !`echo SKILL-FACT`\n")
+    (sk / "bad").mkdir()
+    (sk / "bad" / "SKILL.md").write_text("---\nname: bad\ndescription: Fails\nallowed-tools: Bash(ls:*)\n---\nFacts: !`ls /no/such/place`\n")
+    load = [{"text": "", "tool_calls": [{"name": "Skill", "arguments": {"skill": s}}], "usage": [10, 1]} for s in ("branch", "bad")]
+    a = Agent(cwd=str(proj), trust=True, model=scripted([*load, {"text": "done", "usage": [10, 1]}]))
+    try:
+        prompt, _ = a.expand_command("/branch") or ("", ())
+        assert "Facts: SKILL-FACT" in prompt and "!`" not in prompt
+        a.ask("use the skills")
+    finally:
+        a.close()
+    from agentloop.transcript import read_records
+
+    ok, bad = [x.payload for x in read_records(a.session.path) if x.kind == "tool_result"]
+    assert ok["ok"] and "Facts: SKILL-FACT" in json.dumps(ok["content"])
+    assert not bad["ok"] and 'Bash command failed for pattern "!`ls /no/such/place`"' in bad["error"]

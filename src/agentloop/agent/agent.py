@@ -781,7 +781,7 @@ class Agent:
                 sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text, shell_max_timeout_s=self.shell_max_timeout_s,
             )
             if self.skills:
-                self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
+                self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded, preprocess=self._skill_tool_bangs))
         for t in self.extra_tools:
             if t.name not in self.registry:
                 self.registry.register(t)
@@ -1000,9 +1000,25 @@ class Agent:
             return body + attached, rules
         if name in self.skills:
             sk = self.skills[name]
-            body = sk.render(rest)
+            body = self._skill_bangs(sk, sk.render(rest))
             return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
         return None
+
+    def _skill_bangs(self, skill: Any, body: str) -> str:
+        """A skill's ``!`` lines run as a command's do (skills reference, "Inject dynamic context"), under
+        its ``allowed-tools``. Raises ``AgentError`` (``/name``) or, in the Skill tool, ``ToolError``."""
+        if "!`" not in body and "```!" not in body:
+            return body
+        return self._run_bangs(body, tuple(getattr(skill, "allowed_tools", ())))
+
+    def _skill_tool_bangs(self, skill: Any, body: str) -> str:
+        """``_skill_bangs`` for the Skill tool: a failed ``!`` line is the tool's error, which the model reads."""
+        from ..tools import ToolError
+
+        try:
+            return self._skill_bangs(skill, body)
+        except AgentError as exc:
+            raise ToolError(str(exc)) from None
 
     def _attach_mentions(self, body: str) -> str:
         """The files a command's body names with ``@path`` (its ``!`` lines aside), as blocks to append."""

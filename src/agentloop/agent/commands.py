@@ -488,11 +488,17 @@ def render_skill_index(skills: dict[str, Skill]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def skill_tool(skills: dict[str, Skill], on_load: Callable[[Skill], None] | None = None) -> Tool:
+def skill_tool(
+    skills: dict[str, Skill],
+    on_load: Callable[[Skill], None] | None = None,
+    preprocess: Callable[[Skill, str], str] | None = None,
+) -> Tool:
     """A read-only ``Skill`` tool ({skill}) that returns a skill's instructions.
 
     Skills with ``disable-model-invocation`` are not offered; ``on_load`` is
-    told of each skill loaded (the agent grants its ``allowed-tools``).
+    told of each skill loaded (the agent grants its ``allowed-tools``);
+    ``preprocess(skill, body)`` runs the body's ``!`` lines (the agent's, through
+    its pipeline) and may raise ``ToolError`` when one fails.
     """
     offered = {n: s for n, s in skills.items() if s.model_invocable}
 
@@ -505,7 +511,8 @@ def skill_tool(skills: dict[str, Skill], on_load: Callable[[Skill], None] | None
             raise ToolError(f"no skill named {name!r}{why} (have: {have})")
         if on_load is not None:
             on_load(skill)
-        return skill.body()
+        body = skill.body()
+        return preprocess(skill, body) if preprocess is not None else body
 
     return Tool(
         name="Skill",
