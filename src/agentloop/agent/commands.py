@@ -30,7 +30,8 @@ Rules:
    approval) or the user (``/name``) loads it. ``disable-model-invocation:
    true`` keeps a skill out of the index and the tool (only ``/name`` loads
    it); ``allowed-tools`` holds while the skill is active (the rest of the
-   turn that loaded it).
+   turn that loaded it). A skill's ``!`` lines run as a command's do, when
+   it is loaded (the agent passes ``skill_tool`` its ``preprocess``).
 4. Front matter is a small YAML subset (``key: value``, quoted strings,
    ``[a, b]`` lists, indented continuation lines), parsed here rather than
    pulling in PyYAML for three keys. A broken header is treated as body text,
