@@ -12,8 +12,9 @@ which also covers ``.claude/commands/*.md``:
   commands, use a fenced code block opened with ```` ```! ````". A command that fails stops the
   invocation with ``Bash command failed for pattern "!`...`": ...``.
 - Slash commands, "File references": ``@path`` in a command's body includes the file's contents.
-- Frontmatter reference: ``model``, ``disallowed-tools`` and ``hooks`` (commands and skills), and
-  the sub-agents reference's ``hooks``: agentloop does not honour them, and says so.
+- Frontmatter reference: ``disallowed-tools`` takes tools away while the command or skill is in
+  force; ``model`` and ``hooks`` (commands and skills), and the sub-agents reference's ``hooks``:
+  agentloop does not honour them, and says so.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def test_front_matter_agentloop_does_not_honour_is_named_in_a_warning(proj: Path
     try:
         text = "\n".join(a.load_warnings)
         assert "review.md: front matter 'model' of the command /review is not supported by agentloop" in text
-        assert "front matter 'disallowed-tools' of the command /review" in text
+        assert "disallowed-tools" not in text  # honoured: see the next test
         assert "front matter 'model' of the skill 'lint'" in text and "front matter 'hooks' of the skill 'lint'" in text
     finally:
         a.close()
@@ -203,3 +204,22 @@ def test_a_skills_bang_lines_run_when_the_user_or_the_model_loads_it(proj: Path,
     ok, bad = [x.payload for x in read_records(a.session.path) if x.kind == "tool_result"]
     assert ok["ok"] and "Facts: SKILL-FACT" in json.dumps(ok["content"])
     assert not bad["ok"] and 'Bash command failed for pattern "!`ls /no/such/place`"' in bad["error"]
+
+
+def test_a_commands_disallowed_tools_are_denied_for_its_turn_only(proj: Path, scripted: Callable[..., str]) -> None:
+    """Frontmatter reference, ``disallowed-tools``: the tools are refused while the command is in force."""
+    (proj / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Write"]}}))
+    write = {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "out.txt", "content": "x"}}], "usage": [10, 1]}
+    a = Agent(cwd=str(proj), trust=True, model=scripted([write, {"text": "refused", "usage": [10, 1]}, write, {"text": "ok", "usage": [10, 1]}]))
+    try:
+        prompt, rules = a.expand_command("/review") or ("", ())
+        a.ask(prompt, allowed_tools=rules)
+        assert not (proj / "out.txt").exists()
+        a.ask("now without the command")
+        assert (proj / "out.txt").read_text() == "x"
+    finally:
+        a.close()
+    from agentloop.transcript import read_records
+
+    denied, allowed = [x.payload for x in read_records(a.session.path) if x.kind == "tool_result"]
+    assert not denied["ok"] and "Write" in denied["error"] and allowed["ok"]

@@ -43,7 +43,7 @@ import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..budget import Budget, PriceTable
 from ..config.settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
@@ -385,6 +385,8 @@ class Agent:
         self.on_mcp_progress: Callable[[str, str, str], None] | None = None
         """Set by a front end that shows an MCP tool's progress notifications."""
         self._turn_grants: list[Any] = []
+        self._next_denies: tuple[str, ...] = ()
+        """A command's ``disallowed-tools``, set by ``expand_command``: deny rules for the next turn only."""
         self._current_call: str | None = None
 
     def _load_settings(
@@ -950,18 +952,21 @@ class Agent:
             AgentError: a hook blocked the prompt (nothing was run).
         """
         self._turn_grants += self._grant(allowed_tools)
+        denies, self._next_denies = self._next_denies, ()
+        self._turn_grants += self._grant(denies, "deny")
         try:
             return self._ask(prompt, observer=observer)
         finally:
             self._revoke(self._turn_grants)
             self._turn_grants = []
 
-    def _grant(self, rules: Sequence[str]) -> list[Any]:
-        """Allow ``rules`` for now (deny and ask rules still come first); the bound rules, to revoke."""
+    def _grant(self, rules: Sequence[str], behavior: Literal["allow", "deny"] = "allow") -> list[Any]:
+        """Allow ``rules`` for now (deny and ask rules still come first), or deny them (``disallowed-tools``);
+        the bound rules, to revoke."""
         before = list(self.policy.rules)
         for text in rules:
             try:
-                self.policy.add_rule("allow", text, source="command")
+                self.policy.add_rule(behavior, text, source="command")
             except ValueError as exc:
                 log.warning("allowed-tools: %s", exc)
                 self._notice(f"allowed-tools: {exc}")
@@ -974,6 +979,8 @@ class Agent:
         """The model loaded a skill: its ``allowed-tools`` hold for the rest of the turn."""
         if getattr(skill, "allowed_tools", ()):
             self._turn_grants += self._grant(skill.allowed_tools)
+        if getattr(skill, "disallowed_tools", ()):
+            self._turn_grants += self._grant(skill.disallowed_tools, "deny")
 
     def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """``/name args`` of a custom command or skill: the prompt to send and the rules its turn
@@ -997,10 +1004,12 @@ class Agent:
             attached = self._attach_mentions(body)
             if "!`" in body or "```!" in body:
                 body = self._run_bangs(body, rules)
+            self._next_denies = cmd.disallowed_tools  # its disallowed-tools hold for the turn it starts
             return body + attached, rules
         if name in self.skills:
             sk = self.skills[name]
             body = self._skill_bangs(sk, sk.render(rest))
+            self._next_denies = tuple(sk.disallowed_tools)
             return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
         return None
 

@@ -268,6 +268,11 @@ class CustomCommand:
     def allowed_tools(self) -> tuple[str, ...]:
         return tool_rules(self.meta.get("allowed-tools"))
 
+    @property
+    def disallowed_tools(self) -> tuple[str, ...]:
+        """``disallowed-tools``: deny rules for the command's turn."""
+        return tool_rules(self.meta.get("disallowed-tools"))
+
     def render(self, arguments: str) -> str:
         """The prompt with ``arguments`` substituted for ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N``."""
         return substitute(self.template, arguments)
@@ -275,7 +280,6 @@ class CustomCommand:
 
 UNSUPPORTED_KEYS = {
     "model": "the conversation's model answers it",
-    "disallowed-tools": "no tool is taken away for it; use permissions.deny in the settings",
     "hooks": "hooks run only from the settings files",
 }
 """Front matter Claude Code documents for commands and skills that agentloop does not honour, and what happens instead."""
@@ -350,6 +354,8 @@ class Skill:
     """False with ``disable-model-invocation: true``: only the user (``/name``) loads it."""
     allowed_tools: tuple[str, ...] = ()
     """Permission rules that hold while the skill is active."""
+    disallowed_tools: tuple[str, ...] = ()
+    """``disallowed-tools``: deny rules while the skill is active."""
 
     @property
     def directory(self) -> str:
@@ -397,6 +403,7 @@ def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: lis
                 name=name, description=" ".join(desc.split()), path=path, scope=scope,
                 model_invocable=meta.get("disable-model-invocation") is not True,
                 allowed_tools=tool_rules(meta.get("allowed-tools")),
+                disallowed_tools=tool_rules(meta.get("disallowed-tools")),
             )
     return out
 
