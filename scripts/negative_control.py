@@ -1049,6 +1049,29 @@ SABOTAGES = [
         "        chars = MAX_REPLY_CHARS  # SABOTAGED",
         ["tests/test_stream_bounds.py::test_an_endless_stream_is_cut_at_its_max_tokens_and_charged_its_reservation"],
     ),
+    Sabotage(
+        "managed permissions.disableBypassPermissionsMode is not enforced (bypass still applies)",
+        "src/agentloop/agent/agent.py",
+        "            if off:\n                raise AgentError(",
+        "            if off and False:  # SABOTAGED\n                raise AgentError(",
+        ["tests/test_claude_settings_files.py::test_disable_bypass_permissions_mode_refuses_bypass"],
+    ),
+    Sabotage(
+        "managed allowManagedHooksOnly is not enforced (a project hook still runs)",
+        "src/agentloop/agent/hooks/runner.py",
+        "            if managed_only and s.scope != \"managed\":",
+        "            if managed_only and s.scope != \"managed\" and False:  # SABOTAGED",
+        ["tests/test_claude_settings_files.py::test_managed_allow_managed_hooks_only_keeps_project_and_user_hooks_from_running"],
+    ),
+    Sabotage(
+        "a PreToolUse hook's allow under dontAsk also overrides a deny rule",
+        "src/agentloop/agent/permissions/rules.py",
+        "                    if behavior == \"ask\" and self.mode == \"dontAsk\":",
+        "                    if b.behavior == \"deny\" and self.mode == \"dontAsk\":  # SABOTAGED\n"
+        "                        return Decision(\"deny\", b.rule.text, b.source, \"x\", by_mode=True)\n"
+        "                    if behavior == \"ask\" and self.mode == \"dontAsk\":",
+        ["tests/test_claude_hook_events.py::test_a_pre_tool_use_allow_lets_a_call_through_under_dont_ask"],
+    ),
 ]
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.agent.agent import Agent
+from agentloop.agent.agent import Agent, AgentError
 from agentloop.agent.commands import load_commands, load_skills, render_skill_index, skill_tool
 from agentloop.agent.subagents.agent_types import load_agent_types
 from agentloop.transcript import read_records
@@ -74,9 +74,10 @@ def test_bang_lines_run_through_permissions_with_the_commands_allowed_tools(proj
         prompt, rules = expanded
         assert "TREE-IS-CLEAN" in prompt and "!`" not in prompt and "Focus on the tests." in prompt
         assert rules == ("Bash(echo:*)", "Bash(printf:*)")
-        # no allowed-tools: the ! line asks, and with no one to ask it does not run
-        prompt, _ = a.expand_command("/unguarded") or ("", ())
-        assert "was not run" in prompt and not (proj / "MADE-BY-BANG").exists()
+        # no allowed-tools: the ! line asks, and with no one to ask it does not run: the command stops
+        with pytest.raises(AgentError, match="Bash command failed for pattern"):
+            a.expand_command("/unguarded")
+        assert not (proj / "MADE-BY-BANG").exists()
         # the grant ended with the expansion
         assert all(source != "command" for _, _, source in a.policy.describe())
     finally:

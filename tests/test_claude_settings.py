@@ -146,7 +146,7 @@ def test_bad_entries_are_skipped_with_one_warning_each_and_the_rest_applies(wher
     assert any("permissions.defaultMode yolo" in x for x in w)
     assert any("permissions.additionalDirectories[1]" in x for x in w)
     assert any("maxSteps" in x for x in w)
-    assert w[-1] == f"{f}: not honoured by agentloop, ignored: statusLine, apiKeyHelper, includeCoAuthoredBy"
+    assert w[-1] == f"{f}: not honoured by agentloop, ignored: apiKeyHelper, includeCoAuthoredBy"  # statusLine is drawn by the REPL
 
 
 def test_dont_ask_mode_denies_what_would_ask_without_asking_and_allow_rules_still_allow(where: dict[str, Path]) -> None:
@@ -267,10 +267,10 @@ def test_what_a_folder_would_do_is_shown_with_control_characters_escaped(where: 
 
 
 def test_a_hook_on_an_event_agentloop_never_fires_is_named_in_a_warning(where: dict[str, Path]) -> None:
-    # Claude Code hooks reference lists events such as Notification; a hook agentloop would never run is not silent.
+    # Claude Code hooks reference lists events such as PermissionDenied; a hook agentloop would never run is not silent.
     f = where["proj"] / ".claude" / "settings.json"
-    write(f, {"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]}})
+    write(f, {"hooks": {"PermissionDenied": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]}})
     a = agent(where)
     a.close()
     assert a.config_warnings == [
-        f"{f}: hooks.Notification[0].hooks[0]: agentloop does not fire Notification hooks (see README, Hooks); this handler never runs"]
+        f"{f}: hooks.PermissionDenied[0].hooks[0]: agentloop does not fire PermissionDenied hooks (see README, Hooks); this handler never runs"]

@@ -47,7 +47,7 @@ def test_commands_come_from_all_three_places_with_project_overriding_user(dirs):
 def test_arguments_are_substituted(dirs):
     cwd, home = dirs
     write(cwd / ".agentloop" / "commands" / "fix.md", "Fix issue $ARGUMENTS now.")
-    write(cwd / ".agentloop" / "commands" / "pos.md", "from $1 to $2 (first: $ARGUMENTS[0]); $10 stays")
+    write(cwd / ".agentloop" / "commands" / "pos.md", "from $0 to $1 (first: $ARGUMENTS[0]); $10 stays")
     write(cwd / ".agentloop" / "commands" / "plain.md", "Summarise the repo.")
     cmds = load_commands(str(cwd), str(home))
     assert cmds["fix"].render("#123 urgently") == "Fix issue #123 urgently now."
@@ -60,7 +60,7 @@ def test_substituted_arguments_are_not_substituted_again(dirs):
     cwd, home = dirs
     write(cwd / ".agentloop" / "commands" / "x.md", "a=$ARGUMENTS b=$1")
     cmd = load_commands(str(cwd), str(home))["x"]
-    assert cmd.render("$1 $ARGUMENTS") == "a=$1 $ARGUMENTS b=$1"
+    assert cmd.render("$0 $ARGUMENTS") == "a=$0 $ARGUMENTS b=$ARGUMENTS"  # $1 is the second argument (0-based)
 
 
 def test_front_matter_gives_description_and_argument_hint(dirs):

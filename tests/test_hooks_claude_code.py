@@ -236,7 +236,7 @@ def test_if_conditions_filter_handlers_with_permission_rule_syntax(tmp_path: Pat
     assert any("UserPromptSubmit" in w and ".if" in w for w in warnings)
 
 
-@pytest.mark.parametrize("event", ["Notification", "PermissionRequest", "PostToolBatch", "TeammateIdle", "FileChanged"])
+@pytest.mark.parametrize("event", ["Setup", "PermissionDenied", "PostToolBatch", "TeammateIdle", "FileChanged"])
 def test_a_configured_event_agentloop_does_not_fire_is_warned_about_at_load(tmp_path: Path, proj: Path, event: str, caplog: pytest.LogCaptureFixture, scripted: Callable[..., str]) -> None:
     """Every event Claude Code documents either fires or is named, when configured, in a warning at load."""
     settings(proj, {"hooks": {event: [{"hooks": [{"type": "command", "command": "true"}]}]}})

@@ -127,7 +127,7 @@ def test_at_80_columns_the_status_bar_cost_line_and_permission_prompt_break_only
             t.wait_for(r"context 0%")
             status = _screen_80(t)[-1]
             # shortened by whole parts: it ends at the end of one, not inside the session id
-            assert re.fullmatch(r" openai:gpt-4o-mini · 0 in / 0 out · context 0% · \$0\.000000 / \$5\.000000", status), status
+            assert re.fullmatch(r" openai:gpt-4o-mini · 0 in / 0 out · context 0% · \$0\.000000 / \$5\.000000 \(0%\)", status), status
             m = t.mark()
             t.type("echo something long")
             t.wait_for(r"\[y\]es / \[a\]lways this exact line this session / \[n\]o:", after=m)

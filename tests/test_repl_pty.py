@@ -57,7 +57,7 @@ def test_a_session_typed_at_the_prompt_streams_runs_tools_and_survives_ctrl_c_an
             t.wait_for(r"new session (\d{8}-\d{6}-[0-9a-f]{6})")
             sid = re.search(r"new session (\S+)", t.text()).group(1)  # type: ignore[union-attr]
             t.wait_for(PROMPT)
-            t.wait_for(r"openai:gpt-4o-mini · 0 in / 0 out · context 0% · \$0\.000000 / \$5\.000000 · session " + sid)  # status bar, default cap
+            t.wait_for(r"openai:gpt-4o-mini · 0 in / 0 out · context 0% · \$0\.000000 / \$5\.000000 \(0%\) · session " + sid)  # status bar, default cap
 
             # A prompt: the answer appears piece by piece, then the tool call, then the rest.
             t.type("what does hello.txt say?")

@@ -43,7 +43,7 @@ import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..budget import Budget, PriceTable
 from ..config.settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
@@ -333,7 +333,7 @@ class Agent:
         continue_last: bool = False,
         durability: Durability | None = None,
         ask_permission: AskPermission | None = None,
-        shell_timeout_s: float = 120.0,
+        shell_timeout_s: float | None = None,
         registry: Registry | None = None,
         trust: bool | None = None,
         ask_trust: Callable[[Any], bool] | None = None,
@@ -366,7 +366,7 @@ class Agent:
         self._init_dirs(add_dirs)
         self.base_url = base_url
         self.api_key_env = api_key_env
-        self.shell_timeout_s = shell_timeout_s
+        self._init_bash_timeouts(shell_timeout_s)
         self._option_flags = (max_output_tokens, thinking, effort)
         """--max-output-tokens, --thinking, --effort as given: resolved again when the model changes."""
         self._init_model(self._managed_model(model, managed), price, fallback)
@@ -435,6 +435,8 @@ class Agent:
         self.on_mcp_progress: Callable[[str, str, str], None] | None = None
         """Set by a front end that shows an MCP tool's progress notifications."""
         self._turn_grants: list[Any] = []
+        self._next_denies: tuple[str, ...] = ()
+        """A command's ``disallowed-tools``, set by ``expand_command``: deny rules for the next turn only."""
         self._current_call: str | None = None
         self._git_facts: tuple[str | None] | None = None
         """The environment block's git snapshot, taken once a session (None: not yet)."""
@@ -478,6 +480,29 @@ class Agent:
         if settings_env:  # Claude Code's "env": for the model's provider, hooks and MCP servers
             self.env = {**self.env, **settings_env}
 
+    def _init_bash_timeouts(self, given: float | None) -> None:
+        """Bash's default and longest timeouts: ``given``, else Claude Code's ``BASH_DEFAULT_TIMEOUT_MS`` and
+        ``BASH_MAX_TIMEOUT_MS`` (the environment, or the settings' ``env``), else 2 and 10 minutes."""
+
+        def ms(name: str) -> float | None:
+            raw = self.env.get(name)
+            if raw is None or raw == "":
+                return None
+            try:
+                v = int(str(raw).strip())
+            except ValueError:
+                v = 0
+            if v <= 0:
+                self.config_warnings.append(f"env {name}={raw!r} is not a positive number of milliseconds; ignored")
+                log.warning("settings: env %s=%r is not a positive number of milliseconds; ignored", name, raw)
+                return None
+            return v / 1000
+
+        longest = ms("BASH_MAX_TIMEOUT_MS")
+        default = given if given is not None else (ms("BASH_DEFAULT_TIMEOUT_MS") or 120.0)
+        self.shell_max_timeout_s: float | None = longest
+        self.shell_timeout_s = min(default, longest) if longest is not None else default
+
     def _init_limits(self, max_steps: int | None, max_usd_micros: int | None, unlimited_usd: bool) -> None:
         """The step limit and the spend cap, and where the cap came from."""
         self.max_steps = max_steps if max_steps is not None else int(self._setting("maxSteps", 50))
@@ -499,6 +524,11 @@ class Agent:
         mode = forced_mode or permission_mode or self._setting_mode() or "default"
         if mode not in MODES:
             raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
+        if mode == "bypassPermissions":  # Claude Code's permissions.disableBypassPermissionsMode: "disable"
+            off = [s.path for s in self.sources if isinstance(s.data.get("permissions"), dict)
+                   and s.data["permissions"].get("disableBypassPermissionsMode") == "disable"]
+            if off:
+                raise AgentError(f"bypassPermissions mode is disabled by {off[-1]} (permissions.disableBypassPermissionsMode)")
         self.permission_mode = mode
         self._mode_managed = forced_mode is not None
         self._cycle = ("default", "acceptEdits", "plan", *(("bypassPermissions",) if mode == "bypassPermissions" else ()))
@@ -843,7 +873,7 @@ class Agent:
         uh = self.env.get("HOME") or os.path.expanduser("~")
         warnings: list[str] = []
         self.commands = dict(load_commands(self.cwd, self.home, uh, warnings))
-        self.skills = dict(load_skills(self.cwd, self.home, uh))
+        self.skills = dict(load_skills(self.cwd, self.home, uh, warnings))
         if not self.trust.trusted:  # an untrusted folder's commands and skills are text: their allowed-tools grant nothing
             from .trust import without_grants
 
@@ -897,11 +927,11 @@ class Agent:
             self.registry = builtin_registry(
                 self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
                 processes=self.processes, visible=self.policy.visible(),
-                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text,
+                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text, shell_max_timeout_s=self.shell_max_timeout_s,
                 session=self.session_link, patch_guard=self._patch_guard,
             )
             if self.skills:
-                self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
+                self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded, preprocess=self._skill_tool_bangs))
         for t in self.extra_tools:
             if t.name not in self.registry:
                 self.registry.register(t)
@@ -1132,18 +1162,21 @@ class Agent:
             AgentError: a hook blocked the prompt (nothing was run).
         """
         self._turn_grants += self._grant(allowed_tools)
+        denies, self._next_denies = self._next_denies, ()
+        self._turn_grants += self._grant(denies, "deny")
         try:
             return self._ask(prompt, observer=observer)
         finally:
             self._revoke(self._turn_grants)
             self._turn_grants = []
 
-    def _grant(self, rules: Sequence[str]) -> list[Any]:
-        """Allow ``rules`` for now (deny and ask rules still come first); the bound rules, to revoke."""
+    def _grant(self, rules: Sequence[str], behavior: Literal["allow", "deny"] = "allow") -> list[Any]:
+        """Allow ``rules`` for now (deny and ask rules still come first), or deny them (``disallowed-tools``);
+        the bound rules, to revoke."""
         before = list(self.policy.rules)
         for text in rules:
             try:
-                self.policy.add_rule("allow", text, source="command")
+                self.policy.add_rule(behavior, text, source="command")
             except ValueError as exc:
                 log.warning("allowed-tools: %s", exc)
                 self._notice(f"allowed-tools: {exc}")
@@ -1156,12 +1189,20 @@ class Agent:
         """The model loaded a skill: its ``allowed-tools`` hold for the rest of the turn."""
         if getattr(skill, "allowed_tools", ()):
             self._turn_grants += self._grant(skill.allowed_tools)
+        if getattr(skill, "disallowed_tools", ()):
+            self._turn_grants += self._grant(skill.disallowed_tools, "deny")
 
     def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """``/name args`` of a custom command or skill: the prompt to send and the rules its turn
-        may use, or None when ``text`` names neither. A command's ``!`cmd``` lines run now,
-        through permissions and hooks as a Bash call of the model's would, with its
-        ``allowed-tools`` in force; each one's output takes its place."""
+        may use, or None when ``text`` names neither. A command's ``!`cmd``` lines and ```` ```! ````
+        blocks run now, through permissions and hooks as a Bash call of the model's would, with its
+        ``allowed-tools`` in force; each one's output takes its place. Its ``@path`` mentions attach
+        the files, as a prompt's do (inside the workspace, unless Read is denied).
+
+        Raises:
+            AgentError: a ``!`` line failed (refused, or exited non-zero): Claude Code's
+                "Bash command failed for pattern ..." and nothing is sent.
+        """
         if not text.startswith("/"):
             return None
         name, _, rest = text[1:].partition(" ")
@@ -1170,17 +1211,51 @@ class Agent:
             cmd = self.commands[name]
             body = cmd.render(rest)
             rules = tuple(cmd.allowed_tools)
-            if "!`" in body:
+            attached = self._attach_mentions(body)
+            if "!`" in body or "```!" in body:
                 body = self._run_bangs(body, rules)
-            return body, rules
+            self._next_denies = cmd.disallowed_tools  # its disallowed-tools hold for the turn it starts
+            return body + attached, rules
         if name in self.skills:
             sk = self.skills[name]
-            body = sk.render(rest)
+            body = self._skill_bangs(sk, sk.render(rest))
+            self._next_denies = tuple(sk.disallowed_tools)
             return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
         return None
 
+    def _skill_bangs(self, skill: Any, body: str) -> str:
+        """A skill's ``!`` lines run as a command's do (skills reference, "Inject dynamic context"), under
+        its ``allowed-tools``. Raises ``AgentError`` (``/name``) or, in the Skill tool, ``ToolError``."""
+        if "!`" not in body and "```!" not in body:
+            return body
+        return self._run_bangs(body, tuple(getattr(skill, "allowed_tools", ())))
+
+    def _skill_tool_bangs(self, skill: Any, body: str) -> str:
+        """``_skill_bangs`` for the Skill tool: a failed ``!`` line is the tool's error, which the model reads."""
+        from ..tools import ToolError
+
+        try:
+            return self._skill_bangs(skill, body)
+        except AgentError as exc:
+            raise ToolError(str(exc)) from None
+
+    def _attach_mentions(self, body: str) -> str:
+        """The files a command's body names with ``@path`` (its ``!`` lines aside), as blocks to append."""
+        from .commands import BANG, expand_mentions
+
+        def refuse(real: str) -> str | None:
+            d = self.policy.decide("Read", {"file_path": real})
+            return f"reading it is denied ({d.reason})" if d.behavior == "deny" else None
+
+        text = BANG.sub("", body)
+        out, _attached, refused = expand_mentions(text, self.cwd, list(self.workspace.roots), refuse=refuse)
+        for r in refused:
+            self._notice(f"command: {r}")
+        return out[len(text):]
+
     def _run_bangs(self, body: str, rules: Sequence[str]) -> str:
-        from .commands import BANG
+        from .commands import BANG, bang_command, command_failed
+        from .hooks.payloads import bash_failure
 
         granted = self._grant(rules)
         try:
@@ -1188,11 +1263,13 @@ class Agent:
 
             def run_one(m: Any) -> str:
                 n[0] += 1
-                call = ToolCall(f"bang_{n[0]}", "Bash", {"command": m.group(1).strip()})
-                r = self._run_one(call)
-                if r.ok:
-                    return str(r.content if isinstance(r.content, str) else r.content).rstrip("\n")
-                return f"(the command `{m.group(1).strip()}` was not run: {r.error})"
+                command, pattern = bang_command(m)
+                r = self._run_one(ToolCall(f"bang_{n[0]}", "Bash", {"command": command}))
+                text = str(r.content if isinstance(r.content, str) else r.content) if r.ok else ""
+                failed = (r.error or "refused") if not r.ok else bash_failure("Bash", text)
+                if failed is not None:
+                    raise AgentError(command_failed(pattern, f"{failed}\n{text}" if text else failed))
+                return text.rstrip("\n")
 
             return BANG.sub(run_one, body)
         finally:

@@ -15,16 +15,23 @@ Rules:
    description, the first line of the body is used. ``!`command``` in the
    body is run before the prompt is sent, through the same permissions and
    hooks as the model's Bash calls, and its output takes its place
-   (``bang_commands``). ``render`` puts the arguments in place of
-   ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$1``..``$9`` (split like a shell);
-   a template with no placeholder gets the arguments appended.
+   (``bang_commands``); so is a fenced block opened with ````` ```! `````
+   (its lines run as one command). ``render`` puts the arguments in place of
+   ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` (split like a shell), as
+   Claude Code's skills reference ("Available string substitutions") says:
+   ``$N`` is shorthand for ``$ARGUMENTS[N]``, 0-based (``$0`` the first,
+   ``$1`` the second); an index with no argument stays as written (so
+   ``awk '{print $1}'`` survives a one-argument call); ``\\$1`` is a literal
+   ``$1``. Without ``$ARGUMENTS`` in the body the arguments are appended as
+   ``ARGUMENTS: ...``.
 3. Skills are folders ``skills/<name>/SKILL.md`` in the same places. Only
    their names and descriptions go into the context (``render_skill_index``);
    the body is read when the model (the ``Skill`` tool, which needs no
    approval) or the user (``/name``) loads it. ``disable-model-invocation:
    true`` keeps a skill out of the index and the tool (only ``/name`` loads
    it); ``allowed-tools`` holds while the skill is active (the rest of the
-   turn that loaded it).
+   turn that loaded it). A skill's ``!`` lines run as a command's do, when
+   it is loaded (the agent passes ``skill_tool`` its ``preprocess``).
 4. Front matter is a small YAML subset (``key: value``, quoted strings,
    ``[a, b]`` lists, indented continuation lines), parsed here rather than
    pulling in PyYAML for three keys. A broken header is treated as body text,
@@ -36,7 +43,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,22 +51,27 @@ from ..tools import Tool, ToolError
 
 __all__ = [
     "BANG",
+    "bang_command",
+    "command_failed",
     "CustomCommand",
     "bang_commands",
     "Skill",
+    "expand_mentions",
     "load_commands",
     "load_skills",
     "parse_front_matter",
     "render_skill_index",
     "skill_tool",
     "substitute",
+    "unsupported_warnings",
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-BANG = re.compile(r"!`([^`\n]+)`")
-"""``!`git status``` in a command's body: run before the prompt is sent, its output in its place."""
+BANG = re.compile(r"^```!\s*\n(.*?)\n?^```[ \t]*$|!`([^`\n]+)`", re.MULTILINE | re.DOTALL)
+"""``!`git status``` in a command's body, or a fenced block opened with ```` ```! ````: run before the
+prompt is sent, its output in its place (group 1: the block's lines, group 2: the inline command)."""
 MAX_TEMPLATE_BYTES = 256_000
-_PLACEHOLDER = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$([1-9])(?![0-9])|\$ARGUMENTS")
+_PLACEHOLDER = re.compile(r"(\\*)\$(?:ARGUMENTS\[(\d+)\]|(\d+)|(ARGUMENTS))")
 
 
 def _unquote(v: str) -> Any:
@@ -201,38 +213,57 @@ def tool_rules(value: Any) -> tuple[str, ...]:
     return tuple(i.strip() for i in items if i.strip())
 
 
+def bang_command(m: re.Match[str]) -> tuple[str, str]:
+    """A ``BANG`` match's command, and the pattern as written (for the failure message)."""
+    if m.group(1) is not None:
+        cmd = m.group(1).strip()
+        return cmd, f"```!\n{cmd}\n```"
+    cmd = m.group(2).strip()
+    return cmd, f"!`{cmd}`"
+
+
 def bang_commands(template: str) -> list[str]:
-    """The ``!`command``` lines of a template, in order."""
-    return [m.group(1).strip() for m in BANG.finditer(template)]
+    """The ``!`command``` lines and ```` ```! ```` blocks of a template, in order."""
+    return [bang_command(m)[0] for m in BANG.finditer(template)]
+
+
+def command_failed(pattern: str, detail: str) -> str:
+    """The message that ends a command whose ``!`` line failed (Claude Code's wording)."""
+    return f"Bash command failed for pattern \"{pattern}\": {detail.strip()}"
 
 
 def substitute(template: str, arguments: str) -> str:
-    """``template`` with ``arguments`` in place of ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$1``..``$9``.
+    """``template`` with ``arguments`` in place of ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` (0-based).
 
-    Positional arguments are split like a shell. Substitution is one pass, so
-    arguments that contain placeholders are not substituted again. A template
-    without placeholders gets ``ARGUMENTS: ...`` appended.
+    Positional arguments are split like a shell. An index with no argument
+    stays as written; one backslash before a placeholder makes it literal
+    (the backslash goes), two leave both and the placeholder still expands.
+    Substitution is one pass, so arguments that contain placeholders are not
+    substituted again. A template without ``$ARGUMENTS`` (or
+    ``$ARGUMENTS[N]``) gets ``ARGUMENTS: ...`` appended.
     """
     arguments = arguments.strip()
     try:
         positional = shlex.split(arguments)
     except ValueError:
         positional = arguments.split()
-    used = False
+    named = False
 
     def sub(m: re.Match[str]) -> str:
-        nonlocal used
-        used = True
-        if m.group(1) is not None:
-            k = int(m.group(1))
-        elif m.group(2) is not None:
-            k = int(m.group(2)) - 1
-        else:
-            return arguments
-        return positional[k] if k < len(positional) else ""
+        nonlocal named
+        slashes, token = m.group(1), m.group(0)[len(m.group(1)) :]
+        if len(slashes) == 1:
+            return token
+        if m.group(4) is not None:
+            named = True
+            return slashes + arguments
+        if m.group(2) is not None:
+            named = True
+        k = int(m.group(2) if m.group(2) is not None else m.group(3))
+        return slashes + positional[k] if k < len(positional) else m.group(0)
 
     out = _PLACEHOLDER.sub(sub, template)
-    if not used and arguments:
+    if not named and arguments:
         out = f"{out.rstrip()}\n\nARGUMENTS: {arguments}"
     return out
 
@@ -255,9 +286,27 @@ class CustomCommand:
     def allowed_tools(self) -> tuple[str, ...]:
         return tool_rules(self.meta.get("allowed-tools"))
 
+    @property
+    def disallowed_tools(self) -> tuple[str, ...]:
+        """``disallowed-tools``: deny rules for the command's turn."""
+        return tool_rules(self.meta.get("disallowed-tools"))
+
     def render(self, arguments: str) -> str:
-        """The prompt with ``arguments`` substituted for ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$1``..``$9``."""
+        """The prompt with ``arguments`` substituted for ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N``."""
         return substitute(self.template, arguments)
+
+
+UNSUPPORTED_KEYS = {
+    "model": "the conversation's model answers it",
+    "hooks": "hooks run only from the settings files",
+}
+"""Front matter Claude Code documents for commands and skills that agentloop does not honour, and what happens instead."""
+
+
+def unsupported_warnings(path: str, meta: dict[str, Any], what: str) -> list[str]:
+    """One warning per front matter key of ``UNSUPPORTED_KEYS`` in ``meta`` (never ignored in silence)."""
+    return [f"{path}: front matter {k!r} of {what} is not supported by agentloop; ignored ({why})"
+            for k, why in UNSUPPORTED_KEYS.items() if k in meta]
 
 
 def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, CustomCommand]:
@@ -293,6 +342,8 @@ def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: l
                     continue
                 here[stem] = path
                 meta, body = parse_front_matter(text)
+                if warnings is not None:
+                    warnings += unsupported_warnings(path, meta, f"the command /{stem}")
                 desc = str(meta.get("description") or _first_line(body))
                 if folder:
                     desc = f"{desc} ({scope}:{folder})"
@@ -321,6 +372,8 @@ class Skill:
     """False with ``disable-model-invocation: true``: only the user (``/name``) loads it."""
     allowed_tools: tuple[str, ...] = ()
     """Permission rules that hold while the skill is active."""
+    disallowed_tools: tuple[str, ...] = ()
+    """``disallowed-tools``: deny rules while the skill is active."""
 
     @property
     def directory(self) -> str:
@@ -343,8 +396,9 @@ class Skill:
         return substitute(self.body(), arguments)
 
 
-def load_skills(cwd: str, home: str, user_home: str | None = None) -> dict[str, Skill]:
-    """The skills visible from ``cwd`` (same places and precedence as commands)."""
+def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, Skill]:
+    """The skills visible from ``cwd`` (same places and precedence as commands); front matter
+    agentloop does not honour is named in ``warnings``."""
     out: dict[str, Skill] = {}
     for root, scope in _places(cwd, home, "skills", user_home):
         if not os.path.isdir(root):
@@ -360,13 +414,90 @@ def load_skills(cwd: str, home: str, user_home: str | None = None) -> dict[str, 
             name = str(meta.get("name") or entry).strip()
             if not _NAME.match(name):
                 name = entry
+            if warnings is not None:
+                warnings += unsupported_warnings(path, meta, f"the skill {name!r}")
             desc = str(meta.get("description") or _first_line(body))
             out[name] = Skill(
                 name=name, description=" ".join(desc.split()), path=path, scope=scope,
                 model_invocable=meta.get("disable-model-invocation") is not True,
                 allowed_tools=tool_rules(meta.get("allowed-tools")),
+                disallowed_tools=tool_rules(meta.get("disallowed-tools")),
             )
     return out
+
+
+MENTION = re.compile(r"(?<![\w@])@((?:[^\s\\]|\\ )+)")
+"""``@path`` in a prompt or a command's body: the file (or a directory's listing) is attached."""
+MAX_ATTACH = 200_000
+
+
+def _inside(path: str, roots: Iterable[str]) -> bool:
+    for r in roots:
+        try:
+            if os.path.commonpath([path, r]) == r:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def expand_mentions(
+    text: str, cwd: str, roots: Iterable[str], *, refuse: Callable[[str], str | None] | None = None
+) -> tuple[str, list[str], list[str]]:
+    """Attach the files named by ``@path`` mentions.
+
+    Returns the prompt with each attached file's content appended, the
+    attached paths, and one message per mention that was refused. A mention
+    whose real path is outside ``roots`` is refused (symlinks are followed
+    first); so is one that ``refuse(real_path)`` gives a reason for (a Read
+    deny rule). A mention of nothing that exists is left as text.
+    """
+    roots = [os.path.realpath(r) for r in roots]
+    attached: list[str] = []
+    refused: list[str] = []
+    blocks: list[str] = []
+    for m in MENTION.finditer(text):
+        raw = m.group(1).replace("\\ ", " ").rstrip(".,;:!?)")
+        full = os.path.join(cwd, os.path.expanduser(raw))
+        if not os.path.lexists(full):
+            continue
+        real = os.path.realpath(full)
+        if not _inside(real, roots):
+            refused.append(f"@{raw} is outside the workspace; not attached")
+            continue
+        why = refuse(real) if refuse is not None else None
+        if why:
+            refused.append(f"@{raw}: {why}; not attached")
+            continue
+        if real in attached:
+            continue
+        rel = os.path.relpath(real, cwd)
+        if os.path.isdir(real):
+            try:
+                names = sorted(os.listdir(real))
+            except OSError as exc:
+                refused.append(f"@{raw}: {exc.strerror}")
+                continue
+            listing = "\n".join(n + ("/" if os.path.isdir(os.path.join(real, n)) else "") for n in names[:500])
+            blocks.append(f'<directory path="{rel}">\n{listing}\n</directory>')
+        else:
+            try:
+                with open(real, "rb") as f:
+                    data = f.read(MAX_ATTACH + 1)
+            except OSError as exc:
+                refused.append(f"@{raw}: cannot read: {exc.strerror}")
+                continue
+            if b"\0" in data[:8192]:
+                refused.append(f"@{raw} is a binary file; not attached")
+                continue
+            body = data[:MAX_ATTACH].decode("utf-8", errors="replace")
+            more = f"\n[truncated at {MAX_ATTACH} bytes]" if len(data) > MAX_ATTACH else ""
+            blocks.append(f'<file path="{rel}">\n{body}{more}\n</file>')
+        attached.append(real)
+    if not blocks:
+        return text, [], refused
+    return text + "\n\n" + "\n\n".join(blocks), attached, refused
+
 
 
 def render_skill_index(skills: dict[str, Skill]) -> str:
@@ -383,11 +514,17 @@ def render_skill_index(skills: dict[str, Skill]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def skill_tool(skills: dict[str, Skill], on_load: Callable[[Skill], None] | None = None) -> Tool:
+def skill_tool(
+    skills: dict[str, Skill],
+    on_load: Callable[[Skill], None] | None = None,
+    preprocess: Callable[[Skill, str], str] | None = None,
+) -> Tool:
     """A read-only ``Skill`` tool ({skill}) that returns a skill's instructions.
 
     Skills with ``disable-model-invocation`` are not offered; ``on_load`` is
-    told of each skill loaded (the agent grants its ``allowed-tools``).
+    told of each skill loaded (the agent grants its ``allowed-tools``);
+    ``preprocess(skill, body)`` runs the body's ``!`` lines (the agent's, through
+    its pipeline) and may raise ``ToolError`` when one fails.
     """
     offered = {n: s for n, s in skills.items() if s.model_invocable}
 
@@ -400,7 +537,8 @@ def skill_tool(skills: dict[str, Skill], on_load: Callable[[Skill], None] | None
             raise ToolError(f"no skill named {name!r}{why} (have: {have})")
         if on_load is not None:
             on_load(skill)
-        return skill.body()
+        body = skill.body()
+        return preprocess(skill, body) if preprocess is not None else body
 
     return Tool(
         name="Skill",

@@ -32,10 +32,12 @@ from .context.loop_check import LoopCheck, chain
 from .context.side_calls import Account
 from .hooks.payloads import (
     absolute_input,
-    claude_transcript_lines,
+    bash_failure,
     model_text,
     seed_fields,
+    seed_stop_reason,
     tool_response,
+    write_claude_transcript,
 )
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
@@ -87,17 +89,10 @@ class ClaudeHooks:
         mark = (path, len(msgs), id(msgs[-1]) if msgs else 0)
         if self._transcript_mark == mark and os.path.exists(path):
             return path  # unchanged since the last hook (inside a turn the session's messages move at its end)
-        lines = claude_transcript_lines(msgs, s.id, getattr(agent, "cwd", ""))
-        tmp = path + ".tmp"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write("".join(line + "\n" for line in lines))
-            os.replace(tmp, path)
-            self._transcript_mark = mark
-        except OSError as exc:
-            log.warning("cannot write the Claude Code transcript for hooks at %s: %s", path, exc)
+        if not write_claude_transcript(path, msgs, s.id, getattr(agent, "cwd", "")):
+            log.warning("cannot write the Claude Code transcript for hooks at %s", path)
             return str(s.path)
+        self._transcript_mark = mark
         return path
 
     def fire(self, agent: Any, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:
@@ -110,8 +105,8 @@ class ClaudeHooks:
         for msg in out.system_messages:
             self._notice(agent, msg)
         for r in out.results:
-            if r.failure:
-                log.warning("hook %s (%s) failed: %s", r.handler.command, event, r.failure)
+            if r.failure and not r.blocked:  # a failure that lets the action go ahead is never silent
+                self._notice(agent, f"hook {r.handler.command!r} ({event}) failed and did not stop anything: {r.failure}")
         for w in out.warnings:
             self._notice(agent, w)  # a misspelt key ({"decison": "block"}) must not fail open in silence
         if out.stop:
@@ -129,7 +124,7 @@ class ClaudeHooks:
     # -- AgentHooks --
 
     def session_start(self, agent: Any, source: str) -> str:
-        out = self.fire(agent, "SessionStart", {"source": source, "model": getattr(agent, "model_spec", "")}, source)
+        out = self.fire(agent, "SessionStart", {"source": source, "model": getattr(agent, "model_spec", ""), **seed_fields("SessionStart")}, source)
         return "\n\n".join(out.additional_context)
 
     def user_prompt_submit(self, agent: Any, prompt: str) -> Any:
@@ -192,10 +187,16 @@ class ClaudeHooks:
     def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult:
         self._approved.discard(call.id)
         tool_input = self._tool_input(agent, call)
-        if result.ok:
+        exited = bash_failure(call.name, result.content) if result.ok else None
+        payload: dict[str, Any]
+        if exited is not None:  # Claude Code: a Bash command that exits non-zero is a failed call
+            event = "PostToolUseFailure"
+            payload = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id, "error": exited, "is_interrupt": False,
+                       **seed_fields(event, call.name, tool_input, output=result.content, is_error=True)}
+        elif result.ok:
             event = "PostToolUse"
             response = tool_response(call.name, tool_input, result.content)
-            payload: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_response": response, "tool_use_id": call.id,
+            payload = {"tool_name": call.name, "tool_input": tool_input, "tool_response": response, "tool_use_id": call.id,
                                        **seed_fields(event, call.name, tool_input, output=result.content, is_error=False)}
         else:
             event = "PostToolUseFailure"
@@ -230,7 +231,8 @@ class ClaudeHooks:
             return None
         active = bool(getattr(agent, "stop_hook_active", False))
         out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", ""),
-                                        **seed_fields("Stop", stop_reason=getattr(result, "stop_reason", None), **_totals(agent, result))})
+                                        **seed_fields("Stop", stop_reason=seed_stop_reason(getattr(result, "stop_reason", None)),
+                                                      agentloop_stop_reason=getattr(result, "stop_reason", None), **_totals(agent, result))})
         self.stop_request = None
         return stop_feedback(out)
 
@@ -239,6 +241,24 @@ class ClaudeHooks:
         s = getattr(agent, "session", None)
         if s is not None and getattr(s, "written", True):
             self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionEnd", **_totals(agent, None))}, reason)
+
+    def permission_request(self, agent: Any, call: ToolCall) -> tuple[str, str] | None:
+        """PermissionRequest: before a call asks for permission, hooks may allow or deny it for the user.
+
+        Claude Code's hooks reference, PermissionRequest: input ``tool_name``, ``tool_input`` and
+        ``permission_suggestions``; output ``hookSpecificOutput.decision.behavior`` (``allow`` or
+        ``deny``, with a ``message`` for deny). Any other answer (or none) leaves the ask as it was.
+        """
+        tool_input = self._tool_input(agent, call)
+        out = self.fire(agent, "PermissionRequest", {"tool_name": call.name, "tool_input": tool_input,
+                                                     "permission_suggestions": []}, call.name)
+        if out.request_behavior is None:
+            return None
+        return out.request_behavior, out.request_message or ""
+
+    def notification(self, agent: Any, message: str, kind: str) -> None:
+        """Notification: the user is about to be asked (``permission_prompt``); its output is not read."""
+        self.fire(agent, "Notification", {"message": message, "title": "agentloop", "notification_type": kind}, kind)
 
     def sees_tool_calls(self) -> bool:
         """A PreToolUse, PostToolUse or PostToolUseFailure hook is configured (calls then run one at a time)."""
@@ -458,6 +478,7 @@ def make_extensions(agent: Any) -> Extensions:
                 Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
                 processes=agent.processes, visible=agent.policy.visible(),
                 sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
+                shell_max_timeout_s=getattr(agent, "shell_max_timeout_s", None),
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)

@@ -88,8 +88,8 @@ class ToolPipeline:
         """Steps 4 and 5: None to go on, or the refusal."""
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
-        if behavior == "ask" and getattr(d, "by_mode", False) and self.hooks.approved(call):
-            behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt; deny and ask rules were checked above
+        if behavior in ("ask", "deny") and getattr(d, "by_mode", False) and self.hooks.approved(call):
+            behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt (and dontAsk's refusal); rules were checked above
         outside = None
         if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
             outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
@@ -103,9 +103,15 @@ class ToolPipeline:
             why = outside or getattr(d, "reason", "") or "a permission rule"
             return ToolResult(call.id, call.name, False, error=f"permission to use {call.name} was not granted to the sub-agent ({why})")
         if behavior == "ask":
+            verdict = self.hooks.permission_request(self.owner, call)  # Claude Code: before the dialog, hooks may answer it
+            if verdict is not None:
+                if verdict[0] == "allow":
+                    return None
+                return self._deny(call, f"a PermissionRequest hook denied {call.name}: {verdict[1] or 'no reason given'}")
             if self.ask is None:
                 log.info("denied %s: ask without a terminal", call.name)
                 return self._deny(call, f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
+            self.hooks.notification(self.owner, f"agentloop needs your permission to use {call.name}", "permission_prompt")
             answer = self.ask(call, d)
             if answer == "always" and self.on_always is not None:
                 self.on_always(call)

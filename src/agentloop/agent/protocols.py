@@ -62,6 +62,8 @@ class AgentHooks(Protocol):
     def stop(self, agent: Any, result: RunResult) -> str | None: ...
     def session_end(self, agent: Any, reason: str) -> None: ...
     def sees_tool_calls(self) -> bool: ...
+    def permission_request(self, agent: Any, call: ToolCall) -> tuple[str, str] | None: ...
+    def notification(self, agent: Any, message: str, kind: str) -> None: ...
 
 
 class NoHooks:
@@ -99,6 +101,14 @@ class NoHooks:
         """True when a tool hook (PreToolUse, PostToolUse, PostToolUseFailure) is configured: tool calls
         then run one at a time (hooks record from the calling thread)."""
         return False
+
+    def permission_request(self, agent: Any, call: ToolCall) -> tuple[str, str] | None:
+        """A call is about to ask for permission: ``("allow" | "deny", message)`` decides it, None asks as usual."""
+        return None
+
+    def notification(self, agent: Any, message: str, kind: str) -> None:
+        """The user is about to be asked or told something (``kind``: ``permission_prompt``...)."""
+        return None
 
 
 class ContextManager(Protocol):

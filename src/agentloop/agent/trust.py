@@ -62,12 +62,12 @@ HONOURED_KEYS: set[str] = {
     "$schema", "permissions", "hooks", "mcpServers", "prices", "model", "fallbackModel", "maxSteps", "maxUsd",
     "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
-    "subagentIsolation", "allowedEnvVars",
+    "subagentIsolation", "allowedEnvVars", "allowManagedHooksOnly", "statusLine",
     "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
 }
 """Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
 
-PERMISSION_KEYS = ("allow", "ask", "deny", "defaultMode", "additionalDirectories")
+PERMISSION_KEYS = ("allow", "ask", "deny", "defaultMode", "additionalDirectories", "disableBypassPermissionsMode")
 RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers"})
 """Top-level keys an untrusted folder keeps (with ``permissions.deny``): they only take power away."""
 SERVER_KEYS = frozenset({"type", "command", "args", "env", "url", "headers", "timeout"})
@@ -207,6 +207,11 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
                     continue
                 dirs.append(d)
             out[k] = dirs
+        elif k == "disableBypassPermissionsMode":
+            if v != "disable":
+                warn(f"permissions.disableBypassPermissionsMode {_short(v)}", "the only value is \"disable\"", "; ignored")
+                continue
+            out[k] = v
         else:
             warn(f"permissions.{k}", "not honoured by agentloop", "; ignored")
     return out

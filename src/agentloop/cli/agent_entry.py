@@ -285,7 +285,10 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
     timing = _Timing(stream)
     t0 = time.monotonic()
     rules: tuple[str, ...] = ()
-    expanded = agent.expand_command(prompt.strip()) if prompt.startswith("/") else None
+    try:
+        expanded = agent.expand_command(prompt.strip()) if prompt.startswith("/") else None
+    except AgentError as exc:  # a ! line of the command failed: nothing is sent
+        raise UserError(str(exc)) from None
     if expanded is not None:  # -p "/name args": the custom command or skill, as in Claude Code
         prompt, rules = expanded
     elif prompt.startswith("/mcp__"):  # -p "/mcp__server__prompt args": an MCP server's prompt

@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agentloop.agent.commands import MAX_ATTACH, MENTION, expand_mentions  # noqa: F401 (re-exported: the REPL's @path)
+
 from ._common import EXIT_OK, UserError, color_enabled, console
 from .agent_setup import fit
 from .esc_watch import EscWatch
@@ -53,8 +55,6 @@ def run_prompt(agent: Any, name: str, rest: str) -> str | None:
 __all__ = ["Repl", "expand_mentions", "run_repl", "short_input"]
 
 EXIT_TERMINATED = 143
-MENTION = re.compile(r"(?<![\w@])@((?:[^\s\\]|\\ )+)")
-MAX_ATTACH = 200_000
 
 
 def short_input(name: str, args: Any, n: int = 70) -> str:
@@ -111,74 +111,6 @@ def wrap(text: str, cols: int) -> list[str]:
     import textwrap
 
     return textwrap.wrap(text, cols, break_on_hyphens=False) or [""]
-
-
-def _inside(path: str, roots: Iterable[str]) -> bool:
-    for r in roots:
-        try:
-            if os.path.commonpath([path, r]) == r:
-                return True
-        except ValueError:
-            continue
-    return False
-
-
-def expand_mentions(
-    text: str, cwd: str, roots: Iterable[str], *, refuse: Callable[[str], str | None] | None = None
-) -> tuple[str, list[str], list[str]]:
-    """Attach the files named by ``@path`` mentions.
-
-    Returns the prompt with each attached file's content appended, the
-    attached paths, and one message per mention that was refused. A mention
-    whose real path is outside ``roots`` is refused (symlinks are followed
-    first); so is one that ``refuse(real_path)`` gives a reason for (a Read
-    deny rule). A mention of nothing that exists is left as text.
-    """
-    roots = [os.path.realpath(r) for r in roots]
-    attached: list[str] = []
-    refused: list[str] = []
-    blocks: list[str] = []
-    for m in MENTION.finditer(text):
-        raw = m.group(1).replace("\\ ", " ").rstrip(".,;:!?)")
-        full = os.path.join(cwd, os.path.expanduser(raw))
-        if not os.path.lexists(full):
-            continue
-        real = os.path.realpath(full)
-        if not _inside(real, roots):
-            refused.append(f"@{raw} is outside the workspace; not attached")
-            continue
-        why = refuse(real) if refuse is not None else None
-        if why:
-            refused.append(f"@{raw}: {why}; not attached")
-            continue
-        if real in attached:
-            continue
-        rel = os.path.relpath(real, cwd)
-        if os.path.isdir(real):
-            try:
-                names = sorted(os.listdir(real))
-            except OSError as exc:
-                refused.append(f"@{raw}: {exc.strerror}")
-                continue
-            listing = "\n".join(n + ("/" if os.path.isdir(os.path.join(real, n)) else "") for n in names[:500])
-            blocks.append(f'<directory path="{rel}">\n{listing}\n</directory>')
-        else:
-            try:
-                with open(real, "rb") as f:
-                    data = f.read(MAX_ATTACH + 1)
-            except OSError as exc:
-                refused.append(f"@{raw}: cannot read: {exc.strerror}")
-                continue
-            if b"\0" in data[:8192]:
-                refused.append(f"@{raw} is a binary file; not attached")
-                continue
-            body = data[:MAX_ATTACH].decode("utf-8", errors="replace")
-            more = f"\n[truncated at {MAX_ATTACH} bytes]" if len(data) > MAX_ATTACH else ""
-            blocks.append(f'<file path="{rel}">\n{body}{more}\n</file>')
-        attached.append(real)
-    if not blocks:
-        return text, [], refused
-    return text + "\n\n" + "\n\n".join(blocks), attached, refused
 
 
 def _mcp_state(agent: Any) -> str:
@@ -318,6 +250,8 @@ class Repl:
         st = a.stats
         fill = st.last_input_tokens / a.window if a.window else 0.0
         budget = f" / {format_usd(a.max_usd_micros)}" if a.max_usd_micros is not None else ""
+        if a.max_usd_micros:  # seed 004's cost line: the share of the budget spent
+            budget += f" ({st.spent_micros / a.max_usd_micros:.0%})"
         model, tokens = a.model_spec, f"{st.input_tokens} in / {st.output_tokens} out"
         context, spend, session = f"context {fill:.0%}", f"{format_usd(st.spent_micros)}{budget}", f"session {a.session.id}"
         mcp = _mcp_state(a)
@@ -372,6 +306,35 @@ class Repl:
             one = len(starting) == 1
             self.say(f"notice: MCP {'server' if one else 'servers'} {names} still starting: "
                      f"{'its' if one else 'their'} tools are not available yet and join when ready", "yellow")
+
+    def toolbar(self) -> Any:
+        """The bottom toolbar: the first line of the settings' ``statusLine`` command, else ``status()``."""
+        line = self.status_line()
+        if line is None:
+            return self.status()
+        from prompt_toolkit.formatted_text import ANSI
+
+        return ANSI(line)
+
+    def status_line(self) -> str | None:
+        """Claude Code's ``statusLine`` (settings reference; status line docs): a command given the session
+        as JSON on stdin, in the hooks' environment, under a timeout; rerun when the conversation or the
+        spend changes. None when no status line is configured; a failure is one short line."""
+        from agentloop.agent.hooks.runner import status_line
+        from agentloop.config.settings import merged
+
+        a = self.agent
+        spec = merged(a.sources, "statusLine") if a is not None else None
+        if not isinstance(spec, dict):
+            return None
+        command = spec.get("command")
+        if spec.get("type", "command") != "command" or not isinstance(command, str) or not command.strip():
+            return 'status line: only {"type": "command", "command": "..."} is supported'
+        key = (command, a.session.id, len(a.session.messages), a.stats.spent_micros, a.model_spec)
+        if getattr(self, "_status_key", None) != key:
+            out, why = status_line(command, status_payload(a), a.child_env, a.cwd)
+            self._status_key, self._status_text = key, out if why is None else f"status line: {why}"
+        return str(self._status_text)
 
     # -- permission asks (called from inside a turn) --
 
@@ -513,6 +476,7 @@ class Repl:
 
             private_dirs(self.agent.home)
             os.close(private_file(hist))  # the prompts typed: 0600 before FileHistory appends to it
+            trim_history(hist)  # seed 004: readline.set_history_length(1000)
             history: Any = FileHistory(hist)
         except OSError:
             history = None
@@ -521,7 +485,7 @@ class Repl:
             completer=_completer(self),
             complete_while_typing=False,
             key_bindings=kb,
-            bottom_toolbar=self.status,
+            bottom_toolbar=self.toolbar,
             enable_suspend=True,
         )
 
@@ -814,7 +778,7 @@ class Repl:
         self.say(text.rstrip("\n") or "(no output)", "" if result.ok else "red")
         self._shell_notes.append(f"<bash-input>{command}</bash-input>\n<bash-stdout>{text.rstrip()}</bash-stdout>")
 
-    def send(self, text: str, allowed_tools: tuple[str, ...] = ()) -> None:
+    def send(self, text: str, allowed_tools: tuple[str, ...] = (), *, mentions: bool = True) -> None:
         a = self.agent
         roots = list(a.workspace.roots)
         self._start_mcp()  # a first prompt given on the command line goes out before any prompt is drawn
@@ -824,7 +788,7 @@ class Repl:
             d = a.policy.decide("Read", {"file_path": real})
             return f"reading it is denied ({d.reason})" if d.behavior == "deny" else None
 
-        prompt, attached, refused = expand_mentions(text, a.cwd, roots, refuse=refuse)
+        prompt, attached, refused = expand_mentions(text, a.cwd, roots, refuse=refuse) if mentions else (text, [], [])
         for r in refused:
             self.say(f"warning: {r}", "yellow")
         for p in attached:
@@ -890,11 +854,17 @@ class Repl:
             self.commands[name].run(rest)
             return
         a = self.agent
-        expanded = a.expand_command(f"/{name} {rest}".rstrip()) if (name in a.commands or name in a.skills) else None
+        from agentloop.agent.agent import AgentError
+
+        try:
+            expanded = a.expand_command(f"/{name} {rest}".rstrip()) if (name in a.commands or name in a.skills) else None
+        except AgentError as exc:  # a ! line failed: the command stops, nothing is sent
+            self.say(f"error: /{name}: {exc}", "red")
+            return
         if expanded is not None:
             self.armed = False
             prompt, rules = expanded
-            self.send(prompt, allowed_tools=rules)
+            self.send(prompt, allowed_tools=rules, mentions=False)  # the command's @paths are attached already
             return
         if name.startswith("mcp__"):  # an MCP server's prompt: /mcp__server__prompt args
             from agentloop.mcp.client import McpToolError
@@ -1118,6 +1088,48 @@ class Repl:
 
     def cmd_exit(self, rest: str) -> None:
         raise _Exit(EXIT_OK, "prompt_input_exit")
+
+
+MAX_HISTORY = 1000
+"""Prompts kept in the history file (seed 004's REPL keeps 1,000)."""
+
+
+def trim_history(path: str, keep: int = MAX_HISTORY) -> None:
+    """Cut prompt_toolkit's history file (entries of ``# time`` then ``+line`` lines) to its last ``keep`` entries."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        return
+    starts = [i for i, line in enumerate(lines) if line.startswith("# ")]
+    if len(starts) <= keep:
+        return
+    cut = starts[-keep] - 1 if starts[-keep] > 0 and lines[starts[-keep] - 1] == "" else starts[-keep]
+    tmp = path + ".tmp"
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines[cut:]))  # the prompts typed stay the user's alone (0600)
+    os.replace(tmp, path)
+
+
+def status_payload(a: Any) -> dict[str, Any]:
+    """What a ``statusLine`` command reads on stdin, in Claude Code's documented shape (plus the budget)."""
+    from agentloop import __version__
+
+    st = a.stats
+    out: dict[str, Any] = {
+        "hook_event_name": "Status",
+        "session_id": a.session.id,
+        "transcript_path": str(a.session.path),
+        "cwd": a.cwd,
+        "model": {"id": a.model_spec, "display_name": a.model_name},
+        "workspace": {"current_dir": a.cwd, "project_dir": a.cwd},
+        "version": __version__,
+        "output_style": {"name": "default"},
+        "cost": {"total_cost_usd": st.spent_micros / 1_000_000},
+    }
+    if a.max_usd_micros:
+        out["budget"] = {"max_usd": a.max_usd_micros / 1_000_000, "fraction": st.spent_micros / a.max_usd_micros}
+    return out
 
 
 def _raw_write(text: str) -> None:

@@ -344,6 +344,18 @@ class Compactor:
             text = "…[older part cut]…\n" + text[-limit:]
         return text
 
+    def _pre_compact(self, record: Record, trigger: str, custom_instructions: str, before: int) -> CompactionResult | None:
+        """PreCompact hooks: None to go on, or the ``blocked`` result (recorded)."""
+        if self.hooks is None or not self.hooks.has("PreCompact"):
+            return None
+        pre = self.hooks.run("PreCompact", {"trigger": trigger, "custom_instructions": custom_instructions}, matcher_value=trigger)
+        record("hook", pre.to_record())
+        if not pre.blocked:
+            return None
+        res = CompactionResult("blocked", trigger, before, before, error=pre.reason)
+        record("compaction", res.to_record())
+        return res
+
     def compact(
         self,
         messages: list[Message],
@@ -363,6 +375,10 @@ class Compactor:
             return res
         if self.summarizer is None:
             return self._fail(record, CompactionResult("failed", trigger, before, before, error="no model to summarise with"))
+        if trigger == "manual":  # Claude Code fires PreCompact on every /compact, short conversations included
+            stopped = self._pre_compact(record, trigger, custom_instructions, before)
+            if stopped is not None:
+                return stopped
         split = self._split(messages, extra_chars)
         if split is None:
             res = CompactionResult("nothing", trigger, before, before)
@@ -375,13 +391,10 @@ class Compactor:
             res = CompactionResult("nothing", trigger, before, before)
             record("compaction", res.to_record())
             return res
-        if self.hooks is not None and self.hooks.has("PreCompact"):
-            pre = self.hooks.run("PreCompact", {"trigger": trigger, "custom_instructions": custom_instructions}, matcher_value=trigger)
-            record("hook", pre.to_record())
-            if pre.blocked:
-                res = CompactionResult("blocked", trigger, before, before, error=pre.reason)
-                record("compaction", res.to_record())
-                return res
+        if trigger != "manual":
+            stopped = self._pre_compact(record, trigger, custom_instructions, before)
+            if stopped is not None:
+                return stopped
         old = messages[head:cut]
         prompt = COMPACT_PROMPT + (f"\nAlso: {custom_instructions}" if custom_instructions else "")
         req = ModelRequest(

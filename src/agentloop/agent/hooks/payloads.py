@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
-__all__ = ["absolute_input", "claude_transcript_lines", "model_text", "seed_fields", "tool_response"]
+__all__ = ["absolute_input", "bash_failure", "claude_transcript_lines", "model_text", "seed_fields", "seed_stop_reason", "tool_response", "write_claude_transcript"]
 
 PATH_KEYS = ("file_path", "notebook_path")
 """Argument names that are file paths: made absolute for hooks."""
@@ -89,6 +90,25 @@ def tool_response(tool_name: str, tool_input: Any, content: Any) -> Any:
     return content
 
 
+_EXIT = re.compile(r"\[exit code (\d+)\]\Z")
+
+
+def bash_failure(tool_name: str, content: Any) -> str | None:
+    """PostToolUseFailure's ``error`` when a Bash call's command exited non-zero, else None.
+
+    agentloop's Bash tool answers the model with the output and ``[exit code N]``
+    (the call itself succeeded); Claude Code counts that as a failed call: its hooks
+    reference gives PostToolUseFailure's example input for Bash ``npm test`` with
+    ``"error": "Command exited with non-zero status code 1"``.
+    """
+    if tool_name != "Bash" or not isinstance(content, str):
+        return None
+    m = _EXIT.search(content.rstrip())
+    if m is None or m.group(1) == "0":
+        return None
+    return f"Command exited with non-zero status code {m.group(1)}"
+
+
 def model_text(tool_name: str, value: Any) -> Any:
     """What the model sees when a PostToolUse hook's ``updatedToolOutput`` has the tool's documented shape."""
     if tool_name == "Bash" and isinstance(value, dict) and isinstance(value.get("stdout"), str):
@@ -103,15 +123,43 @@ def seed_fields(event: str, tool_name: str | None = None, tool_input: Any = None
     if tool_name is not None:
         out["tool"] = tool_name
         out["inputJson"] = tool_input
-        out["input"] = _text(tool_input)
+        # seed 004 gives PreToolUse ``input`` as a JSON string and PostToolUse ``input`` as the object
+        out["input"] = tool_input if event in ("PostToolUse", "PostToolUseFailure") else _text(tool_input)
     out.update(more)
     return out
+
+
+SEED_STOP_REASONS = {
+    "no_tool_calls": "end_turn", "sentinel": "end_turn",
+    "step_budget": "budget", "token_budget": "budget", "cost_budget": "budget", "budget_overrun": "budget",
+}
+"""agentloop's stop reasons under the seeds' names (seeds 001 and 004: ``end_turn``, ``budget``); the rest keep theirs."""
+
+
+def seed_stop_reason(reason: str | None) -> str | None:
+    """A run's stop reason as the seeds name it (``end_turn``, ``budget``), or agentloop's own name for the others."""
+    return SEED_STOP_REASONS.get(reason, reason) if reason is not None else None
+
+
+def write_claude_transcript(path: str, messages: Any, session_id: str, cwd: str) -> bool:
+    """Write ``messages`` to ``path`` as Claude Code's transcript lines (atomically); False when it cannot."""
+    lines = claude_transcript_lines(messages, session_id, cwd)
+    tmp = path + ".tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
 
 
 def claude_transcript_lines(messages: Any, session_id: str, cwd: str) -> list[str]:
     """The conversation as Claude Code's transcript lines, for hooks that read ``transcript_path``.
 
-    Each line is ``{"type": "user" | "assistant", "message": {"role", "content"}, "sessionId",
+    Each line is compact JSON (``"role":"assistant"``, no spaces, so a hook's grep finds it):
+    ``{"type": "user" | "assistant", "message": {"role", "content"}, "sessionId",
     "uuid", "parentUuid", "cwd"}``: assistant content as ``text`` and ``tool_use`` blocks, tool
     results as ``tool_result`` blocks in a user message, as Claude Code writes them (its
     sessions reference calls the line format unstable; hooks read ``type``, ``message.role``
@@ -145,6 +193,6 @@ def claude_transcript_lines(messages: Any, session_id: str, cwd: str) -> list[st
         uid = f"{session_id}-{i}"
         line = {"type": kind, "message": {"role": "assistant" if kind == "assistant" else "user", "content": content},
                 "sessionId": session_id, "uuid": uid, "parentUuid": parent, "cwd": cwd}
-        lines.append(json.dumps(line, ensure_ascii=False, default=str))
+        lines.append(json.dumps(line, ensure_ascii=False, default=str, separators=(",", ":")))  # compact, as Claude Code writes
         parent = uid
     return lines

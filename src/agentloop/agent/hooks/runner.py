@@ -74,6 +74,8 @@ EVENTS = (
     "SubagentStart",
     "SubagentStop",
     "StopFailure",
+    "PermissionRequest",
+    "Notification",
 )
 ALIASES = {"SessionStop": "SessionEnd"}
 """Seed 004 calls SessionEnd ``SessionStop``: accepted in settings, run as SessionEnd."""
@@ -81,12 +83,16 @@ ALIASES = {"SessionStop": "SessionEnd"}
 # Claude Code's other events: accepted in settings (so a shared file loads) but never fired here.
 KNOWN_UNFIRED = frozenset(
     (
-        "Setup", "InstructionsLoaded", "UserPromptExpansion", "MessageDisplay", "PermissionRequest",
-        "PermissionDenied", "PostToolBatch", "Notification", "TaskCreated", "TaskCompleted",
+        "Setup", "InstructionsLoaded", "UserPromptExpansion", "MessageDisplay",
+        "PermissionDenied", "PostToolBatch", "TaskCreated", "TaskCompleted",
         "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate",
         "WorktreeRemove", "Elicitation", "ElicitationResult",
     )
 )
+UNFIRED_WHY = {
+    "Setup": "Claude Code fires it only for --init, --init-only and --maintenance, which agentloop does not have",
+}
+"""Why an unfired event never fires, where there is more to say than the README's list."""
 NO_MATCHER = frozenset(("UserPromptSubmit", "Stop"))
 """Events whose matcher is ignored (Claude Code: they always run)."""
 CAN_BLOCK = frozenset(("PreToolUse", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact"))
@@ -100,6 +106,10 @@ PLAIN_CONTEXT = frozenset(("UserPromptSubmit", "SessionStart"))
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_TIMEOUTS = {"UserPromptSubmit": 30.0, "SessionEnd": 1.5}
+SEED_TIMEOUT = 10.0
+"""Seed 004's ``run_hook(..., timeout=10)``: the default for handlers written to its protocol."""
+SEED_REASON_CHARS = 200
+"""Seed 004 gives a blocking hook's stderr as the reason, cut to 200 characters."""
 MAX_OUTPUT_BYTES = 1 << 20
 """Stdout kept per handler; more is read and thrown away, and the answer is a failure."""
 MAX_STDERR_BYTES = 64 << 10
@@ -133,6 +143,9 @@ class HookHandler:
     """Claude Code's ``if``: one permission rule the tool call must match for the handler to run."""
     run_async: bool = False
     """Claude Code's ``async: true``: runs in the background; no decision, context on the next turn."""
+    seed: bool = False
+    """Written to seed 004's protocol (a handler without Claude Code's required ``type``): any non-zero
+    exit blocks with stderr as the reason, and the default timeout is seed 004's 10 s."""
 
     @property
     def key(self) -> tuple[str, tuple[str, ...] | None]:
@@ -204,7 +217,8 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                 args = h.get("args")
                 if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
                     raise ConfigError(where, f"{hat}.args must be a list of strings")
-                timeout = h.get("timeout", DEFAULT_TIMEOUTS.get(event, DEFAULT_TIMEOUT))
+                seed = "type" not in h  # Claude Code requires "type"; seed 004's hooks have none
+                timeout = h.get("timeout", SEED_TIMEOUT if seed else DEFAULT_TIMEOUTS.get(event, DEFAULT_TIMEOUT))
                 if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
                     raise ConfigError(where, f"{hat}.timeout must be a positive number of seconds")
                 on_failure = h.get("onFailure", "ignore")
@@ -215,7 +229,8 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                 if if_rule == _NEVER:
                     continue
                 if event in KNOWN_UNFIRED:
-                    warnings.append(f"{where}: {hat}: agentloop does not fire {event} hooks (see README, Hooks); this handler never runs")
+                    why = UNFIRED_WHY.get(event, "see README, Hooks")
+                    warnings.append(f"{where}: {hat}: agentloop does not fire {event} hooks ({why}); this handler never runs")
                     continue
                 out.append(
                     HookHandler(
@@ -228,6 +243,7 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         source=where,
                         if_rule=if_rule,
                         run_async=run_async,
+                        seed=seed,
                     )
                 )
     return out, warnings
@@ -311,6 +327,9 @@ class HookAnswer:
     """Seed 004's ``allowed``: False blocks (denies) like ``decision: "block"``; True is no decision."""
     updated_prompt: str | None = None
     """Seed 004's ``updatedPrompt``: UserPromptSubmit's replacement prompt."""
+    request_behavior: str | None = None
+    """PermissionRequest's ``hookSpecificOutput.decision.behavior``: ``allow`` or ``deny``."""
+    request_message: str | None = None
     warnings: tuple[str, ...] = ()
     """Keys of the answer that neither protocol has, or that agentloop does not honour."""
 
@@ -321,9 +340,10 @@ SEED_KEYS = frozenset(("allowed", "updatedInput", "updatedOutput", "updatedPromp
 """Seed 004's output fields (besides ``reason`` and ``continue``)."""
 TOP_IGNORED = frozenset(("terminalSequence",))
 """Claude Code's top-level fields that agentloop accepts and does not act on."""
-HSO_KEYS = frozenset(("hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext", "updatedToolOutput"))
+HSO_KEYS = frozenset(("hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext", "updatedToolOutput",
+                      "decision"))
 HSO_IGNORED = frozenset((
-    "updatedMCPToolOutput", "sessionTitle", "initialUserMessage", "watchPaths", "reloadSkills", "decision", "retry",
+    "updatedMCPToolOutput", "sessionTitle", "initialUserMessage", "watchPaths", "reloadSkills", "retry",
     "action", "content", "displayContent", "worktreePath", "suppressOriginalPrompt",
 ))
 """Claude Code's ``hookSpecificOutput`` fields for events or features agentloop does not have: warned about, ignored."""
@@ -389,6 +409,18 @@ def parse_hook_output(stdout: bytes | str) -> HookAnswer:
     return _answer_from(obj)
 
 
+def _request_decision(d: Any) -> tuple[str | None, str | None]:
+    """PermissionRequest's ``hookSpecificOutput.decision``: its ``behavior`` and ``message``."""
+    if d is None:
+        return None, None
+    if not isinstance(d, dict):
+        raise HookOutputError("hookSpecificOutput.decision must be an object with a behavior")
+    behavior = _opt_str(d, "behavior", "hookSpecificOutput.decision.")
+    if behavior not in ("allow", "deny"):
+        raise HookOutputError(f"hookSpecificOutput.decision.behavior must be allow or deny, not {behavior!r}")
+    return behavior, _opt_str(d, "message", "hookSpecificOutput.decision.")
+
+
 def _answer_from(obj: dict[str, Any]) -> HookAnswer:
     cont = obj.get("continue", True)
     if not isinstance(cont, bool):
@@ -400,7 +432,7 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
     if decision is not None and decision not in ("block", "approve"):
         raise HookOutputError(f"decision must be \"block\" (or the deprecated \"approve\"), not {decision!r}")
     hso = obj.get("hookSpecificOutput")
-    perm = perm_reason = ctx = None
+    perm = perm_reason = ctx = req_behavior = req_message = None
     updated_input = None
     updated_output: Any = None
     has_updated_output = False
@@ -419,6 +451,7 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
                 raise HookOutputError("hookSpecificOutput.updatedInput must be an object (it replaces the whole input)")
             updated_input = ui
         ctx = _opt_str(hso, "additionalContext", w)
+        req_behavior, req_message = _request_decision(hso.get("decision"))
         if "updatedToolOutput" in hso:
             updated_output = hso["updatedToolOutput"]
             has_updated_output = True
@@ -448,6 +481,8 @@ def _answer_from(obj: dict[str, Any]) -> HookAnswer:
         has_updated_output=has_updated_output,
         allowed=allowed,
         updated_prompt=_opt_str(obj, "updatedPrompt", ""),
+        request_behavior=req_behavior,
+        request_message=req_message,
         warnings=_key_warnings(obj, hso if isinstance(hso, dict) else None),
     )
 
@@ -664,6 +699,9 @@ class HookOutcome:
     warnings: tuple[str, ...] = field(default=())
     updated_prompt: str | None = None
     """Seed 004's ``updatedPrompt`` (UserPromptSubmit): the last handler's, in settings order."""
+    request_behavior: str | None = None
+    """PermissionRequest: ``deny`` if any handler denied, else ``allow`` if one allowed, else None."""
+    request_message: str | None = None
 
     @property
     def ran(self) -> bool:
@@ -697,6 +735,8 @@ class HookOutcome:
             out["updated_output"] = self.updated_output
         if self.updated_prompt is not None:
             out["updated_prompt"] = self.updated_prompt
+        if self.request_behavior is not None:
+            out["request_behavior"] = self.request_behavior
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out
@@ -720,6 +760,10 @@ def _judge(event: str, h: HookHandler, proc: _Proc, ms: int) -> HookResult:
             if proc.returncode == 0:
                 failure = f"invalid output: {exc}"
     code = proc.returncode
+    if h.seed and failure is None and code not in (0, None):
+        # seed 004: "if result.returncode != 0: # Hook signalled a block", stderr (200 chars) the reason
+        why = stderr[:SEED_REASON_CHARS] or f"blocked by hook {h.command!r} (exit {code})"
+        return HookResult(h, code, ms, False, None, stderr, None, event in CAN_BLOCK, why)
     if failure is None and code not in (0, 2):
         if answer is not None and answer.json:
             # Claude Code processes JSON on exit 0 only; another code is a non-blocking error. A guard
@@ -779,9 +823,12 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
     updated_output: Any = None
     has_updated_output = False
     updated_prompt: str | None = None
+    req: tuple[str | None, str | None] = (None, None)
     warns = list(warnings)
     for r in results:
         a = r.answer
+        if a is not None and a.request_behavior is not None and req[0] != "deny":
+            req = (a.request_behavior, a.request_message)
         if a is not None:
             warns += [f"hook {r.handler.command!r} ({event}): {w}" for w in a.warnings]
         if event in FEEDBACK and r.reason and not r.failure:
@@ -839,7 +886,44 @@ def _combine(event: str, matcher_value: str | None, results: list[HookResult], w
         has_updated_output=has_updated_output,
         warnings=tuple(warns),
         updated_prompt=updated_prompt if event == "UserPromptSubmit" else None,
+        request_behavior=req[0] if event == "PermissionRequest" else None,
+        request_message=req[1] if event == "PermissionRequest" else None,
     )
+
+
+def hook_env(env: Mapping[str, str] | None, project_dir: str) -> dict[str, str]:
+    """What a hook (or the status line command) starts with: the child environment (never the
+    provider keys), no ``OTEL_*``, and ``CLAUDE_PROJECT_DIR``/``AGENTLOOP_PROJECT_DIR``."""
+    base = env if isinstance(env, spawn.ChildEnv) else spawn.environment(os.environ if env is None else env)
+    base = spawn.ChildEnv(base)  # a copy: what is added below is the hooks' own
+    for k in list(base):
+        if k.startswith("OTEL_"):
+            del base[k]
+    base["CLAUDE_PROJECT_DIR"] = project_dir
+    base["AGENTLOOP_PROJECT_DIR"] = project_dir
+    return base
+
+
+STATUS_LINE_TIMEOUT = 5.0
+
+
+def status_line(command: str, payload: Mapping[str, Any], env: Mapping[str, str] | None, project_dir: str,
+                timeout: float = STATUS_LINE_TIMEOUT) -> tuple[str, str | None]:
+    """Run a ``statusLine`` command (Claude Code's settings: ``{"type": "command", "command": ...}``):
+    the JSON ``payload`` on stdin, in the hooks' environment and process group, killed after ``timeout``.
+    Returns (the first line of its stdout, None) or ("", why it failed, in a few words)."""
+    shell = shutil.which("bash", path=(env or os.environ).get("PATH")) or "/bin/sh"
+    data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+    proc = _spawn([shell, "-c", command], data, hook_env(env, project_dir), project_dir, timeout)
+    if proc.error is not None:
+        return "", proc.error[:80]
+    if proc.timed_out:
+        return "", f"timed out after {timeout:g}s"
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return "", f"exited with {proc.returncode}" + (f": {err[-1][:60]}" if err else "")
+    out = proc.stdout.decode("utf-8", "replace").strip("\n").split("\n")
+    return out[0][:500], None
 
 
 class HookRunner:
@@ -864,13 +948,7 @@ class HookRunner:
         self.cwd = os.path.abspath(cwd or project_dir)
         self.permission_mode = permission_mode
         self.warnings = tuple(warnings)
-        base = env if isinstance(env, spawn.ChildEnv) else spawn.environment(os.environ if env is None else env)
-        base = spawn.ChildEnv(base)  # a copy: what is added below is the hooks' own
-        for k in list(base):
-            if k.startswith("OTEL_"):
-                del base[k]
-        base["CLAUDE_PROJECT_DIR"] = self.project_dir
-        base["AGENTLOOP_PROJECT_DIR"] = self.project_dir
+        base = hook_env(env, self.project_dir)
         self._env = base
         self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
         self._async_lock = threading.Lock()
@@ -890,14 +968,22 @@ class HookRunner:
         permission_mode: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> HookRunner:
-        """Read ``hooks`` from every settings source (lowest precedence first).
+        """Read ``hooks`` from every settings source (lowest precedence first); only the managed
+        sources' when managed settings set ``allowManagedHooksOnly: true`` (the others are named in a warning).
 
         Raises:
             ConfigError: a ``hooks`` section is malformed (names the file and place).
         """
         handlers: list[HookHandler] = []
         warnings: list[str] = []
+        managed_only = [s.path for s in sources if s.scope == "managed" and s.data.get("allowManagedHooksOnly") is True]
         for s in sources:
+            if s.data.get("allowManagedHooksOnly") is not None and s.scope != "managed":
+                warnings.append(f"{s.path}: allowManagedHooksOnly is read from managed settings only; ignored")
+            if managed_only and s.scope != "managed":
+                if s.data.get("hooks"):  # Claude Code: "User, project, and local hooks are ignored"
+                    warnings.append(f"{s.path}: hooks not run: {managed_only[-1]} sets allowManagedHooksOnly")
+                continue
             hs, ws = _handlers_from(s)
             handlers += hs
             warnings += ws

@@ -368,7 +368,8 @@ class Decision:
     """The settings file the rule came from (``session`` for rules added at run time)."""
     reason: str
     by_mode: bool = False
-    """An "ask" only because the mode asks for tools no rule covers (a PreToolUse hook's allow may skip it)."""
+    """An "ask" (or dontAsk's "deny") only because the mode decides for tools no rule covers: a PreToolUse
+    hook's allow may skip it."""
 
 
 @dataclass
@@ -584,8 +585,8 @@ class PermissionPolicy:
             return Decision("allow", None, None, f"{tool_name} only reads")
         if tool_name in EDIT_TOOLS and self.mode == "acceptEdits":
             return Decision("allow", None, None, "acceptEdits mode allows file edits")
-        if self.mode == "dontAsk":
-            return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk")
+        if self.mode == "dontAsk":  # by the mode alone: a PreToolUse hook's "allow" pre-approves it (by_mode)
+            return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk", by_mode=True)
         note = self._why_not_read_only(bash) if bash is not None and _read_only_line(bash) else ""
         return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode{note}", by_mode=True)
 

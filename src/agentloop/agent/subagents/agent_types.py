@@ -123,6 +123,9 @@ def load_agent_types(
                 if sep:
                     meta[k.strip()] = v.strip().strip("\"'")
             name = meta.get("name") or fn[:-3]
+            if warnings is not None and re.search(r"^hooks\s*:", m.group(1), re.MULTILINE):
+                warnings.append(f"{path}: front matter 'hooks' of agent {name!r} is not supported by agentloop; ignored "
+                                "(hooks run only from the settings files, for the parent and its sub-agents alike)")
             tools = tuple(t.strip() for t in meta["tools"].split(",") if t.strip()) if meta.get("tools") else None
             unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
             if unknown and warnings is not None:

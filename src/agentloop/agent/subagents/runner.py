@@ -173,6 +173,17 @@ class SubagentRunner:
         self._pre.hold = None
         return hold if hold is not None else self.parent.reserve(self.share)
 
+    def _open_type_model(self, atype: AgentType) -> Any:
+        """The model a type's ``model`` names; when it cannot be opened, a ``ToolError`` the model reads
+        (the reason, so it can pick another type or do the work itself), not the generic failure."""
+        assert self.open_model is not None and atype.model is not None
+        try:
+            return self.open_model(atype.model)
+        except Exception as exc:  # the providers' one-line messages (keys scrubbed), an unknown model name...
+            where = f" ({atype.source})" if atype.source != "built-in" else ""
+            raise ToolError(f"the sub-agent type {atype.name!r}{where} asks for the model {atype.model!r}, "
+                            f"which cannot be used: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+
     def start(self, description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None) -> dict[str, Any]:
         """Run one child to its stop; returns what the parent's tool result holds."""
         atype = self.agent_type(subagent_type)
@@ -190,7 +201,7 @@ class SubagentRunner:
                 self._record("hook", out.to_record())
             registry = self._tools_for(atype, cwd)
             budget = Budget(max_steps=self.max_steps, max_usd_micros=reserved[0], max_tokens=reserved[1])
-            model = self.model if atype.model is None or self.open_model is None else self.open_model(atype.model)
+            model = self.model if atype.model is None or self.open_model is None else self._open_type_model(atype)
             messages = [{"role": "system", "content": atype.prompt + f"\n\nWorking directory: {cwd}"}, {"role": "user", "content": prompt}]
             gate = StopGate(budget)
             left: Budget | None = budget
@@ -272,10 +283,16 @@ class SubagentRunner:
         """
         if self.hooks is None or not self.hooks.has("SubagentStop") or last.stop_reason == "interrupted":
             return None
+        from ..hooks.payloads import write_claude_transcript
+
+        # agent_transcript_path: the child's conversation in Claude Code's lines, beside its hash-chained file
+        mirror = os.path.join(os.path.dirname(path), "claude", os.path.basename(path))
+        if not write_claude_transcript(mirror, list(last.messages), child_id, self.hooks.cwd):
+            mirror = path
         out = self.hooks.run(
             "SubagentStop",
             {"agent_id": child_id, "agent_type": atype, "stop_hook_active": active, "last_assistant_message": last.answer,
-             "agent_transcript_path": path},
+             "agent_transcript_path": mirror},
             matcher_value=atype,
         )
         self._record("hook", out.to_record())

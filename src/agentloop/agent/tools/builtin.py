@@ -551,6 +551,8 @@ class _Shared:
         self.patch_guard: Callable[[str], str | None] = lambda _p: None
         self.shell_cwd = ws.root
         """Where the next Bash command starts: `cd` carries over from one call to the next."""
+        self.max_timeout_ms = MAX_TIMEOUT_MS
+        """The longest timeout the model may ask Bash for (Claude Code's ``BASH_MAX_TIMEOUT_MS``)."""
 
 
 def _bound(fn: Callable[..., Any], shared: _Shared) -> Callable[..., Any]:
@@ -573,7 +575,7 @@ def _bash(t: _Shared, **kw: Any) -> str:
     if timeout_ms is None:
         timeout_s = float(t.shell_timeout_s)
     else:
-        timeout_s = min(max(int(timeout_ms), 1), MAX_TIMEOUT_MS) / 1000
+        timeout_s = min(max(int(timeout_ms), 1), t.max_timeout_ms) / 1000
     cwd = t.shell_cwd
     if not os.path.isdir(cwd) or not t.ws.contains(os.path.realpath(cwd), for_write=True):
         cwd = t.shell_cwd = t.ws.root
@@ -1113,6 +1115,7 @@ def builtin_registry(
     session: SessionLink | None = None,
     patch_guard: Callable[[str], str | None] | None = None,
     require_read: bool = True,
+    shell_max_timeout_s: float | None = None,
 ) -> Registry:
     """A registry holding the built-in tools confined to ``workspace``.
 
@@ -1137,10 +1140,13 @@ def builtin_registry(
             may not change (the agent's Edit deny rules and protected paths).
         require_read: Edit, Write and NotebookEdit of an existing file need a
             Read of it first (``file_state`` rule 1).
+        shell_max_timeout_s: the longest timeout the model may give Bash (default 600 s).
     """
     t = _Shared(workspace.with_read_only(spill_dir), shell_timeout_s, processes, visible, sandbox, env,
                 ReadState(required=require_read))
     t.patch_guard = patch_guard or (lambda _p: None)
+    if shell_max_timeout_s is not None:  # the model's own timeout is capped here (BASH_MAX_TIMEOUT_MS)
+        t.max_timeout_ms = max(1, int(shell_max_timeout_s * 1000))
     specs: list[tuple[str, str, dict[str, Any], Callable[..., Any], bool]] = [
         ("Bash", _BASH_DOC, _BASH_SCHEMA, _bound(_bash, t), False),
         ("Read", _READ_DOC, _READ_SCHEMA, _bound(_read, t), True),
