@@ -856,13 +856,20 @@ class Agent:
         self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
         self.sandbox.roots = [os.path.realpath(d) for d in (self.cwd, *self.add_dirs)]
         self.processes = RunningProcesses()
+        from .tools.background import BackgroundShells
+
+        old = getattr(self, "background", None)
+        if old is not None:
+            old.close()  # a new session (clear, resume): the old one's background shells end with it
+        self.background = BackgroundShells(spill)
+        self.policy.read_only_tools = self.policy.read_only_tools | {"BashOutput", "KillShell"}  # as in Claude Code: no permission
         if self._given_registry is not None:
             self.registry = self._given_registry
         else:
             self.registry = builtin_registry(
                 self.workspace, spill_dir=spill, shell_timeout_s=int(self.shell_timeout_s),
                 processes=self.processes, visible=self.policy.visible(),
-                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text,
+                sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text, background=self.background,
             )
             if self.skills:
                 self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded))
@@ -1431,6 +1438,9 @@ class Agent:
                     log.error("could not record session_end: %s", exc)
             s.close()
             log.info("session closed (%s)", reason)
+            bg = getattr(self, "background", None)
+            if bg is not None:
+                bg.close()  # background shells end with the session
             if self.mcp_servers is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
                 self.mcp_servers.close()
             if reason not in ("clear", "resume"):

@@ -451,7 +451,8 @@ class Sandbox:
         return [*out, "--", *argv], {"TMPDIR": "/tmp"}
 
     def launch(
-        self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int]
+        self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int],
+        *, alone: bool = False,
     ) -> Any:
         """Start ``argv`` for Bash: outside, in the session's runner, or in a bubblewrap of its own.
 
@@ -460,10 +461,13 @@ class Sandbox:
         whose death ends the command and all it started. Output (stdout and
         stderr) comes on ``stdout``.
 
+        ``alone``: never the session's runner, a bubblewrap of its own (a
+        background command: the runner ends what a command leaves running).
+
         Raises:
             OSError: the command cannot start.
         """
-        if self.inside(command):
+        if self.inside(command) and not alone:
             prefix = self._prefix()
             env2 = {**env, "TMPDIR": "/tmp"}
             r = self._runner_for(prefix, env2)

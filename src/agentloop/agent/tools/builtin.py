@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...tools import Registry, Tool, ToolError
 from .. import spawn
+from .background import BackgroundShells, background_tools, start_background
 from .linear_regex import Matcher, RegexError, compile_linear
 from .walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
@@ -524,6 +525,8 @@ class _Shared:
         self.env = env
         self.shell_cwd = ws.root
         """Where the next Bash command starts: `cd` carries over from one call to the next."""
+        self.background: BackgroundShells | None = None
+        """Bash's ``run_in_background`` shells (``background.py``)."""
 
 
 def _bound(fn: Callable[..., str], shared: _Shared) -> Callable[..., str]:
@@ -550,6 +553,8 @@ def _bash(t: _Shared, **kw: Any) -> str:
     cwd = t.shell_cwd
     if not os.path.isdir(cwd) or not t.ws.contains(os.path.realpath(cwd), for_write=True):
         cwd = t.shell_cwd = t.ws.root
+    if kw.get("run_in_background") and t.background is not None:
+        return start_background(t.background, command, cwd=cwd, shell=_shell(), env=t.env, sandbox=t.sandbox)
     code, output, timed_out, reported = _run_reporting_cwd(t, command, cwd, timeout_s)
     output = _after_command(t, command, output.rstrip("\n"), reported)
     if timed_out:
@@ -891,8 +896,12 @@ def builtin_registry(
     sandbox: Sandbox | None = None,
     env: Mapping[str, str] | None = None,
     redact: Callable[[str], str] | None = None,
+    background: BackgroundShells | None = None,
 ) -> Registry:
     """A registry holding Bash, Read, Write, Edit, Glob, Grep and LS confined to ``workspace``.
+
+    With BashOutput and KillShell for Bash's background shells (``background``:
+    the session's, which the agent kills when the session ends; None: new ones).
 
     Args:
         workspace: where the file tools may read and write.
@@ -916,6 +925,8 @@ def builtin_registry(
         ("Grep", _GREP_DOC, _GREP_SCHEMA, _bound(_grep, t), True),
         ("LS", _LS_DOC, _LS_SCHEMA, _bound(_ls, t), True),
     ]
+    t.background = background if background is not None else BackgroundShells(spill_dir)
+    specs += background_tools(t.background)
     reg = Registry()
     for name, doc, schema, fn, read_only in specs:
         wrapped = _redacting(fn, redact) if name == "Read" else _spilling(fn, spill_dir, name, redact)
@@ -1038,7 +1049,9 @@ _BASH_DOC = (
     "exit code is reported at the end. The default timeout is 2 minutes "
     f"(at most {MAX_TIMEOUT_MS // 1000} s); on timeout the command and everything it started are "
     "killed. Prefer Read, Grep, Glob and Edit to cat, grep, find and sed. Output over 10,000 "
-    "characters is saved to a file and a preview is returned."
+    "characters is saved to a file and a preview is returned. What a command leaves running "
+    "(`cmd &`) is killed when it returns: for a server or a watcher, set run_in_background and "
+    "read it later with BashOutput."
 )
 _BASH_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -1051,6 +1064,10 @@ _BASH_SCHEMA: dict[str, Any] = {
             "description": f"Timeout in milliseconds (at most {MAX_TIMEOUT_MS}).",
         },
         "description": {"type": "string", "description": "What the command does, in 5-10 words."},
+        "run_in_background": {
+            "type": "boolean",
+            "description": "Start the command and return a shell id at once; read it with BashOutput, stop it with KillShell.",
+        },
     },
     "required": ["command"],
     "additionalProperties": False,
