@@ -621,6 +621,20 @@ SABOTAGES = [
         "    pass  # SABOTAGED",
         ["tests/test_mcp_sse_content_type.py"],
     ),
+    Sabotage(
+        "a background shell runs outside the sandbox (not in a bubblewrap of its own)",
+        "src/agentloop/agent/tools/background.py",
+        "            return sb.launch(argv, cwd, command, env_, fds, alone=True)",
+        "            return spawn.popen(argv, cwd=cwd, env=env_)  # SABOTAGED",
+        ["tests/test_background_bash.py::test_a_background_command_is_confined_as_a_foreground_one"],
+    ),
+    Sabotage(
+        "background shells outlive the session (Agent.close does not kill them)",
+        "src/agentloop/agent/agent.py",
+        "                bg.close()  # background shells end with the session",
+        "                pass  # SABOTAGED",
+        ["tests/test_background_bash.py::test_background_shells_end_with_the_session"],
+    ),
 ]
 
 
