@@ -635,6 +635,13 @@ SABOTAGES = [
         "                pass  # SABOTAGED",
         ["tests/test_background_bash.py::test_background_shells_end_with_the_session"],
     ),
+    Sabotage(
+        "a Bash call asking to run outside the sandbox (dangerouslyDisableSandbox) runs without approval",
+        "src/agentloop/agent/pipeline.py",
+        '    if arguments.get("dangerouslyDisableSandbox") is not True:',
+        "    if True:  # SABOTAGED",
+        ["tests/test_unsandboxed_bash.py"],
+    ),
 ]
 
 

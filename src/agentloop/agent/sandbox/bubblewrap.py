@@ -34,9 +34,10 @@ agentloop adds ``network.allowAll`` (network on or off as a whole).
 those hosts; programs that ignore the proxy reach nothing. What is not
 honoured is named in a warning, and the sandbox then stays closed:
 
-- ``allowUnsandboxedCommands``: agentloop's Bash has no
-  ``dangerouslyDisableSandbox`` argument; only ``excludedCommands`` run
-  outside, and each of those asks the user first.
+- ``allowUnsandboxedCommands``: true by default, as in Claude Code: Bash's
+  ``dangerouslyDisableSandbox`` runs one command outside, and each such call
+  asks the user first unless an allow rule of theirs (not the mode, not a
+  session's "always") names it; ``false`` (from any file) ignores it.
 - A setting that weakens the sandbox (``enabled: false``, ``allowWrite``,
   ``excludedCommands``, ``network.allowAll``, ``network.allowedDomains``) is
   taken from the user's own settings only: a project's files cannot open the
@@ -119,6 +120,9 @@ class SandboxSettings:
     deny_read: tuple[str, ...] = ()
     allowed_domains: tuple[str, ...] = ()
     """Reachable through agentloop's proxy when ``network`` is off (``network.allowedDomains``)."""
+    allow_unsandboxed: bool = True
+    """Bash's ``dangerouslyDisableSandbox`` is honoured (after a person or an allow rule approves each call);
+    ``allowUnsandboxedCommands: false`` in any settings file turns it off."""
     warnings: tuple[str, ...] = ()
     source: str = "default"
     """Where the mode came from: "default", "--sandbox" or a settings file."""
@@ -191,6 +195,7 @@ def settings_from(
     network = False
     paths: dict[str, list[str]] = {"allowWrite": [], "denyWrite": [], "denyRead": []}
     domains: list[str] = []
+    allow_unsandboxed = True
     for s in sources:
         sb = s.data.get("sandbox")
         if sb is None:
@@ -225,9 +230,8 @@ def settings_from(
         ex = _strings(sb.get("excludedCommands"), f"{where}.excludedCommands", warnings)
         if ex and weakening("excludedCommands"):
             excluded += ex
-        if sb.get("allowUnsandboxedCommands") is True:
-            warnings.append(f"{where}.allowUnsandboxedCommands is not honoured: Bash has no dangerouslyDisableSandbox; "
-                            "list commands in excludedCommands instead (each asks first)")
+        if sb.get("allowUnsandboxedCommands") is False:  # it only restricts: any file may set it
+            allow_unsandboxed = False
         if sb.get("autoAllowBashIfSandboxed") is True:  # false is what agentloop does anyway
             warnings.append(f"{where}.autoAllowBashIfSandboxed is not honoured: permission rules decide as without the sandbox")
         fs = sb.get("filesystem")
@@ -248,6 +252,7 @@ def settings_from(
         mode=chosen, fail_if_unavailable=fail, excluded_commands=tuple(excluded), network=network,
         allow_write=tuple(paths["allowWrite"]), deny_write=tuple(paths["denyWrite"]), deny_read=tuple(paths["denyRead"]),
         allowed_domains=tuple(dict.fromkeys(domains)), warnings=tuple(warnings), source=source,
+        allow_unsandboxed=allow_unsandboxed,
     )
 
 

@@ -553,10 +553,12 @@ def _bash(t: _Shared, **kw: Any) -> str:
     cwd = t.shell_cwd
     if not os.path.isdir(cwd) or not t.ws.contains(os.path.realpath(cwd), for_write=True):
         cwd = t.shell_cwd = t.ws.root
+    # unsandboxed only as asked and approved (the pipeline asks a person or an allow rule first)
+    sandbox = None if _unsandboxed(t, kw) else t.sandbox
     if kw.get("run_in_background") and t.background is not None:
-        return start_background(t.background, command, cwd=cwd, shell=_shell(), env=t.env, sandbox=t.sandbox)
-    code, output, timed_out, reported = _run_reporting_cwd(t, command, cwd, timeout_s)
-    output = _after_command(t, command, output.rstrip("\n"), reported)
+        return start_background(t.background, command, cwd=cwd, shell=_shell(), env=t.env, sandbox=sandbox)
+    code, output, timed_out, reported = _run_reporting_cwd(t, command, cwd, timeout_s, sandbox)
+    output = _after_command(t, command, output.rstrip("\n"), reported, sandbox)
     if timed_out:
         raise ToolError(
             f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
@@ -569,7 +571,15 @@ def _bash(t: _Shared, **kw: Any) -> str:
     return output if output else "(no output)"
 
 
-def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> tuple[int | None, str, bool, str]:
+def _unsandboxed(t: _Shared, kw: Mapping[str, Any]) -> bool:
+    """``dangerouslyDisableSandbox: true`` where a sandbox is on and ``sandbox.allowUnsandboxedCommands`` is not false."""
+    sb = t.sandbox
+    return kw.get("dangerouslyDisableSandbox") is True and sb is not None and sb.active and sb.settings.allow_unsandboxed
+
+
+def _run_reporting_cwd(
+    t: _Shared, command: str, cwd: str, timeout_s: float, sandbox: Sandbox | None,
+) -> tuple[int | None, str, bool, str]:
     """Run ``command`` in ``cwd``; also what the shell reported as the directory it ended in.
 
     The shell reports where it ends up on a pipe, so `cd` carries over to
@@ -578,8 +588,8 @@ def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> 
     r, w = os.pipe()
     try:
         launcher = None
-        if t.sandbox is not None:
-            sb, here = t.sandbox, cwd
+        if sandbox is not None:
+            sb, here = sandbox, cwd
 
             def launcher(argv: list[str], env_: dict[str, str], fds: tuple[int, ...]) -> Any:
                 return sb.launch(argv, here, command, env_, fds)
@@ -599,7 +609,7 @@ def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> 
     return code, output, timed_out, reported
 
 
-def _after_command(t: _Shared, command: str, output: str, reported: str) -> str:
+def _after_command(t: _Shared, command: str, output: str, reported: str, sandbox: Sandbox | None) -> str:
     """Move Bash's directory to where the command ended (when inside the workspace); add the notes the model needs."""
     note = ""
     ended = reported.strip().splitlines()[-1] if reported.strip() else ""
@@ -611,8 +621,8 @@ def _after_command(t: _Shared, command: str, output: str, reported: str) -> str:
             note = f"[{ended} is outside the workspace: the working directory is back at {t.ws.root}]"
     if note:
         output = f"{output}\n{note}" if output else note
-    if t.sandbox is not None:  # a part may fail on the sandbox while the line exits 0
-        why = t.sandbox.explain(command, output)
+    if sandbox is not None:  # a part may fail on the sandbox while the line exits 0
+        why = sandbox.explain(command, output)
         if why:
             output = f"{output}\n{why}" if output else why
     return output
@@ -1067,6 +1077,12 @@ _BASH_SCHEMA: dict[str, Any] = {
         "run_in_background": {
             "type": "boolean",
             "description": "Start the command and return a shell id at once; read it with BashOutput, stop it with KillShell.",
+        },
+        "dangerouslyDisableSandbox": {
+            "type": "boolean",
+            "description": "Run this one command outside the sandbox (with the network and your user's full access). "
+            "The user is asked first (unless an allow rule of theirs names the command); use it only after "
+            "the sandbox stopped the command and the task needs it.",
         },
     },
     "required": ["command"],
