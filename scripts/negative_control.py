@@ -642,6 +642,13 @@ SABOTAGES = [
         "    if True:  # SABOTAGED",
         ["tests/test_unsandboxed_bash.py"],
     ),
+    Sabotage(
+        "a sub-agent's changes coming back are merged through a symlink out of the checkout",
+        "src/agentloop/agent/subagents/worktree.py",
+        "            if not (inside and os.path.isfile(mine) and os.path.isfile(theirs)):  # never through a symlink",
+        "            if not (os.path.isfile(mine) and os.path.isfile(theirs)):  # SABOTAGED",
+        ["tests/test_subagent.py::test_changes_coming_back_never_follow_a_symlink_out_of_the_checkout"],
+    ),
 ]
 
 

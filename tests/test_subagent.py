@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -385,4 +386,31 @@ def test_a_conflict_with_the_parents_own_change_is_reported_to_the_parent_model(
     text = (repo / "a.txt").read_text()
     assert "<<<<<<<" in text and "child" in text and "parent meanwhile" in text
     assert any("conflict" in t for t in parent_saw)  # the parent model is told
+    git(repo, "worktree", "remove", "--force", wt["path"])
+
+
+def test_changes_coming_back_never_follow_a_symlink_out_of_the_checkout(repo: Path, tmp_path: Path) -> None:
+    """A directory the parent replaced by a symlink to elsewhere is not written through when the child's changes come back."""
+    (repo / "d").mkdir()
+    (repo / "d" / "x.txt").write_text("line\n")
+    git(repo, "add", "d/x.txt")
+    git(repo, "commit", "-q", "-m", "d")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.txt").write_text("line\n")
+
+    def child(n: int, req: ModelRequest) -> ModelReply:
+        if n == 1:
+            shutil.rmtree(repo / "d")
+            os.symlink(outside, repo / "d")  # the parent's tree changes while the child works
+            return calls(("Write", {"path": "d/x.txt", "content": "line\nchild\n"}), prefix="c")
+        return answer("done")
+
+    model = Router(lambda n, req: calls(("Agent", {"description": "edit", "prompt": "edit d"})) if n == 1 else answer("ok"), child)
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents")
+    parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
+    wt = runner.children[0]["worktree"]
+    assert wt["applied"] == "failed" and "d/x.txt" in wt["conflicts"]
+    assert (outside / "x.txt").read_text() == "line\n"
     git(repo, "worktree", "remove", "--force", wt["path"])
