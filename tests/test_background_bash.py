@@ -150,6 +150,26 @@ def test_a_server_in_the_background_serves_on_its_own_loopback(base: Path) -> No
     assert _alive_with(f"http.server\0{port}") == []
 
 
+def test_a_later_foreground_call_reaches_a_background_server_and_the_server_survives_it(base: Path) -> None:
+    """The dev-server case: start it in the background, then curl it from ordinary Bash calls."""
+    port = 20000 + (os.getpid() * 7) % 20000
+    (base / "proj" / "index.html").write_text("hello from the server\n")
+    get = f"python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/index.html').read().decode())\""
+    outs, _ = run(base, [
+        reply("", [("Bash", {"command": f"python3 -m http.server {port} --bind 127.0.0.1", "run_in_background": True})]),
+        later(1.5, "Bash", {"command": get}),
+        reply("", [("Bash", {"command": get})]),  # the first call's end did not take the server with it
+        reply("", [("BashOutput", {"bash_id": "bash_1"})]),
+        reply("", [("KillShell", {"shell_id": "bash_1"})]),
+        later(0.3, "Bash", {"command": f"{get} 2>&1 | tail -1"}),
+    ])
+    assert "hello from the server" in outs[1] and "hello from the server" in outs[2], outs
+    assert outs[3].startswith("[shell bash_1: running]") and "GET /index.html" in outs[3]
+    assert "stopped" in outs[4]
+    assert "refused" in outs[5].lower() and "hello" not in outs[5]
+    assert _alive_with(f"http.server\0{port}") == []
+
+
 def test_a_foreground_commands_own_background_children_end_with_the_call(base: Path) -> None:
     """Decided: as in Claude Code, what a foreground command leaves running ends when it returns."""
     outs, _ = run(base, [
@@ -182,3 +202,39 @@ def test_an_unknown_shell_and_a_bad_filter_get_one_clear_line(base: Path) -> Non
     assert outs[1].startswith("Error") or "filter" in outs[1]
     assert "exited with code 0" in outs[2] and "hi" in outs[2]
     assert "not running" in outs[3]
+
+
+def test_while_a_background_shell_runs_a_foreground_commands_leftovers_still_end_with_the_call(base: Path) -> None:
+    """The background shell's session is spared when a foreground command ends; nothing else is, setsid included."""
+    outs, _ = run(base, [
+        reply("", [("Bash", {"command": "while true; do sleep 0.2; done", "run_in_background": True})]),
+        reply("", [("Bash", {"command": "(sleep 0.5; echo hi > late.txt) & setsid sh -c 'sleep 0.5; echo hi > late2.txt' & echo started"})]),
+        later(1.2, "Bash", {"command": "ls late*.txt 2>&1 || true"}),
+        reply("", [("BashOutput", {"bash_id": "bash_1"})]),
+    ])
+    assert "started" in outs[1] and "No such file" in outs[2]
+    assert not (base / "proj" / "late.txt").exists() and not (base / "proj" / "late2.txt").exists()
+    assert outs[3].startswith("[shell bash_1: running]")
+
+
+def test_background_shells_end_with_the_session_on_clear_too(base: Path) -> None:
+    """/clear starts a new session in the same sandbox: the old session's background shells end with it."""
+    marker = f"bgclear{os.getpid()}"
+    model = ScriptedModel([reply("", [("Bash", {"command": f"while true; do sleep 0.2; done # {marker}",
+                                                "run_in_background": True})]), reply("started")])
+    a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env_for(base), model=model,
+              permission_mode="bypassPermissions")
+    try:
+        a.ask("go")
+        deadline = time.monotonic() + 3
+        while not _alive_with(marker) and time.monotonic() < deadline:  # started: exec'd inside by now
+            time.sleep(0.05)
+        assert _alive_with(marker)
+        a.switch_session(None, "clear")
+        deadline = time.monotonic() + 3
+        while _alive_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive_with(marker) == []
+        assert "BashOutput" in a.registry.names() and a.background.running() == []
+    finally:
+        a.close()

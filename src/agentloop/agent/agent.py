@@ -858,9 +858,6 @@ class Agent:
         self.processes = RunningProcesses()
         from .tools.background import BackgroundShells
 
-        old = getattr(self, "background", None)
-        if old is not None:
-            old.close()  # a new session (clear, resume): the old one's background shells end with it
         self.background = BackgroundShells(spill)
         self.policy.read_only_tools = self.policy.read_only_tools | {"BashOutput", "KillShell"}  # as in Claude Code: no permission
         if self._given_registry is not None:
@@ -1440,7 +1437,7 @@ class Agent:
             log.info("session closed (%s)", reason)
             bg = getattr(self, "background", None)
             if bg is not None:
-                bg.close()  # background shells end with the session
+                bg.close()  # background shells end with the session (on /clear and /resume too: the sandbox stays)
             if self.mcp_servers is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
                 self.mcp_servers.close()
             if reason not in ("clear", "resume"):

@@ -21,7 +21,10 @@ In every sandboxed mode:
   cannot plant code that a later session or ``git`` would run;
 - the command runs in new PID, IPC and network namespaces with every
   capability dropped, and bubblewrap dies with the agent: when the command
-  ends, whatever it started ends too (``setsid``, double forks, ``nohup``).
+  ends, whatever it started ends too (``setsid``, double forks, ``nohup``),
+  except the sessions of the background commands (Bash's
+  ``run_in_background``, ``launch_background``), which end when stopped or
+  with the sandbox.
 
 Settings, in Claude Code's ``sandbox`` shape (Claude Code settings reference,
 https://code.claude.com/docs/en/settings, "Sandbox settings"):
@@ -504,12 +507,54 @@ class Sandbox:
             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
         )
 
+    def launch_background(
+        self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int]
+    ) -> Any:
+        """Start a background command in the session's runner, beside the foreground ones (same network
+        namespace, so its loopback server answers them); None when it cannot (use ``launch(alone=True)``).
+
+        A foreground command's end spares the background commands' sessions; ``end()`` of the returned
+        object kills its whole session; closing the sandbox ends them all.
+        """
+        if not self.inside(command):
+            return None
+        env2 = {**env, "TMPDIR": "/tmp"}
+        r = self._runner_for(self._prefix(), env2)
+        if r is None:
+            return None
+        if self._proxy is not None:
+            from .netproxy import PROXY_PORT
+
+            url = f"http://127.0.0.1:{PROXY_PORT}"
+            env2.update({k: url for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")})
+            env2.update(NO_PROXY="", no_proxy="")
+        import socket
+
+        rd, wr = os.pipe()
+        try:
+            req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds), "bg": True}
+            socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
+            r.sock.settimeout(10)
+            pid = int(json.loads(r.sock.recv(4096))["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            os.close(rd)
+            r.lock.release()
+            r.close()
+            return None
+        finally:
+            os.close(wr)
+        r.background.add(pid)
+        r.lock.release()
+        return _InRunner(r, rd, pid)
+
     def _runner_for(self, prefix: list[str], env: Mapping[str, str]) -> _Runner | None:
         """The session's runner for this mount set, locked for one command; None: use a bubblewrap of its own."""
         if not self.use_runner:
             return None
         with self._lock:
             r = self._runner
+            if r is not None and r.alive() and r.prefix != prefix and r.background:
+                return None  # background commands live in it: this command gets a bubblewrap of its own
             if r is not None and (not r.alive() or r.prefix != prefix):
                 if not r.lock.acquire(blocking=False):
                     return None  # busy with another command: that one keeps it
@@ -652,6 +697,40 @@ if len(sys.argv) > 3:  # the proxy: 127.0.0.1:PORT here, bridged to the agent's 
                 return
             threading.Thread(target=bridge, args=(c,), daemon=True).start()
     threading.Thread(target=serve, daemon=True).start()
+bg = set()  # background commands: each the leader of a session of its own, spared when a command ends
+def stat_of(p):
+    try:
+        with open("/proc/%d/stat" % p) as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return rest[0], int(rest[3])  # state, session
+    except (OSError, ValueError, IndexError):
+        return "Z", None
+def sweep(doomed):
+    me = os.getpid()
+    for _ in range(200):
+        hit = 0
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (1, me):
+                state, sid = stat_of(int(name))
+                if state != "Z" and doomed(sid):
+                    try:
+                        os.kill(int(name), signal.SIGKILL)
+                        hit += 1
+                    except OSError:
+                        pass
+        if not hit:
+            return
+def reap():
+    while bg:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in bg:
+            bg.discard(pid)
+            sweep(lambda sid: sid == pid)  # what the background shell left running ends with it
 s.send(b'{"ready": true}')
 while True:
     try:
@@ -661,9 +740,23 @@ while True:
     if not msg:
         break
     req = json.loads(msg)
+    reap()
+    if "kill" in req:  # a background command: its whole session
+        victim = int(req["kill"])
+        if victim in bg:
+            sweep(lambda sid: sid == victim)
+            try:
+                os.waitpid(victim, 0)
+            except ChildProcessError:
+                pass
+            bg.discard(victim)
+        s.send(json.dumps({"killed": victim}).encode())
+        continue
     pid = os.fork()
     if pid == 0:
         try:
+            if req.get("bg"):
+                os.setsid()
             s.close()
             base = max([2, *req["fds"]]) + 1
             high = [fcntl.fcntl(f, fcntl.F_DUPFD_CLOEXEC, base) for f in fds]  # above every target
@@ -687,12 +780,20 @@ while True:
         os._exit(127)
     for f in fds:
         os.close(f)
+    if req.get("bg"):
+        bg.add(pid)
+        s.send(json.dumps({"pid": pid}).encode())
+        continue
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    try:
-        os.kill(-1, signal.SIGKILL)  # everything the command started: all but pid 1 and this runner
-    except OSError:
-        pass
+    reap()
+    if bg:  # everything the command started, but the background commands' sessions
+        sweep(lambda sid: sid not in bg)
+    else:
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything the command started: all but pid 1 and this runner
+        except OSError:
+            pass
     s.send(json.dumps({"code": code}).encode())
 """
 
@@ -724,6 +825,8 @@ class _Runner:
         finally:
             b.close()
         self.lock = threading.Lock()
+        self.background: set[int] = set()
+        """The background commands running in it (their pids inside)."""
         a.settimeout(10)
         try:
             ready = a.recv(64)
@@ -778,6 +881,34 @@ class _Launched:
         self.returncode = code
         self.runner.lock.release()
         return code
+
+
+class _InRunner:
+    """A background command in the session's runner: its output pipe, and ``end()`` to kill its session."""
+
+    def __init__(self, runner: _Runner, read_end: int, inner_pid: int):
+        self.runner = runner
+        self.inner_pid = inner_pid
+        self.pid = -1  # not a host process group: end() is the only way to stop it
+        self.stdout = os.fdopen(read_end, "rb", buffering=0)
+
+    def end(self) -> None:
+        """Kill the command's whole session inside the sandbox (nothing when the runner is gone or busy too long)."""
+        r = self.runner
+        if self.inner_pid not in r.background or not r.alive():
+            r.background.discard(self.inner_pid)
+            return
+        if not r.lock.acquire(timeout=30):
+            return
+        try:
+            r.sock.settimeout(10)
+            r.sock.send(json.dumps({"kill": self.inner_pid}).encode())
+            r.sock.recv(4096)
+        except OSError:
+            r.close()
+        finally:
+            r.background.discard(self.inner_pid)
+            r.lock.release()
 
 
 def user_home_of(env: Mapping[str, str]) -> str:

@@ -2,12 +2,12 @@
 
 Rules:
 
-1. A background command starts through the one spawn path, in the same
-   sandbox as a foreground one (a bubblewrap of its own: the session's
-   runner ends whatever a foreground command leaves running, so a
-   background process cannot live there). Its network namespace is its own:
-   a server it starts is reachable from commands in the same background
-   shell, not from later foreground calls.
+1. A background command starts through the one spawn path, in the
+   session's sandbox beside the foreground commands (``Sandbox.launch_background``:
+   a session of its own inside the runner, which a foreground command's end
+   spares), so a server it starts answers later foreground calls on the
+   sandbox's loopback. Where the runner cannot take it, it gets a bubblewrap
+   of its own (as confined, with a loopback of its own).
 2. Its output (stdout and stderr together) goes through a pipe to a file
    under the session's spill directory, at most ``OUTPUT_CAP`` bytes on disk
    per shell: past that the file starts over and the next read says how many
@@ -15,7 +15,7 @@ Rules:
 3. It runs until ``KillShell``, until its shell exits (whatever the shell
    left running is then ended with it), or until the session ends
    (``BackgroundShells.close``, called by ``Agent.close``): its whole process
-   group, and with it the bubblewrap's PID namespace, is killed.
+   session (in the runner) or process group (its own bubblewrap) is killed.
 4. ``BashOutput`` returns only what came since the last read, and the
    shell's status; with ``filter`` only the complete lines that match (a
    linear-time pattern) are shown, and the others are consumed.
@@ -58,6 +58,8 @@ class _Shell:
     """The byte count at which the file on disk starts."""
     read: int = 0
     """The byte count up to which the model has read."""
+    status_fd: int = -1
+    """The shell writes its exit code here as it exits (a command in the session's runner has no Popen to wait on)."""
     status: str = "running"
     code: int | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -68,6 +70,15 @@ def _killpg(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _end(proc: Any) -> None:
+    """Kill the command and everything it started: its session in the runner, or its process group."""
+    end = getattr(proc, "end", None)
+    if end is not None:
+        end()
+    elif proc.pid > 0:
+        _killpg(proc.pid)
 
 
 class BackgroundShells:
@@ -86,6 +97,7 @@ class BackgroundShells:
     def start(
         self, command: str, *, cwd: str, argv: list[str], env: Mapping[str, str] | None,
         launcher: Callable[[list[str], dict[str, str], tuple[int, ...]], Any] | None,
+        status_fd: tuple[int, int] | None = None,
     ) -> str:
         """Start ``argv`` (a shell running ``command``) in the background. Returns its id.
 
@@ -104,10 +116,11 @@ class BackgroundShells:
             os.makedirs(self.spill_dir, exist_ok=True)
             path = os.path.join(self.spill_dir, f"background-{sid}.log")
             try:
-                proc = spawn.popen(argv, cwd=cwd, env=env, launcher=launcher)  # the one spawn path
+                proc = spawn.popen(argv, cwd=cwd, env=env, launcher=launcher,  # the one spawn path
+                                   pass_fds=(status_fd[1],) if status_fd else ())
             except OSError as exc:
                 raise ToolError(f"cannot start the background command in {cwd}: {exc.strerror or exc}") from None
-            sh = _Shell(sid, command, proc, path)
+            sh = _Shell(sid, command, proc, path, status_fd=status_fd[0] if status_fd else -1)
             self._shells[sid] = sh
         open(path, "wb").close()
         threading.Thread(target=self._pump, args=(sh,), name=f"bg-{sid}", daemon=True).start()
@@ -138,8 +151,13 @@ class BackgroundShells:
 
     def _wait(self, sh: _Shell) -> None:
         """When the shell exits, end what it left running (its group) and record how it ended."""
-        code = sh.proc.wait()
-        _killpg(sh.proc.pid)
+        if getattr(sh.proc, "end", None) is not None:
+            code = _read_status(sh.status_fd)
+        else:
+            code = sh.proc.wait()
+            if sh.status_fd >= 0:
+                os.close(sh.status_fd)
+        _end(sh.proc)
         with sh.lock:
             if sh.status == "running":
                 if code is not None and code < 0:
@@ -191,7 +209,7 @@ class BackgroundShells:
             if sh.status != "running":
                 return f"shell {sh.id} is not running ({_status(sh.status, sh.code)}); nothing to stop"
             sh.status = "killed"
-        _killpg(sh.proc.pid)
+        _end(sh.proc)
         sh.done.wait(timeout=5)
         return f"shell {sh.id} stopped (its command and everything it started were killed)"
 
@@ -208,12 +226,35 @@ class BackgroundShells:
             with sh.lock:
                 if sh.status == "running":
                     sh.status = "killed"
-            _killpg(sh.proc.pid)
+            _end(sh.proc)
         for sh in shells:
+            if getattr(sh.proc, "end", None) is not None:
+                continue  # inside the runner: the sandbox reaps it
             try:
                 sh.proc.wait(timeout=5)
             except Exception:  # it was killed: wait is only for the zombie
                 pass
+
+
+def _read_status(fd: int) -> int:
+    """The exit code the shell wrote as it exited; -9 when it wrote none (killed)."""
+    data = b""
+    try:
+        while True:
+            chunk = os.read(fd, 64)
+            if not chunk:
+                break
+            data += chunk
+            if b"\n" in data:  # what the shell started may hold the pipe open: its line is enough
+                break
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    try:
+        return int(data.decode().split()[-1])
+    except (ValueError, IndexError):
+        return -9
 
 
 def _status(status: str, code: int | None) -> str:
@@ -246,12 +287,21 @@ def start_background(
         sb = sandbox
 
         def launcher(argv: list[str], env_: dict[str, str], fds: tuple[int, ...]) -> Any:
-            return sb.launch(argv, cwd, command, env_, fds, alone=True)
+            got = sb.launch_background(argv, cwd, command, env_, fds)  # beside the foreground commands
+            return got if got is not None else sb.launch(argv, cwd, command, env_, fds, alone=True)
 
-    sid = shells.start(command, cwd=cwd, argv=[*shell, command], env=env, launcher=launcher)
+    r, w = os.pipe()
+    try:
+        script = f"trap 'echo $? >&{w} 2>/dev/null' EXIT\n{command}"
+        sid = shells.start(command, cwd=cwd, argv=[*shell, script], env=env, launcher=launcher, status_fd=(r, w))
+    except BaseException:
+        os.close(r)
+        raise
+    finally:
+        os.close(w)
     return (f"Started in the background as shell {sid}. Read what it prints with BashOutput "
             f"(bash_id: \"{sid}\"); stop it with KillShell (shell_id: \"{sid}\"). It runs until stopped "
-            "or the session ends, in a sandbox (and network namespace) of its own.")
+            "or the session ends, in the same sandbox as your other commands.")
 
 
 _OUTPUT_DOC = (
