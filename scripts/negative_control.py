@@ -622,7 +622,7 @@ SABOTAGES = [
         ["tests/test_mcp_sse_content_type.py"],
     ),
     Sabotage(
-        "a background shell runs outside the sandbox (not in a bubblewrap of its own)",
+        "a background shell runs outside the sandbox",
         "src/agentloop/agent/tools/background.py",
         "            got = sb.launch_background(argv, cwd, command, env_, fds)  # beside the foreground commands\n",
         "            got = spawn.popen(argv, cwd=cwd, env=env_)  # SABOTAGED\n",

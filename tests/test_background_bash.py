@@ -9,6 +9,7 @@ KillShell (``shell_id``) stops it. Neither needs permission.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -238,3 +239,23 @@ def test_background_shells_end_with_the_session_on_clear_too(base: Path) -> None
         assert "BashOutput" in a.registry.names() and a.background.running() == []
     finally:
         a.close()
+
+
+def test_a_session_with_background_shells_replays_byte_for_byte_and_hooks_match_the_new_tools(base: Path) -> None:
+    """Replay (``full``: results from the records, no tool runs) and PreToolUse hooks matched by tool name."""
+    from agentloop.replay import replay
+
+    log = base / "hook.log"
+    settings = {"hooks": {"PreToolUse": [{"matcher": "BashOutput|KillShell", "hooks": [
+        {"type": "command", "command": f"cat >> {log}; echo >> {log}"}]}]}}
+    (base / "alhome" / "settings.json").write_text(json.dumps(settings))
+    outs, a = run(base, [
+        reply("", [("Bash", {"command": "echo one; sleep 30", "run_in_background": True})]),
+        later(0.5, "BashOutput", {"bash_id": "bash_1"}),
+        reply("", [("KillShell", {"shell_id": "bash_1"})]),
+    ])
+    assert "one" in outs[1] and "stopped" in outs[2]
+    seen = [json.loads(x)["tool_name"] for x in log.read_text().splitlines() if x.strip()]
+    assert seen == ["BashOutput", "KillShell"]
+    again = replay(a.session.path, mode="full")  # the shell is long gone: the records answer
+    assert again.equal, again.summary()
