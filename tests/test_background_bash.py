@@ -259,3 +259,27 @@ def test_a_session_with_background_shells_replays_byte_for_byte_and_hooks_match_
     assert seen == ["BashOutput", "KillShell"]
     again = replay(a.session.path, mode="full")  # the shell is long gone: the records answer
     assert again.equal, again.summary()
+
+
+def test_a_sub_agents_background_shell_ends_with_the_session(base: Path) -> None:
+    marker = f"bgchild{os.getpid()}"
+    model = ScriptedModel([
+        reply("", [("Agent", {"description": "d", "prompt": "start it", "isolation": "none"})]),
+        reply("", [("Bash", {"command": f"while true; do sleep 0.2; done # {marker}", "run_in_background": True})]),  # the child
+        reply("child done"),
+        reply("done"),
+    ])
+    a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env_for(base), model=model,
+              permission_mode="bypassPermissions")
+    try:
+        a.ask("delegate")
+        deadline = time.monotonic() + 3
+        while not _alive_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive_with(marker) and a.background.running() == ["bash_1"]
+    finally:
+        a.close()
+    deadline = time.monotonic() + 3
+    while _alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _alive_with(marker) == []

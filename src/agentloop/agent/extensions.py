@@ -456,6 +456,7 @@ def make_extensions(agent: Any) -> Extensions:
                 Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
                 processes=agent.processes, visible=agent.policy.visible(),
                 sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
+                background=getattr(agent, "background", None),  # the session's: a child's shells end with the session
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)
