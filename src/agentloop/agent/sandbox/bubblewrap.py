@@ -805,7 +805,10 @@ class _Runner:
     environment, directory and descriptors (sent over a socket); when it ends,
     the runner kills every other process in the sandbox's PID namespace
     (``kill(-1)``), so nothing it started outlives the call, as with a
-    bubblewrap per call, without paying for a new sandbox each time.
+    bubblewrap per call, without paying for a new sandbox each time. A
+    background command (``"bg": true``) gets a session of its own and the
+    runner answers at once; while any runs, a command's end kills every
+    process outside those sessions instead, and ``{"kill": pid}`` ends one.
     """
 
     def __init__(self, prefix: list[str], env: Mapping[str, str], proxy: tuple[int, str] | None = None):
