@@ -283,3 +283,24 @@ def test_a_sub_agents_background_shell_ends_with_the_session(base: Path) -> None
     while _alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _alive_with(marker) == []
+
+
+def test_unread_output_is_bounded_on_disk_and_the_drop_is_said(tmp_path: Path) -> None:
+    from agentloop.agent.tools.background import BackgroundShells, start_background
+
+    shells = BackgroundShells(str(tmp_path / "spill"), cap=1 << 16)
+    try:
+        out = start_background(shells, "for i in $(seq 1 3000); do echo line-$i-.................................................; done",
+                               cwd=str(tmp_path), shell=["bash", "-c"], env=None, sandbox=None)
+        assert "bash_1" in out
+        deadline = time.monotonic() + 10
+        while shells.running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        log = tmp_path / "spill" / "background-bash_1.log"
+        assert log.stat().st_size <= 1 << 16
+        text = shells.output("bash_1")
+        assert "exited with code 0" in text and "bytes of unread output were dropped" in text
+        assert text.rstrip().endswith("line-3000-.................................................")
+        assert "(no new output)" in shells.output("bash_1")
+    finally:
+        shells.close()
