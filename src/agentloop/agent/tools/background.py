@@ -7,7 +7,10 @@ Rules:
    a session of its own inside the runner, which a foreground command's end
    spares), so a server it starts answers later foreground calls on the
    sandbox's loopback. Where the runner cannot take it, it gets a bubblewrap
-   of its own (as confined, with a loopback of its own).
+   of its own (as confined, with a loopback of its own). While one runs, a
+   foreground command whose mounts differ from the runner's (a protected file
+   such as ``.git/config`` created since) gets a bubblewrap of its own rather
+   than a new runner, which would end the background commands.
 2. Its output (stdout and stderr together) goes through a pipe to a file
    under the session's spill directory, at most ``OUTPUT_CAP`` bytes on disk
    per shell: past that the file starts over and the next read says how many
