@@ -1072,6 +1072,48 @@ SABOTAGES = [
         "                    if behavior == \"ask\" and self.mode == \"dontAsk\":",
         ["tests/test_claude_hook_events.py::test_a_pre_tool_use_allow_lets_a_call_through_under_dont_ask"],
     ),
+    Sabotage(
+        "a background shell runs outside the sandbox",
+        "src/agentloop/agent/tools/background.py",
+        "            got = sb.launch_background(argv, cwd, command, env_, fds)  # beside the foreground commands\n",
+        "            got = spawn.popen(argv, cwd=cwd, env=env_)  # SABOTAGED\n",
+        ["tests/test_background_bash.py::test_a_background_command_is_confined_as_a_foreground_one"],
+    ),
+    Sabotage(
+        "background shells outlive the session (Agent.close does not kill them)",
+        "src/agentloop/agent/agent.py",
+        "                bg.close()  # background shells end with the session (on /clear and /resume too: the sandbox stays)",
+        "                pass  # SABOTAGED",
+        ["tests/test_background_bash.py::test_background_shells_end_with_the_session_on_clear_too"],
+    ),
+    Sabotage(
+        "a Bash call asking to run outside the sandbox (dangerouslyDisableSandbox) runs without approval",
+        "src/agentloop/agent/pipeline.py",
+        '    if arguments.get("dangerouslyDisableSandbox") is not True:',
+        "    if True:  # SABOTAGED",
+        ["tests/test_unsandboxed_bash.py"],
+    ),
+    Sabotage(
+        "a sub-agent's changes coming back are merged through a symlink out of the checkout",
+        "src/agentloop/agent/subagents/worktree.py",
+        "            if not (inside and os.path.isfile(mine) and os.path.isfile(theirs)):  # never through a symlink",
+        "            if not (os.path.isfile(mine) and os.path.isfile(theirs)):  # SABOTAGED",
+        ["tests/test_subagent.py::test_changes_coming_back_never_follow_a_symlink_out_of_the_checkout"],
+    ),
+    Sabotage(
+        "while a background shell runs, what a foreground command leaves running outlives the call",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        sweep(lambda sid: sid not in bg)",
+        "        pass  # SABOTAGED",
+        ["tests/test_background_bash.py::test_while_a_background_shell_runs_a_foreground_commands_leftovers_still_end_with_the_call"],
+    ),
+    Sabotage(
+        "KillShell leaves a background command running in the session's sandbox",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        '            r.sock.send(json.dumps({"kill": self.inner_pid}).encode())\n            r.sock.recv(4096)\n',
+        "            pass  # SABOTAGED\n",
+        ["tests/test_background_bash.py::test_a_later_foreground_call_reaches_a_background_server_and_the_server_survives_it"],
+    ),
 ]
 
 

@@ -417,8 +417,8 @@ def test_a_sub_agent_in_a_worktree_can_write_there(base: Path) -> None:
     (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
     results = [r.payload for r in read_records(sub["transcript"]) if r.kind == "tool_result"]
     assert results[0].get("content") == " M a.txt\n?? b.txt", results
-    assert (proj / "a.txt").read_text() == "a\n"  # the child's change stayed in its worktree
-    assert sub.get("worktree")
+    assert sub["worktree"]["applied"] == "applied"  # written in its worktree, then applied to the checkout
+    assert (proj / "a.txt").read_text() == "changed\n" and (proj / "b.txt").read_text() == "new\n"
 
 
 def test_allowed_domains_are_reachable_through_the_proxy_and_nothing_else(base: Path) -> None:

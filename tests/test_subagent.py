@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -219,7 +220,7 @@ def repo(tmp_path: Path) -> Path:
     return r
 
 
-def test_a_worktree_child_that_writes_reports_its_branch_and_leaves_the_checkout_alone(repo: Path) -> None:
+def test_a_worktree_child_that_writes_reports_its_branch_and_its_changes_reach_the_checkout(repo: Path) -> None:
     model = Router(lambda n, req: calls(("Agent", {"description": "edit", "prompt": "change a", "isolation": "worktree"})) if n == 1 else answer("ok"),
                    lambda n, req: calls(("Write", {"path": "a.txt", "content": "two\n"}), prefix="c") if n == 1 else answer("changed a.txt"))
     runner = runner_for(repo, model)
@@ -227,11 +228,10 @@ def test_a_worktree_child_that_writes_reports_its_branch_and_leaves_the_checkout
     _, path = parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
     wt = runner.children[0]["worktree"]
     assert wt["changed"] and wt["branch"].startswith("agentloop/agent-")
-    assert (repo / "a.txt").read_text() == "one\n"  # the main checkout is untouched
     assert git(repo, "show", f"{wt['branch']}:a.txt") == "two"
-    assert os.path.isdir(wt["path"])  # kept, since it changed
-    assert git(repo, "status", "--porcelain") == ""
-    git(repo, "worktree", "remove", "--force", wt["path"])
+    assert wt["applied"] == "applied" and (repo / "a.txt").read_text() == "two\n"  # applied, not committed
+    assert git(repo, "status", "--porcelain") == "M a.txt"
+    assert wt["removed"] and len(git(repo, "worktree", "list").splitlines()) == 1
 
 
 def test_a_worktree_child_that_changes_nothing_leaves_no_worktree_or_branch(repo: Path) -> None:
@@ -314,8 +314,7 @@ def test_in_a_git_repository_a_writing_child_gets_a_worktree_by_default(repo: Pa
     parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
     wt = runner.children[0]["worktree"]
     assert wt["changed"] and git(repo, "show", f"{wt['branch']}:a.txt") == "two"
-    assert (repo / "a.txt").read_text() == "one\n"
-    git(repo, "worktree", "remove", "--force", wt["path"])
+    assert (repo / "a.txt").read_text() == "two\n"
 
 
 def test_isolation_none_and_read_only_children_work_in_the_parents_directory(repo: Path) -> None:
@@ -333,3 +332,85 @@ def test_isolation_none_and_read_only_children_work_in_the_parents_directory(rep
     parent_run(repo.parent / "second", model, runner, Budget(max_steps=5), model_name="m")
     assert "worktree" not in runner.children[0]
     assert len(git(repo, "worktree", "list").splitlines()) == 1
+
+
+# --- a worktree starts from the parent's working tree, and its changes come back ------------
+
+
+def test_a_worktree_child_starts_from_the_uncommitted_work_and_its_changes_are_applied_to_it(repo: Path) -> None:
+    """The child sees the parent's uncommitted edits and untracked files; what it changes lands in the parent's tree."""
+    (repo / "a.txt").write_text("one\nparent\n")  # uncommitted
+    (repo / "u.txt").write_text("untracked\n")
+    seen: list[str] = []
+
+    def child(n: int, req: ModelRequest) -> ModelReply:
+        seen.extend(str(m.get("content")) for m in req.messages if m.get("role") == "tool")
+        if n == 1:
+            return calls(("Read", {"path": "u.txt"}), ("Read", {"path": "a.txt"}), prefix="c")
+        if n == 2:
+            return calls(("Write", {"path": "a.txt", "content": "one\nparent\nchild\n"}),
+                         ("Write", {"path": "c.txt", "content": "new\n"}), prefix="d")
+        return answer("done")
+
+    model = Router(lambda n, req: calls(("Agent", {"description": "edit", "prompt": "edit a"})) if n == 1 else answer("ok"), child)
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents")
+    parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
+    assert "untracked\n" in seen and "one\nparent\n" in seen
+    wt = runner.children[0]["worktree"]
+    assert wt["applied"] == "applied", wt
+    assert (repo / "a.txt").read_text() == "one\nparent\nchild\n"
+    assert (repo / "c.txt").read_text() == "new\n" and (repo / "u.txt").read_text() == "untracked\n"
+    assert git(repo, "log", "--format=%s") == "init"  # nothing committed on the parent's branch
+
+
+def test_a_conflict_with_the_parents_own_change_is_reported_to_the_parent_model(repo: Path) -> None:
+    parent_saw: list[str] = []
+
+    def child(n: int, req: ModelRequest) -> ModelReply:
+        if n == 1:
+            (repo / "a.txt").write_text("parent meanwhile\n")  # the parent's tree changes while the child works
+            return calls(("Write", {"path": "a.txt", "content": "child\n"}), prefix="c")
+        return answer("done")
+
+    def parent(n: int, req: ModelRequest) -> ModelReply:
+        parent_saw.extend(str(m.get("content")) for m in req.messages if m.get("role") == "tool")
+        return calls(("Agent", {"description": "edit", "prompt": "edit a"})) if n == 1 else answer("ok")
+
+    model = Router(parent, child)
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents")
+    parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
+    wt = runner.children[0]["worktree"]
+    assert wt["applied"] == "conflicts" and "a.txt" in wt["conflicts"], wt["conflicts"]
+    text = (repo / "a.txt").read_text()
+    assert "<<<<<<<" in text and "child" in text and "parent meanwhile" in text
+    assert any("conflict" in t for t in parent_saw)  # the parent model is told
+    git(repo, "worktree", "remove", "--force", wt["path"])
+
+
+def test_changes_coming_back_never_follow_a_symlink_out_of_the_checkout(repo: Path, tmp_path: Path) -> None:
+    """A directory the parent replaced by a symlink to elsewhere is not written through when the child's changes come back."""
+    (repo / "d").mkdir()
+    (repo / "d" / "x.txt").write_text("line\n")
+    git(repo, "add", "d/x.txt")
+    git(repo, "commit", "-q", "-m", "d")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.txt").write_text("line\n")
+
+    def child(n: int, req: ModelRequest) -> ModelReply:
+        if n == 1:
+            shutil.rmtree(repo / "d")
+            os.symlink(outside, repo / "d")  # the parent's tree changes while the child works
+            return calls(("Write", {"path": "d/x.txt", "content": "line\nchild\n"}), prefix="c")
+        return answer("done")
+
+    model = Router(lambda n, req: calls(("Agent", {"description": "edit", "prompt": "edit d"})) if n == 1 else answer("ok"), child)
+    runner = runner_for(repo, model)
+    runner.transcript_dir = str(repo.parent / "subagents")
+    parent_run(repo.parent, model, runner, Budget(max_steps=5), model_name="m")
+    wt = runner.children[0]["worktree"]
+    assert wt["applied"] == "failed" and "d/x.txt" in wt["conflicts"]
+    assert (outside / "x.txt").read_text() == "line\n"
+    git(repo, "worktree", "remove", "--force", wt["path"])

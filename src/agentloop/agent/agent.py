@@ -921,6 +921,10 @@ class Agent:
         self.workspace = Workspace(self.cwd, self.add_dirs, on_write=self._file_changed)
         self.sandbox.roots = [os.path.realpath(d) for d in (self.cwd, *self.add_dirs)]
         self.processes = RunningProcesses()
+        from .tools.background import BackgroundShells
+
+        self.background = BackgroundShells(spill)
+        self.policy.read_only_tools = self.policy.read_only_tools | {"BashOutput", "KillShell"}  # as in Claude Code: no permission
         if self._given_registry is not None:
             self.registry = self._given_registry
         else:
@@ -929,6 +933,7 @@ class Agent:
                 processes=self.processes, visible=self.policy.visible(),
                 sandbox=self.sandbox, env=self.child_env, redact=self.redactor.text, shell_max_timeout_s=self.shell_max_timeout_s,
                 session=self.session_link, patch_guard=self._patch_guard,
+                background=self.background,
             )
             if self.skills:
                 self.registry.register(skill_tool(self.skills, on_load=self._skill_loaded, preprocess=self._skill_tool_bangs))
@@ -1570,6 +1575,9 @@ class Agent:
                     log.error("could not record session_end: %s", exc)
             s.close()
             log.info("session closed (%s)", reason)
+            bg = getattr(self, "background", None)
+            if bg is not None:
+                bg.close()  # background shells end with the session (on /clear and /resume too: the sandbox stays)
             if self.mcp_servers is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
                 self.mcp_servers.close()
             if reason not in ("clear", "resume"):

@@ -479,6 +479,7 @@ def make_extensions(agent: Any) -> Extensions:
                 processes=agent.processes, visible=agent.policy.visible(),
                 sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
                 shell_max_timeout_s=getattr(agent, "shell_max_timeout_s", None),
+                background=getattr(agent, "background", None),  # the session's: a child's shells end with the session
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)

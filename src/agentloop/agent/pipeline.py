@@ -92,7 +92,8 @@ class ToolPipeline:
             behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt (and dontAsk's refusal); rules were checked above
         outside = None
         if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
-            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
+            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", ""))) or unsandboxed_prompt(
+                self.sandbox, call.arguments, d)
             if outside is not None:  # the sandbox is the wall: without it, a person decides
                 from .permissions.rules import Decision
 
@@ -128,3 +129,21 @@ class ToolPipeline:
         if self.on_denied is not None:
             self.on_denied(call)
         return ToolResult(call.id, call.name, False, error=error)
+
+
+def unsandboxed_prompt(sandbox: Any, arguments: dict[str, Any], d: Any) -> str | None:
+    """Why a Bash call asking to run outside the sandbox (``dangerouslyDisableSandbox``) needs a person.
+
+    Only an allow rule the user wrote (settings or ``--allowedTools``) approves
+    it: not the mode (``bypassPermissions`` included), not a hook, not a
+    session's "always" given to some other call. None when the call does not
+    ask for it, when no sandbox is on, or when ``allowUnsandboxedCommands`` is
+    false (the argument is then ignored and the command runs inside).
+    """
+    if arguments.get("dangerouslyDisableSandbox") is not True:
+        return None
+    if not getattr(sandbox, "active", False) or not sandbox.settings.allow_unsandboxed:
+        return None
+    if getattr(d, "rule", None) is not None and getattr(d, "source", None) not in (None, "session"):
+        return None
+    return "the model asks to run this command outside the sandbox (dangerouslyDisableSandbox)"

@@ -32,7 +32,10 @@ In every sandboxed mode:
   wherever agentloop is installed; when it cannot start, that is said;
 - the command runs in new PID, IPC and network namespaces with every
   capability dropped, and bubblewrap dies with the agent: when the command
-  ends, whatever it started ends too (``setsid``, double forks, ``nohup``).
+  ends, whatever it started ends too (``setsid``, double forks, ``nohup``),
+  except the sessions of the background commands (Bash's
+  ``run_in_background``, ``launch_background``), which end when stopped or
+  with the sandbox.
 
 Settings, in Claude Code's ``sandbox`` shape (Claude Code settings reference,
 https://code.claude.com/docs/en/settings, "Sandbox settings"):
@@ -45,9 +48,10 @@ agentloop adds ``network.allowAll`` (network on or off as a whole).
 those hosts; programs that ignore the proxy reach nothing. What is not
 honoured is named in a warning, and the sandbox then stays closed:
 
-- ``allowUnsandboxedCommands``: agentloop's Bash has no
-  ``dangerouslyDisableSandbox`` argument; only ``excludedCommands`` run
-  outside, and each of those asks the user first.
+- ``allowUnsandboxedCommands``: true by default, as in Claude Code: Bash's
+  ``dangerouslyDisableSandbox`` runs one command outside, and each such call
+  asks the user first unless an allow rule of theirs (not the mode, not a
+  session's "always") names it; ``false`` (from any file) ignores it.
 - A setting that weakens the sandbox (``enabled: false``, ``allowWrite``, ``allowRead``,
   ``excludedCommands``, ``network.allowAll``, ``network.allowedDomains``) is
   taken from the user's own settings only: a project's files cannot open the
@@ -158,6 +162,9 @@ class SandboxSettings:
     """Files the configured hooks run (``trust.hook_files``): read-only to commands, so a trusted hook keeps running what was trusted."""
     allowed_domains: tuple[str, ...] = ()
     """Reachable through agentloop's proxy when ``network`` is off (``network.allowedDomains``)."""
+    allow_unsandboxed: bool = True
+    """Bash's ``dangerouslyDisableSandbox`` is honoured (after a person or an allow rule approves each call);
+    ``allowUnsandboxedCommands: false`` in any settings file turns it off."""
     warnings: tuple[str, ...] = ()
     source: str = "default"
     """Where the mode came from: "default", "--sandbox" or a settings file."""
@@ -215,6 +222,10 @@ def _read_network(net: Any, where: str, weakening: Callable[[str], bool], warnin
     return net.get("allowAll") is True and weakening("network.allowAll")
 
 
+_SANDBOX_KEYS = ("enabled", "failIfUnavailable", "excludedCommands", "allowUnsandboxedCommands",
+                 "autoAllowBashIfSandboxed", "filesystem", "network")
+
+
 def settings_from(
     sources: Sequence[SettingsSource], *, mode: str | None, cwd: str, user_home: str
 ) -> SandboxSettings:
@@ -233,6 +244,7 @@ def settings_from(
     network = False
     paths: dict[str, list[str]] = {"allowWrite": [], "denyWrite": [], "denyRead": [], "allowRead": []}
     domains: list[str] = []
+    allow_unsandboxed = True
     for s in sources:
         sb = s.data.get("sandbox")
         if sb is None:
@@ -250,10 +262,7 @@ def settings_from(
             warnings.append(f"{_where}.{key} ignored: only the user's own settings may weaken the sandbox")
             return False
 
-        for key in sb:
-            if key not in ("enabled", "failIfUnavailable", "excludedCommands", "allowUnsandboxedCommands",
-                           "autoAllowBashIfSandboxed", "filesystem", "network"):
-                warnings.append(f"{where}.{key} is not supported by agentloop: ignored")
+        warnings.extend(f"{where}.{key} is not supported by agentloop: ignored" for key in sb if key not in _SANDBOX_KEYS)
         if "enabled" in sb:
             if not isinstance(sb["enabled"], bool):
                 warnings.append(f"{where}.enabled is not true or false: ignored")
@@ -267,9 +276,8 @@ def settings_from(
         ex = _strings(sb.get("excludedCommands"), f"{where}.excludedCommands", warnings)
         if ex and weakening("excludedCommands"):
             excluded += ex
-        if sb.get("allowUnsandboxedCommands") is True:
-            warnings.append(f"{where}.allowUnsandboxedCommands is not honoured: Bash has no dangerouslyDisableSandbox; "
-                            "list commands in excludedCommands instead (each asks first)")
+        if sb.get("allowUnsandboxedCommands") is False:  # it only restricts: any file may set it
+            allow_unsandboxed = False
         if sb.get("autoAllowBashIfSandboxed") is True:  # false is what agentloop does anyway
             warnings.append(f"{where}.autoAllowBashIfSandboxed is not honoured: permission rules decide as without the sandbox")
         fs = sb.get("filesystem")
@@ -294,6 +302,7 @@ def settings_from(
         allow_write=tuple(paths["allowWrite"]), deny_write=tuple(paths["denyWrite"]), deny_read=tuple(paths["denyRead"]),
         allow_read=tuple(paths["allowRead"]),
         allowed_domains=tuple(dict.fromkeys(domains)), warnings=tuple(warnings), source=source,
+        allow_unsandboxed=allow_unsandboxed,
     )
 
 
@@ -523,7 +532,8 @@ class Sandbox:
         return [*out, "--", *argv], {"TMPDIR": "/tmp"}
 
     def launch(
-        self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int]
+        self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int],
+        *, alone: bool = False,
     ) -> Any:
         """Start ``argv`` for Bash: outside, in the session's runner, or in a bubblewrap of its own.
 
@@ -531,6 +541,9 @@ class Sandbox:
         ``stdout``, ``wait`` and ``returncode``; its ``pid`` is a process group
         whose death ends the command and all it started. Output (stdout and
         stderr) comes on ``stdout``.
+
+        ``alone``: never the session's runner, a bubblewrap of its own (a
+        background command: the runner ends what a command leaves running).
 
         Raises:
             OSError: the command cannot start.
@@ -542,7 +555,7 @@ class Sandbox:
                 if len(self._plans) > 64:  # plans of commands whose result never came back
                     self._plans.pop(next(iter(self._plans)))
                 self._plans[command] = plan  # looked at after the command (explain)
-            launched = self._launch_in_runner(prefix, argv, cwd, env, pass_fds)
+            launched = None if alone else self._launch_in_runner(prefix, argv, cwd, env, pass_fds)
             if launched is not None:
                 return launched
             run_argv, extra = self._wrapped(prefix, argv, cwd)  # a bubblewrap of its own
@@ -552,10 +565,26 @@ class Sandbox:
             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
         )
 
+    def launch_background(
+        self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int]
+    ) -> Any:
+        """Start a background command in the session's runner, beside the foreground ones (same network
+        namespace, so its loopback server answers them); None when it cannot (use ``launch(alone=True)``).
+
+        A foreground command's end spares the background commands' sessions; ``end()`` of the returned
+        object kills its whole session; closing the sandbox ends them all.
+        """
+        if not self.inside(command):
+            return None
+        prefix, _plan = self._prefix_and_plan(env.get("PATH", ""))
+        return self._launch_in_runner(prefix, argv, cwd, env, pass_fds, background=True)
+
     def _launch_in_runner(
-        self, prefix: list[str], argv: Sequence[str], cwd: str, env: Mapping[str, str], pass_fds: Sequence[int]
-    ) -> _Launched | None:
-        """``argv`` forked by the session's runner; None when there is none to use (busy, or it cannot start)."""
+        self, prefix: list[str], argv: Sequence[str], cwd: str, env: Mapping[str, str], pass_fds: Sequence[int],
+        *, background: bool = False,
+    ) -> Any:
+        """``argv`` forked by the session's runner (a ``_Launched``, or an ``_InRunner`` for a background
+        command); None when there is none to use (busy, or it cannot start)."""
         env2 = {**env, "TMPDIR": "/tmp"}
         r = self._runner_for(prefix, env2)
         if r is None:
@@ -570,16 +599,24 @@ class Sandbox:
 
         rd, wr = os.pipe()
         try:
-            req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds)}
+            req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds), **({"bg": True} if background else {})}
             socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
-        except OSError:
+            pid = -1
+            if background:
+                r.sock.settimeout(10)
+                pid = int(json.loads(r.sock.recv(4096))["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
             os.close(rd)
             r.lock.release()
             r.close()
             return None
         finally:
             os.close(wr)
-        return _Launched(r, rd)
+        if not background:
+            return _Launched(r, rd)
+        r.background.add(pid)
+        r.lock.release()
+        return _InRunner(r, rd, pid)
 
     def _runner_for(self, prefix: list[str], env: Mapping[str, str]) -> _Runner | None:
         """The session's runner for this mount set, locked for one command; None: use a bubblewrap of its own."""
@@ -587,6 +624,8 @@ class Sandbox:
             return None
         with self._lock:
             r = self._runner
+            if r is not None and r.alive() and r.prefix != prefix and r.background:
+                return None  # background commands live in it: this command gets a bubblewrap of its own
             if r is not None and (not r.alive() or r.prefix != prefix):
                 if not r.lock.acquire(blocking=False):
                     return None  # busy with another command: that one keeps it
@@ -870,6 +909,40 @@ if len(sys.argv) > 3:  # the proxy: 127.0.0.1:PORT here, bridged to the agent's 
                 return
             threading.Thread(target=bridge, args=(c,), daemon=True).start()
     threading.Thread(target=serve, daemon=True).start()
+bg = set()  # background commands: each the leader of a session of its own, spared when a command ends
+def stat_of(p):
+    try:
+        with open("/proc/%d/stat" % p) as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return rest[0], int(rest[3])  # state, session
+    except (OSError, ValueError, IndexError):
+        return "Z", None
+def sweep(doomed):
+    me = os.getpid()
+    for _ in range(200):
+        hit = 0
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (1, me):
+                state, sid = stat_of(int(name))
+                if state != "Z" and doomed(sid):
+                    try:
+                        os.kill(int(name), signal.SIGKILL)
+                        hit += 1
+                    except OSError:
+                        pass
+        if not hit:
+            return
+def reap():
+    while bg:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in bg:
+            bg.discard(pid)
+            sweep(lambda sid: sid == pid)  # what the background shell left running ends with it
 s.send(b'{"ready": true}')
 while True:
     try:
@@ -879,9 +952,23 @@ while True:
     if not msg:
         break
     req = json.loads(msg)
+    reap()
+    if "kill" in req:  # a background command: its whole session
+        victim = int(req["kill"])
+        if victim in bg:
+            sweep(lambda sid: sid == victim)
+            try:
+                os.waitpid(victim, 0)
+            except ChildProcessError:
+                pass
+            bg.discard(victim)
+        s.send(json.dumps({"killed": victim}).encode())
+        continue
     pid = os.fork()
     if pid == 0:
         try:
+            if req.get("bg"):
+                os.setsid()
             s.close()
             base = max([2, *req["fds"]]) + 1
             high = [fcntl.fcntl(f, fcntl.F_DUPFD_CLOEXEC, base) for f in fds]  # above every target
@@ -905,12 +992,20 @@ while True:
         os._exit(127)
     for f in fds:
         os.close(f)
+    if req.get("bg"):
+        bg.add(pid)
+        s.send(json.dumps({"pid": pid}).encode())
+        continue
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    try:
-        os.kill(-1, signal.SIGKILL)  # everything the command started: all but pid 1 and this runner
-    except OSError:
-        pass
+    reap()
+    if bg:  # everything the command started, but the background commands' sessions
+        sweep(lambda sid: sid not in bg)
+    else:
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything the command started: all but pid 1 and this runner
+        except OSError:
+            pass
     s.send(json.dumps({"code": code}).encode())
 """
 
@@ -922,7 +1017,10 @@ class _Runner:
     environment, directory and descriptors (sent over a socket); when it ends,
     the runner kills every other process in the sandbox's PID namespace
     (``kill(-1)``), so nothing it started outlives the call, as with a
-    bubblewrap per call, without paying for a new sandbox each time.
+    bubblewrap per call, without paying for a new sandbox each time. A
+    background command (``"bg": true``) gets a session of its own and the
+    runner answers at once; while any runs, a command's end kills every
+    process outside those sessions instead, and ``{"kill": pid}`` ends one.
     """
 
     def __init__(self, prefix: list[str], env: Mapping[str, str], proxy: tuple[int, str] | None = None):
@@ -943,6 +1041,8 @@ class _Runner:
         finally:
             b.close()
         self.lock = threading.Lock()
+        self.background: set[int] = set()
+        """The background commands running in it (their pids inside)."""
         a.settimeout(10)
         try:
             ready = a.recv(64)
@@ -1018,3 +1118,31 @@ def _repository_top(root: str) -> str | None:
             return None
         d = parent
     return None
+
+
+class _InRunner:
+    """A background command in the session's runner: its output pipe, and ``end()`` to kill its session."""
+
+    def __init__(self, runner: _Runner, read_end: int, inner_pid: int):
+        self.runner = runner
+        self.inner_pid = inner_pid
+        self.pid = -1  # not a host process group: end() is the only way to stop it
+        self.stdout = os.fdopen(read_end, "rb", buffering=0)
+
+    def end(self) -> None:
+        """Kill the command's whole session inside the sandbox (nothing when the runner is gone or busy too long)."""
+        r = self.runner
+        if self.inner_pid not in r.background or not r.alive():
+            r.background.discard(self.inner_pid)
+            return
+        if not r.lock.acquire(timeout=30):
+            return
+        try:
+            r.sock.settimeout(10)
+            r.sock.send(json.dumps({"kill": self.inner_pid}).encode())
+            r.sock.recv(4096)
+        except OSError:
+            r.close()
+        finally:
+            r.background.discard(self.inner_pid)
+            r.lock.release()

@@ -21,10 +21,10 @@ Rules:
    ``isolation: "worktree"`` asks for it whatever the type, ``isolation:
    "none"`` (or ``"subagentIsolation": "none"`` in settings) works in the
    parent's directory. With no changes the worktree and branch are removed;
-   with changes they are committed on the branch, the worktree is kept, and
-   both are reported to the parent. Outside git, or for a read-only type, the
-   child works in the parent's directory. A worktree starts from ``HEAD``:
-   the parent's uncommitted changes are not in it.
+   with changes they are committed on the branch and applied to the parent's
+   working tree (``worktree.py``), conflicts reported to the parent. Outside
+   git, or for a read-only type, the child works in the parent's directory. A
+   worktree starts from the parent's working tree, uncommitted changes included.
 4. Children of read-only types (``Explore``) may run at the same time
    (``parallel_executor``); others run one at a time.
 5. SubagentStart and SubagentStop hooks fire around each child (matcher: the
@@ -129,8 +129,9 @@ class SubagentRunner:
         for t in self.types.values():
             tools = "all tools" if t.tools is None else ", ".join(t.tools)
             lines.append(f"- {t.name}: {t.description} (tools: {tools})")
-        lines.append('In a git repository an agent that may write works in a temporary git worktree (its changes come back on '
-                     'a branch); isolation: "none" runs it in this directory instead.')
+        lines.append('In a git repository an agent that may write works in a temporary git worktree made from this working '
+                     'tree (uncommitted changes included); when it ends its changes are applied here, and any conflict is '
+                     'reported in the result (worktree.conflicts). isolation: "none" runs it in this directory instead.')
         return "\n".join(lines)
 
     def tool(self) -> Tool:

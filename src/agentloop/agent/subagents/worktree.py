@@ -1,8 +1,19 @@
-"""A child's git worktree: made from ``HEAD`` on a new branch, committed and kept when it changed, else removed."""
+"""A child's git worktree: the parent's working tree as it is now, its changes brought back when the child ends.
+
+1. It starts on a new branch from ``HEAD`` plus the parent's uncommitted
+   work (changed and deleted tracked files, untracked files git does not
+   ignore), copied in and committed there as the child's starting point.
+2. When the child ends, what it changed (committed on the branch) is applied
+   to the parent's working tree as a patch (``git apply``, then
+   ``git apply --3way`` when the parent changed the same lines meanwhile);
+   what cannot be applied is reported, and the worktree is then kept.
+3. A child that changed nothing leaves no worktree and no branch.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -49,7 +60,35 @@ class Worktree:
         branch = f"agentloop/{child_id}"
         _git(["worktree", "add", "-q", "-b", branch, path, base], repo)
         sub = os.path.relpath(os.path.realpath(cwd), os.path.realpath(repo))
-        return cls(repo, path, branch, base, "" if sub == "." else sub)
+        wt = cls(repo, path, branch, base, "" if sub == "." else sub)
+        wt.base = wt._carry_over(child_id)
+        return wt
+
+    def _carry_over(self, child_id: str) -> str:
+        """Copy the parent's uncommitted work into the worktree and commit it there (rule 1). Returns the start commit."""
+        changed = _git_z(["diff", "HEAD", "--name-only", "--no-renames", "-z"], self.repo)
+        untracked = _git_z(["ls-files", "--others", "--exclude-standard", "-z"], self.repo)
+        if not changed and not untracked:
+            return self.base
+        size = 0
+        for rel in dict.fromkeys([*changed, *untracked]):
+            src, dst = os.path.join(self.repo, rel), os.path.join(self.path, rel)
+            if os.path.islink(src) or os.path.isfile(src):
+                size += os.lstat(src).st_size
+                if size > CARRY_MAX_BYTES:
+                    raise ToolError(f"the working tree's uncommitted files are over {CARRY_MAX_BYTES // 1_000_000} MB: "
+                                    "commit or ignore some, or start the agent with isolation \"none\"")
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                if os.path.lexists(dst):
+                    os.unlink(dst)
+                shutil.copy2(src, dst, follow_symlinks=False)
+            elif not os.path.lexists(src) and os.path.lexists(dst) and not os.path.isdir(dst):
+                os.unlink(dst)  # deleted in the parent's working tree
+        ident = spawn.git_identity(self.path)
+        _git(["add", "-A"], self.path)
+        _git([*ident, "commit", "-q", "--allow-empty", "-m", f"agentloop sub-agent {child_id}: the parent's uncommitted work"],
+             self.path)
+        return _git(["rev-parse", "HEAD"], self.path)
 
     def finish(self, child_id: str) -> dict[str, Any]:
         """Remove the worktree if nothing changed; else commit the changes on its branch and keep it."""
@@ -64,7 +103,104 @@ class Worktree:
             _git(["add", "-A"], self.path)
             _git([*ident, "commit", "-q", "-m", f"agentloop sub-agent {child_id}"], self.path)
         commit = _git(["rev-parse", "HEAD"], self.path)
-        return {"changed": True, "removed": False, "branch": self.branch, "path": self.path, "commit": commit, "base": self.base}
+        out: dict[str, Any] = {"changed": True, "branch": self.branch, "commit": commit, "base": self.base}
+        state, report = self._apply_back(commit)
+        out["applied"] = state  # "applied", "conflicts" (markers left in the files) or "failed"
+        if state == "applied":
+            _git(["worktree", "remove", "--force", self.path], self.repo)
+            out["removed"] = True
+        else:
+            out.update(removed=False, path=self.path, conflicts=report)
+        return out
+
+    def _by_file(self, patch: str, commit: str) -> tuple[list[str], list[str]]:
+        """The patch file by file: as is where it applies, else a three-way merge. Returns (conflicted, failed)."""
+        conflicted: list[str] = []
+        failed: list[str] = []
+        for rel in _git_z(["diff", "--name-only", "--no-renames", "-z", self.base, commit], self.repo):
+            if _try(["apply", "--check", f"--include={rel}", patch], self.repo)[0]:
+                ok, said = _try(["apply", f"--include={rel}", patch], self.repo)
+                if not ok:
+                    failed.append(f"{rel}: {said[:200]}")
+                continue
+            mine, theirs = os.path.join(self.repo, rel), os.path.join(self.path, rel)
+            inside = os.path.realpath(mine) == os.path.join(os.path.realpath(self.repo), os.path.normpath(rel))
+            if not (inside and os.path.isfile(mine) and os.path.isfile(theirs)):  # never through a symlink
+                failed.append(f"{rel}: changed or deleted on both sides")
+                continue
+            with tempfile.TemporaryDirectory(prefix="agentloop-merge-") as tmp:
+                other = shutil.copyfile(theirs, os.path.join(tmp, "other"))
+                try:
+                    _git(["checkout", self.base, "--", rel], self.path)  # the start's version, as bytes
+                    base = shutil.copyfile(theirs, os.path.join(tmp, "base"))
+                except ToolError:  # not in the start: added on both sides
+                    base = ""
+                finally:
+                    _git(["checkout", commit, "--", rel], self.path)
+                n = _merge(mine, base, other) if base else -1
+            if n < 0:
+                failed.append(f"{rel}: cannot be merged (binary?)")
+            elif n > 0:
+                conflicted.append(rel)
+        return conflicted, failed
+
+    def _apply_back(self, commit: str) -> tuple[str, str]:
+        """Rule 2: apply ``base..commit`` to the parent's working tree. Returns (state, what git said)."""
+        fd, patch = tempfile.mkstemp(prefix="agentloop-subagent-", suffix=".patch")
+        os.close(fd)
+        try:
+            _git(["diff", "--binary", "--no-renames", f"--output={patch}", self.base, commit], self.repo)
+            if os.path.getsize(patch) == 0:
+                return "applied", ""
+            if _try(["apply", "--check", patch], self.repo)[0]:
+                ok, said = _try(["apply", patch], self.repo)
+                if ok:
+                    return "applied", ""
+            conflicted, failed = self._by_file(patch, commit)
+            where = f"the sub-agent's version is on branch {self.branch} (worktree {self.path})"
+            if failed:
+                return "failed", ("some changes could not be applied to the working tree ("
+                                  + "; ".join(failed)[:1000] + (f"; conflicts in {', '.join(conflicted)}" if conflicted else "")
+                                  + f"); {where}")
+            if conflicted:
+                return "conflicts", f"applied with conflicts in {', '.join(conflicted)}: resolve the conflict markers; {where}"
+            return "applied", ""
+        finally:
+            os.unlink(patch)
+
+
+CARRY_MAX_BYTES = 100_000_000
+"""Uncommitted files copied into a child's worktree, in all: past this the child does not start."""
+
+
+def _merge(current: str, base: str, other: str) -> int:
+    """``git merge-file`` of the three versions into ``current``: 0 clean, >0 conflicts, <0 it could not."""
+    try:
+        p = spawn.git(["merge-file", "-L", "working tree", "-L", "start", "-L", "sub-agent", current, base, other],
+                      cwd=os.path.dirname(current), timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return -1
+    return p.returncode if p.returncode < 128 else -1
+
+
+def _git_z(args: Sequence[str], cwd: str) -> list[str]:
+    """The NUL-separated paths ``git ARGS`` prints."""
+    try:
+        p = spawn.git(args, cwd=cwd, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"git {' '.join(args[:2])} took more than 60 s") from None
+    if p.returncode != 0:
+        raise ToolError(f"git {' '.join(args[:2])} failed: {p.stderr.strip()[:300]}")
+    return [x for x in p.stdout.split("\0") if x]
+
+
+def _try(args: Sequence[str], cwd: str) -> tuple[bool, str]:
+    """``git ARGS``: whether it succeeded, and what it said."""
+    try:
+        p = spawn.git(args, cwd=cwd, timeout=120)
+    except subprocess.TimeoutExpired:
+        return False, f"git {' '.join(args[:2])} took more than 120 s"
+    return p.returncode == 0, (p.stderr + p.stdout).strip()
 
 
 def has_commit(cwd: str) -> bool:

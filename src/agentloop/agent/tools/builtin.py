@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from ...tools import Registry, Tool, ToolError
 from .. import spawn
 from .apply_patch import APPLY_PATCH_DOC, APPLY_PATCH_SCHEMA, apply_patch
+from .background import BackgroundShells, background_tools, start_background
 from .file_state import MAX_EDIT_BYTES, ReadState, check_regular, find_edit
 from .linear_regex import Matcher, RegexError, compile_linear
 from .notebook import dump_notebook, edit_notebook, load_notebook, render_notebook
@@ -553,6 +554,8 @@ class _Shared:
         """Where the next Bash command starts: `cd` carries over from one call to the next."""
         self.max_timeout_ms = MAX_TIMEOUT_MS
         """The longest timeout the model may ask Bash for (Claude Code's ``BASH_MAX_TIMEOUT_MS``)."""
+        self.background: BackgroundShells | None = None
+        """Bash's ``run_in_background`` shells (``background.py``)."""
 
 
 def _bound(fn: Callable[..., Any], shared: _Shared) -> Callable[..., Any]:
@@ -579,8 +582,12 @@ def _bash(t: _Shared, **kw: Any) -> str:
     cwd = t.shell_cwd
     if not os.path.isdir(cwd) or not t.ws.contains(os.path.realpath(cwd), for_write=True):
         cwd = t.shell_cwd = t.ws.root
-    code, output, timed_out, reported = _run_reporting_cwd(t, command, cwd, timeout_s)
-    output = _after_command(t, command, output.rstrip("\n"), reported)
+    # unsandboxed only as asked and approved (the pipeline asks a person or an allow rule first)
+    sandbox = None if _unsandboxed(t, kw) else t.sandbox
+    if kw.get("run_in_background") and t.background is not None:
+        return start_background(t.background, command, cwd=cwd, shell=_shell(), env=t.env, sandbox=sandbox)
+    code, output, timed_out, reported = _run_reporting_cwd(t, command, cwd, timeout_s, sandbox)
+    output = _after_command(t, command, output.rstrip("\n"), reported, sandbox)
     if timed_out:
         raise ToolError(
             f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
@@ -611,7 +618,15 @@ def _exit_1_is_an_answer(command: str) -> bool:
     return bool(last) and os.path.basename(last[0]) in _ANSWERS_WITH_1
 
 
-def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> tuple[int | None, str, bool, str]:
+def _unsandboxed(t: _Shared, kw: Mapping[str, Any]) -> bool:
+    """``dangerouslyDisableSandbox: true`` where a sandbox is on and ``sandbox.allowUnsandboxedCommands`` is not false."""
+    sb = t.sandbox
+    return kw.get("dangerouslyDisableSandbox") is True and sb is not None and sb.active and sb.settings.allow_unsandboxed
+
+
+def _run_reporting_cwd(
+    t: _Shared, command: str, cwd: str, timeout_s: float, sandbox: Sandbox | None,
+) -> tuple[int | None, str, bool, str]:
     """Run ``command`` in ``cwd``; also what the shell reported as the directory it ended in.
 
     The shell reports where it ends up on a pipe, so `cd` carries over to
@@ -620,8 +635,8 @@ def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> 
     r, w = os.pipe()
     try:
         launcher = None
-        if t.sandbox is not None:
-            sb, here = t.sandbox, cwd
+        if sandbox is not None:
+            sb, here = sandbox, cwd
 
             def launcher(argv: list[str], env_: dict[str, str], fds: tuple[int, ...]) -> Any:
                 return sb.launch(argv, here, command, env_, fds)
@@ -641,7 +656,7 @@ def _run_reporting_cwd(t: _Shared, command: str, cwd: str, timeout_s: float) -> 
     return code, output, timed_out, reported
 
 
-def _after_command(t: _Shared, command: str, output: str, reported: str) -> str:
+def _after_command(t: _Shared, command: str, output: str, reported: str, sandbox: Sandbox | None) -> str:
     """Move Bash's directory to where the command ended (when inside the workspace); add the notes the model needs."""
     note = ""
     ended = reported.strip().splitlines()[-1] if reported.strip() else ""
@@ -653,8 +668,8 @@ def _after_command(t: _Shared, command: str, output: str, reported: str) -> str:
             note = f"[{ended} is outside the workspace: the working directory is back at {t.ws.root}]"
     if note:
         output = f"{output}\n{note}" if output else note
-    if t.sandbox is not None:  # a part may fail on the sandbox while the line exits 0
-        why = t.sandbox.explain(command, output)
+    if sandbox is not None:  # a part may fail on the sandbox while the line exits 0
+        why = sandbox.explain(command, output)
         if why:
             output = f"{output}\n{why}" if output else why
     return output
@@ -1116,11 +1131,15 @@ def builtin_registry(
     patch_guard: Callable[[str], str | None] | None = None,
     require_read: bool = True,
     shell_max_timeout_s: float | None = None,
+    background: BackgroundShells | None = None,
 ) -> Registry:
     """A registry holding the built-in tools confined to ``workspace``.
 
     Bash, Read, Write, Edit, Glob, Grep, LS, NotebookEdit, TodoWrite,
     ExitPlanMode, AskUserQuestion and apply_patch, in that order.
+
+    With BashOutput and KillShell for Bash's background shells (``background``:
+    the session's, which the agent kills when the session ends; None: new ones).
 
     Args:
         workspace: where the file tools may read and write.
@@ -1157,6 +1176,8 @@ def builtin_registry(
         ("LS", _LS_DOC, _LS_SCHEMA, _bound(_ls, t), True),
         ("NotebookEdit", _NOTEBOOK_DOC, _NOTEBOOK_SCHEMA, _encodable(_bound(_notebook_edit, t)), False),
     ]
+    t.background = background if background is not None else BackgroundShells(spill_dir)
+    specs += background_tools(t.background)
     reg = Registry()
     for name, doc, schema, fn, read_only in specs:
         wrapped = _redacting(fn, redact) if name == "Read" else _spilling(fn, spill_dir, name, redact)
@@ -1302,7 +1323,9 @@ _BASH_DOC = (
     "rg, diff and test is an answer, not an error). The default timeout is 2 minutes "
     f"(at most {MAX_TIMEOUT_MS // 1000} s); on timeout the command and everything it started are "
     "killed. Prefer Read, Grep, Glob and Edit to cat, grep, find and sed. Output over 10,000 "
-    "characters is saved to a file and a preview is returned."
+    "characters is saved to a file and a preview is returned. What a command leaves running "
+    "(`cmd &`) is killed when it returns: for a server or a watcher, set run_in_background and "
+    "read it later with BashOutput."
 )
 _BASH_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -1315,6 +1338,16 @@ _BASH_SCHEMA: dict[str, Any] = {
             "description": f"Timeout in milliseconds (at most {MAX_TIMEOUT_MS}).",
         },
         "description": {"type": "string", "description": "What the command does, in 5-10 words."},
+        "run_in_background": {
+            "type": "boolean",
+            "description": "Start the command and return a shell id at once; read it with BashOutput, stop it with KillShell.",
+        },
+        "dangerouslyDisableSandbox": {
+            "type": "boolean",
+            "description": "Run this one command outside the sandbox (with the network and your user's full access). "
+            "The user is asked first (unless an allow rule of theirs names the command); use it only after "
+            "the sandbox stopped the command and the task needs it.",
+        },
     },
     "required": ["command"],
     "additionalProperties": False,

@@ -1,0 +1,131 @@
+"""A Bash call may ask to run outside the sandbox (``dangerouslyDisableSandbox``), and a person or an allow rule decides.
+
+Claude Code's sandboxing guide ("Security limitations", the escape hatch) and
+settings reference ("Sandbox settings", ``allowUnsandboxedCommands``: "Allow
+commands to run outside the sandbox via the dangerouslyDisableSandbox
+parameter ... Default: true"): such a call goes through the normal permission
+flow. agentloop asks even in ``bypassPermissions`` (only an allow rule of the
+user's approves without a person), so in ``-p`` it is refused unless a rule
+names the command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop.agent.agent import Agent
+from agentloop.agent.sandbox import bubblewrap as sbx
+from agentloop.testing import ScriptedModel, reply
+from agentloop.transcript import read_records
+
+_path, _why = sbx.probe()
+pytestmark = pytest.mark.skipif(_path is None and os.environ.get("AGENTLOOP_REQUIRE_SANDBOX") != "1",
+                                reason=f"no sandbox here: {_why}")
+
+AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
+
+
+@pytest.fixture
+def where(tmp_path: Path, private_homes: dict[str, Path]) -> dict[str, Path]:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    ssh = private_homes["user"] / ".ssh"
+    ssh.mkdir()
+    (ssh / "id_ed25519").write_text("SSH-PRIVATE-KEY-planted\n")
+    return {"proj": proj, "tmp": tmp_path, "user": private_homes["user"]}
+
+
+def _call(command: str, **extra: Any) -> dict[str, Any]:
+    return {"command": command, "dangerouslyDisableSandbox": True, **extra}
+
+
+def _run(where: dict[str, Path], command: str, *, mode: str = "bypassPermissions", ask: Any = None,
+         rules: tuple[tuple[str, str], ...] = ()) -> tuple[dict[str, Any], Agent]:
+    model = ScriptedModel([reply("", [("Bash", _call(command))]), reply("done")])
+    a = Agent(cwd=str(where["proj"]), model=model, permission_mode=mode, ask_permission=ask, cli_rules=rules)
+    try:
+        res = a.ask("go")
+    finally:
+        a.close()
+    return [m for m in res.messages if m.get("role") == "tool"][0], a
+
+
+def _tool_calls(a: Agent) -> str:
+    """The tool calls of the session's model_turn records (the request as the model made it), as JSON text."""
+    return json.dumps([c for r in read_records(a.session.path) if r.kind == "model_turn"
+                       for c in r.payload["reply"]["tool_calls"]])
+
+
+def test_in_bypass_mode_without_a_person_or_a_rule_an_unsandboxed_call_is_refused(where: dict[str, Path]) -> None:
+    msg, a = _run(where, "cat ~/.ssh/id_ed25519")
+    assert msg["ok"] is False and "not granted" in msg["content"]
+    assert "SSH-PRIVATE-KEY-planted" not in msg["content"]
+    assert '"dangerouslyDisableSandbox": true' in _tool_calls(a)  # the request is on the record
+
+
+def test_an_allow_rule_naming_the_command_runs_it_outside_the_sandbox(where: dict[str, Path]) -> None:
+    msg, a = _run(where, "cat ~/.ssh/id_ed25519", mode="default", rules=(("allow", "Bash(cat:*)"),))
+    assert msg["ok"] is True and "SSH-PRIVATE-KEY-planted" in msg["content"]  # hidden inside the sandbox
+    assert '"dangerouslyDisableSandbox": true' in _tool_calls(a)
+
+
+def test_a_person_is_asked_and_decides(where: dict[str, Path]) -> None:
+    asked: list[str] = []
+
+    def ask(call: Any, decision: Any) -> str:
+        asked.append(decision.reason)
+        return "deny" if len(asked) == 1 else "allow"
+
+    refused, _ = _run(where, "cat ~/.ssh/id_ed25519", ask=ask)
+    assert refused["ok"] is False and "refused" in refused["content"]
+    allowed, _ = _run(where, "cat ~/.ssh/id_ed25519", ask=ask)
+    assert "SSH-PRIVATE-KEY-planted" in allowed["content"]
+    assert len(asked) == 2 and all("dangerouslyDisableSandbox" in r for r in asked)
+
+
+def test_the_same_command_without_the_argument_stays_inside_and_asks_no_one(where: dict[str, Path]) -> None:
+    model = ScriptedModel([reply("", [("Bash", {"command": "cat ~/.ssh/id_ed25519; echo end"})]), reply("done")])
+    a = Agent(cwd=str(where["proj"]), model=model, permission_mode="bypassPermissions")
+    try:
+        res = a.ask("go")
+    finally:
+        a.close()
+    out = str([m for m in res.messages if m.get("role") == "tool"][0]["content"])
+    assert "end" in out and "SSH-PRIVATE-KEY-planted" not in out
+
+
+def test_allow_unsandboxed_commands_false_ignores_the_argument(where: dict[str, Path]) -> None:
+    home = Path(os.environ["AGENTLOOP_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps({"sandbox": {"allowUnsandboxedCommands": False}}))
+    asked: list[str] = []
+    msg, _ = _run(where, "cat ~/.ssh/id_ed25519; echo end", ask=lambda c, d: asked.append("x") or "allow")
+    assert "end" in msg["content"] and "SSH-PRIVATE-KEY-planted" not in msg["content"]
+    assert asked == []  # nothing to approve: it ran inside
+
+
+def _print_mode(where: dict[str, Path], *extra: str) -> subprocess.CompletedProcess[str]:
+    marker = where["tmp"] / "outside-marker.txt"
+    script = where["tmp"] / "script.json"
+    script.write_text(json.dumps([
+        {"text": "", "tool_calls": [{"name": "Bash", "arguments": _call(f"touch {marker}")}]}, {"text": "done"},
+    ]))
+    return subprocess.run([AGENTLOOP, "-p", "go", "--model", f"scripted:{script}", *extra], cwd=where["proj"],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ))
+
+
+def test_in_print_mode_it_is_refused_without_an_allow_rule_and_runs_with_one(where: dict[str, Path]) -> None:
+    marker = where["tmp"] / "outside-marker.txt"
+    p = _print_mode(where, "--permission-mode", "bypassPermissions")
+    assert p.returncode == 0, p.stderr
+    assert not marker.exists()  # refused (and the sandbox's /tmp is its own)
+    p = _print_mode(where, "--allowedTools", "Bash(touch:*)")
+    assert p.returncode == 0, p.stderr
+    assert marker.exists()
