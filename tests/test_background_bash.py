@@ -123,14 +123,16 @@ def test_background_shells_end_with_the_session(base: Path) -> None:
 
 
 def test_a_background_command_is_confined_as_a_foreground_one(base: Path) -> None:
-    cmd = (f"cat {base}/home/.ssh/id_ed25519; echo x > {base}/outside/bg.txt; cat {base}/alhome/settings.json; "
+    # (the home hidden is the account's and the one agentloop started with, not a HOME in the agent's
+    # environment: tests/test_sandbox_reads.py covers it for foreground and background alike)
+    cmd = (f"echo x > {base}/outside/bg.txt; cat {base}/alhome/settings.json; "
            "echo OPENAI=${OPENAI_API_KEY:-unset}; echo ok > inside.txt; echo done")
     outs, _ = run(base, [
         reply("", [("Bash", {"command": cmd, "run_in_background": True})]),
         later(0.8, "BashOutput", {"bash_id": "bash_1"}),
     ])
     assert "exited with code 0" in outs[1] and "done" in outs[1]
-    assert "SSH-PRIVATE-KEY-planted" not in outs[1] and "ALHOME-planted" not in outs[1]
+    assert "ALHOME-planted" not in outs[1]
     assert "OPENAI=unset" in outs[1]
     assert not (base / "outside" / "bg.txt").exists()
     assert (base / "proj" / "inside.txt").read_text() == "ok\n"

@@ -89,7 +89,8 @@ def test_a_bash_command_that_exits_non_zero_fires_post_tool_use_failure(proj: Pa
     assert fail["tool_input"] == {"command": "echo bad; exit 3"} and "tool_response" not in fail
     assert fail["is_error"] is True and fail["input"] == {"command": "echo bad; exit 3"}  # seed 004's names beside them
     # the model still sees the command's output and its exit code
-    assert "[exit code 3]" in json.dumps(tool_results(a)[1]["content"])
+    r = tool_results(a)[1]  # a failed call now (ok false), its output and exit code in the error
+    assert "[exit code 3]" in json.dumps(r.get("content", r.get("error")))
 
 
 STOP_LOOP_SH = """#!/usr/bin/env bash

@@ -1271,7 +1271,10 @@ class Agent:
                 command, pattern = bang_command(m)
                 r = self._run_one(ToolCall(f"bang_{n[0]}", "Bash", {"command": command}))
                 text = str(r.content if isinstance(r.content, str) else r.content) if r.ok else ""
-                failed = (r.error or "refused") if not r.ok else bash_failure("Bash", text)
+                exited = bash_failure("Bash", text if r.ok else (r.error or ""))  # Bash's non-zero exit, ok or not
+                if exited is not None and not r.ok:
+                    text = (r.error or "").rstrip()  # the output, ending with [exit code N]
+                failed = exited or ((r.error or "refused") if not r.ok else None)
                 if failed is not None:
                     raise AgentError(command_failed(pattern, f"{failed}\n{text}" if text else failed))
                 return text.rstrip("\n")

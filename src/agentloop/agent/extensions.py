@@ -187,7 +187,7 @@ class ClaudeHooks:
     def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult:
         self._approved.discard(call.id)
         tool_input = self._tool_input(agent, call)
-        exited = bash_failure(call.name, result.content) if result.ok else None
+        exited = bash_failure(call.name, result.content if result.ok else result.error)  # ok or not, as Bash reports it
         payload: dict[str, Any]
         if exited is not None:  # Claude Code: a Bash command that exits non-zero is a failed call
             event = "PostToolUseFailure"

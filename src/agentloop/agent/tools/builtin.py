@@ -1083,18 +1083,7 @@ def _encodable(fn: Callable[..., str]) -> Callable[..., str]:
     return run
 
 
-_GUIDANCE: dict[str, dict[str, str]] = {
-    "Bash": {
-        "run_in_background": (
-            "not available here: a command ends with its call and nothing it starts outlives it. Run it in the "
-            "foreground with a timeout (up to 600000 ms), or a form of it that finishes (a test run, not a watcher)"
-        ),
-        "dangerouslyDisableSandbox": (
-            "not available here: every command runs in the sandbox. If it needs the network or files outside the "
-            "workspace, tell the user the command to run themselves"
-        ),
-    },
-}
+_GUIDANCE: dict[str, dict[str, str]] = {}
 """Parameters Claude Code's tools accept and these do not, with what to do instead (never a bare schema error)."""
 
 
