@@ -108,7 +108,7 @@ def test_elicitation_asks_each_field_of_the_servers_schema(tmp_path: Path) -> No
     assert got == {"action": "accept", "content": {"name": "Ada", "count": 3, "sure": True, "colour": "green"}}
     assert questions[0].startswith("  Your name")  # the schema's title
     assert questions[1] == questions[2] and "How many" in questions[1]  # "three" is no integer: asked again
-    assert "one of red / green" in questions[-1] and "optional" in questions[-1]
+    assert "1) red" in questions[-1] and "2) green" in questions[-1] and "optional" in questions[-1]
 
 
 def test_the_repl_asks_an_elicitation_and_sends_the_answers(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_the_repl_asks_an_elicitation_and_sends_the_answers(tmp_path: Path) -> N
     t = Term(["--trust", "--model", f"scripted:{script}"], cwd=str(proj), env=env_for(str(home)))
     try:
         t.wait_for(r"(?m)^>")
-        t.wait_for(r"(?m)/ \$5\.000000 ?$")  # the server is up (the status line no longer says "mcp 0/1 starting")
+        t.wait_for(r"(?m)/ \$5\.000000 \(\d+%\) ?$")  # the server is up (the status line no longer says "mcp 0/1 starting")
         t.type("go")
         t.wait_for(r"The MCP server 'raw' asks: who are you\?")
         t.wait_for(r"Answer it\?")

@@ -37,7 +37,7 @@ def test_a_prompt_is_a_slash_command_and_a_resource_mention_attaches_it(tmp_path
     t = Term(["--trust", "--model", spec], cwd=str(proj), env=env_for(str(home)))
     try:
         t.wait_for(r"(?m)^>")
-        t.wait_for(r"(?m)/ \$5\.000000 ?$")  # the server is up: the status line no longer says "mcp 0/1 starting"
+        t.wait_for(r"(?m)/ \$5\.000000 \(\d+%\) ?$")  # the server is up: the status line no longer says "mcp 0/1 starting"
         t.type("/help")
         t.wait_for(r"/mcp__raw__greet — MCP prompt of raw: Say hello")
         t.type("/mcp__raw__greet")
@@ -143,3 +143,18 @@ def test_print_mode_runs_an_mcp_prompt_command(tmp_path: Path, scripted: Callabl
     assert missing.returncode == 2
     assert "/mcp__raw__greet needs who" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_slash_mcp_lists_each_servers_prompts_and_resources_as_they_are_used(tmp_path: Path, scripted: Callable[..., str]) -> None:
+    """Claude Code's /mcp shows a server's tools, prompts and resources; the prompts by the slash command
+    that runs them, the resources by the @server:uri mention that attaches them."""
+    from agentloop.agent.agent import Agent
+
+    proj = project(tmp_path)
+    a = Agent(cwd=str(proj), trust=True, model=scripted([{"text": "hi"}]))
+    try:
+        status = a.mcp_status()
+    finally:
+        a.close("done")
+    assert "prompt /mcp__raw__greet — Say hello" in status
+    assert "resource @raw:raw://readme — readme" in status

@@ -41,7 +41,7 @@ def test_a_long_working_line_leaves_no_copies_on_screen(tmp_path: Path, cols: in
     t = Term(["--trust", "--model", f"scripted:{script}"], cwd=str(proj), env=env, cols=cols, rows=30)
     try:
         t.wait_for(r"(?m)^>")
-        t.wait_for(r"(?m)/ \$5\.000000 ?$")  # the server is up
+        t.wait_for(r"(?m)/ \$5\.000000 \(\d+%\) ?$")  # the server is up
         t.type("go")
         t.wait_for(r"all done", timeout=60)
         assert b"running mcp__" in t.raw  # the working line was drawn

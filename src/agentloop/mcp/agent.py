@@ -70,7 +70,8 @@ class McpServers:
     def status(self, known: set[str]) -> tuple[str, list[Tool]]:
         """``/mcp``: try failed servers again; what it prints, and the tools they bring that are not in ``known``."""
         fresh: list[Tool] = [t for t in self.manager.tools(retry_failed=True) if t.name not in known]
-        return format_status(self.manager.status()), fresh
+        m = self.manager
+        return format_status(m.status(), prompts=m.prompts(), resources=m.resources()), fresh
 
     def changed_tools(self) -> list[Tool] | None:
         """Before each run and after each tool batch: the servers' tools when a server added or removed
@@ -304,8 +305,10 @@ def server_states(agent: Any) -> list[dict[str, str]]:
     return [{"name": s.name, "status": s.public_status} for s in manager.status()]
 
 
-def format_status(statuses: Iterable[ServerStatus], *, show_tools: bool = True) -> str:
-    """The lines ``/mcp`` and ``agentloop mcp list`` print: each server, its state, its tools."""
+def format_status(statuses: Iterable[ServerStatus], *, show_tools: bool = True,
+                  prompts: dict[str, list[Any]] | None = None, resources: dict[str, list[Any]] | None = None) -> str:
+    """The lines ``/mcp`` and ``agentloop mcp list`` print: each server, its state, its tools, and (``/mcp``)
+    its prompts, as the slash commands they are, and its resources, as the ``@server:uri`` that attach them."""
     out: list[str] = []
     for s in statuses:
         where = s.transport if s.scope == "memory" else f"{s.transport}, {s.scope}: {s.source}"
@@ -321,4 +324,15 @@ def format_status(statuses: Iterable[ServerStatus], *, show_tools: bool = True) 
                 out.append(f"  {t}")
         for k in s.skipped:
             out.append(f"  skipped {k}")
+        for p in (prompts or {}).get(s.name, []):
+            desc = getattr(p, "description", None)
+            out.append(f"  prompt /mcp__{_clean_name(s.name)}__{_clean_name(p.name)}" + (f" — {desc}" if desc else ""))
+        for r in (resources or {}).get(s.name, []):
+            out.append(f"  resource @{s.name}:{r.uri}" + (f" — {r.name}" if getattr(r, "name", None) else ""))
     return "\n".join(out) if out else "no MCP servers (configure them in .mcp.json or with `agentloop mcp add`)"
+
+
+def _clean_name(name: str) -> str:
+    from .client import _clean
+
+    return _clean(name)

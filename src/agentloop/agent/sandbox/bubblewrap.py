@@ -322,6 +322,7 @@ def probe(bwrap: str | None = None) -> tuple[str | None, str | None]:
                     [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
                      "--unshare-net", "--die-with-parent", "--cap-drop", "ALL", "true"],
                     stdin=subprocess.DEVNULL, capture_output=True, timeout=10,
+                    env={"PATH": os.environ.get("PATH", os.defpath)},  # it runs `true`: nothing else, no keys
                 )
                 why = None if p.returncode == 0 else (
                     (p.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit {p.returncode}"])[-1])
