@@ -191,13 +191,17 @@ def test_the_repl_shows_what_the_folder_would_do_asks_and_remembers_the_answer(w
             t.wait_exit()
         finally:
             t.kill()
-        assert effects(repo, world)["hook"] and effects(repo, world)["mcp"]
+        assert effects(repo, world)["hook"] and effects(repo, world)["mcp"], t.text()[-2000:]
 
         clear(repo, world)
         t = Term(args, cwd=str(repo), env=env)  # remembered: no question
         try:
             t.wait_for(r"(?m)^>\s*$")
             assert "Do you trust" not in t.text()
+            for _ in range(200):  # the server starts behind the prompt
+                if effects(repo, world)["mcp"]:
+                    break
+                t.pump(0.1)
             t.type("/exit")
             t.wait_exit()
         finally:
