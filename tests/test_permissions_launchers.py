@@ -237,3 +237,14 @@ def test_ordinary_calls_of_the_listed_programs_stay_readable(line: str) -> None:
     found = analyze(line)
     assert not found.opaque, (line, found.opaque)
     assert policy(["Bash"], ["Bash(rm:*)"]).decide("Bash", {"command": line}).behavior == "allow", line
+
+
+@pytest.mark.parametrize("line", ["env --split-string='rm v'", "env -vS'rm v'", "env -iS'PATH=/bin rm v'",
+                                  "env -u X -S'rm v'", "env -S 'rm v'", "env -v -S'rm v'"])
+def test_env_split_string_is_read_as_the_command_it_runs_so_the_deny_rule_names_it(line: str) -> None:
+    """Not just 'not allowed': the reader sees ``rm v`` in each spelling of ``env -S`` (a view of the
+    unit), so the deny rule itself decides, not the caution of an unreadable line."""
+    views = [v for u in analyze(line).units for v, _ in u.views]
+    assert any(v.split()[:1] == ["rm"] for v in views), views
+    d = policy(["Bash"], ["Bash(rm:*)"]).decide("Bash", {"command": line})
+    assert d.behavior == "deny" and d.rule == "Bash(rm:*)", d
