@@ -54,11 +54,8 @@ def err(result):
 
 def test_tools_have_claude_code_names_and_argument_names(env):
     names = env.reg.names()
-    assert names[:12] == ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "LS", "NotebookEdit",
-                          "TodoWrite", "ExitPlanMode", "AskUserQuestion", "apply_patch"] or names[:7] == [
-        "Bash", "Read", "Write", "Edit", "Glob", "Grep", "LS"]
-    assert {"NotebookEdit", "TodoWrite", "ExitPlanMode", "AskUserQuestion", "apply_patch"} <= set(names)
-    assert {"BashOutput", "KillShell"} <= set(names)  # Bash's background shells
+    assert names == ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "LS", "NotebookEdit", "BashOutput", "KillShell",
+                     "TodoWrite", "ExitPlanMode", "AskUserQuestion", "apply_patch"]
     props = {t.name: set(t.parameters["properties"]) for t in env.reg}
     assert {"command", "timeout", "description"} <= props["Bash"]
     assert props["Read"] == {"file_path", "offset", "limit", "pages"}

@@ -40,7 +40,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...tools import Registry, Tool, ToolError
@@ -1083,25 +1082,6 @@ def _encodable(fn: Callable[..., str]) -> Callable[..., str]:
     return run
 
 
-_GUIDANCE: dict[str, dict[str, str]] = {}
-"""Parameters Claude Code's tools accept and these do not, with what to do instead (never a bare schema error)."""
-
-
-@dataclass
-class _Guided(Tool):
-    """A tool whose refusal of a parameter Claude Code accepts says what to do instead."""
-
-    guidance: dict[str, str] = field(default_factory=dict)
-
-    def validate(self, arguments: Any) -> list[str]:
-        if not isinstance(arguments, dict):
-            return super().validate(arguments)
-        known = self.parameters.get("properties", {})
-        hints = {k: v for k, v in self.guidance.items() if k in arguments and k not in known}
-        rest = super().validate({k: v for k, v in arguments.items() if k not in hints})
-        return rest + [f"$.{k}: {why}" for k, why in hints.items()]
-
-
 def _apply_patch(t: _Shared, **kw: Any) -> str:
     return apply_patch(t.ws, kw["input"], t.patch_guard, t.read_state.saw)
 
@@ -1170,8 +1150,7 @@ def builtin_registry(
     reg = Registry()
     for name, doc, schema, fn, read_only in specs:
         wrapped = _redacting(fn, redact) if name == "Read" else _spilling(fn, spill_dir, name, redact)
-        reg.register(_Guided(name=name, description=doc, parameters=schema, fn=wrapped, read_only=read_only,
-                             guidance=_GUIDANCE.get(name, {})))
+        reg.register(Tool(name=name, description=doc, parameters=schema, fn=wrapped, read_only=read_only))
     for st in session_tools(session if session is not None else SessionLink()):
         reg.register(st)
     patch = _spilling(_encodable(_bound(_apply_patch, t)), spill_dir, "apply_patch", redact)
