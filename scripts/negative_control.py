@@ -73,7 +73,7 @@ SABOTAGES = [
         "src/agentloop/agent/hooks/runner.py",
         "        warnings=_key_warnings(obj, hso if isinstance(hso, dict) else None),\n",
         "        warnings=(),  # SABOTAGED\n",
-        ["tests/test_hooks_seed004.py::test_a_misspelt_output_key_is_named_in_a_warning"],
+        ["tests/test_hooks_in_the_seed_protocol.py::test_a_misspelt_output_key_is_named_in_a_warning"],
     ),
     Sabotage(
         "a PreToolUse hook's deny is ignored by the agent",
@@ -433,7 +433,7 @@ SABOTAGES = [
         "src/agentloop/agent/session/store.py",
         "        facts[\"spent\"] += _side_cost(payload)\n",
         "        pass  # SABOTAGED\n",
-        ["tests/test_repl_issue22.py::test_a_compaction_s_spend_is_counted_in_cost_and_sessions"],
+        ["tests/test_repl_diffs_compaction_resume_and_rules.py::test_a_compaction_s_spend_is_counted_in_cost_and_sessions"],
     ),
     Sabotage(
         "a PreToolUse hook's refusal reaches the model (a sub-agent's too) without redaction",

@@ -1,5 +1,5 @@
-"""The terminal's rough edges of issue 22 (points 6, 8, 9, 10, 11, 12, 14), each tried in a real
-terminal: pexpect gives the REPL a pty, pyte renders it, the assertions read the screen.
+"""The terminal in a real pty: coloured diffs in the edit prompt, the working line, 80-column breaks,
+compaction's spend, resume and permission rules: pexpect gives the REPL a pty, pyte renders it, the assertions read the screen.
 
 Claude Code's documentation is the reference:
 - CLI reference: "--resume, -r | Resume a specific session by ID or name, or show an interactive
