@@ -23,6 +23,10 @@ processes); the median-to-median ratio is printed beside the best-to-best one.
     bench/peers/setup              # makes bench/peers/.venv from requirements.txt
     bench/peers/.venv/bin/python bench/peers/peers.py            # the table
     bench/peers/.venv/bin/python bench/peers/peers.py --json out.json
+    # agentloop before and after a change, beside each other in one run:
+    git worktree add --detach /tmp/before BASE && (cd /tmp/before && scripts/build-native)
+    bench/peers/.venv/bin/python bench/peers/peers.py --only agentloop,agentloop-before,pydantic-ai \
+        --agentloop-before /tmp/before/src
 
 The ratios printed are against the fastest peer at the same K, measured in
 the same run.
@@ -259,7 +263,7 @@ def run_langgraph(k: int, tmpdir: str) -> Callable[[], tuple[int, Any]]:
 
 RUNNERS = {
     "agentloop": run_agentloop, "pydantic-ai": run_pydantic_ai, "openai-agents": run_openai_agents,
-    "smolagents": run_smolagents, "langgraph": run_langgraph,
+    "smolagents": run_smolagents, "langgraph": run_langgraph, "agentloop-before": run_agentloop,
 }
 
 
@@ -267,8 +271,13 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+BEFORE_ENV = "PEERS_AGENTLOOP_BEFORE"  # the src/ folder of another agentloop checkout, run as "agentloop-before"
+
+
 def child(name: str, k: int, repeat: int = 1, cell_seconds: float = 0.0) -> dict[str, Any]:
     """Import the framework, warm up, run at K (``repeat`` times at most): one JSON line."""
+    if name == "agentloop-before":
+        sys.path.insert(0, os.environ[BEFORE_ENV])  # the other checkout's package shadows the installed one
     fn = RUNNERS[name]
     runs: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -288,16 +297,19 @@ def child(name: str, k: int, repeat: int = 1, cell_seconds: float = 0.0) -> dict
             _answer_check(name, calls, k, ans)
     out = {"framework": name, "k": k, "seconds": min(runs), "runs": runs, "us_per_step": min(runs) / k * 1e6,
            "calls": calls, "import_s": import_s, "modules": n_mods, "peak_rss_mib": _rss_mib()}
-    if name == "agentloop":
+    if name.startswith("agentloop"):
+        import agentloop
         from agentloop import _native
 
-        out["core"] = _native.status()  # "compiled" (scripts/build-native), or why it ran from source
+        out["core"] = _native.status()
+        out["package"] = os.path.dirname(agentloop.__file__)  # "compiled" (scripts/build-native), or why it ran from source
     return out
 
 
 def _import(name: str) -> None:
     mods = {  # what each runner imports: agentloop's package names are lazy, so name the modules it uses
         "agentloop": ["agentloop.run", "agentloop.tools", "agentloop.transcript", "agentloop.budget"],
+        "agentloop-before": ["agentloop.run", "agentloop.tools", "agentloop.transcript", "agentloop.budget"],
         "pydantic-ai": ["pydantic_ai", "pydantic_ai.models.function"],
         "openai-agents": ["agents", "agents.models.interface"],
         "smolagents": ["smolagents", "smolagents.models"],
@@ -310,6 +322,8 @@ def _import(name: str) -> None:
 def _version(name: str) -> str:
     from importlib.metadata import version
 
+    if name == "agentloop-before":
+        return "before"
     dist = {"pydantic-ai": "pydantic-ai-slim", "agentloop": "agentloop"}.get(name, name)
     try:
         return version(dist)
@@ -351,7 +365,11 @@ def main() -> int:
     ap.add_argument("--cell-seconds", type=float, default=20.0,
                     help="no further run of a cell in a round once its runs took this long, and no further round "
                          "for a cell whose first run took longer (default %(default)s)")
+    ap.add_argument("--agentloop-before", metavar="SRC", help="the src/ folder of another agentloop checkout "
+                    "(built with its scripts/build-native), measured as 'agentloop-before' beside this one")
     args = ap.parse_args()
+    if args.agentloop_before:
+        os.environ[BEFORE_ENV] = os.path.abspath(args.agentloop_before)
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]), args.repeat, args.cell_seconds)))
         return 0
@@ -383,9 +401,9 @@ def main() -> int:
                       f"  ({len(r['runs'])} runs, median {_median_us(r):,.1f})", file=sys.stderr, flush=True)
     rss: dict[str, dict[str, Any]] = {}
     for name in names:
-        steps = RSS_STEPS if name == "agentloop" else max(k for (n, k) in rows if n == name)
+        steps = RSS_STEPS if name.startswith("agentloop") else max(k for (n, k) in rows if n == name)
         # a peer's peak RSS is that of its largest K's own subprocess (already run); agentloop's at 10,000 steps
-        rss[name] = measure(name, steps) if name == "agentloop" else rows[(name, steps)]
+        rss[name] = measure(name, steps) if name.startswith("agentloop") else rows[(name, steps)]
         print(f"  {name:14} peak RSS {rss[name]['peak_rss_mib']:.1f} MiB at {steps:,} steps", file=sys.stderr, flush=True)
 
     core = next((r.get("core") for (n, _), r in rows.items() if n == "agentloop"), None)
@@ -400,7 +418,14 @@ def main() -> int:
         r = rss[name]
         print(f"| {name} | {_version(name)} | " + " | ".join(cells)
               + f" | {growth:.2f}x (K={done[-1]}) | {rows[(name, ks[0])]['import_s']:.2f} | {r['peak_rss_mib']:.1f} ({r['k']:,}) |")
-    peers = [n for n in names if n != "agentloop"]
+    if "agentloop" in names and "agentloop-before" in names:
+        print("\nagentloop after / before, µs per step at each K (same run; below 1 is faster):")
+        for k in ks:
+            if ("agentloop", k) in rows and ("agentloop-before", k) in rows:
+                a, b = rows[("agentloop", k)], rows[("agentloop-before", k)]
+                print(f"  K={k:<5} {a['us_per_step'] / b['us_per_step']:.3f} best to best, "
+                      f"{_median_us(a) / _median_us(b):.3f} median to median")
+    peers = [n for n in names if not n.startswith("agentloop")]
     if "agentloop" in names and peers:
         print("\nagentloop's speed-up over the fastest peer at each K (same run):")
         for k in ks:
