@@ -167,7 +167,7 @@ def test_a_command_line_run_exports_the_conventions_attributes_for_each_wire_pro
     assert inp2[-2]["parts"][-1] == call  # the call as sent back
     response = inp2[-1]["parts"][0]
     assert inp2[-1]["role"] == "tool" and response["type"] == "tool_call_response" and response["id"] == call["id"]
-    assert "hi from the file" in json.dumps(response["result"])
+    assert "hi from the file" in json.dumps(response["response"])
     out2 = json.loads(second["attrs"][GA.GEN_AI_OUTPUT_MESSAGES])
     assert out2 == [{"role": "assistant", "parts": [{"type": "text", "content": "It says hi."}], "finish_reason": "stop"}]
 
@@ -219,7 +219,7 @@ def test_a_secret_argument_reaches_the_model_but_never_the_traces(tmp_path: Path
     inp = json.loads(second[GA.GEN_AI_INPUT_MESSAGES])
     jsonschema.validate(inp, INPUT_SCHEMA)
     assert "$redacted" in json.dumps(inp[-2]["parts"][-1]["arguments"])  # the call sent back, as recorded
-    assert "$redacted" in json.dumps(inp[-1]["parts"][0]["result"]) and "$redacted" in t[GA.GEN_AI_TOOL_CALL_RESULT]
+    assert "$redacted" in json.dumps(inp[-1]["parts"][0]["response"]) and "$redacted" in t[GA.GEN_AI_TOOL_CALL_RESULT]
 
 
 @pytest.mark.parametrize(("spec", "base_url", "expected"), [

@@ -14,7 +14,8 @@ Rules:
    (``scripted``); a model object with none of these is ``custom``.
 2. Messages follow the schemas' ``parts`` shape: text is a ``text`` part, a
    call a ``tool_call`` part (id, name, arguments as an object), a tool's
-   output a ``tool_call_response`` part (id, result), reasoning a
+   output a ``tool_call_response`` part (id, ``response``: the current
+   schema's name; the first published schemas said ``result``), reasoning a
    ``reasoning`` part, an image a ``blob`` part. A value the transcript
    marks as redacted or truncated stays its marker, so what is exported
    is never more than what is recorded.
@@ -207,7 +208,7 @@ def input_parts(messages: Sequence[Mapping[str, Any]], separate_system: bool) ->
             system.extend(_text_parts(m.get("content")))
             continue
         if role == "tool":
-            parts = [{"type": "tool_call_response", "id": str(m.get("tool_call_id")), "result": _result(m.get("content"))}]
+            parts = [{"type": "tool_call_response", "id": str(m.get("tool_call_id")), "response": _result(m.get("content"))}]
             if chat and chat[-1]["role"] == "tool":  # one message per turn of results, as the provider gets them
                 chat[-1]["parts"].extend(parts)
                 continue
