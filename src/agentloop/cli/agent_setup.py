@@ -84,6 +84,9 @@ def make_agent(
         from agentloop.telemetry import from_environment
 
         tracing = from_environment()
+    for pdir in _opt(args, "plugin_dir", []) or ():  # README, compatibility: plugins are not loaded
+        print(f"agentloop: warning: --plugin-dir {pdir}: Claude Code plugins are not loaded by agentloop "
+              "(their commands, agents, skills, hooks and MCP servers would run unreviewed code); ignored", file=sys.stderr)
     rules = [("allow", r) for v in _opt(args, "allowed_tools", []) for r in split_rules(v)]
     rules += [("deny", r) for v in _opt(args, "disallowed_tools", []) for r in split_rules(v)]
 
