@@ -240,3 +240,36 @@ def test_the_provider_name_is_the_conventions_well_known_value(spec: str, base_u
     assert expected in {v.value for v in GA.GenAiProviderNameValues}
     host, port = genai.server_of(model) or ("", 0)
     assert host and port in (443, 11434)
+
+
+def test_a_call_a_fallback_answered_names_the_fallbacks_provider_and_endpoint(receiver: Any) -> None:
+    """GenAI spans, ``server.address``/``server.port`` and ``gen_ai.provider.name``: the endpoint that answered.
+
+    The primary (Anthropic protocol) is overloaded on every attempt; the fallback (OpenAI protocol, another
+    server) answers, so the ``chat`` span names it, with its response id."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from agentloop import Budget
+    from agentloop.providers import open_model
+    from agentloop.telemetry import Tracing
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{receiver.server_port}/v1/traces")))
+    tracing = Tracing(provider, capture_content=False)
+    with FakeProvider({"replies": [{"fault": "529"}], "when_done": "repeat"}) as primary, FakeProvider([{"text": "from the fallback"}]) as fb:
+        env = {"ANTHROPIC_API_KEY": "sk-ant-not-real", "OPENAI_API_KEY": "sk-not-real", "OPENAI_BASE_URL": f"{fb.url}/v1"}
+        model = open_model("anthropic:claude-haiku-4-5", base_url=primary.url, fallback="openai:gpt-4o-mini", env=env,
+                           max_attempts=1, sleep=lambda _s: None)
+        try:
+            res = tracing.run(model, [], "Hi.", Budget(max_steps=2, max_usd_micros=100_000), run_id="r1")
+        finally:
+            model.close()
+        fb_port = int(fb.url.rsplit(":", 1)[1])
+    provider.shutdown()
+    assert res.answer == "from the fallback"
+    (chat,) = [s["attrs"] for s in receiver.spans if s["name"].startswith("chat ")]
+    assert chat[GA.GEN_AI_REQUEST_MODEL] == "claude-haiku-4-5" and chat[GA.GEN_AI_RESPONSE_MODEL] == "gpt-4o-mini"
+    assert chat[GA.GEN_AI_PROVIDER_NAME] == "openai" and chat["server.port"] == fb_port
+    assert chat[GA.GEN_AI_RESPONSE_ID].startswith("chatcmpl-")
