@@ -273,3 +273,26 @@ def test_a_call_a_fallback_answered_names_the_fallbacks_provider_and_endpoint(re
     assert chat[GA.GEN_AI_REQUEST_MODEL] == "claude-haiku-4-5" and chat[GA.GEN_AI_RESPONSE_MODEL] == "gpt-4o-mini"
     assert chat[GA.GEN_AI_PROVIDER_NAME] == "openai" and chat["server.port"] == fb_port
     assert chat[GA.GEN_AI_RESPONSE_ID].startswith("chatcmpl-")
+
+
+def test_a_message_replaced_between_calls_is_exported_as_it_now_is() -> None:
+    """Each ``chat`` span's ``gen_ai.input.messages`` is what that call sent ("Messages MUST be provided in the
+    order they were sent to the model"), though the conversion of unchanged messages is kept between calls."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentloop.events import ModelRequest
+    from agentloop.telemetry import Tracing
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _, sink, _ = Tracing(provider, capture_content=True).wrap(object(), None, None, model_name="openai:gpt-4o")
+    sink._take_tools([], None)
+    first, old, last = {"role": "user", "content": "first"}, {"role": "assistant", "content": "a long answer"}, {"role": "user", "content": "next"}
+    for messages in ([first, old, last], [first, {**old, "content": "[compacted]"}, last], [first, old]):
+        sink.chat_started(ModelRequest(messages, (), 10))
+        sink.finish()
+    got = [[p["parts"][0]["content"] for p in json.loads(s.attributes[GA.GEN_AI_INPUT_MESSAGES])] for s in exporter.get_finished_spans()]
+    assert got == [["first", "a long answer", "next"], ["first", "[compacted]", "next"], ["first", "a long answer"]]

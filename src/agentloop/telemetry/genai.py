@@ -31,14 +31,16 @@ Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 __all__ = [
     "describe_model",
     "finish_reason",
+    "input_json",
     "input_parts",
+    "message_parts",
     "output_message",
     "provider_name",
     "server_of",
@@ -63,6 +65,7 @@ _HOSTS: tuple[tuple[str, str], ...] = (
     ("bedrock-runtime.", "aws.bedrock"),
     ("bedrock-mantle.", "aws.bedrock"),
 )
+_P = TypeVar("_P")
 _PROTOCOLS = {"openai": "openai", "anthropic": "anthropic"}
 _FINISH = {
     "stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "no_tool_calls": "stop",
@@ -195,29 +198,47 @@ def _result(value: Any) -> Any:
     return value
 
 
+def message_parts(m: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """(role, parts) of one message as recorded (rule 2)."""
+    role = str(m.get("role", "user"))
+    if role == "tool":
+        return role, [{"type": "tool_call_response", "id": str(m.get("tool_call_id")), "response": _result(m.get("content"))}]
+    parts = _reasoning_parts(m.get("reasoning")) + _text_parts(m.get("content"))
+    parts += [_call_part(c) for c in m.get("tool_calls") or () if isinstance(c, Mapping)]
+    return role, parts
+
+
+def _grouped(entries: Iterable[tuple[str, list[_P]]], separate_system: bool) -> tuple[list[tuple[str, list[_P]]], list[_P]]:
+    """The chat's messages and the system instructions: consecutive tool results are one message (one turn of
+    results, as the provider gets them); the system prompt goes apart when the provider takes it apart."""
+    chat: list[tuple[str, list[_P]]] = []
+    system: list[_P] = []
+    for role, parts in entries:
+        if role == "system" and separate_system:
+            system.extend(parts)
+        elif role == "tool" and chat and chat[-1][0] == "tool":
+            chat[-1][1].extend(parts)
+        else:
+            chat.append((role, list(parts)))
+    return chat, system
+
+
 def input_parts(messages: Sequence[Mapping[str, Any]], separate_system: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(``gen_ai.input.messages``, ``gen_ai.system_instructions``) of messages as recorded (rule 2).
 
     ``separate_system``: the provider takes the system prompt apart from the chat (Anthropic), so it
     goes to the instructions; otherwise it stays a ``system`` message of the chat."""
-    chat: list[dict[str, Any]] = []
-    system: list[dict[str, Any]] = []
-    for m in messages:
-        role = str(m.get("role", "user"))
-        if role == "system" and separate_system:
-            system.extend(_text_parts(m.get("content")))
-            continue
-        if role == "tool":
-            parts = [{"type": "tool_call_response", "id": str(m.get("tool_call_id")), "response": _result(m.get("content"))}]
-            if chat and chat[-1]["role"] == "tool":  # one message per turn of results, as the provider gets them
-                chat[-1]["parts"].extend(parts)
-                continue
-            chat.append({"role": "tool", "parts": parts})
-            continue
-        parts = _reasoning_parts(m.get("reasoning")) + _text_parts(m.get("content"))
-        parts += [_call_part(c) for c in m.get("tool_calls") or () if isinstance(c, Mapping)]
-        chat.append({"role": role, "parts": parts})
-    return chat, system
+    chat, system = _grouped((message_parts(m) for m in messages), separate_system)
+    return [{"role": r, "parts": p} for r, p in chat], system
+
+
+def input_json(entries: Sequence[tuple[str, list[str]]], separate_system: bool) -> tuple[str, str | None]:
+    """``input_parts`` as JSON text, from each message's role and parts already as JSON text (which a
+    caller keeps from one call to the next: a long conversation is not converted again at every call)."""
+    chat, system = _grouped(entries, separate_system)
+    roles = {r: json.dumps(r, ensure_ascii=False) for r in {r for r, _ in chat}}
+    text = "[" + ", ".join(f'{{"role": {roles[r]}, "parts": [{", ".join(p)}]}}' for r, p in chat) + "]"
+    return text, ("[" + ", ".join(system) + "]") if system else None
 
 
 def output_message(reply: Mapping[str, Any]) -> dict[str, Any]:

@@ -87,6 +87,10 @@ class TracedSink:
         self.tool_tokens: dict[str, Any] = {}
         self.policy: Any = None
         self.descriptions: dict[str, str] = {}
+        self.converted: list[tuple[Any, tuple[str, list[str]]]] = []
+        """The last call's messages, each with its parts as JSON text: a message the next call sends again
+        (the same object, after the same ones, under the same redaction) is not converted again."""
+        self.converted_policy: Any = None
 
     def __getattr__(self, name: str) -> Any:  # a Session sink's own methods (note, listeners...) stay reachable
         return getattr(self.inner, name)
@@ -166,11 +170,23 @@ class TracedSink:
         cannot be redacted."""
         if self.policy is None:
             return
-        recorded = self.policy.messages_for_record(list(getattr(request, "messages", ()) or ()))
-        chat, system = genai.input_parts(recorded, self.provider == "anthropic")
-        self.chat.set_attribute("gen_ai.input.messages", _dumps(chat))
+        messages = list(getattr(request, "messages", ()) or ())
+        recorded = self.policy.messages_for_record(messages)
+        kept = self.converted if self.converted_policy is self.policy else []
+        converted: list[tuple[Any, tuple[str, list[str]]]] = []
+        same = True
+        for i, (m, rec) in enumerate(zip(messages, recorded)):
+            same = same and i < len(kept) and kept[i][0] is m
+            if same:  # the same message as last call, after the same ones: converted the same
+                converted.append(kept[i])
+            else:
+                role, parts = genai.message_parts(rec)
+                converted.append((m, (role, [_dumps(p) for p in parts])))
+        self.converted, self.converted_policy = converted, self.policy
+        chat, system = genai.input_json([e for _, e in converted], self.provider == "anthropic")
+        self.chat.set_attribute("gen_ai.input.messages", chat)
         if system:
-            self.chat.set_attribute("gen_ai.system_instructions", _dumps(system))
+            self.chat.set_attribute("gen_ai.system_instructions", system)
 
     def chat_replied(self, reply: Any) -> None:
         """What only the live reply knows: the provider's response id, and which endpoint answered."""
