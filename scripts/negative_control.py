@@ -1114,6 +1114,20 @@ SABOTAGES = [
         "            pass  # SABOTAGED\n",
         ["tests/test_background_bash.py::test_a_later_foreground_call_reaches_a_background_server_and_the_server_survives_it"],
     ),
+    Sabotage(
+        "a chat span's exported input carries the messages as sent (a secret argument unredacted)",
+        "src/agentloop/telemetry/spans.py",
+        "        recorded = self.policy.messages_for_record(list(getattr(request, \"messages\", ()) or ()))",
+        "        recorded = [dict(m) for m in getattr(request, \"messages\", ())]  # SABOTAGED",
+        ["tests/test_telemetry_genai.py::test_a_secret_argument_reaches_the_model_but_never_the_traces"],
+    ),
+    Sabotage(
+        "a tool span's exported arguments are the call's own (a secret argument unredacted)",
+        "src/agentloop/telemetry/spans.py",
+        "_dumps(self.policy.call_arguments(call.name, call.arguments))",
+        "_dumps(call.arguments)  # SABOTAGED",
+        ["tests/test_telemetry_genai.py::test_a_secret_argument_reaches_the_model_but_never_the_traces"],
+    ),
 ]
 
 

@@ -325,7 +325,7 @@ def test_the_fast_event_makers_build_what_the_constructors_build_and_stay_frozen
     cases: list[tuple[Any, tuple[Any, ...]]] = [
         (events.ToolCall, ("c1", "add", {"a": 1})),
         (events.Usage, (1, 2, 3, 4)),
-        (events.ModelReply, ("hi", (call,), usage, "m", "stop", {"raw": True}, ({"type": "thinking", "thinking": "t", "signature": "s"},))),
+        (events.ModelReply, ("hi", (call,), usage, "m", "stop", {"raw": True}, ({"type": "thinking", "thinking": "t", "signature": "s"},), "chatcmpl-1")),
         (events.ToolResult, ("c1", "add", False, None, "boom", {"type": "ValueError"})),
     ]
     for cls, values in cases:

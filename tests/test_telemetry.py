@@ -76,7 +76,7 @@ def test_a_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children() -> 
     a = chats[0].attributes
     assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.request.model"] == "gpt-4o-mini"
     assert a["gen_ai.usage.input_tokens"] == 100 and a["gen_ai.usage.output_tokens"] == 10
-    assert tuple(a["gen_ai.response.finish_reasons"]) == ("tool_calls",)
+    assert tuple(a["gen_ai.response.finish_reasons"]) == ("tool_call",)  # the output schema's FinishReason
     assert tool_span.attributes["gen_ai.tool.name"] == "lookup" and tool_span.attributes["gen_ai.tool.call.id"] == "call_0"
     assert run.attributes["gen_ai.operation.name"] == "invoke_agent" and run.attributes["agentloop.stop_reason"] == "no_tool_calls"
     assert run.attributes["agentloop.cost_micros"] == res.spent_micros

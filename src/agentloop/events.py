@@ -98,6 +98,9 @@ class ModelReply:
     reasoning: tuple[dict[str, Any], ...] = ()
     """The vendor's reasoning blocks, byte for byte as received (Anthropic's ``thinking`` and
     ``redacted_thinking``, signatures included): recorded, and sent back on the next turns."""
+    response_id: str | None = field(default=None, compare=False)
+    """The provider's id of this response (``chatcmpl-...``, ``msg_...``), for tracing; not recorded,
+    so a replayed reply has none."""
 
     def to_json(self, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """``tool_calls``: the calls' JSON as recorded (redacted), in place of their own."""
@@ -123,6 +126,7 @@ class ModelReply:
         return _make_reply(
             str(obj.get("text", "")), calls, None if usage is None else Usage.from_json(usage), obj.get("model"), obj.get("finish_reason"), None,
             reasoning,
+            None,
         )
 
 

@@ -47,6 +47,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--sandbox", choices=("read-only", "workspace-write", "danger-full-access"), default=d(None),
                    help="how Bash commands are confined (default workspace-write: only the workspace writable, no network)")
     g.add_argument("--add-dir", action="append", default=d([]), metavar="DIR", help="another directory the file tools may use (repeatable)")
+    g.add_argument("--plugin-dir", action="append", default=d([]), metavar="DIR",
+                   help="Claude Code's flag to load a plugin folder: accepted, but plugins are not loaded (a warning says so)")
     g.add_argument("--output-format", choices=OUTPUT_FORMATS, default=d("text"),
                    help="with -p / run: text, json (one object) or stream-json (JSON lines), in Claude Code's shapes")
     g.add_argument("--input-format", choices=INPUT_FORMATS, default=d("text"),

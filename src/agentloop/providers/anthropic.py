@@ -198,6 +198,7 @@ class AnthropicAssembler(Assembler):
             self.started = True
             self.final_count = False
             self.model = m.get("model") or self.model
+            self.response_id = m["id"] if isinstance(m.get("id"), str) else self.response_id
             self._usage(m.get("usage") or {})
             return None
         if t == "message_delta":
@@ -277,12 +278,13 @@ class AnthropicAssembler(Assembler):
                     args = cb.get("input", {})
                 if bt == "tool_use":
                     calls.append(ToolCall(str(cb["id"]), str(cb["name"]), args))
-        return Turn("".join(texts), calls, self._final_usage(), self.stop_reason, self.model, cut, reasoning)
+        return Turn("".join(texts), calls, self._final_usage(), self.stop_reason, self.model, cut, reasoning, self.response_id)
 
     def from_json(self, body: bytes) -> Turn:
         obj = orjson.loads(body)
         self.started = self.done = True
         self.model = obj.get("model")
+        self.response_id = obj["id"] if isinstance(obj.get("id"), str) else None
         self.stop_reason = obj.get("stop_reason")
         self._usage(obj.get("usage") or {})
         for i, cb in enumerate(obj.get("content") or []):

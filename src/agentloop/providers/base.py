@@ -167,6 +167,8 @@ class Turn:
     """The name of a tool call whose arguments never completed (cut at max_tokens)."""
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     """The vendor's reasoning blocks as received (Anthropic's ``thinking``, with signatures)."""
+    response_id: str | None = None
+    """The provider's id of the response (traced, not recorded)."""
 
 
 class Assembler:
@@ -182,6 +184,8 @@ class Assembler:
     """Bytes of the stream received so far."""
     limit: StreamLimit | None = None
     """Where the stream is cut (set by the model for each attempt)."""
+    response_id: str | None = None
+    """The provider's id of the response, once an event carried it."""
 
     def feed(self, event: str, data: bytes) -> str | None:
         """Take one event; return a text delta to show, if it carries one."""
@@ -634,6 +638,7 @@ class HTTPModel:
             finish_reason=finish,
             raw=raw_out,
             reasoning=tuple(turn.reasoning),
+            response_id=turn.response_id,
         )
 
     def _after_failure(

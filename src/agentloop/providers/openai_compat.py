@@ -120,6 +120,8 @@ class OpenAIAssembler(Assembler):
         self.started = True
         if self.model is None:
             self.model = obj.get("model")
+        if self.response_id is None and isinstance(obj.get("id"), str):
+            self.response_id = obj["id"]
         u = obj.get("usage")
         if u:
             self.usage = u
@@ -164,7 +166,7 @@ class OpenAIAssembler(Assembler):
                     continue
                 args = js
             calls.append(ToolCall(str(c["id"] or f"call_{i}"), c["name"], args))
-        return Turn("".join(self.parts), calls, self._final_usage(), self.finish, self.model, cut)
+        return Turn("".join(self.parts), calls, self._final_usage(), self.finish, self.model, cut, response_id=self.response_id)
 
     def _final_usage(self) -> Usage | None:
         """The reported usage, every count checked (``reported_count``); None when none was reported.
@@ -188,6 +190,7 @@ class OpenAIAssembler(Assembler):
         obj = orjson.loads(body)
         self.started = self.done = True
         self.model = obj.get("model")
+        self.response_id = obj["id"] if isinstance(obj.get("id"), str) else None
         self.usage = obj.get("usage")
         for ch in obj.get("choices") or ():
             msg = ch.get("message") or {}

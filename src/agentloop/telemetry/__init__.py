@@ -11,9 +11,13 @@ Rules:
 1. Spans follow the OpenTelemetry GenAI semantic conventions: one
    ``invoke_agent`` span a run (INTERNAL), a ``chat {model}`` span a model
    call (CLIENT) and an ``execute_tool {tool}`` span a tool call (INTERNAL),
-   both children of their run's span, with the ``gen_ai.*`` attributes for
-   the operation, provider, model, usage, finish reasons and tool name and
-   call id.
+   both children of their run's span. A ``chat`` span carries the
+   provider (``gen_ai.provider.name``, a well-known value: ``genai.py``),
+   the model asked and the one that answered, the endpoint
+   (``server.address``, ``server.port``), the provider's response id
+   (``gen_ai.response.id``; a replay has none), the usage with the cache
+   reads and writes, and the finish reason; an ``execute_tool`` span the
+   tool's name, description and call id.
 2. Each span points at the exact transcript record it stands for:
    ``agentloop.record.seq`` and ``agentloop.record.hash`` (the ``model_turn``
    of a call, the ``tool_result`` of a tool, the ``stop`` of a run), with
@@ -23,10 +27,17 @@ Rules:
    run by the ``Agent`` tool in the calling thread) is its child, through
    OpenTelemetry's context. A batch task is the child of the batch's span
    when the worker is given its ``traceparent``.
-4. Contents (messages, tool arguments and results) are exported only when
-   asked for, with ``capture_content=True`` or the conventions' variable
-   ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``; they are
-   taken from the records as written, so a value the transcript redacts is
+4. Contents are exported only when asked for, with ``capture_content=True``
+   or the conventions' variable
+   ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``: each
+   ``chat`` span's input (``gen_ai.input.messages``, and
+   ``gen_ai.system_instructions`` where the provider takes the system prompt
+   apart) and output (``gen_ai.output.messages``), in the conventions'
+   ``parts`` shape; the run's first messages and answer on its span; each
+   tool's ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``.
+   All of it is redacted exactly as the run's records are (``redact.Policy``
+   from the recorded tools manifest, or the records themselves), so a value
+   the transcript redacts (a secret argument, a sensitive tool's output) is
    never exported.
 5. Spans are timed here, outside the core: the loop and the drivers read no
    clock. Tracing wraps the model, the transcript sink and the observer of a
@@ -35,28 +46,16 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .spans import TracedModel, TracedSink
+
 __all__ = ["CONTENT_ENV", "Tracing", "from_environment"]
 
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_FINISHED = ("no_tool_calls", "sentinel")
-
-
-def _provider_of(model: str) -> str:
-    prefix = model.split(":", 1)[0] if ":" in model else ""
-    return {"openai": "openai", "anthropic": "anthropic", "scripted": "_OTHER"}.get(prefix, "_OTHER")
-
-
-def _finish(reply: Mapping[str, Any]) -> str:
-    if reply.get("tool_calls"):
-        return "tool_calls"
-    fr = reply.get("finish_reason")
-    return str(fr) if fr else "stop"
 
 
 class Tracing:
@@ -95,264 +94,12 @@ class Tracing:
         return sink.finish(await arun(m, tools, messages, budget, transcript=sink, observer=obs, **kw))
 
     def wrap(self, model: Any, transcript: Any, observer: Any, *, model_name: str | None = None,
-             run_id: str | None = None, conversation_id: str | None = None) -> tuple[Any, _TracedSink, Callable[[Any], None]]:
+             run_id: str | None = None, conversation_id: str | None = None) -> tuple[Any, TracedSink, Callable[[Any], None]]:
         """(model, sink, observer) that trace one run. Call ``sink.finish(result)`` after it (``run`` does)."""
         from agentloop.transcript import MemoryTranscript
 
-        sink = _TracedSink(self, transcript if transcript is not None else MemoryTranscript(), model_name or getattr(model, "name", None),
-                           run_id, conversation_id)
-        return _TracedModel(model, sink), sink, sink.observer(observer)
-
-
-class _TracedModel:
-    """The model, with a ``chat`` span opened at each call (closed when its record is written)."""
-
-    def __init__(self, inner: Any, sink: _TracedSink):
-        self.inner = inner
-        self.sink = sink
-        self.name = getattr(inner, "name", None)
-        for attr in ("max_continuations", "fallback_prices", "prices"):
-            if hasattr(inner, attr):
-                setattr(self, attr, getattr(inner, attr))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def complete(self, request: Any) -> Any:
-        self.sink.chat_started(request)
-        try:
-            return self.inner.complete(request)
-        except BaseException as exc:
-            self.sink.chat_failed(exc)
-            raise
-
-    async def acomplete(self, request: Any) -> Any:
-        self.sink.chat_started(request)
-        try:
-            if hasattr(self.inner, "acomplete"):
-                return await self.inner.acomplete(request)
-            import asyncio
-
-            return await asyncio.to_thread(self.inner.complete, request)
-        except BaseException as exc:
-            self.sink.chat_failed(exc)
-            raise
-
-
-class _TracedSink:
-    """The transcript sink: every record a span stands for passes here, so spans carry its seq and hash."""
-
-    def __init__(self, tracing: Tracing, inner: Any, model: str | None, run_id: str | None, conversation_id: str | None):
-        self.t = tracing
-        self.inner = inner
-        self.model = model or "unknown"
-        self.run_id = run_id
-        self.conversation_id = conversation_id
-        self.run_span: Any = None
-        self.chat: Any = None
-        self.tools: dict[str, Any] = {}
-        self.tool_ends: dict[str, int] = {}
-        self.tool_tokens: dict[str, Any] = {}
-        self._token: Any = None
-
-    def __getattr__(self, name: str) -> Any:  # a Session sink's own methods (note, listeners...) stay reachable
-        return getattr(self.inner, name)
-
-    # -- spans --
-
-    def _ctx(self) -> Any:
-        return self.t._trace.set_span_in_context(self.run_span) if self.run_span is not None else None
-
-    def _start_run(self, payload: Any) -> None:
-        from opentelemetry.trace import SpanKind
-
-        cfg = payload.get("config", {}) if isinstance(payload, dict) else {}
-        model = str(cfg.get("model") or self.model)
-        self.model = model
-        attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": self.t.agent_name,
-            "gen_ai.provider.name": _provider_of(model),
-            "gen_ai.request.model": model,
-        }
-        rid = cfg.get("run_id") or self.run_id
-        if rid:
-            attrs["agentloop.run_id"] = str(rid)
-        if self.conversation_id:
-            attrs["gen_ai.conversation.id"] = self.conversation_id
-        budget = cfg.get("budget") or {}
-        if budget.get("max_usd_micros") is not None:
-            attrs["agentloop.budget.max_usd_micros"] = int(budget["max_usd_micros"])
-        if budget.get("unlimited"):
-            attrs["agentloop.budget.unlimited"] = True
-        if self.t.capture_content:
-            attrs["gen_ai.input.messages"] = json.dumps(payload.get("messages", []), ensure_ascii=False)
-        self.run_span = self.t.tracer.start_span(f"invoke_agent {self.t.agent_name}", kind=SpanKind.INTERNAL, attributes=attrs)
-
-    def chat_started(self, request: Any) -> None:
-        from opentelemetry.trace import SpanKind
-
-        if self.chat is not None:  # a call whose record never came (an interrupt): close it first
-            self.chat.end()
-        attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": _provider_of(self.model),
-            "gen_ai.request.model": self.model.split(":", 1)[-1],
-        }
-        mt = getattr(request, "max_output_tokens", None)
-        if mt:
-            attrs["gen_ai.request.max_tokens"] = int(mt)
-        self.chat = self.t.tracer.start_span(f"chat {attrs['gen_ai.request.model']}", kind=SpanKind.CLIENT,
-                                             context=self._ctx(), attributes=attrs)
-
-    def chat_failed(self, exc: BaseException) -> None:
-        if self.chat is not None:
-            from opentelemetry.trace import Status, StatusCode
-
-            self.chat.set_attribute("error.type", type(exc).__name__)
-            self.chat.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
-
-    def observer(self, outer: Callable[[Any], None] | None) -> Callable[[Any], None]:
-        from agentloop.events import ToolFinished, ToolStarted
-
-        def observe(ev: Any) -> None:
-            if isinstance(ev, ToolStarted):
-                self._tool_started(ev.call)
-            elif isinstance(ev, ToolFinished):
-                self._tool_finished(ev.result)
-            if outer is not None:
-                outer(ev)
-
-        return observe
-
-    def executor(self, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """An executor that traces each call of a turn it runs (a sub-agent's, which emits no tool
-        events): the spans of one turn's calls share the turn's start and end."""
-        from agentloop.events import ToolFinished
-
-        def execute(calls: Any) -> Any:
-            for c in calls:
-                self._tool_started(c, attach=False)
-            results = inner(calls)
-            for r in results:
-                self.observer(None)(ToolFinished(r))
-            return results
-
-        return execute
-
-    def _tool_started(self, call: Any, attach: bool = True) -> None:
-        from opentelemetry import context as otel_context
-        from opentelemetry.trace import SpanKind
-
-        attrs = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
-            "gen_ai.tool.call.id": call.id,
-            "gen_ai.tool.type": "function",
-        }
-        span = self.t.tracer.start_span(f"execute_tool {call.name}", kind=SpanKind.INTERNAL, context=self._ctx(), attributes=attrs)
-        self.tools[call.id] = span
-        if attach:  # a run the tool starts in this thread (a sub-agent) nests under this span (rule 3)
-            self.tool_tokens[call.id] = otel_context.attach(self.t._trace.set_span_in_context(span))
-
-    def _tool_finished(self, result: Any) -> None:
-        import time
-
-        from opentelemetry import context as otel_context
-
-        token = self.tool_tokens.pop(result.call_id, None)
-        if token is not None:
-            try:
-                otel_context.detach(token)
-            except ValueError:  # finished in another thread than it started in
-                pass
-        self.tool_ends[result.call_id] = time.time_ns()
-
-    # -- the sink --
-
-    def append(self, kind: str, payload: Any) -> Any:
-        if kind == "run_start" and self.run_span is None:
-            self._start_run(payload)
-        rec = self.inner.append(kind, payload)
-        try:
-            self._on_record(kind, payload, rec)
-        except Exception as exc:  # tracing must never break a run
-            print(f"agentloop: tracing: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return rec
-
-    def _on_record(self, kind: str, payload: Any, rec: Any) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
-        if kind == "model_turn" and self.chat is not None:
-            reply = payload.get("reply") or {}
-            usage = reply.get("usage") or {}
-            attrs: dict[str, Any] = {
-                "gen_ai.response.model": str(reply.get("model") or self.model.split(":", 1)[-1]),
-                "gen_ai.response.finish_reasons": [_finish(reply)],
-                "gen_ai.usage.input_tokens": int(usage.get("input_tokens", 0)),
-                "gen_ai.usage.output_tokens": int(usage.get("output_tokens", 0)),
-                "agentloop.step": int(payload.get("step", 0)),
-                "agentloop.usage_estimated": bool(payload.get("usage_estimated")),
-                "agentloop.record.seq": rec.seq,
-                "agentloop.record.hash": rec.hash,
-            }
-            if self.t.capture_content:
-                out = {"role": "assistant", "content": reply.get("text", ""), "tool_calls": reply.get("tool_calls", [])}
-                attrs["gen_ai.output.messages"] = json.dumps([out], ensure_ascii=False)
-            self.chat.set_attributes(attrs)
-        elif kind == "budget" and self.chat is not None:
-            self.chat.set_attribute("agentloop.cost_micros", int(payload.get("cost_micros", 0)))
-            self.chat.end()
-            self.chat = None
-        elif kind == "model_error" and self.chat is not None:
-            self.chat.set_attribute("agentloop.record.seq", rec.seq)
-            self.chat.set_attribute("agentloop.record.hash", rec.hash)
-            self.chat.set_attribute("agentloop.cost_micros", int(payload.get("cost_micros", 0)))
-            self.chat.set_status(Status(StatusCode.ERROR, str(payload.get("error", ""))[:200]))
-            self.chat.end()
-            self.chat = None
-        elif kind == "tool_result":
-            cid = str(payload.get("call_id"))
-            span = self.tools.pop(cid, None)
-            if span is not None:
-                tattrs: dict[str, Any] = {"agentloop.record.seq": rec.seq, "agentloop.record.hash": rec.hash}
-                if not payload.get("ok"):
-                    tattrs["error.type"] = "tool_error"
-                    span.set_status(Status(StatusCode.ERROR))
-                if self.t.capture_content:
-                    key = "content" if payload.get("ok") else "error"
-                    v = payload.get(key)
-                    tattrs["gen_ai.tool.call.result"] = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-                span.set_attributes(tattrs)
-                span.end(end_time=self.tool_ends.pop(cid, None))
-        elif kind == "stop" and self.run_span is not None:
-            s = self.run_span
-            usage = payload.get("usage") or {}
-            reason = str(payload.get("reason"))
-            s.set_attribute("agentloop.stop_reason", reason)
-            s.set_attribute("agentloop.cost_micros", int(payload.get("spent_micros", 0)))
-            s.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
-            s.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
-            s.set_attribute("agentloop.record.seq", rec.seq)
-            s.set_attribute("agentloop.record.hash", rec.hash)
-            if reason not in _FINISHED:
-                s.set_attribute("error.type", reason)
-                s.set_status(Status(StatusCode.ERROR, str(payload.get("error") or reason)[:200]))
-            if self.t.capture_content and payload.get("answer"):
-                s.set_attribute("gen_ai.output.messages", json.dumps([{"role": "assistant", "content": payload["answer"]}], ensure_ascii=False))
-
-    def finish(self, result: Any = None) -> Any:
-        """End what is still open (the run's span last); returns ``result``."""
-        for span in self.tools.values():
-            span.end()
-        self.tools.clear()
-        if self.chat is not None:
-            self.chat.end()
-            self.chat = None
-        if self.run_span is not None:
-            self.run_span.end()
-            self.run_span = None
-        return result
+        sink = TracedSink(self, transcript if transcript is not None else MemoryTranscript(), model, model_name, run_id, conversation_id)
+        return TracedModel(model, sink), sink, sink.observer(observer)
 
 
 def from_environment(env: Mapping[str, str] | None = None, warn: Callable[[str], None] | None = None) -> Tracing | None:
