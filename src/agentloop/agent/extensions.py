@@ -364,6 +364,7 @@ class AgentContext:
             r = self.subagents
             r.model = agent.model
             r.model_name = agent.model_name
+            r.model_spec = agent.model_spec
             r.prices = agent.prices
             r.transcript_dir = os.path.join(agent.session.dir, agent.session.id, "subagents")
             r.record = agent.record
@@ -495,6 +496,8 @@ def make_extensions(agent: Any) -> Extensions:
             transcript_dir=os.path.join(agent.home, "subagents"),
             prices=agent.prices,
             model_name=agent.model_name,
+            model_spec=agent.model_spec,
+            max_output_for=lambda spec, cap: child_max_output(agent, spec, cap),
             open_model=agent._open,
             tracing=agent.tracing,
             default_isolation="none" if merged(agent.sources, "subagentIsolation") == "none" else "worktree",
@@ -506,6 +509,23 @@ def make_extensions(agent: Any) -> Extensions:
         ctx.subagents = sub
         out.tools.append(sub.tool())
     return out
+
+
+def child_max_output(agent: Any, spec: str, cap_micros: int | None) -> int:
+    """A sub-agent's output budget: the parent's rule (flag, variable, setting, else the model's documented
+    maximum) for the child's model, limited by the child's reservation as the parent's is by its cap."""
+    from .model_options import OptionError, resolve_options
+
+    flags = getattr(agent, "_option_flags", (None, None, None))
+    try:
+        return resolve_options(
+            spec, max_output_tokens=flags[0], setting=lambda k: merged(agent.sources, k), env=agent.env,
+            cap_micros=cap_micros, output_price=agent.prices.resolve(spec.split(":", 1)[-1]).output,
+        ).max_output_tokens
+    except OptionError:  # the flag passes the child's model's maximum: that maximum
+        from ..prices import DEFAULT_MAX_OUTPUT, documented_max_output
+
+        return documented_max_output(spec.split(":", 1)[-1]) or DEFAULT_MAX_OUTPUT
 
 
 def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:
