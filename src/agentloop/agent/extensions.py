@@ -42,6 +42,7 @@ from .hooks.payloads import (
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
 from .subagents.agent_types import load_agent_types
+from .subagents.parent_budget import ParentBudget
 from .subagents.runner import SubagentRunner, parallel_executor
 
 __all__ = ["AgentContext", "ClaudeHooks", "Extensions", "make_extensions"]
@@ -350,6 +351,9 @@ class AgentContext:
         if spec is not None:
             self.loopcheck = LoopCheck(agent._open(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
         self.subagents: SubagentRunner | None = None
+        self.side_budget = ParentBudget()
+        """What the parent's loop has left, for the model calls tools make while a turn's tools run (the
+        sub-agents', WebFetch's, WebSearch's): one, so their holds see each other's."""
 
     def _sync(self, agent: Any) -> None:
         cm = self.cm
@@ -405,8 +409,7 @@ class AgentContext:
         parts: list[Any] = []
         if self.hooks is not None:
             parts.append(self.hooks.check_stop)
-        if self.subagents is not None:
-            parts.append(self.subagents.parent.bind)
+        parts.append(self.side_budget.bind)
         parts.append(self.cm.prepare)
         if self.loopcheck is not None:
             parts.append(self.loopcheck.prepare)
@@ -490,6 +493,7 @@ def make_extensions(agent: Any) -> Extensions:
             return reg
 
         sub = SubagentRunner(
+            parent=ctx.side_budget,
             model=agent.model,
             make_tools=make_tools,
             cwd=agent.cwd,
@@ -508,6 +512,9 @@ def make_extensions(agent: Any) -> Extensions:
         )
         ctx.subagents = sub
         out.tools.append(sub.tool())
+    from .tools.web_tools import web_tools
+
+    out.tools.extend(web_tools(agent, ctx.side_budget, CHEAP_MODELS))
     return out
 
 
