@@ -280,3 +280,26 @@ def test_a_pretooluse_hook_matching_webfetch_by_name_sees_the_url_and_can_block_
     payload = json.loads(seen.read_text())
     assert payload["tool_name"] == "WebFetch" and payload["tool_input"]["url"] == _url(site, "/page")
     assert site.hits == []
+
+
+def test_a_sub_agent_may_fetch_under_the_parents_rules_and_its_prompt_call_is_charged_to_the_parent(tmp_path: Path, site: Any) -> None:
+    replies = [
+        {"tool_calls": [{"name": "Agent", "arguments": {"description": "read docs", "prompt": "find the install line"}}]},
+        _fetch_call(_url(site, "/page")),  # the child's turn
+        {"text": "pip install widget==2.1"},  # the small model, applying the prompt
+        {"text": "child: pip install widget==2.1"},
+        {"text": "done"},
+    ]
+    with FakeProvider({"replies": replies}) as fp:
+        a = _agent(tmp_path, fp, {"allow": ["WebFetch(domain:127.0.0.1)"]})
+        try:
+            r = a.ask("install widget")
+        finally:
+            a.close("prompt_input_exit")
+    assert site.hits == ["/page"]
+    recs = list(read_records(a.session.path))
+    (sub,) = [x.payload for x in recs if x.kind == "subagent"]
+    assert sub["answer"] == "child: pip install widget==2.1"
+    costs = [x.payload for x in recs if x.kind == "side_cost"]
+    assert sorted(c["purpose"] for c in costs) == ["subagent", "web_fetch"]
+    assert r.spent_micros == sum(x.payload["cost_micros"] for x in recs if x.kind == "budget") + sum(c["cost_micros"] for c in costs)

@@ -487,8 +487,9 @@ def make_extensions(agent: Any) -> Extensions:
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)
+            # and WebFetch/WebSearch: their model calls hold from the parent's loop (ctx.side_budget), past the child's own share
             for t in agent.extra_tools:
-                if t.name.startswith("mcp__") and t.name not in reg:
+                if (t.name.startswith("mcp__") or t.name in ("WebFetch", "WebSearch")) and t.name not in reg:
                     reg.register(t)
             return reg
 
