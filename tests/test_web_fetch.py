@@ -181,6 +181,10 @@ def test_the_fetched_body_is_bounded(site: Any, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(web_fetch, "MAX_BYTES", 1_000)
     out = WebFetch(None).fetch(_url(site, "/huge"), "p")
     assert "only its first 1,000 bytes were fetched" in out and out.count("line of text") < 100
+    monkeypatch.setattr(web_fetch, "MAX_BYTES", 10 * 1024 * 1024)
+    monkeypatch.setattr(web_fetch, "READ_DEADLINE_S", 0.0)  # a body still arriving at the deadline is cut there
+    out = WebFetch(None).fetch(_url(site, "/huge"), "p")
+    assert "it was still arriving after 0 s" in out
 
 
 @pytest.mark.parametrize(("url", "why"), [

@@ -18,7 +18,7 @@ Rules:
 3. No environment proxy, no ``.netrc``, no cookies, no credentials: a bare
    client (``trust_env=False``) with a plain user agent.
 4. Bounded: at most ``MAX_BYTES`` of the body are read (the rest is cut with
-   a note), ``TIMEOUT_S`` per request; HTML becomes Markdown
+   a note), ``TIMEOUT_S`` per network wait and ``READ_DEADLINE_S`` for the whole body; HTML becomes Markdown
    (``web_markdown.py``), text and JSON are kept, anything else is refused
    by type; the Markdown is cut at ``MAX_MARKDOWN`` characters, with a note.
 5. A page is kept ``CACHE_TTL_S`` (15 minutes) per URL, ``CACHE_MAX_CHARS``
@@ -58,6 +58,7 @@ MAX_MARKDOWN = 100_000
 FALLBACK_CHARS = 20_000
 MAX_REDIRECTS = 10
 TIMEOUT_S = 30.0
+READ_DEADLINE_S = 60.0
 CACHE_TTL_S = 15 * 60
 CACHE_MAX_CHARS = 50_000_000
 PROMPT_OUTPUT_TOKENS = 2_048
@@ -285,17 +286,23 @@ class WebFetch:
 def _read(url: str, r: Any) -> _Page:
     """Rule 4: the body, bounded, as Markdown."""
     buf = bytearray()
-    cut = False
+    cut = late = False
+    deadline = time.monotonic() + READ_DEADLINE_S  # a server dripping bytes under the per-read timeout ends here
     for chunk in r.iter_bytes():
         buf += chunk
         if len(buf) > MAX_BYTES:
             del buf[MAX_BYTES:]
             cut = True
             break
+        if time.monotonic() > deadline:
+            late = True
+            break
     ctype = r.headers.get("content-type", "").split(";")[0].strip().lower()
     notes: list[str] = []
     if cut:
         notes.append(f"[the page was cut: only its first {MAX_BYTES:,} bytes were fetched]")
+    if late:
+        notes.append(f"[the page was cut: it was still arriving after {READ_DEADLINE_S:.0f} s; {len(buf):,} bytes were read]")
     text = bytes(buf).decode(r.encoding or "utf-8", errors="replace")
     if ctype in ("text/html", "application/xhtml+xml") or (not ctype and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))):
         md = html_to_markdown(text)
