@@ -70,3 +70,26 @@ def test_the_variable_sets_the_childs_output_budget_as_it_sets_the_parents(tmp_p
 def _reserved(a: Agent) -> int:
     (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
     return int(sub["reserved_micros"])
+
+
+def test_a_child_of_a_type_with_its_own_model_asks_for_that_models_budget(tmp_path: Path) -> None:
+    """Claude Code's sub-agent files take a ``model`` (code.claude.com/docs/en/sub-agents, "Choose a model")."""
+    agents = tmp_path / "proj" / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "opus-reader.md").write_text("---\nname: opus-reader\ndescription: reads with opus 4.1\n"
+                                            "model: anthropic:claude-opus-4-1\ntools: Read\n---\nYou read files.\n")
+    cwd = tmp_path / "proj"
+    replies = [
+        {"tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "look around", "subagent_type": "opus-reader"}}]},
+        {"text": "child done"},
+        {"text": "parent done"},
+    ]
+    with FakeProvider({"replies": replies}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=SPEC, base_url=fp.url, env={}, trust=True,
+                  permission_mode="bypassPermissions", max_usd_micros=usd("1000"))
+        try:
+            a.ask("go")
+        finally:
+            a.close("prompt_input_exit")
+        bodies = [r["body"] for r in fp.requests if r["protocol"]]
+    assert bodies[1]["model"] == "claude-opus-4-1" and bodies[1]["max_tokens"] == 32_000  # its model's maximum, not the parent's 64,000
