@@ -1128,6 +1128,34 @@ SABOTAGES = [
         "_dumps(call.arguments)  # SABOTAGED",
         ["tests/test_telemetry_genai.py::test_a_secret_argument_reaches_the_model_but_never_the_traces"],
     ),
+    Sabotage(
+        "a WebFetch(domain:) rule for one domain allows fetches to any host",
+        "src/agentloop/agent/permissions/rules.py",
+        "            return bool(host) and fnmatch.fnmatchcase(host, b.rule.specifier)",
+        "            return bool(host)  # SABOTAGED",
+        ["tests/test_web_fetch.py::test_without_an_allow_rule_it_asks_and_with_no_one_to_ask_it_is_refused"],
+    ),
+    Sabotage(
+        "WebFetch follows a redirect to a host no permission approved",
+        "src/agentloop/agent/tools/web_fetch.py",
+        "                            if nhost != host:",
+        "                            if False:  # SABOTAGED",
+        ["tests/test_web_fetch.py::test_a_redirect_to_another_host_is_reported_not_followed"],
+    ),
+    Sabotage(
+        "WebFetch sends a URL that holds a session secret",
+        "src/agentloop/agent/tools/web_fetch.py",
+        "        if self.secret_in is not None and self.secret_in(url):",
+        "        if False:  # SABOTAGED",
+        ["tests/test_web_fetch.py::test_a_url_holding_a_session_secret_is_never_sent"],
+    ),
+    Sabotage(
+        "a web search is made without its bound held under the cap",
+        "src/agentloop/agent/tools/web_search.py",
+        "        if held is None:\n            raise ToolError(",
+        "        if False:  # SABOTAGED\n            raise ToolError(",
+        ["tests/test_web_search.py::test_without_room_under_the_cap_no_search_is_made"],
+    ),
 ]
 
 

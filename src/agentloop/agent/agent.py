@@ -1447,7 +1447,8 @@ class Agent:
 
         For Bash, the exact command line, with any ``*`` in it taken literally (so
         approving ``rm tmpd/*.tmp`` does not approve ``rm tmpd/../x tmpd/y.tmp``); for a
-        write to a protected path, that one file; for other tools, the tool. Deny and ask
+        write to a protected path, that one file; for WebFetch, the URL's domain
+        (``WebFetch(domain:HOST)``); for other tools, the tool. Deny and ask
         rules still come first, as for any allow rule.
         """
         args = call.arguments if isinstance(call.arguments, dict) else {}
@@ -1456,6 +1457,13 @@ class Agent:
             if not isinstance(cmd, str):
                 return ""  # nothing to remember: the next call asks again
             text = self.policy.add_exact("allow", "Bash", cmd, source="session").text
+        elif call.name == "WebFetch":  # Claude Code: "don't ask again" for that domain, not for every fetch
+            from .tools.web_fetch import remembered_domain_rule
+
+            text = remembered_domain_rule(args.get("url"))
+            if not text:
+                return ""
+            self.policy.add_rule("allow", text, source="session")
         elif self.policy.protected_target(call.name, args) is not None:
             path = next((args[k] for k in ("file_path", "notebook_path", "path") if isinstance(args.get(k), str)), None)
             if path is None:

@@ -42,6 +42,7 @@ from .hooks.payloads import (
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
 from .subagents.agent_types import load_agent_types
+from .subagents.parent_budget import ParentBudget
 from .subagents.runner import SubagentRunner, parallel_executor
 
 __all__ = ["AgentContext", "ClaudeHooks", "Extensions", "make_extensions"]
@@ -350,6 +351,9 @@ class AgentContext:
         if spec is not None:
             self.loopcheck = LoopCheck(agent._open(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
         self.subagents: SubagentRunner | None = None
+        self.side_budget = ParentBudget()
+        """What the parent's loop has left, for the model calls tools make while a turn's tools run (the
+        sub-agents', WebFetch's, WebSearch's): one, so their holds see each other's."""
 
     def _sync(self, agent: Any) -> None:
         cm = self.cm
@@ -364,6 +368,7 @@ class AgentContext:
             r = self.subagents
             r.model = agent.model
             r.model_name = agent.model_name
+            r.model_spec = agent.model_spec
             r.prices = agent.prices
             r.transcript_dir = os.path.join(agent.session.dir, agent.session.id, "subagents")
             r.record = agent.record
@@ -404,8 +409,7 @@ class AgentContext:
         parts: list[Any] = []
         if self.hooks is not None:
             parts.append(self.hooks.check_stop)
-        if self.subagents is not None:
-            parts.append(self.subagents.parent.bind)
+        parts.append(self.side_budget.bind)
         parts.append(self.cm.prepare)
         if self.loopcheck is not None:
             parts.append(self.loopcheck.prepare)
@@ -483,18 +487,22 @@ def make_extensions(agent: Any) -> Extensions:
             )
             # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
             # the child's calls to them pass the same permission rules (_child_executor)
+            # and WebFetch/WebSearch: their model calls hold from the parent's loop (ctx.side_budget), past the child's own share
             for t in agent.extra_tools:
-                if t.name.startswith("mcp__") and t.name not in reg:
+                if (t.name.startswith("mcp__") or t.name in ("WebFetch", "WebSearch")) and t.name not in reg:
                     reg.register(t)
             return reg
 
         sub = SubagentRunner(
+            parent=ctx.side_budget,
             model=agent.model,
             make_tools=make_tools,
             cwd=agent.cwd,
             transcript_dir=os.path.join(agent.home, "subagents"),
             prices=agent.prices,
             model_name=agent.model_name,
+            model_spec=agent.model_spec,
+            max_output_for=lambda spec, cap: child_max_output(agent, spec, cap),
             open_model=agent._open,
             tracing=agent.tracing,
             default_isolation="none" if merged(agent.sources, "subagentIsolation") == "none" else "worktree",
@@ -505,7 +513,27 @@ def make_extensions(agent: Any) -> Extensions:
         )
         ctx.subagents = sub
         out.tools.append(sub.tool())
+    from .tools.web_tools import web_tools
+
+    out.tools.extend(web_tools(agent, ctx.side_budget, CHEAP_MODELS))
     return out
+
+
+def child_max_output(agent: Any, spec: str, cap_micros: int | None) -> int:
+    """A sub-agent's output budget: the parent's rule (flag, variable, setting, else the model's documented
+    maximum) for the child's model, limited by the child's reservation as the parent's is by its cap."""
+    from .model_options import OptionError, resolve_options
+
+    flags = getattr(agent, "_option_flags", (None, None, None))
+    try:
+        return resolve_options(
+            spec, max_output_tokens=flags[0], setting=lambda k: merged(agent.sources, k), env=agent.env,
+            cap_micros=cap_micros, output_price=agent.prices.resolve(spec.split(":", 1)[-1]).output,
+        ).max_output_tokens
+    except OptionError:  # the flag passes the child's model's maximum: that maximum
+        from ..prices import DEFAULT_MAX_OUTPUT, documented_max_output
+
+        return documented_max_output(spec.split(":", 1)[-1]) or DEFAULT_MAX_OUTPUT
 
 
 def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:

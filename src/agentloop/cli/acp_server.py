@@ -45,7 +45,7 @@ from typing import Any, cast
 __all__ = ["serve"]
 
 _KINDS = {"Read": "read", "Write": "edit", "Edit": "edit", "MultiEdit": "edit", "Glob": "search", "Grep": "search",
-          "LS": "search", "Bash": "execute", "WebFetch": "fetch"}
+          "LS": "search", "Bash": "execute", "WebFetch": "fetch", "WebSearch": "search"}
 
 
 class _Jobs:

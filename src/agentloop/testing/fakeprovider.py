@@ -46,6 +46,16 @@ Each request to a completion endpoint takes the next REPLY, an object with:
 - ``thinking``: Anthropic protocol only: a ``thinking`` block with this text
   comes first, its ``signature`` the SHA-256 of the text (streamed as
   ``thinking_delta`` and ``signature_delta``), as extended thinking sends it.
+- ``web_search``: Anthropic protocol only, answered when the request offers the
+  ``web_search_20250305`` server tool: a list of searches, each
+  ``{"query": ..., "results": [{"url", "title", "page_age"?}]}`` or
+  ``{"query": ..., "error": "max_uses_exceeded"}`` (any documented error code).
+  Each becomes a ``server_tool_use`` block and its ``web_search_tool_result``
+  (results filtered by the tool's ``allowed_domains``/``blocked_domains``,
+  subdomains included; a request with both is refused with a 400, as the API
+  does; searches past ``max_uses`` become ``max_uses_exceeded``), before the
+  reply's text; ``usage.server_tool_use.web_search_requests`` counts the
+  searches made.
 - ``model``: the model name to report (default: the one requested).
 - ``latency``: seconds before the response, or ``[min, max]`` for a uniform
   random pick (seeded by ``seed``).
@@ -532,11 +542,17 @@ class _Handler(BaseHTTPRequestHandler):
         if r.get("thinking"):
             th = str(r["thinking"])
             blocks.append({"type": "thinking", "thinking": th, "signature": hashlib.sha256(th.encode()).hexdigest()})
+        searched = _web_search_blocks(body, r, st.index)
+        if isinstance(searched, str):
+            return self._send_json(400, self._error_body("anthropic", "invalid_request_error", searched))
+        blocks += searched
         if text or not calls:
             blocks.append({"type": "text", "text": text})
         for c in calls:
             blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]})
-        usage = {"input_tokens": inp, "cache_creation_input_tokens": write, "cache_read_input_tokens": read, "output_tokens": out}
+        usage: dict[str, Any] = {"input_tokens": inp, "cache_creation_input_tokens": write, "cache_read_input_tokens": read, "output_tokens": out}
+        if searched:  # the searches made (a failed one is not billed)
+            usage["server_tool_use"] = {"web_search_requests": sum(isinstance(b.get("content"), list) for b in searched)}
         if not body.get("stream"):
             self._send_json(200, {"id": mid, "type": "message", "role": "assistant", "model": model, "content": blocks,
                                   "stop_reason": stop, "stop_sequence": None, "usage": usage})
@@ -568,6 +584,8 @@ class _Handler(BaseHTTPRequestHandler):
                 for piece in _split(b["thinking"], size):
                     events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": piece}}))
                 events.append(ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": b["signature"]}}))
+            elif b["type"] in ("web_search_tool_result", "server_tool_use"):
+                events += _server_block_events(ev, i, b)
             else:
                 events.append(ev("content_block_start", {"type": "content_block_start", "index": i,
                                                          "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}))
@@ -587,6 +605,53 @@ class _Handler(BaseHTTPRequestHandler):
                                            "usage": {"output_tokens": out}}))
         events.append(ev("message_stop", {"type": "message_stop"}))
         self._stream(iter(events), r, cut_at if cut_at is not None else max(1, len(events) // 2))
+
+
+def _covers(domain: str, url: str) -> bool:
+    """A domain filter entry covers the URL's host (subdomains included) and, when it has one, its path prefix."""
+    from urllib.parse import urlsplit
+
+    d_host, _, d_path = domain.lower().partition("/")
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    return (host == d_host or host.endswith("." + d_host)) and parts.path.lstrip("/").startswith(d_path)
+
+
+def _server_block_events(ev: Any, i: int, b: dict[str, Any]) -> list[bytes]:
+    """A server tool's blocks streamed: ``server_tool_use`` with its input as one delta, its result whole at its start."""
+    if b["type"] == "web_search_tool_result":
+        return [ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": b})]
+    return [ev("content_block_start", {"type": "content_block_start", "index": i,
+                                       "content_block": {"type": "server_tool_use", "id": b["id"], "name": b["name"], "input": {}}}),
+            ev("content_block_delta", {"type": "content_block_delta", "index": i,
+                                       "delta": {"type": "input_json_delta", "partial_json": _canon(b["input"])}})]
+
+
+def _web_search_blocks(body: dict[str, Any], r: dict[str, Any], n: int) -> list[dict[str, Any]] | str:
+    """The ``server_tool_use`` and ``web_search_tool_result`` blocks of a reply's scripted searches (or a 400's message)."""
+    tool = next((t for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type") == "web_search_20250305"), None)
+    if tool is None or not r.get("web_search"):
+        return []
+    allowed, blocked = tool.get("allowed_domains"), tool.get("blocked_domains")
+    if allowed and blocked:
+        return "web_search: use either allowed_domains or blocked_domains, not both"
+    limit = tool.get("max_uses")
+    out: list[dict[str, Any]] = []
+    for i, srch in enumerate(r["web_search"]):
+        sid = f"srvtoolu_fake{n:03d}_{i}"
+        out.append({"type": "server_tool_use", "id": sid, "name": "web_search", "input": {"query": srch.get("query", "")}})
+        content: Any
+        if srch.get("error") or (isinstance(limit, int) and i >= limit):
+            content = {"type": "web_search_tool_result_error", "error_code": srch.get("error") or "max_uses_exceeded"}
+        else:
+            content = [
+                {"type": "web_search_result", "url": x["url"], "title": x.get("title", ""),
+                 "encrypted_content": hashlib.sha256(x["url"].encode()).hexdigest(), "page_age": x.get("page_age")}
+                for x in srch.get("results", [])
+                if (not allowed or any(_covers(d, x["url"]) for d in allowed)) and not any(_covers(d, x["url"]) for d in blocked or [])
+            ]
+        out.append({"type": "web_search_tool_result", "tool_use_id": sid, "content": content})
+    return out
 
 
 class _Server(ThreadingHTTPServer):

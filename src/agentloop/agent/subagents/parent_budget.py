@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ...events import Usage
 from ...loop import side_room
 from ...run import RunResult, SideCosts
 
@@ -75,6 +76,30 @@ class ParentBudget:
             self.held_micros += (m or 0) * n
             self.held_tokens += (t or 0) * n
             return [(m, t)] * n
+
+    def hold(self, micros: int, tokens: int) -> Hold | None:
+        """Hold exactly ``micros`` and ``tokens`` of what is left, for a model call a tool makes while the turn's
+        tools run (WebFetch's prompt, WebSearch's search); None when it does not fit, or when no loop could be
+        charged for it. Settle it with ``settle_side`` (or ``release`` it unused)."""
+        with self._lock:
+            if self.state is None or self.costs is None:
+                return None
+            money, left_tokens = self.left()
+            if (money is not None and micros > money) or (left_tokens is not None and tokens > left_tokens):
+                return None
+            held: Hold = (None if money is None else micros, None if left_tokens is None else tokens)
+            self.held_micros += held[0] or 0
+            self.held_tokens += held[1] or 0
+            return held
+
+    def settle_side(self, purpose: str, reserved: Hold, usage: Usage, cost: int, overrun: str | None = None) -> None:
+        """What a held tool's model call was billed, handed to the parent's loop (a ``side_cost`` record), then the
+        hold freed: in that order, under the lock, as ``settle`` does for a child."""
+        with self._lock:
+            if self.costs is not None:
+                self.costs.settle(purpose, usage, cost, reserved_micros=reserved[0], reserved_tokens=reserved[1], overrun=overrun)
+            self.held_micros -= reserved[0] or 0
+            self.held_tokens -= reserved[1] or 0
 
     def release(self, reserved: Hold) -> None:
         """Free a hold whose child never ran (refused before it started)."""

@@ -62,6 +62,10 @@ __all__ = [
 ]
 
 
+DEFAULT_CHILD_OUTPUT = 4_096
+"""A child's output budget when the runner is given no rule for it (a library user's runner)."""
+
+
 AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -89,6 +93,8 @@ class SubagentRunner:
     parent: ParentBudget = field(default_factory=ParentBudget)
     prices: PriceTable | dict[str, Any] | None = None
     model_name: str | None = None
+    model_spec: str | None = None
+    """The parent's model as configured (``anthropic:claude-...``): what a child of a type without its own model runs on."""
     open_model: Callable[[str], Any] | None = None
     """Opens a type's own ``model``; the parent's model is used when None."""
     tracing: Any = None
@@ -106,6 +112,10 @@ class SubagentRunner:
     """The part of the parent's remaining budget reserved for one child (or shared evenly by a parallel batch),
     as a fraction of integers."""
     loop_threshold: int = 5
+    max_output_for: Callable[[str, int | None], int] | None = None
+    """A child's output budget (``max_tokens`` a turn) for its model spec and its reservation in micro-USD
+    (None: uncapped): the parent's rule (``agent/model_options.py``), so a child writes as much as its parent
+    may, within what its share pays for. None: ``DEFAULT_CHILD_OUTPUT``."""
     new_id: Callable[[], str] = field(default=lambda: "agent-" + uuid.uuid4().hex[:12])
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _pre: threading.local = field(default_factory=threading.local, repr=False)
@@ -205,6 +215,7 @@ class SubagentRunner:
             model = self.model if atype.model is None or self.open_model is None else self._open_type_model(atype)
             messages = [{"role": "system", "content": atype.prompt + f"\n\nWorking directory: {cwd}"}, {"role": "user", "content": prompt}]
             gate = StopGate(budget)
+            out_tokens = self._output_budget(atype, reserved[0])
             left: Budget | None = budget
             with TranscriptWriter(path) as w:
                 while left is not None:
@@ -224,6 +235,7 @@ class SubagentRunner:
                         prices=self.prices,
                         model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name,
                         loop_threshold=self.loop_threshold,
+                        max_output_tokens=out_tokens,
                         run_id=run_id,
                         meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
                         executor=self._executor(registry, traced),
@@ -259,6 +271,13 @@ class SubagentRunner:
         self.children.append(summary)
         self._record("subagent", {**summary, "transcript": path})
         return summary
+
+    def _output_budget(self, atype: AgentType, reserved_micros: int | None) -> int:
+        """``max_tokens`` for the child's turns: its model's budget, under the part of the parent's cap it holds."""
+        if self.max_output_for is None:
+            return DEFAULT_CHILD_OUTPUT
+        spec = atype.model or self.model_spec or self.model_name or ""
+        return max(1, int(self.max_output_for(spec, reserved_micros)))
 
     def _outcome(self, result: Any, reserved_micros: int | None, path: str, count: int, last_hash: str) -> dict[str, Any]:
         """What a finished child's summary says of its run and its transcript."""

@@ -1,0 +1,64 @@
+"""The agent's WebFetch and WebSearch, made from what the agent holds: its models, prices, redactor and the
+budget the parent's loop has left for tools' model calls (``subagents.parent_budget.ParentBudget``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from ...tools import Tool
+from .web_fetch import PromptModel, WebFetch
+from .web_search import WebSearch
+
+__all__ = ["web_tools"]
+
+log = logging.getLogger("agentloop.agent")
+
+
+def _vendor(spec: Any) -> str:
+    return str(spec).split(":", 1)[0].lower() if isinstance(spec, str) and ":" in spec else ""
+
+
+def _open_plain(agent: Any, spec: str) -> Any:
+    """The provider's small model, without the session's thinking or effort (a short side call needs neither)."""
+    from ...providers import open_model
+
+    try:
+        return open_model(spec, base_url=agent.base_url, api_key_env=agent.api_key_env, env=agent.env, prices=agent.prices)
+    except Exception:  # a changed signature or a provider's refusal: the agent's own way of opening a model
+        return agent._open(spec)
+
+
+def web_tools(agent: Any, budget: Any, cheap: Mapping[str, str]) -> list[Tool]:
+    """WebFetch (its prompt applied by the provider's cheap model, else the session's) and WebSearch."""
+    lock = threading.Lock()
+    opened: dict[str, Any] = {}
+
+    def prompt_model() -> PromptModel | None:
+        spec = cheap.get(_vendor(agent.model_spec))
+        model: Any = None
+        name = ""
+        if spec is not None:
+            with lock:
+                if spec not in opened:
+                    try:
+                        opened[spec] = _open_plain(agent, spec)
+                    except Exception as exc:
+                        log.warning("WebFetch: cannot open %s (%s); the session's model applies prompts", spec, exc)
+                        opened[spec] = None
+                model = opened[spec]
+                name = spec.split(":", 1)[-1]
+        if model is None:
+            model, name = agent.model, agent.model_name
+        if model is None:
+            return None
+        return PromptModel(model, agent.prices.resolve(name), budget, name)
+
+    def secret_in(text: str) -> bool:
+        return bool(agent.redactor.text(text) != text)
+
+    fetch = WebFetch(prompt_model, secret_in=secret_in)
+    search = WebSearch(prompt_model)
+    return [fetch.tool(), search.tool()]

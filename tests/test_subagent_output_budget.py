@@ -1,0 +1,95 @@
+"""A sub-agent asks its model for the output budget its parent would, within its share of the parent's cap.
+
+Claude Code's sub-agents run on the same model settings as the main conversation
+(code.claude.com/docs/en/sub-agents: ``model`` defaults to the main conversation's model);
+its ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` (code.claude.com/docs/en/env-vars) sets the most output
+tokens a request asks for, and each model's documented "Max output" is the default otherwise.
+Through the real Anthropic adapter against the local fake server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentloop.agent.agent import Agent
+from agentloop.agent.extensions import child_max_output
+from agentloop.budget import usd
+from agentloop.testing.fakeprovider import FakeProvider
+from agentloop.transcript import read_records
+
+SPEC = "anthropic:claude-sonnet-4-5"
+
+
+def _run(tmp_path: Path, max_usd: str, **kw: Any) -> tuple[list[dict[str, Any]], Agent]:
+    cwd = tmp_path / "proj"
+    cwd.mkdir(exist_ok=True)
+    replies = [
+        {"tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "look around", "subagent_type": "Explore"}}]},
+        {"text": "child done"},
+        {"text": "parent done"},
+    ]
+    with FakeProvider({"replies": replies}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=SPEC, base_url=fp.url, env=kw.pop("env", {}),
+                  permission_mode="bypassPermissions", max_usd_micros=usd(max_usd), **kw)
+        try:
+            a.ask("go")
+        finally:
+            a.close("prompt_input_exit")
+        return [r["body"] for r in fp.requests if r["protocol"]], a
+
+
+def test_a_child_asks_for_its_models_documented_output_not_a_fixed_4096(tmp_path: Path) -> None:
+    bodies, a = _run(tmp_path, "100")  # a cap whose child share still pays for the model's whole output
+    parent, child = bodies[0], bodies[1]
+    assert parent["max_tokens"] == 64_000
+    assert "look around" in str(child["messages"][0])
+    assert child["max_tokens"] == 64_000  # the parent's budget, not the old 4,096
+    (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    start = next(r for r in read_records(sub["transcript"] if sub["transcript"].startswith("/") else
+                                         str(Path(a.session.path).parent / a.session.id / "subagents" / sub["transcript"]))
+                 if r.kind == "run_start")
+    assert start.payload["config"]["max_output_tokens"] == 64_000  # and the child's loop reserves that much
+
+
+def test_a_childs_output_budget_is_limited_by_the_share_of_the_cap_it_holds(tmp_path: Path) -> None:
+    bodies, a = _run(tmp_path, "2")
+    price = a.prices.resolve("claude-sonnet-4-5").output
+    parent, child = bodies[0]["max_tokens"], bodies[1]["max_tokens"]
+    assert parent == min(64_000, usd("2") // 4 * 1_000_000 // price)
+    # the child holds half of what was left: its quarter of that pays for fewer tokens than the parent's
+    assert 4_096 <= child < parent
+    assert child == child_max_output(a, SPEC, _reserved(a))
+
+
+def test_the_variable_sets_the_childs_output_budget_as_it_sets_the_parents(tmp_path: Path) -> None:
+    bodies, _ = _run(tmp_path, "100", env={"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "9000"})
+    assert bodies[0]["max_tokens"] == 9_000 and bodies[1]["max_tokens"] == 9_000
+
+
+def _reserved(a: Agent) -> int:
+    (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    return int(sub["reserved_micros"])
+
+
+def test_a_child_of_a_type_with_its_own_model_asks_for_that_models_budget(tmp_path: Path) -> None:
+    """Claude Code's sub-agent files take a ``model`` (code.claude.com/docs/en/sub-agents, "Choose a model")."""
+    agents = tmp_path / "proj" / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "opus-reader.md").write_text("---\nname: opus-reader\ndescription: reads with opus 4.1\n"
+                                            "model: anthropic:claude-opus-4-1\ntools: Read\n---\nYou read files.\n")
+    cwd = tmp_path / "proj"
+    replies = [
+        {"tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "look around", "subagent_type": "opus-reader"}}]},
+        {"text": "child done"},
+        {"text": "parent done"},
+    ]
+    with FakeProvider({"replies": replies}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=SPEC, base_url=fp.url, env={}, trust=True,
+                  permission_mode="bypassPermissions", max_usd_micros=usd("1000"))
+        try:
+            a.ask("go")
+        finally:
+            a.close("prompt_input_exit")
+        bodies = [r["body"] for r in fp.requests if r["protocol"]]
+    assert bodies[1]["model"] == "claude-opus-4-1" and bodies[1]["max_tokens"] == 32_000  # its model's maximum, not the parent's 64,000
