@@ -1,0 +1,175 @@
+"""``agentloop acp`` driven by the Agent Client Protocol's TypeScript SDK (its client app over ndJsonStream).
+
+Every message of every session here, both ways, is checked against the JSON
+schema the SDK ships (``schema/v1/schema.json``): a request's params by its
+method, a result by the request it answers, an error as an ``Error``. The
+sections cited are pages of agentclientprotocol.com/protocol/v1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_client.harness import drive, requests, schema_violations, updates
+
+INIT = {"method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+FORMS = {"method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"elicitation": {"form": {}}}}}
+
+
+def new(cwd: Path, servers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"method": "session/new", "params": {"cwd": str(cwd), "mcpServers": servers or []}}
+
+
+def prompt(*blocks: dict[str, Any] | str) -> dict[str, Any]:
+    content = [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]
+    return {"method": "session/prompt", "params": {"sessionId": "$sid", "prompt": content}}
+
+
+def clean(run: dict[str, Any]) -> dict[str, Any]:
+    """The run, once its messages fit the schema and its stderr holds no traceback."""
+    assert schema_violations(run["wire"]) == []
+    assert "Traceback" not in run["stderr"]
+    return run
+
+
+def session_file(home: Path, sid: str) -> list[dict[str, Any]]:
+    path = next(home.glob(f"projects/*/sessions/{sid}.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def user_texts(home: Path, sid: str) -> str:
+    """Everything the model was given as the user's messages in the session."""
+    out = []
+    for rec in session_file(home, sid):
+        if rec.get("kind") == "run_start":
+            out += [m.get("content", "") for m in rec["payload"].get("messages", []) if m.get("role") == "user"]
+    return "\n".join(str(x) for x in out)
+
+
+# -- one session with edits, a command and a mode change, shared by the tests below --------------
+
+
+@pytest.fixture(scope="module")
+def edited(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("acp")
+    proj = tmp / "proj"
+    (proj / ".claude" / "commands").mkdir(parents=True)
+    (proj / ".claude" / "commands" / "greet.md").write_text(
+        "---\ndescription: Greet someone by name\nargument-hint: NAME\n---\nSay hello to $ARGUMENTS.\n")
+    (proj / "notes.txt").write_text("alpha\nbeta\n")
+    script = [
+        {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]},
+        {"text": "", "tool_calls": [{"name": "Edit", "arguments": {"file_path": "notes.txt", "old_string": "beta", "new_string": "gamma"}}]},
+        {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "sub/new.txt", "content": "fresh\n"}}]},
+        {"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "echo first; sleep 1.5; echo second"}}]},
+        {"text": "Tidied."},
+        {"text": "Hello, Bob."},
+    ]
+    steps = [INIT, new(proj), prompt("tidy the notes"), prompt("/greet Bob"),
+             {"method": "session/set_mode", "params": {"sessionId": "$sid", "modeId": "plan"}},
+             {"method": "session/set_mode", "params": {"sessionId": "$sid", "modeId": "bypassPermissions"}},
+             {"method": "session/prompt", "params": {"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "hi"}]}},
+             {"method": "session/set_mode", "params": {"sessionId": "no-such-session", "modeId": "plan"}}]
+    run = clean(drive(tmp, proj, steps, script=script, args=["--permission-mode", "default", "--trust"]))
+    sid = run["steps"][1]["result"]["sessionId"]
+    loaded = clean(drive(tmp, proj, [INIT, {"method": "session/load", "params": {"sessionId": sid, "cwd": str(proj), "mcpServers": []}},
+                                     {"method": "session/load", "params": {"sessionId": "20990101-000000-000000", "cwd": str(proj),
+                                                                           "mcpServers": []}}],
+                         script=[{"text": "unused"}], args=["--trust"]))
+    return {"run": run, "loaded": loaded, "proj": proj, "sid": sid, "home": tmp / "home"}
+
+
+def test_a_session_with_edits_a_command_and_modes_fits_the_schema_in_every_message(edited: dict[str, Any]) -> None:
+    """Schema: every request, result, notification and error of initialize, session/new, session/prompt,
+    session/request_permission, session/update, session/set_mode and session/load."""
+    run = edited["run"]
+    assert [s.get("result", {}).get("stopReason") for s in run["steps"][2:4]] == ["end_turn", "end_turn"]
+    kinds = {u["sessionUpdate"] for u in updates(run["wire"])}
+    assert {"tool_call", "tool_call_update", "agent_message_chunk", "available_commands_update", "current_mode_update"} <= kinds
+    assert len(run["wire"]) > 30
+
+
+def test_tool_calls_name_their_files_by_absolute_paths(edited: dict[str, Any]) -> None:
+    """tool-calls#following-the-agent: a location's ``path`` is absolute, and so is a diff's."""
+    proj, run = edited["proj"], edited["run"]
+    starts = updates(run["wire"], "tool_call")
+    assert [s["kind"] for s in starts] == ["read", "edit", "edit", "execute"]
+    assert [loc["path"] for s in starts[:3] for loc in s["locations"]] == [
+        str(proj / "notes.txt"), str(proj / "notes.txt"), str(proj / "sub" / "new.txt")]
+    diffs = [c for u in updates(run["wire"], "tool_call_update") for c in u.get("content") or [] if c["type"] == "diff"]
+    assert diffs and all(d["path"].startswith("/") for d in diffs)
+
+
+def test_a_permission_request_for_an_edit_or_a_write_shows_the_diff(edited: dict[str, Any]) -> None:
+    """tool-calls#requesting-permission and #content: the tool call in the request carries a ``diff``
+    (path, oldText, newText) of the file as it is and as it would be; a new file has no oldText."""
+    proj, run = edited["proj"], edited["run"]
+    asked = requests(run["wire"], "session/request_permission")
+    diffs = {c["path"]: c for r in asked for c in r["toolCall"].get("content") or []}
+    assert diffs[str(proj / "notes.txt")] == {"type": "diff", "path": str(proj / "notes.txt"), "oldText": "alpha\nbeta\n",
+                                              "newText": "alpha\ngamma\n"}
+    created = diffs[str(proj / "sub" / "new.txt")]
+    assert created["newText"] == "fresh\n" and created.get("oldText") is None
+    assert (proj / "notes.txt").read_text() == "alpha\ngamma\n"
+    assert [r["toolCall"]["kind"] for r in asked] == ["edit", "edit", "execute"]
+
+
+def test_bash_output_reaches_the_editor_while_the_command_runs(edited: dict[str, Any]) -> None:
+    """tool-calls#updating: ``tool_call_update`` with the output so far, before the call completes."""
+    run = edited["run"]
+    bash = next(s["toolCallId"] for s in updates(run["wire"], "tool_call") if s["kind"] == "execute")
+    seen = [u for u in updates(run["wire"], "tool_call_update") if u["toolCallId"] == bash]
+    texts = [(u.get("status"), u["content"][0]["content"]["text"]) for u in seen]
+    assert ("in_progress", "first\n") in texts, texts
+    assert texts[-1][0] == "completed" and "second" in texts[-1][1]
+    assert texts.index(("in_progress", "first\n")) < len(texts) - 1
+
+
+def test_the_users_commands_are_offered_and_run_from_a_prompt(edited: dict[str, Any]) -> None:
+    """slash-commands: ``available_commands_update`` lists each command with its description and input
+    hint; a prompt ``/greet Bob`` runs the command (its body, with the argument, reaches the model)."""
+    run = edited["run"]
+    (offered,) = updates(run["wire"], "available_commands_update")
+    assert {"name": "greet", "description": "Greet someone by name", "input": {"hint": "NAME"}} in offered["availableCommands"]
+    assert "Say hello to Bob." in user_texts(edited["home"], edited["sid"])
+
+
+def test_session_modes_are_the_permission_modes_and_set_mode_changes_them(edited: dict[str, Any]) -> None:
+    """session-modes: ``modes`` in the session/new response, ``session/set_mode``, ``current_mode_update``.
+    bypassPermissions is not offered to a session that did not start in it."""
+    run = edited["run"]
+    modes = run["steps"][1]["result"]["modes"]
+    assert modes["currentModeId"] == "default"
+    assert [m["id"] for m in modes["availableModes"]] == ["default", "acceptEdits", "plan"]
+    assert run["steps"][4] == {"method": "session/set_mode", "result": {}}
+    assert [u["currentModeId"] for u in updates(run["wire"], "current_mode_update")] == ["plan"]
+    assert run["steps"][5]["error"]["code"] == -32602 and "bypassPermissions" in json.dumps(run["steps"][5]["error"])
+
+
+def test_an_unknown_session_id_is_resource_not_found_without_a_traceback(edited: dict[str, Any]) -> None:
+    """Schema ``ErrorCode``: -32002, "a given resource, such as a session ... was not found", for
+    session/prompt, session/set_mode and session/load; stderr holds no traceback (``clean``)."""
+    assert [s["error"]["code"] for s in edited["run"]["steps"][6:8]] == [-32002, -32002]
+    assert edited["loaded"]["steps"][2]["error"]["code"] == -32002
+
+
+def test_loading_a_session_replays_its_text_and_its_tool_calls(edited: dict[str, Any]) -> None:
+    """session-setup#loading-sessions: the whole conversation is streamed back before the response,
+    tool calls (``tool_call`` then ``tool_call_update`` with the result) included."""
+    proj, wire = edited["proj"], edited["loaded"]["wire"]
+    got = updates(wire)
+    kinds = [u["sessionUpdate"] for u in got]
+    assert kinds[0] == "user_message_chunk" and "agent_message_chunk" in kinds
+    starts = [u for u in got if u["sessionUpdate"] == "tool_call"]
+    assert [s["kind"] for s in starts] == ["read", "edit", "edit", "execute"]
+    assert starts[1]["locations"] == [{"path": str(proj / "notes.txt")}]
+    done = {u["toolCallId"]: u for u in got if u["sessionUpdate"] == "tool_call_update"}
+    assert done[starts[3]["toolCallId"]]["status"] == "completed" and "second" in json.dumps(done[starts[3]["toolCallId"]])
+    response_at = next(i for i, w in enumerate(wire) if w["from"] == "agent" and w["msg"].get("id") == 1)
+    last_replayed = max(i for i, w in enumerate(wire) if w["msg"].get("method") == "session/update"
+                        and w["msg"]["params"]["update"]["sessionUpdate"] != "available_commands_update")
+    assert last_replayed < response_at
