@@ -173,3 +173,136 @@ def test_loading_a_session_replays_its_text_and_its_tool_calls(edited: dict[str,
     last_replayed = max(i for i, w in enumerate(wire) if w["msg"].get("method") == "session/update"
                         and w["msg"]["params"]["update"]["sessionUpdate"] != "available_commands_update")
     assert last_replayed < response_at
+
+
+# -- stop reasons -------------------------------------------------------------------------------
+
+
+def test_the_spend_cap_ends_a_turn_as_a_limit_on_requests_not_as_a_refusal(tmp_path: Path) -> None:
+    """prompt-turn#stop-reasons: ``max_turn_requests`` when the cap refuses the next model call (the
+    conversation is kept; ``refusal`` would tell the editor to drop the prompt); the reason is said."""
+    run = clean(drive(tmp_path, tmp_path, [INIT, new(tmp_path), prompt("go")], script=[{"text": "never"}],
+                      args=["--max-usd", "0.000001"]))
+    assert run["steps"][2]["result"] == {"stopReason": "max_turn_requests"}
+    said = "".join(u["content"]["text"] for u in updates(run["wire"], "agent_message_chunk"))
+    assert "cost_budget" in said and "never" not in said
+
+
+def test_a_model_error_is_a_json_rpc_error_not_an_ended_turn(tmp_path: Path) -> None:
+    """prompt-turn#stop-reasons lists no stop reason for a failure: the prompt request fails with -32603
+    and the model's error in ``data``, with no traceback on stderr."""
+    script = [{"text": "", "tool_calls": [{"name": "Glob", "arguments": {"pattern": "*"}}]}]  # the model fails on its second call
+    run = clean(drive(tmp_path, tmp_path, [INIT, new(tmp_path), prompt("go")], script=script))
+    err = run["steps"][2]["error"]
+    assert err["code"] == -32603 and err["data"]["stopReason"] == "model_error" and "scripted model" in err["data"]["message"]
+
+
+# -- what a prompt and a session bring ---------------------------------------------------------
+
+
+def test_resources_in_a_prompt_reach_the_model_as_their_content(tmp_path: Path) -> None:
+    """content#resource-link and #embedded-resource: a link to a workspace file is read and given as its
+    content; an embedded text resource is given as its text; a link outside the workspace is named as
+    not included, never passed on as a bare URI."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "spec.md").write_text("The widget must be blue.\n")
+    (tmp_path / "secret.txt").write_text("outside the workspace\n")
+    blocks = ["Check these:",
+              {"type": "resource_link", "uri": (proj / "spec.md").as_uri(), "name": "spec.md"},
+              {"type": "resource", "resource": {"uri": "untitled:scratch", "text": "scratch buffer text", "mimeType": "text/plain"}},
+              {"type": "resource_link", "uri": (tmp_path / "secret.txt").as_uri(), "name": "secret.txt"}]
+    run = clean(drive(tmp_path, proj, [INIT, new(proj), prompt(*blocks)], script=[{"text": "ok"}]))
+    sid = run["steps"][1]["result"]["sessionId"]
+    given = user_texts(tmp_path / "home", sid)
+    assert "The widget must be blue." in given and "scratch buffer text" in given
+    assert "outside the workspace" not in given and "its content is not included" in given
+
+
+def test_the_editors_mcp_servers_are_started_and_their_tools_used(tmp_path: Path) -> None:
+    """session-setup#mcp-servers: a stdio server given in session/new (command, args, env) is started
+    like a configured one and its tools are the model's (the npm reference server "everything")."""
+    from mcp_servers.helpers import EVERYTHING, npm_servers
+
+    npm_servers()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    server = {"name": "everything", "command": "node", "args": [str(EVERYTHING), "stdio"], "env": [{"name": "LOG", "value": "0"}]}
+    script = [{"text": "", "tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "from the editor"}}]},
+              {"text": "echoed"}]
+    run = clean(drive(tmp_path, proj, [INIT, new(proj, [server]), prompt("echo")], script=script, timeout=180))
+    assert run["steps"][0]["result"]["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True}
+    assert run["steps"][2]["result"] == {"stopReason": "end_turn"}
+    (done,) = [u for u in updates(run["wire"], "tool_call_update") if u.get("status") == "completed"]
+    assert "Echo: from the editor" in json.dumps(done)
+
+
+def test_http_and_sse_servers_of_the_editor_become_mcp_config_entries() -> None:
+    """session-setup#mcp-servers: the http and sse forms (url, headers as name/value pairs) as
+    agentloop's configuration has them; stdio's env pairs likewise."""
+    from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
+
+    from agentloop.cli.acp_session import mcp_config
+
+    doc = mcp_config([
+        HttpMcpServer(type="http", name="h", url="https://example.test/mcp", headers=[{"name": "X-Key", "value": "k"}]),
+        SseMcpServer(type="sse", name="s", url="http://127.0.0.1:9/sse", headers=[]),
+        McpServerStdio(name="p", command="srv", args=["-v"], env=[{"name": "A", "value": "1"}]),
+    ])
+    assert doc is not None
+    assert json.loads(doc) == {"mcpServers": {
+        "h": {"type": "http", "url": "https://example.test/mcp", "headers": {"X-Key": "k"}},
+        "s": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+        "p": {"type": "stdio", "command": "srv", "args": ["-v"], "env": {"A": "1"}}}}
+    assert mcp_config([]) is None
+
+
+# -- questions to the person at the editor ---------------------------------------------------
+
+
+ASK = {"name": "AskUserQuestion", "arguments": {"questions": [
+    {"question": "Which colour?", "header": "Colour", "options": [{"label": "Red"}, {"label": "Blue", "description": "calm"}]}]}}
+
+
+def test_ask_user_question_is_a_form_when_the_editor_renders_forms(tmp_path: Path) -> None:
+    """elicitation (form mode, session scope): the question goes out as ``elicitation/create`` tied to
+    the session and the tool call; the accepted answer is the tool's result."""
+    run = clean(drive(tmp_path, tmp_path, [FORMS, new(tmp_path), prompt("ask me")],
+                      script=[{"text": "", "tool_calls": [ASK]}, {"text": "noted"}],
+                      answers={"elicitation": {"action": "accept", "content": {"q0": "Blue"}}}))
+    (form,) = requests(run["wire"], "elicitation/create")
+    assert form["mode"] == "form" and form["sessionId"] == run["steps"][1]["result"]["sessionId"]
+    assert form["requestedSchema"]["properties"]["q0"]["enum"] == ["Red", "Blue"] and form["toolCallId"]
+    (done,) = [u for u in updates(run["wire"], "tool_call_update") if u.get("status") == "completed"]
+    assert "Which colour? -> Blue" in json.dumps(done)
+
+
+def test_ask_user_question_offers_one_permission_option_per_answer_without_forms(tmp_path: Path) -> None:
+    """tool-calls#requesting-permission: without form support, each answer is an option of a permission
+    request (plus one to decline); the option chosen is the answer."""
+    run = clean(drive(tmp_path, tmp_path, [INIT, new(tmp_path), prompt("ask me")],
+                      script=[{"text": "", "tool_calls": [ASK]}, {"text": "noted"}], answers={"permission": "Red"}))
+    (asked,) = requests(run["wire"], "session/request_permission")
+    assert [o["name"] for o in asked["options"]] == ["Red", "Blue", "Decline to answer"]
+    assert asked["toolCall"]["title"] == "Which colour?"
+    (done,) = [u for u in updates(run["wire"], "tool_call_update") if u.get("status") == "completed"]
+    assert "Which colour? -> Red" in json.dumps(done)
+
+
+def test_a_declined_question_tells_the_model_to_decide(tmp_path: Path) -> None:
+    """tool-calls#requesting-permission: the reject option declines; the call fails with what to do instead."""
+    run = clean(drive(tmp_path, tmp_path, [INIT, new(tmp_path), prompt("ask me")],
+                      script=[{"text": "", "tool_calls": [ASK]}, {"text": "noted"}], answers={"permission": "Decline to answer"}))
+    (done,) = [u for u in updates(run["wire"], "tool_call_update") if u["toolCallId"] == "call_0_0"]
+    assert done["status"] == "failed" and "declined" in json.dumps(done)
+
+
+def test_an_approved_plan_leaves_plan_mode_and_the_editor_is_told(tmp_path: Path) -> None:
+    """session-modes#from-the-agent: ExitPlanMode approved in the editor's form switches the mode, sent
+    as ``current_mode_update``."""
+    plan = {"name": "ExitPlanMode", "arguments": {"plan": "1. Edit the file"}}
+    run = clean(drive(tmp_path, tmp_path, [FORMS, new(tmp_path), prompt("plan it")],
+                      script=[{"text": "", "tool_calls": [plan]}, {"text": "planned"}], args=["--permission-mode", "plan"],
+                      answers={"elicitation": {"action": "accept", "content": {"approve": True}}}))
+    assert run["steps"][1]["result"]["modes"]["currentModeId"] == "plan"
+    assert [u["currentModeId"] for u in updates(run["wire"], "current_mode_update")] == ["default"]
