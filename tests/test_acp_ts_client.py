@@ -306,3 +306,22 @@ def test_an_approved_plan_leaves_plan_mode_and_the_editor_is_told(tmp_path: Path
                       answers={"elicitation": {"action": "accept", "content": {"approve": True}}}))
     assert run["steps"][1]["result"]["modes"]["currentModeId"] == "plan"
     assert [u["currentModeId"] for u in updates(run["wire"], "current_mode_update")] == ["default"]
+
+
+def test_an_unexpected_error_in_a_handler_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """What the SDK logs when a handler fails (it answers -32603) is one line naming the error; the
+    traceback goes to agentloop's log only."""
+    import logging
+
+    from agentloop.cli.acp_server import OneLineErrors
+
+    try:
+        raise KeyError("sessionId")
+    except KeyError:
+        import sys
+
+        record = logging.LogRecord("root", logging.ERROR, __file__, 1, "Unhandled error while handling request method=%s",
+                                   ("session/prompt",), sys.exc_info())
+    OneLineErrors().emit(record)
+    err = capsys.readouterr().err
+    assert err == "agentloop acp: Unhandled error while handling request method=session/prompt: KeyError: 'sessionId'\n"

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import queue
 import signal
@@ -356,6 +357,19 @@ class AcpAgent:
             self._tell_mode(sid, s)
 
 
+class OneLineErrors(logging.Handler):
+    """What the ACP SDK logs (an unexpected error in a handler, answered -32603): one line on stderr,
+    the traceback in agentloop's log file only (rule 7)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not record.name.startswith("agentloop"):  # agentloop's own records come here only before its log is set up
+            logging.getLogger("agentloop.acp").error("%s", record.getMessage(), exc_info=record.exc_info)
+        line = record.getMessage().splitlines()[0] if record.getMessage() else "error"
+        reason = f": {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}" if exc is not None else ""
+        sys.stderr.write(f"agentloop acp: {line}{reason}\n")
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run until the editor closes the connection (rule 1: the agent's work on this thread)."""
     try:
@@ -363,6 +377,7 @@ def serve(args: argparse.Namespace) -> int:
     except ImportError:
         print("agentloop acp needs the agent-client-protocol package: pip install 'agentloop[acp]'", file=sys.stderr)
         return 2
+    logging.getLogger().handlers[:] = [OneLineErrors()]  # rule 7: the SDK's own errors, without tracebacks
     jobs = _Jobs()
     agent = AcpAgent(args, jobs, threading.main_thread().ident or 0)
     signal.signal(signal.SIGINT, signal.default_int_handler)
