@@ -325,3 +325,14 @@ def test_an_unexpected_error_in_a_handler_is_one_line_on_stderr(capsys: pytest.C
     OneLineErrors().emit(record)
     err = capsys.readouterr().err
     assert err == "agentloop acp: Unhandled error while handling request method=session/prompt: KeyError: 'sessionId'\n"
+
+
+def test_a_cancelled_permission_request_refuses_the_call(tmp_path: Path) -> None:
+    """tool-calls#requesting-permission: the ``cancelled`` outcome is no approval; the file is not written."""
+    write = {"name": "Write", "arguments": {"file_path": "made.txt", "content": "x\n"}}
+    run = clean(drive(tmp_path, tmp_path, [INIT, new(tmp_path), prompt("write")], script=[{"text": "", "tool_calls": [write]},
+                                                                                          {"text": "ok"}],
+                      args=["--permission-mode", "default"], answers={"permission": "cancel"}))
+    assert len(requests(run["wire"], "session/request_permission")) == 1
+    (done,) = [u for u in updates(run["wire"], "tool_call_update") if u["toolCallId"] == "call_0_0"]
+    assert done["status"] == "failed" and not (tmp_path / "made.txt").exists()
