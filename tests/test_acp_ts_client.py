@@ -9,6 +9,7 @@ sections cited are pages of agentclientprotocol.com/protocol/v1.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +69,13 @@ def edited(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         {"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "echo first; sleep 1.5; echo second"}}]},
         {"text": "Tidied."},
         {"text": "Hello, Bob."},
+        {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "planned.txt", "content": "no\n"}}]},
+        {"text": "Refused in plan mode."},
     ]
     steps = [INIT, new(proj), prompt("tidy the notes"), prompt("/greet Bob"),
              {"method": "session/set_mode", "params": {"sessionId": "$sid", "modeId": "plan"}},
              {"method": "session/set_mode", "params": {"sessionId": "$sid", "modeId": "bypassPermissions"}},
+             prompt("write while planning"),
              {"method": "session/prompt", "params": {"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "hi"}]}},
              {"method": "session/set_mode", "params": {"sessionId": "no-such-session", "modeId": "plan"}}]
     run = clean(drive(tmp, proj, steps, script=script, args=["--permission-mode", "default", "--trust"]))
@@ -88,6 +92,7 @@ def test_a_session_with_edits_a_command_and_modes_fits_the_schema_in_every_messa
     session/request_permission, session/update, session/set_mode and session/load."""
     run = edited["run"]
     assert [s.get("result", {}).get("stopReason") for s in run["steps"][2:4]] == ["end_turn", "end_turn"]
+    assert run["steps"][6]["result"] == {"stopReason": "end_turn"}
     kinds = {u["sessionUpdate"] for u in updates(run["wire"])}
     assert {"tool_call", "tool_call_update", "agent_message_chunk", "available_commands_update", "current_mode_update"} <= kinds
     assert len(run["wire"]) > 30
@@ -97,7 +102,7 @@ def test_tool_calls_name_their_files_by_absolute_paths(edited: dict[str, Any]) -
     """tool-calls#following-the-agent: a location's ``path`` is absolute, and so is a diff's."""
     proj, run = edited["proj"], edited["run"]
     starts = updates(run["wire"], "tool_call")
-    assert [s["kind"] for s in starts] == ["read", "edit", "edit", "execute"]
+    assert [s["kind"] for s in starts] == ["read", "edit", "edit", "execute", "edit"]
     assert [loc["path"] for s in starts[:3] for loc in s["locations"]] == [
         str(proj / "notes.txt"), str(proj / "notes.txt"), str(proj / "sub" / "new.txt")]
     diffs = [c for u in updates(run["wire"], "tool_call_update") for c in u.get("content") or [] if c["type"] == "diff"]
@@ -136,6 +141,10 @@ def test_the_users_commands_are_offered_and_run_from_a_prompt(edited: dict[str, 
     (offered,) = updates(run["wire"], "available_commands_update")
     assert {"name": "greet", "description": "Greet someone by name", "input": {"hint": "NAME"}} in offered["availableCommands"]
     assert "Say hello to Bob." in user_texts(edited["home"], edited["sid"])
+    at = next(i for i, w in enumerate(run["wire"]) if w["msg"].get("method") == "session/update"
+              and w["msg"]["params"]["update"]["sessionUpdate"] == "available_commands_update")
+    created = next(i for i, w in enumerate(run["wire"]) if w["from"] == "agent" and "sessionId" in (w["msg"].get("result") or {}))
+    assert created < at  # after the response that names the session
 
 
 def test_session_modes_are_the_permission_modes_and_set_mode_changes_them(edited: dict[str, Any]) -> None:
@@ -148,12 +157,17 @@ def test_session_modes_are_the_permission_modes_and_set_mode_changes_them(edited
     assert run["steps"][4] == {"method": "session/set_mode", "result": {}}
     assert [u["currentModeId"] for u in updates(run["wire"], "current_mode_update")] == ["plan"]
     assert run["steps"][5]["error"]["code"] == -32602 and "bypassPermissions" in json.dumps(run["steps"][5]["error"])
+    # plan mode is agentloop's: the Write of the turn after it is refused without a question
+    planned = next(s for s in updates(run["wire"], "tool_call") if "planned.txt" in s["title"])
+    (refused,) = [u for u in updates(run["wire"], "tool_call_update") if u["toolCallId"] == planned["toolCallId"]]
+    assert refused["status"] == "failed" and not (edited["proj"] / "planned.txt").exists()
+    assert all("planned.txt" not in json.dumps(r) for r in requests(run["wire"], "session/request_permission"))
 
 
 def test_an_unknown_session_id_is_resource_not_found_without_a_traceback(edited: dict[str, Any]) -> None:
     """Schema ``ErrorCode``: -32002, "a given resource, such as a session ... was not found", for
     session/prompt, session/set_mode and session/load; stderr holds no traceback (``clean``)."""
-    assert [s["error"]["code"] for s in edited["run"]["steps"][6:8]] == [-32002, -32002]
+    assert [s["error"]["code"] for s in edited["run"]["steps"][7:9]] == [-32002, -32002]
     assert edited["loaded"]["steps"][2]["error"]["code"] == -32002
 
 
@@ -165,7 +179,7 @@ def test_loading_a_session_replays_its_text_and_its_tool_calls(edited: dict[str,
     kinds = [u["sessionUpdate"] for u in got]
     assert kinds[0] == "user_message_chunk" and "agent_message_chunk" in kinds
     starts = [u for u in got if u["sessionUpdate"] == "tool_call"]
-    assert [s["kind"] for s in starts] == ["read", "edit", "edit", "execute"]
+    assert [s["kind"] for s in starts] == ["read", "edit", "edit", "execute", "edit"]
     assert starts[1]["locations"] == [{"path": str(proj / "notes.txt")}]
     done = {u["toolCallId"]: u for u in got if u["sessionUpdate"] == "tool_call_update"}
     assert done[starts[3]["toolCallId"]]["status"] == "completed" and "second" in json.dumps(done[starts[3]["toolCallId"]])
@@ -220,21 +234,34 @@ def test_resources_in_a_prompt_reach_the_model_as_their_content(tmp_path: Path) 
 
 
 def test_the_editors_mcp_servers_are_started_and_their_tools_used(tmp_path: Path) -> None:
-    """session-setup#mcp-servers: a stdio server given in session/new (command, args, env) is started
-    like a configured one and its tools are the model's (the npm reference server "everything")."""
-    from mcp_servers.helpers import EVERYTHING, npm_servers
+    """session-setup#mcp-servers: a stdio server (command, args, env) and an http one (url, headers) given in
+    session/new are started like configured ones and their tools are the model's (the npm reference
+    server "everything", over stdio and over streamable HTTP)."""
+    import subprocess
+
+    from mcp_servers.helpers import EVERYTHING, free_port, npm_servers, wait_port
 
     npm_servers()
     proj = tmp_path / "proj"
     proj.mkdir()
-    server = {"name": "everything", "command": "node", "args": [str(EVERYTHING), "stdio"], "env": [{"name": "LOG", "value": "0"}]}
-    script = [{"text": "", "tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "from the editor"}}]},
-              {"text": "echoed"}]
-    run = clean(drive(tmp_path, proj, [INIT, new(proj, [server]), prompt("echo")], script=script, timeout=180))
+    port = free_port()
+    web = subprocess.Popen(["node", str(EVERYTHING), "streamableHttp"], env={**os.environ, "PORT": str(port)},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_port(port, 60)
+        servers = [{"name": "local", "command": "node", "args": [str(EVERYTHING), "stdio"], "env": [{"name": "LOG", "value": "0"}]},
+                   {"type": "http", "name": "web", "url": f"http://127.0.0.1:{port}/mcp", "headers": [{"name": "X-Test", "value": "1"}]}]
+        script = [{"text": "", "tool_calls": [{"name": "mcp__local__echo", "arguments": {"message": "over stdio"}}]},
+                  {"text": "", "tool_calls": [{"name": "mcp__web__echo", "arguments": {"message": "over http"}}]},
+                  {"text": "echoed"}]
+        run = clean(drive(tmp_path, proj, [INIT, new(proj, servers), prompt("echo")], script=script, timeout=180))
+    finally:
+        web.kill()
+        web.wait(10)
     assert run["steps"][0]["result"]["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True}
     assert run["steps"][2]["result"] == {"stopReason": "end_turn"}
-    (done,) = [u for u in updates(run["wire"], "tool_call_update") if u.get("status") == "completed"]
-    assert "Echo: from the editor" in json.dumps(done)
+    done = json.dumps([u for u in updates(run["wire"], "tool_call_update") if u.get("status") == "completed"])
+    assert "Echo: over stdio" in done and "Echo: over http" in done
 
 
 def test_http_and_sse_servers_of_the_editor_become_mcp_config_entries() -> None:
