@@ -363,3 +363,16 @@ def test_a_cancelled_permission_request_refuses_the_call(tmp_path: Path) -> None
     assert len(requests(run["wire"], "session/request_permission")) == 1
     (done,) = [u for u in updates(run["wire"], "tool_call_update") if u["toolCallId"] == "call_0_0"]
     assert done["status"] == "failed" and not (tmp_path / "made.txt").exists()
+
+
+def test_a_session_open_in_this_process_loads_again_and_a_relative_cwd_is_refused(tmp_path: Path) -> None:
+    """Schema ``NewSessionRequest.cwd``: "Must be an absolute path" (-32602 otherwise); session/load of a session the
+    agent already has open replays it rather than failing on its own lock."""
+    steps = [INIT, new(tmp_path), prompt("hello"),
+             {"method": "session/load", "params": {"sessionId": "$sid", "cwd": str(tmp_path), "mcpServers": []}},
+             {"method": "session/new", "params": {"cwd": "relative/dir", "mcpServers": []}}]
+    run = clean(drive(tmp_path, tmp_path, steps, script=[{"text": "Hi there."}]))
+    assert "result" in run["steps"][3], run["steps"][3]
+    replayed = [u["content"]["text"] for u in updates(run["wire"], "user_message_chunk")]
+    assert replayed == ["hello"]
+    assert run["steps"][4]["error"]["code"] == -32602 and "absolute" in json.dumps(run["steps"][4]["error"])

@@ -177,16 +177,18 @@ class AcpAgent:
         agent = make_agent(ns, ask_permission=lambda call, decision: holder["ask"].permission(call, decision))
         sid = agent.session.id
         updates = ToolUpdates(lambda u: self._send(sid, u), agent.cwd)
+        disk = updates.read
         if self.fs_read:
             from agentloop.tools import ToolError
 
             through = editor_reader(self._call, self.conn, sid)
 
             def read(path: str) -> str | None:
+                """The editor's buffer, else the file on disk (an editor may read only what it has open)."""
                 try:
                     return through(path)
                 except ToolError:
-                    return None
+                    return disk(path)
 
             updates.read = read
         asker = Asker(self.conn, self.loop, sid, agent.cwd, updates, lambda: self.forms)
@@ -201,6 +203,8 @@ class AcpAgent:
 
         from ._common import UserError
 
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params({"cwd": f"{cwd}: must be an absolute path"})
         try:
             s = await self._run(lambda: self._make(cwd, resume, add_dirs, mcp_servers))
         except UserError as exc:
@@ -251,7 +255,7 @@ class AcpAgent:
         known = os.path.isfile(os.path.join(sessions_dir(cwd, agentloop_home()), f"{session_id}.jsonl"))
         if not known or "/" in session_id or session_id.startswith("."):
             raise RequestError.resource_not_found(session_id)
-        s = await self._open(cwd, session_id, additional_directories, mcp_servers)
+        s = self.sessions.get(session_id) or await self._open(cwd, session_id, additional_directories, mcp_servers)
         for update in replay(s.agent.session.messages, s.agent.cwd):  # rule 3: the conversation, replayed
             await self.conn.session_update(session_id=session_id, update=update)
         self._commands_later(s)

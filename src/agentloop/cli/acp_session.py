@@ -103,7 +103,7 @@ def prompt_text(blocks: list[Any], roots: list[str], read: Callable[[str], str |
         elif kind == "resource":
             parts.append(_resource_text(b))
         elif kind == "resource_link":
-            parts.append(_link_text(b, roots, read))
+            parts.append(_link_text(b, roots, read))  # the editor's buffer when it offers one, else the disk
         elif kind is not None:
             parts.append(f"[The user attached {kind} content, which agentloop does not take over ACP.]")
     return "\n".join(parts).strip()
