@@ -249,8 +249,9 @@ def test_the_editors_mcp_servers_are_started_and_their_tools_used(tmp_path: Path
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_port(port, 60)
-        servers = [{"name": "local", "command": "node", "args": [str(EVERYTHING), "stdio"], "env": [{"name": "LOG", "value": "0"}]},
-                   {"type": "http", "name": "web", "url": f"http://127.0.0.1:{port}/mcp", "headers": [{"name": "X-Test", "value": "1"}]}]
+        servers = [{"name": "local", "command": "node", "args": [str(EVERYTHING), "stdio"], "env": [{"name": "EV_TOKEN", "value": "env-secret-9"}]},
+                   {"type": "http", "name": "web", "url": f"http://127.0.0.1:{port}/mcp",
+                    "headers": [{"name": "Authorization", "value": "Bearer hdr-secret-7"}]}]
         script = [{"text": "", "tool_calls": [{"name": "mcp__local__echo", "arguments": {"message": "over stdio"}}]},
                   {"text": "", "tool_calls": [{"name": "mcp__web__echo", "arguments": {"message": "over http"}}]},
                   {"text": "echoed"}]
@@ -262,6 +263,8 @@ def test_the_editors_mcp_servers_are_started_and_their_tools_used(tmp_path: Path
     assert run["steps"][2]["result"] == {"stopReason": "end_turn"}
     done = json.dumps([u for u in updates(run["wire"], "tool_call_update") if u.get("status") == "completed"])
     assert "Echo: over stdio" in done and "Echo: over http" in done
+    kept = "".join(f.read_text(errors="replace") for f in (tmp_path / "home").rglob("*") if f.is_file())
+    assert "hdr-secret-7" not in kept and "env-secret-9" not in kept  # the editor's credentials are in no record or log
 
 
 def test_http_and_sse_servers_of_the_editor_become_mcp_config_entries() -> None:
