@@ -381,18 +381,25 @@ def test_a_session_open_in_this_process_loads_again_and_a_relative_cwd_is_refuse
     assert run["steps"][4]["error"]["code"] == -32602 and "absolute" in json.dumps(run["steps"][4]["error"])
 
 
-def test_an_mcp_servers_question_is_a_form_in_the_editor(tmp_path: Path) -> None:
+def test_an_mcp_servers_question_is_a_form_and_its_prompts_are_commands_in_the_editor(tmp_path: Path) -> None:
     """elicitation: an MCP server's ``elicitation/create`` (the reference server's form of strings,
     formats, numbers and enums) reaches the editor as an ACP form, and the editor's answer goes back."""
     from mcp_servers.helpers import EVERYTHING, npm_servers
 
     npm_servers()
     server = {"name": "ev", "command": "node", "args": [str(EVERYTHING), "stdio"], "env": []}
-    script = [{"text": "", "tool_calls": [{"name": "mcp__ev__trigger-elicitation-request", "arguments": {}}]}, {"text": "asked"}]
-    run = clean(drive(tmp_path, tmp_path, [FORMS, new(tmp_path, [server]), prompt("ask")], script=script, timeout=180,
+    script = [{"text": "", "tool_calls": [{"name": "mcp__ev__trigger-elicitation-request", "arguments": {}}]}, {"text": "asked"},
+              {"text": "sunny"}]
+    run = clean(drive(tmp_path, tmp_path, [FORMS, new(tmp_path, [server]), prompt("ask"), prompt("/mcp__ev__args-prompt Paris")],
+                      script=script, timeout=180,
                       args=["--permission-mode", "bypassPermissions"],
                       answers={"elicitation": {"action": "accept", "content": {"name": "Ada Lovelace", "check": True}}}))
     (form,) = requests(run["wire"], "elicitation/create")
     assert {"name", "check", "email", "untitledSingleSelectEnum"} <= set(form["requestedSchema"]["properties"])
     (done,) = [u for u in updates(run["wire"], "tool_call_update") if u.get("status") in ("completed", "failed")]
     assert "Ada Lovelace" in json.dumps(done), done
+    # slash-commands: the server's prompts are offered beside the user's commands, and run from a prompt
+    (offered,) = updates(run["wire"], "available_commands_update")
+    assert {"name": "mcp__ev__args-prompt", "description": "A prompt with two arguments, one required and one optional (MCP ev)",
+            "input": {"hint": "<city> <state>"}} in offered["availableCommands"]
+    assert "What's weather in Paris?" in user_texts(tmp_path / "home", run["steps"][1]["result"]["sessionId"])

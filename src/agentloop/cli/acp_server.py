@@ -318,6 +318,11 @@ class AcpAgent:
                 return "end_turn"
             if expanded is not None:
                 text, rules = expanded
+            elif text.startswith("/mcp__"):
+                got = self._mcp_prompt(sid, agent, text)
+                if got is None:
+                    return "end_turn"
+                text = got
         self.jobs.running = sid
         token = BASH_OUTPUT.set(updates.bash_output)
         try:
@@ -334,6 +339,22 @@ class AcpAgent:
             detail = f": {result.error}" if result.error else ""
             self._send(sid, update_agent_message_text(f"\n[agentloop stopped: {result.stop_reason}{detail}]"))
         return _stop_reason(result.stop_reason)
+
+    def _mcp_prompt(self, sid: str, agent: Any, text: str) -> str | None:
+        """``/mcp__server__prompt args``: the server's prompt text (unchanged text when no prompt has that
+        name), or None when the server refused, which the editor is told."""
+        from acp import update_agent_message_text
+
+        from agentloop.mcp.agent import run_prompt
+        from agentloop.mcp.client import McpToolError
+
+        name, _, rest = text[1:].partition(" ")
+        try:
+            got = run_prompt(agent, name, rest.strip())
+        except McpToolError as exc:
+            self._send(sid, update_agent_message_text(str(exc)))
+            return None
+        return text if got is None else got
 
     def _tell_mode(self, sid: str, s: _Session) -> None:
         """A mode changed during the turn (ExitPlanMode approved): ``current_mode_update``."""

@@ -22,9 +22,11 @@ Rules (pages under agentclientprotocol.com/protocol/v1):
    cannot be changed. The session's mode is in the ``session/new`` response,
    ``session/set_mode`` changes it, and any change (ExitPlanMode's too) is
    sent as ``current_mode_update``.
-4. The user's commands and skills are offered as ``available_commands_update``
+4. The user's commands and skills, then the MCP servers' prompts
+   (``mcp__server__prompt``), are offered as ``available_commands_update``
    (slash-commands) with their descriptions and argument hints; a prompt
-   ``/name args`` runs the command or loads the skill as the terminal does.
+   ``/name args`` runs the command, loads the skill or gets the server's
+   prompt, as the terminal does.
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ def switch_mode(agent: Any, target: str, modes: list[str]) -> str | None:
 
 
 def available_commands(agent: Any) -> list[Any]:
-    """Rule 4: the user's commands, then the skills not shadowed by a command."""
+    """Rule 4: the user's commands, then the skills and the MCP prompts not shadowed by one before."""
     from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 
     out: list[Any] = []
@@ -163,4 +165,17 @@ def available_commands(agent: Any) -> list[Any]:
             hint = str(getattr(c, "argument_hint", "") or "")
             out.append(AvailableCommand(name=name, description=str(getattr(c, "description", "") or name)[:500],
                                         input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None))
+    try:
+        from agentloop.mcp.agent import prompt_commands
+
+        prompts = prompt_commands(agent)
+    except Exception:  # noqa: BLE001 - a server that cannot list its prompts offers none
+        prompts = {}
+    for name, (server, p) in sorted(prompts.items()):
+        if name in seen:
+            continue
+        hint = " ".join(f"<{a.name}>" for a in (getattr(p, "arguments", None) or []))
+        desc = str(getattr(p, "description", "") or getattr(p, "title", "") or f"the {p.name} prompt of {server}")
+        out.append(AvailableCommand(name=name, description=f"{desc[:480]} (MCP {server})",
+                                    input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None))
     return out
