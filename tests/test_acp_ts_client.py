@@ -343,7 +343,7 @@ def test_an_unexpected_error_in_a_handler_is_one_line_on_stderr(capsys: pytest.C
     traceback goes to agentloop's log only."""
     import logging
 
-    from agentloop.cli.acp_server import OneLineErrors
+    from agentloop.cli.acp_runtime import OneLineErrors
 
     try:
         raise KeyError("sessionId")

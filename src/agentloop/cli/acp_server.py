@@ -41,46 +41,16 @@ import argparse
 import asyncio
 import logging
 import os
-import queue
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from .acp_runtime import Jobs, OneLineErrors
+
 __all__ = ["serve"]
-
-
-class _Jobs:
-    """Work for the main thread (rule 1): each job's result goes back to the loop that asked."""
-
-    def __init__(self) -> None:
-        self.q: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
-        self.running: str | None = None
-        """The session whose turn is running (the one a cancel interrupts)."""
-
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        fut: Future[Any] = Future()
-        self.q.put((fn, fut))
-        return fut
-
-    def serve(self) -> None:
-        while True:
-            try:
-                item = self.q.get()
-            except KeyboardInterrupt:  # a cancel that came as the turn ended: nothing to stop
-                continue
-            if item is None:
-                return
-            fn, fut = item
-            try:
-                fut.set_result(fn())
-            except KeyboardInterrupt:
-                fut.set_exception(asyncio.CancelledError())
-            except BaseException as exc:
-                fut.set_exception(exc)
 
 
 @dataclass
@@ -105,7 +75,7 @@ def _stop_reason(reason: str) -> str:
 class AcpAgent:
     """The ``acp.Agent`` side: sessions of agentloop ``Agent``s."""
 
-    def __init__(self, args: argparse.Namespace, jobs: _Jobs, main_thread: int):
+    def __init__(self, args: argparse.Namespace, jobs: Jobs, main_thread: int):
         self.args = args
         self.jobs = jobs
         self.main_thread = main_thread
@@ -382,19 +352,6 @@ class AcpAgent:
             self._tell_mode(sid, s)
 
 
-class OneLineErrors(logging.Handler):
-    """What the ACP SDK logs (an unexpected error in a handler, answered -32603): one line on stderr,
-    the traceback in agentloop's log file only (rule 7)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        exc = record.exc_info[1] if record.exc_info else None
-        if not record.name.startswith("agentloop"):  # agentloop's own records come here only before its log is set up
-            logging.getLogger("agentloop.acp").error("%s", record.getMessage(), exc_info=record.exc_info)
-        line = record.getMessage().splitlines()[0] if record.getMessage() else "error"
-        reason = f": {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}" if exc is not None else ""
-        sys.stderr.write(f"agentloop acp: {line}{reason}\n")
-
-
 def serve(args: argparse.Namespace) -> int:
     """Run until the editor closes the connection (rule 1: the agent's work on this thread)."""
     try:
@@ -403,7 +360,7 @@ def serve(args: argparse.Namespace) -> int:
         print("agentloop acp needs the agent-client-protocol package: pip install 'agentloop[acp]'", file=sys.stderr)
         return 2
     logging.getLogger().handlers[:] = [OneLineErrors()]  # rule 7: the SDK's own errors, without tracebacks
-    jobs = _Jobs()
+    jobs = Jobs()
     agent = AcpAgent(args, jobs, threading.main_thread().ident or 0)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     real_stdout = os.dup(1)
