@@ -1156,6 +1156,24 @@ SABOTAGES = [
         "        if False:  # SABOTAGED\n            raise ToolError(",
         ["tests/test_web_search.py::test_without_room_under_the_cap_no_search_is_made"],
     ),
+    Sabotage(
+        "a resource link in an ACP prompt is read from outside the workspace",
+        "src/agentloop/cli/acp_session.py",
+        "    return real if any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots) else None",
+        "    return real  # SABOTAGED",
+        ["tests/test_acp_ts_client.py::test_resources_in_a_prompt_reach_the_model_as_their_content"],
+    ),
+    Sabotage(
+        "a permission request the editor cancels is taken as approval",
+        "src/agentloop/cli/acp_ask.py",
+        """        if getattr(outcome, "outcome", None) != "selected":
+            return "deny"
+        return {"allow": "allow", "always": "always"}.get(outcome.option_id, "deny")""",
+        """        if getattr(outcome, "outcome", None) != "selected":
+            return "allow"  # SABOTAGED
+        return {"allow": "allow", "always": "always"}.get(outcome.option_id, "deny")""",
+        ["tests/test_acp_ts_client.py::test_a_cancelled_permission_request_refuses_the_call"],
+    ),
 ]
 
 

@@ -6,7 +6,7 @@ SDK does the wire). Each ACP session is an agentloop ``Agent`` with its
 hash-chained session file, its cap, hooks, permissions, folder trust and
 sandbox: nothing is bypassed because the requests come from an editor.
 
-Rules:
+Rules (pages under agentclientprotocol.com/protocol/v1):
 
 1. The agent's work runs on the main thread, one job at a time; the ACP
    connection runs on an asyncio loop in a second thread. So an ACP
@@ -14,82 +14,79 @@ Rules:
    terminal (SIGINT to the main thread): the tool in flight is killed with
    its process group, the run records ``interrupted``, and the prompt
    answers ``stopReason: "cancelled"``.
-2. Permission questions go to the editor (``session/request_permission``)
-   with the options allow once, allow always (this exact call, as the
-   terminal's "always") and reject; a cancelled request is a refusal.
-3. Streamed text becomes ``agent_message_chunk`` updates; each tool call a
-   ``tool_call`` (with its kind: read, edit, search, execute, fetch, other)
-   then a ``tool_call_update`` with its status and content; an edit's
-   update carries a diff.
+2. Questions go to the editor (``acp_ask``): permissions with the change's
+   diff, and AskUserQuestion, ExitPlanMode and MCP servers' forms.
+3. What happens is shown as session updates (``acp_updates``): text chunks,
+   tool calls with absolute paths, diffs, Bash's output as it arrives, the
+   plan; ``session/load`` replays the conversation with its tool calls.
 4. When the editor offers ``fs.readTextFile`` / ``fs.writeTextFile``, Read,
-   Write and Edit go through it (so an unsaved buffer is what the agent
-   reads and edits), still confined to the workspace and still checkpointed.
-   Terminals are not used: Bash runs in agentloop's own sandbox.
-5. ``session/load`` resumes an agentloop session (its id is the ACP session
-   id) and replays its conversation to the editor as message updates.
+   Write and Edit go through it (``acp_fs``).
+5. The editor's MCP servers, the prompt's resources, session modes and the
+   user's commands: ``acp_session``.
+6. The turn's stop reason (prompt-turn#stop-reasons): ``end_turn`` when the
+   model finished; ``cancelled``; ``max_tokens`` when the token budget ran
+   out; ``max_turn_requests`` when a limit on the agent's requests stopped it
+   (``--max-steps``, the spend cap refusing the next call, the loop check).
+   ``refusal`` is never used: it tells the editor to drop the prompt from
+   the conversation, and agentloop keeps it. A model error is a JSON-RPC
+   error (-32603, with the error in ``data``), not a stop reason.
+7. An unknown session id is a JSON-RPC error -32002 (resource not found); a
+   session that cannot be made (a bad setting, a damaged session file) is
+   -32602 with the reason; neither prints a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
-import queue
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any, cast
+
+from .acp_runtime import Jobs, OneLineErrors
 
 __all__ = ["serve"]
 
-_KINDS = {"Read": "read", "Write": "edit", "Edit": "edit", "MultiEdit": "edit", "Glob": "search", "Grep": "search",
-          "LS": "search", "Bash": "execute", "WebFetch": "fetch", "WebSearch": "search"}
+
+@dataclass
+class _Session:
+    agent: Any
+    updates: Any
+    modes: list[str] = field(default_factory=list)
+    told: str = ""
+    """The mode the editor was last told of (rule 5: a change is sent as ``current_mode_update``)."""
 
 
-class _Jobs:
-    """Work for the main thread (rule 1): each job's result goes back to the loop that asked."""
+_STOPS = {"no_tool_calls": "end_turn", "sentinel": "end_turn", "interrupted": "cancelled", "token_budget": "max_tokens",
+          "step_budget": "max_turn_requests", "cost_budget": "max_turn_requests", "budget_overrun": "max_turn_requests",
+          "loop_detected": "max_turn_requests"}
 
-    def __init__(self) -> None:
-        self.q: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
-        self.running: str | None = None
-        """The session whose turn is running (the one a cancel interrupts)."""
 
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        fut: Future[Any] = Future()
-        self.q.put((fn, fut))
-        return fut
-
-    def serve(self) -> None:
-        while True:
-            try:
-                item = self.q.get()
-            except KeyboardInterrupt:  # a cancel that came as the turn ended: nothing to stop
-                continue
-            if item is None:
-                return
-            fn, fut = item
-            try:
-                fut.set_result(fn())
-            except KeyboardInterrupt:
-                fut.set_exception(asyncio.CancelledError())
-            except BaseException as exc:
-                fut.set_exception(exc)
+def _stop_reason(reason: str) -> str:
+    """Rule 6: the loop's stop reason in ACP's words."""
+    return _STOPS.get(reason, "end_turn")
 
 
 class AcpAgent:
     """The ``acp.Agent`` side: sessions of agentloop ``Agent``s."""
 
-    def __init__(self, args: argparse.Namespace, jobs: _Jobs, main_thread: int):
+    def __init__(self, args: argparse.Namespace, jobs: Jobs, main_thread: int):
         self.args = args
         self.jobs = jobs
         self.main_thread = main_thread
         self.conn: Any = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.agents: dict[str, Any] = {}
-        self.fs_read = self.fs_write = False
-        self._pending_diff: tuple[str, str, dict[str, Any]] | None = None
+        self.sessions: dict[str, _Session] = {}
+        self.fs_read = self.fs_write = self.forms = False
+
+    @property
+    def agents(self) -> dict[str, Any]:
+        return {sid: s.agent for sid, s in self.sessions.items()}
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -97,16 +94,25 @@ class AcpAgent:
     async def _run(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.wrap_future(self.jobs.submit(fn))
 
+    def _call(self, coro: Any, timeout: float | None = 60) -> Any:
+        """From the main thread: run ``coro`` on the connection's loop and wait for it."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
     def _send(self, session_id: str, update: Any) -> None:
         """From the main thread: a session/update, in order (waits for it to be sent)."""
-        assert self.loop is not None
-        asyncio.run_coroutine_threadsafe(self.conn.session_update(session_id=session_id, update=update), self.loop).result(30)
+        self._call(self.conn.session_update(session_id=session_id, update=update), 30)
 
     # -- lifecycle --
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kw: Any) -> Any:
         from acp import PROTOCOL_VERSION, InitializeResponse
-        from acp.schema import AgentCapabilities, Implementation, PromptCapabilities
+        from acp.schema import (
+            AgentCapabilities,
+            Implementation,
+            McpCapabilities,
+            PromptCapabilities,
+        )
 
         from agentloop import __version__
 
@@ -114,252 +120,236 @@ class AcpAgent:
         fs = getattr(client_capabilities, "fs", None)
         self.fs_read = bool(getattr(fs, "read_text_file", False))
         self.fs_write = bool(getattr(fs, "write_text_file", False))
+        self.forms = getattr(getattr(client_capabilities, "elicitation", None), "form", None) is not None
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True)),
+            agent_capabilities=AgentCapabilities(load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
+                                                 mcp_capabilities=McpCapabilities(http=True, sse=True)),
             agent_info=Implementation(name="agentloop", title="agentloop", version=__version__),
         )
 
     async def authenticate(self, method_id: str, **kw: Any) -> Any:
         return None
 
-    def _make(self, cwd: str, resume: str | None, add_dirs: list[str] | None) -> Any:
+    def _make(self, cwd: str, resume: str | None, add_dirs: list[str] | None, mcp_servers: Any) -> _Session:
+        from .acp_ask import Asker
+        from .acp_fs import editor_reader, use_client_fs
+        from .acp_session import mcp_config, modes_for
+        from .acp_updates import ToolUpdates
         from .agent_setup import make_agent
 
+        assert self.loop is not None
         ns = argparse.Namespace(**vars(self.args))
         ns.cwd, ns.resume, ns.add_dir = cwd, resume, list(add_dirs or []) + list(getattr(self.args, "add_dir", []) or [])
+        editor_servers = mcp_config(mcp_servers)
+        ns.mcp_configs = list(getattr(self.args, "mcp_configs", None) or []) + ([editor_servers] if editor_servers else [])
         holder: dict[str, Any] = {}
-        agent = make_agent(ns, ask_permission=lambda call, decision: self._ask(holder["sid"], call, decision))
-        holder["sid"] = agent.session.id
-        self._use_client_fs(agent)
-        return agent
+        agent = make_agent(ns, ask_permission=lambda call, decision: holder["ask"].permission(call, decision))
+        sid = agent.session.id
+        updates = ToolUpdates(lambda u: self._send(sid, u), agent.cwd)
+        disk = updates.read
+        if self.fs_read:
+            from agentloop.tools import ToolError
+
+            through = editor_reader(self._call, self.conn, sid)
+
+            def read(path: str) -> str | None:
+                """The editor's buffer, else the file on disk (an editor may read only what it has open)."""
+                try:
+                    return through(path)
+                except ToolError:
+                    return disk(path)
+
+            updates.read = read
+        asker = Asker(self.conn, self.loop, sid, agent.cwd, updates, lambda: self.forms)
+        holder["ask"] = asker
+        agent.elicit = asker.elicit
+        use_client_fs(agent, self._call, self.conn, self.fs_read, self.fs_write)
+        return _Session(agent, updates, modes_for(agent.permission_mode), agent.permission_mode)
+
+    async def _open(self, cwd: str, resume: str | None, add_dirs: list[str] | None, mcp_servers: Any) -> _Session:
+        """A session made on the main thread; rule 7 for what goes wrong."""
+        from acp.exceptions import RequestError
+
+        from ._common import UserError
+
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params({"cwd": f"{cwd}: must be an absolute path"})
+        try:
+            s = await self._run(lambda: self._make(cwd, resume, add_dirs, mcp_servers))
+        except UserError as exc:
+            raise RequestError.invalid_params({"message": str(exc)}) from None
+        self.sessions[s.agent.session.id] = s
+        return cast(_Session, s)
+
+    def _commands_later(self, s: _Session) -> None:
+        """``available_commands_update`` once the response naming the session has gone out."""
+        from acp.helpers import update_available_commands
+
+        from .acp_session import available_commands
+
+        commands = available_commands(s.agent)
+        if not commands:
+            return
+        sid = s.agent.session.id
+
+        async def send() -> None:
+            await asyncio.sleep(0.05)
+            try:
+                await self.conn.session_update(session_id=sid, update=update_available_commands(commands))
+            except (ConnectionError, OSError, RuntimeError):  # the editor went away first: nobody to tell
+                pass
+
+        asyncio.ensure_future(send())
 
     async def new_session(self, cwd: str, additional_directories: list[str] | None = None, mcp_servers: Any = None, **kw: Any) -> Any:
         from acp import NewSessionResponse
 
-        agent = await self._run(lambda: self._make(cwd, None, additional_directories))
-        self.agents[agent.session.id] = agent
-        return NewSessionResponse(session_id=agent.session.id)
+        from .acp_session import mode_state
+
+        s = await self._open(cwd, None, additional_directories, mcp_servers)
+        self._commands_later(s)
+        return NewSessionResponse(session_id=s.agent.session.id, modes=mode_state(s.agent.permission_mode, s.modes))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: list[str] | None = None,
                            **kw: Any) -> Any:
-        from acp import LoadSessionResponse, update_agent_message_text, update_user_message_text
+        from acp import LoadSessionResponse
+        from acp.exceptions import RequestError
 
-        agent = await self._run(lambda: self._make(cwd, session_id, additional_directories))
-        self.agents[agent.session.id] = agent
-        for m in agent.session.messages:  # rule 5: the conversation, replayed to the editor
-            content = m.get("content")
-            if not isinstance(content, str) or not content:
-                continue
-            if m.get("role") == "user":
-                await self.conn.session_update(session_id=agent.session.id, update=update_user_message_text(content))
-            elif m.get("role") == "assistant":
-                await self.conn.session_update(session_id=agent.session.id, update=update_agent_message_text(content))
-        return LoadSessionResponse()
+        from agentloop.agent.session.store import sessions_dir
+        from agentloop.config.settings import agentloop_home
+
+        from .acp_session import mode_state
+        from .acp_updates import replay
+
+        known = os.path.isfile(os.path.join(sessions_dir(cwd, agentloop_home()), f"{session_id}.jsonl"))
+        if not known or "/" in session_id or session_id.startswith("."):
+            raise RequestError.resource_not_found(session_id)
+        s = self.sessions.get(session_id) or await self._open(cwd, session_id, additional_directories, mcp_servers)
+        for update in replay(s.agent.session.messages, s.agent.cwd):  # rule 3: the conversation, replayed
+            await self.conn.session_update(session_id=session_id, update=update)
+        self._commands_later(s)
+        return LoadSessionResponse(modes=mode_state(s.agent.permission_mode, s.modes))
+
+    def _session(self, session_id: str) -> _Session:
+        from acp.exceptions import RequestError
+
+        s = self.sessions.get(session_id)
+        if s is None:
+            raise RequestError.resource_not_found(session_id)
+        return s
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kw: Any) -> Any:
+        from acp.exceptions import RequestError
+        from acp.helpers import update_current_mode
+        from acp.schema import SetSessionModeResponse
+
+        from .acp_session import switch_mode
+
+        s = self._session(session_id)
+        why = await self._run(lambda: switch_mode(s.agent, mode_id, s.modes))
+        if why is not None:
+            raise RequestError.invalid_params({"modeId": why})
+        s.told = s.agent.permission_mode
+        await self.conn.session_update(session_id=session_id, update=update_current_mode(s.told))
+        return SetSessionModeResponse()
 
     # -- a turn --
 
     async def prompt(self, session_id: str, prompt: list[Any], **kw: Any) -> Any:
         from acp import PromptResponse
-        from acp.exceptions import RequestError
 
-        agent = self.agents.get(session_id)
-        if agent is None:
-            raise RequestError.invalid_params({"sessionId": f"no session {session_id} (new or load it first)"})
-        text = "\n".join(_block_text(b) for b in prompt).strip()
-
-        def turn() -> str:
-            self.jobs.running = session_id
-            try:
-                result = agent.ask(text, observer=lambda ev: self._observe(session_id, ev))
-                if result.stop_reason not in ("no_tool_calls", "sentinel", "interrupted"):
-                    from acp import update_agent_message_text
-
-                    detail = f": {result.error}" if result.error else ""
-                    self._send(session_id, update_agent_message_text(f"\n[agentloop stopped: {result.stop_reason}{detail}]"))
-            except KeyboardInterrupt:
-                return "cancelled"
-            finally:
-                self.jobs.running = None
-            return _stop_reason(result.stop_reason)
-
+        s = self._session(session_id)
         try:
-            reason = await self._run(turn)
+            reason = await self._run(lambda: self._turn(session_id, s, prompt))
         except asyncio.CancelledError:
             reason = "cancelled"
         return PromptResponse(stop_reason=reason)
+
+    def _turn(self, sid: str, s: _Session, blocks: list[Any]) -> str:
+        """One prompt on the main thread: its stop reason (rule 6), or the model's error as a JSON-RPC error."""
+        from acp import update_agent_message_text
+        from acp.exceptions import RequestError
+
+        from agentloop.agent.tools.builtin import BASH_OUTPUT
+
+        from .acp_session import prompt_text, read_file
+
+        agent, updates = s.agent, s.updates
+        text = prompt_text(blocks, list(agent.workspace.roots), updates.read if self.fs_read else read_file)
+        rules: tuple[str, ...] = ()
+        if text.startswith("/"):
+            from agentloop.agent.agent import AgentError
+
+            try:
+                expanded = agent.expand_command(text)
+            except AgentError as exc:  # a ! line of the command failed: nothing is sent
+                self._send(sid, update_agent_message_text(str(exc)))
+                return "end_turn"
+            if expanded is not None:
+                text, rules = expanded
+            elif text.startswith("/mcp__"):
+                got = self._mcp_prompt(sid, agent, text)
+                if got is None:
+                    return "end_turn"
+                text = got
+        self.jobs.running = sid
+        token = BASH_OUTPUT.set(updates.bash_output)
+        try:
+            result = agent.ask(text, observer=lambda ev: self._observe(sid, s, ev), allowed_tools=rules)
+        except KeyboardInterrupt:
+            return "cancelled"
+        finally:
+            BASH_OUTPUT.reset(token)
+            self.jobs.running = None
+            self._tell_mode(sid, s)
+        if result.stop_reason == "model_error":
+            raise RequestError.internal_error({"stopReason": "model_error", "message": str(result.error or "the model call failed")})
+        if result.stop_reason not in ("no_tool_calls", "sentinel", "interrupted"):
+            detail = f": {result.error}" if result.error else ""
+            self._send(sid, update_agent_message_text(f"\n[agentloop stopped: {result.stop_reason}{detail}]"))
+        return _stop_reason(result.stop_reason)
+
+    def _mcp_prompt(self, sid: str, agent: Any, text: str) -> str | None:
+        """``/mcp__server__prompt args``: the server's prompt text (unchanged text when no prompt has that
+        name), or None when the server refused, which the editor is told."""
+        from acp import update_agent_message_text
+
+        from agentloop.mcp.agent import run_prompt
+        from agentloop.mcp.client import McpToolError
+
+        name, _, rest = text[1:].partition(" ")
+        try:
+            got = run_prompt(agent, name, rest.strip())
+        except McpToolError as exc:
+            self._send(sid, update_agent_message_text(str(exc)))
+            return None
+        return text if got is None else got
+
+    def _tell_mode(self, sid: str, s: _Session) -> None:
+        """A mode changed during the turn (ExitPlanMode approved): ``current_mode_update``."""
+        from acp.helpers import update_current_mode
+
+        if s.agent.permission_mode != s.told:
+            s.told = s.agent.permission_mode
+            self._send(sid, update_current_mode(s.told))
 
     async def cancel(self, session_id: str, **kw: Any) -> None:
         if self.jobs.running == session_id:
             signal.pthread_kill(self.main_thread, signal.SIGINT)  # rule 1: as Ctrl+C
 
-    def _observe(self, sid: str, ev: Any) -> None:
-        from acp import (
-            start_tool_call,
-            text_block,
-            tool_content,
-            tool_diff_content,
-            update_agent_message_text,
-            update_tool_call,
-        )
-        from acp.schema import ToolCallLocation
+    def _observe(self, sid: str, s: _Session, ev: Any) -> None:
+        from acp import update_agent_message_text
 
         from agentloop.events import TextDelta, ToolFinished, ToolStarted
 
         if isinstance(ev, TextDelta):
             self._send(sid, update_agent_message_text(ev.text))
         elif isinstance(ev, ToolStarted):
-            c = ev.call
-            args = c.arguments if isinstance(c.arguments, dict) else {}
-            path = args.get("file_path") or args.get("path")
-            title = f"{c.name} {path or args.get('command') or args.get('pattern') or ''}".strip()
-            locations = [ToolCallLocation(path=str(path))] if isinstance(path, str) else None
-            self._send(sid, start_tool_call(c.id, title[:200], kind=_KINDS.get(c.name, "other"), status="in_progress",  # type: ignore[arg-type]
-                                            locations=locations, raw_input=args))
-            if c.name in ("Write", "Edit") and isinstance(path, str):
-                self._pending_diff = (c.id, path, args)
-            if c.name == "TodoWrite":
-                self._send_plan(sid, args.get("todos"))
+            s.updates.started(ev.call)
         elif isinstance(ev, ToolFinished):
-            r = ev.result
-            body = r.content if r.ok else r.error
-            content: list[Any] = [tool_content(text_block(body if isinstance(body, str) else str(body)))]
-            diff = getattr(self, "_pending_diff", None)
-            if diff is not None and diff[0] == r.call_id and r.ok:
-                _, path, args = diff
-                if "content" in args:
-                    content.insert(0, tool_diff_content(path, str(args["content"])))
-                else:
-                    content.insert(0, tool_diff_content(path, str(args.get("new_string", "")), str(args.get("old_string", ""))))
-                self._pending_diff = None
-            self._send(sid, update_tool_call(r.call_id, status="completed" if r.ok else "failed", content=content))
-
-    def _send_plan(self, sid: str, todos: Any) -> None:
-        """TodoWrite's task list as the editor's plan (an ACP ``plan`` update: the whole list each time)."""
-        from acp import plan_entry, update_plan
-
-        if not isinstance(todos, list):
-            return
-        entries = [plan_entry(str(t.get("content", "")), status=t.get("status", "pending"))
-                   for t in todos if isinstance(t, dict) and t.get("status") in ("pending", "in_progress", "completed")]
-        self._send(sid, update_plan(entries))
-
-    def _ask(self, sid: str, call: Any, decision: Any) -> str:
-        """Rule 2: the editor answers the permission question."""
-        from acp.schema import PermissionOption, ToolCallUpdate
-
-        assert self.loop is not None
-        options = [
-            PermissionOption(option_id="allow", name="Allow once", kind="allow_once"),
-            PermissionOption(option_id="always", name="Always allow this exact call", kind="allow_always"),
-            PermissionOption(option_id="deny", name="Reject", kind="reject_once"),
-        ]
-        args = call.arguments if isinstance(call.arguments, dict) else {}
-        tool_call = ToolCallUpdate(tool_call_id=call.id, title=f"{call.name} {args.get('file_path') or args.get('command') or ''}".strip()[:200],
-                                   kind=_KINDS.get(call.name, "other"), status="pending", raw_input=args)  # type: ignore[arg-type]
-        fut = asyncio.run_coroutine_threadsafe(self.conn.request_permission(session_id=sid, tool_call=tool_call, options=options), self.loop)
-        try:
-            resp = fut.result()
-        except Exception:
-            return "deny"
-        outcome = resp.outcome
-        if getattr(outcome, "outcome", None) != "selected":
-            return "deny"
-        return {"allow": "allow", "always": "always"}.get(outcome.option_id, "deny")
-
-    # -- the editor's file system (rule 4) --
-
-    def _use_client_fs(self, agent: Any) -> None:
-        if not (self.fs_read or self.fs_write):
-            return
-        from agentloop.tools import Tool, ToolError
-
-        ws = agent.workspace
-        sid = agent.session.id
-
-        def call(coro: Any) -> Any:
-            assert self.loop is not None
-            return asyncio.run_coroutine_threadsafe(coro, self.loop).result(60)
-
-        def read_text(real: str) -> str:
-            try:
-                return str(call(self.conn.read_text_file(session_id=sid, path=real)).content)
-            except Exception as exc:
-                raise ToolError(f"the editor could not read {real}: {exc}") from None
-
-        def write_text(real: str, text: str) -> None:
-            before: bytes | None = None
-            try:
-                before = read_text(real).encode("utf-8")
-            except ToolError:
-                before = None
-            agent._file_changed(real, before, text.encode("utf-8"))
-            try:
-                call(self.conn.write_text_file(session_id=sid, path=real, content=text))
-            except Exception as exc:
-                raise ToolError(f"the editor could not write {real}: {exc}") from None
-
-        reg = agent.registry
-        if self.fs_read and "Read" in reg:
-            base = reg.get("Read")
-
-            def read(**kw: Any) -> str:
-                real = ws.resolve(kw["file_path"])
-                lines = read_text(real).split("\n")
-                if lines and lines[-1] == "":
-                    lines.pop()
-                start = max(int(kw.get("offset") or 1), 1)
-                limit = int(kw.get("limit") or 2000)
-                page = lines[start - 1 : start - 1 + limit]
-                return "".join(f"{start + i:>6}\t{line}\n" for i, line in enumerate(page))
-
-            reg.replace(Tool(name="Read", description=base.description, parameters=base.parameters, fn=read, read_only=True))
-        if self.fs_write and self.fs_read and "Write" in reg and "Edit" in reg:
-            wbase, ebase = reg.get("Write"), reg.get("Edit")
-
-            def write(**kw: Any) -> str:
-                real = ws.resolve(kw["file_path"], for_write=True)
-                write_text(real, kw["content"])
-                return f"Wrote {real} ({len(kw['content'].encode('utf-8'))} bytes) through the editor"
-
-            def edit(**kw: Any) -> str:
-                real = ws.resolve(kw["file_path"], for_write=True)
-                text = read_text(real)
-                old, new = kw["old_string"], kw["new_string"]
-                n = text.count(old) if old else 0
-                if n == 0:
-                    raise ToolError(f"old_string was not found in {kw['file_path']}. Read the file and copy the text exactly.")
-                if n > 1 and not kw.get("replace_all"):
-                    raise ToolError(f"old_string occurs {n} times in {kw['file_path']}; make it unique or set replace_all")
-                write_text(real, text.replace(old, new) if kw.get("replace_all") else text.replace(old, new, 1))
-                return f"Edited {real} through the editor"
-
-            reg.replace(Tool(name="Write", description=wbase.description, parameters=wbase.parameters, fn=write))
-            reg.replace(Tool(name="Edit", description=ebase.description, parameters=ebase.parameters, fn=edit))
-
-
-def _block_text(block: Any) -> str:
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        return str(block.text)
-    if kind == "resource":
-        res = getattr(block, "resource", None)
-        text = getattr(res, "text", None)
-        return f"Contents of {getattr(res, 'uri', '')}:\n{text}" if text is not None else ""
-    if kind == "resource_link":
-        return f"@{getattr(block, 'uri', '')}"
-    return ""
-
-
-def _stop_reason(reason: str) -> str:
-    """The loop's stop reason in ACP's words (``StopReason``)."""
-    return {
-        "interrupted": "cancelled",
-        "step_budget": "max_turn_requests",
-        "token_budget": "max_tokens",
-        "cost_budget": "refusal",  # the spend cap refused the next call
-        "loop_detected": "refusal",
-    }.get(reason, "end_turn")
+            s.updates.finished(ev.result)
+            self._tell_mode(sid, s)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -369,7 +359,8 @@ def serve(args: argparse.Namespace) -> int:
     except ImportError:
         print("agentloop acp needs the agent-client-protocol package: pip install 'agentloop[acp]'", file=sys.stderr)
         return 2
-    jobs = _Jobs()
+    logging.getLogger().handlers[:] = [OneLineErrors()]  # rule 7: the SDK's own errors, without tracebacks
+    jobs = Jobs()
     agent = AcpAgent(args, jobs, threading.main_thread().ident or 0)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     real_stdout = os.dup(1)

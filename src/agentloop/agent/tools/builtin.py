@@ -30,6 +30,7 @@ Rules:
 from __future__ import annotations
 
 import bisect
+import contextvars
 import hashlib
 import os
 import re
@@ -250,8 +251,13 @@ def _start_shell(
         raise ToolError(f"cannot start the shell in {cwd}: {exc.strerror or exc}") from None
 
 
-def _pump(fd: int, cap: _Capture) -> None:
-    """Read the command's output into ``cap`` until the pipe closes."""
+BASH_OUTPUT: contextvars.ContextVar[Callable[[bytes], None] | None] = contextvars.ContextVar("bash_output", default=None)
+"""A front end's listener for a Bash command's output as it arrives (the ACP server streams it to the
+editor), called on the thread that reads the output; set it around ``Agent.ask``."""
+
+
+def _pump(fd: int, cap: _Capture, on_output: Callable[[bytes], None] | None = None) -> None:
+    """Read the command's output into ``cap`` (and to ``on_output``) until the pipe closes."""
     while True:
         try:
             chunk = os.read(fd, 65536)
@@ -260,6 +266,11 @@ def _pump(fd: int, cap: _Capture) -> None:
         if not chunk:
             return
         cap.feed(chunk)
+        if on_output is not None:
+            try:
+                on_output(chunk)
+            except Exception:  # noqa: BLE001 - a listener that fails must not lose the command's output
+                on_output = None
 
 
 def _wait_or_kill(proc: Any, pgid: int, timeout_s: float) -> bool:
@@ -288,6 +299,7 @@ def run_command(
     pass_fds: tuple[int, ...] = (),
     env: Mapping[str, str] | None = None,
     launcher: Callable[[list[str], dict[str, str], tuple[int, ...]], Any] | None = None,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> tuple[int | None, str, bool]:
     """Run ``command`` in a shell in a new process group.
 
@@ -298,6 +310,7 @@ def run_command(
     ``env`` is the child's environment (default: this process's).
     ``launcher(argv, env, pass_fds)`` starts it instead of ``subprocess.Popen``
     (the sandbox, ``Sandbox.launch``): it returns a Popen or its look-alike.
+    ``on_output(chunk)`` sees the output as it arrives (``BASH_OUTPUT``).
     """
     proc = _start_shell(command, cwd, pass_fds, env, launcher)
     pgid = proc.pid
@@ -306,7 +319,7 @@ def run_command(
     cap = _Capture(output_cap)
     assert proc.stdout is not None
     out = proc.stdout
-    reader = threading.Thread(target=_pump, args=(out.fileno(), cap), daemon=True)
+    reader = threading.Thread(target=_pump, args=(out.fileno(), cap, on_output), daemon=True)
     reader.start()
     timed_out = False
     try:
@@ -643,6 +656,7 @@ def _run_reporting_cwd(
         code, output, timed_out = run_command(
             f"trap 'pwd -P >&{w} 2>/dev/null' EXIT\n{command}",
             cwd=cwd, timeout_s=timeout_s, processes=t.procs, pass_fds=(w,), env=t.env, launcher=launcher,
+            on_output=BASH_OUTPUT.get(),
         )
     finally:
         os.close(w)

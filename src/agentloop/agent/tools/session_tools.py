@@ -8,8 +8,8 @@ Rules:
 1. TodoWrite replaces the whole task list with the one given (``content``,
    ``status`` pending / in_progress / completed, ``activeForm``) and returns
    it as the model will see it. The list lives in the ``Session`` object the
-   agent keeps (``SessionLink.todos``); the REPL and ACP can draw it from
-   there (not done yet).
+   agent keeps (``SessionLink.todos``); the REPL draws it under the working
+   line and the ACP server sends it to the editor as a ``plan`` update.
 2. ExitPlanMode outside plan mode says so and changes nothing. In plan mode
    it shows the plan to the user through ``SessionLink.ask`` (the REPL's form
    prompt) and, when approved, asks the agent to leave plan mode
@@ -17,7 +17,9 @@ Rules:
    not approved and the mode stays: the model is told to end its turn with
    the plan.
 3. AskUserQuestion asks one to four questions, each with two to four options,
-   through ``SessionLink.ask``; the answers come back as text. Without anyone
+   through ``SessionLink.ask`` (the REPL's form; over ACP a form where the
+   editor renders them, else a permission request with one option per
+   answer); the answers come back as text. Without anyone
    to ask (``-p``, a sub-agent) the call is refused with what to do instead.
 4. None of these writes a file or starts a process.
 """

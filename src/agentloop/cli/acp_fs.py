@@ -1,0 +1,87 @@
+"""Read, Write and Edit through the editor's buffers over ACP (``fs/read_text_file``, ``fs/write_text_file``).
+
+When the client offers them (clientCapabilities.fs, agentclientprotocol.com/protocol/v1/file-system),
+an unsaved buffer is what the agent reads and edits. The tools stay confined to
+the workspace (the paths are resolved by it first) and every change is still
+checkpointed (``agent._file_changed``) before it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["editor_reader", "use_client_fs"]
+
+
+def editor_reader(call: Callable[[Any], Any], conn: Any, sid: str) -> Callable[[str], str]:
+    """``read(real_path) -> text`` through the editor (raises ``ToolError`` when it cannot)."""
+    from agentloop.tools import ToolError
+
+    def read_text(real: str) -> str:
+        try:
+            return str(call(conn.read_text_file(session_id=sid, path=real)).content)
+        except Exception as exc:
+            raise ToolError(f"the editor could not read {real}: {exc}") from None
+
+    return read_text
+
+
+def use_client_fs(agent: Any, call: Callable[[Any], Any], conn: Any, fs_read: bool, fs_write: bool) -> None:
+    """Replace Read (and Write and Edit, when the editor also writes) by versions that go through the editor."""
+    if not fs_read:
+        return
+    from agentloop.tools import Tool, ToolError
+
+    ws = agent.workspace
+    sid = agent.session.id
+    read_text = editor_reader(call, conn, sid)
+
+    def write_text(real: str, text: str) -> None:
+        try:
+            before: bytes | None = read_text(real).encode("utf-8")
+        except ToolError:
+            before = None
+        agent._file_changed(real, before, text.encode("utf-8"))
+        try:
+            call(conn.write_text_file(session_id=sid, path=real, content=text))
+        except Exception as exc:
+            raise ToolError(f"the editor could not write {real}: {exc}") from None
+
+    reg = agent.registry
+    if "Read" in reg:
+        base = reg.get("Read")
+
+        def read(**kw: Any) -> str:
+            real = ws.resolve(kw["file_path"])
+            lines = read_text(real).split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            start = max(int(kw.get("offset") or 1), 1)
+            limit = int(kw.get("limit") or 2000)
+            page = lines[start - 1 : start - 1 + limit]
+            return "".join(f"{start + i:>6}\t{line}\n" for i, line in enumerate(page))
+
+        reg.replace(Tool(name="Read", description=base.description, parameters=base.parameters, fn=read, read_only=True))
+    if fs_write and "Write" in reg and "Edit" in reg:
+        wbase, ebase = reg.get("Write"), reg.get("Edit")
+
+        def write(**kw: Any) -> str:
+            real = ws.resolve(kw["file_path"], for_write=True)
+            write_text(real, kw["content"])
+            return f"Wrote {real} ({len(kw['content'].encode('utf-8'))} bytes) through the editor"
+
+        def edit(**kw: Any) -> str:
+            real = ws.resolve(kw["file_path"], for_write=True)
+            text = read_text(real)
+            old, new = kw["old_string"], kw["new_string"]
+            n = text.count(old) if old else 0
+            if n == 0:
+                raise ToolError(f"old_string was not found in {kw['file_path']}. Read the file and copy the text exactly.")
+            if n > 1 and not kw.get("replace_all"):
+                raise ToolError(f"old_string occurs {n} times in {kw['file_path']}; make it unique or set replace_all")
+            write_text(real, text.replace(old, new) if kw.get("replace_all") else text.replace(old, new, 1))
+            return f"Edited {real} through the editor"
+
+        reg.replace(Tool(name="Write", description=wbase.description, parameters=wbase.parameters, fn=write))
+        reg.replace(Tool(name="Edit", description=ebase.description, parameters=ebase.parameters, fn=edit))
