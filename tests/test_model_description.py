@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from agentloop import Budget, tool
+from agentloop.budget import Price
 from agentloop.events import ModelReply, ToolCall
 from agentloop.model_description import ModelDescription, describe
 from agentloop.prices import dearest
-from agentloop.budget import Price
 from agentloop.run import arun, make_config, run
 from agentloop.tools import Registry
 
@@ -121,3 +121,21 @@ def test_a_providers_model_declares_its_vendor_limits_and_fallback() -> None:
     assert (d.name, d.vendor, d.max_continuations, d.counts_tokens, d.max_image_tokens) == ("claude-opus-4-6", "anthropic", 2, True, 2_000)
     assert [(f.name, f.vendor, f.max_image_tokens) for f in d.fallbacks] == [("gpt-4o-mini", "openai", 48_169)]
     assert "k2" not in repr(d) and "k" not in [getattr(f, "api_key", None) for f in d.chain]
+
+
+def test_scripted_is_one_provider_of_the_registry(tmp_path: Any) -> None:
+    from agentloop.providers import PROVIDERS, OpenArgs, ProviderConfigError, open_spec
+
+    assert set(PROVIDERS) == {"openai", "anthropic", "scripted"}
+    f = tmp_path / "replies.json"
+    f.write_text('[{"text": "hello there"}]')
+    m = open_spec(f"scripted:{f}")
+    r = run(m, [], "hi", Budget(max_steps=2))
+    assert (r.stop_reason, r.answer) == ("no_tool_calls", "hello there")
+    inline = open_spec("scripted", OpenArgs(script=[{"text": "inline"}]))
+    assert run(inline, [], "hi", Budget(max_steps=2)).answer == "inline"
+    with pytest.raises(ProviderConfigError, match=r"replies.json\[0\]\.text: must be a string"):
+        f.write_text('[{"text": 3}]')
+        open_spec(f"scripted:{f}")
+    with pytest.raises(ProviderConfigError, match="unknown provider 'gemini'"):
+        open_spec("gemini:pro")

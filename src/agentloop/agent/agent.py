@@ -145,45 +145,33 @@ def open_model_spec(
     prices: PriceTable | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Any:
-    """A model from a spec: ``scripted:PATH`` (offline, a JSON list of replies)
-    or whatever ``agentloop.providers.open_model`` accepts.
+    """A model from a spec, opened by its provider (``providers.PROVIDERS``: ``scripted:PATH``,
+    ``openai:NAME``, ``anthropic:NAME``).
 
     ``prices`` (the session's table, built-in plus settings) prices the model and
     its fallback, so a dearer fallback gets only the output tokens the call's
-    reservation pays for. ``options`` are more ``open_model`` options (thinking, effort).
+    reservation pays for. ``options`` are more provider options (thinking, effort).
 
     Raises:
-        AgentError: the spec cannot be opened (the providers' message, one line).
+        AgentError: the spec cannot be opened (the provider's message, one line).
     """
-    if spec.startswith("scripted:"):
-        return scripted_model(spec[len("scripted:") :])
-    from ..providers import ProviderConfigError, open_model
+    from ..providers import OpenArgs, ProviderConfigError, open_spec
 
+    args = OpenArgs(base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice,
+                    prices=prices, options=dict(options or {}) if not spec.startswith("scripted:") else {})
     try:
-        return open_model(
-            spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice, prices=prices,
-            **dict(options or {}),
-        )
+        return open_spec(spec, args)
     except ProviderConfigError as exc:
         raise AgentError(str(exc)) from None
 
 
 def scripted_model(path: str) -> Any:
-    """An offline model that answers from a script file, in order (``agentloop.testing.script``).
-
-    The text streams word by word. A call past the end raises
-    ``UnexpectedModelCall``, so the run stops with ``model_error``.
+    """An offline model that answers from a script file, in order (the ``scripted`` provider).
 
     Raises:
         AgentError: the file is unreadable or not a script, naming the place.
     """
-    from ..testing import ScriptedModel, ScriptError, load_script
-
-    try:
-        script = load_script(path)
-    except ScriptError as exc:
-        raise AgentError(str(exc)) from None
-    return ScriptedModel.from_script(script, stream="words")
+    return open_model_spec(f"scripted:{path}")
 
 
 def _cli_json(value: str, flag: str, warnings: list[str] | None = None) -> tuple[str, dict[str, Any]]:

@@ -1,6 +1,9 @@
-"""Real models over HTTP: ``open_model("openai:gpt-4o-mini")``, ``open_model("anthropic:claude-...")``.
+"""The providers of models, in one registry: ``open_spec("openai:gpt-4o-mini")``,
+``open_spec("anthropic:claude-...")``, ``open_spec("scripted:replies.json")``.
 
-HTTP lives only in this package. Each adapter is the only place that knows its
+``PROVIDERS`` maps a spec's provider to what opens it: ``openai`` and
+``anthropic`` are real models over HTTP (``open_model``); ``scripted`` answers
+from a script file, offline (``scripted.py``). HTTP lives only in this package. Each adapter is the only place that knows its
 vendor's wire format (``openai_compat.py``, ``anthropic.py``); ``base.py`` holds
 the stream pump and the retry and fallback policy they share; ``sse.py`` the
 event-stream decoder. Keys come from the arguments, a named environment
@@ -10,32 +13,48 @@ every message this package produces.
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from ..budget import PriceTable
-from .anthropic import AnthropicModel
-from .base import HTTPModel, RetryPolicy, Target
 from .budgeting import count_guard
 from .errors import ProviderConfigError, ProviderError, scrub
-from .openai_compat import OpenAIModel
+
+if TYPE_CHECKING:  # the HTTP adapters load httpx: imported when first used (the scripted provider needs none)
+    import httpx
+
+    from .anthropic import AnthropicModel
+    from .base import HTTPModel, RetryPolicy, Target
+    from .openai_compat import OpenAIModel
 
 __all__ = [
+    "PROVIDERS",
     "AnthropicModel",
     "HTTPModel",
     "OpenAIModel",
+    "OpenArgs",
     "ProviderConfigError",
     "ProviderError",
     "RetryPolicy",
     "count_guard",
     "open_model",
+    "open_spec",
     "parse_spec",
     "scrub",
 ]
+
+_LAZY = {"AnthropicModel": "anthropic", "HTTPModel": "base", "RetryPolicy": "base", "Target": "base", "OpenAIModel": "openai_compat"}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
 
 DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -57,8 +76,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
         guess = "anthropic" if spec.startswith("claude") else "openai"
         raise ProviderConfigError(f"--model {spec!r} needs a provider: say {guess}:{spec} (openai:<model> or anthropic:<model>)")
     vendor = vendor.strip().lower()
-    if vendor not in DEFAULT_BASE:
-        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use openai:<model> or anthropic:<model>")
+    if vendor not in PROVIDERS:
+        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use openai:<model>, anthropic:<model> or scripted:FILE")
     if not name.strip():
         raise ProviderConfigError(f"--model {spec!r} names no model after {vendor}:")
     return vendor, name.strip()
@@ -124,8 +143,12 @@ def open_model(
     Raises:
         ProviderConfigError: bad spec, no key, or an unknown option.
     """
+    from .base import RetryPolicy, Target
+
     e: Mapping[str, str] = os.environ if env is None else env
     vendor, name = parse_spec(spec)
+    if vendor not in DEFAULT_BASE:
+        raise ProviderConfigError(f"{spec!r} is not a model over HTTP: open it with open_spec")
     max_cont = options.pop("max_continuations", 2)
     prices = options.pop("prices", None)
     allowed = _POLICY_OPTIONS | _MODEL_OPTIONS | _VENDOR_OPTIONS[vendor]
@@ -179,5 +202,62 @@ def _make(
     vendor_kw: dict[str, Any],
     fallback: HTTPModel | None,
 ) -> HTTPModel:
+    from .anthropic import AnthropicModel
+    from .openai_compat import OpenAIModel
+
     cls: Callable[..., HTTPModel] = OpenAIModel if vendor == "openai" else AnthropicModel
     return cls(target, fallback=fallback, transport=transport, policy=policy, record_raw=record_raw, **model_kw, **vendor_kw)
+
+
+# --- the registry ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenArgs:
+    """What a provider may be given to open a model; each provider takes what applies to it."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    fallback: str | None = None
+    env: Mapping[str, str] | None = None
+    on_notice: Callable[[str], None] | None = None
+    prices: PriceTable | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """More of the provider's own options (``open_model``'s; ``scripted``: ``stream``)."""
+    transport: Any = None
+    script: Sequence[Any] | None = None
+    """``scripted``: the replies themselves (a batch task's inline script) instead of a file."""
+
+
+def _open_http(spec: str, a: OpenArgs) -> Any:
+    return open_model(spec, base_url=a.base_url, api_key_env=a.api_key_env, fallback=a.fallback, env=a.env,
+                      transport=a.transport, on_notice=a.on_notice, prices=a.prices, **dict(a.options))
+
+
+def _open_scripted(spec: str, a: OpenArgs) -> Any:
+    """``scripted:FILE`` (or a ``script`` given): a model answering from the script, in order."""
+    from .scripted import ScriptedModel, ScriptError, load_script, parse_replies
+
+    try:
+        script = parse_replies(list(a.script)) if a.script is not None else load_script(spec.partition(":")[2])
+    except ScriptError as exc:
+        raise ProviderConfigError(str(exc)) from None
+    return ScriptedModel.from_script(script, stream=str(a.options.get("stream", "words")))
+
+
+PROVIDERS: dict[str, Callable[[str, OpenArgs], Any]] = {"openai": _open_http, "anthropic": _open_http, "scripted": _open_scripted}
+"""Each provider a spec may name, and what opens its models. The only place a provider is known."""
+
+
+def open_spec(spec: str, args: OpenArgs | None = None) -> Any:
+    """A model for ``spec`` (``provider:name``), opened by its provider (``PROVIDERS``).
+
+    Raises:
+        ProviderConfigError: no or an unknown provider, or the provider cannot open it (one line).
+    """
+    vendor = spec.partition(":")[0].strip().lower()
+    opener = PROVIDERS.get(vendor)
+    if opener is None:
+        parse_spec(spec)  # says what is wrong
+        raise ProviderConfigError(f"unknown provider in {spec!r}")
+    return opener(spec, args or OpenArgs())
