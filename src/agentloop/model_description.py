@@ -77,13 +77,14 @@ class ModelDescription:
         return replace(self, fallbacks=tuple(flat[: MAX_CHAIN - 1]))
 
 
-def describe(model: object) -> ModelDescription:
-    """The model's declared description; else one from its ``name`` (or its type's name), with the defaults."""
+def describe(model: object, default_name: str | None = None) -> ModelDescription:
+    """The model's declared description; else one from its ``name`` (else ``default_name``, else its
+    type's name), with the defaults. The one place a model is asked what it is."""
     d = getattr(model, "description", None)
     if isinstance(d, ModelDescription):
         return d
     name = getattr(model, "name", None)
-    return ModelDescription(name if isinstance(name, str) and name else type(model).__name__)
+    return ModelDescription(name if isinstance(name, str) and name else default_name or type(model).__name__)
 
 
 Manifest = list[dict[str, Any]]

@@ -144,6 +144,7 @@ def open_model_spec(
     on_notice: Callable[[str], None] | None = None,
     prices: PriceTable | None = None,
     options: Mapping[str, Any] | None = None,
+    default_fallback: bool = False,
 ) -> Any:
     """A model from a spec, opened by its provider (``providers.PROVIDERS``: ``scripted:PATH``,
     ``openai:NAME``, ``anthropic:NAME``).
@@ -151,6 +152,7 @@ def open_model_spec(
     ``prices`` (the session's table, built-in plus settings) prices the model and
     its fallback, so a dearer fallback gets only the output tokens the call's
     reservation pays for. ``options`` are more provider options (thinking, effort).
+    ``default_fallback``: with no ``fallback``, the provider's default for overload (``providers.default_fallback``).
 
     Raises:
         AgentError: the spec cannot be opened (the provider's message, one line).
@@ -158,7 +160,8 @@ def open_model_spec(
     from ..providers import OpenArgs, ProviderConfigError, open_spec
 
     args = OpenArgs(base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice,
-                    prices=prices, options=dict(options or {}) if not spec.startswith("scripted:") else {})
+                    prices=prices, options=dict(options or {}) if not spec.startswith("scripted:") else {},
+                    default_fallback=default_fallback)
     try:
         return open_spec(spec, args)
     except ProviderConfigError as exc:
@@ -548,6 +551,7 @@ class Agent:
 
     def _init_model(self, model: str | Any | None, price: Any, fallback: str | None) -> None:
         """The price table, the model (opened) and its fallback."""
+        from ..model_description import describe
         from .trust import resolve_model
 
         self.prices = self._prices()
@@ -559,15 +563,18 @@ class Agent:
         self.price_given = price
         """A ``Price`` from ``--price`` for the model given (it replaces the table's, or gives one to an unknown model)."""
         if price is not None:  # a model object (the scripted, or rewind's that calls nothing) is priced by its name
-            self.prices = self.prices.merged({spec.split(":", 1)[-1] if isinstance(spec, str) else getattr(spec, "name", ""): price})
+            self.prices = self.prices.merged({spec.split(":", 1)[-1] if isinstance(spec, str) else describe(spec).name: price})
         self.price_notices: list[str] = []
         """Lines to show once: a model billed at the highest known price because it has none."""
-        self.model_spec = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
+        self.model_spec = spec if isinstance(spec, str) else describe(spec).name
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
         if isinstance(self.fallback, str):
             self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
         self.model_options: ModelOptions = self._resolve_options(self.model_spec)
         self.model = self._open(spec) if isinstance(spec, str) else spec
+        if self.fallback is None and describe(self.model).fallbacks:  # the provider's default, for overload only
+            self.price_notices.append(f"{spec} falls back to {describe(self.model).fallbacks[0].name} when overloaded (529), "
+                                      f"by default; --fallback-model (or \"fallbackModel\" in settings) to choose another")
 
     def _resolve_options(self, spec: str) -> ModelOptions:
         """The output budget, thinking and effort for ``spec`` (``agent/model_options.py``)."""
@@ -731,15 +738,9 @@ class Agent:
     def _check_price(self) -> None:
         """A line for each model (the fallback too) that has no price: it is billed at the highest one."""
         from ..budget import format_usd
+        from ..model_description import describe
 
-        names = [self.model_name]
-        fb = getattr(self.model, "fallback", None)
-        while fb is not None and len(names) < 8:
-            n = getattr(fb, "name", None)
-            if isinstance(n, str) and n:
-                names.append(n)
-            fb = getattr(fb, "fallback", None)
-        for name in names:
+        for name in [self.model_name, *(f.name for f in describe(self.model).fallbacks)]:
             if name in self.prices:
                 continue
             top = self.prices.highest()
@@ -786,6 +787,7 @@ class Agent:
             on_notice=self._notice,
             prices=self.prices,
             options=self.model_options.provider_options(),
+            default_fallback=True,
         )
 
     def _notice(self, text: str) -> None:
@@ -795,8 +797,9 @@ class Agent:
 
     @property
     def model_name(self) -> str:
-        name = getattr(self.model, "name", None)
-        return name if isinstance(name, str) and name else self.model_spec
+        from ..model_description import describe
+
+        return describe(self.model, self.model_spec).name
 
     # -- sibling modules, loaded when present --
 

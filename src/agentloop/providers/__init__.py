@@ -41,6 +41,7 @@ __all__ = [
     "ProviderError",
     "RetryPolicy",
     "count_guard",
+    "default_fallback",
     "open_model",
     "open_spec",
     "parse_spec",
@@ -59,6 +60,27 @@ def __getattr__(name: str) -> Any:
 DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+DEFAULT_FALLBACKS = (
+    ("anthropic", "claude-opus-4-6", "claude-sonnet-4-6"),
+    ("anthropic", "claude-opus-4-5", "claude-sonnet-4-5"),
+    ("anthropic", "claude-opus-4-1", "claude-sonnet-4"),
+    ("anthropic", "claude-opus-4", "claude-sonnet-4"),
+)
+"""A model's fallback when none is given, and only for overload (HTTP 529): an Opus model goes on on
+the Sonnet of its generation (the seed's production checklist: "Opus -> Sonnet, with notice").
+The longest matching name wins (``claude-opus-4-6-20260101`` is ``claude-opus-4-6``)."""
+
+
+def default_fallback(spec: str) -> str | None:
+    """The fallback ``spec`` gets on overload when none is given (``DEFAULT_FALLBACKS``), else None."""
+    vendor, _, name = spec.partition(":")
+    name = name.strip()
+    for v, model, fb in DEFAULT_FALLBACKS:  # longest first within a vendor: the table is in that order
+        if v == vendor.strip().lower() and (name == model or name.startswith(model + "-")):
+            return f"{v}:{fb}"
+    return None
+
 
 _POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "connect_timeout", "sleep", "asleep", "rand"}
 _MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature", "thinking_budget", "reasoning_effort"}
@@ -134,7 +156,8 @@ def open_model(
     ``temperature``, ``thinking_budget`` (Anthropic: extended thinking's
     ``budget_tokens``), ``reasoning_effort`` (OpenAI's reasoning models),
     ``max_continuations`` (turns cut at max tokens that the
-    loop continues; default 2), ``cache`` (Anthropic breakpoints, default on),
+    loop continues; default 2), ``fallback_on`` (the kinds of failure that
+    pass to the fallback, e.g. ``{"overloaded"}``; default any), ``cache`` (Anthropic breakpoints, default on),
     ``max_tokens_field`` (OpenAI: ``max_tokens`` or ``max_completion_tokens``),
     ``prices`` (the run's ``PriceTable``, default the built-in one: a fallback
     dearer than the primary is given fewer output tokens, so that it costs no
@@ -150,6 +173,7 @@ def open_model(
     if vendor not in DEFAULT_BASE:
         raise ProviderConfigError(f"{spec!r} is not a model over HTTP: open it with open_spec")
     max_cont = options.pop("max_continuations", 2)
+    fallback_on = options.pop("fallback_on", None)
     prices = options.pop("prices", None)
     allowed = _POLICY_OPTIONS | _MODEL_OPTIONS | _VENDOR_OPTIONS[vendor]
     unknown = sorted(set(options) - allowed)
@@ -173,6 +197,7 @@ def open_model(
             fb = _make(fvendor, Target(fvendor, fname, furl or DEFAULT_BASE[fvendor], fkey), transport, policy, record_raw, model_kw, fkw, None)
     m = _make(vendor, Target(vendor, name, url or DEFAULT_BASE[vendor], key), transport, policy, record_raw, model_kw, vendor_kw, fb)
     m.max_continuations = int(max_cont)
+    m.fallback_on = None if fallback_on is None else frozenset(fallback_on)
     table = _table(prices)
     m.price = table.resolve(name)
     if fb is not None:
@@ -227,11 +252,18 @@ class OpenArgs:
     transport: Any = None
     script: Sequence[Any] | None = None
     """``scripted``: the replies themselves (a batch task's inline script) instead of a file."""
+    default_fallback: bool = False
+    """No ``fallback`` given: take ``default_fallback(spec)``, for overload only, and say so through ``on_notice``."""
 
 
 def _open_http(spec: str, a: OpenArgs) -> Any:
-    return open_model(spec, base_url=a.base_url, api_key_env=a.api_key_env, fallback=a.fallback, env=a.env,
-                      transport=a.transport, on_notice=a.on_notice, prices=a.prices, **dict(a.options))
+    fallback, options = a.fallback, dict(a.options)
+    if fallback is None and a.default_fallback and (fallback := default_fallback(spec)) is not None:
+        options["fallback_on"] = {"overloaded"}
+        if a.on_notice is not None:
+            a.on_notice(f"{spec} falls back to {fallback} when overloaded (529), by default; --fallback-model to choose another")
+    return open_model(spec, base_url=a.base_url, api_key_env=a.api_key_env, fallback=fallback, env=a.env,
+                      transport=a.transport, on_notice=a.on_notice, prices=a.prices, **options)
 
 
 def _open_scripted(spec: str, a: OpenArgs) -> Any:

@@ -288,6 +288,8 @@ class HTTPModel:
         """This model's price (set by ``open_model``): a dearer fallback is given fewer tokens."""
         self.max_continuations = 0
         """Turns cut at max tokens that the loop may continue (read by ``run.make_config``)."""
+        self.fallback_on: frozenset[str] | None = None
+        """The kinds of failure (``ProviderError.kind``) that pass to the fallback; None: any that is retried."""
         self.attempts = 0
         """HTTP calls made, retries included (for tests and progress displays)."""
 
@@ -728,6 +730,8 @@ class HTTPModel:
 
     def _fall_back(self, model: HTTPModel, last: ProviderError | None) -> HTTPModel | None:
         nxt = model.fallback
+        if nxt is not None and model.fallback_on is not None and (last is None or last.kind not in model.fallback_on):
+            return None  # a fallback for overload only (the default one): another failure is the model's own
         if nxt is not None:
             self._active = nxt  # the rest of the run stays on the fallback: no more retries against a failing primary
             self._notice(
