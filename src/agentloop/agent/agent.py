@@ -427,6 +427,8 @@ class Agent:
         """Set by a front end that shows an MCP tool's progress notifications."""
         self._turn_grants: list[Any] = []
         self._next_denies: tuple[str, ...] = ()
+        self._next_model: tuple[str, str] | None = None
+        """A command's front matter ``model`` and what asked for it, for the turn it starts."""
         """A command's ``disallowed-tools``, set by ``expand_command``: deny rules for the next turn only."""
         self._current_call: str | None = None
         self._git_facts: tuple[str | None] | None = None
@@ -1119,14 +1121,46 @@ class Agent:
         self._start_session(new, "resume" if resume else "clear")
         self._build_tools()
 
-    def set_model(self, spec: str) -> None:
-        """Switch the model for the next turns (the session goes on)."""
+    def set_model(self, spec: str, *, why: str | None = None) -> None:
+        """Switch the model for the next turns (the session goes on). ``why``: recorded with the change."""
         self.model_options = self._resolve_options(spec)
         self.model = self._open(spec)
         self.model_spec = spec
         self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
-        self.session.note("model_change", {"model": spec, "model_options": self._options_fact()})
+        fact: dict[str, Any] = {"model": spec, "model_options": self._options_fact()}
+        self.session.note("model_change", fact if why is None else {**fact, "why": why})
+
+    def _turn_model(self, wanted: tuple[str, str] | None) -> tuple[Any, str, ModelOptions, int] | None:
+        """A command's or skill's front matter ``model`` (``wanted``: the spec, and what asked for it):
+        the turn it starts runs on that model. What to put back after the turn (``_session_model``),
+        or None when the turn runs on the session's model.
+
+        Raises:
+            AgentError: the model cannot be opened (nothing was sent).
+        """
+        if wanted is None:
+            return None
+        from .trust import resolve_model
+
+        spec = resolve_model(wanted[0], env=self.env, permission_mode=self.permission_mode)
+        if spec == self.model_spec:
+            return None
+        saved = (self.model, self.model_spec, self.model_options, self.window)
+        try:
+            self.set_model(spec, why=f"front matter of {wanted[1]}, for this turn")
+        except AgentError as exc:
+            self.model, self.model_spec, self.model_options, self.window = saved
+            raise AgentError(f"{wanted[1]}: model {wanted[0]!r}: {exc}") from None
+        return saved
+
+    def _session_model(self, saved: tuple[Any, str, ModelOptions, int] | None) -> None:
+        """After a turn that ran on a command's model: the session's model again, recorded."""
+        if saved is None:
+            return
+        self.model, self.model_spec, self.model_options, self.window = saved
+        self.session.note("model_change", {"model": self.model_spec, "model_options": self._options_fact(),
+                                           "why": "the command's turn ended"})
 
     def compact(self, instructions: str = "") -> None:
         """``/compact``: summarise the conversation. The context manager fires PreCompact,
@@ -1157,6 +1191,12 @@ class Agent:
         Raises:
             AgentError: a hook blocked the prompt (nothing was run).
         """
+        wanted, self._next_model = self._next_model, None
+        try:
+            saved = self._turn_model(wanted)  # a command's front matter model: this turn only
+        except AgentError:
+            self._next_denies = ()  # nothing of the command's turn outlives it
+            raise
         self._turn_grants += self._grant(allowed_tools)
         denies, self._next_denies = self._next_denies, ()
         self._turn_grants += self._grant(denies, "deny")
@@ -1165,6 +1205,7 @@ class Agent:
         finally:
             self._revoke(self._turn_grants)
             self._turn_grants = []
+            self._session_model(saved)
 
     def _grant(self, rules: Sequence[str], behavior: Literal["allow", "deny"] = "allow") -> list[Any]:
         """Allow ``rules`` for now (deny and ask rules still come first), or deny them (``disallowed-tools``);
@@ -1211,11 +1252,13 @@ class Agent:
             if "!`" in body or "```!" in body:
                 body = self._run_bangs(body, rules)
             self._next_denies = cmd.disallowed_tools  # its disallowed-tools hold for the turn it starts
+            self._next_model = None if cmd.model is None else (cmd.model, f"the command /{name}")
             return body + attached, rules
         if name in self.skills:
             sk = self.skills[name]
             body = self._skill_bangs(sk, sk.render(rest))
             self._next_denies = tuple(sk.disallowed_tools)
+            self._next_model = None if sk.model is None else (sk.model, f"the skill /{name}")
             return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
         return None
 
