@@ -710,6 +710,8 @@ def _price_of(cfg: LoopConfig, answered: str | None) -> Price:
 
 def _dearest(cfg: LoopConfig) -> Price:
     """The highest price, field by field, of the model and its fallbacks (any of them may have answered)."""
+    if not cfg.fallback_prices:
+        return cfg.price
     return dearest([cfg.price, *cfg.fallback_prices.values()])
 
 
