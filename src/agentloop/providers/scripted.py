@@ -35,6 +35,7 @@ from typing import Any, Union
 import orjson
 
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
+from ..model_description import ModelDescription
 
 __all__ = ["ScriptError", "ScriptedModel", "ScriptedReply", "UnconsumedModelSteps", "UnexpectedModelCall", "load_script", "parse_replies"]
 
@@ -223,6 +224,11 @@ class ScriptedModel:
             else:
                 request.on_text(out.text)
         return out
+
+    @property
+    def description(self) -> ModelDescription:
+        """What the drivers know of it (``model_description``): its name, the ``scripted`` provider's, nothing more."""
+        return ModelDescription(self.name, "scripted")
 
     @property
     def remaining(self) -> int:
