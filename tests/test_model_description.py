@@ -36,8 +36,11 @@ def _first_version_model(seen: list[tuple[int, list[str]]]) -> Any:
 
 
 def test_a_plain_callable_of_messages_and_manifest_is_run_as_a_model() -> None:
+    """The first version's README: a model is any callable (messages, manifest) -> ModelReply; agentloop.run() takes it as it is."""
+    import agentloop
+
     seen: list[tuple[int, list[str]]] = []
-    r = run(_first_version_model(seen), [add], "add 2 and 40", Budget(max_steps=5))
+    r = agentloop.run(_first_version_model(seen), [add], "add 2 and 40", Budget(max_steps=5))
     assert r.stop_reason == "no_tool_calls", r.error
     assert r.steps == 2
     assert seen[0] == (1, ["add"]), "the callable got the messages and the tools' manifest"
