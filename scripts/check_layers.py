@@ -12,10 +12,13 @@ The layers, from the bottom (docs/DEVELOPING.md, "Layout"):
 - core: the modules at the top of the package (events, canonical, transcript,
   tools, budget, loop, run, prices, redact, replay...). They read no clock,
   randomness, environment or network, and import nothing but each other.
-- audit, testing, config, telemetry: built on the core only.
+- audit, config, telemetry: built on the core only.
 - providers, mcp: the core, and config for settings files.
-- agent: all of the above.
-- batch, demo: the core, audit, testing, providers, config.
+- testing (the test kit): the core and providers (its scripted model is the
+  ``scripted`` provider's).
+- agent: all of the above but the test kit.
+- batch: the core, audit, providers, config, telemetry (not the test kit).
+- demo: the core, audit, testing.
 - cli: anything.
 """
 
@@ -29,13 +32,13 @@ from collections.abc import Iterator
 ALLOWED: dict[str, frozenset[str]] = {
     "core": frozenset({"core"}),
     "audit": frozenset({"core", "audit"}),
-    "testing": frozenset({"core", "testing"}),
+    "testing": frozenset({"core", "providers", "testing"}),
     "config": frozenset({"core", "config"}),
     "telemetry": frozenset({"core", "telemetry"}),
     "providers": frozenset({"core", "config", "providers"}),
     "mcp": frozenset({"core", "config", "mcp"}),
-    "agent": frozenset({"core", "audit", "testing", "config", "telemetry", "providers", "mcp", "agent"}),
-    "batch": frozenset({"core", "audit", "testing", "config", "telemetry", "providers", "batch"}),
+    "agent": frozenset({"core", "audit", "config", "telemetry", "providers", "mcp", "agent"}),
+    "batch": frozenset({"core", "audit", "config", "telemetry", "providers", "batch"}),
     "demo": frozenset({"core", "audit", "testing", "demo"}),
     "cli": frozenset({"core", "audit", "testing", "config", "telemetry", "providers", "mcp", "agent", "batch", "demo", "cli"}),
 }

@@ -67,7 +67,7 @@ def proj(proj: Path) -> Path:
     )
     (c / "broken.md").write_text("---\nallowed-tools: Bash(ls:*)\n---\nState: !`ls /no/such/dir-here`\nNever sent.\n")
     (c / "refused.md").write_text("State: !`touch MADE-BY-BANG`\n")
-    (c / "review.md").write_text("---\nmodel: claude-3-5-haiku-20241022\ndisallowed-tools: Write\n---\nReview @notes.txt and @missing.txt.\n")
+    (c / "review.md").write_text("---\ndisallowed-tools: Write\n---\nReview @notes.txt and @missing.txt.\n")
     return proj
 
 
@@ -124,8 +124,8 @@ def test_a_file_mentioned_in_a_command_body_is_attached(proj: Path, scripted: Ca
 
 
 def test_front_matter_agentloop_does_not_honour_is_named_in_a_warning(proj: Path, scripted: Callable[..., str]) -> None:
-    """Frontmatter reference (commands, skills) and sub-agents reference: ``model``, ``disallowed-tools``
-    and ``hooks`` are documented; agentloop ignores them, and never in silence."""
+    """Frontmatter reference (commands, skills) and sub-agents reference: ``hooks`` is documented; agentloop
+    ignores it, and never in silence; a skill's ``model`` is said to hold only for the turn ``/name`` starts."""
     sk = proj / ".claude" / "skills" / "lint"
     sk.mkdir(parents=True)
     (sk / "SKILL.md").write_text("---\nname: lint\ndescription: Lint\nmodel: haiku\nhooks:\n  PreToolUse:\n    - matcher: Bash\n---\nLint it.\n")
@@ -135,9 +135,9 @@ def test_front_matter_agentloop_does_not_honour_is_named_in_a_warning(proj: Path
     a = Agent(cwd=str(proj), trust=True, model=scripted([]))
     try:
         text = "\n".join(a.load_warnings)
-        assert "review.md: front matter 'model' of the command /review is not supported by agentloop" in text
         assert "disallowed-tools" not in text  # honoured: see the next test
-        assert "front matter 'model' of the skill 'lint'" in text and "front matter 'hooks' of the skill 'lint'" in text
+        assert "front matter 'model' of the skill 'lint' holds for the turn /lint starts" in text
+        assert "front matter 'hooks' of the skill 'lint'" in text
     finally:
         a.close()
     from agentloop.agent.subagents.agent_types import load_agent_types

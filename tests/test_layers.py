@@ -52,3 +52,15 @@ def test_a_new_import_cycle_fails_the_check(tmp_path: Path) -> None:
     r = _check(src)
     assert r.returncode == 1
     assert "import cycle:" in r.stdout and "agentloop.batch.ledger" in r.stdout
+
+
+def test_the_agent_or_the_batch_runner_importing_the_test_kit_fails_the_check(tmp_path: Path) -> None:
+    """Production code takes the scripted model from its provider (providers/scripted.py), never from the test kit."""
+    src = _copy(tmp_path)
+    for rel in ("agent/model_options.py", "batch/worker.py"):
+        f = src / rel
+        f.write_text(f.read_text() + "\n\ndef _kit() -> None:\n    from ..testing import ScriptedModel  # noqa\n")
+    r = _check(src)
+    assert r.returncode == 1
+    assert "agentloop.agent.model_options (agent) imports agentloop.testing (testing)" in r.stdout
+    assert "agentloop.batch.worker (batch) imports agentloop.testing (testing)" in r.stdout

@@ -64,6 +64,7 @@ from .budget import (
 from .canonical import canonical
 from .conversation import Continues, continued_prefix
 from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from .prices import dearest
 from .redact import (
     DEFAULT_MAX_VALUE_BYTES,
     Policy,
@@ -709,8 +710,9 @@ def _price_of(cfg: LoopConfig, answered: str | None) -> Price:
 
 def _dearest(cfg: LoopConfig) -> Price:
     """The highest price, field by field, of the model and its fallbacks (any of them may have answered)."""
-    ps = [cfg.price, *cfg.fallback_prices.values()]
-    return Price(max(p.input for p in ps), max(p.output for p in ps), max(p.cache_read for p in ps), max(p.cache_write for p in ps))
+    if not cfg.fallback_prices:
+        return cfg.price
+    return dearest([cfg.price, *cfg.fallback_prices.values()])
 
 
 def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:

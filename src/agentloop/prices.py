@@ -19,12 +19,13 @@ Names resolve as vendors spell them: ``claude-haiku-4-5-20251001`` finds
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .budget import Price, PriceTable
 
 __all__ = [
     "BUILTIN_MAX_OUTPUT",
+    "dearest",
     "BUILTIN_PRICES",
     "DEFAULT_MAX_OUTPUT",
     "VendorPriceTable",
@@ -162,3 +163,16 @@ def documented_max_output(model: str) -> int | None:
     """The documented maximum output of ``model`` under any vendor spelling, or None when unknown."""
     k = _MAX_OUTPUT_NAMES.key(model)
     return None if k is None else BUILTIN_MAX_OUTPUT[k]
+
+
+def dearest(prices: Iterable[Price]) -> Price:
+    """The highest of ``prices``, field by field: what a call costs at most when any model of a
+    chain (a model and its fallbacks) may answer it. The one place this is computed.
+
+    Raises:
+        ValueError: no prices.
+    """
+    ps = list(prices)
+    if not ps:
+        raise ValueError("no prices to take the dearest of")
+    return Price(max(p.input for p in ps), max(p.output for p in ps), max(p.cache_read for p in ps), max(p.cache_write for p in ps))

@@ -59,6 +59,7 @@ from .loop import (
     start,
     step,
 )
+from .model_description import PlainModel, as_model, describe
 from .redact import DEFAULT_MAX_VALUE_BYTES
 from .tools import Registry, Tool
 from .transcript import MemoryTranscript, Sink
@@ -112,39 +113,9 @@ def _registry(tools: Registry | Iterable[Tool | Callable[..., Any]] | None) -> R
     return tools if isinstance(tools, Registry) else Registry(tools)
 
 
-def _model_name(model: object, given: str | None) -> str:
-    if given:
-        return given
-    name = getattr(model, "name", None)
-    return name if isinstance(name, str) and name else type(model).__name__
-
-
-def _continuations(model: object) -> int:
-    """How many cuts at max tokens a model's turns may be continued by (providers set it; else 0)."""
-    n = getattr(model, "max_continuations", 0)
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
-
-
-def _image_tokens(model: object) -> int:
-    """At most how many tokens an image costs with this model's vendor (providers set ``max_image_tokens``)."""
-    from .budget import IMAGE_TOKENS
-
-    n = getattr(model, "max_image_tokens", IMAGE_TOKENS)
-    fb = getattr(model, "fallback", None)
-    while fb is not None:
-        m = getattr(fb, "max_image_tokens", IMAGE_TOKENS)
-        n = max(n, m) if isinstance(m, int) else n
-        fb = getattr(fb, "fallback", None)
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else IMAGE_TOKENS
-
-
-def _can_count(model: object) -> bool:
-    """The model counts input exactly and has no fallback (whose count would differ)."""
-    return bool(getattr(model, "counts_tokens", False)) and getattr(model, "fallback", None) is None
-
-
 def count_input(model: object, request: ModelRequest) -> InputCounted:
-    """A ``CountInput`` answered by the model's ``count_tokens`` (a failure is data)."""
+    """A ``CountInput`` answered by the model's ``count_tokens`` (a failure is data). The loop asks only
+    when the config says the model counts (``ModelDescription.can_count``), or a replay recorded a count."""
     counter = getattr(model, "count_tokens", None)
     if counter is None:
         return InputCounted(None, "the model cannot count tokens")
@@ -153,19 +124,6 @@ def count_input(model: object, request: ModelRequest) -> InputCounted:
     except Exception as exc:  # counting is advice: its failure leaves the bound standing
         return InputCounted(None, str(exc) if getattr(exc, "verbatim", False) else f"{type(exc).__name__}: {exc}")
     return InputCounted(n if isinstance(n, int) and not isinstance(n, bool) else None, None if isinstance(n, int) else "no count")
-
-
-def _fallback_prices(model: object, table: PriceTable) -> dict[str, Price]:
-    """The prices of a model's fallbacks (providers chain them as ``.fallback``), by name."""
-    out: dict[str, Price] = {}
-    fb = getattr(model, "fallback", None)
-    while fb is not None and len(out) < 8:
-        name = getattr(fb, "name", None)
-        if not isinstance(name, str) or not name:
-            break
-        out[name] = table.resolve(name)
-        fb = getattr(fb, "fallback", None)
-    return out
 
 
 def make_config(
@@ -195,7 +153,8 @@ def make_config(
         table = prices
     else:
         table = PriceTable(prices)
-    name = _model_name(model, model_name)
+    d = describe(model)
+    name = model_name or d.name
     return LoopConfig(
         model=name,
         budget=budget,
@@ -210,10 +169,10 @@ def make_config(
         redaction_salt=redaction_salt,
         max_value_bytes=max_value_bytes,
         record_raw=record_raw,
-        max_continuations=_continuations(model),
-        fallback_prices=_fallback_prices(model, table),
-        image_tokens=_image_tokens(model),
-        can_count=_can_count(model),
+        max_continuations=max(0, d.max_continuations),
+        fallback_prices={f.name: table.resolve(f.name) for f in d.fallbacks},
+        image_tokens=d.chain_image_tokens,
+        can_count=d.can_count,
     )
 
 
@@ -497,7 +456,7 @@ def _setup(
 
 
 def run(
-    model: Model,
+    model: Model | PlainModel,
     tools: Registry | Iterable[Tool | Callable[..., Any]] | None,
     messages: Sequence[Message] | str,
     budget: Budget,
@@ -524,8 +483,8 @@ def run(
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
-    ``messages`` may be a plain prompt (one user message). ``budget`` is
-    required. Records go to ``transcript`` (in memory when omitted).
+    ``model`` may be a plain callable ``(messages, manifest) -> ModelReply`` (``as_model``).
+    ``messages`` may be a plain prompt (one user message). ``budget`` is required. Records go to ``transcript`` (in memory when omitted).
     ``executor`` replaces how a turn's tool calls are run (the terminal agent
     wraps permissions and hooks around it; replay answers from a record).
     ``redaction_salt`` keys the hashes kept of redacted values (sensitive
@@ -550,8 +509,9 @@ def run(
         TranscriptError: the transcript could not be written (nothing after
             the failed record is written).
     """
+    called: Model = as_model(model)
     drive = _setup(
-        model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
+        called, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
             make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
             loop_threshold=loop_threshold, run_id=run_id, meta=meta,
             redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
@@ -567,11 +527,11 @@ def run(
                         raise TypeError("run() takes a synchronous prepare; arun() awaits one")
                     drive.after_prepare(out, reason)
                     continue
-                drive.feed(_call(model, drive, out.request))
+                drive.feed(_call(called, drive, out.request))
             elif isinstance(out, RunTools):
                 drive.tools_done(drive.run_tools(run_tools, out.calls), tools_changed)
             else:
-                drive.feed(count_input(model, out.request))
+                drive.feed(count_input(called, out.request))
     except KeyboardInterrupt:
         drive.interrupted()
     return drive.result(drive.state)
@@ -753,6 +713,7 @@ async def arun(
     the order of the calls, whatever order they finish in.
     """
     import asyncio  # deferred, as in every function here: the synchronous run() never loads it
+    model = as_model(model)
     drive = _setup(
         model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
             make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,

@@ -144,46 +144,37 @@ def open_model_spec(
     on_notice: Callable[[str], None] | None = None,
     prices: PriceTable | None = None,
     options: Mapping[str, Any] | None = None,
+    default_fallback: bool = False,
 ) -> Any:
-    """A model from a spec: ``scripted:PATH`` (offline, a JSON list of replies)
-    or whatever ``agentloop.providers.open_model`` accepts.
+    """A model from a spec, opened by its provider (``providers.PROVIDERS``: ``scripted:PATH``,
+    ``openai:NAME``, ``anthropic:NAME``).
 
     ``prices`` (the session's table, built-in plus settings) prices the model and
     its fallback, so a dearer fallback gets only the output tokens the call's
-    reservation pays for. ``options`` are more ``open_model`` options (thinking, effort).
+    reservation pays for. ``options`` are more provider options (thinking, effort).
+    ``default_fallback``: with no ``fallback``, the provider's default for overload (``providers.default_fallback``).
 
     Raises:
-        AgentError: the spec cannot be opened (the providers' message, one line).
+        AgentError: the spec cannot be opened (the provider's message, one line).
     """
-    if spec.startswith("scripted:"):
-        return scripted_model(spec[len("scripted:") :])
-    from ..providers import ProviderConfigError, open_model
+    from ..providers import OpenArgs, ProviderConfigError, open_spec
 
+    args = OpenArgs(base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice,
+                    prices=prices, options=dict(options or {}) if not spec.startswith("scripted:") else {},
+                    default_fallback=default_fallback)
     try:
-        return open_model(
-            spec, base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice, prices=prices,
-            **dict(options or {}),
-        )
+        return open_spec(spec, args)
     except ProviderConfigError as exc:
         raise AgentError(str(exc)) from None
 
 
 def scripted_model(path: str) -> Any:
-    """An offline model that answers from a script file, in order (``agentloop.testing.script``).
-
-    The text streams word by word. A call past the end raises
-    ``UnexpectedModelCall``, so the run stops with ``model_error``.
+    """An offline model that answers from a script file, in order (the ``scripted`` provider).
 
     Raises:
         AgentError: the file is unreadable or not a script, naming the place.
     """
-    from ..testing import ScriptedModel, ScriptError, load_script
-
-    try:
-        script = load_script(path)
-    except ScriptError as exc:
-        raise AgentError(str(exc)) from None
-    return ScriptedModel.from_script(script, stream="words")
+    return open_model_spec(f"scripted:{path}")
 
 
 def _cli_json(value: str, flag: str, warnings: list[str] | None = None) -> tuple[str, dict[str, Any]]:
@@ -436,6 +427,8 @@ class Agent:
         """Set by a front end that shows an MCP tool's progress notifications."""
         self._turn_grants: list[Any] = []
         self._next_denies: tuple[str, ...] = ()
+        self._next_model: tuple[str, str] | None = None
+        """A command's front matter ``model`` and what asked for it, for the turn it starts."""
         """A command's ``disallowed-tools``, set by ``expand_command``: deny rules for the next turn only."""
         self._current_call: str | None = None
         self._git_facts: tuple[str | None] | None = None
@@ -560,6 +553,7 @@ class Agent:
 
     def _init_model(self, model: str | Any | None, price: Any, fallback: str | None) -> None:
         """The price table, the model (opened) and its fallback."""
+        from ..model_description import describe
         from .trust import resolve_model
 
         self.prices = self._prices()
@@ -571,15 +565,18 @@ class Agent:
         self.price_given = price
         """A ``Price`` from ``--price`` for the model given (it replaces the table's, or gives one to an unknown model)."""
         if price is not None:  # a model object (the scripted, or rewind's that calls nothing) is priced by its name
-            self.prices = self.prices.merged({spec.split(":", 1)[-1] if isinstance(spec, str) else getattr(spec, "name", ""): price})
+            self.prices = self.prices.merged({spec.split(":", 1)[-1] if isinstance(spec, str) else describe(spec).name: price})
         self.price_notices: list[str] = []
         """Lines to show once: a model billed at the highest known price because it has none."""
-        self.model_spec = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
+        self.model_spec = spec if isinstance(spec, str) else describe(spec).name
         self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
         if isinstance(self.fallback, str):
             self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
         self.model_options: ModelOptions = self._resolve_options(self.model_spec)
         self.model = self._open(spec) if isinstance(spec, str) else spec
+        if self.fallback is None and describe(self.model).fallbacks:  # the provider's default, for overload only
+            self.price_notices.append(f"{spec} falls back to {describe(self.model).fallbacks[0].name} when overloaded (529), "
+                                      f"by default; --fallback-model (or \"fallbackModel\" in settings) to choose another")
 
     def _resolve_options(self, spec: str) -> ModelOptions:
         """The output budget, thinking and effort for ``spec`` (``agent/model_options.py``)."""
@@ -743,15 +740,9 @@ class Agent:
     def _check_price(self) -> None:
         """A line for each model (the fallback too) that has no price: it is billed at the highest one."""
         from ..budget import format_usd
+        from ..model_description import describe
 
-        names = [self.model_name]
-        fb = getattr(self.model, "fallback", None)
-        while fb is not None and len(names) < 8:
-            n = getattr(fb, "name", None)
-            if isinstance(n, str) and n:
-                names.append(n)
-            fb = getattr(fb, "fallback", None)
-        for name in names:
+        for name in [self.model_name, *(f.name for f in describe(self.model).fallbacks)]:
             if name in self.prices:
                 continue
             top = self.prices.highest()
@@ -798,6 +789,7 @@ class Agent:
             on_notice=self._notice,
             prices=self.prices,
             options=self.model_options.provider_options(),
+            default_fallback=True,
         )
 
     def _notice(self, text: str) -> None:
@@ -807,8 +799,9 @@ class Agent:
 
     @property
     def model_name(self) -> str:
-        name = getattr(self.model, "name", None)
-        return name if isinstance(name, str) and name else self.model_spec
+        from ..model_description import describe
+
+        return describe(self.model, self.model_spec).name
 
     # -- sibling modules, loaded when present --
 
@@ -1128,14 +1121,46 @@ class Agent:
         self._start_session(new, "resume" if resume else "clear")
         self._build_tools()
 
-    def set_model(self, spec: str) -> None:
-        """Switch the model for the next turns (the session goes on)."""
+    def set_model(self, spec: str, *, why: str | None = None) -> None:
+        """Switch the model for the next turns (the session goes on). ``why``: recorded with the change."""
         self.model_options = self._resolve_options(spec)
         self.model = self._open(spec)
         self.model_spec = spec
         self._check_price()
         self.window = context_window(self.model_name, self._setting("contextWindow", None))
-        self.session.note("model_change", {"model": spec, "model_options": self._options_fact()})
+        fact: dict[str, Any] = {"model": spec, "model_options": self._options_fact()}
+        self.session.note("model_change", fact if why is None else {**fact, "why": why})
+
+    def _turn_model(self, wanted: tuple[str, str] | None) -> tuple[Any, str, ModelOptions, int] | None:
+        """A command's or skill's front matter ``model`` (``wanted``: the spec, and what asked for it):
+        the turn it starts runs on that model. What to put back after the turn (``_session_model``),
+        or None when the turn runs on the session's model.
+
+        Raises:
+            AgentError: the model cannot be opened (nothing was sent).
+        """
+        if wanted is None:
+            return None
+        from .trust import resolve_model
+
+        spec = resolve_model(wanted[0], env=self.env, permission_mode=self.permission_mode)
+        if spec == self.model_spec:
+            return None
+        saved = (self.model, self.model_spec, self.model_options, self.window)
+        try:
+            self.set_model(spec, why=f"front matter of {wanted[1]}, for this turn")
+        except AgentError as exc:
+            self.model, self.model_spec, self.model_options, self.window = saved
+            raise AgentError(f"{wanted[1]}: model {wanted[0]!r}: {exc}") from None
+        return saved
+
+    def _session_model(self, saved: tuple[Any, str, ModelOptions, int] | None) -> None:
+        """After a turn that ran on a command's model: the session's model again, recorded."""
+        if saved is None:
+            return
+        self.model, self.model_spec, self.model_options, self.window = saved
+        self.session.note("model_change", {"model": self.model_spec, "model_options": self._options_fact(),
+                                           "why": "the command's turn ended"})
 
     def compact(self, instructions: str = "") -> None:
         """``/compact``: summarise the conversation. The context manager fires PreCompact,
@@ -1166,6 +1191,12 @@ class Agent:
         Raises:
             AgentError: a hook blocked the prompt (nothing was run).
         """
+        wanted, self._next_model = self._next_model, None
+        try:
+            saved = self._turn_model(wanted)  # a command's front matter model: this turn only
+        except AgentError:
+            self._next_denies = ()  # nothing of the command's turn outlives it
+            raise
         self._turn_grants += self._grant(allowed_tools)
         denies, self._next_denies = self._next_denies, ()
         self._turn_grants += self._grant(denies, "deny")
@@ -1174,6 +1205,7 @@ class Agent:
         finally:
             self._revoke(self._turn_grants)
             self._turn_grants = []
+            self._session_model(saved)
 
     def _grant(self, rules: Sequence[str], behavior: Literal["allow", "deny"] = "allow") -> list[Any]:
         """Allow ``rules`` for now (deny and ask rules still come first), or deny them (``disallowed-tools``);
@@ -1220,11 +1252,13 @@ class Agent:
             if "!`" in body or "```!" in body:
                 body = self._run_bangs(body, rules)
             self._next_denies = cmd.disallowed_tools  # its disallowed-tools hold for the turn it starts
+            self._next_model = None if cmd.model is None else (cmd.model, f"the command /{name}")
             return body + attached, rules
         if name in self.skills:
             sk = self.skills[name]
             body = self._skill_bangs(sk, sk.render(rest))
             self._next_denies = tuple(sk.disallowed_tools)
+            self._next_model = None if sk.model is None else (sk.model, f"the skill /{name}")
             return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
         return None
 

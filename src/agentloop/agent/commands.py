@@ -11,8 +11,9 @@ Rules:
    warning.
 2. A template may start with front matter (``---`` lines) giving
    ``description``, ``argument-hint`` and ``allowed-tools`` (permission rules
-   that hold for the command's own turn, and for its ``!`` lines); without a
-   description, the first line of the body is used. ``!`command``` in the
+   that hold for the command's own turn, and for its ``!`` lines) and ``model``
+   (the model its turn runs on; the next turns go back to the session's);
+   without a description, the first line of the body is used. ``!`command``` in the
    body is run before the prompt is sent, through the same permissions and
    hooks as the model's Bash calls, and its output takes its place
    (``bang_commands``); so is a fenced block opened with ````` ```! `````
@@ -291,16 +292,28 @@ class CustomCommand:
         """``disallowed-tools``: deny rules for the command's turn."""
         return tool_rules(self.meta.get("disallowed-tools"))
 
+    @property
+    def model(self) -> str | None:
+        """``model``: the model the command's turn runs on (None: the conversation's)."""
+        return front_matter_model(self.meta)
+
     def render(self, arguments: str) -> str:
         """The prompt with ``arguments`` substituted for ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N``."""
         return substitute(self.template, arguments)
 
 
 UNSUPPORTED_KEYS = {
-    "model": "the conversation's model answers it",
     "hooks": "hooks run only from the settings files",
 }
 """Front matter Claude Code documents for commands and skills that agentloop does not honour, and what happens instead."""
+
+
+def front_matter_model(meta: dict[str, Any]) -> str | None:
+    """The ``model`` of a command's or skill's front matter: None when absent, empty or ``inherit``."""
+    m = meta.get("model")
+    if not isinstance(m, str) or not m.strip() or m.strip().lower() == "inherit":
+        return None
+    return m.strip()
 
 
 def unsupported_warnings(path: str, meta: dict[str, Any], what: str) -> list[str]:
@@ -374,6 +387,8 @@ class Skill:
     """Permission rules that hold while the skill is active."""
     disallowed_tools: tuple[str, ...] = ()
     """``disallowed-tools``: deny rules while the skill is active."""
+    model: str | None = None
+    """``model``: the model the turn it starts with ``/name`` runs on (None: the conversation's)."""
 
     @property
     def directory(self) -> str:
@@ -416,12 +431,16 @@ def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: lis
                 name = entry
             if warnings is not None:
                 warnings += unsupported_warnings(path, meta, f"the skill {name!r}")
+                if front_matter_model(meta) and meta.get("disable-model-invocation") is not True:
+                    warnings.append(f"{path}: front matter 'model' of the skill {name!r} holds for the turn /{name} starts; "
+                                    f"when the model loads the skill itself, the turn's model goes on")
             desc = str(meta.get("description") or _first_line(body))
             out[name] = Skill(
                 name=name, description=" ".join(desc.split()), path=path, scope=scope,
                 model_invocable=meta.get("disable-model-invocation") is not True,
                 allowed_tools=tool_rules(meta.get("allowed-tools")),
                 disallowed_tools=tool_rules(meta.get("disallowed-tools")),
+                model=front_matter_model(meta),
             )
     return out
 

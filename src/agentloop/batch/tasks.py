@@ -183,8 +183,8 @@ def _messages(obj: dict[str, Any]) -> tuple[dict[str, Any], ...]:
 
 
 def _script(v: Any) -> tuple[dict[str, Any], ...]:
-    """The task's inline script, checked, every default spelled out (``testing.script``)."""
-    from ..testing.script import ScriptError, parse_replies
+    """The task's inline script, checked, every default spelled out (``providers/scripted.py``)."""
+    from ..providers.scripted import ScriptError, parse_replies
 
     try:
         return tuple(r.to_json() for r in parse_replies(v, "script"))

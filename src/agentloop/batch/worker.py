@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..budget import PriceTable
+from ..model_description import describe
 from ..run import run
 from ..tools import Registry
 from ..transcript import MemoryTranscript, TranscriptWriter
@@ -54,13 +55,11 @@ def _shared_transport() -> Any:
 
 def build_model(task: Task) -> Any:
     """A fresh model per task: provider state (a fallback taken, retries) never leaks between runs."""
+    from ..providers import OpenArgs, open_spec
+
     if task.script is not None:
-        from ..testing import ScriptedModel, parse_replies
-
-        return ScriptedModel.from_script(parse_replies(list(task.script)))
-    from ..providers import open_model
-
-    return open_model(task.model, base_url=task.base_url, transport=_shared_transport())
+        return open_spec("scripted", OpenArgs(script=task.script, options={"stream": "whole"}))
+    return open_spec(task.model, OpenArgs(base_url=task.base_url, transport=_shared_transport()))
 
 
 def execute_task(
@@ -131,7 +130,7 @@ def _run_task(task: Task, attempt: tuple[int, bool], model: Any, registry: Regis
               trace: dict[str, str] | None) -> Any:
     """The task's run, traced under the batch's span when there is one."""
     name = task.model if task.script is None else "scripted"
-    prices = PriceTable({getattr(model, "name", name): task.price, name: task.price}) if task.price is not None else None
+    prices = PriceTable({describe(model).name: task.price, name: task.price}) if task.price is not None else None
     traced = _traced(trace, model, sink, name, task.id)
     if traced is not None:
         model, sink = traced[0], traced[1]

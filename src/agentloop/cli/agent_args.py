@@ -28,7 +28,7 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--model", default=d(None), metavar="SPEC",
                    help="the model: provider:name (e.g. anthropic:claude-sonnet-4-5, openai:gpt-4o-mini) or scripted:FILE")
     g.add_argument("--base-url", default=d(None), metavar="URL", help="the provider's base URL (an OpenAI-compatible server, a proxy)")
-    g.add_argument("--fallback-model", default=d(None), metavar="SPEC", help="a model to use when the first is overloaded")
+    g.add_argument("--fallback-model", default=d(None), metavar="SPEC", help="a model to use when the first is overloaded (default: an Opus model goes on on its Sonnet, on overload only)")
     g.add_argument("--api-key-env", default=d(None), metavar="VAR", help="the environment variable that holds the API key")
     g.add_argument("-c", "--continue", dest="continue_last", action="store_true", default=d(False),
                    help="continue the most recent session of this directory")

@@ -1,6 +1,9 @@
-"""Real models over HTTP: ``open_model("openai:gpt-4o-mini")``, ``open_model("anthropic:claude-...")``.
+"""The providers of models, in one registry: ``open_spec("openai:gpt-4o-mini")``,
+``open_spec("anthropic:claude-...")``, ``open_spec("scripted:replies.json")``.
 
-HTTP lives only in this package. Each adapter is the only place that knows its
+``PROVIDERS`` maps a spec's provider to what opens it: ``openai`` and
+``anthropic`` are real models over HTTP (``open_model``); ``scripted`` answers
+from a script file, offline (``scripted.py``). HTTP lives only in this package. Each adapter is the only place that knows its
 vendor's wire format (``openai_compat.py``, ``anthropic.py``); ``base.py`` holds
 the stream pump and the retry and fallback policy they share; ``sse.py`` the
 event-stream decoder. Keys come from the arguments, a named environment
@@ -10,36 +13,74 @@ every message this package produces.
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from ..budget import PriceTable
-from .anthropic import AnthropicModel
-from .base import HTTPModel, RetryPolicy, Target
 from .budgeting import count_guard
 from .errors import ProviderConfigError, ProviderError, scrub
-from .openai_compat import OpenAIModel
+
+if TYPE_CHECKING:  # the HTTP adapters load httpx: imported when first used (the scripted provider needs none)
+    import httpx
+
+    from .anthropic import AnthropicModel
+    from .base import HTTPModel, RetryPolicy, Target
+    from .openai_compat import OpenAIModel
 
 __all__ = [
+    "PROVIDERS",
     "AnthropicModel",
     "HTTPModel",
     "OpenAIModel",
+    "OpenArgs",
     "ProviderConfigError",
     "ProviderError",
     "RetryPolicy",
     "count_guard",
+    "default_fallback",
     "open_model",
+    "open_spec",
     "parse_spec",
     "scrub",
 ]
 
+_LAZY = {"AnthropicModel": "anthropic", "HTTPModel": "base", "RetryPolicy": "base", "Target": "base", "OpenAIModel": "openai_compat"}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+
 DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+DEFAULT_FALLBACKS = (
+    ("anthropic", "claude-opus-4-6", "claude-sonnet-4-6"),
+    ("anthropic", "claude-opus-4-5", "claude-sonnet-4-5"),
+    ("anthropic", "claude-opus-4-1", "claude-sonnet-4"),
+    ("anthropic", "claude-opus-4", "claude-sonnet-4"),
+)
+"""A model's fallback when none is given, and only for overload (HTTP 529): an Opus model goes on on
+the Sonnet of its generation (the seed's production checklist: "Opus -> Sonnet, with notice").
+The longest matching name wins (``claude-opus-4-6-20260101`` is ``claude-opus-4-6``)."""
+
+
+def default_fallback(spec: str) -> str | None:
+    """The fallback ``spec`` gets on overload when none is given (``DEFAULT_FALLBACKS``), else None."""
+    vendor, _, name = spec.partition(":")
+    name = name.strip()
+    for v, model, fb in DEFAULT_FALLBACKS:  # longest first within a vendor: the table is in that order
+        if v == vendor.strip().lower() and (name == model or name.startswith(model + "-")):
+            return f"{v}:{fb}"
+    return None
+
 
 _POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "connect_timeout", "sleep", "asleep", "rand"}
 _MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature", "thinking_budget", "reasoning_effort"}
@@ -57,8 +98,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
         guess = "anthropic" if spec.startswith("claude") else "openai"
         raise ProviderConfigError(f"--model {spec!r} needs a provider: say {guess}:{spec} (openai:<model> or anthropic:<model>)")
     vendor = vendor.strip().lower()
-    if vendor not in DEFAULT_BASE:
-        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use openai:<model> or anthropic:<model>")
+    if vendor not in PROVIDERS:
+        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use openai:<model>, anthropic:<model> or scripted:FILE")
     if not name.strip():
         raise ProviderConfigError(f"--model {spec!r} names no model after {vendor}:")
     return vendor, name.strip()
@@ -115,7 +156,8 @@ def open_model(
     ``temperature``, ``thinking_budget`` (Anthropic: extended thinking's
     ``budget_tokens``), ``reasoning_effort`` (OpenAI's reasoning models),
     ``max_continuations`` (turns cut at max tokens that the
-    loop continues; default 2), ``cache`` (Anthropic breakpoints, default on),
+    loop continues; default 2), ``fallback_on`` (the kinds of failure that
+    pass to the fallback, e.g. ``{"overloaded"}``; default any), ``cache`` (Anthropic breakpoints, default on),
     ``max_tokens_field`` (OpenAI: ``max_tokens`` or ``max_completion_tokens``),
     ``prices`` (the run's ``PriceTable``, default the built-in one: a fallback
     dearer than the primary is given fewer output tokens, so that it costs no
@@ -124,9 +166,14 @@ def open_model(
     Raises:
         ProviderConfigError: bad spec, no key, or an unknown option.
     """
+    from .base import RetryPolicy, Target
+
     e: Mapping[str, str] = os.environ if env is None else env
     vendor, name = parse_spec(spec)
+    if vendor not in DEFAULT_BASE:
+        raise ProviderConfigError(f"{spec!r} is not a model over HTTP: open it with open_spec")
     max_cont = options.pop("max_continuations", 2)
+    fallback_on = options.pop("fallback_on", None)
     prices = options.pop("prices", None)
     allowed = _POLICY_OPTIONS | _MODEL_OPTIONS | _VENDOR_OPTIONS[vendor]
     unknown = sorted(set(options) - allowed)
@@ -150,6 +197,7 @@ def open_model(
             fb = _make(fvendor, Target(fvendor, fname, furl or DEFAULT_BASE[fvendor], fkey), transport, policy, record_raw, model_kw, fkw, None)
     m = _make(vendor, Target(vendor, name, url or DEFAULT_BASE[vendor], key), transport, policy, record_raw, model_kw, vendor_kw, fb)
     m.max_continuations = int(max_cont)
+    m.fallback_on = None if fallback_on is None else frozenset(fallback_on)
     table = _table(prices)
     m.price = table.resolve(name)
     if fb is not None:
@@ -179,5 +227,69 @@ def _make(
     vendor_kw: dict[str, Any],
     fallback: HTTPModel | None,
 ) -> HTTPModel:
+    from .anthropic import AnthropicModel
+    from .openai_compat import OpenAIModel
+
     cls: Callable[..., HTTPModel] = OpenAIModel if vendor == "openai" else AnthropicModel
     return cls(target, fallback=fallback, transport=transport, policy=policy, record_raw=record_raw, **model_kw, **vendor_kw)
+
+
+# --- the registry ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenArgs:
+    """What a provider may be given to open a model; each provider takes what applies to it."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    fallback: str | None = None
+    env: Mapping[str, str] | None = None
+    on_notice: Callable[[str], None] | None = None
+    prices: PriceTable | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """More of the provider's own options (``open_model``'s; ``scripted``: ``stream``)."""
+    transport: Any = None
+    script: Sequence[Any] | None = None
+    """``scripted``: the replies themselves (a batch task's inline script) instead of a file."""
+    default_fallback: bool = False
+    """No ``fallback`` given: take ``default_fallback(spec)``, for overload only, and say so through ``on_notice``."""
+
+
+def _open_http(spec: str, a: OpenArgs) -> Any:
+    fallback, options = a.fallback, dict(a.options)
+    if fallback is None and a.default_fallback and (fallback := default_fallback(spec)) is not None:
+        options["fallback_on"] = {"overloaded"}
+        if a.on_notice is not None:
+            a.on_notice(f"{spec} falls back to {fallback} when overloaded (529), by default; --fallback-model to choose another")
+    return open_model(spec, base_url=a.base_url, api_key_env=a.api_key_env, fallback=fallback, env=a.env,
+                      transport=a.transport, on_notice=a.on_notice, prices=a.prices, **options)
+
+
+def _open_scripted(spec: str, a: OpenArgs) -> Any:
+    """``scripted:FILE`` (or a ``script`` given): a model answering from the script, in order."""
+    from .scripted import ScriptedModel, ScriptError, load_script, parse_replies
+
+    try:
+        script = parse_replies(list(a.script)) if a.script is not None else load_script(spec.partition(":")[2])
+    except ScriptError as exc:
+        raise ProviderConfigError(str(exc)) from None
+    return ScriptedModel.from_script(script, stream=str(a.options.get("stream", "words")))
+
+
+PROVIDERS: dict[str, Callable[[str, OpenArgs], Any]] = {"openai": _open_http, "anthropic": _open_http, "scripted": _open_scripted}
+"""Each provider a spec may name, and what opens its models. The only place a provider is known."""
+
+
+def open_spec(spec: str, args: OpenArgs | None = None) -> Any:
+    """A model for ``spec`` (``provider:name``), opened by its provider (``PROVIDERS``).
+
+    Raises:
+        ProviderConfigError: no or an unknown provider, or the provider cannot open it (one line).
+    """
+    vendor = spec.partition(":")[0].strip().lower()
+    opener = PROVIDERS.get(vendor)
+    if opener is None:
+        parse_spec(spec)  # says what is wrong
+        raise ProviderConfigError(f"unknown provider in {spec!r}")
+    return opener(spec, args or OpenArgs())

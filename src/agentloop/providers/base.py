@@ -47,8 +47,10 @@ from typing import Any
 import httpx
 import orjson
 
-from ..budget import MAX_REPORTED_TOKENS, Price, input_rate
+from ..budget import IMAGE_TOKENS, MAX_REPORTED_TOKENS, Price, input_rate
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
+from ..model_description import ModelDescription
+from ..prices import dearest
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
 
@@ -290,8 +292,24 @@ class HTTPModel:
         """This model's price (set by ``open_model``): a dearer fallback is given fewer tokens."""
         self.max_continuations = 0
         """Turns cut at max tokens that the loop may continue (read by ``run.make_config``)."""
+        self.fallback_on: frozenset[str] | None = None
+        """The kinds of failure (``ProviderError.kind``) that pass to the fallback; None: any that is retried."""
         self.attempts = 0
         """HTTP calls made, retries included (for tests and progress displays)."""
+
+    counts_tokens = False
+    """The vendor counts input tokens exactly (``count_tokens``); a subclass says so."""
+    @property
+    def max_image_tokens(self) -> int:
+        """At most how many tokens one image costs with this vendor; a subclass says its own."""
+        return IMAGE_TOKENS
+
+    @property
+    def description(self) -> ModelDescription:
+        """This model and its fallbacks as the drivers see them (``model_description``), from what it declares."""
+        fb = self.fallback.description if self.fallback is not None else None
+        mine = ModelDescription(self.name, self.vendor, (), self.max_continuations, self.max_image_tokens, self.counts_tokens, self.price)
+        return mine if fb is None else mine.then(fb)
 
     # --- the wire format: subclasses --------------------------------------
 
@@ -585,14 +603,8 @@ class HTTPModel:
     def _chain_price(self) -> Price | None:
         """The dearest price over this model and its fallbacks, field by field: the loop reserves at it
         (``loop._dearest``). None when a price is not known (``open_model`` without ``prices``)."""
-        ps: list[Price] = []
-        m: HTTPModel | None = self
-        while m is not None and len(ps) < 9:
-            if m.price is None:
-                return None
-            ps.append(m.price)
-            m = m.fallback
-        return Price(max(p.input for p in ps), max(p.output for p in ps), max(p.cache_read for p in ps), max(p.cache_write for p in ps))
+        ps = [m.price for m in self.description.chain]
+        return None if None in ps else dearest(p for p in ps if p is not None)
 
     def _next_max_tokens(self, request: ModelRequest, wasted: Usage, primary: HTTPModel | None = None) -> int:
         """``max_tokens`` for the next attempt: what the reservation has left after billed failures.
@@ -723,6 +735,8 @@ class HTTPModel:
 
     def _fall_back(self, model: HTTPModel, last: ProviderError | None) -> HTTPModel | None:
         nxt = model.fallback
+        if nxt is not None and model.fallback_on is not None and (last is None or last.kind not in model.fallback_on):
+            return None  # a fallback for overload only (the default one): another failure is the model's own
         if nxt is not None:
             self._active = nxt  # the rest of the run stays on the fallback: no more retries against a failing primary
             self._notice(

@@ -18,6 +18,7 @@ from typing import Any
 from ...budget import Price
 from ...canonical import canonical
 from ...events import Message, ModelRequest
+from ...model_description import describe
 from .side_calls import LoopAccount, side_call
 
 __all__ = ["LoopCheck", "chain", "parse_verdict"]
@@ -82,7 +83,7 @@ class LoopCheck:
         if self.price is None:
             from ...prices import default_prices
 
-            self.price = default_prices().resolve(self.model_name or getattr(self.model, "name", ""))
+            self.price = default_prices().resolve(self.model_name or describe(self.model).name)
         return self.price
 
     def prepare(self, state: Any, record: Record) -> str | None:
@@ -99,7 +100,7 @@ class LoopCheck:
         )
         call = side_call(self.model, req, price=self._price(), account=LoopAccount(record), purpose="loop_check")
         verdict = parse_verdict(call.reply.text) if call.reply is not None else "unknown"
-        name = self.model_name or str(getattr(self.model, "name", type(self.model).__name__))
+        name = self.model_name or describe(self.model).name
         rec: dict[str, Any] = {"step": step, "method": "model", "model": name, "verdict": verdict, **call.to_json()}
         if call.reply is not None:
             rec["answer"] = call.reply.text[:200]

@@ -1,4 +1,7 @@
-"""The one scripted-model format: a JSON list of replies, for tests, ``scripted:FILE`` and batch tasks.
+"""The ``scripted`` provider: a model that answers from a script, offline (``scripted:FILE``, batch
+tasks, the demo and the test kit, which takes it from here).
+
+The one scripted-model format is a JSON list of replies.
 
 A script is a list; each reply is an object::
 
@@ -13,23 +16,28 @@ A script is a list; each reply is an object::
 
 ``parse_replies`` checks a decoded script and names the first problem by its
 place (``script[2].tool_calls[0].name: must be a string``); ``load_script``
-reads a file; ``ScriptedModel.from_script`` answers from one. The fake model
-server (``testing.fakeprovider``) speaks wire protocols and keeps a richer
-format of its own, documented there.
+reads a file; ``ScriptedModel.from_script`` answers from one. ``ScriptedModel``
+fails loudly both ways: a call past the end of its script is an
+``UnexpectedModelCall`` (the run then stops with ``model_error`` naming it),
+and ``check()`` (or leaving a ``with`` block) raises ``UnconsumedModelSteps``
+when steps are left over. The fake model server (``testing.fakeprovider``)
+speaks wire protocols and keeps a richer format of its own, documented there.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 import orjson
 
-from ..events import ModelReply, ToolCall, Usage
+from ..events import ModelReply, ModelRequest, ToolCall, Usage
+from ..model_description import ModelDescription
 
-__all__ = ["ScriptError", "ScriptedReply", "load_script", "parse_replies"]
+__all__ = ["ScriptError", "ScriptedModel", "ScriptedReply", "UnconsumedModelSteps", "UnexpectedModelCall", "load_script", "parse_replies"]
 
 _FIELDS = ("text", "tool_calls", "usage", "finish_reason", "delay_ms")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -156,3 +164,86 @@ def load_script(path: str, *, name: str = "scripted") -> list[ScriptedReply]:
 
 def replies_of(script: Sequence[ScriptedReply]) -> list[ModelReply]:
     return [s.reply for s in script]
+
+
+class UnexpectedModelCall(AssertionError):
+    """The model was called after its script ran out."""
+
+
+class UnconsumedModelSteps(AssertionError):
+    """The run ended with steps of the script never used."""
+
+
+Step = Union[ModelReply, BaseException, Callable[[ModelRequest], ModelReply]]
+
+
+class ScriptedModel:
+    """Replies from a script, one step a call. A step may be a reply, an
+    exception to raise, or a function of the request.
+
+    ``stream="words"`` sends the text to ``request.on_text`` word by word (as a
+    provider streams), ``"whole"`` in one piece. ``delays_ms`` waits before the
+    reply of the same index (a provider's latency). ``from_script`` makes one
+    from the script format of ``testing.script`` (``scripted:FILE``, batch
+    tasks).
+    """
+
+    def __init__(
+        self, steps: Sequence[Step], *, name: str = "scripted", stream: str = "whole", delays_ms: Sequence[int] = (),
+    ):
+        self.steps = list(steps)
+        self.name = name
+        self.stream = stream
+        self.delays_ms = list(delays_ms)
+        self.calls = 0
+        self.requests: list[ModelRequest] = []
+        self.overrun = False
+
+    @classmethod
+    def from_script(cls, script: Sequence[ScriptedReply], *, name: str = "scripted", stream: str = "whole") -> ScriptedModel:
+        return cls([s.reply for s in script], name=name, stream=stream, delays_ms=[s.delay_ms for s in script])
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        if self.calls >= len(self.steps):
+            self.overrun = True
+            raise UnexpectedModelCall(f"the scripted model has {len(self.steps)} replies and was called {self.calls + 1} times")
+        s = self.steps[self.calls]
+        delay = self.delays_ms[self.calls] if self.calls < len(self.delays_ms) else 0
+        self.calls += 1
+        self.requests.append(request)
+        if delay:
+            time.sleep(delay / 1000)
+        if isinstance(s, BaseException):
+            raise s
+        out = s(request) if callable(s) and not isinstance(s, ModelReply) else s
+        if request.on_text is not None and isinstance(out, ModelReply) and out.text:
+            if self.stream == "words":
+                words = out.text.split(" ")
+                for j, w in enumerate(words):
+                    request.on_text(w if j == len(words) - 1 else w + " ")
+            else:
+                request.on_text(out.text)
+        return out
+
+    @property
+    def description(self) -> ModelDescription:
+        """What the drivers know of it (``model_description``): its name, the ``scripted`` provider's, nothing more."""
+        return ModelDescription(self.name, "scripted")
+
+    @property
+    def remaining(self) -> int:
+        return len(self.steps) - self.calls
+
+    def check(self) -> None:
+        """Raise if the script was overrun or not used up."""
+        if self.overrun:
+            raise UnexpectedModelCall(f"the scripted model was called past the end of its {len(self.steps)} steps")
+        if self.remaining:
+            raise UnconsumedModelSteps(f"{self.remaining} of {len(self.steps)} scripted steps were never used")
+
+    def __enter__(self) -> ScriptedModel:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.check()
