@@ -111,6 +111,9 @@ class SubagentRunner:
     _pre: threading.local = field(default_factory=threading.local, repr=False)
     """A hold made for this thread's next child before it started (``parallel_executor``)."""
     children: list[dict[str, Any]] = field(default_factory=list)
+    observer: Callable[[dict[str, Any]], Any] | None = None
+    """Called as each child starts with ``{agent_id, agent_type, description, prompt, parent_tool_use_id}``
+    (the ``Agent`` call's id): what it returns observes the child's run (``-p --output-format stream-json``)."""
 
     def _executor(self, registry: Registry, traced: Any) -> Any:
         ex = self.make_executor(registry) if self.make_executor is not None else None
@@ -206,6 +209,7 @@ class SubagentRunner:
             messages = [{"role": "system", "content": atype.prompt + f"\n\nWorking directory: {cwd}"}, {"role": "user", "content": prompt}]
             gate = StopGate(budget)
             left: Budget | None = budget
+            observe = self._observe(child_id, atype.name, description, prompt)
             with TranscriptWriter(path) as w:
                 while left is not None:
                     run_id = child_id if not gate.runs else f"{child_id}.{gate.runs}"
@@ -226,7 +230,8 @@ class SubagentRunner:
                         loop_threshold=self.loop_threshold,
                         run_id=run_id,
                         meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
-                        executor=self._executor(registry, traced),
+                        executor=_observed(self._executor(registry, traced), observe),
+                        observer=observe,
                     )
                     if traced is not None:
                         traced.finish()
@@ -259,6 +264,14 @@ class SubagentRunner:
         self.children.append(summary)
         self._record("subagent", {**summary, "transcript": path})
         return summary
+
+    def _observe(self, child_id: str, atype: str, description: str, prompt: str) -> Any:
+        if self.observer is None:
+            return None
+        from ..pipeline import current_call_id
+
+        return self.observer({"agent_id": child_id, "agent_type": atype, "description": description, "prompt": prompt,
+                              "parent_tool_use_id": current_call_id.get()})
 
     def _outcome(self, result: Any, reserved_micros: int | None, path: str, count: int, last_hash: str) -> dict[str, Any]:
         """What a finished child's summary says of its run and its transcript."""
@@ -303,6 +316,24 @@ class SubagentRunner:
         full = self.make_tools(cwd)
         names = [n for n in full.names() if n != "Agent" and (atype.tools is None or n in atype.tools)]
         return Registry([t for t in full if t.name in names])
+
+
+def _observed(execute: Any, observe: Any) -> Any:
+    """``execute`` telling ``observe`` of each call and its result, as ``run()``'s own executor does."""
+    if execute is None or observe is None:
+        return execute
+
+    def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:
+        from ...events import ToolFinished, ToolStarted
+
+        for c in batch:
+            observe(ToolStarted(c))
+        results: list[ToolResult] = execute(batch)
+        for r in results:
+            observe(ToolFinished(r))
+        return results
+
+    return calls
 
 
 def parallel_executor(
