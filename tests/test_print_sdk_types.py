@@ -172,6 +172,10 @@ def _retry_run(runs: Runs) -> tuple[subprocess.CompletedProcess[str], list[dict[
         srv.wait(10)
 
 
+def _explore(i: int) -> dict[str, Any]:
+    return {"name": "Agent", "id": f"toolu_{i}", "arguments": {"description": f"look {i}", "prompt": f"Say {i}", "subagent_type": "Explore"}}
+
+
 def _scenarios(runs: Runs) -> dict[str, tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]]:
     stream = ["--output-format", "stream-json", "--verbose"]
     mcp = runs.base / "blocks_server.py"
@@ -193,6 +197,10 @@ def _scenarios(runs: Runs) -> dict[str, tuple[subprocess.CompletedProcess[str], 
             {"text": "It says hi."},
             {"text": "The helper says the file says hi."},
         ], ["look", *stream, "--include-partial-messages"]),
+        "subagents_together": runs.run(
+            [{"text": "", "tool_calls": [_explore(1), _explore(2)]}, {"text": "child answer"}, {"text": "child answer"}, {"text": "both done"}],
+            ["look twice", *stream],
+        ),
         "mcp_blocks": runs.run(
             [{"text": "", "tool_calls": [{"name": "mcp__blocks__shot", "arguments": {}}]}, {"text": "seen"}],
             ["show it", *stream, "--mcp-config", mcp_config, "--allowedTools", "mcp__blocks__shot"],
@@ -316,6 +324,18 @@ def test_sub_agent_turns_are_streamed_under_their_agent_call(captured: dict[str,
     assert all(call_at < msgs.index(m) < result_at for m in child)
     ids = [m["message"]["id"] for m in msgs if m["type"] == "assistant"]
     assert len(set(ids)) == len(ids) == 4
+
+
+def test_sub_agents_run_side_by_side_each_stream_under_their_own_call(captured: dict[str, Any]) -> None:
+    """Two read-only sub-agents started in one turn run together: each one's messages name its own
+    ``Agent`` call, and both calls' ``tool_result`` messages follow before the parent's next turn."""
+    msgs = messages(captured, "subagents_together")
+    for i in (1, 2):
+        mine = [m for m in msgs if m.get("parent_tool_use_id") == f"toolu_{i}"]
+        assert [m["type"] for m in mine] == ["user", "assistant"] and mine[0]["message"]["content"][0]["text"] == f"Say {i}"
+    results = [m["message"]["content"][0]["tool_use_id"] for m in msgs if m["type"] == "user" and m.get("parent_tool_use_id") is None]
+    assert results == ["toolu_1", "toolu_2"]
+    assert [m["type"] for m in msgs[-2:]] == ["assistant", "result"]
 
 
 def test_mcp_images_and_resources_arrive_as_content_blocks(captured: dict[str, Any]) -> None:

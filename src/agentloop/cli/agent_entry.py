@@ -257,6 +257,7 @@ def _start_stream(agent: Any, args: argparse.Namespace, servers: list[dict[str, 
     runner = getattr(getattr(agent, "context", None), "subagents", None)
     if runner is not None and hasattr(runner, "observer"):
         runner.observer = stream.child
+        runner.tool_events = stream  # the results of Agent calls run side by side
     commands = sorted(getattr(agent, "commands", {}) or {})
     skills = sorted(getattr(agent, "skills", {}) or {})
     agents = sorted(getattr(runner, "types", {}) or {}) if runner is not None else []

@@ -114,6 +114,9 @@ class SubagentRunner:
     observer: Callable[[dict[str, Any]], Any] | None = None
     """Called as each child starts with ``{agent_id, agent_type, description, prompt, parent_tool_use_id}``
     (the ``Agent`` call's id): what it returns observes the child's run (``-p --output-format stream-json``)."""
+    tool_events: Callable[[Any], None] | None = None
+    """Told ``ToolStarted`` and ``ToolFinished`` of the ``Agent`` calls that ``parallel_executor`` runs together
+    (they do not pass through the executor that tells the run's observer), on the calling thread."""
 
     def _executor(self, registry: Registry, traced: Any) -> Any:
         ex = self.make_executor(registry) if self.make_executor is not None else None
@@ -374,6 +377,12 @@ def parallel_executor(
                 runner.held_for(None)  # refused before its child started: its part is free again
 
         results: dict[str, ToolResult] = {}
+        tell = runner.tool_events
+        if tell is not None:
+            from ...events import ToolStarted
+
+            for c in cleared:
+                tell(ToolStarted(c))
         with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(cleared)))) as pool:
             futs = {c.id: pool.submit(in_thread, c) for c in cleared}
             rest = [c for c in calls if c.id not in holds]
@@ -382,6 +391,11 @@ def parallel_executor(
                     results[r.call_id] = r
             for cid, f in futs.items():
                 results[cid] = f.result()
+        if tell is not None:
+            from ...events import ToolFinished
+
+            for cid in futs:
+                tell(ToolFinished(results[cid]))
         return [results[c.id] for c in calls]
 
     return execute
