@@ -156,17 +156,16 @@ class Runs:
         return p, [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
 
 
-def _retry_run(runs: Runs) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
-    """A provider that is overloaded twice (529), then answers."""
-    script = runs.base / "fake.json"
-    script.write_text(json.dumps({"replies": [{"fault": "529", "retry_after": 0}, {"fault": "500"}, {"text": "ok"}]}))
+def _fake_run(runs: Runs, name: str, replies: list[dict[str, Any]], args: list[str]) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """``-p`` against the local fake provider speaking Anthropic's Messages API (its faults, its thinking blocks)."""
+    script = runs.base / f"{name}.json"
+    script.write_text(json.dumps({"replies": replies}))
     srv = subprocess.Popen([sys.executable, "-m", "agentloop.testing.fakeprovider", "--script", str(script), "--port", "0"],
                            stdout=subprocess.PIPE, text=True)
     try:
         assert srv.stdout is not None
         url = srv.stdout.readline().strip()
-        return runs.run(None, ["hi", "--output-format", "stream-json", "--verbose", "--model", "anthropic:claude-haiku-4-5"],
-                        env={"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-test"})
+        return runs.run(None, [*args, "--model", "anthropic:claude-haiku-4-5"], env={"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-test"})
     finally:
         srv.terminate()
         srv.wait(10)
@@ -205,7 +204,9 @@ def _scenarios(runs: Runs) -> dict[str, tuple[subprocess.CompletedProcess[str], 
             [{"text": "", "tool_calls": [{"name": "mcp__blocks__shot", "arguments": {}}]}, {"text": "seen"}],
             ["show it", *stream, "--mcp-config", mcp_config, "--allowedTools", "mcp__blocks__shot"],
         ),
-        "api_retry": _retry_run(runs),
+        "api_retry": _fake_run(runs, "retry", [{"fault": "529", "retry_after": 0}, {"fault": "500"}, {"text": "ok"}], ["hi", *stream]),
+        "thinking_partial": _fake_run(runs, "thinking", [{"thinking": "check the file first", "text": "It is fine."}],
+                                      ["hi", *stream, "--include-partial-messages", "--thinking", "2000"]),
         "schema_ok": runs.run([{"text": '{"n": 3}'}], ["count", "--output-format", "json", "--json-schema", json.dumps(SCHEMA)]),
         "schema_retried": runs.run([{"text": "three"}, {"text": 'Here:\n```json\n{"n": 3}\n```'}],
                                    ["count", *stream, "--json-schema", json.dumps(SCHEMA)]),
@@ -357,6 +358,29 @@ def test_provider_retries_are_api_retry_messages(captured: dict[str, Any]) -> No
     assert [(r["attempt"], r["error_status"], r["error"]) for r in retries] == [(1, 529, "overloaded"), (2, 500, "server_error")]
     assert all(r["max_retries"] >= 2 and r["retry_delay_ms"] >= 0 for r in retries)
     assert msgs[-1]["subtype"] == "success" and msgs[-1]["result"] == "ok"
+
+
+def test_thinking_blocks_are_streamed_as_thinking_and_signature_deltas(captured: dict[str, Any]) -> None:
+    """Messages API streaming (extended thinking): a ``thinking`` block is ``content_block_start``,
+    ``thinking_delta``, ``signature_delta`` and ``content_block_stop``; the ``assistant`` message has it whole."""
+    msgs = messages(captured, "thinking_partial")
+    events = [m["event"] for m in msgs if m["type"] == "stream_event"]
+    deltas = [e["delta"]["type"] for e in events if e["type"] == "content_block_delta"]
+    assert "thinking_delta" in deltas and "signature_delta" in deltas and "text_delta" in deltas
+    thought = "".join(e["delta"]["thinking"] for e in events if e["type"] == "content_block_delta" and e["delta"]["type"] == "thinking_delta")
+    assert thought == "check the file first"
+    (assistant,) = [m for m in msgs if m["type"] == "assistant"]
+    assert [b["type"] for b in assistant["message"]["content"]] == ["thinking", "text"]
+
+
+def test_a_bad_json_schema_is_one_line_and_nothing_runs(tmp_path: Path) -> None:
+    """Bad input: a ``--json-schema`` that is not JSON, or not a JSON Schema, is one line naming it; exit 2."""
+    runs = Runs(tmp_path)
+    for bad, words in (("{not json", "not JSON"), ('{"type": 5}', "not a valid JSON Schema"), ("[1]", "a JSON Schema is a JSON object")):
+        p, out = runs.run([{"text": "never"}], ["count", "--output-format", "json", "--json-schema", bad])
+        assert p.returncode == 2 and out == [] and "Traceback" not in p.stderr
+        (line,) = [ln for ln in p.stderr.splitlines() if "--json-schema" in ln]
+        assert words in line
 
 
 def test_json_schema_puts_the_answer_in_structured_output(captured: dict[str, Any]) -> None:
