@@ -182,10 +182,11 @@ def _scenarios(runs: Runs) -> dict[str, tuple[subprocess.CompletedProcess[str], 
     mcp_config = json.dumps({"mcpServers": {"blocks": {"command": sys.executable, "args": [str(mcp)]}}})
     out = {
         "json_result": runs.run(READ_THEN_ANSWER, ["read hello.txt", "--output-format", "json"]),
+        "json_verbose": runs.run(READ_THEN_ANSWER, ["read hello.txt", "--output-format", "json", "--verbose"]),
         "stream_verbose": runs.run(READ_THEN_ANSWER, ["read hello.txt", *stream]),
         "stream_partial": runs.run(READ_THEN_ANSWER, ["read hello.txt", *stream, "--include-partial-messages"]),
         "stream_input": runs.run(
-            [{"text": "first answer"}, {"text": "second answer"}], ["--input-format", "stream-json", *stream],
+            [{"text": "first answer"}, {"text": "second answer"}], ["--input-format", "stream-json", *stream, "--include-partial-messages"],
             input="".join(json.dumps({"type": "user", "message": {"role": "user", "content": t}}) + "\n" for t in ("one", "two")),
         ),
         "max_turns": runs.run(READ_THEN_ANSWER, ["read hello.txt", *stream, "--max-turns", "1"]),
@@ -258,6 +259,9 @@ def test_json_output_is_an_sdk_result_with_model_usage_in_full(captured: dict[st
     assert usage["maxOutputTokens"] > 0 and usage["contextWindow"] > 0
     assert usage["inputTokens"] == 250 and usage["outputTokens"] == 15
     assert result["usage"]["server_tool_use"] == {"web_search_requests": 0, "web_fetch_requests": 0}
+    # --verbose is agentloop's logging switch: json stays the one documented result object
+    (verbose,) = messages(captured, "json_verbose")
+    assert verbose["type"] == "result" and verbose["result"] == "The file says hi."
 
 
 def test_stream_json_is_init_then_turns_then_result(captured: dict[str, Any]) -> None:
@@ -297,6 +301,8 @@ def test_each_streamed_turn_has_its_own_message_id(captured: dict[str, Any]) -> 
     msgs = messages(captured, "stream_input")
     ids = [m["message"]["id"] for m in msgs if m["type"] == "assistant"]
     assert len(ids) == 2 and len(set(ids)) == 2
+    started = [m["event"]["message"]["id"] for m in msgs if m["type"] == "stream_event" and m["event"]["type"] == "message_start"]
+    assert started == ids  # each turn's stream events carry its assistant message's id
     assert [m["result"] for m in msgs if m["type"] == "result"] == ["first answer", "second answer"]
     ids = [m["message"]["id"] for m in messages(captured, "stream_verbose") if m["type"] == "assistant"]
     assert len(set(ids)) == len(ids) == 2
