@@ -389,6 +389,14 @@ def test_a_bad_json_schema_is_one_line_and_nothing_runs(tmp_path: Path) -> None:
         assert words in line
 
 
+def test_json_schema_without_print_mode_is_refused(tmp_path: Path) -> None:
+    """CLI reference: ``--json-schema`` is for print mode; the REPL does not take it in silence."""
+    env = Runs(tmp_path).env()
+    p = subprocess.run([*AGENTLOOP, "--json-schema", json.dumps(SCHEMA), "--model", "scripted:none.json"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and "--json-schema goes with -p" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_json_schema_puts_the_answer_in_structured_output(captured: dict[str, Any]) -> None:
     """CLI reference ``--json-schema``; headless "Get structured output": the validated value is ``structured_output``."""
     (result,) = messages(captured, "schema_ok")

@@ -389,6 +389,8 @@ def main(args: argparse.Namespace) -> int:
     signals.install()
     if getattr(args, "print_mode", False):
         return run_print(args, getattr(args, "prompt", None), signals)
+    if _opt(args, "json_schema", None) is not None:  # Claude Code's CLI reference: print mode only
+        raise UserError("--json-schema goes with -p (the final answer of one prompt)")
     from .repl import run_repl
 
     return run_repl(args, signals)
