@@ -206,6 +206,11 @@ def _scenarios(runs: Runs) -> dict[str, tuple[subprocess.CompletedProcess[str], 
             ["show it", *stream, "--mcp-config", mcp_config, "--allowedTools", "mcp__blocks__shot"],
         ),
         "api_retry": _fake_run(runs, "retry", [{"fault": "529", "retry_after": 0}, {"fault": "500"}, {"text": "ok"}], ["hi", *stream]),
+        "fallback": _fake_run(runs, "fallback", [
+            {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "hello.txt"}}]},
+            *[{"fault": "529", "retry_after": 0}] * 4,
+            {"text": "It says hi."},
+        ], ["read it", "--output-format", "json", "--fallback-model", "anthropic:claude-sonnet-4-5"]),
         "thinking_partial": _fake_run(runs, "thinking", [{"thinking": "check the file first", "text": "It is fine."}],
                                       ["hi", *stream, "--include-partial-messages", "--thinking", "2000"]),
         "schema_ok": runs.run([{"text": '{"n": 3}'}], ["count", "--output-format", "json", "--json-schema", json.dumps(SCHEMA)]),
@@ -262,6 +267,16 @@ def test_json_output_is_an_sdk_result_with_model_usage_in_full(captured: dict[st
     # --verbose is agentloop's logging switch: json stays the one documented result object
     (verbose,) = messages(captured, "json_verbose")
     assert verbose["type"] == "result" and verbose["result"] == "The file says hi."
+
+
+def test_model_usage_has_an_entry_for_each_model_that_answered(captured: dict[str, Any]) -> None:
+    """SDK ``SDKResultMessage.modelUsage`` (``Record<string, ModelUsage>``): the model that answered the first
+    turn and the fallback that answered after it was overloaded each have their own entry, the costs adding up."""
+    (result,) = messages(captured, "fallback")
+    usage = result["modelUsage"]
+    assert set(usage) == {"claude-haiku-4-5", "claude-sonnet-4-5"}
+    assert all(u["outputTokens"] > 0 and u["maxOutputTokens"] > 0 for u in usage.values())
+    assert abs(sum(u["costUSD"] for u in usage.values()) - result["total_cost_usd"]) < 1e-9
 
 
 def test_stream_json_is_init_then_turns_then_result(captured: dict[str, Any]) -> None:

@@ -94,6 +94,9 @@ class _Timing:
         self.tool_s = 0.0
         self.last_reply: Any = None
         self._started: dict[str, float] = {}
+        self.models: dict[str, tuple[Any, int]] = {}
+        """Per answering model: its replies' usage and the spend of its turns (``modelUsage``)."""
+        self._spent = 0
 
     def __call__(self, ev: Any) -> None:
         from agentloop.events import ToolFinished, ToolStarted, TurnRecorded
@@ -106,8 +109,19 @@ class _Timing:
                 self.tool_s += time.monotonic() - t0
         elif isinstance(ev, TurnRecorded):
             self.last_reply = ev.reply
+            self._tally(ev)
         if self.inner is not None:
             self.inner(ev)
+
+
+    def _tally(self, ev: Any) -> None:
+        from agentloop.events import Usage
+
+        spent = ev.spent_micros - self._spent if ev.spent_micros >= self._spent else ev.spent_micros  # a Stop hook's run starts at 0
+        self._spent = ev.spent_micros
+        name = ev.reply.model or ""
+        usage, micros = self.models.get(name, (Usage(), 0))
+        self.models[name] = (usage + (ev.reply.usage or Usage()), micros + spent)
 
 
 def _result_json(agent: Any, result: Any, elapsed: float, timing: _Timing) -> dict[str, Any]:
@@ -125,6 +139,7 @@ def _result_json(agent: Any, result: Any, elapsed: float, timing: _Timing) -> di
         transcript=agent.session.path,
         last_reply=timing.last_reply,
         max_output_tokens=int(getattr(getattr(agent, "model_options", None), "max_output_tokens", 0) or 0),
+        by_model=timing.models,
     )
 
 

@@ -280,7 +280,7 @@ def model_usage(usage: Any, cost_usd: float, *, context_window: int, max_output_
 def result_message(
     *, session_id: str, result: Any, duration_ms: int, duration_api_ms: int, model: str, context_window: int,
     permission_denials: Sequence[Mapping[str, Any]], session_cost_micros: int, transcript: str,
-    last_reply: Any = None, max_output_tokens: int = 0,
+    last_reply: Any = None, max_output_tokens: int = 0, by_model: Mapping[str, tuple[Any, int]] | None = None,
 ) -> dict[str, Any]:
     """The last line: Claude Code's ``result``, with agentloop's exact figures beside it.
 
@@ -300,7 +300,7 @@ def result_message(
         "session_id": session_id,
         "total_cost_usd": cost_usd,
         "usage": usage_json(result.usage),
-        "modelUsage": {model: model_usage(result.usage, cost_usd, context_window=context_window, max_output_tokens=max_output_tokens)},
+        "modelUsage": _model_usages(result, model, by_model or {}, context_window=context_window, max_output_tokens=max_output_tokens),
         "permission_denials": [dict(d) for d in permission_denials],
         "uuid": _uuid(),
         # agentloop's own facts, beside Claude Code's
@@ -314,6 +314,27 @@ def result_message(
         out["result"] = result.answer
     else:
         out["errors"] = [str(result.error) if result.error else _stopped_words(result)]
+    return out
+
+
+def _model_usages(result: Any, model: str, by_model: Mapping[str, tuple[Any, int]], *, context_window: int,
+                  max_output_tokens: int) -> dict[str, Any]:
+    """``modelUsage``: one entry per model that answered (a fallback has its own), keyed by the name it
+    answered under. With one model, the run's own totals (estimates for unreported usage included);
+    with several, each one's replies and turns, and what no turn carried (a side call's cost, a
+    sub-agent's) on the first."""
+    merged: dict[str, tuple[Any, int]] = {}
+    for name, (usage, micros) in by_model.items():
+        u0, m0 = merged.get(name or model, (None, 0))
+        merged[name or model] = (usage if u0 is None else u0 + usage, m0 + micros)
+    if len(merged) <= 1:
+        name = next(iter(merged), model)
+        return {name: model_usage(result.usage, result.spent_micros / 1_000_000, context_window=context_window, max_output_tokens=max_output_tokens)}
+    rest = result.spent_micros - sum(micros for _, micros in merged.values())
+    out: dict[str, Any] = {}
+    for i, (name, (usage, micros)) in enumerate(merged.items()):
+        micros += rest if i == 0 else 0
+        out[name] = model_usage(usage, micros / 1_000_000, context_window=context_window, max_output_tokens=max_output_tokens)
     return out
 
 
