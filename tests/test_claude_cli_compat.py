@@ -74,7 +74,8 @@ def claude_script(stdout: str) -> dict[str, Any]:
     assert isinstance(obj["duration_ms"], int) and isinstance(obj["duration_api_ms"], int)
     assert set(obj["usage"]) >= {"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"}
     assert isinstance(obj["permission_denials"], list) and isinstance(obj["session_id"], str)
-    return {k: obj[k] for k in ("subtype", "is_error", "result", "total_cost_usd", "num_turns", "permission_denials", "session_id")}
+    assert ("result" in obj) == (obj["subtype"] == "success")  # the SDK's SDKResultError has errors instead
+    return {k: obj.get(k) for k in ("subtype", "is_error", "result", "total_cost_usd", "num_turns", "permission_denials", "session_id")}
 
 
 def test_json_output_reads_as_claude_codes_result(tmp_path: Path, proj: Path, env: dict[str, str], scripted: Callable[..., str]) -> None:

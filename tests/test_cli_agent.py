@@ -74,7 +74,8 @@ def test_print_stream_json_is_one_event_a_line_in_order(tmp_path, proj, env, scr
     assert order == ["assistant", "user", "assistant"]
     first = events[types.index("assistant")]["message"]["content"]
     assert [b["type"] for b in first] == ["text", "tool_use"] and first[1]["name"] == "Read"
-    deltas = "".join(e["event"]["delta"]["text"] for e in events if e["type"] == "stream_event")
+    deltas = "".join(e["event"]["delta"]["text"] for e in events if e["type"] == "stream_event" and e["event"]["type"] == "content_block_delta"
+                     and e["event"]["delta"]["type"] == "text_delta")
     assert deltas == "Looking.The file says hi."
     tr = events[types.index("user")]["message"]["content"][0]
     assert tr["type"] == "tool_result" and tr["is_error"] is False and "hi from the file" in tr["content"]
@@ -206,7 +207,9 @@ def test_print_against_the_fake_provider_streams_over_http(tmp_path, proj, env):
         sent = fp.requests
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]
-    assert [e["event"]["delta"]["text"] for e in events if e["type"] == "stream_event"][:3] == ["Readi", "ng th", "e fil"]
+    texts = [e["event"]["delta"]["text"] for e in events if e["type"] == "stream_event" and e["event"]["type"] == "content_block_delta"
+             and e["event"]["delta"]["type"] == "text_delta"]
+    assert texts[:3] == ["Readi", "ng th", "e fil"]
     assert events[-1]["result"] == "It greets you."
     assert len(sent) == 2
 

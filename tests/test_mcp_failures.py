@@ -75,7 +75,7 @@ def test_stream_json_init_lists_each_mcp_server_with_its_status(tmp_path: Path, 
     assert init["subtype"] == "init"
     assert init["mcp_servers"] == [{"name": "missing", "status": "failed"}, {"name": "raw", "status": "connected"}]
     assert "mcp__raw__big" in init["tools"]
-    notices = [e["text"] for e in events if e.get("subtype") == "notice" and "'missing'" in e.get("text", "")]
+    notices = [e["content"] for e in events if e.get("subtype") == "informational" and "'missing'" in e.get("content", "")]
     assert len(notices) == 1
 
 

@@ -23,6 +23,7 @@ sub-agent's executor builds one over the child's registry with ``child=True``
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ from .protocols import AgentHooks, AskPermission
 __all__ = ["ToolPipeline"]
 
 log = logging.getLogger("agentloop.agent")
+
+
+current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentloop_tool_call_id", default=None)
+"""The id of the call whose tool runs in this context now (a sub-agent's streamed turns name their ``Agent`` call)."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,11 @@ class ToolPipeline:
             return refused
         if self.on_invoke is not None:
             self.on_invoke(call.id)
+        token = current_call_id.set(call.id)
         try:
             result = self.redact(self.registry.invoke(call))
         finally:
+            current_call_id.reset(token)
             if self.on_invoke is not None:
                 self.on_invoke(None)
         return self.redact(self.hooks.post_tool_use(self.owner, call, result))

@@ -55,6 +55,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
                    help="with -p / run: text, or stream-json (Claude Code's user messages, one JSON object a line on stdin)")
     g.add_argument("--include-partial-messages", action="store_true", default=d(False),
                    help="with --output-format stream-json: also stream the text as it arrives (stream_event lines)")
+    g.add_argument("--json-schema", default=d(None), metavar="SCHEMA",
+                   help="with -p: the final answer as JSON matching this JSON Schema (the result's structured_output)")
     g.add_argument("--dangerously-skip-permissions", action="store_true", default=d(False),
                    help="the same as --permission-mode bypassPermissions (deny rules and protected paths still apply)")
     g.add_argument("--allowedTools", "--allowed-tools", dest="allowed_tools", action="append", default=d([]), metavar="RULES",

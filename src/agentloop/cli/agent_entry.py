@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UserError
 from .agent_setup import (
@@ -26,6 +26,9 @@ from .agent_setup import (
     report_config,
     split_rules,
 )
+
+if TYPE_CHECKING:
+    from .sdk_stream import StreamJson
 
 __all__ = ["Signals", "cost_line", "flush_tracing", "main", "make_agent", "parse_price", "report_config", "run_print", "split_rules"]
 
@@ -82,37 +85,6 @@ def _short(value: Any, n: int = 200) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-class _StreamJson:
-    """``--output-format stream-json``: Claude Code's messages, one JSON object a line, as things happen.
-
-    ``init`` first; each model turn as an ``assistant`` message of content
-    blocks; each tool result as a ``user`` message with a ``tool_result``
-    block; text as it streams only with ``--include-partial-messages``; the
-    ``result`` last (``claude_format``).
-    """
-
-    def __init__(self, sid: str, *, partial: bool = False):
-        self.sid = sid
-        self.partial = partial
-
-    def emit(self, obj: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps({**obj, "session_id": obj.get("session_id", self.sid)}, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-
-    def __call__(self, ev: Any) -> None:
-        from agentloop.events import TextDelta, ToolFinished, TurnRecorded
-
-        from . import claude_format as cf
-
-        if isinstance(ev, TextDelta):
-            if self.partial:
-                self.emit(cf.partial_text(self.sid, ev.text))
-        elif isinstance(ev, TurnRecorded):
-            self.emit(cf.assistant_message(self.sid, ev.reply, ev.step))
-        elif isinstance(ev, ToolFinished):
-            self.emit(cf.tool_result_message(self.sid, ev.result))
-
-
 class _Timing:
     """Observes a run for the result's figures: time in tools (so ``duration_api_ms`` is the
     rest), and the last reply (its stop reason)."""
@@ -122,6 +94,9 @@ class _Timing:
         self.tool_s = 0.0
         self.last_reply: Any = None
         self._started: dict[str, float] = {}
+        self.models: dict[str, tuple[Any, int]] = {}
+        """Per answering model: its replies' usage and the spend of its turns (``modelUsage``)."""
+        self._spent = 0
 
     def __call__(self, ev: Any) -> None:
         from agentloop.events import ToolFinished, ToolStarted, TurnRecorded
@@ -134,8 +109,19 @@ class _Timing:
                 self.tool_s += time.monotonic() - t0
         elif isinstance(ev, TurnRecorded):
             self.last_reply = ev.reply
+            self._tally(ev)
         if self.inner is not None:
             self.inner(ev)
+
+
+    def _tally(self, ev: Any) -> None:
+        from agentloop.events import Usage
+
+        spent = ev.spent_micros - self._spent if ev.spent_micros >= self._spent else ev.spent_micros  # a Stop hook's run starts at 0
+        self._spent = ev.spent_micros
+        name = ev.reply.model or ""
+        usage, micros = self.models.get(name, (Usage(), 0))
+        self.models[name] = (usage + (ev.reply.usage or Usage()), micros + spent)
 
 
 def _result_json(agent: Any, result: Any, elapsed: float, timing: _Timing) -> dict[str, Any]:
@@ -152,6 +138,8 @@ def _result_json(agent: Any, result: Any, elapsed: float, timing: _Timing) -> di
         session_cost_micros=agent.stats.spent_micros,
         transcript=agent.session.path,
         last_reply=timing.last_reply,
+        max_output_tokens=int(getattr(getattr(agent, "model_options", None), "max_output_tokens", 0) or 0),
+        by_model=timing.models,
     )
 
 
@@ -228,6 +216,11 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         prompt = _prompt_text(prompt)
         if not prompt.strip():
             raise UserError("the prompt is empty (give it as an argument, or pipe it on stdin)")
+    schema = None
+    if _opt(args, "json_schema", None) is not None:
+        from .structured_output import parse_schema
+
+        schema = parse_schema(str(args.json_schema))
     agent = make_agent(args)  # no terminal to ask: "ask" permissions deny, an untrusted folder's powers are left out
     for w in getattr(agent, "load_warnings", []):
         print(f"warning: {w}", file=sys.stderr)
@@ -237,7 +230,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
     for line in agent.take_price_notices():
         print(f"warning: {line}", file=sys.stderr)
     try:
-        stream: _StreamJson | None = None
+        stream: StreamJson | None = None
         for n in agent.startup_notices:  # said once, before anything runs
             print(f"agentloop: {n}", file=sys.stderr)
         from agentloop.mcp.agent import report_startup, server_states
@@ -247,23 +240,12 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
 
             agent.on_notice = lambda text: print(f"notice: {neutral(text)}", file=sys.stderr)
         if fmt == "stream-json":
-            from agentloop import __version__
-
-            from . import claude_format as cf
-
-            stream = _StreamJson(agent.session.id, partial=bool(_opt(args, "include_partial_messages", False)))
-            s = stream
-            agent.on_notice = lambda text: s.emit({"type": "system", "subtype": "notice", "text": text})
-            servers = server_states(agent)  # Claude Code's statuses: connected, failed, needs-auth, pending
-            commands = sorted(getattr(agent, "commands", {}) or {})
-            stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.registry.names(),
-                                        permission_mode=agent.permission_mode, mcp_servers=servers,
-                                        slash_commands=commands, version=__version__))
+            stream = _start_stream(agent, args, server_states(agent))
         report_startup(agent)  # an MCP server that failed to start, said once
         prompts = _stream_json_prompts() if streamed_in else [prompt]
         code = EXIT_OK
         for text in prompts:
-            code = _answer(agent, str(text), fmt, stream)
+            code = _answer(agent, str(text), fmt, stream, schema)
             if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) or signals.terminating:
                 break
         if code == EXIT_INTERRUPTED or signals.terminating:
@@ -278,8 +260,43 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         _close(agent, reason)
 
 
-def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> int:
-    """One prompt through the agent, printed in ``fmt``; the exit code it deserves."""
+def _start_stream(agent: Any, args: argparse.Namespace, servers: list[dict[str, str]]) -> StreamJson:
+    """The stream-json writer, told every notice and every sub-agent's turns, after its ``init`` line."""
+    from agentloop import __version__
+
+    from . import claude_format as cf
+    from .sdk_stream import StreamJson
+
+    stream = StreamJson(agent.session.id, partial=bool(_opt(args, "include_partial_messages", False)))
+    agent.on_notice = stream.notice
+    runner = getattr(getattr(agent, "context", None), "subagents", None)
+    if runner is not None and hasattr(runner, "observer"):
+        runner.observer = stream.child
+        runner.tool_events = stream  # the results of Agent calls run side by side
+    commands = sorted(getattr(agent, "commands", {}) or {})
+    skills = sorted(getattr(agent, "skills", {}) or {})
+    agents = sorted(getattr(runner, "types", {}) or {}) if runner is not None else []
+    stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.registry.names(),
+                                permission_mode=agent.permission_mode, mcp_servers=servers, slash_commands=commands,
+                                version=__version__, skills=skills, agents=agents, plugins=_plugins(agent)))
+    return stream
+
+
+def _plugins(agent: Any) -> list[dict[str, str]]:
+    """The plugins the agent loaded, ``{name, path}`` each, where it loads any."""
+    out = []
+    for p in getattr(agent, "plugins", None) or ():
+        name, path = getattr(p, "name", None), getattr(p, "path", None) or getattr(p, "root", None)
+        if isinstance(name, str) and path is not None:
+            out.append({"name": name, "path": str(path)})
+    return out
+
+
+def _answer(agent: Any, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None) -> int:
+    """One prompt through the agent, printed in ``fmt``; the exit code it deserves.
+
+    ``schema``: ``--json-schema``'s (``structured_output``): the prompt asks for JSON, and the answer
+    is read against it."""
     from agentloop.agent.agent import AgentError
 
     timing = _Timing(stream)
@@ -304,8 +321,16 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
             raise UserError(f"/{name}: no MCP server offers that prompt")
         prompt = text
     denied_before = len(agent.permission_denials)
+    structured: tuple[Any, str | None] = (None, None)
     try:
-        result = agent.ask(prompt, observer=timing, allowed_tools=rules)
+        if schema is None:
+            result = agent.ask(prompt, observer=timing, allowed_tools=rules)
+        else:
+            from . import structured_output as so
+
+            result = agent.ask(f"{prompt}\n\n{schema.instructions()}", observer=timing, allowed_tools=rules)
+            result, value, problem = so.settle(result, schema, lambda text: agent.ask(text, observer=timing))
+            structured = (value, problem)
     except AgentError as exc:
         raise UserError(str(exc)) from None
     elapsed = time.monotonic() - t0
@@ -328,6 +353,10 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
             print(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", file=sys.stderr)
     else:
         obj = _result_json(agent, result, elapsed, timing)
+        if schema is not None:
+            from .structured_output import apply
+
+            apply(obj, *structured)
         if stream is not None:
             stream.emit(obj)
         else:
@@ -337,6 +366,9 @@ def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> in
         print(f"warning: the provider billed past the reservation: {result.error}", file=sys.stderr)
     if result.stop_reason == "interrupted":
         return EXIT_INTERRUPTED
+    if structured[1] is not None:
+        print(f"agentloop: --json-schema: {structured[1]}", file=sys.stderr)
+        return EXIT_PROBLEMS
     return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
 
 
@@ -372,6 +404,8 @@ def main(args: argparse.Namespace) -> int:
     signals.install()
     if getattr(args, "print_mode", False):
         return run_print(args, getattr(args, "prompt", None), signals)
+    if _opt(args, "json_schema", None) is not None:  # Claude Code's CLI reference: print mode only
+        raise UserError("--json-schema goes with -p (the final answer of one prompt)")
     from .repl import run_repl
 
     return run_repl(args, signals)

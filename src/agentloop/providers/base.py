@@ -373,7 +373,8 @@ class HTTPModel:
         )
 
     def _notice(self, text: str) -> None:
-        text = scrub(text, [self.target.api_key])
+        clean = scrub(text, [self.target.api_key])
+        text = text.with_text(clean) if isinstance(text, RetryNotice) else clean
         log.warning("%s", text)
         if self.on_notice is not None:
             self.on_notice(text)
@@ -760,6 +761,26 @@ class HTTPModel:
         return f"<{type(self).__name__} {self.vendor}:{self.target.model} at {self.target.base_url}>"
 
 
+class RetryNotice(str):
+    """A retry's notice: its text, with the figures a program reads beside it (``-p`` stream-json's
+    ``api_retry``): the retry's number (1 for the first), the retries allowed, the wait, the HTTP
+    status (None without one) and the error's kind."""
+
+    attempt: int
+    max_retries: int
+    retry_delay_ms: int
+    status: int | None
+    kind: str
+
+    def __new__(cls, text: str, attempt: int, max_retries: int, retry_delay_ms: int, status: int | None, kind: str) -> RetryNotice:
+        self = super().__new__(cls, text)
+        self.attempt, self.max_retries, self.retry_delay_ms, self.status, self.kind = attempt, max_retries, retry_delay_ms, status, kind
+        return self
+
+    def with_text(self, text: str) -> RetryNotice:
+        return RetryNotice(text, self.attempt, self.max_retries, self.retry_delay_ms, self.status, self.kind)
+
+
 class _Attempts:
     """One call's retry decisions, shared by ``complete`` and ``acomplete``.
 
@@ -800,7 +821,8 @@ class _Attempts:
         if self.attempt >= model.policy.max_attempts:
             return None
         d = model.policy.delay(self.attempt, err)
-        model._notice(f"{err}; retrying in {d:.1f}s (attempt {self.attempt + 1} of {model.policy.max_attempts})")
+        model._notice(RetryNotice(f"{err}; retrying in {d:.1f}s (attempt {self.attempt + 1} of {model.policy.max_attempts})",
+                                  self.attempt, model.policy.max_attempts - 1, int(d * 1000), err.status, err.kind))
         return d
 
     def gave_up(self) -> ProviderError:

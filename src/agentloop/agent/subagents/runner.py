@@ -121,6 +121,12 @@ class SubagentRunner:
     _pre: threading.local = field(default_factory=threading.local, repr=False)
     """A hold made for this thread's next child before it started (``parallel_executor``)."""
     children: list[dict[str, Any]] = field(default_factory=list)
+    observer: Callable[[dict[str, Any]], Any] | None = None
+    """Called as each child starts with ``{agent_id, agent_type, description, prompt, parent_tool_use_id}``
+    (the ``Agent`` call's id): what it returns observes the child's run (``-p --output-format stream-json``)."""
+    tool_events: Callable[[Any], None] | None = None
+    """Told ``ToolStarted`` and ``ToolFinished`` of the ``Agent`` calls that ``parallel_executor`` runs together
+    (they do not pass through the executor that tells the run's observer), on the calling thread."""
 
     def _executor(self, registry: Registry, traced: Any) -> Any:
         ex = self.make_executor(registry) if self.make_executor is not None else None
@@ -217,6 +223,7 @@ class SubagentRunner:
             gate = StopGate(budget)
             out_tokens = self._output_budget(atype, reserved[0])
             left: Budget | None = budget
+            observe = self._observe(child_id, atype.name, description, prompt)
             with TranscriptWriter(path) as w:
                 while left is not None:
                     run_id = child_id if not gate.runs else f"{child_id}.{gate.runs}"
@@ -238,7 +245,8 @@ class SubagentRunner:
                         max_output_tokens=out_tokens,
                         run_id=run_id,
                         meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
-                        executor=self._executor(registry, traced),
+                        executor=_observed(self._executor(registry, traced), observe),
+                        observer=observe,
                     )
                     if traced is not None:
                         traced.finish()
@@ -278,6 +286,14 @@ class SubagentRunner:
             return DEFAULT_CHILD_OUTPUT
         spec = atype.model or self.model_spec or self.model_name or ""
         return max(1, int(self.max_output_for(spec, reserved_micros)))
+
+    def _observe(self, child_id: str, atype: str, description: str, prompt: str) -> Any:
+        if self.observer is None:
+            return None
+        from ..pipeline import current_call_id
+
+        return self.observer({"agent_id": child_id, "agent_type": atype, "description": description, "prompt": prompt,
+                              "parent_tool_use_id": current_call_id.get()})
 
     def _outcome(self, result: Any, reserved_micros: int | None, path: str, count: int, last_hash: str) -> dict[str, Any]:
         """What a finished child's summary says of its run and its transcript."""
@@ -324,6 +340,24 @@ class SubagentRunner:
         return Registry([t for t in full if t.name in names])
 
 
+def _observed(execute: Any, observe: Any) -> Any:
+    """``execute`` telling ``observe`` of each call and its result, as ``run()``'s own executor does."""
+    if execute is None or observe is None:
+        return execute
+
+    def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:
+        from ...events import ToolFinished, ToolStarted
+
+        for c in batch:
+            observe(ToolStarted(c))
+        results: list[ToolResult] = execute(batch)
+        for r in results:
+            observe(ToolFinished(r))
+        return results
+
+    return calls
+
+
 def parallel_executor(
     inner: Callable[[Sequence[ToolCall]], list[ToolResult]],
     runner: SubagentRunner,
@@ -362,6 +396,12 @@ def parallel_executor(
                 runner.held_for(None)  # refused before its child started: its part is free again
 
         results: dict[str, ToolResult] = {}
+        tell = runner.tool_events
+        if tell is not None:
+            from ...events import ToolStarted
+
+            for c in cleared:
+                tell(ToolStarted(c))
         with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(cleared)))) as pool:
             futs = {c.id: pool.submit(in_thread, c) for c in cleared}
             rest = [c for c in calls if c.id not in holds]
@@ -370,6 +410,11 @@ def parallel_executor(
                     results[r.call_id] = r
             for cid, f in futs.items():
                 results[cid] = f.result()
+        if tell is not None:
+            from ...events import ToolFinished
+
+            for cid in futs:
+                tell(ToolFinished(results[cid]))
         return [results[c.id] for c in calls]
 
     return execute
