@@ -44,6 +44,7 @@ from .loop import (
     ModelFailed,
     ModelReplied,
     Outbound,
+    Phase,
     Reserve,
     Reserved,
     RunTools,
@@ -82,7 +83,7 @@ Prepare = Callable[[State, Record], "str | None | Awaitable[str | None]"]
 is also how a cost beside the model turn enters the loop).
 
 It may rewrite ``state.messages`` in place (mask old tool output, compact);
-then it keeps ``state.chars`` (the messages' input bound) right (adjusting it, or ``loop.recount_chars``,
+then it keeps ``state.messages_bound`` right through the loop (``loop.shrink_bound``, or ``loop.recount_bound``,
 which is O(messages): too slow to run every turn of a long session), and
 the driver sends the new list. Records it
 makes go through the run's sink, counted. Returning a stop reason (e.g.
@@ -380,7 +381,7 @@ class _Drive:
 
     def interrupted(self) -> None:
         self.costs.deferring = False
-        if self.state.phase in ("call", "tools") and not self.state.side_waiting:
+        if self.state.phase in (Phase.CALL, Phase.TOOLS) and not self.state.side_waiting:
             self.costs.drain()  # what children spent before the interrupt is still the run's
         for out in interrupt(self.state):
             self.simple(self.state, out)

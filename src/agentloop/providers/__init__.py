@@ -20,7 +20,6 @@ import httpx
 from ..budget import PriceTable
 from .anthropic import AnthropicModel
 from .base import HTTPModel, RetryPolicy, Target
-from .budgeting import count_guard
 from .errors import ProviderConfigError, ProviderError, scrub
 from .openai_compat import OpenAIModel
 
@@ -31,7 +30,6 @@ __all__ = [
     "ProviderConfigError",
     "ProviderError",
     "RetryPolicy",
-    "count_guard",
     "open_model",
     "parse_spec",
     "scrub",
