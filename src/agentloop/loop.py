@@ -89,7 +89,6 @@ from .budget import (
     input_rate,
     message_bound,
     over_cap,
-    overrun,
     reservation_micros,
     tools_bound,
     usage_problem,
@@ -755,7 +754,7 @@ def _on_side_settled(state: State, event: SideCostSettled) -> list[Outbound]:
         reserved, reserved_tokens = asked[1], asked[2]
         out.append(Settle(asked[1], cost, asked[2], usage.total))
     over = event.overrun
-    if over is None and reserved is not None and overrun(cost, reserved) and (cfg.budget.max_usd_micros is not None or cfg.shared_cap):
+    if over is None and reserved is not None and cost > reserved and (cfg.budget.max_usd_micros is not None or cfg.shared_cap):
         over = f"a side call ({event.purpose}) was billed {cost} micro-USD, past its reservation of {reserved}"
     payload: dict[str, Any] = {
         "step": state.steps,
@@ -810,6 +809,8 @@ def _price_of(cfg: LoopConfig, answered: str | None) -> Price:
 
 def _dearest(cfg: LoopConfig) -> Price:
     """The highest price, field by field, of the model and its fallbacks (any of them may have answered)."""
+    if not cfg.fallback_prices:  # the model alone: its own price (the common case, once a turn)
+        return cfg.price
     return dearest([cfg.price, *cfg.fallback_prices.values()])
 
 
@@ -890,7 +891,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     state.messages_bound += msg_bound
 
     b = cfg.budget
-    if overrun(cost, reserved) and not legacy and (b.max_usd_micros is not None or cfg.shared_cap):
+    if cost > reserved and not legacy and (b.max_usd_micros is not None or cfg.shared_cap):
         out.append(Append("overrun", {"step": state.steps, "reserved_micros": reserved, "cost_micros": cost, "usage": usage.to_json()}))
         state.error = (
             f"the provider billed {cost} micro-USD for a call reserved at {reserved} (step {state.steps}; "
