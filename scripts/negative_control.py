@@ -1129,11 +1129,11 @@ SABOTAGES = [
         ["tests/test_budget.py::test_children_split_from_what_is_left_hold_whole_amounts_within_their_share"],
     ),
     Sabotage(
-        "an account takes a float amount (the whole-number check is gone)",
+        "a ledger takes a float amount (the whole-number check is gone)",
         "src/agentloop/budget.py",
         "    if type(value) is not int:\n        raise ValueError(f\"{name} must be a whole number",
         "    if False:  # SABOTAGED\n        raise ValueError(f\"{name} must be a whole number",
-        ["tests/test_budget.py::test_every_figure_entering_an_account_is_a_whole_number"],
+        ["tests/test_budget.py::test_every_figure_entering_a_ledger_is_a_whole_number"],
     ),
     Sabotage(
         "the loop moves to a phase its transition table does not list",

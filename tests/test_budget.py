@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from agentloop import tool
 from agentloop.budget import (
-    Account,
     Budget,
+    Ledger,
     LocalLedger,
     Price,
     PriceTable,
@@ -107,12 +107,12 @@ def test_a_reservation_estimate_costs_what_the_same_usage_would(i: int, o: int, 
     assert estimate_micros(i, o, price) == cost_micros(Usage(input_tokens=i, output_tokens=o), price)
 
 
-# --- one budget type: nested accounts, whole numbers only ----------------------------------------
+# --- one budget type: nested ledgers, whole numbers only ----------------------------------------
 
 
-def test_every_figure_entering_an_account_is_a_whole_number() -> None:
+def test_every_figure_entering_a_ledger_is_a_whole_number() -> None:
     """A float (or a bool) never becomes an amount: reserving, holding, settling or capping with one is refused."""
-    acct = Account(1_000, 100)
+    acct = Ledger(1_000, 100)
     for bad in (0.5, 1.0, True, "1", None):
         with pytest.raises(ValueError, match="whole number"):
             acct.reserve(bad, 0)  # type: ignore[arg-type]
@@ -121,7 +121,7 @@ def test_every_figure_entering_an_account_is_a_whole_number() -> None:
         with pytest.raises(ValueError, match="whole number"):
             acct.hold(0, bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="whole number"):
-        Account(10.0)  # type: ignore[arg-type]
+        Ledger(10.0)  # type: ignore[arg-type]
     assert (acct.spent, acct.reserved, acct.used_tokens, acct.reserved_tokens) == (0, 0, 0, 0)
 
 
@@ -129,7 +129,7 @@ def test_every_figure_entering_an_account_is_a_whole_number() -> None:
 @settings(max_examples=200, deadline=None)
 def test_children_split_from_what_is_left_hold_whole_amounts_within_their_share(cap: int, tokens: int, num: int, den: int, n: int) -> None:
     num = min(num, den)
-    parent = Account(cap, tokens, spent=cap // 3, reserved=cap // 5)
+    parent = Ledger(cap, tokens, spent=cap // 3, reserved=cap // 5)
     money_left, tokens_left = parent.left()
     holds = parent.split((num, den), n)
     assert len(holds) == n
@@ -142,15 +142,15 @@ def test_children_split_from_what_is_left_hold_whole_amounts_within_their_share(
 
 
 def test_a_child_of_an_uncapped_parent_is_uncapped_and_holds_nothing() -> None:
-    assert Account().split((1, 2), 3) == [(None, None)] * 3
+    assert Ledger().split((1, 2), 3) == [(None, None)] * 3
 
 
 def test_a_turns_remaining_budget_is_what_its_runs_left_and_none_once_a_cap_is_reached() -> None:
     b = Budget(max_steps=10, max_tokens=1_000, max_usd_micros=5_000)
-    assert Account.of(b, spent=1_200, used_tokens=300, steps=4).remaining() == Budget(6, 700, 3_800)
-    assert Account.of(b, spent=5_000).remaining() is None
-    assert Account.of(b, steps=10).remaining() is None
-    assert Account.of(Budget.unlimited()).remaining(unlimited=True) == Budget.unlimited()
+    assert Ledger.of(b, spent=1_200, used_tokens=300, steps=4).remaining() == Budget(6, 700, 3_800)
+    assert Ledger.of(b, spent=5_000).remaining() is None
+    assert Ledger.of(b, steps=10).remaining() is None
+    assert Ledger.of(Budget.unlimited()).remaining(unlimited=True) == Budget.unlimited()
 
 
 def test_a_sessions_next_run_gets_what_is_left_of_its_money_never_less_than_nothing() -> None:

@@ -34,10 +34,10 @@ from .events import Usage
 from .redact import is_marker, marker_info, size_correction
 
 __all__ = [
-    "Account",
     "Budget",
     "Hold",
     "Ledger",
+    "SharedLedger",
     "LocalLedger",
     "Price",
     "PriceTable",
@@ -356,7 +356,7 @@ class PriceTable:
         return cls({str(k): Price.from_json(v) for k, v in obj.items()})
 
 
-class Ledger(Protocol):
+class SharedLedger(Protocol):
     """What a run sees of a budget shared by many runs (a batch): reserve before, settle after."""
 
     def reserve(self, amount_micros: int, tokens: int) -> bool: ...
@@ -372,7 +372,7 @@ def over_cap(used: int, reserved: int, amount: int, cap: int | None) -> bool:
 
 def whole(name: str, value: object) -> int:
     """``value`` when it is an integer (never a bool or a float: money is whole micro-dollars), else
-    ``ValueError`` naming it. Every figure that enters an ``Account`` passes here."""
+    ``ValueError`` naming it. Every figure that enters a ``Ledger`` passes here."""
     if type(value) is not int:
         raise ValueError(f"{name} must be a whole number (micro-dollars or tokens), not {value!r}")
     return value
@@ -385,7 +385,7 @@ Hold = tuple[int | None, int | None]
 """(micro-USD, tokens) held for a child; None where its parent is not capped."""
 
 
-class Account:
+class Ledger:
     """Caps, and what is spent and held against them: the one budget mechanism, in integers only.
 
     Every budget is one: a session (its money cap across turns), a turn (a
@@ -422,8 +422,8 @@ class Account:
         self.refusals = 0
 
     @classmethod
-    def of(cls, budget: Budget, spent: int = 0, used_tokens: int = 0, steps: int = 0) -> Account:
-        """The account of ``budget``'s caps with what was already used against them."""
+    def of(cls, budget: Budget, spent: int = 0, used_tokens: int = 0, steps: int = 0) -> Ledger:
+        """The ledger of ``budget``'s caps with what was already used against them."""
         return cls(budget.max_usd_micros, budget.max_tokens, budget.max_steps, spent=spent, used_tokens=used_tokens, steps=steps)
 
     def fits(self, amount_micros: int, tokens: int = 0) -> bool:
@@ -496,7 +496,7 @@ class Account:
 
 def session_budget(max_steps: int | None, max_usd_micros: int | None, spent: int) -> Budget:
     """The next run's caps in a session: its steps per turn, and what is left of the session's money."""
-    money, _ = Account(max_usd_micros, spent=spent).left()
+    money, _ = Ledger(max_usd_micros, spent=spent).left()
     return Budget(max_steps=max_steps, max_usd_micros=money)
 
 
@@ -533,7 +533,7 @@ def overrun(cost: int, reserved: int) -> bool:
     return whole("a cost", cost) > whole("a reservation", reserved)
 
 
-class LocalLedger(Account):
+class LocalLedger(Ledger):
     """A shared ledger for one process (thread-safe): the reference that shared ledgers must match."""
 
     __slots__ = ("_lock",)

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .budget import Budget, Ledger, Price, PriceTable
+from .budget import Budget, Price, PriceTable, SharedLedger
 from .conversation import Continues
 from .events import (
     Message,
@@ -309,7 +309,7 @@ class _Drive:
     (synchronously or awaiting) and hands the inbound back to ``feed``.
     """
 
-    def __init__(self, sink: Sink, ledger: Ledger | None, observer: Observer | None, registry: Registry | None = None):
+    def __init__(self, sink: Sink, ledger: SharedLedger | None, observer: Observer | None, registry: Registry | None = None):
         self.registry = registry if registry is not None else Registry()
         """The tools the default executors run: replaced when ``tools_changed`` reports new ones."""
         self.sink = sink
@@ -478,7 +478,7 @@ def _setup(
     budget: Budget,
     config: LoopConfig | None,
     transcript: Sink | None,
-    ledger: Ledger | None,
+    ledger: SharedLedger | None,
     observer: Observer | None,
     continues: Continues | None,
     make: Callable[[object, Registry, Budget], LoopConfig],
@@ -511,7 +511,7 @@ def run(
     loop_threshold: int | None = None,
     run_id: str | None = None,
     meta: Mapping[str, Any] | None = None,
-    ledger: Ledger | None = None,
+    ledger: SharedLedger | None = None,
     observer: Observer | None = None,
     executor: Executor | None = None,
     config: LoopConfig | None = None,
@@ -734,7 +734,7 @@ async def arun(
     loop_threshold: int | None = None,
     run_id: str | None = None,
     meta: Mapping[str, Any] | None = None,
-    ledger: Ledger | None = None,
+    ledger: SharedLedger | None = None,
     observer: Observer | None = None,
     executor: AsyncExecutor | None = None,
     config: LoopConfig | None = None,

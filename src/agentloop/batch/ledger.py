@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from ..budget import Account, overrun
+from ..budget import Ledger, overrun
 
 __all__ = ["FleetLedger", "Journal", "JournalError", "JournalState", "LedgerBackend", "TaskLedger", "read_journal"]
 
@@ -198,12 +198,12 @@ class Journal:
 
 
 def _figure(name: str) -> Any:
-    """A figure of the fleet's ``Account``, read and written through the ledger (its journal replays set them)."""
-    return property(lambda self: getattr(self.account, name), lambda self, v: setattr(self.account, name, v))
+    """A figure of the fleet's ``Ledger``, read and written through the ledger (its journal replays set them)."""
+    return property(lambda self: getattr(self.figures, name), lambda self, v: setattr(self.figures, name, v))
 
 
 class FleetLedger:
-    """The accounting itself: plain, single-threaded, picklable. Its arithmetic is a ``budget.Account``'s."""
+    """The accounting itself: plain, single-threaded, picklable. Its arithmetic is a ``budget.Ledger``'s."""
 
     max_usd_micros: int | None = _figure("max_usd_micros")
     max_tokens: int | None = _figure("max_tokens")
@@ -223,8 +223,8 @@ class FleetLedger:
         check: bool = True,
         journal: str | None = None,
     ):
-        self.account = Account(max_usd_micros, max_tokens, spent=spent_micros, used_tokens=used_tokens)
-        """The figures (``budget.Account``, the one budget type): settled spend, including earlier runs of a
+        self.figures = Ledger(max_usd_micros, max_tokens, spent=spent_micros, used_tokens=used_tokens)
+        """The figures (``budget.Ledger``, the one budget type): settled spend, including earlier runs of a
         resumed batch and forfeits, what is held, and the refusals."""
         self.reservations = 0
         self.forfeited_micros = 0
@@ -254,11 +254,11 @@ class FleetLedger:
         """Grant or refuse. ``where`` (a pid, a node) marks ``key`` as running, as ``begin`` does."""
         if where is not None:
             self._running[key] = where
-        if self.check and not self.account.fits(amount_micros, tokens):
-            self.account.refusals += 1
+        if self.check and not self.figures.fits(amount_micros, tokens):
+            self.figures.refusals += 1
             return False
         self._log({"op": "reserve", "key": key, "micros": amount_micros, "tokens": tokens})  # before the grant is heard
-        self.account.hold(amount_micros, tokens)
+        self.figures.hold(amount_micros, tokens)
         self.reservations += 1
         held = self._open.setdefault(key, [0, 0])
         held[0] += amount_micros
@@ -277,7 +277,7 @@ class FleetLedger:
         held[1] -= reserved_tokens
         if held == [0, 0]:
             del self._open[key]
-        self.account.settle(reserved_micros, actual_micros, reserved_tokens, actual_tokens)
+        self.figures.settle(reserved_micros, actual_micros, reserved_tokens, actual_tokens)
         if overrun(actual_micros, reserved_micros):
             self.overrun_micros += actual_micros - reserved_micros
 
@@ -288,7 +288,7 @@ class FleetLedger:
         if held is None:
             return 0
         self._log({"op": "forfeit", "key": key})
-        self.account.forfeit(held[0], held[1])
+        self.figures.forfeit(held[0], held[1])
         self.forfeited_micros += held[0]
         return held[0]
 
@@ -342,7 +342,7 @@ class LedgerBackend(Protocol):
 
 @dataclass
 class TaskLedger:
-    """The ``Ledger`` one run sees: the fleet ledger, under this attempt's key.
+    """The ``SharedLedger`` one run sees: the fleet ledger, under this attempt's key.
 
     A refused reservation is also written to the run's transcript (a
     ``ledger_refusal`` record before the loop's ``stop``), with the amount asked.

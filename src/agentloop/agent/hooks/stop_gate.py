@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ...budget import Account, Budget
+from ...budget import Budget, Ledger
 from ...events import Usage
 from ...run import RunResult
 from .runner import HookOutcome
@@ -71,9 +71,9 @@ class StopGate:
 
     def remaining(self) -> Budget | None:
         """The caps left for another run of this turn, or None when one of them is used up (the turn's
-        ``budget.Account``: every run of the turn counted against its caps)."""
+        ``budget.Ledger``: every run of the turn counted against its caps)."""
         t = self.total
-        turn = Account.of(self.budget, t.spent_micros, t.tokens, t.steps) if t is not None else Account.of(self.budget)
+        turn = Ledger.of(self.budget, t.spent_micros, t.tokens, t.steps) if t is not None else Ledger.of(self.budget)
         return turn.remaining(self.budget.is_unlimited)
 
     def why_not(self, last: RunResult) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ...budget import Account, Hold, Share
+from ...budget import Hold, Ledger, Share
 from ...loop import side_room
 from ...run import RunResult, SideCosts
 
@@ -27,15 +27,15 @@ class ParentBudget:
     this turn spent (their costs wait in ``SideCosts`` until the turn's tools
     are done): siblings started in one turn each reserve from what the ones
     before them left, so together they never pass the parent's cap.
-    The arithmetic is ``budget.Account``'s (integers only): the parent's room
-    as a child account whose holds are the children's reservations.
+    The arithmetic is ``budget.Ledger``'s (integers only): the parent's room
+    as a child ledger whose holds are the children's reservations.
     """
 
     def __init__(self) -> None:
         self.state: Any = None
         self.costs: SideCosts | None = None
         self._lock = threading.Lock()
-        self.holds = Account()
+        self.holds = Ledger()
         """The children's live reservations (``reserved``, ``reserved_tokens``): no cap of its own."""
 
     def bind(self, state: Any, record: Any = None) -> None:
@@ -50,14 +50,14 @@ class ParentBudget:
     def held_tokens(self) -> int:
         return self.holds.reserved_tokens
 
-    def _room(self) -> Account:
-        """The parent's room as an account: capped at what its loop has left (``side_room``), holding the
+    def _room(self) -> Ledger:
+        """The parent's room as a ledger: capped at what its loop has left (``side_room``), holding the
         children's reservations, and charged what finished siblings spent that the loop has not taken yet."""
         money, tokens = side_room(self.state)  # the loop's measure of what its run has left (loop rule 6)
         if self.costs is None:  # fail closed: what a child spent could not be charged
-            return Account(None if money is None else 0, None if tokens is None else 0)
+            return Ledger(None if money is None else 0, None if tokens is None else 0)
         spent_micros, spent_tokens = self.costs.queued()  # siblings done in this turn, not yet in the loop's state
-        return Account(
+        return Ledger(
             None if money is None else max(0, money),
             None if tokens is None else max(0, tokens),
             spent=spent_micros,
@@ -80,7 +80,7 @@ class ParentBudget:
         """Hold ``n`` equal parts of ``share`` of what is left, at once, for children that start together:
         each gets ``left * num // (den * n)``, so together they hold at most ``share`` of it."""
         with self._lock:
-            holds = (self._room() if self.state is not None else Account()).split(share, n)
+            holds = (self._room() if self.state is not None else Ledger()).split(share, n)
             m, t = holds[0]
             self.holds.hold((m or 0) * n, (t or 0) * n)
             return holds
