@@ -1174,6 +1174,35 @@ SABOTAGES = [
         return {"allow": "allow", "always": "always"}.get(outcome.option_id, "deny")""",
         ["tests/test_acp_ts_client.py::test_a_cancelled_permission_request_refuses_the_call"],
     ),
+    Sabotage(
+        "compaction writes the loop's messages bound itself (a field a reservation is made from, written outside the loop)",
+        "src/agentloop/agent/context/compaction.py",
+        "            shrink_bound(state, self.last_saved)  # the loop lowers its running bound (prepare keeps it right)",
+        "            state.messages_bound -= self.last_saved  # SABOTAGED\n            assert shrink_bound",
+        ["tests/test_side_costs.py::test_nothing_outside_the_loop_assigns_the_loops_money_fields"],
+    ),
+    Sabotage(
+        "a child's share of its parent's budget is divided as a float",
+        "src/agentloop/budget.py",
+        "        m = None if money is None else money * num // (den * n)",
+        "        m = None if money is None else money * num / (den * n)  # SABOTAGED",
+        ["tests/test_budget.py::test_children_split_from_what_is_left_hold_whole_amounts_within_their_share"],
+    ),
+    Sabotage(
+        "a ledger takes a float amount (the whole-number check is gone)",
+        "src/agentloop/budget.py",
+        "    if type(value) is not int:\n        raise ValueError(f\"{name} must be a whole number",
+        "    if False:  # SABOTAGED\n        raise ValueError(f\"{name} must be a whole number",
+        ["tests/test_budget.py::test_every_figure_entering_a_ledger_is_a_whole_number"],
+    ),
+    Sabotage(
+        "the loop moves to a phase its transition table does not list",
+        "src/agentloop/loop.py",
+        "    nxt = TRANSITIONS.get((state.phase, event))\n",
+        "    nxt = TRANSITIONS.get((state.phase, event), Phase.CALL)  # SABOTAGED\n",
+        ["tests/test_loop_transitions.py"],
+        rebuild=True,
+    ),
 ]
 
 

@@ -25,7 +25,7 @@ from agentloop.agent.context.compaction import (
 from agentloop.agent.hooks.runner import HookRunner
 from agentloop.config.settings import SettingsSource
 from agentloop.events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, Usage
-from agentloop.loop import recount_chars, tool_message
+from agentloop.loop import recount_bound, tool_message
 from agentloop.testing import FunctionModel
 from agentloop.transcript import read_records, verify_file
 
@@ -358,9 +358,9 @@ def test_prepare_keeps_the_loops_running_character_count_exact(tmp_path: Path) -
 
     def prepare(state: Any, record: Any) -> None:
         cm.prepare(state, record)
-        kept = state.chars
-        recount_chars(state)
-        checked.append(kept == state.chars)
+        kept = state.messages_bound
+        recount_bound(state)
+        checked.append(kept == state.messages_bound)
 
     r = run(model, [big_tool(3000)], "go", Budget(max_steps=200), prices=PRICE, prepare=prepare)
     assert r.stop_reason == "no_tool_calls" and cm.compactions >= 2

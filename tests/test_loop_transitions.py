@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import pytest
 
+import agentloop.loop as loop_mod
 from _loopkit import ECHO, cfg, kinds, to_call
 from agentloop.budget import Budget, Price
 from agentloop.conversation import Continues
 from agentloop.events import ModelReply, ToolCall, ToolResult, Usage
 from agentloop.loop import (
+    TRANSITIONS,
     Append,
     CallModel,
     CountInput,
@@ -24,6 +26,7 @@ from agentloop.loop import (
     LoopConfig,
     ModelFailed,
     ModelReplied,
+    Phase,
     Reserve,
     Reserved,
     RunTools,
@@ -246,3 +249,42 @@ def test_an_interrupt_between_reserve_and_reply_settles_the_reservation_at_zero(
     assert kinds(out) == ["Settle", "stop", "Finished"]
     assert isinstance(out[0], Settle) and (out[0].reserved_micros, out[0].actual_micros) == (reserved, 0)
     assert state.stop_reason == "interrupted" and state.reserved_micros == 0
+
+
+# --- the phases as one table ---------------------------------------------------------------------
+
+
+def test_the_phase_table_names_real_phases_and_every_live_phase_can_stop() -> None:
+    for (phase, event), nxt in TRANSITIONS.items():
+        assert isinstance(phase, Phase) and isinstance(nxt, Phase) and isinstance(event, str)
+    assert {p for p in Phase if p is not Phase.DONE} <= {p for (p, e) in TRANSITIONS if e == "stop"}
+    assert {nxt for (p, e), nxt in TRANSITIONS.items() if p is Phase.DONE} == {Phase.DONE}  # nothing leaves done
+
+
+@pytest.mark.parametrize(("phase", "event"), [(Phase.NEW, "granted"), (Phase.DONE, "reserve"), (Phase.COUNT, "tools"),
+                                              (Phase.TOOLS, "granted"), (Phase.RESERVE, "count")])
+def test_a_move_the_table_does_not_list_raises_and_leaves_the_phase(phase: Phase, event: str) -> None:
+    state, _ = start(cfg(), [{"role": "user", "content": "hi"}])
+    state.phase = phase
+    with pytest.raises(ValueError, match="no such move"):
+        loop_mod._move(state, event)
+    assert state.phase is phase
+
+
+def test_every_phase_a_run_passes_through_is_a_move_in_the_table() -> None:
+    state, out = start(cfg(), [{"role": "user", "content": "hi"}])
+    seen = [Phase.NEW, state.phase]
+    replies = [ModelReply(text="", tool_calls=(ToolCall("c1", "echo", {"text": "a"}),), usage=Usage(5, 5)),
+               ModelReply(text="done", usage=Usage(5, 5))]
+    while not state.done:
+        nxt = [o for o in out if isinstance(o, (Reserve, CallModel, RunTools))][-1]
+        if isinstance(nxt, Reserve):
+            state, out = step(state, Reserved(True))
+        elif isinstance(nxt, CallModel):
+            state, out = step(state, ModelReplied(replies.pop(0)))
+        else:
+            state, out = step(state, ToolsDone(tuple(ToolResult(c.id, c.name, True, c.arguments["text"]) for c in nxt.calls)))
+        seen.append(state.phase)
+    moves = {(a, b) for a, b in zip(seen, seen[1:])}
+    assert moves <= {(p, n) for (p, _), n in TRANSITIONS.items()}
+    assert [p.value for p in seen] == ["new", "reserve", "call", "tools", "reserve", "call", "done"]

@@ -12,6 +12,7 @@ money fields.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -261,8 +262,20 @@ def test_a_cap_with_no_room_for_the_loop_check_records_the_loops_refusal_and_the
 
 # --- nothing else writes the loop's money ---------------------------------------------
 
-MONEY = {"spent_micros", "tokens", "usage", "overrun", "reserved_micros", "reserved_tokens", "side_asked", "side_waiting"}
-"""The loop ``State``'s fields that hold money and the decisions on it."""
+MONEY = {
+    "spent_micros", "tokens", "usage", "overrun", "reserved_micros", "reserved_tokens", "side_asked", "side_waiting",
+    # what the next reservation is computed from: the bounds of the messages, the tools and framing, the images,
+    # the pending bound, the steps (the step budget) and the config (the price, the caps, the tools)
+    "messages_bound", "framing_bound", "images", "bound", "steps", "config",
+}
+"""The loop ``State``'s fields that hold money, feed a reservation, or hold the decisions on them."""
+
+RESERVING = ("_next_turn", "_reserve", "_on_counted", "side_room", "_on_side_asked", "_past_caps", "_continue")
+"""The loop's functions that decide a reservation or a budget stop."""
+
+NOT_MONEY = {"error", "phase", "continuations", "request", "messages"}
+"""State fields those functions read that are no figure: a message, the phase, a count of continuations, the
+request object (rebuilt from the messages), the messages (their bound is ``messages_bound``)."""
 
 NOT_A_STATE = {
     # (file, assignment target) of objects that are not a loop State, each checked by eye when listed.
@@ -280,7 +293,7 @@ def _money_writes(root: Path = SRC) -> list[tuple[str, str, int]]:
     out = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if rel == "loop.py":
+        if rel in ("loop.py", "budget.py"):  # the two modules that decide money
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             targets: list[ast.expr] = []
@@ -298,6 +311,20 @@ def _money_writes(root: Path = SRC) -> list[tuple[str, str, int]]:
                         if not (isinstance(e.value, ast.Name) and e.value.id == "self"):
                             out.append((rel, ast.unparse(e), e.lineno))
     return [w for w in out if (w[0], w[1]) not in NOT_A_STATE]
+
+
+def test_the_guarded_fields_are_every_field_a_reservation_is_computed_from() -> None:
+    """Every ``State`` field the loop reads when it reserves or stops on a budget is guarded (a new one must
+    be added to ``MONEY``), and each guarded field is a field of ``State``."""
+    tree = ast.parse((SRC / "loop.py").read_text(encoding="utf-8"))
+    read: set[str] = set()
+    for f in tree.body:
+        if isinstance(f, ast.FunctionDef) and f.name in RESERVING:
+            read |= {n.attr for n in ast.walk(f) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "state"}
+    assert {f.name for f in tree.body if isinstance(f, ast.FunctionDef)} >= set(RESERVING)
+    assert read - NOT_MONEY <= MONEY, f"unguarded fields that feed a reservation: {sorted(read - NOT_MONEY - MONEY)}"
+    assert {"messages_bound", "framing_bound", "images", "bound"} <= read
+    assert MONEY <= {f.name for f in dataclasses.fields(State)}
 
 
 def test_nothing_outside_the_loop_assigns_the_loops_money_fields() -> None:

@@ -24,7 +24,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
@@ -35,24 +35,33 @@ from .redact import is_marker, marker_info, size_correction
 
 __all__ = [
     "Budget",
+    "Hold",
     "Ledger",
+    "SharedLedger",
     "LocalLedger",
     "Price",
     "PriceTable",
+    "Share",
+    "call_bound",
     "cost_micros",
     "count_images",
+    "dearest",
     "estimate_tokens",
     "input_rate",
     "message_bytes",
     "message_bound",
     "input_bound",
+    "output_left",
     "over_cap",
+    "overrun",
     "reservation_micros",
+    "session_budget",
     "text_bytes",
     "tokens_for_chars",
     "tools_bound",
     "usage_problem",
     "usd",
+    "whole",
 ]
 
 MICROS_PER_USD = 1_000_000
@@ -330,13 +339,7 @@ class PriceTable:
     def highest(self) -> Price:
         if not self._prices:
             raise ValueError("the price table is empty: no price can be resolved")
-        ps = self._prices.values()
-        return Price(
-            max(p.input for p in ps),
-            max(p.output for p in ps),
-            max(p.cache_read for p in ps),
-            max(p.cache_write for p in ps),
-        )
+        return dearest(list(self._prices.values()))
 
     def resolve(self, model: str) -> Price:
         """The model's price, or the table's highest when it is missing."""
@@ -353,8 +356,8 @@ class PriceTable:
         return cls({str(k): Price.from_json(v) for k, v in obj.items()})
 
 
-class Ledger(Protocol):
-    """A budget shared by many runs (a batch). Reserve before, settle after."""
+class SharedLedger(Protocol):
+    """What a run sees of a budget shared by many runs (a batch): reserve before, settle after."""
 
     def reserve(self, amount_micros: int, tokens: int) -> bool: ...
 
@@ -362,42 +365,195 @@ class Ledger(Protocol):
 
 
 def over_cap(used: int, reserved: int, amount: int, cap: int | None) -> bool:
-    """True when reserving ``amount`` on top of what is used and held would pass ``cap``."""
+    """True when reserving ``amount`` on top of what is used and held would pass ``cap``: the one
+    comparison every budget decision (a turn, a side call, a child, a fleet) is made with."""
     return cap is not None and used + reserved + amount > cap
 
 
-class LocalLedger:
-    """A ledger for one process (thread-safe): the reference that shared ledgers must match."""
+def whole(name: str, value: object) -> int:
+    """``value`` when it is an integer (never a bool or a float: money is whole micro-dollars), else
+    ``ValueError`` naming it. Every figure that enters a ``Ledger`` passes here."""
+    if type(value) is not int:
+        raise ValueError(f"{name} must be a whole number (micro-dollars or tokens), not {value!r}")
+    return value
 
-    def __init__(self, max_usd_micros: int | None, max_tokens: int | None = None):
-        import threading
 
-        self._lock = threading.Lock()
-        self.max_usd_micros = max_usd_micros
-        self.max_tokens = max_tokens
-        self.reserved = 0
-        self.spent = 0
-        self.reserved_tokens = 0
-        self.used_tokens = 0
+Share = tuple[int, int]
+"""A part of what is left, as (numerator, denominator): integers, so no micro-dollar is ever rounded up."""
+
+Hold = tuple[int | None, int | None]
+"""(micro-USD, tokens) held for a child; None where its parent is not capped."""
+
+
+class Ledger:
+    """Caps, and what is spent and held against them: the one budget mechanism, in integers only.
+
+    Every budget is one: a session (its money cap across turns), a turn (a
+    Stop hook's runs, ``StopGate``), a child's share of its parent
+    (``ParentBudget``), a process's shared ledger (``LocalLedger``) and a
+    batch's fleet (``batch.ledger.FleetLedger``). A nested one is made from
+    what its parent has left (``left``, ``split``, ``remaining``). A run's own
+    turns are reserved by the loop against its ``State`` with ``over_cap``,
+    the same comparison ``fits`` makes.
+    """
+
+    __slots__ = ("max_usd_micros", "max_tokens", "max_steps", "spent", "reserved", "used_tokens", "reserved_tokens", "steps", "refusals")
+
+    def __init__(
+        self,
+        max_usd_micros: int | None = None,
+        max_tokens: int | None = None,
+        max_steps: int | None = None,
+        *,
+        spent: int = 0,
+        used_tokens: int = 0,
+        steps: int = 0,
+        reserved: int = 0,
+        reserved_tokens: int = 0,
+    ):
+        self.max_usd_micros = None if max_usd_micros is None else whole("a money cap", max_usd_micros)
+        self.max_tokens = None if max_tokens is None else whole("a token cap", max_tokens)
+        self.max_steps = None if max_steps is None else whole("a step cap", max_steps)
+        self.spent = whole("a spend", spent)
+        self.used_tokens = whole("a token count", used_tokens)
+        self.steps = whole("a step count", steps)
+        self.reserved = whole("a reservation", reserved)
+        self.reserved_tokens = whole("a token reservation", reserved_tokens)
         self.refusals = 0
 
-    def reserve(self, amount_micros: int, tokens: int) -> bool:
-        with self._lock:
-            return self._reserve(amount_micros, tokens)
+    @classmethod
+    def of(cls, budget: Budget, spent: int = 0, used_tokens: int = 0, steps: int = 0) -> Ledger:
+        """The ledger of ``budget``'s caps with what was already used against them."""
+        return cls(budget.max_usd_micros, budget.max_tokens, budget.max_steps, spent=spent, used_tokens=used_tokens, steps=steps)
 
-    def _reserve(self, amount_micros: int, tokens: int) -> bool:
-        if over_cap(self.spent, self.reserved, amount_micros, self.max_usd_micros) or over_cap(
-            self.used_tokens, self.reserved_tokens, tokens, self.max_tokens
-        ):
+    def fits(self, amount_micros: int, tokens: int = 0) -> bool:
+        """Whether ``amount_micros`` and ``tokens`` more fit on top of what is spent and held."""
+        return not (
+            over_cap(self.spent, self.reserved, whole("a reservation", amount_micros), self.max_usd_micros)
+            or over_cap(self.used_tokens, self.reserved_tokens, whole("a token reservation", tokens), self.max_tokens)
+        )
+
+    def reserve(self, amount_micros: int, tokens: int) -> bool:
+        """Hold ``amount_micros`` and ``tokens`` when they fit (else a refusal is counted)."""
+        if not self.fits(amount_micros, tokens):
             self.refusals += 1
             return False
         self.reserved += amount_micros
         self.reserved_tokens += tokens
         return True
 
+    def hold(self, amount_micros: int, tokens: int) -> None:
+        """Hold without asking (what was already granted against a cap measured elsewhere)."""
+        self.reserved += whole("a reservation", amount_micros)
+        self.reserved_tokens += whole("a token reservation", tokens)
+
+    def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
+        """Free a reservation and charge what the call really cost."""
+        self.reserved -= whole("a reservation", reserved_micros)
+        self.spent += whole("a cost", actual_micros)
+        self.reserved_tokens -= whole("a token reservation", reserved_tokens)
+        self.used_tokens += whole("a token count", actual_tokens)
+
+    def forfeit(self, held_micros: int, held_tokens: int) -> None:
+        """A holder died: what it held is counted as spent (the call may have been billed)."""
+        self.settle(held_micros, held_micros, held_tokens, held_tokens)
+
+    def left(self) -> tuple[int | None, int | None]:
+        """(micro-USD, tokens) left after what is spent and held, never below 0; None: not capped."""
+        money = None if self.max_usd_micros is None else max(0, self.max_usd_micros - self.spent - self.reserved)
+        tokens = None if self.max_tokens is None else max(0, self.max_tokens - self.used_tokens - self.reserved_tokens)
+        return money, tokens
+
+    def used_up(self) -> bool:
+        """Whether any cap is reached: no step, token or micro-dollar left for another run."""
+        return any(
+            cap is not None and used >= cap
+            for cap, used in ((self.max_steps, self.steps), (self.max_tokens, self.used_tokens), (self.max_usd_micros, self.spent))
+        )
+
+    def remaining(self, unlimited: bool = False) -> Budget | None:
+        """The caps a nested run gets: what is left of each (None when one is used up)."""
+        if unlimited:
+            return Budget.unlimited()
+        if self.used_up():
+            return None
+        money, tokens = self.left()
+        steps = None if self.max_steps is None else self.max_steps - self.steps
+        return Budget(max_steps=steps, max_tokens=tokens, max_usd_micros=money)
+
+    def split(self, share: Share, n: int) -> list[Hold]:
+        """Hold ``n`` equal parts of ``share`` of what is left, at once, for children that start together:
+        each gets ``left * num // (den * n)``, so together they hold at most ``share`` of it."""
+        num, den = share
+        if type(num) is not int or type(den) is not int or type(n) is not int or den <= 0 or n <= 0 or not 0 <= num <= den:
+            raise ValueError(f"a child's share must be a fraction of integers between 0 and 1 over n >= 1, not {num}/{den} over {n}")
+        money, tokens = self.left()
+        m = None if money is None else money * num // (den * n)
+        t = None if tokens is None else tokens * num // (den * n)
+        self.hold((m or 0) * n, (t or 0) * n)
+        return [(m, t)] * n
+
+
+def session_budget(max_steps: int | None, max_usd_micros: int | None, spent: int) -> Budget:
+    """The next run's caps in a session: its steps per turn, and what is left of the session's money."""
+    money, _ = Ledger(max_usd_micros, spent=spent).left()
+    return Budget(max_steps=max_steps, max_usd_micros=money)
+
+
+def dearest(prices: Iterable[Price]) -> Price:
+    """The highest price, field by field, of ``prices`` (a model and its fallbacks: any may answer): what a
+    call costs at most when any model of a chain may answer it. The one place this is computed.
+
+    Raises:
+        ValueError: no prices.
+    """
+    ps = list(prices)
+    if not ps:
+        raise ValueError("no prices to take the dearest of")
+    return Price(max(p.input for p in ps), max(p.output for p in ps), max(p.cache_read for p in ps), max(p.cache_write for p in ps))
+
+
+def output_left(max_output_tokens: int, wasted: Usage, price: Price | None) -> int:
+    """The output tokens a call's reservation still covers after billed failed attempts (``wasted``).
+
+    The reservation is the input's bound at ``price``'s dearest input rate and
+    ``max_output_tokens`` at its output price; the failures' input is converted
+    to output tokens at those rates (one for one when the price is unknown). A
+    retry re-sends the same input, within the bound, so it may write what is left.
+    """
+    if price is None or not price.output:
+        return max_output_tokens - wasted.total
+    inp = wasted.input_tokens + wasted.cache_read_tokens + wasted.cache_write_tokens
+    return max_output_tokens - (wasted.output_tokens + -(-inp * input_rate(price) // price.output))
+
+
+def call_bound(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any], max_output_tokens: int, price: Price) -> tuple[int, Usage]:
+    """A model call's reservation (micro-USD) and the usage it is made for: ``input_bound`` of what is sent
+    at the dearest input rate, ``max_output_tokens`` at the output price."""
+    est = Usage(input_tokens=input_bound(messages, tools), output_tokens=max_output_tokens)
+    return reservation_micros(est.input_tokens, est.output_tokens, price), est
+
+
+def overrun(cost: int, reserved: int) -> bool:
+    """A bill past its reservation: the bound failed, and the cap can no longer be promised."""
+    return whole("a cost", cost) > whole("a reservation", reserved)
+
+
+class LocalLedger(Ledger):
+    """A shared ledger for one process (thread-safe): the reference that shared ledgers must match."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, max_usd_micros: int | None, max_tokens: int | None = None):
+        import threading
+
+        super().__init__(max_usd_micros, max_tokens)
+        self._lock = threading.Lock()
+
+    def reserve(self, amount_micros: int, tokens: int) -> bool:
+        with self._lock:
+            return super().reserve(amount_micros, tokens)
+
     def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
         with self._lock:
-            self.reserved -= reserved_micros
-            self.spent += actual_micros
-            self.reserved_tokens -= reserved_tokens
-            self.used_tokens += actual_tokens
+            super().settle(reserved_micros, actual_micros, reserved_tokens, actual_tokens)

@@ -32,6 +32,35 @@ Rules:
    ``budget_overrun`` before its next call; a token budget passed by side
    costs stops it with ``token_budget``.
 
+Phases (``Phase``; the moves are one table, ``TRANSITIONS``, and a move not
+in it raises; what each phase takes from the driver is ``_INBOUND``)::
+
+    phase    asked of the driver   takes                          next
+    new      (nothing yet)         -                              reserve, count, done
+    reserve  Reserve               Reserved                       call, done
+    count    CountInput            InputCounted                   reserve, done
+    call     CallModel             ModelReplied, ModelFailed;     tools, reserve or count
+                                   side costs (below)             (a continuation), done
+    tools    RunTools              ToolsChanged, SideCostSettled  (stays), then ToolsDone:
+                                   (a child's run), ToolsDone     reserve, count, done
+    done     Finished              nothing                        done (an interrupt that
+                                                                  came while the stop was written)
+
+Side costs (rule 6) are a sub-machine inside ``call`` (a settle alone also in
+``tools``), held in ``State.side_asked`` and ``State.side_waiting``; the turn's
+own phase does not move::
+
+    side state  takes                    the loop                           next
+    idle        SideCostAsked, no room   side_cost (refused), answer no     idle
+    idle        SideCostAsked, fits      Reserve (the shared ledger)        waiting
+    waiting     Reserved, granted        SideCostAnswer(True)               held
+    waiting     Reserved, refused        side_cost (refused), answer no     idle
+    held        SideCostSettled          Settle, side_cost                  idle
+    idle        SideCostSettled          side_cost (a child's run: no ask)  idle
+    held, waiting  halt, interrupt       Settle at 0 (freed)                idle
+
+Any other side event raises (one side cost at a time; none while waiting).
+
 Theory of operation: a driver calls ``start`` and then feeds ``step`` the
 inbound event that answers the last outbound request, until ``Finished``.
 ``State`` is mutated in place by ``step`` (for speed: messages are appended,
@@ -41,8 +70,9 @@ never copied) and belongs to one driver.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, Union, cast
 
 from .budget import (
@@ -53,10 +83,12 @@ from .budget import (
     Price,
     cost_micros,
     count_images,
+    dearest,
     estimate_micros,
     format_usd,
     input_rate,
     message_bound,
+    over_cap,
     reservation_micros,
     tools_bound,
     usage_problem,
@@ -64,7 +96,6 @@ from .budget import (
 from .canonical import canonical
 from .conversation import Continues, continued_prefix
 from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
-from .prices import dearest
 from .redact import (
     DEFAULT_MAX_VALUE_BYTES,
     Policy,
@@ -80,6 +111,8 @@ __all__ = [
     "CountInput",
     "Finished",
     "LoopConfig",
+    "Phase",
+    "TRANSITIONS",
     "ModelFailed",
     "ModelReplied",
     "InputCounted",
@@ -94,6 +127,8 @@ __all__ = [
     "ToolsChanged",
     "ToolsDone",
     "after_prepare",
+    "recount_bound",
+    "shrink_bound",
     "side_room",
     "start",
     "step",
@@ -110,6 +145,53 @@ STOP_REASONS = (
     "loop_detected",
     "interrupted",
 )
+
+
+class Phase(str, Enum):
+    """Where a run is: what the loop last asked its driver for (see ``TRANSITIONS``)."""
+
+    NEW = "new"
+    """Made by ``start``, before the first turn is asked for."""
+    RESERVE = "reserve"
+    """A turn's reservation was asked (``Reserve``): ``Reserved`` answers it."""
+    COUNT = "count"
+    """An exact input count was asked (``CountInput``): ``InputCounted`` answers it."""
+    CALL = "call"
+    """The model call was asked (``CallModel``): ``ModelReplied`` or ``ModelFailed`` answers it; side costs
+    are asked and settled here (the side-cost table in the module's docstring)."""
+    TOOLS = "tools"
+    """The turn's tool calls were asked (``RunTools``): ``ToolsDone`` answers them (after any ``ToolsChanged``
+    and a child's ``SideCostSettled``)."""
+    DONE = "done"
+    """Stopped (``Finished``): nothing more is taken."""
+
+
+TRANSITIONS: dict[tuple[Phase, str], Phase] = {
+    # (phase, what the loop does) -> the next phase; anything else is a bug and raises (``_move``)
+    (Phase.NEW, "reserve"): Phase.RESERVE,  # the first turn's bound fits: reserve it
+    (Phase.NEW, "count"): Phase.COUNT,  # the bound does not fit and the model can count
+    (Phase.NEW, "stop"): Phase.DONE,  # no step, no money for the first turn
+    (Phase.RESERVE, "granted"): Phase.CALL,  # the shared ledger granted the turn
+    (Phase.RESERVE, "stop"): Phase.DONE,  # refused: cost_budget
+    (Phase.COUNT, "reserve"): Phase.RESERVE,  # the count (with its margin) fits
+    (Phase.COUNT, "stop"): Phase.DONE,  # no count, or the count does not fit either
+    (Phase.CALL, "tools"): Phase.TOOLS,  # a reply with tool calls, within every budget
+    (Phase.CALL, "reserve"): Phase.RESERVE,  # a reply cut at max tokens, continued
+    (Phase.CALL, "count"): Phase.COUNT,  # the same, when the continuation's bound does not fit
+    (Phase.CALL, "stop"): Phase.DONE,  # a final reply, a failure, a budget, a loop, a halt
+    (Phase.TOOLS, "reserve"): Phase.RESERVE,  # the results are in: the next turn
+    (Phase.TOOLS, "count"): Phase.COUNT,
+    (Phase.TOOLS, "stop"): Phase.DONE,  # the next turn is past a budget, or an interrupt
+    (Phase.DONE, "stop"): Phase.DONE,  # an interrupt that reached the driver while it wrote the stop
+}
+"""The loop's phases as one table, in the manner of h11's: a move not listed here raises."""
+
+
+def _move(state: State, event: str) -> None:
+    nxt = TRANSITIONS.get((state.phase, event))
+    if nxt is None:
+        raise ValueError(f"the loop in phase {state.phase.value!r} cannot {event!r} (no such move in loop.TRANSITIONS)")
+    state.phase = nxt
 
 
 @dataclass(frozen=True)
@@ -352,14 +434,15 @@ class State:
     spent_micros: int = 0
     reserved_micros: int = 0
     reserved_tokens: int = 0
-    phase: str = "new"
+    phase: Phase = Phase.NEW
+    """Where the run is (``Phase``); changed only through ``TRANSITIONS``."""
     pending: tuple[ToolCall, ...] = ()
     answer: str = ""
     stop_reason: str | None = None
     error: str | None = None
-    chars: int = 0
+    messages_bound: int = 0
     """At most how many input tokens the messages can be billed as (``budget.message_bound``), kept incrementally."""
-    tool_chars: int = 0
+    framing_bound: int = 0
     """At most how many input tokens the tools and the request's framing add (``budget.tools_bound``)."""
     repeats: int = 0
     continuations: int = 0
@@ -389,7 +472,7 @@ class State:
         return self.stop_reason is not None
 
 
-def _message_chars(m: Message, image_tokens: int = IMAGE_TOKENS, legacy: bool = False) -> int:
+def _message_bound(m: Message, image_tokens: int = IMAGE_TOKENS, legacy: bool = False) -> int:
     """At most how many input tokens ``m`` can be billed as (``budget.message_bound``); for a legacy
     config, its characters as files written before the bound counted them."""
     if legacy:
@@ -423,8 +506,8 @@ def start(config: LoopConfig, messages: Sequence[Message], continues: Continues 
     policy = Policy.from_manifest(config.manifest, config.redaction_salt, config.max_value_bytes)
     state = State(config=config, messages=msgs, policy=policy)
     legacy = config.legacy_estimate
-    state.chars = sum(_message_chars(m, config.image_tokens, legacy) for m in msgs)
-    state.tool_chars = _tool_chars(config)
+    state.messages_bound = sum(_message_bound(m, config.image_tokens, legacy) for m in msgs)
+    state.framing_bound = _framing_bound(config)
     recorded = policy.messages_for_record(msgs)
     k = continued_prefix(recorded, continues)
     start_json: dict[str, Any]
@@ -437,7 +520,7 @@ def start(config: LoopConfig, messages: Sequence[Message], continues: Continues 
     return state, out
 
 
-def _tool_chars(config: LoopConfig) -> int:
+def _framing_bound(config: LoopConfig) -> int:
     """At most how many input tokens the config's tools and the request's framing add."""
     if config.legacy_estimate:
         return len(canonical([t.to_json() for t in config.tools]))
@@ -446,7 +529,7 @@ def _tool_chars(config: LoopConfig) -> int:
 
 def _stop(state: State, reason: str) -> list[Outbound]:
     state.stop_reason = reason
-    state.phase = "done"
+    _move(state, "stop")
     payload: dict[str, Any] = {
         "reason": reason,
         "steps": state.steps,
@@ -467,22 +550,22 @@ def _next_turn(state: State) -> list[Outbound]:
         return _stop(state, "step_budget")
     if state.overrun is not None:
         return overrun_stop(state)
-    if b.max_tokens is not None and state.tokens > b.max_tokens:  # side costs (a child's run) can pass it between turns
+    if over_cap(state.tokens, 0, 0, b.max_tokens):  # side costs (a child's run) can pass it between turns
         return _stop(state, "token_budget")
     if cfg.legacy_estimate:
-        in_tokens = (state.chars + state.tool_chars) // 4
+        in_tokens = (state.messages_bound + state.framing_bound) // 4
         amount = estimate_micros(in_tokens, cfg.max_output_tokens, cfg.price)
-        if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:
+        if b.max_usd_micros is not None and over_cap(state.spent_micros, 0, amount, b.max_usd_micros):
             state.error = f"the next call needs a reservation of {amount} micro-USD; {b.max_usd_micros - state.spent_micros} are left"
             return _stop(state, "cost_budget")
         return _reserve(state, in_tokens, amount)
-    in_tokens = state.chars + state.tool_chars + state.images * cfg.image_tokens
+    in_tokens = state.messages_bound + state.framing_bound + state.images * cfg.image_tokens
     price = _dearest(cfg)
     amount = reservation_micros(in_tokens, cfg.max_output_tokens, price)
-    if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:
+    if b.max_usd_micros is not None and over_cap(state.spent_micros, 0, amount, b.max_usd_micros):
         if cfg.can_count:
             state.bound = in_tokens
-            state.phase = "count"
+            _move(state, "count")
             return [CountInput(_request(state))]
         state.error = _refusal(cfg, in_tokens, amount, b.max_usd_micros - state.spent_micros, price)
         return _stop(state, "cost_budget")
@@ -494,7 +577,7 @@ def _reserve(state: State, in_tokens: int, amount: int) -> list[Outbound]:
     state.bound = in_tokens
     state.reserved_micros = amount
     state.reserved_tokens = tokens
-    state.phase = "reserve"
+    _move(state, "reserve")
     return [Reserve(amount, tokens)]
 
 
@@ -536,7 +619,7 @@ def _on_counted(state: State, event: InputCounted) -> list[Outbound]:
     amount = reservation_micros(tokens, cfg.max_output_tokens, price)
     payload.update({"counted": event.tokens, "reserved_tokens": tokens, "needed_micros": amount, "left_micros": left})
     out = [Append("token_count", payload)]
-    if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:
+    if over_cap(state.spent_micros, 0, amount, b.max_usd_micros):
         state.error = _refusal(cfg, tokens, amount, left, price, counted=event.tokens)
         return out + _stop(state, "cost_budget")
     return out + _reserve(state, tokens, amount)
@@ -564,28 +647,44 @@ def step(state: State, event: Inbound) -> tuple[State, list[Outbound]]:
         ValueError: the event does not answer what the loop asked for (a
             driver bug, not the model's mistake).
     """
-    phase = state.phase
-    if isinstance(event, Reserved) and phase == "reserve":
-        return state, _on_reserved(state, event)
-    if isinstance(event, (ModelReplied, ModelFailed)) and phase == "call":
-        if isinstance(event, ModelFailed):
-            return state, _on_failed(state, event)
-        return state, _on_reply(state, event.reply)
-    if isinstance(event, ToolsDone) and phase == "tools":
-        return state, _on_tools(state, event)
-    if isinstance(event, ToolsChanged) and phase == "tools":
-        state.tools_changed = event
-        return state, []
-    if isinstance(event, InputCounted) and phase == "count":
-        return state, _on_counted(state, event)
-    # side costs (rule 6): asked only before a call (phase "call"), so a side reservation's answer never meets phase "reserve"
-    if isinstance(event, Reserved) and state.side_waiting:
-        return state, _on_side_reserved(state, event)
-    if isinstance(event, SideCostAsked) and phase == "call" and state.side_asked is None and not state.side_waiting:
-        return state, _on_side_asked(state, event)
-    if isinstance(event, SideCostSettled) and (phase == "call" or phase == "tools") and not state.side_waiting:
-        return state, _on_side_settled(state, event)
-    raise ValueError(f"the loop is in phase {phase!r} and cannot take {type(event).__name__}")
+    handler = _INBOUND.get((state.phase, type(event)))
+    if handler is None:
+        raise _cannot_take(state, event)
+    return state, handler(state, event)
+
+
+def _cannot_take(state: State, event: object) -> ValueError:
+    return ValueError(f"the loop is in phase {state.phase.value!r} and cannot take {type(event).__name__}")
+
+
+def _on_model_replied(state: State, event: ModelReplied) -> list[Outbound]:
+    return _on_reply(state, event.reply)
+
+
+def _on_tools_changed(state: State, event: ToolsChanged) -> list[Outbound]:
+    state.tools_changed = event  # taken in after the turn's results
+    return []
+
+
+def _on_side_answer(state: State, event: Reserved) -> list[Outbound]:
+    """The shared ledger's answer to a side cost's reservation (the only ``Reserved`` phase ``call`` takes)."""
+    if not state.side_waiting:
+        raise _cannot_take(state, event)
+    return _on_side_reserved(state, event)
+
+
+def _on_side_ask(state: State, event: SideCostAsked) -> list[Outbound]:
+    if state.side_asked is not None or state.side_waiting:  # one side cost at a time
+        raise _cannot_take(state, event)
+    return _on_side_asked(state, event)
+
+
+def _on_side_bill(state: State, event: SideCostSettled) -> list[Outbound]:
+    if state.side_waiting:
+        raise _cannot_take(state, event)
+    return _on_side_settled(state, event)
+
+
 
 
 def side_room(state: State) -> tuple[int | None, int | None]:
@@ -679,7 +778,7 @@ def _on_reserved(state: State, event: Reserved) -> list[Outbound]:
         state.error = f"the shared ledger refused a reservation of {state.reserved_micros} micro-USD"
         state.reserved_micros = state.reserved_tokens = 0
         return _stop(state, "cost_budget")
-    state.phase = "call"
+    _move(state, "granted")
     return [CallModel(_request(state))]
 
 
@@ -710,7 +809,7 @@ def _price_of(cfg: LoopConfig, answered: str | None) -> Price:
 
 def _dearest(cfg: LoopConfig) -> Price:
     """The highest price, field by field, of the model and its fallbacks (any of them may have answered)."""
-    if not cfg.fallback_prices:
+    if not cfg.fallback_prices:  # the model alone: its own price (the common case, once a turn)
         return cfg.price
     return dearest([cfg.price, *cfg.fallback_prices.values()])
 
@@ -754,9 +853,9 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     if reply.reasoning:  # sent back as received: the vendor checks the blocks' signatures
         msg["reasoning"] = [dict(b) for b in reply.reasoning]
     legacy = cfg.legacy_estimate
-    msg_bound = _message_chars(msg, cfg.image_tokens, legacy)
+    msg_bound = _message_bound(msg, cfg.image_tokens, legacy)
     if reply.usage is None and legacy:
-        usage = Usage(input_tokens=(state.chars + state.tool_chars) // 4, output_tokens=(msg_bound - 4) // 4)
+        usage = Usage(input_tokens=(state.messages_bound + state.framing_bound) // 4, output_tokens=(msg_bound - 4) // 4)
     elif reply.usage is None:  # no figures: the reservation's bound for input, the reply's bytes (at most max_tokens) for output
         usage = Usage(input_tokens=state.bound, output_tokens=min(cfg.max_output_tokens, msg_bound))
     else:
@@ -789,7 +888,7 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     ]
     state.reserved_micros = state.reserved_tokens = 0
     state.messages.append(msg)
-    state.chars += msg_bound
+    state.messages_bound += msg_bound
 
     b = cfg.budget
     if cost > reserved and not legacy and (b.max_usd_micros is not None or cfg.shared_cap):
@@ -807,10 +906,9 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
             return out + _continue(state)
         return out + _stop(state, "no_tool_calls")
     state.continuations = 0
-    if b.max_tokens is not None and state.tokens > b.max_tokens:
-        return out + _stop(state, "token_budget")
-    if b.max_usd_micros is not None and state.spent_micros > b.max_usd_micros:
-        return out + _stop(state, "cost_budget")
+    past = _past_caps(state)
+    if past is not None:
+        return out + _stop(state, past)
     if cfg.loop_threshold:
         fp = _calls_print(calls_json)
         state.repeats = state.repeats + 1 if fp == state.last_calls_print else 1
@@ -819,17 +917,26 @@ def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
             out.append(Append("loop_detected", {"step": state.steps, "method": "heuristic", "fingerprint": fp, "repeats": state.repeats}))
             return out + _stop(state, "loop_detected")
     state.pending = reply.tool_calls
-    state.phase = "tools"
+    _move(state, "tools")
     return out + [RunTools(reply.tool_calls)]
+
+
+def _past_caps(state: State) -> str | None:
+    """The stop a settled turn's spend calls for: ``token_budget`` or ``cost_budget`` (a cap already
+    passed), or None."""
+    b = state.config.budget
+    if over_cap(state.tokens, 0, 0, b.max_tokens):
+        return "token_budget"
+    if over_cap(state.spent_micros, 0, 0, b.max_usd_micros):
+        return "cost_budget"
+    return None
 
 
 def _continue(state: State) -> list[Outbound]:
     """The reply was cut at max tokens: the next turn continues it (the adapters send it as a prefill)."""
-    b = state.config.budget
-    if b.max_tokens is not None and state.tokens > b.max_tokens:
-        return _stop(state, "token_budget")
-    if b.max_usd_micros is not None and state.spent_micros > b.max_usd_micros:
-        return _stop(state, "cost_budget")
+    past = _past_caps(state)
+    if past is not None:
+        return _stop(state, past)
     state.continuations += 1
     return [Append("continuation", {"step": state.steps, "count": state.continuations})] + _next_turn(state)
 
@@ -858,7 +965,7 @@ def _on_tools(state: State, event: ToolsDone) -> list[Outbound]:
         out.append(Append("tool_result", policy.result_for_record({"step": state.steps, **r.to_json()}, secrets)))
         msg = tool_message(r)
         state.messages.append(msg)
-        state.chars += _message_chars(msg, state.config.image_tokens, state.config.legacy_estimate)
+        state.messages_bound += _message_bound(msg, state.config.image_tokens, state.config.legacy_estimate)
         if r.ok:
             state.images += count_images(r.content)
     state.pending = ()
@@ -873,17 +980,26 @@ def _take_tools(state: State, event: ToolsChanged) -> Append:
     """The next requests carry the new tools, reserved at their size and redacted by their manifest."""
     cfg = replace(state.config, tools=tuple(event.tools), manifest=tuple(event.manifest))
     state.config = cfg
-    state.tool_chars = _tool_chars(cfg)
+    state.framing_bound = _framing_bound(cfg)
     state.policy = Policy.from_manifest(cfg.manifest, cfg.redaction_salt, cfg.max_value_bytes)
     state.request = None  # built again with the new tools
     tools = list(cfg.manifest) if cfg.manifest else [t.to_json() for t in cfg.tools]
     return Append("tools_changed", {"step": state.steps, "tools": tools})
 
 
-def recount_chars(state: State) -> None:
-    """Recompute ``state.chars`` after a driver changed ``state.messages`` (compaction, masking)."""
+def shrink_bound(state: State, saved: int) -> None:
+    """A driver's ``prepare`` took ``saved`` UTF-8 bytes out of ``state.messages`` in place (masking old
+    tool output): the messages' bound falls by as much (the bound counts bytes). O(1), unlike
+    ``recount_bound``; the one way a driver lowers the figure the next reservation is made from."""
+    if type(saved) is not int or saved < 0:
+        raise ValueError(f"a driver can only take a whole, non-negative number of bytes out of the messages, not {saved!r}")
+    state.messages_bound -= saved
+
+
+def recount_bound(state: State) -> None:
+    """Recompute ``state.messages_bound`` after a driver changed ``state.messages`` (compaction, masking)."""
     cfg = state.config
-    state.chars = sum(_message_chars(m, cfg.image_tokens, cfg.legacy_estimate) for m in state.messages)
+    state.messages_bound = sum(_message_bound(m, cfg.image_tokens, cfg.legacy_estimate) for m in state.messages)
 
 
 def after_prepare(state: State, reason: str | None) -> list[Outbound] | None:
@@ -928,3 +1044,18 @@ def _release_side(state: State) -> list[Outbound]:
     state.side_asked = None
     state.side_waiting = False
     return [Settle(asked[1], 0, asked[2], 0)] if asked is not None else []
+
+
+_INBOUND: dict[tuple[Phase, type], Callable[[State, Any], list[Outbound]]] = {
+    # (phase, inbound event) -> its handler: what each phase takes; anything else raises (``step``)
+    (Phase.RESERVE, Reserved): _on_reserved,
+    (Phase.COUNT, InputCounted): _on_counted,
+    (Phase.CALL, ModelReplied): _on_model_replied,
+    (Phase.CALL, ModelFailed): _on_failed,
+    (Phase.CALL, Reserved): _on_side_answer,
+    (Phase.CALL, SideCostAsked): _on_side_ask,
+    (Phase.CALL, SideCostSettled): _on_side_bill,
+    (Phase.TOOLS, ToolsDone): _on_tools,
+    (Phase.TOOLS, ToolsChanged): _on_tools_changed,
+    (Phase.TOOLS, SideCostSettled): _on_side_bill,
+}

@@ -11,7 +11,7 @@ and read here, in ``describe``, and nowhere else. A model that declares none
 is described by its ``name`` alone (or its type's name) with the defaults.
 
 The fallback chain is walked once, here (``ModelDescription.chain``); the
-dearest price over a chain is ``prices.dearest``.
+dearest price over a chain is ``budget.dearest``.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ Names resolve as vendors spell them: ``claude-haiku-4-5-20251001`` finds
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
-from .budget import Price, PriceTable
+from .budget import Price, PriceTable, dearest  # dearest: re-exported, computed in budget.py
 
 __all__ = [
     "BUILTIN_MAX_OUTPUT",
@@ -165,14 +165,3 @@ def documented_max_output(model: str) -> int | None:
     return None if k is None else BUILTIN_MAX_OUTPUT[k]
 
 
-def dearest(prices: Iterable[Price]) -> Price:
-    """The highest of ``prices``, field by field: what a call costs at most when any model of a
-    chain (a model and its fallbacks) may answer it. The one place this is computed.
-
-    Raises:
-        ValueError: no prices.
-    """
-    ps = list(prices)
-    if not ps:
-        raise ValueError("no prices to take the dearest of")
-    return Price(max(p.input for p in ps), max(p.output for p in ps), max(p.cache_read for p in ps), max(p.cache_write for p in ps))

@@ -764,10 +764,10 @@ class _RunReplay:
             else:
                 _charge_side_call(costs, r.payload)
                 if r.kind in ("context", "compaction"):  # masking and compaction: what the model was shown
-                    from .loop import recount_chars
+                    from .loop import recount_bound
 
                     if reapply(state.messages, r.kind, r.payload):
-                        recount_chars(state)
+                        recount_bound(state)
             i += 1
         nxt = seg[i] if i < len(seg) else None
         if nxt is not None and nxt.kind == "overrun" and "error" in nxt.payload:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .budget import Budget, Ledger, Price, PriceTable
+from .budget import Budget, Price, PriceTable, SharedLedger
 from .conversation import Continues
 from .events import (
     Message,
@@ -44,6 +44,7 @@ from .loop import (
     ModelFailed,
     ModelReplied,
     Outbound,
+    Phase,
     Reserve,
     Reserved,
     RunTools,
@@ -83,7 +84,7 @@ Prepare = Callable[[State, Record], "str | None | Awaitable[str | None]"]
 is also how a cost beside the model turn enters the loop).
 
 It may rewrite ``state.messages`` in place (mask old tool output, compact);
-then it keeps ``state.chars`` (the messages' input bound) right (adjusting it, or ``loop.recount_chars``,
+then it keeps ``state.messages_bound`` right through the loop (``loop.shrink_bound``, or ``loop.recount_bound``,
 which is O(messages): too slow to run every turn of a long session), and
 the driver sends the new list. Records it
 makes go through the run's sink, counted. Returning a stop reason (e.g.
@@ -267,7 +268,7 @@ class _Drive:
     (synchronously or awaiting) and hands the inbound back to ``feed``.
     """
 
-    def __init__(self, sink: Sink, ledger: Ledger | None, observer: Observer | None, registry: Registry | None = None):
+    def __init__(self, sink: Sink, ledger: SharedLedger | None, observer: Observer | None, registry: Registry | None = None):
         self.registry = registry if registry is not None else Registry()
         """The tools the default executors run: replaced when ``tools_changed`` reports new ones."""
         self.sink = sink
@@ -339,7 +340,7 @@ class _Drive:
 
     def interrupted(self) -> None:
         self.costs.deferring = False
-        if self.state.phase in ("call", "tools") and not self.state.side_waiting:
+        if self.state.phase in (Phase.CALL, Phase.TOOLS) and not self.state.side_waiting:
             self.costs.drain()  # what children spent before the interrupt is still the run's
         for out in interrupt(self.state):
             self.simple(self.state, out)
@@ -436,7 +437,7 @@ def _setup(
     budget: Budget,
     config: LoopConfig | None,
     transcript: Sink | None,
-    ledger: Ledger | None,
+    ledger: SharedLedger | None,
     observer: Observer | None,
     continues: Continues | None,
     make: Callable[[object, Registry, Budget], LoopConfig],
@@ -469,7 +470,7 @@ def run(
     loop_threshold: int | None = None,
     run_id: str | None = None,
     meta: Mapping[str, Any] | None = None,
-    ledger: Ledger | None = None,
+    ledger: SharedLedger | None = None,
     observer: Observer | None = None,
     executor: Executor | None = None,
     config: LoopConfig | None = None,
@@ -693,7 +694,7 @@ async def arun(
     loop_threshold: int | None = None,
     run_id: str | None = None,
     meta: Mapping[str, Any] | None = None,
-    ledger: Ledger | None = None,
+    ledger: SharedLedger | None = None,
     observer: Observer | None = None,
     executor: AsyncExecutor | None = None,
     config: LoopConfig | None = None,

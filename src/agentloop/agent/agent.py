@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..budget import Budget, PriceTable
+from ..budget import Budget, PriceTable, session_budget
 from ..config.settings import ConfigError, SettingsSource, agentloop_home, merged, user_home
 from ..conversation import close_dangling_calls
 from ..events import (
@@ -1172,10 +1172,7 @@ class Agent:
 
     def budget(self) -> Budget:
         """The next run's caps: the steps per turn, and what is left of the session's money."""
-        left = None
-        if self.max_usd_micros is not None:
-            left = max(0, self.max_usd_micros - self.stats.spent_micros)
-        return Budget(max_steps=self.max_steps, max_usd_micros=left)
+        return session_budget(self.max_steps, self.max_usd_micros, self.stats.spent_micros)
 
     @property
     def stats(self) -> Any:

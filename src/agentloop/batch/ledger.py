@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from ..budget import over_cap
+from ..budget import Ledger, overrun
 
 __all__ = ["FleetLedger", "Journal", "JournalError", "JournalState", "LedgerBackend", "TaskLedger", "read_journal"]
 
@@ -197,8 +197,21 @@ class Journal:
             self.fd = -1
 
 
+def _figure(name: str) -> Any:
+    """A figure of the fleet's ``Ledger``, read and written through the ledger (its journal replays set them)."""
+    return property(lambda self: getattr(self.figures, name), lambda self, v: setattr(self.figures, name, v))
+
+
 class FleetLedger:
-    """The accounting itself: plain, single-threaded, picklable."""
+    """The accounting itself: plain, single-threaded, picklable. Its arithmetic is a ``budget.Ledger``'s."""
+
+    max_usd_micros: int | None = _figure("max_usd_micros")
+    max_tokens: int | None = _figure("max_tokens")
+    spent: int = _figure("spent")
+    used_tokens: int = _figure("used_tokens")
+    reserved: int = _figure("reserved")
+    reserved_tokens: int = _figure("reserved_tokens")
+    refusals: int = _figure("refusals")
 
     def __init__(
         self,
@@ -210,15 +223,10 @@ class FleetLedger:
         check: bool = True,
         journal: str | None = None,
     ):
-        self.max_usd_micros = max_usd_micros
-        self.max_tokens = max_tokens
-        self.spent = spent_micros
-        """Settled spend, including earlier runs of a resumed batch and forfeits."""
-        self.used_tokens = used_tokens
-        self.reserved = 0
-        self.reserved_tokens = 0
+        self.figures = Ledger(max_usd_micros, max_tokens, spent=spent_micros, used_tokens=used_tokens)
+        """The figures (``budget.Ledger``, the one budget type): settled spend, including earlier runs of a
+        resumed batch and forfeits, what is held, and the refusals."""
         self.reservations = 0
-        self.refusals = 0
         self.forfeited_micros = 0
         self.overrun_micros = 0
         self.check = check
@@ -246,15 +254,11 @@ class FleetLedger:
         """Grant or refuse. ``where`` (a pid, a node) marks ``key`` as running, as ``begin`` does."""
         if where is not None:
             self._running[key] = where
-        if self.check:
-            if over_cap(self.spent, self.reserved, amount_micros, self.max_usd_micros) or over_cap(
-                self.used_tokens, self.reserved_tokens, tokens, self.max_tokens
-            ):
-                self.refusals += 1
-                return False
+        if self.check and not self.figures.fits(amount_micros, tokens):
+            self.figures.refusals += 1
+            return False
         self._log({"op": "reserve", "key": key, "micros": amount_micros, "tokens": tokens})  # before the grant is heard
-        self.reserved += amount_micros
-        self.reserved_tokens += tokens
+        self.figures.hold(amount_micros, tokens)
         self.reservations += 1
         held = self._open.setdefault(key, [0, 0])
         held[0] += amount_micros
@@ -273,11 +277,8 @@ class FleetLedger:
         held[1] -= reserved_tokens
         if held == [0, 0]:
             del self._open[key]
-        self.reserved -= reserved_micros
-        self.reserved_tokens -= reserved_tokens
-        self.spent += actual_micros
-        self.used_tokens += actual_tokens
-        if actual_micros > reserved_micros:
+        self.figures.settle(reserved_micros, actual_micros, reserved_tokens, actual_tokens)
+        if overrun(actual_micros, reserved_micros):
             self.overrun_micros += actual_micros - reserved_micros
 
     def forfeit(self, key: str) -> int:
@@ -287,10 +288,7 @@ class FleetLedger:
         if held is None:
             return 0
         self._log({"op": "forfeit", "key": key})
-        self.reserved -= held[0]
-        self.reserved_tokens -= held[1]
-        self.spent += held[0]
-        self.used_tokens += held[1]
+        self.figures.forfeit(held[0], held[1])
         self.forfeited_micros += held[0]
         return held[0]
 
@@ -344,7 +342,7 @@ class LedgerBackend(Protocol):
 
 @dataclass
 class TaskLedger:
-    """The ``Ledger`` one run sees: the fleet ledger, under this attempt's key.
+    """The ``SharedLedger`` one run sees: the fleet ledger, under this attempt's key.
 
     A refused reservation is also written to the run's transcript (a
     ``ledger_refusal`` record before the loop's ``stop``), with the amount asked.

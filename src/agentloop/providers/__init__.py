@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..budget import PriceTable
-from .budgeting import count_guard
 from .errors import ProviderConfigError, ProviderError, scrub
 
 if TYPE_CHECKING:  # the HTTP adapters load httpx: imported when first used (the scripted provider needs none)
@@ -40,7 +39,6 @@ __all__ = [
     "ProviderConfigError",
     "ProviderError",
     "RetryPolicy",
-    "count_guard",
     "default_fallback",
     "open_model",
     "open_spec",

@@ -47,10 +47,9 @@ from typing import Any
 import httpx
 import orjson
 
-from ..budget import IMAGE_TOKENS, MAX_REPORTED_TOKENS, Price, input_rate
+from ..budget import IMAGE_TOKENS, MAX_REPORTED_TOKENS, Price, dearest, output_left
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from ..model_description import ModelDescription
-from ..prices import dearest
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
 
@@ -608,21 +607,9 @@ class HTTPModel:
         return None if None in ps else dearest(p for p in ps if p is not None)
 
     def _next_max_tokens(self, request: ModelRequest, wasted: Usage, primary: HTTPModel | None = None) -> int:
-        """``max_tokens`` for the next attempt: what the reservation has left after billed failures.
-
-        The loop reserved the input's bound at the chain's dearest input rate and
-        ``max_output_tokens`` at its output price. Billed failed attempts spent
-        some of it: their output tokens, and their input converted to output
-        tokens at those rates (one for one when a price is unknown; input is
-        never dearer than output in any table we know). A retry re-sends the
-        same input, which is within the bound, so it may write what is left.
-        """
-        top = (primary or self)._chain_price()
-        if top is None or not top.output:
-            return request.max_output_tokens - wasted.total
-        inp = wasted.input_tokens + wasted.cache_read_tokens + wasted.cache_write_tokens
-        equiv = wasted.output_tokens + -(-inp * input_rate(top) // top.output)
-        return request.max_output_tokens - equiv
+        """``max_tokens`` for the next attempt: what the reservation has left after billed failures
+        (``budget.output_left``, at the chain's dearest price)."""
+        return output_left(request.max_output_tokens, wasted, (primary or self)._chain_price())
 
     def _reply(self, turn: Turn, wasted: Usage, raw: list[bytes]) -> ModelReply:
         finish = turn.finish_reason

@@ -48,7 +48,7 @@ from ...conversation import (
     reapply,
 )
 from ...events import Message, ModelRequest
-from ...loop import recount_chars
+from ...loop import recount_bound, shrink_bound
 from ..hooks.runner import HookRunner
 from .side_calls import Account, LoopAccount, SideCall, side_call
 
@@ -459,7 +459,7 @@ class Compactor:
         full = estimate_tokens(messages, extra) >= self.mask_at * self.window  # the estimate: no count call for it
         masked, evicted = self.mask(messages, old_outputs=full)
         if masked or evicted:
-            state.chars -= self.last_saved  # the loop's running count (rule: prepare keeps it right)
+            shrink_bound(state, self.last_saved)  # the loop lowers its running bound (prepare keeps it right)
             rec: dict[str, Any] = {"step": state.steps, "masked": masked, "evicted": evicted, "where": self.transcript_path}
             files = {c: self.saved[c] for c in (*masked, *evicted) if c in self.saved}
             if files:
@@ -471,7 +471,7 @@ class Compactor:
             res = self.compact(messages, record, account=LoopAccount(record), price=price, trigger="auto", extra_chars=extra)
             if res.status == "compacted":
                 tokens = res.tokens_after
-                recount_chars(state)
+                recount_bound(state)
         for level in sorted(self.warn_levels):
             if tokens >= level * self.window and level not in self.warned:
                 self.warned.add(level)

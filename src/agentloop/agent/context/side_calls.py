@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ...budget import Price, cost_micros, input_bound, reservation_micros, text_bytes
+from ...budget import Price, call_bound, cost_micros, overrun, text_bytes
 from ...events import ModelReply, ModelRequest, Usage
 from ...run import SideCosts
 
@@ -90,8 +90,7 @@ class SideCall:
 
 def side_call(model: Any, request: ModelRequest, *, price: Price, account: Account, purpose: str) -> SideCall:
     """Make one budgeted model call for the runtime's own purposes."""
-    est = Usage(input_tokens=input_bound(request.messages, request.tools), output_tokens=request.max_output_tokens)
-    amount = reservation_micros(est.input_tokens, est.output_tokens, price)
+    amount, est = call_bound(request.messages, request.tools, request.max_output_tokens, price)
     why = account.ask(purpose, amount, est.total)
     if why is not None:
         return SideCall(purpose, skipped=why, charged_as=account.charged_as)
@@ -112,7 +111,7 @@ def side_call(model: Any, request: ModelRequest, *, price: Price, account: Accou
     else:
         usage = Usage(input_tokens=est.input_tokens, output_tokens=min(est.output_tokens, text_bytes(reply.text) + 16))
     cost = cost_micros(usage, price)
-    if cost > amount:
+    if overrun(cost, amount):
         over = f"overrun: billed {cost} micro-USD for a side call reserved at {amount}"
         error = over if error is None else f"{error}; {over}"
     account.settle(purpose, amount, est.total, usage, cost)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ...budget import Budget
+from ...budget import Budget, Ledger
 from ...events import Usage
 from ...run import RunResult
 from .runner import HookOutcome
@@ -70,18 +70,11 @@ class StopGate:
         return self.total
 
     def remaining(self) -> Budget | None:
-        """The caps left for another run of this turn, or None when one of them is used up."""
-        b = self.budget
-        if b.is_unlimited:
-            return b
+        """The caps left for another run of this turn, or None when one of them is used up (the turn's
+        ``budget.Ledger``: every run of the turn counted against its caps)."""
         t = self.total
-        steps, tokens, spent = (t.steps, t.tokens, t.spent_micros) if t is not None else (0, 0, 0)
-        left = Budget(
-            max_steps=None if b.max_steps is None else b.max_steps - steps,
-            max_tokens=None if b.max_tokens is None else b.max_tokens - tokens,
-            max_usd_micros=None if b.max_usd_micros is None else b.max_usd_micros - spent,
-        ) if _fits(b, steps, tokens, spent) else None
-        return left
+        turn = Ledger.of(self.budget, t.spent_micros, t.tokens, t.steps) if t is not None else Ledger.of(self.budget)
+        return turn.remaining(self.budget.is_unlimited)
 
     def why_not(self, last: RunResult) -> str | None:
         """Why a block after ``last`` cannot continue the turn (None: it can). Counts the block when it can."""
@@ -96,13 +89,6 @@ class StopGate:
             return None
         self.refusals.append(why)
         return why
-
-
-def _fits(b: Budget, steps: int, tokens: int, spent: int) -> bool:
-    return all(
-        cap is None or used < cap
-        for cap, used in ((b.max_steps, steps), (b.max_tokens, tokens), (b.max_usd_micros, spent))
-    )
 
 
 def _add(a: Usage, b: Usage) -> Usage:

@@ -5,16 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ...budget import Hold, Ledger, Share
 from ...events import Usage
 from ...loop import side_room
 from ...run import RunResult, SideCosts
 
-__all__ = ["ParentBudget", "Share"]
-
-Share = tuple[int, int]
-"""A part of what is left, as (numerator, denominator): integers, so no micro-dollar is ever rounded up."""
-
-Hold = tuple[int | None, int | None]
+__all__ = ["Hold", "ParentBudget", "Share"]
 
 
 class ParentBudget:
@@ -32,32 +28,50 @@ class ParentBudget:
     this turn spent (their costs wait in ``SideCosts`` until the turn's tools
     are done): siblings started in one turn each reserve from what the ones
     before them left, so together they never pass the parent's cap.
-    All arithmetic is on integers.
+    The arithmetic is ``budget.Ledger``'s (integers only): the parent's room
+    as a child ledger whose holds are the children's reservations.
     """
 
     def __init__(self) -> None:
         self.state: Any = None
         self.costs: SideCosts | None = None
         self._lock = threading.Lock()
-        self.held_micros = 0
-        self.held_tokens = 0
+        self.holds = Ledger()
+        """The children's live reservations (``reserved``, ``reserved_tokens``): no cap of its own."""
 
     def bind(self, state: Any, record: Any = None) -> None:
         self.state = state
         self.costs = record if isinstance(record, SideCosts) else None
 
+    @property
+    def held_micros(self) -> int:
+        return self.holds.reserved
+
+    @property
+    def held_tokens(self) -> int:
+        return self.holds.reserved_tokens
+
+    def _room(self) -> Ledger:
+        """The parent's room as a ledger: capped at what its loop has left (``side_room``), holding the
+        children's reservations, and charged what finished siblings spent that the loop has not taken yet."""
+        money, tokens = side_room(self.state)  # the loop's measure of what its run has left (loop rule 6)
+        if self.costs is None:  # fail closed: what a child spent could not be charged
+            return Ledger(None if money is None else 0, None if tokens is None else 0)
+        spent_micros, spent_tokens = self.costs.queued()  # siblings done in this turn, not yet in the loop's state
+        return Ledger(
+            None if money is None else max(0, money),
+            None if tokens is None else max(0, tokens),
+            spent=spent_micros,
+            used_tokens=spent_tokens,
+            reserved=self.holds.reserved,
+            reserved_tokens=self.holds.reserved_tokens,
+        )
+
     def left(self) -> Hold:
         """(micro-USD, tokens) the parent has left after live reservations and unsettled spends; None: not capped."""
-        st = self.state
-        if st is None:
+        if self.state is None:
             return None, None
-        money, tokens = side_room(st)  # the loop's measure of what its run has left (loop rule 6)
-        if self.costs is None:  # fail closed: what a child spent could not be charged
-            return (None if money is None else 0), (None if tokens is None else 0)
-        spent_micros, spent_tokens = self.costs.queued()  # siblings done in this turn, not yet in the loop's state
-        money = None if money is None else max(0, money - self.held_micros - spent_micros)
-        tokens = None if tokens is None else max(0, tokens - self.held_tokens - spent_tokens)
-        return money, tokens
+        return self._room().left()
 
     def reserve(self, share: Share) -> Hold:
         """Hold ``share`` of what is left for one child (floor division: never more than the share)."""
@@ -66,16 +80,11 @@ class ParentBudget:
     def reserve_many(self, share: Share, n: int) -> list[Hold]:
         """Hold ``n`` equal parts of ``share`` of what is left, at once, for children that start together:
         each gets ``left * num // (den * n)``, so together they hold at most ``share`` of it."""
-        num, den = share
-        if not (isinstance(num, int) and isinstance(den, int) and isinstance(n, int)) or den <= 0 or n <= 0 or not 0 <= num <= den:
-            raise ValueError(f"a child's share must be a fraction of integers between 0 and 1 over n >= 1, not {num}/{den} over {n}")
         with self._lock:
-            money, tokens = self.left()
-            m = None if money is None else money * num // (den * n)
-            t = None if tokens is None else tokens * num // (den * n)
-            self.held_micros += (m or 0) * n
-            self.held_tokens += (t or 0) * n
-            return [(m, t)] * n
+            holds = (self._room() if self.state is not None else Ledger()).split(share, n)
+            m, t = holds[0]
+            self.holds.hold((m or 0) * n, (t or 0) * n)
+            return holds
 
     def hold(self, micros: int, tokens: int) -> Hold | None:
         """Hold exactly ``micros`` and ``tokens`` of what is left, for a model call a tool makes while the turn's
@@ -84,12 +93,12 @@ class ParentBudget:
         with self._lock:
             if self.state is None or self.costs is None:
                 return None
-            money, left_tokens = self.left()
-            if (money is not None and micros > money) or (left_tokens is not None and tokens > left_tokens):
+            room = self._room()
+            if not room.fits(micros, tokens):
                 return None
+            money, left_tokens = room.left()
             held: Hold = (None if money is None else micros, None if left_tokens is None else tokens)
-            self.held_micros += held[0] or 0
-            self.held_tokens += held[1] or 0
+            self.holds.hold(held[0] or 0, held[1] or 0)
             return held
 
     def settle_side(self, purpose: str, reserved: Hold, usage: Usage, cost: int, overrun: str | None = None) -> None:
@@ -98,14 +107,12 @@ class ParentBudget:
         with self._lock:
             if self.costs is not None:
                 self.costs.settle(purpose, usage, cost, reserved_micros=reserved[0], reserved_tokens=reserved[1], overrun=overrun)
-            self.held_micros -= reserved[0] or 0
-            self.held_tokens -= reserved[1] or 0
+            self.holds.settle(reserved[0] or 0, 0, reserved[1] or 0, 0)
 
     def release(self, reserved: Hold) -> None:
         """Free a hold whose child never ran (refused before it started)."""
         with self._lock:
-            self.held_micros -= reserved[0] or 0
-            self.held_tokens -= reserved[1] or 0
+            self.holds.settle(reserved[0] or 0, 0, reserved[1] or 0, 0)
 
     def settle(self, reserved: Hold, result: RunResult | None) -> None:
         """Hand what the child really spent to the parent's loop (queued by the parent's driver until the
@@ -116,5 +123,4 @@ class ParentBudget:
                 over = f"a sub-agent was billed past its reservation: {result.error}" if result.stop_reason == "budget_overrun" else None
                 self.costs.settle("subagent", result.usage, result.spent_micros, reserved_micros=reserved[0],
                                   reserved_tokens=reserved[1], overrun=over)
-            self.held_micros -= reserved[0] or 0
-            self.held_tokens -= reserved[1] or 0
+            self.holds.settle(reserved[0] or 0, 0, reserved[1] or 0, 0)
