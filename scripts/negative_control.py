@@ -77,7 +77,7 @@ SABOTAGES = [
     ),
     Sabotage(
         "a PreToolUse hook's deny is ignored by the agent",
-        "src/agentloop/agent/extensions.py",
+        "src/agentloop/agent/hooks_and_context.py",
         "        if out.permission_decision == \"deny\" or out.blocked:\n",
         "        if False:  # SABOTAGED\n",
         ["tests/test_hooks_claude_code.py::test_permission_decision_deny_denies_even_in_bypass_mode",

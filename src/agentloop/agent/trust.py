@@ -315,14 +315,10 @@ def _typed(check: Callable[[Any], bool], what: str) -> Callable[[SettingsSource,
 
 
 def _usd_ok(v: Any) -> bool:
-    from ..budget import usd
+    from ..config.settings import max_usd_micros
 
-    if isinstance(v, bool):
-        return False
-    if v == "unlimited":  # no cap, on purpose (issue 17)
-        return True
     try:
-        usd(str(v))
+        max_usd_micros(v)  # "unlimited": no cap, on purpose
     except ValueError:
         return False
     return True

@@ -40,7 +40,10 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
 
 __all__ = ["serve"]
 
@@ -269,7 +272,7 @@ class AcpAgent:
 
     # -- the editor's file system (rule 4) --
 
-    def _use_client_fs(self, agent: Any) -> None:
+    def _use_client_fs(self, agent: Agent) -> None:
         if not (self.fs_read or self.fs_write):
             return
         from agentloop.tools import Tool, ToolError
@@ -293,7 +296,7 @@ class AcpAgent:
                 before = read_text(real).encode("utf-8")
             except ToolError:
                 before = None
-            agent._file_changed(real, before, text.encode("utf-8"))
+            agent.file_changed(real, before, text.encode("utf-8"))
             try:
                 call(self.conn.write_text_file(session_id=sid, path=real, content=text))
             except Exception as exc:
@@ -302,6 +305,7 @@ class AcpAgent:
         reg = agent.registry
         if self.fs_read and "Read" in reg:
             base = reg.get("Read")
+            assert base is not None  # "Read" in reg
 
             def read(**kw: Any) -> str:
                 real = ws.resolve(kw["file_path"])
@@ -316,6 +320,7 @@ class AcpAgent:
             reg.replace(Tool(name="Read", description=base.description, parameters=base.parameters, fn=read, read_only=True))
         if self.fs_write and self.fs_read and "Write" in reg and "Edit" in reg:
             wbase, ebase = reg.get("Write"), reg.get("Edit")
+            assert wbase is not None and ebase is not None  # both in reg
 
             def write(**kw: Any) -> str:
                 real = ws.resolve(kw["file_path"], for_write=True)

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UserError
 from .agent_setup import (
@@ -26,6 +26,9 @@ from .agent_setup import (
     report_config,
     split_rules,
 )
+
+if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
 
 __all__ = ["Signals", "cost_line", "flush_tracing", "main", "make_agent", "parse_price", "report_config", "run_print", "split_rules"]
 
@@ -138,7 +141,7 @@ class _Timing:
             self.inner(ev)
 
 
-def _result_json(agent: Any, result: Any, elapsed: float, timing: _Timing) -> dict[str, Any]:
+def _result_json(agent: Agent, result: Any, elapsed: float, timing: _Timing) -> dict[str, Any]:
     from . import claude_format as cf
 
     return cf.result_message(
@@ -278,7 +281,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         _close(agent, reason)
 
 
-def _answer(agent: Any, prompt: str, fmt: str, stream: _StreamJson | None) -> int:
+def _answer(agent: Agent, prompt: str, fmt: str, stream: _StreamJson | None) -> int:
     """One prompt through the agent, printed in ``fmt``; the exit code it deserves."""
     from agentloop.agent.agent import AgentError
 
@@ -357,7 +360,7 @@ def _call_summary(denial: dict[str, Any], cwd: str) -> str:
     return f"{name} {target}".rstrip()
 
 
-def _close(agent: Any, reason: str) -> None:
+def _close(agent: Agent, reason: str) -> None:
     # A second Ctrl+C while saving must not leave the lock or a torn record:
     # records are written with signals held back, and the lock goes with the fd.
     try:
