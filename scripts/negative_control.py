@@ -1114,6 +1114,13 @@ SABOTAGES = [
         "            pass  # SABOTAGED\n",
         ["tests/test_background_bash.py::test_a_later_foreground_call_reaches_a_background_server_and_the_server_survives_it"],
     ),
+    Sabotage(
+        "parallel Agent-tool calls skip the tool-call pipeline (the sub-agent runner called directly: no schema check, no redaction)",
+        "src/agentloop/agent/hooks_and_context.py",
+        "one=agent.run_tool)",
+        'one=lambda c: __import__("agentloop.tools").tools.finish(c, self.subagents.tool().fn(**c.arguments)))  # SABOTAGED',
+        ["tests/test_one_tool_path.py::test_an_agent_call_without_its_prompt_in_a_parallel_batch_gets_the_schema_error"],
+    ),
 ]
 
 

@@ -32,13 +32,8 @@ from ..conversation import close_dangling_calls
 from ..events import Message, Observer, ToolCall, ToolResult
 from ..run import RunResult
 from ..tools import Registry, Tool
-from .agent_settings import (
-    DEFAULT_MAX_USD_MICROS,
-    AgentSettings,
-    SettingsFlags,
-    merged_env,
-    read_settings,
-)
+from .agent_settings import AgentSettings, SettingsFlags, cap_text, read_settings
+from .builder import AgentParts, build_parts, open_session
 from .logs import SessionLogFilter, current_session_id, setup_logging
 from .pipeline import ToolCalls, ToolPipeline
 from .protocols import (
@@ -53,23 +48,24 @@ from .protocols import (
 )
 from .secret_guard import SecretGuard
 from .session.store import Durability, Session, SessionError, SessionStats, latest_id
+from .session_history import record_end, record_file_change, record_start
+from .session_history import rewind as rewind_session
 from .session_prompt import SessionPrompt, options_fact
 from .slash_commands import SlashCommands
 from .startup_files import read_startup_files
 from .system_prompt import STATIC_PROMPT
-from .toolbox import Toolbox, ToolSources, open_sandbox
-from .turn import now_iso, run_once
+from .toolbox import Toolbox, open_sandbox
+from .turn import run_once
 from .usage_warnings import UsageWarning, UsageWarnings
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
-    from .builder import AgentParts
     from .model_options import ModelOptions
     from .permissions.rules import PermissionPolicy
     from .tools.workspace import Workspace
 
-__all__ = ["DEFAULT_MAX_USD_MICROS", "Agent", "AgentError", "AgentHooks", "ContextManager", "NoContext", "NoHooks", "PermissionAnswer",
-           "PromptDecision", "SessionLogFilter", "UsageWarning", "current_session_id", "merged_env"]
+__all__ = ["Agent", "AgentError", "AgentHooks", "ContextManager", "NoContext", "NoHooks", "PermissionAnswer", "PromptDecision",
+           "SessionLogFilter", "UsageWarning", "current_session_id"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -138,14 +134,9 @@ def scripted_model(path: str) -> Any:
     return ScriptedModel.from_script(script, stream="words")
 
 
-
 class Agent:
-    """One terminal-agent session: ask it prompts, read its stats, close it.
-
-    Raises (from the constructor):
-        AgentError: a bad model spec, settings file, mode or budget.
-        SessionError / SessionBusy: the session cannot be opened.
-    """
+    """One terminal-agent session: ask it prompts, read its stats, close it. The constructor raises
+    ``AgentError`` (a bad model spec, settings file, mode or budget) or ``SessionError`` / ``SessionBusy``."""
 
     def __init__(
         self, *, cwd: str, model: str | Any | None = None, home: str | None = None, env: Mapping[str, str] | None = None,
@@ -163,8 +154,7 @@ class Agent:
         effort: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
-        self.mcp_in_background = mcp_in_background
-        """Start MCP servers without waiting for them (the REPL); their tools join as each comes up."""
+        self.mcp_in_background = mcp_in_background  # the REPL: MCP tools join as each server comes up
         self._init_front_end(ask_permission, cli_rules, tracing, system_prompt, append_system_prompt)
         given_env = os.environ if env is None else env
         self.home = home or agentloop_home(given_env)
@@ -175,20 +165,16 @@ class Agent:
         s = self.settings
         self.env, self.trust, self.durability, self.permission_mode = s.env, s.trust, s.durability, s.permission_mode
         self.sources, self.price_sources, self.cap_source = list(s.sources), list(s.price_sources), s.cap_source
-        self.config_warnings = list(s.warnings)
-        """Every entry skipped and every key not honoured, one line each (the CLI shows them)."""
-        self.mcp_json_approved = set(s.mcp_json_approved)
+        self.config_warnings, self.mcp_json_approved = list(s.warnings), set(s.mcp_json_approved)
         self.max_steps, self.max_usd_micros, self.add_dirs = s.max_steps, s.max_usd_micros, list(s.add_dirs)
         self.shell_timeout_s, self.shell_max_timeout_s = s.shell_timeout_s, s.shell_max_timeout_s
         self.base_url, self.api_key_env = base_url, api_key_env
-        self._option_flags = (max_output_tokens, thinking, effort)
-        """--max-output-tokens, --thinking, --effort as given: resolved again when the model changes."""
+        self._option_flags = (max_output_tokens, thinking, effort)  # resolved again when the model changes
         self._init_model(s.model, price, fallback)
         self.secrets = SecretGuard.create(self.model, self.env, api_key_env, s.sources)
         self.redactor, self.child_env, self.allowed_env = self.secrets.redactor, self.secrets.child_env, self.secrets.allowed_env
         self.sandbox_settings, self.sandbox, self.startup_notices = open_sandbox(s, sandbox, self.cwd, self.add_dirs, self.home,
                                                                                  [*self.secrets.env_warnings, home_notice])
-        """``startup_notices``: said once when the agent starts (sandbox settings not honoured, no sandbox, memory skipped)."""
         self._check_price()
         self.window = context_window(self.model_name, s.context_window)
         files = read_startup_files(self.cwd, self.home, self.env, self.add_dirs, trusted=self.trust.trusted, ask_imports=ask_imports)
@@ -201,9 +187,7 @@ class Agent:
             resume = latest_id(self.cwd, self.home)
             if resume is None:
                 self.startup_notices.append("-c: no earlier session in this directory to continue; starting a new one")
-        self._given_registry = registry
-        from .builder import build_parts
-
+        self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
         self._build_tools()
 
@@ -213,10 +197,8 @@ class Agent:
         from .tools.session_tools import SessionLink
 
         self.ask_permission = ask_permission
-        self.on_notice: Callable[[str], None] | None = None
-        """Where provider notices (retries, a fallback taking over) are shown; they are always logged."""
-        self.elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None
-        """Set by a front end that can ask the user an MCP server's question (the REPL); else they are declined."""
+        self.on_notice: Callable[[str], None] | None = None  # where notices are shown (they are always logged)
+        self.elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None  # an MCP server's question
         self.on_mcp_progress: Callable[[str, str, str], None] | None = None
         self.cli_rules, self.tracing = list(cli_rules), tracing  # --allowedTools / --disallowedTools; a telemetry Tracing
         self.prompt = SessionPrompt(system_prompt, append_system_prompt)
@@ -225,13 +207,10 @@ class Agent:
         self.calls = ToolCalls(self)
         self.permission_denials, self.session_allow = self.calls.denials, self.calls.session_allow
         self.usage = UsageWarnings()
-        self.stop_hook_active = False
-        """While ``hooks.stop`` runs: True when the turn is already going on because of a Stop hook."""
-        self.last_usage_estimated = False
-        """The last turn's tokens include the loop's estimate for replies that reported no usage (the cost line says so)."""
+        self.stop_hook_active = False  # while hooks.stop runs: the turn already goes on because of a Stop hook
+        self.last_usage_estimated = False  # the last turn's tokens include the loop's estimate (the cost line says so)
         self.session_link = SessionLink(ask=lambda: self.elicit, plan_mode=lambda: self.policy.mode == "plan",
-                                        leave_plan=self._leave_plan_mode)
-        """What TodoWrite, ExitPlanMode and AskUserQuestion reach: the form prompt, the mode, the task list (``todos``)."""
+                                        leave_plan=self._leave_plan_mode)  # what TodoWrite, ExitPlanMode, AskUserQuestion reach
 
     def _init_model(self, model: str | Any | None, price: Any, fallback: str | None) -> None:
         """The price table, the model (opened) and its fallback."""
@@ -331,31 +310,19 @@ class Agent:
     def _take(self, parts: AgentParts) -> None:
         """The parts ``agent/builder.py`` made, as this agent's own (nothing else sets them); the session started."""
         self.hooks, self.context, self.loop_threshold = parts.hooks, parts.context, parts.loop_threshold
-        self.extra_tools: list[Tool] = parts.tools
-        """Tools beside the built-in ones (the Agent tool, MCP servers' tools): they stay across sessions."""
+        self.extra_tools: list[Tool] = parts.tools  # the Agent tool, MCP servers' tools: they stay across sessions
         self.mcp_servers: McpServers | None = parts.mcp_servers
-        """The MCP servers (``agentloop.mcp.agent.McpServers``), or None when none is configured."""
         self.config_warnings += [w for w in parts.warnings if w not in self.config_warnings]
-        assert parts.session is not None  # build_parts opens it or raises
         if parts.session.repaired is not None:
             self._notice(parts.session.repaired.describe())
         self._start_session(parts.session, parts.session_source)
 
     def _build_tools(self) -> None:
         """The policy, workspace and registry (``agent/toolbox.py``); rebuilt when the session (and so its spill dir) changes."""
-        s = self.session
-        protected = [os.path.realpath(self.home), *self.sandbox_settings.hook_files]  # an edit of one asks in every mode
-        self.toolbox: Toolbox = Toolbox.build(ToolSources(
-            self.settings.sources, self.permission_mode, self.cwd, self.home, self.env, self.cli_rules, protected,
-            self.context.read_only_agent_types(), self.add_dirs, os.path.join(s.dir, s.id, "tool-results"), self.sandbox,
-            self.secrets, self.shell_timeout_s, self.shell_max_timeout_s, self.session_link, self.file_changed,
-            self._given_registry, self.slash.skills, self.slash.skill_loaded, self.slash.skill_tool_bangs,
-        ), self.extra_tools, self.mcp_servers)
+        self.toolbox: Toolbox = Toolbox.build(self)
         self.policy: PermissionPolicy = self.toolbox.policy
         self.workspace: Workspace = self.toolbox.workspace
         self.processes, self.background = self.toolbox.processes, self.toolbox.background
-
-    # -- the parts, as the front ends and tests read them --
 
     def _setting(self, key: str, default: Any) -> Any:
         return self.settings.raw(key, default)
@@ -374,17 +341,11 @@ class Agent:
         return self.session.stats
 
     def cap_text(self) -> str:
-        """The spend cap in force, for the banner, /cost and -p's stderr."""
-        from .agent_settings import cap_text
-
         return cap_text(self.max_usd_micros, self.cap_source)
 
     def cycle_mode(self) -> str:
         """The next permission mode of Shift+Tab's cycle, now in force (a managed mode stays as it is)."""
-        if self.settings.mode_managed:
-            return self.permission_mode
-        cycle, cur = self.settings.mode_cycle(), self.permission_mode
-        self.permission_mode = cycle[(cycle.index(cur) + 1) % len(cycle)] if cur in cycle else "default"
+        self.permission_mode = self.settings.next_mode(self.permission_mode)
         self.policy.set_mode(self.permission_mode)
         return self.permission_mode
 
@@ -395,12 +356,10 @@ class Agent:
         return "default"
 
     def take_price_notices(self) -> list[str]:
-        """The unknown-price lines not shown yet (each is shown once)."""
-        out, self.price_notices = self.price_notices, []
+        out, self.price_notices = self.price_notices, []  # each is shown once
         return out
 
-    def open_model(self, spec: str) -> Any:
-        """A model opened as this agent opens its own (its prices, keys, notices): the loop check's, a sub-agent's."""
+    def open_model(self, spec: str) -> Any:  # as the agent opens its own: the loop check's, a sub-agent's
         return self._open(spec)
 
     def _notice(self, text: str) -> None:
@@ -411,15 +370,12 @@ class Agent:
     # -- tools --
 
     def shown_tools(self) -> Registry:
-        """The tools the model is shown this turn (``Toolbox.shown``)."""
         return self.toolbox.shown(self.model_spec)
 
     def mcp_status(self) -> str:
-        """``/mcp``: try failed servers again, add any tools they bring, and list every server."""
         return self.toolbox.mcp_status(self.mcp_servers)
 
     def register_tools(self, tools: Sequence[Tool]) -> None:
-        """Add tools (MCP, sub-agents) now and whenever the registry is rebuilt."""
         self.toolbox.register(tools)
 
     def tools_changed(self) -> Registry | None:
@@ -427,21 +383,16 @@ class Agent:
         return self.shown_tools() if self.toolbox.sync_mcp(self.mcp_servers) else None
 
     def allow_for_session(self, call: ToolCall) -> str:
-        """"Always" at a prompt: a session rule allowing exactly what was approved (``toolbox.session_rule``)."""
         return self.calls.always(call)
 
     def file_changed(self, path: str, before: bytes | None, after: bytes) -> None:
         """A tool (or the editor, over ACP) is about to write ``path``: both contents kept, the change recorded."""
-        from .session_history import record_file_change
-
         record_file_change(self.session, self.home, path, before, after, self.calls.current)
 
     def tool_pipeline(self, registry: Registry | None = None, *, child: bool = False) -> ToolPipeline:
-        """The one tool-call pipeline over ``registry`` (default: the agent's): a sub-agent's when ``child``."""
         return self.calls.pipeline(registry, child=child)
 
     def run_tool(self, call: ToolCall) -> ToolResult:
-        """One call through the tool-call pipeline, with what the agent holds now: the only way a call runs."""
         return self.calls.run(call)
 
     # -- the session --
@@ -450,24 +401,15 @@ class Agent:
         current_session_id.set(s.id)
         self.session = s
         self.prompt.new_session()  # the git snapshot is taken again for each session
-        # the system prompt as it was (one message in older sessions; two, the first marked, now): replaced whole
-        msgs = s.messages
-        head = 1 if msgs and msgs[0].get("role") == "system" else 0
-        if head and msgs[0].get("cache_boundary") and len(msgs) > 1 and msgs[1].get("role") == "system":
-            head = 2
-        msgs[:head] = self.system_messages()
-        s.note("session_start", {
-            "session_id": s.id, "source": source, "started_at": now_iso(), "cwd": self.cwd, "model": self.model_spec,
-            "permission_mode": self.permission_mode, "model_options": self._options_fact(), "memory_files": list(self.memory_files),
-            "additional_directories": list(self.add_dirs), "agentloop_version": _version(),
-        })
+        record_start(s, source, self.system_messages(), {
+            "cwd": self.cwd, "model": self.model_spec, "permission_mode": self.permission_mode, "model_options": self._options_fact(),
+            "memory_files": list(self.memory_files), "additional_directories": list(self.add_dirs), "agentloop_version": _version()})
         log.info("session %s (%s) in %s with model %s", s.id, source, self.cwd, self.model_spec)
         extra = self.hooks.session_start(self, source)
         if extra:
             s.messages.append({"role": "user", "content": extra})
 
     def system_messages(self) -> list[Message]:
-        """The system prompt as two messages, the static part marked as the cache boundary (``agent/session_prompt.py``)."""
         return self.prompt.messages(self)
 
     def system_prompt(self) -> str:
@@ -476,9 +418,6 @@ class Agent:
 
     def dynamic_prompt(self) -> str:
         return self.prompt.dynamic(self)
-
-    def environment(self) -> str:
-        return self.prompt.environment(self)
 
     def _options_fact(self) -> dict[str, Any]:
         return options_fact(self.model_options)
@@ -489,8 +428,6 @@ class Agent:
 
     def switch_session(self, resume: str | None, reason: str) -> None:
         """Close this session (``reason`` goes to session_end) and open another, or a new one."""
-        from .builder import open_session
-
         new = open_session(self.cwd, self.home, resume, self.durability)[0] if resume else None
         self.close(reason)
         if new is None:
@@ -501,14 +438,9 @@ class Agent:
         self._build_tools()
 
     def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> dict[str, Any]:
-        """Go back to before prompt ``turn`` (``agent/session_history.py``), recorded as a ``rewind`` record."""
-        from .session_history import rewind
-
-        return rewind(self.session, self.home, self.workspace.roots, turn, files=files, conversation=conversation, force=force)
+        return rewind_session(self.session, self.home, self.workspace.roots, turn, files=files, conversation=conversation, force=force)
 
     def compact(self, instructions: str = "") -> None:
-        """``/compact``: summarise the conversation. The context manager fires PreCompact,
-        PostCompact and SessionStart with ``source: "compact"`` (as for automatic compaction)."""
         self.session.messages = self.context.compact(self, self.session.messages, instructions)
 
     def budget(self) -> Budget:
@@ -526,15 +458,8 @@ class Agent:
         return self.slash.expand(text)
 
     def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
-        """Run one user turn to its stop. See rule 2.
-
-        ``allowed_tools``: permission rules that hold for this turn only (a
-        command's ``allowed-tools``); a skill loaded during the turn adds its
-        own, which end with the turn too.
-
-        Raises:
-            AgentError: a hook blocked the prompt (nothing was run).
-        """
+        """Run one user turn to its stop (rule 2); ``allowed_tools`` hold for this turn only (a command's).
+        Raises ``AgentError`` when a hook blocked the prompt (nothing was run)."""
         self.slash.begin_turn(allowed_tools)
         try:
             return self._ask(prompt, observer=observer)
@@ -542,18 +467,9 @@ class Agent:
             self.slash.end_turn()
 
     def _ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
-        """One user turn, with the turn's grants already in force (``ask``).
-
-        A Stop hook that blocks continues the same turn (no second
-        UserPromptSubmit): its reason goes to the model as the next user
-        message and another run starts, under what is left of the turn's
-        budget, with ``stop_hook_active`` true for the next Stop call, at most
-        ``MAX_STOP_BLOCKS`` blocks in a row (``agent/hooks/stop_gate.py``). The
-        result holds the turn's totals and its last run's answer and stop.
-
-        Raises:
-            AgentError: a hook blocked the prompt (nothing was run).
-        """
+        """One user turn. A Stop hook that blocks continues it: its reason is the next user message of another
+        run, under what is left of the turn's budget (``agent/hooks/stop_gate.py``). The result holds the
+        turn's totals and its last run's answer and stop."""
         from .hooks.stop_gate import StopGate
 
         self.toolbox.sync_mcp(self.mcp_servers)  # MCP tools a server added or dropped since the last run (list_changed)
@@ -591,9 +507,7 @@ class Agent:
     # -- warnings and the end --
 
     def warnings(self) -> list[UsageWarning]:
-        """Thresholds crossed since the last call: 80% and 95% of the budget, and of the
-        context window (measured by the last call's input) unless a context
-        manager is installed, which warns from its own estimate before each call."""
+        """Thresholds crossed since the last call (``usage_warnings``); a context manager warns of the window itself."""
         window = None if self.context.warns_of_window() else (self.stats.last_input_tokens / self.window if self.window else 0.0)
         spent = self.stats.spent_micros / self.max_usd_micros if self.max_usd_micros else None
         return self.usage.crossed(window_fill=window, budget_fill=spent)
@@ -606,19 +520,11 @@ class Agent:
         try:
             self.hooks.session_end(self, reason)
         finally:
-            if s.written:
-                try:
-                    s.append("session_end", {"reason": reason, "ended_at": now_iso(), **s.stats.to_json()})
-                except Exception as exc:  # the lock must be released even then
-                    log.error("could not record session_end: %s", exc)
-            s.close()
-            log.info("session closed (%s)", reason)
-            toolbox = getattr(self, "toolbox", None)  # None: the session closed before its tools were built
-            if toolbox is not None:
-                toolbox.background.close()  # background shells end with the session (on /clear and /resume too: the sandbox stays)
-            if self.mcp_servers is not None and reason not in ("clear", "resume"):  # switch_session keeps the servers
-                self.mcp_servers.close()
-            if reason not in ("clear", "resume"):
+            record_end(s, reason)  # and the session released
+            self.background.close()  # background shells end with the session (on /clear and /resume too)
+            if reason not in ("clear", "resume"):  # switch_session keeps the servers and the sandbox
+                if self.mcp_servers is not None:
+                    self.mcp_servers.close()
                 self.sandbox.close()
 
 

@@ -105,6 +105,13 @@ class AgentSettings:
         """Shift+Tab's modes: bypassPermissions only when the session started in it, as Claude Code does."""
         return CYCLE + (("bypassPermissions",) if self.permission_mode == "bypassPermissions" else ())
 
+    def next_mode(self, mode: str) -> str:
+        """The mode after ``mode`` in Shift+Tab's cycle (a managed mode stays as it is)."""
+        if self.mode_managed:
+            return mode
+        cycle = self.mode_cycle()
+        return cycle[(cycle.index(mode) + 1) % len(cycle)] if mode in cycle else "default"
+
     def raw(self, key: str, default: Any = None) -> Any:
         """A key this module does not parse (the model's, owned by the model options), from ``sources``."""
         v = merged(list(self.sources), key)

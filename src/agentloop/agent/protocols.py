@@ -26,6 +26,7 @@ from .errors import AgentError
 if TYPE_CHECKING:
     from ..budget import PriceTable
     from ..config.settings import SettingsSource
+    from ..mcp.agent import McpServers
     from ..tools import Registry, Tool
     from .agent_settings import AgentSettings
     from .model_options import ModelOptions
@@ -34,9 +35,11 @@ if TYPE_CHECKING:
     from .sandbox.child_env import Redactor
     from .secret_guard import SecretGuard
     from .session.store import Durability, Session, SessionStats
+    from .slash_commands import SlashCommands
     from .spawn import ChildEnv
     from .tools.background import BackgroundShells
     from .tools.builtin import RunningProcesses
+    from .tools.session_tools import SessionLink
     from .trust import TrustDecision
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "PromptDecision",
     "PromptSubject",
     "ToolCallSubject",
+    "ToolboxSource",
     "TurnSubject",
 ]
 
@@ -194,6 +198,51 @@ class PartsSource(ContextSubject, Protocol):
     def extra_tools(self) -> Sequence[Tool]: ...
     @property
     def load_warnings(self) -> list[str]: ...
+
+
+class ToolboxSource(Protocol):
+    """What a session's tools are built from (``toolbox.Toolbox.build``): the settings, folders, sandbox,
+    secrets, the session (its spill folder), commands and skills, and the tools beside the built-in ones."""
+
+    @property
+    def settings(self) -> AgentSettings: ...
+    @property
+    def permission_mode(self) -> str: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def home(self) -> str: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def cli_rules(self) -> list[tuple[str, str]]: ...
+    @property
+    def sandbox_settings(self) -> SandboxSettings: ...
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def context(self) -> ContextManager: ...
+    @property
+    def add_dirs(self) -> list[str]: ...
+    @property
+    def session(self) -> Session: ...
+    @property
+    def secrets(self) -> SecretGuard: ...
+    @property
+    def shell_timeout_s(self) -> float: ...
+    @property
+    def shell_max_timeout_s(self) -> float | None: ...
+    @property
+    def session_link(self) -> SessionLink: ...
+    @property
+    def given_registry(self) -> Registry | None: ...
+    @property
+    def slash(self) -> SlashCommands: ...
+    @property
+    def extra_tools(self) -> list[Tool]: ...
+    @property
+    def mcp_servers(self) -> McpServers | None: ...
+    def file_changed(self, path: str, before: bytes | None, after: bytes) -> None: ...
 
 
 class PromptSubject(Protocol):

@@ -1,4 +1,4 @@
-"""What a session records about itself beside its runs: the files the tools change, and going back (``/rewind``).
+"""What a session records about itself beside its runs: its start, the files the tools change, and going back (``/rewind``).
 
 ``record_file_change`` keeps both contents of a file a built-in tool is about
 to write, in the checkpoint store, and records the change (``checkpoints``
@@ -9,13 +9,40 @@ resume and replay rebuild from (conversation rule 1).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..events import Message
 from .protocols import AgentError
 from .session.store import Session
+from .turn import now_iso
 
-__all__ = ["record_file_change", "rewind"]
+log = logging.getLogger("agentloop.agent")
+
+__all__ = ["record_end", "record_file_change", "record_start", "rewind"]
+
+
+def record_start(s: Session, source: str, system: list[Message], facts: dict[str, Any]) -> None:
+    """A session starts (``startup``, ``resume``, ``clear``): its system prompt replaced whole (one message in
+    older sessions; two, the first marked as the cache boundary, now), and its ``session_start`` record."""
+    msgs = s.messages
+    head = 1 if msgs and msgs[0].get("role") == "system" else 0
+    if head and msgs[0].get("cache_boundary") and len(msgs) > 1 and msgs[1].get("role") == "system":
+        head = 2
+    msgs[:head] = system
+    s.note("session_start", {"session_id": s.id, "source": source, "started_at": now_iso(), **facts})
+
+
+def record_end(s: Session, reason: str) -> None:
+    """The session ends: its ``session_end`` record (when it ran a turn), and the session released."""
+    if s.written:
+        try:
+            s.append("session_end", {"reason": reason, "ended_at": now_iso(), **s.stats.to_json()})
+        except Exception as exc:  # the lock must be released even then
+            log.error("could not record session_end: %s", exc)
+    s.close()
+    log.info("session closed (%s)", reason)
 
 
 def record_file_change(s: Session, home: str, path: str, before: bytes | None, after: bytes, call_id: str | None) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import ToolCall, ToolResult
-from .protocols import AgentError
+from .errors import AgentError
 
 if TYPE_CHECKING:
     from .permissions.rules import PermissionPolicy

@@ -13,57 +13,26 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ..config.settings import ConfigError, SettingsSource, user_home
+from ..config.settings import ConfigError, user_home
 from ..events import ToolCall
 from ..tools import Registry, Tool
-from .protocols import AgentError
+from .protocols import AgentError, ToolboxSource
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
     from .agent_settings import AgentSettings
     from .permissions.rules import PermissionPolicy
     from .sandbox.bubblewrap import Sandbox, SandboxSettings
-    from .secret_guard import SecretGuard
     from .tools.background import BackgroundShells
     from .tools.builtin import RunningProcesses
-    from .tools.session_tools import SessionLink
     from .tools.workspace import Workspace
 
 log = logging.getLogger("agentloop.agent")
 
-__all__ = ["ToolSources", "Toolbox", "open_sandbox", "session_rule"]
-
-
-@dataclass(frozen=True)
-class ToolSources:
-    """What a toolbox is built from (the agent's, as it is when the session starts)."""
-
-    sources: Sequence[SettingsSource]
-    permission_mode: str
-    cwd: str
-    home: str
-    env: Mapping[str, str]
-    cli_rules: Sequence[tuple[str, str]]
-    protected: Sequence[str]
-    """Paths every edit asks about: agentloop's home, and the scripts trusted hooks run."""
-    read_only_agent_types: frozenset[str]
-    add_dirs: list[str]
-    """The agent's list: the settings' ``additionalDirectories`` join it."""
-    spill: str
-    sandbox: Sandbox
-    secrets: SecretGuard
-    shell_timeout_s: float
-    shell_max_timeout_s: float | None
-    session_link: SessionLink
-    on_write: Callable[[str, bytes | None, bytes], None]
-    given: Registry | None
-    skills: Mapping[str, Any]
-    on_skill: Callable[[Any], None]
-    skill_bangs: Callable[[Any, str], str]
+__all__ = ["Toolbox", "open_sandbox", "session_rule"]
 
 
 class Toolbox:
@@ -78,8 +47,8 @@ class Toolbox:
         """The agent's tools beside the built-in ones (shared with it: they stay across sessions)."""
 
     @classmethod
-    def build(cls, src: ToolSources, extra_tools: list[Tool], mcp_servers: McpServers | None) -> Toolbox:
-        """The policy, workspace and registry of a session.
+    def build(cls, src: ToolboxSource) -> Toolbox:
+        """The policy, workspace and registry of ``src``'s session.
 
         Raises:
             AgentError: a permission rule or mode is malformed (one line).
@@ -88,35 +57,37 @@ class Toolbox:
         from .tools.builtin import RunningProcesses
         from .tools.workspace import Workspace
 
-        policy = _policy(src, mcp_servers)
+        spill = os.path.join(src.session.dir, src.session.id, "tool-results")
+        policy = _policy(src)
         for d in policy.additional_directories:
             if d not in src.add_dirs:
                 src.add_dirs.append(d)
-        if mcp_servers is not None:
-            mcp_servers.manager.output.spill_dir = src.spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
-        workspace = Workspace(src.cwd, src.add_dirs, on_write=src.on_write)
+        if src.mcp_servers is not None:
+            src.mcp_servers.manager.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
+        workspace = Workspace(src.cwd, src.add_dirs, on_write=src.file_changed)
         src.sandbox.roots = [os.path.realpath(d) for d in (src.cwd, *src.add_dirs)]
-        processes, background = RunningProcesses(), BackgroundShells(src.spill)
-        box = cls(policy, workspace, processes, background, src.given if src.given is not None else Registry(), extra_tools)
-        if src.given is None:
-            box.registry = box._builtin(src)
-        for t in extra_tools:
+        processes, background = RunningProcesses(), BackgroundShells(spill)
+        given = src.given_registry
+        box = cls(policy, workspace, processes, background, given if given is not None else Registry(), src.extra_tools)
+        if given is None:
+            box.registry = box._builtin(src, spill)
+        for t in src.extra_tools:
             if t.name not in box.registry:
                 box.registry.register(t)
         return box
 
-    def _builtin(self, src: ToolSources) -> Registry:
+    def _builtin(self, src: ToolboxSource, spill: str) -> Registry:
         from .commands import skill_tool
         from .tools.builtin import builtin_registry
 
         reg = builtin_registry(
-            self.workspace, spill_dir=src.spill, shell_timeout_s=int(src.shell_timeout_s),
+            self.workspace, spill_dir=spill, shell_timeout_s=int(src.shell_timeout_s),
             processes=self.processes, visible=self.policy.visible(),
             sandbox=src.sandbox, env=src.secrets.child_env, redact=src.secrets.redactor.text, shell_max_timeout_s=src.shell_max_timeout_s,
             session=src.session_link, patch_guard=self.patch_guard, background=self.background,
         )
-        if src.skills:
-            reg.register(skill_tool(dict(src.skills), on_load=src.on_skill, preprocess=src.skill_bangs))
+        if src.slash.skills:
+            reg.register(skill_tool(src.slash.skills, on_load=src.slash.skill_loaded, preprocess=src.slash.skill_tool_bangs))
         return reg
 
     def shown(self, model_spec: str) -> Registry:
@@ -178,22 +149,24 @@ class Toolbox:
         return text
 
 
-def _policy(src: ToolSources, mcp_servers: McpServers | None) -> PermissionPolicy:
+def _policy(src: ToolboxSource) -> PermissionPolicy:
     from .permissions.rules import ModeError, PermissionPolicy
     from .tools.session_tools import SESSION_TOOLS
 
     try:
-        policy = PermissionPolicy.from_settings(list(src.sources), mode=src.permission_mode, cwd=src.cwd, user_home=user_home(src.env))
+        policy = PermissionPolicy.from_settings(list(src.settings.sources), mode=src.permission_mode, cwd=src.cwd,
+                                                user_home=user_home(src.env))
         for behavior, text in src.cli_rules:
             policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
     except (ConfigError, ModeError) as exc:
         raise AgentError(str(exc)) from None
     except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
         raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
-    policy.protected_roots = list(src.protected)  # sessions, keys, user settings; the scripts trusted hooks run
-    policy.read_only_agent_types = src.read_only_agent_types  # plan mode may launch these: their tools change nothing
-    if mcp_servers is not None:
-        policy.mcp_servers = mcp_servers.manager.server_of  # rules name a server exactly: mcp__a__* never covers server a__b
+    # sessions, keys, user settings; the scripts trusted hooks run: an edit of one asks in every mode
+    policy.protected_roots = [os.path.realpath(src.home), *src.sandbox_settings.hook_files]
+    policy.read_only_agent_types = src.context.read_only_agent_types()  # plan mode may launch these: their tools change nothing
+    if src.mcp_servers is not None:
+        policy.mcp_servers = src.mcp_servers.manager.server_of  # rules name a server exactly: mcp__a__* never covers server a__b
         from ..mcp.agent import RESOURCE_TOOLS
 
         policy.read_only_tools = policy.read_only_tools | frozenset(RESOURCE_TOOLS)  # as in Claude Code: no permission
