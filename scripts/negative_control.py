@@ -247,7 +247,7 @@ SABOTAGES = [
     ),
     Sabotage(
         "an untrusted folder keeps more than its deny rules",
-        "src/agentloop/agent/trust.py",
+        "src/agentloop/agent/settings_sanitizer.py",
         '    """What an untrusted folder\'s file keeps: its deny rules and the keys that only take power away."""',
         '    """SABOTAGED"""\n    return source',
         ["tests/test_trust.py"],
@@ -388,9 +388,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "'always' stores a pattern (a * in the approved line becomes a wildcard)",
-        "src/agentloop/agent/agent.py",
-        'text = self.policy.add_exact("allow", "Bash", cmd, source="session").text',
-        'text = self.policy.add_rule("allow", f"Bash({cmd})", source="session").text  # SABOTAGED',
+        "src/agentloop/agent/toolbox.py",
+        'return policy.add_exact("allow", "Bash", cmd, source="session").text',
+        'return policy.add_rule("allow", f"Bash({cmd})", source="session").text  # SABOTAGED',
         ["tests/test_agent.py"],
     ),
     Sabotage(
@@ -460,7 +460,7 @@ SABOTAGES = [
     Sabotage(
         "the REPL waits for its MCP servers before showing the prompt",
         "src/agentloop/agent/builder.py",
-        'servers.background = bool(getattr(agent, "mcp_in_background", False))',
+        'servers.background = agent.mcp_in_background',
         "servers.background = False  # SABOTAGED",
         ["tests/test_repl_mcp_background.py"],
     ),
@@ -955,9 +955,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "Write and Edit change a trusted hook's script without asking",
-        "src/agentloop/agent/agent.py",
-        "        self.policy.protected_roots += list(getattr(getattr(self, \"sandbox_settings\", None), \"hook_files\", ()))",
-        "        pass  # SABOTAGED",
+        "src/agentloop/agent/toolbox.py",
+        "    policy.protected_roots = [os.path.realpath(src.home), *src.sandbox_settings.hook_files]",
+        "    policy.protected_roots = [os.path.realpath(src.home)]  # SABOTAGED",
         ["tests/test_sandbox_reads.py::test_write_and_edit_ask_before_changing_a_trusted_hooks_script"],
     ),
     Sabotage(
@@ -1051,9 +1051,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "managed permissions.disableBypassPermissionsMode is not enforced (bypass still applies)",
-        "src/agentloop/agent/agent.py",
-        "            if off:\n                raise AgentError(",
-        "            if off and False:  # SABOTAGED\n                raise AgentError(",
+        "src/agentloop/agent/agent_settings.py",
+        "        if off:\n            raise AgentError(",
+        "        if off and False:  # SABOTAGED\n            raise AgentError(",
         ["tests/test_claude_settings_files.py::test_disable_bypass_permissions_mode_refuses_bypass"],
     ),
     Sabotage(
@@ -1082,8 +1082,8 @@ SABOTAGES = [
     Sabotage(
         "background shells outlive the session (Agent.close does not kill them)",
         "src/agentloop/agent/agent.py",
-        "                bg.close()  # background shells end with the session (on /clear and /resume too: the sandbox stays)",
-        "                pass  # SABOTAGED",
+        "            self.background.close()  # background shells end with the session (on /clear and /resume too)",
+        "            pass  # SABOTAGED",
         ["tests/test_background_bash.py::test_background_shells_end_with_the_session_on_clear_too"],
     ),
     Sabotage(
