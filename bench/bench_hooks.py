@@ -31,8 +31,8 @@ from typing import Any
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from agentloop import Budget, MemoryTranscript, Registry, run, tool  # noqa: E402
-from agentloop.agent.extensions import ClaudeHooks  # noqa: E402
 from agentloop.agent.hooks.runner import HookRunner  # noqa: E402
+from agentloop.agent.hooks_and_context import ClaudeHooks  # noqa: E402
 from agentloop.config.settings import SettingsSource  # noqa: E402
 from agentloop.events import ModelReply, ModelRequest, ToolCall, ToolResult, Usage  # noqa: E402
 from agentloop.testing import FunctionModel  # noqa: E402

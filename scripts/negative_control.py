@@ -77,7 +77,7 @@ SABOTAGES = [
     ),
     Sabotage(
         "a PreToolUse hook's deny is ignored by the agent",
-        "src/agentloop/agent/extensions.py",
+        "src/agentloop/agent/hooks_and_context.py",
         "        if out.permission_decision == \"deny\" or out.blocked:\n",
         "        if False:  # SABOTAGED\n",
         ["tests/test_hooks_claude_code.py::test_permission_decision_deny_denies_even_in_bypass_mode",
@@ -94,8 +94,8 @@ SABOTAGES = [
     Sabotage(
         "the cost reservation is skipped",
         "src/agentloop/loop.py",
-        "if b.max_usd_micros is not None and state.spent_micros + amount > b.max_usd_micros:",
-        "if False:  # SABOTAGED",
+        "    if b.max_usd_micros is not None and over_cap(state.spent_micros, 0, amount, b.max_usd_micros):\n        if cfg.can_count:",
+        "    if False:  # SABOTAGED\n        if cfg.can_count:",
         ["tests/test_loop.py"],
     ),
     Sabotage(
@@ -247,16 +247,16 @@ SABOTAGES = [
     ),
     Sabotage(
         "an untrusted folder keeps more than its deny rules",
-        "src/agentloop/agent/trust.py",
+        "src/agentloop/agent/settings_sanitizer.py",
         '    """What an untrusted folder\'s file keeps: its deny rules and the keys that only take power away."""',
         '    """SABOTAGED"""\n    return source',
         ["tests/test_trust.py"],
     ),
     Sabotage(
         "a project's prices are used",
-        "src/agentloop/agent/agent.py",
-        "return prices_from_settings(self.price_sources)",
-        "return prices_from_settings(self.sources)  # SABOTAGED",
+        "src/agentloop/agent/model_choice.py",
+        "self.prices = _prices(price_sources)",
+        "self.prices = _prices(sources)  # SABOTAGED",
         ["tests/test_trust.py"],
     ),
     Sabotage(
@@ -388,9 +388,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "'always' stores a pattern (a * in the approved line becomes a wildcard)",
-        "src/agentloop/agent/agent.py",
-        'text = self.policy.add_exact("allow", "Bash", cmd, source="session").text',
-        'text = self.policy.add_rule("allow", f"Bash({cmd})", source="session").text  # SABOTAGED',
+        "src/agentloop/agent/toolbox.py",
+        'return policy.add_exact("allow", "Bash", cmd, source="session").text',
+        'return policy.add_rule("allow", f"Bash({cmd})", source="session").text  # SABOTAGED',
         ["tests/test_agent.py"],
     ),
     Sabotage(
@@ -460,7 +460,7 @@ SABOTAGES = [
     Sabotage(
         "the REPL waits for its MCP servers before showing the prompt",
         "src/agentloop/agent/builder.py",
-        'servers.background = bool(getattr(agent, "mcp_in_background", False))',
+        'servers.background = agent.mcp_in_background',
         "servers.background = False  # SABOTAGED",
         ["tests/test_repl_mcp_background.py"],
     ),
@@ -955,9 +955,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "Write and Edit change a trusted hook's script without asking",
-        "src/agentloop/agent/agent.py",
-        "        self.policy.protected_roots += list(getattr(getattr(self, \"sandbox_settings\", None), \"hook_files\", ()))",
-        "        pass  # SABOTAGED",
+        "src/agentloop/agent/toolbox.py",
+        "    policy.protected_roots = [os.path.realpath(src.home), *src.sandbox_settings.hook_files]",
+        "    policy.protected_roots = [os.path.realpath(src.home)]  # SABOTAGED",
         ["tests/test_sandbox_reads.py::test_write_and_edit_ask_before_changing_a_trusted_hooks_script"],
     ),
     Sabotage(
@@ -1051,9 +1051,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "managed permissions.disableBypassPermissionsMode is not enforced (bypass still applies)",
-        "src/agentloop/agent/agent.py",
-        "            if off:\n                raise AgentError(",
-        "            if off and False:  # SABOTAGED\n                raise AgentError(",
+        "src/agentloop/agent/agent_settings.py",
+        "        if off:\n            raise AgentError(",
+        "        if off and False:  # SABOTAGED\n            raise AgentError(",
         ["tests/test_claude_settings_files.py::test_disable_bypass_permissions_mode_refuses_bypass"],
     ),
     Sabotage(
@@ -1082,8 +1082,8 @@ SABOTAGES = [
     Sabotage(
         "background shells outlive the session (Agent.close does not kill them)",
         "src/agentloop/agent/agent.py",
-        "                bg.close()  # background shells end with the session (on /clear and /resume too: the sandbox stays)",
-        "                pass  # SABOTAGED",
+        "            self.background.close()  # background shells end with the session (on /clear and /resume too)",
+        "            pass  # SABOTAGED",
         ["tests/test_background_bash.py::test_background_shells_end_with_the_session_on_clear_too"],
     ),
     Sabotage(
@@ -1117,8 +1117,8 @@ SABOTAGES = [
     Sabotage(
         "a chat span's exported input carries the messages as sent (a secret argument unredacted)",
         "src/agentloop/telemetry/spans.py",
-        "        recorded = self.policy.messages_for_record(list(getattr(request, \"messages\", ()) or ()))",
-        "        recorded = [dict(m) for m in getattr(request, \"messages\", ())]  # SABOTAGED",
+        "        recorded = self.policy.messages_for_record(messages)",
+        "        recorded = [dict(m) for m in messages]  # SABOTAGED",
         ["tests/test_telemetry_genai.py::test_a_secret_argument_reaches_the_model_but_never_the_traces"],
     ),
     Sabotage(
@@ -1202,6 +1202,13 @@ SABOTAGES = [
         "    nxt = TRANSITIONS.get((state.phase, event), Phase.CALL)  # SABOTAGED\n",
         ["tests/test_loop_transitions.py"],
         rebuild=True,
+    ),
+    Sabotage(
+        "parallel Agent-tool calls skip the tool-call pipeline (the sub-agent runner called directly: no schema check, no redaction)",
+        "src/agentloop/agent/hooks_and_context.py",
+        "one=agent.run_tool)",
+        'one=lambda c: __import__("agentloop.tools").tools.finish(c, self.subagents.tool().fn(**c.arguments)))  # SABOTAGED',
+        ["tests/test_one_tool_path.py::test_an_agent_call_without_its_prompt_in_a_parallel_batch_gets_the_schema_error"],
     ),
 ]
 

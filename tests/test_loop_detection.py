@@ -192,7 +192,7 @@ def test_the_model_loop_check_is_on_by_default_with_the_providers_cheap_model(tm
     import json
 
     from agentloop.agent.agent import Agent
-    from agentloop.agent.extensions import loop_check_model
+    from agentloop.agent.hooks_and_context import loop_check_model
 
     assert loop_check_model("openai:gpt-4o", None) == "openai:gpt-4o-mini"
     assert loop_check_model("anthropic:claude-sonnet-4-5", None) == "anthropic:claude-haiku-4-5"

@@ -281,7 +281,7 @@ NOT_A_STATE = {
     # (file, assignment target) of objects that are not a loop State, each checked by eye when listed.
     # ``self.<field>`` is always allowed: an object setting its own field (a ledger, a session's stats).
     ("agent/session/store.py", "stats.spent_micros"),  # SessionStats: the session's tally, folded from records
-    ("agent/extensions.py", "self.agent.stats.spent_micros"),  # a manual /compact between runs: no loop is running
+    ("agent/hooks_and_context.py", "self.agent.stats.spent_micros"),  # a manual /compact between runs: no loop is running
     ("agent/agent.py", "s.stats.spent_micros"),
     ("providers/base.py", "err.usage"),  # a provider error's billed attempts
     ("providers/base.py", "final.usage"),

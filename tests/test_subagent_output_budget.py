@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from agentloop.agent.agent import Agent
-from agentloop.agent.extensions import child_max_output
 from agentloop.budget import usd
 from agentloop.testing.fakeprovider import FakeProvider
 from agentloop.transcript import read_records
@@ -59,7 +58,7 @@ def test_a_childs_output_budget_is_limited_by_the_share_of_the_cap_it_holds(tmp_
     assert parent == min(64_000, usd("2") // 4 * 1_000_000 // price)
     # the child holds half of what was left: its quarter of that pays for fewer tokens than the parent's
     assert 4_096 <= child < parent
-    assert child == child_max_output(a, SPEC, _reserved(a))
+    assert child == a.models.child_output(SPEC, _reserved(a))
 
 
 def test_the_variable_sets_the_childs_output_budget_as_it_sets_the_parents(tmp_path: Path) -> None:

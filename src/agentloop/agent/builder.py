@@ -1,48 +1,66 @@
 """One way to build an agent's collaborators: hooks, context manager, sub-agents, MCP servers, their tools, and the session.
 
 ``Agent.__init__`` reads its settings, opens its model and sandbox, then calls
-``build_parts(agent, resume)`` and takes what it returns as its own attributes
-(``hooks``, ``context``, ``extra_tools``, ``mcp_servers``, ``loop_threshold``,
-``session``). The session is opened last, so a part that cannot be built leaves
-no session file, and MCP servers already started are stopped when the session
-cannot be opened. Nothing sets an agent's attributes from outside
-``agent/agent.py``; every method the agent calls on these parts is declared on
-the Protocol it holds them as (``agent/protocols.py``).
+``build_parts(agent, resume)`` and takes the frozen ``AgentParts`` it returns
+as its own (``hooks``, ``context``, ``extra_tools``, ``mcp_servers``,
+``loop_threshold``, ``session``). The session is opened last, so a part that
+cannot be built leaves no session file, and MCP servers already started are
+stopped when the session cannot be opened. Nothing sets an agent's attributes
+from outside ``agent/agent.py``; every method the agent calls on these parts is
+declared on the Protocol it holds them as (``agent/protocols.py``), and what
+the parts may see of the agent is ``PartsSource``.
 
 The parts read the agent (its settings, model, sandbox, and at call time its
-session) but do not change it.
+session) but do not change it. Settings they use, from ``AgentSettings``:
+``hooks`` (all files, merged), ``loopThreshold`` (default 5; 0 turns it off),
+``loopCheckModel`` (default: the provider's cheap model; ``false`` turns it
+off), ``contextWindow`` (via ``agent.window``), ``toolResultCap``,
+``subagents`` (false turns the Agent tool off), ``subagentIsolation``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config.settings import ConfigError
-from ..tools import Tool
-from .extensions import loop_threshold, make_extensions
-from .protocols import AgentError, AgentHooks, ContextManager, NoHooks
+from ..events import ToolCall, ToolResult
+from ..tools import Registry, Tool
+from .hooks.runner import HookRunner
+from .hooks_and_context import AgentContext, ClaudeHooks
+from .protocols import AgentError, AgentHooks, ContextManager, NoHooks, PartsSource
 from .session.store import Durability, Session
+
+if TYPE_CHECKING:
+    from ..mcp.agent import McpServers
+    from .subagents.agent_types import AgentType
+    from .subagents.parent_budget import ParentBudget
+    from .subagents.runner import SubagentRunner
 
 __all__ = ["AgentParts", "build_parts", "open_session"]
 
+log = logging.getLogger("agentloop.agent")
 
-@dataclass
+
+@dataclass(frozen=True)
 class AgentParts:
     """What ``build_parts`` makes: the ``Agent`` holds each of these as is."""
 
     hooks: AgentHooks
     context: ContextManager
-    tools: list[Tool] = field(default_factory=list)
+    tools: list[Tool]
     """Tools beside the built-in ones: the ``Agent`` tool, then the MCP servers' tools."""
-    mcp_servers: Any = None
-    """An ``agentloop.mcp.agent.McpServers``, or None when no server is configured."""
-    loop_threshold: int | None = None
-    warnings: list[str] = field(default_factory=list)
+    mcp_servers: McpServers | None
+    """The MCP servers, or None when no server is configured."""
+    loop_threshold: int | None
+    warnings: tuple[str, ...]
     """Settings not honoured (the ``hooks`` section's), one line each."""
-    session: Session | None = None
+    session: Session
     """The session, opened (not yet started: the agent records ``session_start`` and runs SessionStart hooks)."""
-    session_source: str = "startup"
+    session_source: str
     """``startup`` (a new session) or ``resume``, as Claude Code's SessionStart ``source``."""
 
 
@@ -57,7 +75,7 @@ def open_session(cwd: str, home: str, resume: str | None, durability: Durability
     return Session.create(cwd, home, durability=durability), "startup"
 
 
-def build_parts(agent: Any, resume: str | None = None) -> AgentParts:
+def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
     """The hooks, context manager, ``Agent`` tool, MCP servers and session for ``agent`` (from its settings).
 
     ``resume``: the id of the session to go on with, or None for a new one.
@@ -69,11 +87,22 @@ def build_parts(agent: Any, resume: str | None = None) -> AgentParts:
     from ..mcp.agent import start_servers
 
     try:
-        ext = make_extensions(agent)  # Claude Code hooks, context management, loop check, the Agent tool
+        runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd,
+                                          permission_mode=agent.permission_mode, env=agent.child_env)
+        for w in runner.warnings:
+            log.warning("%s", w)
+        claude = ClaudeHooks(runner) if runner.handlers else None
+        ctx = AgentContext(agent, claude)  # context management and the loop check
+        tools: list[Tool] = []
+        if agent.settings.subagents:
+            ctx.subagents = _subagents(agent, runner, ctx.side_budget)
+            tools.append(ctx.subagents.tool())
+        from .hooks_and_context import CHEAP_MODELS
+        from .tools.web_tools import web_tools
+
+        tools += web_tools(agent.models, agent.redactor.text, ctx.side_budget, CHEAP_MODELS)
     except ConfigError as exc:
         raise AgentError(str(exc)) from None
-    hooks: AgentHooks = ext.hooks if ext.hooks is not None else NoHooks()
-    parts = AgentParts(hooks, ext.context, list(ext.tools), loop_threshold=loop_threshold(agent), warnings=ext.warnings)
     try:
         servers = start_servers(agent)  # MCP servers from .mcp.json and mcpServers in settings
     except ConfigError as exc:
@@ -81,16 +110,88 @@ def build_parts(agent: Any, resume: str | None = None) -> AgentParts:
     if servers is not None:
         try:
             # the REPL: nothing waits; it starts them once its prompt is drawn, and tools join as servers come up
-            servers.background = bool(getattr(agent, "mcp_in_background", False))
-            parts.tools += servers.tools()
+            servers.background = agent.mcp_in_background
+            tools += servers.tools()
         except BaseException:
             servers.close()
             raise
-        parts.mcp_servers = servers
     try:
-        parts.session, parts.session_source = open_session(agent.cwd, agent.home, resume, agent.durability)
+        session, source = open_session(agent.cwd, agent.home, resume, agent.durability)
     except BaseException:
         if servers is not None:
             servers.close()
         raise
-    return parts
+    hooks: AgentHooks = claude if claude is not None else NoHooks()
+    return AgentParts(hooks, ctx, tools, servers, agent.settings.loop_threshold, tuple(runner.warnings), session, source)
+
+
+def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget) -> SubagentRunner:
+    """The ``Agent`` tool's runner: children on the agent's model, tools, sandbox and pipeline."""
+    from .subagents.agent_types import load_agent_types
+    from .subagents.runner import SubagentRunner
+    from .tools.builtin import builtin_registry
+    from .tools.workspace import Workspace
+
+    def make_tools(cwd: str) -> Registry:
+        spill = os.path.join(agent.session.dir, agent.session.id, "tool-results")
+        reg = builtin_registry(
+            Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
+            processes=agent.processes, visible=agent.policy.visible(),
+            sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
+            shell_max_timeout_s=agent.shell_max_timeout_s,
+            background=agent.background,  # the session's: a child's shells end with the session
+        )
+        # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
+        # the child's calls to them pass the same permission rules (_child_executor)
+        # and WebFetch/WebSearch: their model calls hold from the parent's loop (side_budget), past the child's own share
+        for t in agent.extra_tools:
+            if (t.name.startswith("mcp__") or t.name in ("WebFetch", "WebSearch")) and t.name not in reg:
+                reg.register(t)
+        return reg
+
+    return SubagentRunner(
+        parent=side_budget,
+        model=agent.model,
+        make_tools=make_tools,
+        cwd=agent.cwd,
+        transcript_dir=os.path.join(agent.home, "subagents"),
+        prices=agent.prices,
+        model_name=agent.model_name,
+        model_spec=agent.model_spec,
+        max_output_for=agent.models.child_output,
+        open_model=agent.open_model,
+        tracing=agent.tracing,
+        default_isolation=agent.settings.subagent_isolation,
+        hooks=runner if runner.handlers else None,
+        make_executor=_child_executor(agent),
+        types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
+                                                    agent.load_warnings, trusted=agent.trust.trusted)),
+    )
+
+
+def _child_executor(agent: PartsSource) -> Callable[[Registry], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
+    """A child's tools go through the parent's tool-call pipeline (``agent/pipeline.py``): the same
+    hooks and permission rules, and no one to ask."""
+
+    def make(registry: Registry) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
+        def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:
+            one = agent.tool_pipeline(registry, child=True)
+            return [one(c) for c in batch]
+
+        return calls
+
+    return make
+
+
+def _with_aliases(agent: PartsSource, types: dict[str, AgentType]) -> dict[str, AgentType]:
+    """Agent files' ``model: opus`` (Claude Code's aliases) as the model ids they name."""
+    import dataclasses
+
+    from .trust import resolve_model
+
+    out = {}
+    for name, t in types.items():
+        if t.model:
+            t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
+        out[name] = t
+    return out

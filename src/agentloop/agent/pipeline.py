@@ -19,21 +19,26 @@ The parent builds one for each call from what it holds now (its registry is
 rebuilt when the session changes, and a front end sets its asker later); a
 sub-agent's executor builds one over the child's registry with ``child=True``
 (refusals say so; no one is asked).
+
+``run_batch`` runs a turn's calls, each through the pipeline: side by side
+when every call may (``run.run_parallel``), else one at a time; the parallel
+Agent-tool calls (``subagents.runner.parallel_executor``) go through the same
+pipeline, one call each. No other path runs a tool.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..events import ToolCall, ToolResult
+from ..events import Observer, ToolCall, ToolFinished, ToolResult, ToolStarted
 from ..tools import Registry, Tool
-from .protocols import AgentHooks, AskPermission
+from .protocols import AgentHooks, AskPermission, HookSubject, ToolCallSubject
 
-__all__ = ["ToolPipeline"]
+__all__ = ["ToolCalls", "ToolPipeline", "run_batch"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -41,16 +46,19 @@ log = logging.getLogger("agentloop.agent")
 current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentloop_tool_call_id", default=None)
 """The id of the call whose tool runs in this context now (a sub-agent's streamed turns name their ``Agent`` call)."""
 
+if TYPE_CHECKING:
+    from .permissions.rules import PermissionPolicy
+    from .sandbox.bubblewrap import Sandbox
+
 
 @dataclass(frozen=True)
 class ToolPipeline:
     registry: Registry
     hooks: AgentHooks
-    owner: Any
+    owner: HookSubject
     """The agent the hooks are told about (they record into its session)."""
-    policy: Any
-    """A ``permissions.PermissionPolicy``."""
-    sandbox: Any
+    policy: PermissionPolicy
+    sandbox: Sandbox
     """A ``sandbox.Sandbox``: ``needs_prompt(command)`` names why a command needs a person, or None."""
     redact: Callable[[ToolResult], ToolResult]
     note_secrets: Callable[[Tool, ToolCall], None]
@@ -138,7 +146,102 @@ class ToolPipeline:
         return ToolResult(call.id, call.name, False, error=error)
 
 
-def unsandboxed_prompt(sandbox: Any, arguments: dict[str, Any], d: Any) -> str | None:
+class ToolCalls:
+    """The agent's tool calls: each through a ``ToolPipeline`` built from what the agent holds now.
+
+    It keeps what the calls leave behind: the calls the permission system
+    refused (Claude Code's ``permission_denials``), the rules the user allowed
+    for the rest of the session ("always"), and the call running now (a file
+    change names it).
+    """
+
+    def __init__(self, owner: ToolCallSubject):
+        self.owner = owner
+        self.denials: list[dict[str, Any]] = []
+        self.session_allow: set[str] = set()
+        self.current: str | None = None
+
+    def pipeline(self, registry: Registry | None = None, *, child: bool = False) -> ToolPipeline:
+        """The pipeline over ``registry`` (default: the agent's): a sub-agent's when ``child`` (no one is asked)."""
+        a = self.owner
+        reg, sec = registry or a.registry, a.secrets
+        if child:
+            return ToolPipeline(reg, a.hooks, a, a.policy, a.sandbox, sec.redact_result, sec.note_secret_args, child=True)
+        return ToolPipeline(reg, a.hooks, a, a.policy, a.sandbox, sec.redact_result, sec.note_secret_args,
+                            ask=a.ask_permission, on_always=self.always, on_denied=self._denied, on_invoke=self._invoking)
+
+    def run(self, call: ToolCall) -> ToolResult:
+        return self.pipeline()(call)
+
+    def execute(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
+        """A turn's calls (``run_batch``): side by side when each is read-only, allowed, and no tool hook sees it."""
+        a = self.owner
+
+        def alongside(call: ToolCall) -> bool:
+            t = a.registry.get(call.name)
+            if t is None or not t.read_only or not isinstance(call.arguments, dict) or a.hooks.sees_tool_calls():
+                return False
+            return getattr(a.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
+
+        return run_batch(calls, self.run, emit, alongside=alongside, count=a.stats.count_tool, on_interrupt=a.processes.kill_all)
+
+    def always(self, call: ToolCall) -> str:
+        """"Always" at a prompt: a session rule allowing exactly what was approved (``toolbox.session_rule``)."""
+        from .toolbox import session_rule
+
+        text = session_rule(self.owner.policy, call)
+        if text:
+            self.session_allow.add(text)
+        return text
+
+    def _denied(self, call: ToolCall) -> None:
+        self.denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.arguments})
+
+    def _invoking(self, call_id: str | None) -> None:
+        self.current = call_id
+
+
+def run_batch(calls: Sequence[ToolCall], one: Callable[[ToolCall], ToolResult], emit: Observer, *,
+              alongside: Callable[[ToolCall], bool], count: Callable[[str, bool], None],
+              on_interrupt: Callable[[], object]) -> list[ToolResult]:
+    """A turn's calls, each through ``one`` (the pipeline), their results in call order.
+
+    Side by side (at most 10, ``run.run_parallel``) when there are several and
+    ``alongside`` says each may (read-only, allowed, no tool hook sees it); else
+    one at a time. ``count`` is told each call's tool and whether it succeeded.
+    Ctrl+C in a call ends what the calls started (``on_interrupt``), counts the
+    call as failed, and goes on up (the run records ``interrupted``; the call
+    gets no tool_result).
+    """
+    if len(calls) > 1 and all(alongside(c) for c in calls):
+        from ..run import run_parallel
+
+        try:
+            results = run_parallel(calls, one, emit=emit)
+        except KeyboardInterrupt:
+            for c in calls:
+                count(c.name, False)
+            raise
+        for r in results:
+            count(r.name, r.ok)
+        return results
+    out = []
+    for c in calls:
+        emit(ToolStarted(c))
+        try:
+            r = one(c)
+        except KeyboardInterrupt:
+            on_interrupt()
+            count(c.name, False)
+            emit(ToolFinished(ToolResult(c.id, c.name, False, error="interrupted by the user")))
+            raise
+        count(r.name, r.ok)
+        emit(ToolFinished(r))
+        out.append(r)
+    return out
+
+
+def unsandboxed_prompt(sandbox: Sandbox, arguments: dict[str, Any], d: Any) -> str | None:
     """Why a Bash call asking to run outside the sandbox (``dangerouslyDisableSandbox``) needs a person.
 
     Only an allow rule the user wrote (settings or ``--allowedTools``) approves

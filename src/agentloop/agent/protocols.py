@@ -4,30 +4,63 @@ Every method the agent calls on a collaborator is declared here, so a
 collaborator is checked against a Protocol instead of probed with ``getattr``.
 ``agent.builder`` makes the real ones (``extensions.ClaudeHooks``,
 ``extensions.AgentContext``); ``NoHooks`` and ``NoContext`` stand in when
-nothing is configured. The ``agent`` argument is the ``Agent`` (typed ``Any``
-here so this module does not import ``core``).
+nothing is configured.
+
+The other way round, what each part may see of the agent is a Protocol too:
+``HookSubject`` (hooks), ``ContextSubject`` (the context manager, sub-agents),
+``PartsSource`` (what ``agent/builder.py`` builds the parts from) and
+``PromptSubject`` (the system prompt). The ``Agent`` satisfies all of them;
+nothing is typed ``Any`` for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..events import Message, ToolCall, ToolResult
 from ..run import RunResult
+from .errors import AgentError
+
+if TYPE_CHECKING:
+    from ..budget import PriceTable
+    from ..config.settings import SettingsSource
+    from ..mcp.agent import McpServers
+    from ..tools import Registry, Tool
+    from .agent_settings import AgentSettings
+    from .model_choice import ModelChoice
+    from .model_options import ModelOptions
+    from .permissions.rules import PermissionPolicy
+    from .sandbox.bubblewrap import Sandbox, SandboxSettings
+    from .sandbox.child_env import Redactor
+    from .secret_guard import SecretGuard
+    from .session.store import Durability, Session, SessionStats
+    from .slash_commands import SlashCommands
+    from .spawn import ChildEnv
+    from .tools.background import BackgroundShells
+    from .tools.builtin import RunningProcesses
+    from .tools.session_tools import SessionLink
+    from .trust import TrustDecision
 
 __all__ = [
     "AgentError",
     "AgentHooks",
     "AskPermission",
     "ContextManager",
+    "ContextSubject",
     "Execute",
+    "HookSubject",
     "NoContext",
     "NoHooks",
+    "PartsSource",
     "PermissionAnswer",
     "Prepare",
     "PromptDecision",
+    "PromptSubject",
+    "ToolCallSubject",
+    "ToolboxSource",
+    "TurnSubject",
 ]
 
 PermissionAnswer = Literal["allow", "always", "deny"]
@@ -36,10 +69,6 @@ Execute = Callable[[Sequence[ToolCall]], list[ToolResult]]
 """A turn's calls in, one result per call (in call order) out: the run's ``executor``."""
 Prepare = Callable[[Any, Any], "str | None"]
 """The run's ``prepare`` seam: ``(state, record) -> stop reason or None``."""
-
-
-class AgentError(Exception):
-    """The agent cannot start or continue: one line for the user (a bad model, config or session)."""
 
 
 @dataclass(frozen=True)
@@ -53,30 +82,225 @@ class PromptDecision:
     """Extra text for the model, added after the prompt."""
 
 
+class HookSubject(Protocol):
+    """What hooks see of the agent: its session and folder, its mode, and where to tell and ask the user."""
+
+    @property
+    def session(self) -> Session: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def permission_mode(self) -> str: ...
+    @property
+    def model_spec(self) -> str: ...
+    @property
+    def stop_hook_active(self) -> bool: ...
+    @property
+    def on_notice(self) -> Callable[[str], None] | None: ...
+    @property
+    def ask_permission(self) -> AskPermission | None: ...
+    def record(self, kind: str, payload: Any) -> None: ...
+
+
+class ToolCallSubject(HookSubject, Protocol):
+    """What the agent's tool calls run with (``pipeline.ToolCalls``): its hooks, tools, rules, sandbox and secrets."""
+
+    @property
+    def hooks(self) -> AgentHooks: ...
+    @property
+    def registry(self) -> Registry: ...
+    @property
+    def policy(self) -> PermissionPolicy: ...
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def secrets(self) -> SecretGuard: ...
+    @property
+    def stats(self) -> SessionStats: ...
+    @property
+    def processes(self) -> RunningProcesses: ...
+
+
+class ContextSubject(HookSubject, Protocol):
+    """What the context manager and the sub-agents see: the model and its prices, the window, the
+    spend cap, the permission rules, and the one way a tool call runs (``run_tool``)."""
+
+    @property
+    def window(self) -> int: ...
+    @property
+    def model(self) -> Any: ...
+    @property
+    def model_name(self) -> str: ...
+    @property
+    def prices(self) -> PriceTable: ...
+    @property
+    def max_usd_micros(self) -> int | None: ...
+    @property
+    def stats(self) -> SessionStats: ...
+    @property
+    def policy(self) -> PermissionPolicy: ...
+    @property
+    def settings(self) -> AgentSettings: ...
+    def run_tool(self, call: ToolCall) -> ToolResult: ...
+    def tool_pipeline(self, registry: Registry | None = None, *, child: bool = False) -> Callable[[ToolCall], ToolResult]: ...
+    def open_model(self, spec: str) -> Any: ...
+
+
+class TurnSubject(ContextSubject, Protocol):
+    """What one run of a turn is given (``agent/turn.py``): the model, tools, context manager and tracing."""
+
+    @property
+    def context(self) -> ContextManager: ...
+    @property
+    def tracing(self) -> Any: ...
+    @property
+    def loop_threshold(self) -> int | None: ...
+    @property
+    def model_options(self) -> ModelOptions: ...
+    def shown_tools(self) -> Registry: ...
+    def tools_changed(self) -> Registry | None: ...
+
+
+class PartsSource(ContextSubject, Protocol):
+    """What ``agent/builder.py`` builds the parts from: the agent's settings, folders, environment,
+    tools and sandbox (read when a part is made, and by the sub-agents' tools when a child starts)."""
+
+    @property
+    def home(self) -> str: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def sources(self) -> list[SettingsSource]: ...
+    @property
+    def trust(self) -> TrustDecision: ...
+    @property
+    def durability(self) -> Durability: ...
+    @property
+    def mcp_in_background(self) -> bool: ...
+    @property
+    def tracing(self) -> Any: ...
+    @property
+    def child_env(self) -> ChildEnv: ...
+    @property
+    def add_dirs(self) -> list[str]: ...
+    @property
+    def shell_timeout_s(self) -> float: ...
+    @property
+    def shell_max_timeout_s(self) -> float | None: ...
+    @property
+    def processes(self) -> RunningProcesses: ...
+    @property
+    def background(self) -> BackgroundShells: ...
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def redactor(self) -> Redactor: ...
+    @property
+    def extra_tools(self) -> Sequence[Tool]: ...
+    @property
+    def load_warnings(self) -> list[str]: ...
+    @property
+    def models(self) -> ModelChoice: ...
+
+
+class ToolboxSource(Protocol):
+    """What a session's tools are built from (``toolbox.Toolbox.build``): the settings, folders, sandbox,
+    secrets, the session (its spill folder), commands and skills, and the tools beside the built-in ones."""
+
+    @property
+    def settings(self) -> AgentSettings: ...
+    @property
+    def permission_mode(self) -> str: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def home(self) -> str: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def cli_rules(self) -> list[tuple[str, str]]: ...
+    @property
+    def sandbox_settings(self) -> SandboxSettings: ...
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def context(self) -> ContextManager: ...
+    @property
+    def add_dirs(self) -> list[str]: ...
+    @property
+    def session(self) -> Session: ...
+    @property
+    def secrets(self) -> SecretGuard: ...
+    @property
+    def shell_timeout_s(self) -> float: ...
+    @property
+    def shell_max_timeout_s(self) -> float | None: ...
+    @property
+    def session_link(self) -> SessionLink: ...
+    @property
+    def given_registry(self) -> Registry | None: ...
+    @property
+    def slash(self) -> SlashCommands: ...
+    @property
+    def extra_tools(self) -> list[Tool]: ...
+    @property
+    def mcp_servers(self) -> McpServers | None: ...
+    def file_changed(self, path: str, before: bytes | None, after: bytes) -> None: ...
+
+
+class PromptSubject(Protocol):
+    """What the system prompt is made of: the session's facts, memory and skills."""
+
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def child_env(self) -> ChildEnv: ...
+    @property
+    def model_spec(self) -> str: ...
+    @property
+    def permission_mode(self) -> str: ...
+    @property
+    def memory_text(self) -> str: ...
+    @property
+    def skills(self) -> Mapping[str, Any]: ...
+    @property
+    def add_dirs(self) -> list[str]: ...
+    @property
+    def model_options(self) -> ModelOptions: ...
+    @property
+    def max_usd_micros(self) -> int | None: ...
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def sandbox_settings(self) -> SandboxSettings: ...
+
+
 class AgentHooks(Protocol):
-    def session_start(self, agent: Any, source: str) -> str: ...
-    def user_prompt_submit(self, agent: Any, prompt: str) -> PromptDecision: ...
-    def pre_tool_use(self, agent: Any, call: ToolCall) -> ToolCall | ToolResult: ...
+    def session_start(self, agent: HookSubject, source: str) -> str: ...
+    def user_prompt_submit(self, agent: HookSubject, prompt: str) -> PromptDecision: ...
+    def pre_tool_use(self, agent: HookSubject, call: ToolCall) -> ToolCall | ToolResult: ...
     def approved(self, call: ToolCall) -> bool: ...
-    def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult: ...
-    def stop(self, agent: Any, result: RunResult) -> str | None: ...
-    def session_end(self, agent: Any, reason: str) -> None: ...
+    def post_tool_use(self, agent: HookSubject, call: ToolCall, result: ToolResult) -> ToolResult: ...
+    def stop(self, agent: HookSubject, result: RunResult) -> str | None: ...
+    def session_end(self, agent: HookSubject, reason: str) -> None: ...
     def sees_tool_calls(self) -> bool: ...
-    def permission_request(self, agent: Any, call: ToolCall) -> tuple[str, str] | None: ...
-    def notification(self, agent: Any, message: str, kind: str) -> None: ...
+    def permission_request(self, agent: HookSubject, call: ToolCall) -> tuple[str, str] | None: ...
+    def notification(self, agent: HookSubject, message: str, kind: str) -> None: ...
 
 
 class NoHooks:
     """No hooks configured: every event passes through unchanged."""
 
-    def session_start(self, agent: Any, source: str) -> str:
+    def session_start(self, agent: HookSubject, source: str) -> str:
         """Returns extra context for the model ("" for none)."""
         return ""
 
-    def user_prompt_submit(self, agent: Any, prompt: str) -> PromptDecision:
+    def user_prompt_submit(self, agent: HookSubject, prompt: str) -> PromptDecision:
         return PromptDecision(prompt)
 
-    def pre_tool_use(self, agent: Any, call: ToolCall) -> ToolCall | ToolResult:
+    def pre_tool_use(self, agent: HookSubject, call: ToolCall) -> ToolCall | ToolResult:
         """Return the call (maybe rewritten) to go on, or a result to refuse it."""
         return call
 
@@ -84,17 +308,17 @@ class NoHooks:
         """True when a PreToolUse hook allowed ``call``: the mode's own prompt is skipped (rules still apply)."""
         return False
 
-    def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult:
+    def post_tool_use(self, agent: HookSubject, call: ToolCall, result: ToolResult) -> ToolResult:
         return result
 
-    def stop(self, agent: Any, result: RunResult) -> str | None:
+    def stop(self, agent: HookSubject, result: RunResult) -> str | None:
         """Return a reason to keep going (the next user message of the same turn), or None to stop.
 
         ``agent.stop_hook_active`` says whether the turn already goes on because of a Stop hook.
         """
         return None
 
-    def session_end(self, agent: Any, reason: str) -> None:
+    def session_end(self, agent: HookSubject, reason: str) -> None:
         return None
 
     def sees_tool_calls(self) -> bool:
@@ -102,20 +326,20 @@ class NoHooks:
         then run one at a time (hooks record from the calling thread)."""
         return False
 
-    def permission_request(self, agent: Any, call: ToolCall) -> tuple[str, str] | None:
+    def permission_request(self, agent: HookSubject, call: ToolCall) -> tuple[str, str] | None:
         """A call is about to ask for permission: ``("allow" | "deny", message)`` decides it, None asks as usual."""
         return None
 
-    def notification(self, agent: Any, message: str, kind: str) -> None:
+    def notification(self, agent: HookSubject, message: str, kind: str) -> None:
         """The user is about to be asked or told something (``kind``: ``permission_prompt``...)."""
         return None
 
 
 class ContextManager(Protocol):
-    def prepare(self, agent: Any, messages: list[Message]) -> list[Message]: ...
-    def compact(self, agent: Any, messages: list[Message], instructions: str) -> list[Message]: ...
-    def run_prepare(self, agent: Any) -> Prepare | None: ...
-    def wrap_executor(self, agent: Any, execute: Execute) -> Execute: ...
+    def prepare(self, agent: ContextSubject, messages: list[Message]) -> list[Message]: ...
+    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str) -> list[Message]: ...
+    def run_prepare(self, agent: ContextSubject) -> Prepare | None: ...
+    def wrap_executor(self, agent: ContextSubject, execute: Execute) -> Execute: ...
     def read_only_agent_types(self) -> frozenset[str]: ...
     def warns_of_window(self) -> bool: ...
 
@@ -123,17 +347,17 @@ class ContextManager(Protocol):
 class NoContext:
     """No context management: messages go to the model as they are."""
 
-    def prepare(self, agent: Any, messages: list[Message]) -> list[Message]:
+    def prepare(self, agent: ContextSubject, messages: list[Message]) -> list[Message]:
         return messages
 
-    def compact(self, agent: Any, messages: list[Message], instructions: str) -> list[Message]:
+    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str) -> list[Message]:
         raise AgentError("compaction is not available in this build")
 
-    def run_prepare(self, agent: Any) -> Prepare | None:
+    def run_prepare(self, agent: ContextSubject) -> Prepare | None:
         """The run's ``prepare`` (compaction, the loop check, sub-agents' budget binding), or None."""
         return None
 
-    def wrap_executor(self, agent: Any, execute: Execute) -> Execute:
+    def wrap_executor(self, agent: ContextSubject, execute: Execute) -> Execute:
         """The turn's executor, maybe wrapped (sub-agents of read-only types run side by side)."""
         return execute
 

@@ -1,4 +1,4 @@
-"""Folder trust, and settings loaded as Claude Code loads them.
+"""Folder trust: which settings sources apply, remembered per folder (each source sanitized first, ``agent/settings_sanitizer.py``).
 
 Rules:
 
@@ -42,6 +42,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..config.settings import ConfigError, SettingsSource, read_config_bytes, read_json_object
+from .settings_sanitizer import (
+    DROP,
+    HONOURED_KEYS,
+    RESTRICTING_KEYS,
+    clean_servers,
+    placed,
+    printable,
+    restrict,
+    sanitize,
+    whole_text,
+)
 
 __all__ = [
     "HONOURED_KEYS",
@@ -52,26 +63,13 @@ __all__ = [
     "TrustStore",
     "config_digest",
     "describe_powers",
+    "printable",
     "project_config_paths",
     "resolve_model",
     "restrict",
     "sanitize",
 ]
 
-HONOURED_KEYS: set[str] = {
-    "$schema", "permissions", "hooks", "mcpServers", "prices", "model", "fallbackModel", "maxSteps", "maxUsd",
-    "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
-    "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
-    "subagentIsolation", "allowedEnvVars", "allowManagedHooksOnly", "statusLine",
-    "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
-}
-"""Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
-
-PERMISSION_KEYS = ("allow", "ask", "deny", "defaultMode", "additionalDirectories", "disableBypassPermissionsMode")
-RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers"})
-"""Top-level keys an untrusted folder keeps (with ``permissions.deny``): they only take power away."""
-SERVER_KEYS = frozenset({"type", "command", "args", "env", "url", "headers", "timeout"})
-"""The keys of an MCP server entry agentloop reads (``mcp.config.parse_server``)."""
 BASE_URL_VARS = frozenset({"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL"})
 STORE_FILE = "trusted-folders.json"
 
@@ -106,283 +104,6 @@ def resolve_model(spec: str, *, env: Mapping[str, str], permission_mode: str = "
     return spec
 
 
-# --- loading as Claude Code loads ---------------------------------------------
-
-
-def _short(v: Any, n: int = 80) -> str:
-    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _whole(v: Any) -> str:
-    """A value as the trust question shows it: all of it (what is approved is what runs)."""
-    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters written as escapes: a file's text shown to the user stays one
-    line and cannot move the cursor or recolour the terminal (a hook command with ESC sequences)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def sanitize(source: SettingsSource) -> tuple[SettingsSource, list[str]]:
-    """``source`` with every bad entry taken out, and one warning for each (naming the file and the entry).
-
-    Never raises: a file is read whole or skipped by ``load_settings``; inside
-    a good file, what is wrong is dropped and the rest applies.
-    """
-    where = source.path
-    warns: list[str] = []
-    out: dict[str, Any] = {}
-    ignored: list[str] = []
-
-    def warn(place: str, problem: str, tail: str = "; skipped") -> None:
-        warns.append(f"{where}: {_placed(place, problem)}{tail}")
-
-    for key, value in source.data.items():
-        if key not in HONOURED_KEYS:
-            ignored.append(key)
-            continue
-        try:
-            cleaned = _CLEAN.get(key, _keep)(source, key, value, warn)
-        except Exception as exc:  # a checker's bug must not stop the session
-            warn(key, f"cannot be read ({type(exc).__name__}: {exc})")
-            continue
-        if cleaned is not _DROP:
-            out[key] = cleaned
-    if ignored:
-        warns.append(f"{where}: not honoured by agentloop, ignored: {', '.join(ignored)}")
-    return replace(source, data=out), [printable(w) for w in warns]
-
-
-_DROP: Any = object()
-Warn = Callable[..., None]
-"""``warn(place, problem, tail="; skipped")``."""
-
-
-def _placed(place: str, problem: str) -> str:
-    """``place: problem``, unless the problem (a loader's message) already starts with the place."""
-    head = place.split(" ", 1)[0]
-    return problem if problem.startswith(head) else f"{place}: {problem}"
-
-
-def _keep(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    return value
-
-
-def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .permissions.rules import MODES, RuleError, parse_rule
-
-    if not isinstance(value, dict):
-        warn("permissions", "must be an object")
-        return _DROP
-    out: dict[str, Any] = {}
-    for k, v in value.items():
-        if k in ("allow", "ask", "deny"):
-            if not isinstance(v, list):
-                warn(f"permissions.{k}", "must be a list of rules")
-                continue
-            rules = []
-            for i, text in enumerate(v):
-                try:
-                    parse_rule(text)
-                except RuleError as exc:
-                    warn(f"permissions.{k}[{i}] {_short(text, 60)}", str(exc))
-                    continue
-                rules.append(text)
-            out[k] = rules
-        elif k == "defaultMode":
-            if v not in MODES:
-                warn(f"permissions.defaultMode {_short(v)}", f"not a permission mode (one of {', '.join(MODES)})")
-                continue
-            out[k] = v
-        elif k == "additionalDirectories":
-            if not isinstance(v, list):
-                warn("permissions.additionalDirectories", "must be a list of paths")
-                continue
-            dirs = []
-            for i, d in enumerate(v):
-                if not isinstance(d, str) or not d or "\x00" in d:
-                    warn(f"permissions.additionalDirectories[{i}]", "must be a path")
-                    continue
-                dirs.append(d)
-            out[k] = dirs
-        elif k == "disableBypassPermissionsMode":
-            if v != "disable":
-                warn(f"permissions.disableBypassPermissionsMode {_short(v)}", "the only value is \"disable\"", "; ignored")
-                continue
-            out[k] = v
-        else:
-            warn(f"permissions.{k}", "not honoured by agentloop", "; ignored")
-    return out
-
-
-def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .hooks.runner import _handlers_from
-
-    if not isinstance(value, dict):
-        warn("hooks", "must be an object of event names")
-        return _DROP
-
-    def ok(obj: dict[str, Any]) -> str | None:
-        try:
-            _handlers_from(replace(source, data={"hooks": obj}))
-        except ConfigError as exc:
-            return str(exc)[len(source.path) + 2 :]
-        return None
-
-    out: dict[str, Any] = {}
-    for event, groups in value.items():
-        problem = ok({event: []})
-        if problem is not None:
-            warn(f"hooks.{event}", problem)
-            continue
-        if not isinstance(groups, list):
-            warn(f"hooks.{event}", "must be a list of matcher groups")
-            continue
-        kept_groups = []
-        for gi, group in enumerate(groups):
-            if not isinstance(group, dict):
-                warn(f"hooks.{event}[{gi}]", "must be an object with \"hooks\"")
-                continue
-            problem = ok({event: [{**group, "hooks": []}]})
-            if problem is not None:
-                warn(f"hooks.{event}[{gi}]", problem)
-                continue
-            kept = []
-            for hi, h in enumerate(group.get("hooks") or []):
-                problem = ok({event: [{**group, "hooks": [h]}]})
-                if problem is not None:
-                    warn(f"hooks.{event}[{gi}].hooks[{hi}]", problem)
-                    continue
-                kept.append(h)
-            kept_groups.append({**group, "hooks": kept})
-        out[event] = kept_groups
-        # an event agentloop never fires is named by hooks.py, once for each handler it skips
-    return out
-
-
-def _clean_servers(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    return clean_servers(value, source.path, warn)
-
-
-def clean_servers(value: Any, path: str, warn: Warn) -> Any:
-    """The entries of an ``mcpServers`` object that ``parse_server`` accepts (Claude Code skips the others)."""
-    from ..mcp.config import parse_server
-
-    if not isinstance(value, dict):
-        warn("mcpServers", "must be an object of server names")
-        return _DROP
-    out = {}
-    for name, entry in value.items():
-        try:
-            parse_server(name, entry, path)
-        except ConfigError as exc:
-            warn(f"mcpServers.{_short(name, 64)}", str(exc)[len(path) + 2 :])
-            continue
-        unknown = [k for k in entry if k not in SERVER_KEYS]
-        if unknown:
-            warn(f"mcpServers.{name}", f"not honoured by agentloop: {', '.join(map(str, unknown))}", "; the server loads without them")
-        out[name] = entry
-    return out
-
-
-def _clean_prices(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from ..config.settings import prices_from_settings
-
-    if not isinstance(value, dict):
-        warn("prices", "must be an object of model name to prices")
-        return _DROP
-    out = {}
-    for name, v in value.items():
-        try:
-            prices_from_settings([replace(source, data={"prices": {name: v}})])
-        except ConfigError as exc:
-            warn(f"prices.{_short(name, 60)}", str(exc)[len(source.path) + 2 :])
-            continue
-        out[name] = v
-    return out
-
-
-def _typed(check: Callable[[Any], bool], what: str) -> Callable[[SettingsSource, str, Any, Warn], Any]:
-    def clean(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-        if not check(value):
-            warn(f"{key} {_short(value, 40)}", f"must be {what}")
-            return _DROP
-        return value
-
-    return clean
-
-
-def _usd_ok(v: Any) -> bool:
-    from ..budget import usd
-
-    if isinstance(v, bool):
-        return False
-    if v == "unlimited":  # no cap, on purpose (issue 17)
-        return True
-    try:
-        usd(str(v))
-    except ValueError:
-        return False
-    return True
-
-
-def _clean_env(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    if not isinstance(value, dict):
-        warn("env", "must be an object of variable names to strings")
-        return _DROP
-    out = {}
-    for k, v in value.items():
-        if not k or "=" in k or "\x00" in k:
-            warn(f"env.{_short(k, 40)}", "not a variable name")
-            continue
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)) or "\x00" in str(v):
-            warn(f"env.{k}", "must be a string")
-            continue
-        out[k] = str(v)
-    return out
-
-
-def _int_ok(lo: int) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo
-
-
-def _names_ok(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-_CLEAN: dict[str, Callable[[SettingsSource, str, Any, Warn], Any]] = {
-    "permissions": _clean_permissions,
-    "hooks": _clean_hooks,
-    "mcpServers": _clean_servers,
-    "prices": _clean_prices,
-    "env": _clean_env,
-    "model": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
-    "fallbackModel": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
-    "loopCheckModel": _typed(lambda v: isinstance(v, str) or v is False, 'a model name, or false for no model check'),
-    "maxSteps": _typed(_int_ok(1), "a whole number of at least 1"),
-    "maxUsd": _typed(_usd_ok, 'an amount of dollars such as 0.50, or "unlimited"'),
-    "contextWindow": _typed(_int_ok(1), "a number of tokens"),
-    "toolResultCap": _typed(_int_ok(0), "a number of characters"),
-    "loopThreshold": _typed(_int_ok(0), "a whole number (0 turns the check off)"),
-    "sessionDurability": _typed(lambda v: v in ("flush", "fsync"), "\"flush\" or \"fsync\""),
-    "subagents": _typed(lambda v: isinstance(v, bool), "true or false"),
-    "enableAllProjectMcpServers": _typed(lambda v: isinstance(v, bool), "true or false"),
-    "enabledMcpjsonServers": _typed(_names_ok, "a list of server names"),
-    "disabledMcpjsonServers": _typed(_names_ok, "a list of server names"),
-}
-
-
-def restrict(source: SettingsSource) -> SettingsSource:
-    """What an untrusted folder's file keeps: its deny rules and the keys that only take power away."""
-    data: dict[str, Any] = {k: v for k, v in source.data.items() if k in RESTRICTING_KEYS}
-    perms = source.data.get("permissions")
-    if isinstance(perms, dict) and isinstance(perms.get("deny"), list):
-        data["permissions"] = {"deny": list(perms["deny"])}
-    return replace(source, data=data)
-
-
 # --- what a folder's configuration would do -------------------------------------
 
 
@@ -402,7 +123,7 @@ def _server_text(name: str, entry: Any) -> str:
     if not isinstance(entry, dict):
         return f"MCP server {name}"
     if "url" in entry:
-        return f"MCP server {name}: {entry.get('type', 'http')} {_whole(entry.get('url'))}"
+        return f"MCP server {name}: {entry.get('type', 'http')} {whole_text(entry.get('url'))}"
     argv = [str(entry.get("command", ""))] + [str(a) for a in entry.get("args", []) if isinstance(entry.get("args"), list)]
     return f"MCP server {name}: {shlex.join(argv)}"
 
@@ -442,16 +163,16 @@ def describe_powers(source: SettingsSource) -> list[Power]:
         elif key == "env" and isinstance(value, dict):
             for k, v in value.items():
                 label = "base URL" if k in BASE_URL_VARS else "env"
-                add(f"{label} {k}={_whole(v)}")
+                add(f"{label} {k}={whole_text(v)}")
         elif key in ("model", "fallbackModel", "loopCheckModel"):
-            add(f"{key} {_whole(value)}")
+            add(f"{key} {whole_text(value)}")
         elif key == "enableAllProjectMcpServers":
             if value is True:
                 add("enableAllProjectMcpServers (approves every .mcp.json server)")
         elif key == "enabledMcpjsonServers":
             add(f"enabledMcpjsonServers {', '.join(value)}")
         else:
-            add(f"setting {key}={_whole(value)}")
+            add(f"setting {key}={whole_text(value)}")
     return out
 
 
@@ -466,12 +187,12 @@ def mcp_json_servers(path: str, warnings: list[str]) -> dict[str, Any]:
         return {}
 
     def warn(place: str, problem: str, tail: str = "; skipped") -> None:
-        warnings.append(f"{path}: {_placed(place, problem)}{tail}")
+        warnings.append(f"{path}: {placed(place, problem)}{tail}")
 
     n = len(warnings)
     servers = clean_servers(data.get("mcpServers", {}), path, warn)
     warnings[n:] = [printable(w) for w in warnings[n:]]
-    return {} if servers is _DROP else dict(servers)
+    return {} if servers is DROP else dict(servers)
 
 
 def _users_own(path: str, home: str, user_dir: str) -> bool:

@@ -3,13 +3,16 @@
 When the client offers them (clientCapabilities.fs, agentclientprotocol.com/protocol/v1/file-system),
 an unsaved buffer is what the agent reads and edits. The tools stay confined to
 the workspace (the paths are resolved by it first) and every change is still
-checkpointed (``agent._file_changed``) before it is written.
+checkpointed (``agent.file_changed``) before it is written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
 
 __all__ = ["editor_reader", "use_client_fs"]
 
@@ -27,7 +30,7 @@ def editor_reader(call: Callable[[Any], Any], conn: Any, sid: str) -> Callable[[
     return read_text
 
 
-def use_client_fs(agent: Any, call: Callable[[Any], Any], conn: Any, fs_read: bool, fs_write: bool) -> None:
+def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: bool, fs_write: bool) -> None:
     """Replace Read (and Write and Edit, when the editor also writes) by versions that go through the editor."""
     if not fs_read:
         return
@@ -42,7 +45,7 @@ def use_client_fs(agent: Any, call: Callable[[Any], Any], conn: Any, fs_read: bo
             before: bytes | None = read_text(real).encode("utf-8")
         except ToolError:
             before = None
-        agent._file_changed(real, before, text.encode("utf-8"))
+        agent.file_changed(real, before, text.encode("utf-8"))
         try:
             call(conn.write_text_file(session_id=sid, path=real, content=text))
         except Exception as exc:
@@ -51,6 +54,7 @@ def use_client_fs(agent: Any, call: Callable[[Any], Any], conn: Any, fs_read: bo
     reg = agent.registry
     if "Read" in reg:
         base = reg.get("Read")
+        assert base is not None  # "Read" in reg
 
         def read(**kw: Any) -> str:
             real = ws.resolve(kw["file_path"])
@@ -65,6 +69,7 @@ def use_client_fs(agent: Any, call: Callable[[Any], Any], conn: Any, fs_read: bo
         reg.replace(Tool(name="Read", description=base.description, parameters=base.parameters, fn=read, read_only=True))
     if fs_write and "Write" in reg and "Edit" in reg:
         wbase, ebase = reg.get("Write"), reg.get("Edit")
+        assert wbase is not None and ebase is not None  # both in reg
 
         def write(**kw: Any) -> str:
             real = ws.resolve(kw["file_path"], for_write=True)

@@ -46,16 +46,19 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .acp_runtime import Jobs, OneLineErrors
+
+if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
 
 __all__ = ["serve"]
 
 
 @dataclass
 class _Session:
-    agent: Any
+    agent: Agent
     updates: Any
     modes: list[str] = field(default_factory=list)
     told: str = ""
@@ -310,7 +313,7 @@ class AcpAgent:
             self._send(sid, update_agent_message_text(f"\n[agentloop stopped: {result.stop_reason}{detail}]"))
         return _stop_reason(result.stop_reason)
 
-    def _mcp_prompt(self, sid: str, agent: Any, text: str) -> str | None:
+    def _mcp_prompt(self, sid: str, agent: Agent, text: str) -> str | None:
         """``/mcp__server__prompt args``: the server's prompt text (unchanged text when no prompt has that
         name), or None when the server refused, which the editor is told."""
         from acp import update_agent_message_text

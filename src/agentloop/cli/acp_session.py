@@ -34,8 +34,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
 
 __all__ = ["MODE_NAMES", "available_commands", "mcp_config", "mode_state", "modes_for", "prompt_text", "switch_mode"]
 
@@ -138,7 +141,7 @@ def mode_state(current: str, modes: list[str]) -> Any:
         SessionMode(id=m, name=MODE_NAMES.get(m, (m, ""))[0], description=MODE_NAMES.get(m, ("", None))[1]) for m in modes])
 
 
-def switch_mode(agent: Any, target: str, modes: list[str]) -> str | None:
+def switch_mode(agent: Agent, target: str, modes: list[str]) -> str | None:
     """Rule 3: put ``agent`` in ``target`` (as Shift+Tab would get there); None when done, else why not."""
     if target not in modes:
         return f"unknown mode {target!r} for this session (one of: {', '.join(modes)})"
@@ -151,7 +154,7 @@ def switch_mode(agent: Any, target: str, modes: list[str]) -> str | None:
     return f"mode {target} cannot be reached from {agent.permission_mode}"
 
 
-def available_commands(agent: Any) -> list[Any]:
+def available_commands(agent: Agent) -> list[Any]:
     """Rule 4: the user's commands, then the skills and the MCP prompts not shadowed by one before."""
     from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..agent.permissions.modes import MODES as PERMISSION_MODES
+
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_options", "configure_top"]
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
 def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:

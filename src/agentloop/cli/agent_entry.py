@@ -28,6 +28,8 @@ from .agent_setup import (
 )
 
 if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
+
     from .sdk_stream import StreamJson
 
 __all__ = ["Signals", "cost_line", "flush_tracing", "main", "make_agent", "parse_price", "report_config", "run_print", "split_rules"]
@@ -124,7 +126,7 @@ class _Timing:
         self.models[name] = (usage + (ev.reply.usage or Usage()), micros + spent)
 
 
-def _result_json(agent: Any, result: Any, elapsed: float, timing: _Timing) -> dict[str, Any]:
+def _result_json(agent: Agent, result: Any, elapsed: float, timing: _Timing) -> dict[str, Any]:
     from . import claude_format as cf
 
     return cf.result_message(
@@ -260,7 +262,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         _close(agent, reason)
 
 
-def _start_stream(agent: Any, args: argparse.Namespace, servers: list[dict[str, str]]) -> StreamJson:
+def _start_stream(agent: Agent, args: argparse.Namespace, servers: list[dict[str, str]]) -> StreamJson:
     """The stream-json writer, told every notice and every sub-agent's turns, after its ``init`` line."""
     from agentloop import __version__
 
@@ -282,7 +284,7 @@ def _start_stream(agent: Any, args: argparse.Namespace, servers: list[dict[str, 
     return stream
 
 
-def _plugins(agent: Any) -> list[dict[str, str]]:
+def _plugins(agent: Agent) -> list[dict[str, str]]:
     """The plugins the agent loaded, ``{name, path}`` each, where it loads any."""
     out = []
     for p in getattr(agent, "plugins", None) or ():
@@ -292,7 +294,7 @@ def _plugins(agent: Any) -> list[dict[str, str]]:
     return out
 
 
-def _answer(agent: Any, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None) -> int:
+def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None) -> int:
     """One prompt through the agent, printed in ``fmt``; the exit code it deserves.
 
     ``schema``: ``--json-schema``'s (``structured_output``): the prompt asks for JSON, and the answer
@@ -389,7 +391,7 @@ def _call_summary(denial: dict[str, Any], cwd: str) -> str:
     return f"{name} {target}".rstrip()
 
 
-def _close(agent: Any, reason: str) -> None:
+def _close(agent: Agent, reason: str) -> None:
     # A second Ctrl+C while saving must not leave the lock or a torn record:
     # records are written with signals held back, and the lock goes with the fd.
     try:

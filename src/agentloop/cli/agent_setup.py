@@ -10,9 +10,12 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ._common import EXIT_PROBLEMS, UserError
+
+if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
 
 __all__ = ["cost_line", "fit", "flush_tracing", "make_agent", "parse_price", "report_config", "split_rules"]
 
@@ -172,7 +175,7 @@ def _forced(build: Callable[[str | None, bool], Any], damaged: Any, force: bool,
     return build(new_id, False)
 
 
-def report_config(agent: Any, say: Callable[[str], None]) -> None:
+def report_config(agent: Agent, say: Callable[[str], None]) -> None:
     """Each settings warning, then the one line saying what an untrusted folder's configuration was denied."""
     for w in getattr(agent, "config_warnings", []):
         say(f"agentloop: warning: {w}")
@@ -223,7 +226,7 @@ def parse_price(text: str | None) -> Any:
     return Price(inp, out, inp, inp)
 
 
-def cost_line(agent: Any, result: Any, cols: int | None = None) -> str:
+def cost_line(agent: Agent, result: Any, cols: int | None = None) -> str:
     """One line after each turn: this turn's spend and tokens, the session's, the context fill.
 
     Tokens the provider did not report are the loop's estimate, marked "estimated". With
@@ -247,7 +250,7 @@ def cost_line(agent: Any, result: Any, cols: int | None = None) -> str:
                 f"turn {turn} · session {session} · context {fill:.0%}", f"turn {turn} · session {session}"), cols)
 
 
-def flush_tracing(agent: Any) -> None:
+def flush_tracing(agent: Agent) -> None:
     """Export what tracing still holds before the process exits (the batch processor's queue)."""
     provider = getattr(getattr(agent, "tracing", None), "provider", None)
     shutdown = getattr(provider, "shutdown", None)

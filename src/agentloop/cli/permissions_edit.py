@@ -20,7 +20,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
 
 __all__ = ["PermissionEditError", "add_rule", "remove_rule"]
 
@@ -64,7 +67,7 @@ def _show(path: str, cwd: str) -> str:
     return os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
 
 
-def add_rule(agent: Any, behavior: str, rest: str) -> str:
+def add_rule(agent: Agent, behavior: str, rest: str) -> str:
     """Add ``rest`` (one rule, quoted or not, then ``--file PATH`` optionally) as a ``behavior`` rule."""
     from agentloop.agent.permissions.rules import RuleError
 
@@ -91,7 +94,7 @@ def add_rule(agent: Any, behavior: str, rest: str) -> str:
     if text in current:
         return f"{behavior} {text} is already in {_show(path, agent.cwd)}"
     try:
-        agent.policy.add_rule(behavior, text, source=path)
+        agent.policy.add_rule(behavior, text, source=path)  # type: ignore[arg-type]  # allow, ask or deny: the command's word
     except RuleError as exc:
         raise PermissionEditError(str(exc)) from None
     current.append(text)
@@ -103,7 +106,7 @@ def add_rule(agent: Any, behavior: str, rest: str) -> str:
     return f"added {behavior} {text} to {_show(path, agent.cwd)}"
 
 
-def remove_rule(agent: Any, rest: str) -> str:
+def remove_rule(agent: Agent, rest: str) -> str:
     """Remove the Nth rule of the list ``/permissions`` shows."""
     try:
         n = int(rest.strip())

@@ -29,7 +29,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentloop.agent.commands import MAX_ATTACH, MENTION, expand_mentions  # noqa: F401 (re-exported: the REPL's @path)
 
@@ -40,14 +40,17 @@ from .markdown import MarkdownStream
 from .spinner import Spinner
 from .terminal_text import neutral, shown_whole
 
+if TYPE_CHECKING:
+    from agentloop.agent.agent import Agent
 
-def prompt_commands(agent: Any) -> dict[str, Any]:
+
+def prompt_commands(agent: Agent) -> dict[str, Any]:
     from agentloop.mcp.agent import prompt_commands as found
 
     return found(agent)
 
 
-def run_prompt(agent: Any, name: str, rest: str) -> str | None:
+def run_prompt(agent: Agent, name: str, rest: str) -> str | None:
     from agentloop.mcp.agent import run_prompt as run
 
     return run(agent, name, rest)
@@ -113,7 +116,7 @@ def wrap(text: str, cols: int) -> list[str]:
     return textwrap.wrap(text, cols, break_on_hyphens=False) or [""]
 
 
-def _mcp_state(agent: Any) -> str:
+def _mcp_state(agent: Agent) -> str:
     """The status line's MCP part: ``mcp 2/3`` while servers start or when some are down, else empty."""
     servers = getattr(agent, "mcp_servers", None) if agent is not None else None
     if servers is None:
@@ -150,7 +153,7 @@ class Repl:
         self.color = color_enabled(sys.stdout)
         self.con = console()
         self.err = console(stderr=True)
-        self.agent: Any = None
+        self.agent: Agent = cast("Agent", None)  # made in run(), before any command or turn reads it
         self.armed = False
         """A Ctrl+C was pressed and no prompt was sent since: the next one exits."""
         self.at_line_start = True

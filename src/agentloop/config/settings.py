@@ -53,6 +53,7 @@ __all__ = [
     "all_settings_paths",
     "check_max_usd",
     "duplicate_keys_hook",
+    "max_usd_micros",
     "load_settings",
     "prices_from_settings",
     "project_hash",
@@ -282,6 +283,21 @@ def load_settings(
     return out
 
 
+def max_usd_micros(v: Any) -> int | None:
+    """``maxUsd`` in micro-dollars: an amount of dollars, or None for ``"unlimited"`` (the one reading of it).
+
+    Raises:
+        ValueError: anything else (NaN, Infinity, a negative amount, a boolean, a list...).
+    """
+    if v == "unlimited" and isinstance(v, str):
+        return None
+    if not isinstance(v, (int, float, str)) or isinstance(v, bool):
+        raise ValueError(f"is {json_kind(v)}, not an amount of dollars")
+    from ..budget import usd
+
+    return usd(str(v))
+
+
 def check_max_usd(path: str, data: Mapping[str, Any]) -> None:
     """A settings object's ``maxUsd``, when there is one, is an amount of dollars or ``"unlimited"``.
 
@@ -291,18 +307,11 @@ def check_max_usd(path: str, data: Mapping[str, Any]) -> None:
     """
     if "maxUsd" not in data:
         return
-    from ..budget import usd
-
-    v = data["maxUsd"]
-    if v == "unlimited" and isinstance(v, str):
+    try:
+        max_usd_micros(data["maxUsd"])
         return
-    problem = f"is {json_kind(v)}, not an amount of dollars"
-    if isinstance(v, (int, float, str)) and not isinstance(v, bool):
-        try:
-            usd(str(v))
-            return
-        except ValueError as exc:
-            problem = str(exc)
+    except ValueError as exc:
+        problem = str(exc)
     raise ConfigError(
         path, f'maxUsd: {problem[:200]}; give dollars such as 0.50, or "unlimited" (nothing runs rather than fall back to the default cap)'
     )

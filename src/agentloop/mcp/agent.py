@@ -6,14 +6,15 @@ import json
 import logging
 import re
 import shlex
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloop.tools import Tool
 
 from .config import load_servers
 
 if TYPE_CHECKING:  # the client (and asyncio under it) loads only when a server is configured
+    from ..config.settings import SettingsSource
     from .client import McpManager, ServerStatus
 
 __all__ = [
@@ -91,7 +92,21 @@ class McpServers:
         self.manager.close()
 
 
-def start_servers(agent: Any) -> McpServers | None:
+class McpHost(Protocol):
+    """What this layer sees of the agent its servers serve (the rest, front-end callbacks included, is read
+    with a default when it is needed: a host without them still works)."""
+
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def home(self) -> str: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def sources(self) -> Sequence[SettingsSource]: ...
+
+
+def start_servers(agent: McpHost) -> McpServers | None:
     """Start the servers configured for ``agent.cwd`` (it is not changed: ``agent.builder`` passes the result on).
 
     Servers start at the same time; one that fails is listed as failed, with
@@ -193,7 +208,7 @@ def resource_tools(manager: McpManager) -> list[Tool]:
     ]
 
 
-def prompt_commands(agent: Any) -> dict[str, tuple[str, Any]]:
+def prompt_commands(agent: McpHost) -> dict[str, tuple[str, Any]]:
     """``/mcp__<server>__<prompt>`` for each prompt of each connected server: ``{command: (server, prompt)}``."""
     from .client import _clean
 
@@ -203,7 +218,7 @@ def prompt_commands(agent: Any) -> dict[str, tuple[str, Any]]:
     return {f"mcp__{_clean(server)}__{_clean(p.name)}": (server, p) for server, ps in manager.prompts().items() for p in ps}
 
 
-def run_prompt(agent: Any, command: str, rest: str) -> str | None:
+def run_prompt(agent: McpHost, command: str, rest: str) -> str | None:
     """The text of the prompt ``/command rest`` names (arguments in the prompt's order), or None when it names none.
 
     Raises:
@@ -227,11 +242,12 @@ def run_prompt(agent: Any, command: str, rest: str) -> str | None:
     if missing:
         usage = " ".join(f"<{n}>" for n in names)
         raise McpToolError(f"/{command} needs {', '.join(missing)}: /{command} {usage}")
-    text: str = agent.mcp.get_prompt(server, prompt.name, args)
+    manager: Any = getattr(agent, "mcp", None)  # there is one: the prompt was found in it
+    text: str = manager.get_prompt(server, prompt.name, args)
     return text
 
 
-def expand_resources(agent: Any, text: str) -> tuple[str, list[str], list[str]]:
+def expand_resources(agent: McpHost, text: str) -> tuple[str, list[str], list[str]]:
     """Attach the MCP resources named by ``@server:uri`` mentions: the prompt with them appended, the attached, the refused."""
     from .client import McpToolError
 
@@ -255,7 +271,7 @@ def expand_resources(agent: Any, text: str) -> tuple[str, list[str], list[str]]:
     return (text + "\n\n" + "\n\n".join(blocks) if blocks else text), attached, refused
 
 
-def startup_problems(agent: Any) -> list[str]:
+def startup_problems(agent: McpHost) -> list[str]:
     """What the user must hear about MCP once the agent is up: servers that failed, settings not honoured, held notices."""
     manager = getattr(agent, "mcp", None)
     if manager is None:
@@ -281,7 +297,7 @@ def _failures(manager: McpManager, told: set[str]) -> list[str]:
     return out
 
 
-def new_failures(agent: Any) -> list[str]:
+def new_failures(agent: McpHost) -> list[str]:
     """Servers started in the background that failed since the user was last told (each said once)."""
     servers = getattr(agent, "mcp_servers", None)
     if servers is None:
@@ -289,7 +305,7 @@ def new_failures(agent: Any) -> list[str]:
     return _failures(servers.manager, servers.told)
 
 
-def report_startup(agent: Any) -> None:
+def report_startup(agent: McpHost) -> None:
     """Say each of ``startup_problems`` once, through ``agent.on_notice`` (call it after setting that)."""
     listener = getattr(agent, "on_notice", None)
     for text in startup_problems(agent):
@@ -297,7 +313,7 @@ def report_startup(agent: Any) -> None:
             listener(text)
 
 
-def server_states(agent: Any) -> list[dict[str, str]]:
+def server_states(agent: McpHost) -> list[dict[str, str]]:
     """The stream-json ``init`` message's ``mcp_servers``: ``[{"name", "status"}]`` as Claude Code sends them."""
     manager = getattr(agent, "mcp", None)
     if manager is None:

@@ -65,6 +65,7 @@ from .bash_reader import (
     git_subcommand,
     may_abbreviate,
 )
+from .modes import MODES
 
 if TYPE_CHECKING:
     import pathspec
@@ -78,6 +79,7 @@ def _gitignore_spec(pattern: str) -> pathspec.GitIgnoreSpec:
 
 __all__ = [
     "MODES",
+    "default_mode",
     "Decision",
     "ModeError",
     "PermissionPolicy",
@@ -87,7 +89,6 @@ __all__ = [
 ]
 
 Behavior = Literal["allow", "ask", "deny"]
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead", "Skill"})
 """Tools that only read: allowed without a prompt (``Skill`` only returns a skill's instructions)."""
 EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
@@ -372,6 +373,25 @@ class Decision:
     hook's allow may skip it."""
 
 
+def default_mode(sources: Sequence[SettingsSource]) -> str | None:
+    """``permissions.defaultMode`` of the highest source that sets it (the one reading of the key; a file's
+    ``permissions`` without one does not hide a lower file's: Claude Code merges settings key by key).
+
+    Raises:
+        ConfigError: a source names no permission mode.
+    """
+    mode = None
+    for src in sources:
+        perms = src.data.get("permissions")
+        dm = perms.get("defaultMode") if isinstance(perms, dict) else None
+        if dm is None:
+            continue
+        if dm not in MODES:
+            raise ConfigError(src.path, f"permissions.defaultMode {dm!r} is not one of {', '.join(MODES)}")
+        mode = str(dm)
+    return mode
+
+
 @dataclass
 class PermissionPolicy:
     """The rules in effect and the mode; ``decide`` answers for one tool call."""
@@ -430,13 +450,7 @@ class PermissionPolicy:
                         policy.add_rule(key, text, source=src.path)
                     except RuleError as exc:
                         raise ConfigError(src.path, f"permissions.{key}[{i}]: {exc}") from None
-            dm = perms.get("defaultMode")
-            if dm is not None:
-                if dm not in MODES:
-                    raise ConfigError(
-                        src.path, f"permissions.defaultMode {dm!r} is not one of {', '.join(MODES)}"
-                    )
-                chosen = dm
+            chosen = default_mode([src]) or chosen
             dirs = perms.get("additionalDirectories", [])
             if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
                 raise ConfigError(src.path, "permissions.additionalDirectories must be a list of paths")

@@ -1,16 +1,19 @@
-"""The agent's WebFetch and WebSearch, made from what the agent holds: its models, prices, redactor and the
-budget the parent's loop has left for tools' model calls (``subagents.parent_budget.ParentBudget``)."""
+"""The agent's WebFetch and WebSearch, made from what the agent holds: its model choice (models, prices), its
+redaction and the budget the parent's loop has left for tools' model calls (``subagents.parent_budget.ParentBudget``)."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ...tools import Tool
 from .web_fetch import PromptModel, WebFetch
 from .web_search import WebSearch
+
+if TYPE_CHECKING:
+    from ..model_choice import ModelChoice
 
 __all__ = ["web_tools"]
 
@@ -21,43 +24,43 @@ def _vendor(spec: Any) -> str:
     return str(spec).split(":", 1)[0].lower() if isinstance(spec, str) and ":" in spec else ""
 
 
-def _open_plain(agent: Any, spec: str) -> Any:
+def _open_plain(models: ModelChoice, spec: str) -> Any:
     """The provider's small model, without the session's thinking or effort (a short side call needs neither)."""
     from ...providers import open_model
 
     try:
-        return open_model(spec, base_url=agent.base_url, api_key_env=agent.api_key_env, env=agent.env, prices=agent.prices)
-    except Exception:  # a changed signature or a provider's refusal: the agent's own way of opening a model
-        return agent._open(spec)
+        return open_model(spec, base_url=models.base_url, api_key_env=models.api_key_env, env=models.env, prices=models.prices)
+    except Exception:  # a changed signature or a provider's refusal: the session's own way of opening a model
+        return models.open(spec)
 
 
-def web_tools(agent: Any, budget: Any, cheap: Mapping[str, str]) -> list[Tool]:
+def web_tools(models: ModelChoice, redact: Callable[[str], str], budget: Any, cheap: Mapping[str, str]) -> list[Tool]:
     """WebFetch (its prompt applied by the provider's cheap model, else the session's) and WebSearch."""
     lock = threading.Lock()
     opened: dict[str, Any] = {}
 
     def prompt_model() -> PromptModel | None:
-        spec = cheap.get(_vendor(agent.model_spec))
+        spec = cheap.get(_vendor(models.model_spec))
         model: Any = None
         name = ""
         if spec is not None:
             with lock:
                 if spec not in opened:
                     try:
-                        opened[spec] = _open_plain(agent, spec)
+                        opened[spec] = _open_plain(models, spec)
                     except Exception as exc:
                         log.warning("WebFetch: cannot open %s (%s); the session's model applies prompts", spec, exc)
                         opened[spec] = None
                 model = opened[spec]
                 name = spec.split(":", 1)[-1]
         if model is None:
-            model, name = agent.model, agent.model_name
+            model, name = models.model, models.name
         if model is None:
             return None
-        return PromptModel(model, agent.prices.resolve(name), budget, name)
+        return PromptModel(model, models.prices.resolve(name), budget, name)
 
     def secret_in(text: str) -> bool:
-        return bool(agent.redactor.text(text) != text)
+        return bool(redact(text) != text)
 
     fetch = WebFetch(prompt_model, secret_in=secret_in)
     search = WebSearch(prompt_model)

@@ -1,18 +1,13 @@
-"""The terminal agent's hooks, context management, loop check and sub-agents, wired into ``Agent``.
+"""The agent's Claude Code hooks and its context manager: ``ClaudeHooks`` and ``AgentContext``.
 
-``make_extensions(agent)`` is called by ``agent.builder`` before the session
-opens. It makes the hooks (Claude Code hooks from the settings files), the
-context manager (masking, compaction, the loop check and the sub-agents'
-budget binding, all through the run's ``prepare`` seam) and the ``Agent``
-tool; the builder passes them to the ``Agent``, which nothing patches. Every hook decision becomes a ``hook`` record in the
-session's chain through ``agent.record``.
-
-Settings read here (highest-precedence file wins): ``hooks`` (all files,
-merged), ``loopThreshold`` (default 5; 0 turns it off), ``loopCheckModel`` (default: the
-provider's cheap model, claude-haiku-4-5 or gpt-4o-mini; ``false`` turns it off; none for other
-providers), ``contextWindow`` (via
-``agent.window``), ``toolResultCap`` (characters), ``subagents`` (false turns
-the Agent tool off).
+``ClaudeHooks`` is the ``AgentHooks`` the builder gives an agent whose settings
+configure hooks: Claude Code's events, their answers, and a ``hook`` record in
+the session's chain for every decision (through ``agent.record``).
+``AgentContext`` is its ``ContextManager``: masking, compaction, the loop check
+and the sub-agents' budget binding, all through the run's ``prepare`` seam, and
+the executor that runs read-only sub-agents side by side, each call through the
+agent's one tool-call pipeline (``agent.run_tool``). ``agent/builder.py`` makes
+both; what each may see of the agent is ``HookSubject`` / ``ContextSubject``.
 """
 
 from __future__ import annotations
@@ -20,13 +15,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..budget import Price
-from ..config.settings import merged
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
-from ..tools import Registry, Tool
 from .context.compaction import Compactor
 from .context.loop_check import LoopCheck, chain
 from .context.side_calls import Account
@@ -41,11 +33,11 @@ from .hooks.payloads import (
 )
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
-from .subagents.agent_types import load_agent_types
+from .protocols import ContextSubject, HookSubject
 from .subagents.parent_budget import ParentBudget
 from .subagents.runner import SubagentRunner, parallel_executor
 
-__all__ = ["AgentContext", "ClaudeHooks", "Extensions", "make_extensions"]
+__all__ = ["AgentContext", "ClaudeHooks", "loop_check_model", "stop_failure_type"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -66,14 +58,14 @@ class ClaudeHooks:
         self._transcript_mark: tuple[str, int, int] | None = None
         """What the Claude Code transcript mirror was last written from (it is rewritten only when that changes)."""
 
-    def _sync(self, agent: Any) -> None:
+    def _sync(self, agent: HookSubject) -> None:
         s = getattr(agent, "session", None)
         if s is not None:
             self.runner.session_id = s.id
             self.runner.transcript_path = self._claude_transcript(agent, s)
         self.runner.permission_mode = getattr(agent, "permission_mode", None)
 
-    def _claude_transcript(self, agent: Any, s: Any) -> str:
+    def _claude_transcript(self, agent: HookSubject, s: Any) -> str:
         """``transcript_path``: the conversation in Claude Code's message lines, beside the hash-chained session.
 
         Hooks written for Claude Code read ``transcript_path`` as JSONL of
@@ -96,7 +88,7 @@ class ClaudeHooks:
         self._transcript_mark = mark
         return path
 
-    def fire(self, agent: Any, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:
+    def fire(self, agent: HookSubject, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:
         if not self.runner.has(event):
             return HookOutcome(event=event, matcher_value=matcher_value)
         self._sync(agent)
@@ -116,7 +108,7 @@ class ClaudeHooks:
         return out
 
     @staticmethod
-    def _notice(agent: Any, text: str) -> None:
+    def _notice(agent: HookSubject, text: str) -> None:
         log.warning("hook: %s", text)
         cb = getattr(agent, "on_notice", None)
         if cb is not None:
@@ -124,11 +116,11 @@ class ClaudeHooks:
 
     # -- AgentHooks --
 
-    def session_start(self, agent: Any, source: str) -> str:
+    def session_start(self, agent: HookSubject, source: str) -> str:
         out = self.fire(agent, "SessionStart", {"source": source, "model": getattr(agent, "model_spec", ""), **seed_fields("SessionStart")}, source)
         return "\n\n".join(out.additional_context)
 
-    def user_prompt_submit(self, agent: Any, prompt: str) -> Any:
+    def user_prompt_submit(self, agent: HookSubject, prompt: str) -> Any:
         from .protocols import PromptDecision
 
         self.stop_request = None
@@ -138,7 +130,7 @@ class ClaudeHooks:
             return PromptDecision(prompt, blocked=out.reason or out.stop_reason or "blocked by a UserPromptSubmit hook")
         return PromptDecision(out.updated_prompt if out.updated_prompt is not None else prompt, context="\n\n".join([*late, *out.additional_context]))
 
-    def collect_async(self, agent: Any) -> list[str]:
+    def collect_async(self, agent: HookSubject) -> list[str]:
         """Background (``async``) handlers that finished: recorded, their messages shown, their context returned."""
         ctx: list[str] = []
         for out in self.runner.collect_async():
@@ -148,10 +140,10 @@ class ClaudeHooks:
             ctx += [c for c in out.additional_context if c]
         return ctx
 
-    def _tool_input(self, agent: Any, call: ToolCall) -> Any:
+    def _tool_input(self, agent: HookSubject, call: ToolCall) -> Any:
         return absolute_input(call.name, call.arguments, getattr(agent, "cwd", self.runner.cwd))
 
-    def pre_tool_use(self, agent: Any, call: ToolCall) -> ToolCall | ToolResult:
+    def pre_tool_use(self, agent: HookSubject, call: ToolCall) -> ToolCall | ToolResult:
         """PreToolUse: deny, ask, allow (remembered for ``approved``) or rewrite the call.
 
         Claude Code's hooks reference, PreToolUse decision control:
@@ -185,7 +177,7 @@ class ClaudeHooks:
         """A PreToolUse hook allowed this call (or the user approved it when a hook asked)."""
         return call.id in self._approved
 
-    def post_tool_use(self, agent: Any, call: ToolCall, result: ToolResult) -> ToolResult:
+    def post_tool_use(self, agent: HookSubject, call: ToolCall, result: ToolResult) -> ToolResult:
         self._approved.discard(call.id)
         tool_input = self._tool_input(agent, call)
         exited = bash_failure(call.name, result.content if result.ok else result.error)  # ok or not, as Bash reports it
@@ -216,7 +208,7 @@ class ClaudeHooks:
             return ToolResult(result.call_id, result.name, True, content=f"{text}\n\n{extra}")
         return ToolResult(result.call_id, result.name, False, error=f"{result.error}\n\n{extra}", detail=result.detail)
 
-    def stop(self, agent: Any, result: Any) -> str | None:
+    def stop(self, agent: HookSubject, result: Any) -> str | None:
         """Stop hooks: a block's reason (and any ``additionalContext``) keeps the turn going.
 
         The agent counts the blocks and keeps the turn under its budgets
@@ -237,13 +229,13 @@ class ClaudeHooks:
         self.stop_request = None
         return stop_feedback(out)
 
-    def session_end(self, agent: Any, reason: str) -> None:
+    def session_end(self, agent: HookSubject, reason: str) -> None:
         self.runner.cancel_async()  # background handlers end with their session, as in Claude Code
         s = getattr(agent, "session", None)
         if s is not None and getattr(s, "written", True):
             self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionEnd", **_totals(agent, None))}, reason)
 
-    def permission_request(self, agent: Any, call: ToolCall) -> tuple[str, str] | None:
+    def permission_request(self, agent: HookSubject, call: ToolCall) -> tuple[str, str] | None:
         """PermissionRequest: before a call asks for permission, hooks may allow or deny it for the user.
 
         Claude Code's hooks reference, PermissionRequest: input ``tool_name``, ``tool_input`` and
@@ -257,7 +249,7 @@ class ClaudeHooks:
             return None
         return out.request_behavior, out.request_message or ""
 
-    def notification(self, agent: Any, message: str, kind: str) -> None:
+    def notification(self, agent: HookSubject, message: str, kind: str) -> None:
         """Notification: the user is about to be asked (``permission_prompt``); its output is not read."""
         self.fire(agent, "Notification", {"message": message, "title": "agentloop", "notification_type": kind}, kind)
 
@@ -294,7 +286,7 @@ def stop_failure_type(error: str) -> str:
     return "unknown"
 
 
-def _totals(agent: Any, result: Any) -> dict[str, Any]:
+def _totals(agent: HookSubject, result: Any) -> dict[str, Any]:
     """Seed 004's Stop and SessionStop facts: the session's turn count and total cost (a number of
     dollars, and the exact micro-dollars beside it); the turn in progress counts."""
     st = getattr(getattr(agent, "session", None), "stats", None)
@@ -319,7 +311,7 @@ class _SessionAccount:
 
     charged_as: str | None = None
 
-    def __init__(self, agent: Any):
+    def __init__(self, agent: ContextSubject):
         self.agent = agent
 
     def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
@@ -336,26 +328,25 @@ class _SessionAccount:
 class AgentContext:
     """The agent's ``ContextManager``: everything happens inside runs, through ``prepare``."""
 
-    def __init__(self, agent: Any, hooks: ClaudeHooks | None):
+    def __init__(self, agent: ContextSubject, hooks: ClaudeHooks | None):
         self.hooks = hooks
-        cap = merged(agent.sources, "toolResultCap")
         self.cm = Compactor(
             window=int(agent.window),
             summarizer=agent.model,
             hooks=hooks.runner if hooks is not None else None,
-            tool_result_cap=int(cap) if isinstance(cap, int) and cap > 0 else 400_000,
+            tool_result_cap=agent.settings.tool_result_cap,
             notify=lambda t: ClaudeHooks._notice(agent, t),
         )
         self.loopcheck: LoopCheck | None = None
-        spec = loop_check_model(agent.model_spec, merged(agent.sources, "loopCheckModel"))
+        spec = loop_check_model(agent.model_spec, agent.settings.loop_check_model)
         if spec is not None:
-            self.loopcheck = LoopCheck(agent._open(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
+            self.loopcheck = LoopCheck(agent.open_model(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
         self.subagents: SubagentRunner | None = None
         self.side_budget = ParentBudget()
         """What the parent's loop has left, for the model calls tools make while a turn's tools run (the
         sub-agents', WebFetch's, WebSearch's): one, so their holds see each other's."""
 
-    def _sync(self, agent: Any) -> None:
+    def _sync(self, agent: ContextSubject) -> None:
         cm = self.cm
         cm.window = int(agent.window)
         cm.summarizer = agent.model
@@ -375,11 +366,11 @@ class AgentContext:
 
     # -- the core's ContextManager protocol --
 
-    def prepare(self, agent: Any, messages: list[Message]) -> list[Message]:
+    def prepare(self, agent: ContextSubject, messages: list[Message]) -> list[Message]:
         self._sync(agent)
         return messages
 
-    def compact(self, agent: Any, messages: list[Message], instructions: str) -> list[Message]:
+    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str) -> list[Message]:
         self._sync(agent)
         if self.cm.disabled:
             self.cm.disabled = False  # a manual /compact tries again
@@ -404,7 +395,7 @@ class AgentContext:
 
     # -- what ask() passes to run() --
 
-    def run_prepare(self, agent: Any) -> Callable[[Any, Any], str | None]:
+    def run_prepare(self, agent: ContextSubject) -> Callable[[Any, Any], str | None]:
         self._sync(agent)
         parts: list[Any] = []
         if self.hooks is not None:
@@ -415,7 +406,7 @@ class AgentContext:
             parts.append(self.loopcheck.prepare)
         return chain(*parts)
 
-    def wrap_executor(self, agent: Any, execute: Callable[[Sequence[ToolCall]], list[ToolResult]]) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
+    def wrap_executor(self, agent: ContextSubject, execute: Callable[[Sequence[ToolCall]], list[ToolResult]]) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
         if self.subagents is None:
             return execute
 
@@ -426,128 +417,11 @@ class AgentContext:
             return getattr(d, "behavior", "deny") == "allow" and quiet
 
         # each parallel call goes through the agent's one tool-call pipeline, as every other call does
-        return parallel_executor(execute, self.subagents, cleared, one=agent._run_one)
+        return parallel_executor(execute, self.subagents, cleared, one=agent.run_tool)
 
 
-def _price(agent: Any, name: str) -> Price:
-    return agent.prices.resolve(name)  # type: ignore[no-any-return]
-
-
-def _child_executor(agent: Any) -> Callable[[Registry], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
-    """A child's tools go through the parent's tool-call pipeline (``agent/pipeline.py``): the same
-    hooks and permission rules, and no one to ask."""
-
-    def make(registry: Registry) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
-        def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:
-            one = agent._pipeline(registry, child=True)
-            return [one(c) for c in batch]
-
-        return calls
-
-    return make
-
-
-@dataclass
-class Extensions:
-    """What ``make_extensions`` makes for an agent (``agent.builder`` hands it over)."""
-
-    hooks: ClaudeHooks | None
-    """None when no hook is configured (the agent keeps ``NoHooks``)."""
-    context: AgentContext
-    tools: list[Tool] = field(default_factory=list)
-    """The ``Agent`` tool, unless ``subagents`` is false."""
-    warnings: list[str] = field(default_factory=list)
-    """The ``hooks`` settings not honoured, one line each."""
-
-
-def make_extensions(agent: Any) -> Extensions:
-    """The agent's hooks, context manager and ``Agent`` tool, from its settings; the agent is not changed.
-
-    Raises:
-        ConfigError: a ``hooks`` section is malformed (the agent turns it into one line).
-    """
-    runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
-    for w in runner.warnings:
-        log.warning("%s", w)
-    hooks = ClaudeHooks(runner) if runner.handlers else None
-    ctx = AgentContext(agent, hooks)
-    out = Extensions(hooks, ctx, warnings=list(runner.warnings))
-    if merged(agent.sources, "subagents") is not False:
-        from .tools.builtin import builtin_registry
-        from .tools.workspace import Workspace
-
-        def make_tools(cwd: str) -> Registry:
-            spill = os.path.join(agent.session.dir, agent.session.id, "tool-results")
-            reg = builtin_registry(
-                Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
-                processes=agent.processes, visible=agent.policy.visible(),
-                sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
-                shell_max_timeout_s=getattr(agent, "shell_max_timeout_s", None),
-                background=getattr(agent, "background", None),  # the session's: a child's shells end with the session
-            )
-            # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
-            # the child's calls to them pass the same permission rules (_child_executor)
-            # and WebFetch/WebSearch: their model calls hold from the parent's loop (ctx.side_budget), past the child's own share
-            for t in agent.extra_tools:
-                if (t.name.startswith("mcp__") or t.name in ("WebFetch", "WebSearch")) and t.name not in reg:
-                    reg.register(t)
-            return reg
-
-        sub = SubagentRunner(
-            parent=ctx.side_budget,
-            model=agent.model,
-            make_tools=make_tools,
-            cwd=agent.cwd,
-            transcript_dir=os.path.join(agent.home, "subagents"),
-            prices=agent.prices,
-            model_name=agent.model_name,
-            model_spec=agent.model_spec,
-            max_output_for=lambda spec, cap: child_max_output(agent, spec, cap),
-            open_model=agent._open,
-            tracing=agent.tracing,
-            default_isolation="none" if merged(agent.sources, "subagentIsolation") == "none" else "worktree",
-            hooks=runner if runner.handlers else None,
-            make_executor=_child_executor(agent),
-            types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
-                                                        agent.load_warnings, trusted=agent.trust.trusted)),
-        )
-        ctx.subagents = sub
-        out.tools.append(sub.tool())
-    from .tools.web_tools import web_tools
-
-    out.tools.extend(web_tools(agent, ctx.side_budget, CHEAP_MODELS))
-    return out
-
-
-def child_max_output(agent: Any, spec: str, cap_micros: int | None) -> int:
-    """A sub-agent's output budget: the parent's rule (flag, variable, setting, else the model's documented
-    maximum) for the child's model, limited by the child's reservation as the parent's is by its cap."""
-    from .model_options import OptionError, resolve_options
-
-    flags = getattr(agent, "_option_flags", (None, None, None))
-    try:
-        return resolve_options(
-            spec, max_output_tokens=flags[0], setting=lambda k: merged(agent.sources, k), env=agent.env,
-            cap_micros=cap_micros, output_price=agent.prices.resolve(spec.split(":", 1)[-1]).output,
-        ).max_output_tokens
-    except OptionError:  # the flag passes the child's model's maximum: that maximum
-        from ..prices import DEFAULT_MAX_OUTPUT, documented_max_output
-
-        return documented_max_output(spec.split(":", 1)[-1]) or DEFAULT_MAX_OUTPUT
-
-
-def _with_aliases(agent: Any, types: dict[str, Any]) -> dict[str, Any]:
-    """Agent files' ``model: opus`` (Claude Code's aliases) as the model ids they name."""
-    import dataclasses
-
-    from .trust import resolve_model
-
-    out = {}
-    for name, t in types.items():
-        if t.model:
-            t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
-        out[name] = t
-    return out
+def _price(agent: ContextSubject, name: str) -> Price:
+    return agent.prices.resolve(name)
 
 
 CHEAP_MODELS = {"anthropic": "anthropic:claude-haiku-4-5", "openai": "openai:gpt-4o-mini"}
@@ -563,11 +437,3 @@ def loop_check_model(model_spec: Any, setting: Any) -> str | None:
         return setting
     provider = str(model_spec).split(":", 1)[0] if isinstance(model_spec, str) and ":" in model_spec else ""
     return CHEAP_MODELS.get(provider)
-
-
-def loop_threshold(agent: Any) -> int | None:
-    """The heuristic's N: settings ``loopThreshold`` (default 5; 0 is off)."""
-    v = merged(agent.sources, "loopThreshold")
-    if v is None:
-        return 5
-    return int(v) if isinstance(v, int) and v > 0 else None

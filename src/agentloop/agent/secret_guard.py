@@ -1,0 +1,82 @@
+"""What keeps the agent's secrets out of children and tool output: the child environment and the redactor.
+
+``SecretGuard.create`` takes the provider keys the agent holds (the model's
+and its fallbacks', and ``--api-key-env``'s), the secret-looking variables of
+the environment, and the names the user's settings hand to children
+(``allowedEnvVars``). Children get their environment from ``child_env``
+(``agent/spawn.py``); every tool result passes ``redact_result``; a call's
+secret arguments join the redactor before the tool runs (``note_secret_args``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..config.settings import SettingsSource
+from ..events import ToolCall, ToolResult
+from ..tools import Tool
+from . import spawn
+from .sandbox.child_env import Redactor
+
+__all__ = ["SecretGuard", "held_keys"]
+
+
+def held_keys(model: Any, env: Mapping[str, str], api_key_env: str | None) -> dict[str, str]:
+    """The provider keys an agent with ``model`` holds: ``{what: value}``."""
+    out: dict[str, str] = {}
+    m: Any = model
+    seen = 0
+    while m is not None and seen < 4:
+        key = getattr(getattr(m, "target", None), "api_key", None)
+        if isinstance(key, str) and key:
+            out.setdefault(key, f"{getattr(m, 'vendor', 'provider')} API key")
+        m = getattr(m, "fallback", None)
+        seen += 1
+    if api_key_env and env.get(api_key_env):
+        out.setdefault(env[api_key_env], api_key_env)
+    return {name: key for key, name in out.items()}
+
+
+@dataclass(frozen=True)
+class SecretGuard:
+    redactor: Redactor
+    allowed_env: frozenset[str]
+    """Secret-named variables the user's settings hand to children (``allowedEnvVars``)."""
+    env_warnings: list[str]
+    """What of ``allowedEnvVars`` was not honoured."""
+    child_env: spawn.ChildEnv
+
+    @classmethod
+    def create(cls, model: Any, env: Mapping[str, str], api_key_env: str | None, sources: Sequence[SettingsSource]) -> SecretGuard:
+        from .sandbox.child_env import secret_env_values
+
+        held = held_keys(model, env, api_key_env)
+        redactor = Redactor(secret_env_values(env))
+        redactor.add(held)
+        allowed, warnings = spawn.allowed_names(sources)
+        child = spawn.environment(env, allowed=allowed, drop=[api_key_env] if api_key_env else [], held=held.values())
+        return cls(redactor, allowed, warnings, child)
+
+    def redact_result(self, r: ToolResult) -> ToolResult:
+        red = self.redactor
+        if not len(red):
+            return r
+        content, error = red.value(r.content), (red.text(r.error) if isinstance(r.error, str) else r.error)
+        if content is r.content and error == r.error:
+            return r
+        return ToolResult(r.call_id, r.name, r.ok, content=content, error=error, detail=r.detail)
+
+    def note_secret_args(self, t: Tool, call: ToolCall) -> None:
+        """Values of a call's secret arguments: hidden from every later tool output too."""
+        if not (t.sensitive or t.secret_args):
+            return
+        from ..redact import Policy
+
+        found: list[str] = []
+        try:
+            Policy.from_manifest([t.manifest_entry()], None, 1 << 30).call_arguments(call.name, call.arguments, found)
+        except ValueError:
+            return
+        self.redactor.add_values(f"secret argument of {call.name}", found)

@@ -1,0 +1,104 @@
+"""A session's system prompt: the static part (the same bytes every session), then this session's facts.
+
+Two messages, the first marked as the cache boundary, so a provider's prompt
+cache keeps the static prefix whatever the day, the directory or the memory
+files are (Anthropic: a ``cache_control`` breakpoint on it; OpenAI caches the
+longest common prefix). The dynamic part is the environment block (git asked
+once a session), the memory files, the skills' index and
+``--append-system-prompt``; ``--system-prompt`` replaces the built-in prompt,
+and only ``--append-system-prompt`` stays beside it.
+"""
+
+from __future__ import annotations
+
+import platform
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from ..events import Message
+from .protocols import PromptSubject
+from .system_prompt import STATIC_PROMPT
+
+if TYPE_CHECKING:
+    from .model_options import ModelOptions
+    from .sandbox.bubblewrap import Sandbox, SandboxSettings
+
+__all__ = ["SessionPrompt", "options_fact"]
+
+
+class SessionPrompt:
+    def __init__(self, override: str | None, append: str | None):
+        self.override = override
+        """``--system-prompt``: replaces the built-in prompt."""
+        self.append = append
+        """``--append-system-prompt``."""
+        self._git: tuple[str | None] | None = None
+        """The environment block's git snapshot, taken once a session (None: not yet)."""
+
+    def new_session(self) -> None:
+        """The git snapshot is taken again for each session."""
+        self._git = None
+
+    def messages(self, a: PromptSubject) -> list[Message]:
+        static = self.override if self.override is not None else STATIC_PROMPT
+        dynamic = self.dynamic(a)
+        out: list[Message] = [{"role": "system", "content": static, "cache_boundary": True}]
+        if dynamic:
+            out.append({"role": "system", "content": dynamic})
+        return out
+
+    def dynamic(self, a: PromptSubject) -> str:
+        if self.override is not None:  # --system-prompt replaces the built-in prompt: only --append-system-prompt stays
+            return self.append or ""
+        parts = [self.environment(a)]
+        if a.memory_text:
+            parts.append(a.memory_text)
+        if a.skills:
+            from .commands import render_skill_index
+
+            parts.append(render_skill_index(dict(a.skills)))
+        if self.append:
+            parts.append(self.append)
+        return "\n\n".join(parts)
+
+    def environment(self, a: PromptSubject) -> str:
+        """The environment block of the system prompt (``agent/system_prompt.py``); git is asked once a session."""
+        from .system_prompt import EnvFacts, environment_block, git_snapshot, shell_name
+
+        if self._git is None:
+            self._git = (git_snapshot(a.cwd, a.child_env),)
+        return environment_block(EnvFacts(
+            cwd=a.cwd, platform=f"{platform.system()} {platform.release()}", shell=shell_name(a.env),
+            date=f"{datetime.now(timezone.utc):%Y-%m-%d}", model=a.model_spec, permission_mode=a.permission_mode,
+            sandbox=sandbox_fact(a.sandbox_settings, a.sandbox), cap=cap_fact(a.max_usd_micros), git=self._git[0],
+            add_dirs=a.add_dirs, max_output_tokens=a.model_options.max_output_tokens,
+        ))
+
+
+def options_fact(o: ModelOptions) -> dict[str, Any]:
+    """What the model is asked for each turn (``agent/model_options.py``), as the session records it."""
+    out: dict[str, Any] = {"max_output_tokens": o.max_output_tokens, "source": o.source}
+    if o.thinking_budget is not None:
+        out["thinking_budget"] = o.thinking_budget
+    if o.effort is not None:
+        out["reasoning_effort"] = o.effort
+    return out
+
+
+def cap_fact(max_usd_micros: int | None) -> str:
+    from ..budget import format_usd
+
+    if max_usd_micros is None:
+        return "none (the user chose no cap)"
+    return f"{format_usd(max_usd_micros)} for the whole session"
+
+
+def sandbox_fact(s: SandboxSettings, sandbox: Sandbox) -> str:
+    """One line on what a Bash command can reach."""
+    if s.mode == "danger-full-access":
+        return "off (danger-full-access): commands run with the user's full access"
+    if not sandbox.active:
+        return "unavailable: every Bash command asks the user first"
+    net = "network on" if s.network else ("network only to " + ", ".join(s.allowed_domains) if s.allowed_domains else "no network")
+    where = "nothing writable" if s.mode == "read-only" else "writes only in the working directories and a private /tmp"
+    return f"on ({s.mode}): {where}; {net}"

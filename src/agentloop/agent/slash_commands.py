@@ -1,0 +1,172 @@
+"""What a custom command or skill becomes before its turn, and the permission rules that turn holds.
+
+``/name args`` of a custom command (``.claude/commands/``) or a skill gives the
+prompt to send and the rules its turn may use (its ``allowed-tools``); its
+``disallowed-tools`` deny for that turn only. A command's ``!`cmd``` lines and
+```` ```! ```` blocks run at once, as a Bash call of the model's would (through
+the one tool-call pipeline: permissions and hooks), under its ``allowed-tools``;
+each one's output takes its place. Its ``@path`` mentions attach the files, as
+a prompt's do (inside the workspace, unless Read is denied). A skill the model
+loads during a turn adds its own rules, which end with the turn too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..events import ToolCall, ToolResult
+from .errors import AgentError
+
+if TYPE_CHECKING:
+    from .permissions.rules import PermissionPolicy
+
+__all__ = ["SlashCommands"]
+
+log = logging.getLogger("agentloop.agent")
+
+
+class SlashCommands:
+    def __init__(self, commands: dict[str, Any], skills: dict[str, Any], *, policy: Callable[[], PermissionPolicy],
+                 run_tool: Callable[[ToolCall], ToolResult], cwd: str, roots: Callable[[], list[str]], notice: Callable[[str], None]):
+        self.commands = commands
+        self.skills = skills
+        self._policy = policy
+        self._run_tool = run_tool
+        self._cwd = cwd
+        self._roots = roots
+        self._notice = notice
+        self.turn_grants: list[Any] = []
+        self.next_denies: tuple[str, ...] = ()
+        """A command's ``disallowed-tools``, set by ``expand``: deny rules for the next turn only."""
+        self.next_model: tuple[str, str] | None = None
+        """A command's or skill's front matter ``model`` and what asked for it, for the turn it starts."""
+
+    def take_model(self) -> tuple[str, str] | None:
+        """The model the command that starts this turn asked for (once), or None."""
+        wanted, self.next_model = self.next_model, None
+        return wanted
+
+    def drop_turn(self) -> None:
+        """The command's turn will not run (its model could not be opened): nothing of it outlives it."""
+        self.next_denies, self.next_model = (), None
+
+    def begin_turn(self, allowed_tools: Sequence[str]) -> None:
+        """The turn's rules in force: ``allowed_tools``, and the denies the command that started it left."""
+        self.turn_grants += self.grant(allowed_tools)
+        denies, self.next_denies = self.next_denies, ()
+        self.turn_grants += self.grant(denies, "deny")
+
+    def end_turn(self) -> None:
+        self.revoke(self.turn_grants)
+        self.turn_grants = []
+
+    def grant(self, rules: Sequence[str], behavior: Literal["allow", "deny"] = "allow") -> list[Any]:
+        """Allow ``rules`` for now (deny and ask rules still come first), or deny them (``disallowed-tools``);
+        the bound rules, to revoke."""
+        policy = self._policy()
+        before = list(policy.rules)
+        for text in rules:
+            try:
+                policy.add_rule(behavior, text, source="command")
+            except ValueError as exc:
+                log.warning("allowed-tools: %s", exc)
+                self._notice(f"allowed-tools: {exc}")
+        return [b for b in policy.rules if not any(b is x for x in before)]
+
+    def revoke(self, bound: Sequence[Any]) -> None:
+        policy = self._policy()
+        policy.rules = [b for b in policy.rules if not any(b is x for x in bound)]
+
+    def skill_loaded(self, skill: Any) -> None:
+        """The model loaded a skill: its ``allowed-tools`` hold for the rest of the turn."""
+        if getattr(skill, "allowed_tools", ()):
+            self.turn_grants += self.grant(skill.allowed_tools)
+        if getattr(skill, "disallowed_tools", ()):
+            self.turn_grants += self.grant(skill.disallowed_tools, "deny")
+
+    def expand(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        """``/name args``: the prompt to send and the rules its turn may use, or None when ``text`` names
+        neither a command nor a skill.
+
+        Raises:
+            AgentError: a ``!`` line failed (refused, or exited non-zero): Claude Code's
+                "Bash command failed for pattern ..." and nothing is sent.
+        """
+        if not text.startswith("/"):
+            return None
+        name, _, rest = text[1:].partition(" ")
+        rest = rest.strip()
+        if name in self.commands:
+            cmd = self.commands[name]
+            body = cmd.render(rest)
+            rules = tuple(cmd.allowed_tools)
+            attached = self._attach_mentions(body)
+            if "!`" in body or "```!" in body:
+                body = self._run_bangs(body, rules)
+            self.next_denies = cmd.disallowed_tools  # its disallowed-tools hold for the turn it starts
+            self.next_model = None if cmd.model is None else (cmd.model, f"the command /{name}")
+            return body + attached, rules
+        if name in self.skills:
+            sk = self.skills[name]
+            body = self._skill_bangs(sk, sk.render(rest))
+            self.next_denies = tuple(sk.disallowed_tools)
+            self.next_model = None if sk.model is None else (sk.model, f"the skill /{name}")
+            return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
+        return None
+
+    def _skill_bangs(self, skill: Any, body: str) -> str:
+        """A skill's ``!`` lines run as a command's do (skills reference, "Inject dynamic context"), under
+        its ``allowed-tools``. Raises ``AgentError`` (``/name``) or, in the Skill tool, ``ToolError``."""
+        if "!`" not in body and "```!" not in body:
+            return body
+        return self._run_bangs(body, tuple(getattr(skill, "allowed_tools", ())))
+
+    def skill_tool_bangs(self, skill: Any, body: str) -> str:
+        """``_skill_bangs`` for the Skill tool: a failed ``!`` line is the tool's error, which the model reads."""
+        from ..tools import ToolError
+
+        try:
+            return self._skill_bangs(skill, body)
+        except AgentError as exc:
+            raise ToolError(str(exc)) from None
+
+    def _attach_mentions(self, body: str) -> str:
+        """The files a command's body names with ``@path`` (its ``!`` lines aside), as blocks to append."""
+        from .commands import BANG, expand_mentions
+
+        def refuse(real: str) -> str | None:
+            d = self._policy().decide("Read", {"file_path": real})
+            return f"reading it is denied ({d.reason})" if d.behavior == "deny" else None
+
+        text = BANG.sub("", body)
+        out, _attached, refused = expand_mentions(text, self._cwd, self._roots(), refuse=refuse)
+        for r in refused:
+            self._notice(f"command: {r}")
+        return out[len(text):]
+
+    def _run_bangs(self, body: str, rules: Sequence[str]) -> str:
+        from .commands import BANG, bang_command, command_failed
+        from .hooks.payloads import bash_failure
+
+        granted = self.grant(rules)
+        try:
+            n = [0]
+
+            def run_one(m: Any) -> str:
+                n[0] += 1
+                command, pattern = bang_command(m)
+                r = self._run_tool(ToolCall(f"bang_{n[0]}", "Bash", {"command": command}))
+                text = str(r.content if isinstance(r.content, str) else r.content) if r.ok else ""
+                exited = bash_failure("Bash", text if r.ok else (r.error or ""))  # Bash's non-zero exit, ok or not
+                if exited is not None and not r.ok:
+                    text = (r.error or "").rstrip()  # the output, ending with [exit code N]
+                failed = exited or ((r.error or "refused") if not r.ok else None)
+                if failed is not None:
+                    raise AgentError(command_failed(pattern, f"{failed}\n{text}" if text else failed))
+                return text.rstrip("\n")
+
+            return BANG.sub(run_one, body)
+        finally:
+            self.revoke(granted)

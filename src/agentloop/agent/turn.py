@@ -1,0 +1,70 @@
+"""One run of the loop inside a user turn: the model, tools, transcript and seams the agent hands ``run()``.
+
+``run_once`` calls ``agentloop.run.run`` with the session as the transcript
+sink (traced when tracing is on), the tools shown this turn, the context
+manager's ``prepare`` and executor, and the run's id (``SESSION/TURN``, or
+``SESSION/TURN.PART`` for a run a Stop hook continued). Replies that reported
+no usage are counted at the loop's estimate, and the session's totals say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any, cast
+
+from ..budget import Budget
+from ..events import Message, Observed, Observer, ToolCall, ToolResult, TurnRecorded
+from ..run import RunResult
+from .protocols import TurnSubject
+
+__all__ = ["now_iso", "run_once"]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Observer | None, n: int, part: int,
+             execute: Callable[[Sequence[ToolCall], Observer], list[ToolResult]]) -> tuple[RunResult, bool]:
+    """One run of the loop for turn ``n`` (``part`` > 0: continued by a Stop hook); True when its tokens
+    include the loop's estimate for replies that reported no usage."""
+    from ..run import run
+
+    s = a.session
+    st = s.stats
+    unreported = [0]
+
+    def obs(ev: Observed) -> None:
+        if isinstance(ev, TurnRecorded):
+            u = ev.reply.usage
+            st.add_turn(u.to_json() if u is not None else {})
+            if u is None:
+                unreported[0] += 1
+        if outer is not None:
+            outer(ev)
+
+    meta: dict[str, Any] = {"session_id": s.id, "turn": n, "started_at": now_iso(), "cwd": a.cwd}
+    if part:
+        meta["stop_hook_continuation"] = part
+    run_id = f"{s.id}/{n}" if not part else f"{s.id}/{n}.{part}"
+    model, sink, traced, emit = a.model, cast(Any, s), None, cast(Observer, obs)
+    reported = (st.input_tokens, st.output_tokens)
+    if a.tracing is not None:
+        model, traced, emit = a.tracing.wrap(a.model, s, emit, model_name=a.model_spec, run_id=run_id, conversation_id=s.id)
+        sink = traced
+    result = run(
+        model, a.shown_tools(), messages, budget, transcript=sink, prices=a.prices, model_name=a.model_name,
+        run_id=run_id, meta=meta, observer=emit, executor=a.context.wrap_executor(a, lambda calls: execute(calls, emit)),
+        prepare=a.context.run_prepare(a), loop_threshold=a.loop_threshold,
+        max_output_tokens=a.model_options.max_output_tokens, continues=s.continuation(), tools_changed=a.tools_changed,
+    )
+    if traced is not None:
+        traced.finish()
+    # tokens the provider did not report: the loop's estimate is in result.usage, not in the replies
+    est_in = max(0, result.usage.input_tokens - (st.input_tokens - reported[0])) if unreported[0] else 0
+    est_out = max(0, result.usage.output_tokens - (st.output_tokens - reported[1])) if unreported[0] else 0
+    st.input_tokens += est_in
+    st.output_tokens += est_out
+    st.estimated_tokens += est_in + est_out
+    return result, est_in + est_out > 0

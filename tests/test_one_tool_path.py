@@ -1,0 +1,66 @@
+"""Every tool call runs through the one tool-call pipeline (``agent/pipeline.py``): a turn's calls one at a
+time, read-only calls side by side, sub-agents started side by side, and a sub-agent's own calls.
+
+So the registry's schema check and the pipeline's redaction apply to each. Claude Code's sub-agents
+documentation ("Subagents": several Agent calls in one reply run in parallel) describes the batch; the
+Agent tool's input schema requires ``description`` and ``prompt``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from agentloop.agent.agent import Agent
+from agentloop.transcript import read_records
+
+
+def test_an_agent_call_without_its_prompt_in_a_parallel_batch_gets_the_schema_error(proj: Path, scripted: Callable[..., str]) -> None:
+    replies = [
+        {"text": "", "usage": [100, 10], "tool_calls": [
+            {"name": "Agent", "arguments": {"description": "look", "prompt": "say hi", "subagent_type": "Explore"}},
+            {"name": "Agent", "arguments": {"description": "no prompt", "subagent_type": "Explore"}},
+        ]},
+        {"text": "child says hi", "usage": [50, 5]},
+        {"text": "parent done", "usage": [100, 5]},
+    ]
+    a = Agent(cwd=str(proj), model=scripted(replies), max_usd_micros=1_000_000, cli_rules=[("allow", "Agent")])
+    try:
+        res = a.ask("look around, twice")
+    finally:
+        a.close()
+    records = list(read_records(a.session.path))
+    assert [r.payload["agent_type"] for r in records if r.kind == "subagent"] == ["Explore"]  # the good call ran, alone
+    results = [r.payload for r in records if r.kind == "tool_result"]
+    assert [r["ok"] for r in results] == [True, False], results
+    error = json.dumps(results[1]["error"])
+    assert "invalid arguments for 'Agent'" in error and "prompt" in error, error  # the schema's refusal, naming the field
+    assert "while running" not in error
+    assert res.answer == "parent done"
+
+
+def test_a_turns_calls_and_a_childs_calls_go_through_the_agents_pipeline(proj: Path, scripted: Callable[..., str]) -> None:
+    """A call the schema refuses gets the same refusal wherever it is made: in the parent's turn and in a child's."""
+    bad_read = {"name": "Read", "arguments": {"path": "notes.txt"}}  # Read's field is file_path
+    replies = [
+        {"text": "", "usage": [100, 10], "tool_calls": [
+            bad_read,
+            {"name": "Agent", "arguments": {"description": "look", "prompt": "read it", "subagent_type": "Explore"}},
+        ]},
+        {"text": "", "usage": [50, 5], "tool_calls": [bad_read]},  # the child's turn
+        {"text": "child done", "usage": [50, 5]},
+        {"text": "parent done", "usage": [100, 5]},
+    ]
+    a = Agent(cwd=str(proj), model=scripted(replies), max_usd_micros=1_000_000, cli_rules=[("allow", "Agent")])
+    try:
+        a.ask("read notes")
+    finally:
+        a.close()
+    records = list(read_records(a.session.path))
+    parent = [r.payload for r in records if r.kind == "tool_result" and r.payload["name"] == "Read"]
+    (sub,) = [r.payload for r in records if r.kind == "subagent"]
+    child = [r.payload for r in read_records(sub["transcript"]) if r.kind == "tool_result"]
+    assert len(parent) == 1 and len(child) == 1
+    for r in (parent[0], child[0]):
+        assert not r["ok"] and "invalid arguments for 'Read'" in json.dumps(r["error"]), r
