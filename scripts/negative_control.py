@@ -1118,6 +1118,20 @@ SABOTAGES = [
         "            pass  # SABOTAGED\n",
         ["tests/test_background_bash.py::test_a_later_foreground_call_reaches_a_background_server_and_the_server_survives_it"],
     ),
+    Sabotage(
+        "a replay with the agent's own tools runs Bash outside the sandbox",
+        "src/agentloop/cli/replay_tools.py",
+        "            yield agent.registry\n",
+        "            agent.sandbox.bwrap = None  # SABOTAGED\n            yield agent.registry\n",
+        ["tests/test_replay_agent_tools.py::test_an_agent_session_replays_with_the_agents_own_tools_in_the_sandbox_and_a_scratch_copy"],
+    ),
+    Sabotage(
+        "a replay with the agent's own tools writes in the session's folder instead of a scratch copy",
+        "src/agentloop/cli/replay_tools.py",
+        "            agent = Agent(cwd=scratch,",
+        "            agent = Agent(cwd=workdir,  # SABOTAGED\n                          ",
+        ["tests/test_replay_agent_tools.py::test_an_agent_session_replays_with_the_agents_own_tools_in_the_sandbox_and_a_scratch_copy"],
+    ),
 ]
 
 
