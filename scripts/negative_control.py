@@ -1132,6 +1132,13 @@ SABOTAGES = [
         "            agent = Agent(cwd=workdir,  # SABOTAGED\n                          ",
         ["tests/test_replay_agent_tools.py::test_an_agent_session_replays_with_the_agents_own_tools_in_the_sandbox_and_a_scratch_copy"],
     ),
+    Sabotage(
+        "a remembered bubblewrap probe is trusted after bwrap or the kernel changed",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "            return bool(json.loads(f.read(4096)) == key)",
+        "            return bool(json.loads(f.read(4096)))  # SABOTAGED",
+        ["tests/test_sandbox_probe_cache.py"],
+    ),
 ]
 
 
