@@ -2,14 +2,20 @@
 """Negative controls: sabotage a guard, run the tests that guard it, expect them to FAIL.
 
 A suite that cannot be shown to fail proves nothing. Each sabotage below
-copies the tree to a temporary folder, breaks one integrity check there, and
-runs the tests that claim to guard it. The script exits 0 only if every
-sabotage made its tests fail (and the untouched copy passes).
+breaks one integrity check in a copy of the tree and runs the tests that claim
+to guard it, stopping at the first failure. The script exits 0 only if every
+sabotage made a test fail, and every test that failed passes on the untouched
+copy (the control, run last on just those tests).
 
-    .venv/bin/python scripts/negative_control.py [[--only] WORD...]   (WORD: part of a name or path)
+    .venv/bin/python scripts/negative_control.py [--record] [[--only] WORD...]   (WORD: part of a name or path)
 
-AGENTLOOP_TEST_WORKERS (default 3): sabotages tested side by side, and pytest-xdist
-processes for the control run.
+How it stays fast: AGENTLOOP_TEST_WORKERS (default 2) copies of the tree are
+made once, each with a pytest server (pytest loaded, nothing of agentloop);
+a sabotage edits a copy, its tests run in a child forked from the server, and
+the copy is put back byte for byte. A C sabotage (``rebuild``) compiles only
+its C module. The test that caught a sabotage last time (--record writes them
+to negative_control_catches.json) runs first; when it does not fail, the whole
+selection runs. Hints order the work; they never decide a verdict.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HINTS = os.path.join(ROOT, "scripts", "negative_control_catches.json")
+"""The test that caught each sabotage on the last ``--record`` run, by name: run first (order only, never the verdict)."""
 
 
 @dataclass
@@ -1276,8 +1284,25 @@ def _native_files(tree: str) -> list[str]:
     return [os.path.join(pkg, f) for f in os.listdir(pkg) if f.endswith((".so", ".pyd")) or f == "native.sha256"]
 
 
-def sabotage_and_test(w: Worker, sab: Sabotage) -> tuple[bool | None, str, list[str]]:
+def within(node: str, tests: list[str]) -> bool:
+    """``node`` is one of the tests ``tests`` selects (a file, a test, or a test's parameter)."""
+    return any(node == t or node.startswith((t + "::", t + "[")) for t in tests)
+
+
+def load_hints(path: str = HINTS) -> dict[str, list[str]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            got = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return {k: [n for n in v if isinstance(n, str)] for k, v in got.items() if isinstance(v, list)} if isinstance(got, dict) else {}
+
+
+def sabotage_and_test(w: Worker, sab: Sabotage, hints: dict[str, list[str]]) -> tuple[bool | None, str, list[str]]:
     """Break one guard in the worker's copy, run its tests (stopping at the first failure), put the copy back.
+
+    The tests that caught it last time (``hints``, when they are still among its tests) run first; only
+    when they do not fail does the whole selection run. Either way the verdict is a failure pytest names.
 
     (caught, the line to print, the failing nodes); ``caught`` is None when the sabotage could not be applied.
     """
@@ -1292,7 +1317,10 @@ def sabotage_and_test(w: Worker, sab: Sabotage) -> tuple[bool | None, str, list[
             f.write(text + sab.new if sab.old is None else text.replace(sab.old, sab.new))
         if sab.rebuild and (err := build_c(w.tree, sab.path)):
             return None, f"SABOTAGE NOT BUILT: {sab.name}: {err}", []
-        code, output = w.pytest(["-q", "-x", "-p", "no:cacheprovider", *sab.tests])
+        first = [n for n in hints.get(sab.name, []) if within(n, sab.tests)]
+        code, output = w.pytest(["-q", "-x", "-p", "no:cacheprovider", *first]) if first else (0, "")
+        if not (code > 0 and failing_nodes(output)):  # no hint, or it no longer catches it: the whole selection
+            code, output = w.pytest(["-q", "-x", "-p", "no:cacheprovider", *sab.tests])
     finally:
         for p, data in kept.items():
             with open(p, "wb") as f:
@@ -1303,24 +1331,42 @@ def sabotage_and_test(w: Worker, sab: Sabotage) -> tuple[bool | None, str, list[
     return caught, f"{'caught ' if caught else 'MISSED '} {sab.name}: {how}", nodes
 
 
-def control(w: Worker, nodes: set[str]) -> tuple[bool, str]:
-    """Run the tests that caught a sabotage on the untouched copy: they must pass there, or the failure
-    was not the sabotage's doing. A file named for a collection error must collect."""
+def control(ws: list[Worker], nodes: set[str]) -> tuple[bool, str]:
+    """Run the tests that caught a sabotage on the untouched copies: they must pass there, or the failure
+    was not the sabotage's doing. A file named for a collection error must collect. The tests are
+    shared out among the copies by file, run side by side."""
     files = sorted(n for n in nodes if "::" not in n)
-    tests = sorted(n for n in nodes if "::" in n)
+    by_file: dict[str, list[str]] = {}
+    for n in sorted(n for n in nodes if "::" in n):
+        by_file.setdefault(n.split("::")[0], []).append(n)
+    shares: list[list[str]] = [[] for _ in ws]
+    for group in sorted(by_file.values(), key=len, reverse=True):
+        min(shares, key=len).extend(group)
+    jobs = [share for share in shares if share] + ([["--collect-only", *files]] if files else [])
+
+    free: queue.Queue[Worker] = queue.Queue()
+    for w in ws:
+        free.put(w)
+
+    def one(k: int) -> tuple[int, str]:
+        w = free.get()  # a copy runs one pytest at a time
+        try:
+            return w.pytest(["-q", "-p", "no:cacheprovider", *jobs[k]])
+        finally:
+            free.put(w)
+
     report = []
     ok = True
-    for args in ([*tests] if tests else None, ["--collect-only", *files] if files else None):
-        if args is None:
-            continue
-        code, output = w.pytest(["-q", "-p", "no:cacheprovider", *args])
-        ok &= code == 0
-        report.append(f"exit {code}: {last_line(output)}" + ("" if code == 0 else "\n" + "\n".join(
-            ln for ln in output.splitlines() if ln.startswith(("FAILED", "ERROR")))))
-    return ok, "; ".join(report)
+    with ThreadPoolExecutor(max_workers=len(ws)) as pool:
+        for code, output in pool.map(one, range(len(jobs))):
+            ok &= code == 0
+            report.append(f"exit {code}: {last_line(output)}" + ("" if code == 0 else "\n" + "\n".join(
+                ln for ln in output.splitlines() if ln.startswith(("FAILED", "ERROR")))))
+    return ok, "; ".join(report) or "nothing to run"
 
 
-def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 2) -> int:
+def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 2, hints: dict[str, list[str]] | None = None,
+        record: str | None = None) -> int:
     """0 when every sabotage is caught by a test that passes on the untouched copy; 1 when one is not
     (missed, stale, or not built); 2 when a catching test fails on the untouched copy too."""
     jobs: queue.Queue[Worker] = queue.Queue()
@@ -1336,24 +1382,30 @@ def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 2) -> int:
                 w = jobs.get()
                 try:
                     start = time.monotonic()
-                    caught, line, nodes = sabotage_and_test(w, sab)
+                    caught, line, nodes = sabotage_and_test(w, sab, hints or {})
                     return caught, f"{line} ({time.monotonic() - start:.1f} s)", nodes
                 finally:
                     jobs.put(w)
 
-            for caught, line, nodes in pool.map(one, sabotages):
+            found: dict[str, list[str]] = {}
+            for sab, (caught, line, nodes) in zip(sabotages, pool.map(one, sabotages)):
                 all_caught &= bool(caught)
                 caught_by.update(nodes if caught else [])
+                if caught:
+                    found[sab.name] = nodes
                 print(line, flush=True)
-            w = jobs.get()
-            ok, line = control(w, caught_by) if caught_by else (True, "nothing to run")
-            print(f"control (the catching tests on the untouched copy): {line}", flush=True)
-            jobs.put(w)
-            while not jobs.empty():
-                jobs.get().close()
+            ws = [jobs.get() for _ in range(pool_size)]
+            ok, line = control(ws, caught_by)
+            print(f"control (the catching tests on the untouched copies): {line}", flush=True)
+            for w in ws:
+                w.close()
     if not ok:
         print("a test that caught a sabotage fails on the untouched copy too: fix the suite first")
         return 2
+    if record is not None:  # --record: what caught each sabotage, run first next time
+        kept = {k: v for k, v in load_hints(record).items() if k in {s.name for s in SABOTAGES}}
+        with open(record, "w", encoding="utf-8") as f:
+            f.write(json.dumps(dict(sorted({**kept, **found}.items())), indent=1) + "\n")
     print("every sabotage was caught" if all_caught else "SOME SABOTAGE WENT UNNOTICED")
     return 0 if all_caught else 1
 
@@ -1362,11 +1414,12 @@ def main() -> int:
     args = [a for a in sys.argv[1:] if a != "-v"]
     if args[:1] == ["--serve"]:
         return serve(args[1])
-    if "--only" in args:  # --only WORD, as a word
-        args.remove("--only")
+    record = "--record" in args
+    args = [a for a in args if a not in ("--only", "--record")]  # --only WORD, as a word
     only = args  # words: run only the sabotages whose names (or sabotaged paths) hold one
     sabotages = [s for s in SABOTAGES if not only or any(w in s.name or w in s.path for w in only)]
-    return run(sabotages, workers=int(os.environ.get("AGENTLOOP_TEST_WORKERS", "2")))
+    return run(sabotages, workers=int(os.environ.get("AGENTLOOP_TEST_WORKERS", "2")), hints=load_hints(),
+               record=HINTS if record else None)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ sabotage in the same commit.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -93,3 +94,18 @@ def test_a_catching_test_that_fails_on_the_untouched_copy_too_fails_the_script(t
     assert NC.run([caught, by_a_broken_test], root=str(tiny_root), workers=2) == 2
     out = capsys.readouterr().out
     assert "tests/test_broken.py::test_always_fails" in out and "fails on the untouched copy" in out
+
+
+def test_the_tests_that_caught_a_sabotage_before_only_order_the_run(tiny_root: Path, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    caught = sab("the cap admits everything", "amount <= cap", "True", ["tests/test_guard.py"])
+    harmless = sab("a comment", None, "# nothing\n", ["tests/test_guard.py"])
+    hints = {  # one outside the sabotage's own tests (ignored), one that no longer fails (the whole selection runs)
+        caught.name: ["tests/test_broken.py::test_always_fails"],
+        harmless.name: ["tests/test_guard.py::test_within_the_cap_is_admitted"],
+    }
+    assert NC.run([caught], root=str(tiny_root), workers=1, hints=hints) == 0
+    assert NC.run([harmless], root=str(tiny_root), workers=1, hints=hints) == 1
+    record = tmp_path / "catches.json"
+    assert NC.run([caught], root=str(tiny_root), workers=1, hints={caught.name: ["tests/test_guard.py::test_past_the_cap_is_refused"]},
+                  record=str(record)) == 0
+    assert json.loads(record.read_text())[caught.name] == ["tests/test_guard.py::test_past_the_cap_is_refused"]
