@@ -1147,6 +1147,13 @@ SABOTAGES = [
         "            return bool(json.loads(f.read(4096)))  # SABOTAGED",
         ["tests/test_sandbox_probe_cache.py"],
     ),
+    Sabotage(
+        "the system prompt's git snapshot runs the repository's clean filters",
+        "src/agentloop/agent/spawn.py",
+        "    return _filter_drivers(cwd, git_environment(env))\n",
+        "    return []  # SABOTAGED\n",
+        ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_clean_filter_the_repository_configures"],
+    ),
 ]
 
 

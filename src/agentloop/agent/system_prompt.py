@@ -121,7 +121,7 @@ STATUS_LINES = 30
 """At most this many changed files are listed; the rest are counted."""
 
 
-def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float) -> str | None:
+def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float, drivers: Sequence[str]) -> str | None:
     """``git ARGS`` through the one spawn path: no keys, none of the repository's hooks, fsmonitor,
     pager, external diff or filters (``agent/spawn.py``, rule 3)."""
     import subprocess
@@ -130,7 +130,7 @@ def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float) 
 
     try:
         p = git(list(args), cwd=cwd,
-                env={**env, "LC_ALL": "C"}, timeout=timeout)
+                env={**env, "LC_ALL": "C"}, timeout=timeout, drivers=drivers)
     except (OSError, subprocess.SubprocessError):
         return None
     if p.returncode != 0:
@@ -143,7 +143,10 @@ def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> s
 
     ``env`` is the child environment (``sandbox.child_env``): no provider keys reach git.
     """
-    status = _git(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"], cwd, env, timeout)
+    from .spawn import filter_drivers
+
+    drivers = filter_drivers(cwd, {**env, "LC_ALL": "C"})  # read once for both calls
+    status = _git(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"], cwd, env, timeout, drivers)
     if status is None:
         return None
     lines = status.splitlines()
@@ -157,7 +160,7 @@ def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> s
         out += [f"  {c}" for c in changes[:STATUS_LINES]]
         if len(changes) > STATUS_LINES:
             out.append(f"  ... and {len(changes) - STATUS_LINES} more")
-    log = _git(["log", "--oneline", "--no-decorate", "-n", "5"], cwd, env, timeout)
+    log = _git(["log", "--oneline", "--no-decorate", "-n", "5"], cwd, env, timeout, drivers)
     if log and log.strip():
         out.append("Recent commits:")
         out += [f"  {ln[:120]}" for ln in log.splitlines()[:5]]
