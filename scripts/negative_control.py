@@ -1233,12 +1233,17 @@ def serve(tree: str) -> int:
 
 
 def failing_nodes(output: str) -> list[str]:
-    """The test nodes (or, for a collection error, the files) named by pytest's FAILED and ERROR lines."""
+    """The test nodes (or, for a collection error, the files) named by the FAILED and ERROR lines of
+    pytest's short summary (not a captured log line that begins with ERROR)."""
     out = []
+    summary = False
     for ln in output.splitlines():
+        if "short test summary info" in ln:
+            summary = True
         for tag in ("FAILED ", "ERROR "):
-            if ln.startswith(tag):
-                out.append(ln[len(tag):].split(" - ")[0].strip())
+            node = ln[len(tag):].split(" - ")[0].strip()
+            if summary and ln.startswith(tag) and node.split("::")[0].endswith(".py"):
+                out.append(node)
     return out
 
 

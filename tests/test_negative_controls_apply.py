@@ -109,3 +109,16 @@ def test_the_tests_that_caught_a_sabotage_before_only_order_the_run(tiny_root: P
     assert NC.run([caught], root=str(tiny_root), workers=1, hints={caught.name: ["tests/test_guard.py::test_past_the_cap_is_refused"]},
                   record=str(record)) == 0
     assert json.loads(record.read_text())[caught.name] == ["tests/test_guard.py::test_past_the_cap_is_refused"]
+
+
+def test_only_the_summary_names_the_failing_tests() -> None:
+    output = (
+        "FFE\n"
+        "------------------------------ Captured log call -------------------------------\n"
+        "ERROR    asyncio:base_events.py:1771 Task exception was never retrieved\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_a.py::test_one[x-y] - AssertionError: no\n"
+        "ERROR tests/test_b.py - ImportError: gone\n"
+        "!!!!!!!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
+    )
+    assert NC.failing_nodes(output) == ["tests/test_a.py::test_one[x-y]", "tests/test_b.py"]
