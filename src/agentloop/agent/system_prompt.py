@@ -138,6 +138,18 @@ def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float, 
     return p.stdout[: 64 * 1024]
 
 
+def _in_a_work_tree(cwd: str) -> bool:
+    """A ``.git`` (folder or file) in ``cwd`` or one of its parents, where git looks for one."""
+    d = os.path.abspath(cwd)
+    while True:
+        if os.path.lexists(os.path.join(d, ".git")):
+            return True
+        parent = os.path.dirname(d)
+        if parent == d:
+            return False
+        d = parent
+
+
 def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> str | None:
     """Branch, changed files (at most ``STATUS_LINES``) and the last five commits, or None outside a repository.
 
@@ -145,6 +157,8 @@ def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> s
     """
     from .spawn import filter_drivers
 
+    if not _in_a_work_tree(cwd):
+        return None  # git would find no repository either (GIT_DIR never reaches it): no process started
     drivers = filter_drivers(cwd, {**env, "LC_ALL": "C"})  # read once for both calls
     status = _git(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"], cwd, env, timeout, drivers)
     if status is None:
