@@ -2,27 +2,39 @@
 """Negative controls: sabotage a guard, run the tests that guard it, expect them to FAIL.
 
 A suite that cannot be shown to fail proves nothing. Each sabotage below
-copies the tree to a temporary folder, breaks one integrity check there, and
-runs the tests that claim to guard it. The script exits 0 only if every
-sabotage made its tests fail (and the untouched copy passes).
+breaks one integrity check in a copy of the tree and runs the tests that claim
+to guard it, stopping at the first failure. The script exits 0 only if every
+sabotage made a test fail, and every test that failed passes on the untouched
+copy (the control, run last on just those tests).
 
-    .venv/bin/python scripts/negative_control.py [[--only] WORD...]   (WORD: part of a name or path)
+    .venv/bin/python scripts/negative_control.py [--record] [[--only] WORD...]   (WORD: part of a name or path)
 
-AGENTLOOP_TEST_WORKERS (default 3): sabotages tested side by side, and pytest-xdist
-processes for the control run.
+How it stays fast: AGENTLOOP_TEST_WORKERS (default 2) copies of the tree are
+made once, each with a pytest server (pytest loaded, nothing of agentloop);
+a sabotage edits a copy, its tests run in a child forked from the server, and
+the copy is put back byte for byte. A C sabotage (``rebuild``) compiles only
+its C module. The test that caught a sabotage last time (--record writes them
+to negative_control_catches.json) runs first; when it does not fail, the whole
+selection runs. Hints order the work; they never decide a verdict.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HINTS = os.path.join(ROOT, "scripts", "negative_control_catches.json")
+"""The test that caught each sabotage on the last ``--record`` run, by name: run first (order only, never the verdict)."""
 
 
 @dataclass
@@ -1210,32 +1222,135 @@ SABOTAGES = [
         'one=lambda c: __import__("agentloop.tools").tools.finish(c, self.subagents.tool().fn(**c.arguments)))  # SABOTAGED',
         ["tests/test_one_tool_path.py::test_an_agent_call_without_its_prompt_in_a_parallel_batch_gets_the_schema_error"],
     ),
+    Sabotage(
+        "a replay with the agent's own tools runs Bash outside the sandbox",
+        "src/agentloop/cli/replay_tools.py",
+        "            yield agent.registry\n",
+        "            agent.sandbox.bwrap = None  # SABOTAGED\n            yield agent.registry\n",
+        ["tests/test_replay_agent_tools.py::test_an_agent_session_replays_with_the_agents_own_tools_in_the_sandbox_and_a_scratch_copy"],
+    ),
+    Sabotage(
+        "a replay with the agent's own tools writes in the session's folder instead of a scratch copy",
+        "src/agentloop/cli/replay_tools.py",
+        "            agent = Agent(cwd=scratch,",
+        "            agent = Agent(cwd=workdir,  # SABOTAGED\n                          ",
+        ["tests/test_replay_agent_tools.py::test_an_agent_session_replays_with_the_agents_own_tools_in_the_sandbox_and_a_scratch_copy"],
+    ),
+    Sabotage(
+        "a remembered bubblewrap probe is trusted after bwrap or the kernel changed",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "            return bool(json.loads(f.read(4096)) == key)",
+        "            return bool(json.loads(f.read(4096)))  # SABOTAGED",
+        ["tests/test_sandbox_probe_cache.py"],
+    ),
+    Sabotage(
+        "the system prompt's git snapshot runs the repository's clean filters",
+        "src/agentloop/agent/spawn.py",
+        "    return _filter_drivers(cwd, git_environment(env))\n",
+        "    return []  # SABOTAGED\n",
+        ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_clean_filter_the_repository_configures"],
+    ),
 ]
 
 
-def run_tests(tree: str, tests: list[str], workers: int = 0) -> tuple[int, str, str]:
-    """(pytest's exit code, its last line, its FAILED/ERROR lines) for ``tests`` in the copy ``tree``.
+class Worker:
+    """One copy of the tree and one pytest server on it: a sabotage is applied in the copy, its tests
+    run in a child forked from the server, and the copy is put back byte for byte afterwards.
 
-    ``workers``: pytest-xdist processes (0: none, the tests run in this one process).
+    The server has imported pytest (and nothing of agentloop), so each run skips an interpreter's
+    start and pytest's import; the child imports agentloop from the copy, edited or not. Bytecode
+    is never written, so a put-back source is never shadowed by the sabotaged one's cache.
     """
-    # The copy's sources come first; any extra entries already on the path stay after them.
-    extra = os.environ.get("PYTHONPATH", "")
-    path = os.path.join(tree, "src") + (os.pathsep + extra if extra else "")
-    env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
-    spread = ["-n", str(workers)] if workers else []
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *spread, *tests],
-        cwd=tree, env=env, capture_output=True, text=True, timeout=900,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    failures = "\n".join(ln for ln in lines if ln.startswith(("FAILED", "ERROR")))
-    tail = lines[-1:] or ["(no output)"]
-    return proc.returncode, tail[0], failures
+
+    def __init__(self, root: str, tree: str):
+        self.tree = tree
+        copy_tree(tree, root)
+        extra = os.environ.get("PYTHONPATH", "")
+        path = os.path.join(tree, "src") + (os.pathsep + extra if extra else "")
+        env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", tree], cwd=tree, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def pytest(self, args: list[str], timeout: int = 900) -> tuple[int, str]:
+        """(pytest's exit code, its output) for ``args`` in this copy (-1: it ran past ``timeout`` seconds)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        fd, out = tempfile.mkstemp(prefix="pytest-", suffix=".txt", dir=os.path.dirname(self.tree))
+        os.close(fd)
+        self.proc.stdin.write(json.dumps({"args": args, "out": out, "timeout": timeout}) + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        with open(out, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        os.remove(out)
+        if not reply:
+            return -1, text + "\n(the pytest server died)"
+        return int(json.loads(reply)["code"]), text
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
-def copy_tree(dst: str) -> None:
+def serve(tree: str) -> int:
+    """The pytest server (``--serve TREE``): a JSON job a line on stdin, its exit code a line on stdout."""
+    import signal
+
+    import pytest  # noqa: F401  (imported once here, inherited by every forked run)
+
+    sys.dont_write_bytecode = True
+    src = os.path.join(tree, "src")
+    sys.path[:0] = [src, tree]
+    for line in sys.stdin:
+        job = json.loads(line)
+        pid = os.fork()
+        if pid == 0:  # the child: one pytest run, its output in the job's file
+            code = 3
+            try:
+                os.setsid()  # its own process group: a run past its time is ended with all it started
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the jobs' pipe is the server's alone
+                fd = os.open(job["out"], os.O_WRONLY | os.O_TRUNC)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                signal.alarm(int(job["timeout"]))
+                code = int(pytest.main(job["args"]))
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        try:
+            os.killpg(pid, signal.SIGKILL)  # anything the run left behind in its group
+        except (ProcessLookupError, PermissionError):
+            pass
+        print(json.dumps({"code": -1 if code < 0 else code}), flush=True)
+    return 0
+
+
+def failing_nodes(output: str) -> list[str]:
+    """The test nodes (or, for a collection error, the files) named by the FAILED and ERROR lines of
+    pytest's short summary (not a captured log line that begins with ERROR)."""
+    out = []
+    summary = False
+    for ln in output.splitlines():
+        if "short test summary info" in ln:
+            summary = True
+        for tag in ("FAILED ", "ERROR "):
+            node = ln[len(tag):].split(" - ")[0].strip()
+            if summary and ln.startswith(tag) and node.split("::")[0].endswith(".py"):
+                out.append(node)
+    return out
+
+
+def last_line(output: str) -> str:
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def copy_tree(dst: str, root: str = ROOT) -> None:
     for name in ("src", "tests", "pyproject.toml", "examples", "scripts", "docs", "conformance", "verifiers"):
-        s = os.path.join(ROOT, name)
+        s = os.path.join(root, name)
         d = os.path.join(dst, name)
         if os.path.isdir(s):
             shutil.copytree(s, d, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "node_modules"))
@@ -1243,71 +1358,176 @@ def copy_tree(dst: str) -> None:
             continue
         else:
             shutil.copy2(s, d)
-    cache = os.path.join(ROOT, ".cache")  # the npm MCP servers the tests run against: shared, read only
+    cache = os.path.join(root, ".cache")  # the npm MCP servers the tests run against: shared, read only
     if os.path.isdir(cache):
         os.symlink(cache, os.path.join(dst, ".cache"))
 
 
-def sabotage_and_test(tmp: str, i: int, sab: Sabotage) -> tuple[bool, str]:
-    """Break one guard in a fresh copy and run its tests: (caught, the line to print)."""
-    tree = os.path.join(tmp, f"sab{i}")
-    copy_tree(tree)
-    target = os.path.join(tree, sab.path)
+def build_c(tree: str, source: str) -> str:
+    """Compile the C module ``source`` (a path under src/agentloop) in the copy, alone, and record its new
+    hash in the copy's native.sha256 so the build is used (the mypyc modules are untouched: their sources
+    did not change). Returns what went wrong, or ""."""
+    pkg = os.path.join(tree, "src", "agentloop")
+    name = os.path.basename(source)[: -len(".c")]
+    code = ("from setuptools import Extension, setup\n"
+            f"setup(name='nc', ext_modules=[Extension('agentloop.{name}', ['agentloop/{name}.c'], extra_compile_args=['-O2'])],"
+            " script_args=['build_ext', '--inplace', '--build-temp', 'build'])\n")
+    b = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(tree, "src"), capture_output=True, text=True, timeout=900)
+    shutil.rmtree(os.path.join(tree, "src", "build"), ignore_errors=True)
+    if b.returncode != 0:
+        return (b.stderr or b.stdout).strip()[-500:]
+    stamp = os.path.join(pkg, "native.sha256")
+    if os.path.exists(stamp):
+        with open(os.path.join(pkg, name + ".c"), "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        with open(stamp, encoding="utf-8") as f:
+            lines = f.readlines()
+        with open(stamp, "w", encoding="utf-8") as f:
+            f.writelines(f"{digest}  {name}.c\n" if ln.rstrip("\n").endswith(f"  {name}.c") else ln for ln in lines)
+    return ""
+
+
+def _native_files(tree: str) -> list[str]:
+    pkg = os.path.join(tree, "src", "agentloop")
+    return [os.path.join(pkg, f) for f in os.listdir(pkg) if f.endswith((".so", ".pyd")) or f == "native.sha256"]
+
+
+def within(node: str, tests: list[str]) -> bool:
+    """``node`` is one of the tests ``tests`` selects (a file, a test, or a test's parameter)."""
+    return any(node == t or node.startswith((t + "::", t + "[")) for t in tests)
+
+
+def load_hints(path: str = HINTS) -> dict[str, list[str]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            got = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return {k: [n for n in v if isinstance(n, str)] for k, v in got.items() if isinstance(v, list)} if isinstance(got, dict) else {}
+
+
+def sabotage_and_test(w: Worker, sab: Sabotage, hints: dict[str, list[str]]) -> tuple[bool | None, str, list[str]]:
+    """Break one guard in the worker's copy, run its tests (stopping at the first failure), put the copy back.
+
+    The tests that caught it last time (``hints``, when they are still among its tests) run first; only
+    when they do not fail does the whole selection run. Either way the verdict is a failure pytest names.
+
+    (caught, the line to print, the failing nodes); ``caught`` is None when the sabotage could not be applied.
+    """
+    target = os.path.join(w.tree, sab.path)
     with open(target, encoding="utf-8") as f:
         text = f.read()
-    if sab.old is None:
-        text += sab.new
-    else:
-        if sab.old not in text:
-            return False, f"SABOTAGE STALE: {sab.name}: the guarded line is gone from {sab.path}"
-        text = text.replace(sab.old, sab.new)
-    with open(target, "w", encoding="utf-8") as f:
-        f.write(text)
-    if sab.rebuild:
-        b = subprocess.run([sys.executable, os.path.join(tree, "scripts", "build-native"), "--strict"],
-                           cwd=tree, capture_output=True, text=True, timeout=900)
-        if b.returncode != 0:
-            return False, f"SABOTAGE NOT BUILT: {sab.name}: {(b.stderr or b.stdout).strip()[-500:]}"
-    code, tail, _ = run_tests(tree, sab.tests)
-    caught = code != 0
-    shutil.rmtree(tree, ignore_errors=True)
-    return caught, f"{'caught ' if caught else 'MISSED '} {sab.name}: exit {code}: {tail}"
-
-
-def _xdist() -> bool:
+    if sab.old is not None and sab.old not in text:
+        return None, f"SABOTAGE STALE: {sab.name}: the guarded line is gone from {sab.path}", []
+    kept = {p: open(p, "rb").read() for p in [target] + (_native_files(w.tree) if sab.rebuild else [])}
     try:
-        import xdist  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text + sab.new if sab.old is None else text.replace(sab.old, sab.new))
+        if sab.rebuild and (err := build_c(w.tree, sab.path)):
+            return None, f"SABOTAGE NOT BUILT: {sab.name}: {err}", []
+        first = [n for n in hints.get(sab.name, []) if within(n, sab.tests)]
+        code, output = w.pytest(["-q", "-x", "-p", "no:cacheprovider", *first]) if first else (0, "")
+        if not (code > 0 and failing_nodes(output)):  # no hint, or it no longer catches it: the whole selection
+            code, output = w.pytest(["-q", "-x", "-p", "no:cacheprovider", *sab.tests])
+    finally:
+        for p, data in kept.items():
+            with open(p, "wb") as f:
+                f.write(data)
+    nodes = failing_nodes(output)
+    caught = code > 0 and bool(nodes)  # a failure pytest names; a run past its time proves nothing
+    how = "timed out" if code < 0 else f"exit {code}: {last_line(output)}"
+    return caught, f"{'caught ' if caught else 'MISSED '} {sab.name}: {how}", nodes
+
+
+def control(ws: list[Worker], nodes: set[str]) -> tuple[bool, str]:
+    """Run the tests that caught a sabotage on the untouched copies: they must pass there, or the failure
+    was not the sabotage's doing. A file named for a collection error must collect. The tests are
+    shared out among the copies by file, run side by side."""
+    files = sorted(n for n in nodes if "::" not in n)
+    by_file: dict[str, list[str]] = {}
+    for n in sorted(n for n in nodes if "::" in n):
+        by_file.setdefault(n.split("::")[0], []).append(n)
+    shares: list[list[str]] = [[] for _ in ws]
+    for group in sorted(by_file.values(), key=len, reverse=True):
+        min(shares, key=len).extend(group)
+    jobs = [share for share in shares if share] + ([["--collect-only", *files]] if files else [])
+
+    free: queue.Queue[Worker] = queue.Queue()
+    for w in ws:
+        free.put(w)
+
+    def one(k: int) -> tuple[int, str]:
+        w = free.get()  # a copy runs one pytest at a time
+        try:
+            return w.pytest(["-q", "-p", "no:cacheprovider", *jobs[k]])
+        finally:
+            free.put(w)
+
+    report = []
+    ok = True
+    with ThreadPoolExecutor(max_workers=len(ws)) as pool:
+        for code, output in pool.map(one, range(len(jobs))):
+            ok &= code == 0
+            report.append(f"exit {code}: {last_line(output)}" + ("" if code == 0 else "\n" + "\n".join(
+                ln for ln in output.splitlines() if ln.startswith(("FAILED", "ERROR")))))
+    return ok, "; ".join(report) or "nothing to run"
+
+
+def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 2, hints: dict[str, list[str]] | None = None,
+        record: str | None = None) -> int:
+    """0 when every sabotage is caught by a test that passes on the untouched copy; 1 when one is not
+    (missed, stale, or not built); 2 when a catching test fails on the untouched copy too."""
+    jobs: queue.Queue[Worker] = queue.Queue()
+    all_caught = True
+    caught_by: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
+        pool_size = max(1, min(workers, len(sabotages)))
+        with ThreadPoolExecutor(max_workers=pool_size) as pool:
+            for w in pool.map(lambda i: Worker(root, os.path.join(tmp, f"tree{i}")), range(pool_size)):
+                jobs.put(w)
+
+            def one(sab: Sabotage) -> tuple[bool | None, str, list[str]]:
+                w = jobs.get()
+                try:
+                    start = time.monotonic()
+                    caught, line, nodes = sabotage_and_test(w, sab, hints or {})
+                    return caught, f"{line} ({time.monotonic() - start:.1f} s)", nodes
+                finally:
+                    jobs.put(w)
+
+            found: dict[str, list[str]] = {}
+            for sab, (caught, line, nodes) in zip(sabotages, pool.map(one, sabotages)):
+                all_caught &= bool(caught)
+                caught_by.update(nodes if caught else [])
+                if caught:
+                    found[sab.name] = nodes
+                print(line, flush=True)
+            ws = [jobs.get() for _ in range(pool_size)]
+            ok, line = control(ws, caught_by)
+            print(f"control (the catching tests on the untouched copies): {line}", flush=True)
+            for w in ws:
+                w.close()
+    if not ok:
+        print("a test that caught a sabotage fails on the untouched copy too: fix the suite first")
+        return 2
+    if record is not None:  # --record: what caught each sabotage, run first next time
+        kept = {k: v for k, v in load_hints(record).items() if k in {s.name for s in SABOTAGES}}
+        with open(record, "w", encoding="utf-8") as f:
+            f.write(json.dumps(dict(sorted({**kept, **found}.items())), indent=1) + "\n")
+    print("every sabotage was caught" if all_caught else "SOME SABOTAGE WENT UNNOTICED")
+    return 0 if all_caught else 1
 
 
 def main() -> int:
     args = [a for a in sys.argv[1:] if a != "-v"]
-    if "--only" in args:  # --only WORD, as a word
-        args.remove("--only")
+    if args[:1] == ["--serve"]:
+        return serve(args[1])
+    record = "--record" in args
+    args = [a for a in args if a not in ("--only", "--record")]  # --only WORD, as a word
     only = args  # words: run only the sabotages whose names (or sabotaged paths) hold one
     sabotages = [s for s in SABOTAGES if not only or any(w in s.name or w in s.path for w in only)]
-    # Sabotages run side by side (each in its own copy, its tests in one process); the control's
-    # many tests are spread over pytest-xdist's processes when it is installed.
-    workers = max(1, int(os.environ.get("AGENTLOOP_TEST_WORKERS", "3")))
-    all_caught = True
-    with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
-        clean = os.path.join(tmp, "clean")
-        copy_tree(clean)
-        tests = sorted({t for s in sabotages for t in s.tests})
-        code, tail, failures = run_tests(clean, tests, workers if workers > 1 and _xdist() else 0)
-        print(f"control (untouched copy): exit {code}: {tail}", flush=True)
-        if code != 0:
-            print("the untouched copy fails: fix the suite first")
-            print(failures)
-            return 2
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for caught, line in pool.map(lambda job: sabotage_and_test(tmp, *job), enumerate(sabotages)):
-                all_caught &= caught
-                print(line, flush=True)
-    print("every sabotage was caught" if all_caught else "SOME SABOTAGE WENT UNNOTICED")
-    return 0 if all_caught else 1
+    return run(sabotages, workers=int(os.environ.get("AGENTLOOP_TEST_WORKERS", "2")), hints=load_hints(),
+               record=HINTS if record else None)
 
 
 if __name__ == "__main__":

@@ -135,3 +135,24 @@ def test_a_schema_found_valid_once_is_not_checked_again_but_an_invalid_one_alway
     assert any(k.startswith("schema:") for k in cache._load())
     with pytest.raises(tools.InvalidToolSchema, match="invalid schema"):
         tools.Tool("bad_tool", "d", {"type": "object", "properties": {"n": {"type": 5}}}, lambda n: n)
+
+
+def test_without_a_cache_an_agents_process_reads_each_source_once_and_never_serves_an_edit_its_old_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cache installed (a library user's process): the text read is kept in the process under the
+    file's hash, so the next run does not parse the module again, and an edited file is a new key."""
+    path = tmp_path / "fpc_mem.py"
+    mod = _load(path, "fpc_mem", SOURCE)
+    before = _uncached(mod.tool_fn)
+    real = inspect.getsource
+    monkeypatch.setattr(inspect, "getsource", lambda obj: (_ for _ in ()).throw(AssertionError(f"{obj!r} read again")))
+    assert _uncached(mod.tool_fn) == before
+    monkeypatch.setattr(inspect, "getsource", real)
+    old = os.stat(path)
+    mod = _load(path, "fpc_mem", SOURCE.replace("return x * 2", "return x * 3"))  # the same size and lines
+    os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns))
+    after = _uncached(mod.tool_fn)
+    assert after != before
+    tools._in_process.entries.clear()
+    assert _uncached(mod.tool_fn) == after  # what a fresh process computes

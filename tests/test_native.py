@@ -114,12 +114,18 @@ def test_with_no_build_every_module_runs_from_source(tmp_path: Path) -> None:
     assert all(got[m].endswith(f"agentloop/{m}.py") for m in _native.MODULES), got
 
 
+PINNING = [  # one test each, so that pytest-xdist spreads the 30-odd seconds they take together
+    ["tests/test_native.py::test_the_package_reports_how_its_core_runs", "tests/test_canonical.py", "tests/test_budget.py"],
+    ["tests/test_replay_golden.py", "tests/test_replay.py"],
+    ["tests/test_loop.py"],
+    ["tests/test_transcript.py"],
+]
+
+
 @pytest.mark.skipif(not BUILT, reason="no compiled build: the suite already runs on the sources")
-def test_the_pure_sources_pass_the_byte_pinning_tests_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tests", PINNING, ids=[t[-1].split("/")[-1] for t in PINNING])
+def test_the_pure_sources_pass_the_byte_pinning_tests_too(tmp_path: Path, tests: list[str]) -> None:
     src = _copy_src(tmp_path, with_build=False)
-    tests = ["tests/test_native.py::test_the_package_reports_how_its_core_runs", "tests/test_canonical.py",
-             "tests/test_replay_golden.py", "tests/test_replay.py", "tests/test_loop.py", "tests/test_transcript.py",
-             "tests/test_budget.py"]
     env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1", AGENTLOOP_EXPECT_SOURCE="1")
     p = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],

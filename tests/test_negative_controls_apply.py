@@ -9,6 +9,7 @@ sabotage in the same commit.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -37,3 +38,87 @@ def test_each_sabotage_finds_its_guarded_line_and_its_tests(sab) -> None:  # typ
         assert sab.old in target.read_text(encoding="utf-8"), f"{sab.path}: the guarded text is gone: {sab.old!r}"
     for t in sab.tests:
         assert (ROOT / t.split("::")[0]).is_file(), f"{t}: the guarding test file is gone"
+
+
+NC = sys.modules["negative_control"]
+GUARD = "def admits(amount: int, cap: int) -> bool:\n    return amount <= cap\n"
+GUARD_TESTS = """
+from guard import admits
+
+
+def test_within_the_cap_is_admitted():
+    assert admits(3, 5)
+
+
+def test_past_the_cap_is_refused():
+    assert not admits(6, 5)
+"""
+
+
+@pytest.fixture
+def tiny_root(tmp_path: Path) -> Path:
+    """A tree of its own for the script: one guard, its tests, and a test that fails whatever is done."""
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "guard.py").write_text(GUARD)
+    (root / "tests" / "test_guard.py").write_text(GUARD_TESTS)
+    (root / "tests" / "test_broken.py").write_text("def test_always_fails():\n    assert False\n")
+    (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    return root
+
+
+def sab(name: str, old: str | None, new: str, tests: list[str]):  # type: ignore[no-untyped-def]
+    return NC.Sabotage(name, "src/guard.py", old, new, tests)
+
+
+def test_the_script_passes_only_when_every_sabotage_is_caught_and_puts_the_copy_back(tiny_root: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    caught = sab("the cap admits everything", "amount <= cap", "True", ["tests/test_guard.py"])
+    harmless = sab("a comment", None, "# nothing\n", ["tests/test_guard.py"])
+    assert NC.run([caught], root=str(tiny_root), workers=1) == 0
+    assert "caught  the cap admits everything" in capsys.readouterr().out
+    # one copy for both: had the first edit stayed in it, the harmless one would look caught
+    assert NC.run([caught, harmless], root=str(tiny_root), workers=1) == 1
+    out = capsys.readouterr().out
+    assert "MISSED  a comment" in out and "SOME SABOTAGE WENT UNNOTICED" in out
+
+
+def test_a_sabotage_whose_line_is_gone_fails_the_script(tiny_root: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert NC.run([sab("gone", "amount < cap", "True", ["tests/test_guard.py"])], root=str(tiny_root), workers=1) == 1
+    assert "SABOTAGE STALE: gone" in capsys.readouterr().out
+
+
+def test_a_catching_test_that_fails_on_the_untouched_copy_too_fails_the_script(tiny_root: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    caught = sab("the cap admits everything", "amount <= cap", "True", ["tests/test_guard.py"])
+    by_a_broken_test = sab("a comment", None, "# nothing\n", ["tests/test_broken.py"])
+    assert NC.run([caught, by_a_broken_test], root=str(tiny_root), workers=2) == 2
+    out = capsys.readouterr().out
+    assert "tests/test_broken.py::test_always_fails" in out and "fails on the untouched copy" in out
+
+
+def test_the_tests_that_caught_a_sabotage_before_only_order_the_run(tiny_root: Path, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    caught = sab("the cap admits everything", "amount <= cap", "True", ["tests/test_guard.py"])
+    harmless = sab("a comment", None, "# nothing\n", ["tests/test_guard.py"])
+    hints = {  # one outside the sabotage's own tests (ignored), one that no longer fails (the whole selection runs)
+        caught.name: ["tests/test_broken.py::test_always_fails"],
+        harmless.name: ["tests/test_guard.py::test_within_the_cap_is_admitted"],
+    }
+    assert NC.run([caught], root=str(tiny_root), workers=1, hints=hints) == 0
+    assert NC.run([harmless], root=str(tiny_root), workers=1, hints=hints) == 1
+    record = tmp_path / "catches.json"
+    assert NC.run([caught], root=str(tiny_root), workers=1, hints={caught.name: ["tests/test_guard.py::test_past_the_cap_is_refused"]},
+                  record=str(record)) == 0
+    assert json.loads(record.read_text())[caught.name] == ["tests/test_guard.py::test_past_the_cap_is_refused"]
+
+
+def test_only_the_summary_names_the_failing_tests() -> None:
+    output = (
+        "FFE\n"
+        "------------------------------ Captured log call -------------------------------\n"
+        "ERROR    asyncio:base_events.py:1771 Task exception was never retrieved\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_a.py::test_one[x-y] - AssertionError: no\n"
+        "ERROR tests/test_b.py - ImportError: gone\n"
+        "!!!!!!!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
+    )
+    assert NC.failing_nodes(output) == ["tests/test_a.py::test_one[x-y]", "tests/test_b.py"]

@@ -112,6 +112,47 @@ def test_the_git_snapshot_runs_no_fsmonitor_or_hook_the_repository_configures(tm
     assert not marker.exists()
 
 
+def test_the_git_snapshot_runs_no_clean_filter_the_repository_configures(tmp_path: Path) -> None:
+    """A ``filter.<driver>.clean`` command (gitattributes(5)) is run by git status to compare a file whose
+    stat changed; the snapshot reads the driver names once and switches each off for both its calls."""
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    _git(cwd, "init", "-q")
+    (cwd / ".gitattributes").write_text("*.txt filter=trap\n")
+    (cwd / "a.txt").write_text("aaaa\n")
+    _git(cwd, "add", ".")
+    _git(cwd, "commit", "-qm", "one")
+    marker = tmp_path / "ran"
+    _git(cwd, "config", "filter.trap.clean", f"touch {marker}; cat")
+    (cwd / "a.txt").write_text("bbbb\n")  # the same size: git must read it through the filter to compare
+    os.utime(cwd / "a.txt", (2_000_000_000, 2_000_000_000))
+    subprocess.run(["git", "status"], cwd=cwd, capture_output=True)  # plain git runs it: the trap works
+    assert marker.exists()
+    marker.unlink()
+    os.utime(cwd / "a.txt", (2_000_000_100, 2_000_000_100))
+    snap = git_snapshot(str(cwd), dict(os.environ))
+    assert snap is not None and "a.txt" in snap and "Recent commits:" in snap
+    assert not marker.exists()
+
+
+def test_outside_a_repository_the_snapshot_starts_no_git_at_all(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    log = tmp_path / "git.log"
+    (fake / "git").write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec /usr/bin/env -u PATH git "$@"\n')
+    (fake / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert git_snapshot(str(plain), env) is None and not log.exists()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    sub = repo / "deep" / "er"
+    sub.mkdir(parents=True)
+    assert git_snapshot(str(sub), env) is not None and log.exists()  # found from a folder inside it
+
+
 def test_a_long_status_is_cut_to_a_count(tmp_path: Path) -> None:
     cwd = tmp_path / "repo"
     cwd.mkdir()

@@ -421,8 +421,30 @@ _file_hashes: dict[str, tuple[str, list[str]]] = {}
 """Files read during one ``fingerprint`` call: their hash and the lines linecache was given."""
 
 
+class _InProcess:
+    """The source text already read in this process, under the same keys as a ``SourceCache``: used when
+    none is installed, so an agent's every run does not parse its tools' modules again."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self.entries: dict[str, str] = {}
+
+    def get(self, key: str) -> str | None:
+        return self.entries.get(key)
+
+    def put(self, key: str, source: str) -> None:
+        if len(self.entries) >= self.LIMIT:
+            self.entries.clear()
+        self.entries[key] = source
+
+
+_in_process = _InProcess()
+
+
 def use_source_cache(cache: SourceCache | None) -> None:
-    """Serve ``fingerprint``'s source look-ups from ``cache`` (None: read every source afresh)."""
+    """Serve ``fingerprint``'s source look-ups from ``cache`` (None: none between processes; within this
+    one the text read is kept under the same keys, the hash of the file it came from first)."""
     global _source_cache
     _source_cache = cache
 
@@ -474,16 +496,16 @@ their tools at the same time."""
 
 
 def _source_of(obj: Any) -> str:
-    cache = _source_cache
-    found = _cache_key(obj) if cache is not None else None
-    if cache is not None and found is not None:
+    cache: SourceCache = _source_cache if _source_cache is not None else _in_process
+    found = _cache_key(obj)
+    if found is not None:
         hit = cache.get(found[0])
         if hit is not None:
             return hit
     try:
         with _PARSING:
             source = inspect.getsource(obj)
-        if cache is not None and found is not None:
+        if found is not None:
             key, path, lines = found
             entry: Any = linecache.cache.get(path)
             if entry is not None and len(entry) == 4 and entry[2] is lines:  # extracted from the very bytes hashed

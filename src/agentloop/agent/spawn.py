@@ -194,6 +194,7 @@ def _git_argv(args: Sequence[str]) -> list[str]:
 
 def git(
     args: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None, timeout: float = 60,
+    drivers: Sequence[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``git ARGS`` for agentloop itself (rule 3), output captured as text.
 
@@ -201,7 +202,8 @@ def git(
     ``process``) are the one thing ``-c`` cannot switch off by name, since
     the driver names are the repository's: every driver its config names is
     set to ``cat`` here, and ``.gitattributes`` then asks for a command that
-    does nothing.
+    does nothing. ``drivers``: those names, from ``filter_drivers(cwd, env)``
+    for several calls in a row in the same repository (else read here).
 
     Raises:
         OSError: git cannot start.
@@ -209,7 +211,8 @@ def git(
     """
     genv = git_environment(env)
     argv = _git_argv(args)
-    drivers = _filter_drivers(cwd, genv)
+    if drivers is None:
+        drivers = _filter_drivers(cwd, genv)
     if drivers:
         extra: list[str] = []
         for d in drivers:
@@ -243,6 +246,11 @@ def git_identity(cwd: str, env: Mapping[str, str] | None = None) -> list[str]:
         got = {"user.name": "agentloop", "user.email": "agentloop@localhost"}
     got.setdefault("user.name", "agentloop")
     return [x for k, v in got.items() for x in ("-c", f"{k}={v}")]
+
+
+def filter_drivers(cwd: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """The filter driver names of the repository at ``cwd``, for ``git(..., drivers=)``."""
+    return _filter_drivers(cwd, git_environment(env))
 
 
 def _filter_drivers(cwd: str, genv: Mapping[str, str]) -> list[str]:

@@ -121,7 +121,7 @@ STATUS_LINES = 30
 """At most this many changed files are listed; the rest are counted."""
 
 
-def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float) -> str | None:
+def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float, drivers: Sequence[str]) -> str | None:
     """``git ARGS`` through the one spawn path: no keys, none of the repository's hooks, fsmonitor,
     pager, external diff or filters (``agent/spawn.py``, rule 3)."""
     import subprocess
@@ -130,7 +130,7 @@ def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float) 
 
     try:
         p = git(list(args), cwd=cwd,
-                env={**env, "LC_ALL": "C"}, timeout=timeout)
+                env={**env, "LC_ALL": "C"}, timeout=timeout, drivers=drivers)
     except (OSError, subprocess.SubprocessError):
         return None
     if p.returncode != 0:
@@ -138,12 +138,29 @@ def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float) 
     return p.stdout[: 64 * 1024]
 
 
+def _in_a_work_tree(cwd: str) -> bool:
+    """A ``.git`` (folder or file) in ``cwd`` or one of its parents, where git looks for one."""
+    d = os.path.abspath(cwd)
+    while True:
+        if os.path.lexists(os.path.join(d, ".git")):
+            return True
+        parent = os.path.dirname(d)
+        if parent == d:
+            return False
+        d = parent
+
+
 def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> str | None:
     """Branch, changed files (at most ``STATUS_LINES``) and the last five commits, or None outside a repository.
 
     ``env`` is the child environment (``sandbox.child_env``): no provider keys reach git.
     """
-    status = _git(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"], cwd, env, timeout)
+    from .spawn import filter_drivers
+
+    if not _in_a_work_tree(cwd):
+        return None  # git would find no repository either (GIT_DIR never reaches it): no process started
+    drivers = filter_drivers(cwd, {**env, "LC_ALL": "C"})  # read once for both calls
+    status = _git(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"], cwd, env, timeout, drivers)
     if status is None:
         return None
     lines = status.splitlines()
@@ -157,7 +174,7 @@ def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> s
         out += [f"  {c}" for c in changes[:STATUS_LINES]]
         if len(changes) > STATUS_LINES:
             out.append(f"  ... and {len(changes) - STATUS_LINES} more")
-    log = _git(["log", "--oneline", "--no-decorate", "-n", "5"], cwd, env, timeout)
+    log = _git(["log", "--oneline", "--no-decorate", "-n", "5"], cwd, env, timeout, drivers)
     if log and log.strip():
         out.append("Recent commits:")
         out += [f"  {ln[:120]}" for ln in log.splitlines()[:5]]

@@ -15,7 +15,9 @@ HELP = "replay a transcript offline and compare it with the record (exit 0 equal
 DESCRIPTION = (
     "Redo every run of a transcript with the same loop, the model answering from the record. "
     "full: tool results from the record, no tool runs (a faithful replay is byte-identical). "
-    "live-tools: the tools really run (the demo tools unless --tools says otherwise). "
+    "live-tools: the tools really run: for a session of the terminal agent (its record begins with "
+    "session_start) or with --tools agent, the agent's own tools, in a scratch copy of --workdir with Bash "
+    "inside the same sandbox as the agent's; otherwise the demo tools unless --tools says otherwise. "
     "dry-run: tools are skipped, and the report counts the steps that depended on their output."
 )
 
@@ -26,8 +28,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="NEW.jsonl", help="write the replayed transcript to this new file")
     p.add_argument(
         "--tools", metavar="MODULE:FUNCTION", action="append", default=[],
-        help="a function returning a Registry of the tools to run and fingerprint-check (repeatable); "
-        "live-tools mode defaults to the demo tools",
+        help="a function returning a Registry of the tools to run and fingerprint-check (repeatable), or "
+        "'agent': the terminal agent's own tools; live-tools mode defaults to the agent's for an agent session, "
+        "else the demo tools",
+    )
+    p.add_argument(
+        "--workdir", metavar="DIR",
+        help="with the agent's tools: the folder the session worked in (default: the current one); "
+        "the tools run in a scratch copy of it, removed afterwards, so the folder itself is never written",
     )
     p.add_argument("--salt-env", metavar="VAR", help="read the redaction salt the run was recorded with from this environment variable")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -66,12 +74,25 @@ def load_tools(refs: list[str]) -> Any:
 
 
 def main(args: argparse.Namespace) -> int:
+    from . import replay_tools as agent_tools
+
+    use_agent = args.tools == ["agent"] or (not args.tools and args.mode == "live-tools" and agent_tools.is_agent_session(args.file))
+    if "agent" in args.tools and not use_agent:
+        raise UserError("--tools agent: give it alone (the agent's own tools are not mixed with others)")
+    if args.workdir is not None and not use_agent:
+        raise UserError("--workdir: only with the agent's own tools (--tools agent, or live-tools on an agent session)")
+    if not use_agent:
+        return _replay(args, None)
+    with agent_tools.open_agent_tools(args.workdir or os.getcwd()) as tools:
+        return _replay(args, tools)
+
+
+def _replay(args: argparse.Namespace, tools: Any) -> int:
     from agentloop.replay import ReplayError, replay
 
-    tools = None
-    if args.tools:
+    if tools is None and args.tools:
         tools = load_tools(args.tools)
-    elif args.mode == "live-tools":
+    elif tools is None and args.mode == "live-tools":
         from agentloop.demo import demo_tools
 
         tools = demo_tools()

@@ -310,12 +310,58 @@ _probe_lock = threading.Lock()
 _probed: dict[str, str | None] = {}
 
 
-def probe(bwrap: str | None = None) -> tuple[str | None, str | None]:
-    """``(path to bwrap, None)`` when a sandbox starts here, else ``(None, why)``. Probed once per process."""
+PROBE_CACHE = "bwrap-probe.json"
+"""Under the agentloop home's ``cache/``: the key of the last probe that started a sandbox."""
+
+
+def probe_key(path: str) -> dict[str, object] | None:
+    """What a probe's verdict depends on: the bwrap binary (path, size, mtime), the kernel, the user; None if unreadable."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return {"bwrap": os.path.realpath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "kernel": os.uname().release, "uid": os.geteuid()}
+
+
+def _cached_ok(cache_dir: str | None, key: dict[str, object] | None) -> bool:
+    if cache_dir is None or key is None:
+        return False
+    try:
+        with open(os.path.join(cache_dir, PROBE_CACHE), encoding="utf-8") as f:
+            return bool(json.loads(f.read(4096)) == key)
+    except (OSError, ValueError):
+        return False
+
+
+def _remember_ok(cache_dir: str | None, key: dict[str, object] | None) -> None:
+    if cache_dir is None or key is None:
+        return
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        tmp = os.path.join(cache_dir, f".{PROBE_CACHE}.{os.getpid()}")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(key))
+        os.replace(tmp, os.path.join(cache_dir, PROBE_CACHE))
+    except OSError:
+        pass  # the next start probes again
+
+
+def probe(bwrap: str | None = None, cache_dir: str | None = None) -> tuple[str | None, str | None]:
+    """``(path to bwrap, None)`` when a sandbox starts here, else ``(None, why)``. Probed once per process.
+
+    ``cache_dir``: where a probe that started a sandbox is remembered, keyed by ``probe_key`` (the
+    binary's path, size and mtime, the kernel release, the user): while the key holds, later processes
+    skip the probe. A failed probe is never remembered (a fixed machine is seen at once), and a wrongly
+    remembered success fails closed: every sandboxed command then fails to start.
+    """
     path = bwrap or shutil.which("bwrap")
     if path is None:
         return None, "bubblewrap (bwrap) is not installed"
     with _probe_lock:
+        key = probe_key(path) if cache_dir is not None else None
+        if path not in _probed and _cached_ok(cache_dir, key):
+            _probed[path] = None
         if path not in _probed:
             try:
                 p = subprocess.run(
@@ -329,6 +375,8 @@ def probe(bwrap: str | None = None) -> tuple[str | None, str | None]:
             except (OSError, subprocess.TimeoutExpired) as exc:
                 why = str(exc)
             _probed[path] = why
+            if why is None:
+                _remember_ok(cache_dir, key)
         why = _probed[path]
     return (path, None) if why is None else (None, f"bubblewrap cannot start a sandbox here: {why}")
 
@@ -393,7 +441,7 @@ class Sandbox:
         hidden = [h for h in hidden if not any(r == h or r.startswith(h + os.sep) for r in real_roots)]
         path, why = (None, None)
         if settings.mode != "danger-full-access":
-            path, why = probe(bwrap)
+            path, why = probe(bwrap, cache_dir=os.path.join(agentloop_home, "cache"))
             if why is not None and settings.fail_if_unavailable:
                 raise SandboxUnavailable(f"the Bash sandbox cannot start ({why}) and sandbox.failIfUnavailable is set; {INSTALL_HINT}")
         return cls(settings, real_roots, list(dict.fromkeys(hidden)), path, why, homes=homes)
