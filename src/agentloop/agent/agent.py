@@ -111,7 +111,7 @@ class Agent:
         self.models = ModelChoice(sources=s.sources, price_sources=s.price_sources, env=s.env, permission_mode=s.permission_mode,
                                   base_url=base_url, api_key_env=api_key_env, option_flags=(max_output_tokens, thinking, effort),
                                   cap_micros=s.max_usd_micros, window_override=s.context_window, on_notice=self._notice)
-        self.models.choose(s.model, price, fallback)
+        self.models.choose(s.model, price, fallback, s.fallback_model)
         self.secrets = SecretGuard.create(self.model, self.env, api_key_env, s.sources)
         self.redactor, self.child_env, self.allowed_env = self.secrets.redactor, self.secrets.child_env, self.secrets.allowed_env
         self.sandbox_settings, self.sandbox, self.startup_notices = open_sandbox(s, sandbox, self.cwd, self.add_dirs, self.home,

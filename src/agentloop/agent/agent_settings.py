@@ -86,7 +86,10 @@ class AgentSettings:
     mode_managed: bool
     """Managed settings force the mode: Shift+Tab leaves it as it is."""
     model: str | Any | None
-    """The model given, unless managed settings name another."""
+    """The model given, unless managed settings name another; else the settings' ``model``, else
+    ``AGENTLOOP_MODEL``; None when none is configured (the agent says so)."""
+    fallback_model: Any
+    """``fallbackModel`` as written (the model choice resolves it, as ``--fallback-model``)."""
     add_dirs: tuple[str, ...]
     durability: Durability
     shell_timeout_s: float
@@ -162,7 +165,8 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
         mcp_json_approved=frozenset(loaded.decision.mcp_approved) if not flags.strict_mcp_config else frozenset(),
         max_steps=flags.max_steps if flags.max_steps is not None else _steps(merged(sources, "maxSteps")),
         max_usd_micros=max_usd, cap_source=cap_source, permission_mode=mode, mode_managed=forced,
-        model=_managed_model(flags.model, managed, said), add_dirs=add_dirs,
+        model=_model(_managed_model(flags.model, managed, said), sources, env),
+        fallback_model=merged(sources, "fallbackModel"), add_dirs=add_dirs,
         durability=_durability(flags.durability or merged(sources, "sessionDurability") or "flush"),
         shell_timeout_s=timeout, shell_max_timeout_s=longest, context_window=merged(sources, "contextWindow") or None,
         loop_threshold=5 if threshold is None else (int(threshold) if isinstance(threshold, int) and threshold > 0 else None),
@@ -242,6 +246,11 @@ def _managed_model(model: str | Any | None, managed: list[SettingsSource], said:
         said.append(f"{managed[-1].path}: model {forced_model} is managed; --model ignored")
         return forced_model
     return model
+
+
+def _model(given: str | Any | None, sources: list[SettingsSource], env: Mapping[str, str]) -> str | Any | None:
+    """The model given, else the settings' ``model``, else ``AGENTLOOP_MODEL``."""
+    return given if given is not None else (merged(sources, "model") or env.get("AGENTLOOP_MODEL"))
 
 
 def _add_dirs(cwd: str, given: Sequence[str]) -> tuple[str, ...]:

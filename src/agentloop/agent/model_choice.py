@@ -104,11 +104,12 @@ class ModelChoice:
         self.fallback: Any = None
         self.window = 0
 
-    def choose(self, model: str | Any | None, price: Any, fallback: str | None) -> None:
-        """The model given (opened), its price and its fallback (rules 2, 3)."""
+    def choose(self, model: str | Any | None, price: Any, fallback: str | None, fallback_setting: Any = None) -> None:
+        """The model given (opened), its price and its fallback (rules 2, 3): ``fallback`` is the flag's,
+        ``fallback_setting`` the settings' ``fallbackModel`` (``AgentSettings``)."""
         from .trust import resolve_model
 
-        spec = model if model is not None else (merged(self.sources, "model") or self.env.get("AGENTLOOP_MODEL"))
+        spec = model
         if spec is None:
             raise AgentError("no model configured: pass --model (e.g. scripted:replies.json) or set \"model\" in settings")
         if isinstance(spec, str):
@@ -116,7 +117,7 @@ class ModelChoice:
         if price is not None:  # a model object (the scripted, or rewind's that calls nothing) is priced by its name
             self.prices = self.prices.merged({spec.split(":", 1)[-1] if isinstance(spec, str) else describe(spec).name: price})
         self.model_spec = spec if isinstance(spec, str) else describe(spec).name
-        self.fallback = fallback if fallback is not None else merged(self.sources, "fallbackModel")
+        self.fallback = fallback if fallback is not None else fallback_setting
         if isinstance(self.fallback, str):
             self.fallback = resolve_model(self.fallback, env=self.env, permission_mode=self.permission_mode)
         self.options: ModelOptions = self.resolve_options(self.model_spec)
