@@ -189,7 +189,7 @@ class SideCosts:
     results.
     """
 
-    def __init__(self, drive: _Drive):
+    def __init__(self, drive: _Driver):
         self._ref = weakref.ref(drive)  # not a cycle: replay pauses the collector, and a run must leave none
         self._lock = threading.Lock()
         self._queued: list[SideCostSettled] = []
@@ -197,7 +197,7 @@ class SideCosts:
         self.deferring = False
         """Set by the driver while a turn's tools run: settled costs wait for it."""
 
-    def _drive(self) -> _Drive:
+    def _drive(self) -> _Driver:
         drive = self._ref()
         if drive is None:
             raise RuntimeError("the run these side costs belonged to is over")
@@ -219,7 +219,7 @@ class SideCosts:
         if self._deferred():
             raise RuntimeError("a side cost is asked for only from prepare, on the driver's thread")
         self.drain()
-        answer = self._drive().side(SideCostAsked(purpose, micros, tokens))
+        answer = self._drive().side_cost(SideCostAsked(purpose, micros, tokens))
         if answer is None:
             raise AssertionError("the loop did not answer a side cost's ask")
         return None if answer.granted else answer.reason or "refused"
@@ -235,7 +235,7 @@ class SideCosts:
                 self._queued.append(ev)
             return
         self.drain()
-        self._drive().side(ev)
+        self._drive().side_cost(ev)
 
     def __enter__(self) -> None:
         """``with costs:`` while a turn's tools run: costs settled meanwhile (a child's spend) wait for the driver."""
@@ -257,10 +257,10 @@ class SideCosts:
         with self._lock:
             queued, self._queued = self._queued, []
         for ev in queued:
-            self._drive().side(ev)
+            self._drive().side_cost(ev)
 
 
-class _Drive:
+class _Driver:
     """What both drivers share: the loop's state, recording, ledgers, observers.
 
     ``next()`` performs every outbound that needs neither the model nor a
@@ -285,7 +285,7 @@ class _Drive:
     def begin(self, cfg: LoopConfig, messages: Sequence[Message], continues: Continues | None) -> None:
         self.state, self.pending = start(cfg, messages, continues)
 
-    def side(self, inbound: SideCostAsked | SideCostSettled) -> SideCostAnswer | None:
+    def side_cost(self, inbound: SideCostAsked | SideCostSettled) -> SideCostAnswer | None:
         """Feed a side cost's event and perform what the loop asks for it (records, the ledger); its answer."""
         self.state, out = step(self.state, inbound)
         answer = None
@@ -294,7 +294,7 @@ class _Drive:
             if isinstance(o, SideCostAnswer):
                 answer = o
                 continue
-            nxt = self.simple(self.state, o)
+            nxt = self.perform(self.state, o)
             if nxt is not None:
                 self.state, more = step(self.state, nxt)
                 out = more + out
@@ -305,11 +305,11 @@ class _Drive:
         pending = self.pending
         while pending:
             out = pending.pop(0)
-            if self.quick(out):  # records, and settling with no ledger: most outbounds, done inline
+            if self.perform_inline(out):  # records, and settling with no ledger: most outbounds, done inline
                 continue
             if isinstance(out, (CallModel, RunTools, CountInput)):
                 return out
-            inbound = self.simple(self.state, out)
+            inbound = self.perform(self.state, out)
             if inbound is not None:
                 self.feed(inbound)
                 pending = self.pending
@@ -343,17 +343,17 @@ class _Drive:
         if self.state.phase in (Phase.CALL, Phase.TOOLS) and not self.state.side_waiting:
             self.costs.drain()  # what children spent before the interrupt is still the run's
         for out in interrupt(self.state):
-            self.simple(self.state, out)
+            self.perform(self.state, out)
 
     def record(self, kind: str, payload: Any) -> None:
         rec = self.sink.append(kind, payload)
         self.records += 1
         self.last_hash = rec.hash
 
-    def quick(self, out: Outbound) -> bool:
+    def perform_inline(self, out: Outbound) -> bool:
         """Perform ``out`` at once when it is a record nobody observes or a settle with no ledger.
 
-        The commonest outbounds of a step, kept off ``simple``'s general path (a twentieth of a step).
+        The commonest outbounds of a step, kept off ``perform``'s general path (a twentieth of a step).
         """
         t = type(out)
         if t is Append and self.observer is None:
@@ -375,7 +375,7 @@ class _Drive:
         if self.observer is not None:
             self.observer(ev)
 
-    def simple(self, state: State, out: Outbound) -> Any:
+    def perform(self, state: State, out: Outbound) -> Any:
         """Perform an outbound that needs no model or tool; returns an inbound or None."""
         if isinstance(out, Append):
             self.record(out.kind, out.payload)
@@ -394,7 +394,7 @@ class _Drive:
         if isinstance(out, Finished):
             self.emit(Stopped(out.reason))
             return None
-        raise AssertionError(f"not a simple outbound: {out!r}")
+        raise AssertionError(f"not an outbound the driver performs itself: {out!r}")
 
     def request_with_stream(self, req: ModelRequest) -> ModelRequest:
         if self.observer is None:
@@ -441,7 +441,7 @@ def _setup(
     observer: Observer | None,
     continues: Continues | None,
     make: Callable[[object, Registry, Budget], LoopConfig],
-) -> _Drive:
+) -> _Driver:
     """What both drivers do before the first outbound: the registry (``drive.registry``), the config, the started loop.
 
     ``make`` is ``make_config`` with the driver's keywords, used when no ``config`` is given.
@@ -451,7 +451,7 @@ def _setup(
     if config is None and ledger is not None:
         cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    drive = _Drive(transcript if transcript is not None else MemoryTranscript(), ledger, observer, registry)
+    drive = _Driver(transcript if transcript is not None else MemoryTranscript(), ledger, observer, registry)
     drive.begin(cfg, msgs, continues)
     return drive
 
@@ -556,7 +556,7 @@ def _all_read_only(registry: Registry, calls: Sequence[ToolCall]) -> bool:
     return len(calls) > 1 and all((t := registry.get(c.name)) is not None and t.read_only for c in calls)
 
 
-def _threaded(drive: _Drive, limit: int) -> Executor:
+def _threaded(drive: _Driver, limit: int) -> Executor:
     """``run()``'s executor: read-only turns on threads, others one by one on this thread.
 
     Observer events are emitted from the driver's thread only, and results
@@ -742,7 +742,7 @@ async def arun(
     return drive.result(drive.state)
 
 
-def _call(model: Model, drive: _Drive, request: ModelRequest) -> ModelReplied | ModelFailed:
+def _call(model: Model, drive: _Driver, request: ModelRequest) -> ModelReplied | ModelFailed:
     """The model's reply to ``request`` (streamed to the observer), or its failure as data."""
     try:
         return _check_reply(model.complete(drive.request_with_stream(request)))
@@ -766,7 +766,7 @@ async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:
         return _failure(exc)
 
 
-def _parallel(drive: _Drive, limit: int) -> AsyncExecutor:
+def _parallel(drive: _Driver, limit: int) -> AsyncExecutor:
     import asyncio
 
     sem = asyncio.Semaphore(max(1, limit))
