@@ -9,7 +9,7 @@ baseline: a plain loop that writes the same three records per step as a
 SHA-256 chain with ``json.dumps(sort_keys=True)``, the way a hand-written
 logger would.
 
-Targets (issue 2): agentloop <= 3x the baseline at 1,000 steps, and per-step
+Targets: agentloop <= 3x the baseline at 1,000 steps, and per-step
 cost at 10,000 steps within 1.5x of the cost at 100.
 
     .venv/bin/python bench/bench_loop.py [--repeat 5]

@@ -10,7 +10,7 @@ and then a short answer (two model calls a turn), so the session grows as a real
 one does. Printed for each turn: the share of its input read from the cache,
 ``cache_read / (input + cache_read + cache_write)`` over the turn's calls; then the
 lowest share from the third turn on. Target: at least 90% from the third turn on
-(issue 17). What is not read is what is new: the turn's prompt and the 500
+What is not read is what is new: the turn's prompt and the 500
 tokens of the file the tool reads. The
 system prompt's static part is cached on its own breakpoint, so a new day, a new
 directory or a changed memory file re-reads it from the cache too.

@@ -10,7 +10,7 @@
 - Permissions: ``PermissionPolicy.decide`` on a compound Bash line with
   wrappers against ``shlex.split`` of the same line.
 
-No target is set for these in issue 5; the figures show where the time goes.
+No target is set for these; the figures show where the time goes.
 
     .venv/bin/python bench/bench_tools.py [--repeat 5]
 """

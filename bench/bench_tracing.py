@@ -8,7 +8,7 @@ an exporter that drops what it is given, so what is measured is agentloop's
 spans and the SDK's batching, not a network. Rounds alternate traced and
 untraced; the median µs per step of each is printed, with their ratio.
 
-Target (issue 21): tracing adds little to a step; the ratio is printed so a
+Target: tracing adds little to a step; the ratio is printed so a
 change that makes it heavy shows.
 
     .venv/bin/python bench/bench_tracing.py [--steps 500] [--rounds 7]

@@ -5,13 +5,13 @@ floor: ``orjson.loads`` and SHA-256 of every line, the least any verifier that
 parses and hashes must do. agentloop's ``verify_file`` also checks the
 canonical form, the chain and every field.
 
-Payload kinds (issue 20): ``plain`` (text, small integers), ``floats`` (a
+Payload kinds: ``plain`` (text, small integers), ``floats`` (a
 dozen floats a record, fixed and exponent forms), ``bigint`` (integers of 16
 to 19 digits: up to 2**53, and larger ones a double holds exactly), and
 ``nonbmp`` (text with characters past U+FFFF and U+E000-U+FFFF, such as emoji
 with variation selectors, in values and in a few keys).
 
-Target (issue 20): every kind at >= 50% of the floor's throughput.
+Target: every kind at >= 50% of the floor's throughput.
 
 Times are CPU seconds of this process (``time.process_time``), so a busy
 machine slows the floor and the verifier alike instead of whichever ran while

@@ -355,7 +355,7 @@ SABOTAGES = [
         "            data = f.read(MAX_ANCHOR_BYTES)  # SABOTAGED",
         ["tests/test_anchor.py"],
     ),
-    # --- Bash rules and protected paths (issue 16 points 2, 5, 6; issue 18 point 6) ---
+    # --- Bash rules and protected paths ---
     Sabotage(
         "a line whose commands cannot all be known is decided like a known one",
         "src/agentloop/agent/permissions/rules.py",

@@ -1,4 +1,4 @@
-"""Output that fits an 80-column terminal (issue 22, point 10): lines no wider than 80 columns,
+"""Output that fits an 80-column terminal: lines no wider than 80 columns,
 shortened at their least important parts, never cut mid-word by the table renderer ("…")."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_the_batch_progress_line_and_report_fit_80_columns() -> None:
 
 
 def test_the_cost_line_fits_80_columns_by_leaving_out_whole_parts() -> None:
-    """The REPL's and ``-p``'s cost line (issue 22, point 10): at 80 columns the tokens go first,
+    """The REPL's and ``-p``'s cost line: at 80 columns the tokens go first,
     then the words; what is left is whole."""
     from types import SimpleNamespace
 

@@ -1,4 +1,4 @@
-"""``agentloop acp`` driven by the Agent Client Protocol SDK's client side over real pipes (issue 21, point 1).
+"""``agentloop acp`` driven by the Agent Client Protocol SDK's client side over real pipes.
 
 The protocol (agentclientprotocol.com): ``initialize`` with the client's
 capabilities; ``session/new`` in a working directory; ``session/prompt``

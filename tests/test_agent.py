@@ -312,7 +312,7 @@ def _calls(scripted, calls, name="calls.json"):  # type: ignore[no-untyped-def]
 
 
 def test_always_for_a_bash_line_approves_exactly_that_line_and_a_star_stays_a_star(tmp_path, proj, scripted):
-    # issue 16, point 6: approving "rm tmpd/*.tmp" once let "rm tmpd/../important.txt tmpd/x.tmp" run unasked
+    # approving "rm tmpd/*.tmp" once let "rm tmpd/../important.txt tmpd/x.tmp" run unasked
     (proj / "tmpd").mkdir()
     (proj / "tmpd" / "x.tmp").write_text("")
     (proj / "important.txt").write_text("keep")
@@ -351,7 +351,7 @@ def test_always_for_a_line_with_a_parenthesis_does_not_allow_every_later_command
 
 
 def test_accept_edits_cannot_make_the_agent_permanent_without_asking(tmp_path, proj, scripted):
-    # issue 16, point 2: in acceptEdits the agent wrote .agentloop/settings.local.json and .git/hooks/post-checkout,
+    # in acceptEdits the agent wrote .agentloop/settings.local.json and .git/hooks/post-checkout,
     # and the next plain session ran both. With no one to ask (as in -p) such writes are refused.
     (proj / ".git" / "hooks").mkdir(parents=True)
     writes = {
@@ -388,7 +388,7 @@ def test_bypass_mode_asks_before_writing_the_agentloop_home(tmp_path, monkeypatc
 
 
 def test_read_only_bash_runs_without_a_prompt_even_with_no_one_to_ask(tmp_path, proj, scripted):
-    # issue 18, point 6: Claude Code runs read-only commands (ls, cat, pwd, git status...) without a prompt
+    # Claude Code runs read-only commands (ls, cat, pwd, git status...) without a prompt
     cmds = ["ls && cat notes.txt | wc -l", "pwd", "ls > listing.txt"]
     spec = _calls(scripted, [{"name": "Bash", "arguments": {"command": c}} for c in cmds])
     a = Agent(cwd=str(proj), model=spec)  # no ask_permission: as in -p

@@ -237,7 +237,7 @@ def test_a_malformed_hook_is_skipped_with_one_warning_naming_the_file_and_the_re
 
 
 def test_a_sub_agents_calls_go_through_the_agents_pipeline_so_a_hooks_refusal_is_redacted(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
-    # One tool-call pipeline (issue 15 point 4): a child's call is refused by the same PreToolUse hook
+    # One tool-call pipeline: a child's call is refused by the same PreToolUse hook
     # as the parent's, and what the hook said reaches the child's model only through the same redaction.
     import os
 

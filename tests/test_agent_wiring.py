@@ -1,4 +1,4 @@
-"""One way to build an agent (issue 15 point 3), checked on the source.
+"""One way to build an agent, checked on the source.
 
 ``agent/builder.py`` makes the hooks, context manager, sub-agents and MCP servers and
 the ``Agent`` takes them as its own: no other module sets an agent's attributes after

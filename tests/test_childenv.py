@@ -1,4 +1,4 @@
-"""What the agent's children get in their environment, and what tool output hides (issue 16, point 4).
+"""What the agent's children get in their environment, and what tool output hides.
 
 The redaction tests in ``test_secrets_scan`` would hide a key that reached a
 child; these check the environment itself, so that each guard is shown to

@@ -1,4 +1,4 @@
-"""Commands, skills and sub-agent files laid out as Claude Code lays them (issue 18, point 5).
+"""Commands, skills and sub-agent files laid out as Claude Code lays them.
 
 The specification is Claude Code's documentation:
 

@@ -1,6 +1,6 @@
 """The conformance vectors (conformance/): both verifiers pass every case, and the vectors are reproducible.
 
-A verifier that passes them all is conformant to docs/transcript-format.md (issue 20).
+A verifier that passes them all is conformant to docs/transcript-format.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No function over 80 lines but the named parser dispatches (issue 15, point 8).
+"""No function over 80 lines but the named parser dispatches.
 
 scripts/check_function_size.py holds it; these tests show it passes on the
 package, fails on a long function added to a copy, and that every exception it

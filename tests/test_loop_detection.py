@@ -188,7 +188,7 @@ def test_the_check_chains_with_context_management() -> None:
 
 def test_the_model_loop_check_is_on_by_default_with_the_providers_cheap_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seed 004: after turn 30, every 10 turns, a cheap model judges whether the run is stuck; on by
-    default where the provider has a known cheap model, off with ``"loopCheckModel": false`` (issue 22, point 3)."""
+    default where the provider has a known cheap model, off with ``"loopCheckModel": false``."""
     import json
 
     from agentloop.agent.agent import Agent

@@ -127,7 +127,7 @@ def test_the_agent_runs_a_turns_cleared_read_only_calls_at_the_same_time(tmp_pat
 
 
 def test_mcp_servers_are_stopped_when_the_session_cannot_be_opened(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
-    """The builder opens the session last (issue 15, point 3): when that fails (the session is
+    """The builder opens the session last: when that fails (the session is
     held by another agent), the MCP servers it already started do not outlive the error."""
     from agentloop.agent.session.store import SessionBusy
 

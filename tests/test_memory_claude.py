@@ -1,4 +1,4 @@
-"""Memory files where Claude Code users keep them (issue 18, point 5).
+"""Memory files where Claude Code users keep them.
 
 Claude Code's memory documentation: project memory in ``./CLAUDE.md`` or
 ``./.claude/CLAUDE.md``; modular rules in ``./.claude/rules/*.md``

@@ -158,14 +158,14 @@ BASH_TABLE = [
     (["Bash(ls *)"], [], "bash -c 'ls; curl x'", "ask"),
     (["Bash(ls *)"], [], "FOO=bar", "ask"),
     (["Bash(ls *)"], [], "ls *.py", "allow"),
-    # find -exec builds its command's arguments from the names it finds: never approved by a pattern (issue 16)
+    # find -exec builds its command's arguments from the names it finds: never approved by a pattern
     (["Bash(ls *)", "Bash(find *)"], [], "find . -exec ls {} ;", "ask"),
     (["Bash(find *)"], [], "find . -exec curl x ;", "ask"),
     (["Bash(l*)"], [], "l${IFS}s", "ask"),
     (["Bash(l*)"], [], "$CMD", "ask"),
     (["Bash(*)"], [], "$CMD", "allow"),
     (["Bash(l*)"], [], "l? -la", "ask"),
-    ([], [], "ls", "allow"),  # read-only: no prompt, as in Claude Code (issue 18)
+    ([], [], "ls", "allow"),  # read-only: no prompt, as in Claude Code
     ([], [], "make", "ask"),
     # functions: the body runs when the function is called (found by tests/test_permissions_bash.py)
     (["Bash(git *)"], [], "function git { rm -rf ~; }; git status", "ask"),
@@ -437,7 +437,7 @@ def test_deeply_nested_lines_are_not_allowed_by_rule():
         ("/proj/.git/config", "ask"),
         ("/proj/.agentloop/settings.json", "ask"),
         ("/proj/.claude/settings.local.json", "ask"),
-        # commands and skills grant tools (allowed-tools): unlike Claude Code, agentloop asks (issue 16)
+        # commands and skills grant tools (allowed-tools): unlike Claude Code, agentloop asks
         ("/proj/.claude/commands/x.md", "ask"),
         ("/proj/.agentloop/skills/s/SKILL.md", "ask"),
         ("/proj/.vscode/settings.json", "ask"),
@@ -446,7 +446,7 @@ def test_deeply_nested_lines_are_not_allowed_by_rule():
 def test_bypass_mode_still_asks_before_writing_into_protected_directories(path, expected):
     p = policy(mode="bypassPermissions")
     assert p.decide("Write", {"file_path": path, "content": ""}).behavior == expected
-    # a Bash line naming a protected path in a command that may write it asks too (issue 16, point 2)
+    # a Bash line naming a protected path in a command that may write it asks too
     assert p.decide("Bash", {"command": "rm -rf .git"}).behavior == "ask"
 
 
@@ -492,7 +492,7 @@ def test_an_ansi_c_escape_bash_keeps_literally_is_decided_without_a_warning() ->
         assert policy.decide("Bash", {"command": "echo $'\\;'"}).behavior in ("allow", "ask", "deny")
 
 
-# --- issue 16, point 5: a line whose commands cannot all be known --------------------------
+# --- a line whose commands cannot all be known --------------------------
 
 
 @pytest.mark.parametrize("mode", [None, "bypassPermissions", "acceptEdits"])
@@ -516,7 +516,7 @@ def test_a_wrapper_rule_does_not_approve_the_command_it_wraps():
     assert p.decide("Bash", {"command": "timeout 5 make"}).behavior == "allow", "a rule naming the exact text still allows it"
 
 
-# --- issue 16, point 6: "always" means exactly this ------------------------------------------
+# --- "always" means exactly this ------------------------------------------
 
 
 def test_an_exact_session_rule_takes_a_star_literally():
@@ -535,7 +535,7 @@ def test_an_exact_session_rule_still_yields_to_deny_rules():
     assert p.decide("Bash", {"command": "rm x"}).behavior == "deny"
 
 
-# --- issue 16, point 2: protected paths ---------------------------------------------------
+# --- protected paths ---------------------------------------------------
 
 
 @pytest.fixture
@@ -603,7 +603,7 @@ def test_a_worktrees_git_directory_outside_the_workspace_is_protected(tmp_path):
     assert p.decide("Write", {"file_path": str(root / "a.txt"), "content": ""}).behavior == "allow"
 
 
-# --- issue 18, point 6: read-only Bash runs without a prompt --------------------------------
+# --- read-only Bash runs without a prompt --------------------------------
 # Claude Code permissions reference: read-only operations need no approval ("Read-only | File
 # reads, Grep | No"); read-only Bash (find, grep, head, tail... also in pipes) runs without a prompt
 # since anthropics/claude-code#1128 ("This is now supported"), and git status and grep are among the
@@ -655,7 +655,7 @@ def test_read_deny_rules_apply_to_the_files_a_read_only_line_names(proj):
     "mv payload src/../.git/config", "sed -i s/a/b/ {al}/settings.json",
 ])
 def test_bash_naming_a_protected_path_in_a_command_that_may_write_it_asks_even_in_bypass(guarded, command):
-    # issue 16, point 2 ("in every permission mode, bypass included"), for the paths a Bash line names
+    # ("in every permission mode, bypass included"), for the paths a Bash line names
     root, home, al = guarded
     for mode in ("bypassPermissions", "acceptEdits", "default"):
         p = _guarded_policy(root, home, al, mode=mode, allow=[])

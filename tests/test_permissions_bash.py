@@ -11,7 +11,7 @@ same line. The property: if bash ran ``b``, the policy with ``deny:
 Bash(b:*)`` denies the line, however ``b`` was reached. And a line that ran
 ``b`` is never allowed by rules that allow only ``a`` and ``c``.
 
-The second half (issue 16, point 5) generates the constructs whose command
+The second half generates the constructs whose command
 cannot be known from the text: computed, globbed and brace-expanded command
 words, ``"$@"``, scripts piped or fed into a shell (here-documents, here-strings),
 ``source``, ``trap``, ``coproc``, ``sh -c`` with options, aliases, interpreters'
@@ -50,7 +50,7 @@ pytestmark = pytest.mark.skipif(BASH is None, reason="needs bash")
 
 STUB = '#!/bin/sh\nprintf "%s\\n" "${0##*/}" >> "$STUB_LOG"\n'
 WRAPPERS = ("sh", "env", "nice", "timeout")
-# the programs the constructs of issue 16 use; those missing here are left out of the lines
+# the programs these constructs use; those missing here are left out of the lines
 RUNNERS = tuple(n for n in ("bash", "cat", "flock", "taskset", "script", "chrt", "ionice", "setsid", "stdbuf", "nohup",
                             "python3", "perl", "git", "find", "xargs", "awk", "sed", "dirname", "ls")
                 if shutil.which(n))
@@ -177,7 +177,7 @@ def test_the_stubs_log_what_bash_runs_and_nothing_else(stubs: Path, tmp_path: Pa
     assert ran(stubs, "( a", tmp_path) == set(), "a syntax error runs nothing"
 
 
-# --- issue 16, point 5: what the text cannot show --------------------------------------
+# --- what the text cannot show --------------------------------------
 
 
 def _has(*names: str) -> bool:
@@ -287,7 +287,7 @@ def test_whatever_bash_runs_through_what_the_text_cannot_show_is_never_allowed(s
 
 
 # Each line ran `rm` under bash while `allow: ["Bash"]` and `deny: ["Bash(rm:*)"]` let it through
-# (issue 16: 48 of 118 such lines), or ran `touch` past narrow allow rules. Here `rm` and `touch` are
+# (48 of 118 such lines), or ran `touch` past narrow allow rules. Here `rm` and `touch` are
 # stubs that log; the test shows bash runs them (where the programs used are installed) and that
 # the policy never allows the line.
 ATTACKS = [

@@ -1,4 +1,4 @@
-"""A cache-friendly system prompt: static part, cache boundary, dynamic part (issue 17, point 7).
+"""A cache-friendly system prompt: static part, cache boundary, dynamic part.
 
 Anthropic's prompt caching reads a prefix up to a ``cache_control`` breakpoint in
 the order tools, system, messages (Anthropic prompt caching docs: "Cache prefixes

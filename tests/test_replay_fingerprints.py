@@ -186,7 +186,7 @@ def test_live_tools_warns_for_a_recorded_tool_that_is_missing(tmp_path: Path) ->
     assert any("'calc'" in w and "not among the tools given" in w for w in r.warnings)
 
 
-# --- helpers in other modules of the user's project (issue 22, point 2) ---------------------
+# --- helpers in other modules of the user's project ---------------------
 
 
 def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], tag: str) -> Any:

@@ -1,4 +1,4 @@
-"""Checkpoints and rewind (issue 21, point 3).
+"""Checkpoints and rewind.
 
 Claude Code's checkpointing documentation: each prompt is a checkpoint of
 the files Claude's edits changed; ``/rewind`` restores the code, the

@@ -1,4 +1,4 @@
-"""Bash runs inside a real bubblewrap sandbox (issue 16, point 3).
+"""Bash runs inside a real bubblewrap sandbox.
 
 Everything here runs real commands under the real ``bwrap``. The work folders
 are made under ``/var/tmp``, not ``/tmp``: the sandbox mounts a per-session

@@ -1,4 +1,4 @@
-"""Costs beside the model turn enter the loop as inbound events (issue 15, point 5).
+"""Costs beside the model turn enter the loop as inbound events.
 
 A compaction's summary, a model loop check and a child agent's run are paid
 for by the run but are not its turns. The loop alone decides whether a side

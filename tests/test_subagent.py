@@ -301,7 +301,7 @@ def test_claude_code_agent_files_define_types(tmp_path: Path) -> None:
     assert "Explore" in types and "general-purpose" in types
 
 
-# --- isolation by default (issue 22, point 1) -----------------------------------------------
+# --- isolation by default -----------------------------------------------
 
 
 def test_in_a_git_repository_a_writing_child_gets_a_worktree_by_default(repo: Path) -> None:

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (issue 21, point 2), checked against the GenAI semantic conventions.
+"""OpenTelemetry traces, checked against the GenAI semantic conventions.
 
 The conventions (OpenTelemetry semantic conventions, "GenAI agent spans",
 "GenAI spans"): an agent run is an ``invoke_agent`` span; a model call is a

@@ -1,6 +1,6 @@
 """Tools that cannot hang or blow up: Grep and Glob run in linear time, Read streams.
 
-Each attack of issue 16 point 7 is run for real, in a child process with a
+Each attack on the tools' limits is run for real, in a child process with a
 hard timeout, so that code which hangs fails the test instead of hanging it.
 """
 

@@ -499,7 +499,7 @@ def _reference_calls(lines: list[bytes]) -> list[bytes]:
 
 @pytest.mark.parametrize("scanner", SCANNERS)
 def test_the_fast_path_takes_float_big_integer_and_astral_lines(scanner: str) -> None:
-    """Those lines no longer leave the fast path (issue 20): the reference path is never called."""
+    """Those lines no longer leave the fast path: the reference path is never called."""
     t = MemoryTranscript()
     t.append("k", {"f": [0.7, -673.3, 2.1966561357625648e-10, 1e21, 255.3676742], "ts": 1_700_000_001_000_000_000})
     t.append("k", {"ids": [9007199254740991, 2**60, -(2**62)], "n": 10**18})
@@ -510,7 +510,7 @@ def test_the_fast_path_takes_float_big_integer_and_astral_lines(scanner: str) ->
 
 def test_with_the_c_scanner_the_fast_path_takes_keys_that_sort_otherwise_in_utf16() -> None:
     """RFC 8785 sorts "\U0001f3f7" (UTF-16 D83C DFF7) before "\uff01"; orjson, by code point, after.
-    Such a line is not orjson's sorted form, yet the C path proves it (issue 20: the non-BMP kind)."""
+    Such a line is not orjson's sorted form, yet the C path proves it (the non-BMP kind)."""
     if line_mod._scan is None:
         pytest.skip("the C scanner is not built (scripts/build-native)")
     t = MemoryTranscript()

@@ -157,7 +157,7 @@ def _readline_lines(data: bytes, max_bytes: int) -> tuple[list[bytes], list[int]
 @given(st.lists(st.sampled_from([b"\n", b"x", b"xy", b"\r", b"abcdefghij", b"\n\n"])).map(b"".join),
        st.integers(1, 12), st.integers(1, 9))
 def test_bounded_lines_reads_in_chunks_the_lines_readline_would(data: bytes, max_bytes: int, chunk: int) -> None:
-    """verify reads a chunk at a time (a readline call a line cost about 5% of its time, issue 20 point 4):
+    """verify reads a chunk at a time (a readline call a line cost about 5% of its time):
     the same lines, and the same stop before the first line past the limit, whatever the chunk size."""
     import io
 

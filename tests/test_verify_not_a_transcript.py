@@ -1,4 +1,4 @@
-"""`agentloop verify` on a file that is not a transcript says so in one line, exit 2 (issue 22, point 13).
+"""`agentloop verify` on a file that is not a transcript says so in one line, exit 2.
 
 A damaged transcript is still reported record by record (exit 1): only a file
 none of whose first lines is a record is called something else.

@@ -1,4 +1,4 @@
-"""What a permission prompt shows of a change before it is approved (issue 22, point 8).
+"""What a permission prompt shows of a change before it is approved.
 
 Rules:
 

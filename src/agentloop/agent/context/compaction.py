@@ -387,7 +387,7 @@ class Compactor:
         head, cut = split
         if trigger == "manual" and sum(message_chars(m) for m in messages[head:cut]) < min(self.summary_max_tokens, self.window // 10) * 4:
             # what would be summarised is no longer than a summary may be, or a tenth of the window:
-            # nothing to gain, so nothing is spent (issue 22, point 11)
+            # nothing to gain, so nothing is spent
             res = CompactionResult("nothing", trigger, before, before)
             record("compaction", res.to_record())
             return res

@@ -1063,7 +1063,7 @@ class _BashView:
         return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command, found.line_opaque)
 
 
-# Read-only commands (issue 18): Claude Code runs read-only Bash without a prompt
+# Read-only commands: Claude Code runs read-only Bash without a prompt
 # (permissions reference: "Read-only | File reads, Grep | No" approval; anthropics/claude-code#1128
 # for find/grep/head/tail, also piped), and applies Read deny rules to the files such commands
 # name. A line runs without
@@ -1138,7 +1138,7 @@ def _read_only_git(args: list[str]) -> bool:
 
 
 def _read_only_line(bash: _BashView) -> bool:
-    """Does every command of the line only read (issue 18, point 6)?"""
+    """Does every command of the line only read?"""
     if bash.units is None or bash.opaque or not bash.units:
         return False
     from .bash_reader import _writes
