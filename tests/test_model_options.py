@@ -287,3 +287,16 @@ def test_a_request_past_the_context_window_is_retried_at_once_with_the_output_th
     if vendor == "anthropic":
         assert bodies[1]["thinking"]["budget_tokens"] < bodies[1]["max_tokens"]
     assert any("asking for at most 7984 output tokens" in n for n in notices)
+
+
+def test_every_settings_key_the_model_options_read_is_parsed_with_the_settings() -> None:
+    """The model options read their settings keys through ``AgentSettings.model_setting``, which holds only
+    the keys parsed once at start (``MODEL_OPTION_KEYS``): a key read but not parsed would always be None."""
+    import re
+
+    from agentloop.agent import model_options
+    from agentloop.agent.agent_settings import MODEL_OPTION_KEYS
+
+    src = Path(model_options.__file__).read_text(encoding="utf-8")
+    read = set(re.findall(r'setting\("(\w+)"\)', src))
+    assert read and read <= set(MODEL_OPTION_KEYS), sorted(read - set(MODEL_OPTION_KEYS))

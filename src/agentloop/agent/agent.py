@@ -108,7 +108,7 @@ class Agent:
         self.config_warnings, self.mcp_json_approved = list(s.warnings), set(s.mcp_json_approved)
         self.max_steps, self.max_usd_micros, self.add_dirs = s.max_steps, s.max_usd_micros, list(s.add_dirs)
         self.shell_timeout_s, self.shell_max_timeout_s = s.shell_timeout_s, s.shell_max_timeout_s
-        self.models = ModelChoice(sources=s.sources, price_sources=s.price_sources, env=s.env, permission_mode=s.permission_mode,
+        self.models = ModelChoice(setting=s.model_setting, price_sources=s.price_sources, env=s.env, permission_mode=s.permission_mode,
                                   base_url=base_url, api_key_env=api_key_env, option_flags=(max_output_tokens, thinking, effort),
                                   cap_micros=s.max_usd_micros, window_override=s.context_window, on_notice=self._notice)
         self.models.choose(s.model, price, fallback, s.fallback_model)
@@ -185,9 +185,6 @@ class Agent:
         self.policy: PermissionPolicy = self.toolbox.policy
         self.workspace: Workspace = self.toolbox.workspace
         self.processes, self.background = self.toolbox.processes, self.toolbox.background
-
-    def _setting(self, key: str, default: Any) -> Any:
-        return self.settings.raw(key, default)
 
     @property
     def registry(self) -> Registry:

@@ -90,6 +90,8 @@ class AgentSettings:
     ``AGENTLOOP_MODEL``; None when none is configured (the agent says so)."""
     fallback_model: Any
     """``fallbackModel`` as written (the model choice resolves it, as ``--fallback-model``)."""
+    model_settings: Mapping[str, Any]
+    """The model options' keys (``MODEL_OPTION_KEYS``) as the settings give them, read once."""
     add_dirs: tuple[str, ...]
     durability: Durability
     shell_timeout_s: float
@@ -115,10 +117,9 @@ class AgentSettings:
         cycle = self.mode_cycle()
         return cycle[(cycle.index(mode) + 1) % len(cycle)] if mode in cycle else "default"
 
-    def raw(self, key: str, default: Any = None) -> Any:
-        """A key this module does not parse (the model's, owned by the model options), from ``sources``."""
-        v = merged(list(self.sources), key)
-        return default if v is None else v
+    def model_setting(self, key: str) -> Any:
+        """One of the model options' keys as the settings give it (``agent/model_options.py`` checks it)."""
+        return self.model_settings.get(key)
 
 
 def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
@@ -167,6 +168,7 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
         max_usd_micros=max_usd, cap_source=cap_source, permission_mode=mode, mode_managed=forced,
         model=_model(_managed_model(flags.model, managed, said), sources, env),
         fallback_model=merged(sources, "fallbackModel"), add_dirs=add_dirs,
+        model_settings={k: v for k in MODEL_OPTION_KEYS if (v := merged(sources, k)) is not None},
         durability=_durability(flags.durability or merged(sources, "sessionDurability") or "flush"),
         shell_timeout_s=timeout, shell_max_timeout_s=longest, context_window=merged(sources, "contextWindow") or None,
         loop_threshold=5 if threshold is None else (int(threshold) if isinstance(threshold, int) and threshold > 0 else None),
@@ -246,6 +248,10 @@ def _managed_model(model: str | Any | None, managed: list[SettingsSource], said:
         said.append(f"{managed[-1].path}: model {forced_model} is managed; --model ignored")
         return forced_model
     return model
+
+
+MODEL_OPTION_KEYS = ("maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel")
+"""The settings keys ``agent/model_options.py`` reads (through ``AgentSettings.model_setting``)."""
 
 
 def _model(given: str | Any | None, sources: list[SettingsSource], env: Mapping[str, str]) -> str | Any | None:

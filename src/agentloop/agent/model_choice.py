@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..budget import PriceTable, format_usd
-from ..config.settings import ConfigError, SettingsSource, merged
+from ..config.settings import ConfigError, SettingsSource
 from ..model_description import describe
 from .errors import AgentError
 from .model_options import ModelOptions, OptionError, resolve_options
@@ -90,10 +90,11 @@ def scripted_model(path: str) -> Any:
 class ModelChoice:
     """The session's model and what goes with it. ``AgentError`` for a model that cannot be opened or priced."""
 
-    def __init__(self, *, sources: Sequence[SettingsSource], price_sources: Sequence[SettingsSource], env: Mapping[str, str],
+    def __init__(self, *, setting: Callable[[str], Any], price_sources: Sequence[SettingsSource], env: Mapping[str, str],
                  permission_mode: str, base_url: str | None, api_key_env: str | None, option_flags: tuple[Any, Any, Any],
                  cap_micros: int | None, window_override: int | None, on_notice: Callable[[str], None]):
-        self.sources, self.env, self.permission_mode = list(sources), env, permission_mode
+        self.setting, self.env, self.permission_mode = setting, env, permission_mode
+        """``setting(key)``: a model option's key as the settings give it (``AgentSettings.model_setting``)."""
         self.base_url, self.api_key_env, self.option_flags = base_url, api_key_env, option_flags
         self.cap_micros, self.window_override, self.on_notice = cap_micros, window_override, on_notice
         self.prices = _prices(price_sources)
@@ -137,7 +138,7 @@ class ModelChoice:
         mot, thinking, effort = self.option_flags
         try:
             return resolve_options(
-                spec, max_output_tokens=mot, thinking=thinking, effort=effort, setting=lambda k: merged(self.sources, k),
+                spec, max_output_tokens=mot, thinking=thinking, effort=effort, setting=self.setting,
                 env=self.env, cap_micros=self.cap_micros, output_price=self.prices.resolve(spec.split(":", 1)[-1]).output,
             )
         except OptionError as exc:
@@ -169,7 +170,7 @@ class ModelChoice:
         maximum) for the child's model, limited by the child's reservation as the session's is by its cap."""
         try:
             return resolve_options(
-                spec, max_output_tokens=self.option_flags[0], setting=lambda k: merged(self.sources, k), env=self.env,
+                spec, max_output_tokens=self.option_flags[0], setting=self.setting, env=self.env,
                 cap_micros=cap_micros, output_price=self.prices.resolve(spec.split(":", 1)[-1]).output,
             ).max_output_tokens
         except OptionError:  # the flag passes the child's model's maximum: that maximum
