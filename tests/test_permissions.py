@@ -804,3 +804,15 @@ def test_a_submodules_own_configuration_counts_and_a_submodule_path_does_not(tmp
     mod.mkdir(parents=True)
     (mod / "config").write_text("[core]\n\tfsmonitor = ./run-me\n")
     assert PermissionPolicy.from_settings([], cwd=str(root)).decide("Bash", {"command": "git status"}).behavior == "ask"
+
+
+def test_plan_mode_lets_web_lookups_be_asked_for_and_still_denies_changes() -> None:
+    """Plan mode is for reading and research before changing anything: web lookups are asked for (or
+    allowed by a rule) as in the default mode, while writes and commands that change things are refused."""
+    p = policy(mode="plan")
+    assert p.decide("WebFetch", {"url": "https://docs.example.com/a", "prompt": "x"}).behavior == "ask"
+    assert p.decide("WebSearch", {"query": "x"}).behavior == "ask"
+    assert p.decide("Write", {"file_path": "/proj/a.txt", "content": "x"}).behavior == "deny"
+    allowed = policy(allow=["WebFetch(domain:docs.example.com)"], mode="plan")
+    assert allowed.decide("WebFetch", {"url": "https://docs.example.com/a", "prompt": "x"}).behavior == "allow"
+    assert allowed.decide("WebFetch", {"url": "https://other.example.com/a", "prompt": "x"}).behavior == "ask"

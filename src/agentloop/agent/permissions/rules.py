@@ -110,6 +110,10 @@ _PROTECTED_FILES = frozenset({
 _GLOB_CHARS = re.compile(r"[*?\[\]{}!]")
 _REDIRECTION = re.compile(r"<>|>")
 
+PLAN_MODE_LOOKUPS = frozenset({"WebFetch", "WebSearch"})
+"""Tools that change nothing here but reach the network: plan mode lets them be asked for (research is
+part of planning, as in Claude Code's plan mode); they are not allowed without a rule or an answer."""
+
 
 class RuleError(ValueError):
     """A permission rule is malformed; the message says what is wrong with it."""
@@ -566,7 +570,7 @@ class PermissionPolicy:
                 return Decision("deny", denied.rule.text, denied.source,
                                 f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
             read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
-        if self.mode == "plan" and tool_name not in self.read_only_tools and not read_only_bash:
+        if self.mode == "plan" and tool_name not in self.read_only_tools | PLAN_MODE_LOOKUPS and not read_only_bash:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
         protected = self.protected_target(tool_name, tool_input)
         if protected is not None:
