@@ -130,7 +130,9 @@ def read_file(path: str) -> str | None:
 
 def modes_for(start: str) -> list[str]:
     """Rule 3: the modes a session that started in ``start`` may be put in."""
-    from agentloop.agent.agent_settings import CYCLE  # Shift+Tab's cycle: the same modes as in the REPL
+    from agentloop.agent.agent_settings import (
+        CYCLE,  # Shift+Tab's cycle: the same modes as in the REPL
+    )
 
     modes = [*CYCLE] + (["bypassPermissions"] if start == "bypassPermissions" else [])
     return modes if start in modes else [start, *modes]
