@@ -28,6 +28,7 @@ HONOURED_KEYS: set[str] = {
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
     "subagentIsolation", "allowedEnvVars", "allowManagedHooksOnly", "statusLine",
     "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
+    "enabledPlugins", "extraKnownMarketplaces",
 }
 """Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
 
