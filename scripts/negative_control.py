@@ -1250,6 +1250,20 @@ SABOTAGES = [
         "    return []  # SABOTAGED\n",
         ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_clean_filter_the_repository_configures"],
     ),
+    Sabotage(
+        "a plugin the user's settings enable from inside an untrusted folder is loaded (its hooks and servers run)",
+        "src/agentloop/agent/plugins.py",
+        "    if not trusted and (_inside(path, cwd) or _inside(base, cwd)):",
+        "    if False and not trusted and (_inside(path, cwd) or _inside(base, cwd)):  # SABOTAGED",
+        ["tests/test_plugins.py::test_the_users_own_settings_do_not_run_a_plugin_kept_inside_an_untrusted_folder"],
+    ),
+    Sabotage(
+        "an untrusted folder's own settings enable plugins (enabledPlugins kept without trust)",
+        "src/agentloop/agent/settings_sanitizer.py",
+        'RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers"})',
+        'RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers", "enabledPlugins", "extraKnownMarketplaces"})  # SABOTAGED',
+        ["tests/test_plugins.py::test_an_untrusted_folders_plugin_runs_nothing_and_a_warning_says_so"],
+    ),
 ]
 
 
