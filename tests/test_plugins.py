@@ -27,7 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentloop.agent.agent import Agent
+from agentloop.transcript import read_records
 from mcp_servers.helpers import PY, PYSERVER
+
+REPLIES = [{"text": "", "tool_calls": [{"name": "mcp__fmt__getenv", "arguments": {"name": "CLAUDE_PLUGIN_ROOT"}}]}, {"text": "done"}]
+"""The model asks the plugin's server for ``CLAUDE_PLUGIN_ROOT``, then answers."""
+ALLOW = [("allow", "mcp__fmt__getenv")]
 
 
 def _plugin(root: Path, name: str = "formatter") -> Path:
@@ -42,9 +47,9 @@ def _plugin(root: Path, name: str = "formatter") -> Path:
         "---\ndescription: Say hello\n---\nSay hello to $ARGUMENTS, from ${CLAUDE_PLUGIN_ROOT}.\n")
     (root / "agents").mkdir()
     (root / "agents" / "reviewer.md").write_text(
-        "---\nname: reviewer\ndescription: Reviews a change for style\ntools: Read, Grep\n---\nYou review changes.\n")
+        "---\nname: reviewer\ndescription: Reviews a change for style\ntools: Read, Grep\n---\nYou review changes by ${CLAUDE_PLUGIN_ROOT}/rules.md.\n")
     (root / "skills" / "tidy").mkdir(parents=True)
-    (root / "skills" / "tidy" / "SKILL.md").write_text("---\nname: tidy\ndescription: Tidy a file's imports\n---\nSort the imports.\n")
+    (root / "skills" / "tidy" / "SKILL.md").write_text("---\nname: tidy\ndescription: Tidy a file's imports\n---\nSort the imports.\nSee ${CLAUDE_PLUGIN_ROOT}/rules.md.\n")
     (root / "scripts").mkdir()
     hook = root / "scripts" / "mark.sh"
     hook.write_text('#!/bin/sh\ncat > "$(dirname "$0")/../hook-ran"\n')
@@ -86,11 +91,15 @@ def _check_loaded(a: Agent, plugin: Path) -> None:
     assert expanded is not None and f"Say hello to Ann, from {plugin.resolve()}." in expanded[0]
     plain = a.slash.expand("/hello Bob")  # no other /hello: the plain name works too
     assert plain is not None and "Say hello to Bob" in plain[0]
-    assert "formatter:tidy" in a.skills and "Sort the imports." in a.skills["formatter:tidy"].body()
+    assert "formatter:tidy" in a.skills and f"Sort the imports.\nSee {plugin.resolve()}/rules.md." in a.skills["formatter:tidy"].body()
     agent_tool = next(t for t in a.extra_tools if t.name == "Agent")
     assert "- formatter:reviewer: Reviews a change for style (tools: Read, Grep)" in agent_tool.description
+    reviewer = a.context.subagents.types["formatter:reviewer"]
+    assert reviewer.prompt == f"You review changes by {plugin.resolve()}/rules.md."  # the agent's prompt, root expanded
     assert "mcp__fmt__echo" in a.registry.names()
     assert a.ask("format it").answer == "done"
+    results = [r.payload for r in read_records(a.session.path) if r.kind == "tool_result"]
+    assert [r["content"] for r in results] == [str(plugin.resolve())]  # the server sees CLAUDE_PLUGIN_ROOT too
     payload = json.loads((plugin / "hook-ran").read_text())  # the script ran: ${CLAUDE_PLUGIN_ROOT} was its folder
     assert payload["hook_event_name"] == "UserPromptSubmit" and payload["prompt"] == "format it"
 
@@ -98,7 +107,7 @@ def _check_loaded(a: Agent, plugin: Path) -> None:
 def test_a_plugin_folder_given_with_plugin_dir_brings_its_commands_skills_agents_hooks_and_servers(
         tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     plugin = _plugin(tmp_path / "formatter")
-    a = Agent(cwd=str(proj), model=scripted([{"text": "done"}]), plugin_dirs=[str(plugin)])
+    a = Agent(cwd=str(proj), model=scripted(REPLIES), cli_rules=ALLOW, plugin_dirs=[str(plugin)])
     try:
         _check_loaded(a, plugin)
     finally:
@@ -109,7 +118,7 @@ def test_a_plugin_enabled_in_the_users_settings_loads_from_a_local_directory_mar
         tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     plugin = _marketplace(tmp_path / "market")
     _enable(Path(os.environ["HOME"]) / ".claude" / "settings.json", tmp_path / "market")
-    a = Agent(cwd=str(proj), model=scripted([{"text": "done"}]))
+    a = Agent(cwd=str(proj), model=scripted(REPLIES), cli_rules=ALLOW)
     try:
         _check_loaded(a, plugin)
         assert not [w for w in a.config_warnings if "plugin" in w.lower() or "marketplace" in w.lower()], a.config_warnings

@@ -390,6 +390,8 @@ class Skill:
     """``disallowed-tools``: deny rules while the skill is active."""
     model: str | None = None
     """``model``: the model the turn it starts with ``/name`` runs on (None: the conversation's)."""
+    plugin_root: str = ""
+    """A plugin's skill: its folder, for ``${CLAUDE_PLUGIN_ROOT}`` in the body."""
 
     @property
     def directory(self) -> str:
@@ -405,6 +407,8 @@ class Skill:
         if text is None:
             raise ToolError(f"the skill {self.name!r} cannot be read from {self.path}")
         _meta, body = parse_front_matter(text)
+        if self.plugin_root:
+            body = body.replace("${CLAUDE_PLUGIN_ROOT}", self.plugin_root)
         return f"Skill {self.name} (files in {self.directory}):\n\n{body.strip()}\n"
 
     def render(self, arguments: str) -> str:

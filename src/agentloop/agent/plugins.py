@@ -20,9 +20,10 @@ all (nothing of it runs: no hooks, servers or ``!`` lines), and a warning says s
 
 Names: a plugin's commands and skills are ``/plugin:name``, and also ``/name``
 when nothing else has that name; its agents are ``plugin:name``.
-``${CLAUDE_PLUGIN_ROOT}`` in its hooks, servers and command bodies is the plugin's
-folder. Its hooks and servers reach the hook runner and the MCP loader as settings
-sources of their own (``plugin_sources``), named by their file.
+``${CLAUDE_PLUGIN_ROOT}`` in its hooks, servers, commands, skills and agents is the plugin's
+folder; a stdio server also finds it in its environment (a hook does not: it is
+written into the hook's command). Its hooks and servers reach the hook runner and
+the MCP loader as settings sources of their own (``plugin_sources``), named by their file.
 """
 
 from __future__ import annotations
@@ -221,10 +222,23 @@ def plugin_sources(plugins: Iterable[Plugin], warnings: list[str]) -> list[Setti
     for p in plugins:
         for key, default in (("hooks", "hooks/hooks.json"), ("mcpServers", ".mcp.json")):
             for path, value in _section(p, key, default, key, warnings):
-                clean, said = sanitize(SettingsSource(path, "user", {key: _expand(value, p.path)}, origin="claude"))
+                value = _expand(value, p.path)
+                if key == "mcpServers":
+                    value = _with_root_env(value, p.path)
+                clean, said = sanitize(SettingsSource(path, "user", {key: value}, origin="claude"))
                 warnings += said
                 if clean.data:
                     out.append(clean)
+    return out
+
+
+def _with_root_env(servers: dict[str, Any], root: str) -> dict[str, Any]:
+    """Each stdio server's ``env`` with ``CLAUDE_PLUGIN_ROOT`` set to the plugin's folder (the server reads it too)."""
+    out: dict[str, Any] = {}
+    for name, entry in servers.items():
+        if isinstance(entry, dict) and "command" in entry and isinstance(entry.get("env", {}), dict):
+            entry = {**entry, "env": {**entry.get("env", {}), "CLAUDE_PLUGIN_ROOT": root}}
+        out[name] = entry
     return out
 
 
@@ -246,7 +260,7 @@ def plugin_commands_and_skills(
                 plain.setdefault(name, []).append(("c", c))
         for d in p.parts("skills", "skills"):
             for name, sk in _load_in(d, load_skills, warnings).items():
-                sk = replace(sk, name=f"{p.name}:{name}")
+                sk = replace(sk, name=f"{p.name}:{name}", plugin_root=p.path)
                 sks[sk.name] = sk
                 plain.setdefault(name, []).append(("s", sk))
     for name, items in plain.items():
@@ -272,5 +286,5 @@ def plugin_agent_types(plugins: Iterable[Plugin], warnings: list[str]) -> dict[s
     for p in plugins:
         for d in p.parts("agents", "agents"):
             for name, t in read_agent_dir(d, warnings).items():
-                out[f"{p.name}:{name}"] = replace(t, name=f"{p.name}:{name}")
+                out[f"{p.name}:{name}"] = replace(t, name=f"{p.name}:{name}", prompt=t.prompt.replace(ROOT_VAR, p.path))
     return out
