@@ -1264,6 +1264,13 @@ SABOTAGES = [
         'RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers", "enabledPlugins", "extraKnownMarketplaces"})  # SABOTAGED',
         ["tests/test_plugins.py::test_an_untrusted_folders_plugin_runs_nothing_and_a_warning_says_so"],
     ),
+    Sabotage(
+        "a trusted folder's plugin changes and still runs (the trust digest leaves the plugin's files out)",
+        "src/agentloop/agent/trust.py",
+        "hook_files([s for s in clean if s.in_project], cwd) + project_plugin_files(cwd, clean))",
+        "hook_files([s for s in clean if s.in_project], cwd))  # SABOTAGED",
+        ["tests/test_plugins.py::test_a_trusted_folder_is_asked_again_when_a_plugin_its_settings_enable_changes"],
+    ),
 ]
 
 

@@ -210,3 +210,25 @@ def test_print_mode_lists_the_loaded_plugin_in_its_init_message(tmp_path: Path, 
     assert "plugin" not in p.stderr.lower(), p.stderr  # no warning about it any more
     # the command ran: its expanded body is the prompt the plugin's own hook saw
     assert json.loads((plugin / "hook-ran").read_text())["prompt"].startswith(f"Say hello to Ann, from {plugin.resolve()}.")
+
+
+def test_a_trusted_folder_is_asked_again_when_a_plugin_its_settings_enable_changes(
+        tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    """Folder trust covers what a project's ``enabledPlugins`` runs: the plugin's files, not only the setting."""
+    from agentloop.agent.trust import remember_folder
+
+    plugin = _marketplace(proj / "market")
+    (plugin / ".mcp.json").unlink()
+    _enable(proj / ".claude" / "settings.json", proj / "market")
+    remember_folder(str(proj), os.environ["AGENTLOOP_HOME"], dict(os.environ))
+    a = Agent(cwd=str(proj), model=scripted([{"text": "done"}]))
+    a.close()
+    assert a.trust.trusted and [p.name for p in a.plugins] == ["formatter"]
+    (plugin / "scripts" / "mark.sh").write_text('#!/bin/sh\ntouch "$(dirname "$0")/../changed-hook-ran"\n')
+    b = Agent(cwd=str(proj), model=scripted([{"text": "done"}]))
+    try:
+        assert not b.trust.trusted and b.trust.status == "changed" and b.plugins == []
+        assert b.ask("format it").answer == "done"
+    finally:
+        b.close()
+    assert not (plugin / "changed-hook-ran").exists()

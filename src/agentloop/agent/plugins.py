@@ -39,7 +39,7 @@ from ..config.settings import ConfigError, SettingsSource, read_config_bytes
 if TYPE_CHECKING:
     from .subagents.agent_types import AgentType
 
-__all__ = ["Plugin", "find_plugins", "plugin_agent_types", "plugin_commands_and_skills", "plugin_sources"]
+__all__ = ["Plugin", "find_plugins", "plugin_agent_types", "plugin_commands_and_skills", "plugin_sources", "project_plugin_files"]
 
 ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
 MANIFEST_KEYS = frozenset({"$schema", "name", "version", "description", "author", "homepage", "repository", "license", "keywords",
@@ -133,6 +133,28 @@ def find_plugins(
         if p is not None and all(q.name != p.name for q in out):
             out.append(p)
     return out
+
+
+def project_plugin_files(cwd: str, sources: Sequence[SettingsSource], limit: int = 2000) -> list[str]:
+    """Every file of the plugins a project's own settings enable (real paths, at most ``limit``): folder
+    trust covers their bytes, so a plugin that changes after the folder was trusted asks again."""
+    markets: dict[str, tuple[str, str]] = {}
+    ignore: list[str] = []
+    for s in sources:
+        for name, entry in (s.data.get("extraKnownMarketplaces") or {}).items():
+            where = _market_file(cwd, s.path, str(name), entry, ignore)
+            if where is not None:
+                markets[str(name)] = (where, s.path)
+    out: list[str] = []
+    for s in sources:
+        for key, on in (s.data.get("enabledPlugins") or {}).items() if s.in_project else ():
+            p = _enabled_plugin(cwd, str(key), s.path, markets, True, ignore) if on is True else None
+            for root, dirs, files in os.walk(p.path) if p is not None else ():
+                dirs.sort()
+                out += [os.path.realpath(os.path.join(root, f)) for f in sorted(files)]
+                if len(out) >= limit:
+                    return out[:limit]
+    return list(dict.fromkeys(out))
 
 
 def _market_file(cwd: str, settings: str, name: str, entry: Any, warnings: list[str]) -> str | None:
