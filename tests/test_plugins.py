@@ -232,3 +232,28 @@ def test_a_trusted_folder_is_asked_again_when_a_plugin_its_settings_enable_chang
     finally:
         b.close()
     assert not (plugin / "changed-hook-ran").exists()
+
+
+def test_malformed_plugin_settings_and_files_are_one_warning_each_and_the_agent_starts(
+        tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    market = tmp_path / "market"
+    (market / ".claude-plugin").mkdir(parents=True)
+    (market / ".claude-plugin" / "marketplace.json").write_text(json.dumps({"name": "m", "owner": {"name": "x"}, "plugins": 5}))
+    (Path(os.environ["HOME"]) / ".claude").mkdir()
+    (Path(os.environ["HOME"]) / ".claude" / "settings.json").write_text(json.dumps({
+        "extraKnownMarketplaces": {"m": {"source": {"source": "directory", "path": str(market)}}},
+        "enabledPlugins": {"formatter@m": True},
+    }))
+    (proj / ".agentloop").mkdir()
+    (proj / ".agentloop" / "settings.local.json").write_text(json.dumps({"enabledPlugins": ["formatter@m"]}))
+    odd = _plugin(tmp_path / "odd")
+    (odd / ".mcp.json").unlink()
+    (odd / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "odd", "commands": ["../../elsewhere"]}))
+    a = Agent(cwd=str(proj), model=scripted([]), plugin_dirs=[str(odd), str(tmp_path / "missing")], trust=True)
+    a.close()
+    assert [p.name for p in a.plugins] == ["odd"] and "odd:hello" in a.commands
+    said = "\n".join(a.config_warnings + a.load_warnings)
+    assert 'settings.local.json: enabledPlugins ["formatter@m"]: must be an object of "plugin@marketplace": true or false; skipped' in said
+    assert "lists no plugin 'formatter'" in said
+    assert "commands: '../../elsewhere' is not a path inside the plugin; skipped" in said
+    assert f"--plugin-dir {tmp_path / 'missing'}: {tmp_path / 'missing'} is not a folder" in said

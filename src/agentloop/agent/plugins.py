@@ -57,13 +57,17 @@ class Plugin:
     """``--plugin-dir DIR`` or ``enabledPlugins name@market in FILE``."""
     manifest: Mapping[str, Any] = field(default_factory=dict)
 
-    def parts(self, key: str, default: str) -> list[str]:
-        """The default folder or file for ``key`` and the paths ``plugin.json`` adds (relative to the plugin)."""
+    def parts(self, key: str, default: str, warnings: list[str]) -> list[str]:
+        """The default folder or file for ``key`` and the paths ``plugin.json`` adds (relative to the plugin;
+        one that leads outside the plugin's folder is skipped, and said so)."""
         out = [os.path.join(self.path, default)]
         given = self.manifest.get(key)
         for p in [given] if isinstance(given, str) else given if isinstance(given, list) else []:
-            if isinstance(p, str):
-                out.append(os.path.normpath(os.path.join(self.path, p)))
+            full = os.path.normpath(os.path.join(self.path, p)) if isinstance(p, str) else ""
+            if full and _inside(full, self.path):
+                out.append(full)
+            else:
+                warnings.append(f"{self.path}/.claude-plugin/plugin.json: {key}: {p!r} is not a path inside the plugin; skipped")
         return out
 
 
@@ -186,7 +190,7 @@ def _enabled_plugin(
         warnings.append(f"{asked}: {exc}; the plugin is not loaded")
         return None
     entries = data.get("plugins") if isinstance(data, dict) else None
-    entry = next((e for e in entries or [] if isinstance(e, dict) and e.get("name") == name), None)
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("name") == name), None) if isinstance(entries, list) else None
     if entry is None:
         warnings.append(f"{asked}: {mfile} lists no plugin {name!r}; not loaded")
         return None
@@ -224,7 +228,7 @@ def _section(p: Plugin, key: str, default: str, inner: str, warnings: list[str])
     given = p.manifest.get(key)
     if isinstance(given, dict):  # inline in plugin.json
         out.append((os.path.join(p.path, ".claude-plugin", "plugin.json"), given.get(inner, given)))
-    for path in dict.fromkeys(p.parts(key, default)):
+    for path in dict.fromkeys(p.parts(key, default, warnings)):
         try:
             data = _read_json(path)
         except ConfigError as exc:
@@ -273,14 +277,14 @@ def plugin_commands_and_skills(
     cmds, sks = dict(commands), dict(skills)
     plain: dict[str, list[tuple[str, Any]]] = {}
     for p in plugins:
-        for d in p.parts("commands", "commands"):
+        for d in p.parts("commands", "commands", warnings):
             found = _load_in(d, load_commands, warnings)
             for name, c in found.items():
                 c = replace(c, name=f"{p.name}:{name}", template=c.template.replace(ROOT_VAR, p.path),
                             description=f"{c.description} (plugin:{p.name})")
                 cmds[c.name] = c
                 plain.setdefault(name, []).append(("c", c))
-        for d in p.parts("skills", "skills"):
+        for d in p.parts("skills", "skills", warnings):
             for name, sk in _load_in(d, load_skills, warnings).items():
                 sk = replace(sk, name=f"{p.name}:{name}", plugin_root=p.path)
                 sks[sk.name] = sk
@@ -306,7 +310,7 @@ def plugin_agent_types(plugins: Iterable[Plugin], warnings: list[str]) -> dict[s
 
     out: dict[str, AgentType] = {}
     for p in plugins:
-        for d in p.parts("agents", "agents"):
+        for d in p.parts("agents", "agents", warnings):
             for name, t in read_agent_dir(d, warnings).items():
                 out[f"{p.name}:{name}"] = replace(t, name=f"{p.name}:{name}", prompt=t.prompt.replace(ROOT_VAR, p.path))
     return out
