@@ -1250,6 +1250,27 @@ SABOTAGES = [
         "    return []  # SABOTAGED\n",
         ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_clean_filter_the_repository_configures"],
     ),
+    Sabotage(
+        "a plugin the user's settings enable from inside an untrusted folder is loaded (its hooks and servers run)",
+        "src/agentloop/agent/plugins.py",
+        "    if not trusted and (_inside(path, cwd) or _inside(base, cwd)):",
+        "    if False and not trusted and (_inside(path, cwd) or _inside(base, cwd)):  # SABOTAGED",
+        ["tests/test_plugins.py::test_the_users_own_settings_do_not_run_a_plugin_kept_inside_an_untrusted_folder"],
+    ),
+    Sabotage(
+        "an untrusted folder's own settings enable plugins (enabledPlugins kept without trust)",
+        "src/agentloop/agent/settings_sanitizer.py",
+        'RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers"})',
+        'RESTRICTING_KEYS = frozenset({"$schema", "disabledMcpjsonServers", "enabledPlugins", "extraKnownMarketplaces"})  # SABOTAGED',
+        ["tests/test_plugins.py::test_an_untrusted_folders_plugin_runs_nothing_and_a_warning_says_so"],
+    ),
+    Sabotage(
+        "a trusted folder's plugin changes and still runs (the trust digest leaves the plugin's files out)",
+        "src/agentloop/agent/trust.py",
+        "hook_files([s for s in clean if s.in_project], cwd) + project_plugin_files(cwd, clean))",
+        "hook_files([s for s in clean if s.in_project], cwd))  # SABOTAGED",
+        ["tests/test_plugins.py::test_a_trusted_folder_is_asked_again_when_a_plugin_its_settings_enable_changes"],
+    ),
 ]
 
 

@@ -37,6 +37,7 @@ from .builder import AgentParts, build_parts, open_session
 from .logs import SessionLogFilter, current_session_id, setup_logging
 from .model_choice import ModelChoice, context_window, open_model_spec, scripted_model
 from .pipeline import ToolCalls, ToolPipeline
+from .plugins import find_plugins, plugin_commands_and_skills, plugin_sources
 from .protocols import (
     AgentError,
     AgentHooks,
@@ -91,7 +92,7 @@ class Agent:
         tracing: Any = None, sandbox: str | None = None, unlimited_usd: bool = False, price: Any = None,
         cli_settings: Sequence[str] = (), mcp_configs: Sequence[str] = (), strict_mcp_config: bool = False,
         mcp_in_background: bool = False, max_output_tokens: int | None = None, thinking: str | None = None,
-        effort: str | None = None,
+        effort: str | None = None, plugin_dirs: Sequence[str] = (),
     ):
         self.cwd = os.path.realpath(cwd)
         self.mcp_in_background = mcp_in_background  # the REPL: MCP tools join as each server comes up
@@ -106,6 +107,8 @@ class Agent:
         self.env, self.trust, self.durability, self.permission_mode = s.env, s.trust, s.durability, s.permission_mode
         self.sources, self.price_sources, self.cap_source = list(s.sources), list(s.price_sources), s.cap_source
         self.config_warnings, self.mcp_json_approved = list(s.warnings), set(s.mcp_json_approved)
+        self.plugins = find_plugins(self.cwd, plugin_dirs, s.sources, trusted=self.trust.trusted, warnings=self.config_warnings)
+        self.sources += plugin_sources(self.plugins, self.config_warnings)  # their hooks and MCP servers
         self.max_steps, self.max_usd_micros, self.add_dirs = s.max_steps, s.max_usd_micros, list(s.add_dirs)
         self.shell_timeout_s, self.shell_max_timeout_s = s.shell_timeout_s, s.shell_max_timeout_s
         self.models = ModelChoice(setting=s.model_setting, price_sources=s.price_sources, env=s.env, permission_mode=s.permission_mode,
@@ -119,8 +122,8 @@ class Agent:
         files = read_startup_files(self.cwd, self.home, self.env, self.add_dirs, trusted=self.trust.trusted, ask_imports=ask_imports)
         self.memory_files, self.memory_text, self.load_warnings = files.memory_files, files.memory_text, files.load_warnings
         self.startup_notices += files.notices
-        self.commands, self.skills = files.commands, files.skills
-        self.slash = SlashCommands(files.commands, files.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd,
+        self.commands, self.skills = plugin_commands_and_skills(files.commands, files.skills, self.plugins, self.load_warnings)
+        self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd,
                                    roots=lambda: list(self.workspace.roots), notice=self._notice)
         if continue_last and resume is None:  # none yet: a new session, as Claude Code's -c starts one
             resume = latest_id(self.cwd, self.home)

@@ -127,6 +127,7 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
 
 def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget) -> SubagentRunner:
     """The ``Agent`` tool's runner: children on the agent's model, tools, sandbox and pipeline."""
+    from .plugins import plugin_agent_types
     from .subagents.agent_types import load_agent_types
     from .subagents.runner import SubagentRunner
     from .tools.builtin import builtin_registry
@@ -165,7 +166,8 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         hooks=runner if runner.handlers else None,
         make_executor=_child_executor(agent),
         types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
-                                                    agent.load_warnings, trusted=agent.trust.trusted)),
+                                                    agent.load_warnings, trusted=agent.trust.trusted)
+                            | plugin_agent_types(agent.plugins, agent.load_warnings)),
     )
 
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,16 +322,17 @@ def unsupported_warnings(path: str, meta: dict[str, Any], what: str) -> list[str
             for k, why in UNSUPPORTED_KEYS.items() if k in meta]
 
 
-def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, CustomCommand]:
+def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None, *,
+                  places: Sequence[tuple[str, str]] | None = None) -> dict[str, CustomCommand]:
     """The custom slash commands visible from ``cwd``; ``home`` is agentloop's home.
 
     A project command overrides a user command of the same name, and
     ``.agentloop/commands`` overrides ``.claude/commands``. Two commands of one
     name in one place (in different subfolders) keep the first by path; the
-    other is named in ``warnings``.
+    other is named in ``warnings``. ``places``: (folder, scope) pairs to read instead (a plugin's).
     """
     out: dict[str, CustomCommand] = {}
-    for root, scope in _places(cwd, home, "commands", user_home):
+    for root, scope in _places(cwd, home, "commands", user_home) if places is None else places:
         if not os.path.isdir(root):
             continue
         here: dict[str, str] = {}
@@ -389,6 +390,8 @@ class Skill:
     """``disallowed-tools``: deny rules while the skill is active."""
     model: str | None = None
     """``model``: the model the turn it starts with ``/name`` runs on (None: the conversation's)."""
+    plugin_root: str = ""
+    """A plugin's skill: its folder, for ``${CLAUDE_PLUGIN_ROOT}`` in the body."""
 
     @property
     def directory(self) -> str:
@@ -404,6 +407,8 @@ class Skill:
         if text is None:
             raise ToolError(f"the skill {self.name!r} cannot be read from {self.path}")
         _meta, body = parse_front_matter(text)
+        if self.plugin_root:
+            body = body.replace("${CLAUDE_PLUGIN_ROOT}", self.plugin_root)
         return f"Skill {self.name} (files in {self.directory}):\n\n{body.strip()}\n"
 
     def render(self, arguments: str) -> str:
@@ -411,11 +416,12 @@ class Skill:
         return substitute(self.body(), arguments)
 
 
-def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None) -> dict[str, Skill]:
-    """The skills visible from ``cwd`` (same places and precedence as commands); front matter
+def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None, *,
+                places: Sequence[tuple[str, str]] | None = None) -> dict[str, Skill]:
+    """The skills visible from ``cwd`` (same places and precedence as commands, or ``places``); front matter
     agentloop does not honour is named in ``warnings``."""
     out: dict[str, Skill] = {}
-    for root, scope in _places(cwd, home, "skills", user_home):
+    for root, scope in _places(cwd, home, "skills", user_home) if places is None else places:
         if not os.path.isdir(root):
             continue
         for entry in sorted(os.listdir(root)):

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .model_choice import ModelChoice
     from .model_options import ModelOptions
     from .permissions.rules import PermissionPolicy
+    from .plugins import Plugin
     from .sandbox.bubblewrap import Sandbox, SandboxSettings
     from .sandbox.child_env import Redactor
     from .secret_guard import SecretGuard
@@ -171,6 +172,8 @@ class PartsSource(ContextSubject, Protocol):
     def env(self) -> Mapping[str, str]: ...
     @property
     def sources(self) -> list[SettingsSource]: ...
+    @property
+    def plugins(self) -> list[Plugin]: ...
     @property
     def trust(self) -> TrustDecision: ...
     @property

@@ -28,6 +28,7 @@ HONOURED_KEYS: set[str] = {
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
     "subagentIsolation", "allowedEnvVars", "allowManagedHooksOnly", "statusLine",
     "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
+    "enabledPlugins", "extraKnownMarketplaces",
 }
 """Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
 
@@ -295,6 +296,8 @@ _CLEAN: dict[str, Callable[[SettingsSource, str, Any, Warn], Any]] = {
     "subagents": _typed(lambda v: isinstance(v, bool), "true or false"),
     "enableAllProjectMcpServers": _typed(lambda v: isinstance(v, bool), "true or false"),
     "enabledMcpjsonServers": _typed(_names_ok, "a list of server names"),
+    "enabledPlugins": _typed(lambda v: isinstance(v, dict), 'an object of "plugin@marketplace": true or false'),
+    "extraKnownMarketplaces": _typed(lambda v: isinstance(v, dict), "an object of marketplace names and their sources"),
     "disabledMcpjsonServers": _typed(_names_ok, "a list of server names"),
 }
 

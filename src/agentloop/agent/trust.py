@@ -544,7 +544,9 @@ def load_for_agent(
     powers += [Power(mcp_path, printable(_server_text(n, e))) for n, e in servers.items()]
     grants = project_grants(cwd, home, udir)
     powers += grants
-    digest = _project_digest(cwd, listed, grants, hook_files([s for s in clean if s.in_project], cwd))
+    from .plugins import project_plugin_files
+
+    digest = _project_digest(cwd, listed, grants, hook_files([s for s in clean if s.in_project], cwd) + project_plugin_files(cwd, clean))
     is_home = os.path.realpath(cwd) == os.path.realpath(udir)
     store = TrustStore(home)
     rec = None if is_home else store.get(cwd)

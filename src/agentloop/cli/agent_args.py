@@ -49,7 +49,7 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
                    help="how Bash commands are confined (default workspace-write: only the workspace writable, no network)")
     g.add_argument("--add-dir", action="append", default=d([]), metavar="DIR", help="another directory the file tools may use (repeatable)")
     g.add_argument("--plugin-dir", action="append", default=d([]), metavar="DIR",
-                   help="Claude Code's flag to load a plugin folder: accepted, but plugins are not loaded (a warning says so)")
+                   help="load a Claude Code plugin folder for this session (repeatable): its commands, skills, agents, hooks and MCP servers")
     g.add_argument("--output-format", choices=OUTPUT_FORMATS, default=d("text"),
                    help="with -p / run: text, json (one object) or stream-json (JSON lines), in Claude Code's shapes")
     g.add_argument("--input-format", choices=INPUT_FORMATS, default=d("text"),

@@ -51,13 +51,6 @@ def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
     return default if v is None else v
 
 
-def _warn_plugin_dirs(args: argparse.Namespace) -> None:
-    """``--plugin-dir`` is accepted but not honoured (README, compatibility: plugins are not loaded)."""
-    for pdir in _opt(args, "plugin_dir", []) or ():
-        print(f"agentloop: warning: --plugin-dir {pdir}: Claude Code plugins are not loaded by agentloop "
-              "(their commands, agents, skills, hooks and MCP servers would run unreviewed code); ignored", file=sys.stderr)
-
-
 def make_agent(
     args: argparse.Namespace,
     *,
@@ -94,7 +87,6 @@ def make_agent(
         from agentloop.telemetry import from_environment
 
         tracing = from_environment()
-    _warn_plugin_dirs(args)
     rules = [("allow", r) for v in _opt(args, "allowed_tools", []) for r in split_rules(v)]
     rules += [("deny", r) for v in _opt(args, "disallowed_tools", []) for r in split_rules(v)]
 
@@ -128,6 +120,7 @@ def make_agent(
             mcp_configs=list(_opt(args, "mcp_configs", [])),
             strict_mcp_config=bool(_opt(args, "strict_mcp_config", False)),
             mcp_in_background=mcp_in_background,
+            plugin_dirs=list(_opt(args, "plugin_dir", []) or ()),
             **{k: _opt(args, k) for k in ("max_output_tokens", "thinking", "effort")},
         )
 

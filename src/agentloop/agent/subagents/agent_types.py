@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ...config.settings import ConfigError, read_config_bytes
 from ...tools import Registry
 
-__all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "load_agent_types"]
+__all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "load_agent_types", "read_agent_dir"]
 
 READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "LS")
 MAX_AGENT_FILES = 200
@@ -85,58 +85,65 @@ def load_agent_types(
     mine = {os.path.realpath(p) for p in places}
     places += [os.path.join(cwd, ".claude", "agents"), os.path.join(cwd, ".agentloop", "agents")]
     for d in places:
-        inert = not trusted and os.path.realpath(d) not in mine
-        found: list[str] = []
-        seen = 0
-        for root, dirs, files in os.walk(d):
-            dirs[:] = sorted(x for x in dirs if not x.startswith("."))
-            found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".md")]
-            seen += len(dirs) + len(files)
-            if seen > MAX_WALK_ENTRIES or len(found) > MAX_AGENT_FILES:
-                if warnings is not None:
-                    warnings.append(f"{d}: more than {MAX_AGENT_FILES} agent files or {MAX_WALK_ENTRIES} entries; the rest is skipped")
-                break
-        found = found[:MAX_AGENT_FILES]
-        for path in found:
-            fn = os.path.basename(path)
-            try:  # a regular file of bounded size only: a symlink to /dev/zero or a FIFO is one line, not a hang
-                raw = read_config_bytes(path)
-                if raw is None:
-                    continue
-                text = raw.decode("utf-8")
-            except ConfigError as exc:
-                if warnings is not None:
-                    warnings.append(f"{exc}; the agent file is skipped")
+        types.update(read_agent_dir(d, warnings, inert=not trusted and os.path.realpath(d) not in mine))
+    return types
+
+
+def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = False) -> dict[str, AgentType]:
+    """The agent files under ``d``, subfolders included, by name (``load_agent_types``'s rules for one place;
+    ``inert``: an untrusted folder's, whose ``model`` is not used)."""
+    types: dict[str, AgentType] = {}
+    found: list[str] = []
+    seen = 0
+    for root, dirs, files in os.walk(d):
+        dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".md")]
+        seen += len(dirs) + len(files)
+        if seen > MAX_WALK_ENTRIES or len(found) > MAX_AGENT_FILES:
+            if warnings is not None:
+                warnings.append(f"{d}: more than {MAX_AGENT_FILES} agent files or {MAX_WALK_ENTRIES} entries; the rest is skipped")
+            break
+    found = found[:MAX_AGENT_FILES]
+    for path in found:
+        fn = os.path.basename(path)
+        try:  # a regular file of bounded size only: a symlink to /dev/zero or a FIFO is one line, not a hang
+            raw = read_config_bytes(path)
+            if raw is None:
                 continue
-            except UnicodeDecodeError as exc:
-                if warnings is not None:
-                    warnings.append(f"{path}: the agent file cannot be read ({exc}); skipped")
-                continue
-            m = _FRONT.match(text)
-            if not m:
-                if warnings is not None:
-                    warnings.append(f"{path}: no front matter (--- name, description ---); the agent file is skipped")
-                continue
-            meta: dict[str, str] = {}
-            for line in m.group(1).splitlines():
-                k, sep, v = line.partition(":")
-                if sep:
-                    meta[k.strip()] = v.strip().strip("\"'")
-            name = meta.get("name") or fn[:-3]
-            if warnings is not None and re.search(r"^hooks\s*:", m.group(1), re.MULTILINE):
-                warnings.append(f"{path}: front matter 'hooks' of agent {name!r} is not supported by agentloop; ignored "
-                                "(hooks run only from the settings files, for the parent and its sub-agents alike)")
-            tools = tuple(t.strip() for t in meta["tools"].split(",") if t.strip()) if meta.get("tools") else None
-            unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
-            if unknown and warnings is not None:
-                warnings.append(f"{path}: agent {name!r} lists tools agentloop does not have: {', '.join(unknown)} (left out)")
-            model = meta.get("model") or None
-            if model == "inherit":
-                model = None  # Claude Code: the parent's model
-            if model is not None and inert:
-                if warnings is not None:
-                    warnings.append(f"{path}: agent {name!r} names the model {model!r}; not used until you trust this folder "
-                                    "(it runs on the parent's model)")
-                model = None
-            types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path)
+            text = raw.decode("utf-8")
+        except ConfigError as exc:
+            if warnings is not None:
+                warnings.append(f"{exc}; the agent file is skipped")
+            continue
+        except UnicodeDecodeError as exc:
+            if warnings is not None:
+                warnings.append(f"{path}: the agent file cannot be read ({exc}); skipped")
+            continue
+        m = _FRONT.match(text)
+        if not m:
+            if warnings is not None:
+                warnings.append(f"{path}: no front matter (--- name, description ---); the agent file is skipped")
+            continue
+        meta: dict[str, str] = {}
+        for line in m.group(1).splitlines():
+            k, sep, v = line.partition(":")
+            if sep:
+                meta[k.strip()] = v.strip().strip("\"'")
+        name = meta.get("name") or fn[:-3]
+        if warnings is not None and re.search(r"^hooks\s*:", m.group(1), re.MULTILINE):
+            warnings.append(f"{path}: front matter 'hooks' of agent {name!r} is not supported by agentloop; ignored "
+                            "(hooks run only from the settings files, for the parent and its sub-agents alike)")
+        tools = tuple(t.strip() for t in meta["tools"].split(",") if t.strip()) if meta.get("tools") else None
+        unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
+        if unknown and warnings is not None:
+            warnings.append(f"{path}: agent {name!r} lists tools agentloop does not have: {', '.join(unknown)} (left out)")
+        model = meta.get("model") or None
+        if model == "inherit":
+            model = None  # Claude Code: the parent's model
+        if model is not None and inert:
+            if warnings is not None:
+                warnings.append(f"{path}: agent {name!r} names the model {model!r}; not used until you trust this folder "
+                                "(it runs on the parent's model)")
+            model = None
+        types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path)
     return types
