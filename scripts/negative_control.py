@@ -592,8 +592,8 @@ SABOTAGES = [
     Sabotage(
         "an untrusted folder's sub-agent file runs its child on the model it names",
         "src/agentloop/agent/subagents/agent_types.py",
-        "            if model is not None and inert:",
-        "            if False:  # SABOTAGED",
+        "        if model is not None and inert:",
+        "        if False:  # SABOTAGED",
         ["tests/test_untrusted_definitions.py::test_an_untrusted_folders_agent_file_does_not_choose_the_model",
          "tests/test_untrusted_definitions.py::test_a_sub_agent_of_an_untrusted_folder_runs_on_the_parents_model"],
     ),
