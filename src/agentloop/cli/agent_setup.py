@@ -65,6 +65,33 @@ def make_agent(
         UserError: a bad flag, settings file, model or session (one line, exit 2); a session
             that fails verification (exit 1; ``--force`` goes on in a new session from its verified records).
     """
+    import gc
+
+    # Making the agent imports most of the package: tens of thousands of objects (modules, classes,
+    # functions) that live as long as the process. The collector waits while they load, and the first
+    # time they are then frozen (gc.freeze): no later pass, the one at exit included, scans them again.
+    # Together about a tenth of a -p run's CPU. Only the first agent of a process freezes, so a REPL or
+    # ACP server that makes more never pins their garbage; the collector is on again as it was, error or not.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _make_agent(args, ask_permission=ask_permission, ask_trust=ask_trust, ask_mcp_server=ask_mcp_server,
+                           ask_imports=ask_imports, mcp_in_background=mcp_in_background)
+    finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+def _make_agent(
+    args: argparse.Namespace,
+    *,
+    ask_permission: Callable[..., Any] | None = None,
+    ask_trust: Callable[..., bool] | None = None,
+    ask_mcp_server: Callable[[str, str], bool] | None = None, ask_imports: Callable[[list[str]], bool] | None = None,
+    mcp_in_background: bool = False,
+) -> Any:
     _cache_sources()  # first: tools made while the agent's modules load use it too
     from agentloop.agent.agent import Agent, AgentError, setup_logging
     from agentloop.agent.session.store import SessionDamaged, SessionError

@@ -55,20 +55,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ...config.settings import ConfigError, SettingsSource
-from .bash_reader import (
-    GIT_CODE_KEY,
-    ShellSyntax,
-    TooLarge,
-    Unit,
-    analyze,
-    crude_pieces,
-    git_subcommand,
-    may_abbreviate,
-)
 from .modes import MODES
 
 if TYPE_CHECKING:
     import pathspec
+
+    from .bash_reader import Unit
+
+# The shell reader (bash_reader: its tables and compiled patterns) is imported where a Bash
+# command or a git config file is read, not with the rules: a start that runs no command skips it.
 
 
 def _gitignore_spec(pattern: str) -> pathspec.GitIgnoreSpec:
@@ -1003,6 +998,8 @@ def _path_candidates(args: list[str], lits: list[bool], redirects: list[tuple[st
 
 def _config_names_program(text: str) -> bool:
     """Does a git configuration file set a key whose value names a program (or includes more configuration)?"""
+    from .bash_reader import GIT_CODE_KEY
+
     section = ""
     for raw in text.splitlines():
         line = raw.strip()
@@ -1052,6 +1049,8 @@ class _BashView:
         command = tool_input.get("command")
         if not isinstance(command, str):
             return cls(None, [], ["the command is not text"])
+        from .bash_reader import ShellSyntax, TooLarge, analyze, crude_pieces
+
         whole = " ".join(command.split())
         try:
             found = analyze(command)
@@ -1104,6 +1103,8 @@ _GIT_WRITES_OR_RUNS = ("--output", "--open-files-in-pager", "--ext-diff", "--tex
 
 
 def _read_only_words(words: list[str]) -> bool:
+    from .bash_reader import may_abbreviate
+
     head, args = words[0], words[1:]
     if head not in READ_ONLY_COMMANDS:
         return False
@@ -1125,6 +1126,8 @@ def _read_only_words(words: list[str]) -> bool:
 
 
 def _read_only_git(args: list[str]) -> bool:
+    from .bash_reader import git_subcommand, may_abbreviate
+
     i = git_subcommand(["git", *args]) - 1
     if any(a not in _GIT_GLOBALS_READ_ONLY for a in args[:i]) or i >= len(args) or args[i] not in READ_ONLY_GIT:
         return False  # -C, --git-dir, -p...: another repository, or a pager, is not "only reads"

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import re2
-
 __all__ = ["MAX_PATTERN", "MAX_PROGRAM", "Matcher", "RegexError", "compile_linear", "quote"]
 
 
@@ -63,6 +61,8 @@ def compile_linear(pattern: str, *, flags: str = "", never_nl: bool = False) -> 
     """
     if len(pattern) > MAX_PATTERN:
         raise RegexError(f"the pattern is too large: {len(pattern)} characters (at most {MAX_PATTERN})")
+    import re2  # deferred: RE2 loads with the first pattern, not with the tools at every start
+
     options = re2.Options()
     options.never_nl = never_nl
     options.max_mem = 64 << 20
@@ -86,5 +86,7 @@ def compile_linear(pattern: str, *, flags: str = "", never_nl: bool = False) -> 
 
 def quote(text: str) -> str:
     """``text`` as an RE2 pattern that matches it literally."""
+    import re2
+
     quoted: str = re2.escape(text)
     return quoted

@@ -48,8 +48,6 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from ...budget import Price, cost_micros, input_bound, reservation_micros, text_bytes
 from ...events import ModelReply, ModelRequest, Usage
 from ...tools import Tool, ToolError
-from ..sandbox.netproxy import domain_allowed
-from .web_markdown import html_to_markdown
 
 __all__ = ["FETCH_SCHEMA", "PromptModel", "WebFetch", "check_url", "remembered_domain_rule"]
 
@@ -251,7 +249,10 @@ class WebFetch:
     # -- the network --
 
     def _get(self, target: str, host: str) -> _Page:
+        # deferred, as httpx is: only a fetch needs them
         import httpx
+
+        from ..sandbox.netproxy import domain_allowed
 
         url = target
         try:
@@ -305,6 +306,9 @@ def _read(url: str, r: Any) -> _Page:
         notes.append(f"[the page was cut: it was still arriving after {READ_DEADLINE_S:.0f} s; {len(buf):,} bytes were read]")
     text = bytes(buf).decode(r.encoding or "utf-8", errors="replace")
     if ctype in ("text/html", "application/xhtml+xml") or (not ctype and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))):
+        # deferred: html.parser loads only for a page of HTML
+        from .web_markdown import html_to_markdown
+
         md = html_to_markdown(text)
     elif ctype.startswith("text/") or ctype in ("application/json", "application/xml", "application/javascript") or ctype.endswith(("+json", "+xml")):
         md = text

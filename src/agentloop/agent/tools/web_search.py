@@ -25,12 +25,6 @@ from typing import Any
 
 from ...budget import cost_micros, reservation_micros
 from ...events import Usage
-from ...providers.web_search import (
-    SEARCH_INPUT_BOUND,
-    SEARCH_PRICE_MICROS,
-    run_web_search,
-    supports_web_search,
-)
 from ...tools import Tool, ToolError
 from .web_fetch import PromptModel
 
@@ -76,6 +70,14 @@ class WebSearch:
     def search(self, query: str, allowed: list[str] | None = None, blocked: list[str] | None = None) -> str:
         if allowed and blocked:
             raise ToolError("give allowed_domains or blocked_domains, not both")
+        # deferred: the provider's HTTP client (httpx) loads only when a search is asked, not at every start
+        from ...providers.web_search import (
+            SEARCH_INPUT_BOUND,
+            SEARCH_PRICE_MICROS,
+            run_web_search,
+            supports_web_search,
+        )
+
         pm = self.model_of()
         if pm is None or not supports_web_search(pm.model):
             vendor = type(pm.model).__name__ if pm is not None else "no model"
