@@ -19,6 +19,7 @@ from typing import Any
 
 from ..budget import Price
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
+from ..model_description import describe
 from .context.compaction import Compactor
 from .context.loop_check import LoopCheck, chain
 from .context.side_calls import Account
@@ -353,8 +354,8 @@ class AgentContext:
         cm.price = _price(agent, agent.model_name)
         cm.transcript_path = agent.session.path
         cm.spill_dir = os.path.join(agent.session.dir, agent.session.id, "tool-results")  # Read may read there
-        count = getattr(agent.model, "count_tokens", None)  # providers: exact where the vendor counts (Anthropic)
-        cm.counter = None if count is None else (lambda msgs: count(ModelRequest(list(msgs), (), 1)))
+        model = agent.model  # exact counts where its description says the vendor counts (Anthropic)
+        cm.counter = (lambda msgs: model.count_tokens(ModelRequest(list(msgs), (), 1))) if describe(model).counts_tokens else None
         if self.subagents is not None:
             r = self.subagents
             r.model = agent.model

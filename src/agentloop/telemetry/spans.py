@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..model_description import describe
 from . import genai
 
 __all__ = ["TracedModel", "TracedSink"]
@@ -74,10 +75,10 @@ class TracedSink:
         self.t = tracing
         self.inner = inner
         self.adapter = genai.describe_model(model)
-        self.spec = spec or getattr(model, "name", None) or "unknown"
+        name = describe(model, "unknown").name
+        self.spec = spec or name
         self.provider = genai.provider_name(self.adapter, self.spec)
-        name = getattr(model, "name", None)
-        self.model = str(self.adapter.target.model) if self.adapter is not None else str(name or self.spec.split(":", 1)[-1])
+        self.model = str(self.adapter.target.model) if self.adapter is not None else name
         self.run_id = run_id
         self.conversation_id = conversation_id
         self.run_span: Any = None
