@@ -1387,12 +1387,13 @@ def copy_tree(dst: str, root: str = ROOT) -> None:
 def build_c(tree: str, source: str) -> str:
     """Compile the C module ``source`` (a path under src/agentloop) in the copy, alone, and record its new
     hash in the copy's native.sha256 so the build is used (the mypyc modules are untouched: their sources
-    did not change). Returns what went wrong, or ""."""
+    did not change). Always compiled (``--force``): the build put back after an earlier sabotage is newer
+    than the source just sabotaged, and build_ext would keep it as "up to date". Returns what went wrong, or ""."""
     pkg = os.path.join(tree, "src", "agentloop")
     name = os.path.basename(source)[: -len(".c")]
     code = ("from setuptools import Extension, setup\n"
             f"setup(name='nc', ext_modules=[Extension('agentloop.{name}', ['agentloop/{name}.c'], extra_compile_args=['-O2'])],"
-            " script_args=['build_ext', '--inplace', '--build-temp', 'build'])\n")
+            " script_args=['build_ext', '--force', '--inplace', '--build-temp', 'build'])\n")
     b = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(tree, "src"), capture_output=True, text=True, timeout=900)
     shutil.rmtree(os.path.join(tree, "src", "build"), ignore_errors=True)
     if b.returncode != 0:
