@@ -46,7 +46,12 @@ class Sabotage:
     new: str
     tests: list[str]
     rebuild: bool = False
-    """Run scripts/build-native in the copy after the edit (a sabotage of a C source: the stale build is never used)."""
+    """Compile the C module again in the copy after the edit (a C source's stale build is never used). Only for
+    a ``.c`` path: a compiled Python module whose source changed is not used, its source runs instead."""
+
+    def __post_init__(self) -> None:
+        if self.rebuild and not self.path.endswith(".c"):
+            raise ValueError(f"{self.name}: rebuild is for a C source, not {self.path} (its stale build is not used)")
 
 
 PB = ["tests/test_permissions.py", "tests/test_permissions_bash.py"]
@@ -1212,8 +1217,7 @@ SABOTAGES = [
         "src/agentloop/loop.py",
         "    nxt = TRANSITIONS.get((state.phase, event))\n",
         "    nxt = TRANSITIONS.get((state.phase, event), Phase.CALL)  # SABOTAGED\n",
-        ["tests/test_loop_transitions.py"],
-        rebuild=True,
+        ["tests/test_loop_transitions.py"],  # the compiled loop is stale once its source changes: the source runs
     ),
     Sabotage(
         "parallel Agent-tool calls skip the tool-call pipeline (the sub-agent runner called directly: no schema check, no redaction)",
