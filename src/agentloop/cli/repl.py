@@ -431,22 +431,17 @@ class Repl:
             self.say(f"  {printable(p)}")
         if len(paths) > 20:
             self.say(f"  ... and {len(paths) - 20} more")
-        while True:
-            try:
-                answer = self._read("Load them into the system prompt? [y]es / [n]o (asked once for this folder): ", permission=True)
-            except (EOFError, KeyboardInterrupt):
-                return False
-            a = answer.strip().lower()
-            if a in ("y", "yes"):
-                return True
-            if a in ("n", "no", ""):
-                return False
+        return self._yes_no("Load them into the system prompt? [y]es / [n]o (asked once for this folder): ")
 
     def ask_mcp_server(self, name: str, text: str) -> bool:
         self.say(f"This folder's .mcp.json has a new server: {text}", "bold yellow")
+        return self._yes_no(f"Use MCP server {name}? [y]es / [n]o: ")
+
+    def _yes_no(self, prompt: str) -> bool:
+        """Ask until the answer is yes or no (Enter, end of input or Ctrl+C: no)."""
         while True:
             try:
-                answer = self._read(f"Use MCP server {name}? [y]es / [n]o: ", permission=True)
+                answer = self._read(prompt, permission=True)
             except (EOFError, KeyboardInterrupt):
                 return False
             a = answer.strip().lower()

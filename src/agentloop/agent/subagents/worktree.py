@@ -26,15 +26,20 @@ from .. import spawn
 __all__ = ["Worktree", "has_commit"]
 
 
-def _git(args: Sequence[str], cwd: str) -> str:
-    """``git ARGS`` as agentloop runs it for itself: none of the repository's hooks, filters or helpers (``spawn.git``)."""
+def _git_out(args: Sequence[str], cwd: str) -> str:
+    """What ``git ARGS`` prints, run as agentloop runs git for itself: none of the repository's hooks, filters
+    or helpers (``spawn.git``). A failure or a run past 60 s is a ``ToolError``."""
     try:
         p = spawn.git(args, cwd=cwd, timeout=60)
     except subprocess.TimeoutExpired:
         raise ToolError(f"git {' '.join(args[:2])} took more than 60 s") from None
     if p.returncode != 0:
         raise ToolError(f"git {' '.join(args[:2])} failed: {p.stderr.strip()[:300]}")
-    return p.stdout.strip()
+    return str(p.stdout)
+
+
+def _git(args: Sequence[str], cwd: str) -> str:
+    return _git_out(args, cwd).strip()
 
 
 @dataclass
@@ -185,13 +190,7 @@ def _merge(current: str, base: str, other: str) -> int:
 
 def _git_z(args: Sequence[str], cwd: str) -> list[str]:
     """The NUL-separated paths ``git ARGS`` prints."""
-    try:
-        p = spawn.git(args, cwd=cwd, timeout=60)
-    except subprocess.TimeoutExpired:
-        raise ToolError(f"git {' '.join(args[:2])} took more than 60 s") from None
-    if p.returncode != 0:
-        raise ToolError(f"git {' '.join(args[:2])} failed: {p.stderr.strip()[:300]}")
-    return [x for x in p.stdout.split("\0") if x]
+    return [x for x in _git_out(args, cwd).split("\0") if x]
 
 
 def _try(args: Sequence[str], cwd: str) -> tuple[bool, str]:
