@@ -264,7 +264,9 @@ def test_the_editors_mcp_servers_are_started_and_their_tools_used(tmp_path: Path
     done = json.dumps([u for u in updates(run["wire"], "tool_call_update") if u.get("status") == "completed"])
     assert "Echo: over stdio" in done and "Echo: over http" in done
     kept = "".join(f.read_text(errors="replace") for f in (tmp_path / "home").rglob("*") if f.is_file())
+    assert kept, "the session left no record to look in"
     assert "hdr-secret-7" not in kept and "env-secret-9" not in kept  # the editor's credentials are in no record or log
+    assert "hdr-secret-7" not in run["stderr"] and "env-secret-9" not in run["stderr"]
 
 
 def test_http_and_sse_servers_of_the_editor_become_mcp_config_entries() -> None:

@@ -202,7 +202,7 @@ def test_an_unknown_shell_and_a_bad_filter_get_one_clear_line(base: Path) -> Non
         reply("", [("BashOutput", {"bash_id": "bash_1"})]),
         reply("", [("KillShell", {"shell_id": "bash_1"})]),
     ])
-    assert outs[1].startswith("Error") or "filter" in outs[1]
+    assert outs[1].startswith("ERROR: filter: ")
     assert "exited with code 0" in outs[2] and "hi" in outs[2]
     assert "not running" in outs[3]
 

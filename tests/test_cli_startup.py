@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 _SCRIPT = r"""
 import gc, json, sys
 from agentloop.cli.agent_setup import make_agent
@@ -58,6 +60,12 @@ print(json.dumps(out))
 """
 
 
+@pytest.fixture(scope="module")
+def run_once(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One process makes the agents both tests read (a package import and three make_agent calls)."""
+    return _run(tmp_path_factory.mktemp("startup"))
+
+
 def _run(tmp_path: Path) -> dict[str, Any]:
     replies = tmp_path / "replies.json"
     replies.write_text('[{"text": "hello"}, {"text": "again"}]')
@@ -69,8 +77,8 @@ def _run(tmp_path: Path) -> dict[str, Any]:
     return result
 
 
-def test_making_the_agent_freezes_what_loaded_once_and_leaves_the_collector_on(tmp_path: Path) -> None:
-    out = _run(tmp_path)
+def test_making_the_agent_freezes_what_loaded_once_and_leaves_the_collector_on(run_once: dict[str, Any]) -> None:
+    out = run_once
     assert out["before"] == 0
     enabled, frozen = out["after_first"]
     assert enabled is True and frozen > 1000  # the package's objects: never scanned again
@@ -79,7 +87,7 @@ def test_making_the_agent_freezes_what_loaded_once_and_leaves_the_collector_on(t
     assert out["later_cycle_collected"] is True  # garbage made afterwards is still collected
 
 
-def test_making_the_agent_leaves_the_collector_as_it_found_it_when_it_fails(tmp_path: Path) -> None:
-    out = _run(tmp_path)
+def test_making_the_agent_leaves_the_collector_as_it_found_it_when_it_fails(run_once: dict[str, Any]) -> None:
+    out = run_once
     assert out["failed_make_keeps_disabled"] is True
     assert out["failed_make_keeps_enabled"] is True

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from agentloop import Budget, tool
-from agentloop.budget import Price
+from agentloop.budget import Price, dearest
 from agentloop.events import ModelReply, ToolCall
 from agentloop.model_description import ModelDescription, describe
-from agentloop.prices import dearest
 from agentloop.run import arun, make_config, run
 from agentloop.tools import Registry
 

@@ -34,12 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
-
-pytest.importorskip("opentelemetry.proto")
-pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
-
-import jsonschema  # noqa: E402
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as GA  # noqa: E402
 
 from agentloop.testing.fakeprovider import FakeProvider  # noqa: E402

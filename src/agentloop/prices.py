@@ -21,11 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from .budget import Price, PriceTable, dearest  # dearest: re-exported, computed in budget.py
+from .budget import Price, PriceTable
 
 __all__ = [
     "BUILTIN_MAX_OUTPUT",
-    "dearest",
     "BUILTIN_PRICES",
     "DEFAULT_MAX_OUTPUT",
     "VendorPriceTable",

@@ -147,7 +147,7 @@ class Agent:
         self.hooks: AgentHooks = NoHooks()
         self.context: ContextManager = NoContext()
         self.calls = ToolCalls(self)
-        self.permission_denials, self.session_allow = self.calls.denials, self.calls.session_allow
+        self.permission_denials = self.calls.denials
         self.usage = UsageWarnings()
         self.stop_hook_active = False  # while hooks.stop runs: the turn already goes on because of a Stop hook
         self.last_usage_estimated = False  # the last turn's tokens include the loop's estimate (the cost line says so)
@@ -243,9 +243,6 @@ class Agent:
         """After each tool batch: the tools now shown, when an MCP server changed its list (list_changed)."""
         return self.shown_tools() if self.toolbox.sync_mcp(self.mcp_servers) else None
 
-    def allow_for_session(self, call: ToolCall) -> str:
-        return self.calls.always(call)
-
     def file_changed(self, path: str, before: bytes | None, after: bytes) -> None:
         """A tool (or the editor, over ACP) is about to write ``path``: both contents kept, the change recorded."""
         record_file_change(self.session, self.home, path, before, after, self.calls.current)
@@ -294,7 +291,6 @@ class Agent:
         if new is None:
             new = open_session(self.cwd, self.home, None, self.durability)[0]
         self.usage.clear()
-        self.session_allow.clear()
         self._start_session(new, "resume" if resume else "clear")
         self._build_tools()
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..config.settings import ConfigError
+from ..config.settings import ConfigError, user_home
 from ..events import ToolCall, ToolResult
 from ..tools import Registry, Tool
 from .hooks.runner import HookRunner
@@ -165,7 +165,7 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         default_isolation=agent.settings.subagent_isolation,
         hooks=runner if runner.handlers else None,
         make_executor=_child_executor(agent),
-        types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, agent.env.get("HOME") or os.path.expanduser("~"),
+        types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, user_home(agent.env),
                                                     agent.load_warnings, trusted=agent.trust.trusted)
                             | plugin_agent_types(agent.plugins, agent.load_warnings)),
     )

@@ -158,7 +158,6 @@ class ToolCalls:
     def __init__(self, owner: ToolCallSubject):
         self.owner = owner
         self.denials: list[dict[str, Any]] = []
-        self.session_allow: set[str] = set()
         self.current: str | None = None
 
     def pipeline(self, registry: Registry | None = None, *, child: bool = False) -> ToolPipeline:
@@ -189,10 +188,7 @@ class ToolCalls:
         """"Always" at a prompt: a session rule allowing exactly what was approved (``toolbox.session_rule``)."""
         from .toolbox import session_rule
 
-        text = session_rule(self.owner.policy, call)
-        if text:
-            self.session_allow.add(text)
-        return text
+        return session_rule(self.owner.policy, call)
 
     def _denied(self, call: ToolCall) -> None:
         self.denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.arguments})

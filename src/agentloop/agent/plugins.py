@@ -28,13 +28,12 @@ the MCP loader as settings sources of their own (``plugin_sources``), named by t
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..config.settings import ConfigError, SettingsSource, read_config_bytes
+from ..config.settings import ConfigError, SettingsSource, read_json_object
 
 if TYPE_CHECKING:
     from .subagents.agent_types import AgentType
@@ -71,21 +70,6 @@ class Plugin:
         return out
 
 
-def _read_json(path: str) -> Any:
-    """The JSON in ``path``, or None when there is no such file.
-
-    Raises:
-        ConfigError: it cannot be read or is not JSON (naming the file).
-    """
-    raw = read_config_bytes(path)
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise ConfigError(path, f"not valid JSON ({exc})") from None
-
-
 def _inside(path: str, folder: str) -> bool:
     try:
         return os.path.commonpath([os.path.realpath(path), os.path.realpath(folder)]) == os.path.realpath(folder)
@@ -98,7 +82,7 @@ def _open_plugin(path: str, asked_by: str, warnings: list[str]) -> Plugin | None
         warnings.append(f"{asked_by}: {path} is not a folder; the plugin is not loaded")
         return None
     try:
-        manifest = _read_json(os.path.join(path, ".claude-plugin", "plugin.json"))
+        manifest = read_json_object(os.path.join(path, ".claude-plugin", "plugin.json"))
     except ConfigError as exc:
         warnings.append(f"{exc}; the plugin is not loaded")
         return None
@@ -185,10 +169,11 @@ def _enabled_plugin(
         return None
     mfile, _ = markets[market]
     try:
-        data = _read_json(mfile)
+        data = read_json_object(mfile)
     except ConfigError as exc:
         warnings.append(f"{asked}: {exc}; the plugin is not loaded")
         return None
+    data = data or {}
     entries = data.get("plugins") if isinstance(data, dict) else None
     entry = next((e for e in entries if isinstance(e, dict) and e.get("name") == name), None) if isinstance(entries, list) else None
     if entry is None:
@@ -230,7 +215,7 @@ def _section(p: Plugin, key: str, default: str, inner: str, warnings: list[str])
         out.append((os.path.join(p.path, ".claude-plugin", "plugin.json"), given.get(inner, given)))
     for path in dict.fromkeys(p.parts(key, default, warnings)):
         try:
-            data = _read_json(path)
+            data = read_json_object(path)
         except ConfigError as exc:
             warnings.append(f"{exc}; skipped")
             continue

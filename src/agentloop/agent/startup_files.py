@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config.settings import user_home
+
 __all__ = ["StartupFiles", "read_startup_files"]
 
 log = logging.getLogger("agentloop.agent")
@@ -44,7 +46,7 @@ def read_startup_files(
     from .session.memory import load_memory, render_memory
 
     notices: list[str] = []
-    uh = env.get("HOME") or os.path.expanduser("~")
+    uh = user_home(env)
     files = load_memory(cwd, home, user_home=uh, roots=list(add_dirs),
                         external=lambda paths: _external_imports(home, cwd, paths, ask_imports))
     for f in files:

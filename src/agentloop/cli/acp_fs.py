@@ -34,18 +34,23 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
     """Replace Read (and Write and Edit, when the editor also writes) by versions that go through the editor."""
     if not fs_read:
         return
+    from agentloop.agent.tools.builtin import file_lines, numbered_lines
+    from agentloop.agent.tools.file_state import find_edit
     from agentloop.tools import Tool, ToolError
 
     ws = agent.workspace
     sid = agent.session.id
     read_text = editor_reader(call, conn, sid)
 
-    def write_text(real: str, text: str) -> None:
-        try:
-            before: bytes | None = read_text(real).encode("utf-8")
-        except ToolError:
-            before = None
-        agent.file_changed(real, before, text.encode("utf-8"))
+    def write_text(real: str, text: str, before: str | None = None) -> None:
+        """``text`` into the editor's buffer, the change checkpointed first (``before``: the buffer as it
+        was, when the caller has just read it)."""
+        if before is None:
+            try:
+                before = read_text(real)
+            except ToolError:
+                before = None
+        agent.file_changed(real, None if before is None else before.encode("utf-8"), text.encode("utf-8"))
         try:
             call(conn.write_text_file(session_id=sid, path=real, content=text))
         except Exception as exc:
@@ -58,13 +63,10 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
 
         def read(**kw: Any) -> str:
             real = ws.resolve(kw["file_path"])
-            lines = read_text(real).split("\n")
-            if lines and lines[-1] == "":
-                lines.pop()
+            lines = file_lines(read_text(real))
             start = max(int(kw.get("offset") or 1), 1)
             limit = int(kw.get("limit") or 2000)
-            page = lines[start - 1 : start - 1 + limit]
-            return "".join(f"{start + i:>6}\t{line}\n" for i, line in enumerate(page))
+            return numbered_lines(lines[start - 1 : start - 1 + limit], start)
 
         reg.replace(Tool(name="Read", description=base.description, parameters=base.parameters, fn=read, read_only=True))
     if fs_write and "Write" in reg and "Edit" in reg:
@@ -80,12 +82,14 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
             real = ws.resolve(kw["file_path"], for_write=True)
             text = read_text(real)
             old, new = kw["old_string"], kw["new_string"]
-            n = text.count(old) if old else 0
-            if n == 0:
+            if old == new:
+                raise ToolError("old_string and new_string are the same: nothing would change")
+            m = find_edit(text, old, new) if old else None  # as the built-in Edit matches: CRLF, curly quotes
+            if m is None or m.count == 0:
                 raise ToolError(f"old_string was not found in {kw['file_path']}. Read the file and copy the text exactly.")
-            if n > 1 and not kw.get("replace_all"):
-                raise ToolError(f"old_string occurs {n} times in {kw['file_path']}; make it unique or set replace_all")
-            write_text(real, text.replace(old, new) if kw.get("replace_all") else text.replace(old, new, 1))
+            if m.count > 1 and not kw.get("replace_all"):
+                raise ToolError(f"old_string occurs {m.count} times in {kw['file_path']}; make it unique or set replace_all")
+            write_text(real, m.apply(bool(kw.get("replace_all")))[0], before=text)
             return f"Edited {real} through the editor"
 
         reg.replace(Tool(name="Write", description=wbase.description, parameters=wbase.parameters, fn=write))

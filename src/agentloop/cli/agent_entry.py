@@ -331,7 +331,7 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             from . import structured_output as so
 
             result = agent.ask(f"{prompt}\n\n{schema.instructions()}", observer=timing, allowed_tools=rules)
-            result, value, problem = so.settle(result, schema, lambda text: agent.ask(text, observer=timing))
+            result, value, problem = so.settle(result, schema, lambda text: agent.ask(text, observer=timing, allowed_tools=rules))
             structured = (value, problem)
     except AgentError as exc:
         raise UserError(str(exc)) from None

@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._common import UserError
+from .claude_format import FINISHED
 
 __all__ = ["MAX_RETRIES", "Schema", "parse_schema"]
 
@@ -96,16 +97,10 @@ def retry_prompt(problem: str, schema: Schema) -> str:
 
 def combined(first: Any, later: Any) -> Any:
     """Two results of one ``-p`` prompt as one (steps, tokens and spend added; the later answer and stop)."""
-    from agentloop.events import Usage
-
-    u1, u2 = first.usage, later.usage
-    usage = Usage(u1.input_tokens + u2.input_tokens, u1.output_tokens + u2.output_tokens,
-                  u1.cache_read_tokens + u2.cache_read_tokens, u1.cache_write_tokens + u2.cache_write_tokens)
-    return replace(later, steps=first.steps + later.steps, usage=usage, tokens=first.tokens + later.tokens,
+    return replace(later, steps=first.steps + later.steps, usage=first.usage + later.usage, tokens=first.tokens + later.tokens,
                    spent_micros=first.spent_micros + later.spent_micros)
 
 
-FINISHED = ("no_tool_calls", "sentinel")
 
 
 def settle(result: Any, schema: Schema, ask: Any) -> tuple[Any, Any, str | None]:

@@ -560,19 +560,6 @@ class Sandbox:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
-    def wrap(self, argv: Sequence[str], cwd: str, command: str) -> tuple[list[str], dict[str, str]]:
-        """The argv that runs ``argv`` (a shell and its script) in a sandbox of its own, and extra environment.
-
-        Returns ``argv`` itself when the command runs outside (no sandbox wanted,
-        none available, or an excluded command).
-        """
-        if not self.inside(command):
-            return list(argv), {}
-        prefix, plan = self._prefix_and_plan()
-        with self._lock:
-            self._plans[command] = plan  # looked at after the command (explain)
-        return self._wrapped(prefix, argv, cwd)
-
     @staticmethod
     def _wrapped(prefix: list[str], argv: Sequence[str], cwd: str) -> tuple[list[str], dict[str, str]]:
         out = list(prefix)
@@ -707,15 +694,13 @@ class Sandbox:
             self._proxy = DomainProxy(self.settings.allowed_domains, os.path.join(self.tmpdir(), name))
         return PROXY_PORT, f"/tmp/{name}"
 
-    def _prefix(self, path_env: str = "") -> list[str]:
-        """bubblewrap and its options for this sandbox, as the file system is now (without --chdir and the command).
+    def _prefix_and_plan(self, path_env: str = "") -> tuple[list[str], Any]:
+        """bubblewrap and its options for this sandbox, as the file system is now (without --chdir and the
+        command), and the plan of what it hides and protects (looked at after the command: ``explain``).
 
         ``path_env`` is the command's ``PATH``: a virtual environment on it that lives under ``/tmp`` stays
         visible (read-only) through the sandbox's private ``/tmp``.
         """
-        return self._prefix_and_plan(path_env)[0]
-
-    def _prefix_and_plan(self, path_env: str = "") -> tuple[list[str], Any]:
         assert self.bwrap is not None
         from . import gitguard
 

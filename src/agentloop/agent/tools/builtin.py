@@ -525,7 +525,7 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
-def _lines(text: str) -> list[str]:
+def file_lines(text: str) -> list[str]:
     """Lines as ``cat -n`` counts them: split at ``\n`` only (not at form feeds or U+2028)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -533,7 +533,7 @@ def _lines(text: str) -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
-def _numbered(lines: list[str], start: int) -> str:
+def numbered_lines(lines: list[str], start: int) -> str:
     return "".join(f"{start + i:>6}\t{line}\n" for i, line in enumerate(lines))
 
 
@@ -827,10 +827,10 @@ def _edit(t: _Shared, **kw: Any) -> str:
     ws.write_bytes(real, updated.encode("utf-8", "surrogateescape"))
     t.read_state.saw(real)
     line_no = m.text.count("\n", 0, first) + 1
-    lines = _lines(updated)
+    lines = file_lines(updated)
     lo = max(line_no - 3, 1)
     hi = min(line_no + m.new.count("\n") + 3, len(lines))
-    snippet = _numbered(lines[lo - 1 : hi], lo)
+    snippet = numbered_lines(lines[lo - 1 : hi], lo)
     snippet = snippet.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     n = m.count if replace_all else 1
     return f"Edited {real}: replaced {n} occurrence{'s' if n != 1 else ''}.\n{snippet}"

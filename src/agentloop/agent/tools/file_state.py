@@ -98,10 +98,6 @@ class ReadState:
         with self._lock:
             self._seen[real] = _stamp(st)
 
-    def has_read(self, real: str) -> bool:
-        with self._lock:
-            return real in self._seen
-
     def check_before_write(self, real: str, shown: str, st: os.stat_result | None, tool: str) -> None:
         """Refuse to change an existing file that was not read, or that changed since (rules 1 and 2)."""
         if st is None or not self.required:

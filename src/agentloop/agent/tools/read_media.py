@@ -23,9 +23,8 @@ from typing import Any
 
 from ...tools import ToolError
 
-__all__ = ["IMAGE_SUFFIXES", "MAX_IMAGE_BYTES", "PDF_MAX_PAGES", "image_kind", "image_result", "parse_pages", "pdf_text"]
+__all__ = ["MAX_IMAGE_BYTES", "PDF_MAX_PAGES", "image_kind", "image_result", "parse_pages", "pdf_text"]
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 MAX_IMAGE_BYTES = 3_750_000
 """Raw bytes of one image: its base64 stays under the vendors' 5 MB."""
 PDF_MAX_PAGES = 20
