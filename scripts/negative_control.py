@@ -1275,6 +1275,20 @@ SABOTAGES = [
         "hook_files([s for s in clean if s.in_project], cwd))  # SABOTAGED",
         ["tests/test_plugins.py::test_a_trusted_folder_is_asked_again_when_a_plugin_its_settings_enable_changes"],
     ),
+    Sabotage(
+        "two keys of one vendor (a model and its fallback) collapse into one held key, the other unredacted",
+        "src/agentloop/agent/secret_guard.py",
+        "        while label in named:\n",
+        "        while False:  # SABOTAGED\n",
+        ["tests/test_spawn.py::test_keys_of_one_vendor_on_a_model_and_its_fallback_are_both_held"],
+    ),
+    Sabotage(
+        "a secret-named variable allowedEnvVars hands to commands is not redacted in their output",
+        "src/agentloop/agent/secret_guard.py",
+        "        redactor.add_values(\"a variable allowedEnvVars passes on\",",
+        "        (lambda *a: None)(\"a variable allowedEnvVars passes on\",  # SABOTAGED",
+        ["tests/test_spawn.py::test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output"],
+    ),
 ]
 
 

@@ -389,3 +389,29 @@ def test_the_browser_for_a_sign_in_starts_without_the_keys(tmp_path: Path) -> No
         time.sleep(0.05)
     got = dump.read_text()
     assert "BROWSER=" in got and "sk-planted" not in got and "ghp_planted" not in got
+
+
+def test_keys_of_one_vendor_on_a_model_and_its_fallback_are_both_held() -> None:
+    """A model and its fallback of the same vendor, each with a key of its own: both keys are held (so both
+    are redacted and kept from children), not one label's last key."""
+    from types import SimpleNamespace
+
+    from agentloop.agent.secret_guard import held_keys
+
+    fallback = SimpleNamespace(target=SimpleNamespace(api_key="sk-ant-fallback-key-2222"), vendor="anthropic", fallback=None)
+    model = SimpleNamespace(target=SimpleNamespace(api_key="sk-ant-primary-key-1111"), vendor="anthropic", fallback=fallback)
+    held = held_keys(model, {}, None)
+    assert sorted(held.values()) == ["sk-ant-fallback-key-2222", "sk-ant-primary-key-1111"]
+
+
+def test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output() -> None:
+    """``allowedEnvVars`` hands a secret-named variable to commands; what they print of its value is still
+    redacted, whether or not the name is one the redactor picks out by itself (``DEPLOY_KEYS``)."""
+    from agentloop.agent.secret_guard import SecretGuard
+    from agentloop.config.settings import SettingsSource
+
+    env = {"DEPLOY_KEYS": "deploy-value-0123456789", "PATH": os.environ.get("PATH", "")}
+    user = SettingsSource("/home/u/.claude/settings.json", "user", {"allowedEnvVars": ["DEPLOY_KEYS"]})
+    guard = SecretGuard.create(ScriptedModel([reply("x")]), env, None, [user])
+    assert guard.child_env.get("DEPLOY_KEYS") == "deploy-value-0123456789"  # handed over, as asked
+    assert "deploy-value-0123456789" not in guard.redactor.text("the key is deploy-value-0123456789")

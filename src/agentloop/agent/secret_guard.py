@@ -24,11 +24,15 @@ __all__ = ["SecretGuard", "held_keys"]
 
 
 def held_keys(model: Any, env: Mapping[str, str], api_key_env: str | None) -> dict[str, str]:
-    """The provider keys an agent with ``model`` holds: ``{what: value}``."""
+    """The provider keys an agent with ``model`` holds: ``{what: value}``, one entry a distinct key (a model and
+    its fallbacks of one vendor with keys of their own are told apart as "... API key (2)"). The chain is
+    walked as far as a provider chains fallbacks (``model_description.MAX_CHAIN``)."""
+    from ..model_description import MAX_CHAIN
+
     out: dict[str, str] = {}
     m: Any = model
     seen = 0
-    while m is not None and seen < 4:
+    while m is not None and seen < MAX_CHAIN:
         key = getattr(getattr(m, "target", None), "api_key", None)
         if isinstance(key, str) and key:
             out.setdefault(key, f"{getattr(m, 'vendor', 'provider')} API key")
@@ -36,7 +40,13 @@ def held_keys(model: Any, env: Mapping[str, str], api_key_env: str | None) -> di
         seen += 1
     if api_key_env and env.get(api_key_env):
         out.setdefault(env[api_key_env], api_key_env)
-    return {name: key for key, name in out.items()}
+    named: dict[str, str] = {}
+    for key, name in out.items():
+        label, n = name, 2
+        while label in named:
+            label, n = f"{name} ({n})", n + 1
+        named[label] = key
+    return named
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,10 @@ class SecretGuard:
         redactor = Redactor(secret_env_values(env))
         redactor.add(held)
         allowed, warnings = spawn.allowed_names(sources)
+        # a secret-named variable allowedEnvVars hands to children is redacted in what they print, even where
+        # its name is not one the redactor's own rule (looks_secret) picks out
+        redactor.add_values("a variable allowedEnvVars passes on",
+                            [env[n] for n in sorted(allowed) if env.get(n) and spawn.secret_named(n)])
         child = spawn.environment(env, allowed=allowed, drop=[api_key_env] if api_key_env else [], held=held.values())
         return cls(redactor, allowed, warnings, child)
 
