@@ -97,10 +97,10 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
         if agent.settings.subagents:
             ctx.subagents = _subagents(agent, runner, ctx.side_budget)
             tools.append(ctx.subagents.tool())
-        from .hooks_and_context import CHEAP_MODELS
+        from .hooks_and_context import cheap_model
         from .tools.web_tools import web_tools
 
-        tools += web_tools(agent.models, agent.redactor.text, ctx.side_budget, CHEAP_MODELS)
+        tools += web_tools(agent.models, agent.redactor.text, ctx.side_budget, cheap_model)
     except ConfigError as exc:
         raise AgentError(str(exc)) from None
     try:
@@ -134,7 +134,7 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
     from .tools.workspace import Workspace
 
     def make_tools(cwd: str) -> Registry:
-        spill = os.path.join(agent.session.dir, agent.session.id, "tool-results")
+        spill = agent.session.spill_dir
         reg = builtin_registry(
             Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
             processes=agent.processes, visible=agent.policy.visible(),

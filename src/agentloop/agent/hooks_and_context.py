@@ -353,7 +353,7 @@ class AgentContext:
         cm.summarizer = agent.model
         cm.price = _price(agent, agent.model_name)
         cm.transcript_path = agent.session.path
-        cm.spill_dir = os.path.join(agent.session.dir, agent.session.id, "tool-results")  # Read may read there
+        cm.spill_dir = agent.session.spill_dir
         model = agent.model  # exact counts where its description says the vendor counts (Anthropic)
         cm.counter = (lambda msgs: model.count_tokens(ModelRequest(list(msgs), (), 1))) if describe(model).counts_tokens else None
         if self.subagents is not None:
@@ -436,5 +436,10 @@ def loop_check_model(model_spec: Any, setting: Any) -> str | None:
         return None
     if isinstance(setting, str):
         return setting
-    provider = str(model_spec).split(":", 1)[0] if isinstance(model_spec, str) and ":" in model_spec else ""
+    return cheap_model(model_spec)
+
+
+def cheap_model(model_spec: Any) -> str | None:
+    """The cheap model of ``model_spec``'s provider (``CHEAP_MODELS``), or None when it names none."""
+    provider = model_spec.split(":", 1)[0].lower() if isinstance(model_spec, str) and ":" in model_spec else ""
     return CHEAP_MODELS.get(provider)

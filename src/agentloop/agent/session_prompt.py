@@ -77,12 +77,7 @@ class SessionPrompt:
 
 def options_fact(o: ModelOptions) -> dict[str, Any]:
     """What the model is asked for each turn (``agent/model_options.py``), as the session records it."""
-    out: dict[str, Any] = {"max_output_tokens": o.max_output_tokens, "source": o.source}
-    if o.thinking_budget is not None:
-        out["thinking_budget"] = o.thinking_budget
-    if o.effort is not None:
-        out["reasoning_effort"] = o.effort
-    return out
+    return {"max_output_tokens": o.max_output_tokens, "source": o.source, **o.provider_options()}
 
 
 def cap_fact(max_usd_micros: int | None) -> str:

@@ -57,7 +57,7 @@ class Toolbox:
         from .tools.builtin import RunningProcesses
         from .tools.workspace import Workspace
 
-        spill = os.path.join(src.session.dir, src.session.id, "tool-results")
+        spill = src.session.spill_dir
         policy = _policy(src)
         for d in policy.additional_directories:
             if d not in src.add_dirs:

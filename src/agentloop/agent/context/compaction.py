@@ -50,6 +50,7 @@ from ...conversation import (
 from ...events import Message, ModelRequest
 from ...loop import recount_bound, shrink_bound
 from ..hooks.runner import HookRunner
+from ..usage_warnings import WARN_LEVELS
 from .side_calls import Account, LoopAccount, SideCall, side_call
 
 __all__ = [
@@ -192,7 +193,7 @@ class Compactor:
     keep_recent: int = 5
     tool_result_cap: int = 400_000
     """Characters of tool output kept in context in all; the oldest are evicted past it."""
-    warn_levels: tuple[float, ...] = (0.80, 0.95)
+    warn_levels: tuple[float, ...] = WARN_LEVELS
     compact_at: float = 0.90
     keep_fraction: float = 0.25
     """How much of the window the kept recent part may take after a compaction."""

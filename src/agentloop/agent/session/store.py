@@ -570,6 +570,11 @@ class Session:
         return self._writer.count if self._writer is not None else 0
 
     @property
+    def spill_dir(self) -> str:
+        """Where this session's tools keep outputs too long to return whole (Read may read them there)."""
+        return os.path.join(self.dir, self.id, "tool-results")
+
+    @property
     def last_hash(self) -> str:
         return self._writer.last_hash if self._writer is not None else GENESIS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...tools import Tool
@@ -20,10 +20,6 @@ __all__ = ["web_tools"]
 log = logging.getLogger("agentloop.agent")
 
 
-def _vendor(spec: Any) -> str:
-    return str(spec).split(":", 1)[0].lower() if isinstance(spec, str) and ":" in spec else ""
-
-
 def _open_plain(models: ModelChoice, spec: str) -> Any:
     """The provider's small model, without the session's thinking or effort (a short side call needs neither)."""
     from ...providers import open_model
@@ -34,13 +30,13 @@ def _open_plain(models: ModelChoice, spec: str) -> Any:
         return models.open(spec)
 
 
-def web_tools(models: ModelChoice, redact: Callable[[str], str], budget: Any, cheap: Mapping[str, str]) -> list[Tool]:
+def web_tools(models: ModelChoice, redact: Callable[[str], str], budget: Any, cheap: Callable[[str], str | None]) -> list[Tool]:
     """WebFetch (its prompt applied by the provider's cheap model, else the session's) and WebSearch."""
     lock = threading.Lock()
     opened: dict[str, Any] = {}
 
     def prompt_model() -> PromptModel | None:
-        spec = cheap.get(_vendor(models.model_spec))
+        spec = cheap(models.model_spec)
         model: Any = None
         name = ""
         if spec is not None:
