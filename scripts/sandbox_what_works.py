@@ -50,6 +50,7 @@ def main() -> int:
     if not sb.active:
         print(f"no sandbox here: {sb.unavailable}")
         return 2
+    failed = 0
     try:
         for name, tool, command in CHECKS:
             if shutil.which(tool) is None:
@@ -58,12 +59,15 @@ def main() -> int:
             argv, extra = sb.wrap(["/bin/bash", "-c", command], ws, command)
             p = subprocess.run(argv, cwd=ws, env={**os.environ, **extra}, capture_output=True, text=True, timeout=300)
             out = (p.stdout + p.stderr).strip().splitlines()
-            sb.explain(command, "")
+            note = sb.explain(command, "\n".join(out))
+            failed += p.returncode != 0
             print(f"{'ok' if p.returncode == 0 else 'FAILS':<8} {name}: {out[-1] if out else '(no output)'}")
+            if note:
+                print(f"         {note}")
     finally:
         sb.close()
         shutil.rmtree(ws, ignore_errors=True)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

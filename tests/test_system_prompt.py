@@ -25,7 +25,7 @@ from agentloop.canonical import canonical
 
 PROMPT_BYTES_MAX = 12_000
 """The static instructions stay under this (about 3,000 tokens; README, "The system prompt")."""
-PROMPT_AND_TOOLS_BYTES_MAX = 80_000
+PROMPT_AND_TOOLS_BYTES_MAX = 40_000
 """The whole system prompt plus the built-in tools' schemas stay under this (about 20,000 tokens)."""
 
 

@@ -560,6 +560,17 @@ class Sandbox:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
+    def wrap(self, argv: Sequence[str], cwd: str, command: str) -> tuple[list[str], dict[str, str]]:
+        """The argv that runs ``argv`` (a shell and its script) in a bubblewrap of its own, and extra
+        environment (``scripts/sandbox_what_works.py``; Bash itself goes through ``launch``). ``argv``
+        itself when the command runs outside (no sandbox wanted, none available, or an excluded command)."""
+        if not self.inside(command):
+            return list(argv), {}
+        prefix, plan = self._prefix_and_plan()
+        with self._lock:
+            self._plans[command] = plan  # looked at after the command (explain)
+        return self._wrapped(prefix, argv, cwd)
+
     @staticmethod
     def _wrapped(prefix: list[str], argv: Sequence[str], cwd: str) -> tuple[list[str], dict[str, str]]:
         out = list(prefix)
