@@ -301,20 +301,21 @@ def child(name: str, k: int, repeat: int = 1, cell_seconds: float = 0.0) -> dict
         import agentloop
         from agentloop import _native
 
-        out["core"] = _native.status()
-        out["package"] = os.path.dirname(agentloop.__file__)  # "compiled" (scripts/build-native), or why it ran from source
+        out["core"] = _native.status()  # "compiled" (scripts/build-native), or why it ran from source
+        out["package"] = os.path.dirname(agentloop.__file__)
+        if name == "agentloop-before" and not out["package"].startswith(os.environ[BEFORE_ENV]):
+            raise SystemExit(f"agentloop-before ran {out['package']}, not the checkout in {os.environ[BEFORE_ENV]}")
     return out
 
 
 def _import(name: str) -> None:
     mods = {  # what each runner imports: agentloop's package names are lazy, so name the modules it uses
         "agentloop": ["agentloop.run", "agentloop.tools", "agentloop.transcript", "agentloop.budget"],
-        "agentloop-before": ["agentloop.run", "agentloop.tools", "agentloop.transcript", "agentloop.budget"],
         "pydantic-ai": ["pydantic_ai", "pydantic_ai.models.function"],
         "openai-agents": ["agents", "agents.models.interface"],
         "smolagents": ["smolagents", "smolagents.models"],
         "langgraph": ["langgraph.prebuilt", "langchain_core.language_models.chat_models", "langchain_core.tools"],
-    }[name]
+    }[name.removesuffix("-before")]
     for m in mods:
         __import__(m)
 
@@ -407,6 +408,9 @@ def main() -> int:
         print(f"  {name:14} peak RSS {rss[name]['peak_rss_mib']:.1f} MiB at {steps:,} steps", file=sys.stderr, flush=True)
 
     core = next((r.get("core") for (n, _), r in rows.items() if n == "agentloop"), None)
+    before = next((r.get("core") for (n, _), r in rows.items() if n == "agentloop-before"), None)
+    if before is not None:
+        core = f"{core}; agentloop-before's core: {before}"
     print(f"\nµs per step (one tool call a turn; agentloop writes its transcript); python {sys.version.split()[0]}"
           + (f"; agentloop's core: {core}" if core else "") + "\n")
     print("| framework | version | " + " | ".join(f"K={k}" for k in ks) + " | growth K=10→max | import s | peak RSS MiB (steps) |")
