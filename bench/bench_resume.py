@@ -119,14 +119,14 @@ def main() -> int:
         big_path = os.path.join(sessions_dir(cwd, home), "20260101-000000-b1b1b1.jsonl")
         size = os.path.getsize(big_path)
         print(f"big session: {n_big} records, {size / 1e6:.1f} MB (written by the loop in {built:.1f} s); small: {n_small} records")
-        big, small, same, new = [], [], [], []
-        for _ in range(a.rounds):
+        big, small, same, new, checks = [], [], [], [], []
+        for _ in range(a.rounds):  # the baseline (verify_file of the big file) taken turn about with what it judges
             small.append(time_resume(cwd, home, "20260101-000000-5a5a5a"))
             same.append(time_resume(cwd, home, "20260101-000000-c0c0c0"))
             big.append(time_resume(cwd, home, "20260101-000000-b1b1b1"))
+            checks.append(time_verify(big_path))
             new.append(time_create(cwd, home))
         full = [time_full(big_path) for _ in range(a.full_rounds)]
-        checks = [time_verify(big_path) for _ in range(max(3, a.full_rounds))]
     base = statistics.median(small)
     rows = [
         ("resume small session (1 turn)", small),
