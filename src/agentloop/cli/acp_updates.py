@@ -83,6 +83,8 @@ def change_diff(name: str, args: dict[str, Any], cwd: str, read: Callable[[str],
     """The ``diff`` content of a Write, Edit or MultiEdit (rule 2), or None for other tools."""
     from acp import tool_diff_content
 
+    from agentloop.agent.tools.file_state import find_edit
+
     path = _path_arg(args)
     if name not in ("Write", "Edit", "MultiEdit") or path is None:
         return None
@@ -99,10 +101,11 @@ def change_diff(name: str, args: dict[str, Any], cwd: str, read: Callable[[str],
         if not isinstance(e, dict):
             return None
         o, n = str(e.get("old_string", "")), str(e.get("new_string", ""))
-        if new is None or not o or o not in new:
+        m = find_edit(new, o, n) if new is not None and o else None  # matched as Edit will match it
+        if m is None or not m.count:
             new = None
             break
-        new = new.replace(o, n) if e.get("replace_all") else new.replace(o, n, 1)
+        new = m.apply(bool(e.get("replace_all")))[0]
     if old is not None and new is not None:
         return tool_diff_content(real, new, old)
     first = edits[0] if edits and isinstance(edits[0], dict) else {}

@@ -78,9 +78,12 @@ def change_preview(name: str, args: Any, cwd: str, width: int) -> list[tuple[str
     old_s, new_s = args.get("old_string"), args.get("new_string")
     if not isinstance(old_s, str) or not isinstance(new_s, str):
         return []
+    from agentloop.agent.tools.file_state import find_edit
+
     text = _read(path) if os.path.isfile(path) else None
-    if text is not None and old_s and old_s in text:
-        after = text.replace(old_s, new_s) if args.get("replace_all") is True else text.replace(old_s, new_s, 1)
+    m = find_edit(text, old_s, new_s) if text is not None and old_s else None
+    if text is not None and m is not None and m.count:  # matched as Edit will match it (CRLF, curly quotes)
+        after = m.apply(args.get("replace_all") is True)[0]
         a, b = text.splitlines(), after.splitlines()
     else:
         a, b = old_s.splitlines(), new_s.splitlines()
