@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -166,27 +165,15 @@ def _places(roots: list[str], user_home: str, home: str, managed: str) -> _Place
 
 
 def _read_regular(real: str, limit: int) -> bytes | None:
-    """At most ``limit`` bytes of a regular file; None for anything else (a FIFO never blocks, a device is never read)."""
+    """At most ``limit`` bytes of a regular file; None for anything else (a FIFO never blocks, a device is
+    never read: ``transcript.open_regular``)."""
+    from ...transcript import open_regular
+
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        with open_regular(real) as f:
+            return f.read(limit)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        got = 0
-        while got < limit:
-            b = os.read(fd, min(65536, limit - got))
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 class _Loader:
