@@ -10,8 +10,9 @@ its CPU time (this process only: what a shared machine's other work does not inf
 the decision, and the ratio to a baseline measured in the same run on the same
 line: one ``re`` scan for the characters the shell treats specially (``shlex.split``
 is no baseline: it is itself quadratic on a long quoted word). A
-reader that is linear keeps the ratio flat as the size grows; a 1 MB line should
-take well under a second. Lines past the reader's bounds (``MAX_COMMANDS``,
+reader that is linear keeps the ratio flat as the size grows; a 1 MB line must
+be decided in under a second of CPU (the exit code is 1 when one is not: CPU,
+because a shared machine's other work inflates wall time). Lines past the reader's bounds (``MAX_COMMANDS``,
 ``MAX_WORDS``) are decided "ask" without being read further.
 """
 
@@ -76,8 +77,9 @@ def main() -> int:
             b = best(lambda line=line: baseline(line), args.repeat)
             worst, worst_cpu = max(worst, t), max(worst_cpu, cpu)
             print(f"{name:<16}{len(line):>9}{t:>10.3f}{cpu:>8.3f}{b:>12.4f}{t / b if b else float('inf'):>8.1f}  {decision[-1]}")
-    print(f"slowest decision: {worst:.3f} s wall, {worst_cpu:.3f} s CPU")
-    return 0
+    print(f"slowest decision: {worst:.3f} s wall, {worst_cpu:.3f} s CPU "
+          f"({'meets' if worst_cpu < 1.0 else 'MISSES'} the target of under 1 s of CPU)")
+    return 0 if worst_cpu < 1.0 else 1
 
 
 if __name__ == "__main__":
