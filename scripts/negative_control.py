@@ -590,8 +590,8 @@ SABOTAGES = [
     Sabotage(
         "a memory file that is a FIFO or a device is read",
         "src/agentloop/agent/session/memory.py",
-        "        if not stat.S_ISREG(os.fstat(fd).st_mode):\n            return None",
-        "        if False:  # SABOTAGED\n            return None",
+        "        with open_regular(real) as f:\n",
+        "        with open(real, \"rb\", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)) as f:  # SABOTAGED\n",
         ["tests/test_memory_imports.py::test_a_fifo_is_skipped_at_once_and_never_blocks"],
     ),
     Sabotage(
