@@ -102,12 +102,17 @@ def _text(msg: dict[str, Any]) -> str:
     return "".join(str(msg[f"contents.{i}.message_content.text"]) for i in n)
 
 
-def test_phoenix_shows_each_model_calls_input_and_output_and_the_tool_call(phoenix: str, tmp_path: Path) -> None:
+def test_phoenix_shows_each_model_calls_input_and_output_and_the_tool_calls(phoenix: str, tmp_path: Path) -> None:
+    """Two calls in one reply: the next chat span's input holds each result as a message of its own (Phoenix
+    keeps one tool call id per flattened message), and the span list's input and output columns
+    (``input.value``/``output.value``) show the prompt and the answers, not the response's id and model."""
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "n.txt").write_text("hi from the file\n")
+    (proj / "m.txt").write_text("and bye from the other\n")
     script = {"cache": True, "replies": [
-        {"text": "Reading it.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "n.txt"}}]},
+        {"text": "Reading it.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "n.txt"}},
+                                               {"name": "Read", "arguments": {"file_path": "m.txt"}}]},
         {"text": "It says hi."},
     ]}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OTEL_", "OPENAI_", "ANTHROPIC_"))}
@@ -118,9 +123,9 @@ def test_phoenix_shows_each_model_calls_input_and_output_and_the_tool_call(phoen
         p = subprocess.run([sys.executable, "-m", "agentloop.cli.main", "-p", "what does n.txt say?", "--model", "anthropic:claude-haiku-4-5"],
                            cwd=proj, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
-    spans = _spans(phoenix, 4)
+    spans = _spans(phoenix, 5)
     kinds = sorted((s["name"], s["span_kind"]) for s in spans)
-    assert kinds == [("chat claude-haiku-4-5", "LLM")] * 2 + [("execute_tool Read", "TOOL"), ("invoke_agent agentloop", "AGENT")], kinds
+    assert kinds == [("chat claude-haiku-4-5", "LLM")] * 2 + [("execute_tool Read", "TOOL")] * 2 + [("invoke_agent agentloop", "AGENT")], kinds
     chats = sorted((s["attributes"] for s in spans if s["span_kind"] == "LLM"), key=lambda a: a["agentloop.step"])
     for a in chats:
         assert a["llm.provider"] == "anthropic" and a["llm.model_name"] == "claude-haiku-4-5"
@@ -136,11 +141,18 @@ def test_phoenix_shows_each_model_calls_input_and_output_and_the_tool_call(phoen
     assert json.loads(out["tool_calls.0.tool_call.function.arguments"]) == {"file_path": "n.txt"}
 
     second_in = _messages(chats[1], "input")
-    tool_msg = second_in[max(second_in)]
-    assert tool_msg["role"] == "tool" and "hi from the file" in tool_msg["content"]
-    assert tool_msg["tool_call_id"] == out["tool_calls.0.tool_call.id"]
+    first_result, second_result = second_in[max(second_in) - 1], second_in[max(second_in)]
+    assert first_result["role"] == second_result["role"] == "tool"
+    assert "hi from the file" in _text(first_result) and "bye from the other" in _text(second_result)
+    assert first_result["tool_call_id"] == out["tool_calls.0.tool_call.id"]
+    assert second_result["tool_call_id"] == out["tool_calls.1.tool_call.id"]
     assert _messages(chats[1], "output")[0]["content"] == "It says hi."
 
-    (tool,) = [s["attributes"] for s in spans if s["span_kind"] == "TOOL"]
-    assert tool["tool.name"] == "Read" and "hi from the file" in tool["output.value"]
-    assert tool["tool.parameters.file_path"] == "n.txt" or json.loads(tool["tool.parameters"]) == {"file_path": "n.txt"}
+    # The span list's columns: the answer on each chat span, the prompt and answer on the agent's.
+    assert chats[0]["output.value"].startswith("Reading it.") and chats[1]["output.value"] == "It says hi."
+    (agent,) = [s["attributes"] for s in spans if s["span_kind"] == "AGENT"]
+    assert agent["input.value"] == "what does n.txt say?" and agent["output.value"] == "It says hi."
+
+    tools = sorted((s["attributes"] for s in spans if s["span_kind"] == "TOOL"), key=lambda t: t["output.value"])
+    assert [t["tool.name"] for t in tools] == ["Read", "Read"]
+    assert "bye from the other" in tools[0]["output.value"] and "hi from the file" in tools[1]["output.value"]

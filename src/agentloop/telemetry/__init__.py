@@ -35,6 +35,9 @@ Rules:
    apart) and output (``gen_ai.output.messages``), in the conventions'
    ``parts`` shape; the run's first messages and answer on its span; each
    tool's ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``.
+   For the viewers' span lists, the run's span also gets its prompt and answer
+   as ``input.value``/``output.value`` and a ``chat`` span its answer (or the
+   calls it makes) as ``output.value``, in text.
    All of it is redacted exactly as the run's records are (``redact.Policy``
    from the recorded tools manifest, or the records themselves), so a value
    the transcript redacts (a secret argument, a sensitive tool's output) is

@@ -16,7 +16,8 @@ Rules:
    call a ``tool_call`` part (id, name, arguments as an object), a tool's
    output a ``tool_call_response`` part (id, ``response``: the current
    schema's name; the first published schemas said ``result``), reasoning a
-   ``reasoning`` part, an image a ``blob`` part. A value the transcript
+   ``reasoning`` part, an image a ``blob`` part; each tool result is a
+   ``tool`` message of its own. A value the transcript
    marks as redacted or truncated stays its marker, so what is exported
    is never more than what is recorded.
 3. Finish reasons use the output schema's values: ``stop``, ``length``,
@@ -40,8 +41,10 @@ __all__ = [
     "finish_reason",
     "input_json",
     "input_parts",
+    "last_user_text",
     "message_parts",
     "output_message",
+    "output_text",
     "provider_name",
     "server_of",
     "usage_attributes",
@@ -209,15 +212,14 @@ def message_parts(m: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _grouped(entries: Iterable[tuple[str, list[_P]]], separate_system: bool) -> tuple[list[tuple[str, list[_P]]], list[_P]]:
-    """The chat's messages and the system instructions: consecutive tool results are one message (one turn of
-    results, as the provider gets them); the system prompt goes apart when the provider takes it apart."""
+    """The chat's messages and the system instructions: each tool result is a ``tool`` message of its own (a
+    viewer that flattens a message keeps one call id per message, so two results in one message lose the
+    first); the system prompt goes apart when the provider takes it apart."""
     chat: list[tuple[str, list[_P]]] = []
     system: list[_P] = []
     for role, parts in entries:
         if role == "system" and separate_system:
             system.extend(parts)
-        elif role == "tool" and chat and chat[-1][0] == "tool":
-            chat[-1][1].extend(parts)
         else:
             chat.append((role, list(parts)))
     return chat, system
@@ -246,3 +248,22 @@ def output_message(reply: Mapping[str, Any]) -> dict[str, Any]:
     parts = _reasoning_parts(reply.get("reasoning")) + _text_parts(reply.get("text"))
     parts += [_call_part(c) for c in reply.get("tool_calls") or () if isinstance(c, Mapping)]
     return {"role": "assistant", "parts": parts, "finish_reason": finish_reason(reply)}
+
+
+def output_text(reply: Mapping[str, Any]) -> str:
+    """What a viewer's output column shows for a recorded reply: its text, else the calls it makes
+    (``Read({"file_path": "n.txt"})``), one a line."""
+    text = reply.get("text")
+    if isinstance(text, str) and text:
+        return text
+    calls = [c for c in reply.get("tool_calls") or () if isinstance(c, Mapping)]
+    return "\n".join(f"{c.get('name')}({json.dumps(c.get('arguments'), ensure_ascii=False, default=str)})" for c in calls)
+
+
+def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """The text of the last user message as recorded (what a viewer's input column shows), or None."""
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            parts = _text_parts(m.get("content"))
+            return "".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
+    return None

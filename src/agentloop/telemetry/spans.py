@@ -24,6 +24,13 @@ def _dumps(v: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
 
 
+def _plain(which: str, text: str) -> dict[str, str]:
+    """A viewer's input or output column as text (OpenInference's ``input.value``/``output.value``, which
+    Phoenix lists spans by: without them an agent span shows nothing there and a chat span its response
+    id and model)."""
+    return {f"{which}.value": text, f"{which}.mime_type": "text/plain"}
+
+
 def _warn(exc: BaseException) -> None:
     print(f"agentloop: tracing: {type(exc).__name__}: {exc}", file=sys.stderr)
 
@@ -137,6 +144,9 @@ class TracedSink:
             attrs["gen_ai.input.messages"] = _dumps(chat)
             if system:
                 attrs["gen_ai.system_instructions"] = _dumps(system)
+            prompt = genai.last_user_text(payload.get("messages") or [])
+            if prompt:
+                attrs.update(_plain("input", prompt))
         self.run_span = self.t.tracer.start_span(f"invoke_agent {self.t.agent_name}", kind=SpanKind.INTERNAL, attributes=attrs)
 
     def _server(self, adapter: Any) -> dict[str, Any]:
@@ -316,6 +326,7 @@ class TracedSink:
         }
         if self.t.capture_content:  # the reply as recorded: its calls' arguments redacted already
             attrs["gen_ai.output.messages"] = _dumps([genai.output_message(reply)])
+            attrs.update(_plain("output", genai.output_text(reply)))
         self.chat.set_attributes(attrs)
 
     def _model_error(self, payload: Any, rec: Any) -> None:
@@ -364,6 +375,7 @@ class TracedSink:
         if self.t.capture_content and payload.get("answer"):
             out = genai.output_message({"text": payload["answer"], "finish_reason": "stop"})
             s.set_attribute("gen_ai.output.messages", _dumps([out]))
+            s.set_attributes(_plain("output", str(payload["answer"])))
 
     def finish(self, result: Any = None) -> Any:
         """End what is still open (the run's span last); returns ``result``."""
