@@ -38,6 +38,7 @@ from typing import Any
 from ...tools import ToolError
 from .. import spawn
 from .linear_regex import RegexError, compile_linear
+from .terminal_codes import strip_terminal_codes
 
 __all__ = ["MAX_SHELLS", "OUTPUT_CAP", "BackgroundShells", "background_tools", "start_background"]
 
@@ -200,7 +201,7 @@ class BackgroundShells:
                 if len(data) - cut < FILTER_MAX_LINE:  # a partial line waits for its end
                     data = data[:cut]
             sh.read = start + len(data)
-        text = data.decode("utf-8", "replace")
+        text = strip_terminal_codes(data.decode("utf-8", "replace"))
         if matcher is not None:
             text = "".join(line for line in text.splitlines(keepends=True) if matcher.search(line))
         return _report(sh, status, code, text, dropped)

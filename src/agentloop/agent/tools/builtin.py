@@ -52,6 +52,7 @@ from .linear_regex import Matcher, RegexError, compile_linear
 from .notebook import dump_notebook, edit_notebook, load_notebook, render_notebook
 from .read_media import MAX_IMAGE_BYTES, image_kind, image_result, pdf_text
 from .session_tools import SessionLink, session_tools
+from .terminal_codes import strip_terminal_codes
 from .walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
 
@@ -599,7 +600,7 @@ def _bash(t: _Shared, **kw: Any) -> str:
     if kw.get("run_in_background") and t.background is not None:
         return start_background(t.background, command, cwd=cwd, shell=_shell(), env=t.env, sandbox=sandbox)
     code, output, timed_out, reported = _run_reporting_cwd(t, command, cwd, timeout_s, sandbox)
-    output = _after_command(t, command, output.rstrip("\n"), reported, sandbox)
+    output = _after_command(t, command, strip_terminal_codes(output).rstrip("\n"), reported, sandbox)
     if timed_out:
         raise ToolError(
             f"the command timed out after {timeout_s:g} s and was killed with its whole process group"
