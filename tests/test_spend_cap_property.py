@@ -45,6 +45,7 @@ from agentloop.tools import Registry, tool
 PRICES = PriceTable({
     "claude-haiku-4-5": Price(1_000_000, 5_000_000, 100_000, 1_250_000),
     "claude-sonnet-4-5": Price(3_000_000, 15_000_000, 300_000, 3_750_000),
+    "claude-opus-4-1": Price(15_000_000, 75_000_000, 1_500_000, 18_750_000),
 })
 
 # --- the documented bound (docs/budget.md), written independently of budget.py ---
@@ -107,12 +108,15 @@ def emit(kind: str, n: int, seed: int) -> str:
 class Adversary:
     """Bills every attempt up to the documented bound; answers with random scripts; injects faults."""
 
-    def __init__(self, seed: int, exact: float, faults: float, spawn: float, cut: float, many: bool = False, lie: float = 0.0):
+    def __init__(self, seed: int, exact: float, faults: float, spawn: float, cut: float, many: bool = False, lie: float = 0.0,
+                 children: int | None = None):
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.exact, self.faults, self.spawn, self.cut = exact, faults, spawn, cut
         self.many = many
-        """Up to ten children in one reply, of a read-only type (run together) or not (one after another)."""
+        """Up to ten children in one reply, of a read-only type or not (all run together)."""
+        self.children = children
+        """Exactly this many children in every reply that starts any."""
         self.lie = lie
         """How often a reply's usage lies (a count negative, fractional, huge or missing) and names the cheapest model."""
         self.local = threading.local()
@@ -156,6 +160,8 @@ class Adversary:
             kind = "Explore"
             if self.many:
                 k, kind = r.randint(2, 10), r.choice(["Explore", "general-purpose"])
+            if self.children is not None:
+                k, kind = self.children, r.choice(["Explore", "general-purpose"])
             calls = [("Agent", {"description": "look", "prompt": f"task {r.randint(0, 9)}", "subagent_type": kind}) for _ in range(k)]
         elif choice < 0.75:
             calls = [("emit", {"kind": r.choice(KINDS), "n": r.randint(1, 400), "seed": r.randint(0, 10**6)}) for _ in range(r.randint(1, 2))]
@@ -224,9 +230,9 @@ class _Model(AnthropicModel):
         return super().complete(request)
 
 
-def open_adversary(adv: Adversary, fallback: bool) -> _Model:
+def open_adversary(adv: Adversary, fallback: bool, name: str = "claude-haiku-4-5") -> _Model:
     fb = _Model(adv, "claude-sonnet-4-5") if fallback else None
-    return _Model(adv, "claude-haiku-4-5", fallback=fb)
+    return _Model(adv, name, fallback=fb)
 
 
 def check_turns(results: Sequence[RunResult]) -> None:
@@ -307,8 +313,8 @@ def test_a_parent_with_its_children_never_settles_past_its_cap(
 def test_many_children_in_one_reply_never_settle_past_the_parents_cap(
     tmp_path_factory: pytest.TempPathFactory, seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int
 ) -> None:
-    """Up to ten Agent calls in one reply, run together (Explore) or one after another (general-purpose):
-    each child reserves from what its siblings left, so together they never pass the parent's cap."""
+    """Up to ten Agent calls in one reply, all run together: each child's calls draw from what the parent and
+    its siblings left, so together they never pass the parent's cap."""
     from agentloop.agent.subagents.runner import SubagentRunner, parallel_executor
 
     tmp = tmp_path_factory.mktemp("many")
@@ -328,6 +334,36 @@ def test_many_children_in_one_reply_never_settle_past_the_parents_cap(
     assert all(c["stop_reason"] != "budget_overrun" for c in runner.children)
     assert r.spent_micros <= cap and adv.true_micros <= cap  # what was settled, and what the provider really billed
     assert runner.parent.held_micros == 0
+
+
+@SETTINGS
+@given(seed=knobs["seed"], exact=knobs["exact"], faults=knobs["faults"], max_out=st.integers(2_000, 32_000))
+def test_ten_concurrent_children_on_a_dear_model_never_settle_past_the_default_cap(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, exact: float, faults: float, max_out: int
+) -> None:
+    """Ten Agent calls in every reply that starts any, all run at once, on a model at $75 per million output
+    tokens under the default $5 cap: each call's reservation is a large part of the room, so children wait
+    for each other's calls to settle, and together they never pass the cap."""
+    from agentloop.agent.subagents.runner import SubagentRunner, parallel_executor
+
+    tmp = tmp_path_factory.mktemp("ten")
+    adv = Adversary(seed, exact, faults, spawn=0.9, cut=0.3, children=10)
+    model = open_adversary(adv, False, "claude-opus-4-1")
+    runner = SubagentRunner(model=model, make_tools=lambda cwd: Registry([emit]), cwd=str(tmp), transcript_dir=str(tmp / "t"),
+                            prices=PRICES, model_name="claude-opus-4-1", max_steps=3, default_isolation="none")
+    registry = Registry([emit, runner.tool()])
+
+    def prepare(state: Any, record: Any) -> None:
+        runner.parent.bind(state, record)
+        return None
+
+    cap = 5_000_000
+    r = run(model, registry, _prompt(), Budget(max_steps=3, max_usd_micros=cap), prices=PRICES, max_output_tokens=max_out,
+            prepare=prepare, executor=parallel_executor(lambda calls: [registry.invoke(c) for c in calls], runner))
+    check_turns([r])
+    assert all(c["stop_reason"] != "budget_overrun" for c in runner.children)
+    assert r.spent_micros <= cap and adv.true_micros <= cap
+    assert runner.parent.held_micros == 0 and runner.parent.drawn.spent == 0
 
 
 @SETTINGS

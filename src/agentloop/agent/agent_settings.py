@@ -103,6 +103,8 @@ class AgentSettings:
     tool_result_cap: int
     subagents: bool
     subagent_isolation: str
+    max_parallel_agents: int = 10
+    """Agent calls of one reply run at once, at most: Claude Code's ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY``."""
     warnings: tuple[str, ...] = field(default=())
     """Every entry skipped and every key not honoured, one line each (the CLI shows them)."""
 
@@ -176,6 +178,7 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
         tool_result_cap=cap if isinstance(cap, int) and cap > 0 else 400_000,
         subagents=merged(sources, "subagents") is not False,
         subagent_isolation="none" if merged(sources, "subagentIsolation") == "none" else "worktree",
+        max_parallel_agents=_max_parallel(env, said),
         warnings=tuple(said),
     )
 
@@ -271,6 +274,23 @@ def _durability(d: Any) -> Durability:
     if d not in ("flush", "fsync"):
         raise AgentError(f"sessionDurability must be \"flush\" or \"fsync\", not {d!r}")
     return cast(Durability, d)
+
+
+def _max_parallel(env: Mapping[str, str], said: list[str]) -> int:
+    """How many Agent calls of one reply run at once: ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY`` (the
+    environment, or the settings' ``env``), else 10, as in Claude Code."""
+    raw = env.get("CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY")
+    if raw is None or raw == "":
+        return 10
+    try:
+        v = int(str(raw).strip())
+    except ValueError:
+        v = 0
+    if v <= 0:
+        said.append(f"env CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY={raw!r} is not a positive whole number; 10 is used")
+        log.warning("settings: env CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY=%r is not a positive whole number; 10 is used", raw)
+        return 10
+    return v
 
 
 def _bash_timeouts(given: float | None, env: Mapping[str, str], said: list[str]) -> tuple[float, float | None]:

@@ -418,7 +418,8 @@ class AgentContext:
             return getattr(d, "behavior", "deny") == "allow" and quiet
 
         # each parallel call goes through the agent's one tool-call pipeline, as every other call does
-        return parallel_executor(execute, self.subagents, cleared, one=agent.run_tool)
+        return parallel_executor(execute, self.subagents, cleared, max_parallel=agent.settings.max_parallel_agents,
+                                 one=agent.run_tool)
 
 
 def _price(agent: ContextSubject, name: str) -> Price:

@@ -10,7 +10,7 @@ from ...events import Usage
 from ...loop import side_room
 from ...run import RunResult, SideCosts
 
-__all__ = ["Hold", "ParentBudget", "Share"]
+__all__ = ["ChildLedger", "Hold", "ParentBudget", "Share"]
 
 
 class ParentBudget:
@@ -23,21 +23,27 @@ class ParentBudget:
     them (no loop to charge), it grants children nothing when the parent is
     capped: a spend the parent's loop cannot see could pass its cap.
 
-    What is left for a child is the loop's ``side_room`` less the holds of
-    the children running now and less what the children already finished in
-    this turn spent (their costs wait in ``SideCosts`` until the turn's tools
-    are done): siblings started in one turn each reserve from what the ones
-    before them left, so together they never pass the parent's cap.
-    The arithmetic is ``budget.Ledger``'s (integers only): the parent's room
-    as a child ledger whose holds are the children's reservations.
+    Children draw from the parent's room call by call (``draw``, through each
+    child's ``ChildLedger``), as the parent's own turns do: what is left is
+    the loop's ``side_room`` less the live holds (children's calls in flight,
+    tools' side calls), less what running children's calls were already
+    billed (``drawn``), less what children finished in this turn spent (their
+    costs wait in ``SideCosts`` until the turn's tools are done). Any number of
+    children at once each make progress, and together they never pass the
+    parent's cap. The arithmetic is ``budget.Ledger``'s (integers only).
     """
 
     def __init__(self) -> None:
         self.state: Any = None
         self.costs: SideCosts | None = None
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        """Told whenever a hold is freed or a child's call is settled: a child waiting for room looks again."""
         self.holds = Ledger()
-        """The children's live reservations (``reserved``, ``reserved_tokens``): no cap of its own."""
+        """The live reservations (``reserved``, ``reserved_tokens``): children's model calls, tools' side calls.
+        No cap of its own."""
+        self.drawn = Ledger()
+        """What running children's calls were billed (``spent``, ``used_tokens``), not yet handed to the loop."""
 
     def bind(self, state: Any, record: Any = None) -> None:
         self.state = state
@@ -51,7 +57,7 @@ class ParentBudget:
     def held_tokens(self) -> int:
         return self.holds.reserved_tokens
 
-    def _room(self) -> Ledger:
+    def _room(self, with_holds: bool = True) -> Ledger:
         """The parent's room as a ledger: capped at what its loop has left (``side_room``), holding the
         children's reservations, and charged what finished siblings spent that the loop has not taken yet."""
         money, tokens = side_room(self.state)  # the loop's measure of what its run has left (loop rule 6)
@@ -61,10 +67,10 @@ class ParentBudget:
         return Ledger(
             None if money is None else max(0, money),
             None if tokens is None else max(0, tokens),
-            spent=spent_micros,
-            used_tokens=spent_tokens,
-            reserved=self.holds.reserved,
-            reserved_tokens=self.holds.reserved_tokens,
+            spent=spent_micros + self.drawn.spent,
+            used_tokens=spent_tokens + self.drawn.used_tokens,
+            reserved=self.holds.reserved if with_holds else 0,
+            reserved_tokens=self.holds.reserved_tokens if with_holds else 0,
         )
 
     def left(self) -> Hold:
@@ -73,24 +79,44 @@ class ParentBudget:
             return None, None
         return self._room().left()
 
-    def reserve(self, share: Share) -> Hold:
-        """Hold ``share`` of what is left for one child (floor division: never more than the share)."""
-        return self.reserve_many(share, 1)[0]
+    def room_for_child(self) -> Hold:
+        """A starting child's caps: what the parent has left, not counting the reservations of calls in flight
+        (siblings' calls hold them only for the moment); None where the parent is not capped."""
+        if self.state is None:
+            return None, None
+        with self._changed:
+            return self._room(with_holds=False).left()
 
-    def reserve_many(self, share: Share, n: int) -> list[Hold]:
-        """Hold ``n`` equal parts of ``share`` of what is left, at once, for children that start together:
-        each gets ``left * num // (den * n)``, so together they hold at most ``share`` of it."""
-        with self._lock:
-            holds = (self._room() if self.state is not None else Ledger()).split(share, n)
-            m, t = holds[0]
-            self.holds.hold((m or 0) * n, (t or 0) * n)
-            return holds
+    def draw(self, micros: int, tokens: int) -> bool:
+        """Hold one model call of a child (its reservation, as its loop computed it) from what the parent has left
+        now: the children of a turn draw from the one room call by call, as the parent's own turns do. When the
+        call does not fit only because other calls hold reservations, wait until they settle; when it could not
+        fit even then, refuse (the child stops as on its own cap). Unbound (no parent loop), every call fits."""
+        with self._changed:
+            while True:
+                if self.state is None or self._room().fits(micros, tokens):
+                    self.holds.hold(micros, tokens)
+                    return True
+                if not (self.holds.reserved or self.holds.reserved_tokens) or not self._room(with_holds=False).fits(micros, tokens):
+                    return False
+                self._changed.wait(timeout=1.0)
+
+    def settle_draw(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
+        """A child's call was billed: free its hold and count the bill against the room at once (siblings see it)."""
+        with self._changed:
+            self.holds.settle(reserved_micros, 0, reserved_tokens, 0)
+            self.drawn.settle(0, actual_micros, 0, actual_tokens)
+            self._changed.notify_all()
+
+    def child_ledger(self) -> ChildLedger:
+        """The shared ledger a child's run reserves each call against (``run(..., ledger=)``)."""
+        return ChildLedger(self)
 
     def hold(self, micros: int, tokens: int) -> Hold | None:
         """Hold exactly ``micros`` and ``tokens`` of what is left, for a model call a tool makes while the turn's
         tools run (WebFetch's prompt, WebSearch's search); None when it does not fit, or when no loop could be
         charged for it. Settle it with ``settle_side`` (or ``release`` it unused)."""
-        with self._lock:
+        with self._changed:
             if self.state is None or self.costs is None:
                 return None
             room = self._room()
@@ -104,23 +130,49 @@ class ParentBudget:
     def settle_side(self, purpose: str, reserved: Hold, usage: Usage, cost: int, overrun: str | None = None) -> None:
         """What a held tool's model call was billed, handed to the parent's loop (a ``side_cost`` record), then the
         hold freed: in that order, under the lock, as ``settle`` does for a child."""
-        with self._lock:
+        with self._changed:
             if self.costs is not None:
                 self.costs.settle(purpose, usage, cost, reserved_micros=reserved[0], reserved_tokens=reserved[1], overrun=overrun)
             self.holds.settle(reserved[0] or 0, 0, reserved[1] or 0, 0)
+            self._changed.notify_all()
 
     def release(self, reserved: Hold) -> None:
-        """Free a hold whose child never ran (refused before it started)."""
-        with self._lock:
+        """Free a hold that was never used."""
+        with self._changed:
             self.holds.settle(reserved[0] or 0, 0, reserved[1] or 0, 0)
+            self._changed.notify_all()
 
-    def settle(self, reserved: Hold, result: RunResult | None) -> None:
-        """Hand what the child really spent to the parent's loop (queued by the parent's driver until the
-        turn's tools are done: never written from this thread), then free the hold: in that order, under
-        the lock, so a sibling reserving meanwhile sees one or the other."""
-        with self._lock:
-            if result is not None and self.costs is not None:
-                over = f"a sub-agent was billed past its reservation: {result.error}" if result.stop_reason == "budget_overrun" else None
-                self.costs.settle("subagent", result.usage, result.spent_micros, reserved_micros=reserved[0],
-                                  reserved_tokens=reserved[1], overrun=over)
-            self.holds.settle(reserved[0] or 0, 0, reserved[1] or 0, 0)
+    def settle(self, allowed: Hold, ledger: ChildLedger, result: RunResult | None) -> None:
+        """Hand what a finished child's calls were billed (its ledger's total, whether or not its run returned)
+        to the parent's loop as one side cost (queued by the parent's driver until the turn's tools are done:
+        never written from this thread), and take it out of the running children's total: in that order,
+        under the lock, so a sibling drawing meanwhile counts it once. ``allowed``: the room the child
+        started with (its budget's caps)."""
+        with self._changed:
+            if self.costs is not None:
+                over = None
+                if result is not None and result.stop_reason == "budget_overrun":
+                    over = f"a sub-agent was billed past its reservation: {result.error}"
+                usage = result.usage if result is not None else Usage()
+                self.costs.settle("subagent", usage, ledger.spent, reserved_micros=allowed[0],
+                                  reserved_tokens=allowed[1], overrun=over)
+            self.drawn.settle(0, -ledger.spent, 0, -ledger.tokens)
+            self._changed.notify_all()
+
+
+class ChildLedger:
+    """One child's view of its parent's room (``budget.SharedLedger``): each call drawn and settled there, and
+    the child's own total kept, which is what its parent's loop is handed when it ends."""
+
+    def __init__(self, parent: ParentBudget):
+        self.parent = parent
+        self.spent = 0
+        self.tokens = 0
+
+    def reserve(self, amount_micros: int, tokens: int) -> bool:
+        return self.parent.draw(amount_micros, tokens)
+
+    def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
+        self.spent += actual_micros
+        self.tokens += actual_tokens
+        self.parent.settle_draw(reserved_micros, actual_micros, reserved_tokens, actual_tokens)

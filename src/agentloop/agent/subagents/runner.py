@@ -2,16 +2,14 @@
 
 Rules:
 
-1. A child's budget is reserved from what its parent's loop says is left
-   (``loop.side_room``, through ``ParentBudget``): by default half of it,
-   shared evenly by children that run together (held for all of them before
-   any starts). Children started one after another in the same turn each
-   reserve from what the ones before them left (their spend counts at once,
-   though the parent's loop takes it after the turn's tools), so no number
-   of Agent calls in one reply can pass the parent's cap. A child's own loop keeps it
-   under that reservation, so it can never overspend the parent; what it
-   spent enters the parent's loop as a side cost (``loop`` rule 6), and the
-   rest is free again.
+1. Children draw from their parent's room call by call (``ParentBudget``,
+   through each child's ``ChildLedger`` as its run's shared ledger), as the
+   parent's own turns do: a child's caps are what its parent has left when it
+   starts, and each of its model calls holds its reservation from what is
+   left at that moment, waiting while siblings' calls in flight hold the room
+   it needs. Any number of children at once each make progress, and together
+   they never pass the parent's cap. What a child's calls were billed enters
+   the parent's loop as one side cost when it ends (``loop`` rule 6).
 2. Each child writes its own hash-chained transcript. The parent's record
    (the ``Agent`` tool result, and a ``subagent`` record) holds the child's
    id, final answer, spend, and its transcript's path and last hash, so
@@ -25,8 +23,17 @@ Rules:
    working tree (``worktree.py``), conflicts reported to the parent. Outside
    git, or for a read-only type, the child works in the parent's directory. A
    worktree starts from the parent's working tree, uncommitted changes included.
-4. Children of read-only types (``Explore``) may run at the same time
-   (``parallel_executor``); others run one at a time.
+4. ``Agent`` calls given in one reply run at the same time
+   (``parallel_executor``, at most ``max_parallel``: Claude Code's
+   ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY``, 10 by default), each cleared
+   first. What follows a child's run (its hand-off to the parent's budget, the
+   merge of its worktree, the parent's records, the rest of its tool call)
+   happens in call order, one child at a time, so the records and the
+   working tree come out the same whichever child finished first.
+6. The parent model reads a child's final answer as text, with one line of
+   facts (its id and type, turns, spend, files changed, conflicts); the
+   bookkeeping (transcript path, last hash, records) is in the parent's
+   ``subagent`` record.
 5. SubagentStart and SubagentStop hooks fire around each child (matcher: the
    agent type); a blocking SubagentStop keeps the child going with its reason
    as the next user message, in the same transcript and under the child's
@@ -52,7 +59,7 @@ from ...transcript import TranscriptWriter, read_records, verify_file
 from ..hooks.runner import HookRunner
 from ..hooks.stop_gate import StopGate, stop_feedback
 from .agent_types import AgentType, builtin_types
-from .parent_budget import Hold, ParentBudget, Share
+from .parent_budget import Hold, ParentBudget
 from .worktree import Worktree, has_commit
 
 __all__ = [
@@ -108,9 +115,6 @@ class SubagentRunner:
     max_steps: int = 30
     default_isolation: str = "worktree"
     """``worktree``: a child that may write gets a worktree in a git repository unless the call says ``none``."""
-    share: Share = (1, 2)
-    """The part of the parent's remaining budget reserved for one child (or shared evenly by a parallel batch),
-    as a fraction of integers."""
     loop_threshold: int = 5
     max_output_for: Callable[[str, int | None], int] | None = None
     """A child's output budget (``max_tokens`` a turn) for its model spec and its reservation in micro-USD
@@ -118,8 +122,10 @@ class SubagentRunner:
     may, within what its share pays for. None: ``DEFAULT_CHILD_OUTPUT``."""
     new_id: Callable[[], str] = field(default=lambda: "agent-" + uuid.uuid4().hex[:12])
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _git_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Worktrees are made one at a time (git locks the repository's worktree list and config)."""
     _pre: threading.local = field(default_factory=threading.local, repr=False)
-    """A hold made for this thread's next child before it started (``parallel_executor``)."""
+    """This thread's place in a parallel batch (``parallel_executor``): ``_Place`` or None."""
     children: list[dict[str, Any]] = field(default_factory=list)
     observer: Callable[[dict[str, Any]], Any] | None = None
     """Called as each child starts with ``{agent_id, agent_type, description, prompt, parent_tool_use_id}``
@@ -133,9 +139,25 @@ class SubagentRunner:
         return traced.executor(ex) if traced is not None and ex is not None else ex
 
     def _record(self, kind: str, payload: Any) -> None:
+        place: _Place | None = getattr(self._pre, "place", None)
+        if place is not None and not place.entered:  # a parallel child before its turn: written when it comes
+            place.pending.append((kind, payload))
+            return
         if self.record is not None:
             with self._lock:
                 self.record(kind, payload)
+
+    def _take_turn(self) -> None:
+        """In a parallel batch, wait until every earlier call of the batch is done, then write what this child
+        recorded meanwhile (rule 4). Outside a batch, nothing to wait for."""
+        place: _Place | None = getattr(self._pre, "place", None)
+        if place is None or place.entered:
+            return
+        place.turns.wait_for(place.call_id)
+        place.entered = True
+        for kind, payload in place.pending:
+            self._record(kind, payload)
+        place.pending.clear()
 
     def describe(self) -> str:
         lines = [
@@ -153,8 +175,8 @@ class SubagentRunner:
     def tool(self) -> Tool:
         """The ``Agent`` tool (Claude Code's name)."""
 
-        def agent(description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None) -> dict[str, Any]:
-            return self.start(description, prompt, subagent_type, isolation)
+        def agent(description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None) -> str:
+            return report(self.start(description, prompt, subagent_type, isolation))
 
         return Tool(name="Agent", description=self.describe(), parameters=AGENT_SCHEMA, fn=agent)
 
@@ -164,11 +186,8 @@ class SubagentRunner:
             raise ToolError(f"no sub-agent type {name!r} (have: {', '.join(sorted(self.types))})")
         return t
 
-    def is_read_only_call(self, call: ToolCall) -> bool:
-        if call.name != "Agent" or not isinstance(call.arguments, dict):
-            return False
-        t = self.types.get(str(call.arguments.get("subagent_type", "general-purpose")))
-        return t is not None and t.read_only() and call.arguments.get("isolation") is None
+    def is_agent_call(self, call: ToolCall) -> bool:
+        return call.name == "Agent" and isinstance(call.arguments, dict)
 
     def _isolate(self, atype: AgentType, isolation: str | None) -> bool:
         """Rule 3: whether this child gets a worktree."""
@@ -177,18 +196,6 @@ class SubagentRunner:
         if isolation == "none" or self.default_isolation == "none" or atype.read_only():
             return False
         return has_commit(self.cwd)
-
-    def held_for(self, hold: Hold | None) -> None:
-        """Give this thread's next child a hold made before it started (None: take back one it did not use)."""
-        left = getattr(self._pre, "hold", None)
-        self._pre.hold = hold
-        if hold is None and left is not None:
-            self.parent.release(left)
-
-    def _hold(self) -> Hold:
-        hold: Hold | None = getattr(self._pre, "hold", None)
-        self._pre.hold = None
-        return hold if hold is not None else self.parent.reserve(self.share)
 
     def _open_type_model(self, atype: AgentType) -> Any:
         """The model a type's ``model`` names; when it cannot be opened, a ``ToolError`` the model reads
@@ -206,22 +213,24 @@ class SubagentRunner:
         atype = self.agent_type(subagent_type)
         child_id = self.new_id()
         path = os.path.join(self.transcript_dir, f"{child_id}.jsonl")
-        reserved = self._hold()
+        allowed: Hold = self.parent.room_for_child()  # the child's caps: what its parent has left as it starts (rule 1)
+        ledger = self.parent.child_ledger()
         wt: Worktree | None = None
         try:
             os.makedirs(self.transcript_dir, exist_ok=True)
             if self._isolate(atype, isolation):
-                wt = Worktree.create(self.cwd, child_id)
+                with self._git_lock:
+                    wt = Worktree.create(self.cwd, child_id)
             cwd = wt.cwd if wt is not None else self.cwd
             if self.hooks is not None and self.hooks.has("SubagentStart"):
                 out = self.hooks.run("SubagentStart", {"agent_id": child_id, "agent_type": atype.name, "prompt": prompt}, matcher_value=atype.name)
                 self._record("hook", out.to_record())
             registry = self._tools_for(atype, cwd)
-            budget = Budget(max_steps=self.max_steps, max_usd_micros=reserved[0], max_tokens=reserved[1])
+            budget = Budget(max_steps=self.max_steps, max_usd_micros=allowed[0], max_tokens=allowed[1])
             model = self.model if atype.model is None or self.open_model is None else self._open_type_model(atype)
             messages = [{"role": "system", "content": atype.prompt + f"\n\nWorking directory: {cwd}"}, {"role": "user", "content": prompt}]
             gate = StopGate(budget)
-            out_tokens = self._output_budget(atype, reserved[0])
+            out_tokens = self._output_budget(atype, allowed[0])
             left: Budget | None = budget
             observe = self._observe(child_id, atype.name, description, prompt)
             with TranscriptWriter(path) as w:
@@ -247,6 +256,7 @@ class SubagentRunner:
                         meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
                         executor=_observed(self._executor(registry, traced), observe),
                         observer=observe,
+                        ledger=ledger,
                     )
                     if traced is not None:
                         traced.finish()
@@ -259,19 +269,21 @@ class SubagentRunner:
                 last_hash = w.last_hash
                 count = w.count
         except BaseException:
-            self.parent.settle(reserved, None)
+            self._take_turn()
+            self.parent.settle(allowed, ledger, None)
             if wt is not None:
                 try:
                     wt.finish(child_id)
                 except (ToolError, OSError, subprocess.SubprocessError):
                     pass
             raise
-        self.parent.settle(reserved, result)
+        self._take_turn()
+        self.parent.settle(allowed, ledger, result)
         summary = {
             "agent_id": child_id,
             "agent_type": atype.name,
             "description": description,
-            **self._outcome(result, reserved[0], path, count, last_hash),
+            **self._outcome(result, allowed[0], path, count, last_hash),
         }
         worktree = wt.finish(child_id) if wt is not None else None
         if worktree is not None:
@@ -295,7 +307,7 @@ class SubagentRunner:
         return self.observer({"agent_id": child_id, "agent_type": atype, "description": description, "prompt": prompt,
                               "parent_tool_use_id": current_call_id.get()})
 
-    def _outcome(self, result: Any, reserved_micros: int | None, path: str, count: int, last_hash: str) -> dict[str, Any]:
+    def _outcome(self, result: Any, allowed_micros: int | None, path: str, count: int, last_hash: str) -> dict[str, Any]:
         """What a finished child's summary says of its run and its transcript."""
         return {
             "answer": result.answer,
@@ -303,7 +315,7 @@ class SubagentRunner:
             "steps": result.steps,
             "spent_micros": result.spent_micros,
             "tokens": result.tokens,
-            "reserved_micros": reserved_micros,
+            "allowed_micros": allowed_micros,
             "transcript": os.path.relpath(path, self.transcript_dir),
             "transcript_records": count,
             "last_hash": last_hash,
@@ -358,42 +370,78 @@ def _observed(execute: Any, observe: Any) -> Any:
     return calls
 
 
+class _Turns:
+    """The order a parallel batch's calls finish in: call order (``SubagentRunner`` rule 4)."""
+
+    def __init__(self, call_ids: Sequence[str]):
+        self.order = list(call_ids)
+        self.next = 0
+        self.cond = threading.Condition()
+
+    def wait_for(self, call_id: str) -> None:
+        with self.cond:
+            while self.order[self.next] != call_id:
+                self.cond.wait()
+
+    def done(self, call_id: str) -> None:
+        self.wait_for(call_id)
+        with self.cond:
+            self.next += 1
+            self.cond.notify_all()
+
+
+@dataclass
+class _Place:
+    """One call's place in a parallel batch: its turn, whether it has come, and the records waiting for it."""
+
+    turns: _Turns
+    call_id: str
+    entered: bool = False
+    pending: list[tuple[str, Any]] = field(default_factory=list)
+
+
+DEFAULT_MAX_PARALLEL = 10
+"""Agent calls of one reply run at once, at most (Claude Code's ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY`` default)."""
+
+
 def parallel_executor(
     inner: Callable[[Sequence[ToolCall]], list[ToolResult]],
     runner: SubagentRunner,
     precheck: Callable[[ToolCall], bool] = lambda c: True,
-    max_parallel: int = 4,
+    max_parallel: int = DEFAULT_MAX_PARALLEL,
     one: Callable[[ToolCall], ToolResult] | None = None,
 ) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
-    """An executor that runs a turn's read-only ``Agent`` calls at the same time.
+    """An executor that runs a turn's ``Agent`` calls at the same time.
 
-    Two or more read-only sub-agent calls in one turn, each cleared by
-    ``precheck`` (permissions and PreToolUse, in the calling thread), run
-    concurrently; every other call goes through ``inner``. Each parallel call
-    goes through ``one``, the same path as any call (the agent's tool-call
-    pipeline: schema, hooks, permission, redaction; ``inner`` on that call
-    alone by default). Before any of them runs, the batch holds the runner's
-    share of what the parent has left, split evenly (``ParentBudget.reserve_many``);
-    a call refused before its child starts gives its part back. Results come
-    back in call order.
+    Two or more ``Agent`` calls in one turn, each cleared by ``precheck``
+    (permissions and PreToolUse, in the calling thread), run concurrently, at
+    most ``max_parallel`` at once; every other call goes through ``inner``.
+    Each parallel call goes through ``one``, the same path as any call (the
+    agent's tool-call pipeline: schema, hooks, permission, redaction;
+    ``inner`` on that call alone by default). Each child draws from the
+    parent's room call by call (``ParentBudget.draw``); what follows each
+    child's run happens in call order (``_Turns``). Results come back in call
+    order.
     """
     run_one = one if one is not None else (lambda c: inner([c])[0])
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
-        par = [c for c in calls if runner.is_read_only_call(c)]
+        par = [c for c in calls if runner.is_agent_call(c)]
         if len(par) < 2:
             return inner(calls)
         cleared = [c for c in par if precheck(c)]
         if len(cleared) < 2:
             return inner(calls)
-        holds = dict(zip([c.id for c in cleared], runner.parent.reserve_many(runner.share, len(cleared)), strict=True))
+        turns = _Turns([c.id for c in cleared])
 
         def in_thread(c: ToolCall) -> ToolResult:
-            runner.held_for(holds[c.id])
+            runner._pre.place = _Place(turns, c.id)
             try:
                 return run_one(c)
             finally:
-                runner.held_for(None)  # refused before its child started: its part is free again
+                runner._take_turn()  # a call refused before its child ran still takes its turn
+                runner._pre.place = None
+                turns.done(c.id)
 
         results: dict[str, ToolResult] = {}
         tell = runner.tool_events
@@ -402,9 +450,10 @@ def parallel_executor(
 
             for c in cleared:
                 tell(ToolStarted(c))
+        ids = {c.id for c in cleared}
         with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(cleared)))) as pool:
             futs = {c.id: pool.submit(in_thread, c) for c in cleared}
-            rest = [c for c in calls if c.id not in holds]
+            rest = [c for c in calls if c.id not in ids]
             if rest:
                 for r in inner(rest):
                     results[r.call_id] = r
@@ -418,6 +467,24 @@ def parallel_executor(
         return [results[c.id] for c in calls]
 
     return execute
+
+
+def report(summary: dict[str, Any]) -> str:
+    """What the parent model reads of a finished child (rule 6): its answer, then one line of facts."""
+    facts = [f"agent {summary['agent_id']} ({summary['agent_type']})", f"{summary['steps']} turns",
+             f"${summary['spent_micros'] / 1_000_000:.4f}"]
+    if summary.get("stop_reason") not in ("no_tool_calls", "sentinel"):
+        facts.append(f"stopped: {summary.get('stop_reason')}")
+    wt = summary.get("worktree")
+    if isinstance(wt, dict):
+        files = wt.get("files") or []
+        facts.append(f"{len(files)} file{'s' if len(files) != 1 else ''} changed" + (f" ({', '.join(files[:8])}{', ...' if len(files) > 8 else ''})" if files else ""))
+        if wt.get("applied") == "conflicts":
+            facts.append(f"conflicts, left in its worktree at {wt.get('path')}: " + "; ".join(wt.get("conflicts") or []))
+        elif wt.get("applied") == "failed":
+            facts.append(f"its changes could not be applied here; they are on branch {wt.get('branch')} at {wt.get('path')}")
+    answer = summary.get("answer") or "(the sub-agent gave no final answer)"
+    return f"{answer}\n\n[{' · '.join(facts)}]"
 
 
 def verify_tree(path: str) -> list[str]:

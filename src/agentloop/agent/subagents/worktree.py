@@ -108,7 +108,8 @@ class Worktree:
             _git(["add", "-A"], self.path)
             _git([*ident, "commit", "-q", "-m", f"agentloop sub-agent {child_id}"], self.path)
         commit = _git(["rev-parse", "HEAD"], self.path)
-        out: dict[str, Any] = {"changed": True, "branch": self.branch, "commit": commit, "base": self.base}
+        out: dict[str, Any] = {"changed": True, "branch": self.branch, "commit": commit, "base": self.base,
+                               "files": _git_z(["diff", "--name-only", "--no-renames", "-z", self.base, commit], self.repo)}
         state, report = self._apply_back(commit)
         out["applied"] = state  # "applied", "conflicts" (markers left in the files) or "failed"
         if state == "applied":
