@@ -451,3 +451,44 @@ def test_ten_children_at_once_all_finish_when_the_room_pays_for_their_bills_not_
     assert sorted(c["answer"] for c in runner.children) == sorted(f"report {n}" for n in range(1, 11))
     assert [c["description"] for c in runner.children] == [f"part {i}" for i in range(10)]  # call order
     assert r.spent_micros <= TEN_CAP and r.stop_reason == "no_tool_calls" and runner.parent.held_micros == 0
+
+
+def test_a_parent_interrupted_while_children_run_stops_them_all(tmp_path: Path) -> None:
+    """Ctrl+C in the parent while three children run at once: each child stops before its next model call
+    (its transcript ends ``interrupted`` and verifies), the parent's run records its interrupt, and nothing
+    keeps running."""
+    import signal
+    import threading
+
+    def child(n: int, req: ModelRequest) -> ModelReply:
+        time.sleep(0.3)
+        return calls(("Read", {"path": f"f{n}"}), prefix=f"c{n}-")  # would read forever
+
+    for i in range(100):
+        (tmp_path / f"f{i}").write_text("x")
+    parent_calls = [("Agent", {"description": f"part {i}", "prompt": f"do part {i}", "isolation": "none"}) for i in range(3)]
+    model = Router(lambda n, req: calls(*parent_calls) if n == 1 else answer("done"), child)
+    runner = runner_for(tmp_path, model, max_steps=100)
+    reg = make_tools(str(tmp_path))
+    reg.register(runner.tool())
+    execu = parallel_executor(lambda cs: [reg.invoke(c) for c in cs], runner)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))  # Ctrl+C, as the terminal sends it
+    start = time.monotonic()
+    with TranscriptWriter(tmp_path / "p.jsonl") as w:
+        runner.record = w.append
+        timer.start()
+        try:
+            r = run(model, reg, "task", Budget(max_steps=5, max_usd_micros=1_000_000), transcript=w, prices=PRICES,
+                    prepare=runner.parent.bind, executor=execu, model_name="m")
+        except KeyboardInterrupt:
+            r = None
+        finally:
+            timer.cancel()
+    assert time.monotonic() - start < 10
+    assert r is None or r.stop_reason == "interrupted"
+    stops = []
+    for f in sorted((tmp_path / "subagents").glob("*.jsonl")):
+        recs = list(read_records(str(f)))
+        stops.append(recs[-1].payload.get("reason") if recs[-1].kind == "stop" else recs[-1].kind)
+    assert stops == ["interrupted"] * 3, stops
+    assert not [t for t in threading.enumerate() if t.name.startswith("agentloop-child")]

@@ -123,6 +123,8 @@ class SubagentRunner:
     new_id: Callable[[], str] = field(default=lambda: "agent-" + uuid.uuid4().hex[:12])
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _git_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    stopping: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set when the parent is interrupted while a parallel batch runs: every child stops at its next model call."""
     """Worktrees are made one at a time (git locks the repository's worktree list and config)."""
     _pre: threading.local = field(default_factory=threading.local, repr=False)
     """This thread's place in a parallel batch (``parallel_executor``): ``_Place`` or None."""
@@ -227,7 +229,8 @@ class SubagentRunner:
                 self._record("hook", out.to_record())
             registry = self._tools_for(atype, cwd)
             budget = Budget(max_steps=self.max_steps, max_usd_micros=allowed[0], max_tokens=allowed[1])
-            model = self.model if atype.model is None or self.open_model is None else self._open_type_model(atype)
+            model = _Stoppable(self.model if atype.model is None or self.open_model is None else self._open_type_model(atype),
+                               self.stopping)
             messages = [{"role": "system", "content": atype.prompt + f"\n\nWorking directory: {cwd}"}, {"role": "user", "content": prompt}]
             gate = StopGate(budget)
             out_tokens = self._output_budget(atype, allowed[0])
@@ -370,6 +373,39 @@ def _observed(execute: Any, observe: Any) -> Any:
     return calls
 
 
+class _Stoppable:
+    """A child's model, interrupted (``KeyboardInterrupt``, as Ctrl+C interrupts a run) once its parent is: the
+    child's run records its stop as ``interrupted`` and ends before its next call."""
+
+    def __init__(self, inner: Any, stopping: threading.Event):
+        self.inner = inner
+        self.stopping = stopping
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _check(self) -> None:
+        if self.stopping.is_set():
+            raise KeyboardInterrupt("the parent was interrupted")
+
+    def complete(self, request: Any) -> Any:
+        self._check()
+        reply = self.inner.complete(request)
+        self._check()
+        return reply
+
+    async def acomplete(self, request: Any) -> Any:
+        self._check()
+        if hasattr(self.inner, "acomplete"):
+            reply = await self.inner.acomplete(request)
+        else:
+            import asyncio
+
+            reply = await asyncio.to_thread(self.inner.complete, request)
+        self._check()
+        return reply
+
+
 class _Turns:
     """The order a parallel batch's calls finish in: call order (``SubagentRunner`` rule 4)."""
 
@@ -451,14 +487,21 @@ def parallel_executor(
             for c in cleared:
                 tell(ToolStarted(c))
         ids = {c.id for c in cleared}
-        with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(cleared)))) as pool:
+        runner.stopping.clear()
+        with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(cleared))), thread_name_prefix="agentloop-child") as pool:
             futs = {c.id: pool.submit(in_thread, c) for c in cleared}
-            rest = [c for c in calls if c.id not in ids]
-            if rest:
-                for r in inner(rest):
-                    results[r.call_id] = r
-            for cid, f in futs.items():
-                results[cid] = f.result()
+            try:
+                rest = [c for c in calls if c.id not in ids]
+                if rest:
+                    for r in inner(rest):
+                        results[r.call_id] = r
+                for cid, f in futs.items():
+                    results[cid] = f.result()
+            except BaseException:  # the parent interrupted (Ctrl+C): every child stops before its next call
+                runner.stopping.set()
+                for f in futs.values():
+                    f.cancel()
+                raise
         if tell is not None:
             from ...events import ToolFinished
 
