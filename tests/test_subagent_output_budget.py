@@ -92,3 +92,42 @@ def test_a_child_of_a_type_with_its_own_model_asks_for_that_models_budget(tmp_pa
             a.close("prompt_input_exit")
         bodies = [r["body"] for r in fp.requests if r["protocol"]]
     assert bodies[1]["model"] == "claude-opus-4-1" and bodies[1]["max_tokens"] == 32_000  # its model's maximum, not the parent's 64,000
+
+
+def test_a_child_is_told_where_it_works_what_happens_to_its_changes_its_tools_and_its_budget(tmp_path: Path) -> None:
+    """A child's system prompt carries the parent's working rules and environment block (as seen from its
+    worktree), and what is particular to it: a temporary copy of the parent's repository at a path, changes
+    coming back when it ends, a report rather than report files, its tools and its budget."""
+    import subprocess
+
+    from agentloop.agent.system_prompt import STATIC_PROMPT
+
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    (cwd / "a.txt").write_text("one\n")
+    for args in (["init", "-q"], ["add", "a.txt"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+    replies = [
+        {"tool_calls": [{"name": "Agent", "arguments": {"description": "change", "prompt": "change a.txt"}}]},
+        {"text": "child done"},
+        {"text": "parent done"},
+    ]
+    with FakeProvider({"replies": replies}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=SPEC, base_url=fp.url, env={},
+                  permission_mode="bypassPermissions", max_usd_micros=usd("3"))
+        try:
+            a.ask("go")
+        finally:
+            a.close("prompt_input_exit")
+        child = fp.requests[1]["body"]
+    system = "\n".join(b["text"] for b in child["system"]) if isinstance(child["system"], list) else child["system"]
+    (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    assert "temporary git worktree" in system and f"the parent's repository at {cwd}" in system
+    assert "applied to the parent's working tree" in system and "not in files" in system
+    assert "Your tools: " in system and "Bash" in system.split("Your tools: ")[1].split("\n")[0]
+    assert "Your budget: at most $" in system
+    assert STATIC_PROMPT[:200] in system  # the parent's working rules
+    assert "# Environment" in system and "Working directory: " in system
+    workdir = system.split("Working directory: ")[1].split("\n")[0]
+    assert workdir != str(cwd) and "Git repository: yes" in system  # the environment as seen from the worktree
+    assert sub["answer"] == "child done"

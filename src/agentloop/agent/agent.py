@@ -270,6 +270,9 @@ class Agent:
     def system_messages(self) -> list[Message]:
         return self.prompt.messages(self)
 
+    def child_system_prompt(self, cwd: str) -> str:
+        return self.prompt.for_child(self, cwd)
+
     def system_prompt(self) -> str:
         """The whole system prompt as one text (static part, then dynamic part)."""
         return "\n\n".join(str(m["content"]) for m in self.system_messages() if m.get("content"))

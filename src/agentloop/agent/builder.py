@@ -160,6 +160,7 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         model_name=agent.model_name,
         model_spec=agent.model_spec,
         max_output_for=agent.models.child_output,
+        context_for=agent.child_system_prompt,
         open_model=agent.open_model,
         tracing=agent.tracing,
         default_isolation=agent.settings.subagent_isolation,

@@ -63,16 +63,34 @@ class SessionPrompt:
 
     def environment(self, a: PromptSubject) -> str:
         """The environment block of the system prompt (``agent/system_prompt.py``); git is asked once a session."""
-        from .system_prompt import EnvFacts, environment_block, git_snapshot, shell_name
+        from .system_prompt import git_snapshot
 
         if self._git is None:
             self._git = (git_snapshot(a.cwd, a.child_env),)
-        return environment_block(EnvFacts(
-            cwd=a.cwd, platform=f"{platform.system()} {platform.release()}", shell=shell_name(a.env),
-            date=f"{datetime.now(timezone.utc):%Y-%m-%d}", model=a.model_spec, permission_mode=a.permission_mode,
-            sandbox=sandbox_fact(a.sandbox_settings, a.sandbox), cap=cap_fact(a.max_usd_micros), git=self._git[0],
-            add_dirs=a.add_dirs, max_output_tokens=a.model_options.max_output_tokens,
-        ))
+        return _environment(a, a.cwd, self._git[0])
+
+    def for_child(self, a: PromptSubject, cwd: str) -> str:
+        """What a sub-agent working in ``cwd`` is told besides its type's prompt: the parent's working rules
+        (the same static prompt, or ``--system-prompt``), the environment block as seen from ``cwd`` (its git
+        state asked there), and the memory files."""
+        from .system_prompt import git_snapshot
+
+        static = self.override if self.override is not None else STATIC_PROMPT
+        parts = [static, _environment(a, cwd, git_snapshot(cwd, a.child_env))]
+        if a.memory_text:
+            parts.append(a.memory_text)
+        return "\n\n".join(parts)
+
+
+def _environment(a: PromptSubject, cwd: str, git: str | None) -> str:
+    from .system_prompt import EnvFacts, environment_block, shell_name
+
+    return environment_block(EnvFacts(
+        cwd=cwd, platform=f"{platform.system()} {platform.release()}", shell=shell_name(a.env),
+        date=f"{datetime.now(timezone.utc):%Y-%m-%d}", model=a.model_spec, permission_mode=a.permission_mode,
+        sandbox=sandbox_fact(a.sandbox_settings, a.sandbox), cap=cap_fact(a.max_usd_micros), git=git,
+        add_dirs=a.add_dirs, max_output_tokens=a.model_options.max_output_tokens,
+    ))
 
 
 def options_fact(o: ModelOptions) -> dict[str, Any]:

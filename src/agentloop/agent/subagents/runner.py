@@ -120,6 +120,9 @@ class SubagentRunner:
     """A child's output budget (``max_tokens`` a turn) for its model spec and its reservation in micro-USD
     (None: uncapped): the parent's rule (``agent/model_options.py``), so a child writes as much as its parent
     may, within what its share pays for. None: ``DEFAULT_CHILD_OUTPUT``."""
+    context_for: Callable[[str], str] | None = None
+    """The parent's working rules and environment as seen from a child's directory (the terminal agent's
+    ``SessionPrompt.for_child``); None: the type's prompt and what is particular to sub-agents alone."""
     new_id: Callable[[], str] = field(default=lambda: "agent-" + uuid.uuid4().hex[:12])
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _git_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -231,46 +234,11 @@ class SubagentRunner:
             budget = Budget(max_steps=self.max_steps, max_usd_micros=allowed[0], max_tokens=allowed[1])
             model = _Stoppable(self.model if atype.model is None or self.open_model is None else self._open_type_model(atype),
                                self.stopping)
-            messages = [{"role": "system", "content": atype.prompt + f"\n\nWorking directory: {cwd}"}, {"role": "user", "content": prompt}]
-            gate = StopGate(budget)
+            messages = self._system(atype, cwd, wt, registry, allowed) + [{"role": "user", "content": prompt}]
             out_tokens = self._output_budget(atype, allowed[0])
-            left: Budget | None = budget
             observe = self._observe(child_id, atype.name, description, prompt)
-            with TranscriptWriter(path) as w:
-                while left is not None:
-                    run_id = child_id if not gate.runs else f"{child_id}.{gate.runs}"
-                    sink: Any = w
-                    traced = None
-                    run_model = model
-                    if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
-                        run_model, traced, _ = self.tracing.wrap(model, w, None, model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name, run_id=run_id)
-                        sink = traced
-                    last = run(
-                        run_model,
-                        registry,
-                        messages,
-                        left,
-                        transcript=sink,
-                        prices=self.prices,
-                        model_name=atype.model.split(":", 1)[-1] if atype.model else self.model_name,
-                        loop_threshold=self.loop_threshold,
-                        max_output_tokens=out_tokens,
-                        run_id=run_id,
-                        meta={"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd},
-                        executor=_observed(self._executor(registry, traced), observe),
-                        observer=observe,
-                        ledger=ledger,
-                    )
-                    if traced is not None:
-                        traced.finish()
-                    result = gate.add(last)
-                    left = None
-                    again = self._subagent_stop(child_id, atype.name, last, path, gate.active)
-                    if again is not None and gate.why_not(last) is None:
-                        messages = [*last.messages, {"role": "user", "content": again}]
-                        left = gate.remaining()
-                last_hash = w.last_hash
-                count = w.count
+            meta = {"agent_id": child_id, "agent_type": atype.name, "description": description, "cwd": cwd}
+            result, last_hash, count = self._drive(path, model, registry, messages, budget, atype, meta, ledger, out_tokens, observe)
         except BaseException:
             self._take_turn()
             self.parent.settle(allowed, ledger, None)
@@ -294,6 +262,60 @@ class SubagentRunner:
         self.children.append(summary)
         self._record("subagent", {**summary, "transcript": path})
         return summary
+
+    def _drive(self, path: str, model: Any, registry: Registry, messages: list[Any], budget: Budget, atype: AgentType,
+               meta: dict[str, Any], ledger: Any, out_tokens: int, observe: Any) -> tuple[RunResult, str, int]:
+        """The child's runs, in its own transcript: again while a SubagentStop hook keeps it going (rule 5).
+        Returns (the result, the transcript's last hash, its record count)."""
+        child_id = str(meta["agent_id"])
+        model_name = atype.model.split(":", 1)[-1] if atype.model else self.model_name
+        gate = StopGate(budget)
+        left: Budget | None = budget
+        with TranscriptWriter(path) as w:
+            while left is not None:
+                run_id = child_id if not gate.runs else f"{child_id}.{gate.runs}"
+                sink: Any = w
+                traced = None
+                run_model = model
+                if self.tracing is not None:  # nests under the parent's execute_tool span (same thread)
+                    run_model, traced, _ = self.tracing.wrap(model, w, None, model_name=model_name, run_id=run_id)
+                    sink = traced
+                last = run(run_model, registry, messages, left, transcript=sink, prices=self.prices, model_name=model_name,
+                           loop_threshold=self.loop_threshold, max_output_tokens=out_tokens, run_id=run_id, meta=meta,
+                           executor=_observed(self._executor(registry, traced), observe), observer=observe, ledger=ledger)
+                if traced is not None:
+                    traced.finish()
+                result = gate.add(last)
+                left = None
+                again = self._subagent_stop(child_id, atype.name, last, path, gate.active)
+                if again is not None and gate.why_not(last) is None:
+                    messages = [*last.messages, {"role": "user", "content": again}]
+                    left = gate.remaining()
+            return result, w.last_hash, w.count
+
+    def _system(self, atype: AgentType, cwd: str, wt: Worktree | None, registry: Registry, allowed: Hold) -> list[dict[str, Any]]:
+        """A child's system prompt: its type's prompt and what is particular to a sub-agent (where it works, what
+        becomes of its changes, its tools and its budget), then the parent's working rules and environment."""
+        from ...budget import format_usd
+
+        lines = [atype.prompt, "", "# Working as a sub-agent",
+                 "Another agent started you for this one task. Your final message is the only thing it reads: put "
+                 "your whole report there, not in files."]
+        if wt is not None:
+            lines.append(f"You work in {cwd}, a temporary git worktree: a copy of the parent's repository at {wt.repo} "
+                         f"(its uncommitted changes included), on the branch {wt.branch}. When you finish, what you changed "
+                         "there is committed on that branch and applied to the parent's working tree. Do not commit, push "
+                         "or switch branches yourself.")
+        else:
+            lines.append(f"You work in {cwd}, the parent's own directory: what you change there is changed for it at once.")
+        lines.append("Your tools: " + ", ".join(registry.names()) + ".")
+        money = allowed[0]
+        lines.append("Your budget: " + (f"at most {format_usd(money)} for this task, drawn from the same budget as the "
+                                        "parent and any other sub-agents running now." if money is not None else "no spending cap."))
+        out: list[dict[str, Any]] = [{"role": "system", "content": "\n".join(lines)}]
+        if self.context_for is not None:
+            out.append({"role": "system", "content": self.context_for(cwd)})
+        return out
 
     def _output_budget(self, atype: AgentType, reserved_micros: int | None) -> int:
         """``max_tokens`` for the child's turns: its model's budget, under the part of the parent's cap it holds."""
