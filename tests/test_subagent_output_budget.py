@@ -131,3 +131,55 @@ def test_a_child_is_told_where_it_works_what_happens_to_its_changes_its_tools_an
     workdir = system.split("Working directory: ")[1].split("\n")[0]
     assert workdir != str(cwd) and "Git repository: yes" in system  # the environment as seen from the worktree
     assert sub["answer"] == "child done"
+
+
+def _repo_with_a_venv(tmp_path: Path) -> Path:
+    import subprocess
+    import sys
+
+    cwd = tmp_path / "proj"
+    (cwd / "tests").mkdir(parents=True)
+    (cwd / ".gitignore").write_text(".venv/\n.env\nbuild/\n__pycache__/\n")
+    (cwd / ".worktreeinclude").write_text(".env\n")
+    (cwd / ".env").write_text("SETTING=from-the-parent\n")
+    (cwd / "build").mkdir()
+    (cwd / "build" / "big.bin").write_text("not copied\n")
+    (cwd / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (cwd / "tests" / "__init__.py").write_text("")
+    (cwd / "tests" / "test_calc.py").write_text(
+        "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n"
+        "        self.assertEqual(calc.add(2, 3), 5)\n")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(cwd / ".venv")], check=True)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+    return cwd
+
+
+def test_a_child_in_its_worktree_runs_the_projects_tests_from_the_parents_venv_and_cannot_change_it(tmp_path: Path) -> None:
+    """A worktree holds tracked files only; the child still runs the project's suite from ``.venv`` (linked,
+    read-only in its sandbox) and sees the ``.env`` that ``.worktreeinclude`` names (Claude Code copies the
+    ignored files that file lists into its worktrees: code.claude.com/docs/en/common-workflows, worktrees)."""
+    cwd = _repo_with_a_venv(tmp_path)
+    line = ("cat .env; ls build 2>&1 | head -1; .venv/bin/python -m unittest discover -s tests -t . 2>&1 | tail -1; "
+            "touch .venv/child-was-here 2>/dev/null && echo WROTE || echo READ-ONLY")
+    replies = [
+        {"tool_calls": [{"name": "Agent", "arguments": {"description": "test", "prompt": "run the tests"}}]},
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": line}}]},
+        {"text": "tests pass"},
+        {"text": "parent done"},
+    ]
+    with FakeProvider({"replies": replies}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=SPEC, base_url=fp.url, env={"PATH": "/usr/bin:/bin"},
+                  permission_mode="bypassPermissions", max_usd_micros=usd("3"))
+        try:
+            a.ask("go")
+        finally:
+            a.close("prompt_input_exit")
+        bash_result = str(fp.requests[2]["body"]["messages"][-1]["content"])
+    assert "SETTING=from-the-parent" in bash_result  # .worktreeinclude's ignored file, copied
+    assert "No such file" in bash_result  # an ignored folder it does not name stays out
+    assert "OK" in bash_result.split("No such file or directory")[1].split("READ-ONLY")[0], bash_result  # the suite passed
+    assert "READ-ONLY" in bash_result and not (cwd / ".venv" / "child-was-here").exists()
+    (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    assert "worktree" not in sub or not sub["worktree"].get("changed"), sub["worktree"]  # the links are no change
+    assert not (cwd / ".venv").is_symlink()

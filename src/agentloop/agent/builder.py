@@ -138,7 +138,7 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         reg = builtin_registry(
             Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
             processes=agent.processes, visible=agent.policy.visible(),
-            sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs]), env=agent.child_env, redact=agent.redactor.text,
+            sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs], also_read=[agent.cwd]), env=agent.child_env, redact=agent.redactor.text,
             shell_max_timeout_s=agent.shell_max_timeout_s,
             background=agent.background,  # the session's: a child's shells end with the session
         )

@@ -413,6 +413,9 @@ class Sandbox:
     _runner: _Runner | None = field(default=None, repr=False)
     _proxy: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    also_read: tuple[str, ...] = ()
+    """Folders shown read-only besides the roots (a sub-agent's sandbox: the parent's workspace, whose
+    environment folders its worktree links to)."""
 
     @classmethod
     def create(
@@ -446,16 +449,16 @@ class Sandbox:
                 raise SandboxUnavailable(f"the Bash sandbox cannot start ({why}) and sandbox.failIfUnavailable is set; {INSTALL_HINT}")
         return cls(settings, real_roots, list(dict.fromkeys(hidden)), path, why, homes=homes)
 
-    def for_roots(self, roots: Sequence[str]) -> Sandbox:
+    def for_roots(self, roots: Sequence[str], also_read: Sequence[str] = ()) -> Sandbox:
         """This sandbox for commands working in ``roots`` (a sub-agent's worktree): itself when
         they are already inside its roots, else a copy with those roots, sharing its ``/tmp``,
-        with a bubblewrap per call (nothing of it is left to close)."""
+        with a bubblewrap per call (nothing of it is left to close), showing ``also_read`` read-only."""
         real = [os.path.realpath(r) for r in roots]
         if all(any(r == x or r.startswith(x + os.sep) for x in self.roots) for r in real):
             return self
         tmp = self.tmpdir() if self.active else None
         return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False,
-                       homes=list(self.homes), _tmp=tmp)
+                       homes=list(self.homes), _tmp=tmp, also_read=tuple(os.path.realpath(p) for p in also_read))
 
     # -- state --
 
@@ -783,6 +786,7 @@ class Sandbox:
         for h in self._hidden_homes():
             shown += [os.path.join(h, p) for p in TOOLCHAIN_PATHS]
         shown += list(self.settings.allow_read)
+        shown += [p for p in self.also_read if os.path.isdir(p)]
         import sys
 
         shown += [sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]

@@ -306,6 +306,10 @@ class SubagentRunner:
                          f"(its uncommitted changes included), on the branch {wt.branch}. When you finish, what you changed "
                          "there is committed on that branch and applied to the parent's working tree. Do not commit, push "
                          "or switch branches yourself.")
+            if wt.links:
+                lines.append("The project's ignored environment folders (" + ", ".join(os.path.relpath(x, wt.path) for x in wt.links)
+                             + ") are the parent's, linked here: use them; they are read-only to you.")
+            lines += wt.notes
         else:
             lines.append(f"You work in {cwd}, the parent's own directory: what you change there is changed for it at once.")
         lines.append("Your tools: " + ", ".join(registry.names()) + ".")

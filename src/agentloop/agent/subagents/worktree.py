@@ -8,6 +8,13 @@
    ``git apply --3way`` when the parent changed the same lines meanwhile);
    what cannot be applied is reported, and the worktree is then kept.
 3. A child that changed nothing leaves no worktree and no branch.
+4. The project's environment comes along: the ignored files the repository's
+   ``.worktreeinclude`` names are copied in (Claude Code's file: gitignore
+   syntax; only ignored files, never a tracked one), and each ignored
+   environment folder (``ENVIRONMENT_DIRS``: virtual environments,
+   ``node_modules``, build caches) is linked to the parent's copy, which the
+   child's sandbox shows read-only. The links are removed before the child's
+   changes are taken.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...tools import ToolError
@@ -42,6 +49,23 @@ def _git(args: Sequence[str], cwd: str) -> str:
     return _git_out(args, cwd).strip()
 
 
+def _under_link(root: str, rel: str) -> bool:
+    """Whether a folder on the way from ``root`` to ``rel`` is a symlink (a copy must not follow one out)."""
+    parts = rel.split("/")[:-1]
+    for i in range(len(parts)):
+        if os.path.islink(os.path.join(root, *parts[: i + 1])):
+            return True
+    return False
+
+
+ENVIRONMENT_DIRS = (".venv", "venv", "env", ".tox", ".nox", "node_modules", "target", ".gradle", "vendor", "__pypackages__")
+"""Ignored folders a project's commands run from (virtual environments, installed packages, build caches): a
+worktree gets a link to the parent's copy of each, which the child's sandbox shows read-only."""
+INCLUDE_FILE = ".worktreeinclude"
+INCLUDE_MAX_FILES = 10_000
+INCLUDE_MAX_BYTES = 200_000_000
+
+
 @dataclass
 class Worktree:
     repo: str
@@ -49,6 +73,10 @@ class Worktree:
     branch: str
     base: str
     subdir: str
+    links: list[str] = field(default_factory=list)
+    """The environment folders linked into the worktree (removed before its changes are taken)."""
+    notes: list[str] = field(default_factory=list)
+    """What the child should know of its copy: ignored files left out, limits reached."""
 
     @property
     def cwd(self) -> str:
@@ -67,7 +95,59 @@ class Worktree:
         sub = os.path.relpath(os.path.realpath(cwd), os.path.realpath(repo))
         wt = cls(repo, path, branch, base, "" if sub == "." else sub)
         wt.base = wt._carry_over(child_id)
+        wt._include_ignored()
+        wt._link_environments()
         return wt
+
+    def _include_ignored(self) -> None:
+        """Claude Code's ``.worktreeinclude`` (gitignore syntax, at the repository's root): the ignored files it
+        names are copied into the worktree (a ``.env``, a local config), regular files only, never a tracked one."""
+        spec_path = os.path.join(self.repo, INCLUDE_FILE)
+        if not os.path.isfile(spec_path) or os.path.islink(spec_path):
+            return
+        import pathspec
+
+        with open(spec_path, encoding="utf-8", errors="replace") as f:
+            spec = pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
+        ignored = _git_z(["ls-files", "--others", "--ignored", "--exclude-standard", "-z"], self.repo)
+        count = size = 0
+        for rel in ignored:
+            src = os.path.join(self.repo, rel)
+            if not spec.match_file(rel) or os.path.islink(src) or not os.path.isfile(src) or _under_link(self.repo, rel):
+                continue
+            count += 1
+            size += os.path.getsize(src)
+            if count > INCLUDE_MAX_FILES or size > INCLUDE_MAX_BYTES:
+                self.notes.append(f"{INCLUDE_FILE} names more than {INCLUDE_MAX_FILES} files or "
+                                  f"{INCLUDE_MAX_BYTES // 1_000_000} MB: the rest were not copied")
+                return
+            dst = os.path.join(self.path, rel)
+            if os.path.lexists(dst):
+                continue
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(src, dst, follow_symlinks=False)
+
+    def _link_environments(self) -> None:
+        """A link to each ignored environment folder of the parent's (``ENVIRONMENT_DIRS``, at the repository's
+        root and in the parent's directory): the child runs the project's tools from them without copying
+        gigabytes, and its sandbox shows them read-only, so the parent's copy cannot change."""
+        for where in dict.fromkeys(["", self.subdir]):
+            for name in ENVIRONMENT_DIRS:
+                rel = os.path.join(where, name) if where else name
+                src, dst = os.path.join(self.repo, rel), os.path.join(self.path, rel)
+                if not os.path.isdir(src) or os.path.islink(src) or os.path.lexists(dst):
+                    continue
+                if not _git_z(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z", "--", rel], self.repo):
+                    continue  # tracked or not ignored: the worktree has it already, or it is the project's own
+                os.makedirs(os.path.dirname(dst) or self.path, exist_ok=True)
+                os.symlink(os.path.realpath(src), dst)
+                self.links.append(dst)
+
+    def unlink_environments(self) -> None:
+        for link in self.links:
+            if os.path.islink(link):
+                os.unlink(link)
+        self.links.clear()
 
     def _carry_over(self, child_id: str) -> str:
         """Copy the parent's uncommitted work into the worktree and commit it there (rule 1). Returns the start commit."""
@@ -97,6 +177,7 @@ class Worktree:
 
     def finish(self, child_id: str) -> dict[str, Any]:
         """Remove the worktree if nothing changed; else commit the changes on its branch and keep it."""
+        self.unlink_environments()  # never taken as a change
         dirty = _git(["status", "--porcelain"], self.path)
         head = _git(["rev-parse", "HEAD"], self.path)
         if not dirty and head == self.base:
