@@ -492,3 +492,19 @@ def test_a_parent_interrupted_while_children_run_stops_them_all(tmp_path: Path) 
         stops.append(recs[-1].payload.get("reason") if recs[-1].kind == "stop" else recs[-1].kind)
     assert stops == ["interrupted"] * 3, stops
     assert not [t for t in threading.enumerate() if t.name.startswith("agentloop-child")]
+
+
+def test_an_agent_files_isolation_is_its_default_and_a_calls_own_wins(repo: Path, tmp_path: Path) -> None:
+    """Claude Code's agent files take ``isolation: worktree`` (code.claude.com/docs/en/sub-agents, supported
+    front matter fields); the Agent call's ``isolation`` still decides when given."""
+    d = repo / ".claude" / "agents"
+    d.mkdir(parents=True)
+    (d / "inplace.md").write_text("---\nname: inplace\ndescription: edits here\nisolation: none\n---\nYou edit.\n")
+    (d / "apart.md").write_text("---\nname: apart\ndescription: reads apart\ntools: Read\nisolation: worktree\n---\nYou read.\n")
+    warnings: list[str] = []
+    types = load_agent_types(str(repo), str(tmp_path / "home"), warnings=warnings)
+    runner = runner_for(repo, None, types=types)
+    assert types["inplace"].isolation == "none" and types["apart"].isolation == "worktree"
+    assert not runner._isolate(types["inplace"], None) and runner._isolate(types["inplace"], "worktree")
+    assert runner._isolate(types["apart"], None) and not runner._isolate(types["apart"], "none")
+    assert runner._isolate(types["general-purpose"], None)  # a writing type in a repository: a worktree by default

@@ -183,3 +183,29 @@ def test_a_child_in_its_worktree_runs_the_projects_tests_from_the_parents_venv_a
     (sub,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
     assert "worktree" not in sub or not sub["worktree"].get("changed"), sub["worktree"]  # the links are no change
     assert not (cwd / ".venv").is_symlink()
+
+
+def test_explore_runs_read_only_bash_and_nothing_else_even_when_the_parent_may_do_anything(tmp_path: Path) -> None:
+    """Claude Code's built-in Explore agent is read-only but can look with Bash (code.claude.com/docs/en/sub-agents,
+    "Explore": read-only tools); here its Bash runs the lines the permission rules pass as read-only, and refuses
+    the rest even under bypassPermissions."""
+    cwd = _repo_with_a_venv(tmp_path)
+    replies = [
+        {"tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "look", "subagent_type": "Explore"}}]},
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": "git log --oneline | head -1"}},
+                        {"name": "Bash", "arguments": {"command": "touch written-by-explore"}}]},
+        {"text": "looked"},
+        {"text": "parent done"},
+    ]
+    with FakeProvider({"replies": replies}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=SPEC, base_url=fp.url, env={"PATH": "/usr/bin:/bin"},
+                  permission_mode="bypassPermissions", max_usd_micros=usd("3"))
+        try:
+            a.ask("go")
+        finally:
+            a.close("prompt_input_exit")
+        results = fp.requests[2]["body"]["messages"][-1]["content"]
+    log, touch = (r for r in results if r.get("type") == "tool_result")
+    assert "one" in str(log["content"]) and not log.get("is_error")
+    assert touch.get("is_error") and "read-only commands only" in str(touch["content"])
+    assert not (cwd / "written-by-explore").exists()

@@ -20,6 +20,7 @@ off), ``contextWindow`` (via ``agent.window``), ``toolResultCap``,
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -161,6 +162,8 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         model_spec=agent.model_spec,
         max_output_for=agent.models.child_output,
         context_for=agent.child_system_prompt,
+        read_only_line=lambda cwd, command: dataclasses.replace(agent.policy, mode="plan", cwd=os.path.realpath(cwd)).decide(
+            "Bash", {"command": command}).behavior == "allow",
         open_model=agent.open_model,
         tracing=agent.tracing,
         default_isolation=agent.settings.subagent_isolation,

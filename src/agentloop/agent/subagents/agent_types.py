@@ -27,14 +27,19 @@ class AgentType:
     """Tool names it may use; None: all of the parent's (never ``Agent`` itself)."""
     model: str | None = None
     source: str = "built-in"
+    isolation: str | None = None
+    """``worktree`` or ``none`` from its file's front matter (Claude Code's ``isolation``); a call's own wins."""
+    read_only_bash: bool = False
+    """Its Bash runs only lines the permission rules would pass as read-only (the built-in Explore)."""
 
     def read_only(self, registry: Registry | None = None) -> bool:
         """True when every tool it may use changes nothing."""
         if self.tools is None:
             return False
         if registry is None:
-            return all(t in READ_ONLY_TOOLS for t in self.tools)
-        return all((t := registry.get(n)) is not None and t.read_only for n in self.tools if n in registry)
+            return all(t in READ_ONLY_TOOLS or (t == "Bash" and self.read_only_bash) for t in self.tools)
+        return all(((t := registry.get(n)) is not None and t.read_only) or (n == "Bash" and self.read_only_bash)
+                   for n in self.tools if n in registry)
 
 
 def builtin_types() -> dict[str, AgentType]:
@@ -49,8 +54,10 @@ def builtin_types() -> dict[str, AgentType]:
             "Explore",
             "A read-only agent for finding and reading code quickly; it changes nothing.",
             "You are a read-only sub-agent exploring a codebase for another agent. Search and read; never change "
-            "anything. Answer with the facts found, with file paths and line numbers.",
-            tools=READ_ONLY_TOOLS,
+            "anything. Bash runs read-only commands only (git log, ls, a read-only script). Answer with the facts "
+            "found, with file paths and line numbers.",
+            tools=(*READ_ONLY_TOOLS, "Bash"),
+            read_only_bash=True,
         ),
     }
 
@@ -145,5 +152,8 @@ def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = F
                 warnings.append(f"{path}: agent {name!r} names the model {model!r}; not used until you trust this folder "
                                 "(it runs on the parent's model)")
             model = None
-        types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path)
+        isolation = meta.get("isolation") if meta.get("isolation") in ("worktree", "none") else None
+        if meta.get("isolation") and isolation is None and warnings is not None:
+            warnings.append(f"{path}: agent {name!r} asks for isolation {meta['isolation']!r}; agentloop knows worktree and none (ignored)")
+        types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path, isolation)
     return types

@@ -120,6 +120,9 @@ class SubagentRunner:
     """A child's output budget (``max_tokens`` a turn) for its model spec and its reservation in micro-USD
     (None: uncapped): the parent's rule (``agent/model_options.py``), so a child writes as much as its parent
     may, within what its share pays for. None: ``DEFAULT_CHILD_OUTPUT``."""
+    read_only_line: Callable[[str, str], bool] | None = None
+    """Whether a Bash line, run in a directory, only reads, as the permission rules judge it (plan mode's
+    test): the Bash of a type with ``read_only_bash`` runs only such lines. None: that Bash runs nothing."""
     context_for: Callable[[str], str] | None = None
     """The parent's working rules and environment as seen from a child's directory (the terminal agent's
     ``SessionPrompt.for_child``); None: the type's prompt and what is particular to sub-agents alone."""
@@ -198,7 +201,9 @@ class SubagentRunner:
         """Rule 3: whether this child gets a worktree."""
         if isolation == "worktree":
             return True
-        if isolation == "none" or self.default_isolation == "none" or atype.read_only():
+        if isolation is None and atype.isolation == "worktree":
+            return True
+        if isolation == "none" or (isolation is None and atype.isolation == "none") or self.default_isolation == "none" or atype.read_only():
             return False
         return has_commit(self.cwd)
 
@@ -378,7 +383,28 @@ class SubagentRunner:
     def _tools_for(self, atype: AgentType, cwd: str) -> Registry:
         full = self.make_tools(cwd)
         names = [n for n in full.names() if n != "Agent" and (atype.tools is None or n in atype.tools)]
-        return Registry([t for t in full if t.name in names])
+        tools = [t for t in full if t.name in names]
+        if atype.read_only_bash:
+            tools = [self._read_only_bash(t, atype, cwd) if t.name == "Bash" else t for t in tools]
+        return Registry(tools)
+
+    def _read_only_bash(self, bash: Tool, atype: AgentType, cwd: str) -> Tool:
+        """``bash`` running only the lines the permission rules pass as read-only (plan mode's test), in ``cwd``."""
+        import dataclasses
+
+        check = self.read_only_line
+        inner = bash.fn
+
+        def read_only(**kw: Any) -> Any:
+            command = kw.get("command")
+            if not isinstance(command, str) or check is None or not check(cwd, command):
+                raise ToolError(f"the {atype.name} agent runs read-only commands only, and this line may change "
+                                "something or run code it cannot see; use a read-only command (ls, cat, git log, grep)")
+            if kw.get("run_in_background") or kw.get("dangerouslyDisableSandbox"):
+                raise ToolError(f"the {atype.name} agent runs commands in the foreground, in the sandbox")
+            return inner(**kw)
+
+        return dataclasses.replace(bash, fn=read_only)
 
 
 def _observed(execute: Any, observe: Any) -> Any:
