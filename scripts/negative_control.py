@@ -1289,6 +1289,49 @@ SABOTAGES = [
         "        (lambda *a: None)(\"a variable allowedEnvVars passes on\",  # SABOTAGED",
         ["tests/test_spawn.py::test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output"],
     ),
+    # -- sub-agents: one room, one factory --
+    Sabotage(
+        "a child's model call is granted without fitting the parent's room (children overspend together)",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "                if self.state is None or self._room().fits(micros, tokens):",
+        "                if True:  # SABOTAGED",
+        ["tests/test_spend_cap_property.py", "tests/test_subagent.py", "tests/test_spend_cap_children.py"],
+    ),
+    Sabotage(
+        "a child whose call does not fit yet stops instead of waiting for its siblings' calls to settle",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "                self._changed.wait(timeout=1.0)",
+        "                return False  # SABOTAGED",
+        ["tests/test_subagent.py::test_ten_children_at_once_all_finish_when_the_room_pays_for_their_bills_not_their_reservations"],
+    ),
+    Sabotage(
+        "a parent interrupted while children run at once leaves them running",
+        "src/agentloop/agent/subagents/runner.py",
+        "                runner.stopping.set()",
+        "                pass  # SABOTAGED",
+        ["tests/test_subagent.py::test_a_parent_interrupted_while_children_run_stops_them_all"],
+    ),
+    Sabotage(
+        "a child in a worktree gets the parent's rules rooted at the parent's tree (Edit(secret/**) misses the copy)",
+        "src/agentloop/agent/builder.py",
+        "        return agent.policy.rooted_at(*roots) if roots is not None else agent.policy",
+        "        return agent.policy  # SABOTAGED",
+        ["tests/test_subagent_guards.py"],
+    ),
+    Sabotage(
+        "a child's apply_patch has no patch guard (writes through Edit deny rules and into .git/hooks)",
+        "src/agentloop/agent/builder.py",
+        "            patch_guard=functools.partial(patch_guard, policy),",
+        "            patch_guard=None,  # SABOTAGED",
+        ["tests/test_subagent_guards.py"],
+    ),
+    Sabotage(
+        "a child's merge-back is not recorded as a file change (rewind cannot undo it)",
+        "src/agentloop/agent/subagents/runner.py",
+        "                    self.on_file_change(p, old, new if new is not None else b\"\")",
+        "                    pass  # SABOTAGED",
+        ["tests/test_subagent_guards.py"],
+    ),
 ]
 
 

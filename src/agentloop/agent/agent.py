@@ -247,8 +247,8 @@ class Agent:
         """A tool (or the editor, over ACP) is about to write ``path``: both contents kept, the change recorded."""
         record_file_change(self.session, self.home, path, before, after, self.calls.current)
 
-    def tool_pipeline(self, registry: Registry | None = None, *, child: bool = False) -> ToolPipeline:
-        return self.calls.pipeline(registry, child=child)
+    def tool_pipeline(self, registry: Registry | None = None, *, child: bool = False, policy: PermissionPolicy | None = None) -> ToolPipeline:
+        return self.calls.pipeline(registry, child=child, policy=policy)
 
     def run_tool(self, call: ToolCall) -> ToolResult:
         return self.calls.run(call)

@@ -21,6 +21,7 @@ off), ``contextWindow`` (via ``agent.window``), ``toolResultCap``,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -37,6 +38,7 @@ from .session.store import Durability, Session
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
+    from .permissions.rules import PermissionPolicy
     from .subagents.agent_types import AgentType
     from .subagents.parent_budget import ParentBudget
     from .subagents.runner import SubagentRunner
@@ -131,27 +133,36 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
     from .plugins import plugin_agent_types
     from .subagents.agent_types import load_agent_types
     from .subagents.runner import SubagentRunner
+    from .toolbox import patch_guard
     from .tools.builtin import builtin_registry
     from .tools.workspace import Workspace
 
+    def policy_for(cwd: str) -> PermissionPolicy:
+        """The parent's rules for a child working in ``cwd``: re-rooted at its worktree when it has one."""
+        roots = children.worktrees.get(cwd)
+        return agent.policy.rooted_at(*roots) if roots is not None else agent.policy
+
     def make_tools(cwd: str) -> Registry:
         spill = agent.session.spill_dir
+        policy = policy_for(cwd)
+        here = os.path.realpath(cwd) == os.path.realpath(agent.cwd)  # no worktree: its writes are the session's
         reg = builtin_registry(
-            Workspace(cwd, agent.add_dirs), spill_dir=spill, shell_timeout_s=int(agent.shell_timeout_s),
-            processes=agent.processes, visible=agent.policy.visible(),
-            sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs], also_read=[agent.cwd]), env=agent.child_env, redact=agent.redactor.text,
-            shell_max_timeout_s=agent.shell_max_timeout_s,
+            Workspace(cwd, agent.add_dirs, on_write=agent.file_changed if here else None), spill_dir=spill,
+            shell_timeout_s=int(agent.shell_timeout_s), processes=agent.processes, visible=policy.visible(),
+            sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs], also_read=[agent.cwd]), env=agent.child_env,
+            redact=agent.redactor.text, shell_max_timeout_s=agent.shell_max_timeout_s,
+            patch_guard=functools.partial(patch_guard, policy),  # the parent's guard, under the child's rules
             background=agent.background,  # the session's: a child's shells end with the session
         )
         # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
         # the child's calls to them pass the same permission rules (_child_executor)
-        # and WebFetch/WebSearch: their model calls hold from the parent's loop (side_budget), past the child's own share
+        # and WebFetch/WebSearch: their model calls hold from the parent's loop (side_budget)
         for t in agent.extra_tools:
             if (t.name.startswith("mcp__") or t.name in ("WebFetch", "WebSearch")) and t.name not in reg:
                 reg.register(t)
         return reg
 
-    return SubagentRunner(
+    children = SubagentRunner(
         parent=side_budget,
         model=agent.model,
         make_tools=make_tools,
@@ -162,26 +173,31 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         model_spec=agent.model_spec,
         max_output_for=agent.models.child_output,
         context_for=agent.child_system_prompt,
-        read_only_line=lambda cwd, command: dataclasses.replace(agent.policy, mode="plan", cwd=os.path.realpath(cwd)).decide(
+        read_only_line=lambda cwd, command: dataclasses.replace(policy_for(cwd), mode="plan").decide(
             "Bash", {"command": command}).behavior == "allow",
         open_model=agent.open_model,
         tracing=agent.tracing,
         default_isolation=agent.settings.subagent_isolation,
         hooks=runner if runner.handlers else None,
-        make_executor=_child_executor(agent),
+        make_executor=_child_executor(agent, policy_for),
+        on_file_change=agent.file_changed,
         types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, user_home(agent.env),
                                                     agent.load_warnings, trusted=agent.trust.trusted)
                             | plugin_agent_types(agent.plugins, agent.load_warnings)),
     )
+    return children
 
 
-def _child_executor(agent: PartsSource) -> Callable[[Registry], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
+def _child_executor(agent: PartsSource, policy_for: Callable[[str], PermissionPolicy]
+                    ) -> Callable[[Registry, str], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
     """A child's tools go through the parent's tool-call pipeline (``agent/pipeline.py``): the same
-    hooks and permission rules, and no one to ask."""
+    hooks and permission rules (re-rooted at its worktree), and no one to ask."""
 
-    def make(registry: Registry) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
+    def make(registry: Registry, cwd: str) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
+        policy = policy_for(cwd)
+
         def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:
-            one = agent.tool_pipeline(registry, child=True)
+            one = agent.tool_pipeline(registry, child=True, policy=policy)
             return [one(c) for c in batch]
 
         return calls

@@ -160,12 +160,13 @@ class ToolCalls:
         self.denials: list[dict[str, Any]] = []
         self.current: str | None = None
 
-    def pipeline(self, registry: Registry | None = None, *, child: bool = False) -> ToolPipeline:
-        """The pipeline over ``registry`` (default: the agent's): a sub-agent's when ``child`` (no one is asked)."""
+    def pipeline(self, registry: Registry | None = None, *, child: bool = False, policy: PermissionPolicy | None = None) -> ToolPipeline:
+        """The pipeline over ``registry`` (default: the agent's): a sub-agent's when ``child`` (no one is asked),
+        under ``policy`` (a child's: the agent's rules re-rooted at its worktree) or the agent's own."""
         a = self.owner
         reg, sec = registry or a.registry, a.secrets
         if child:
-            return ToolPipeline(reg, a.hooks, a, a.policy, a.sandbox, sec.redact_result, sec.note_secret_args, child=True)
+            return ToolPipeline(reg, a.hooks, a, policy or a.policy, a.sandbox, sec.redact_result, sec.note_secret_args, child=True)
         return ToolPipeline(reg, a.hooks, a, a.policy, a.sandbox, sec.redact_result, sec.note_secret_args,
                             ask=a.ask_permission, on_always=self.always, on_denied=self._denied, on_invoke=self._invoking)
 

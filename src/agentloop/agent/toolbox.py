@@ -32,7 +32,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentloop.agent")
 
-__all__ = ["Toolbox", "open_sandbox", "session_rule"]
+__all__ = ["Toolbox", "open_sandbox", "patch_guard", "session_rule"]
+
+
+def patch_guard(policy: PermissionPolicy, real: str) -> str | None:
+    """Why apply_patch may not change ``real`` under ``policy``: an Edit deny rule covers it, or it is a protected
+    path (only Edit changes those, after asking). The call itself was already allowed as ``apply_patch``. The
+    parent's registry and every child's use this one guard, each with its own (re-rooted) policy."""
+    d = policy.decide("Edit", {"file_path": real})
+    if d.behavior == "deny":
+        return d.reason
+    if policy.protected_target("Edit", {"file_path": real}) is not None:
+        return "it is a protected path; change it with Edit, which asks first"
+    return None
 
 
 class Toolbox:
@@ -104,14 +116,7 @@ class Toolbox:
         return Registry([t for t in self.registry if t.name not in removed]) if removed else self.registry
 
     def patch_guard(self, real: str) -> str | None:
-        """Why apply_patch may not change ``real``: an Edit deny rule covers it, or it is a protected path
-        (only Edit changes those, after asking). The call itself was already allowed as ``apply_patch``."""
-        d = self.policy.decide("Edit", {"file_path": real})
-        if d.behavior == "deny":
-            return d.reason
-        if self.policy.protected_target("Edit", {"file_path": real}) is not None:
-            return "it is a protected path; change it with Edit, which asks first"
-        return None
+        return patch_guard(self.policy, real)
 
     def register(self, tools: Sequence[Tool]) -> None:
         """Add tools (MCP, sub-agents) now and whenever the registry is rebuilt."""

@@ -46,6 +46,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import re
@@ -513,6 +514,27 @@ class PermissionPolicy:
         rule = Rule(f"{tool}({value})", tool, value, "exact")
         self.rules.append(_Bound(rule, behavior, source, self.cwd, None))
         return rule
+
+    def rooted_at(self, old_root: str, new_root: str) -> PermissionPolicy:
+        """The same rules for a copy of ``old_root`` at ``new_root`` (a sub-agent's worktree): the working
+        directory and every rule based in ``old_root`` (a pattern relative to the project, an exact path)
+        moved to the same place in the copy, so ``Edit(secret/**)`` denies ``secret/`` of the worktree as
+        it does the parent's. Rules based elsewhere, and the additional directories, stay as they are."""
+        old, new = os.path.realpath(old_root), os.path.realpath(new_root)
+
+        def moved(path: str) -> str:
+            real = os.path.realpath(path)
+            if real == old or real.startswith(old + os.sep):
+                return os.path.join(new, os.path.relpath(real, old)) if real != old else new
+            return path
+
+        rules = []
+        for b in self.rules:
+            if b.rule.kind == "exact" and (b.rule.tool in EDIT_TOOLS or b.rule.tool in _PATH_RULE_TOOLS) and b.rule.specifier:
+                spec = moved(b.rule.specifier)
+                b = dataclasses.replace(b, rule=dataclasses.replace(b.rule, text=f"{b.rule.tool}({spec})", specifier=spec))
+            rules.append(dataclasses.replace(b, base=moved(b.base)))
+        return dataclasses.replace(self, cwd=moved(self.cwd), rules=rules, _git_dirs=None)
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(behavior, rule, source path) of every rule, deny first, then ask, then allow."""

@@ -109,8 +109,12 @@ class SubagentRunner:
     hooks: HookRunner | None = None
     record: Callable[[str, Any], Any] | None = None
     """Appends to the parent's transcript (called under a lock)."""
-    make_executor: Callable[[Registry], Callable[[Sequence[ToolCall]], list[ToolResult]]] | None = None
-    """Wraps a child's tools with the parent's permission checks; plain ``Registry.invoke`` when None."""
+    make_executor: Callable[[Registry, str], Callable[[Sequence[ToolCall]], list[ToolResult]]] | None = None
+    """Wraps a child's tools (working in a directory) with the parent's permission checks; plain
+    ``Registry.invoke`` when None."""
+    worktrees: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Each running child's directory in its own worktree -> (the parent's repository, the worktree): where the
+    parent's rules are re-rooted for it (``PermissionPolicy.rooted_at``)."""
     types: dict[str, AgentType] = field(default_factory=builtin_types)
     max_steps: int = 30
     default_isolation: str = "worktree"
@@ -123,6 +127,8 @@ class SubagentRunner:
     read_only_line: Callable[[str, str], bool] | None = None
     """Whether a Bash line, run in a directory, only reads, as the permission rules judge it (plan mode's
     test): the Bash of a type with ``read_only_bash`` runs only such lines. None: that Bash runs nothing."""
+    on_file_change: Callable[[str, bytes | None, bytes], None] | None = None
+    """Told of each file of the parent's working tree a child's merge-back changed (the agent's ``file_changed``)."""
     context_for: Callable[[str], str] | None = None
     """The parent's working rules and environment as seen from a child's directory (the terminal agent's
     ``SessionPrompt.for_child``); None: the type's prompt and what is particular to sub-agents alone."""
@@ -142,8 +148,8 @@ class SubagentRunner:
     """Told ``ToolStarted`` and ``ToolFinished`` of the ``Agent`` calls that ``parallel_executor`` runs together
     (they do not pass through the executor that tells the run's observer), on the calling thread."""
 
-    def _executor(self, registry: Registry, traced: Any) -> Any:
-        ex = self.make_executor(registry) if self.make_executor is not None else None
+    def _executor(self, registry: Registry, traced: Any, cwd: str) -> Any:
+        ex = self.make_executor(registry, cwd) if self.make_executor is not None else None
         return traced.executor(ex) if traced is not None and ex is not None else ex
 
     def _record(self, kind: str, payload: Any) -> None:
@@ -232,6 +238,8 @@ class SubagentRunner:
                 with self._git_lock:
                     wt = Worktree.create(self.cwd, child_id)
             cwd = wt.cwd if wt is not None else self.cwd
+            if wt is not None:
+                self.worktrees[cwd] = (wt.repo, wt.path)
             if self.hooks is not None and self.hooks.has("SubagentStart"):
                 out = self.hooks.run("SubagentStart", {"agent_id": child_id, "agent_type": atype.name, "prompt": prompt}, matcher_value=atype.name)
                 self._record("hook", out.to_record())
@@ -261,12 +269,30 @@ class SubagentRunner:
             "description": description,
             **self._outcome(result, allowed[0], path, count, last_hash),
         }
-        worktree = wt.finish(child_id) if wt is not None else None
+        worktree = self._merge_back(wt, child_id) if wt is not None else None
         if worktree is not None:
             summary["worktree"] = worktree
         self.children.append(summary)
         self._record("subagent", {**summary, "transcript": path})
         return summary
+
+    def _merge_back(self, wt: Worktree, child_id: str) -> dict[str, Any]:
+        """``wt.finish``, telling ``on_file_change`` of each file of the parent's working tree the merge changed
+        (what it held before and after), as the file tools do, so ``rewind`` can undo a child's changes."""
+        self.worktrees.pop(wt.cwd, None)
+        before: dict[str, bytes | None] = {}
+
+        def snapshot(paths: Sequence[str]) -> None:
+            for p in paths:
+                before[p] = _content(p)
+
+        out = wt.finish(child_id, before_apply=snapshot if self.on_file_change is not None else None)
+        if self.on_file_change is not None:
+            for p, old in before.items():
+                new = _content(p)
+                if new != old:
+                    self.on_file_change(p, old, new if new is not None else b"")
+        return out
 
     def _drive(self, path: str, model: Any, registry: Registry, messages: list[Any], budget: Budget, atype: AgentType,
                meta: dict[str, Any], ledger: Any, out_tokens: int, observe: Any) -> tuple[RunResult, str, int]:
@@ -287,7 +313,7 @@ class SubagentRunner:
                     sink = traced
                 last = run(run_model, registry, messages, left, transcript=sink, prices=self.prices, model_name=model_name,
                            loop_threshold=self.loop_threshold, max_output_tokens=out_tokens, run_id=run_id, meta=meta,
-                           executor=_observed(self._executor(registry, traced), observe), observer=observe, ledger=ledger)
+                           executor=_observed(self._executor(registry, traced, str(meta["cwd"])), observe), observer=observe, ledger=ledger)
                 if traced is not None:
                     traced.finish()
                 result = gate.add(last)
@@ -423,6 +449,17 @@ def _observed(execute: Any, observe: Any) -> Any:
         return results
 
     return calls
+
+
+def _content(path: str) -> bytes | None:
+    """A regular file's bytes, or None (no such file, or not a regular file)."""
+    try:
+        if os.path.islink(path) or not os.path.isfile(path):
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 class _Stoppable:

@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,8 +175,9 @@ class Worktree:
              self.path)
         return _git(["rev-parse", "HEAD"], self.path)
 
-    def finish(self, child_id: str) -> dict[str, Any]:
-        """Remove the worktree if nothing changed; else commit the changes on its branch and keep it."""
+    def finish(self, child_id: str, before_apply: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
+        """Remove the worktree if nothing changed; else commit the changes on its branch and apply them to the
+        parent's working tree (``before_apply`` is first given the paths there that the patch touches)."""
         self.unlink_environments()  # never taken as a change
         dirty = _git(["status", "--porcelain"], self.path)
         head = _git(["rev-parse", "HEAD"], self.path)
@@ -191,6 +192,8 @@ class Worktree:
         commit = _git(["rev-parse", "HEAD"], self.path)
         out: dict[str, Any] = {"changed": True, "branch": self.branch, "commit": commit, "base": self.base,
                                "files": _git_z(["diff", "--name-only", "--no-renames", "-z", self.base, commit], self.repo)}
+        if before_apply is not None:
+            before_apply([os.path.join(self.repo, rel) for rel in out["files"]])
         state, report = self._apply_back(commit)
         out["applied"] = state  # "applied", "conflicts" (markers left in the files) or "failed"
         if state == "applied":

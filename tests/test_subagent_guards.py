@@ -1,0 +1,99 @@
+"""A sub-agent keeps every guard its parent has: its tools are made by the same factory, under the parent's
+rules re-rooted at its worktree, and what it changes is recorded for rewind.
+
+Claude Code's sub-agents inherit the parent's permission rules (code.claude.com/docs/en/sub-agents: a
+subagent's tool calls go through the same permission system). A child in a worktree works on a copy of
+the repository at another path, so a rule written for the project (``Edit(secret/**)``) must cover the
+copy's ``secret/`` too, or the merge-back would bring the forbidden change home.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop.agent.agent import Agent
+from agentloop.agent.permissions.rules import EDIT_TOOLS
+from agentloop.budget import usd
+from agentloop.testing.fakeprovider import FakeProvider
+from agentloop.transcript import read_records
+
+SPEC = "anthropic:claude-sonnet-4-5"
+PATCH = "*** Begin Patch\n*** Add File: {path}\n+planted\n*** End Patch"
+
+# How each writing tool a child has writes a new file at a path: every tool in the permission rules'
+# EDIT_TOOLS that the child's registry holds must be here (checked below), so a new writing tool is tried too.
+WRITES: dict[str, Any] = {
+    "Write": lambda p: {"file_path": p, "content": "planted\n"},
+    "Edit": lambda p: {"file_path": p, "old_string": "", "new_string": "planted\n"},
+    "MultiEdit": lambda p: {"file_path": p, "edits": [{"old_string": "", "new_string": "planted\n"}]},
+    "NotebookEdit": lambda p: {"notebook_path": p, "new_source": "planted", "edit_mode": "insert", "cell_type": "code"},
+    "apply_patch": lambda p: {"input": PATCH.format(path=p)},
+}
+
+
+def _repo(tmp_path: Path) -> Path:
+    cwd = tmp_path / "proj"
+    (cwd / "secret").mkdir(parents=True)
+    (cwd / "secret" / "key.txt").write_text("the parent's secret\n")
+    (cwd / "a.txt").write_text("one\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+    return cwd
+
+
+def _run(tmp_path: Path, cwd: Path, child_calls: list[dict[str, Any]], isolation: str | None = None) -> tuple[Agent, list[Any]]:
+    args: dict[str, Any] = {"description": "work", "prompt": "work"}
+    if isolation:
+        args["isolation"] = isolation
+    replies = [{"tool_calls": [{"name": "Agent", "arguments": args}]}, {"tool_calls": child_calls}, {"text": "child done"},
+               {"text": "parent done"}]
+    with FakeProvider({"replies": replies}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=SPEC, base_url=fp.url, env={"PATH": "/usr/bin:/bin"},
+                  permission_mode="bypassPermissions", max_usd_micros=usd("3"),
+                  cli_rules=(("deny", "Edit(secret/**)"), ("deny", "Read(secret/**)")))
+        try:
+            a.ask("go")
+        finally:
+            a.close("prompt_input_exit")
+        results = [b for b in fp.requests[2]["body"]["messages"][-1]["content"] if b.get("type") == "tool_result"]
+    return a, results
+
+
+def test_every_writing_tool_of_a_child_has_a_way_to_be_tried() -> None:
+    from agentloop.agent.tools.builtin import builtin_registry
+    from agentloop.agent.tools.workspace import Workspace
+
+    names = set(builtin_registry(Workspace("/tmp"), spill_dir="/tmp").names())
+    assert {n for n in EDIT_TOOLS if n in names} | ({"apply_patch"} & names) <= set(WRITES)
+
+
+@pytest.mark.parametrize("isolation", ["worktree", "none"])
+def test_a_childs_writing_tools_keep_the_parents_deny_rules_and_protected_paths(tmp_path: Path, isolation: str) -> None:
+    cwd = _repo(tmp_path)
+    calls = [{"name": tool, "arguments": make(f"secret/by-{tool}.txt" if tool != "NotebookEdit" else "secret/nb.ipynb")}
+             for tool, make in WRITES.items()]
+    calls.append({"name": "apply_patch", "arguments": WRITES["apply_patch"](".git/hooks/post-commit")})
+    calls.append({"name": "Read", "arguments": {"file_path": "secret/key.txt"}})
+    a, results = _run(tmp_path, cwd, calls, isolation)
+    assert len(results) == len(calls)
+    for call, result in zip(calls, results, strict=True):
+        assert result.get("is_error"), (call, result)
+        assert "the parent's secret" not in str(result["content"])
+    assert sorted(p.name for p in (cwd / "secret").iterdir()) == ["key.txt"]
+    assert not (cwd / ".git" / "hooks" / "post-commit").exists()
+
+
+@pytest.mark.parametrize("isolation", ["worktree", "none"])
+def test_what_a_child_changes_is_recorded_so_rewind_can_undo_it(tmp_path: Path, isolation: str) -> None:
+    cwd = _repo(tmp_path)
+    a, results = _run(tmp_path, cwd, [{"name": "Write", "arguments": {"file_path": "b.txt", "content": "from the child\n"}}],
+                      isolation)
+    assert not results[0].get("is_error"), results
+    assert (cwd / "b.txt").read_text() == "from the child\n"
+    changes = [r.payload for r in read_records(a.session.path) if r.kind == "file_change"]
+    assert [Path(c["path"]).name for c in changes] == ["b.txt"], changes
+    assert Path(changes[0]["path"]).resolve() == (cwd / "b.txt").resolve()
