@@ -1320,6 +1320,13 @@ SABOTAGES = [
         "    pass  # SABOTAGED\n",
         ["tests/test_git_jail.py::test_a_sub_agents_worktree_and_merge_back_run_none_of_the_repositorys_programs"],
     ),
+    Sabotage(
+        "the agentloop command keeps the provider keys in the environment /proc shows",
+        "src/agentloop/cli/held_keys.py",
+        '    if not names or os.name != "posix":\n',
+        "    if True:  # SABOTAGED\n",
+        ["tests/test_keys_in_memory.py::test_a_hook_finds_no_key_in_the_environment_of_agentloop_or_any_process_above_it"],
+    ),
 ]
 
 
