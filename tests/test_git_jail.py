@@ -222,3 +222,11 @@ def test_inside_the_jail_the_repositorys_programs_are_switched_off_too(tmp_path:
         assert p.returncode == 0, (args, p.stderr)
         assert _left(repo, marks) == [], args
     assert _plain_git(repo, "log", "--format=%ae", "-1").stdout.strip() == "t@example.com"  # the repository's identity
+
+
+def test_git_started_any_other_way_by_agentloop_is_refused(tmp_path: Path) -> None:
+    """The spawn path's other door (``popen``) does not start git on the host: git goes through the jail."""
+    with pytest.raises(ValueError, match="spawn.git"):
+        spawn.popen(["git", "status"], cwd=str(tmp_path), env=None)
+    with pytest.raises(ValueError, match="spawn.git"):
+        spawn.popen(["/usr/bin/git", "status"], cwd=str(tmp_path), env=None)

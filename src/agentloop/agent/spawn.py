@@ -122,7 +122,10 @@ def popen(
 
     Raises:
         OSError: it cannot start.
+        ValueError: ``argv`` starts git on the host: agentloop's own git goes through ``git()`` (the jail).
     """
+    if launcher is None and argv and os.path.basename(argv[0]) == "git":
+        raise ValueError("agentloop's own git runs through spawn.git, in the git jail (decision 0013)")
     child = _decided(env)
     if launcher is not None:
         return launcher(list(argv), child, tuple(pass_fds))
@@ -316,14 +319,43 @@ def filter_drivers(cwd: str, env: Mapping[str, str] | None = None) -> list[str]:
     return _filter_drivers(cwd, git_environment(env))
 
 
+_drivers_seen: dict[tuple[object, ...], list[str]] = {}
+
+
+def _config_stamp(cwd: str) -> tuple[object, ...]:
+    """What changes when the configuration files of the repository at ``cwd`` change (path, inode, size, time)."""
+    from .sandbox.gitjail import repository_paths
+
+    out: list[object] = []
+    for d in repository_paths(cwd)[1:3]:
+        for name in ("config", "config.worktree"):
+            try:
+                st = os.stat(os.path.join(d, name))
+            except OSError:
+                continue
+            out += [d, name, st.st_ino, st.st_size, st.st_mtime_ns]
+    return tuple(out)
+
+
 def _filter_drivers(cwd: str, genv: Mapping[str, str]) -> list[str]:
-    """The filter driver names the repository's config defines (read by git in the jail)."""
+    """The filter driver names the repository's config defines (read by git in the jail), remembered while
+    its configuration files stay the same (a sub-agent's worktree makes a dozen calls)."""
+    stamp = _config_stamp(cwd)
+    if stamp and stamp in _drivers_seen:
+        return _drivers_seen[stamp]
+    found = _list_filter_drivers(cwd, genv)
+    if stamp and found is not None:
+        _drivers_seen[stamp] = found
+    return found or []
+
+
+def _list_filter_drivers(cwd: str, genv: Mapping[str, str]) -> list[str] | None:
     try:
         p = _run_git(["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
                       "config", "--name-only", "--get-regexp", r"^filter\."], cwd=cwd, genv=genv, timeout=30,
                      write=False, paths=())
     except (OSError, subprocess.SubprocessError):
-        return []
+        return None
     names: set[str] = set()
     for line in p.stdout.splitlines():
         parts = line.strip().split(".")
