@@ -1327,6 +1327,20 @@ SABOTAGES = [
         "    if True:  # SABOTAGED\n",
         ["tests/test_keys_in_memory.py::test_a_hook_finds_no_key_in_the_environment_of_agentloop_or_any_process_above_it"],
     ),
+    Sabotage(
+        "the key --api-key-env names stays in the environment /proc shows",
+        "src/agentloop/cli/held_keys.py",
+        "            names.add(args[i + 1])\n",
+        "            pass  # SABOTAGED\n",
+        ["tests/test_keys_in_memory.py::test_a_hook_finds_no_key_in_the_environment_of_agentloop_or_any_process_above_it"],
+    ),
+    Sabotage(
+        "spawn.popen starts git on the host, outside the git jail",
+        "src/agentloop/agent/spawn.py",
+        '    if launcher is None and argv and os.path.basename(argv[0]) == "git":\n',
+        "    if False:  # SABOTAGED\n",
+        ["tests/test_git_jail.py::test_git_started_any_other_way_by_agentloop_is_refused"],
+    ),
 ]
 
 
