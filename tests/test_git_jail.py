@@ -34,7 +34,8 @@ HOOKS = ("post-index-change", "post-checkout", "pre-commit", "prepare-commit-msg
          "reference-transaction", "pre-auto-gc", "post-rewrite", "post-merge")
 
 # Written as a hostile repository would, in spellings git accepts: a driver named with "=" and one with
-# dots, a section and keys in mixed case, programs brought in by include.path and includeIf.
+# dots, a section and keys in mixed case, the old [section.subsection] form with a value continued on the
+# next line, programs brought in by include.path and includeIf.
 CONFIG = """[core]
 \trepositoryformatversion = 0
 \tbare = false
@@ -50,6 +51,10 @@ CONFIG = """[core]
 [Filter "Mixed"]
 \tCLEAN = sh tools/mark.sh filter-mixed
 \tSmudge = sh tools/mark.sh filter-mixed
+[filter.legacy]
+\tclean = sh tools/mark.sh \\
+filter-legacy
+\tsmudge = sh tools/mark.sh filter-legacy
 [diff "tc"]
 \ttextconv = sh tools/mark.sh textconv
 [diff]
@@ -81,8 +86,9 @@ dots.txt filter=x.y.z diff=tc
 mixed.txt filter=Mixed diff=tc
 inc.txt filter=inc diff=tc
 cond.txt filter=cond diff=tc
+legacy.txt filter=legacy diff=tc
 """
-FILES = ("eq.txt", "dots.txt", "mixed.txt", "inc.txt", "cond.txt")
+FILES = ("eq.txt", "dots.txt", "mixed.txt", "inc.txt", "cond.txt", "legacy.txt")
 
 
 def _plain_git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -139,7 +145,7 @@ def test_the_hostile_repository_runs_its_programs_under_plain_git(tmp_path: Path
     _plain_git(repo, "ls-remote", "ssh://example.invalid/x")
     _plain_git(repo, "commit", "-qam", "x")
     ran = set(os.listdir(marks))
-    assert {"fsmonitor", "filter-eq", "filter-dots", "filter-mixed", "filter-include", "filter-includeif",
+    assert {"fsmonitor", "filter-eq", "filter-dots", "filter-mixed", "filter-include", "filter-includeif", "filter-legacy",
             "external-diff", "ssh", "hook-pre-commit", "hook-post-commit"} <= ran, ran
 
 
