@@ -1341,6 +1341,13 @@ SABOTAGES = [
         "    if False:  # SABOTAGED\n",
         ["tests/test_git_jail.py::test_git_started_any_other_way_by_agentloop_is_refused"],
     ),
+    Sabotage(
+        "in a git call that writes, the jail lets the repository's config and hooks be changed",
+        "src/agentloop/agent/sandbox/gitjail.py",
+        "    if write:  # what git reads to find programs stays as it was, even in a call that writes\n",
+        "    if False:  # SABOTAGED\n",
+        ["tests/test_git_jail.py::test_a_program_in_a_call_that_writes_cannot_change_what_git_runs_later"],
+    ),
 ]
 
 

@@ -236,3 +236,38 @@ def test_git_started_any_other_way_by_agentloop_is_refused(tmp_path: Path) -> No
         spawn.popen(["git", "status"], cwd=str(tmp_path), env=None)
     with pytest.raises(ValueError, match="spawn.git"):
         spawn.popen(["/usr/bin/git", "status"], cwd=str(tmp_path), env=None)
+
+
+def test_a_program_in_a_call_that_writes_cannot_change_what_git_runs_later(tmp_path: Path) -> None:
+    """In a call where the repository is writable, its config, hooks and info stay read-only in the jail:
+    whatever ran cannot leave a hook or a setting for the user's next git on the host."""
+    repo, marks = hostile_repo(tmp_path)
+    (repo / "tools" / "plant.sh").write_text(
+        'echo "[core]\\n\\tfsmonitor = sh planted.sh" >> .git/config 2>/dev/null && echo config-written\n'
+        'touch .git/hooks/pre-push 2>/dev/null && echo hook-written\n'
+        'touch .git/info/attributes 2>/dev/null && echo info-written\n'
+        'touch planted-in-work-tree && echo work-tree-written\n')
+    before = (repo / ".git" / "config").read_text()
+    with (repo / ".git" / "config").open("a") as f:
+        f.write('[alias]\n\tplant = "!sh tools/plant.sh"\n')
+    out = spawn.git(["plant"], cwd=str(repo), write=True).stdout.split()
+    assert out == ["work-tree-written"], out  # the work tree is writable, as the call asked
+    assert (repo / ".git" / "config").read_text().startswith(before) and "planted" not in (repo / ".git" / "config").read_text()
+    assert not (repo / ".git" / "hooks" / "pre-push").exists() and not (repo / ".git" / "info" / "attributes").exists()
+
+
+def test_a_sub_agent_that_changed_nothing_leaves_no_worktree_or_branch(tmp_path: Path) -> None:
+    from agentloop.agent.subagents.worktree import Worktree
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _plain_git(repo, "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("a\n")
+    _plain_git(repo, "add", "-A")
+    _plain_git(repo, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "start")
+    wt = Worktree.create(str(repo), "agent-x")
+    assert Path(wt.path, "a.txt").read_text() == "a\n"
+    assert wt.finish("agent-x") == {"changed": False, "removed": True}
+    assert not Path(wt.scratch).exists()
+    assert "agentloop/agent-x" not in _plain_git(repo, "branch", "--list").stdout
+    assert _plain_git(repo, "worktree", "list").stdout.count("\n") == 1

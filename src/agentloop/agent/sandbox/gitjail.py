@@ -16,7 +16,9 @@ Rules:
 2. The repository (its work tree, git directory and common directory, and
    the object stores its ``alternates`` name) is put back, read-only unless
    the call writes; the caller names any other path the call needs
-   (``paths``), with the same mode.
+   (``paths``), with the same mode. Even in a call that writes, what in a
+   git directory names programs (``KEPT``: config, hooks, info...) stays
+   read-only.
 3. The environment is the one ``spawn.git_environment`` made: no key (and,
    since agentloop holds its keys in memory only, none to read from
    ``/proc`` either).
@@ -35,6 +37,10 @@ __all__ = ["GitUnconfined", "jail_argv", "repository_paths"]
 
 HIDDEN = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 """Folders of the host emptied inside the jail, besides the homes."""
+
+
+KEPT = ("config", "config.worktree", "hooks", "info", "commondir", "gitdir")
+"""Inside a git directory: what names programs or where git looks for them, read-only in every call."""
 
 
 class GitUnconfined(OSError):
@@ -100,9 +106,16 @@ def jail_argv(bwrap: str, argv: Sequence[str], *, cwd: str, write: bool, paths: 
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for h in _hidden():
         out += ["--tmpfs", h]
-    shown = {os.path.realpath(p) for p in (*repository_paths(cwd), *paths) if os.path.exists(p)}
+    repo = repository_paths(cwd)
+    shown = {os.path.realpath(p) for p in (*repo, *paths) if os.path.exists(p)}
     for p in sorted(shown, key=len):
         out += ["--bind" if write else "--ro-bind", p, p]
+    if write:  # what git reads to find programs stays as it was, even in a call that writes
+        for d in repo[1:]:
+            for name in KEPT:
+                f = os.path.join(d, name)
+                if os.path.lexists(f) and not os.path.islink(f):
+                    out += ["--ro-bind", f, f]
     out += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--chdir", os.path.realpath(cwd), "--", *argv]
     return out
