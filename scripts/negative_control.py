@@ -521,7 +521,8 @@ SABOTAGES = [
         "src/agentloop/agent/spawn.py",
         '    "core.fsmonitor=false",\n',
         "",
-        ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_fsmonitor_or_hook_the_repository_configures"],
+        ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_fsmonitor_or_hook_the_repository_configures",
+         "tests/test_git_jail.py::test_inside_the_jail_the_repositorys_programs_are_switched_off_too"],
     ),
     Sabotage(
         "children inherit secret-named variables (GITHUB_TOKEN...) nobody allowed",
@@ -550,7 +551,8 @@ SABOTAGES = [
         "src/agentloop/agent/spawn.py",
         "    drivers = _filter_drivers(cwd, genv)\n",
         "    drivers: list[str] = []  # SABOTAGED\n",
-        ["tests/test_spawn.py::test_git_for_a_sub_agents_worktree_runs_none_of_the_repositorys_code"],
+        ["tests/test_spawn.py::test_git_for_a_sub_agents_worktree_runs_none_of_the_repositorys_code",
+         "tests/test_git_jail.py::test_a_sub_agents_worktree_and_merge_back_run_none_of_the_repositorys_programs"],
     ),
     Sabotage(
         "a process started outside the spawn path goes unnoticed",
@@ -1331,6 +1333,63 @@ SABOTAGES = [
         "                    self.on_file_change(p, old, new if new is not None else b\"\")",
         "                    pass  # SABOTAGED",
         ["tests/test_subagent_guards.py"],
+    ),
+    # agentloop's own git runs in the git jail (decision 0013)
+    Sabotage(
+        "agentloop's own git runs on the host instead of in the git jail",
+        "src/agentloop/agent/spawn.py",
+        "jail_argv(bwrap, argv, cwd=cwd, write=write, paths=paths)",
+        "list(argv)",
+        ["tests/test_git_jail.py::test_a_program_git_runs_for_agentloop_is_jailed"],
+    ),
+    Sabotage(
+        "the git jail leaves the homes and /tmp of the host in view",
+        "src/agentloop/agent/sandbox/gitjail.py",
+        '        out += ["--tmpfs", h]\n',
+        "        pass  # SABOTAGED\n",
+        ["tests/test_git_jail.py::test_a_program_git_runs_for_agentloop_is_jailed"],
+    ),
+    Sabotage(
+        "where no sandbox starts, agentloop's git runs on the host",
+        "src/agentloop/agent/spawn.py",
+        "    bwrap = jail_bwrap()\n",
+        "    bwrap = None  # SABOTAGED\n    return subprocess.run(list(argv), cwd=cwd, env=dict(genv), capture_output=True, text=True)\n",
+        ["tests/test_git_jail.py::test_without_a_sandbox_agentloop_runs_no_git"],
+    ),
+    Sabotage(
+        "a repository's filter drivers stay on inside the git jail (a driver named a=b)",
+        "src/agentloop/agent/spawn.py",
+        "    _no_filters(genv, drivers)\n",
+        "    pass  # SABOTAGED\n",
+        ["tests/test_git_jail.py::test_a_sub_agents_worktree_and_merge_back_run_none_of_the_repositorys_programs"],
+    ),
+    Sabotage(
+        "the agentloop command keeps the provider keys in the environment /proc shows",
+        "src/agentloop/cli/held_keys.py",
+        '    if not names or os.name != "posix":\n',
+        "    if True:  # SABOTAGED\n",
+        ["tests/test_keys_in_memory.py::test_a_hook_finds_no_key_in_the_environment_of_agentloop_or_any_process_above_it"],
+    ),
+    Sabotage(
+        "the key --api-key-env names stays in the environment /proc shows",
+        "src/agentloop/cli/held_keys.py",
+        "            names.add(args[i + 1])\n",
+        "            pass  # SABOTAGED\n",
+        ["tests/test_keys_in_memory.py::test_a_hook_finds_no_key_in_the_environment_of_agentloop_or_any_process_above_it"],
+    ),
+    Sabotage(
+        "spawn.popen starts git on the host, outside the git jail",
+        "src/agentloop/agent/spawn.py",
+        '    if launcher is None and argv and os.path.basename(argv[0]) == "git":\n',
+        "    if False:  # SABOTAGED\n",
+        ["tests/test_git_jail.py::test_git_started_any_other_way_by_agentloop_is_refused"],
+    ),
+    Sabotage(
+        "in a git call that writes, the jail lets the repository's config and hooks be changed",
+        "src/agentloop/agent/sandbox/gitjail.py",
+        "    if write:  # what git reads to find programs stays as it was, even in a call that writes\n",
+        "    if False:  # SABOTAGED\n",
+        ["tests/test_git_jail.py::test_a_program_in_a_call_that_writes_cannot_change_what_git_runs_later"],
     ),
 ]
 

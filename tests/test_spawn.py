@@ -50,6 +50,8 @@ ALLOWED_SITES = {
     "mcp/client.py": 1,
     # batch workers are agentloop's own processes running models (they need the keys); they run no tool
     "batch/runner.py": 1,
+    # the agentloop command executing itself again without the provider keys in its environment (decision 0013)
+    "cli/held_keys.py": 1,
 }
 """Where a process may start besides the spawn path, and how many places each file has."""
 

@@ -135,22 +135,26 @@ def test_the_git_snapshot_runs_no_clean_filter_the_repository_configures(tmp_pat
     assert not marker.exists()
 
 
-def test_outside_a_repository_the_snapshot_starts_no_git_at_all(tmp_path: Path) -> None:
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    log = tmp_path / "git.log"
-    (fake / "git").write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec /usr/bin/env -u PATH git "$@"\n')
-    (fake / "git").chmod(0o755)
-    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+def test_outside_a_repository_the_snapshot_starts_no_git_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.agent import spawn
+
+    started: list[list[str]] = []
+    real = spawn._run_git
+
+    def counted(argv: list[str], **kw: object) -> object:
+        started.append(list(argv))
+        return real(argv, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spawn, "_run_git", counted)
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert git_snapshot(str(plain), env) is None and not log.exists()
+    assert git_snapshot(str(plain), dict(os.environ)) is None and not started
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q")
     sub = repo / "deep" / "er"
     sub.mkdir(parents=True)
-    assert git_snapshot(str(sub), env) is not None and log.exists()  # found from a folder inside it
+    assert git_snapshot(str(sub), dict(os.environ)) is not None and started  # found from a folder inside it
 
 
 def test_a_long_status_is_cut_to_a_count(tmp_path: Path) -> None:

@@ -19,10 +19,14 @@ Rules:
 2. Confinement is the sandbox's (``sandbox/bubblewrap.py``): a caller that
    runs a command inside it passes the sandbox's launcher, and ``popen``
    hands it the argv and the decided environment.
-3. Git that agentloop runs for itself (``git()``) runs none of a
-   repository's code: no hooks, no fsmonitor, no pager, no external diff or
-   textconv, no clean/smudge/process filters, no system or user config of the
-   repository's choosing, and no prompt for credentials.
+3. Git that agentloop runs for itself (``git()``) runs in the git jail
+   (``sandbox/gitjail.py``, decision 0013): whatever a repository's
+   configuration makes git run, under any name or spelling, runs there with
+   no key, no network, no home, and nothing writable but the repository the
+   call works on. Where no sandbox starts, no git runs (``GitUnconfined``).
+   Hooks, fsmonitor, pager, external diff, textconv and the repository's
+   filters are also switched off by name, and git reads no system or user
+   config: in practice nothing runs even in the jail.
 4. Every child starts in a session of its own (its process group is its
    pid), so ending the group ends everything it started.
 """
@@ -30,7 +34,9 @@ Rules:
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
@@ -116,7 +122,10 @@ def popen(
 
     Raises:
         OSError: it cannot start.
+        ValueError: ``argv`` starts git on the host: agentloop's own git goes through ``git()`` (the jail).
     """
+    if launcher is None and argv and os.path.basename(argv[0]) == "git":
+        raise ValueError("agentloop's own git runs through spawn.git, in the git jail (decision 0013)")
     child = _decided(env)
     if launcher is not None:
         return launcher(list(argv), child, tuple(pass_fds))
@@ -153,6 +162,7 @@ GIT_SAFE_CONFIG = (
     "core.askPass=",
     "core.sshCommand=false",
     "commit.gpgSign=false",
+    "log.showSignature=false",
     "tag.gpgSign=false",
     "status.submoduleSummary=false",
     "diff.ignoreSubmodules=all",
@@ -192,56 +202,112 @@ def _git_argv(args: Sequence[str]) -> list[str]:
     return [*argv, sub, *rest] if sub else argv
 
 
-def git(
-    args: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None, timeout: float = 60,
-    drivers: Sequence[str] | None = None,
+def _run_git(
+    argv: Sequence[str], *, cwd: str, genv: Mapping[str, str], timeout: float, write: bool, paths: Sequence[str],
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``git ARGS`` for agentloop itself (rule 3), output captured as text.
-
-    A repository's filters (``filter.<driver>.clean`` / ``smudge`` /
-    ``process``) are the one thing ``-c`` cannot switch off by name, since
-    the driver names are the repository's: every driver its config names is
-    set to ``cat`` here, and ``.gitattributes`` then asks for a command that
-    does nothing. ``drivers``: those names, from ``filter_drivers(cwd, env)``
-    for several calls in a row in the same repository (else read here).
+    """``argv`` (a git command line) run in the git jail (rule 3, ``sandbox/gitjail.py``), output captured as text.
 
     Raises:
+        GitUnconfined: no sandbox can start here, so no git runs.
+        OSError: bwrap cannot start.
+        subprocess.TimeoutExpired: it ran past ``timeout``.
+    """
+    from .sandbox.gitjail import jail_argv
+
+    bwrap = jail_bwrap()
+    return subprocess.run(jail_argv(bwrap, argv, cwd=cwd, write=write, paths=paths), cwd=cwd, env=dict(genv),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+                          start_new_session=True)
+
+
+_jail_probed: dict[str, str | None] = {}
+_jail_lock = threading.Lock()
+
+
+def jail_bwrap() -> str:
+    """The bwrap that starts the git jail here, tried once per process (a ``true`` in the jail).
+
+    Raises:
+        GitUnconfined: there is none, or it cannot start a jail here (the message says why).
+    """
+    from .sandbox.gitjail import GitUnconfined, jail_argv
+
+    path = shutil.which("bwrap")
+    if path is None:
+        raise GitUnconfined("agentloop runs its own git only inside a sandbox, and bubblewrap (bwrap) is not installed")
+    with _jail_lock:
+        if path not in _jail_probed:
+            try:
+                p = subprocess.run(jail_argv(path, ["true"], cwd="/", write=False), stdin=subprocess.DEVNULL,
+                                   capture_output=True, text=True, timeout=10, env={"PATH": os.defpath})
+                why = None if p.returncode == 0 else (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                why = str(exc)
+            _jail_probed[path] = why
+        why = _jail_probed[path]
+    if why is not None:
+        raise GitUnconfined(f"agentloop runs its own git only inside a sandbox, and bubblewrap cannot start one here: {why}")
+    return path
+
+
+def _no_filters(genv: dict[str, str], drivers: Sequence[str]) -> None:
+    """Each named filter driver set to do nothing, by key and value apart (``GIT_CONFIG_KEY_n``): a driver
+    named ``a=b`` cannot be split at its ``=`` as a ``-c`` would. Defence in depth: the jail is the wall."""
+    n = 0
+    for d in drivers:
+        for key, value in (("clean", "cat"), ("smudge", "cat"), ("process", ""), ("required", "false")):
+            genv[f"GIT_CONFIG_KEY_{n}"], genv[f"GIT_CONFIG_VALUE_{n}"] = f"filter.{d}.{key}", value
+            n += 1
+    if n:
+        genv["GIT_CONFIG_COUNT"] = str(n)
+
+
+def git(
+    args: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None, timeout: float = 60,
+    drivers: Sequence[str] | None = None, write: bool = False, paths: Sequence[str] = (),
+) -> subprocess.CompletedProcess[str]:
+    """Run ``git ARGS`` for agentloop itself (rule 3), in the git jail, output captured as text.
+
+    ``write``: the repository at ``cwd`` (work tree and git directories) and ``paths`` are writable;
+    else everything is read-only. ``paths``: what else the call reads or writes (a patch file, a new
+    worktree's folder). The hooks, pager, external diff, textconv and filters are also switched off by
+    name; ``drivers``: the repository's filter driver names, from ``filter_drivers(cwd, env)`` for
+    several calls in a row in the same repository (else read here).
+
+    Raises:
+        GitUnconfined: no sandbox can start here (an ``OSError``): no git runs.
         OSError: git cannot start.
         subprocess.TimeoutExpired: it ran past ``timeout``.
     """
     genv = git_environment(env)
-    argv = _git_argv(args)
     if drivers is None:
         drivers = _filter_drivers(cwd, genv)
-    if drivers:
-        extra: list[str] = []
-        for d in drivers:
-            extra += ["-c", f"filter.{d}.clean=cat", "-c", f"filter.{d}.smudge=cat",
-                      "-c", f"filter.{d}.process=", "-c", f"filter.{d}.required=false"]
-        argv = [argv[0], *extra, *argv[1:]]
-    return subprocess.run(argv, cwd=cwd, env=genv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout, start_new_session=True)
+    _no_filters(genv, drivers)
+    return _run_git(_git_argv(args), cwd=cwd, genv=genv, timeout=timeout, write=write, paths=paths)
 
 
 def git_identity(cwd: str, env: Mapping[str, str] | None = None) -> list[str]:
-    """``-c user.name=... -c user.email=...`` from the user's own git config, or agentloop's when there is none.
+    """``-c user.name=... -c user.email=...`` from the repository's or the user's own git config, or agentloop's.
 
-    ``git()`` reads no user config (rule 3), so the identity a commit needs is
-    read here, by ``git config`` alone, which runs nothing.
+    The repository's is read by ``git config`` in the jail (which hides the user's home); the user's own
+    files are read here, in this process, without starting anything.
     """
+    from .sandbox.gitguard import config_entries, user_home_of
+
     got: dict[str, str] = {}
     for key in ("user.name", "user.email"):
         try:
-            p = subprocess.run(
-                ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "config", "--get", key],
-                cwd=cwd, env={**_decided(env), "GIT_CONFIG_NOSYSTEM": "1"}, stdin=subprocess.DEVNULL,
-                capture_output=True, text=True, timeout=30, start_new_session=True,
-            )
+            p = _run_git(["git", "config", "--get", key], cwd=cwd, genv=git_environment(env), timeout=30, write=False, paths=())
         except (OSError, subprocess.SubprocessError):
             continue
         value = p.stdout.strip()
         if p.returncode == 0 and value and "\n" not in value:
             got[key] = value
+    home = user_home_of({})
+    for cf in (os.path.join(home, ".config", "git", "config"), os.path.join(home, ".gitconfig")):
+        for k, v in config_entries(cf):
+            if k in ("user.name", "user.email") and v and "\n" not in v and k not in got:
+                got[k] = v
     if "user.email" not in got:
         got = {"user.name": "agentloop", "user.email": "agentloop@localhost"}
     got.setdefault("user.name", "agentloop")
@@ -253,17 +319,43 @@ def filter_drivers(cwd: str, env: Mapping[str, str] | None = None) -> list[str]:
     return _filter_drivers(cwd, git_environment(env))
 
 
+_drivers_seen: dict[tuple[object, ...], list[str]] = {}
+
+
+def _config_stamp(cwd: str) -> tuple[object, ...]:
+    """What changes when the configuration files of the repository at ``cwd`` change (path, inode, size, time)."""
+    from .sandbox.gitjail import repository_paths
+
+    out: list[object] = []
+    for d in repository_paths(cwd)[1:3]:
+        for name in ("config", "config.worktree"):
+            try:
+                st = os.stat(os.path.join(d, name))
+            except OSError:
+                continue
+            out += [d, name, st.st_ino, st.st_size, st.st_mtime_ns]
+    return tuple(out)
+
+
 def _filter_drivers(cwd: str, genv: Mapping[str, str]) -> list[str]:
-    """The filter driver names the repository's config defines (read by git itself, which runs nothing to list them)."""
+    """The filter driver names the repository's config defines (read by git in the jail), remembered while
+    its configuration files stay the same (a sub-agent's worktree makes a dozen calls)."""
+    stamp = _config_stamp(cwd)
+    if stamp and stamp in _drivers_seen:
+        return _drivers_seen[stamp]
+    found = _list_filter_drivers(cwd, genv)
+    if stamp and found is not None:
+        _drivers_seen[stamp] = found
+    return found or []
+
+
+def _list_filter_drivers(cwd: str, genv: Mapping[str, str]) -> list[str] | None:
     try:
-        p = subprocess.run(
-            ["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-             "config", "--name-only", "--get-regexp", r"^filter\."],
-            cwd=cwd, env=dict(genv), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
-            start_new_session=True,
-        )
+        p = _run_git(["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+                      "config", "--name-only", "--get-regexp", r"^filter\."], cwd=cwd, genv=genv, timeout=30,
+                     write=False, paths=())
     except (OSError, subprocess.SubprocessError):
-        return []
+        return None
     names: set[str] = set()
     for line in p.stdout.splitlines():
         parts = line.strip().split(".")

@@ -127,6 +127,10 @@ def _is_short_cluster(word: str, known: set[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None and os.path.basename(sys.argv[0]) in ("agentloop", "__main__.py"):  # the command itself
+        from .held_keys import hold_keys
+
+        hold_keys(sys.argv[1:])  # the provider keys out of the environment /proc shows (decision 0013)
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         from agentloop import __version__  # no parser to build for this one
 

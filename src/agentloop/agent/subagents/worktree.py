@@ -29,24 +29,28 @@ from typing import Any
 
 from ...tools import ToolError
 from .. import spawn
+from ..sandbox.gitjail import GitUnconfined
 
 __all__ = ["Worktree", "has_commit"]
 
 
-def _git_out(args: Sequence[str], cwd: str) -> str:
-    """What ``git ARGS`` prints, run as agentloop runs git for itself: none of the repository's hooks, filters
-    or helpers (``spawn.git``). A failure or a run past 60 s is a ``ToolError``."""
+def _git_out(args: Sequence[str], cwd: str, paths: Sequence[str] = (), *, write: bool = True) -> str:
+    """What ``git ARGS`` prints, run as agentloop runs git for itself, in the git jail (``spawn.git``): the
+    repository at ``cwd`` and ``paths`` writable unless ``write`` is False. A failure, no sandbox to run git
+    in, or a run past 60 s is a ``ToolError``."""
     try:
-        p = spawn.git(args, cwd=cwd, timeout=60)
+        p = spawn.git(args, cwd=cwd, timeout=60, write=write, paths=paths)
     except subprocess.TimeoutExpired:
         raise ToolError(f"git {' '.join(args[:2])} took more than 60 s") from None
+    except GitUnconfined as exc:
+        raise ToolError(f"isolation \"worktree\" is not available: {exc}") from None
     if p.returncode != 0:
         raise ToolError(f"git {' '.join(args[:2])} failed: {p.stderr.strip()[:300]}")
     return str(p.stdout)
 
 
-def _git(args: Sequence[str], cwd: str) -> str:
-    return _git_out(args, cwd).strip()
+def _git(args: Sequence[str], cwd: str, paths: Sequence[str] = (), *, write: bool = True) -> str:
+    return _git_out(args, cwd, paths, write=write).strip()
 
 
 def _under_link(root: str, rel: str) -> bool:
@@ -82,16 +86,24 @@ class Worktree:
     def cwd(self) -> str:
         return os.path.join(self.path, self.subdir) if self.subdir else self.path
 
+    @property
+    def scratch(self) -> str:
+        """The private folder holding the worktree and the patch: the one place outside the repository
+        agentloop's git writes (the jail could not remove the worktree's folder itself, a mount point there)."""
+        return os.path.dirname(self.path)
+
     @classmethod
     def create(cls, cwd: str, child_id: str) -> Worktree:
         try:
-            repo = _git(["rev-parse", "--show-toplevel"], cwd)
-        except (ToolError, OSError):
+            repo = _git(["rev-parse", "--show-toplevel"], cwd, write=False)
+        except ToolError as exc:
+            if "not available" in str(exc):
+                raise
             raise ToolError(f"isolation \"worktree\" needs a git repository; {cwd} is not in one") from None
-        base = _git(["rev-parse", "HEAD"], repo)
-        path = tempfile.mkdtemp(prefix=f"agentloop-{child_id}-")
+        base = _git(["rev-parse", "HEAD"], repo, write=False)
+        path = os.path.join(tempfile.mkdtemp(prefix=f"agentloop-{child_id}-"), "worktree")
         branch = f"agentloop/{child_id}"
-        _git(["worktree", "add", "-q", "-b", branch, path, base], repo)
+        _git(["worktree", "add", "-q", "-b", branch, path, base], repo, [os.path.dirname(path)])
         sub = os.path.relpath(os.path.realpath(cwd), os.path.realpath(repo))
         wt = cls(repo, path, branch, base, "" if sub == "." else sub)
         wt.base = wt._carry_over(child_id)
@@ -109,7 +121,7 @@ class Worktree:
 
         with open(spec_path, encoding="utf-8", errors="replace") as f:
             spec = pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
-        ignored = _git_z(["ls-files", "--others", "--ignored", "--exclude-standard", "-z"], self.repo)
+        ignored = _git_z(["ls-files", "--others", "--ignored", "--exclude-standard", "-z"], self.repo, write=False)
         count = size = 0
         for rel in ignored:
             src = os.path.join(self.repo, rel)
@@ -137,7 +149,8 @@ class Worktree:
                 src, dst = os.path.join(self.repo, rel), os.path.join(self.path, rel)
                 if not os.path.isdir(src) or os.path.islink(src) or os.path.lexists(dst):
                     continue
-                if not _git_z(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z", "--", rel], self.repo):
+                if not _git_z(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z", "--", rel],
+                              self.repo, write=False):
                     continue  # tracked or not ignored: the worktree has it already, or it is the project's own
                 os.makedirs(os.path.dirname(dst) or self.path, exist_ok=True)
                 os.symlink(os.path.realpath(src), dst)
@@ -151,8 +164,8 @@ class Worktree:
 
     def _carry_over(self, child_id: str) -> str:
         """Copy the parent's uncommitted work into the worktree and commit it there (rule 1). Returns the start commit."""
-        changed = _git_z(["diff", "HEAD", "--name-only", "--no-renames", "-z"], self.repo)
-        untracked = _git_z(["ls-files", "--others", "--exclude-standard", "-z"], self.repo)
+        changed = _git_z(["diff", "HEAD", "--name-only", "--no-renames", "-z"], self.repo, write=False)
+        untracked = _git_z(["ls-files", "--others", "--exclude-standard", "-z"], self.repo, write=False)
         if not changed and not untracked:
             return self.base
         size = 0
@@ -175,14 +188,19 @@ class Worktree:
              self.path)
         return _git(["rev-parse", "HEAD"], self.path)
 
+    def _remove(self) -> None:
+        """The worktree removed (its folder is inside ``scratch``, writable in the jail), then ``scratch``."""
+        _git(["worktree", "remove", "--force", self.path], self.repo, [self.scratch])
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
     def finish(self, child_id: str, before_apply: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
         """Remove the worktree if nothing changed; else commit the changes on its branch and apply them to the
         parent's working tree (``before_apply`` is first given the paths there that the patch touches)."""
         self.unlink_environments()  # never taken as a change
-        dirty = _git(["status", "--porcelain"], self.path)
-        head = _git(["rev-parse", "HEAD"], self.path)
+        dirty = _git(["status", "--porcelain"], self.path, write=False)
+        head = _git(["rev-parse", "HEAD"], self.path, write=False)
         if not dirty and head == self.base:
-            _git(["worktree", "remove", "--force", self.path], self.repo)
+            self._remove()
             _git(["branch", "-D", self.branch], self.repo)
             return {"changed": False, "removed": True}
         if dirty:
@@ -191,13 +209,13 @@ class Worktree:
             _git([*ident, "commit", "-q", "-m", f"agentloop sub-agent {child_id}"], self.path)
         commit = _git(["rev-parse", "HEAD"], self.path)
         out: dict[str, Any] = {"changed": True, "branch": self.branch, "commit": commit, "base": self.base,
-                               "files": _git_z(["diff", "--name-only", "--no-renames", "-z", self.base, commit], self.repo)}
+                               "files": _git_z(["diff", "--name-only", "--no-renames", "-z", self.base, commit], self.repo, write=False)}
         if before_apply is not None:
             before_apply([os.path.join(self.repo, rel) for rel in out["files"]])
         state, report = self._apply_back(commit)
         out["applied"] = state  # "applied", "conflicts" (markers left in the files) or "failed"
         if state == "applied":
-            _git(["worktree", "remove", "--force", self.path], self.repo)
+            self._remove()
             out["removed"] = True
         else:
             out.update(removed=False, path=self.path, conflicts=report)
@@ -207,9 +225,9 @@ class Worktree:
         """The patch file by file: as is where it applies, else a three-way merge. Returns (conflicted, failed)."""
         conflicted: list[str] = []
         failed: list[str] = []
-        for rel in _git_z(["diff", "--name-only", "--no-renames", "-z", self.base, commit], self.repo):
-            if _try(["apply", "--check", f"--include={rel}", patch], self.repo)[0]:
-                ok, said = _try(["apply", f"--include={rel}", patch], self.repo)
+        for rel in _git_z(["diff", "--name-only", "--no-renames", "-z", self.base, commit], self.repo, write=False):
+            if _try(["apply", "--check", f"--include={rel}", patch], self.repo, self.scratch)[0]:
+                ok, said = _try(["apply", f"--include={rel}", patch], self.repo, self.scratch)
                 if not ok:
                     failed.append(f"{rel}: {said[:200]}")
                 continue
@@ -218,7 +236,7 @@ class Worktree:
             if not (inside and os.path.isfile(mine) and os.path.isfile(theirs)):  # never through a symlink
                 failed.append(f"{rel}: changed or deleted on both sides")
                 continue
-            with tempfile.TemporaryDirectory(prefix="agentloop-merge-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="agentloop-merge-", dir=self.scratch) as tmp:
                 other = shutil.copyfile(theirs, os.path.join(tmp, "other"))
                 try:
                     _git(["checkout", self.base, "--", rel], self.path)  # the start's version, as bytes
@@ -236,14 +254,14 @@ class Worktree:
 
     def _apply_back(self, commit: str) -> tuple[str, str]:
         """Rule 2: apply ``base..commit`` to the parent's working tree. Returns (state, what git said)."""
-        fd, patch = tempfile.mkstemp(prefix="agentloop-subagent-", suffix=".patch")
+        fd, patch = tempfile.mkstemp(prefix="agentloop-subagent-", suffix=".patch", dir=self.scratch)
         os.close(fd)
         try:
-            _git(["diff", "--binary", "--no-renames", f"--output={patch}", self.base, commit], self.repo)
+            _git(["diff", "--binary", "--no-renames", f"--output={patch}", self.base, commit], self.repo, [self.scratch])
             if os.path.getsize(patch) == 0:
                 return "applied", ""
-            if _try(["apply", "--check", patch], self.repo)[0]:
-                ok, said = _try(["apply", patch], self.repo)
+            if _try(["apply", "--check", patch], self.repo, self.scratch)[0]:
+                ok, said = _try(["apply", patch], self.repo, self.scratch)
                 if ok:
                     return "applied", ""
             conflicted, failed = self._by_file(patch, commit)
@@ -267,23 +285,25 @@ def _merge(current: str, base: str, other: str) -> int:
     """``git merge-file`` of the three versions into ``current``: 0 clean, >0 conflicts, <0 it could not."""
     try:
         p = spawn.git(["merge-file", "-L", "working tree", "-L", "start", "-L", "sub-agent", current, base, other],
-                      cwd=os.path.dirname(current), timeout=60)
+                      cwd=os.path.dirname(current), timeout=60, write=True, paths=[os.path.dirname(other)])
     except (OSError, subprocess.SubprocessError):
         return -1
     return p.returncode if p.returncode < 128 else -1
 
 
-def _git_z(args: Sequence[str], cwd: str) -> list[str]:
+def _git_z(args: Sequence[str], cwd: str, *, write: bool = True) -> list[str]:
     """The NUL-separated paths ``git ARGS`` prints."""
-    return [x for x in _git_out(args, cwd).split("\0") if x]
+    return [x for x in _git_out(args, cwd, write=write).split("\0") if x]
 
 
-def _try(args: Sequence[str], cwd: str) -> tuple[bool, str]:
-    """``git ARGS``: whether it succeeded, and what it said."""
+def _try(args: Sequence[str], cwd: str, scratch: str) -> tuple[bool, str]:
+    """``git ARGS`` (``scratch`` writable too): whether it succeeded, and what it said."""
     try:
-        p = spawn.git(args, cwd=cwd, timeout=120)
+        p = spawn.git(args, cwd=cwd, timeout=120, write=True, paths=[scratch])
     except subprocess.TimeoutExpired:
         return False, f"git {' '.join(args[:2])} took more than 120 s"
+    except GitUnconfined as exc:
+        return False, str(exc)
     return p.returncode == 0, (p.stderr + p.stdout).strip()
 
 

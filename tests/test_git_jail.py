@@ -1,0 +1,273 @@
+"""agentloop's own git runs nothing a repository configures on the host, whatever the spelling.
+
+Git always reads a repository's ``.git/config``, and any setting there may
+name a program: a filter driver (its name may hold ``=`` or ``.``), the
+fsmonitor, hooks, a textconv or external diff, a pager, an ssh command, and
+files brought in by ``include.path`` and ``includeIf`` that name more. Git's
+own documentation (git-config, "CONFIGURATION FILE": section names are not
+case-sensitive, subsection names are, and ``-c`` splits at the first ``=``)
+is why no list of settings to switch off can be complete. So the git
+agentloop runs for itself runs in the git jail (decision 0013), and these
+tests plant each of those programs, with odd spellings, and look for what
+they would leave on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentloop.agent import spawn
+from agentloop.agent.sandbox import bubblewrap as sbx
+
+_path, _why = sbx.probe()
+pytestmark = pytest.mark.skipif(_path is None and os.environ.get("AGENTLOOP_REQUIRE_SANDBOX") != "1",
+                                reason=f"no sandbox here: {_why}")
+
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-planted-0123456789", "OPENAI_API_KEY": "sk-openai-planted-0123456789"}
+
+HOOKS = ("post-index-change", "post-checkout", "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit",
+         "reference-transaction", "pre-auto-gc", "post-rewrite", "post-merge")
+
+# Written as a hostile repository would, in spellings git accepts: a driver named with "=" and one with
+# dots, a section and keys in mixed case, the old [section.subsection] form with a value continued on the
+# next line, programs brought in by include.path and includeIf.
+CONFIG = """[core]
+\trepositoryformatversion = 0
+\tbare = false
+\tFSMonitor = sh tools/mark.sh fsmonitor
+\tpager = sh tools/mark.sh pager
+\tsshCommand = sh tools/mark.sh ssh
+[filter "a=b"]
+\tclean = sh tools/mark.sh filter-eq
+\tsmudge = sh tools/mark.sh filter-eq
+[filter "x.y.z"]
+\tclean = sh tools/mark.sh filter-dots
+\tsmudge = sh tools/mark.sh filter-dots
+[Filter "Mixed"]
+\tCLEAN = sh tools/mark.sh filter-mixed
+\tSmudge = sh tools/mark.sh filter-mixed
+[filter.legacy]
+\tclean = sh tools/mark.sh \\
+filter-legacy
+\tsmudge = sh tools/mark.sh filter-legacy
+[diff "tc"]
+\ttextconv = sh tools/mark.sh textconv
+[diff]
+\texternal = sh tools/mark.sh external-diff
+[log]
+\tshowSignature = true
+[gpg]
+\tprogram = sh tools/mark.sh gpg
+[include]
+\tpath = included.cfg
+[includeIf "gitdir:/"]
+\tpath = conditional.cfg
+[user]
+\temail = t@example.com
+\tname = T
+"""
+INCLUDED = """[filter "inc"]
+\tclean = sh tools/mark.sh filter-include
+\tsmudge = sh tools/mark.sh filter-include
+[core]
+\thooksPath = hooks2
+"""
+CONDITIONAL = """[filter "cond"]
+\tclean = sh tools/mark.sh filter-includeif
+\tsmudge = sh tools/mark.sh filter-includeif
+"""
+ATTRIBUTES = """eq.txt filter=a=b diff=tc
+dots.txt filter=x.y.z diff=tc
+mixed.txt filter=Mixed diff=tc
+inc.txt filter=inc diff=tc
+cond.txt filter=cond diff=tc
+legacy.txt filter=legacy diff=tc
+"""
+FILES = ("eq.txt", "dots.txt", "mixed.txt", "inc.txt", "cond.txt", "legacy.txt")
+
+
+def _plain_git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=60)
+
+
+def hostile_repo(root: Path) -> tuple[Path, Path]:
+    """(a repository, the host folder its programs leave a marker in): every program it configures
+    writes ``marks/NAME`` with its environment, and ``.ran-NAME`` in the folder it runs in."""
+    repo, marks = root / "work", root / "marks"
+    marks.mkdir()
+    (repo / "tools").mkdir(parents=True)
+    (repo / "tools" / "mark.sh").write_text(
+        f'#!/bin/sh\nenv > "{marks}/$1"; cat /proc/$PPID/environ >> "{marks}/$1" 2>/dev/null\n'
+        'touch ".ran-$1" 2>/dev/null\n[ "$1" = ssh ] || exec cat\n')
+    for f in FILES:
+        (repo / f).write_text(f"{f} one\n")
+    (repo / ".gitattributes").write_text(ATTRIBUTES)
+    assert _plain_git(repo, "init", "-q", "-b", "main").returncode == 0
+    assert _plain_git(repo, "add", "-A").returncode == 0
+    assert _plain_git(repo, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "start").returncode == 0
+    git_dir = repo / ".git"
+    (git_dir / "config").write_text(CONFIG)
+    (git_dir / "included.cfg").write_text(INCLUDED)
+    (git_dir / "conditional.cfg").write_text(CONDITIONAL)
+    for folder in (git_dir / "hooks", repo / "hooks2"):
+        folder.mkdir(exist_ok=True)
+        for hook in HOOKS:
+            (folder / hook).write_text(f'#!/bin/sh\nsh "{repo}/tools/mark.sh" hook-{hook} </dev/null\n')
+            (folder / hook).chmod(0o755)
+    for i, f in enumerate(FILES):  # touched: the same size, a new time, so git must read each through its filter
+        (repo / f).write_text(f"{f} two\n" if i % 2 else f"{f} one\n")
+        os.utime(repo / f, (2_000_000_000 + i, 2_000_000_000 + i))
+    (repo / "new.txt").write_text("untracked\n")
+    return repo, marks
+
+
+def _left(repo: Path, marks: Path) -> list[str]:
+    return sorted(os.listdir(marks)) + sorted(str(p.relative_to(repo)) for p in repo.rglob(".ran-*"))
+
+
+def _agentloop(cwd: Path, model: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentloop", "--model", model, "-p", "hi", *extra],
+                          cwd=cwd, capture_output=True, text=True, timeout=180, env={**os.environ, **KEYS})
+
+
+def test_the_hostile_repository_runs_its_programs_under_plain_git(tmp_path: Path) -> None:
+    """The control: the same repository under plain git runs each planted program (the traps are live)."""
+    repo, marks = hostile_repo(tmp_path)
+    _plain_git(repo, "status")
+    _plain_git(repo, "diff")
+    _plain_git(repo, "log", "-p", "-1")
+    _plain_git(repo, "ls-remote", "ssh://example.invalid/x")
+    _plain_git(repo, "commit", "-qam", "x")
+    ran = set(os.listdir(marks))
+    assert {"fsmonitor", "filter-eq", "filter-dots", "filter-mixed", "filter-include", "filter-includeif", "filter-legacy",
+            "external-diff", "ssh", "hook-pre-commit", "hook-post-commit"} <= ran, ran
+
+
+def test_a_plain_session_in_an_untrusted_folder_runs_none_of_the_repositorys_programs(tmp_path: Path, scripted) -> None:  # type: ignore[no-untyped-def]
+    """``agentloop -p hi``: the session-start git status runs in the jail with the repository's programs off."""
+    repo, marks = hostile_repo(tmp_path)
+    p = _agentloop(repo, scripted([{"text": "hello"}]))
+    assert p.returncode == 0, p.stderr
+    (transcript,) = Path(os.environ["AGENTLOOP_HOME"]).glob("projects/*/sessions/*.jsonl")
+    assert "Git status when the session started" in transcript.read_text()  # git did run, in the jail
+    assert _left(repo, marks) == []
+
+
+def test_a_sub_agents_worktree_and_merge_back_run_none_of_the_repositorys_programs(tmp_path: Path, scripted) -> None:  # type: ignore[no-untyped-def]
+    """The Agent tool's worktree: carry-over (``add -A``, commit), the child's edit, merge-back (``apply``)."""
+    repo, marks = hostile_repo(tmp_path)
+    model = scripted([
+        {"tool_calls": [{"name": "Agent", "arguments": {"description": "edit", "prompt": "change eq.txt", "isolation": "worktree"}}]},
+        {"tool_calls": [{"name": "Read", "arguments": {"file_path": "eq.txt"}}]},
+        {"tool_calls": [{"name": "Write", "arguments": {"file_path": "eq.txt", "content": "eq.txt three\n"}}]},
+        {"text": "changed"},
+        {"text": "done"},
+    ])
+    p = _agentloop(repo, model, "--permission-mode", "bypassPermissions")
+    assert p.returncode == 0, p.stderr
+    (transcript,) = Path(os.environ["AGENTLOOP_HOME"]).glob("projects/*/sessions/*.jsonl")
+    assert '"applied":"applied"' in transcript.read_text()  # carried over, changed, merged back
+    assert (repo / "eq.txt").read_text() == "eq.txt three\n", p.stdout  # merged back into the working tree
+    assert (repo / "new.txt").read_text() == "untracked\n"
+    assert _left(repo, marks) == []
+
+
+def test_a_program_git_runs_for_agentloop_is_jailed(tmp_path: Path) -> None:
+    """Whatever git runs for agentloop (here an alias, which no switch turns off) runs with no key, no
+    network, no home, nothing of the host's ``/tmp`` and, for a read, nothing writable."""
+    repo, marks = hostile_repo(tmp_path)
+    home = Path(os.environ["HOME"])
+    (home / "secret.txt").write_text("home secret\n")
+    probe = repo / "tools" / "probe.sh"
+    probe.write_text(
+        f'#!/bin/sh\necho "env:$(env | grep -c planted)"; echo "home:$(cat {home}/secret.txt 2>&1)"\n'
+        f'echo "marks:$(touch {marks}/alias 2>&1 && echo wrote)"; echo "repo:$(touch {repo}/.ran-alias 2>&1 && echo wrote)"\n'
+        f'echo "pids:$(test -e /proc/{os.getpid()}/environ && echo seen)"\n'
+        'echo "net:$(cat /proc/net/dev | grep -vc lo:)"\n')
+    with (repo / ".git" / "config").open("a") as f:
+        f.write('[alias]\n\tprobe = "!sh tools/probe.sh"\n')
+    env = {**os.environ, **KEYS}
+    out = spawn.git(["probe"], cwd=str(repo), env=env).stdout
+    said = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    assert said["env"] == "0", out
+    assert "home secret" not in said["home"], out
+    assert "wrote" not in said["marks"] and "wrote" not in said["repo"], out
+    assert said["pids"] == "", out  # a pid namespace of its own: agentloop's /proc entry is not there
+    assert said["net"] == "2", out  # the header lines only: no interface but loopback
+    assert _left(repo, marks) == []
+
+
+def test_without_a_sandbox_agentloop_runs_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no sandbox starts, git is not run on the host instead: the call fails, saying why."""
+    from agentloop.agent.sandbox.gitjail import GitUnconfined
+    from agentloop.agent.system_prompt import git_snapshot
+
+    repo, marks = hostile_repo(tmp_path)
+    monkeypatch.setattr(spawn.shutil, "which", lambda name, *a, **k: None)
+    with pytest.raises(GitUnconfined, match="only inside a sandbox"):
+        spawn.git(["status"], cwd=str(repo))
+    assert git_snapshot(str(repo), dict(os.environ)) is None
+    assert _left(repo, marks) == []
+
+
+
+def test_inside_the_jail_the_repositorys_programs_are_switched_off_too(tmp_path: Path) -> None:
+    """Defence in depth: with the repository writable, status, diff, log -p, add and commit leave no marker
+    even where the jail would let one be written (the hooks, fsmonitor, filters, textconv, external diff
+    and signature checks are switched off by exact key, a driver named ``a=b`` included)."""
+    repo, marks = hostile_repo(tmp_path)
+    ident = spawn.git_identity(str(repo))
+    for args in (["status"], ["diff"], ["log", "-p", "-1"], ["add", "-A"], [*ident, "commit", "-qm", "x"]):
+        p = spawn.git(args, cwd=str(repo), write=True)
+        assert p.returncode == 0, (args, p.stderr)
+        assert _left(repo, marks) == [], args
+    assert _plain_git(repo, "log", "--format=%ae", "-1").stdout.strip() == "t@example.com"  # the repository's identity
+
+
+def test_git_started_any_other_way_by_agentloop_is_refused(tmp_path: Path) -> None:
+    """The spawn path's other door (``popen``) does not start git on the host: git goes through the jail."""
+    with pytest.raises(ValueError, match="spawn.git"):
+        spawn.popen(["git", "status"], cwd=str(tmp_path), env=None)
+    with pytest.raises(ValueError, match="spawn.git"):
+        spawn.popen(["/usr/bin/git", "status"], cwd=str(tmp_path), env=None)
+
+
+def test_a_program_in_a_call_that_writes_cannot_change_what_git_runs_later(tmp_path: Path) -> None:
+    """In a call where the repository is writable, its config, hooks and info stay read-only in the jail:
+    whatever ran cannot leave a hook or a setting for the user's next git on the host."""
+    repo, marks = hostile_repo(tmp_path)
+    (repo / "tools" / "plant.sh").write_text(
+        'echo "[core]\\n\\tfsmonitor = sh planted.sh" >> .git/config 2>/dev/null && echo config-written\n'
+        'touch .git/hooks/pre-push 2>/dev/null && echo hook-written\n'
+        'touch .git/info/attributes 2>/dev/null && echo info-written\n'
+        'touch planted-in-work-tree && echo work-tree-written\n')
+    before = (repo / ".git" / "config").read_text()
+    with (repo / ".git" / "config").open("a") as f:
+        f.write('[alias]\n\tplant = "!sh tools/plant.sh"\n')
+    out = spawn.git(["plant"], cwd=str(repo), write=True).stdout.split()
+    assert out == ["work-tree-written"], out  # the work tree is writable, as the call asked
+    assert (repo / ".git" / "config").read_text().startswith(before) and "planted" not in (repo / ".git" / "config").read_text()
+    assert not (repo / ".git" / "hooks" / "pre-push").exists() and not (repo / ".git" / "info" / "attributes").exists()
+
+
+def test_a_sub_agent_that_changed_nothing_leaves_no_worktree_or_branch(tmp_path: Path) -> None:
+    from agentloop.agent.subagents.worktree import Worktree
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _plain_git(repo, "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("a\n")
+    _plain_git(repo, "add", "-A")
+    _plain_git(repo, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "start")
+    wt = Worktree.create(str(repo), "agent-x")
+    assert Path(wt.path, "a.txt").read_text() == "a\n"
+    assert wt.finish("agent-x") == {"changed": False, "removed": True}
+    assert not Path(wt.scratch).exists()
+    assert "agentloop/agent-x" not in _plain_git(repo, "branch", "--list").stdout
+    assert _plain_git(repo, "worktree", "list").stdout.count("\n") == 1
