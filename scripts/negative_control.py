@@ -1289,6 +1289,21 @@ SABOTAGES = [
         "        (lambda *a: None)(\"a variable allowedEnvVars passes on\",  # SABOTAGED",
         ["tests/test_spawn.py::test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output"],
     ),
+    # records-acp: readers check each payload's shape; a session's listing cache is checked too
+    Sabotage(
+        "a forged record that chains is believed by the session readers",
+        "src/agentloop/record_shapes.py",
+        'return None if check is None else check(payload, "payload")',
+        "return None  # SABOTAGED",
+        ["tests/test_forged_records.py"],
+    ),
+    Sabotage(
+        "a forged total in the sessions listing cache is believed",
+        "src/agentloop/agent/session/store.py",
+        'and _CACHED(hit.get("summary"), "summary") is None:',
+        'and "uncapped" in (hit.get("summary") or {}):  # SABOTAGED',
+        ["tests/test_forged_records.py::test_a_forged_total_in_the_listings_cache_is_read_again_from_the_session"],
+    ),
 ]
 
 
