@@ -1304,6 +1304,20 @@ SABOTAGES = [
         'and "uncapped" in (hit.get("summary") or {}):  # SABOTAGED',
         ["tests/test_forged_records.py::test_a_forged_total_in_the_listings_cache_is_read_again_from_the_session"],
     ),
+    Sabotage(
+        "ACP reads messages through the SDK's unchecked transport (batches, bad ids, parse errors)",
+        "src/agentloop/cli/acp_server.py",
+        "await acp.run_agent(cast(Any, agent), CheckedTransport(reader, writer))",
+        "await acp.run_agent(cast(Any, agent), writer, reader)  # SABOTAGED",
+        ["tests/test_acp_wire.py::test_a_batch_array_gets_one_invalid_request_error_runs_nothing_and_the_connection_goes_on"],
+    ),
+    Sabotage(
+        "ACP takes a float or out-of-range id as a request id",
+        "src/agentloop/cli/acp_wire.py",
+        "return isinstance(v, int) and not isinstance(v, bool) and -MAX_SAFE_ID <= v <= MAX_SAFE_ID",
+        "return True  # SABOTAGED",
+        ["tests/test_acp_wire.py::test_every_id_that_is_not_a_string_null_or_safe_integer_is_refused_with_id_null"],
+    ),
 ]
 
 
