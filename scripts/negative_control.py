@@ -1318,6 +1318,13 @@ SABOTAGES = [
         "return True  # SABOTAGED",
         ["tests/test_acp_wire.py::test_every_id_that_is_not_a_string_null_or_safe_integer_is_refused_with_id_null"],
     ),
+    Sabotage(
+        "verify calls a file with no record line unreadable (exit 2) instead of reporting its problems",
+        "src/agentloop/cli/cmd_verify.py",
+        'code = EXIT_USAGE if unreadable else (EXIT_OK if report.ok else EXIT_PROBLEMS)',
+        'code = EXIT_USAGE if unreadable or _not_a_transcript(path) else (EXIT_OK if report.ok else EXIT_PROBLEMS)  # SABOTAGED',
+        ["tests/test_verify_not_a_transcript.py", "tests/test_conformance.py"],
+    ),
 ]
 
 
