@@ -1325,6 +1325,20 @@ SABOTAGES = [
         'code = EXIT_USAGE if unreadable or _not_a_transcript(path) else (EXIT_OK if report.ok else EXIT_PROBLEMS)  # SABOTAGED',
         ["tests/test_verify_not_a_transcript.py", "tests/test_conformance.py"],
     ),
+    Sabotage(
+        "a money amount given to Budget positionally becomes another cap",
+        "src/agentloop/budget.py",
+        "        if args:\n            raise TypeError(",
+        "        if args:  # SABOTAGED\n            max_steps = args[0]  # type: ignore[assignment]\n        if False:\n            raise TypeError(",
+        ["tests/test_seed_rows.py::test_a_budget_given_positionally_is_a_type_error_naming_the_keywords"],
+    ),
+    Sabotage(
+        "a seed-format Stop hook that exits 1 keeps the agent going",
+        "src/agentloop/agent/hooks/runner.py",
+        "and code not in (0, None) and event not in SEED_OUTPUT_IGNORED:",
+        "and code not in (0, None):  # SABOTAGED",
+        ["tests/test_seed_rows.py::test_a_seed_stop_hook_that_exits_1_does_not_keep_the_agent_going"],
+    ),
 ]
 
 
