@@ -213,6 +213,20 @@ def test_a_message_that_is_not_a_request_gets_invalid_request_with_its_id_when_r
     assert code == 0 and "Traceback" not in err
 
 
+def test_a_number_past_any_double_in_params_is_invalid_params_never_an_internal_error(acp_proc: Acp) -> None:
+    acp_proc.send('{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":1e400}}')
+    answer = acp_proc.read()
+    assert answer["id"] == 5 and answer["error"]["code"] == -32602, answer
+    acp_proc.send('{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":-1e999,"mcpServers":[]}}')
+    answer = acp_proc.read()
+    assert answer["id"] == 6 and answer["error"]["code"] == -32602, answer
+    acp_proc.send('{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s","n":1e400}}')
+    acp_proc.nothing_more()  # a notification is never answered
+    acp_proc.still_answers()
+    code, err = acp_proc.close()
+    assert code == 0 and "Unhandled error" not in err and "OverflowError" not in err, err
+
+
 # --- ACP session/load of a forged session ---------------------------------------------
 
 

@@ -20,7 +20,9 @@ not JSON. This transport stands between the pipes and the SDK's connection:
    (``|id| <= 2**53 - 1``); objects, arrays, booleans, numbers with a fraction
    or an exponent (``1.0``, ``1e400``) are refused, so an id is never echoed
    in a form the client cannot read back.
-5. What is written is strict JSON: a value with no JSON form (a NaN, an
+5. A request whose params hold a number past any double (``1e400``) is
+   answered ``-32602`` Invalid params before a handler sees it.
+6. What is written is strict JSON: a value with no JSON form (a NaN, an
    infinity) never reaches the pipe; a response that would hold one is
    answered ``-32603`` instead. The connection stays open after every refusal.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 from typing import Any
 
@@ -39,6 +42,7 @@ MAX_SAFE_ID = 2**53 - 1
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 
@@ -79,6 +83,20 @@ def refusal(message: Any) -> tuple[Any, str] | None:
     return echo, "neither a request, a notification nor a response"
 
 
+def _infinite(v: Any) -> bool:
+    """True when ``v`` holds a number no double can hold (``1e400``): JSON that parses but has no value."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, float) and not math.isfinite(x):
+            return True
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return False
+
+
 def _error(rid: Any, code: int, message: str, reason: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message, "data": {"reason": reason}}}
 
@@ -94,10 +112,11 @@ class CheckedTransport:
     async def send(self, message: dict[str, Any]) -> None:
         try:
             data = json.dumps(message, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
-        except (ValueError, TypeError) as exc:  # rule 5: no NaN or Infinity on the wire
+        except (ValueError, TypeError) as exc:  # rule 6: no NaN or Infinity on the wire
             if "id" not in message or "method" in message:
                 raise
-            data = json.dumps(_error(message["id"], INTERNAL_ERROR, "Internal error", f"the answer has no JSON form: {exc}"))
+            data = json.dumps(_error(message["id"], INTERNAL_ERROR, "Internal error", f"the answer has no JSON form: {exc}"),
+                              separators=(",", ":"))
         async with self._lock:
             self._writer.write(data.encode("utf-8") + b"\n")
             await self._writer.drain()
@@ -116,9 +135,16 @@ class CheckedTransport:
                 await self._refuse(None, PARSE_ERROR, "Parse error", f"not JSON: {str(exc).splitlines()[0][:200]}")
                 continue
             why = refusal(message)
-            if why is None:
+            if why is not None:
+                await self._refuse(why[0], INVALID_REQUEST, "Invalid Request", why[1])
+            elif "method" in message and _infinite(message.get("params")):
+                why_not = "a number in params is past any double (such as 1e400)"
+                if "id" in message:
+                    await self._refuse(message["id"], INVALID_PARAMS, "Invalid params", why_not)
+                else:  # a notification is never answered (JSON-RPC 2.0 section 4.1): dropped, and said here
+                    sys.stderr.write(f"agentloop acp: dropped a {message['method']} notification: {why_not}\n")
+            else:
                 return dict(message)
-            await self._refuse(why[0], INVALID_REQUEST, "Invalid Request", why[1])
 
     async def _refuse(self, rid: Any, code: int, text: str, reason: str) -> None:
         sys.stderr.write(f"agentloop acp: refused a message ({text}): {reason}\n")
