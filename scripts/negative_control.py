@@ -1391,6 +1391,56 @@ SABOTAGES = [
         "    if False:  # SABOTAGED\n",
         ["tests/test_git_jail.py::test_a_program_in_a_call_that_writes_cannot_change_what_git_runs_later"],
     ),
+    # records-acp: readers check each payload's shape; a session's listing cache is checked too
+    Sabotage(
+        "a forged record that chains is believed by the session readers",
+        "src/agentloop/record_shapes.py",
+        'return None if check is None else check(payload, "payload")',
+        "return None  # SABOTAGED",
+        ["tests/test_forged_records.py"],
+    ),
+    Sabotage(
+        "a forged total in the sessions listing cache is believed",
+        "src/agentloop/agent/session/store.py",
+        'and _CACHED(hit.get("summary"), "summary") is None:',
+        'and "uncapped" in (hit.get("summary") or {}):  # SABOTAGED',
+        ["tests/test_forged_records.py::test_a_forged_total_in_the_listings_cache_is_read_again_from_the_session"],
+    ),
+    Sabotage(
+        "ACP reads messages through the SDK's unchecked transport (batches, bad ids, parse errors)",
+        "src/agentloop/cli/acp_server.py",
+        "await acp.run_agent(cast(Any, agent), CheckedTransport(reader, writer))",
+        "await acp.run_agent(cast(Any, agent), writer, reader)  # SABOTAGED",
+        ["tests/test_acp_wire.py::test_a_batch_array_gets_one_invalid_request_error_runs_nothing_and_the_connection_goes_on"],
+    ),
+    Sabotage(
+        "ACP takes a float or out-of-range id as a request id",
+        "src/agentloop/cli/acp_wire.py",
+        "return isinstance(v, int) and not isinstance(v, bool) and -MAX_SAFE_ID <= v <= MAX_SAFE_ID",
+        "return True  # SABOTAGED",
+        ["tests/test_acp_wire.py::test_every_id_that_is_not_a_string_null_or_safe_integer_is_refused_with_id_null"],
+    ),
+    Sabotage(
+        "verify calls a file with no record line unreadable (exit 2) instead of reporting its problems",
+        "src/agentloop/cli/cmd_verify.py",
+        'code = EXIT_USAGE if unreadable else (EXIT_OK if report.ok else EXIT_PROBLEMS)',
+        'code = EXIT_USAGE if unreadable or _not_a_transcript(path) else (EXIT_OK if report.ok else EXIT_PROBLEMS)  # SABOTAGED',
+        ["tests/test_verify_not_a_transcript.py", "tests/test_conformance.py"],
+    ),
+    Sabotage(
+        "a money amount given to Budget positionally becomes another cap",
+        "src/agentloop/budget.py",
+        "        if args:\n            raise TypeError(",
+        "        if args:  # SABOTAGED\n            max_steps = args[0]  # type: ignore[assignment]\n        if False:\n            raise TypeError(",
+        ["tests/test_seed_rows.py::test_a_budget_given_positionally_is_a_type_error_naming_the_keywords"],
+    ),
+    Sabotage(
+        "a seed-format Stop hook that exits 1 keeps the agent going",
+        "src/agentloop/agent/hooks/runner.py",
+        "and code not in (0, None) and event not in SEED_OUTPUT_IGNORED:",
+        "and code not in (0, None):  # SABOTAGED",
+        ["tests/test_seed_rows.py::test_a_seed_stop_hook_that_exits_1_does_not_keep_the_agent_going"],
+    ),
 ]
 
 

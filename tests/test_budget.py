@@ -147,7 +147,7 @@ def test_a_child_of_an_uncapped_parent_is_uncapped_and_holds_nothing() -> None:
 
 def test_a_turns_remaining_budget_is_what_its_runs_left_and_none_once_a_cap_is_reached() -> None:
     b = Budget(max_steps=10, max_tokens=1_000, max_usd_micros=5_000)
-    assert Ledger.of(b, spent=1_200, used_tokens=300, steps=4).remaining() == Budget(6, 700, 3_800)
+    assert Ledger.of(b, spent=1_200, used_tokens=300, steps=4).remaining() == Budget(max_steps=6, max_tokens=700, max_usd_micros=3_800)
     assert Ledger.of(b, spent=5_000).remaining() is None
     assert Ledger.of(b, steps=10).remaining() is None
     assert Ledger.of(Budget.unlimited()).remaining(unlimited=True) == Budget.unlimited()

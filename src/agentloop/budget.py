@@ -236,9 +236,14 @@ def estimate_tokens(text: str) -> int:
     return tokens_for_chars(text_bytes(text))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Budget:
-    """The caps of one run. ``None`` means that dimension is not capped."""
+    """The caps of one run. ``None`` means that dimension is not capped.
+
+    The caps are given by name (``Budget(max_usd_micros=usd("0.15"))``, ``Budget(max_steps=20)``):
+    a bare number would be read as whatever came first, and seed 001's ``Budget(usd(0.15))``
+    meant money where the first field is steps. A positional argument is a ``TypeError``.
+    """
 
     max_steps: int | None = None
     """Model turns, checked before each turn."""
@@ -248,6 +253,22 @@ class Budget:
     """Spend in micro-dollars."""
     is_unlimited: bool = False
     """True only for ``Budget.unlimited()``; recorded in the transcript."""
+
+    def __init__(
+        self, *args: object, max_steps: int | None = None, max_tokens: int | None = None,
+        max_usd_micros: int | None = None, is_unlimited: bool = False,
+    ) -> None:
+        if args:
+            raise TypeError(
+                f"Budget takes its caps by name, not position (got {', '.join(map(repr, args))}): "
+                'Budget(max_usd_micros=usd("0.15")) for money, Budget(max_steps=N) for model turns, '
+                "Budget(max_tokens=N) for tokens, Budget.unlimited() for none"
+            )
+        object.__setattr__(self, "max_steps", max_steps)
+        object.__setattr__(self, "max_tokens", max_tokens)
+        object.__setattr__(self, "max_usd_micros", max_usd_micros)
+        object.__setattr__(self, "is_unlimited", is_unlimited)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "max_tokens", "max_usd_micros"):
@@ -275,7 +296,7 @@ class Budget:
     def from_json(cls, obj: Mapping[str, Any]) -> Budget:
         if obj.get("unlimited"):
             return cls.unlimited()
-        return cls(obj.get("max_steps"), obj.get("max_tokens"), obj.get("max_usd_micros"))
+        return cls(max_steps=obj.get("max_steps"), max_tokens=obj.get("max_tokens"), max_usd_micros=obj.get("max_usd_micros"))
 
 
 @dataclass(frozen=True)

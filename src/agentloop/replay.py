@@ -48,6 +48,7 @@ from .canonical import canonical
 from .conversation import Continues, Conversation, reapply
 from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from .loop import LoopConfig, State, ToolsChanged
+from .record_shapes import payload_problem
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
 from .run import RunResult, SideCosts, run
 from .tools import Registry, Tool
@@ -304,6 +305,10 @@ def _parse(name: str, lines: Sequence[bytes]) -> list[_Rec]:
         except (orjson.JSONDecodeError, KeyError, TypeError):
             _refuse_if_invalid(name, lines)
             raise ReplayError(f"{name}: record {i} is not a record; not replayed") from None
+        bad = payload_problem(recs[-1].kind, recs[-1].payload)  # a forged record that chains (budget: re-derived)
+        if bad is not None:
+            _refuse_if_invalid(name, lines)
+            raise ReplayError(f"{name}: record {i} (line {i + 1}, {recs[-1].kind}): {bad}; not replayed")
     return recs
 
 

@@ -35,7 +35,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Literal, NamedTuple, Protocol
+from typing import Any, BinaryIO, Literal, NamedTuple, Protocol, cast
 
 import orjson
 
@@ -53,12 +53,14 @@ __all__ = [
     "VerifyReport",
     "MAX_LINE_BYTES",
     "bounded_lines",
+    "check_payloads",
     "make_line",
     "new_record",
     "open_regular",
     "read_records",
     "too_long_problem",
     "verify_file",
+    "verify_for_reading",
     "verify_lines",
     "verify_records",
 ]
@@ -619,15 +621,76 @@ def verify_file(path: str | os.PathLike[str]) -> VerifyReport:
     return report
 
 
-def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
-    """The records of a file that verifies.
+def check_payloads(lines: Iterable[bytes]) -> tuple[Problem, int] | None:
+    """The first record among ``lines`` (verified lines, from record 0) whose payload is not the
+    shape its kind must have (``record_shapes``), as a ``bad_payload`` problem, with the byte
+    length of the lines before it; None when every payload is one readers can use."""
+    from .record_shapes import payload_problem
 
-    Raises:
-        TranscriptError: the file is unreadable or fails verification.
+    done = 0
+    for index, raw in enumerate(lines):
+        obj = orjson.loads(raw)
+        kind = obj["kind"]
+        bad = payload_problem(kind, obj["payload"])
+        if bad is not None:
+            msg = f"record {index} (line {index + 1}, {kind}): {bad}"
+            return Problem(index, "bad_payload", msg, index + 1), done
+        done += len(raw)
+    return None
+
+
+def verify_for_reading(path: str | os.PathLike[str]) -> VerifyReport:
+    """``verify_file``, then each verified record's payload checked against its kind's shape:
+    what every reader of a session runs before it believes a record.
+
+    The first record whose payload is not its kind's shape is a ``bad_payload`` problem (its
+    index, line and what is wrong), and the valid prefix ends before it: a chain proves who
+    wrote nothing, so a forged record that chains is refused here rather than read. Memory stays
+    bounded as in ``verify_file``.
     """
     report = verify_file(path)
+    if not report.valid_prefix:
+        return report
+    try:
+        with open_regular(path) as f:
+            found = check_payloads(bounded_lines(cast(BinaryIO, _Prefix(f, report.valid_prefix_bytes)), []))
+    except OSError as exc:
+        report.problems.insert(0, Problem(-1, "unreadable", f"{os.fspath(path)}: {exc.strerror or exc}"))
+        return report
+    if found is not None:
+        problem, done = found
+        report.problems.insert(0, problem)
+        report.valid_prefix, report.valid_prefix_bytes = problem.index, done
+    return report
+
+
+class _Prefix:
+    """A file read no further than ``end`` bytes."""
+
+    def __init__(self, f: BinaryIO, end: int):
+        self.f = f
+        self.left = end
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        data = self.f.read(self.left if n < 0 else min(n, self.left))
+        self.left -= len(data)
+        return data
+
+
+def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
+    """The records of a file that verifies and whose payloads have their kinds' shapes.
+
+    Raises:
+        TranscriptError: the file is unreadable, fails verification, or holds a payload of the
+            wrong shape (``bad_payload``, the record and its line named).
+    """
+    report = verify_for_reading(path)
     if not report.ok:
         first = report.problems[0]
+        if first.kind == "bad_payload":
+            raise TranscriptError(f"{os.fspath(path)}: {first.message}")
         raise TranscriptError(f"{os.fspath(path)}: fails verification at record {first.index}: {first.kind}: {first.message}")
     too_long: list[int] = []
     try:

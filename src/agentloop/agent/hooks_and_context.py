@@ -234,7 +234,7 @@ class ClaudeHooks:
         self.runner.cancel_async()  # background handlers end with their session, as in Claude Code
         s = getattr(agent, "session", None)
         if s is not None and getattr(s, "written", True):
-            self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionEnd", **_totals(agent, None))}, reason)
+            self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionStop", **_totals(agent, None))}, reason)
 
     def permission_request(self, agent: HookSubject, call: ToolCall) -> tuple[str, str] | None:
         """PermissionRequest: before a call asks for permission, hooks may allow or deny it for the user.

@@ -33,6 +33,9 @@ Rules (pages under agentclientprotocol.com/protocol/v1):
 7. An unknown session id is a JSON-RPC error -32002 (resource not found); a
    session that cannot be made (a bad setting, a damaged session file) is
    -32602 with the reason; neither prints a traceback.
+8. Every malformed message (not JSON, a batch array, an id that is not a
+   string, null or a safe integer) gets the JSON-RPC 2.0 error the spec gives
+   and the connection goes on (``acp_wire``).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from .acp_runtime import Jobs, OneLineErrors
+from .acp_wire import CheckedTransport
 
 if TYPE_CHECKING:
     from agentloop.agent.agent import Agent
@@ -372,7 +376,8 @@ def serve(args: argparse.Namespace) -> int:
     def connection() -> None:
         async def main() -> None:
             reader, writer = await _streams(real_stdout)
-            await acp.run_agent(cast(Any, agent), writer, reader)  # implements the methods agentloop supports
+            # rule 8: every message checked on the wire before the SDK's connection sees it
+            await acp.run_agent(cast(Any, agent), CheckedTransport(reader, writer))  # implements the methods agentloop supports
 
         try:
             asyncio.run(main())

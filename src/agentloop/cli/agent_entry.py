@@ -324,6 +324,7 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
         prompt = text
     denied_before = len(agent.permission_denials)
     structured: tuple[Any, str | None] = (None, None)
+    blocks = _HookBlocks(agent) if fmt == "text" else None
     try:
         if schema is None:
             result = agent.ask(prompt, observer=timing, allowed_tools=rules)
@@ -335,6 +336,9 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             structured = (value, problem)
     except AgentError as exc:
         raise UserError(str(exc)) from None
+    finally:
+        if blocks is not None:
+            blocks.stop()
     elapsed = time.monotonic() - t0
     if fmt == "text":
         if result.answer:
@@ -346,6 +350,8 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
         for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
             print(f"agentloop: refused: {_call_summary(d, agent.cwd)} (permission denied; -p cannot ask: "
                   "allow it with --allowedTools or a rule)", file=sys.stderr)
+        for line in blocks.lines if blocks is not None else ():
+            print(line, file=sys.stderr)
         cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
         print(cost_line(agent, result, cols), file=sys.stderr)
         for w in agent.warnings():
@@ -372,6 +378,31 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
         print(f"agentloop: --json-schema: {structured[1]}", file=sys.stderr)
         return EXIT_PROBLEMS
     return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
+
+
+class _HookBlocks:
+    """What hooks blocked during one -p turn, read from the ``hook`` records as the session writes
+    them: each said on stderr in text mode (the answer alone would not show that a call never ran)."""
+
+    def __init__(self, agent: Agent):
+        self.session = agent.session
+        self.lines: list[str] = []
+        self.session.listeners.append(self.see)
+
+    def see(self, line: bytes) -> None:
+        if b'"kind":"hook"' not in line or b'"blocked":true' not in line:
+            return
+        p = json.loads(line).get("payload") or {}
+        event = str(p.get("event", "?"))
+        if event == "UserPromptSubmit":  # already the turn's error
+            return
+        what = f" {p['matcher_value']}" if p.get("matcher_value") else ""
+        self.lines.append(f"agentloop: blocked by a {event} hook{what}: {p.get('reason') or 'no reason given'}")
+
+    def stop(self) -> None:
+        listeners = self.session.listeners  # the writer's list once the session's file exists
+        if self.see in listeners:
+            listeners.remove(self.see)
 
 
 def _call_summary(denial: dict[str, Any], cwd: str) -> str:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from ._common import EXIT_PROBLEMS, UserError
+from ._common import EXIT_PROBLEMS, EXIT_USAGE, UserError
 
 if TYPE_CHECKING:
     from agentloop.agent.agent import Agent
@@ -188,8 +188,8 @@ def _forced(build: Callable[[str | None, bool], Any], damaged: Any, force: bool,
     its verified records, saying what is skipped (``store`` rule 6)."""
     from agentloop.agent.session.store import fork_damaged
 
-    if not force:
-        raise UserError(str(damaged), EXIT_PROBLEMS) from None
+    if not force:  # a forged record is bad input (exit 2); a broken chain is a problem found (exit 1)
+        raise UserError(str(damaged), EXIT_USAGE if damaged.forged else EXIT_PROBLEMS) from None
     new_id, note = fork_damaged(cwd, damaged, home)
     print(f"agentloop: warning: {note}", file=sys.stderr)
     return build(new_id, False)

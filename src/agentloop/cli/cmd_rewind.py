@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from ._common import EXIT_OK, EXIT_PROBLEMS, UserError
+from ._common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UserError
 
 HELP = "put back the files a session's tools changed since prompt N, and/or its conversation"
 DESCRIPTION = (
@@ -48,7 +48,7 @@ def _checked(cwd: str, sid: str) -> tuple[str, str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agentloop.agent.session.store import damage_line
+    from agentloop.agent.session.store import damage_line, forged
 
     cwd = os.path.realpath(args.cwd or os.getcwd())
     sid, path, report = _checked(cwd, args.session)
@@ -56,7 +56,8 @@ def main(args: argparse.Namespace) -> int:
         return _list(sid, path, report)
     if not report.ok:
         if not args.force:
-            raise UserError(damage_line(sid, path, report).replace("--force goes on in a new session", "--force rewinds files"), EXIT_PROBLEMS)
+            line = damage_line(sid, path, report).replace("--force goes on in a new session", "--force rewinds files")
+            raise UserError(line, EXIT_USAGE if forged(report) else EXIT_PROBLEMS)
         return _forced_files(cwd, sid, path, report, args.to)
     return _rewind(cwd, sid, args)
 
@@ -64,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
 def _list(sid: str, path: str, report: Any) -> int:
     """The prompts of the verified records, streamed; a damaged session says where its records stop being trusted."""
     from agentloop.agent.session.checkpoints import prompts_of
-    from agentloop.agent.session.store import SessionError, damage_line, verified_records
+    from agentloop.agent.session.store import SessionError, damage_line, forged, verified_records
 
     try:
         for n, _seq, text in prompts_of(verified_records(path, report.valid_prefix_bytes)):
@@ -75,7 +76,7 @@ def _list(sid: str, path: str, report: Any) -> int:
     print("changes made by Bash commands are not tracked", file=sys.stderr)
     if not report.ok:
         print(f"agentloop: error: {damage_line(sid, path, report)}", file=sys.stderr)
-        return EXIT_PROBLEMS
+        return EXIT_USAGE if forged(report) else EXIT_PROBLEMS
     return EXIT_OK
 
 

@@ -106,6 +106,9 @@ PLAIN_CONTEXT = frozenset(("UserPromptSubmit", "SessionStart"))
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_TIMEOUTS = {"UserPromptSubmit": 30.0, "SessionEnd": 1.5}
+SEED_OUTPUT_IGNORED = frozenset(("Stop", "SubagentStop", "SessionStart", "SessionEnd"))
+"""Events whose answer seed 004 ignores ("Stop [...] Expected stdout: {} (output ignored)"; SessionStart
+and SessionStop expect none): a handler written to its protocol that exits non-zero there blocks nothing."""
 SEED_TIMEOUT = 10.0
 """Seed 004's ``run_hook(..., timeout=10)``: the default for handlers written to its protocol."""
 SEED_REASON_CHARS = 200
@@ -760,7 +763,7 @@ def _judge(event: str, h: HookHandler, proc: _Proc, ms: int) -> HookResult:
             if proc.returncode == 0:
                 failure = f"invalid output: {exc}"
     code = proc.returncode
-    if h.seed and failure is None and code not in (0, None):
+    if h.seed and failure is None and code not in (0, None) and event not in SEED_OUTPUT_IGNORED:
         # seed 004: "if result.returncode != 0: # Hook signalled a block", stderr (200 chars) the reason
         why = stderr[:SEED_REASON_CHARS] or f"blocked by hook {h.command!r} (exit {code})"
         return HookResult(h, code, ms, False, None, stderr, None, event in CAN_BLOCK, why)

@@ -23,7 +23,10 @@ Rules:
    verifies the whole chain first, as ``agentloop verify`` does (its fast
    path: bounded memory, one streaming pass). A file that fails is refused
    with the first bad record named (``SessionDamaged``) and nothing is
-   appended to it. The one exception is what a crash leaves: damage after the
+   appended to it. Each verified record's payload is then checked against the
+   shape of its kind (``record_shapes``): a forged record that still chains is
+   refused the same way, named (``bad_payload``), never folded into the
+   conversation or the totals. The one exception is what a crash leaves: damage after the
    last good record that holds no complete line (a torn write, zeros a file
    system left). That tail is cut first (``audit.repair``, the bytes kept
    beside the file) and the cut is recorded. ``fork_damaged`` is what
@@ -48,6 +51,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ... import record_shapes as shapes
 from ...audit.repair import crash_tail, repair_file
 from ...config.private import private_dirs
 from ...config.settings import agentloop_home, project_hash
@@ -62,7 +66,7 @@ from ...transcript import (
     VerifyReport,
     bounded_lines,
     open_regular,
-    verify_file,
+    verify_for_reading,
 )
 
 __all__ = [
@@ -104,6 +108,16 @@ class SessionDamaged(SessionError):
         self.sid = sid
         self.path = path
         self.report = report
+
+    @property
+    def forged(self) -> bool:
+        """The chain holds but a record's payload is not its kind's shape (bad input: exit 2)."""
+        return forged(self.report)
+
+
+def forged(report: VerifyReport) -> bool:
+    """True when the first problem of ``report`` is a payload of the wrong shape, not a broken chain."""
+    return bool(report.problems) and report.problems[0].kind == "bad_payload"
 
 
 def sessions_dir(cwd: str, home: str | None = None) -> str:
@@ -150,9 +164,9 @@ def _reverse_lines(path: str, chunk: int = 8192, end: int | None = None) -> Iter
 
 
 def check_session(path: str) -> tuple[VerifyReport, bool]:
-    """The whole file verified as ``agentloop verify`` does (rule 6), and whether its only
-    damage is a tail a crash left (no complete line after the last good record)."""
-    report = verify_file(path)
+    """The whole file verified as ``agentloop verify`` does and its payloads checked (rule 6), and
+    whether its only damage is a tail a crash left (no complete line after the last good record)."""
+    report = verify_for_reading(path)
     if report.ok or any(p.kind == "unreadable" for p in report.problems):
         return report, False
     return report, crash_tail(path, report.valid_prefix_bytes)
@@ -163,6 +177,11 @@ def damage_line(sid: str, path: str, report: VerifyReport) -> str:
     first = report.problems[0]
     if first.kind == "unreadable":
         return f"session {sid}: cannot read {first.message}"
+    if first.kind == "bad_payload":
+        return (
+            f"session {sid}: {path}: {first.message} (its chain verifies, but agentloop never writes such a record);"
+            f" nothing was written to it (--force goes on in a new session from the {report.valid_prefix} records before it)"
+        )
     where = f"record {first.index}" + (f" (line {first.line})" if first.line is not None else "")
     more = f" and {len(report.problems) - 1} more problem(s)" if len(report.problems) > 1 else ""
     return (
@@ -758,7 +777,7 @@ def summarize(path: str) -> SessionSummary:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
         mtime = 0
-    report = verify_file(path)
+    report = verify_for_reading(path)
     facts: dict[str, Any] = {"started": "", "first_prompt": "", "turns": 0, "spent": 0, "uncapped": 0}
     try:
         for rec in verified_records(path, report.valid_prefix_bytes):
@@ -795,6 +814,14 @@ def _summary_fact(facts: dict[str, Any], rec: Record) -> None:
         facts["started"] = str(payload.get("started_at", ""))
 
 
+_CACHED = shapes.obj({
+    "id": shapes.STRING, "path": shapes.STRING, "started": shapes.STRING, "first_prompt": shapes.STRING,
+    "turns": shapes.COUNT, "spent_micros": shapes.MONEY, "records": shapes.COUNT, "verified": shapes.BOOL,
+    "problem": shapes.nullable(shapes.STRING), "uncapped": shapes.COUNT,
+})
+"""A summary ``index.json`` may hold: anything else (a forged total) is read again from the session."""
+
+
 def list_sessions(cwd: str, home: str | None = None) -> list[SessionSummary]:
     """Every session of the project at ``cwd``, newest first.
 
@@ -823,7 +850,7 @@ def list_sessions(cwd: str, home: str | None = None) -> list[SessionSummary]:
         key = [st.st_size, st.st_mtime_ns, st.st_ino]
         sid = e.name[:-6]
         hit = cache.get(sid)
-        if isinstance(hit, dict) and hit.get("key") == key and "uncapped" in (hit.get("summary") or {}):
+        if isinstance(hit, dict) and hit.get("key") == key and _CACHED(hit.get("summary"), "summary") is None:
             try:
                 s = SessionSummary(**{k: v for k, v in hit["summary"].items()}, updated_ns=st.st_mtime_ns)
             except TypeError:
