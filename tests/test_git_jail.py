@@ -271,3 +271,27 @@ def test_a_sub_agent_that_changed_nothing_leaves_no_worktree_or_branch(tmp_path:
     assert not Path(wt.scratch).exists()
     assert "agentloop/agent-x" not in _plain_git(repo, "branch", "--list").stdout
     assert _plain_git(repo, "worktree", "list").stdout.count("\n") == 1
+
+
+def test_without_a_sandbox_a_worktree_is_refused_saying_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.agent.subagents.worktree import Worktree, has_commit
+    from agentloop.tools import ToolError
+
+    repo, marks = hostile_repo(tmp_path)
+    monkeypatch.setattr(spawn.shutil, "which", lambda name, *a, **k: None)
+    with pytest.raises(ToolError, match='isolation "worktree" is not available: .*bubblewrap'):
+        Worktree.create(str(repo), "agent-y")
+    assert not has_commit(str(repo))  # so a child that would get a worktree by default works in the parent's folder
+    assert _left(repo, marks) == []
+
+
+def test_agentloops_home_inside_a_repository_stays_hidden_from_its_programs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, marks = hostile_repo(tmp_path)
+    home = repo / "al-home"
+    home.mkdir()
+    (home / "session.jsonl").write_text("a record\n")
+    monkeypatch.setenv("AGENTLOOP_HOME", str(home))
+    with (repo / ".git" / "config").open("a") as f:
+        f.write('[alias]\n\tpeek = "!cat al-home/session.jsonl; cat eq.txt"\n')
+    out = spawn.git(["peek"], cwd=str(repo)).stdout
+    assert "eq.txt" in out and "a record" not in out, out  # the repository shows; agentloop's home inside it does not

@@ -104,12 +104,16 @@ def jail_argv(bwrap: str, argv: Sequence[str], *, cwd: str, write: bool, paths: 
     ``write``: the repository and ``paths`` are writable (else read-only).
     """
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for h in _hidden():
+    hidden = _hidden()
+    for h in hidden:
         out += ["--tmpfs", h]
     repo = repository_paths(cwd)
     shown = {os.path.realpath(p) for p in (*repo, *paths) if os.path.exists(p)}
     for p in sorted(shown, key=len):
         out += ["--bind" if write else "--ro-bind", p, p]
+    for h in hidden:  # hidden again where the repository showed it (agentloop's home inside a repository)
+        if any(h.startswith(p + os.sep) for p in shown) and not any(p == h or p.startswith(h + os.sep) for p in shown):
+            out += ["--tmpfs", h]
     if write:  # what git reads to find programs stays as it was, even in a call that writes
         for d in repo[1:]:
             for name in KEPT:

@@ -42,8 +42,8 @@ def _git_out(args: Sequence[str], cwd: str, paths: Sequence[str] = (), *, write:
         p = spawn.git(args, cwd=cwd, timeout=60, write=write, paths=paths)
     except subprocess.TimeoutExpired:
         raise ToolError(f"git {' '.join(args[:2])} took more than 60 s") from None
-    except GitUnconfined as exc:
-        raise ToolError(f"isolation \"worktree\" is not available: {exc}") from None
+    except OSError as exc:  # GitUnconfined included: no sandbox to run git in
+        raise ToolError(f"git {' '.join(args[:2])} could not run: {exc}") from None
     if p.returncode != 0:
         raise ToolError(f"git {' '.join(args[:2])} failed: {p.stderr.strip()[:300]}")
     return str(p.stdout)
@@ -95,10 +95,12 @@ class Worktree:
     @classmethod
     def create(cls, cwd: str, child_id: str) -> Worktree:
         try:
+            spawn.jail_bwrap()
+        except GitUnconfined as exc:
+            raise ToolError(f"isolation \"worktree\" is not available: {exc}") from None
+        try:
             repo = _git(["rev-parse", "--show-toplevel"], cwd, write=False)
-        except ToolError as exc:
-            if "not available" in str(exc):
-                raise
+        except ToolError:
             raise ToolError(f"isolation \"worktree\" needs a git repository; {cwd} is not in one") from None
         base = _git(["rev-parse", "HEAD"], repo, write=False)
         path = os.path.join(tempfile.mkdtemp(prefix=f"agentloop-{child_id}-"), "worktree")
