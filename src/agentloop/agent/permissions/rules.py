@@ -60,6 +60,7 @@ from .modes import MODES
 if TYPE_CHECKING:
     import pathspec
 
+    from ..sandbox.deny_exec import DeniedProgram
     from .bash_reader import Unit
 
 # The shell reader (bash_reader: its tables and compiled patterns) is imported where a Bash
@@ -513,6 +514,20 @@ class PermissionPolicy:
         rule = Rule(f"{tool}({value})", tool, value, "exact")
         self.rules.append(_Bound(rule, behavior, source, self.cwd, None))
         return rule
+
+    def denied_programs(self) -> list[DeniedProgram]:
+        """The programs Bash deny rules name as a whole (``Bash(rm:*)``, ``Bash(rm *)``): the sandbox masks
+        them where programs start (``sandbox.deny_exec``). A rule naming a subcommand or arguments
+        (``Bash(git push:*)``) or a pattern in the name is enforced by reading the line only."""
+        from ..sandbox.deny_exec import DeniedProgram
+
+        out = []
+        for b in self.rules:
+            m = b.matcher
+            if b.behavior == "deny" and b.rule.tool == "Bash" and isinstance(m, BashPattern) and m.trailing:
+                if m.body and " " not in m.body and not any(ch in m.body for ch in "*?[\\'\"$`"):
+                    out.append(DeniedProgram(m.body, b.rule.text))
+        return out
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(behavior, rule, source path) of every rule, deny first, then ask, then allow."""
