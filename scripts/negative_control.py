@@ -1289,6 +1289,28 @@ SABOTAGES = [
         "        (lambda *a: None)(\"a variable allowedEnvVars passes on\",  # SABOTAGED",
         ["tests/test_spawn.py::test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output"],
     ),
+    # deny rules enforced where programs start (sandbox/deny_exec.py)
+    Sabotage(
+        "a deny rule is left to the command reader: the sandbox does not mask the denied program",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        out += self._deny_mounts(path_env, shown)\n",
+        "        out += []  # SABOTAGED\n",
+        ["tests/test_deny_exec.py"],
+    ),
+    Sabotage(
+        "a denied program's other names and copies stay reachable (only the file its name resolves to is masked)",
+        "src/agentloop/agent/sandbox/deny_exec.py",
+        "            for p in [*links, *_copies(real, dirs)]:",
+        "            for p in [real]:  # SABOTAGED",
+        ["tests/test_deny_exec.py::test_every_name_and_copy_of_a_denied_programs_file_is_masked"],
+    ),
+    Sabotage(
+        "a deny rule on a multi-call program's name is silently not enforced (no question is asked)",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        if unenforceable:\n",
+        "        if False:  # SABOTAGED\n",
+        ["tests/test_deny_exec.py::test_an_unenforceable_deny_rule_makes_every_command_ask"],
+    ),
 ]
 
 

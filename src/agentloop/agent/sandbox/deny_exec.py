@@ -49,6 +49,8 @@ MULTICALL = ("busybox", "toybox", "coreutils")
 """Programs that are many programs (chosen by ``argv[0]`` or their first argument)."""
 DENIED_EXIT = 126
 """The stub's exit status: bash's "found but cannot be run"."""
+SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+"""Where a multi-call program may be asked what it provides (run on the host: only the system's own)."""
 STUB_SHELLS = ("/bin/sh", "/bin/dash", "/bin/bash", "/usr/bin/sh", "/usr/bin/dash", "/usr/bin/bash")
 
 
@@ -95,7 +97,7 @@ def plan_masks(denied: Sequence[DeniedProgram], path_dirs: Sequence[str], visibl
                     f"the deny rule {d.rule} cannot be enforced in the sandbox: {name} is {real}, a multi-call program "
                     f"that is every program it provides, so it cannot be masked alone")
                 continue
-            links, complete = _names_of(real)
+            links, complete = _names_of(real, dirs)
             if not complete:
                 out.unenforceable.append(
                     f"the deny rule {d.rule} cannot be enforced in the sandbox: {real} has hard links that could not all be found")
@@ -140,15 +142,16 @@ _PROVIDES: dict[tuple[str, str], bool] = {}
 
 
 def _provides(program: str, name: str) -> bool:
-    """Does the multi-call ``program`` provide ``name``? Asked of it only when it is a system file (owned by
-    root, not writable by others): a file the workspace holds is never run on the host, and counts as yes."""
+    """Does the multi-call ``program`` provide ``name``? Asked of it only when it is a system program (in
+    ``SYSTEM_BIN``, owned by root, not writable by others): any other file (one a workspace holds) is never
+    run on the host, and counts as yes."""
     key = (program, name)
     with _LOCK:
         if key in _PROVIDES:
             return _PROVIDES[key]
     try:
         st = os.stat(program)
-        trusted = st.st_uid == 0 and not st.st_mode & 0o022
+        trusted = os.path.dirname(program) in SYSTEM_BIN and st.st_uid == 0 and not st.st_mode & 0o022
         listing = subprocess.run([program, "--list"], capture_output=True, text=True, timeout=5, env={"PATH": "/usr/bin:/bin"},
                                  stdin=subprocess.DEVNULL, check=False).stdout if trusted else None
     except (OSError, subprocess.SubprocessError):
@@ -162,8 +165,9 @@ def _provides(program: str, name: str) -> bool:
 _LINKS: dict[tuple[int, int], tuple[list[str], bool]] = {}
 
 
-def _names_of(real: str) -> tuple[list[str], bool]:
-    """Every name of the file ``real`` (hard links), and whether all ``st_nlink`` of them were found."""
+def _names_of(real: str, dirs: Sequence[str]) -> tuple[list[str], bool]:
+    """Every name of the file ``real`` (hard links), and whether all ``st_nlink`` of them were found: ``dirs``
+    first, then the trees software is installed in, then the whole file system it is on."""
     try:
         st = os.stat(real)
     except OSError:
@@ -175,10 +179,10 @@ def _names_of(real: str) -> tuple[list[str], bool]:
         if key in _LINKS:
             return _LINKS[key]
     found = {real}
-    for top in [*STANDARD_DIRS, *INSTALL_TREES, _mount_point(real)]:
+    for top, deep in [*((d, False) for d in dirs), *((t, True) for t in INSTALL_TREES), (_mount_point(real), True)]:
         if len(found) >= st.st_nlink:
             break
-        for p, s in _walk(top, st.st_dev):
+        for p, s in _walk(top, st.st_dev, deep):
             if (s.st_dev, s.st_ino) == key:
                 found.add(p)
     result = (sorted(found), len(found) >= st.st_nlink)
@@ -198,8 +202,9 @@ def _mount_point(path: str) -> str:
 _SKIP = ("/proc", "/sys", "/dev", "/run")
 
 
-def _walk(top: str, dev: int | None = None) -> Iterable[tuple[str, os.stat_result]]:
-    """Regular files under ``top`` (symlinks not followed; another file system skipped when ``dev`` is given)."""
+def _walk(top: str, dev: int | None = None, deep: bool = True) -> Iterable[tuple[str, os.stat_result]]:
+    """Regular files under ``top`` (in it only, unless ``deep``; symlinks not followed; another file system
+    skipped when ``dev`` is given)."""
     stack = [top]
     while stack:
         d = stack.pop()
@@ -216,7 +221,7 @@ def _walk(top: str, dev: int | None = None) -> Iterable[tuple[str, os.stat_resul
                 if dev is not None and s.st_dev != dev:
                     continue
                 if e.is_dir(follow_symlinks=False):
-                    if e.path not in _SKIP:
+                    if deep and e.path not in _SKIP:
                         stack.append(e.path)
                 elif e.is_file(follow_symlinks=False):
                     yield e.path, s
