@@ -949,8 +949,9 @@ class PermissionPolicy:
         for b in allow:
             if b.rule.kind == "exact" and bash is not None and bash.command == b.rule.specifier:
                 return Decision("allow", b.rule.text, b.source, f"Bash allowed by the rule {b.rule.text} ({b.source}), for exactly this line")
-        if bash is None or bash.units is None or not bash.units or bash.line_opaque:
-            # a line whose commands cannot all be known is never allowed by a pattern
+        if bash is None or bash.units is None or not bash.units or bash.line_opaque or bash.loose_writes():
+            # a line whose commands cannot all be known is never allowed by a pattern, nor one whose compound
+            # writes a file: no rule shows that redirection ("Bash(echo:*)" is not "{ echo hi; } >v")
             return None
         if self._unknown(bash):
             return None  # ...except a program that runs command strings, by a rule that names it
@@ -963,6 +964,11 @@ class PermissionPolicy:
                 pat: BashPattern = b.matcher
                 if u.writes and not _REDIRECTION.search(pat.body):
                     continue  # a rule approves a redirection to a file only when its pattern shows one
+                if u.writes:  # ...and only to the targets it shows: no "*" of it stands for a redirection
+                    if any(ok and _shows_redirections(pat, text) for text, ok in u.views):
+                        hit = b
+                        break
+                    continue
                 if any(ok and pat.match(text) for text, ok in u.views) or (
                     pat.exact and any(pat.match(text) for text in u.exact_only)
                 ):
@@ -984,6 +990,17 @@ MAX_PATH_CHECKS = 1_000
 """Paths one read-only line may name and still be auto-approved (each is resolved on disk)."""
 _HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 _MAX_GIT_CONFIG = 1 << 20
+
+
+def _shows_redirections(pat: BashPattern, text: str) -> bool:
+    """Does ``pat`` match ``text`` with each redirection operator of the text matched by one of the pattern's
+    own (the pieces between them matched piece by piece), so that ``echo * > out.txt`` never covers
+    ``echo hi >v > out.txt``?"""
+    body = pat.body + (" *" if pat.trailing else "")
+    want, have = _REDIRECTION.split(body), _REDIRECTION.split(text)
+    if len(want) != len(have):
+        return False
+    return all(_glob(" ".join(w.split()), " ".join(h.split())) for w, h in zip(want, have))
 
 
 def _path_candidates(args: list[str], lits: list[bool], redirects: list[tuple[str, str]]) -> Iterator[str | None]:
@@ -1058,6 +1075,8 @@ class _BashView:
     command: str | None = None
     line_opaque: list[str] = field(default_factory=list)
     """The reasons that belong to the whole line rather than to one command."""
+    loose: list[tuple[str, str]] = field(default_factory=list)
+    """Redirections of a compound command (``(x) >t``, ``{ x; } >t``, ``done <f``) or of none (``>t``)."""
 
     @classmethod
     def of(cls, tool_input: dict[str, Any]) -> _BashView:
@@ -1078,7 +1097,19 @@ class _BashView:
             texts.extend(t for t, _ok in u.views)
         for w in found.code_words:  # code that bash may evaluate from a literal ("a[$(rm v)]")
             texts.extend(crude_pieces(w))
-        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command, found.line_opaque)
+        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command, found.line_opaque, found.loose_redirects)
+
+    def loose_writes(self) -> bool:
+        """Does a redirection of a compound (or of no command) write a file?"""
+        from .bash_reader import _writes
+
+        return any(_writes(op, t) for op, t in self.loose)
+
+    def loose_io(self) -> bool:
+        """Does a redirection of a compound (or of no command) touch a file at all (read or write)?"""
+        from .bash_reader import _writes
+
+        return any(_writes(op, t) or op in ("<", "<>", "<&") for op, t in self.loose)
 
 
 # Read-only commands: Claude Code runs read-only Bash without a prompt
@@ -1161,8 +1192,8 @@ def _read_only_git(args: list[str]) -> bool:
 
 def _read_only_line(bash: _BashView) -> bool:
     """Does every command of the line only read?"""
-    if bash.units is None or bash.opaque or not bash.units:
-        return False
+    if bash.units is None or bash.opaque or not bash.units or bash.loose_io():
+        return False  # "(echo x) > t", "{ cat; } < f": no command shows the redirection, so none can approve it
     from .bash_reader import _writes
 
     for u in bash.units:
