@@ -1347,6 +1347,13 @@ SABOTAGES = [
         '    if head == "uniq" and len([a for a in args if a == "-" or not a.startswith("-")]) > 1:  # SABOTAGED',
         ["tests/test_read_only_allow_list.py::test_uniq_with_an_output_operand_is_not_read_only"],
     ),
+    Sabotage(
+        "a mis-cased deny rule (bash(rm:*)) stays silently dead instead of failing closed",
+        "src/agentloop/agent/permissions/rules.py",
+        "                self.add_rule(b.behavior, fixed, source=b.source)\n",
+        "                pass  # SABOTAGED\n",
+        ["tests/test_deny_exec.py::test_a_mis_cased_deny_rule_is_named_and_enforced_as_the_tool_it_means"],
+    ),
 ]
 
 

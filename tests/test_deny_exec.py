@@ -216,3 +216,35 @@ def test_an_unenforceable_deny_rule_makes_every_command_ask(tmp_path: Path, monk
         assert why is not None and "Bash(zapper:*) cannot be enforced" in why and "asks" in why
     finally:
         s.close()
+
+
+# --- rules as written: one that can never match is named; a mis-cased deny fails closed ----------
+
+
+def test_a_mis_cased_deny_rule_is_named_and_enforced_as_the_tool_it_means() -> None:
+    """Claude Code's tool names are case-sensitive (``Bash``); ``bash(rm:*)`` would otherwise be silently dead."""
+    p = policy(["Bash", "read(./x)"], ["bash(rm:*)", "Frobnicate", "mcp__srv__tool", "Web*"])
+    said = p.check_names(["Bash", "Read", "Write"])
+    assert any("bash(rm:*)" in w and "enforced as Bash(rm:*)" in w for w in said), said
+    assert any("Frobnicate" in w and "can never match" in w for w in said), said
+    assert any("read(./x)" in w and "allows nothing" in w for w in said), said
+    assert not any("mcp__srv__tool" in w or "Web*" in w for w in said), "MCP names and patterns are not judged here"
+    assert p.decide("Bash", {"command": "rm -rf v"}).behavior == "deny"
+    assert [d.name for d in p.denied_programs()] == ["rm"], "the sandbox masks what the corrected rule names"
+    assert p.decide("Read", {"file_path": "/proj/x"}).behavior == "allow", "Read needs no rule; the dead allow adds nothing"
+
+
+def test_a_dead_rule_is_among_the_warnings_the_agent_says_at_start(tmp_path: Path) -> None:
+    """``config_warnings`` is what ``-p`` prints on stderr and the REPL shows (``cli.agent_setup.report_config``)."""
+    from agentloop.agent.agent import Agent
+    from agentloop.testing import ScriptedModel, reply
+
+    proj = tmp_path / "proj"
+    (proj / ".agentloop").mkdir(parents=True)
+    (proj / ".agentloop" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["bash(rm:*)"]}}))
+    env = {"PATH": PATH, "HOME": str(tmp_path), "AGENTLOOP_HOME": str(tmp_path / "al")}
+    a = Agent(cwd=str(proj), home=str(tmp_path / "al"), env=env, model=ScriptedModel([reply("done")]), trust=True)
+    try:
+        assert any("bash(rm:*)" in w and "Bash(rm:*)" in w for w in a.config_warnings), a.config_warnings
+    finally:
+        a.close()

@@ -111,6 +111,14 @@ PLAN_MODE_LOOKUPS = frozenset({"WebFetch", "WebSearch"})
 part of planning, as in Claude Code's plan mode); they are not allowed without a rule or an answer."""
 
 
+CLAUDE_CODE_TOOLS = frozenset({
+    "Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS", "WebFetch",
+    "WebSearch", "Task", "Agent", "TodoWrite", "TodoRead", "ExitPlanMode", "BashOutput", "KillShell", "KillBash",
+    "SlashCommand", "Skill", "ListMcpResourcesTool", "ReadMcpResourceTool", "AskUserQuestion",
+})
+"""Tool names a rule may name without warning, whether or not this session has the tool (Claude Code's)."""
+
+
 class RuleError(ValueError):
     """A permission rule is malformed; the message says what is wrong with it."""
 
@@ -527,6 +535,33 @@ class PermissionPolicy:
             if b.behavior == "deny" and b.rule.tool == "Bash" and isinstance(m, BashPattern) and m.trailing:
                 if m.body and " " not in m.body and not any(ch in m.body for ch in "*?[\\'\"$`"):
                     out.append(DeniedProgram(m.body, b.rule.text))
+        return out
+
+    def check_names(self, known: Iterable[str]) -> list[str]:
+        """A warning for each rule of the settings that names no tool (``known``: the tools of the session,
+        besides ``CLAUDE_CODE_TOOLS``), so it can never match. A deny or ask rule whose tool differs from a
+        known one only in case (``bash(rm:*)``) fails closed: it is added again under the name it obviously
+        means, and the warning says so; such an allow rule allows nothing."""
+        names = set(known) | CLAUDE_CODE_TOOLS
+        out = []
+        for b in list(self.rules):
+            t = b.rule.tool
+            if b.source == "session" or t in names or t.startswith("mcp__") or any(c in t for c in "*?"):
+                continue
+            meant = next((n for n in sorted(names) if n.lower() == t.lower()), None)
+            where = f"{b.rule.text} ({b.source})"
+            if meant is None:
+                out.append(f"the {b.behavior} rule {where} can never match: no tool is named {t!r}")
+                continue
+            fixed = meant + b.rule.text.strip()[len(t):]
+            if b.behavior == "allow":
+                out.append(f"the allow rule {where} can never match: tool names are case-sensitive ({t!r} is not "
+                           f"{meant!r}); it allows nothing, write {fixed}")
+                continue
+            if not any(x.rule.text == fixed and x.behavior == b.behavior for x in self.rules):
+                self.add_rule(b.behavior, fixed, source=b.source)
+            out.append(f"the {b.behavior} rule {where} names no tool: tool names are case-sensitive ({t!r} is not "
+                       f"{meant!r}); it is enforced as {fixed}, failing closed; write it so")
         return out
 
     def describe(self) -> list[tuple[str, str, str]]:
