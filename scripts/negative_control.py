@@ -1354,6 +1354,13 @@ SABOTAGES = [
         "                pass  # SABOTAGED\n",
         ["tests/test_deny_exec.py::test_a_mis_cased_deny_rule_is_named_and_enforced_as_the_tool_it_means"],
     ),
+    Sabotage(
+        "any option of a read-only program counts as read-only (no per-program list)",
+        "src/agentloop/agent/permissions/read_only_options.py",
+        "    spec = OPTIONS.get(head)\n    if spec is None:\n        return False\n",
+        "    spec = OPTIONS.get(head)\n    if spec is None or True:  # SABOTAGED\n        return True\n",
+        ["tests/test_read_only_allow_list.py::test_an_option_not_on_the_programs_read_only_list_asks"],
+    ),
 ]
 
 

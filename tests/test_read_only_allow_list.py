@@ -221,3 +221,35 @@ def test_the_auto_approved_git_lines_are_the_objects_and_refs_subcommands(tmp_pa
         sub = line.split()[1]
         assert sub in READ_ONLY_GIT
         assert policy(tmp_path).decide("Bash", {"command": line}).behavior == "allow", line
+
+
+# --- options: each read-only program's own list; anything else asks -----------------------------
+
+OPTION_WRITES = ["sort --out=victim v", "sort --outp=victim v", "sort -ovictim v", "sort -uo victim v", "sort -u -o victim v"]
+
+
+@pytest.mark.parametrize("line", OPTION_WRITES)
+def test_an_option_that_writes_in_any_spelling_is_not_read_only(tmp_path: Path, line: str) -> None:
+    (tmp_path / "v").write_text("b\na\n")
+    bash(line, tmp_path)
+    assert (tmp_path / "victim").exists(), f"the oracle: {line!r} writes victim"
+    assert policy(tmp_path).decide("Bash", {"command": line}).behavior == "ask", line
+
+
+@pytest.mark.parametrize("line", ["ls --frobnicate", "cat --show-al v", "head --byte=3 v", "sort -T . v", "grep --devic=read x v",
+                                  "wc --tot=always v", "du --exclude-f=list .", "tree -o out", "rg -z x", "date -s 2020-01-01",
+                                  "tail --pid 1 v", "file -C -m m"])
+def test_an_option_not_on_the_programs_read_only_list_asks(tmp_path: Path, line: str) -> None:
+    """Unknown options are not read-only: an abbreviation (``--show-al``), a new option, or one that writes
+    (``sort -T`` writes temporary files where it is told) asks."""
+    if line == "tail --pid 1 v":  # listed: a value taken from the next word is still read-only
+        assert policy(tmp_path).decide("Bash", {"command": line}).behavior == "allow"
+        return
+    assert policy(tmp_path).decide("Bash", {"command": line}).behavior == "ask", line
+
+
+@pytest.mark.parametrize("line", ["ls -la", "ls --color=auto -lh", "head -5 v", "head -n 5 v", "tail -n5 v", "grep -rn TODO .",
+                                  "grep -A 3 x v", "sort -k 2 -t , v", "cut -d: -f1 v", "du -sh .", "wc -l v", "jq -r .a v",
+                                  "uniq -c v", "diff -u v v", "stat -c %s v", "cat -- -v"])
+def test_the_usual_read_only_options_still_run_without_a_question(tmp_path: Path, line: str) -> None:
+    assert policy(tmp_path).decide("Bash", {"command": line}).behavior == "allow", line

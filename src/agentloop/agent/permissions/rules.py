@@ -1368,6 +1368,10 @@ def _read_only_words(words: list[str], git: frozenset[str] = READ_ONLY_GIT) -> b
         return False
     if head in ("less", "more"):
         return False  # they can run commands (!cmd, LESSOPEN); listed so the reason is recorded here
+    from .read_only_options import options_read_only
+
+    if not options_read_only(head, args):
+        return False  # an option not on the program's read-only list (an abbreviation, a new one) asks
     longs = [a for a in args if a.startswith("--")]
     letters = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
     if any(may_abbreviate(a, _WRITES_OR_RUNS.get(head, ())) for a in longs) or set(_SHORT_WRITES.get(head, "")) & set(letters):
