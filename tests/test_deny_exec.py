@@ -248,3 +248,16 @@ def test_a_dead_rule_is_among_the_warnings_the_agent_says_at_start(tmp_path: Pat
         assert any("bash(rm:*)" in w and "Bash(rm:*)" in w for w in a.config_warnings), a.config_warnings
     finally:
         a.close()
+
+
+def test_a_deny_rule_on_the_shell_bash_commands_run_in_cannot_be_enforced_and_every_command_asks(tmp_path: Path) -> None:
+    """Masking bash would stop every Bash call, not only the ``bash`` ones the rule names: fail closed, saying why."""
+    (tmp_path / "proj").mkdir()
+    ss = sbx.settings_from([], mode=None, cwd=str(tmp_path / "proj"), user_home=str(tmp_path / "home"))
+    s = sbx.Sandbox.create(ss, roots=[str(tmp_path / "proj")], agentloop_home=str(tmp_path / "al"), user_home=str(tmp_path / "home"))
+    try:
+        s.denied_programs = policy(["Bash"], ["Bash(bash:*)"]).denied_programs
+        why = s.needs_prompt("ls")
+        assert why is not None and "the shell every Bash command runs in" in why, why
+    finally:
+        s.close()

@@ -788,7 +788,8 @@ class Sandbox:
         with self._lock:
             cached = self._masks.get(key)
         if cached is None:
-            cached = plan_masks(denied, [d for d in path_env.split(os.pathsep) if d], visible)
+            shell = os.path.realpath(shutil.which("bash") or "/bin/sh")  # what Bash commands run in (tools/builtin._shell)
+            cached = plan_masks(denied, [d for d in path_env.split(os.pathsep) if d], visible, keep={shell})
             with self._lock:
                 self._masks = {key: cached}
         return cached

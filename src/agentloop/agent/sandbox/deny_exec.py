@@ -35,7 +35,7 @@ import os
 import shlex
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["DENIED_EXIT", "INSTALL_TREES", "MULTICALL", "STANDARD_DIRS", "DeniedProgram", "Masks", "plan_masks", "stub_text"]
@@ -82,9 +82,11 @@ def stub_text(message: str, masked: Iterable[str]) -> tuple[str, int]:
     return "", 0o444
 
 
-def plan_masks(denied: Sequence[DeniedProgram], path_dirs: Sequence[str], visible: Callable[[str], bool]) -> Masks:
+def plan_masks(denied: Sequence[DeniedProgram], path_dirs: Sequence[str], visible: Callable[[str], bool],
+               keep: Collection[str] = ()) -> Masks:
     """The files to cover for ``denied`` (see the module's rules), for a command whose ``PATH`` is
-    ``path_dirs``; ``visible(path)`` says whether a path shows in the sandbox (only those are covered)."""
+    ``path_dirs``; ``visible(path)`` says whether a path shows in the sandbox (only those are covered);
+    ``keep``: real paths that must stay (the shell Bash commands run in): a rule naming one cannot be enforced."""
     out = Masks()
     dirs = list(dict.fromkeys(d for d in [*path_dirs, *STANDARD_DIRS] if d.startswith("/") and os.path.isdir(d)))
     for d in denied:
@@ -92,6 +94,11 @@ def plan_masks(denied: Sequence[DeniedProgram], path_dirs: Sequence[str], visibl
         message = f"agentloop: {name} is denied by rule {d.rule}"
         reals = _by_name(name, [*dirs, *([os.path.dirname(d.name)] if "/" in d.name else [])])
         for real in sorted(reals):
+            if real in keep:
+                out.unenforceable.append(
+                    f"the deny rule {d.rule} cannot be enforced in the sandbox: {name} is {real}, the shell every Bash "
+                    f"command runs in")
+                continue
             if _is_multicall(real):
                 out.unenforceable.append(
                     f"the deny rule {d.rule} cannot be enforced in the sandbox: {name} is {real}, a multi-call program "
