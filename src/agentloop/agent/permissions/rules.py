@@ -1133,6 +1133,8 @@ def _path_candidates(args: list[str], lits: list[bool], redirects: list[tuple[st
 
 
 MAX_BRACE_WORDS = 256
+MAX_BRACE_WORD = 4096
+"""Characters of a word with braces that ``brace_words`` expands (a longer one is not resolved: it asks)."""
 _GLOB_COMPONENT = re.compile(r"[*?\[]")
 _SEQUENCE = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.-?\d+)?$")
 
@@ -1140,6 +1142,8 @@ _SEQUENCE = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.-?\d+)?$")
 def brace_words(word: str) -> list[str] | None:
     """The words bash's brace expansion makes of ``word`` (``a{b,c}`` -> ``ab``, ``ac``; ``{1..3}``), or None
     past ``MAX_BRACE_WORDS``. Every brace is taken as live (a quoted one too): more words to check, never fewer."""
+    if len(word) > MAX_BRACE_WORD:
+        return None  # each brace is looked for from the start: bounded, so a decision stays linear
     done: list[str] = []
     todo = [word]
     while todo:
