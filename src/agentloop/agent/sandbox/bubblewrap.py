@@ -794,6 +794,14 @@ class Sandbox:
                 self._masks = {key: cached}
         return cached
 
+    def warm_deny_masks(self) -> None:
+        """Find the denied programs' files now, in the background: the first look for copies walks the
+        install trees (seconds on a slow disk), which the first command would otherwise wait for."""
+        if self.denied_programs is None or not self.active or not list(self.denied_programs()):
+            return
+        threading.Thread(target=self._deny_masks, args=(os.environ.get("PATH", ""),), daemon=True,
+                         name="agentloop-deny-masks").start()
+
     def _deny_mounts(self, path_env: str, shown: Sequence[str]) -> list[str]:
         """bubblewrap options covering each denied program's files with a stub that refuses (last in the mount
         order, so nothing mounted later shows the real file again); the stubs' folder read-only."""
