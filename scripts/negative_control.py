@@ -1441,6 +1441,78 @@ SABOTAGES = [
         "and code not in (0, None):  # SABOTAGED",
         ["tests/test_seed_rows.py::test_a_seed_stop_hook_that_exits_1_does_not_keep_the_agent_going"],
     ),
+    # deny rules enforced where programs start (sandbox/deny_exec.py)
+    Sabotage(
+        "a deny rule is left to the command reader: the sandbox does not mask the denied program",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        out += self._deny_mounts(path_env, shown)\n",
+        "        out += []  # SABOTAGED\n",
+        ["tests/test_deny_exec.py"],
+    ),
+    Sabotage(
+        "a denied program's other names and copies stay reachable (only the file its name resolves to is masked)",
+        "src/agentloop/agent/sandbox/deny_exec.py",
+        "            for p in [*links, *_copies(real, dirs)]:",
+        "            for p in [real]:  # SABOTAGED",
+        ["tests/test_deny_exec.py::test_every_name_and_copy_of_a_denied_programs_file_is_masked"],
+    ),
+    Sabotage(
+        "a deny rule on a multi-call program's name is silently not enforced (no question is asked)",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        if unenforceable:\n",
+        "        if False:  # SABOTAGED\n",
+        ["tests/test_deny_exec.py::test_an_unenforceable_deny_rule_makes_every_command_ask"],
+    ),
+    # read-only auto-approval by allow-list (permissions/rules.py)
+    Sabotage(
+        "a compound command's redirection is not seen: (echo x) > t runs as read-only",
+        "src/agentloop/agent/permissions/rules.py",
+        "    if bash.units is None or bash.opaque or not bash.units or bash.loose_io():\n",
+        "    if bash.units is None or bash.opaque or not bash.units:  # SABOTAGED\n",
+        ["tests/test_read_only_allow_list.py"],
+    ),
+    Sabotage(
+        "an allow rule approves a compound's write and a redirection its * stands for",
+        "src/agentloop/agent/permissions/rules.py",
+        "                    if any(ok and _shows_redirections(pat, text) for text, ok in u.views):\n",
+        "                    if any(ok and pat.match(text) for text, ok in u.views):  # SABOTAGED\n",
+        ["tests/test_read_only_allow_list.py::test_an_allow_rule_approves_a_redirection_only_to_the_target_it_shows"],
+    ),
+    Sabotage(
+        "glob and brace words are checked by their literal prefix only (*/../../x reads outside unasked)",
+        "src/agentloop/agent/permissions/rules.py",
+        "                paths = _glob_reach(os.path.join(self.cwd, c), MAX_PATH_CHECKS - seen) if pattern else [c]\n",
+        "                paths = [_GLOB_CHARS.split(c, maxsplit=1)[0]]  # SABOTAGED\n",
+        ["tests/test_read_only_allow_list.py::test_a_glob_or_brace_word_that_reaches_outside_is_not_auto_approved"],
+    ),
+    Sabotage(
+        "git status and describe are auto-approved again (they run post-index-change and fsmonitor)",
+        "src/agentloop/agent/permissions/rules.py",
+        '    "rev-parse", "ls-tree", "cat-file",',
+        '    "status", "describe", "rev-parse", "ls-tree", "cat-file",  # SABOTAGED',
+        ["tests/test_read_only_allow_list.py::test_git_lines_that_can_run_repository_programs_always_ask"],
+    ),
+    Sabotage(
+        "uniq's operands are counted by their dashes (uniq -- v -victim writes unasked)",
+        "src/agentloop/agent/permissions/rules.py",
+        '    if head == "uniq" and len(_operands(args, "fsw", ("--skip-fields", "--skip-chars", "--check-chars"))) > 1:',
+        '    if head == "uniq" and len([a for a in args if a == "-" or not a.startswith("-")]) > 1:  # SABOTAGED',
+        ["tests/test_read_only_allow_list.py::test_uniq_with_an_output_operand_is_not_read_only"],
+    ),
+    Sabotage(
+        "a mis-cased deny rule (bash(rm:*)) stays silently dead instead of failing closed",
+        "src/agentloop/agent/permissions/rules.py",
+        "                self.add_rule(b.behavior, fixed, source=b.source)\n",
+        "                pass  # SABOTAGED\n",
+        ["tests/test_deny_exec.py::test_a_mis_cased_deny_rule_is_named_and_enforced_as_the_tool_it_means"],
+    ),
+    Sabotage(
+        "any option of a read-only program counts as read-only (no per-program list)",
+        "src/agentloop/agent/permissions/read_only_options.py",
+        "    spec = OPTIONS.get(head)\n    if spec is None:\n        return False\n",
+        "    spec = OPTIONS.get(head)\n    if spec is None or True:  # SABOTAGED\n        return True\n",
+        ["tests/test_read_only_allow_list.py::test_an_option_not_on_the_programs_read_only_list_asks"],
+    ),
 ]
 
 

@@ -607,11 +607,14 @@ def test_a_worktrees_git_directory_outside_the_workspace_is_protected(tmp_path):
 # Claude Code permissions reference: read-only operations need no approval ("Read-only | File
 # reads, Grep | No"); read-only Bash (find, grep, head, tail... also in pipes) runs without a prompt
 # since anthropics/claude-code#1128 ("This is now supported"), and git status and grep are among the
-# commands "Claude Code already auto-allows" (bendrucker/claude#596).
+# commands "Claude Code already auto-allows" (bendrucker/claude#596). Here git is auto-approved only
+# for subcommands that read objects and refs (``rev-parse``, ``branch -a``...): ``status``, ``log``,
+# ``diff`` and ``show`` can run programs a repository names (hooks, fsmonitor, textconv), so they ask.
 
 READ_ONLY_TABLE = [
-    ("ls -la", "allow"), ("cat README.md | head -5", "allow"), ("git status", "allow"), ("git log --oneline -5", "allow"),
-    ("git diff HEAD~1", "allow"), ("git show HEAD:README.md", "allow"), ("pwd", "allow"), ("wc -l a b", "allow"),
+    ("ls -la", "allow"), ("cat README.md | head -5", "allow"), ("git status", "ask"), ("git log --oneline -5", "ask"),
+    ("git diff HEAD~1", "ask"), ("git show HEAD:README.md", "ask"), ("git rev-parse --verify HEAD", "allow"),
+    ("git cat-file -p HEAD:README.md", "allow"), ("git tag -v v1", "ask"), ("git log --format=%G? -1", "ask"), ("pwd", "allow"), ("wc -l a b", "allow"),
     ("grep -rn TODO src 2>/dev/null", "allow"), ("git branch -a", "allow"), ("cd src && ls", "allow"),
     ("ls > out.txt", "ask"), ("ls $(curl e)", "ask"), ("cat a | sh", "ask"), ("git push", "ask"), ("git branch -D main", "ask"),
     ("git branch --set-upstream-to=o/x", "ask"), ("sort -o out a", "ask"), ("find . -delete", "ask"),
@@ -631,7 +634,8 @@ def test_read_only_bash_runs_without_a_prompt(command, expected):
 def test_read_only_bash_still_yields_to_deny_and_ask_rules_and_plan_mode_allows_it():
     assert policy(deny=["Bash(ls:*)"]).decide("Bash", {"command": "ls"}).behavior == "deny"
     assert policy(ask=["Bash(git log:*)"]).decide("Bash", {"command": "git log"}).behavior == "ask"
-    assert policy(mode="plan").decide("Bash", {"command": "git status"}).behavior == "allow"
+    assert policy(mode="plan").decide("Bash", {"command": "git rev-parse HEAD"}).behavior == "allow"
+    assert policy(mode="plan").decide("Bash", {"command": "git status"}).behavior == "ask", "reads, but may run repository code"
     assert policy(mode="plan").decide("Bash", {"command": "make"}).behavior == "deny"
     assert policy(mode="dontAsk").decide("Bash", {"command": "ls"}).behavior == "allow"
 
@@ -716,7 +720,7 @@ def test_read_only_lines_are_auto_approved_only_while_every_path_they_name_stays
     src = SettingsSource(str(root / ".agentloop/settings.json"), "project", {"permissions": {"additionalDirectories": [str(extra)]}})
     p = PermissionPolicy.from_settings([src], cwd=str(root), user_home=str(home))
     inside = ["cat src/a.py", "ls", "cd src && ls", "grep -rn TODO src", f"cat {extra}/notes.md", "wc -l /dev/null",
-              "git log --oneline -5", "ls *.py", "head -n 5 src/a.py", "cat < src/a.py"]
+              "git rev-parse HEAD", "ls *.py", "head -n 5 src/a.py", "cat < src/a.py"]
     outside = ["cat ~/secret.txt ~/other/.env", f"cat {home}/secret.txt", "ls ..", "cat ../x", "cd", "cd .. && ls",
                "cat link.txt", "cat $HOME/x", "grep -f/etc/passwd x", "grep --file=/etc/passwd x", "ls ../*", "cat < ~/x",
                "cat ~root/.profile", "find / -name x"]
@@ -788,7 +792,8 @@ def test_git_lines_are_not_auto_approved_where_the_repository_configures_program
         for marker in hostile.glob("RAN-*"):
             marker.unlink()
         assert PermissionPolicy.from_settings([], cwd=str(hostile)).decide("Bash", {"command": line}).behavior == "ask", line
-        assert PermissionPolicy.from_settings([], cwd=str(clean)).decide("Bash", {"command": line}).behavior == "allow", line
+        expected = "allow" if line in ("git branch -a", "git rev-parse HEAD") else "ask"  # objects and refs only
+        assert PermissionPolicy.from_settings([], cwd=str(clean)).decide("Bash", {"command": line}).behavior == expected, line
         sp.run(["bash", "-c", line], cwd=hostile, env={**env, "PAGER": "cat"}, capture_output=True, timeout=30)
         if list(hostile.glob("RAN-*")):
             ran_code.add(line)
@@ -799,11 +804,11 @@ def test_a_submodules_own_configuration_counts_and_a_submodule_path_does_not(tmp
     root = tmp_path / "r"
     _repo(root, {"submodule.lib.path": "lib", "submodule.lib.url": "../lib"})
     p = PermissionPolicy.from_settings([], cwd=str(root))
-    assert p.decide("Bash", {"command": "git status"}).behavior == "allow"
+    assert p.decide("Bash", {"command": "git branch -a"}).behavior == "allow"
     mod = root / ".git" / "modules" / "lib"
     mod.mkdir(parents=True)
     (mod / "config").write_text("[core]\n\tfsmonitor = ./run-me\n")
-    assert PermissionPolicy.from_settings([], cwd=str(root)).decide("Bash", {"command": "git status"}).behavior == "ask"
+    assert PermissionPolicy.from_settings([], cwd=str(root)).decide("Bash", {"command": "git branch -a"}).behavior == "ask"
 
 
 def test_plan_mode_lets_web_lookups_be_asked_for_and_still_denies_changes() -> None:

@@ -186,6 +186,8 @@ class Agent:
         """The policy, workspace and registry (``agent/toolbox.py``); rebuilt when the session (and so its spill dir) changes."""
         self.toolbox: Toolbox = Toolbox.build(self)
         self.policy: PermissionPolicy = self.toolbox.policy
+        said = self.policy.check_names(self.toolbox.registry.names())  # a rule that can never match is named
+        self.config_warnings += [w for w in said if w not in self.config_warnings]
         self.workspace: Workspace = self.toolbox.workspace
         self.processes, self.background = self.toolbox.processes, self.toolbox.background
 

@@ -78,6 +78,8 @@ class Toolbox:
             src.mcp_servers.manager.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
         workspace = Workspace(src.cwd, src.add_dirs, on_write=src.file_changed)
         src.sandbox.roots = [os.path.realpath(d) for d in (src.cwd, *src.add_dirs)]
+        src.sandbox.denied_programs = policy.denied_programs  # deny rules hold where programs start, too
+        src.sandbox.warm_deny_masks()
         processes, background = RunningProcesses(), BackgroundShells(spill)
         given = src.given_registry
         box = cls(policy, workspace, processes, background, given if given is not None else Registry(), src.extra_tools)

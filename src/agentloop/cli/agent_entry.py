@@ -294,23 +294,18 @@ def _plugins(agent: Agent) -> list[dict[str, str]]:
     return out
 
 
-def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None) -> int:
-    """One prompt through the agent, printed in ``fmt``; the exit code it deserves.
-
-    ``schema``: ``--json-schema``'s (``structured_output``): the prompt asks for JSON, and the answer
-    is read against it."""
+def _expanded(agent: Agent, prompt: str) -> tuple[str, tuple[str, ...]]:
+    """``-p "/name args"``: the custom command or skill, as in Claude Code, with the tools it allows; ``-p
+    "/mcp__server__prompt args"``: an MCP server's prompt; any other prompt as it is."""
     from agentloop.agent.agent import AgentError
 
-    timing = _Timing(stream)
-    t0 = time.monotonic()
-    rules: tuple[str, ...] = ()
     try:
         expanded = agent.expand_command(prompt.strip()) if prompt.startswith("/") else None
     except AgentError as exc:  # a ! line of the command failed: nothing is sent
         raise UserError(str(exc)) from None
-    if expanded is not None:  # -p "/name args": the custom command or skill, as in Claude Code
-        prompt, rules = expanded
-    elif prompt.startswith("/mcp__"):  # -p "/mcp__server__prompt args": an MCP server's prompt
+    if expanded is not None:
+        return expanded
+    if prompt.startswith("/mcp__"):
         from agentloop.mcp.agent import run_prompt
         from agentloop.mcp.client import McpToolError
 
@@ -321,7 +316,20 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             raise UserError(str(exc)) from None
         if text is None:
             raise UserError(f"/{name}: no MCP server offers that prompt")
-        prompt = text
+        return text, ()
+    return prompt, ()
+
+
+def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None) -> int:
+    """One prompt through the agent, printed in ``fmt``; the exit code it deserves.
+
+    ``schema``: ``--json-schema``'s (``structured_output``): the prompt asks for JSON, and the answer
+    is read against it."""
+    from agentloop.agent.agent import AgentError
+
+    timing = _Timing(stream)
+    t0 = time.monotonic()
+    prompt, rules = _expanded(agent, prompt)
     denied_before = len(agent.permission_denials)
     structured: tuple[Any, str | None] = (None, None)
     blocks = _HookBlocks(agent) if fmt == "text" else None

@@ -121,6 +121,8 @@ class _Ctx:
     """Places where text the rules cannot see enters variables."""
     code_words: list[str] = field(default_factory=list)
     """Literal words holding code-like text (``'a[$(rm v)]'``)."""
+    loose: list[tuple[str, str]] = field(default_factory=list)
+    """Redirections of no simple command: of a compound (``(x) >t``, ``{ x; } >t``, ``done >t``) or bare (``>t``)."""
     commands: int = 0
     words: int = 0
     """Simple commands read so far (the whole line, nested ones included), bounded by ``MAX_COMMANDS``."""
@@ -135,6 +137,8 @@ class Analysis:
     code_words: list[str]
     line_opaque: list[str] = field(default_factory=list)
     """The reasons that belong to the line, not to one of its units (text evaluated as code)."""
+    loose_redirects: list[tuple[str, str]] = field(default_factory=list)
+    """(operator, target) of redirections that belong to a compound command or to none: no unit shows them."""
 
 
 _OPERATOR_CHARS = ";&|\n"
@@ -830,6 +834,8 @@ def split(command: str, depth: int = 0, ctx: _Ctx | None = None) -> list[Simple]
                 ctx.taint.append(f"the code-like text {target!r}")
         k = _peel_at(cmd.words)
         words, lits = cmd.words[k:], cmd.lits[k:]
+        if not words or words[0] in _HEADERS:
+            ctx.loose.extend(cmd.redirects)  # "(x) >t", "} >t", "done <f": the compound's, not a command's
         if not words:
             continue
         if words[0] in _HEADERS:
@@ -1639,7 +1645,7 @@ def analyze(command: str) -> Analysis:
     if ctx.evals and ctx.taint:
         line.append(f"bash evaluates text as code ({ctx.evals[0]}) where the line can put text the rules "
                     f"cannot see ({ctx.taint[0]})")
-    return Analysis(out, list(dict.fromkeys(reasons + line)), list(dict.fromkeys(ctx.code_words)), line)
+    return Analysis(out, list(dict.fromkeys(reasons + line)), list(dict.fromkeys(ctx.code_words)), line, list(ctx.loose))
 
 
 def units(command: str) -> list[Unit]:

@@ -61,6 +61,7 @@ from .modes import MODES
 if TYPE_CHECKING:
     import pathspec
 
+    from ..sandbox.deny_exec import DeniedProgram
     from .bash_reader import Unit
 
 # The shell reader (bash_reader: its tables and compiled patterns) is imported where a Bash
@@ -109,6 +110,14 @@ _REDIRECTION = re.compile(r"<>|>")
 PLAN_MODE_LOOKUPS = frozenset({"WebFetch", "WebSearch"})
 """Tools that change nothing here but reach the network: plan mode lets them be asked for (research is
 part of planning, as in Claude Code's plan mode); they are not allowed without a rule or an answer."""
+
+
+CLAUDE_CODE_TOOLS = frozenset({
+    "Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS", "WebFetch",
+    "WebSearch", "Task", "Agent", "TodoWrite", "TodoRead", "ExitPlanMode", "BashOutput", "KillShell", "KillBash",
+    "SlashCommand", "Skill", "ListMcpResourcesTool", "ReadMcpResourceTool", "AskUserQuestion",
+})
+"""Tool names a rule may name without warning, whether or not this session has the tool (Claude Code's)."""
 
 
 class RuleError(ValueError):
@@ -535,6 +544,46 @@ class PermissionPolicy:
                 b = dataclasses.replace(b, rule=dataclasses.replace(b.rule, text=f"{b.rule.tool}({spec})", specifier=spec))
             rules.append(dataclasses.replace(b, base=moved(b.base)))
         return dataclasses.replace(self, cwd=moved(self.cwd), rules=rules, _git_dirs=None)
+    def denied_programs(self) -> list[DeniedProgram]:
+        """The programs Bash deny rules name as a whole (``Bash(rm:*)``, ``Bash(rm *)``): the sandbox masks
+        them where programs start (``sandbox.deny_exec``). A rule naming a subcommand or arguments
+        (``Bash(git push:*)``) or a pattern in the name is enforced by reading the line only."""
+        from ..sandbox.deny_exec import DeniedProgram
+
+        out = []
+        for b in self.rules:
+            m = b.matcher
+            if b.behavior == "deny" and b.rule.tool == "Bash" and isinstance(m, BashPattern) and m.trailing:
+                if m.body and " " not in m.body and not any(ch in m.body for ch in "*?[\\'\"$`"):
+                    out.append(DeniedProgram(m.body, b.rule.text))
+        return out
+
+    def check_names(self, known: Iterable[str]) -> list[str]:
+        """A warning for each rule of the settings that names no tool (``known``: the tools of the session,
+        besides ``CLAUDE_CODE_TOOLS``), so it can never match. A deny or ask rule whose tool differs from a
+        known one only in case (``bash(rm:*)``) fails closed: it is added again under the name it obviously
+        means, and the warning says so; such an allow rule allows nothing."""
+        names = set(known) | CLAUDE_CODE_TOOLS
+        out = []
+        for b in list(self.rules):
+            t = b.rule.tool
+            if b.source == "session" or t in names or t.startswith("mcp__") or any(c in t for c in "*?"):
+                continue
+            meant = next((n for n in sorted(names) if n.lower() == t.lower()), None)
+            where = f"{b.rule.text} ({b.source})"
+            if meant is None:
+                out.append(f"the {b.behavior} rule {where} can never match: no tool is named {t!r}")
+                continue
+            fixed = meant + b.rule.text.strip()[len(t):]
+            if b.behavior == "allow":
+                out.append(f"the allow rule {where} can never match: tool names are case-sensitive ({t!r} is not "
+                           f"{meant!r}); it allows nothing, write {fixed}")
+                continue
+            if not any(x.rule.text == fixed and x.behavior == b.behavior for x in self.rules):
+                self.add_rule(b.behavior, fixed, source=b.source)
+            out.append(f"the {b.behavior} rule {where} names no tool: tool names are case-sensitive ({t!r} is not "
+                       f"{meant!r}); it is enforced as {fixed}, failing closed; write it so")
+        return out
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(behavior, rule, source path) of every rule, deny first, then ask, then allow."""
@@ -587,7 +636,8 @@ class PermissionPolicy:
                 return Decision("deny", denied.rule.text, denied.source,
                                 f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
             read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
-        if self.mode == "plan" and tool_name not in self.read_only_tools | PLAN_MODE_LOOKUPS and not read_only_bash:
+        reads = read_only_bash or (bash is not None and _read_only_line(bash, READ_ONLY_GIT | GIT_READS_WORK_TREE))
+        if self.mode == "plan" and tool_name not in self.read_only_tools | PLAN_MODE_LOOKUPS and not reads:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
         protected = self.protected_target(tool_name, tool_input)
         if protected is not None:
@@ -622,7 +672,7 @@ class PermissionPolicy:
             return Decision("allow", None, None, "acceptEdits mode allows file edits")
         if self.mode == "dontAsk":  # by the mode alone: a PreToolUse hook's "allow" pre-approves it (by_mode)
             return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk", by_mode=True)
-        note = self._why_not_read_only(bash) if bash is not None and _read_only_line(bash) else ""
+        note = self._why_not_read_only(bash) if bash is not None and _read_only_line(bash, READ_ONLY_GIT | GIT_READS_WORK_TREE) else ""
         return Decision("ask", None, None, f"{tool_name} needs approval in {self.mode} mode{note}", by_mode=True)
 
     def _agent_decision(self, tool_input: dict[str, Any]) -> Decision:
@@ -679,6 +729,8 @@ class PermissionPolicy:
             return f"; the line only reads, but names {outside!r}, outside the workspace and the added directories"
         if self._repo_runs_programs(bash):
             return "; the line only reads, but the repository's git configuration names programs git would run"
+        if not _read_only_line(bash):
+            return "; the line only reads, but this git command can run programs a repository names (hooks, fsmonitor, textconv)"
         return ""
 
     def _outside_path(self, bash: _BashView) -> str | None:
@@ -697,23 +749,30 @@ class PermissionPolicy:
                 continue
             if simple.words[0] in ("cd", "pushd") and simple.words[1:2] in ([], ["-"], ["--"]):
                 return "cd to the home folder"
-            for c in _path_candidates(simple.words[1:], simple.lits[1:], simple.redirects):
-                seen += 1
-                if seen > MAX_PATH_CHECKS or c is None:
+            for found in _path_candidates(simple.words[1:], simple.lits[1:], simple.redirects):
+                if found is None:
                     return "an argument this check cannot resolve"
+                c, pattern = found
                 if c in _HARMLESS_DEVICES:
                     continue
                 if c.startswith("~"):
                     if c != "~" and not c.startswith("~/"):
                         return c  # another user's home
                     c = self.user_home + c[1:]
-                given = os.path.normpath(os.path.join(self.cwd, c))
-                try:
-                    real = os.path.realpath(given)
-                except (ValueError, OSError):
-                    real = given
-                if not inside(given) or not inside(real):
-                    return c
+                paths = _glob_reach(os.path.join(self.cwd, c), MAX_PATH_CHECKS - seen) if pattern else [c]
+                if paths is None:
+                    return f"{c} (a pattern that can match more than this check resolves)"
+                for p in paths:
+                    seen += 1
+                    if seen > MAX_PATH_CHECKS:
+                        return "an argument this check cannot resolve"
+                    given = os.path.normpath(os.path.join(self.cwd, p))
+                    try:
+                        real = os.path.realpath(given)
+                    except (ValueError, OSError):
+                        real = given
+                    if not inside(given) or not inside(real):
+                        return c
         return None
 
     def _repo_runs_programs(self, bash: _BashView) -> bool:
@@ -956,8 +1015,9 @@ class PermissionPolicy:
         for b in allow:
             if b.rule.kind == "exact" and bash is not None and bash.command == b.rule.specifier:
                 return Decision("allow", b.rule.text, b.source, f"Bash allowed by the rule {b.rule.text} ({b.source}), for exactly this line")
-        if bash is None or bash.units is None or not bash.units or bash.line_opaque:
-            # a line whose commands cannot all be known is never allowed by a pattern
+        if bash is None or bash.units is None or not bash.units or bash.line_opaque or bash.loose_writes():
+            # a line whose commands cannot all be known is never allowed by a pattern, nor one whose compound
+            # writes a file: no rule shows that redirection ("Bash(echo:*)" is not "{ echo hi; } >v")
             return None
         if self._unknown(bash):
             return None  # ...except a program that runs command strings, by a rule that names it
@@ -970,6 +1030,11 @@ class PermissionPolicy:
                 pat: BashPattern = b.matcher
                 if u.writes and not _REDIRECTION.search(pat.body):
                     continue  # a rule approves a redirection to a file only when its pattern shows one
+                if u.writes:  # ...and only to the targets it shows: no "*" of it stands for a redirection
+                    if any(ok and _shows_redirections(pat, text) for text, ok in u.views):
+                        hit = b
+                        break
+                    continue
                 if any(ok and pat.match(text) for text, ok in u.views) or (
                     pat.exact and any(pat.match(text) for text in u.exact_only)
                 ):
@@ -993,29 +1058,200 @@ _HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/s
 _MAX_GIT_CONFIG = 1 << 20
 
 
-def _path_candidates(args: list[str], lits: list[bool], redirects: list[tuple[str, str]]) -> Iterator[str | None]:
-    """The words of a read-only command that may name files: arguments, option values after ``=``
-    (``--file=/etc/x``) or stuck to a short option (``-f/etc/x``), the literal part of a glob before its
-    first pattern character, and input redirections. None for a word whose value the shell computes."""
-    for w, lit in zip(args, lits):
-        if not lit:
-            if "$" in w or "`" in w:
-                yield None
+def _shows_redirections(pat: BashPattern, text: str) -> bool:
+    """Does ``pat`` match ``text`` with each redirection operator of the text matched by one of the pattern's
+    own (the pieces between them matched piece by piece), so that ``echo * > out.txt`` never covers
+    ``echo hi >v > out.txt``?"""
+    body = pat.body + (" *" if pat.trailing else "")
+    want, have = _REDIRECTION.split(body), _REDIRECTION.split(text)
+    if len(want) != len(have):
+        return False
+    return all(_glob(" ".join(w.split()), " ".join(h.split())) for w, h in zip(want, have))
+
+
+def _bracket_end(pattern: str, i: int) -> int:
+    """Where the bracket expression opening at ``i`` closes (its ``]``), or -1: ``[!]a]``, ``[[:alpha:]x]``."""
+    j = i + 1
+    if j < len(pattern) and pattern[j] in "!^":
+        j += 1
+    if j < len(pattern) and pattern[j] == "]":
+        j += 1
+    while j < len(pattern):
+        if pattern[j] == "[" and j + 1 < len(pattern) and pattern[j + 1] in ":=.":
+            k = pattern.find(pattern[j + 1] + "]", j + 2)
+            if k < 0:
+                return -1
+            j = k + 2
+            continue
+        if pattern[j] == "]":
+            return j
+        j += 1
+    return -1
+
+
+def _may_match(pattern: str, name: str) -> bool:
+    """Could bash's glob ``pattern`` match ``name``? A superset, in linear time: a bracket expression
+    (``[!a]``, ``[^a]``, ``[[:alpha:]]``) counts as any one character, a leading dot needs no dot."""
+    tokens: list[str | None] = []  # a character, "*" as "*", None for any one character
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "[":
+            j = _bracket_end(pattern, i)
+            if j > 0:
+                tokens.append(None)
+                i = j + 1
                 continue
-            w = _GLOB_CHARS.split(w, maxsplit=1)[0]
-            if not w:
-                continue
-        if w.startswith("--"):
-            if "=" in w:
-                yield w.split("=", 1)[1]
-        elif w.startswith("-") and len(w) > 1:
-            if "/" in w[2:] or w[2:].startswith("~"):
-                yield w[2:]
+        tokens.append(None if c == "?" else c)
+        i += 1
+    t = k = 0
+    star, mark = -1, 0
+    while k < len(name):
+        if t < len(tokens) and tokens[t] == "*":
+            star, mark = t, k
+            t += 1
+        elif t < len(tokens) and (tokens[t] is None or tokens[t] == name[k]):
+            t += 1
+            k += 1
+        elif star >= 0:
+            t = star + 1
+            mark += 1
+            k = mark
         else:
-            yield w
+            return False
+    while t < len(tokens) and tokens[t] == "*":
+        t += 1
+    return t == len(tokens)
+
+
+def _path_candidates(args: list[str], lits: list[bool], redirects: list[tuple[str, str]]) -> Iterator[tuple[str, bool] | None]:
+    """The words of a read-only command that may name files, each as ``(path, is a pattern)``: arguments,
+    option values after ``=`` (``--file=/etc/x``) or stuck to a short option (``-f/etc/x``), and input
+    redirections; a word with braces or glob characters as each word bash's brace expansion makes of it
+    (``{../../x,src}/stamp``: two), its globs left for ``_glob_reach``. None for a word whose value the
+    shell computes, or whose braces make more than ``MAX_BRACE_WORDS`` words."""
+    for w, lit in zip(args, lits):
+        if not lit and ("$" in w or "`" in w):
+            yield None
+            continue
+        alternatives = [w] if lit else brace_words(w)
+        if alternatives is None:
+            yield None
+            continue
+        for a in alternatives:
+            if a.startswith("--"):
+                if "=" not in a:
+                    continue
+                a = a.split("=", 1)[1]
+            elif a.startswith("-") and len(a) > 1:
+                if "/" not in a[2:] and not a[2:].startswith("~"):
+                    continue
+                a = a[2:]
+            yield a, not lit and _GLOB_COMPONENT.search(a) is not None
     for op, target in redirects:
         if op == "<":
-            yield target
+            yield target, False
+
+
+MAX_BRACE_WORDS = 256
+MAX_BRACE_WORD = 4096
+"""Characters of a word with braces that ``brace_words`` expands (a longer one is not resolved: it asks)."""
+_GLOB_COMPONENT = re.compile(r"[*?\[]")
+_SEQUENCE = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.-?\d+)?$")
+
+
+def brace_words(word: str) -> list[str] | None:
+    """The words bash's brace expansion makes of ``word`` (``a{b,c}`` -> ``ab``, ``ac``; ``{1..3}``), or None
+    past ``MAX_BRACE_WORDS``. Every brace is taken as live (a quoted one too): more words to check, never fewer."""
+    if len(word) > MAX_BRACE_WORD:
+        return None  # each brace is looked for from the start: bounded, so a decision stays linear
+    done: list[str] = []
+    todo = [word]
+    while todo:
+        w = todo.pop()
+        found = _first_brace(w)
+        if found is None:
+            done.append(w)
+        else:
+            todo.extend(reversed(found))
+        if len(done) + len(todo) > MAX_BRACE_WORDS:
+            return None
+    return done
+
+
+def _first_brace(w: str) -> list[str] | None:
+    """The words the first expandable brace of ``w`` makes, or None when it has none."""
+    start = 0
+    while True:
+        i = w.find("{", start)
+        if i < 0:
+            return None
+        depth, parts, mark = 0, [], i + 1
+        for j in range(i, len(w)):
+            if w[j] == "{":
+                depth += 1
+            elif w[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    parts.append(w[mark:j])
+                    break
+            elif w[j] == "," and depth == 1:
+                parts.append(w[mark:j])
+                mark = j + 1
+        else:
+            return None  # unclosed: bash leaves it as it is
+        pre, post = w[:i], w[j + 1 :]
+        if len(parts) > 1:
+            return [pre + p + post for p in parts]
+        seq = _sequence(parts[0])
+        if seq is not None:
+            return [pre + p + post for p in seq]
+        start = i + 1
+
+
+def _sequence(body: str) -> list[str] | None:
+    m = _SEQUENCE.match(body)
+    if m is None:
+        return None
+    a, b = m.group(1), m.group(2)
+    if a.lstrip("-").isdigit() != b.lstrip("-").isdigit():
+        return None
+    if a.lstrip("-").isdigit():
+        lo, hi = int(a), int(b)
+        if abs(hi - lo) > MAX_BRACE_WORDS:
+            return [str(lo)] * (MAX_BRACE_WORDS + 1)  # too many: the caller gives up
+        step = 1 if hi >= lo else -1
+        return [str(n) for n in range(lo, hi + step, step)]
+    step = 1 if ord(b) >= ord(a) else -1
+    return [chr(c) for c in range(ord(a), ord(b) + step, step)]
+
+
+def _glob_reach(pattern: str, limit: int) -> list[str] | None:
+    """Every path a glob ``pattern`` can reach, over-counted: each pattern component stands for every entry
+    of the folders before it that ``_may_match`` (dot files, ``.`` and ``..`` where a dot can match, symlinks
+    to anywhere included), so a match bash would make is always checked; the pattern itself is kept (bash
+    leaves a word that matches nothing as it is). None past ``limit`` paths."""
+    bases = ["/"] if pattern.startswith("/") else [""]
+    for part in pattern.split("/"):
+        if not part:
+            continue
+        if _GLOB_COMPONENT.search(part) is None:
+            bases = [os.path.join(b, part) for b in bases]
+            continue
+        grown: list[str] = []
+        for b in bases:
+            try:
+                names = os.listdir(b or ".") if os.path.isdir(b or ".") else []
+            except OSError:
+                names = []
+            if part[0] in ".[":
+                names += [".", ".."]  # a pattern that can match a leading dot can match these (bash before 5.2)
+            grown += [os.path.join(b, n) for n in names if _may_match(part, n)]
+            grown.append(os.path.join(b, part))
+            if len(grown) > limit:
+                return None
+        bases = grown
+    return bases
 
 
 def _config_names_program(text: str) -> bool:
@@ -1065,6 +1301,8 @@ class _BashView:
     command: str | None = None
     line_opaque: list[str] = field(default_factory=list)
     """The reasons that belong to the whole line rather than to one command."""
+    loose: list[tuple[str, str]] = field(default_factory=list)
+    """Redirections of a compound command (``(x) >t``, ``{ x; } >t``, ``done <f``) or of none (``>t``)."""
 
     @classmethod
     def of(cls, tool_input: dict[str, Any]) -> _BashView:
@@ -1085,7 +1323,19 @@ class _BashView:
             texts.extend(t for t, _ok in u.views)
         for w in found.code_words:  # code that bash may evaluate from a literal ("a[$(rm v)]")
             texts.extend(crude_pieces(w))
-        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command, found.line_opaque)
+        return cls(found.units, list(dict.fromkeys(texts)), found.opaque, command, found.line_opaque, found.loose_redirects)
+
+    def loose_writes(self) -> bool:
+        """Does a redirection of a compound (or of no command) write a file?"""
+        from .bash_reader import _writes
+
+        return any(_writes(op, t) for op, t in self.loose)
+
+    def loose_io(self) -> bool:
+        """Does a redirection of a compound (or of no command) touch a file at all (read or write)?"""
+        from .bash_reader import _writes
+
+        return any(_writes(op, t) or op in ("<", "<>", "<&") for op, t in self.loose)
 
 
 # Read-only commands: Claude Code runs read-only Bash without a prompt
@@ -1102,13 +1352,23 @@ READ_ONLY_COMMANDS = frozenset({
     "jq", "sort", "uniq", "printf", "find", "cd", "date", "git", "less", "more",
 })
 READ_ONLY_GIT = frozenset({
-    "status", "log", "diff", "show", "blame", "describe", "shortlog", "rev-parse", "ls-files", "ls-tree", "cat-file",
-    "grep", "merge-base", "name-rev", "count-objects", "for-each-ref", "show-ref", "rev-list", "reflog", "version",
-    "branch", "tag", "remote",
+    "rev-parse", "ls-tree", "cat-file", "merge-base", "name-rev", "count-objects", "for-each-ref", "show-ref",
+    "rev-list", "version", "branch", "tag", "remote",
 })
-_LISTING_FLAGS = frozenset({"-a", "-r", "-v", "-vv", "-l", "--list", "--all", "--remotes", "--verbose", "--show-current",
-                            "--sort", "--format", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at",
+"""git subcommands auto-approved: the ones that read objects and refs only. For any configuration a repository
+can hold (its own, included, nested or bare, with a BOM or not) none of them reads the index or the work tree
+(``core.fsmonitor``, ``post-index-change``), writes a ref (reference hooks), diffs (textconv, external diff,
+filters) or checks a signature (``gpg.program``, ``log.showSignature``); ``--format``/``--pretty`` (``%G?``) and
+``tag -v`` are refused below. ``status``, ``diff``, ``log``, ``show``, ``describe``, ``blame``, ``grep``,
+``ls-files``... ask: each can run a program the repository names."""
+GIT_READS_WORK_TREE = frozenset({"status", "log", "diff", "show", "blame", "describe", "shortlog", "ls-files", "grep", "reflog"})
+"""git subcommands that only read, but can run a program the repository names: they ask (plan mode asks
+too, rather than refusing them)."""
+_LISTING_FLAGS = frozenset({"-a", "-r", "-l", "--list", "--all", "--remotes", "--show-current",
+                            "--sort", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at",
                             "--column", "--no-column", "--color", "--no-color", "-i", "--ignore-case"})
+_BRANCH_LISTING_FLAGS = _LISTING_FLAGS | {"-v", "-vv", "--verbose"}
+"""``git tag -v`` verifies (runs ``gpg.program``); ``git branch -v`` lists."""
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
 
 
@@ -1121,10 +1381,11 @@ program, or read a list of files the line does not show."""
 _SHORT_WRITES = {"sort": "o", "tree": "o", "date": "s", "file": "C"}
 _GIT_GLOBALS_READ_ONLY = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
                                     "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"})
-_GIT_WRITES_OR_RUNS = ("--output", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--paginate")
+_GIT_WRITES_OR_RUNS = ("--output", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--paginate", "--format",
+                       "--pretty", "--show-signature")
 
 
-def _read_only_words(words: list[str]) -> bool:
+def _read_only_words(words: list[str], git: frozenset[str] = READ_ONLY_GIT) -> bool:
     from .bash_reader import may_abbreviate
 
     head, args = words[0], words[1:]
@@ -1132,32 +1393,61 @@ def _read_only_words(words: list[str]) -> bool:
         return False
     if head in ("less", "more"):
         return False  # they can run commands (!cmd, LESSOPEN); listed so the reason is recorded here
+    from .read_only_options import options_read_only
+
+    if not options_read_only(head, args):
+        return False  # an option not on the program's read-only list (an abbreviation, a new one) asks
     longs = [a for a in args if a.startswith("--")]
     letters = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
     if any(may_abbreviate(a, _WRITES_OR_RUNS.get(head, ())) for a in longs) or set(_SHORT_WRITES.get(head, "")) & set(letters):
         return False  # "sort -uo f", "sort --out=f", "sort --compress=sh": writes a file, or runs a program
-    if head == "uniq" and len([a for a in args if a == "-" or not a.startswith("-")]) > 1:
-        return False  # "uniq IN OUT" (and "uniq - OUT") writes OUT
+    if head == "uniq" and len(_operands(args, "fsw", ("--skip-fields", "--skip-chars", "--check-chars"))) > 1:
+        return False  # "uniq IN OUT" (and "uniq - OUT", "uniq -- v -victim") writes OUT
     if head == "printf" and "-v" in args:
         return False
     if head == "find" and any(a in _FIND_ACTIONS for a in args):
         return False
     if head == "git":
-        return _read_only_git(args)
+        return _read_only_git(args, git)
     return True
 
 
-def _read_only_git(args: list[str]) -> bool:
+def _operands(args: list[str], short_values: str, long_values: tuple[str, ...]) -> list[str]:
+    """The operands of a command's arguments, as getopt reads them: ``--`` ends the options, ``-`` is an
+    operand, and an option in ``short_values``/``long_values`` takes the next word unless its value is stuck to it."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return out + args[i + 1 :]
+        if a.startswith("--"):
+            if "=" not in a and any(lv.startswith(a) for lv in long_values):
+                i += 1
+        elif a.startswith("-") and a != "-":
+            for k, ch in enumerate(a[1:]):
+                if ch in short_values:
+                    if k == len(a) - 2:
+                        i += 1  # the value is the next word
+                    break
+        else:
+            out.append(a)
+        i += 1
+    return out
+
+
+def _read_only_git(args: list[str], allowed: frozenset[str] = READ_ONLY_GIT) -> bool:
     from .bash_reader import git_subcommand, may_abbreviate
 
     i = git_subcommand(["git", *args]) - 1
-    if any(a not in _GIT_GLOBALS_READ_ONLY for a in args[:i]) or i >= len(args) or args[i] not in READ_ONLY_GIT:
+    if any(a not in _GIT_GLOBALS_READ_ONLY for a in args[:i]) or i >= len(args) or args[i] not in allowed:
         return False  # -C, --git-dir, -p...: another repository, or a pager, is not "only reads"
     sub, rest = args[i], args[i + 1 :]
     letters = "".join(a[1:] for a in rest if a.startswith("-") and not a.startswith("--"))
     if any(may_abbreviate(a, _GIT_WRITES_OR_RUNS) for a in rest) or (sub == "grep" and "O" in letters):
         return False  # writes a file, or runs a program named by configuration or on the line
-    if sub in ("branch", "tag") and any(a.split("=", 1)[0] not in _LISTING_FLAGS for a in rest):
+    if sub in ("branch", "tag") and any(a.split("=", 1)[0] not in (_BRANCH_LISTING_FLAGS if sub == "branch" else _LISTING_FLAGS)
+                                        for a in rest):
         return False  # listing only: "git branch -D x", "git tag v1" change things
     if sub == "remote" and any(not a.startswith("-") for a in rest):
         return False
@@ -1166,17 +1456,17 @@ def _read_only_git(args: list[str]) -> bool:
     return True
 
 
-def _read_only_line(bash: _BashView) -> bool:
-    """Does every command of the line only read?"""
-    if bash.units is None or bash.opaque or not bash.units:
-        return False
+def _read_only_line(bash: _BashView, git: frozenset[str] = READ_ONLY_GIT) -> bool:
+    """Does every command of the line only read (``git``: the git subcommands that count)?"""
+    if bash.units is None or bash.opaque or not bash.units or bash.loose_io():
+        return False  # "(echo x) > t", "{ cat; } < f": no command shows the redirection, so none can approve it
     from .bash_reader import _writes
 
     for u in bash.units:
         simple = u.simple
         if simple is None or u.container or not simple.words or not all(simple.lits[:1]):
             return False
-        if "/" in simple.words[0] or not _read_only_words(simple.words):
+        if "/" in simple.words[0] or not _read_only_words(simple.words, git):
             return False
         if any(_writes(op, target) for op, target in simple.redirects):
             return False

@@ -67,6 +67,7 @@ so once, with how to install it, and then every Bash call asks the user; with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -80,6 +81,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config.settings import SettingsSource
+from .deny_exec import DeniedProgram, Masks, plan_masks, stub_text
 from .gitguard import account_homes, user_home_of
 
 __all__ = [
@@ -404,12 +406,15 @@ class Sandbox:
     """The user's home folders (the account's, and the one the environment names): hidden from commands
     but for the workspace, added directories, ``TOOLCHAIN_PATHS`` and ``allowRead``; where one is writable,
     its start-up files stay read-only (``gitguard.STARTUP_FILES``)."""
+    denied_programs: Callable[[], Sequence[DeniedProgram]] | None = None
+    """The programs deny rules name as a whole (read at each command): masked by a refusing stub (``deny_exec``)."""
     degraded: str | None = None
     """Why the session's runner could not start (each command then has a bubblewrap of its own); said once."""
     _degraded_said: bool = field(default=False, repr=False)
     _plans: dict[str, Any] = field(default_factory=dict, repr=False)
     _written: dict[str, str] = field(default_factory=dict, repr=False)
     _tmp: str | None = field(default=None, repr=False)
+    _masks: dict[Any, Masks] = field(default_factory=dict, repr=False)
     _runner: _Runner | None = field(default=None, repr=False)
     _proxy: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -458,7 +463,8 @@ class Sandbox:
             return self
         tmp = self.tmpdir() if self.active else None
         return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False,
-                       homes=list(self.homes), _tmp=tmp, also_read=tuple(os.path.realpath(p) for p in also_read))
+                       homes=list(self.homes), _tmp=tmp, also_read=tuple(os.path.realpath(p) for p in also_read),
+                       denied_programs=self.denied_programs)
 
     # -- state --
 
@@ -544,6 +550,9 @@ class Sandbox:
             return "the Bash sandbox is unavailable, so each command asks"
         if self.excluded(command):
             return "this command runs outside the sandbox (sandbox.excludedCommands)"
+        unenforceable = self._deny_masks(os.environ.get("PATH", "")).unenforceable
+        if unenforceable:
+            return "; ".join(unenforceable) + ", so each command asks"
         return None
 
     def tmpdir(self) -> str:
@@ -760,10 +769,62 @@ class Sandbox:
                 out += ["--tmpfs", p, "--remount-ro", p]
             elif os.path.exists(p):
                 out += ["--ro-bind", "/dev/null", p]
+        out += self._deny_mounts(path_env, shown)
         out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
         if not s.network:
             out += ["--unshare-net"]
         return out, plan
+
+    def _deny_masks(self, path_env: str, shown: Sequence[str] | None = None) -> Masks:
+        """What deny rules naming whole programs cover in this sandbox (``deny_exec.plan_masks``)."""
+        denied = list(self.denied_programs()) if self.denied_programs is not None else []
+        if not denied or not self.active:
+            return Masks()
+        seen = [*self.roots, *(shown if shown is not None else self._shown_read_only(path_env))]
+        homes = self._hidden_homes()
+
+        def visible(p: str) -> bool:
+            def under(xs: Sequence[str]) -> bool:
+                return any(p == x or p.startswith(x.rstrip(os.sep) + os.sep) for x in xs)
+            return not under(self.hidden) and (under(seen) or not under([*homes, "/tmp"]))
+
+        key = (tuple(denied), path_env, tuple(seen))
+        with self._lock:
+            cached = self._masks.get(key)
+        if cached is None:
+            shell = os.path.realpath(shutil.which("bash") or "/bin/sh")  # what Bash commands run in (tools/builtin._shell)
+            cached = plan_masks(denied, [d for d in path_env.split(os.pathsep) if d], visible, keep={shell})
+            with self._lock:
+                self._masks = {key: cached}
+        return cached
+
+    def warm_deny_masks(self) -> None:
+        """Find the denied programs' files now, in the background: the first look for copies walks the
+        install trees (seconds on a slow disk), which the first command would otherwise wait for."""
+        if self.denied_programs is None or not self.active or not list(self.denied_programs()):
+            return
+        threading.Thread(target=self._deny_masks, args=(os.environ.get("PATH", ""),), daemon=True,
+                         name="agentloop-deny-masks").start()
+
+    def _deny_mounts(self, path_env: str, shown: Sequence[str]) -> list[str]:
+        """bubblewrap options covering each denied program's files with a stub that refuses (last in the mount
+        order, so nothing mounted later shows the real file again); the stubs' folder read-only."""
+        masks = self._deny_masks(path_env, shown)
+        if not masks.files:
+            return []
+        folder = os.path.join(self.tmpdir(), ".agentloop-denied")
+        os.makedirs(folder, exist_ok=True)
+        out: list[str] = []
+        for target, message in sorted(masks.files.items()):
+            text, mode = stub_text(message, masks.files)
+            stub = os.path.join(folder, hashlib.sha256(f"{mode}:{text}".encode()).hexdigest()[:20])
+            if not os.path.exists(stub):
+                with open(stub + ".new", "w") as f:
+                    f.write(text)
+                os.chmod(stub + ".new", mode)
+                os.replace(stub + ".new", stub)
+            out += ["--ro-bind", stub, target]
+        return [*out, "--ro-bind", folder, "/tmp/.agentloop-denied"]
 
     def _hidden_in_view(self, shown: Sequence[str]) -> list[str]:
         """``hidden``, but for what a hidden home already hides (its names stay unseen), in mount order."""
