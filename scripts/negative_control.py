@@ -1289,6 +1289,21 @@ SABOTAGES = [
         "        (lambda *a: None)(\"a variable allowedEnvVars passes on\",  # SABOTAGED",
         ["tests/test_spawn.py::test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output"],
     ),
+    # trust-approval: outside the sandbox only by name
+    Sabotage(
+        "a plain Bash rule or the mode approves a command that runs outside the sandbox",
+        "src/agentloop/agent/pipeline.py",
+        "        if unsandboxed_rule(self.policy, call.arguments) is not None:",
+        '        if getattr(d, "behavior", "") == "allow" or unsandboxed_rule(self.policy, call.arguments) is not None:  # SABOTAGED',
+        ["tests/test_unsandboxed_bash.py"],
+    ),
+    Sabotage(
+        "a PermissionRequest hook's allow runs a command outside the sandbox",
+        "src/agentloop/agent/pipeline.py",
+        "        if verdict is not None and verdict[0] != \"allow\":",
+        "        if verdict is not None and verdict[0] == \"allow\":\n            return None  # SABOTAGED\n        if verdict is not None:",
+        ["tests/test_unsandboxed_bash.py"],
+    ),
 ]
 
 

@@ -344,8 +344,7 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             sys.stdout.write(answer + ("" if answer.endswith("\n") else "\n"))
             sys.stdout.flush()
         for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
-            print(f"agentloop: refused: {_call_summary(d, agent.cwd)} (permission denied; -p cannot ask: "
-                  "allow it with --allowedTools or a rule)", file=sys.stderr)
+            print(f"agentloop: refused: {_call_summary(d, agent.cwd)} ({_how_to_allow(d)})", file=sys.stderr)
         cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
         print(cost_line(agent, result, cols), file=sys.stderr)
         for w in agent.warnings():
@@ -372,6 +371,16 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
         print(f"agentloop: --json-schema: {structured[1]}", file=sys.stderr)
         return EXIT_PROBLEMS
     return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
+
+
+def _how_to_allow(denial: dict[str, Any]) -> str:
+    """What a refused call needed in ``-p``: a rule (for a command outside the sandbox, an ``UnsandboxedBash`` rule)."""
+    args = denial.get("tool_input")
+    if denial.get("tool_name") == "Bash" and isinstance(args, dict) and args.get("dangerouslyDisableSandbox") is True:
+        from agentloop.agent.permissions.unsandboxed import how_to_allow
+
+        return f"it asked to run outside the sandbox; -p cannot ask: {how_to_allow(str(args.get('command', '')))}"
+    return "permission denied; -p cannot ask: allow it with --allowedTools or a rule"
 
 
 def _call_summary(denial: dict[str, Any], cwd: str) -> str:
