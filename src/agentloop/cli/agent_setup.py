@@ -191,7 +191,9 @@ def _forced(build: Callable[[str | None, bool], Any], damaged: Any, force: bool,
     if not force:
         raise UserError(str(damaged), EXIT_PROBLEMS) from None
     new_id, note = fork_damaged(cwd, damaged, home)
-    print(f"agentloop: warning: {note}", file=sys.stderr)
+    from .terminal_text import say
+
+    say(f"agentloop: warning: {note}", sys.stderr)
     return build(new_id, False)
 
 
