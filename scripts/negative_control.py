@@ -1304,6 +1304,28 @@ SABOTAGES = [
         "        if verdict is not None and verdict[0] == \"allow\":\n            return None  # SABOTAGED\n        if verdict is not None:",
         ["tests/test_unsandboxed_bash.py"],
     ),
+    Sabotage(
+        "a project's hook runs on the host, outside the sandbox",
+        "src/agentloop/agent/hooks/runner.py",
+        "        if h.confined and self.confine is not None:  # a project's hook: inside the sandbox, as a Bash command",
+        "        if False:  # SABOTAGED",
+        ["tests/test_project_hooks_sandboxed.py::test_a_project_hook_runs_the_rewritten_code_inside_the_sandbox"],
+    ),
+    Sabotage(
+        "an untrusted folder's command chooses the model",
+        "src/agentloop/agent/trust.py",
+        'c = replace(c, meta={k: v for k, v in c.meta.items() if k not in ("allowed-tools", "model")})',
+        'c = replace(c, meta={k: v for k, v in c.meta.items() if k != "allowed-tools"})  # SABOTAGED',
+        ["tests/test_untrusted_definitions.py::test_an_untrusted_folders_command_and_skill_do_not_choose_the_model"],
+    ),
+    Sabotage(
+        "-p and the listings print text from elsewhere raw",
+        "src/agentloop/cli/terminal_text.py",
+        "    out.write(neutral(text) + end)",
+        "    out.write(text + end)  # SABOTAGED",
+        ["tests/test_terminal_shows_true.py::test_print_mode_neutralises_a_pipe_too_and_json_keeps_the_answer_as_written",
+         "tests/test_terminal_shows_true.py::test_print_mode_warnings_and_the_sessions_listing_are_neutral"],
+    ),
 ]
 
 
