@@ -251,8 +251,7 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         source=where,
                         if_rule=if_rule,
                         run_async=run_async,
-                        seed=seed,
-                        confined=source.in_project,
+                        seed=seed, confined=source.in_project,  # a project's: in the sandbox (rule 7)
                     )
                 )
     return out, warnings
