@@ -1325,6 +1325,40 @@ SABOTAGES = [
         "    out.write(text + end)  # SABOTAGED",
         ["tests/test_terminal_shows_true.py::test_print_mode_neutralises_a_pipe_too_and_json_keeps_the_answer_as_written",
          "tests/test_terminal_shows_true.py::test_print_mode_warnings_and_the_sessions_listing_are_neutral"],
+    ),    Sabotage(
+        "a held secret is redacted only as written, not base64-encoded",
+        "src/agentloop/agent/secret_shapes.py",
+        "    pats += [_WRAP.join(_b64_char(c) for c in core) for core in base64_cores(raw)]",
+        "    pats += []  # SABOTAGED",
+        ["tests/test_secret_shapes.py::test_each_shape_of_a_held_secret_is_redacted", "tests/test_secret_shapes.py::test_bash_printing_a_token_file_in_every_shape_shows_none_of_them"],
+    ),
+    Sabotage(
+        "a held secret is redacted only as written, not %-encoded",
+        "src/agentloop/agent/secret_shapes.py",
+        '    alts = [_escape(c), either] + (["\\\\+"] if c == " " else [])',
+        "    alts = [_escape(c)]  # SABOTAGED",
+        ["tests/test_secret_shapes.py::test_each_shape_of_a_held_secret_is_redacted", "tests/test_secret_shapes.py::test_webfetch_refuses_a_url_holding_a_secret_in_any_shape"],
+    ),
+    Sabotage(
+        "WebFetch sends a URL whose secret is %-encoded base64",
+        "src/agentloop/agent/tools/web_tools.py",
+        "        return any(redact(t) != t for t in dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))))",
+        "        return redact(text) != text  # SABOTAGED",
+        ["tests/test_secret_shapes.py::test_webfetch_refuses_a_url_holding_a_secret_in_any_shape"],
+    ),
+    Sabotage(
+        "an image block whose bytes hold a secret reaches the model",
+        "src/agentloop/agent/secret_guard.py",
+        "        content = _withhold_images(r.content, red)  # judged by their bytes, before any text of them is touched",
+        "        content = r.content  # SABOTAGED",
+        ["tests/test_secret_shapes.py::test_an_image_whose_bytes_hold_a_secret_is_withheld"],
+    ),
+    Sabotage(
+        "variables carrying credentials by convention (MYSQL_PWD, DATABASE_URL's password) reach children",
+        "src/agentloop/config/credentials.py",
+        "        if k not in names and v not in values and (k in keep or not carries_credentials(k, v))",
+        "        if k not in names and v not in values and (k in keep or not secret_named(k))  # SABOTAGED",
+        ["tests/test_secret_shapes.py::test_variables_carrying_credentials_by_convention_stay_out_of_children", "tests/test_secret_shapes.py::test_bash_does_not_inherit_them"],
     ),
 ]
 
