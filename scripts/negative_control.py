@@ -1305,6 +1305,13 @@ SABOTAGES = [
         ["tests/test_unsandboxed_bash.py"],
     ),
     Sabotage(
+        "an editor over ACP is asked about a command outside the sandbox without being told so",
+        "src/agentloop/cli/acp_ask.py",
+        '        if OUTSIDE_THE_SANDBOX in str(getattr(decision, "reason", "")):  # the question says where it would run',
+        "        if False:  # SABOTAGED",
+        ["tests/test_unsandboxed_bash.py::test_an_editor_over_acp_is_asked_a_question_that_says_outside_the_sandbox"],
+    ),
+    Sabotage(
         "a project's hook runs on the host, outside the sandbox",
         "src/agentloop/agent/hooks/runner.py",
         "        if h.confined and self.confine is not None:  # a project's hook: inside the sandbox, as a Bash command",

@@ -239,3 +239,39 @@ def test_the_repl_question_says_the_command_runs_outside_the_sandbox(where: dict
         finally:
             t.kill()
     assert not marker.exists()
+
+
+def test_an_editor_over_acp_is_asked_a_question_that_says_outside_the_sandbox(where: dict[str, Path]) -> None:
+    """ACP's ``session/request_permission``: the tool call's title says the command runs outside; a reject refuses it."""
+    import asyncio
+
+    acp = pytest.importorskip("acp")
+    from acp.schema import AllowedOutcome, ClientCapabilities, RequestPermissionResponse
+
+    marker = where["tmp"] / "outside-marker.txt"
+    script = where["tmp"] / "acp.json"
+    script.write_text(json.dumps([{"text": "", "tool_calls": [{"name": "Bash", "arguments": _call(f"touch {marker}")}]},
+                                  {"text": "Not run."}]))
+    titles: list[str] = []
+
+    class Client:
+        async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kw: Any) -> Any:
+            titles.append(str(tool_call.title))
+            return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="deny"))
+
+        async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
+            pass
+
+        def on_connect(self, conn: Any) -> None:
+            pass
+
+    async def session() -> None:
+        async with acp.spawn_agent_process(Client(), sys.executable, "-m", "agentloop.cli.main", "acp", "--model", f"scripted:{script}",
+                                           "--permission-mode", "bypassPermissions", cwd=where["proj"], env=dict(os.environ)) as (conn, _p):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            sid = (await conn.new_session(cwd=str(where["proj"]))).session_id
+            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[acp.text_block("touch it")]), 60)
+
+    asyncio.run(session())
+    assert len(titles) == 1 and "runs OUTSIDE the sandbox" in titles[0], titles
+    assert not marker.exists()

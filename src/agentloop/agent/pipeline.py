@@ -40,7 +40,10 @@ from ..events import Observer, ToolCall, ToolFinished, ToolResult, ToolStarted
 from ..tools import Registry, Tool
 from .protocols import AgentHooks, AskPermission, HookSubject, ToolCallSubject
 
-__all__ = ["ToolCalls", "ToolPipeline", "run_batch"]
+__all__ = ["OUTSIDE_THE_SANDBOX", "ToolCalls", "ToolPipeline", "outside_reason", "run_batch"]
+
+OUTSIDE_THE_SANDBOX = "runs OUTSIDE the sandbox"
+"""In the question about every Bash command that would run outside the sandbox (``outside_reason``), whoever asks."""
 
 log = logging.getLogger("agentloop.agent")
 
@@ -284,10 +287,10 @@ def outside_reason(sandbox: Sandbox, arguments: dict[str, Any]) -> str | None:
         return None
     command = str(arguments.get("command", ""))
     if sandbox.excluded(command):
-        return "this command runs OUTSIDE the sandbox (sandbox.excludedCommands), with your access to files and network"
+        return f"this command {OUTSIDE_THE_SANDBOX} (sandbox.excludedCommands), with your access to files and network"
     if arguments.get("dangerouslyDisableSandbox") is not True:
         return None
     if not sandbox.settings.allow_unsandboxed:
         return None
-    return ("the model asks to run this command OUTSIDE the sandbox (dangerouslyDisableSandbox), "
+    return (f"the model asks that this command {OUTSIDE_THE_SANDBOX} (dangerouslyDisableSandbox), "
             "with your access to files, keys and network")
