@@ -123,3 +123,16 @@ def test_a_projects_background_hook_in_the_sandbox_ends_with_the_session(repo: d
     assert (repo["proj"] / "started").exists()
     time.sleep(3)
     assert not late.exists(), "a background hook outlived its session"
+
+
+def test_a_hook_from_any_file_inside_the_workspace_is_confined_wherever_it_was_loaded_from(tmp_path: Path) -> None:
+    """A repository's own plugin loads its hooks as the user's do; its file is in the workspace, so it is confined."""
+    from agentloop.agent.hooks.runner import HookRunner
+    from agentloop.config.settings import SettingsSource
+
+    proj, elsewhere = tmp_path / "proj", tmp_path / "home" / ".claude"
+    hooks = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+    inside = SettingsSource(str(proj / "tools" / "plugin" / "hooks" / "hooks.json"), "user", hooks)
+    outside = SettingsSource(str(elsewhere / "settings.json"), "user", {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "false"}]}]}})
+    r = HookRunner.from_settings([outside, inside], project_dir=str(proj))
+    assert {h.command: h.confined for h in r.handlers} == {"true": True, "false": False}

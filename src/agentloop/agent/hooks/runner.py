@@ -29,7 +29,8 @@ Rules (the protocol is Claude Code's; see docs/hooks.md for the differences):
    the last handler in settings order wins.
 6. Nothing here writes the transcript: ``run`` returns a ``HookOutcome`` whose
    ``to_record()`` the agent appends as a ``hook`` record.
-7. A handler from a project's or local settings file runs inside the sandbox
+7. A handler from a project's or local settings file, or from any file inside
+   the project folder (a repository's plugin), runs inside the sandbox
    (``confine``: the same mounts as a Bash command, no keys, its own PID
    namespace), since the model can rewrite every file in the workspace such a
    command may run; the user's and managed settings' handlers run on the host.
@@ -255,6 +256,12 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                     )
                 )
     return out, warnings
+
+
+def _in_folder(path: str, folder: str) -> bool:
+    """``path`` (a settings or plugin hooks file) lies inside ``folder``, by real paths."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real.startswith(top.rstrip(os.sep) + os.sep)
 
 
 TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
@@ -1002,6 +1009,8 @@ class HookRunner:
                     warnings.append(f"{s.path}: hooks not run: {managed_only[-1]} sets allowManagedHooksOnly")
                 continue
             hs, ws = _handlers_from(s)
+            if _in_folder(s.path, project_dir):  # a file of the workspace (a repository's plugin): the model can write it
+                hs = [replace(h, confined=True) for h in hs]
             handlers += hs
             warnings += ws
         return cls(
