@@ -258,10 +258,11 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
     return out, warnings
 
 
-def _in_folder(path: str, folder: str) -> bool:
-    """``path`` (a settings or plugin hooks file) lies inside ``folder``, by real paths."""
-    real, top = os.path.realpath(path), os.path.realpath(folder)
-    return real.startswith(top.rstrip(os.sep) + os.sep)
+def _workspace_file(path: str, folder: str) -> bool:
+    """``path`` (a settings or plugin hooks file) lies inside ``folder``, by real paths, but not in its
+    ``.claude`` or ``.agentloop`` (with the home as the workspace: the user's own settings, read-only to commands)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder).rstrip(os.sep) + os.sep
+    return real.startswith(top) and not real.startswith((top + ".claude" + os.sep, top + ".agentloop" + os.sep))
 
 
 TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
@@ -1009,7 +1010,7 @@ class HookRunner:
                     warnings.append(f"{s.path}: hooks not run: {managed_only[-1]} sets allowManagedHooksOnly")
                 continue
             hs, ws = _handlers_from(s)
-            if _in_folder(s.path, project_dir):  # a file of the workspace (a repository's plugin): the model can write it
+            if _workspace_file(s.path, project_dir):  # a repository's plugin: the model can write it and what it runs
                 hs = [replace(h, confined=True) for h in hs]
             handlers += hs
             warnings += ws
