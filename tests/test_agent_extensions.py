@@ -63,7 +63,7 @@ def test_the_shipped_guard_denies_a_dangerous_command_and_the_decision_is_in_the
     pre = [h for h in hooks if h["event"] == "PreToolUse"]
     assert pre[0]["permission_decision"] == "deny" and pre[0]["blocked"]
     assert [h["event"] for h in hooks][:2] == ["SessionStart", "UserPromptSubmit"]
-    audit = (proj / ".claude" / "audit.jsonl").read_text().splitlines()
+    audit = (proj / ".audit.jsonl").read_text().splitlines()  # the project's hook runs in the sandbox: .claude/ is read-only
     assert any('"command": "echo safe"' in x for x in audit)
     assert verify_file(a.session.path).ok
 

@@ -285,7 +285,12 @@ def test_a_background_handler_still_running_is_killed_when_the_session_ends(
     import time
 
     hook = executable(proj / "slow.sh", '#!/usr/bin/env bash\necho $$ > "$PIDS"\n(sleep 30; touch "$LATE") &\necho $! >> "$PIDS"\nwait\n')
-    settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "async": True, "timeout": 60}]}]}})
+    # in the user's own settings: on the host, where its process ids are the test's (a project's hook runs in the
+    # sandbox's PID namespace: test_project_hooks_sandboxed.py checks that one ends with the session)
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / "settings.json").write_text(json.dumps(
+        {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "async": True, "timeout": 60}]}]}}))
     pids, late = proj / "pids", proj / "late"
     env = {**os.environ, "PIDS": str(pids), "LATE": str(late)}
     a = Agent(cwd=str(proj), trust=True, model=scripted([call("Read", file_path="notes.txt"), final("first")]), env=env)
@@ -440,8 +445,8 @@ def test_a_public_secrets_guard_runs_unchanged_and_its_ask_mode_prompts_once(tmp
     assert not env_read["ok"] and "[env-file]" in env_read["error"] and "sk-live" not in json.dumps(a.session.messages)
     assert write["ok"] and (proj / "credentials.json").read_text() == "{}\n"
     assert asked == ["Write credentials.json"]
-    logged = (home / ".claude" / "hooks-logs").iterdir()
-    assert any('"decision":"ask"' in p.read_text() for p in logged)
+    # its log under ~/.claude stays inside the sandbox: a project's hook runs there (record 0015)
+    assert not (home / ".claude" / "hooks-logs").exists()
 
 
 @pytest.mark.parametrize(("fault", "error"), [

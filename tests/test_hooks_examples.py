@@ -60,7 +60,7 @@ def test_the_audit_log_records_every_tool_call_and_prompt(project: Path) -> None
     r.run("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "make test"}, "tool_use_id": "c1"}, matcher_value="Bash")
     r.run("PreToolUse", {"tool_name": "Write", "tool_input": {"file_path": "/p/a.txt", "content": "x"}, "tool_use_id": "c2"}, matcher_value="Write")
     r.run("UserPromptSubmit", {"prompt": "refactor the parser"})
-    lines = [json.loads(x) for x in (project / ".claude" / "audit.jsonl").read_text().splitlines()]
+    lines = [json.loads(x) for x in (project / ".audit.jsonl").read_text().splitlines()]
     assert [x["event"] for x in lines] == ["SessionStart", "PreToolUse", "PreToolUse", "UserPromptSubmit"]
     assert lines[1]["command"] == "make test" and lines[1]["tool"] == "Bash"
     assert lines[2]["file"] == "/p/a.txt"
@@ -70,7 +70,7 @@ def test_the_audit_log_records_every_tool_call_and_prompt(project: Path) -> None
 
 def test_the_audit_log_fails_closed_when_configured_and_it_cannot_write(project: Path) -> None:
     (project / ".claude").mkdir()
-    (project / ".claude" / "audit.jsonl").mkdir()  # a directory where the log file should be: writes fail
+    (project / ".audit.jsonl").mkdir()  # a directory where the log file should be: writes fail
     cmd = str(project / "examples" / "hooks" / "audit-log.sh")
     hooks = {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": cmd, "onFailure": "block"}]}]}
     src = SettingsSource(str(project / "s.json"), "project", {"hooks": hooks})

@@ -173,7 +173,8 @@ def test_write_and_edit_in_accept_edits_ask_before_touching_start_up_files_of_th
 
 def _hooked(proj: Path, base: Path) -> None:
     (proj / "scripts").mkdir(parents=True, exist_ok=True)
-    (proj / "scripts" / "lint.sh").write_text(f"echo linted >> {base}/lint-log\n")
+    # a project's hook runs in the sandbox (record 0015): its log goes in the workspace
+    (proj / "scripts" / "lint.sh").write_text(f"echo linted >> {proj}/lint-log\n")
     (proj / ".claude").mkdir(exist_ok=True)
     (proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PostToolUse": [
         {"matcher": "Bash", "hooks": [{"type": "command", "command": "sh scripts/lint.sh"}]}]}}))
@@ -185,7 +186,7 @@ def test_a_trusted_hooks_script_cannot_be_rewritten_from_the_sandbox(base: Path)
     outs, _ = run_bash(base, [f"d=scripts; echo 'touch {base}/pwned' >> $d/lint.sh; echo end", "echo again"], trust=True)
     assert "Read-only file system" in outs[0]
     assert not (base / "pwned").exists()
-    assert (base / "lint-log").read_text() == "linted\nlinted\n"  # the trusted script ran after each call
+    assert (proj / "lint-log").read_text() == "linted\nlinted\n"  # the trusted script ran after each call
 
 
 def test_write_and_edit_ask_before_changing_a_trusted_hooks_script(base: Path) -> None:
@@ -206,7 +207,7 @@ def test_write_and_edit_ask_before_changing_a_trusted_hooks_script(base: Path) -
     finally:
         a.close()
     assert sum("lint.sh" in q for q in asked) == 2
-    assert not (base / "pwned").exists() and "linted" in (base / "lint-log").read_text()
+    assert not (base / "pwned").exists() and "linted" in (proj / "lint-log").read_text()
 
 
 def test_a_hooks_script_changed_since_trust_asks_again(base: Path) -> None:

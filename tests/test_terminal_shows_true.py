@@ -93,12 +93,42 @@ def test_the_trust_question_shows_a_long_hook_command_whole(tmp_path: Path) -> N
         t.kill()
 
 
-def test_print_mode_neutralises_a_terminal_but_not_a_pipe(tmp_path: Path) -> None:
-    spec = _script(tmp_path, [{"text": f"a{TITLE}b"}])
+AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
+CLEAR, LINK = "\x1b[2J", "\x1b]8;;http://evil.example/\x1b\\here\x1b]8;;\x1b\\"
+
+
+def test_print_mode_neutralises_a_pipe_too_and_json_keeps_the_answer_as_written(tmp_path: Path) -> None:
+    """A pipe often ends on a terminal (``| tee``, ``| less -R``): ``-p``'s text output is neutral there too,
+    with ``NO_COLOR`` or not; ``--output-format json`` carries the answer as written (JSON escapes it)."""
+    answer = f"a{OSC52}{TITLE}{CLEAR}{LINK}b"
     env = env_for(str(tmp_path / "home"), HOME=str(tmp_path))
-    p = subprocess.run([os.path.join(os.path.dirname(sys.executable), "agentloop"), "-p", "hi", "--model", spec],
+    for extra in ({}, {"NO_COLOR": "1"}):
+        p = subprocess.run([AGENTLOOP, "-p", "hi", "--model", _script(tmp_path, [{"text": answer}])],
+                           cwd=tmp_path, env={**env, **extra}, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "\x1b" not in p.stdout and p.stdout == neutral(answer) + "\n", p.stdout
+    p = subprocess.run([AGENTLOOP, "-p", "hi", "--output-format", "json", "--model", _script(tmp_path, [{"text": answer}])],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    assert p.stdout == f"a{TITLE}b\n"  # a pipe or a file gets the answer as written
+    assert "\x1b" not in p.stdout and json.loads(p.stdout)["result"] == answer
+
+
+def test_print_mode_warnings_and_the_sessions_listing_are_neutral(tmp_path: Path) -> None:
+    """A repository's file name in a stderr warning, and a piped prompt in ``agentloop sessions``: no raw escape."""
+    proj = tmp_path / "proj"
+    (proj / ".claude" / "agents").mkdir(parents=True)
+    (proj / ".claude" / "agents" / f"x{TITLE}{CLEAR}.md").write_text("no front matter here\n")
+    env = {**env_for(str(tmp_path / "home"), HOME=str(tmp_path)), "NO_COLOR": "1"}
+    p = subprocess.run([AGENTLOOP, "-p", "--model", _script(tmp_path, [{"text": "ok"}])], input=f"hi{OSC52}{CLEAR} there",
+                       cwd=proj, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stderr and "x\\x1b]0;owned\\x07\\x1b[2J.md" in p.stderr, p.stderr
+    p = subprocess.run([AGENTLOOP, "sessions"], cwd=proj, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stdout and "hi\\x1b]52;" in p.stdout, p.stdout
+
+
+def test_print_mode_neutralises_a_terminal(tmp_path: Path) -> None:
+    env = env_for(str(tmp_path / "home"), HOME=str(tmp_path))
     spec = _script(tmp_path, [{"text": f"a{TITLE}b"}])
     t = Term(["-p", "hi", "--model", spec], cwd=str(tmp_path), env=env)
     try:

@@ -7,6 +7,12 @@ parameter ... Default: true"): such a call goes through the normal permission
 flow. agentloop asks even in ``bypassPermissions`` (only an allow rule of the
 user's approves without a person), so in ``-p`` it is refused unless a rule
 names the command.
+
+agentloop is stricter than the normal flow: only an ``UnsandboxedBash`` allow
+rule of the user's, or a person's answer to a question that says the command
+runs OUTSIDE the sandbox, approves it. A plain ``Bash`` rule (``--allowedTools
+Bash``), the mode, a PreToolUse hook's ``allow`` and a PermissionRequest hook's
+``allow`` do not.
 """
 
 from __future__ import annotations
@@ -65,15 +71,90 @@ def _tool_calls(a: Agent) -> str:
 
 def test_in_bypass_mode_without_a_person_or_a_rule_an_unsandboxed_call_is_refused(where: dict[str, Path]) -> None:
     msg, a = _run(where, "cat ~/.ssh/id_ed25519")
-    assert msg["ok"] is False and "not granted" in msg["content"]
+    assert msg["ok"] is False and "was not run" in msg["content"] and "UnsandboxedBash(" in msg["content"]
     assert "SSH-PRIVATE-KEY-planted" not in msg["content"]
     assert '"dangerouslyDisableSandbox": true' in _tool_calls(a)  # the request is on the record
 
 
-def test_an_allow_rule_naming_the_command_runs_it_outside_the_sandbox(where: dict[str, Path]) -> None:
-    msg, a = _run(where, "cat ~/.ssh/id_ed25519", mode="default", rules=(("allow", "Bash(cat:*)"),))
+def test_an_unsandboxed_allow_rule_naming_the_command_runs_it_outside_the_sandbox(where: dict[str, Path]) -> None:
+    msg, a = _run(where, "cat ~/.ssh/id_ed25519", mode="default", rules=(("allow", "UnsandboxedBash(cat:*)"),))
     assert msg["ok"] is True and "SSH-PRIVATE-KEY-planted" in msg["content"]  # hidden inside the sandbox
     assert '"dangerouslyDisableSandbox": true' in _tool_calls(a)
+
+
+@pytest.mark.parametrize("rule", ["Bash", "Bash(cat:*)", "UnsandboxedBash(ls:*)"])
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions"])
+def test_a_plain_bash_rule_or_the_mode_never_approves_a_run_outside(where: dict[str, Path], rule: str, mode: str) -> None:
+    msg, _ = _run(where, "cat ~/.ssh/id_ed25519", mode=mode, rules=(("allow", rule),))
+    assert msg["ok"] is False and "SSH-PRIVATE-KEY-planted" not in msg["content"]
+    assert "UnsandboxedBash(cat ~/.ssh/id_ed25519)" in msg["content"]  # the refusal says how to allow it
+
+
+def test_a_deny_rule_beats_an_unsandboxed_allow_rule(where: dict[str, Path]) -> None:
+    msg, _ = _run(where, "cat ~/.ssh/id_ed25519", mode="default",
+                  rules=(("allow", "UnsandboxedBash"), ("deny", "Bash(cat:*)")))
+    assert msg["ok"] is False and "SSH-PRIVATE-KEY-planted" not in msg["content"]
+
+
+def test_a_projects_settings_cannot_allow_a_run_outside(where: dict[str, Path]) -> None:
+    (where["proj"] / ".claude").mkdir()
+    (where["proj"] / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["UnsandboxedBash"]}}))
+    model = ScriptedModel([reply("", [("Bash", _call("cat ~/.ssh/id_ed25519"))]), reply("done")])
+    a = Agent(cwd=str(where["proj"]), model=model, trust=True)
+    try:
+        msg = [m for m in a.ask("go").messages if m.get("role") == "tool"][0]
+    finally:
+        a.close()
+    assert msg["ok"] is False and "SSH-PRIVATE-KEY-planted" not in msg["content"]
+
+
+def test_the_question_says_outside_the_sandbox_whatever_the_decision_was(where: dict[str, Path]) -> None:
+    """In default mode a ``touch`` asks anyway: the question still says where it would run."""
+    asked: list[str] = []
+    for mode in ("default", "bypassPermissions"):
+        _run(where, "touch x", mode=mode, ask=lambda c, d: asked.append(d.reason) or "deny")
+    assert len(asked) == 2 and all("OUTSIDE the sandbox" in r for r in asked), asked
+
+
+def test_always_remembers_exactly_that_line_for_outside_runs(where: dict[str, Path]) -> None:
+    asked: list[str] = []
+    model = ScriptedModel([reply("", [("Bash", _call("cat ~/.ssh/id_ed25519"))]), reply("", [("Bash", _call("cat ~/.ssh/id_ed25519"))]),
+                           reply("", [("Bash", _call("cat ~/.ssh/id_ed25519 ~/.ssh/id_ed25519"))]), reply("done")])
+    a = Agent(cwd=str(where["proj"]), model=model, ask_permission=lambda c, d: asked.append(c.arguments["command"]) or (
+        "always" if len(asked) == 1 else "deny"))
+    try:
+        tools = [m for m in a.ask("go").messages if m.get("role") == "tool"]
+    finally:
+        a.close()
+    assert [t["ok"] for t in tools] == [True, True, False]
+    assert asked == ["cat ~/.ssh/id_ed25519", "cat ~/.ssh/id_ed25519 ~/.ssh/id_ed25519"]
+
+
+ALLOW_HOOK = """#!/bin/sh
+cat >/dev/null
+echo '{"hookSpecificOutput": {"hookEventName": "%s", %s}}'
+"""
+
+
+@pytest.mark.parametrize("event,decision", [
+    ("PreToolUse", '"permissionDecision": "allow"'),
+    ("PermissionRequest", '"decision": {"behavior": "allow"}'),
+])
+def test_a_hooks_allow_never_approves_a_run_outside(where: dict[str, Path], event: str, decision: str) -> None:
+    """Hooks reference: PreToolUse ``allow`` skips the prompt and PermissionRequest ``allow`` answers it; for a
+    command outside the sandbox neither is enough: in ``-p`` it is refused, in the REPL a person is still asked."""
+    hook = where["tmp"] / "allow.sh"
+    hook.write_text(ALLOW_HOOK % (event, decision))
+    hook.chmod(0o755)
+    home = Path(os.environ["AGENTLOOP_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps({"hooks": {event: [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": str(hook)}]}]}}))
+    msg, _ = _run(where, "cat ~/.ssh/id_ed25519", mode="default")
+    assert msg["ok"] is False and "SSH-PRIVATE-KEY-planted" not in msg["content"]
+    asked: list[str] = []
+    msg, _ = _run(where, "cat ~/.ssh/id_ed25519", mode="default", ask=lambda c, d: asked.append(d.reason) or "deny")
+    assert msg["ok"] is False and len(asked) == 1 and "OUTSIDE the sandbox" in asked[0]
 
 
 def test_a_person_is_asked_and_decides(where: dict[str, Path]) -> None:
@@ -121,11 +202,76 @@ def _print_mode(where: dict[str, Path], *extra: str) -> subprocess.CompletedProc
                           capture_output=True, text=True, timeout=120, env=dict(os.environ))
 
 
-def test_in_print_mode_it_is_refused_without_an_allow_rule_and_runs_with_one(where: dict[str, Path]) -> None:
+def test_in_print_mode_it_is_refused_without_an_unsandboxed_rule_and_runs_with_one(where: dict[str, Path]) -> None:
     marker = where["tmp"] / "outside-marker.txt"
-    p = _print_mode(where, "--permission-mode", "bypassPermissions")
-    assert p.returncode == 0, p.stderr
-    assert not marker.exists()  # refused (and the sandbox's /tmp is its own)
-    p = _print_mode(where, "--allowedTools", "Bash(touch:*)")
+    for extra in (("--permission-mode", "bypassPermissions"), ("--allowedTools", "Bash"), ("--allowedTools", "Bash(touch:*)")):
+        p = _print_mode(where, *extra)
+        assert p.returncode == 0, p.stderr
+        assert not marker.exists(), extra  # refused (and the sandbox's /tmp is its own)
+        assert "outside the sandbox" in p.stderr and "--allowedTools 'UnsandboxedBash(touch " in p.stderr, p.stderr
+    p = _print_mode(where, "--allowedTools", "UnsandboxedBash(touch:*)")
     assert p.returncode == 0, p.stderr
     assert marker.exists()
+
+
+def test_the_repl_question_says_the_command_runs_outside_the_sandbox(where: dict[str, Path], tmp_path: Path) -> None:
+    """The REPL's permission question, in a real pty: it names the sandbox, and "n" refuses."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _pty import Term, env_for
+    from agentloop.testing.fakeprovider import FakeProvider
+
+    marker = where["tmp"] / "outside-marker.txt"
+    replies = [{"text": "", "tool_calls": [{"name": "Bash", "arguments": _call(f"touch {marker}")}]}, {"text": "Not run."}]
+    with FakeProvider({"replies": replies}) as fp:
+        env = env_for(str(tmp_path / "home"))
+        t = Term(["--model", "openai:gpt-4o-mini", "--base-url", fp.url + "/v1"], cwd=str(where["proj"]), env=env)
+        try:
+            t.wait_for(r"(?m)^>\s*$")
+            m = t.mark()
+            t.type("touch the marker")
+            t.wait_for(r"\[y\]es", after=m)
+            question = " ".join(t.lines()[m:])
+            assert "OUTSIDE the sandbox" in question, question
+            t.type("n")
+            t.wait_for(r"Not run\.", after=m)
+            t.type("/exit")
+            assert t.wait_exit() == (0, None)
+        finally:
+            t.kill()
+    assert not marker.exists()
+
+
+def test_an_editor_over_acp_is_asked_a_question_that_says_outside_the_sandbox(where: dict[str, Path]) -> None:
+    """ACP's ``session/request_permission``: the tool call's title says the command runs outside; a reject refuses it."""
+    import asyncio
+
+    acp = pytest.importorskip("acp")
+    from acp.schema import AllowedOutcome, ClientCapabilities, RequestPermissionResponse
+
+    marker = where["tmp"] / "outside-marker.txt"
+    script = where["tmp"] / "acp.json"
+    script.write_text(json.dumps([{"text": "", "tool_calls": [{"name": "Bash", "arguments": _call(f"touch {marker}")}]},
+                                  {"text": "Not run."}]))
+    titles: list[str] = []
+
+    class Client:
+        async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kw: Any) -> Any:
+            titles.append(str(tool_call.title))
+            return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="deny"))
+
+        async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
+            pass
+
+        def on_connect(self, conn: Any) -> None:
+            pass
+
+    async def session() -> None:
+        async with acp.spawn_agent_process(Client(), sys.executable, "-m", "agentloop.cli.main", "acp", "--model", f"scripted:{script}",
+                                           "--permission-mode", "bypassPermissions", cwd=where["proj"], env=dict(os.environ)) as (conn, _p):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            sid = (await conn.new_session(cwd=str(where["proj"]))).session_id
+            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[acp.text_block("touch it")]), 60)
+
+    asyncio.run(session())
+    assert len(titles) == 1 and "runs OUTSIDE the sandbox" in titles[0], titles
+    assert not marker.exists()

@@ -87,3 +87,33 @@ def test_an_agents_folder_that_links_to_the_root_is_walked_within_bounds(tmp_pat
     load_agent_types(str(proj), str(tmp_path / "al"), None, warnings)
     assert time.monotonic() - t0 < 30
     assert json.dumps(warnings)  # said, if it stopped early; never a hang or MemoryError
+
+
+def test_an_untrusted_folders_command_and_skill_do_not_choose_the_model(proj: Path, tmp_path: Path) -> None:
+    """Claude Code's slash commands and skills may name a ``model`` for the turn they start; from a folder nobody
+    trusted that would spend on a dearer model, so the turn stays on the session's model; trusted, it switches."""
+    from agentloop.testing.fakeprovider import FakeProvider
+
+    (proj / ".claude" / "commands").mkdir(parents=True)
+    (proj / ".claude" / "commands" / "x.md").write_text("---\nmodel: opus\nallowed-tools: Bash\n---\nLook at it.\n")
+    (proj / ".claude" / "skills" / "deep").mkdir(parents=True)
+    (proj / ".claude" / "skills" / "deep" / "SKILL.md").write_text("---\nname: deep\ndescription: d\nmodel: opus\n---\nThink.\n")
+    seen: dict[bool, list[str]] = {}
+    for trusted in (False, True):
+        with FakeProvider({"replies": [{"text": "ok"}, {"text": "ok"}]}) as fp:
+            a = Agent(cwd=str(proj), home=str(tmp_path / "home"), trust=trusted, model="anthropic:claude-sonnet-4-6",
+                      base_url=fp.url, env={"ANTHROPIC_API_KEY": "k"})
+            try:
+                if not trusted:
+                    notice = a.trust.notice() or ""
+                    assert "command /x model: opus" in notice and "skill /deep model: opus" in notice, notice
+                    assert any("'x' names the model 'opus'; not used until you trust" in w for w in a.load_warnings)
+                    assert a.commands["x"].allowed_tools == ()
+                for text in ("/x", "/deep"):
+                    prompt, rules = a.expand_command(text) or (text, ())
+                    a.ask(prompt, allowed_tools=rules)
+            finally:
+                a.close()
+            seen[trusted] = [str(r["body"].get("model")) for r in fp.requests if r["protocol"]]
+    assert seen[False] == ["claude-sonnet-4-6", "claude-sonnet-4-6"]
+    assert all("opus" in m for m in seen[True]), seen[True]

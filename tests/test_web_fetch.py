@@ -268,7 +268,7 @@ def test_a_session_with_webfetch_replays_offline_from_its_record(tmp_path: Path,
 
 def test_a_pretooluse_hook_matching_webfetch_by_name_sees_the_url_and_can_block_it(tmp_path: Path, site: Any) -> None:
     """Claude Code's hooks reference: a PreToolUse matcher is the tool name; exit code 2 blocks the call, stderr its reason."""
-    seen = tmp_path / "seen.json"
+    seen = tmp_path / "proj" / "seen.json"  # in the workspace: a project's hook runs in the sandbox
     hook = {"hooks": {"PreToolUse": [{"matcher": "WebFetch", "hooks": [
         {"type": "command", "command": f"cat > {seen}; echo 'no fetching today' >&2; exit 2"}]}]}}
     (tmp_path / "proj" / ".claude").mkdir(parents=True)

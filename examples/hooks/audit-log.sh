@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Audit log: append one JSON line per hook event (tool calls, prompts, session
-# start/end) to $CLAUDE_PROJECT_DIR/.claude/audit.jsonl, or to $AUDIT_LOG.
+# start/end) to $CLAUDE_PROJECT_DIR/.audit.jsonl, or to $AUDIT_LOG (not under
+# .claude/: agentloop runs a project's hooks in its sandbox, where .claude/ is read-only).
 # A Claude Code hook: works unchanged with Claude Code and with agentloop.
 # It never blocks; if it cannot write the log it says so on stderr (exit 1,
 # a non-blocking error), unless configured with "onFailure": "block".
 set -u
-log="${AUDIT_LOG:-${CLAUDE_PROJECT_DIR:-.}/.claude/audit.jsonl}"
+log="${AUDIT_LOG:-${CLAUDE_PROJECT_DIR:-.}/.audit.jsonl}"
 mkdir -p "$(dirname "$log")" 2>/dev/null
 event="$(cat)"
 line="$(printf '%s' "$event" | python3 -c '

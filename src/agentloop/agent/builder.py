@@ -91,7 +91,8 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
 
     try:
         runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd,
-                                          permission_mode=agent.permission_mode, env=agent.child_env)
+                                          permission_mode=agent.permission_mode, env=agent.child_env,
+                                          confine=agent.sandbox.confine)  # a project's hooks: inside the sandbox
         for w in runner.warnings:
             log.warning("%s", w)
         claude = ClaudeHooks(runner) if runner.handlers else None

@@ -8,7 +8,9 @@ tool for the agent:
 3. PreToolUse hooks: refuse (the result), rewrite the arguments (prepared again), or allow;
 4. the permission decision: rules, then the mode; a hook's allow skips the mode's
    own prompt (deny and ask rules still apply); a Bash command the sandbox cannot
-   hold asks a person;
+   hold asks a person; a Bash command that would run outside the sandbox
+   (``outside_reason``) is approved only by an ``UnsandboxedBash`` rule or a
+   person asked a question that says so (``permissions/unsandboxed.py``);
 5. asking: the agent's asker when there is one ("always" adds a session rule);
    without one (``-p``, a sub-agent) an ask is a refusal;
 6. invoke;
@@ -38,7 +40,10 @@ from ..events import Observer, ToolCall, ToolFinished, ToolResult, ToolStarted
 from ..tools import Registry, Tool
 from .protocols import AgentHooks, AskPermission, HookSubject, ToolCallSubject
 
-__all__ = ["ToolCalls", "ToolPipeline", "run_batch"]
+__all__ = ["OUTSIDE_THE_SANDBOX", "ToolCalls", "ToolPipeline", "outside_reason", "run_batch"]
+
+OUTSIDE_THE_SANDBOX = "runs OUTSIDE the sandbox"
+"""In the question about every Bash command that would run outside the sandbox (``outside_reason``), whoever asks."""
 
 log = logging.getLogger("agentloop.agent")
 
@@ -103,12 +108,15 @@ class ToolPipeline:
         """Steps 4 and 5: None to go on, or the refusal."""
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
+        if call.name == "Bash" and isinstance(call.arguments, dict):
+            outside = outside_reason(self.sandbox, call.arguments)
+            if outside is not None:  # the one decision for a command that would run outside the sandbox
+                return self._permit_outside(call, d, outside)
         if behavior in ("ask", "deny") and getattr(d, "by_mode", False) and self.hooks.approved(call):
             behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt (and dontAsk's refusal); rules were checked above
         outside = None
         if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
-            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", ""))) or unsandboxed_prompt(
-                self.sandbox, call.arguments, d)
+            outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
             if outside is not None:  # the sandbox is the wall: without it, a person decides
                 from .permissions.rules import Decision
 
@@ -124,20 +132,51 @@ class ToolPipeline:
                 if verdict[0] == "allow":
                     return None
                 return self._deny(call, f"a PermissionRequest hook denied {call.name}: {verdict[1] or 'no reason given'}")
-            if self.ask is None:
-                log.info("denied %s: ask without a terminal", call.name)
-                return self._deny(call, f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
-            self.hooks.notification(self.owner, f"agentloop needs your permission to use {call.name}", "permission_prompt")
-            answer = self.ask(call, d)
-            if answer == "always" and self.on_always is not None:
-                self.on_always(call)
-            if answer == "deny":
-                return self._deny(call, f"the user refused permission to use {call.name}")
-            return None
+            return self._ask_person(call, d)
         if behavior != "allow":
             why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
             log.info("denied %s: %s", call.name, why)
             return self._deny(call, f"permission to use {call.name} was denied ({why})")
+        return None
+
+    def _permit_outside(self, call: ToolCall, d: Any, outside: str) -> ToolResult | None:
+        """A Bash call that would run outside the sandbox: an ``UnsandboxedBash`` rule of the user's, or a person
+        asked a question that says so (``permissions/unsandboxed.py``). Nothing else approves it."""
+        from .permissions.rules import Decision
+        from .permissions.unsandboxed import how_to_allow, remember, unsandboxed_rule
+
+        command = str(call.arguments.get("command", ""))
+        if getattr(d, "behavior", "deny") == "deny":
+            return self._deny(call, f"permission to use Bash was denied ({getattr(d, 'reason', '') or 'a permission rule'})")
+        if unsandboxed_rule(self.policy, call.arguments) is not None:
+            return None
+        refusal = f"Bash was not run: {outside}; {how_to_allow(command)}"
+        if self.child:
+            return ToolResult(call.id, call.name, False, error=f"permission to use Bash was not granted to the sub-agent. {refusal}")
+        if self.policy.mode == "dontAsk":
+            return self._deny(call, f"{refusal} (the mode is dontAsk)")
+        verdict = self.hooks.permission_request(self.owner, call)  # a hook may refuse it, never approve it alone
+        if verdict is not None and verdict[0] != "allow":
+            return self._deny(call, f"a PermissionRequest hook denied Bash: {verdict[1] or 'no reason given'}")
+        if self.ask is None:
+            log.info("denied Bash outside the sandbox: no one could be asked")
+            return self._deny(call, f"{refusal} (no one could be asked)")
+        return self._ask_person(call, Decision("ask", None, None, outside), always=lambda: remember(self.policy, command))
+
+    def _ask_person(self, call: ToolCall, d: Any, always: Callable[[], object] | None = None) -> ToolResult | None:
+        """Step 5: the asker decides (None to go on); without one, a refusal."""
+        if self.ask is None:
+            log.info("denied %s: ask without a terminal", call.name)
+            return self._deny(call, f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
+        self.hooks.notification(self.owner, f"agentloop needs your permission to use {call.name}", "permission_prompt")
+        answer = self.ask(call, d)
+        if answer == "always":
+            if always is not None:
+                always()
+            elif self.on_always is not None:
+                self.on_always(call)
+        if answer == "deny":
+            return self._deny(call, f"the user refused permission to use {call.name}")
         return None
 
     def _deny(self, call: ToolCall, error: str) -> ToolResult:
@@ -238,19 +277,21 @@ def run_batch(calls: Sequence[ToolCall], one: Callable[[ToolCall], ToolResult], 
     return out
 
 
-def unsandboxed_prompt(sandbox: Sandbox, arguments: dict[str, Any], d: Any) -> str | None:
-    """Why a Bash call asking to run outside the sandbox (``dangerouslyDisableSandbox``) needs a person.
+def outside_reason(sandbox: Sandbox, arguments: dict[str, Any]) -> str | None:
+    """Why this Bash call would run OUTSIDE a sandbox that is on (the question's text), or None.
 
-    Only an allow rule the user wrote (settings or ``--allowedTools``) approves
-    it: not the mode (``bypassPermissions`` included), not a hook, not a
-    session's "always" given to some other call. None when the call does not
-    ask for it, when no sandbox is on, or when ``allowUnsandboxedCommands`` is
-    false (the argument is then ignored and the command runs inside).
+    The call asks to (``dangerouslyDisableSandbox``; ignored when
+    ``allowUnsandboxedCommands`` is false, the command then runs inside), or
+    ``sandbox.excludedCommands`` names the command. None when no sandbox is on.
     """
+    if not getattr(sandbox, "active", False):
+        return None
+    command = str(arguments.get("command", ""))
+    if sandbox.excluded(command):
+        return f"this command {OUTSIDE_THE_SANDBOX} (sandbox.excludedCommands), with your access to files and network"
     if arguments.get("dangerouslyDisableSandbox") is not True:
         return None
-    if not getattr(sandbox, "active", False) or not sandbox.settings.allow_unsandboxed:
+    if not sandbox.settings.allow_unsandboxed:
         return None
-    if getattr(d, "rule", None) is not None and getattr(d, "source", None) not in (None, "session"):
-        return None
-    return "the model asks to run this command outside the sandbox (dangerouslyDisableSandbox)"
+    return (f"the model asks that this command {OUTSIDE_THE_SANDBOX} (dangerouslyDisableSandbox), "
+            "with your access to files, keys and network")

@@ -77,7 +77,8 @@ class SecretGuard:
         red = self.redactor
         if not len(red):
             return r
-        content, error = red.value(r.content), (red.text(r.error) if isinstance(r.error, str) else r.error)
+        content = _withhold_images(r.content, red)  # judged by their bytes, before any text of them is touched
+        content, error = red.value(content), (red.text(r.error) if isinstance(r.error, str) else r.error)
         if content is r.content and error == r.error:
             return r
         return ToolResult(r.call_id, r.name, r.ok, content=content, error=error, detail=r.detail)
@@ -94,3 +95,27 @@ class SecretGuard:
         except ValueError:
             return
         self.redactor.add_values(f"secret argument of {call.name}", found)
+
+
+def _withhold_images(v: Any, red: Redactor) -> Any:
+    """``v`` with each image block (``{"type": "image", "data": BASE64}``, Read's and MCP tools') whose bytes
+    hold a known secret, in any shape, replaced by a line saying so (the same object when there is none)."""
+    if isinstance(v, list):
+        out = [_withhold_images(x, red) for x in v]
+        return v if all(a is b for a, b in zip(out, v)) else out
+    if isinstance(v, dict):
+        if v.get("type") == "image" and isinstance(v.get("data"), str):
+            import base64
+            import binascii
+
+            try:
+                raw = base64.b64decode(v["data"], validate=False)
+            except (binascii.Error, ValueError):
+                raw = v["data"].encode()
+            name = red.found(raw)
+            if name is not None:
+                return {"type": "text", "text": f"[image withheld: its bytes hold a secret ({name})]"}
+            return v
+        d = {k: _withhold_images(x, red) for k, x in v.items()}
+        return v if all(d[k] is v[k] for k in v) else d
+    return v

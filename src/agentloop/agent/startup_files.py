@@ -70,11 +70,11 @@ def _commands_and_skills(cwd: str, home: str, uh: str, trusted: bool) -> tuple[d
     warnings: list[str] = []
     commands = dict(load_commands(cwd, home, uh, warnings))
     skills = dict(load_skills(cwd, home, uh, warnings))
-    if not trusted:  # an untrusted folder's commands and skills are text: their allowed-tools grant nothing
+    if not trusted:  # an untrusted folder's commands and skills are text: their allowed-tools and model choose nothing
         from .trust import without_grants
 
-        commands = without_grants(commands, home, uh)
-        skills = without_grants(skills, home, uh)
+        commands = without_grants(commands, home, uh, warnings)
+        skills = without_grants(skills, home, uh, warnings)
     for w in warnings:
         log.warning(w)
     return commands, skills, warnings

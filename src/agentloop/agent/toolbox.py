@@ -163,6 +163,10 @@ def _policy(src: ToolboxSource) -> PermissionPolicy:
     try:
         policy = PermissionPolicy.from_settings(list(src.settings.sources), mode=src.permission_mode, cwd=src.cwd,
                                                 user_home=user_home(src.env))
+        from .permissions.unsandboxed import drop_foreign
+
+        for line in drop_foreign(policy, [s.path for s in src.settings.sources if s.in_project]):
+            log.warning(line)  # a repository's settings cannot let a command run outside the sandbox
         for behavior, text in src.cli_rules:
             policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
     except (ConfigError, ModeError) as exc:

@@ -203,7 +203,8 @@ def _users_own(path: str, home: str, user_dir: str) -> bool:
 
 
 def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
-    """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt."""
+    """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt or whose ``model``
+    would choose the model, and its sub-agent files that choose a model."""
     from .commands import load_commands, load_skills
 
     out: list[Power] = []
@@ -214,9 +215,13 @@ def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
         return out
     for kind, items in (("command", commands), ("skill", skills)):
         for name, c in items.items():
+            if c.scope != "project" or _users_own(c.path, home, user_dir):
+                continue
             rules = tuple(c.allowed_tools)
-            if c.scope == "project" and rules and not _users_own(c.path, home, user_dir):
+            if rules:
                 out.append(Power(c.path, printable(f"{kind} /{name} allowed-tools: {', '.join(rules)}")))
+            if c.model:  # what it costs is the user's to allow, as a sub-agent file's model
+                out.append(Power(c.path, printable(f"{kind} /{name} model: {c.model}")))
     out += _agent_models(cwd, home, user_dir)
     return out
 
@@ -233,15 +238,18 @@ def _agent_models(cwd: str, home: str, user_dir: str) -> list[Power]:
             if t.model and t.source != "built-in" and not _users_own(t.source, home, user_dir)]
 
 
-def without_grants(items: Mapping[str, Any], home: str, user_dir: str) -> dict[str, Any]:
-    """Commands or skills with the folder's own ones' ``allowed-tools`` taken away (an untrusted folder)."""
+def without_grants(items: Mapping[str, Any], home: str, user_dir: str, warnings: list[str] | None = None) -> dict[str, Any]:
+    """Commands or skills with the folder's own ones' ``allowed-tools`` and ``model`` taken away (an untrusted
+    folder: its files choose no tools and no model, as its agent files do); each model left out is named in ``warnings``."""
     out: dict[str, Any] = {}
     for name, c in items.items():
-        if c.scope == "project" and c.allowed_tools and not _users_own(c.path, home, user_dir):
+        if c.scope == "project" and (c.allowed_tools or c.model) and not _users_own(c.path, home, user_dir):
+            if c.model and warnings is not None:
+                warnings.append(f"{c.path}: {name!r} names the model {c.model!r}; not used until you trust this folder")
             if hasattr(c, "meta"):
-                c = replace(c, meta={k: v for k, v in c.meta.items() if k != "allowed-tools"})
+                c = replace(c, meta={k: v for k, v in c.meta.items() if k not in ("allowed-tools", "model")})
             else:
-                c = replace(c, allowed_tools=())
+                c = replace(c, allowed_tools=(), model=None)
         out[name] = c
     return out
 

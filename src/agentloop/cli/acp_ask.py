@@ -6,7 +6,8 @@ Rules (pages under agentclientprotocol.com/protocol/v1):
    with the options allow once, allow always (this exact call, as the
    terminal's "always") and reject. Its tool call carries the title, kind,
    locations and input of the call, and for Write, Edit and MultiEdit the diff
-   of the change (``acp_updates`` rule 2). A cancelled or failed request is a
+   of the change (``acp_updates`` rule 2); a Bash command that would run
+   outside the sandbox says so in the title. A cancelled or failed request is a
    refusal.
 2. A form (AskUserQuestion's questions, ExitPlanMode's approval, an MCP
    server's elicitation: the agent's ``elicit``) goes to the editor as
@@ -26,6 +27,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any
+
+from agentloop.agent.pipeline import OUTSIDE_THE_SANDBOX
 
 from .acp_updates import KINDS, ToolUpdates, locations, tool_title
 
@@ -55,7 +58,10 @@ class Asker:
         ]
         args = call.arguments if isinstance(call.arguments, dict) else {}
         diff = self.updates.diffs.get(call.id)
-        tool_call = ToolCallUpdate(tool_call_id=call.id, title=tool_title(call.name, args, self.cwd), kind=KINDS.get(call.name, "other"),  # type: ignore[arg-type]
+        title = tool_title(call.name, args, self.cwd)
+        if OUTSIDE_THE_SANDBOX in str(getattr(decision, "reason", "")):  # the question says where it would run
+            title = f"{title} ({OUTSIDE_THE_SANDBOX})"
+        tool_call = ToolCallUpdate(tool_call_id=call.id, title=title, kind=KINDS.get(call.name, "other"),  # type: ignore[arg-type]
                                    status="pending", raw_input=args, locations=locations(call.name, args, self.cwd),
                                    content=[diff] if diff is not None else None)
         try:

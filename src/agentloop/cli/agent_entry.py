@@ -26,6 +26,7 @@ from .agent_setup import (
     report_config,
     split_rules,
 )
+from .terminal_text import say
 
 if TYPE_CHECKING:
     from agentloop.agent.agent import Agent
@@ -225,22 +226,20 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         schema = parse_schema(str(args.json_schema))
     agent = make_agent(args)  # no terminal to ask: "ask" permissions deny, an untrusted folder's powers are left out
     for w in getattr(agent, "load_warnings", []):
-        print(f"warning: {w}", file=sys.stderr)
-    report_config(agent, lambda line: print(line, file=sys.stderr))
+        say(f"warning: {w}", sys.stderr)
+    report_config(agent, lambda line: say(line, sys.stderr))
     reason = "other"
-    print(f"agentloop: {agent.cap_text()}", file=sys.stderr)
+    say(f"agentloop: {agent.cap_text()}", sys.stderr)
     for line in agent.take_price_notices():
-        print(f"warning: {line}", file=sys.stderr)
+        say(f"warning: {line}", sys.stderr)
     try:
         stream: StreamJson | None = None
         for n in agent.startup_notices:  # said once, before anything runs
-            print(f"agentloop: {n}", file=sys.stderr)
+            say(f"agentloop: {n}", sys.stderr)
         from agentloop.mcp.agent import report_startup, server_states
 
         if fmt in ("text", "json"):  # stdout holds the answer alone; notices go to stderr
-            from .terminal_text import neutral
-
-            agent.on_notice = lambda text: print(f"notice: {neutral(text)}", file=sys.stderr)
+            agent.on_notice = lambda text: say(f"notice: {text}", sys.stderr)
         if fmt == "stream-json":
             stream = _start_stream(agent, args, server_states(agent))
         report_startup(agent)  # an MCP server that failed to start, said once
@@ -349,24 +348,20 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             blocks.stop()
     elapsed = time.monotonic() - t0
     if fmt == "text":
-        if result.answer:
-            from .terminal_text import neutral
-
-            answer = neutral(result.answer) if sys.stdout.isatty() else result.answer  # a file or pipe gets it as written
-            sys.stdout.write(answer + ("" if answer.endswith("\n") else "\n"))
+        if result.answer:  # neutral on a pipe too (it often ends on a terminal); --output-format json has it as written
+            say(result.answer, sys.stdout, "" if result.answer.endswith("\n") else "\n")
             sys.stdout.flush()
         for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
-            print(f"agentloop: refused: {_call_summary(d, agent.cwd)} (permission denied; -p cannot ask: "
-                  "allow it with --allowedTools or a rule)", file=sys.stderr)
+            say(f"agentloop: refused: {_call_summary(d, agent.cwd)} ({_how_to_allow(d)})", sys.stderr)
         for line in blocks.lines if blocks is not None else ():
-            print(line, file=sys.stderr)
+            say(line, sys.stderr)
         cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
-        print(cost_line(agent, result, cols), file=sys.stderr)
+        say(cost_line(agent, result, cols), sys.stderr)
         for w in agent.warnings():
-            print(f"warning: {w.text}", file=sys.stderr)
+            say(f"warning: {w.text}", sys.stderr)
         if result.stop_reason not in FINISHED:
             detail = f": {result.error}" if result.error else ""
-            print(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", file=sys.stderr)
+            say(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", sys.stderr)
     else:
         obj = _result_json(agent, result, elapsed, timing)
         if schema is not None:
@@ -379,11 +374,11 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
             sys.stdout.flush()
     if result.stop_reason == "budget_overrun":
-        print(f"warning: the provider billed past the reservation: {result.error}", file=sys.stderr)
+        say(f"warning: the provider billed past the reservation: {result.error}", sys.stderr)
     if result.stop_reason == "interrupted":
         return EXIT_INTERRUPTED
     if structured[1] is not None:
-        print(f"agentloop: --json-schema: {structured[1]}", file=sys.stderr)
+        say(f"agentloop: --json-schema: {structured[1]}", sys.stderr)
         return EXIT_PROBLEMS
     return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
 
@@ -411,6 +406,16 @@ class _HookBlocks:
         listeners = self.session.listeners  # the writer's list once the session's file exists
         if self.see in listeners:
             listeners.remove(self.see)
+
+
+def _how_to_allow(denial: dict[str, Any]) -> str:
+    """What a refused call needed in ``-p``: a rule (for a command outside the sandbox, an ``UnsandboxedBash`` rule)."""
+    args = denial.get("tool_input")
+    if denial.get("tool_name") == "Bash" and isinstance(args, dict) and args.get("dangerouslyDisableSandbox") is True:
+        from agentloop.agent.permissions.unsandboxed import how_to_allow
+
+        return f"it asked to run outside the sandbox; -p cannot ask: {how_to_allow(str(args.get('command', '')))}"
+    return "permission denied; -p cannot ask: allow it with --allowedTools or a rule"
 
 
 def _call_summary(denial: dict[str, Any], cwd: str) -> str:

@@ -191,7 +191,9 @@ def _forced(build: Callable[[str | None, bool], Any], damaged: Any, force: bool,
     if not force:  # a forged record is bad input (exit 2); a broken chain is a problem found (exit 1)
         raise UserError(str(damaged), EXIT_USAGE if damaged.forged else EXIT_PROBLEMS) from None
     new_id, note = fork_damaged(cwd, damaged, home)
-    print(f"agentloop: warning: {note}", file=sys.stderr)
+    from .terminal_text import say
+
+    say(f"agentloop: warning: {note}", sys.stderr)
     return build(new_id, False)
 
 

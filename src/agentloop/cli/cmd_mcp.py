@@ -16,6 +16,7 @@ import sys
 from typing import Any, Literal
 
 from ._common import EXIT_OK, EXIT_PROBLEMS, UserError
+from .terminal_text import say
 
 Scope = Literal["local", "project", "user"]
 
@@ -106,10 +107,10 @@ def cmd_list(args: argparse.Namespace, cwd: str) -> int:
         if args.json:
             print(json.dumps([_describe(s) for s in servers.values()], indent=2))
         elif not servers:
-            print("no MCP servers configured (add one with: agentloop mcp add NAME -- COMMAND ARGS...)")
+            say("no MCP servers configured (add one with: agentloop mcp add NAME -- COMMAND ARGS...)")
         else:
             for s in servers.values():
-                print(_line(s))
+                say(_line(s))
         return EXIT_OK
     return _check(servers, cwd, args.json, list(servers))
 
@@ -148,7 +149,7 @@ def _check(servers: dict[str, Any], cwd: str, as_json: bool, names: list[str]) -
             for st in statuses
         ], indent=2))
     else:
-        print(format_status(statuses))
+        say(format_status(statuses))
     return EXIT_OK if all(st.status == "connected" for st in statuses) else EXIT_PROBLEMS
 
 
@@ -159,10 +160,10 @@ def cmd_get(args: argparse.Namespace, cwd: str) -> int:
         have = ", ".join(servers) or "none"
         raise UserError(f"no MCP server named {args.name!r} (configured: {have})")
     if args.no_check:
-        print(json.dumps(_describe(s), indent=2) if args.json else _line(s))
+        say(json.dumps(_describe(s), indent=2) if args.json else _line(s))
         return EXIT_OK
     if not args.json:
-        print(_line(s))
+        say(_line(s))
     return _check(servers, cwd, args.json, [args.name])
 
 
@@ -202,9 +203,9 @@ def cmd_add(args: argparse.Namespace, cwd: str) -> int:
         add_server(path, server, replace_existing=args.force)
     except ConfigError as exc:
         raise UserError(str(exc)) from None
-    print(f"added MCP server {args.name!r} ({transport}) to {path} ({args.scope} scope)")
+    say(f"added MCP server {args.name!r} ({transport}) to {path} ({args.scope} scope)")
     if args.scope != "user" and not keep_trust_after_own_edit(cwd, _home(), os.environ, before):
-        print(f"this folder's configuration is not trusted: the agent will not start it until you run: agentloop trust {cwd}")
+        say(f"this folder's configuration is not trusted: the agent will not start it until you run: agentloop trust {cwd}")
     return EXIT_OK
 
 
@@ -232,7 +233,7 @@ def cmd_remove(args: argparse.Namespace, cwd: str) -> int:
         keep_trust_after_own_edit(cwd, home, os.environ, before)
     except ConfigError as exc:
         raise UserError(str(exc)) from None
-    print(f"removed MCP server {args.name!r} from {path} ({found[0]} scope)")
+    say(f"removed MCP server {args.name!r} from {path} ({found[0]} scope)")
     return EXIT_OK
 
 

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ._common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UserError
+from .terminal_text import say
 
 HELP = "put back the files a session's tools changed since prompt N, and/or its conversation"
 DESCRIPTION = (
@@ -70,25 +71,25 @@ def _list(sid: str, path: str, report: Any) -> int:
     try:
         for n, _seq, text in prompts_of(verified_records(path, report.valid_prefix_bytes)):
             first = text.strip().splitlines()[0] if text.strip() else ""
-            print(f"{n:>4}  {first[:72]}")
+            say(f"{n:>4}  {first[:72]}")
     except SessionError as exc:
         raise UserError(str(exc)) from None
-    print("changes made by Bash commands are not tracked", file=sys.stderr)
+    say("changes made by Bash commands are not tracked", sys.stderr)
     if not report.ok:
-        print(f"agentloop: error: {damage_line(sid, path, report)}", file=sys.stderr)
+        say(f"agentloop: error: {damage_line(sid, path, report)}", sys.stderr)
         return EXIT_USAGE if forged(report) else EXIT_PROBLEMS
     return EXIT_OK
 
 
 def _print_outcome(out: dict[str, Any]) -> int:
     for p in out["restored"]:
-        print(f"restored {p}")
+        say(f"restored {p}")
     for p in out.get("outside", []):
-        print(f"left alone (outside the workspace; a rewind never touches it): {p}", file=sys.stderr)
+        say(f"left alone (outside the workspace; a rewind never touches it): {p}", sys.stderr)
     for p in out["left"]:
         if p not in out.get("outside", []):
-            print(f"left alone (changed since; --force puts it back): {p}", file=sys.stderr)
-    print("changes made by Bash commands are not tracked", file=sys.stderr)
+            say(f"left alone (changed since; --force puts it back): {p}", sys.stderr)
+    say("changes made by Bash commands are not tracked", sys.stderr)
     return EXIT_PROBLEMS if out["left"] else EXIT_OK
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._common import EXIT_OK
+from .terminal_text import neutral
 
 if TYPE_CHECKING:
     from agentloop.agent.session.store import SessionSummary
@@ -35,13 +36,13 @@ def render(summaries: Sequence[SessionSummary], *, con: Any | None = None, cols:
     label = "first prompt" if room >= len("first prompt") else "prompt"
     out = [f"{'id':<22}  {'started':<16}  {'turns':>5}  {'cost':>10}  {'verified':<8}  {label}"]
     for s in summaries:
-        prompt = " ".join(s.first_prompt.split())
+        prompt = neutral(" ".join(s.first_prompt.split()))  # a piped prompt's bytes cannot steer the terminal
         prompt = prompt[: room - 1] + "…" if len(prompt) > room else prompt
         mark = "ok" if s.verified else "NO"
         started = s.started.replace("T", " ").rstrip("Z")[:16]
         out.append(f"{s.id:<22}  {started:<16}  {s.turns:>5}  {format_usd(s.spent_micros):>10}  {mark:<8}  {prompt}")
         if not s.verified:
-            out.append(f"{'':<22}  problem: {s.problem}")
+            out.append(f"{'':<22}  problem: {neutral(str(s.problem))}")
         if s.uncapped:
             out.append(f"{'':<22}  no spend cap (unlimited) in {s.uncapped} of {s.turns} prompt(s)")
     text = "\n".join(out)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from .terminal_text import say
+
 HELP = "trust a folder's configuration (hooks, MCP servers, allow rules...) for later sessions"
 
 
@@ -31,20 +33,20 @@ def main(args: argparse.Namespace) -> int:
     home = agentloop_home()
     if args.forget:
         if TrustStore(home).forget(folder):
-            print(f"{folder}: no longer trusted")
+            say(f"{folder}: no longer trusted")
         else:
-            print(f"{folder}: was not trusted")
+            say(f"{folder}: was not trusted")
         return 0
     try:
         decision, warnings = remember_folder(folder, home, os.environ)
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     for w in warnings:
-        print(f"warning: {w}")
+        say(f"warning: {w}")
     if not decision.powers:
-        print(f"{folder}: trusted (its configuration asks for nothing that needs trust)")
+        say(f"{folder}: trusted (its configuration asks for nothing that needs trust)")
         return 0
-    print(f"{folder}: trusted; its configuration will:")
+    say(f"{folder}: trusted; its configuration will:")
     for p in decision.powers:
-        print(f"  {p.line(folder)}")
+        say(f"  {p.line(folder)}")
     return 0

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ._common import EXIT_INTERRUPTED, EXIT_USAGE, UserError
+from .terminal_text import say
 
 __all__ = ["main"]
 
@@ -141,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         words = _prompt_to_option(parser, given)
     except UserError as exc:
-        print(f"agentloop: error: {exc}", file=sys.stderr)
+        say(f"agentloop: error: {exc}", sys.stderr)  # an error may name a repository's file
         return exc.code
     args = parser.parse_args(words)
     try:
@@ -157,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = entry.main(args)
         return int(code or 0)
     except UserError as exc:
-        print(f"agentloop: error: {exc}", file=sys.stderr)
+        say(f"agentloop: error: {exc}", sys.stderr)  # an error may name a repository's file
         return exc.code
     except KeyboardInterrupt:
         print("agentloop: interrupted", file=sys.stderr)
@@ -169,14 +170,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, TranscriptError) and not os.environ.get("AGENTLOOP_DEBUG"):
             # a disk fault (ENOSPC, EIO) or a damaged file: not a bug; what is on disk is a verifiable prefix
-            print(f"agentloop: error: cannot write the transcript: {exc}", file=sys.stderr)
+            say(f"agentloop: error: cannot write the transcript: {exc}", sys.stderr)
             return 1
         if os.environ.get("AGENTLOOP_DEBUG"):
             raise
-        print(
+        say(
             f"agentloop: internal error: {type(exc).__name__}: {exc}\n"
             "  (this is a bug in agentloop; set AGENTLOOP_DEBUG=1 for the traceback)",
-            file=sys.stderr,
+            sys.stderr,
         )
         return 70
 

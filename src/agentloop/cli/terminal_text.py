@@ -9,6 +9,11 @@ writes each such character as a visible escape (``\\x1b``, ``\\r``,
 ``\\u202e``) and leaves newlines and tabs alone. agentloop's own colours are
 applied after, by rich styles, so they are untouched.
 
+``say`` is how the other front ends print a line (``-p``'s answer and its
+stderr lines, warnings, listings, errors): neutral whatever the output is (a
+terminal, a pipe that ends on one, ``NO_COLOR`` or not). ``-p``'s JSON
+formats escape control characters as JSON does.
+
 ``shown_whole`` is for what the user is asked to approve (a command, a hook):
 every character visible, a newline shown as ``⏎`` and then broken, nothing cut.
 """
@@ -16,8 +21,10 @@ every character visible, a newline shown as ``⏎`` and then broken, nothing cut
 from __future__ import annotations
 
 import re
+import sys
+from typing import TextIO
 
-__all__ = ["neutral", "shown_whole"]
+__all__ = ["neutral", "say", "shown_whole"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -34,6 +41,12 @@ def _escape(m: re.Match[str]) -> str:
 def neutral(text: str) -> str:
     """``text`` with every character that would steer the terminal written as a visible escape."""
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+
+
+def say(text: str, file: TextIO | None = None, end: str = "\n") -> None:
+    """Print ``text`` (which may hold text from elsewhere) neutral, on ``file`` (stdout by default)."""
+    out = sys.stdout if file is None else file
+    out.write(neutral(text) + end)
 
 
 def shown_whole(text: str) -> str:

@@ -10,9 +10,10 @@ agent starts processes and the only caller that decides the allowed names;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "child_environment", "secret_named"]
+__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment", "secret_named"]
 
 PROVIDER_KEY_VARS = frozenset({
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
@@ -34,10 +35,23 @@ class ChildEnv(dict[str, str]):
     """An environment made by ``child_environment``: what the spawn path accepts as already decided."""
 
 
+_SECRET_NAME_WORDS = re.compile(r"(?:^|_)PASS|(?:^|_)AUTH(?!OR(?!IZ))(?!_SOCK$)|_(?:PWD|PAT)$")
+"""Names that carry credentials by convention: ``*_PASS*`` (``SMTP_PASS``), ``*_AUTH*`` (``NPM_AUTH``; not
+``GIT_AUTHOR_*`` nor the ``SSH_AUTH_SOCK`` path), ``*_PWD`` (``MYSQL_PWD``; not ``PWD``), ``*_PAT`` (``GH_PAT``)."""
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@\s:]*:[^/?#@\s]+@")
+"""A URL with a password in it (``postgres://u:pw@h``, ``http://user:pass@proxy:3128``)."""
+
+
 def secret_named(name: str) -> bool:
-    """True for a variable whose name looks like it holds a secret (``SECRET_NAME_PARTS``)."""
+    """True for a variable whose name looks like it holds a secret (``SECRET_NAME_PARTS``, ``_SECRET_NAME_WORDS``)."""
     upper = name.upper()
-    return any(part in upper for part in SECRET_NAME_PARTS)
+    return any(part in upper for part in SECRET_NAME_PARTS) or _SECRET_NAME_WORDS.search(upper) is not None
+
+
+def carries_credentials(name: str, value: str) -> bool:
+    """True for a variable a child must not get unless allowed by name: a secret name, or a value that is a URL
+    holding a password (``DATABASE_URL``, ``HTTPS_PROXY`` with credentials), whatever the name."""
+    return secret_named(name) or _URL_PASSWORD.search(value) is not None
 
 
 def child_environment(
@@ -52,6 +66,7 @@ def child_environment(
     Left out: the provider keys (``PROVIDER_KEY_VARS``, and ``drop``: the
     variable ``--api-key-env`` names), any variable whose value is a key the
     agent holds (``held``), and every secret-named variable (``secret_named``)
+    or variable holding a URL with a password (``carries_credentials``)
     that ``allowed`` does not name exactly. A provider key stays out even when
     allowed: the key that pays for the model is never a tool's.
     """
@@ -60,5 +75,5 @@ def child_environment(
     keep = set(allowed) - names
     return ChildEnv({
         k: v for k, v in environ.items()
-        if k not in names and v not in values and (k in keep or not secret_named(k))
+        if k not in names and v not in values and (k in keep or not carries_credentials(k, v))
     })

@@ -29,6 +29,12 @@ Rules (the protocol is Claude Code's; see docs/hooks.md for the differences):
    the last handler in settings order wins.
 6. Nothing here writes the transcript: ``run`` returns a ``HookOutcome`` whose
    ``to_record()`` the agent appends as a ``hook`` record.
+7. A handler from a project's or local settings file, or from any file inside
+   the project folder (a repository's plugin), runs inside the sandbox
+   (``confine``: the same mounts as a Bash command, no keys, its own PID
+   namespace), since the model can rewrite every file in the workspace such a
+   command may run; the user's and managed settings' handlers run on the host.
+   Record 0015.
 """
 
 from __future__ import annotations
@@ -149,6 +155,9 @@ class HookHandler:
     seed: bool = False
     """Written to seed 004's protocol (a handler without Claude Code's required ``type``): any non-zero
     exit blocks with stderr as the reason, and the default timeout is seed 004's 10 s."""
+    confined: bool = False
+    """From a project's or local settings file: runs inside the sandbox (record 0015), so what the model
+    rewrote in the workspace cannot reach the host through it."""
 
     @property
     def key(self) -> tuple[str, tuple[str, ...] | None]:
@@ -246,10 +255,17 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         source=where,
                         if_rule=if_rule,
                         run_async=run_async,
-                        seed=seed,
+                        seed=seed, confined=source.in_project,  # a project's: in the sandbox (rule 7)
                     )
                 )
     return out, warnings
+
+
+def _workspace_file(path: str, folder: str) -> bool:
+    """``path`` (a settings or plugin hooks file) lies inside ``folder``, by real paths, but not in its
+    ``.claude`` or ``.agentloop`` (with the home as the workspace: the user's own settings, read-only to commands)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder).rstrip(os.sep) + os.sep
+    return real.startswith(top) and not real.startswith((top + ".claude" + os.sep, top + ".agentloop" + os.sep))
 
 
 TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
@@ -929,6 +945,11 @@ def status_line(command: str, payload: Mapping[str, Any], env: Mapping[str, str]
     return out[0][:500], None
 
 
+Confine = Callable[[list[str], str, str, Sequence[str]], tuple[list[str], dict[str, str]] | None]
+"""(argv, cwd, PATH, files shown read-only) -> the argv that runs it in the sandbox and extra environment, or None
+(no sandbox on). The files are the event's transcripts (``transcript_path``), which hooks written for Claude Code read."""
+
+
 class HookRunner:
     """The configured hooks of a session, ready to run."""
 
@@ -943,8 +964,11 @@ class HookRunner:
         permission_mode: str | None = None,
         env: Mapping[str, str] | None = None,
         warnings: Sequence[str] = (),
+        confine: Confine | None = None,
     ):
         self.handlers = tuple(handlers)
+        self.confine = confine
+        """Wraps a project hook's argv in the sandbox (``Sandbox.confine``); None: every hook runs as it is."""
         self.project_dir = os.path.abspath(project_dir)
         self.session_id = session_id
         self.transcript_path = transcript_path
@@ -970,6 +994,7 @@ class HookRunner:
         cwd: str | None = None,
         permission_mode: str | None = None,
         env: Mapping[str, str] | None = None,
+        confine: Confine | None = None,
     ) -> HookRunner:
         """Read ``hooks`` from every settings source (lowest precedence first); only the managed
         sources' when managed settings set ``allowManagedHooksOnly: true`` (the others are named in a warning).
@@ -988,6 +1013,8 @@ class HookRunner:
                     warnings.append(f"{s.path}: hooks not run: {managed_only[-1]} sets allowManagedHooksOnly")
                 continue
             hs, ws = _handlers_from(s)
+            if _workspace_file(s.path, project_dir):  # a repository's plugin: the model can write it and what it runs
+                hs = [replace(h, confined=True) for h in hs]
             handlers += hs
             warnings += ws
         return cls(
@@ -999,6 +1026,7 @@ class HookRunner:
             permission_mode=permission_mode,
             env=env,
             warnings=warnings,
+            confine=confine,
         )
 
     def has(self, event: str) -> bool:
@@ -1052,21 +1080,23 @@ class HookRunner:
         handlers = self.matching(event, matcher_value, payload.get("tool_input"))
         if not handlers:
             return HookOutcome(event=event, matcher_value=matcher_value)
-        data = json.dumps(self.payload(event, payload), ensure_ascii=False, default=str).encode("utf-8")
+        full = self.payload(event, payload)
+        data = json.dumps(full, ensure_ascii=False, default=str).encode("utf-8")
+        shown = tuple(v for k, v in full.items() if k.endswith("transcript_path") and isinstance(v, str) and v)
         for h in handlers:
             if h.run_async:
-                self._start_async(event, matcher_value, h, data)
+                self._start_async(event, matcher_value, h, data, shown)
         handlers = [h for h in handlers if not h.run_async]
         if not handlers:
             return HookOutcome(event=event, matcher_value=matcher_value)
         if len(handlers) == 1:
-            results = [self._one(event, handlers[0], data)]
+            results = [self._one(event, handlers[0], data, shown)]
         else:
             with ThreadPoolExecutor(max_workers=min(len(handlers), 16)) as pool:
-                results = list(pool.map(lambda h: self._one(event, h, data), handlers))
+                results = list(pool.map(lambda h: self._one(event, h, data, shown), handlers))
         return _combine(event, matcher_value, results, ())
 
-    def _start_async(self, event: str, matcher_value: str | None, h: HookHandler, data: bytes) -> None:
+    def _start_async(self, event: str, matcher_value: str | None, h: HookHandler, data: bytes, shown: Sequence[str]) -> None:
         """Claude Code's ``async: true``: run in the background; the answer is collected later, its decisions ignored.
 
         Hooks reference, "Run hooks in the background": "Async hooks can't
@@ -1076,7 +1106,7 @@ class HookRunner:
         """
 
         def work() -> None:
-            r = self._one(event, h, data, background=True)
+            r = self._one(event, h, data, shown, background=True)
             if r.answer is not None:  # decisions have no effect: keep only what async hooks may say
                 r = replace(r, blocked=False, reason=None, answer=replace(
                     r.answer, decision=None, permission_decision=None, updated_input=None, continue_=True,
@@ -1110,8 +1140,13 @@ class HookRunner:
             _kill_group(p)
         return len(procs)
 
-    def _one(self, event: str, h: HookHandler, data: bytes, *, background: bool = False) -> HookResult:
+    def _one(self, event: str, h: HookHandler, data: bytes, shown: Sequence[str] = (), *, background: bool = False) -> HookResult:
         argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]
+        env = self._env
+        if h.confined and self.confine is not None:  # a project's hook: inside the sandbox, as a Bash command
+            wrapped = self.confine(argv, self.cwd, env.get("PATH", ""), shown)
+            if wrapped is not None:
+                argv, env = wrapped[0], {**env, **wrapped[1]}
         t0 = time.monotonic()
         if background:
             def started(p: subprocess.Popen[bytes]) -> None:
@@ -1119,11 +1154,11 @@ class HookRunner:
                     self._async_procs.add(p)
 
             try:
-                proc = _spawn(argv, data, self._env, self.cwd, h.timeout, started)
+                proc = _spawn(argv, data, env, self.cwd, h.timeout, started)
             finally:
                 with self._async_lock:
                     self._async_procs = {p for p in self._async_procs if p.poll() is None}
         else:
-            proc = _spawn(argv, data, self._env, self.cwd, h.timeout)
+            proc = _spawn(argv, data, env, self.cwd, h.timeout)
         ms = int((time.monotonic() - t0) * 1000)
         return _judge(event, h, proc, ms)

@@ -583,6 +583,24 @@ class Sandbox:
             self._plans[command] = plan  # looked at after the command (explain)
         return self._wrapped(prefix, argv, cwd)
 
+    def confine(self, argv: Sequence[str], cwd: str, path_env: str = "", shown: Sequence[str] = ()
+                ) -> tuple[list[str], dict[str, str]] | None:
+        """``argv`` in a bubblewrap of its own with a Bash command's mounts, whatever ``excludedCommands`` says (a
+        project's hook: record 0015), the regular files ``shown`` read-only, and extra environment; None when no
+        sandbox is on (it runs as it is)."""
+        if not self.active:
+            return None
+        prefix, _plan = self._prefix_and_plan(path_env)
+        for f in shown:
+            if not os.path.isfile(f) or os.path.islink(f):
+                continue
+            # inside a hidden folder whose tmpfs is made read-only: bound before that, while its parents can be made
+            at = next((i for i in range(len(prefix) - 1, 0, -1) if prefix[i - 1] == "--remount-ro"
+                       and f.startswith(prefix[i].rstrip(os.sep) + os.sep)), None)
+            bind = ["--ro-bind", f, f]
+            prefix = prefix + bind if at is None else [*prefix[: at - 1], *bind, *prefix[at - 1 :]]
+        return self._wrapped(prefix, argv, cwd)
+
     @staticmethod
     def _wrapped(prefix: list[str], argv: Sequence[str], cwd: str) -> tuple[list[str], dict[str, str]]:
         out = list(prefix)

@@ -15,8 +15,10 @@ Two pieces, used by Bash, hooks and MCP stdio servers alike:
    to the model. Known values: the provider keys the agent holds, values of
    environment variables whose names look like keys, tokens, passwords or
    secrets (8 characters or more), and ``secret_args`` values seen in calls.
-   One precompiled alternation does the search, longest value first, so the
-   cost is one pass over the output whatever the number of secrets.
+   Each value is looked for in every shape a command or a URL gives it
+   (``agent/secret_shapes.py``: base64 at any offset and URL-safe, hex either
+   case, %-encoded at will, reversed): one RE2 alternation of them all, so the
+   cost is one linear pass over the output whatever the number of secrets.
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from ...config.credentials import (  # one rule for every child
     PROVIDER_KEY_VARS,
     ChildEnv,
     child_environment,
+    secret_named,
 )
 
 __all__ = [
@@ -64,8 +68,18 @@ def looks_secret(name: str) -> bool:
 
 
 def secret_env_values(env: Mapping[str, str]) -> dict[str, str]:
-    """``{name: value}`` of the variables whose names look secret and whose values are long enough."""
-    return {k: v for k, v in env.items() if looks_secret(k) and len(v) >= MIN_SECRET_LEN}
+    """``{name: value}`` of the variables whose names look secret (or hold credentials by convention:
+    ``MYSQL_PWD``, ``GH_PAT``) and whose values are long enough, and the password in a URL value
+    (``DATABASE_URL=postgres://u:PASSWORD@h``)."""
+    out = {k: v for k, v in env.items() if (looks_secret(k) or secret_named(k)) and len(v) >= MIN_SECRET_LEN}
+    for k, v in env.items():
+        m = _URL_PASSWORD.search(v)
+        if m is not None and len(m.group(1)) >= MIN_SECRET_LEN:
+            out.setdefault(f"the password in {k}", unquote(m.group(1)))
+    return out
+
+
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@\s:]*:([^/?#@\s]+)@")
 
 
 def child_env(
@@ -87,7 +101,10 @@ class Redactor:
 
     def __init__(self, secrets: Mapping[str, str] | None = None):
         self._secrets: dict[str, str] = {}
-        self._pattern: re.Pattern[str] | None = None
+        self._known: dict[str, str] = {}
+        """Each shape of each value (``secret_shapes.shapes_of``) -> its name."""
+        self._pattern: Any = None
+        """One RE2 pattern of every shape of every value (``secret_shapes.compile_shapes``)."""
         if secrets:
             self.add(secrets)
 
@@ -100,14 +117,17 @@ class Redactor:
         self._add((name, v) for v in values)
 
     def _add(self, pairs: Iterable[tuple[str, str]]) -> None:
+        from ..secret_shapes import compile_shapes, shapes_of
+
         changed = False
         for name, value in pairs:
             if isinstance(value, str) and len(value) >= MIN_SECRET_LEN and value not in self._secrets:
                 self._secrets[value] = name
+                for shape in shapes_of(value):
+                    self._known.setdefault(shape, name)
                 changed = True
         if changed:
-            ordered = sorted(self._secrets, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+            self._pattern = compile_shapes(self._secrets)
 
     def __len__(self) -> int:
         return len(self._secrets)
@@ -116,11 +136,27 @@ class Redactor:
         return value in self._secrets
 
     def text(self, s: str) -> str:
-        """``s`` with every known secret replaced by its marker."""
+        """``s`` with every known secret, in any of its shapes, replaced by its marker."""
+        p = self._pattern
+        if p is None or not s or p.search(s) is None:
+            return s
+        from ..secret_shapes import name_of
+
+        return str(p.sub(lambda m: f"[redacted: {name_of(m.group(0), self._known) or 'a secret'}]", s))
+
+    def found(self, s: str | bytes) -> str | None:
+        """The name of a known secret ``s`` holds in any of its shapes (bytes: read as Latin-1, so any byte
+        string can be searched), or None."""
         p = self._pattern
         if p is None or not s:
-            return s
-        return p.sub(lambda m: f"[redacted: {self._secrets[m.group(0)]}]", s)
+            return None
+        texts = [s.decode("latin-1"), s.decode("utf-8", "replace")] if isinstance(s, bytes) else [s]
+        m = next((m for m in (p.search(t) for t in texts) if m is not None), None)
+        if m is None:
+            return None
+        from ..secret_shapes import name_of
+
+        return name_of(m.group(0), self._known) or "a secret"
 
     def value(self, v: Any) -> Any:
         """A JSON value with every string in it redacted (the same object when nothing changed)."""

@@ -56,7 +56,11 @@ def web_tools(models: ModelChoice, redact: Callable[[str], str], budget: Any, ch
         return PromptModel(model, models.prices.resolve(name), budget, name)
 
     def secret_in(text: str) -> bool:
-        return bool(redact(text) != text)
+        """A held secret in the URL, in any shape (``secret_shapes``), also once or twice %-decoded (a base64
+        shape's ``+``, ``/`` and ``=`` are often %-encoded in a query)."""
+        from urllib.parse import unquote, unquote_plus
+
+        return any(redact(t) != t for t in dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))))
 
     fetch = WebFetch(prompt_model, secret_in=secret_in)
     search = WebSearch(prompt_model)
