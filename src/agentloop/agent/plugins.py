@@ -21,8 +21,8 @@ all (nothing of it runs: no hooks, servers or ``!`` lines), and a warning says s
 Names: a plugin's commands and skills are ``/plugin:name``, and also ``/name``
 when nothing else has that name; its agents are ``plugin:name``.
 ``${CLAUDE_PLUGIN_ROOT}`` in its hooks, servers, commands, skills and agents is the plugin's
-folder; a stdio server also finds it in its environment (a hook does not: it is
-written into the hook's command). Its hooks and servers reach the hook runner and
+folder; a stdio server and a hook also find it in their environment (hookify's hooks import
+their package from there; superpowers' SessionStart hook picks its output's shape by it). Its hooks and servers reach the hook runner and
 the MCP loader as settings sources of their own (``plugin_sources``), named by their file.
 """
 
@@ -236,7 +236,7 @@ def plugin_sources(plugins: Iterable[Plugin], warnings: list[str]) -> list[Setti
                 value = _expand(value, p.path)
                 if key == "mcpServers":
                     value = _with_root_env(value, p.path)
-                clean, said = sanitize(SettingsSource(path, "user", {key: value}, origin="claude"))
+                clean, said = sanitize(SettingsSource(path, "user", {key: value}, origin="claude", plugin_root=p.path))
                 warnings += said
                 if clean.data:
                     out.append(clean)

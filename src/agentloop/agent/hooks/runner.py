@@ -143,6 +143,9 @@ class HookHandler:
     """Claude Code's ``if``: one permission rule the tool call must match for the handler to run."""
     run_async: bool = False
     """Claude Code's ``async: true``: runs in the background; no decision, context on the next turn."""
+    plugin_root: str | None = None
+    """The plugin's folder for a plugin's hook: ``CLAUDE_PLUGIN_ROOT`` in its environment (Claude Code's
+    plugins reference, "Environment variables": hooks and scripts get the variable as well as the text)."""
     seed: bool = False
     """Written to seed 004's protocol (a handler without Claude Code's required ``type``): any non-zero
     exit blocks with stderr as the reason, and the default timeout is seed 004's 10 s."""
@@ -243,6 +246,7 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         source=where,
                         if_rule=if_rule,
                         run_async=run_async,
+                        plugin_root=source.plugin_root,
                         seed=seed,
                     )
                 )
@@ -950,6 +954,8 @@ class HookRunner:
         self.warnings = tuple(warnings)
         base = hook_env(env, self.project_dir)
         self._env = base
+        self.env_file: str | None = None
+        """Where SessionStart hooks write ``export`` lines for later Bash calls (``CLAUDE_ENV_FILE``); None: not offered."""
         self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
         self._async_lock = threading.Lock()
         self._async_done: list[HookOutcome] = []
@@ -1107,8 +1113,26 @@ class HookRunner:
             _kill_group(p)
         return len(procs)
 
+    @property
+    def environment(self) -> dict[str, str]:
+        """The environment every hook starts from (a copy)."""
+        return spawn.ChildEnv(self._env)
+
+    def env_for(self, event: str, h: HookHandler) -> dict[str, str]:
+        """The environment one handler runs with: the hooks' own, its plugin's folder for a plugin's hook, and
+        ``CLAUDE_ENV_FILE`` for a SessionStart hook when the session keeps one (``env_file``)."""
+        if h.plugin_root is None and (event != "SessionStart" or self.env_file is None):
+            return self._env
+        env = spawn.ChildEnv(self._env)
+        if h.plugin_root is not None:
+            env["CLAUDE_PLUGIN_ROOT"] = h.plugin_root
+        if event == "SessionStart" and self.env_file is not None:
+            env["CLAUDE_ENV_FILE"] = self.env_file
+        return env
+
     def _one(self, event: str, h: HookHandler, data: bytes, *, background: bool = False) -> HookResult:
         argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]
+        env = self.env_for(event, h)
         t0 = time.monotonic()
         if background:
             def started(p: subprocess.Popen[bytes]) -> None:
@@ -1116,11 +1140,11 @@ class HookRunner:
                     self._async_procs.add(p)
 
             try:
-                proc = _spawn(argv, data, self._env, self.cwd, h.timeout, started)
+                proc = _spawn(argv, data, env, self.cwd, h.timeout, started)
             finally:
                 with self._async_lock:
                     self._async_procs = {p for p in self._async_procs if p.poll() is None}
         else:
-            proc = _spawn(argv, data, self._env, self.cwd, h.timeout)
+            proc = _spawn(argv, data, env, self.cwd, h.timeout)
         ms = int((time.monotonic() - t0) * 1000)
         return _judge(event, h, proc, ms)
