@@ -33,10 +33,9 @@ Rules:
    it); ``allowed-tools`` holds while the skill is active (the rest of the
    turn that loaded it). A skill's ``!`` lines run as a command's do, when
    it is loaded (the agent passes ``skill_tool`` its ``preprocess``).
-4. Front matter is a small YAML subset (``key: value``, quoted strings,
-   ``[a, b]`` lists, indented continuation lines), parsed here rather than
-   pulling in PyYAML for three keys. A broken header is treated as body text,
-   never as an error that stops the agent from starting.
+4. Front matter is YAML, read as ``agent/front_matter.py`` says (a header that
+   is not valid YAML is read line by line, as real files need). A broken header
+   is treated as body text, never as an error that stops the agent from starting.
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..tools import Tool, ToolError
+from .front_matter import parse_front_matter
 
 __all__ = [
     "BANG",
@@ -73,72 +73,6 @@ BANG = re.compile(r"^```!\s*\n(.*?)\n?^```[ \t]*$|!`([^`\n]+)`", re.MULTILINE | 
 prompt is sent, its output in its place (group 1: the block's lines, group 2: the inline command)."""
 MAX_TEMPLATE_BYTES = 256_000
 _PLACEHOLDER = re.compile(r"(\\*)\$(?:ARGUMENTS\[(\d+)\]|(\d+)|(ARGUMENTS))")
-
-
-def _unquote(v: str) -> Any:
-    v = v.strip()
-    if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
-        inner = v[1:-1]
-        if v[0] == '"':
-            inner = inner.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-        else:
-            inner = inner.replace("''", "'")
-        return inner
-    if v.startswith("[") and v.endswith("]"):
-        return [_unquote(x) for x in v[1:-1].split(",") if x.strip()]
-    if v in ("true", "false"):
-        return v == "true"
-    return v
-
-
-def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """(front matter, body) of a Markdown file; ({}, text) when there is no valid header."""
-    if not text.startswith("---"):
-        return {}, text
-    lines = text.split("\n")
-    if lines[0].strip() != "---":
-        return {}, text
-    end = None
-    for i in range(1, len(lines)):
-        if lines[i].strip() in ("---", "..."):
-            end = i
-            break
-    if end is None:
-        return {}, text
-    meta: dict[str, Any] = {}
-    key: str | None = None
-    block: str | None = None
-    for line in lines[1:end]:
-        if not line.strip() or line.lstrip().startswith("#"):
-            if block is not None and key is not None:
-                meta[key] += "\n"
-            continue
-        m = re.match(r"^([A-Za-z_][A-Za-z0-9_\-]*)\s*:(.*)$", line)
-        if m and not line[0].isspace():
-            key = m.group(1)
-            value = m.group(2).strip()
-            if value in ("|", ">", "|-", ">-", "|+", ">+"):
-                block = value[0]
-                meta[key] = ""
-            else:
-                block = None
-                meta[key] = _unquote(value)
-            continue
-        if key is None:
-            return {}, text
-        cont = line.strip()
-        if block is not None:
-            sep = "\n" if block == "|" else " "
-            meta[key] = (meta[key] + sep + cont) if meta[key] else cont
-        elif isinstance(meta[key], list):
-            if cont.startswith("- "):
-                meta[key].append(_unquote(cont[2:]))
-        elif cont.startswith("- ") and meta[key] == "":
-            meta[key] = [_unquote(cont[2:])]
-        else:
-            meta[key] = f"{meta[key]} {cont}".strip()
-    body = "\n".join(lines[end + 1 :])
-    return meta, body.lstrip("\n")
 
 
 def _first_line(body: str) -> str:
@@ -355,7 +289,7 @@ def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: l
                 if text is None:
                     continue
                 here[stem] = path
-                meta, body = parse_front_matter(text)
+                meta, body = parse_front_matter(text, warnings, path)
                 if warnings is not None:
                     warnings += unsupported_warnings(path, meta, f"the command /{stem}")
                 desc = str(meta.get("description") or _first_line(body))
@@ -431,7 +365,7 @@ def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: lis
             text = _read(path)
             if text is None:
                 continue
-            meta, body = parse_front_matter(text)
+            meta, body = parse_front_matter(text, warnings, path)
             name = str(meta.get("name") or entry).strip()
             if not _NAME.match(name):
                 name = entry
