@@ -123,6 +123,9 @@ class Agent:
         self.memory_files, self.memory_text, self.load_warnings = files.memory_files, files.memory_text, files.load_warnings
         self.startup_notices += files.notices
         self.commands, self.skills = plugin_commands_and_skills(files.commands, files.skills, self.plugins, self.load_warnings)
+        # their scripts run in Bash, read-only (Claude Code runs a skill's bundled scripts and a plugin's from their folders)
+        self.load_warnings += self.sandbox.show_extensions(
+            [*(p.path for p in self.plugins), *(sk.directory for sk in self.skills.values())], self.home)
         self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd,
                                    roots=lambda: list(self.workspace.roots), notice=self._notice)
         if continue_last and resume is None:  # none yet: a new session, as Claude Code's -c starts one

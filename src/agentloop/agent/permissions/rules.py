@@ -25,7 +25,11 @@ Rules:
    directory (a worktree's ``.git`` file points elsewhere) or the agentloop home,
    or to ``.mcp.json`` or a shell start-up file, asks (dontAsk: denies), matched
    case-insensitively on the path as given and its real path. Only an allow rule
-   naming that exact path (no pattern characters) allows it.
+   naming that exact path (no pattern characters) allows it. A Bash line asks the
+   same when a command of it that may write names a protected path; the script an
+   interpreter or shell is given to run (``python3 .claude/skills/pdf/scripts/x.py``)
+   is read, not written, and does not count (``script_argument``): the rule guards
+   writes, not running what is there.
 4b. Bash: the command line is read as bash reads it (``bash_reader.py``) and split
    into every command it would run, wrappers looked through, and each is
    checked; the line is allowed only when every command in it is. A line with
@@ -636,7 +640,9 @@ class PermissionPolicy:
             read_only = bool(simple.words) and "/" not in simple.words[0] and _read_only_words(simple.words)
             candidates = [t for op, t in simple.redirects if op not in ("<", "<<", "<<-", "<<<", "<&")]
             if not read_only:
-                candidates += [w for w, lit in zip(simple.words[1:], simple.lits[1:]) if lit and not w.startswith("-")]
+                script = script_argument(simple.words)
+                candidates += [w for i, (w, lit) in enumerate(zip(simple.words[1:], simple.lits[1:]), 1)
+                               if lit and not w.startswith("-") and i != script]
             for w in candidates:
                 if w in seen:
                     continue
@@ -1100,6 +1106,40 @@ _SHORT_WRITES = {"sort": "o", "tree": "o", "date": "s", "file": "C"}
 _GIT_GLOBALS_READ_ONLY = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
                                     "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"})
 _GIT_WRITES_OR_RUNS = ("--output", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--paginate")
+
+
+SCRIPT_SHELLS = frozenset(("bash", "sh", "dash", "zsh", "ksh"))
+INLINE_LONG_OPTIONS = frozenset(("--eval", "--print", "--command", "--exec", "--execute", "--code", "--expression", "--expr"))
+
+
+def script_argument(words: Sequence[str]) -> int | None:
+    """The index of the script file an interpreter or shell is given to run (``python3 .claude/skills/pdf/scripts/x.py``,
+    ``bash ~/.claude/skills/x/run.sh``): the file is read and run, not written, so the protected-path rule does not
+    count it as a path the line may write (its other arguments still count). None for anything else, and for
+    inline code (``sh -c``, ``python3 -c``, ``node -e``, ``--eval``): then every argument counts."""
+    from .bash_reader import _INLINE_LETTERS, _INTERPRETER
+
+    if not words:
+        return None
+    head = os.path.basename(words[0])
+    m = _INTERPRETER.match(head)
+    if head not in SCRIPT_SHELLS and m is None:
+        return None
+    letters = "c" if m is None else _INLINE_LETTERS.get(m.group(1), "ce")
+    for i in range(1, len(words)):
+        w = words[i]
+        if w == "--":
+            return i + 1 if i + 1 < len(words) else None
+        if w.startswith("--"):
+            if w.split("=", 1)[0] in INLINE_LONG_OPTIONS:
+                return None
+            continue
+        if w.startswith("-"):
+            if any(ch in letters for ch in w[1:]):
+                return None
+            continue
+        return i
+    return None
 
 
 def _read_only_words(words: list[str]) -> bool:

@@ -404,6 +404,10 @@ class Sandbox:
     """The user's home folders (the account's, and the one the environment names): hidden from commands
     but for the workspace, added directories, ``TOOLCHAIN_PATHS`` and ``allowRead``; where one is writable,
     its start-up files stay read-only (``gitguard.STARTUP_FILES``)."""
+    extension_dirs: list[str] = field(default_factory=list)
+    """Folders of the session's enabled plugins and skills: shown to commands read-only (``show_extensions``)."""
+    extension_holders: list[str] = field(default_factory=list)
+    """Hidden folders besides ``.claude`` ones a shown folder may be inside: the agentloop home (its ``skills/``)."""
     degraded: str | None = None
     """Why the session's runner could not start (each command then has a bubblewrap of its own); said once."""
     _degraded_said: bool = field(default=False, repr=False)
@@ -455,7 +459,8 @@ class Sandbox:
             return self
         tmp = self.tmpdir() if self.active else None
         return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False,
-                       homes=list(self.homes), _tmp=tmp)
+                       homes=list(self.homes), extension_dirs=list(self.extension_dirs),
+                       extension_holders=list(self.extension_holders), _tmp=tmp)
 
     # -- state --
 
@@ -757,10 +762,19 @@ class Sandbox:
                 out += ["--tmpfs", p, "--remount-ro", p]
             elif os.path.exists(p):
                 out += ["--ro-bind", "/dev/null", p]
+        out += extension_binds(self.extension_dirs, self.hidden, self.extension_holders, self._hidden_in_view(shown))
         out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
         if not s.network:
             out += ["--unshare-net"]
         return out, plan
+
+    def show_extensions(self, folders: Sequence[str], agentloop_home: str) -> list[str]:
+        """Show ``folders`` (enabled plugins', skills') to commands read-only, from the next command on: their
+        scripts run, and cannot be changed. Returns a warning for each one that is not shown (``extension_folders``)."""
+        self.extension_holders = [os.path.realpath(agentloop_home)]
+        shown, warnings = extension_folders(folders, self.hidden, self.extension_holders)
+        self.extension_dirs = shown
+        return warnings
 
     def _hidden_in_view(self, shown: Sequence[str]) -> list[str]:
         """``hidden``, but for what a hidden home already hides (its names stay unseen), in mount order."""
@@ -1191,3 +1205,49 @@ class _InRunner:
         finally:
             r.background.discard(self.inner_pid)
             r.lock.release()
+
+
+EXTENSION_HOLDERS = (".claude",)
+"""A hidden folder a plugin's or skill's folder may be shown from inside (``~/.claude/skills/pdf``,
+``~/.claude/plugins/...``); the agentloop home is the other (its ``skills/``)."""
+
+
+def extension_folders(folders: Sequence[str], hidden: Sequence[str], holders: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Which of ``folders`` (real paths) are shown read-only, and a warning for each that is not.
+
+    Claude Code runs a skill's bundled scripts and a plugin's from their folders (skills page, "Add supporting
+    files"; plugins reference, ``${CLAUDE_PLUGIN_ROOT}``). The wall stays whole: a folder that holds a hidden path
+    (a credential folder, the agentloop home, a ``denyRead`` path) or is one is not shown, and one inside a hidden
+    path only when that path is a ``.claude`` folder or one of ``holders`` (the agentloop home).
+    """
+    shown: list[str] = []
+    warnings: list[str] = []
+    holders = [h for h in hidden if os.path.basename(h) in EXTENSION_HOLDERS] + list(holders)
+    for f in dict.fromkeys(os.path.realpath(x) for x in folders):
+        if not os.path.isdir(f):
+            continue
+        covers = next((h for h in hidden if h == f or h.startswith(f.rstrip(os.sep) + os.sep)), None)
+        inside = [h for h in hidden if f.startswith(h + os.sep)]
+        if covers is not None or any(h not in holders for h in inside):
+            warnings.append(f"sandbox: {f} (a plugin's or skill's folder) is not shown to commands: it "
+                            f"{'holds' if covers is not None else 'is inside'} a folder the sandbox hides; its scripts cannot run in Bash")
+            continue
+        shown.append(f)
+    return shown, warnings
+
+
+def extension_binds(folders: Sequence[str], hidden: Sequence[str], holders: Sequence[str] = (),
+                    sealed: Sequence[str] = ()) -> list[str]:
+    """bubblewrap's read-only binds for the shown plugin and skill folders, after every other mount (a folder inside
+    a hidden home, inside a writable workspace, or under a hidden ``~/.claude`` shows, and cannot be written).
+    ``sealed``: the hidden folders mounted as read-only empty folders, inside which no mount point can be made (a
+    folder there is left hidden, and the log says so)."""
+    out: list[str] = []
+    for f in sorted(extension_folders(folders, hidden, holders)[0], key=_depth):
+        if any(f.startswith(h + os.sep) for h in sealed):
+            import logging
+
+            logging.getLogger("agentloop.sandbox").warning("sandbox: %s is inside a hidden folder mounted read-only; not shown to commands", f)
+            continue
+        out += ["--ro-bind", f, f]
+    return out
