@@ -92,6 +92,11 @@ READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "Todo
 """Tools that only read: allowed without a prompt (``Skill`` only returns a skill's instructions)."""
 EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 AGENT_TOOL = "Agent"
+TOOL_ALIASES = {"Task": AGENT_TOOL}
+"""Claude Code's old tool names, meaning the tool in rules (settings, ``--allowedTools``/``--disallowedTools``,
+``allowed-tools``/``disallowed-tools``) and hook matchers. Sub-agents page: "In version 2.1.63, the Task tool was
+renamed to Agent. Existing ``Task(...)`` references in settings and agent definitions still work as aliases."
+"""
 _READ_RULE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 _PATH_RULE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"})
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-*?.]+$")
@@ -162,6 +167,7 @@ def _parse_rule(text: Any) -> Rule:
     tool, spec = m.group(1), m.group(2)
     if not _TOOL_NAME.match(tool):
         raise RuleError(f"malformed rule {text!r}: {tool!r} is not a tool name")
+    tool = TOOL_ALIASES.get(tool, tool)
     if spec is None:
         return Rule(t, tool)
     if not spec.strip():
