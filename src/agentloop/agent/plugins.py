@@ -55,12 +55,14 @@ class Plugin:
     asked_by: str
     """``--plugin-dir DIR`` or ``enabledPlugins name@market in FILE``."""
     manifest: Mapping[str, Any] = field(default_factory=dict)
+    replaces: frozenset[str] = frozenset()
+    """Keys whose given paths replace the default folder (a ``strict: false`` marketplace entry's ``skills`` list)."""
 
     def parts(self, key: str, default: str, warnings: list[str]) -> list[str]:
         """The default folder or file for ``key`` and the paths ``plugin.json`` adds (relative to the plugin;
         one that leads outside the plugin's folder is skipped, and said so)."""
-        out = [os.path.join(self.path, default)]
         given = self.manifest.get(key)
+        out = [] if key in self.replaces and given is not None else [os.path.join(self.path, default)]
         for p in [given] if isinstance(given, str) else given if isinstance(given, list) else []:
             full = os.path.normpath(os.path.join(self.path, p)) if isinstance(p, str) else ""
             if full and _inside(full, self.path):
@@ -179,6 +181,41 @@ def _enabled_plugin(
     if entry is None:
         warnings.append(f"{asked}: {mfile} lists no plugin {name!r}; not loaded")
         return None
+    path = _entry_folder(cwd, entry, mfile, data, asked, trusted, warnings)
+    if path is None:
+        return None
+    p = _open_plugin(path, asked, warnings)
+    return None if p is None else _as_entry(p, name, entry, mfile, warnings)
+
+
+ENTRY_PARTS = ("commands", "agents", "skills", "hooks", "mcpServers")
+"""A marketplace entry's component fields (plugin marketplaces, "Plugin entries")."""
+
+
+def _as_entry(p: Plugin, name: str, entry: Mapping[str, Any], mfile: str, warnings: list[str]) -> Plugin:
+    """The plugin as its marketplace entry defines it. Plugin marketplaces, "Strict mode": with ``strict`` true (the
+    default) ``plugin.json`` is the authority and the entry's component fields add to it; with ``strict: false`` the
+    entry is the whole definition (several entries may share one ``source`` and list their own ``skills``), and the
+    plugin is named by the entry."""
+    given = {k: entry[k] for k in ENTRY_PARTS if k in entry}
+    if entry.get("strict", True) is False:
+        declared = [k for k in ENTRY_PARTS if k in p.manifest]
+        if declared:
+            warnings.append(f"{mfile}: plugin {name!r} is strict: false, so its plugin.json's {', '.join(declared)} "
+                            "are not read (the marketplace entry defines it)")
+        manifest = {**{k: v for k, v in p.manifest.items() if k not in ENTRY_PARTS}, **given}
+        return replace(p, name=name, manifest=manifest, replaces=frozenset(given) & {"skills", "commands", "agents"})
+    merged = dict(p.manifest)
+    for k, v in given.items():
+        old = merged.get(k)
+        merged[k] = ([*(old if isinstance(old, list) else [old]), *(v if isinstance(v, list) else [v])]
+                     if old is not None and not isinstance(v, dict) else v)
+    return replace(p, manifest=merged)
+
+
+def _entry_folder(cwd: str, entry: Mapping[str, Any], mfile: str, data: Mapping[str, Any], asked: str, trusted: bool,
+                  warnings: list[str]) -> str | None:
+    """The folder a marketplace entry's ``source`` names (relative to the marketplace), or None (and a warning)."""
     source = entry.get("source")
     if not isinstance(source, str):
         kind = source.get("source") if isinstance(source, dict) else "malformed"
@@ -193,7 +230,7 @@ def _enabled_plugin(
         warnings.append(f"{asked}: {path} is inside this folder, which is not trusted; the plugin is not loaded "
                         "(none of its commands, hooks or servers runs)")
         return None
-    return _open_plugin(path, asked, warnings)
+    return path
 
 
 def _expand(value: Any, root: str) -> Any:
@@ -270,7 +307,7 @@ def plugin_commands_and_skills(
                 cmds[c.name] = c
                 plain.setdefault(name, []).append(("c", c))
         for d in p.parts("skills", "skills", warnings):
-            for name, sk in _load_in(d, load_skills, warnings).items():
+            for name, sk in _skills_in(d, load_skills, warnings).items():
                 sk = replace(sk, name=f"{p.name}:{name}", plugin_root=p.path)
                 sks[sk.name] = sk
                 plain.setdefault(name, []).append(("s", sk))
@@ -287,6 +324,17 @@ def _load_in(folder: str, loader: Any, warnings: list[str]) -> dict[str, Any]:
         return {}
     found: dict[str, Any] = loader("", "", None, warnings, places=[(folder, "plugin")])
     return found
+
+
+def _skills_in(path: str, loader: Any, warnings: list[str]) -> dict[str, Any]:
+    """The skills a plugin's ``skills`` path gives: a folder of ``<name>/SKILL.md``, or one skill's own folder
+    (anthropics/skills' marketplace lists ``./skills/pdf``)."""
+    if os.path.isfile(os.path.join(path, "SKILL.md")):
+        here, said = os.path.realpath(path), []
+        found = _load_in(os.path.dirname(path), loader, said)
+        warnings += [w for w in said if w.startswith(os.path.join(path, ""))]  # its own, not its neighbours'
+        return {n: sk for n, sk in found.items() if os.path.realpath(sk.directory) == here}
+    return _load_in(path, loader, warnings)
 
 
 def plugin_agent_types(plugins: Iterable[Plugin], warnings: list[str]) -> dict[str, AgentType]:
