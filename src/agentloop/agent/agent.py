@@ -189,6 +189,7 @@ class Agent:
         """The policy, workspace and registry (``agent/toolbox.py``); rebuilt when the session (and so its spill dir) changes."""
         self.toolbox: Toolbox = Toolbox.build(self)
         self.policy: PermissionPolicy = self.toolbox.policy
+        self.config_warnings += [n for n in self.policy.notes if n not in self.config_warnings]  # allowManagedPermissionRulesOnly
         self.workspace: Workspace = self.toolbox.workspace
         self.processes, self.background = self.toolbox.processes, self.toolbox.background
 

@@ -109,8 +109,13 @@ def find_plugins(
             out.append(p)
     markets: dict[str, tuple[str, str]] = {}  # name -> (marketplace.json, the settings file naming it)
     enabled: dict[str, tuple[Any, SettingsSource]] = {}
+    strict = _strict_markets(sources)
     for s in sources:
         for name, entry in (s.data.get("extraKnownMarketplaces") or {}).items():
+            if strict is not None and s.scope != "managed" and not _market_allowed(cwd, entry, strict[1]):
+                warnings.append(f"{s.path}: extraKnownMarketplaces.{name}: not in strictKnownMarketplaces of {strict[0]}; "
+                                "its plugins are not loaded")
+                continue
             where = _market_file(cwd, s.path, str(name), entry, warnings)
             if where is not None:
                 markets[str(name)] = (where, s.path)
@@ -123,6 +128,42 @@ def find_plugins(
         if p is not None and all(q.name != p.name for q in out):
             out.append(p)
     return out
+
+
+def _strict_markets(sources: Sequence[SettingsSource]) -> tuple[str, list[Any]] | None:
+    """Managed settings' ``strictKnownMarketplaces`` (the file and its list), or None when no managed file sets it."""
+    found = None
+    for s in sources:
+        v = s.data.get("strictKnownMarketplaces")
+        if s.scope == "managed" and isinstance(v, list):
+            found = (s.path, v)
+    return found
+
+
+def _market_allowed(cwd: str, entry: Any, allowed: Sequence[Any]) -> bool:
+    """Whether a marketplace's source is on managed settings' ``strictKnownMarketplaces``. Settings reference and
+    plugin marketplaces, "Managed marketplace restrictions": an empty list allows none; an entry allows a source equal
+    to it, or a local one whose path its ``pathPattern`` (a regular expression) matches."""
+    import re
+
+    src = entry.get("source") if isinstance(entry, dict) else None
+    if not isinstance(src, dict):
+        return False
+    path = src.get("path")
+    full = os.path.realpath(os.path.join(cwd, os.path.expanduser(path))) if isinstance(path, str) else None
+    for a in allowed:
+        if not isinstance(a, dict):
+            continue
+        if a == src:
+            return True
+        pattern = a.get("pathPattern") if a.get("source") == "pathPattern" else None
+        if isinstance(pattern, str) and full is not None:
+            try:
+                if re.search(pattern, full):
+                    return True
+            except re.error:
+                continue
+    return False
 
 
 def project_plugin_files(cwd: str, sources: Sequence[SettingsSource], limit: int = 2000) -> list[str]:

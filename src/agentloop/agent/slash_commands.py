@@ -68,6 +68,9 @@ class SlashCommands:
         policy = self._policy()
         before = list(policy.rules)
         for text in rules:
+            if policy.managed_only(behavior, f"allowed-tools {text}"):
+                self._notice(policy.notes[-1])
+                continue
             try:
                 policy.add_rule(behavior, text, source="command")
             except ValueError as exc:

@@ -157,7 +157,8 @@ def _policy(src: ToolboxSource) -> PermissionPolicy:
         policy = PermissionPolicy.from_settings(list(src.settings.sources), mode=src.permission_mode, cwd=src.cwd,
                                                 user_home=user_home(src.env))
         for behavior, text in src.cli_rules:
-            policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
+            if not policy.managed_only(behavior, f"--allowedTools {text}"):
+                policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
     except (ConfigError, ModeError) as exc:
         raise AgentError(str(exc)) from None
     except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule

@@ -420,6 +420,21 @@ class PermissionPolicy:
     _git_dirs: list[str] | None = None
     mcp_servers: Callable[[str], str | None] | None = None
     """The configured server of an MCP tool by its name (the agent's MCP manager), so rules match servers exactly."""
+    managed_rules_only: str | None = None
+    """The managed settings file that sets ``allowManagedPermissionRulesOnly``: allow and ask rules come from managed
+    settings only (``managed_only``); None when it is not set."""
+    notes: list[str] = field(default_factory=list)
+    """What of the rules given was not taken, and why (one line each)."""
+
+    def managed_only(self, behavior: str, source: str) -> bool:
+        """True (and a note) for an allow or ask rule from anywhere but managed settings while
+        ``allowManagedPermissionRulesOnly`` holds. Settings reference: "When true, prevents user and project
+        settings from defining allow, ask, or deny permission rules. Only rules in managed settings apply."
+        agentloop keeps every deny rule (it only takes power away): README, "For Claude Code users"."""
+        if self.managed_rules_only is None or behavior == "deny":
+            return False
+        self.notes.append(f"{source}: {behavior} rules not applied: {self.managed_rules_only} sets allowManagedPermissionRulesOnly")
+        return True
 
     @classmethod
     def from_settings(
@@ -444,6 +459,9 @@ class PermissionPolicy:
             user_home=os.path.realpath(user_home or os.path.expanduser("~")),
         )
         chosen = "default"
+        sources = list(sources)
+        policy.managed_rules_only = next((s.path for s in sources if s.scope == "managed"
+                                          and s.data.get("allowManagedPermissionRulesOnly") is True), None)
         for src in sources:
             perms = src.data.get("permissions")
             if perms is None:
@@ -454,6 +472,8 @@ class PermissionPolicy:
                 entries = perms.get(key, [])
                 if not isinstance(entries, list):
                     raise ConfigError(src.path, f"permissions.{key} must be a list of rules")
+                if entries and src.scope != "managed" and policy.managed_only(key, src.path):
+                    continue
                 for i, text in enumerate(entries):
                     try:
                         policy.add_rule(key, text, source=src.path)
