@@ -194,6 +194,7 @@ def _with_aliases(agent: PartsSource, types: dict[str, AgentType]) -> dict[str, 
     out = {}
     for name, t in types.items():
         if t.model:
-            t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
+            t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode,
+                                                           provider=agent.models.provider))
         out[name] = t
     return out
