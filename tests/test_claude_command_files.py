@@ -223,3 +223,18 @@ def test_a_commands_disallowed_tools_are_denied_for_its_turn_only(proj: Path, sc
 
     denied, allowed = [x.payload for x in read_records(a.session.path) if x.kind == "tool_result"]
     assert not denied["ok"] and "Write" in denied["error"] and allowed["ok"]
+
+
+def test_a_skills_context_fork_and_agent_are_named_in_a_warning(proj: Path, tmp_path: Path) -> None:
+    """Skills page, "Run skills in a subagent": ``context: fork`` runs the skill in a forked sub-agent and ``agent``
+    names its type (https://code.claude.com/docs/en/skills#run-skills-in-a-subagent). agentloop runs the skill in the
+    conversation and says so, naming both keys."""
+    from agentloop.agent.commands import load_skills
+
+    sk = proj / ".claude" / "skills" / "research"
+    sk.mkdir(parents=True)
+    (sk / "SKILL.md").write_text("---\nname: research\ndescription: Research\ncontext: fork\nagent: Explore\n---\nLook.\n")
+    warnings: list[str] = []
+    load_skills(str(proj), str(tmp_path / "alhome"), None, warnings)
+    assert any("front matter 'context' of the skill 'research'" in w and "sub-agent" in w for w in warnings)
+    assert any("front matter 'agent' of the skill 'research'" in w for w in warnings)

@@ -237,7 +237,11 @@ class CustomCommand:
 
 
 UNSUPPORTED_KEYS = {
-    "hooks": "hooks run only from the settings files",
+    "hooks": "Claude Code runs a command's or skill's own hooks while it is active; agentloop runs hooks only from "
+             "the settings files' \"hooks\" (put them there to run them for the whole session)",
+    "context": "Claude Code runs a skill with context: fork in a sub-agent of its own; agentloop runs it in the "
+               "conversation, with the conversation's tools",
+    "agent": "the sub-agent type a context: fork skill runs in; agentloop runs the skill in the conversation",
 }
 """Front matter Claude Code documents for commands and skills that agentloop does not honour, and what happens instead."""
 
@@ -253,7 +257,7 @@ def front_matter_model(meta: dict[str, Any]) -> str | None:
 def unsupported_warnings(path: str, meta: dict[str, Any], what: str) -> list[str]:
     """One warning per front matter key of ``UNSUPPORTED_KEYS`` in ``meta`` (never ignored in silence)."""
     return [f"{path}: front matter {k!r} of {what} is not supported by agentloop; ignored ({why})"
-            for k, why in UNSUPPORTED_KEYS.items() if k in meta]
+            for k, why in UNSUPPORTED_KEYS.items() if k in meta and (k != "context" or meta[k] == "fork")]
 
 
 def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None, *,

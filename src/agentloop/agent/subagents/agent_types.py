@@ -139,7 +139,8 @@ def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = F
         name = str(meta.get("name") or fn[:-3])
         if warnings is not None and "hooks" in meta:
             warnings.append(f"{path}: front matter 'hooks' of agent {name!r} is not supported by agentloop; ignored "
-                            "(hooks run only from the settings files, for the parent and its sub-agents alike)")
+                            "(Claude Code runs an agent's own hooks while it runs; agentloop runs hooks only from the "
+                            "settings files' \"hooks\", for the parent and its sub-agents alike)")
         tools = tool_names(meta.get("tools"), path, warnings)
         unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
         if unknown and warnings is not None:
