@@ -34,6 +34,7 @@ Rules (the protocol is Claude Code's; see docs/hooks.md for the differences):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import selectors
@@ -60,6 +61,8 @@ __all__ = [
     "HookRunner",
     "parse_hook_output",
 ]
+
+_log = logging.getLogger("agentloop.hooks")
 
 EVENTS = (
     "PreToolUse",
@@ -355,23 +358,47 @@ HSO_IGNORED = frozenset((
 """Claude Code's ``hookSpecificOutput`` fields for events or features agentloop does not have: warned about, ignored."""
 
 
+ALL_TOP_KEYS = TOP_KEYS | SEED_KEYS | TOP_IGNORED | {"additionalContext", "additional_context"}
+
+
+def _misspelt(key: str, known: frozenset[str]) -> str | None:
+    """The protocol key ``key`` looks like a misspelling of (``decison`` for ``decision``), or None."""
+    import difflib
+
+    folded = {k.lower().replace("_", ""): k for k in known}
+    near = difflib.get_close_matches(key.lower().replace("_", ""), list(folded), n=1, cutoff=0.8)
+    return folded[near[0]] if near else None
+
+
 def _key_warnings(obj: Mapping[str, Any], hso: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """A warning for every output key that is neither Claude Code's nor seed 004's, so a misspelt decision is never silent."""
+    """A warning for every output key that looks like a misspelt protocol key (``decison``), so a misspelt decision
+    is never silent, and for Claude Code's keys agentloop does not act on. Any other key a hook adds for itself
+    (``metrics``: Anthropic's security-guidance plugin) is ignored without a word, as Claude Code ignores extra fields
+    of an answer it understands; it is logged."""
     out: list[str] = []
     for k in obj:
         if k in TOP_KEYS or k in SEED_KEYS:
             continue
+        near = _misspelt(k, ALL_TOP_KEYS | HSO_KEYS)
         if k in TOP_IGNORED:
             out.append(f"output key {k!r} is not supported by agentloop; ignored")
+        elif k in ("additionalContext", "additional_context"):
+            out.append(f"output key {k!r} at the top level is not read (Claude Code reads "
+                       "hookSpecificOutput.additionalContext); ignored")
+        elif near is not None and near != k:
+            out.append(f"unknown output key {k!r} (did you mean {near!r}?); ignored")
         else:
-            out.append(f"unknown output key {k!r} (neither Claude Code's hook protocol nor seed 004's); ignored")
+            _log.debug("hook output key %r is not part of the protocol; ignored", k)
     for k in hso or {}:
         if k in HSO_KEYS:
             continue
+        near = _misspelt(k, HSO_KEYS | HSO_IGNORED)
         if k in HSO_IGNORED:
             out.append(f"hookSpecificOutput.{k} is not supported by agentloop; ignored")
+        elif near is not None:
+            out.append(f"unknown output key 'hookSpecificOutput.{k}' (did you mean {near!r}?); ignored")
         else:
-            out.append(f"unknown output key 'hookSpecificOutput.{k}'; ignored")
+            _log.debug("hook output key 'hookSpecificOutput.%s' is not part of the protocol; ignored", k)
     return tuple(out)
 
 
