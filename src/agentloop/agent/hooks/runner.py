@@ -938,13 +938,16 @@ def hook_env(env: Mapping[str, str] | None, project_dir: str) -> dict[str, str]:
 
 
 STATUS_LINE_TIMEOUT = 5.0
+STATUS_LINE_ROWS = 8
+"""The most rows a status line shows (the rest of its output is left out)."""
 
 
 def status_line(command: str, payload: Mapping[str, Any], env: Mapping[str, str] | None, project_dir: str,
                 timeout: float = STATUS_LINE_TIMEOUT) -> tuple[str, str | None]:
     """Run a ``statusLine`` command (Claude Code's settings: ``{"type": "command", "command": ...}``):
     the JSON ``payload`` on stdin, in the hooks' environment and process group, killed after ``timeout``.
-    Returns (the first line of its stdout, None) or ("", why it failed, in a few words)."""
+    Returns (its stdout's lines, at most ``STATUS_LINE_ROWS`` of 500 characters each, None) or ("", why it failed,
+    in a few words). Status line docs, "Display multiple lines": each line the command prints is a row of its own."""
     shell = shutil.which("bash", path=(env or os.environ).get("PATH")) or "/bin/sh"
     data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
     proc = _spawn([shell, "-c", command], data, hook_env(env, project_dir), project_dir, timeout)
@@ -956,7 +959,7 @@ def status_line(command: str, payload: Mapping[str, Any], env: Mapping[str, str]
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         return "", f"exited with {proc.returncode}" + (f": {err[-1][:60]}" if err else "")
     out = proc.stdout.decode("utf-8", "replace").strip("\n").split("\n")
-    return out[0][:500], None
+    return "\n".join(line.rstrip("\r")[:500] for line in out[:STATUS_LINE_ROWS]), None
 
 
 class HookRunner:
