@@ -153,6 +153,7 @@ class Agent:
         self.permission_denials = self.calls.denials
         self.usage = UsageWarnings()
         self.stop_hook_active = False  # while hooks.stop runs: the turn already goes on because of a Stop hook
+        self._submitted: PromptDecision | None = None  # a command's UserPromptSubmit answer, for the turn it starts
         self.last_usage_estimated = False  # the last turn's tokens include the loop's estimate (the cost line says so)
         self.session_link = SessionLink(ask=lambda: self.elicit, plan_mode=lambda: self.policy.mode == "plan",
                                         leave_plan=self._leave_plan_mode)  # what TodoWrite, ExitPlanMode, AskUserQuestion reach
@@ -312,8 +313,21 @@ class Agent:
 
     def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """``/name args`` of a custom command or skill: the prompt to send and the rules its turn may use, or None
-        (``agent/slash_commands.py``). Raises ``AgentError`` when one of its ``!`` lines failed: nothing is sent."""
-        return self.slash.expand(text)
+        (``agent/slash_commands.py``). Raises ``AgentError`` when one of its ``!`` lines failed, or a hook blocked
+        the prompt: nothing is sent.
+
+        UserPromptSubmit fires first, on the prompt as typed, and its ``!`` lines run after it (hooks reference:
+        UserPromptSubmit "runs when the user submits a prompt, before Claude processes it"; the command's expansion
+        comes after). The turn ``ask`` then runs does not fire it again."""
+        name = text[1:].partition(" ")[0] if text.startswith("/") else ""
+        if name not in self.slash.commands and name not in self.slash.skills:
+            return None
+        decision = self.hooks.user_prompt_submit(self, text)
+        if decision.blocked is not None:
+            raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
+        expanded = self.slash.expand(decision.prompt)
+        self._submitted = decision if expanded is not None else None
+        return expanded
 
     def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
         """Run one user turn to its stop (rule 2); ``allowed_tools`` hold for this turn only (a command's).
@@ -337,7 +351,9 @@ class Agent:
         from .hooks.stop_gate import StopGate
 
         self.toolbox.sync_mcp(self.mcp_servers)  # MCP tools a server added or dropped since the last run (list_changed)
-        decision = self.hooks.user_prompt_submit(self, prompt)
+        submitted, self._submitted = self._submitted, None  # a command's: its hooks ran before its ! lines
+        decision = (PromptDecision(prompt, context=submitted.context) if submitted is not None
+                    else self.hooks.user_prompt_submit(self, prompt))
         if decision.blocked is not None:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
         s = self.session

@@ -482,7 +482,8 @@ def skill_tool(
     on_load: Callable[[Skill], None] | None = None,
     preprocess: Callable[[Skill, str], str] | None = None,
 ) -> Tool:
-    """A read-only ``Skill`` tool ({skill}) that returns a skill's instructions.
+    """A read-only ``Skill`` tool ({skill, args?}) that returns a skill's instructions, ``args`` put in place of its
+    ``$ARGUMENTS`` as ``/name args`` would (Claude Code's Skill tool takes the same two fields).
 
     Skills with ``disable-model-invocation`` are not offered; ``on_load`` is
     told of each skill loaded (the agent grants its ``allowed-tools``);
@@ -500,7 +501,8 @@ def skill_tool(
             raise ToolError(f"no skill named {name!r}{why} (have: {have})")
         if on_load is not None:
             on_load(skill)
-        body = skill.body()
+        args = kw.get("args")
+        body = skill.render(str(args)) if isinstance(args, str) and args.strip() else skill.body()
         return preprocess(skill, body) if preprocess is not None else body
 
     return Tool(
@@ -508,7 +510,8 @@ def skill_tool(
         description="Load a skill's instructions by name (the list of skills is in the system prompt).",
         parameters={
             "type": "object",
-            "properties": {"skill": {"type": "string", "description": "The skill's name."}},
+            "properties": {"skill": {"type": "string", "description": "The skill's name."},
+                           "args": {"type": "string", "description": "Optional arguments for the skill ($ARGUMENTS in it)."}},
             "required": ["skill"],
             "additionalProperties": False,
         },

@@ -1,0 +1,65 @@
+"""Smaller points of Claude Code's behaviour that real files rely on.
+
+- Skill tool: it takes ``skill`` and an optional ``args`` string, given to the skill as ``/name args`` would
+  (skills page, "Pass arguments to skills": ``$ARGUMENTS`` is what follows the name;
+  https://code.claude.com/docs/en/skills#pass-arguments-to-skills).
+- Bash: ``BASH_DEFAULT_TIMEOUT_MS`` is "Default timeout for long-running bash commands" (environment variables page,
+  https://code.claude.com/docs/en/env-vars); the tool's description says the timeout the session has.
+- A command's ``!`` lines run after UserPromptSubmit: hooks reference, UserPromptSubmit "Runs when the user submits
+  a prompt, before Claude processes it" (https://code.claude.com/docs/en/hooks#userpromptsubmit); the command's
+  expansion, its bash lines included, is what follows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from agentloop.agent.agent import Agent
+from agentloop.agent.commands import Skill, skill_tool
+from agentloop.tools import Registry
+
+
+def test_the_skill_tool_takes_args_as_the_skills_arguments(tmp_path: Path) -> None:
+    d = tmp_path / "skills" / "release"
+    d.mkdir(parents=True)
+    (d / "SKILL.md").write_text("---\nname: release\ndescription: Cut a release\n---\nRelease version $ARGUMENTS now.\n")
+    tool = skill_tool({"release": Skill("release", "Cut a release", str(d / "SKILL.md"))})
+    assert "args" in tool.parameters["properties"]
+    reg = Registry()
+    reg.register(tool)
+    from agentloop.events import ToolCall
+
+    out = reg.invoke(ToolCall("c1", "Skill", {"skill": "release", "args": "2.1.0"}))
+    assert out.ok and "Release version 2.1.0 now." in str(out.content)
+    plain = reg.invoke(ToolCall("c2", "Skill", {"skill": "release"}))
+    assert plain.ok and "Release version $ARGUMENTS now." in str(plain.content)
+
+
+def test_bashs_description_says_the_timeout_bash_default_timeout_ms_gives(
+        proj: Path, scripted: Callable[..., str]) -> None:
+    import os
+
+    a = Agent(cwd=str(proj), model=scripted([]), env={**os.environ, "BASH_DEFAULT_TIMEOUT_MS": "300000"})
+    try:
+        doc = a.registry.get("Bash").description  # type: ignore[union-attr]
+        assert "The default timeout is 5 minutes" in doc and "2 minutes" not in doc
+    finally:
+        a.close()
+
+
+def test_a_commands_bang_lines_run_after_user_prompt_submit(proj: Path, scripted: Callable[..., str]) -> None:
+    (proj / ".claude" / "commands").mkdir(parents=True)
+    (proj / ".claude" / "commands" / "status.md").write_text(
+        "---\nallowed-tools: Bash(cat:*)\n---\nHook said: !`cat hook-ran`\n")
+    (proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"prompt\"])' > hook-ran"}]}]}}))
+    a = Agent(cwd=str(proj), model=scripted([{"text": "ok"}]), trust=True)
+    try:
+        expanded = a.expand_command("/status now")
+        assert expanded is not None and "Hook said: /status now" in expanded[0]
+        a.ask(expanded[0], allowed_tools=expanded[1])
+        assert (proj / "hook-ran").read_text().strip() == "/status now"  # fired once, on the prompt as typed
+    finally:
+        a.close()
