@@ -134,3 +134,17 @@ def test_the_protected_path_rule_guards_writes_into_claude_not_running_a_script_
         proj: Path, line: str, behavior: str) -> None:
     policy = PermissionPolicy(cwd=str(proj), mode="bypassPermissions")
     assert policy.decide("Bash", {"command": line}).behavior == behavior
+
+
+def test_a_plugin_folder_holding_a_hidden_path_is_not_shown(tmp_path: Path) -> None:
+    """The wall stays whole: ``--plugin-dir ~`` would show the home's credentials; it is refused, and said so."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".claude" / "skills" / "pdf").mkdir(parents=True)
+    (home / ".aws" / "plugin").mkdir(parents=True)
+    hidden = [str(home / ".ssh"), str(home / ".claude"), str(home / ".aws")]
+    shown, warnings = sbx.extension_folders([str(home), str(home / ".claude" / "skills" / "pdf"), str(home / ".aws" / "plugin")],
+                                            hidden)
+    assert shown == [str(home / ".claude" / "skills" / "pdf")]
+    assert len(warnings) == 2 and "holds a folder the sandbox hides" in warnings[0] and "is inside" in warnings[1]
+    assert sbx.extension_binds([str(home)], hidden) == []
