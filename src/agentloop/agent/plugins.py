@@ -371,7 +371,7 @@ def _skills_in(path: str, loader: Any, warnings: list[str]) -> dict[str, Any]:
     """The skills a plugin's ``skills`` path gives: a folder of ``<name>/SKILL.md``, or one skill's own folder
     (anthropics/skills' marketplace lists ``./skills/pdf``)."""
     if os.path.isfile(os.path.join(path, "SKILL.md")):
-        here, said = os.path.realpath(path), []
+        here, said = os.path.realpath(path), list[str]()
         found = _load_in(os.path.dirname(path), loader, said)
         warnings += [w for w in said if w.startswith(os.path.join(path, ""))]  # its own, not its neighbours'
         return {n: sk for n, sk in found.items() if os.path.realpath(sk.directory) == here}

@@ -251,8 +251,7 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         source=where,
                         if_rule=if_rule,
                         run_async=run_async,
-                        plugin_root=source.plugin_root,
-                        seed=seed,
+                        plugin_root=source.plugin_root, seed=seed,
                     )
                 )
     return out, warnings
