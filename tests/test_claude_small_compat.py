@@ -63,3 +63,29 @@ def test_a_commands_bang_lines_run_after_user_prompt_submit(proj: Path, scripted
         assert (proj / "hook-ran").read_text().strip() == "/status now"  # fired once, on the prompt as typed
     finally:
         a.close()
+
+
+def test_output_style_adds_the_chosen_styles_text_to_the_system_prompt(proj: Path, scripted: Callable[..., str]) -> None:
+    """Output styles page (https://code.claude.com/docs/en/output-styles): ``outputStyle`` names a built-in style or
+    a Markdown file in ``~/.claude/output-styles/`` or ``.claude/output-styles/`` (front matter ``name``); its text
+    goes into the system prompt."""
+    import os
+
+    styles = Path(os.environ["HOME"]) / ".claude" / "output-styles"
+    styles.mkdir(parents=True)
+    (styles / "brief.md").write_text("---\nname: Brief\ndescription: Short answers\nkeep-coding-instructions: true\n---\n"
+                                     "Answer in at most three sentences.\n")
+    (proj / ".claude").mkdir()
+    (proj / ".claude" / "settings.local.json").write_text(json.dumps({"outputStyle": "Brief"}))
+    a = Agent(cwd=str(proj), model=scripted([]), trust=True)
+    try:
+        assert "Answer in at most three sentences." in a.system_prompt()
+        assert not [w for w in a.config_warnings if "outputStyle" in w]
+    finally:
+        a.close()
+    (proj / ".claude" / "settings.local.json").write_text(json.dumps({"outputStyle": "Nonesuch"}))
+    b = Agent(cwd=str(proj), model=scripted([]), trust=True)
+    try:
+        assert any("outputStyle 'Nonesuch': no such output style" in w for w in b.load_warnings)
+    finally:
+        b.close()

@@ -126,6 +126,7 @@ class Agent:
         # their scripts run in Bash, read-only (Claude Code runs a skill's bundled scripts and a plugin's from their folders)
         self.load_warnings += self.sandbox.show_extensions(
             [*(p.path for p in self.plugins), *(sk.directory for sk in self.skills.values())], self.home)
+        self._choose_output_style()
         self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd,
                                    roots=lambda: list(self.workspace.roots), notice=self._notice)
         if continue_last and resume is None:  # none yet: a new session, as Claude Code's -c starts one
@@ -135,6 +136,21 @@ class Agent:
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
         self._build_tools()
+
+    def _choose_output_style(self) -> None:
+        """The settings' ``outputStyle`` (``agent/output_styles.py``), from the user's, the plugins' and the project's
+        ``output-styles`` folders, into the system prompt."""
+        from ..config.settings import merged, user_home
+        from .output_styles import find_output_style
+
+        name = merged(self.sources, "outputStyle")
+        if not isinstance(name, str):
+            return
+        folders = [os.path.join(user_home(self.env), ".claude", "output-styles"),
+                   *(os.path.join(p.path, "output-styles") for p in self.plugins),
+                   os.path.join(self.cwd, ".claude", "output-styles")]
+        found = find_output_style(name, folders, self.load_warnings)
+        self.prompt.style = None if found is None else (name, found[0])
 
     def _init_front_end(self, ask_permission: AskPermission | None, cli_rules: Sequence[tuple[str, str]], tracing: Any,
                         system_prompt: str | None, append_system_prompt: str | None) -> None:

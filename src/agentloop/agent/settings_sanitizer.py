@@ -27,7 +27,7 @@ HONOURED_KEYS: set[str] = {
     "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
     "subagentIsolation", "allowedEnvVars", "allowManagedHooksOnly", "allowManagedPermissionRulesOnly", "statusLine",
-    "strictKnownMarketplaces",
+    "strictKnownMarketplaces", "outputStyle",
     "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
     "enabledPlugins", "extraKnownMarketplaces",
 }
