@@ -89,3 +89,30 @@ def test_output_style_adds_the_chosen_styles_text_to_the_system_prompt(proj: Pat
         assert any("outputStyle 'Nonesuch': no such output style" in w for w in b.load_warnings)
     finally:
         b.close()
+
+
+def test_an_async_rewake_hooks_exit_2_message_reaches_the_model_on_the_next_prompt(
+        proj: Path, scripted: Callable[..., str]) -> None:
+    """Hooks reference, hook handler fields: ``asyncRewake`` "runs in the background and wakes Claude on exit code 2";
+    its stderr is shown to Claude (https://code.claude.com/docs/en/hooks#command-hook-fields). agentloop does not start
+    a turn by itself in an idle session: the message joins the next prompt (README, "For Claude Code users")."""
+    import time
+
+    (proj / ".claude").mkdir()
+    (proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "echo 'the test suite failed: 2 errors' >&2; exit 2", "asyncRewake": True}]}]}}))
+    replies = [{"text": "", "tool_calls": [{"name": "Bash", "arguments": {"command": "echo built"}}]}, {"text": "done"},
+               {"text": "fixing"}]
+    a = Agent(cwd=str(proj), model=scripted(replies), trust=True, cli_rules=[("allow", "Bash")])
+    try:
+        assert not [w for w in a.config_warnings if "asyncRewake" in w]
+        assert a.ask("build it").answer == "done"
+        for _ in range(100):
+            if not [t for t in a.hooks.runner._async_running if t.is_alive()]:  # type: ignore[attr-defined]
+                break
+            time.sleep(0.05)
+        a.ask("and now?")
+        users = [str(m.get("content")) for m in a.session.messages if m.get("role") == "user"]
+        assert "the test suite failed: 2 errors" in users[-1]
+    finally:
+        a.close()

@@ -146,6 +146,9 @@ class HookHandler:
     """Claude Code's ``if``: one permission rule the tool call must match for the handler to run."""
     run_async: bool = False
     """Claude Code's ``async: true``: runs in the background; no decision, context on the next turn."""
+    rewake: bool = False
+    """Claude Code's ``asyncRewake: true`` (implies ``async``): an exit 2's stderr (or stdout) reaches the model,
+    here on the next prompt (agentloop does not start a turn of its own in an idle session)."""
     plugin_root: str | None = None
     """The plugin's folder for a plugin's hook: ``CLAUDE_PLUGIN_ROOT`` in its environment (Claude Code's
     plugins reference, "Environment variables": hooks and scripts get the variable as well as the text)."""
@@ -251,7 +254,7 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         source=where,
                         if_rule=if_rule,
                         run_async=run_async,
-                        plugin_root=source.plugin_root, seed=seed,
+                        plugin_root=source.plugin_root, seed=seed, rewake=h.get("asyncRewake") is True,
                     )
                 )
     return out, warnings
@@ -259,8 +262,8 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
 
 TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
 """Events where a handler's ``if`` is evaluated (Claude Code: "On other events, a hook with ``if`` set never runs")."""
-HANDLER_KEYS = frozenset(("type", "command", "args", "timeout", "onFailure", "if", "async"))
-HANDLER_IGNORED = frozenset(("statusMessage", "once", "asyncRewake", "shell"))
+HANDLER_KEYS = frozenset(("type", "command", "args", "timeout", "onFailure", "if", "async", "asyncRewake"))
+HANDLER_IGNORED = frozenset(("statusMessage", "once", "shell"))
 _NEVER = "\0never"
 
 
@@ -275,7 +278,7 @@ def _handler_options(h: Mapping[str, Any], event: str, at: str) -> tuple[str | N
     running your hook regardless of pattern" too).
     """
     warnings = [f"{at}.{k}: not supported by agentloop; ignored" for k in h if k not in HANDLER_KEYS]
-    run_async = h.get("async", False)
+    run_async = h.get("async", False) or h.get("asyncRewake") is True
     if not isinstance(run_async, bool):
         warnings.append(f"{at}.async must be true or false; the handler runs synchronously")
         run_async = False
@@ -1111,6 +1114,9 @@ class HookRunner:
 
         def work() -> None:
             r = self._one(event, h, data, background=True)
+            if h.rewake and r.exit_code == 2:  # asyncRewake: the message of its exit 2 is for the model
+                said = (r.stderr or (r.answer.text if r.answer is not None else "")).strip()[:MAX_TEXT]
+                r = replace(r, answer=HookAnswer(json=True, additional_context=said or None))
             if r.answer is not None:  # decisions have no effect: keep only what async hooks may say
                 r = replace(r, blocked=False, reason=None, answer=replace(
                     r.answer, decision=None, permission_decision=None, updated_input=None, continue_=True,
