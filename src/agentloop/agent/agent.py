@@ -128,7 +128,7 @@ class Agent:
             [*(p.path for p in self.plugins), *(sk.directory for sk in self.skills.values())], self.home)
         self._choose_output_style()
         self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd,
-                                   roots=lambda: list(self.workspace.roots), notice=self._notice)
+                                   roots=lambda: list(self.workspace.roots), notice=self._notice, scoped_hooks=self._scoped_hooks)
         if continue_last and resume is None:  # none yet: a new session, as Claude Code's -c starts one
             resume = latest_id(self.cwd, self.home)
             if resume is None:
@@ -136,6 +136,24 @@ class Agent:
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
         self._build_tools()
+
+    def _scoped_hooks(self, value: Any, where: str, plugin_root: str) -> Callable[[], None] | None:
+        """A command's or skill's front matter ``hooks`` added to the session's hooks; what takes them out again."""
+        from ..config.settings import ConfigError
+        from .plugins import expand_plugin_root
+
+        runner = getattr(self.hooks, "runner", None)
+        if runner is None:
+            return None
+        try:
+            added, warnings = runner.add_scoped(expand_plugin_root(value, plugin_root) if plugin_root else value, where,
+                                                plugin_root or None)
+        except ConfigError as exc:
+            self._notice(f"front matter hooks not run: {exc}")
+            return None
+        for w in warnings:
+            self._notice(w)
+        return lambda: runner.remove_scoped(added)
 
     def _choose_output_style(self) -> None:
         """The settings' ``outputStyle`` (``agent/output_styles.py``), from the user's, the plugins' and the project's

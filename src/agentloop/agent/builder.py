@@ -91,7 +91,8 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
                                           permission_mode=agent.permission_mode, env=agent.child_env)
         for w in runner.warnings:
             log.warning("%s", w)
-        claude = ClaudeHooks(runner) if runner.handlers else None
+        scoped = any(getattr(c, "hooks", None) is not None for c in [*agent.commands.values(), *agent.skills.values()])
+        claude = ClaudeHooks(runner) if runner.handlers or scoped else None  # front matter hooks join while active
         ctx = AgentContext(agent, claude)  # context management and the loop check
         tools: list[Tool] = []
         if agent.settings.subagents:

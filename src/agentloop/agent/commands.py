@@ -231,14 +231,17 @@ class CustomCommand:
         """``model``: the model the command's turn runs on (None: the conversation's)."""
         return front_matter_model(self.meta)
 
+    @property
+    def hooks(self) -> Any:
+        """``hooks``: hooks that run while the command's turn lasts (``agent/slash_commands.py``)."""
+        return self.meta.get("hooks")
+
     def render(self, arguments: str) -> str:
         """The prompt with ``arguments`` substituted for ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N``."""
         return substitute(self.template, arguments)
 
 
 UNSUPPORTED_KEYS = {
-    "hooks": "Claude Code runs a command's or skill's own hooks while it is active; agentloop runs hooks only from "
-             "the settings files' \"hooks\" (put them there to run them for the whole session)",
     "context": "Claude Code runs a skill with context: fork in a sub-agent of its own; agentloop runs it in the "
                "conversation, with the conversation's tools",
     "agent": "the sub-agent type a context: fork skill runs in; agentloop runs the skill in the conversation",
@@ -330,6 +333,8 @@ class Skill:
     """``model``: the model the turn it starts with ``/name`` runs on (None: the conversation's)."""
     plugin_root: str = ""
     """A plugin's skill: its folder, for ``${CLAUDE_PLUGIN_ROOT}`` in the body."""
+    hooks: Any = None
+    """Front matter ``hooks``: hooks that run while the skill is active (``agent/slash_commands.py``)."""
 
     @property
     def directory(self) -> str:
@@ -384,7 +389,7 @@ def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: lis
                 model_invocable=meta.get("disable-model-invocation") is not True,
                 allowed_tools=tool_rules(meta.get("allowed-tools")),
                 disallowed_tools=tool_rules(meta.get("disallowed-tools")),
-                model=front_matter_model(meta),
+                model=front_matter_model(meta), hooks=meta.get("hooks"),
             )
     return out
 

@@ -38,7 +38,7 @@ from ..config.settings import ConfigError, SettingsSource, read_json_object
 if TYPE_CHECKING:
     from .subagents.agent_types import AgentType
 
-__all__ = ["Plugin", "find_plugins", "plugin_agent_types", "plugin_commands_and_skills", "plugin_sources", "project_plugin_files"]
+__all__ = ["Plugin", "expand_plugin_root", "find_plugins", "plugin_agent_types", "plugin_commands_and_skills", "plugin_sources", "project_plugin_files"]
 
 ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
 MANIFEST_KEYS = frozenset({"$schema", "name", "version", "description", "author", "homepage", "repository", "license", "keywords",
@@ -272,6 +272,11 @@ def _entry_folder(cwd: str, entry: Mapping[str, Any], mfile: str, data: Mapping[
                         "(none of its commands, hooks or servers runs)")
         return None
     return path
+
+
+def expand_plugin_root(value: Any, root: str) -> Any:
+    """``value`` with ``${CLAUDE_PLUGIN_ROOT}`` replaced by ``root`` in every string (a plugin skill's front matter hooks)."""
+    return _expand(value, root)
 
 
 def _expand(value: Any, root: str) -> Any:

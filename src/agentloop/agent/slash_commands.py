@@ -27,10 +27,20 @@ __all__ = ["SlashCommands"]
 log = logging.getLogger("agentloop.agent")
 
 
+ScopedHooks = Callable[[Any, str, str], Callable[[], None] | None]
+"""Adds a command's or skill's front matter ``hooks`` (value, its file, its plugin's folder or "") to the session's
+hooks; returns what takes them out again (None when nothing was added)."""
+
+
 class SlashCommands:
     def __init__(self, commands: dict[str, Any], skills: dict[str, Any], *, policy: Callable[[], PermissionPolicy],
-                 run_tool: Callable[[ToolCall], ToolResult], cwd: str, roots: Callable[[], list[str]], notice: Callable[[str], None]):
+                 run_tool: Callable[[ToolCall], ToolResult], cwd: str, roots: Callable[[], list[str]], notice: Callable[[str], None],
+                 scoped_hooks: ScopedHooks | None = None):
         self.commands = commands
+        self._scoped_hooks = scoped_hooks
+        self.next_hooks: list[tuple[Any, str, str]] = []
+        """The front matter ``hooks`` of the command or skill that starts the next turn: active while it lasts."""
+        self.turn_undos: list[Callable[[], None]] = []
         self.skills = skills
         self._policy = policy
         self._run_tool = run_tool
@@ -50,17 +60,32 @@ class SlashCommands:
 
     def drop_turn(self) -> None:
         """The command's turn will not run (its model could not be opened): nothing of it outlives it."""
-        self.next_denies, self.next_model = (), None
+        self.next_denies, self.next_model, self.next_hooks = (), None, []
 
     def begin_turn(self, allowed_tools: Sequence[str]) -> None:
         """The turn's rules in force: ``allowed_tools``, and the denies the command that started it left."""
         self.turn_grants += self.grant(allowed_tools)
         denies, self.next_denies = self.next_denies, ()
         self.turn_grants += self.grant(denies, "deny")
+        hooks, self.next_hooks = self.next_hooks, []
+        for value, where, root in hooks:
+            self._activate_hooks(value, where, root)
+
+    def _activate_hooks(self, value: Any, where: str, root: str) -> None:
+        """Front matter ``hooks``, active until the turn ends. Skills page, "Hooks in skills and agents": they are
+        "scoped to the component's lifecycle and only run when that component is active"."""
+        if value is None or self._scoped_hooks is None:
+            return
+        undo = self._scoped_hooks(value, where, root)
+        if undo is not None:
+            self.turn_undos.append(undo)
 
     def end_turn(self) -> None:
         self.revoke(self.turn_grants)
         self.turn_grants = []
+        undos, self.turn_undos = self.turn_undos, []
+        for undo in undos:
+            undo()
 
     def grant(self, rules: Sequence[str], behavior: Literal["allow", "deny"] = "allow") -> list[Any]:
         """Allow ``rules`` for now (deny and ask rules still come first), or deny them (``disallowed-tools``);
@@ -88,6 +113,7 @@ class SlashCommands:
             self.turn_grants += self.grant(skill.allowed_tools)
         if getattr(skill, "disallowed_tools", ()):
             self.turn_grants += self.grant(skill.disallowed_tools, "deny")
+        self._activate_hooks(getattr(skill, "hooks", None), skill.path, getattr(skill, "plugin_root", ""))
 
     def expand(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """``/name args``: the prompt to send and the rules its turn may use, or None when ``text`` names
@@ -110,12 +136,14 @@ class SlashCommands:
                 body = self._run_bangs(body, rules)
             self.next_denies = cmd.disallowed_tools  # its disallowed-tools hold for the turn it starts
             self.next_model = None if cmd.model is None else (cmd.model, f"the command /{name}")
+            self.next_hooks = [] if cmd.hooks is None else [(cmd.hooks, cmd.path, "")]
             return body + attached, rules
         if name in self.skills:
             sk = self.skills[name]
             body = self._skill_bangs(sk, sk.render(rest))
             self.next_denies = tuple(sk.disallowed_tools)
             self.next_model = None if sk.model is None else (sk.model, f"the skill /{name}")
+            self.next_hooks = [] if sk.hooks is None else [(sk.hooks, sk.path, sk.plugin_root)]
             return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
         return None
 

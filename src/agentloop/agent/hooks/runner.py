@@ -988,6 +988,8 @@ class HookRunner:
         self.warnings = tuple(warnings)
         base = hook_env(env, self.project_dir)
         self._env = base
+        self.managed_only = False
+        """Managed settings set ``allowManagedHooksOnly``: front matter hooks are not added either."""
         self.env_file: str | None = None
         """Where SessionStart hooks write ``export`` lines for later Bash calls (``CLAUDE_ENV_FILE``); None: not offered."""
         self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
@@ -1027,7 +1029,7 @@ class HookRunner:
             hs, ws = _handlers_from(s)
             handlers += hs
             warnings += ws
-        return cls(
+        runner = cls(
             handlers,
             project_dir=project_dir,
             session_id=session_id,
@@ -1037,6 +1039,25 @@ class HookRunner:
             env=env,
             warnings=warnings,
         )
+        runner.managed_only = bool(managed_only)
+        return runner
+
+    def add_scoped(self, hooks: Any, where: str, plugin_root: str | None = None) -> tuple[tuple[HookHandler, ...], list[str]]:
+        """Handlers a command's, skill's or agent's front matter ``hooks`` gives (Claude Code's settings shape), added
+        until ``remove_scoped``; and warnings. Not added while managed settings set ``allowManagedHooksOnly``.
+
+        Raises:
+            ConfigError: the ``hooks`` value is malformed (names ``where``).
+        """
+        if self.managed_only:
+            return (), [f"{where}: front matter hooks not run: managed settings set allowManagedHooksOnly"]
+        hs, ws = _handlers_from(SettingsSource(where, "project", {"hooks": hooks}, origin="claude", plugin_root=plugin_root))
+        self.handlers = (*self.handlers, *hs)
+        return tuple(hs), ws
+
+    def remove_scoped(self, handlers: Sequence[HookHandler]) -> None:
+        """Take out what ``add_scoped`` added (the command's turn ended, the skill is no longer active)."""
+        self.handlers = tuple(h for h in self.handlers if not any(h is x for x in handlers))
 
     def has(self, event: str) -> bool:
         event = ALIASES.get(event, event)
