@@ -1346,8 +1346,14 @@ SABOTAGES = [
         "        if False:  # SABOTAGED",
         ["tests/test_claude_agent_front_matter.py::test_yaml_anchors_and_aliases_are_not_expanded"],
     ),
+    Sabotage(
+        "an untrusted folder's command runs its front matter hooks",
+        "src/agentloop/agent/agent.py",
+        "        if not self.trust.trusted and (real == self.cwd or real.startswith(self.cwd + os.sep)):",
+        "        if False:  # SABOTAGED",
+        ["tests/test_claude_front_matter_hooks.py::test_an_untrusted_folders_command_hooks_do_not_run"],
+    ),
 ]
-
 class Worker:
     """One copy of the tree and one pytest server on it: a sabotage is applied in the copy, its tests
     run in a child forked from the server, and the copy is put back byte for byte afterwards.

@@ -67,3 +67,22 @@ def test_a_skills_hooks_hold_once_the_model_loads_it_until_the_turn_ends(proj: P
         assert after["ok"] is True
     finally:
         a.close()
+
+
+def test_an_untrusted_folders_command_hooks_do_not_run(proj: Path, scripted: Callable[..., str]) -> None:
+    """Folder trust (docs/decisions/0005): nothing a folder not trusted configures runs on the host; its command
+    still loads as text, its hooks are named as not run."""
+    (proj / ".claude" / "commands").mkdir(parents=True)
+    (proj / ".claude" / "commands" / "deploy.md").write_text(GUARD.replace(
+        "echo 'no shell while deploying' >&2; exit 2", "touch hook-ran; exit 2"))
+    notices: list[str] = []
+    a = Agent(cwd=str(proj), model=scripted([BASH, {"text": "ran"}]), trust=False, cli_rules=[("allow", "Bash")])
+    a.on_notice = notices.append
+    try:
+        expanded = a.expand_command("/deploy")
+        assert expanded is not None
+        a.ask(expanded[0], allowed_tools=expanded[1])
+        assert not (proj / "hook-ran").exists()
+        assert any("front matter hooks not run: this folder is not trusted" in n for n in notices)
+    finally:
+        a.close()

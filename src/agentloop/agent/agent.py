@@ -145,6 +145,10 @@ class Agent:
         runner = getattr(self.hooks, "runner", None)
         if runner is None:
             return None
+        real = os.path.realpath(where)
+        if not self.trust.trusted and (real == self.cwd or real.startswith(self.cwd + os.sep)):
+            self._notice(f"{where}: front matter hooks not run: this folder is not trusted (folder trust covers what runs)")
+            return None
         try:
             added, warnings = runner.add_scoped(expand_plugin_root(value, plugin_root) if plugin_root else value, where,
                                                 plugin_root or None)

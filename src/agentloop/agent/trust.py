@@ -212,7 +212,8 @@ def _users_own(path: str, home: str, user_dir: str) -> bool:
 
 
 def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
-    """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt."""
+    """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt, or whose front
+    matter ``hooks`` would run commands while they are active."""
     from .commands import load_commands, load_skills
 
     out: list[Power] = []
@@ -226,6 +227,8 @@ def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
             rules = tuple(c.allowed_tools)
             if c.scope == "project" and rules and not _users_own(c.path, home, user_dir):
                 out.append(Power(c.path, printable(f"{kind} /{name} allowed-tools: {', '.join(rules)}")))
+            if c.scope == "project" and getattr(c, "hooks", None) is not None and not _users_own(c.path, home, user_dir):
+                out.append(Power(c.path, printable(f"{kind} /{name} hooks: {whole_text(c.hooks)}")))  # they run on the host
     out += _agent_models(cwd, home, user_dir)
     return out
 
