@@ -1348,8 +1348,8 @@ SABOTAGES = [
     ),
     Sabotage(
         "an untrusted folder's command runs its front matter hooks",
-        "src/agentloop/agent/agent.py",
-        "        if not self.trust.trusted and (real == self.cwd or real.startswith(self.cwd + os.sep)):",
+        "src/agentloop/agent/hooks_and_context.py",
+        "        if not trusted and (real == cwd or real.startswith(cwd + os.sep)):",
         "        if False:  # SABOTAGED",
         ["tests/test_claude_front_matter_hooks.py::test_an_untrusted_folders_command_hooks_do_not_run"],
     ),

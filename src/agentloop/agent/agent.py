@@ -36,8 +36,9 @@ from .agent_settings import AgentSettings, SettingsFlags, cap_text, read_setting
 from .builder import AgentParts, build_parts, open_session
 from .logs import SessionLogFilter, current_session_id, setup_logging
 from .model_choice import ModelChoice, context_window, open_model_spec, scripted_model
+from .output_styles import session_output_style
 from .pipeline import ToolCalls, ToolPipeline
-from .plugins import find_plugins, plugin_commands_and_skills, plugin_sources
+from .plugins import extension_folders, find_plugins, plugin_commands_and_skills, plugin_sources
 from .protocols import (
     AgentError,
     AgentHooks,
@@ -123,12 +124,11 @@ class Agent:
         self.memory_files, self.memory_text, self.load_warnings = files.memory_files, files.memory_text, files.load_warnings
         self.startup_notices += files.notices
         self.commands, self.skills = plugin_commands_and_skills(files.commands, files.skills, self.plugins, self.load_warnings)
-        # their scripts run in Bash, read-only (Claude Code runs a skill's bundled scripts and a plugin's from their folders)
-        self.load_warnings += self.sandbox.show_extensions(
-            [*(p.path for p in self.plugins), *(sk.directory for sk in self.skills.values())], self.home)
-        self._choose_output_style()
+        self.load_warnings += self.sandbox.show_extensions(extension_folders(self.plugins, self.skills), self.home)  # read-only
+        self.prompt.style = session_output_style(self.sources, self.env, self.cwd, self.plugins, self.load_warnings)
         self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd,
-                                   roots=lambda: list(self.workspace.roots), notice=self._notice, scoped_hooks=self._scoped_hooks)
+                                   roots=lambda: list(self.workspace.roots), notice=self._notice,
+                                   scoped_hooks=lambda v, w, r: self.hooks.scoped_hooks(self, v, w, r, self.trust.trusted))
         if continue_last and resume is None:  # none yet: a new session, as Claude Code's -c starts one
             resume = latest_id(self.cwd, self.home)
             if resume is None:
@@ -136,43 +136,6 @@ class Agent:
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
         self._build_tools()
-
-    def _scoped_hooks(self, value: Any, where: str, plugin_root: str) -> Callable[[], None] | None:
-        """A command's or skill's front matter ``hooks`` added to the session's hooks; what takes them out again."""
-        from ..config.settings import ConfigError
-        from .plugins import expand_plugin_root
-
-        runner = getattr(self.hooks, "runner", None)
-        if runner is None:
-            return None
-        real = os.path.realpath(where)
-        if not self.trust.trusted and (real == self.cwd or real.startswith(self.cwd + os.sep)):
-            self._notice(f"{where}: front matter hooks not run: this folder is not trusted (folder trust covers what runs)")
-            return None
-        try:
-            added, warnings = runner.add_scoped(expand_plugin_root(value, plugin_root) if plugin_root else value, where,
-                                                plugin_root or None)
-        except ConfigError as exc:
-            self._notice(f"front matter hooks not run: {exc}")
-            return None
-        for w in warnings:
-            self._notice(w)
-        return lambda: runner.remove_scoped(added)
-
-    def _choose_output_style(self) -> None:
-        """The settings' ``outputStyle`` (``agent/output_styles.py``), from the user's, the plugins' and the project's
-        ``output-styles`` folders, into the system prompt."""
-        from ..config.settings import merged, user_home
-        from .output_styles import find_output_style
-
-        name = merged(self.sources, "outputStyle")
-        if not isinstance(name, str):
-            return
-        folders = [os.path.join(user_home(self.env), ".claude", "output-styles"),
-                   *(os.path.join(p.path, "output-styles") for p in self.plugins),
-                   os.path.join(self.cwd, ".claude", "output-styles")]
-        found = find_output_style(name, folders, self.load_warnings)
-        self.prompt.style = None if found is None else (name, found[0])
 
     def _init_front_end(self, ask_permission: AskPermission | None, cli_rules: Sequence[tuple[str, str]], tracing: Any,
                         system_prompt: str | None, append_system_prompt: str | None) -> None:
@@ -191,7 +154,6 @@ class Agent:
         self.permission_denials = self.calls.denials
         self.usage = UsageWarnings()
         self.stop_hook_active = False  # while hooks.stop runs: the turn already goes on because of a Stop hook
-        self._submitted: PromptDecision | None = None  # a command's UserPromptSubmit answer, for the turn it starts
         self.last_usage_estimated = False  # the last turn's tokens include the loop's estimate (the cost line says so)
         self.session_link = SessionLink(ask=lambda: self.elicit, plan_mode=lambda: self.policy.mode == "plan",
                                         leave_plan=self._leave_plan_mode)  # what TodoWrite, ExitPlanMode, AskUserQuestion reach
@@ -350,22 +312,9 @@ class Agent:
     # -- one user turn --
 
     def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
-        """``/name args`` of a custom command or skill: the prompt to send and the rules its turn may use, or None
-        (``agent/slash_commands.py``). Raises ``AgentError`` when one of its ``!`` lines failed, or a hook blocked
-        the prompt: nothing is sent.
-
-        UserPromptSubmit fires first, on the prompt as typed, and its ``!`` lines run after it (hooks reference:
-        UserPromptSubmit "runs when the user submits a prompt, before Claude processes it"; the command's expansion
-        comes after). The turn ``ask`` then runs does not fire it again."""
-        name = text[1:].partition(" ")[0] if text.startswith("/") else ""
-        if name not in self.slash.commands and name not in self.slash.skills:
-            return None
-        decision = self.hooks.user_prompt_submit(self, text)
-        if decision.blocked is not None:
-            raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
-        expanded = self.slash.expand(decision.prompt)
-        self._submitted = decision if expanded is not None else None
-        return expanded
+        """``/name args``: the prompt to send and its turn's rules, or None (``agent/slash_commands.py``); UserPromptSubmit
+        first, then its ``!`` lines. Raises ``AgentError`` when a hook blocked it or a ``!`` line failed: nothing is sent."""
+        return self.slash.submit_and_expand(text, lambda typed: self.hooks.user_prompt_submit(self, typed))
 
     def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
         """Run one user turn to its stop (rule 2); ``allowed_tools`` hold for this turn only (a command's).
@@ -389,9 +338,7 @@ class Agent:
         from .hooks.stop_gate import StopGate
 
         self.toolbox.sync_mcp(self.mcp_servers)  # MCP tools a server added or dropped since the last run (list_changed)
-        submitted, self._submitted = self._submitted, None  # a command's: its hooks ran before its ! lines
-        decision = (PromptDecision(prompt, context=submitted.context) if submitted is not None
-                    else self.hooks.user_prompt_submit(self, prompt))
+        decision = self.slash.take_submitted(prompt) or self.hooks.user_prompt_submit(self, prompt)  # a command's ran already
         if decision.blocked is not None:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
         s = self.session

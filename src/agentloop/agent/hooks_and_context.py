@@ -132,6 +132,27 @@ class ClaudeHooks:
         self.carry_env_file(agent)
         return "\n\n".join(out.additional_context)
 
+    def scoped_hooks(self, agent: HookSubject, value: Any, where: str, plugin_root: str,
+                     trusted: bool) -> Callable[[], None] | None:
+        """A command's or skill's front matter ``hooks`` added to the session's hooks while it is active; what takes
+        them out again. A folder's own need its trust (folder trust covers what runs on the host)."""
+        from ..config.settings import ConfigError
+        from .plugins import expand_plugin_root
+
+        real, cwd = os.path.realpath(where), os.path.realpath(agent.cwd)
+        if not trusted and (real == cwd or real.startswith(cwd + os.sep)):
+            self._notice(agent, f"{where}: front matter hooks not run: this folder is not trusted (folder trust covers what runs)")
+            return None
+        try:
+            added, warnings = self.runner.add_scoped(expand_plugin_root(value, plugin_root) if plugin_root else value,
+                                                     where, plugin_root or None)
+        except ConfigError as exc:
+            self._notice(agent, f"front matter hooks not run: {exc}")
+            return None
+        for w in warnings:
+            self._notice(agent, w)
+        return lambda: self.runner.remove_scoped(added)
+
     def carry_env_file(self, agent: HookSubject) -> None:
         """The variables SessionStart hooks wrote to ``CLAUDE_ENV_FILE``, added to the environment Bash starts with."""
         path, self.runner.env_file = self.runner.env_file, None

@@ -10,9 +10,14 @@ Here its body goes into the session's system prompt (its dynamic part). agentloo
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["BUILT_IN", "find_output_style"]
+if TYPE_CHECKING:
+    from ..config.settings import SettingsSource
+    from .plugins import Plugin
+
+__all__ = ["BUILT_IN", "find_output_style", "session_output_style"]
 
 BUILT_IN = {
     "explanatory": "Explain as you work: alongside the task, add short insights about why the code and the choices "
@@ -61,3 +66,18 @@ def find_output_style(name: str, folders: Sequence[str], warnings: list[str]) ->
     warnings.append(f"outputStyle {name!r}: no such output style (built-in: default, Explanatory, Learning; "
                     f"or a file in {', '.join(folders) or 'an output-styles folder'}); the default is used")
     return None
+
+
+def session_output_style(sources: Sequence[SettingsSource], env: Mapping[str, str], cwd: str, plugins: Sequence[Plugin],
+                         warnings: list[str]) -> tuple[str, str] | None:
+    """The settings' ``outputStyle`` as (its name, its text), from the user's, the plugins' and the project's
+    ``output-styles`` folders (lowest precedence first); None for the default or a style not found (warned)."""
+    from ..config.settings import merged, user_home
+
+    name = merged(list(sources), "outputStyle")
+    if not isinstance(name, str):
+        return None
+    folders = [os.path.join(user_home(env), ".claude", "output-styles"),
+               *(os.path.join(p.path, "output-styles") for p in plugins), os.path.join(cwd, ".claude", "output-styles")]
+    found = find_output_style(name, folders, warnings)
+    return None if found is None else (name, found[0])

@@ -38,7 +38,7 @@ from ..config.settings import ConfigError, SettingsSource, read_json_object
 if TYPE_CHECKING:
     from .subagents.agent_types import AgentType
 
-__all__ = ["Plugin", "expand_plugin_root", "find_plugins", "plugin_agent_types", "plugin_commands_and_skills", "plugin_sources", "project_plugin_files"]
+__all__ = ["Plugin", "expand_plugin_root", "extension_folders", "find_plugins", "plugin_agent_types", "plugin_commands_and_skills", "plugin_sources", "project_plugin_files"]
 
 ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
 MANIFEST_KEYS = frozenset({"$schema", "name", "version", "description", "author", "homepage", "repository", "license", "keywords",
@@ -272,6 +272,12 @@ def _entry_folder(cwd: str, entry: Mapping[str, Any], mfile: str, data: Mapping[
                         "(none of its commands, hooks or servers runs)")
         return None
     return path
+
+
+def extension_folders(plugins: Iterable[Plugin], skills: Mapping[str, Any]) -> list[str]:
+    """The folders of the session's plugins and skills: shown read-only to sandboxed commands (their bundled scripts
+    run in Bash, as Claude Code runs them; ``Sandbox.show_extensions``)."""
+    return [*(p.path for p in plugins), *(sk.directory for sk in skills.values())]
 
 
 def expand_plugin_root(value: Any, root: str) -> Any:

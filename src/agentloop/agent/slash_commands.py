@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import ToolCall, ToolResult
@@ -38,6 +39,8 @@ class SlashCommands:
                  scoped_hooks: ScopedHooks | None = None):
         self.commands = commands
         self._scoped_hooks = scoped_hooks
+        self.submitted: Any = None
+        """The UserPromptSubmit answer for the command that starts the next turn (``submit_and_expand``)."""
         self.next_hooks: list[tuple[Any, str, str]] = []
         """The front matter ``hooks`` of the command or skill that starts the next turn: active while it lasts."""
         self.turn_undos: list[Callable[[], None]] = []
@@ -114,6 +117,26 @@ class SlashCommands:
         if getattr(skill, "disallowed_tools", ()):
             self.turn_grants += self.grant(skill.disallowed_tools, "deny")
         self._activate_hooks(getattr(skill, "hooks", None), skill.path, getattr(skill, "plugin_root", ""))
+
+    def submit_and_expand(self, text: str, submit: Callable[[str], Any]) -> tuple[str, tuple[str, ...]] | None:
+        """``expand`` after ``submit`` (the UserPromptSubmit hooks) saw the prompt as typed: hooks reference,
+        UserPromptSubmit "runs when the user submits a prompt, before Claude processes it", so before the command's
+        ``!`` lines. Its answer is kept for the turn (``take_submitted``). Raises ``AgentError`` when it blocked."""
+        name = text[1:].partition(" ")[0] if text.startswith("/") else ""
+        if name not in self.commands and name not in self.skills:
+            return None
+        decision = submit(text)
+        if decision.blocked is not None:
+            raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
+        expanded = self.expand(decision.prompt)
+        self.submitted = decision if expanded is not None else None
+        return expanded
+
+    def take_submitted(self, prompt: str) -> Any:
+        """The UserPromptSubmit answer of the command that starts this turn (once), for ``prompt`` (what the command
+        expanded to), or None: then the hooks have not run for this turn yet."""
+        decision, self.submitted = self.submitted, None
+        return None if decision is None else replace(decision, prompt=prompt)
 
     def expand(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """``/name args``: the prompt to send and the rules its turn may use, or None when ``text`` names
