@@ -6,8 +6,9 @@
 - Bash: ``BASH_DEFAULT_TIMEOUT_MS`` is "Default timeout for long-running bash commands" (environment variables page,
   https://code.claude.com/docs/en/env-vars); the tool's description says the timeout the session has.
 - A command's ``!`` lines run after UserPromptSubmit: hooks reference, UserPromptSubmit "Runs when the user submits
-  a prompt, before Claude processes it" (https://code.claude.com/docs/en/hooks#userpromptsubmit); the command's
-  expansion, its bash lines included, is what follows.
+  a prompt, before Claude processes it" (https://code.claude.com/docs/en/hooks#userpromptsubmit), and it "receives
+  only the raw prompt string" (anthropics/claude-code#87320); the command's expansion, its bash lines included, is
+  what follows.
 """
 
 from __future__ import annotations
