@@ -148,3 +148,13 @@ def test_a_plugin_folder_holding_a_hidden_path_is_not_shown(tmp_path: Path) -> N
     assert shown == [str(home / ".claude" / "skills" / "pdf")]
     assert len(warnings) == 2 and "holds a folder the sandbox hides" in warnings[0] and "is inside" in warnings[1]
     assert sbx.extension_binds([str(home)], hidden) == []
+
+
+def test_a_plugin_folder_that_holds_the_workspace_leaves_it_writable(tmp_path: Path) -> None:
+    """anthropics/skills cloned as the project, its own marketplace (``source: "./"``) enabled: the plugin's folder is
+    the workspace, which stays writable (no read-only bind over it); a plugin inside it is bound read-only."""
+    ws = tmp_path / "skills-repo"
+    (ws / "skills" / "pdf").mkdir(parents=True)
+    assert sbx.extension_binds([str(ws)], [], roots=[str(ws)]) == []
+    inner = str(ws / "skills" / "pdf")
+    assert sbx.extension_binds([inner], [], roots=[str(ws)]) == ["--ro-bind", inner, inner]

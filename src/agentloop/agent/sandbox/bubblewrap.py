@@ -762,7 +762,7 @@ class Sandbox:
                 out += ["--tmpfs", p, "--remount-ro", p]
             elif os.path.exists(p):
                 out += ["--ro-bind", "/dev/null", p]
-        out += extension_binds(self.extension_dirs, self.hidden, self.extension_holders, self._hidden_in_view(shown))
+        out += extension_binds(self.extension_dirs, self.hidden, self.extension_holders, self._hidden_in_view(shown), self.roots)
         out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
         if not s.network:
             out += ["--unshare-net"]
@@ -1237,13 +1237,17 @@ def extension_folders(folders: Sequence[str], hidden: Sequence[str], holders: Se
 
 
 def extension_binds(folders: Sequence[str], hidden: Sequence[str], holders: Sequence[str] = (),
-                    sealed: Sequence[str] = ()) -> list[str]:
+                    sealed: Sequence[str] = (), roots: Sequence[str] = ()) -> list[str]:
     """bubblewrap's read-only binds for the shown plugin and skill folders, after every other mount (a folder inside
     a hidden home, inside a writable workspace, or under a hidden ``~/.claude`` shows, and cannot be written).
     ``sealed``: the hidden folders mounted as read-only empty folders, inside which no mount point can be made (a
-    folder there is left hidden, and the log says so)."""
+    folder there is left hidden, and the log says so). ``roots``: the workspace and added directories; a folder that
+    is one of them or holds one (a marketplace whose ``source`` is ``./``, cloned as the project) is left as it is,
+    since binding it read-only would take the workspace's writes away."""
     out: list[str] = []
     for f in sorted(extension_folders(folders, hidden, holders)[0], key=_depth):
+        if any(r == f or r.startswith(f.rstrip(os.sep) + os.sep) for r in roots):
+            continue
         if any(f.startswith(h + os.sep) for h in sealed):
             import logging
 
