@@ -1591,9 +1591,78 @@ SABOTAGES = [
         "        if k not in names and v not in values and (k in keep or not secret_named(k))  # SABOTAGED",
         ["tests/test_secret_shapes.py::test_variables_carrying_credentials_by_convention_stay_out_of_children", "tests/test_secret_shapes.py::test_bash_does_not_inherit_them"],
     ),
+    # -- Claude Code users' files, round 3 (plugins' environment, bundled scripts, managed restrictions) --
+    Sabotage(
+        "the protected-path rule lets every argument of a script run from .claude through (a write into .claude goes unasked)",
+        "src/agentloop/agent/permissions/rules.py",
+        "if lit and not w.startswith(\"-\") and i != script]",
+        "if lit and not w.startswith(\"-\") and script is None]  # SABOTAGED",
+        ["tests/test_claude_skill_scripts.py::test_the_protected_path_rule_guards_writes_into_claude_not_running_a_script_there"],
+    ),
+    Sabotage(
+        "plugin and skill folders are shown to sandboxed commands writable",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        out += [\"--ro-bind\", f, f]\n    return out",
+        "        out += [\"--bind\", f, f]  # SABOTAGED\n    return out",
+        ["tests/test_claude_skill_scripts.py::test_an_enabled_plugins_script_runs_in_the_sandbox_from_its_folder_read_only"],
+    ),
+    Sabotage(
+        "a plugin folder holding a hidden credential folder is shown to sandboxed commands",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        if covers is not None or any(h not in holders for h in inside):",
+        "        if any(h not in holders for h in inside):  # SABOTAGED",
+        ["tests/test_claude_skill_scripts.py::test_a_plugin_folder_holding_a_hidden_path_is_not_shown"],
+    ),
+    Sabotage(
+        "a secret-named variable a SessionStart hook writes to CLAUDE_ENV_FILE reaches Bash",
+        "src/agentloop/agent/hooks/env_file.py",
+        "        if name in PROVIDER_KEY_VARS or (secret_named(name) and name not in keep):",
+        "        if name in PROVIDER_KEY_VARS:  # SABOTAGED",
+        ["tests/test_claude_plugin_environment.py::test_exports_a_session_start_hook_writes_to_claude_env_file_reach_later_bash_calls"],
+    ),
+    Sabotage(
+        "allowManagedPermissionRulesOnly is ignored (a project's allow rule runs a command)",
+        "src/agentloop/agent/permissions/rules.py",
+        "        if self.managed_rules_only is None or behavior == \"deny\":",
+        "        if True:  # SABOTAGED",
+        ["tests/test_claude_managed_restrictions.py::test_project_allow_rules_do_not_apply_when_managed_settings_allow_only_theirs"],
+    ),
+    Sabotage(
+        "strictKnownMarketplaces is ignored (a project's marketplace loads)",
+        "src/agentloop/agent/plugins.py",
+        "            if strict is not None and s.scope != \"managed\" and not _market_allowed(cwd, entry, strict[1]):",
+        "            if False:  # SABOTAGED",
+        ["tests/test_claude_managed_restrictions.py::test_strict_known_marketplaces_empty_keeps_a_projects_marketplace_out"],
+    ),
+    Sabotage(
+        "a deny rule naming Task (the Agent tool's old name) does not block Agent",
+        "src/agentloop/agent/permissions/rules.py",
+        "    tool = TOOL_ALIASES.get(tool, tool)\n",
+        "    pass  # SABOTAGED\n",
+        ["tests/test_claude_task_alias.py::test_disallowed_tools_task_removes_the_agent_tool"],
+    ),
+    Sabotage(
+        "front matter YAML expands anchors and aliases",
+        "src/agentloop/agent/front_matter.py",
+        "        if self.check_event(yaml.AliasEvent):",
+        "        if False:  # SABOTAGED",
+        ["tests/test_claude_agent_front_matter.py::test_yaml_anchors_and_aliases_are_not_expanded"],
+    ),
+    Sabotage(
+        "an untrusted folder's command runs its front matter hooks",
+        "src/agentloop/agent/hooks_and_context.py",
+        "        if not trusted and (real == cwd or real.startswith(cwd + os.sep)):",
+        "        if False:  # SABOTAGED",
+        ["tests/test_claude_front_matter_hooks.py::test_an_untrusted_folders_command_hooks_do_not_run"],
+    ),
+    Sabotage(
+        "what a project's sandboxed SessionStart hook writes to CLAUDE_ENV_FILE is sourced on the host",
+        "src/agentloop/agent/hooks_and_context.py",
+        "                                          wrap=self.runner.confined_source())",
+        "                                          wrap=None)  # SABOTAGED",
+        ["tests/test_claude_plugin_environment.py::test_what_a_projects_session_start_hook_writes_to_claude_env_file_never_runs_on_the_host"],
+    ),
 ]
-
-
 class Worker:
     """One copy of the tree and one pytest server on it: a sabotage is applied in the copy, its tests
     run in a child forked from the server, and the copy is put back byte for byte afterwards.

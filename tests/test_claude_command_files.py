@@ -124,8 +124,9 @@ def test_a_file_mentioned_in_a_command_body_is_attached(proj: Path, scripted: Ca
 
 
 def test_front_matter_agentloop_does_not_honour_is_named_in_a_warning(proj: Path, scripted: Callable[..., str]) -> None:
-    """Frontmatter reference (commands, skills) and sub-agents reference: ``hooks`` is documented; agentloop
-    ignores it, and never in silence; a skill's ``model`` is said to hold only for the turn ``/name`` starts."""
+    """Sub-agents reference: an agent's ``hooks`` is documented; agentloop ignores it, and never in silence (a
+    skill's hooks are honoured: tests/test_claude_front_matter_hooks.py); a skill's ``model`` is said to hold only
+    for the turn ``/name`` starts."""
     sk = proj / ".claude" / "skills" / "lint"
     sk.mkdir(parents=True)
     (sk / "SKILL.md").write_text("---\nname: lint\ndescription: Lint\nmodel: haiku\nhooks:\n  PreToolUse:\n    - matcher: Bash\n---\nLint it.\n")
@@ -137,7 +138,7 @@ def test_front_matter_agentloop_does_not_honour_is_named_in_a_warning(proj: Path
         text = "\n".join(a.load_warnings)
         assert "disallowed-tools" not in text  # honoured: see the next test
         assert "front matter 'model' of the skill 'lint' holds for the turn /lint starts" in text
-        assert "front matter 'hooks' of the skill 'lint'" in text
+        assert "front matter 'hooks' of the skill 'lint'" not in text
     finally:
         a.close()
     from agentloop.agent.subagents.agent_types import load_agent_types
@@ -223,3 +224,18 @@ def test_a_commands_disallowed_tools_are_denied_for_its_turn_only(proj: Path, sc
 
     denied, allowed = [x.payload for x in read_records(a.session.path) if x.kind == "tool_result"]
     assert not denied["ok"] and "Write" in denied["error"] and allowed["ok"]
+
+
+def test_a_skills_context_fork_and_agent_are_named_in_a_warning(proj: Path, tmp_path: Path) -> None:
+    """Skills page, "Run skills in a subagent": ``context: fork`` runs the skill in a forked sub-agent and ``agent``
+    names its type (https://code.claude.com/docs/en/skills#run-skills-in-a-subagent). agentloop runs the skill in the
+    conversation and says so, naming both keys."""
+    from agentloop.agent.commands import load_skills
+
+    sk = proj / ".claude" / "skills" / "research"
+    sk.mkdir(parents=True)
+    (sk / "SKILL.md").write_text("---\nname: research\ndescription: Research\ncontext: fork\nagent: Explore\n---\nLook.\n")
+    warnings: list[str] = []
+    load_skills(str(proj), str(tmp_path / "alhome"), None, warnings)
+    assert any("front matter 'context' of the skill 'research'" in w and "sub-agent" in w for w in warnings)
+    assert any("front matter 'agent' of the skill 'research'" in w for w in warnings)

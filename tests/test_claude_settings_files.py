@@ -99,13 +99,15 @@ STATUS_SH = """#!/usr/bin/env bash
 input=$(cat)
 model=$(echo "$input" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["model"]["id"], d["cost"]["total_cost_usd"], d["workspace"]["current_dir"])')
 echo "[$model] key=${ANTHROPIC_API_KEY:-none} dir=$CLAUDE_PROJECT_DIR"
-echo "second line is not shown"
+echo "second row"
 """
 
 
 def test_the_status_line_command_draws_the_toolbar(proj: Path, scripted: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings reference, ``statusLine``; status line docs: the command reads the session as JSON on stdin and
-    its first line of output is shown. It runs in the hooks' environment (no provider keys)."""
+    what it prints is shown, each line a row ("Display multiple lines",
+    https://code.claude.com/docs/en/statusline#display-multiple-lines). It runs in the hooks' environment (no
+    provider keys)."""
     import argparse
     import stat
 
@@ -120,7 +122,7 @@ def test_the_status_line_command_draws_the_toolbar(proj: Path, scripted: Callabl
     repl.agent = Agent(cwd=str(proj), trust=True, model=scripted([]))
     try:
         spec = repl.agent.model_spec
-        assert repl.status_line() == f"[{spec} 0.0 {proj}] key=none dir={proj}"
+        assert repl.status_line() == f"[{spec} 0.0 {proj}] key=none dir={proj}\nsecond row"
         write_settings(proj, {"statusLine": {"type": "command", "command": "echo oops >&2; exit 4"}})
     finally:
         repl.agent.close()

@@ -10,9 +10,10 @@ and ``is_error``. agentloop honours those beside Claude Code's protocol.
 makes it the fail-open default, so reading it as Claude Code's
 ``permissionDecision: "allow"`` would approve every call.
 
-Any output key that is neither protocol's is named in a warning (Claude Code's
-hooks reference validates output "against the same output schema" and drops
-fields of the wrong type; a misspelt decision must not fail open in silence).
+An output key that looks like a misspelt key of either protocol is named in a
+warning (a misspelt decision must not fail open in silence); a key a hook adds
+for itself (``metrics``, as Anthropic's security-guidance plugin prints on every
+event) is ignored without a word, as Claude Code ignores what it does not read.
 Each test runs twice: settings in ``.agentloop/settings.json`` and in ``.claude/settings.json``.
 """
 
@@ -170,3 +171,11 @@ def test_both_protocols_keys_give_no_warning() -> None:
         ' "updatedInput": {}, "additionalContext": "c", "updatedToolOutput": 1}}',
     ):
         assert parse_hook_output(raw).warnings == (), raw
+
+
+def test_a_key_a_hook_adds_for_itself_gives_no_warning() -> None:
+    """Anthropic's security-guidance plugin adds ``metrics`` to its answers; it is nobody's misspelling."""
+    assert parse_hook_output('{"metrics": {"ms": 3}, "systemMessage": "ok"}').warnings == ()
+    assert parse_hook_output('{"hookSpecificOutput": {"hookEventName": "PostToolUse", "timingInfo": 1}}').warnings == ()
+    top = parse_hook_output('{"additionalContext": "ctx"}').warnings
+    assert len(top) == 1 and "hookSpecificOutput.additionalContext" in top[0]

@@ -208,8 +208,10 @@ def test_print_mode_lists_the_loaded_plugin_in_its_init_message(tmp_path: Path, 
     assert init["type"] == "system" and init["subtype"] == "init"
     assert init["plugins"] == [{"name": "formatter", "path": str(plugin.resolve())}]
     assert "plugin" not in p.stderr.lower(), p.stderr  # no warning about it any more
-    # the command ran: its expanded body is the prompt the plugin's own hook saw
-    assert json.loads((plugin / "hook-ran").read_text())["prompt"].startswith(f"Say hello to Ann, from {plugin.resolve()}.")
+    # the plugin's own UserPromptSubmit hook saw the prompt as typed (anthropics/claude-code#87320: "a
+    # UserPromptSubmit hook receives only the raw prompt string"), before the command expanded; the turn ran
+    assert json.loads((plugin / "hook-ran").read_text())["prompt"] == "/formatter:hello Ann"
+    assert json.loads(p.stdout.splitlines()[-1])["result"] == "ok"
 
 
 def test_a_trusted_folder_is_asked_again_when_a_plugin_its_settings_enable_changes(

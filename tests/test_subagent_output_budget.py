@@ -187,12 +187,13 @@ def test_a_child_in_its_worktree_runs_the_projects_tests_from_the_parents_venv_a
 
 def test_explore_runs_read_only_bash_and_nothing_else_even_when_the_parent_may_do_anything(tmp_path: Path) -> None:
     """Claude Code's built-in Explore agent is read-only but can look with Bash (code.claude.com/docs/en/sub-agents,
-    "Explore": read-only tools); here its Bash runs the lines the permission rules pass as read-only, and refuses
-    the rest even under bypassPermissions."""
+    "Explore": read-only tools); here its Bash runs the lines the permission rules pass as read-only (git only for the
+    subcommands that read objects and refs: ``git log`` can run a signature program), and refuses the rest even
+    under bypassPermissions."""
     cwd = _repo_with_a_venv(tmp_path)
     replies = [
         {"tool_calls": [{"name": "Agent", "arguments": {"description": "look", "prompt": "look", "subagent_type": "Explore"}}]},
-        {"tool_calls": [{"name": "Bash", "arguments": {"command": "git log --oneline | head -1"}},
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": "ls calc.py; git rev-list --count HEAD"}},
                         {"name": "Bash", "arguments": {"command": "touch written-by-explore"}}]},
         {"text": "looked"},
         {"text": "parent done"},
@@ -206,6 +207,6 @@ def test_explore_runs_read_only_bash_and_nothing_else_even_when_the_parent_may_d
             a.close("prompt_input_exit")
         results = fp.requests[2]["body"]["messages"][-1]["content"]
     log, touch = (r for r in results if r.get("type") == "tool_result")
-    assert "one" in str(log["content"]) and not log.get("is_error")
+    assert "calc.py" in str(log["content"]) and "1" in str(log["content"]) and not log.get("is_error")
     assert touch.get("is_error") and "read-only commands only" in str(touch["content"])
     assert not (cwd / "written-by-explore").exists()

@@ -3,11 +3,10 @@
 ``Agent.ask(prompt)`` runs one user turn through ``agentloop.run.run`` with the
 session's messages, the session as the transcript sink, and every tool call
 through the one tool-call pipeline. The REPL, ``-p``, ACP and ``agentloop run``
-are thin drivers of this class. Its parts, each in a module of its own: the
-settings (``agent_settings``), hooks, context manager, Agent tool, MCP servers
-and session (``builder``), the tools (``toolbox``), the calls (``pipeline``),
-commands and skills (``slash_commands``), the system prompt (``session_prompt``);
-what each part may see of the agent is a Protocol (``protocols``).
+are thin drivers of this class. Its parts, each in a module of its own: the settings
+(``agent_settings``), hooks, context manager, Agent tool, MCP servers and session (``builder``), the
+tools (``toolbox``), the calls (``pipeline``), commands and skills (``slash_commands``), the system
+prompt (``session_prompt``); what each part may see of the agent is a Protocol (``protocols``).
 
 Rules:
 
@@ -36,8 +35,9 @@ from .agent_settings import AgentSettings, SettingsFlags, cap_text, read_setting
 from .builder import AgentParts, build_parts, open_session
 from .logs import SessionLogFilter, current_session_id, setup_logging
 from .model_choice import ModelChoice, context_window, open_model_spec, scripted_model
+from .output_styles import session_output_style
 from .pipeline import ToolCalls, ToolPipeline
-from .plugins import find_plugins, plugin_commands_and_skills, plugin_sources
+from .plugins import extension_folders, find_plugins, plugin_commands_and_skills, plugin_sources
 from .protocols import (
     AgentError,
     AgentHooks,
@@ -83,9 +83,8 @@ class Agent:
         self, *, cwd: str, model: str | Any | None = None, home: str | None = None, env: Mapping[str, str] | None = None,
         base_url: str | None = None, api_key_env: str | None = None, fallback: str | None = None,
         max_usd_micros: int | None = None, max_steps: int | None = None, permission_mode: str | None = None,
-        add_dirs: Sequence[str] = (), resume: str | None = None, continue_last: bool = False,
-        durability: Durability | None = None, ask_permission: AskPermission | None = None,
-        shell_timeout_s: float | None = None, registry: Registry | None = None, trust: bool | None = None,
+        add_dirs: Sequence[str] = (), resume: str | None = None, continue_last: bool = False, durability: Durability | None = None,
+        ask_permission: AskPermission | None = None, shell_timeout_s: float | None = None, registry: Registry | None = None, trust: bool | None = None,
         ask_trust: Callable[[Any], bool] | None = None, ask_mcp_server: Callable[[str, str], bool] | None = None,
         ask_imports: Callable[[list[str]], bool] | None = None, managed_settings: str | None = None,
         cli_rules: Sequence[tuple[str, str]] = (), system_prompt: str | None = None, append_system_prompt: str | None = None,
@@ -123,8 +122,10 @@ class Agent:
         self.memory_files, self.memory_text, self.load_warnings = files.memory_files, files.memory_text, files.load_warnings
         self.startup_notices += files.notices
         self.commands, self.skills = plugin_commands_and_skills(files.commands, files.skills, self.plugins, self.load_warnings)
-        self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd,
-                                   roots=lambda: list(self.workspace.roots), notice=self._notice)
+        self.load_warnings += self.sandbox.show_extensions(extension_folders(self.plugins, self.skills), self.home)  # read-only
+        self.prompt.style = session_output_style(self.sources, self.env, self.cwd, self.plugins, self.load_warnings)
+        self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd, roots=lambda: list(
+            self.workspace.roots), notice=self._notice, scoped_hooks=lambda v, w, r: self.hooks.scoped_hooks(self, v, w, r, self.trust.trusted))
         if continue_last and resume is None:  # none yet: a new session, as Claude Code's -c starts one
             resume = latest_id(self.cwd, self.home)
             if resume is None:
@@ -187,7 +188,7 @@ class Agent:
         self.toolbox: Toolbox = Toolbox.build(self)
         self.policy: PermissionPolicy = self.toolbox.policy
         said = self.policy.check_names(self.toolbox.registry.names())  # a rule that can never match is named
-        self.config_warnings += [w for w in said if w not in self.config_warnings]
+        self.config_warnings += [w for w in [*said, *self.policy.notes] if w not in self.config_warnings]  # + managed-only
         self.workspace: Workspace = self.toolbox.workspace
         self.processes, self.background = self.toolbox.processes, self.toolbox.background
 
@@ -272,7 +273,7 @@ class Agent:
     def system_messages(self) -> list[Message]:
         return self.prompt.messages(self)
 
-    def child_system_prompt(self, cwd: str) -> str:
+    def child_system_prompt(self, cwd: str) -> str:  # a sub-agent's rules and environment
         return self.prompt.for_child(self, cwd)
 
     def system_prompt(self) -> str:
@@ -312,9 +313,9 @@ class Agent:
     # -- one user turn --
 
     def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
-        """``/name args`` of a custom command or skill: the prompt to send and the rules its turn may use, or None
-        (``agent/slash_commands.py``). Raises ``AgentError`` when one of its ``!`` lines failed: nothing is sent."""
-        return self.slash.expand(text)
+        """``/name args``: the prompt to send and its turn's rules, or None (``agent/slash_commands.py``); UserPromptSubmit
+        first, then its ``!`` lines. Raises ``AgentError`` when a hook blocked it or a ``!`` line failed: nothing is sent."""
+        return self.slash.submit_and_expand(text, lambda typed: self.hooks.user_prompt_submit(self, typed))
 
     def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
         """Run one user turn to its stop (rule 2); ``allowed_tools`` hold for this turn only (a command's).
@@ -332,13 +333,12 @@ class Agent:
             self.models.restore(saved, self._note_model)
 
     def _ask(self, prompt: str, *, observer: Observer | None = None) -> RunResult:
-        """One user turn. A Stop hook that blocks continues it: its reason is the next user message of another
-        run, under what is left of the turn's budget (``agent/hooks/stop_gate.py``). The result holds the
-        turn's totals and its last run's answer and stop."""
+        """One user turn. A Stop hook that blocks continues it: its reason is the next user message of another run, under
+        what is left of the turn's budget (``hooks/stop_gate.py``). The result: the turn's totals, its last answer and stop."""
         from .hooks.stop_gate import StopGate
 
         self.toolbox.sync_mcp(self.mcp_servers)  # MCP tools a server added or dropped since the last run (list_changed)
-        decision = self.hooks.user_prompt_submit(self, prompt)
+        decision = self.slash.take_submitted(prompt) or self.hooks.user_prompt_submit(self, prompt)  # a command's ran already
         if decision.blocked is not None:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
         s = self.session

@@ -95,7 +95,8 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
                                           confine=agent.sandbox.confine)  # a project's hooks: inside the sandbox
         for w in runner.warnings:
             log.warning("%s", w)
-        claude = ClaudeHooks(runner) if runner.handlers else None
+        scoped = any(getattr(c, "hooks", None) is not None for c in [*agent.commands.values(), *agent.skills.values()])
+        claude = ClaudeHooks(runner) if runner.handlers or scoped else None  # front matter hooks join while active
         ctx = AgentContext(agent, claude)  # context management and the loop check
         tools: list[Tool] = []
         if agent.settings.subagents:
@@ -215,6 +216,7 @@ def _with_aliases(agent: PartsSource, types: dict[str, AgentType]) -> dict[str, 
     out = {}
     for name, t in types.items():
         if t.model:
-            t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
+            t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode,
+                                                           provider=agent.models.provider))
         out[name] = t
     return out

@@ -33,10 +33,9 @@ Rules:
    it); ``allowed-tools`` holds while the skill is active (the rest of the
    turn that loaded it). A skill's ``!`` lines run as a command's do, when
    it is loaded (the agent passes ``skill_tool`` its ``preprocess``).
-4. Front matter is a small YAML subset (``key: value``, quoted strings,
-   ``[a, b]`` lists, indented continuation lines), parsed here rather than
-   pulling in PyYAML for three keys. A broken header is treated as body text,
-   never as an error that stops the agent from starting.
+4. Front matter is YAML, read as ``agent/front_matter.py`` says (a header that
+   is not valid YAML is read line by line, as real files need). A broken header
+   is treated as body text, never as an error that stops the agent from starting.
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..tools import Tool, ToolError
+from .front_matter import parse_front_matter
 
 __all__ = [
     "BANG",
@@ -73,72 +73,6 @@ BANG = re.compile(r"^```!\s*\n(.*?)\n?^```[ \t]*$|!`([^`\n]+)`", re.MULTILINE | 
 prompt is sent, its output in its place (group 1: the block's lines, group 2: the inline command)."""
 MAX_TEMPLATE_BYTES = 256_000
 _PLACEHOLDER = re.compile(r"(\\*)\$(?:ARGUMENTS\[(\d+)\]|(\d+)|(ARGUMENTS))")
-
-
-def _unquote(v: str) -> Any:
-    v = v.strip()
-    if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
-        inner = v[1:-1]
-        if v[0] == '"':
-            inner = inner.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-        else:
-            inner = inner.replace("''", "'")
-        return inner
-    if v.startswith("[") and v.endswith("]"):
-        return [_unquote(x) for x in v[1:-1].split(",") if x.strip()]
-    if v in ("true", "false"):
-        return v == "true"
-    return v
-
-
-def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """(front matter, body) of a Markdown file; ({}, text) when there is no valid header."""
-    if not text.startswith("---"):
-        return {}, text
-    lines = text.split("\n")
-    if lines[0].strip() != "---":
-        return {}, text
-    end = None
-    for i in range(1, len(lines)):
-        if lines[i].strip() in ("---", "..."):
-            end = i
-            break
-    if end is None:
-        return {}, text
-    meta: dict[str, Any] = {}
-    key: str | None = None
-    block: str | None = None
-    for line in lines[1:end]:
-        if not line.strip() or line.lstrip().startswith("#"):
-            if block is not None and key is not None:
-                meta[key] += "\n"
-            continue
-        m = re.match(r"^([A-Za-z_][A-Za-z0-9_\-]*)\s*:(.*)$", line)
-        if m and not line[0].isspace():
-            key = m.group(1)
-            value = m.group(2).strip()
-            if value in ("|", ">", "|-", ">-", "|+", ">+"):
-                block = value[0]
-                meta[key] = ""
-            else:
-                block = None
-                meta[key] = _unquote(value)
-            continue
-        if key is None:
-            return {}, text
-        cont = line.strip()
-        if block is not None:
-            sep = "\n" if block == "|" else " "
-            meta[key] = (meta[key] + sep + cont) if meta[key] else cont
-        elif isinstance(meta[key], list):
-            if cont.startswith("- "):
-                meta[key].append(_unquote(cont[2:]))
-        elif cont.startswith("- ") and meta[key] == "":
-            meta[key] = [_unquote(cont[2:])]
-        else:
-            meta[key] = f"{meta[key]} {cont}".strip()
-    body = "\n".join(lines[end + 1 :])
-    return meta, body.lstrip("\n")
 
 
 def _first_line(body: str) -> str:
@@ -297,13 +231,20 @@ class CustomCommand:
         """``model``: the model the command's turn runs on (None: the conversation's)."""
         return front_matter_model(self.meta)
 
+    @property
+    def hooks(self) -> Any:
+        """``hooks``: hooks that run while the command's turn lasts (``agent/slash_commands.py``)."""
+        return self.meta.get("hooks")
+
     def render(self, arguments: str) -> str:
         """The prompt with ``arguments`` substituted for ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N``."""
         return substitute(self.template, arguments)
 
 
 UNSUPPORTED_KEYS = {
-    "hooks": "hooks run only from the settings files",
+    "context": "Claude Code runs a skill with context: fork in a sub-agent of its own; agentloop runs it in the "
+               "conversation, with the conversation's tools",
+    "agent": "the sub-agent type a context: fork skill runs in; agentloop runs the skill in the conversation",
 }
 """Front matter Claude Code documents for commands and skills that agentloop does not honour, and what happens instead."""
 
@@ -319,7 +260,7 @@ def front_matter_model(meta: dict[str, Any]) -> str | None:
 def unsupported_warnings(path: str, meta: dict[str, Any], what: str) -> list[str]:
     """One warning per front matter key of ``UNSUPPORTED_KEYS`` in ``meta`` (never ignored in silence)."""
     return [f"{path}: front matter {k!r} of {what} is not supported by agentloop; ignored ({why})"
-            for k, why in UNSUPPORTED_KEYS.items() if k in meta]
+            for k, why in UNSUPPORTED_KEYS.items() if k in meta and (k != "context" or meta[k] == "fork")]
 
 
 def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: list[str] | None = None, *,
@@ -355,7 +296,7 @@ def load_commands(cwd: str, home: str, user_home: str | None = None, warnings: l
                 if text is None:
                     continue
                 here[stem] = path
-                meta, body = parse_front_matter(text)
+                meta, body = parse_front_matter(text, warnings, path)
                 if warnings is not None:
                     warnings += unsupported_warnings(path, meta, f"the command /{stem}")
                 desc = str(meta.get("description") or _first_line(body))
@@ -392,6 +333,8 @@ class Skill:
     """``model``: the model the turn it starts with ``/name`` runs on (None: the conversation's)."""
     plugin_root: str = ""
     """A plugin's skill: its folder, for ``${CLAUDE_PLUGIN_ROOT}`` in the body."""
+    hooks: Any = None
+    """Front matter ``hooks``: hooks that run while the skill is active (``agent/slash_commands.py``)."""
 
     @property
     def directory(self) -> str:
@@ -431,7 +374,7 @@ def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: lis
             text = _read(path)
             if text is None:
                 continue
-            meta, body = parse_front_matter(text)
+            meta, body = parse_front_matter(text, warnings, path)
             name = str(meta.get("name") or entry).strip()
             if not _NAME.match(name):
                 name = entry
@@ -446,7 +389,7 @@ def load_skills(cwd: str, home: str, user_home: str | None = None, warnings: lis
                 model_invocable=meta.get("disable-model-invocation") is not True,
                 allowed_tools=tool_rules(meta.get("allowed-tools")),
                 disallowed_tools=tool_rules(meta.get("disallowed-tools")),
-                model=front_matter_model(meta),
+                model=front_matter_model(meta), hooks=meta.get("hooks"),
             )
     return out
 
@@ -544,7 +487,8 @@ def skill_tool(
     on_load: Callable[[Skill], None] | None = None,
     preprocess: Callable[[Skill, str], str] | None = None,
 ) -> Tool:
-    """A read-only ``Skill`` tool ({skill}) that returns a skill's instructions.
+    """A read-only ``Skill`` tool ({skill, args?}) that returns a skill's instructions, ``args`` put in place of its
+    ``$ARGUMENTS`` as ``/name args`` would (Claude Code's Skill tool takes the same two fields).
 
     Skills with ``disable-model-invocation`` are not offered; ``on_load`` is
     told of each skill loaded (the agent grants its ``allowed-tools``);
@@ -562,7 +506,8 @@ def skill_tool(
             raise ToolError(f"no skill named {name!r}{why} (have: {have})")
         if on_load is not None:
             on_load(skill)
-        body = skill.body()
+        args = kw.get("args")
+        body = skill.render(str(args)) if isinstance(args, str) and args.strip() else skill.body()
         return preprocess(skill, body) if preprocess is not None else body
 
     return Tool(
@@ -570,7 +515,8 @@ def skill_tool(
         description="Load a skill's instructions by name (the list of skills is in the system prompt).",
         parameters={
             "type": "object",
-            "properties": {"skill": {"type": "string", "description": "The skill's name."}},
+            "properties": {"skill": {"type": "string", "description": "The skill's name."},
+                           "args": {"type": "string", "description": "Optional arguments for the skill ($ARGUMENTS in it)."}},
             "required": ["skill"],
             "additionalProperties": False,
         },

@@ -23,6 +23,7 @@ from ..model_description import describe
 from .context.compaction import Compactor
 from .context.loop_check import LoopCheck, chain
 from .context.side_calls import Account
+from .hooks.env_file import new_env_file, read_env_file
 from .hooks.payloads import (
     absolute_input,
     bash_failure,
@@ -118,8 +119,52 @@ class ClaudeHooks:
     # -- AgentHooks --
 
     def session_start(self, agent: HookSubject, source: str) -> str:
+        """SessionStart: its hooks' context for the model; what they export through ``CLAUDE_ENV_FILE`` reaches Bash
+        (``agent/hooks/env_file.py``)."""
+        s = getattr(agent, "session", None)
+        if s is not None and self.runner.has("SessionStart"):
+            try:
+                self.runner.env_file = new_env_file(os.path.join(os.path.dirname(s.path), s.id))
+            except OSError as exc:
+                self.runner.env_file = None
+                self._notice(agent, f"CLAUDE_ENV_FILE cannot be made for SessionStart hooks: {exc}")
         out = self.fire(agent, "SessionStart", {"source": source, "model": getattr(agent, "model_spec", ""), **seed_fields("SessionStart")}, source)
+        self.carry_env_file(agent)
         return "\n\n".join(out.additional_context)
+
+    def scoped_hooks(self, agent: HookSubject, value: Any, where: str, plugin_root: str,
+                     trusted: bool) -> Callable[[], None] | None:
+        """A command's or skill's front matter ``hooks`` added to the session's hooks while it is active; what takes
+        them out again. A folder's own need its trust (folder trust covers what runs on the host)."""
+        from ..config.settings import ConfigError
+        from .plugins import expand_plugin_root
+
+        real, cwd = os.path.realpath(where), os.path.realpath(agent.cwd)
+        if not trusted and (real == cwd or real.startswith(cwd + os.sep)):
+            self._notice(agent, f"{where}: front matter hooks not run: this folder is not trusted (folder trust covers what runs)")
+            return None
+        try:
+            added, warnings = self.runner.add_scoped(expand_plugin_root(value, plugin_root) if plugin_root else value,
+                                                     where, plugin_root or None)
+        except ConfigError as exc:
+            self._notice(agent, f"front matter hooks not run: {exc}")
+            return None
+        for w in warnings:
+            self._notice(agent, w)
+        return lambda: self.runner.remove_scoped(added)
+
+    def carry_env_file(self, agent: HookSubject) -> None:
+        """The variables SessionStart hooks wrote to ``CLAUDE_ENV_FILE``, added to the environment Bash starts with."""
+        path, self.runner.env_file = self.runner.env_file, None
+        secrets = getattr(agent, "secrets", None)
+        child_env = getattr(secrets, "child_env", None)
+        if path is None or not isinstance(child_env, dict):
+            return
+        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, getattr(secrets, "allowed_env", ()),
+                                          wrap=self.runner.confined_source())
+        child_env.update(exports)
+        for w in warnings:
+            self._notice(agent, w)
 
     def user_prompt_submit(self, agent: HookSubject, prompt: str) -> Any:
         from .protocols import PromptDecision

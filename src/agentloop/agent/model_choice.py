@@ -195,6 +195,11 @@ class ModelChoice:
         self.check_price()
         self.window = context_window(self.name, self.window_override)
 
+    @property
+    def provider(self) -> str | None:
+        """The session's provider (``openai`` for ``openai:gpt-4o``), or None for a model given as an object."""
+        return self.model_spec.split(":", 1)[0] if ":" in self.model_spec else None
+
     def for_turn(self, wanted: tuple[str, str] | None, note: Callable[[str], None]) -> Saved | None:
         """A command's or skill's front matter ``model`` (``wanted``: the spec, and what asked for it) for the
         turn it starts (rule 4): what to put back after it, or None when the turn runs on the session's model.
@@ -207,7 +212,7 @@ class ModelChoice:
             return None
         from .trust import resolve_model
 
-        spec = resolve_model(wanted[0], env=self.env, permission_mode=self.permission_mode)
+        spec = resolve_model(wanted[0], env=self.env, permission_mode=self.permission_mode, provider=self.provider)
         if spec == self.model_spec:
             return None
         saved: Saved = (self.model, self.model_spec, self.options, self.window)

@@ -21,8 +21,8 @@ all (nothing of it runs: no hooks, servers or ``!`` lines), and a warning says s
 Names: a plugin's commands and skills are ``/plugin:name``, and also ``/name``
 when nothing else has that name; its agents are ``plugin:name``.
 ``${CLAUDE_PLUGIN_ROOT}`` in its hooks, servers, commands, skills and agents is the plugin's
-folder; a stdio server also finds it in its environment (a hook does not: it is
-written into the hook's command). Its hooks and servers reach the hook runner and
+folder; a stdio server and a hook also find it in their environment (hookify's hooks import
+their package from there; superpowers' SessionStart hook picks its output's shape by it). Its hooks and servers reach the hook runner and
 the MCP loader as settings sources of their own (``plugin_sources``), named by their file.
 """
 
@@ -38,7 +38,7 @@ from ..config.settings import ConfigError, SettingsSource, read_json_object
 if TYPE_CHECKING:
     from .subagents.agent_types import AgentType
 
-__all__ = ["Plugin", "find_plugins", "plugin_agent_types", "plugin_commands_and_skills", "plugin_sources", "project_plugin_files"]
+__all__ = ["Plugin", "expand_plugin_root", "extension_folders", "find_plugins", "plugin_agent_types", "plugin_commands_and_skills", "plugin_sources", "project_plugin_files"]
 
 ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
 MANIFEST_KEYS = frozenset({"$schema", "name", "version", "description", "author", "homepage", "repository", "license", "keywords",
@@ -55,12 +55,14 @@ class Plugin:
     asked_by: str
     """``--plugin-dir DIR`` or ``enabledPlugins name@market in FILE``."""
     manifest: Mapping[str, Any] = field(default_factory=dict)
+    replaces: frozenset[str] = frozenset()
+    """Keys whose given paths replace the default folder (a ``strict: false`` marketplace entry's ``skills`` list)."""
 
     def parts(self, key: str, default: str, warnings: list[str]) -> list[str]:
         """The default folder or file for ``key`` and the paths ``plugin.json`` adds (relative to the plugin;
         one that leads outside the plugin's folder is skipped, and said so)."""
-        out = [os.path.join(self.path, default)]
         given = self.manifest.get(key)
+        out = [] if key in self.replaces and given is not None else [os.path.join(self.path, default)]
         for p in [given] if isinstance(given, str) else given if isinstance(given, list) else []:
             full = os.path.normpath(os.path.join(self.path, p)) if isinstance(p, str) else ""
             if full and _inside(full, self.path):
@@ -107,8 +109,13 @@ def find_plugins(
             out.append(p)
     markets: dict[str, tuple[str, str]] = {}  # name -> (marketplace.json, the settings file naming it)
     enabled: dict[str, tuple[Any, SettingsSource]] = {}
+    strict = _strict_markets(sources)
     for s in sources:
         for name, entry in (s.data.get("extraKnownMarketplaces") or {}).items():
+            if strict is not None and s.scope != "managed" and not _market_allowed(cwd, entry, strict[1]):
+                warnings.append(f"{s.path}: extraKnownMarketplaces.{name}: not in strictKnownMarketplaces of {strict[0]}; "
+                                "its plugins are not loaded")
+                continue
             where = _market_file(cwd, s.path, str(name), entry, warnings)
             if where is not None:
                 markets[str(name)] = (where, s.path)
@@ -121,6 +128,42 @@ def find_plugins(
         if p is not None and all(q.name != p.name for q in out):
             out.append(p)
     return out
+
+
+def _strict_markets(sources: Sequence[SettingsSource]) -> tuple[str, list[Any]] | None:
+    """Managed settings' ``strictKnownMarketplaces`` (the file and its list), or None when no managed file sets it."""
+    found = None
+    for s in sources:
+        v = s.data.get("strictKnownMarketplaces")
+        if s.scope == "managed" and isinstance(v, list):
+            found = (s.path, v)
+    return found
+
+
+def _market_allowed(cwd: str, entry: Any, allowed: Sequence[Any]) -> bool:
+    """Whether a marketplace's source is on managed settings' ``strictKnownMarketplaces``. Settings reference and
+    plugin marketplaces, "Managed marketplace restrictions": an empty list allows none; an entry allows a source equal
+    to it, or a local one whose path its ``pathPattern`` (a regular expression) matches."""
+    import re
+
+    src = entry.get("source") if isinstance(entry, dict) else None
+    if not isinstance(src, dict):
+        return False
+    path = src.get("path")
+    full = os.path.realpath(os.path.join(cwd, os.path.expanduser(path))) if isinstance(path, str) else None
+    for a in allowed:
+        if not isinstance(a, dict):
+            continue
+        if a == src:
+            return True
+        pattern = a.get("pathPattern") if a.get("source") == "pathPattern" else None
+        if isinstance(pattern, str) and full is not None:
+            try:
+                if re.search(pattern, full):
+                    return True
+            except re.error:
+                continue
+    return False
 
 
 def project_plugin_files(cwd: str, sources: Sequence[SettingsSource], limit: int = 2000) -> list[str]:
@@ -179,6 +222,41 @@ def _enabled_plugin(
     if entry is None:
         warnings.append(f"{asked}: {mfile} lists no plugin {name!r}; not loaded")
         return None
+    path = _entry_folder(cwd, entry, mfile, data, asked, trusted, warnings)
+    if path is None:
+        return None
+    p = _open_plugin(path, asked, warnings)
+    return None if p is None else _as_entry(p, name, entry, mfile, warnings)
+
+
+ENTRY_PARTS = ("commands", "agents", "skills", "hooks", "mcpServers")
+"""A marketplace entry's component fields (plugin marketplaces, "Plugin entries")."""
+
+
+def _as_entry(p: Plugin, name: str, entry: Mapping[str, Any], mfile: str, warnings: list[str]) -> Plugin:
+    """The plugin as its marketplace entry defines it. Plugin marketplaces, "Strict mode": with ``strict`` true (the
+    default) ``plugin.json`` is the authority and the entry's component fields add to it; with ``strict: false`` the
+    entry is the whole definition (several entries may share one ``source`` and list their own ``skills``), and the
+    plugin is named by the entry."""
+    given = {k: entry[k] for k in ENTRY_PARTS if k in entry}
+    if entry.get("strict", True) is False:
+        declared = [k for k in ENTRY_PARTS if k in p.manifest]
+        if declared:
+            warnings.append(f"{mfile}: plugin {name!r} is strict: false, so its plugin.json's {', '.join(declared)} "
+                            "are not read (the marketplace entry defines it)")
+        manifest = {**{k: v for k, v in p.manifest.items() if k not in ENTRY_PARTS}, **given}
+        return replace(p, name=name, manifest=manifest, replaces=frozenset(given) & {"skills", "commands", "agents"})
+    merged = dict(p.manifest)
+    for k, v in given.items():
+        old = merged.get(k)
+        merged[k] = ([*(old if isinstance(old, list) else [old]), *(v if isinstance(v, list) else [v])]
+                     if old is not None and not isinstance(v, dict) else v)
+    return replace(p, manifest=merged)
+
+
+def _entry_folder(cwd: str, entry: Mapping[str, Any], mfile: str, data: Mapping[str, Any], asked: str, trusted: bool,
+                  warnings: list[str]) -> str | None:
+    """The folder a marketplace entry's ``source`` names (relative to the marketplace), or None (and a warning)."""
     source = entry.get("source")
     if not isinstance(source, str):
         kind = source.get("source") if isinstance(source, dict) else "malformed"
@@ -193,7 +271,18 @@ def _enabled_plugin(
         warnings.append(f"{asked}: {path} is inside this folder, which is not trusted; the plugin is not loaded "
                         "(none of its commands, hooks or servers runs)")
         return None
-    return _open_plugin(path, asked, warnings)
+    return path
+
+
+def extension_folders(plugins: Iterable[Plugin], skills: Mapping[str, Any]) -> list[str]:
+    """The folders of the session's plugins and skills: shown read-only to sandboxed commands (their bundled scripts
+    run in Bash, as Claude Code runs them; ``Sandbox.show_extensions``)."""
+    return [*(p.path for p in plugins), *(sk.directory for sk in skills.values())]
+
+
+def expand_plugin_root(value: Any, root: str) -> Any:
+    """``value`` with ``${CLAUDE_PLUGIN_ROOT}`` replaced by ``root`` in every string (a plugin skill's front matter hooks)."""
+    return _expand(value, root)
 
 
 def _expand(value: Any, root: str) -> Any:
@@ -236,7 +325,7 @@ def plugin_sources(plugins: Iterable[Plugin], warnings: list[str]) -> list[Setti
                 value = _expand(value, p.path)
                 if key == "mcpServers":
                     value = _with_root_env(value, p.path)
-                clean, said = sanitize(SettingsSource(path, "user", {key: value}, origin="claude"))
+                clean, said = sanitize(SettingsSource(path, "user", {key: value}, origin="claude", plugin_root=p.path))
                 warnings += said
                 if clean.data:
                     out.append(clean)
@@ -270,7 +359,7 @@ def plugin_commands_and_skills(
                 cmds[c.name] = c
                 plain.setdefault(name, []).append(("c", c))
         for d in p.parts("skills", "skills", warnings):
-            for name, sk in _load_in(d, load_skills, warnings).items():
+            for name, sk in _skills_in(d, load_skills, warnings).items():
                 sk = replace(sk, name=f"{p.name}:{name}", plugin_root=p.path)
                 sks[sk.name] = sk
                 plain.setdefault(name, []).append(("s", sk))
@@ -287,6 +376,17 @@ def _load_in(folder: str, loader: Any, warnings: list[str]) -> dict[str, Any]:
         return {}
     found: dict[str, Any] = loader("", "", None, warnings, places=[(folder, "plugin")])
     return found
+
+
+def _skills_in(path: str, loader: Any, warnings: list[str]) -> dict[str, Any]:
+    """The skills a plugin's ``skills`` path gives: a folder of ``<name>/SKILL.md``, or one skill's own folder
+    (anthropics/skills' marketplace lists ``./skills/pdf``)."""
+    if os.path.isfile(os.path.join(path, "SKILL.md")):
+        here, said = os.path.realpath(path), list[str]()
+        found = _load_in(os.path.dirname(path), loader, said)
+        warnings += [w for w in said if w.startswith(os.path.join(path, ""))]  # its own, not its neighbours'
+        return {n: sk for n, sk in found.items() if os.path.realpath(sk.directory) == here}
+    return _load_in(path, loader, warnings)
 
 
 def plugin_agent_types(plugins: Iterable[Plugin], warnings: list[str]) -> dict[str, AgentType]:

@@ -206,6 +206,10 @@ class PartsSource(ContextSubject, PromptSubject, Protocol):
     @property
     def plugins(self) -> list[Plugin]: ...
     @property
+    def commands(self) -> Mapping[str, Any]: ...
+    @property
+    def skills(self) -> Mapping[str, Any]: ...
+    @property
     def trust(self) -> TrustDecision: ...
     @property
     def durability(self) -> Durability: ...
@@ -293,6 +297,8 @@ class AgentHooks(Protocol):
     def sees_tool_calls(self) -> bool: ...
     def permission_request(self, agent: HookSubject, call: ToolCall) -> tuple[str, str] | None: ...
     def notification(self, agent: HookSubject, message: str, kind: str) -> None: ...
+    def scoped_hooks(self, agent: HookSubject, value: Any, where: str, plugin_root: str,
+                     trusted: bool) -> Callable[[], None] | None: ...
 
 
 class NoHooks:
@@ -337,6 +343,11 @@ class NoHooks:
 
     def notification(self, agent: HookSubject, message: str, kind: str) -> None:
         """The user is about to be asked or told something (``kind``: ``permission_prompt``...)."""
+        return None
+
+    def scoped_hooks(self, agent: HookSubject, value: Any, where: str, plugin_root: str,
+                     trusted: bool) -> Callable[[], None] | None:
+        """A command's or skill's front matter ``hooks``, added while it is active; what takes them out (None: none)."""
         return None
 
 

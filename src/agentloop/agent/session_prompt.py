@@ -34,6 +34,8 @@ class SessionPrompt:
         """``--append-system-prompt``."""
         self._git: tuple[str | None] | None = None
         """The environment block's git snapshot, taken once a session (None: not yet)."""
+        self.style: tuple[str, str] | None = None
+        """The settings' ``outputStyle``: (its name, its text), added to the dynamic part (``agent/output_styles.py``)."""
 
     def new_session(self) -> None:
         """The git snapshot is taken again for each session."""
@@ -57,6 +59,8 @@ class SessionPrompt:
             from .commands import render_skill_index
 
             parts.append(render_skill_index(dict(a.skills)))
+        if self.style is not None:
+            parts.append(f"# Output style: {self.style[0]}\n\n{self.style[1]}")
         if self.append:
             parts.append(self.append)
         return "\n\n".join(parts)

@@ -26,7 +26,8 @@ HONOURED_KEYS: set[str] = {
     "$schema", "permissions", "hooks", "mcpServers", "prices", "model", "fallbackModel", "maxSteps", "maxUsd",
     "contextWindow", "sessionDurability", "toolResultCap", "loopCheckModel", "subagents", "loopThreshold", "env",
     "enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers", "sandbox",
-    "subagentIsolation", "allowedEnvVars", "allowManagedHooksOnly", "statusLine",
+    "subagentIsolation", "allowedEnvVars", "allowManagedHooksOnly", "allowManagedPermissionRulesOnly", "statusLine",
+    "strictKnownMarketplaces", "outputStyle",
     "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
     "enabledPlugins", "extraKnownMarketplaces",
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import ToolCall, ToolResult
@@ -27,10 +28,22 @@ __all__ = ["SlashCommands"]
 log = logging.getLogger("agentloop.agent")
 
 
+ScopedHooks = Callable[[Any, str, str], Callable[[], None] | None]
+"""Adds a command's or skill's front matter ``hooks`` (value, its file, its plugin's folder or "") to the session's
+hooks; returns what takes them out again (None when nothing was added)."""
+
+
 class SlashCommands:
     def __init__(self, commands: dict[str, Any], skills: dict[str, Any], *, policy: Callable[[], PermissionPolicy],
-                 run_tool: Callable[[ToolCall], ToolResult], cwd: str, roots: Callable[[], list[str]], notice: Callable[[str], None]):
+                 run_tool: Callable[[ToolCall], ToolResult], cwd: str, roots: Callable[[], list[str]], notice: Callable[[str], None],
+                 scoped_hooks: ScopedHooks | None = None):
         self.commands = commands
+        self._scoped_hooks = scoped_hooks
+        self.submitted: Any = None
+        """The UserPromptSubmit answer for the command that starts the next turn (``submit_and_expand``)."""
+        self.next_hooks: list[tuple[Any, str, str]] = []
+        """The front matter ``hooks`` of the command or skill that starts the next turn: active while it lasts."""
+        self.turn_undos: list[Callable[[], None]] = []
         self.skills = skills
         self._policy = policy
         self._run_tool = run_tool
@@ -50,17 +63,32 @@ class SlashCommands:
 
     def drop_turn(self) -> None:
         """The command's turn will not run (its model could not be opened): nothing of it outlives it."""
-        self.next_denies, self.next_model = (), None
+        self.next_denies, self.next_model, self.next_hooks = (), None, []
 
     def begin_turn(self, allowed_tools: Sequence[str]) -> None:
         """The turn's rules in force: ``allowed_tools``, and the denies the command that started it left."""
         self.turn_grants += self.grant(allowed_tools)
         denies, self.next_denies = self.next_denies, ()
         self.turn_grants += self.grant(denies, "deny")
+        hooks, self.next_hooks = self.next_hooks, []
+        for value, where, root in hooks:
+            self._activate_hooks(value, where, root)
+
+    def _activate_hooks(self, value: Any, where: str, root: str) -> None:
+        """Front matter ``hooks``, active until the turn ends. Skills page, "Hooks in skills and agents": they are
+        "scoped to the component's lifecycle and only run when that component is active"."""
+        if value is None or self._scoped_hooks is None:
+            return
+        undo = self._scoped_hooks(value, where, root)
+        if undo is not None:
+            self.turn_undos.append(undo)
 
     def end_turn(self) -> None:
         self.revoke(self.turn_grants)
         self.turn_grants = []
+        undos, self.turn_undos = self.turn_undos, []
+        for undo in undos:
+            undo()
 
     def grant(self, rules: Sequence[str], behavior: Literal["allow", "deny"] = "allow") -> list[Any]:
         """Allow ``rules`` for now (deny and ask rules still come first), or deny them (``disallowed-tools``);
@@ -68,6 +96,9 @@ class SlashCommands:
         policy = self._policy()
         before = list(policy.rules)
         for text in rules:
+            if policy.managed_only(behavior, f"allowed-tools {text}"):
+                self._notice(policy.notes[-1])
+                continue
             try:
                 policy.add_rule(behavior, text, source="command")
             except ValueError as exc:
@@ -85,6 +116,27 @@ class SlashCommands:
             self.turn_grants += self.grant(skill.allowed_tools)
         if getattr(skill, "disallowed_tools", ()):
             self.turn_grants += self.grant(skill.disallowed_tools, "deny")
+        self._activate_hooks(getattr(skill, "hooks", None), skill.path, getattr(skill, "plugin_root", ""))
+
+    def submit_and_expand(self, text: str, submit: Callable[[str], Any]) -> tuple[str, tuple[str, ...]] | None:
+        """``expand`` after ``submit`` (the UserPromptSubmit hooks) saw the prompt as typed: hooks reference,
+        UserPromptSubmit "runs when the user submits a prompt, before Claude processes it", so before the command's
+        ``!`` lines. Its answer is kept for the turn (``take_submitted``). Raises ``AgentError`` when it blocked."""
+        name = text[1:].partition(" ")[0] if text.startswith("/") else ""
+        if name not in self.commands and name not in self.skills:
+            return None
+        decision = submit(text)
+        if decision.blocked is not None:
+            raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
+        expanded = self.expand(decision.prompt)
+        self.submitted = decision if expanded is not None else None
+        return expanded
+
+    def take_submitted(self, prompt: str) -> Any:
+        """The UserPromptSubmit answer of the command that starts this turn (once), for ``prompt`` (what the command
+        expanded to), or None: then the hooks have not run for this turn yet."""
+        decision, self.submitted = self.submitted, None
+        return None if decision is None else replace(decision, prompt=prompt)
 
     def expand(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """``/name args``: the prompt to send and the rules its turn may use, or None when ``text`` names
@@ -107,12 +159,14 @@ class SlashCommands:
                 body = self._run_bangs(body, rules)
             self.next_denies = cmd.disallowed_tools  # its disallowed-tools hold for the turn it starts
             self.next_model = None if cmd.model is None else (cmd.model, f"the command /{name}")
+            self.next_hooks = [] if cmd.hooks is None else [(cmd.hooks, cmd.path, "")]
             return body + attached, rules
         if name in self.skills:
             sk = self.skills[name]
             body = self._skill_bangs(sk, sk.render(rest))
             self.next_denies = tuple(sk.disallowed_tools)
             self.next_model = None if sk.model is None else (sk.model, f"the skill /{name}")
+            self.next_hooks = [] if sk.hooks is None else [(sk.hooks, sk.path, sk.plugin_root)]
             return f"Use the skill {name!r}. Its instructions:\n\n{body}", tuple(sk.allowed_tools)
         return None
 

@@ -168,7 +168,8 @@ def _policy(src: ToolboxSource) -> PermissionPolicy:
         for line in drop_foreign(policy, [s.path for s in src.settings.sources if s.in_project]):
             log.warning(line)  # a repository's settings cannot let a command run outside the sandbox
         for behavior, text in src.cli_rules:
-            policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
+            if not policy.managed_only(behavior, f"--allowedTools {text}"):
+                policy.add_rule(behavior, text, source="cliArg")  # type: ignore[arg-type]
     except (ConfigError, ModeError) as exc:
         raise AgentError(str(exc)) from None
     except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule

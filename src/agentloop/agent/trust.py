@@ -84,10 +84,13 @@ MODEL_ALIASES = {
 _ALIAS_ENV = {"opus": "ANTHROPIC_DEFAULT_OPUS_MODEL", "sonnet": "ANTHROPIC_DEFAULT_SONNET_MODEL", "haiku": "ANTHROPIC_DEFAULT_HAIKU_MODEL"}
 
 
-def resolve_model(spec: str, *, env: Mapping[str, str], permission_mode: str = "default") -> str:
+def resolve_model(spec: str, *, env: Mapping[str, str], permission_mode: str = "default", provider: str | None = None) -> str:
     """A model spec with Claude Code's aliases and bare ``claude-*`` names turned into ``anthropic:<id>``.
 
-    Anything else (``openai:gpt-4o``, ``scripted:FILE``) is returned as it is.
+    ``provider``: the session's provider (``openai`` for a session on ``openai:gpt-4o``); another bare name
+    (``gpt-4.1`` in a command's or agent's front matter) is that provider's model, as Claude Code's front matter
+    names a model of the provider the session runs on. Anything else (``openai:gpt-4o``, ``scripted:FILE``) is
+    returned as it is.
     """
     s = spec.strip()
     base = s[: -len("[1m]")] if s.lower().endswith("[1m]") else s
@@ -101,7 +104,13 @@ def resolve_model(spec: str, *, env: Mapping[str, str], permission_mode: str = "
         return name if ":" in name else f"anthropic:{name}"
     if ":" not in s and key.startswith("claude-"):
         return f"anthropic:{base}"
+    if ":" not in s and s and provider in NAMED_MODEL_PROVIDERS:
+        return f"{provider}:{s}"
     return spec
+
+
+NAMED_MODEL_PROVIDERS = frozenset(("openai", "anthropic"))
+"""Providers whose spec after the colon is a model's name (``scripted:`` takes a file)."""
 
 
 # --- what a folder's configuration would do -------------------------------------
@@ -203,8 +212,9 @@ def _users_own(path: str, home: str, user_dir: str) -> bool:
 
 
 def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
-    """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt or whose ``model``
-    would choose the model, and its sub-agent files that choose a model."""
+    """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt, whose ``model``
+    would choose the model, or whose front matter ``hooks`` would run commands while they are active, and its
+    sub-agent files that choose a model."""
     from .commands import load_commands, load_skills
 
     out: list[Power] = []
@@ -222,6 +232,8 @@ def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
                 out.append(Power(c.path, printable(f"{kind} /{name} allowed-tools: {', '.join(rules)}")))
             if c.model:  # what it costs is the user's to allow, as a sub-agent file's model
                 out.append(Power(c.path, printable(f"{kind} /{name} model: {c.model}")))
+            if getattr(c, "hooks", None) is not None:
+                out.append(Power(c.path, printable(f"{kind} /{name} hooks: {whole_text(c.hooks)}")))
     out += _agent_models(cwd, home, user_dir)
     return out
 

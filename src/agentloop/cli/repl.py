@@ -311,7 +311,7 @@ class Repl:
                      f"{'its' if one else 'their'} tools are not available yet and join when ready", "yellow")
 
     def toolbar(self) -> Any:
-        """The bottom toolbar: the first line of the settings' ``statusLine`` command, else ``status()``."""
+        """The bottom toolbar: the lines of the settings' ``statusLine`` command, else ``status()``."""
         line = self.status_line()
         if line is None:
             return self.status()

@@ -84,6 +84,9 @@ class SettingsSource:
     """Whose file it is: agentloop's own or Claude Code's."""
     warnings: tuple[str, ...] = ()
     """What reading the file noticed (a key given twice), one line each, naming the file."""
+    plugin_root: str | None = None
+    """A plugin's folder when the source is a plugin's ``hooks.json`` or ``.mcp.json``: its hooks get it as
+    ``CLAUDE_PLUGIN_ROOT`` in their environment."""
 
     @property
     def in_project(self) -> bool:

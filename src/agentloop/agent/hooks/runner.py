@@ -40,6 +40,7 @@ Rules (the protocol is Claude Code's; see docs/hooks.md for the differences):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import selectors
@@ -66,6 +67,8 @@ __all__ = [
     "HookRunner",
     "parse_hook_output",
 ]
+
+_log = logging.getLogger("agentloop.hooks")
 
 EVENTS = (
     "PreToolUse",
@@ -152,6 +155,12 @@ class HookHandler:
     """Claude Code's ``if``: one permission rule the tool call must match for the handler to run."""
     run_async: bool = False
     """Claude Code's ``async: true``: runs in the background; no decision, context on the next turn."""
+    rewake: bool = False
+    """Claude Code's ``asyncRewake: true`` (implies ``async``): an exit 2's stderr (or stdout) reaches the model,
+    here on the next prompt (agentloop does not start a turn of its own in an idle session)."""
+    plugin_root: str | None = None
+    """The plugin's folder for a plugin's hook: ``CLAUDE_PLUGIN_ROOT`` in its environment (Claude Code's
+    plugins reference, "Environment variables": hooks and scripts get the variable as well as the text)."""
     seed: bool = False
     """Written to seed 004's protocol (a handler without Claude Code's required ``type``): any non-zero
     exit blocks with stderr as the reason, and the default timeout is seed 004's 10 s."""
@@ -174,8 +183,10 @@ def _matches(matcher: str, value: str | None) -> bool:
     if value is None:
         return False
     if _SIMPLE_MATCHER.match(matcher):
+        from ..permissions.rules import TOOL_ALIASES
+
         names = {n.strip() for n in re.split(r"[|,]", matcher) if n.strip()}
-        return value in names
+        return value in names or any(TOOL_ALIASES.get(n) == value for n in names)
     return re.search(matcher, value) is not None
 
 
@@ -200,9 +211,7 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
             at = f"hooks.{raw_event}[{gi}]"
             if not isinstance(group, dict):
                 raise ConfigError(where, f"{at} must be an object with \"hooks\"")
-            matcher = group.get("matcher", "")
-            if matcher is None:
-                matcher = ""
+            matcher = group["matcher"] if group.get("matcher") is not None else ""
             if not isinstance(matcher, str):
                 raise ConfigError(where, f"{at}.matcher must be a string")
             if matcher != "*" and not _SIMPLE_MATCHER.match(matcher):
@@ -252,10 +261,9 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
                         args=tuple(args) if args is not None else None,
                         timeout=float(timeout),
                         on_failure=on_failure,
-                        source=where,
-                        if_rule=if_rule,
-                        run_async=run_async,
-                        seed=seed, confined=source.in_project,  # a project's: in the sandbox (rule 7)
+                        source=where, if_rule=if_rule, run_async=run_async,
+                        plugin_root=source.plugin_root, seed=seed, rewake=h.get("asyncRewake") is True,
+                        confined=source.in_project,  # a project's: in the sandbox (rule 7)
                     )
                 )
     return out, warnings
@@ -270,8 +278,8 @@ def _workspace_file(path: str, folder: str) -> bool:
 
 TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
 """Events where a handler's ``if`` is evaluated (Claude Code: "On other events, a hook with ``if`` set never runs")."""
-HANDLER_KEYS = frozenset(("type", "command", "args", "timeout", "onFailure", "if", "async"))
-HANDLER_IGNORED = frozenset(("statusMessage", "once", "asyncRewake", "shell"))
+HANDLER_KEYS = frozenset(("type", "command", "args", "timeout", "onFailure", "if", "async", "asyncRewake"))
+HANDLER_IGNORED = frozenset(("statusMessage", "once", "shell"))
 _NEVER = "\0never"
 
 
@@ -286,7 +294,7 @@ def _handler_options(h: Mapping[str, Any], event: str, at: str) -> tuple[str | N
     running your hook regardless of pattern" too).
     """
     warnings = [f"{at}.{k}: not supported by agentloop; ignored" for k in h if k not in HANDLER_KEYS]
-    run_async = h.get("async", False)
+    run_async = h.get("async", False) or h.get("asyncRewake") is True
     if not isinstance(run_async, bool):
         warnings.append(f"{at}.async must be true or false; the handler runs synchronously")
         run_async = False
@@ -368,23 +376,47 @@ HSO_IGNORED = frozenset((
 """Claude Code's ``hookSpecificOutput`` fields for events or features agentloop does not have: warned about, ignored."""
 
 
+ALL_TOP_KEYS = TOP_KEYS | SEED_KEYS | TOP_IGNORED | {"additionalContext", "additional_context"}
+
+
+def _misspelt(key: str, known: frozenset[str]) -> str | None:
+    """The protocol key ``key`` looks like a misspelling of (``decison`` for ``decision``), or None."""
+    import difflib
+
+    folded = {k.lower().replace("_", ""): k for k in known}
+    near = difflib.get_close_matches(key.lower().replace("_", ""), list(folded), n=1, cutoff=0.8)
+    return folded[near[0]] if near else None
+
+
 def _key_warnings(obj: Mapping[str, Any], hso: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """A warning for every output key that is neither Claude Code's nor seed 004's, so a misspelt decision is never silent."""
+    """A warning for every output key that looks like a misspelt protocol key (``decison``), so a misspelt decision
+    is never silent, and for Claude Code's keys agentloop does not act on. Any other key a hook adds for itself
+    (``metrics``: Anthropic's security-guidance plugin) is ignored without a word, as Claude Code ignores extra fields
+    of an answer it understands; it is logged."""
     out: list[str] = []
     for k in obj:
         if k in TOP_KEYS or k in SEED_KEYS:
             continue
+        near = _misspelt(k, ALL_TOP_KEYS | HSO_KEYS)
         if k in TOP_IGNORED:
             out.append(f"output key {k!r} is not supported by agentloop; ignored")
+        elif k in ("additionalContext", "additional_context"):
+            out.append(f"output key {k!r} at the top level is not read (Claude Code reads "
+                       "hookSpecificOutput.additionalContext); ignored")
+        elif near is not None and near != k:
+            out.append(f"unknown output key {k!r} (did you mean {near!r}?); ignored")
         else:
-            out.append(f"unknown output key {k!r} (neither Claude Code's hook protocol nor seed 004's); ignored")
+            _log.debug("hook output key %r is not part of the protocol; ignored", k)
     for k in hso or {}:
         if k in HSO_KEYS:
             continue
+        near = _misspelt(k, HSO_KEYS | HSO_IGNORED)
         if k in HSO_IGNORED:
             out.append(f"hookSpecificOutput.{k} is not supported by agentloop; ignored")
+        elif near is not None:
+            out.append(f"unknown output key 'hookSpecificOutput.{k}' (did you mean {near!r}?); ignored")
         else:
-            out.append(f"unknown output key 'hookSpecificOutput.{k}'; ignored")
+            _log.debug("hook output key 'hookSpecificOutput.%s' is not part of the protocol; ignored", k)
     return tuple(out)
 
 
@@ -924,13 +956,16 @@ def hook_env(env: Mapping[str, str] | None, project_dir: str) -> dict[str, str]:
 
 
 STATUS_LINE_TIMEOUT = 5.0
+STATUS_LINE_ROWS = 8
+"""The most rows a status line shows (the rest of its output is left out)."""
 
 
 def status_line(command: str, payload: Mapping[str, Any], env: Mapping[str, str] | None, project_dir: str,
                 timeout: float = STATUS_LINE_TIMEOUT) -> tuple[str, str | None]:
     """Run a ``statusLine`` command (Claude Code's settings: ``{"type": "command", "command": ...}``):
     the JSON ``payload`` on stdin, in the hooks' environment and process group, killed after ``timeout``.
-    Returns (the first line of its stdout, None) or ("", why it failed, in a few words)."""
+    Returns (its stdout's lines, at most ``STATUS_LINE_ROWS`` of 500 characters each, None) or ("", why it failed,
+    in a few words). Status line docs, "Display multiple lines": each line the command prints is a row of its own."""
     shell = shutil.which("bash", path=(env or os.environ).get("PATH")) or "/bin/sh"
     data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
     proc = _spawn([shell, "-c", command], data, hook_env(env, project_dir), project_dir, timeout)
@@ -942,10 +977,10 @@ def status_line(command: str, payload: Mapping[str, Any], env: Mapping[str, str]
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         return "", f"exited with {proc.returncode}" + (f": {err[-1][:60]}" if err else "")
     out = proc.stdout.decode("utf-8", "replace").strip("\n").split("\n")
-    return out[0][:500], None
+    return "\n".join(line.rstrip("\r")[:500] for line in out[:STATUS_LINE_ROWS]), None
 
 
-Confine = Callable[[list[str], str, str, Sequence[str]], tuple[list[str], dict[str, str]] | None]
+Confine = Callable[[list[str], str, str, Sequence[str], Sequence[str]], tuple[list[str], dict[str, str]] | None]
 """(argv, cwd, PATH, files shown read-only) -> the argv that runs it in the sandbox and extra environment, or None
 (no sandbox on). The files are the event's transcripts (``transcript_path``), which hooks written for Claude Code read."""
 
@@ -977,6 +1012,10 @@ class HookRunner:
         self.warnings = tuple(warnings)
         base = hook_env(env, self.project_dir)
         self._env = base
+        self.managed_only = False
+        """Managed settings set ``allowManagedHooksOnly``: front matter hooks are not added either."""
+        self.env_file: str | None = None
+        """Where SessionStart hooks write ``export`` lines for later Bash calls (``CLAUDE_ENV_FILE``); None: not offered."""
         self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
         self._async_lock = threading.Lock()
         self._async_done: list[HookOutcome] = []
@@ -1017,7 +1056,7 @@ class HookRunner:
                 hs = [replace(h, confined=True) for h in hs]
             handlers += hs
             warnings += ws
-        return cls(
+        runner = cls(
             handlers,
             project_dir=project_dir,
             session_id=session_id,
@@ -1028,6 +1067,33 @@ class HookRunner:
             warnings=warnings,
             confine=confine,
         )
+        runner.managed_only = bool(managed_only)
+        return runner
+
+    def add_scoped(self, hooks: Any, where: str, plugin_root: str | None = None) -> tuple[tuple[HookHandler, ...], list[str]]:
+        """Handlers a command's, skill's or agent's front matter ``hooks`` gives (Claude Code's settings shape), added
+        until ``remove_scoped``; and warnings. Not added while managed settings set ``allowManagedHooksOnly``.
+
+        Raises:
+            ConfigError: the ``hooks`` value is malformed (names ``where``).
+        """
+        if self.managed_only:
+            return (), [f"{where}: front matter hooks not run: managed settings set allowManagedHooksOnly"]
+        hs, ws = _handlers_from(SettingsSource(where, "project", {"hooks": hooks}, origin="claude", plugin_root=plugin_root))
+        self.handlers = (*self.handlers, *hs)
+        return tuple(hs), ws
+
+    def remove_scoped(self, handlers: Sequence[HookHandler]) -> None:
+        """Take out what ``add_scoped`` added (the command's turn ended, the skill is no longer active)."""
+        self.handlers = tuple(h for h in self.handlers if not any(h is x for x in handlers))
+
+    def confined_source(self) -> Callable[[list[str], str], tuple[list[str], dict[str, str]] | None] | None:
+        """How to run what reads ``CLAUDE_ENV_FILE`` (bash sourcing it): in the sandbox, file shown read-only, when a
+        confined SessionStart hook may have written it (what it wrote must not run on the host); None: on the host."""
+        confine = self.confine
+        if confine is None or not any(h.event == "SessionStart" and h.confined for h in self.handlers):
+            return None
+        return lambda argv, path: confine(argv, self.cwd, self._env.get("PATH", ""), [path], [])
 
     def has(self, event: str) -> bool:
         event = ALIASES.get(event, event)
@@ -1107,6 +1173,9 @@ class HookRunner:
 
         def work() -> None:
             r = self._one(event, h, data, shown, background=True)
+            if h.rewake and r.exit_code == 2:  # asyncRewake: the message of its exit 2 is for the model
+                said = (r.stderr or (r.answer.text if r.answer is not None else "")).strip()[:MAX_TEXT]
+                r = replace(r, answer=HookAnswer(json=True, additional_context=said or None))
             if r.answer is not None:  # decisions have no effect: keep only what async hooks may say
                 r = replace(r, blocked=False, reason=None, answer=replace(
                     r.answer, decision=None, permission_decision=None, updated_input=None, continue_=True,
@@ -1140,11 +1209,29 @@ class HookRunner:
             _kill_group(p)
         return len(procs)
 
+    @property
+    def environment(self) -> dict[str, str]:
+        """The environment every hook starts from (a copy)."""
+        return spawn.ChildEnv(self._env)
+
+    def env_for(self, event: str, h: HookHandler) -> dict[str, str]:
+        """The environment one handler runs with: the hooks' own, its plugin's folder for a plugin's hook, and
+        ``CLAUDE_ENV_FILE`` for a SessionStart hook when the session keeps one (``env_file``)."""
+        if h.plugin_root is None and (event != "SessionStart" or self.env_file is None):
+            return self._env
+        env = spawn.ChildEnv(self._env)
+        if h.plugin_root is not None:
+            env["CLAUDE_PLUGIN_ROOT"] = h.plugin_root
+        if event == "SessionStart" and self.env_file is not None:
+            env["CLAUDE_ENV_FILE"] = self.env_file
+        return env
+
     def _one(self, event: str, h: HookHandler, data: bytes, shown: Sequence[str] = (), *, background: bool = False) -> HookResult:
         argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]
-        env = self._env
+        env = self.env_for(event, h)
         if h.confined and self.confine is not None:  # a project's hook: inside the sandbox, as a Bash command
-            wrapped = self.confine(argv, self.cwd, env.get("PATH", ""), shown)
+            env_file = [self.env_file] if event == "SessionStart" and self.env_file is not None else []
+            wrapped = self.confine(argv, self.cwd, env.get("PATH", ""), shown, env_file)  # the env file: theirs to write
             if wrapped is not None:
                 argv, env = wrapped[0], {**env, **wrapped[1]}
         t0 = time.monotonic()

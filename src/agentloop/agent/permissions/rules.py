@@ -25,7 +25,11 @@ Rules:
    directory (a worktree's ``.git`` file points elsewhere) or the agentloop home,
    or to ``.mcp.json`` or a shell start-up file, asks (dontAsk: denies), matched
    case-insensitively on the path as given and its real path. Only an allow rule
-   naming that exact path (no pattern characters) allows it.
+   naming that exact path (no pattern characters) allows it. A Bash line asks the
+   same when a command of it that may write names a protected path; the script an
+   interpreter or shell is given to run (``python3 .claude/skills/pdf/scripts/x.py``)
+   is read, not written, and does not count (``script_argument``): the rule guards
+   writes, not running what is there.
 4b. Bash: the command line is read as bash reads it (``bash_reader.py``) and split
    into every command it would run, wrappers looked through, and each is
    checked; the line is allowed only when every command in it is. A line with
@@ -90,6 +94,11 @@ READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "Todo
 """Tools that only read: allowed without a prompt (``Skill`` only returns a skill's instructions)."""
 EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 AGENT_TOOL = "Agent"
+TOOL_ALIASES = {"Task": AGENT_TOOL}
+"""Claude Code's old tool names, meaning the tool in rules (settings, ``--allowedTools``/``--disallowedTools``,
+``allowed-tools``/``disallowed-tools``) and hook matchers. Sub-agents page: "In version 2.1.63, the Task tool was
+renamed to Agent. Existing ``Task(...)`` references in settings and agent definitions still work as aliases."
+"""
 _READ_RULE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 _PATH_RULE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"})
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-*?.]+$")
@@ -168,6 +177,7 @@ def _parse_rule(text: Any) -> Rule:
     tool, spec = m.group(1), m.group(2)
     if not _TOOL_NAME.match(tool):
         raise RuleError(f"malformed rule {text!r}: {tool!r} is not a tool name")
+    tool = TOOL_ALIASES.get(tool, tool)
     if spec is None:
         return Rule(t, tool)
     if not spec.strip():
@@ -420,6 +430,21 @@ class PermissionPolicy:
     _git_dirs: list[str] | None = None
     mcp_servers: Callable[[str], str | None] | None = None
     """The configured server of an MCP tool by its name (the agent's MCP manager), so rules match servers exactly."""
+    managed_rules_only: str | None = None
+    """The managed settings file that sets ``allowManagedPermissionRulesOnly``: allow and ask rules come from managed
+    settings only (``managed_only``); None when it is not set."""
+    notes: list[str] = field(default_factory=list)
+    """What of the rules given was not taken, and why (one line each)."""
+
+    def managed_only(self, behavior: str, source: str) -> bool:
+        """True (and a note) for an allow or ask rule from anywhere but managed settings while
+        ``allowManagedPermissionRulesOnly`` holds. Settings reference: "When true, prevents user and project
+        settings from defining allow, ask, or deny permission rules. Only rules in managed settings apply."
+        agentloop keeps every deny rule (it only takes power away): README, "For Claude Code users"."""
+        if self.managed_rules_only is None or behavior == "deny":
+            return False
+        self.notes.append(f"{source}: {behavior} rules not applied: {self.managed_rules_only} sets allowManagedPermissionRulesOnly")
+        return True
 
     @classmethod
     def from_settings(
@@ -444,6 +469,9 @@ class PermissionPolicy:
             user_home=os.path.realpath(user_home or os.path.expanduser("~")),
         )
         chosen = "default"
+        sources = list(sources)
+        policy.managed_rules_only = next((s.path for s in sources if s.scope == "managed"
+                                          and s.data.get("allowManagedPermissionRulesOnly") is True), None)
         for src in sources:
             perms = src.data.get("permissions")
             if perms is None:
@@ -454,6 +482,8 @@ class PermissionPolicy:
                 entries = perms.get(key, [])
                 if not isinstance(entries, list):
                     raise ConfigError(src.path, f"permissions.{key} must be a list of rules")
+                if entries and src.scope != "managed" and policy.managed_only(key, src.path):
+                    continue
                 for i, text in enumerate(entries):
                     try:
                         policy.add_rule(key, text, source=src.path)
@@ -708,7 +738,9 @@ class PermissionPolicy:
             read_only = bool(simple.words) and "/" not in simple.words[0] and _read_only_words(simple.words)
             candidates = [t for op, t in simple.redirects if op not in ("<", "<<", "<<-", "<<<", "<&")]
             if not read_only:
-                candidates += [w for w, lit in zip(simple.words[1:], simple.lits[1:]) if lit and not w.startswith("-")]
+                script = script_argument(simple.words)
+                candidates += [w for i, (w, lit) in enumerate(zip(simple.words[1:], simple.lits[1:]), 1)
+                               if lit and not w.startswith("-") and i != script]
             for w in candidates:
                 if w in seen:
                     continue
@@ -1383,6 +1415,40 @@ _GIT_GLOBALS_READ_ONLY = frozenset({"--no-pager", "-P", "--no-optional-locks", "
                                     "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"})
 _GIT_WRITES_OR_RUNS = ("--output", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--paginate", "--format",
                        "--pretty", "--show-signature")
+
+
+SCRIPT_SHELLS = frozenset(("bash", "sh", "dash", "zsh", "ksh"))
+INLINE_LONG_OPTIONS = frozenset(("--eval", "--print", "--command", "--exec", "--execute", "--code", "--expression", "--expr"))
+
+
+def script_argument(words: Sequence[str]) -> int | None:
+    """The index of the script file an interpreter or shell is given to run (``python3 .claude/skills/pdf/scripts/x.py``,
+    ``bash ~/.claude/skills/x/run.sh``): the file is read and run, not written, so the protected-path rule does not
+    count it as a path the line may write (its other arguments still count). None for anything else, and for
+    inline code (``sh -c``, ``python3 -c``, ``node -e``, ``--eval``): then every argument counts."""
+    from .bash_reader import _INLINE_LETTERS, _INTERPRETER
+
+    if not words:
+        return None
+    head = os.path.basename(words[0])
+    m = _INTERPRETER.match(head)
+    if head not in SCRIPT_SHELLS and m is None:
+        return None
+    letters = "c" if m is None else _INLINE_LETTERS.get(m.group(1), "ce")
+    for i in range(1, len(words)):
+        w = words[i]
+        if w == "--":
+            return i + 1 if i + 1 < len(words) else None
+        if w.startswith("--"):
+            if w.split("=", 1)[0] in INLINE_LONG_OPTIONS:
+                return None
+            continue
+        if w.startswith("-"):
+            if any(ch in letters for ch in w[1:]):
+                return None
+            continue
+        return i
+    return None
 
 
 def _read_only_words(words: list[str], git: frozenset[str] = READ_ONLY_GIT) -> bool:

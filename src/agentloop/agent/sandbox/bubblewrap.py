@@ -408,6 +408,10 @@ class Sandbox:
     its start-up files stay read-only (``gitguard.STARTUP_FILES``)."""
     denied_programs: Callable[[], Sequence[DeniedProgram]] | None = None
     """The programs deny rules name as a whole (read at each command): masked by a refusing stub (``deny_exec``)."""
+    extension_dirs: list[str] = field(default_factory=list)
+    """Folders of the session's enabled plugins and skills: shown to commands read-only (``show_extensions``)."""
+    extension_holders: list[str] = field(default_factory=list)
+    """Hidden folders besides ``.claude`` ones a shown folder may be inside: the agentloop home (its ``skills/``)."""
     degraded: str | None = None
     """Why the session's runner could not start (each command then has a bubblewrap of its own); said once."""
     _degraded_said: bool = field(default=False, repr=False)
@@ -464,7 +468,8 @@ class Sandbox:
         tmp = self.tmpdir() if self.active else None
         return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False,
                        homes=list(self.homes), _tmp=tmp, also_read=tuple(os.path.realpath(p) for p in also_read),
-                       denied_programs=self.denied_programs)
+                       denied_programs=self.denied_programs, extension_dirs=list(self.extension_dirs),
+                       extension_holders=list(self.extension_holders))
 
     # -- state --
 
@@ -583,21 +588,21 @@ class Sandbox:
             self._plans[command] = plan  # looked at after the command (explain)
         return self._wrapped(prefix, argv, cwd)
 
-    def confine(self, argv: Sequence[str], cwd: str, path_env: str = "", shown: Sequence[str] = ()
-                ) -> tuple[list[str], dict[str, str]] | None:
+    def confine(self, argv: Sequence[str], cwd: str, path_env: str = "", shown: Sequence[str] = (),
+                writable: Sequence[str] = ()) -> tuple[list[str], dict[str, str]] | None:
         """``argv`` in a bubblewrap of its own with a Bash command's mounts, whatever ``excludedCommands`` says (a
-        project's hook: record 0015), the regular files ``shown`` read-only, and extra environment; None when no
-        sandbox is on (it runs as it is)."""
+        project's hook: record 0015), the regular files ``shown`` read-only and ``writable`` (a SessionStart hook's
+        ``CLAUDE_ENV_FILE``) writable, and extra environment; None when no sandbox is on (it runs as it is)."""
         if not self.active:
             return None
         prefix, _plan = self._prefix_and_plan(path_env)
-        for f in shown:
+        for f, how in [*((f, "--ro-bind") for f in shown), *((f, "--bind") for f in writable)]:
             if not os.path.isfile(f) or os.path.islink(f):
                 continue
             # inside a hidden folder whose tmpfs is made read-only: bound before that, while its parents can be made
             at = next((i for i in range(len(prefix) - 1, 0, -1) if prefix[i - 1] == "--remount-ro"
                        and f.startswith(prefix[i].rstrip(os.sep) + os.sep)), None)
-            bind = ["--ro-bind", f, f]
+            bind = [how, f, f]
             prefix = prefix + bind if at is None else [*prefix[: at - 1], *bind, *prefix[at - 1 :]]
         return self._wrapped(prefix, argv, cwd)
 
@@ -787,7 +792,8 @@ class Sandbox:
                 out += ["--tmpfs", p, "--remount-ro", p]
             elif os.path.exists(p):
                 out += ["--ro-bind", "/dev/null", p]
-        out += self._deny_mounts(path_env, shown)
+        out += extension_binds(self.extension_dirs, self.hidden, self.extension_holders, self._hidden_in_view(shown), self.roots)
+        out += self._deny_mounts(path_env, shown)  # last: a denied program is masked wherever it is shown from
         out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
         if not s.network:
             out += ["--unshare-net"]
@@ -843,6 +849,14 @@ class Sandbox:
                 os.replace(stub + ".new", stub)
             out += ["--ro-bind", stub, target]
         return [*out, "--ro-bind", folder, "/tmp/.agentloop-denied"]
+
+    def show_extensions(self, folders: Sequence[str], agentloop_home: str) -> list[str]:
+        """Show ``folders`` (enabled plugins', skills') to commands read-only, from the next command on: their
+        scripts run, and cannot be changed. Returns a warning for each one that is not shown (``extension_folders``)."""
+        self.extension_holders = [os.path.realpath(agentloop_home)]
+        shown, warnings = extension_folders(folders, self.hidden, self.extension_holders)
+        self.extension_dirs = shown
+        return warnings
 
     def _hidden_in_view(self, shown: Sequence[str]) -> list[str]:
         """``hidden``, but for what a hidden home already hides (its names stay unseen), in mount order."""
@@ -1274,3 +1288,53 @@ class _InRunner:
         finally:
             r.background.discard(self.inner_pid)
             r.lock.release()
+
+
+EXTENSION_HOLDERS = (".claude",)
+"""A hidden folder a plugin's or skill's folder may be shown from inside (``~/.claude/skills/pdf``,
+``~/.claude/plugins/...``); the agentloop home is the other (its ``skills/``)."""
+
+
+def extension_folders(folders: Sequence[str], hidden: Sequence[str], holders: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Which of ``folders`` (real paths) are shown read-only, and a warning for each that is not.
+
+    Claude Code runs a skill's bundled scripts and a plugin's from their folders (skills page, "Add supporting
+    files"; plugins reference, ``${CLAUDE_PLUGIN_ROOT}``). The wall stays whole: a folder that holds a hidden path
+    (a credential folder, the agentloop home, a ``denyRead`` path) or is one is not shown, and one inside a hidden
+    path only when that path is a ``.claude`` folder or one of ``holders`` (the agentloop home).
+    """
+    shown: list[str] = []
+    warnings: list[str] = []
+    holders = [h for h in hidden if os.path.basename(h) in EXTENSION_HOLDERS] + list(holders)
+    for f in dict.fromkeys(os.path.realpath(x) for x in folders):
+        if not os.path.isdir(f):
+            continue
+        covers = next((h for h in hidden if h == f or h.startswith(f.rstrip(os.sep) + os.sep)), None)
+        inside = [h for h in hidden if f.startswith(h + os.sep)]
+        if covers is not None or any(h not in holders for h in inside):
+            warnings.append(f"sandbox: {f} (a plugin's or skill's folder) is not shown to commands: it "
+                            f"{'holds' if covers is not None else 'is inside'} a folder the sandbox hides; its scripts cannot run in Bash")
+            continue
+        shown.append(f)
+    return shown, warnings
+
+
+def extension_binds(folders: Sequence[str], hidden: Sequence[str], holders: Sequence[str] = (),
+                    sealed: Sequence[str] = (), roots: Sequence[str] = ()) -> list[str]:
+    """bubblewrap's read-only binds for the shown plugin and skill folders, after every other mount (a folder inside
+    a hidden home, inside a writable workspace, or under a hidden ``~/.claude`` shows, and cannot be written).
+    ``sealed``: the hidden folders mounted as read-only empty folders, inside which no mount point can be made (a
+    folder there is left hidden, and the log says so). ``roots``: the workspace and added directories; a folder that
+    is one of them or holds one (a marketplace whose ``source`` is ``./``, cloned as the project) is left as it is,
+    since binding it read-only would take the workspace's writes away."""
+    out: list[str] = []
+    for f in sorted(extension_folders(folders, hidden, holders)[0], key=_depth):
+        if any(r == f or r.startswith(f.rstrip(os.sep) + os.sep) for r in roots):
+            continue
+        if any(f.startswith(h + os.sep) for h in sealed):
+            import logging
+
+            logging.getLogger("agentloop.sandbox").warning("sandbox: %s is inside a hidden folder mounted read-only; not shown to commands", f)
+            continue
+        out += ["--ro-bind", f, f]
+    return out

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
+from typing import Any
 
 from ...config.settings import ConfigError, read_config_bytes
 from ...tools import Registry
+from ..front_matter import parse_front_matter
 
 __all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "load_agent_types", "read_agent_dir"]
 
@@ -54,7 +55,7 @@ def builtin_types() -> dict[str, AgentType]:
             "Explore",
             "A read-only agent for finding and reading code quickly; it changes nothing.",
             "You are a read-only sub-agent exploring a codebase for another agent. Search and read; never change "
-            "anything. Bash runs read-only commands only (git log, ls, a read-only script). Answer with the facts "
+            "anything. Bash runs read-only commands only (ls, cat, grep, git rev-list or ls-tree). Answer with the facts "
             "found, with file paths and line numbers.",
             tools=(*READ_ONLY_TOOLS, "Bash"),
             read_only_bash=True,
@@ -62,7 +63,18 @@ def builtin_types() -> dict[str, AgentType]:
     }
 
 
-_FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
+def tool_names(value: Any, path: str = "", warnings: list[str] | None = None) -> tuple[str, ...] | None:
+    """An agent file's ``tools``: a comma-separated string (``Read, Grep``) or a YAML list (flow or block);
+    None (every tool of the parent's) when absent or empty. Anything else is named in ``warnings`` and means none."""
+    if value is None or value == "":
+        return None
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else None
+    if items is None or not all(isinstance(t, str) for t in items):
+        if warnings is not None:
+            warnings.append(f"{path}: front matter 'tools' must be a list of tool names or a comma-separated string, "
+                            f"not {value!r}; the agent gets no tools")
+        return ()
+    return tuple(t.strip() for t in items if t.strip())
 
 
 KNOWN_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "Skill", "Agent", "Task",
@@ -126,25 +138,21 @@ def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = F
             if warnings is not None:
                 warnings.append(f"{path}: the agent file cannot be read ({exc}); skipped")
             continue
-        m = _FRONT.match(text)
-        if not m:
+        meta, body = parse_front_matter(text, warnings, path)
+        if not meta:
             if warnings is not None:
                 warnings.append(f"{path}: no front matter (--- name, description ---); the agent file is skipped")
             continue
-        meta: dict[str, str] = {}
-        for line in m.group(1).splitlines():
-            k, sep, v = line.partition(":")
-            if sep:
-                meta[k.strip()] = v.strip().strip("\"'")
-        name = meta.get("name") or fn[:-3]
-        if warnings is not None and re.search(r"^hooks\s*:", m.group(1), re.MULTILINE):
+        name = str(meta.get("name") or fn[:-3])
+        if warnings is not None and "hooks" in meta:
             warnings.append(f"{path}: front matter 'hooks' of agent {name!r} is not supported by agentloop; ignored "
-                            "(hooks run only from the settings files, for the parent and its sub-agents alike)")
-        tools = tuple(t.strip() for t in meta["tools"].split(",") if t.strip()) if meta.get("tools") else None
+                            "(Claude Code runs an agent's own hooks while it runs; agentloop runs hooks only from the "
+                            "settings files' \"hooks\", for the parent and its sub-agents alike)")
+        tools = tool_names(meta.get("tools"), path, warnings)
         unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
         if unknown and warnings is not None:
             warnings.append(f"{path}: agent {name!r} lists tools agentloop does not have: {', '.join(unknown)} (left out)")
-        model = meta.get("model") or None
+        model = str(meta.get("model") or "").strip() or None
         if model == "inherit":
             model = None  # Claude Code: the parent's model
         if model is not None and inert:
@@ -155,5 +163,5 @@ def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = F
         isolation = meta.get("isolation") if meta.get("isolation") in ("worktree", "none") else None
         if meta.get("isolation") and isolation is None and warnings is not None:
             warnings.append(f"{path}: agent {name!r} asks for isolation {meta['isolation']!r}; agentloop knows worktree and none (ignored)")
-        types[name] = AgentType(name, meta.get("description", ""), m.group(2).strip(), tools, model, path, isolation)
+        types[name] = AgentType(name, str(meta.get("description") or ""), body.strip(), tools, model, path, str(isolation) if isolation else None)
     return types

@@ -425,7 +425,7 @@ class SubagentRunner:
             command = kw.get("command")
             if not isinstance(command, str) or check is None or not check(cwd, command):
                 raise ToolError(f"the {atype.name} agent runs read-only commands only, and this line may change "
-                                "something or run code it cannot see; use a read-only command (ls, cat, git log, grep)")
+                                "something or run code it cannot see; use a read-only command (ls, cat, grep, git rev-list)")
             if kw.get("run_in_background") or kw.get("dangerouslyDisableSandbox"):
                 raise ToolError(f"the {atype.name} agent runs commands in the foreground, in the sandbox")
             return inner(**kw)

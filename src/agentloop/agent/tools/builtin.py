@@ -1151,7 +1151,7 @@ def builtin_registry(
     if shell_max_timeout_s is not None:  # the model's own timeout is capped here (BASH_MAX_TIMEOUT_MS)
         t.max_timeout_ms = max(1, int(shell_max_timeout_s * 1000))
     specs: list[tuple[str, str, dict[str, Any], Callable[..., Any], bool]] = [
-        ("Bash", _BASH_DOC, _BASH_SCHEMA, _bound(_bash, t), False),
+        ("Bash", _bash_doc(shell_timeout_s, t.max_timeout_ms), _BASH_SCHEMA, _bound(_bash, t), False),
         ("Read", _READ_DOC, _READ_SCHEMA, _bound(_read, t), True),
         ("Write", _WRITE_DOC, _WRITE_SCHEMA, _encodable(_bound(_write, t)), False),
         ("Edit", _EDIT_DOC, _EDIT_SCHEMA, _encodable(_bound(_edit, t)), False),
@@ -1299,17 +1299,30 @@ _TYPE_ALIASES = {
 }
 """Names models also use for a type: mapped to ripgrep's."""
 
-_BASH_DOC = (
-    "Run a shell command (bash) and return its combined stdout and stderr. It starts in the "
-    "workspace directory; a `cd` carries over to later calls (within the workspace). A non-zero "
-    "exit code makes the call an error, with the output and the code at the end (exit 1 of grep, "
-    "rg, diff and test is an answer, not an error). The default timeout is 2 minutes "
-    f"(at most {MAX_TIMEOUT_MS // 1000} s); on timeout the command and everything it started are "
-    "killed. Prefer Read, Grep, Glob and Edit to cat, grep, find and sed. Output over 10,000 "
-    "characters is saved to a file and a preview is returned. What a command leaves running "
-    "(`cmd &`) is killed when it returns: for a server or a watcher, set run_in_background and "
-    "read it later with BashOutput."
-)
+def _duration(seconds: float) -> str:
+    """``120`` as "2 minutes", ``90`` as "90 s": how Bash's description says a timeout."""
+    if seconds >= 60 and seconds % 60 == 0:
+        m = int(seconds // 60)
+        return f"{m} minute{'s' if m != 1 else ''}"
+    return f"{seconds:g} s"
+
+
+def _bash_doc(default_s: float, max_ms: int) -> str:
+    """Bash's description, with the session's timeouts (``BASH_DEFAULT_TIMEOUT_MS``, ``BASH_MAX_TIMEOUT_MS``)."""
+    return (
+        "Run a shell command (bash) and return its combined stdout and stderr. It starts in the "
+        "workspace directory; a `cd` carries over to later calls (within the workspace). A non-zero "
+        "exit code makes the call an error, with the output and the code at the end (exit 1 of grep, "
+        f"rg, diff and test is an answer, not an error). The default timeout is {_duration(default_s)} "
+        f"(at most {_duration(max_ms / 1000)}); on timeout the command and everything it started are "
+        "killed. Prefer Read, Grep, Glob and Edit to cat, grep, find and sed. Output over 10,000 "
+        "characters is saved to a file and a preview is returned. What a command leaves running "
+        "(`cmd &`) is killed when it returns: for a server or a watcher, set run_in_background and "
+        "read it later with BashOutput."
+    )
+
+
+_BASH_DOC = _bash_doc(120, MAX_TIMEOUT_MS)
 _BASH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
