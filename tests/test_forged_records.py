@@ -285,3 +285,19 @@ def test_a_forged_total_in_the_listings_cache_is_read_again_from_the_session(pro
     index.write_text(json.dumps(cache))
     [again] = list_sessions(str(proj))
     assert again.spent_micros == s.spent_micros >= 0
+
+
+def test_force_on_a_forged_session_goes_on_in_a_new_session_from_the_records_before_it(
+    proj: Path, scripted: Callable[..., str]
+) -> None:
+    sid, path = _session(proj, scripted)
+    change, _ = FORGERIES["tool_calls a string"]
+    index = _rewrite(path, change)
+    before = path.read_bytes()
+    p = _run(["-c", "--force", "-p", "go on", "--model", scripted([{"text": "went on"}], "more.json")], proj)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "went on\n" and f"fails verification at record {index} (bad_payload)" in p.stderr
+    assert path.read_bytes() == before
+    [new] = [n for n in os.listdir(path.parent) if n.endswith(".jsonl") and n != path.name]
+    assert verify_file(path.parent / new).ok
+
