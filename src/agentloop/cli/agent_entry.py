@@ -341,24 +341,7 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             blocks.stop()
     elapsed = time.monotonic() - t0
     if fmt == "text":
-        if result.answer:
-            from .terminal_text import neutral
-
-            answer = neutral(result.answer) if sys.stdout.isatty() else result.answer  # a file or pipe gets it as written
-            sys.stdout.write(answer + ("" if answer.endswith("\n") else "\n"))
-            sys.stdout.flush()
-        for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
-            print(f"agentloop: refused: {_call_summary(d, agent.cwd)} (permission denied; -p cannot ask: "
-                  "allow it with --allowedTools or a rule)", file=sys.stderr)
-        for line in blocks.lines if blocks is not None else ():
-            print(line, file=sys.stderr)
-        cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
-        print(cost_line(agent, result, cols), file=sys.stderr)
-        for w in agent.warnings():
-            print(f"warning: {w.text}", file=sys.stderr)
-        if result.stop_reason not in FINISHED:
-            detail = f": {result.error}" if result.error else ""
-            print(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", file=sys.stderr)
+        _print_text(agent, result, denied_before, blocks.lines if blocks is not None else [])
     else:
         obj = _result_json(agent, result, elapsed, timing)
         if schema is not None:
@@ -378,6 +361,28 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
         print(f"agentloop: --json-schema: {structured[1]}", file=sys.stderr)
         return EXIT_PROBLEMS
     return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
+
+
+def _print_text(agent: Agent, result: Any, denied_before: int, blocked: list[str]) -> None:
+    """-p's text output: the answer on stdout; what was refused or blocked, the cost and warnings on stderr."""
+    if result.answer:
+        from .terminal_text import neutral
+
+        answer = neutral(result.answer) if sys.stdout.isatty() else result.answer  # a file or pipe gets it as written
+        sys.stdout.write(answer + ("" if answer.endswith("\n") else "\n"))
+        sys.stdout.flush()
+    for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
+        print(f"agentloop: refused: {_call_summary(d, agent.cwd)} (permission denied; -p cannot ask: "
+              "allow it with --allowedTools or a rule)", file=sys.stderr)
+    for line in blocked:
+        print(line, file=sys.stderr)
+    cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
+    print(cost_line(agent, result, cols), file=sys.stderr)
+    for w in agent.warnings():
+        print(f"warning: {w.text}", file=sys.stderr)
+    if result.stop_reason not in FINISHED:
+        detail = f": {result.error}" if result.error else ""
+        print(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", file=sys.stderr)
 
 
 class _HookBlocks:
