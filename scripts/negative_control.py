@@ -1339,6 +1339,20 @@ SABOTAGES = [
         "and code not in (0, None):  # SABOTAGED",
         ["tests/test_seed_rows.py::test_a_seed_stop_hook_that_exits_1_does_not_keep_the_agent_going"],
     ),
+    Sabotage(
+        "resume does not check the payloads of the records it reads",
+        "src/agentloop/agent/session/store.py",
+        "            if _forged(tail[0]):",
+        "            if False:  # SABOTAGED",
+        ["tests/test_forged_records.py::test_a_forged_record_of_each_kind_that_chains_is_refused_by_every_reader"],
+    ),
+    Sabotage(
+        "ACP hands a request whose params hold 1e400 to its handler",
+        "src/agentloop/cli/acp_wire.py",
+        '            elif "method" in message and _infinite(message.get("params")):',
+        '            elif False:  # SABOTAGED',
+        ["tests/test_acp_wire.py::test_a_number_past_any_double_in_params_is_invalid_params_never_an_internal_error"],
+    ),
 ]
 
 
