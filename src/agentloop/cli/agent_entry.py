@@ -401,8 +401,12 @@ class _HookBlocks:
         event = str(p.get("event", "?"))
         if event == "UserPromptSubmit":  # already the turn's error
             return
+        why = p.get("reason") or "no reason given"
+        if event in ("Stop", "SubagentStop"):  # blocking a stop means going on
+            self.lines.append(f"agentloop: a {event} hook kept the turn going: {why}")
+            return
         what = f" {p['matcher_value']}" if p.get("matcher_value") else ""
-        self.lines.append(f"agentloop: blocked by a {event} hook{what}: {p.get('reason') or 'no reason given'}")
+        self.lines.append(f"agentloop: blocked by a {event} hook{what}: {why}")
 
     def stop(self) -> None:
         listeners = self.session.listeners  # the writer's list once the session's file exists
