@@ -788,8 +788,8 @@ SABOTAGES = [
     Sabotage(
         "-c and --resume trust a session file without verifying its whole chain",
         "src/agentloop/agent/session/store.py",
-        "            if not report.ok and not torn:\n                raise SessionDamaged(",
-        "            if False:  # SABOTAGED\n                raise SessionDamaged(",
+        "            if not report.ok and not torn:\n                report = verify_for_reading(path)",
+        "            if False:  # SABOTAGED\n                report = verify_for_reading(path)",
         ["tests/test_session_integrity.py::test_resuming_a_damaged_session_is_refused_with_the_record_named_and_nothing_appended",
          "tests/test_session_integrity.py::test_continue_on_a_damaged_session_exits_1_naming_the_record_and_writes_nothing"],
     ),
