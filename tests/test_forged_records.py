@@ -134,6 +134,17 @@ def test_every_generated_bad_shape_of_a_kind_is_named_by_its_path(kind: str) -> 
     assert seen >= 3
 
 
+def test_what_the_redactor_writes_in_place_of_a_value_passes() -> None:
+    """A failed call's error, a detail and a message's content may be a marker (redact.py)."""
+    from agentloop.redact import redacted, truncated
+
+    marker, cut = redacted("secret", "sensitive", b"salt"), truncated("x" * 100, 16)
+    assert payload_problem("tool_result", {**VALID["tool_result"], "error": marker, "detail": cut}) is None
+    msgs = [{"role": "user", "content": cut}, {"role": "tool", "tool_call_id": "c1", "content": marker}]
+    assert payload_problem("run_start", {**VALID["run_start"], "messages": msgs}) is None
+    assert payload_problem("tool_result", {**VALID["tool_result"], "error": {"not": "a marker"}}) is not None
+
+
 def test_money_and_counts_are_never_negative_or_past_any_real_bound() -> None:
     for spent in (-1, -10**12 * 10**6, 10**15 + 1, 2**63):
         assert "outside" in (payload_problem("session_cost", {"spent_micros": spent}) or "")
