@@ -790,8 +790,8 @@ SABOTAGES = [
     Sabotage(
         "-c and --resume trust a session file without verifying its whole chain",
         "src/agentloop/agent/session/store.py",
-        "            if not report.ok and not torn:\n                raise SessionDamaged(",
-        "            if False:  # SABOTAGED\n                raise SessionDamaged(",
+        "            if not report.ok and not torn:\n                report = verify_for_reading(path)",
+        "            if False:  # SABOTAGED\n                report = verify_for_reading(path)",
         ["tests/test_session_integrity.py::test_resuming_a_damaged_session_is_refused_with_the_record_named_and_nothing_appended",
          "tests/test_session_integrity.py::test_continue_on_a_damaged_session_exits_1_naming_the_record_and_writes_nothing"],
     ),
@@ -1661,6 +1661,20 @@ SABOTAGES = [
         "                                          wrap=self.runner.confined_source())",
         "                                          wrap=None)  # SABOTAGED",
         ["tests/test_claude_plugin_environment.py::test_what_a_projects_session_start_hook_writes_to_claude_env_file_never_runs_on_the_host"],
+    ),
+    Sabotage(
+        "resume does not check the payloads of the records it reads",
+        "src/agentloop/agent/session/store.py",
+        "            if _forged(tail[0]):",
+        "            if False:  # SABOTAGED",
+        ["tests/test_forged_records.py::test_a_forged_record_of_each_kind_that_chains_is_refused_by_every_reader"],
+    ),
+    Sabotage(
+        "ACP hands a request whose params hold 1e400 to its handler",
+        "src/agentloop/cli/acp_wire.py",
+        '            elif "method" in message and _infinite(message.get("params")):',
+        '            elif False:  # SABOTAGED',
+        ["tests/test_acp_wire.py::test_a_number_past_any_double_in_params_is_invalid_params_never_an_internal_error"],
     ),
 ]
 class Worker:

@@ -134,6 +134,17 @@ def test_every_generated_bad_shape_of_a_kind_is_named_by_its_path(kind: str) -> 
     assert seen >= 3
 
 
+def test_what_the_redactor_writes_in_place_of_a_value_passes() -> None:
+    """A failed call's error, a detail and a message's content may be a marker (redact.py)."""
+    from agentloop.redact import redacted, truncated
+
+    marker, cut = redacted("secret", "sensitive", b"salt"), truncated("x" * 100, 16)
+    assert payload_problem("tool_result", {**VALID["tool_result"], "error": marker, "detail": cut}) is None
+    msgs = [{"role": "user", "content": cut}, {"role": "tool", "tool_call_id": "c1", "content": marker}]
+    assert payload_problem("run_start", {**VALID["run_start"], "messages": msgs}) is None
+    assert payload_problem("tool_result", {**VALID["tool_result"], "error": {"not": "a marker"}}) is not None
+
+
 def test_money_and_counts_are_never_negative_or_past_any_real_bound() -> None:
     for spent in (-1, -10**12 * 10**6, 10**15 + 1, 2**63):
         assert "outside" in (payload_problem("session_cost", {"spent_micros": spent}) or "")
@@ -285,3 +296,19 @@ def test_a_forged_total_in_the_listings_cache_is_read_again_from_the_session(pro
     index.write_text(json.dumps(cache))
     [again] = list_sessions(str(proj))
     assert again.spent_micros == s.spent_micros >= 0
+
+
+def test_force_on_a_forged_session_goes_on_in_a_new_session_from_the_records_before_it(
+    proj: Path, scripted: Callable[..., str]
+) -> None:
+    sid, path = _session(proj, scripted)
+    change, _ = FORGERIES["tool_calls a string"]
+    index = _rewrite(path, change)
+    before = path.read_bytes()
+    p = _run(["-c", "--force", "-p", "go on", "--model", scripted([{"text": "went on"}], "more.json")], proj)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "went on\n" and f"fails verification at record {index} (bad_payload)" in p.stderr
+    assert path.read_bytes() == before
+    [new] = [n for n in os.listdir(path.parent) if n.endswith(".jsonl") and n != path.name]
+    assert verify_file(path.parent / new).ok
+

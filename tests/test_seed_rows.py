@@ -110,3 +110,17 @@ def test_a_hooks_block_is_said_on_stderr_in_print_text_mode(proj: Path, scripted
     assert p.returncode == 0, p.stderr
     assert p.stdout == "did it\n"
     assert "agentloop: blocked by a PreToolUse hook Bash: no Bash today" in p.stderr.splitlines()
+
+
+def test_a_stop_hook_that_keeps_the_turn_going_is_said_in_print_text_mode(proj: Path, scripted: Callable[..., str]) -> None:
+    """Claude Code's Stop hook: exit 2 blocks stopping, and stderr is fed back to the model."""
+    once = proj / "once"
+    stop = _hook(proj, "stop.sh", f"#!/bin/sh\ncat > /dev/null\n[ -e {once} ] && exit 0\ntouch {once}\necho 'run the tests too' >&2\nexit 2\n")
+    _settings(proj, {"Stop": [{"hooks": [{"type": "command", "command": stop}]}]})
+    model = scripted([{"text": "done"}, {"text": "tests pass, done"}])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    p = subprocess.run([*AGENTLOOP, "--trust", "-p", "fix it", "--model", model], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.endswith("tests pass, done\n")
+    assert "agentloop: a Stop hook kept the turn going: run the tests too" in p.stderr.splitlines()

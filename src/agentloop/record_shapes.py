@@ -15,7 +15,8 @@ Rules:
 2. A shape names what readers use. A field a reader indexes directly is
    required; every other field is checked only when present (older files and
    other layers' records leave some out). Unknown kinds and extra fields pass:
-   the format lets any layer add its own.
+   the format lets any layer add its own. Where the redactor may have put a
+   marker in place of a value (``redact.py``), the shape accepts the marker.
 3. Money and token counts are integers in ``[0, MAX_MICROS]``: a negative or
    absurd total is refused, never added up. JSON's ``true`` is not a number.
 4. The first problem found is reported as its path in the payload and what
@@ -28,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .budget import MAX_MICROS
+from .redact import is_marker
 
 __all__ = ["SHAPES", "Check", "payload_problem"]
 
@@ -83,6 +85,11 @@ def _typed(kind: type, name: str) -> Check:
 STRING = _typed(str, "a string")
 BOOL = _typed(bool, "a boolean")
 OBJECT = _typed(dict, "an object")
+
+
+def MARKER(v: Any, path: str) -> str | None:  # noqa: N802 - a shape constant, named as the others
+    """What the redactor leaves in place of a value (``{"$redacted": ...}``, ``{"$truncated": ...}``)."""
+    return None if is_marker(v) else f"{path} is {_describe(v)}, expected a redaction or truncation marker"
 
 
 def ANY(v: Any, path: str) -> str | None:  # noqa: N802 - a shape constant, named as the others
@@ -162,8 +169,11 @@ MONEY = integer(0, MAX_MICROS)
 COUNT = integer(0, _MAX_COUNT)
 USAGE = obj(optional={k: COUNT for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")})
 TOOL_CALL = obj({"id": STRING, "name": STRING}, {"arguments": ANY})
+TEXT = either(STRING, MARKER, "a string or a redaction marker")
+"""Text the redactor may have replaced (a failed call's error, a message's content)."""
 MESSAGE = obj({"role": STRING}, {
-    "content": nullable(either(STRING, array(OBJECT), "a string or an array of blocks")), "tool_calls": array(TOOL_CALL),
+    "content": nullable(either(TEXT, array(OBJECT), "a string, an array of blocks or a redaction marker")),
+    "tool_calls": array(TOOL_CALL),
     "tool_call_id": nullable(STRING), "reasoning": array(OBJECT), "ok": BOOL,
 })
 MESSAGES = array(MESSAGE)
@@ -198,7 +208,7 @@ SHAPES: dict[str, Check] = {
         **_STEP, "reserved_micros": MONEY, "cost_micros": MONEY, "spent_micros": MONEY, "tokens": COUNT,
     }),
     "tool_result": obj({"call_id": STRING, "name": STRING, "ok": BOOL}, {
-        **_STEP, "error": nullable(STRING), "detail": nullable(OBJECT),
+        **_STEP, "error": nullable(TEXT), "detail": nullable(OBJECT),
     }),
     "tools_changed": obj({"tools": array(TOOL_ENTRY)}, _STEP),
     "model_error": obj(optional={**_STEP, "error": nullable(STRING), "usage": nullable(USAGE)}),

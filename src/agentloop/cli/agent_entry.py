@@ -348,20 +348,7 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             blocks.stop()
     elapsed = time.monotonic() - t0
     if fmt == "text":
-        if result.answer:  # neutral on a pipe too (it often ends on a terminal); --output-format json has it as written
-            say(result.answer, sys.stdout, "" if result.answer.endswith("\n") else "\n")
-            sys.stdout.flush()
-        for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
-            say(f"agentloop: refused: {_call_summary(d, agent.cwd)} ({_how_to_allow(d)})", sys.stderr)
-        for line in blocks.lines if blocks is not None else ():
-            say(line, sys.stderr)
-        cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
-        say(cost_line(agent, result, cols), sys.stderr)
-        for w in agent.warnings():
-            say(f"warning: {w.text}", sys.stderr)
-        if result.stop_reason not in FINISHED:
-            detail = f": {result.error}" if result.error else ""
-            say(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", sys.stderr)
+        _print_text(agent, result, denied_before, blocks.lines if blocks is not None else [])
     else:
         obj = _result_json(agent, result, elapsed, timing)
         if schema is not None:
@@ -383,6 +370,25 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
     return EXIT_OK if result.stop_reason in FINISHED else EXIT_PROBLEMS
 
 
+def _print_text(agent: Agent, result: Any, denied_before: int, blocked: list[str]) -> None:
+    """-p's text output: the answer on stdout; what was refused or blocked, the cost and warnings on stderr, each
+    neutral on a terminal and on a pipe too (it often ends on one); --output-format json has the answer as written."""
+    if result.answer:
+        say(result.answer, sys.stdout, "" if result.answer.endswith("\n") else "\n")
+        sys.stdout.flush()
+    for d in agent.permission_denials[denied_before:]:  # the answer may say "done": say what was not
+        say(f"agentloop: refused: {_call_summary(d, agent.cwd)} ({_how_to_allow(d)})", sys.stderr)
+    for line in blocked:
+        say(line, sys.stderr)
+    cols = os.get_terminal_size(sys.stderr.fileno()).columns - 1 if sys.stderr.isatty() else None
+    say(cost_line(agent, result, cols), sys.stderr)
+    for w in agent.warnings():
+        say(f"warning: {w.text}", sys.stderr)
+    if result.stop_reason not in FINISHED:
+        detail = f": {result.error}" if result.error else ""
+        say(f"agentloop: stopped: {result.stop_reason}{detail} (session {agent.session.id})", sys.stderr)
+
+
 class _HookBlocks:
     """What hooks blocked during one -p turn, read from the ``hook`` records as the session writes
     them: each said on stderr in text mode (the answer alone would not show that a call never ran)."""
@@ -399,8 +405,12 @@ class _HookBlocks:
         event = str(p.get("event", "?"))
         if event == "UserPromptSubmit":  # already the turn's error
             return
+        why = p.get("reason") or "no reason given"
+        if event in ("Stop", "SubagentStop"):  # blocking a stop means going on
+            self.lines.append(f"agentloop: a {event} hook kept the turn going: {why}")
+            return
         what = f" {p['matcher_value']}" if p.get("matcher_value") else ""
-        self.lines.append(f"agentloop: blocked by a {event} hook{what}: {p.get('reason') or 'no reason given'}")
+        self.lines.append(f"agentloop: blocked by a {event} hook{what}: {why}")
 
     def stop(self) -> None:
         listeners = self.session.listeners  # the writer's list once the session's file exists

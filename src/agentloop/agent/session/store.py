@@ -23,10 +23,12 @@ Rules:
    verifies the whole chain first, as ``agentloop verify`` does (its fast
    path: bounded memory, one streaming pass). A file that fails is refused
    with the first bad record named (``SessionDamaged``) and nothing is
-   appended to it. Each verified record's payload is then checked against the
-   shape of its kind (``record_shapes``): a forged record that still chains is
-   refused the same way, named (``bad_payload``), never folded into the
-   conversation or the totals. The one exception is what a crash leaves: damage after the
+   appended to it. Every record a reader reads has its payload checked against
+   the shape of its kind (``record_shapes``): a forged record that still
+   chains is refused the same way, the file's first one named
+   (``bad_payload``), never folded into the conversation or the totals.
+   Rewind, replay and the listing read every record; resume reads the tail
+   (rule 4) and checks that, so its cost stays that of the chain's check. The one exception is what a crash leaves: damage after the
    last good record that holds no complete line (a torn write, zeros a file
    system left). That tail is cut first (``audit.repair``, the bytes kept
    beside the file) and the cut is recorded. ``fork_damaged`` is what
@@ -66,6 +68,7 @@ from ...transcript import (
     VerifyReport,
     bounded_lines,
     open_regular,
+    verify_file,
     verify_for_reading,
 )
 
@@ -163,10 +166,11 @@ def _reverse_lines(path: str, chunk: int = 8192, end: int | None = None) -> Iter
             yield rest
 
 
-def check_session(path: str) -> tuple[VerifyReport, bool]:
-    """The whole file verified as ``agentloop verify`` does and its payloads checked (rule 6), and
-    whether its only damage is a tail a crash left (no complete line after the last good record)."""
-    report = verify_for_reading(path)
+def check_session(path: str, *, payloads: bool = True) -> tuple[VerifyReport, bool]:
+    """The whole file verified as ``agentloop verify`` does and (``payloads``) every payload
+    checked (rule 6), and whether its only damage is a tail a crash left (no complete line after
+    the last good record). Resume passes ``payloads=False``: it checks the records it reads."""
+    report = verify_for_reading(path) if payloads else verify_file(path)
     if report.ok or any(p.kind == "unreadable" for p in report.problems):
         return report, False
     return report, crash_tail(path, report.valid_prefix_bytes)
@@ -189,6 +193,41 @@ def damage_line(sid: str, path: str, report: VerifyReport) -> str:
         f" ('agentloop verify {path}' lists every problem; --force goes on in a new session from the"
         f" {report.valid_prefix} records before it)"
     )
+
+
+def _tail(path: str, end: int | None = None) -> tuple[list[bytes], list[bytes], bool, int]:
+    """The lines resume reads (rule 4), oldest first: back from the end (or byte ``end``) to the last
+    run_start that holds every message and the last ``session_cost``; with their kinds, whether
+    such a run_start was found, and how many lines from the end it is."""
+    segment: list[bytes] = []
+    kinds: list[bytes] = []
+    have_run = have_cost = False
+    full_from_end = 0
+    for line in _reverse_lines(path, end=end):
+        k = _kind(line)
+        segment.append(line)
+        kinds.append(k)
+        if k in (b"run_start", b"rewind", b"fork") and not have_run:
+            p = orjson.loads(line)["payload"]
+            # a format 1 run_start, or a rewind that holds the whole conversation: rule 4
+            ok = isinstance(p, dict)
+            have_run = ok and ("continues" not in p if k == b"run_start" else isinstance(p.get("messages"), list))
+            full_from_end = len(segment) if have_run else 0
+        have_cost = have_cost or k == b"session_cost"
+        if have_run and have_cost:
+            break
+    segment.reverse()
+    kinds.reverse()
+    return segment, kinds, have_run, full_from_end
+
+
+def _forged(lines: list[bytes]) -> bool:
+    """Whether any of ``lines`` (verified records) has a payload that is not its kind's shape."""
+    for line in lines:
+        obj = orjson.loads(line)
+        if shapes.payload_problem(obj["kind"], obj["payload"]) is not None:
+            return True
+    return False
 
 
 class _Prefix:
@@ -466,15 +505,20 @@ class Session:
         fd = _lock(d, sid)
         path = os.path.join(d, f"{sid}.jsonl")
         try:
-            report, torn = check_session(path)
+            report, torn = check_session(path, payloads=False)  # the chain whole; payloads where read
             if not report.ok and not torn:
+                report = verify_for_reading(path)  # the prefix --force goes on from holds no forged record either
                 raise SessionDamaged(damage_line(sid, path, report), sid, path, report)
             repaired = repair_file(path) if torn else None
+            tail = _tail(path)
+            if _forged(tail[0]):  # named as every reader names it: the file's first bad record
+                report = verify_for_reading(path)
+                raise SessionDamaged(damage_line(sid, path, report), sid, path, report)
             writer = TranscriptWriter(path, durability=durability, resume=True, repair=repair_file)
             s = cls(sid, d, writer, fd, created=False, durability=durability)
             s.repaired = repaired or writer.repaired
             s.listeners = writer.listeners
-            s._load_tail()
+            s._fold(*tail, feed=True)
             if s.repaired is not None:
                 s.note("repair", {"kept_records": s.repaired.kept_records, "removed_bytes": s.repaired.removed_bytes, "side_file": os.path.basename(s.repaired.side_file or "")})
         except SessionError:
@@ -491,25 +535,7 @@ class Session:
     def _load_tail(self, path: str | None = None, end: int | None = None) -> None:
         """Messages and totals from the end of the file, or of ``path`` up to byte ``end`` (rule 4)."""
         path = path or self.path
-        segment: list[bytes] = []
-        kinds: list[bytes] = []
-        have_run = have_cost = False
-        full_from_end = 0
-        for line in _reverse_lines(path, end=end):
-            k = _kind(line)
-            segment.append(line)
-            kinds.append(k)
-            if k in (b"run_start", b"rewind", b"fork") and not have_run:
-                p = orjson.loads(line)["payload"]
-                # a format 1 run_start, or a rewind that holds the whole conversation: rule 4
-                have_run = "continues" not in p if k == b"run_start" else isinstance(p.get("messages"), list)
-                full_from_end = len(segment) if have_run else 0
-            have_cost = have_cost or k == b"session_cost"
-            if have_run and have_cost:
-                break
-        segment.reverse()
-        kinds.reverse()
-        self._fold(segment, kinds, have_run, full_from_end, feed=path == self.path)
+        self._fold(*_tail(path, end), feed=path == self.path)
 
     def _fold(self, segment: list[bytes], kinds: list[bytes], have_run: bool, full_from_end: int, *, feed: bool) -> None:
         """Messages and totals from ``segment`` (verified lines, oldest first)."""
