@@ -36,7 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import Observer, ToolCall, ToolFinished, ToolResult, ToolStarted
 from ..tools import Registry, Tool
-from .protocols import AgentHooks, AskPermission, HookSubject, ToolCallSubject
+from .protocols import (
+    AgentHooks,
+    AskPermission,
+    HookSubject,
+    PermissionAnswer,
+    PermissionReply,
+    ToolCallSubject,
+)
 
 __all__ = ["ToolCalls", "ToolPipeline", "run_batch"]
 
@@ -86,7 +93,9 @@ class ToolPipeline:
             if refusal is not None:
                 return refusal
         refused = self._permit(call)
-        if refused is not None:
+        if isinstance(refused, ToolCall):  # allowed with the arguments the answerer gave
+            call = refused
+        elif refused is not None:
             return refused
         if self.on_invoke is not None:
             self.on_invoke(call.id)
@@ -99,8 +108,8 @@ class ToolPipeline:
                 self.on_invoke(None)
         return self.redact(self.hooks.post_tool_use(self.owner, call, result))
 
-    def _permit(self, call: ToolCall) -> ToolResult | None:
-        """Steps 4 and 5: None to go on, or the refusal."""
+    def _permit(self, call: ToolCall) -> ToolResult | ToolCall | None:
+        """Steps 4 and 5: None to go on, the refusal, or the call with the arguments the asker allowed instead."""
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
         if behavior in ("ask", "deny") and getattr(d, "by_mode", False) and self.hooks.approved(call):
@@ -128,17 +137,32 @@ class ToolPipeline:
                 log.info("denied %s: ask without a terminal", call.name)
                 return self._deny(call, f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
             self.hooks.notification(self.owner, f"agentloop needs your permission to use {call.name}", "permission_prompt")
-            answer = self.ask(call, d)
-            if answer == "always" and self.on_always is not None:
-                self.on_always(call)
-            if answer == "deny":
-                return self._deny(call, f"the user refused permission to use {call.name}")
-            return None
+            return self._asked(call, self.ask(call, d))
         if behavior != "allow":
             why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
             log.info("denied %s: %s", call.name, why)
             return self._deny(call, f"permission to use {call.name} was denied ({why})")
         return None
+
+    def _asked(self, call: ToolCall, reply: PermissionAnswer | PermissionReply) -> ToolResult | ToolCall | None:
+        """Step 5's answer. Other arguments are prepared again and must pass the rules again: what the
+        asker allowed is a call no deny rule or protected path refuses."""
+        answer, message, arguments = (reply.answer, reply.message, reply.arguments) if isinstance(reply, PermissionReply) else (reply, "", None)
+        if answer == "deny":
+            return self._deny(call, f"the user refused permission to use {call.name}" + (f": {message}" if message else ""))
+        if answer == "always" and self.on_always is not None:
+            self.on_always(call)
+        if arguments is None or arguments == call.arguments:
+            return None
+        changed = ToolCall(call.id, call.name, arguments)
+        _, refusal = self.registry.prepare(changed)
+        if refusal is not None:
+            return refusal
+        d = self.policy.decide(changed.name, changed.arguments)
+        if getattr(d, "behavior", "deny") == "deny":
+            why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
+            return self._deny(call, f"permission to use {call.name} with the arguments given instead was denied ({why})")
+        return changed
 
     def _deny(self, call: ToolCall, error: str) -> ToolResult:
         if self.on_denied is not None:
