@@ -226,15 +226,18 @@ class ControlChannel:
 
     # -- requests to the SDK (rule 5) --
 
-    def request(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Send a control request and wait for its answer; ``ControlError`` if it is an error or malformed."""
+    def request(self, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Send a control request and wait for its answer (``timeout`` seconds at most, then it is withdrawn);
+        ``ControlError`` if it is an error, malformed, or late."""
         with self._lock:
             self._next_id += 1
             rid = f"agentloop_{self._next_id}"
             pending = self._pending[rid] = _Pending()
         self.send({"type": "control_request", "request_id": rid, "request": body})
         try:
-            pending.done.wait()
+            if not pending.done.wait(timeout):
+                self.send({"type": "control_cancel_request", "request_id": rid})
+                raise ControlError(f"the SDK did not answer {body.get('subtype')} within {timeout:g}s")
         except KeyboardInterrupt:  # the turn was interrupted while the SDK was being asked
             self.send({"type": "control_cancel_request", "request_id": rid})
             raise
