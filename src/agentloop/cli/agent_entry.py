@@ -261,7 +261,7 @@ def _start_stream(agent: Agent, args: argparse.Namespace, servers: list[dict[str
     commands = sorted(getattr(agent, "commands", {}) or {})
     skills = sorted(getattr(agent, "skills", {}) or {})
     agents = sorted(getattr(runner, "types", {}) or {}) if runner is not None else []
-    stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.registry.names(),
+    stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.shown_tools().names(),
                                 permission_mode=agent.permission_mode, mcp_servers=servers, slash_commands=commands,
                                 version=__version__, skills=skills, agents=agents, plugins=_plugins(agent)))
     return stream

@@ -248,7 +248,7 @@ class ControlChannel:
             raise ControlError(f"stdin ended before the SDK answered {body.get('subtype')}")
         if res.get("subtype") == "error":
             raise ControlError(f"the SDK answered {body.get('subtype')} with an error: {res.get('error') or 'no reason given'}")
-        answer = res.get("response", {})
+        answer = res.get("response")
         if res.get("subtype") != "success" or not isinstance(answer, dict):
             raise ControlError(f"the SDK's answer to {body.get('subtype')} is malformed (a success needs a response object)")
         return answer

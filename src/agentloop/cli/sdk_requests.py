@@ -54,6 +54,10 @@ def _initialize(ch: ControlChannel, req: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(append, str):
             raise ControlError("initialize: appendSystemPrompt must be a string")
         prompt.append = f"{prompt.append}\n\n{append}" if prompt.append else append
+    if system is not None or append is not None:
+        from agentloop.agent.session_history import replace_system
+
+        replace_system(ch.agent.session, ch.agent.system_messages())
     hooks = req.get("hooks")
     if hooks:
         if ch.hook_callbacks is None:
