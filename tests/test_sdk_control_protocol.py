@@ -218,7 +218,7 @@ def test_interrupt_with_cancel_queued_drops_the_prompts_waiting(tmp_path: Path) 
     assert cli.finish()[0] == 0
 
 
-@pytest.mark.parametrize("flag", [["--session-id", "0b7c0a5e-8d0c-4d2e-9d7e-1f0f6a2b9c11"], ["--task-budget", "1000"],
+@pytest.mark.parametrize("flag", [["--session-id", "not-a-uuid"], ["--task-budget", "1000"],
                                   ["--no-session-persistence"], ["--setting-sources", "project"], ["--permission-prompt-tool", "mcp__x__ask"]])
 def test_a_flag_agentloop_cannot_honour_is_an_error_naming_it(tmp_path: Path, flag: list[str]) -> None:
     p = subprocess.run([*AGENTLOOP, *SDK_START, *flag], cwd=tmp_path, capture_output=True, text=True, timeout=60, input="",
@@ -241,3 +241,12 @@ def test_sdk_flags_that_change_nothing_here_are_accepted_with_a_warning(tmp_path
     code, err = cli.finish()
     assert code == 0
     assert "--include-hook-events is ignored" in err and "--betas is ignored" in err and "spend cap $0.500000" in err
+
+
+def test_session_id_names_the_new_session(tmp_path: Path) -> None:
+    sid = "0b7c0a5e-8d0c-4d2e-9d7e-1f0f6a2b9c11"
+    cli = Cli(tmp_path, [{"text": "named"}], f"--session-id={sid}")
+    cli.prompt("hello")
+    result = cli.until(_is_result)
+    assert cli.finish()[0] == 0
+    assert result["session_id"] == sid and result["transcript"].endswith(f"{sid}.jsonl")

@@ -92,7 +92,7 @@ class Agent:
         tracing: Any = None, sandbox: str | None = None, unlimited_usd: bool = False, price: Any = None,
         cli_settings: Sequence[str] = (), mcp_configs: Sequence[str] = (), strict_mcp_config: bool = False,
         mcp_in_background: bool = False, max_output_tokens: int | None = None, thinking: str | None = None,
-        effort: str | None = None, plugin_dirs: Sequence[str] = (),
+        effort: str | None = None, plugin_dirs: Sequence[str] = (), session_id: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self.mcp_in_background = mcp_in_background  # the REPL: MCP tools join as each server comes up
@@ -130,6 +130,7 @@ class Agent:
             if resume is None:
                 self.startup_notices.append("-c: no earlier session in this directory to continue; starting a new one")
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
+        self.new_session_id = session_id if resume is None else None  # the first new session's id, when the caller names it
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
         self._build_tools()
 

@@ -64,7 +64,7 @@ class AgentParts:
     """``startup`` (a new session) or ``resume``, as Claude Code's SessionStart ``source``."""
 
 
-def open_session(cwd: str, home: str, resume: str | None, durability: Durability) -> tuple[Session, str]:
+def open_session(cwd: str, home: str, resume: str | None, durability: Durability, sid: str | None = None) -> tuple[Session, str]:
     """A session of ``cwd``'s project: the one named ``resume``, else a new one; and its SessionStart source.
 
     Raises:
@@ -72,7 +72,7 @@ def open_session(cwd: str, home: str, resume: str | None, durability: Durability
     """
     if resume is not None:
         return Session.resume(cwd, resume, home, durability=durability), "resume"
-    return Session.create(cwd, home, durability=durability), "startup"
+    return Session.create(cwd, home, durability=durability, sid=sid), "startup"
 
 
 def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
@@ -116,7 +116,7 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
             servers.close()
             raise
     try:
-        session, source = open_session(agent.cwd, agent.home, resume, agent.durability)
+        session, source = open_session(agent.cwd, agent.home, resume, agent.durability, agent.new_session_id)
     except BaseException:
         if servers is not None:
             servers.close()

@@ -7,7 +7,8 @@ are the flags they can pass that agentloop's own options lack. Rules:
 1. Honoured: ``--permission-prompt-tool stdio`` (``sdk_control`` rule 5),
    ``--max-budget-usd`` (the spend cap, as ``--max-usd``),
    ``--max-thinking-tokens`` and ``--thinking adaptive|enabled|disabled``
-   (the thinking budget), ``--system-prompt-file``, ``--tools`` (the built-in
+   (the thinking budget), ``--system-prompt-file``, ``--session-id`` (the
+   new session's id), ``--tools`` (the built-in
    tools not listed are removed, as a bare-name deny rule removes them),
    ``--allow-dangerously-skip-permissions`` (``set_permission_mode`` may then
    choose bypassPermissions), ``--debug`` (as ``--verbose``), ``--effort max``
@@ -27,8 +28,9 @@ are the flags they can pass that agentloop's own options lack. Rules:
    ``--resume-session-at``, ``--resume-drops-turn``, ``--session-mirror``,
    ``--sdk-url``, ``--managed-settings``, ``--managed-settings-in-initialize``,
    ``--plugin-dir-no-mcp``, ``--project-config-root``, ``--fork-session``
-   with a session to resume, ``--session-id``, and ``--setting-sources``
-   that leaves out a kind of settings file agentloop reads.
+   with a session to resume, ``--session-id`` that is not a UUID or goes
+   with a session to resume, and ``--setting-sources`` that leaves out a kind
+   of settings file agentloop reads.
 """
 
 from __future__ import annotations
@@ -66,7 +68,6 @@ REFUSED = {
     "managed_settings_in_initialize": ("--managed-settings-in-initialize", "managed settings are read from their fixed places only"),
     "plugin_dir_no_mcp": ("--plugin-dir-no-mcp", "a plugin's MCP servers cannot be left out; use --plugin-dir"),
     "project_config_root": ("--project-config-root", "the project's settings are read from the working directory"),
-    "session_id": ("--session-id", "agentloop names its sessions itself (the id is in the init message)"),
 }
 """Flag dest -> (flag, why): an error before anything runs (rule 3)."""
 
@@ -86,6 +87,7 @@ def add_sdk_options(g: argparse._ArgumentGroup, d: Any) -> None:
     g.add_argument("--allow-dangerously-skip-permissions", action="store_true", default=d(False), help=hide)
     g.add_argument("--debug", nargs="?", const="", default=d(None), help=hide)
     g.add_argument("--await-initialize", action="store_true", default=d(False), help=hide)
+    g.add_argument("--session-id", default=d(None), help=hide)
     for dest, (flag, _) in {**WARNED, **REFUSED}.items():
         takes_value = dest not in ("include_hook_events", "debug_to_stderr", "no_optional_locks", "porcelain", "hard_fail",
                                    "no_session_persistence", "session_mirror", "managed_settings_in_initialize")
@@ -114,6 +116,7 @@ def apply_sdk_flags(args: argparse.Namespace) -> list[str]:
         raise UserError(f"--permission-prompt-tool {tool}: only stdio is supported (the SDK's canUseTool); an MCP tool cannot answer permission questions")
     if given("fork_session") and (given("resume") or given("continue_last")):
         raise UserError("--fork-session: forking a resumed session is not supported; resume it, or start a new one")
+    _session_id(given("session_id"), bool(given("resume") or given("continue_last")))
     _setting_sources(given("setting_sources"))
     _thinking(args)
     _system_prompt_file(args)
@@ -125,6 +128,21 @@ def apply_sdk_flags(args: argparse.Namespace) -> list[str]:
         warnings.append("--effort max is xhigh, the highest effort agentloop's providers take")
     warnings += [f"{flag} is ignored: {why}" for dest, (flag, why) in WARNED.items() if given(dest) not in (None, False)]
     return warnings
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _session_id(value: str | None, resuming: bool) -> None:
+    """``--session-id``: the new session's id, a UUID as Claude Code requires (it names the session's file)."""
+    from ._common import UserError
+
+    if value is None:
+        return
+    if not _UUID.match(value):
+        raise UserError(f"--session-id {value!r}: must be a UUID in lowercase (8-4-4-4-12 hex digits)")
+    if resuming:
+        raise UserError("--session-id names a new session; it does not go with --resume or --continue")
 
 
 def _setting_sources(value: str | None) -> None:
