@@ -284,9 +284,9 @@ def _open_channel(agent: Agent, args: argparse.Namespace, stream: StreamJson) ->
     requests answered while turns run; ``--permission-prompt-tool stdio`` asks the SDK's ``canUseTool``."""
     from .sdk_control import ControlChannel
     from .sdk_hooks import register_callbacks
-    from .sdk_requests import permission_asker
+    from .sdk_requests import handle, permission_asker
 
-    channel = ControlChannel(stream, agent, allow_bypass=bool(_opt(args, "allow_dangerously_skip_permissions", False)))
+    channel = ControlChannel(stream, agent, handle, allow_bypass=bool(_opt(args, "allow_dangerously_skip_permissions", False)))
     if _opt(args, "permission_prompt_tool", None) == "stdio":
         agent.ask_permission = permission_asker(channel)
     channel.hook_callbacks = lambda config: register_callbacks(channel, config)

@@ -93,9 +93,11 @@ class TurnState:
 class ControlChannel:
     """Stdin's prompts and control requests, and the requests agentloop sends the SDK (rules 1 to 6)."""
 
-    def __init__(self, stream: StreamJson, agent: Agent, *, inp: IO[str] | None = None,
-                 allow_bypass: bool = False, main_thread: int | None = None):
+    def __init__(self, stream: StreamJson, agent: Agent, handle: Callable[[ControlChannel, Mapping[str, Any]], dict[str, Any]], *,
+                 inp: IO[str] | None = None, allow_bypass: bool = False, main_thread: int | None = None):
         self.stream = stream
+        self.handle = handle
+        """The SDK's requests: a success's ``response``, or ``ControlError`` (``sdk_requests.handle``)."""
         self.agent = agent
         self.inp = inp or sys.stdin
         self.allow_bypass = allow_bypass
@@ -173,10 +175,8 @@ class ControlChannel:
         req = obj.get("request")
         if not isinstance(rid, str) or not isinstance(req, dict):
             raise UserError(f"stdin line {n}: a control_request needs a string request_id and a request object")
-        from .sdk_requests import handle
-
         try:
-            body = handle(self, req)
+            body = self.handle(self, req)
         except ControlError as exc:
             self.send({"type": "control_response", "response": {"subtype": "error", "request_id": rid, "error": str(exc)}})
             return
