@@ -260,3 +260,20 @@ def test_a_hook_callback_is_called_and_can_block_a_tool(project: Project) -> Non
     assert [d["tool_name"] for d in seen] == ["Read"] and seen[0]["hook_event_name"] == "PreToolUse"
     result = _tool_results(msgs)["t_read"]
     assert result.is_error and "reading is off today" in str(result.content)
+
+
+def test_set_model_answers_the_next_prompt_with_the_model_named(project: Project) -> None:
+    first = project.script([{"text": "from the first model"}])
+    second = project.script([{"text": "from the second model"}])
+
+    async def go() -> list[str | None]:
+        out = []
+        async with ClaudeSDKClient(project.options(first)) as client:
+            await client.query("one")
+            out += [m.result async for m in client.receive_response() if isinstance(m, ResultMessage)]
+            await client.set_model(second)
+            await client.query("two")
+            out += [m.result async for m in client.receive_response() if isinstance(m, ResultMessage)]
+        return out
+
+    assert _run(go) == ["from the first model", "from the second model"]
