@@ -250,3 +250,22 @@ def test_session_id_names_the_new_session(tmp_path: Path) -> None:
     result = cli.until(_is_result)
     assert cli.finish()[0] == 0
     assert result["session_id"] == sid and result["transcript"].endswith(f"{sid}.jsonl")
+
+
+def test_a_sigint_from_outside_still_ends_the_run_with_130(tmp_path: Path) -> None:
+    """Only the SDK's interrupt request keeps the process: a signal is Ctrl+C, as in -p."""
+    import signal
+
+    cli = Cli(tmp_path, [])
+    cli.request("init", {"subtype": "initialize"})
+    cli.p.send_signal(signal.SIGINT)
+    assert cli.finish()[0] == 130
+
+
+def test_a_control_request_that_fails_inside_agentloop_is_an_error_answer_and_stdin_is_still_read(tmp_path: Path) -> None:
+    cli = Cli(tmp_path, [{"text": "still here"}])
+    res = cli.request("bad", {"subtype": "initialize", "hooks": {"PreToolUse": [{"matcher": "Read", "hookCallbackIds": "hook_0"}]}})
+    assert res["subtype"] == "error" and "hookCallbackIds" in res["error"]
+    cli.prompt("hello")
+    assert cli.until(_is_result)["result"] == "still here"
+    assert cli.finish()[0] == 0

@@ -87,7 +87,8 @@ class TurnState:
 
     running: bool = False
     interrupt_asked: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    """Re-entrant: the SIGINT handler takes it on the main thread, which may hold it already."""
 
 
 class ControlChannel:
@@ -151,10 +152,7 @@ class ControlChannel:
     def prompts(self) -> Iterator[str]:
         """The prompts in order, until stdin ends; raises the ``UserError`` of a malformed line."""
         while True:
-            try:
-                item = self.prompts_q.get()
-            except KeyboardInterrupt:  # an interrupt that came as the turn ended: nothing to stop
-                continue
+            item = self.prompts_q.get()  # a SIGINT from outside between turns ends the run (on_sigint)
             if item is _EOF:
                 return
             if isinstance(item, UserError):
@@ -177,8 +175,9 @@ class ControlChannel:
             raise UserError(f"stdin line {n}: a control_request needs a string request_id and a request object")
         try:
             body = self.handle(self, req)
-        except ControlError as exc:
-            self.send({"type": "control_response", "response": {"subtype": "error", "request_id": rid, "error": str(exc)}})
+        except Exception as exc:  # ControlError, or a failure of ours: the SDK is told either way, and stdin is read on
+            why = str(exc) if isinstance(exc, ControlError) else f"{req.get('subtype')}: {type(exc).__name__}: {exc}"
+            self.send({"type": "control_response", "response": {"subtype": "error", "request_id": rid, "error": why}})
             return
         self.send({"type": "control_response", "response": {"subtype": "success", "request_id": rid, "response": body}})
 
