@@ -1324,6 +1324,13 @@ SABOTAGES = [
         "        if False:  # SABOTAGED\n            raise UserError(f\"{flag}: {why}\")",
         ["tests/test_sdk_control_protocol.py::test_a_flag_agentloop_cannot_honour_is_an_error_naming_it"],
     ),
+    Sabotage(
+        "a refusal with a message (the SDK's canUseTool) to a hook's ask is taken for an allow",
+        "src/agentloop/agent/hooks_and_context.py",
+        '            if getattr(reply, "answer", reply) == "deny":',
+        '            if reply == "deny":  # SABOTAGED',
+        ["tests/test_agent_sdk_python.py::test_a_hook_that_asks_puts_the_question_to_can_use_tool_and_its_deny_holds"],
+    ),
 ]
 
 

@@ -277,3 +277,25 @@ def test_set_model_answers_the_next_prompt_with_the_model_named(project: Project
         return out
 
     assert _run(go) == ["from the first model", "from the second model"]
+
+
+def test_a_hook_that_asks_puts_the_question_to_can_use_tool_and_its_deny_holds(project: Project) -> None:
+    """Hooks reference: ``permissionDecision: "ask"`` asks the user; here the user is the SDK's canUseTool."""
+    asked: list[str] = []
+
+    async def ask_hook(data: dict[str, Any], tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}
+
+    async def can_use_tool(name: str, args: dict[str, Any], ctx: Any) -> Any:
+        asked.append(name)
+        return PermissionResultDeny(message="no reading today")
+
+    async def go() -> list[Any]:
+        model = project.script([{"tool_calls": [{"name": "Read", "arguments": {"file_path": "hello.txt"}, "id": "t_read"}]},
+                                {"text": "could not"}])
+        opts = project.options(model, can_use_tool=can_use_tool, hooks={"PreToolUse": [HookMatcher(matcher="Read", hooks=[ask_hook])]})
+        return [m async for m in query(prompt=_one("read it"), options=opts)]
+
+    result = _tool_results(_run(go))["t_read"]
+    assert asked == ["Read"]
+    assert result.is_error and "no reading today" in str(result.content)
