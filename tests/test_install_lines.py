@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import tomllib
-
 ROOT = Path(__file__).resolve().parent.parent
-DIST = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+_NAME = re.search(r'^\[project\][^\[]*?^name = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M | re.S)
+assert _NAME is not None, "pyproject.toml: [project] has no name"
+DIST = _NAME.group(1)
 
 # the requirement a `pip install` line names: the first word after the options
 _PIP = re.compile(r"pip install\s+((?:-{1,2}[\w-]+(?:[ =](?:[^\s'\"`-][^\s'\"`]*))?\s+)*)(['\"]?)([^\s'\"`)]+)")
