@@ -64,8 +64,9 @@ class Cli:
         self.p.stdin.write(json.dumps(obj) + "\n")
         self.p.stdin.flush()
 
-    def prompt(self, text: str) -> None:
-        self.send({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": None, "session_id": ""})
+    def prompt(self, text: str, uuid: str | None = None) -> None:
+        self.send({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": None, "session_id": "",
+                   **({"uuid": uuid} if uuid else {})})
 
     def request(self, rid: str, body: Msg) -> Msg:
         self.send({"type": "control_request", "request_id": rid, "request": body})
@@ -206,11 +207,11 @@ def test_set_permission_mode_refuses_bypass_unless_allowed(tmp_path: Path) -> No
 def test_interrupt_with_cancel_queued_drops_the_prompts_waiting(tmp_path: Path) -> None:
     cli = Cli(tmp_path, [{"text": "slow", "delay_ms": 60_000}, {"text": "after"}])
     cli.request("init", {"subtype": "initialize"})
-    cli.prompt("first")
-    cli.prompt("second, queued")
+    cli.prompt("first", "u-1")
+    cli.prompt("second, queued", "u-2")
     time.sleep(3)  # the first prompt's turn is under way (its model call waits a minute)
     res = cli.request("i", {"subtype": "interrupt", "cancel_queued": True})
-    assert res["subtype"] == "success" and res["response"]["cancelled"] == 1
+    assert res["subtype"] == "success" and res["response"] == {"still_queued": [], "cancelled": ["u-2"]}
     first = cli.until(_is_result)
     assert first["is_error"]
     cli.prompt("third")
@@ -268,4 +269,17 @@ def test_a_control_request_that_fails_inside_agentloop_is_an_error_answer_and_st
     assert res["subtype"] == "error" and "hookCallbackIds" in res["error"]
     cli.prompt("hello")
     assert cli.until(_is_result)["result"] == "still here"
+    assert cli.finish()[0] == 0
+
+
+def test_a_plain_interrupt_keeps_the_queued_prompts_and_lists_them(tmp_path: Path) -> None:
+    cli = Cli(tmp_path, [{"text": "slow", "delay_ms": 60_000}, {"text": "the queued one"}])
+    cli.request("init", {"subtype": "initialize"})
+    cli.prompt("first", "u-1")
+    cli.prompt("second, queued", "u-2")
+    time.sleep(3)  # the first prompt's turn is under way
+    res = cli.request("i", {"subtype": "interrupt"})
+    assert res["response"] == {"still_queued": ["u-2"]}
+    assert cli.until(_is_result)["is_error"]
+    assert cli.until(_is_result)["result"] == "the queued one"
     assert cli.finish()[0] == 0

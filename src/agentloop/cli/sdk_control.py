@@ -147,7 +147,8 @@ class ControlChannel:
         elif kind in ("keep_alive", "control_cancel_request"):
             pass  # nothing of ours to cancel: agentloop sends the SDK nothing it may withdraw
         else:
-            self.prompts_q.put(user_prompt(obj, n))
+            uuid = obj.get("uuid")
+            self.prompts_q.put((user_prompt(obj, n), uuid if isinstance(uuid, str) else None))
 
     def prompts(self) -> Iterator[str]:
         """The prompts in order, until stdin ends; raises the ``UserError`` of a malformed line."""
@@ -160,7 +161,7 @@ class ControlChannel:
             for change in self.between_turns:
                 change()
             self.between_turns.clear()
-            yield str(item)
+            yield str(item[0])
 
     def send(self, obj: dict[str, Any]) -> None:
         """One protocol line on stdout (no ``session_id`` is added to control messages)."""
@@ -182,27 +183,24 @@ class ControlChannel:
         self.send({"type": "control_response", "response": {"subtype": "success", "request_id": rid, "response": body}})
 
     def interrupt(self, cancel_queued: bool) -> dict[str, Any]:
-        """Rule 3: the turn in flight stops as with Ctrl+C; the queue stays unless asked."""
-        dropped = 0
-        if cancel_queued:
-            kept = []
-            while True:
-                try:
-                    item = self.prompts_q.get_nowait()
-                except queue.Empty:
-                    break
-                if item is _EOF or isinstance(item, UserError):
-                    kept.append(item)
-                else:
-                    dropped += 1
-            for item in kept:
-                self.prompts_q.put(item)
+        """Rule 3: the turn in flight stops as with Ctrl+C; the queue stays unless asked. The answer is
+        ``sdk.d.ts``'s interrupt receipt: the ``uuid``s of the prompts still queued, or of those dropped."""
+        waiting = []
+        while True:
+            try:
+                waiting.append(self.prompts_q.get_nowait())
+            except queue.Empty:
+                break
+        kept = [item for item in waiting if not cancel_queued or not isinstance(item, tuple)]
+        for item in kept:
+            self.prompts_q.put(item)
+        listed = [item[1] for item in waiting if isinstance(item, tuple) and item[1] is not None]
         with self.turn.lock:
             if self.turn.running and not self.turn.interrupt_asked:
                 self.turn.interrupt_asked = True
                 if self.main_thread is not None:
                     signal.pthread_kill(self.main_thread, signal.SIGINT)
-        return {"still_queued": [], "cancelled": dropped} if cancel_queued else {}
+        return {"still_queued": [], "cancelled": listed} if cancel_queued else {"still_queued": listed}
 
     def on_sigint(self, signum: int, frame: Any) -> None:
         """The main thread's SIGINT: a turn interrupted by request or by a signal stops; an interrupt
