@@ -14,6 +14,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UserError
@@ -229,7 +231,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
             if channel is None:
                 code = _answer(agent, text, fmt, stream, schema)
             else:  # the SDK's interrupt stops the turn; the session and the next prompts go on
-                code, asked = channel.run_turn(lambda: _answer(agent, text, fmt, stream, schema))  # noqa: B023
+                code, asked = channel.run_turn(lambda: _answer(agent, text, fmt, stream, schema, channel.running))  # noqa: B023
                 code = EXIT_OK if asked and code == EXIT_INTERRUPTED else code
             if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) or signals.terminating:
                 break
@@ -308,14 +310,20 @@ def _plugins(agent: Agent) -> list[dict[str, str]]:
     return out
 
 
-def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None) -> int:
+def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None,
+            running: Callable[[], AbstractContextManager[object]] = nullcontext) -> int:
     """One prompt through the agent, printed in ``fmt``; the exit code it deserves.
 
     ``schema``: ``--json-schema``'s (``structured_output``): the prompt asks for JSON, and the answer
-    is read against it."""
+    is read against it. ``running``: held while the agent runs (the SDK's interrupt stops only that)."""
     from agentloop.agent.agent import AgentError
 
     timing = _Timing(stream)
+
+    def ask(text: str) -> Any:
+        with running():
+            return agent.ask(text, observer=timing, allowed_tools=rules)
+
     t0 = time.monotonic()
     rules: tuple[str, ...] = ()
     try:
@@ -340,12 +348,12 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
     structured: tuple[Any, str | None] = (None, None)
     try:
         if schema is None:
-            result = agent.ask(prompt, observer=timing, allowed_tools=rules)
+            result = ask(prompt)
         else:
             from . import structured_output as so
 
-            result = agent.ask(f"{prompt}\n\n{schema.instructions()}", observer=timing, allowed_tools=rules)
-            result, value, problem = so.settle(result, schema, lambda text: agent.ask(text, observer=timing, allowed_tools=rules))
+            result = ask(f"{prompt}\n\n{schema.instructions()}")
+            result, value, problem = so.settle(result, schema, ask)
             structured = (value, problem)
     except AgentError as exc:
         raise UserError(str(exc)) from None
@@ -424,6 +432,9 @@ def main(args: argparse.Namespace) -> int:
 
     for w in apply_sdk_flags(args):
         print(f"warning: {w}", file=sys.stderr)
+    for flag, dest in (("--tools", "tools"), ("--permission-prompt-tool", "permission_prompt_tool")):
+        if _opt(args, dest, None) is not None:  # the REPL asks its own questions and shows every tool
+            raise UserError(f"{flag} goes with -p or --input-format stream-json (the Agent SDK's way of starting agentloop)")
     if _opt(args, "json_schema", None) is not None:  # Claude Code's CLI reference: print mode only
         raise UserError("--json-schema goes with -p (the final answer of one prompt)")
     from .repl import run_repl

@@ -35,6 +35,7 @@ and stdout. Rules (the shapes are ``sdk.d.ts``'s ``SDKControlRequest`` and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import signal
@@ -211,15 +212,22 @@ class ControlChannel:
             raise KeyboardInterrupt
 
     def run_turn(self, fn: Callable[[], int]) -> tuple[int, bool]:
-        """Run one prompt's turn on the main thread; its exit code, and whether an interrupt request stopped it."""
+        """Run one prompt on the main thread (``fn`` holds ``running`` while the agent runs); its exit code,
+        and whether an interrupt request came for it."""
         with self.turn.lock:
-            self.turn.running, self.turn.interrupt_asked = True, False
+            self.turn.interrupt_asked = False
+        return fn(), self.turn.interrupt_asked
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """While the agent runs a turn: what an interrupt request stops (not the result being written after)."""
+        with self.turn.lock:
+            self.turn.running = True
         try:
-            code = fn()
+            yield
         finally:
             with self.turn.lock:
                 self.turn.running = False
-        return code, self.turn.interrupt_asked
 
     # -- requests to the SDK (rule 5) --
 
