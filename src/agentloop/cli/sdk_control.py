@@ -19,7 +19,10 @@ and stdout. Rules (the shapes are ``sdk.d.ts``'s ``SDKControlRequest`` and
 3. ``interrupt`` stops the turn in flight exactly as Ctrl+C does (SIGINT to the
    main thread, so a running tool is killed with its process group and the run
    records ``interrupted``); the process and the session go on, and the queued
-   prompts stay queued (``cancel_queued: true`` drops them).
+   prompts stay queued (``cancel_queued: true`` drops them). Only the agent's
+   run is stopped, never the writing of its ``result``; an interrupt that
+   comes between runs stops nothing. The answer lists the ``uuid``s of the
+   prompts still queued (or dropped), ``sdk.d.ts``'s interrupt receipt.
 4. ``set_permission_mode`` switches the mode now (a managed mode, and a
    bypassPermissions the session was not allowed, are refused);
    ``set_model`` and ``set_max_thinking_tokens`` take effect from the next turn.
