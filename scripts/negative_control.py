@@ -1311,11 +1311,11 @@ SABOTAGES = [
         ["tests/test_agent_sdk_python.py::test_max_budget_usd_is_the_spend_cap"],
     ),
     Sabotage(
-        "the SDK's set_permission_mode switches to bypassPermissions without the session's leave",
+        "the SDK's set_permission_mode switches to bypassPermissions in a session that did not begin in it",
         "src/agentloop/cli/sdk_requests.py",
-        '    if mode == "bypassPermissions" and agent.settings.permission_mode',
-        '    if False and mode == "bypassPermissions" and agent.settings.permission_mode',
-        ["tests/test_sdk_control_protocol.py::test_set_permission_mode_refuses_bypass_unless_allowed"],
+        "    if mode not in agent.settings.mode_cycle():",
+        "    if False:  # SABOTAGED",
+        ["tests/test_sdk_control_protocol.py::test_set_permission_mode_refuses_bypass_unless_the_session_began_in_it"],
     ),
     Sabotage(
         "SDK flags agentloop cannot honour (--task-budget, --no-session-persistence, --setting-sources project...) are silently accepted",

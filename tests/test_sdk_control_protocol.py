@@ -194,13 +194,18 @@ def test_the_system_prompt_fields_of_initialize_reach_the_model(tmp_path: Path) 
     assert "Claude Code" not in system  # systemPrompt replaced the built-in prompt
 
 
-def test_set_permission_mode_refuses_bypass_unless_allowed(tmp_path: Path) -> None:
-    cli = Cli(tmp_path, [])
+def test_set_permission_mode_refuses_bypass_unless_the_session_began_in_it(tmp_path: Path) -> None:
+    cli = Cli(tmp_path, [], "--allow-dangerously-skip-permissions")
     res = cli.request("m", {"subtype": "set_permission_mode", "mode": "bypassPermissions"})
-    cli.finish()
-    assert res["subtype"] == "error" and "--allow-dangerously-skip-permissions" in res["error"]
-    cli = Cli(tmp_path / "b" if (tmp_path / "b").mkdir() is None else tmp_path, [], "--allow-dangerously-skip-permissions")
-    assert cli.request("m", {"subtype": "set_permission_mode", "mode": "bypassPermissions"})["subtype"] == "success"
+    assert cli.request("p", {"subtype": "set_permission_mode", "mode": "plan"})["subtype"] == "success"
+    assert cli.request("d", {"subtype": "set_permission_mode", "mode": "dontAsk"})["subtype"] == "error"
+    code, err = cli.finish()
+    assert res["subtype"] == "error" and "starting the session in it" in res["error"]
+    assert "--allow-dangerously-skip-permissions is ignored" in err
+    (tmp_path / "b").mkdir()
+    cli = Cli(tmp_path / "b", [], "--permission-mode", "bypassPermissions")
+    assert cli.request("m", {"subtype": "set_permission_mode", "mode": "default"})["subtype"] == "success"
+    assert cli.request("m2", {"subtype": "set_permission_mode", "mode": "bypassPermissions"})["subtype"] == "success"
     cli.finish()
 
 

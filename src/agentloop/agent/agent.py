@@ -33,7 +33,7 @@ from ..events import Message, Observer, ToolCall, ToolResult
 from ..run import RunResult
 from ..tools import Registry, Tool
 from .agent_settings import AgentSettings, SettingsFlags, cap_text, read_settings
-from .builder import AgentParts, build_parts, open_session
+from .builder import AgentParts, build_parts, open_session, with_handlers
 from .logs import SessionLogFilter, current_session_id, setup_logging
 from .model_choice import ModelChoice, context_window, open_model_spec, scripted_model
 from .pipeline import ToolCalls, ToolPipeline
@@ -168,6 +168,10 @@ class Agent:
         """Switch the model for the next turns (the session goes on). ``why``: recorded with the change."""
         self.models.switch(spec)
         self._note_model(why)
+
+    def add_hook_handlers(self, handlers: Sequence[Any]) -> None:
+        """More hook handlers (``hooks.runner.HookHandler``) beside the settings' own, for this agent and its sub-agents."""
+        self.hooks = with_handlers(self.hooks, self.context, handlers, self)
 
     def _note_model(self, why: str | None) -> None:
         fact: dict[str, Any] = {"model": self.model_spec, "model_options": self._options_fact()}

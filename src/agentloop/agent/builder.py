@@ -24,7 +24,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.settings import ConfigError, user_home
 from ..events import ToolCall, ToolResult
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .subagents.parent_budget import ParentBudget
     from .subagents.runner import SubagentRunner
 
-__all__ = ["AgentParts", "build_parts", "open_session"]
+__all__ = ["AgentParts", "build_parts", "open_session", "with_handlers"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -197,3 +197,19 @@ def _with_aliases(agent: PartsSource, types: dict[str, AgentType]) -> dict[str, 
             t = dataclasses.replace(t, model=resolve_model(t.model, env=agent.env, permission_mode=agent.permission_mode))
         out[name] = t
     return out
+
+
+def with_handlers(hooks: AgentHooks, context: ContextManager, handlers: Sequence[Any], agent: PartsSource) -> AgentHooks:
+    """``hooks`` with ``handlers`` added (a front end's own, e.g. the Agent SDK's callbacks): they join the settings'
+    runner, or, in a session without hooks, a runner of their own that the context manager and sub-agents use too.
+    ``agent`` gives the folder, mode and environment hooks run with."""
+    if isinstance(hooks, ClaudeHooks):
+        hooks.runner.handlers += tuple(handlers)
+        return hooks
+    runner = HookRunner(handlers, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
+    claude = ClaudeHooks(runner)
+    if isinstance(context, AgentContext):
+        context.hooks = context.hooks or claude
+        if context.subagents is not None and context.subagents.hooks is None:
+            context.subagents.hooks = runner
+    return claude

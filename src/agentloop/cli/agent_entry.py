@@ -288,7 +288,7 @@ def _open_channel(agent: Agent, args: argparse.Namespace, stream: StreamJson) ->
     from .sdk_hooks import register_callbacks
     from .sdk_requests import handle, permission_asker
 
-    channel = ControlChannel(stream, agent, handle, allow_bypass=bool(_opt(args, "allow_dangerously_skip_permissions", False)))
+    channel = ControlChannel(stream, agent, handle)
     if _opt(args, "permission_prompt_tool", None) == "stdio":
         agent.ask_permission = permission_asker(channel)
     channel.hook_callbacks = lambda config: register_callbacks(channel, config)
@@ -310,6 +310,32 @@ def _plugins(agent: Agent) -> list[dict[str, str]]:
     return out
 
 
+def _expand(agent: Agent, prompt: str) -> tuple[str, tuple[str, ...]]:
+    """``-p "/name args"``: a custom command or skill (its text and its allowed-tools rules), or an MCP
+    server's prompt, as in Claude Code; any other prompt as it is."""
+    from agentloop.agent.agent import AgentError
+
+    try:
+        expanded = agent.expand_command(prompt.strip()) if prompt.startswith("/") else None
+    except AgentError as exc:  # a ! line of the command failed: nothing is sent
+        raise UserError(str(exc)) from None
+    if expanded is not None:
+        return expanded
+    if prompt.startswith("/mcp__"):
+        from agentloop.mcp.agent import run_prompt
+        from agentloop.mcp.client import McpToolError
+
+        name, _, rest = prompt.strip()[1:].partition(" ")
+        try:
+            text = run_prompt(agent, name, rest.strip())
+        except McpToolError as exc:
+            raise UserError(str(exc)) from None
+        if text is None:
+            raise UserError(f"/{name}: no MCP server offers that prompt")
+        return text, ()
+    return prompt, ()
+
+
 def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None,
             running: Callable[[], AbstractContextManager[object]] = nullcontext) -> int:
     """One prompt through the agent, printed in ``fmt``; the exit code it deserves.
@@ -325,25 +351,7 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             return agent.ask(text, observer=timing, allowed_tools=rules)
 
     t0 = time.monotonic()
-    rules: tuple[str, ...] = ()
-    try:
-        expanded = agent.expand_command(prompt.strip()) if prompt.startswith("/") else None
-    except AgentError as exc:  # a ! line of the command failed: nothing is sent
-        raise UserError(str(exc)) from None
-    if expanded is not None:  # -p "/name args": the custom command or skill, as in Claude Code
-        prompt, rules = expanded
-    elif prompt.startswith("/mcp__"):  # -p "/mcp__server__prompt args": an MCP server's prompt
-        from agentloop.mcp.agent import run_prompt
-        from agentloop.mcp.client import McpToolError
-
-        name, _, rest = prompt.strip()[1:].partition(" ")
-        try:
-            text = run_prompt(agent, name, rest.strip())
-        except McpToolError as exc:
-            raise UserError(str(exc)) from None
-        if text is None:
-            raise UserError(f"/{name}: no MCP server offers that prompt")
-        prompt = text
+    prompt, rules = _expand(agent, prompt)
     denied_before = len(agent.permission_denials)
     structured: tuple[Any, str | None] = (None, None)
     try:

@@ -23,8 +23,9 @@ and stdout. Rules (the shapes are ``sdk.d.ts``'s ``SDKControlRequest`` and
    run is stopped, never the writing of its ``result``; an interrupt that
    comes between runs stops nothing. The answer lists the ``uuid``s of the
    prompts still queued (or dropped), ``sdk.d.ts``'s interrupt receipt.
-4. ``set_permission_mode`` switches the mode now (a managed mode, and a
-   bypassPermissions the session was not allowed, are refused);
+4. ``set_permission_mode`` switches the mode now, to a mode Shift+Tab could
+   reach (a managed mode stays; bypassPermissions only when the session
+   started in it);
    ``set_model`` and ``set_max_thinking_tokens`` take effect from the next turn.
    Any other request is answered with an error naming it.
 5. ``--permission-prompt-tool stdio``: a permission question is a
@@ -99,13 +100,12 @@ class ControlChannel:
     """Stdin's prompts and control requests, and the requests agentloop sends the SDK (rules 1 to 6)."""
 
     def __init__(self, stream: StreamJson, agent: Agent, handle: Callable[[ControlChannel, Mapping[str, Any]], dict[str, Any]], *,
-                 inp: IO[str] | None = None, allow_bypass: bool = False, main_thread: int | None = None):
+                 inp: IO[str] | None = None, main_thread: int | None = None):
         self.stream = stream
         self.handle = handle
         """The SDK's requests: a success's ``response``, or ``ControlError`` (``sdk_requests.handle``)."""
         self.agent = agent
         self.inp = inp or sys.stdin
-        self.allow_bypass = allow_bypass
         self.main_thread = main_thread if main_thread is not None else threading.main_thread().ident
         self.turn = TurnState()
         self.prompts_q: queue.Queue[Any] = queue.Queue()

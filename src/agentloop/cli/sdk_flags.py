@@ -10,8 +10,7 @@ are the flags they can pass that agentloop's own options lack. Rules:
    (the thinking budget), ``--system-prompt-file``, ``--session-id`` (the
    new session's id), ``--tools`` (the built-in
    tools not listed are removed, as a bare-name deny rule removes them),
-   ``--allow-dangerously-skip-permissions`` (``set_permission_mode`` may then
-   choose bypassPermissions), ``--debug`` (as ``--verbose``), ``--effort max``
+   ``--debug`` (as ``--verbose``), ``--effort max``
    (as ``xhigh``, said in a warning),
    ``--await-initialize`` (stdin is read in order: the initialize request is
    answered before any prompt runs), ``--fork-session`` without a session to
@@ -20,7 +19,9 @@ are the flags they can pass that agentloop's own options lack. Rules:
    ``--include-hook-events``, ``--thinking-display``, ``--betas``,
    ``--debug-file``, ``--debug-to-stderr``, ``--channels``,
    ``--no-optional-locks``, ``--porcelain``, ``--initialize-fields``,
-   ``--permission-prompts``, ``--hard-fail``.
+   ``--permission-prompts``, ``--hard-fail``, ``--allow-dangerously-skip-permissions``
+   (only a session started in bypassPermissions may switch to it: refusing
+   is the safe side).
 3. Refused with an error naming the flag (agentloop cannot do what it asks,
    and going on would do something else than the caller expects): an MCP
    tool as ``--permission-prompt-tool``, ``--task-budget``, ``--agent``,
@@ -53,6 +54,8 @@ WARNED = {
     "initialize_fields": ("--initialize-fields", "initialize's fields are read as they come"),
     "permission_prompts": ("--permission-prompts", "not understood"),
     "hard_fail": ("--hard-fail", "not understood"),
+    "allow_dangerously_skip_permissions": ("--allow-dangerously-skip-permissions",
+                                           "bypassPermissions is chosen only by starting the session in it (--permission-mode)"),
 }
 """Flag dest -> (flag, why it changes nothing here): said on stderr, then ignored (rule 2)."""
 
@@ -84,12 +87,12 @@ def add_sdk_options(g: argparse._ArgumentGroup, d: Any) -> None:
     g.add_argument("--tools", default=d(None), help=hide)
     g.add_argument("--setting-sources", default=d(None), help=hide)
     g.add_argument("--fork-session", action="store_true", default=d(False), help=hide)
-    g.add_argument("--allow-dangerously-skip-permissions", action="store_true", default=d(False), help=hide)
     g.add_argument("--debug", nargs="?", const="", default=d(None), help=hide)
     g.add_argument("--await-initialize", action="store_true", default=d(False), help=hide)
     g.add_argument("--session-id", default=d(None), help=hide)
     for dest, (flag, _) in {**WARNED, **REFUSED}.items():
         takes_value = dest not in ("include_hook_events", "debug_to_stderr", "no_optional_locks", "porcelain", "hard_fail",
+                                   "allow_dangerously_skip_permissions",
                                    "no_session_persistence", "session_mirror", "managed_settings_in_initialize")
         if takes_value:
             g.add_argument(flag, dest=dest, default=d(None), help=hide)

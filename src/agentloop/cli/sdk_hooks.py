@@ -71,25 +71,4 @@ def register_callbacks(ch: ControlChannel, config: Mapping[str, Any]) -> None:
             handlers += [HookHandler(event=name, matcher=matcher, command=f"sdk-callback:{cid}", timeout=seconds,
                                      source="the Agent SDK (initialize)", call=_caller(ch, cid)) for cid in ids]
     if handlers:
-        _add(ch, handlers)
-
-
-def _add(ch: ControlChannel, handlers: list[Any]) -> None:
-    """The handlers join the session's runner; a session without hooks gets one (the parent's, its
-    context manager's and its sub-agents' hooks alike)."""
-    from agentloop.agent.hooks.runner import HookRunner
-    from agentloop.agent.hooks_and_context import ClaudeHooks
-
-    agent = ch.agent
-    if isinstance(agent.hooks, ClaudeHooks):
-        agent.hooks.runner.handlers += tuple(handlers)
-        return
-    runner = HookRunner(handlers, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
-    claude = ClaudeHooks(runner)
-    agent.hooks = claude
-    ctx = agent.context
-    if getattr(ctx, "hooks", "absent") is None:
-        ctx.hooks = claude  # type: ignore[attr-defined]
-    subagents = getattr(ctx, "subagents", None)
-    if subagents is not None and getattr(subagents, "hooks", "absent") is None:
-        subagents.hooks = runner
+        ch.agent.add_hook_handlers(handlers)

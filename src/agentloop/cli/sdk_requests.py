@@ -43,20 +43,20 @@ def _initialize(ch: ControlChannel, req: Mapping[str, Any]) -> dict[str, Any]:
     for key, why in INITIALIZE_REFUSED.items():
         if req.get(key):
             raise ControlError(f"initialize: {key}: {why}")
-    prompt = ch.agent.prompt
     system = req.get("systemPrompt")
-    if system is not None:
-        if not (isinstance(system, list) and all(isinstance(p, str) for p in system)):
-            raise ControlError("initialize: systemPrompt must be a list of strings")
-        prompt.override = "\n\n".join(system)
+    if system is not None and not (isinstance(system, list) and all(isinstance(p, str) for p in system)):
+        raise ControlError("initialize: systemPrompt must be a list of strings")
     append = req.get("appendSystemPrompt")
-    if append is not None:
-        if not isinstance(append, str):
-            raise ControlError("initialize: appendSystemPrompt must be a string")
-        prompt.append = f"{prompt.append}\n\n{append}" if prompt.append else append
+    if append is not None and not isinstance(append, str):
+        raise ControlError("initialize: appendSystemPrompt must be a string")
     if system is not None or append is not None:
         from agentloop.agent.session_history import replace_system
 
+        prompt = ch.agent.prompt
+        if system is not None:
+            prompt.override = "\n\n".join(system)
+        if append is not None:
+            prompt.append = f"{prompt.append}\n\n{append}" if prompt.append else append
         replace_system(ch.agent.session, ch.agent.system_messages())
     hooks = req.get("hooks")
     if hooks:
@@ -98,13 +98,16 @@ def _set_permission_mode(ch: ControlChannel, req: Mapping[str, Any]) -> dict[str
     mode, agent = req.get("mode"), ch.agent
     if mode not in MODES:
         raise ControlError(f"set_permission_mode: unknown mode {mode!r} (one of: {', '.join(MODES)})")
-    if agent.settings.mode_managed and mode != agent.permission_mode:
+    if agent.permission_mode == mode:
+        return {}
+    if agent.settings.mode_managed:
         raise ControlError(f"set_permission_mode: the mode {agent.permission_mode} is set by managed settings")
-    if mode == "bypassPermissions" and agent.settings.permission_mode != "bypassPermissions" and not ch.allow_bypass:
-        raise ControlError("set_permission_mode: bypassPermissions needs the session started in it or "
-                           "--allow-dangerously-skip-permissions")
-    agent.permission_mode = str(mode)
-    agent.policy.set_mode(str(mode))
+    if mode not in agent.settings.mode_cycle():  # Shift+Tab's modes: bypassPermissions only when the session began in it
+        why = ("bypassPermissions is chosen only by starting the session in it (--permission-mode bypassPermissions)"
+               if mode == "bypassPermissions" else f"{mode} cannot be switched to mid-session; start the session in it")
+        raise ControlError(f"set_permission_mode: {why}")
+    while agent.permission_mode != mode:
+        agent.cycle_mode()
     return {}
 
 
@@ -125,11 +128,10 @@ def _set_max_thinking_tokens(ch: ControlChannel, req: Mapping[str, Any]) -> dict
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
         raise ControlError("set_max_thinking_tokens: max_thinking_tokens must be a whole number or null")
     agent = ch.agent
-    choice = agent.models
     flag = "off" if n == 0 else (None if n is None else str(n))
 
     def apply() -> None:
-        choice.option_flags = (choice.option_flags[0], flag, choice.option_flags[2])
+        agent.models.set_thinking(flag)
         agent.set_model(agent.model_spec, why="the SDK's set_max_thinking_tokens")
 
     ch.between_turns.append(apply)
