@@ -299,3 +299,22 @@ def test_a_hook_that_asks_puts_the_question_to_can_use_tool_and_its_deny_holds(p
     result = _tool_results(_run(go))["t_read"]
     assert asked == ["Read"]
     assert result.is_error and "no reading today" in str(result.content)
+
+
+def test_an_in_process_sdk_mcp_server_is_refused_by_name(project: Project) -> None:
+    """Agent SDK reference: ``create_sdk_mcp_server`` servers run in the SDK's process and are reached through
+    ``mcp_message`` control requests; agentloop does not serve them, and says so instead of running without them."""
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    @tool("add", "add two numbers", {"a": int, "b": int})
+    async def add(args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}]}
+
+    async def go() -> None:
+        opts = project.options(project.script([]), mcp_servers={"calc": create_sdk_mcp_server("calc", tools=[add])})
+        async for _ in query(prompt="add", options=opts):
+            pass
+
+    with pytest.raises(Exception):  # noqa: B017 - the SDK's own error type for a CLI that exits 2
+        _run(go)
+    assert any("in-process servers are not served by agentloop" in line for line in project.stderr)
