@@ -106,9 +106,11 @@ def _set_permission_mode(ch: ControlChannel, req: Mapping[str, Any]) -> dict[str
         why = ("bypassPermissions is chosen only by starting the session in it (--permission-mode bypassPermissions)"
                if mode == "bypassPermissions" else f"{mode} cannot be switched to mid-session; start the session in it")
         raise ControlError(f"set_permission_mode: {why}")
-    while agent.permission_mode != mode:
+    for _ in range(len(MODES) + 1):
+        if agent.permission_mode == mode:
+            return {}
         agent.cycle_mode()
-    return {}
+    raise ControlError(f"set_permission_mode: {mode} cannot be reached from {agent.permission_mode}")
 
 
 def _set_model(ch: ControlChannel, req: Mapping[str, Any]) -> dict[str, Any]:
