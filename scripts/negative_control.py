@@ -1290,6 +1290,48 @@ SABOTAGES = [
         "        redactor.add_values(\"a variable allowedEnvVars passes on\",",
         "        (lambda *a: None)(\"a variable allowedEnvVars passes on\",  # SABOTAGED",
         ["tests/test_spawn.py::test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output"],
+    ),    # the Agent SDK's control protocol and flags (cli/sdk_control.py, sdk_requests.py, sdk_flags.py)
+    Sabotage(
+        "arguments the SDK's canUseTool allows instead of the model's skip the deny rules",
+        "src/agentloop/agent/pipeline.py",
+        '        if getattr(d, "behavior", "deny") == "deny":\n            why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")\n            return self._deny(call, f"permission to use {call.name} with the arguments given instead',
+        '        if False:  # SABOTAGED\n            why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")\n            return self._deny(call, f"permission to use {call.name} with the arguments given instead',
+        ["tests/test_sdk_control_protocol.py::test_allowed_arguments_that_a_deny_rule_refuses_are_refused"],
+    ),
+    Sabotage(
+        "a malformed canUseTool answer from the SDK allows the call",
+        "src/agentloop/cli/sdk_requests.py",
+        '    return PermissionReply("deny", f"the SDK\'s canUseTool answer is malformed (behavior',
+        '    return PermissionReply("allow", f"the SDK\'s canUseTool answer is malformed (behavior  # SABOTAGED',
+        ["tests/test_sdk_control_protocol.py::test_a_broken_answer_to_can_use_tool_refuses_the_call_and_says_why"],
+    ),
+    Sabotage(
+        "the SDK's --max-budget-usd is not the spend cap",
+        "src/agentloop/cli/agent_args.py",
+        '"--max-usd", "--max-budget-usd", dest="max_usd"',
+        '"--max-usd", dest="max_usd"); g.add_argument("--max-budget-usd", dest="ignored_budget"  # SABOTAGED',
+        ["tests/test_agent_sdk_python.py::test_max_budget_usd_is_the_spend_cap"],
+    ),
+    Sabotage(
+        "the SDK's set_permission_mode switches to bypassPermissions in a session that did not begin in it",
+        "src/agentloop/cli/sdk_requests.py",
+        "    if mode not in agent.settings.mode_cycle():",
+        "    if False:  # SABOTAGED",
+        ["tests/test_sdk_control_protocol.py::test_set_permission_mode_refuses_bypass_unless_the_session_began_in_it"],
+    ),
+    Sabotage(
+        "SDK flags agentloop cannot honour (--task-budget, --no-session-persistence, --setting-sources project...) are silently accepted",
+        "src/agentloop/cli/sdk_flags.py",
+        "        if given(dest) not in (None, False):\n            raise UserError(f\"{flag}: {why}\")",
+        "        if False:  # SABOTAGED\n            raise UserError(f\"{flag}: {why}\")",
+        ["tests/test_sdk_control_protocol.py::test_a_flag_agentloop_cannot_honour_is_an_error_naming_it"],
+    ),
+    Sabotage(
+        "a refusal with a message (the SDK's canUseTool) to a hook's ask is taken for an allow",
+        "src/agentloop/agent/hooks_and_context.py",
+        '            if getattr(reply, "answer", reply) == "deny":',
+        '            if reply == "deny":  # SABOTAGED',
+        ["tests/test_agent_sdk_python.py::test_a_hook_that_asks_puts_the_question_to_can_use_tool_and_its_deny_holds"],
     ),
     # -- sub-agents: one room, one factory --
     Sabotage(

@@ -32,7 +32,7 @@ from ..events import Message, Observer, ToolCall, ToolResult
 from ..run import RunResult
 from ..tools import Registry, Tool
 from .agent_settings import AgentSettings, SettingsFlags, cap_text, read_settings
-from .builder import AgentParts, build_parts, open_session
+from .builder import AgentParts, build_parts, open_session, with_handlers
 from .logs import SessionLogFilter, current_session_id, setup_logging
 from .model_choice import ModelChoice, context_window, open_model_spec, scripted_model
 from .output_styles import session_output_style
@@ -89,9 +89,9 @@ class Agent:
         ask_imports: Callable[[list[str]], bool] | None = None, managed_settings: str | None = None,
         cli_rules: Sequence[tuple[str, str]] = (), system_prompt: str | None = None, append_system_prompt: str | None = None,
         tracing: Any = None, sandbox: str | None = None, unlimited_usd: bool = False, price: Any = None,
-        cli_settings: Sequence[str] = (), mcp_configs: Sequence[str] = (), strict_mcp_config: bool = False,
-        mcp_in_background: bool = False, max_output_tokens: int | None = None, thinking: str | None = None,
-        effort: str | None = None, plugin_dirs: Sequence[str] = (),
+        cli_settings: Sequence[str] = (), mcp_configs: Sequence[str] = (), strict_mcp_config: bool = False, mcp_in_background: bool = False,
+        max_output_tokens: int | None = None, thinking: str | None = None, effort: str | None = None, plugin_dirs: Sequence[str] = (),
+        session_id: str | None = None,
     ):
         self.cwd = os.path.realpath(cwd)
         self.mcp_in_background = mcp_in_background  # the REPL: MCP tools join as each server comes up
@@ -131,6 +131,7 @@ class Agent:
             if resume is None:
                 self.startup_notices.append("-c: no earlier session in this directory to continue; starting a new one")
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
+        self.new_session_id = session_id if resume is None else None  # the first new session's id, when the caller names it
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
         self._build_tools()
 
@@ -147,13 +148,11 @@ class Agent:
         self.prompt = SessionPrompt(system_prompt, append_system_prompt)
         self.hooks: AgentHooks = NoHooks()
         self.context: ContextManager = NoContext()
-        self.calls = ToolCalls(self)
+        self.calls, self.usage = ToolCalls(self), UsageWarnings()
         self.permission_denials = self.calls.denials
-        self.usage = UsageWarnings()
         self.stop_hook_active = False  # while hooks.stop runs: the turn already goes on because of a Stop hook
         self.last_usage_estimated = False  # the last turn's tokens include the loop's estimate (the cost line says so)
-        self.session_link = SessionLink(ask=lambda: self.elicit, plan_mode=lambda: self.policy.mode == "plan",
-                                        leave_plan=self._leave_plan_mode)  # what TodoWrite, ExitPlanMode, AskUserQuestion reach
+        self.session_link = SessionLink(ask=lambda: self.elicit, plan_mode=lambda: self.policy.mode == "plan", leave_plan=self._leave_plan_mode)
 
     # -- the model (``agent/model_choice.py``) --
 
@@ -168,6 +167,9 @@ class Agent:
         """Switch the model for the next turns (the session goes on). ``why``: recorded with the change."""
         self.models.switch(spec)
         self._note_model(why)
+
+    def add_hook_handlers(self, handlers: Sequence[Any]) -> None:  # beside the settings' own (the Agent SDK's callbacks)
+        self.hooks = with_handlers(self.hooks, self.context, handlers, self)
 
     def _note_model(self, why: str | None) -> None:
         fact: dict[str, Any] = {"model": self.model_spec, "model_options": self._options_fact()}
@@ -216,8 +218,7 @@ class Agent:
 
     def _leave_plan_mode(self) -> str:
         """ExitPlanMode approved by the user: plan mode ends and the default mode (asking before changes) begins."""
-        self.permission_mode = "default"
-        self.policy.mode = "default"  # the tool's result, in the transcript, says the mode changed
+        self.permission_mode = self.policy.mode = "default"  # the tool's result, in the transcript, says the mode changed
         return "default"
 
     def take_price_notices(self) -> list[str]:
@@ -266,8 +267,7 @@ class Agent:
             "cwd": self.cwd, "model": self.model_spec, "permission_mode": self.permission_mode, "model_options": self._options_fact(),
             "memory_files": list(self.memory_files), "additional_directories": list(self.add_dirs), "agentloop_version": _version()})
         log.info("session %s (%s) in %s with model %s", s.id, source, self.cwd, self.model_spec)
-        extra = self.hooks.session_start(self, source)
-        if extra:
+        if extra := self.hooks.session_start(self, source):
             s.messages.append({"role": "user", "content": extra})
 
     def system_messages(self) -> list[Message]:

@@ -26,7 +26,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.settings import ConfigError, user_home
 from ..events import ToolCall, ToolResult
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .subagents.parent_budget import ParentBudget
     from .subagents.runner import SubagentRunner
 
-__all__ = ["AgentParts", "build_parts", "open_session"]
+__all__ = ["AgentParts", "build_parts", "open_session", "with_handlers"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -67,7 +67,7 @@ class AgentParts:
     """``startup`` (a new session) or ``resume``, as Claude Code's SessionStart ``source``."""
 
 
-def open_session(cwd: str, home: str, resume: str | None, durability: Durability) -> tuple[Session, str]:
+def open_session(cwd: str, home: str, resume: str | None, durability: Durability, sid: str | None = None) -> tuple[Session, str]:
     """A session of ``cwd``'s project: the one named ``resume``, else a new one; and its SessionStart source.
 
     Raises:
@@ -75,7 +75,7 @@ def open_session(cwd: str, home: str, resume: str | None, durability: Durability
     """
     if resume is not None:
         return Session.resume(cwd, resume, home, durability=durability), "resume"
-    return Session.create(cwd, home, durability=durability), "startup"
+    return Session.create(cwd, home, durability=durability, sid=sid), "startup"
 
 
 def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
@@ -121,7 +121,7 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
             servers.close()
             raise
     try:
-        session, source = open_session(agent.cwd, agent.home, resume, agent.durability)
+        session, source = open_session(agent.cwd, agent.home, resume, agent.durability, agent.new_session_id)
     except BaseException:
         if servers is not None:
             servers.close()
@@ -220,3 +220,19 @@ def _with_aliases(agent: PartsSource, types: dict[str, AgentType]) -> dict[str, 
                                                            provider=agent.models.provider))
         out[name] = t
     return out
+
+
+def with_handlers(hooks: AgentHooks, context: ContextManager, handlers: Sequence[Any], agent: PartsSource) -> AgentHooks:
+    """``hooks`` with ``handlers`` added (a front end's own, e.g. the Agent SDK's callbacks): they join the settings'
+    runner, or, in a session without hooks, a runner of their own that the context manager and sub-agents use too.
+    ``agent`` gives the folder, mode and environment hooks run with."""
+    if isinstance(hooks, ClaudeHooks):
+        hooks.runner.handlers += tuple(handlers)
+        return hooks
+    runner = HookRunner(handlers, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
+    claude = ClaudeHooks(runner)
+    if isinstance(context, AgentContext):
+        context.hooks = context.hooks or claude
+        if context.subagents is not None and context.subagents.hooks is None:
+            context.subagents.hooks = runner
+    return claude

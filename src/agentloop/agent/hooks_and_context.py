@@ -210,8 +210,10 @@ class ClaudeHooks:
             ask = getattr(agent, "ask_permission", None)
             if ask is None:
                 return ToolResult(call.id, call.name, False, error=f"a hook asked for approval of {call.name} and no one could be asked (non-interactive)")
-            if ask(call, out) == "deny":
-                return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}")
+            reply = ask(call, out)
+            if getattr(reply, "answer", reply) == "deny":  # a word, or a PermissionReply carrying one
+                why = getattr(reply, "message", "")
+                return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}" + (f": {why}" if why else ""))
             self._approved.add(call.id)
         if out.permission_decision == "allow":
             self._approved.add(call.id)

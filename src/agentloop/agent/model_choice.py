@@ -182,6 +182,10 @@ class ModelChoice:
         out, self.price_notices = self.price_notices, []  # each is shown once
         return out
 
+    def set_thinking(self, flag: str | None) -> None:
+        """``--thinking``'s value (on, off, N; None: the default) for the models opened from now on (``switch``)."""
+        self.option_flags = (self.option_flags[0], flag, self.option_flags[2])
+
     def switch(self, spec: str) -> None:
         """Another model for the next turns; what was in force stays when it cannot be opened."""
         options = self.resolve_options(spec)

@@ -38,7 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import Observer, ToolCall, ToolFinished, ToolResult, ToolStarted
 from ..tools import Registry, Tool
-from .protocols import AgentHooks, AskPermission, HookSubject, ToolCallSubject
+from .protocols import (
+    AgentHooks,
+    AskPermission,
+    HookSubject,
+    PermissionAnswer,
+    PermissionReply,
+    ToolCallSubject,
+)
 
 __all__ = ["OUTSIDE_THE_SANDBOX", "ToolCalls", "ToolPipeline", "outside_reason", "run_batch"]
 
@@ -91,7 +98,9 @@ class ToolPipeline:
             if refusal is not None:
                 return refusal
         refused = self._permit(call)
-        if refused is not None:
+        if isinstance(refused, ToolCall):  # allowed with the arguments the answerer gave
+            call = refused
+        elif refused is not None:
             return refused
         if self.on_invoke is not None:
             self.on_invoke(call.id)
@@ -104,8 +113,8 @@ class ToolPipeline:
                 self.on_invoke(None)
         return self.redact(self.hooks.post_tool_use(self.owner, call, result))
 
-    def _permit(self, call: ToolCall) -> ToolResult | None:
-        """Steps 4 and 5: None to go on, or the refusal."""
+    def _permit(self, call: ToolCall) -> ToolResult | ToolCall | None:
+        """Steps 4 and 5: None to go on, the refusal, or the call with the arguments the asker allowed instead."""
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
         if call.name == "Bash" and isinstance(call.arguments, dict):
@@ -139,7 +148,7 @@ class ToolPipeline:
             return self._deny(call, f"permission to use {call.name} was denied ({why})")
         return None
 
-    def _permit_outside(self, call: ToolCall, d: Any, outside: str) -> ToolResult | None:
+    def _permit_outside(self, call: ToolCall, d: Any, outside: str) -> ToolResult | ToolCall | None:
         """A Bash call that would run outside the sandbox: an ``UnsandboxedBash`` rule of the user's, or a person
         asked a question that says so (``permissions/unsandboxed.py``). Nothing else approves it."""
         from .permissions.rules import Decision
@@ -163,21 +172,37 @@ class ToolPipeline:
             return self._deny(call, f"{refusal} (no one could be asked)")
         return self._ask_person(call, Decision("ask", None, None, outside), always=lambda: remember(self.policy, command))
 
-    def _ask_person(self, call: ToolCall, d: Any, always: Callable[[], object] | None = None) -> ToolResult | None:
+    def _ask_person(self, call: ToolCall, d: Any, always: Callable[[], object] | None = None) -> ToolResult | ToolCall | None:
         """Step 5: the asker decides (None to go on); without one, a refusal."""
         if self.ask is None:
             log.info("denied %s: ask without a terminal", call.name)
             return self._deny(call, f"permission to use {call.name} was not granted: no one could be asked (non-interactive)")
         self.hooks.notification(self.owner, f"agentloop needs your permission to use {call.name}", "permission_prompt")
-        answer = self.ask(call, d)
+        return self._asked(call, self.ask(call, d), always)
+    def _asked(self, call: ToolCall, reply: PermissionAnswer | PermissionReply,
+               always: Callable[[], object] | None = None) -> ToolResult | ToolCall | None:
+        """Step 5's answer (``always``: what "always" remembers, when not a session rule for the call). Other
+        arguments are prepared again and must pass the rules again: what the asker allowed is a call no deny
+        rule or protected path refuses."""
+        answer, message, arguments = (reply.answer, reply.message, reply.arguments) if isinstance(reply, PermissionReply) else (reply, "", None)
+        if answer == "deny":
+            return self._deny(call, f"the user refused permission to use {call.name}" + (f": {message}" if message else ""))
         if answer == "always":
             if always is not None:
                 always()
             elif self.on_always is not None:
                 self.on_always(call)
-        if answer == "deny":
-            return self._deny(call, f"the user refused permission to use {call.name}")
-        return None
+        if arguments is None or arguments == call.arguments:
+            return None
+        changed = ToolCall(call.id, call.name, arguments)
+        _, refusal = self.registry.prepare(changed)
+        if refusal is not None:
+            return refusal
+        d = self.policy.decide(changed.name, changed.arguments)
+        if getattr(d, "behavior", "deny") == "deny":
+            why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
+            return self._deny(call, f"permission to use {call.name} with the arguments given instead was denied ({why})")
+        return changed
 
     def _deny(self, call: ToolCall, error: str) -> ToolResult:
         if self.on_denied is not None:

@@ -56,6 +56,7 @@ __all__ = [
     "NoHooks",
     "PartsSource",
     "PermissionAnswer",
+    "PermissionReply",
     "Prepare",
     "PromptDecision",
     "PromptSubject",
@@ -65,7 +66,21 @@ __all__ = [
 ]
 
 PermissionAnswer = Literal["allow", "always", "deny"]
-AskPermission = Callable[[ToolCall, Any], PermissionAnswer]
+
+
+@dataclass(frozen=True)
+class PermissionReply:
+    """An answer with more than its word: a refusal's reason for the model, or the arguments the
+    answerer allowed instead of the model's (the Agent SDK's ``canUseTool`` gives both)."""
+
+    answer: PermissionAnswer
+    message: str = ""
+    """With ``deny``: why, told to the model in the call's result."""
+    arguments: Any = None
+    """With ``allow``/``always``: the arguments to run the call with (checked again as the model's are); None: the model's."""
+
+
+AskPermission = Callable[[ToolCall, Any], "PermissionAnswer | PermissionReply"]
 Execute = Callable[[Sequence[ToolCall]], list[ToolResult]]
 """A turn's calls in, one result per call (in call order) out: the run's ``executor``."""
 Prepare = Callable[[Any, Any], "str | None"]
@@ -199,6 +214,8 @@ class PartsSource(ContextSubject, PromptSubject, Protocol):
     def file_changed(self, path: str, before: bytes | None, after: bytes) -> None: ...
     @property
     def home(self) -> str: ...
+    @property
+    def new_session_id(self) -> str | None: ...
     @property
     def env(self) -> Mapping[str, str]: ...
     @property

@@ -20,18 +20,23 @@ from .turn import now_iso
 
 log = logging.getLogger("agentloop.agent")
 
-__all__ = ["record_end", "record_file_change", "record_start", "rewind"]
+__all__ = ["record_end", "record_file_change", "record_start", "replace_system", "rewind"]
 
 
 def record_start(s: Session, source: str, system: list[Message], facts: dict[str, Any]) -> None:
     """A session starts (``startup``, ``resume``, ``clear``): its system prompt replaced whole (one message in
     older sessions; two, the first marked as the cache boundary, now), and its ``session_start`` record."""
+    replace_system(s, system)
+    s.note("session_start", {"session_id": s.id, "source": source, "started_at": now_iso(), **facts})
+
+
+def replace_system(s: Session, system: list[Message]) -> None:
+    """The session's system prompt messages replaced whole by ``system`` (from the next model call on)."""
     msgs = s.messages
     head = 1 if msgs and msgs[0].get("role") == "system" else 0
     if head and msgs[0].get("cache_boundary") and len(msgs) > 1 and msgs[1].get("role") == "system":
         head = 2
     msgs[:head] = system
-    s.note("session_start", {"session_id": s.id, "source": source, "started_at": now_iso(), **facts})
 
 
 def record_end(s: Session, reason: str) -> None:

@@ -38,8 +38,9 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--force", action="store_true", default=d(False),
                    help="with -c or --resume: a session that fails verification goes on in a new session from its verified"
                         " records (the damaged file is left as it is)")
-    g.add_argument("--max-usd", default=d(None), metavar="USD",
-                   help="the session's spend cap in dollars, e.g. 0.05 (default 5; 'unlimited' for none, on purpose)")
+    g.add_argument("--max-usd", "--max-budget-usd", dest="max_usd", default=d(None), metavar="USD",
+                   help="the session's spend cap in dollars, e.g. 0.05 (default 5; 'unlimited' for none, on purpose;"
+                        " --max-budget-usd is Claude Code's name)")
     g.add_argument("--price", default=d(None), metavar="INPUT,OUTPUT",
                    help="the model's price in dollars per million tokens, e.g. 0.15,0.6 (for a model the price table lacks)")
     g.add_argument("--max-steps", "--max-turns", dest="max_steps", type=int, default=d(None), metavar="N",
@@ -74,8 +75,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
                    help="most tokens the model may write a turn (default: the model's documented maximum, within a quarter of the cap)")
     g.add_argument("--thinking", default=d(None), metavar="on|off|N",
                    help="Anthropic extended thinking: on, off, or a budget in tokens (default on where the model supports it)")
-    g.add_argument("--effort", default=d(None), choices=("minimal", "low", "medium", "high", "xhigh"),
-                   help="OpenAI reasoning effort (default medium for reasoning models)")
+    g.add_argument("--effort", default=d(None), choices=("minimal", "low", "medium", "high", "xhigh", "max"),
+                   help="OpenAI reasoning effort (default medium for reasoning models; the Agent SDK's max is xhigh)")
     g.add_argument("--system-prompt", default=d(None), metavar="TEXT", help="replace the built-in system prompt")
     g.add_argument("--append-system-prompt", default=d(None), metavar="TEXT", help="add TEXT to the end of the system prompt")
     g.add_argument("--durability", choices=("flush", "fsync"), default=d(None), help="how each session record is written (default flush)")
@@ -83,6 +84,9 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--trust", action="store_true", default=d(False),
                    help="trust this folder's configuration (hooks, MCP servers, allow rules...) for this run only; `agentloop trust` remembers it")
     g.add_argument("--verbose", action="store_true", default=d(False), help="log to stderr as well as the log file")
+    from .sdk_flags import add_sdk_options
+
+    add_sdk_options(g, d)
 
 
 def configure_top(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UserError
@@ -31,6 +33,7 @@ from .terminal_text import say
 if TYPE_CHECKING:
     from agentloop.agent.agent import Agent
 
+    from .sdk_control import ControlChannel
     from .sdk_stream import StreamJson
 
 __all__ = ["Signals", "cost_line", "flush_tracing", "main", "make_agent", "parse_price", "report_config", "run_print", "split_rules"]
@@ -180,41 +183,18 @@ def _prompt_text(prompt: str | None) -> str:
     return prompt or ""
 
 
-def _stream_json_prompts() -> Any:
-    """``--input-format stream-json``: Claude Code's user messages on stdin, one a line.
-
-    Each ``{"type": "user", "message": {"role": "user", "content": ...}}`` is one
-    prompt; ``content`` is a string or a list of ``{"type": "text", "text"}``
-    blocks. A line that is not such a message is a user error naming its line.
-    """
-    for n, line in enumerate(sys.stdin, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"stdin line {n}: not JSON ({exc.msg})") from None
-        msg = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "user" else None
-        content = msg.get("content") if isinstance(msg, dict) else None
-        if isinstance(content, str):
-            yield content
-        elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
-            texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
-            if len(texts) != len(content):
-                kinds = sorted({str(b.get("type")) for b in content if b.get("type") != "text"})
-                raise UserError(f"stdin line {n}: content blocks of type {', '.join(kinds)} are not supported (text only)")
-            yield "\n".join(texts)
-        else:
-            raise UserError(f'stdin line {n}: not a user message ({{"type": "user", "message": {{"role": "user", "content": ...}}}})')
-
-
 def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) -> int:
     """One prompt (or, with ``--input-format stream-json``, one per stdin line), no REPL:
     the answer on stdout in the chosen format."""
+    from .sdk_flags import apply_sdk_flags
+
+    sdk_warnings = apply_sdk_flags(args)
     fmt = _opt(args, "output_format", "text")
     streamed_in = _opt(args, "input_format", "text") == "stream-json"
     if streamed_in and fmt != "stream-json":
         raise UserError("--input-format stream-json goes with --output-format stream-json")
+    if _opt(args, "permission_prompt_tool", None) is not None and not streamed_in:
+        raise UserError("--permission-prompt-tool stdio goes with --input-format stream-json (the SDK answers on stdin)")
     if not streamed_in:
         prompt = _prompt_text(prompt)
         if not prompt.strip():
@@ -225,7 +205,8 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
 
         schema = parse_schema(str(args.json_schema))
     agent = make_agent(args)  # no terminal to ask: "ask" permissions deny, an untrusted folder's powers are left out
-    for w in getattr(agent, "load_warnings", []):
+    sdk_warnings += _limit_tools(agent, _opt(args, "tools", None))
+    for w in [*sdk_warnings, *getattr(agent, "load_warnings", [])]:
         say(f"warning: {w}", sys.stderr)
     report_config(agent, lambda line: say(line, sys.stderr))
     reason = "other"
@@ -243,10 +224,14 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         if fmt == "stream-json":
             stream = _start_stream(agent, args, server_states(agent))
         report_startup(agent)  # an MCP server that failed to start, said once
-        prompts = _stream_json_prompts() if streamed_in else [prompt]
+        channel = _open_channel(agent, args, stream) if streamed_in and stream is not None else None
         code = EXIT_OK
-        for text in prompts:
-            code = _answer(agent, str(text), fmt, stream, schema)
+        for text in channel.prompts() if channel is not None else [str(prompt)]:
+            if channel is None:
+                code = _answer(agent, text, fmt, stream, schema)
+            else:  # the SDK's interrupt stops the turn; the session and the next prompts go on
+                code, asked = channel.run_turn(lambda: _answer(agent, text, fmt, stream, schema, channel.running))  # noqa: B023
+                code = EXIT_OK if asked and code == EXIT_INTERRUPTED else code
             if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) or signals.terminating:
                 break
         if code == EXIT_INTERRUPTED or signals.terminating:
@@ -277,10 +262,41 @@ def _start_stream(agent: Agent, args: argparse.Namespace, servers: list[dict[str
     commands = sorted(getattr(agent, "commands", {}) or {})
     skills = sorted(getattr(agent, "skills", {}) or {})
     agents = sorted(getattr(runner, "types", {}) or {}) if runner is not None else []
-    stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.registry.names(),
+    stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.shown_tools().names(),
                                 permission_mode=agent.permission_mode, mcp_servers=servers, slash_commands=commands,
                                 version=__version__, skills=skills, agents=agents, plugins=_plugins(agent)))
     return stream
+
+
+def _limit_tools(agent: Agent, value: str | None) -> list[str]:
+    """``--tools``: the built-in tools not listed are removed as a bare-name deny rule removes them (out of
+    the model's view, and refused if called anyway); the warnings for names that are no tool."""
+    from .sdk_flags import tools_to_remove
+
+    remove, unknown = tools_to_remove(value, agent.registry.names())
+    for name in remove:
+        agent.cli_rules.append(("deny", name))  # kept if the policy is built again
+        agent.policy.add_rule("deny", name, source="--tools")
+    return [f"--tools: {name}: no such tool" for name in unknown]
+
+
+def _open_channel(agent: Agent, args: argparse.Namespace, stream: StreamJson) -> ControlChannel:
+    """Stdin's reader for ``--input-format stream-json`` (``sdk_control``): prompts, and the SDK's control
+    requests answered while turns run; ``--permission-prompt-tool stdio`` asks the SDK's ``canUseTool``."""
+    from .sdk_control import ControlChannel
+    from .sdk_hooks import register_callbacks
+    from .sdk_requests import handle, permission_asker
+
+    channel = ControlChannel(stream, agent, handle)
+    if _opt(args, "permission_prompt_tool", None) == "stdio":
+        agent.ask_permission = permission_asker(channel)
+    channel.hook_callbacks = lambda config: register_callbacks(channel, config)
+    try:
+        signal.signal(signal.SIGINT, channel.on_sigint)
+    except ValueError:  # not the main thread (tests driving main in a thread): no interrupt by request
+        channel.main_thread = None
+    channel.start()
+    return channel
 
 
 def _plugins(agent: Agent) -> list[dict[str, str]]:
@@ -293,9 +309,9 @@ def _plugins(agent: Agent) -> list[dict[str, str]]:
     return out
 
 
-def _expanded(agent: Agent, prompt: str) -> tuple[str, tuple[str, ...]]:
-    """``-p "/name args"``: the custom command or skill, as in Claude Code, with the tools it allows; ``-p
-    "/mcp__server__prompt args"``: an MCP server's prompt; any other prompt as it is."""
+def _expand(agent: Agent, prompt: str) -> tuple[str, tuple[str, ...]]:
+    """``-p "/name args"``: a custom command or skill (its text and its allowed-tools rules), or an MCP
+    server's prompt, as in Claude Code; any other prompt as it is."""
     from agentloop.agent.agent import AgentError
 
     try:
@@ -319,27 +335,33 @@ def _expanded(agent: Agent, prompt: str) -> tuple[str, tuple[str, ...]]:
     return prompt, ()
 
 
-def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None) -> int:
+def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None,
+            running: Callable[[], AbstractContextManager[object]] = nullcontext) -> int:
     """One prompt through the agent, printed in ``fmt``; the exit code it deserves.
 
     ``schema``: ``--json-schema``'s (``structured_output``): the prompt asks for JSON, and the answer
-    is read against it."""
+    is read against it. ``running``: held while the agent runs (the SDK's interrupt stops only that)."""
     from agentloop.agent.agent import AgentError
 
     timing = _Timing(stream)
+
+    def ask(text: str) -> Any:
+        with running():
+            return agent.ask(text, observer=timing, allowed_tools=rules)
+
     t0 = time.monotonic()
-    prompt, rules = _expanded(agent, prompt)
+    prompt, rules = _expand(agent, prompt)
     denied_before = len(agent.permission_denials)
     structured: tuple[Any, str | None] = (None, None)
     blocks = _HookBlocks(agent) if fmt == "text" else None
     try:
         if schema is None:
-            result = agent.ask(prompt, observer=timing, allowed_tools=rules)
+            result = ask(prompt)
         else:
             from . import structured_output as so
 
-            result = agent.ask(f"{prompt}\n\n{schema.instructions()}", observer=timing, allowed_tools=rules)
-            result, value, problem = so.settle(result, schema, lambda text: agent.ask(text, observer=timing, allowed_tools=rules))
+            result = ask(f"{prompt}\n\n{schema.instructions()}")
+            result, value, problem = so.settle(result, schema, ask)
             structured = (value, problem)
     except AgentError as exc:
         raise UserError(str(exc)) from None
@@ -458,8 +480,15 @@ def _close(agent: Agent, reason: str) -> None:
 def main(args: argparse.Namespace) -> int:
     signals = Signals()
     signals.install()
-    if getattr(args, "print_mode", False):
+    if getattr(args, "print_mode", False) or _opt(args, "input_format", "text") == "stream-json":  # the Agent SDK starts it without -p
         return run_print(args, getattr(args, "prompt", None), signals)
+    from .sdk_flags import apply_sdk_flags
+
+    for w in apply_sdk_flags(args):
+        print(f"warning: {w}", file=sys.stderr)
+    for flag, dest in (("--tools", "tools"), ("--permission-prompt-tool", "permission_prompt_tool")):
+        if _opt(args, dest, None) is not None:  # the REPL asks its own questions and shows every tool
+            raise UserError(f"{flag} goes with -p or --input-format stream-json (the Agent SDK's way of starting agentloop)")
     if _opt(args, "json_schema", None) is not None:  # Claude Code's CLI reference: print mode only
         raise UserError("--json-schema goes with -p (the final answer of one prompt)")
     from .repl import run_repl

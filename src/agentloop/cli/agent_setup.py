@@ -148,6 +148,7 @@ def _make_agent(
             strict_mcp_config=bool(_opt(args, "strict_mcp_config", False)),
             mcp_in_background=mcp_in_background,
             plugin_dirs=list(_opt(args, "plugin_dir", []) or ()),
+            session_id=_opt(args, "session_id"),
             **{k: _opt(args, k) for k in ("max_output_tokens", "thinking", "effort")},
         )
 

@@ -88,8 +88,9 @@ class StreamJson:
         self.lock = lock or threading.Lock()
         self._call = _Call()
 
-    def emit(self, obj: dict[str, Any]) -> None:
-        line = json.dumps({**obj, "session_id": obj.get("session_id", self.sid)}, ensure_ascii=False) + "\n"
+    def emit(self, obj: dict[str, Any], *, session: bool = True) -> None:
+        """One line; ``session``: with the session's id (every message but the control protocol's)."""
+        line = json.dumps({**obj, "session_id": obj.get("session_id", self.sid)} if session else obj, ensure_ascii=False) + "\n"
         out = self.out or sys.stdout
         with self.lock:
             out.write(line)

@@ -180,8 +180,9 @@ def parse_server(name: Any, entry: Any, path: str, scope: Scope | Literal["memor
         transport: Transport = "stdio"
     elif not isinstance(raw_type, str) or raw_type not in _TYPES:
         shown = raw_type if isinstance(raw_type, str) else json_kind(raw_type)
+        sdk = " (the Agent SDK's in-process servers are not served by agentloop: run the server as its own process)" if shown == "sdk" else ""
         raise ConfigError(
-            path, f"{place}.type: {shown!r} is not supported (use 'stdio', 'http', 'streamable-http' or 'sse')"
+            path, f"{place}.type: {shown!r} is not supported{sdk} (use 'stdio', 'http', 'streamable-http' or 'sse')"
         )
     else:
         transport = _TYPES[raw_type]

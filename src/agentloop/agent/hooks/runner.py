@@ -59,6 +59,7 @@ from .. import spawn
 
 __all__ = [
     "EVENTS",
+    "HandlerOutput",
     "HookAnswer",
     "HookHandler",
     "HookOutcome",
@@ -161,6 +162,9 @@ class HookHandler:
     plugin_root: str | None = None
     """The plugin's folder for a plugin's hook: ``CLAUDE_PLUGIN_ROOT`` in its environment (Claude Code's
     plugins reference, "Environment variables": hooks and scripts get the variable as well as the text)."""
+    call: Callable[[bytes, float], _Proc] | None = None
+    """Run in-process instead of a command: the payload and the timeout in, what a command would have
+    left out (an Agent SDK hook callback, ``cli/sdk_hooks.py``). ``command`` then only names it."""
     seed: bool = False
     """Written to seed 004's protocol (a handler without Claude Code's required ``type``): any non-zero
     exit blocks with stderr as the reason, and the default timeout is seed 004's 10 s."""
@@ -550,6 +554,9 @@ class _Proc:
     timed_out: bool = False
     error: str | None = None
 
+
+HandlerOutput = _Proc
+"""What a handler left: its exit code, output and failure (an in-process ``HookHandler.call`` returns one)."""
 
 EXIT_DRAIN_S = 1.0
 """After a hook exits, how long its pipes are read before whatever still holds them is left behind."""
@@ -1227,6 +1234,10 @@ class HookRunner:
         return env
 
     def _one(self, event: str, h: HookHandler, data: bytes, shown: Sequence[str] = (), *, background: bool = False) -> HookResult:
+        if h.call is not None:  # its answer is judged as a command's output is
+            t0 = time.monotonic()
+            done = h.call(data, h.timeout)
+            return _judge(event, h, done, int((time.monotonic() - t0) * 1000))
         argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]
         env = self.env_for(event, h)
         if h.confined and self.confine is not None:  # a project's hook: inside the sandbox, as a Bash command
