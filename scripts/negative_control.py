@@ -1289,6 +1289,31 @@ SABOTAGES = [
         "        (lambda *a: None)(\"a variable allowedEnvVars passes on\",  # SABOTAGED",
         ["tests/test_spawn.py::test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output"],
     ),
+    # --- the write wall (docs/decisions/0014): one shape-based check for every write path ---
+    Sabotage(
+        "the write wall knows git directories by name only (a bare repository of plain files passes)",
+        "src/agentloop/agent/sandbox/wall.py",
+        '    return "HEAD" in s and ("objects" in s or "commondir" in s)',
+        '    return False  # SABOTAGED',
+        ["tests/test_write_wall.py::test_a_bare_repository_written_as_plain_files_by_a_command_is_moved_aside"],
+    ),
+    Sabotage(
+        "the file tools, apply_patch and merge-back write what makes git run code",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        "    after = View(pending)\n",
+        "    return None  # SABOTAGED\n    after = View(pending)\n",
+        ["tests/test_write_wall.py::test_write_refuses_to_complete_a_repository_that_runs_a_program",
+         "tests/test_write_wall.py::test_apply_patch_refuses_a_patch_that_makes_a_repository_that_runs_a_program",
+         "tests/test_write_wall.py::test_a_sub_agents_merge_back_does_not_bring_in_a_repository_that_runs_a_program"],
+    ),
+    Sabotage(
+        "background commands are not watched while they run",
+        "src/agentloop/agent/sandbox/watch.py",
+        "        while not self._stop.wait(INTERVAL_S):\n            try:\n                self.once()",
+        "        while not self._stop.wait(INTERVAL_S):\n            try:\n                pass  # SABOTAGED",
+        ["tests/test_write_wall.py::test_a_background_command_planting_a_repository_is_caught_while_it_runs_and_when_it_ends",
+         "tests/test_write_wall.py::test_a_background_command_writing_commondir_is_undone"],
+    ),
 ]
 
 

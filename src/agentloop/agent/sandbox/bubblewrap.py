@@ -413,6 +413,8 @@ class Sandbox:
     _runner: _Runner | None = field(default=None, repr=False)
     _proxy: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _guard: Any = field(default=None, repr=False)
+    """The write wall's walk and watch of the writable roots (``WriteWatch``), made at the first command."""
 
     @classmethod
     def create(
@@ -549,6 +551,9 @@ class Sandbox:
         return self._tmp
 
     def close(self) -> None:
+        guard = self._guard
+        if guard is not None:
+            guard.stop()
         with self._lock:
             if self._runner is not None:
                 self._runner.close()
@@ -556,6 +561,8 @@ class Sandbox:
             if self._proxy is not None:
                 self._proxy.close()
                 self._proxy = None
+        if guard is not None:
+            guard.final()  # what the background commands left, once nothing runs
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -596,21 +603,26 @@ class Sandbox:
             OSError: the command cannot start.
         """
         run_argv, run_env = list(argv), dict(env)
+        plan = None
         if self.inside(command):
             prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
-            with self._lock:
-                if len(self._plans) > 64:  # plans of commands whose result never came back
-                    self._plans.pop(next(iter(self._plans)))
-                self._plans[command] = plan  # looked at after the command (explain)
+            if not alone:
+                with self._lock:
+                    if len(self._plans) > 64:  # plans of commands whose result never came back
+                        self._plans.pop(next(iter(self._plans)))
+                    self._plans[command] = plan  # looked at after the command (explain)
             launched = None if alone else self._launch_in_runner(prefix, argv, cwd, env, pass_fds)
             if launched is not None:
                 return launched
             run_argv, extra = self._wrapped(prefix, argv, cwd)  # a bubblewrap of its own
             run_env.update(extra)
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             run_argv, cwd=cwd, env=run_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
         )
+        if alone and self.inside(command) and self._guard is not None and plan is not None:
+            self._guard.background(plan, lambda: proc.poll() is None)  # a background command: watched while it runs
+        return proc
 
     def launch_background(
         self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int]
@@ -623,8 +635,11 @@ class Sandbox:
         """
         if not self.inside(command):
             return None
-        prefix, _plan = self._prefix_and_plan(env.get("PATH", ""))
-        return self._launch_in_runner(prefix, argv, cwd, env, pass_fds, background=True)
+        prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
+        got = self._launch_in_runner(prefix, argv, cwd, env, pass_fds, background=True)
+        if got is not None and self._guard is not None and plan is not None:
+            self._guard.background(plan, lambda: got.inner_pid in got.runner.background and got.runner.alive())
+        return got
 
     def _launch_in_runner(
         self, prefix: list[str], argv: Sequence[str], cwd: str, env: Mapping[str, str], pass_fds: Sequence[int],
@@ -743,7 +758,9 @@ class Sandbox:
                     p = os.path.join(r, rel)
                     if os.path.lexists(p) and not os.path.islink(p):
                         out += ["--ro-bind", p, p]
-            plan = gitguard.plan(writable, self.homes)
+            watch = self._write_watch(writable)
+            plan = gitguard.plan(writable, self.homes, watch.walk)
+            watch.ensure_running()  # looks while this command (and any background one) runs
             plan.read_only += [p for p in s.hook_files if os.path.isfile(p) and not os.path.islink(p)
                                and any(p.startswith(r + os.sep) for r in writable)]
             guarded = [(d, ["--bind", d, d]) for d in plan.self_binds] + [(p, ["--ro-bind", p, p]) for p in plan.read_only]
@@ -761,6 +778,17 @@ class Sandbox:
         if not s.network:
             out += ["--unshare-net"]
         return out, plan
+
+    def _write_watch(self, writable: Sequence[str]) -> Any:
+        """The session's ``WriteWatch`` over ``writable`` (a new one when the roots changed)."""
+        from .watch import WriteWatch
+
+        with self._lock:
+            if self._guard is None or self._guard.walk.roots != tuple(writable):
+                if self._guard is not None:
+                    self._guard.stop()
+                self._guard = WriteWatch(tuple(writable), lambda: list(self._plans.values()))
+            return self._guard
 
     def _hidden_in_view(self, shown: Sequence[str]) -> list[str]:
         """``hidden``, but for what a hidden home already hides (its names stay unseen), in mount order."""
@@ -861,8 +889,13 @@ class Sandbox:
         if plan is None:
             return []
         from .gitguard import check
+        from .wall import TreeWalk
 
-        return check(plan)
+        guard = self._guard
+        if guard is None:
+            return check(plan)
+        with guard.lock:
+            return check(plan, guard.walk if guard.walk.roots == plan.roots else TreeWalk(plan.roots))
 
     def explain(self, command: str, output: str) -> str | None:
         """A note for a command: what it planted and what was moved aside, and, when its output shows
@@ -870,6 +903,8 @@ class Sandbox:
         if not self.inside(command):
             return None
         notes = self.after(command)
+        if self._guard is not None:
+            notes = self._guard.take_notes() + notes
         if self.degraded is not None and not self._degraded_said:
             self._degraded_said = True
             notes.append(self.degraded_notice() or "")
