@@ -1314,6 +1314,20 @@ SABOTAGES = [
         ["tests/test_write_wall.py::test_a_background_command_planting_a_repository_is_caught_while_it_runs_and_when_it_ends",
          "tests/test_write_wall.py::test_a_background_command_writing_commondir_is_undone"],
     ),
+    Sabotage(
+        "agentloop starts in the home folder without asking",
+        "src/agentloop/cli/agent_setup.py",
+        "    if why is None or _opt(args, \"home_workspace\", False):",
+        "    if True:  # SABOTAGED",
+        ["tests/test_home_workspace.py::test_print_mode_in_the_home_folder_refuses_and_names_the_flag"],
+    ),
+    Sabotage(
+        "the read-only toolchain folders show uv's credential store",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        '".local/share/uv/python", ".local/share/uv/tools",',
+        '".local/share/uv",  # SABOTAGED',
+        ["tests/test_home_workspace.py::test_toolchain_folders_show_without_uvs_credentials_or_dotnets_certificate_store"],
+    ),
 ]
 
 

@@ -126,14 +126,17 @@ PROTECTED_IN_ROOTS = (".git/hooks", ".git/config", ".agentloop", ".claude", ".mc
 """Inside each writable root: kept read-only where they exist."""
 
 TOOLCHAIN_PATHS = (
-    ".cache/pip", ".cache/uv", ".local/share/uv", ".cache/pypoetry", ".local/share/virtualenvs", ".pyenv", ".conda",
+    ".cache/pip", ".cache/uv", ".local/share/uv/python", ".local/share/uv/tools", ".cache/pypoetry", ".local/share/virtualenvs", ".pyenv", ".conda",
     ".local/lib", ".local/bin", ".npm", ".nvm", ".cache/yarn", ".yarn", ".local/share/pnpm", ".cache/pnpm", ".bun",
     ".deno", ".volta", ".cargo/bin", ".cargo/registry", ".cargo/git", ".cargo/env", ".rustup", "go", ".cache/go-build",
     ".rbenv", ".m2/repository", ".gradle/caches", ".gradle/wrapper", ".sdkman", ".asdf", ".elan", ".ghcup", ".opam",
     ".cache/ms-playwright", ".cache/pre-commit", ".local/share/pipx", ".local/share/mise", ".local/share/fnm", ".gem",
-    ".local/share/gem", ".dotnet", ".nuget/packages",
+    ".local/share/gem", ".dotnet/dotnet", ".dotnet/sdk", ".dotnet/shared", ".dotnet/host", ".dotnet/packs",
+    ".dotnet/sdk-manifests", ".dotnet/templates", ".dotnet/tools", ".nuget/packages",
 )
-"""Under the user's home, the only folders sandboxed commands see (read-only): toolchains and their caches.
+"""Under the user's home, the only folders sandboxed commands see (read-only): toolchains and their caches,
+never a tool's credential or certificate store beside them (uv's ``credentials/``, .NET's ``corefx/``
+certificate stores: only the named parts of ``~/.local/share/uv`` and ``~/.dotnet`` show).
 The rest of the home is hidden (an empty folder) unless it is the workspace, an added directory, or named
 in the user's ``sandbox.filesystem.allowRead``."""
 
