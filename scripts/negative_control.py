@@ -1328,6 +1328,20 @@ SABOTAGES = [
         '".local/share/uv",  # SABOTAGED',
         ["tests/test_home_workspace.py::test_toolchain_folders_show_without_uvs_credentials_or_dotnets_certificate_store"],
     ),
+    Sabotage(
+        "SSH_AUTH_SOCK is passed into the sandbox",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "    return {k: v for k, v in env.items() if k not in AGENT_SOCKET_VARIABLES}",
+        "    return dict(env)  # SABOTAGED",
+        ["tests/test_sandbox_leftovers.py::test_the_ssh_agents_socket_variable_does_not_reach_sandboxed_commands"],
+    ),
+    Sabotage(
+        "a SIGKILLed agentloop's private /tmp stays forever",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "            _remove_stale_tmpdirs()\n",
+        "            pass  # SABOTAGED\n",
+        ["tests/test_sandbox_leftovers.py::test_a_killed_agentloops_private_tmp_is_removed_at_the_next_start"],
+    ),
 ]
 
 

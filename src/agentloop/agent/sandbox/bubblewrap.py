@@ -384,6 +384,39 @@ def probe(bwrap: str | None = None, cache_dir: str | None = None) -> tuple[str |
     return (path, None) if why is None else (None, f"bubblewrap cannot start a sandbox here: {why}")
 
 
+TMP_PREFIX = "agentloop-sandbox-"
+"""A session's private ``/tmp`` is ``$TMPDIR/agentloop-sandbox-PID-XXXX`` (PID: the agentloop that made it)."""
+
+AGENT_SOCKET_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "GNOME_KEYRING_CONTROL",
+                          "DBUS_SESSION_BUS_ADDRESS", "KRB5CCNAME")
+"""Variables that lead a command to an agent holding the user's keys: not passed into the sandbox."""
+
+
+def without_agent_sockets(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the variables that name the user's key agents (``AGENT_SOCKET_VARIABLES``)."""
+    return {k: v for k, v in env.items() if k not in AGENT_SOCKET_VARIABLES}
+
+
+def _remove_stale_tmpdirs() -> None:
+    """Remove the private ``/tmp`` folders an agentloop killed with SIGKILL left: this user's, whose PID
+    is no longer running."""
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(TMP_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(TMP_PREFIX):].split("-", 1)[0]
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not pid.isdigit() or st.st_uid != os.getuid() or os.path.islink(path) or os.path.exists(f"/proc/{pid}"):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
 _MISSING = re.compile(r"No such file|cannot access|not found|does not exist|cannot open|can't open|Permission denied")
 
 _SHELL_SPECIAL = re.compile(r"[;&|<>()`$\n\\{}*?\[\]!#~=]")
@@ -550,7 +583,8 @@ class Sandbox:
 
     def tmpdir(self) -> str:
         if self._tmp is None or not os.path.isdir(self._tmp):
-            self._tmp = tempfile.mkdtemp(prefix="agentloop-sandbox-")
+            _remove_stale_tmpdirs()
+            self._tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
         return self._tmp
 
     def close(self) -> None:
@@ -608,6 +642,7 @@ class Sandbox:
         run_argv, run_env = list(argv), dict(env)
         plan = None
         if self.inside(command):
+            env = run_env = without_agent_sockets(env)
             prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
             if not alone:
                 with self._lock:
@@ -638,6 +673,7 @@ class Sandbox:
         """
         if not self.inside(command):
             return None
+        env = without_agent_sockets(env)
         prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
         got = self._launch_in_runner(prefix, argv, cwd, env, pass_fds, background=True)
         if got is not None and self._guard is not None and plan is not None:
