@@ -1342,6 +1342,14 @@ SABOTAGES = [
         "            pass  # SABOTAGED\n",
         ["tests/test_sandbox_leftovers.py::test_a_killed_agentloops_private_tmp_is_removed_at_the_next_start"],
     ),
+    Sabotage(
+        "the home as the workspace is shown whole, minus a list of credential paths",
+        "src/agentloop/agent/sandbox/home.py",
+        "    return [h for h in homes if any(h == r or h.startswith(r.rstrip(os.sep) + os.sep) for r in roots)]",
+        "    return []  # SABOTAGED",
+        ["tests/test_home_allow_list.py::test_credential_stores_and_agent_sockets_in_the_home_are_not_there_for_commands",
+         "tests/test_home_allow_list.py::test_start_up_files_a_command_writes_never_reach_the_disk_and_host_shells_run_nothing_new"],
+    ),
 ]
 
 

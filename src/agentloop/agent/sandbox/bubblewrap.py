@@ -81,6 +81,7 @@ from typing import Any
 
 from ...config.settings import SettingsSource
 from .gitguard import account_homes, user_home_of
+from .home import allow_list_mounts, hidden_part, listed_homes
 
 __all__ = [
     "CREDENTIAL_PATHS",
@@ -780,6 +781,7 @@ class Sandbox:
         shown = self._shown_read_only(path_env)
         mounts += [(p, ["--ro-bind", p, p]) for p in shown]
         mounts += [(r, ["--bind" if rw else "--ro-bind", r, r]) for r in self.roots if os.path.isdir(r)]
+        mounts += self._home_allow_list(rw)
         mounts += [("/dev", ["--dev", "/dev"]), ("/proc", ["--proc", "/proc"]), ("/tmp", ["--bind", self.tmpdir(), "/tmp"])]
         mounts += [(at, ["--ro-bind", f, at]) for f, at in self._identity_gitconfigs()]
         for _path, args in sorted(mounts, key=lambda m: _depth(m[0])):
@@ -799,6 +801,7 @@ class Sandbox:
                         out += ["--ro-bind", p, p]
             watch = self._write_watch(writable)
             plan = gitguard.plan(writable, self.homes, watch.walk)
+            self._keep_home_hidden(plan)
             watch.ensure_running()  # looks while this command (and any background one) runs
             plan.read_only += [p for p in s.hook_files if os.path.isfile(p) and not os.path.islink(p)
                                and any(p.startswith(r + os.sep) for r in writable)]
@@ -806,7 +809,7 @@ class Sandbox:
             for _path, args in sorted(guarded, key=lambda m: _depth(m[0])):
                 out += args
         for p in s.deny_write:
-            if os.path.exists(p):
+            if os.path.exists(p) and not hidden_part(p, self._listed_homes()):
                 out += ["--ro-bind", p, p]
         for p in self._hidden_in_view(shown):
             if os.path.isdir(p):
@@ -835,6 +838,29 @@ class Sandbox:
         homes = self._hidden_homes()
         return [p for p in self.hidden
                 if not any(p.startswith(h + os.sep) for h in homes) or any(p.startswith(x + os.sep) for x in seen)]
+
+    def _listed_homes(self) -> list[str]:
+        """The homes a root holds (the workspace is the home or above it): shown through an allow-list."""
+        if self.settings.mode == "danger-full-access":
+            return []
+        return listed_homes(self.homes, self.roots)
+
+    def _home_allow_list(self, rw: bool) -> list[tuple[str, list[str]]]:
+        """The mounts that show each listed home as its project content, toolchains and ``allowRead`` only
+        (``home.allow_list_mounts``); to mount after the root that holds it."""
+        out = []
+        for h in self._listed_homes():
+            extra = [os.path.join(h, p) for p in TOOLCHAIN_PATHS] + list(self.settings.allow_read)
+            out += allow_list_mounts(h, rw, [os.path.realpath(p) for p in extra])
+        return out
+
+    def _keep_home_hidden(self, plan: Any) -> None:
+        """Drop from ``plan`` the mounts that would show a hidden part of a listed home again (a start-up
+        file kept read-only, a git directory under a dot folder): the allow-list hides them already."""
+        listed = self._listed_homes()
+        if listed:
+            plan.self_binds = [d for d in plan.self_binds if not hidden_part(d, listed)]
+            plan.read_only = [p for p in plan.read_only if not hidden_part(p, listed)]
 
     def _hidden_homes(self) -> list[str]:
         """The homes hidden as a whole: each one that is not a writable root nor inside one."""
@@ -874,7 +900,7 @@ class Sandbox:
         from .gitguard import config_entries
 
         out = []
-        for i, h in enumerate(self._hidden_homes()):
+        for i, h in enumerate([*self._hidden_homes(), *self._listed_homes()]):
             keep = []
             for cf in (os.path.join(h, ".gitconfig"), os.path.join(h, ".config", "git", "config")):
                 keep += [(k, v) for k, v in config_entries(cf) if k in GIT_IDENTITY_KEYS] if os.path.isfile(cf) else []
