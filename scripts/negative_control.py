@@ -1350,6 +1350,27 @@ SABOTAGES = [
         ["tests/test_home_allow_list.py::test_credential_stores_and_agent_sockets_in_the_home_are_not_there_for_commands",
          "tests/test_home_allow_list.py::test_start_up_files_a_command_writes_never_reach_the_disk_and_host_shells_run_nothing_new"],
     ),
+    Sabotage(
+        "the transcript mirror and tool-results files are written with the umask's mode",
+        "src/agentloop/config/private.py",
+        "        os.fchmod(fd, 0o600)  # a temporary file",
+        "        os.fchmod(fd, 0o644)  # SABOTAGED",
+        ["tests/test_private_session_files.py::test_the_transcript_mirror_tool_results_and_background_logs_are_private"],
+    ),
+    Sabotage(
+        "a background command's log is created with the umask's mode",
+        "src/agentloop/agent/tools/background.py",
+        "        os.close(private_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))",
+        "        open(path, \"wb\").close()  # SABOTAGED",
+        ["tests/test_private_session_files.py::test_the_transcript_mirror_tool_results_and_background_logs_are_private"],
+    ),
+    Sabotage(
+        "a home tightened while logging is set up is not said to the user",
+        "src/agentloop/agent/agent.py",
+        "        home_notice = tightened_notice(self.home) or home_notice",
+        "        home_notice = home_notice  # SABOTAGED",
+        ["tests/test_private_session_files.py::test_a_home_made_open_to_others_is_tightened_and_the_user_is_told"],
+    ),
 ]
 
 

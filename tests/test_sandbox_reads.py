@@ -263,8 +263,11 @@ def test_a_runner_that_cannot_start_is_said_not_swapped_in_silence(base: Path, m
 
 def test_a_start_up_file_that_is_a_link_keeps_pointing_where_it_did(base: Path) -> None:
     """Dotfiles kept elsewhere and linked in (stow, chezmoi): the link's target is read-only, a
-    replaced link is moved aside and put back, and a link left alone is left alone."""
+    replaced link is moved aside and put back, and a link left alone is left alone. (The home is made
+    writable as a whole by the user's ``allowWrite``: without it, the home as the workspace shows no
+    dotfiles at all, ``test_home_allow_list``.)"""
     home = base / "home"
+    (base / "alhome" / "settings.json").write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [str(home)]}}}))
     (home / "dotfiles").mkdir()
     (home / "dotfiles" / "zshrc").write_text("# mine\n")
     (home / "dotfiles" / "bashrc").write_text("# mine too\n")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..budget import Budget, session_budget
-from ..config.private import private_home
+from ..config.private import private_home, tightened_notice
 from ..config.settings import agentloop_home
 from ..conversation import close_dangling_calls
 from ..events import Message, Observer, ToolCall, ToolResult
@@ -100,6 +100,7 @@ class Agent:
         given_env = os.environ if env is None else env
         self.home = home or agentloop_home(given_env)
         home_notice = private_home(self.home)  # said once when agentloop's home was open to others (0700 from here on)
+        home_notice = tightened_notice(self.home) or home_notice  # the logging set-up may have tightened it first
         self.settings: AgentSettings = read_settings(self.cwd, self.home, given_env, SettingsFlags(
             trust, ask_trust, ask_mcp_server, managed_settings, cli_settings, mcp_configs, strict_mcp_config, max_steps,
             max_usd_micros, unlimited_usd, permission_mode, model, add_dirs, shell_timeout_s, durability))

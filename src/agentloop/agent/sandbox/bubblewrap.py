@@ -857,10 +857,15 @@ class Sandbox:
     def _keep_home_hidden(self, plan: Any) -> None:
         """Drop from ``plan`` the mounts that would show a hidden part of a listed home again (a start-up
         file kept read-only, a git directory under a dot folder): the allow-list hides them already."""
+        opened = [os.path.realpath(p) for p in self.settings.allow_write]  # what the user shows again keeps its guards
+
+        def hidden(p: str) -> bool:
+            return hidden_part(p, listed) and not any(p == o or p.startswith(o + os.sep) for o in opened)
+
         listed = self._listed_homes()
         if listed:
-            plan.self_binds = [d for d in plan.self_binds if not hidden_part(d, listed)]
-            plan.read_only = [p for p in plan.read_only if not hidden_part(p, listed)]
+            plan.self_binds = [d for d in plan.self_binds if not hidden(d)]
+            plan.read_only = [p for p in plan.read_only if not hidden(p)]
 
     def _hidden_homes(self) -> list[str]:
         """The homes hidden as a whole: each one that is not a writable root nor inside one."""
