@@ -1371,6 +1371,13 @@ SABOTAGES = [
         "        home_notice = home_notice  # SABOTAGED",
         ["tests/test_private_session_files.py::test_a_home_made_open_to_others_is_tightened_and_the_user_is_told"],
     ),
+    Sabotage(
+        "ACP's editor write is sent without looking at the path again",
+        "src/agentloop/cli/acp_fs.py",
+        "            real = ws.unchanged_path(real)  # checked again",
+        "            pass  # SABOTAGED",
+        ["tests/test_acp_write_recheck.py::test_a_folder_that_became_a_link_before_the_editor_write_is_refused"],
+    ),
 ]
 
 
