@@ -1378,6 +1378,20 @@ SABOTAGES = [
         "            pass  # SABOTAGED",
         ["tests/test_acp_write_recheck.py::test_a_folder_that_became_a_link_before_the_editor_write_is_refused"],
     ),
+    Sabotage(
+        "the plugin trust digest stops after 2,000 files",
+        "src/agentloop/agent/plugins.py",
+        "                out += [os.path.realpath(os.path.join(root, f)) for f in sorted(files)]\n",
+        "                out = (out + [os.path.realpath(os.path.join(root, f)) for f in sorted(files)])[:2000]  # SABOTAGED\n",
+        ["tests/test_plugins.py::test_a_plugin_file_after_thousands_of_others_is_still_covered_by_folder_trust"],
+    ),
+    Sabotage(
+        "a hook file's digest ignores what lies past the bytes it reads",
+        "src/agentloop/agent/trust.py",
+        "            if limit <= 0 and f.read(1):",
+        "            if False:  # SABOTAGED",
+        ["tests/test_plugins.py::test_a_change_past_the_bytes_a_digest_reads_still_changes_it"],
+    ),
 ]
 
 
