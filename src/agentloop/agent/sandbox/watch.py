@@ -1,6 +1,6 @@
 """The write wall's watch: while any sandboxed command runs (a foreground one, or a background one that
-outlives its call), what commands write is looked at every ``INTERVAL_S`` seconds, not only when a
-foreground command ends (docs/decisions/0014-one-write-wall-for-every-write-path.md).
+outlives its call), what commands write is looked at every ``MIN_INTERVAL_S`` to ``INTERVAL_S`` seconds
+(``next_wait``: four times what the last look cost), not only when a foreground command ends (docs/decisions/0014-one-write-wall-for-every-write-path.md).
 
 A background command was never looked at before: it could make a git directory with a hook, or write
 ``.git/commondir``, after its call had returned. The watch runs the same ``gitguard`` checks as the end of
@@ -13,15 +13,29 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from . import gitguard
 from .wall import TreeWalk
 
-__all__ = ["INTERVAL_S", "WriteWatch"]
+__all__ = ["INTERVAL_S", "MIN_INTERVAL_S", "WriteWatch", "next_wait"]
 
 INTERVAL_S = 0.5
-"""How often the watch looks while commands run."""
+"""The longest the watch waits between looks while commands run (a tree whose look costs an eighth of this
+or more)."""
+
+MIN_INTERVAL_S = 0.1
+"""The shortest wait between looks (a small tree): a planted repository is visible to the host for at most
+about this long, plus the look itself."""
+
+LOOK_SHARE = 4
+"""The wait is at least this many times what the last look cost: the watch takes at most a fifth of a core."""
+
+
+def next_wait(cost_s: float) -> float:
+    """The wait before the next look, from what the last one cost: as short as the tree allows."""
+    return min(INTERVAL_S, max(MIN_INTERVAL_S, LOOK_SHARE * cost_s))
 
 _log = logging.getLogger("agentloop.sandbox")
 
@@ -89,11 +103,14 @@ class WriteWatch:
         return notes
 
     def _run(self) -> None:
-        while not self._stop.wait(INTERVAL_S):
+        wait = MIN_INTERVAL_S
+        while not self._stop.wait(wait):
+            start = time.monotonic()
             try:
                 self.once()
             except Exception:  # the watch must not die on one odd tree; the end of each command still checks
                 _log.exception("sandbox: the write watch failed once")
+            wait = next_wait(time.monotonic() - start)
 
     def stop(self) -> None:
         self._stop.set()
