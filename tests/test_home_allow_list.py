@@ -100,6 +100,7 @@ def test_credential_stores_and_agent_sockets_in_the_home_are_not_there_for_comma
     leaked = [s for s in SECRETS.values() if s in out]
     assert not leaked, f"readable from the sandbox: {leaked}"
     assert "socket-there" not in out
+    assert "credential stores, start-up files" in out  # the model is told why, and how the user opens more
 
 
 def test_start_up_files_a_command_writes_never_reach_the_disk_and_host_shells_run_nothing_new(home: Path) -> None:
@@ -121,7 +122,7 @@ def test_start_up_files_a_command_writes_never_reach_the_disk_and_host_shells_ru
                        for rel, text in planted.items())
     (home / "proj" / "plant.sh").write_text(script + "\n")  # a repository's script: the command line alone names nothing
     out = bash(home, f"sh {home}/proj/plant.sh; echo written > {home}/proj/out.txt; echo end")
-    assert "end" in out
+    assert "end" in out and "never reaches the disk" not in out  # the script named no home path: no note
     assert (home / "proj" / "out.txt").read_text() == "written\n", "project content is writable"
     after = {rel: (home / rel).read_text() if (home / rel).exists() else None for rel in planted}
     assert after == before, "a start-up file changed on disk"

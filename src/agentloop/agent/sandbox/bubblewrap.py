@@ -854,6 +854,21 @@ class Sandbox:
             out += allow_list_mounts(h, rw, [os.path.realpath(p) for p in extra])
         return out
 
+    def _listed_home_note(self, command: str, output: str) -> list[str]:
+        """The note for a command that named a hidden part of a listed home (``~/.bashrc``, ``$HOME/.config``):
+        it is not there for commands, and what they write there never reaches the disk."""
+        listed = self._listed_homes()
+        said = [h for h in listed if re.search(re.escape(h) + r"/(\.|snap(/|$))", command + "\n" + output)]
+        if listed and re.search(r"(^|[\s'\"=:])(~|\$HOME|\$\{HOME\})/\.", command):
+            said = said or listed[:1]
+        if not said:
+            return []
+        return ["the home folder (" + ", ".join(said) + ") is the workspace, so commands see only its project content"
+                " (names that do not start with a dot) and toolchain folders: its credential stores, start-up files"
+                " and other dot entries are not there, and what a command writes there (or as a new name at the top"
+                " of the home) never reaches the disk; the user can add a path with sandbox.filesystem.allowRead or"
+                " allowWrite in their own settings"]
+
     def _keep_home_hidden(self, plan: Any) -> None:
         """Drop from ``plan`` the mounts that would show a hidden part of a listed home again (a start-up
         file kept read-only, a git directory under a dot folder): the allow-list hides them already."""
@@ -986,6 +1001,7 @@ class Sandbox:
         hit = [p for p in self.hidden if p in output]
         if hit:
             notes.append("these paths are hidden from commands: " + ", ".join(hit))
+        notes += self._listed_home_note(command, output)
         homes = self._homes_met(output)
         if homes:
             notes.append("the home folder (" + ", ".join(homes) + ") is hidden from commands except the workspace,"
