@@ -1392,6 +1392,13 @@ SABOTAGES = [
         "            if False:  # SABOTAGED",
         ["tests/test_plugins.py::test_a_change_past_the_bytes_a_digest_reads_still_changes_it"],
     ),
+    Sabotage(
+        "the write watch follows no folder with inotify",
+        "src/agentloop/agent/sandbox/notify.py",
+        "            wd = int(self._libc.inotify_add_watch(self.fd, os.fsencode(p), _MASK))",
+        "            wd = -1  # SABOTAGED",
+        ["tests/test_write_watch_wait.py::test_a_change_in_a_followed_folder_wakes_the_watch_and_none_does_not"],
+    ),
 ]
 
 

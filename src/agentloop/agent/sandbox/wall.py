@@ -123,6 +123,11 @@ class TreeWalk:
         self._seen: dict[str, tuple[tuple[int, int, int], tuple[str, ...], bool, bool]] = {}
         self.lock = threading.Lock()
 
+    def folders(self) -> list[str]:
+        """Every folder the last walk saw."""
+        with self.lock:
+            return list(self._seen)
+
     def walk(self) -> tuple[list[str], list[str]]:
         """``(folders that look like git directories, .git entries)``, all under the roots."""
         with self.lock:
