@@ -1399,6 +1399,13 @@ SABOTAGES = [
         "            wd = -1  # SABOTAGED",
         ["tests/test_write_watch_wait.py::test_a_change_in_a_followed_folder_wakes_the_watch_and_none_does_not"],
     ),
+    Sabotage(
+        "the write watch takes every inotify watch the user has",
+        "src/agentloop/agent/sandbox/notify.py",
+        "            if len(self._wds) >= self.cap:",
+        "            if False:  # SABOTAGED",
+        ["tests/test_write_watch_wait.py::test_the_watch_takes_no_more_than_its_share_of_the_users_inotify_watches"],
+    ),
 ]
 
 

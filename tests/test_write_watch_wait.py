@@ -37,3 +37,21 @@ def test_a_change_in_a_followed_folder_wakes_the_watch_and_none_does_not(tmp_pat
         assert ev.drain() is False
     finally:
         ev.close()
+
+
+def test_the_watch_takes_no_more_than_its_share_of_the_users_inotify_watches(tmp_path: Path) -> None:
+    """Past its share (a quarter of fs.inotify.max_user_watches), folders are left to the timer, so the
+    user's editors and file watchers keep theirs."""
+    from agentloop.agent.sandbox.notify import FolderEvents
+
+    folders = []
+    for i in range(5):
+        (tmp_path / f"d{i}").mkdir()
+        folders.append(str(tmp_path / f"d{i}"))
+    ev = FolderEvents()
+    try:
+        ev.cap = 3
+        ev.follow(folders)
+        assert ev.full and len(ev._wds) == 3
+    finally:
+        ev.close()

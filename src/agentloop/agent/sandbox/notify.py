@@ -3,8 +3,8 @@
 The watch (``watch.WriteWatch``) looks at the whole tree on a timer; with a kernel watch on each folder it
 looks as soon as something is made, renamed, removed or written there, so a planted repository is visible
 to the host for about as long as one look takes rather than until the timer fires. Where inotify is missing
-or its per-user limit is reached, the folders past it are simply looked at on the timer (nothing is missed:
-every look still walks the whole tree).
+or the share of the per-user limit it takes (a quarter) is used up, the folders past it are simply looked
+at on the timer (nothing is missed: every look still walks the whole tree).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ class FolderEvents:
         self.full = False
         """The per-user watch limit was reached: the folders past it are left to the timer."""
         self._wds: dict[str, int] = {}
+        self.cap = _watch_share()
+        """At most this many folders are followed: the watches are the user's, shared with their editors."""
         try:
             self._libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
             self.fd = int(self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
@@ -50,6 +52,9 @@ class FolderEvents:
             self._libc.inotify_rm_watch(self.fd, self._wds.pop(gone))  # fails harmlessly when the folder is gone
         for p in want:
             if p in self._wds or self.full:
+                continue
+            if len(self._wds) >= self.cap:
+                self.full = True
                 continue
             wd = int(self._libc.inotify_add_watch(self.fd, os.fsencode(p), _MASK))
             if wd >= 0:
@@ -81,3 +86,13 @@ class FolderEvents:
             os.close(self.fd)
             self.fd = -1
         self._wds.clear()
+
+
+def _watch_share() -> int:
+    """A quarter of the user's inotify watches (``fs.inotify.max_user_watches``; 8,192 when unreadable):
+    taking them all would leave the user's editors and file watchers none."""
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches", encoding="ascii") as f:
+            return max(1, int(f.read().strip()) // 4)
+    except (OSError, ValueError):
+        return 8192 // 4
