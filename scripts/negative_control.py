@@ -1406,6 +1406,13 @@ SABOTAGES = [
         "            if False:  # SABOTAGED",
         ["tests/test_write_watch_wait.py::test_the_watch_takes_no_more_than_its_share_of_the_users_inotify_watches"],
     ),
+    Sabotage(
+        "the watch undoes a start-up file the user makes in a home commands cannot reach",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "            plan.watch = [p for p in plan.watch if not hidden(p)]",
+        "            plan.watch = list(plan.watch)  # SABOTAGED",
+        ["tests/test_home_allow_list.py::test_a_start_up_file_the_user_makes_on_the_host_meanwhile_is_left_alone"],
+    ),
 ]
 
 

@@ -146,3 +146,29 @@ def test_a_path_the_user_adds_with_allow_read_shows_again(home: Path) -> None:
 
 def _sh(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+def test_a_start_up_file_the_user_makes_on_the_host_meanwhile_is_left_alone(home: Path) -> None:
+    """Commands cannot reach the home's start-up files, so one the user makes during a command is theirs:
+    the watch does not move it aside as it would one a command made in a home open to commands."""
+    import threading
+
+    (home / ".bashrc").unlink()
+
+    def make() -> None:  # once the command runs (its plan made while there was no ~/.bashrc)
+        import time
+
+        deadline = time.monotonic() + 60
+        while not (home / "proj" / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (home / ".bashrc").write_text("# mine\n")
+
+    t = threading.Thread(target=make)
+    t.start()
+    try:
+        out = bash(home, f"touch {home}/proj/started; sleep 2; echo end")
+    finally:
+        t.join()
+    assert "end" in out and "moved" not in out, out
+    assert (home / ".bashrc").read_text() == "# mine\n"
+    assert not list(home.glob(".bashrc.blocked*"))

@@ -870,8 +870,9 @@ class Sandbox:
                 " allowWrite in their own settings"]
 
     def _keep_home_hidden(self, plan: Any) -> None:
-        """Drop from ``plan`` the mounts that would show a hidden part of a listed home again (a start-up
-        file kept read-only, a git directory under a dot folder): the allow-list hides them already."""
+        """Drop from ``plan`` what concerns a hidden part of a listed home: mounts that would show it again (a
+        start-up file kept read-only, a git directory under a dot folder), and the watches and pinned links
+        there (commands cannot reach it: a change there is the user's own)."""
         opened = [os.path.realpath(p) for p in self.settings.allow_write]  # what the user shows again keeps its guards
 
         def hidden(p: str) -> bool:
@@ -881,6 +882,9 @@ class Sandbox:
         if listed:
             plan.self_binds = [d for d in plan.self_binds if not hidden(d)]
             plan.read_only = [p for p in plan.read_only if not hidden(p)]
+            # commands cannot reach these: a change there is the user's own, not to be undone
+            plan.watch = [p for p in plan.watch if not hidden(p)]
+            plan.pinned = {p: t for p, t in plan.pinned.items() if not hidden(p)}
 
     def _hidden_homes(self) -> list[str]:
         """The homes hidden as a whole: each one that is not a writable root nor inside one."""
