@@ -1309,8 +1309,8 @@ SABOTAGES = [
     Sabotage(
         "background commands are not watched while they run",
         "src/agentloop/agent/sandbox/watch.py",
-        "            try:\n                self.once()\n            except Exception:  # the watch must not die",
-        "            try:\n                pass  # SABOTAGED\n            except Exception:  # the watch must not die",
+        "                try:\n                    self.once()\n                except Exception:  # the watch must not die",
+        "                try:\n                    pass  # SABOTAGED\n                except Exception:  # the watch must not die",
         ["tests/test_write_wall.py::test_a_background_command_planting_a_repository_is_caught_while_it_runs_and_when_it_ends",
          "tests/test_write_wall.py::test_a_background_command_writing_commondir_is_undone"],
     ),
