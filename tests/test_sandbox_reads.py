@@ -134,7 +134,11 @@ START_UP = {
 
 
 def test_with_the_home_as_workspace_start_up_files_stay_as_they_were(base: Path) -> None:
+    """The home opened whole to commands by the user's ``allowWrite`` (without it, the home as the workspace
+    shows no dot entries at all: ``test_home_allow_list``): start-up files stay read-only or are moved
+    aside, credential stores stay hidden."""
     home = base / "home"
+    (base / "alhome" / "settings.json").write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [str(home)]}}}))
     (home / ".bashrc").write_text("# mine\n")
     (home / ".profile").write_text("# mine\n")
     creds = [r for r in SECRETS if not r.startswith("notes/")]
