@@ -133,6 +133,12 @@ def test_start_up_files_a_command_writes_never_reach_the_disk_and_host_shells_ru
                        capture_output=True, timeout=30)
     if shutil.which("gdb"):
         subprocess.run(["gdb", "-batch"], env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    if shutil.which("ipython"):  # reads ~/.ipython/profile_default/startup
+        subprocess.run(["ipython", "-c", "pass"], env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    if shutil.which("tmux"):  # reads ~/.tmux.conf; a server of its own, ended at once
+        sock = str(home.parent / "tmux.sock")
+        subprocess.run(["tmux", "-S", sock, "new-session", "-d", "sleep 1"], env=env, capture_output=True, timeout=30)
+        subprocess.run(["tmux", "-S", sock, "kill-server"], env=env, capture_output=True, timeout=30)
     assert not marker.exists(), f"a host tool ran planted code: {marker.read_text()}"
 
 
