@@ -259,3 +259,39 @@ def test_malformed_plugin_settings_and_files_are_one_warning_each_and_the_agent_
     assert "lists no plugin 'formatter'" in said
     assert "commands: '../../elsewhere' is not a path inside the plugin; skipped" in said
     assert f"--plugin-dir {tmp_path / 'missing'}: {tmp_path / 'missing'} is not a folder" in said
+
+
+def test_a_plugin_file_after_thousands_of_others_is_still_covered_by_folder_trust(
+        tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
+    """The trust digest covers every file of an in-repo plugin: 2,500 files walked before ``scripts/`` do
+    not let a changed hook script through without the "changed" question."""
+    from agentloop.agent.trust import remember_folder
+
+    plugin = _marketplace(proj / "market")
+    (plugin / ".mcp.json").unlink()
+    (plugin / "aaa").mkdir()
+    for i in range(2500):
+        (plugin / "aaa" / f"f{i:04}").write_text("")
+    _enable(proj / ".claude" / "settings.json", proj / "market")
+    remember_folder(str(proj), os.environ["AGENTLOOP_HOME"], dict(os.environ))
+    a = Agent(cwd=str(proj), model=scripted([{"text": "done"}]))
+    a.close()
+    assert a.trust.trusted
+    (plugin / "scripts" / "mark.sh").write_text('#!/bin/sh\ntouch "$(dirname "$0")/../changed-hook-ran"\n')
+    b = Agent(cwd=str(proj), model=scripted([{"text": "done"}]))
+    try:
+        assert not b.trust.trusted and b.trust.status == "changed" and b.plugins == []
+    finally:
+        b.close()
+
+
+def test_a_change_past_the_bytes_a_digest_reads_still_changes_it(tmp_path: Path) -> None:
+    from agentloop.agent.trust import _file_digest
+
+    f = tmp_path / "big.sh"
+    f.write_bytes(b"#!/bin/sh\n" + b"#" * 100 + b"\ntrue\n")
+    before = _file_digest(str(f), limit=32)
+    with open(f, "r+b") as g:
+        g.seek(112)
+        g.write(b"evil")
+    assert _file_digest(str(f), limit=32) != before

@@ -134,7 +134,11 @@ START_UP = {
 
 
 def test_with_the_home_as_workspace_start_up_files_stay_as_they_were(base: Path) -> None:
+    """The home opened whole to commands by the user's ``allowWrite`` (without it, the home as the workspace
+    shows no dot entries at all: ``test_home_allow_list``): start-up files stay read-only or are moved
+    aside, credential stores stay hidden."""
     home = base / "home"
+    (base / "alhome" / "settings.json").write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [str(home)]}}}))
     (home / ".bashrc").write_text("# mine\n")
     (home / ".profile").write_text("# mine\n")
     creds = [r for r in SECRETS if not r.startswith("notes/")]
@@ -264,8 +268,11 @@ def test_a_runner_that_cannot_start_is_said_not_swapped_in_silence(base: Path, m
 
 def test_a_start_up_file_that_is_a_link_keeps_pointing_where_it_did(base: Path) -> None:
     """Dotfiles kept elsewhere and linked in (stow, chezmoi): the link's target is read-only, a
-    replaced link is moved aside and put back, and a link left alone is left alone."""
+    replaced link is moved aside and put back, and a link left alone is left alone. (The home is made
+    writable as a whole by the user's ``allowWrite``: without it, the home as the workspace shows no
+    dotfiles at all, ``test_home_allow_list``.)"""
     home = base / "home"
+    (base / "alhome" / "settings.json").write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [str(home)]}}}))
     (home / "dotfiles").mkdir()
     (home / "dotfiles" / "zshrc").write_text("# mine\n")
     (home / "dotfiles" / "bashrc").write_text("# mine too\n")

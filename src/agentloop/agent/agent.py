@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..budget import Budget, session_budget
-from ..config.private import private_home
+from ..config.private import home_notice as private_notice
 from ..config.settings import agentloop_home
 from ..conversation import close_dangling_calls
 from ..events import Message, Observer, ToolCall, ToolResult
@@ -98,7 +98,7 @@ class Agent:
         self._init_front_end(ask_permission, cli_rules, tracing, system_prompt, append_system_prompt)
         given_env = os.environ if env is None else env
         self.home = home or agentloop_home(given_env)
-        home_notice = private_home(self.home)  # said once when agentloop's home was open to others (0700 from here on)
+        home_notice = private_notice(self.home)  # agentloop's home was open to others (0700 now): said once
         self.settings: AgentSettings = read_settings(self.cwd, self.home, given_env, SettingsFlags(
             trust, ask_trust, ask_mcp_server, managed_settings, cli_settings, mcp_configs, strict_mcp_config, max_steps,
             max_usd_micros, unlimited_usd, permission_mode, model, add_dirs, shell_timeout_s, durability))

@@ -166,9 +166,10 @@ def _market_allowed(cwd: str, entry: Any, allowed: Sequence[Any]) -> bool:
     return False
 
 
-def project_plugin_files(cwd: str, sources: Sequence[SettingsSource], limit: int = 2000) -> list[str]:
-    """Every file of the plugins a project's own settings enable (real paths, at most ``limit``): folder
-    trust covers their bytes, so a plugin that changes after the folder was trusted asks again."""
+def project_plugin_files(cwd: str, sources: Sequence[SettingsSource]) -> list[str]:
+    """Every file of the plugins a project's own settings enable (real paths, however many: a limit would
+    let a file past it change unseen): folder trust covers their bytes, so a plugin that changes after the
+    folder was trusted asks again."""
     markets: dict[str, tuple[str, str]] = {}
     ignore: list[str] = []
     for s in sources:
@@ -183,8 +184,6 @@ def project_plugin_files(cwd: str, sources: Sequence[SettingsSource], limit: int
             for root, dirs, files in os.walk(p.path) if p is not None else ():
                 dirs.sort()
                 out += [os.path.realpath(os.path.join(root, f)) for f in sorted(files)]
-                if len(out) >= limit:
-                    return out[:limit]
     return list(dict.fromkeys(out))
 
 

@@ -449,7 +449,10 @@ def _named_files(command: str, root: str) -> list[str]:
 
 
 def _file_digest(path: str, limit: int = 64 << 20) -> str:
-    """SHA-256 of a hook's script (read in blocks, up to ``limit`` bytes; "unreadable" when it cannot be read)."""
+    """SHA-256 of a hook's script (read in blocks, up to ``limit`` bytes; "unreadable" when it cannot be read).
+
+    A file longer than ``limit`` also adds its size, inode and change time: a write past the bytes read
+    moves the change time (no program can set it back), so the digest still changes."""
     import stat
 
     h = hashlib.sha256()
@@ -465,6 +468,9 @@ def _file_digest(path: str, limit: int = 64 << 20) -> str:
                     break
                 h.update(block)
                 limit -= len(block)
+            if limit <= 0 and f.read(1):
+                st = os.fstat(f.fileno())
+                h.update(f"\0past the bytes read: {st.st_size} {st.st_ino} {st.st_ctime_ns}".encode())
     except OSError:
         return "unreadable"
     return h.hexdigest()

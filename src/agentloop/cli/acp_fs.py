@@ -50,8 +50,10 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
                 before = read_text(real)
             except ToolError:
                 before = None
+        ws.refuse_code_for_git({real: text.encode("utf-8")})
         agent.file_changed(real, None if before is None else before.encode("utf-8"), text.encode("utf-8"))
         try:
+            real = ws.unchanged_path(real)  # checked again as it is sent: no component may have become a link
             call(conn.write_text_file(session_id=sid, path=real, content=text))
         except Exception as exc:
             raise ToolError(f"the editor could not write {real}: {exc}") from None

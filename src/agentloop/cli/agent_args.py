@@ -83,6 +83,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--cwd", default=d(None), metavar="DIR", help="work in DIR instead of the current directory")
     g.add_argument("--trust", action="store_true", default=d(False),
                    help="trust this folder's configuration (hooks, MCP servers, allow rules...) for this run only; `agentloop trust` remembers it")
+    g.add_argument("--home-workspace", action="store_true", default=d(False),
+                   help="work in the home folder (or a folder above it) without asking; credential stores stay hidden")
     g.add_argument("--verbose", action="store_true", default=d(False), help="log to stderr as well as the log file")
     from .sdk_flags import add_sdk_options
 

@@ -57,9 +57,12 @@ def make_agent(
     ask_permission: Callable[..., Any] | None = None,
     ask_trust: Callable[..., bool] | None = None,
     ask_mcp_server: Callable[[str, str], bool] | None = None, ask_imports: Callable[[list[str]], bool] | None = None,
-    mcp_in_background: bool = False,
+    mcp_in_background: bool = False, ask_home: Callable[[str], bool] | None = None,
 ) -> Any:
     """An ``Agent`` from the parsed flags.
+
+    ``ask_home``: asked when the folder is the home folder or above it (``agent.sandbox.home``); without
+    it (``-p``) that folder is refused unless ``--home-workspace`` is given.
 
     Raises:
         UserError: a bad flag, settings file, model or session (one line, exit 2); a session
@@ -72,6 +75,7 @@ def make_agent(
     # time they are then frozen (gc.freeze): no later pass, the one at exit included, scans them again.
     # Together about a tenth of a -p run's CPU. Only the first agent of a process freezes, so a REPL or
     # ACP server that makes more never pins their garbage; the collector is on again as it was, error or not.
+    _home_gate(args, ask_home)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -82,6 +86,21 @@ def make_agent(
             gc.freeze()
         if was_enabled:
             gc.enable()
+
+
+def _home_gate(args: argparse.Namespace, ask_home: Callable[[str], bool] | None) -> None:
+    """Refuse, or ask first, when the workspace would be the home folder or a folder above it."""
+    from agentloop.agent.sandbox.home import FLAG, home_workspace
+
+    cwd = _opt(args, "cwd") or os.getcwd()
+    why = home_workspace(cwd) if os.path.isdir(cwd) else None
+    if why is None or _opt(args, "home_workspace", False):
+        return
+    if ask_home is None:
+        raise UserError(f"{why}: the whole of it would be the workspace. Start agentloop in a project folder"
+                        f" (or --cwd DIR), or pass {FLAG} to work there anyway")
+    if not ask_home(why):
+        raise UserError(f"not started: {why} (start agentloop in a project folder, or pass {FLAG})")
 
 
 def _make_agent(

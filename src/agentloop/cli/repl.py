@@ -422,6 +422,16 @@ class Repl:
             if a in ("d", "n", "no", "don't trust", "dont trust", ""):
                 return False
 
+    def ask_home(self, why: str) -> bool:
+        """Go on with the home folder (or one above it) as the workspace?"""
+        self.say(f"{why}: everything in it would be the agent's workspace (credential stores stay hidden,"
+                 " start-up files read-only).", "bold yellow")
+        try:
+            answer = self._read("Work here anyway? [y/N] ", permission=True)
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
     def ask_imports(self, paths: list[str]) -> bool:
         """Whether this folder's memory files may import files from outside it; asked once per folder."""
         from agentloop.agent.trust import printable
@@ -600,6 +610,7 @@ class Repl:
             ask_mcp_server=self.ask_mcp_server if self.interactive else None,
             mcp_in_background=True,  # the prompt is up at once; each server's tools join when it is
             ask_imports=self.ask_imports if self.interactive else None,
+            ask_home=self.ask_home if self.interactive else None,
         )
         report_config(self.agent, lambda line: self.say(line, "yellow"))
         self.agent.on_notice = self.notice

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config.private import private_dirs, private_write
+
 __all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "WARN_OUTPUT_TOKENS", "OutputLimit", "estimate_tokens", "max_output_tokens"]
 
 DEFAULT_MAX_OUTPUT_TOKENS = 25_000
@@ -87,7 +89,7 @@ class OutputLimit:
 
     def _dir(self) -> str:
         if self.spill_dir:
-            os.makedirs(self.spill_dir, exist_ok=True)
+            private_dirs(self.spill_dir)  # the session's tool-results: the user's alone
             return os.path.realpath(self.spill_dir)
         with self._lock:
             if self._own_dir is None or not os.path.isdir(self._own_dir):
@@ -98,10 +100,7 @@ class OutputLimit:
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         path = os.path.join(self._dir(), f"{name}-{digest}.{suffix}")
         if not os.path.exists(path):
-            tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
-            with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
-                f.write(text)
-            os.replace(tmp, path)
+            private_write(path, text.encode("utf-8", "surrogatepass"))
         return path
 
     def _capped(self, text: str, suffix: str, name: str, what: str) -> str:

@@ -249,11 +249,9 @@ class Compactor:
         path = os.path.join(os.path.realpath(self.spill_dir), name)
         try:
             if not os.path.exists(path):
-                os.makedirs(self.spill_dir, exist_ok=True)
-                tmp = f"{path}.tmp-{os.getpid()}"
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
+                from ...config.private import private_write
+
+                private_write(path, data)  # a tool's output: the user's alone, as the session file
         except OSError:
             return ""  # the placeholder then names the transcript only
         return path

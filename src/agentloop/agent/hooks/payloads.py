@@ -144,12 +144,10 @@ def seed_stop_reason(reason: str | None) -> str | None:
 def write_claude_transcript(path: str, messages: Any, session_id: str, cwd: str) -> bool:
     """Write ``messages`` to ``path`` as Claude Code's transcript lines (atomically); False when it cannot."""
     lines = claude_transcript_lines(messages, session_id, cwd)
-    tmp = path + ".tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write("".join(line + "\n" for line in lines))
-        os.replace(tmp, path)
+    from ...config.private import private_write
+
+    try:  # the conversation, as the session file: the user's alone (0600 in 0700 folders)
+        private_write(path, "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass"))
     except OSError:
         return False
     return True

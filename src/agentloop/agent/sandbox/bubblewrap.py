@@ -83,6 +83,7 @@ from typing import Any
 from ...config.settings import SettingsSource
 from .deny_exec import DeniedProgram, Masks, plan_masks, stub_text
 from .gitguard import account_homes, user_home_of
+from .home import allow_list_mounts, hidden_part, listed_homes
 
 __all__ = [
     "CREDENTIAL_PATHS",
@@ -128,14 +129,17 @@ PROTECTED_IN_ROOTS = (".git/hooks", ".git/config", ".agentloop", ".claude", ".mc
 """Inside each writable root: kept read-only where they exist."""
 
 TOOLCHAIN_PATHS = (
-    ".cache/pip", ".cache/uv", ".local/share/uv", ".cache/pypoetry", ".local/share/virtualenvs", ".pyenv", ".conda",
+    ".cache/pip", ".cache/uv", ".local/share/uv/python", ".local/share/uv/tools", ".cache/pypoetry", ".local/share/virtualenvs", ".pyenv", ".conda",
     ".local/lib", ".local/bin", ".npm", ".nvm", ".cache/yarn", ".yarn", ".local/share/pnpm", ".cache/pnpm", ".bun",
     ".deno", ".volta", ".cargo/bin", ".cargo/registry", ".cargo/git", ".cargo/env", ".rustup", "go", ".cache/go-build",
     ".rbenv", ".m2/repository", ".gradle/caches", ".gradle/wrapper", ".sdkman", ".asdf", ".elan", ".ghcup", ".opam",
     ".cache/ms-playwright", ".cache/pre-commit", ".local/share/pipx", ".local/share/mise", ".local/share/fnm", ".gem",
-    ".local/share/gem", ".dotnet", ".nuget/packages",
+    ".local/share/gem", ".dotnet/dotnet", ".dotnet/sdk", ".dotnet/shared", ".dotnet/host", ".dotnet/packs",
+    ".dotnet/sdk-manifests", ".dotnet/templates", ".dotnet/tools", ".nuget/packages",
 )
-"""Under the user's home, the only folders sandboxed commands see (read-only): toolchains and their caches.
+"""Under the user's home, the only folders sandboxed commands see (read-only): toolchains and their caches,
+never a tool's credential or certificate store beside them (uv's ``credentials/``, .NET's ``corefx/``
+certificate stores: only the named parts of ``~/.local/share/uv`` and ``~/.dotnet`` show).
 The rest of the home is hidden (an empty folder) unless it is the workspace, an added directory, or named
 in the user's ``sandbox.filesystem.allowRead``."""
 
@@ -383,6 +387,39 @@ def probe(bwrap: str | None = None, cache_dir: str | None = None) -> tuple[str |
     return (path, None) if why is None else (None, f"bubblewrap cannot start a sandbox here: {why}")
 
 
+TMP_PREFIX = "agentloop-sandbox-"
+"""A session's private ``/tmp`` is ``$TMPDIR/agentloop-sandbox-PID-XXXX`` (PID: the agentloop that made it)."""
+
+AGENT_SOCKET_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "GNOME_KEYRING_CONTROL",
+                          "DBUS_SESSION_BUS_ADDRESS", "KRB5CCNAME")
+"""Variables that lead a command to an agent holding the user's keys: not passed into the sandbox."""
+
+
+def without_agent_sockets(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the variables that name the user's key agents (``AGENT_SOCKET_VARIABLES``)."""
+    return {k: v for k, v in env.items() if k not in AGENT_SOCKET_VARIABLES}
+
+
+def _remove_stale_tmpdirs() -> None:
+    """Remove the private ``/tmp`` folders an agentloop killed with SIGKILL left: this user's, whose PID
+    is no longer running."""
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(TMP_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(TMP_PREFIX):].split("-", 1)[0]
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not pid.isdigit() or st.st_uid != os.getuid() or os.path.islink(path) or os.path.exists(f"/proc/{pid}"):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
 _MISSING = re.compile(r"No such file|cannot access|not found|does not exist|cannot open|can't open|Permission denied")
 
 _SHELL_SPECIAL = re.compile(r"[;&|<>()`$\n\\{}*?\[\]!#~=]")
@@ -425,6 +462,8 @@ class Sandbox:
     also_read: tuple[str, ...] = ()
     """Folders shown read-only besides the roots (a sub-agent's sandbox: the parent's workspace, whose
     environment folders its worktree links to)."""
+    _guard: Any = field(default=None, repr=False)
+    """The write wall's walk and watch of the writable roots (``WriteWatch``), made at the first command."""
 
     @classmethod
     def create(
@@ -562,10 +601,14 @@ class Sandbox:
 
     def tmpdir(self) -> str:
         if self._tmp is None or not os.path.isdir(self._tmp):
-            self._tmp = tempfile.mkdtemp(prefix="agentloop-sandbox-")
+            _remove_stale_tmpdirs()
+            self._tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
         return self._tmp
 
     def close(self) -> None:
+        guard = self._guard
+        if guard is not None:
+            guard.stop()
         with self._lock:
             if self._runner is not None:
                 self._runner.close()
@@ -573,6 +616,8 @@ class Sandbox:
             if self._proxy is not None:
                 self._proxy.close()
                 self._proxy = None
+        if guard is not None:
+            guard.final()  # what the background commands left, once nothing runs
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -631,21 +676,27 @@ class Sandbox:
             OSError: the command cannot start.
         """
         run_argv, run_env = list(argv), dict(env)
+        plan = None
         if self.inside(command):
+            env = run_env = without_agent_sockets(env)
             prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
-            with self._lock:
-                if len(self._plans) > 64:  # plans of commands whose result never came back
-                    self._plans.pop(next(iter(self._plans)))
-                self._plans[command] = plan  # looked at after the command (explain)
+            if not alone:
+                with self._lock:
+                    if len(self._plans) > 64:  # plans of commands whose result never came back
+                        self._plans.pop(next(iter(self._plans)))
+                    self._plans[command] = plan  # looked at after the command (explain)
             launched = None if alone else self._launch_in_runner(prefix, argv, cwd, env, pass_fds)
             if launched is not None:
                 return launched
             run_argv, extra = self._wrapped(prefix, argv, cwd)  # a bubblewrap of its own
             run_env.update(extra)
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             run_argv, cwd=cwd, env=run_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
         )
+        if alone and self.inside(command) and self._guard is not None and plan is not None:
+            self._guard.background(plan, lambda: proc.poll() is None)  # a background command: watched while it runs
+        return proc
 
     def launch_background(
         self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int]
@@ -658,8 +709,12 @@ class Sandbox:
         """
         if not self.inside(command):
             return None
-        prefix, _plan = self._prefix_and_plan(env.get("PATH", ""))
-        return self._launch_in_runner(prefix, argv, cwd, env, pass_fds, background=True)
+        env = without_agent_sockets(env)
+        prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
+        got = self._launch_in_runner(prefix, argv, cwd, env, pass_fds, background=True)
+        if got is not None and self._guard is not None and plan is not None:
+            self._guard.background(plan, lambda: got.inner_pid in got.runner.background and got.runner.alive())
+        return got
 
     def _launch_in_runner(
         self, prefix: list[str], argv: Sequence[str], cwd: str, env: Mapping[str, str], pass_fds: Sequence[int],
@@ -761,6 +816,7 @@ class Sandbox:
         shown = self._shown_read_only(path_env)
         mounts += [(p, ["--ro-bind", p, p]) for p in shown]
         mounts += [(r, ["--bind" if rw else "--ro-bind", r, r]) for r in self.roots if os.path.isdir(r)]
+        mounts += self._home_allow_list(rw)
         mounts += [("/dev", ["--dev", "/dev"]), ("/proc", ["--proc", "/proc"]), ("/tmp", ["--bind", self.tmpdir(), "/tmp"])]
         mounts += [(at, ["--ro-bind", f, at]) for f, at in self._identity_gitconfigs()]
         for _path, args in sorted(mounts, key=lambda m: _depth(m[0])):
@@ -778,14 +834,17 @@ class Sandbox:
                     p = os.path.join(r, rel)
                     if os.path.lexists(p) and not os.path.islink(p):
                         out += ["--ro-bind", p, p]
-            plan = gitguard.plan(writable, self.homes)
+            watch = self._write_watch(writable)
+            plan = gitguard.plan(writable, self.homes, watch.walk)
+            self._keep_home_hidden(plan)
+            watch.ensure_running()  # looks while this command (and any background one) runs
             plan.read_only += [p for p in s.hook_files if os.path.isfile(p) and not os.path.islink(p)
                                and any(p.startswith(r + os.sep) for r in writable)]
             guarded = [(d, ["--bind", d, d]) for d in plan.self_binds] + [(p, ["--ro-bind", p, p]) for p in plan.read_only]
             for _path, args in sorted(guarded, key=lambda m: _depth(m[0])):
                 out += args
         for p in s.deny_write:
-            if os.path.exists(p):
+            if os.path.exists(p) and not hidden_part(p, self._listed_homes()):
                 out += ["--ro-bind", p, p]
         for p in self._hidden_in_view(shown):
             if os.path.isdir(p):
@@ -857,6 +916,16 @@ class Sandbox:
         shown, warnings = extension_folders(folders, self.hidden, self.extension_holders)
         self.extension_dirs = shown
         return warnings
+    def _write_watch(self, writable: Sequence[str]) -> Any:
+        """The session's ``WriteWatch`` over ``writable`` (a new one when the roots changed)."""
+        from .watch import WriteWatch
+
+        with self._lock:
+            if self._guard is None or self._guard.walk.roots != tuple(writable):
+                if self._guard is not None:
+                    self._guard.stop()
+                self._guard = WriteWatch(tuple(writable), lambda: list(self._plans.values()))
+            return self._guard
 
     def _hidden_in_view(self, shown: Sequence[str]) -> list[str]:
         """``hidden``, but for what a hidden home already hides (its names stay unseen), in mount order."""
@@ -864,6 +933,53 @@ class Sandbox:
         homes = self._hidden_homes()
         return [p for p in self.hidden
                 if not any(p.startswith(h + os.sep) for h in homes) or any(p.startswith(x + os.sep) for x in seen)]
+
+    def _listed_homes(self) -> list[str]:
+        """The homes a root holds (the workspace is the home or above it): shown through an allow-list."""
+        if self.settings.mode == "danger-full-access":
+            return []
+        return listed_homes(self.homes, self.roots)
+
+    def _home_allow_list(self, rw: bool) -> list[tuple[str, list[str]]]:
+        """The mounts that show each listed home as its project content, toolchains and ``allowRead`` only
+        (``home.allow_list_mounts``); to mount after the root that holds it."""
+        out = []
+        for h in self._listed_homes():
+            extra = [os.path.join(h, p) for p in TOOLCHAIN_PATHS] + list(self.settings.allow_read)
+            out += allow_list_mounts(h, rw, [os.path.realpath(p) for p in extra])
+        return out
+
+    def _listed_home_note(self, command: str, output: str) -> list[str]:
+        """The note for a command that named a hidden part of a listed home (``~/.bashrc``, ``$HOME/.config``):
+        it is not there for commands, and what they write there never reaches the disk."""
+        listed = self._listed_homes()
+        said = [h for h in listed if re.search(re.escape(h) + r"/(\.|snap(/|$))", command + "\n" + output)]
+        if listed and re.search(r"(^|[\s'\"=:])(~|\$HOME|\$\{HOME\})/\.", command):
+            said = said or listed[:1]
+        if not said:
+            return []
+        return ["the home folder (" + ", ".join(said) + ") is the workspace, so commands see only its project content"
+                " (names that do not start with a dot) and toolchain folders: its credential stores, start-up files"
+                " and other dot entries are not there, and what a command writes there (or as a new name at the top"
+                " of the home) never reaches the disk; the user can add a path with sandbox.filesystem.allowRead or"
+                " allowWrite in their own settings"]
+
+    def _keep_home_hidden(self, plan: Any) -> None:
+        """Drop from ``plan`` what concerns a hidden part of a listed home: mounts that would show it again (a
+        start-up file kept read-only, a git directory under a dot folder), and the watches and pinned links
+        there (commands cannot reach it: a change there is the user's own)."""
+        opened = [os.path.realpath(p) for p in self.settings.allow_write]  # what the user shows again keeps its guards
+
+        def hidden(p: str) -> bool:
+            return hidden_part(p, listed) and not any(p == o or p.startswith(o + os.sep) for o in opened)
+
+        listed = self._listed_homes()
+        if listed:
+            plan.self_binds = [d for d in plan.self_binds if not hidden(d)]
+            plan.read_only = [p for p in plan.read_only if not hidden(p)]
+            # commands cannot reach these: a change there is the user's own, not to be undone
+            plan.watch = [p for p in plan.watch if not hidden(p)]
+            plan.pinned = {p: t for p, t in plan.pinned.items() if not hidden(p)}
 
     def _hidden_homes(self) -> list[str]:
         """The homes hidden as a whole: each one that is not a writable root nor inside one."""
@@ -904,7 +1020,7 @@ class Sandbox:
         from .gitguard import config_entries
 
         out = []
-        for i, h in enumerate(self._hidden_homes()):
+        for i, h in enumerate([*self._hidden_homes(), *self._listed_homes()]):
             keep = []
             for cf in (os.path.join(h, ".gitconfig"), os.path.join(h, ".config", "git", "config")):
                 keep += [(k, v) for k, v in config_entries(cf) if k in GIT_IDENTITY_KEYS] if os.path.isfile(cf) else []
@@ -958,8 +1074,13 @@ class Sandbox:
         if plan is None:
             return []
         from .gitguard import check
+        from .wall import TreeWalk
 
-        return check(plan)
+        guard = self._guard
+        if guard is None:
+            return check(plan)
+        with guard.lock:
+            return check(plan, guard.walk if guard.walk.roots == plan.roots else TreeWalk(plan.roots))
 
     def explain(self, command: str, output: str) -> str | None:
         """A note for a command: what it planted and what was moved aside, and, when its output shows
@@ -967,6 +1088,8 @@ class Sandbox:
         if not self.inside(command):
             return None
         notes = self.after(command)
+        if self._guard is not None:
+            notes = self._guard.take_notes() + notes
         if self.degraded is not None and not self._degraded_said:
             self._degraded_said = True
             notes.append(self.degraded_notice() or "")
@@ -978,6 +1101,7 @@ class Sandbox:
         hit = [p for p in self.hidden if p in output]
         if hit:
             notes.append("these paths are hidden from commands: " + ", ".join(hit))
+        notes += self._listed_home_note(command, output)
         homes = self._homes_met(output)
         if homes:
             notes.append("the home folder (" + ", ".join(homes) + ") is hidden from commands except the workspace,"

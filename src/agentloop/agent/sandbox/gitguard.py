@@ -34,7 +34,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["BLOCKED_SUFFIX", "STARTUP_FILES", "GitPlan", "account_homes", "check", "plan", "user_home_of"]
+from .wall import DISK, TreeWalk, View
+
+__all__ = ["BLOCKED_SUFFIX", "STARTUP_FILES", "GitPlan", "account_homes", "check", "check_names", "plan", "sweep", "user_home_of",
+           "write_refusal"]
 
 BLOCKED_SUFFIX = ".blocked-by-agentloop"
 
@@ -81,8 +84,6 @@ _PROGRAM_KEYS = re.compile(
 )
 """Keys of an existing configuration whose value names a file git runs or reads for programs."""
 
-_WALK_LIMIT = 200_000
-
 
 @dataclass
 class GitPlan:
@@ -99,8 +100,6 @@ class GitPlan:
     gitdirs: set[str] = field(default_factory=set)
     """Every ``.git`` entry (file or folder) and git directory found before the command (real paths)."""
     roots: tuple[str, ...] = ()
-    truncated: bool = False
-    """The walk stopped at its limit: later ``.git`` entries were not seen."""
 
 
 def _inside(p: str, roots: Iterable[str]) -> bool:
@@ -143,7 +142,7 @@ def _read_config(path: str) -> list[tuple[str, str]]:
     return parse_config(path, strict=False) or []
 
 
-def parse_config(path: str, *, strict: bool) -> list[tuple[str, str]] | None:
+def parse_config(path: str, *, strict: bool, view: View | None = None) -> list[tuple[str, str]] | None:
     """``(key, value)`` of a git configuration file, read in this process (no git is started), keys
     lower-cased (``remote.origin.url``). Includes are not followed.
 
@@ -151,13 +150,12 @@ def parse_config(path: str, *, strict: bool) -> list[tuple[str, str]] | None:
     ``git config`` write are understood, and anything else (a continued line, a key on its section's
     line, bytes that are not UTF-8) gives None, so a file git would read otherwise is never taken for clean.
     """
+    raw = (view or DISK).read(path, _MAX_CONFIG)
+    if raw is None:
+        return None
     try:
-        if os.path.getsize(path) > _MAX_CONFIG:
-            return None
-        with open(path, "rb") as f:
-            raw = f.read(_MAX_CONFIG + 1)
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+    except UnicodeDecodeError:
         return None
     if strict and "\0" in text:
         return None
@@ -204,36 +202,10 @@ def _gitdir_of_file(dot_git: str) -> str | None:
     return os.path.realpath(os.path.join(os.path.dirname(dot_git), line[len("gitdir:"):].strip()))
 
 
-def _is_gitdir(d: str) -> bool:
-    return os.path.isfile(os.path.join(d, "HEAD")) and (
-        os.path.isdir(os.path.join(d, "objects")) or os.path.isfile(os.path.join(d, "commondir")))
-
-
-def find_dot_gits(roots: Sequence[str], limit: int = _WALK_LIMIT) -> tuple[list[str], bool]:
-    """Every ``.git`` entry under ``roots`` (not inside a git directory, symlinks not followed); whether the walk hit ``limit``."""
-    found: list[str] = []
-    seen = 0
-    stack = [r for r in roots if os.path.isdir(r)]
-    while stack:
-        d = stack.pop()
-        try:
-            it = os.scandir(d)
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                seen += 1
-                if seen > limit:
-                    return found, True
-                if e.name == ".git":
-                    found.append(e.path)
-                    continue
-                try:
-                    if e.is_dir(follow_symlinks=False):
-                        stack.append(e.path)
-                except OSError:
-                    pass
-    return found, False
+def _is_gitdir(d: str, view: View = DISK) -> bool:
+    """``d`` is a folder git could take for a repository, by its shape (see ``wall.looks_like_gitdir``)."""
+    return view.lexists(os.path.join(d, "HEAD")) and (
+        view.isdir(os.path.join(d, "objects")) or view.lexists(os.path.join(d, "commondir")))
 
 
 def _gitdirs_from(dot_gits: Iterable[str]) -> list[str]:
@@ -315,15 +287,19 @@ def _guard(p: GitPlan, path: str, roots: Sequence[str]) -> None:
         p.watch.append(path)
 
 
-def plan(roots: Sequence[str], homes: Sequence[str] = ()) -> GitPlan:
-    """The mounts and watches for one command whose writable places are ``roots`` (real paths)."""
+def plan(roots: Sequence[str], homes: Sequence[str] = (), walk: TreeWalk | None = None) -> GitPlan:
+    """The mounts and watches for one command whose writable places are ``roots`` (real paths).
+
+    ``walk``: the session's walk of the roots (re-reads only what changed); a new one when None. Every
+    folder is looked at, however many there are: a ``.git`` entry and any folder shaped like a git
+    directory (a bare repository written as plain files) are guarded alike."""
     p = GitPlan(roots=tuple(roots))
-    dot_gits, p.truncated = find_dot_gits(roots)
+    shapes, dot_gits = (walk or TreeWalk(roots)).walk()
     for g in dot_gits:
         p.gitdirs.add(os.path.realpath(g) if os.path.isdir(g) else g)
         if os.path.isfile(g) and not os.path.islink(g):
             p.read_only.append(g)
-    gitdirs = _gitdirs_from(dot_gits)
+    gitdirs = _gitdirs_from([*dot_gits, *shapes])
     p.gitdirs.update(gitdirs)
     for d in gitdirs:
         if not _inside(d, roots):
@@ -363,36 +339,37 @@ def _move_aside(path: str) -> str:
         n += 1
 
 
-def _new_gitdir_problem(d: str, known: set[str]) -> str | None:
+def _new_gitdir_problem(d: str, known: set[str], view: View = DISK) -> str | None:
     """What in a git directory made during a command would run code on the host (None: nothing)."""
+    found: list[str] = []
     hooks = os.path.join(d, "hooks")
-    try:
-        planted = sorted(n for n in os.listdir(hooks) if not n.endswith(".sample"))
-    except OSError:
-        planted = []
+    planted = [n for n in view.listdir(hooks) if not n.endswith(".sample")] if view.isdir(hooks) else []
     if planted:
-        return f"hooks ({', '.join(planted[:3])})"
+        found.append(f"hooks ({', '.join(planted)})")
+    elif view.lexists(hooks) and not view.isdir(hooks):
+        found.append("hooks that is not a plain folder")
     for name in ("config", "config.worktree"):
         cf = os.path.join(d, name)
-        if os.path.isfile(cf):
-            entries = parse_config(cf, strict=True)
+        if view.isfile(cf) and not os.path.islink(cf):
+            entries = parse_config(cf, strict=True, view=view)
             if entries is None:
-                return f"{name} in a form git init and git clone do not write"
+                found.append(f"{name} in a form git init and git clone do not write")
+                continue
             bad = [k for k, _ in entries if not any(fnmatch.fnmatchcase(k, pat) for pat in _CLEAN_KEYS)]
             if bad:
-                return f"{name} sets {', '.join(dict.fromkeys(bad[:3]))}"
-        elif os.path.lexists(cf):
-            return f"{name} is not a plain file"
+                found.append(f"{name} sets {', '.join(dict.fromkeys(bad))}")
+        elif view.lexists(cf):
+            found.append(f"{name} is not a plain file")
     common = os.path.join(d, "commondir")
-    if os.path.lexists(common):
-        try:
-            with open(common, encoding="utf-8", errors="replace") as f:
-                target = os.path.realpath(os.path.join(d, f.read(4096).strip()))
-        except OSError:
-            return "an unreadable commondir"
-        if target not in known:
-            return f"commondir points at {target}, a git directory made during the command"
-    return None
+    if view.lexists(common):
+        raw = view.read(common, 4096)
+        if raw is None:
+            found.append("an unreadable commondir")
+        else:
+            target = os.path.realpath(os.path.join(d, raw.decode("utf-8", "replace").strip()))
+            if target not in known:
+                found.append(f"commondir points at {target}, a git directory made during the command")
+    return "; ".join(found) or None
 
 
 def _check_pinned(p: GitPlan) -> list[str]:
@@ -415,8 +392,15 @@ def _check_pinned(p: GitPlan) -> list[str]:
     return notes
 
 
-def check(p: GitPlan) -> list[str]:
-    """After a command: move aside what it planted; one line for each thing moved."""
+def check(p: GitPlan, walk: TreeWalk | None = None) -> list[str]:
+    """After a command: move aside what it planted; one line for each thing moved.
+
+    ``walk``: the session's walk of the roots (a new one when None)."""
+    return check_names(p) + sweep(p, walk or TreeWalk(p.roots))
+
+
+def check_names(p: GitPlan) -> list[str]:
+    """The names ``p`` could not mount that now exist, and its pinned links that moved: moved aside."""
     notes = []
     for path in p.watch:
         if os.path.lexists(path):
@@ -427,22 +411,38 @@ def check(p: GitPlan) -> list[str]:
                 continue
             notes.append(f"{path} was created; it would run code outside the sandbox, so it was moved to {dest}")
     notes += _check_pinned(p)
-    dot_gits, truncated = find_dot_gits(p.roots)
+    return notes
+
+
+def sweep(p: GitPlan, walk: TreeWalk) -> list[str]:
+    """Every git directory under the roots that is not one of ``p.gitdirs`` (those that were there before),
+    found by its shape wherever it is and however many entries the tree holds, and every new ``.git``
+    entry: what would make the host's git run code is moved aside; one line each. Called after each
+    command and, while commands run (background ones too), by the sandbox's watch."""
+    shapes, dot_gits = walk.walk()
     fresh = [g for g in dot_gits if (os.path.realpath(g) if os.path.isdir(g) else g) not in p.gitdirs]
-    new_dirs = [d for d in _gitdirs_from([*dot_gits, *(x for x in p.gitdirs if os.path.isdir(x))])
+    new_dirs = [d for d in _gitdirs_from([*dot_gits, *shapes, *(x for x in p.gitdirs if os.path.isdir(x))])
                 if d not in p.gitdirs and _inside(d, p.roots)]
     known = set(p.gitdirs) | set(new_dirs)
-    for d in new_dirs:
+    notes: list[str] = []
+    moved: list[str] = []
+    for d in sorted(new_dirs, key=len):
+        if _inside(d, moved):
+            continue
         why = _new_gitdir_problem(d, p.gitdirs)
         if why is None:
             continue
         try:
             dest = _move_aside(d)
+            _move_aside(os.path.join(dest, "HEAD"))  # no longer shaped like a repository: git would not use it
         except OSError as exc:
             notes.append(f"the new git directory {d} holds {why} and could not be moved aside ({exc.strerror or exc})")
             continue
+        moved.append(d)
         notes.append(f"the new git directory {d} holds {why}, which the host's git would run; it was moved to {dest}")
     for g in fresh:
+        if not os.path.lexists(g):
+            continue
         target = os.path.realpath(g) if os.path.isdir(g) else _gitdir_of_file(g)
         if target is None or target in known or _inside(target, p.roots):
             continue  # not a way to a git directory, or one checked above
@@ -452,9 +452,43 @@ def check(p: GitPlan) -> list[str]:
             notes.append(f"{g} points git at {target} and could not be moved aside ({exc.strerror or exc})")
             continue
         notes.append(f"{g} points git at {target}, outside the workspace; it was moved to {dest}")
-    if truncated and not p.truncated:
-        notes.append(f"the workspace holds more than {_WALK_LIMIT} entries: git directories past that were not checked")
     return notes
+
+
+def write_refusal(pending: Mapping[str, bytes | None], roots: Sequence[str]) -> str | None:
+    """Why writing ``pending`` (real path -> new bytes, None to remove) would let the user's git run code
+    it did not run before (None: it would not). The one check every file-writing path calls before it
+    writes (Write, Edit, NotebookEdit, apply_patch, a sub-agent's merge-back, ACP's editor writes); the
+    sandbox's ``sweep`` applies the same ``_new_gitdir_problem`` to what commands wrote.
+
+    Each folder from a written path up to its root is looked at as git would: when the write leaves one
+    shaped like a git directory (``HEAD`` with ``objects`` or ``commondir``: a ``.git`` folder, a bare
+    repository written as plain files, a worktree's git directory), what it would run (hooks, program
+    keys in its configuration, a ``commondir``) must be what it already ran before the write. A ``.git``
+    file must not point git outside the roots."""
+    after = View(pending)
+    for path in after.pending:
+        root = next((r for r in roots if _inside(path, [r])), None)
+        if root is None:
+            continue
+        if os.path.basename(path) == ".git" and after.isfile(path):
+            raw = after.read(path, 4096) or b""
+            line = raw.decode("utf-8", "replace").strip()
+            target = os.path.realpath(os.path.join(os.path.dirname(path), line[len("gitdir:"):].strip()))
+            if line.startswith("gitdir:") and not _inside(target, roots):
+                return f"{path} would point git at {target}, outside the workspace"
+        d = path
+        while _inside(d, [root]):
+            if _is_gitdir(d, after):
+                now = _new_gitdir_problem(d, set(), DISK) if _is_gitdir(d, DISK) else None
+                then = _new_gitdir_problem(d, set(), after)
+                if then is not None and then != now:
+                    return (f"{d} would be a git repository holding {then}, which the user's git would run"
+                            " (git reads a folder with HEAD and objects as a repository, whatever its name)")
+            if d == root:
+                break
+            d = os.path.dirname(d)
+    return None
 
 
 def user_home_of(env: Mapping[str, str]) -> str:

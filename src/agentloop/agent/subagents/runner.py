@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...budget import Budget, PriceTable
+from ...config.private import private_dirs
 from ...events import ToolCall, ToolResult
 from ...run import RunResult, run
 from ...tools import Registry, Tool, ToolError
@@ -233,7 +234,7 @@ class SubagentRunner:
         ledger = self.parent.child_ledger()
         wt: Worktree | None = None
         try:
-            os.makedirs(self.transcript_dir, exist_ok=True)
+            private_dirs(self.transcript_dir)  # the session's own folder: the user's alone (0700)
             if self._isolate(atype, isolation):
                 with self._git_lock:
                     wt = Worktree.create(self.cwd, child_id)

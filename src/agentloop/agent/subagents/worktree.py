@@ -254,6 +254,24 @@ class Worktree:
                 conflicted.append(rel)
         return conflicted, failed
 
+    def _makes_git_run_code(self, commit: str) -> str | None:
+        """Why bringing ``base..commit`` into the parent's tree would make the user's git run code (the write
+        wall's one check, ``gitguard.write_refusal``, on every file the merge would write or remove)."""
+        from ..sandbox.gitguard import write_refusal
+
+        pending: dict[str, bytes | None] = {}
+        for rel in _git_z(["diff", "--name-only", "--no-renames", "-z", self.base, commit], self.repo, write=False):
+            theirs = os.path.join(self.path, rel)
+            mine = os.path.join(os.path.realpath(self.repo), os.path.normpath(rel))
+            if os.path.islink(theirs):
+                pending[mine] = os.readlink(theirs).encode("utf-8", "surrogateescape")
+            elif os.path.isfile(theirs):
+                with open(theirs, "rb") as f:
+                    pending[mine] = f.read()
+            else:
+                pending[mine] = None
+        return write_refusal(pending, [os.path.realpath(self.repo)])
+
     def _apply_back(self, commit: str) -> tuple[str, str]:
         """Rule 2: apply ``base..commit`` to the parent's working tree. Returns (state, what git said)."""
         fd, patch = tempfile.mkstemp(prefix="agentloop-subagent-", suffix=".patch", dir=self.scratch)
@@ -262,6 +280,9 @@ class Worktree:
             _git(["diff", "--binary", "--no-renames", f"--output={patch}", self.base, commit], self.repo, [self.scratch])
             if os.path.getsize(patch) == 0:
                 return "applied", ""
+            why = self._makes_git_run_code(commit)
+            if why is not None:
+                return "failed", f"not applied: {why}; the sub-agent's version is on branch {self.branch} (worktree {self.path})"
             if _try(["apply", "--check", patch], self.repo, self.scratch)[0]:
                 ok, said = _try(["apply", patch], self.repo, self.scratch)
                 if ok:

@@ -276,6 +276,7 @@ def _unlink(ws: Workspace, real: str) -> None:
 def apply_patch(ws: Workspace, patch: str, guard: Callable[[str], str | None], on_written: Callable[[str], None]) -> str:
     """Apply ``patch`` (rule 1: all or nothing as far as parsing and locating go)."""
     planned = _plan(ws, parse_patch(patch), guard)
+    ws.refuse_code_for_git({**dict.fromkeys(planned.delete), **planned.write})  # the whole patch at once
     for real, data in planned.write.items():
         ws.write_bytes(real, data)
         on_written(real)

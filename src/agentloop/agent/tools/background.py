@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...config.private import private_dirs, private_file
 from ...tools import ToolError
 from .. import spawn
 from .linear_regex import RegexError, compile_linear
@@ -117,7 +118,7 @@ class BackgroundShells:
                                 f"stop one with KillShell first ({', '.join(running)})")
             sid = f"bash_{self._next}"
             self._next += 1
-            os.makedirs(self.spill_dir, exist_ok=True)
+            private_dirs(self.spill_dir)  # the command's output: the user's alone (0700, the log 0600)
             path = os.path.join(self.spill_dir, f"background-{sid}.log")
             try:
                 proc = spawn.popen(argv, cwd=cwd, env=env, launcher=launcher,  # the one spawn path
@@ -126,7 +127,7 @@ class BackgroundShells:
                 raise ToolError(f"cannot start the background command in {cwd}: {exc.strerror or exc}") from None
             sh = _Shell(sid, command, proc, path, status_fd=status_fd[0] if status_fd else -1)
             self._shells[sid] = sh
-        open(path, "wb").close()
+        os.close(private_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
         threading.Thread(target=self._pump, args=(sh,), name=f"bg-{sid}", daemon=True).start()
         threading.Thread(target=self._wait, args=(sh,), name=f"bg-wait-{sid}", daemon=True).start()
         return sid

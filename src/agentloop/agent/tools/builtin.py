@@ -100,13 +100,12 @@ def spill(text: str, spill_dir: str, tool_name: str) -> str:
     if len(text) <= SPILL_THRESHOLD:
         return text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    os.makedirs(spill_dir, exist_ok=True)
+    from ...config.private import private_dirs, private_write
+
+    private_dirs(spill_dir)
     path = os.path.join(os.path.realpath(spill_dir), f"{tool_name}-{digest}.txt")
     if not os.path.exists(path):
-        tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
-        with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        private_write(path, text.encode("utf-8", "surrogatepass"))  # the user's alone, as the session file
     lines = text.count("\n") + 1
     return (
         f"{text[:PREVIEW_HEAD]}\n\n... [{len(text) - PREVIEW_HEAD - PREVIEW_TAIL} characters omitted] ...\n\n"

@@ -272,6 +272,41 @@ class Workspace:
         with os.fdopen(fd, "rb") as f:
             return f.read()
 
+    def unchanged_path(self, real: str) -> str:
+        """``real`` (as ``resolve`` returned it), looked at again just before it is handed by name to another
+        program (ACP's ``fs/write_text_file``): each component below its root must still be what it was, no
+        symbolic link (a racing rename could have made one that leads out).
+
+        Raises:
+            OutsideWorkspace: a component is now a symbolic link, or the path now resolves elsewhere.
+        """
+        root = self._root_of(real, True)
+        walked = root
+        rel = os.path.relpath(real, root)
+        for part in [] if rel == os.curdir else rel.split(os.sep):
+            walked = os.path.join(walked, part)
+            try:
+                st = os.lstat(walked)
+            except FileNotFoundError:
+                break  # not made yet: the program that writes makes it
+            if stat.S_ISLNK(st.st_mode):
+                raise OutsideWorkspace(f"{walked} became a symbolic link after {real} was checked; refused")
+        if _real(real) != real:
+            raise OutsideWorkspace(f"{real} now resolves to {_real(real)}; refused")
+        return real
+
+    def refuse_code_for_git(self, pending: dict[str, bytes | None]) -> None:
+        """Raise ToolError when writing ``pending`` (real path -> bytes, None to remove) would make the
+        user's git run code it did not run before (``sandbox.gitguard.write_refusal``, the check every
+        write path shares: a hook, a program in a repository's configuration, a ``commondir`` or
+        ``.git`` pointer, in any folder git would take for a repository)."""
+        from ..sandbox.gitguard import write_refusal
+
+        why = write_refusal(pending, self.roots)
+        if why is not None:
+            raise ToolError(f"refused: {why}. Files that git runs without being asked are not written by the agent;"
+                            " the user can make this change themselves")
+
     def write_bytes(self, path: str, data: bytes) -> str:
         """Replace a file's content atomically (a temporary file renamed over it).
 
@@ -282,6 +317,7 @@ class Workspace:
         real = self.resolve(path, for_write=True)
         if real in self.roots:
             raise ToolError(f"{real} is a directory")
+        self.refuse_code_for_git({real: data})
         dfd, name = self._walk_to_parent(real, True, create_dirs=True)
         tmp = f".{name}.agentloop-tmp-{os.getpid()}-{threading.get_ident()}"
         try:

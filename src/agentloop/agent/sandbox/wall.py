@@ -1,0 +1,180 @@
+"""How the write wall sees a tree: the disk as it is or as a pending write would leave it, and a walk of the
+writable roots with no entry limit that re-reads only the directories that changed.
+
+``gitguard`` decides, from this view, whether a directory is something git would take for a repository and
+whether it holds anything git would run (docs/decisions/0014-one-write-wall-for-every-write-path.md).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = ["DISK", "DIR", "TreeWalk", "View"]
+
+DIR = b"\0<directory>\0"
+"""In a pending write: a directory the write makes (a missing parent)."""
+
+
+class View:
+    """The file system as it is (no ``pending``) or as it will be once ``pending`` is written.
+
+    ``pending`` maps real paths to their new bytes (``DIR`` for a directory the write makes, None for a
+    path the write removes)."""
+
+    def __init__(self, pending: Mapping[str, bytes | None] | None = None):
+        self.pending: dict[str, bytes | None] = {}
+        for path, data in (pending or {}).items():
+            path = os.path.normpath(path)
+            self.pending[path] = data
+            parent = os.path.dirname(path)
+            while parent != os.path.dirname(parent) and not os.path.lexists(parent) and parent not in self.pending:
+                self.pending[parent] = DIR
+                parent = os.path.dirname(parent)
+
+    def _gone(self, path: str) -> bool:
+        """``path`` or a folder above it is removed by the pending write."""
+        p = path
+        while True:
+            if p in self.pending and self.pending[p] is None:
+                return True
+            up = os.path.dirname(p)
+            if up == p:
+                return False
+            p = up
+
+    def lexists(self, path: str) -> bool:
+        if path in self.pending:
+            return self.pending[path] is not None
+        return not self._gone(path) and os.path.lexists(path)
+
+    def isdir(self, path: str) -> bool:
+        if path in self.pending:
+            return self.pending[path] is DIR
+        return not self._gone(path) and os.path.isdir(path) and not os.path.islink(path)
+
+    def isfile(self, path: str) -> bool:
+        if path in self.pending:
+            return self.pending[path] not in (None, DIR)
+        return not self._gone(path) and os.path.isfile(path)
+
+    def read(self, path: str, limit: int) -> bytes | None:
+        """The file's bytes (None: missing, not a file, unreadable, or larger than ``limit``)."""
+        if path in self.pending:
+            data = self.pending[path]
+            return None if data is None or data is DIR or len(data) > limit else data
+        if self._gone(path):
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return None
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(limit + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return None if len(data) > limit else data
+
+    def listdir(self, path: str) -> list[str]:
+        names: set[str] = set()
+        if not self._gone(path) and path not in self.pending:
+            try:
+                names = set(os.listdir(path))
+            except OSError:
+                names = set()
+        for p, data in self.pending.items():
+            if os.path.dirname(p) == path:
+                if data is None:
+                    names.discard(os.path.basename(p))
+                else:
+                    names.add(os.path.basename(p))
+        return sorted(names)
+
+
+DISK = View()
+"""The file system as it is."""
+
+
+def looks_like_gitdir(names: Iterable[str]) -> bool:
+    """A folder holding these names is one git could take for a repository: a ``HEAD``, and ``objects`` or a
+    ``commondir`` pointing at them (git's own test also wants ``refs``; asking less catches more)."""
+    s = set(names)
+    return "HEAD" in s and ("objects" in s or "commondir" in s)
+
+
+class TreeWalk:
+    """Every folder under the writable roots, walked in full (no entry limit, symlinks not followed).
+
+    A folder is read again only when its inode, modification or change time moved (a name in it was made,
+    removed or renamed: the change time cannot be set back by a command); otherwise what it held last time
+    is used. A walk of an unchanged tree costs one ``lstat`` per folder.
+    """
+
+    def __init__(self, roots: Sequence[str]):
+        self.roots = tuple(roots)
+        self._seen: dict[str, tuple[tuple[int, int, int], tuple[str, ...], bool, bool]] = {}
+        self.lock = threading.Lock()
+
+    def folders(self) -> list[str]:
+        """Every folder the last walk saw."""
+        with self.lock:
+            return list(self._seen)
+
+    def walk(self) -> tuple[list[str], list[str]]:
+        """``(folders that look like git directories, .git entries)``, all under the roots."""
+        with self.lock:
+            return self._walk()
+
+    def _walk(self) -> tuple[list[str], list[str]]:
+        shapes: list[str] = []
+        dots: list[str] = []
+        fresh: dict[str, tuple[tuple[int, int, int], tuple[str, ...], bool, bool]] = {}
+        stack = list(dict.fromkeys(self.roots))
+        while stack:
+            d = stack.pop()
+            if d in fresh:
+                continue
+            try:
+                st = os.lstat(d)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                continue
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            hit = self._seen.get(d)
+            if hit is None or hit[0] != stamp:
+                hit = (stamp, *_read_folder(d))
+            fresh[d] = hit
+            if hit[2]:
+                shapes.append(d)
+            if hit[3]:
+                dots.append(os.path.join(d, ".git"))
+            stack += [os.path.join(d, n) for n in hit[1]]
+        self._seen = fresh
+        return shapes, dots
+
+
+def _read_folder(d: str) -> tuple[tuple[str, ...], bool, bool]:
+    """A folder's sub-folders (not links), whether it looks like a git directory, whether it holds ``.git``."""
+    subdirs: list[str] = []
+    names: list[str] = []
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                names.append(e.name)
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        subdirs.append(e.name)
+                except OSError:
+                    pass
+    except OSError:
+        return (), False, False
+    return tuple(subdirs), looks_like_gitdir(names), ".git" in names
