@@ -654,7 +654,8 @@ class HTTPModel:
         if self._next_max_tokens(request, wasted, primary) < 1:
             final = self._err(
                 f"{err}; not retried: a retry would spend past this call's reservation "
-                f"({wasted.total} tokens already billed of {request.max_output_tokens})",
+                f"(its failed attempts may have been billed {wasted.total} tokens, counted from the request's bytes where "
+                f"not reported, against max_tokens {request.max_output_tokens}; the call is charged at most its reservation)",
                 "budget",
                 False,
             )

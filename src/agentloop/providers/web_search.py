@@ -23,7 +23,7 @@ import orjson
 
 from ..events import Usage
 from .anthropic import AnthropicModel, _join
-from .base import reported_count
+from .base import UsageError, reported_count
 
 __all__ = ["SEARCH_INPUT_BOUND", "SEARCH_PRICE_MICROS", "SearchOutcome", "run_web_search", "supports_web_search"]
 
@@ -82,7 +82,12 @@ def run_web_search(
         raise model._transport_error(exc, None) from None
     if r.status_code != 200:
         raise model.classify(r.status_code, r.headers, r.content)
-    return read_search_reply(orjson.loads(r.content))
+    try:
+        return read_search_reply(orjson.loads(r.content))
+    except UsageError as exc:  # billed, with figures no one can settle from: charged at the reservation
+        raise model._usage_error(str(exc)) from None
+    except orjson.JSONDecodeError as exc:
+        raise model._err(f"malformed JSON response from {model.target.base_url}: {exc}", "malformed", False) from None
 
 
 def read_search_reply(msg: Any) -> SearchOutcome:

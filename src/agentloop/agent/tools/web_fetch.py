@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from ...budget import Price, cost_micros, input_bound, reservation_micros, text_bytes
-from ...events import ModelReply, ModelRequest, Usage
+from ...budget import CallBound, Price, input_bound, text_bytes
+from ...events import ModelReply, ModelRequest
 from ...tools import Tool, ToolError
 
 __all__ = ["FETCH_SCHEMA", "PromptModel", "WebFetch", "check_url", "remembered_domain_rule"]
@@ -329,30 +329,21 @@ _SYSTEM = (
 
 def _apply_prompt(pm: PromptModel, prompt: str, page: _Page) -> tuple[str | None, str]:
     """Rule 6: (the small model's answer, "") or (None, why it was not had)."""
+    from ..context.side_calls import Answer, HeldAccount, metered
+
     user = f"Page: {page.url}\n\n<page>\n{page.markdown}\n</page>\n\nRequest: {prompt}"
     req = ModelRequest([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}], (), PROMPT_OUTPUT_TOKENS)
-    bound_in = input_bound(req.messages, req.tools)
-    micros = reservation_micros(bound_in, PROMPT_OUTPUT_TOKENS, pm.price)
-    held = pm.budget.hold(micros, bound_in + PROMPT_OUTPUT_TOKENS)
-    if held is None:
-        return None, f"the spend cap has no room for the call that would apply it (its bound: {micros} micro-USD)"
-    reply: ModelReply | None = None
-    error = ""
-    billed: Any = None
-    try:
-        out = pm.model.complete(req)
-        reply = out if isinstance(out, ModelReply) else None
-        error = "" if reply is not None else f"the model returned a {type(out).__name__}"
-    except Exception as exc:  # the model's failure is data: the page is returned instead
-        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        billed = getattr(exc, "usage", None)  # a provider's error carries what its failed attempts were billed
-    usage = reply.usage if reply is not None else (billed if isinstance(billed, Usage) else None)
-    if usage is None:
-        usage = Usage() if reply is None else Usage(bound_in, min(PROMPT_OUTPUT_TOKENS, text_bytes(reply.text) + 16))
-    cost = cost_micros(usage, pm.price)
-    over = f"overrun: billed {cost} micro-USD for a WebFetch prompt reserved at {micros}" if cost > micros else None
-    pm.budget.settle_side("web_fetch", held, usage, cost, over)
-    if reply is None:
-        return None, f"the model failed: {error}"
-    return reply.text.strip() or "(the model gave an empty answer)", ""
+    bound = CallBound(input_bound(req.messages, req.tools), PROMPT_OUTPUT_TOKENS, pm.price)
 
+    def call() -> Answer:
+        out = pm.model.complete(req)
+        if not isinstance(out, ModelReply):
+            raise TypeError(f"the model returned a {type(out).__name__}")
+        return Answer(out, out.usage, 0, text_bytes(out.text) + 16)
+
+    answer, rec = metered(call, bound, HeldAccount(pm.budget), "web_fetch")
+    if rec.skipped is not None:
+        return None, f"the spend cap has no room for the call that would apply it (its bound: {bound.micros} micro-USD)"
+    if answer is None or rec.reply is None:
+        return None, f"the model failed: {rec.error}"
+    return rec.reply.text.strip() or "(the model gave an empty answer)", ""
