@@ -856,6 +856,19 @@ def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
     return out + _stop(state, "model_error")
 
 
+def _unbelievable(state: State, reply: ModelReply) -> str | None:
+    """Why the reply's figures cannot be settled from, or None: never a negative or unbounded spend, and under
+    a cap never one the request cannot have been billed (``budget.bill``: the call is charged its reservation)."""
+    cfg = state.config
+    if reply.usage is None or cfg.legacy_estimate:
+        return None
+    capped = cfg.budget.max_usd_micros is not None or cfg.shared_cap
+    if not capped and usage_problem(reply.usage) is None:
+        return None
+    checked = bill(_call_bound(state, _price_of(cfg, reply.model)), reply.usage, what="the model")
+    return f"UsageError: {checked.overrun}" if checked.at_reservation else None
+
+
 def _charged_reservation(state: State, why: str) -> list[Outbound]:
     """A reply (or failure) with figures no provider can have billed: the call is charged its whole
     reservation, recorded as an ``overrun``, and the run stops with ``budget_overrun``."""
@@ -872,14 +885,9 @@ def _charged_reservation(state: State, why: str) -> list[Outbound]:
 
 def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     cfg = state.config
-    if reply.usage is not None and not cfg.legacy_estimate:
-        # never a negative or unbounded spend, and under a cap never one the request cannot have been billed:
-        # the call is charged its reservation (budget.bill), as an overrun
-        capped = cfg.budget.max_usd_micros is not None or cfg.shared_cap
-        if capped or usage_problem(reply.usage) is not None:
-            checked = bill(_call_bound(state, _price_of(cfg, reply.model)), reply.usage, what="the model")
-            if checked.at_reservation:
-                return _charged_reservation(state, f"UsageError: {checked.overrun}")
+    unbelievable = _unbelievable(state, reply)
+    if unbelievable is not None:
+        return _charged_reservation(state, unbelievable)
     estimated = reply.usage is None
     msg: Message = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:

@@ -340,6 +340,13 @@ class _Driver:
     def after_prepare(self, out: CallModel, reason: str | None) -> None:
         self.pending = self.prepared(self.state, out, reason) + self.pending
 
+    def calling_model(self, call: Callable[[], ModelReplied | ModelFailed]) -> ModelReplied | ModelFailed:
+        """``call()`` (the model call) with ``calling`` set while it runs: an interrupt then charges the call."""
+        self.calling = True
+        answer = call()
+        self.calling = False
+        return answer
+
     def interrupted(self, exc: BaseException | None = None) -> None:
         """Stop the run (``loop.interrupt``); ``exc`` a replay's interrupt says whether the call was in flight."""
         self.costs.deferring = False
@@ -533,10 +540,7 @@ def run(
                         raise TypeError("run() takes a synchronous prepare; arun() awaits one")
                     drive.after_prepare(out, reason)
                     continue
-                drive.calling = True
-                answer = _call(called, drive, out.request)
-                drive.calling = False
-                drive.feed(answer)
+                drive.feed(drive.calling_model(lambda: _call(called, drive, out.request)))
             elif isinstance(out, RunTools):
                 drive.tools_done(drive.run_tools(run_tools, out.calls), tools_changed)
             else:
