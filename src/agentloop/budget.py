@@ -586,8 +586,10 @@ def _beyond(bound: CallBound, usage: Usage, uses: int) -> str | None:
         return f"{uses} server-tool uses for a request allowed {bound.uses}"
     if usage.output_tokens > bound.output_tokens:
         return f"{usage.output_tokens} output tokens for a request allowed {bound.output_tokens}"
-    if usage.total > bound.tokens:
-        return f"{usage.total} tokens for a request whose input is at most {bound.input_tokens} and output {bound.output_tokens}"
+    cost = cost_micros(usage, bound.price) + uses * bound.use_micros
+    if cost > bound.micros:  # input past the byte bound (a retry's billed attempts included: they shrink the output left)
+        return (f"{usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens} input and {usage.output_tokens} "
+                f"output tokens, {cost} micro-USD, for a request whose input is at most {bound.input_tokens} tokens")
     return None
 
 
@@ -595,19 +597,18 @@ def bill(bound: CallBound, usage: Usage, uses: int = 0, *, what: str = "a call")
     """What a call reserved at ``bound`` is charged for the ``usage`` (and server-tool ``uses``) it reported.
 
     The one rule for every provider call (the loop's turns, side calls, server tools): figures that are
-    negative, not whole, or more than the request allowed (output past ``max_tokens``, tokens past the
-    input's byte bound plus the output asked, uses past ``max_uses``) are not a bill anyone can settle
-    from: the call is charged its whole reservation, as an overrun that stops the run. A believable bill
-    past the reservation (a price that changed) is charged as billed, also as an overrun.
+    negative, not whole, or more than the request allowed (output past ``max_tokens``, uses past
+    ``max_uses``, input past the byte bound: a bill past the reservation) are not a bill anyone can settle
+    from: the call is charged its whole reservation, as an overrun that stops the run. (Input is held to
+    the bound through the cost, not token by token: a retried call's billed attempts add input, and the
+    retry's ``max_tokens`` shrinks to keep the sum within the reservation.)
     """
     bad = _beyond(bound, usage, uses)
     if bad is not None:
         held = Usage(input_tokens=bound.input_tokens, output_tokens=bound.output_tokens)
         why = f"{what} reported a usage it cannot have been billed ({bad}): charged its reservation of {bound.micros} micro-USD"
         return Bill(held, bound.micros, why, at_reservation=True, uses=bound.uses)
-    cost = cost_micros(usage, bound.price) + uses * bound.use_micros
-    over = f"{what} was billed {cost} micro-USD, past its reservation of {bound.micros}" if cost > bound.micros else None
-    return Bill(usage, cost, over, uses=uses)
+    return Bill(usage, cost_micros(usage, bound.price) + uses * bound.use_micros, uses=uses)
 
 
 def unreported_bill(bound: CallBound, output_bytes: int, *, what: str = "a call") -> Bill:
