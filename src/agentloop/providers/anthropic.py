@@ -163,6 +163,7 @@ class AnthropicAssembler(Assembler):
     def feed(self, event: str, data: bytes) -> str | None:
         obj = orjson.loads(data)
         t = obj["type"]
+        self.idle = t == "ping"
         if t == "content_block_delta":
             d = obj["delta"]
             dt = d["type"]
@@ -181,11 +182,14 @@ class AnthropicAssembler(Assembler):
                 b["parts"].append(s)
                 self.out_chars += len(s)
             elif dt == "signature_delta":
-                b["signature"] = b.get("signature", "") + str(d.get("signature", ""))
+                sig = str(d.get("signature", ""))
+                b["signature"] = b.get("signature", "") + sig
+                self.kept_chars += len(sig)  # kept whole in the record: counted against the stream's limit
             return None
         if t == "content_block_start":
             cb = obj["content_block"]
             self.blocks[obj["index"]] = {"block": cb, "parts": []}
+            self.kept_chars += len(data)  # a block that arrives whole (redacted thinking, a server tool's result)
             if cb.get("type") == "fallback" and isinstance(cb.get("to"), dict):
                 self.model = cb["to"].get("model") or self.model
             if cb.get("type") == "text" and cb.get("text"):

@@ -1,0 +1,220 @@
+"""Every byte from outside is bounded in time and memory: hostile servers on 127.0.0.1 speaking the real wire formats.
+
+Anthropic's Messages streaming documents ``ping`` events (keep-alives that carry nothing); OpenAI's Chat
+Completions stream may send chunks whose ``choices`` is empty (the usage chunk, and keep-alives). Neither is
+progress: a stream of them is cut at the no-progress timeout, and any attempt at its deadline. An error body
+is read at most ``ERROR_BODY_BYTES`` decoded bytes and for at most the no-progress timeout, whatever its
+``Content-Encoding``; a reply's kept blocks (signatures, redacted thinking) are held to the stream's limit, so
+no record can pass the transcript's line limit.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import resource
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop.budget import Budget
+from agentloop.providers import open_model
+from agentloop.providers.bounded import PIECE, BodyDecoder, read_capped
+from agentloop.run import run
+from agentloop.transcript import MAX_LINE_BYTES, TranscriptWriter, verify_file
+
+Shape = Callable[[BaseHTTPRequestHandler, str], None]
+
+
+def _sse(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", "text/event-stream")
+    h.end_headers()
+
+
+def _event(h: BaseHTTPRequestHandler, name: str | None, data: Any) -> None:
+    head = f"event: {name}\n" if name else ""
+    h.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode())
+    h.wfile.flush()
+
+
+def _start(h: BaseHTTPRequestHandler, vendor: str) -> None:
+    if vendor == "anthropic":
+        _event(h, "message_start", {"type": "message_start", "message": {"id": "m1", "model": "claude-haiku-4-5",
+                                                                          "usage": {"input_tokens": 10, "output_tokens": 1}}})
+    else:
+        _event(h, None, {"id": "c1", "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+
+
+def pings(h: BaseHTTPRequestHandler, vendor: str) -> None:
+    """Keep-alives forever, a few a second."""
+    _sse(h)
+    _start(h, vendor)
+    for _ in range(2_000):
+        if vendor == "anthropic":
+            _event(h, "ping", {"type": "ping"})
+        else:
+            _event(h, None, {"id": "c1", "model": "gpt-4o-mini", "choices": []})
+        time.sleep(0.1)
+
+
+def dripping_500(h: BaseHTTPRequestHandler, vendor: str) -> None:
+    """A 500 whose body arrives a byte every 0.4 s, for much longer than any timeout."""
+    h.send_response(500)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", "100000")
+    h.end_headers()
+    for _ in range(100_000):
+        h.wfile.write(b" ")
+        h.wfile.flush()
+        time.sleep(0.4)
+
+
+BOMB = gzip.compress(b"\0" * (64 << 20), 9)  # 64 MiB of zeros in about 64 KB
+
+
+def gzip_bomb_500(h: BaseHTTPRequestHandler, vendor: str) -> None:
+    h.send_response(500)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Encoding", "gzip")
+    h.send_header("Content-Length", str(len(BOMB)))
+    h.end_headers()
+    h.wfile.write(BOMB)
+
+
+def huge_signatures(h: BaseHTTPRequestHandler, vendor: str) -> None:
+    """Anthropic: a thinking block followed by 100 signature deltas of 1 MB each."""
+    _sse(h)
+    _start(h, "anthropic")
+    _event(h, "content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}})
+    _event(h, "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}})
+    sig = "A" * (1 << 20)
+    for _ in range(100):
+        _event(h, "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": sig}})
+
+
+def huge_redacted(h: BaseHTTPRequestHandler, vendor: str) -> None:
+    """Anthropic: three redacted_thinking blocks of 15 MB each."""
+    _sse(h)
+    _start(h, "anthropic")
+    data = "B" * (15 << 20)
+    for i in range(3):
+        _event(h, "content_block_start", {"type": "content_block_start", "index": i,
+                                          "content_block": {"type": "redacted_thinking", "data": data}})
+        _event(h, "content_block_stop", {"type": "content_block_stop", "index": i})
+
+
+@pytest.fixture
+def hostile() -> Iterator[Callable[[Shape], str]]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def serve(shape: Shape) -> str:
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a: Any) -> None:
+                return
+
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                n = int(self.headers.get("Content-Length", "0"))
+                self.rfile.read(n)
+                vendor = "openai" if "chat/completions" in self.path else "anthropic"
+                try:
+                    shape(self, vendor)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        srv.daemon_threads = True
+        servers.append(srv)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{srv.server_address[1]}"
+
+    yield serve
+    for s in servers:
+        s.shutdown()
+        s.server_close()
+
+
+def _model(vendor: str, url: str, **kw: Any) -> Any:
+    name = "gpt-4o-mini" if vendor == "openai" else "claude-haiku-4-5"
+    return open_model(f"{vendor}:{name}", base_url=url + "/v1" if vendor == "openai" else url, env={}, max_attempts=1, **kw)
+
+
+@pytest.mark.parametrize("vendor", ["anthropic", "openai"])
+def test_a_stream_of_pings_is_cut_at_the_no_progress_timeout(hostile: Callable[[Shape], str], vendor: str) -> None:
+    t0 = time.monotonic()
+    r = run(_model(vendor, hostile(pings), stall_timeout=1.0), [], "go", Budget(max_steps=2, max_usd_micros=1_000_000))
+    took = time.monotonic() - t0
+    assert r.stop_reason == "model_error" and "no progress" in (r.error or ""), r.error
+    assert took < 10, took  # once it held a call open for 320 s and more
+
+
+@pytest.mark.parametrize("vendor", ["anthropic", "openai"])
+def test_any_attempt_stops_at_its_deadline_whatever_arrives(hostile: Callable[[Shape], str], vendor: str) -> None:
+    t0 = time.monotonic()
+    r = run(_model(vendor, hostile(pings), stall_timeout=60.0, call_deadline=1.5), [], "go", Budget(max_steps=2, max_usd_micros=1_000_000))
+    assert r.stop_reason == "model_error" and "more than 1.5s" in (r.error or ""), r.error
+    assert time.monotonic() - t0 < 10
+
+
+def test_a_500_whose_body_drips_times_out(hostile: Callable[[Shape], str]) -> None:
+    t0 = time.monotonic()
+    r = run(_model("anthropic", hostile(dripping_500), stall_timeout=1.5), [], "go", Budget(max_steps=2, max_usd_micros=1_000_000))
+    assert r.stop_reason == "model_error" and "500" in (r.error or ""), r.error
+    assert time.monotonic() - t0 < 10  # once 200 s
+
+
+def test_a_gzip_bomb_error_body_is_read_in_bounded_memory(hostile: Callable[[Shape], str]) -> None:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r = run(_model("openai", hostile(gzip_bomb_500)), [], "go", Budget(max_steps=2, max_usd_micros=1_000_000))
+    grew_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert r.stop_reason == "model_error" and "500" in (r.error or ""), r.error
+    assert grew_kib < 32 << 10, grew_kib  # 64 MiB decoded would show; a 2 MB bomb once took 10.5 GB
+
+
+def test_the_decoder_never_yields_more_than_a_piece_at_a_time() -> None:
+    dec = BodyDecoder({"content-encoding": "gzip"})
+    sizes = [len(p) for p in dec.feed(BOMB[:20_000])]
+    assert sizes and max(sizes) <= PIECE
+    assert len(read_capped(iter([BOMB]), {"content-encoding": "gzip"}, 1000, 5.0)) == 1000
+    with pytest.raises(ValueError, match="not asked for"):
+        BodyDecoder({"content-encoding": "br"})
+
+
+@pytest.mark.parametrize("shape", [huge_signatures, huge_redacted], ids=["signatures", "redacted"])
+def test_a_reply_whose_blocks_pass_the_limit_is_refused_and_the_session_still_verifies(
+    hostile: Callable[[Shape], str], shape: Shape, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path) as w:
+        r = run(_model("anthropic", hostile(shape)), [], "go", Budget(max_steps=2, max_usd_micros=1_000_000), transcript=w,
+                max_output_tokens=1000)
+    assert r.stop_reason == "budget_overrun" and "kept streaming" in (r.error or ""), r.error
+    assert verify_file(path).ok  # once a 100 MB model_turn line that verify refused
+    assert max(len(line) for line in path.read_bytes().splitlines()) < MAX_LINE_BYTES
+
+
+def huge_search_body(h: BaseHTTPRequestHandler, vendor: str) -> None:
+    """A 200 whose JSON body never ends (once a 2 GB search reply took 3.96 GB)."""
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.end_headers()
+    h.wfile.write(b'{"content": [{"type": "text", "text": "')
+    chunk = b"x" * (1 << 20)
+    for _ in range(200):
+        h.wfile.write(chunk)
+
+
+def test_a_web_search_body_is_read_no_further_than_its_bound(hostile: Callable[[Shape], str]) -> None:
+    from agentloop.providers.base import ProviderError
+    from agentloop.providers.web_search import SEARCH_BODY_BYTES, run_web_search
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ProviderError, match=f"passed {SEARCH_BODY_BYTES} bytes") as err:
+        run_web_search(_model("anthropic", hostile(huge_search_body)), "q", max_tokens=100, max_uses=1)
+    assert getattr(err.value, "unaccounted", False) is True  # billed: charged the search's reservation
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < (3 * SEARCH_BODY_BYTES) >> 10
