@@ -218,3 +218,16 @@ def test_a_web_search_body_is_read_no_further_than_its_bound(hostile: Callable[[
         run_web_search(_model("anthropic", hostile(huge_search_body)), "q", max_tokens=100, max_uses=1)
     assert getattr(err.value, "unaccounted", False) is True  # billed: charged the search's reservation
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < (3 * SEARCH_BODY_BYTES) >> 10
+
+
+def test_a_page_of_ten_thousand_nested_lists_converts_in_bounded_output_and_time() -> None:
+    """A 192 KB page of nested lists once became 576 M characters of Markdown (3.43 GB)."""
+    from agentloop.agent.tools.web_markdown import MAX_INDENT, html_to_markdown_capped
+
+    page = "<ul><li>x" * 12_000 + "</li></ul>" * 12_000
+    t0 = time.process_time()
+    md, full = html_to_markdown_capped(page, 200_000)
+    assert len(md) <= 200_000 + 100 and time.process_time() - t0 < 5
+    assert max(len(line) for line in md.splitlines()) <= 2 * MAX_INDENT + 10
+    small, cut = html_to_markdown_capped("<ul><li>a<ul><li>b</li></ul></li></ul>", 200_000)
+    assert not cut and small == "- a\n  - b"

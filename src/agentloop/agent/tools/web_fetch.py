@@ -47,6 +47,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ...budget import CallBound, Price, input_bound, text_bytes
 from ...events import ModelReply, ModelRequest
+from ...providers.bounded import ACCEPT_ENCODING, BodyDecoder, raw_body
 from ...tools import Tool, ToolError
 
 __all__ = ["FETCH_SCHEMA", "PromptModel", "WebFetch", "check_url", "remembered_domain_rule"]
@@ -257,7 +258,8 @@ class WebFetch:
         url = target
         try:
             with httpx.Client(trust_env=False, follow_redirects=False, timeout=TIMEOUT_S, transport=self.transport,
-                              headers={"user-agent": USER_AGENT, "accept": "text/markdown, text/html;q=0.9, text/*;q=0.8, */*;q=0.5"}) as client:
+                              headers={"user-agent": USER_AGENT, "accept": "text/markdown, text/html;q=0.9, text/*;q=0.8, */*;q=0.5",
+                                       "accept-encoding": ACCEPT_ENCODING}) as client:
                 for _ in range(MAX_REDIRECTS + 1):
                     here = (urlsplit(url).hostname or "").lower()
                     if not domain_allowed(here, [host]):  # rule 2: only the approved host, as the proxy checks
@@ -289,15 +291,23 @@ def _read(url: str, r: Any) -> _Page:
     buf = bytearray()
     cut = late = False
     deadline = time.monotonic() + READ_DEADLINE_S  # a server dripping bytes under the per-read timeout ends here
-    for chunk in r.iter_bytes():
-        buf += chunk
-        if len(buf) > MAX_BYTES:
-            del buf[MAX_BYTES:]
-            cut = True
-            break
-        if time.monotonic() > deadline:
-            late = True
-            break
+    raw, encoded = raw_body(r)
+    try:
+        decoder = BodyDecoder(encoded)  # decoded here a piece at a time: a compressed bomb never expands past a piece
+        for raw_chunk in raw:
+            for chunk in decoder.feed(raw_chunk):
+                buf += chunk
+                if len(buf) > MAX_BYTES:
+                    del buf[MAX_BYTES:]
+                    cut = True
+                    break
+            if cut:
+                break
+            if time.monotonic() > deadline:
+                late = True
+                break
+    except ValueError as exc:
+        raise ToolError(f"{url} answered with {exc}") from None
     ctype = r.headers.get("content-type", "").split(";")[0].strip().lower()
     notes: list[str] = []
     if cut:
@@ -307,9 +317,12 @@ def _read(url: str, r: Any) -> _Page:
     text = bytes(buf).decode(r.encoding or "utf-8", errors="replace")
     if ctype in ("text/html", "application/xhtml+xml") or (not ctype and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))):
         # deferred: html.parser loads only for a page of HTML
-        from .web_markdown import html_to_markdown
+        from .web_markdown import html_to_markdown_capped
 
-        md = html_to_markdown(text)
+        md, full = html_to_markdown_capped(text, 2 * MAX_MARKDOWN)  # bounded while it converts, not after
+        if full:
+            notes.append(f"[the page's Markdown was cut at {MAX_MARKDOWN:,} characters: the rest was not converted]")
+            md = md[:MAX_MARKDOWN]
     elif ctype.startswith("text/") or ctype in ("application/json", "application/xml", "application/javascript") or ctype.endswith(("+json", "+xml")):
         md = text
     else:
