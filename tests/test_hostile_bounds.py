@@ -231,3 +231,16 @@ def test_a_page_of_ten_thousand_nested_lists_converts_in_bounded_output_and_time
     assert max(len(line) for line in md.splitlines()) <= 2 * MAX_INDENT + 10
     small, cut = html_to_markdown_capped("<ul><li>a<ul><li>b</li></ul></li></ul>", 200_000)
     assert not cut and small == "- a\n  - b"
+
+
+def test_a_two_thousand_line_hunk_on_a_million_line_file_applies_in_linear_time(tmp_path: Path) -> None:
+    """Every line but the hunk's last matches everywhere: a naive search compares 2,000 lines at each of a
+    million places (once past 600 s)."""
+    from agentloop.agent.tools.apply_patch import FileOp, Hunk, _apply_hunks
+
+    text = "x\n" * 1_000_000 + "y\n"
+    hunk = Hunk(None, [(" ", "x")] * 1_999 + [("-", "y"), ("+", "z")])
+    t0 = time.process_time()
+    out = _apply_hunks(text, FileOp("update", "big.txt", hunks=[hunk]))
+    assert time.process_time() - t0 < 10
+    assert out.endswith("x\nz\n") and out.count("\n") == 1_000_001
