@@ -244,3 +244,47 @@ def test_a_two_thousand_line_hunk_on_a_million_line_file_applies_in_linear_time(
     out = _apply_hunks(text, FileOp("update", "big.txt", hunks=[hunk]))
     assert time.process_time() - t0 < 10
     assert out.endswith("x\nz\n") and out.count("\n") == 1_000_001
+
+
+def _costly_pdf(ops: int, pages: int = 2) -> bytes:
+    """A small PDF whose pages share one content stream of ``ops`` text operations (deflated)."""
+    import zlib
+
+    stream = zlib.compress(b"BT /F1 12 Tf " + b"1 0 Td (a) Tj " * ops + b"ET", 9)
+    kids = " ".join(f"{4 + i} 0 R" for i in range(pages))
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+        b"<< /Length " + str(len(stream)).encode() + b" /Filter /FlateDecode >>\nstream\n" + stream + b"\nendstream",
+    ] + [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+         b"/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>" for _ in range(pages)]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def test_a_pdf_whose_pages_cost_more_cpu_than_allowed_is_cut_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One shared content stream of 950k operations (a 13 KB file once kept Read busy 897 s)."""
+    from agentloop.agent.tools import read_media
+
+    monkeypatch.setattr(read_media, "PDF_CPU_SECONDS", 2)
+    data = _costly_pdf(950_000)
+    assert len(data) < 64_000
+    t0 = time.monotonic()
+    out = read_media.pdf_text(data, "bomb.pdf", None)
+    assert time.monotonic() - t0 < 20
+    assert "PDF bomb.pdf: 2 pages" in out and "not extracted within 2 s of CPU time" in out
+
+
+def test_an_ordinary_pdf_still_reads_through_the_bounded_child() -> None:
+    from agentloop.agent.tools import read_media
+
+    out = read_media.pdf_text(_costly_pdf(3, pages=1), "small.pdf", None)
+    assert "--- page 1 ---" in out and "aaa" in out.replace(" ", "").replace("\n", "")
