@@ -1348,6 +1348,71 @@ SABOTAGES = [
         "    if False:  # SABOTAGED",
         ["tests/test_money_one_path.py::test_a_failed_calls_estimate_is_charged_at_most_its_reservation_and_no_figures_at_least_its_input"],
     ),
+    # --- every byte from outside bounded (decision 0017) ---
+    Sabotage(
+        "pings and empty chunks count as a stream's progress (a stream of keep-alives is never cut)",
+        "src/agentloop/providers/base.py",
+        "        if events and not asm.idle:\n",
+        "        if events:  # SABOTAGED\n",
+        ["tests/test_hostile_bounds.py::test_a_stream_of_pings_is_cut_at_the_no_progress_timeout"],
+    ),
+    Sabotage(
+        "an attempt has no deadline (bytes that keep arriving hold a call open)",
+        "src/agentloop/providers/base.py",
+        "        if now - last_event[1] > self.policy.call_deadline:\n",
+        "        if False:  # SABOTAGED\n",
+        ["tests/test_hostile_bounds.py::test_any_attempt_stops_at_its_deadline_whatever_arrives"],
+    ),
+    Sabotage(
+        "an error body is read for as long as it drips",
+        "src/agentloop/providers/bounded.py",
+        "            if clock() - start > deadline:\n                break\n    except ValueError:\n        pass  # an error body",
+        "            if False:  # SABOTAGED\n                break\n    except ValueError:\n        pass  # an error body",
+        ["tests/test_hostile_bounds.py::test_a_500_whose_body_drips_times_out"],
+    ),
+    Sabotage(
+        "a compressed body is decompressed whole (a gzip bomb expands in memory)",
+        "src/agentloop/providers/bounded.py",
+        "                out = self._z.decompress(data, PIECE)\n",
+        "                out = self._z.decompress(data)  # SABOTAGED\n",
+        ["tests/test_hostile_bounds.py::test_the_decoder_never_yields_more_than_a_piece_at_a_time",
+         "tests/test_hostile_bounds.py::test_a_gzip_bomb_error_body_is_read_in_bounded_memory"],
+    ),
+    Sabotage(
+        "signature deltas are not held to the stream's limit",
+        "src/agentloop/providers/anthropic.py",
+        "                self.kept_chars += len(sig)",
+        "                pass  # SABOTAGED",
+        ["tests/test_hostile_bounds.py::test_a_reply_whose_blocks_pass_the_limit_is_refused_and_the_session_still_verifies"],
+    ),
+    Sabotage(
+        "a web search's body is read whole",
+        "src/agentloop/providers/web_search.py",
+        "            got = read_capped(raw, encoded, SEARCH_BODY_BYTES + 1, deadline)\n",
+        "            got = b\"\".join(raw)  # SABOTAGED\n",
+        ["tests/test_hostile_bounds.py::test_a_web_search_body_is_read_no_further_than_its_bound"],
+    ),
+    Sabotage(
+        "nested lists indent without bound in WebFetch's Markdown",
+        "src/agentloop/agent/tools/web_markdown.py",
+        "min(MAX_INDENT, max(0, len(self.lists) - 1))",
+        "max(0, len(self.lists) - 1)  # SABOTAGED",
+        ["tests/test_hostile_bounds.py::test_a_page_of_ten_thousand_nested_lists_converts_in_bounded_output_and_time"],
+    ),
+    Sabotage(
+        "apply_patch searches a hunk quadratically",
+        "src/agentloop/agent/tools/apply_patch.py",
+        "        found = _find(lines, w, start, norm)\n",
+        "        found = next((i for i in range(start, last + 1) if all(norm(lines[i + k]) == w[k] for k in range(len(w)))), None)  # SABOTAGED\n",
+        ["tests/test_hostile_bounds.py::test_a_long_hunk_is_found_in_linear_time_on_a_smaller_file"],
+    ),
+    Sabotage(
+        "PDF extraction runs with no CPU limit",
+        "src/agentloop/agent/tools/read_media.py",
+        "resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))\n",
+        "pass  # SABOTAGED\n",
+        ["tests/test_hostile_bounds.py::test_a_pdf_whose_pages_cost_more_cpu_than_allowed_is_cut_and_says_so"],
+    ),
 ]
 
 

@@ -52,24 +52,24 @@ def _start(h: BaseHTTPRequestHandler, vendor: str) -> None:
 
 
 def pings(h: BaseHTTPRequestHandler, vendor: str) -> None:
-    """Keep-alives forever, a few a second."""
+    """Keep-alives for 15 s, twenty a second (far past the timeouts the tests set)."""
     _sse(h)
     _start(h, vendor)
-    for _ in range(2_000):
+    for _ in range(300):
         if vendor == "anthropic":
             _event(h, "ping", {"type": "ping"})
         else:
             _event(h, None, {"id": "c1", "model": "gpt-4o-mini", "choices": []})
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
 def dripping_500(h: BaseHTTPRequestHandler, vendor: str) -> None:
-    """A 500 whose body arrives a byte every 0.4 s, for much longer than any timeout."""
+    """A 500 whose body arrives a byte every 0.4 s for 24 s, each byte well within the socket's read timeout."""
     h.send_response(500)
     h.send_header("Content-Type", "application/json")
-    h.send_header("Content-Length", "100000")
+    h.send_header("Content-Length", "60")
     h.end_headers()
-    for _ in range(100_000):
+    for _ in range(60):
         h.wfile.write(b" ")
         h.wfile.flush()
         time.sleep(0.4)
@@ -165,7 +165,7 @@ def test_a_500_whose_body_drips_times_out(hostile: Callable[[Shape], str]) -> No
     t0 = time.monotonic()
     r = run(_model("anthropic", hostile(dripping_500), stall_timeout=1.5), [], "go", Budget(max_steps=2, max_usd_micros=1_000_000))
     assert r.stop_reason == "model_error" and "500" in (r.error or ""), r.error
-    assert time.monotonic() - t0 < 10  # once 200 s
+    assert time.monotonic() - t0 < 10  # once 200 s (here the body would take 24 s)
 
 
 def test_a_gzip_bomb_error_body_is_read_in_bounded_memory(hostile: Callable[[Shape], str]) -> None:
@@ -191,8 +191,8 @@ def test_a_reply_whose_blocks_pass_the_limit_is_refused_and_the_session_still_ve
 ) -> None:
     path = tmp_path / "t.jsonl"
     with TranscriptWriter(path) as w:
-        r = run(_model("anthropic", hostile(shape)), [], "go", Budget(max_steps=2, max_usd_micros=1_000_000), transcript=w,
-                max_output_tokens=1000)
+        r = run(_model("anthropic", hostile(shape)), [], "go", Budget(max_steps=2, max_usd_micros=10_000_000), transcript=w,
+                max_output_tokens=32_000)  # a large allowance: the stream's byte limit alone is 144 MB
     assert r.stop_reason == "budget_overrun" and "kept streaming" in (r.error or ""), r.error
     assert verify_file(path).ok  # once a 100 MB model_turn line that verify refused
     assert max(len(line) for line in path.read_bytes().splitlines()) < MAX_LINE_BYTES
@@ -288,3 +288,13 @@ def test_an_ordinary_pdf_still_reads_through_the_bounded_child() -> None:
 
     out = read_media.pdf_text(_costly_pdf(3, pages=1), "small.pdf", None)
     assert "--- page 1 ---" in out and "aaa" in out.replace(" ", "").replace("\n", "")
+
+
+def test_a_long_hunk_is_found_in_linear_time_on_a_smaller_file() -> None:
+    """The same shape, small enough that a quadratic search fails the time bound in under a minute."""
+    from agentloop.agent.tools.apply_patch import FileOp, Hunk, _apply_hunks
+
+    hunk = Hunk(None, [(" ", "x")] * 1_999 + [("-", "y"), ("+", "z")])
+    t0 = time.process_time()
+    out = _apply_hunks("x\n" * 50_000 + "y\n", FileOp("update", "f.txt", hunks=[hunk]))
+    assert time.process_time() - t0 < 2 and out.endswith("x\nz\n")
