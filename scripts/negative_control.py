@@ -1342,6 +1342,13 @@ SABOTAGES = [
         ["tests/test_providers_count.py"],
     ),
     Sabotage(
+        "the loop charges a failed call's estimate past its reservation (an OpenAI stream cut mid-reply)",
+        "src/agentloop/loop.py",
+        "            b = capped_bill(_call_bound(state, _dearest(state.config)), usage)\n",
+        "            b = capped_bill(CallBound(10**9, 10**9, _dearest(state.config)), usage)  # SABOTAGED\n",
+        ["tests/test_money_one_path.py::test_an_openai_stream_failing_mid_reply_is_charged_at_most_its_reservation"],
+    ),
+    Sabotage(
         "a failed call's own estimate is charged past its reservation",
         "src/agentloop/budget.py",
         "    if cost > bound.micros or usage.total > bound.tokens:  # the most it can have been billed",

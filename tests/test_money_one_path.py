@@ -247,3 +247,21 @@ def test_a_compaction_summary_with_more_output_than_asked_is_charged_its_reserva
     assert side["cost_micros"] == side["reserved_micros"] and "output tokens" in side["overrun"]
     assert r.stop_reason == "budget_overrun"
     assert replay(path).equal
+
+
+def test_an_openai_stream_failing_mid_reply_is_charged_at_most_its_reservation(tmp_path: Path) -> None:
+    """OpenAI reports usage only at the end: a stream cut before it is estimated from the request's bytes
+    (framing and all), which may pass the reservation; the call is charged at most what it reserved."""
+    from agentloop.budget import input_bound, reservation_micros
+    from agentloop.prices import default_prices
+
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "rules " * 200}, {"role": "user", "content": "go"}]
+    price = default_prices().resolve("gpt-4o-mini")
+    reserved = reservation_micros(input_bound(msgs), 40, price)
+    path = tmp_path / "t.jsonl"
+    with FakeProvider({"replies": [{"text": "x" * 400, "fault": "cut", "chunk_size": 2}]}) as fp, TranscriptWriter(path) as w:
+        m = open_model("openai:gpt-4o-mini", base_url=fp.url + "/v1", env={}, max_attempts=1)
+        r = run(m, [], msgs, Budget(max_steps=2, max_usd_micros=reserved), transcript=w, max_output_tokens=40)
+    (err,) = [x.payload for x in read_records(path) if x.kind == "model_error"]
+    assert r.stop_reason == "model_error" and 0 < r.spent_micros <= reserved, (r.spent_micros, reserved, err)
+    assert replay(path).equal
