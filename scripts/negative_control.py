@@ -1026,8 +1026,8 @@ SABOTAGES = [
     Sabotage(
         "the loop settles from any model's usage, negative or unbounded",
         "src/agentloop/loop.py",
-        "    if reply.usage is not None and not cfg.legacy_estimate:\n        bad = usage_problem(reply.usage)",
-        "    if False:  # SABOTAGED\n        bad = usage_problem(reply.usage)",
+        "    if reply.usage is None or cfg.legacy_estimate:\n        return None",
+        "    if True:  # SABOTAGED\n        return None",
         ["tests/test_provider_usage_checks.py::test_the_loop_charges_the_reservation_for_any_models_usage_that_cannot_be_billed"],
     ),
     Sabotage(
@@ -1168,9 +1168,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "a web search is made without its bound held under the cap",
-        "src/agentloop/agent/tools/web_search.py",
-        "        if held is None:\n            raise ToolError(",
-        "        if False:  # SABOTAGED\n            raise ToolError(",
+        "src/agentloop/agent/context/side_calls.py",
+        "        if self.held is None:\n            return f\"the spend cap has no room",
+        "        if False:  # SABOTAGED\n            return f\"the spend cap has no room",
         ["tests/test_web_search.py::test_without_room_under_the_cap_no_search_is_made"],
     ),
     Sabotage(
