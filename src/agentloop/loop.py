@@ -10,13 +10,16 @@ Rules:
 3. Before each model call the loop reserves an upper bound of its cost:
    ``budget.input_bound`` of what is sent (UTF-8 bytes plus stated
    allowances, see ``docs/budget.md``) at the dearest input rate of the model
-   and its fallbacks, plus ``max_output_tokens`` at the output price. When the
-   bound does not fit and the model can count input exactly
-   (``can_count``), the loop asks for a count (``CountInput``) and reserves
-   from it. If nothing fits the run's cap, or the driver's shared ledger
-   refuses it, the run stops with ``cost_budget`` and the call is not made.
-   A call billed past its reservation stops the run with ``budget_overrun``
-   (an ``overrun`` record): the bound failed, and that is never a success.
+   and its fallbacks, plus ``max_output_tokens`` at the output price. If it
+   does not fit the run's cap, or the driver's shared ledger refuses it, the
+   run stops with ``cost_budget`` and the call is not made (a token count is
+   never a bound: only files that recorded ``can_count`` reserve from one,
+   when replayed). A reply is settled by ``budget.bill``: figures the request
+   cannot have been billed (output past ``max_tokens``, a bill past the
+   reservation) are charged the whole reservation and stop the run with
+   ``budget_overrun`` (an ``overrun`` record): the bound failed, and that is
+   never a success. A failed call is charged at most its reservation; an
+   interrupt while the model answers, its reservation (``interrupt``).
 4. Within one turn: record the turn, then ``sentinel``, then
    ``no_tool_calls``, then the budgets (tokens, then money), then loop
    detection. A turn that stops the run never has its tools run.
