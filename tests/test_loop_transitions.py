@@ -222,12 +222,15 @@ def test_the_same_calls_turn_after_turn_stop_with_loop_detected_at_the_threshold
 
 
 def test_a_bill_past_its_reservation_is_recorded_as_an_overrun_and_stops_the_run() -> None:
+    """More input tokens than the request's byte bound allows: no provider can have billed it, so the call is
+    charged its whole reservation (never the figure), recorded as an overrun, and the run stops."""
     state = to_call(cfg())
     reserved = state.reserved_micros
     state, out = step(state, ModelReplied(ModelReply("", (ToolCall("a", "echo", {}),), Usage(reserved + 1, 0))))
-    assert kinds(out) == ["model_turn", "Settle", "budget", "overrun", "stop", "Finished"]
-    assert out[3].payload["reserved_micros"] == reserved and out[3].payload["cost_micros"] == reserved + 1  # type: ignore[union-attr]
-    assert state.stop_reason == "budget_overrun"
+    assert kinds(out) == ["Settle", "overrun", "stop", "Finished"]
+    assert out[1].payload["reserved_micros"] == reserved and out[1].payload["cost_micros"] == reserved  # type: ignore[union-attr]
+    assert out[1].payload["billed_at_reservation"] is True  # type: ignore[union-attr]
+    assert state.stop_reason == "budget_overrun" and state.spent_micros == reserved
 
 
 def test_a_run_that_continues_a_conversation_records_only_what_it_adds() -> None:

@@ -83,7 +83,8 @@ def test_the_config_is_built_from_the_declared_description_alone() -> None:
     assert cfg.image_tokens == 48_169, "an image is bounded at the dearest model of the chain"
     assert cfg.can_count is False, "a chain with a fallback does not count exactly"
     alone = make_config(_Declared(primary), Registry(), Budget(max_steps=1))
-    assert alone.can_count is True and alone.image_tokens == 2_000 and alone.fallback_prices == {}
+    # a count is a hint, never a bound (docs/budget.md): a new run never reserves from one
+    assert alone.can_count is False and alone.image_tokens == 2_000 and alone.fallback_prices == {}
 
 
 def test_a_model_that_declares_nothing_gets_the_defaults() -> None:

@@ -3,9 +3,9 @@
 Every count a provider reports (OpenAI's ``prompt_tokens``, ``completion_tokens``, cached tokens;
 Anthropic's ``input_tokens``, ``output_tokens``, cache reads and writes) must be a whole number from
 zero to a real bound, present when the protocol always sends it, and within what the request could
-cost (output at most ``max_tokens`` and a margin). A reply whose figures fail is a recorded provider
-error that stops the run, charged at the call's whole reservation: never a negative or an unbounded
-spend. Run against the local fake provider speaking each wire protocol.
+cost (output at most ``max_tokens``, tokens at most the input's byte bound and the output asked). A
+reply whose figures fail is charged the call's whole reservation and stops the run as an overrun
+(``budget_overrun``, an ``overrun`` record): never a negative or an unbounded spend. Run against the local fake provider speaking each wire protocol.
 
 The documented shapes: OpenAI's Chat Completions ``usage`` object (``prompt_tokens``,
 ``completion_tokens``, ``prompt_tokens_details.cached_tokens``) and Anthropic's Messages streaming
@@ -69,9 +69,9 @@ def test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its
     with FakeProvider(script) as fp, TranscriptWriter(path) as w:
         r = run(_model(vendor, fp.url), [note], "go", Budget(max_steps=6, max_usd_micros=50_000), transcript=w,
                 max_output_tokens=1000)
-    assert r.stop_reason == "model_error" and "answered with a usage that cannot be billed" in (r.error or ""), r.error
+    assert r.stop_reason == "budget_overrun" and "cannot" in (r.error or "") and "billed" in (r.error or ""), r.error
     recs = list(read_records(path))
-    (err,) = [x.payload for x in recs if x.kind == "model_error"]
+    (err,) = [x.payload for x in recs if x.kind == "overrun"]
     first = [x.payload for x in recs if x.kind == "budget"][0]
     assert err["billed_at_reservation"] is True and err["cost_micros"] > 0
     # the lying call is charged what it reserved (the first call's reservation is about the same size)
@@ -126,8 +126,8 @@ def test_the_loop_charges_the_reservation_for_any_models_usage_that_cannot_be_bi
     with TranscriptWriter(path) as w:
         r = run(model, [note], "go", Budget(max_steps=3, max_usd_micros=50_000), transcript=w, max_output_tokens=100,
                 prices=PriceTable({"scripted": Price(1_000_000, 5_000_000)}))
-    assert r.stop_reason == "model_error" and "cannot be billed" in (r.error or "")
-    (err,) = [x.payload for x in read_records(path) if x.kind == "model_error"]
+    assert r.stop_reason == "budget_overrun" and "cannot have been billed" in (r.error or "")
+    (err,) = [x.payload for x in read_records(path) if x.kind == "overrun"]
     assert err["billed_at_reservation"] and r.spent_micros == err["cost_micros"] > 0
     assert replay(path).equal
 

@@ -46,10 +46,10 @@ def test_agentloop_run_answers_through_a_local_server_without_a_key(tmp_path: Pa
 
 
 def test_agentloop_run_falls_back_with_a_notice(tmp_path: Path, server: str) -> None:
-    # $0.50 for the second run: the reservation's bound (system prompt and tools, max_tokens 4096) at
-    # claude-sonnet-4-6's prices is about $0.09, and a model with a fallback is not counted exactly
+    # $0.10 for the first run (its bound at claude-haiku-4-5's prices is about $0.05, and a token count never
+    # lowers a reservation); $0.50 for the second: the bound at claude-sonnet-4-6's prices is about $0.09
     ok = subprocess.run([*AGENTLOOP, "run", "first", "--model", "anthropic:claude-haiku-4-5", "--base-url", server,
-                         "--max-usd", "0.05", "--cwd", str(tmp_path)], capture_output=True, text=True, env=_env(tmp_path), timeout=120)
+                         "--max-usd", "0.1", "--cwd", str(tmp_path)], capture_output=True, text=True, env=_env(tmp_path), timeout=120)
     assert ok.returncode == 0, ok.stderr
     r = subprocess.run([*AGENTLOOP, "run", "second", "--model", "anthropic:claude-haiku-4-5", "--fallback-model", "anthropic:claude-sonnet-4-6",
                         "--base-url", server, "--max-usd", "0.5", "--cwd", str(tmp_path)],

@@ -450,6 +450,8 @@ def test_arun_takes_side_costs_as_run_does_byte_for_byte() -> None:
 
 
 def test_a_summary_billed_past_its_bound_is_recorded_as_an_overrun_and_stops_the_run_before_its_next_call(tmp_path: Path) -> None:
+    """A summary reporting a million input tokens for a request whose bytes bound it far lower: no provider
+    can have billed that, so it is charged its whole reservation, as an overrun that stops the run."""
     from agentloop.agent.context.compaction import Compactor
     from agentloop.testing import ScriptedModel, reply
 
@@ -463,7 +465,8 @@ def test_a_summary_billed_past_its_bound_is_recorded_as_an_overrun_and_stops_the
     assert r.stop_reason == "budget_overrun" and "side call (compaction)" in (r.error or "")
     recs = list(read_records(str(path)))
     (side,) = [x.payload for x in recs if x.kind == "side_cost"]
-    assert side["cost_micros"] > side["reserved_micros"] and side["overrun"] == r.error
+    assert side["cost_micros"] == side["reserved_micros"] and side["overrun"] == r.error
+    assert "cannot have been billed" in side["overrun"]
     assert [x.kind for x in recs][-2:] == ["overrun", "stop"]
     assert sum(1 for x in recs if x.kind == "model_turn") == r.steps  # no call was made after the bill
     assert replay(str(path)).equal

@@ -35,7 +35,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop.budget import Budget, LocalLedger, Price, PriceTable, cost_micros
+from agentloop.agent.context.side_calls import Answer, LoopAccount, metered
+from agentloop.budget import Budget, CallBound, LocalLedger, Price, PriceTable, cost_micros
 from agentloop.events import ModelRequest, Usage
 from agentloop.providers.anthropic import AnthropicModel
 from agentloop.providers.base import RetryPolicy, Target
@@ -109,7 +110,7 @@ class Adversary:
     """Bills every attempt up to the documented bound; answers with random scripts; injects faults."""
 
     def __init__(self, seed: int, exact: float, faults: float, spawn: float, cut: float, many: bool = False, lie: float = 0.0,
-                 children: int | None = None):
+                 children: int | None = None, interrupt: float = 0.0):
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.exact, self.faults, self.spawn, self.cut = exact, faults, spawn, cut
@@ -124,6 +125,9 @@ class Adversary:
         self.true_micros = 0
         """What the replies that arrived whole really cost, at the price of the model that was called."""
         self.lies = 0
+        self.interrupt = interrupt
+        """How often the person presses Esc while the model answers (after the provider began billing)."""
+        self.interrupted = 0
 
     def pick(self) -> random.Random:
         with self.lock:
@@ -144,6 +148,12 @@ class Adversary:
         r = self.pick()
         max_tokens = int(body["max_tokens"])
         u_in, out = self.usage(r, bound, max_tokens)
+        if self.interrupt and r.random() < self.interrupt:
+            with self.lock:
+                self.interrupted += 1
+                self.true_micros += cost_micros(Usage(u_in["input_tokens"], 0, u_in["cache_read_input_tokens"],
+                                                      u_in["cache_creation_input_tokens"]), PRICES.resolve(body["model"]))
+            raise KeyboardInterrupt  # Esc: the request was read (and billed), the reply never arrives
         roll = r.random()
         if roll < self.faults / 2:
             return httpx.Response(500, json={"type": "error", "error": {"type": "api_error", "message": "boom"}})
@@ -235,9 +245,11 @@ def open_adversary(adv: Adversary, fallback: bool, name: str = "claude-haiku-4-5
     return _Model(adv, name, fallback=fb)
 
 
-def check_turns(results: Sequence[RunResult]) -> None:
+def check_turns(results: Sequence[RunResult], lies: bool = False) -> None:
+    """No call was billed past its reservation; with ``lies``, a reply whose figures were not believed (charged
+    its reservation, as an overrun) is the one overrun allowed."""
     for r in results:
-        assert r.stop_reason != "budget_overrun", r.error
+        assert r.stop_reason != "budget_overrun" or (lies and "cannot" in (r.error or "")), r.error
 
 
 # --- the properties ------------------------------------------------------------
@@ -372,16 +384,16 @@ def test_a_lying_provider_never_lowers_the_spend_below_its_real_bill(
     seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int, lie: float
 ) -> None:
     """Replies that name the cheapest model and report negative, fractional, huge or missing counts: each
-    such reply is charged at its reservation (a recorded model error that stops the run), a reply is priced
+    such reply is charged at its reservation (a recorded overrun that stops the run), a reply is priced
     at the dearest model it could have come from, and the settled spend is never below what the provider
     really billed for the replies it sent whole, nor above the cap."""
     adv = Adversary(seed, exact, faults, spawn=0.0, cut=0.3, lie=lie)
     r = run(open_adversary(adv, fallback), [emit], _prompt(), Budget(max_steps=8, max_usd_micros=cap), prices=PRICES,
             max_output_tokens=max_out)
-    check_turns([r])
+    check_turns([r], lies=True)
     assert 0 <= adv.true_micros <= r.spent_micros <= cap
-    if adv.lies:  # the first lie stopped the run, as a recorded provider error
-        assert r.stop_reason == "model_error" and "usage that cannot be billed" in (r.error or ""), r.error
+    if adv.lies:  # the first lie stopped the run, charged its reservation as an overrun
+        assert r.stop_reason == "budget_overrun" and "usage that cannot be billed" in (r.error or ""), r.error
 
 
 @SETTINGS
@@ -454,3 +466,63 @@ def test_a_side_call_billed_past_its_bound_stops_the_run_and_replays(tmp_path: P
     kinds = [x.kind for x in read_records(path)]
     assert "overrun" in kinds and kinds[-1] == "stop"
     assert replay(path).equal
+
+
+@SETTINGS
+@given(**knobs, interrupt=st.sampled_from([0.2, 0.6]))
+def test_an_interrupted_stream_is_charged_what_the_provider_billed_and_never_past_the_cap(
+    seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int, interrupt: float
+) -> None:
+    """Esc while the model answers: the provider billed the input it read. The call is charged its reservation,
+    so the settled spend is never below what the provider billed, nor past the cap."""
+    adv = Adversary(seed, exact, faults, spawn=0.0, cut=0.3, interrupt=interrupt)
+    r = run(open_adversary(adv, fallback), [emit], _prompt(), Budget(max_steps=8, max_usd_micros=cap), prices=PRICES,
+            max_output_tokens=max_out)
+    check_turns([r])
+    assert 0 <= adv.true_micros <= r.spent_micros <= cap
+    if adv.interrupted:
+        assert r.stop_reason == "interrupted" and r.spent_micros > 0
+
+
+LIES_OF_A_SIDE_CALL = st.one_of(
+    st.builds(lambda i, o: (Usage(i, o), 0), st.integers(0, 3_000), st.integers(0, 400)),  # honest or not: the rule decides
+    st.builds(lambda o: (Usage(1, o), 0), st.integers(-10**6, -1)),
+    st.builds(lambda o: (Usage(1, o), 0), st.integers(10**5, 10**9)),
+    st.builds(lambda n: (Usage(1, 1), n), st.integers(0, 1_000)),  # a server tool's count of its own uses
+)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32), cap=st.integers(2_000, 200_000), lies=st.lists(LIES_OF_A_SIDE_CALL, min_size=1, max_size=6),
+       max_out=st.integers(1, 600))
+def test_side_calls_and_server_tools_reporting_any_figures_never_settle_past_the_cap(
+    seed: int, cap: int, lies: list[tuple[Usage, int]], max_out: int
+) -> None:
+    """Before each turn a side call (a compaction summary, a loop check, WebFetch's prompt, WebSearch's search with
+    ``max_uses`` 5) reports figures from the list: within what its request allowed, it is charged as billed; past
+    it (output past max_tokens, tokens past the byte bound, uses past max_uses, negative counts) it is charged its
+    reservation, as an overrun, and the run stops before its next call. The cap holds either way."""
+    adv = Adversary(seed, 0.3, 0.0, spawn=0.0, cut=0.3)
+    queue = list(lies)
+    settled: list[tuple[int, int, bool]] = []
+
+    def prepare(state: Any, record: Any) -> None:
+        if not queue:
+            return None
+        usage, uses = queue.pop(0)
+        bound = CallBound(2_000, 300, PRICES.resolve("claude-sonnet-4-5"), uses=5, use_micros=10_000)
+        _, call = metered(lambda: Answer("side", usage, uses), bound, LoopAccount(record), "web_search")
+        if call.skipped is None:
+            price = PRICES.resolve("claude-sonnet-4-5")
+            beyond = (min(usage.input_tokens, usage.output_tokens) < 0 or usage.output_tokens > 300 or uses > 5
+                      or cost_micros(usage, price) + uses * 10_000 > bound.micros)
+            settled.append((call.cost_micros, bound.micros, beyond))
+        return None
+
+    r = run(open_adversary(adv, False), [emit], _prompt(), Budget(max_steps=8, max_usd_micros=cap), prices=PRICES,
+            max_output_tokens=max_out, prepare=prepare)
+    assert r.spent_micros <= cap
+    for cost, reserved, beyond in settled:
+        assert cost <= reserved and (cost == reserved if beyond else True)
+    if any(beyond for _, _, beyond in settled):
+        assert r.stop_reason == "budget_overrun" and settled[-1][2]  # the first lie was the last side call made

@@ -35,12 +35,12 @@ def test_an_endless_stream_is_cut_at_its_max_tokens_and_charged_its_reservation(
         m = open_model(f"{vendor}:{name}", base_url=fp.url + "/v1" if vendor == "openai" else fp.url, env={}, max_attempts=1,
                        record_raw=True)
         r = run(m, [], "go", Budget(max_steps=3, max_usd_micros=1_000_000), transcript=w, max_output_tokens=max_out)
-    assert r.stop_reason == "model_error" and "kept streaming" in (r.error or ""), r.error
+    assert r.stop_reason == "budget_overrun" and "kept streaming" in (r.error or ""), r.error
     limit = StreamLimit.for_max_tokens(max_out)
     cut = re.search(r"cut after (\d+) characters", r.error or "")
     assert cut is not None and limit.chars < int(cut.group(1)) <= limit.chars + 4096  # within one delta of the limit
     assert limit.chars <= max(64 << 10, 64 * (max_out + max_out // 10 + 64)) and limit.chars <= MAX_REPLY_CHARS
-    (err,) = [x.payload for x in read_records(path) if x.kind == "model_error"]
+    (err,) = [x.payload for x in read_records(path) if x.kind == "overrun"]
     assert err["billed_at_reservation"] and 0 < r.spent_micros <= 1_000_000
     assert verify_file(path).ok
     assert max(len(line) for line in path.read_bytes().splitlines()) < MAX_LINE_BYTES
@@ -88,5 +88,5 @@ def test_a_server_that_ignores_stream_and_sends_an_endless_json_body_is_cut(tmp_
     m = OpenAIModel(Target("openai", "gpt-4o-mini", "http://endless.invalid/v1", "k"), transport=httpx.MockTransport(endless),
                     policy=RetryPolicy(max_attempts=1))
     r = run(m, [], "go", Budget(max_steps=2, max_usd_micros=1_000_000), max_output_tokens=100)
-    assert r.stop_reason == "model_error" and "kept sending" in (r.error or ""), r.error
+    assert r.stop_reason == "budget_overrun" and "kept sending" in (r.error or ""), r.error
     assert 0 < r.spent_micros <= 1_000_000

@@ -42,7 +42,11 @@ __all__ = [
     "Price",
     "PriceTable",
     "Share",
+    "Bill",
+    "CallBound",
+    "bill",
     "call_bound",
+    "capped_bill",
     "cost_micros",
     "count_images",
     "dearest",
@@ -59,6 +63,7 @@ __all__ = [
     "text_bytes",
     "tokens_for_chars",
     "tools_bound",
+    "unreported_bill",
     "usage_problem",
     "usd",
     "whole",
@@ -553,6 +558,102 @@ def call_bound(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any], max_
     at the dearest input rate, ``max_output_tokens`` at the output price."""
     est = Usage(input_tokens=input_bound(messages, tools), output_tokens=max_output_tokens)
     return reservation_micros(est.input_tokens, est.output_tokens, price), est
+
+
+@dataclass(frozen=True)
+class CallBound:
+    """What one provider call was reserved for, and so what its bill may hold: ``input_tokens`` (the byte
+    bound of what was sent), ``output_tokens`` (the ``max_tokens`` asked), ``uses`` of a server tool (a web
+    search's ``max_uses``) at ``use_micros`` each, at ``price``. A token count is never a bound: it may
+    refuse a call, never lower one (``docs/budget.md``)."""
+
+    input_tokens: int
+    output_tokens: int
+    price: Price
+    uses: int = 0
+    use_micros: int = 0
+
+    @property
+    def micros(self) -> int:
+        """The reservation: the most the call can be billed."""
+        return reservation_micros(self.input_tokens, self.output_tokens, self.price) + self.uses * self.use_micros
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class Bill:
+    """What a call is charged (``bill``): its usage and cost, and why it passed its reservation, if it did."""
+
+    usage: Usage
+    cost_micros: int
+    overrun: str | None = None
+    """The call was billed past its reservation, or reported figures it cannot have been billed: the run stops."""
+    at_reservation: bool = False
+    """The figures could not be believed: charged the whole reservation, the most the call was allowed."""
+    uses: int = 0
+
+
+def _beyond(bound: CallBound, usage: Usage, uses: int) -> str | None:
+    """Why a reported usage is more than the request allowed (so no provider can have billed it), or None."""
+    bad = usage_problem(usage)
+    if bad is not None:
+        return bad
+    if type(uses) is not int or uses < 0:
+        return f"a count of {uses!r} server-tool uses"
+    if uses > bound.uses:
+        return f"{uses} server-tool uses for a request allowed {bound.uses}"
+    if usage.output_tokens > bound.output_tokens:
+        return f"{usage.output_tokens} output tokens for a request allowed {bound.output_tokens}"
+    cost = cost_micros(usage, bound.price) + uses * bound.use_micros
+    if cost > bound.micros:  # input past the byte bound (a retry's billed attempts included: they shrink the output left)
+        return (f"{usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens} input and {usage.output_tokens} "
+                f"output tokens, {cost} micro-USD, for a request whose input is at most {bound.input_tokens} tokens")
+    return None
+
+
+def bill(bound: CallBound, usage: Usage, uses: int = 0, *, what: str = "a call") -> Bill:
+    """What a call reserved at ``bound`` is charged for the ``usage`` (and server-tool ``uses``) it reported.
+
+    The one rule for every provider call (the loop's turns, side calls, server tools): figures that are
+    negative, not whole, or more than the request allowed (output past ``max_tokens``, uses past
+    ``max_uses``, input past the byte bound: a bill past the reservation) are not a bill anyone can settle
+    from: the call is charged its whole reservation, as an overrun that stops the run. (Input is held to
+    the bound through the cost, not token by token: a retried call's billed attempts add input, and the
+    retry's ``max_tokens`` shrinks to keep the sum within the reservation.)
+    """
+    bad = _beyond(bound, usage, uses)
+    if bad is not None:
+        held = Usage(input_tokens=bound.input_tokens, output_tokens=bound.output_tokens)
+        why = f"{what} reported a usage it cannot have been billed ({bad}): charged its reservation of {bound.micros} micro-USD"
+        return Bill(held, bound.micros, why, at_reservation=True, uses=bound.uses)
+    return Bill(usage, cost_micros(usage, bound.price) + uses * bound.use_micros, uses=uses)
+
+
+def unreported_bill(bound: CallBound, output_bytes: int, *, what: str = "a call") -> Bill:
+    """What a call the provider answered without figures, or that failed or was cut after it began (an
+    interrupt, a broken stream), is charged: the whole input bound (the provider read at most that, and
+    may bill it) and the output it sent, one token per byte at most, never past what was asked; so at
+    least the input, at most the reservation, never 0."""
+    out = min(bound.output_tokens, max(0, output_bytes))
+    usage = Usage(input_tokens=bound.input_tokens, output_tokens=out)
+    return Bill(usage, min(bound.micros, cost_micros(usage, bound.price)))
+
+
+def capped_bill(bound: CallBound, usage: Usage | None, *, what: str = "a call") -> Bill:
+    """What a failed call is charged from the figures its error carries (its billed attempts): believed up to
+    its reservation, never past it (a failed call's estimate of its own input is not a bill); figures that
+    cannot be settled from, or none, charge the whole reservation."""
+    if usage is None or usage_problem(usage) is not None:
+        held = Usage(input_tokens=bound.input_tokens, output_tokens=bound.output_tokens)
+        return Bill(held, bound.micros, None, at_reservation=True)
+    cost = cost_micros(usage, bound.price)
+    if cost > bound.micros or usage.total > bound.tokens:  # the most it can have been billed: its input bound and output
+        held = Usage(input_tokens=bound.input_tokens, output_tokens=bound.output_tokens)
+        return Bill(held, cost_micros(held, bound.price), None, at_reservation=True)
+    return Bill(usage, cost)
 
 
 def overrun(cost: int, reserved: int) -> bool:

@@ -10,13 +10,16 @@ Rules:
 3. Before each model call the loop reserves an upper bound of its cost:
    ``budget.input_bound`` of what is sent (UTF-8 bytes plus stated
    allowances, see ``docs/budget.md``) at the dearest input rate of the model
-   and its fallbacks, plus ``max_output_tokens`` at the output price. When the
-   bound does not fit and the model can count input exactly
-   (``can_count``), the loop asks for a count (``CountInput``) and reserves
-   from it. If nothing fits the run's cap, or the driver's shared ledger
-   refuses it, the run stops with ``cost_budget`` and the call is not made.
-   A call billed past its reservation stops the run with ``budget_overrun``
-   (an ``overrun`` record): the bound failed, and that is never a success.
+   and its fallbacks, plus ``max_output_tokens`` at the output price. If it
+   does not fit the run's cap, or the driver's shared ledger refuses it, the
+   run stops with ``cost_budget`` and the call is not made (a token count is
+   never a bound: only files that recorded ``can_count`` reserve from one,
+   when replayed). A reply is settled by ``budget.bill``: figures the request
+   cannot have been billed (output past ``max_tokens``, a bill past the
+   reservation) are charged the whole reservation and stop the run with
+   ``budget_overrun`` (an ``overrun`` record): the bound failed, and that is
+   never a success. A failed call is charged at most its reservation; an
+   interrupt while the model answers, its reservation (``interrupt``).
 4. Within one turn: record the turn, then ``sentinel``, then
    ``no_tool_calls``, then the budgets (tokens, then money), then loop
    detection. A turn that stops the run never has its tools run.
@@ -80,7 +83,10 @@ from .budget import (
     MAX_MICROS,
     REQUEST_ALLOWANCE,
     Budget,
+    CallBound,
     Price,
+    bill,
+    capped_bill,
     cost_micros,
     count_images,
     dearest,
@@ -814,18 +820,31 @@ def _dearest(cfg: LoopConfig) -> Price:
     return dearest([cfg.price, *cfg.fallback_prices.values()])
 
 
+def _call_bound(state: State, price: Price) -> CallBound:
+    """What the pending call was reserved for: the input bound, the output asked, at ``price``."""
+    return CallBound(state.bound, state.config.max_output_tokens, price)
+
+
 def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
-    """The call failed: what its attempts were billed is spent (rule 3); a bill whose figures cannot be
-    read (``unaccounted``) is charged at the whole reservation, the most the call was allowed."""
+    """The call failed: what its attempts were billed is spent (rule 3), believed up to the call's
+    reservation and never past it (``budget.capped_bill``). A bill whose figures cannot be read
+    (``unaccounted``: more than the request allowed) is charged the whole reservation, as an overrun."""
+    if event.unaccounted and not state.config.legacy_estimate:
+        return _charged_reservation(state, event.error)
     state.error = event.error
     payload: dict[str, Any] = {"step": state.steps + 1, "error": event.error}
     cost = tokens = 0
     usage = event.usage if event.usage is not None and usage_problem(event.usage) is None else None
+    unbelieved = event.unaccounted or usage is not event.usage
     if usage is not None and usage.total:
-        cost, tokens = cost_micros(usage, _dearest(state.config)), usage.total
+        if state.config.legacy_estimate:
+            cost, tokens = cost_micros(usage, _dearest(state.config)), usage.total
+        else:  # a failed call's figures are at most its reservation (an estimate of its own input is no bill)
+            b = capped_bill(_call_bound(state, _dearest(state.config)), usage)
+            cost, tokens, usage = b.cost_micros, b.usage.total, b.usage
         state.usage = state.usage + usage
         payload["usage"] = usage.to_json()
-    if event.unaccounted or usage is not event.usage:
+    if unbelieved:
         cost, tokens = max(cost, state.reserved_micros), max(tokens, state.reserved_tokens)
         payload["billed_at_reservation"] = True
     if cost or tokens:
@@ -840,12 +859,38 @@ def _on_failed(state: State, event: ModelFailed) -> list[Outbound]:
     return out + _stop(state, "model_error")
 
 
+def _unbelievable(state: State, reply: ModelReply) -> str | None:
+    """Why the reply's figures cannot be settled from, or None: never a negative or unbounded spend, and under
+    a cap never one the request cannot have been billed (``budget.bill``: the call is charged its reservation)."""
+    cfg = state.config
+    if reply.usage is None or cfg.legacy_estimate:
+        return None
+    capped = cfg.budget.max_usd_micros is not None or cfg.shared_cap
+    if not capped and usage_problem(reply.usage) is None:
+        return None
+    checked = bill(_call_bound(state, _price_of(cfg, reply.model)), reply.usage, what="the model")
+    return f"UsageError: {checked.overrun}" if checked.at_reservation else None
+
+
+def _charged_reservation(state: State, why: str) -> list[Outbound]:
+    """A reply (or failure) with figures no provider can have billed: the call is charged its whole
+    reservation, recorded as an ``overrun``, and the run stops with ``budget_overrun``."""
+    reserved, reserved_tokens = state.reserved_micros, state.reserved_tokens
+    state.spent_micros += reserved
+    state.tokens += reserved_tokens
+    state.error = why
+    payload = {"step": state.steps + 1, "reserved_micros": reserved, "cost_micros": reserved,
+               "billed_at_reservation": True, "error": why}
+    out: list[Outbound] = [Settle(reserved, reserved, reserved_tokens, reserved_tokens), Append("overrun", payload)]
+    state.reserved_micros = state.reserved_tokens = 0
+    return out + _stop(state, "budget_overrun")
+
+
 def _on_reply(state: State, reply: ModelReply) -> list[Outbound]:
     cfg = state.config
-    if reply.usage is not None and not cfg.legacy_estimate:
-        bad = usage_problem(reply.usage)
-        if bad is not None:  # never a negative or unbounded spend: the call is charged its reservation
-            return _on_failed(state, ModelFailed(f"UsageError: the model reported a usage that cannot be billed: {bad}", None, True))
+    unbelievable = _unbelievable(state, reply)
+    if unbelievable is not None:
+        return _charged_reservation(state, unbelievable)
     estimated = reply.usage is None
     msg: Message = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:
@@ -1029,9 +1074,24 @@ def halt(state: State, reason: str, error: str | None = None) -> list[Outbound]:
     return out + _stop(state, reason)
 
 
-def interrupt(state: State) -> list[Outbound]:
-    """Stop the run now with ``interrupted`` (Ctrl+C or a stop request)."""
+def interrupt(state: State, in_call: bool = False) -> list[Outbound]:
+    """Stop the run now with ``interrupted`` (Ctrl+C, Esc or a stop request).
+
+    ``in_call``: the interrupt came while the model call was being made (its request sent, its reply
+    streaming). The provider bills what it read and wrote before the connection closed, and no
+    figures come back: the call is charged its whole reservation (at least its input, at most what it
+    was allowed), recorded in a ``model_error`` marked ``interrupted``, never 0.
+    """
     out: list[Outbound] = _release_side(state)
+    if in_call and state.phase is Phase.CALL and (state.reserved_micros or state.reserved_tokens):
+        reserved, reserved_tokens = state.reserved_micros, state.reserved_tokens
+        state.spent_micros += reserved
+        state.tokens += reserved_tokens
+        payload = {"step": state.steps + 1, "error": "interrupted while the model was answering: charged the call's reservation, "
+                   "the most the provider can bill for what it read and wrote", "interrupted": True,
+                   "cost_micros": reserved, "billed_at_reservation": True}
+        out += [Settle(reserved, reserved, reserved_tokens, reserved_tokens), Append("model_error", payload)]
+        state.reserved_micros = state.reserved_tokens = 0
     if state.reserved_micros or state.reserved_tokens:
         out.append(Settle(state.reserved_micros, 0, state.reserved_tokens, 0))
         state.reserved_micros = state.reserved_tokens = 0

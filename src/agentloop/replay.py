@@ -370,6 +370,14 @@ _ERROR_FORM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:: (.*))?", re.S)
 _NOT_A_REPLY = re.compile(r"the model returned a ([A-Za-z_][A-Za-z0-9_]*), not a ModelReply")
 
 
+class ReplayedInterrupt(KeyboardInterrupt):
+    """The recorded interrupt raised again, saying whether it came while the model call was made."""
+
+    def __init__(self, in_call: bool):
+        super().__init__()
+        self.in_call = in_call
+
+
 class ReplayModel:
     """A model that answers from recorded ``model_turn`` records, in order.
 
@@ -404,11 +412,16 @@ class ReplayModel:
         if self.calls >= len(self.turns):
             if self.interrupted:
                 self.replayed_interrupt = True
-                raise KeyboardInterrupt
+                raise ReplayedInterrupt(in_call=False)
             self.calls += 1
             raise ReplayExhausted(f"the record holds {len(self.turns)} model turns; the loop asked for turn {self.calls}")
         rec = self.turns[self.calls]
         self.calls += 1
+        if rec.kind == "model_error" and rec.payload.get("interrupted") is True and self.interrupted:
+            self.replayed_interrupt = True
+            raise ReplayedInterrupt(in_call=True)  # the call was interrupted while the model answered: charged again
+        if rec.kind == "overrun":  # a reply (or failure) whose figures no provider can have billed: charged again
+            return raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible, None, unaccounted=True)
         if rec.kind == "model_error":
             return raise_recorded_failure(str(rec.payload.get("error", "")), self.unreproducible, rec.payload.get("usage"),
                                           unaccounted=rec.payload.get("billed_at_reservation") is True)
@@ -652,8 +665,8 @@ class _RunReplay:
                 continue
             if kind in LOOP_KINDS:
                 last = kind
-            if kind == "model_turn" or kind == "model_error":
-                self.turns.append(r)
+            if kind == "model_turn" or kind == "model_error" or (kind == "overrun" and r.payload.get("billed_at_reservation") is True):
+                self.turns.append(r)  # an overrun billed at its reservation stands for a reply whose figures were not believed
             elif kind == "token_count":
                 counts.append(r.payload)
             elif kind == "tool_result":
@@ -801,12 +814,13 @@ class _RunReplay:
             return
         usage = Usage.from_json(p.get("usage") or {})
         reserved, reserved_tokens = p.get("reserved_micros"), p.get("reserved_tokens")
+        over = p.get("overrun")
         if asked:
             if self._ask(costs, purpose, reserved, reserved_tokens, granted=True) is not None:
                 return  # refused now where it was granted then: the replay differs, and says where
-            costs.settle(purpose, usage, int(p.get("cost_micros", 0)))
+            # its overrun as recorded: a bill charged at its reservation (figures no one could have billed) says so
+            costs.settle(purpose, usage, int(p.get("cost_micros", 0)), overrun=None if over is None else str(over))
             return
-        over = p.get("overrun")
         costs.settle(
             purpose, usage, int(p.get("cost_micros", 0)),
             reserved_micros=None if reserved is None else int(reserved),

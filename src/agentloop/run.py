@@ -173,7 +173,7 @@ def make_config(
         max_continuations=max(0, d.max_continuations),
         fallback_prices={f.name: table.resolve(f.name) for f in d.fallbacks},
         image_tokens=d.chain_image_tokens,
-        can_count=d.can_count,
+        can_count=False,  # a count is a hint, never a bound: a call the byte bound refuses is refused (docs/budget.md)
     )
 
 
@@ -278,6 +278,8 @@ class _Driver:
         self.last_hash = ""
         self.ready: CallModel | None = None
         """The call ``prepare`` already saw: it is made, not prepared again."""
+        self.calling = False
+        """The model call is being made (its request may have reached the provider): an interrupt charges it."""
         self.state: State
         self.pending: list[Outbound] = []
         self.costs = SideCosts(self)
@@ -338,11 +340,21 @@ class _Driver:
     def after_prepare(self, out: CallModel, reason: str | None) -> None:
         self.pending = self.prepared(self.state, out, reason) + self.pending
 
-    def interrupted(self) -> None:
+    def calling_model(self, call: Callable[[], ModelReplied | ModelFailed]) -> ModelReplied | ModelFailed:
+        """``call()`` (the model call) with ``calling`` set while it runs: an interrupt then charges the call."""
+        self.calling = True
+        answer = call()
+        self.calling = False
+        return answer
+
+    def interrupted(self, exc: BaseException | None = None) -> None:
+        """Stop the run (``loop.interrupt``); ``exc`` a replay's interrupt says whether the call was in flight."""
         self.costs.deferring = False
         if self.state.phase in (Phase.CALL, Phase.TOOLS) and not self.state.side_waiting:
             self.costs.drain()  # what children spent before the interrupt is still the run's
-        for out in interrupt(self.state):
+        in_call = getattr(exc, "in_call", self.calling)
+        self.calling = False
+        for out in interrupt(self.state, in_call=in_call is True):
             self.perform(self.state, out)
 
     def record(self, kind: str, payload: Any) -> None:
@@ -528,13 +540,13 @@ def run(
                         raise TypeError("run() takes a synchronous prepare; arun() awaits one")
                     drive.after_prepare(out, reason)
                     continue
-                drive.feed(_call(called, drive, out.request))
+                drive.feed(drive.calling_model(lambda: _call(called, drive, out.request)))
             elif isinstance(out, RunTools):
                 drive.tools_done(drive.run_tools(run_tools, out.calls), tools_changed)
             else:
                 drive.feed(count_input(called, out.request))
-    except KeyboardInterrupt:
-        drive.interrupted()
+    except KeyboardInterrupt as exc:
+        drive.interrupted(exc)
     return drive.result(drive.state)
 
 
@@ -730,15 +742,18 @@ async def arun(
                     maybe = prepare(drive.state, drive.costs)
                     drive.after_prepare(out, await maybe if inspect.isawaitable(maybe) else maybe)
                     continue
-                drive.feed(await _acall(model, drive.request_with_stream(out.request)))
+                drive.calling = True
+                answer = await _acall(model, drive.request_with_stream(out.request))
+                drive.calling = False
+                drive.feed(answer)
             elif isinstance(out, RunTools):
                 with drive.costs:
                     results = await run_tools(out.calls)
                 drive.tools_done(results, tools_changed)
             else:
                 drive.feed(await asyncio.to_thread(count_input, model, out.request))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        drive.interrupted()
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        drive.interrupted(exc)
     return drive.result(drive.state)
 
 

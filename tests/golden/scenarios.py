@@ -114,7 +114,8 @@ def cost_budget(sink: Sink) -> None:
 
 
 def budget_overrun(sink: Sink) -> None:
-    # a provider that bills far past the bound (100,000 input tokens for a short prompt): the run stops as a failure
+    # a provider that reports far past the bound (100,000 input tokens for a short prompt): no one can have billed
+    # that, so the call is charged its reservation and the run stops as an overrun
     _run(sink, [reply("", [("add", {"a": 1, "b": 1})], usage=(100_000, 10), step=1), reply("2")], Budget(max_usd_micros=900_000),
          max_output_tokens=200)
 

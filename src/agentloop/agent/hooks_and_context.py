@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..budget import Price
+from ..budget import Ledger, Price
 from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
 from ..model_description import describe
 from .context.compaction import Compactor
@@ -363,14 +363,16 @@ class _SessionAccount:
         self.agent = agent
 
     def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
-        cap = getattr(self.agent, "max_usd_micros", None)
-        if cap is None:
+        room = Ledger(getattr(self.agent, "max_usd_micros", None), spent=self.agent.stats.spent_micros)
+        if room.fits(micros):
             return None
-        left = cap - self.agent.stats.spent_micros
-        return None if micros <= left else f"the budget has no room: needs a reservation of {micros} micro-USD; {left} are left"
+        return f"the budget has no room: needs a reservation of {micros} micro-USD; {room.left()[0]} are left"
 
-    def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int) -> None:
-        self.agent.stats.spent_micros += cost
+    def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int,
+               overrun: str | None = None) -> None:
+        room = Ledger(spent=self.agent.stats.spent_micros)
+        room.settle(0, cost, 0, 0)  # the session's spend, charged by the budget's one arithmetic
+        self.agent.stats.spent_micros = room.spent
 
 
 class AgentContext:

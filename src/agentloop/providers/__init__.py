@@ -80,7 +80,8 @@ def default_fallback(spec: str) -> str | None:
     return None
 
 
-_POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "connect_timeout", "sleep", "asleep", "rand"}
+_POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "call_deadline", "connect_timeout",
+                   "sleep", "asleep", "rand"}
 _MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature", "thinking_budget", "reasoning_effort"}
 _VENDOR_OPTIONS = {"openai": {"max_tokens_field"}, "anthropic": {"cache"}}
 
@@ -148,7 +149,7 @@ def open_model(
     """A model for ``spec`` (``openai:<name>`` or ``anthropic:<name>``), with an optional fallback.
 
     Options: ``max_attempts``, ``backoff_base``, ``backoff_max``,
-    ``max_retry_after``, ``stall_timeout``, ``connect_timeout`` (the retry
+    ``max_retry_after``, ``stall_timeout``, ``call_deadline``, ``connect_timeout`` (the retry
     policy; ``sleep``/``asleep``/``rand`` replace its clock and jitter in tests),
     ``on_notice`` (called with each retry and fallback notice), ``extra_headers``,
     ``temperature``, ``thinking_budget`` (Anthropic: extended thinking's

@@ -34,7 +34,16 @@ import orjson
 
 from ..budget import TOOLS_PROMPT_ALLOWANCE
 from ..events import Message, ModelRequest, ToolCall, Usage
-from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_count
+from .base import (
+    ERROR_BODY_BYTES,
+    Assembler,
+    HTTPModel,
+    StreamError,
+    Turn,
+    UsageError,
+    reported_count,
+)
+from .bounded import ACCEPT_ENCODING, raw_body, read_capped
 from .errors import ProviderError
 from .images import Image, tool_parts
 
@@ -163,6 +172,7 @@ class AnthropicAssembler(Assembler):
     def feed(self, event: str, data: bytes) -> str | None:
         obj = orjson.loads(data)
         t = obj["type"]
+        self.idle = t == "ping"
         if t == "content_block_delta":
             d = obj["delta"]
             dt = d["type"]
@@ -181,11 +191,14 @@ class AnthropicAssembler(Assembler):
                 b["parts"].append(s)
                 self.out_chars += len(s)
             elif dt == "signature_delta":
-                b["signature"] = b.get("signature", "") + str(d.get("signature", ""))
+                sig = str(d.get("signature", ""))
+                b["signature"] = b.get("signature", "") + sig
+                self.kept_chars += len(sig)  # kept whole in the record: counted against the stream's limit
             return None
         if t == "content_block_start":
             cb = obj["content_block"]
             self.blocks[obj["index"]] = {"block": cb, "parts": []}
+            self.kept_chars += len(data)  # a block that arrives whole (redacted thinking, a server tool's result)
             if cb.get("type") == "fallback" and isinstance(cb.get("to"), dict):
                 self.model = cb["to"].get("model") or self.model
             if cb.get("type") == "text" and cb.get("text"):
@@ -392,14 +405,17 @@ class AnthropicModel(HTTPModel):
             b["system"] = system
         if tools:
             b["tools"] = tools
-        h = {"content-type": "application/json", **self.headers(), **self.extra_headers}
-        try:
-            r = self.client().post(_join(self.target.base_url, "/v1/messages/count_tokens"), headers=h, content=orjson.dumps(b))
+        h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **self.headers(), **self.extra_headers}
+        url = _join(self.target.base_url, "/v1/messages/count_tokens")
+        try:  # its body read in bounded time and memory, as every body is (providers/bounded.py)
+            with self.client().stream("POST", url, headers=h, content=orjson.dumps(b)) as r:
+                raw, encoded = raw_body(r)
+                got = read_capped(raw, encoded, ERROR_BODY_BYTES, self.policy.stall_timeout)
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, None) from None
         if r.status_code != 200:
-            raise self.classify(r.status_code, r.headers, r.content)
-        n = orjson.loads(r.content).get("input_tokens")
+            raise self.classify(r.status_code, r.headers, got)
+        n = orjson.loads(got).get("input_tokens")
         return n if isinstance(n, int) else None
 
 

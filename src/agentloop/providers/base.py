@@ -50,6 +50,7 @@ import orjson
 from ..budget import IMAGE_TOKENS, MAX_REPORTED_TOKENS, Price, dearest, output_left
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from ..model_description import ModelDescription
+from .bounded import ACCEPT_ENCODING, BodyDecoder, araw_body, aread_capped, raw_body, read_capped
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
 
@@ -67,7 +68,10 @@ class RetryPolicy:
     max_retry_after: float = 60.0
     """A longer ``retry-after`` is cut to this."""
     stall_timeout: float = 30.0
-    """Seconds without an SSE event (or a byte) before a stream is aborted and retried."""
+    """Seconds without progress (an event that carries something: pings and empty chunks do not count) before a
+    stream is aborted and retried."""
+    call_deadline: float = 600.0
+    """Seconds one attempt may take in all, however its bytes arrive (Claude Code's ``API_TIMEOUT_MS`` default)."""
     connect_timeout: float = 10.0
     sleep: Callable[[float], None] = time.sleep
     asleep: Callable[[float], Any] = asyncio.sleep
@@ -134,6 +138,13 @@ and escapes, the records that hold it stay far below the transcript's line limit
 RAW_KEEP_BYTES = 16 << 20
 """At most this much of a stream's bytes is kept for its ``raw`` record."""
 
+ERROR_BODY_BYTES = 64 << 10
+"""At most this much of an error response's decoded body is read (its message is near the start)."""
+
+MAX_REPLY_BYTES = 16 << 20
+"""The most bytes a reply's kept parts (text, tool calls, reasoning blocks with their signatures) may take as
+JSON: with its ``raw`` record (``RAW_KEEP_BYTES``) its ``model_turn`` stays under the transcript's line limit."""
+
 
 @dataclass(frozen=True)
 class StreamLimit:
@@ -181,12 +192,16 @@ class Assembler:
     """The stream's final event arrived."""
     out_chars: int = 0
     """Characters of output received so far (text, tool-call arguments, thinking)."""
+    kept_chars: int = 0
+    """Characters kept beside the output (signatures, blocks that arrive whole): held to the same limit."""
     received: int = 0
     """Bytes of the stream received so far."""
     limit: StreamLimit | None = None
     """Where the stream is cut (set by the model for each attempt)."""
     response_id: str | None = None
     """The provider's id of the response, once an event carried it."""
+    idle: bool = False
+    """The last event carried nothing (a ping, a chunk with no choices): it is not progress."""
 
     def feed(self, event: str, data: bytes) -> str | None:
         """Take one event; return a text delta to show, if it carries one."""
@@ -403,7 +418,8 @@ class HTTPModel:
 
     def _prepare(self, request: ModelRequest, max_tokens: int) -> tuple[str, dict[str, str], bytes]:
         body = orjson.dumps(self.body(request, max_tokens))
-        h = {"content-type": "application/json", "accept": "text/event-stream", **self.headers(), **self.extra_headers}
+        h = {"content-type": "application/json", "accept": "text/event-stream", "accept-encoding": ACCEPT_ENCODING,
+             **self.headers(), **self.extra_headers}
         return self.url(), h, body
 
     def _check_response(self, status: int, headers: httpx.Headers, body_if_error: bytes | None) -> None:
@@ -425,9 +441,18 @@ class HTTPModel:
 
     # --- one attempt ----------------------------------------------------------
 
-    def _check_body(self, got: bytearray, max_tokens: int) -> None:
+    def _decoder(self, headers: Mapping[str, str]) -> BodyDecoder:
+        try:
+            return BodyDecoder(headers)
+        except ValueError as exc:
+            raise self._err(f"{self.target.base_url} answered with {exc}", "content_type", False) from None
+
+    def _check_body(self, got: bytearray, max_tokens: int, clock: list[float] | None = None) -> None:
         """A whole JSON response (a server that ignored ``stream``) is read no further than its reply could
-        need: eight bytes for each character a stream may carry (escapes included), and 1 MiB more."""
+        need: eight bytes for each character a stream may carry (escapes included), and 1 MiB more; and for
+        no longer than the call's deadline."""
+        if clock is not None and time.monotonic() - clock[1] > self.policy.call_deadline:
+            raise self._err(f"{self.target.base_url} took more than {self.policy.call_deadline:g}s for one call", "deadline", False)
         limit = 8 * StreamLimit.for_max_tokens(max_tokens).chars + (1 << 20)
         if len(got) > limit:
             err = self._err(f"{self.vendor} {self.target.model} at {self.target.base_url} kept sending: a response body past {limit} bytes",
@@ -445,8 +470,8 @@ class HTTPModel:
         lim = asm.limit
         if lim is None:
             return
-        if asm.out_chars > lim.chars:
-            why = f"{asm.out_chars} characters of output, past what its max_tokens allows ({lim.chars})"
+        if asm.out_chars + asm.kept_chars > lim.chars:
+            why = f"{asm.out_chars + asm.kept_chars} characters of output, past what its max_tokens allows ({lim.chars})"
         elif asm.received > lim.bytes:
             why = f"{asm.received} bytes of stream, past {lim.bytes}"
         elif len(dec.pending) > lim.event_bytes:
@@ -461,16 +486,26 @@ class HTTPModel:
     def _pump(
         self, dec: SSEDecoder, asm: Assembler, chunk: bytes, raw: list[bytes], request: ModelRequest, last_event: list[float]
     ) -> None:
+        """Feed one piece of the stream; ``last_event`` is (the last progress, the attempt's start)."""
         asm.received += len(chunk)
         if self.record_raw and asm.received <= RAW_KEEP_BYTES:
             raw.append(chunk)
         events = dec.feed(chunk)
+        self._feed_events(events, asm, request)
         now = time.monotonic()
-        if events:
+        if events and not asm.idle:
             last_event[0] = now
         elif now - last_event[0] > self.policy.stall_timeout:
-            raise self._err(f"no event from {self.target.base_url} for {self.policy.stall_timeout:g}s", "stall", True, billed=asm.started)
+            raise self._err(f"no progress from {self.target.base_url} for {self.policy.stall_timeout:g}s (pings and empty "
+                            "chunks are not progress)", "stall", True, billed=asm.started)
+        if now - last_event[1] > self.policy.call_deadline:
+            raise self._err(f"{self.target.base_url} took more than {self.policy.call_deadline:g}s for one call",
+                            "deadline", False, billed=asm.started)
+        self._bounded(dec, asm)
+
+    def _feed_events(self, events: list[tuple[str, bytes]], asm: Assembler, request: ModelRequest) -> None:
         on_text = request.on_text
+        idle = True
         for ev, data in events:
             try:
                 delta = asm.feed(ev, data)
@@ -483,9 +518,10 @@ class HTTPModel:
                     True,
                     billed=asm.started,
                 ) from None
+            idle = idle and asm.idle
             if delta and on_text is not None:
                 on_text(delta)
-        self._bounded(dec, asm)
+        asm.idle = idle
 
     def _pump_end(self, dec: SSEDecoder, asm: Assembler, request: ModelRequest, limits: tuple[int, int]) -> Turn:
         for ev, data in dec.close():
@@ -512,6 +548,13 @@ class HTTPModel:
             turn = make()
         except UsageError as exc:
             raise self._usage_error(str(exc)) from None
+        kept = len(turn.text.encode("utf-8", "surrogatepass")) + len(orjson.dumps([c.arguments for c in turn.tool_calls]))
+        kept += len(orjson.dumps(turn.reasoning))
+        if kept > MAX_REPLY_BYTES:  # no record may pass the transcript's line limit: the reply is refused, billed
+            err = self._err(f"{self.vendor} {self.target.model} at {self.target.base_url} sent a reply of {kept} bytes "
+                            f"(text, calls and reasoning blocks), past {MAX_REPLY_BYTES}", "runaway", False)
+            err.unaccounted = True
+            raise err
         u = turn.usage
         if u is not None:
             max_tokens = limits[0]
@@ -545,19 +588,24 @@ class HTTPModel:
         asm: Assembler | None = None
         try:
             with self.client().stream("POST", url, headers=headers, content=body) as resp:
+                body_raw, encoded = raw_body(resp)
                 if resp.status_code != 200:
-                    raise self.classify(resp.status_code, resp.headers, resp.read())
-                if self._content_kind(resp.headers) == "json":
+                    err_body = read_capped(body_raw, encoded, ERROR_BODY_BYTES, self.policy.stall_timeout)
+                    raise self.classify(resp.status_code, resp.headers, err_body)
+                kind, decoder = self._content_kind(resp.headers), self._decoder(encoded)
+                last = [time.monotonic()] * 2
+                if kind == "json":
                     a = self.assembler()
                     got = bytearray()
-                    for part in resp.iter_bytes():
-                        got += part
-                        self._check_body(got, max_tokens)
+                    for raw_chunk in body_raw:
+                        for part in decoder.feed(raw_chunk):
+                            got += part
+                            self._check_body(got, max_tokens, last)
                     return self._from_json(a, bytes(got), (max_tokens, len(body))), []
                 dec, asm, raw = self._pump_start(max_tokens)
-                last = [time.monotonic()]
-                for chunk in resp.iter_bytes():
-                    self._pump(dec, asm, chunk, raw, request, last)
+                for raw_chunk in body_raw:
+                    for chunk in decoder.feed(raw_chunk):
+                        self._pump(dec, asm, chunk, raw, request, last)
                 return self._pump_end(dec, asm, request, (max_tokens, len(body))), raw
         except httpx.HTTPError as exc:
             raise self._with_partial(self._transport_error(exc, asm), asm, len(body)) from None
@@ -570,19 +618,24 @@ class HTTPModel:
         asm: Assembler | None = None
         try:
             async with self.aclient() as client, client.stream("POST", url, headers=headers, content=body) as resp:
+                abody_raw, encoded = araw_body(resp)
                 if resp.status_code != 200:
-                    raise self.classify(resp.status_code, resp.headers, await resp.aread())
-                if self._content_kind(resp.headers) == "json":
+                    err_body = await aread_capped(abody_raw, encoded, ERROR_BODY_BYTES, self.policy.stall_timeout)
+                    raise self.classify(resp.status_code, resp.headers, err_body)
+                kind, decoder = self._content_kind(resp.headers), self._decoder(encoded)
+                last = [time.monotonic()] * 2
+                if kind == "json":
                     a = self.assembler()
                     got = bytearray()
-                    async for part in resp.aiter_bytes():
-                        got += part
-                        self._check_body(got, max_tokens)
+                    async for raw_chunk in abody_raw:
+                        for part in decoder.feed(raw_chunk):
+                            got += part
+                            self._check_body(got, max_tokens, last)
                     return self._from_json(a, bytes(got), (max_tokens, len(body))), []
                 dec, asm, raw = self._pump_start(max_tokens)
-                last = [time.monotonic()]
-                async for chunk in resp.aiter_bytes():
-                    self._pump(dec, asm, chunk, raw, request, last)
+                async for raw_chunk in abody_raw:
+                    for chunk in decoder.feed(raw_chunk):
+                        self._pump(dec, asm, chunk, raw, request, last)
                 return self._pump_end(dec, asm, request, (max_tokens, len(body))), raw
         except httpx.HTTPError as exc:
             raise self._with_partial(self._transport_error(exc, asm), asm, len(body)) from None
@@ -654,7 +707,8 @@ class HTTPModel:
         if self._next_max_tokens(request, wasted, primary) < 1:
             final = self._err(
                 f"{err}; not retried: a retry would spend past this call's reservation "
-                f"({wasted.total} tokens already billed of {request.max_output_tokens})",
+                f"(its failed attempts may have been billed {wasted.total} tokens, counted from the request's bytes where "
+                f"not reported, against max_tokens {request.max_output_tokens}; the call is charged at most its reservation)",
                 "budget",
                 False,
             )

@@ -125,6 +125,7 @@ class OpenAIAssembler(Assembler):
         u = obj.get("usage")
         if u:
             self.usage = u
+        self.idle = not obj.get("choices") and not u  # a chunk that carries nothing is not progress
         delta_text = None
         for ch in obj.get("choices") or ():
             d = ch.get("delta") or {}

@@ -9,8 +9,11 @@ of ``web_search_result`` with ``url``, ``title``, ``page_age`` and
 ``error_code``), and the model's text; ``usage.server_tool_use.web_search_requests``
 counts the searches billed, at ``SEARCH_PRICE_MICROS`` each on top of the tokens.
 
-One request, not streamed, with the model's own key and base URL; a failure is
-a ``ProviderError`` carrying no usage (nothing was answered). OpenAI's Chat
+One request, not streamed, with the model's own key and base URL, its body
+read in bounded time and memory (``bounded.read_capped``: at most
+``SEARCH_BODY_BYTES`` decoded, within the call's deadline); a failure is a
+``ProviderError`` carrying no usage (nothing was answered), and a body past
+the bound or figures past the request are charged the reservation. OpenAI's Chat
 Completions has no such tool: ``supports_web_search`` says so.
 """
 
@@ -23,7 +26,8 @@ import orjson
 
 from ..events import Usage
 from .anthropic import AnthropicModel, _join
-from .base import reported_count
+from .base import ERROR_BODY_BYTES, MAX_REPLY_BYTES, UsageError, reported_count
+from .bounded import ACCEPT_ENCODING, raw_body, read_capped
 
 __all__ = ["SEARCH_INPUT_BOUND", "SEARCH_PRICE_MICROS", "SearchOutcome", "run_web_search", "supports_web_search"]
 
@@ -33,6 +37,8 @@ SEARCH_INPUT_BOUND = 200_000
 """The most input tokens one search request can be billed: the results enter the model's context, which
 holds at most this many tokens (the 200k window of the Claude models without the long-context beta)."""
 TOOL_TYPE = "web_search_20250305"
+SEARCH_BODY_BYTES = MAX_REPLY_BYTES
+"""The most decoded bytes of a search's reply read (its results and text); past it the reply is refused, billed."""
 
 
 def supports_web_search(model: Any) -> bool:
@@ -75,14 +81,26 @@ def run_web_search(
         "messages": [{"role": "user", "content": f"Search the web for: {query}\n\nThen list what the results say, briefly."}],
         "tools": [tool],
     }
-    h = {"content-type": "application/json", **model.headers(), **model.extra_headers}
+    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.extra_headers}
+    deadline = model.policy.call_deadline
     try:
-        r = model.client().post(_join(model.target.base_url, "/v1/messages"), headers=h, content=orjson.dumps(body))
+        with model.client().stream("POST", _join(model.target.base_url, "/v1/messages"), headers=h, content=orjson.dumps(body)) as r:
+            raw, encoded = raw_body(r)
+            if r.status_code != 200:
+                raise model.classify(r.status_code, r.headers, read_capped(raw, encoded, ERROR_BODY_BYTES, model.policy.stall_timeout))
+            got = read_capped(raw, encoded, SEARCH_BODY_BYTES + 1, deadline)
     except httpx.HTTPError as exc:
         raise model._transport_error(exc, None) from None
-    if r.status_code != 200:
-        raise model.classify(r.status_code, r.headers, r.content)
-    return read_search_reply(orjson.loads(r.content))
+    if len(got) > SEARCH_BODY_BYTES:  # read no further: billed, and charged at the reservation
+        err = model._err(f"the web search's reply passed {SEARCH_BODY_BYTES} bytes", "runaway", False)
+        err.unaccounted = True
+        raise err
+    try:
+        return read_search_reply(orjson.loads(got))
+    except UsageError as exc:  # billed, with figures no one can settle from: charged at the reservation
+        raise model._usage_error(str(exc)) from None
+    except orjson.JSONDecodeError as exc:
+        raise model._err(f"malformed JSON response from {model.target.base_url}: {exc}", "malformed", False) from None
 
 
 def read_search_reply(msg: Any) -> SearchOutcome:

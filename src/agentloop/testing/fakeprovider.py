@@ -55,7 +55,7 @@ Each request to a completion endpoint takes the next REPLY, an object with:
   subdomains included; a request with both is refused with a 400, as the API
   does; searches past ``max_uses`` become ``max_uses_exceeded``), before the
   reply's text; ``usage.server_tool_use.web_search_requests`` counts the
-  searches made.
+  searches made (or is the reply's ``usage.web_search_requests``, sent as given).
 - ``model``: the model name to report (default: the one requested).
 - ``latency``: seconds before the response, or ``[min, max]`` for a uniform
   random pick (seeded by ``seed``).
@@ -551,8 +551,8 @@ class _Handler(BaseHTTPRequestHandler):
         for c in calls:
             blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]})
         usage: dict[str, Any] = {"input_tokens": inp, "cache_creation_input_tokens": write, "cache_read_input_tokens": read, "output_tokens": out}
-        if searched:  # the searches made (a failed one is not billed)
-            usage["server_tool_use"] = {"web_search_requests": sum(isinstance(b.get("content"), list) for b in searched)}
+        if searched:  # the searches made (a failed one is not billed), or the count the script gives (a lying server)
+            usage["server_tool_use"] = {"web_search_requests": u.get("web_search_requests", _searches(searched))}
         if not body.get("stream"):
             self._send_json(200, {"id": mid, "type": "message", "role": "assistant", "model": model, "content": blocks,
                                   "stop_reason": stop, "stop_sequence": None, "usage": usage})
@@ -625,6 +625,10 @@ def _server_block_events(ev: Any, i: int, b: dict[str, Any]) -> list[bytes]:
                                        "content_block": {"type": "server_tool_use", "id": b["id"], "name": b["name"], "input": {}}}),
             ev("content_block_delta", {"type": "content_block_delta", "index": i,
                                        "delta": {"type": "input_json_delta", "partial_json": _canon(b["input"])}})]
+
+
+def _searches(blocks: list[dict[str, Any]]) -> int:
+    return sum(isinstance(b.get("content"), list) for b in blocks)
 
 
 def _web_search_blocks(body: dict[str, Any], r: dict[str, Any], n: int) -> list[dict[str, Any]] | str:

@@ -13,6 +13,11 @@ Rules:
 3. A PDF is returned as text, page by page (``--- page N ---``), at most
    ``PDF_MAX_PAGES`` pages a call, chosen with ``pages`` ("3", "1-5"). The
    text is extracted by ``pypdf``; a page with no text layer (a scan) says so.
+4. Extraction is bounded: it runs in a child process (``spawn.popen``) whose
+   CPU time (``PDF_CPU_SECONDS``) and memory (``PDF_MEMORY_BYTES``) the
+   kernel limits, for at most ``PDF_WALL_SECONDS``, each page's text cut at
+   ``PDF_PAGE_CHARS``; what it did not finish is said on the page (a 13 KB
+   PDF with one shared 950k-operation content stream once kept Read busy 897 s).
 """
 
 from __future__ import annotations
@@ -28,6 +33,29 @@ __all__ = ["MAX_IMAGE_BYTES", "PDF_MAX_PAGES", "image_kind", "image_result", "pa
 MAX_IMAGE_BYTES = 3_750_000
 """Raw bytes of one image: its base64 stays under the vendors' 5 MB."""
 PDF_MAX_PAGES = 20
+PDF_CPU_SECONDS = 20
+PDF_MEMORY_BYTES = 2 << 30
+PDF_WALL_SECONDS = 60.0
+PDF_PAGE_CHARS = 200_000
+
+_EXTRACT = """
+import io, json, resource, sys
+cpu, mem, cap = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+except (ValueError, OSError):
+    pass
+import pypdf
+reader = pypdf.PdfReader(io.BytesIO(sys.stdin.buffer.read()))
+for n in json.loads(sys.argv[4]):
+    try:
+        out = {"n": n, "text": (reader.pages[n - 1].extract_text() or "")[:cap]}
+    except Exception as exc:
+        out = {"n": n, "error": type(exc).__name__}
+    sys.stdout.write(json.dumps(out) + "\\n")
+    sys.stdout.flush()
+"""
 
 
 def image_kind(head: bytes) -> str | None:
@@ -102,10 +130,40 @@ def pdf_text(data: bytes, shown: str, pages_spec: str | None) -> str:
         more = (f"\n[showing {PDF_MAX_PAGES} pages; {len(rest)} more requested or left: "
                 f"call Read with pages=\"{rest[0]}-{rest[-1]}\" to continue]")
     parts = [f"PDF {shown}: {total} page{'s' if total != 1 else ''}"]
+    got = _extract(data, wanted)
     for n in wanted:
-        try:
-            text = reader.pages[n - 1].extract_text() or ""
-        except Exception as exc:
-            text = f"[this page's text could not be extracted: {type(exc).__name__}]"
+        text = got.get(n, f"[this page's text was not extracted within {PDF_CPU_SECONDS} s of CPU time and "
+                          f"{PDF_MEMORY_BYTES >> 20} MiB: the PDF is too costly to read here; try pdftotext in Bash]")
         parts.append(f"--- page {n} ---\n{text.strip() or '[no text layer on this page: it may be a scanned image]'}")
     return "\n".join(parts) + more
+
+
+def _extract(data: bytes, wanted: list[int]) -> dict[int, str]:
+    """Rule 4: each wanted page's text, from a child held to ``PDF_CPU_SECONDS`` and ``PDF_MEMORY_BYTES``."""
+    import json
+    import subprocess
+    import sys
+
+    from ..spawn import popen
+
+    argv = [sys.executable, "-I", "-c", _EXTRACT, str(PDF_CPU_SECONDS), str(PDF_MEMORY_BYTES), str(PDF_PAGE_CHARS),
+            json.dumps(wanted)]
+    try:
+        child = popen(argv, cwd="/", env=None, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError as exc:
+        raise ToolError(f"cannot start the PDF reader: {exc}") from None
+    try:
+        out, _ = child.communicate(data, timeout=PDF_WALL_SECONDS)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, _ = child.communicate()
+    pages: dict[int, str] = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the limit that stopped the child
+        if isinstance(rec, dict) and isinstance(rec.get("n"), int):
+            err = rec.get("error")
+            pages[rec["n"]] = f"[this page's text could not be extracted: {err}]" if err else str(rec.get("text", ""))
+    return pages

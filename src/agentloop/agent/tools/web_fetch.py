@@ -45,8 +45,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from ...budget import Price, cost_micros, input_bound, reservation_micros, text_bytes
-from ...events import ModelReply, ModelRequest, Usage
+from ...budget import CallBound, Price, input_bound, text_bytes
+from ...events import ModelReply, ModelRequest
+from ...providers.bounded import ACCEPT_ENCODING, BodyDecoder, raw_body
 from ...tools import Tool, ToolError
 
 __all__ = ["FETCH_SCHEMA", "PromptModel", "WebFetch", "check_url", "remembered_domain_rule"]
@@ -257,7 +258,8 @@ class WebFetch:
         url = target
         try:
             with httpx.Client(trust_env=False, follow_redirects=False, timeout=TIMEOUT_S, transport=self.transport,
-                              headers={"user-agent": USER_AGENT, "accept": "text/markdown, text/html;q=0.9, text/*;q=0.8, */*;q=0.5"}) as client:
+                              headers={"user-agent": USER_AGENT, "accept": "text/markdown, text/html;q=0.9, text/*;q=0.8, */*;q=0.5",
+                                       "accept-encoding": ACCEPT_ENCODING}) as client:
                 for _ in range(MAX_REDIRECTS + 1):
                     here = (urlsplit(url).hostname or "").lower()
                     if not domain_allowed(here, [host]):  # rule 2: only the approved host, as the proxy checks
@@ -289,15 +291,23 @@ def _read(url: str, r: Any) -> _Page:
     buf = bytearray()
     cut = late = False
     deadline = time.monotonic() + READ_DEADLINE_S  # a server dripping bytes under the per-read timeout ends here
-    for chunk in r.iter_bytes():
-        buf += chunk
-        if len(buf) > MAX_BYTES:
-            del buf[MAX_BYTES:]
-            cut = True
-            break
-        if time.monotonic() > deadline:
-            late = True
-            break
+    raw, encoded = raw_body(r)
+    try:
+        decoder = BodyDecoder(encoded)  # decoded here a piece at a time: a compressed bomb never expands past a piece
+        for raw_chunk in raw:
+            for chunk in decoder.feed(raw_chunk):
+                buf += chunk
+                if len(buf) > MAX_BYTES:
+                    del buf[MAX_BYTES:]
+                    cut = True
+                    break
+            if cut:
+                break
+            if time.monotonic() > deadline:
+                late = True
+                break
+    except ValueError as exc:
+        raise ToolError(f"{url} answered with {exc}") from None
     ctype = r.headers.get("content-type", "").split(";")[0].strip().lower()
     notes: list[str] = []
     if cut:
@@ -307,9 +317,12 @@ def _read(url: str, r: Any) -> _Page:
     text = bytes(buf).decode(r.encoding or "utf-8", errors="replace")
     if ctype in ("text/html", "application/xhtml+xml") or (not ctype and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))):
         # deferred: html.parser loads only for a page of HTML
-        from .web_markdown import html_to_markdown
+        from .web_markdown import html_to_markdown_capped
 
-        md = html_to_markdown(text)
+        md, full = html_to_markdown_capped(text, 2 * MAX_MARKDOWN)  # bounded while it converts, not after
+        if full:
+            notes.append(f"[the page's Markdown was cut at {MAX_MARKDOWN:,} characters: the rest was not converted]")
+            md = md[:MAX_MARKDOWN]
     elif ctype.startswith("text/") or ctype in ("application/json", "application/xml", "application/javascript") or ctype.endswith(("+json", "+xml")):
         md = text
     else:
@@ -329,30 +342,21 @@ _SYSTEM = (
 
 def _apply_prompt(pm: PromptModel, prompt: str, page: _Page) -> tuple[str | None, str]:
     """Rule 6: (the small model's answer, "") or (None, why it was not had)."""
+    from ..context.side_calls import Answer, HeldAccount, metered
+
     user = f"Page: {page.url}\n\n<page>\n{page.markdown}\n</page>\n\nRequest: {prompt}"
     req = ModelRequest([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}], (), PROMPT_OUTPUT_TOKENS)
-    bound_in = input_bound(req.messages, req.tools)
-    micros = reservation_micros(bound_in, PROMPT_OUTPUT_TOKENS, pm.price)
-    held = pm.budget.hold(micros, bound_in + PROMPT_OUTPUT_TOKENS)
-    if held is None:
-        return None, f"the spend cap has no room for the call that would apply it (its bound: {micros} micro-USD)"
-    reply: ModelReply | None = None
-    error = ""
-    billed: Any = None
-    try:
-        out = pm.model.complete(req)
-        reply = out if isinstance(out, ModelReply) else None
-        error = "" if reply is not None else f"the model returned a {type(out).__name__}"
-    except Exception as exc:  # the model's failure is data: the page is returned instead
-        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        billed = getattr(exc, "usage", None)  # a provider's error carries what its failed attempts were billed
-    usage = reply.usage if reply is not None else (billed if isinstance(billed, Usage) else None)
-    if usage is None:
-        usage = Usage() if reply is None else Usage(bound_in, min(PROMPT_OUTPUT_TOKENS, text_bytes(reply.text) + 16))
-    cost = cost_micros(usage, pm.price)
-    over = f"overrun: billed {cost} micro-USD for a WebFetch prompt reserved at {micros}" if cost > micros else None
-    pm.budget.settle_side("web_fetch", held, usage, cost, over)
-    if reply is None:
-        return None, f"the model failed: {error}"
-    return reply.text.strip() or "(the model gave an empty answer)", ""
+    bound = CallBound(input_bound(req.messages, req.tools), PROMPT_OUTPUT_TOKENS, pm.price)
 
+    def call() -> Answer:
+        out = pm.model.complete(req)
+        if not isinstance(out, ModelReply):
+            raise TypeError(f"the model returned a {type(out).__name__}")
+        return Answer(out, out.usage, 0, text_bytes(out.text) + 16)
+
+    answer, rec = metered(call, bound, HeldAccount(pm.budget), "web_fetch")
+    if rec.skipped is not None:
+        return None, f"the spend cap has no room for the call that would apply it (its bound: {bound.micros} micro-USD)"
+    if answer is None or rec.reply is None:
+        return None, f"the model failed: {rec.error}"
+    return rec.reply.text.strip() or "(the model gave an empty answer)", ""

@@ -7,13 +7,17 @@ Rules:
    tool (``providers/web_search.py``), asked of the provider's small model;
    any other provider (OpenAI-compatible Chat Completions has no such tool)
    gets a result saying WebSearch is not available there, and what to do instead.
-2. Money first: the call's bound (the input the results can fill, at most a
-   context window; ``OUTPUT_TOKENS`` of output; ``MAX_USES`` searches at
-   their price) is held from what the parent's loop has left
-   (``ParentBudget.hold``) before the request; without room there is no
-   request and the result says so. What it was billed (tokens, plus each
-   search counted in ``usage.server_tool_use.web_search_requests``) is
-   charged after (a ``side_cost`` record), failures included.
+2. Money first, through the one metered path (``context.side_calls.metered``):
+   the call's bound (the input the results can fill, at most a context
+   window; ``OUTPUT_TOKENS`` of output; ``MAX_USES`` searches at their price)
+   is held from what the parent's loop has left before the request; without
+   room there is no request and the result says so. What it was billed
+   (tokens, plus each search counted in
+   ``usage.server_tool_use.web_search_requests``) is settled by
+   ``budget.bill``: counts past what the request allowed (searches past
+   ``max_uses``, output past ``max_tokens``) are charged the whole
+   reservation as an overrun that stops the run; failures are charged what
+   they were billed, at most the reservation.
 3. ``allowed_domains`` and ``blocked_domains`` are passed to the server tool
    as given (host names, subdomains included); both at once is refused, as the API does.
 """
@@ -23,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...budget import cost_micros, reservation_micros
-from ...events import Usage
+from ...budget import CallBound
 from ...tools import Tool, ToolError
+from ..context.side_calls import Answer, HeldAccount, metered
 from .web_fetch import PromptModel
 
 __all__ = ["SEARCH_SCHEMA", "WebSearch"]
@@ -83,26 +87,20 @@ class WebSearch:
             vendor = type(pm.model).__name__ if pm is not None else "no model"
             raise ToolError(f"WebSearch is not available with this provider ({vendor}): only Anthropic's Messages API "
                             "searches server-side. Use WebFetch on a URL you know, or ask the user for one.")
-        micros = reservation_micros(SEARCH_INPUT_BOUND, OUTPUT_TOKENS, pm.price) + MAX_USES * SEARCH_PRICE_MICROS
-        held = pm.budget.hold(micros, SEARCH_INPUT_BOUND + OUTPUT_TOKENS)
-        if held is None:
-            raise ToolError(f"the spend cap has no room for a web search (its bound: {micros} micro-USD); none was made")
-        try:
+        bound = CallBound(SEARCH_INPUT_BOUND, OUTPUT_TOKENS, pm.price, uses=MAX_USES, use_micros=SEARCH_PRICE_MICROS)
+
+        def call() -> Answer:
             out = run_web_search(pm.model, query, max_tokens=OUTPUT_TOKENS, max_uses=MAX_USES,
                                  allowed_domains=allowed, blocked_domains=blocked)
-        except Exception as exc:  # a provider's failure (or a lying usage count): charged as billed, then said
-            billed = getattr(exc, "usage", None)
-            usage = billed if isinstance(billed, Usage) else Usage()
-            cost = cost_micros(usage, pm.price)
-            pm.budget.settle_side("web_search", held, usage, cost, _over(cost, micros))
-            raise ToolError(f"the web search failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-        cost = cost_micros(out.usage, pm.price) + out.searches * SEARCH_PRICE_MICROS
-        pm.budget.settle_side("web_search", held, out.usage, cost, _over(cost, micros))
-        return _render(query, out)
+            return Answer(out, out.usage, out.searches)
 
-
-def _over(cost: int, micros: int) -> str | None:
-    return f"overrun: billed {cost} micro-USD for a web search reserved at {micros}" if cost > micros else None
+        answer, rec = metered(call, bound, HeldAccount(pm.budget), "web_search")
+        if rec.skipped is not None:
+            raise ToolError(f"the spend cap has no room for a web search (its bound: {bound.micros} micro-USD); none was made")
+        if answer is None:
+            first = (rec.error or "").splitlines()[0] if rec.error else "no answer"
+            raise ToolError(f"the web search failed: {first}")
+        return _render(query, answer.value)
 
 
 def _render(query: str, out: Any) -> str:
