@@ -408,6 +408,8 @@ class Sandbox:
     its start-up files stay read-only (``gitguard.STARTUP_FILES``)."""
     denied_programs: Callable[[], Sequence[DeniedProgram]] | None = None
     """The programs deny rules name as a whole (read at each command): masked by a refusing stub (``deny_exec``)."""
+    command_path: str | None = None
+    """The ``PATH`` Bash commands get (where a denied name is looked for before any command: ``needs_prompt``)."""
     degraded: str | None = None
     """Why the session's runner could not start (each command then has a bubblewrap of its own); said once."""
     _degraded_said: bool = field(default=False, repr=False)
@@ -460,7 +462,8 @@ class Sandbox:
             return self
         tmp = self.tmpdir() if self.active else None
         return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False,
-                       homes=list(self.homes), _tmp=tmp, denied_programs=self.denied_programs)
+                       homes=list(self.homes), _tmp=tmp, denied_programs=self.denied_programs,
+                       command_path=self.command_path)
 
     # -- state --
 
@@ -546,7 +549,7 @@ class Sandbox:
             return "the Bash sandbox is unavailable, so each command asks"
         if self.excluded(command):
             return "this command runs outside the sandbox (sandbox.excludedCommands)"
-        unenforceable = self._deny_masks(os.environ.get("PATH", "")).unenforceable
+        unenforceable = self._deny_masks(self._command_path()).unenforceable
         if unenforceable:
             return "; ".join(unenforceable) + ", so each command asks"
         return None
@@ -794,12 +797,15 @@ class Sandbox:
                 self._masks = {key: cached}
         return cached
 
+    def _command_path(self) -> str:
+        return self.command_path if self.command_path is not None else os.environ.get("PATH", "")
+
     def warm_deny_masks(self) -> None:
         """Find the denied programs' files now, in the background: the first look for copies walks the
         install trees (seconds on a slow disk), which the first command would otherwise wait for."""
         if self.denied_programs is None or not self.active or not list(self.denied_programs()):
             return
-        threading.Thread(target=self._deny_masks, args=(os.environ.get("PATH", ""),), daemon=True,
+        threading.Thread(target=self._deny_masks, args=(self._command_path(),), daemon=True,
                          name="agentloop-deny-masks").start()
 
     def _deny_mounts(self, path_env: str, shown: Sequence[str]) -> list[str]:
