@@ -201,15 +201,15 @@ def test_a_multi_call_program_beside_the_denied_one_is_masked_whole(tmp_path: Pa
     assert "runs zapper" in masks.files[str(d / "busybox")]
 
 
-def test_an_unenforceable_deny_rule_makes_every_command_ask(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unenforceable_deny_rule_makes_every_command_ask(tmp_path: Path) -> None:
     d = tmp_path / "bin"
     _program(d, "busybox")
     (d / "zapper").symlink_to(d / "busybox")
-    monkeypatch.setenv("PATH", f"{d}:{PATH}")
     (tmp_path / "proj").mkdir()
     ss = sbx.settings_from([], mode=None, cwd=str(tmp_path / "proj"), user_home=str(tmp_path / "home"))
     s = sbx.Sandbox.create(ss, roots=[str(tmp_path / "proj")], agentloop_home=str(tmp_path / "al"), user_home=str(tmp_path / "home"))
     try:
+        s.command_path = f"{d}:{PATH}"  # the PATH commands get, not agentloop's own
         assert s.needs_prompt("ls") is None
         s.denied_programs = policy(["Bash"], ["Bash(zapper:*)"]).denied_programs
         why = s.needs_prompt("ls")

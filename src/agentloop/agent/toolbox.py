@@ -79,6 +79,7 @@ class Toolbox:
         workspace = Workspace(src.cwd, src.add_dirs, on_write=src.file_changed)
         src.sandbox.roots = [os.path.realpath(d) for d in (src.cwd, *src.add_dirs)]
         src.sandbox.denied_programs = policy.denied_programs  # deny rules hold where programs start, too
+        src.sandbox.command_path = src.secrets.child_env.get("PATH")
         src.sandbox.warm_deny_masks()
         processes, background = RunningProcesses(), BackgroundShells(spill)
         given = src.given_registry

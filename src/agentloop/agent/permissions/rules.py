@@ -12,9 +12,13 @@ Rules:
    allow anywhere. Deny rules hold in every mode, bypassPermissions included.
 3. Without a matching rule the mode decides: read-only tools are allowed;
    Write and Edit ask (acceptEdits allows them); Bash and everything else
-   ask, except lines of read-only commands (``ls``, ``cat``, ``git status``...),
-   which run without a prompt as in Claude Code; plan mode denies every tool
-   that is not read-only; bypassPermissions allows; dontAsk turns every "ask"
+   ask, except lines of read-only commands (``ls``, ``cat``, ``git rev-parse``...),
+   which run without a prompt as in Claude Code: by allow-list (each program with
+   its read-only options, no redirection of a compound, every path a glob or brace
+   word can reach inside; git only where it reads objects and refs, as ``git
+   status`` can run a repository's programs); plan mode denies every tool
+   that is not read-only (lines that only read but may run repository code ask);
+   bypassPermissions allows; dontAsk turns every "ask"
    into "deny". Launching a sub-agent (the ``Agent`` tool) needs no permission, as in
    Claude Code: the child's own tool calls are checked. Deny and ask rules
    (``Agent``, ``Agent(Explore)``, ``Agent(model:opus)``) still apply; plan

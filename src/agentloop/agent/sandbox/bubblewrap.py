@@ -449,6 +449,8 @@ class Sandbox:
     """Folders of the session's enabled plugins and skills: shown to commands read-only (``show_extensions``)."""
     extension_holders: list[str] = field(default_factory=list)
     """Hidden folders besides ``.claude`` ones a shown folder may be inside: the agentloop home (its ``skills/``)."""
+    command_path: str | None = None
+    """The ``PATH`` Bash commands get (where a denied name is looked for before any command: ``needs_prompt``)."""
     degraded: str | None = None
     """Why the session's runner could not start (each command then has a bubblewrap of its own); said once."""
     _degraded_said: bool = field(default=False, repr=False)
@@ -507,8 +509,8 @@ class Sandbox:
         tmp = self.tmpdir() if self.active else None
         return Sandbox(self.settings, real, list(self.hidden), self.bwrap, self.unavailable, use_runner=False,
                        homes=list(self.homes), _tmp=tmp, also_read=tuple(os.path.realpath(p) for p in also_read),
-                       denied_programs=self.denied_programs, extension_dirs=list(self.extension_dirs),
-                       extension_holders=list(self.extension_holders))
+                       denied_programs=self.denied_programs, command_path=self.command_path,
+                       extension_dirs=list(self.extension_dirs), extension_holders=list(self.extension_holders))
 
     # -- state --
 
@@ -594,7 +596,7 @@ class Sandbox:
             return "the Bash sandbox is unavailable, so each command asks"
         if self.excluded(command):
             return "this command runs outside the sandbox (sandbox.excludedCommands)"
-        unenforceable = self._deny_masks(os.environ.get("PATH", "")).unenforceable
+        unenforceable = self._deny_masks(self._command_path()).unenforceable
         if unenforceable:
             return "; ".join(unenforceable) + ", so each command asks"
         return None
@@ -881,12 +883,15 @@ class Sandbox:
                 self._masks = {key: cached}
         return cached
 
+    def _command_path(self) -> str:
+        return self.command_path if self.command_path is not None else os.environ.get("PATH", "")
+
     def warm_deny_masks(self) -> None:
         """Find the denied programs' files now, in the background: the first look for copies walks the
         install trees (seconds on a slow disk), which the first command would otherwise wait for."""
         if self.denied_programs is None or not self.active or not list(self.denied_programs()):
             return
-        threading.Thread(target=self._deny_masks, args=(os.environ.get("PATH", ""),), daemon=True,
+        threading.Thread(target=self._deny_masks, args=(self._command_path(),), daemon=True,
                          name="agentloop-deny-masks").start()
 
     def _deny_mounts(self, path_env: str, shown: Sequence[str]) -> list[str]:
