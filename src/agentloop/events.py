@@ -251,3 +251,12 @@ class Stopped:
 
 Observed = Union[TextDelta, ToolStarted, ToolFinished, TurnRecorded, Stopped]
 Observer = Callable[[Observed], None]
+
+
+class ReplayedInterrupt(KeyboardInterrupt):
+    """The recorded interrupt raised again by replay, saying whether it came while the model call was made (here,
+    not in ``replay.py``: mypyc compiles that module, and a compiled class cannot inherit from a builtin exception)."""
+
+    def __init__(self, in_call: bool):
+        super().__init__()
+        self.in_call = in_call

@@ -46,7 +46,15 @@ import orjson
 from .budget import IMAGE_TOKENS, Budget, Price
 from .canonical import canonical
 from .conversation import Continues, Conversation, reapply
-from .events import ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from .events import (
+    ModelReply,
+    ModelRequest,
+    ReplayedInterrupt,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
 from .loop import LoopConfig, State, ToolsChanged
 from .record_shapes import payload_problem
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
@@ -368,14 +376,6 @@ def tools_changed_from_record(payload: Mapping[str, Any]) -> ToolsChanged:
 
 _ERROR_FORM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:: (.*))?", re.S)
 _NOT_A_REPLY = re.compile(r"the model returned a ([A-Za-z_][A-Za-z0-9_]*), not a ModelReply")
-
-
-class ReplayedInterrupt(KeyboardInterrupt):
-    """The recorded interrupt raised again, saying whether it came while the model call was made."""
-
-    def __init__(self, in_call: bool):
-        super().__init__()
-        self.in_call = in_call
 
 
 class ReplayModel:
