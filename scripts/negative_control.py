@@ -244,7 +244,7 @@ SABOTAGES = [
     Sabotage(
         "tool output is not redacted",
         "src/agentloop/agent/sandbox/child_env.py",
-        "        if p is None or not s:\n            return s",
+        "        if p is None or not s or p.search(s) is None:\n            return s",
         "        if True:  # SABOTAGED\n            return s",
         ["tests/test_secrets_scan.py"],
     ),
@@ -527,7 +527,7 @@ SABOTAGES = [
     Sabotage(
         "children inherit secret-named variables (GITHUB_TOKEN...) nobody allowed",
         "src/agentloop/config/credentials.py",
-        "and (k in keep or not secret_named(k))",
+        "and (k in keep or not carries_credentials(k, v))",
         "and (k in keep or True)  # SABOTAGED",
         ["tests/test_spawn.py::test_bash_gets_no_secret_named_variable_unless_the_user_allows_it",
          "tests/test_spawn.py::test_hooks_and_mcp_servers_get_no_secret_named_variable"],
@@ -1795,9 +1795,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "a home tightened while logging is set up is not said to the user",
-        "src/agentloop/agent/agent.py",
-        "        home_notice = tightened_notice(self.home) or home_notice",
-        "        home_notice = home_notice  # SABOTAGED",
+        "src/agentloop/config/private.py",
+        "    return tightened_notice(home) or said",
+        "    return said  # SABOTAGED",
         ["tests/test_private_session_files.py::test_a_home_made_open_to_others_is_tightened_and_the_user_is_told"],
     ),
     Sabotage(

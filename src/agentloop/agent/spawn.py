@@ -135,6 +135,27 @@ def popen(
     )
 
 
+def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None, timeout: float,
+        launcher: Launcher | None = None) -> tuple[int | None, bytes, bytes]:
+    """``argv`` started by ``popen`` (the same environment rule), its output read to the end within ``timeout``
+    seconds: (exit code, or None when it was killed for taking longer; stdout; stderr).
+
+    Raises:
+        OSError: it cannot start.
+    """
+    p = popen(argv, cwd=cwd or os.getcwd(), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, launcher=launcher)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, 9)
+        except OSError:
+            pass
+        out, err = p.communicate()
+        return None, out or b"", err or b""
+    return p.returncode, out or b"", err or b""
+
+
 def open_url(url: str, *, env: Mapping[str, str] | None) -> None:
     """Open ``url`` in the user's browser (an MCP sign-in), started as every child is; failures are silent.
 

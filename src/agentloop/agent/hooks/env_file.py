@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Iterable, Mapping
 
 from ...config.credentials import PROVIDER_KEY_VARS, secret_named
@@ -54,12 +53,16 @@ def _environ_after(path: str, env: Mapping[str, str], cwd: str, wrap: Wrap | Non
         if wrapped is None:
             return "the sandbox that its hooks ran in cannot start to read it"
         argv, extra = wrapped
+    from .. import spawn
+
     try:
-        p = subprocess.run(argv, env={**env, **extra}, cwd=cwd, capture_output=True, timeout=SOURCE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        code, stdout, _ = spawn.run(argv, env=spawn.ChildEnv({**env, **extra}), cwd=cwd, timeout=SOURCE_TIMEOUT_S)
+    except OSError as exc:
         return f"cannot source it: {exc}"
+    if code is None:
+        return f"sourcing it took longer than {SOURCE_TIMEOUT_S:g} s"
     out: dict[str, str] = {}
-    for item in p.stdout.decode("utf-8", "replace").split("\0"):
+    for item in stdout.decode("utf-8", "replace").split("\0"):
         name, eq, value = item.partition("=")
         if eq:
             out[name] = value

@@ -854,7 +854,8 @@ class Sandbox:
             elif os.path.exists(p):
                 out += ["--ro-bind", "/dev/null", p]
         out += extension_binds(self.extension_dirs, self.hidden, self.extension_holders, self._hidden_in_view(shown), self.roots)
-        out += self._deny_mounts(path_env, shown)  # last: a denied program is masked wherever it is shown from
+        # last: a denied program is masked wherever it is shown from
+        out += self._deny_mounts(path_env, shown)
         out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
         if not s.network:
             out += ["--unshare-net"]

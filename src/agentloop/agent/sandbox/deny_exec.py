@@ -33,10 +33,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-import subprocess
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+
+from .. import spawn
 
 __all__ = ["DENIED_EXIT", "INSTALL_TREES", "MULTICALL", "STANDARD_DIRS", "DeniedProgram", "Masks", "plan_masks", "stub_text"]
 
@@ -159,9 +160,8 @@ def _provides(program: str, name: str) -> bool:
     try:
         st = os.stat(program)
         trusted = os.path.dirname(program) in SYSTEM_BIN and st.st_uid == 0 and not st.st_mode & 0o022
-        listing = subprocess.run([program, "--list"], capture_output=True, text=True, timeout=5, env={"PATH": "/usr/bin:/bin"},
-                                 stdin=subprocess.DEVNULL, check=False).stdout if trusted else None
-    except (OSError, subprocess.SubprocessError):
+        listing = spawn.run([program, "--list"], env={"PATH": "/usr/bin:/bin"}, timeout=5)[1].decode("utf-8", "replace") if trusted else None
+    except OSError:
         listing = None
     answer = listing is None or name in listing.split()
     with _LOCK:
