@@ -14,7 +14,9 @@ AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update(AGENTLOOP_HOME=str(cwd / ".home"), HOME=str(cwd), NO_COLOR="1")
+    userhome = cwd.parent / f"{cwd.name}-userhome"  # beside the workspace: one that holds the home asks first
+    userhome.mkdir(exist_ok=True)
+    env.update(AGENTLOOP_HOME=str(cwd / ".home"), HOME=str(userhome), NO_COLOR="1")
     return subprocess.run([AGENTLOOP, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 

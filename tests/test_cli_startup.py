@@ -69,7 +69,9 @@ def run_once(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def _run(tmp_path: Path) -> dict[str, Any]:
     replies = tmp_path / "replies.json"
     replies.write_text('[{"text": "hello"}, {"text": "again"}]')
-    env = {**os.environ, "AGENTLOOP_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    userhome = tmp_path.parent / f"{tmp_path.name}-userhome"  # beside the workspace: one that holds the home asks first
+    userhome.mkdir(exist_ok=True)
+    env = {**os.environ, "AGENTLOOP_HOME": str(tmp_path / "home"), "HOME": str(userhome)}
     p = subprocess.run([sys.executable, "-c", _SCRIPT, str(replies)], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

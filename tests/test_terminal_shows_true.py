@@ -40,7 +40,7 @@ def test_an_answer_cannot_set_the_clipboard_or_the_title(tmp_path: Path) -> None
     proj = tmp_path / "proj"
     proj.mkdir()
     spec = _script(tmp_path, [{"text": f"before {OSC52}{TITLE} after"}])
-    t = Term(["--model", spec], cwd=str(proj), env=env_for(str(tmp_path / "home"), HOME=str(tmp_path)))
+    t = Term(["--model", spec], cwd=str(proj), env=env_for(str(tmp_path / "home"), HOME=_beside(tmp_path)))
     try:
         t.wait_for(r"(?m)^>")
         t.type("hi")
@@ -59,7 +59,7 @@ def test_a_command_with_a_newline_is_asked_as_the_lines_it_runs(tmp_path: Path) 
         {"text": "ok"},
     ])
     t = Term(["--model", spec, "--sandbox", "danger-full-access"], cwd=str(proj),
-             env=env_for(str(tmp_path / "home"), HOME=str(tmp_path)))
+             env=env_for(str(tmp_path / "home"), HOME=_beside(tmp_path)))
     try:
         t.wait_for(r"(?m)^>")
         t.type("go")
@@ -82,7 +82,7 @@ def test_the_trust_question_shows_a_long_hook_command_whole(tmp_path: Path) -> N
     (proj / ".claude" / "settings.json").write_text(json.dumps(
         {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}}))
     spec = _script(tmp_path, [{"text": "hi"}])
-    t = Term(["--model", spec], cwd=str(proj), env=env_for(str(tmp_path / "home"), HOME=str(tmp_path)), cols=100)
+    t = Term(["--model", spec], cwd=str(proj), env=env_for(str(tmp_path / "home"), HOME=_beside(tmp_path)), cols=100)
     try:
         t.wait_for(r"\[t\]rust this folder / \[d\]on't trust:")
         flat = "".join(t.lines())  # the long line is wrapped on screen: read it joined
@@ -94,6 +94,15 @@ def test_the_trust_question_shows_a_long_hook_command_whole(tmp_path: Path) -> N
 
 
 AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
+
+
+def _beside(tmp_path: Path) -> str:
+    """A user home beside the workspace, never around it (a workspace that holds the home asks first)."""
+    home = tmp_path.parent / f"{tmp_path.name}-userhome"
+    home.mkdir(exist_ok=True)
+    return str(home)
+
+
 CLEAR, LINK = "\x1b[2J", "\x1b]8;;http://evil.example/\x1b\\here\x1b]8;;\x1b\\"
 
 
@@ -101,7 +110,7 @@ def test_print_mode_neutralises_a_pipe_too_and_json_keeps_the_answer_as_written(
     """A pipe often ends on a terminal (``| tee``, ``| less -R``): ``-p``'s text output is neutral there too,
     with ``NO_COLOR`` or not; ``--output-format json`` carries the answer as written (JSON escapes it)."""
     answer = f"a{OSC52}{TITLE}{CLEAR}{LINK}b"
-    env = env_for(str(tmp_path / "home"), HOME=str(tmp_path))
+    env = env_for(str(tmp_path / "home"), HOME=_beside(tmp_path))
     for extra in ({}, {"NO_COLOR": "1"}):
         p = subprocess.run([AGENTLOOP, "-p", "hi", "--model", _script(tmp_path, [{"text": answer}])],
                            cwd=tmp_path, env={**env, **extra}, capture_output=True, text=True, timeout=60)
@@ -117,7 +126,7 @@ def test_print_mode_warnings_and_the_sessions_listing_are_neutral(tmp_path: Path
     proj = tmp_path / "proj"
     (proj / ".claude" / "agents").mkdir(parents=True)
     (proj / ".claude" / "agents" / f"x{TITLE}{CLEAR}.md").write_text("no front matter here\n")
-    env = {**env_for(str(tmp_path / "home"), HOME=str(tmp_path)), "NO_COLOR": "1"}
+    env = {**env_for(str(tmp_path / "home"), HOME=_beside(tmp_path)), "NO_COLOR": "1"}
     p = subprocess.run([AGENTLOOP, "-p", "--model", _script(tmp_path, [{"text": "ok"}])], input=f"hi{OSC52}{CLEAR} there",
                        cwd=proj, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -128,7 +137,7 @@ def test_print_mode_warnings_and_the_sessions_listing_are_neutral(tmp_path: Path
 
 
 def test_print_mode_neutralises_a_terminal(tmp_path: Path) -> None:
-    env = env_for(str(tmp_path / "home"), HOME=str(tmp_path))
+    env = env_for(str(tmp_path / "home"), HOME=_beside(tmp_path))
     spec = _script(tmp_path, [{"text": f"a{TITLE}b"}])
     t = Term(["-p", "hi", "--model", spec], cwd=str(tmp_path), env=env)
     try:

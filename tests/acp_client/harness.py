@@ -45,12 +45,13 @@ def drive(tmp_path: Path, cwd: Path, steps: list[dict[str, Any]], *, script: lis
         model = tmp_path / f"model-{len(list(tmp_path.glob('model-*.json')))}.json"
         model.write_text(json.dumps(script))
         command += ["--model", f"scripted:{model}"]
+    userhome = tmp_path.parent / f"{tmp_path.name}-userhome"  # beside the workspace, never around it (a home workspace asks)
     scenario = {"sdk": str(ENTRY), "command": command, "cwd": str(cwd), "steps": steps,
-                "env": {"AGENTLOOP_HOME": str(tmp_path / "home"), "HOME": str(tmp_path / "userhome")},
+                "env": {"AGENTLOOP_HOME": str(tmp_path / "home"), "HOME": str(userhome)},
                 "answers": answers or {}, "buffers": buffers or {}}
     path = tmp_path / f"scenario-{len(list(tmp_path.glob('scenario-*.json')))}.json"
     path.write_text(json.dumps(scenario))
-    (tmp_path / "userhome").mkdir(exist_ok=True)
+    userhome.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     done = subprocess.run(["node", str(DRIVER), str(path)], capture_output=True, text=True, timeout=timeout, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
