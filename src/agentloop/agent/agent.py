@@ -57,7 +57,7 @@ from .slash_commands import SlashCommands
 from .startup_files import read_startup_files
 from .system_prompt import STATIC_PROMPT
 from .toolbox import Toolbox, open_sandbox
-from .turn import run_once
+from .turn import keep_going, run_once, stop_children
 from .usage_warnings import UsageWarning, UsageWarnings
 
 if TYPE_CHECKING:
@@ -352,7 +352,7 @@ class Agent:
             close_dangling_calls(s.messages)
             s.stats.spent_micros += last.spent_micros
             self.stop_hook_active = gate.active
-            again = self.hooks.stop(self, last) if last.stop_reason != "interrupted" else None
+            again = (self.hooks.stop(self, last) or keep_going(self, last)) if last.stop_reason != "interrupted" else None
             left = None
             if again:
                 why = gate.why_not(last)
@@ -380,6 +380,7 @@ class Agent:
         s = self.session
         if s.closed:
             return
+        stop_children(self)  # background sub-agents stop, their records written while the session is open
         try:
             self.hooks.session_end(self, reason)
         finally:

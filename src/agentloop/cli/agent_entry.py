@@ -323,6 +323,9 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             raise UserError(f"/{name}: no MCP server offers that prompt")
         prompt = text
     denied_before = len(agent.permission_denials)
+    bg = getattr(getattr(agent.context, "subagents", None), "background", None)
+    if bg is not None:  # -p has no next turn: a turn that ends while background agents run waits for them
+        bg.wait_at_end = True
     structured: tuple[Any, str | None] = (None, None)
     blocks = _HookBlocks(agent) if fmt == "text" else None
     try:
