@@ -1441,6 +1441,29 @@ SABOTAGES = [
         "and code not in (0, None):  # SABOTAGED",
         ["tests/test_seed_rows.py::test_a_seed_stop_hook_that_exits_1_does_not_keep_the_agent_going"],
     ),
+    # sub-agents in the background: the parent's own calls see the room the children drew; the session's end stops them
+    Sabotage(
+        "the parent's own call ignores what background children drew from the room",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "                if state is None or p._room().fits(*need):",
+        "                if True:  # SABOTAGED",
+        ["tests/test_subagent_background.py::test_the_parents_own_call_is_refused_when_background_children_drew_the_room"],
+    ),
+    Sabotage(
+        "a background child's bill is dropped instead of waiting for the next run",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "                self.pending.append((allowed, result.usage if result is not None else Usage(), ledger.spent, over))",
+        "                pass  # SABOTAGED",
+        ["tests/test_subagent_background.py::test_a_background_agent_returns_at_once_and_its_report_reaches_the_model_before_its_next_call",
+         "tests/test_subagent_background.py::test_the_parents_own_call_is_refused_when_background_children_drew_the_room"],
+    ),
+    Sabotage(
+        "the session's end does not stop background children",
+        "src/agentloop/agent/subagents/background.py",
+        "                b.stop.set()",
+        "                pass  # SABOTAGED",
+        ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call"],
+    ),
 ]
 
 

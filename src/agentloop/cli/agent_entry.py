@@ -247,6 +247,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         prompts = _stream_json_prompts() if streamed_in else [prompt]
         code = EXIT_OK
         for text in prompts:
+            wait_at_turn_end(agent)  # -p has no next turn: a turn that ends while background agents run waits for them
             code = _answer(agent, str(text), fmt, stream, schema)
             if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) or signals.terminating:
                 break
@@ -294,6 +295,12 @@ def _plugins(agent: Agent) -> list[dict[str, str]]:
     return out
 
 
+def wait_at_turn_end(agent: Agent) -> None:
+    bg = getattr(getattr(agent.context, "subagents", None), "background", None)
+    if bg is not None:
+        bg.wait_at_end = True
+
+
 def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, schema: Any = None) -> int:
     """One prompt through the agent, printed in ``fmt``; the exit code it deserves.
 
@@ -323,9 +330,6 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
             raise UserError(f"/{name}: no MCP server offers that prompt")
         prompt = text
     denied_before = len(agent.permission_denials)
-    bg = getattr(getattr(agent.context, "subagents", None), "background", None)
-    if bg is not None:  # -p has no next turn: a turn that ends while background agents run waits for them
-        bg.wait_at_end = True
     structured: tuple[Any, str | None] = (None, None)
     blocks = _HookBlocks(agent) if fmt == "text" else None
     try:

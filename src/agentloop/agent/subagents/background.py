@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .parent_budget import ParentLedger
-    from .runner import Ran, SubagentRunner
 
 __all__ = ["Background", "Backgrounds", "keep_going", "notify", "ledger_for", "stop_on_interrupt"]
 
@@ -48,7 +47,8 @@ class Background:
     description: str
     stop: threading.Event = field(default_factory=threading.Event)
     records: list[tuple[str, Any]] = field(default_factory=list)
-    ran: Ran | None = None
+    ran: Any = None
+    """The child's ``runner.Ran``, once it stopped."""
     error: str | None = None
     done: bool = False
     thread: threading.Thread | None = None
@@ -57,7 +57,8 @@ class Background:
 class Backgrounds:
     """A runner's background children, in the order they started."""
 
-    def __init__(self, runner: SubagentRunner):
+    def __init__(self, runner: Any):
+        """``runner``: the ``SubagentRunner`` whose children these are."""
         self.runner = runner
         self.running: dict[str, Background] = {}
         self._cond = threading.Condition()
@@ -101,14 +102,12 @@ class Backgrounds:
                 del self.running[b.child_id]
         if not done:
             return None
-        from .runner import report
-
         parts = []
         for b in done:
             for kind, payload in b.records:
                 self.runner._record(kind, payload)
             if b.ran is not None:
-                text = report(self.runner.finish(b.ran))
+                text = self.runner.report_text(self.runner.finish(b.ran))
             else:
                 text = f"(the sub-agent failed: {b.error})\n\n[agent {b.child_id} · failed]"
             parts.append(f"<task-notification>\nThe background agent {b.child_id} ({b.description}) has finished. "
@@ -126,7 +125,7 @@ class Backgrounds:
             for b in self.running.values():
                 b.stop.set()
 
-    def close(self, timeout: float = 30.0) -> None:
+    def close(self, timeout: float = 15.0) -> None:
         """The session ends: stop every child and wait for it, and write what it recorded."""
         if not self.busy():
             return

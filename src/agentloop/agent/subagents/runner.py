@@ -287,6 +287,10 @@ class SubagentRunner:
             raise
         return Ran(child_id, atype.name, description, path, allowed, ledger, wt, result, last_hash, count, bg is not None)
 
+    @staticmethod
+    def report_text(summary: dict[str, Any]) -> str:
+        return report(summary)
+
     def finish(self, ran: Ran) -> dict[str, Any]:
         """What follows a child's run, in the parent's order: its bill handed over, its worktree merged back, the
         parent's ``subagent`` record. A background child's comes when its report is delivered (``background``)."""
