@@ -1458,11 +1458,12 @@ SABOTAGES = [
          "tests/test_subagent_background.py::test_the_parents_own_call_is_refused_when_background_children_drew_the_room"],
     ),
     Sabotage(
-        "the session's end does not stop background children",
+        "Ctrl+C and the session's end do not stop background children",
         "src/agentloop/agent/subagents/background.py",
         "                b.stop.set()",
         "                pass  # SABOTAGED",
-        ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call"],
+        ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call",
+         "tests/test_subagent_background.py::test_ctrl_c_in_the_parents_turn_stops_a_background_child_before_its_next_call"],
     ),
 ]
 

@@ -89,6 +89,9 @@ def test_a_background_agent_returns_at_once_and_its_report_reaches_the_model_bef
     kinds = [r.kind for r in recs]
     assert "subagent" in kinds and any(r.kind == "side_cost" and r.payload.get("purpose") == "subagent" for r in recs)
     assert verify_tree(a.session.path) == []
+    from agentloop.cli.main import main
+
+    assert main(["replay", a.session.path]) == 0  # the notification is a recorded user message: replay is byte-identical
 
 
 def test_in_print_mode_a_turn_that_ends_while_a_child_runs_waits_for_it_and_goes_on_with_its_report(tmp_path: Path) -> None:
@@ -121,6 +124,29 @@ def test_the_sessions_end_stops_a_background_child_before_its_next_call(tmp_path
     assert not [t for t in threading.enumerate() if t.name.startswith("agentloop-bg-")]
     child = [r for r in read_records(a.session.path) if r.kind == "subagent"]
     assert child and child[0].payload["stop_reason"] == "interrupted"
+
+
+def test_ctrl_c_in_the_parents_turn_stops_a_background_child_before_its_next_call(tmp_path: Path) -> None:
+    def interrupted() -> ModelReply:
+        raise KeyboardInterrupt
+
+    model = Model([bg_call(), say("started")], looping_child)
+    a = agent(tmp_path, model)
+    a.max_steps = 1000
+    try:
+        a.ask("go")
+        model.parent.append(None)  # type: ignore[arg-type]
+        model.complete = lambda req: (interrupted() if "sub-agent" not in str(req.messages[0].get("content", ""))  # type: ignore[method-assign]
+                                      else looping_child(model, req))
+        r = a.ask("again")
+        assert r.stop_reason == "interrupted"
+        bg = a.context.subagents.background  # type: ignore[attr-defined]
+        t0 = time.monotonic()
+        bg.wait(10)
+        assert time.monotonic() - t0 < 10 and not bg.busy() or all(b.done for b in bg.running.values())
+        assert [b.ran.result.stop_reason for b in bg.running.values()] == ["interrupted"]
+    finally:
+        a.close("prompt_input_exit")
 
 
 def test_the_parents_own_call_is_refused_when_background_children_drew_the_room() -> None:

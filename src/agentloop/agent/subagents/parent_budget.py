@@ -63,7 +63,10 @@ class ParentBudget:
             self.costs = record if isinstance(record, SideCosts) else None
             while self.pending and self.costs is not None:
                 allowed, usage, cost, over = self.pending[0]
-                self.costs.settle("subagent", usage, cost, reserved_micros=allowed[0], reserved_tokens=allowed[1], overrun=over)
+                # settled from prepare for its bill, which the room was kept for (ParentLedger): its starting caps
+                # would not fit beside this run's own turn, live or replayed (replay reads it as asked there)
+                tokens = 0 if allowed[1] is None else usage.total
+                self.costs.settle("subagent", usage, cost, reserved_micros=cost, reserved_tokens=tokens, overrun=over)
                 self.pending.pop(0)
             self._changed.notify_all()
 
