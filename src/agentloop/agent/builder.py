@@ -96,7 +96,9 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
             log.warning("%s", w)
         claude = ClaudeHooks(runner) if runner.handlers else None
         ctx = AgentContext(agent, claude)  # context management and the loop check
-        tools: list[Tool] = []
+        from .session_worktree import session_worktree
+
+        tools: list[Tool] = session_worktree(agent).tools()  # EnterWorktree, ExitWorktree
         if agent.settings.subagents:
             ctx.subagents = _subagents(agent, runner, ctx.side_budget)
             tools.append(ctx.subagents.tool())

@@ -17,6 +17,7 @@ from ..budget import Budget
 from ..events import Message, Observed, Observer, ToolCall, ToolResult, TurnRecorded
 from ..run import RunResult
 from .protocols import TurnSubject
+from .session_worktree import moved_tools
 from .subagents.background import keep_going, ledger_for, notify, stop_on_interrupt
 
 __all__ = ["keep_going", "now_iso", "run_once", "stop_children"]
@@ -59,7 +60,8 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
         model, a.shown_tools(), messages, budget, transcript=sink, prices=a.prices, model_name=a.model_name,
         run_id=run_id, meta=meta, observer=emit, executor=a.context.wrap_executor(a, lambda calls: execute(calls, emit)),
         prepare=a.context.run_prepare(a), loop_threshold=a.loop_threshold,
-        max_output_tokens=a.model_options.max_output_tokens, continues=s.continuation(), tools_changed=a.tools_changed,
+        max_output_tokens=a.model_options.max_output_tokens, continues=s.continuation(),
+        tools_changed=lambda: moved_tools(a) or a.tools_changed(),  # the session entered or left a worktree
         ledger=ledger_for(a, budget),
     )
     stop_on_interrupt(a, result)
