@@ -1458,6 +1458,13 @@ SABOTAGES = [
          "tests/test_subagent_background.py::test_the_parents_own_call_is_refused_when_background_children_drew_the_room"],
     ),
     Sabotage(
+        "background children's bills at the session's end are left out of its spend",
+        "src/agentloop/agent/turn.py",
+        "        a.session.stats.spent_micros += bg.runner.parent.take_pending()",
+        "        bg.runner.parent.take_pending()  # SABOTAGED",
+        ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call"],
+    ),
+    Sabotage(
         "Ctrl+C and the session's end do not stop background children",
         "src/agentloop/agent/subagents/background.py",
         "                b.stop.set()",

@@ -108,7 +108,11 @@ def test_in_print_mode_a_turn_that_ends_while_a_child_runs_waits_for_it_and_goes
     assert "the report: 42" in users[-1] and "<task-notification>" in users[-1]
 
 
+CHILD_CALLS: list[float] = []
+
+
 def looping_child(m: Model, req: ModelRequest) -> ModelReply:
+    CHILD_CALLS.append(time.monotonic())
     time.sleep(0.1)
     return ModelReply(tool_calls=(ToolCall(f"c{len(req.messages)}", "Read", {"file_path": "/etc/hostname"}),), usage=Usage(10, 1))
 
@@ -117,13 +121,21 @@ def test_the_sessions_end_stops_a_background_child_before_its_next_call(tmp_path
     model = Model([bg_call(), say("started")], looping_child)
     a = agent(tmp_path, model)
     a.max_steps = 1000
+    CHILD_CALLS.clear()
     a.ask("go")
+    while len(CHILD_CALLS) < 3:  # it has been billed for some calls
+        time.sleep(0.05)
     t0 = time.monotonic()
     a.close("prompt_input_exit")
     assert time.monotonic() - t0 < 10
     assert not [t for t in threading.enumerate() if t.name.startswith("agentloop-bg-")]
-    child = [r for r in read_records(a.session.path) if r.kind == "subagent"]
+    recs = list(read_records(a.session.path))
+    child = [r for r in recs if r.kind == "subagent"]
     assert child and child[0].payload["stop_reason"] == "interrupted"
+    # what it was billed is in the session's spend, though no run was left to take it
+    turn_cost = [r for r in recs if r.kind == "session_cost"][-1].payload["spent_micros"]
+    end = [r for r in recs if r.kind == "session_end"][-1].payload["spent_micros"]
+    assert child[0].payload["spent_micros"] > 0 and end == turn_cost + child[0].payload["spent_micros"]
 
 
 def test_ctrl_c_in_the_parents_turn_stops_a_background_child_before_its_next_call(tmp_path: Path) -> None:
@@ -161,3 +173,35 @@ def test_the_parents_own_call_is_refused_when_background_children_drew_the_room(
     assert not view.reserve(401, 0)  # one more micro-dollar would pass the cap
     pb.settle((1_000, None), child, None, later=True)  # the child ends: its bill waits for a live run, still counted
     assert not view.reserve(401, 0)
+
+
+def test_a_background_childs_worktree_changes_reach_the_checkout_when_its_report_is_delivered(tmp_path: Path) -> None:
+    """Its merge-back happens between runs, on the parent's thread, when its report is delivered: never under a
+    parent's run in progress."""
+    import subprocess
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.txt").write_text("one\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=proj, check=True, capture_output=True)
+
+    def writer(m: Model, req: ModelRequest) -> ModelReply:
+        if not any(msg.get("role") == "tool" for msg in req.messages):
+            return ModelReply(tool_calls=(ToolCall("w1", "Write", {"file_path": "b.txt", "content": "from the child\n"}),),
+                              usage=Usage(10, 1))
+        return say("wrote b.txt")
+
+    args = {"description": "write", "prompt": "write b.txt", "run_in_background": True}
+    model = Model([ModelReply(tool_calls=(ToolCall("a1", "Agent", args),), usage=Usage(100, 10)), say("started"), say("ok")], writer)
+    a = agent(tmp_path, model)
+    try:
+        a.ask("go")
+        a.context.subagents.background.wait(20)  # type: ignore[attr-defined]
+        assert not (proj / "b.txt").exists()  # finished, not yet delivered: the checkout is as it was
+        a.ask("next")
+        assert (proj / "b.txt").read_text() == "from the child\n"
+        last_user = [m for m in model.parent_requests[2].messages if m.get("role") == "user"][-1]
+        assert "1 file changed (b.txt)" in _text(last_user)
+    finally:
+        a.close("prompt_input_exit")

@@ -77,9 +77,11 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
 
 
 def stop_children(a: TurnSubject) -> None:
-    """The session ends: background sub-agents stop, and what they recorded is written while it is open."""
+    """The session ends: background sub-agents stop, what they recorded is written while it is open, and what
+    they were billed is in the session's spend (its ``session_end`` record)."""
     from .subagents.background import _of
 
     bg = _of(a)
     if bg is not None:
         bg.close()
+        a.session.stats.spent_micros += bg.runner.parent.take_pending()  # no run is left to take them: session_end counts them

@@ -70,6 +70,13 @@ class ParentBudget:
                 self.pending.pop(0)
             self._changed.notify_all()
 
+    def take_pending(self) -> int:
+        """The session ends with background children's bills that no run will take: their total, in micro-USD,
+        taken out of ``pending`` (the session counts it in its spend)."""
+        with self._changed:
+            left, self.pending = self.pending, []
+        return sum(p[2] for p in left)
+
     def for_run(self, budget: Any) -> ParentLedger:
         """A new run of the session is about to start with ``budget``: until its ``prepare`` binds it, the room is
         that budget's, untouched (its first reservation comes before its first ``prepare``). Returns the view
