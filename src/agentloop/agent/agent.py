@@ -131,7 +131,7 @@ class Agent:
                 self.startup_notices.append("-c: no earlier session in this directory to continue; starting a new one")
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
-        self._build_tools()
+        self.build_tools()
 
     def _init_front_end(self, ask_permission: AskPermission | None, cli_rules: Sequence[tuple[str, str]], tracing: Any,
                         system_prompt: str | None, append_system_prompt: str | None) -> None:
@@ -182,7 +182,7 @@ class Agent:
             self._notice(parts.session.repaired.describe())
         self._start_session(parts.session, parts.session_source)
 
-    def _build_tools(self) -> None:
+    def build_tools(self) -> None:
         """The policy, workspace and registry (``agent/toolbox.py``); rebuilt when the session (and so its spill dir) changes."""
         self.toolbox: Toolbox = Toolbox.build(self)
         self.policy: PermissionPolicy = self.toolbox.policy
@@ -295,7 +295,7 @@ class Agent:
             new = open_session(self.cwd, self.home, None, self.durability)[0]
         self.usage.clear()
         self._start_session(new, "resume" if resume else "clear")
-        self._build_tools()
+        self.build_tools()
 
     def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> dict[str, Any]:
         return rewind_session(self.session, self.home, self.workspace.roots, turn, files=files, conversation=conversation, force=force)

@@ -20,7 +20,8 @@ Rules:
 from __future__ import annotations
 
 import re
-from typing import Any
+import weakref
+from typing import Any, Protocol
 
 from ..tools import Registry, Tool, ToolError
 
@@ -46,10 +47,22 @@ EXIT_SCHEMA: dict[str, Any] = {
 }
 
 
+class WorktreeSubject(Protocol):
+    """What moving the session needs of the agent."""
+
+    cwd: str
+    context: Any
+    sandbox: Any
+    session: Any
+
+    def build_tools(self) -> None: ...
+    def shown_tools(self) -> Registry: ...
+
+
 class SessionWorktree:
     """Where the session works: its own checkout, or a worktree it entered."""
 
-    def __init__(self, agent: Any):
+    def __init__(self, agent: WorktreeSubject):
         self.agent = agent
         self.wt: Any = None
         self.home_cwd: str | None = None
@@ -113,7 +126,7 @@ class SessionWorktree:
             runner.cwd = cwd
         # the original repository, read-only, in the sandbox: the worktree's git data lives there
         a.sandbox.also_read = (self.wt.repo,) if self.wt is not None else ()
-        a._build_tools()  # workspace, sandbox roots and permission rules at the new place
+        a.build_tools()  # workspace, sandbox roots and permission rules at the new place
         self.moved = True
 
 
@@ -128,20 +141,22 @@ def _describe(res: dict[str, Any]) -> str:
     return f"Its changes could not be applied here; they are on branch {res.get('branch')} at {res.get('path')}."
 
 
-def session_worktree(agent: Any) -> SessionWorktree:
+_MADE: weakref.WeakKeyDictionary[Any, SessionWorktree] = weakref.WeakKeyDictionary()
+"""Each agent's ``SessionWorktree``."""
+
+
+def session_worktree(subject: WorktreeSubject) -> SessionWorktree:
     """The agent's ``SessionWorktree`` (made once)."""
-    sw: SessionWorktree | None = getattr(agent, "_session_worktree", None)
+    sw = _MADE.get(subject)
     if sw is None:
-        sw = SessionWorktree(agent)
-        agent._session_worktree = sw
+        sw = _MADE[subject] = SessionWorktree(subject)
     return sw
 
 
-def moved_tools(agent: Any) -> Registry | None:
+def moved_tools(subject: object) -> Registry | None:
     """After a tool batch: the tools at the session's new place when it entered or left a worktree (rule 1)."""
-    sw: SessionWorktree | None = getattr(agent, "_session_worktree", None)
+    sw = _MADE.get(subject)
     if sw is None or not sw.moved:
         return None
     sw.moved = False
-    shown: Registry = agent.shown_tools()
-    return shown
+    return sw.agent.shown_tools()

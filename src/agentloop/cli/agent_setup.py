@@ -161,7 +161,7 @@ def _make_agent(
     return _in_worktree(agent, _opt(args, "worktree"))
 
 
-def _in_worktree(agent: Any, name: str | None) -> Any:
+def _in_worktree(agent: Agent, name: str | None) -> Agent:
     """``--worktree [NAME]`` (Claude Code's ``-w``): the session starts in a new git worktree, as EnterWorktree makes."""
     if name is None:
         return agent
