@@ -1973,6 +1973,37 @@ SABOTAGES = [
         "pass  # SABOTAGED\n",
         ["tests/test_hostile_bounds.py::test_a_pdf_whose_pages_cost_more_cpu_than_allowed_is_cut_and_says_so"],
     ),
+    # sub-agents in the background: the parent's own calls see the room the children drew; the session's end stops them
+    Sabotage(
+        "the parent's own call ignores what background children drew from the room",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "                if state is None or p._room().fits(*need):",
+        "                if True:  # SABOTAGED",
+        ["tests/test_subagent_background.py::test_the_parents_own_call_is_refused_when_background_children_drew_the_room"],
+    ),
+    Sabotage(
+        "a background child's bill is dropped instead of waiting for the next run",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "                self.pending.append((allowed, result.usage if result is not None else Usage(), ledger.spent, over))",
+        "                pass  # SABOTAGED",
+        ["tests/test_subagent_background.py::test_a_background_agent_returns_at_once_and_its_report_reaches_the_model_before_its_next_call",
+         "tests/test_subagent_background.py::test_the_parents_own_call_is_refused_when_background_children_drew_the_room"],
+    ),
+    Sabotage(
+        "background children's bills at the session's end are left out of its spend",
+        "src/agentloop/agent/turn.py",
+        "        a.session.stats.spent_micros += bg.runner.parent.take_pending()",
+        "        bg.runner.parent.take_pending()  # SABOTAGED",
+        ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call"],
+    ),
+    Sabotage(
+        "Ctrl+C and the session's end do not stop background children",
+        "src/agentloop/agent/subagents/background.py",
+        "                b.stop.set()",
+        "                pass  # SABOTAGED",
+        ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call",
+         "tests/test_subagent_background.py::test_ctrl_c_in_the_parents_turn_stops_a_background_child_before_its_next_call"],
+    ),
 ]
 class Worker:
     """One copy of the tree and one pytest server on it: a sabotage is applied in the copy, its tests

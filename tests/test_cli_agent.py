@@ -270,16 +270,16 @@ def test_add_dir_lets_the_file_tools_reach_another_directory(tmp_path, proj, env
 
 def test_the_repl_warns_near_the_budget_and_stops_a_turn_that_cannot_fit(tmp_path, proj, env, scripted):
     # the cap leaves room for the first call's reservation (the system prompt and the tools' schemas, about
-    # 14,000 tokens of bound, and max_tokens 4096) but not for the second after the first's bill
-    replies = [{"text": "expensive", "usage": [32_800, 0]}, {"text": "never"}]
-    p = subprocess.run([AGENTLOOP, "--model", scripted(replies), "--max-usd", "0.04"], input="one\ntwo\n/cost\n",
+    # 26,000 tokens of bound, and max_tokens 4096: about $0.041) but not for the second after the first's bill
+    replies = [{"text": "expensive", "usage": [37_000, 0]}, {"text": "never"}]
+    p = subprocess.run([AGENTLOOP, "--model", scripted(replies), "--max-usd", "0.045"], input="one\ntwo\n/cost\n",
                        cwd=proj, env=env, capture_output=True, text=True, timeout=60)
     out = p.stdout
     assert p.returncode == 0, p.stderr
-    assert "session $0.032800 / $0.040000" in out
+    assert "session $0.037000 / $0.045000" in out, out
     assert "warning: budget is 82% used (warning at 80%)" in out
     assert "stopped: cost_budget" in out and "never" not in out
-    assert "spend: $0.032800 of $0.040000" in out
+    assert "spend: $0.037000 of $0.045000" in out
 
 
 def test_agent_flags_given_before_run_are_kept(tmp_path, proj, env, scripted):

@@ -110,7 +110,9 @@ class Adversary:
     """Bills every attempt up to the documented bound; answers with random scripts; injects faults."""
 
     def __init__(self, seed: int, exact: float, faults: float, spawn: float, cut: float, many: bool = False, lie: float = 0.0,
-                 children: int | None = None, interrupt: float = 0.0):
+                 children: int | None = None, interrupt: float = 0.0, background: float = 0.0):
+        self.background = background
+        """How often an Agent call asks to run in the background."""
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.exact, self.faults, self.spawn, self.cut = exact, faults, spawn, cut
@@ -172,7 +174,8 @@ class Adversary:
                 k, kind = r.randint(2, 10), r.choice(["Explore", "general-purpose"])
             if self.children is not None:
                 k, kind = self.children, r.choice(["Explore", "general-purpose"])
-            calls = [("Agent", {"description": "look", "prompt": f"task {r.randint(0, 9)}", "subagent_type": kind}) for _ in range(k)]
+            calls = [("Agent", {"description": "look", "prompt": f"task {r.randint(0, 9)}", "subagent_type": kind,
+                                **({"run_in_background": True} if r.random() < self.background else {})}) for _ in range(k)]
         elif choice < 0.75:
             calls = [("emit", {"kind": r.choice(KINDS), "n": r.randint(1, 400), "seed": r.randint(0, 10**6)}) for _ in range(r.randint(1, 2))]
         else:
@@ -346,6 +349,51 @@ def test_many_children_in_one_reply_never_settle_past_the_parents_cap(
     assert all(c["stop_reason"] != "budget_overrun" for c in runner.children)
     assert r.spent_micros <= cap and adv.true_micros <= cap  # what was settled, and what the provider really billed
     assert runner.parent.held_micros == 0
+
+
+@SETTINGS
+@given(**{**knobs, "cap": st.integers(20_000, 200_000), "max_out": st.integers(100, 600)})
+def test_a_session_with_background_children_never_settles_past_its_cap(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, cap: int, exact: float, faults: float, fallback: bool, max_out: int
+) -> None:
+    """Children started with ``run_in_background`` outlive the turn that started them: their calls draw from the
+    session's room while the parent's own turns reserve through the same room (``ParentLedger``), and their bills
+    land in the run that delivers their reports. Over a session of turns, and one more after every child is done,
+    what was settled and what the provider really billed never pass the session's cap."""
+    from agentloop.agent.subagents.runner import SubagentRunner, parallel_executor
+
+    tmp = tmp_path_factory.mktemp("background")
+    adv = Adversary(seed, exact, faults, spawn=0.7, cut=0.3, background=0.8)
+    model = open_adversary(adv, fallback)
+    runner = SubagentRunner(model=model, make_tools=lambda cwd: Registry([emit]), cwd=str(tmp), transcript_dir=str(tmp / "t"),
+                            prices=PRICES, model_name="claude-haiku-4-5", max_steps=3, default_isolation="none")
+    registry = Registry([emit, runner.tool()])
+
+    def prepare(state: Any, record: Any) -> None:
+        runner.parent.bind(state, record)
+        return None
+
+    spent = 0
+    results = []
+    for turn in range(4):
+        if turn == 3:
+            runner.background.wait()
+        if cap - spent <= 0:
+            break
+        budget = Budget(max_steps=4, max_usd_micros=cap - spent)
+        ledger = runner.parent.for_run(budget)
+        note = runner.background.deliver()
+        r = run(model, registry, _prompt() + ([{"role": "user", "content": note}] if note else []), budget, prices=PRICES,
+                max_output_tokens=max_out, prepare=prepare, ledger=ledger,
+                executor=parallel_executor(lambda calls: [registry.invoke(c) for c in calls], runner))
+        results.append(r)
+        spent += r.spent_micros
+    runner.background.wait()
+    check_turns(results)
+    assert all(c["stop_reason"] != "budget_overrun" for c in runner.children)
+    assert spent <= cap and adv.true_micros <= cap
+    if not runner.background.running and not runner.parent.pending:
+        assert adv.true_micros <= spent + 0  # every bill landed in a run
 
 
 @SETTINGS

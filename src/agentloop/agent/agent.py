@@ -57,7 +57,7 @@ from .slash_commands import SlashCommands
 from .startup_files import read_startup_files
 from .system_prompt import STATIC_PROMPT
 from .toolbox import Toolbox, open_sandbox
-from .turn import run_once
+from .turn import keep_going, run_once, stop_children
 from .usage_warnings import UsageWarning, UsageWarnings
 
 if TYPE_CHECKING:
@@ -133,10 +133,9 @@ class Agent:
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
         self.new_session_id = session_id if resume is None else None  # the first new session's id, when the caller names it
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
-        self._build_tools()
+        self.build_tools()
 
-    def _init_front_end(self, ask_permission: AskPermission | None, cli_rules: Sequence[tuple[str, str]], tracing: Any,
-                        system_prompt: str | None, append_system_prompt: str | None) -> None:
+    def _init_front_end(self, ask_permission: AskPermission | None, cli_rules: Sequence[tuple[str, str]], tracing: Any, system_prompt: str | None, append_system_prompt: str | None) -> None:
         """What the front end gives (where to ask and tell the user, rules, tracing) and the state that starts empty."""
         from .tools.session_tools import SessionLink
 
@@ -185,7 +184,7 @@ class Agent:
             self._notice(parts.session.repaired.describe())
         self._start_session(parts.session, parts.session_source)
 
-    def _build_tools(self) -> None:
+    def build_tools(self) -> None:
         """The policy, workspace and registry (``agent/toolbox.py``); rebuilt when the session (and so its spill dir) changes."""
         self.toolbox: Toolbox = Toolbox.build(self)
         self.policy: PermissionPolicy = self.toolbox.policy
@@ -298,7 +297,7 @@ class Agent:
             new = open_session(self.cwd, self.home, None, self.durability)[0]
         self.usage.clear()
         self._start_session(new, "resume" if resume else "clear")
-        self._build_tools()
+        self.build_tools()
 
     def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> dict[str, Any]:
         return rewind_session(self.session, self.home, self.workspace.roots, turn, files=files, conversation=conversation, force=force)
@@ -354,7 +353,7 @@ class Agent:
             close_dangling_calls(s.messages)
             s.stats.spent_micros += last.spent_micros
             self.stop_hook_active = gate.active
-            again = self.hooks.stop(self, last) if last.stop_reason != "interrupted" else None
+            again = (self.hooks.stop(self, last) or keep_going(self, last)) if last.stop_reason != "interrupted" else None
             left = None
             if again:
                 why = gate.why_not(last)
@@ -382,6 +381,7 @@ class Agent:
         s = self.session
         if s.closed:
             return
+        stop_children(self)  # background sub-agents stop, their records written while the session is open
         try:
             self.hooks.session_end(self, reason)
         finally:

@@ -26,7 +26,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..config.settings import ConfigError, user_home
 from ..events import ToolCall, ToolResult
@@ -98,7 +98,9 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
         scoped = any(getattr(c, "hooks", None) is not None for c in [*agent.commands.values(), *agent.skills.values()])
         claude = ClaudeHooks(runner) if runner.handlers or scoped else None  # front matter hooks join while active
         ctx = AgentContext(agent, claude)  # context management and the loop check
-        tools: list[Tool] = []
+        from .session_worktree import session_worktree
+
+        tools: list[Tool] = session_worktree(cast(Any, agent)).tools()  # EnterWorktree, ExitWorktree (the Agent itself)
         if agent.settings.subagents:
             ctx.subagents = _subagents(agent, runner, ctx.side_budget)
             tools.append(ctx.subagents.tool())

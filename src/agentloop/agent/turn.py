@@ -17,8 +17,10 @@ from ..budget import Budget
 from ..events import Message, Observed, Observer, ToolCall, ToolResult, TurnRecorded
 from ..run import RunResult
 from .protocols import TurnSubject
+from .session_worktree import moved_tools
+from .subagents.background import keep_going, ledger_for, notify, stop_on_interrupt
 
-__all__ = ["now_iso", "run_once"]
+__all__ = ["keep_going", "now_iso", "run_once", "stop_children"]
 
 
 def now_iso() -> str:
@@ -48,6 +50,7 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
     if part:
         meta["stop_hook_continuation"] = part
     run_id = f"{s.id}/{n}" if not part else f"{s.id}/{n}.{part}"
+    messages = notify(a, messages)  # background children's reports, before the prompt (subagents/background.py)
     model, sink, traced, emit = a.model, cast(Any, s), None, cast(Observer, obs)
     reported = (st.input_tokens, st.output_tokens)
     if a.tracing is not None:
@@ -57,8 +60,11 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
         model, a.shown_tools(), messages, budget, transcript=sink, prices=a.prices, model_name=a.model_name,
         run_id=run_id, meta=meta, observer=emit, executor=a.context.wrap_executor(a, lambda calls: execute(calls, emit)),
         prepare=a.context.run_prepare(a), loop_threshold=a.loop_threshold,
-        max_output_tokens=a.model_options.max_output_tokens, continues=s.continuation(), tools_changed=a.tools_changed,
+        max_output_tokens=a.model_options.max_output_tokens, continues=s.continuation(),
+        tools_changed=lambda: moved_tools(a) or a.tools_changed(),  # the session entered or left a worktree
+        ledger=ledger_for(a, budget),
     )
+    stop_on_interrupt(a, result)
     if traced is not None:
         traced.finish()
     # tokens the provider did not report: the loop's estimate is in result.usage, not in the replies
@@ -68,3 +74,14 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
     st.output_tokens += est_out
     st.estimated_tokens += est_in + est_out
     return result, est_in + est_out > 0
+
+
+def stop_children(a: TurnSubject) -> None:
+    """The session ends: background sub-agents stop, what they recorded is written while it is open, and what
+    they were billed is in the session's spend (its ``session_end`` record)."""
+    from .subagents.background import _of
+
+    bg = _of(a)
+    if bg is not None:
+        bg.close()
+        a.session.stats.spent_micros += bg.runner.parent.take_pending()  # no run is left to take them: session_end counts them

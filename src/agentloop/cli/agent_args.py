@@ -48,6 +48,8 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     g.add_argument("--permission-mode", choices=PERMISSION_MODES, default=d(None), help="how tool permissions are decided")
     g.add_argument("--sandbox", choices=("read-only", "workspace-write", "danger-full-access"), default=d(None),
                    help="how Bash commands are confined (default workspace-write: only the workspace writable, no network)")
+    g.add_argument("-w", "--worktree", nargs="?", const="", default=d(None), metavar="NAME",
+                   help="start the session in a new git worktree (named NAME, or a made-up name); ExitWorktree brings its changes back")
     g.add_argument("--add-dir", action="append", default=d([]), metavar="DIR", help="another directory the file tools may use (repeatable)")
     g.add_argument("--plugin-dir", action="append", default=d([]), metavar="DIR",
                    help="load a Claude Code plugin folder for this session (repeatable): its commands, skills, agents, hooks and MCP servers")

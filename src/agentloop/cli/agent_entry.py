@@ -227,6 +227,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         channel = _open_channel(agent, args, stream) if streamed_in and stream is not None else None
         code = EXIT_OK
         for text in channel.prompts() if channel is not None else [str(prompt)]:
+            wait_at_turn_end(agent)  # -p has no next turn: a turn that ends while background agents run waits for them
             if channel is None:
                 code = _answer(agent, text, fmt, stream, schema)
             else:  # the SDK's interrupt stops the turn; the session and the next prompts go on
@@ -307,6 +308,12 @@ def _plugins(agent: Agent) -> list[dict[str, str]]:
         if isinstance(name, str) and path is not None:
             out.append({"name": name, "path": str(path)})
     return out
+
+
+def wait_at_turn_end(agent: Agent) -> None:
+    bg = getattr(getattr(agent.context, "subagents", None), "background", None)
+    if bg is not None:
+        bg.wait_at_end = True
 
 
 def _expand(agent: Agent, prompt: str) -> tuple[str, tuple[str, ...]]:

@@ -173,11 +173,27 @@ def _make_agent(
 
     try:
         try:
-            return build(_opt(args, "resume"), bool(_opt(args, "continue_last", False)))
+            agent = build(_opt(args, "resume"), bool(_opt(args, "continue_last", False)))
         except SessionDamaged as exc:
-            return _forced(build, exc, bool(_opt(args, "force", False)), cwd, home)
+            agent = _forced(build, exc, bool(_opt(args, "force", False)), cwd, home)
     except (AgentError, SessionError) as exc:
         raise UserError(str(exc)) from None
+    return _in_worktree(agent, _opt(args, "worktree"))
+
+
+def _in_worktree(agent: Agent, name: str | None) -> Agent:
+    """``--worktree [NAME]`` (Claude Code's ``-w``): the session starts in a new git worktree, as EnterWorktree makes."""
+    if name is None:
+        return agent
+    from agentloop.agent.session_worktree import session_worktree
+    from agentloop.tools import ToolError
+
+    try:
+        session_worktree(agent).enter(name or None)
+    except ToolError as exc:
+        agent.close("other")
+        raise UserError(f"--worktree: {exc}") from None
+    return agent
 
 
 def _mode(args: argparse.Namespace) -> str | None:

@@ -62,6 +62,10 @@ EXIT_TERMINATED = 143
 
 def short_input(name: str, args: Any, n: int = 70) -> str:
     """A tool call's input in one short line: the command, the path or the pattern."""
+    if name == "Agent" and isinstance(args, dict) and isinstance(args.get("description"), str):  # its task and type
+        text = f"{args['description']} · {args.get('subagent_type') or 'general-purpose'}" + (
+            " · background" if args.get("run_in_background") else "")
+        return text if len(text) <= n else text[: n - 1] + "…"
     if isinstance(args, dict):
         for key in ("command", "file_path", "pattern", "path", "url", "query"):
             v = args.get(key)
@@ -232,6 +236,14 @@ class Repl:
             if r.ok and r.name == "TodoWrite" and isinstance(r.content, str):  # the task list, drawn whole
                 for line in r.content.splitlines():
                     self.say(f"  ⎿ {line}", "dim")
+            elif r.ok and r.name == "Agent" and isinstance(r.content, str):  # the child's answer, then its facts line
+                lines = r.content.rstrip().splitlines() or [""]
+                body, facts = (lines[:-1], lines[-1]) if len(lines) > 1 and lines[-1].startswith("[") else (lines, "")
+                body = [x for x in body if x.strip()] or [""]
+                shown = body[:8] + ([f"… {len(body) - 8} more lines"] if len(body) > 8 else [])
+                self.say("\n".join(f"  ⎿ {x}" if i == 0 else f"    {x}" for i, x in enumerate(shown)))
+                if facts:
+                    self.say(f"    {facts}", "dim")
             elif r.ok:
                 from .preview import result_summary
 
@@ -243,6 +255,28 @@ class Repl:
             self.working("thinking")
         elif isinstance(ev, Stopped) and ev.reason == "interrupted":
             self.say("⏹ interrupted", "yellow")
+
+    def child_view(self, info: dict[str, Any]) -> Any:
+        """What a sub-agent does, shown under its ``Agent`` call: each tool call and its result, indented."""
+        from agentloop.events import ToolFinished, ToolStarted
+
+        calls: dict[str, Any] = {}
+
+        def observe(ev: Any) -> None:
+            if isinstance(ev, ToolStarted):
+                calls[ev.call.id] = ev.call
+                self.say(f"    ⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "cyan")
+            elif isinstance(ev, ToolFinished):
+                r = ev.result
+                if r.ok:
+                    from .preview import result_summary
+
+                    call = calls.pop(r.call_id, None)
+                    self.say(f"      ⎿ {result_summary(r.name, call.arguments if call is not None else {}, r.content)}", "dim")
+                else:
+                    self.say(f"      ⎿ error: {(r.error or '').splitlines()[0][:160] if r.error else ''}", "red")
+
+        return observe
 
     def status(self) -> str:
         from agentloop.budget import format_usd
@@ -616,6 +650,9 @@ class Repl:
         self.agent.on_notice = self.notice
         self.agent.elicit = self.elicit  # MCP servers' questions (-p has none of this: they are declined)
         self.agent.on_mcp_progress = self.show_progress
+        runner = getattr(self.agent.context, "subagents", None)
+        if runner is not None and runner.observer is None:  # each child's tool calls, indented under its Agent call
+            runner.observer = self.child_view
         for n in getattr(self.agent, "startup_notices", ()):
             self.say(f"notice: {n}", "yellow")
         reason, code = "other", EXIT_OK
@@ -853,6 +890,7 @@ class Repl:
             Command("mcp", "list MCP servers and their tools; /mcp login|logout SERVER signs in or out (OAuth)", self.cmd_mcp),
             Command("sandbox", "show the Bash sandbox: mode, writable paths, network, hidden paths", self.cmd_sandbox),
             Command("cost", "tokens, cache use, spend and tool success counts", self.cmd_cost),
+            Command("agents", "list the sub-agent types: name, where defined, description, tools, model", self.cmd_agents),
             Command("exit", "save the session and exit", self.cmd_exit),
             Command("quit", "the same as /exit", self.cmd_exit),
         ):
@@ -1029,6 +1067,12 @@ class Repl:
         if a.add_dirs:
             lines.append("additional directories: " + ", ".join(a.add_dirs))
         self.say("\n".join(lines))
+
+    def cmd_agents(self, rest: str) -> None:
+        from agentloop.agent.subagents.agent_types import describe_types
+
+        runner = getattr(self.agent.context, "subagents", None)
+        self.say("\n".join(describe_types(runner.types if runner is not None else {}, self.agent.model_spec)))
 
     def cmd_sandbox(self, rest: str) -> None:
         self.say(self.agent.sandbox.describe())

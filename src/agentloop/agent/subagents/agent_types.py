@@ -10,7 +10,7 @@ from ...config.settings import ConfigError, read_config_bytes
 from ...tools import Registry
 from ..front_matter import parse_front_matter
 
-__all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "load_agent_types", "read_agent_dir"]
+__all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "describe_types", "load_agent_types", "read_agent_dir"]
 
 READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "LS")
 MAX_AGENT_FILES = 200
@@ -165,3 +165,22 @@ def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = F
             warnings.append(f"{path}: agent {name!r} asks for isolation {meta['isolation']!r}; agentloop knows worktree and none (ignored)")
         types[name] = AgentType(name, str(meta.get("description") or ""), body.strip(), tools, model, path, str(isolation) if isolation else None)
     return types
+
+
+def describe_types(types: dict[str, AgentType], parent_model: str = "") -> list[str]:
+    """The ``/agents`` listing: each type's name and where it is defined, then its description, tools, model and
+    isolation, indented (Claude Code's ``/agents`` shows the same facts)."""
+    if not types:
+        return ["no sub-agent types (sub-agents are off)"]
+    out = []
+    for t in sorted(types.values(), key=lambda t: (t.source != "built-in", t.name)):
+        tools = "all of the parent's tools" if t.tools is None else ", ".join(t.tools)
+        if t.read_only_bash:
+            tools += " (Bash: read-only commands)"
+        out.append(f"{t.name}  ({t.source})")
+        out.append(f"    {t.description}")
+        out.append(f"    tools: {tools}")
+        out.append(f"    model: {t.model or ('the session' + chr(39) + 's' + (f' ({parent_model})' if parent_model else ''))}")
+        if t.isolation:
+            out.append(f"    isolation: {t.isolation}")
+    return out

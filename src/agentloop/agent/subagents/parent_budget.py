@@ -10,7 +10,7 @@ from ...events import Usage
 from ...loop import side_room
 from ...run import RunResult, SideCosts
 
-__all__ = ["ChildLedger", "Hold", "ParentBudget", "Share"]
+__all__ = ["ChildLedger", "Hold", "ParentBudget", "ParentLedger", "Share"]
 
 
 class ParentBudget:
@@ -31,6 +31,14 @@ class ParentBudget:
     costs wait in ``SideCosts`` until the turn's tools are done). Any number of
     children at once each make progress, and together they never pass the
     parent's cap. The arithmetic is ``budget.Ledger``'s (integers only).
+
+    A background child outlives the turn that started it: what its calls were
+    billed waits in ``pending`` (still counted against the room) until the
+    next run of the session binds, which hands it to that run's loop
+    (``bind``); and while it runs, the parent's own model calls reserve
+    through ``ParentLedger`` (``run(..., ledger=)``), which refuses a
+    reservation that, with what the children hold, drew and left pending,
+    would pass the room.
     """
 
     def __init__(self) -> None:
@@ -44,10 +52,39 @@ class ParentBudget:
         No cap of its own."""
         self.drawn = Ledger()
         """What running children's calls were billed (``spent``, ``used_tokens``), not yet handed to the loop."""
+        self.pending: list[tuple[Hold, Usage, int, str | None]] = []
+        """Finished background children's bills (their caps, usage, cost, overrun) waiting for a live run."""
 
     def bind(self, state: Any, record: Any = None) -> None:
-        self.state = state
-        self.costs = record if isinstance(record, SideCosts) else None
+        """The run now calling (its ``prepare``): its state, its ``SideCosts``, and the background children's
+        bills handed to its loop (on its own thread, before its call), each taken out of ``pending`` as it lands."""
+        with self._changed:
+            self.state = state
+            self.costs = record if isinstance(record, SideCosts) else None
+            while self.pending and self.costs is not None:
+                allowed, usage, cost, over = self.pending[0]
+                # settled from prepare for its bill, which the room was kept for (ParentLedger): its starting caps
+                # would not fit beside this run's own turn, live or replayed (replay reads it as asked there)
+                tokens = 0 if allowed[1] is None else usage.total
+                self.costs.settle("subagent", usage, cost, reserved_micros=cost, reserved_tokens=tokens, overrun=over)
+                self.pending.pop(0)
+            self._changed.notify_all()
+
+    def take_pending(self) -> int:
+        """The session ends with background children's bills that no run will take: their total, in micro-USD,
+        taken out of ``pending`` (the session counts it in its spend)."""
+        with self._changed:
+            left, self.pending = self.pending, []
+        return sum(p[2] for p in left)
+
+    def for_run(self, budget: Any) -> ParentLedger:
+        """A new run of the session is about to start with ``budget``: until its ``prepare`` binds it, the room is
+        that budget's, untouched (its first reservation comes before its first ``prepare``). Returns the view
+        its own calls reserve through."""
+        with self._changed:
+            self.state = _Fresh(budget)
+            self.costs = None
+        return ParentLedger(self)
 
     @property
     def held_micros(self) -> int:
@@ -60,15 +97,15 @@ class ParentBudget:
     def _room(self, with_holds: bool = True) -> Ledger:
         """The parent's room as a ledger: capped at what its loop has left (``side_room``), holding the
         children's reservations, and charged what finished siblings spent that the loop has not taken yet."""
-        money, tokens = side_room(self.state)  # the loop's measure of what its run has left (loop rule 6)
-        if self.costs is None:  # fail closed: what a child spent could not be charged
+        money, tokens = _side_room(self.state)  # the loop's measure of what its run has left (loop rule 6)
+        if self.costs is None and not isinstance(self.state, _Fresh):  # fail closed: what a child spent could not be charged
             return Ledger(None if money is None else 0, None if tokens is None else 0)
-        spent_micros, spent_tokens = self.costs.queued()  # siblings done in this turn, not yet in the loop's state
+        spent_micros, spent_tokens = self.costs.queued() if self.costs is not None else (0, 0)  # siblings done in this turn, not yet in the loop's state
         return Ledger(
             None if money is None else max(0, money),
             None if tokens is None else max(0, tokens),
-            spent=spent_micros + self.drawn.spent,
-            used_tokens=spent_tokens + self.drawn.used_tokens,
+            spent=spent_micros + self.drawn.spent + sum(p[2] for p in self.pending),
+            used_tokens=spent_tokens + self.drawn.used_tokens + sum(p[1].total for p in self.pending),
             reserved=self.holds.reserved if with_holds else 0,
             reserved_tokens=self.holds.reserved_tokens if with_holds else 0,
         )
@@ -97,7 +134,9 @@ class ParentBudget:
                 if self.state is None or self._room().fits(micros, tokens):
                     self.holds.hold(micros, tokens)
                     return True
-                if not (self.holds.reserved or self.holds.reserved_tokens) or not self._room(with_holds=False).fits(micros, tokens):
+                if not (self.holds.reserved or self.holds.reserved_tokens or _parent_calling(self.state)):
+                    return False  # nothing in flight will free room
+                if not self._room(with_holds=False).fits(micros, tokens) and not _parent_calling(self.state):
                     return False
                 self._changed.wait(timeout=1.0)
 
@@ -142,14 +181,20 @@ class ParentBudget:
             self.holds.settle(reserved[0] or 0, 0, reserved[1] or 0, 0)
             self._changed.notify_all()
 
-    def settle(self, allowed: Hold, ledger: ChildLedger, result: RunResult | None) -> None:
+    def settle(self, allowed: Hold, ledger: ChildLedger, result: RunResult | None, later: bool = False) -> None:
         """Hand what a finished child's calls were billed (its ledger's total, whether or not its run returned)
         to the parent's loop as one side cost (queued by the parent's driver until the turn's tools are done:
         never written from this thread), and take it out of the running children's total: in that order,
         under the lock, so a sibling drawing meanwhile counts it once. ``allowed``: the room the child
-        started with (its budget's caps)."""
+        started with (its budget's caps). ``later``: a background child, whose turn may be over: its bill waits in
+        ``pending`` for the next run that binds (still counted against the room meanwhile)."""
         with self._changed:
-            if self.costs is not None:
+            if later:
+                over = None
+                if result is not None and result.stop_reason == "budget_overrun":
+                    over = f"a sub-agent was billed past its reservation: {result.error}"
+                self.pending.append((allowed, result.usage if result is not None else Usage(), ledger.spent, over))
+            elif self.costs is not None:
                 over = None
                 if result is not None and result.stop_reason == "budget_overrun":
                     over = f"a sub-agent was billed past its reservation: {result.error}"
@@ -176,3 +221,53 @@ class ChildLedger:
         self.spent += actual_micros
         self.tokens += actual_tokens
         self.parent.settle_draw(reserved_micros, actual_micros, reserved_tokens, actual_tokens)
+
+
+class ParentLedger:
+    """The parent run's own view of the room (``budget.SharedLedger``, ``run(..., ledger=)``): a reservation of the
+    parent's is granted only when, with what children hold, drew and left pending, the room still holds it;
+    while children's calls in flight might free room, it waits for them. The parent's turn reservation is in its
+    loop's state when it asks (``side_room`` already counts it); a side call's is not yet."""
+
+    def __init__(self, parent: ParentBudget):
+        self.parent = parent
+
+    def reserve(self, amount_micros: int, tokens: int) -> bool:
+        p = self.parent
+        with p._changed:
+            while True:
+                state = p.state
+                in_state = not isinstance(state, _Fresh) and not getattr(state, "side_waiting", False)
+                need = (0, 0) if in_state else (amount_micros, tokens)
+                if state is None or p._room().fits(*need):
+                    return True
+                if not (p.holds.reserved or p.holds.reserved_tokens) or not p._room(with_holds=False).fits(*need):
+                    return False
+                p._changed.wait(timeout=1.0)
+
+    def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
+        with self.parent._changed:
+            self.parent._changed.notify_all()  # the parent's call settled: a child waiting for room looks again
+
+
+class _Fresh:
+    """A run about to start, as ``side_room`` reads a loop's state: its budget, nothing spent or held yet."""
+
+    def __init__(self, budget: Any):
+        self.config = self
+        self.budget = budget
+        self.spent_micros = self.reserved_micros = self.tokens = self.reserved_tokens = 0
+
+
+def _side_room(state: Any) -> tuple[int | None, int | None]:
+    """``loop.side_room`` of the parent's state; for a run about to start (``_Fresh``), its budget's caps whole
+    (the compiled loop takes only its own ``State``)."""
+    if isinstance(state, _Fresh):
+        b = state.budget
+        return b.max_usd_micros, b.max_tokens
+    return side_room(state)
+
+
+def _parent_calling(state: Any) -> bool:
+    """The parent's loop holds a reservation for a model call in flight: it settles soon (room may come back)."""
+    return bool(state is not None and not isinstance(state, _Fresh) and (state.reserved_micros or state.reserved_tokens))

@@ -60,6 +60,7 @@ from ...transcript import TranscriptWriter, read_records, verify_file
 from ..hooks.runner import HookRunner
 from ..hooks.stop_gate import StopGate, stop_feedback
 from .agent_types import AgentType, builtin_types
+from .background import Background, Backgrounds
 from .parent_budget import Hold, ParentBudget
 from .worktree import Worktree, has_commit
 
@@ -83,6 +84,9 @@ AGENT_SCHEMA: dict[str, Any] = {
         "isolation": {"type": "string", "enum": ["worktree", "none"],
                       "description": "worktree: work in a temporary git worktree (the default for agents that may write, "
                                      "in a git repository); none: work in this directory."},
+        "run_in_background": {"type": "boolean",
+                              "description": "Run the agent in the background: this call returns at once, and its report "
+                                             "arrives as a message on a later turn."},
     },
     "required": ["description", "prompt"],
     "additionalProperties": False,
@@ -145,15 +149,24 @@ class SubagentRunner:
     observer: Callable[[dict[str, Any]], Any] | None = None
     """Called as each child starts with ``{agent_id, agent_type, description, prompt, parent_tool_use_id}``
     (the ``Agent`` call's id): what it returns observes the child's run (``-p --output-format stream-json``)."""
+    background: Backgrounds = field(init=False, repr=False)
+    """The children started with ``run_in_background`` (``background.py``)."""
     tool_events: Callable[[Any], None] | None = None
     """Told ``ToolStarted`` and ``ToolFinished`` of the ``Agent`` calls that ``parallel_executor`` runs together
     (they do not pass through the executor that tells the run's observer), on the calling thread."""
+
+    def __post_init__(self) -> None:
+        self.background = Backgrounds(self)
 
     def _executor(self, registry: Registry, traced: Any, cwd: str) -> Any:
         ex = self.make_executor(registry, cwd) if self.make_executor is not None else None
         return traced.executor(ex) if traced is not None and ex is not None else ex
 
     def _record(self, kind: str, payload: Any) -> None:
+        bg: Background | None = getattr(self._pre, "background", None)
+        if bg is not None:  # a background child's thread: written when its report is delivered
+            bg.records.append((kind, payload))
+            return
         place: _Place | None = getattr(self._pre, "place", None)
         if place is not None and not place.entered:  # a parallel child before its turn: written when it comes
             place.pending.append((kind, payload))
@@ -190,7 +203,10 @@ class SubagentRunner:
     def tool(self) -> Tool:
         """The ``Agent`` tool (Claude Code's name)."""
 
-        def agent(description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None) -> str:
+        def agent(description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None,
+                  run_in_background: bool = False) -> str:
+            if run_in_background:
+                return self.background.start(description, prompt, self.agent_type(subagent_type).name, isolation)
             return report(self.start(description, prompt, subagent_type, isolation))
 
         return Tool(name="Agent", description=self.describe(), parameters=AGENT_SCHEMA, fn=agent)
@@ -225,13 +241,20 @@ class SubagentRunner:
             raise ToolError(f"the sub-agent type {atype.name!r}{where} asks for the model {atype.model!r}, "
                             f"which cannot be used: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
-    def start(self, description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None) -> dict[str, Any]:
+    def start(self, description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None,
+              child_id: str | None = None) -> dict[str, Any]:
         """Run one child to its stop; returns what the parent's tool result holds."""
+        return self.finish(self.run_child(description, prompt, subagent_type, isolation, child_id))
+
+    def run_child(self, description: str, prompt: str, subagent_type: str = "general-purpose", isolation: str | None = None,
+                  child_id: str | None = None) -> Ran:
+        """A child's run, to its stop (its worktree not yet merged back, its bill not yet handed over: ``finish``)."""
         atype = self.agent_type(subagent_type)
-        child_id = self.new_id()
+        child_id = child_id or self.new_id()
         path = os.path.join(self.transcript_dir, f"{child_id}.jsonl")
         allowed: Hold = self.parent.room_for_child()  # the child's caps: what its parent has left as it starts (rule 1)
         ledger = self.parent.child_ledger()
+        bg: Background | None = getattr(self._pre, "background", None)
         wt: Worktree | None = None
         try:
             private_dirs(self.transcript_dir)  # the session's own folder: the user's alone (0700)
@@ -247,7 +270,7 @@ class SubagentRunner:
             registry = self._tools_for(atype, cwd)
             budget = Budget(max_steps=self.max_steps, max_usd_micros=allowed[0], max_tokens=allowed[1])
             model = _Stoppable(self.model if atype.model is None or self.open_model is None else self._open_type_model(atype),
-                               self.stopping)
+                               bg.stop if bg is not None else self.stopping)
             messages = self._system(atype, cwd, wt, registry, allowed) + [{"role": "user", "content": prompt}]
             out_tokens = self._output_budget(atype, allowed[0])
             observe = self._observe(child_id, atype.name, description, prompt)
@@ -255,26 +278,38 @@ class SubagentRunner:
             result, last_hash, count = self._drive(path, model, registry, messages, budget, atype, meta, ledger, out_tokens, observe)
         except BaseException:
             self._take_turn()
-            self.parent.settle(allowed, ledger, None)
+            self.parent.settle(allowed, ledger, None, later=bg is not None)
             if wt is not None:
+                self.worktrees.pop(wt.cwd, None)
                 try:
                     wt.finish(child_id)
                 except (ToolError, OSError, subprocess.SubprocessError):
                     pass
             raise
+        return Ran(child_id, atype.name, description, path, allowed, ledger, wt, result, last_hash, count, bg is not None)
+
+    @staticmethod
+    def report_text(summary: dict[str, Any]) -> str:
+        return report(summary)
+
+    def finish(self, ran: Ran) -> dict[str, Any]:
+        """What follows a child's run, in the parent's order: its bill handed over, its worktree merged back, the
+        parent's ``subagent`` record. A background child's comes when its report is delivered (``background``)."""
         self._take_turn()
-        self.parent.settle(allowed, ledger, result)
+        self.parent.settle(ran.allowed, ran.ledger, ran.result, later=ran.background)
         summary = {
-            "agent_id": child_id,
-            "agent_type": atype.name,
-            "description": description,
-            **self._outcome(result, allowed[0], path, count, last_hash),
+            "agent_id": ran.child_id,
+            "agent_type": ran.agent_type,
+            "description": ran.description,
+            **self._outcome(ran.result, ran.allowed[0], ran.path, ran.count, ran.last_hash),
         }
-        worktree = self._merge_back(wt, child_id) if wt is not None else None
+        if ran.background:
+            summary["background"] = True
+        worktree = self._merge_back(ran.wt, ran.child_id) if ran.wt is not None else None
         if worktree is not None:
             summary["worktree"] = worktree
         self.children.append(summary)
-        self._record("subagent", {**summary, "transcript": path})
+        self._record("subagent", {**summary, "transcript": ran.path})
         return summary
 
     def _merge_back(self, wt: Worktree, child_id: str) -> dict[str, Any]:
@@ -461,6 +496,23 @@ def _content(path: str) -> bytes | None:
             return f.read()
     except OSError:
         return None
+
+
+@dataclass
+class Ran:
+    """A child's run to its stop, before what follows it (``SubagentRunner.finish``)."""
+
+    child_id: str
+    agent_type: str
+    description: str
+    path: str
+    allowed: Hold
+    ledger: Any
+    wt: Worktree | None
+    result: RunResult
+    last_hash: str
+    count: int
+    background: bool = False
 
 
 class _Stoppable:

@@ -195,6 +195,16 @@ class Worktree:
         _git(["worktree", "remove", "--force", self.path], self.repo, [self.scratch])
         shutil.rmtree(self.scratch, ignore_errors=True)
 
+    def discard(self) -> None:
+        """Remove the worktree and its branch, whatever changed there (nothing is applied)."""
+        self.unlink_environments()
+        self._remove()
+        self.drop_branch()
+
+    def drop_branch(self) -> None:
+        """Delete the worktree's branch (its changes were applied, or are dropped)."""
+        _git(["branch", "-D", self.branch], self.repo)
+
     def finish(self, child_id: str, before_apply: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
         """Remove the worktree if nothing changed; else commit the changes on its branch and apply them to the
         parent's working tree (``before_apply`` is first given the paths there that the patch touches)."""
