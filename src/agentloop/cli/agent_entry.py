@@ -217,14 +217,14 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         stream: StreamJson | None = None
         for n in agent.startup_notices:  # said once, before anything runs
             say(f"agentloop: {n}", sys.stderr)
-        from agentloop.mcp.agent import report_startup, server_states
+        from agentloop.mcp.agent import report_startup
 
         if fmt in ("text", "json"):  # stdout holds the answer alone; notices go to stderr
             agent.on_notice = lambda text: say(f"notice: {text}", sys.stderr)
+        channel: ControlChannel | None = None
         if fmt == "stream-json":
-            stream = _start_stream(agent, args, server_states(agent))
+            stream, channel = _start_stream(agent, args, streamed_in)
         report_startup(agent)  # an MCP server that failed to start, said once
-        channel = _open_channel(agent, args, stream) if streamed_in and stream is not None else None
         code = EXIT_OK
         for text in channel.prompts() if channel is not None else [str(prompt)]:
             if channel is None:
@@ -246,9 +246,12 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         _close(agent, reason)
 
 
-def _start_stream(agent: Agent, args: argparse.Namespace, servers: list[dict[str, str]]) -> StreamJson:
-    """The stream-json writer, told every notice and every sub-agent's turns, after its ``init`` line."""
+def _start_stream(agent: Agent, args: argparse.Namespace, streamed_in: bool) -> tuple[StreamJson, ControlChannel | None]:
+    """The stream-json writer, told every notice and every sub-agent's turns, after its ``init`` line; with
+    ``--input-format stream-json`` the SDK's control channel too, opened first so that the SDK's in-process
+    MCP servers are up (and in ``init``) before the first prompt."""
     from agentloop import __version__
+    from agentloop.mcp.agent import server_states
 
     from . import claude_format as cf
     from .sdk_stream import StreamJson
@@ -262,10 +265,14 @@ def _start_stream(agent: Agent, args: argparse.Namespace, servers: list[dict[str
     commands = sorted(getattr(agent, "commands", {}) or {})
     skills = sorted(getattr(agent, "skills", {}) or {})
     agents = sorted(getattr(runner, "types", {}) or {}) if runner is not None else []
+    channel = _open_channel(agent, args, stream) if streamed_in else None
+    if channel is not None and agent.mcp_servers is not None and agent.mcp_servers.manager.serve_sdk(channel.mcp_message):
+        agent.tools_changed()  # the SDK's servers' tools join the agent's before init lists them
     stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.shown_tools().names(),
-                                permission_mode=agent.permission_mode, mcp_servers=servers, slash_commands=commands,
-                                version=__version__, skills=skills, agents=agents, plugins=_plugins(agent)))
-    return stream
+                                permission_mode=agent.permission_mode, mcp_servers=server_states(agent),
+                                slash_commands=commands, version=__version__, skills=skills, agents=agents,
+                                plugins=_plugins(agent)))
+    return stream, channel
 
 
 def _limit_tools(agent: Agent, value: str | None) -> list[str]:

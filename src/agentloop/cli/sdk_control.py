@@ -35,6 +35,11 @@ and stdout. Rules (the shapes are ``sdk.d.ts``'s ``SDKControlRequest`` and
 6. A malformed line is the user's mistake: it ends the run with exit 2,
    naming its line. A control response that is not well formed fails the
    question it answers (the call is refused, naming why).
+7. An ``--mcp-config`` server of ``"type": "sdk"`` lives in the SDK's process:
+   agentloop's MCP client reaches it with ``mcp_message`` requests (its
+   ``server_name`` and one JSON-RPC ``message``), and reads the server's reply
+   in the answer's ``mcp_response`` (``mcp.sdk_transport``). Each wait is
+   bounded; a missing or broken reply fails that MCP request, naming why.
 """
 
 from __future__ import annotations
@@ -260,6 +265,15 @@ class ControlChannel:
         if res.get("subtype") != "success" or not isinstance(answer, dict):
             raise ControlError(f"the SDK's answer to {body.get('subtype')} is malformed (a success needs a response object)")
         return answer
+
+    def mcp_message(self, server: str, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Rule 7: one JSON-RPC message to the SDK's in-process MCP server ``server``; the server's reply
+        (``mcp_response``). ``ControlError`` if the answer is an error, malformed, or not there in time."""
+        answer = self.request({"subtype": "mcp_message", "server_name": server, "message": message}, timeout)
+        reply = answer.get("mcp_response")
+        if not isinstance(reply, dict):
+            raise ControlError("the SDK's answer to mcp_message is malformed (it needs an mcp_response object)")
+        return reply
 
     def _settle(self, obj: Mapping[str, Any]) -> None:
         res = obj.get("response")
