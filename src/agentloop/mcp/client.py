@@ -931,6 +931,7 @@ class McpManager:
         """Told ``(server, tool, text)`` for each progress notification (the REPL's working line)."""
         if roots is None and cwd:
             roots = lambda: [cwd]  # noqa: E731
+        self._roots, self._cwd, self._environ = roots, cwd, environ
         for srv in self._servers.values():
             srv.notify = self._say
             srv.withhold, srv.allow_env = tuple(withhold), tuple(allow_env)
@@ -1012,6 +1013,23 @@ class McpManager:
             fut = loop.submit(start(s))
             self._inflight.add(fut)
             fut.add_done_callback(self._inflight.discard)
+
+    def add_sdk(self, names: Iterable[str]) -> list[str]:
+        """Add an Agent SDK server (``"type": "sdk"``) for each of ``names`` not configured yet (the TypeScript
+        SDK names its servers in ``initialize``, not in ``--mcp-config``). The names taken by a server of
+        another type, which are left as they are."""
+        taken = []
+        for name in names:
+            have = self._servers.get(name)
+            if have is not None:
+                if have.config.transport != "sdk" or have.target is not None:
+                    taken.append(name)
+                continue
+            srv = self._servers[name] = _Server(ServerConfig(name, "sdk", source="initialize"), cwd=self._cwd,
+                                                environ=self._environ, startup_timeout=self.startup_timeout,
+                                                call_timeout=self.call_timeout)
+            srv.notify, srv.roots, srv.elicit, srv.on_progress = self._say, self._roots, self._elicit, self._progress
+        return taken
 
     def serve_sdk(self, send: SdkSend) -> list[str]:
         """Serve the ``"type": "sdk"`` servers over the Agent SDK's control channel (``send`` is its
