@@ -1973,6 +1973,13 @@ SABOTAGES = [
         "pass  # SABOTAGED\n",
         ["tests/test_hostile_bounds.py::test_a_pdf_whose_pages_cost_more_cpu_than_allowed_is_cut_and_says_so"],
     ),
+    Sabotage(
+        "an Agent SDK MCP server's reply to another request is taken as this one's",
+        "src/agentloop/mcp/sdk_transport.py",
+        'if answer.get("id") == rid and ("result" in answer or "error" in answer):',
+        'if "result" in answer or "error" in answer:  # SABOTAGED',
+        ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
+    ),
 ]
 class Worker:
     """One copy of the tree and one pytest server on it: a sabotage is applied in the copy, its tests

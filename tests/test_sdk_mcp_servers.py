@@ -171,7 +171,7 @@ def _reply(reply: Msg) -> Msg:
 ], ids=["error-answer", "no-mcp_response", "mcp_response-not-an-object", "wrong-id", "invalid-result", "json-rpc-error"])
 def test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem(
         tmp_path: Path, make: Callable[[Msg], Msg | None], named: str) -> None:
-    sdk = Sdk(tmp_path, ADD, _broken_call(make), *ALLOW)
+    sdk = Sdk(tmp_path, ADD, _broken_call(make), *ALLOW, env={"MCP_TOOL_TIMEOUT": "15000"})  # a reply taken wrongly ends too
     result = sdk.run("add")
     sdk.finish()
     out = sdk.tool_result("t_add")
