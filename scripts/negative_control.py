@@ -2004,6 +2004,13 @@ SABOTAGES = [
         ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call",
          "tests/test_subagent_background.py::test_ctrl_c_in_the_parents_turn_stops_a_background_child_before_its_next_call"],
     ),
+    Sabotage(
+        "an Agent SDK MCP server's reply to another request is taken as this one's",
+        "src/agentloop/mcp/sdk_transport.py",
+        'if answer.get("id") == rid and ("result" in answer or "error" in answer):',
+        'if "result" in answer or "error" in answer:  # SABOTAGED',
+        ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
+    ),
 ]
 class Worker:
     """One copy of the tree and one pytest server on it: a sabotage is applied in the copy, its tests

@@ -301,20 +301,62 @@ def test_a_hook_that_asks_puts_the_question_to_can_use_tool_and_its_deny_holds(p
     assert result.is_error and "no reading today" in str(result.content)
 
 
-def test_an_in_process_sdk_mcp_server_is_refused_by_name(project: Project) -> None:
-    """Agent SDK reference: ``create_sdk_mcp_server`` servers run in the SDK's process and are reached through
-    ``mcp_message`` control requests; agentloop does not serve them, and says so instead of running without them."""
+def _calc_server(calls: list[dict[str, Any]], *, broken: bool = False) -> Any:
+    """An in-process SDK MCP server ``calc`` with one tool ``add`` (``create_sdk_mcp_server`` + ``@tool``)."""
     from claude_agent_sdk import create_sdk_mcp_server, tool
 
     @tool("add", "add two numbers", {"a": int, "b": int})
     async def add(args: dict[str, Any]) -> dict[str, Any]:
-        return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}]}
+        calls.append(args)
+        return {"content": [{"type": "text", "text": f"the sum is {args['a'] + args['b']}"}]}
 
-    async def go() -> None:
-        opts = project.options(project.script([]), mcp_servers={"calc": create_sdk_mcp_server("calc", tools=[add])})
-        async for _ in query(prompt="add", options=opts):
-            pass
+    return create_sdk_mcp_server("calc", tools=[add])
 
-    with pytest.raises(Exception):  # noqa: B017 - the SDK's own error type for a CLI that exits 2
-        _run(go)
-    assert any("in-process servers are not served by agentloop" in line for line in project.stderr)
+
+def _add_then_answer() -> list[dict[str, Any]]:
+    return [{"tool_calls": [{"name": "mcp__calc__add", "arguments": {"a": 2, "b": 40}, "id": "t_add"}]}, {"text": "done"}]
+
+
+def test_an_in_process_sdk_mcp_server_s_tool_is_called_by_the_model_and_its_result_reaches_it(project: Project) -> None:
+    """Agent SDK reference, "Custom tools": ``create_sdk_mcp_server`` servers run in the SDK's process; the CLI
+    reaches them with ``mcp_message`` control requests (the answer's ``mcp_response`` is the server's JSON-RPC
+    reply), and their tools are ``mcp__<server>__<tool>``, allowed like any MCP tool by ``allowed_tools``."""
+    calls: list[dict[str, Any]] = []
+
+    async def go() -> list[Any]:
+        opts = project.options(project.script(_add_then_answer()), mcp_servers={"calc": _calc_server(calls)},
+                               allowed_tools=["mcp__calc__add"])
+        return [m async for m in query(prompt="add 2 and 40", options=opts)]
+
+    msgs = _run(go)
+    init = msgs[0]
+    assert isinstance(init, SystemMessage) and "mcp__calc__add" in init.data["tools"]
+    assert {"name": "calc", "status": "connected"} in init.data["mcp_servers"]
+    assert calls == [{"a": 2, "b": 40}]
+    result = _tool_results(msgs)["t_add"]
+    assert not result.is_error and "the sum is 42" in str(result.content)
+    assert isinstance(msgs[-1], ResultMessage) and msgs[-1].subtype == "success" and msgs[-1].result == "done"
+
+
+def test_an_in_process_sdk_mcp_server_s_tool_goes_through_the_permission_rules(project: Project) -> None:
+    """Permissions apply to SDK MCP tools as to any MCP tool: with no allow rule the call is asked about
+    (``can_use_tool``), and a deny there keeps the server's tool from running."""
+    calls: list[dict[str, Any]] = []
+    asked: list[str] = []
+
+    async def decide(name: str, args: dict[str, Any], ctx: Any) -> Any:
+        asked.append(name)
+        return PermissionResultDeny(message="no sums today")
+
+    async def go() -> list[Any]:
+        opts = project.options(project.script(_add_then_answer()), mcp_servers={"calc": _calc_server(calls)},
+                               can_use_tool=decide)
+        client = ClaudeSDKClient(opts)
+        async with client:
+            await client.query("add 2 and 40")
+            return [m async for m in client.receive_response()]
+
+    msgs = _run(go)
+    assert asked == ["mcp__calc__add"] and calls == []
+    result = _tool_results(msgs)["t_add"]
+    assert result.is_error and "no sums today" in str(result.content)

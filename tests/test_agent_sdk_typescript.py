@@ -134,3 +134,15 @@ def test_an_appended_system_prompt_sent_in_initialize_reaches_the_model(drive: A
         system = json.dumps(fp.requests[0]["body"]["system"])
     assert out["result"]["result"] == "arr"
     assert "Always answer like a pirate." in system
+
+
+def test_an_in_process_sdk_mcp_server_s_tool_is_called_and_its_result_reaches_the_model(drive: Any) -> None:
+    """TypeScript reference, "Custom tools": ``createSdkMcpServer({name, tools: [tool(...)]})`` in ``mcpServers``
+    runs in the SDK's process; the SDK names it in ``initialize``'s ``sdkMcpServers`` and answers the CLI's
+    ``mcp_message`` requests; its tools are ``mcp__<server>__<tool>`` (allowed here by ``allowedTools``)."""
+    replies = [{"tool_calls": [{"name": "mcp__calc__add", "arguments": {"a": 2, "b": 40}, "id": "t_add"}]}, {"text": "done"}]
+    out = drive("sdkMcpServer", replies)
+    assert out["calls"] == [{"a": 2, "b": 40}]
+    result = _result_of(out["toolResults"], "t_add")
+    assert not result.get("is_error") and "the sum is 42" in json.dumps(result)
+    assert out["result"]["subtype"] == "success" and out["result"]["result"] == "done"

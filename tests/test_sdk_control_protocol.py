@@ -162,7 +162,6 @@ def test_a_request_agentloop_cannot_do_is_answered_with_an_error_naming_it_and_t
 
 
 @pytest.mark.parametrize("field, value", [
-    ("sdkMcpServers", ["calc"]),
     ("agents", {"reviewer": {"description": "d", "prompt": "p"}}),
     ("jsonSchema", {"type": "object"}),
 ])

@@ -1,6 +1,7 @@
 // Drives agentloop through the TypeScript Claude Agent SDK (tests/test_agent_sdk_typescript.py).
 // argv: SCENARIO CLI CWD MODEL; the environment is passed on. Prints one JSON object: what the scenario saw.
-import { query } from "@anthropic-ai/claude-agent-sdk";
+import { createSdkMcpServer, query, tool } from "@anthropic-ai/claude-agent-sdk";
+import { z } from "zod";
 
 const [scenario, cli, cwd, model] = process.argv.slice(2);
 const base = { pathToClaudeCodeExecutable: cli, cwd, model, env: { ...process.env }, stderr: () => {} };
@@ -109,6 +110,24 @@ const scenarios = {
   async partial() {
     const msgs = await collect(query({ prompt: "hello", options: { ...base, includePartialMessages: true } }));
     return { events: msgs.filter((m) => m.type === "stream_event").map((m) => m.event) };
+  },
+  async sdkMcpServer() {
+    // an in-process MCP server (createSdkMcpServer): the SDK names it in initialize and answers mcp_message for it
+    const calls = [];
+    const add = tool("add", "add two numbers", { a: z.number(), b: z.number() }, async (args) => {
+      calls.push(args);
+      return { content: [{ type: "text", text: `the sum is ${args.a + args.b}` }] };
+    });
+    const options = { ...base, mcpServers: { calc: createSdkMcpServer({ name: "calc", tools: [add] }) }, allowedTools: ["mcp__calc__add"] };
+    const input = prompts();
+    input.push("add 2 and 40");
+    const msgs = [];
+    for await (const m of query({ prompt: input, options })) {
+      msgs.push(m);
+      if (m.type === "result") input.end();
+    }
+    const toolResults = msgs.filter((m) => m.type === "user").flatMap((m) => (Array.isArray(m.message.content) ? m.message.content : []));
+    return { calls, toolResults, result: results(msgs).at(-1) };
   },
   async appendSystemPrompt() {
     const options = { ...base, systemPrompt: { type: "preset", preset: "claude_code", append: "Always answer like a pirate." } };

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -217,14 +217,14 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         stream: StreamJson | None = None
         for n in agent.startup_notices:  # said once, before anything runs
             say(f"agentloop: {n}", sys.stderr)
-        from agentloop.mcp.agent import report_startup, server_states
+        from agentloop.mcp.agent import report_startup
 
         if fmt in ("text", "json"):  # stdout holds the answer alone; notices go to stderr
             agent.on_notice = lambda text: say(f"notice: {text}", sys.stderr)
+        channel: ControlChannel | None = None
         if fmt == "stream-json":
-            stream = _start_stream(agent, args, server_states(agent))
+            stream, channel = _start_stream(agent, args, streamed_in)
         report_startup(agent)  # an MCP server that failed to start, said once
-        channel = _open_channel(agent, args, stream) if streamed_in and stream is not None else None
         code = EXIT_OK
         for text in channel.prompts() if channel is not None else [str(prompt)]:
             wait_at_turn_end(agent)  # -p has no next turn: a turn that ends while background agents run waits for them
@@ -247,9 +247,12 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         _close(agent, reason)
 
 
-def _start_stream(agent: Agent, args: argparse.Namespace, servers: list[dict[str, str]]) -> StreamJson:
-    """The stream-json writer, told every notice and every sub-agent's turns, after its ``init`` line."""
+def _start_stream(agent: Agent, args: argparse.Namespace, streamed_in: bool) -> tuple[StreamJson, ControlChannel | None]:
+    """The stream-json writer, told every notice and every sub-agent's turns, after its ``init`` line; with
+    ``--input-format stream-json`` the SDK's control channel too, opened first so that the SDK's in-process
+    MCP servers are up (and in ``init``) before the first prompt."""
     from agentloop import __version__
+    from agentloop.mcp.agent import server_states
 
     from . import claude_format as cf
     from .sdk_stream import StreamJson
@@ -263,10 +266,14 @@ def _start_stream(agent: Agent, args: argparse.Namespace, servers: list[dict[str
     commands = sorted(getattr(agent, "commands", {}) or {})
     skills = sorted(getattr(agent, "skills", {}) or {})
     agents = sorted(getattr(runner, "types", {}) or {}) if runner is not None else []
+    channel = _open_channel(agent, args, stream) if streamed_in else None
+    if channel is not None:
+        _serve_sdk_servers(agent, channel)
     stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.shown_tools().names(),
-                                permission_mode=agent.permission_mode, mcp_servers=servers, slash_commands=commands,
-                                version=__version__, skills=skills, agents=agents, plugins=_plugins(agent)))
-    return stream
+                                permission_mode=agent.permission_mode, mcp_servers=server_states(agent),
+                                slash_commands=commands, version=__version__, skills=skills, agents=agents,
+                                plugins=_plugins(agent)))
+    return stream, channel
 
 
 def _limit_tools(agent: Agent, value: str | None) -> list[str]:
@@ -292,12 +299,45 @@ def _open_channel(agent: Agent, args: argparse.Namespace, stream: StreamJson) ->
     if _opt(args, "permission_prompt_tool", None) == "stdio":
         agent.ask_permission = permission_asker(channel)
     channel.hook_callbacks = lambda config: register_callbacks(channel, config)
+    channel.sdk_servers = _take_sdk_servers(agent, channel)
     try:
         signal.signal(signal.SIGINT, channel.on_sigint)
     except ValueError:  # not the main thread (tests driving main in a thread): no interrupt by request
         channel.main_thread = None
     channel.start()
     return channel
+
+
+def _serve_sdk_servers(agent: Agent, channel: ControlChannel, names: Sequence[str] = ()) -> None:
+    """On the main thread: serve the SDK's in-process MCP servers (``--mcp-config`` entries of type ``sdk``, and
+    ``names`` from ``initialize``) over ``channel`` and take their tools in; a server that failed is said once."""
+    from agentloop.mcp.agent import new_failures, start_servers
+
+    if agent.mcp_servers is None and names:
+        agent.mcp_servers = start_servers(agent, even_none=True)  # no server configured: a manager for the SDK's
+    servers = agent.mcp_servers
+    if servers is None:
+        return
+    servers.manager.add_sdk(names)
+    if servers.manager.serve_sdk(channel.mcp_message):
+        agent.tools_changed()
+        if names:  # after init: say what failed now (at start, report_startup does)
+            for text in new_failures(agent):
+                if agent.on_notice is not None:
+                    agent.on_notice(text)
+
+
+def _take_sdk_servers(agent: Agent, channel: ControlChannel) -> Callable[[list[str]], None]:
+    """``initialize``'s ``sdkMcpServers`` (the reader thread): checked now, served before the next prompt."""
+    from .sdk_control import ControlError
+
+    def take(names: list[str]) -> None:
+        manager = agent.mcp
+        taken = [n for n in names if manager is not None and n in manager.names and manager.status_of(n).transport != "sdk"]
+        if taken:
+            raise ControlError(f"initialize: sdkMcpServers: {', '.join(taken)}: already an MCP server of another type")
+        channel.between_turns.append(lambda: _serve_sdk_servers(agent, channel, names))
+    return take
 
 
 def _plugins(agent: Agent) -> list[dict[str, str]]:

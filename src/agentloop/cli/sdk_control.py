@@ -12,10 +12,9 @@ and stdout. Rules (the shapes are ``sdk.d.ts``'s ``SDKControlRequest`` and
    ``error`` with the reason) as soon as it is read, even while a turn runs;
    a ``control_response`` settles a request agentloop sent.
 2. ``initialize`` applies what agentloop can honour (``appendSystemPrompt``,
-   ``systemPrompt``, hook callbacks) and answers with the commands, agents and
-   models; a field agentloop cannot honour where it matters (in-process SDK MCP
-   servers, agent definitions, a JSON schema, plugins or MCP servers sent this
-   way) makes the answer an error that names it, never a silent success.
+   ``systemPrompt``, hook callbacks, ``sdkMcpServers``) and answers with the commands, agents and
+   models; a field agentloop cannot honour where it matters (agent
+   definitions, a JSON schema, plugins or MCP servers sent this way) makes the answer an error that names it, never a silent success.
 3. ``interrupt`` stops the turn in flight exactly as Ctrl+C does (SIGINT to the
    main thread, so a running tool is killed with its process group and the run
    records ``interrupted``); the process and the session go on, and the queued
@@ -35,6 +34,12 @@ and stdout. Rules (the shapes are ``sdk.d.ts``'s ``SDKControlRequest`` and
 6. A malformed line is the user's mistake: it ends the run with exit 2,
    naming its line. A control response that is not well formed fails the
    question it answers (the call is refused, naming why).
+7. An ``--mcp-config`` server of ``"type": "sdk"`` (or one named in
+   ``initialize``'s ``sdkMcpServers``, served before the next prompt) lives in the SDK's process:
+   agentloop's MCP client reaches it with ``mcp_message`` requests (its
+   ``server_name`` and one JSON-RPC ``message``), and reads the server's reply
+   in the answer's ``mcp_response`` (``mcp.sdk_transport``). Each wait is
+   bounded; a missing or broken reply fails that MCP request, naming why.
 """
 
 from __future__ import annotations
@@ -116,6 +121,8 @@ class ControlChannel:
         self._lock = threading.Lock()
         self.hook_callbacks: Callable[[Mapping[str, Any]], None] | None = None
         """Registers ``initialize``'s hook callbacks (``sdk_hooks``); None: hooks there are an error."""
+        self.sdk_servers: Callable[[list[str]], None] | None = None
+        """Takes ``initialize``'s ``sdkMcpServers`` (rule 7); None: naming any is an error."""
 
     # -- rule 1 --
 
@@ -260,6 +267,15 @@ class ControlChannel:
         if res.get("subtype") != "success" or not isinstance(answer, dict):
             raise ControlError(f"the SDK's answer to {body.get('subtype')} is malformed (a success needs a response object)")
         return answer
+
+    def mcp_message(self, server: str, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Rule 7: one JSON-RPC message to the SDK's in-process MCP server ``server``; the server's reply
+        (``mcp_response``). ``ControlError`` if the answer is an error, malformed, or not there in time."""
+        answer = self.request({"subtype": "mcp_message", "server_name": server, "message": message}, timeout)
+        reply = answer.get("mcp_response")
+        if not isinstance(reply, dict):
+            raise ControlError("the SDK's answer to mcp_message is malformed (it needs an mcp_response object)")
+        return reply
 
     def _settle(self, obj: Mapping[str, Any]) -> None:
         res = obj.get("response")

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 __all__ = ["INITIALIZE_REFUSED", "handle", "permission_asker"]
 
 INITIALIZE_REFUSED = {
-    "sdkMcpServers": "in-process SDK MCP servers (createSdkMcpServer) are not served by agentloop; give the server as a stdio or http MCP server",
     "agents": "agent definitions sent by the SDK are not loaded; put them in .claude/agents/ as agent files",
     "jsonSchema": "a JSON schema in initialize is not honoured; pass --json-schema",
     "plugins": "plugins sent in initialize are not loaded; pass --plugin-dir",
@@ -58,12 +57,31 @@ def _initialize(ch: ControlChannel, req: Mapping[str, Any]) -> dict[str, Any]:
         if append is not None:
             prompt.append = f"{prompt.append}\n\n{append}" if prompt.append else append
         replace_system(ch.agent.session, ch.agent.system_messages())
+    _sdk_mcp_servers(ch, req.get("sdkMcpServers"))
     hooks = req.get("hooks")
     if hooks:
         if ch.hook_callbacks is None:
             raise ControlError("initialize: hooks: this session cannot call back the SDK's hooks")
         ch.hook_callbacks(hooks)
     return _initialize_response(ch)
+
+
+def _sdk_mcp_servers(ch: ControlChannel, names: Any) -> None:
+    """``sdkMcpServers``: the names of the SDK's in-process MCP servers (the TypeScript SDK's way to give them)."""
+    if not names:
+        return
+    from agentloop.mcp.config import ConfigError, parse_server
+
+    if not isinstance(names, list):
+        raise ControlError("initialize: sdkMcpServers must be a list of server names")
+    try:
+        for name in names:
+            parse_server(name, {"type": "sdk", "name": name}, "initialize")
+    except ConfigError as exc:
+        raise ControlError(f"initialize: sdkMcpServers: {exc}") from None
+    if ch.sdk_servers is None:
+        raise ControlError("initialize: sdkMcpServers: this session cannot reach the SDK's MCP servers")
+    ch.sdk_servers([str(n) for n in names])
 
 
 def _initialize_response(ch: ControlChannel) -> dict[str, Any]:

@@ -106,7 +106,7 @@ class McpHost(Protocol):
     def sources(self) -> Sequence[SettingsSource]: ...
 
 
-def start_servers(agent: McpHost) -> McpServers | None:
+def start_servers(agent: McpHost, *, even_none: bool = False) -> McpServers | None:
     """Start the servers configured for ``agent.cwd`` (it is not changed: ``agent.builder`` passes the result on).
 
     Servers start at the same time; one that fails is listed as failed, with
@@ -116,7 +116,8 @@ def start_servers(agent: McpHost) -> McpServers | None:
     end listens, into ``McpServers.held``.
 
     Returns:
-        The servers, or None when none is configured.
+        The servers, or None when none is configured (unless ``even_none``: servers added later, the
+        Agent SDK's, need a manager).
     Raises:
         ConfigError: a configuration file is malformed (naming it and the place).
     """
@@ -124,7 +125,7 @@ def start_servers(agent: McpHost) -> McpServers | None:
         agent.cwd, agent.home, sources=agent.sources,
         project_servers=getattr(agent, "mcp_json_approved", set()), warnings=[],
     )
-    if not servers:
+    if not servers and not even_none:
         return None
     from .client import McpManager
     held: list[str] = []

@@ -55,11 +55,14 @@ from ._loop import LoopThread
 from .config import ConfigError, ServerConfig
 from .env import server_environment
 from .limits import OutputLimit
+from .sdk_transport import SdkSend, sdk_transport
 
 __all__ = ["McpManager", "McpTool", "McpToolError", "ServerStatus", "model_names", "result_value", "tool_name"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 300.0
+SDK_NOT_DRIVING = ("it is an Agent SDK in-process server (type 'sdk'), served only while the Agent SDK drives "
+                   "agentloop (--input-format stream-json) and answers its mcp_message requests")
 _PROBE_TIMEOUT = 5.0
 _POLL = 0.05
 _log = logging.getLogger("agentloop.mcp")
@@ -317,6 +320,8 @@ class _Server:
         """Where OAuth tokens live (``oauth.py``); None: no OAuth."""
         self.open_url: Callable[[str], None] | None = None
         """Set while the user signs in (``McpManager.sign_in``): shows the authorization URL."""
+        self.sdk_send: SdkSend | None = None
+        """A ``"type": "sdk"`` server's way to the Agent SDK (``McpManager.serve_sdk``); None: not served."""
         """Variables kept from the server besides OPENAI_API_KEY and ANTHROPIC_API_KEY (the agent's key variable)."""
 
     @property
@@ -335,6 +340,9 @@ class _Server:
 
         if self.target is not None:
             return self.target
+        if cfg.transport == "sdk":
+            assert self.sdk_send is not None
+            return sdk_transport(cfg.name, self.sdk_send, max(self.call_timeout, self.startup_timeout))
         if cfg.transport == "stdio":
             assert cfg.command is not None
             fd, path = tempfile.mkstemp(prefix=f"agentloop-mcp-{cfg.name}-", suffix=".stderr")
@@ -570,6 +578,9 @@ class _Server:
         except ConfigError as exc:
             self._fail(str(exc))
             raise Unavailable(self.error or "") from None
+        if cfg.transport == "sdk" and self.sdk_send is None:
+            self._fail(SDK_NOT_DRIVING)
+            raise Unavailable(self.error or "")
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Any] = loop.create_future()
         stop = asyncio.Event()
@@ -920,6 +931,7 @@ class McpManager:
         """Told ``(server, tool, text)`` for each progress notification (the REPL's working line)."""
         if roots is None and cwd:
             roots = lambda: [cwd]  # noqa: E731
+        self._roots, self._cwd, self._environ = roots, cwd, environ
         for srv in self._servers.values():
             srv.notify = self._say
             srv.withhold, srv.allow_env = tuple(withhold), tuple(allow_env)
@@ -1001,6 +1013,38 @@ class McpManager:
             fut = loop.submit(start(s))
             self._inflight.add(fut)
             fut.add_done_callback(self._inflight.discard)
+
+    def add_sdk(self, names: Iterable[str]) -> list[str]:
+        """Add an Agent SDK server (``"type": "sdk"``) for each of ``names`` not configured yet (the TypeScript
+        SDK names its servers in ``initialize``, not in ``--mcp-config``). The names taken by a server of
+        another type, which are left as they are."""
+        taken = []
+        for name in names:
+            have = self._servers.get(name)
+            if have is not None:
+                if have.config.transport != "sdk" or have.target is not None:
+                    taken.append(name)
+                continue
+            srv = self._servers[name] = _Server(ServerConfig(name, "sdk", source="initialize"), cwd=self._cwd,
+                                                environ=self._environ, startup_timeout=self.startup_timeout,
+                                                call_timeout=self.call_timeout)
+            srv.notify, srv.roots, srv.elicit, srv.on_progress = self._say, self._roots, self._elicit, self._progress
+        return taken
+
+    def serve_sdk(self, send: SdkSend) -> list[str]:
+        """Serve the ``"type": "sdk"`` servers over the Agent SDK's control channel (``send`` is its
+        ``mcp_message`` request) and start them, waiting for each; their tools join at the next
+        ``generation`` check. The names of those servers."""
+        names = [s.name for s in self._servers.values() if s.config.transport == "sdk" and s.target is None]
+        for name in names:
+            srv = self._servers[name]
+            srv.sdk_send = send
+            if srv.status == "failed":
+                srv.status, srv.error = "pending", None  # it failed only for want of the channel
+        if names:
+            self.start(names)
+            self._arrived += 1
+        return names
 
     def starting(self) -> list[str]:
         """The servers still on their way up (pending or connecting)."""

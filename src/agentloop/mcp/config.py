@@ -9,8 +9,11 @@ Rules:
    whole from the higher one (entries are not merged key by key), as Claude
    Code does with local > project > user. A ``.mcp.json`` server named in
    ``disabledMcpjsonServers`` (a list, in any settings file) is not loaded.
-2. A server is ``{"command", "args", "env"}`` (stdio, the default) or
-   ``{"type": "http" | "streamable-http" | "sse", "url", "headers"}``; an
+2. A server is ``{"command", "args", "env"}`` (stdio, the default),
+   ``{"type": "http" | "streamable-http" | "sse", "url", "headers"}``, or
+   ``{"type": "sdk", "name"}``: an Agent SDK's in-process server, reached over
+   the SDK's control channel (``sdk_transport``) and only while the SDK drives
+   agentloop; an
    optional ``timeout`` is in milliseconds. A ``url`` without a ``type`` is an
    error, as in Claude Code. Unknown keys are ignored, so newer files load.
 3. ``${VAR}`` and ``${VAR:-default}`` expand in ``command``, ``args``,
@@ -53,11 +56,11 @@ __all__ = [
     "scope_path",
 ]
 
-Transport = Literal["stdio", "http", "sse"]
+Transport = Literal["stdio", "http", "sse", "sdk"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_TYPES: dict[str, Transport] = {"stdio": "stdio", "http": "http", "streamable-http": "http", "sse": "sse"}
+_TYPES: dict[str, Transport] = {"stdio": "stdio", "http": "http", "streamable-http": "http", "sse": "sse", "sdk": "sdk"}
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class ServerConfig:
             out["args"] = list(self.args)
             if self.env:
                 out["env"] = dict(self.env)
+        elif self.transport == "sdk":
+            out["type"], out["name"] = "sdk", self.name
         else:
             out["type"] = self.transport
             out["url"] = self.url
@@ -180,9 +185,8 @@ def parse_server(name: Any, entry: Any, path: str, scope: Scope | Literal["memor
         transport: Transport = "stdio"
     elif not isinstance(raw_type, str) or raw_type not in _TYPES:
         shown = raw_type if isinstance(raw_type, str) else json_kind(raw_type)
-        sdk = " (the Agent SDK's in-process servers are not served by agentloop: run the server as its own process)" if shown == "sdk" else ""
         raise ConfigError(
-            path, f"{place}.type: {shown!r} is not supported{sdk} (use 'stdio', 'http', 'streamable-http' or 'sse')"
+            path, f"{place}.type: {shown!r} is not supported (use 'stdio', 'http', 'streamable-http', 'sse' or 'sdk')"
         )
     else:
         transport = _TYPES[raw_type]
@@ -192,6 +196,8 @@ def parse_server(name: Any, entry: Any, path: str, scope: Scope | Literal["memor
     ):
         raise ConfigError(path, f"{place}.timeout: must be a number of milliseconds between 1 and 86400000")
     tmo = None if timeout_ms is None else max(1, int(timeout_ms))
+    if transport == "sdk":
+        return ServerConfig(name, "sdk", timeout_ms=tmo, source=path, scope=scope)
     if transport == "stdio":
         if "command" not in entry:
             raise ConfigError(path, f"{place}: a stdio server needs a 'command'")
