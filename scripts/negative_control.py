@@ -1992,8 +1992,8 @@ SABOTAGES = [
     Sabotage(
         "background children's bills at the session's end are left out of its spend",
         "src/agentloop/agent/turn.py",
-        "        a.session.stats.spent_micros += bg.runner.parent.take_pending()",
-        "        bg.runner.parent.take_pending()  # SABOTAGED",
+        "    return int(bg.runner.parent.take_pending())",
+        "    return 0 * int(bg.runner.parent.take_pending())  # SABOTAGED",
         ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call"],
     ),
     Sabotage(

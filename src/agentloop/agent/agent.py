@@ -302,6 +302,9 @@ class Agent:
     def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> dict[str, Any]:
         return rewind_session(self.session, self.home, self.workspace.roots, turn, files=files, conversation=conversation, force=force)
 
+    def serve_mcp(self, servers: McpServers | None) -> None:  # an MCP manager made later (the Agent SDK's in-process servers)
+        self.mcp_servers = servers
+
     def compact(self, instructions: str = "") -> None:
         self.session.messages = self.context.compact(self, self.session.messages, instructions)
 
@@ -312,13 +315,11 @@ class Agent:
     # -- one user turn --
 
     def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
-        """``/name args``: the prompt to send and its turn's rules, or None (``agent/slash_commands.py``); UserPromptSubmit
-        first, then its ``!`` lines. Raises ``AgentError`` when a hook blocked it or a ``!`` line failed: nothing is sent."""
+        """``/name args``: its prompt and turn's rules, or None (UserPromptSubmit, then ``!`` lines; ``AgentError``: nothing sent)."""
         return self.slash.submit_and_expand(text, lambda typed: self.hooks.user_prompt_submit(self, typed))
 
     def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
-        """Run one user turn to its stop (rule 2); ``allowed_tools`` hold for this turn only (a command's).
-        Raises ``AgentError`` when a hook blocked the prompt (nothing was run)."""
+        """Run one user turn to its stop (rule 2); ``allowed_tools``: this turn's (a command's). ``AgentError``: a hook blocked it."""
         try:
             saved = self.models.for_turn(self.slash.take_model(), self._note_model)  # a command's model: this turn only
         except AgentError:
@@ -361,8 +362,7 @@ class Agent:
                     content, left = again, gate.remaining()
                 else:
                     self._notice(f"a Stop hook asked to keep going; the turn ends anyway: {why}")
-        self.stop_hook_active = False
-        st = s.stats
+        self.stop_hook_active, st = False, s.stats
         st.turns += 1
         s.append("session_cost", st.to_json())
         log.info("turn %d: %s, %d steps, %d micro-USD (session %d)", n, total.stop_reason, total.steps, total.spent_micros, st.spent_micros)
@@ -381,7 +381,7 @@ class Agent:
         s = self.session
         if s.closed:
             return
-        stop_children(self)  # background sub-agents stop, their records written while the session is open
+        s.stats.spent_micros += stop_children(self)  # background sub-agents stop (records written while it is open): their bills
         try:
             self.hooks.session_end(self, reason)
         finally:

@@ -76,12 +76,13 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
     return result, est_in + est_out > 0
 
 
-def stop_children(a: TurnSubject) -> None:
-    """The session ends: background sub-agents stop, what they recorded is written while it is open, and what
-    they were billed is in the session's spend (its ``session_end`` record)."""
+def stop_children(a: TurnSubject) -> int:
+    """The session ends: background sub-agents stop, what they recorded is written while it is open; returns what
+    they were billed that no run took (micro-USD), for the agent to add to the session's spend (``session_end``)."""
     from .subagents.background import _of
 
     bg = _of(a)
-    if bg is not None:
-        bg.close()
-        a.session.stats.spent_micros += bg.runner.parent.take_pending()  # no run is left to take them: session_end counts them
+    if bg is None:
+        return 0
+    bg.close()
+    return int(bg.runner.parent.take_pending())

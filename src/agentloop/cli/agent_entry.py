@@ -314,7 +314,7 @@ def _serve_sdk_servers(agent: Agent, channel: ControlChannel, names: Sequence[st
     from agentloop.mcp.agent import new_failures, start_servers
 
     if agent.mcp_servers is None and names:
-        agent.mcp_servers = start_servers(agent, even_none=True)  # no server configured: a manager for the SDK's
+        agent.serve_mcp(start_servers(agent, even_none=True))  # no server configured: a manager for the SDK's
     servers = agent.mcp_servers
     if servers is None:
         return
