@@ -123,13 +123,6 @@ SABOTAGES = [
         ["tests/test_spend_cap_property.py"],
     ),
     Sabotage(
-        "a bill past the reservation passes as a success",
-        "src/agentloop/loop.py",
-        "    if cost > reserved and not legacy and (b.max_usd_micros is not None or cfg.shared_cap):",
-        "    if False:  # SABOTAGED",
-        ["tests/test_replay_golden.py", "tests/test_loop.py"],
-    ),
-    Sabotage(
         "a side call is granted whatever the run's cap has left (the loop's room check for side costs)",
         "src/agentloop/loop.py",
         "    elif money is not None and event.micros > money:",
@@ -691,20 +684,6 @@ SABOTAGES = [
         [*PB, "tests/test_permissions_launchers.py"],
     ),
     Sabotage(
-        "bundled short options of read-only programs are not read (sort -uo victim)",
-        "src/agentloop/agent/permissions/rules.py",
-        '_SHORT_WRITES = {"sort": "o", "tree": "o", "date": "s", "file": "C"}',
-        '_SHORT_WRITES: dict[str, str] = {}  # SABOTAGED',
-        PB,
-    ),
-    Sabotage(
-        "allow rules approve redirections to files (Bash(echo:*) runs echo hi > victim)",
-        "src/agentloop/agent/permissions/rules.py",
-        "if u.writes and not _REDIRECTION.search(pat.body):",
-        "if False:  # SABOTAGED",
-        PB,
-    ),
-    Sabotage(
         "read-only lines are auto-approved whatever paths they name (cat ~/secret.txt)",
         "src/agentloop/agent/permissions/rules.py",
         "read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)",
@@ -717,13 +696,6 @@ SABOTAGES = [
         "read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)",
         "read_only_bash = not denied and self._outside_path(bash) is None  # SABOTAGED",
         ["tests/test_permissions.py"],
-    ),
-    Sabotage(
-        "the Bash reader copies the words at every word again (quadratic in the line's length)",
-        "src/agentloop/agent/permissions/bash_reader.py",
-        "                    self.ctx.words += 1\n",
-        "                    self.ctx.words += 1\n                    _peel(words)  # SABOTAGED\n",
-        ["tests/test_permissions_bash.py::test_a_decision_grows_linearly_with_the_line"],
     ),
     Sabotage(
         "the fleet ledger's journal forgets the reservations open at a kill (calls in flight are never counted)",
@@ -1002,21 +974,7 @@ SABOTAGES = [
         "                a = c.arguments  # SABOTAGED\n                from agentloop.tools import finish, raised\n"
         "                try:\n                    return finish(c, runner.start(str(a['description']), str(a['prompt']), "
         "str(a.get('subagent_type', 'general-purpose'))))\n                except Exception as exc:\n                    return raised(c, exc)",
-        ["tests/test_spend_cap_children.py::test_children_run_together_hold_their_parts_before_any_starts"],
-    ),
-    Sabotage(
-        "a provider's negative token count is believed (the spend goes down)",
-        "src/agentloop/providers/base.py",
-        "    if v < 0:\n        raise UsageError(f\"its usage {key} is negative ({v})\")",
-        "    if False:  # SABOTAGED\n        raise UsageError(f\"its usage {key} is negative ({v})\")",
-        ["tests/test_provider_usage_checks.py::test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its_reservation"],
-    ),
-    Sabotage(
-        "a provider may report more output than the call's max_tokens allowed",
-        "src/agentloop/providers/base.py",
-        "            if u.output_tokens > output_allowance(max_tokens):",
-        "            if False:  # SABOTAGED",
-        ["tests/test_provider_usage_checks.py::test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its_reservation"],
+        ["tests/test_spend_cap_children.py::test_children_run_together_each_with_the_whole_room"],
     ),
     Sabotage(
         "an Anthropic stream without its final output count is billed the placeholder",
@@ -1031,14 +989,6 @@ SABOTAGES = [
         "    if reply.usage is None or cfg.legacy_estimate:\n        return None",
         "    if True:  # SABOTAGED\n        return None",
         ["tests/test_provider_usage_checks.py::test_the_loop_charges_the_reservation_for_any_models_usage_that_cannot_be_billed"],
-    ),
-    Sabotage(
-        "a usage that cannot be billed is charged nothing instead of the reservation",
-        "src/agentloop/loop.py",
-        "        cost, tokens = max(cost, state.reserved_micros), max(tokens, state.reserved_tokens)",
-        "        pass  # SABOTAGED",
-        ["tests/test_provider_usage_checks.py::test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its_reservation",
-         "tests/test_spend_cap_property.py::test_a_lying_provider_never_lowers_the_spend_below_its_real_bill"],
     ),
     Sabotage(
         "a side cost's negative bill lowers the spend",
@@ -1111,13 +1061,6 @@ SABOTAGES = [
         '    if arguments.get("dangerouslyDisableSandbox") is not True:',
         "    if True:  # SABOTAGED",
         ["tests/test_unsandboxed_bash.py"],
-    ),
-    Sabotage(
-        "a sub-agent's changes coming back are merged through a symlink out of the checkout",
-        "src/agentloop/agent/subagents/worktree.py",
-        "            if not (inside and os.path.isfile(mine) and os.path.isfile(theirs)):  # never through a symlink",
-        "            if not (os.path.isfile(mine) and os.path.isfile(theirs)):  # SABOTAGED",
-        ["tests/test_subagent.py::test_changes_coming_back_never_follow_a_symlink_out_of_the_checkout"],
     ),
     Sabotage(
         "while a background shell runs, what a foreground command leaves running outlives the call",
@@ -1250,13 +1193,6 @@ SABOTAGES = [
         ["tests/test_sandbox_probe_cache.py"],
     ),
     Sabotage(
-        "the system prompt's git snapshot runs the repository's clean filters",
-        "src/agentloop/agent/spawn.py",
-        "    return _filter_drivers(cwd, git_environment(env))\n",
-        "    return []  # SABOTAGED\n",
-        ["tests/test_system_prompt.py::test_the_git_snapshot_runs_no_clean_filter_the_repository_configures"],
-    ),
-    Sabotage(
         "a plugin the user's settings enable from inside an untrusted folder is loaded (its hooks and servers run)",
         "src/agentloop/agent/plugins.py",
         "    if not trusted and (_inside(path, cwd) or _inside(base, cwd)):",
@@ -1284,13 +1220,7 @@ SABOTAGES = [
         "        while False:  # SABOTAGED\n",
         ["tests/test_spawn.py::test_keys_of_one_vendor_on_a_model_and_its_fallback_are_both_held"],
     ),
-    Sabotage(
-        "a secret-named variable allowedEnvVars hands to commands is not redacted in their output",
-        "src/agentloop/agent/secret_guard.py",
-        "        redactor.add_values(\"a variable allowedEnvVars passes on\",",
-        "        (lambda *a: None)(\"a variable allowedEnvVars passes on\",  # SABOTAGED",
-        ["tests/test_spawn.py::test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output"],
-    ),    # the Agent SDK's control protocol and flags (cli/sdk_control.py, sdk_requests.py, sdk_flags.py)
+   # the Agent SDK's control protocol and flags (cli/sdk_control.py, sdk_requests.py, sdk_flags.py)
     Sabotage(
         "arguments the SDK's canUseTool allows instead of the model's skip the deny rules",
         "src/agentloop/agent/pipeline.py",
@@ -2012,6 +1942,32 @@ SABOTAGES = [
         ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
     ),
 ]
+
+
+RETIRED = {
+    'a bill past the reservation passes as a success':
+        "the bill rule charges it first: 'a bill past the reservation (input past the byte bound) is believed'",
+    "a provider may report more output than the call's max_tokens allowed":
+        "budget.bill: 'a reply's output past the max_tokens it asked is believed'",
+    "a provider's negative token count is believed (the spend goes down)":
+        "budget.bill refuses negative and non-whole counts: 'a side call's or a tool's model call is settled off the one bill rule'",
+    'a usage that cannot be billed is charged nothing instead of the reservation':
+        "budget.bill charges the reservation: 'a bill past the reservation (input past the byte bound) is believed'",
+    'a secret-named variable allowedEnvVars hands to commands is not redacted in their output':
+        "secret_env_values now holds every secret-named variable: 'tool output is not redacted'",
+    "a sub-agent's changes coming back are merged through a symlink out of the checkout":
+        "the merge-back's git runs in the git jail, which cannot write outside the repository: 'agentloop's own git runs on the host instead of in the git jail'",
+    'allow rules approve redirections to files (Bash(echo:*) runs echo hi > victim)':
+        "an allow rule approves a redirection only to the target it shows: 'an allow rule approves a compound's write'",
+    'bundled short options of read-only programs are not read (sort -uo victim)':
+        "per-program read-only options: 'any option of a read-only program counts as read-only'",
+    "the Bash reader copies the words at every word again (quadratic in the line's length)":
+        "the sabotaged line is no longer on the reader's path; linearity is held by tests/test_permissions_bash.py::test_a_decision_grows_linearly_with_the_line and bench/bench_bash_reader.py",
+    "the system prompt's git snapshot runs the repository's clean filters":
+        "the git jail switches every filter off: 'a repository's filter drivers stay on inside the git jail'",
+}
+"""Sabotages of guards a later wall made redundant (the tests pass with them broken): each name, and the wall
+that now holds, whose own sabotage is above."""
 class Worker:
     """One copy of the tree and one pytest server on it: a sabotage is applied in the copy, its tests
     run in a child forked from the server, and the copy is put back byte for byte afterwards.
