@@ -97,3 +97,17 @@ def test_what_a_child_changes_is_recorded_so_rewind_can_undo_it(tmp_path: Path, 
     changes = [r.payload for r in read_records(a.session.path) if r.kind == "file_change"]
     assert [Path(c["path"]).name for c in changes] == ["b.txt"], changes
     assert Path(changes[0]["path"]).resolve() == (cwd / "b.txt").resolve()
+
+
+@pytest.mark.parametrize(("value", "expected", "warned"), [(None, 10, False), ("3", 3, False), ("0", 10, True), ("many", 10, True)])
+def test_how_many_agent_calls_run_at_once_follows_claude_codes_variable(
+        proj: Path, scripted: Any, value: str | None, expected: int, warned: bool) -> None:
+    """Claude Code's ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY`` bounds how many tool calls run at once (10 unless set);
+    a value that is not a positive whole number is named in a warning and the default holds."""
+    env = {"PATH": "/usr/bin:/bin"} if value is None else {"PATH": "/usr/bin:/bin", "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY": value}
+    a = Agent(cwd=str(proj), model=scripted([{"text": "ok"}]), env=env)
+    try:
+        assert a.settings.max_parallel_agents == expected
+        assert any("CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY" in w for w in a.settings.warnings) is warned
+    finally:
+        a.close()

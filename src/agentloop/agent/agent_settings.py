@@ -103,7 +103,7 @@ class AgentSettings:
     tool_result_cap: int
     subagents: bool
     subagent_isolation: str
-    max_parallel_agents: int = 10
+    max_parallel_agents: int = 10  # MAX_PARALLEL_AGENTS (declared below the class)
     """Agent calls of one reply run at once, at most: Claude Code's ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY``."""
     warnings: tuple[str, ...] = field(default=())
     """Every entry skipped and every key not honoured, one line each (the CLI shows them)."""
@@ -276,21 +276,30 @@ def _durability(d: Any) -> Durability:
     return cast(Durability, d)
 
 
-def _max_parallel(env: Mapping[str, str], said: list[str]) -> int:
-    """How many Agent calls of one reply run at once: ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY`` (the
-    environment, or the settings' ``env``), else 10, as in Claude Code."""
-    raw = env.get("CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY")
+MAX_PARALLEL_AGENTS = 10
+"""Agent calls of one reply run at once by default, as in Claude Code."""
+
+
+def _positive_env(env: Mapping[str, str], name: str, said: list[str], unit: str) -> int | None:
+    """A variable of the environment (or the settings' ``env``) read as a positive whole number; None when it is
+    unset, and when it is something else (then said, naming it and ``unit``)."""
+    raw = env.get(name)
     if raw is None or raw == "":
-        return 10
+        return None
     try:
         v = int(str(raw).strip())
     except ValueError:
         v = 0
     if v <= 0:
-        said.append(f"env CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY={raw!r} is not a positive whole number; 10 is used")
-        log.warning("settings: env CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY=%r is not a positive whole number; 10 is used", raw)
-        return 10
+        said.append(f"env {name}={raw!r} is not a positive {unit}; ignored")
+        log.warning("settings: env %s=%r is not a positive %s; ignored", name, raw, unit)
+        return None
     return v
+
+
+def _max_parallel(env: Mapping[str, str], said: list[str]) -> int:
+    """How many Agent calls of one reply run at once: ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY``, else 10."""
+    return _positive_env(env, "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY", said, "whole number") or MAX_PARALLEL_AGENTS
 
 
 def _bash_timeouts(given: float | None, env: Mapping[str, str], said: list[str]) -> tuple[float, float | None]:
@@ -298,18 +307,8 @@ def _bash_timeouts(given: float | None, env: Mapping[str, str], said: list[str])
     ``BASH_MAX_TIMEOUT_MS`` (the environment, or the settings' ``env``), else 2 and 10 minutes."""
 
     def ms(name: str) -> float | None:
-        raw = env.get(name)
-        if raw is None or raw == "":
-            return None
-        try:
-            v = int(str(raw).strip())
-        except ValueError:
-            v = 0
-        if v <= 0:
-            said.append(f"env {name}={raw!r} is not a positive number of milliseconds; ignored")
-            log.warning("settings: env %s=%r is not a positive number of milliseconds; ignored", name, raw)
-            return None
-        return v / 1000
+        v = _positive_env(env, name, said, "number of milliseconds")
+        return None if v is None else v / 1000
 
     longest = ms("BASH_MAX_TIMEOUT_MS")
     default = given if given is not None else (ms("BASH_DEFAULT_TIMEOUT_MS") or 120.0)
