@@ -460,7 +460,15 @@ def test_a_parent_interrupted_while_children_run_stops_them_all(tmp_path: Path) 
     import signal
     import threading
 
+    started: set[str] = set()
+    all_running = threading.Event()
+    lock = threading.Lock()
+
     def child(n: int, req: ModelRequest) -> ModelReply:
+        with lock:
+            started.add(threading.current_thread().name)
+            if len(started) >= 3:
+                all_running.set()
         time.sleep(0.3)
         return calls(("Read", {"path": f"f{n}"}), prefix=f"c{n}-")  # would read forever
 
@@ -472,8 +480,15 @@ def test_a_parent_interrupted_while_children_run_stops_them_all(tmp_path: Path) 
     reg = make_tools(str(tmp_path))
     reg.register(runner.tool())
     execu = parallel_executor(lambda cs: [reg.invoke(c) for c in cs], runner)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))  # Ctrl+C, as the terminal sends it
-    start = time.monotonic()
+    interrupted_at: list[float] = []
+    finished = threading.Event()
+
+    def ctrl_c() -> None:  # Ctrl+C, as the terminal sends it, once all three children are running (not on a
+        if all_running.wait(60) and not finished.wait(0.2):  # fixed timer, which a loaded machine can beat
+            interrupted_at.append(time.monotonic())  # before the children start)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Thread(target=ctrl_c, daemon=True)
     with TranscriptWriter(tmp_path / "p.jsonl") as w:
         runner.record = w.append
         timer.start()
@@ -483,8 +498,10 @@ def test_a_parent_interrupted_while_children_run_stops_them_all(tmp_path: Path) 
         except KeyboardInterrupt:
             r = None
         finally:
-            timer.cancel()
-    assert time.monotonic() - start < 10
+            finished.set()
+            all_running.set()
+            timer.join()
+    assert interrupted_at and time.monotonic() - interrupted_at[0] < 10
     assert r is None or r.stop_reason == "interrupted"
     stops = []
     for f in sorted((tmp_path / "subagents").glob("*.jsonl")):
