@@ -67,6 +67,8 @@ class _Session:
     modes: list[str] = field(default_factory=list)
     told: str = ""
     """The mode the editor was last told of (rule 5: a change is sent as ``current_mode_update``)."""
+    answer: Any = None
+    """The model call's text as the editor is sent it (``acp_updates.AnswerText``: a retry's repeat is not sent again)."""
 
 
 _STOPS = {"no_tool_calls": "end_turn", "sentinel": "end_turn", "interrupted": "cancelled", "token_budget": "max_tokens",
@@ -142,7 +144,7 @@ class AcpAgent:
         from .acp_ask import Asker
         from .acp_fs import editor_reader, use_client_fs
         from .acp_session import mcp_config, modes_for
-        from .acp_updates import ToolUpdates
+        from .acp_updates import AnswerText, ToolUpdates
         from .agent_setup import make_agent
 
         assert self.loop is not None
@@ -172,7 +174,10 @@ class AcpAgent:
         holder["ask"] = asker
         agent.elicit = asker.elicit
         use_client_fs(agent, self._call, self.conn, self.fs_read, self.fs_write)
-        return _Session(agent, updates, modes_for(agent.permission_mode), agent.permission_mode)
+        from acp import update_agent_message_text
+
+        answer = AnswerText(lambda text: self._send(sid, update_agent_message_text(text)))
+        return _Session(agent, updates, modes_for(agent.permission_mode), agent.permission_mode, answer)
 
     async def _open(self, cwd: str, resume: str | None, add_dirs: list[str] | None, mcp_servers: Any) -> _Session:
         """A session made on the main thread; rule 7 for what goes wrong."""
@@ -346,12 +351,20 @@ class AcpAgent:
             signal.pthread_kill(self.main_thread, signal.SIGINT)  # rule 1: as Ctrl+C
 
     def _observe(self, sid: str, s: _Session, ev: Any) -> None:
-        from acp import update_agent_message_text
-
-        from agentloop.events import TextDelta, ToolFinished, ToolStarted
+        from agentloop.events import (
+            TextDelta,
+            TextWithdrawn,
+            ToolFinished,
+            ToolStarted,
+            TurnRecorded,
+        )
 
         if isinstance(ev, TextDelta):
-            self._send(sid, update_agent_message_text(ev.text))
+            s.answer.delta(ev.text)
+        elif isinstance(ev, TextWithdrawn):
+            s.answer.restart()
+        elif isinstance(ev, TurnRecorded):
+            s.answer.end()
         elif isinstance(ev, ToolStarted):
             s.updates.started(ev.call)
         elif isinstance(ev, ToolFinished):
