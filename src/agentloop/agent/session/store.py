@@ -556,7 +556,7 @@ class Session:
         if start is not None and feed:
             for raw in segment[start:]:
                 obj = orjson.loads(raw)
-                self.conversation.feed(obj["kind"], obj["payload"])
+                self.conversation.feed(obj["kind"], obj["payload"], obj["seq"])
         self.messages = msgs
         self.stats = stats
         self.runs_written = stats.turns
@@ -586,11 +586,11 @@ class Session:
         with _signals_held():
             w = self._open_writer()
             for k, p in self._held:
-                w.append(k, p)
-                self.conversation.feed(k, p)
+                held = w.append(k, p)
+                self.conversation.feed(k, p, held.seq)
             self._held.clear()
             rec = w.append(kind, payload)
-            self.conversation.feed(kind, payload)
+            self.conversation.feed(kind, payload, rec.seq)
         if kind == "run_start":
             self.runs_written += 1
         return rec
