@@ -228,20 +228,33 @@ class AcpAgent:
         from acp import LoadSessionResponse
         from acp.exceptions import RequestError
 
-        from agentloop.agent.session.store import sessions_dir
+        from agentloop.agent.session.store import last_permission_mode, sessions_dir
         from agentloop.config.settings import agentloop_home
 
         from .acp_session import mode_state
         from .acp_updates import replay
 
-        known = os.path.isfile(os.path.join(sessions_dir(cwd, agentloop_home()), f"{session_id}.jsonl"))
-        if not known or "/" in session_id or session_id.startswith("."):
+        path = os.path.join(sessions_dir(cwd, agentloop_home()), f"{session_id}.jsonl")
+        if not os.path.isfile(path) or "/" in session_id or session_id.startswith("."):
             raise RequestError.resource_not_found(session_id)
-        s = self.sessions.get(session_id) or await self._open(cwd, session_id, additional_directories, mcp_servers)
+        s = self.sessions.get(session_id)
+        if s is None:
+            left_at = os.path.getsize(path)  # the file as it was left, before this load records its start
+            s = await self._open(cwd, session_id, additional_directories, mcp_servers)
+            await self._restore_mode(s, last_permission_mode(path, left_at))
         for update in replay(s.agent.session.messages, s.agent.cwd):  # rule 3: the conversation, replayed
             await self.conn.session_update(session_id=session_id, update=update)
         self._commands_later(s)
         return LoadSessionResponse(modes=mode_state(s.agent.permission_mode, s.modes))
+
+    async def _restore_mode(self, s: _Session, mode: str | None) -> None:
+        """A loaded session comes back in the mode it was left in (plan stays plan), when this
+        session offers that mode; a mode it does not offer (bypassPermissions) is not restored."""
+        from .acp_session import switch_mode
+
+        if mode is not None and mode in s.modes and mode != s.agent.permission_mode:
+            if await self._run(lambda: switch_mode(s.agent, mode, s.modes)) is None:
+                s.told = s.agent.permission_mode
 
     def _session(self, session_id: str) -> _Session:
         from acp.exceptions import RequestError

@@ -81,6 +81,7 @@ __all__ = [
     "SessionSummary",
     "check_session",
     "fork_damaged",
+    "last_permission_mode",
     "list_sessions",
     "new_session_id",
     "verified_records",
@@ -164,6 +165,17 @@ def _reverse_lines(path: str, chunk: int = 8192, end: int | None = None) -> Iter
             chunk = min(chunk * 2, 1 << 20)
         if rest:
             yield rest
+
+
+def last_permission_mode(path: str, end: int | None = None) -> str | None:
+    """The permission mode the session was last in, up to byte ``end``: what its latest
+    ``mode_change`` or ``session_start`` record says (None when neither says one). Read from
+    the end; call it on a verified file."""
+    for line in _reverse_lines(path, end=end):
+        if _kind(line) in (b"mode_change", b"session_start"):
+            mode = orjson.loads(line)["payload"].get("permission_mode")
+            return mode if isinstance(mode, str) else None
+    return None
 
 
 def check_session(path: str, *, payloads: bool = True) -> tuple[VerifyReport, bool]:
