@@ -365,6 +365,7 @@ class AcpAgent:
 
     def _observe(self, sid: str, s: _Session, ev: Any) -> None:
         from agentloop.events import (
+            Stopped,
             TextDelta,
             TextWithdrawn,
             ToolFinished,
@@ -376,7 +377,7 @@ class AcpAgent:
             s.answer.delta(ev.text)
         elif isinstance(ev, TextWithdrawn):
             s.answer.restart()
-        elif isinstance(ev, TurnRecorded):
+        elif isinstance(ev, (TurnRecorded, Stopped)):  # a call's reply complete, or the run over without one
             s.answer.end()
         elif isinstance(ev, ToolStarted):
             s.updates.started(ev.call)
