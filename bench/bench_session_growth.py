@@ -22,6 +22,7 @@ costing less than the tools-repeated baseline's.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -48,7 +49,6 @@ def _steps(prompts: int, reads: bool) -> list[dict[str, Any]]:
 
 def _session(root: str, prompts: int, style: str, reads: bool) -> tuple[list[int], int]:
     """The session file's size after each prompt, and the bytes of its ``run_start`` records."""
-    import agentloop.loop as loop
     from agentloop.agent.agent import Agent
     from agentloop.agent.session.store import Session
     from agentloop.transcript import read_records
@@ -60,10 +60,10 @@ def _session(root: str, prompts: int, style: str, reads: bool) -> tuple[list[int
     script = os.path.join(root, "script.json")
     with open(script, "w") as f:
         json.dump(_steps(prompts, reads), f)
-    saved = (Session.continuation, loop.recorded_tools)
-    if style != "now":
-        loop.recorded_tools = lambda tools, continues: tools  # type: ignore[assignment]
-    if style == "all repeated":
+    saved = Session.continuation
+    if style == "tools repeated":  # the conversation referred to, the tool list not known: every run_start repeats it
+        Session.continuation = lambda self: None if (c := saved(self)) is None else dataclasses.replace(c, tools=None)  # type: ignore[method-assign]
+    elif style == "all repeated":
         Session.continuation = lambda self: None  # type: ignore[method-assign]
     try:
         a = Agent(cwd=proj, model=f"scripted:{script}", max_usd_micros=10**12)
@@ -73,7 +73,7 @@ def _session(root: str, prompts: int, style: str, reads: bool) -> tuple[list[int
             sizes.append(os.path.getsize(a.session.path))
         a.close("done")
     finally:
-        Session.continuation, loop.recorded_tools = saved  # type: ignore[method-assign]
+        Session.continuation = saved  # type: ignore[method-assign]
     starts = sum(len(json.dumps(r.payload)) for r in read_records(a.session.path) if r.kind == "run_start")
     return sizes, starts
 
