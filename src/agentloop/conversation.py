@@ -50,10 +50,10 @@ __all__ = [
     "Conversation",
     "close_dangling_calls",
     "continued_prefix",
-    "recorded_tools",
-    "tool_list",
     "placeholder",
     "reapply",
+    "recorded_tools",
+    "tool_list",
 ]
 
 MASK_PREFIX = "[tool output masked: "
