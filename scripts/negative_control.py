@@ -1941,6 +1941,43 @@ SABOTAGES = [
         'if "result" in answer or "error" in answer:  # SABOTAGED',
         ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
     ),
+    # what is shown and stored says what happened: a retried stream, tool schemas stored once, a loaded session's mode
+    Sabotage(
+        "a retried stream's broken text is not withdrawn before the new attempt",
+        "src/agentloop/providers/base.py",
+        "                if self.last is not None and self.request.on_restart is not None:",
+        "                if False and self.request.on_restart is not None:  # SABOTAGED",
+        ["tests/test_retried_streams.py"],
+    ),
+    Sabotage(
+        "ACP sends the editor a retry's text again from its start",
+        "src/agentloop/cli/acp_updates.py",
+        "        if self._sent:\n            self._retold = \"\"",
+        "        if False:  # SABOTAGED\n            self._retold = \"\"",
+        ["tests/test_retried_streams.py::test_acp_a_retry_that_retells_the_text_sends_only_what_extends_it",
+         "tests/test_retried_streams.py::test_acp_the_editor_gets_a_retried_answer_once"],
+    ),
+    Sabotage(
+        "replay takes a tool-list reference to any record before it",
+        "src/agentloop/replay.py",
+        "    if type(s) is not int or not 0 <= s < i or conv.tools is None or conv.tools[0] != s:",
+        "    if type(s) is not int or not 0 <= s < i:  # SABOTAGED",
+        ["tests/test_session_growth.py::test_replay_refuses_a_tool_reference_to_anything_but_the_latest_list"],
+    ),
+    Sabotage(
+        "a run_start refers to a recorded tool list that differs from its own",
+        "src/agentloop/conversation.py",
+        "    if held is not None and canonical(list(held[1])) == canonical(tools):",
+        "    if held is not None:  # SABOTAGED",
+        ["tests/test_session_growth.py::test_a_changed_tool_list_is_recorded_again_and_later_runs_refer_to_the_new_one"],
+    ),
+    Sabotage(
+        "an ACP session loaded again forgets the mode it was left in",
+        "src/agentloop/cli/acp_server.py",
+        "        if mode is not None and mode in s.modes and mode != s.agent.permission_mode:",
+        "        if False:  # SABOTAGED",
+        ["tests/test_acp.py::test_a_session_left_in_plan_mode_loads_again_in_plan_mode"],
+    ),
 ]
 
 

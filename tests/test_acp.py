@@ -170,3 +170,33 @@ def test_a_todo_list_reaches_the_editor_as_a_plan(tmp_path: Path) -> None:
     asyncio.run(session())
     (plan,) = [u for u in client.updates if getattr(u, "session_update", None) == "plan"]
     assert [(e.content, e.status) for e in plan.entries] == [("Read the code", "completed"), ("Fix the bug", "in_progress")]
+
+
+def test_a_session_left_in_plan_mode_loads_again_in_plan_mode(tmp_path: Path) -> None:
+    """``session/load`` answers with the session's modes (session-modes); a session the editor left in
+    ``plan`` comes back as ``plan``, not as the default mode it would start in."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "planning"}, {"text": "still planning"}]))
+    args = ("-m", "agentloop.cli.main", "acp", "--model", f"scripted:{script}")
+
+    async def left_in_plan() -> str:
+        async with spawn_agent_process(EditorClient({}), sys.executable, *args, cwd=proj, env=_env(tmp_path)) as (conn, proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            new = await conn.new_session(cwd=str(proj))
+            assert new.modes.current_mode_id == "default"
+            await conn.set_session_mode(session_id=new.session_id, mode_id="plan")
+            resp = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("plan it")]), 60)
+            assert resp.stop_reason == "end_turn"
+            return str(new.session_id)
+
+    async def load(sid: str) -> str:
+        async with spawn_agent_process(EditorClient({}), sys.executable, *args, cwd=proj, env=_env(tmp_path)) as (conn, proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            loaded = await conn.load_session(cwd=str(proj), session_id=sid)
+            return str(loaded.modes.current_mode_id)
+
+    sid = asyncio.run(left_in_plan())
+    assert asyncio.run(load(sid)) == "plan"
+    assert asyncio.run(load(sid)) == "plan"  # and again: the load's own start does not put it back in default

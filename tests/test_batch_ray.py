@@ -36,12 +36,30 @@ LONG = bool(os.environ.get("AGENTLOOP_LONG"))
 AGENTLOOP = [sys.executable, "-m", "agentloop.cli.main"]
 
 
+def start_private_ray() -> None:
+    """A new local Ray instance of this test run's own, never one found on the machine.
+
+    ``ray.init()`` without an address joins the cluster ``RAY_ADDRESS`` names, else the last one
+    started on the machine (``/tmp/ray/ray_current_cluster``): another user's or session's cluster,
+    with its own CPUs, token and Python, fails these tests in ways that say nothing of the cause.
+    ``address="local"`` starts a new instance whatever is running (Ray's ``init`` docs, rule 4);
+    its temporary folder is private too, so the machine's "current cluster" is left as it was."""
+    import tempfile
+
+    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must stay under 107 bytes
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 _temp_dir=temp)
+    except Exception as exc:  # say why, not a traceback from inside Ray
+        pytest.fail(f"could not start a private local Ray instance for the batch tests ({type(exc).__name__}: {exc})", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def ray_local():
-    """One local Ray instance for the whole session: starting Ray costs seconds."""
+    """One local Ray instance for the whole session (starting Ray costs seconds), private to it."""
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        start_private_ray()
     # Ray (2.59 on) makes local clusters ask for a token it keeps in ~/.ray/auth_token; every test
     # has its own HOME (conftest), so the drivers a test starts are pointed at the cluster's token.
     token = Path.home() / ".ray" / "auth_token"
@@ -254,3 +272,16 @@ def test_json_on_ray_is_one_document_when_a_worker_dies(ray_local, tmp_path):
     report = json.loads(r.stdout)
     assert report["counts"]["completed"] == 6
     assert [e["id"] for e in report["entries"] if e["retried"]] == ["t0003"]
+
+
+def test_the_tests_ray_instance_is_private_even_when_another_cluster_is_named(tmp_path):
+    """With ``RAY_ADDRESS`` naming a cluster (here one that does not answer), the tests still start
+    their own instance instead of trying to join it."""
+    code = (
+        "import sys, ray; sys.path.insert(0, sys.argv[1]); import test_batch_ray as t; t.start_private_ray(); "
+        "print(ray.cluster_resources().get('CPU')); ray.shutdown()"
+    )
+    env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], env=env, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip().splitlines()[-1] == "2.0"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentloop import Registry
+from agentloop.conversation import tool_list
 from agentloop.events import ToolCall
 from agentloop.mcp import McpManager, ServerConfig
 from agentloop.transcript import read_records
@@ -59,7 +60,11 @@ def test_the_agents_next_run_offers_a_tool_the_server_added(tmp_path: Path, monk
         a.close("prompt_input_exit")
     recs = list(read_records(a.session.path))
     starts = [r.payload for r in recs if r.kind == "run_start"]
-    names = [{t["name"] for t in s["config"]["tools"]} for s in starts]
+    # the second run's tools are the list the first run changed to: recorded once, referred to after
+    assert starts[1]["config"]["tools"] == {"same_as": next(r.seq for r in recs if r.kind == "tools_changed")}
+    lists = [s["config"]["tools"] if "same_as" not in s["config"]["tools"] else tool_list(recs[s["config"]["tools"]["same_as"]].payload, "tools_changed")
+             for s in starts]
+    names = [{t["name"] for t in ts} for ts in lists]
     assert "mcp__raw__late" not in names[0] and "mcp__raw__late" in names[1]
     results = [r.payload for r in recs if r.kind == "tool_result"]
     assert results[1]["name"] == "mcp__raw__late" and results[1]["ok"] and results[1]["content"] == "late ok"

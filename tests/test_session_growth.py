@@ -7,6 +7,7 @@ resume and replay rebuild the rest from the records before it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,90 @@ def test_the_rebuilt_conversation_follows_turns_results_and_masking() -> None:
     # an interrupted call is answered, as the next run sends it
     conv.feed("model_turn", {"reply": {"text": "", "tool_calls": [{"id": "c2", "name": "Bash", "arguments": {}}]}})
     assert conv.messages[-1]["tool_call_id"] == "c2" and conv.messages[-1]["ok"] is False
+
+
+# -- the tool schemas, recorded once (conversation rule 3) --
+
+
+def test_a_later_run_start_refers_to_the_tool_list_recorded_before(tmp_path: Path, proj: Path) -> None:
+    a = Agent(cwd=str(proj), model=_script(tmp_path, 4))
+    for i in range(4):
+        a.ask(f"read file {i}")
+    path = a.session.path
+    a.close("done")
+    recs = list(read_records(path))
+    starts = [(r.seq, r.payload) for r in recs if r.kind == "run_start"]
+    first_seq, first = starts[0]
+    assert isinstance(first["config"]["tools"], list) and first["config"]["tools"]
+    for _, p in starts[1:]:
+        assert p["config"]["tools"] == {"same_as": first_seq}  # the schemas are stored once
+    assert verify_file(path).ok
+    r = replay(path, mode="full")
+    assert r.equal, r.summary(path)
+
+
+def test_a_changed_tool_list_is_recorded_again_and_later_runs_refer_to_the_new_one(tmp_path: Path) -> None:
+    cfg = _config()
+    listed = [{"name": "Read", "description": "read a file", "parameters": {"type": "object"}}]
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    same = dataclasses.replace(cfg, manifest=tuple(listed))
+    _, out = start(same, [*msgs, {"role": "user", "content": "again"}], Continues(4, "ab" * 32, msgs, (2, listed)))
+    assert out[0].payload["config"]["tools"] == {"same_as": 2}  # type: ignore[union-attr]
+    other = dataclasses.replace(cfg, manifest=({**listed[0], "description": "changed"},))
+    _, out = start(other, [*msgs, {"role": "user", "content": "again"}], Continues(4, "ab" * 32, msgs, (2, listed)))
+    assert out[0].payload["config"]["tools"] == [{**listed[0], "description": "changed"}]  # type: ignore[union-attr]
+    conv = Conversation()
+    conv.feed("run_start", {"format": 1, "config": {"tools": listed}, "messages": msgs}, 0)
+    conv.feed("tools_changed", {"step": 1, "tools": [*listed, {"name": "Late"}]}, 3)
+    conv.feed("run_start", {"format": 2, "config": {"tools": {"same_as": 3}}, "continues": {}, "messages": []}, 5)
+    assert conv.tools == (3, [*listed, {"name": "Late"}])
+
+
+def _rechained(path: str, tmp_path: Path, edit: Any) -> str:
+    from agentloop.transcript import MemoryTranscript
+
+    mem = MemoryTranscript()
+    for line in Path(path).read_bytes().splitlines():
+        obj = orjson.loads(line)
+        edit(obj)
+        mem.append(obj["kind"], obj["payload"])
+    forged = tmp_path / "forged.jsonl"
+    forged.write_bytes(mem.getvalue())
+    assert verify_file(str(forged)).ok  # the chain is whole: only replay can tell
+    return str(forged)
+
+
+@pytest.mark.parametrize("target", ["a record without a list", "a record after it", "not a number"])
+def test_replay_refuses_a_tool_reference_to_anything_but_the_latest_list(tmp_path: Path, proj: Path, target: str) -> None:
+    a = Agent(cwd=str(proj), model=_script(tmp_path, 2))
+    a.ask("read file 0")
+    a.ask("read file 1")
+    path = a.session.path
+    a.close("done")
+    n = len(list(read_records(path)))
+
+    def edit(obj: dict[str, Any]) -> None:
+        tools = obj["payload"].get("config", {}).get("tools") if obj["kind"] == "run_start" else None
+        if isinstance(tools, dict):
+            tools["same_as"] = {"a record without a list": tools["same_as"] + 1, "a record after it": n - 1,
+                                "not a number": "0"}[target]
+
+    with pytest.raises(ReplayError, match=r"its run_start's tools refer to|config\.tools\.same_as is a string"):
+        replay(_rechained(path, tmp_path, edit), mode="full")
+
+
+def test_a_session_with_its_tools_stored_once_resumes_and_replays(tmp_path: Path, proj: Path) -> None:
+    a = Agent(cwd=str(proj), model=_script(tmp_path, 4))
+    a.ask("read file 0")
+    a.ask("read file 1")
+    sid = a.session.id
+    a.close("done")
+    b = Agent(cwd=str(proj), model=_script(tmp_path, 4), resume=sid)
+    b.ask("read file 2")
+    path = b.session.path
+    b.close("done")
+    starts = [(r.seq, r.payload["config"]["tools"]) for r in read_records(path) if r.kind == "run_start"]
+    # resume folds the records from the conversation's first run_start on: it knows the list and refers to it
+    assert isinstance(starts[0][1], list) and starts[1][1] == starts[2][1] == {"same_as": starts[0][0]}
+    r = replay(path, mode="full")
+    assert r.equal, r.summary(path)

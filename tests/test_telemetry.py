@@ -250,3 +250,30 @@ def test_batch_tasks_run_in_worker_processes_nest_under_the_batchs_span(tmp_path
     assert len(runs) == 3
     assert all(r[3]["_ids"][0] == trace_id and r[3]["_ids"][2] == span_id for r in runs)
     assert sorted(r[3]["agentloop.run_id"].string_value for r in runs) == ["t0000", "t0001", "t0002"]
+
+
+def test_a_later_prompts_run_that_refers_to_the_recorded_tools_still_describes_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's second ``run_start`` refers to the tool list recorded before instead of repeating it
+    (transcript format 5.1): its spans still carry each tool's description, taken from that list."""
+    from agentloop.agent.agent import Agent
+    from agentloop.transcript import read_records
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.txt").write_text("x\n")
+    script = tmp_path / "s.json"
+    read = {"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "a.txt"}}]}
+    script.write_text(json.dumps([read, {"text": "one"}, read, {"text": "two"}]))
+    tracing, exporter = _tracing()
+    a = Agent(cwd=str(proj), model=f"scripted:{script}", tracing=tracing)
+    try:
+        a.ask("first")
+        a.ask("second")
+    finally:
+        a.close()
+    starts = [r.payload for r in read_records(a.session.path) if r.kind == "run_start"]
+    assert isinstance(starts[0]["config"]["tools"], list) and set(starts[1]["config"]["tools"]) == {"same_as"}
+    reads = [s for s in exporter.get_finished_spans() if s.name == "execute_tool Read"]
+    assert len(reads) == 2 and all(s.attributes.get("gen_ai.tool.description") for s in reads)
+    assert reads[0].attributes["gen_ai.tool.description"] == reads[1].attributes["gen_ai.tool.description"]

@@ -16,7 +16,14 @@ Rules:
    right by construction: replay and resume rebuild the same list from the
    same records with this module, and never depend on the agent having kept
    its messages in any particular way.
-3. The texts of masking and compaction live here too: a ``context`` record
+3. The tools are recorded once too. A ``run_start`` that continues the
+   conversation (format 2) may hold ``"tools": {"same_as": S}`` in its config
+   instead of the list, when the list is exactly the one record S holds: the
+   latest record before it with a list (a ``run_start`` holding one, or a
+   ``tools_changed``). ``Conversation`` keeps that record's ``seq`` and list
+   (``tools``), ``loop.start`` writes the reference only when the lists are
+   equal, and readers take the list from record S (``tool_list``).
+4. The texts of masking and compaction live here too: a ``context`` record
    says which tool outputs were masked or evicted, a ``compaction`` record
    which messages a summary replaced (the transcript keeps every output whole;
    these texts are what the model saw in their place). The agent writes them
@@ -45,6 +52,8 @@ __all__ = [
     "continued_prefix",
     "placeholder",
     "reapply",
+    "recorded_tools",
+    "tool_list",
 ]
 
 MASK_PREFIX = "[tool output masked: "
@@ -156,8 +165,31 @@ class Continues:
     messages: Sequence[Message]
     """The conversation rebuilt up to and including that record, as recorded."""
 
+    tools: tuple[int, Sequence[Any]] | None = None
+    """The latest record before with a tool list: its ``seq`` and the list (rule 3); None: none known."""
+
     def to_json(self) -> dict[str, Any]:
         return {"seq": self.seq, "hash": self.hash, "messages": len(self.messages)}
+
+
+def tool_list(payload: Mapping[str, Any], kind: str) -> Any:
+    """The tool list a record holds itself (a ``run_start``'s config's, a ``tools_changed``'s), or None."""
+    if kind == "tools_changed":
+        tools = payload.get("tools")
+    elif kind == "run_start" and isinstance(payload.get("config"), Mapping):
+        tools = payload["config"].get("tools")
+    else:
+        return None
+    return tools if type(tools) is list else None
+
+
+def recorded_tools(tools: list[Any], continues: Continues | None) -> Any:
+    """A continuing ``run_start``'s ``config.tools`` as recorded (rule 3): a reference to the record
+    that holds exactly this list, else the list. Changing it changes what a session file holds."""
+    held = continues.tools if continues is not None else None
+    if held is not None and canonical(list(held[1])) == canonical(tools):
+        return {"same_as": held[0]}
+    return tools
 
 
 def _tool_text(payload: Mapping[str, Any]) -> Any:
@@ -181,6 +213,8 @@ class Conversation:
 
     def __init__(self) -> None:
         self._messages: list[Message] | None = None
+        self.tools: tuple[int, list[Any]] | None = None
+        """The latest record fed with a tool list of its own: its ``seq`` and the list (rule 3)."""
 
     @property
     def started(self) -> bool:
@@ -194,9 +228,12 @@ class Conversation:
         close_dangling_calls(msgs)
         return msgs
 
-    def feed(self, kind: str, payload: Any) -> None:
+    def feed(self, kind: str, payload: Any, seq: int = -1) -> None:
+        """Take the next record; ``seq``, when given, lets a later ``run_start`` refer to its tools."""
         if not isinstance(payload, Mapping):
             return
+        if seq >= 0 and (listed := tool_list(payload, kind)) is not None:
+            self.tools = (seq, listed)
         if kind == "run_start":
             tail = [dict(m) for m in payload.get("messages", ()) if isinstance(m, Mapping)]
             if "continues" in payload:
@@ -228,7 +265,7 @@ class Conversation:
         """What a ``run_start`` written after record ``seq`` (of ``hash``) may refer to, if anything."""
         if self._messages is None or seq < 0:
             return None
-        return Continues(seq, hash, self.messages)
+        return Continues(seq, hash, self.messages, self.tools)
 
 
 def continued_prefix(recorded: Sequence[Message], continues: Continues | None) -> int:

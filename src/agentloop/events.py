@@ -183,6 +183,9 @@ class ModelRequest:
     max_output_tokens: int
     on_text: Callable[[str], None] | None = field(default=None, compare=False)
     """Streaming models call this with each text delta as it arrives."""
+    on_restart: Callable[[], None] | None = field(default=None, compare=False)
+    """A model that tries the call again (a retry, a fallback) calls this before the new attempt
+    streams: the text sent to ``on_text`` so far is not part of the reply."""
 
 
 def _maker(cls: type[_T]) -> Callable[..., _T]:
@@ -228,6 +231,12 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class TextWithdrawn:
+    """The model call's text streamed so far is not part of its reply: the call broke off and is
+    tried again, and the deltas that follow are the new attempt's, from its start."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolStarted:
     call: ToolCall
 
@@ -249,7 +258,7 @@ class Stopped:
     reason: str
 
 
-Observed = Union[TextDelta, ToolStarted, ToolFinished, TurnRecorded, Stopped]
+Observed = Union[TextDelta, TextWithdrawn, ToolStarted, ToolFinished, TurnRecorded, Stopped]
 Observer = Callable[[Observed], None]
 
 

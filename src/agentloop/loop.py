@@ -100,7 +100,7 @@ from .budget import (
     usage_problem,
 )
 from .canonical import canonical
-from .conversation import Continues, continued_prefix
+from .conversation import Continues, continued_prefix, recorded_tools
 from .events import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 from .redact import (
     DEFAULT_MAX_VALUE_BYTES,
@@ -518,7 +518,9 @@ def start(config: LoopConfig, messages: Sequence[Message], continues: Continues 
     k = continued_prefix(recorded, continues)
     start_json: dict[str, Any]
     if k and continues is not None:
-        start_json = {"format": 2, "config": config.to_json(), "continues": continues.to_json(), "messages": recorded[k:]}
+        cfg = config.to_json()
+        cfg["tools"] = recorded_tools(cfg["tools"], continues)
+        start_json = {"format": 2, "config": cfg, "continues": continues.to_json(), "messages": recorded[k:]}
     else:
         start_json = {"format": 1, "config": config.to_json(), "messages": recorded}
     out: list[Outbound] = [Append("run_start", start_json)]

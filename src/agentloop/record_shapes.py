@@ -140,6 +140,19 @@ def either(first: Check, second: Check, name: str) -> Check:
     return check
 
 
+def list_or_reference(listed: Check, reference: Check) -> Check:
+    """A list checked by ``listed``, or an object (a reference to a record holding one) by ``reference``."""
+
+    def check(v: Any, path: str) -> str | None:
+        if type(v) is list:
+            return listed(v, path)
+        if type(v) is dict:
+            return reference(v, path)
+        return f"{path} is {_describe(v)}, expected a list or a reference"
+
+    return check
+
+
 def obj(required: Mapping[str, Check] | None = None, optional: Mapping[str, Check] | None = None) -> Check:
     """An object with ``required`` members, and ``optional`` ones checked when present."""
     req = dict(required or {})
@@ -187,7 +200,9 @@ BUDGET = obj(optional={
 })
 TOOL_ENTRY = obj({"name": STRING}, {"description": STRING, "parameters": OBJECT, "read_only": BOOL, "fingerprint": ANY})
 CONFIG = obj(optional={
-    "model": STRING, "budget": BUDGET, "price": PRICE, "tools": array(TOOL_ENTRY), "max_output_tokens": COUNT,
+    "model": STRING, "budget": BUDGET, "price": PRICE,
+    "tools": list_or_reference(array(TOOL_ENTRY), obj({"same_as": COUNT})),
+    "max_output_tokens": COUNT,
     "loop_threshold": nullable(COUNT), "meta": nullable(OBJECT), "fallback_prices": nullable(mapping(PRICE)),
     "max_value_bytes": COUNT, "max_continuations": COUNT, "image_tokens": COUNT, "can_count": BOOL, "shared_cap": BOOL,
 })

@@ -45,7 +45,7 @@ import orjson
 
 from .budget import IMAGE_TOKENS, Budget, Price
 from .canonical import canonical
-from .conversation import Continues, Conversation, reapply
+from .conversation import Continues, Conversation, reapply, tool_list
 from .events import (
     ModelReply,
     ModelRequest,
@@ -320,8 +320,10 @@ def _parse(name: str, lines: Sequence[bytes]) -> list[_Rec]:
     return recs
 
 
-def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str | None = None) -> LoopConfig:
-    """The ``LoopConfig`` recorded in a ``run_start`` payload.
+def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str | None = None,
+                       tools: Sequence[Any] | None = None) -> LoopConfig:
+    """The ``LoopConfig`` recorded in a ``run_start`` payload; ``tools``: the list its config refers
+    to instead of holding it (``conversation`` rule 3), taken from the record it names.
 
     Raises:
         ReplayError: the record is not of format 1 or 2, or its config cannot be read.
@@ -330,7 +332,10 @@ def config_from_record(payload: Mapping[str, Any], redaction_salt: bytes | str |
         raise ReplayError(f"run_start of format {payload.get('format')!r}: this version replays formats 1 and 2 only")
     try:
         c = payload["config"]
-        entries = [dict(t) for t in c["tools"]]
+        if tools is None and type(c["tools"]) is not list:
+            raise ReplayError(f"run_start config's tools are {canonical(c['tools']).decode()[:80]}: a list, or a reference "
+                              "only in a run_start that continues the conversation")
+        entries = [dict(t) for t in (c["tools"] if tools is None else tools)]
         specs = _specs(entries)
         return LoopConfig(
             model=str(c["model"]),
@@ -596,9 +601,30 @@ def _priors(name: str, lines: Sequence[bytes], records: Sequence[_Rec]) -> dict[
                     f"{name}: record {i}: its run_start continues {ref.get('messages')} messages; "
                     f"the records before it rebuild {0 if prior is None else len(prior.messages)}"
                 )
-            out[id(r)] = prior
-        conv.feed(r.kind, p)
+            out[id(r)] = replace(prior, tools=_referred_tools(name, i, p, records, conv))
+        conv.feed(r.kind, p, i)
     return out
+
+
+def _referred_tools(name: str, i: int, payload: Mapping[str, Any], records: Sequence[_Rec],
+                    conv: Conversation) -> tuple[int, Sequence[Any]] | None:
+    """The record and list a continuing ``run_start``'s ``config.tools`` refers to (``conversation``
+    rule 3), or None when it holds its list itself.
+
+    Raises:
+        ReplayError: a reference to anything but the latest record before it with a tool list.
+    """
+    tools = (payload.get("config") or {}).get("tools")
+    if type(tools) is list:
+        return None
+    s = tools.get("same_as") if isinstance(tools, Mapping) else None
+    if type(s) is not int or not 0 <= s < i or conv.tools is None or conv.tools[0] != s:
+        latest = "none" if conv.tools is None else f"record {conv.tools[0]}"
+        raise ReplayError(f"{name}: record {i}: its run_start's tools refer to {canonical(tools).decode()[:80]}; "
+                          f"the latest record before it with a tool list is {latest}")
+    held = tool_list(records[s].payload, records[s].kind)
+    assert held is not None  # conv.tools named it: it holds one
+    return s, held
 
 
 def _markers(v: Any) -> str | None:
@@ -636,8 +662,12 @@ class _RunReplay:
         self.unreproducible: list[StepNote] = []
         self.skipped = 0
         start = seg[0]
-        self.config = config_from_record(start.payload, salt)
-        if canonical(self.config.to_json()) != canonical(start.payload.get("config")):
+        listed = prior.tools[1] if prior is not None and prior.tools is not None else None
+        self.config = config_from_record(start.payload, salt, listed)
+        written = dict(start.payload.get("config") or {})
+        if listed is not None:
+            written["tools"] = list(listed)
+        if canonical(self.config.to_json()) != canonical(written):
             self.warnings.append(f"run {index}: its run_start config holds fields this version does not read")
         # one pass over the run's records: its turns, its stop, its tool results by step, and
         # whether a driver's ``prepare`` wrote anything between them

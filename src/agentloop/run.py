@@ -27,6 +27,7 @@ from .events import (
     Observer,
     Stopped,
     TextDelta,
+    TextWithdrawn,
     ToolCall,
     ToolFinished,
     ToolResult,
@@ -412,7 +413,7 @@ class _Driver:
         if self.observer is None:
             return req
         obs = self.observer
-        return replace(req, on_text=lambda t: obs(TextDelta(t)))
+        return replace(req, on_text=lambda t: obs(TextDelta(t)), on_restart=lambda: obs(TextWithdrawn()))
 
     def result(self, state: State) -> RunResult:
         return RunResult(

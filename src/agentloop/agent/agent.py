@@ -211,13 +211,17 @@ class Agent:
 
     def cycle_mode(self) -> str:
         """The next permission mode of Shift+Tab's cycle, now in force (a managed mode stays as it is)."""
+        before = self.permission_mode
         self.permission_mode = self.settings.next_mode(self.permission_mode)
         self.policy.set_mode(self.permission_mode)
+        if self.permission_mode != before:  # recorded: a session loaded again comes back in it
+            self.session.note("mode_change", {"permission_mode": self.permission_mode})
         return self.permission_mode
 
     def _leave_plan_mode(self) -> str:
         """ExitPlanMode approved by the user: plan mode ends and the default mode (asking before changes) begins."""
         self.permission_mode = self.policy.mode = "default"  # the tool's result, in the transcript, says the mode changed
+        self.session.note("mode_change", {"permission_mode": "default"})
         return "default"
 
     def take_price_notices(self) -> list[str]:

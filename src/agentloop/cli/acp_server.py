@@ -67,6 +67,8 @@ class _Session:
     modes: list[str] = field(default_factory=list)
     told: str = ""
     """The mode the editor was last told of (rule 5: a change is sent as ``current_mode_update``)."""
+    answer: Any = None
+    """The model call's text as the editor is sent it (``acp_updates.AnswerText``: a retry's repeat is not sent again)."""
 
 
 _STOPS = {"no_tool_calls": "end_turn", "sentinel": "end_turn", "interrupted": "cancelled", "token_budget": "max_tokens",
@@ -142,7 +144,7 @@ class AcpAgent:
         from .acp_ask import Asker
         from .acp_fs import editor_reader, use_client_fs
         from .acp_session import mcp_config, modes_for
-        from .acp_updates import ToolUpdates
+        from .acp_updates import AnswerText, ToolUpdates
         from .agent_setup import make_agent
 
         assert self.loop is not None
@@ -172,7 +174,10 @@ class AcpAgent:
         holder["ask"] = asker
         agent.elicit = asker.elicit
         use_client_fs(agent, self._call, self.conn, self.fs_read, self.fs_write)
-        return _Session(agent, updates, modes_for(agent.permission_mode), agent.permission_mode)
+        from acp import update_agent_message_text
+
+        answer = AnswerText(lambda text: self._send(sid, update_agent_message_text(text)))
+        return _Session(agent, updates, modes_for(agent.permission_mode), agent.permission_mode, answer)
 
     async def _open(self, cwd: str, resume: str | None, add_dirs: list[str] | None, mcp_servers: Any) -> _Session:
         """A session made on the main thread; rule 7 for what goes wrong."""
@@ -223,20 +228,33 @@ class AcpAgent:
         from acp import LoadSessionResponse
         from acp.exceptions import RequestError
 
-        from agentloop.agent.session.store import sessions_dir
+        from agentloop.agent.session.store import last_permission_mode, sessions_dir
         from agentloop.config.settings import agentloop_home
 
         from .acp_session import mode_state
         from .acp_updates import replay
 
-        known = os.path.isfile(os.path.join(sessions_dir(cwd, agentloop_home()), f"{session_id}.jsonl"))
-        if not known or "/" in session_id or session_id.startswith("."):
+        path = os.path.join(sessions_dir(cwd, agentloop_home()), f"{session_id}.jsonl")
+        if not os.path.isfile(path) or "/" in session_id or session_id.startswith("."):
             raise RequestError.resource_not_found(session_id)
-        s = self.sessions.get(session_id) or await self._open(cwd, session_id, additional_directories, mcp_servers)
+        s = self.sessions.get(session_id)
+        if s is None:
+            left_at = os.path.getsize(path)  # the file as it was left, before this load records its start
+            s = await self._open(cwd, session_id, additional_directories, mcp_servers)
+            await self._restore_mode(s, last_permission_mode(path, left_at))
         for update in replay(s.agent.session.messages, s.agent.cwd):  # rule 3: the conversation, replayed
             await self.conn.session_update(session_id=session_id, update=update)
         self._commands_later(s)
         return LoadSessionResponse(modes=mode_state(s.agent.permission_mode, s.modes))
+
+    async def _restore_mode(self, s: _Session, mode: str | None) -> None:
+        """A loaded session comes back in the mode it was left in (plan stays plan), when this
+        session offers that mode; a mode it does not offer (bypassPermissions) is not restored."""
+        from .acp_session import switch_mode
+
+        if mode is not None and mode in s.modes and mode != s.agent.permission_mode:
+            if await self._run(lambda: switch_mode(s.agent, mode, s.modes)) is None:
+                s.told = s.agent.permission_mode
 
     def _session(self, session_id: str) -> _Session:
         from acp.exceptions import RequestError
@@ -346,12 +364,21 @@ class AcpAgent:
             signal.pthread_kill(self.main_thread, signal.SIGINT)  # rule 1: as Ctrl+C
 
     def _observe(self, sid: str, s: _Session, ev: Any) -> None:
-        from acp import update_agent_message_text
-
-        from agentloop.events import TextDelta, ToolFinished, ToolStarted
+        from agentloop.events import (
+            Stopped,
+            TextDelta,
+            TextWithdrawn,
+            ToolFinished,
+            ToolStarted,
+            TurnRecorded,
+        )
 
         if isinstance(ev, TextDelta):
-            self._send(sid, update_agent_message_text(ev.text))
+            s.answer.delta(ev.text)
+        elif isinstance(ev, TextWithdrawn):
+            s.answer.restart()
+        elif isinstance(ev, (TurnRecorded, Stopped)):  # a call's reply complete, or the run over without one
+            s.answer.end()
         elif isinstance(ev, ToolStarted):
             s.updates.started(ev.call)
         elif isinstance(ev, ToolFinished):

@@ -21,6 +21,12 @@ Rules (the ACP pages cited are under agentclientprotocol.com/protocol/v1):
    user and agent text as message chunks, each tool call as a ``tool_call``
    and its result as a ``tool_call_update``.
 5. TodoWrite's list is the editor's plan (agent-plan): every entry each time.
+6. A model call's text streams to the editor as it arrives. When the call
+   breaks off and is tried again, the new attempt's text is held while it
+   retells what the editor already has; only what extends that is sent. An
+   attempt that says something else (or less) is sent whole after a line
+   saying the text above broke off (``RETRY_MARK``): a chunk once sent
+   cannot be taken back (docs/retried-streams.md says why this way).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["KINDS", "ToolUpdates", "absolute", "change_diff", "replay", "tool_title"]
+__all__ = ["KINDS", "RETRY_MARK", "AnswerText", "ToolUpdates", "absolute", "change_diff", "replay", "tool_title"]
 
 KINDS = {"Read": "read", "Write": "edit", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "apply_patch": "edit",
          "Glob": "search", "Grep": "search", "LS": "search", "Bash": "execute", "BashOutput": "execute", "KillShell": "execute",
@@ -40,6 +46,42 @@ KINDS = {"Read": "read", "Write": "edit", "Edit": "edit", "MultiEdit": "edit", "
 MAX_DIFF_BYTES = 2_000_000
 STREAM_TAIL = 32_000
 STREAM_EVERY = 0.2
+RETRY_MARK = "\n\n[the reply above broke off and was retried; the retried reply follows]\n\n"
+
+
+class AnswerText:
+    """One model call's text as the editor is sent it (rule 6); ``send`` sends a chunk."""
+
+    def __init__(self, send: Callable[[str], None]):
+        self._send = send
+        self._sent = ""
+        """This call's text the editor has (since the last mark)."""
+        self._retold: str | None = None
+        """After a restart: the new attempt's text so far, held while it retells ``_sent``."""
+
+    def delta(self, text: str) -> None:
+        if self._retold is None:
+            self._sent += text
+            self._send(text)
+            return
+        self._retold += text
+        if self._sent.startswith(self._retold):
+            return  # still what the editor has
+        new, self._retold = self._retold, None
+        extra = new[len(self._sent):] if new.startswith(self._sent) else RETRY_MARK + new
+        self._sent = new
+        self._send(extra)
+
+    def restart(self) -> None:
+        """The call is tried again: what follows retells the text from its start."""
+        if self._sent:
+            self._retold = ""
+
+    def end(self) -> None:
+        """The call's reply is complete: a retry that said less than was sent is said whole, marked."""
+        if self._retold is not None and self._retold != self._sent:
+            self._send(RETRY_MARK + self._retold)
+        self._sent, self._retold = "", None
 
 
 def absolute(cwd: str, path: str) -> str:

@@ -6,17 +6,37 @@ Imported to build the parser on every start, so it imports argparse only.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..agent.permissions.modes import MODES as PERMISSION_MODES
 
-__all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_options", "configure_top"]
+__all__ = ["INPUT_FORMATS", "NOT_FOR_ACP", "OUTPUT_FORMATS", "PERMISSION_MODES", "add_agent_options", "configure_top"]
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
 
 
-def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
-    """The options shared by the REPL, ``-p`` and ``agentloop run``.
+NOT_FOR_ACP = frozenset({"--continue", "--resume", "--force", "--cwd", "--output-format", "--input-format",
+                         "--include-partial-messages", "--json-schema"})
+"""Options ``agentloop acp`` does not take: the editor names the session (``session/load``) and its
+folder (``cwd``), and the output formats are ``-p``'s."""
+
+
+class _Group:
+    """An argument group that leaves out the options named in ``skip``."""
+
+    def __init__(self, g: argparse._ArgumentGroup, skip: frozenset[str]):
+        self.g, self.skip = g, skip
+
+    def add_argument(self, *names: str, **kw: Any) -> Any:
+        if not self.skip.intersection(names):
+            return self.g.add_argument(*names, **kw)
+        return None
+
+
+def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False, acp: bool = False) -> None:
+    """The options shared by the REPL, ``-p`` and ``agentloop run``; ``acp``: only those that apply
+    to ``agentloop acp`` (not ``NOT_FOR_ACP``).
 
     With ``suppress`` the options have no defaults, so a subcommand does not
     overwrite what was given before its name (``agentloop --model X run ...``).
@@ -25,7 +45,7 @@ def add_agent_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> 
     def d(value: object) -> object:
         return argparse.SUPPRESS if suppress else value
 
-    g = p.add_argument_group("agent")
+    g: Any = _Group(p.add_argument_group("agent"), NOT_FOR_ACP if acp else frozenset())
     g.add_argument("--model", default=d(None), metavar="SPEC",
                    help="the model: provider:name (e.g. anthropic:claude-sonnet-4-5, openai:gpt-4o-mini) or scripted:FILE")
     g.add_argument("--base-url", default=d(None), metavar="URL", help="the provider's base URL (an OpenAI-compatible server, a proxy)")

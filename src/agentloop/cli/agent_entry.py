@@ -272,7 +272,8 @@ def _start_stream(agent: Agent, args: argparse.Namespace, streamed_in: bool) -> 
     stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.shown_tools().names(),
                                 permission_mode=agent.permission_mode, mcp_servers=server_states(agent),
                                 slash_commands=commands, version=__version__, skills=skills, agents=agents,
-                                plugins=_plugins(agent)))
+                                plugins=_plugins(agent),
+                                api_key_source=cf.api_key_source(agent.model_spec, agent.models.api_key_env, agent.env)))
     return stream, channel
 
 

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "api_key_source",
     "assistant_message",
     "informational",
     "init_message",
@@ -114,11 +115,13 @@ def init_message(
     session_id: str, *, cwd: str, model: str, tools: Sequence[str], permission_mode: str,
     mcp_servers: Sequence[Mapping[str, Any]] = (), slash_commands: Sequence[str] = (), version: str = "",
     skills: Sequence[str] = (), agents: Sequence[str] = (), plugins: Sequence[Mapping[str, Any]] = (),
+    api_key_source: str = "none",
 ) -> dict[str, Any]:
     """The first line of ``stream-json`` (``SDKSystemMessage``): what the session starts with.
 
     ``claude_code_version`` holds agentloop's version (the field is required; there is no Claude
-    Code here), and ``agentloop_version`` says the same under agentloop's name."""
+    Code here), and ``agentloop_version`` says the same under agentloop's name. ``api_key_source``:
+    one of the SDK's ``ApiKeySource`` values (``api_key_source``)."""
     return {
         "type": "system",
         "subtype": "init",
@@ -132,12 +135,24 @@ def init_message(
         "skills": list(skills),
         "agents": list(agents),
         "plugins": [{"name": str(p["name"]), "path": str(p["path"])} for p in plugins],
-        "apiKeySource": "none",
+        "apiKeySource": api_key_source,
         "output_style": "default",
         "claude_code_version": version,
         "agentloop_version": version,
         "uuid": _uuid(),
     }
+
+
+def api_key_source(model_spec: str, key_env: str | None, env: Mapping[str, str]) -> str:
+    """``apiKeySource`` in the Agent SDK's words (``sdk.d.ts``: ``ApiKeySource``, of which Claude Code
+    reports ``"ANTHROPIC_API_KEY"`` for a key from that variable and ``"none"`` without one):
+    ``"ANTHROPIC_API_KEY"`` when the session's model is Anthropic's and its key comes from that
+    variable, set; else ``"none"`` (agentloop has no ``apiKeyHelper`` or ``/login``, and another
+    vendor's key has no value there)."""
+    var = key_env or "ANTHROPIC_API_KEY"
+    if model_spec.startswith("anthropic:") and var == "ANTHROPIC_API_KEY" and env.get(var):
+        return "ANTHROPIC_API_KEY"
+    return "none"
 
 
 def _content(reply: Any) -> list[dict[str, Any]]:

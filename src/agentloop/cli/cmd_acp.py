@@ -15,7 +15,7 @@ DESCRIPTION = (
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    add_agent_options(p, suppress=True)
+    add_agent_options(p, suppress=True, acp=True)
 
 
 def main(args: argparse.Namespace) -> int:

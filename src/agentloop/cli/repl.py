@@ -162,6 +162,8 @@ class Repl:
         """A Ctrl+C was pressed and no prompt was sent since: the next one exits."""
         self.at_line_start = True
         self.md: MarkdownStream | None = None
+        self._streamed = False
+        """Text of the model call in progress is on the screen (a retry then marks it withdrawn)."""
         if self.color:
             import shutil
 
@@ -220,13 +222,25 @@ class Repl:
         self.at_line_start = True
 
     def observe(self, ev: Any) -> None:
-        from agentloop.events import Stopped, TextDelta, ToolFinished, ToolStarted
+        from agentloop.events import (
+            Stopped,
+            TextDelta,
+            TextWithdrawn,
+            ToolFinished,
+            ToolStarted,
+            TurnRecorded,
+        )
 
         if isinstance(ev, TextDelta):
+            self._streamed = self._streamed or bool(ev.text)
             if self.md is not None:
                 self.md.feed(neutral(ev.text))
             else:
                 self.write(neutral(ev.text))
+        elif isinstance(ev, TextWithdrawn):
+            self._withdraw()
+        elif isinstance(ev, TurnRecorded):
+            self._streamed = False
         elif isinstance(ev, ToolStarted):
             self._calls[ev.call.id] = ev.call  # its arguments say what the result means (lines added...)
             self.say(f"⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "bold cyan")
@@ -255,6 +269,16 @@ class Repl:
             self.working("thinking")
         elif isinstance(ev, Stopped) and ev.reason == "interrupted":
             self.say("⏹ interrupted", "yellow")
+
+    def _withdraw(self) -> None:
+        """The model call broke off and is tried again: the text it streamed is marked as taken back
+        (lines already on the screen cannot be), and the retry's text starts on a line of its own."""
+        if not self._streamed:
+            return
+        self._streamed = False
+        if self.md is not None:
+            self.md.end()  # a code block the broken text opened does not swallow the retry's text
+        self.say("  ⎿ the reply above broke off and is withdrawn; the retried reply follows", "dim")
 
     def child_view(self, info: dict[str, Any]) -> Any:
         """What a sub-agent does, shown under its ``Agent`` call: each tool call and its result, indented."""

@@ -22,7 +22,12 @@ shapes are in ``claude_format``):
 4. A provider's retry is a ``system``/``api_retry`` message (attempt,
    max_retries, retry_delay_ms, error_status, error); any other notice is a
    ``system``/``informational`` one (level ``warning``).
-5. Lines are written whole and flushed, one at a time (sub-agents that run
+5. With ``--include-partial-messages``, a model call that breaks off and is
+   tried again (after its ``api_retry``) starts a new message: a new
+   ``message_start`` with a new id, its blocks from index 0. The broken
+   message gets no ``message_stop``, as the cut stream it wraps got none; the
+   deltas joined under the id of the ``assistant`` message are its text.
+6. Lines are written whole and flushed, one at a time (sub-agents that run
    together write from their own threads).
 """
 
@@ -111,11 +116,14 @@ class StreamJson:
         return sub
 
     def __call__(self, ev: Any) -> None:
-        from agentloop.events import TextDelta, ToolFinished, TurnRecorded
+        from agentloop.events import TextDelta, TextWithdrawn, ToolFinished, TurnRecorded
 
         if isinstance(ev, TextDelta):
             if self.partial:
                 self._text(ev.text)
+        elif isinstance(ev, TextWithdrawn):
+            if self._call.started:  # rule 5: the retry is a new message, the broken one left as the cut stream left it
+                self._call = _Call()
         elif isinstance(ev, TurnRecorded):
             call, self._call = self._call, _Call()
             if self.partial:

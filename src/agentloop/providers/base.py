@@ -843,10 +843,14 @@ class _Attempts:
         """The most ``max_tokens`` the next attempt may ask for, when an error said the window is smaller."""
 
     def next(self) -> HTTPModel | None:
-        """The model for the next attempt; None when every model in the chain has failed."""
+        """The model for the next attempt; None when every model in the chain has failed. Before
+        any attempt but the first, the request's ``on_restart`` hears that the text streamed so far
+        is withdrawn (the surfaces that showed it take it back or mark it)."""
         while self.model is not None:
             if self.attempt < self.model.policy.max_attempts:
                 self.attempt += 1
+                if self.last is not None and self.request.on_restart is not None:
+                    self.request.on_restart()
                 return self.model
             self.model = self.primary._fall_back(self.model, self.last)
             self.attempt = 0

@@ -122,7 +122,11 @@ class TracedSink:
         from opentelemetry.trace import SpanKind
 
         cfg = payload.get("config", {}) if isinstance(payload, dict) else {}
-        self._take_tools(cfg.get("tools"), cfg.get("max_value_bytes"))
+        tools = cfg.get("tools")
+        if isinstance(tools, Mapping):  # the list an earlier record holds (conversation rule 3): the session's record of it
+            held = getattr(getattr(self.inner, "conversation", None), "tools", None)
+            tools = held[1] if held is not None and held[0] == tools.get("same_as") else None
+        self._take_tools(tools, cfg.get("max_value_bytes"))
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": self.t.agent_name,

@@ -81,6 +81,7 @@ __all__ = [
     "SessionSummary",
     "check_session",
     "fork_damaged",
+    "last_permission_mode",
     "list_sessions",
     "new_session_id",
     "verified_records",
@@ -164,6 +165,17 @@ def _reverse_lines(path: str, chunk: int = 8192, end: int | None = None) -> Iter
             chunk = min(chunk * 2, 1 << 20)
         if rest:
             yield rest
+
+
+def last_permission_mode(path: str, end: int | None = None) -> str | None:
+    """The permission mode the session was last in, up to byte ``end``: what its latest
+    ``mode_change`` or ``session_start`` record says (None when neither says one). Read from
+    the end; call it on a verified file."""
+    for line in _reverse_lines(path, end=end):
+        if _kind(line) in (b"mode_change", b"session_start"):
+            mode = orjson.loads(line)["payload"].get("permission_mode")
+            return mode if isinstance(mode, str) else None
+    return None
 
 
 def check_session(path: str, *, payloads: bool = True) -> tuple[VerifyReport, bool]:
@@ -556,7 +568,7 @@ class Session:
         if start is not None and feed:
             for raw in segment[start:]:
                 obj = orjson.loads(raw)
-                self.conversation.feed(obj["kind"], obj["payload"])
+                self.conversation.feed(obj["kind"], obj["payload"], obj["seq"])
         self.messages = msgs
         self.stats = stats
         self.runs_written = stats.turns
@@ -586,11 +598,11 @@ class Session:
         with _signals_held():
             w = self._open_writer()
             for k, p in self._held:
-                w.append(k, p)
-                self.conversation.feed(k, p)
+                held = w.append(k, p)
+                self.conversation.feed(k, p, held.seq)
             self._held.clear()
             rec = w.append(kind, payload)
-            self.conversation.feed(kind, payload)
+            self.conversation.feed(kind, payload, rec.seq)
         if kind == "run_start":
             self.runs_written += 1
         return rec
