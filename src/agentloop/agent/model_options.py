@@ -45,7 +45,7 @@ FLOOR = 4_096
 # Anthropic models with extended thinking (platform.claude.com, "Extended thinking", supported models)
 _THINKING_MODELS = ("claude-opus-4", "claude-sonnet-4", "claude-haiku-4-5", "claude-3-7-sonnet")
 # OpenAI's reasoning models (they take reasoning_effort; the others refuse it)
-_REASONING_MODELS = ("gpt-5", "o1", "o3", "o4")
+_REASONING_MODELS = ("gpt-5", "o1", "o3", "o4", "codex-mini")
 
 
 class OptionError(ValueError):
@@ -149,7 +149,7 @@ def _effort(vendor: str, name: str, flag: str | None, setting: Callable[[str], A
         value, where = env["CLAUDE_CODE_EFFORT_LEVEL"], "CLAUDE_CODE_EFFORT_LEVEL"
     if value is None and setting("effortLevel") is not None:
         value, where = str(setting("effortLevel")), "settings effortLevel"
-    if vendor != "openai":
+    if vendor not in ("openai", "openai-responses"):
         return None
     if value is None:
         return "medium" if name.startswith(_REASONING_MODELS) else None

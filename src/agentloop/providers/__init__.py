@@ -46,7 +46,8 @@ __all__ = [
     "scrub",
 ]
 
-_LAZY = {"AnthropicModel": "anthropic", "HTTPModel": "base", "RetryPolicy": "base", "Target": "base", "OpenAIModel": "openai_compat"}
+_LAZY = {"AnthropicModel": "anthropic", "HTTPModel": "base", "RetryPolicy": "base", "Target": "base", "OpenAIModel": "openai_compat",
+         "ResponsesModel": "openai_responses"}
 
 
 def __getattr__(name: str) -> Any:
@@ -55,9 +56,9 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
 
-DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com", "openai-responses": "https://api.openai.com/v1"}
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "openai-responses": "OPENAI_API_KEY"}
+BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "openai-responses": "OPENAI_BASE_URL"}
 
 DEFAULT_FALLBACKS = (
     ("anthropic", "claude-opus-4-6", "claude-sonnet-4-6"),
@@ -83,7 +84,7 @@ def default_fallback(spec: str) -> str | None:
 _POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "call_deadline", "connect_timeout",
                    "sleep", "asleep", "rand"}
 _MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature", "thinking_budget", "reasoning_effort"}
-_VENDOR_OPTIONS = {"openai": {"max_tokens_field"}, "anthropic": {"cache"}}
+_VENDOR_OPTIONS: dict[str, set[str]] = {"openai": {"max_tokens_field"}, "anthropic": {"cache"}, "openai-responses": set()}
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -98,7 +99,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
         raise ProviderConfigError(f"--model {spec!r} needs a provider: say {guess}:{spec} (openai:<model> or anthropic:<model>)")
     vendor = vendor.strip().lower()
     if vendor not in PROVIDERS:
-        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use openai:<model>, anthropic:<model> or scripted:FILE")
+        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use openai:<model>, openai-responses:<model>, "
+                                  "anthropic:<model> or scripted:FILE")
     if not name.strip():
         raise ProviderConfigError(f"--model {spec!r} names no model after {vendor}:")
     return vendor, name.strip()
@@ -123,7 +125,7 @@ def _key(vendor: str, base_url: str | None, api_key: str | None, api_key_env: st
         return k
     if base_url is not None:
         return None  # a server of the user's own (Ollama, vLLM, llama.cpp, LM Studio) needs no key
-    if vendor == "openai":
+    if vendor.startswith("openai"):
         raise ProviderConfigError(
             "no API key for openai: export OPENAI_API_KEY=sk-..., or point --base-url at a local "
             "OpenAI-compatible server (e.g. --base-url http://localhost:11434/v1 for Ollama)"
@@ -227,9 +229,15 @@ def _make(
     fallback: HTTPModel | None,
 ) -> HTTPModel:
     from .anthropic import AnthropicModel
+    from .base import Target
     from .openai_compat import OpenAIModel
+    from .openai_responses import ResponsesModel, responses_only
 
     cls: Callable[..., HTTPModel] = OpenAIModel if vendor == "openai" else AnthropicModel
+    if vendor == "openai-responses" or (vendor == "openai" and responses_only(target.model)):
+        # the Responses API, asked for (openai-responses:) or the only one serving the model (gpt-5-codex...)
+        cls, target = ResponsesModel, Target("openai-responses", target.model, target.base_url, target.api_key)
+        vendor_kw = {k: v for k, v in vendor_kw.items() if k != "max_tokens_field"}
     return cls(target, fallback=fallback, transport=transport, policy=policy, record_raw=record_raw, **model_kw, **vendor_kw)
 
 
@@ -276,7 +284,8 @@ def _open_scripted(spec: str, a: OpenArgs) -> Any:
     return ScriptedModel.from_script(script, stream=str(a.options.get("stream", "words")))
 
 
-PROVIDERS: dict[str, Callable[[str, OpenArgs], Any]] = {"openai": _open_http, "anthropic": _open_http, "scripted": _open_scripted}
+PROVIDERS: dict[str, Callable[[str, OpenArgs], Any]] = {"openai": _open_http, "anthropic": _open_http, "scripted": _open_scripted,
+                                                         "openai-responses": _open_http}
 """Each provider a spec may name, and what opens its models. The only place a provider is known."""
 
 
