@@ -1941,6 +1941,51 @@ SABOTAGES = [
         'if "result" in answer or "error" in answer:  # SABOTAGED',
         ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
     ),
+    # OpenAI's Responses API (providers/openai_responses.py)
+    Sabotage(
+        "a Responses reply's reasoning tokens are left out of its bill",
+        "src/agentloop/providers/openai_responses.py",
+        "return Usage(input_tokens=inp - cached, output_tokens=out, cache_read_tokens=cached)",
+        "return Usage(input_tokens=inp - cached, output_tokens=out - thought, cache_read_tokens=cached)  # SABOTAGED",
+        ["tests/test_openai_responses.py::test_cached_and_reasoning_tokens_are_priced"],
+    ),
+    Sabotage(
+        "a Responses reply saying it cached more input than it read is believed",
+        "src/agentloop/providers/openai_responses.py",
+        "        if cached > inp:",
+        "        if False:  # SABOTAGED",
+        ["tests/test_openai_responses.py::test_a_usage_that_cannot_be_billed_is_charged_at_the_reservation"],
+    ),
+    Sabotage(
+        "a Responses reply saying it reasoned more than it wrote is believed",
+        "src/agentloop/providers/openai_responses.py",
+        "        if thought > out:",
+        "        if False:  # SABOTAGED",
+        ["tests/test_openai_responses.py::test_a_usage_that_cannot_be_billed_is_charged_at_the_reservation",
+         "tests/test_spend_cap_property_responses.py::test_a_lying_responses_provider_never_lowers_the_spend_below_its_real_bill"],
+    ),
+    Sabotage(
+        "a Responses stream cut after its reasoning began is charged only what it streamed",
+        "src/agentloop/providers/openai_responses.py",
+        "        out = max(self.out_chars + 16, self.max_tokens if self.thinking else 0)",
+        "        out = self.out_chars + 16  # SABOTAGED",
+        ["tests/test_openai_responses.py::test_a_stream_cut_after_reasoning_began_counts_its_whole_max_tokens_of_output"],
+    ),
+    Sabotage(
+        "a Responses reasoning item is kept as output_item.added carried it (its encrypted content incomplete)",
+        "src/agentloop/providers/openai_responses.py",
+        'item = slot["done"] or slot["added"] or {}',
+        'item = slot["added"] or slot["done"] or {}  # SABOTAGED',
+        ["tests/test_openai_responses.py::test_a_tool_call_round_trip_sends_the_reasoning_items_back_as_received_before_the_outputs"],
+    ),
+    Sabotage(
+        "Responses reasoning items are sent back with their id (nothing stored answers to it)",
+        "src/agentloop/providers/openai_responses.py",
+        'return {k: v for k, v in item.items() if k != "id"}',
+        'return dict(item)  # SABOTAGED',
+        ["tests/test_openai_responses.py::test_a_tool_call_round_trip_sends_the_reasoning_items_back_as_received_before_the_outputs",
+         "tests/test_openai_responses.py::test_system_messages_become_instructions_and_calls_carry_their_call_id"],
+    ),
 ]
 
 
