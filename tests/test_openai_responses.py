@@ -13,6 +13,10 @@ request's ``input`` with the ``function_call`` items and before their ``function
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +234,37 @@ def test_a_key_never_appears_in_an_error(tmp_path: Path) -> None:
         m = open_model("openai-responses:gpt-5.1-codex", base_url=fp.url + "/v1", api_key="sk-wrong-secret-key", env={}, max_attempts=1)
         r = run(m, [], "go", Budget(max_steps=2, max_usd_micros=100_000), prices=PRICES, max_output_tokens=100)
     assert r.stop_reason == "model_error" and "sk-wrong-secret-key" not in (r.error or "") and "OPENAI_API_KEY" in (r.error or "")
+
+
+# --- through the terminal agent -------------------------------------------------------------------
+
+AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
+
+
+def _cli(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_", "CLAUDE_"))}
+    env["AGENTLOOP_HOME"] = str(home)
+    env["OPENAI_API_KEY"] = "sk-test-responses-key"
+    return subprocess.run([AGENTLOOP, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_agent_on_gpt_5_codex_reads_a_file_through_the_responses_api_and_its_session_replays(home: Path, proj: Path) -> None:
+    """``-p`` on a Responses-only model: the call to Read and its output travel as ``function_call`` and
+    ``function_call_output`` with the reasoning item before them, the default effort is Codex's ``medium``,
+    and the session's transcript verifies and replays byte for byte."""
+    (proj / "notes.txt").write_text("the answer is 42\n")
+    script = [{"reasoning": "read the notes", "tool_calls": [{"name": "Read", "arguments": {"file_path": str(proj / "notes.txt")}}]},
+              {"reasoning": "now answer", "text": "It says 42."}]
+    with FakeProvider(script) as fp:
+        p = _cli(["-p", "what do the notes say?", "--model", "openai:gpt-5-codex", "--base-url", fp.url + "/v1", "--max-usd", "1"], proj, home)
+        reqs = [q["body"] for q in fp.requests if q["path"] == "/responses"]
+    assert p.returncode == 0 and p.stdout.strip() == "It says 42.", p.stderr
+    assert len(reqs) == 2 and reqs[0]["reasoning"] == {"effort": "medium", "summary": "auto"}
+    kinds = [i["type"] for i in reqs[1]["input"]]
+    assert kinds[-3:] == ["reasoning", "function_call", "function_call_output"], kinds
+    assert "the answer is 42" in json.dumps(reqs[1]["input"][-1]["output"])
+    (path,) = [f for f in home.rglob("*.jsonl") if any(r.kind == "model_turn" for r in read_records(f))]
+    assert "sk-test-responses-key" not in path.read_text()
+    q = subprocess.run([AGENTLOOP, "replay", str(path), "--mode", "full"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "AGENTLOOP_HOME": str(home)})
+    assert q.returncode == 0, q.stdout + q.stderr
