@@ -1986,6 +1986,20 @@ SABOTAGES = [
         ["tests/test_openai_responses.py::test_a_tool_call_round_trip_sends_the_reasoning_items_back_as_received_before_the_outputs",
          "tests/test_openai_responses.py::test_system_messages_become_instructions_and_calls_carry_their_call_id"],
     ),
+    Sabotage(
+        "a WebSearch on the Responses API is billed its tokens but not its searches",
+        "src/agentloop/providers/openai_responses.py",
+        "            searches += 1",
+        "            searches += 0  # SABOTAGED",
+        ["tests/test_openai_responses.py::test_websearch_on_the_responses_api_uses_its_web_search_tool_and_bills_each_search"],
+    ),
+    Sabotage(
+        "a WebSearch on the Responses API ignores the blocked_domains it cannot honour",
+        "src/agentloop/providers/openai_responses.py",
+        "    if blocked_domains:\n        raise model._err(",
+        "    if False:  # SABOTAGED\n        raise model._err(",
+        ["tests/test_openai_responses.py::test_websearch_with_blocked_domains_on_the_responses_api_makes_no_search_and_says_why"],
+    ),
 ]
 
 

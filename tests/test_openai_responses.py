@@ -26,11 +26,14 @@ import pytest
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from agentloop.budget import Budget, Price, PriceTable, cost_micros
+from agentloop.agent.agent import Agent
+from agentloop.agent.tools.web_search import MAX_USES
+from agentloop.budget import Budget, Price, PriceTable, cost_micros, usd
 from agentloop.events import Usage
 from agentloop.providers import OpenArgs, open_model, open_spec
 from agentloop.providers.openai_responses import ResponsesModel, responses_only, to_responses
 from agentloop.providers.sse import parse_events
+from agentloop.providers.web_search import SEARCH_PRICE_MICROS
 from agentloop.replay import replay
 from agentloop.run import run
 from agentloop.testing.fake_responses import encrypted
@@ -62,16 +65,21 @@ def _request(**extra: Any) -> dict[str, Any]:
 
 # --- the fake's wire shape, with the SDK as the oracle ------------------------------------------
 
+SEARCH_REPLY_FOR_EVENTS = {"reasoning": "search first", "text": "found it",
+                           "web_search": [{"query": "q", "results": [{"url": "https://a.dev/x", "title": "A"}]}, {"query": "r", "error": "failed"}]}
+
 
 @pytest.mark.parametrize("reply", [
     {"reasoning": "think first", "text": "hello there", "tool_calls": [NOTE, {"name": "note", "arguments": {"text": "b"}}]},
     {"text": "cut", "stop_reason": "max_tokens", "tool_calls": [{"name": "note", "arguments": {"text": "abcdefghijkl"}}]},
     {"fault": "failed"},
     {"fault": "error_event", "reasoning": "x"},
-], ids=["reasoning-text-calls", "incomplete", "failed", "error-event"])
+    {**SEARCH_REPLY_FOR_EVENTS},
+], ids=["reasoning-text-calls", "incomplete", "failed", "error-event", "web-search"])
 def test_every_event_the_fake_streams_is_a_stream_event_of_the_openai_sdk(reply: dict[str, Any]) -> None:
+    tools = [{"type": "function", "name": "note", "parameters": {"type": "object"}, "strict": False}, {"type": "web_search"}]
     with FakeProvider([reply]) as fp:
-        r = httpx.post(fp.url + "/v1/responses", json=_request())
+        r = httpx.post(fp.url + "/v1/responses", json=_request(tools=tools, include=["reasoning.encrypted_content", "web_search_call.action.sources"]))
     events = parse_events(r.content)
     assert r.status_code == 200 and events
     for n, (name, data) in enumerate(events):
@@ -268,3 +276,59 @@ def test_the_agent_on_gpt_5_codex_reads_a_file_through_the_responses_api_and_its
     q = subprocess.run([AGENTLOOP, "replay", str(path), "--mode", "full"], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "AGENTLOOP_HOME": str(home)})
     assert q.returncode == 0, q.stdout + q.stderr
+
+
+# --- WebSearch through the built-in web_search tool -------------------------------------------------
+
+SEARCH_REPLY = {
+    "web_search": [{"query": "widget release", "results": [
+        {"url": "https://docs.widget.dev/releases", "title": "Widget release notes"},
+        {"url": "https://spam.example/widget", "title": "Cheap widgets"},
+    ]}],
+    "text": "Widget 2.1 came out this week.",
+}
+
+
+def _ask(tmp_path: Path, replies: list[dict[str, Any]], **args: Any) -> tuple[Agent, list[dict[str, Any]]]:
+    cwd = tmp_path / "proj"
+    (cwd / ".claude").mkdir(parents=True, exist_ok=True)
+    (cwd / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["WebSearch"]}}))
+    call = {"tool_calls": [{"name": "WebSearch", "arguments": {"query": "widget release", **args}}]}
+    with FakeProvider({"replies": [call, *replies]}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model="openai-responses:gpt-5", base_url=fp.url + "/v1", env={},
+                  max_usd_micros=usd("5"), trust=True)
+        try:
+            a.ask("what's new with widget?")
+        finally:
+            a.close("prompt_input_exit")
+        return a, [r["body"] for r in fp.requests if r["protocol"]]
+
+
+def _search_result(a: Agent) -> dict[str, Any]:
+    (res,) = [r.payload for r in read_records(a.session.path) if r.kind == "tool_result" and r.payload["name"] == "WebSearch"]
+    return res
+
+
+def test_websearch_on_the_responses_api_uses_its_web_search_tool_and_bills_each_search(tmp_path: Path) -> None:
+    """OpenAI's web search tool (``{"type": "web_search", "filters": {"allowed_domains": [...]}}``, its calls
+    capped by ``max_tool_calls``): each ``web_search_call`` is a search billed at $10 per 1,000 on top of the tokens."""
+    a, bodies = _ask(tmp_path, [SEARCH_REPLY, {"text": "done"}], allowed_domains=["docs.widget.dev"])
+    search = bodies[1]
+    assert search["tools"] == [{"type": "web_search", "filters": {"allowed_domains": ["docs.widget.dev"]}}]
+    assert search["max_tool_calls"] == MAX_USES and search["store"] is False and "widget release" in json.dumps(search["input"])
+    res = _search_result(a)
+    assert res["ok"] and "1. [Widget release notes](https://docs.widget.dev/releases)" in res["content"], res
+    assert "spam.example" not in res["content"] and "Widget 2.1 came out this week." in res["content"]
+    (cost,) = [r.payload for r in read_records(a.session.path) if r.kind == "side_cost"]
+    tokens = Usage(**{k: cost["usage"].get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")})
+    assert cost["cost_micros"] == cost_micros(tokens, a.prices.resolve("gpt-5")) + SEARCH_PRICE_MICROS
+    rep = replay(a.session.path)
+    assert rep.equal, rep.first_difference
+
+
+def test_websearch_with_blocked_domains_on_the_responses_api_makes_no_search_and_says_why(tmp_path: Path) -> None:
+    """OpenAI's search filters by allowed domains only: a block it cannot honour is refused, not ignored."""
+    a, bodies = _ask(tmp_path, [{"text": "done"}], blocked_domains=["spam.example"])
+    res = _search_result(a)
+    assert not res["ok"] and "allowed_domains only" in res["error"], res
+    assert not any(b.get("tools") and b["tools"][0].get("type") == "web_search" for b in bodies)

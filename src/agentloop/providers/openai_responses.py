@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -53,6 +53,9 @@ from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_
 from .errors import ProviderError
 from .images import tool_parts
 from .sse import SSEDecoder
+
+if TYPE_CHECKING:
+    from .web_search import SearchOutcome
 
 __all__ = ["ResponsesAssembler", "ResponsesModel", "is_reasoning_model", "responses_only", "to_responses"]
 
@@ -139,6 +142,26 @@ def _stream_error(err: Any, where: str) -> StreamError:
     if low in ("server_error", "internal_error", "api_error", "overloaded", "server_is_overloaded", "") or "timeout" in low:
         return StreamError(msg, "server", True)
     return StreamError(msg, "bad_request", False)
+
+
+def responses_usage(u: Any) -> Usage:
+    """A response's ``usage``, every count checked (``reported_count``): cached input out of the input, as
+    cache reads; reasoning inside the output, billed as output.
+
+    Raises:
+        UsageError: a count is missing, negative, not a whole number or past any real bound; more input said
+            cached than was sent, or more reasoning than output.
+    """
+    inp = reported_count(u, "input_tokens", required=True)
+    out = reported_count(u, "output_tokens", required=True)
+    idet, odet = u.get("input_tokens_details"), u.get("output_tokens_details")
+    cached = reported_count(idet, "cached_tokens") if idet is not None else 0
+    thought = reported_count(odet, "reasoning_tokens") if odet is not None else 0
+    if cached > inp:
+        raise UsageError(f"its usage has {cached} cached input tokens of {inp}")
+    if thought > out:
+        raise UsageError(f"its usage has {thought} reasoning tokens of {out} output tokens (the output counts the reasoning)")
+    return Usage(input_tokens=inp - cached, output_tokens=out, cache_read_tokens=cached)
 
 
 class ResponsesAssembler(Assembler):
@@ -252,19 +275,7 @@ class ResponsesAssembler(Assembler):
             UsageError: a count is missing, negative, not a whole number or past any real bound; more input
                 said cached than was sent, or more reasoning than output.
         """
-        u = self.usage
-        if u is None:
-            return None
-        inp = reported_count(u, "input_tokens", required=True)
-        out = reported_count(u, "output_tokens", required=True)
-        idet, odet = u.get("input_tokens_details"), u.get("output_tokens_details")
-        cached = reported_count(idet, "cached_tokens") if idet is not None else 0
-        thought = reported_count(odet, "reasoning_tokens") if odet is not None else 0
-        if cached > inp:
-            raise UsageError(f"its usage has {cached} cached input tokens of {inp}")
-        if thought > out:
-            raise UsageError(f"its usage has {thought} reasoning tokens of {out} output tokens (the output counts the reasoning)")
-        return Usage(input_tokens=inp - cached, output_tokens=out, cache_read_tokens=cached)
+        return None if self.usage is None else responses_usage(self.usage)
 
     def from_json(self, body: bytes) -> Turn:
         obj = orjson.loads(body)
@@ -340,3 +351,92 @@ class ResponsesModel(HTTPModel):
         if status == 429 and (b"insufficient_quota" in body or b"exceeded your current quota" in body):
             return self._err(f"{err}: the account is out of quota (spend limit); not retried", "quota", False, status)
         return err
+
+
+# --- the built-in web search ------------------------------------------------------------------------
+
+SEARCH_INCLUDE = "web_search_call.action.sources"
+
+
+def run_responses_search(
+    model: ResponsesModel, query: str, *, max_tokens: int, max_uses: int,
+    allowed_domains: list[str] | None = None, blocked_domains: list[str] | None = None,
+) -> SearchOutcome:
+    """One request offering the built-in ``{"type": "web_search"}`` tool, asked to search for ``query``
+    (``max_tool_calls`` at most ``max_uses``), not streamed, its body read in bounded time and memory.
+    A ``web_search.SearchOutcome``; each ``web_search_call`` item counts as a search billed.
+
+    Raises:
+        ProviderError: the request failed, or ``blocked_domains`` was asked for (OpenAI's search filters
+            by allowed domains only: no search is made rather than one that ignores the block).
+    """
+    import httpx
+
+    from .base import ERROR_BODY_BYTES
+    from .bounded import ACCEPT_ENCODING, raw_body, read_capped
+    from .web_search import SEARCH_BODY_BYTES
+
+    if blocked_domains:
+        raise model._err("OpenAI's web search takes allowed_domains only: blocked_domains cannot be honoured there, so no "
+                         "search was made (use allowed_domains)", "bad_request", False)
+    tool: dict[str, Any] = {"type": "web_search"}
+    if allowed_domains:
+        tool["filters"] = {"allowed_domains": list(allowed_domains)}
+    body = {"model": model.target.model, "input": [{"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": f"Search the web for: {query}\n\nThen list what the results say, briefly."}]}],
+        "tools": [tool], "max_tool_calls": max_uses, "max_output_tokens": max_tokens, "store": False, "include": [SEARCH_INCLUDE]}
+    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.extra_headers}
+    try:
+        with model.client().stream("POST", model.url(), headers=h, content=orjson.dumps(body)) as r:
+            raw, encoded = raw_body(r)
+            if r.status_code != 200:
+                raise model.classify(r.status_code, r.headers, read_capped(raw, encoded, ERROR_BODY_BYTES, model.policy.stall_timeout))
+            got = read_capped(raw, encoded, SEARCH_BODY_BYTES + 1, model.policy.call_deadline)
+    except httpx.HTTPError as exc:
+        raise model._transport_error(exc, None) from None
+    if len(got) > SEARCH_BODY_BYTES:  # read no further: billed, and charged at the reservation
+        err = model._err(f"the web search's reply passed {SEARCH_BODY_BYTES} bytes", "runaway", False)
+        err.unaccounted = True
+        raise err
+    try:
+        return read_responses_search(orjson.loads(got))
+    except UsageError as exc:  # billed, with figures no one can settle from: charged at the reservation
+        raise model._usage_error(str(exc)) from None
+    except orjson.JSONDecodeError as exc:
+        raise model._err(f"malformed JSON response from {model.target.base_url}: {exc}", "malformed", False) from None
+
+
+def read_responses_search(resp: Any) -> SearchOutcome:
+    """A response's searches (``web_search_call`` items), cited results, text and usage (its usage required)."""
+    from .web_search import SearchOutcome
+
+    if not isinstance(resp, Mapping):
+        raise UsageError(f"the reply is {type(resp).__name__}, not a response")
+    results: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    texts: list[str] = []
+    searches = 0
+    for item in resp.get("output") or ():
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "web_search_call":
+            searches += 1
+            got_action = item.get("action")
+            action: Mapping[str, Any] = got_action if isinstance(got_action, Mapping) else {}
+            q = str(action.get("query") or "")
+            if item.get("status") == "failed":
+                errors.append(f"{q}: failed")
+            for src in action.get("sources") or ():
+                if isinstance(src, Mapping) and src.get("url"):
+                    results.setdefault(str(src["url"]), {"query": q, "url": str(src["url"]), "title": "", "page_age": None})
+        elif item.get("type") == "message":
+            for c in item.get("content") or ():
+                if not isinstance(c, Mapping) or c.get("type") != "output_text":
+                    continue
+                texts.append(str(c.get("text", "")))
+                for a in c.get("annotations") or ():
+                    if isinstance(a, Mapping) and a.get("type") == "url_citation" and a.get("url"):
+                        got = results.setdefault(str(a["url"]), {"query": "", "url": str(a["url"]), "title": "", "page_age": None})
+                        got["title"] = got["title"] or str(a.get("title") or "")
+    usage = responses_usage(resp.get("usage"))
+    return SearchOutcome("".join(texts).strip(), list(results.values()), errors, usage, searches)

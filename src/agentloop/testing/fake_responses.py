@@ -10,6 +10,11 @@ A reply (``fakeprovider``'s script) on this protocol takes, besides ``text``,
   text's characters // 4 + 1, or ``usage.reasoning_tokens``) are counted in
   ``output_tokens``, as the API counts them.
 - ``usage`` may also give ``reasoning_tokens`` and ``cached_tokens``.
+- ``web_search``: as on the Anthropic protocol (``{"query", "results": [{"url", "title"}]}`` or
+  ``{"query", "error": ...}``), answered when the request offers ``{"type": "web_search"}``: each a
+  ``web_search_call`` item (its ``action.sources`` when the request includes
+  ``web_search_call.action.sources``), at most ``max_tool_calls``, results filtered by
+  ``filters.allowed_domains``; the results cited as ``url_citation`` annotations of the text.
 - ``fault``: ``"failed"`` (a ``response.failed`` with a ``server_error``, before any output item),
   ``"error_event"`` (an ``error`` event mid-stream); the others as on every protocol.
 
@@ -103,10 +108,14 @@ class ResponsesReply:
                 item["encrypted_content"] = encrypted(th, n)
                 issue(item["encrypted_content"])
             items.append(item)
+        searched = self._searches()
+        items += searched
         text = str(r.get("text", ""))
+        cites = [{"type": "url_citation", "url": x["url"], "title": x.get("title", ""), "start_index": 0, "end_index": len(text)}
+                 for s in searched for x in s.pop("_results")]
         if text or not calls:
             items.append({"id": f"msg_fake{n:04d}", "type": "message", "role": "assistant", "status": "completed",
-                          "content": [{"type": "output_text", "text": text, "annotations": []}]})
+                          "content": [{"type": "output_text", "text": text, "annotations": cites}]})
         for i, c in enumerate(calls):
             args = _canon(c["arguments"])
             last = i == len(calls) - 1
@@ -115,6 +124,30 @@ class ResponsesReply:
             items.append({"id": f"fc_fake{n:04d}_{i}", "type": "function_call", "status": "incomplete" if self.stop == "max_tokens" and last else "completed",
                           "call_id": c["id"], "name": c["name"], "arguments": args})
         return items
+
+    def _searches(self) -> list[dict[str, Any]]:
+        """The reply's ``web_search`` searches as ``web_search_call`` items, when the request offers the tool: at most
+        ``max_tool_calls``, results filtered by ``filters.allowed_domains`` (subdomains included); the cited results
+        under ``_results`` (taken out before the item is sent)."""
+        from .fakeprovider import _covers
+
+        tool = next((t for t in self.body.get("tools") or [] if isinstance(t, dict) and t.get("type") == "web_search"), None)
+        if tool is None or not self.r.get("web_search"):
+            return []
+        allowed = (tool.get("filters") or {}).get("allowed_domains")
+        limit = self.body.get("max_tool_calls")
+        sources = "web_search_call.action.sources" in (self.body.get("include") or [])
+        out: list[dict[str, Any]] = []
+        for i, srch in enumerate(self.r["web_search"]):
+            if isinstance(limit, int) and i >= limit:
+                break  # the API makes no more calls than max_tool_calls
+            found = [x for x in srch.get("results", []) if not allowed or any(_covers(d, x["url"]) for d in allowed)]
+            action: dict[str, Any] = {"type": "search", "query": srch.get("query", "")}
+            if sources:
+                action["sources"] = [{"type": "url", "url": x["url"]} for x in found]
+            out.append({"id": f"ws_fake{self.n:04d}_{i}", "type": "web_search_call", "status": "failed" if srch.get("error") else "completed",
+                        "action": action, "_results": [] if srch.get("error") else found})
+        return out
 
     def _usage(self, prompt: int, cached: int, calls: list[dict[str, Any]]) -> Any:
         r = self.r
@@ -184,8 +217,13 @@ class ResponsesReply:
             added["content"] = []
         elif kind == "function_call":
             added["arguments"] = ""
+        elif kind == "web_search_call":
+            added = {"id": item["id"], "type": "web_search_call", "status": "in_progress", "action": {"type": "search", "query": ""}}
         out = [self.ev({"type": "response.output_item.added", "output_index": i, "item": added})]
-        if kind == "reasoning":
+        if kind == "web_search_call":
+            for step in ("in_progress", "searching", "completed"):
+                out.append(self.ev({"type": f"response.web_search_call.{step}", "item_id": item["id"], "output_index": i}))
+        elif kind == "reasoning":
             out += self._summary_events(i, item)
         elif kind == "message":
             out += self._text_events(i, item)
