@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -53,9 +53,6 @@ from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_
 from .errors import ProviderError
 from .images import tool_parts
 from .sse import SSEDecoder
-
-if TYPE_CHECKING:
-    from .web_search import SearchOutcome
 
 __all__ = ["ResponsesAssembler", "ResponsesModel", "is_reasoning_model", "responses_only", "to_responses"]
 
@@ -356,15 +353,18 @@ class ResponsesModel(HTTPModel):
 # --- the built-in web search ------------------------------------------------------------------------
 
 SEARCH_INCLUDE = "web_search_call.action.sources"
+SearchParts = tuple[str, list[dict[str, Any]], list[str], Usage, int]
+"""(text, results, errors, usage, searches): what ``web_search.SearchOutcome`` is made of."""
 
 
 def run_responses_search(
     model: ResponsesModel, query: str, *, max_tokens: int, max_uses: int,
     allowed_domains: list[str] | None = None, blocked_domains: list[str] | None = None,
-) -> SearchOutcome:
+) -> SearchParts:
     """One request offering the built-in ``{"type": "web_search"}`` tool, asked to search for ``query``
     (``max_tool_calls`` at most ``max_uses``), not streamed, its body read in bounded time and memory.
-    A ``web_search.SearchOutcome``; each ``web_search_call`` item counts as a search billed.
+    Its text, results, errors, usage and searches (``web_search.SearchOutcome``'s fields); each
+    ``web_search_call`` item counts as a search billed.
 
     Raises:
         ProviderError: the request failed, or ``blocked_domains`` was asked for (OpenAI's search filters
@@ -372,9 +372,8 @@ def run_responses_search(
     """
     import httpx
 
-    from .base import ERROR_BODY_BYTES
+    from .base import ERROR_BODY_BYTES, MAX_REPLY_BYTES
     from .bounded import ACCEPT_ENCODING, raw_body, read_capped
-    from .web_search import SEARCH_BODY_BYTES
 
     if blocked_domains:
         raise model._err("OpenAI's web search takes allowed_domains only: blocked_domains cannot be honoured there, so no "
@@ -391,11 +390,11 @@ def run_responses_search(
             raw, encoded = raw_body(r)
             if r.status_code != 200:
                 raise model.classify(r.status_code, r.headers, read_capped(raw, encoded, ERROR_BODY_BYTES, model.policy.stall_timeout))
-            got = read_capped(raw, encoded, SEARCH_BODY_BYTES + 1, model.policy.call_deadline)
+            got = read_capped(raw, encoded, MAX_REPLY_BYTES + 1, model.policy.call_deadline)
     except httpx.HTTPError as exc:
         raise model._transport_error(exc, None) from None
-    if len(got) > SEARCH_BODY_BYTES:  # read no further: billed, and charged at the reservation
-        err = model._err(f"the web search's reply passed {SEARCH_BODY_BYTES} bytes", "runaway", False)
+    if len(got) > MAX_REPLY_BYTES:  # read no further: billed, and charged at the reservation
+        err = model._err(f"the web search's reply passed {MAX_REPLY_BYTES} bytes", "runaway", False)
         err.unaccounted = True
         raise err
     try:
@@ -406,10 +405,8 @@ def run_responses_search(
         raise model._err(f"malformed JSON response from {model.target.base_url}: {exc}", "malformed", False) from None
 
 
-def read_responses_search(resp: Any) -> SearchOutcome:
-    """A response's searches (``web_search_call`` items), cited results, text and usage (its usage required)."""
-    from .web_search import SearchOutcome
-
+def read_responses_search(resp: Any) -> SearchParts:
+    """A response's text, cited results, failed searches, usage (required) and searches (``web_search_call`` items)."""
     if not isinstance(resp, Mapping):
         raise UsageError(f"the reply is {type(resp).__name__}, not a response")
     results: dict[str, dict[str, Any]] = {}
@@ -439,4 +436,4 @@ def read_responses_search(resp: Any) -> SearchOutcome:
                         got = results.setdefault(str(a["url"]), {"query": "", "url": str(a["url"]), "title": "", "page_age": None})
                         got["title"] = got["title"] or str(a.get("title") or "")
     usage = responses_usage(resp.get("usage"))
-    return SearchOutcome("".join(texts).strip(), list(results.values()), errors, usage, searches)
+    return "".join(texts).strip(), list(results.values()), errors, usage, searches

@@ -77,8 +77,8 @@ def run_web_search(
     from .openai_responses import ResponsesModel, run_responses_search
 
     if isinstance(model, ResponsesModel):  # OpenAI's built-in web_search tool (openai_responses.py)
-        return run_responses_search(model, query, max_tokens=max_tokens, max_uses=max_uses, allowed_domains=allowed_domains,
-                                    blocked_domains=blocked_domains)
+        return SearchOutcome(*run_responses_search(model, query, max_tokens=max_tokens, max_uses=max_uses,
+                                                   allowed_domains=allowed_domains, blocked_domains=blocked_domains))
     tool: dict[str, Any] = {"type": TOOL_TYPE, "name": "web_search", "max_uses": max_uses}
     if allowed_domains:
         tool["allowed_domains"] = list(allowed_domains)

@@ -85,8 +85,10 @@ class ResponsesReply:
     """One scripted reply on the Responses protocol: its output items, usage and events."""
 
     def __init__(self, body: dict[str, Any], r: dict[str, Any], n: int, calls: list[dict[str, Any]], prompt: int, cached: int,
-                 issue: Callable[[str], None]):
+                 issue: Callable[[str], None], covers: Callable[[str, str], bool]):
         self.body, self.r, self.n = body, r, n
+        self.covers = covers
+        """Whether a domain filter entry covers a URL (the fake's, shared with the Anthropic protocol)."""
         self.model = str(r.get("model") or body.get("model") or "fake")
         self.rid = f"resp_fake{n:04d}"
         self.size = int(r.get("chunk_size", 8))
@@ -129,8 +131,6 @@ class ResponsesReply:
         """The reply's ``web_search`` searches as ``web_search_call`` items, when the request offers the tool: at most
         ``max_tool_calls``, results filtered by ``filters.allowed_domains`` (subdomains included); the cited results
         under ``_results`` (taken out before the item is sent)."""
-        from .fakeprovider import _covers
-
         tool = next((t for t in self.body.get("tools") or [] if isinstance(t, dict) and t.get("type") == "web_search"), None)
         if tool is None or not self.r.get("web_search"):
             return []
@@ -141,7 +141,7 @@ class ResponsesReply:
         for i, srch in enumerate(self.r["web_search"]):
             if isinstance(limit, int) and i >= limit:
                 break  # the API makes no more calls than max_tool_calls
-            found = [x for x in srch.get("results", []) if not allowed or any(_covers(d, x["url"]) for d in allowed)]
+            found = [x for x in srch.get("results", []) if not allowed or any(self.covers(d, x["url"]) for d in allowed)]
             action: dict[str, Any] = {"type": "search", "query": srch.get("query", "")}
             if sources:
                 action["sources"] = [{"type": "url", "url": x["url"]} for x in found]

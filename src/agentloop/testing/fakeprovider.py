@@ -549,7 +549,7 @@ class _Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.issued.add(enc)
 
-        rep = ResponsesReply(body, r, st.index, self._calls(r, "call_"), prompt, cached, issue)
+        rep = ResponsesReply(body, r, st.index, self._calls(r, "call_"), prompt, cached, issue, _covers)
         if not body.get("stream"):
             self._send_json(200, rep.final())
             return
