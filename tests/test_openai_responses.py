@@ -114,7 +114,7 @@ def test_the_openai_sdk_reads_the_fakes_stream_into_its_final_response() -> None
 
 @pytest.mark.parametrize(("name", "only"), [
     ("gpt-5-codex", True), ("gpt-5.1-codex", True), ("gpt-5.1-codex-mini", True), ("gpt-5.1-codex-max", True),
-    ("codex-mini-latest", True), ("gpt-6-codex", True), ("gpt-5", False), ("gpt-4o-mini", False), ("openai/gpt-5-codex", False),
+    ("codex-mini-latest", True), ("gpt-5.2-codex-max", True), ("gpt-5", False), ("gpt-4o-mini", False), ("openai/gpt-5-codex", False),
 ])
 def test_the_models_served_only_by_the_responses_api_are_known_by_name(name: str, only: bool) -> None:
     assert responses_only(name) is only

@@ -52,13 +52,15 @@ from ..events import Message, ModelRequest, ToolCall, Usage
 from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_count
 from .errors import ProviderError
 from .images import tool_parts
+from .record import ModelFamily, ProviderRecord
 from .sse import SSEDecoder
 
-__all__ = ["ResponsesAssembler", "ResponsesModel", "is_reasoning_model", "responses_only", "to_responses"]
+__all__ = ["RECORD", "RESPONSES_ONLY", "ResponsesAssembler", "ResponsesModel", "is_reasoning_model", "responses_only", "to_responses"]
 
-_RESPONSES_ONLY = re.compile(r"(?:gpt-\d+(?:\.\d+)?-codex|codex-mini)(?:-[\w.]+)*")
-"""OpenAI's models served only by the Responses API: ``gpt-5-codex``, ``gpt-5.1-codex(-mini|-max)``,
-``codex-mini-latest`` and the names their successors take."""
+RESPONSES_ONLY = ("gpt-5-codex", "gpt-5.1-codex", "gpt-5.2-codex", "gpt-5.3-codex", "gpt-5.4-codex", "gpt-5.5-codex", "codex-mini")
+"""The name prefixes of OpenAI's models served only by the Responses API: ``gpt-5-codex``,
+``gpt-5.1-codex(-mini|-max)``, ``codex-mini-latest`` and the names their successors take. The
+``openai`` provider's record sends them here (``RESPONSES_FAMILIES``)."""
 _REASONING = re.compile(r"(?:gpt-5|o1|o3|o4|codex)")
 """OpenAI's reasoning families: they take ``reasoning`` and return reasoning items."""
 REASONING_INCLUDE = "reasoning.encrypted_content"
@@ -66,7 +68,7 @@ REASONING_INCLUDE = "reasoning.encrypted_content"
 
 def responses_only(model: str) -> bool:
     """Whether OpenAI serves ``model`` only through the Responses API (Chat Completions answers 404)."""
-    return _RESPONSES_ONLY.fullmatch(model.strip().lower()) is not None
+    return model.strip().lower().startswith(RESPONSES_ONLY)
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -294,6 +296,9 @@ class ResponsesAssembler(Assembler):
 class ResponsesModel(HTTPModel):
     vendor = "openai-responses"
 
+    def __init__(self, *args: Any, max_tokens_field: str | None = None, **kw: Any):
+        super().__init__(*args, **kw)  # the output budget is always max_output_tokens: an openai: option for it is moot here
+
     @property
     def max_image_tokens(self) -> int:
         """As on Chat Completions (``OpenAIModel.max_image_tokens``): the same models, the same images."""
@@ -437,3 +442,41 @@ def read_responses_search(resp: Any) -> SearchParts:
                         got["title"] = got["title"] or str(a.get("title") or "")
     usage = responses_usage(resp.get("usage"))
     return "".join(texts).strip(), list(results.values()), errors, usage, searches
+
+
+# --- the record ---------------------------------------------------------------------------------------
+
+RESPONSES_FAMILIES = tuple(ModelFamily(p, wire="responses", effort="medium", edit_format="apply_patch") for p in RESPONSES_ONLY)
+"""The families the ``openai`` provider serves over this wire (Codex's models: its effort and edit format)."""
+
+
+def responses_adapter() -> type[ResponsesModel]:
+    return ResponsesModel
+
+
+RECORD = ProviderRecord(
+    name="openai-responses",
+    wire="responses",
+    adapter=ResponsesModel,
+    key_env=("OPENAI_API_KEY",),
+    base_env=("OPENAI_BASE_URL",),
+    default_base="https://api.openai.com/v1",
+    header_vars=(("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")),
+    cheap_model="gpt-5-mini",
+    default_model="gpt-5-codex",
+    reasoning="effort",
+    families=(
+        ModelFamily("gpt-5", effort="medium", edit_format="apply_patch"),
+        ModelFamily("o1", effort="medium"),
+        ModelFamily("o3", effort="medium"),
+        ModelFamily("o4", effort="medium"),
+        *RESPONSES_FAMILIES,
+    ),
+    web_search=True,
+    price_prefix="openai/",
+    telemetry_name="openai",
+    no_key=("no API key for openai-responses: export OPENAI_API_KEY=sk-..., or point --base-url at a server "
+            "speaking OpenAI's Responses API (its /v1)"),
+)
+"""OpenAI's Responses API, asked for by ``openai-responses:<model>`` (the ``openai`` provider's record sends
+its Responses-only models here itself: ``RESPONSES_FAMILIES``)."""
