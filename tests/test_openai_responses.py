@@ -332,3 +332,18 @@ def test_websearch_with_blocked_domains_on_the_responses_api_makes_no_search_and
     res = _search_result(a)
     assert not res["ok"] and "allowed_domains only" in res["error"], res
     assert not any(b.get("tools") and b["tools"][0].get("type") == "web_search" for b in bodies)
+
+
+def test_after_a_switch_of_model_each_vendor_is_sent_only_its_own_reasoning() -> None:
+    """A conversation begun on the Responses API and continued on Claude (``/model``): Anthropic is sent its
+    ``thinking`` blocks and never OpenAI's reasoning items, and the Responses API the reverse."""
+    from agentloop.providers.anthropic import to_anthropic
+
+    msgs = [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": "ok", "reasoning": [{"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "E"},
+                                                                 {"type": "thinking", "thinking": "t", "signature": "s"}]},
+            {"role": "user", "content": "more"}]
+    _, amsgs, _ = to_anthropic(msgs, [], cache=False)
+    assert [b["type"] for b in amsgs[1]["content"]] == ["thinking", "text"]
+    _, items, _ = to_responses(msgs, [])
+    assert [i["type"] for i in items] == ["message", "reasoning", "message", "message"]

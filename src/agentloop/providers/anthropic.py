@@ -94,7 +94,9 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
             add("user", [{"type": "text", "text": t}] if t else [])
         elif role == "assistant":
             # reasoning blocks first, unchanged: the API checks their signatures
-            blocks: list[dict[str, Any]] = [dict(r) for r in m.get("reasoning", ()) if isinstance(r, Mapping)]
+            # (another vendor's reasoning, after a /model switch, is not Anthropic's to check: left out)
+            blocks: list[dict[str, Any]] = [dict(r) for r in m.get("reasoning", ())
+                                            if isinstance(r, Mapping) and r.get("type") in ("thinking", "redacted_thinking")]
             t = _text_of(m)
             if t:
                 blocks.append({"type": "text", "text": t})
