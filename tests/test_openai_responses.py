@@ -347,3 +347,11 @@ def test_after_a_switch_of_model_each_vendor_is_sent_only_its_own_reasoning() ->
     assert [b["type"] for b in amsgs[1]["content"]] == ["thinking", "text"]
     _, items, _ = to_responses(msgs, [])
     assert [i["type"] for i in items] == ["message", "reasoning", "message", "message"]
+
+
+def test_a_reasoning_model_is_given_codexs_idle_timeout_unless_another_is_set() -> None:
+    """Hidden reasoning sends no event: a reasoning model's stream waits 300 s (Codex's stream idle timeout) for one."""
+    env = {"OPENAI_API_KEY": "sk-x"}
+    assert open_model("openai:gpt-5-codex", env=env).policy.stall_timeout == 300.0
+    assert open_model("openai:gpt-5-codex", env=env, stall_timeout=12).policy.stall_timeout == 12
+    assert open_model("openai-responses:gpt-4.1", env=env).policy.stall_timeout == 30.0

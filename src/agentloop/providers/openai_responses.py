@@ -36,20 +36,23 @@ of the input) and ``output_tokens`` counts
 reasoning is said to exceed its output cannot be billed). A stream cut before
 its usage after a reasoning item began is counted at the attempt's whole
 ``max_tokens`` of output: the reasoning is billed but never streamed (so no
-retry fits in the call's reservation); cut before any, at what arrived.
+retry fits in the call's reservation); cut before any, at what arrived. A
+reasoning model's stream may go ``REASONING_STALL`` seconds without an event
+(Codex's idle timeout) unless another stall timeout is given.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from ..budget import TOOLS_PROMPT_ALLOWANCE
 from ..events import Message, ModelRequest, ToolCall, Usage
-from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_count
+from .base import Assembler, HTTPModel, RetryPolicy, StreamError, Turn, UsageError, reported_count
 from .errors import ProviderError
 from .images import tool_parts
 from .record import ModelFamily, ProviderRecord
@@ -64,6 +67,9 @@ RESPONSES_ONLY = ("gpt-5-codex", "gpt-5.1-codex", "gpt-5.2-codex", "gpt-5.3-code
 _REASONING = re.compile(r"(?:gpt-5|o1|o3|o4|codex)")
 """OpenAI's reasoning families: they take ``reasoning`` and return reasoning items."""
 REASONING_INCLUDE = "reasoning.encrypted_content"
+REASONING_STALL = 300.0
+"""Seconds a reasoning model's stream may go without an event (Codex's ``stream_idle_timeout_ms``), when no
+other stall timeout is given: its hidden reasoning sends nothing."""
 
 
 def responses_only(model: str) -> bool:
@@ -298,6 +304,9 @@ class ResponsesModel(HTTPModel):
 
     def __init__(self, *args: Any, max_tokens_field: str | None = None, **kw: Any):
         super().__init__(*args, **kw)  # the output budget is always max_output_tokens: an openai: option for it is moot here
+        if self.reasons and self.policy.stall_timeout == RetryPolicy.stall_timeout:
+            # a reasoning model may think for minutes without an event: Codex waits 300 s (its stream idle timeout)
+            self.policy = replace(self.policy, stall_timeout=REASONING_STALL)
 
     @property
     def max_image_tokens(self) -> int:
