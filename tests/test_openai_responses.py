@@ -321,7 +321,8 @@ def test_websearch_on_the_responses_api_uses_its_web_search_tool_and_bills_each_
     assert "spam.example" not in res["content"] and "Widget 2.1 came out this week." in res["content"]
     (cost,) = [r.payload for r in read_records(a.session.path) if r.kind == "side_cost"]
     tokens = Usage(**{k: cost["usage"].get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")})
-    assert cost["cost_micros"] == cost_micros(tokens, a.prices.resolve("gpt-5")) + SEARCH_PRICE_MICROS
+    assert search["model"] == "gpt-5-mini"  # the provider's cheap model searches
+    assert cost["cost_micros"] == cost_micros(tokens, a.prices.resolve("gpt-5-mini")) + SEARCH_PRICE_MICROS
     rep = replay(a.session.path)
     assert rep.equal, rep.first_difference
 
