@@ -2000,6 +2000,28 @@ SABOTAGES = [
         "    if False:  # SABOTAGED\n        raise model._err(",
         ["tests/test_openai_responses.py::test_websearch_with_blocked_domains_on_the_responses_api_makes_no_search_and_says_why"],
     ),
+    Sabotage(
+        "a key goes to a base URL a project's settings chose",
+        "src/agentloop/providers/opening.py",
+        "    if url is None or url_var is None or url_var not in chosen_by_project or key_var is None or key_var in chosen_by_project:",
+        "    if True:  # SABOTAGED",
+        ["tests/test_provider_gateways.py::test_a_base_url_a_project_chose_never_receives_the_users_key",
+         "tests/test_provider_gateways.py::test_a_trusted_projects_base_url_gets_no_key_from_the_users_environment"],
+    ),
+    Sabotage(
+        "an unknown provider silently opens another provider's adapter",
+        "src/agentloop/providers/__init__.py",
+        "    record = PROVIDERS.get(name)\n    if record is None:",
+        "    record = PROVIDERS.get(name) or next(iter(PROVIDERS.values()))  # SABOTAGED\n    if record is None:",
+        ["tests/test_provider_record.py::test_an_unknown_provider_is_an_error_naming_the_known_ones"],
+    ),
+    Sabotage(
+        "a gateway's token is dropped when no key is set",
+        "src/agentloop/providers/anthropic.py",
+        "        if self.target.auth_token:  # a gateway's token",
+        "        if False:  # SABOTAGED a gateway's token",
+        ["tests/test_provider_gateways.py::test_a_gateway_token_alone_is_sent_as_a_bearer_token"],
+    ),
 ]
 
 

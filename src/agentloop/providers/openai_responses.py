@@ -322,7 +322,8 @@ class ResponsesModel(HTTPModel):
         return self.target.base_url.rstrip("/") + "/responses"
 
     def headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.target.api_key}"} if self.target.api_key else {}
+        key = self.target.api_key or self.target.auth_token  # a key, else a gateway's token: both as OpenAI's bearer
+        return {"authorization": f"Bearer {key}"} if key else {}
 
     def key_hint(self) -> str:
         return "OPENAI_API_KEY"

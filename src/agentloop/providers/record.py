@@ -44,6 +44,9 @@ class OpenArgs:
     """``scripted``: the replies themselves (a batch task's inline script) instead of a file."""
     default_fallback: bool = False
     """No ``fallback`` given: take the provider's default for overload, and say so through ``on_notice``."""
+    chosen_by_project: Mapping[str, str] = field(default_factory=dict)
+    """Variables of ``env`` a project's settings set (name -> the file): a base URL among them receives no key of
+    the user's (``providers/opening.py``, rule 4)."""
 
 
 Factory = Callable[["ProviderRecord", str, OpenArgs], Any]

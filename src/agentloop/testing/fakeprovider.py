@@ -17,7 +17,8 @@ price, and a small ``--max-usd`` then stops the run before its first call. The p
 - ``POST /messages/count_tokens``: Anthropic token counting (uses no reply).
 - ``POST /responses``: OpenAI's Responses API, JSON or SSE (``fake_responses.py``: reasoning items,
   and what else a reply may say there).
-- ``GET /requests``: the requests received so far, as JSON (keys never kept).
+- ``GET /requests``: the requests received so far, as JSON (keys never kept: ``auth`` says which header
+  carried a credential, by its scheme).
 
 The script is a JSON file: either a list of replies, or an object::
 
@@ -341,6 +342,9 @@ class _Handler(BaseHTTPRequestHandler):
             "body": body,
             "has_key": bool(key),
             "headers": {k.lower(): v for k, v in self.headers.items() if k.lower() not in ("authorization", "x-api-key")},
+            # where a credential came, never its value: the authorization header's scheme, x-api-key's presence
+            "auth": {k.lower(): (v.split(" ", 1)[0].lower() if k.lower() == "authorization" else "present")
+                     for k, v in self.headers.items() if k.lower() in ("authorization", "x-api-key")},
         }
         with st.lock:
             st.requests.append(rec)
