@@ -294,7 +294,7 @@ def _ask(tmp_path: Path, replies: list[dict[str, Any]], **args: Any) -> tuple[Ag
     (cwd / ".claude").mkdir(parents=True, exist_ok=True)
     (cwd / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["WebSearch"]}}))
     call = {"tool_calls": [{"name": "WebSearch", "arguments": {"query": "widget release", **args}}]}
-    with FakeProvider({"replies": [call, *replies]}) as fp:
+    with FakeProvider({"replies": [call, *replies], "when_done": "repeat"}) as fp:
         a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model="openai-responses:gpt-5", base_url=fp.url + "/v1", env={},
                   max_usd_micros=usd("5"), trust=True)
         try:
