@@ -356,3 +356,21 @@ def test_a_reasoning_model_is_given_codexs_idle_timeout_unless_another_is_set() 
     assert open_model("openai:gpt-5-codex", env=env).policy.stall_timeout == 300.0
     assert open_model("openai:gpt-5-codex", env=env, stall_timeout=12).policy.stall_timeout == 12
     assert open_model("openai-responses:gpt-4.1", env=env).policy.stall_timeout == 30.0
+
+
+def test_a_server_that_answers_with_one_json_response_is_read_whole() -> None:
+    """A server that ignores ``stream`` and sends the ``Response`` object itself: the same turn, usage checked."""
+    from agentloop.events import ModelRequest
+    from agentloop.providers.base import Target
+    from agentloop.testing.fake_responses import ResponsesReply
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        rep = ResponsesReply(body, {"reasoning": "whole", "text": "all at once", "tool_calls": []}, 7, [], 40, 0, lambda e: None,
+                             lambda d, u: True)
+        return httpx.Response(200, json=rep.final())
+
+    m = ResponsesModel(Target("openai-responses", "gpt-5-codex", "http://json.invalid/v1", "k"), transport=httpx.MockTransport(handle))
+    reply = m.complete(ModelRequest(messages=[{"role": "user", "content": "go"}], tools=[], max_output_tokens=500))
+    assert reply.text == "all at once" and reply.reasoning[0]["encrypted_content"] == encrypted("whole", 7)
+    assert reply.usage is not None and reply.usage.input_tokens == 40
