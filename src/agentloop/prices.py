@@ -46,6 +46,12 @@ BUILTIN_PRICES: dict[str, Price] = {
     "gpt-5": Price(1_250_000, 10 * M, 125_000, 0),
     "gpt-5-mini": Price(250_000, 2 * M, 25_000, 0),
     "gpt-5-nano": Price(50_000, 400_000, 5_000, 0),
+    # the coding models served only by the Responses API (providers/openai_responses.py)
+    "gpt-5.1-codex-max": Price(1_250_000, 10 * M, 125_000, 0),
+    "gpt-5.1-codex-mini": Price(250_000, 2 * M, 25_000, 0),
+    "gpt-5.1-codex": Price(1_250_000, 10 * M, 125_000, 0),
+    "gpt-5-codex": Price(1_250_000, 10 * M, 125_000, 0),
+    "codex-mini": Price(1_500_000, 6 * M, 375_000, 0),
     "gpt-4.1": Price(2 * M, 8 * M, 500_000, 0),
     "gpt-4.1-mini": Price(400_000, 1_600_000, 100_000, 0),
     "gpt-4.1-nano": Price(100_000, 400_000, 25_000, 0),
@@ -70,7 +76,9 @@ BUILTIN_PRICES: dict[str, Price] = {
     "scripted": Price(M, 2 * M, 100_000, 1_250_000),
 }
 
-_PREFIX = re.compile(r"^(?:openai|anthropic)/")
+_PREFIX = re.compile(r"^[a-z][a-z0-9_.\-]*/")
+"""A router's or gateway's spelling (OpenRouter's ``openai/gpt-4o``, any provider's ``price_prefix``): the name
+after it is looked up; a name the table still does not know costs the highest price."""
 _SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|:[\w.\-]+)$")
 
 
@@ -126,6 +134,11 @@ BUILTIN_MAX_OUTPUT: dict[str, int] = {
     "gpt-5": 128_000,
     "gpt-5-mini": 128_000,
     "gpt-5-nano": 128_000,
+    "gpt-5.1-codex-max": 128_000,
+    "gpt-5.1-codex-mini": 128_000,
+    "gpt-5.1-codex": 128_000,
+    "gpt-5-codex": 128_000,
+    "codex-mini": 100_000,
     "gpt-4.1": 32_768,
     "gpt-4.1-mini": 32_768,
     "gpt-4.1-nano": 32_768,

@@ -1,52 +1,82 @@
 """The providers of models, in one registry: ``open_spec("openai:gpt-4o-mini")``,
 ``open_spec("anthropic:claude-...")``, ``open_spec("scripted:replies.json")``.
 
-``PROVIDERS`` maps a spec's provider to what opens it: ``openai`` and
-``anthropic`` are real models over HTTP (``open_model``); ``scripted`` answers
-from a script file, offline (``scripted.py``). HTTP lives only in this package. Each adapter is the only place that knows its
-vendor's wire format (``openai_compat.py``, ``anthropic.py``); ``base.py`` holds
-the stream pump and the retry and fallback policy they share; ``sse.py`` the
-event-stream decoder. Keys come from the arguments, a named environment
-variable, or ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``, and are scrubbed from
-every message this package produces.
+Each provider is declared once, by the ``ProviderRecord`` its own module holds
+(``record.py`` says what a record is), and registered by one line below. Code
+outside this package asks the registry (``record_for``, ``records``) and never
+names a vendor. HTTP lives only in this package. Each adapter is the only place
+that knows its vendor's wire format (``openai_compat.py``, ``anthropic.py``);
+``base.py`` holds the stream pump and the retry and fallback policy they share;
+``opening.py`` how a record's model opens (key, base URL, adapter); ``sse.py``
+the event-stream decoder. Keys are scrubbed from every message this package produces.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-from ..budget import PriceTable
+from . import anthropic, openai_compat, openai_responses, scripted
 from .errors import ProviderConfigError, ProviderError, scrub
+from .opening import is_local, open_record
+from .record import ModelAlias, ModelFamily, OpenArgs, ProviderRecord
 
-if TYPE_CHECKING:  # the HTTP adapters load httpx: imported when first used (the scripted provider needs none)
+if TYPE_CHECKING:
     import httpx
 
     from .anthropic import AnthropicModel
-    from .base import HTTPModel, RetryPolicy, Target
+    from .base import HTTPModel, RetryPolicy
     from .openai_compat import OpenAIModel
 
 __all__ = [
     "PROVIDERS",
     "AnthropicModel",
     "HTTPModel",
+    "ModelAlias",
+    "ModelFamily",
     "OpenAIModel",
     "OpenArgs",
     "ProviderConfigError",
     "ProviderError",
+    "ProviderRecord",
     "RetryPolicy",
+    "bare_provider",
+    "cheap_spec",
+    "default_spec",
+    "edit_format",
+    "env_model",
+    "has_web_search",
     "default_fallback",
+    "is_local",
+    "is_spec",
+    "model_record",
+    "open_http",
     "open_model",
     "open_spec",
     "parse_spec",
+    "record_for",
+    "records",
     "scrub",
+    "spec_for",
 ]
 
-_LAZY = {"AnthropicModel": "anthropic", "HTTPModel": "base", "RetryPolicy": "base", "Target": "base", "OpenAIModel": "openai_compat"}
+# --- the registry: one line per provider --------------------------------------
+
+PROVIDERS: Mapping[str, ProviderRecord] = {r.name: r for r in (
+    anthropic.RECORD,
+    openai_compat.RECORD,
+    scripted.RECORD,
+    openai_responses.RECORD,
+)}
+"""Each provider a spec may name, by its record. The only place a provider is registered. The order
+is the order of preference when the environment offers several (``default_spec``), as Claude Code
+starts on Anthropic's models when their key is set."""
+
+# ------------------------------------------------------------------------------
+
+_LAZY = {"AnthropicModel": "anthropic", "HTTPModel": "base", "RetryPolicy": "base", "Target": "base", "OpenAIModel": "openai_compat",
+         "ResponsesModel": "openai_responses"}
 
 
 def __getattr__(name: str) -> Any:
@@ -55,83 +85,183 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
 
-DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
-DEFAULT_FALLBACKS = (
-    ("anthropic", "claude-opus-4-6", "claude-sonnet-4-6"),
-    ("anthropic", "claude-opus-4-5", "claude-sonnet-4-5"),
-    ("anthropic", "claude-opus-4-1", "claude-sonnet-4"),
-    ("anthropic", "claude-opus-4", "claude-sonnet-4"),
-)
-"""A model's fallback when none is given, and only for overload (HTTP 529): an Opus model goes on on
-the Sonnet of its generation (the seed's production checklist: "Opus -> Sonnet, with notice").
-The longest matching name wins (``claude-opus-4-6-20260101`` is ``claude-opus-4-6``)."""
+def records() -> tuple[ProviderRecord, ...]:
+    """Every registered provider's record, in the registry's order."""
+    return tuple(PROVIDERS.values())
 
 
-def default_fallback(spec: str) -> str | None:
-    """The fallback ``spec`` gets on overload when none is given (``DEFAULT_FALLBACKS``), else None."""
-    vendor, _, name = spec.partition(":")
-    name = name.strip()
-    for v, model, fb in DEFAULT_FALLBACKS:  # longest first within a vendor: the table is in that order
-        if v == vendor.strip().lower() and (name == model or name.startswith(model + "-")):
-            return f"{v}:{fb}"
-    return None
+def record_for(name_or_spec: str, *, where: str = "") -> ProviderRecord:
+    """The record of a provider (``openai``) or of a spec's provider (``openai:gpt-5``).
+
+    Raises:
+        ProviderConfigError: no provider of that name, naming the known ones (never another's record).
+    """
+    name = name_or_spec.partition(":")[0].strip().lower()
+    record = PROVIDERS.get(name)
+    if record is None:
+        at = f" in {where}" if where else ""
+        raise ProviderConfigError(f"unknown provider {name!r}{at}: known providers are {', '.join(PROVIDERS)}")
+    return record
 
 
-_POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "call_deadline", "connect_timeout",
-                   "sleep", "asleep", "rand"}
-_MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature", "thinking_budget", "reasoning_effort"}
-_VENDOR_OPTIONS = {"openai": {"max_tokens_field"}, "anthropic": {"cache"}}
+def _known() -> str:
+    return ", ".join(f"{r.name}:<model>" if r.names_models else f"{r.name}:FILE" for r in PROVIDERS.values())
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
     """``"openai:gpt-4o-mini" -> ("openai", "gpt-4o-mini")``.
 
     Raises:
-        ProviderConfigError: no provider, or one we do not know.
+        ProviderConfigError: no provider, or one not registered (naming the known ones).
     """
     vendor, sep, name = spec.partition(":")
     if not sep:
-        guess = "anthropic" if spec.startswith("claude") else "openai"
-        raise ProviderConfigError(f"--model {spec!r} needs a provider: say {guess}:{spec} (openai:<model> or anthropic:<model>)")
+        # a name no provider claims by its prefix is guessed to be the catch-all's (one with no bare prefixes)
+        guess = bare_provider(spec) or next((r.name for r in PROVIDERS.values() if r.names_models and not r.bare_prefixes), "")
+        raise ProviderConfigError(f"--model {spec!r} needs a provider: say {guess}:{spec} ({_known()})")
     vendor = vendor.strip().lower()
     if vendor not in PROVIDERS:
-        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use openai:<model>, anthropic:<model> or scripted:FILE")
+        raise ProviderConfigError(f"unknown provider {vendor!r} in --model {spec!r}: use {_known()}")
     if not name.strip():
         raise ProviderConfigError(f"--model {spec!r} names no model after {vendor}:")
     return vendor, name.strip()
 
 
-def is_local(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
-    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.endswith(".local")
+def bare_provider(name: str) -> str | None:
+    """The provider a bare model name belongs to (``ProviderRecord.bare_prefixes``: ``claude-...``), or None."""
+    low = name.strip().lower()
+    return next((r.name for r in PROVIDERS.values() if r.bare_prefixes and low.startswith(r.bare_prefixes)), None)
 
 
-def _key(vendor: str, base_url: str | None, api_key: str | None, api_key_env: str | None, env: Mapping[str, str]) -> str | None:
-    if api_key:
-        return api_key
-    if api_key_env:
-        k = env.get(api_key_env)
-        if k:
-            return k
-        if base_url is None:
-            raise ProviderConfigError(f"the config names {api_key_env} for the {vendor} key, but {api_key_env} is not set: export {api_key_env}=...")
-    k = env.get(KEY_ENV[vendor])
-    if k:
-        return k
-    if base_url is not None:
-        return None  # a server of the user's own (Ollama, vLLM, llama.cpp, LM Studio) needs no key
-    if vendor == "openai":
-        raise ProviderConfigError(
-            "no API key for openai: export OPENAI_API_KEY=sk-..., or point --base-url at a local "
-            "OpenAI-compatible server (e.g. --base-url http://localhost:11434/v1 for Ollama)"
-        )
-    raise ProviderConfigError(
-        "no API key for anthropic: export ANTHROPIC_API_KEY=sk-ant-..., or use an OpenAI-compatible "
-        "local server with --model openai:<name> --base-url URL"
-    )
+def default_fallback(spec: str) -> str | None:
+    """The fallback ``spec`` gets on overload when none is given (its record's ``overload_fallbacks``), else None.
+    The longest matching name wins (``claude-opus-4-6-20260101`` is ``claude-opus-4-6``)."""
+    vendor, _, name = spec.partition(":")
+    record = PROVIDERS.get(vendor.strip().lower())
+    if record is None:
+        return None
+    name = name.strip()
+    best: tuple[str, str] | None = None
+    for model, fb in record.overload_fallbacks:
+        if (name == model or name.startswith(model + "-")) and (best is None or len(model) > len(best[0])):
+            best = (model, fb)
+    return f"{record.name}:{best[1]}" if best else None
+
+
+def is_spec(name: str) -> bool:
+    """``name`` starts with a registered provider and a colon (``openai:gpt-5``; not Bedrock's ``...-v1:0``)."""
+    head, sep, _ = name.partition(":")
+    return bool(sep) and head.strip().lower() in PROVIDERS
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _preferred(provider: str | None, env: Mapping[str, str]) -> list[ProviderRecord]:
+    """The records in the order a name is looked up: the session's provider, those the environment selects
+    (``selected_by``: ``CLAUDE_CODE_USE_BEDROCK=1``), then the registry's order."""
+    out: list[ProviderRecord] = []
+    own = PROVIDERS.get(provider) if provider else None
+    first = [own] if own is not None else []
+    selected = [r for r in PROVIDERS.values() if r.selected_by and _truthy(env.get(r.selected_by))]
+    for r in (*first, *selected, *PROVIDERS.values()):
+        if r not in out:
+            out.append(r)
+    return out
+
+
+def _named(record: ProviderRecord, name: str, env: Mapping[str, str]) -> str:
+    """``name`` (an alias of ``record``'s, its override variable honoured, or a model id) as a spec."""
+    a = record.alias(name)
+    if a is not None:
+        name = (env.get(a.env, "").strip() if a.env else "") or a.model
+    return name if is_spec(name) else f"{record.name}:{name}"
+
+
+def spec_for(name: str, *, env: Mapping[str, str], provider: str | None = None) -> str | None:
+    """A bare model name or alias as a spec, or None when no provider claims it.
+
+    An alias (Claude Code's ``sonnet``, its ``ANTHROPIC_DEFAULT_SONNET_MODEL`` honoured) or a name with a
+    provider's bare prefix (``claude-...``) is looked up in the session's provider first, then in those the
+    environment selects, then in the registry's order; any other bare name (no colon: ``gemini:pro`` names an
+    unknown provider) is the session's provider's when that provider names models (``scripted:`` takes a file)."""
+    s = name.strip()
+    for r in _preferred(provider, env):
+        if r.alias(s) is not None or (r.bare_prefixes and s.lower().startswith(r.bare_prefixes)):
+            return _named(r, s, env)
+    own = PROVIDERS.get(provider) if provider else None
+    if s and ":" not in s and own is not None and own.names_models:
+        return f"{own.name}:{s}"
+    return None
+
+
+def model_record(spec: str) -> tuple[ProviderRecord, str] | None:
+    """(record, model name) of a spec naming a model of a registered provider, else None (a model object, ``scripted:FILE``)."""
+    if not is_spec(spec):
+        return None
+    head, _, name = spec.partition(":")
+    record = PROVIDERS[head.strip().lower()]
+    return (record, name.strip()) if record.names_models else None
+
+
+def edit_format(spec: str) -> str | None:
+    """The one edit tool a model is offered and told of (``edit`` or ``apply_patch``), or None for both.
+
+    Its family's or provider's (``ProviderRecord.edit_format_for``); a provider that does not say, serving a
+    model another provider claims by its bare prefix (``openai:anthropic/claude-sonnet-4`` through a router),
+    gets what that provider says of it."""
+    found = model_record(spec)
+    if found is None:
+        return None
+    record, name = found
+    fmt = record.edit_format_for(name)
+    if fmt is None:
+        owner = bare_provider(name.rsplit("/", 1)[-1])
+        fmt = PROVIDERS[owner].edit_format_for(name) if owner is not None else None
+    return fmt
+
+
+def has_web_search(spec: str) -> bool | None:
+    """The spec's provider runs a server-side search (True), has none (False), or does not say (None)."""
+    found = model_record(spec)
+    return found[0].web_search if found is not None else None
+
+
+def cheap_spec(spec: str, env: Mapping[str, str]) -> str | None:
+    """The small, fast model of ``spec``'s provider (its ``cheap_model_env``, else ``cheap_model``), or None."""
+    record = PROVIDERS.get(spec.partition(":")[0].strip().lower()) if is_spec(spec) else None
+    if record is None:
+        return None
+    found = record.first_set(record.cheap_model_env, env)
+    name = found[1] if found else record.cheap_model
+    return _named(record, name, env) if name else None
+
+
+def env_model(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(spec, why) of the model a provider's model variable names (Claude Code's ``ANTHROPIC_MODEL``: an alias or
+    an id), looked up in the order of ``_preferred``; None when none is set."""
+    for r in _preferred(None, env):
+        found = r.first_set(r.model_env, env)
+        if found:
+            return _named(r, found[1], env), f"{found[0]} is set"
+    return None
+
+
+def default_spec(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(spec, why) of the model a session opens when nothing names one: the ``default_model`` of the first
+    provider (``_preferred``'s order) the environment selects or holds a key or token for, as Claude Code starts
+    on its default Sonnet with only ``ANTHROPIC_API_KEY`` set; None when the environment offers none."""
+    for r in _preferred(None, env):
+        if r.default_model is None:
+            continue
+        if r.selected_by and _truthy(env.get(r.selected_by)):
+            return _named(r, r.default_model, env), f"the {r.name} provider's default, as {r.selected_by} is set"
+        held = r.first_set((*r.key_env, *r.token_env), env)
+        if held:
+            return _named(r, r.default_model, env), f"the {r.name} provider's default, as {held[0]} is set"
+    return None
 
 
 def open_model(
@@ -144,151 +274,59 @@ def open_model(
     env: Mapping[str, str] | None = None,
     transport: httpx.BaseTransport | None = None,
     record_raw: bool = False,
+    chosen_by_project: Mapping[str, str] | None = None,
     **options: Any,
 ) -> HTTPModel:
-    """A model for ``spec`` (``openai:<name>`` or ``anthropic:<name>``), with an optional fallback.
+    """A model for ``spec`` (``<provider>:<name>`` of a provider over HTTP), with an optional fallback.
 
     Options: ``max_attempts``, ``backoff_base``, ``backoff_max``,
     ``max_retry_after``, ``stall_timeout``, ``call_deadline``, ``connect_timeout`` (the retry
     policy; ``sleep``/``asleep``/``rand`` replace its clock and jitter in tests),
     ``on_notice`` (called with each retry and fallback notice), ``extra_headers``,
-    ``temperature``, ``thinking_budget`` (Anthropic: extended thinking's
-    ``budget_tokens``), ``reasoning_effort`` (OpenAI's reasoning models),
-    ``max_continuations`` (turns cut at max tokens that the
-    loop continues; default 2), ``fallback_on`` (the kinds of failure that
-    pass to the fallback, e.g. ``{"overloaded"}``; default any), ``cache`` (Anthropic breakpoints, default on),
-    ``max_tokens_field`` (OpenAI: ``max_tokens`` or ``max_completion_tokens``),
-    ``prices`` (the run's ``PriceTable``, default the built-in one: a fallback
-    dearer than the primary is given fewer output tokens, so that it costs no
-    more than the call's reservation).
+    ``temperature``, ``thinking_budget`` (extended thinking's ``budget_tokens``),
+    ``reasoning_effort`` (reasoning models' effort), ``max_continuations`` (turns cut at
+    max tokens that the loop continues; default 2), ``fallback_on`` (the kinds of failure that
+    pass to the fallback, e.g. ``{"overloaded"}``; default any), the provider's own (its
+    record's ``options``: ``cache``, ``max_tokens_field``...), ``prices`` (the run's
+    ``PriceTable``, default the built-in one: a fallback dearer than the primary is given
+    fewer output tokens, so that it costs no more than the call's reservation).
+    ``chosen_by_project``: the variables of ``env`` a project's settings set (name -> file); a base URL
+    among them receives no key of the user's.
 
     Raises:
-        ProviderConfigError: bad spec, no key, or an unknown option.
+        ProviderConfigError: bad spec, an unknown provider, no key, a key for a host a project chose, or an unknown option.
     """
-    from .base import RetryPolicy, Target
-
-    e: Mapping[str, str] = os.environ if env is None else env
     vendor, name = parse_spec(spec)
-    if vendor not in DEFAULT_BASE:
-        raise ProviderConfigError(f"{spec!r} is not a model over HTTP: open it with open_spec")
-    max_cont = options.pop("max_continuations", 2)
-    fallback_on = options.pop("fallback_on", None)
-    prices = options.pop("prices", None)
-    allowed = _POLICY_OPTIONS | _MODEL_OPTIONS | _VENDOR_OPTIONS[vendor]
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ProviderConfigError(f"unknown option {unknown[0]!r} for {vendor} models; known: {', '.join(sorted(allowed))}")
-    policy = RetryPolicy(**{k: v for k, v in options.items() if k in _POLICY_OPTIONS})
-    model_kw = {k: v for k, v in options.items() if k in _MODEL_OPTIONS}
-    vendor_kw = {k: v for k, v in options.items() if k in _VENDOR_OPTIONS[vendor]}
-
-    url = base_url or e.get(BASE_ENV[vendor]) or None
-    key = _key(vendor, url, api_key, api_key_env, e)
-    fb: HTTPModel | None = None
+    fb: tuple[ProviderRecord, str] | None = None
     if fallback:
         fvendor, fname = parse_spec(fallback)
-        if fvendor == vendor:
-            fb = _make(fvendor, Target(fvendor, fname, url or DEFAULT_BASE[fvendor], key), transport, policy, record_raw, model_kw, vendor_kw, None)
-        else:
-            furl = e.get(BASE_ENV[fvendor]) or None
-            fkey = _key(fvendor, furl, None, None, e)
-            fkw = {k: v for k, v in options.items() if k in _VENDOR_OPTIONS[fvendor]}
-            fb = _make(fvendor, Target(fvendor, fname, furl or DEFAULT_BASE[fvendor], fkey), transport, policy, record_raw, model_kw, fkw, None)
-    m = _make(vendor, Target(vendor, name, url or DEFAULT_BASE[vendor], key), transport, policy, record_raw, model_kw, vendor_kw, fb)
-    m.max_continuations = int(max_cont)
-    m.fallback_on = None if fallback_on is None else frozenset(fallback_on)
-    table = _table(prices)
-    m.price = table.resolve(name)
-    if fb is not None:
-        fb.price = table.resolve(fb.target.model)
-    return m
+        fb = (PROVIDERS[fvendor], fname)
+    return open_record(PROVIDERS[vendor], name, fallback=fb, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
+                       env=env, transport=transport, record_raw=record_raw, chosen_by_project=chosen_by_project, **options)
 
 
-def _table(prices: Any) -> PriceTable:
-    if prices is None:
-        from ..prices import default_prices
-
-        return default_prices()
-    if isinstance(prices, PriceTable):
-        return prices
-    if isinstance(prices, Mapping):
-        return PriceTable(prices)
-    raise ProviderConfigError("prices must be a PriceTable or a mapping of model name to Price")
-
-
-def _make(
-    vendor: str,
-    target: Target,
-    transport: httpx.BaseTransport | None,
-    policy: RetryPolicy,
-    record_raw: bool,
-    model_kw: dict[str, Any],
-    vendor_kw: dict[str, Any],
-    fallback: HTTPModel | None,
-) -> HTTPModel:
-    from .anthropic import AnthropicModel
-    from .openai_compat import OpenAIModel
-
-    cls: Callable[..., HTTPModel] = OpenAIModel if vendor == "openai" else AnthropicModel
-    return cls(target, fallback=fallback, transport=transport, policy=policy, record_raw=record_raw, **model_kw, **vendor_kw)
-
-
-# --- the registry ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OpenArgs:
-    """What a provider may be given to open a model; each provider takes what applies to it."""
-
-    base_url: str | None = None
-    api_key_env: str | None = None
-    fallback: str | None = None
-    env: Mapping[str, str] | None = None
-    on_notice: Callable[[str], None] | None = None
-    prices: PriceTable | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """More of the provider's own options (``open_model``'s; ``scripted``: ``stream``)."""
-    transport: Any = None
-    script: Sequence[Any] | None = None
-    """``scripted``: the replies themselves (a batch task's inline script) instead of a file."""
-    default_fallback: bool = False
-    """No ``fallback`` given: take ``default_fallback(spec)``, for overload only, and say so through ``on_notice``."""
-
-
-def _open_http(spec: str, a: OpenArgs) -> Any:
+def open_http(record: ProviderRecord, spec: str, a: OpenArgs) -> Any:
+    """How a provider over HTTP opens (a record with no ``factory``): ``open_model``, with the default
+    fallback for overload when asked (said through ``on_notice``)."""
     fallback, options = a.fallback, dict(a.options)
     if fallback is None and a.default_fallback and (fallback := default_fallback(spec)) is not None:
         options["fallback_on"] = {"overloaded"}
         if a.on_notice is not None:
             a.on_notice(f"{spec} falls back to {fallback} when overloaded (529), by default; --fallback-model to choose another")
     return open_model(spec, base_url=a.base_url, api_key_env=a.api_key_env, fallback=fallback, env=a.env,
-                      transport=a.transport, on_notice=a.on_notice, prices=a.prices, **options)
-
-
-def _open_scripted(spec: str, a: OpenArgs) -> Any:
-    """``scripted:FILE`` (or a ``script`` given): a model answering from the script, in order."""
-    from .scripted import ScriptedModel, ScriptError, load_script, parse_replies
-
-    try:
-        script = parse_replies(list(a.script)) if a.script is not None else load_script(spec.partition(":")[2])
-    except ScriptError as exc:
-        raise ProviderConfigError(str(exc)) from None
-    return ScriptedModel.from_script(script, stream=str(a.options.get("stream", "words")))
-
-
-PROVIDERS: dict[str, Callable[[str, OpenArgs], Any]] = {"openai": _open_http, "anthropic": _open_http, "scripted": _open_scripted}
-"""Each provider a spec may name, and what opens its models. The only place a provider is known."""
+                      transport=a.transport, on_notice=a.on_notice, prices=a.prices, chosen_by_project=a.chosen_by_project,
+                      **options)
 
 
 def open_spec(spec: str, args: OpenArgs | None = None) -> Any:
-    """A model for ``spec`` (``provider:name``), opened by its provider (``PROVIDERS``).
+    """A model for ``spec`` (``provider:name``), opened by its provider's factory (``PROVIDERS``).
 
     Raises:
         ProviderConfigError: no or an unknown provider, or the provider cannot open it (one line).
     """
     vendor = spec.partition(":")[0].strip().lower()
-    opener = PROVIDERS.get(vendor)
-    if opener is None:
+    record = PROVIDERS.get(vendor)
+    if record is None:
         parse_spec(spec)  # says what is wrong
         raise ProviderConfigError(f"unknown provider in {spec!r}")
-    return opener(spec, args or OpenArgs())
+    return (record.factory or open_http)(record, spec, args or OpenArgs())

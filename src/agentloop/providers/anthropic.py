@@ -46,8 +46,9 @@ from .base import (
 from .bounded import ACCEPT_ENCODING, raw_body, read_capped
 from .errors import ProviderError
 from .images import Image, tool_parts
+from .record import ModelAlias, ModelFamily, ProviderRecord
 
-__all__ = ["API_VERSION", "THINKING_MIN", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
+__all__ = ["API_VERSION", "RECORD", "THINKING_MIN", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
 
 API_VERSION = "2026-10-21"
 """The ``anthropic-version`` the official SDK of this era sends (anthropic 2.14: ``_constants.py``)."""
@@ -93,7 +94,9 @@ def to_anthropic(messages: Any, tools: Any, *, cache: bool = True) -> tuple[list
             add("user", [{"type": "text", "text": t}] if t else [])
         elif role == "assistant":
             # reasoning blocks first, unchanged: the API checks their signatures
-            blocks: list[dict[str, Any]] = [dict(r) for r in m.get("reasoning", ()) if isinstance(r, Mapping)]
+            # (another vendor's reasoning, after a /model switch, is not Anthropic's to check: left out)
+            blocks: list[dict[str, Any]] = [dict(r) for r in m.get("reasoning", ())
+                                            if isinstance(r, Mapping) and r.get("type") in ("thinking", "redacted_thinking")]
             t = _text_of(m)
             if t:
                 blocks.append({"type": "text", "text": t})
@@ -333,6 +336,7 @@ class AnthropicAssembler(Assembler):
 
 class AnthropicModel(HTTPModel):
     vendor = "anthropic"
+    system_apart = True
     counts_tokens = True
     """``count_tokens`` asks the API: the loop may reserve from an exact count when the bound does not fit."""
     max_image_tokens = 2_000
@@ -348,7 +352,11 @@ class AnthropicModel(HTTPModel):
     def headers(self) -> dict[str, str]:
         # as the official SDK sends a key (anthropic 2.14 ``_client.py``: a bearer token)
         h = {"anthropic-version": API_VERSION}
-        if self.target.api_key:
+        if self.target.auth_token:  # a gateway's token (Claude Code: ANTHROPIC_AUTH_TOKEN, "prefixed with Bearer")
+            h["authorization"] = f"Bearer {self.target.auth_token}"
+            if self.target.api_key:
+                h["x-api-key"] = self.target.api_key
+        elif self.target.api_key:
             h["authorization"] = f"Bearer {self.target.api_key}"
         return h
 
@@ -405,7 +413,7 @@ class AnthropicModel(HTTPModel):
             b["system"] = system
         if tools:
             b["tools"] = tools
-        h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **self.headers(), **self.extra_headers}
+        h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **self.headers(), **self.target.headers, **self.extra_headers}
         url = _join(self.target.base_url, "/v1/messages/count_tokens")
         try:  # its body read in bounded time and memory, as every body is (providers/bounded.py)
             with self.client().stream("POST", url, headers=h, content=orjson.dumps(b)) as r:
@@ -424,3 +432,45 @@ def _join(base: str, path: str) -> str:
     if base.endswith("/v1") and path.startswith("/v1/"):
         path = path[3:]
     return base + path
+
+
+RECORD = ProviderRecord(
+    name="anthropic",
+    wire="messages",
+    adapter=AnthropicModel,
+    key_env=("ANTHROPIC_API_KEY",),
+    token_env=("ANTHROPIC_AUTH_TOKEN",),
+    base_env=("ANTHROPIC_BASE_URL",),
+    default_base="https://api.anthropic.com",
+    headers_env="ANTHROPIC_CUSTOM_HEADERS",
+    options=frozenset({"cache"}),
+    bare_prefixes=("claude-",),
+    # Claude Code's model aliases; ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL override the id each names.
+    # The ids are the newest of each family in agentloop's price table.
+    aliases=(
+        ModelAlias("opus", "claude-opus-4-6", "ANTHROPIC_DEFAULT_OPUS_MODEL"),
+        ModelAlias("sonnet", "claude-sonnet-4-6", "ANTHROPIC_DEFAULT_SONNET_MODEL"),
+        ModelAlias("haiku", "claude-haiku-4-5", "ANTHROPIC_DEFAULT_HAIKU_MODEL"),
+    ),
+    default_model="sonnet",
+    model_env=("ANTHROPIC_MODEL",),
+    cheap_model="haiku",
+    cheap_model_env=("ANTHROPIC_SMALL_FAST_MODEL",),
+    reasoning="budget",
+    # extended thinking's models (platform.claude.com, "Extended thinking", supported models)
+    families=tuple(ModelFamily(p, thinking=True) for p in ("claude-opus-4", "claude-sonnet-4", "claude-haiku-4-5", "claude-3-7-sonnet")),
+    web_search=True,
+    edit_format="edit",
+    price_prefix="anthropic/",
+    telemetry_name="anthropic",
+    no_key=("no API key for anthropic: export ANTHROPIC_API_KEY=sk-ant-..., or use an OpenAI-compatible "
+            "local server with --model openai:<name> --base-url URL"),
+    # the seed's production checklist: "Opus -> Sonnet, with notice"; the longest matching name wins
+    overload_fallbacks=(
+        ("claude-opus-4-6", "claude-sonnet-4-6"),
+        ("claude-opus-4-5", "claude-sonnet-4-5"),
+        ("claude-opus-4-1", "claude-sonnet-4"),
+        ("claude-opus-4", "claude-sonnet-4"),
+    ),
+)
+"""The Anthropic provider: the Messages API at api.anthropic.com or a gateway in front of it."""

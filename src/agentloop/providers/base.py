@@ -42,9 +42,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
 
 from ..budget import IMAGE_TOKENS, MAX_REPORTED_TOKENS, Price, dearest, output_left
@@ -52,7 +51,11 @@ from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from ..model_description import ModelDescription
 from .bounded import ACCEPT_ENCODING, BodyDecoder, araw_body, aread_capped, raw_body, read_capped
 from .errors import ProviderError, scrub
+from .record import ProviderRecord
 from .sse import SSEDecoder
+
+if TYPE_CHECKING:  # loaded when a model first calls (rule 4 of record.py: the registry loads no HTTP client)
+    import httpx
 
 __all__ = ["Assembler", "HTTPModel", "RetryPolicy", "StreamError", "Target", "Turn", "UsageError", "reported_count"]
 
@@ -227,6 +230,19 @@ class Target:
     model: str
     base_url: str
     api_key: str | None = field(repr=False)
+    auth_token: str | None = field(default=None, repr=False)
+    """A gateway's bearer token (Claude Code's ``ANTHROPIC_AUTH_TOKEN``), sent as ``Authorization: Bearer``."""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Headers the user's environment adds for this endpoint (``ANTHROPIC_CUSTOM_HEADERS``, ``OpenAI-Organization``)."""
+
+    @property
+    def secrets(self) -> list[str]:
+        """What must never appear in a message, a record or a child: the key, the token, and the values of
+        headers whose names look secret (``X-Gateway-Key``, ``Proxy-Authorization``)."""
+        from ..config.credentials import secret_named
+
+        held = [v for k, v in self.headers.items() if secret_named(k.replace("-", "_"))]
+        return [s for s in (self.api_key, self.auth_token, *held) if s]
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -270,6 +286,15 @@ class HTTPModel:
 
     vendor = ""
     stream_content_type = "text/event-stream"
+    system_apart = False
+    """The wire format takes the system prompt apart from the chat (telemetry groups it so)."""
+    record: ProviderRecord | None = None
+    """The provider's record (``providers/record.py``), set when the model is opened through the registry."""
+
+    @property
+    def telemetry_name(self) -> str:
+        """``gen_ai.provider.name`` as the provider's record declares it (the vendor when opened without one)."""
+        return self.record.telemetry_name if self.record is not None else self.vendor
 
     def __init__(
         self,
@@ -383,21 +408,23 @@ class HTTPModel:
         billed: bool = False,
     ) -> ProviderError:
         return ProviderError(
-            scrub(msg, [self.target.api_key]), kind=kind, retryable=retryable, status=status, retry_after=retry_after, billed=billed
+            scrub(msg, self.target.secrets), kind=kind, retryable=retryable, status=status, retry_after=retry_after, billed=billed
         )
 
     def _notice(self, text: str) -> None:
-        clean = scrub(text, [self.target.api_key])
+        clean = scrub(text, self.target.secrets)
         text = text.with_text(clean) if isinstance(text, RetryNotice) else clean
         log.warning("%s", text)
         if self.on_notice is not None:
             self.on_notice(text)
 
     def _timeout(self) -> httpx.Timeout:
+        import httpx
         p = self.policy
         return httpx.Timeout(connect=p.connect_timeout, read=p.stall_timeout, write=p.stall_timeout, pool=p.connect_timeout)
 
     def client(self) -> httpx.Client:
+        import httpx
         if self._client is None:
             self._client = httpx.Client(transport=self.transport, timeout=self._timeout())
         return self._client
@@ -405,6 +432,7 @@ class HTTPModel:
     def aclient(self) -> httpx.AsyncClient:
         """A new async client for one call: an async client belongs to one event loop, and one
         left open is finalized at an arbitrary moment, so each call opens and closes its own."""
+        import httpx
         t = self.transport
         at = t if isinstance(t, httpx.AsyncBaseTransport) else None
         return httpx.AsyncClient(transport=at, timeout=self._timeout())
@@ -419,7 +447,7 @@ class HTTPModel:
     def _prepare(self, request: ModelRequest, max_tokens: int) -> tuple[str, dict[str, str], bytes]:
         body = orjson.dumps(self.body(request, max_tokens))
         h = {"content-type": "application/json", "accept": "text/event-stream", "accept-encoding": ACCEPT_ENCODING,
-             **self.headers(), **self.extra_headers}
+             **self.headers(), **self.target.headers, **self.extra_headers}
         return self.url(), h, body
 
     def _check_response(self, status: int, headers: httpx.Headers, body_if_error: bytes | None) -> None:
@@ -570,6 +598,7 @@ class HTTPModel:
         return err
 
     def _transport_error(self, exc: httpx.HTTPError, asm: Assembler | None) -> ProviderError:
+        import httpx
         started = asm is not None and asm.started
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return self._err(f"cannot connect to {self.target.base_url}: {exc}", "connect", True)
@@ -583,6 +612,7 @@ class HTTPModel:
         return self._err(f"the connection to {self.target.base_url} broke: {type(exc).__name__}: {exc}", "cut", True, billed=started)
 
     def _attempt(self, request: ModelRequest, max_tokens: int) -> tuple[Turn, list[bytes]]:
+        import httpx
         url, headers, body = self._prepare(request, max_tokens)
         self.attempts += 1
         asm: Assembler | None = None
@@ -613,6 +643,7 @@ class HTTPModel:
             raise self._with_partial(err, asm, len(body)) from None
 
     async def _aattempt(self, request: ModelRequest, max_tokens: int) -> tuple[Turn, list[bytes]]:
+        import httpx
         url, headers, body = self._prepare(request, max_tokens)
         self.attempts += 1
         asm: Assembler | None = None
@@ -682,7 +713,7 @@ class HTTPModel:
             usage = (usage or Usage()) + wasted
         raw_out: Any = None
         if self.record_raw:
-            raw_out = {"vendor": self.vendor, "stream": scrub(b"".join(raw).decode("utf-8", "replace"), [self.target.api_key])}
+            raw_out = {"vendor": self.vendor, "stream": scrub(b"".join(raw).decode("utf-8", "replace"), self.target.secrets)}
         return ModelReply(
             text=turn.text,
             tool_calls=() if turn.cut_tool is not None else tuple(turn.tool_calls),
@@ -735,6 +766,7 @@ class HTTPModel:
 
     async def acomplete(self, request: ModelRequest) -> ModelReply:
         """The async twin of ``complete``."""
+        import httpx
         if self.transport is not None and not isinstance(self.transport, httpx.AsyncBaseTransport):
             return await asyncio.to_thread(self.complete, request)  # a sync-only transport: keep using it
         tries = _Attempts(self, request)

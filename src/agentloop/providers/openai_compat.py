@@ -27,8 +27,10 @@ from ..events import ModelRequest, ToolCall, Usage
 from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_count
 from .errors import ProviderError
 from .images import tool_parts
+from .openai_responses import RESPONSES_FAMILIES, responses_adapter
+from .record import ModelFamily, ProviderRecord
 
-__all__ = ["OpenAIAssembler", "OpenAIModel", "to_openai"]
+__all__ = ["RECORD", "OpenAIAssembler", "OpenAIModel", "to_openai"]
 
 _CONTEXT_LIMIT = re.compile(rb"maximum context length is (\d+) tokens.*?\((\d+) in the messages")
 
@@ -232,7 +234,8 @@ class OpenAIModel(HTTPModel):
         return self.target.base_url.rstrip("/") + "/chat/completions"
 
     def headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.target.api_key}"} if self.target.api_key else {}
+        key = self.target.api_key or self.target.auth_token
+        return {"authorization": f"Bearer {key}"} if key else {}
 
     def key_hint(self) -> str:
         return "OPENAI_API_KEY"
@@ -262,3 +265,38 @@ class OpenAIModel(HTTPModel):
         if m:  # "maximum context length is 8192 tokens. However, you requested 9000 tokens (5000 in the messages, 4000 in the completion)"
             return self._context_error(err, int(m.group(1)), int(m.group(2)))
         return err
+
+
+_REASONING = "max_completion_tokens"
+"""OpenAI's reasoning models refuse ``max_tokens`` ("Use 'max_completion_tokens' instead") wherever they are
+served: api.openai.com, Azure OpenAI, gateways passing the request through."""
+
+RECORD = ProviderRecord(
+    name="openai",
+    wire="chat_completions",
+    adapter=OpenAIModel,
+    key_env=("OPENAI_API_KEY",),
+    base_env=("OPENAI_BASE_URL",),
+    default_base="https://api.openai.com/v1",
+    header_vars=(("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")),
+    options=frozenset({"max_tokens_field"}),
+    cheap_model="gpt-4o-mini",
+    default_model="gpt-5",
+    reasoning="effort",
+    web_search=False,
+    families=(
+        # the GPT-5 family edits with apply_patch (OpenAI's apply_patch guide; Codex's one edit tool for them)
+        ModelFamily("gpt-5", token_field=_REASONING, effort="medium", edit_format="apply_patch"),
+        ModelFamily("o1", token_field=_REASONING, effort="medium"),
+        ModelFamily("o3", token_field=_REASONING, effort="medium"),
+        ModelFamily("o4", token_field=_REASONING, effort="medium"),
+        *RESPONSES_FAMILIES,  # served only by the Responses API (openai_responses.py)
+    ),
+    adapters={"responses": responses_adapter},
+    price_prefix="openai/",
+    telemetry_name="openai",
+    no_key=("no API key for openai: export OPENAI_API_KEY=sk-..., or point --base-url at a local "
+            "OpenAI-compatible server (e.g. --base-url http://localhost:11434/v1 for Ollama)"),
+)
+"""The OpenAI provider: Chat Completions at api.openai.com or any compatible server (Codex's default model
+family gets ``apply_patch``, the edit format it was trained on; the reasoning families their effort)."""

@@ -13,8 +13,10 @@ One request, not streamed, with the model's own key and base URL, its body
 read in bounded time and memory (``bounded.read_capped``: at most
 ``SEARCH_BODY_BYTES`` decoded, within the call's deadline); a failure is a
 ``ProviderError`` carrying no usage (nothing was answered), and a body past
-the bound or figures past the request are charged the reservation. OpenAI's Chat
-Completions has no such tool: ``supports_web_search`` says so.
+the bound or figures past the request are charged the reservation. OpenAI's
+Responses API has its own (``{"type": "web_search"}``: ``openai_responses.run_responses_search``,
+allowed domains only, each ``web_search_call`` a search billed at the same $10 per 1,000); its Chat
+Completions has none: ``supports_web_search`` says so.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import orjson
 
 from ..events import Usage
 from .anthropic import AnthropicModel, _join
-from .base import ERROR_BODY_BYTES, MAX_REPLY_BYTES, UsageError, reported_count
+from .base import ERROR_BODY_BYTES, MAX_REPLY_BYTES, HTTPModel, UsageError, reported_count
 from .bounded import ACCEPT_ENCODING, raw_body, read_capped
 
 __all__ = ["SEARCH_INPUT_BOUND", "SEARCH_PRICE_MICROS", "SearchOutcome", "run_web_search", "supports_web_search"]
@@ -42,8 +44,10 @@ SEARCH_BODY_BYTES = MAX_REPLY_BYTES
 
 
 def supports_web_search(model: Any) -> bool:
-    """The model's provider has a server-side web search (Anthropic's Messages API)."""
-    return isinstance(model, AnthropicModel)
+    """The model's provider has a server-side web search (Anthropic's Messages API; OpenAI's Responses API)."""
+    from .openai_responses import ResponsesModel
+
+    return isinstance(model, AnthropicModel | ResponsesModel)
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ class SearchOutcome:
 
 
 def run_web_search(
-    model: AnthropicModel, query: str, *, max_tokens: int, max_uses: int,
+    model: HTTPModel, query: str, *, max_tokens: int, max_uses: int,
     allowed_domains: list[str] | None = None, blocked_domains: list[str] | None = None,
 ) -> SearchOutcome:
     """One Messages request offering the web search tool, asked to search for ``query``.
@@ -70,6 +74,11 @@ def run_web_search(
     """
     import httpx
 
+    from .openai_responses import ResponsesModel, run_responses_search
+
+    if isinstance(model, ResponsesModel):  # OpenAI's built-in web_search tool (openai_responses.py)
+        return SearchOutcome(*run_responses_search(model, query, max_tokens=max_tokens, max_uses=max_uses,
+                                                   allowed_domains=allowed_domains, blocked_domains=blocked_domains))
     tool: dict[str, Any] = {"type": TOOL_TYPE, "name": "web_search", "max_uses": max_uses}
     if allowed_domains:
         tool["allowed_domains"] = list(allowed_domains)
@@ -81,7 +90,7 @@ def run_web_search(
         "messages": [{"role": "user", "content": f"Search the web for: {query}\n\nThen list what the results say, briefly."}],
         "tools": [tool],
     }
-    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.extra_headers}
+    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.target.headers, **model.extra_headers}
     deadline = model.policy.call_deadline
     try:
         with model.client().stream("POST", _join(model.target.base_url, "/v1/messages"), headers=h, content=orjson.dumps(body)) as r:

@@ -15,7 +15,10 @@ price, and a small ``--max-usd`` then stops the run before its first call. The p
 - ``POST /chat/completions``: OpenAI Chat Completions, JSON or SSE (``stream``).
 - ``POST /messages``: Anthropic Messages, JSON or SSE (``stream``).
 - ``POST /messages/count_tokens``: Anthropic token counting (uses no reply).
-- ``GET /requests``: the requests received so far, as JSON (keys never kept).
+- ``POST /responses``: OpenAI's Responses API, JSON or SSE (``fake_responses.py``: reasoning items,
+  and what else a reply may say there).
+- ``GET /requests``: the requests received so far, as JSON (keys never kept: ``auth`` says which header
+  carried a credential, by its scheme).
 
 The script is a JSON file: either a list of replies, or an object::
 
@@ -106,7 +109,7 @@ from typing import Any
 __all__ = ["FakeProvider", "load_script", "main"]
 
 FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event", "context",
-          "endless")
+          "endless", "failed")
 
 
 class FakeScriptError(ValueError):
@@ -151,6 +154,8 @@ class _State:
         self.requests: list[dict[str, Any]] = []
         self.prefixes: set[str] = set()
         self.cache = bool(script.get("cache", True))
+        self.issued: set[str] = set()
+        """The reasoning items' encrypted contents issued on the Responses protocol (``fake_responses``)."""
 
     def next_reply(self) -> dict[str, Any] | None:
         with self.lock:
@@ -322,6 +327,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(n) if n else b""
         path = self._path()
         proto = "openai" if path == "/chat/completions" else "anthropic" if path.startswith("/messages") else None
+        proto = "responses" if path == "/responses" else proto
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
@@ -336,6 +342,9 @@ class _Handler(BaseHTTPRequestHandler):
             "body": body,
             "has_key": bool(key),
             "headers": {k.lower(): v for k, v in self.headers.items() if k.lower() not in ("authorization", "x-api-key")},
+            # where a credential came, never its value: the authorization header's scheme, x-api-key's presence
+            "auth": {k.lower(): (v.split(" ", 1)[0].lower() if k.lower() == "authorization" else "present")
+                     for k, v in self.headers.items() if k.lower() in ("authorization", "x-api-key")},
         }
         with st.lock:
             st.requests.append(rec)
@@ -359,6 +368,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if proto == "openai":
             self._openai(body, r)
+        elif proto == "responses":
+            self._responses(body, r)
         else:
             self._anthropic(body, r)
 
@@ -379,7 +390,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "401":
             self._send_json(401, self._error_body(proto, "authentication_error", "invalid api key"))
         elif fault == "quota":
-            if proto == "openai":
+            if proto != "anthropic":
                 self._send_json(429, {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}})
             else:
                 self._send_json(400, self._error_body(proto, "invalid_request_error", "Your credit balance is too low to access the Anthropic API."))
@@ -524,6 +535,34 @@ class _Handler(BaseHTTPRequestHandler):
             events.append(chunk({}, use=usage, choices=False))
         events.append(b"data: [DONE]\n\n")
         self._stream(iter(events), r, cut_at if cut_at is not None else max(1, len(events) // 2))
+
+    def _responses(self, body: dict[str, Any], r: dict[str, Any]) -> None:
+        """OpenAI's Responses API (``fake_responses``)."""
+        from .fake_responses import ResponsesReply, refusal
+
+        st = self.server.state
+        with st.lock:
+            why = refusal(body, st.issued)
+        if why is not None:
+            self._send_json(400, self._error_body("responses", "invalid_request_error", why))
+            return
+        units = {"tools": body.get("tools") or [], "messages": [{"instructions": body.get("instructions")}, *(body.get("input") or [])]}
+        prompt, cached = st.openai_cached(units)
+
+        def issue(enc: str) -> None:
+            with st.lock:
+                st.issued.add(enc)
+
+        rep = ResponsesReply(body, r, st.index, self._calls(r, "call_"), prompt, cached, issue, _covers)
+        if not body.get("stream"):
+            self._send_json(200, rep.final())
+            return
+        if r.get("fault") == "endless":  # ignores max_output_tokens: text until the client goes away
+            head, delta = rep.endless()
+            self._stream(itertools.chain(head, iter(delta, None)), r, None)
+            return
+        events = rep.events()
+        self._stream(iter(events), r, rep.cut_at if rep.cut_at is not None else max(1, len(events) // 2))
 
     def _anthropic(self, body: dict[str, Any], r: dict[str, Any]) -> None:
         st = self.server.state

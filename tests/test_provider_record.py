@@ -1,0 +1,116 @@
+"""Each provider is declared once, by its record, and everything else reads the record."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentloop.providers import (
+    PROVIDERS,
+    OpenArgs,
+    ProviderConfigError,
+    ProviderRecord,
+    cheap_spec,
+    open_model,
+    open_spec,
+    record_for,
+    records,
+)
+
+
+def test_every_registered_provider_has_a_complete_record() -> None:
+    for r in records():
+        assert isinstance(r, ProviderRecord) and PROVIDERS[r.name] is r
+        assert r.telemetry_name, r.name
+        if r.adapter is not None:  # a provider over HTTP says where it lives, where its key is, and what to do without one
+            assert r.default_base and r.key_env and r.base_env and r.no_key, r.name
+            assert r.default_model and r.cheap_model, r.name
+
+
+def test_an_unknown_provider_is_an_error_naming_the_known_ones() -> None:
+    with pytest.raises(ProviderConfigError, match=r"unknown provider 'gemini' in settings: known providers are anthropic, openai, scripted"):
+        record_for("gemini:pro", where="settings")
+    with pytest.raises(ProviderConfigError, match="unknown provider 'gemini'"):
+        open_spec("gemini:pro", OpenArgs(env={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}))
+    with pytest.raises(ProviderConfigError, match="unknown provider 'gemini'"):
+        open_model("gemini:pro", env={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"})
+
+
+def test_a_provider_without_its_own_key_gets_its_own_no_key_message() -> None:
+    for r in records():
+        if r.adapter is None:
+            continue
+        with pytest.raises(ProviderConfigError) as exc:
+            open_model(f"{r.name}:some-model", env={})
+        assert str(exc.value) == r.no_key
+
+
+def test_a_family_decides_what_its_models_are_sent() -> None:
+    openai = record_for("openai")
+    assert openai.token_field_for("gpt-5-mini") == "max_completion_tokens"
+    assert openai.token_field_for("o3-pro") == "max_completion_tokens"
+    assert openai.token_field_for("gpt-4o") == "max_tokens"
+    assert openai.default_effort("gpt-5") == "medium" and openai.default_effort("gpt-4o") is None
+    anthropic = record_for("anthropic")
+    assert anthropic.thinks("claude-sonnet-4-6") and not anthropic.thinks("claude-3-5-haiku")
+    assert anthropic.default_effort("claude-sonnet-4-6") is None and not openai.thinks("gpt-5")
+
+
+def test_the_registry_loads_no_http_client() -> None:
+    """Every provider's module is imported with the registry: a scripted run must still load no HTTP client."""
+    code = "import sys, agentloop.providers; print('httpx' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "agentloop"
+ALLOWED = {
+    "testing/fakeprovider.py": "the fake server is the vendors' side of the wire: it answers each protocol in its vendor's own words",
+}
+"""Modules outside providers/ that may name a vendor, each with why."""
+
+
+def _vendor_literals(path: Path, names: tuple[str, ...]) -> list[str]:
+    pattern = re.compile(rf"^(?:{'|'.join(map(re.escape, names))})(?:$|[:/])")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path}:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and pattern.match(n.value.strip().lower())]
+
+
+def test_no_module_outside_providers_names_a_vendor() -> None:
+    """A provider is declared once: code outside providers/ reads its record, never ``"openai"`` or ``"anthropic:..."``."""
+    names = tuple(r.name for r in records() if r.adapter is not None)
+    found = [hit for p in sorted(SRC.rglob("*.py")) if "providers" not in p.relative_to(SRC).parts[:1]
+             and str(p.relative_to(SRC)) not in ALLOWED for hit in _vendor_literals(p, names)]
+    assert found == [], "\n".join(found)
+
+
+def test_the_vendor_literal_check_finds_one(tmp_path: Path) -> None:
+    """The check above has teeth: a module holding ``"anthropic:claude-haiku-4-5"`` is caught."""
+    f = tmp_path / "leaky.py"
+    f.write_text('CHEAP = {"anthropic": "anthropic:claude-haiku-4-5", "x": "openai/gpt-4o", "y": "an openai model"}\n')
+    assert len(_vendor_literals(f, ("openai", "anthropic"))) == 3
+
+
+def test_every_providers_key_variables_are_kept_from_children() -> None:
+    from agentloop.config.credentials import PROVIDER_KEY_VARS
+
+    for r in records():
+        assert set(r.key_env) | set(r.token_env) | ({r.headers_env} if r.headers_env else set()) <= PROVIDER_KEY_VARS, r.name
+
+
+def test_a_routers_spelling_of_each_providers_model_finds_its_price() -> None:
+    from agentloop.prices import default_prices
+
+    table = default_prices()
+    for r in records():
+        if r.price_prefix and r.cheap_model:
+            found = cheap_spec(f"{r.name}:x", {})
+            assert found is not None
+            name = found.partition(":")[2]
+            assert table.key(r.price_prefix + name) == table.key(name) is not None, r.name
