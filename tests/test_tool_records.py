@@ -203,3 +203,17 @@ def test_tools_without_a_record_keep_the_usual_path_names(tmp_path: Path) -> Non
     """An MCP tool's file_path is made absolute for hooks, as before (it has no record)."""
     got = absolute_input("mcp__fs__read", {"file_path": "a", "path": "b"}, str(tmp_path))
     assert got == {"file_path": os.path.join(str(tmp_path), "a"), "path": "b"}
+
+
+def test_always_for_a_protected_two_path_call_names_each_path(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    """"Always" at a prompt for a write to a protected path allows that path only: here both, each named."""
+    from agentloop.agent.toolbox import session_rule
+    from agentloop.events import ToolCall
+
+    p = _policy(tmp_path)
+    args = {"source_path": ".git/a", "target_path": ".claude/b"}
+    assert p.decide(COPY.name, args).behavior == "ask"
+    text = session_rule(p, ToolCall("c1", COPY.name, args))
+    assert ".git" in text and ".claude" in text
+    assert p.decide(COPY.name, args).behavior == "allow"
+    assert p.decide(COPY.name, {"source_path": ".git/a", "target_path": ".claude/other"}).behavior == "ask"

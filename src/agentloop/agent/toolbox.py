@@ -25,6 +25,7 @@ from ..tools import Registry, Tool
 from .protocols import AgentError, ToolboxSource
 from .tools.apply_patch import APPLY_PATCH
 from .tools.builtin import BASH, EDIT
+from .tools.catalog import path_arguments
 from .tools.web_fetch import WEB_FETCH
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def session_rule(policy: PermissionPolicy, call: ToolCall) -> str:
 
     For Bash, the exact command line, with any ``*`` in it taken literally (so
     approving ``rm tmpd/*.tmp`` does not approve ``rm tmpd/../x tmpd/y.tmp``); for a
-    write to a protected path, that one file; for WebFetch, the URL's domain
+    write to a protected path, that one file (each path of a tool with several); for WebFetch, the URL's domain
     (``WebFetch(domain:HOST)``); for other tools, the tool. Deny and ask rules
     still come first, as for any allow rule.
     """
@@ -265,10 +266,11 @@ def session_rule(policy: PermissionPolicy, call: ToolCall) -> str:
             policy.add_rule("allow", text, source="session")
         return text
     if policy.protected_target(call.name, args) is not None:
-        path = next((args[k] for k in ("file_path", "notebook_path", "path") if isinstance(args.get(k), str)), None)
-        if path is None:
+        keys = path_arguments(call.name) or ("file_path", "notebook_path", "path")
+        paths = [p for k in keys if isinstance(p := args.get(k), str) and p]  # each of them: all must be named
+        if not paths:
             return ""
-        return policy.add_exact("allow", call.name, path, source="session").text
+        return ", ".join(policy.add_exact("allow", call.name, p, source="session").text for p in paths)
     policy.add_rule("allow", call.name, source="session")
     return call.name
 
