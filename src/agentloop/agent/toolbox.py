@@ -177,9 +177,6 @@ class Toolbox:
             removed.add(APPLY_PATCH.name)  # for models trained on Codex's patch format; Claude's use Edit
         return Registry([t for t in self.registry if t.name not in removed]) if removed else self.registry
 
-    def patch_guard(self, real: str) -> str | None:
-        return patch_guard(self.policy, real)
-
     def register(self, tools: Sequence[Tool]) -> None:
         """Add tools (MCP, sub-agents) now and whenever the registry is rebuilt."""
         for t in tools:
