@@ -11,6 +11,7 @@ accepts file edits"), and an agent file may list any tool agentloop has.
 from __future__ import annotations
 
 import ast
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,39 @@ def test_always_for_a_protected_two_path_call_names_each_path(tmp_path: Path, co
     assert ".git" in text and ".claude" in text
     assert p.decide(COPY.name, args).behavior == "allow"
     assert p.decide(COPY.name, {"source_path": ".git/a", "target_path": ".claude/other"}).behavior == "ask"
+
+
+# --- the tools sent to the model are pinned ---------------------------------------
+
+PINNED = json.loads((Path(__file__).parent / "data" / "tool_schemas.json").read_text(encoding="utf-8"))
+"""The tools (name, description, parameters, read-only) as the model was shown them before the records: written
+from that code, so moving a declaration can never change a byte the model sees (nor any prompt cache)."""
+
+
+def _shown(reg: Any) -> str:
+    return json.dumps([[t.name, t.description, t.parameters, t.read_only] for t in reg], ensure_ascii=False)
+
+
+@pytest.mark.parametrize(("key", "timeouts"), [("builtin_registry", {}),
+                                               ("builtin_registry_30s_90s", {"shell_timeout_s": 30, "shell_max_timeout_s": 90})])
+def test_the_registry_shows_the_model_the_pinned_tools(tmp_path: Path, key: str, timeouts: dict[str, Any]) -> None:
+    reg = builtin_registry(Workspace(str(tmp_path)), spill_dir=str(tmp_path / "spill"), **timeouts)
+    assert _shown(reg) == json.dumps(PINNED[key], ensure_ascii=False)
+
+
+def test_an_agent_shows_the_model_the_pinned_tools(tmp_path: Path) -> None:
+    """Every built-in tool, the Skill tool, the worktree, Agent and web tools, in the model's order."""
+    from agentloop.agent.agent import Agent
+
+    cwd, home = tmp_path / "w", tmp_path / "h"
+    (cwd / ".claude" / "skills" / "demo").mkdir(parents=True)
+    (cwd / ".claude" / "skills" / "demo" / "SKILL.md").write_text("---\nname: demo\ndescription: a demo\n---\nbody\n")
+    home.mkdir()
+    script = tmp_path / "s.json"
+    script.write_text("[]")
+    a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=f"scripted:{script}",
+              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)})
+    try:
+        assert _shown(a.toolbox.shown("openai:gpt-5")) == json.dumps(PINNED["agent_shown_to_openai_model"], ensure_ascii=False)
+    finally:
+        a.close()
