@@ -29,11 +29,17 @@ from agentloop.config.settings import SettingsSource
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentloop"
 
+def _copy_file(ctx: Any, **kw: Any) -> str:
+    src, dst = ctx.ws.resolve(kw["source_path"]), ctx.ws.resolve(kw["target_path"], for_write=True)
+    Path(dst).write_bytes(Path(src).read_bytes())
+    return f"copied {src} to {dst}"
+
+
 COPY = ToolRecord(
     "CopyFile", "Copy a file.",
     {"type": "object", "properties": {"source_path": {"type": "string"}, "target_path": {"type": "string"}},
      "required": ["source_path", "target_path"], "additionalProperties": False},
-    paths=("source_path", "target_path"), rule="edit", hook="write", acp="edit",
+    paths=("source_path", "target_path"), rule="edit", hook="write", acp="edit", run=_copy_file,
 )
 """A tool with two path arguments, as a new tool's record would declare it."""
 
@@ -68,6 +74,18 @@ def test_the_registry_is_made_from_the_records_in_their_order(tmp_path: Path) ->
         t = reg.get(r.name)
         assert t is not None and t.parameters is r.schema and t.read_only == r.read_only
         assert t.description == r.description or r.describe is not None
+
+
+def test_a_new_tool_is_made_by_the_registry_from_its_record_alone(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    from agentloop.events import ToolCall
+
+    (tmp_path / "a.txt").write_text("one\n")
+    reg = builtin_registry(Workspace(str(tmp_path)), spill_dir=str(tmp_path / "spill"))
+    assert reg.names()[-1] == COPY.name
+    ok = reg.invoke(ToolCall("c1", COPY.name, {"source_path": "a.txt", "target_path": "b.txt"}))
+    assert ok.ok and (tmp_path / "b.txt").read_text() == "one\n"
+    out = reg.invoke(ToolCall("c2", COPY.name, {"source_path": "a.txt", "target_path": "/etc/x"}))
+    assert not out.ok  # each path goes through the workspace
 
 
 def test_each_path_of_a_two_path_tool_is_held_to_the_deny_rules(tmp_path: Path, copy_tool: ToolRecord) -> None:
