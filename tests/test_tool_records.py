@@ -1,11 +1,13 @@
 """Each built-in tool is declared once, in its record, and everything else reads the record.
 
 What a record says is what the permission rules, hooks, agent types, ACP and
-the registry do: every path argument is checked (Claude Code's permission
-docs: "Edit rules apply to all built-in tools that edit files", and Read rules
-to the tools that read them, which a tool with two paths would escape if only
-its first were checked), ``apply_patch`` is an edit for ``acceptEdits`` ("Automatically
-accepts file edits"), and an agent file may list any tool agentloop has.
+the registry do. Claude Code's identity and access page
+(docs.anthropic.com/en/docs/claude-code/iam): "Edit rules apply to all
+built-in tools that edit files", and Read rules to those that read files (Grep,
+Glob, LS): a tool with two paths would escape them if only its first were
+checked, so every path argument is. ``acceptEdits`` "automatically accepts file
+edit permissions for the session": ``apply_patch`` edits files, so it is one of
+them. An agent file may list any tool agentloop has without a warning.
 """
 
 from __future__ import annotations

@@ -41,8 +41,10 @@ Output = Literal["spill", "page", "raw"]
 redacted), ``raw`` (returned as is: a short structured answer)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ToolRecord:
+    """A built-in tool, declared once (rule 1); compared by identity (its schema is a dict)."""
+
     name: str
     description: str
     """What the model is told (a tool whose text depends on the session passes its own to ``tool``)."""
