@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from agentloop.agent.sandbox.bubblewrap import Sandbox, probe, settings_from  # noqa: E402
 from agentloop.agent.sandbox.child_env import Redactor, child_env  # noqa: E402
-from agentloop.agent.tools.builtin import builtin_registry  # noqa: E402
+from agentloop.agent.tools.catalog import builtin_registry  # noqa: E402
 from agentloop.agent.tools.workspace import Workspace  # noqa: E402
 from agentloop.events import ToolCall  # noqa: E402
 

@@ -29,7 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from agentloop.agent.permissions.rules import PermissionPolicy  # noqa: E402
-from agentloop.agent.tools.builtin import builtin_registry  # noqa: E402
+from agentloop.agent.tools.catalog import builtin_registry  # noqa: E402
 from agentloop.agent.tools.workspace import Workspace  # noqa: E402
 from agentloop.config.settings import SettingsSource  # noqa: E402
 from agentloop.events import ToolCall  # noqa: E402

@@ -399,8 +399,8 @@ SABOTAGES = [
     Sabotage(
         "'always' stores a pattern (a * in the approved line becomes a wildcard)",
         "src/agentloop/agent/toolbox.py",
-        'return policy.add_exact("allow", "Bash", cmd, source="session").text',
-        'return policy.add_rule("allow", f"Bash({cmd})", source="session").text  # SABOTAGED',
+        'return policy.add_exact("allow", BASH.name, cmd, source="session").text',
+        'return policy.add_rule("allow", f"{BASH.name}({cmd})", source="session").text  # SABOTAGED',
         ["tests/test_agent.py"],
     ),
     Sabotage(
@@ -1294,10 +1294,10 @@ SABOTAGES = [
     ),
     Sabotage(
         "a child's apply_patch has no patch guard (writes through Edit deny rules and into .git/hooks)",
-        "src/agentloop/agent/builder.py",
-        "            patch_guard=functools.partial(patch_guard, policy),",
-        "            patch_guard=None,  # SABOTAGED",
-        ["tests/test_subagent_guards.py"],
+        "src/agentloop/agent/toolbox.py",
+        "            self, cwd=cwd, policy=policy, sandbox=",
+        "            self, cwd=cwd, policy=dataclasses.replace(policy, rules=[]), sandbox=",  # SABOTAGED: the child's setup drops the rules
+        ["tests/test_subagent_guards.py", "tests/test_child_tool_guards.py::test_a_child_refuses_every_call_its_parent_refuses"],
     ),
     Sabotage(
         "a child's merge-back is not recorded as a file change (rewind cannot undo it)",
@@ -2058,6 +2058,44 @@ SABOTAGES = [
         "        if self.target.auth_token:  # a gateway's token",
         "        if False:  # SABOTAGED a gateway's token",
         ["tests/test_provider_gateways.py::test_a_gateway_token_alone_is_sent_as_a_bearer_token"],
+    ),
+    # -- one record per built-in tool, one setup for parent and child (tools/record.py, tools/catalog.py) --
+    Sabotage(
+        "the permission rules check only the first path argument of a tool with two",
+        "src/agentloop/agent/permissions/rules.py",
+        "    raws = [v for k in keys if isinstance(v := tool_input.get(k), str) and v]",
+        "    raws = [v for k in keys if isinstance(v := tool_input.get(k), str) and v][:1]  # SABOTAGED",
+        ["tests/test_tool_records.py::test_each_path_of_a_two_path_tool_is_held_to_the_deny_rules",
+         "tests/test_tool_records.py::test_a_protected_second_path_asks_in_every_mode"],
+    ),
+    Sabotage(
+        "an allow rule covering one path of a two-path tool allows the call",
+        "src/agentloop/agent/permissions/rules.py",
+        "                return all(_path_match(b, paths[-1:], is_dir, probe=False) for paths, is_dir in targets)",
+        "                return any(_path_match(b, paths[-1:], is_dir, probe=False) for paths, is_dir in targets)  # SABOTAGED",
+        ["tests/test_tool_records.py::test_an_allow_rule_allows_a_two_path_tool_only_when_it_covers_both_paths"],
+    ),
+    Sabotage(
+        "hooks see only the first path argument made absolute",
+        "src/agentloop/agent/hooks/payloads.py",
+        "    keys = path_arguments(tool_name)  # a built-in tool's every path argument (its record's)",
+        "    keys = (path_arguments(tool_name) or ())[:1] or None  # SABOTAGED",
+        ["tests/test_tool_records.py::test_hooks_see_every_path_of_a_tool_made_absolute"],
+    ),
+    Sabotage(
+        "apply_patch is not an edit tool (acceptEdits asks for it where it allows Edit)",
+        "src/agentloop/agent/tools/apply_patch.py",
+        'APPLY_PATCH_SCHEMA, rule="edit", acp="edit", run=_run,',
+        'APPLY_PATCH_SCHEMA, rule="tool", acp="edit", run=_run,  # SABOTAGED',
+        ["tests/test_tool_records.py::test_apply_patch_is_an_edit_that_accept_edits_allows"],
+    ),
+    Sabotage(
+        "a child's setup loses the recording of its writes (rewind cannot undo them)",
+        "src/agentloop/agent/toolbox.py",
+        "            on_write=self.on_write if here else None, session=None,",
+        "            on_write=None, session=None,  # SABOTAGED",
+        ["tests/test_child_tool_guards.py::test_a_childs_setup_keeps_every_guard_of_the_parents_but_what_its_folder_changes",
+         "tests/test_subagent_guards.py::test_what_a_child_changes_is_recorded_so_rewind_can_undo_it"],
     ),
 ]
 

@@ -17,8 +17,8 @@ from agentloop.agent.tools.builtin import (
     READ_MAX_CHARS,
     SPILL_THRESHOLD,
     RunningProcesses,
-    builtin_registry,
 )
+from agentloop.agent.tools.catalog import builtin_registry
 from agentloop.agent.tools.workspace import Workspace
 from agentloop.events import ToolCall
 from mcp_servers.helpers import alive as _alive

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentloop import Budget, TranscriptWriter, run
 from agentloop.agent.context.compaction import Compactor
-from agentloop.agent.tools.builtin import builtin_registry
+from agentloop.agent.tools.catalog import builtin_registry
 from agentloop.agent.tools.workspace import Workspace
 from agentloop.conversation import MASK_PREFIX, reapply
 from agentloop.events import ModelReply, ModelRequest, ToolCall, Usage

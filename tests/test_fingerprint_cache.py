@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agentloop import tools
-from agentloop.agent.tools.builtin import builtin_registry
+from agentloop.agent.tools.catalog import builtin_registry
 from agentloop.agent.tools.workspace import Workspace
 from agentloop.config.source_cache import DiskSourceCache
 from agentloop.tools import fingerprint

@@ -21,7 +21,7 @@ import pytest
 _GREP = textwrap.dedent(
     """
     import json, sys
-    from agentloop.agent.tools.builtin import builtin_registry
+    from agentloop.agent.tools.catalog import builtin_registry
     from agentloop.agent.tools.workspace import Workspace
     from agentloop.events import ToolCall
     root, pattern = sys.argv[1], open(sys.argv[2]).read()

@@ -64,7 +64,7 @@ def _run(tmp_path: Path, cwd: Path, child_calls: list[dict[str, Any]], isolation
 
 
 def test_every_writing_tool_of_a_child_has_a_way_to_be_tried() -> None:
-    from agentloop.agent.tools.builtin import builtin_registry
+    from agentloop.agent.tools.catalog import builtin_registry
     from agentloop.agent.tools.workspace import Workspace
 
     names = set(builtin_registry(Workspace("/tmp"), spill_dir="/tmp").names())

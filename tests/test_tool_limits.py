@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.agent.tools.builtin import builtin_registry
+from agentloop.agent.tools.catalog import builtin_registry
 from agentloop.agent.tools.workspace import Workspace
 from agentloop.events import ToolCall
 
 _CALL = textwrap.dedent(
     """
     import json, resource, sys
-    from agentloop.agent.tools.builtin import builtin_registry
+    from agentloop.agent.tools.catalog import builtin_registry
     from agentloop.agent.tools.workspace import Workspace
     from agentloop.events import ToolCall
     root, spill, name, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])

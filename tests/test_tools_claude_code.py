@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from agentloop.agent.tools.builtin import READ_MAX_CHARS, builtin_registry
+from agentloop.agent.tools.builtin import READ_MAX_CHARS
+from agentloop.agent.tools.catalog import builtin_registry
 from agentloop.agent.tools.session_tools import SessionLink
 from agentloop.agent.tools.workspace import Workspace
 from agentloop.events import ToolCall

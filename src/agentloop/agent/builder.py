@@ -21,7 +21,6 @@ off), ``contextWindow`` (via ``agent.window``), ``toolResultCap``,
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ from .hooks.runner import HookRunner
 from .hooks_and_context import AgentContext, ClaudeHooks
 from .protocols import AgentError, AgentHooks, ContextManager, NoHooks, PartsSource
 from .session.store import Durability, Session
+from .tools.builtin import BASH
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .subagents.agent_types import AgentType
     from .subagents.parent_budget import ParentBudget
     from .subagents.runner import SubagentRunner
+    from .toolbox import Toolbox
 
 __all__ = ["AgentParts", "build_parts", "open_session", "with_handlers"]
 
@@ -137,9 +138,7 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
     from .plugins import plugin_agent_types
     from .subagents.agent_types import load_agent_types
     from .subagents.runner import SubagentRunner
-    from .toolbox import patch_guard
-    from .tools.builtin import builtin_registry
-    from .tools.workspace import Workspace
+    from .tools.catalog import record_of
 
     def policy_for(cwd: str) -> PermissionPolicy:
         """The parent's rules for a child working in ``cwd``: re-rooted at its worktree when it has one."""
@@ -147,22 +146,18 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         return agent.policy.rooted_at(*roots) if roots is not None else agent.policy
 
     def make_tools(cwd: str) -> Registry:
-        spill = agent.session.spill_dir
-        policy = policy_for(cwd)
-        here = os.path.realpath(cwd) == os.path.realpath(agent.cwd)  # no worktree: its writes are the session's
-        reg = builtin_registry(
-            Workspace(cwd, agent.add_dirs, on_write=agent.file_changed if here else None), spill_dir=spill,
-            shell_timeout_s=int(agent.shell_timeout_s), processes=agent.processes, visible=policy.visible(),
-            sandbox=agent.sandbox.for_roots([cwd, *agent.add_dirs], also_read=[agent.cwd]), env=agent.child_env,
-            redact=agent.redactor.text, shell_max_timeout_s=agent.shell_max_timeout_s,
-            patch_guard=functools.partial(patch_guard, policy),  # the parent's guard, under the child's rules
-            background=agent.background,  # the session's: a child's shells end with the session
-        )
-        # the parent's MCP tools (read when a child starts: servers attach after this, and /mcp may add more);
-        # the child's calls to them pass the same permission rules (_child_executor)
-        # and WebFetch/WebSearch: their model calls hold from the parent's loop (side_budget)
+        # the parent's own setup (its toolbox's, read as the child starts: the session's current one), with only
+        # what a child changes: so every guard of the parent's tools holds for the child's (ToolSetup.for_child)
+        toolbox: Toolbox = cast(Any, agent).toolbox
+        reg = toolbox.setup.for_child(cwd, policy_for(cwd)).registry()
+        # the parent's tools beside the built-in ones that a child may use: MCP tools (read when a child starts:
+        # servers attach after this, and /mcp may add more; its calls to them pass the same permission rules,
+        # _child_executor), and those whose record allows children (WebFetch, WebSearch: their model calls hold
+        # from the parent's loop, side_budget); never the Agent tool or one that moves the parent's session
         for t in agent.extra_tools:
-            if (t.name.startswith("mcp__") or t.name in ("WebFetch", "WebSearch")) and t.name not in reg:
+            rec = record_of(t.name)
+            shared = rec.for_children if rec is not None else t.name.startswith("mcp__")
+            if shared and t.name not in reg:
                 reg.register(t)
         return reg
 
@@ -178,7 +173,7 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         max_output_for=agent.models.child_output,
         context_for=agent.child_system_prompt,
         read_only_line=lambda cwd, command: dataclasses.replace(policy_for(cwd), mode="plan").decide(
-            "Bash", {"command": command}).behavior == "allow",
+            BASH.name, {"command": command}).behavior == "allow",
         open_model=agent.open_model,
         tracing=agent.tracing,
         default_isolation=agent.settings.subagent_isolation,

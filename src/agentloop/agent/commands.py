@@ -49,6 +49,7 @@ from typing import Any
 
 from ..tools import Tool, ToolError
 from .front_matter import parse_front_matter
+from .tools.record import ToolRecord
 
 __all__ = [
     "BANG",
@@ -482,6 +483,21 @@ def render_skill_index(skills: dict[str, Skill]) -> str:
     return "\n".join(lines) + "\n"
 
 
+SKILL = ToolRecord(
+    "Skill",
+    "Load a skill's instructions by name (the list of skills is in the system prompt).",
+    {
+        "type": "object",
+        "properties": {"skill": {"type": "string", "description": "The skill's name."},
+                       "args": {"type": "string", "description": "Optional arguments for the skill ($ARGUMENTS in it)."}},
+        "required": ["skill"],
+        "additionalProperties": False,
+    },
+    read_only=True, asks=False,
+)
+"""Skill only returns a skill's instructions: it changes nothing and asks no permission."""
+
+
 def skill_tool(
     skills: dict[str, Skill],
     on_load: Callable[[Skill], None] | None = None,
@@ -510,16 +526,4 @@ def skill_tool(
         body = skill.render(str(args)) if isinstance(args, str) and args.strip() else skill.body()
         return preprocess(skill, body) if preprocess is not None else body
 
-    return Tool(
-        name="Skill",
-        description="Load a skill's instructions by name (the list of skills is in the system prompt).",
-        parameters={
-            "type": "object",
-            "properties": {"skill": {"type": "string", "description": "The skill's name."},
-                           "args": {"type": "string", "description": "Optional arguments for the skill ($ARGUMENTS in it)."}},
-            "required": ["skill"],
-            "additionalProperties": False,
-        },
-        fn=load,
-        read_only=True,
-    )
+    return SKILL.tool(load)

@@ -24,6 +24,7 @@ import weakref
 from typing import Any, Protocol
 
 from ..tools import Registry, Tool, ToolError
+from .tools.record import ToolRecord
 
 __all__ = ["SessionWorktree", "moved_tools", "session_worktree"]
 
@@ -59,6 +60,20 @@ class WorktreeSubject(Protocol):
     def shown_tools(self) -> Registry: ...
 
 
+ENTER_WORKTREE = ToolRecord(
+    "EnterWorktree",
+    "Use only when the user asks to work in a worktree: creates a git worktree on a new branch "
+    "from this working tree (uncommitted changes included) and moves the session into it.",
+    ENTER_SCHEMA, for_children=False,
+)
+EXIT_WORKTREE = ToolRecord(
+    "ExitWorktree",
+    "Leave the worktree EnterWorktree made and return to the original checkout. remove (the "
+    "default) applies its changes there and removes it; keep leaves it and its branch on disk.",
+    EXIT_SCHEMA, for_children=False,
+)
+
+
 class SessionWorktree:
     """Where the session works: its own checkout, or a worktree it entered."""
 
@@ -71,14 +86,7 @@ class SessionWorktree:
         """Set when the session moved: the run in progress takes the new tools after this batch (``moved_tools``)."""
 
     def tools(self) -> list[Tool]:
-        return [
-            Tool(name="EnterWorktree", parameters=ENTER_SCHEMA, fn=self.enter,
-                 description="Use only when the user asks to work in a worktree: creates a git worktree on a new branch "
-                             "from this working tree (uncommitted changes included) and moves the session into it."),
-            Tool(name="ExitWorktree", parameters=EXIT_SCHEMA, fn=self.exit,
-                 description="Leave the worktree EnterWorktree made and return to the original checkout. remove (the "
-                             "default) applies its changes there and removes it; keep leaves it and its branch on disk."),
-        ]
+        return [ENTER_WORKTREE.tool(self.enter), EXIT_WORKTREE.tool(self.exit)]
 
     def enter(self, name: str | None = None) -> str:
         from .subagents.worktree import Worktree, has_commit

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import ToolCall, ToolResult
 from .errors import AgentError
+from .tools.builtin import BASH, READ
 
 if TYPE_CHECKING:
     from .permissions.rules import PermissionPolicy
@@ -191,7 +192,7 @@ class SlashCommands:
         from .commands import BANG, expand_mentions
 
         def refuse(real: str) -> str | None:
-            d = self._policy().decide("Read", {"file_path": real})
+            d = self._policy().decide(READ.name, {READ.paths[0]: real})
             return f"reading it is denied ({d.reason})" if d.behavior == "deny" else None
 
         text = BANG.sub("", body)
@@ -211,9 +212,9 @@ class SlashCommands:
             def run_one(m: Any) -> str:
                 n[0] += 1
                 command, pattern = bang_command(m)
-                r = self._run_tool(ToolCall(f"bang_{n[0]}", "Bash", {"command": command}))
+                r = self._run_tool(ToolCall(f"bang_{n[0]}", BASH.name, {"command": command}))
                 text = str(r.content if isinstance(r.content, str) else r.content) if r.ok else ""
-                exited = bash_failure("Bash", text if r.ok else (r.error or ""))  # Bash's non-zero exit, ok or not
+                exited = bash_failure(BASH.name, text if r.ok else (r.error or ""))  # Bash's non-zero exit, ok or not
                 if exited is not None and not r.ok:
                     text = (r.error or "").rstrip()  # the output, ending with [exit code N]
                 failed = exited or ((r.error or "refused") if not r.ok else None)

@@ -11,15 +11,23 @@ keeps the one it holds.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..config.settings import ConfigError, user_home
 from ..events import ToolCall
 from ..tools import Registry, Tool
 from .protocols import AgentError, ToolboxSource
+from .tools.apply_patch import APPLY_PATCH
+from .tools.builtin import BASH, EDIT
+from .tools.catalog import path_arguments
+from .tools.web_fetch import WEB_FETCH
+from .tools.web_search import WEB_SEARCH
 
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
@@ -28,28 +36,80 @@ if TYPE_CHECKING:
     from .sandbox.bubblewrap import Sandbox, SandboxSettings
     from .tools.background import BackgroundShells
     from .tools.builtin import RunningProcesses
+    from .tools.session_tools import SessionLink
     from .tools.workspace import Workspace
 
 log = logging.getLogger("agentloop.agent")
 
-__all__ = ["Toolbox", "open_sandbox", "patch_guard", "session_rule"]
+__all__ = ["ToolSetup", "Toolbox", "open_sandbox", "patch_guard", "session_rule"]
 
 
 def patch_guard(policy: PermissionPolicy, real: str) -> str | None:
     """Why apply_patch may not change ``real`` under ``policy``: an Edit deny rule covers it, or it is a protected
     path (only Edit changes those, after asking). The call itself was already allowed as ``apply_patch``. The
     parent's registry and every child's use this one guard, each with its own (re-rooted) policy."""
-    d = policy.decide("Edit", {"file_path": real})
+    as_edit = {EDIT.paths[0]: real}
+    d = policy.decide(EDIT.name, as_edit)
     if d.behavior == "deny":
         return d.reason
-    if policy.protected_target("Edit", {"file_path": real}) is not None:
+    if policy.protected_target(EDIT.name, as_edit) is not None:
         return "it is a protected path; change it with Edit, which asks first"
     return None
 
 
+@dataclass(frozen=True)
+class ToolSetup:
+    """Everything an agent's built-in tools are made with, guards included; ``registry()`` is the one call that
+    makes them, for the parent and for every child (``for_child``), so a guard given to one is given to all.
+
+    The guards: the permission policy (its Read-deny rules hide paths from Glob, Grep and LS; its Edit deny rules
+    and protected paths bound apply_patch), the workspace's roots, the sandbox every Bash command runs in, the
+    redactor, and the recording of each write for rewind (``on_write``)."""
+
+    cwd: str
+    add_dirs: tuple[str, ...]
+    spill_dir: str
+    policy: PermissionPolicy
+    sandbox: Sandbox
+    env: Mapping[str, str]
+    redact: Callable[[str], str]
+    processes: RunningProcesses
+    background: BackgroundShells
+    shell_timeout_s: int
+    shell_max_timeout_s: float | None
+    on_write: Callable[[str, bytes | None, bytes], None] | None
+    """Records each write for rewind (``file_change``)."""
+    session: SessionLink | None
+    """What TodoWrite, ExitPlanMode and AskUserQuestion reach of the session; None: a list of their own."""
+
+    def registry(self) -> Registry:
+        """The built-in tools (``tools/catalog.py``), confined to this setup's workspace and guarded by it."""
+        from .tools.catalog import builtin_registry
+        from .tools.workspace import Workspace
+
+        return builtin_registry(
+            Workspace(self.cwd, list(self.add_dirs), on_write=self.on_write), spill_dir=self.spill_dir,
+            shell_timeout_s=self.shell_timeout_s, processes=self.processes, visible=self.policy.visible(),
+            sandbox=self.sandbox, env=self.env, redact=self.redact, shell_max_timeout_s=self.shell_max_timeout_s,
+            session=self.session, patch_guard=functools.partial(patch_guard, self.policy), background=self.background,
+        )
+
+    def for_child(self, cwd: str, policy: PermissionPolicy) -> ToolSetup:
+        """A sub-agent's setup working in ``cwd``, under ``policy`` (the parent's rules, re-rooted at its worktree
+        when it has one). Only what must differ for a child differs: its workspace root; a sandbox whose
+        writable roots are its own (the parent's folder stays readable); its writes recorded when it works in
+        the parent's folder (a worktree's come home through the merge, recorded then); and no session link (its
+        own task list, never plan mode, nobody to ask). The rest, and so every guard, is the parent's."""
+        here = os.path.realpath(cwd) == os.path.realpath(self.cwd)
+        return dataclasses.replace(
+            self, cwd=cwd, policy=policy, sandbox=self.sandbox.for_roots([cwd, *self.add_dirs], also_read=[self.cwd]),
+            on_write=self.on_write if here else None, session=None,
+        )
+
+
 class Toolbox:
     def __init__(self, policy: PermissionPolicy, workspace: Workspace, processes: RunningProcesses,
-                 background: BackgroundShells, registry: Registry, extra_tools: list[Tool]):
+                 background: BackgroundShells, registry: Registry, extra_tools: list[Tool], setup: ToolSetup):
         self.policy = policy
         self.workspace = workspace
         self.processes = processes
@@ -57,6 +117,8 @@ class Toolbox:
         self.registry = registry
         self.extra_tools = extra_tools
         """The agent's tools beside the built-in ones (shared with it: they stay across sessions)."""
+        self.setup = setup
+        """What the built-in tools were made with: a sub-agent's are made from it (``ToolSetup.for_child``)."""
 
     @classmethod
     def build(cls, src: ToolboxSource) -> Toolbox:
@@ -82,25 +144,23 @@ class Toolbox:
         src.sandbox.command_path = src.secrets.child_env.get("PATH")
         src.sandbox.warm_deny_masks()
         processes, background = RunningProcesses(), BackgroundShells(spill)
+        setup = ToolSetup(src.cwd, tuple(src.add_dirs), spill, policy, src.sandbox, src.secrets.child_env,
+                          src.secrets.redactor.text, processes, background, int(src.shell_timeout_s),
+                          src.shell_max_timeout_s, src.file_changed, src.session_link)
         given = src.given_registry
-        box = cls(policy, workspace, processes, background, given if given is not None else Registry(), src.extra_tools)
+        box = cls(policy, workspace, processes, background, given if given is not None else Registry(), src.extra_tools,
+                  setup)
         if given is None:
-            box.registry = box._builtin(src, spill)
+            box.registry = box._builtin(src)
         for t in src.extra_tools:
             if t.name not in box.registry:
                 box.registry.register(t)
         return box
 
-    def _builtin(self, src: ToolboxSource, spill: str) -> Registry:
+    def _builtin(self, src: ToolboxSource) -> Registry:
         from .commands import skill_tool
-        from .tools.builtin import builtin_registry
 
-        reg = builtin_registry(
-            self.workspace, spill_dir=spill, shell_timeout_s=int(src.shell_timeout_s),
-            processes=self.processes, visible=self.policy.visible(),
-            sandbox=src.sandbox, env=src.secrets.child_env, redact=src.secrets.redactor.text, shell_max_timeout_s=src.shell_max_timeout_s,
-            session=src.session_link, patch_guard=self.patch_guard, background=self.background,
-        )
+        reg = self.setup.registry()
         if src.slash.skills:
             reg.register(skill_tool(src.slash.skills, on_load=src.slash.skill_loaded, preprocess=src.slash.skill_tool_bangs))
         return reg
@@ -114,9 +174,6 @@ class Toolbox:
         """
         removed = set(self.policy.removed_tools(self.registry.names())) | model_hides(model_spec)
         return Registry([t for t in self.registry if t.name not in removed]) if removed else self.registry
-
-    def patch_guard(self, real: str) -> str | None:
-        return patch_guard(self.policy, real)
 
     def register(self, tools: Sequence[Tool]) -> None:
         """Add tools (MCP, sub-agents) now and whenever the registry is rebuilt."""
@@ -156,8 +213,6 @@ class Toolbox:
 
 def _policy(src: ToolboxSource) -> PermissionPolicy:
     from .permissions.rules import ModeError, PermissionPolicy
-    from .tools.session_tools import SESSION_TOOLS
-
     try:
         policy = PermissionPolicy.from_settings(list(src.settings.sources), mode=src.permission_mode, cwd=src.cwd,
                                                 user_home=user_home(src.env))
@@ -180,8 +235,6 @@ def _policy(src: ToolboxSource) -> PermissionPolicy:
         from ..mcp.agent import RESOURCE_TOOLS
 
         policy.read_only_tools = policy.read_only_tools | frozenset(RESOURCE_TOOLS)  # as in Claude Code: no permission
-    # the session tools change no file: no permission, and plan mode lets them run (ExitPlanMode is how it ends)
-    policy.read_only_tools = policy.read_only_tools | SESSION_TOOLS | {"BashOutput", "KillShell"}
     return policy
 
 
@@ -190,17 +243,17 @@ def session_rule(policy: PermissionPolicy, call: ToolCall) -> str:
 
     For Bash, the exact command line, with any ``*`` in it taken literally (so
     approving ``rm tmpd/*.tmp`` does not approve ``rm tmpd/../x tmpd/y.tmp``); for a
-    write to a protected path, that one file; for WebFetch, the URL's domain
+    write to a protected path, that one file (each path of a tool with several); for WebFetch, the URL's domain
     (``WebFetch(domain:HOST)``); for other tools, the tool. Deny and ask rules
     still come first, as for any allow rule.
     """
     args = call.arguments if isinstance(call.arguments, dict) else {}
     cmd = args.get("command")
-    if call.name == "Bash":
+    if call.name == BASH.name:
         if not isinstance(cmd, str):
             return ""  # nothing to remember: the next call asks again
-        return policy.add_exact("allow", "Bash", cmd, source="session").text
-    if call.name == "WebFetch":  # Claude Code: "don't ask again" for that domain, not for every fetch
+        return policy.add_exact("allow", BASH.name, cmd, source="session").text
+    if call.name == WEB_FETCH.name:  # Claude Code: "don't ask again" for that domain, not for every fetch
         from .tools.web_fetch import remembered_domain_rule
 
         text = remembered_domain_rule(args.get("url"))
@@ -208,10 +261,11 @@ def session_rule(policy: PermissionPolicy, call: ToolCall) -> str:
             policy.add_rule("allow", text, source="session")
         return text
     if policy.protected_target(call.name, args) is not None:
-        path = next((args[k] for k in ("file_path", "notebook_path", "path") if isinstance(args.get(k), str)), None)
-        if path is None:
+        keys = path_arguments(call.name) or ("file_path", "notebook_path", "path")
+        paths = [p for k in keys if isinstance(p := args.get(k), str) and p]  # each of them: all must be named
+        if not paths:
             return ""
-        return policy.add_exact("allow", call.name, path, source="session").text
+        return ", ".join(policy.add_exact("allow", call.name, p, source="session").text for p in paths)
     policy.add_rule("allow", call.name, source="session")
     return call.name
 
@@ -242,7 +296,7 @@ def open_sandbox(settings: AgentSettings, mode: str | None, cwd: str, add_dirs: 
     return ss, sandbox, said
 
 
-EDIT_FORMAT_TOOLS = {"edit": frozenset({"Edit", "MultiEdit"}), "apply_patch": frozenset({"apply_patch"})}
+EDIT_FORMAT_TOOLS = {"edit": frozenset({EDIT.name, "MultiEdit"}), "apply_patch": frozenset({APPLY_PATCH.name})}
 """The tools of each edit format: a model told to use one is not shown the other's."""
 
 
@@ -257,5 +311,5 @@ def model_hides(model_spec: str) -> set[str]:
     if fmt is not None:
         hidden.update(*(tools for f, tools in EDIT_FORMAT_TOOLS.items() if f != fmt))
     if has_web_search(model_spec) is False:
-        hidden.add("WebSearch")
+        hidden.add(WEB_SEARCH.name)
     return hidden

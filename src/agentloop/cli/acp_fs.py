@@ -34,7 +34,7 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
     """Replace Read (and Write and Edit, when the editor also writes) by versions that go through the editor."""
     if not fs_read:
         return
-    from agentloop.agent.tools.builtin import file_lines, numbered_lines
+    from agentloop.agent.tools.builtin import EDIT, READ, WRITE, file_lines, numbered_lines
     from agentloop.agent.tools.file_state import find_edit
     from agentloop.tools import Tool, ToolError
 
@@ -59,9 +59,9 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
             raise ToolError(f"the editor could not write {real}: {exc}") from None
 
     reg = agent.registry
-    if "Read" in reg:
-        base = reg.get("Read")
-        assert base is not None  # "Read" in reg
+    if READ.name in reg:
+        base = reg.get(READ.name)
+        assert base is not None  # READ.name in reg
 
         def read(**kw: Any) -> str:
             real = ws.resolve(kw["file_path"])
@@ -70,9 +70,9 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
             limit = int(kw.get("limit") or 2000)
             return numbered_lines(lines[start - 1 : start - 1 + limit], start)
 
-        reg.replace(Tool(name="Read", description=base.description, parameters=base.parameters, fn=read, read_only=True))
-    if fs_write and "Write" in reg and "Edit" in reg:
-        wbase, ebase = reg.get("Write"), reg.get("Edit")
+        reg.replace(Tool(name=READ.name, description=base.description, parameters=base.parameters, fn=read, read_only=True))
+    if fs_write and WRITE.name in reg and EDIT.name in reg:
+        wbase, ebase = reg.get(WRITE.name), reg.get(EDIT.name)
         assert wbase is not None and ebase is not None  # both in reg
 
         def write(**kw: Any) -> str:
@@ -94,5 +94,5 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
             write_text(real, m.apply(bool(kw.get("replace_all")))[0], before=text)
             return f"Edited {real} through the editor"
 
-        reg.replace(Tool(name="Write", description=wbase.description, parameters=wbase.parameters, fn=write))
-        reg.replace(Tool(name="Edit", description=ebase.description, parameters=ebase.parameters, fn=edit))
+        reg.replace(Tool(name=WRITE.name, description=wbase.description, parameters=wbase.parameters, fn=write))
+        reg.replace(Tool(name=EDIT.name, description=ebase.description, parameters=ebase.parameters, fn=edit))

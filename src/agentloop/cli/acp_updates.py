@@ -38,11 +38,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agentloop.agent.tools.catalog import RECORDS, path_arguments, record_of
+from agentloop.agent.tools.session_tools import TODO_WRITE
+
 __all__ = ["KINDS", "RETRY_MARK", "AnswerText", "ToolUpdates", "absolute", "change_diff", "replay", "tool_title"]
 
-KINDS = {"Read": "read", "Write": "edit", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "apply_patch": "edit",
-         "Glob": "search", "Grep": "search", "LS": "search", "Bash": "execute", "BashOutput": "execute", "KillShell": "execute",
-         "WebFetch": "fetch", "WebSearch": "search", "TodoWrite": "think", "ExitPlanMode": "think", "AskUserQuestion": "think"}
+KINDS: dict[str, str] = {"MultiEdit": "edit", **{r.name: r.acp for r in RECORDS if r.acp != "other"}}
+"""The ACP ``ToolKind`` of each tool (the records' ``acp``; Claude Code's MultiEdit too); "other" for the rest."""
 MAX_DIFF_BYTES = 2_000_000
 STREAM_TAIL = 32_000
 STREAM_EVERY = 0.2
@@ -89,14 +91,28 @@ def absolute(cwd: str, path: str) -> str:
     return os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
 
 
-def _path_arg(args: dict[str, Any]) -> str | None:
-    p = args.get("file_path") or args.get("notebook_path") or args.get("path")
-    return p if isinstance(p, str) and p else None
+_CONVENTIONAL_PATHS = ("file_path", "notebook_path", "path")
+
+
+def _path_args(name: str, args: dict[str, Any]) -> list[str]:
+    """The paths a call names: every path argument of a built-in tool (its record's), else the usual names."""
+    keys = path_arguments(name)
+    return [p for k in (_CONVENTIONAL_PATHS if keys is None else keys) if isinstance(p := args.get(k), str) and p]
+
+
+def _shape(name: str) -> str | None:
+    r = record_of(name)
+    return r.hook if r is not None else None
+
+
+def _path_arg(name: str, args: dict[str, Any]) -> str | None:
+    paths = _path_args(name, args)
+    return paths[0] if paths else None
 
 
 def tool_title(name: str, args: dict[str, Any], cwd: str) -> str:
-    """A short line naming the call: the tool and its path (absolute), command or pattern."""
-    path = _path_arg(args)
+    """A short line naming the call: the tool and its (first) path (absolute), command or pattern."""
+    path = _path_arg(name, args)
     what = absolute(cwd, path) if path else args.get("command") or args.get("pattern") or args.get("description") or ""
     return f"{name} {what}".strip()[:200]
 
@@ -104,11 +120,11 @@ def tool_title(name: str, args: dict[str, Any], cwd: str) -> str:
 def locations(name: str, args: dict[str, Any], cwd: str) -> list[Any] | None:
     from acp.schema import ToolCallLocation
 
-    path = _path_arg(args)
-    if path is None:
+    paths = _path_args(name, args)
+    if not paths:
         return None
-    line = args.get("offset") if name == "Read" and isinstance(args.get("offset"), int) and args["offset"] > 0 else None
-    return [ToolCallLocation(path=absolute(cwd, path), line=line)]
+    line = args.get("offset") if _shape(name) == "read" and isinstance(args.get("offset"), int) and args["offset"] > 0 else None
+    return [ToolCallLocation(path=absolute(cwd, p), line=line if i == 0 else None) for i, p in enumerate(paths)]
 
 
 def _read_disk(path: str) -> str | None:
@@ -127,13 +143,14 @@ def change_diff(name: str, args: dict[str, Any], cwd: str, read: Callable[[str],
 
     from agentloop.agent.tools.file_state import find_edit
 
-    path = _path_arg(args)
-    if name not in ("Write", "Edit", "MultiEdit") or path is None:
+    path = _path_arg(name, args)
+    shape = "edit" if name == "MultiEdit" else _shape(name)
+    if shape not in ("write", "edit") or path is None:
         return None
     real = absolute(cwd, path)
     exists = os.path.exists(real)
     old = read(real) if exists else None
-    if name == "Write":
+    if shape == "write":
         return tool_diff_content(real, str(args.get("content", "")), old)
     edits = args.get("edits") if name == "MultiEdit" else [args]
     if not isinstance(edits, list):
@@ -181,11 +198,11 @@ class ToolUpdates:
         self.current = call.id
         self.send(start_tool_call(call.id, tool_title(call.name, args, self.cwd), kind=KINDS.get(call.name, "other"),  # type: ignore[arg-type]
                                   status="in_progress", locations=locations(call.name, args, self.cwd), raw_input=args))
-        if call.name == "Bash" and not args.get("run_in_background"):
+        if _shape(call.name) == "bash" and not args.get("run_in_background"):
             with self._lock:
                 self._bash, self._out, self._sent_at = call.id, "", 0.0
                 self._decoder.reset()
-        if call.name == "TodoWrite":
+        if call.name == TODO_WRITE.name:
             self.plan(args.get("todos"))
 
     def finished(self, result: Any) -> None:

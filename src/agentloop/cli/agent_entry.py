@@ -495,7 +495,9 @@ class _HookBlocks:
 def _how_to_allow(denial: dict[str, Any]) -> str:
     """What a refused call needed in ``-p``: a rule (for a command outside the sandbox, an ``UnsandboxedBash`` rule)."""
     args = denial.get("tool_input")
-    if denial.get("tool_name") == "Bash" and isinstance(args, dict) and args.get("dangerouslyDisableSandbox") is True:
+    from agentloop.agent.tools.builtin import BASH
+
+    if denial.get("tool_name") == BASH.name and isinstance(args, dict) and args.get("dangerouslyDisableSandbox") is True:
         from agentloop.agent.permissions.unsandboxed import how_to_allow
 
         return f"it asked to run outside the sandbox; -p cannot ask: {how_to_allow(str(args.get('command', '')))}"

@@ -20,6 +20,14 @@ import json
 import os
 from typing import Any
 
+
+def _shape(name: str) -> str | None:
+    """The change a built-in tool makes or what it reads (its record's ``hook``: write, edit, read), else None."""
+    from agentloop.agent.tools.catalog import record_of
+
+    r = record_of(name)
+    return r.hook if r is not None else None
+
 __all__ = ["change_preview", "result_summary"]
 
 MAX_LINES = 24
@@ -62,12 +70,13 @@ def _style(line: str) -> str:
 
 def change_preview(name: str, args: Any, cwd: str, width: int) -> list[tuple[str, str]]:
     """(line, rich style) pairs to show above an Edit or Write permission prompt; [] for other tools."""
-    if name not in ("Edit", "Write") or not isinstance(args, dict) or not isinstance(args.get("file_path"), str):
+    shape = _shape(name)
+    if shape not in ("edit", "write") or not isinstance(args, dict) or not isinstance(args.get("file_path"), str):
         return []
     path = os.path.join(cwd, os.path.expanduser(args["file_path"]))
     rel = os.path.relpath(path, cwd) if os.path.abspath(path).startswith(os.path.abspath(cwd) + os.sep) else path
     width = max(20, width)
-    if name == "Write":
+    if shape == "write":
         content = args.get("content")
         if not isinstance(content, str):
             return []
@@ -128,7 +137,8 @@ def result_summary(name: str, args: Any, content: Any) -> str:
     """One line saying what a successful call did: lines added and removed by an edit, lines read,
     an MCP result's text, else the first line of the output and how many lines follow."""
     a = args if isinstance(args, dict) else {}
-    if name == "Edit" and isinstance(a.get("old_string"), str) and isinstance(a.get("new_string"), str):
+    shape = _shape(name)
+    if shape == "edit" and isinstance(a.get("old_string"), str) and isinstance(a.get("new_string"), str):
         added, removed = _change_counts(a["old_string"], a["new_string"])
         return f"Updated {a.get('file_path', '')}: {_plural(added, 'line')} added, {removed} removed"
     if name == "MultiEdit" and isinstance(a.get("edits"), list):
@@ -138,12 +148,12 @@ def result_summary(name: str, args: Any, content: Any) -> str:
                 x, y = _change_counts(str(e.get("old_string", "")), str(e.get("new_string", "")))
                 added, removed = added + x, removed + y
         return f"Updated {a.get('file_path', '')}: {_plural(added, 'line')} added, {removed} removed"
-    if name == "Write" and isinstance(a.get("content"), str):
+    if shape == "write" and isinstance(a.get("content"), str):
         return f"Wrote {_plural(_count(a['content']), 'line')} to {a.get('file_path', '')}"
     text = _mcp_text(content)
     if text is None:
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    if name == "Read" and isinstance(content, str):
+    if shape == "read" and isinstance(content, str):
         return f"Read {_plural(_count(content), 'line')}"
     lines = text.splitlines() or [""]
     first = lines[0][:100]

@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from agentloop.agent.commands import MAX_ATTACH, MENTION, expand_mentions  # noqa: F401 (re-exported: the REPL's @path)
+from agentloop.agent.subagents.agent_tool import AGENT
+from agentloop.agent.tools.builtin import BASH, READ
+from agentloop.agent.tools.session_tools import TODO_WRITE
 
 from ._common import EXIT_OK, UserError, color_enabled, console
 from .agent_setup import fit
@@ -62,7 +65,7 @@ EXIT_TERMINATED = 143
 
 def short_input(name: str, args: Any, n: int = 70) -> str:
     """A tool call's input in one short line: the command, the path or the pattern."""
-    if name == "Agent" and isinstance(args, dict) and isinstance(args.get("description"), str):  # its task and type
+    if name == AGENT.name and isinstance(args, dict) and isinstance(args.get("description"), str):  # its task and type
         text = f"{args['description']} · {args.get('subagent_type') or 'general-purpose'}" + (
             " · background" if args.get("run_in_background") else "")
         return text if len(text) <= n else text[: n - 1] + "…"
@@ -247,10 +250,10 @@ class Repl:
             self.working(f"running {ev.call.name}")
         elif isinstance(ev, ToolFinished):
             r = ev.result
-            if r.ok and r.name == "TodoWrite" and isinstance(r.content, str):  # the task list, drawn whole
+            if r.ok and r.name == TODO_WRITE.name and isinstance(r.content, str):  # the task list, drawn whole
                 for line in r.content.splitlines():
                     self.say(f"  ⎿ {line}", "dim")
-            elif r.ok and r.name == "Agent" and isinstance(r.content, str):  # the child's answer, then its facts line
+            elif r.ok and r.name == AGENT.name and isinstance(r.content, str):  # the child's answer, then its facts line
                 lines = r.content.rstrip().splitlines() or [""]
                 body, facts = (lines[:-1], lines[-1]) if len(lines) > 1 and lines[-1].startswith("[") else (lines, "")
                 body = [x for x in body if x.strip()] or [""]
@@ -416,7 +419,7 @@ class Repl:
         why = getattr(decision, "reason", "") or (f"rule {decision.rule}" if getattr(decision, "rule", None) else "")
         question = f"Allow {call.name}({approved_input(call.name, call.arguments)})?" + (f" ({why})" if why else "")
         # "always" remembers exactly this call (for Bash, this exact line; a * in it is a star)
-        always = "[a]lways this exact line" if call.name == "Bash" else "[a]lways"
+        always = "[a]lways this exact line" if call.name == BASH.name else "[a]lways"
         choices = f"[y]es / {always} this session / [n]o: "
         if "\n" not in question and len(question) + 1 + len(choices) <= cols:
             prompt = f"{question} {choices}"
@@ -859,7 +862,7 @@ class Repl:
         self._say_mcp_not_ready()
 
         def refuse(real: str) -> str | None:
-            d = a.policy.decide("Read", {"file_path": real})
+            d = a.policy.decide(READ.name, {READ.paths[0]: real})
             return f"reading it is denied ({d.reason})" if d.behavior == "deny" else None
 
         prompt, attached, refused = expand_mentions(text, a.cwd, roots, refuse=refuse) if mentions else (text, [], [])

@@ -31,12 +31,17 @@ import os
 import re
 from typing import Any
 
+from ..tools.catalog import path_arguments, record_of
+
 __all__ = ["absolute_input", "bash_failure", "claude_transcript_lines", "model_text", "seed_fields", "seed_stop_reason", "tool_response", "write_claude_transcript"]
 
 PATH_KEYS = ("file_path", "notebook_path")
-"""Argument names that are file paths: made absolute for hooks."""
-DIR_TOOLS = frozenset(("Glob", "Grep", "LS"))
-"""Tools whose ``path`` argument is a file or directory."""
+"""For a tool without a record (MCP): the argument names taken as file paths, made absolute for hooks."""
+
+
+def _shape(tool_name: str) -> str | None:
+    r = record_of(tool_name)
+    return r.hook if r is not None else None
 
 
 def _absolute(path: str, cwd: str) -> str:
@@ -48,7 +53,9 @@ def absolute_input(tool_name: str, arguments: Any, cwd: str) -> Any:
     if not isinstance(arguments, dict):
         return arguments
     out = dict(arguments)
-    keys = PATH_KEYS + (("path",) if tool_name in DIR_TOOLS else ())
+    keys = path_arguments(tool_name)  # a built-in tool's every path argument (its record's)
+    if keys is None:
+        keys = PATH_KEYS
     for k in keys:
         v = out.get(k)
         if isinstance(v, str) and v:
@@ -70,12 +77,13 @@ def tool_response(tool_name: str, tool_input: Any, content: Any) -> Any:
     args = tool_input if isinstance(tool_input, dict) else {}
     text = _text(content)
     path = args.get("file_path")
-    if tool_name == "Bash":
+    shape = _shape(tool_name)
+    if shape == "bash":
         return {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
-    if tool_name == "Write" and isinstance(path, str):
+    if shape == "write" and isinstance(path, str):
         kind = "update" if text.startswith("Updated") else "create"
         return {"type": kind, "filePath": path, "content": args.get("content", ""), "success": True}
-    if tool_name == "Edit" and isinstance(path, str):
+    if shape == "edit" and isinstance(path, str):
         return {
             "filePath": path,
             "oldString": args.get("old_string", ""),
@@ -83,7 +91,7 @@ def tool_response(tool_name: str, tool_input: Any, content: Any) -> Any:
             "replaceAll": bool(args.get("replace_all", False)),
             "success": True,
         }
-    if tool_name == "Read" and isinstance(path, str):
+    if shape == "read" and isinstance(path, str):
         lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         start = args.get("offset") if isinstance(args.get("offset"), int) else 1
         return {"type": "text", "file": {"filePath": path, "content": text, "numLines": lines, "startLine": start}}
@@ -101,7 +109,7 @@ def bash_failure(tool_name: str, content: Any) -> str | None:
     reference gives PostToolUseFailure's example input for Bash ``npm test`` with
     ``"error": "Command exited with non-zero status code 1"``.
     """
-    if tool_name != "Bash" or not isinstance(content, str):
+    if _shape(tool_name) != "bash" or not isinstance(content, str):
         return None
     m = _EXIT.search(content.rstrip())
     if m is None or m.group(1) == "0":
@@ -111,7 +119,7 @@ def bash_failure(tool_name: str, content: Any) -> str | None:
 
 def model_text(tool_name: str, value: Any) -> Any:
     """What the model sees when a PostToolUse hook's ``updatedToolOutput`` has the tool's documented shape."""
-    if tool_name == "Bash" and isinstance(value, dict) and isinstance(value.get("stdout"), str):
+    if _shape(tool_name) == "bash" and isinstance(value, dict) and isinstance(value.get("stdout"), str):
         err = value.get("stderr")
         return value["stdout"] + (f"\n{err}" if isinstance(err, str) and err else "")
     return value

@@ -187,10 +187,10 @@ def _matches(matcher: str, value: str | None) -> bool:
     if value is None:
         return False
     if _SIMPLE_MATCHER.match(matcher):
-        from ..permissions.rules import TOOL_ALIASES
+        from ..tools.catalog import ALIASES  # the records' old names (Task for Agent)
 
         names = {n.strip() for n in re.split(r"[|,]", matcher) if n.strip()}
-        return value in names or any(TOOL_ALIASES.get(n) == value for n in names)
+        return value in names or any(ALIASES.get(n) == value for n in names)
     return re.search(matcher, value) is not None
 
 

@@ -58,12 +58,15 @@ import dataclasses
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ...config.settings import ConfigError, SettingsSource
+from ..subagents.agent_tool import AGENT
+from ..tools.builtin import BASH, EDIT, READ, WRITE
+from ..tools.catalog import ALIASES, names_where, record_of
 from .modes import MODES
 
 if TYPE_CHECKING:
@@ -94,17 +97,47 @@ __all__ = [
 ]
 
 Behavior = Literal["allow", "ask", "deny"]
-READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead", "Skill"})
-"""Tools that only read: allowed without a prompt (``Skill`` only returns a skill's instructions)."""
-EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
-AGENT_TOOL = "Agent"
-TOOL_ALIASES = {"Task": AGENT_TOOL}
+_CLAUDE_CODE_READERS = frozenset({"NotebookRead", "TodoRead"})
+_CLAUDE_CODE_EDITORS = frozenset({"MultiEdit"})
+"""Claude Code's tools that agentloop does not have, which rules may still name (they keep their meaning)."""
+READ_ONLY_TOOLS = names_where(lambda r: not r.asks) | _CLAUDE_CODE_READERS
+"""Tools allowed without a prompt, and in plan mode: those that only read, and the session's own bookkeeping
+(their records' ``asks``; ``Skill`` only returns a skill's instructions)."""
+EDIT_TOOLS = names_where(lambda r: r.rule == "edit") | _CLAUDE_CODE_EDITORS
+"""The tools that write files (records' ``rule="edit"``): Edit and Write path rules cover them, acceptEdits allows them."""
+AGENT_TOOL = AGENT.name
+TOOL_ALIASES: Mapping[str, str] = ALIASES
 """Claude Code's old tool names, meaning the tool in rules (settings, ``--allowedTools``/``--disallowedTools``,
 ``allowed-tools``/``disallowed-tools``) and hook matchers. Sub-agents page: "In version 2.1.63, the Task tool was
 renamed to Agent. Existing ``Task(...)`` references in settings and agent definitions still work as aliases."
+Declared in the records (``ToolRecord.aliases``).
 """
-_READ_RULE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
-_PATH_RULE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"})
+_READ_RULE_TOOLS = names_where(lambda r: r.rule in ("read", "search")) | {"NotebookRead"}
+"""What a ``Read(path)`` rule covers: Read and the tools that search (as in Claude Code)."""
+_PATH_RULE_TOOLS = names_where(lambda r: bool(r.paths)) | _CLAUDE_CODE_EDITORS | {"NotebookRead"}
+"""Tools whose rules take a path pattern: those with path arguments (records' ``paths``)."""
+# The sets above are for reading; each decision asks the record itself (below), so every record counts.
+
+
+def _edits(tool: str) -> bool:
+    """Does ``tool`` write files (its record's ``rule="edit"``): Edit/Write path rules and acceptEdits apply."""
+    return tool in _CLAUDE_CODE_EDITORS or _rule_kind(tool) == "edit"
+
+
+def _takes_paths(tool: str) -> bool:
+    """Do ``tool``'s rules take a path pattern (it has path arguments)?"""
+    r = record_of(tool)
+    return bool(r.paths) if r is not None else tool in _PATH_RULE_TOOLS
+
+
+def _read_rule_covers(tool: str) -> bool:
+    """Does a ``Read(path)`` rule cover ``tool`` (Read and the tools that search)?"""
+    return _rule_kind(tool) in ("read", "search") or tool in _READ_RULE_TOOLS
+
+
+def _looks_up(tool: str) -> bool:
+    r = record_of(tool)
+    return r is not None and r.lookup
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-*?.]+$")
 _RULE = re.compile(r"^([^()\s]+)(?:\((.*)\))?$", re.DOTALL)
 _PROBE_CHILD = "__agentloop_probe__"
@@ -120,17 +153,22 @@ _PROTECTED_FILES = frozenset({
 _GLOB_CHARS = re.compile(r"[*?\[\]{}!]")
 _REDIRECTION = re.compile(r"<>|>")
 
-PLAN_MODE_LOOKUPS = frozenset({"WebFetch", "WebSearch"})
+PLAN_MODE_LOOKUPS = names_where(lambda r: r.lookup)
 """Tools that change nothing here but reach the network: plan mode lets them be asked for (research is
 part of planning, as in Claude Code's plan mode); they are not allowed without a rule or an answer."""
 
 
-CLAUDE_CODE_TOOLS = frozenset({
-    "Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS", "WebFetch",
-    "WebSearch", "Task", "Agent", "TodoWrite", "TodoRead", "ExitPlanMode", "BashOutput", "KillShell", "KillBash",
-    "SlashCommand", "Skill", "ListMcpResourcesTool", "ReadMcpResourceTool", "AskUserQuestion",
-})
-"""Tool names a rule may name without warning, whether or not this session has the tool (Claude Code's)."""
+CLAUDE_CODE_TOOLS = names_where(lambda r: True) | frozenset(ALIASES) | _CLAUDE_CODE_READERS | _CLAUDE_CODE_EDITORS | {
+    "KillBash", "SlashCommand", "ListMcpResourcesTool", "ReadMcpResourceTool",
+}
+"""Tool names a rule may name without warning, whether or not this session has the tool (the built-in tools, their
+old names, and Claude Code's others)."""
+
+
+def _rule_kind(tool: str) -> str:
+    """How rules apply to ``tool`` (its record's ``rule``; ``tool`` for MCP and unknown tools)."""
+    r = record_of(tool)
+    return r.rule if r is not None else "tool"
 
 
 class RuleError(ValueError):
@@ -188,11 +226,12 @@ def _parse_rule(text: Any) -> Rule:
         raise RuleError(f"malformed rule {text!r}: empty parentheses (write just {tool})")
     if any(ch in tool for ch in "*?"):
         raise RuleError(f"malformed rule {text!r}: a tool-name pattern cannot take a specifier")
-    if tool == "Bash":
+    kind = _rule_kind(tool)
+    if kind == "bash":
         if spec.strip() in ("*", ":*"):
             return Rule(t, tool)
         return Rule(t, tool, spec.strip(), "bash")
-    if tool in _PATH_RULE_TOOLS:
+    if _takes_paths(tool):
         if spec.strip() in ("*", "**"):
             return Rule(t, tool)
         try:
@@ -200,7 +239,7 @@ def _parse_rule(text: Any) -> Rule:
         except Exception as exc:
             raise RuleError(f"malformed rule {text!r}: not a valid path pattern ({exc})") from None
         return Rule(t, tool, spec.strip(), "path")
-    if tool == "WebFetch":
+    if kind == "web":
         if not spec.startswith("domain:") or not spec[len("domain:") :].strip():
             raise RuleError(f"malformed rule {text!r}: WebFetch rules take domain:NAME")
         return Rule(t, tool, spec[len("domain:") :].strip().lower(), "domain")
@@ -298,10 +337,10 @@ class _Bound:
         if want == tool_name:
             return True
         if self.rule.kind == "path":
-            if want == "Read":
-                return tool_name in _READ_RULE_TOOLS
-            if want in ("Edit", "Write"):
-                return tool_name in EDIT_TOOLS
+            if want == READ.name:
+                return _read_rule_covers(tool_name)
+            if want in (EDIT.name, WRITE.name):
+                return _edits(tool_name)
         if want.startswith("mcp__") and "__" not in want[len("mcp__") :]:
             return tool_name.startswith(want + "__")
         return False
@@ -327,26 +366,31 @@ def _mcp_rule_matches(want: str, tool_name: str, server: str) -> bool:
     return False
 
 
-def _path_inputs(tool_name: str, tool_input: dict[str, Any], cwd: str) -> tuple[list[str], bool]:
-    """The absolute paths a call touches (as given and real) and whether the target is a directory."""
-    raw: Any = None
-    for key in ("file_path", "notebook_path", "path"):
-        if isinstance(tool_input.get(key), str) and tool_input[key]:
-            raw = tool_input[key]
-            break
-    if raw is None:
-        if tool_name in ("Glob", "Grep", "LS"):
-            raw = cwd
-        else:
-            return [], False
+_CONVENTIONAL_PATHS = ("file_path", "notebook_path", "path")
+"""The path arguments of a tool without a record (Claude Code's MultiEdit, NotebookRead): each one given is checked."""
+
+
+def _path_inputs(tool_name: str, tool_input: dict[str, Any], cwd: str) -> list[tuple[list[str], bool]]:
+    """Every path a call touches, one entry per path argument given (records' ``paths``: ALL of them, so a second
+    path is checked as the first is): the absolute path as given and real, and whether the target is a directory.
+    A tool that searches the workspace when given no path (``default_path``) touches the workspace."""
+    r = record_of(tool_name)
+    keys = r.paths if r is not None else _CONVENTIONAL_PATHS
+    searches = r is not None and r.default_path
+    raws = [v for k in keys if isinstance(v := tool_input.get(k), str) and v]
+    if not raws and searches:
+        raws = [cwd]
+    return [_path_target(raw, cwd, searches) for raw in raws]
+
+
+def _path_target(raw: str, cwd: str, searches: bool) -> tuple[list[str], bool]:
     given = os.path.normpath(os.path.join(cwd, os.path.expanduser(raw)))
     try:
         real = os.path.realpath(given)
     except (ValueError, OSError):  # a NUL byte: no file has this name
         return [given], False
     paths = [given] if given == real else [given, real]
-    searches = tool_name in ("Glob", "Grep", "LS") and not os.path.isfile(real)
-    return paths, os.path.isdir(real) or searches
+    return paths, os.path.isdir(real) or (searches and not os.path.isfile(real))
 
 
 def _path_match(b: _Bound, paths: Sequence[str], is_dir: bool, *, probe: bool) -> bool:
@@ -552,7 +596,7 @@ class PermissionPolicy:
         "Always" at a prompt stores one of these, so approving ``rm tmpd/*.tmp`` never approves
         ``rm tmpd/../important.txt tmpd/x.tmp``.
         """
-        if tool in EDIT_TOOLS or tool in _PATH_RULE_TOOLS:
+        if _edits(tool) or _takes_paths(tool):
             value = os.path.realpath(os.path.join(self.cwd, os.path.expanduser(value)))
         rule = Rule(f"{tool}({value})", tool, value, "exact")
         self.rules.append(_Bound(rule, behavior, source, self.cwd, None))
@@ -573,7 +617,7 @@ class PermissionPolicy:
 
         rules = []
         for b in self.rules:
-            if b.rule.kind == "exact" and (b.rule.tool in EDIT_TOOLS or b.rule.tool in _PATH_RULE_TOOLS) and b.rule.specifier:
+            if b.rule.kind == "exact" and (_edits(b.rule.tool) or _takes_paths(b.rule.tool)) and b.rule.specifier:
                 spec = moved(b.rule.specifier)
                 b = dataclasses.replace(b, rule=dataclasses.replace(b.rule, text=f"{b.rule.tool}({spec})", specifier=spec))
             rules.append(dataclasses.replace(b, base=moved(b.base)))
@@ -587,7 +631,7 @@ class PermissionPolicy:
         out = []
         for b in self.rules:
             m = b.matcher
-            if b.behavior == "deny" and b.rule.tool == "Bash" and isinstance(m, BashPattern) and m.trailing:
+            if b.behavior == "deny" and _rule_kind(b.rule.tool) == "bash" and isinstance(m, BashPattern) and m.trailing:
                 if m.body and " " not in m.body and not any(ch in m.body for ch in "*?[\\'\"$`"):
                     out.append(DeniedProgram(m.body, b.rule.text))
         return out
@@ -632,7 +676,7 @@ class PermissionPolicy:
 
         def check(path: str) -> bool:
             # Read at each call, so rules added during the session count too.
-            deny_paths = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
+            deny_paths = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches(READ.name)]
             if not deny_paths:
                 return True
             paths = [path]
@@ -653,7 +697,7 @@ class PermissionPolicy:
         """Allow, ask or deny one call, with the rule and file that decided."""
         if not isinstance(tool_input, dict):
             tool_input = {}
-        bash = _BashView.of(tool_input) if tool_name == "Bash" else None
+        bash = _BashView.of(tool_input) if _rule_kind(tool_name) == "bash" else None
         for behavior in ("deny", "ask"):
             for b in self.rules:
                 if b.behavior == behavior and self._matches(b, tool_name, tool_input, bash, for_allow=False):
@@ -671,7 +715,7 @@ class PermissionPolicy:
                                 f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
             read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
         reads = read_only_bash or (bash is not None and _read_only_line(bash, READ_ONLY_GIT | GIT_READS_WORK_TREE))
-        if self.mode == "plan" and tool_name not in self.read_only_tools | PLAN_MODE_LOOKUPS and not reads:
+        if self.mode == "plan" and tool_name not in self.read_only_tools and not _looks_up(tool_name) and not reads:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
         protected = self.protected_target(tool_name, tool_input)
         if protected is not None:
@@ -690,7 +734,7 @@ class PermissionPolicy:
             return self._ask(f"Bash: {unknown[0]}; with Bash deny or ask rules in force, a line whose commands cannot all be known needs approval")
         if self.mode == "bypassPermissions":
             return Decision("allow", None, None, "bypassPermissions mode")
-        if tool_name == "Bash":
+        if bash is not None:
             allowed = self._bash_allowed(tool_input, bash)
             if allowed is not None:
                 return allowed
@@ -702,7 +746,7 @@ class PermissionPolicy:
                     return Decision("allow", b.rule.text, b.source, f"{tool_name} allowed by the rule {b.rule.text} ({b.source})")
         if tool_name in self.read_only_tools:
             return Decision("allow", None, None, f"{tool_name} only reads")
-        if tool_name in EDIT_TOOLS and self.mode == "acceptEdits":
+        if _edits(tool_name) and self.mode == "acceptEdits":
             return Decision("allow", None, None, "acceptEdits mode allows file edits")
         if self.mode == "dontAsk":  # by the mode alone: a PreToolUse hook's "allow" pre-approves it (by_mode)
             return Decision("deny", None, None, f"{tool_name} needs approval, and the mode is dontAsk", by_mode=True)
@@ -753,7 +797,7 @@ class PermissionPolicy:
                     return f"more than {MAX_PATH_CHECKS} paths (too many to check each)"
                 if w.startswith("~/"):
                     w = os.path.join(self.user_home, w[2:])
-                found = self.protected_target("Write", {"file_path": w})
+                found = self.protected_target(WRITE.name, {WRITE.paths[0]: w})
                 if found is not None:
                     return found
         return None
@@ -849,7 +893,7 @@ class PermissionPolicy:
 
         Claude Code applies Read deny rules to the file commands it recognizes in Bash (``cat``...).
         """
-        rules = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches("Read")]
+        rules = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches(READ.name)]
         if not rules:
             return False
         checked = 0
@@ -889,7 +933,7 @@ class PermissionPolicy:
 
     def _has_bash_rules(self) -> bool:
         """Is any deny or ask rule about particular Bash commands in force?"""
-        return any(b.behavior in ("deny", "ask") and b.rule.kind in ("bash", "exact") and b.tool_matches("Bash") for b in self.rules)
+        return any(b.behavior in ("deny", "ask") and b.rule.kind in ("bash", "exact") and b.tool_matches(BASH.name) for b in self.rules)
 
     def protected_target(self, tool_name: str, tool_input: dict[str, Any]) -> str | None:
         """The protected path an edit would write (inside ``.git``, ``.agentloop``, ``.claude``, the
@@ -898,10 +942,9 @@ class PermissionPolicy:
         The path is judged as given (``..`` resolved) and as its real path (symlinks followed),
         case-insensitively, so ``.GIT/config``, ``src/../.git/hooks/x`` and a link into ``.git`` are all caught.
         """
-        if tool_name not in EDIT_TOOLS:
+        if not _edits(tool_name):
             return None
-        paths, _ = _path_inputs(tool_name, tool_input, self.cwd)
-        for p in paths:
+        for p in (p for paths, _ in _path_inputs(tool_name, tool_input, self.cwd) for p in paths):
             parts = p.split(os.sep)
             for i, part in enumerate(parts):
                 low = part.lower()
@@ -960,11 +1003,13 @@ class PermissionPolicy:
         return found
 
     def _exact_path_allow(self, tool_name: str, tool_input: dict[str, Any]) -> _Bound | None:
-        """An allow rule naming exactly the file this edit writes (no pattern characters), if any."""
-        paths, is_dir = _path_inputs(tool_name, tool_input, self.cwd)
-        if not paths:
-            return None
-        real = paths[-1]
+        """An allow rule naming exactly the file this edit writes (no pattern characters), if any; for an edit
+        of several paths, each must be so named (the rule returned is the first path's)."""
+        targets = _path_inputs(tool_name, tool_input, self.cwd)
+        found = [self._exact_allow_of(tool_name, paths[-1], is_dir) for paths, is_dir in targets]
+        return found[0] if found and all(b is not None for b in found) else None
+
+    def _exact_allow_of(self, tool_name: str, real: str, is_dir: bool) -> _Bound | None:
         for b in self.rules:
             if b.behavior != "allow" or not b.tool_matches(tool_name):
                 continue
@@ -992,21 +1037,22 @@ class PermissionPolicy:
         if kind == "exact":
             if bash is not None:
                 return bash.command == b.rule.specifier
-            paths, _ = _path_inputs(tool_name, tool_input, self.cwd)
-            return bool(paths) and paths[-1] == b.rule.specifier
+            named = [paths[-1] == b.rule.specifier for paths, _ in _path_inputs(tool_name, tool_input, self.cwd)]
+            # deny and ask hold when any path is the one named; allow only when every path is
+            return bool(named) and (all(named) if for_allow else any(named))
         if kind == "bash":
             if bash is None:
                 return False
             pat: BashPattern = b.matcher
             return any(pat.match(text) for text in bash.deny_texts)
         if kind == "path":
-            paths, is_dir = _path_inputs(tool_name, tool_input, self.cwd)
-            if not paths:
+            targets = _path_inputs(tool_name, tool_input, self.cwd)
+            if not targets:
                 return False
             if for_allow:
-                # Allow judges the real path only, and a directory must itself match.
-                return _path_match(b, paths[-1:], is_dir, probe=False)
-            return _path_match(b, paths, is_dir, probe=True)
+                # Allow judges the real path only, and a directory must itself match; every path must be allowed.
+                return all(_path_match(b, paths[-1:], is_dir, probe=False) for paths, is_dir in targets)
+            return any(_path_match(b, paths, is_dir, probe=True) for paths, is_dir in targets)
         if kind == "domain":
             url = tool_input.get("url")
             if not isinstance(url, str):
@@ -1030,7 +1076,7 @@ class PermissionPolicy:
         (``make``, ``vim -c``, ``tar --to-command``) where an allow rule naming that program covers the command."""
         if bash.units is None:
             return bash.opaque
-        allow = [b for b in self.rules if b.behavior == "allow" and b.rule.kind == "bash" and b.tool_matches("Bash")]
+        allow = [b for b in self.rules if b.behavior == "allow" and b.rule.kind == "bash" and b.tool_matches(BASH.name)]
         reasons = list(bash.line_opaque)
         for u in bash.units:
             if u.opaque and not (u.runner and any(
@@ -1042,7 +1088,7 @@ class PermissionPolicy:
         return list(dict.fromkeys(reasons))
 
     def _bash_allowed(self, tool_input: dict[str, Any], bash: _BashView | None) -> Decision | None:
-        allow = [b for b in self.rules if b.behavior == "allow" and b.tool_matches("Bash")]
+        allow = [b for b in self.rules if b.behavior == "allow" and b.tool_matches(BASH.name)]
         if not allow:
             return None
         for b in allow:

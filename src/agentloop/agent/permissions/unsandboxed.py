@@ -26,6 +26,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from ..tools.builtin import BASH
 from .rules import Decision, PermissionPolicy, RuleError
 
 __all__ = ["UNSANDBOXED_TOOL", "drop_foreign", "how_to_allow", "remember", "unsandboxed_rule"]
@@ -48,14 +49,14 @@ def unsandboxed_rule(policy: PermissionPolicy, arguments: dict[str, Any]) -> Dec
     for b in own:
         try:
             if b.rule.kind == "exact":
-                made = probe.add_exact("allow", "Bash", str(b.rule.specifier), source=b.source)
+                made = probe.add_exact("allow", BASH.name, str(b.rule.specifier), source=b.source)
             else:
                 made = probe.add_rule("allow", f"Bash({b.rule.text[b.rule.text.index('(') + 1:-1]})"
-                                      if b.rule.specifier is not None else "Bash", source=b.source)
+                                      if b.rule.specifier is not None else BASH.name, source=b.source)
         except RuleError:
             continue
         names[made.text] = b.rule.text
-    d = probe.decide("Bash", arguments)
+    d = probe.decide(BASH.name, arguments)
     if d.behavior != "allow" or d.rule not in names:
         return None  # a deny or ask rule, or no UnsandboxedBash rule covering every command of the line
     return Decision("allow", names[d.rule], d.source, f"Bash runs outside the sandbox by the rule {names[d.rule]} ({d.source})")

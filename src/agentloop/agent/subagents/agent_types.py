@@ -9,10 +9,13 @@ from typing import Any
 from ...config.settings import ConfigError, read_config_bytes
 from ...tools import Registry
 from ..front_matter import parse_front_matter
+from ..tools.builtin import BASH
+from ..tools.catalog import ALIASES, RECORDS
 
 __all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "describe_types", "load_agent_types", "read_agent_dir"]
 
-READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "LS")
+READ_ONLY_TOOLS = tuple(r.name for r in RECORDS if r.rule in ("read", "search"))
+"""The tools that read the workspace (records' ``rule``): Read, Glob, Grep and LS, the Explore type's."""
 MAX_AGENT_FILES = 200
 MAX_WALK_ENTRIES = 5_000
 """An agents folder's walk stops here (a symlink to ``/`` must not walk the disk)."""
@@ -38,8 +41,8 @@ class AgentType:
         if self.tools is None:
             return False
         if registry is None:
-            return all(t in READ_ONLY_TOOLS or (t == "Bash" and self.read_only_bash) for t in self.tools)
-        return all(((t := registry.get(n)) is not None and t.read_only) or (n == "Bash" and self.read_only_bash)
+            return all(t in READ_ONLY_TOOLS or (t == BASH.name and self.read_only_bash) for t in self.tools)
+        return all(((t := registry.get(n)) is not None and t.read_only) or (n == BASH.name and self.read_only_bash)
                    for n in self.tools if n in registry)
 
 
@@ -57,7 +60,7 @@ def builtin_types() -> dict[str, AgentType]:
             "You are a read-only sub-agent exploring a codebase for another agent. Search and read; never change "
             "anything. Bash runs read-only commands only (ls, cat, grep, git rev-list or ls-tree). Answer with the facts "
             "found, with file paths and line numbers.",
-            tools=(*READ_ONLY_TOOLS, "Bash"),
+            tools=(*READ_ONLY_TOOLS, BASH.name),
             read_only_bash=True,
         ),
     }
@@ -77,9 +80,9 @@ def tool_names(value: Any, path: str = "", warnings: list[str] | None = None) ->
     return tuple(t.strip() for t in items if t.strip())
 
 
-KNOWN_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "Skill", "Agent", "Task",
-                         "ListMcpResourcesTool", "ReadMcpResourceTool"})
-"""Tool names an agent file may list besides ``mcp__...`` names (``Task`` is Claude Code's old name of ``Agent``)."""
+KNOWN_TOOLS = frozenset(r.name for r in RECORDS) | frozenset(ALIASES) | {"MultiEdit", "ListMcpResourcesTool", "ReadMcpResourceTool"}
+"""Tool names an agent file may list besides ``mcp__...`` names: every built-in tool and its old names (``Task`` is
+Claude Code's old name of ``Agent``), and Claude Code's MultiEdit and MCP resource tools."""
 
 
 def load_agent_types(

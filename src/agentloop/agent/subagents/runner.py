@@ -59,6 +59,8 @@ from ...tools import Registry, Tool, ToolError
 from ...transcript import TranscriptWriter, read_records, verify_file
 from ..hooks.runner import HookRunner
 from ..hooks.stop_gate import StopGate, stop_feedback
+from ..tools.builtin import BASH
+from .agent_tool import AGENT
 from .agent_types import AgentType, builtin_types
 from .background import Background, Backgrounds
 from .parent_budget import Hold, ParentBudget
@@ -73,24 +75,6 @@ __all__ = [
 
 DEFAULT_CHILD_OUTPUT = 4_096
 """A child's output budget when the runner is given no rule for it (a library user's runner)."""
-
-
-AGENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "description": {"type": "string", "description": "A short (3-5 word) description of the task."},
-        "prompt": {"type": "string", "description": "The task for the sub-agent, complete: it sees nothing else."},
-        "subagent_type": {"type": "string", "description": "The kind of agent to use (see the tool description)."},
-        "isolation": {"type": "string", "enum": ["worktree", "none"],
-                      "description": "worktree: work in a temporary git worktree (the default for agents that may write, "
-                                     "in a git repository); none: work in this directory."},
-        "run_in_background": {"type": "boolean",
-                              "description": "Run the agent in the background: this call returns at once, and its report "
-                                             "arrives as a message on a later turn."},
-    },
-    "required": ["description", "prompt"],
-    "additionalProperties": False,
-}
 
 
 @dataclass
@@ -189,7 +173,7 @@ class SubagentRunner:
 
     def describe(self) -> str:
         lines = [
-            "Start a sub-agent for a task: it has its own context, works with its own tools, and answers with one final report.",
+            AGENT.description,
             "Use it for broad searches or self-contained work. Available types (subagent_type):",
         ]
         for t in self.types.values():
@@ -209,7 +193,7 @@ class SubagentRunner:
                 return self.background.start(description, prompt, self.agent_type(subagent_type).name, isolation)
             return report(self.start(description, prompt, subagent_type, isolation))
 
-        return Tool(name="Agent", description=self.describe(), parameters=AGENT_SCHEMA, fn=agent)
+        return AGENT.tool(agent, self.describe())
 
     def agent_type(self, name: str) -> AgentType:
         t = self.types.get(name)
@@ -218,7 +202,7 @@ class SubagentRunner:
         return t
 
     def is_agent_call(self, call: ToolCall) -> bool:
-        return call.name == "Agent" and isinstance(call.arguments, dict)
+        return call.name == AGENT.name and isinstance(call.arguments, dict)
 
     def _isolate(self, atype: AgentType, isolation: str | None) -> bool:
         """Rule 3: whether this child gets a worktree."""
@@ -444,10 +428,10 @@ class SubagentRunner:
 
     def _tools_for(self, atype: AgentType, cwd: str) -> Registry:
         full = self.make_tools(cwd)
-        names = [n for n in full.names() if n != "Agent" and (atype.tools is None or n in atype.tools)]
+        names = [n for n in full.names() if n != AGENT.name and (atype.tools is None or n in atype.tools)]
         tools = [t for t in full if t.name in names]
         if atype.read_only_bash:
-            tools = [self._read_only_bash(t, atype, cwd) if t.name == "Bash" else t for t in tools]
+            tools = [self._read_only_bash(t, atype, cwd) if t.name == BASH.name else t for t in tools]
         return Registry(tools)
 
     def _read_only_bash(self, bash: Tool, atype: AgentType, cwd: str) -> Tool:

@@ -40,9 +40,10 @@ from typing import Any
 
 from ...tools import ToolError
 from .file_state import MAX_EDIT_BYTES, check_regular, line_ending
+from .record import ToolRecord
 from .workspace import Workspace
 
-__all__ = ["APPLY_PATCH_DOC", "APPLY_PATCH_SCHEMA", "apply_patch", "parse_patch"]
+__all__ = ["APPLY_PATCH", "apply_patch", "parse_patch"]
 
 
 @dataclass
@@ -327,3 +328,13 @@ APPLY_PATCH_SCHEMA: dict[str, Any] = {
     "required": ["input"],
     "additionalProperties": False,
 }
+
+
+def _run(ctx: Any, **kw: Any) -> str:
+    return apply_patch(ctx.ws, kw["input"], ctx.patch_guard, ctx.read_state.saw)
+
+
+APPLY_PATCH = ToolRecord("apply_patch", APPLY_PATCH_DOC, APPLY_PATCH_SCHEMA, rule="edit", acp="edit", run=_run,
+                         text_only=True)
+"""apply_patch: an edit tool (acceptEdits allows it, plan mode does not), whose paths are inside the patch text:
+each file it would change passes ``ctx.patch_guard`` (the Edit deny rules and protected paths) first."""

@@ -39,9 +39,10 @@ from ...config.private import private_dirs, private_file
 from ...tools import ToolError
 from .. import spawn
 from .linear_regex import RegexError, compile_linear
+from .record import ToolRecord
 from .terminal_codes import strip_terminal_codes
 
-__all__ = ["MAX_SHELLS", "OUTPUT_CAP", "BackgroundShells", "background_tools", "start_background"]
+__all__ = ["MAX_SHELLS", "OUTPUT_CAP", "BackgroundShells", "BASH_OUTPUT_TOOL", "KILL_SHELL", "start_background"]
 
 OUTPUT_CAP = 8_000_000
 """Bytes of one shell's output kept on disk (unread output past this is dropped, and said)."""
@@ -333,16 +334,18 @@ _KILL_SCHEMA: dict[str, Any] = {
 }
 
 
-def background_tools(shells: BackgroundShells) -> list[tuple[str, str, dict[str, Any], Callable[..., str], bool]]:
-    """BashOutput (read-only) and KillShell, as ``(name, doc, schema, fn, read_only)``."""
+def _bash_output(ctx: Any, **kw: Any) -> str:
+    shells: BackgroundShells = ctx.background
+    return shells.output(kw["bash_id"], kw.get("filter"))
 
-    def bash_output(**kw: Any) -> str:
-        return shells.output(kw["bash_id"], kw.get("filter"))
 
-    def kill_shell(**kw: Any) -> str:
-        return shells.kill(kw["shell_id"])
+def _kill_shell(ctx: Any, **kw: Any) -> str:
+    shells: BackgroundShells = ctx.background
+    return shells.kill(kw["shell_id"])
 
-    return [
-        ("BashOutput", _OUTPUT_DOC, _OUTPUT_SCHEMA, bash_output, True),
-        ("KillShell", _KILL_DOC, _KILL_SCHEMA, kill_shell, False),
-    ]
+
+BASH_OUTPUT_TOOL = ToolRecord("BashOutput", _OUTPUT_DOC, _OUTPUT_SCHEMA, read_only=True, asks=False, acp="execute",
+                              run=_bash_output)
+"""BashOutput: what a background shell printed since the last look (``ctx.background``: the registry's shells)."""
+KILL_SHELL = ToolRecord("KillShell", _KILL_DOC, _KILL_SCHEMA, asks=False, acp="execute", run=_kill_shell)
+"""KillShell: it stops only shells the session started, so it asks no permission (as Claude Code's)."""

@@ -40,30 +40,36 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
-from ...tools import Registry, Tool, ToolError
+from ...tools import Registry, ToolError
 from .. import spawn
-from .apply_patch import APPLY_PATCH_DOC, APPLY_PATCH_SCHEMA, apply_patch
-from .background import BackgroundShells, background_tools, start_background
+from .background import BackgroundShells, start_background
 from .file_state import MAX_EDIT_BYTES, ReadState, check_regular, find_edit
 from .linear_regex import Matcher, RegexError, compile_linear
 from .notebook import dump_notebook, edit_notebook, load_notebook, render_notebook
 from .read_media import MAX_IMAGE_BYTES, image_kind, image_result, pdf_text
-from .session_tools import SessionLink, session_tools
+from .record import ToolRecord
+from .session_tools import SessionLink
 from .terminal_codes import strip_terminal_codes
 from .walk import Found, glob_to_regex, walk, walk_files
 from .workspace import Workspace
 
-if TYPE_CHECKING:
-    from ..sandbox.bubblewrap import Sandbox
-
 __all__ = [
+    "BASH",
     "BASH_OUTPUT_CAP",
+    "EDIT",
+    "GLOB",
+    "GREP",
+    "LS",
+    "NOTEBOOK_EDIT",
+    "READ",
     "SPILL_THRESHOLD",
+    "WRITE",
+    "CommandSandbox",
     "RunningProcesses",
-    "builtin_registry",
+    "build_registry",
     "spill",
 ]
 
@@ -87,8 +93,27 @@ GREP_TIME_LIMIT_S = 20.0
 LS_MAX_ENTRIES = 1_000
 KILL_GRACE_S = 1.0
 
-READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS"})
-EDIT_TOOLS = frozenset({"Write", "Edit"})
+
+
+class _SandboxFlags(Protocol):
+    @property
+    def allow_unsandboxed(self) -> bool: ...
+
+
+class CommandSandbox(Protocol):
+    """What Bash uses of the session's sandbox (``sandbox.bubblewrap.Sandbox``; named by shape, so the tools
+    do not import the sandbox, whose settings reading reaches the permission rules that read these records)."""
+
+    @property
+    def active(self) -> bool: ...
+
+    @property
+    def settings(self) -> _SandboxFlags: ...
+
+    def launch(self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int],
+               *, alone: bool = False) -> Any: ...
+
+    def explain(self, command: str, output: str) -> str | None: ...
 
 
 def spill(text: str, spill_dir: str, tool_name: str) -> str:
@@ -549,7 +574,7 @@ class _Shared:
         shell_timeout_s: int,
         processes: RunningProcesses | None,
         visible: Callable[[str], bool] | None,
-        sandbox: Sandbox | None,
+        sandbox: CommandSandbox | None,
         env: Mapping[str, str] | None,
         read_state: ReadState | None = None,
     ):
@@ -568,6 +593,8 @@ class _Shared:
         """The longest timeout the model may ask Bash for (Claude Code's ``BASH_MAX_TIMEOUT_MS``)."""
         self.background: BackgroundShells | None = None
         """Bash's ``run_in_background`` shells (``background.py``)."""
+        self.session = SessionLink()
+        """What TodoWrite, ExitPlanMode and AskUserQuestion reach of the agent (``session_tools``)."""
 
 
 def _bound(fn: Callable[..., Any], shared: _Shared) -> Callable[..., Any]:
@@ -637,7 +664,7 @@ def _unsandboxed(t: _Shared, kw: Mapping[str, Any]) -> bool:
 
 
 def _run_reporting_cwd(
-    t: _Shared, command: str, cwd: str, timeout_s: float, sandbox: Sandbox | None,
+    t: _Shared, command: str, cwd: str, timeout_s: float, sandbox: CommandSandbox | None,
 ) -> tuple[int | None, str, bool, str]:
     """Run ``command`` in ``cwd``; also what the shell reported as the directory it ended in.
 
@@ -669,7 +696,7 @@ def _run_reporting_cwd(
     return code, output, timed_out, reported
 
 
-def _after_command(t: _Shared, command: str, output: str, reported: str, sandbox: Sandbox | None) -> str:
+def _after_command(t: _Shared, command: str, output: str, reported: str, sandbox: CommandSandbox | None) -> str:
     """Move Bash's directory to where the command ended (when inside the workspace); add the notes the model needs."""
     note = ""
     ended = reported.strip().splitlines()[-1] if reported.strip() else ""
@@ -1096,18 +1123,15 @@ def _encodable(fn: Callable[..., str]) -> Callable[..., str]:
     return run
 
 
-def _apply_patch(t: _Shared, **kw: Any) -> str:
-    return apply_patch(t.ws, kw["input"], t.patch_guard, t.read_state.saw)
-
-
-def builtin_registry(
+def build_registry(
+    records: Sequence[ToolRecord],
     workspace: Workspace,
     *,
     spill_dir: str,
     shell_timeout_s: int = 120,
     processes: RunningProcesses | None = None,
     visible: Callable[[str], bool] | None = None,
-    sandbox: Sandbox | None = None,
+    sandbox: CommandSandbox | None = None,
     env: Mapping[str, str] | None = None,
     redact: Callable[[str], str] | None = None,
     session: SessionLink | None = None,
@@ -1116,13 +1140,8 @@ def builtin_registry(
     shell_max_timeout_s: float | None = None,
     background: BackgroundShells | None = None,
 ) -> Registry:
-    """A registry holding the built-in tools confined to ``workspace``.
-
-    Bash, Read, Write, Edit, Glob, Grep, LS, NotebookEdit, TodoWrite,
-    ExitPlanMode, AskUserQuestion and apply_patch, in that order.
-
-    With BashOutput and KillShell for Bash's background shells (``background``:
-    the session's, which the agent kills when the session ends; None: new ones).
+    """A registry holding the tools of ``records`` that have a function (``ToolRecord.run``), in their order,
+    confined to ``workspace``; ``catalog.builtin_registry`` passes every built-in tool's record.
 
     Args:
         workspace: where the file tools may read and write.
@@ -1143,33 +1162,35 @@ def builtin_registry(
         require_read: Edit, Write and NotebookEdit of an existing file need a
             Read of it first (``file_state`` rule 1).
         shell_max_timeout_s: the longest timeout the model may give Bash (default 600 s).
+        background: Bash's background shells (the session's, which the agent
+            kills when the session ends); None: new ones.
     """
     t = _Shared(workspace.with_read_only(spill_dir), shell_timeout_s, processes, visible, sandbox, env,
                 ReadState(required=require_read))
     t.patch_guard = patch_guard or (lambda _p: None)
     if shell_max_timeout_s is not None:  # the model's own timeout is capped here (BASH_MAX_TIMEOUT_MS)
         t.max_timeout_ms = max(1, int(shell_max_timeout_s * 1000))
-    specs: list[tuple[str, str, dict[str, Any], Callable[..., Any], bool]] = [
-        ("Bash", _bash_doc(shell_timeout_s, t.max_timeout_ms), _BASH_SCHEMA, _bound(_bash, t), False),
-        ("Read", _READ_DOC, _READ_SCHEMA, _bound(_read, t), True),
-        ("Write", _WRITE_DOC, _WRITE_SCHEMA, _encodable(_bound(_write, t)), False),
-        ("Edit", _EDIT_DOC, _EDIT_SCHEMA, _encodable(_bound(_edit, t)), False),
-        ("Glob", _GLOB_DOC, _GLOB_SCHEMA, _bound(_glob, t), True),
-        ("Grep", _GREP_DOC, _GREP_SCHEMA, _bound(_grep, t), True),
-        ("LS", _LS_DOC, _LS_SCHEMA, _bound(_ls, t), True),
-        ("NotebookEdit", _NOTEBOOK_DOC, _NOTEBOOK_SCHEMA, _encodable(_bound(_notebook_edit, t)), False),
-    ]
     t.background = background if background is not None else BackgroundShells(spill_dir)
-    specs += background_tools(t.background)
+    if session is not None:
+        t.session = session
     reg = Registry()
-    for name, doc, schema, fn, read_only in specs:
-        wrapped = _redacting(fn, redact) if name == "Read" else _spilling(fn, spill_dir, name, redact)
-        reg.register(Tool(name=name, description=doc, parameters=schema, fn=wrapped, read_only=read_only))
-    for st in session_tools(session if session is not None else SessionLink()):
-        reg.register(st)
-    patch = _spilling(_encodable(_bound(_apply_patch, t)), spill_dir, "apply_patch", redact)
-    reg.register(Tool(name="apply_patch", description=APPLY_PATCH_DOC, parameters=APPLY_PATCH_SCHEMA, fn=patch))
+    for r in records:
+        if r.run is not None:
+            reg.register(r.tool(_wrapped(r, t, spill_dir, redact), r.describe(t) if r.describe is not None else None))
     return reg
+
+
+def _wrapped(r: ToolRecord, t: _Shared, spill_dir: str, redact: Callable[[str], str] | None) -> Callable[..., Any]:
+    """``r``'s function bound to the registry's shared state, its output redacted and spilled as ``r.output`` says."""
+    assert r.run is not None
+    fn = _bound(r.run, t)
+    if r.text_only:
+        fn = _encodable(fn)
+    if r.output == "page":
+        return _redacting(fn, redact)
+    if r.output == "raw":
+        return fn
+    return _spilling(fn, spill_dir, r.name, redact)
 
 
 def _split_globs(text: str) -> list[str]:
@@ -1474,3 +1495,25 @@ _LS_SCHEMA: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
+
+
+# --- the records (``record.py``): one per tool, listed once in ``catalog.py`` ---------
+
+BASH = ToolRecord(
+    "Bash", _BASH_DOC, _BASH_SCHEMA, rule="bash", hook="bash", acp="execute", run=_bash,
+    describe=lambda t: _bash_doc(t.shell_timeout_s, t.max_timeout_ms),
+)
+READ = ToolRecord("Read", _READ_DOC, _READ_SCHEMA, read_only=True, asks=False, paths=("file_path",), rule="read",
+                  hook="read", acp="read", run=_read, output="page")
+WRITE = ToolRecord("Write", _WRITE_DOC, _WRITE_SCHEMA, paths=("file_path",), rule="edit", hook="write", acp="edit",
+                   run=_write, text_only=True)
+EDIT = ToolRecord("Edit", _EDIT_DOC, _EDIT_SCHEMA, paths=("file_path",), rule="edit", hook="edit", acp="edit",
+                  run=_edit, text_only=True)
+GLOB = ToolRecord("Glob", _GLOB_DOC, _GLOB_SCHEMA, read_only=True, asks=False, paths=("path",), default_path=True,
+                  rule="search", acp="search", run=_glob)
+GREP = ToolRecord("Grep", _GREP_DOC, _GREP_SCHEMA, read_only=True, asks=False, paths=("path",), default_path=True,
+                  rule="search", acp="search", run=_grep)
+LS = ToolRecord("LS", _LS_DOC, _LS_SCHEMA, read_only=True, asks=False, paths=("path",), default_path=True,
+                rule="search", acp="search", run=_ls)
+NOTEBOOK_EDIT = ToolRecord("NotebookEdit", _NOTEBOOK_DOC, _NOTEBOOK_SCHEMA, paths=("notebook_path",), rule="edit",
+                           acp="edit", run=_notebook_edit, text_only=True)

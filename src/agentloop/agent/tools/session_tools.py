@@ -30,11 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...tools import Tool, ToolError
+from ...tools import ToolError
+from .record import ToolRecord
 
-__all__ = ["SESSION_TOOLS", "SessionLink", "session_tools"]
-
-SESSION_TOOLS = frozenset({"TodoWrite", "ExitPlanMode", "AskUserQuestion"})
+__all__ = ["ASK_USER_QUESTION", "EXIT_PLAN_MODE", "TODO_WRITE", "SessionLink"]
 
 Ask = Callable[[str, str, dict[str, Any]], "dict[str, Any] | None"]
 """``ask(source, message, schema) -> answers or None``: the front end's form prompt (``agent.elicit``)."""
@@ -196,18 +195,22 @@ _ASK_SCHEMA: dict[str, Any] = {
 }
 
 
-def session_tools(link: SessionLink) -> list[Tool]:
-    """TodoWrite, ExitPlanMode and AskUserQuestion bound to ``link``."""
+def _todo(ctx: Any, **kw: Any) -> str:
+    return _todo_write(ctx.session, **kw)
 
-    def bind(fn: Callable[..., str]) -> Callable[..., str]:
-        def run(**kw: Any) -> str:
-            return fn(link, **kw)
 
-        run.__name__ = fn.__name__
-        return run
+def _exit_plan(ctx: Any, **kw: Any) -> str:
+    return _exit_plan_mode(ctx.session, **kw)
 
-    return [
-        Tool(name="TodoWrite", description=_TODO_DOC, parameters=_TODO_SCHEMA, fn=bind(_todo_write)),
-        Tool(name="ExitPlanMode", description=_EXIT_PLAN_DOC, parameters=_EXIT_PLAN_SCHEMA, fn=bind(_exit_plan_mode)),
-        Tool(name="AskUserQuestion", description=_ASK_DOC, parameters=_ASK_SCHEMA, fn=bind(_ask_user_question)),
-    ]
+
+def _ask(ctx: Any, **kw: Any) -> str:
+    return _ask_user_question(ctx.session, **kw)
+
+
+# the session's own bookkeeping: no file changes, so no permission, and plan mode lets them run (ExitPlanMode
+# is how it ends); their answers are short and structured (returned as they are)
+TODO_WRITE = ToolRecord("TodoWrite", _TODO_DOC, _TODO_SCHEMA, asks=False, acp="think", run=_todo, output="raw")
+EXIT_PLAN_MODE = ToolRecord("ExitPlanMode", _EXIT_PLAN_DOC, _EXIT_PLAN_SCHEMA, asks=False, acp="think", run=_exit_plan,
+                            output="raw")
+ASK_USER_QUESTION = ToolRecord("AskUserQuestion", _ASK_DOC, _ASK_SCHEMA, asks=False, acp="think", run=_ask,
+                               output="raw")

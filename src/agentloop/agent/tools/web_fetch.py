@@ -49,8 +49,9 @@ from ...budget import CallBound, Price, input_bound, text_bytes
 from ...events import ModelReply, ModelRequest
 from ...providers.bounded import ACCEPT_ENCODING, BodyDecoder, raw_body
 from ...tools import Tool, ToolError
+from .record import ToolRecord
 
-__all__ = ["FETCH_SCHEMA", "PromptModel", "WebFetch", "check_url", "remembered_domain_rule"]
+__all__ = ["FETCH_SCHEMA", "WEB_FETCH", "PromptModel", "WebFetch", "check_url", "remembered_domain_rule"]
 
 MAX_BYTES = 10 * 1024 * 1024
 MAX_MARKDOWN = 100_000
@@ -163,6 +164,10 @@ class PromptModel:
     name: str = ""
 
 
+WEB_FETCH = ToolRecord("WebFetch", _DOC, FETCH_SCHEMA, lookup=True, rule="web", acp="fetch")
+"""WebFetch: its rules name a domain (``WebFetch(domain:example.com)``)."""
+
+
 class WebFetch:
     """The tool; one per agent (its cache is the session's)."""
 
@@ -187,7 +192,7 @@ class WebFetch:
         def web_fetch(url: str, prompt: str) -> str:
             return self.fetch(url, prompt)
 
-        return Tool(name="WebFetch", description=_DOC, parameters=FETCH_SCHEMA, fn=web_fetch)
+        return WEB_FETCH.tool(web_fetch)
 
     # -- the call --
 

@@ -30,9 +30,10 @@ from typing import Any
 from ...budget import CallBound
 from ...tools import Tool, ToolError
 from ..context.side_calls import Answer, HeldAccount, metered
+from .record import ToolRecord
 from .web_fetch import PromptModel
 
-__all__ = ["SEARCH_SCHEMA", "WebSearch"]
+__all__ = ["SEARCH_SCHEMA", "WEB_SEARCH", "WebSearch"]
 
 MAX_USES = 5
 OUTPUT_TOKENS = 2_048
@@ -59,6 +60,9 @@ _DOC = (
 )
 
 
+WEB_SEARCH = ToolRecord("WebSearch", _DOC, SEARCH_SCHEMA, lookup=True, acp="search")
+
+
 class WebSearch:
     """The tool; ``model_of()`` gives the model that searches, its price and the budget (a ``PromptModel``)."""
 
@@ -69,7 +73,7 @@ class WebSearch:
         def web_search(query: str, allowed_domains: list[str] | None = None, blocked_domains: list[str] | None = None) -> str:
             return self.search(query, allowed_domains, blocked_domains)
 
-        return Tool(name="WebSearch", description=_DOC, parameters=SEARCH_SCHEMA, fn=web_search)
+        return WEB_SEARCH.tool(web_search)
 
     def search(self, query: str, allowed: list[str] | None = None, blocked: list[str] | None = None) -> str:
         if allowed and blocked:

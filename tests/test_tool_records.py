@@ -1,0 +1,276 @@
+"""Each built-in tool is declared once, in its record, and everything else reads the record.
+
+What a record says is what the permission rules, hooks, agent types, ACP and
+the registry do. Claude Code's identity and access page
+(docs.anthropic.com/en/docs/claude-code/iam): "Edit rules apply to all
+built-in tools that edit files", and Read rules to those that read files (Grep,
+Glob, LS): a tool with two paths would escape them if only its first were
+checked, so every path argument is. ``acceptEdits`` "automatically accepts file
+edit permissions for the session": ``apply_patch`` edits files, so it is one of
+them. An agent file may list any tool agentloop has without a warning.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop.agent.hooks.payloads import absolute_input, tool_response
+from agentloop.agent.permissions.rules import PermissionPolicy
+from agentloop.agent.subagents.agent_types import KNOWN_TOOLS, load_agent_types
+from agentloop.agent.tools import catalog
+from agentloop.agent.tools.catalog import RECORDS, builtin_registry, record_of
+from agentloop.agent.tools.record import ToolRecord
+from agentloop.agent.tools.workspace import Workspace
+from agentloop.config.settings import SettingsSource
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "agentloop"
+
+def _copy_file(ctx: Any, **kw: Any) -> str:
+    src, dst = ctx.ws.resolve(kw["source_path"]), ctx.ws.resolve(kw["target_path"], for_write=True)
+    Path(dst).write_bytes(Path(src).read_bytes())
+    return f"copied {src} to {dst}"
+
+
+COPY = ToolRecord(
+    "CopyFile", "Copy a file.",
+    {"type": "object", "properties": {"source_path": {"type": "string"}, "target_path": {"type": "string"}},
+     "required": ["source_path", "target_path"], "additionalProperties": False},
+    paths=("source_path", "target_path"), rule="edit", hook="write", acp="edit", run=_copy_file,
+)
+"""A tool with two path arguments, as a new tool's record would declare it."""
+
+
+@pytest.fixture
+def copy_tool(monkeypatch: pytest.MonkeyPatch) -> ToolRecord:
+    """``COPY`` registered as a built-in tool is: one line in the catalog."""
+    monkeypatch.setattr(catalog, "RECORDS", (*RECORDS, COPY))
+    monkeypatch.setitem(catalog._BY_NAME, COPY.name, COPY)
+    return COPY
+
+
+def _policy(cwd: Path, mode: str = "default", **rules: list[str]) -> PermissionPolicy:
+    src = SettingsSource(str(cwd / ".agentloop" / "settings.json"), "project", {"permissions": rules})
+    return PermissionPolicy.from_settings([src], mode=mode, cwd=str(cwd), user_home=str(cwd / "home"))
+
+
+def _path_properties(schema: dict[str, Any]) -> set[str]:
+    return {k for k in schema.get("properties", {}) if k == "path" or k.endswith("_path")}
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.name)
+def test_every_path_argument_of_a_tool_is_in_its_record(record: ToolRecord) -> None:
+    assert set(record.paths) == _path_properties(record.schema)
+
+
+def test_the_registry_is_made_from_the_records_in_their_order(tmp_path: Path) -> None:
+    reg = builtin_registry(Workspace(str(tmp_path)), spill_dir=str(tmp_path / "spill"))
+    made = [r for r in RECORDS if r.run is not None]
+    assert reg.names() == [r.name for r in made]
+    for r in made:
+        t = reg.get(r.name)
+        assert t is not None and t.parameters is r.schema and t.read_only == r.read_only
+        assert t.description == r.description or r.describe is not None
+
+
+def test_a_new_tool_is_made_by_the_registry_from_its_record_alone(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    from agentloop.events import ToolCall
+
+    (tmp_path / "a.txt").write_text("one\n")
+    reg = builtin_registry(Workspace(str(tmp_path)), spill_dir=str(tmp_path / "spill"))
+    assert reg.names()[-1] == COPY.name
+    ok = reg.invoke(ToolCall("c1", COPY.name, {"source_path": "a.txt", "target_path": "b.txt"}))
+    assert ok.ok and (tmp_path / "b.txt").read_text() == "one\n"
+    out = reg.invoke(ToolCall("c2", COPY.name, {"source_path": "a.txt", "target_path": "/etc/x"}))
+    assert not out.ok  # each path goes through the workspace
+
+
+def test_each_path_of_a_two_path_tool_is_held_to_the_deny_rules(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    p = _policy(tmp_path, "bypassPermissions", deny=["Edit(secret/**)"])
+    assert p.decide(COPY.name, {"source_path": "a.txt", "target_path": "secret/k"}).behavior == "deny"
+    assert p.decide(COPY.name, {"source_path": "secret/k", "target_path": "b.txt"}).behavior == "deny"
+    assert p.decide(COPY.name, {"source_path": "a.txt", "target_path": "b.txt"}).behavior == "allow"
+
+
+def test_an_allow_rule_allows_a_two_path_tool_only_when_it_covers_both_paths(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    p = _policy(tmp_path, allow=["Edit(src/**)"])
+    assert p.decide(COPY.name, {"source_path": "src/a", "target_path": "src/b"}).behavior == "allow"
+    assert p.decide(COPY.name, {"source_path": "src/a", "target_path": "elsewhere/b"}).behavior == "ask"
+
+
+def test_a_protected_second_path_asks_in_every_mode(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    p = _policy(tmp_path, "bypassPermissions")
+    d = p.decide(COPY.name, {"source_path": "a.txt", "target_path": ".git/hooks/pre-commit"})
+    assert d.behavior == "ask" and ".git" in d.reason
+
+
+def test_hooks_see_every_path_of_a_tool_made_absolute(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    got = absolute_input(COPY.name, {"source_path": "a", "target_path": "b/c"}, str(tmp_path))
+    assert got == {"source_path": str(tmp_path / "a"), "target_path": str(tmp_path / "b" / "c")}
+
+
+def test_acp_locates_every_path_of_a_call(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    pytest.importorskip("acp")
+    from agentloop.cli.acp_updates import locations
+
+    got = locations(COPY.name, {"source_path": "a", "target_path": "b"}, str(tmp_path))
+    assert got is not None and [x.path for x in got] == [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+def test_apply_patch_is_an_edit_that_accept_edits_allows(tmp_path: Path) -> None:
+    call = {"input": "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch"}
+    assert _policy(tmp_path, "acceptEdits").decide("apply_patch", call).behavior == "allow"
+    assert _policy(tmp_path, "default").decide("apply_patch", call).behavior == "ask"
+    assert _policy(tmp_path, "plan").decide("apply_patch", call).behavior == "deny"
+
+
+def test_an_agent_file_may_list_every_tool_agentloop_has(tmp_path: Path) -> None:
+    names = [r.name for r in RECORDS] + [a for r in RECORDS for a in r.aliases]
+    assert set(names) <= KNOWN_TOOLS
+    d = tmp_path / ".claude" / "agents"
+    d.mkdir(parents=True)
+    (d / "all.md").write_text(f"---\nname: all\ndescription: d\ntools: {', '.join(names)}\n---\nbody\n")
+    warnings: list[str] = []
+    types = load_agent_types(str(tmp_path), str(tmp_path / "home"), str(tmp_path / "user"), warnings)
+    assert types["all"].tools == tuple(names)
+    assert not [w for w in warnings if "left out" in w], warnings
+
+
+def test_the_hook_payload_and_acp_kind_come_from_the_record() -> None:
+    pytest.importorskip("acp")
+    from agentloop.cli.acp_updates import KINDS
+
+    for r in RECORDS:
+        assert KINDS.get(r.name, "other") == r.acp
+        shaped = tool_response(r.name, {"file_path": "/x", "content": "c"}, "Updated /x")
+        assert (shaped != "Updated /x") == (r.hook is not None), r.name
+
+
+def test_an_old_name_means_its_tool() -> None:
+    for r in RECORDS:
+        for alias in r.aliases:
+            assert record_of(alias) is r
+
+
+# --- a built-in tool's name is written once, in its record ---------------------
+
+ALLOWED_LITERALS: dict[tuple[str, str], str] = {
+    ("agent/pipeline.py", "Bash"): "the pipeline is being reworked by another change this round; it reads BASH.name after",
+    ("cli/repl.py", "Bash"): "the REPL's ! line, which another change this round moves into the pipeline",
+}
+"""(file under src/agentloop, name): why that file may still write the name as a string."""
+
+
+def _record_homes() -> dict[str, str]:
+    """Tool name -> the file that declares its record (``ToolRecord("Name", ...)``)."""
+    homes: dict[str, str] = {}
+    for path in SRC.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if "ToolRecord(" not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ToolRecord" and node.args
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                homes[node.args[0].value] = path.relative_to(SRC).as_posix()
+    return homes
+
+
+def _literals(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            skip |= {id(c) for c in ast.walk(node.value)}  # exported class names, not tools
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "cast" and node.args:
+            skip.add(id(node.args[0]))  # a type written as a string (cast("Agent", x)), not a tool
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names and id(n) not in skip]
+
+
+def test_no_builtin_tool_name_is_written_outside_its_own_module() -> None:
+    homes = _record_homes()
+    own: dict[str, str] = {}
+    for r in RECORDS:
+        assert r.name in homes, f"no ToolRecord({r.name!r}, ...) in the sources"
+        own[r.name] = homes[r.name]
+        for alias in r.aliases:
+            own[alias] = homes[r.name]
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        for line, name in _literals(path, set(own)):
+            if own[name] != rel and (rel, name) not in ALLOWED_LITERALS:
+                found.append(f"{rel}:{line}: {name!r} (its record is in {own[name]})")
+    assert not found, "write the record's .name instead:\n" + "\n".join(found)
+
+
+def test_the_name_check_finds_a_name_written_as_a_string(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text('__all__ = ["Read"]\nx = cast("Read", None)\nif name == "Read":\n    pass\n')
+    assert _literals(f, {"Read"}) == [(3, "Read")]
+
+
+def test_the_allowed_literals_are_still_needed() -> None:
+    for (rel, name), why in ALLOWED_LITERALS.items():
+        assert why and _literals(SRC / rel, {name}), f"{rel} no longer writes {name!r}: remove it from ALLOWED_LITERALS"
+
+
+def test_tools_without_a_record_keep_the_usual_path_names(tmp_path: Path) -> None:
+    """An MCP tool's file_path is made absolute for hooks, as before (it has no record)."""
+    got = absolute_input("mcp__fs__read", {"file_path": "a", "path": "b"}, str(tmp_path))
+    assert got == {"file_path": os.path.join(str(tmp_path), "a"), "path": "b"}
+
+
+def test_always_for_a_protected_two_path_call_names_each_path(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    """"Always" at a prompt for a write to a protected path allows that path only: here both, each named."""
+    from agentloop.agent.toolbox import session_rule
+    from agentloop.events import ToolCall
+
+    p = _policy(tmp_path)
+    args = {"source_path": ".git/a", "target_path": ".claude/b"}
+    assert p.decide(COPY.name, args).behavior == "ask"
+    text = session_rule(p, ToolCall("c1", COPY.name, args))
+    assert ".git" in text and ".claude" in text
+    assert p.decide(COPY.name, args).behavior == "allow"
+    assert p.decide(COPY.name, {"source_path": ".git/a", "target_path": ".claude/other"}).behavior == "ask"
+
+
+# --- the tools sent to the model are pinned ---------------------------------------
+
+PINNED = json.loads((Path(__file__).parent / "data" / "tool_schemas.json").read_text(encoding="utf-8"))
+"""The tools (name, description, parameters, read-only) as the model was shown them before the records: written
+from that code, so moving a declaration can never change a byte the model sees (nor any prompt cache)."""
+
+
+def _shown(reg: Any) -> str:
+    return json.dumps([[t.name, t.description, t.parameters, t.read_only] for t in reg], ensure_ascii=False)
+
+
+@pytest.mark.parametrize(("key", "timeouts"), [("builtin_registry", {}),
+                                               ("builtin_registry_30s_90s", {"shell_timeout_s": 30, "shell_max_timeout_s": 90})])
+def test_the_registry_shows_the_model_the_pinned_tools(tmp_path: Path, key: str, timeouts: dict[str, Any]) -> None:
+    reg = builtin_registry(Workspace(str(tmp_path)), spill_dir=str(tmp_path / "spill"), **timeouts)
+    assert _shown(reg) == json.dumps(PINNED[key], ensure_ascii=False)
+
+
+def test_an_agent_shows_the_model_the_pinned_tools(tmp_path: Path) -> None:
+    """Every built-in tool, the Skill tool, the worktree, Agent and web tools, in the model's order."""
+    from agentloop.agent.agent import Agent
+
+    cwd, home = tmp_path / "w", tmp_path / "h"
+    (cwd / ".claude" / "skills" / "demo").mkdir(parents=True)
+    (cwd / ".claude" / "skills" / "demo" / "SKILL.md").write_text("---\nname: demo\ndescription: a demo\n---\nbody\n")
+    home.mkdir()
+    script = tmp_path / "s.json"
+    script.write_text("[]")
+    a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=f"scripted:{script}",
+              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)})
+    try:
+        assert _shown(a.toolbox.shown("openai:gpt-5")) == json.dumps(PINNED["agent_shown_to_openai_model"], ensure_ascii=False)
+    finally:
+        a.close()
