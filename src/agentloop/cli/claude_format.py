@@ -149,8 +149,11 @@ def api_key_source(model_spec: str, key_env: str | None, env: Mapping[str, str])
     ``"ANTHROPIC_API_KEY"`` when the session's model is Anthropic's and its key comes from that
     variable, set; else ``"none"`` (agentloop has no ``apiKeyHelper`` or ``/login``, and another
     vendor's key has no value there)."""
-    var = key_env or "ANTHROPIC_API_KEY"
-    if model_spec.startswith("anthropic:") and var == "ANTHROPIC_API_KEY" and env.get(var):
+    from ..providers import model_record
+
+    found = model_record(model_spec)
+    var = key_env or (found[0].key_env[0] if found and found[0].key_env else None)
+    if found and var == "ANTHROPIC_API_KEY" and var in found[0].key_env and env.get(var):
         return "ANTHROPIC_API_KEY"
     return "none"
 
