@@ -10,9 +10,10 @@ Rules:
    slash commands and ``@`` paths, Alt+Enter or a trailing ``\\`` for a new
    line, a status bar). Without one (a pipe, a file) lines are read plainly
    and the same commands work; permission asks are then denied.
-3. Ctrl+C during a turn stops it (recorded as ``interrupted``) and returns to
-   the prompt; Ctrl+C again at the prompt, Ctrl+D, ``/exit`` or SIGTERM save
-   the session and exit. No traceback reaches the user.
+3. Ctrl+C or Esc during a turn stops it (recorded as ``interrupted``, said on
+   one line) and returns to the prompt. At the prompt Ctrl+C clears what is
+   typed; on an empty input it arms the exit, and Ctrl+C again, Ctrl+D,
+   ``/exit`` or SIGTERM save the session and exit. No traceback reaches the user.
 4. ``@path`` attaches a file's content only when its real path lies inside
    the workspace (the working directory or an added directory).
 """
@@ -253,8 +254,8 @@ class Repl:
             else:
                 self.say(f"  ⎿ error: {(r.error or '').splitlines()[0][:160] if r.error else ''}", "red")
             self.working("thinking")
-        elif isinstance(ev, Stopped) and ev.reason == "interrupted":
-            self.say("⏹ interrupted", "yellow")
+        elif isinstance(ev, Stopped) and ev.reason == "interrupted":  # one line, whatever stopped it
+            self.say(f"⏹ interrupted{' (Esc)' if self._esc is not None and self._esc.pressed else ''}", "yellow")
 
     def child_view(self, info: dict[str, Any]) -> Any:
         """What a sub-agent does, shown under its ``Agent`` call: each tool call and its result, indented."""
@@ -506,6 +507,14 @@ class Repl:
         @kb.add("escape", "enter")
         def _(event: Any) -> None:
             event.current_buffer.insert_text("\n")
+
+        @kb.add("c-c")  # Claude Code: Ctrl+C clears what is typed; only on an empty input does it start an exit
+        def _clear_or_exit(event: Any) -> None:
+            if event.current_buffer.text:
+                event.current_buffer.reset()
+                self.armed = False
+                return
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
 
         @kb.add("s-tab")  # Shift+Tab: the next permission mode, as in Claude Code
         def _cycle(event: Any) -> None:
@@ -863,8 +872,6 @@ class Repl:
             self.say(f"stopped: {result.stop_reason}{detail}", "red")
         if result.stop_reason == "interrupted":
             self.armed = not (watch is not None and watch.pressed)  # Esc stops the turn, never starts an exit
-            if not self.armed:
-                self.say("interrupted (Esc)", "yellow")
         if watch is not None and watch.typed:
             self._typeahead = watch.typed  # keys typed during the turn wait in the next prompt
         from .agent_setup import cost_line
@@ -942,7 +949,10 @@ class Repl:
         for n, (server, p) in sorted(prompt_commands(a).items()):
             lines.append(f"/{n} — MCP prompt of {server}: {getattr(p, 'description', None) or p.name}")
         lines += ["", "@path attaches a file of the workspace, @server:uri an MCP resource · Alt+Enter or a trailing \\ for a new line",
-                  "Ctrl+C stops a turn; Ctrl+C again or Ctrl+D exits"]
+                  "!command runs it now, in the sandbox (Bash mode); it and its output go with your next prompt",
+                  "Esc (or Ctrl+C) stops a turn; Esc at a permission question answers no and stops the turn",
+                  "Shift+Tab cycles the permission modes: default, acceptEdits, plan",
+                  "Ctrl+C clears the input; on an empty input, Ctrl+C twice or Ctrl+D exits"]
         self.say("\n".join(lines))
 
     def cmd_clear(self, rest: str) -> None:

@@ -7,7 +7,8 @@ Rules:
 2. ``stop`` returns only when the line is gone: the thread has ended and the
    line is erased. The REPL stops it before it writes anything else, so the
    two never interleave.
-3. It shows what is happening and for how long, and how to stop it.
+3. It shows what is happening and for how long, and how to stop it: "esc to
+   interrupt", Claude Code's own hint on its working line.
 4. It is one line: never wider than the terminal (measured at each redraw), so
    ``\r`` and erase-line take all of it away. What does not fit goes, least
    needed first: the hint, then the detail, then the end of the label. Text from
@@ -26,6 +27,8 @@ from .terminal_text import neutral
 __all__ = ["Spinner"]
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+HINT = "esc to interrupt"
+"""How to stop the turn, as Claude Code words it on its working line (Esc stops a turn, ``esc_watch.py``)."""
 
 
 class Spinner:
@@ -87,7 +90,7 @@ def fitted(frame: str, label: str, detail: str, secs: int, cols: int) -> str:
     from rich.cells import cell_len, set_cell_size
 
     tail = f" {secs}s"
-    for hint in (" · Ctrl+C to stop", ""):
+    for hint in (f" · {HINT}", ""):
         line = f"{frame} {label}…{f' · {detail}' if detail else ''}{tail}{hint}"
         if cell_len(line) <= cols:
             return line

@@ -1,0 +1,106 @@
+"""The REPL's keys and lines as Claude Code has them, each in a real 80-column terminal (pexpect + pyte).
+
+The authority is Claude Code's interactive-mode reference (code.claude.com/docs/en/interactive-mode)
+and its permissions page (code.claude.com/docs/en/permissions); each test quotes the part it holds to."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from _pty import Term, env_for
+
+COLS = 80
+
+
+def _spec(tmp_path: Path, replies: list[dict[str, object]]) -> str:
+    p = tmp_path / "replies.json"
+    p.write_text(json.dumps(replies))
+    return f"scripted:{p}"
+
+
+def _term(tmp_path: Path, spec: str, *extra: str, colour: bool = False) -> tuple[Term, Path]:
+    proj = tmp_path / "proj"
+    proj.mkdir(exist_ok=True)
+    env = env_for(str(tmp_path / "home"), HOME=str(tmp_path), COLUMNS=str(COLS))
+    if colour:  # the working line is drawn on a colour terminal only
+        env.pop("NO_COLOR")
+        env["TERM"] = "xterm-256color"
+    t = Term(["--model", spec, "--max-usd", "1", *extra], cwd=str(proj), env=env, cols=COLS, rows=30)
+    return t, proj
+
+
+def test_ctrl_c_with_text_clears_it_and_only_ctrl_c_on_an_empty_input_arms_the_exit(tmp_path: Path) -> None:
+    """Claude Code's interactive mode, general controls: Ctrl+C "Interrupt or clear input": with nothing
+    running, the first press clears the prompt input and a second press exits. So Ctrl+C over typed text
+    clears it and says nothing of exiting; Ctrl+C on the empty input then arms the exit."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "unused"}]))
+    try:
+        t.wait_for(r"(?m)^>")
+        t.child.send("half a thought")
+        t.wait_for(r"(?m)^> half a thought")
+        t.child.send("\x03")
+        deadline = time.monotonic() + 3
+        while "half a thought" in t.text() and time.monotonic() < deadline:
+            t.pump(0.1)
+        assert "half a thought" not in t.text()  # cleared
+        t.pump(0.5)
+        assert "to exit" not in t.text() and t.child.isalive()  # and the exit is not armed
+        t.child.send("\x03")  # on the empty input: armed
+        t.wait_for(r"Ctrl\+C again or Ctrl\+D to exit")
+        assert t.child.isalive()
+        t.child.send("\x03")
+        assert t.wait_exit()[0] == 0
+    finally:
+        t.kill()
+
+
+def test_esc_says_interrupted_on_one_line(tmp_path: Path) -> None:
+    """Claude Code's interactive mode: Esc stops Claude mid-turn and the conversation goes on; the
+    transcript says so once (one interrupted line, not one from the run and another from the REPL)."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "too late", "delay_ms": 30000}, {"text": "second answer"}]))
+    try:
+        t.wait_for(r"(?m)^>")
+        t.type("take your time")
+        time.sleep(1.5)
+        t.child.send("\x1b")
+        t.wait_for(r"interrupted \(Esc\)", timeout=10)
+        t.wait_for(r"(?m)^>", after=t.mark())
+        t.pump(0.5)
+        said = [ln for ln in t.lines() if ln.lstrip().startswith(("⏹", "interrupted"))]
+        assert said == ["⏹ interrupted (Esc)"], said
+    finally:
+        t.kill()
+
+
+def test_the_working_line_says_esc_to_interrupt(tmp_path: Path) -> None:
+    """Claude Code's working line ends with its hint "esc to interrupt" (Esc stops a turn: interactive
+    mode); agentloop's says the same, at 80 columns."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "done", "delay_ms": 3000}]), colour=True)
+    try:
+        t.wait_for(r"(?m)^>")
+        t.type("think")
+        t.wait_for(r"thinking… \d+s · esc to interrupt", timeout=15)
+        t.wait_for(r"(?m)^done")
+        assert b"Ctrl+C to stop" not in t.raw
+    finally:
+        t.kill()
+
+
+def test_help_names_bash_mode_esc_and_shift_tab(tmp_path: Path) -> None:
+    """Claude Code's interactive mode lists, besides the slash commands: ``!`` at the start (Bash mode:
+    "Run commands directly and add execution output to the session"), Esc to stop a turn, and Shift+Tab
+    to cycle the permission modes. ``/help`` names all three."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "unused"}]))
+    try:
+        t.wait_for(r"(?m)^>")
+        at = t.mark()
+        t.type("/help")
+        t.wait_for(r"Ctrl\+D exits", after=at)
+        shown = t.text(at)
+        assert "!command" in shown and "Bash mode" in shown
+        assert "Esc" in shown and "Shift+Tab" in shown
+        assert all(len(line) <= COLS for line in t.lines())
+    finally:
+        t.kill()
