@@ -62,7 +62,12 @@ EXIT_TERMINATED = 143
 
 
 def short_input(name: str, args: Any, n: int = 70) -> str:
-    """A tool call's input in one short line: the command, the path or the pattern."""
+    """A tool call's input in one short line: the command, the path or the pattern (TodoWrite: how many
+    tasks; its list is drawn under the call when it ends)."""
+    if name == "TodoWrite" and isinstance(args, dict) and isinstance(args.get("todos"), list):
+        todos = args["todos"]
+        done = sum(1 for t in todos if isinstance(t, dict) and t.get("status") == "completed")
+        return f"{len(todos)} task{'' if len(todos) == 1 else 's'}, {done} done"
     if name == "Agent" and isinstance(args, dict) and isinstance(args.get("description"), str):  # its task and type
         text = f"{args['description']} · {args.get('subagent_type') or 'general-purpose'}" + (
             " · background" if args.get("run_in_background") else "")
@@ -234,9 +239,9 @@ class Repl:
             self.working(f"running {ev.call.name}")
         elif isinstance(ev, ToolFinished):
             r = ev.result
-            if r.ok and r.name == "TodoWrite" and isinstance(r.content, str):  # the task list, drawn whole
-                for line in r.content.splitlines():
-                    self.say(f"  ⎿ {line}", "dim")
+            if r.ok and r.name == "TodoWrite" and isinstance(r.content, str):  # the task list, drawn whole, as one list
+                lines = [x for x in r.content.splitlines() if x.strip() and not x.startswith("Task list updated")] or [""]
+                self.say("\n".join(("  ⎿ " if i == 0 else "    ") + x for i, x in enumerate(lines)), "dim")
             elif r.ok and r.name == "Agent" and isinstance(r.content, str):  # the child's answer, then its facts line
                 lines = r.content.rstrip().splitlines() or [""]
                 body, facts = (lines[:-1], lines[-1]) if len(lines) > 1 and lines[-1].startswith("[") else (lines, "")
@@ -250,7 +255,13 @@ class Repl:
 
                 call = self._calls.pop(r.call_id, None)
                 args = call.arguments if call is not None else {}
-                self.say(f"  ⎿ {result_summary(r.name, args, r.content)}", "dim")
+                if r.name == "Bash" and isinstance(r.content, str):  # its first lines and how many more
+                    from .preview import output_head
+
+                    shown = output_head(r.content, width() - 5)
+                    self.say("\n".join(("  ⎿ " if i == 0 else "    ") + x for i, x in enumerate(shown)), "dim")
+                else:
+                    self.say(f"  ⎿ {result_summary(r.name, args, r.content)}", "dim")
             else:
                 self.say(f"  ⎿ error: {(r.error or '').splitlines()[0][:160] if r.error else ''}", "red")
             self.working("thinking")
@@ -294,13 +305,17 @@ class Repl:
         context, spend, session = f"context {fill:.0%}", f"{format_usd(st.spent_micros)}{budget}", f"session {a.session.id}"
         mcp = _mcp_state(a)
         mode = "" if a.permission_mode == "default" else f"mode {a.permission_mode} (shift+tab)"
-        # at a narrow width the least important parts go first: the session id, the tokens, the model
+        short_mode, name = mode.removesuffix(" (shift+tab)"), a.model_name
+        # at a narrow width the least important parts go first: the session id, the tokens, the context; the
+        # model stays (its short name) in every mode as long as the spend and the mode fit beside it
         return fit((f" {' · '.join(x for x in p if x)} " for p in (
             (mode, model, tokens, context, spend, mcp, session),
             (mode, model, tokens, context, spend, mcp),
             (mode, model, context, spend, mcp),
-            (mode, context, spend, mcp),
-            (mode, spend, mcp),
+            (mode, name, context, spend, mcp),
+            (short_mode, name, context, spend, mcp),
+            (short_mode, name, spend, mcp),
+            (short_mode, spend, mcp),
             (spend, mcp),
         )), width() - 1)
 
@@ -1018,8 +1033,7 @@ class Repl:
                 self.say("nothing to rewind: no prompt yet", "dim")
                 return
             for n, _seq, text in prompts:
-                first = text.strip().splitlines()[0] if text.strip() else ""
-                self.say(f"  {n:>3}  {first[:70]}")
+                self.say(f"  {n:>3}  {prompt_label(text, width() - 8)}")
             self.say("/rewind N [files|conversation|both] goes back to before prompt N (both by default). "
                      "Files changed by Bash commands are not tracked and are not put back.", "dim")
             return
@@ -1151,6 +1165,18 @@ class Repl:
 
     def cmd_exit(self, rest: str) -> None:
         raise _Exit(EXIT_OK, "prompt_input_exit")
+
+
+_BANG = re.compile(r"<bash-input>(.*?)</bash-input>\s*(?:<bash-stdout>.*?</bash-stdout>\s*)?", re.S)
+
+
+def prompt_label(text: str, cols: int) -> str:
+    """A prompt in one line as the user typed it: a ``!`` command sent with it is ``!cmd`` again (not the
+    ``<bash-input>`` wrapping the model reads), then the first line of what was typed; cut to ``cols``."""
+    bangs = [f"!{' '.join(m.group(1).split())}" for m in _BANG.finditer(text)]
+    rest = _BANG.sub("", text).strip()
+    label = " · ".join([*bangs, *(rest.splitlines()[:1])])
+    return label if len(label) <= cols else label[: max(1, cols - 1)] + "…"
 
 
 MAX_HISTORY = 1000
