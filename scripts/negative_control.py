@@ -1941,6 +1941,13 @@ SABOTAGES = [
         'if "result" in answer or "error" in answer:  # SABOTAGED',
         ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
     ),
+    Sabotage(
+        "a no at the REPL's permission question lets the model carry on with the turn",
+        "src/agentloop/agent/pipeline.py",
+        "        self.stopping = False\n        return \"interrupted\"",
+        "        self.stopping = False\n        return None  # SABOTAGED",
+        ["tests/test_repl_claude_code_keys.py::test_no_at_a_permission_question_stops_the_turn_and_asks_what_to_do_instead"],
+    ),
 ]
 
 

@@ -104,3 +104,55 @@ def test_help_names_bash_mode_esc_and_shift_tab(tmp_path: Path) -> None:
         assert all(len(line) <= COLS for line in t.lines())
     finally:
         t.kill()
+
+
+def _refused_turn(tmp_path: Path, key: str) -> None:
+    spec = _spec(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": "made.txt", "content": "x"}},
+                                    {"name": "Write", "arguments": {"file_path": "also.txt", "content": "y"}}]},
+        {"text": "carried on regardless"},
+        {"text": "doing it your way"},
+    ])
+    t, proj = _term(tmp_path, spec)
+    try:
+        t.wait_for(r"(?m)^>")
+        at = t.mark()
+        t.type("make it")
+        t.wait_for(r"\[y\]es", after=at)
+        t.child.send(key)  # one key, no Enter
+        t.wait_for(r"tell the model what to do instead", after=at, timeout=10)
+        t.wait_for(r"(?m)^>\s*$", after=at)  # the prompt is back: the user says what to do instead
+        t.pump(0.5)
+        shown = t.text(at)
+        assert "carried on regardless" not in shown  # the model was not called again
+        assert shown.count("[y]es") == 1  # the turn's other call was not asked (nor run)
+        assert "(Ctrl+C again" not in shown and t.child.isalive()
+        t.type("use a different name")
+        t.wait_for(r"(?m)^carried on regardless", after=at)  # the next reply answers the user's new prompt
+    finally:
+        t.kill()
+    assert not (proj / "made.txt").exists() and not (proj / "also.txt").exists()
+    import glob
+
+    from agentloop.transcript import read_records
+
+    (path,) = glob.glob(str(tmp_path / "home" / "projects" / "*" / "sessions" / "*.jsonl"))
+    records = list(read_records(path))
+    results = [json.dumps(r.payload) for r in records if r.kind == "tool_result"]
+    assert any("the user refused permission to use Write" in x for x in results), [r.kind for r in records]
+    assert [r.payload["reason"] for r in records if r.kind == "stop"][:1] == ["interrupted"]
+
+
+def test_no_at_a_permission_question_stops_the_turn_and_asks_what_to_do_instead(tmp_path: Path) -> None:
+    """Claude Code's permission question offers "No, and tell Claude what to do differently": the call is
+    refused, the turn stops there (the model is not called again and the reply's other calls do not run),
+    and the prompt is back for the user to say what to do instead. The model reads the refusal in the call's
+    result with the user's next prompt."""
+    _refused_turn(tmp_path, "n")
+
+
+def test_esc_at_a_permission_question_cancels_it_as_no(tmp_path: Path) -> None:
+    """Claude Code's permission question takes Esc as its "No, and tell Claude what to do differently
+    (esc)" answer (interactive mode: Esc cancels the current operation): the question is answered no at
+    once and the turn stops, without starting an exit."""
+    _refused_turn(tmp_path, "\x1b")

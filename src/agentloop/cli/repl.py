@@ -181,6 +181,8 @@ class Repl:
         self._esc: EscWatch | None = None
         """Watching for Esc while a turn runs (questions inside the turn pause it)."""
         self._typeahead = ""
+        self._refused = False
+        """The user said no at a permission question of this turn (which then stopped)."""
         self._prompt_loop: Any = None
         """The prompt's event loop while it is up (notices from other threads go through it)."""
         """Commands run with ``!`` and their output, sent with the next prompt."""
@@ -266,7 +268,10 @@ class Repl:
                 self.say(f"  ⎿ error: {(r.error or '').splitlines()[0][:160] if r.error else ''}", "red")
             self.working("thinking")
         elif isinstance(ev, Stopped) and ev.reason == "interrupted":  # one line, whatever stopped it
-            self.say(f"⏹ interrupted{' (Esc)' if self._esc is not None and self._esc.pressed else ''}", "yellow")
+            if self._refused:  # the user said no at a question: the turn stopped there
+                self.say("⏹ interrupted: you said no · tell the model what to do instead", "yellow")
+            else:
+                self.say(f"⏹ interrupted{' (Esc)' if self._esc is not None and self._esc.pressed else ''}", "yellow")
 
     def child_view(self, info: dict[str, Any]) -> Any:
         """What a sub-agent does, shown under its ``Agent`` call: each tool call and its result, indented."""
@@ -391,9 +396,17 @@ class Repl:
 
     # -- permission asks (called from inside a turn) --
 
-    def ask_permission(self, call: Any, decision: Any) -> str:
+    def ask_permission(self, call: Any, decision: Any) -> Any:
+        """The person's answer. "n" or Esc (and Enter alone) refuses and stops the turn, as Claude Code's "No, and
+        tell Claude what to do differently (esc)" does: the refusal is the call's result, the model is not called
+        again, and the prompt asks what to do instead."""
+        from agentloop.agent.protocols import PermissionReply
+
         answer = self._ask_permission(call, decision)
         self.at_line_start = True
+        if answer == "refuse":
+            self._refused = True
+            return PermissionReply("deny", "the turn stopped here; wait for the user to say what to do instead", interrupt=True)
         if answer != "deny":  # the tool runs now: show that something is happening (rule of spinner.py)
             self.working(f"running {call.name}")
         return answer
@@ -417,7 +430,7 @@ class Repl:
             prompt = choices
         while True:
             try:
-                answer = self._read_key(prompt, "yan")
+                answer = self._read_key(prompt, "yan", esc="n")
             except EOFError:
                 return "deny"
             a = answer.strip().lower()
@@ -426,7 +439,7 @@ class Repl:
             if a in ("a", "always"):
                 return "always"
             if a in ("n", "no", ""):
-                return "deny"
+                return "refuse" if self.interactive else "deny"
 
     def elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
         """An MCP server's question (elicitation): asked field by field with its schema; None declines it."""
@@ -610,18 +623,19 @@ class Repl:
         except Exception:  # the prompt ended meanwhile: say it the usual way
             self.say(f"notice: {text}", "yellow")
 
-    def _read_key(self, prompt: str, keys: str) -> str:
+    def _read_key(self, prompt: str, keys: str, esc: str = "") -> str:
         """One of ``keys``, taken as soon as it is pressed (no Enter), as Claude Code's questions are;
-        Enter alone gives "" (the safe answer). Without a terminal, a line as ``_read`` reads it."""
+        Enter alone gives "" (the safe answer), Esc gives ``esc`` (Claude Code: Esc cancels a question).
+        Without a terminal, a line as ``_read`` reads it."""
         if not self.interactive:
             return self._read(prompt, permission=True)
 
         if self._esc is not None:
             with self._esc.paused():
-                return self._key_now(prompt, keys)
-        return self._key_now(prompt, keys)
+                return self._key_now(prompt, keys, esc)
+        return self._key_now(prompt, keys, esc)
 
-    def _key_now(self, prompt: str, keys: str) -> str:
+    def _key_now(self, prompt: str, keys: str, esc: str = "") -> str:
         from prompt_toolkit import prompt as pt_prompt
         from prompt_toolkit.key_binding import KeyBindings
 
@@ -633,6 +647,11 @@ class Repl:
             def _(event: Any, k: str = k) -> None:
                 event.current_buffer.insert_text(k)  # shown after the question, as if typed
                 event.app.exit(result=k)
+
+        @kb.add("escape", eager=True)  # a lone Esc, at once (not taken for the start of a key's sequence)
+        def _cancel(event: Any) -> None:
+            event.current_buffer.insert_text(esc)
+            event.app.exit(result=esc)
 
         return str(pt_prompt(prompt, key_bindings=kb))
 
@@ -871,6 +890,7 @@ class Repl:
         for name in resources:
             self.say(f"attached {name}", "dim")
         self.working("thinking")
+        self._refused = False
         watch = EscWatch(sys.stdin.fileno()) if self.interactive else None
         self._esc = watch
         try:
@@ -886,7 +906,8 @@ class Repl:
             detail = f": {result.error}" if result.error else ""
             self.say(f"stopped: {result.stop_reason}{detail}", "red")
         if result.stop_reason == "interrupted":
-            self.armed = not (watch is not None and watch.pressed)  # Esc stops the turn, never starts an exit
+            # Esc, or a no at a question, stops the turn and never starts an exit
+            self.armed = not (watch is not None and watch.pressed) and not self._refused
         if watch is not None and watch.typed:
             self._typeahead = watch.typed  # keys typed during the turn wait in the next prompt
         from .agent_setup import cost_line
