@@ -156,3 +156,27 @@ def test_esc_at_a_permission_question_cancels_it_as_no(tmp_path: Path) -> None:
     (esc)" answer (interactive mode: Esc cancels the current operation): the question is answered no at
     once and the turn stops, without starting an exit."""
     _refused_turn(tmp_path, "\x1b")
+
+
+def test_text_typed_during_a_turn_is_shown_before_the_prompt_returns(tmp_path: Path) -> None:
+    """Claude Code keeps its input box under the working line, so what is typed while Claude works is
+    seen at once (interactive mode: the prompt is edited while a turn runs, and is sent after it). The
+    keys typed meanwhile show under the working line, Backspace takes one back, and when the answer comes
+    they wait in the prompt, drawn once."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "answered", "delay_ms": 4000}]), colour=True)
+    try:
+        t.wait_for(r"(?m)^>")
+        at = t.mark()
+        t.type("slow one")
+        t.wait_for(r"esc to interrupt", after=at, timeout=15)
+        t.child.send("next qx")
+        time.sleep(0.2)
+        t.child.send("\x7f")  # Backspace
+        t.wait_for(r"(?m)^> next q$", after=at + 1, timeout=3)  # under the working line, before the answer
+        assert "answered" not in t.text(at)
+        t.wait_for(r"(?m)^answered", after=at)
+        t.wait_for(r"(?m)^> next q", after=t.mark())
+        t.pump(0.5)
+        assert [x for x in t.lines()[at:] if "next q" in x] == ["> next q"], t.lines()[at:]
+    finally:
+        t.kill()

@@ -198,6 +198,11 @@ class Repl:
         sys.stdout.flush()
         self.at_line_start = text.endswith("\n")
 
+    def _show_typed(self, text: str) -> None:
+        """What the user types while a turn runs: shown under the working line until the prompt takes it."""
+        if self.spinner is not None:
+            self.spinner.typed = text
+
     def quiet(self) -> None:
         """Take the working line away (before anything else is written, or a question is asked)."""
         if self.spinner is not None:
@@ -891,7 +896,7 @@ class Repl:
             self.say(f"attached {name}", "dim")
         self.working("thinking")
         self._refused = False
-        watch = EscWatch(sys.stdin.fileno()) if self.interactive else None
+        watch = EscWatch(sys.stdin.fileno(), on_typed=self._show_typed) if self.interactive else None
         self._esc = watch
         try:
             with watch if watch is not None else contextlib.nullcontext():
@@ -899,6 +904,8 @@ class Repl:
         finally:
             self._esc = None
             self.quiet()
+            if self.spinner is not None:
+                self.spinner.typed = ""  # it is in the next prompt now
             if self.md is not None:
                 self.md.end()
         self.newline()
