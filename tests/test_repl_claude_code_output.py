@@ -109,3 +109,32 @@ def test_the_status_line_keeps_the_model_in_accept_edits_and_plan(tmp_path: Path
             assert len(status) <= COLS
     finally:
         t.kill()
+
+
+def test_the_models_thinking_is_shown_collapsed_to_one_line(tmp_path: Path) -> None:
+    """Claude Code shows extended thinking collapsed, on one dim line marked ``∴`` (interactive mode: Ctrl+O
+    toggles the verbose transcript that holds it whole); the REPL shows each reply's thinking so, its first
+    words and how long it was, never the whole of it and never nothing."""
+    from agentloop.testing.fakeprovider import FakeProvider
+
+    thought = "The user wants the two options weighed. " * 12 + "\nSecond paragraph of the thought."
+    script = {"replies": [{"thinking": thought, "text": "the answer"}]}
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    with FakeProvider(script) as fp:
+        env = env_for(str(tmp_path / "home"), HOME=str(tmp_path), COLUMNS=str(COLS), ANTHROPIC_BASE_URL=fp.url,
+                      ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key")
+        t = Term(["--model", "anthropic:claude-haiku-4-5", "--max-usd", "1"], cwd=str(proj), env=env, cols=COLS, rows=40)
+        try:
+            t.wait_for(r"(?m)^>")
+            at = t.mark()
+            t.type("weigh them")
+            t.wait_for(r"(?m)^the answer", after=at)
+            t.wait_for(r"(?m)^cost ", after=at)  # the turn is over
+            shown = [x for x in t.lines()[at:] if x.startswith("∴")]
+            assert len(shown) == 1, t.lines()[at:]
+            assert shown[0].startswith("∴ Thought: The user wants the two options weighed.")
+            assert shown[0].endswith("words)") and len(shown[0]) <= COLS
+            assert "Second paragraph" not in t.text(at)
+        finally:
+            t.kill()

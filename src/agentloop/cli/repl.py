@@ -233,9 +233,12 @@ class Repl:
         self.at_line_start = True
 
     def observe(self, ev: Any) -> None:
-        from agentloop.events import Stopped, TextDelta, ToolFinished, ToolStarted
+        from agentloop.events import Stopped, TextDelta, ToolFinished, ToolStarted, TurnRecorded
 
-        if isinstance(ev, TextDelta):
+        if isinstance(ev, TurnRecorded) and ev.reply.reasoning:  # the model's thinking, collapsed to one line
+            self.say(collapsed_thinking(ev.reply.reasoning, width() - 1), "dim italic")
+            self.working("thinking")
+        elif isinstance(ev, TextDelta):
             if self.md is not None:
                 self.md.feed(neutral(ev.text))
             else:
@@ -1193,6 +1196,22 @@ class Repl:
 
     def cmd_exit(self, rest: str) -> None:
         raise _Exit(EXIT_OK, "prompt_input_exit")
+
+
+def collapsed_thinking(blocks: Iterable[Any], cols: int) -> str:
+    """A reply's thinking in one line, as Claude Code shows it collapsed (``∴`` and a dim line): its first
+    words and how much more there is; a block the provider redacted is said to be so."""
+    from rich.cells import cell_len, set_cell_size
+
+    text = " ".join(str(b.get("thinking", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "thinking")
+    words = text.split()
+    if not words:
+        return "∴ Thought (the provider sent it redacted)"
+    more = f" ({len(words)} words)"
+    line = f"∴ Thought: {neutral(' '.join(words))}"
+    if cell_len(line) <= cols:
+        return line
+    return set_cell_size(line, max(12, cols - cell_len(more) - 1)) + "…" + more
 
 
 _BANG = re.compile(r"<bash-input>(.*?)</bash-input>\s*(?:<bash-stdout>.*?</bash-stdout>\s*)?", re.S)
