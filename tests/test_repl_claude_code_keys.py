@@ -180,3 +180,32 @@ def test_text_typed_during_a_turn_is_shown_before_the_prompt_returns(tmp_path: P
         assert [x for x in t.lines()[at:] if "next q" in x] == ["> next q"], t.lines()[at:]
     finally:
         t.kill()
+
+
+def test_no_at_a_question_a_hook_asked_for_stops_the_turn_too(tmp_path: Path) -> None:
+    """Claude Code's hooks reference: a PreToolUse hook's ``"ask"`` shows the user the permission question;
+    it is the same question, so its no stops the turn as the permission system's own does."""
+    hook = tmp_path / "ask.sh"
+    hook.write_text('#!/bin/sh\ncat > /dev/null\necho \'{"hookSpecificOutput": {"hookEventName": "PreToolUse", '
+                    '"permissionDecision": "ask", "permissionDecisionReason": "a hook wants a person"}}\'\n')
+    hook.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"matcher": "Read", "hooks": [{"type": "command", "command": str(hook)}]}]}}))
+    spec = _spec(tmp_path, [{"text": "", "tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]},
+                            {"text": "carried on regardless"}])
+    t, proj = _term(tmp_path, spec)
+    (proj / "notes.txt").write_text("private\n")
+    try:
+        t.wait_for(r"(?m)^>")
+        at = t.mark()
+        t.type("read it")
+        t.wait_for(r"\[y\]es", after=at)
+        t.child.send("n")
+        t.wait_for(r"tell the model what to do instead", after=at, timeout=10)
+        t.wait_for(r"(?m)^>\s*$", after=at)
+        t.pump(0.5)
+        assert "carried on regardless" not in t.text(at)
+    finally:
+        t.kill()
