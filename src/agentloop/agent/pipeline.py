@@ -11,7 +11,9 @@ tool for the agent:
    hold asks a person; a Bash command that would run outside the sandbox
    (``outside_reason``) is approved only by an ``UnsandboxedBash`` rule or a
    person asked a question that says so (``permissions/unsandboxed.py``);
-5. asking: the agent's asker when there is one ("always" adds a session rule);
+5. asking: the agent's asker when there is one ("always" adds a session rule;
+   a refusal with ``interrupt`` stops the turn: the reply's later calls are not
+   run and the run ends before the next model call, ``ToolCalls.check_stop``);
    without one (``-p``, a sub-agent) an ask is a refusal;
 6. invoke;
 7. PostToolUse (or PostToolUseFailure) hooks;
