@@ -209,3 +209,21 @@ def test_no_at_a_question_a_hook_asked_for_stops_the_turn_too(tmp_path: Path) ->
         assert "carried on regardless" not in t.text(at)
     finally:
         t.kill()
+
+
+def test_esc_at_the_trust_question_answers_its_safe_no(tmp_path: Path) -> None:
+    """Claude Code's keybindings reference puts permission and confirmation dialogs in one context
+    (Confirmation), and Escape cancels the current operation (interactive mode). Esc at a question that takes
+    a line (here: trust this folder?) answers its safe "no" at once: the folder's configuration is left out."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"srv": {"command": "true"}}}))
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "unused"}]))
+    try:
+        t.wait_for(r"\[t\]rust this folder / \[d\]on't trust:", timeout=15)
+        t.child.send("\x1b")
+        t.wait_for(r"this folder is not trusted; left out: MCP server srv", timeout=10)
+        t.wait_for(r"(?m)^>\s*$")
+        assert t.child.isalive()
+    finally:
+        t.kill()

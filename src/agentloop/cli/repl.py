@@ -462,7 +462,10 @@ class Repl:
                 return None
             if go not in ("y", "yes"):
                 return None
-            return ask_fields(schema, lambda q: self._read(q, permission=True))
+            try:
+                return ask_fields(schema, lambda q: self._read(q, permission=True))
+            except EOFError:  # Esc (or the end of input) in a field: the question is declined
+                return None
 
     def show_progress(self, server: str, tool: str, text: str) -> None:
         """An MCP tool's progress, on the working line."""
@@ -590,10 +593,17 @@ class Repl:
                 raise EOFError
             self.at_line_start = True
             return line.rstrip("\n")
-        if permission:
+        if permission:  # a question: Esc cancels it, as Claude Code's dialogs do (the caller's safe answer)
             from prompt_toolkit import prompt as pt_prompt
+            from prompt_toolkit.key_binding import KeyBindings
 
-            return str(pt_prompt(prompt))
+            kb = KeyBindings()
+
+            @kb.add("escape", eager=True)
+            def _cancel(event: Any) -> None:
+                event.app.exit(exception=EOFError)
+
+            return str(pt_prompt(prompt, key_bindings=kb))
         assert self.session is not None
         watch = self.agent is not None and getattr(self.agent, "mcp_servers", None) is not None
 
