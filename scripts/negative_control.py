@@ -2097,6 +2097,13 @@ SABOTAGES = [
         ["tests/test_child_tool_guards.py::test_a_childs_setup_keeps_every_guard_of_the_parents_but_what_its_folder_changes",
          "tests/test_subagent_guards.py::test_what_a_child_changes_is_recorded_so_rewind_can_undo_it"],
     ),
+    Sabotage(
+        "a no at the REPL's permission question lets the model carry on with the turn",
+        "src/agentloop/agent/pipeline.py",
+        "        self.stopping = False\n        return \"interrupted\"",
+        "        self.stopping = False\n        return None  # SABOTAGED",
+        ["tests/test_repl_claude_code_keys.py::test_no_at_a_permission_question_stops_the_turn_and_asks_what_to_do_instead"],
+    ),
 ]
 
 

@@ -31,7 +31,7 @@ def test_the_repl_at_80_columns_never_lets_the_terminal_wrap_a_line(tmp_path: Pa
     try:
         t.wait_for(r"(?m)^>")
         t.wait_for(r"missing-server-with-a-long-name")
-        for command, shown in (("/help", r"Ctrl\+C stops a turn"), ("/sessions", r"verified  prompt"), ("/mcp", r"missing-server")):
+        for command, shown in (("/help", r"Ctrl\+D exits"), ("/sessions", r"verified  prompt"), ("/mcp", r"missing-server")):
             mark = t.mark()
             t.type(command)
             t.wait_for(shown, after=mark)

@@ -420,7 +420,7 @@ def test_on_a_colour_terminal_a_working_line_shows_while_nothing_else_does_and_l
     # The working line is on screen for about a second at a time: it is looked for in
     # every byte the terminal got (a stalled test could miss it on screen), in order.
     sent = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw.decode("utf-8", "replace"))
-    at = [re.search(p, sent) for p in (r"thinking… \ds · Ctrl\+C to stop", r"⏺ Bash\(sleep 2\)", r"running Bash… \ds", r"Slept well\.")]
+    at = [re.search(p, sent) for p in (r"thinking… \ds · esc to interrupt", r"⏺ Bash\(sleep 2\)", r"running Bash… \ds", r"Slept well\.")]
     assert all(at), at
     assert [m.start() for m in at] == sorted(m.start() for m in at), at  # type: ignore[union-attr]
     assert "thinking…" not in shown and "running Bash…" not in shown, "the working line is erased once output comes"

@@ -166,4 +166,6 @@ def test_the_repl_draws_the_task_list_whole(tmp_path: Path, proj: Path, scripted
     p = subprocess.run([agentloop, "--model", scripted([call("TodoWrite", todos=todos), final()])], input="plan it\n",
                        cwd=proj, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "⎿ [>] Write the file" in p.stdout and "⎿ [ ] Run the tests" in p.stdout
+    # one list under one ⎿, its lines lined up (as Claude Code draws a task list)
+    assert "  ⎿ [>] Write the file\n    [ ] Run the tests\n" in p.stdout
+    assert p.stdout.count("⎿") == 1 and "⏺ TodoWrite(2 tasks, 0 done)" in p.stdout

@@ -233,7 +233,7 @@ def test_the_repl_question_says_the_command_runs_outside_the_sandbox(where: dict
             question = " ".join(t.lines()[m:])
             assert "OUTSIDE the sandbox" in question, question
             t.type("n")
-            t.wait_for(r"Not run\.", after=m)
+            t.wait_for(r"tell the model what to do instead", after=m)
             t.type("/exit")
             assert t.wait_exit() == (0, None)
         finally:

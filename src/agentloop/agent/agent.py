@@ -352,7 +352,9 @@ class Agent:
         left: Budget | None = gate.budget
         while left is not None:
             messages = [*self.context.prepare(self, s.messages), {"role": "user", "content": content}]
-            last, self.last_usage_estimated = run_once(self, messages, left, observer, n, gate.runs, self.calls.execute)
+            self.calls.stopping = False
+            last, self.last_usage_estimated = run_once(self, messages, left, observer, n, gate.runs, self.calls.execute,
+                                                       stop=self.calls.check_stop)
             total = gate.add(last)
             s.messages = list(last.messages)
             close_dangling_calls(s.messages)

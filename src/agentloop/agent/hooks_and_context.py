@@ -213,6 +213,9 @@ class ClaudeHooks:
             reply = ask(call, out)
             if getattr(reply, "answer", reply) == "deny":  # a word, or a PermissionReply carrying one
                 why = getattr(reply, "message", "")
+                calls = getattr(agent, "calls", None)
+                if getattr(reply, "interrupt", False) and calls is not None:
+                    calls.stopping = True  # the turn stops after this call, as at the pipeline's own question
                 return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}" + (f": {why}" if why else ""))
             self._approved.add(call.id)
         if out.permission_decision == "allow":

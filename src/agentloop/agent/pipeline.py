@@ -11,7 +11,9 @@ tool for the agent:
    hold asks a person; a Bash command that would run outside the sandbox
    (``outside_reason``) is approved only by an ``UnsandboxedBash`` rule or a
    person asked a question that says so (``permissions/unsandboxed.py``);
-5. asking: the agent's asker when there is one ("always" adds a session rule);
+5. asking: the agent's asker when there is one ("always" adds a session rule;
+   a refusal with ``interrupt`` stops the turn: the reply's later calls are not
+   run and the run ends before the next model call, ``ToolCalls.check_stop``);
    without one (``-p``, a sub-agent) an ask is a refusal;
 6. invoke;
 7. PostToolUse (or PostToolUseFailure) hooks;
@@ -83,6 +85,8 @@ class ToolPipeline:
     """Told the call's id before the tool runs and None after (file changes name their call)."""
     child: bool = False
     """A sub-agent's call: no one is asked, and refusals say it was the sub-agent's."""
+    on_stop: Callable[[], None] | None = None
+    """The asker refused and asked to stop the turn (``PermissionReply.interrupt``)."""
 
     def __call__(self, call: ToolCall) -> ToolResult:
         t, refusal = self.registry.prepare(call)
@@ -186,6 +190,8 @@ class ToolPipeline:
         rule or protected path refuses."""
         answer, message, arguments = (reply.answer, reply.message, reply.arguments) if isinstance(reply, PermissionReply) else (reply, "", None)
         if answer == "deny":
+            if isinstance(reply, PermissionReply) and reply.interrupt and self.on_stop is not None:
+                self.on_stop()
             return self._deny(call, f"the user refused permission to use {call.name}" + (f": {message}" if message else ""))
         if answer == "always":
             if always is not None:
@@ -223,6 +229,8 @@ class ToolCalls:
         self.owner = owner
         self.denials: list[dict[str, Any]] = []
         self.current: str | None = None
+        self.stopping = False
+        """The user refused a call and stopped the turn: its other calls are not run, and ``check_stop`` ends the run."""
 
     def pipeline(self, registry: Registry | None = None, *, child: bool = False, policy: PermissionPolicy | None = None) -> ToolPipeline:
         """The pipeline over ``registry`` (default: the agent's): a sub-agent's when ``child`` (no one is asked),
@@ -232,10 +240,24 @@ class ToolCalls:
         if child:
             return ToolPipeline(reg, a.hooks, a, policy or a.policy, a.sandbox, sec.redact_result, sec.note_secret_args, child=True)
         return ToolPipeline(reg, a.hooks, a, a.policy, a.sandbox, sec.redact_result, sec.note_secret_args,
-                            ask=a.ask_permission, on_always=self.always, on_denied=self._denied, on_invoke=self._invoking)
+                            ask=a.ask_permission, on_always=self.always, on_denied=self._denied, on_invoke=self._invoking,
+                            on_stop=self._stop)
 
     def run(self, call: ToolCall) -> ToolResult:
+        if self.stopping:  # a call after the one the user refused, in the same reply: not run, not asked
+            return ToolResult(call.id, call.name, False, error="not run: the user refused an earlier call of this turn and stopped it")
         return self.pipeline()(call)
+
+    def check_stop(self, state: Any, record: Any) -> str | None:
+        """Part of the run's ``prepare``: a turn the user stopped at a permission question ends, as an interrupt,
+        before the model is called again (the refusal is the call's result)."""
+        if not self.stopping:
+            return None
+        self.stopping = False
+        return "interrupted"
+
+    def _stop(self) -> None:
+        self.stopping = True
 
     def execute(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
         """A turn's calls (``run_batch``): side by side when each is read-only, allowed, and no tool hook sees it."""

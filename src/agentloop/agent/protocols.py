@@ -78,6 +78,9 @@ class PermissionReply:
     """With ``deny``: why, told to the model in the call's result."""
     arguments: Any = None
     """With ``allow``/``always``: the arguments to run the call with (checked again as the model's are); None: the model's."""
+    interrupt: bool = False
+    """With ``deny``: the turn stops after this call, before the model is called again, and the turn's other calls
+    are not run (the Agent SDK's ``interrupt`` on a deny; Claude Code's "No, and tell Claude what to do differently")."""
 
 
 AskPermission = Callable[[ToolCall, Any], "PermissionAnswer | PermissionReply"]

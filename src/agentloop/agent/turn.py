@@ -28,10 +28,13 @@ def now_iso() -> str:
 
 
 def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Observer | None, n: int, part: int,
-             execute: Callable[[Sequence[ToolCall], Observer], list[ToolResult]]) -> tuple[RunResult, bool]:
+             execute: Callable[[Sequence[ToolCall], Observer], list[ToolResult]],
+             stop: Callable[[Any, Any], str | None] | None = None) -> tuple[RunResult, bool]:
     """One run of the loop for turn ``n`` (``part`` > 0: continued by a Stop hook); True when its tokens
-    include the loop's estimate for replies that reported no usage."""
+    include the loop's estimate for replies that reported no usage. ``stop``: checked first before each model
+    call (a stop reason ends the run; the user stopped the turn at a permission question)."""
     from ..run import run
+    from .context.loop_check import chain
 
     s = a.session
     st = s.stats
@@ -59,7 +62,7 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
     result = run(
         model, a.shown_tools(), messages, budget, transcript=sink, prices=a.prices, model_name=a.model_name,
         run_id=run_id, meta=meta, observer=emit, executor=a.context.wrap_executor(a, lambda calls: execute(calls, emit)),
-        prepare=a.context.run_prepare(a), loop_threshold=a.loop_threshold,
+        prepare=chain(stop, a.context.run_prepare(a)), loop_threshold=a.loop_threshold,
         max_output_tokens=a.model_options.max_output_tokens, continues=s.continuation(),
         tools_changed=lambda: moved_tools(a) or a.tools_changed(),  # the session entered or left a worktree
         ledger=ledger_for(a, budget),

@@ -4,7 +4,10 @@ While a turn runs the REPL reads no input, so a thread watches the terminal:
 stdin in cbreak mode (no echo, no line buffering), and a lone Esc byte (one no
 other byte follows within ``_SEQUENCE_S``: an arrow key is Esc ``[`` ``A``)
 sends the process SIGINT, the very path Ctrl+C takes. Other keys typed during
-the turn are kept (``typed``) for the next prompt instead of being lost.
+the turn are kept (``typed``, Backspace taking the last one back) for the next
+prompt instead of being lost, and each change is told to ``on_typed`` (the
+REPL shows them under its working line, as Claude Code's input box shows what
+is typed while it works).
 
 A question asked inside the turn (a permission, an MCP server's form) reads the
 terminal itself: ``paused()`` hands the terminal back, in its own mode, until
@@ -18,7 +21,7 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["EscWatch"]
@@ -31,9 +34,10 @@ _POLL_S = 0.05
 class EscWatch:
     """A context manager around one turn: Esc sends SIGINT; ``typed`` holds the other keys."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, on_typed: Callable[[str], None] | None = None) -> None:
         self.fd = fd
         self.typed = ""
+        self._on_typed = on_typed
         self.pressed = False
         """Esc stopped the turn (so the REPL does not take it as a first Ctrl+C towards exiting)."""
         self._stop = threading.Event()
@@ -114,4 +118,13 @@ class EscWatch:
         if data.startswith(bytes([_ESC])):
             return  # an arrow or function key: nothing to keep
         text = data.decode("utf-8", "ignore")
-        self.typed += "".join(c for c in text if c.isprintable())
+        typed = self.typed
+        for c in text:
+            if c in ("\x7f", "\b"):
+                typed = typed[:-1]
+            elif c.isprintable():
+                typed += c
+        if typed != self.typed:
+            self.typed = typed
+            if self._on_typed is not None:
+                self._on_typed(typed)

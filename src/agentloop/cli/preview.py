@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from typing import Any
 
 
@@ -28,7 +29,7 @@ def _shape(name: str) -> str | None:
     r = record_of(name)
     return r.hook if r is not None else None
 
-__all__ = ["change_preview", "result_summary"]
+__all__ = ["change_preview", "output_head", "result_summary"]
 
 MAX_LINES = 24
 MAX_READ = 2_000_000
@@ -159,3 +160,26 @@ def result_summary(name: str, args: Any, content: Any) -> str:
     first = lines[0][:100]
     rest = len(lines) - 1
     return first + (f" … {_plural(rest, 'more line')}" if rest else "")
+
+
+HEAD_LINES = 3
+"""Lines of a command's output shown under its call, as Claude Code shows a few and counts the rest."""
+
+_SPILLED = re.compile(r"\[The output was \d+ characters \((\d+) lines\), too long to show\.")
+
+
+def output_head(text: str, width: int, keep: int = HEAD_LINES) -> list[str]:
+    """A command's output under its call: its first ``keep`` lines (each cut to ``width``), then
+    ``… +N lines`` counting the rest of the whole output, also when the tool kept only a preview of it
+    (a spilled output names its full length; its omission marker is not a line of the output)."""
+    spilled = _SPILLED.search(text)
+    lines = text.rstrip("\n").splitlines()
+    if spilled is not None:
+        # the note counts newlines + 1: an output that ends in a newline (its kept tail does) has one line fewer
+        total = int(spilled.group(1)) - (1 if text[: spilled.start()].endswith("\n\n\n") else 0)
+        lines = [x for x in lines[: keep + 1] if not x.startswith("... [")]
+    else:
+        total = len(lines)
+    head = [_cut(x, width) for x in lines[:keep]] or ["(no output)"]
+    more = total - len(head) if lines else 0
+    return head + ([f"… +{_plural(more, 'line')}"] if more > 0 else [])

@@ -10,9 +10,10 @@ Rules:
    slash commands and ``@`` paths, Alt+Enter or a trailing ``\\`` for a new
    line, a status bar). Without one (a pipe, a file) lines are read plainly
    and the same commands work; permission asks are then denied.
-3. Ctrl+C during a turn stops it (recorded as ``interrupted``) and returns to
-   the prompt; Ctrl+C again at the prompt, Ctrl+D, ``/exit`` or SIGTERM save
-   the session and exit. No traceback reaches the user.
+3. Ctrl+C or Esc during a turn stops it (recorded as ``interrupted``, said on
+   one line) and returns to the prompt. At the prompt Ctrl+C clears what is
+   typed; on an empty input it arms the exit, and Ctrl+C again, Ctrl+D,
+   ``/exit`` or SIGTERM save the session and exit. No traceback reaches the user.
 4. ``@path`` attaches a file's content only when its real path lies inside
    the workspace (the working directory or an added directory).
 """
@@ -64,7 +65,12 @@ EXIT_TERMINATED = 143
 
 
 def short_input(name: str, args: Any, n: int = 70) -> str:
-    """A tool call's input in one short line: the command, the path or the pattern."""
+    """A tool call's input in one short line: the command, the path or the pattern (TodoWrite: how many
+    tasks; its list is drawn under the call when it ends)."""
+    if name == TODO_WRITE.name and isinstance(args, dict) and isinstance(args.get("todos"), list):
+        todos = args["todos"]
+        done = sum(1 for t in todos if isinstance(t, dict) and t.get("status") == "completed")
+        return f"{len(todos)} task{'' if len(todos) == 1 else 's'}, {done} done"
     if name == AGENT.name and isinstance(args, dict) and isinstance(args.get("description"), str):  # its task and type
         text = f"{args['description']} · {args.get('subagent_type') or 'general-purpose'}" + (
             " · background" if args.get("run_in_background") else "")
@@ -180,6 +186,8 @@ class Repl:
         self._esc: EscWatch | None = None
         """Watching for Esc while a turn runs (questions inside the turn pause it)."""
         self._typeahead = ""
+        self._refused = False
+        """The user said no at a permission question of this turn (which then stopped)."""
         self._prompt_loop: Any = None
         """The prompt's event loop while it is up (notices from other threads go through it)."""
         """Commands run with ``!`` and their output, sent with the next prompt."""
@@ -194,6 +202,11 @@ class Repl:
         sys.stdout.write(text)
         sys.stdout.flush()
         self.at_line_start = text.endswith("\n")
+
+    def _show_typed(self, text: str) -> None:
+        """What the user types while a turn runs: shown under the working line until the prompt takes it."""
+        if self.spinner is not None:
+            self.spinner.typed = text
 
     def quiet(self) -> None:
         """Take the working line away (before anything else is written, or a question is asked)."""
@@ -234,7 +247,10 @@ class Repl:
             TurnRecorded,
         )
 
-        if isinstance(ev, TextDelta):
+        if isinstance(ev, TurnRecorded) and ev.reply.reasoning:  # the model's thinking, collapsed to one line
+            self.say(collapsed_thinking(ev.reply.reasoning, width() - 1), "dim italic")
+            self.working("thinking")
+        elif isinstance(ev, TextDelta):
             self._streamed = self._streamed or bool(ev.text)
             if self.md is not None:
                 self.md.feed(neutral(ev.text))
@@ -250,9 +266,9 @@ class Repl:
             self.working(f"running {ev.call.name}")
         elif isinstance(ev, ToolFinished):
             r = ev.result
-            if r.ok and r.name == TODO_WRITE.name and isinstance(r.content, str):  # the task list, drawn whole
-                for line in r.content.splitlines():
-                    self.say(f"  ⎿ {line}", "dim")
+            if r.ok and r.name == TODO_WRITE.name and isinstance(r.content, str):  # the task list, drawn whole, as one list
+                lines = [x for x in r.content.splitlines() if x.strip() and not x.startswith("Task list updated")] or [""]
+                self.say("\n".join(("  ⎿ " if i == 0 else "    ") + x for i, x in enumerate(lines)), "dim")
             elif r.ok and r.name == AGENT.name and isinstance(r.content, str):  # the child's answer, then its facts line
                 lines = r.content.rstrip().splitlines() or [""]
                 body, facts = (lines[:-1], lines[-1]) if len(lines) > 1 and lines[-1].startswith("[") else (lines, "")
@@ -266,12 +282,21 @@ class Repl:
 
                 call = self._calls.pop(r.call_id, None)
                 args = call.arguments if call is not None else {}
-                self.say(f"  ⎿ {result_summary(r.name, args, r.content)}", "dim")
+                if r.name == "Bash" and isinstance(r.content, str):  # its first lines and how many more
+                    from .preview import output_head
+
+                    shown = output_head(r.content, width() - 5)
+                    self.say("\n".join(("  ⎿ " if i == 0 else "    ") + x for i, x in enumerate(shown)), "dim")
+                else:
+                    self.say(f"  ⎿ {result_summary(r.name, args, r.content)}", "dim")
             else:
                 self.say(f"  ⎿ error: {(r.error or '').splitlines()[0][:160] if r.error else ''}", "red")
             self.working("thinking")
-        elif isinstance(ev, Stopped) and ev.reason == "interrupted":
-            self.say("⏹ interrupted", "yellow")
+        elif isinstance(ev, Stopped) and ev.reason == "interrupted":  # one line, whatever stopped it
+            if self._refused:  # the user said no at a question: the turn stopped there
+                self.say("⏹ interrupted: you said no · tell the model what to do instead", "yellow")
+            else:
+                self.say(f"⏹ interrupted{' (Esc)' if self._esc is not None and self._esc.pressed else ''}", "yellow")
 
     def _withdraw(self) -> None:
         """The model call broke off and is tried again: the text it streamed is marked as taken back
@@ -320,13 +345,17 @@ class Repl:
         context, spend, session = f"context {fill:.0%}", f"{format_usd(st.spent_micros)}{budget}", f"session {a.session.id}"
         mcp = _mcp_state(a)
         mode = "" if a.permission_mode == "default" else f"mode {a.permission_mode} (shift+tab)"
-        # at a narrow width the least important parts go first: the session id, the tokens, the model
+        short_mode, name = mode.removesuffix(" (shift+tab)"), a.model_name
+        # at a narrow width the least important parts go first: the session id, the tokens, the context; the
+        # model stays (its short name) in every mode as long as the spend and the mode fit beside it
         return fit((f" {' · '.join(x for x in p if x)} " for p in (
             (mode, model, tokens, context, spend, mcp, session),
             (mode, model, tokens, context, spend, mcp),
             (mode, model, context, spend, mcp),
-            (mode, context, spend, mcp),
-            (mode, spend, mcp),
+            (mode, name, context, spend, mcp),
+            (short_mode, name, context, spend, mcp),
+            (short_mode, name, spend, mcp),
+            (short_mode, spend, mcp),
             (spend, mcp),
         )), width() - 1)
 
@@ -402,9 +431,17 @@ class Repl:
 
     # -- permission asks (called from inside a turn) --
 
-    def ask_permission(self, call: Any, decision: Any) -> str:
+    def ask_permission(self, call: Any, decision: Any) -> Any:
+        """The person's answer. "n" or Esc (and Enter alone) refuses and stops the turn, as Claude Code's "No, and
+        tell Claude what to do differently (esc)" does: the refusal is the call's result, the model is not called
+        again, and the prompt asks what to do instead."""
+        from agentloop.agent.protocols import PermissionReply
+
         answer = self._ask_permission(call, decision)
         self.at_line_start = True
+        if answer == "refuse":
+            self._refused = True
+            return PermissionReply("deny", "the turn stopped here; wait for the user to say what to do instead", interrupt=True)
         if answer != "deny":  # the tool runs now: show that something is happening (rule of spinner.py)
             self.working(f"running {call.name}")
         return answer
@@ -428,7 +465,7 @@ class Repl:
             prompt = choices
         while True:
             try:
-                answer = self._read_key(prompt, "yan")
+                answer = self._read_key(prompt, "yan", esc="n")
             except EOFError:
                 return "deny"
             a = answer.strip().lower()
@@ -437,7 +474,7 @@ class Repl:
             if a in ("a", "always"):
                 return "always"
             if a in ("n", "no", ""):
-                return "deny"
+                return "refuse" if self.interactive else "deny"
 
     def elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
         """An MCP server's question (elicitation): asked field by field with its schema; None declines it."""
@@ -452,7 +489,10 @@ class Repl:
                 return None
             if go not in ("y", "yes"):
                 return None
-            return ask_fields(schema, lambda q: self._read(q, permission=True))
+            try:
+                return ask_fields(schema, lambda q: self._read(q, permission=True))
+            except EOFError:  # Esc (or the end of input) in a field: the question is declined
+                return None
 
     def show_progress(self, server: str, tool: str, text: str) -> None:
         """An MCP tool's progress, on the working line."""
@@ -534,6 +574,14 @@ class Repl:
         def _(event: Any) -> None:
             event.current_buffer.insert_text("\n")
 
+        @kb.add("c-c")  # Claude Code: Ctrl+C clears what is typed; only on an empty input does it start an exit
+        def _clear_or_exit(event: Any) -> None:
+            if event.current_buffer.text:
+                event.current_buffer.reset()
+                self.armed = False
+                return
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
         @kb.add("s-tab")  # Shift+Tab: the next permission mode, as in Claude Code
         def _cycle(event: Any) -> None:
             self.agent.cycle_mode()
@@ -572,10 +620,17 @@ class Repl:
                 raise EOFError
             self.at_line_start = True
             return line.rstrip("\n")
-        if permission:
+        if permission:  # a question: Esc cancels it, as Claude Code's dialogs do (the caller's safe answer)
             from prompt_toolkit import prompt as pt_prompt
+            from prompt_toolkit.key_binding import KeyBindings
 
-            return str(pt_prompt(prompt))
+            kb = KeyBindings()
+
+            @kb.add("escape", eager=True)
+            def _cancel(event: Any) -> None:
+                event.app.exit(exception=EOFError)
+
+            return str(pt_prompt(prompt, key_bindings=kb))
         assert self.session is not None
         watch = self.agent is not None and getattr(self.agent, "mcp_servers", None) is not None
 
@@ -613,18 +668,19 @@ class Repl:
         except Exception:  # the prompt ended meanwhile: say it the usual way
             self.say(f"notice: {text}", "yellow")
 
-    def _read_key(self, prompt: str, keys: str) -> str:
+    def _read_key(self, prompt: str, keys: str, esc: str = "") -> str:
         """One of ``keys``, taken as soon as it is pressed (no Enter), as Claude Code's questions are;
-        Enter alone gives "" (the safe answer). Without a terminal, a line as ``_read`` reads it."""
+        Enter alone gives "" (the safe answer), Esc gives ``esc`` (Claude Code: Esc cancels a question).
+        Without a terminal, a line as ``_read`` reads it."""
         if not self.interactive:
             return self._read(prompt, permission=True)
 
         if self._esc is not None:
             with self._esc.paused():
-                return self._key_now(prompt, keys)
-        return self._key_now(prompt, keys)
+                return self._key_now(prompt, keys, esc)
+        return self._key_now(prompt, keys, esc)
 
-    def _key_now(self, prompt: str, keys: str) -> str:
+    def _key_now(self, prompt: str, keys: str, esc: str = "") -> str:
         from prompt_toolkit import prompt as pt_prompt
         from prompt_toolkit.key_binding import KeyBindings
 
@@ -636,6 +692,11 @@ class Repl:
             def _(event: Any, k: str = k) -> None:
                 event.current_buffer.insert_text(k)  # shown after the question, as if typed
                 event.app.exit(result=k)
+
+        @kb.add("escape", eager=True)  # a lone Esc, at once (not taken for the start of a key's sequence)
+        def _cancel(event: Any) -> None:
+            event.current_buffer.insert_text(esc)
+            event.app.exit(result=esc)
 
         return str(pt_prompt(prompt, key_bindings=kb))
 
@@ -878,7 +939,8 @@ class Repl:
         for name in resources:
             self.say(f"attached {name}", "dim")
         self.working("thinking")
-        watch = EscWatch(sys.stdin.fileno()) if self.interactive else None
+        self._refused = False
+        watch = EscWatch(sys.stdin.fileno(), on_typed=self._show_typed) if self.interactive else None
         self._esc = watch
         try:
             with watch if watch is not None else contextlib.nullcontext():
@@ -886,6 +948,8 @@ class Repl:
         finally:
             self._esc = None
             self.quiet()
+            if self.spinner is not None:
+                self.spinner.typed = ""  # it is in the next prompt now
             if self.md is not None:
                 self.md.end()
         self.newline()
@@ -893,9 +957,8 @@ class Repl:
             detail = f": {result.error}" if result.error else ""
             self.say(f"stopped: {result.stop_reason}{detail}", "red")
         if result.stop_reason == "interrupted":
-            self.armed = not (watch is not None and watch.pressed)  # Esc stops the turn, never starts an exit
-            if not self.armed:
-                self.say("interrupted (Esc)", "yellow")
+            # Esc, or a no at a question, stops the turn and never starts an exit
+            self.armed = not (watch is not None and watch.pressed) and not self._refused
         if watch is not None and watch.typed:
             self._typeahead = watch.typed  # keys typed during the turn wait in the next prompt
         from .agent_setup import cost_line
@@ -973,7 +1036,10 @@ class Repl:
         for n, (server, p) in sorted(prompt_commands(a).items()):
             lines.append(f"/{n} — MCP prompt of {server}: {getattr(p, 'description', None) or p.name}")
         lines += ["", "@path attaches a file of the workspace, @server:uri an MCP resource · Alt+Enter or a trailing \\ for a new line",
-                  "Ctrl+C stops a turn; Ctrl+C again or Ctrl+D exits"]
+                  "!command runs it now, in the sandbox (Bash mode); it and its output go with your next prompt",
+                  "Esc (or Ctrl+C) stops a turn; Esc at a permission question answers no and stops the turn",
+                  "Shift+Tab cycles the permission modes: default, acceptEdits, plan",
+                  "Ctrl+C clears the input; on an empty input, Ctrl+C twice or Ctrl+D exits"]
         self.say("\n".join(lines))
 
     def cmd_clear(self, rest: str) -> None:
@@ -1039,8 +1105,7 @@ class Repl:
                 self.say("nothing to rewind: no prompt yet", "dim")
                 return
             for n, _seq, text in prompts:
-                first = text.strip().splitlines()[0] if text.strip() else ""
-                self.say(f"  {n:>3}  {first[:70]}")
+                self.say(f"  {n:>3}  {prompt_label(text, width() - 8)}")
             self.say("/rewind N [files|conversation|both] goes back to before prompt N (both by default). "
                      "Files changed by Bash commands are not tracked and are not put back.", "dim")
             return
@@ -1172,6 +1237,34 @@ class Repl:
 
     def cmd_exit(self, rest: str) -> None:
         raise _Exit(EXIT_OK, "prompt_input_exit")
+
+
+def collapsed_thinking(blocks: Iterable[Any], cols: int) -> str:
+    """A reply's thinking in one line, as Claude Code shows it collapsed (``∴`` and a dim line): its first
+    words and how much more there is; a block the provider redacted is said to be so."""
+    from rich.cells import cell_len, set_cell_size
+
+    text = " ".join(str(b.get("thinking", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "thinking")
+    words = text.split()
+    if not words:
+        return "∴ Thought (the provider sent it redacted)"
+    more = f" ({len(words)} words)"
+    line = f"∴ Thought: {neutral(' '.join(words))}"
+    if cell_len(line) <= cols:
+        return line
+    return set_cell_size(line, max(12, cols - cell_len(more) - 1)) + "…" + more
+
+
+_BANG = re.compile(r"<bash-input>(.*?)</bash-input>\s*(?:<bash-stdout>.*?</bash-stdout>\s*)?", re.S)
+
+
+def prompt_label(text: str, cols: int) -> str:
+    """A prompt in one line as the user typed it: a ``!`` command sent with it is ``!cmd`` again (not the
+    ``<bash-input>`` wrapping the model reads), then the first line of what was typed; cut to ``cols``."""
+    bangs = [f"!{' '.join(m.group(1).split())}" for m in _BANG.finditer(text)]
+    rest = _BANG.sub("", text).strip()
+    label = " · ".join([*bangs, *(rest.splitlines()[:1])])
+    return label if len(label) <= cols else label[: max(1, cols - 1)] + "…"
 
 
 MAX_HISTORY = 1000
