@@ -1941,6 +1941,21 @@ SABOTAGES = [
         'if "result" in answer or "error" in answer:  # SABOTAGED',
         ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
     ),
+    # seams: the ! line through the pipeline, one place for money
+    Sabotage(
+        "the REPL's ! line is shown and sent unredacted",
+        "src/agentloop/agent/pipeline.py",
+        "            return self.redact(self.registry.invoke(call))",
+        "            return self.registry.invoke(call)  # SABOTAGED",
+        ["tests/test_one_tool_path.py::test_a_command_the_user_typed_is_redacted_by_the_pipeline_and_no_tool_hook_sees_it"],
+    ),
+    Sabotage(
+        "the REPL's ! line runs the tool beside the pipeline",
+        "src/agentloop/cli/repl.py",
+        "self.agent.calls.run_typed(ToolCall(",
+        "self.agent.registry.invoke(ToolCall(",
+        ["tests/test_one_tool_path.py::test_no_module_of_the_agent_or_the_cli_runs_a_tool_but_the_pipeline"],
+    ),
 ]
 
 

@@ -12,7 +12,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from agentloop.agent.agent import Agent
+from agentloop.events import ToolCall
+from agentloop.tools import tool
 from agentloop.transcript import read_records
 
 
@@ -64,3 +68,47 @@ def test_a_turns_calls_and_a_childs_calls_go_through_the_agents_pipeline(proj: P
     assert len(parent) == 1 and len(child) == 1
     for r in (parent[0], child[0]):
         assert not r["ok"] and "invalid arguments for 'Read'" in json.dumps(r["error"]), r
+
+
+def test_a_command_the_user_typed_is_redacted_by_the_pipeline_and_no_tool_hook_sees_it(
+        proj: Path, home: Path, scripted: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The REPL's ``!`` line runs through the pipeline (``ToolCalls.run_typed``): even a Bash that does not redact
+    its own output has a key the session holds taken out. Claude Code fires no PreToolUse or PostToolUse hook for
+    Bash mode (anthropics/claude-code#19256: "The hook fires for normal Bash tool usage but never fires for `!`
+    commands"), so a hook that refuses every Bash call does not stop it."""
+    key = "sk-ant-api03-" + "Zr4" * 14
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    marker = proj.parent / "hook-ran"
+    hook = proj.parent / "refuse.sh"
+    hook.write_text(f"#!/bin/sh\ncat > /dev/null\necho ran >> {marker}\necho no >&2\nexit 2\n")
+    hook.chmod(0o755)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps({"hooks": {event: [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": str(hook)}]}] for event in ("PreToolUse", "PostToolUse")}}))
+    a = Agent(cwd=str(proj), model=scripted([{"text": "unused"}]), max_usd_micros=1_000_000)
+    try:
+        @tool
+        def Bash(command: str) -> str:
+            """A Bash that prints what it holds, unredacted."""
+            return f"ran {command}: {key}"
+
+        a.registry.replace(Bash)
+        typed = a.calls.run_typed(ToolCall("user_bang", "Bash", {"command": "printenv"}))
+        by_model = a.calls.run(ToolCall("c1", "Bash", {"command": "printenv"}))
+    finally:
+        a.close()
+    assert typed.ok and "ran printenv" in str(typed.content) and key not in str(typed.content), typed
+    assert not by_model.ok and marker.read_text() == "ran\n"  # the same hook refuses the model's call
+
+
+def test_no_module_of_the_agent_or_the_cli_runs_a_tool_but_the_pipeline() -> None:
+    """``registry.invoke`` is called in ``agent/pipeline.py`` only (the library's own drivers, ``run`` and
+    ``replay``, are below the agent): the REPL's ``!`` line included."""
+    import re
+
+    import agentloop
+
+    src = Path(agentloop.__file__).parent
+    found = [str(p.relative_to(src)) for folder in ("agent", "cli") for p in sorted((src / folder).rglob("*.py"))
+             if re.search(r"\.invoke\(", p.read_text(encoding="utf-8")) and p.name != "pipeline.py"]
+    assert found == []

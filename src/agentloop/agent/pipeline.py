@@ -22,6 +22,11 @@ rebuilt when the session changes, and a front end sets its asker later); a
 sub-agent's executor builds one over the child's registry with ``child=True``
 (refusals say so; no one is asked).
 
+A command the user typed (the REPL's ``!`` line, Claude Code's Bash mode) goes
+through the same pipeline (``ToolPipeline.typed``): prepared, its secret
+arguments noted, invoked in the sandbox and redacted, but no tool hook sees it
+and no one is asked, as Claude Code runs Bash mode.
+
 ``run_batch`` runs a turn's calls, each through the pipeline: side by side
 when every call may (``run.run_parallel``), else one at a time; the parallel
 Agent-tool calls (``subagents.runner.parallel_executor``) go through the same
@@ -112,6 +117,27 @@ class ToolPipeline:
             if self.on_invoke is not None:
                 self.on_invoke(None)
         return self.redact(self.hooks.post_tool_use(self.owner, call, result))
+
+    def typed(self, call: ToolCall) -> ToolResult:
+        """A command the user typed (the REPL's ``!`` line): steps 1, 2, 6 and 8 only.
+
+        Claude Code fires no PreToolUse or PostToolUse hook for Bash mode and asks
+        nothing (the user typed it); the tool still runs in the sandbox, and what
+        reaches the screen and the next prompt is redacted here, as every output is.
+        """
+        t, refusal = self.registry.prepare(call)
+        if refusal is not None or t is None:
+            return self.redact(refusal or ToolResult(call.id, call.name, False, error="tool unavailable"))
+        self.note_secrets(t, call)
+        if self.on_invoke is not None:
+            self.on_invoke(call.id)
+        token = current_call_id.set(call.id)
+        try:
+            return self.redact(self.registry.invoke(call))
+        finally:
+            current_call_id.reset(token)
+            if self.on_invoke is not None:
+                self.on_invoke(None)
 
     def _permit(self, call: ToolCall) -> ToolResult | ToolCall | None:
         """Steps 4 and 5: None to go on, the refusal, or the call with the arguments the asker allowed instead."""
@@ -236,6 +262,10 @@ class ToolCalls:
 
     def run(self, call: ToolCall) -> ToolResult:
         return self.pipeline()(call)
+
+    def run_typed(self, call: ToolCall) -> ToolResult:
+        """A command the user typed (``ToolPipeline.typed``): no hook, no question, redacted by the pipeline."""
+        return self.pipeline().typed(call)
 
     def execute(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
         """A turn's calls (``run_batch``): side by side when each is read-only, allowed, and no tool hook sees it."""
