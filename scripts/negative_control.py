@@ -1956,6 +1956,34 @@ SABOTAGES = [
         "self.agent.registry.invoke(ToolCall(",
         ["tests/test_one_tool_path.py::test_no_module_of_the_agent_or_the_cli_runs_a_tool_but_the_pipeline"],
     ),
+    Sabotage(
+        "a manual /compact is made past what the session's ledger leaves",
+        "src/agentloop/agent/context/side_calls.py",
+        "        if self.ledger.reserve(micros, tokens):",
+        "        if True:  # SABOTAGED",
+        ["tests/test_side_costs.py::test_a_manual_compact_the_session_has_no_room_for_is_refused_before_the_call"],
+    ),
+    Sabotage(
+        "a manual /compact's bill is left out of the session's spend",
+        "src/agentloop/agent/agent.py",
+        "instructions, room), room.spent",
+        "instructions, room), self.stats.spent_micros  # SABOTAGED",
+        ["tests/test_side_costs.py::test_a_manual_compact_is_charged_to_the_session_by_its_ledger"],
+    ),
+    Sabotage(
+        "WebFetch's prompt call is made without a hold on what the parent's loop has left",
+        "src/agentloop/agent/tools/web_fetch.py",
+        "account=HeldAccount(pm.budget)",
+        'account=type("Free", (), {"charged_as": None, "ask": lambda *a: None, "settle": lambda *a, **k: None})()',
+        ["tests/test_web_fetch.py::test_with_no_room_under_the_cap_the_prompt_is_not_applied_and_the_result_says_so"],
+    ),
+    Sabotage(
+        "the agent's context module decides a manual /compact's room itself again",
+        "src/agentloop/agent/hooks_and_context.py",
+        None,
+        "\n\ndef _room_for(ledger: Ledger, micros: int) -> bool:  # SABOTAGED\n    return ledger.fits(micros)\n",
+        ["tests/test_side_costs.py::test_the_agents_side_calls_are_held_and_billed_in_one_module"],
+    ),
 ]
 
 

@@ -24,7 +24,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..budget import Budget, session_budget
+from .. import __version__
+from ..budget import Budget, Ledger, session_budget
 from ..config.private import home_notice as private_notice
 from ..config.settings import agentloop_home
 from ..conversation import close_dangling_calls
@@ -264,7 +265,7 @@ class Agent:
         self.prompt.new_session()  # the git snapshot is taken again for each session
         record_start(s, source, self.system_messages(), {
             "cwd": self.cwd, "model": self.model_spec, "permission_mode": self.permission_mode, "model_options": self._options_fact(),
-            "memory_files": list(self.memory_files), "additional_directories": list(self.add_dirs), "agentloop_version": _version()})
+            "memory_files": list(self.memory_files), "additional_directories": list(self.add_dirs), "agentloop_version": __version__})
         log.info("session %s (%s) in %s with model %s", s.id, source, self.cwd, self.model_spec)
         if extra := self.hooks.session_start(self, source):
             s.messages.append({"role": "user", "content": extra})
@@ -305,8 +306,9 @@ class Agent:
     def serve_mcp(self, servers: McpServers | None) -> None:  # an MCP manager made later (the Agent SDK's in-process servers)
         self.mcp_servers = servers
 
-    def compact(self, instructions: str = "") -> None:
-        self.session.messages = self.context.compact(self, self.session.messages, instructions)
+    def compact(self, instructions: str = "") -> None:  # between runs: the session's ledger (budget.py) decides and charges
+        room = Ledger(self.max_usd_micros, spent=self.stats.spent_micros)
+        self.session.messages, self.stats.spent_micros = self.context.compact(self, self.session.messages, instructions, room), room.spent
 
     def budget(self) -> Budget:
         """The next run's caps: the steps per turn, and what is left of the session's money."""
@@ -391,9 +393,4 @@ class Agent:
                 if self.mcp_servers is not None:
                     self.mcp_servers.close()
                 self.sandbox.close()
-
-
-def _version() -> str:
-    from .. import __version__
-    return __version__
 
