@@ -1984,6 +1984,22 @@ SABOTAGES = [
         "\n\ndef _room_for(ledger: Ledger, micros: int) -> bool:  # SABOTAGED\n    return ledger.fits(micros)\n",
         ["tests/test_side_costs.py::test_the_agents_side_calls_are_held_and_billed_in_one_module"],
     ),
+    Sabotage(
+        "the one scheduler runs a batch with a writing tool side by side",
+        "src/agentloop/run.py",
+        "    if len(calls) > 1 and all(alongside(c) for c in calls):",
+        "    if len(calls) > 1:  # SABOTAGED",
+        ["tests/test_parallel_tools.py::test_a_turn_with_a_writing_tool_runs_its_calls_one_at_a_time_in_order",
+         "tests/test_one_tool_path.py::test_the_agents_turn_runs_read_only_calls_side_by_side_and_any_batch_with_a_writer_one_at_a_time"],
+    ),
+    Sabotage(
+        "every tool is taken as read-only when calls are scheduled",
+        "src/agentloop/run.py",
+        "    return t is not None and t.read_only",
+        "    return t is not None  # SABOTAGED",
+        ["tests/test_one_tool_path.py::test_the_agents_turn_runs_read_only_calls_side_by_side_and_any_batch_with_a_writer_one_at_a_time",
+         "tests/test_parallel_tools.py::test_a_turn_with_a_writing_tool_runs_its_calls_one_at_a_time_in_order"],
+    ),
 ]
 
 

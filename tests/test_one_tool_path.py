@@ -16,7 +16,7 @@ import pytest
 
 from agentloop.agent.agent import Agent
 from agentloop.events import ToolCall
-from agentloop.tools import tool
+from agentloop.tools import Registry, Tool, tool
 from agentloop.transcript import read_records
 
 
@@ -112,3 +112,40 @@ def test_no_module_of_the_agent_or_the_cli_runs_a_tool_but_the_pipeline() -> Non
     found = [str(p.relative_to(src)) for folder in ("agent", "cli") for p in sorted((src / folder).rglob("*.py"))
              if re.search(r"\.invoke\(", p.read_text(encoding="utf-8")) and p.name != "pipeline.py"]
     assert found == []
+
+
+def _overlap_tools() -> tuple[Registry, Callable[[], int]]:
+    """A read-only ``look`` and a writing ``put`` that count how many of their calls run at once."""
+    import threading
+    import time
+
+    lock, state = threading.Lock(), {"active": 0, "most": 0}
+
+    def work(i: int) -> int:
+        with lock:
+            state["active"] += 1
+            state["most"] = max(state["most"], state["active"])
+        time.sleep(0.2)
+        with lock:
+            state["active"] -= 1
+        return i
+
+    schema = {"type": "object", "properties": {"i": {"type": "integer"}}, "required": ["i"]}
+    reg = Registry([Tool("look", "reads", schema, work, read_only=True), Tool("put", "writes", schema, work)])
+    return reg, lambda: state["most"]
+
+
+@pytest.mark.parametrize(("names", "most"), [(["look", "look", "look"], 3), (["look", "put", "look"], 1)])
+def test_the_agents_turn_runs_read_only_calls_side_by_side_and_any_batch_with_a_writer_one_at_a_time(
+        proj: Path, scripted: Callable[..., str], names: list[str], most: int) -> None:
+    """The agent's turn and ``run()``'s share one scheduler (``run.schedule``): read-only tools' allowed calls
+    run at the same time, a batch with a writing tool one call at a time."""
+    reg, seen = _overlap_tools()
+    calls = [{"name": n, "arguments": {"i": k}} for k, n in enumerate(names)]
+    a = Agent(cwd=str(proj), model=scripted([{"text": "", "tool_calls": calls}, {"text": "done"}]), registry=reg,
+              cli_rules=[("allow", "look"), ("allow", "put")])
+    try:
+        res = a.ask("go")
+    finally:
+        a.close()
+    assert res.stop_reason == "no_tool_calls" and seen() == most

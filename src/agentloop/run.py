@@ -65,7 +65,7 @@ from .redact import DEFAULT_MAX_VALUE_BYTES
 from .tools import Registry, Tool
 from .transcript import MemoryTranscript, Sink
 
-__all__ = ["RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "run", "run_parallel"]
+__all__ = ["RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "read_only_call", "run", "run_parallel", "schedule"]
 
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
@@ -564,12 +564,19 @@ def interrupt_flag() -> threading.Event | None:
     return _INTERRUPT.get()
 
 
+def read_only_call(registry: Registry, call: ToolCall) -> bool:
+    """Whether the tool ``call`` names declares itself read-only: the one reading of that declaration that
+    decides whether calls may run side by side (``schedule``; the agent adds its permission and hooks)."""
+    t = registry.get(call.name)
+    return t is not None and t.read_only
+
+
 def _all_read_only(registry: Registry, calls: Sequence[ToolCall]) -> bool:
-    return len(calls) > 1 and all((t := registry.get(c.name)) is not None and t.read_only for c in calls)
+    return len(calls) > 1 and all(read_only_call(registry, c) for c in calls)
 
 
 def _threaded(drive: _Driver, limit: int) -> Executor:
-    """``run()``'s executor: read-only turns on threads, others one by one on this thread.
+    """``run()``'s executor: its calls through ``schedule``, side by side when each tool is read-only.
 
     Observer events are emitted from the driver's thread only, and results
     come back in the order of the calls whatever order they finish in.
@@ -579,27 +586,60 @@ def _threaded(drive: _Driver, limit: int) -> Executor:
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
         registry = drive.registry  # the tools as they are now (``tools_changed`` may replace them)
-        if _all_read_only(registry, calls):
-            return _on_threads(registry.invoke, drive.emit, calls, flag, max(1, limit))
-        token = _INTERRUPT.set(flag)
-        results = []
-        observed = drive.observer is not None
-        try:
-            for c in calls:
-                if observed:
-                    drive.emit(ToolStarted(c))
-                r = registry.invoke(c)
-                if observed:
-                    drive.emit(ToolFinished(r))
-                results.append(r)
-        except BaseException:
-            flag.set()
-            raise
-        finally:
-            _INTERRUPT.reset(token)
-        return results
+        return schedule(calls, registry.invoke, drive.emit, alongside=lambda c: read_only_call(registry, c), limit=limit, flag=flag)
 
     return execute
+
+
+def schedule(
+    calls: Sequence[ToolCall],
+    one: Callable[[ToolCall], ToolResult],
+    emit: Callable[[Any], None],
+    *,
+    alongside: Callable[[ToolCall], bool],
+    limit: int = 10,
+    flag: threading.Event | None = None,
+    on_interrupt: Callable[[ToolCall | None], object] | None = None,
+) -> list[ToolResult]:
+    """A turn's calls, each through ``one``, their results in call order: the one scheduler of ``run()`` and
+    of the terminal agent's turns.
+
+    Side by side on threads (at most ``limit``) when there are several and
+    ``alongside`` says each may (``read_only_call``, and whatever else the
+    caller requires); else one at a time on this thread. ``emit`` gets
+    ``ToolStarted`` and ``ToolFinished`` on this thread. ``flag`` (what
+    ``interrupt_flag()`` gives the tools) is set for every call when this
+    thread is interrupted (Ctrl+C) or a call raises, and the exception goes on
+    up; ``on_interrupt`` is told of a Ctrl+C first: the call in flight, or None
+    when the calls ran side by side.
+    """
+    flag = flag if flag is not None else threading.Event()
+    if len(calls) > 1 and all(alongside(c) for c in calls):
+        try:
+            return _on_threads(one, emit, calls, flag, max(1, limit))
+        except KeyboardInterrupt:
+            if on_interrupt is not None:
+                on_interrupt(None)
+            raise
+    token = _INTERRUPT.set(flag)
+    results = []
+    try:
+        for c in calls:
+            emit(ToolStarted(c))
+            try:
+                r = one(c)
+            except KeyboardInterrupt:
+                if on_interrupt is not None:
+                    on_interrupt(c)
+                raise
+            emit(ToolFinished(r))
+            results.append(r)
+    except BaseException:
+        flag.set()
+        raise
+    finally:
+        _INTERRUPT.reset(token)
+    return results
 
 
 def run_parallel(
@@ -609,14 +649,9 @@ def run_parallel(
     emit: Callable[[Any], None] | None = None,
     max_parallel: int = 10,
 ) -> list[ToolResult]:
-    """Run ``invoke`` for every call at the same time on threads; results in call order.
-
-    For executors of other layers (the terminal agent) whose calls are all
-    read-only and cleared. ``emit`` gets ``ToolStarted`` and ``ToolFinished``
-    on the calling thread; ``interrupt_flag()`` is set for every call when
-    the calling thread is interrupted (Ctrl+C), and the interrupt re-raised.
-    """
-    return _on_threads(invoke, emit or (lambda ev: None), calls, threading.Event(), max(1, max_parallel))
+    """Run ``invoke`` for every call at the same time on threads; results in call order (``schedule`` with
+    every call alongside)."""
+    return schedule(calls, invoke, emit or (lambda ev: None), alongside=lambda c: True, limit=max_parallel)
 
 
 def _on_threads(

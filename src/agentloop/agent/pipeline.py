@@ -27,8 +27,8 @@ through the same pipeline (``ToolPipeline.typed``): prepared, its secret
 arguments noted, invoked in the sandbox and redacted, but no tool hook sees it
 and no one is asked, as Claude Code runs Bash mode.
 
-``run_batch`` runs a turn's calls, each through the pipeline: side by side
-when every call may (``run.run_parallel``), else one at a time; the parallel
+``run_batch`` runs a turn's calls, each through the pipeline, by the one
+scheduler (``run.schedule``): side by side when every call may, else one at a time; the parallel
 Agent-tool calls (``subagents.runner.parallel_executor``) go through the same
 pipeline, one call each. No other path runs a tool.
 """
@@ -41,7 +41,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..events import Observer, ToolCall, ToolFinished, ToolResult, ToolStarted
+from ..events import Observer, ToolCall, ToolFinished, ToolResult
+from ..run import read_only_call, schedule
 from ..tools import Registry, Tool
 from .protocols import (
     AgentHooks,
@@ -272,8 +273,7 @@ class ToolCalls:
         a = self.owner
 
         def alongside(call: ToolCall) -> bool:
-            t = a.registry.get(call.name)
-            if t is None or not t.read_only or not isinstance(call.arguments, dict) or a.hooks.sees_tool_calls():
+            if not read_only_call(a.registry, call) or not isinstance(call.arguments, dict) or a.hooks.sees_tool_calls():
                 return False
             return getattr(a.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
 
@@ -295,41 +295,38 @@ class ToolCalls:
 def run_batch(calls: Sequence[ToolCall], one: Callable[[ToolCall], ToolResult], emit: Observer, *,
               alongside: Callable[[ToolCall], bool], count: Callable[[str, bool], None],
               on_interrupt: Callable[[], object]) -> list[ToolResult]:
-    """A turn's calls, each through ``one`` (the pipeline), their results in call order.
+    """A turn's calls, each through ``one`` (the pipeline), their results in call order, by the one
+    scheduler (``run.schedule``).
 
-    Side by side (at most 10, ``run.run_parallel``) when there are several and
-    ``alongside`` says each may (read-only, allowed, no tool hook sees it); else
-    one at a time. ``count`` is told each call's tool and whether it succeeded.
-    Ctrl+C in a call ends what the calls started (``on_interrupt``), counts the
-    call as failed, and goes on up (the run records ``interrupted``; the call
-    gets no tool_result).
+    Side by side (at most 10) when there are several and ``alongside`` says
+    each may (read-only, allowed, no tool hook sees it); else one at a time.
+    ``count`` is told each call's tool and whether it succeeded. Ctrl+C in a
+    call ends what the calls started (``on_interrupt``), counts the calls not
+    finished as failed, and goes on up (the run records ``interrupted``; the
+    call gets no tool_result).
     """
-    if len(calls) > 1 and all(alongside(c) for c in calls):
-        from ..run import run_parallel
+    finished: list[ToolResult] = []
 
-        try:
-            results = run_parallel(calls, one, emit=emit)
-        except KeyboardInterrupt:
-            for c in calls:
-                count(c.name, False)
-            raise
-        for r in results:
+    def counted(c: ToolCall) -> ToolResult:
+        r = one(c)
+        finished.append(r)
+        return r
+
+    def interrupted(c: ToolCall | None) -> None:
+        if c is None:  # side by side: every call of the batch counts as failed
+            for x in calls:
+                count(x.name, False)
+            return
+        for r in finished:
             count(r.name, r.ok)
-        return results
-    out = []
-    for c in calls:
-        emit(ToolStarted(c))
-        try:
-            r = one(c)
-        except KeyboardInterrupt:
-            on_interrupt()
-            count(c.name, False)
-            emit(ToolFinished(ToolResult(c.id, c.name, False, error="interrupted by the user")))
-            raise
+        on_interrupt()
+        count(c.name, False)
+        emit(ToolFinished(ToolResult(c.id, c.name, False, error="interrupted by the user")))
+
+    results = schedule(calls, counted, emit, alongside=alongside, on_interrupt=interrupted)
+    for r in results:
         count(r.name, r.ok)
-        emit(ToolFinished(r))
-        out.append(r)
-    return out
+    return results
 
 
 def outside_reason(sandbox: Sandbox, arguments: dict[str, Any]) -> str | None:
