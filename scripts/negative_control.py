@@ -2000,6 +2000,13 @@ SABOTAGES = [
         ["tests/test_one_tool_path.py::test_the_agents_turn_runs_read_only_calls_side_by_side_and_any_batch_with_a_writer_one_at_a_time",
          "tests/test_parallel_tools.py::test_a_turn_with_a_writing_tool_runs_its_calls_one_at_a_time_in_order"],
     ),
+    Sabotage(
+        "rewind takes its never-asked model from the test kit again",
+        "src/agentloop/cli/cmd_rewind.py",
+        "    return _NoModel()",
+        "    from agentloop.testing import FunctionModel  # SABOTAGED\n\n    return FunctionModel(_NoModel().complete, name=\"none\")",
+        ["tests/test_layers.py::test_no_shipped_module_imports_the_test_kit"],
+    ),
 ]
 
 
