@@ -2007,6 +2007,20 @@ SABOTAGES = [
         "    from agentloop.testing import FunctionModel  # SABOTAGED\n\n    return FunctionModel(_NoModel().complete, name=\"none\")",
         ["tests/test_layers.py::test_no_shipped_module_imports_the_test_kit"],
     ),
+    Sabotage(
+        "run and arun take a misspelt keyword silently",
+        "src/agentloop/run.py",
+        "    if unknown:\n        raise TypeError",
+        "    if False:  # SABOTAGED\n        raise TypeError",
+        ["tests/test_run_options.py::test_a_keyword_neither_driver_takes_is_a_type_error_naming_it"],
+    ),
+    Sabotage(
+        "the settings flags are taken by position",
+        "src/agentloop/agent/agent_settings.py",
+        "@dataclass(frozen=True, kw_only=True)\nclass SettingsFlags:",
+        "@dataclass(frozen=True)  # SABOTAGED\nclass SettingsFlags:",
+        ["tests/test_claude_settings.py::test_the_command_lines_settings_flags_are_given_by_name_only"],
+    ),
 ]
 
 

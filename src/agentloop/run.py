@@ -8,14 +8,13 @@ with different models, tool executors and ledgers.
 from __future__ import annotations
 
 import contextvars
-import functools
 import inspect
 import queue
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .budget import Budget, Price, PriceTable, SharedLedger
 from .conversation import Continues
@@ -65,7 +64,10 @@ from .redact import DEFAULT_MAX_VALUE_BYTES
 from .tools import Registry, Tool
 from .transcript import MemoryTranscript, Sink
 
-__all__ = ["RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "read_only_call", "run", "run_parallel", "schedule"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["RunOptions", "RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "read_only_call", "run", "run_parallel", "schedule"]
 
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
@@ -91,6 +93,41 @@ makes go through the run's sink, counted. Returning a stop reason (e.g.
 ``"loop_detected"``) ends the run there, before the call. ``arun`` awaits it
 when it returns an awaitable.
 """
+
+
+class RunOptions(TypedDict, total=False):
+    """What ``run`` and ``arun`` take by keyword beside how they run a turn's tools (``executor``): declared once
+    for both (``run``'s docstring says what each does). A key left out takes its default (``_DEFAULTS``)."""
+
+    transcript: Sink | None
+    sentinel: str | None
+    prices: PriceTable | Mapping[str, Price] | None
+    model_name: str | None
+    max_output_tokens: int
+    loop_threshold: int | None
+    run_id: str | None
+    meta: Mapping[str, Any] | None
+    ledger: SharedLedger | None
+    observer: Observer | None
+    config: LoopConfig | None
+    redaction_salt: bytes | str | None
+    max_value_bytes: int
+    record_raw: bool
+    prepare: Prepare | None
+    max_parallel: int
+    continues: Continues | None
+    tools_changed: ToolsChangedCheck | None
+
+
+_DEFAULTS: RunOptions = {"max_output_tokens": 4096, "max_value_bytes": DEFAULT_MAX_VALUE_BYTES, "record_raw": False, "max_parallel": 10}
+"""The defaults of ``RunOptions`` that are not None."""
+
+def _options(given: RunOptions, who: str) -> RunOptions:
+    """``given`` over the defaults. Raises TypeError naming a keyword ``run`` and ``arun`` do not take."""
+    unknown = sorted(set(given) - RunOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"{who}() got an unexpected keyword argument {unknown[0]!r}")
+    return {**_DEFAULTS, **given}
 
 
 @dataclass(frozen=True)
@@ -442,29 +479,23 @@ def _failure(exc: BaseException) -> ModelFailed:
     return ModelFailed(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, usage if isinstance(usage, Usage) else None, unaccounted)
 
 
-def _setup(
-    model: object,
-    tools: Registry | Iterable[Tool | Callable[..., Any]] | None,
-    messages: Sequence[Message] | str,
-    budget: Budget,
-    config: LoopConfig | None,
-    transcript: Sink | None,
-    ledger: SharedLedger | None,
-    observer: Observer | None,
-    continues: Continues | None,
-    make: Callable[[object, Registry, Budget], LoopConfig],
-) -> _Driver:
-    """What both drivers do before the first outbound: the registry (``drive.registry``), the config, the started loop.
-
-    ``make`` is ``make_config`` with the driver's keywords, used when no ``config`` is given.
-    """
+def _setup(model: object, tools: Registry | Iterable[Tool | Callable[..., Any]] | None, messages: Sequence[Message] | str,
+           budget: Budget, o: RunOptions) -> _Driver:
+    """What both drivers do before the first outbound: the registry (``drive.registry``), the config (``make_config``
+    with the options' config keys, when no ``config`` is given), the started loop."""
     registry = _registry(tools)
-    cfg = config or make(model, registry, budget)
+    config, ledger = o.get("config"), o.get("ledger")
+    cfg = config or make_config(
+        model, registry, budget, prices=o.get("prices"), model_name=o.get("model_name"), sentinel=o.get("sentinel"),
+        max_output_tokens=o["max_output_tokens"], loop_threshold=o.get("loop_threshold"), run_id=o.get("run_id"),
+        meta=o.get("meta"), redaction_salt=o.get("redaction_salt"), max_value_bytes=o["max_value_bytes"], record_raw=o["record_raw"],
+    )
     if config is None and ledger is not None:
         cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    drive = _Driver(transcript if transcript is not None else MemoryTranscript(), ledger, observer, registry)
-    drive.begin(cfg, msgs, continues)
+    transcript = o.get("transcript")
+    drive = _Driver(transcript if transcript is not None else MemoryTranscript(), ledger, o.get("observer"), registry)
+    drive.begin(cfg, msgs, o.get("continues"))
     return drive
 
 
@@ -474,25 +505,8 @@ def run(
     messages: Sequence[Message] | str,
     budget: Budget,
     *,
-    transcript: Sink | None = None,
-    sentinel: str | None = None,
-    prices: PriceTable | Mapping[str, Price] | None = None,
-    model_name: str | None = None,
-    max_output_tokens: int = 4096,
-    loop_threshold: int | None = None,
-    run_id: str | None = None,
-    meta: Mapping[str, Any] | None = None,
-    ledger: SharedLedger | None = None,
-    observer: Observer | None = None,
     executor: Executor | None = None,
-    config: LoopConfig | None = None,
-    redaction_salt: bytes | str | None = None,
-    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-    record_raw: bool = False,
-    prepare: Prepare | None = None,
-    max_parallel: int = 10,
-    continues: Continues | None = None,
-    tools_changed: ToolsChangedCheck | None = None,
+    **options: Unpack[RunOptions],
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
@@ -523,14 +537,10 @@ def run(
             the failed record is written).
     """
     called: Model = as_model(model)
-    drive = _setup(
-        called, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
-            make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
-            loop_threshold=loop_threshold, run_id=run_id, meta=meta,
-            redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
-        ),
-    )
-    run_tools = executor or _threaded(drive, max_parallel)
+    o = _options(options, "run")
+    drive = _setup(called, tools, messages, budget, o)
+    run_tools = executor or _threaded(drive, o["max_parallel"])
+    prepare, tools_changed = o.get("prepare"), o.get("tools_changed")
     try:
         while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
@@ -733,25 +743,8 @@ async def arun(
     messages: Sequence[Message] | str,
     budget: Budget,
     *,
-    transcript: Sink | None = None,
-    sentinel: str | None = None,
-    prices: PriceTable | Mapping[str, Price] | None = None,
-    model_name: str | None = None,
-    max_output_tokens: int = 4096,
-    loop_threshold: int | None = None,
-    run_id: str | None = None,
-    meta: Mapping[str, Any] | None = None,
-    ledger: SharedLedger | None = None,
-    observer: Observer | None = None,
     executor: AsyncExecutor | None = None,
-    config: LoopConfig | None = None,
-    max_parallel: int = 10,
-    redaction_salt: bytes | str | None = None,
-    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-    record_raw: bool = False,
-    prepare: Prepare | None = None,
-    continues: Continues | None = None,
-    tools_changed: ToolsChangedCheck | None = None,
+    **options: Unpack[RunOptions],
 ) -> RunResult:
     """The async twin of ``run``: same loop, same records, same result.
 
@@ -762,14 +755,10 @@ async def arun(
     """
     import asyncio  # deferred, as in every function here: the synchronous run() never loads it
     model = as_model(model)
-    drive = _setup(
-        model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
-            make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
-            loop_threshold=loop_threshold, run_id=run_id, meta=meta,
-            redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
-        ),
-    )
-    run_tools = executor or _parallel(drive, max_parallel)
+    o = _options(options, "arun")
+    drive = _setup(model, tools, messages, budget, o)
+    run_tools = executor or _parallel(drive, o["max_parallel"])
+    prepare, tools_changed = o.get("prepare"), o.get("tools_changed")
     try:
         while (out := drive.next()) is not None:
             if isinstance(out, CallModel):

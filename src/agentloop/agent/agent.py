@@ -101,8 +101,10 @@ class Agent:
         self.home = home or agentloop_home(given_env)
         home_notice = private_notice(self.home)  # agentloop's home was open to others (0700 now): said once
         self.settings: AgentSettings = read_settings(self.cwd, self.home, given_env, SettingsFlags(
-            trust, ask_trust, ask_mcp_server, managed_settings, cli_settings, mcp_configs, strict_mcp_config, max_steps,
-            max_usd_micros, unlimited_usd, permission_mode, model, add_dirs, shell_timeout_s, durability))
+            trust=trust, ask_trust=ask_trust, ask_mcp_server=ask_mcp_server, managed_settings=managed_settings, cli_settings=cli_settings,
+            mcp_configs=mcp_configs, strict_mcp_config=strict_mcp_config, max_steps=max_steps, max_usd_micros=max_usd_micros,
+            unlimited_usd=unlimited_usd, permission_mode=permission_mode, model=model, add_dirs=add_dirs, shell_timeout_s=shell_timeout_s,
+            durability=durability))
         s = self.settings
         self.env, self.trust, self.durability, self.permission_mode = s.env, s.trust, s.durability, s.permission_mode
         self.sources, self.price_sources, self.cap_source = list(s.sources), list(s.price_sources), s.cap_source
