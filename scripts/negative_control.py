@@ -2021,6 +2021,13 @@ SABOTAGES = [
         "@dataclass(frozen=True)  # SABOTAGED\nclass SettingsFlags:",
         ["tests/test_claude_settings.py::test_the_command_lines_settings_flags_are_given_by_name_only"],
     ),
+    Sabotage(
+        "the toolbox writes into the agent through its view again",
+        "src/agentloop/agent/toolbox.py",
+        "            src.mcp_servers.spill_to(spill)",
+        "            src.mcp_servers.manager.output.spill_dir = spill  # SABOTAGED",
+        ["tests/test_agent_wiring.py::test_no_part_writes_into_the_agent_through_the_view_it_is_given"],
+    ),
 ]
 
 

@@ -194,7 +194,7 @@ class Agent:
         said = self.policy.check_names(self.toolbox.registry.names())  # a rule that can never match is named
         self.config_warnings += [w for w in [*said, *self.policy.notes] if w not in self.config_warnings]  # + managed-only
         self.workspace: Workspace = self.toolbox.workspace
-        self.processes, self.background = self.toolbox.processes, self.toolbox.background
+        self.processes, self.background, self.add_dirs = self.toolbox.processes, self.toolbox.background, list(self.toolbox.add_dirs)
 
     @property
     def registry(self) -> Registry:

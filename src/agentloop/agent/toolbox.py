@@ -49,7 +49,7 @@ def patch_guard(policy: PermissionPolicy, real: str) -> str | None:
 
 class Toolbox:
     def __init__(self, policy: PermissionPolicy, workspace: Workspace, processes: RunningProcesses,
-                 background: BackgroundShells, registry: Registry, extra_tools: list[Tool]):
+                 background: BackgroundShells, registry: Registry, extra_tools: list[Tool], add_dirs: Sequence[str] = ()):
         self.policy = policy
         self.workspace = workspace
         self.processes = processes
@@ -57,6 +57,8 @@ class Toolbox:
         self.registry = registry
         self.extra_tools = extra_tools
         """The agent's tools beside the built-in ones (shared with it: they stay across sessions)."""
+        self.add_dirs = tuple(add_dirs)
+        """The additional directories: the agent's and the permission settings' (the agent takes these)."""
 
     @classmethod
     def build(cls, src: ToolboxSource) -> Toolbox:
@@ -71,19 +73,15 @@ class Toolbox:
 
         spill = src.session.spill_dir
         policy = _policy(src)
-        for d in policy.additional_directories:
-            if d not in src.add_dirs:
-                src.add_dirs.append(d)
+        add_dirs = tuple(dict.fromkeys([*src.add_dirs, *policy.additional_directories]))  # the agent takes them (build_tools)
         if src.mcp_servers is not None:
-            src.mcp_servers.manager.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
-        workspace = Workspace(src.cwd, src.add_dirs, on_write=src.file_changed)
-        src.sandbox.roots = [os.path.realpath(d) for d in (src.cwd, *src.add_dirs)]
-        src.sandbox.denied_programs = policy.denied_programs  # deny rules hold where programs start, too
-        src.sandbox.command_path = src.secrets.child_env.get("PATH")
-        src.sandbox.warm_deny_masks()
+            src.mcp_servers.spill_to(spill)
+        workspace = Workspace(src.cwd, list(add_dirs), on_write=src.file_changed)
+        # deny rules hold where programs start, too
+        src.sandbox.work_in((src.cwd, *add_dirs), policy.denied_programs, src.secrets.child_env.get("PATH"))
         processes, background = RunningProcesses(), BackgroundShells(spill)
         given = src.given_registry
-        box = cls(policy, workspace, processes, background, given if given is not None else Registry(), src.extra_tools)
+        box = cls(policy, workspace, processes, background, given if given is not None else Registry(), src.extra_tools, add_dirs)
         if given is None:
             box.registry = box._builtin(src, spill)
         for t in src.extra_tools:
