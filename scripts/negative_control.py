@@ -2028,6 +2028,13 @@ SABOTAGES = [
         "            src.mcp_servers.manager.output.spill_dir = spill  # SABOTAGED",
         ["tests/test_agent_wiring.py::test_no_part_writes_into_the_agent_through_the_view_it_is_given"],
     ),
+    Sabotage(
+        "a sub-agent's batch runs beside the one scheduler",
+        "src/agentloop/agent/builder.py",
+        "            return schedule(batch, one, lambda ev: None, alongside=one.alongside)",
+        "            return [one(c) for c in batch]  # SABOTAGED",
+        ["tests/test_one_tool_path.py::test_a_sub_agents_read_only_calls_run_side_by_side_by_the_same_scheduler"],
+    ),
 ]
 
 

@@ -149,3 +149,27 @@ def test_the_agents_turn_runs_read_only_calls_side_by_side_and_any_batch_with_a_
     finally:
         a.close()
     assert res.stop_reason == "no_tool_calls" and seen() == most
+
+
+def test_a_sub_agents_read_only_calls_run_side_by_side_by_the_same_scheduler(proj: Path, scripted: Callable[..., str]) -> None:
+    """A child's batch goes through the parent's scheduler with the pipeline's rule for side by side: three
+    allowed calls of a read-only tool (here an MCP-named one the child is given) run at the same time."""
+    reg, seen = _overlap_tools()
+    look = reg.get("look")
+    assert look is not None
+    mcp_look = Tool("mcp__t__look", look.description, look.parameters, look.fn, read_only=True)
+    replies = [
+        {"text": "", "usage": [100, 10], "tool_calls": [
+            {"name": "Agent", "arguments": {"description": "look", "prompt": "look thrice", "subagent_type": "general-purpose"}}]},
+        {"text": "", "usage": [50, 5], "tool_calls": [{"name": "mcp__t__look", "arguments": {"i": k}} for k in range(3)]},
+        {"text": "child done", "usage": [50, 5]},
+        {"text": "parent done", "usage": [100, 5]},
+    ]
+    a = Agent(cwd=str(proj), model=scripted(replies), max_usd_micros=1_000_000,
+              cli_rules=[("allow", "Agent"), ("allow", "mcp__t__look")])
+    try:
+        a.register_tools([mcp_look])
+        res = a.ask("look around")
+    finally:
+        a.close()
+    assert res.answer == "parent done" and seen() == 3

@@ -119,6 +119,14 @@ class ToolPipeline:
                 self.on_invoke(None)
         return self.redact(self.hooks.post_tool_use(self.owner, call, result))
 
+    def alongside(self, call: ToolCall) -> bool:
+        """Whether ``call`` may run beside the other calls of its batch (``run.schedule``): its tool declares itself
+        read-only (``run.read_only_call``), the rules allow it as it is, and no tool hook sees it (hooks record
+        from the calling thread, in call order). The agent's batches and a sub-agent's are decided alike."""
+        if not read_only_call(self.registry, call) or not isinstance(call.arguments, dict) or self.hooks.sees_tool_calls():
+            return False
+        return getattr(self.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
+
     def typed(self, call: ToolCall) -> ToolResult:
         """A command the user typed (the REPL's ``!`` line): steps 1, 2, 6 and 8 only.
 
@@ -271,13 +279,8 @@ class ToolCalls:
     def execute(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
         """A turn's calls (``run_batch``): side by side when each is read-only, allowed, and no tool hook sees it."""
         a = self.owner
-
-        def alongside(call: ToolCall) -> bool:
-            if not read_only_call(a.registry, call) or not isinstance(call.arguments, dict) or a.hooks.sees_tool_calls():
-                return False
-            return getattr(a.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
-
-        return run_batch(calls, self.run, emit, alongside=alongside, count=a.stats.count_tool, on_interrupt=a.processes.kill_all)
+        return run_batch(calls, self.run, emit, alongside=self.pipeline().alongside, count=a.stats.count_tool,
+                         on_interrupt=a.processes.kill_all)
 
     def always(self, call: ToolCall) -> str:
         """"Always" at a prompt: a session rule allowing exactly what was approved (``toolbox.session_rule``)."""
