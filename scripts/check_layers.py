@@ -18,8 +18,8 @@ The layers, from the bottom (docs/DEVELOPING.md, "Layout"):
   ``scripted`` provider's).
 - agent: all of the above but the test kit.
 - batch: the core, audit, providers, config, telemetry (not the test kit).
-- demo: the core, audit, testing.
-- cli: anything.
+- demo: the core, audit, providers (its scripted model is the ``scripted`` provider's).
+- cli: anything but the test kit: no shipped module imports it.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "mcp": frozenset({"core", "config", "mcp"}),
     "agent": frozenset({"core", "audit", "config", "telemetry", "providers", "mcp", "agent"}),
     "batch": frozenset({"core", "audit", "config", "telemetry", "providers", "batch"}),
-    "demo": frozenset({"core", "audit", "testing", "demo"}),
-    "cli": frozenset({"core", "audit", "testing", "config", "telemetry", "providers", "mcp", "agent", "batch", "demo", "cli"}),
+    "demo": frozenset({"core", "audit", "providers", "demo"}),
+    "cli": frozenset({"core", "audit", "config", "telemetry", "providers", "mcp", "agent", "batch", "demo", "cli"}),
 }
 
 ALIASES = {"agentloop.fakeprovider": "testing", "agentloop.__main__": "cli"}

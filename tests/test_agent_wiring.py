@@ -87,3 +87,46 @@ def test_every_method_the_agent_calls_on_its_hooks_and_context_is_on_their_proto
     for proto, default, names in ((AgentHooks, NoHooks, called["hooks"]), (ContextManager, NoContext, called["context"])):
         missing = sorted(n for n in names if not hasattr(proto, n) or not hasattr(default, n))
         assert missing == [], f"{proto.__name__} lacks {missing}"
+
+
+_VIEWS = {n.name for n in ast.parse((SRC / "agent" / "protocols.py").read_text()).body
+          if isinstance(n, ast.ClassDef) and n.name.endswith(("Subject", "Source"))}
+"""The Protocols through which a part sees the agent (``ToolboxSource``, ``HookSubject``...)."""
+
+_MUTATORS = {"append", "extend", "insert", "remove", "clear", "update", "pop", "add", "discard", "setdefault", "sort"}
+
+
+def _root(e: ast.expr) -> ast.expr:
+    while isinstance(e, (ast.Attribute, ast.Subscript)):
+        e = e.value
+    return e
+
+
+def _writes_through_views(tree: ast.AST) -> list[tuple[int, str]]:
+    out = []
+    for f in ast.walk(tree):
+        if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        views = {a.arg for a in [*f.args.args, *f.args.kwonlyargs] if a.annotation is not None
+                 and any(isinstance(x, ast.Name) and x.id in _VIEWS for x in ast.walk(a.annotation))}
+        for n in ast.walk(f) if views else ():
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                if isinstance(t, (ast.Attribute, ast.Subscript)) and isinstance(r := _root(t), ast.Name) and r.id in views:
+                    out.append((n.lineno, ast.unparse(t)))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MUTATORS \
+                    and isinstance(n.func.value, (ast.Attribute, ast.Subscript)) \
+                    and isinstance(r := _root(n.func.value), ast.Name) and r.id in views:
+                out.append((n.lineno, ast.unparse(n.func)))
+    return out
+
+
+def test_no_part_writes_into_the_agent_through_the_view_it_is_given() -> None:
+    """A part reads what its view (a ``...Subject`` or ``...Source`` Protocol) shows and gives back values: it
+    neither assigns through it (``src.sandbox.roots = ...``) nor changes what it holds (``src.add_dirs.append``);
+    the agent takes what the part made (``Toolbox.add_dirs``) and the part's own objects change themselves
+    (``Sandbox.work_in``)."""
+    assert _VIEWS >= {"ToolboxSource", "PartsSource", "HookSubject"}
+    found = [f"{p.relative_to(SRC)}:{line}: {what}" for p in sorted((SRC / "agent").rglob("*.py")) if p != CORE
+             for line, what in _writes_through_views(ast.parse(p.read_text(), str(p)))]
+    assert found == []

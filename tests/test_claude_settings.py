@@ -274,3 +274,14 @@ def test_a_hook_on_an_event_agentloop_never_fires_is_named_in_a_warning(where: d
     a.close()
     assert a.config_warnings == [
         f"{f}: hooks.PermissionDenied[0].hooks[0]: agentloop does not fire PermissionDenied hooks (see README, Hooks); this handler never runs"]
+
+
+def test_the_command_lines_settings_flags_are_given_by_name_only() -> None:
+    """Fifteen fields of like types (three booleans, several Nones and sequences) are never matched by position:
+    a positional ``SettingsFlags`` is refused, a named one keeps each value where it was named."""
+    from agentloop.agent.agent_settings import SettingsFlags
+
+    with pytest.raises(TypeError):
+        SettingsFlags(True, None, None, None, (), (), True)  # type: ignore[misc]
+    f = SettingsFlags(strict_mcp_config=True, unlimited_usd=False, trust=None)
+    assert (f.strict_mcp_config, f.unlimited_usd, f.trust) == (True, False, None)

@@ -64,3 +64,38 @@ def test_the_agent_or_the_batch_runner_importing_the_test_kit_fails_the_check(tm
     assert r.returncode == 1
     assert "agentloop.agent.model_options (agent) imports agentloop.testing (testing)" in r.stdout
     assert "agentloop.batch.worker (batch) imports agentloop.testing (testing)" in r.stdout
+
+
+def test_no_shipped_module_imports_the_test_kit() -> None:
+    """Only the test kit itself imports ``agentloop.testing``: the CLI (rewind's model that is never asked)
+    and the demo (the scripted provider's model) do not."""
+    import ast
+
+    found = []
+    for p in sorted(SRC.rglob("*.py")):
+        rel = p.relative_to(SRC).with_suffix("").as_posix()
+        if rel.startswith("testing/"):
+            continue
+        package = ["agentloop", *rel.split("/")[:-1]]
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
+                module = ".".join(x for x in (base, node.module or "") if x)
+                names = [module] + [f"{module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            if any(n == "agentloop.testing" or n.startswith("agentloop.testing.") for n in names):
+                found.append(rel)
+    assert found == []
+
+
+def test_the_cli_or_the_demo_importing_the_test_kit_fails_the_check(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    for rel in ("cli/cmd_rewind.py", "demo/anchor_act.py"):
+        f = src / rel
+        f.write_text(f.read_text() + "\n\ndef _kit() -> None:\n    from agentloop.testing import FunctionModel  # noqa\n")
+    r = _check(src)
+    assert r.returncode == 1
+    assert "agentloop.cli.cmd_rewind (cli) imports agentloop.testing (testing)" in r.stdout
+    assert "agentloop.demo.anchor_act (demo) imports agentloop.testing (testing)" in r.stdout

@@ -91,6 +91,44 @@ def test_bang_runs_the_command_now_and_its_output_goes_with_the_next_prompt(tmp_
     assert "greetings from the file" in sent and sent.endswith("what did it say?")
 
 
+def test_bang_goes_through_the_pipeline_no_tool_hook_sees_it_and_a_held_key_is_redacted(tmp_path: Path) -> None:
+    """Claude Code runs Bash mode without PreToolUse or PostToolUse hooks and without permission rules
+    (anthropics/claude-code#19256: "The hook fires for normal Bash tool usage but never fires for `!`
+    commands"); agentloop runs it through its one tool pipeline all the same, so the output shown and sent
+    with the next prompt is redacted there: a key the session holds, printed from a file, never reaches the
+    screen or the model."""
+    key = "sk-ant-api03-" + "Qw7" * 14
+    spec = _spec(tmp_path, [{"text": "I see it"}])
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ncat > /dev/null\necho ran >> {tmp_path / 'hook-ran'}\nexit 2\n")
+    hook.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.json").write_text(json.dumps({"hooks": {event: [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": str(hook)}]}] for event in ("PreToolUse", "PostToolUse")}}))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "key.txt").write_text(f"the key is {key}\n")
+    env = env_for(str(home), HOME=str(tmp_path), ANTHROPIC_API_KEY=key)
+    t = Term(["--model", spec, "--max-usd", "1"], cwd=str(proj), env=env)
+    try:
+        t.wait_for(r"(?m)^>")
+        t.type("!cat key.txt")
+        t.wait_for(r"(?m)^the key is")
+        t.type("what did it say?")
+        t.wait_for(r"(?m)^I see it")
+        assert key not in t.text() and key[:20] not in t.text()
+        t.type("/exit")
+        t.wait_exit()
+    finally:
+        t.kill()
+    assert not (tmp_path / "hook-ran").exists()  # Bash mode: no tool hook, as Claude Code
+    (path,) = glob.glob(str(home / "projects" / "*" / "sessions" / "*.jsonl"))
+    (start,) = [r for r in read_records(path) if r.kind == "run_start"]
+    sent = start.payload["messages"][-1]["content"]
+    assert "<bash-input>cat key.txt</bash-input>" in sent and "the key is" in sent and key not in sent
+
+
 def test_esc_stops_the_turn_without_exiting_and_keys_typed_meanwhile_wait_in_the_prompt(tmp_path: Path) -> None:
     import time
 

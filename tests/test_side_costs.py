@@ -260,6 +260,76 @@ def test_a_cap_with_no_room_for_the_loop_check_records_the_loops_refusal_and_the
     assert checks and all("has no room" in c["skipped"] for c in checks)
 
 
+# --- a manual /compact between runs: the session's Ledger decides and charges ---------
+
+
+class _Summarizer:
+    """Answers a compaction's summary request with 50 tokens in and 10 out; anything else is a test bug."""
+
+    name = "summarizer"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, req: ModelRequest) -> ModelReply:
+        self.calls += 1
+        return ModelReply(text="Summary: the user pasted a long log twice.", usage=Usage(50, 10))
+
+
+def _session_agent(tmp_path: Path, cap: int) -> tuple[Any, _Summarizer]:
+    from agentloop.agent.agent import Agent
+
+    (tmp_path / "proj").mkdir(exist_ok=True)
+    model = _Summarizer()
+    a = Agent(cwd=str(tmp_path / "proj"), home=str(tmp_path / "home"), model=model, price=Price(1_000_000, 1_000_000),
+              max_usd_micros=cap, env={"PATH": "/usr/bin:/bin"})
+    log = "line of a long log\n" * 2000
+    a.session.messages.extend([{"role": "user", "content": log}, {"role": "assistant", "content": "seen"},
+                               {"role": "user", "content": log}, {"role": "assistant", "content": "seen again"},
+                               {"role": "user", "content": "and now?"}, {"role": "assistant", "content": "ready"}])
+    return a, model
+
+
+def test_a_manual_compact_is_charged_to_the_session_by_its_ledger(tmp_path: Path) -> None:
+    """Between runs no loop takes a side cost: the session's ``budget.Ledger`` holds the summary's bound and
+    charges its bill (60 tokens at one micro-dollar each), which the session's spend then shows."""
+    a, model = _session_agent(tmp_path, cap=5_000_000)
+    try:
+        before = a.stats.spent_micros
+        a.compact("")
+        (comp,) = [r.payload for r in read_records(a.session.path) if r.kind == "compaction"]
+        assert comp["status"] == "compacted" and model.calls == 1
+        assert comp["call"]["cost_micros"] == 60 and a.stats.spent_micros == before + 60
+    finally:
+        a.close()
+
+
+def test_a_manual_compact_the_session_has_no_room_for_is_refused_before_the_call(tmp_path: Path) -> None:
+    """The ledger refuses a bound past what the cap leaves: the summary is not asked, nothing is charged."""
+    from agentloop.agent.errors import AgentError
+
+    a, model = _session_agent(tmp_path, cap=2_000)
+    try:
+        with pytest.raises(AgentError, match="no room"):
+            a.compact("")
+        assert model.calls == 0 and a.stats.spent_micros == 0
+    finally:
+        a.close()
+
+
+def test_the_agents_side_calls_are_held_and_billed_in_one_module() -> None:
+    """Compaction, the loop check, WebFetch's prompt call, WebSearch and a manual /compact all hold and settle
+    through ``agent/context/side_calls.py`` (its accounts and ``metered``); only the sub-agents' shared room
+    (``ParentBudget``) holds beside it. No other module of the agent or the CLI asks a budget whether a bound
+    fits, holds one, or reads a bill."""
+    import re
+
+    calls = re.compile(r"\b(bill|capped_bill|unreported_bill|over_cap)\(|\.(fits|reserve|hold|forfeit|settle_side)\(")
+    found = {p.relative_to(SRC).as_posix() for folder in ("agent", "cli") for p in (SRC / folder).rglob("*.py")
+             if calls.search(p.read_text(encoding="utf-8"))}
+    assert found == {"agent/context/side_calls.py", "agent/subagents/parent_budget.py"}
+
+
 # --- nothing else writes the loop's money ---------------------------------------------
 
 MONEY = {
@@ -281,8 +351,8 @@ NOT_A_STATE = {
     # (file, assignment target) of objects that are not a loop State, each checked by eye when listed.
     # ``self.<field>`` is always allowed: an object setting its own field (a ledger, a session's stats).
     ("agent/session/store.py", "stats.spent_micros"),  # SessionStats: the session's tally, folded from records
-    ("agent/hooks_and_context.py", "self.agent.stats.spent_micros"),  # a manual /compact between runs: no loop is running
     ("agent/agent.py", "s.stats.spent_micros"),
+    ("agent/agent.py", "self.stats.spent_micros"),  # a manual /compact between runs: what the session's Ledger charged
     ("providers/base.py", "err.usage"),  # a provider error's billed attempts
     ("providers/base.py", "final.usage"),
     ("replay.py", "exc.usage"),

@@ -8,14 +8,13 @@ with different models, tool executors and ledgers.
 from __future__ import annotations
 
 import contextvars
-import functools
 import inspect
 import queue
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .budget import Budget, Price, PriceTable, SharedLedger
 from .conversation import Continues
@@ -66,7 +65,10 @@ from .redact import DEFAULT_MAX_VALUE_BYTES
 from .tools import Registry, Tool
 from .transcript import MemoryTranscript, Sink
 
-__all__ = ["RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "run", "run_parallel"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["RunOptions", "RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "read_only_call", "run", "run_parallel", "schedule"]
 
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
@@ -92,6 +94,41 @@ makes go through the run's sink, counted. Returning a stop reason (e.g.
 ``"loop_detected"``) ends the run there, before the call. ``arun`` awaits it
 when it returns an awaitable.
 """
+
+
+class RunOptions(TypedDict, total=False):
+    """What ``run`` and ``arun`` take by keyword beside how they run a turn's tools (``executor``): declared once
+    for both (``run``'s docstring says what each does). A key left out takes its default (``_DEFAULTS``)."""
+
+    transcript: Sink | None
+    sentinel: str | None
+    prices: PriceTable | Mapping[str, Price] | None
+    model_name: str | None
+    max_output_tokens: int
+    loop_threshold: int | None
+    run_id: str | None
+    meta: Mapping[str, Any] | None
+    ledger: SharedLedger | None
+    observer: Observer | None
+    config: LoopConfig | None
+    redaction_salt: bytes | str | None
+    max_value_bytes: int
+    record_raw: bool
+    prepare: Prepare | None
+    max_parallel: int
+    continues: Continues | None
+    tools_changed: ToolsChangedCheck | None
+
+
+_DEFAULTS: RunOptions = {"max_output_tokens": 4096, "max_value_bytes": DEFAULT_MAX_VALUE_BYTES, "record_raw": False, "max_parallel": 10}
+"""The defaults of ``RunOptions`` that are not None."""
+
+def _options(given: RunOptions, who: str) -> RunOptions:
+    """``given`` over the defaults. Raises TypeError naming a keyword ``run`` and ``arun`` do not take."""
+    unknown = sorted(set(given) - RunOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"{who}() got an unexpected keyword argument {unknown[0]!r}")
+    return {**_DEFAULTS, **given}
 
 
 @dataclass(frozen=True)
@@ -443,29 +480,23 @@ def _failure(exc: BaseException) -> ModelFailed:
     return ModelFailed(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, usage if isinstance(usage, Usage) else None, unaccounted)
 
 
-def _setup(
-    model: object,
-    tools: Registry | Iterable[Tool | Callable[..., Any]] | None,
-    messages: Sequence[Message] | str,
-    budget: Budget,
-    config: LoopConfig | None,
-    transcript: Sink | None,
-    ledger: SharedLedger | None,
-    observer: Observer | None,
-    continues: Continues | None,
-    make: Callable[[object, Registry, Budget], LoopConfig],
-) -> _Driver:
-    """What both drivers do before the first outbound: the registry (``drive.registry``), the config, the started loop.
-
-    ``make`` is ``make_config`` with the driver's keywords, used when no ``config`` is given.
-    """
+def _setup(model: object, tools: Registry | Iterable[Tool | Callable[..., Any]] | None, messages: Sequence[Message] | str,
+           budget: Budget, o: RunOptions) -> _Driver:
+    """What both drivers do before the first outbound: the registry (``drive.registry``), the config (``make_config``
+    with the options' config keys, when no ``config`` is given), the started loop."""
     registry = _registry(tools)
-    cfg = config or make(model, registry, budget)
+    config, ledger = o.get("config"), o.get("ledger")
+    cfg = config or make_config(
+        model, registry, budget, prices=o.get("prices"), model_name=o.get("model_name"), sentinel=o.get("sentinel"),
+        max_output_tokens=o["max_output_tokens"], loop_threshold=o.get("loop_threshold"), run_id=o.get("run_id"),
+        meta=o.get("meta"), redaction_salt=o.get("redaction_salt"), max_value_bytes=o["max_value_bytes"], record_raw=o["record_raw"],
+    )
     if config is None and ledger is not None:
         cfg = replace(cfg, shared_cap=True)
     msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    drive = _Driver(transcript if transcript is not None else MemoryTranscript(), ledger, observer, registry)
-    drive.begin(cfg, msgs, continues)
+    transcript = o.get("transcript")
+    drive = _Driver(transcript if transcript is not None else MemoryTranscript(), ledger, o.get("observer"), registry)
+    drive.begin(cfg, msgs, o.get("continues"))
     return drive
 
 
@@ -475,25 +506,8 @@ def run(
     messages: Sequence[Message] | str,
     budget: Budget,
     *,
-    transcript: Sink | None = None,
-    sentinel: str | None = None,
-    prices: PriceTable | Mapping[str, Price] | None = None,
-    model_name: str | None = None,
-    max_output_tokens: int = 4096,
-    loop_threshold: int | None = None,
-    run_id: str | None = None,
-    meta: Mapping[str, Any] | None = None,
-    ledger: SharedLedger | None = None,
-    observer: Observer | None = None,
     executor: Executor | None = None,
-    config: LoopConfig | None = None,
-    redaction_salt: bytes | str | None = None,
-    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-    record_raw: bool = False,
-    prepare: Prepare | None = None,
-    max_parallel: int = 10,
-    continues: Continues | None = None,
-    tools_changed: ToolsChangedCheck | None = None,
+    **options: Unpack[RunOptions],
 ) -> RunResult:
     """Run the loop to a stop, synchronously.
 
@@ -524,14 +538,10 @@ def run(
             the failed record is written).
     """
     called: Model = as_model(model)
-    drive = _setup(
-        called, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
-            make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
-            loop_threshold=loop_threshold, run_id=run_id, meta=meta,
-            redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
-        ),
-    )
-    run_tools = executor or _threaded(drive, max_parallel)
+    o = _options(options, "run")
+    drive = _setup(called, tools, messages, budget, o)
+    run_tools = executor or _threaded(drive, o["max_parallel"])
+    prepare, tools_changed = o.get("prepare"), o.get("tools_changed")
     try:
         while (out := drive.next()) is not None:
             if isinstance(out, CallModel):
@@ -565,12 +575,19 @@ def interrupt_flag() -> threading.Event | None:
     return _INTERRUPT.get()
 
 
+def read_only_call(registry: Registry, call: ToolCall) -> bool:
+    """Whether the tool ``call`` names declares itself read-only: the one reading of that declaration that
+    decides whether calls may run side by side (``schedule``; the agent adds its permission and hooks)."""
+    t = registry.get(call.name)
+    return t is not None and t.read_only
+
+
 def _all_read_only(registry: Registry, calls: Sequence[ToolCall]) -> bool:
-    return len(calls) > 1 and all((t := registry.get(c.name)) is not None and t.read_only for c in calls)
+    return len(calls) > 1 and all(read_only_call(registry, c) for c in calls)
 
 
 def _threaded(drive: _Driver, limit: int) -> Executor:
-    """``run()``'s executor: read-only turns on threads, others one by one on this thread.
+    """``run()``'s executor: its calls through ``schedule``, side by side when each tool is read-only.
 
     Observer events are emitted from the driver's thread only, and results
     come back in the order of the calls whatever order they finish in.
@@ -580,27 +597,60 @@ def _threaded(drive: _Driver, limit: int) -> Executor:
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
         registry = drive.registry  # the tools as they are now (``tools_changed`` may replace them)
-        if _all_read_only(registry, calls):
-            return _on_threads(registry.invoke, drive.emit, calls, flag, max(1, limit))
-        token = _INTERRUPT.set(flag)
-        results = []
-        observed = drive.observer is not None
-        try:
-            for c in calls:
-                if observed:
-                    drive.emit(ToolStarted(c))
-                r = registry.invoke(c)
-                if observed:
-                    drive.emit(ToolFinished(r))
-                results.append(r)
-        except BaseException:
-            flag.set()
-            raise
-        finally:
-            _INTERRUPT.reset(token)
-        return results
+        return schedule(calls, registry.invoke, drive.emit, alongside=lambda c: read_only_call(registry, c), limit=limit, flag=flag)
 
     return execute
+
+
+def schedule(
+    calls: Sequence[ToolCall],
+    one: Callable[[ToolCall], ToolResult],
+    emit: Callable[[Any], None],
+    *,
+    alongside: Callable[[ToolCall], bool],
+    limit: int = 10,
+    flag: threading.Event | None = None,
+    on_interrupt: Callable[[ToolCall | None], object] | None = None,
+) -> list[ToolResult]:
+    """A turn's calls, each through ``one``, their results in call order: the one scheduler of ``run()`` and
+    of the terminal agent's turns.
+
+    Side by side on threads (at most ``limit``) when there are several and
+    ``alongside`` says each may (``read_only_call``, and whatever else the
+    caller requires); else one at a time on this thread. ``emit`` gets
+    ``ToolStarted`` and ``ToolFinished`` on this thread. ``flag`` (what
+    ``interrupt_flag()`` gives the tools) is set for every call when this
+    thread is interrupted (Ctrl+C) or a call raises, and the exception goes on
+    up; ``on_interrupt`` is told of a Ctrl+C first: the call in flight, or None
+    when the calls ran side by side.
+    """
+    flag = flag if flag is not None else threading.Event()
+    if len(calls) > 1 and all(alongside(c) for c in calls):
+        try:
+            return _on_threads(one, emit, calls, flag, max(1, limit))
+        except KeyboardInterrupt:
+            if on_interrupt is not None:
+                on_interrupt(None)
+            raise
+    token = _INTERRUPT.set(flag)
+    results = []
+    try:
+        for c in calls:
+            emit(ToolStarted(c))
+            try:
+                r = one(c)
+            except KeyboardInterrupt:
+                if on_interrupt is not None:
+                    on_interrupt(c)
+                raise
+            emit(ToolFinished(r))
+            results.append(r)
+    except BaseException:
+        flag.set()
+        raise
+    finally:
+        _INTERRUPT.reset(token)
+    return results
 
 
 def run_parallel(
@@ -610,14 +660,9 @@ def run_parallel(
     emit: Callable[[Any], None] | None = None,
     max_parallel: int = 10,
 ) -> list[ToolResult]:
-    """Run ``invoke`` for every call at the same time on threads; results in call order.
-
-    For executors of other layers (the terminal agent) whose calls are all
-    read-only and cleared. ``emit`` gets ``ToolStarted`` and ``ToolFinished``
-    on the calling thread; ``interrupt_flag()`` is set for every call when
-    the calling thread is interrupted (Ctrl+C), and the interrupt re-raised.
-    """
-    return _on_threads(invoke, emit or (lambda ev: None), calls, threading.Event(), max(1, max_parallel))
+    """Run ``invoke`` for every call at the same time on threads; results in call order (``schedule`` with
+    every call alongside)."""
+    return schedule(calls, invoke, emit or (lambda ev: None), alongside=lambda c: True, limit=max_parallel)
 
 
 def _on_threads(
@@ -699,25 +744,8 @@ async def arun(
     messages: Sequence[Message] | str,
     budget: Budget,
     *,
-    transcript: Sink | None = None,
-    sentinel: str | None = None,
-    prices: PriceTable | Mapping[str, Price] | None = None,
-    model_name: str | None = None,
-    max_output_tokens: int = 4096,
-    loop_threshold: int | None = None,
-    run_id: str | None = None,
-    meta: Mapping[str, Any] | None = None,
-    ledger: SharedLedger | None = None,
-    observer: Observer | None = None,
     executor: AsyncExecutor | None = None,
-    config: LoopConfig | None = None,
-    max_parallel: int = 10,
-    redaction_salt: bytes | str | None = None,
-    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-    record_raw: bool = False,
-    prepare: Prepare | None = None,
-    continues: Continues | None = None,
-    tools_changed: ToolsChangedCheck | None = None,
+    **options: Unpack[RunOptions],
 ) -> RunResult:
     """The async twin of ``run``: same loop, same records, same result.
 
@@ -728,14 +756,10 @@ async def arun(
     """
     import asyncio  # deferred, as in every function here: the synchronous run() never loads it
     model = as_model(model)
-    drive = _setup(
-        model, tools, messages, budget, config, transcript, ledger, observer, continues, functools.partial(
-            make_config, prices=prices, model_name=model_name, sentinel=sentinel, max_output_tokens=max_output_tokens,
-            loop_threshold=loop_threshold, run_id=run_id, meta=meta,
-            redaction_salt=redaction_salt, max_value_bytes=max_value_bytes, record_raw=record_raw,
-        ),
-    )
-    run_tools = executor or _parallel(drive, max_parallel)
+    o = _options(options, "arun")
+    drive = _setup(model, tools, messages, budget, o)
+    run_tools = executor or _parallel(drive, o["max_parallel"])
+    prepare, tools_changed = o.get("prepare"), o.get("tools_changed")
     try:
         while (out := drive.next()) is not None:
             if isinstance(out, CallModel):

@@ -24,7 +24,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..budget import Budget, session_budget
+from .. import __version__
+from ..budget import Budget, Ledger, session_budget
 from ..config.private import home_notice as private_notice
 from ..config.settings import agentloop_home
 from ..conversation import close_dangling_calls
@@ -100,8 +101,10 @@ class Agent:
         self.home = home or agentloop_home(given_env)
         home_notice = private_notice(self.home)  # agentloop's home was open to others (0700 now): said once
         self.settings: AgentSettings = read_settings(self.cwd, self.home, given_env, SettingsFlags(
-            trust, ask_trust, ask_mcp_server, managed_settings, cli_settings, mcp_configs, strict_mcp_config, max_steps,
-            max_usd_micros, unlimited_usd, permission_mode, model, add_dirs, shell_timeout_s, durability))
+            trust=trust, ask_trust=ask_trust, ask_mcp_server=ask_mcp_server, managed_settings=managed_settings, cli_settings=cli_settings,
+            mcp_configs=mcp_configs, strict_mcp_config=strict_mcp_config, max_steps=max_steps, max_usd_micros=max_usd_micros,
+            unlimited_usd=unlimited_usd, permission_mode=permission_mode, model=model, add_dirs=add_dirs, shell_timeout_s=shell_timeout_s,
+            durability=durability))
         s = self.settings
         self.env, self.trust, self.durability, self.permission_mode = s.env, s.trust, s.durability, s.permission_mode
         self.sources, self.price_sources, self.cap_source = list(s.sources), list(s.price_sources), s.cap_source
@@ -191,7 +194,7 @@ class Agent:
         said = self.policy.check_names(self.toolbox.registry.names())  # a rule that can never match is named
         self.config_warnings += [w for w in [*said, *self.policy.notes] if w not in self.config_warnings]  # + managed-only
         self.workspace: Workspace = self.toolbox.workspace
-        self.processes, self.background = self.toolbox.processes, self.toolbox.background
+        self.processes, self.background, self.add_dirs = self.toolbox.processes, self.toolbox.background, list(self.toolbox.add_dirs)
 
     @property
     def registry(self) -> Registry:
@@ -268,7 +271,7 @@ class Agent:
         self.prompt.new_session()  # the git snapshot is taken again for each session
         record_start(s, source, self.system_messages(), {
             "cwd": self.cwd, "model": self.model_spec, "permission_mode": self.permission_mode, "model_options": self._options_fact(),
-            "memory_files": list(self.memory_files), "additional_directories": list(self.add_dirs), "agentloop_version": _version()})
+            "memory_files": list(self.memory_files), "additional_directories": list(self.add_dirs), "agentloop_version": __version__})
         log.info("session %s (%s) in %s with model %s", s.id, source, self.cwd, self.model_spec)
         if extra := self.hooks.session_start(self, source):
             s.messages.append({"role": "user", "content": extra})
@@ -309,8 +312,9 @@ class Agent:
     def serve_mcp(self, servers: McpServers | None) -> None:  # an MCP manager made later (the Agent SDK's in-process servers)
         self.mcp_servers = servers
 
-    def compact(self, instructions: str = "") -> None:
-        self.session.messages = self.context.compact(self, self.session.messages, instructions)
+    def compact(self, instructions: str = "") -> None:  # between runs: the session's ledger (budget.py) decides and charges
+        room = Ledger(self.max_usd_micros, spent=self.stats.spent_micros)
+        self.session.messages, self.stats.spent_micros = self.context.compact(self, self.session.messages, instructions, room), room.spent
 
     def budget(self) -> Budget:
         """The next run's caps: the steps per turn, and what is left of the session's money."""
@@ -397,9 +401,4 @@ class Agent:
                 if self.mcp_servers is not None:
                     self.mcp_servers.close()
                 self.sandbox.close()
-
-
-def _version() -> str:
-    from .. import __version__
-    return __version__
 

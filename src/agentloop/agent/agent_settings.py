@@ -45,9 +45,10 @@ CYCLE = ("default", "acceptEdits", "plan")
 """What Shift+Tab goes through (and bypassPermissions after them when the session started in it)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SettingsFlags:
-    """What the command line (or a front end) says about settings; None: not given."""
+    """What the command line (or a front end) says about settings; None: not given. Built by keyword only:
+    fifteen fields of like types are never matched by position."""
 
     trust: bool | None = None
     ask_trust: Callable[[TrustQuestion], bool] | None = None

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..config.settings import ConfigError, user_home
 from ..events import ToolCall, ToolResult
+from ..run import schedule
 from ..tools import Registry, Tool
 from .hooks.runner import HookRunner
 from .hooks_and_context import AgentContext, ClaudeHooks
@@ -39,6 +40,7 @@ from .tools.builtin import BASH
 if TYPE_CHECKING:
     from ..mcp.agent import McpServers
     from .permissions.rules import PermissionPolicy
+    from .pipeline import ToolPipeline
     from .subagents.agent_types import AgentType
     from .subagents.parent_budget import ParentBudget
     from .subagents.runner import SubagentRunner
@@ -190,14 +192,15 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
 def _child_executor(agent: PartsSource, policy_for: Callable[[str], PermissionPolicy]
                     ) -> Callable[[Registry, str], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
     """A child's tools go through the parent's tool-call pipeline (``agent/pipeline.py``): the same
-    hooks and permission rules (re-rooted at its worktree), and no one to ask."""
+    hooks and permission rules (re-rooted at its worktree), and no one to ask; its batches through the
+    same scheduler (``run.schedule``), side by side when the pipeline says each call may."""
 
     def make(registry: Registry, cwd: str) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
         policy = policy_for(cwd)
 
-        def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:
-            one = agent.tool_pipeline(registry, child=True, policy=policy)
-            return [one(c) for c in batch]
+        def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:  # by the parent's scheduler and its rule for side by side
+            one = cast("ToolPipeline", agent.tool_pipeline(registry, child=True, policy=policy))  # the agent's is one
+            return schedule(batch, one, lambda ev: None, alongside=one.alongside)
 
         return calls
 

@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..budget import Ledger, Price
-from ..events import Message, ModelRequest, ToolCall, ToolResult, Usage
+from ..events import Message, ModelRequest, ToolCall, ToolResult
 from ..model_description import describe
 from .context.compaction import Compactor
 from .context.loop_check import LoopCheck, chain
-from .context.side_calls import Account
+from .context.side_calls import Account, LedgerAccount
 from .hooks.env_file import new_env_file, read_env_file
 from .hooks.payloads import (
     absolute_input,
@@ -355,29 +355,6 @@ def _json(v: Any) -> str:
         return str(v)
 
 
-class _SessionAccount:
-    """The session's own budget, for a manual /compact between turns: no run is going, so no loop
-    takes the cost; the ``compaction`` record's own ``call`` holds it (``charged_as`` is None), and
-    the session's totals count it from there."""
-
-    charged_as: str | None = None
-
-    def __init__(self, agent: ContextSubject):
-        self.agent = agent
-
-    def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
-        room = Ledger(getattr(self.agent, "max_usd_micros", None), spent=self.agent.stats.spent_micros)
-        if room.fits(micros):
-            return None
-        return f"the budget has no room: needs a reservation of {micros} micro-USD; {room.left()[0]} are left"
-
-    def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int,
-               overrun: str | None = None) -> None:
-        room = Ledger(spent=self.agent.stats.spent_micros)
-        room.settle(0, cost, 0, 0)  # the session's spend, charged by the budget's one arithmetic
-        self.agent.stats.spent_micros = room.spent
-
-
 class AgentContext:
     """The agent's ``ContextManager``: everything happens inside runs, through ``prepare``."""
 
@@ -423,12 +400,12 @@ class AgentContext:
         self._sync(agent)
         return messages
 
-    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str) -> list[Message]:
+    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
         self._sync(agent)
         if self.cm.disabled:
             self.cm.disabled = False  # a manual /compact tries again
             self.cm.failures = 0
-        account: Account = _SessionAccount(agent)
+        account: Account = LedgerAccount(room)  # between runs: the session's ledger decides and charges
         res = self.cm.compact(messages, agent.record, account=account, price=self.cm.price or _price(agent, agent.model_name), trigger="manual", custom_instructions=instructions)
         if res.status not in ("compacted", "nothing"):
             from .protocols import AgentError

@@ -24,8 +24,13 @@ rebuilt when the session changes, and a front end sets its asker later); a
 sub-agent's executor builds one over the child's registry with ``child=True``
 (refusals say so; no one is asked).
 
-``run_batch`` runs a turn's calls, each through the pipeline: side by side
-when every call may (``run.run_parallel``), else one at a time; the parallel
+A command the user typed (the REPL's ``!`` line, Claude Code's Bash mode) goes
+through the same pipeline (``ToolPipeline.typed``): prepared, its secret
+arguments noted, invoked in the sandbox and redacted, but no tool hook sees it
+and no one is asked, as Claude Code runs Bash mode.
+
+``run_batch`` runs a turn's calls, each through the pipeline, by the one
+scheduler (``run.schedule``): side by side when every call may, else one at a time; the parallel
 Agent-tool calls (``subagents.runner.parallel_executor``) go through the same
 pipeline, one call each. No other path runs a tool.
 """
@@ -38,7 +43,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..events import Observer, ToolCall, ToolFinished, ToolResult, ToolStarted
+from ..events import Observer, ToolCall, ToolFinished, ToolResult
+from ..run import read_only_call, schedule
 from ..tools import Registry, Tool
 from .protocols import (
     AgentHooks,
@@ -116,6 +122,35 @@ class ToolPipeline:
             if self.on_invoke is not None:
                 self.on_invoke(None)
         return self.redact(self.hooks.post_tool_use(self.owner, call, result))
+
+    def alongside(self, call: ToolCall) -> bool:
+        """Whether ``call`` may run beside the other calls of its batch (``run.schedule``): its tool declares itself
+        read-only (``run.read_only_call``), the rules allow it as it is, and no tool hook sees it (hooks record
+        from the calling thread, in call order). The agent's batches and a sub-agent's are decided alike."""
+        if not read_only_call(self.registry, call) or not isinstance(call.arguments, dict) or self.hooks.sees_tool_calls():
+            return False
+        return getattr(self.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
+
+    def typed(self, call: ToolCall) -> ToolResult:
+        """A command the user typed (the REPL's ``!`` line): steps 1, 2, 6 and 8 only.
+
+        Claude Code fires no PreToolUse or PostToolUse hook for Bash mode and asks
+        nothing (the user typed it); the tool still runs in the sandbox, and what
+        reaches the screen and the next prompt is redacted here, as every output is.
+        """
+        t, refusal = self.registry.prepare(call)
+        if refusal is not None or t is None:
+            return self.redact(refusal or ToolResult(call.id, call.name, False, error="tool unavailable"))
+        self.note_secrets(t, call)
+        if self.on_invoke is not None:
+            self.on_invoke(call.id)
+        token = current_call_id.set(call.id)
+        try:
+            return self.redact(self.registry.invoke(call))
+        finally:
+            current_call_id.reset(token)
+            if self.on_invoke is not None:
+                self.on_invoke(None)
 
     def _permit(self, call: ToolCall) -> ToolResult | ToolCall | None:
         """Steps 4 and 5: None to go on, the refusal, or the call with the arguments the asker allowed instead."""
@@ -259,17 +294,15 @@ class ToolCalls:
     def _stop(self) -> None:
         self.stopping = True
 
+    def run_typed(self, call: ToolCall) -> ToolResult:
+        """A command the user typed (``ToolPipeline.typed``): no hook, no question, redacted by the pipeline."""
+        return self.pipeline().typed(call)
+
     def execute(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
         """A turn's calls (``run_batch``): side by side when each is read-only, allowed, and no tool hook sees it."""
         a = self.owner
-
-        def alongside(call: ToolCall) -> bool:
-            t = a.registry.get(call.name)
-            if t is None or not t.read_only or not isinstance(call.arguments, dict) or a.hooks.sees_tool_calls():
-                return False
-            return getattr(a.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
-
-        return run_batch(calls, self.run, emit, alongside=alongside, count=a.stats.count_tool, on_interrupt=a.processes.kill_all)
+        return run_batch(calls, self.run, emit, alongside=self.pipeline().alongside, count=a.stats.count_tool,
+                         on_interrupt=a.processes.kill_all)
 
     def always(self, call: ToolCall) -> str:
         """"Always" at a prompt: a session rule allowing exactly what was approved (``toolbox.session_rule``)."""
@@ -287,41 +320,38 @@ class ToolCalls:
 def run_batch(calls: Sequence[ToolCall], one: Callable[[ToolCall], ToolResult], emit: Observer, *,
               alongside: Callable[[ToolCall], bool], count: Callable[[str, bool], None],
               on_interrupt: Callable[[], object]) -> list[ToolResult]:
-    """A turn's calls, each through ``one`` (the pipeline), their results in call order.
+    """A turn's calls, each through ``one`` (the pipeline), their results in call order, by the one
+    scheduler (``run.schedule``).
 
-    Side by side (at most 10, ``run.run_parallel``) when there are several and
-    ``alongside`` says each may (read-only, allowed, no tool hook sees it); else
-    one at a time. ``count`` is told each call's tool and whether it succeeded.
-    Ctrl+C in a call ends what the calls started (``on_interrupt``), counts the
-    call as failed, and goes on up (the run records ``interrupted``; the call
-    gets no tool_result).
+    Side by side (at most 10) when there are several and ``alongside`` says
+    each may (read-only, allowed, no tool hook sees it); else one at a time.
+    ``count`` is told each call's tool and whether it succeeded. Ctrl+C in a
+    call ends what the calls started (``on_interrupt``), counts the calls not
+    finished as failed, and goes on up (the run records ``interrupted``; the
+    call gets no tool_result).
     """
-    if len(calls) > 1 and all(alongside(c) for c in calls):
-        from ..run import run_parallel
+    finished: list[ToolResult] = []
 
-        try:
-            results = run_parallel(calls, one, emit=emit)
-        except KeyboardInterrupt:
-            for c in calls:
-                count(c.name, False)
-            raise
-        for r in results:
+    def counted(c: ToolCall) -> ToolResult:
+        r = one(c)
+        finished.append(r)
+        return r
+
+    def interrupted(c: ToolCall | None) -> None:
+        if c is None:  # side by side: every call of the batch counts as failed
+            for x in calls:
+                count(x.name, False)
+            return
+        for r in finished:
             count(r.name, r.ok)
-        return results
-    out = []
-    for c in calls:
-        emit(ToolStarted(c))
-        try:
-            r = one(c)
-        except KeyboardInterrupt:
-            on_interrupt()
-            count(c.name, False)
-            emit(ToolFinished(ToolResult(c.id, c.name, False, error="interrupted by the user")))
-            raise
+        on_interrupt()
+        count(c.name, False)
+        emit(ToolFinished(ToolResult(c.id, c.name, False, error="interrupted by the user")))
+
+    results = schedule(calls, counted, emit, alongside=alongside, on_interrupt=interrupted)
+    for r in results:
         count(r.name, r.ok)
-        emit(ToolFinished(r))
-        out.append(r)
-    return out
+    return results
 
 
 def outside_reason(sandbox: Sandbox, arguments: dict[str, Any]) -> str | None:

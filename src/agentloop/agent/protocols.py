@@ -24,7 +24,7 @@ from ..run import RunResult
 from .errors import AgentError
 
 if TYPE_CHECKING:
-    from ..budget import PriceTable
+    from ..budget import Ledger, PriceTable
     from ..config.settings import SettingsSource
     from ..mcp.agent import McpServers
     from ..tools import Registry, Tool
@@ -373,7 +373,8 @@ class NoHooks:
 
 class ContextManager(Protocol):
     def prepare(self, agent: ContextSubject, messages: list[Message]) -> list[Message]: ...
-    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str) -> list[Message]: ...
+    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
+        """A manual compaction between runs; its side call decided and charged by ``room``, the session's ledger."""
     def run_prepare(self, agent: ContextSubject) -> Prepare | None: ...
     def wrap_executor(self, agent: ContextSubject, execute: Execute) -> Execute: ...
     def read_only_agent_types(self) -> frozenset[str]: ...
@@ -386,7 +387,7 @@ class NoContext:
     def prepare(self, agent: ContextSubject, messages: list[Message]) -> list[Message]:
         return messages
 
-    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str) -> list[Message]:
+    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
         raise AgentError("compaction is not available in this build")
 
     def run_prepare(self, agent: ContextSubject) -> Prepare | None:

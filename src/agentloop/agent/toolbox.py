@@ -109,7 +109,8 @@ class ToolSetup:
 
 class Toolbox:
     def __init__(self, policy: PermissionPolicy, workspace: Workspace, processes: RunningProcesses,
-                 background: BackgroundShells, registry: Registry, extra_tools: list[Tool], setup: ToolSetup):
+                 background: BackgroundShells, registry: Registry, extra_tools: list[Tool], setup: ToolSetup,
+                 add_dirs: Sequence[str] = ()):
         self.policy = policy
         self.workspace = workspace
         self.processes = processes
@@ -119,6 +120,8 @@ class Toolbox:
         """The agent's tools beside the built-in ones (shared with it: they stay across sessions)."""
         self.setup = setup
         """What the built-in tools were made with: a sub-agent's are made from it (``ToolSetup.for_child``)."""
+        self.add_dirs = tuple(add_dirs)
+        """The additional directories: the agent's and the permission settings' (the agent takes these)."""
 
     @classmethod
     def build(cls, src: ToolboxSource) -> Toolbox:
@@ -133,23 +136,19 @@ class Toolbox:
 
         spill = src.session.spill_dir
         policy = _policy(src)
-        for d in policy.additional_directories:
-            if d not in src.add_dirs:
-                src.add_dirs.append(d)
+        add_dirs = tuple(dict.fromkeys([*src.add_dirs, *policy.additional_directories]))  # the agent takes them (build_tools)
         if src.mcp_servers is not None:
-            src.mcp_servers.manager.output.spill_dir = spill  # capped MCP outputs go beside the built-in tools' (Read may read there)
-        workspace = Workspace(src.cwd, src.add_dirs, on_write=src.file_changed)
-        src.sandbox.roots = [os.path.realpath(d) for d in (src.cwd, *src.add_dirs)]
-        src.sandbox.denied_programs = policy.denied_programs  # deny rules hold where programs start, too
-        src.sandbox.command_path = src.secrets.child_env.get("PATH")
-        src.sandbox.warm_deny_masks()
+            src.mcp_servers.spill_to(spill)
+        workspace = Workspace(src.cwd, list(add_dirs), on_write=src.file_changed)
+        # deny rules hold where programs start, too
+        src.sandbox.work_in((src.cwd, *add_dirs), policy.denied_programs, src.secrets.child_env.get("PATH"))
         processes, background = RunningProcesses(), BackgroundShells(spill)
-        setup = ToolSetup(src.cwd, tuple(src.add_dirs), spill, policy, src.sandbox, src.secrets.child_env,
+        setup = ToolSetup(src.cwd, add_dirs, spill, policy, src.sandbox, src.secrets.child_env,
                           src.secrets.redactor.text, processes, background, int(src.shell_timeout_s),
                           src.shell_max_timeout_s, src.file_changed, src.session_link)
         given = src.given_registry
         box = cls(policy, workspace, processes, background, given if given is not None else Registry(), src.extra_tools,
-                  setup)
+                  setup, add_dirs)
         if given is None:
             box.registry = box._builtin(src)
         for t in src.extra_tools:

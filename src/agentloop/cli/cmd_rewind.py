@@ -136,10 +136,14 @@ def _forced_files(cwd: str, sid: str, path: str, report: Any, turn: int) -> int:
     return EXIT_PROBLEMS
 
 
-def _no_model() -> object:
-    from agentloop.testing import FunctionModel
+class _NoModel:
+    """The model of an agent opened only to rewind a session: it is never asked."""
 
-    def never(request: object) -> object:
+    name = "none"
+
+    def complete(self, request: object) -> object:
         raise RuntimeError("agentloop rewind calls no model")
 
-    return FunctionModel(never, name="none")  # type: ignore[arg-type]
+
+def _no_model() -> object:
+    return _NoModel()

@@ -902,17 +902,16 @@ class Repl:
         self.send(text)
 
     def bash_mode(self, command: str) -> None:
-        """``!cmd``: run it now, as Claude Code's Bash mode does: in the sandbox, through the Bash tool,
-        without asking (the user typed it), its output shown and sent with the next prompt."""
+        """``!cmd``: run it now, as Claude Code's Bash mode does: in the sandbox, through the tool pipeline
+        (no tool hook, no question: the user typed it), its output shown redacted and sent with the next prompt."""
         from agentloop.events import ToolCall
 
         self.armed = False
         self.working("running !")
-        result = self.agent.registry.invoke(ToolCall("user_bang", "Bash", {"command": command}))
+        result = self.agent.calls.run_typed(ToolCall("user_bang", "Bash", {"command": command}))  # the pipeline redacts it
         self.quiet()
         out = result.content if result.ok else (result.error or "")
         text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
-        text = self.agent.redactor.text(text)  # secrets the session knows never reach the model this way either
         self.say(text.rstrip("\n") or "(no output)", "" if result.ok else "red")
         self._shell_notes.append(f"<bash-input>{command}</bash-input>\n<bash-stdout>{text.rstrip()}</bash-stdout>")
 

@@ -13,12 +13,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..budget import Budget, usd
+from ..events import ModelReply, ToolCall, Usage
+from ..providers.scripted import ScriptedModel
 from ..run import RunResult, run
-from ..testing import ScriptedModel, reply
 from ..tools import Registry, ToolError, tool
 from ..transcript import TranscriptWriter, verify_file
 
-__all__ = ["ACTS", "Claim", "DemoRun", "demo_tools", "run_demo"]
+__all__ = ["ACTS", "Claim", "DemoRun", "demo_tools", "reply", "run_demo"]
+
+
+def reply(text: str = "", calls: list[tuple[str, Any]] | None = None, *, usage: tuple[int, int] | None = None,
+          step: int | None = None) -> ModelReply:
+    """One scripted reply; its calls are named ``call_<step>_<i>`` (``call_<i>`` without a step). The demo's
+    own, so the shipped demo needs nothing of the test kit."""
+    prefix = f"call_{step}_" if step is not None else "call_"
+    tcs = tuple(ToolCall(f"{prefix}{i}", name, args) for i, (name, args) in enumerate(calls or ()))
+    return ModelReply(text=text, tool_calls=tcs, usage=Usage(*usage) if usage is not None else None)
 
 
 @dataclass

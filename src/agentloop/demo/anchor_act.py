@@ -19,10 +19,10 @@ def act_anchor(out_dir: str) -> list[Any]:
     import shutil
 
     from ..budget import Budget, usd
+    from ..providers.scripted import ScriptedModel
     from ..run import run
-    from ..testing import ScriptedModel, reply
     from ..transcript import verify_file
-    from . import Claim, DemoRun, demo_tools
+    from . import Claim, DemoRun, demo_tools, reply
 
     path = os.path.join(out_dir, "demo-anchors.jsonl")
     cut = os.path.join(out_dir, "demo-anchors-cut.jsonl")

@@ -52,6 +52,10 @@ class McpServers:
         self.told: set[str] = set()
         """Servers whose failure the user was told of (``startup_problems``, ``new_failures``)."""
 
+    def spill_to(self, folder: str) -> None:
+        """Where capped outputs go from now on: the session's spill folder, beside the built-in tools' (Read may read there)."""
+        self.manager.output.spill_dir = folder
+
     def start_in_background(self) -> None:
         """Start the servers without waiting: ``tools()`` then gives those up so far, and
         ``changed_tools()`` the rest as each server comes up (the REPL's prompt need not wait).

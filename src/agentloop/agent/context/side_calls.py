@@ -9,7 +9,10 @@ Rules:
    their price) is asked of an ``Account`` before the call: the run's loop
    (``LoopAccount``, through ``SideCosts.ask``, ``loop`` rule 6), or, while the
    turn's tools run, what the parent's loop has left (``HeldAccount``, a hold
-   on ``ParentBudget``). Without room the call is not made (``skipped``).
+   on ``ParentBudget``), or, between runs (a manual ``/compact``), the
+   session's own ``budget.Ledger`` (``LedgerAccount``). Without room the call
+   is not made (``skipped``). Each account asks the budget module, which alone
+   decides whether a bound fits.
 2. What it was billed is read by the one rule every provider call is settled
    by, the loop's own (``budget.bill``): figures that are negative, or more
    than the request allowed (output past ``max_tokens``, tokens past the
@@ -34,6 +37,7 @@ from typing import Any, Protocol
 from ...budget import (
     Bill,
     CallBound,
+    Ledger,
     Price,
     bill,
     call_bound,
@@ -44,7 +48,7 @@ from ...budget import (
 from ...events import ModelReply, ModelRequest, Usage
 from ...run import SideCosts
 
-__all__ = ["Account", "Answer", "HeldAccount", "LoopAccount", "SideCall", "metered", "side_call"]
+__all__ = ["Account", "Answer", "HeldAccount", "LedgerAccount", "LoopAccount", "SideCall", "metered", "side_call"]
 
 
 class Account(Protocol):
@@ -102,6 +106,29 @@ class HeldAccount:
     def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int,
                overrun: str | None = None) -> None:
         self.budget.settle_side(purpose, self.held, usage, cost, overrun)
+
+
+class LedgerAccount:
+    """A ``budget.Ledger`` no loop runs against: the session's money between runs (a manual ``/compact``).
+
+    The ledger decides (``reserve``) and charges (``settle``); its owner reads
+    ``spent`` after. No loop takes the cost, so the caller's own record holds
+    it (``charged_as`` is None).
+    """
+
+    charged_as: str | None = None
+
+    def __init__(self, ledger: Ledger):
+        self.ledger = ledger
+
+    def ask(self, purpose: str, micros: int, tokens: int) -> str | None:
+        if self.ledger.reserve(micros, tokens):
+            return None
+        return f"the budget has no room: needs a reservation of {micros} micro-USD; {self.ledger.left()[0]} are left"
+
+    def settle(self, purpose: str, reserved_micros: int, reserved_tokens: int, usage: Usage, cost: int,
+               overrun: str | None = None) -> None:
+        self.ledger.settle(reserved_micros, cost, reserved_tokens, usage.total)
 
 
 @dataclass(frozen=True)

@@ -887,6 +887,15 @@ class Sandbox:
     def _command_path(self) -> str:
         return self.command_path if self.command_path is not None else os.environ.get("PATH", "")
 
+    def work_in(self, roots: Sequence[str], denied_programs: Callable[[], Sequence[DeniedProgram]] | None,
+                command_path: str | None) -> None:
+        """The session's tools were (re)built: commands work in ``roots`` (real paths taken here), deny rules'
+        programs are masked, ``command_path`` is where their names are looked for; the masks start warming."""
+        self.roots = [os.path.realpath(d) for d in roots]
+        self.denied_programs = denied_programs
+        self.command_path = command_path
+        self.warm_deny_masks()
+
     def warm_deny_masks(self) -> None:
         """Find the denied programs' files now, in the background: the first look for copies walks the
         install trees (seconds on a slow disk), which the first command would otherwise wait for."""

@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from ...budget import CallBound, Price, input_bound, text_bytes
-from ...events import ModelReply, ModelRequest
+from ...budget import Price
+from ...events import ModelRequest
 from ...providers.bounded import ACCEPT_ENCODING, BodyDecoder, raw_body
 from ...tools import Tool, ToolError
 from .record import ToolRecord
@@ -346,22 +346,15 @@ _SYSTEM = (
 
 
 def _apply_prompt(pm: PromptModel, prompt: str, page: _Page) -> tuple[str | None, str]:
-    """Rule 6: (the small model's answer, "") or (None, why it was not had)."""
-    from ..context.side_calls import Answer, HeldAccount, metered
+    """Rule 6: (the small model's answer, "") or (None, why it was not had). The call is a side call as a
+    compaction's summary is (``side_calls.side_call``), held on what the parent's loop has left."""
+    from ..context.side_calls import HeldAccount, side_call
 
     user = f"Page: {page.url}\n\n<page>\n{page.markdown}\n</page>\n\nRequest: {prompt}"
     req = ModelRequest([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}], (), PROMPT_OUTPUT_TOKENS)
-    bound = CallBound(input_bound(req.messages, req.tools), PROMPT_OUTPUT_TOKENS, pm.price)
-
-    def call() -> Answer:
-        out = pm.model.complete(req)
-        if not isinstance(out, ModelReply):
-            raise TypeError(f"the model returned a {type(out).__name__}")
-        return Answer(out, out.usage, 0, text_bytes(out.text) + 16)
-
-    answer, rec = metered(call, bound, HeldAccount(pm.budget), "web_fetch")
+    rec = side_call(pm.model, req, price=pm.price, account=HeldAccount(pm.budget), purpose="web_fetch")
     if rec.skipped is not None:
-        return None, f"the spend cap has no room for the call that would apply it (its bound: {bound.micros} micro-USD)"
-    if answer is None or rec.reply is None:
+        return None, rec.skipped
+    if rec.reply is None:
         return None, f"the model failed: {rec.error}"
     return rec.reply.text.strip() or "(the model gave an empty answer)", ""
