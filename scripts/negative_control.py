@@ -1941,6 +1941,35 @@ SABOTAGES = [
         'if "result" in answer or "error" in answer:  # SABOTAGED',
         ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
     ),
+    # --- the write watch reads what inotify names, with a backstop walk (decision 0014) ---
+    Sabotage(
+        "the write watch does not re-read the folders inotify names",
+        "src/agentloop/agent/sandbox/watch.py",
+        "                self.walk.update(changed.folders)  # kept current even while nothing runs",
+        "                pass  # SABOTAGED",
+        ["tests/test_write_wall.py::test_a_repository_planted_in_a_large_tree_is_moved_aside_on_its_events_alone"],
+    ),
+    Sabotage(
+        "the write watch never walks the whole tree while events keep coming",
+        "src/agentloop/agent/sandbox/watch.py",
+        "                due = start >= full_at + backstop  # the backstop",
+        "                due = False  # SABOTAGED",
+        ["tests/test_write_wall.py::test_a_change_the_kernel_did_not_report_is_found_by_the_backstop_walk"],
+    ),
+    Sabotage(
+        "a look after a change walks the whole tree",
+        "src/agentloop/agent/sandbox/wall.py",
+        "            for d in sorted(set(folders), key=len):",
+        "            self._walk()  # SABOTAGED\n            for d in ():",
+        ["tests/test_write_watch_wait.py::test_a_look_after_a_change_reads_only_the_folders_that_changed"],
+    ),
+    Sabotage(
+        "a name that makes a git directory waits like any other",
+        "src/agentloop/agent/sandbox/notify.py",
+        '                got.urgent = got.urgent or name in GIT_NAMES or os.path.basename(folder) == "hooks"',
+        "                pass  # SABOTAGED",
+        ["tests/test_write_watch_wait.py::test_a_name_that_makes_a_git_directory_is_reported_as_urgent"],
+    ),
 ]
 
 

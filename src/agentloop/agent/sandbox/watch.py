@@ -1,27 +1,33 @@
 """The write wall's watch: while any sandboxed command runs (a foreground one, or a background one that
-outlives its call), what commands write is looked at every ``MIN_INTERVAL_S`` to ``INTERVAL_S`` seconds
-(``next_wait``: four times what the last look cost), not only when a foreground command ends (docs/decisions/0014-one-write-wall-for-every-write-path.md).
+outlives its call), what commands write is looked at as soon as inotify reports it, not only when a
+foreground command ends (docs/decisions/0014-one-write-wall-for-every-write-path.md).
 
 A background command was never looked at before: it could make a git directory with a hook, or write
 ``.git/commondir``, after its call had returned. The watch runs the same ``gitguard`` checks as the end of
 a command (``check``'s missing-name watches and pinned links for each command still running, then
-``sweep``), on a walk that re-reads only the folders that changed, and once more when the session's
-sandbox closes. Its lines reach the model with the next command's result.
+``sweep``) and once more when the session's sandbox closes. Its lines reach the model with the next
+command's result.
+
+A look re-reads only the folders inotify named (and what is new below them), so its cost follows the
+change, not the tree. The whole tree is walked at the first look, every ``BACKSTOP_S`` or more as a
+backstop, after the kernel's queue overflowed, and on every look when some folders are not followed
+(inotify missing or its share used up: then every ``next_wait(cost)`` as well).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import select
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from . import gitguard
-from .notify import FolderEvents
+from .notify import Changes, FolderEvents
 from .wall import TreeWalk
 
-__all__ = ["INTERVAL_S", "MIN_INTERVAL_S", "WriteWatch", "next_wait"]
+__all__ = ["BACKSTOP_S", "INTERVAL_S", "MIN_INTERVAL_S", "WriteWatch", "next_wait"]
 
 INTERVAL_S = 0.5
 """The longest the watch waits between looks while commands run (a tree whose look costs an eighth of this
@@ -32,7 +38,14 @@ MIN_INTERVAL_S = 0.1
 about this long, plus the look itself."""
 
 LOOK_SHARE = 4
-"""The wait is at least this many times what the last look cost: the watch takes at most a fifth of a core."""
+"""The wait is at least this many times what the last look cost: the watch takes at most a fifth of a core
+(a change to a name that makes a git directory is looked at sooner: at most half a core)."""
+
+BACKSTOP_S = 2.0
+"""When inotify follows every folder: the whole tree is still walked this often (or every ten times what
+such a walk costs, if more), for events the kernel lost."""
+
+BACKSTOP_SHARE = 10
 
 
 def next_wait(cost_s: float) -> float:
@@ -45,6 +58,10 @@ _log = logging.getLogger("agentloop.sandbox")
 class WriteWatch:
     """The walk of one set of writable roots, and a thread that sweeps it while commands run."""
 
+    whole_tree_every_look = False
+    """Walk the whole tree at every look, as the watch did before it read only the folders inotify names
+    (``bench/bench_write_window.py``'s baseline)."""
+
     def __init__(self, roots: Sequence[str], foreground: Callable[[], list[gitguard.GitPlan]]):
         self.walk = TreeWalk(roots)
         self.lock = threading.Lock()
@@ -53,6 +70,8 @@ class WriteWatch:
         self._background: list[tuple[gitguard.GitPlan, Callable[[], bool]]] = []
         self._notes: list[str] = []
         self._stop = threading.Event()
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        """Written by ``stop`` so a watch waiting on inotify ends at once."""
         self._thread: threading.Thread | None = None
         self._state = threading.Lock()
 
@@ -85,9 +104,15 @@ class WriteWatch:
             self._background = [(p, alive) for p, alive in self._background if alive()]
         return [*self._foreground(), *plans]
 
-    def once(self) -> list[str]:
+    def once(self, changed: Changes | None = None) -> list[str]:
         """One look: the names each running command must not create, then every git directory that is
-        not in all of their plans (one made since the oldest of them started is judged again)."""
+        not in all of their plans (one made since the oldest of them started is judged again).
+
+        ``changed``: the folders inotify named since the last look (only those are read again); None to
+        walk the whole tree."""
+        if changed is not None:
+            with self.lock:
+                self.walk.update(changed.folders)  # kept current even while nothing runs
         plans = [p for p in self._live() if p.roots == self.walk.roots]
         if not plans:
             return []
@@ -96,7 +121,8 @@ class WriteWatch:
         with self.lock:
             for p in plans:
                 notes += gitguard.check_names(p)
-            notes += gitguard.sweep(gitguard.GitPlan(roots=self.walk.roots, gitdirs=before), self.walk)
+            notes += gitguard.sweep(gitguard.GitPlan(roots=self.walk.roots, gitdirs=before), self.walk,
+                                    walked=changed is not None)
         if notes:
             with self._state:
                 self._notes += notes
@@ -105,38 +131,75 @@ class WriteWatch:
         return notes
 
     def _run(self) -> None:
-        events = FolderEvents()  # wakes the watch when a name changes in a folder it saw (inotify)
-        wait, spacing, last = MIN_INTERVAL_S, 0.0, 0.0
+        events = FolderEvents()  # which folders changed, at once (inotify)
+        self.walk.before_read = events.add  # followed before it is read: nothing made meanwhile is missed
+        events.add(self.walk.folders())  # those an earlier walk read (the first look walks the whole tree)
+        changed: Changes | None = None  # None: walk the whole tree (the first look, the backstop)
+        full_at, backstop, cost, covered = time.monotonic(), 0.0, 0.0, False
         try:
-            while not self._woken(events, wait, spacing - (time.monotonic() - last)):
+            while True:
                 start = time.monotonic()
+                due = start >= full_at + backstop  # the backstop, even while events never stop coming
+                whole = (changed is None or changed.lost or due or events.fd < 0 or events.full
+                         or self.whole_tree_every_look)
                 try:
-                    self.once()
+                    self.once(None if whole else changed)
                 except Exception:  # the watch must not die on one odd tree; the end of each command still checks
                     _log.exception("sandbox: the write watch failed once")
-                last = time.monotonic()
-                wait, spacing = next_wait(last - start), min(INTERVAL_S, LOOK_SHARE * (last - start))
-                events.follow(self.walk.folders())
+                    whole = True  # what it read may be half done: the next look walks everything
+                end = time.monotonic()
+                events.forget(self.walk.take_forgotten())
+                if whole:
+                    full_at = end
+                    events.add(self.walk.folders())  # any a failed look did not reach
+                    covered = events.fd >= 0 and not events.full and not self.whole_tree_every_look
+                    backstop = max(BACKSTOP_S, BACKSTOP_SHARE * (end - start)) if covered else next_wait(end - start)
+                if not whole or not covered:  # a backstop's cost is paid for by its own wait, not the next look's
+                    cost = end - start
+                spacing = min(INTERVAL_S, LOOK_SHARE * cost)
+                got = self._woken(events, full_at + backstop - end, spacing, cost)
+                if got is None:
+                    return
+                changed = got
         finally:
+            self.walk.before_read = None
             events.close()
 
-    def _woken(self, events: FolderEvents, wait: float, rest: float) -> bool:
-        """Wait for the next look: a change in a watched folder (but no sooner than ``rest`` from now, so a
-        look takes at most a fifth of a core), or ``wait`` seconds. True when the watch is to stop."""
-        if events.fd < 0:
-            return self._stop.wait(wait)
-        ready, _, _ = select.select([events.fd], [], [], wait)
-        if ready:
-            events.drain()
-            if rest > 0:
-                return self._stop.wait(rest)
-        return self._stop.is_set()
+    def _woken(self, events: FolderEvents, wait: float, spacing: float, cost: float) -> Changes | None:
+        """Wait for the next look: a change in a followed folder (but no sooner than ``spacing`` after the
+        last look, or its ``cost`` for a name that makes a git directory), or ``wait`` seconds (then
+        no change: the backstop is due). None when the watch is to stop."""
+        begun = time.monotonic()
+        if events.fd < 0 or self._wake_r < 0:
+            return None if self._stop.wait(max(0.0, wait)) else Changes()
+        ready, _, _ = select.select([events.fd, self._wake_r], [], [], max(0.0, wait))
+        if self._stop.is_set():
+            return None
+        if not ready:
+            return None if self._stop.is_set() else Changes()
+        got = events.changes()
+        soon = got.urgent and not self.whole_tree_every_look
+        rest = (cost if soon else spacing) - (time.monotonic() - begun)
+        if rest > 0 and self._stop.wait(rest):
+            return None
+        more = events.changes()  # what came while it waited joins this look
+        got.folders |= more.folders
+        got.lost = got.lost or more.lost
+        return None if self._stop.is_set() else got
 
     def stop(self) -> None:
         self._stop.set()
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
         t = self._thread
         if t is not None and t is not threading.current_thread():
             t.join(timeout=5)
+        if (t is None or not t.is_alive()) and self._wake_r >= 0:
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._wake_r = self._wake_w = -1
 
     def final(self) -> list[str]:
         """The last look, once the sandbox has closed (every command, background ones too, has ended)."""
