@@ -1970,6 +1970,29 @@ SABOTAGES = [
         "                pass  # SABOTAGED",
         ["tests/test_write_watch_wait.py::test_a_name_that_makes_a_git_directory_is_reported_as_urgent"],
     ),
+    # --- batch workers get the provider keys as a value (decision 0013) ---
+    Sabotage(
+        "batch workers inherit the provider keys in their environment",
+        "src/agentloop/batch/runner.py",
+        "    taken = {k: os.environ.pop(k) for k in sorted(PROVIDER_KEY_VARS) if k in os.environ}",
+        "    taken = {k: os.environ[k] for k in sorted(PROVIDER_KEY_VARS) if k in os.environ}  # SABOTAGED",
+        ["tests/test_batch_keys.py::test_a_local_batch_worker_has_no_provider_key_in_its_environment",
+         "tests/test_batch_keys.py::test_a_ray_worker_has_no_provider_key_in_its_environment"],
+    ),
+    Sabotage(
+        "a batch worker's provider is not given the key it was handed",
+        "src/agentloop/batch/worker.py",
+        "    env = {**os.environ, **keys.values} if keys is not None and keys.values else None",
+        "    env = None  # SABOTAGED",
+        ["tests/test_batch_keys.py::test_a_worker_opens_its_provider_with_the_key_it_was_handed"],
+    ),
+    Sabotage(
+        "without a sandbox the git snapshot says nothing of why it is missing",
+        "src/agentloop/agent/system_prompt.py",
+        '        return f"Git: not read: {exc}"',
+        "        return None  # SABOTAGED",
+        ["tests/test_git_jail.py::test_without_a_sandbox_agentloop_runs_no_git"],
+    ),
 ]
 
 
