@@ -178,13 +178,15 @@ class WriteWatch:
         if not ready:
             return None if self._stop.is_set() else Changes()
         got = events.changes()
-        soon = got.urgent and not self.whole_tree_every_look
-        rest = (cost if soon else spacing) - (time.monotonic() - begun)
-        if rest > 0 and self._stop.wait(rest):
-            return None
-        more = events.changes()  # what came while it waited joins this look
-        got.folders |= more.folders
-        got.lost = got.lost or more.lost
+        while not self._stop.is_set():  # the spacing, cut short when a name that makes a git directory comes
+            rest = (cost if got.urgent and not self.whole_tree_every_look else spacing) - (time.monotonic() - begun)
+            if rest <= 0:
+                break
+            ready, _, _ = select.select([events.fd, self._wake_r], [], [], rest)
+            if events.fd in ready:
+                more = events.changes()
+                got.folders |= more.folders
+                got.lost, got.urgent = got.lost or more.lost, got.urgent or more.urgent
         return None if self._stop.is_set() else got
 
     def stop(self) -> None:
