@@ -1,6 +1,7 @@
 """The write wall's watch: while any sandboxed command runs (a foreground one, or a background one that
 outlives its call), what commands write is looked at as soon as inotify reports it, not only when a
-foreground command ends (docs/decisions/0014-one-write-wall-for-every-write-path.md).
+foreground command ends (docs/decisions/0014-one-write-wall-for-every-write-path.md,
+docs/decisions/0024-the-write-watch-reads-what-inotify-names.md).
 
 A background command was never looked at before: it could make a git directory with a hook, or write
 ``.git/commondir``, after its call had returned. The watch runs the same ``gitguard`` checks as the end of
@@ -30,12 +31,11 @@ from .wall import TreeWalk
 __all__ = ["BACKSTOP_S", "INTERVAL_S", "MIN_INTERVAL_S", "WriteWatch", "next_wait"]
 
 INTERVAL_S = 0.5
-"""The longest the watch waits between looks while commands run (a tree whose look costs an eighth of this
-or more)."""
+"""Where inotify cannot follow every folder: the longest wait between whole walks (a tree whose walk costs
+an eighth of this or more)."""
 
 MIN_INTERVAL_S = 0.1
-"""The shortest wait between looks (a small tree): a planted repository is visible to the host for at most
-about this long, plus the look itself."""
+"""Where inotify cannot follow every folder: the shortest wait between whole walks (a small tree)."""
 
 LOOK_SHARE = 4
 """The wait is at least this many times what the last look cost: the watch takes at most a fifth of a core
@@ -46,6 +46,7 @@ BACKSTOP_S = 2.0
 such a walk costs, if more), for events the kernel lost."""
 
 BACKSTOP_SHARE = 10
+"""The backstop walk takes at most a tenth of a core."""
 
 
 def next_wait(cost_s: float) -> float:
