@@ -1668,8 +1668,8 @@ SABOTAGES = [
     Sabotage(
         "background commands are not watched while they run",
         "src/agentloop/agent/sandbox/watch.py",
-        "                try:\n                    self.once()\n                except Exception:  # the watch must not die",
-        "                try:\n                    pass  # SABOTAGED\n                except Exception:  # the watch must not die",
+        "                    self.once(None if whole else changed, BACKSTOP_SLICE if due else 0)\n",
+        "                    pass  # SABOTAGED\n",
         ["tests/test_write_wall.py::test_a_background_command_planting_a_repository_is_caught_while_it_runs_and_when_it_ends",
          "tests/test_write_wall.py::test_a_background_command_writing_commondir_is_undone"],
     ),
@@ -1950,9 +1950,9 @@ SABOTAGES = [
         ["tests/test_write_wall.py::test_a_repository_planted_in_a_large_tree_is_moved_aside_on_its_events_alone"],
     ),
     Sabotage(
-        "the write watch never walks the whole tree while events keep coming",
+        "the write watch's backstop never runs while events keep coming",
         "src/agentloop/agent/sandbox/watch.py",
-        "                due = start >= full_at + backstop  # the backstop",
+        "                due = covered and start >= slice_at  # the backstop",
         "                due = False  # SABOTAGED",
         ["tests/test_write_wall.py::test_a_change_the_kernel_did_not_report_is_found_by_the_backstop_walk"],
     ),

@@ -132,6 +132,8 @@ class TreeWalk:
         self._dots: set[str] = set()
         self.lock = threading.Lock()
         self.before_read: Callable[[list[str]], None] | None = None
+        self._round: list[str] = []
+        """The folders the backstop has yet to look at in this round (``recheck``), last first."""
         self.forgotten: list[str] = []
         """Folders dropped since the last ``take_forgotten`` (their inotify watches can go)."""
 
@@ -192,6 +194,32 @@ class TreeWalk:
                 self.before_read(unseen)
             stack += below
         self.forgotten += [d for d in old if d not in self._seen]
+
+    def size(self) -> int:
+        """How many folders the walk knows."""
+        return len(self._seen)
+
+    def recheck(self, count: int) -> None:
+        """Look at the next ``count`` folders of a round over them all (the roots first): each whose inode,
+        modification or change time moved is read again, with what is new below it. A round that ends
+        starts again with the folders known then."""
+        with self.lock:
+            if not self._round:
+                self._round = list(dict.fromkeys([*self.roots, *self._seen]))
+                self._round.reverse()
+            while self._round and count > 0:
+                d = self._round.pop()
+                count -= 1
+                hit = self._seen.get(d)
+                try:
+                    st = os.lstat(d)
+                    stamp = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+                except OSError:
+                    stamp = None
+                if hit is None and stamp is None:
+                    continue
+                if hit is None or stamp is None or hit[0] != stamp:
+                    self._refresh(d)
 
     def update(self, folders: Iterable[str]) -> None:
         """Re-read ``folders`` (those inotify says changed) and walk what is new below them."""

@@ -10,9 +10,10 @@ a command (``check``'s missing-name watches and pinned links for each command st
 command's result.
 
 A look re-reads only the folders inotify named (and what is new below them), so its cost follows the
-change, not the tree. The whole tree is walked at the first look, every ``BACKSTOP_S`` or more as a
-backstop, after the kernel's queue overflowed, and on every look when some folders are not followed
-(inotify missing or its share used up: then every ``next_wait(cost)`` as well).
+change, not the tree. As a backstop for lost events, every folder's stamp is looked at once every
+``BACKSTOP_S`` or more, ``BACKSTOP_SLICE`` folders at a time between looks. The whole tree is walked at the
+first look, after the kernel's queue overflowed or a look failed, and on every look when some folders are
+not followed (inotify missing or its share used up: then every ``next_wait(cost)`` as well).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from . import gitguard
 from .notify import Changes, FolderEvents
 from .wall import TreeWalk
 
-__all__ = ["BACKSTOP_S", "INTERVAL_S", "MIN_INTERVAL_S", "WriteWatch", "next_wait"]
+__all__ = ["BACKSTOP_S", "BACKSTOP_SLICE", "INTERVAL_S", "MIN_INTERVAL_S", "WriteWatch", "next_wait"]
 
 INTERVAL_S = 0.5
 """Where inotify cannot follow every folder: the longest wait between whole walks (a tree whose walk costs
@@ -42,11 +43,14 @@ LOOK_SHARE = 4
 (a change to a name that makes a git directory is looked at sooner: at most half a core)."""
 
 BACKSTOP_S = 2.0
-"""When inotify follows every folder: the whole tree is still walked this often (or every ten times what
-such a walk costs, if more), for events the kernel lost."""
+"""When inotify follows every folder: every folder's stamp is still looked at once in this long (or longer,
+see ``BACKSTOP_SHARE``), for events the kernel lost."""
+
+BACKSTOP_SLICE = 256
+"""The backstop looks at this many folders at a time, between looks, so it never holds one up for long."""
 
 BACKSTOP_SHARE = 10
-"""The backstop walk takes at most a tenth of a core."""
+"""The backstop takes at most a tenth of a core."""
 
 
 def next_wait(cost_s: float) -> float:
@@ -105,15 +109,18 @@ class WriteWatch:
             self._background = [(p, alive) for p, alive in self._background if alive()]
         return [*self._foreground(), *plans]
 
-    def once(self, changed: Changes | None = None) -> list[str]:
+    def once(self, changed: Changes | None = None, recheck: int = 0) -> list[str]:
         """One look: the names each running command must not create, then every git directory that is
         not in all of their plans (one made since the oldest of them started is judged again).
 
         ``changed``: the folders inotify named since the last look (only those are read again); None to
-        walk the whole tree."""
+        walk the whole tree. ``recheck``: this many more folders, the next in the backstop's round, are
+        looked at too (read again when their stamp moved)."""
         if changed is not None:
             with self.lock:
                 self.walk.update(changed.folders)  # kept current even while nothing runs
+                if recheck:
+                    self.walk.recheck(recheck)
         plans = [p for p in self._live() if p.roots == self.walk.roots]
         if not plans:
             return []
@@ -135,33 +142,34 @@ class WriteWatch:
         events = FolderEvents()  # which folders changed, at once (inotify)
         self.walk.before_read = events.add  # followed before it is read: nothing made meanwhile is missed
         events.add(self.walk.folders())  # those an earlier walk read (the first look walks the whole tree)
-        changed: Changes | None = None  # None: walk the whole tree (the first look, the backstop)
-        full_at, backstop, cost, covered = time.monotonic(), 0.0, 0.0, False
+        changed: Changes | None = None  # None: walk the whole tree (the first look, after a failed one)
+        slice_at, cost = time.monotonic(), 0.0
         try:
             while True:
                 start = time.monotonic()
-                due = start >= full_at + backstop  # the backstop, even while events never stop coming
-                whole = (changed is None or changed.lost or due or events.fd < 0 or events.full
-                         or self.whole_tree_every_look)
+                covered = events.fd >= 0 and not events.full and not self.whole_tree_every_look
+                whole = changed is None or changed.lost or not covered
+                due = covered and start >= slice_at  # the backstop, even while events never stop coming
+                failed = False
                 try:
-                    self.once(None if whole else changed)
+                    self.once(None if whole else changed, BACKSTOP_SLICE if due else 0)
                 except Exception:  # the watch must not die on one odd tree; the end of each command still checks
                     _log.exception("sandbox: the write watch failed once")
-                    whole = True  # what it read may be half done: the next look walks everything
+                    failed = True  # what it read may be half done: the next look walks everything
                 end = time.monotonic()
                 events.forget(self.walk.take_forgotten())
                 if whole:
-                    full_at = end
                     events.add(self.walk.folders())  # any a failed look did not reach
-                    covered = events.fd >= 0 and not events.full and not self.whole_tree_every_look
-                    backstop = max(BACKSTOP_S, BACKSTOP_SHARE * (end - start)) if covered else next_wait(end - start)
-                if not whole or not covered:  # a backstop's cost is paid for by its own wait, not the next look's
+                if not whole or not covered:  # a rare whole walk's cost does not space the looks after it
                     cost = end - start
-                spacing = min(INTERVAL_S, LOOK_SHARE * cost)
-                got = self._woken(events, full_at + backstop - end, spacing, cost)
+                if due or whole:  # the next slice: a round over every folder takes BACKSTOP_S or more
+                    share = BACKSTOP_SLICE / max(1, self.walk.size())
+                    slice_at = end + max(BACKSTOP_S * min(1.0, share), BACKSTOP_SHARE * (end - start))
+                wait = slice_at - end if covered else next_wait(end - start)
+                got = self._woken(events, wait, min(INTERVAL_S, LOOK_SHARE * cost), cost)
                 if got is None:
                     return
-                changed = got
+                changed = None if failed else got
         finally:
             self.walk.before_read = None
             events.close()
