@@ -1957,6 +1957,14 @@ SABOTAGES = [
         ["tests/test_write_wall.py::test_a_change_the_kernel_did_not_report_is_found_by_the_backstop_walk"],
     ),
     Sabotage(
+        "the write watch's backstop looks at no folder",
+        "src/agentloop/agent/sandbox/wall.py",
+        "            while self._round and count > 0:",
+        "            while False:  # SABOTAGED",
+        ["tests/test_write_watch_wait.py::test_the_backstop_finds_a_change_no_event_reported_a_slice_at_a_time",
+         "tests/test_write_wall.py::test_a_change_the_kernel_did_not_report_is_found_by_the_backstop_walk"],
+    ),
+    Sabotage(
         "a look after a change walks the whole tree",
         "src/agentloop/agent/sandbox/wall.py",
         "            for d in sorted(set(folders), key=len):",

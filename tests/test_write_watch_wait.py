@@ -105,3 +105,28 @@ def test_a_name_that_makes_a_git_directory_is_reported_as_urgent(tmp_path: Path)
         assert ev.changes().urgent
     finally:
         ev.close()
+
+
+def test_the_backstop_finds_a_change_no_event_reported_a_slice_at_a_time(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backstop for lost events looks at a bounded number of folders at a time, so it never holds up a
+    look for long, and a round over them finds a repository no event was heard for."""
+    for i in range(600):
+        (tmp_path / "tree" / str(i // 50) / str(i)).mkdir(parents=True)
+    walk = TreeWalk([str(tmp_path)])
+    walk.walk()
+    repo = tmp_path / "tree" / "7" / "355" / "sub"
+    (repo / "objects").mkdir(parents=True)
+    (repo / "HEAD").write_text("ref: refs/heads/main\n")
+    looked: list[str] = []
+    real = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda d, **kw: (looked.append(str(d)), real(d, **kw))[1])
+    slices = 0
+    while str(repo) not in walk.known()[0] and slices < 20:
+        before = len(looked)
+        walk.recheck(64)
+        slices += 1
+        assert len(looked) - before <= 64 + 8  # a slice, and the folders a change in it brings
+    monkeypatch.undo()
+    assert str(repo) in walk.known()[0]
+    assert slices > 1
