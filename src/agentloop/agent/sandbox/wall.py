@@ -211,13 +211,13 @@ class TreeWalk:
                 d = self._round.pop()
                 count -= 1
                 hit = self._seen.get(d)
+                if hit is None and d not in self.roots:
+                    continue  # dropped since the round began: its parent's change covers it
                 try:
                     st = os.lstat(d)
                     stamp = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
                 except OSError:
                     stamp = None
-                if hit is None and stamp is None:
-                    continue
                 if hit is None or stamp is None or hit[0] != stamp:
                     self._refresh(d)
 
