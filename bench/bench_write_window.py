@@ -4,7 +4,7 @@
 A background Bash command in the real bubblewrap sandbox makes, once a second, a new git repository with a
 hook (``git init dN``, then ``dN/.git/hooks/pre-commit``); a thread on the host looks for each hook every
 0.2 ms and notes how long it was there before the watch moved it aside. That time is the window the host
-could see it in (docs/decisions/0014-one-write-wall-for-every-write-path.md). ``--folders N`` first fills
+could see it in (docs/decisions/0014-one-write-wall-for-every-write-path.md, 0024). ``--folders N`` first fills
 the workspace with N folders, to show whether the window grows with the tree.
 
 Each run measures the watch as it is and, in the same run, a baseline: the watch made to walk the whole
