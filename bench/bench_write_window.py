@@ -4,10 +4,13 @@
 A background Bash command in the real bubblewrap sandbox makes, once a second, a new git repository with a
 hook (``git init dN``, then ``dN/.git/hooks/pre-commit``); a thread on the host looks for each hook every
 0.2 ms and notes how long it was there before the watch moved it aside. That time is the window the host
-could see it in (docs/decisions/0014-one-write-wall-for-every-write-path.md). ``--folders N`` first fills
-the workspace with N folders, to show how the watch's wait grows with the tree.
+could see it in (docs/decisions/0014-one-write-wall-for-every-write-path.md, 0024). ``--folders N`` first fills
+the workspace with N folders, to show whether the window grows with the tree.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_write_window.py [--plants 8] [--folders 0]
+Each run measures the watch as it is and, in the same run, a baseline: the watch made to walk the whole
+tree on every look (what it did before it re-read only the folders inotify names), and prints the ratio.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_write_window.py [--plants 8] [--folders 0] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from agentloop.agent.agent import Agent
+from agentloop.agent.sandbox.watch import WriteWatch
 from agentloop.testing import ScriptedModel, reply
 
 
@@ -71,15 +77,41 @@ def measure(plants: int, folders: int) -> list[float]:
     return [gone[i] - seen[i] for i in sorted(gone)]
 
 
+@contextmanager
+def whole_tree_every_look() -> Iterator[None]:
+    """The baseline: each look walks the whole tree, and no name is looked at sooner than the others."""
+    WriteWatch.whole_tree_every_look = True
+    try:
+        yield
+    finally:
+        WriteWatch.whole_tree_every_look = False
+
+
+def summary(w: list[float]) -> str:
+    if not w:
+        return "nothing measured"
+    return (f"median {statistics.median(w) * 1000:.1f} ms, max {max(w) * 1000:.1f} ms, min {min(w) * 1000:.1f} ms"
+            f" over {len(w)} plants")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--plants", type=int, default=8)
     ap.add_argument("--folders", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=1, help="alternate the two this many times")
     args = ap.parse_args()
-    w = measure(args.plants, args.folders)
-    if w:
-        print(f"window over {len(w)} plants, {args.folders} extra folders: median {statistics.median(w) * 1000:.0f} ms,"
-              f" max {max(w) * 1000:.0f} ms, min {min(w) * 1000:.0f} ms")
+    now: list[float] = []
+    base: list[float] = []
+    for _ in range(args.rounds):
+        with whole_tree_every_look():
+            base += measure(args.plants, args.folders)
+        now += measure(args.plants, args.folders)
+    print(f"{args.folders} extra folders, load average {os.getloadavg()[0]:.1f}")
+    print(f"  baseline (whole tree every look): {summary(base)}")
+    print(f"  now (the folders inotify names):  {summary(now)}")
+    if now and base:
+        print(f"  ratio now/baseline: median {statistics.median(now) / statistics.median(base):.2f},"
+              f" max {max(now) / max(base):.2f}")
 
 
 if __name__ == "__main__":

@@ -1668,8 +1668,8 @@ SABOTAGES = [
     Sabotage(
         "background commands are not watched while they run",
         "src/agentloop/agent/sandbox/watch.py",
-        "                try:\n                    self.once()\n                except Exception:  # the watch must not die",
-        "                try:\n                    pass  # SABOTAGED\n                except Exception:  # the watch must not die",
+        "                    self.once(None if whole else changed, BACKSTOP_SLICE if due else 0)\n",
+        "                    pass  # SABOTAGED\n",
         ["tests/test_write_wall.py::test_a_background_command_planting_a_repository_is_caught_while_it_runs_and_when_it_ends",
          "tests/test_write_wall.py::test_a_background_command_writing_commondir_is_undone"],
     ),
@@ -2197,6 +2197,66 @@ SABOTAGES = [
         "            return schedule(batch, one, lambda ev: None, alongside=one.alongside)",
         "            return [one(c) for c in batch]  # SABOTAGED",
         ["tests/test_one_tool_path.py::test_a_sub_agents_read_only_calls_run_side_by_side_by_the_same_scheduler"],
+    ),
+    # --- the write watch reads what inotify names, with a backstop walk (decision 0014) ---
+    Sabotage(
+        "the write watch does not re-read the folders inotify names",
+        "src/agentloop/agent/sandbox/watch.py",
+        "                self.walk.update(changed.folders)  # kept current even while nothing runs",
+        "                pass  # SABOTAGED",
+        ["tests/test_write_wall.py::test_a_repository_planted_in_a_large_tree_is_moved_aside_on_its_events_alone"],
+    ),
+    Sabotage(
+        "the write watch's backstop never runs while events keep coming",
+        "src/agentloop/agent/sandbox/watch.py",
+        "                due = covered and start >= slice_at  # the backstop",
+        "                due = False  # SABOTAGED",
+        ["tests/test_write_wall.py::test_a_change_the_kernel_did_not_report_is_found_by_the_backstop_walk"],
+    ),
+    Sabotage(
+        "the write watch's backstop looks at no folder",
+        "src/agentloop/agent/sandbox/wall.py",
+        "            while self._round and count > 0:",
+        "            while False:  # SABOTAGED",
+        ["tests/test_write_watch_wait.py::test_the_backstop_finds_a_change_no_event_reported_a_slice_at_a_time",
+         "tests/test_write_wall.py::test_a_change_the_kernel_did_not_report_is_found_by_the_backstop_walk"],
+    ),
+    Sabotage(
+        "a look after a change walks the whole tree",
+        "src/agentloop/agent/sandbox/wall.py",
+        "            for d in sorted(set(folders), key=len):",
+        "            self._walk()  # SABOTAGED\n            for d in ():",
+        ["tests/test_write_watch_wait.py::test_a_look_after_a_change_reads_only_the_folders_that_changed"],
+    ),
+    Sabotage(
+        "a name that makes a git directory waits like any other",
+        "src/agentloop/agent/sandbox/notify.py",
+        '                got.urgent = got.urgent or name in GIT_NAMES or os.path.basename(folder) == "hooks"',
+        "                pass  # SABOTAGED",
+        ["tests/test_write_watch_wait.py::test_a_name_that_makes_a_git_directory_is_reported_as_urgent"],
+    ),
+    # --- batch workers get the provider keys as a value (decision 0013) ---
+    Sabotage(
+        "batch workers inherit the provider keys in their environment",
+        "src/agentloop/batch/runner.py",
+        "    taken = {k: os.environ.pop(k) for k in sorted(PROVIDER_KEY_VARS) if k in os.environ}",
+        "    taken = {k: os.environ[k] for k in sorted(PROVIDER_KEY_VARS) if k in os.environ}  # SABOTAGED",
+        ["tests/test_batch_keys.py::test_a_local_batch_worker_has_no_provider_key_in_its_environment",
+         "tests/test_batch_keys.py::test_a_ray_worker_has_no_provider_key_in_its_environment"],
+    ),
+    Sabotage(
+        "a batch worker's provider is not given the key it was handed",
+        "src/agentloop/batch/worker.py",
+        "    env = {**os.environ, **keys.values} if keys is not None and keys.values else None",
+        "    env = None  # SABOTAGED",
+        ["tests/test_batch_keys.py::test_a_worker_opens_its_provider_with_the_key_it_was_handed"],
+    ),
+    Sabotage(
+        "without a sandbox the git snapshot says nothing of why it is missing",
+        "src/agentloop/agent/system_prompt.py",
+        '        return f"Git: not read: {exc}"',
+        "        return None  # SABOTAGED",
+        ["tests/test_git_jail.py::test_without_a_sandbox_agentloop_runs_no_git"],
     ),
 ]
 

@@ -204,7 +204,9 @@ def test_a_program_git_runs_for_agentloop_is_jailed(tmp_path: Path) -> None:
 
 
 def test_without_a_sandbox_agentloop_runs_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where no sandbox starts, git is not run on the host instead: the call fails, saying why."""
+    """Where no sandbox starts, git is not run on the host instead (no library reading the repository either:
+    dulwich, for one, runs configured filter drivers): the call fails, and the session's git snapshot says
+    why in one line."""
     from agentloop.agent.sandbox.gitjail import GitUnconfined
     from agentloop.agent.system_prompt import git_snapshot
 
@@ -212,7 +214,8 @@ def test_without_a_sandbox_agentloop_runs_no_git(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(spawn.shutil, "which", lambda name, *a, **k: None)
     with pytest.raises(GitUnconfined, match="only inside a sandbox"):
         spawn.git(["status"], cwd=str(repo))
-    assert git_snapshot(str(repo), dict(os.environ)) is None
+    said = git_snapshot(str(repo), dict(os.environ))  # the model is told why there is no status, by name
+    assert said == "Git: not read: agentloop runs its own git only inside a sandbox, and bubblewrap (bwrap) is not installed"
     assert _left(repo, marks) == []
 
 

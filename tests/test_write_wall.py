@@ -25,7 +25,9 @@ import pytest
 
 from agentloop.agent.agent import Agent
 from agentloop.agent.sandbox import bubblewrap as sbx
-from agentloop.agent.sandbox import gitguard
+from agentloop.agent.sandbox import gitguard, notify
+from agentloop.agent.sandbox import watch as watch_mod
+from agentloop.agent.sandbox.notify import FolderEvents
 from agentloop.agent.tools.apply_patch import apply_patch
 from agentloop.agent.tools.workspace import Workspace
 from agentloop.testing import ScriptedModel, reply
@@ -252,3 +254,52 @@ def test_the_one_check_judges_by_shape_not_by_name(tmp_path: Path) -> None:
     assert gitguard.write_refusal({str(d / "config"): b"[core]\n\tbare = true\n"}, [str(tmp_path)]) is None
     why = gitguard.write_refusal({str(tmp_path / "w" / ".git"): b"gitdir: /elsewhere\n"}, [str(tmp_path)])
     assert why is not None and "outside" in why
+
+
+def _caught_while_running(base: Path, plant: str) -> None:
+    """A background command plants a repository with a hook; it must be moved aside while it still runs."""
+    a = agent(base, [{"command": f"sleep 1; {plant}; sleep 30", "run_in_background": True}])
+    try:
+        a.ask("go")
+        deadline = time.monotonic() + 10
+        while not list((base / "proj").glob("**/.git.blocked-by-agentloop*")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list((base / "proj").glob("**/.git.blocked-by-agentloop*")), "the watch did not see the repository"
+        host_git_runs_nothing(base, base / "proj" / "deep" / "x" / "sub")
+    finally:
+        a.close()
+    assert pwned(base) == []
+
+
+HOOK = "#!/bin/sh\\ntouch {base}/pwned-hook\\n"
+PLANT = ("git init -q deep/x/sub; g=.g; g=${{g}}it; printf '" + HOOK + "' > deep/x/sub/$g/hooks/pre-commit;"
+         " chmod +x deep/x/sub/$g/hooks/pre-commit")
+
+
+@needs_sandbox
+def test_a_repository_planted_in_a_large_tree_is_moved_aside_on_its_events_alone(
+        base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No whole walk after the first (the backstop is pushed past the test): the events alone find it."""
+    for i in range(1000):
+        (base / "proj" / "tree" / str(i // 50) / str(i)).mkdir(parents=True)
+    (base / "proj" / "deep" / "x").mkdir(parents=True)
+    monkeypatch.setattr(watch_mod, "BACKSTOP_S", 1000.0)
+    _caught_while_running(base, PLANT.format(base=base))
+
+
+@needs_sandbox
+def test_a_change_the_kernel_did_not_report_is_found_by_the_backstop_walk(
+        base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every event read and thrown away (as if the kernel's queue had overflowed unnoticed), while a
+    stream of changes keeps the watch awake: the periodic whole walk still finds the repository."""
+    (base / "proj" / "deep" / "x").mkdir(parents=True)
+    real = notify.FolderEvents.changes
+
+    def lost(self: FolderEvents) -> notify.Changes:
+        got = real(self)
+        return notify.Changes(folders={f for f in got.folders if "deep" not in f})  # the plant's are lost
+
+    monkeypatch.setattr(notify.FolderEvents, "changes", lost)
+    monkeypatch.setattr(watch_mod, "BACKSTOP_S", 0.5)
+    busy = "(for i in $(seq 1 3000); do touch busy; sleep 0.01; done) & "
+    _caught_while_running(base, busy + PLANT.format(base=base))

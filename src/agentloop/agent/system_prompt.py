@@ -146,11 +146,14 @@ def _git(args: Sequence[str], cwd: str, env: Mapping[str, str], timeout: float, 
     pager, external diff or filters (``agent/spawn.py``, rule 3)."""
     import subprocess
 
+    from .sandbox.gitjail import GitUnconfined
     from .spawn import git
 
     try:
         p = git(list(args), cwd=cwd,
                 env={**env, "LC_ALL": "C"}, timeout=timeout, drivers=drivers)
+    except GitUnconfined:
+        raise  # said in the snapshot: no sandbox, so no git (decision 0013)
     except (OSError, subprocess.SubprocessError):
         return None
     if p.returncode != 0:
@@ -172,6 +175,7 @@ def _in_a_work_tree(cwd: str) -> bool:
 
 def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> str | None:
     """Branch, changed files (at most ``STATUS_LINES``) and the last five commits, or None outside a repository.
+    Where no sandbox starts, one line saying why git was not read (agentloop runs its git only in the jail).
 
     ``env`` is the child environment (``sandbox.child_env``): no provider keys reach git.
     """
@@ -179,8 +183,13 @@ def git_snapshot(cwd: str, env: Mapping[str, str], *, timeout: float = 3.0) -> s
 
     if not _in_a_work_tree(cwd):
         return None  # git would find no repository either (GIT_DIR never reaches it): no process started
-    drivers = filter_drivers(cwd, {**env, "LC_ALL": "C"})  # read once for both calls
-    status = _git(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"], cwd, env, timeout, drivers)
+    from .sandbox.gitjail import GitUnconfined
+
+    try:
+        drivers = filter_drivers(cwd, {**env, "LC_ALL": "C"})  # read once for both calls
+        status = _git(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"], cwd, env, timeout, drivers)
+    except GitUnconfined as exc:  # nothing runs git on the host instead; the model hears why there is no status
+        return f"Git: not read: {exc}"
     if status is None:
         return None
     lines = status.splitlines()

@@ -27,7 +27,8 @@ import multiprocessing.connection as mpc
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ import orjson
 from . import _files
 from .ledger import FleetLedger, read_journal
 from .tasks import Task
-from .worker import Abandoned, execute_task, finish_files
+from .worker import Abandoned, HeldKeys, execute_task, finish_files
 
 __all__ = ["STATUSES", "BatchReport", "run_batch", "sign_batch_anchor", "status_of", "verify_batch"]
 
@@ -147,6 +148,8 @@ class _State:
     journal: str = ""
     trace: dict[str, str] | None = None
     """The batch span's W3C trace context (``traceparent``): each task's run nests under it."""
+    keys: HeldKeys = field(default_factory=HeldKeys)
+    """The provider keys, handed to each worker as a value (never in its environment)."""
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.on_event is not None:
@@ -308,7 +311,7 @@ class _PipeBackend:
             raise _DriverGone(str(exc)) from None
 
 
-def _local_worker(conn: Any, out_dir: str, trace: dict[str, str] | None = None) -> None:
+def _local_worker(conn: Any, out_dir: str, trace: dict[str, str] | None = None, keys: HeldKeys | None = None) -> None:
     """A worker process: take a task, run it, report; until told to stop or orphaned."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the driver's to handle
     backend = _PipeBackend(conn)
@@ -326,7 +329,8 @@ def _local_worker(conn: Any, out_dir: str, trace: dict[str, str] | None = None) 
         task, attempt, retried = msg
         try:
             conn.send(("begin", task.id, attempt, os.getpid()))
-            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive, trace=trace, retried=retried)
+            out = execute_task(task, attempt, backend, out_dir=out_dir, still_wanted=driver_alive, trace=trace, retried=retried,
+                               keys=keys)
         except (_DriverGone, Abandoned, OSError):
             return
         except Exception as exc:  # a fault of ours or of a tool set: the task fails, the worker lives
@@ -345,9 +349,11 @@ class _Slot:
     attempt: int = 0
 
 
-def _spawn(ctx: Any, out_dir: str, trace: dict[str, str] | None = None) -> _Slot:
+def _spawn(ctx: Any, st: _State) -> _Slot:
+    """A worker process; the keys go to it with its start arguments (through a pipe), not its environment."""
     parent, child = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=_local_worker, args=(child, out_dir, trace), daemon=True, name="agentloop-batch-worker")
+    proc = ctx.Process(target=_local_worker, args=(child, st.out_dir, st.trace, st.keys), daemon=True,
+                       name="agentloop-batch-worker")
     proc.start()
     child.close()
     return _Slot(proc, parent)
@@ -357,7 +363,7 @@ def _run_local(st: _State, workers: int) -> bool:
     """Run the pending tasks on ``workers`` processes. Returns True if interrupted."""
     ctx = mp.get_context("spawn")
     st.ledger.attach_journal(st.journal)
-    slots = [_spawn(ctx, st.out_dir, st.trace) for _ in range(min(workers, max(1, len(st.pending))))]
+    slots = [_spawn(ctx, st) for _ in range(min(workers, max(1, len(st.pending))))]
     last_tick = 0.0
     try:
         while st.pending or any(s.task is not None for s in slots):
@@ -374,7 +380,7 @@ def _run_local(st: _State, workers: int) -> bool:
                     if s.task is not None:
                         st.crashed(s.task, s.attempt, f"exit code {s.proc.exitcode}")
                     s.conn.close()
-                    slots[i] = _spawn(ctx, st.out_dir, st.trace)
+                    slots[i] = _spawn(ctx, st)
             now = time.monotonic()
             if now - last_tick > 0.1:
                 last_tick = now
@@ -465,11 +471,13 @@ class _RayBackend:
         self.actor.settle.remote(key, reserved_micros, actual_micros, reserved_tokens, actual_tokens)
 
 
-def _ray_task(task: Task, attempt: int, actor: Any, trace: dict[str, str] | None = None, retried: bool = False) -> dict[str, Any]:
+def _ray_task(task: Task, attempt: int, actor: Any, trace: dict[str, str] | None = None, retried: bool = False,
+              keys: HeldKeys | None = None) -> dict[str, Any]:
+    """One task on a Ray worker; the keys come as an argument (the worker's environment has none of ours)."""
     import ray
 
     where = {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
-    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None, trace=trace, retried=retried)
+    return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None, trace=trace, retried=retried, keys=keys)
 
 
 def _settled_snapshot(ray: Any, actor: Any, timeout: float = 10.0) -> dict[str, Any]:
@@ -564,7 +572,7 @@ def _run_ray(st: _State, address: str | None, max_in_flight: int | None) -> tupl
                     task = st.pending.popleft()
                     attempt, retried = st.next_attempt(task)
                     actor.begin.remote(f"{task.id}#{attempt}", None)  # journaled before the task can reserve
-                    in_flight[remote.remote(task, attempt, actor, st.trace, retried)] = (task, attempt)
+                    in_flight[remote.remote(task, attempt, actor, st.trace, retried, st.keys)] = (task, attempt)
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.2)
                 if ready:
                     rest = [r for r in in_flight if r not in ready]
@@ -710,17 +718,31 @@ def run_batch(
     n = workers or os.cpu_count() or 1
     interrupted = False
     try:
-        if not st.pending:
-            pass
-        elif ray:
-            interrupted, n = _run_ray(st, ray_address, max_in_flight)
-        else:
-            interrupted = _run_local(st, n)
+        with _keys_out_of_environ() as st.keys:
+            if not st.pending:
+                pass
+            elif ray:
+                interrupted, n = _run_ray(st, ray_address, max_in_flight)
+            else:
+                interrupted = _run_local(st, n)
     except KeyboardInterrupt:
         interrupted = True
     report = _conclude(st, started, interrupted, "ray" if ray else "local", n)
     st.tick()
     return report
+
+
+@contextmanager
+def _keys_out_of_environ() -> Iterator[HeldKeys]:
+    """The provider keys, taken out of ``os.environ`` while the workers (and a Ray instance started here,
+    whose workers inherit its environment) are started, and put back after: workers get them as a value."""
+    from ..config.credentials import PROVIDER_KEY_VARS
+
+    taken = {k: os.environ.pop(k) for k in sorted(PROVIDER_KEY_VARS) if k in os.environ}
+    try:
+        yield HeldKeys(taken)
+    finally:
+        os.environ.update(taken)
 
 
 def sign_batch_anchor(out_dir: str | os.PathLike[str], private_key: Any) -> dict[str, Any]:

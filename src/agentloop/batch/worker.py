@@ -27,7 +27,7 @@ from . import _files
 from .ledger import LedgerBackend, TaskLedger
 from .tasks import Task, load_registry
 
-__all__ = ["Abandoned", "execute_task", "finish_files"]
+__all__ = ["Abandoned", "HeldKeys", "execute_task", "finish_files"]
 
 def _subset(reg: Registry, names: Sequence[str]) -> Registry:
     return Registry([t for n in names if (t := reg.get(n)) is not None])
@@ -53,13 +53,28 @@ def _shared_transport() -> Any:
     return _TRANSPORT[0]
 
 
-def build_model(task: Task) -> Any:
-    """A fresh model per task: provider state (a fallback taken, retries) never leaks between runs."""
+class HeldKeys:
+    """Provider keys handed to a worker as a value: a Ray task's argument, a local worker's start arguments.
+
+    A worker's environment is readable by any process of the user (``/proc/PID/environ``) and is inherited
+    by whatever it starts, so the keys never go there (docs/decisions/0013). The repr names no value."""
+
+    def __init__(self, values: dict[str, str] | None = None):
+        self.values = dict(values or {})
+
+    def __repr__(self) -> str:
+        return f"HeldKeys({', '.join(sorted(self.values))})"
+
+
+def build_model(task: Task, keys: HeldKeys | None = None) -> Any:
+    """A fresh model per task: provider state (a fallback taken, retries) never leaks between runs. The
+    provider reads its key from ``keys`` (over the worker's environment, which has none of them)."""
     from ..providers import OpenArgs, open_spec
 
     if task.script is not None:
         return open_spec("scripted", OpenArgs(script=task.script, options={"stream": "whole"}))
-    return open_spec(task.model, OpenArgs(base_url=task.base_url, transport=_shared_transport()))
+    env = {**os.environ, **keys.values} if keys is not None and keys.values else None
+    return open_spec(task.model, OpenArgs(base_url=task.base_url, transport=_shared_transport(), env=env))
 
 
 def execute_task(
@@ -71,6 +86,7 @@ def execute_task(
     still_wanted: Callable[[], bool] | None = None,
     trace: dict[str, str] | None = None,
     retried: bool = False,
+    keys: HeldKeys | None = None,
 ) -> dict[str, Any]:
     """Run ``task`` and return its outcome (plain JSON-able data).
 
@@ -102,7 +118,7 @@ def execute_task(
     out: dict[str, Any] = {"id": task.id, "attempt": attempt}
     try:
         try:
-            model = build_model(task)
+            model = build_model(task, keys)
             registry = _subset(load_registry(task.toolset_target), task.tools)
         except Exception as exc:
             out.update(status="failed", stop_reason=None, error=f"cannot start: {type(exc).__name__}: {exc}", records=0,

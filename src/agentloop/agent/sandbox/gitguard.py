@@ -414,12 +414,15 @@ def check_names(p: GitPlan) -> list[str]:
     return notes
 
 
-def sweep(p: GitPlan, walk: TreeWalk) -> list[str]:
+def sweep(p: GitPlan, walk: TreeWalk, *, walked: bool = False) -> list[str]:
     """Every git directory under the roots that is not one of ``p.gitdirs`` (those that were there before),
     found by its shape wherever it is and however many entries the tree holds, and every new ``.git``
     entry: what would make the host's git run code is moved aside; one line each. Called after each
-    command and, while commands run (background ones too), by the sandbox's watch."""
-    shapes, dot_gits = walk.walk()
+    command and, while commands run (background ones too), by the sandbox's watch.
+
+    ``walked``: ``walk`` is up to date already (the watch updated the folders inotify named); otherwise
+    the whole tree is walked first."""
+    shapes, dot_gits = walk.known() if walked else walk.walk()
     fresh = [g for g in dot_gits if (os.path.realpath(g) if os.path.isdir(g) else g) not in p.gitdirs]
     new_dirs = [d for d in _gitdirs_from([*dot_gits, *shapes, *(x for x in p.gitdirs if os.path.isdir(x))])
                 if d not in p.gitdirs and _inside(d, p.roots)]
