@@ -83,7 +83,10 @@ def default_fallback(spec: str) -> str | None:
 _POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "call_deadline", "connect_timeout",
                    "sleep", "asleep", "rand"}
 _MODEL_OPTIONS = {"on_notice", "extra_headers", "temperature", "thinking_budget", "reasoning_effort"}
-_VENDOR_OPTIONS = {"openai": {"max_tokens_field"}, "anthropic": {"cache"}}
+_VENDOR_OPTIONS = {"openai": {"max_tokens_field"}, "anthropic": {"cache"}, "bedrock": {"cache"}, "vertex": {"cache"}}
+CLOUD = ("bedrock", "vertex")
+"""Claude on a cloud platform (``bedrock.py``, ``vertex.py``): its endpoint and credentials come from Claude Code's
+variables (``AWS_REGION``, ``CLOUD_ML_REGION``...) and the platform's own credential chain, never from an API key."""
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -165,11 +168,11 @@ def open_model(
     Raises:
         ProviderConfigError: bad spec, no key, or an unknown option.
     """
-    from .base import RetryPolicy, Target
+    from .base import RetryPolicy
 
     e: Mapping[str, str] = os.environ if env is None else env
     vendor, name = parse_spec(spec)
-    if vendor not in DEFAULT_BASE:
+    if vendor not in DEFAULT_BASE and vendor not in CLOUD:
         raise ProviderConfigError(f"{spec!r} is not a model over HTTP: open it with open_spec")
     max_cont = options.pop("max_continuations", 2)
     fallback_on = options.pop("fallback_on", None)
@@ -182,19 +185,15 @@ def open_model(
     model_kw = {k: v for k, v in options.items() if k in _MODEL_OPTIONS}
     vendor_kw = {k: v for k, v in options.items() if k in _VENDOR_OPTIONS[vendor]}
 
-    url = base_url or e.get(BASE_ENV[vendor]) or None
-    key = _key(vendor, url, api_key, api_key_env, e)
+    target, auth = _target(vendor, name, base_url, api_key, api_key_env, e)
     fb: HTTPModel | None = None
     if fallback:
         fvendor, fname = parse_spec(fallback)
-        if fvendor == vendor:
-            fb = _make(fvendor, Target(fvendor, fname, url or DEFAULT_BASE[fvendor], key), transport, policy, record_raw, model_kw, vendor_kw, None)
-        else:
-            furl = e.get(BASE_ENV[fvendor]) or None
-            fkey = _key(fvendor, furl, None, None, e)
-            fkw = {k: v for k, v in options.items() if k in _VENDOR_OPTIONS[fvendor]}
-            fb = _make(fvendor, Target(fvendor, fname, furl or DEFAULT_BASE[fvendor], fkey), transport, policy, record_raw, model_kw, fkw, None)
-    m = _make(vendor, Target(vendor, name, url or DEFAULT_BASE[vendor], key), transport, policy, record_raw, model_kw, vendor_kw, fb)
+        same = fvendor == vendor  # the same endpoint and key; another vendor's come from its own variables
+        ftarget, fauth = _target(fvendor, fname, base_url if same else None, api_key if same else None, api_key_env if same else None, e)
+        fkw = {k: v for k, v in options.items() if k in _VENDOR_OPTIONS[fvendor]}
+        fb = _make(fvendor, ftarget, transport, policy, record_raw, model_kw, {**fkw, **fauth}, None)
+    m = _make(vendor, target, transport, policy, record_raw, model_kw, {**vendor_kw, **auth}, fb)
     m.max_continuations = int(max_cont)
     m.fallback_on = None if fallback_on is None else frozenset(fallback_on)
     table = _table(prices)
@@ -202,6 +201,26 @@ def open_model(
     if fb is not None:
         fb.price = table.resolve(fb.target.model)
     return m
+
+
+def _target(vendor: str, name: str, base_url: str | None, api_key: str | None, api_key_env: str | None,
+            env: Mapping[str, str]) -> tuple[Target, dict[str, Any]]:
+    """Where ``vendor``'s model ``name`` is called and with what credentials (the model's ``auth``, for a cloud platform)."""
+    from .base import Target
+
+    if vendor == "bedrock":
+        from .bedrock import bedrock_target
+
+        t, bauth = bedrock_target(name, env, base_url)
+        return t, {"auth": bauth}
+    if vendor == "vertex":
+        from .vertex import vertex_target
+
+        t, vauth = vertex_target(name, env, base_url)
+        return t, {"auth": vauth}
+    url = base_url or env.get(BASE_ENV[vendor]) or None
+    key = _key(vendor, url, api_key, api_key_env, env)
+    return Target(vendor, name, url or DEFAULT_BASE[vendor], key), {}
 
 
 def _table(prices: Any) -> PriceTable:
@@ -230,6 +249,10 @@ def _make(
     from .openai_compat import OpenAIModel
 
     cls: Callable[..., HTTPModel] = OpenAIModel if vendor == "openai" else AnthropicModel
+    if vendor == "bedrock":
+        from .bedrock import BedrockModel as cls
+    elif vendor == "vertex":
+        from .vertex import VertexModel as cls
     return cls(target, fallback=fallback, transport=transport, policy=policy, record_raw=record_raw, **model_kw, **vendor_kw)
 
 
@@ -276,7 +299,8 @@ def _open_scripted(spec: str, a: OpenArgs) -> Any:
     return ScriptedModel.from_script(script, stream=str(a.options.get("stream", "words")))
 
 
-PROVIDERS: dict[str, Callable[[str, OpenArgs], Any]] = {"openai": _open_http, "anthropic": _open_http, "scripted": _open_scripted}
+PROVIDERS: dict[str, Callable[[str, OpenArgs], Any]] = {"openai": _open_http, "anthropic": _open_http, "scripted": _open_scripted,
+                                                       "bedrock": _open_http, "vertex": _open_http}
 """Each provider a spec may name, and what opens its models. The only place a provider is known."""
 
 

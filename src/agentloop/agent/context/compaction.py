@@ -93,7 +93,7 @@ def context_window(model: str) -> int:
     """
     name = model.lower().split(":", 1)[-1] if model.lower().startswith(("openai:", "anthropic:")) else model.lower()
     for prefix, n in _WINDOWS:
-        if name.startswith(prefix) or f"/{prefix}" in name:
+        if name.startswith(prefix) or f"/{prefix}" in name or f"anthropic.{prefix}" in name:  # Bedrock's ids
             return n
     return DEFAULT_WINDOW
 

@@ -1,0 +1,210 @@
+"""Claude on Google Vertex AI: the Anthropic adapter at Vertex's path, with a Google bearer token.
+
+The request body and the stream (SSE, Anthropic's own events) are
+``anthropic.py``'s; what differs lives here:
+
+- The request: ``POST {base}/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:streamRawPredict``,
+  its body the Messages body without ``model``, with
+  ``anthropic_version: vertex-2023-10-16``. The base is
+  ``https://{region}-aiplatform.googleapis.com/v1`` (``https://aiplatform.googleapis.com/v1``
+  for the ``global`` region), or ``ANTHROPIC_VERTEX_BASE_URL``.
+- Claude Code's variables: ``CLOUD_ML_REGION`` (the region, ``global``
+  included), ``ANTHROPIC_VERTEX_PROJECT_ID`` (else ``GOOGLE_CLOUD_PROJECT``,
+  ``GCLOUD_PROJECT``, or the credentials' own project).
+- Authentication: Google's Application Default Credentials
+  (``google.auth.default()``: ``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's
+  login, the metadata server), scoped to ``cloud-platform``; the access token
+  is refreshed by google-auth when it has expired, and sent as a Bearer
+  token. ``CLAUDE_CODE_SKIP_VERTEX_AUTH`` sends none (a gateway adds its own).
+
+google-auth is an optional extra (``pip install 'agentloop-runtime[vertex]'``):
+without it, opening a Vertex model says so in one line.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from ..events import ModelRequest
+from .anthropic import AnthropicModel
+from .base import Target
+from .errors import ProviderConfigError, ProviderError
+
+__all__ = ["DEFAULT_MODEL", "SCOPE", "VERTEX_VERSION", "VertexAuth", "VertexModel", "vertex_base", "vertex_target"]
+
+VERTEX_VERSION = "vertex-2023-10-16"
+"""The ``anthropic_version`` Vertex's Claude models take in the body (the Anthropic SDK's Vertex client sends it)."""
+DEFAULT_MODEL = "claude-sonnet-4-5@20250929"
+"""Claude Code's primary model on Vertex when none is pinned: its aliases resolve to Sonnet 4.5 on Vertex
+(code.claude.com/docs/en/model-config, "Model aliases"), in Vertex's spelling of the version."""
+SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _google_auth() -> Any:
+    try:
+        import google.auth
+        import google.auth.exceptions
+        import google.auth.transport
+    except ImportError:
+        raise ProviderConfigError(
+            "Claude on Vertex AI needs google-auth: pip install 'agentloop-runtime[vertex]' (or pip install google-auth)"
+        ) from None
+    return google.auth
+
+
+def vertex_base(region: str) -> str:
+    """Vertex's endpoint for ``region``: the global one, or the region's own host."""
+    if region == "global":
+        return "https://aiplatform.googleapis.com/v1"
+    return f"https://{region}-aiplatform.googleapis.com/v1"
+
+
+class VertexAuth:
+    """A Google access token for each request (refreshed when expired), or none (``CLAUDE_CODE_SKIP_VERTEX_AUTH``)."""
+
+    def __init__(self, credentials: Any = None, transport: Any = None):
+        self.credentials = credentials
+        self.transport = transport
+        """What the token refresh is sent through (a test's transport; None: the network)."""
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> tuple[VertexAuth, str | None]:
+        """The authentication the environment configures, and the project its credentials name (if any).
+
+        Raises:
+            ProviderConfigError: google-auth is missing, or no credentials were found (one line).
+        """
+        if _flag(env, "CLAUDE_CODE_SKIP_VERTEX_AUTH"):
+            return cls(None), None
+        ga = _google_auth()
+        try:
+            path = env.get("GOOGLE_APPLICATION_CREDENTIALS")
+            if path:
+                creds, project = ga.load_credentials_from_file(path, scopes=[SCOPE])
+            else:
+                creds, project = ga.default(scopes=[SCOPE])
+        except ga.exceptions.GoogleAuthError as exc:
+            raise ProviderConfigError(
+                f"Google credentials for Vertex AI: {exc}; run gcloud auth application-default login, or set "
+                "GOOGLE_APPLICATION_CREDENTIALS; CLAUDE_CODE_SKIP_VERTEX_AUTH=1 for a gateway"
+            ) from None
+        return cls(creds), project if isinstance(project, str) else None
+
+    def token(self) -> str | None:
+        """The current access token, refreshed first when it is missing or expired.
+
+        Raises:
+            Exception: google-auth's ``RefreshError``/``TransportError`` (the model turns them into an ``auth`` error).
+        """
+        c = self.credentials
+        if c is None:
+            return None
+        with self._lock:
+            if not c.valid:
+                c.refresh(_request(self.transport))
+            return str(c.token)
+
+
+def _request(transport: Any) -> Any:
+    """A google-auth ``Request`` sent with httpx (google-auth's own transports need requests or urllib3)."""
+    import httpx
+
+    ga = _google_auth()
+
+    class _Response(ga.transport.Response):  # type: ignore[misc, name-defined]
+        def __init__(self, r: httpx.Response):
+            self._r = r
+
+        @property
+        def status(self) -> int:
+            return self._r.status_code
+
+        @property
+        def headers(self) -> Mapping[str, str]:
+            return self._r.headers
+
+        @property
+        def data(self) -> bytes:
+            return self._r.content
+
+    class _Request(ga.transport.Request):  # type: ignore[misc, name-defined]
+        def __call__(self, url: str, method: str = "GET", body: Any = None, headers: Any = None, timeout: Any = None,
+                     **kwargs: Any) -> Any:
+            t = transport if isinstance(transport, httpx.BaseTransport) else None
+            try:
+                with httpx.Client(transport=t, timeout=timeout or 30.0) as client:
+                    r = client.request(method, url, content=body, headers=headers)
+                    r.read()
+            except httpx.HTTPError as exc:
+                raise ga.exceptions.TransportError(f"{type(exc).__name__}: {exc}") from None
+            return _Response(r)
+
+    return _Request()
+
+
+def vertex_target(name: str, env: Mapping[str, str], base_url: str | None = None) -> tuple[Target, VertexAuth]:
+    """The endpoint and authentication for Vertex model ``name`` from Claude Code's variables.
+
+    Raises:
+        ProviderConfigError: no region, no project or no credentials (one line).
+    """
+    region = (env.get("CLOUD_ML_REGION") or "").strip()
+    if not region:
+        raise ProviderConfigError("Claude on Vertex AI needs CLOUD_ML_REGION (e.g. export CLOUD_ML_REGION=global, or us-east5)")
+    auth, cred_project = VertexAuth.from_env(env)
+    project = env.get("ANTHROPIC_VERTEX_PROJECT_ID") or env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or cred_project
+    if not project:
+        raise ProviderConfigError("Claude on Vertex AI needs a project: export ANTHROPIC_VERTEX_PROJECT_ID=your-project-id")
+    base = (base_url or env.get("ANTHROPIC_VERTEX_BASE_URL") or vertex_base(region)).rstrip("/")
+    path = f"/projects/{quote(project, safe='')}/locations/{quote(region, safe='')}"
+    return Target("vertex", name, base + path, None), auth
+
+
+class VertexModel(AnthropicModel):
+    """Claude on Vertex AI (``vertex:claude-sonnet-4-5@20250929``). ``target.base_url`` ends at the location."""
+
+    vendor = "vertex"
+    counts_tokens = False
+    """Vertex's count-tokens is not used: the loop reserves from the bound, which a count never lowers."""
+
+    def __init__(self, target: Target, *args: Any, auth: VertexAuth | None = None, **kw: Any):
+        super().__init__(target, *args, **kw)
+        self.auth = auth or VertexAuth(None)
+        if self.auth.transport is None:
+            self.auth.transport = self.transport
+
+    def url(self) -> str:
+        return f"{self.target.base_url}/publishers/anthropic/models/{quote(self.target.model, safe='@')}:streamRawPredict"
+
+    def headers(self) -> dict[str, str]:
+        try:
+            token = self.auth.token()
+        except Exception as exc:  # google-auth's RefreshError or TransportError: the credentials cannot be used
+            raise self._err(f"Google credentials for Vertex AI could not be refreshed: {type(exc).__name__}: {exc}", "auth", False) from None
+        return {} if token is None else {"authorization": f"Bearer {token}"}
+
+    def body(self, request: ModelRequest, max_tokens: int) -> dict[str, Any]:
+        b = super().body(request, max_tokens)
+        b.pop("model", None)
+        return {"anthropic_version": VERTEX_VERSION, **b}
+
+    def key_hint(self) -> str:
+        return "the Google credentials (gcloud auth application-default login, or GOOGLE_APPLICATION_CREDENTIALS)"
+
+    def _err(self, msg: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None,
+             billed: bool = False) -> ProviderError:
+        token = getattr(self.auth.credentials, "token", None)
+        if isinstance(token, str) and token:
+            msg = msg.replace(token, "[REDACTED]")
+        return super()._err(msg, kind, retryable, status, retry_after, billed)
+
+    def count_tokens(self, request: ModelRequest) -> int | None:
+        return None
