@@ -119,7 +119,7 @@ class BedrockAuth:
             provider.environ = dict(env)  # the variables this model was opened with, not only the process's
             creds = resolver.load_credentials()
         except bc.exceptions.BotoCoreError as exc:
-            raise ProviderConfigError(f"AWS credentials for Bedrock: {exc}") from None
+            raise ProviderConfigError(f"AWS credentials for Bedrock (AWS_PROFILE={env.get('AWS_PROFILE', '')!r}): {exc}") from None
         if creds is None:
             raise ProviderConfigError(
                 "no AWS credentials for Bedrock: export AWS_PROFILE=... (after aws sso login), or AWS_ACCESS_KEY_ID and "

@@ -23,6 +23,7 @@ without it, opening a Vertex model says so in one line.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -87,11 +88,11 @@ class VertexAuth:
         ga = _google_auth()
         try:
             path = env.get("GOOGLE_APPLICATION_CREDENTIALS")
-            if path:
-                creds, project = ga.load_credentials_from_file(path, scopes=[SCOPE])
-            else:
+            if path and path != os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+                creds, project = _from_file(path)
+            else:  # Application Default Credentials, as google-auth finds them (the same file, gcloud's, the metadata server)
                 creds, project = ga.default(scopes=[SCOPE])
-        except ga.exceptions.GoogleAuthError as exc:
+        except (ga.exceptions.GoogleAuthError, OSError, ValueError) as exc:
             raise ProviderConfigError(
                 f"Google credentials for Vertex AI: {exc}; run gcloud auth application-default login, or set "
                 "GOOGLE_APPLICATION_CREDENTIALS; CLAUDE_CODE_SKIP_VERTEX_AUTH=1 for a gateway"
@@ -111,6 +112,28 @@ class VertexAuth:
             if not c.valid:
                 c.refresh(_request(self.transport))
             return str(c.token)
+
+
+def _from_file(path: str) -> tuple[Any, str | None]:
+    """Credentials from a key file named in the environment this model was opened with, loaded by their type
+    (google-auth's loaders for service-account keys and gcloud's user credentials).
+
+    Raises:
+        ValueError: the file is not JSON, or of a type this cannot load itself.
+    """
+    import json
+
+    from google.oauth2 import credentials as user
+    from google.oauth2 import service_account
+
+    with open(path, encoding="utf-8") as f:
+        info = json.load(f)
+    kind = info.get("type") if isinstance(info, dict) else None
+    if kind == "service_account":
+        return service_account.Credentials.from_service_account_info(info, scopes=[SCOPE]), info.get("project_id")  # type: ignore[no-untyped-call]
+    if kind == "authorized_user":
+        return user.Credentials.from_authorized_user_info(info, scopes=[SCOPE]), info.get("quota_project_id")  # type: ignore[no-untyped-call]
+    raise ValueError(f"{path}: credentials of type {kind!r}; put them in the process's GOOGLE_APPLICATION_CREDENTIALS instead")
 
 
 def _request(transport: Any) -> Any:
