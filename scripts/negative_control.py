@@ -1941,6 +1941,27 @@ SABOTAGES = [
         'if "result" in answer or "error" in answer:  # SABOTAGED',
         ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
     ),
+    Sabotage(
+        "the AWS credentials that pay for Claude on Bedrock reach a child that allows them by name",
+        "src/agentloop/config/credentials.py",
+        '    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",\n',
+        "",
+        ["tests/test_providers_cloud.py::test_aws_credentials_never_reach_a_child_even_when_allowed_by_name"],
+    ),
+    Sabotage(
+        "a Bedrock request goes unsigned (no SigV4) with credentials configured",
+        "src/agentloop/providers/bedrock.py",
+        '        if self.mode == "none":\n            return headers',
+        '        if self.mode in ("none", "sigv4"):  # SABOTAGED\n            return headers',
+        ["tests/test_providers_cloud.py::test_a_bedrock_call_is_signed_with_sigv4_that_verifies_and_sends_bedrocks_body"],
+    ),
+    Sabotage(
+        "Bedrock's and Vertex's ids of a Claude model are priced at the table's highest, not Anthropic's list price",
+        "src/agentloop/prices.py",
+        '|-v\\d+|@[\\w.\\-]+)$")',
+        ')$")  # SABOTAGED',
+        ["tests/test_providers_cloud.py::test_platform_model_ids_cost_what_anthropic_lists"],
+    ),
 ]
 
 

@@ -412,3 +412,12 @@ def test_aws_credentials_never_reach_a_child_even_when_allowed_by_name() -> None
     allowed = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"]
     assert child_environment(env, allowed=allowed) == {"PATH": "/bin", "AWS_REGION": "us-east-1"}
     assert child_environment(env) == {"PATH": "/bin", "AWS_REGION": "us-east-1"}
+
+
+@pytest.mark.parametrize("spec", [f"bedrock:{BEDROCK_ID}", f"vertex:{VERTEX_ID}"])
+def test_a_platforms_model_gets_the_options_of_the_claude_model_its_id_names(spec: str) -> None:
+    """Extended thinking and the output budget follow the Claude model behind the id, as on Anthropic's API."""
+    from agentloop.agent.model_options import resolve_options
+
+    assert resolve_options(spec) == resolve_options("anthropic:claude-sonnet-4-5")
+    assert resolve_options(spec).thinking_budget
