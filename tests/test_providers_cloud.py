@@ -421,3 +421,45 @@ def test_a_platforms_model_gets_the_options_of_the_claude_model_its_id_names(spe
 
     assert resolve_options(spec) == resolve_options("anthropic:claude-sonnet-4-5")
     assert resolve_options(spec).thinking_budget
+
+
+# --- the official SDK as the oracle ----------------------------------------------------------
+
+
+def test_the_anthropic_sdks_bedrock_client_reads_the_fakes_frames_and_its_signature_verifies() -> None:
+    """The Anthropic SDK's own Bedrock client (its SigV4 through boto3, its event-stream decoder through botocore)
+    against the fake: its signature verifies with the fake's check, and it reads the fake's frames into the same
+    message our adapter assembles. So the fake speaks Bedrock as the SDK does, and our adapter is tested against it."""
+    anthropic = pytest.importorskip("anthropic")
+    pytest.importorskip("boto3")
+    reply = {"text": "from the frames", "tool_calls": [{"name": "look", "arguments": {"path": "a b/ü.txt"}}]}
+    with FakeProvider({"replies": [reply, reply], "aws": AWS}) as fp:
+        client = anthropic.AnthropicBedrock(aws_access_key=AK, aws_secret_key=SK, aws_region="us-east-1", base_url=fp.url, max_retries=0)
+        with client.messages.stream(model=BEDROCK_ID, max_tokens=200, messages=[{"role": "user", "content": "hi"}]) as s:
+            sdk = s.get_final_message()
+        ours = open_model(f"bedrock:{BEDROCK_ID}", env=_bedrock_env(fp.url), **_quiet()).complete(_req())
+        sdk_req, our_req = fp.requests
+    assert sdk_req["auth"]["verified"] is True and our_req["auth"]["verified"] is True
+    assert sdk_req["path"] == our_req["path"]  # (the SDK puts the Messages API's dated version in the body, we Bedrock's own)
+    assert "model" not in sdk_req["body"] and "stream" not in sdk_req["body"]
+    assert sdk.content[0].text == ours.text == "from the frames"
+    assert [(b.name, b.input) for b in sdk.content[1:]] == [(c.name, c.arguments) for c in ours.tool_calls]
+    assert sdk.stop_reason == ours.finish_reason == "tool_use"
+
+
+def test_the_anthropic_sdks_vertex_client_is_answered_at_the_same_path_as_our_adapter() -> None:
+    """The Anthropic SDK's Vertex client and ours send the same path and version to the fake and read the same reply."""
+    anthropic = pytest.importorskip("anthropic")
+    with FakeProvider({"replies": [{"text": "vertex sse"}, {"text": "vertex sse"}], "require_key": "ya29.fake-token"}) as fp:
+        client = anthropic.AnthropicVertex(region="us-east5", project_id="my-proj", access_token="ya29.fake-token", base_url=fp.url + "/v1",
+                                           max_retries=0)
+        with client.messages.stream(model=VERTEX_ID, max_tokens=200, messages=[{"role": "user", "content": "hi"}]) as s:
+            sdk = s.get_final_message()
+        env = {"CLOUD_ML_REGION": "us-east5", "ANTHROPIC_VERTEX_PROJECT_ID": "my-proj", "ANTHROPIC_VERTEX_BASE_URL": fp.url + "/v1",
+               "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1"}
+        m = open_model(f"vertex:{VERTEX_ID}", env=env, extra_headers={"authorization": "Bearer ya29.fake-token"}, **_quiet())
+        ours = m.complete(_req())
+        sdk_req, our_req = fp.requests
+    assert sdk_req["path"] == our_req["path"] and our_req["body"]["anthropic_version"] == "vertex-2023-10-16"
+    assert "model" not in sdk_req["body"] and sdk_req["body"]["stream"] is True
+    assert sdk.content[0].text == ours.text == "vertex sse"

@@ -17,7 +17,8 @@ price, and a small ``--max-usd`` then stops the run before its first call. The p
 - ``POST /messages/count_tokens``: Anthropic token counting (uses no reply).
 - ``POST /model/{modelId}/invoke-with-response-stream`` (and ``/invoke``): Claude on Amazon
   Bedrock, the Anthropic events in AWS event-stream frames (``testing/awsframes.py``); the
-  body must carry ``anthropic_version: bedrock-2023-05-31`` and no ``model``. With
+  body must carry ``anthropic_version: bedrock-2023-05-31`` (or the API's dated version, as the SDK
+  sends it) and no ``model``. With
   ``"aws": {"access_key_id", "secret_access_key", "region"}`` in the script, a request
   whose SigV4 signature does not verify gets a 403 (``InvalidSignatureException``).
 - ``POST /projects/{p}/locations/{r}/publishers/anthropic/models/{m}:streamRawPredict``
@@ -115,6 +116,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 __all__ = ["FakeProvider", "load_script", "main"]
+
+_API_VERSION = "2026-10-21"
+"""The Messages API's version, which the official SDK's Bedrock and Vertex clients put in the body (anthropic 2.17)."""
 
 FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event", "context",
           "endless", "throttling")
@@ -398,7 +402,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = rec["body"]
         rec["model"] = model
         want = "bedrock-2023-05-31" if platform == "bedrock" else "vertex-2023-10-16"
-        if not isinstance(body, dict) or body.get("anthropic_version") != want:
+        # the platform's documented version, or the Messages API's dated one (what the official SDK's clients send)
+        if not isinstance(body, dict) or body.get("anthropic_version") not in (want, _API_VERSION):
             return 400, f"anthropic_version must be {want}", "ValidationException" if platform == "bedrock" else "invalid_request_error"
         if "model" in body:
             return 400, "model is given in the path, not the body", "ValidationException" if platform == "bedrock" else "invalid_request_error"
