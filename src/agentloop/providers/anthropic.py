@@ -46,8 +46,9 @@ from .base import (
 from .bounded import ACCEPT_ENCODING, raw_body, read_capped
 from .errors import ProviderError
 from .images import Image, tool_parts
+from .record import ModelAlias, ModelFamily, ProviderRecord
 
-__all__ = ["API_VERSION", "THINKING_MIN", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
+__all__ = ["API_VERSION", "RECORD", "THINKING_MIN", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
 
 API_VERSION = "2026-10-21"
 """The ``anthropic-version`` the official SDK of this era sends (anthropic 2.14: ``_constants.py``)."""
@@ -424,3 +425,44 @@ def _join(base: str, path: str) -> str:
     if base.endswith("/v1") and path.startswith("/v1/"):
         path = path[3:]
     return base + path
+
+
+RECORD = ProviderRecord(
+    name="anthropic",
+    wire="messages",
+    adapter=AnthropicModel,
+    key_env=("ANTHROPIC_API_KEY",),
+    token_env=("ANTHROPIC_AUTH_TOKEN",),
+    base_env=("ANTHROPIC_BASE_URL",),
+    default_base="https://api.anthropic.com",
+    headers_env="ANTHROPIC_CUSTOM_HEADERS",
+    options=frozenset({"cache"}),
+    bare_prefixes=("claude-",),
+    # Claude Code's model aliases; ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL override the id each names.
+    # The ids are the newest of each family in agentloop's price table.
+    aliases=(
+        ModelAlias("opus", "claude-opus-4-6", "ANTHROPIC_DEFAULT_OPUS_MODEL"),
+        ModelAlias("sonnet", "claude-sonnet-4-6", "ANTHROPIC_DEFAULT_SONNET_MODEL"),
+        ModelAlias("haiku", "claude-haiku-4-5", "ANTHROPIC_DEFAULT_HAIKU_MODEL"),
+    ),
+    default_model="sonnet",
+    model_env=("ANTHROPIC_MODEL",),
+    cheap_model="haiku",
+    cheap_model_env=("ANTHROPIC_SMALL_FAST_MODEL",),
+    reasoning="budget",
+    # extended thinking's models (platform.claude.com, "Extended thinking", supported models)
+    families=tuple(ModelFamily(p, thinking=True) for p in ("claude-opus-4", "claude-sonnet-4", "claude-haiku-4-5", "claude-3-7-sonnet")),
+    web_search=True,
+    price_prefix="anthropic/",
+    telemetry_name="anthropic",
+    no_key=("no API key for anthropic: export ANTHROPIC_API_KEY=sk-ant-..., or use an OpenAI-compatible "
+            "local server with --model openai:<name> --base-url URL"),
+    # the seed's production checklist: "Opus -> Sonnet, with notice"; the longest matching name wins
+    overload_fallbacks=(
+        ("claude-opus-4-6", "claude-sonnet-4-6"),
+        ("claude-opus-4-5", "claude-sonnet-4-5"),
+        ("claude-opus-4-1", "claude-sonnet-4"),
+        ("claude-opus-4", "claude-sonnet-4"),
+    ),
+)
+"""The Anthropic provider: the Messages API at api.anthropic.com or a gateway in front of it."""

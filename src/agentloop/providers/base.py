@@ -42,9 +42,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
 import orjson
 
 from ..budget import IMAGE_TOKENS, MAX_REPORTED_TOKENS, Price, dearest, output_left
@@ -53,6 +52,9 @@ from ..model_description import ModelDescription
 from .bounded import ACCEPT_ENCODING, BodyDecoder, araw_body, aread_capped, raw_body, read_capped
 from .errors import ProviderError, scrub
 from .sse import SSEDecoder
+
+if TYPE_CHECKING:  # loaded when a model first calls (rule 4 of record.py: the registry loads no HTTP client)
+    import httpx
 
 __all__ = ["Assembler", "HTTPModel", "RetryPolicy", "StreamError", "Target", "Turn", "UsageError", "reported_count"]
 
@@ -407,10 +409,12 @@ class HTTPModel:
             self.on_notice(text)
 
     def _timeout(self) -> httpx.Timeout:
+        import httpx
         p = self.policy
         return httpx.Timeout(connect=p.connect_timeout, read=p.stall_timeout, write=p.stall_timeout, pool=p.connect_timeout)
 
     def client(self) -> httpx.Client:
+        import httpx
         if self._client is None:
             self._client = httpx.Client(transport=self.transport, timeout=self._timeout())
         return self._client
@@ -418,6 +422,7 @@ class HTTPModel:
     def aclient(self) -> httpx.AsyncClient:
         """A new async client for one call: an async client belongs to one event loop, and one
         left open is finalized at an arbitrary moment, so each call opens and closes its own."""
+        import httpx
         t = self.transport
         at = t if isinstance(t, httpx.AsyncBaseTransport) else None
         return httpx.AsyncClient(transport=at, timeout=self._timeout())
@@ -600,6 +605,7 @@ class HTTPModel:
         return err
 
     def _transport_error(self, exc: httpx.HTTPError, asm: Assembler | None) -> ProviderError:
+        import httpx
         started = asm is not None and asm.started
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return self._err(f"cannot connect to {self.target.base_url}: {exc}", "connect", True)
@@ -613,6 +619,7 @@ class HTTPModel:
         return self._err(f"the connection to {self.target.base_url} broke: {type(exc).__name__}: {exc}", "cut", True, billed=started)
 
     def _attempt(self, request: ModelRequest, max_tokens: int) -> tuple[Turn, list[bytes]]:
+        import httpx
         url, headers, body = self._prepare(request, max_tokens)
         self.attempts += 1
         asm: Assembler | None = None
@@ -643,6 +650,7 @@ class HTTPModel:
             raise self._with_partial(err, asm, len(body)) from None
 
     async def _aattempt(self, request: ModelRequest, max_tokens: int) -> tuple[Turn, list[bytes]]:
+        import httpx
         url, headers, body = self._prepare(request, max_tokens)
         self.attempts += 1
         asm: Assembler | None = None
@@ -765,6 +773,7 @@ class HTTPModel:
 
     async def acomplete(self, request: ModelRequest) -> ModelReply:
         """The async twin of ``complete``."""
+        import httpx
         if self.transport is not None and not isinstance(self.transport, httpx.AsyncBaseTransport):
             return await asyncio.to_thread(self.complete, request)  # a sync-only transport: keep using it
         tries = _Attempts(self, request)

@@ -38,9 +38,11 @@ from ..events import ModelRequest
 from .anthropic import AnthropicAssembler, AnthropicModel
 from .base import Assembler, StreamError, Target
 from .errors import ProviderConfigError, ProviderError
+from .record import ModelAlias, ModelFamily, ProviderRecord
 
 __all__ = [
     "BEDROCK_VERSION",
+    "RECORD",
     "DEFAULT_MODEL",
     "BedrockAssembler",
     "BedrockAuth",
@@ -65,6 +67,9 @@ _RETRIED = {
     "modelTimeoutException": ("server", True),
 }
 """An exception message in the stream: its kind and whether it is retried (any other is final)."""
+
+
+NO_REGION = "Claude on Bedrock needs AWS_REGION (e.g. export AWS_REGION=us-east-1), or ANTHROPIC_BEDROCK_BASE_URL"
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
@@ -158,7 +163,7 @@ def bedrock_target(name: str, env: Mapping[str, str], base_url: str | None = Non
     base = base_url or env.get("ANTHROPIC_BEDROCK_BASE_URL") or None
     if base is None:
         if not region:
-            raise ProviderConfigError("Claude on Bedrock needs AWS_REGION (e.g. export AWS_REGION=us-east-1), or ANTHROPIC_BEDROCK_BASE_URL")
+            raise ProviderConfigError(NO_REGION)
         base = f"https://bedrock-runtime.{region}.amazonaws.com"
     auth = BedrockAuth.from_env(env, region)
     secret = auth.token if auth.mode == "bearer" else None
@@ -292,3 +297,40 @@ class BedrockModel(AnthropicModel):
     def count_tokens(self, request: ModelRequest) -> int | None:
         return None
 
+
+
+def _endpoint(name: str, base_url: str | None, env: Mapping[str, str]) -> tuple[str, str | None, dict[str, Any]]:
+    """``ProviderRecord.endpoint``: the base URL, the Bedrock API key (or None) and the ``auth`` the adapter signs with."""
+    target, auth = bedrock_target(name, env, base_url)
+    return target.base_url, target.api_key, {"auth": auth}
+
+
+_THINKING = ("claude-opus-4", "claude-sonnet-4", "claude-haiku-4-5", "claude-3-7-sonnet")
+_GEOS = ("", "us.", "eu.", "apac.", "jp.", "au.", "ca.", "global.", "us-gov.")
+"""Bedrock's cross-region inference profiles prefix the model id with a geography (``us.anthropic.claude-...``)."""
+
+RECORD = ProviderRecord(
+    name="bedrock",
+    wire="bedrock",
+    adapter=BedrockModel,
+    endpoint=_endpoint,
+    base_env=("ANTHROPIC_BEDROCK_BASE_URL",),
+    options=frozenset({"cache"}),
+    # Claude Code on Bedrock (code.claude.com/docs/en/model-config): opus is Opus 4.6, sonnet Sonnet 4.5; the ids are
+    # Bedrock's US cross-region profiles (platform.claude.com/docs/en/about-claude/models/model-ids-and-versions)
+    aliases=(
+        ModelAlias("opus", "us.anthropic.claude-opus-4-6-v1", "ANTHROPIC_DEFAULT_OPUS_MODEL"),
+        ModelAlias("sonnet", DEFAULT_MODEL, "ANTHROPIC_DEFAULT_SONNET_MODEL"),
+        ModelAlias("haiku", "us.anthropic.claude-haiku-4-5-20251001-v1:0", "ANTHROPIC_DEFAULT_HAIKU_MODEL"),
+    ),
+    default_model="sonnet",
+    model_env=("ANTHROPIC_MODEL",),
+    cheap_model="haiku",
+    cheap_model_env=("ANTHROPIC_SMALL_FAST_MODEL",),
+    selected_by="CLAUDE_CODE_USE_BEDROCK",
+    reasoning="budget",
+    families=tuple(ModelFamily(f"{g}anthropic.{p}", thinking=True) for g in _GEOS for p in _THINKING),
+    telemetry_name="aws.bedrock",
+    no_key=NO_REGION,
+)
+"""Claude on Amazon Bedrock, chosen by ``CLAUDE_CODE_USE_BEDROCK=1`` as in Claude Code."""

@@ -27,8 +27,9 @@ from ..events import ModelRequest, ToolCall, Usage
 from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_count
 from .errors import ProviderError
 from .images import tool_parts
+from .record import ModelFamily, ProviderRecord
 
-__all__ = ["OpenAIAssembler", "OpenAIModel", "to_openai"]
+__all__ = ["RECORD", "OpenAIAssembler", "OpenAIModel", "to_openai"]
 
 _CONTEXT_LIMIT = re.compile(rb"maximum context length is (\d+) tokens.*?\((\d+) in the messages")
 
@@ -262,3 +263,34 @@ class OpenAIModel(HTTPModel):
         if m:  # "maximum context length is 8192 tokens. However, you requested 9000 tokens (5000 in the messages, 4000 in the completion)"
             return self._context_error(err, int(m.group(1)), int(m.group(2)))
         return err
+
+
+_REASONING = "max_completion_tokens"
+"""OpenAI's reasoning models refuse ``max_tokens`` ("Use 'max_completion_tokens' instead") wherever they are
+served: api.openai.com, Azure OpenAI, gateways passing the request through."""
+
+RECORD = ProviderRecord(
+    name="openai",
+    wire="chat_completions",
+    adapter=OpenAIModel,
+    key_env=("OPENAI_API_KEY",),
+    base_env=("OPENAI_BASE_URL",),
+    default_base="https://api.openai.com/v1",
+    header_vars=(("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")),
+    options=frozenset({"max_tokens_field"}),
+    cheap_model="gpt-4o-mini",
+    default_model="gpt-5",
+    reasoning="effort",
+    families=(
+        ModelFamily("gpt-5", token_field=_REASONING, effort="medium", edit_format="apply_patch"),
+        ModelFamily("o1", token_field=_REASONING, effort="medium"),
+        ModelFamily("o3", token_field=_REASONING, effort="medium"),
+        ModelFamily("o4", token_field=_REASONING, effort="medium"),
+    ),
+    price_prefix="openai/",
+    telemetry_name="openai",
+    no_key=("no API key for openai: export OPENAI_API_KEY=sk-..., or point --base-url at a local "
+            "OpenAI-compatible server (e.g. --base-url http://localhost:11434/v1 for Ollama)"),
+)
+"""The OpenAI provider: Chat Completions at api.openai.com or any compatible server (Codex's default model
+family gets ``apply_patch``, the edit format it was trained on; the reasoning families their effort)."""

@@ -36,8 +36,10 @@ import orjson
 
 from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from ..model_description import ModelDescription
+from .errors import ProviderConfigError
+from .record import OpenArgs, ProviderRecord
 
-__all__ = ["ScriptError", "ScriptedModel", "ScriptedReply", "UnconsumedModelSteps", "UnexpectedModelCall", "load_script", "parse_replies"]
+__all__ = ["RECORD", "ScriptError", "ScriptedModel", "ScriptedReply", "UnconsumedModelSteps", "UnexpectedModelCall", "load_script", "parse_replies"]
 
 _FIELDS = ("text", "tool_calls", "usage", "finish_reason", "delay_ms")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -247,3 +249,16 @@ class ScriptedModel:
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if exc_type is None:
             self.check()
+
+
+def _open_scripted(record: ProviderRecord, spec: str, a: OpenArgs) -> Any:
+    """``scripted:FILE`` (or a ``script`` given): a model answering from the script, in order."""
+    try:
+        script = parse_replies(list(a.script)) if a.script is not None else load_script(spec.partition(":")[2])
+    except ScriptError as exc:
+        raise ProviderConfigError(str(exc)) from None
+    return ScriptedModel.from_script(script, stream=str(a.options.get("stream", "words")))
+
+
+RECORD = ProviderRecord(name="scripted", wire="scripted", factory=_open_scripted, names_models=False, telemetry_name="scripted")
+"""The scripted provider: ``scripted:FILE`` answers from a script, offline (tests, batch tasks, the demo)."""

@@ -33,8 +33,9 @@ from ..events import ModelRequest
 from .anthropic import AnthropicModel
 from .base import Target
 from .errors import ProviderConfigError, ProviderError
+from .record import ModelAlias, ModelFamily, ProviderRecord
 
-__all__ = ["DEFAULT_MODEL", "SCOPE", "VERTEX_VERSION", "VertexAuth", "VertexModel", "vertex_base", "vertex_target"]
+__all__ = ["DEFAULT_MODEL", "RECORD", "SCOPE", "VERTEX_VERSION", "VertexAuth", "VertexModel", "vertex_base", "vertex_target"]
 
 VERTEX_VERSION = "vertex-2023-10-16"
 """The ``anthropic_version`` Vertex's Claude models take in the body (the Anthropic SDK's Vertex client sends it)."""
@@ -42,6 +43,7 @@ DEFAULT_MODEL = "claude-sonnet-4-5@20250929"
 """Claude Code's primary model on Vertex when none is pinned: its aliases resolve to Sonnet 4.5 on Vertex
 (code.claude.com/docs/en/model-config, "Model aliases"), in Vertex's spelling of the version."""
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+NO_REGION = "Claude on Vertex AI needs CLOUD_ML_REGION (e.g. export CLOUD_ML_REGION=global, or us-east5)"
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
@@ -181,7 +183,7 @@ def vertex_target(name: str, env: Mapping[str, str], base_url: str | None = None
     """
     region = (env.get("CLOUD_ML_REGION") or "").strip()
     if not region:
-        raise ProviderConfigError("Claude on Vertex AI needs CLOUD_ML_REGION (e.g. export CLOUD_ML_REGION=global, or us-east5)")
+        raise ProviderConfigError(NO_REGION)
     auth, cred_project = VertexAuth.from_env(env)
     project = env.get("ANTHROPIC_VERTEX_PROJECT_ID") or env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or cred_project
     if not project:
@@ -231,3 +233,36 @@ class VertexModel(AnthropicModel):
 
     def count_tokens(self, request: ModelRequest) -> int | None:
         return None
+
+
+def _endpoint(name: str, base_url: str | None, env: Mapping[str, str]) -> tuple[str, str | None, dict[str, Any]]:
+    """``ProviderRecord.endpoint``: the base URL (to the location) and the ``auth`` the adapter gets its tokens from."""
+    target, auth = vertex_target(name, env, base_url)
+    return target.base_url, None, {"auth": auth}
+
+
+RECORD = ProviderRecord(
+    name="vertex",
+    wire="vertex",
+    adapter=VertexModel,
+    endpoint=_endpoint,
+    base_env=("ANTHROPIC_VERTEX_BASE_URL",),
+    options=frozenset({"cache"}),
+    # Claude Code on Vertex (code.claude.com/docs/en/model-config): opus is Opus 4.6, sonnet Sonnet 4.5, in Vertex's
+    # spelling (platform.claude.com/docs/en/about-claude/models/model-ids-and-versions: the date after an @)
+    aliases=(
+        ModelAlias("opus", "claude-opus-4-6", "ANTHROPIC_DEFAULT_OPUS_MODEL"),
+        ModelAlias("sonnet", DEFAULT_MODEL, "ANTHROPIC_DEFAULT_SONNET_MODEL"),
+        ModelAlias("haiku", "claude-haiku-4-5@20251001", "ANTHROPIC_DEFAULT_HAIKU_MODEL"),
+    ),
+    default_model="sonnet",
+    model_env=("ANTHROPIC_MODEL",),
+    cheap_model="haiku",
+    cheap_model_env=("ANTHROPIC_SMALL_FAST_MODEL",),
+    selected_by="CLAUDE_CODE_USE_VERTEX",
+    reasoning="budget",
+    families=tuple(ModelFamily(p, thinking=True) for p in ("claude-opus-4", "claude-sonnet-4", "claude-haiku-4-5", "claude-3-7-sonnet")),
+    telemetry_name="gcp.vertex_ai",
+    no_key=NO_REGION,
+)
+"""Claude on Google Vertex AI, chosen by ``CLAUDE_CODE_USE_VERTEX=1`` as in Claude Code."""
