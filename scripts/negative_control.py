@@ -1962,6 +1962,13 @@ SABOTAGES = [
         ')$")  # SABOTAGED',
         ["tests/test_providers_cloud.py::test_platform_model_ids_cost_what_anthropic_lists"],
     ),
+    Sabotage(
+        "an AWS secret key or session token echoed in a Bedrock error reaches the message",
+        "src/agentloop/providers/bedrock.py",
+        '            msg = msg.replace(s, "[REDACTED]")',
+        "            pass  # SABOTAGED",
+        ["tests/test_providers_cloud.py::test_an_error_body_echoing_the_aws_secret_or_session_token_is_scrubbed"],
+    ),
 ]
 
 

@@ -463,3 +463,27 @@ def test_the_anthropic_sdks_vertex_client_is_answered_at_the_same_path_as_our_ad
     assert sdk_req["path"] == our_req["path"] and our_req["body"]["anthropic_version"] == "vertex-2023-10-16"
     assert "model" not in sdk_req["body"] and sdk_req["body"]["stream"] is True
     assert sdk.content[0].text == ours.text == "vertex sse"
+
+
+def test_an_error_body_echoing_the_aws_secret_or_session_token_is_scrubbed() -> None:
+    """Whatever a gateway echoes back, the secret key and the session token never reach an error message."""
+    token = "IQoJb3JpZ2luX2VjEFAKE-session-token-0123456789"
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(403, json={"message": f"bad signature for secret {SK} with token {token}"},
+                              headers={"x-amzn-errortype": "InvalidSignatureException"})
+
+    env = {**_bedrock_env("http://bedrock.test"), "AWS_SESSION_TOKEN": token}
+    m = open_model(f"bedrock:{BEDROCK_ID}", env=env, transport=httpx.MockTransport(handle), **_quiet())
+    with pytest.raises(ProviderError) as e:
+        m.complete(_req())
+    assert e.value.kind == "auth" and SK not in str(e.value) and token not in str(e.value) and "[REDACTED]" in str(e.value)
+
+
+def test_a_bedrock_replys_raw_record_keeps_the_frames_as_base64() -> None:
+    """With raw responses recorded (decision 0021: bytes as base64), Bedrock's binary frames are kept whole."""
+    frames = b"".join(chunk_frame(e) for e in _anthropic_events("raw kept"))
+    m = open_model(f"bedrock:{BEDROCK_ID}", env=_bedrock_env("http://bedrock.test"), transport=_frames_transport([frames]),
+                   record_raw=True, **_quiet())
+    got = m.complete(_req())
+    assert got.raw["vendor"] == "bedrock" and base64.b64decode(got.raw["stream"]) == frames

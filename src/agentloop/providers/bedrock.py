@@ -137,8 +137,11 @@ class BedrockAuth:
         if self.mode == "bearer" and self.token:
             return [self.token]
         if self.mode == "sigv4" and self.credentials is not None:
-            c = self.credentials
-            return [s for s in (getattr(c, "_secret_key", None), getattr(c, "_token", None)) if isinstance(s, str)]
+            try:
+                c = self.credentials.get_frozen_credentials()
+            except Exception:  # a refresh that fails now: the last figures botocore holds
+                c = self.credentials
+            return [s for s in (getattr(c, "secret_key", None), getattr(c, "token", None)) if isinstance(s, str)]
         return []
 
     def headers(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
