@@ -1969,6 +1969,13 @@ SABOTAGES = [
         "            pass  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_an_error_body_echoing_the_aws_secret_or_session_token_is_scrubbed"],
     ),
+    Sabotage(
+        "a Google access token echoed in a Vertex error reaches the message",
+        "src/agentloop/providers/vertex.py",
+        '            msg = msg.replace(token, "[REDACTED]")',
+        "            pass  # SABOTAGED",
+        ["tests/test_providers_cloud.py::test_a_vertex_error_echoing_the_access_token_is_scrubbed"],
+    ),
 ]
 
 
