@@ -87,9 +87,9 @@ def _int(value: Any, where: str, low: int) -> int:
 def _vendor_and_name(spec: str) -> tuple[str, str]:
     vendor, sep, name = spec.partition(":")
     if sep and vendor.lower() in ("bedrock", "vertex"):  # Claude on a cloud platform: the options of the model its id names
-        from ..prices import default_prices
+        from ..prices import BUILTIN_PRICES, VendorPriceTable
 
-        return "anthropic", default_prices().key(name) or name
+        return "anthropic", VendorPriceTable(BUILTIN_PRICES).key(name) or name
     return (vendor.lower(), name) if sep else ("", spec)
 
 
