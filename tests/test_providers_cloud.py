@@ -505,3 +505,23 @@ def test_a_vertex_error_echoing_the_access_token_is_scrubbed() -> None:
     with pytest.raises(ProviderError) as e:
         m.complete(_req())
     assert e.value.kind == "auth" and _Creds.token not in str(e.value)
+
+
+def test_the_platform_records_hold_claude_codes_selection_variables_and_default_models() -> None:
+    """Claude Code on Bedrock: ``CLAUDE_CODE_USE_BEDROCK=1`` selects it, its primary model is
+    ``us.anthropic.claude-sonnet-4-5-20250929-v1:0`` (code.claude.com/docs/en/amazon-bedrock, "Default models"); on
+    Bedrock and Vertex ``opus`` is Opus 4.6 and ``sonnet`` Sonnet 4.5 (code.claude.com/docs/en/model-config), in each
+    platform's spelling (platform.claude.com/docs/en/about-claude/models/model-ids-and-versions); ``ANTHROPIC_MODEL``
+    names the session's model and ``ANTHROPIC_DEFAULT_*_MODEL`` pin an alias. Thinking follows the Claude model."""
+    from agentloop.providers import record_for
+
+    bedrock, vertex = record_for("bedrock"), record_for("vertex")
+    assert (bedrock.selected_by, vertex.selected_by) == ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+    for r, sonnet, opus in ((bedrock, BEDROCK_ID, "us.anthropic.claude-opus-4-6-v1"), (vertex, VERTEX_ID, "claude-opus-4-6")):
+        assert r.default_model == "sonnet" and r.model_env == ("ANTHROPIC_MODEL",)
+        s, o = r.alias("sonnet"), r.alias("opus")
+        assert s is not None and o is not None
+        assert (s.model, s.env, o.model, o.env) == (sonnet, "ANTHROPIC_DEFAULT_SONNET_MODEL", opus, "ANTHROPIC_DEFAULT_OPUS_MODEL")
+        assert r.thinks(sonnet) and r.thinks(opus) and not r.thinks("claude-3-5-haiku@20241022")
+        assert default_prices().key(sonnet) == "claude-sonnet-4-5" and default_prices().key(opus) == "claude-opus-4-6"
+    assert bedrock.thinks("eu.anthropic.claude-haiku-4-5-20251001-v1:0") and bedrock.thinks("anthropic.claude-sonnet-4-6")
