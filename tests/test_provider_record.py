@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +15,7 @@ from agentloop.providers import (
     OpenArgs,
     ProviderConfigError,
     ProviderRecord,
+    cheap_spec,
     open_model,
     open_spec,
     record_for,
@@ -32,7 +36,7 @@ def test_every_registered_provider_has_a_complete_record() -> None:
 
 
 def test_an_unknown_provider_is_an_error_naming_the_known_ones() -> None:
-    with pytest.raises(ProviderConfigError, match=r"unknown provider 'gemini' in settings: known providers are openai, anthropic, scripted, bedrock, vertex"):
+    with pytest.raises(ProviderConfigError, match=r"unknown provider 'gemini' in settings: known providers are anthropic, openai, scripted, bedrock, vertex"):
         record_for("gemini:pro", where="settings")
     with pytest.raises(ProviderConfigError, match="unknown provider 'gemini'"):
         open_spec("gemini:pro", OpenArgs(env={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}))
@@ -65,3 +69,51 @@ def test_the_registry_loads_no_http_client() -> None:
     code = "import sys, agentloop.providers; print('httpx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "agentloop"
+ALLOWED = {
+    "testing/fakeprovider.py": "the fake server is the vendors' side of the wire: it answers each protocol in its vendor's own words",
+}
+"""Modules outside providers/ that may name a vendor, each with why."""
+
+
+def _vendor_literals(path: Path, names: tuple[str, ...]) -> list[str]:
+    pattern = re.compile(rf"^(?:{'|'.join(map(re.escape, names))})(?:$|[:/])")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path}:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and pattern.match(n.value.strip().lower())]
+
+
+def test_no_module_outside_providers_names_a_vendor() -> None:
+    """A provider is declared once: code outside providers/ reads its record, never ``"openai"`` or ``"anthropic:..."``."""
+    names = tuple(r.name for r in records() if r.adapter is not None)
+    found = [hit for p in sorted(SRC.rglob("*.py")) if "providers" not in p.relative_to(SRC).parts[:1]
+             and str(p.relative_to(SRC)) not in ALLOWED for hit in _vendor_literals(p, names)]
+    assert found == [], "\n".join(found)
+
+
+def test_the_vendor_literal_check_finds_one(tmp_path: Path) -> None:
+    """The check above has teeth: a module holding ``"anthropic:claude-haiku-4-5"`` is caught."""
+    f = tmp_path / "leaky.py"
+    f.write_text('CHEAP = {"anthropic": "anthropic:claude-haiku-4-5", "x": "openai/gpt-4o", "y": "an openai model"}\n')
+    assert len(_vendor_literals(f, ("openai", "anthropic"))) == 3
+
+
+def test_every_providers_key_variables_are_kept_from_children() -> None:
+    from agentloop.config.credentials import PROVIDER_KEY_VARS
+
+    for r in records():
+        assert set(r.key_env) | set(r.token_env) <= PROVIDER_KEY_VARS, r.name
+
+
+def test_a_routers_spelling_of_each_providers_model_finds_its_price() -> None:
+    from agentloop.prices import default_prices
+
+    table = default_prices()
+    for r in records():
+        if r.price_prefix and r.cheap_model:
+            found = cheap_spec(f"{r.name}:x", {})
+            assert found is not None
+            name = found.partition(":")[2]
+            assert table.key(r.price_prefix + name) == table.key(name) is not None, r.name

@@ -19,12 +19,13 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from agentloop.budget import Budget, Price, PriceTable
 from agentloop.events import ModelReply, Usage
-from agentloop.providers import open_model
+from agentloop.providers import cheap_spec, open_model, record_for, records
 from agentloop.replay import replay
 from agentloop.run import run
 from agentloop.testing import FunctionModel, ScriptedModel, reply
@@ -34,7 +35,6 @@ from agentloop.transcript import TranscriptWriter, read_records, verify_file
 
 AGENTLOOP = os.path.join(os.path.dirname(sys.executable), "agentloop")
 
-OUT = {"openai": "output_tokens", "anthropic": "output_tokens"}
 LIES: list[tuple[str, dict[str, Any]]] = [
     ("negative output", {"output_tokens": -1_000_000}),
     ("negative input", {"input_tokens": -50_000}),
@@ -53,12 +53,29 @@ def note(text: str) -> str:
     return "kept"
 
 
+ADAPTERS = [r.name for r in records() if r.adapter is not None]
+"""Every provider over HTTP in the registry: a new one is under this test from its registry line on (the fake
+provider must then speak its wire)."""
+
+
+GATEWAY_ENV = {"CLAUDE_CODE_SKIP_BEDROCK_AUTH": "1", "AWS_REGION": "us-east-1",
+               "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1", "CLOUD_ML_REGION": "global", "ANTHROPIC_VERTEX_PROJECT_ID": "p"}
+"""A cloud platform's provider (a record with an ``endpoint``) reached at the fake as through a gateway that signs for
+it: Claude Code's skip-auth variables, and the region and project its paths name."""
+
+
 def _model(vendor: str, url: str) -> Any:
-    name = "gpt-4o-mini" if vendor == "openai" else "claude-haiku-4-5"
-    return open_model(f"{vendor}:{name}", base_url=url + "/v1" if vendor == "openai" else url, env={}, max_attempts=1)
+    """The provider's cheap model at the fake server, under the path its own endpoint has (``/v1`` for OpenAI's)."""
+    record = record_for(vendor)
+    spec = cheap_spec(f"{vendor}:x", {})
+    if record.endpoint is not None:
+        assert spec is not None
+        return open_model(spec, base_url=url, env=GATEWAY_ENV, max_attempts=1)
+    assert spec is not None and record.default_base is not None
+    return open_model(spec, base_url=url + urlsplit(record.default_base).path.rstrip("/"), env={}, max_attempts=1)
 
 
-@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+@pytest.mark.parametrize("vendor", ADAPTERS)
 @pytest.mark.parametrize(("lie", "usage"), LIES, ids=[x[0] for x in LIES])
 def test_a_reply_with_a_usage_that_cannot_be_billed_stops_the_run_charged_at_its_reservation(
     tmp_path: Path, vendor: str, lie: str, usage: dict[str, Any]

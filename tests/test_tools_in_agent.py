@@ -134,16 +134,25 @@ def test_the_spend_cap_holds_with_the_new_tools(proj: Path, scripted: Callable[.
     assert a.stats.spent_micros <= cap
 
 
-def test_apply_patch_is_offered_to_openai_models_and_not_to_claude(proj: Path) -> None:
-    """Codex's models are trained on apply_patch (opencode switches to it for GPT models); Claude's on Edit."""
+def test_each_model_is_offered_the_edit_format_its_record_names_and_told_of_it(proj: Path) -> None:
+    """Codex's models (the GPT-5 family) are trained on apply_patch: they get it as their one edit tool and the
+    system prompt names it; Claude's get Edit; a model whose provider does not say gets both, as before.
+    WebSearch is not offered where the provider has no server-side search (its own description says so)."""
     keys = {**os.environ, "ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"}
-    shown = {}
-    for spec in ("anthropic:claude-sonnet-4-5", "openai:gpt-5"):
+    shown, prompt = {}, {}
+    for spec in ("anthropic:claude-sonnet-4-5", "openai:gpt-5", "openai:gpt-5.4-mini", "openai:gpt-4o"):
         a = Agent(cwd=str(proj), trust=True, model=spec, env=keys)
         shown[spec] = a.shown_tools().names()
+        prompt[spec] = a.system_messages()[0]["content"]
         a.close("done")
-    assert "apply_patch" not in shown["anthropic:claude-sonnet-4-5"] and "apply_patch" in shown["openai:gpt-5"]
-    assert all("Edit" in names for names in shown.values())
+    assert "apply_patch" not in shown["anthropic:claude-sonnet-4-5"] and "Edit" in shown["anthropic:claude-sonnet-4-5"]
+    for spec in ("openai:gpt-5", "openai:gpt-5.4-mini"):
+        assert "apply_patch" in shown[spec] and "Edit" not in shown[spec]
+        assert "apply_patch to change" in prompt[spec] and "Edit or Write" not in prompt[spec]
+    assert {"apply_patch", "Edit"} <= set(shown["openai:gpt-4o"])
+    assert prompt["openai:gpt-4o"] == prompt["anthropic:claude-sonnet-4-5"]  # the same bytes as before
+    assert "WebSearch" in shown["anthropic:claude-sonnet-4-5"]
+    assert not any("WebSearch" in shown[s] for s in shown if s.startswith("openai:"))
 
 
 def test_the_repl_draws_the_task_list_whole(tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:

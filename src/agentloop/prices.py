@@ -73,7 +73,9 @@ BUILTIN_PRICES: dict[str, Price] = {
     "scripted": Price(M, 2 * M, 100_000, 1_250_000),
 }
 
-_PREFIX = re.compile(r"^(?:(?:openai|anthropic)/|(?:(?:us|eu|apac|jp|au|ca|global|us-gov)\.)?anthropic\.)")
+_PREFIX = re.compile(r"^(?:[a-z][a-z0-9_.\-]*/|(?:(?:us|eu|apac|jp|au|ca|global|us-gov)\.)?anthropic\.)")
+"""A router's or gateway's spelling (OpenRouter's ``openai/gpt-4o``, any provider's ``price_prefix``), or Bedrock's
+(``us.anthropic.``): the name after it is looked up; a name the table still does not know costs the highest price."""
 _SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|:[\w.\-]+|-v\d+|@[\w.\-]+)$")
 
 

@@ -107,7 +107,7 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
         from .hooks_and_context import cheap_model
         from .tools.web_tools import web_tools
 
-        tools += web_tools(agent.models, agent.redactor.text, ctx.side_budget, cheap_model)
+        tools += web_tools(agent.models, agent.redactor.text, ctx.side_budget, lambda spec: cheap_model(spec, agent.settings.env))
     except ConfigError as exc:
         raise AgentError(str(exc)) from None
     try:

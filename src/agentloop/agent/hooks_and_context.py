@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..budget import Ledger, Price
@@ -388,7 +388,7 @@ class AgentContext:
             notify=lambda t: ClaudeHooks._notice(agent, t),
         )
         self.loopcheck: LoopCheck | None = None
-        spec = loop_check_model(agent.model_spec, agent.settings.loop_check_model)
+        spec = loop_check_model(agent.model_spec, agent.settings.loop_check_model, agent.settings.env)
         if spec is not None:
             self.loopcheck = LoopCheck(agent.open_model(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
         self.subagents: SubagentRunner | None = None
@@ -475,21 +475,20 @@ def _price(agent: ContextSubject, name: str) -> Price:
     return agent.prices.resolve(name)
 
 
-CHEAP_MODELS = {"anthropic": "anthropic:claude-haiku-4-5", "openai": "openai:gpt-4o-mini"}
-"""The cheap model of each provider the model loop check uses by default (seed 004: a small model's judgment)."""
-
-
-def loop_check_model(model_spec: Any, setting: Any) -> str | None:
+def loop_check_model(model_spec: Any, setting: Any, env: Mapping[str, str] | None = None) -> str | None:
     """The model the loop check asks (``loopcheck``): ``loopCheckModel`` when set, none when it is
-    ``false`` or ``"off"``, else the cheap model of the agent's own provider, when there is one."""
+    ``false`` or ``"off"``, else the cheap model of the agent's own provider, when there is one
+    (seed 004: a small model's judgment)."""
     if setting is False or (isinstance(setting, str) and setting.strip().lower() in ("off", "false", "none", "")):
         return None
     if isinstance(setting, str):
         return setting
-    return cheap_model(model_spec)
+    return cheap_model(model_spec, env)
 
 
-def cheap_model(model_spec: Any) -> str | None:
-    """The cheap model of ``model_spec``'s provider (``CHEAP_MODELS``), or None when it names none."""
-    provider = model_spec.split(":", 1)[0].lower() if isinstance(model_spec, str) and ":" in model_spec else ""
-    return CHEAP_MODELS.get(provider)
+def cheap_model(model_spec: Any, env: Mapping[str, str] | None = None) -> str | None:
+    """The cheap model of ``model_spec``'s provider (its record's, ``providers.cheap_spec``: Claude Code's
+    ``ANTHROPIC_SMALL_FAST_MODEL`` honoured), or None when it names none."""
+    from ..providers import cheap_spec
+
+    return cheap_spec(model_spec, env or {}) if isinstance(model_spec, str) else None

@@ -16,12 +16,12 @@ An explicit value (1 to 3) is used as given, up to the model's documented maximu
 Extended thinking (Anthropic's ``thinking: {type: enabled, budget_tokens}``): ``--thinking``
 (``on``, ``off`` or a budget in tokens), else ``MAX_THINKING_TOKENS`` (0 turns it off), else the
 settings ``alwaysThinkingEnabled`` (Claude Code's key) and ``maxThinkingTokens``. On by default for
-the Anthropic models that support it, as Claude Code turns it on, with Claude Code's budget of
+the models whose provider's record says they think (``ProviderRecord.thinks``: Anthropic's that support it), as Claude Code turns it on, with Claude Code's budget of
 31,999 tokens; the provider shrinks it per call to leave a quarter of ``max_tokens`` for the answer.
 
 Reasoning effort (OpenAI's ``reasoning_effort``): ``--effort``, else ``CLAUDE_CODE_EFFORT_LEVEL``,
-else the ``effortLevel`` setting; by default ``medium`` for OpenAI's reasoning models (Codex's
-default) and not sent to any other model.
+else the ``effortLevel`` setting; by default the record's effort for the reasoning models (``ProviderRecord.default_effort``:
+``medium`` for OpenAI's, Codex's default) and not sent to any other model.
 
 Reads no environment itself: the agent passes its own (the edge's, with settings' ``env``).
 """
@@ -30,9 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..prices import DEFAULT_MAX_OUTPUT, documented_max_output
+
+if TYPE_CHECKING:
+    from ..providers import ProviderRecord
 
 __all__ = ["EFFORTS", "ModelOptions", "OptionError", "resolve_options"]
 
@@ -42,10 +45,13 @@ DEFAULT_THINKING_BUDGET = 31_999
 FLOOR = 4_096
 """The old fixed max_tokens: the default never drops below it because of the cap."""
 
-# Anthropic models with extended thinking (platform.claude.com, "Extended thinking", supported models)
-_THINKING_MODELS = ("claude-opus-4", "claude-sonnet-4", "claude-haiku-4-5", "claude-3-7-sonnet")
-# OpenAI's reasoning models (they take reasoning_effort; the others refuse it)
-_REASONING_MODELS = ("gpt-5", "o1", "o3", "o4")
+
+
+def _record(vendor: str) -> ProviderRecord | None:
+    """The provider's record (which models think, which take an effort), or None for a spec naming none."""
+    from ..providers import PROVIDERS
+
+    return PROVIDERS.get(vendor)
 
 
 class OptionError(ValueError):
@@ -86,10 +92,6 @@ def _int(value: Any, where: str, low: int) -> int:
 
 def _vendor_and_name(spec: str) -> tuple[str, str]:
     vendor, sep, name = spec.partition(":")
-    if sep and vendor.lower() in ("bedrock", "vertex"):  # Claude on a cloud platform: the options of the model its id names
-        from ..prices import BUILTIN_PRICES, VendorPriceTable
-
-        return "anthropic", VendorPriceTable(BUILTIN_PRICES).key(name) or name
     return (vendor.lower(), name) if sep else ("", spec)
 
 
@@ -117,7 +119,8 @@ def _max_output(
 
 
 def _thinking(vendor: str, name: str, flag: str | None, setting: Callable[[str], Any], env: Mapping[str, str]) -> int | None:
-    supported = vendor == "anthropic" and name.startswith(_THINKING_MODELS)
+    record = _record(vendor)
+    supported = record is not None and record.thinks(name)
     budget: int | None = None
     on: bool | None = None
     if flag is not None:
@@ -142,8 +145,8 @@ def _thinking(vendor: str, name: str, flag: str | None, setting: Callable[[str],
         on = supported
     if not on:
         return None
-    if vendor != "anthropic":
-        return None  # thinking budgets are Anthropic's; OpenAI's models take an effort instead
+    if record is None or record.reasoning != "budget":
+        return None  # a provider whose models take an effort, or nothing, gets no thinking budget
     return budget if budget is not None else DEFAULT_THINKING_BUDGET
 
 
@@ -153,10 +156,11 @@ def _effort(vendor: str, name: str, flag: str | None, setting: Callable[[str], A
         value, where = env["CLAUDE_CODE_EFFORT_LEVEL"], "CLAUDE_CODE_EFFORT_LEVEL"
     if value is None and setting("effortLevel") is not None:
         value, where = str(setting("effortLevel")), "settings effortLevel"
-    if vendor != "openai":
+    record = _record(vendor)
+    if record is None or record.reasoning != "effort":
         return None
     if value is None:
-        return "medium" if name.startswith(_REASONING_MODELS) else None
+        return record.default_effort(name)
     v = value.strip().lower()
     if v not in EFFORTS:
         raise OptionError(f"{where} {value!r}: use one of {', '.join(EFFORTS)}")

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import Message
 from .protocols import PromptSubject
-from .system_prompt import STATIC_PROMPT
 
 if TYPE_CHECKING:
     from .model_options import ModelOptions
@@ -42,7 +41,7 @@ class SessionPrompt:
         self._git = None
 
     def messages(self, a: PromptSubject) -> list[Message]:
-        static = self.override if self.override is not None else STATIC_PROMPT
+        static = self.override if self.override is not None else _static(a)
         dynamic = self.dynamic(a)
         out: list[Message] = [{"role": "system", "content": static, "cache_boundary": True}]
         if dynamic:
@@ -79,11 +78,19 @@ class SessionPrompt:
         state asked there), and the memory files."""
         from .system_prompt import git_snapshot
 
-        static = self.override if self.override is not None else STATIC_PROMPT
+        static = self.override if self.override is not None else _static(a)
         parts = [static, _environment(a, cwd, git_snapshot(cwd, a.child_env))]
         if a.memory_text:
             parts.append(a.memory_text)
         return "\n\n".join(parts)
+
+
+def _static(a: PromptSubject) -> str:
+    """The built-in prompt, naming the one edit tool the model is offered (``system_prompt.static_prompt``)."""
+    from ..providers import edit_format
+    from .system_prompt import static_prompt
+
+    return static_prompt(edit_format(a.model_spec))
 
 
 def _environment(a: PromptSubject, cwd: str, git: str | None) -> str:

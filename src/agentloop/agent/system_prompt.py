@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["STATIC_PROMPT", "EnvFacts", "environment_block", "git_snapshot"]
+__all__ = ["STATIC_PROMPT", "EnvFacts", "environment_block", "git_snapshot", "static_prompt"]
 
 STATIC_PROMPT = """You are agentloop, a coding agent that works in the user's terminal and repository. You read, search and change files and run commands through the tools you are given, to carry out what the user asks about their software: fixing bugs, adding features, explaining code, refactoring, reviewing, running and repairing tests.
 
@@ -74,6 +74,26 @@ STATIC_PROMPT = """You are agentloop, a coding agent that works in the user's te
 - Hooks configured by the user may run around your tool calls and may block one or change its result; treat a hook's message as feedback from the user.
 - The spend cap: every model call is paid for before it is made, under a cap set by the user (given below). When the cap is reached the turn stops. Work economically: do not reread files you have already seen, and do not run long commands again without a reason.
 - Memory files (CLAUDE.md, AGENTS.md and the like) shown below hold the project's and the user's standing instructions; follow them. Where they differ from the general guidance above, they take precedence; the user's own requests in the conversation come first."""
+
+
+_PATCH_WORDING = (
+    ("Edit or Write to change one (not sed, awk or echo with redirection)",
+     "apply_patch to change, add, delete or move files (not sed, awk or echo with redirection)"),
+    ("Read a file before you edit it, and edit with enough surrounding text that the match is unique.",
+     "Read a file before you patch it, and give each hunk enough context lines that its place is unique."),
+)
+"""Where the prompt names the edit tool, and what a model whose edit format is ``apply_patch`` is told instead."""
+
+
+def static_prompt(edit_format: str | None) -> str:
+    """``STATIC_PROMPT`` as a model is told it: the same bytes, but for a model offered ``apply_patch`` as its
+    one edit tool (``providers.edit_format``), which is named where the prompt names Edit."""
+    if edit_format != "apply_patch":
+        return STATIC_PROMPT
+    out = STATIC_PROMPT
+    for old, new in _PATCH_WORDING:
+        out = out.replace(old, new)
+    return out
 
 
 @dataclass(frozen=True)

@@ -112,10 +112,7 @@ class Toolbox:
         tool out of the model's view; a call to it anyway is still denied.
         Read at each turn, so rules added during the session count.
         """
-        removed = set(self.policy.removed_tools(self.registry.names()))
-        spec = model_spec.lower()
-        if spec.startswith("anthropic:") or "claude" in spec.split(":", 1)[-1]:
-            removed.add("apply_patch")  # for models trained on Codex's patch format; Claude's use Edit
+        removed = set(self.policy.removed_tools(self.registry.names())) | model_hides(model_spec)
         return Registry([t for t in self.registry if t.name not in removed]) if removed else self.registry
 
     def patch_guard(self, real: str) -> str | None:
@@ -243,3 +240,22 @@ def open_sandbox(settings: AgentSettings, mode: str | None, cwd: str, add_dirs: 
     for n in said:
         log.warning(n)
     return ss, sandbox, said
+
+
+EDIT_FORMAT_TOOLS = {"edit": frozenset({"Edit", "MultiEdit"}), "apply_patch": frozenset({"apply_patch"})}
+"""The tools of each edit format: a model told to use one is not shown the other's."""
+
+
+def model_hides(model_spec: str) -> set[str]:
+    """The tools a model is not shown, by what its provider's record says of it: the edit format it was not
+    trained on (``providers.edit_format``; one format offered, and named in the system prompt), and WebSearch
+    where the provider has no server-side search (``providers.has_web_search``)."""
+    from ..providers import edit_format, has_web_search
+
+    hidden: set[str] = set()
+    fmt = edit_format(model_spec)
+    if fmt is not None:
+        hidden.update(*(tools for f, tools in EDIT_FORMAT_TOOLS.items() if f != fmt))
+    if has_web_search(model_spec) is False:
+        hidden.add("WebSearch")
+    return hidden

@@ -56,7 +56,6 @@ from .settings_sanitizer import (
 
 __all__ = [
     "HONOURED_KEYS",
-    "MODEL_ALIASES",
     "Power",
     "TrustDecision",
     "TrustQuestion",
@@ -70,47 +69,43 @@ __all__ = [
     "sanitize",
 ]
 
-BASE_URL_VARS = frozenset({"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL"})
 STORE_FILE = "trusted-folders.json"
 
-# Claude Code model configuration: "sonnet", "opus", "haiku", "opusplan" (opus in plan mode, sonnet
-# otherwise), "default", and "[1m]" variants; ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL override
-# the model each alias names. The ids are the newest of each family in agentloop's price table.
-MODEL_ALIASES = {
-    "opus": "claude-opus-4-6",
-    "sonnet": "claude-sonnet-4-6",
-    "haiku": "claude-haiku-4-5",
-}
-_ALIAS_ENV = {"opus": "ANTHROPIC_DEFAULT_OPUS_MODEL", "sonnet": "ANTHROPIC_DEFAULT_SONNET_MODEL", "haiku": "ANTHROPIC_DEFAULT_HAIKU_MODEL"}
+
+def _base_url_vars() -> frozenset[str]:
+    """Every registered provider's base-URL variables (a folder's ``env`` setting one is shown as a base URL)."""
+    from ..providers import records
+
+    return frozenset(v for r in records() for v in r.base_env)
+
+
+BASE_URL_VARS = _base_url_vars()
+
+# Claude Code's model configuration: the providers' aliases ("sonnet", "opus", "haiku": each record's, with
+# the variable that overrides it), and two of its own: "default" (sonnet) and "opusplan" (opus in plan mode,
+# sonnet otherwise); "[1m]" variants name the same model.
+_MODE_ALIASES = {"default": ("sonnet", "sonnet"), "opusplan": ("opus", "sonnet")}
+"""alias -> (in plan mode, otherwise)."""
 
 
 def resolve_model(spec: str, *, env: Mapping[str, str], permission_mode: str = "default", provider: str | None = None) -> str:
-    """A model spec with Claude Code's aliases and bare ``claude-*`` names turned into ``anthropic:<id>``.
+    """A model spec with the providers' aliases and bare names (``claude-*``) turned into ``<provider>:<id>``.
 
     ``provider``: the session's provider (``openai`` for a session on ``openai:gpt-4o``); another bare name
     (``gpt-4.1`` in a command's or agent's front matter) is that provider's model, as Claude Code's front matter
     names a model of the provider the session runs on. Anything else (``openai:gpt-4o``, ``scripted:FILE``) is
-    returned as it is.
+    returned as it is (``providers.spec_for``).
     """
+    from ..providers import is_spec, spec_for
+
     s = spec.strip()
+    if is_spec(s):
+        return spec
     base = s[: -len("[1m]")] if s.lower().endswith("[1m]") else s
     key = base.lower()
-    if key == "default":
-        key = "sonnet"
-    if key == "opusplan":
-        key = "opus" if permission_mode == "plan" else "sonnet"
-    if key in MODEL_ALIASES:
-        name = env.get(_ALIAS_ENV[key]) or MODEL_ALIASES[key]
-        return name if ":" in name else f"anthropic:{name}"
-    if ":" not in s and key.startswith("claude-"):
-        return f"anthropic:{base}"
-    if ":" not in s and s and provider in NAMED_MODEL_PROVIDERS:
-        return f"{provider}:{s}"
-    return spec
-
-
-NAMED_MODEL_PROVIDERS = frozenset(("openai", "anthropic"))
-"""Providers whose spec after the colon is a model's name (``scripted:`` takes a file)."""
+    if key in _MODE_ALIASES:
+        base = _MODE_ALIASES[key][0 if permission_mode == "plan" else 1]
+    return spec_for(base, env=env, provider=provider) or spec
 
 
 # --- what a folder's configuration would do -------------------------------------

@@ -42,8 +42,14 @@ __all__ = [
     "ProviderRecord",
     "RetryPolicy",
     "bare_provider",
+    "cheap_spec",
+    "default_spec",
+    "edit_format",
+    "has_web_search",
     "default_fallback",
     "is_local",
+    "is_spec",
+    "model_record",
     "open_http",
     "open_model",
     "open_spec",
@@ -51,18 +57,21 @@ __all__ = [
     "record_for",
     "records",
     "scrub",
+    "spec_for",
 ]
 
 # --- the registry: one line per provider --------------------------------------
 
 PROVIDERS: Mapping[str, ProviderRecord] = {r.name: r for r in (
-    openai_compat.RECORD,
     anthropic.RECORD,
+    openai_compat.RECORD,
     scripted.RECORD,
     bedrock.RECORD,
     vertex.RECORD,
 )}
-"""Each provider a spec may name, by its record. The only place a provider is registered."""
+"""Each provider a spec may name, by its record. The only place a provider is registered. The order
+is the order of preference when the environment offers several (``default_spec``), as Claude Code
+starts on Anthropic's models when their key is set."""
 
 # ------------------------------------------------------------------------------
 
@@ -107,7 +116,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """
     vendor, sep, name = spec.partition(":")
     if not sep:
-        guess = bare_provider(spec) or next((r.name for r in PROVIDERS.values() if r.names_models), "")
+        # a name no provider claims by its prefix is guessed to be the catch-all's (one with no bare prefixes)
+        guess = bare_provider(spec) or next((r.name for r in PROVIDERS.values() if r.names_models and not r.bare_prefixes), "")
         raise ProviderConfigError(f"--model {spec!r} needs a provider: say {guess}:{spec} ({_known()})")
     vendor = vendor.strip().lower()
     if vendor not in PROVIDERS:
@@ -136,6 +146,117 @@ def default_fallback(spec: str) -> str | None:
         if (name == model or name.startswith(model + "-")) and (best is None or len(model) > len(best[0])):
             best = (model, fb)
     return f"{record.name}:{best[1]}" if best else None
+
+
+def is_spec(name: str) -> bool:
+    """``name`` starts with a registered provider and a colon (``openai:gpt-5``; not Bedrock's ``...-v1:0``)."""
+    head, sep, _ = name.partition(":")
+    return bool(sep) and head.strip().lower() in PROVIDERS
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _preferred(provider: str | None, env: Mapping[str, str]) -> list[ProviderRecord]:
+    """The records in the order a name is looked up: the session's provider, those the environment selects
+    (``selected_by``: ``CLAUDE_CODE_USE_BEDROCK=1``), then the registry's order."""
+    out: list[ProviderRecord] = []
+    own = PROVIDERS.get(provider) if provider else None
+    first = [own] if own is not None else []
+    selected = [r for r in PROVIDERS.values() if r.selected_by and _truthy(env.get(r.selected_by))]
+    for r in (*first, *selected, *PROVIDERS.values()):
+        if r not in out:
+            out.append(r)
+    return out
+
+
+def _named(record: ProviderRecord, name: str, env: Mapping[str, str]) -> str:
+    """``name`` (an alias of ``record``'s, its override variable honoured, or a model id) as a spec."""
+    a = record.alias(name)
+    if a is not None:
+        name = (env.get(a.env, "").strip() if a.env else "") or a.model
+    return name if is_spec(name) else f"{record.name}:{name}"
+
+
+def spec_for(name: str, *, env: Mapping[str, str], provider: str | None = None) -> str | None:
+    """A bare model name or alias as a spec, or None when no provider claims it.
+
+    An alias (Claude Code's ``sonnet``, its ``ANTHROPIC_DEFAULT_SONNET_MODEL`` honoured) or a name with a
+    provider's bare prefix (``claude-...``) is looked up in the session's provider first, then in those the
+    environment selects, then in the registry's order; any other bare name (no colon: ``gemini:pro`` names an
+    unknown provider) is the session's provider's when that provider names models (``scripted:`` takes a file)."""
+    s = name.strip()
+    for r in _preferred(provider, env):
+        if r.alias(s) is not None or (r.bare_prefixes and s.lower().startswith(r.bare_prefixes)):
+            return _named(r, s, env)
+    own = PROVIDERS.get(provider) if provider else None
+    if s and ":" not in s and own is not None and own.names_models:
+        return f"{own.name}:{s}"
+    return None
+
+
+def model_record(spec: str) -> tuple[ProviderRecord, str] | None:
+    """(record, model name) of a spec naming a model of a registered provider, else None (a model object, ``scripted:FILE``)."""
+    if not is_spec(spec):
+        return None
+    head, _, name = spec.partition(":")
+    record = PROVIDERS[head.strip().lower()]
+    return (record, name.strip()) if record.names_models else None
+
+
+def edit_format(spec: str) -> str | None:
+    """The one edit tool a model is offered and told of (``edit`` or ``apply_patch``), or None for both.
+
+    Its family's or provider's (``ProviderRecord.edit_format_for``); a provider that does not say, serving a
+    model another provider claims by its bare prefix (``openai:anthropic/claude-sonnet-4`` through a router),
+    gets what that provider says of it."""
+    found = model_record(spec)
+    if found is None:
+        return None
+    record, name = found
+    fmt = record.edit_format_for(name)
+    if fmt is None:
+        owner = bare_provider(name.rsplit("/", 1)[-1])
+        fmt = PROVIDERS[owner].edit_format_for(name) if owner is not None else None
+    return fmt
+
+
+def has_web_search(spec: str) -> bool | None:
+    """The spec's provider runs a server-side search (True), has none (False), or does not say (None)."""
+    found = model_record(spec)
+    return found[0].web_search if found is not None else None
+
+
+def cheap_spec(spec: str, env: Mapping[str, str]) -> str | None:
+    """The small, fast model of ``spec``'s provider (its ``cheap_model_env``, else ``cheap_model``), or None."""
+    record = PROVIDERS.get(spec.partition(":")[0].strip().lower()) if is_spec(spec) else None
+    if record is None:
+        return None
+    found = record.first_set(record.cheap_model_env, env)
+    name = found[1] if found else record.cheap_model
+    return _named(record, name, env) if name else None
+
+
+def default_spec(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(spec, why) of the model a session opens when nothing names one, from what the environment offers;
+    None when it offers nothing.
+
+    In the order of ``_preferred``: a provider's model variable (``ANTHROPIC_MODEL``) names it; else the first
+    provider the environment selects or holds a key or token for opens its ``default_model``."""
+    for r in _preferred(None, env):
+        found = r.first_set(r.model_env, env)
+        if found:
+            return _named(r, found[1], env), f"{found[0]} is set"
+    for r in _preferred(None, env):
+        if r.default_model is None:
+            continue
+        if r.selected_by and _truthy(env.get(r.selected_by)):
+            return _named(r, r.default_model, env), f"{r.selected_by} is set"
+        held = r.first_set((*r.key_env, *r.token_env), env)
+        if held:
+            return _named(r, r.default_model, env), f"the {r.name} provider's default, as {held[0]} is set"
+    return None
 
 
 def open_model(

@@ -334,6 +334,7 @@ class AnthropicAssembler(Assembler):
 
 class AnthropicModel(HTTPModel):
     vendor = "anthropic"
+    system_apart = True
     counts_tokens = True
     """``count_tokens`` asks the API: the loop may reserve from an exact count when the bound does not fit."""
     max_image_tokens = 2_000
@@ -453,6 +454,7 @@ RECORD = ProviderRecord(
     # extended thinking's models (platform.claude.com, "Extended thinking", supported models)
     families=tuple(ModelFamily(p, thinking=True) for p in ("claude-opus-4", "claude-sonnet-4", "claude-haiku-4-5", "claude-3-7-sonnet")),
     web_search=True,
+    edit_format="edit",
     price_prefix="anthropic/",
     telemetry_name="anthropic",
     no_key=("no API key for anthropic: export ANTHROPIC_API_KEY=sk-ant-..., or use an OpenAI-compatible "

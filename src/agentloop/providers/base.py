@@ -51,6 +51,7 @@ from ..events import ModelReply, ModelRequest, ToolCall, Usage
 from ..model_description import ModelDescription
 from .bounded import ACCEPT_ENCODING, BodyDecoder, araw_body, aread_capped, raw_body, read_capped
 from .errors import ProviderError, scrub
+from .record import ProviderRecord
 from .sse import SSEDecoder
 
 if TYPE_CHECKING:  # loaded when a model first calls (rule 4 of record.py: the registry loads no HTTP client)
@@ -285,6 +286,15 @@ class HTTPModel:
 
     vendor = ""
     stream_content_type = "text/event-stream"
+    system_apart = False
+    """The wire format takes the system prompt apart from the chat (telemetry groups it so)."""
+    record: ProviderRecord | None = None
+    """The provider's record (``providers/record.py``), set when the model is opened through the registry."""
+
+    @property
+    def telemetry_name(self) -> str:
+        """``gen_ai.provider.name`` as the provider's record declares it (the vendor when opened without one)."""
+        return self.record.telemetry_name if self.record is not None else self.vendor
 
     def __init__(
         self,

@@ -281,7 +281,9 @@ RECORD = ProviderRecord(
     cheap_model="gpt-4o-mini",
     default_model="gpt-5",
     reasoning="effort",
+    web_search=False,
     families=(
+        # the GPT-5 family edits with apply_patch (OpenAI's apply_patch guide; Codex's one edit tool for them)
         ModelFamily("gpt-5", token_field=_REASONING, effort="medium", edit_format="apply_patch"),
         ModelFamily("o1", token_field=_REASONING, effort="medium"),
         ModelFamily("o3", token_field=_REASONING, effort="medium"),

@@ -173,4 +173,5 @@ def _make(
     if family is not None and family.token_field and "max_tokens_field" in record.options:
         vendor_kw = {"max_tokens_field": family.token_field, **vendor_kw}
     model: HTTPModel = cls(target, fallback=fallback, transport=transport, policy=policy, record_raw=record_raw, **model_kw, **vendor_kw)
+    model.record = record
     return model

@@ -136,10 +136,12 @@ class ProviderRecord:
     token_field: str = "max_tokens"
     """The request field holding the output budget, unless a family says otherwise."""
     families: tuple[ModelFamily, ...] = ()
-    edit_format: str = "edit"
-    """The file-editing tool offered by default: ``edit`` (Edit, Write) or ``apply_patch``."""
-    web_search: bool = False
-    """The provider runs a server-side web search the WebSearch tool can use."""
+    edit_format: str | None = None
+    """The file-editing tool its models are offered unless a family says otherwise: ``edit`` (Edit) or
+    ``apply_patch``; None: both (the provider does not say which its models were trained on)."""
+    web_search: bool | None = None
+    """The provider runs a server-side web search the WebSearch tool can use (True), has none (False: the
+    tool is not offered), or does not say (None: offered, and it answers that no search is there)."""
     price_prefix: str | None = None
     """How a router spells this provider's models (``openai/`` in OpenRouter's ``openai/gpt-4o``)."""
     telemetry_name: str = ""
@@ -152,7 +154,7 @@ class ProviderRecord:
     def family(self, model: str) -> ModelFamily | None:
         """The family of ``model`` (its longest matching prefix), or None (rule 3)."""
         best: ModelFamily | None = None
-        name = model.lower()
+        name = model.lower().rsplit("/", 1)[-1]  # a router's or gateway's name (``openai/gpt-5``) is the model's
         for f in self.families:
             if name.startswith(f.prefix) and (best is None or len(f.prefix) > len(best.prefix)):
                 best = f
@@ -166,7 +168,7 @@ class ProviderRecord:
         f = self.family(model)
         return f.wire if f is not None and f.wire else self.wire
 
-    def edit_format_for(self, model: str) -> str:
+    def edit_format_for(self, model: str) -> str | None:
         f = self.family(model)
         return f.edit_format if f is not None and f.edit_format else self.edit_format
 

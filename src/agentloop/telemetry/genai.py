@@ -9,8 +9,8 @@ Rules:
 1. ``gen_ai.provider.name`` is one of the conventions' well-known values
    when the endpoint or the wire protocol names one: the host of the base
    URL first (``api.deepseek.com`` is ``deepseek``, ``*.openai.azure.com``
-   ``azure.ai.openai``), else the protocol the adapter speaks (``openai``,
-   ``anthropic``), else the ``vendor:`` prefix of the model's name
+   ``azure.ai.openai``), else the name the adapter's provider record declares
+   (``telemetry_name``), else the ``vendor:`` prefix of the model's name
    (``scripted``); a model object with none of these is ``custom``.
 2. Messages follow the schemas' ``parts`` shape: text is a ``text`` part, a
    call a ``tool_call`` part (id, name, arguments as an object), a tool's
@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 __all__ = [
     "describe_model",
     "finish_reason",
+    "system_apart",
     "input_json",
     "input_parts",
     "last_user_text",
@@ -51,8 +52,6 @@ __all__ = [
 ]
 
 _HOSTS: tuple[tuple[str, str], ...] = (
-    ("api.openai.com", "openai"),
-    ("api.anthropic.com", "anthropic"),
     ("api.deepseek.com", "deepseek"),
     ("api.groq.com", "groq"),
     ("api.mistral.ai", "mistral_ai"),
@@ -69,7 +68,6 @@ _HOSTS: tuple[tuple[str, str], ...] = (
     ("bedrock-mantle.", "aws.bedrock"),
 )
 _P = TypeVar("_P")
-_PROTOCOLS = {"openai": "openai", "anthropic": "anthropic"}
 _FINISH = {
     "stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "no_tool_calls": "stop",
     "length": "length", "max_tokens": "length", "model_context_window_exceeded": "length",
@@ -113,11 +111,10 @@ def provider_name(adapter: Any, spec: str | None) -> str:
         named = _host_provider(host)
         if named:
             return named
-        if adapter.vendor in _PROTOCOLS:
-            return _PROTOCOLS[adapter.vendor]
+        declared = getattr(adapter, "telemetry_name", None)  # its provider's record's (providers/record.py)
+        if isinstance(declared, str) and declared:
+            return declared
     prefix = spec.split(":", 1)[0].lower() if spec and ":" in spec else ""
-    if prefix in _PROTOCOLS:
-        return _PROTOCOLS[prefix]
     return prefix or "custom"
 
 
@@ -133,6 +130,11 @@ def server_of(adapter: Any) -> tuple[str, int] | None:
     except ValueError:
         return None
     return u.hostname, port if port is not None else (443 if u.scheme == "https" else 80)
+
+
+def system_apart(adapter: Any) -> bool:
+    """The adapter's wire format takes the system prompt apart from the chat (its ``system_apart``)."""
+    return getattr(adapter, "system_apart", False) is True
 
 
 def finish_reason(reply: Mapping[str, Any]) -> str:

@@ -140,7 +140,7 @@ class TracedSink:
         if budget.get("unlimited"):
             attrs["agentloop.budget.unlimited"] = True
         if self.t.capture_content:  # the messages as recorded: redacted already
-            chat, system = genai.input_parts(payload.get("messages") or [], self.provider == "anthropic")
+            chat, system = genai.input_parts(payload.get("messages") or [], genai.system_apart(self.adapter))
             attrs["gen_ai.input.messages"] = _dumps(chat)
             if system:
                 attrs["gen_ai.system_instructions"] = _dumps(system)
@@ -194,7 +194,7 @@ class TracedSink:
                 role, parts = genai.message_parts(rec)
                 converted.append((m, (role, [_dumps(p) for p in parts])))
         self.converted, self.converted_policy = converted, self.policy
-        chat, system = genai.input_json([e for _, e in converted], self.provider == "anthropic")
+        chat, system = genai.input_json([e for _, e in converted], genai.system_apart(self.adapter))
         self.chat.set_attribute("gen_ai.input.messages", chat)
         if system:
             self.chat.set_attribute("gen_ai.system_instructions", system)

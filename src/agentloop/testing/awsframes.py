@@ -29,6 +29,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from ..providers.bedrock import SERVICE
+
 __all__ = ["chunk_frame", "encode_message", "exception_frame", "parse_authorization", "verify_sigv4"]
 
 _STRING = 7
@@ -82,7 +84,7 @@ def parse_authorization(value: str) -> dict[str, Any] | None:
 
 
 def verify_sigv4(method: str, url: str, headers: Mapping[str, str], body: bytes, *, access_key: str, secret_key: str,
-                 region: str, service: str = "bedrock", session_token: str | None = None) -> str | None:
+                 region: str, service: str = SERVICE, session_token: str | None = None) -> str | None:
     """None when the request's SigV4 ``Authorization`` is right for these credentials; else what is wrong."""
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest

@@ -91,7 +91,11 @@ def context_window(model: str) -> int:
 
     ``model`` may be a spec (``openai:gpt-4o``) or a routed name (``openai/gpt-4o``).
     """
-    name = model.lower().split(":", 1)[-1] if model.lower().startswith(("openai:", "anthropic:")) else model.lower()
+    from ...providers import PROVIDERS, is_spec
+
+    low = model.lower()
+    named = is_spec(low) and PROVIDERS[low.partition(":")[0].strip()].names_models  # scripted:FILE is the scripted family
+    name = low.split(":", 1)[-1] if named else low
     for prefix, n in _WINDOWS:
         if name.startswith(prefix) or f"/{prefix}" in name or f"anthropic.{prefix}" in name:  # Bedrock's ids
             return n
