@@ -525,3 +525,34 @@ def test_the_platform_records_hold_claude_codes_selection_variables_and_default_
         assert r.thinks(sonnet) and r.thinks(opus) and not r.thinks("claude-3-5-haiku@20241022")
         assert default_prices().key(sonnet) == "claude-sonnet-4-5" and default_prices().key(opus) == "claude-opus-4-6"
     assert bedrock.thinks("eu.anthropic.claude-haiku-4-5-20251001-v1:0") and bedrock.thinks("anthropic.claude-sonnet-4-6")
+
+
+def test_claude_codes_variables_select_the_platform_for_aliases_bare_ids_and_the_default_model() -> None:
+    """As in Claude Code: with ``CLAUDE_CODE_USE_BEDROCK=1`` (or ``..._VERTEX``) the session's model is the platform's
+    default Sonnet, ``ANTHROPIC_MODEL`` names it in the platform's id, the aliases resolve to the platform's ids
+    (``ANTHROPIC_DEFAULT_*_MODEL`` pinning them), and the small fast model is its Haiku. A bare Bedrock id or
+    inference-profile ARN is Bedrock's whatever is selected; a bare ``claude-...`` is Vertex's only when Vertex is."""
+    from agentloop.agent.trust import resolve_model
+    from agentloop.providers import cheap_spec, default_spec
+
+    bed, vtx = {"CLAUDE_CODE_USE_BEDROCK": "1"}, {"CLAUDE_CODE_USE_VERTEX": "1"}
+    assert default_spec({**bed, "ANTHROPIC_API_KEY": "k"}) == (f"bedrock:{BEDROCK_ID}", "CLAUDE_CODE_USE_BEDROCK is set")
+    assert default_spec(vtx) == (f"vertex:{VERTEX_ID}", "CLAUDE_CODE_USE_VERTEX is set")
+    assert default_spec({**vtx, "ANTHROPIC_MODEL": "claude-opus-4-6"}) == ("vertex:claude-opus-4-6", "ANTHROPIC_MODEL is set")
+    assert resolve_model("sonnet", env=bed) == f"bedrock:{BEDROCK_ID}"
+    assert resolve_model("opus", env={**vtx, "ANTHROPIC_DEFAULT_OPUS_MODEL": "claude-opus-4-1@20250805"}) == "vertex:claude-opus-4-1@20250805"
+    assert cheap_spec(f"bedrock:{BEDROCK_ID}", {}) == "bedrock:us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert resolve_model("eu.anthropic.claude-haiku-4-5-20251001-v1:0", env={}) == "bedrock:eu.anthropic.claude-haiku-4-5-20251001-v1:0"
+    arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc"
+    assert resolve_model(arn, env={}) == f"bedrock:{arn}"
+    assert resolve_model(VERTEX_ID, env=vtx) == f"vertex:{VERTEX_ID}"
+    assert resolve_model("claude-sonnet-4-5", env={}) == "anthropic:claude-sonnet-4-5"
+
+
+def test_the_agent_on_bedrock_takes_claude_codes_alias_for_its_model(tmp_path: Path) -> None:
+    """``--model sonnet`` with ``CLAUDE_CODE_USE_BEDROCK=1`` calls Bedrock's Sonnet 4.5 id (code.claude.com/docs/en/model-config)."""
+    with FakeProvider({"replies": [{"text": "aliased"}], "aws": AWS}) as fp:
+        r = _agent(tmp_path, {"CLAUDE_CODE_USE_BEDROCK": "1", **_bedrock_env(fp.url)}, "sonnet")
+        reqs = fp.requests
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["result"] == "aliased" and reqs[0]["model"] == BEDROCK_ID and reqs[0]["auth"]["verified"]

@@ -319,6 +319,8 @@ RECORD = ProviderRecord(
     endpoint=_endpoint,
     base_env=("ANTHROPIC_BEDROCK_BASE_URL",),
     options=frozenset({"cache"}),
+    # Bedrock's own spellings are its alone: a bare ``us.anthropic.claude-...`` id or an inference profile's ARN is Bedrock's
+    bare_prefixes=(*(f"{g}anthropic.claude-" for g in _GEOS), "arn:aws:bedrock:", "arn:aws-us-gov:bedrock:"),
     # Claude Code on Bedrock (code.claude.com/docs/en/model-config): opus is Opus 4.6, sonnet Sonnet 4.5; the ids are
     # Bedrock's US cross-region profiles (platform.claude.com/docs/en/about-claude/models/model-ids-and-versions)
     aliases=(

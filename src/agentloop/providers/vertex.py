@@ -248,6 +248,7 @@ RECORD = ProviderRecord(
     endpoint=_endpoint,
     base_env=("ANTHROPIC_VERTEX_BASE_URL",),
     options=frozenset({"cache"}),
+    bare_prefixes=("claude-",),  # Anthropic's too: a bare claude-... is Vertex's only when CLAUDE_CODE_USE_VERTEX selects it
     # Claude Code on Vertex (code.claude.com/docs/en/model-config): opus is Opus 4.6, sonnet Sonnet 4.5, in Vertex's
     # spelling (platform.claude.com/docs/en/about-claude/models/model-ids-and-versions: the date after an @)
     aliases=(
