@@ -556,3 +556,18 @@ def test_the_agent_on_bedrock_takes_claude_codes_alias_for_its_model(tmp_path: P
         reqs = fp.requests
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["result"] == "aliased" and reqs[0]["model"] == BEDROCK_ID and reqs[0]["auth"]["verified"]
+
+
+def test_the_async_path_reads_bedrocks_frames_and_signs_too() -> None:
+    """``acomplete`` (the async drivers') signs and reads the event stream as ``complete`` does."""
+    import asyncio
+
+    with FakeProvider({"replies": [{"fault": "throttling"}, {"text": "async frames"}], "aws": AWS}) as fp:
+        m = open_model(f"bedrock:{BEDROCK_ID}", env=_bedrock_env(fp.url), asleep=_no_wait, **_quiet())
+        got = asyncio.run(m.acomplete(_req()))
+        reqs = fp.requests
+    assert got.text == "async frames" and len(reqs) == 2 and all(q["auth"]["verified"] for q in reqs)
+
+
+async def _no_wait(seconds: float) -> None:
+    return None
