@@ -1942,6 +1942,28 @@ SABOTAGES = [
         ["tests/test_sdk_mcp_servers.py::test_a_broken_answer_to_a_tool_call_is_a_tool_error_naming_the_problem"],
     ),
     Sabotage(
+        "a key goes to a base URL a project's settings chose",
+        "src/agentloop/providers/opening.py",
+        "    if url is None or url_var is None or url_var not in chosen_by_project or key_var is None or key_var in chosen_by_project:",
+        "    if True:  # SABOTAGED",
+        ["tests/test_provider_gateways.py::test_a_base_url_a_project_chose_never_receives_the_users_key",
+         "tests/test_provider_gateways.py::test_a_trusted_projects_base_url_gets_no_key_from_the_users_environment"],
+    ),
+    Sabotage(
+        "an unknown provider silently opens another provider's adapter",
+        "src/agentloop/providers/__init__.py",
+        "    record = PROVIDERS.get(name)\n    if record is None:",
+        "    record = PROVIDERS.get(name) or next(iter(PROVIDERS.values()))  # SABOTAGED\n    if record is None:",
+        ["tests/test_provider_record.py::test_an_unknown_provider_is_an_error_naming_the_known_ones"],
+    ),
+    Sabotage(
+        "a gateway's token is dropped when no key is set",
+        "src/agentloop/providers/anthropic.py",
+        "        if self.target.auth_token:  # a gateway's token",
+        "        if False:  # SABOTAGED a gateway's token",
+        ["tests/test_provider_gateways.py::test_a_gateway_token_alone_is_sent_as_a_bearer_token"],
+    ),
+    Sabotage(
         "the AWS credentials that pay for Claude on Bedrock reach a child that allows them by name",
         "src/agentloop/config/credentials.py",
         '    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",\n',
@@ -1975,6 +1997,20 @@ SABOTAGES = [
         '            msg = msg.replace(token, "[REDACTED]")',
         "            pass  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_a_vertex_error_echoing_the_access_token_is_scrubbed"],
+    ),
+    Sabotage(
+        "the user's AWS credentials go to a Bedrock base URL a project's settings chose",
+        "src/agentloop/providers/bedrock.py",
+        '    if base_url is None and var in chosen_by_project and own_creds and not host.endswith(".amazonaws.com"):',
+        "    if False:  # SABOTAGED",
+        ["tests/test_providers_cloud.py::test_a_base_url_a_project_chose_never_receives_the_users_aws_credentials_or_google_token"],
+    ),
+    Sabotage(
+        "the user's Google access token goes to a Vertex base URL a project's settings chose",
+        "src/agentloop/providers/vertex.py",
+        '    if base_url is None and var in chosen_by_project and auth.credentials is not None and not host.endswith(".googleapis.com"):',
+        "    if False:  # SABOTAGED",
+        ["tests/test_providers_cloud.py::test_a_base_url_a_project_chose_never_receives_the_users_aws_credentials_or_google_token"],
     ),
 ]
 

@@ -104,7 +104,7 @@ def test_every_providers_key_variables_are_kept_from_children() -> None:
     from agentloop.config.credentials import PROVIDER_KEY_VARS
 
     for r in records():
-        assert set(r.key_env) | set(r.token_env) <= PROVIDER_KEY_VARS, r.name
+        assert set(r.key_env) | set(r.token_env) | ({r.headers_env} if r.headers_env else set()) <= PROVIDER_KEY_VARS, r.name
 
 
 def test_a_routers_spelling_of_each_providers_model_finds_its_price() -> None:

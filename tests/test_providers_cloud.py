@@ -324,13 +324,13 @@ def test_platform_model_ids_cost_what_anthropic_lists(platform_id: str, anthropi
 # --- end to end: the terminal agent with Claude Code's variables ---------------------------
 
 
-def _agent(tmp_path: Path, env_more: dict[str, str], model: str) -> subprocess.CompletedProcess[str]:
+def _agent(tmp_path: Path, env_more: dict[str, str], model: str | None) -> subprocess.CompletedProcess[str]:
     proj = tmp_path / "proj"
     proj.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLOOP_", "OPENAI_", "ANTHROPIC_", "AWS_", "CLAUDE_CODE_", "GOOGLE_", "CLOUD_ML"))}
     env.update(AGENTLOOP_HOME=str(tmp_path / "home"), NO_COLOR="1", **env_more)
     agentloop = os.path.join(os.path.dirname(sys.executable), "agentloop")
-    return subprocess.run([agentloop, "-p", "look around", "--model", model, "--permission-mode", "bypassPermissions",
+    return subprocess.run([agentloop, "-p", "look around", *(["--model", model] if model else []), "--permission-mode", "bypassPermissions",
                            "--output-format", "json", "--max-budget-usd", "1"],
                           cwd=proj, env=env, capture_output=True, text=True, timeout=180)
 
@@ -533,12 +533,14 @@ def test_claude_codes_variables_select_the_platform_for_aliases_bare_ids_and_the
     (``ANTHROPIC_DEFAULT_*_MODEL`` pinning them), and the small fast model is its Haiku. A bare Bedrock id or
     inference-profile ARN is Bedrock's whatever is selected; a bare ``claude-...`` is Vertex's only when Vertex is."""
     from agentloop.agent.trust import resolve_model
-    from agentloop.providers import cheap_spec, default_spec
+    from agentloop.providers import cheap_spec, default_spec, env_model
 
     bed, vtx = {"CLAUDE_CODE_USE_BEDROCK": "1"}, {"CLAUDE_CODE_USE_VERTEX": "1"}
-    assert default_spec({**bed, "ANTHROPIC_API_KEY": "k"}) == (f"bedrock:{BEDROCK_ID}", "CLAUDE_CODE_USE_BEDROCK is set")
-    assert default_spec(vtx) == (f"vertex:{VERTEX_ID}", "CLAUDE_CODE_USE_VERTEX is set")
-    assert default_spec({**vtx, "ANTHROPIC_MODEL": "claude-opus-4-6"}) == ("vertex:claude-opus-4-6", "ANTHROPIC_MODEL is set")
+    for env, spec, var in (({**bed, "ANTHROPIC_API_KEY": "k"}, f"bedrock:{BEDROCK_ID}", "CLAUDE_CODE_USE_BEDROCK"),
+                           (vtx, f"vertex:{VERTEX_ID}", "CLAUDE_CODE_USE_VERTEX")):
+        found = default_spec(env)
+        assert found is not None and found[0] == spec and var in found[1]
+    assert env_model({**vtx, "ANTHROPIC_MODEL": "claude-opus-4-6"}) == ("vertex:claude-opus-4-6", "ANTHROPIC_MODEL is set")
     assert resolve_model("sonnet", env=bed) == f"bedrock:{BEDROCK_ID}"
     assert resolve_model("opus", env={**vtx, "ANTHROPIC_DEFAULT_OPUS_MODEL": "claude-opus-4-1@20250805"}) == "vertex:claude-opus-4-1@20250805"
     assert cheap_spec(f"bedrock:{BEDROCK_ID}", {}) == "bedrock:us.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -571,3 +573,45 @@ def test_the_async_path_reads_bedrocks_frames_and_signs_too() -> None:
 
 async def _no_wait(seconds: float) -> None:
     return None
+
+
+def test_a_base_url_a_project_chose_never_receives_the_users_aws_credentials_or_google_token(tmp_path: Path) -> None:
+    """A project's settings setting ``ANTHROPIC_BEDROCK_BASE_URL`` or ``ANTHROPIC_VERTEX_BASE_URL`` to another host would
+    have the user's signature, Bedrock API key or Google token sent there: refused in one line, nothing sent. The
+    user's own setting, the platform's own host, and a gateway the project's skip-auth leaves credential-free pass."""
+    chosen = {"ANTHROPIC_BEDROCK_BASE_URL": ".claude/settings.json"}
+    with FakeProvider({"replies": [{"text": "gateway"}]}) as fp:
+        for creds in ({"AWS_ACCESS_KEY_ID": AK, "AWS_SECRET_ACCESS_KEY": SK}, {"AWS_BEARER_TOKEN_BEDROCK": "ABSK-users-own-key"}):
+            env = {"AWS_REGION": "us-east-1", "ANTHROPIC_BEDROCK_BASE_URL": fp.url, **creds}
+            with pytest.raises(ProviderConfigError, match=r"\.claude/settings\.json sets ANTHROPIC_BEDROCK_BASE_URL=.*yours"):
+                open_model(f"bedrock:{BEDROCK_ID}", env=env, chosen_by_project=chosen)
+        vertex_env = {"CLOUD_ML_REGION": "global", "ANTHROPIC_VERTEX_PROJECT_ID": "p", "ANTHROPIC_VERTEX_BASE_URL": fp.url + "/v1",
+                      "GOOGLE_APPLICATION_CREDENTIALS": str(_service_account(tmp_path, fp.url + "/token"))}
+        with pytest.raises(ProviderConfigError, match=r"p\.json sets ANTHROPIC_VERTEX_BASE_URL=.*Google access token.*yours"):
+            open_model(f"vertex:{VERTEX_ID}", env=vertex_env, chosen_by_project={"ANTHROPIC_VERTEX_BASE_URL": "p.json"})
+        assert fp.requests == []
+        skip = {"AWS_REGION": "us-east-1", "ANTHROPIC_BEDROCK_BASE_URL": fp.url, "CLAUDE_CODE_SKIP_BEDROCK_AUTH": "1",
+                "AWS_ACCESS_KEY_ID": AK, "AWS_SECRET_ACCESS_KEY": SK}
+        m = open_model(f"bedrock:{BEDROCK_ID}", env=skip, chosen_by_project={**chosen, "CLAUDE_CODE_SKIP_BEDROCK_AUTH": "p.json"}, **_quiet())
+        assert m.complete(_req()).text == "gateway" and fp.requests[0]["auth"] == {"scheme": None}
+    mine = open_model(f"bedrock:{BEDROCK_ID}", env={"AWS_REGION": "us-east-1", "ANTHROPIC_BEDROCK_BASE_URL": "http://127.0.0.1:9",
+                                                   "AWS_ACCESS_KEY_ID": AK, "AWS_SECRET_ACCESS_KEY": SK})
+    assert mine.url().startswith("http://127.0.0.1:9/")
+    aws_host = "https://bedrock-runtime.eu-west-1.amazonaws.com"
+    own = open_model(f"bedrock:{BEDROCK_ID}", env={"AWS_REGION": "eu-west-1", "ANTHROPIC_BEDROCK_BASE_URL": aws_host,
+                                                  "AWS_ACCESS_KEY_ID": AK, "AWS_SECRET_ACCESS_KEY": SK}, chosen_by_project=chosen)
+    assert own.url().startswith(aws_host)
+
+
+def test_the_agent_with_only_claude_codes_bedrock_variables_opens_bedrocks_default_sonnet(tmp_path: Path) -> None:
+    """No ``--model``: ``CLAUDE_CODE_USE_BEDROCK=1`` opens Claude Code's default model on Bedrock
+    (``us.anthropic.claude-sonnet-4-5-20250929-v1:0``, code.claude.com/docs/en/amazon-bedrock), and ``ANTHROPIC_MODEL``
+    names another in Bedrock's ids."""
+    with FakeProvider({"replies": [{"text": "by default"}, {"text": "by name"}], "aws": AWS}) as fp:
+        env = {"CLAUDE_CODE_USE_BEDROCK": "1", **_bedrock_env(fp.url)}
+        r = _agent(tmp_path, env, None)
+        q = _agent(tmp_path, {**env, "ANTHROPIC_MODEL": "us.anthropic.claude-haiku-4-5-20251001-v1:0"}, None)
+        reqs = fp.requests
+    assert r.returncode == 0 and q.returncode == 0, r.stderr + q.stderr
+    assert json.loads(r.stdout)["result"] == "by default" and json.loads(q.stdout)["result"] == "by name"
+    assert [x["model"] for x in reqs] == [BEDROCK_ID, "us.anthropic.claude-haiku-4-5-20251001-v1:0"]

@@ -34,7 +34,7 @@ from .permissions.modes import MODES
 from .session.store import Durability
 from .trust import TrustDecision, TrustQuestion
 
-__all__ = ["DEFAULT_MAX_USD_MICROS", "AgentSettings", "SettingsFlags", "cap_text", "merged_env", "read_settings"]
+__all__ = ["DEFAULT_MAX_USD_MICROS", "AgentSettings", "SettingsFlags", "cap_text", "merged_env", "model_text", "read_settings"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -76,6 +76,9 @@ class AgentSettings:
     """The user's and managed files only: prices never come from a folder."""
     env: Mapping[str, str]
     """The environment with the settings' ``env`` laid over it (for the provider, hooks and MCP servers)."""
+    project_env: Mapping[str, str]
+    """The variables of ``env`` whose value a project's settings file gave (name -> the file): a base URL among
+    them receives no key of the user's (``providers/opening.py``, rule 4)."""
     trust: TrustDecision
     mcp_json_approved: frozenset[str]
     max_steps: int
@@ -86,8 +89,11 @@ class AgentSettings:
     mode_managed: bool
     """Managed settings force the mode: Shift+Tab leaves it as it is."""
     model: str | Any | None
-    """The model given, unless managed settings name another; else the settings' ``model``, else
-    ``AGENTLOOP_MODEL``; None when none is configured (the agent says so)."""
+    """The model given, unless managed settings name another; else a provider's model variable
+    (``ANTHROPIC_MODEL``), else the settings' ``model``, else ``AGENTLOOP_MODEL``, else the default of a
+    provider whose key is set (``providers.default_spec``); None when none is (the agent says so)."""
+    model_source: str
+    """Why that model: ``--model``, the variable or file that named it, or the provider whose key chose its default."""
     fallback_model: Any
     """``fallbackModel`` as written (the model choice resolves it, as ``--fallback-model``)."""
     model_settings: Mapping[str, Any]
@@ -134,6 +140,20 @@ def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
     return out
 
 
+def project_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
+    """The ``env`` variables whose final value (``merged_env``'s order) a project's file gave: name -> its path."""
+    out: dict[str, str] = {}
+    for s in sources:
+        e = s.data.get("env")
+        if isinstance(e, dict):
+            for k in e:
+                if s.in_project:
+                    out[str(k)] = s.path
+                else:
+                    out.pop(str(k), None)
+    return out
+
+
 def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFlags) -> AgentSettings:
     """The settings of an agent in ``cwd`` (see the module's rules).
 
@@ -164,11 +184,12 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     cap = merged(sources, "toolResultCap")
     threshold = merged(sources, "loopThreshold")
     return AgentSettings(
-        sources=tuple(sources), price_sources=tuple(loaded.price_sources), env=env, trust=loaded.decision,
+        sources=tuple(sources), price_sources=tuple(loaded.price_sources), env=env, project_env=project_env(sources),
+        trust=loaded.decision,
         mcp_json_approved=frozenset(loaded.decision.mcp_approved) if not flags.strict_mcp_config else frozenset(),
         max_steps=flags.max_steps if flags.max_steps is not None else _steps(merged(sources, "maxSteps")),
         max_usd_micros=max_usd, cap_source=cap_source, permission_mode=mode, mode_managed=forced,
-        model=_model(_managed_model(flags.model, managed, said), sources, env),
+        **_model(flags.model, managed, sources, env, said),
         fallback_model=merged(sources, "fallbackModel"), add_dirs=add_dirs,
         model_settings={k: v for k in MODEL_OPTION_KEYS if (v := merged(sources, k)) is not None},
         durability=_durability(flags.durability or merged(sources, "sessionDurability") or "flush"),
@@ -181,6 +202,14 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
         max_parallel_agents=_max_parallel(env, said),
         warnings=tuple(said),
     )
+
+
+def model_text(agent: Any) -> str | None:
+    """Which model the session runs on and why (``model_source``), for the banner and ``-p``'s stderr; None when
+    ``--model`` named it (the user knows) or a front end gave a model object."""
+    settings = getattr(agent, "settings", None)
+    source = getattr(settings, "model_source", "--model")
+    return None if source in ("--model", "none") else f"model {agent.model_spec} ({source})"
 
 
 def cap_text(max_usd_micros: int | None, cap_source: str) -> str:
@@ -257,9 +286,30 @@ MODEL_OPTION_KEYS = ("maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTok
 """The settings keys ``agent/model_options.py`` reads (through ``AgentSettings.model_setting``)."""
 
 
-def _model(given: str | Any | None, sources: list[SettingsSource], env: Mapping[str, str]) -> str | Any | None:
-    """The model given, else the settings' ``model``, else ``AGENTLOOP_MODEL``."""
-    return given if given is not None else (merged(sources, "model") or env.get("AGENTLOOP_MODEL"))
+def _model(flag: str | Any | None, managed: list[SettingsSource], sources: list[SettingsSource], env: Mapping[str, str],
+           said: list[str]) -> dict[str, Any]:
+    """``model`` and ``model_source``, in Claude Code's order (code.claude.com/docs/en/model-config, "Setting
+    your model": the ``--model`` flag, then ``ANTHROPIC_MODEL``, then the settings' ``model``), managed settings
+    above all, then agentloop's ``AGENTLOOP_MODEL``, then a default from the keys the environment holds."""
+    from ..providers import default_spec, env_model
+
+    given = _managed_model(flag, managed, said)
+    forced = merged(managed, "model")
+    if given is not None:
+        return {"model": given, "model_source": "managed settings" if given is not flag else "--model"}
+    if isinstance(forced, str) and forced:
+        return {"model": forced, "model_source": f"managed settings ({managed[-1].path})"}
+    found = env_model(env)
+    if found is not None:
+        return {"model": found[0], "model_source": found[1]}
+    setting = merged(sources, "model")
+    if setting:
+        where = next((s.path for s in reversed(sources) if s.data.get("model")), "settings")
+        return {"model": setting, "model_source": f"\"model\" in {where}"}
+    if env.get("AGENTLOOP_MODEL"):
+        return {"model": env["AGENTLOOP_MODEL"], "model_source": "AGENTLOOP_MODEL is set"}
+    found = default_spec(env)
+    return {"model": found[0] if found else None, "model_source": found[1] if found else "none"}
 
 
 def _add_dirs(cwd: str, given: Sequence[str]) -> tuple[str, ...]:

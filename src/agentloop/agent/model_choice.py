@@ -56,6 +56,7 @@ def open_model_spec(
     prices: PriceTable | None = None,
     options: Mapping[str, Any] | None = None,
     default_fallback: bool = False,
+    chosen_by_project: Mapping[str, str] | None = None,
 ) -> Any:
     """A model from a spec, opened by its provider (rule 1).
 
@@ -71,7 +72,7 @@ def open_model_spec(
 
     args = OpenArgs(base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice,
                     prices=prices, options=dict(options or {}) if not spec.startswith("scripted:") else {},
-                    default_fallback=default_fallback)
+                    default_fallback=default_fallback, chosen_by_project=dict(chosen_by_project or {}))
     try:
         return open_spec(spec, args)
     except ProviderConfigError as exc:
@@ -92,11 +93,14 @@ class ModelChoice:
 
     def __init__(self, *, setting: Callable[[str], Any], price_sources: Sequence[SettingsSource], env: Mapping[str, str],
                  permission_mode: str, base_url: str | None, api_key_env: str | None, option_flags: tuple[Any, Any, Any],
-                 cap_micros: int | None, window_override: int | None, on_notice: Callable[[str], None]):
+                 cap_micros: int | None, window_override: int | None, on_notice: Callable[[str], None],
+                 project_env: Mapping[str, str] | None = None):
         self.setting, self.env, self.permission_mode = setting, env, permission_mode
         """``setting(key)``: a model option's key as the settings give it (``AgentSettings.model_setting``)."""
         self.base_url, self.api_key_env, self.option_flags = base_url, api_key_env, option_flags
         self.cap_micros, self.window_override, self.on_notice = cap_micros, window_override, on_notice
+        self.project_env: Mapping[str, str] = project_env or {}
+        """The variables a project's settings set (name -> file): a base URL among them gets no key of the user's."""
         self.prices = _prices(price_sources)
         self.price_notices: list[str] = []
         """Lines to show once: a model billed at the highest known price because it has none (rule 2)."""
@@ -112,7 +116,11 @@ class ModelChoice:
 
         spec = model
         if spec is None:
-            raise AgentError("no model configured: pass --model (e.g. scripted:replies.json) or set \"model\" in settings")
+            from ..providers import records
+
+            keys = " or ".join(r.key_env[0] for r in records() if r.default_model and r.key_env)
+            raise AgentError(f"no model configured: pass --model (e.g. scripted:replies.json), set \"model\" in settings, "
+                             f"or export {keys} to start on that provider's default model")
         if isinstance(spec, str):
             spec = resolve_model(spec, env=self.env, permission_mode=self.permission_mode)
         if price is not None:  # a model object (the scripted, or rewind's that calls nothing) is priced by its name
@@ -148,7 +156,7 @@ class ModelChoice:
         """``spec`` opened as the session opens its own models (its fallback, prices, options, notices)."""
         return open_model_spec(spec, base_url=self.base_url, api_key_env=self.api_key_env, fallback=self.fallback, env=self.env,
                                on_notice=self.on_notice, prices=self.prices, options=self.options.provider_options(),
-                               default_fallback=True)
+                               default_fallback=True, chosen_by_project=self.project_env)
 
     def check_price(self) -> None:
         """A line for each model (the fallbacks too) that has no price: it is billed at the highest one (rule 2)."""

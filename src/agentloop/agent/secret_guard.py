@@ -33,9 +33,12 @@ def held_keys(model: Any, env: Mapping[str, str], api_key_env: str | None) -> di
     m: Any = model
     seen = 0
     while m is not None and seen < MAX_CHAIN:
-        key = getattr(getattr(m, "target", None), "api_key", None)
-        if isinstance(key, str) and key:
-            out.setdefault(key, f"{getattr(m, 'vendor', 'provider')} API key")
+        target = getattr(m, "target", None)
+        held = getattr(target, "secrets", None)
+        keys = held if isinstance(held, list) else [getattr(target, "api_key", None)]
+        for key in keys:  # its key, a gateway's token, secret-named headers' values
+            if isinstance(key, str) and key:
+                out.setdefault(key, f"{getattr(m, 'vendor', 'provider')} API key")
         m = getattr(m, "fallback", None)
         seen += 1
     if api_key_env and env.get(api_key_env):

@@ -211,6 +211,10 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
     report_config(agent, lambda line: say(line, sys.stderr))
     reason = "other"
     say(f"agentloop: {agent.cap_text()}", sys.stderr)
+    from agentloop.agent.agent_settings import model_text
+
+    if (why := model_text(agent)) is not None:
+        say(f"agentloop: {why}", sys.stderr)
     for line in agent.take_price_notices():
         say(f"warning: {line}", sys.stderr)
     try:

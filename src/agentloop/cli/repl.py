@@ -722,6 +722,10 @@ class Repl:
         resumed = "resumed" if not a.session.created else "new"
         self.say(f"agentloop · {a.model_spec} · {resumed} session {a.session.id} · /help for commands", "bold")
         self.say(a.cap_text(), "dim" if a.max_usd_micros is not None else "yellow")
+        from agentloop.agent.agent_settings import model_text
+
+        if (why := model_text(a)) is not None:
+            self.say(why, "dim")
         for line in a.take_price_notices():
             self.say(f"warning: {line}", "yellow")
         if a.memory_files:

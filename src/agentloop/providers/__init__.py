@@ -45,6 +45,7 @@ __all__ = [
     "cheap_spec",
     "default_spec",
     "edit_format",
+    "env_model",
     "has_web_search",
     "default_fallback",
     "is_local",
@@ -238,21 +239,25 @@ def cheap_spec(spec: str, env: Mapping[str, str]) -> str | None:
     return _named(record, name, env) if name else None
 
 
-def default_spec(env: Mapping[str, str]) -> tuple[str, str] | None:
-    """(spec, why) of the model a session opens when nothing names one, from what the environment offers;
-    None when it offers nothing.
-
-    In the order of ``_preferred``: a provider's model variable (``ANTHROPIC_MODEL``) names it; else the first
-    provider the environment selects or holds a key or token for opens its ``default_model``."""
+def env_model(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(spec, why) of the model a provider's model variable names (Claude Code's ``ANTHROPIC_MODEL``: an alias or
+    an id), looked up in the order of ``_preferred``; None when none is set."""
     for r in _preferred(None, env):
         found = r.first_set(r.model_env, env)
         if found:
             return _named(r, found[1], env), f"{found[0]} is set"
+    return None
+
+
+def default_spec(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(spec, why) of the model a session opens when nothing names one: the ``default_model`` of the first
+    provider (``_preferred``'s order) the environment selects or holds a key or token for, as Claude Code starts
+    on its default Sonnet with only ``ANTHROPIC_API_KEY`` set; None when the environment offers none."""
     for r in _preferred(None, env):
         if r.default_model is None:
             continue
         if r.selected_by and _truthy(env.get(r.selected_by)):
-            return _named(r, r.default_model, env), f"{r.selected_by} is set"
+            return _named(r, r.default_model, env), f"the {r.name} provider's default, as {r.selected_by} is set"
         held = r.first_set((*r.key_env, *r.token_env), env)
         if held:
             return _named(r, r.default_model, env), f"the {r.name} provider's default, as {held[0]} is set"
@@ -269,6 +274,7 @@ def open_model(
     env: Mapping[str, str] | None = None,
     transport: httpx.BaseTransport | None = None,
     record_raw: bool = False,
+    chosen_by_project: Mapping[str, str] | None = None,
     **options: Any,
 ) -> HTTPModel:
     """A model for ``spec`` (``<provider>:<name>`` of a provider over HTTP), with an optional fallback.
@@ -284,9 +290,11 @@ def open_model(
     record's ``options``: ``cache``, ``max_tokens_field``...), ``prices`` (the run's
     ``PriceTable``, default the built-in one: a fallback dearer than the primary is given
     fewer output tokens, so that it costs no more than the call's reservation).
+    ``chosen_by_project``: the variables of ``env`` a project's settings set (name -> file); a base URL
+    among them receives no key of the user's.
 
     Raises:
-        ProviderConfigError: bad spec, an unknown provider, no key, or an unknown option.
+        ProviderConfigError: bad spec, an unknown provider, no key, a key for a host a project chose, or an unknown option.
     """
     vendor, name = parse_spec(spec)
     fb: tuple[ProviderRecord, str] | None = None
@@ -294,7 +302,7 @@ def open_model(
         fvendor, fname = parse_spec(fallback)
         fb = (PROVIDERS[fvendor], fname)
     return open_record(PROVIDERS[vendor], name, fallback=fb, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
-                       env=env, transport=transport, record_raw=record_raw, **options)
+                       env=env, transport=transport, record_raw=record_raw, chosen_by_project=chosen_by_project, **options)
 
 
 def open_http(record: ProviderRecord, spec: str, a: OpenArgs) -> Any:
@@ -306,7 +314,8 @@ def open_http(record: ProviderRecord, spec: str, a: OpenArgs) -> Any:
         if a.on_notice is not None:
             a.on_notice(f"{spec} falls back to {fallback} when overloaded (529), by default; --fallback-model to choose another")
     return open_model(spec, base_url=a.base_url, api_key_env=a.api_key_env, fallback=fallback, env=a.env,
-                      transport=a.transport, on_notice=a.on_notice, prices=a.prices, **options)
+                      transport=a.transport, on_notice=a.on_notice, prices=a.prices, chosen_by_project=a.chosen_by_project,
+                      **options)
 
 
 def open_spec(spec: str, args: OpenArgs | None = None) -> Any:

@@ -350,7 +350,11 @@ class AnthropicModel(HTTPModel):
     def headers(self) -> dict[str, str]:
         # as the official SDK sends a key (anthropic 2.14 ``_client.py``: a bearer token)
         h = {"anthropic-version": API_VERSION}
-        if self.target.api_key:
+        if self.target.auth_token:  # a gateway's token (Claude Code: ANTHROPIC_AUTH_TOKEN, "prefixed with Bearer")
+            h["authorization"] = f"Bearer {self.target.auth_token}"
+            if self.target.api_key:
+                h["x-api-key"] = self.target.api_key
+        elif self.target.api_key:
             h["authorization"] = f"Bearer {self.target.api_key}"
         return h
 
@@ -407,7 +411,7 @@ class AnthropicModel(HTTPModel):
             b["system"] = system
         if tools:
             b["tools"] = tools
-        h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **self.headers(), **self.extra_headers}
+        h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **self.headers(), **self.target.headers, **self.extra_headers}
         url = _join(self.target.base_url, "/v1/messages/count_tokens")
         try:  # its body read in bounded time and memory, as every body is (providers/bounded.py)
             with self.client().stream("POST", url, headers=h, content=orjson.dumps(b)) as r:

@@ -243,6 +243,19 @@ class Target:
     model: str
     base_url: str
     api_key: str | None = field(repr=False)
+    auth_token: str | None = field(default=None, repr=False)
+    """A gateway's bearer token (Claude Code's ``ANTHROPIC_AUTH_TOKEN``), sent as ``Authorization: Bearer``."""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Headers the user's environment adds for this endpoint (``ANTHROPIC_CUSTOM_HEADERS``, ``OpenAI-Organization``)."""
+
+    @property
+    def secrets(self) -> list[str]:
+        """What must never appear in a message, a record or a child: the key, the token, and the values of
+        headers whose names look secret (``X-Gateway-Key``, ``Proxy-Authorization``)."""
+        from ..config.credentials import secret_named
+
+        held = [v for k, v in self.headers.items() if secret_named(k.replace("-", "_"))]
+        return [s for s in (self.api_key, self.auth_token, *held) if s]
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -408,11 +421,11 @@ class HTTPModel:
         billed: bool = False,
     ) -> ProviderError:
         return ProviderError(
-            scrub(msg, [self.target.api_key]), kind=kind, retryable=retryable, status=status, retry_after=retry_after, billed=billed
+            scrub(msg, self.target.secrets), kind=kind, retryable=retryable, status=status, retry_after=retry_after, billed=billed
         )
 
     def _notice(self, text: str) -> None:
-        clean = scrub(text, [self.target.api_key])
+        clean = scrub(text, self.target.secrets)
         text = text.with_text(clean) if isinstance(text, RetryNotice) else clean
         log.warning("%s", text)
         if self.on_notice is not None:
@@ -447,7 +460,7 @@ class HTTPModel:
     def _prepare(self, request: ModelRequest, max_tokens: int) -> tuple[str, dict[str, str], bytes]:
         body = orjson.dumps(self.body(request, max_tokens))
         h = {"content-type": "application/json", "accept": self.stream_content_type, "accept-encoding": ACCEPT_ENCODING,
-             **self.headers(), **self.extra_headers}
+             **self.headers(), **self.target.headers, **self.extra_headers}
         url = self.url()
         return url, self.sign(url, h, body), body
 
@@ -730,7 +743,7 @@ class HTTPModel:
             usage = (usage or Usage()) + wasted
         raw_out: Any = None
         if self.record_raw:
-            raw_out = {"vendor": self.vendor, "stream": scrub(self.raw_text(raw), [self.target.api_key])}
+            raw_out = {"vendor": self.vendor, "stream": scrub(self.raw_text(raw), self.target.secrets)}
         return ModelReply(
             text=turn.text,
             tool_calls=() if turn.cut_tool is not None else tuple(turn.tool_calls),

@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import orjson
 
@@ -302,9 +302,22 @@ class BedrockModel(AnthropicModel):
 
 
 
-def _endpoint(name: str, base_url: str | None, env: Mapping[str, str]) -> tuple[str, str | None, dict[str, Any]]:
-    """``ProviderRecord.endpoint``: the base URL, the Bedrock API key (or None) and the ``auth`` the adapter signs with."""
+def _endpoint(name: str, base_url: str | None, env: Mapping[str, str],
+              chosen_by_project: Mapping[str, str]) -> tuple[str, str | None, dict[str, Any]]:
+    """``ProviderRecord.endpoint``: the base URL, the Bedrock API key (or None) and the ``auth`` the adapter signs with.
+
+    Raises:
+        ProviderConfigError: besides ``bedrock_target``'s, a project's settings chose the base URL of another host
+            than AWS's own and the user's credentials would go there (a signature or an API key).
+    """
     target, auth = bedrock_target(name, env, base_url)
+    var = "ANTHROPIC_BEDROCK_BASE_URL"
+    own_creds = auth.mode == "sigv4" or (auth.mode == "bearer" and "AWS_BEARER_TOKEN_BEDROCK" not in chosen_by_project)
+    host = urlsplit(target.base_url).hostname or ""
+    if base_url is None and var in chosen_by_project and own_creds and not host.endswith(".amazonaws.com"):
+        raise ProviderConfigError(
+            f"{chosen_by_project[var]} sets {var}={target.base_url}, but the AWS credentials that would be sent there are yours, "
+            f"not the project's: agentloop sends them only to AWS. Set {var} in your own environment or settings to send them there")
     return target.base_url, target.api_key, {"auth": auth}
 
 

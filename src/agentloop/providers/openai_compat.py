@@ -233,7 +233,8 @@ class OpenAIModel(HTTPModel):
         return self.target.base_url.rstrip("/") + "/chat/completions"
 
     def headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.target.api_key}"} if self.target.api_key else {}
+        key = self.target.api_key or self.target.auth_token
+        return {"authorization": f"Bearer {key}"} if key else {}
 
     def key_hint(self) -> str:
         return "OPENAI_API_KEY"

@@ -6,15 +6,25 @@ Rules:
    module knows no registry, so no provider's module depends on it).
 2. The key: the ``api_key`` argument, else the variable ``api_key_env`` names,
    else the record's ``key_env``; none and no base URL: the record's ``no_key``
-   message. A server of the user's own (a base URL) may need no key.
+   message. A server of the user's own (a base URL) may need no key. A gateway's
+   token (the record's ``token_env``: Claude Code's ``ANTHROPIC_AUTH_TOKEN``) goes
+   as ``Authorization: Bearer``; the record's ``header_vars`` and ``headers_env``
+   add headers (``env_headers``). Keys, tokens and secret-named headers' values
+   are scrubbed from every message (``Target.secrets``).
 3. The adapter is the record's, or the one its model family's wire format names.
    What the model is sent (the output-token field) follows its family
    (``ProviderRecord.family``) unless an option says otherwise.
+4. A key goes only to the host it was configured for: a base URL set by a
+   project's settings (``chosen_by_project``: variable -> the file) never
+   receives a key the project did not set too; that is an error naming both,
+   never a silent send (``_check_host``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -28,7 +38,7 @@ if TYPE_CHECKING:
 
     from .base import HTTPModel, RetryPolicy, Target
 
-__all__ = ["is_local", "open_record"]
+__all__ = ["env_headers", "is_local", "open_record"]
 
 _POLICY_OPTIONS = {"max_attempts", "backoff_base", "backoff_max", "max_retry_after", "stall_timeout", "call_deadline", "connect_timeout",
                    "sleep", "asleep", "rand"}
@@ -40,21 +50,101 @@ def is_local(url: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.endswith(".local")
 
 
-def _key(record: ProviderRecord, base_url: str | None, api_key: str | None, api_key_env: str | None, env: Mapping[str, str]) -> str | None:
+def _key(record: ProviderRecord, base_url: str | None, api_key: str | None, api_key_env: str | None,
+         env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    """(key, token, the variable the credential came from) for ``record`` (rule 2): a gateway's token
+    (``token_env``) when its variable is set, beside the key or instead of it."""
+    token = record.first_set(record.token_env, env)
     if api_key:
-        return api_key
+        return api_key, token[1] if token else None, None
     if api_key_env:
         k = env.get(api_key_env)
         if k:
-            return k
-        if base_url is None:
+            return k, token[1] if token else None, api_key_env
+        if base_url is None and token is None:
             raise ProviderConfigError(f"the config names {api_key_env} for the {record.name} key, but {api_key_env} is not set: export {api_key_env}=...")
     found = record.first_set(record.key_env, env)
-    if found:
-        return found[1]
+    if found or token:
+        return (found[1] if found else None), (token[1] if token else None), (found or token or ("", ""))[0]
     if base_url is not None:
-        return None  # a server of the user's own (Ollama, vLLM, llama.cpp, LM Studio) needs no key
+        return None, None, None  # a server of the user's own (Ollama, vLLM, llama.cpp, LM Studio) needs no key
     raise ProviderConfigError(record.no_key or f"no API key for {record.name}")
+
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def env_headers(record: ProviderRecord, env: Mapping[str, str]) -> dict[str, str]:
+    """The headers the environment adds to ``record``'s requests: its ``header_vars`` (``OPENAI_ORG_ID`` as
+    ``OpenAI-Organization``), then its ``headers_env`` (Claude Code's ``ANTHROPIC_CUSTOM_HEADERS``: ``Name: Value``
+    lines, split at the first colon).
+
+    Raises:
+        ProviderConfigError: a line that is not ``Name: Value`` with a valid header name, naming the variable and line.
+    """
+    out: dict[str, str] = {}
+    for var, header in record.header_vars:
+        v = env.get(var, "").strip()
+        if v:
+            out[header] = v
+    raw = env.get(record.headers_env, "") if record.headers_env else ""
+    for n, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not _HEADER_NAME.match(name) or any(ord(c) < 32 or ord(c) == 127 for c in value if c != "\t"):
+            raise ProviderConfigError(f"{record.headers_env} line {n}: not a 'Name: Value' header (one a line)")
+        out[name] = value
+    return out
+
+
+def _host(url: str) -> str:
+    u = urlsplit(url)
+    return f"{(u.hostname or '').lower()}:{u.port or (443 if u.scheme == 'https' else 80)}"
+
+
+def _check_host(record: ProviderRecord, url: str | None, url_var: str | None, key_var: str | None,
+                chosen_by_project: Mapping[str, str]) -> None:
+    """A key goes only to the host it was configured for (rule 4): a base URL a project's settings chose
+    never receives a key of the user's (their environment, their settings, ``--api-key-env``).
+
+    Raises:
+        ProviderConfigError: the project chose the URL, the key is the user's, and the host is not the provider's own.
+    """
+    if url is None or url_var is None or url_var not in chosen_by_project or key_var is None or key_var in chosen_by_project:
+        return
+    if record.default_base and _host(url) == _host(record.default_base):
+        return
+    raise ProviderConfigError(
+        f"{chosen_by_project[url_var]} sets {url_var}={url}, but the {key_var} that would go there is yours, not the project's: "
+        f"agentloop sends a key only to the host it was set for. Set {url_var} in your own environment or settings, "
+        "or pass --base-url, to send it there")
+
+
+def _target(record: ProviderRecord, name: str, *, base_url: str | None, api_key: str | None, api_key_env: str | None,
+            env: Mapping[str, str], chosen_by_project: Mapping[str, str]) -> Target:
+    """Where model ``name`` of ``record`` is called, with which credentials and headers (rules 2 and 4)."""
+    from .base import Target
+
+    url_var = None if base_url else next((v for v in record.base_env if env.get(v)), None)
+    url = base_url or (env[url_var] if url_var else None)
+    key, token, key_var = _key(record, url, api_key, api_key_env, env)
+    if api_key:
+        key_var = None  # given by the caller, for this call: the caller chose where it goes
+    _check_host(record, url, url_var, key_var, chosen_by_project)
+    return Target(record.name, name, url or _default_base(record), key, token, env_headers(record, env))
+
+
+def _endpoint_target(record: ProviderRecord, name: str, base_url: str | None, env: Mapping[str, str],
+                     chosen_by_project: Mapping[str, str]) -> tuple[Target, dict[str, Any]]:
+    """A cloud platform's model: where its own variables say and with the credentials its chain finds
+    (``ProviderRecord.endpoint``, which also keeps them from a host a project chose: rule 4)."""
+    from .base import Target
+
+    assert record.endpoint is not None
+    url, key, own = record.endpoint(name, base_url, env, chosen_by_project)
+    return Target(record.name, name, url, key), own
 
 
 def open_record(
@@ -68,6 +158,7 @@ def open_record(
     env: Mapping[str, str] | None = None,
     transport: httpx.BaseTransport | None = None,
     record_raw: bool = False,
+    chosen_by_project: Mapping[str, str] | None = None,
     **options: Any,
 ) -> HTTPModel:
     """Model ``name`` of ``record`` (a provider over HTTP), with an optional fallback: ``providers.open_model``'s work.
@@ -75,7 +166,7 @@ def open_record(
     Raises:
         ProviderConfigError: no key, an unknown option, or a provider not over HTTP.
     """
-    from .base import RetryPolicy, Target
+    from .base import RetryPolicy
 
     e: Mapping[str, str] = os.environ if env is None else env
     if record.adapter is None:
@@ -90,12 +181,12 @@ def open_record(
     policy = RetryPolicy(**{k: v for k, v in options.items() if k in _POLICY_OPTIONS})
     model_kw = {k: v for k, v in options.items() if k in _MODEL_OPTIONS}
 
-    url: str | None
+    chosen = chosen_by_project or {}
+    own: dict[str, Any] = {}
     if record.endpoint is not None:  # a cloud platform: its own variables and credential chain
-        url, key, own = record.endpoint(name, base_url, e)
+        target, own = _endpoint_target(record, name, base_url, e, chosen)
     else:
-        url, own = base_url or _first(record.base_env, e), {}
-        key = _key(record, url, api_key, api_key_env, e)
+        target = _target(record, name, base_url=base_url, api_key=api_key, api_key_env=api_key_env, env=e, chosen_by_project=chosen)
     fb: HTTPModel | None = None
     if fallback:
         frecord, fname = fallback
@@ -103,18 +194,16 @@ def open_record(
             raise ProviderConfigError(f"fallback {frecord.name}:{fname} is not a model over HTTP")
         fkw = {k: v for k, v in options.items() if k in frecord.options}
         if frecord is record:
-            ftarget = Target(frecord.name, fname, url or _default_base(frecord), key)
+            ftarget = dataclasses.replace(target, model=fname)
             fkw.update(own)
         elif frecord.endpoint is not None:
-            fbase, fkey, fown = frecord.endpoint(fname, None, e)
-            ftarget = Target(frecord.name, fname, fbase, fkey)
+            ftarget, fown = _endpoint_target(frecord, fname, None, e, chosen)
             fkw.update(fown)
         else:
-            furl = _first(frecord.base_env, e)
-            ftarget = Target(frecord.name, fname, furl or _default_base(frecord), _key(frecord, furl, None, None, e))
+            ftarget = _target(frecord, fname, base_url=None, api_key=None, api_key_env=None, env=e, chosen_by_project=chosen)
         fb = _make(frecord, ftarget, transport, policy, record_raw, model_kw, fkw, None)
     vendor_kw = {**{k: v for k, v in options.items() if k in record.options}, **own}
-    m = _make(record, Target(record.name, name, url or _default_base(record), key), transport, policy, record_raw, model_kw, vendor_kw, fb)
+    m = _make(record, target, transport, policy, record_raw, model_kw, vendor_kw, fb)
     m.max_continuations = int(max_cont)
     m.fallback_on = None if fallback_on is None else frozenset(fallback_on)
     table = _table(prices)
@@ -122,14 +211,6 @@ def open_record(
     if fb is not None:
         fb.price = table.resolve(fb.target.model)
     return m
-
-
-def _first(names: tuple[str, ...], env: Mapping[str, str]) -> str | None:
-    for n in names:
-        v = env.get(n)
-        if v:
-            return v
-    return None
 
 
 def _default_base(record: ProviderRecord) -> str:

@@ -44,13 +44,18 @@ class OpenArgs:
     """``scripted``: the replies themselves (a batch task's inline script) instead of a file."""
     default_fallback: bool = False
     """No ``fallback`` given: take the provider's default for overload, and say so through ``on_notice``."""
+    chosen_by_project: Mapping[str, str] = field(default_factory=dict)
+    """Variables of ``env`` a project's settings set (name -> the file): a base URL among them receives no key of
+    the user's (``providers/opening.py``, rule 4)."""
 
 
 Factory = Callable[["ProviderRecord", str, OpenArgs], Any]
 """How a provider opens a model: ``factory(record, spec, args) -> model``."""
 
-Endpoint = Callable[[str, "str | None", Mapping[str, str]], "tuple[str, str | None, dict[str, Any]]"]
-"""``endpoint(model, base_url, env) -> (base URL, key, adapter arguments)``: ``ProviderRecord.endpoint``."""
+Endpoint = Callable[[str, "str | None", Mapping[str, str], Mapping[str, str]], "tuple[str, str | None, dict[str, Any]]"]
+"""``endpoint(model, base_url, env, chosen_by_project) -> (base URL, key, adapter arguments)``: ``ProviderRecord.endpoint``.
+``chosen_by_project`` names the variables a project's settings set: the user's credentials never go to a host
+a project chose."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,8 @@ class ProviderRecord:
     endpoint: Endpoint | None = None
     """Where a model is called and with what credentials, when a platform's own variables and credential chain say
     it (Bedrock's ``AWS_REGION`` and SigV4, Vertex's ``CLOUD_ML_REGION`` and Google's tokens) instead of ``key_env``
-    and ``base_env``: ``endpoint(model, base_url, env) -> (base URL, key or None, the adapter's own arguments)``."""
+    and ``base_env``: ``endpoint(model, base_url, env, chosen_by_project) -> (base URL, key or None, the adapter's own
+    arguments)``."""
     adapters: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
     """Adapters for other wire formats a family may name (``ModelFamily.wire``): wire -> loader of the class."""
     key_env: tuple[str, ...] = ()

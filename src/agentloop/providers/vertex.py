@@ -27,7 +27,7 @@ import os
 import threading
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..events import ModelRequest
 from .anthropic import AnthropicModel
@@ -235,9 +235,21 @@ class VertexModel(AnthropicModel):
         return None
 
 
-def _endpoint(name: str, base_url: str | None, env: Mapping[str, str]) -> tuple[str, str | None, dict[str, Any]]:
-    """``ProviderRecord.endpoint``: the base URL (to the location) and the ``auth`` the adapter gets its tokens from."""
+def _endpoint(name: str, base_url: str | None, env: Mapping[str, str],
+              chosen_by_project: Mapping[str, str]) -> tuple[str, str | None, dict[str, Any]]:
+    """``ProviderRecord.endpoint``: the base URL (to the location) and the ``auth`` the adapter gets its tokens from.
+
+    Raises:
+        ProviderConfigError: besides ``vertex_target``'s, a project's settings chose the base URL of another host than
+            Google's own and the user's access token would go there.
+    """
     target, auth = vertex_target(name, env, base_url)
+    var = "ANTHROPIC_VERTEX_BASE_URL"
+    host = urlsplit(target.base_url).hostname or ""
+    if base_url is None and var in chosen_by_project and auth.credentials is not None and not host.endswith(".googleapis.com"):
+        raise ProviderConfigError(
+            f"{chosen_by_project[var]} sets {var}={target.base_url}, but the Google access token that would be sent there is "
+            f"yours, not the project's: agentloop sends it only to Google. Set {var} in your own environment or settings to send it there")
     return target.base_url, None, {"auth": auth}
 
 

@@ -81,7 +81,7 @@ def run_web_search(
         "messages": [{"role": "user", "content": f"Search the web for: {query}\n\nThen list what the results say, briefly."}],
         "tools": [tool],
     }
-    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.extra_headers}
+    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.target.headers, **model.extra_headers}
     deadline = model.policy.call_deadline
     try:
         with model.client().stream("POST", _join(model.target.base_url, "/v1/messages"), headers=h, content=orjson.dumps(body)) as r:

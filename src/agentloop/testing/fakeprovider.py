@@ -26,7 +26,8 @@ price, and a small ``--max-usd`` then stops the run before its first call. The p
   ``anthropic_version: vertex-2023-10-16`` and no ``model``.
 - ``POST /token``: an OAuth token endpoint for google-auth's refresh, answering
   ``{"access_token": script's "google_token" (default "ya29.fake-token"), "expires_in": 3600}``.
-- ``GET /requests``: the requests received so far, as JSON (keys never kept).
+- ``GET /requests``: the requests received so far, as JSON (keys never kept: ``auth`` says which header
+  carried a credential, by its scheme).
 
 The script is a JSON file: either a list of replies, or an object::
 
@@ -360,6 +361,9 @@ class _Handler(BaseHTTPRequestHandler):
             "body": body,
             "has_key": bool(key),
             "headers": {k.lower(): v for k, v in self.headers.items() if k.lower() not in ("authorization", "x-api-key")},
+            # where a credential came, never its value: the authorization header's scheme, x-api-key's presence
+            "auth": {k.lower(): (v.split(" ", 1)[0].lower() if k.lower() == "authorization" else "present")
+                     for k, v in self.headers.items() if k.lower() in ("authorization", "x-api-key")},
         }
         refused = self._cloud_check(cloud, rec, raw) if cloud is not None else None
         with st.lock:

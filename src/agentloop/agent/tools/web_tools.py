@@ -22,10 +22,15 @@ log = logging.getLogger("agentloop.agent")
 
 def _open_plain(models: ModelChoice, spec: str) -> Any:
     """The provider's small model, without the session's thinking or effort (a short side call needs neither)."""
-    from ...providers import open_model
+    from ...providers import ProviderConfigError, open_model
 
     try:
-        return open_model(spec, base_url=models.base_url, api_key_env=models.api_key_env, env=models.env, prices=models.prices)
+        return open_model(spec, base_url=models.base_url, api_key_env=models.api_key_env, env=models.env, prices=models.prices,
+                          chosen_by_project=models.project_env)
+    except ProviderConfigError as exc:
+        if "sends a key only to the host" in str(exc):
+            raise  # the key-to-host wall holds here too: never retried another way
+        return models.open(spec)
     except Exception:  # a changed signature or a provider's refusal: the session's own way of opening a model
         return models.open(spec)
 
