@@ -1947,7 +1947,8 @@ SABOTAGES = [
         "    if url is None or url_var is None or url_var not in chosen_by_project or key_var is None or key_var in chosen_by_project:",
         "    if True:  # SABOTAGED",
         ["tests/test_provider_gateways.py::test_a_base_url_a_project_chose_never_receives_the_users_key",
-         "tests/test_provider_gateways.py::test_a_trusted_projects_base_url_gets_no_key_from_the_users_environment"],
+         "tests/test_provider_gateways.py::test_a_trusted_projects_base_url_gets_no_key_from_the_users_environment",
+         "tests/test_trust.py::test_an_untrusted_folder_runs_nothing_names_what_it_left_out_then_trusted_runs_and_changed_asks_again"],
     ),
     Sabotage(
         "an unknown provider silently opens another provider's adapter",
