@@ -1964,6 +1964,13 @@ SABOTAGES = [
         "        if False:  # SABOTAGED a gateway's token",
         ["tests/test_provider_gateways.py::test_a_gateway_token_alone_is_sent_as_a_bearer_token"],
     ),
+    Sabotage(
+        "a reasoning model behind a gateway is sent max_tokens, which it refuses",
+        "src/agentloop/providers/opening.py",
+        '    if family is not None and family.token_field and "max_tokens_field" in record.options:',
+        "    if False:  # SABOTAGED",
+        ["tests/test_model_requests.py::test_azure_and_a_routers_spelling_get_the_reasoning_models_field"],
+    ),
 ]
 
 
