@@ -1947,7 +1947,8 @@ SABOTAGES = [
         "    if url is None or url_var is None or url_var not in chosen_by_project or key_var is None or key_var in chosen_by_project:",
         "    if True:  # SABOTAGED",
         ["tests/test_provider_gateways.py::test_a_base_url_a_project_chose_never_receives_the_users_key",
-         "tests/test_provider_gateways.py::test_a_trusted_projects_base_url_gets_no_key_from_the_users_environment"],
+         "tests/test_provider_gateways.py::test_a_trusted_projects_base_url_gets_no_key_from_the_users_environment",
+         "tests/test_trust.py::test_an_untrusted_folder_runs_nothing_names_what_it_left_out_then_trusted_runs_and_changed_asks_again"],
     ),
     Sabotage(
         "an unknown provider silently opens another provider's adapter",
@@ -1962,6 +1963,13 @@ SABOTAGES = [
         "        if self.target.auth_token:  # a gateway's token",
         "        if False:  # SABOTAGED a gateway's token",
         ["tests/test_provider_gateways.py::test_a_gateway_token_alone_is_sent_as_a_bearer_token"],
+    ),
+    Sabotage(
+        "a reasoning model behind a gateway is sent max_tokens, which it refuses",
+        "src/agentloop/providers/opening.py",
+        '    if family is not None and family.token_field and "max_tokens_field" in record.options:',
+        "    if False:  # SABOTAGED",
+        ["tests/test_model_requests.py::test_azure_and_a_routers_spelling_get_the_reasoning_models_field"],
     ),
     Sabotage(
         "the AWS credentials that pay for Claude on Bedrock reach a child that allows them by name",

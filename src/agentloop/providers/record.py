@@ -44,6 +44,8 @@ class OpenArgs:
     """``scripted``: the replies themselves (a batch task's inline script) instead of a file."""
     default_fallback: bool = False
     """No ``fallback`` given: take the provider's default for overload, and say so through ``on_notice``."""
+    key_helper: Callable[[], str] | None = None
+    """Runs the settings' ``apiKeyHelper`` and gives its key (asked only when no key or token variable is set)."""
     chosen_by_project: Mapping[str, str] = field(default_factory=dict)
     """Variables of ``env`` a project's settings set (name -> the file): a base URL among them receives no key of
     the user's (``providers/opening.py``, rule 4)."""
@@ -135,6 +137,9 @@ class ProviderRecord:
     """The small, fast model for side calls (loop check, WebFetch's prompt)."""
     cheap_model_env: tuple[str, ...] = ()
     """Variables naming the cheap model (``ANTHROPIC_SMALL_FAST_MODEL``)."""
+    key_helper: bool = False
+    """Takes Claude Code's ``apiKeyHelper`` (a command's output as the key, after ``key_env`` and ``token_env``,
+    sent both as the key and as a bearer token)."""
     selected_by: str | None = None
     """A variable that, set to a true value, makes this the default provider (``CLAUDE_CODE_USE_BEDROCK``)."""
     reasoning: str | None = None
