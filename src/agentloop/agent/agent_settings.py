@@ -206,12 +206,10 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     )
 
 
-def model_text(agent: Any) -> str | None:
-    """Which model the session runs on and why (``model_source``), for the banner and ``-p``'s stderr; None when
-    ``--model`` named it (the user knows) or a front end gave a model object."""
-    settings = getattr(agent, "settings", None)
-    source = getattr(settings, "model_source", "--model")
-    return None if source in ("--model", "none") else f"model {agent.model_spec} ({source})"
+def model_text(model_spec: str, source: str) -> str | None:
+    """Which model the session runs on and why (``AgentSettings.model_source``), for the banner and ``-p``'s
+    stderr; None when ``--model`` named it (the user knows) or a front end gave a model object."""
+    return None if source in ("--model", "none") else f"model {model_spec} ({source})"
 
 
 def cap_text(max_usd_micros: int | None, cap_source: str) -> str:

@@ -77,8 +77,6 @@ class ModelFamily:
     edit_format: str | None = None
     """The one file-editing tool offered and named in the system prompt (``apply_patch`` for models
     trained on it); None: the provider's ``edit_format``."""
-    max_output: int | None = None
-    """The documented most output tokens, when the price table does not know the model."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,7 @@ class ProviderRecord:
     """Variables holding the API key, first set wins."""
     token_env: tuple[str, ...] = ()
     """Variables holding a bearer token for a gateway (Claude Code's ``ANTHROPIC_AUTH_TOKEN``), sent as
-    ``Authorization: Bearer`` when no API key is set."""
+    ``Authorization: Bearer`` (a key set too goes as the adapter's key header beside it)."""
     base_env: tuple[str, ...] = ()
     """Variables holding the base URL."""
     default_base: str | None = None
