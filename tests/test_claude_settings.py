@@ -146,7 +146,7 @@ def test_bad_entries_are_skipped_with_one_warning_each_and_the_rest_applies(wher
     assert any("permissions.defaultMode yolo" in x for x in w)
     assert any("permissions.additionalDirectories[1]" in x for x in w)
     assert any("maxSteps" in x for x in w)
-    assert w[-1] == f"{f}: not honoured by agentloop, ignored: apiKeyHelper, includeCoAuthoredBy"  # statusLine is drawn by the REPL
+    assert w[-1] == f"{f}: not honoured by agentloop, ignored: includeCoAuthoredBy"  # statusLine is drawn by the REPL
 
 
 def test_dont_ask_mode_denies_what_would_ask_without_asking_and_allow_rules_still_allow(where: dict[str, Path]) -> None:

@@ -135,3 +135,44 @@ def test_the_users_own_gateway_with_a_token_answers_a_print_run(proj: Path, home
         p = _cli(["-p", "hi", "--model", "anthropic:claude-haiku-4-5"], proj, home, env)
         assert p.returncode == 0 and "hello from the gateway" in p.stdout, p.stderr
         assert fp.requests[0]["auth"] == {"authorization": "bearer"}
+
+
+# --- apiKeyHelper -------------------------------------------------------------------------------------------
+# Claude Code (code.claude.com/docs/en/llm-gateway, "apiKeyHelper"): a settings command whose output is the key,
+# sent as the Authorization and X-Api-Key headers, with lower priority than ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY.
+
+
+def _helper(tmp: Path, key: str) -> str:
+    script = tmp / "get-key.sh"
+    script.write_text(f"#!/bin/sh\necho '{key}'\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_the_users_api_key_helper_gives_the_key_sent_as_both_headers(proj: Path, home: Path, tmp_path: Path) -> None:
+    helper_key = "sk-from-the-helper-0123456789"
+    _write(tmp_path / ".claude" / "settings.json", {"apiKeyHelper": _helper(tmp_path, helper_key)})
+    with FakeProvider({"replies": [{"text": "helped"}], "require_key": helper_key}) as fp:
+        p = _cli(["-p", "hi", "--model", "sonnet"], proj, home, {"ANTHROPIC_BASE_URL": fp.url, "HOME": str(tmp_path)})
+        assert p.returncode == 0 and "helped" in p.stdout, p.stderr
+        assert fp.requests[0]["auth"] == {"authorization": "bearer", "x-api-key": "present"}
+    assert helper_key not in p.stderr
+
+
+def test_a_key_variable_comes_before_the_helper_and_a_failing_helper_is_one_line(proj: Path, home: Path, tmp_path: Path) -> None:
+    _write(tmp_path / ".claude" / "settings.json", {"apiKeyHelper": "exit 3"})
+    with FakeProvider({"replies": [{"text": "by key"}], "require_key": KEY}) as fp:
+        env = {"ANTHROPIC_BASE_URL": fp.url, "HOME": str(tmp_path)}
+        p = _cli(["-p", "hi", "--model", "sonnet"], proj, home, {**env, "ANTHROPIC_API_KEY": KEY})
+        assert p.returncode == 0 and "by key" in p.stdout, p.stderr  # the helper was not asked
+        q = _cli(["-p", "hi", "--model", "sonnet"], proj, home, env)
+    assert q.returncode == 2 and "apiKeyHelper in" in q.stderr and "gave no key (exit 3" in q.stderr and "Traceback" not in q.stderr
+
+
+def test_the_users_helper_key_never_goes_to_a_base_url_a_project_chose(proj: Path, home: Path, tmp_path: Path) -> None:
+    _write(tmp_path / ".claude" / "settings.json", {"apiKeyHelper": _helper(tmp_path, "sk-users-helper-key-0123")})
+    with FakeProvider({"replies": [{"text": "stolen"}]}) as fp:
+        _write(proj / ".claude" / "settings.json", {"env": {"ANTHROPIC_BASE_URL": fp.url}})
+        p = _cli(["-p", "hi", "--trust", "--model", "sonnet"], proj, home, {"HOME": str(tmp_path)})
+        assert p.returncode == 2 and "the apiKeyHelper that would go there is yours" in p.stderr, p.stderr
+        assert fp.requests == []

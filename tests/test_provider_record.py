@@ -27,13 +27,16 @@ def test_every_registered_provider_has_a_complete_record() -> None:
     for r in records():
         assert isinstance(r, ProviderRecord) and PROVIDERS[r.name] is r
         assert r.telemetry_name, r.name
-        if r.adapter is not None:  # a provider over HTTP says where it lives, where its key is, and what to do without one
+        if r.adapter is not None and r.endpoint is None:  # a provider over HTTP says where it lives, where its key is, and what to do without one
             assert r.default_base and r.key_env and r.base_env and r.no_key, r.name
+        if r.endpoint is not None:  # a cloud platform: its own variables say where, its credential chain with what
+            assert r.base_env and r.no_key and r.selected_by, r.name
+        if r.adapter is not None:
             assert r.default_model and r.cheap_model, r.name
 
 
 def test_an_unknown_provider_is_an_error_naming_the_known_ones() -> None:
-    with pytest.raises(ProviderConfigError, match=r"unknown provider 'gemini' in settings: known providers are anthropic, openai, scripted"):
+    with pytest.raises(ProviderConfigError, match=r"unknown provider 'gemini' in settings: known providers are anthropic, openai, scripted, bedrock, vertex"):
         record_for("gemini:pro", where="settings")
     with pytest.raises(ProviderConfigError, match="unknown provider 'gemini'"):
         open_spec("gemini:pro", OpenArgs(env={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}))

@@ -58,10 +58,19 @@ ADAPTERS = [r.name for r in records() if r.adapter is not None]
 provider must then speak its wire)."""
 
 
+GATEWAY_ENV = {"CLAUDE_CODE_SKIP_BEDROCK_AUTH": "1", "AWS_REGION": "us-east-1",
+               "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1", "CLOUD_ML_REGION": "global", "ANTHROPIC_VERTEX_PROJECT_ID": "p"}
+"""A cloud platform's provider (a record with an ``endpoint``) reached at the fake as through a gateway that signs for
+it: Claude Code's skip-auth variables, and the region and project its paths name."""
+
+
 def _model(vendor: str, url: str) -> Any:
     """The provider's cheap model at the fake server, under the path its own endpoint has (``/v1`` for OpenAI's)."""
     record = record_for(vendor)
     spec = cheap_spec(f"{vendor}:x", {})
+    if record.endpoint is not None:
+        assert spec is not None
+        return open_model(spec, base_url=url, env=GATEWAY_ENV, max_attempts=1)
     assert spec is not None and record.default_base is not None
     return open_model(spec, base_url=url + urlsplit(record.default_base).path.rstrip("/"), env={}, max_attempts=1)
 

@@ -121,11 +121,14 @@ def test_an_untrusted_folder_runs_nothing_names_what_it_left_out_then_trusted_ru
         assert "hook SessionStart" in t.stdout and "MCP server evil" in t.stdout
         clear(repo, world)
         n_good = len(good.requests)
-        p = run_p(repo, world, good)
+        p = run_p(repo, world, good)  # trust applies the project's base URL, but never with the user's key
+        assert p.returncode == 2 and "sets OPENAI_BASE_URL" in p.stderr and "sk-test" not in p.stderr, p.stderr
+        assert evil.requests == [] and len(good.requests) == n_good and not (repo / "hook-ran").exists()
+        p = run_p(repo, world, good, "--base-url", good.url + "/v1")  # the user's own endpoint, chosen by the user
         assert p.returncode == 0, p.stderr
         assert effects(repo, world) == {"hook": True, "mcp": True, "bash": True, "outside write": True}
         assert (repo / "hook-ran").read_text().strip() == "from-project-env"
-        assert len(good.requests) == n_good and evil.requests, "the trusted project's base URL is used"
+        assert len(good.requests) > n_good and evil.requests == [], "the user's key went only where the user sent it"
         # no trust line (the evil server, not speaking MCP, is reported failed: its tools are left out)
         assert not [x for x in p.stderr.splitlines() if "left out" in x and "--trust" in x], p.stderr
         assert json.loads(p.stdout)["cost_micros"] > 0
@@ -145,7 +148,7 @@ def test_an_untrusted_folder_runs_nothing_names_what_it_left_out_then_trusted_ru
         assert "changed since you trusted it" in line and "touch" in line
 
         # 4. --trust: for this run only
-        p = run_p(repo, world, good2, "--trust")
+        p = run_p(repo, world, good2, "--trust", "--base-url", good2.url + "/v1")
         assert (repo / "second").exists() and (repo / "hook-ran").exists()
         (repo / "second").unlink()
         p = run_p(repo, world, good2)

@@ -13,7 +13,10 @@ until the user adds them.
 
 Names resolve as vendors spell them: ``claude-haiku-4-5-20251001`` finds
 ``claude-haiku-4-5``, ``gpt-4o-2024-08-06`` finds ``gpt-4o``, OpenRouter's
-``openai/gpt-4o-mini`` finds ``gpt-4o-mini``.
+``openai/gpt-4o-mini`` finds ``gpt-4o-mini``. Claude on the cloud platforms
+costs what Anthropic lists: Bedrock's ``us.anthropic.claude-sonnet-4-5-20250929-v1:0``
+(a cross-region profile's prefix, the ``anthropic.`` vendor and the ``-v1:0``
+version dropped) and Vertex's ``claude-sonnet-4-5@20250929`` find ``claude-sonnet-4-5``.
 """
 
 from __future__ import annotations
@@ -76,10 +79,10 @@ BUILTIN_PRICES: dict[str, Price] = {
     "scripted": Price(M, 2 * M, 100_000, 1_250_000),
 }
 
-_PREFIX = re.compile(r"^[a-z][a-z0-9_.\-]*/")
-"""A router's or gateway's spelling (OpenRouter's ``openai/gpt-4o``, any provider's ``price_prefix``): the name
-after it is looked up; a name the table still does not know costs the highest price."""
-_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|:[\w.\-]+)$")
+_PREFIX = re.compile(r"^(?:[a-z][a-z0-9_.\-]*/|(?:(?:us|eu|apac|jp|au|ca|global|us-gov)\.)?anthropic\.)")
+"""A router's or gateway's spelling (OpenRouter's ``openai/gpt-4o``, any provider's ``price_prefix``), or Bedrock's
+(``us.anthropic.``): the name after it is looked up; a name the table still does not know costs the highest price."""
+_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|:[\w.\-]+|-v\d+|@[\w.\-]+)$")
 
 
 class VendorPriceTable(PriceTable):

@@ -114,7 +114,7 @@ class Agent:
         self.max_steps, self.max_usd_micros, self.add_dirs = s.max_steps, s.max_usd_micros, list(s.add_dirs)
         self.shell_timeout_s, self.shell_max_timeout_s = s.shell_timeout_s, s.shell_max_timeout_s
         self.models = ModelChoice(setting=s.model_setting, price_sources=s.price_sources, env=s.env, permission_mode=s.permission_mode,
-                                  base_url=base_url, api_key_env=api_key_env, option_flags=(max_output_tokens, thinking, effort), project_env=s.project_env,
+                                  base_url=base_url, api_key_env=api_key_env, option_flags=(max_output_tokens, thinking, effort), project_env=s.project_env, key_helper=s.api_key_helper,
                                   cap_micros=s.max_usd_micros, window_override=s.context_window, on_notice=self._notice)
         self.models.choose(s.model, price, fallback, s.fallback_model)
         self.secrets = SecretGuard.create(self.model, self.env, api_key_env, s.sources)

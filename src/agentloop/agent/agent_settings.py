@@ -93,6 +93,8 @@ class AgentSettings:
     """The model given, unless managed settings name another; else a provider's model variable
     (``ANTHROPIC_MODEL``), else the settings' ``model``, else ``AGENTLOOP_MODEL``, else the default of a
     provider whose key is set (``providers.default_spec``); None when none is (the agent says so)."""
+    api_key_helper: tuple[str, str, bool] | None
+    """Claude Code's ``apiKeyHelper``: (the command, the file that set it, whether that file is a project's)."""
     model_source: str
     """Why that model: ``--model``, the variable or file that named it, or the provider whose key chose its default."""
     fallback_model: Any
@@ -190,7 +192,7 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
         mcp_json_approved=frozenset(loaded.decision.mcp_approved) if not flags.strict_mcp_config else frozenset(),
         max_steps=flags.max_steps if flags.max_steps is not None else _steps(merged(sources, "maxSteps")),
         max_usd_micros=max_usd, cap_source=cap_source, permission_mode=mode, mode_managed=forced,
-        **_model(flags.model, managed, sources, env, said),
+        **_model(flags.model, managed, sources, env, said), api_key_helper=_key_helper(sources),
         fallback_model=merged(sources, "fallbackModel"), add_dirs=add_dirs,
         model_settings={k: v for k in MODEL_OPTION_KEYS if (v := merged(sources, k)) is not None},
         durability=_durability(flags.durability or merged(sources, "sessionDurability") or "flush"),
@@ -205,12 +207,10 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     )
 
 
-def model_text(agent: Any) -> str | None:
-    """Which model the session runs on and why (``model_source``), for the banner and ``-p``'s stderr; None when
-    ``--model`` named it (the user knows) or a front end gave a model object."""
-    settings = getattr(agent, "settings", None)
-    source = getattr(settings, "model_source", "--model")
-    return None if source in ("--model", "none") else f"model {agent.model_spec} ({source})"
+def model_text(model_spec: str, source: str) -> str | None:
+    """Which model the session runs on and why (``AgentSettings.model_source``), for the banner and ``-p``'s
+    stderr; None when ``--model`` named it (the user knows) or a front end gave a model object."""
+    return None if source in ("--model", "none") else f"model {model_spec} ({source})"
 
 
 def cap_text(max_usd_micros: int | None, cap_source: str) -> str:
@@ -285,6 +285,15 @@ def _managed_model(model: str | Any | None, managed: list[SettingsSource], said:
 
 MODEL_OPTION_KEYS = ("maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel")
 """The settings keys ``agent/model_options.py`` reads (through ``AgentSettings.model_setting``)."""
+
+
+def _key_helper(sources: Sequence[SettingsSource]) -> tuple[str, str, bool] | None:
+    """The ``apiKeyHelper`` in force (the last source naming one wins) and where it was set."""
+    for s in reversed(sources):
+        v = s.data.get("apiKeyHelper")
+        if isinstance(v, str) and v.strip():
+            return v, s.path, s.in_project
+    return None
 
 
 def _model(flag: str | Any | None, managed: list[SettingsSource], sources: list[SettingsSource], env: Mapping[str, str],

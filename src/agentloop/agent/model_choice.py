@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..budget import PriceTable, format_usd
 from ..config.settings import ConfigError, SettingsSource
 from ..model_description import describe
 from .errors import AgentError
 from .model_options import ModelOptions, OptionError, resolve_options
+
+if TYPE_CHECKING:
+    from .key_helper import KeyHelper
 
 __all__ = ["ModelChoice", "Saved", "context_window", "open_model_spec", "scripted_model"]
 
@@ -57,6 +60,7 @@ def open_model_spec(
     options: Mapping[str, Any] | None = None,
     default_fallback: bool = False,
     chosen_by_project: Mapping[str, str] | None = None,
+    key_helper: Callable[[], str] | None = None,
 ) -> Any:
     """A model from a spec, opened by its provider (rule 1).
 
@@ -72,7 +76,8 @@ def open_model_spec(
 
     args = OpenArgs(base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice,
                     prices=prices, options=dict(options or {}) if not spec.startswith("scripted:") else {},
-                    default_fallback=default_fallback, chosen_by_project=dict(chosen_by_project or {}))
+                    default_fallback=default_fallback, chosen_by_project=dict(chosen_by_project or {}),
+                    key_helper=key_helper)
     try:
         return open_spec(spec, args)
     except ProviderConfigError as exc:
@@ -94,13 +99,21 @@ class ModelChoice:
     def __init__(self, *, setting: Callable[[str], Any], price_sources: Sequence[SettingsSource], env: Mapping[str, str],
                  permission_mode: str, base_url: str | None, api_key_env: str | None, option_flags: tuple[Any, Any, Any],
                  cap_micros: int | None, window_override: int | None, on_notice: Callable[[str], None],
-                 project_env: Mapping[str, str] | None = None):
+                 project_env: Mapping[str, str] | None = None, key_helper: tuple[str, str, bool] | None = None):
         self.setting, self.env, self.permission_mode = setting, env, permission_mode
         """``setting(key)``: a model option's key as the settings give it (``AgentSettings.model_setting``)."""
         self.base_url, self.api_key_env, self.option_flags = base_url, api_key_env, option_flags
         self.cap_micros, self.window_override, self.on_notice = cap_micros, window_override, on_notice
         self.project_env: Mapping[str, str] = project_env or {}
-        """The variables a project's settings set (name -> file): a base URL among them gets no key of the user's."""
+        """The variables a project's settings set (name -> file): a base URL among them gets no key of the user's;
+        ``apiKeyHelper`` among them when a project's file set it (its key is the project's)."""
+        self.key_helper: KeyHelper | None = None
+        if key_helper is not None:
+            from .key_helper import KeyHelper
+
+            self.key_helper = KeyHelper(key_helper[0], key_helper[1], key_helper[2], env)
+            if key_helper[2]:
+                self.project_env = {**self.project_env, "apiKeyHelper": key_helper[1]}
         self.prices = _prices(price_sources)
         self.price_notices: list[str] = []
         """Lines to show once: a model billed at the highest known price because it has none (rule 2)."""
@@ -156,7 +169,7 @@ class ModelChoice:
         """``spec`` opened as the session opens its own models (its fallback, prices, options, notices)."""
         return open_model_spec(spec, base_url=self.base_url, api_key_env=self.api_key_env, fallback=self.fallback, env=self.env,
                                on_notice=self.on_notice, prices=self.prices, options=self.options.provider_options(),
-                               default_fallback=True, chosen_by_project=self.project_env)
+                               default_fallback=True, chosen_by_project=self.project_env, key_helper=self.key_helper)
 
     def check_price(self) -> None:
         """A line for each model (the fallbacks too) that has no price: it is billed at the highest one (rule 2)."""

@@ -29,7 +29,7 @@ HONOURED_KEYS: set[str] = {
     "subagentIsolation", "allowedEnvVars", "allowManagedHooksOnly", "allowManagedPermissionRulesOnly", "statusLine",
     "strictKnownMarketplaces", "outputStyle",
     "maxOutputTokens", "alwaysThinkingEnabled", "maxThinkingTokens", "effortLevel",
-    "enabledPlugins", "extraKnownMarketplaces",
+    "enabledPlugins", "extraKnownMarketplaces", "apiKeyHelper",
 }
 """Top-level settings keys agentloop reads. A module that reads another key adds it here; any other key is warned about."""
 
@@ -286,6 +286,7 @@ _CLEAN: dict[str, Callable[[SettingsSource, str, Any, Warn], Any]] = {
     "prices": _clean_prices,
     "env": _clean_env,
     "model": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
+    "apiKeyHelper": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a shell command"),
     "fallbackModel": _typed(lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
     "loopCheckModel": _typed(lambda v: isinstance(v, str) or v is False, 'a model name, or false for no model check'),
     "maxSteps": _typed(_int_ok(1), "a whole number of at least 1"),

@@ -213,7 +213,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
     say(f"agentloop: {agent.cap_text()}", sys.stderr)
     from agentloop.agent.agent_settings import model_text
 
-    if (why := model_text(agent)) is not None:
+    if (why := model_text(agent.model_spec, agent.settings.model_source)) is not None:
         say(f"agentloop: {why}", sys.stderr)
     for line in agent.take_price_notices():
         say(f"warning: {line}", sys.stderr)

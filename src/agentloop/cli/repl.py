@@ -812,7 +812,7 @@ class Repl:
         self.say(a.cap_text(), "dim" if a.max_usd_micros is not None else "yellow")
         from agentloop.agent.agent_settings import model_text
 
-        if (why := model_text(a)) is not None:
+        if (why := model_text(a.model_spec, a.settings.model_source)) is not None:
             self.say(why, "dim")
         for line in a.take_price_notices():
             self.say(f"warning: {line}", "yellow")

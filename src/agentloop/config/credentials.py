@@ -20,10 +20,13 @@ PROVIDER_KEY_VARS = frozenset({
     "CLAUDE_CODE_OAUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY",
     "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY",
     "AGENTLOOP_API_KEY", "ANTHROPIC_CUSTOM_HEADERS",
+    # Claude on Bedrock signs with AWS's credentials, or sends a Bedrock API key (providers/bedrock.py)
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
 })
 """Variables holding a model provider's credentials (a gateway's custom headers too: they may carry one): never
 passed to a child, allowed or not. Every registered provider's key, token and header variables are here
-(``tests/test_provider_record.py`` checks)."""
+(``tests/test_provider_record.py`` checks). (Vertex's ``GOOGLE_APPLICATION_CREDENTIALS`` names a key file:
+secret-named, kept from children unless allowed by name.)"""
 
 SECRET_NAME_PARTS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL")
 """A name holding one of these (any case, anywhere: ``*TOKEN*``...) is kept from children unless allowed by name.

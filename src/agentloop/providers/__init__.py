@@ -14,10 +14,10 @@ the event-stream decoder. Keys are scrubbed from every message this package prod
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import anthropic, openai_compat, openai_responses, scripted
+from . import anthropic, bedrock, openai_compat, openai_responses, scripted, vertex
 from .errors import ProviderConfigError, ProviderError, scrub
 from .opening import is_local, open_record
 from .record import ModelAlias, ModelFamily, OpenArgs, ProviderRecord
@@ -68,6 +68,8 @@ PROVIDERS: Mapping[str, ProviderRecord] = {r.name: r for r in (
     openai_compat.RECORD,
     scripted.RECORD,
     openai_responses.RECORD,
+    bedrock.RECORD,
+    vertex.RECORD,
 )}
 """Each provider a spec may name, by its record. The only place a provider is registered. The order
 is the order of preference when the environment offers several (``default_spec``), as Claude Code
@@ -275,6 +277,7 @@ def open_model(
     transport: httpx.BaseTransport | None = None,
     record_raw: bool = False,
     chosen_by_project: Mapping[str, str] | None = None,
+    key_helper: Callable[[], str] | None = None,
     **options: Any,
 ) -> HTTPModel:
     """A model for ``spec`` (``<provider>:<name>`` of a provider over HTTP), with an optional fallback.
@@ -291,7 +294,8 @@ def open_model(
     ``PriceTable``, default the built-in one: a fallback dearer than the primary is given
     fewer output tokens, so that it costs no more than the call's reservation).
     ``chosen_by_project``: the variables of ``env`` a project's settings set (name -> file); a base URL
-    among them receives no key of the user's.
+    among them receives no key of the user's. ``key_helper``: runs the settings' ``apiKeyHelper`` (asked only by a
+    provider that takes one, when no key or token variable is set).
 
     Raises:
         ProviderConfigError: bad spec, an unknown provider, no key, a key for a host a project chose, or an unknown option.
@@ -302,7 +306,8 @@ def open_model(
         fvendor, fname = parse_spec(fallback)
         fb = (PROVIDERS[fvendor], fname)
     return open_record(PROVIDERS[vendor], name, fallback=fb, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
-                       env=env, transport=transport, record_raw=record_raw, chosen_by_project=chosen_by_project, **options)
+                       env=env, transport=transport, record_raw=record_raw, chosen_by_project=chosen_by_project,
+                       key_helper=key_helper, **options)
 
 
 def open_http(record: ProviderRecord, spec: str, a: OpenArgs) -> Any:
@@ -315,7 +320,7 @@ def open_http(record: ProviderRecord, spec: str, a: OpenArgs) -> Any:
             a.on_notice(f"{spec} falls back to {fallback} when overloaded (529), by default; --fallback-model to choose another")
     return open_model(spec, base_url=a.base_url, api_key_env=a.api_key_env, fallback=fallback, env=a.env,
                       transport=a.transport, on_notice=a.on_notice, prices=a.prices, chosen_by_project=a.chosen_by_project,
-                      **options)
+                      key_helper=a.key_helper, **options)
 
 
 def open_spec(spec: str, args: OpenArgs | None = None) -> Any:

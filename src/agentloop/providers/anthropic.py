@@ -440,6 +440,7 @@ RECORD = ProviderRecord(
     adapter=AnthropicModel,
     key_env=("ANTHROPIC_API_KEY",),
     token_env=("ANTHROPIC_AUTH_TOKEN",),
+    key_helper=True,
     base_env=("ANTHROPIC_BASE_URL",),
     default_base="https://api.anthropic.com",
     headers_env="ANTHROPIC_CUSTOM_HEADERS",

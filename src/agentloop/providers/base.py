@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -184,6 +184,19 @@ class Turn:
     """The vendor's reasoning blocks as received (Anthropic's ``thinking``, with signatures)."""
     response_id: str | None = None
     """The provider's id of the response (traced, not recorded)."""
+
+
+class EventDecoder(Protocol):
+    """What frames a stream into events: ``sse.SSEDecoder``, or a platform's own framing (``bedrock.py``)."""
+
+    def feed(self, chunk: bytes) -> list[tuple[str, bytes]]: ...
+
+    def close(self) -> list[tuple[str, bytes]]: ...
+
+    @property
+    def pending(self) -> bytes | int:
+        """The bytes of an event not yet complete (or how many there are)."""
+        ...
 
 
 class Assembler:
@@ -446,9 +459,26 @@ class HTTPModel:
 
     def _prepare(self, request: ModelRequest, max_tokens: int) -> tuple[str, dict[str, str], bytes]:
         body = orjson.dumps(self.body(request, max_tokens))
-        h = {"content-type": "application/json", "accept": "text/event-stream", "accept-encoding": ACCEPT_ENCODING,
+        h = {"content-type": "application/json", "accept": self.stream_content_type, "accept-encoding": ACCEPT_ENCODING,
              **self.headers(), **self.target.headers, **self.extra_headers}
-        return self.url(), h, body
+        url = self.url()
+        return url, self.sign(url, h, body), body
+
+    def sign(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+        """The headers a request goes with, once its body is known (a platform that signs requests: ``bedrock.py``).
+
+        Raises:
+            ProviderError: the credentials cannot be had (kind ``auth``).
+        """
+        return headers
+
+    def stream_decoder(self) -> EventDecoder:
+        """What frames this vendor's stream into events: SSE, unless a subclass says otherwise."""
+        return SSEDecoder()
+
+    def raw_text(self, raw: list[bytes]) -> str:
+        """A stream's bytes as its ``raw`` record keeps them (text as text; a binary framing may say otherwise)."""
+        return b"".join(raw).decode("utf-8", "replace")
 
     def _check_response(self, status: int, headers: httpx.Headers, body_if_error: bytes | None) -> None:
         if status != 200:
@@ -488,12 +518,12 @@ class HTTPModel:
             err.unaccounted = True
             raise err
 
-    def _pump_start(self, max_tokens: int) -> tuple[SSEDecoder, Assembler, list[bytes]]:
+    def _pump_start(self, max_tokens: int) -> tuple[EventDecoder, Assembler, list[bytes]]:
         asm = self.assembler()
         asm.limit = StreamLimit.for_max_tokens(max_tokens)
-        return SSEDecoder(), asm, []
+        return self.stream_decoder(), asm, []
 
-    def _bounded(self, dec: SSEDecoder, asm: Assembler) -> None:
+    def _bounded(self, dec: EventDecoder, asm: Assembler) -> None:
         """Cut a stream that ran past its ``StreamLimit``: billed, and charged at the call's reservation."""
         lim = asm.limit
         if lim is None:
@@ -502,7 +532,7 @@ class HTTPModel:
             why = f"{asm.out_chars + asm.kept_chars} characters of output, past what its max_tokens allows ({lim.chars})"
         elif asm.received > lim.bytes:
             why = f"{asm.received} bytes of stream, past {lim.bytes}"
-        elif len(dec.pending) > lim.event_bytes:
+        elif _size(dec.pending) > lim.event_bytes:
             why = f"an event of more than {lim.event_bytes} bytes"
         else:
             return
@@ -512,7 +542,7 @@ class HTTPModel:
         raise err
 
     def _pump(
-        self, dec: SSEDecoder, asm: Assembler, chunk: bytes, raw: list[bytes], request: ModelRequest, last_event: list[float]
+        self, dec: EventDecoder, asm: Assembler, chunk: bytes, raw: list[bytes], request: ModelRequest, last_event: list[float]
     ) -> None:
         """Feed one piece of the stream; ``last_event`` is (the last progress, the attempt's start)."""
         asm.received += len(chunk)
@@ -551,7 +581,7 @@ class HTTPModel:
                 on_text(delta)
         asm.idle = idle
 
-    def _pump_end(self, dec: SSEDecoder, asm: Assembler, request: ModelRequest, limits: tuple[int, int]) -> Turn:
+    def _pump_end(self, dec: EventDecoder, asm: Assembler, request: ModelRequest, limits: tuple[int, int]) -> Turn:
         for ev, data in dec.close():
             try:
                 delta = asm.feed(ev, data)
@@ -713,7 +743,7 @@ class HTTPModel:
             usage = (usage or Usage()) + wasted
         raw_out: Any = None
         if self.record_raw:
-            raw_out = {"vendor": self.vendor, "stream": scrub(b"".join(raw).decode("utf-8", "replace"), self.target.secrets)}
+            raw_out = {"vendor": self.vendor, "stream": scrub(self.raw_text(raw), self.target.secrets)}
         return ModelReply(
             text=turn.text,
             tool_calls=() if turn.cut_tool is not None else tuple(turn.tool_calls),
@@ -832,6 +862,10 @@ class HTTPModel:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.vendor}:{self.target.model} at {self.target.base_url}>"
+
+
+def _size(pending: bytes | int) -> int:
+    return pending if isinstance(pending, int) else len(pending)
 
 
 class RetryNotice(str):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -51,9 +51,10 @@ def is_local(url: str) -> bool:
 
 
 def _key(record: ProviderRecord, base_url: str | None, api_key: str | None, api_key_env: str | None,
-         env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+         env: Mapping[str, str], helper: Callable[[], str] | None = None) -> tuple[str | None, str | None, str | None]:
     """(key, token, the variable the credential came from) for ``record`` (rule 2): a gateway's token
-    (``token_env``) when its variable is set, beside the key or instead of it."""
+    (``token_env``) when its variable is set, beside the key or instead of it; with neither, the settings'
+    ``apiKeyHelper`` when the record takes one (Claude Code: below both; sent as the key and as a bearer token)."""
     token = record.first_set(record.token_env, env)
     if api_key:
         return api_key, token[1] if token else None, None
@@ -66,6 +67,9 @@ def _key(record: ProviderRecord, base_url: str | None, api_key: str | None, api_
     found = record.first_set(record.key_env, env)
     if found or token:
         return (found[1] if found else None), (token[1] if token else None), (found or token or ("", ""))[0]
+    if helper is not None and record.key_helper:
+        k = helper()
+        return k, k, "apiKeyHelper"
     if base_url is not None:
         return None, None, None  # a server of the user's own (Ollama, vLLM, llama.cpp, LM Studio) needs no key
     raise ProviderConfigError(record.no_key or f"no API key for {record.name}")
@@ -123,17 +127,28 @@ def _check_host(record: ProviderRecord, url: str | None, url_var: str | None, ke
 
 
 def _target(record: ProviderRecord, name: str, *, base_url: str | None, api_key: str | None, api_key_env: str | None,
-            env: Mapping[str, str], chosen_by_project: Mapping[str, str]) -> Target:
+            env: Mapping[str, str], chosen_by_project: Mapping[str, str], helper: Callable[[], str] | None = None) -> Target:
     """Where model ``name`` of ``record`` is called, with which credentials and headers (rules 2 and 4)."""
     from .base import Target
 
     url_var = None if base_url else next((v for v in record.base_env if env.get(v)), None)
     url = base_url or (env[url_var] if url_var else None)
-    key, token, key_var = _key(record, url, api_key, api_key_env, env)
+    key, token, key_var = _key(record, url, api_key, api_key_env, env, helper)
     if api_key:
         key_var = None  # given by the caller, for this call: the caller chose where it goes
     _check_host(record, url, url_var, key_var, chosen_by_project)
     return Target(record.name, name, url or _default_base(record), key, token, env_headers(record, env))
+
+
+def _endpoint_target(record: ProviderRecord, name: str, base_url: str | None, env: Mapping[str, str],
+                     chosen_by_project: Mapping[str, str]) -> tuple[Target, dict[str, Any]]:
+    """A cloud platform's model: where its own variables say and with the credentials its chain finds
+    (``ProviderRecord.endpoint``, which also keeps them from a host a project chose: rule 4)."""
+    from .base import Target
+
+    assert record.endpoint is not None
+    url, key, own = record.endpoint(name, base_url, env, chosen_by_project)
+    return Target(record.name, name, url, key), own
 
 
 def open_record(
@@ -148,6 +163,7 @@ def open_record(
     transport: httpx.BaseTransport | None = None,
     record_raw: bool = False,
     chosen_by_project: Mapping[str, str] | None = None,
+    key_helper: Callable[[], str] | None = None,
     **options: Any,
 ) -> HTTPModel:
     """Model ``name`` of ``record`` (a provider over HTTP), with an optional fallback: ``providers.open_model``'s work.
@@ -171,7 +187,12 @@ def open_record(
     model_kw = {k: v for k, v in options.items() if k in _MODEL_OPTIONS}
 
     chosen = chosen_by_project or {}
-    target = _target(record, name, base_url=base_url, api_key=api_key, api_key_env=api_key_env, env=e, chosen_by_project=chosen)
+    own: dict[str, Any] = {}
+    if record.endpoint is not None:  # a cloud platform: its own variables and credential chain
+        target, own = _endpoint_target(record, name, base_url, e, chosen)
+    else:
+        target = _target(record, name, base_url=base_url, api_key=api_key, api_key_env=api_key_env, env=e, chosen_by_project=chosen,
+                         helper=key_helper)
     fb: HTTPModel | None = None
     if fallback:
         frecord, fname = fallback
@@ -180,10 +201,15 @@ def open_record(
         fkw = {k: v for k, v in options.items() if k in frecord.options}
         if frecord is record:
             ftarget = dataclasses.replace(target, model=fname)
+            fkw.update(own)
+        elif frecord.endpoint is not None:
+            ftarget, fown = _endpoint_target(frecord, fname, None, e, chosen)
+            fkw.update(fown)
         else:
-            ftarget = _target(frecord, fname, base_url=None, api_key=None, api_key_env=None, env=e, chosen_by_project=chosen)
+            ftarget = _target(frecord, fname, base_url=None, api_key=None, api_key_env=None, env=e, chosen_by_project=chosen,
+                              helper=key_helper)
         fb = _make(frecord, ftarget, transport, policy, record_raw, model_kw, fkw, None)
-    vendor_kw = {k: v for k, v in options.items() if k in record.options}
+    vendor_kw = {**{k: v for k, v in options.items() if k in record.options}, **own}
     m = _make(record, target, transport, policy, record_raw, model_kw, vendor_kw, fb)
     m.max_continuations = int(max_cont)
     m.fallback_on = None if fallback_on is None else frozenset(fallback_on)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Factory", "ModelAlias", "ModelFamily", "OpenArgs", "ProviderRecord"]
+__all__ = ["Endpoint", "Factory", "ModelAlias", "ModelFamily", "OpenArgs", "ProviderRecord"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ class OpenArgs:
     """``scripted``: the replies themselves (a batch task's inline script) instead of a file."""
     default_fallback: bool = False
     """No ``fallback`` given: take the provider's default for overload, and say so through ``on_notice``."""
+    key_helper: Callable[[], str] | None = None
+    """Runs the settings' ``apiKeyHelper`` and gives its key (asked only when no key or token variable is set)."""
     chosen_by_project: Mapping[str, str] = field(default_factory=dict)
     """Variables of ``env`` a project's settings set (name -> the file): a base URL among them receives no key of
     the user's (``providers/opening.py``, rule 4)."""
@@ -51,6 +53,11 @@ class OpenArgs:
 
 Factory = Callable[["ProviderRecord", str, OpenArgs], Any]
 """How a provider opens a model: ``factory(record, spec, args) -> model``."""
+
+Endpoint = Callable[[str, "str | None", Mapping[str, str], Mapping[str, str]], "tuple[str, str | None, dict[str, Any]]"]
+"""``endpoint(model, base_url, env, chosen_by_project) -> (base URL, key, adapter arguments)``: ``ProviderRecord.endpoint``.
+``chosen_by_project`` names the variables a project's settings set: the user's credentials never go to a host
+a project chose."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,6 @@ class ModelFamily:
     edit_format: str | None = None
     """The one file-editing tool offered and named in the system prompt (``apply_patch`` for models
     trained on it); None: the provider's ``edit_format``."""
-    max_output: int | None = None
-    """The documented most output tokens, when the price table does not know the model."""
 
 
 @dataclass(frozen=True)
@@ -95,13 +100,18 @@ class ProviderRecord:
     """The adapter class (an ``HTTPModel``) ``providers.open_model`` builds; None for a provider with its own factory."""
     factory: Factory | None = None
     """How a model of this provider opens when not as an adapter over HTTP (``scripted``); None: ``providers.open_http``."""
+    endpoint: Endpoint | None = None
+    """Where a model is called and with what credentials, when a platform's own variables and credential chain say
+    it (Bedrock's ``AWS_REGION`` and SigV4, Vertex's ``CLOUD_ML_REGION`` and Google's tokens) instead of ``key_env``
+    and ``base_env``: ``endpoint(model, base_url, env, chosen_by_project) -> (base URL, key or None, the adapter's own
+    arguments)``."""
     adapters: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
     """Adapters for other wire formats a family may name (``ModelFamily.wire``): wire -> loader of the class."""
     key_env: tuple[str, ...] = ()
     """Variables holding the API key, first set wins."""
     token_env: tuple[str, ...] = ()
     """Variables holding a bearer token for a gateway (Claude Code's ``ANTHROPIC_AUTH_TOKEN``), sent as
-    ``Authorization: Bearer`` when no API key is set."""
+    ``Authorization: Bearer`` (a key set too goes as the adapter's key header beside it)."""
     base_env: tuple[str, ...] = ()
     """Variables holding the base URL."""
     default_base: str | None = None
@@ -125,6 +135,9 @@ class ProviderRecord:
     """The small, fast model for side calls (loop check, WebFetch's prompt)."""
     cheap_model_env: tuple[str, ...] = ()
     """Variables naming the cheap model (``ANTHROPIC_SMALL_FAST_MODEL``)."""
+    key_helper: bool = False
+    """Takes Claude Code's ``apiKeyHelper`` (a command's output as the key, after ``key_env`` and ``token_env``,
+    sent both as the key and as a bearer token)."""
     selected_by: str | None = None
     """A variable that, set to a true value, makes this the default provider (``CLAUDE_CODE_USE_BEDROCK``)."""
     reasoning: str | None = None

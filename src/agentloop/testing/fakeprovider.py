@@ -17,6 +17,17 @@ price, and a small ``--max-usd`` then stops the run before its first call. The p
 - ``POST /messages/count_tokens``: Anthropic token counting (uses no reply).
 - ``POST /responses``: OpenAI's Responses API, JSON or SSE (``fake_responses.py``: reasoning items,
   and what else a reply may say there).
+- ``POST /model/{modelId}/invoke-with-response-stream`` (and ``/invoke``): Claude on Amazon
+  Bedrock, the Anthropic events in AWS event-stream frames (``testing/awsframes.py``); the
+  body must carry ``anthropic_version: bedrock-2023-05-31`` (or the API's dated version, as the SDK
+  sends it) and no ``model``. With
+  ``"aws": {"access_key_id", "secret_access_key", "region"}`` in the script, a request
+  whose SigV4 signature does not verify gets a 403 (``InvalidSignatureException``).
+- ``POST /projects/{p}/locations/{r}/publishers/anthropic/models/{m}:streamRawPredict``
+  (and ``:rawPredict``): Claude on Vertex AI, Anthropic's SSE; the body must carry
+  ``anthropic_version: vertex-2023-10-16`` and no ``model``.
+- ``POST /token``: an OAuth token endpoint for google-auth's refresh, answering
+  ``{"access_token": script's "google_token" (default "ya29.fake-token"), "expires_in": 3600}``.
 - ``GET /requests``: the requests received so far, as JSON (keys never kept: ``auth`` says which header
   carried a credential, by its scheme).
 
@@ -78,7 +89,8 @@ Each request to a completion endpoint takes the next REPLY, an object with:
   HTML page), ``"error_event"`` (Anthropic: an ``overloaded_error`` event
   mid-stream; OpenAI: an ``error`` chunk), ``"endless"`` (a stream that
   ignores ``max_tokens`` and sends text deltas of ``chunk_size`` characters
-  until the client goes away).
+  until the client goes away), ``"throttling"`` (Bedrock: a 200 whose stream is one
+  ``throttlingException`` message, as Bedrock throttles a stream; elsewhere a 429).
 
 Prompt caching (``"cache": true``): on the Anthropic protocol, the prefix up
 to each ``cache_control`` breakpoint (tools, then system, then messages; the
@@ -108,8 +120,11 @@ from typing import Any
 
 __all__ = ["FakeProvider", "load_script", "main"]
 
+_API_VERSION = "2026-10-21"
+"""The Messages API's version, which the official SDK's Bedrock and Vertex clients put in the body (anthropic 2.17)."""
+
 FAULTS = ("429", "500", "529", "401", "quota", "stall", "cut", "malformed", "content_type", "error_event", "context",
-          "endless", "failed")
+          "endless", "failed", "throttling")
 
 
 class FakeScriptError(ValueError):
@@ -282,9 +297,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _start_stream(self) -> None:
+    def _start_stream(self, content_type: str = "text/event-stream; charset=utf-8") -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("content-type", content_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
@@ -326,8 +341,17 @@ class _Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(n) if n else b""
         path = self._path()
+        if path == "/token":  # google-auth's refresh: the form it posts holds a refresh token, never kept
+            with self.server.state.lock:
+                self.server.state.requests.append({"path": path, "protocol": "oauth"})
+            self._send_json(200, {"access_token": self.server.state.script.get("google_token", "ya29.fake-token"),
+                                  "expires_in": 3600, "token_type": "Bearer"})
+            return
+        cloud = _cloud_route(path)
         proto = "openai" if path == "/chat/completions" else "anthropic" if path.startswith("/messages") else None
         proto = "responses" if path == "/responses" else proto
+        if cloud is not None:
+            proto = cloud[0]
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
@@ -346,8 +370,13 @@ class _Handler(BaseHTTPRequestHandler):
             "auth": {k.lower(): (v.split(" ", 1)[0].lower() if k.lower() == "authorization" else "present")
                      for k, v in self.headers.items() if k.lower() in ("authorization", "x-api-key")},
         }
+        refused = self._cloud_check(cloud, rec, raw) if cloud is not None else None
         with st.lock:
             st.requests.append(rec)
+        if refused is not None:
+            status, message, kind = refused
+            self._send_json(status, self._error_body(str(proto), kind, message), {"x-amzn-errortype": kind} if proto == "bedrock" else {})
+            return
         if proto is None:
             self._send_json(404, {"error": {"type": "not_found_error", "message": f"no route {self.path}"}})
             return
@@ -370,18 +399,70 @@ class _Handler(BaseHTTPRequestHandler):
             self._openai(body, r)
         elif proto == "responses":
             self._responses(body, r)
+        elif cloud is not None:
+            self._cloud(cloud, body, r)
         else:
             self._anthropic(body, r)
 
+    def _cloud_check(self, cloud: tuple[str, str, bool], rec: dict[str, Any], raw: bytes) -> tuple[int, str, str] | None:
+        """Check a Bedrock or Vertex request as the platform would: its body's version, no model in it, the
+        signature (Bedrock, when the script gives the secret). Returns (status, message, error type) to refuse it."""
+        from . import awsframes
+
+        platform, model, _ = cloud
+        body = rec["body"]
+        rec["model"] = model
+        want = "bedrock-2023-05-31" if platform == "bedrock" else "vertex-2023-10-16"
+        # the platform's documented version, or the Messages API's dated one (what the official SDK's clients send)
+        if not isinstance(body, dict) or body.get("anthropic_version") not in (want, _API_VERSION):
+            return 400, f"anthropic_version must be {want}", "ValidationException" if platform == "bedrock" else "invalid_request_error"
+        if "model" in body:
+            return 400, "model is given in the path, not the body", "ValidationException" if platform == "bedrock" else "invalid_request_error"
+        auth = self.headers.get("authorization", "")
+        if platform != "bedrock":
+            rec["auth"] = {"scheme": auth.split(" ", 1)[0] if auth else None}
+            return None
+        parsed = awsframes.parse_authorization(auth)
+        rec["auth"] = {"scheme": auth.split(" ", 1)[0] if auth else None, **({k: v for k, v in parsed.items() if k != "signature"} if parsed else {})}
+        aws = self.server.state.script.get("aws")
+        if isinstance(aws, dict):
+            host = self.headers.get("host", "")
+            why = awsframes.verify_sigv4("POST", f"http://{host}{self.path}", dict(self.headers.items()), raw,
+                                         access_key=str(aws.get("access_key_id")), secret_key=str(aws.get("secret_access_key")),
+                                         region=str(aws.get("region")), session_token=aws.get("session_token"))
+            rec["auth"]["verified"] = why is None
+            if why is not None:
+                return 403, f"The request signature we calculated does not match the signature you provided: {why}", "InvalidSignatureException"
+        return None
+
+    def _cloud(self, cloud: tuple[str, str, bool], body: dict[str, Any], r: dict[str, Any]) -> None:
+        """A Bedrock or Vertex request answered as the Anthropic protocol would be, framed as the platform frames it."""
+        from . import awsframes
+
+        platform, model, stream = cloud
+        body = {**body, "model": model, "stream": stream}
+        if platform != "bedrock":
+            self._anthropic(body, r)
+            return
+        if r.get("fault") == "throttling":
+            self._stream(iter([b""]), r, None, lambda ev: awsframes.exception_frame("throttlingException", "Too many tokens, please wait before trying again."),
+                         "application/vnd.amazon.eventstream")
+            return
+        self._anthropic(body, r, _bedrock_frame)
+
     def _error_body(self, proto: str, kind: str, message: str) -> dict[str, Any]:
-        if proto == "anthropic":
+        if proto == "bedrock":  # AWS's JSON error: the type goes in the x-amzn-errortype header
+            return {"message": message}
+        if proto in ("anthropic", "vertex"):
             return {"type": "error", "error": {"type": kind, "message": message}}
         return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
 
     def _simple_fault(self, proto: str, fault: str, r: dict[str, Any]) -> bool:
         ra = r.get("retry_after")
         hdrs = {"retry-after": str(ra)} if ra is not None else {}
-        if fault == "429":
+        if proto == "bedrock" and fault in ("429", "throttling"):
+            hdrs["x-amzn-errortype"] = "ThrottlingException"
+        if fault == "429" or (fault == "throttling" and proto != "bedrock"):
             self._send_json(429, self._error_body(proto, "rate_limit_error", "rate limited: slow down"), hdrs)
         elif fault == "500":
             self._send_json(500, self._error_body(proto, "api_error", "internal server error"))
@@ -412,7 +493,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.server.state.requests[-1]["body"]
         limit = int(r.get("limit", 1000))
         inp = int(r.get("input_tokens", limit // 2))
-        if proto == "anthropic":
+        if proto != "openai":
             msg = f"input length and `max_tokens` exceed context limit: {inp} + {body.get('max_tokens')} > {limit}, decrease input length or `max_tokens` and try again"
         else:
             out = body.get("max_completion_tokens") or body.get("max_tokens")
@@ -436,11 +517,15 @@ class _Handler(BaseHTTPRequestHandler):
         chars = len(r.get("text", "")) + sum(len(c["name"]) + len(_canon(c["arguments"])) for c in calls)
         return _tokens(chars) + 1
 
-    def _stream(self, events: Iterator[bytes], r: dict[str, Any], cut_at: int | None) -> None:
-        """Send events; on a fault, stall, cut or corrupt the stream as the reply asks."""
+    def _stream(self, events: Iterator[bytes], r: dict[str, Any], cut_at: int | None, frame: Any = None,
+                content_type: str | None = None) -> None:
+        """Send events (each through ``frame``: Bedrock's binary framing); on a fault, stall, cut or corrupt the
+        stream as the reply asks."""
         fault = r.get("fault")
         delay = float(r.get("chunk_delay", 0))
-        self._start_stream()
+        if frame is not None and content_type is None:
+            content_type = "application/vnd.amazon.eventstream"
+        self._start_stream(*((content_type,) if content_type else ()))
         try:
             for i, ev in enumerate(events):
                 if self.server.stopping.is_set():
@@ -450,13 +535,15 @@ class _Handler(BaseHTTPRequestHandler):
                     self.server.stopping.wait(float(r.get("stall_seconds", 60)))
                     self._drop()
                     return
+                if fault == "malformed" and i == 3:
+                    ev = ev.replace(b"data: {", b"data: {{oops ", 1)
+                if frame is not None:
+                    ev = frame(ev)
                 if fault == "cut" and cut_at is not None and i == cut_at:
                     # the event's data stops inside its JSON: half of it, then the connection drops
                     self._chunk(ev[: max(1, len(ev) // 2)])
                     self._drop()
                     return
-                if fault == "malformed" and i == 3:
-                    ev = ev.replace(b"data: {", b"data: {{oops ", 1)
                 self._chunk(ev)
                 if delay:
                     self.server.stopping.wait(delay)
@@ -564,7 +651,7 @@ class _Handler(BaseHTTPRequestHandler):
         events = rep.events()
         self._stream(iter(events), r, rep.cut_at if rep.cut_at is not None else max(1, len(events) // 2))
 
-    def _anthropic(self, body: dict[str, Any], r: dict[str, Any]) -> None:
+    def _anthropic(self, body: dict[str, Any], r: dict[str, Any], frame: Any = None) -> None:
         st = self.server.state
         model = r.get("model") or body.get("model") or "fake"
         calls = self._calls(r, "toolu_")
@@ -609,7 +696,7 @@ class _Handler(BaseHTTPRequestHandler):
         if r.get("fault") == "endless":  # ignores max_tokens: text until the client goes away
             events.append(ev("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
             delta = ev("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x" * size}})
-            self._stream(itertools.chain(events, itertools.repeat(delta)), r, None)
+            self._stream(itertools.chain(events, itertools.repeat(delta)), r, None, frame)
             return
         cut_at = None
         for i, b in enumerate(blocks):
@@ -638,12 +725,34 @@ class _Handler(BaseHTTPRequestHandler):
             events.append(ev("content_block_stop", {"type": "content_block_stop", "index": i}))
             if r.get("fault") == "error_event" and i == 0:
                 events.append(ev("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
-                self._stream(iter(events), r, None)
+                self._stream(iter(events), r, None, frame)
                 return
         events.append(ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                            "usage": {"output_tokens": out}}))
         events.append(ev("message_stop", {"type": "message_stop"}))
-        self._stream(iter(events), r, cut_at if cut_at is not None else max(1, len(events) // 2))
+        self._stream(iter(events), r, cut_at if cut_at is not None else max(1, len(events) // 2), frame)
+
+
+def _cloud_route(path: str) -> tuple[str, str, bool] | None:
+    """(platform, model, streamed) for a Bedrock or Vertex path, else None."""
+    from urllib.parse import unquote
+
+    parts = path.split("/")
+    if len(parts) == 4 and parts[1] == "model" and parts[3] in ("invoke", "invoke-with-response-stream"):
+        return "bedrock", unquote(parts[2]), parts[3] != "invoke"
+    if len(parts) == 9 and parts[1] == "projects" and parts[3] == "locations" and parts[5:7] == ["publishers", "anthropic"] and parts[7] == "models":
+        model, _, verb = unquote(parts[8]).rpartition(":")
+        if verb in ("rawPredict", "streamRawPredict"):
+            return "vertex", model, verb == "streamRawPredict"
+    return None
+
+
+def _bedrock_frame(ev: bytes) -> bytes:
+    """One SSE event of the Anthropic stream as Bedrock sends it: its data in a ``chunk`` frame."""
+    from .awsframes import chunk_frame
+
+    data = ev.split(b"data: ", 1)[1] if b"data: " in ev else ev
+    return chunk_frame(data.rstrip(b"\n"))
 
 
 def _covers(domain: str, url: str) -> bool:

@@ -97,7 +97,7 @@ def context_window(model: str) -> int:
     named = is_spec(low) and PROVIDERS[low.partition(":")[0].strip()].names_models  # scripted:FILE is the scripted family
     name = low.split(":", 1)[-1] if named else low
     for prefix, n in _WINDOWS:
-        if name.startswith(prefix) or f"/{prefix}" in name:
+        if name.startswith(prefix) or f"/{prefix}" in name or f"anthropic.{prefix}" in name:  # Bedrock's ids
             return n
     return DEFAULT_WINDOW
 

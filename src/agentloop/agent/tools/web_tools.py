@@ -26,7 +26,7 @@ def _open_plain(models: ModelChoice, spec: str) -> Any:
 
     try:
         return open_model(spec, base_url=models.base_url, api_key_env=models.api_key_env, env=models.env, prices=models.prices,
-                          chosen_by_project=models.project_env)
+                          chosen_by_project=models.project_env, key_helper=models.key_helper)
     except ProviderConfigError as exc:
         if "sends a key only to the host" in str(exc):
             raise  # the key-to-host wall holds here too: never retried another way
