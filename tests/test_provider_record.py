@@ -36,7 +36,7 @@ def test_every_registered_provider_has_a_complete_record() -> None:
 
 
 def test_an_unknown_provider_is_an_error_naming_the_known_ones() -> None:
-    with pytest.raises(ProviderConfigError, match=r"unknown provider 'gemini' in settings: known providers are anthropic, openai, scripted, bedrock, vertex"):
+    with pytest.raises(ProviderConfigError, match=r"unknown provider 'gemini' in settings: known providers are anthropic, openai, scripted, openai-responses, bedrock, vertex"):
         record_for("gemini:pro", where="settings")
     with pytest.raises(ProviderConfigError, match="unknown provider 'gemini'"):
         open_spec("gemini:pro", OpenArgs(env={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}))

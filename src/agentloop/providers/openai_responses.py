@@ -52,11 +52,19 @@ import orjson
 
 from ..budget import TOOLS_PROMPT_ALLOWANCE
 from ..events import Message, ModelRequest, ToolCall, Usage
-from .base import Assembler, HTTPModel, RetryPolicy, StreamError, Turn, UsageError, reported_count
+from .base import (
+    Assembler,
+    EventDecoder,
+    HTTPModel,
+    RetryPolicy,
+    StreamError,
+    Turn,
+    UsageError,
+    reported_count,
+)
 from .errors import ProviderError
 from .images import tool_parts
 from .record import ModelFamily, ProviderRecord
-from .sse import SSEDecoder
 
 __all__ = ["RECORD", "RESPONSES_ONLY", "ResponsesAssembler", "ResponsesModel", "is_reasoning_model", "responses_only", "to_responses"]
 
@@ -352,7 +360,7 @@ class ResponsesModel(HTTPModel):
     def assembler(self) -> Assembler:
         return ResponsesAssembler()
 
-    def _pump_start(self, max_tokens: int) -> tuple[SSEDecoder, Assembler, list[bytes]]:
+    def _pump_start(self, max_tokens: int) -> tuple[EventDecoder, Assembler, list[bytes]]:
         dec, asm, raw = super()._pump_start(max_tokens)
         if isinstance(asm, ResponsesAssembler):
             asm.max_tokens = max_tokens
