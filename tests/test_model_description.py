@@ -129,7 +129,7 @@ def test_a_providers_model_declares_its_vendor_limits_and_fallback() -> None:
 def test_scripted_is_one_provider_of_the_registry(tmp_path: Any) -> None:
     from agentloop.providers import PROVIDERS, OpenArgs, ProviderConfigError, open_spec
 
-    assert set(PROVIDERS) == {"openai", "anthropic", "scripted", "bedrock", "vertex"}
+    assert set(PROVIDERS) == {"openai", "anthropic", "scripted", "openai-responses", "bedrock", "vertex"}
     f = tmp_path / "replies.json"
     f.write_text('[{"text": "hello there"}]')
     m = open_spec(f"scripted:{f}")
