@@ -35,13 +35,11 @@ call fails with ``kind="budget"`` instead of retrying.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -62,6 +60,13 @@ __all__ = ["Assembler", "HTTPModel", "RetryPolicy", "StreamError", "Target", "Tu
 log = logging.getLogger("agentloop.providers")
 
 
+async def _asleep(seconds: float) -> None:
+    """``asyncio.sleep``, with asyncio loaded when a retry first waits (the registry loads this module at every start)."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
 @dataclass
 class RetryPolicy:
     max_attempts: int = 4
@@ -77,7 +82,7 @@ class RetryPolicy:
     """Seconds one attempt may take in all, however its bytes arrive (Claude Code's ``API_TIMEOUT_MS`` default)."""
     connect_timeout: float = 10.0
     sleep: Callable[[float], None] = time.sleep
-    asleep: Callable[[float], Any] = asyncio.sleep
+    asleep: Callable[[float], Any] = _asleep
     rand: Callable[[], float] = random.random
 
     def delay(self, attempt: int, err: ProviderError) -> float:
@@ -273,6 +278,9 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     except ValueError:
         pass
     try:
+        # loaded when a server names a date, not at every start
+        from email.utils import parsedate_to_datetime
+
         when = parsedate_to_datetime(v)
     except (TypeError, ValueError):
         return None
@@ -798,6 +806,8 @@ class HTTPModel:
         """The async twin of ``complete``."""
         import httpx
         if self.transport is not None and not isinstance(self.transport, httpx.AsyncBaseTransport):
+            import asyncio
+
             return await asyncio.to_thread(self.complete, request)  # a sync-only transport: keep using it
         tries = _Attempts(self, request)
         while (model := tries.next()) is not None:
