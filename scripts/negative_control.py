@@ -2261,8 +2261,8 @@ SABOTAGES = [
     Sabotage(
         "an untrusted folder's restricted settings keep the hooks parsed before restrict",
         "src/agentloop/agent/settings_sanitizer.py",
-        '{"hooks": hooks.restricted()}',
-        '{"hooks": hooks}  # SABOTAGED',
+        '{"hooks": hooks.restricted()}))',
+        '{"hooks": hooks}))  # SABOTAGED',
         ["tests/test_settings_parsed_once.py::test_an_untrusted_projects_hooks_never_run_trusted_they_run_and_a_changed_hook_file_asks_again",
          "tests/test_settings_parsed_once.py::test_a_restricted_source_carries_none_of_the_hooks_parsed_before"],
     ),
