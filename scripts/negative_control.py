@@ -2261,10 +2261,17 @@ SABOTAGES = [
     Sabotage(
         "an untrusted folder's restricted settings keep the hooks parsed before restrict",
         "src/agentloop/agent/settings_sanitizer.py",
-        '{"hooks": hooks.restricted()}))',
-        '{"hooks": hooks}))  # SABOTAGED',
+        '{"hooks": hooks.restricted()}',
+        '{"hooks": hooks}  # SABOTAGED',
         ["tests/test_settings_parsed_once.py::test_an_untrusted_projects_hooks_never_run_trusted_they_run_and_a_changed_hook_file_asks_again",
          "tests/test_settings_parsed_once.py::test_a_restricted_source_carries_none_of_the_hooks_parsed_before"],
+    ),
+    Sabotage(
+        "an untrusted folder's restricted settings keep the allow and ask rules parsed before restrict",
+        "src/agentloop/agent/permissions/rules.py",
+        '        return PermissionSection(tuple(r for r in self.rules if r[0] == "deny"))',
+        "        return self  # SABOTAGED",
+        ["tests/test_settings_parsed_once.py::test_an_untrusted_projects_policy_keeps_only_its_deny_rules"],
     ),
 ]
 

@@ -133,3 +133,43 @@ def test_a_restricted_source_carries_none_of_the_hooks_parsed_before(world: dict
     # a value is bound to the data it was parsed from: replacing the data leaves no parsed value to take
     assert replace(clean, data={}).section("hooks", HookSection) is None
     assert not _prompt_runs_hook(world, [replace(clean, data={})])
+
+
+def _permission_repo(w: dict[str, Path]) -> None:
+    write(w["repo"] / ".claude" / "settings.json", {"permissions": {
+        "allow": ["Bash(touch:*)"], "ask": ["WebFetch"], "deny": ["Read(./secret.txt)"], "additionalDirectories": ["/"]}})
+    write(w["home"] / "settings.json", {"permissions": {"deny": ["Bash(rm:*)"]}})
+
+
+def test_each_permission_rule_is_parsed_once_and_the_policy_takes_the_parsed_rules(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentloop.agent.permissions import rules as rules_module
+    from agentloop.agent.permissions.rules import PermissionPolicy
+
+    _permission_repo(world)
+    seen: list[str] = []
+    real = rules_module.parse_rule
+
+    def counted(text: Any) -> Any:
+        seen.append(text)
+        return real(text)
+
+    monkeypatch.setattr(rules_module, "parse_rule", counted)
+    loaded = _load(world, trust=True)
+    policy = PermissionPolicy.from_settings(loaded.sources, cwd=str(world["repo"]), user_home=str(world["user"]))
+    assert sorted(seen) == sorted(["Bash(touch:*)", "WebFetch", "Read(./secret.txt)", "Bash(rm:*)"])
+    assert sorted((b.behavior, b.rule.text) for b in policy.rules) == sorted(
+        [("allow", "Bash(touch:*)"), ("ask", "WebFetch"), ("deny", "Read(./secret.txt)"), ("deny", "Bash(rm:*)")])
+    assert policy.additional_directories == ["/"]
+
+
+def test_an_untrusted_projects_policy_keeps_only_its_deny_rules(world: dict[str, Path]) -> None:
+    from agentloop.agent.permissions.rules import PermissionPolicy
+
+    _permission_repo(world)
+    untrusted = _load(world, ask=lambda q: False)
+    policy = PermissionPolicy.from_settings(untrusted.sources, cwd=str(world["repo"]), user_home=str(world["user"]))
+    assert sorted((b.behavior, b.rule.text) for b in policy.rules) == [("deny", "Bash(rm:*)"), ("deny", "Read(./secret.txt)")]
+    assert policy.additional_directories == []
+    assert policy.decide("Bash", {"command": "touch x"}).behavior != "allow"

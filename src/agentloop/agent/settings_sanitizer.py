@@ -106,12 +106,13 @@ def _keep(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
 
 
 def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .permissions.rules import MODES, RuleError, parse_rule
+    from .permissions.rules import MODES, Behavior, PermissionSection, Rule, RuleError, parse_rule
 
     if not isinstance(value, dict):
         warn("permissions", "must be an object")
         return DROP
     out: dict[str, Any] = {}
+    parsed: list[tuple[Behavior, str, Rule]] = []
     for k, v in value.items():
         if k in ("allow", "ask", "deny"):
             if not isinstance(v, list):
@@ -120,11 +121,12 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
             rules = []
             for i, text in enumerate(v):
                 try:
-                    parse_rule(text)
+                    rule = parse_rule(text)
                 except RuleError as exc:
                     warn(f"permissions.{k}[{i}] {_short(text, 60)}", str(exc))
                     continue
                 rules.append(text)
+                parsed.append((k, text, rule))
             out[k] = rules
         elif k == "defaultMode":
             if v not in MODES:
@@ -149,7 +151,8 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
             out[k] = v
         else:
             warn(f"permissions.{k}", "not honoured by agentloop", "; ignored")
-    return out
+    section = PermissionSection(tuple(parsed), out.get("defaultMode"), tuple(out.get("additionalDirectories", ())))
+    return Parsed(out, section)
 
 
 class Parsed:
@@ -336,10 +339,15 @@ def restrict(source: SettingsSource) -> SettingsSource:
     Decided on the parsed values too: the restricted source carries the restricted sections (no hooks), bound to
     its new data, so no reader can take the hooks parsed before (``SettingsSource.section``)."""
     from .hooks.runner import HookSection
+    from .permissions.rules import PermissionSection
 
     data: dict[str, Any] = {k: v for k, v in source.data.items() if k in RESTRICTING_KEYS}
     perms = source.data.get("permissions")
     if isinstance(perms, dict) and isinstance(perms.get("deny"), list):
         data["permissions"] = {"deny": list(perms["deny"])}
     hooks = source.section("hooks", HookSection) or HookSection()
-    return replace(source, data=data, parsed=Sections(data, {"hooks": hooks.restricted()}))
+    kept: dict[str, object] = {"hooks": hooks.restricted()}
+    perms_parsed = source.section("permissions", PermissionSection)
+    if perms_parsed is not None:  # else the policy parses the deny rules kept in data
+        kept["permissions"] = perms_parsed.restricted()
+    return replace(source, data=data, parsed=Sections(data, kept))

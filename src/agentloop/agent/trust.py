@@ -419,6 +419,8 @@ def hook_files(sources: Sequence[SettingsSource], cwd: str) -> list[str]:
 
 def _hook_entries(source: SettingsSource) -> tuple[HookEntry, ...]:
     """The hooks of a source as the sanitizer parsed them (a source that was not sanitized is, now)."""
+    if "hooks" not in source.data:
+        return ()
     parsed = source.section("hooks", HookSection) or sanitize(source)[0].section("hooks", HookSection)
     return parsed.entries if parsed is not None else ()
 
