@@ -2273,6 +2273,13 @@ SABOTAGES = [
         "        return self  # SABOTAGED",
         ["tests/test_settings_parsed_once.py::test_an_untrusted_projects_policy_keeps_only_its_deny_rules"],
     ),
+    Sabotage(
+        "a settings source's parsed sections are taken after its data was replaced",
+        "src/agentloop/config/settings.py",
+        "value = p.values.get(key) if p is not None and p.of is self.data else None",
+        "value = p.values.get(key) if p is not None else None  # SABOTAGED",
+        ["tests/test_settings_parsed_once.py::test_a_restricted_source_carries_none_of_the_hooks_parsed_before"],
+    ),
 ]
 
 

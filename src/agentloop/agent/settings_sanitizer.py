@@ -8,6 +8,12 @@ the file applies; every key agentloop does not read is named in one line per
 file. ``restrict(source)`` is what an untrusted folder's file keeps: its deny
 rules and the keys that only take power away. Folder trust (``agent/trust.py``)
 decides which sources are restricted.
+
+``hooks`` and ``permissions`` are parsed here once (each handler by
+``handler_of``, each rule by ``parse_rule``) into frozen values bound to the
+cleaned data (``SettingsSource.section``); the hook runner, the trust summary
+and the permission policy take those values, and ``restrict`` narrows them
+with the data, so a restricted source's parsed hooks are the restricted ones.
 """
 
 from __future__ import annotations
