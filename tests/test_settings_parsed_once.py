@@ -137,7 +137,8 @@ def test_a_restricted_source_carries_none_of_the_hooks_parsed_before(world: dict
 
 def _permission_repo(w: dict[str, Path]) -> None:
     write(w["repo"] / ".claude" / "settings.json", {"permissions": {
-        "allow": ["Bash(touch:*)"], "ask": ["WebFetch"], "deny": ["Read(./secret.txt)"], "additionalDirectories": ["/"]}})
+        "allow": ["Bash(touch:*)"], "ask": ["WebFetch"], "deny": ["Read(./secret.txt)"], "additionalDirectories": ["/"],
+        "defaultMode": "acceptEdits"}})
     write(w["home"] / "settings.json", {"permissions": {"deny": ["Bash(rm:*)"]}})
 
 
@@ -161,15 +162,16 @@ def test_each_permission_rule_is_parsed_once_and_the_policy_takes_the_parsed_rul
     assert sorted(seen) == sorted(["Bash(touch:*)", "WebFetch", "Read(./secret.txt)", "Bash(rm:*)"])
     assert sorted((b.behavior, b.rule.text) for b in policy.rules) == sorted(
         [("allow", "Bash(touch:*)"), ("ask", "WebFetch"), ("deny", "Read(./secret.txt)"), ("deny", "Bash(rm:*)")])
-    assert policy.additional_directories == ["/"]
+    assert policy.additional_directories == ["/"] and policy.mode == "acceptEdits"
 
 
 def test_an_untrusted_projects_policy_keeps_only_its_deny_rules(world: dict[str, Path]) -> None:
-    from agentloop.agent.permissions.rules import PermissionPolicy
+    from agentloop.agent.permissions.rules import PermissionPolicy, default_mode
 
     _permission_repo(world)
     untrusted = _load(world, ask=lambda q: False)
     policy = PermissionPolicy.from_settings(untrusted.sources, cwd=str(world["repo"]), user_home=str(world["user"]))
     assert sorted((b.behavior, b.rule.text) for b in policy.rules) == [("deny", "Bash(rm:*)"), ("deny", "Read(./secret.txt)")]
-    assert policy.additional_directories == []
+    assert policy.additional_directories == [] and policy.mode == "default"
+    assert default_mode(untrusted.sources) is None
     assert policy.decide("Bash", {"command": "touch x"}).behavior != "allow"

@@ -465,8 +465,9 @@ def default_mode(sources: Sequence[SettingsSource]) -> str | None:
     """
     mode = None
     for src in sources:
+        parsed = src.section("permissions", PermissionSection)
         perms = src.data.get("permissions")
-        dm = perms.get("defaultMode") if isinstance(perms, dict) else None
+        dm = parsed.default_mode if parsed is not None else perms.get("defaultMode") if isinstance(perms, dict) else None
         if dm is None:
             continue
         if dm not in MODES:
