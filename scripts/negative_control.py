@@ -2315,6 +2315,27 @@ SABOTAGES = [
         "    if False:  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_a_base_url_a_project_chose_never_receives_the_users_aws_credentials_or_google_token"],
     ),
+        "an untrusted folder's restricted settings keep the hooks parsed before restrict",
+        "src/agentloop/agent/settings_sanitizer.py",
+        '{"hooks": hooks.restricted()}',
+        '{"hooks": hooks}  # SABOTAGED',
+        ["tests/test_settings_parsed_once.py::test_an_untrusted_projects_hooks_never_run_trusted_they_run_and_a_changed_hook_file_asks_again",
+         "tests/test_settings_parsed_once.py::test_a_restricted_source_carries_none_of_the_hooks_parsed_before"],
+    ),
+    Sabotage(
+        "an untrusted folder's restricted settings keep the allow and ask rules parsed before restrict",
+        "src/agentloop/agent/permissions/rules.py",
+        '        return PermissionSection(tuple(r for r in self.rules if r[0] == "deny"))',
+        "        return self  # SABOTAGED",
+        ["tests/test_settings_parsed_once.py::test_an_untrusted_projects_policy_keeps_only_its_deny_rules"],
+    ),
+    Sabotage(
+        "a settings source's parsed sections are taken after its data was replaced",
+        "src/agentloop/config/settings.py",
+        "value = p.values.get(key) if p is not None and p.of is self.data else None",
+        "value = p.values.get(key) if p is not None else None  # SABOTAGED",
+        ["tests/test_settings_parsed_once.py::test_a_restricted_source_carries_none_of_the_hooks_parsed_before"],
+    ),
 ]
 
 

@@ -8,16 +8,23 @@ the file applies; every key agentloop does not read is named in one line per
 file. ``restrict(source)`` is what an untrusted folder's file keeps: its deny
 rules and the keys that only take power away. Folder trust (``agent/trust.py``)
 decides which sources are restricted.
+
+``hooks`` and ``permissions`` are parsed here once (each handler by
+``handler_of``, each rule by ``parse_rule``) into frozen values bound to the
+cleaned data (``SettingsSource.section``); the hook runner, the trust summary
+and the permission policy take those values, and ``restrict`` narrows them
+with the data, so a restricted source's parsed hooks are the restricted ones.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..config.settings import ConfigError, SettingsSource
+from ..config.settings import ConfigError, Sections, SettingsSource
 
 __all__ = ["DROP", "HONOURED_KEYS", "RESTRICTING_KEYS", "SERVER_KEYS", "clean_servers", "placed", "printable", "restrict",
            "sanitize", "whole_text"]
@@ -65,6 +72,7 @@ def sanitize(source: SettingsSource) -> tuple[SettingsSource, list[str]]:
     where = source.path
     warns: list[str] = []
     out: dict[str, Any] = {}
+    parsed: dict[str, object] = {}
     ignored: list[str] = []
 
     def warn(place: str, problem: str, tail: str = "; skipped") -> None:
@@ -79,11 +87,13 @@ def sanitize(source: SettingsSource) -> tuple[SettingsSource, list[str]]:
         except Exception as exc:  # a checker's bug must not stop the session
             warn(key, f"cannot be read ({type(exc).__name__}: {exc})")
             continue
+        if isinstance(cleaned, Parsed):
+            cleaned, parsed[key] = cleaned.value, cleaned.parsed
         if cleaned is not DROP:
             out[key] = cleaned
     if ignored:
         warns.append(f"{where}: not honoured by agentloop, ignored: {', '.join(ignored)}")
-    return replace(source, data=out), [printable(w) for w in warns]
+    return replace(source, data=out, parsed=Sections(out, parsed)), [printable(w) for w in warns]
 
 
 DROP: Any = object()
@@ -102,12 +112,13 @@ def _keep(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
 
 
 def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .permissions.rules import MODES, RuleError, parse_rule
+    from .permissions.rules import MODES, Behavior, PermissionSection, Rule, RuleError, parse_rule
 
     if not isinstance(value, dict):
         warn("permissions", "must be an object")
         return DROP
     out: dict[str, Any] = {}
+    parsed: list[tuple[Behavior, str, Rule]] = []
     for k, v in value.items():
         if k in ("allow", "ask", "deny"):
             if not isinstance(v, list):
@@ -116,11 +127,12 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
             rules = []
             for i, text in enumerate(v):
                 try:
-                    parse_rule(text)
+                    rule = parse_rule(text)
                 except RuleError as exc:
                     warn(f"permissions.{k}[{i}] {_short(text, 60)}", str(exc))
                     continue
                 rules.append(text)
+                parsed.append((k, text, rule))
             out[k] = rules
         elif k == "defaultMode":
             if v not in MODES:
@@ -145,52 +157,76 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
             out[k] = v
         else:
             warn(f"permissions.{k}", "not honoured by agentloop", "; ignored")
-    return out
+    section = PermissionSection(tuple(parsed), out.get("defaultMode"), tuple(out.get("additionalDirectories", ())))
+    return Parsed(out, section)
+
+
+class Parsed:
+    """A cleaned section together with its parsed value (``SettingsSource.section`` gives it to the readers)."""
+
+    def __init__(self, value: Any, parsed: object):
+        self.value, self.parsed = value, parsed
+
+
+def _hook_text(h: dict[str, Any]) -> str:
+    cmd = str(h.get("command", h.get("url", h.get("type", "?"))))
+    return shlex.join([cmd, *map(str, h["args"])]) if isinstance(h.get("args"), list) else cmd
 
 
 def _clean_hooks(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
-    from .hooks.runner import _handlers_from
+    """The hooks that load, each handler parsed once (``handler_of``) into the ``HookSection`` every reader takes."""
+    from .hooks.runner import (
+        HookEntry,
+        HookHandler,
+        HookSection,
+        event_name,
+        handler_of,
+        matcher_of,
+    )
 
     if not isinstance(value, dict):
         warn("hooks", "must be an object of event names")
         return DROP
-
-    def ok(obj: dict[str, Any]) -> str | None:
-        try:
-            _handlers_from(replace(source, data={"hooks": obj}))
-        except ConfigError as exc:
-            return str(exc)[len(source.path) + 2 :]
-        return None
-
+    where = source.path
+    entries: list[HookEntry] = []
+    handlers: list[HookHandler] = []
+    soft: list[str] = []
     out: dict[str, Any] = {}
-    for event, groups in value.items():
-        problem = ok({event: []})
-        if problem is not None:
-            warn(f"hooks.{event}", problem)
+    for raw, groups in value.items():
+        try:
+            event = event_name(raw, where)
+        except ConfigError as exc:
+            warn(f"hooks.{raw}", str(exc)[len(where) + 2 :])
             continue
         if not isinstance(groups, list):
-            warn(f"hooks.{event}", "must be a list of matcher groups")
+            warn(f"hooks.{raw}", "must be a list of matcher groups")
             continue
         kept_groups = []
         for gi, group in enumerate(groups):
+            at = f"hooks.{raw}[{gi}]"
             if not isinstance(group, dict):
-                warn(f"hooks.{event}[{gi}]", "must be an object with \"hooks\"")
+                warn(at, "must be an object with \"hooks\"")
                 continue
-            problem = ok({event: [{**group, "hooks": []}]})
-            if problem is not None:
-                warn(f"hooks.{event}[{gi}]", problem)
+            try:
+                matcher = matcher_of(group, at, where)
+            except ConfigError as exc:
+                warn(at, str(exc)[len(where) + 2 :])
                 continue
             kept = []
             for hi, h in enumerate(group.get("hooks") or []):
-                problem = ok({event: [{**group, "hooks": [h]}]})
-                if problem is not None:
-                    warn(f"hooks.{event}[{gi}].hooks[{hi}]", problem)
+                try:
+                    one, more = handler_of(source, h, event, matcher, f"{at}.hooks[{hi}]")
+                except ConfigError as exc:
+                    warn(f"{at}.hooks[{hi}]", str(exc)[len(where) + 2 :])
                     continue
                 kept.append(h)
+                soft += more
+                handlers += [one] if one is not None else []
+                entries.append(HookEntry(raw, matcher, _hook_text(h), h["command"] if isinstance(h.get("command"), str) else None))
             kept_groups.append({**group, "hooks": kept})
-        out[event] = kept_groups
-        # an event agentloop never fires is named by hooks.py, once for each handler it skips
-    return out
+        out[raw] = kept_groups
+        # an event agentloop never fires is named when the hooks load, once for each handler it skips
+    return Parsed(out, HookSection(tuple(entries), tuple(handlers), tuple(soft)))
 
 
 def _clean_servers(source: SettingsSource, key: str, value: Any, warn: Warn) -> Any:
@@ -305,9 +341,20 @@ _CLEAN: dict[str, Callable[[SettingsSource, str, Any, Warn], Any]] = {
 
 
 def restrict(source: SettingsSource) -> SettingsSource:
-    """What an untrusted folder's file keeps: its deny rules and the keys that only take power away."""
+    """What an untrusted folder's file keeps: its deny rules and the keys that only take power away.
+
+    Decided on the parsed values too: the restricted source carries the restricted sections (no hooks), bound to
+    its new data, so no reader can take the hooks parsed before (``SettingsSource.section``)."""
+    from .hooks.runner import HookSection
+    from .permissions.rules import PermissionSection
+
     data: dict[str, Any] = {k: v for k, v in source.data.items() if k in RESTRICTING_KEYS}
     perms = source.data.get("permissions")
     if isinstance(perms, dict) and isinstance(perms.get("deny"), list):
         data["permissions"] = {"deny": list(perms["deny"])}
-    return replace(source, data=data)
+    hooks = source.section("hooks", HookSection) or HookSection()
+    kept: dict[str, object] = {"hooks": hooks.restricted()}
+    perms_parsed = source.section("permissions", PermissionSection)
+    if perms_parsed is not None:  # else the policy parses the deny rules kept in data
+        kept["permissions"] = perms_parsed.restricted()
+    return replace(source, data=data, parsed=Sections(data, kept))

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..config.settings import ConfigError, SettingsSource, read_config_bytes, read_json_object
+from .hooks.runner import HookEntry, HookSection
 from .settings_sanitizer import (
     DROP,
     HONOURED_KEYS,
@@ -142,16 +143,9 @@ def describe_powers(source: SettingsSource) -> list[Power]:
     for key, value in source.data.items():
         if key in RESTRICTING_KEYS or key == "prices":
             continue
-        if key == "hooks" and isinstance(value, dict):
-            for event, groups in value.items():
-                for g in groups if isinstance(groups, list) else []:
-                    m = g.get("matcher") if isinstance(g, dict) else None
-                    for h in (g.get("hooks") or []) if isinstance(g, dict) else []:
-                        if isinstance(h, dict):
-                            cmd = str(h.get("command", h.get("url", h.get("type", "?"))))
-                            if isinstance(h.get("args"), list):
-                                cmd = shlex.join([cmd, *map(str, h["args"])])
-                            add(f"hook {event}{f' [{m}]' if m else ''}: {cmd}")
+        if key == "hooks":
+            for e in _hook_entries(source):
+                add(f"hook {e.event}{f' [{e.matcher}]' if e.matcher else ''}: {e.shown}")
         elif key == "mcpServers" and isinstance(value, dict):
             for name, entry in value.items():
                 add(_server_text(name, entry))
@@ -417,14 +411,18 @@ def hook_files(sources: Sequence[SettingsSource], cwd: str) -> list[str]:
     root = os.path.realpath(cwd)
     out: list[str] = []
     for s in sources:
-        hooks = s.data.get("hooks")
-        groups = [g for v in hooks.values() if isinstance(v, list) for g in v] if isinstance(hooks, dict) else []
-        for g in groups:
-            for h in (g.get("hooks") or []) if isinstance(g, dict) else []:
-                command = h.get("command") if isinstance(h, dict) else None
-                if isinstance(command, str):
-                    out += _named_files(command, root)
+        for e in _hook_entries(s):
+            if e.command is not None:
+                out += _named_files(e.command, root)
     return list(dict.fromkeys(out))
+
+
+def _hook_entries(source: SettingsSource) -> tuple[HookEntry, ...]:
+    """The hooks of a source as the sanitizer parsed them (a source that was not sanitized is, now)."""
+    if "hooks" not in source.data:
+        return ()
+    parsed = source.section("hooks", HookSection) or sanitize(source)[0].section("hooks", HookSection)
+    return parsed.entries if parsed is not None else ()
 
 
 def _named_files(command: str, root: str) -> list[str]:

@@ -39,8 +39,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
 
 from ..budget import Price, PriceTable
 from ..prices import default_prices
@@ -48,6 +48,7 @@ from ..prices import default_prices
 __all__ = [
     "MANAGED_SETTINGS",
     "ConfigError",
+    "Sections",
     "SettingsSource",
     "agentloop_home",
     "all_settings_paths",
@@ -75,6 +76,19 @@ class ConfigError(Exception):
         self.path = path
 
 
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Sections:
+    """Sections of one source already parsed by their readers' parsers (``agent/settings_sanitizer.py``), bound to
+    the very ``data`` object they were parsed from: a source whose data was replaced without binding new values
+    (``dataclasses.replace``) carries none, so no reader takes a value parsed from other data."""
+
+    of: dict[str, Any]
+    values: Mapping[str, object]
+
+
 @dataclass(frozen=True)
 class SettingsSource:
     path: str
@@ -87,6 +101,14 @@ class SettingsSource:
     plugin_root: str | None = None
     """A plugin's folder when the source is a plugin's ``hooks.json`` or ``.mcp.json``: its hooks get it as
     ``CLAUDE_PLUGIN_ROOT`` in their environment."""
+    parsed: Sections | None = field(default=None, compare=False, repr=False)
+    """What the sanitizer parsed of ``data`` (``section``): each section is parsed once, where it is read."""
+
+    def section(self, key: str, kind: type[_T]) -> _T | None:
+        """The parsed value of section ``key`` when it was parsed from this very ``data``; None: parse it now."""
+        p = self.parsed
+        value = p.values.get(key) if p is not None and p.of is self.data else None
+        return value if isinstance(value, kind) else None
 
     @property
     def in_project(self) -> bool:

@@ -61,11 +61,17 @@ __all__ = [
     "EVENTS",
     "HandlerOutput",
     "HookAnswer",
+    "HookEntry",
     "HookHandler",
     "HookOutcome",
     "HookOutputError",
     "HookResult",
     "HookRunner",
+    "HookSection",
+    "event_name",
+    "handler_of",
+    "hook_section",
+    "matcher_of",
     "parse_hook_output",
 ]
 
@@ -194,8 +200,116 @@ def _matches(matcher: str, value: str | None) -> bool:
     return re.search(matcher, value) is not None
 
 
+@dataclass(frozen=True)
+class HookEntry:
+    """One handler of a settings file as written (run or not): what the folder-trust summary shows."""
+
+    event: str
+    """The event's name as written (``SessionStop`` too)."""
+    matcher: str
+    shown: str
+    """The command (with its ``args``), else the URL or the type."""
+    command: str | None
+    """The ``command`` string, when there is one: the files it names are what it really runs."""
+
+
+@dataclass(frozen=True)
+class HookSection:
+    """A settings file's ``hooks``, parsed once (``agent/settings_sanitizer.py``): every reader takes this value."""
+
+    entries: tuple[HookEntry, ...] = ()
+    handlers: tuple[HookHandler, ...] = ()
+    """The handlers that run (types agentloop does not run, unfired events and never-true ``if`` left out)."""
+    warnings: tuple[str, ...] = ()
+    """Handler fields and types agentloop does not honour, one line each naming the file (shown when the hooks load)."""
+
+    def restricted(self) -> HookSection:
+        """What an untrusted folder's file keeps of its hooks: none (hooks only add power)."""
+        return HookSection()
+
+
+def event_name(raw_event: str, where: str) -> str:
+    """The event a ``hooks`` key names (``SessionStop`` is SessionEnd).
+
+    Raises:
+        ConfigError: not an event Claude Code knows.
+    """
+    event = ALIASES.get(raw_event, raw_event)
+    if event not in EVENTS and event not in KNOWN_UNFIRED:
+        known = ", ".join(EVENTS)
+        raise ConfigError(where, f"hooks.{raw_event}: unknown hook event (known: {known})")
+    return event
+
+
+def matcher_of(group: Mapping[str, Any], at: str, where: str) -> str:
+    """A matcher group's ``matcher`` ("" when absent).
+
+    Raises:
+        ConfigError: not a string, or not a valid regular expression.
+    """
+    matcher = group["matcher"] if group.get("matcher") is not None else ""
+    if not isinstance(matcher, str):
+        raise ConfigError(where, f"{at}.matcher must be a string")
+    if matcher != "*" and not _SIMPLE_MATCHER.match(matcher):
+        try:
+            re.compile(matcher)
+        except re.error as exc:
+            raise ConfigError(where, f"{at}.matcher is not a valid regular expression: {exc}") from None
+    return matcher
+
+
+def handler_of(source: SettingsSource, h: Any, event: str, matcher: str, hat: str) -> tuple[HookHandler | None, list[str]]:
+    """The one parser of a hook handler: the handler (None when it never runs here) and warnings.
+
+    Raises:
+        ConfigError: the handler is malformed (names the file and ``hat``).
+    """
+    where = source.path
+    if not isinstance(h, dict):
+        raise ConfigError(where, f"{hat} must be an object")
+    typ = h.get("type", "command")
+    if typ in OTHER_TYPES:
+        return None, [f"{where}: {hat}: hooks of type {typ!r} are not supported by agentloop; skipped"]
+    if typ != "command":
+        raise ConfigError(where, f"{hat}.type must be \"command\" (or one of {', '.join(sorted(OTHER_TYPES))}), not {typ!r}")
+    cmd = h.get("command")
+    if not isinstance(cmd, str) or not cmd.strip():
+        raise ConfigError(where, f"{hat}.command must be a non-empty string")
+    args = h.get("args")
+    if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
+        raise ConfigError(where, f"{hat}.args must be a list of strings")
+    seed = "type" not in h  # Claude Code requires "type"; seed 004's hooks have none
+    timeout = h.get("timeout", SEED_TIMEOUT if seed else DEFAULT_TIMEOUTS.get(event, DEFAULT_TIMEOUT))
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ConfigError(where, f"{hat}.timeout must be a positive number of seconds")
+    on_failure = h.get("onFailure", "ignore")
+    if on_failure not in ("ignore", "block"):
+        raise ConfigError(where, f"{hat}.onFailure must be \"ignore\" or \"block\"")
+    if_rule, run_async, warnings = _handler_options(h, event, f"{where}: {hat}")
+    if if_rule == _NEVER:
+        return None, warnings
+    if event in KNOWN_UNFIRED:
+        why = UNFIRED_WHY.get(event, "see README, Hooks")
+        return None, [*warnings, f"{where}: {hat}: agentloop does not fire {event} hooks ({why}); this handler never runs"]
+    return HookHandler(
+        event=event,
+        matcher=matcher,
+        command=cmd,
+        args=tuple(args) if args is not None else None,
+        timeout=float(timeout),
+        on_failure=on_failure,
+        source=where, if_rule=if_rule, run_async=run_async,
+        plugin_root=source.plugin_root, seed=seed, rewake=h.get("asyncRewake") is True,
+        confined=source.in_project,  # a project's: in the sandbox (rule 7)
+    ), warnings
+
+
 def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]]:
-    """The handlers of one settings file, and warnings (handler types we do not run)."""
+    """The handlers of one settings file that was not sanitized (front matter, ``--settings``), and warnings.
+
+    Raises:
+        ConfigError: the ``hooks`` value is malformed (names the file and the place).
+    """
     where = source.path
     hooks = source.data.get("hooks")
     if hooks is None:
@@ -205,72 +319,36 @@ def _handlers_from(source: SettingsSource) -> tuple[list[HookHandler], list[str]
     out: list[HookHandler] = []
     warnings: list[str] = []
     for raw_event, groups in hooks.items():
-        event = ALIASES.get(raw_event, raw_event)
-        if event not in EVENTS and event not in KNOWN_UNFIRED:
-            known = ", ".join(EVENTS)
-            raise ConfigError(where, f"hooks.{raw_event}: unknown hook event (known: {known})")
+        event = event_name(raw_event, where)
         if not isinstance(groups, list):
             raise ConfigError(where, f"hooks.{raw_event} must be a list of matcher groups")
         for gi, group in enumerate(groups):
             at = f"hooks.{raw_event}[{gi}]"
             if not isinstance(group, dict):
                 raise ConfigError(where, f"{at} must be an object with \"hooks\"")
-            matcher = group["matcher"] if group.get("matcher") is not None else ""
-            if not isinstance(matcher, str):
-                raise ConfigError(where, f"{at}.matcher must be a string")
-            if matcher != "*" and not _SIMPLE_MATCHER.match(matcher):
-                try:
-                    re.compile(matcher)
-                except re.error as exc:
-                    raise ConfigError(where, f"{at}.matcher is not a valid regular expression: {exc}") from None
+            matcher = matcher_of(group, at, where)
             handlers = group.get("hooks")
             if not isinstance(handlers, list):
                 raise ConfigError(where, f"{at}.hooks must be a list of handlers")
             for hi, h in enumerate(handlers):
-                hat = f"{at}.hooks[{hi}]"
-                if not isinstance(h, dict):
-                    raise ConfigError(where, f"{hat} must be an object")
-                typ = h.get("type", "command")
-                if typ in OTHER_TYPES:
-                    warnings.append(f"{where}: {hat}: hooks of type {typ!r} are not supported by agentloop; skipped")
-                    continue
-                if typ != "command":
-                    raise ConfigError(where, f"{hat}.type must be \"command\" (or one of {', '.join(sorted(OTHER_TYPES))}), not {typ!r}")
-                cmd = h.get("command")
-                if not isinstance(cmd, str) or not cmd.strip():
-                    raise ConfigError(where, f"{hat}.command must be a non-empty string")
-                args = h.get("args")
-                if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
-                    raise ConfigError(where, f"{hat}.args must be a list of strings")
-                seed = "type" not in h  # Claude Code requires "type"; seed 004's hooks have none
-                timeout = h.get("timeout", SEED_TIMEOUT if seed else DEFAULT_TIMEOUTS.get(event, DEFAULT_TIMEOUT))
-                if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-                    raise ConfigError(where, f"{hat}.timeout must be a positive number of seconds")
-                on_failure = h.get("onFailure", "ignore")
-                if on_failure not in ("ignore", "block"):
-                    raise ConfigError(where, f"{hat}.onFailure must be \"ignore\" or \"block\"")
-                if_rule, run_async, more = _handler_options(h, event, f"{where}: {hat}")
+                one, more = handler_of(source, h, event, matcher, f"{at}.hooks[{hi}]")
                 warnings += more
-                if if_rule == _NEVER:
-                    continue
-                if event in KNOWN_UNFIRED:
-                    why = UNFIRED_WHY.get(event, "see README, Hooks")
-                    warnings.append(f"{where}: {hat}: agentloop does not fire {event} hooks ({why}); this handler never runs")
-                    continue
-                out.append(
-                    HookHandler(
-                        event=event,
-                        matcher=matcher,
-                        command=cmd,
-                        args=tuple(args) if args is not None else None,
-                        timeout=float(timeout),
-                        on_failure=on_failure,
-                        source=where, if_rule=if_rule, run_async=run_async,
-                        plugin_root=source.plugin_root, seed=seed, rewake=h.get("asyncRewake") is True,
-                        confined=source.in_project,  # a project's: in the sandbox (rule 7)
-                    )
-                )
+                if one is not None:
+                    out.append(one)
     return out, warnings
+
+
+def hook_section(source: SettingsSource) -> tuple[list[HookHandler], list[str]]:
+    """The handlers of one source and their warnings: the sanitizer's parse when it made one of this very data, else
+    parsed now (a source that was not sanitized).
+
+    Raises:
+        ConfigError: an unsanitized source's ``hooks`` is malformed.
+    """
+    parsed = source.section("hooks", HookSection)
+    if parsed is not None:
+        return list(parsed.handlers), list(parsed.warnings)
+    return _handlers_from(source)
 
 
 def _workspace_file(path: str, folder: str) -> bool:
@@ -1058,7 +1136,7 @@ class HookRunner:
                 if s.data.get("hooks"):  # Claude Code: "User, project, and local hooks are ignored"
                     warnings.append(f"{s.path}: hooks not run: {managed_only[-1]} sets allowManagedHooksOnly")
                 continue
-            hs, ws = _handlers_from(s)
+            hs, ws = hook_section(s)
             if _workspace_file(s.path, project_dir):  # a repository's plugin: the model can write it and what it runs
                 hs = [replace(h, confined=True) for h in hs]
             handlers += hs

@@ -91,6 +91,7 @@ __all__ = [
     "Decision",
     "ModeError",
     "PermissionPolicy",
+    "PermissionSection",
     "Rule",
     "RuleError",
     "parse_rule",
@@ -426,6 +427,21 @@ def _param_value(tool_input: dict[str, Any], param: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class PermissionSection:
+    """A settings file's ``permissions``, parsed once (``agent/settings_sanitizer.py``): the policy takes this value."""
+
+    rules: tuple[tuple[Behavior, str, Rule], ...] = ()
+    """Each rule as written and parsed, in file order."""
+    default_mode: str | None = None
+    directories: tuple[str, ...] = ()
+    """``additionalDirectories`` as written."""
+
+    def restricted(self) -> PermissionSection:
+        """What an untrusted folder's file keeps: its deny rules (they only take power away)."""
+        return PermissionSection(tuple(r for r in self.rules if r[0] == "deny"))
+
+
+@dataclass(frozen=True)
 class Decision:
     """What to do with one tool call, and why."""
 
@@ -449,8 +465,9 @@ def default_mode(sources: Sequence[SettingsSource]) -> str | None:
     """
     mode = None
     for src in sources:
+        parsed = src.section("permissions", PermissionSection)
         perms = src.data.get("permissions")
-        dm = perms.get("defaultMode") if isinstance(perms, dict) else None
+        dm = parsed.default_mode if parsed is not None else perms.get("defaultMode") if isinstance(perms, dict) else None
         if dm is None:
             continue
         if dm not in MODES:
@@ -521,6 +538,10 @@ class PermissionPolicy:
         policy.managed_rules_only = next((s.path for s in sources if s.scope == "managed"
                                           and s.data.get("allowManagedPermissionRulesOnly") is True), None)
         for src in sources:
+            parsed = src.section("permissions", PermissionSection)
+            if parsed is not None:
+                chosen = policy._take(parsed, src) or chosen
+                continue
             perms = src.data.get("permissions")
             if perms is None:
                 continue
@@ -552,6 +573,20 @@ class PermissionPolicy:
         policy.mode = chosen
         return policy
 
+    def _take(self, parsed: PermissionSection, src: SettingsSource) -> str | None:
+        """Add a sanitized source's parsed rules and directories; returns its ``defaultMode``."""
+        for key in ("deny", "ask", "allow"):
+            rules = [(text, rule) for b, text, rule in parsed.rules if b == key]
+            if rules and src.scope != "managed" and self.managed_only(key, src.path):
+                continue
+            for text, rule in rules:
+                self.add_rule(key, text, source=src.path, parsed=rule)
+        for d in parsed.directories:
+            full = os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d)))
+            if full not in self.additional_directories:
+                self.additional_directories.append(full)
+        return parsed.default_mode
+
     def set_mode(self, mode: str) -> None:
         """Switch mode (e.g. from the REPL).
 
@@ -562,15 +597,15 @@ class PermissionPolicy:
             raise ModeError(f"unknown permission mode {mode!r} (expected one of: {', '.join(MODES)})")
         self.mode = mode
 
-    def add_rule(self, behavior: Behavior, text: str, *, source: str = "session") -> Rule:
-        """Add one rule (e.g. "always allow" answered at a prompt) and return it.
+    def add_rule(self, behavior: Behavior, text: str, *, source: str = "session", parsed: Rule | None = None) -> Rule:
+        """Add one rule (e.g. "always allow" answered at a prompt) and return it; ``parsed``: ``text`` already parsed.
 
         Raises:
             RuleError: malformed rule.
         """
         if behavior not in ("allow", "ask", "deny"):
             raise RuleError(f"unknown behavior {behavior!r}")
-        rule = parse_rule(text)
+        rule = parse_rule(text) if parsed is None else parsed
         base = self.cwd
         matcher: Any = None
         if rule.kind == "path":
