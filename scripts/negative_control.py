@@ -2315,6 +2315,7 @@ SABOTAGES = [
         "    if False:  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_a_base_url_a_project_chose_never_receives_the_users_aws_credentials_or_google_token"],
     ),
+    Sabotage(
         "an untrusted folder's restricted settings keep the hooks parsed before restrict",
         "src/agentloop/agent/settings_sanitizer.py",
         '{"hooks": hooks.restricted()}',
