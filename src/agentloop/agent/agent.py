@@ -102,9 +102,8 @@ class Agent:
         home_notice = private_notice(self.home)  # agentloop's home was open to others (0700 now): said once
         self.settings: AgentSettings = read_settings(self.cwd, self.home, given_env, SettingsFlags(
             trust=trust, ask_trust=ask_trust, ask_mcp_server=ask_mcp_server, managed_settings=managed_settings, cli_settings=cli_settings,
-            mcp_configs=mcp_configs, strict_mcp_config=strict_mcp_config, max_steps=max_steps, max_usd_micros=max_usd_micros,
-            unlimited_usd=unlimited_usd, permission_mode=permission_mode, model=model, add_dirs=add_dirs, shell_timeout_s=shell_timeout_s,
-            durability=durability))
+            mcp_configs=mcp_configs, strict_mcp_config=strict_mcp_config, max_steps=max_steps, max_usd_micros=max_usd_micros, durability=durability,
+            unlimited_usd=unlimited_usd, permission_mode=permission_mode, model=model, add_dirs=add_dirs, shell_timeout_s=shell_timeout_s))
         s = self.settings
         self.env, self.trust, self.durability, self.permission_mode = s.env, s.trust, s.durability, s.permission_mode
         self.sources, self.price_sources, self.cap_source = list(s.sources), list(s.price_sources), s.cap_source
@@ -129,10 +128,8 @@ class Agent:
         self.prompt.style = session_output_style(self.sources, self.env, self.cwd, self.plugins, self.load_warnings)
         self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd, roots=lambda: list(
             self.workspace.roots), notice=self._notice, scoped_hooks=lambda v, w, r: self.hooks.scoped_hooks(self, v, w, r, self.trust.trusted))
-        if continue_last and resume is None:  # none yet: a new session, as Claude Code's -c starts one
-            resume = latest_id(self.cwd, self.home)
-            if resume is None:
-                self.startup_notices.append("-c: no earlier session in this directory to continue; starting a new one")
+        if continue_last and resume is None and (resume := latest_id(self.cwd, self.home)) is None:  # none yet: a new
+            self.startup_notices.append("-c: no earlier session in this directory to continue; starting a new one")  # session, as -c
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
         self.new_session_id = session_id if resume is None else None  # the first new session's id, when the caller names it
         self._take(build_parts(self, resume))  # hooks, context management, loop check, the Agent tool, MCP servers, session
@@ -160,10 +157,8 @@ class Agent:
 
     model = property(lambda self: self.models.model, lambda self, m: setattr(self.models, "model", m), doc="The model.")
     model_spec = property(lambda self: self.models.model_spec, doc="The spec the session's model was opened from.")
-    model_options = property(lambda self: self.models.options, doc="Its output budget, thinking and effort.")
-    model_name = property(lambda self: self.models.name, doc="Its name, as its description gives it.")
-    prices = property(lambda self: self.models.prices, doc="The price table: built-in, settings, --price.")
-    window = property(lambda self: self.models.window, doc="Its context window, in tokens.")
+    model_options, model_name = property(lambda self: self.models.options), property(lambda self: self.models.name)
+    prices, window = property(lambda self: self.models.prices), property(lambda self: self.models.window)
 
     def set_model(self, spec: str, *, why: str | None = None) -> None:
         """Switch the model for the next turns (the session goes on). ``why``: recorded with the change."""
@@ -214,8 +209,7 @@ class Agent:
 
     def cycle_mode(self) -> str:
         """The next permission mode of Shift+Tab's cycle, now in force (a managed mode stays as it is)."""
-        before = self.permission_mode
-        self.permission_mode = self.settings.next_mode(self.permission_mode)
+        before, self.permission_mode = self.permission_mode, self.settings.next_mode(self.permission_mode)
         self.policy.set_mode(self.permission_mode)
         if self.permission_mode != before:  # recorded: a session loaded again comes back in it
             self.session.note("mode_change", {"permission_mode": self.permission_mode})
