@@ -2424,7 +2424,8 @@ def serve(tree: str) -> int:
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
                 signal.alarm(int(job["timeout"]))
-                code = int(pytest.main(job["args"]))
+                signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a pytest started from a terminal,
+                code = int(pytest.main(job["args"]))  # even when this script runs in the background (SIGINT ignored)
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()

@@ -489,7 +489,8 @@ def test_a_parent_interrupted_while_children_run_stops_them_all(tmp_path: Path) 
             os.kill(os.getpid(), signal.SIGINT)
 
     timer = threading.Thread(target=ctrl_c, daemon=True)
-    with TranscriptWriter(tmp_path / "p.jsonl") as w:
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl+C raises, even where the test runner
+    with TranscriptWriter(tmp_path / "p.jsonl") as w:  # was started with SIGINT ignored (a forked runner may be)
         runner.record = w.append
         timer.start()
         try:
@@ -501,6 +502,7 @@ def test_a_parent_interrupted_while_children_run_stops_them_all(tmp_path: Path) 
             finished.set()
             all_running.set()
             timer.join()
+            signal.signal(signal.SIGINT, previous)
     assert interrupted_at and time.monotonic() - interrupted_at[0] < 10
     assert r is None or r.stop_reason == "interrupted"
     stops = []
