@@ -2258,6 +2258,14 @@ SABOTAGES = [
         "        return None  # SABOTAGED",
         ["tests/test_git_jail.py::test_without_a_sandbox_agentloop_runs_no_git"],
     ),
+    # --- the REPL's keys as Claude Code has them ---
+    Sabotage(
+        "Ctrl+C during a turn arms the exit",
+        "src/agentloop/cli/repl.py",
+        "        # while nothing runs (Claude Code's Ctrl+C: \"cancel current input or generation\")\n        self.armed = False",
+        "        self.armed = result.stop_reason == \"interrupted\"  # SABOTAGED",
+        ["tests/test_repl_claude_code_keys.py::test_ctrl_c_during_a_turn_stops_it_without_arming_the_exit"],
+    ),
 ]
 
 

@@ -11,8 +11,8 @@ Rules:
    line, a status bar). Without one (a pipe, a file) lines are read plainly
    and the same commands work; permission asks are then denied.
 3. Ctrl+C or Esc during a turn stops it (recorded as ``interrupted``, said on
-   one line) and returns to the prompt. At the prompt Ctrl+C clears what is
-   typed; on an empty input it arms the exit, and Ctrl+C again, Ctrl+D,
+   one line) and returns to the prompt, without arming the exit. At the prompt
+   Ctrl+C clears what is typed; on an empty input it arms the exit, and Ctrl+C again, Ctrl+D,
    ``/exit`` or SIGTERM save the session and exit. No traceback reaches the user.
 4. ``@path`` attaches a file's content only when its real path lies inside
    the workspace (the working directory or an added directory).
@@ -776,7 +776,7 @@ class Repl:
                 except KeyboardInterrupt:
                     if self.signals.terminating:
                         raise _Exit(EXIT_TERMINATED, "sigterm") from None
-                    self.armed = True
+                    self.armed = False  # it stopped what ran; exiting takes presses at the prompt
                     self.say("⏹ interrupted", "yellow")
                 except AgentError as exc:
                     self.say(f"error: {exc}", "red")
@@ -955,9 +955,9 @@ class Repl:
         if result.stop_reason not in ("no_tool_calls", "sentinel", "interrupted"):
             detail = f": {result.error}" if result.error else ""
             self.say(f"stopped: {result.stop_reason}{detail}", "red")
-        if result.stop_reason == "interrupted":
-            # Esc, or a no at a question, stops the turn and never starts an exit
-            self.armed = not (watch is not None and watch.pressed) and not self._refused
+        # Ctrl+C, Esc or a no at a question stops the turn and never starts an exit: that takes presses
+        # while nothing runs (Claude Code's Ctrl+C: "cancel current input or generation")
+        self.armed = False
         if watch is not None and watch.typed:
             self._typeahead = watch.typed  # keys typed during the turn wait in the next prompt
         from .agent_setup import cost_line
