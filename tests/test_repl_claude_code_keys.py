@@ -210,6 +210,35 @@ def test_text_typed_during_a_turn_is_shown_before_the_prompt_returns(tmp_path: P
         t.kill()
 
 
+def test_with_no_color_text_typed_during_a_turn_is_shown_plainly_before_the_prompt_returns(tmp_path: Path) -> None:
+    """Claude Code keeps its input box under its output while it works (interactive mode: what is typed
+    while Claude works is sent after the turn), so typing ahead is seen at once. With ``NO_COLOR`` there is
+    no working line to sit under; the keys typed still show, as ``> `` and the text where the next output
+    starts, with no escape sequence (a carriage return and spaces take it away); Backspace takes one back,
+    and when the answer comes they wait in the prompt, drawn once."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "answered", "delay_ms": 4000}]))
+    try:
+        t.wait_for(r"(?m)^>")
+        at = t.mark()
+        t.type("slow one")
+        time.sleep(1.0)  # the turn is running (its keys are watched) and the prompt's own redraw is done
+        t.pump(0.2)
+        before = len(t.raw)
+        t.child.send("next qx")
+        time.sleep(0.2)
+        t.child.send("\x7f")  # Backspace
+        t.wait_for(r"(?m)^> next q$", after=at + 1, timeout=3)  # before the answer, not in the prompt yet
+        assert "answered" not in t.text(at)
+        t.wait_for(r"(?m)^answered", after=at)
+        t.wait_for(r"(?m)^> next q", after=t.mark())
+        t.pump(0.5)
+        assert [x for x in t.lines()[at:] if "next q" in x] == ["> next q"], t.lines()[at:]
+        during = t.raw[before:t.raw.index(b"answered", before)]
+        assert b"\x1b" not in during, during  # plain: no colour, no cursor movement
+    finally:
+        t.kill()
+
+
 def test_no_at_a_question_a_hook_asked_for_stops_the_turn_too(tmp_path: Path) -> None:
     """Claude Code's hooks reference: a PreToolUse hook's ``"ask"`` shows the user the permission question;
     it is the same question, so its no stops the turn as the permission system's own does."""

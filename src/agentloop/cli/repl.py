@@ -43,6 +43,7 @@ from .esc_watch import EscWatch
 from .markdown import MarkdownStream
 from .spinner import Spinner
 from .terminal_text import neutral, shown_whole
+from .typed_echo import TypedEcho
 
 if TYPE_CHECKING:
     from agentloop.agent.agent import Agent
@@ -178,6 +179,8 @@ class Repl:
 
             self.md = MarkdownStream(self.write, lambda: shutil.get_terminal_size().columns)
         self.spinner = Spinner(_raw_write) if self.color else None
+        self.echo = TypedEcho(_raw_write) if self.spinner is None and interactive else None
+        """Without the working line (NO_COLOR), what is typed during a turn is shown plainly (``typed_echo.py``)."""
         self._asking = threading.Lock()
         self.session: Any = None
         self.commands: dict[str, Command] = {}
@@ -207,16 +210,22 @@ class Repl:
         """What the user types while a turn runs: shown under the working line until the prompt takes it."""
         if self.spinner is not None:
             self.spinner.typed = text
+        elif self.echo is not None:
+            self.echo.typed = text
 
     def quiet(self) -> None:
         """Take the working line away (before anything else is written, or a question is asked)."""
         if self.spinner is not None:
             self.spinner.stop()
+        if self.echo is not None:
+            self.echo.stop()
 
     def working(self, label: str) -> None:
-        """Show the working line, where a line starts (a colour terminal only)."""
+        """Show the working line, where a line starts (a colour terminal only; elsewhere what was typed)."""
         if self.spinner is not None and self.at_line_start:
             self.spinner.start(label)
+        elif self.echo is not None and self.at_line_start:
+            self.echo.start()
 
     def newline(self) -> None:
         self.quiet()
@@ -949,6 +958,8 @@ class Repl:
             self.quiet()
             if self.spinner is not None:
                 self.spinner.typed = ""  # it is in the next prompt now
+            if self.echo is not None:
+                self.echo.typed = ""
             if self.md is not None:
                 self.md.end()
         self.newline()
