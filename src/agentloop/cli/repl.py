@@ -174,6 +174,8 @@ class Repl:
         self.md: MarkdownStream | None = None
         self._streamed = False
         """Text of the model call in progress is on the screen (a retry then marks it withdrawn)."""
+        self._thought_shown = False
+        """The model call in progress streamed its thinking, shown already (not again with its reply)."""
         if self.color:
             import shutil
 
@@ -251,12 +253,18 @@ class Repl:
             Stopped,
             TextDelta,
             TextWithdrawn,
+            ThinkingDone,
             ToolFinished,
             ToolStarted,
             TurnRecorded,
         )
 
-        if isinstance(ev, TurnRecorded) and ev.reply.reasoning:  # the model's thinking, collapsed to one line
+        if isinstance(ev, ThinkingDone):  # a thinking block as it ends, before the text after it, collapsed
+            self._thought_shown = self._streamed = True
+            self.say(collapsed_thinking([ev.block], width() - 1), "dim italic")
+            self.working("thinking")
+        elif isinstance(ev, TurnRecorded) and ev.reply.reasoning and not self._thought_shown:
+            self._streamed = False  # a provider that does not stream thinking: shown once the reply is whole
             self.say(collapsed_thinking(ev.reply.reasoning, width() - 1), "dim italic")
             self.working("thinking")
         elif isinstance(ev, TextDelta):
@@ -268,7 +276,7 @@ class Repl:
         elif isinstance(ev, TextWithdrawn):
             self._withdraw()
         elif isinstance(ev, TurnRecorded):
-            self._streamed = False
+            self._streamed = self._thought_shown = False
         elif isinstance(ev, ToolStarted):
             self._calls[ev.call.id] = ev.call  # its arguments say what the result means (lines added...)
             self.say(f"⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "bold cyan")
@@ -312,7 +320,7 @@ class Repl:
         (lines already on the screen cannot be), and the retry's text starts on a line of its own."""
         if not self._streamed:
             return
-        self._streamed = False
+        self._streamed = self._thought_shown = False
         if self.md is not None:
             self.md.end()  # a code block the broken text opened does not swallow the retry's text
         self.say("  ⎿ the reply above broke off and is withdrawn; the retried reply follows", "dim")
@@ -947,7 +955,7 @@ class Repl:
         for name in resources:
             self.say(f"attached {name}", "dim")
         self.working("thinking")
-        self._refused = False
+        self._refused = self._streamed = self._thought_shown = False  # (a turn stopped early left them set)
         watch = EscWatch(sys.stdin.fileno(), on_typed=self._show_typed) if self.interactive else None
         self._esc = watch
         try:
