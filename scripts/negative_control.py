@@ -2337,6 +2337,22 @@ SABOTAGES = [
         "value = p.values.get(key) if p is not None else None  # SABOTAGED",
         ["tests/test_settings_parsed_once.py::test_a_restricted_source_carries_none_of_the_hooks_parsed_before"],
     ),
+    # --- the REPL's keys as Claude Code has them ---
+    Sabotage(
+        "Ctrl+C during a turn arms the exit",
+        "src/agentloop/cli/repl.py",
+        "        # while nothing runs (Claude Code's Ctrl+C: \"cancel current input or generation\")\n        self.armed = False",
+        "        self.armed = result.stop_reason == \"interrupted\"  # SABOTAGED",
+        ["tests/test_repl_claude_code_keys.py::test_ctrl_c_during_a_turn_stops_it_without_arming_the_exit"],
+    ),
+    Sabotage(
+        "a streamed thinking block is shown only after the answer",
+        "src/agentloop/providers/anthropic.py",
+        "                self.thought = _thinking_block(ended)  # shown now, before the text that follows it",
+        "                pass  # SABOTAGED",
+        ["tests/test_repl_claude_code_output.py::test_streamed_thinking_is_shown_collapsed_before_the_text_that_follows_it",
+         "tests/test_model_options.py::test_a_streamed_thinking_block_is_observed_when_it_ends_before_the_text_and_the_record_is_unchanged"],
+    ),
 ]
 
 

@@ -176,6 +176,33 @@ def test_thinking_blocks_are_recorded_sent_back_with_their_signatures_and_replay
     assert rep.equal, rep.summary(str(path))
 
 
+def test_a_streamed_thinking_block_is_observed_when_it_ends_before_the_text_and_the_record_is_unchanged(tmp_path: Path) -> None:
+    """The observer hears each thinking block when it ends, before the text after it (the REPL shows it
+    there, as Claude Code does); the block is the one the reply's ``reasoning`` records, and what is
+    recorded is the same with an observer as without one (the event is never part of the transcript)."""
+    from agentloop.events import TextDelta, ThinkingDone
+
+    thought = "Two and three make five; no tool is needed."
+    replies = [{"thinking": thought, "text": "It is five, as simple sums go.", "chunk_size": 5}]
+    payloads = []
+    for observed in (True, False):
+        seen: list[object] = []
+        path = tmp_path / f"t{observed}.jsonl"
+        with FakeProvider({"replies": replies}) as fp:
+            model = open_model("anthropic:claude-sonnet-4-5", base_url=fp.url, api_key="k", thinking_budget=2_000)
+            with TranscriptWriter(path) as w:
+                run(model, Registry([add]), "What is 2+3?", Budget(max_usd_micros=usd("1"), max_steps=5), transcript=w,
+                    max_output_tokens=8_000, observer=seen.append if observed else None)
+        turn = next(r for r in read_records(path) if r.kind == "model_turn")
+        payloads.append(turn.payload["reply"])
+        if observed:
+            kinds = [type(e).__name__ for e in seen if isinstance(e, (ThinkingDone, TextDelta))]
+            assert kinds[0] == "ThinkingDone" and kinds.count("ThinkingDone") == 1 and kinds.count("TextDelta") > 1, kinds
+            (done,) = [e for e in seen if isinstance(e, ThinkingDone)]
+            assert done.block == turn.payload["reply"]["reasoning"][0] and done.block["thinking"] == thought
+    assert payloads[0] == payloads[1]
+
+
 def test_a_reply_without_thinking_records_no_reasoning_key(tmp_path: Path) -> None:
     bodies, a = _ask(tmp_path, "anthropic:claude-haiku-4-5", [{"text": "ok"}])
     turn = next(r for r in read_records(a.session.path) if r.kind == "model_turn")

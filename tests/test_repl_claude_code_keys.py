@@ -56,6 +56,34 @@ def test_ctrl_c_with_text_clears_it_and_only_ctrl_c_on_an_empty_input_arms_the_e
         t.kill()
 
 
+def test_ctrl_c_during_a_turn_stops_it_without_arming_the_exit(tmp_path: Path) -> None:
+    """Claude Code's interactive mode, general controls: Ctrl+C "Cancel current input or generation"
+    (docs.anthropic.com/docs/claude-code/interactive-mode); it interrupts what runs, and only when nothing
+    runs does the first press clear the input and the second exit (code.claude.com/docs/en/interactive-mode).
+    So Ctrl+C during a turn stops the turn and says nothing of exiting, and the first Ctrl+C on the empty
+    prompt afterwards only arms the exit, as it would had no turn run."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "too late", "delay_ms": 30000}, {"text": "second answer"}]))
+    try:
+        t.wait_for(r"(?m)^>")
+        at = t.mark()
+        t.type("take your time")
+        time.sleep(1.5)
+        t.child.send("\x03")
+        t.wait_for(r"⏹ interrupted", after=at, timeout=10)
+        t.wait_for(r"(?m)^>\s*$", after=at + 1)
+        t.pump(0.5)
+        assert "too late" not in t.text(at)
+        assert "to exit" not in t.text(at) and t.child.isalive()  # the press stopped the turn, no more
+        t.child.send("\x03")  # nothing runs now: this one is the first towards an exit, and only arms it
+        t.wait_for(r"Ctrl\+C again or Ctrl\+D to exit", after=at, timeout=10)
+        t.pump(0.5)
+        assert t.child.isalive()
+        t.child.send("\x03")
+        assert t.wait_exit()[0] == 0
+    finally:
+        t.kill()
+
+
 def test_esc_says_interrupted_on_one_line(tmp_path: Path) -> None:
     """Claude Code's interactive mode: Esc stops Claude mid-turn and the conversation goes on; the
     transcript says so once (one interrupted line, not one from the run and another from the REPL)."""
@@ -178,6 +206,35 @@ def test_text_typed_during_a_turn_is_shown_before_the_prompt_returns(tmp_path: P
         t.wait_for(r"(?m)^> next q", after=t.mark())
         t.pump(0.5)
         assert [x for x in t.lines()[at:] if "next q" in x] == ["> next q"], t.lines()[at:]
+    finally:
+        t.kill()
+
+
+def test_with_no_color_text_typed_during_a_turn_is_shown_plainly_before_the_prompt_returns(tmp_path: Path) -> None:
+    """Claude Code keeps its input box under its output while it works (interactive mode: what is typed
+    while Claude works is sent after the turn), so typing ahead is seen at once. With ``NO_COLOR`` there is
+    no working line to sit under; the keys typed still show, as ``> `` and the text where the next output
+    starts, with no escape sequence (a carriage return and spaces take it away); Backspace takes one back,
+    and when the answer comes they wait in the prompt, drawn once."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "answered", "delay_ms": 4000}]))
+    try:
+        t.wait_for(r"(?m)^>")
+        at = t.mark()
+        t.type("slow one")
+        time.sleep(1.0)  # the turn is running (its keys are watched) and the prompt's own redraw is done
+        t.pump(0.2)
+        before = len(t.raw)
+        t.child.send("next qx")
+        time.sleep(0.2)
+        t.child.send("\x7f")  # Backspace
+        t.wait_for(r"(?m)^> next q$", after=at + 1, timeout=3)  # before the answer, not in the prompt yet
+        assert "answered" not in t.text(at)
+        t.wait_for(r"(?m)^answered", after=at)
+        t.wait_for(r"(?m)^> next q", after=t.mark())
+        t.pump(0.5)
+        assert [x for x in t.lines()[at:] if "next q" in x] == ["> next q"], t.lines()[at:]
+        during = t.raw[before:t.raw.index(b"answered", before)]
+        assert b"\x1b" not in during, during  # plain: no colour, no cursor movement
     finally:
         t.kill()
 

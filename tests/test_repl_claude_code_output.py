@@ -138,3 +138,35 @@ def test_the_models_thinking_is_shown_collapsed_to_one_line(tmp_path: Path) -> N
             assert "Second paragraph" not in t.text(at)
         finally:
             t.kill()
+
+
+def test_streamed_thinking_is_shown_collapsed_before_the_text_that_follows_it(tmp_path: Path) -> None:
+    """Claude Code shows a reply's thinking where it came, before the answer (interactive mode: the
+    collapsed ``∴`` line; Ctrl+O shows it whole), not after it. The Anthropic stream sends the thinking block
+    first; the REPL prints its collapsed line when the block ends, and the answer streams below it."""
+    from agentloop.testing.fakeprovider import FakeProvider
+
+    thought = "Weigh the cost of each option before answering. " * 6
+    answer = "First option wins, because it is cheaper and simpler to keep."
+    script = {"replies": [{"thinking": thought, "text": answer, "chunk_size": 6, "chunk_delay": 0.05}]}
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    with FakeProvider(script) as fp:
+        env = env_for(str(tmp_path / "home"), HOME=str(tmp_path), COLUMNS=str(COLS), ANTHROPIC_BASE_URL=fp.url,
+                      ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key")
+        t = Term(["--model", "anthropic:claude-haiku-4-5", "--max-usd", "1"], cwd=str(proj), env=env, cols=COLS, rows=40)
+        try:
+            t.wait_for(r"(?m)^>")
+            at = t.mark()
+            t.type("which one?")
+            t.wait_for(r"(?m)^First op", after=at)  # the answer has begun streaming
+            seen_then = [x for x in t.lines()[at:] if x.startswith("∴")]
+            assert len(seen_then) == 1, t.lines()[at:]  # the thinking is on the screen already
+            t.wait_for(r"(?m)^cost ", after=at)  # the turn is over
+            lines = t.lines()[at:]
+            marks = [i for i, x in enumerate(lines) if x.startswith("∴")]
+            first_text = next(i for i, x in enumerate(lines) if x.startswith("First option"))
+            assert len(marks) == 1 and marks[0] < first_text, lines  # once, and above the answer
+            assert lines[marks[0]].startswith("∴ Thought: Weigh the cost") and lines[marks[0]].endswith("words)")
+        finally:
+            t.kill()

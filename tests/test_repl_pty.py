@@ -94,7 +94,9 @@ def test_a_session_typed_at_the_prompt_streams_runs_tools_and_survives_ctrl_c_an
             t.wait_for(PROMPT)
             assert time.monotonic() - t0 < 10, "Ctrl+C stopped the 30 s command at once"
 
-            # Ctrl+C again at the prompt: save and exit, no traceback.
+            # Ctrl+C twice at the prompt (the one in the turn only stopped it): save and exit, no traceback.
+            t.child.sendintr()
+            t.wait_for(r"\(Ctrl\+C again or Ctrl\+D to exit\)", after=m)
             t.child.sendintr()
             t.wait_for(r"session " + sid + r" saved; resume with: agentloop --resume " + sid)
             status, sig = t.wait_exit()

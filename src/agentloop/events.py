@@ -186,6 +186,9 @@ class ModelRequest:
     on_restart: Callable[[], None] | None = field(default=None, compare=False)
     """A model that tries the call again (a retry, a fallback) calls this before the new attempt
     streams: the text sent to ``on_text`` so far is not part of the reply."""
+    on_thinking: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
+    """Streaming models that stream thinking call this with each thinking block when it ends (before the
+    text that follows it); the reply's ``reasoning`` holds the same blocks."""
 
 
 def _maker(cls: type[_T]) -> Callable[..., _T]:
@@ -237,6 +240,14 @@ class TextWithdrawn:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingDone:
+    """A thinking block of the model call in progress ended (``thinking`` or ``redacted_thinking``, as the
+    reply's ``reasoning`` will hold it): shown before the text that follows it."""
+
+    block: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ToolStarted:
     call: ToolCall
 
@@ -258,7 +269,7 @@ class Stopped:
     reason: str
 
 
-Observed = Union[TextDelta, TextWithdrawn, ToolStarted, ToolFinished, TurnRecorded, Stopped]
+Observed = Union[TextDelta, TextWithdrawn, ThinkingDone, ToolStarted, ToolFinished, TurnRecorded, Stopped]
 Observer = Callable[[Observed], None]
 
 

@@ -27,6 +27,7 @@ from .events import (
     Stopped,
     TextDelta,
     TextWithdrawn,
+    ThinkingDone,
     ToolCall,
     ToolFinished,
     ToolResult,
@@ -450,7 +451,8 @@ class _Driver:
         if self.observer is None:
             return req
         obs = self.observer
-        return replace(req, on_text=lambda t: obs(TextDelta(t)), on_restart=lambda: obs(TextWithdrawn()))
+        return replace(req, on_text=lambda t: obs(TextDelta(t)), on_restart=lambda: obs(TextWithdrawn()),
+                       on_thinking=lambda b: obs(ThinkingDone(b)))
 
     def result(self, state: State) -> RunResult:
         return RunResult(

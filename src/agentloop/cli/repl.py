@@ -11,8 +11,8 @@ Rules:
    line, a status bar). Without one (a pipe, a file) lines are read plainly
    and the same commands work; permission asks are then denied.
 3. Ctrl+C or Esc during a turn stops it (recorded as ``interrupted``, said on
-   one line) and returns to the prompt. At the prompt Ctrl+C clears what is
-   typed; on an empty input it arms the exit, and Ctrl+C again, Ctrl+D,
+   one line) and returns to the prompt, without arming the exit. At the prompt
+   Ctrl+C clears what is typed; on an empty input it arms the exit, and Ctrl+C again, Ctrl+D,
    ``/exit`` or SIGTERM save the session and exit. No traceback reaches the user.
 4. ``@path`` attaches a file's content only when its real path lies inside
    the workspace (the working directory or an added directory).
@@ -43,6 +43,7 @@ from .esc_watch import EscWatch
 from .markdown import MarkdownStream
 from .spinner import Spinner
 from .terminal_text import neutral, shown_whole
+from .typed_echo import TypedEcho
 
 if TYPE_CHECKING:
     from agentloop.agent.agent import Agent
@@ -173,11 +174,15 @@ class Repl:
         self.md: MarkdownStream | None = None
         self._streamed = False
         """Text of the model call in progress is on the screen (a retry then marks it withdrawn)."""
+        self._thought_shown = False
+        """The model call in progress streamed its thinking, shown already (not again with its reply)."""
         if self.color:
             import shutil
 
             self.md = MarkdownStream(self.write, lambda: shutil.get_terminal_size().columns)
         self.spinner = Spinner(_raw_write) if self.color else None
+        self.echo = TypedEcho(_raw_write) if self.spinner is None and interactive else None
+        """Without the working line (NO_COLOR), what is typed during a turn is shown plainly (``typed_echo.py``)."""
         self._asking = threading.Lock()
         self.session: Any = None
         self.commands: dict[str, Command] = {}
@@ -207,16 +212,22 @@ class Repl:
         """What the user types while a turn runs: shown under the working line until the prompt takes it."""
         if self.spinner is not None:
             self.spinner.typed = text
+        elif self.echo is not None:
+            self.echo.typed = text
 
     def quiet(self) -> None:
         """Take the working line away (before anything else is written, or a question is asked)."""
         if self.spinner is not None:
             self.spinner.stop()
+        if self.echo is not None:
+            self.echo.stop()
 
     def working(self, label: str) -> None:
-        """Show the working line, where a line starts (a colour terminal only)."""
+        """Show the working line, where a line starts (a colour terminal only; elsewhere what was typed)."""
         if self.spinner is not None and self.at_line_start:
             self.spinner.start(label)
+        elif self.echo is not None and self.at_line_start:
+            self.echo.start()
 
     def newline(self) -> None:
         self.quiet()
@@ -242,12 +253,18 @@ class Repl:
             Stopped,
             TextDelta,
             TextWithdrawn,
+            ThinkingDone,
             ToolFinished,
             ToolStarted,
             TurnRecorded,
         )
 
-        if isinstance(ev, TurnRecorded) and ev.reply.reasoning:  # the model's thinking, collapsed to one line
+        if isinstance(ev, ThinkingDone):  # a thinking block as it ends, before the text after it, collapsed
+            self._thought_shown = self._streamed = True
+            self.say(collapsed_thinking([ev.block], width() - 1), "dim italic")
+            self.working("thinking")
+        elif isinstance(ev, TurnRecorded) and ev.reply.reasoning and not self._thought_shown:
+            self._streamed = False  # a provider that does not stream thinking: shown once the reply is whole
             self.say(collapsed_thinking(ev.reply.reasoning, width() - 1), "dim italic")
             self.working("thinking")
         elif isinstance(ev, TextDelta):
@@ -259,7 +276,7 @@ class Repl:
         elif isinstance(ev, TextWithdrawn):
             self._withdraw()
         elif isinstance(ev, TurnRecorded):
-            self._streamed = False
+            self._streamed = self._thought_shown = False
         elif isinstance(ev, ToolStarted):
             self._calls[ev.call.id] = ev.call  # its arguments say what the result means (lines added...)
             self.say(f"⏺ {ev.call.name}({short_input(ev.call.name, ev.call.arguments)})", "bold cyan")
@@ -303,7 +320,7 @@ class Repl:
         (lines already on the screen cannot be), and the retry's text starts on a line of its own."""
         if not self._streamed:
             return
-        self._streamed = False
+        self._streamed = self._thought_shown = False
         if self.md is not None:
             self.md.end()  # a code block the broken text opened does not swallow the retry's text
         self.say("  ⎿ the reply above broke off and is withdrawn; the retried reply follows", "dim")
@@ -776,7 +793,7 @@ class Repl:
                 except KeyboardInterrupt:
                     if self.signals.terminating:
                         raise _Exit(EXIT_TERMINATED, "sigterm") from None
-                    self.armed = True
+                    self.armed = False  # it stopped what ran; exiting takes presses at the prompt
                     self.say("⏹ interrupted", "yellow")
                 except AgentError as exc:
                     self.say(f"error: {exc}", "red")
@@ -938,7 +955,7 @@ class Repl:
         for name in resources:
             self.say(f"attached {name}", "dim")
         self.working("thinking")
-        self._refused = False
+        self._refused = self._streamed = self._thought_shown = False  # (a turn stopped early left them set)
         watch = EscWatch(sys.stdin.fileno(), on_typed=self._show_typed) if self.interactive else None
         self._esc = watch
         try:
@@ -949,15 +966,17 @@ class Repl:
             self.quiet()
             if self.spinner is not None:
                 self.spinner.typed = ""  # it is in the next prompt now
+            if self.echo is not None:
+                self.echo.typed = ""
             if self.md is not None:
                 self.md.end()
         self.newline()
         if result.stop_reason not in ("no_tool_calls", "sentinel", "interrupted"):
             detail = f": {result.error}" if result.error else ""
             self.say(f"stopped: {result.stop_reason}{detail}", "red")
-        if result.stop_reason == "interrupted":
-            # Esc, or a no at a question, stops the turn and never starts an exit
-            self.armed = not (watch is not None and watch.pressed) and not self._refused
+        # Ctrl+C, Esc or a no at a question stops the turn and never starts an exit: that takes presses
+        # while nothing runs (Claude Code's Ctrl+C: "cancel current input or generation")
+        self.armed = False
         if watch is not None and watch.typed:
             self._typeahead = watch.typed  # keys typed during the turn wait in the next prompt
         from .agent_setup import cost_line

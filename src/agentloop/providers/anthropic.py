@@ -207,7 +207,12 @@ class AnthropicAssembler(Assembler):
             if cb.get("type") == "text" and cb.get("text"):
                 return str(cb["text"])
             return None
-        if t == "content_block_stop" or t == "ping":
+        if t == "content_block_stop":
+            ended = self.blocks.get(obj.get("index")) if isinstance(obj.get("index"), int) else None
+            if ended is not None and ended["block"].get("type") in ("thinking", "redacted_thinking"):
+                self.thought = _thinking_block(ended)  # shown now, before the text that follows it
+            return None
+        if t == "ping":
             return None
         if t == "message_start":
             m = obj["message"]

@@ -223,6 +223,8 @@ class Assembler:
     """The provider's id of the response, once an event carried it."""
     idle: bool = False
     """The last event carried nothing (a ping, a chunk with no choices): it is not progress."""
+    thought: dict[str, Any] | None = None
+    """A thinking block the last event ended, for the request's ``on_thinking`` (taken and cleared)."""
 
     def feed(self, event: str, data: bytes) -> str | None:
         """Take one event; return a text delta to show, if it carries one."""
@@ -238,6 +240,13 @@ class Assembler:
     def billed_so_far(self, request_bytes: int) -> Usage:
         """What an aborted attempt may have cost: reported figures, else estimates."""
         raise NotImplementedError
+
+
+def _hand_thought(asm: Assembler, request: ModelRequest) -> None:
+    """A thinking block that ended, to the request's ``on_thinking`` (shown before the text after it)."""
+    thought, asm.thought = asm.thought, None
+    if thought is not None and request.on_thinking is not None:
+        request.on_thinking(thought)
 
 
 @dataclass(frozen=True)
@@ -587,6 +596,8 @@ class HTTPModel:
             idle = idle and asm.idle
             if delta and on_text is not None:
                 on_text(delta)
+            if asm.thought is not None:
+                _hand_thought(asm, request)
         asm.idle = idle
 
     def _pump_end(self, dec: EventDecoder, asm: Assembler, request: ModelRequest, limits: tuple[int, int]) -> Turn:
@@ -599,6 +610,8 @@ class HTTPModel:
                 raise self._err(f"malformed {ev!r} event from {self.target.base_url}: {exc}", "malformed", True, billed=asm.started) from None
             if delta and request.on_text is not None:
                 request.on_text(delta)
+            if asm.thought is not None:
+                _hand_thought(asm, request)
         if not asm.done:
             raise self._err(
                 f"the stream from {self.target.base_url} ended before its final event", "cut", True, billed=asm.started
