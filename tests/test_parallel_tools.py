@@ -165,6 +165,27 @@ def test_observer_sees_every_start_and_finish_on_the_driver_thread() -> None:
     assert all(on_main for *_, on_main in seen)
 
 
+def test_run_without_an_observer_makes_no_tool_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nobody observes, so a call one at a time makes no ``ToolStarted``/``ToolFinished`` (they were a
+    fiftieth of a step's instructions in bench/peers); with an observer each call still makes both, in order."""
+    import importlib
+
+    run_module = importlib.import_module("agentloop.run")  # the module, not the function the package exports
+
+    made: list[str] = []
+    monkeypatch.setattr(run_module, "ToolStarted", lambda c: made.append("started") or ToolStarted(c))
+    monkeypatch.setattr(run_module, "ToolFinished", lambda r: made.append("finished") or ToolFinished(r))
+    writer = Tool("w", "w", OBJ, lambda i: i, read_only=False)
+    model = ScriptedModel([reply("", [("w", {"i": 0}), ("w", {"i": 1})], usage=(1, 1)), reply("ok", usage=(1, 1))])
+    assert run(model, [writer], "go", Budget(max_steps=5)).stop_reason == "no_tool_calls"
+    assert made == []
+    seen: list[Any] = []
+    model = ScriptedModel([reply("", [("w", {"i": 0}), ("w", {"i": 1})], usage=(1, 1)), reply("ok", usage=(1, 1))])
+    run(model, [writer], "go", Budget(max_steps=5), observer=seen.append)
+    assert made == ["started", "finished"] * 2
+    assert [type(e).__name__ for e in seen if isinstance(e, (ToolStarted, ToolFinished))] == ["ToolStarted", "ToolFinished"] * 2
+
+
 def test_ctrl_c_in_run_cancels_every_call_in_flight() -> None:
     started = threading.Semaphore(0)
     stopped: list[int] = []

@@ -599,7 +599,8 @@ def _threaded(drive: _Driver, limit: int) -> Executor:
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
         registry = drive.registry  # the tools as they are now (``tools_changed`` may replace them)
-        return schedule(calls, registry.invoke, drive.emit, alongside=lambda c: read_only_call(registry, c), limit=limit, flag=flag)
+        emit = drive.emit if drive.observer is not None else None  # unobserved: no events made, a step's cost
+        return schedule(calls, registry.invoke, emit, alongside=lambda c: read_only_call(registry, c), limit=limit, flag=flag)
 
     return execute
 
@@ -607,7 +608,7 @@ def _threaded(drive: _Driver, limit: int) -> Executor:
 def schedule(
     calls: Sequence[ToolCall],
     one: Callable[[ToolCall], ToolResult],
-    emit: Callable[[Any], None],
+    emit: Callable[[Any], None] | None,
     *,
     alongside: Callable[[ToolCall], bool],
     limit: int = 10,
@@ -620,7 +621,8 @@ def schedule(
     Side by side on threads (at most ``limit``) when there are several and
     ``alongside`` says each may (``read_only_call``, and whatever else the
     caller requires); else one at a time on this thread. ``emit`` gets
-    ``ToolStarted`` and ``ToolFinished`` on this thread. ``flag`` (what
+    ``ToolStarted`` and ``ToolFinished`` on this thread (None: nobody
+    observes, and no event is made). ``flag`` (what
     ``interrupt_flag()`` gives the tools) is set for every call when this
     thread is interrupted (Ctrl+C) or a call raises, and the exception goes on
     up; ``on_interrupt`` is told of a Ctrl+C first: the call in flight, or None
@@ -629,7 +631,7 @@ def schedule(
     flag = flag if flag is not None else threading.Event()
     if len(calls) > 1 and all(alongside(c) for c in calls):
         try:
-            return _on_threads(one, emit, calls, flag, max(1, limit))
+            return _on_threads(one, emit if emit is not None else _unobserved, calls, flag, max(1, limit))
         except KeyboardInterrupt:
             if on_interrupt is not None:
                 on_interrupt(None)
@@ -638,14 +640,16 @@ def schedule(
     results = []
     try:
         for c in calls:
-            emit(ToolStarted(c))
+            if emit is not None:
+                emit(ToolStarted(c))
             try:
                 r = one(c)
             except KeyboardInterrupt:
                 if on_interrupt is not None:
                     on_interrupt(c)
                 raise
-            emit(ToolFinished(r))
+            if emit is not None:
+                emit(ToolFinished(r))
             results.append(r)
     except BaseException:
         flag.set()
@@ -653,6 +657,10 @@ def schedule(
     finally:
         _INTERRUPT.reset(token)
     return results
+
+
+def _unobserved(ev: Any) -> None:
+    """``schedule``'s ``emit`` on threads when nobody observes."""
 
 
 def run_parallel(
