@@ -138,3 +138,18 @@ def test_the_agent_renews_the_helpers_key_on_a_401_and_keeps_both_keys_out_of_it
     assert (user / "runs").read_text().strip() == "2"
     written = "".join(f.read_text(errors="replace") for f in home.rglob("*") if f.is_file())
     assert written and "sk-helper-key" not in written + p.stdout + p.stderr
+
+
+def test_the_helper_run_again_is_not_given_the_key_it_gave_before(tmp_path: Path) -> None:
+    """Keys never reach a child: the helper's environment is the agent's children's, and when it runs again
+    any variable holding the key it gave before is dropped (however it is named)."""
+    script = tmp_path / "dump-env.sh"
+    count = tmp_path / "runs"
+    script.write_text(f"#!/bin/sh\nn=$(( $(cat {count} 2>/dev/null || echo 0) + 1 ))\necho $n > {count}\n"
+                      f"env > {tmp_path}/env-$n\necho sk-helper-key-$n\n")
+    script.chmod(0o755)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PASTED_BY_HAND": "sk-helper-key-1"}
+    helper = KeyHelper(str(script), str(tmp_path / "settings.json"), False, env, cwd=str(tmp_path))
+    assert helper() == "sk-helper-key-1" and helper.renew() == "sk-helper-key-2"
+    assert "PASTED_BY_HAND=sk-helper-key-1" in (tmp_path / "env-1").read_text()  # not yet a key the agent holds
+    assert "sk-helper-key-1" not in (tmp_path / "env-2").read_text()
