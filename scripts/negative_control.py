@@ -2353,6 +2353,35 @@ SABOTAGES = [
         ["tests/test_repl_claude_code_output.py::test_streamed_thinking_is_shown_collapsed_before_the_text_that_follows_it",
          "tests/test_model_options.py::test_a_streamed_thinking_block_is_observed_when_it_ends_before_the_text_and_the_record_is_unchanged"],
     ),
+    # --- credentials made anew after a 401 (apiKeyHelper's TTL and renewal; Vertex's token refresh) ---
+    Sabotage(
+        "a 401 renews the credentials and retries on every 401, not once a call",
+        "src/agentloop/providers/base.py",
+        "            self.renewed = True\n",
+        "            pass  # SABOTAGED\n",
+        ["tests/test_key_helper_refresh.py::test_a_second_401_is_final_and_names_no_key"],
+    ),
+    Sabotage(
+        "a key the apiKeyHelper gave before is no longer scrubbed once it gave a new one",
+        "src/agentloop/providers/base.py",
+        "retired=(*t.retired, *gone))",
+        "retired=t.retired)  # SABOTAGED",
+        ["tests/test_key_helper_refresh.py::test_a_401_runs_the_helper_again_once_and_retries_the_call_once_with_the_new_key"],
+    ),
+    Sabotage(
+        "the apiKeyHelper run again is given the key it gave before",
+        "src/agentloop/agent/key_helper.py",
+        "env=spawn.environment(self.env, held=[k for k in (self._key,) if k]),",
+        "env=spawn.environment(self.env),  # SABOTAGED",
+        ["tests/test_key_helper_refresh.py::test_the_helper_run_again_is_not_given_the_key_it_gave_before"],
+    ),
+    Sabotage(
+        "a Vertex token refused and refreshed is no longer scrubbed",
+        "src/agentloop/providers/vertex.py",
+        "for t in (token, *self.auth.retired):",
+        "for t in (token,):  # SABOTAGED",
+        ["tests/test_providers_cloud.py::test_a_vertex_401_refreshes_the_google_credentials_once_and_retries_once"],
+    ),
 ]
 
 

@@ -289,13 +289,13 @@ SEARCH_REPLY = {
 }
 
 
-def _ask(tmp_path: Path, replies: list[dict[str, Any]], **args: Any) -> tuple[Agent, list[dict[str, Any]]]:
+def _ask(tmp_path: Path, replies: list[dict[str, Any]], model: str = "openai-responses:gpt-5", **args: Any) -> tuple[Agent, list[dict[str, Any]]]:
     cwd = tmp_path / "proj"
     (cwd / ".claude").mkdir(parents=True, exist_ok=True)
     (cwd / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["WebSearch"]}}))
     call = {"tool_calls": [{"name": "WebSearch", "arguments": {"query": "widget release", **args}}]}
     with FakeProvider({"replies": [call, *replies], "when_done": "repeat"}) as fp:
-        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model="openai-responses:gpt-5", base_url=fp.url + "/v1", env={},
+        a = Agent(cwd=str(cwd), home=str(tmp_path / "home"), model=model, base_url=fp.url + "/v1", env={},
                   max_usd_micros=usd("5"), trust=True)
         try:
             a.ask("what's new with widget?")
@@ -322,6 +322,30 @@ def test_websearch_on_the_responses_api_uses_its_web_search_tool_and_bills_each_
     (cost,) = [r.payload for r in read_records(a.session.path) if r.kind == "side_cost"]
     tokens = Usage(**{k: cost["usage"].get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")})
     assert search["model"] == "gpt-5-mini"  # the provider's cheap model searches
+    assert cost["cost_micros"] == cost_micros(tokens, a.prices.resolve("gpt-5-mini")) + SEARCH_PRICE_MICROS
+    rep = replay(a.session.path)
+    assert rep.equal, rep.first_difference
+
+
+def test_a_responses_only_model_of_the_openai_provider_is_offered_websearch_served_over_responses(tmp_path: Path) -> None:
+    """``openai:gpt-5-codex`` is served only by the Responses API, so its side calls are too: its cheap model is
+    ``gpt-5-mini`` over Responses (not ``gpt-4o-mini`` over Chat Completions, which has no search), and WebSearch
+    is offered and runs through the built-in ``web_search`` tool, billed per search."""
+    from agentloop.agent.toolbox import model_hides
+    from agentloop.providers import cheap_spec, has_web_search
+
+    assert cheap_spec("openai:gpt-5-codex", {}) == "openai-responses:gpt-5-mini"
+    assert cheap_spec("openai:gpt-5", {}) == "openai:gpt-4o-mini"  # a family on Chat Completions keeps its own
+    assert has_web_search("openai:gpt-5-codex") is True and has_web_search("openai:gpt-5") is False
+    assert "WebSearch" not in model_hides("openai:gpt-5-codex") and "WebSearch" in model_hides("openai:gpt-5")
+    a, bodies = _ask(tmp_path, [SEARCH_REPLY, {"text": "done"}], model="openai:gpt-5-codex", allowed_domains=["docs.widget.dev"])
+    assert bodies[0]["model"] == "gpt-5-codex" and any(t.get("name") == "WebSearch" for t in bodies[0]["tools"])
+    search = bodies[1]
+    assert search["model"] == "gpt-5-mini" and search["tools"] == [{"type": "web_search", "filters": {"allowed_domains": ["docs.widget.dev"]}}]
+    res = _search_result(a)
+    assert res["ok"] and "1. [Widget release notes](https://docs.widget.dev/releases)" in res["content"], res
+    (cost,) = [r.payload for r in read_records(a.session.path) if r.kind == "side_cost"]
+    tokens = Usage(**{k: cost["usage"].get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")})
     assert cost["cost_micros"] == cost_micros(tokens, a.prices.resolve("gpt-5-mini")) + SEARCH_PRICE_MICROS
     rep = replay(a.session.path)
     assert rep.equal, rep.first_difference

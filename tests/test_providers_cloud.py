@@ -304,6 +304,47 @@ def test_a_token_that_cannot_be_refreshed_is_an_authentication_error_naming_the_
     assert e.value.kind == "auth" and "refresh" in str(e.value) and "PRIVATE KEY" not in str(e.value)
 
 
+def _vertex_after_a_refresh(fp: FakeProvider, tmp_path: Path, **kw: Any) -> Any:
+    """A Vertex model whose credentials were refreshed once (the fake's token), then revoked by the server:
+    the token it holds is still valid by its expiry, and no longer accepted."""
+    env = {"CLOUD_ML_REGION": "us-east5", "ANTHROPIC_VERTEX_PROJECT_ID": "my-proj", "ANTHROPIC_VERTEX_BASE_URL": fp.url + "/v1",
+           "GOOGLE_APPLICATION_CREDENTIALS": str(_service_account(tmp_path, fp.url + "/token"))}
+    m = open_model(f"vertex:{VERTEX_ID}", env=env, max_attempts=1, **_quiet(**kw))
+    assert m.auth.token() == "ya29.fake-token"
+    m.auth.credentials.token = "ya29.revoked-token"
+    return m
+
+
+def test_a_vertex_401_refreshes_the_google_credentials_once_and_retries_once(tmp_path: Path) -> None:
+    """google-auth's own transports refresh the credentials when a request answers 401
+    (``google.auth.transport.DEFAULT_REFRESH_STATUS_CODES``) and send it again: a token the server stopped
+    accepting before its expiry is renewed, and the call retried once (outside ``max_attempts``)."""
+    with FakeProvider({"replies": [{"text": "after the refresh"}], "require_key": "ya29.fake-token"}) as fp:
+        m = _vertex_after_a_refresh(fp, tmp_path)
+        assert m.complete(_req()).text == "after the refresh"
+        paths = [r["path"].rsplit(":", 1)[-1] for r in fp.requests]
+    assert paths == ["/token", "streamRawPredict", "/token", "streamRawPredict"]
+    assert "ya29.revoked-token" in m.auth.retired
+    err = m.classify(401, {}, b'{"error":{"message":"token ya29.revoked-token was revoked"}}')
+    assert "ya29.revoked-token" not in str(err)
+
+
+def test_a_second_vertex_401_is_final_and_a_gateways_401_is_final_at_once(tmp_path: Path) -> None:
+    with FakeProvider({"replies": [{"text": "never"}], "require_key": "ya29.another-token"}) as fp:
+        m = _vertex_after_a_refresh(fp, tmp_path)
+        with pytest.raises(ProviderError) as e:
+            m.complete(_req())
+        paths = [r["path"].rsplit(":", 1)[-1] for r in fp.requests]
+    assert e.value.kind == "auth" and e.value.status == 401 and "ya29." not in str(e.value)
+    assert paths == ["/token", "streamRawPredict", "/token", "streamRawPredict"]
+    with FakeProvider({"replies": [{"text": "never"}], "require_key": "the-gateways-own"}) as fp:
+        skip = {"CLAUDE_CODE_SKIP_VERTEX_AUTH": "1", "ANTHROPIC_VERTEX_PROJECT_ID": "p", "CLOUD_ML_REGION": "global",
+                "ANTHROPIC_VERTEX_BASE_URL": fp.url + "/v1"}
+        with pytest.raises(ProviderError) as e:
+            open_model(f"vertex:{VERTEX_ID}", env=skip, max_attempts=1, **_quiet()).complete(_req())
+        assert e.value.status == 401 and len(fp.requests) == 1
+
+
 # --- prices ----------------------------------------------------------------------------
 
 

@@ -58,6 +58,7 @@ __all__ = [
     "record_for",
     "records",
     "scrub",
+    "serving_record",
     "spec_for",
 ]
 
@@ -225,15 +226,30 @@ def edit_format(spec: str) -> str | None:
     return fmt
 
 
+def serving_record(spec: str) -> ProviderRecord | None:
+    """The record whose wire serves ``spec``'s model: its provider's, unless the model's family is served over
+    another wire that a registered provider speaks natively (``ProviderRecord.wire_providers``: ``openai:gpt-5-codex``,
+    served only by the Responses API, is ``openai-responses``'s). None for a spec of no registered provider."""
+    record = PROVIDERS.get(spec.partition(":")[0].strip().lower()) if is_spec(spec) else None
+    if record is None:
+        return None
+    name = spec.partition(":")[2].strip()
+    wire = record.wire_for(name) if record.names_models else record.wire
+    native = PROVIDERS.get(record.wire_providers.get(wire, "")) if wire != record.wire else None
+    return native if native is not None and native.wire == wire else record
+
+
 def has_web_search(spec: str) -> bool | None:
-    """The spec's provider runs a server-side search (True), has none (False), or does not say (None)."""
-    found = model_record(spec)
-    return found[0].web_search if found is not None else None
+    """The wire serving the spec's model (``serving_record``) runs a server-side search (True), has none (False),
+    or does not say (None)."""
+    record = serving_record(spec) if model_record(spec) is not None else None
+    return record.web_search if record is not None else None
 
 
 def cheap_spec(spec: str, env: Mapping[str, str]) -> str | None:
-    """The small, fast model of ``spec``'s provider (its ``cheap_model_env``, else ``cheap_model``), or None."""
-    record = PROVIDERS.get(spec.partition(":")[0].strip().lower()) if is_spec(spec) else None
+    """The small, fast model of the provider serving ``spec``'s model (``serving_record``: a Responses-only family's
+    is served over Responses too) — its ``cheap_model_env``, else ``cheap_model`` — or None."""
+    record = serving_record(spec)
     if record is None:
         return None
     found = record.first_set(record.cheap_model_env, env)

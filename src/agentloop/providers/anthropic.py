@@ -418,6 +418,7 @@ class AnthropicModel(HTTPModel):
             b["system"] = system
         if tools:
             b["tools"] = tools
+        self.refresh_key()
         h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **self.headers(), **self.target.headers, **self.extra_headers}
         url = _join(self.target.base_url, "/v1/messages/count_tokens")
         try:  # its body read in bounded time and memory, as every body is (providers/bounded.py)

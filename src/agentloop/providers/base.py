@@ -18,6 +18,9 @@ The retry policy, in order:
 - A 400 that says the input plus ``max_tokens`` passes the model's context
   window and gives the figures (``kind="context"``): retried at once asking for
   the output that fits (``_Attempts.room``), which only lowers the spend.
+- A 401 from a model whose credentials can be had anew (``renew_credentials``: an
+  ``apiKeyHelper``'s key, Vertex's Google token): new credentials once, and the
+  call retried once with them, outside ``max_attempts``; a second 401 is final.
 - Any other 400, 401/403 (authentication), 404, a body that is not an event stream:
   fatal at once, with the reason.
 
@@ -261,15 +264,20 @@ class Target:
     """A gateway's bearer token (Claude Code's ``ANTHROPIC_AUTH_TOKEN``), sent as ``Authorization: Bearer``."""
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Headers the user's environment adds for this endpoint (``ANTHROPIC_CUSTOM_HEADERS``, ``OpenAI-Organization``)."""
+    key_source: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    """Where the key came from when a command gives it (Claude Code's ``apiKeyHelper``): asked again before each
+    request (it re-runs after its TTL) and, when it has a ``renew`` method, made to run again after a 401."""
+    retired: tuple[str, ...] = field(default=(), repr=False)
+    """Keys this target held before its ``key_source`` gave new ones: still scrubbed from every message."""
 
     @property
     def secrets(self) -> list[str]:
-        """What must never appear in a message, a record or a child: the key, the token, and the values of
-        headers whose names look secret (``X-Gateway-Key``, ``Proxy-Authorization``)."""
+        """What must never appear in a message, a record or a child: the key, the token, the keys it held
+        before, and the values of headers whose names look secret (``X-Gateway-Key``, ``Proxy-Authorization``)."""
         from ..config.credentials import secret_named
 
         held = [v for k, v in self.headers.items() if secret_named(k.replace("-", "_"))]
-        return [s for s in (self.api_key, self.auth_token, *held) if s]
+        return [s for s in (self.api_key, self.auth_token, *self.retired, *held) if s]
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -474,7 +482,50 @@ class HTTPModel:
         if self.fallback is not None:
             self.fallback.close()
 
+    def refresh_key(self) -> None:
+        """Take the key its ``key_source`` gives now (an ``apiKeyHelper`` re-run after its TTL); before each request.
+
+        Raises:
+            ProviderError: the source gives no key (kind ``auth``, the source's one-line reason).
+        """
+        source = self.target.key_source
+        if source is not None:
+            self._use_key(self._ask(source))
+
+    def renew_credentials(self) -> bool:
+        """After a 401: have the credentials made anew once (the key source run again); True when there are new
+        ones to retry with. A platform with its own credentials says how (``vertex.py``).
+
+        Raises:
+            ProviderError: the source gives no key (kind ``auth``).
+        """
+        renew = getattr(self.target.key_source, "renew", None)
+        if renew is None:
+            return False
+        old = self.target.api_key
+        self._use_key(self._ask(renew))
+        return self.target.api_key != old
+
+    def _ask(self, source: Callable[[], str]) -> str:
+        try:
+            return source()
+        except ProviderError:
+            raise
+        except Exception as exc:  # the helper's ProviderConfigError: its one line names the file that set it
+            raise self._err(str(exc), "auth", False) from None
+
+    def _use_key(self, key: str) -> None:
+        """Send ``key`` from now on (as the key and as the bearer token, as a helper's key goes), keeping the
+        old one among the secrets scrubbed."""
+        import dataclasses
+
+        t = self.target
+        if key != t.api_key:
+            gone = tuple(s for s in (t.api_key, t.auth_token) if s and s != key and s not in t.retired)
+            self.target = dataclasses.replace(t, api_key=key, auth_token=key, retired=(*t.retired, *gone))
+
     def _prepare(self, request: ModelRequest, max_tokens: int) -> tuple[str, dict[str, str], bytes]:
+        self.refresh_key()
         body = orjson.dumps(self.body(request, max_tokens))
         h = {"content-type": "application/json", "accept": self.stream_content_type, "accept-encoding": ACCEPT_ENCODING,
              **self.headers(), **self.target.headers, **self.extra_headers}
@@ -930,6 +981,8 @@ class _Attempts:
         self.last: ProviderError | None = None
         self.room: int | None = None
         """The most ``max_tokens`` the next attempt may ask for, when an error said the window is smaller."""
+        self.renewed = False
+        """The credentials were made anew after a 401 in this call (once a call)."""
 
     def next(self) -> HTTPModel | None:
         """The model for the next attempt; None when every model in the chain has failed. Before
@@ -948,6 +1001,13 @@ class _Attempts:
     def failed(self, model: HTTPModel, err: ProviderError) -> float | None:
         """Count a failed attempt: raises when ``err`` is final; else the seconds to wait (None: no retry on ``model``)."""
         request = self.request
+        if err.status == 401 and not self.renewed and not err.billed:
+            self.renewed = True
+            if model.renew_credentials():  # new credentials: the call once more with them, outside max_attempts
+                self.attempt -= 1
+                self.last = err
+                model._notice(f"{err}; retrying once with new credentials")
+                return 0.0
         self.wasted = model._after_failure(err, self.attempt, self.wasted, request, model._partial(err, request), self.primary)
         self.last = err
         if err.room is not None:

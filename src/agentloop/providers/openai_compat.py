@@ -293,6 +293,7 @@ RECORD = ProviderRecord(
         *RESPONSES_FAMILIES,  # served only by the Responses API (openai_responses.py)
     ),
     adapters={"responses": responses_adapter},
+    wire_providers={"responses": "openai-responses"},
     price_prefix="openai/",
     telemetry_name="openai",
     no_key=("no API key for openai: export OPENAI_API_KEY=sk-..., or point --base-url at a local "

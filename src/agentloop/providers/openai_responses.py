@@ -407,6 +407,7 @@ def run_responses_search(
     body = {"model": model.target.model, "input": [{"type": "message", "role": "user", "content": [
         {"type": "input_text", "text": f"Search the web for: {query}\n\nThen list what the results say, briefly."}]}],
         "tools": [tool], "max_tool_calls": max_uses, "max_output_tokens": max_tokens, "store": False, "include": [SEARCH_INCLUDE]}
+    model.refresh_key()
     h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.extra_headers}
     try:
         with model.client().stream("POST", model.url(), headers=h, content=orjson.dumps(body)) as r:

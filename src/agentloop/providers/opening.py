@@ -137,7 +137,8 @@ def _target(record: ProviderRecord, name: str, *, base_url: str | None, api_key:
     if api_key:
         key_var = None  # given by the caller, for this call: the caller chose where it goes
     _check_host(record, url, url_var, key_var, chosen_by_project)
-    return Target(record.name, name, url or _default_base(record), key, token, env_headers(record, env))
+    source = helper if key_var == "apiKeyHelper" else None  # asked again before each request, and after a 401
+    return Target(record.name, name, url or _default_base(record), key, token, env_headers(record, env), key_source=source)
 
 
 def _endpoint_target(record: ProviderRecord, name: str, base_url: str | None, env: Mapping[str, str],

@@ -107,6 +107,10 @@ class ProviderRecord:
     arguments)``."""
     adapters: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
     """Adapters for other wire formats a family may name (``ModelFamily.wire``): wire -> loader of the class."""
+    wire_providers: Mapping[str, str] = field(default_factory=dict)
+    """For each wire of ``adapters``, the registered provider speaking it natively (``responses`` ->
+    ``openai-responses``): a family on that wire takes that provider's cheap model and web search, so that its side
+    calls are served over the same wire as it is (``providers.serving_record``)."""
     key_env: tuple[str, ...] = ()
     """Variables holding the API key, first set wins."""
     token_env: tuple[str, ...] = ()

@@ -15,7 +15,11 @@ The request body and the stream (SSE, Anthropic's own events) are
   (``google.auth.default()``: ``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's
   login, the metadata server), scoped to ``cloud-platform``; the access token
   is refreshed by google-auth when it has expired, and sent as a Bearer
-  token. ``CLAUDE_CODE_SKIP_VERTEX_AUTH`` sends none (a gateway adds its own).
+  token. A 401 refreshes it once and retries the call once, as google-auth's
+  own transports refresh on a 401 (``DEFAULT_REFRESH_STATUS_CODES``; they allow
+  ``DEFAULT_MAX_REFRESH_ATTEMPTS`` = 2, we one: a token just issued and refused
+  again is not stale); a second 401 is final. ``CLAUDE_CODE_SKIP_VERTEX_AUTH`` sends none (a gateway adds its own,
+  and its 401 is final).
 
 google-auth is an optional extra (``pip install 'agentloop-runtime[vertex]'``):
 without it, opening a Vertex model says so in one line.
@@ -77,6 +81,8 @@ class VertexAuth:
         self.transport = transport
         """What the token refresh is sent through (a test's transport; None: the network)."""
         self._lock = threading.Lock()
+        self.retired: list[str] = []
+        """Tokens held before a forced refresh: still scrubbed from every message."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> tuple[VertexAuth, str | None]:
@@ -114,6 +120,22 @@ class VertexAuth:
             if not c.valid:
                 c.refresh(_request(self.transport))
             return str(c.token)
+
+    def refresh(self) -> bool:
+        """Refresh the token now, valid or not (after a 401: the server refused it); False with no credentials.
+
+        Raises:
+            Exception: google-auth's ``RefreshError``/``TransportError``.
+        """
+        c = self.credentials
+        if c is None:
+            return False
+        with self._lock:
+            old = getattr(c, "token", None)
+            if isinstance(old, str) and old and old not in self.retired:
+                self.retired.append(old)
+            c.refresh(_request(self.transport))
+        return True
 
 
 def _from_file(path: str) -> tuple[Any, str | None]:
@@ -216,6 +238,14 @@ class VertexModel(AnthropicModel):
             raise self._err(f"Google credentials for Vertex AI could not be refreshed: {type(exc).__name__}: {exc}", "auth", False) from None
         return {} if token is None else {"authorization": f"Bearer {token}"}
 
+    def renew_credentials(self) -> bool:
+        """After a 401: the Google token refreshed once (``HTTPModel.renew_credentials``); with
+        ``CLAUDE_CODE_SKIP_VERTEX_AUTH`` there is none to refresh, and the 401 is final."""
+        try:
+            return self.auth.refresh()
+        except Exception as exc:  # google-auth's RefreshError or TransportError
+            raise self._err(f"Google credentials for Vertex AI could not be refreshed: {type(exc).__name__}: {exc}", "auth", False) from None
+
     def body(self, request: ModelRequest, max_tokens: int) -> dict[str, Any]:
         b = super().body(request, max_tokens)
         b.pop("model", None)
@@ -227,8 +257,9 @@ class VertexModel(AnthropicModel):
     def _err(self, msg: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None,
              billed: bool = False) -> ProviderError:
         token = getattr(self.auth.credentials, "token", None)
-        if isinstance(token, str) and token:
-            msg = msg.replace(token, "[REDACTED]")
+        for t in (token, *self.auth.retired):
+            if isinstance(t, str) and t:
+                msg = msg.replace(t, "[REDACTED]")
         return super()._err(msg, kind, retryable, status, retry_after, billed)
 
     def count_tokens(self, request: ModelRequest) -> int | None:

@@ -90,6 +90,7 @@ def run_web_search(
         "messages": [{"role": "user", "content": f"Search the web for: {query}\n\nThen list what the results say, briefly."}],
         "tools": [tool],
     }
+    model.refresh_key()
     h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.target.headers, **model.extra_headers}
     deadline = model.policy.call_deadline
     try:
