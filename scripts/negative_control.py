@@ -258,8 +258,8 @@ SABOTAGES = [
     Sabotage(
         "an untrusted folder keeps more than its deny rules",
         "src/agentloop/agent/settings_sanitizer.py",
-        '    """What an untrusted folder\'s file keeps: its deny rules and the keys that only take power away."""',
-        '    """SABOTAGED"""\n    return source',
+        '    """What an untrusted folder\'s file keeps: its deny rules and the keys that only take power away.\n',
+        '    """SABOTAGED"""\n    return source\n    """',
         ["tests/test_trust.py"],
     ),
     Sabotage(
@@ -484,8 +484,8 @@ SABOTAGES = [
     Sabotage(
         "the trust question cuts a hook command short",
         "src/agentloop/agent/trust.py",
-        "add(f\"hook {event}{f' [{m}]' if m else ''}: {cmd}\")",
-        "add(f\"hook {event}{f' [{m}]' if m else ''}: {_short(cmd, 160)}\")  # SABOTAGED",
+        "add(f\"hook {e.event}{f' [{e.matcher}]' if e.matcher else ''}: {e.shown}\")",
+        "add(f\"hook {e.event}{f' [{e.matcher}]' if e.matcher else ''}: {e.shown[:160]}\")  # SABOTAGED",
         ["tests/test_terminal_shows_true.py"],
     ),
     Sabotage(
