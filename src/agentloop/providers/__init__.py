@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import anthropic, bedrock, openai_compat, openai_responses, scripted, vertex
 from .errors import ProviderConfigError, ProviderError, scrub
 from .opening import is_local, open_record
-from .record import ModelAlias, ModelFamily, OpenArgs, ProviderRecord
+from .record import ModelAlias, ModelFamily, OpenArgs, ProviderRecord, env_flag
 
 if TYPE_CHECKING:
     import httpx
@@ -158,17 +158,13 @@ def is_spec(name: str) -> bool:
     return bool(sep) and head.strip().lower() in PROVIDERS
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def _preferred(provider: str | None, env: Mapping[str, str]) -> list[ProviderRecord]:
     """The records in the order a name is looked up: the session's provider, those the environment selects
     (``selected_by``: ``CLAUDE_CODE_USE_BEDROCK=1``), then the registry's order."""
     out: list[ProviderRecord] = []
     own = PROVIDERS.get(provider) if provider else None
     first = [own] if own is not None else []
-    selected = [r for r in PROVIDERS.values() if r.selected_by and _truthy(env.get(r.selected_by))]
+    selected = [r for r in PROVIDERS.values() if r.selected_by and env_flag(env, r.selected_by)]
     for r in (*first, *selected, *PROVIDERS.values()):
         if r not in out:
             out.append(r)
@@ -274,7 +270,7 @@ def default_spec(env: Mapping[str, str]) -> tuple[str, str] | None:
     for r in _preferred(None, env):
         if r.default_model is None:
             continue
-        if r.selected_by and _truthy(env.get(r.selected_by)):
+        if r.selected_by and env_flag(env, r.selected_by):
             return _named(r, r.default_model, env), f"the {r.name} provider's default, as {r.selected_by} is set"
         held = r.first_set((*r.key_env, *r.token_env), env)
         if held:

@@ -38,7 +38,7 @@ from ..events import ModelRequest
 from .anthropic import AnthropicAssembler, AnthropicModel
 from .base import Assembler, StreamError, Target
 from .errors import ProviderConfigError, ProviderError
-from .record import ModelAlias, ModelFamily, ProviderRecord
+from .record import ModelAlias, ModelFamily, ProviderRecord, env_flag
 
 __all__ = [
     "BEDROCK_VERSION",
@@ -70,10 +70,6 @@ _RETRIED = {
 
 
 NO_REGION = "Claude on Bedrock needs AWS_REGION (e.g. export AWS_REGION=us-east-1), or ANTHROPIC_BEDROCK_BASE_URL"
-
-
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _botocore() -> Any:
@@ -109,7 +105,7 @@ class BedrockAuth:
         Raises:
             ProviderConfigError: botocore is missing, the profile is unknown, or no credentials were found (one line).
         """
-        if _flag(env, "CLAUDE_CODE_SKIP_BEDROCK_AUTH"):
+        if env_flag(env, "CLAUDE_CODE_SKIP_BEDROCK_AUTH"):
             return cls("none", region)
         token = env.get("AWS_BEARER_TOKEN_BEDROCK")
         if token:

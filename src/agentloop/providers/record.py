@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Endpoint", "Factory", "ModelAlias", "ModelFamily", "OpenArgs", "ProviderRecord"]
+__all__ = ["Endpoint", "Factory", "ModelAlias", "ModelFamily", "OpenArgs", "ProviderRecord", "env_flag"]
 
 
 @dataclass(frozen=True)
@@ -205,3 +205,9 @@ class ProviderRecord:
             if v:
                 return n, v
         return None
+
+
+def env_flag(env: Mapping[str, str], name: str) -> bool:
+    """Whether variable ``name`` is switched on, as Claude Code reads its flags (``CLAUDE_CODE_USE_BEDROCK=1``,
+    ``true``, ``yes``, ``on``, any case)."""
+    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")

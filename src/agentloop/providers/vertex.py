@@ -37,7 +37,7 @@ from ..events import ModelRequest
 from .anthropic import AnthropicModel
 from .base import Target
 from .errors import ProviderConfigError, ProviderError
-from .record import ModelAlias, ModelFamily, ProviderRecord
+from .record import ModelAlias, ModelFamily, ProviderRecord, env_flag
 
 __all__ = ["DEFAULT_MODEL", "RECORD", "SCOPE", "VERTEX_VERSION", "VertexAuth", "VertexModel", "vertex_base", "vertex_target"]
 
@@ -48,10 +48,6 @@ DEFAULT_MODEL = "claude-sonnet-4-5@20250929"
 (code.claude.com/docs/en/model-config, "Model aliases"), in Vertex's spelling of the version."""
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 NO_REGION = "Claude on Vertex AI needs CLOUD_ML_REGION (e.g. export CLOUD_ML_REGION=global, or us-east5)"
-
-
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _google_auth() -> Any:
@@ -91,7 +87,7 @@ class VertexAuth:
         Raises:
             ProviderConfigError: google-auth is missing, or no credentials were found (one line).
         """
-        if _flag(env, "CLAUDE_CODE_SKIP_VERTEX_AUTH"):
+        if env_flag(env, "CLAUDE_CODE_SKIP_VERTEX_AUTH"):
             return cls(None), None
         ga = _google_auth()
         try:
