@@ -2297,8 +2297,8 @@ SABOTAGES = [
     Sabotage(
         "a Google access token echoed in a Vertex error reaches the message",
         "src/agentloop/providers/vertex.py",
-        '            msg = msg.replace(token, "[REDACTED]")',
-        "            pass  # SABOTAGED",
+        '                msg = msg.replace(t, "[REDACTED]")',
+        "                pass  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_a_vertex_error_echoing_the_access_token_is_scrubbed"],
     ),
     Sabotage(

@@ -531,21 +531,21 @@ def test_a_bedrock_replys_raw_record_keeps_the_frames_as_base64() -> None:
 
 
 def test_a_vertex_error_echoing_the_access_token_is_scrubbed() -> None:
-    """An error body that echoes the Google access token never shows it."""
+    """An error body that echoes the Google access token never shows it (a 403: a 401 is renewed first)."""
     from agentloop.providers.vertex import VertexAuth
 
     class _Creds:
         valid, token = True, "ya29.a0-echoed-access-token-0123456789"
 
     def handle(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(401, json={"error": {"code": 401, "message": f"token {request.headers['authorization'].split()[1]} expired"}})
+        return httpx.Response(403, json={"error": {"code": 403, "message": f"token {request.headers['authorization'].split()[1]} lacks a role"}})
 
     m = open_model(f"vertex:{VERTEX_ID}", env={"CLAUDE_CODE_SKIP_VERTEX_AUTH": "1", "CLOUD_ML_REGION": "global", "ANTHROPIC_VERTEX_PROJECT_ID": "p"},
                    transport=httpx.MockTransport(handle), **_quiet())
     m.auth = VertexAuth(_Creds())
     with pytest.raises(ProviderError) as e:
         m.complete(_req())
-    assert e.value.kind == "auth" and _Creds.token not in str(e.value)
+    assert "lacks a role" in str(e.value) and _Creds.token not in str(e.value)
 
 
 def test_the_platform_records_hold_claude_codes_selection_variables_and_default_models() -> None:
