@@ -2290,15 +2290,15 @@ SABOTAGES = [
     Sabotage(
         "an AWS secret key or session token echoed in a Bedrock error reaches the message",
         "src/agentloop/providers/bedrock.py",
-        '            msg = msg.replace(s, "[REDACTED]")',
-        "            pass  # SABOTAGED",
+        "        return [*super().secrets(), *self.auth.secrets()]",
+        "        return super().secrets()  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_an_error_body_echoing_the_aws_secret_or_session_token_is_scrubbed"],
     ),
     Sabotage(
         "a Google access token echoed in a Vertex error reaches the message",
         "src/agentloop/providers/vertex.py",
-        '                msg = msg.replace(t, "[REDACTED]")',
-        "                pass  # SABOTAGED",
+        "        return [*super().secrets(), *(t for t in (token, *self.auth.retired) if isinstance(t, str) and t)]",
+        "        return super().secrets()  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_a_vertex_error_echoing_the_access_token_is_scrubbed"],
     ),
     Sabotage(
@@ -2378,8 +2378,8 @@ SABOTAGES = [
     Sabotage(
         "a Vertex token refused and refreshed is no longer scrubbed",
         "src/agentloop/providers/vertex.py",
-        "for t in (token, *self.auth.retired):",
-        "for t in (token,):  # SABOTAGED",
+        "*(t for t in (token, *self.auth.retired) if isinstance(t, str) and t)]",
+        "*(t for t in (token,) if isinstance(t, str) and t)]  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_a_vertex_401_refreshes_the_google_credentials_once_and_retries_once"],
     ),
 ]

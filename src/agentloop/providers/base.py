@@ -436,6 +436,11 @@ class HTTPModel:
 
     # --- shared machinery ---------------------------------------------------
 
+    def secrets(self) -> list[str]:
+        """What no message, notice or raw record of this adapter may show: the target's key, token and secret
+        headers (``Target.secrets``); a platform adapter adds what it signs with (Bedrock, Vertex)."""
+        return self.target.secrets
+
     def _err(
         self,
         msg: str,
@@ -446,11 +451,11 @@ class HTTPModel:
         billed: bool = False,
     ) -> ProviderError:
         return ProviderError(
-            scrub(msg, self.target.secrets), kind=kind, retryable=retryable, status=status, retry_after=retry_after, billed=billed
+            scrub(msg, self.secrets()), kind=kind, retryable=retryable, status=status, retry_after=retry_after, billed=billed
         )
 
     def _notice(self, text: str) -> None:
-        clean = scrub(text, self.target.secrets)
+        clean = scrub(text, self.secrets())
         text = text.with_text(clean) if isinstance(text, RetryNotice) else clean
         log.warning("%s", text)
         if self.on_notice is not None:
@@ -815,7 +820,7 @@ class HTTPModel:
             usage = (usage or Usage()) + wasted
         raw_out: Any = None
         if self.record_raw:
-            raw_out = {"vendor": self.vendor, "stream": scrub(self.raw_text(raw), self.target.secrets)}
+            raw_out = {"vendor": self.vendor, "stream": scrub(self.raw_text(raw), self.secrets())}
         return ModelReply(
             text=turn.text,
             tool_calls=() if turn.cut_tool is not None else tuple(turn.tool_calls),

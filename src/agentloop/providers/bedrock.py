@@ -287,11 +287,8 @@ class BedrockModel(AnthropicModel):
             return self._err(f"{err} ({kind})", "rate_limit", True, status)
         return err
 
-    def _err(self, msg: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None,
-             billed: bool = False) -> ProviderError:
-        for s in self.auth.secrets():
-            msg = msg.replace(s, "[REDACTED]")
-        return super()._err(msg, kind, retryable, status, retry_after, billed)
+    def secrets(self) -> list[str]:
+        return [*super().secrets(), *self.auth.secrets()]  # the AWS secret key and session token, or the API key
 
     def count_tokens(self, request: ModelRequest) -> int | None:
         return None

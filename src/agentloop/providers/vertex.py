@@ -36,7 +36,7 @@ from urllib.parse import quote, urlsplit
 from ..events import ModelRequest
 from .anthropic import AnthropicModel
 from .base import Target
-from .errors import ProviderConfigError, ProviderError
+from .errors import ProviderConfigError
 from .record import ModelAlias, ModelFamily, ProviderRecord, env_flag
 
 __all__ = ["DEFAULT_MODEL", "RECORD", "SCOPE", "VERTEX_VERSION", "VertexAuth", "VertexModel", "vertex_base", "vertex_target"]
@@ -250,13 +250,9 @@ class VertexModel(AnthropicModel):
     def key_hint(self) -> str:
         return "the Google credentials (gcloud auth application-default login, or GOOGLE_APPLICATION_CREDENTIALS)"
 
-    def _err(self, msg: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None,
-             billed: bool = False) -> ProviderError:
-        token = getattr(self.auth.credentials, "token", None)
-        for t in (token, *self.auth.retired):
-            if isinstance(t, str) and t:
-                msg = msg.replace(t, "[REDACTED]")
-        return super()._err(msg, kind, retryable, status, retry_after, billed)
+    def secrets(self) -> list[str]:
+        token = getattr(self.auth.credentials, "token", None)  # the access token, and those refused and refreshed
+        return [*super().secrets(), *(t for t in (token, *self.auth.retired) if isinstance(t, str) and t)]
 
     def count_tokens(self, request: ModelRequest) -> int | None:
         return None
