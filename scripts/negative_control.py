@@ -1877,8 +1877,8 @@ SABOTAGES = [
     ),
     Sabotage(
         "a web search's body is read whole",
-        "src/agentloop/providers/web_search.py",
-        "            got = read_capped(raw, encoded, SEARCH_BODY_BYTES + 1, deadline)\n",
+        "src/agentloop/providers/base.py",
+        "            got = read_capped(raw, encoded, MAX_REPLY_BYTES + 1, model.policy.call_deadline)\n",
         "            got = b\"\".join(raw)  # SABOTAGED\n",
         ["tests/test_hostile_bounds.py::test_a_web_search_body_is_read_no_further_than_its_bound"],
     ),

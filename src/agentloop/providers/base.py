@@ -43,7 +43,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import orjson
 
@@ -1026,3 +1026,39 @@ class _Attempts:
 
     def gave_up(self) -> ProviderError:
         return self.primary._gave_up(self.last, self.wasted)
+
+
+R = TypeVar("R")
+
+
+def post_search(model: HTTPModel, url: str, body: dict[str, Any], read: Callable[[Any], R]) -> R:
+    """One search request to ``url`` (not streamed), with the model's key and headers; its body read in bounded
+    time and memory and handed to ``read``. The one request path of both search tools (Anthropic's, and the
+    Responses API's ``openai_responses.run_responses_search``).
+
+    Raises:
+        ProviderError: the model's own errors; a reply past ``MAX_REPLY_BYTES``, or one whose figures
+            ``read`` cannot settle from (``UsageError``), is charged at the reservation.
+    """
+    import httpx
+
+    model.refresh_key()
+    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.target.headers, **model.extra_headers}
+    try:
+        with model.client().stream("POST", url, headers=h, content=orjson.dumps(body)) as r:
+            raw, encoded = raw_body(r)
+            if r.status_code != 200:
+                raise model.classify(r.status_code, r.headers, read_capped(raw, encoded, ERROR_BODY_BYTES, model.policy.stall_timeout))
+            got = read_capped(raw, encoded, MAX_REPLY_BYTES + 1, model.policy.call_deadline)
+    except httpx.HTTPError as exc:
+        raise model._transport_error(exc, None) from None
+    if len(got) > MAX_REPLY_BYTES:  # read no further: billed, and charged at the reservation
+        err = model._err(f"the web search's reply passed {MAX_REPLY_BYTES} bytes", "runaway", False)
+        err.unaccounted = True
+        raise err
+    try:
+        return read(orjson.loads(got))
+    except UsageError as exc:  # billed, with figures no one can settle from: charged at the reservation
+        raise model._usage_error(str(exc)) from None
+    except orjson.JSONDecodeError as exc:
+        raise model._err(f"malformed JSON response from {model.target.base_url}: {exc}", "malformed", False) from None

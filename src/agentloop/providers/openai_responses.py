@@ -60,6 +60,7 @@ from .base import (
     StreamError,
     Turn,
     UsageError,
+    post_search,
     reported_count,
 )
 from .errors import ProviderError
@@ -393,10 +394,6 @@ def run_responses_search(
         ProviderError: the request failed, or ``blocked_domains`` was asked for (OpenAI's search filters
             by allowed domains only: no search is made rather than one that ignores the block).
     """
-    import httpx
-
-    from .base import ERROR_BODY_BYTES, MAX_REPLY_BYTES
-    from .bounded import ACCEPT_ENCODING, raw_body, read_capped
 
     if blocked_domains:
         raise model._err("OpenAI's web search takes allowed_domains only: blocked_domains cannot be honoured there, so no "
@@ -407,26 +404,7 @@ def run_responses_search(
     body = {"model": model.target.model, "input": [{"type": "message", "role": "user", "content": [
         {"type": "input_text", "text": f"Search the web for: {query}\n\nThen list what the results say, briefly."}]}],
         "tools": [tool], "max_tool_calls": max_uses, "max_output_tokens": max_tokens, "store": False, "include": [SEARCH_INCLUDE]}
-    model.refresh_key()
-    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.extra_headers}
-    try:
-        with model.client().stream("POST", model.url(), headers=h, content=orjson.dumps(body)) as r:
-            raw, encoded = raw_body(r)
-            if r.status_code != 200:
-                raise model.classify(r.status_code, r.headers, read_capped(raw, encoded, ERROR_BODY_BYTES, model.policy.stall_timeout))
-            got = read_capped(raw, encoded, MAX_REPLY_BYTES + 1, model.policy.call_deadline)
-    except httpx.HTTPError as exc:
-        raise model._transport_error(exc, None) from None
-    if len(got) > MAX_REPLY_BYTES:  # read no further: billed, and charged at the reservation
-        err = model._err(f"the web search's reply passed {MAX_REPLY_BYTES} bytes", "runaway", False)
-        err.unaccounted = True
-        raise err
-    try:
-        return read_responses_search(orjson.loads(got))
-    except UsageError as exc:  # billed, with figures no one can settle from: charged at the reservation
-        raise model._usage_error(str(exc)) from None
-    except orjson.JSONDecodeError as exc:
-        raise model._err(f"malformed JSON response from {model.target.base_url}: {exc}", "malformed", False) from None
+    return post_search(model, model.url(), body, read_responses_search)
 
 
 def read_responses_search(resp: Any) -> SearchParts:

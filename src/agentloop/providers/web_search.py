@@ -24,12 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..events import Usage
 from .anthropic import AnthropicModel, _join
-from .base import ERROR_BODY_BYTES, MAX_REPLY_BYTES, HTTPModel, UsageError, reported_count
-from .bounded import ACCEPT_ENCODING, raw_body, read_capped
+from .base import MAX_REPLY_BYTES, HTTPModel, post_search, reported_count
 
 __all__ = ["SEARCH_INPUT_BOUND", "SEARCH_PRICE_MICROS", "SearchOutcome", "run_web_search", "supports_web_search"]
 
@@ -72,8 +69,6 @@ def run_web_search(
     Raises:
         ProviderError: the request failed (the provider's one-line message, keys scrubbed).
     """
-    import httpx
-
     from .openai_responses import ResponsesModel, run_responses_search
 
     if isinstance(model, ResponsesModel):  # OpenAI's built-in web_search tool (openai_responses.py)
@@ -90,27 +85,7 @@ def run_web_search(
         "messages": [{"role": "user", "content": f"Search the web for: {query}\n\nThen list what the results say, briefly."}],
         "tools": [tool],
     }
-    model.refresh_key()
-    h = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING, **model.headers(), **model.target.headers, **model.extra_headers}
-    deadline = model.policy.call_deadline
-    try:
-        with model.client().stream("POST", _join(model.target.base_url, "/v1/messages"), headers=h, content=orjson.dumps(body)) as r:
-            raw, encoded = raw_body(r)
-            if r.status_code != 200:
-                raise model.classify(r.status_code, r.headers, read_capped(raw, encoded, ERROR_BODY_BYTES, model.policy.stall_timeout))
-            got = read_capped(raw, encoded, SEARCH_BODY_BYTES + 1, deadline)
-    except httpx.HTTPError as exc:
-        raise model._transport_error(exc, None) from None
-    if len(got) > SEARCH_BODY_BYTES:  # read no further: billed, and charged at the reservation
-        err = model._err(f"the web search's reply passed {SEARCH_BODY_BYTES} bytes", "runaway", False)
-        err.unaccounted = True
-        raise err
-    try:
-        return read_search_reply(orjson.loads(got))
-    except UsageError as exc:  # billed, with figures no one can settle from: charged at the reservation
-        raise model._usage_error(str(exc)) from None
-    except orjson.JSONDecodeError as exc:
-        raise model._err(f"malformed JSON response from {model.target.base_url}: {exc}", "malformed", False) from None
+    return post_search(model, _join(model.target.base_url, "/v1/messages"), body, read_search_reply)
 
 
 def read_search_reply(msg: Any) -> SearchOutcome:
