@@ -54,6 +54,7 @@ from .protocols import (
     PermissionReply,
     ToolCallSubject,
 )
+from .tools.builtin import BASH
 
 __all__ = ["OUTSIDE_THE_SANDBOX", "ToolCalls", "ToolPipeline", "outside_reason", "run_batch"]
 
@@ -156,14 +157,14 @@ class ToolPipeline:
         """Steps 4 and 5: None to go on, the refusal, or the call with the arguments the asker allowed instead."""
         d = self.policy.decide(call.name, call.arguments)
         behavior = getattr(d, "behavior", "deny")
-        if call.name == "Bash" and isinstance(call.arguments, dict):
+        if call.name == BASH.name and isinstance(call.arguments, dict):
             outside = outside_reason(self.sandbox, call.arguments)
             if outside is not None:  # the one decision for a command that would run outside the sandbox
                 return self._permit_outside(call, d, outside)
         if behavior in ("ask", "deny") and getattr(d, "by_mode", False) and self.hooks.approved(call):
             behavior = "allow"  # Claude Code: a hook's "allow" skips the prompt (and dontAsk's refusal); rules were checked above
         outside = None
-        if call.name == "Bash" and behavior == "allow" and isinstance(call.arguments, dict):
+        if call.name == BASH.name and behavior == "allow" and isinstance(call.arguments, dict):
             outside = self.sandbox.needs_prompt(str(call.arguments.get("command", "")))
             if outside is not None:  # the sandbox is the wall: without it, a person decides
                 from .permissions.rules import Decision

@@ -88,7 +88,9 @@ _PATCH_WORDING = (
 def static_prompt(edit_format: str | None) -> str:
     """``STATIC_PROMPT`` as a model is told it: the same bytes, but for a model offered ``apply_patch`` as its
     one edit tool (``providers.edit_format``), which is named where the prompt names Edit."""
-    if edit_format != "apply_patch":
+    from ..providers.record import PATCH_FORMAT
+
+    if edit_format != PATCH_FORMAT:
         return STATIC_PROMPT
     out = STATIC_PROMPT
     for old, new in _PATCH_WORDING:

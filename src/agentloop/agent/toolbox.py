@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..config.settings import ConfigError, user_home
 from ..events import ToolCall
+from ..providers.record import EDIT_FORMAT, PATCH_FORMAT
 from ..tools import Registry, Tool
 from .protocols import AgentError, ToolboxSource
 from .tools.apply_patch import APPLY_PATCH
@@ -295,7 +296,7 @@ def open_sandbox(settings: AgentSettings, mode: str | None, cwd: str, add_dirs: 
     return ss, sandbox, said
 
 
-EDIT_FORMAT_TOOLS = {"edit": frozenset({EDIT.name, "MultiEdit"}), "apply_patch": frozenset({APPLY_PATCH.name})}
+EDIT_FORMAT_TOOLS = {EDIT_FORMAT: frozenset({EDIT.name, "MultiEdit"}), PATCH_FORMAT: frozenset({APPLY_PATCH.name})}
 """The tools of each edit format: a model told to use one is not shown the other's."""
 
 

@@ -299,7 +299,7 @@ class Repl:
 
                 call = self._calls.pop(r.call_id, None)
                 args = call.arguments if call is not None else {}
-                if r.name == "Bash" and isinstance(r.content, str):  # its first lines and how many more
+                if r.name == BASH.name and isinstance(r.content, str):  # its first lines and how many more
                     from .preview import output_head
 
                     shown = output_head(r.content, width() - 5)
@@ -925,7 +925,7 @@ class Repl:
 
         self.armed = False
         self.working("running !")
-        result = self.agent.calls.run_typed(ToolCall("user_bang", "Bash", {"command": command}))  # the pipeline redacts it
+        result = self.agent.calls.run_typed(ToolCall("user_bang", BASH.name, {"command": command}))  # the pipeline redacts it
         self.quiet()
         out = result.content if result.ok else (result.error or "")
         text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)

@@ -46,7 +46,7 @@ from .base import (
 from .bounded import ACCEPT_ENCODING, raw_body, read_capped
 from .errors import ProviderError
 from .images import Image, tool_parts
-from .record import ModelAlias, ModelFamily, ProviderRecord
+from .record import EDIT_FORMAT, ModelAlias, ModelFamily, ProviderRecord
 
 __all__ = ["API_VERSION", "RECORD", "THINKING_MIN", "AnthropicAssembler", "AnthropicModel", "to_anthropic"]
 
@@ -467,7 +467,7 @@ RECORD = ProviderRecord(
     # extended thinking's models (platform.claude.com, "Extended thinking", supported models)
     families=tuple(ModelFamily(p, thinking=True) for p in ("claude-opus-4", "claude-sonnet-4", "claude-haiku-4-5", "claude-3-7-sonnet")),
     web_search=True,
-    edit_format="edit",
+    edit_format=EDIT_FORMAT,
     price_prefix="anthropic/",
     telemetry_name="anthropic",
     no_key=("no API key for anthropic: export ANTHROPIC_API_KEY=sk-ant-..., or use an OpenAI-compatible "

@@ -28,7 +28,7 @@ from .base import Assembler, HTTPModel, StreamError, Turn, UsageError, reported_
 from .errors import ProviderError
 from .images import tool_parts
 from .openai_responses import RESPONSES_FAMILIES, responses_adapter
-from .record import ModelFamily, ProviderRecord
+from .record import PATCH_FORMAT, ModelFamily, ProviderRecord
 
 __all__ = ["RECORD", "OpenAIAssembler", "OpenAIModel", "to_openai"]
 
@@ -286,7 +286,7 @@ RECORD = ProviderRecord(
     web_search=False,
     families=(
         # the GPT-5 family edits with apply_patch (OpenAI's apply_patch guide; Codex's one edit tool for them)
-        ModelFamily("gpt-5", token_field=_REASONING, effort="medium", edit_format="apply_patch"),
+        ModelFamily("gpt-5", token_field=_REASONING, effort="medium", edit_format=PATCH_FORMAT),
         ModelFamily("o1", token_field=_REASONING, effort="medium"),
         ModelFamily("o3", token_field=_REASONING, effort="medium"),
         ModelFamily("o4", token_field=_REASONING, effort="medium"),

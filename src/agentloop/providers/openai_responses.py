@@ -65,7 +65,7 @@ from .base import (
 )
 from .errors import ProviderError
 from .images import tool_parts
-from .record import ModelFamily, ProviderRecord
+from .record import PATCH_FORMAT, ModelFamily, ProviderRecord
 
 __all__ = ["RECORD", "RESPONSES_ONLY", "ResponsesAssembler", "ResponsesModel", "is_reasoning_model", "responses_only", "to_responses"]
 
@@ -443,7 +443,7 @@ def read_responses_search(resp: Any) -> SearchParts:
 
 # --- the record ---------------------------------------------------------------------------------------
 
-RESPONSES_FAMILIES = tuple(ModelFamily(p, wire="responses", effort="medium", edit_format="apply_patch") for p in RESPONSES_ONLY)
+RESPONSES_FAMILIES = tuple(ModelFamily(p, wire="responses", effort="medium", edit_format=PATCH_FORMAT) for p in RESPONSES_ONLY)
 """The families the ``openai`` provider serves over this wire (Codex's models: its effort and edit format)."""
 
 
@@ -463,7 +463,7 @@ RECORD = ProviderRecord(
     default_model="gpt-5-codex",
     reasoning="effort",
     families=(
-        ModelFamily("gpt-5", effort="medium", edit_format="apply_patch"),
+        ModelFamily("gpt-5", effort="medium", edit_format=PATCH_FORMAT),
         ModelFamily("o1", effort="medium"),
         ModelFamily("o3", effort="medium"),
         ModelFamily("o4", effort="medium"),

@@ -23,8 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Endpoint", "Factory", "ModelAlias", "ModelFamily", "OpenArgs", "ProviderRecord", "env_flag"]
+__all__ = ["EDIT_FORMAT", "PATCH_FORMAT", "Endpoint", "Factory", "ModelAlias", "ModelFamily", "OpenArgs", "ProviderRecord", "env_flag"]
 
+
+PATCH_FORMAT = "apply_patch"
+"""The edit format of models trained on Codex's patches (``ModelFamily.edit_format``): they are offered the
+``apply_patch`` tool alone and told of it. The one spelling of the format's name."""
+EDIT_FORMAT = "edit"
+"""The edit format of the other models that name one: Edit (and MultiEdit), find and replace."""
 
 @dataclass(frozen=True)
 class OpenArgs:
