@@ -1528,7 +1528,8 @@ SABOTAGES = [
         "    out.write(text + end)  # SABOTAGED",
         ["tests/test_terminal_shows_true.py::test_print_mode_neutralises_a_pipe_too_and_json_keeps_the_answer_as_written",
          "tests/test_terminal_shows_true.py::test_print_mode_warnings_and_the_sessions_listing_are_neutral"],
-    ),    Sabotage(
+    ),
+    Sabotage(
         "a held secret is redacted only as written, not base64-encoded",
         "src/agentloop/agent/secret_shapes.py",
         "    pats += [_WRAP.join(_b64_char(c) for c in core) for core in base64_cores(raw)]",
@@ -1541,6 +1542,21 @@ SABOTAGES = [
         '    alts = [_escape(c), either] + (["\\\\+"] if c == " " else [])',
         "    alts = [_escape(c)]  # SABOTAGED",
         ["tests/test_secret_shapes.py::test_each_shape_of_a_held_secret_is_redacted", "tests/test_secret_shapes.py::test_webfetch_refuses_a_url_holding_a_secret_in_any_shape"],
+    ),
+    Sabotage(
+        "a cut of a held secret (cut -c, head -c) is shown",
+        "src/agentloop/agent/secret_shapes.py",
+        "    piece = _pieces_pattern(value)",
+        "    piece = None  # SABOTAGED",
+        ["tests/test_secret_shapes.py::test_a_piece_of_a_held_secret_is_redacted_with_the_run_around_it",
+         "tests/test_secret_shapes.py::test_bash_printing_a_token_file_in_every_shape_shows_none_of_them"],
+    ),
+    Sabotage(
+        "only the piece of a held secret goes, not the run of word characters around it",
+        "src/agentloop/agent/secret_shapes.py",
+        '    return word + "(?:" + "|".join("".join(_escape(c) for c in w) for w in ws) + ")" + word',
+        '    return "(?:" + "|".join("".join(_escape(c) for c in w) for w in ws) + ")"  # SABOTAGED',
+        ["tests/test_secret_shapes.py::test_a_piece_of_a_held_secret_is_redacted_with_the_run_around_it"],
     ),
     Sabotage(
         "WebFetch sends a URL whose secret is %-encoded base64",

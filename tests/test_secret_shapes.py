@@ -26,6 +26,7 @@ import pytest
 
 from agentloop.agent.agent import Agent
 from agentloop.agent.sandbox.child_env import Redactor, secret_env_values
+from agentloop.agent.secret_shapes import PIECE
 from agentloop.config.credentials import child_environment
 from agentloop.testing import ScriptedModel, reply
 
@@ -57,9 +58,29 @@ def test_each_shape_of_a_held_secret_is_redacted(shape: str) -> None:
 
 def test_what_only_resembles_a_secret_is_left_alone() -> None:
     r = Redactor({"GITHUB_TOKEN": TOKEN})
-    other = "ghp_AnotherTokenEntirely0123456789abcdef"
-    for text in (other, base64.b64encode(other.encode()).decode(), other.encode().hex(), TOKEN[:20], "%67%68%70 plain"):
+    other = "ghp_AnotherTokenEntirely9876543210fedcba"  # shares no run of PIECE characters with TOKEN
+    for text in (other, base64.b64encode(other.encode()).decode(), other.encode().hex(), TOKEN[:PIECE - 1],
+                 TOKEN[10:19] + " " + TOKEN[19:28], "%67%68%70 plain"):
         assert r.text(text) == text
+
+
+@pytest.mark.parametrize("cut", [(0, 20), (20, None), (5, 15), (13, 30), (len(TOKEN) - PIECE, None)])
+def test_a_piece_of_a_held_secret_is_redacted_with_the_run_around_it(cut: tuple[int, int | None]) -> None:
+    """``cut -c``/``head -c``/a slice: PIECE characters of the secret in one run are the secret, and the
+    whole run of word characters around them goes (a half glued to other text shows no part of itself)."""
+    piece = TOKEN[cut[0]:cut[1]]
+    for text in (f"x {piece} y", f"x zz{piece}zz y", f"x {piece}\n{TOKEN[::-1][:3]} y"):
+        out = Redactor({"GITHUB_TOKEN": TOKEN}).text(text)
+        assert MARK in out and piece not in out, (text, out)
+        assert out.startswith("x ") and out.rstrip().endswith("y"), out
+        assert "zz" not in out  # the run holding the piece went whole
+
+
+def test_an_ordinary_word_inside_a_held_value_is_not_redacted_elsewhere() -> None:
+    r = Redactor({"DB_PASSWORD": "password-Horse-battery-staple-42"})
+    text = "the password field, a Horse, battery-staple, 42"
+    assert r.text(text) == text
+    assert r.text("x password-Horse-battery y") == "x [redacted: DB_PASSWORD] y"
 
 
 def test_redaction_stays_linear_on_ten_megabytes() -> None:
@@ -82,6 +103,7 @@ def test_bash_printing_a_token_file_in_every_shape_shows_none_of_them(tmp_path: 
     proj.mkdir()
     (proj / "tok.txt").write_text(TOKEN)
     cmd = ("base64 tok.txt; base64 -w0 <(printf x; cat tok.txt); echo; xxd -p tok.txt; rev tok.txt; echo; "
+           "cut -c1-19 tok.txt; cut -c20- tok.txt; head -c 12 tok.txt; echo; "
            "python3 -c 'import urllib.parse;print(urllib.parse.quote(open(\"tok.txt\").read(), safe=\"\"))'; "
            "python3 -c 'import base64;print(base64.urlsafe_b64encode(b\"ab\"+open(\"tok.txt\",\"rb\").read()).decode())'")
     model = ScriptedModel([reply("", [("Bash", {"command": cmd})]), reply("done")])
@@ -92,8 +114,8 @@ def test_bash_printing_a_token_file_in_every_shape_shows_none_of_them(tmp_path: 
     finally:
         a.close()
     out = str([m for m in res.messages if m.get("role") == "tool"][0]["content"])
-    assert out.count(MARK) >= 6, out
-    for name, shape in _shapes(TOKEN).items():
+    assert out.count(MARK) >= 9, out
+    for name, shape in {**_shapes(TOKEN), "first cut": TOKEN[:19], "second cut": TOKEN[19:]}.items():
         assert shape.strip() not in out, name
 
 

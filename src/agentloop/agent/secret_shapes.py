@@ -9,6 +9,14 @@ shapes of all the values; RE2 matches it in time linear in the text, however
 many secrets and shapes (``bench``: 10 MB in well under a second). ``name_of``
 gives back the value a match stands for, by undoing the shape.
 
+A piece of a secret is the secret too: ``cut -c``, ``head -c`` or a slice in a
+script that leaves ``PIECE`` characters or more of it in one run of word
+characters. The whole run around such a piece is the shape (``[word]*piece[word]*``),
+so a secret cut in two shows neither half. A piece must look like a secret on its
+own (two of lower case, upper case and digits, six different characters), so a
+held value that holds ordinary words does not redact them everywhere; a
+passphrase of lower-case words has no pieces, only its whole.
+
 Base64 at an offset: the bytes before the secret change the characters that
 mix its first bits with theirs, and the bytes after it the last ones; the
 characters between depend on the secret alone. For each of the three offsets
@@ -22,7 +30,12 @@ import base64
 from collections.abc import Iterable, Mapping
 from urllib.parse import unquote_plus
 
-__all__ = ["base64_cores", "compile_shapes", "name_of", "shape_patterns", "shapes_of"]
+__all__ = ["PIECE", "base64_cores", "compile_shapes", "name_of", "pieces", "shape_patterns", "shapes_of"]
+
+PIECE = 10
+"""Characters of a held secret, in one run, that count as the secret: 10 random token characters carry some 60
+bits, far past chance (the odds that 10 given characters appear in a megabyte of random text are about 1 in
+10^12)."""
 
 _WRAP = r"(?:\r?\n)?"
 """Between two characters of an encoded shape: ``base64`` and ``xxd -p`` wrap their lines."""
@@ -59,10 +72,37 @@ def _b64_char(c: str) -> str:
     return {"+": "[+\\-]", "/": "[/_]"}.get(c, c)
 
 
+def _kinds(s: str) -> int:
+    return sum(any(f(c) for c in s) for f in (str.islower, str.isupper, str.isdigit))
+
+
+def pieces(value: str) -> list[str]:
+    """The runs of ``PIECE`` characters of ``value`` that count as the secret: each that mixes two kinds of
+    letter or digit (lower, upper, digit) and six different characters; none when ``value`` is no longer than that."""
+    if len(value) <= PIECE:
+        return []
+    out = {value[i:i + PIECE] for i in range(len(value) - PIECE + 1)}
+    return sorted(w for w in out if _kinds(w) >= 2 and len(set(w)) >= 6)
+
+
+def _pieces_pattern(value: str) -> str | None:
+    """A run of word characters (and the value's own) holding one of its pieces, as one pattern."""
+    ws = pieces(value)
+    if not ws:
+        return None
+    extra = "".join(sorted({_escape(c) for c in value if not (c.isascii() and (c.isalnum() or c in "_-"))}))
+    word = f"[A-Za-z0-9_\\-{extra}]*"
+    return word + "(?:" + "|".join("".join(_escape(c) for c in w) for w in ws) + ")" + word
+
+
 def shape_patterns(value: str) -> list[str]:
-    """RE2 patterns of ``value``'s shapes: %-encoded at will (which includes as is), reversed, base64, hex."""
+    """RE2 patterns of ``value``'s shapes: %-encoded at will (which includes as is), reversed, base64, hex, and
+    the runs of word characters that hold a piece of it."""
     raw = value.encode("utf-8")
     pats = ["".join(_url_char(c) for c in value), "".join(_escape(c) for c in reversed(value))]
+    piece = _pieces_pattern(value)
+    if piece is not None:
+        pats.append(piece)
     pats += [_WRAP.join(_b64_char(c) for c in core) for core in base64_cores(raw)]
     pats.append(_WRAP.join(f"[{x}{x.upper()}]" if x.isalpha() else x for x in raw.hex()))
     return sorted(pats, key=len, reverse=True)
@@ -71,7 +111,7 @@ def shape_patterns(value: str) -> list[str]:
 def shapes_of(value: str) -> list[str]:
     """The plain texts a match of ``value``'s shapes turns back into (``name_of``'s keys)."""
     raw = value.encode("utf-8")
-    return [value, value[::-1], *base64_cores(raw), raw.hex()]
+    return [value, value[::-1], *base64_cores(raw), raw.hex(), *pieces(value)]
 
 
 def compile_shapes(values: Iterable[str]) -> object:
@@ -92,4 +132,7 @@ def name_of(match: str, known: Mapping[str, str]) -> str | None:
     for form in (match, unquote_plus(match), flat.replace("-", "+").replace("_", "/"), flat.lower()):
         if form in known:
             return known[form]
+    for i in range(len(match) - PIECE + 1):  # a run holding a piece
+        if match[i:i + PIECE] in known:
+            return known[match[i:i + PIECE]]
     return None
