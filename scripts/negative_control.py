@@ -1530,6 +1530,27 @@ SABOTAGES = [
          "tests/test_terminal_shows_true.py::test_print_mode_warnings_and_the_sessions_listing_are_neutral"],
     ),
     Sabotage(
+        "auto-approval judges link/.. as written, not where the kernel goes",
+        "src/agentloop/agent/permissions/rules.py",
+        "                        real = os.path.realpath(os.path.join(self.cwd, p))",
+        "                        real = os.path.realpath(given)  # SABOTAGED",
+        ["tests/test_read_only_reach.py::test_dot_dot_after_a_link_is_judged_where_the_kernel_goes"],
+    ),
+    Sabotage(
+        "find's expression judged by a list of bad actions instead of an allow-list",
+        "src/agentloop/agent/permissions/rules.py",
+        "    return all(not a.startswith(\"-\") or a in _FIND_WORDS or _FIND_NEWER.match(a) is not None for a in args)",
+        "    return not any(a in (\"-exec\", \"-delete\", \"-fprint\") for a in args)  # SABOTAGED",
+        ["tests/test_read_only_reach.py::test_a_line_that_follows_links_while_walking_or_acts_asks"],
+    ),
+    Sabotage(
+        "grep -R (follows every link while recursing) is on grep's read-only list",
+        "src/agentloop/agent/permissions/read_only_options.py",
+        '_GREP = ("EFGPiyvwxcLlmoqsbHhnTZzrUaIe:f:m:A:B:C:d:D:"',
+        '_GREP = ("EFGPiyvwxcLlmoqsbHhnTZzrRUaIe:f:m:A:B:C:d:D:"  # SABOTAGED',
+        ["tests/test_read_only_reach.py::test_a_line_that_follows_links_while_walking_or_acts_asks"],
+    ),
+    Sabotage(
         "a held secret is redacted only as written, not base64-encoded",
         "src/agentloop/agent/secret_shapes.py",
         "    pats += [_WRAP.join(_b64_char(c) for c in core) for core in base64_cores(raw)]",

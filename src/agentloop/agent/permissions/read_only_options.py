@@ -6,6 +6,10 @@ stuck to it or the next word); ``long`` the full names, ``name=`` for one that t
 or ``--name V``). GNU programs accept abbreviations of long options; an abbreviation is not listed, so it
 asks (``--o`` could be ``--output``). Programs whose arguments are not options (``echo``, ``test``, ``find``
 expressions, ``git`` with its own check) are in ``FREE``.
+
+No option that follows the symbolic links met while recursing is listed (``grep -R``, ``rg -L``, ``ls -L``,
+``du -L``, ``tree -l``): the operands are checked at their real paths, but a link deep inside a folder is
+not, so such a line asks.
 """
 
 from __future__ import annotations
@@ -18,19 +22,19 @@ def _l(text: str) -> frozenset[str]:
 
 
 _SUMS = ("bctwz", _l("binary check tag text zero ignore-missing quiet status strict warn help version"))
-_GREP = ("EFGPiyvwxcLlmoqsbHhnTZzrRUaIe:f:m:A:B:C:d:D:", _l(
+_GREP = ("EFGPiyvwxcLlmoqsbHhnTZzrUaIe:f:m:A:B:C:d:D:", _l(
     "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case word-regexp "
     "line-regexp null-data no-messages invert-match max-count= byte-offset line-number no-line-number line-buffered "
     "with-filename no-filename label= only-matching quiet silent binary-files= text directories= devices= recursive "
-    "dereference-recursive include= exclude= exclude-from= exclude-dir= files-without-match files-with-matches count "
+    "include= exclude= exclude-from= exclude-dir= files-without-match files-with-matches count "
     "initial-tab null color colour color= colour= after-context= before-context= context= help version"))
 OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
-    "ls": ("1aAbBcCdfFgGhHiklLmnNopqQrRsStuUvxXZI:T:w:", _l(
+    "ls": ("1aAbBcCdfFgGhHiklmnNopqQrRsStuUvxXZI:T:w:", _l(
         "all almost-all author escape block-size= ignore-backups color color= directory dired classify classify= "
         "file-type format= full-time group-directories-first no-group human-readable si dereference-command-line "
         "dereference-command-line-symlink-to-dir hide= hyperlink hyperlink= indicator-style= inode ignore= kibibytes "
         "literal numeric-uid-gid hide-control-chars show-control-chars quote-name quoting-style= reverse recursive "
-        "size sort= time= time-style= tabsize= width= context zero help version dereference")),
+        "size sort= time= time-style= tabsize= width= context zero help version")),
     "cat": ("AbeEnstTuv", _l("show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting help version")),
     "head": ("c:n:qvz", _l("bytes= lines= quiet silent verbose zero-terminated help version")),
     "tail": ("c:n:fFqvzs:", _l("bytes= lines= follow follow= quiet silent verbose zero-terminated retry sleep-interval= "
@@ -38,18 +42,18 @@ OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
     "wc": ("clmwL", _l("bytes chars lines words max-line-length total= help version")),
     "pwd": ("LP", _l("logical physical help version")),
     "grep": _GREP, "egrep": _GREP, "fgrep": _GREP,
-    "rg": ("iswxvnNlcoFHIuL0e:g:t:T:m:A:B:C:d:r:M:", _l(
+    "rg": ("iswxvnNlcoFHIu0e:g:t:T:m:A:B:C:d:r:M:", _l(
         "hidden no-ignore no-ignore-vcs no-ignore-parent glob= iglob= type= type-not= files files-with-matches "
         "files-without-match count count-matches fixed-strings ignore-case smart-case case-sensitive word-regexp "
         "line-regexp line-number no-line-number max-count= context= after-context= before-context= json vimgrep "
-        "no-heading heading color= max-depth= follow multiline multiline-dotall sort= sortr= stats only-matching "
+        "no-heading heading color= max-depth= multiline multiline-dotall sort= sortr= stats only-matching "
         "replace= trim column with-filename no-filename null invert-match regexp= max-columns= max-filesize= "
         "type-list unrestricted text no-messages quiet pcre2 help version")),
     "file": ("bchikLNnprsvzZ0e:F:f:m:P:", _l("brief mime mime-type mime-encoding dereference no-dereference no-pad "
                                            "print0 special-files uncompress keep-going raw separator= help version")),
     "stat": ("LfctT", _l("dereference file-system format= printf= terse cached= help version")),
-    "du": ("0abcDhHklLmPsSxX:d:B:t:", _l(
-        "all apparent-size bytes total human-readable si summarize max-depth= dereference dereference-args "
+    "du": ("0abcDhHklmPsSxX:d:B:t:", _l(
+        "all apparent-size bytes total human-readable si summarize max-depth= dereference-args "
         "no-dereference one-file-system exclude= exclude-from= threshold= block-size= inodes count-links time time= "
         "time-style= null separate-dirs help version")),
     "df": ("ahHiklPTvxB:t:", _l("all human-readable si inodes local portability print-type total type= exclude-type= "
@@ -60,7 +64,7 @@ OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
     "id": ("agGnruzZ", _l("context group groups name real user zero help version")),
     "uname": ("asnrvmpio", _l("all kernel-name nodename kernel-release kernel-version machine processor "
                               "hardware-platform operating-system help version")),
-    "tree": ("adlfFixpugshDrtvUcCnNqQJL:P:I:", _l("noreport charset= filelimit= timefmt= dirsfirst filesfirst prune "
+    "tree": ("adfFixpugshDrtvUcCnNqQJL:P:I:", _l("noreport charset= filelimit= timefmt= dirsfirst filesfirst prune "
                                                 "gitignore matchdirs ignore-case du si sort= help version")),
     "diff": ("iEZbwBIaqsyNtTupcrlC:U:x:X:S:F:I:W:", _l(
         "brief report-identical-files unified unified= context context= side-by-side recursive new-file "

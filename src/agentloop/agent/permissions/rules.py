@@ -882,8 +882,8 @@ class PermissionPolicy:
                     if seen > MAX_PATH_CHECKS:
                         return "an argument this check cannot resolve"
                     given = os.path.normpath(os.path.join(self.cwd, p))
-                    try:
-                        real = os.path.realpath(given)
+                    try:  # from the path as written: "link/.." is the link target's parent, not "."
+                        real = os.path.realpath(os.path.join(self.cwd, p))
                     except (ValueError, OSError):
                         real = given
                     if not inside(given) or not inside(real):
@@ -1486,7 +1486,21 @@ _LISTING_FLAGS = frozenset({"-a", "-r", "-l", "--list", "--all", "--remotes", "-
                             "--column", "--no-column", "--color", "--no-color", "-i", "--ignore-case"})
 _BRANCH_LISTING_FLAGS = _LISTING_FLAGS | {"-v", "-vv", "--verbose"}
 """``git tag -v`` verifies (runs ``gpg.program``); ``git branch -v`` lists."""
-_FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
+_FIND_WORDS = frozenset((
+    "-amin -anewer -atime -cmin -cnewer -ctime -empty -executable -false -fstype -gid -group -ilname -iname -inum "
+    "-ipath -iregex -iwholename -links -lname -mmin -mtime -name -newer -nogroup -nouser -path -perm -readable "
+    "-regex -samefile -size -true -type -uid -used -user -wholename -writable -xtype -context "
+    "-d -depth -maxdepth -mindepth -mount -xdev -noleaf -ignore_readdir_race -noignore_readdir_race -regextype "
+    "-warn -nowarn -daystart -help -version -print -print0 -printf -ls -prune -quit -not -a -and -o -or -H -P"
+).split())
+"""What a read-only ``find`` may say: an allow-list, so an action that writes or runs (``-exec``, ``-delete``,
+``-fprint``...), ``-L``/``-follow`` (which follow every link met while walking) or anything new asks."""
+_FIND_NEWER = re.compile(r"-newer[aBcmt][aBcmt]\Z")
+
+
+def _find_read_only(args: list[str]) -> bool:
+    """Is every word of ``find``'s arguments that starts with ``-`` on ``_FIND_WORDS`` (``-newerXY`` too)?"""
+    return all(not a.startswith("-") or a in _FIND_WORDS or _FIND_NEWER.match(a) is not None for a in args)
 
 
 _WRITES_OR_RUNS = {
@@ -1556,7 +1570,7 @@ def _read_only_words(words: list[str], git: frozenset[str] = READ_ONLY_GIT) -> b
         return False  # "uniq IN OUT" (and "uniq - OUT", "uniq -- v -victim") writes OUT
     if head == "printf" and "-v" in args:
         return False
-    if head == "find" and any(a in _FIND_ACTIONS for a in args):
+    if head == "find" and not _find_read_only(args):
         return False
     if head == "git":
         return _read_only_git(args, git)
