@@ -1551,6 +1551,14 @@ SABOTAGES = [
         ["tests/test_read_only_reach.py::test_a_line_that_follows_links_while_walking_or_acts_asks"],
     ),
     Sabotage(
+        "a variable holding a credential by its value's shape (a JWT, a ghp_ token) reaches children",
+        "src/agentloop/config/credentials.py",
+        "    return secret_named(name) or _URL_PASSWORD.search(value) is not None or token_shaped(value)",
+        "    return secret_named(name) or _URL_PASSWORD.search(value) is not None  # SABOTAGED",
+        ["tests/test_secret_shapes.py::test_variables_carrying_credentials_by_convention_stay_out_of_children",
+         "tests/test_secret_shapes.py::test_bash_does_not_inherit_them"],
+    ),
+    Sabotage(
         "a held secret is redacted only as written, not base64-encoded",
         "src/agentloop/agent/secret_shapes.py",
         "    pats += [_WRAP.join(_b64_char(c) for c in core) for core in base64_cores(raw)]",

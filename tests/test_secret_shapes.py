@@ -179,9 +179,15 @@ def test_an_image_whose_bytes_hold_a_secret_is_withheld(tmp_path: Path) -> None:
 
 CONVENTIONAL = {"MYSQL_PWD": "mysql-pass-123456", "GH_PAT": "github_pat_0123456789", "SMTP_PASS": "smtp-pass-123456",
                 "NPM_AUTH": "npm-auth-0123456789", "DATABASE_URL": "postgres://app:db-pass-123456@db:5432/app",
-                "HTTPS_PROXY": "http://proxyuser:proxy-pass-123456@proxy:3128", "BASIC_AUTH_USER": "someone"}
+                "HTTPS_PROXY": "http://proxyuser:proxy-pass-123456@proxy:3128", "BASIC_AUTH_USER": "someone",
+                "CI_JOB_JWT": "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwcm9qZWN0In0.c2lnbmF0dXJl", "SESSION_COOKIE": "sid=0123456789",
+                "SLACK_WEBHOOK_URL": "https://hooks.example/services/T0/B0/0123456789",
+                "SENTRY_DSN": "https://0123456789abcdef0123@o1.ingest.example/1",
+                "BUILD_HELPER": "ghp_R3dT0kenForTests0123456789abcdefXYZ",  # a credential by its shape, whatever its name
+                "DEPLOY_NOTE": "eyJhbGciOiJIUzI1NiJ9.eyJhIjoiYmJiYmJiYiJ9.x"}
 ORDINARY = {"PWD": "/work", "GIT_AUTHOR_NAME": "Ann", "SSH_AUTH_SOCK": "/run/agent.sock", "PATH": "/usr/bin",
-            "REDIS_URL": "redis://cache:6379/0", "BYPASS_CACHE": "1", "https_proxy": "http://proxy:3128"}
+            "REDIS_URL": "redis://cache:6379/0", "BYPASS_CACHE": "1", "https_proxy": "http://proxy:3128",
+            "REPO_URL": "ssh://git@github.com/o/r.git", "XDG_SESSION_ID": "3", "SKETCH": "sk-short"}
 
 
 def test_variables_carrying_credentials_by_convention_stay_out_of_children() -> None:
@@ -193,6 +199,8 @@ def test_variables_carrying_credentials_by_convention_stay_out_of_children() -> 
     held = secret_env_values(CONVENTIONAL)
     assert "db-pass-123456" in held.values() and "proxy-pass-123456" in held.values()  # redacted if printed
     assert "mysql-pass-123456" in held.values() and "github_pat_0123456789" in held.values()
+    assert "0123456789abcdef0123" in held.values()  # the DSN's key, redacted on its own if printed
+    assert CONVENTIONAL["BUILD_HELPER"] in held.values() and CONVENTIONAL["DEPLOY_NOTE"] in held.values()
 
 
 def test_bash_does_not_inherit_them(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment", "secret_named"]
+__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment", "secret_named",
+           "token_shaped"]
 
 PROVIDER_KEY_VARS = frozenset({
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
@@ -28,11 +29,12 @@ passed to a child, allowed or not. Every registered provider's key, token and he
 (``tests/test_provider_record.py`` checks). (Vertex's ``GOOGLE_APPLICATION_CREDENTIALS`` names a key file:
 secret-named, kept from children unless allowed by name.)"""
 
-SECRET_NAME_PARTS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL")
+SECRET_NAME_PARTS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL", "JWT", "COOKIE", "WEBHOOK", "DSN")
 """A name holding one of these (any case, anywhere: ``*TOKEN*``...) is kept from children unless allowed by name.
 
 The same rule as Codex's default excludes for its shell environment
-(``*KEY*``, ``*SECRET*``, ``*TOKEN*``), with passwords and credentials added.
+(``*KEY*``, ``*SECRET*``, ``*TOKEN*``), with passwords, credentials, JWTs, cookies, webhook URLs (the secret
+is the path) and DSNs (the key is the user part) added.
 """
 
 
@@ -43,8 +45,16 @@ class ChildEnv(dict[str, str]):
 _SECRET_NAME_WORDS = re.compile(r"(?:^|_)PASS|(?:^|_)AUTH(?!OR(?!IZ))(?!_SOCK$)|_(?:PWD|PAT)$")
 """Names that carry credentials by convention: ``*_PASS*`` (``SMTP_PASS``), ``*_AUTH*`` (``NPM_AUTH``; not
 ``GIT_AUTHOR_*`` nor the ``SSH_AUTH_SOCK`` path), ``*_PWD`` (``MYSQL_PWD``; not ``PWD``), ``*_PAT`` (``GH_PAT``)."""
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@\s:]*:[^/?#@\s]+@")
-"""A URL with a password in it (``postgres://u:pw@h``, ``http://user:pass@proxy:3128``)."""
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(?:[^/?#@\s:]*:[^/?#@\s]+|[^/?#@\s:]{16,})@")
+"""A URL with a password in it (``postgres://u:pw@h``, ``http://user:pass@proxy:3128``), or a user part long
+enough to be a token (``https://<32 hex>@o1.ingest.sentry.io/1``, ``https://<token>@github.com/o/r``)."""
+_TOKEN_VALUE = re.compile(
+    r"\A\s*(?:eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"  # a JWT: two base64url JSON parts
+    r"|(?:gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|AKIA|ASIA|npm_|hf_|pypi-|shp(?:at|ss|ca)_|SG\.)"
+    r"[A-Za-z0-9_.\-]{16,})\s*\Z")
+"""A value that is a credential by its own shape, whatever its name: a JWT, or a token with an issuer's
+published prefix (GitHub, GitLab, Slack, OpenAI/Anthropic-style ``sk-``, AWS access key ids, npm, Hugging Face,
+PyPI, Shopify, SendGrid)."""
 
 
 def secret_named(name: str) -> bool:
@@ -54,9 +64,15 @@ def secret_named(name: str) -> bool:
 
 
 def carries_credentials(name: str, value: str) -> bool:
-    """True for a variable a child must not get unless allowed by name: a secret name, or a value that is a URL
-    holding a password (``DATABASE_URL``, ``HTTPS_PROXY`` with credentials), whatever the name."""
-    return secret_named(name) or _URL_PASSWORD.search(value) is not None
+    """True for a variable a child must not get unless allowed by name: a secret name, a value that is a URL
+    holding a password or a token as its user (``DATABASE_URL``, ``HTTPS_PROXY`` with credentials, a Sentry
+    DSN), or a value shaped as a credential (``token_shaped``), whatever the name."""
+    return secret_named(name) or _URL_PASSWORD.search(value) is not None or token_shaped(value)
+
+
+def token_shaped(value: str) -> bool:
+    """Is ``value`` a credential by its own shape (``_TOKEN_VALUE``: a JWT, a prefixed issuer token)?"""
+    return len(value) < 16384 and _TOKEN_VALUE.match(value) is not None
 
 
 def child_environment(

@@ -33,6 +33,7 @@ from ...config.credentials import (  # one rule for every child
     ChildEnv,
     child_environment,
     secret_named,
+    token_shaped,
 )
 
 __all__ = [
@@ -71,15 +72,19 @@ def secret_env_values(env: Mapping[str, str]) -> dict[str, str]:
     """``{name: value}`` of the variables whose names look secret (or hold credentials by convention:
     ``MYSQL_PWD``, ``GH_PAT``) and whose values are long enough, and the password in a URL value
     (``DATABASE_URL=postgres://u:PASSWORD@h``)."""
-    out = {k: v for k, v in env.items() if (looks_secret(k) or secret_named(k)) and len(v) >= MIN_SECRET_LEN}
+    out = {k: v for k, v in env.items()
+           if (looks_secret(k) or secret_named(k) or token_shaped(v)) and len(v) >= MIN_SECRET_LEN}
     for k, v in env.items():
         m = _URL_PASSWORD.search(v)
-        if m is not None and len(m.group(1)) >= MIN_SECRET_LEN:
-            out.setdefault(f"the password in {k}", unquote(m.group(1)))
+        if m is None:
+            continue
+        what, secret = ("password", m.group(1)) if m.group(1) else ("token", m.group(2))
+        if len(secret) >= MIN_SECRET_LEN:
+            out.setdefault(f"the {what} in {k}", unquote(secret))
     return out
 
 
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@\s:]*:([^/?#@\s]+)@")
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(?:[^/?#@\s:]*:([^/?#@\s]+)|([^/?#@\s:]{16,}))@")
 
 
 def child_env(
