@@ -33,7 +33,7 @@ from ..events import Message, Observer, ToolCall, ToolResult
 from ..run import RunResult
 from ..tools import Registry, Tool
 from .agent_settings import AgentSettings, SettingsFlags, cap_text, read_settings
-from .builder import AgentParts, build_parts, open_session, with_handlers
+from .builder import AgentParts, build_parts, open_session, toolbox_inputs, with_handlers
 from .logs import SessionLogFilter, current_session_id, setup_logging
 from .model_choice import ModelChoice, context_window, open_model_spec, scripted_model
 from .output_styles import session_output_style
@@ -57,7 +57,7 @@ from .session_prompt import SessionPrompt, options_fact
 from .slash_commands import SlashCommands
 from .startup_files import read_startup_files
 from .system_prompt import STATIC_PROMPT
-from .toolbox import Toolbox, open_sandbox
+from .toolbox import ExtraTools, Toolbox, open_sandbox
 from .turn import keep_going, run_once, stop_children
 from .usage_warnings import UsageWarning, UsageWarnings
 
@@ -175,7 +175,7 @@ class Agent:
     def _take(self, parts: AgentParts) -> None:
         """The parts ``agent/builder.py`` made, as this agent's own (nothing else sets them); the session started."""
         self.hooks, self.context, self.loop_threshold = parts.hooks, parts.context, parts.loop_threshold
-        self.extra_tools: list[Tool] = parts.tools  # the Agent tool, MCP servers' tools: they stay across sessions
+        self.extra_tools = ExtraTools(parts.tools)  # the Agent tool, MCP servers' tools: they stay across sessions
         self.mcp_servers: McpServers | None = parts.mcp_servers
         self.config_warnings += [w for w in parts.warnings if w not in self.config_warnings]
         if parts.session.repaired is not None:
@@ -184,7 +184,7 @@ class Agent:
 
     def build_tools(self) -> None:
         """The policy, workspace and registry (``agent/toolbox.py``); rebuilt when the session (and so its spill dir) changes."""
-        self.toolbox: Toolbox = Toolbox.build(self)
+        self.toolbox: Toolbox = Toolbox.build(toolbox_inputs(self))
         self.policy: PermissionPolicy = self.toolbox.policy
         said = self.policy.check_names(self.toolbox.registry.names())  # a rule that can never match is named
         self.config_warnings += [w for w in [*said, *self.policy.notes] if w not in self.config_warnings]  # + managed-only

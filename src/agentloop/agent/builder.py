@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from .subagents.agent_types import AgentType
     from .subagents.parent_budget import ParentBudget
     from .subagents.runner import SubagentRunner
-    from .toolbox import Toolbox
+    from .toolbox import Toolbox, ToolboxInputs
 
-__all__ = ["AgentParts", "build_parts", "open_session", "with_handlers"]
+__all__ = ["AgentParts", "build_parts", "open_session", "toolbox_inputs", "with_handlers"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -236,3 +236,20 @@ def with_handlers(hooks: AgentHooks, context: ContextManager, handlers: Sequence
         if context.subagents is not None and context.subagents.hooks is None:
             context.subagents.hooks = runner
     return claude
+
+
+def toolbox_inputs(agent: PartsSource) -> ToolboxInputs:
+    """What the agent's tools are built from now (``Toolbox.build``): a frozen value, so the toolbox reads
+    these and never the agent, and changes nothing of it."""
+    from .toolbox import ToolboxInputs
+
+    slash, secrets = agent.slash, agent.secrets
+    return ToolboxInputs(
+        sources=tuple(agent.settings.sources), permission_mode=agent.permission_mode, cwd=agent.cwd, home=agent.home,
+        env=agent.env, cli_rules=tuple(agent.cli_rules), hook_files=tuple(agent.sandbox_settings.hook_files),
+        sandbox=agent.sandbox, read_only_agent_types=agent.context.read_only_agent_types(), add_dirs=tuple(agent.add_dirs),
+        spill_dir=agent.session.spill_dir, child_env=secrets.child_env, redact=secrets.redactor.text,
+        shell_timeout_s=agent.shell_timeout_s, shell_max_timeout_s=agent.shell_max_timeout_s,
+        session_link=agent.session_link, given_registry=agent.given_registry, skills=slash.skills,
+        skill_loaded=slash.skill_loaded, skill_bangs=slash.skill_tool_bangs, extra_tools=agent.extra_tools,
+        mcp_servers=agent.mcp_servers, file_changed=agent.file_changed)

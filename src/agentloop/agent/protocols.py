@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..budget import Ledger, PriceTable
     from ..config.settings import SettingsSource
     from ..mcp.agent import McpServers
-    from ..tools import Registry, Tool
+    from ..tools import Registry
     from .agent_settings import AgentSettings
     from .model_choice import ModelChoice
     from .model_options import ModelOptions
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .session.store import Durability, Session, SessionStats
     from .slash_commands import SlashCommands
     from .spawn import ChildEnv
+    from .toolbox import ExtraTools
     from .tools.background import BackgroundShells
     from .tools.builtin import RunningProcesses
     from .tools.session_tools import SessionLink
@@ -61,7 +62,6 @@ __all__ = [
     "PromptDecision",
     "PromptSubject",
     "ToolCallSubject",
-    "ToolboxSource",
     "TurnSubject",
 ]
 
@@ -254,45 +254,17 @@ class PartsSource(ContextSubject, PromptSubject, Protocol):
     @property
     def redactor(self) -> Redactor: ...
     @property
-    def extra_tools(self) -> Sequence[Tool]: ...
+    def extra_tools(self) -> ExtraTools: ...
     @property
     def load_warnings(self) -> list[str]: ...
     @property
     def models(self) -> ModelChoice: ...
-
-
-class ToolboxSource(Protocol):
-    """What a session's tools are built from (``toolbox.Toolbox.build``): the settings, folders, sandbox,
-    secrets, the session (its spill folder), commands and skills, and the tools beside the built-in ones."""
-
-    @property
-    def settings(self) -> AgentSettings: ...
-    @property
-    def permission_mode(self) -> str: ...
-    @property
-    def cwd(self) -> str: ...
-    @property
-    def home(self) -> str: ...
-    @property
-    def env(self) -> Mapping[str, str]: ...
     @property
     def cli_rules(self) -> list[tuple[str, str]]: ...
     @property
-    def sandbox_settings(self) -> SandboxSettings: ...
-    @property
-    def sandbox(self) -> Sandbox: ...
-    @property
     def context(self) -> ContextManager: ...
     @property
-    def add_dirs(self) -> list[str]: ...
-    @property
-    def session(self) -> Session: ...
-    @property
     def secrets(self) -> SecretGuard: ...
-    @property
-    def shell_timeout_s(self) -> float: ...
-    @property
-    def shell_max_timeout_s(self) -> float | None: ...
     @property
     def session_link(self) -> SessionLink: ...
     @property
@@ -300,10 +272,7 @@ class ToolboxSource(Protocol):
     @property
     def slash(self) -> SlashCommands: ...
     @property
-    def extra_tools(self) -> list[Tool]: ...
-    @property
     def mcp_servers(self) -> McpServers | None: ...
-    def file_changed(self, path: str, before: bytes | None, after: bytes) -> None: ...
 
 
 class AgentHooks(Protocol):
