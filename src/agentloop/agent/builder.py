@@ -227,14 +227,12 @@ def with_handlers(hooks: AgentHooks, context: ContextManager, handlers: Sequence
     runner, or, in a session without hooks, a runner of their own that the context manager and sub-agents use too.
     ``agent`` gives the folder, mode and environment hooks run with."""
     if isinstance(hooks, ClaudeHooks):
-        hooks.runner.handlers += tuple(handlers)
+        hooks.add_handlers(handlers)
         return hooks
     runner = HookRunner(handlers, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     claude = ClaudeHooks(runner)
     if isinstance(context, AgentContext):
-        context.hooks = context.hooks or claude
-        if context.subagents is not None and context.subagents.hooks is None:
-            context.subagents.hooks = runner
+        context.adopt_hooks(claude)
     return claude
 
 

@@ -60,6 +60,10 @@ class ClaudeHooks:
         self._transcript_mark: tuple[str, int, int] | None = None
         """What the Claude Code transcript mirror was last written from (it is rewritten only when that changes)."""
 
+    def add_handlers(self, handlers: Sequence[Any]) -> None:
+        """A front end's own handlers (the Agent SDK's callbacks), beside the settings' ones."""
+        self.runner.handlers += tuple(handlers)
+
     def _sync(self, agent: HookSubject) -> None:
         s = getattr(agent, "session", None)
         if s is not None:
@@ -375,6 +379,13 @@ class AgentContext:
         self.side_budget = ParentBudget()
         """What the parent's loop has left, for the model calls tools make while a turn's tools run (the
         sub-agents', WebFetch's, WebSearch's): one, so their holds see each other's."""
+
+    def adopt_hooks(self, claude: ClaudeHooks) -> None:
+        """Hooks that came after the manager was made (a front end's handlers in a session without hooks): the
+        run's stop check (``continue: false``) and the sub-agents' hooks use them, where there were none."""
+        self.hooks = self.hooks or claude
+        if self.subagents is not None and self.subagents.hooks is None:
+            self.subagents.hooks = claude.runner
 
     def _sync(self, agent: ContextSubject) -> None:
         cm = self.cm
