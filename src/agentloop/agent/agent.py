@@ -32,8 +32,9 @@ from ..conversation import close_dangling_calls
 from ..events import Message, Observer, ToolCall, ToolResult
 from ..run import RunResult
 from ..tools import Registry, Tool
+from . import builder
 from .agent_settings import AgentSettings, SettingsFlags, cap_text, read_settings
-from .builder import AgentParts, build_parts, open_session, toolbox_inputs, with_handlers
+from .builder import AgentParts, build_parts, open_session, with_handlers
 from .logs import SessionLogFilter, current_session_id, setup_logging
 from .model_choice import ModelChoice, context_window, open_model_spec, scripted_model
 from .output_styles import session_output_style
@@ -184,7 +185,7 @@ class Agent:
 
     def build_tools(self) -> None:
         """The policy, workspace and registry (``agent/toolbox.py``); rebuilt when the session (and so its spill dir) changes."""
-        self.toolbox: Toolbox = Toolbox.build(toolbox_inputs(self))
+        self.toolbox: Toolbox = Toolbox.build(builder.toolbox_inputs(self))
         self.policy: PermissionPolicy = self.toolbox.policy
         said = self.policy.check_names(self.toolbox.registry.names())  # a rule that can never match is named
         self.config_warnings += [w for w in [*said, *self.policy.notes] if w not in self.config_warnings]  # + managed-only
@@ -271,17 +272,17 @@ class Agent:
             s.messages.append({"role": "user", "content": extra})
 
     def system_messages(self) -> list[Message]:
-        return self.prompt.messages(self)
+        return self.prompt.messages(builder.prompt_facts(self))
 
     def child_system_prompt(self, cwd: str) -> str:  # a sub-agent's rules and environment
-        return self.prompt.for_child(self, cwd)
+        return self.prompt.for_child(builder.prompt_facts(self), cwd)
 
     def system_prompt(self) -> str:
         """The whole system prompt as one text (static part, then dynamic part)."""
         return "\n\n".join(str(m["content"]) for m in self.system_messages() if m.get("content"))
 
     def dynamic_prompt(self) -> str:
-        return self.prompt.dynamic(self)
+        return self.prompt.dynamic(builder.prompt_facts(self))
 
     def _options_fact(self) -> dict[str, Any]:
         return options_fact(self.model_options)

@@ -41,12 +41,13 @@ if TYPE_CHECKING:
     from ..mcp.agent import McpServers
     from .permissions.rules import PermissionPolicy
     from .pipeline import ToolPipeline
+    from .session_prompt import PromptFacts
     from .subagents.agent_types import AgentType
     from .subagents.parent_budget import ParentBudget
     from .subagents.runner import SubagentRunner
     from .toolbox import Toolbox, ToolboxInputs
 
-__all__ = ["AgentParts", "build_parts", "open_session", "toolbox_inputs", "with_handlers"]
+__all__ = ["AgentParts", "build_parts", "open_session", "prompt_facts", "toolbox_inputs", "with_handlers"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -251,3 +252,15 @@ def toolbox_inputs(agent: PartsSource) -> ToolboxInputs:
         session_link=agent.session_link, given_registry=agent.given_registry, skills=slash.skills,
         skill_loaded=slash.skill_loaded, skill_bangs=slash.skill_tool_bangs, extra_tools=agent.extra_tools,
         mcp_servers=agent.mcp_servers, file_changed=agent.file_changed)
+
+
+def prompt_facts(agent: PartsSource) -> PromptFacts:
+    """What the system prompt says of the session now (``session_prompt``): a frozen value, never the agent."""
+    from .session_prompt import PromptFacts, cap_fact, sandbox_fact
+    from .system_prompt import shell_name
+
+    return PromptFacts(
+        cwd=agent.cwd, shell=shell_name(agent.env), child_env=agent.child_env, model_spec=agent.model_spec,
+        permission_mode=agent.permission_mode, memory_text=agent.memory_text, skills=agent.skills,
+        add_dirs=tuple(agent.add_dirs), max_output_tokens=agent.model_options.max_output_tokens,
+        sandbox=sandbox_fact(agent.sandbox_settings, agent.sandbox), cap=cap_fact(agent.max_usd_micros))
