@@ -7,14 +7,18 @@ as its own (``hooks``, ``context``, ``extra_tools``, ``mcp_servers``,
 cannot be built leaves no session file, and MCP servers already started are
 stopped when the session cannot be opened. Nothing sets an agent's attributes
 from outside ``agent/agent.py``; every method the agent calls on these parts is
-declared on the Protocol it holds them as (``agent/protocols.py``), and what
-the parts may see of the agent is ``PartsSource``.
+declared on the Protocol it holds them as (``agent/protocols.py``).
 
-The parts read the agent (its settings, model, sandbox, and at call time its
-session) but do not change it. Settings they use, from ``AgentSettings``:
+This module is the only one besides ``agent/agent.py`` that reads the agent
+(``PartsSource``, its own). No part is handed the agent: each gets a small
+frozen value made here (``toolbox_inputs``, ``hook_facts``, ``context_facts``,
+``call_source``, ``prompt_facts``, ``turn_inputs``, ``worktree_place``), where
+what changes during a session is a callable read when it is needed, or the
+object that owns it (``ModelChoice``, ``ExtraTools``); a change to the agent is
+one of its own methods (``move_to``). Settings the parts use, from ``AgentSettings``:
 ``hooks`` (all files, merged), ``loopThreshold`` (default 5; 0 turns it off),
 ``loopCheckModel`` (default: the provider's cheap model; ``false`` turns it
-off), ``contextWindow`` (via ``agent.window``), ``toolResultCap``,
+off), ``contextWindow`` (via ``ModelChoice.window``), ``toolResultCap``,
 ``subagents`` (false turns the Agent tool off), ``subagentIsolation``.
 """
 
