@@ -351,14 +351,15 @@ class Agent:
         while left is not None:
             messages = [*self.context.prepare(self.context_facts, s.messages), {"role": "user", "content": content}]
             self.calls.stopping = False
-            last, self.last_usage_estimated = run_once(builder.turn_inputs(self), messages, left, observer, n, gate.runs, self.calls.execute,
+            turn = builder.turn_inputs(self)  # what this run is handed (and where its background children are found)
+            last, self.last_usage_estimated = run_once(turn, messages, left, observer, n, gate.runs, self.calls.execute,
                                                        stop=self.calls.check_stop)
             total = gate.add(last)
             s.messages = list(last.messages)
             close_dangling_calls(s.messages)
             s.stats.spent_micros += last.spent_micros
             self.stop_hook_active = gate.active
-            again = (self.hooks.stop(self.hook_facts, last) or keep_going(self, last)) if last.stop_reason != "interrupted" else None
+            again = (self.hooks.stop(self.hook_facts, last) or keep_going(turn, last)) if last.stop_reason != "interrupted" else None
             left = None
             if again:
                 why = gate.why_not(last)
