@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 from agentloop import Budget, MemoryTranscript, Registry, run, tool  # noqa: E402
 from agentloop.agent.hooks.runner import HookRunner  # noqa: E402
 from agentloop.agent.hooks_and_context import ClaudeHooks  # noqa: E402
+from agentloop.agent.protocols import HookFacts  # noqa: E402
 from agentloop.config.settings import SettingsSource  # noqa: E402
 from agentloop.events import ModelReply, ModelRequest, ToolCall, ToolResult, Usage  # noqa: E402
 from agentloop.testing import FunctionModel  # noqa: E402
@@ -50,19 +51,6 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-class _Agent:
-    """What ClaudeHooks needs of an agent: a record and no session."""
-
-    session = None
-    permission_mode = "default"
-
-    def __init__(self, sink: MemoryTranscript):
-        self.sink = sink
-
-    def record(self, kind: str, payload: Any) -> None:
-        self.sink.append(kind, payload)
-
-
 def one(calls: int, hooks: dict[str, Any] | None, tmp: str) -> float:
     reg = Registry([add])
     sink = MemoryTranscript()
@@ -78,7 +66,7 @@ def one(calls: int, hooks: dict[str, Any] | None, tmp: str) -> float:
     if hooks is not None:
         runner = HookRunner.from_settings([SettingsSource("bench.json", "project", {"hooks": hooks})], project_dir=tmp)
         ch = ClaudeHooks(runner)
-    agent = _Agent(sink)
+    agent = HookFacts(record=sink.append, permission_mode=lambda: "default")  # what hooks see: a record, no session
 
     def execute(cs: Sequence[ToolCall]) -> list[ToolResult]:
         out = []

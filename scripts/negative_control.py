@@ -2427,6 +2427,20 @@ SABOTAGES = [
         "*(t for t in (token,) if isinstance(t, str) and t)]  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_a_vertex_401_refreshes_the_google_credentials_once_and_retries_once"],
     ),
+    Sabotage(
+        "what hooks are handed of the agent can be written back (HookFacts not frozen)",
+        "src/agentloop/agent/protocols.py",
+        "@dataclass(frozen=True, slots=True)\nclass HookFacts:",
+        "@dataclass(slots=True)  # SABOTAGED\nclass HookFacts:",
+        ["tests/test_parts_take_values.py::test_a_part_given_a_frozen_value_cannot_write_back"],
+    ),
+    Sabotage(
+        "a turn's run is typed against the whole agent again",
+        "src/agentloop/agent/turn.py",
+        "def run_once(a: TurnInputs,",
+        "def run_once(a: Agent,  # SABOTAGED\n",
+        ["tests/test_parts_take_values.py::test_no_part_is_typed_against_a_view_of_the_whole_agent"],
+    ),
 ]
 
 

@@ -1,9 +1,9 @@
 """The agent's shape, checked on the source: a short ``Agent``, no ``Any`` standing for it, no reach into privates.
 
 ``agent/agent.py`` holds the ``Agent`` and what cannot yet live elsewhere; its parts are modules of their
-own (settings, builder, toolbox, pipeline, commands, prompt...). What a part may see of the agent is a
-Protocol (``agent/protocols.py``), so no parameter or attribute named ``agent`` or ``owner`` is typed
-``Any``, and no module reads another object's private names through it (``agent._x``).
+own (settings, builder, toolbox, pipeline, commands, prompt...). A part is handed a frozen value the builder
+made, not the agent (``tests/test_parts_take_values.py``); still, no parameter or attribute named ``agent`` or
+``owner`` is typed ``Any``, and no module reads another object's private names through it (``agent._x``).
 """
 
 from __future__ import annotations

@@ -89,9 +89,9 @@ def test_every_method_the_agent_calls_on_its_hooks_and_context_is_on_their_proto
         assert missing == [], f"{proto.__name__} lacks {missing}"
 
 
-_VIEWS = {n.name for n in ast.parse((SRC / "agent" / "protocols.py").read_text()).body
-          if isinstance(n, ast.ClassDef) and n.name.endswith(("Subject", "Source"))}
-"""The Protocols through which a part sees the agent (``ToolboxSource``, ``HookSubject``...)."""
+_VIEWS = {"PartsSource", "ToolboxInputs", "HookFacts", "ContextFacts", "PromptFacts", "TurnInputs", "CallSource",
+          "WorktreePlace"}
+"""What a part is handed of the agent (the builder's own ``PartsSource``, and the frozen values it makes)."""
 
 _MUTATORS = {"append", "extend", "insert", "remove", "clear", "update", "pop", "add", "discard", "setdefault", "sort"}
 
@@ -121,12 +121,18 @@ def _writes_through_views(tree: ast.AST) -> list[tuple[int, str]]:
     return out
 
 
-def test_no_part_writes_into_the_agent_through_the_view_it_is_given() -> None:
-    """A part reads what its view (a ``...Subject`` or ``...Source`` Protocol) shows and gives back values: it
-    neither assigns through it (``src.sandbox.roots = ...``) nor changes what it holds (``src.add_dirs.append``);
-    the agent takes what the part made (``Toolbox.add_dirs``) and the part's own objects change themselves
-    (``Sandbox.work_in``)."""
-    assert _VIEWS >= {"ToolboxSource", "PartsSource", "HookSubject"}
+def test_no_part_writes_into_the_agent_through_the_value_it_is_given() -> None:
+    """A part reads what it is handed (a frozen value the builder made) and gives back values: it neither assigns
+    through it (``src.sandbox.roots = ...``) nor changes what it holds (``src.add_dirs.append``); the agent takes
+    what the part made (``Toolbox.add_dirs``) and the objects it holds change themselves (``Sandbox.work_in``,
+    ``ExtraTools.add``)."""
+    defined = {n.name for p in (SRC / "agent").rglob("*.py") for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.ClassDef)}
+    assert _VIEWS <= defined  # the scan below looks for names that exist
     found = [f"{p.relative_to(SRC)}:{line}: {what}" for p in sorted((SRC / "agent").rglob("*.py")) if p != CORE
              for line, what in _writes_through_views(ast.parse(p.read_text(), str(p)))]
     assert found == []
+
+
+def test_the_write_scan_sees_what_it_forbids() -> None:
+    tree = ast.parse("def build(src: ToolboxInputs) -> None:\n    src.add_dirs.append('x')\n    src.sandbox.roots = []\n")
+    assert sorted(w for _, w in _writes_through_views(tree)) == ["src.add_dirs.append", "src.sandbox.roots"]

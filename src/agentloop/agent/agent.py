@@ -2,11 +2,11 @@
 
 ``Agent.ask(prompt)`` runs one user turn through ``agentloop.run.run`` with the
 session's messages, the session as the transcript sink, and every tool call
-through the one tool-call pipeline. The REPL, ``-p``, ACP and ``agentloop run``
-are thin drivers of this class. Its parts, each in a module of its own: the settings
-(``agent_settings``), hooks, context manager, Agent tool, MCP servers and session (``builder``), the
-tools (``toolbox``), the calls (``pipeline``), commands and skills (``slash_commands``), the system
-prompt (``session_prompt``); what each part may see of the agent is a Protocol (``protocols``).
+through the one tool-call pipeline. The REPL, ``-p``, ACP and ``agentloop run`` are thin drivers of
+this class. Its parts, each in a module of its own: the settings (``agent_settings``), hooks, context
+manager, Agent tool, MCP servers and session (``builder``), the tools (``toolbox``), the calls (``pipeline``),
+commands and skills (``slash_commands``), the system prompt (``session_prompt``). No part is handed the agent:
+``builder`` makes each the frozen value it reads (``HookFacts``, ``ToolboxInputs``, ``TurnInputs``...).
 
 Rules:
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
 from ..budget import Budget, Ledger, session_budget
@@ -32,6 +32,7 @@ from ..conversation import close_dangling_calls
 from ..events import Message, Observer, ToolCall, ToolResult
 from ..run import RunResult
 from ..tools import Registry, Tool
+from . import builder
 from .agent_settings import AgentSettings, SettingsFlags, cap_text, read_settings
 from .builder import AgentParts, build_parts, open_session, with_handlers
 from .logs import SessionLogFilter, current_session_id, setup_logging
@@ -44,6 +45,7 @@ from .protocols import (
     AgentHooks,
     AskPermission,
     ContextManager,
+    HookFacts,
     NoContext,
     NoHooks,
     PermissionAnswer,
@@ -57,7 +59,8 @@ from .session_prompt import SessionPrompt, options_fact
 from .slash_commands import SlashCommands
 from .startup_files import read_startup_files
 from .system_prompt import STATIC_PROMPT
-from .toolbox import Toolbox, open_sandbox
+from .toolbox import ExtraTools, Toolbox, open_sandbox
+from .tools.session_tools import SessionLink
 from .turn import keep_going, run_once, stop_children
 from .usage_warnings import UsageWarning, UsageWarnings
 
@@ -127,7 +130,7 @@ class Agent:
         self.load_warnings += self.sandbox.show_extensions(extension_folders(self.plugins, self.skills), self.home)  # read-only
         self.prompt.style = session_output_style(self.sources, self.env, self.cwd, self.plugins, self.load_warnings)
         self.slash = SlashCommands(self.commands, self.skills, policy=lambda: self.policy, run_tool=self.run_tool, cwd=self.cwd, roots=lambda: list(
-            self.workspace.roots), notice=self._notice, scoped_hooks=lambda v, w, r: self.hooks.scoped_hooks(self, v, w, r, self.trust.trusted))
+            self.workspace.roots), notice=self._notice, scoped_hooks=lambda v, w, r: self.hooks.scoped_hooks(self.hook_facts, v, w, r, self.trust.trusted))
         if continue_last and resume is None and (resume := latest_id(self.cwd, self.home)) is None:  # none yet: a new
             self.startup_notices.append("-c: no earlier session in this directory to continue; starting a new one")  # session, as -c
         self.given_registry = registry  # used as is instead of the built-in tools (tests, embedding)
@@ -137,17 +140,15 @@ class Agent:
 
     def _init_front_end(self, ask_permission: AskPermission | None, cli_rules: Sequence[tuple[str, str]], tracing: Any, system_prompt: str | None, append_system_prompt: str | None) -> None:
         """What the front end gives (where to ask and tell the user, rules, tracing) and the state that starts empty."""
-        from .tools.session_tools import SessionLink
-
         self.ask_permission = ask_permission
         self.on_notice: Callable[[str], None] | None = None  # where notices are shown (they are always logged)
         self.elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None  # an MCP server's question
         self.on_mcp_progress: Callable[[str, str, str], None] | None = None
         self.cli_rules, self.tracing = list(cli_rules), tracing  # --allowedTools / --disallowedTools; a telemetry Tracing
         self.prompt = SessionPrompt(system_prompt, append_system_prompt)
-        self.hooks: AgentHooks = NoHooks()
-        self.context: ContextManager = NoContext()
-        self.calls, self.usage = ToolCalls(self), UsageWarnings()
+        self.hooks, self.context = cast(AgentHooks, NoHooks()), cast(ContextManager, NoContext())
+        self.hook_facts: HookFacts = builder.hook_facts(self)  # what hooks see of the agent; its tool calls' own, next
+        self.calls, self.usage = ToolCalls(builder.call_source(self)), UsageWarnings()
         self.permission_denials = self.calls.denials
         self.stop_hook_active = False  # while hooks.stop runs: the turn already goes on because of a Stop hook
         self.last_usage_estimated = False  # the last turn's tokens include the loop's estimate (the cost line says so)
@@ -169,36 +170,35 @@ class Agent:
         self.hooks = with_handlers(self.hooks, self.context, handlers, self)
 
     def _note_model(self, why: str | None) -> None:
-        fact: dict[str, Any] = {"model": self.model_spec, "model_options": self._options_fact()}
-        self.session.note("model_change", fact if why is None else {**fact, "why": why})
+        self.session.note("model_change", {"model": self.model_spec, "model_options": self._options_fact(), **({} if why is None else {"why": why})})
 
     def _take(self, parts: AgentParts) -> None:
         """The parts ``agent/builder.py`` made, as this agent's own (nothing else sets them); the session started."""
-        self.hooks, self.context, self.loop_threshold = parts.hooks, parts.context, parts.loop_threshold
-        self.extra_tools: list[Tool] = parts.tools  # the Agent tool, MCP servers' tools: they stay across sessions
+        self.hooks, self.context, self.loop_threshold, self.context_facts = parts.hooks, parts.context, parts.loop_threshold, parts.context_facts
+        self.extra_tools = ExtraTools(parts.tools)  # the Agent tool, MCP servers' tools: they stay across sessions
         self.mcp_servers: McpServers | None = parts.mcp_servers
         self.config_warnings += [w for w in parts.warnings if w not in self.config_warnings]
         if parts.session.repaired is not None:
             self._notice(parts.session.repaired.describe())
         self._start_session(parts.session, parts.session_source)
 
+    def move_to(self, cwd: str, also_read: Sequence[str] = ()) -> None:  # EnterWorktree, ExitWorktree (session_worktree)
+        self.cwd, self.sandbox.also_read = cwd, tuple(also_read)  # the sandbox's read-only extra roots
+        self.build_tools()  # workspace, sandbox roots and permission rules at the new place
+
     def build_tools(self) -> None:
         """The policy, workspace and registry (``agent/toolbox.py``); rebuilt when the session (and so its spill dir) changes."""
-        self.toolbox: Toolbox = Toolbox.build(self)
+        self.toolbox: Toolbox = Toolbox.build(builder.toolbox_inputs(self))
         self.policy: PermissionPolicy = self.toolbox.policy
         said = self.policy.check_names(self.toolbox.registry.names())  # a rule that can never match is named
         self.config_warnings += [w for w in [*said, *self.policy.notes] if w not in self.config_warnings]  # + managed-only
         self.workspace: Workspace = self.toolbox.workspace
         self.processes, self.background, self.add_dirs = self.toolbox.processes, self.toolbox.background, list(self.toolbox.add_dirs)
 
-    @property
-    def registry(self) -> Registry:
-        return self.toolbox.registry
+    registry = property(lambda self: self.toolbox.registry, doc="The session's tools now (``agent/toolbox.py``).")
 
-    @property
-    def mcp(self) -> Any:
-        """The MCP servers' ``McpManager`` (sign-in, prompts, resources), or None."""
-        return None if self.mcp_servers is None else self.mcp_servers.manager
+    mcp = property(lambda self: None if self.mcp_servers is None else self.mcp_servers.manager,
+                   doc="The MCP servers' ``McpManager`` (sign-in, prompts, resources), or None.")
 
     @property
     def stats(self) -> SessionStats:
@@ -267,21 +267,21 @@ class Agent:
             "cwd": self.cwd, "model": self.model_spec, "permission_mode": self.permission_mode, "model_options": self._options_fact(),
             "memory_files": list(self.memory_files), "additional_directories": list(self.add_dirs), "agentloop_version": __version__})
         log.info("session %s (%s) in %s with model %s", s.id, source, self.cwd, self.model_spec)
-        if extra := self.hooks.session_start(self, source):
+        if extra := self.hooks.session_start(self.hook_facts, source):
             s.messages.append({"role": "user", "content": extra})
 
     def system_messages(self) -> list[Message]:
-        return self.prompt.messages(self)
+        return self.prompt.messages(builder.prompt_facts(self))
 
     def child_system_prompt(self, cwd: str) -> str:  # a sub-agent's rules and environment
-        return self.prompt.for_child(self, cwd)
+        return self.prompt.for_child(builder.prompt_facts(self), cwd)
 
     def system_prompt(self) -> str:
         """The whole system prompt as one text (static part, then dynamic part)."""
         return "\n\n".join(str(m["content"]) for m in self.system_messages() if m.get("content"))
 
     def dynamic_prompt(self) -> str:
-        return self.prompt.dynamic(self)
+        return self.prompt.dynamic(builder.prompt_facts(self))
 
     def _options_fact(self) -> dict[str, Any]:
         return options_fact(self.model_options)
@@ -308,7 +308,7 @@ class Agent:
 
     def compact(self, instructions: str = "") -> None:  # between runs: the session's ledger (budget.py) decides and charges
         room = Ledger(self.max_usd_micros, spent=self.stats.spent_micros)
-        self.session.messages, self.stats.spent_micros = self.context.compact(self, self.session.messages, instructions, room), room.spent
+        self.session.messages, self.stats.spent_micros = self.context.compact(self.context_facts, self.session.messages, instructions, room), room.spent
 
     def budget(self) -> Budget:
         """The next run's caps: the steps per turn, and what is left of the session's money."""
@@ -318,7 +318,7 @@ class Agent:
 
     def expand_command(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """``/name args``: its prompt and turn's rules, or None (UserPromptSubmit, then ``!`` lines; ``AgentError``: nothing sent)."""
-        return self.slash.submit_and_expand(text, lambda typed: self.hooks.user_prompt_submit(self, typed))
+        return self.slash.submit_and_expand(text, lambda typed: self.hooks.user_prompt_submit(self.hook_facts, typed))
 
     def ask(self, prompt: str, *, observer: Observer | None = None, allowed_tools: Sequence[str] = ()) -> RunResult:
         """Run one user turn to its stop (rule 2); ``allowed_tools``: this turn's (a command's). ``AgentError``: a hook blocked it."""
@@ -340,7 +340,7 @@ class Agent:
         from .hooks.stop_gate import StopGate
 
         self.toolbox.sync_mcp(self.mcp_servers)  # MCP tools a server added or dropped since the last run (list_changed)
-        decision = self.slash.take_submitted(prompt) or self.hooks.user_prompt_submit(self, prompt)  # a command's ran already
+        decision = self.slash.take_submitted(prompt) or self.hooks.user_prompt_submit(self.hook_facts, prompt)  # a command's ran already
         if decision.blocked is not None:
             raise AgentError(f"prompt blocked by a hook: {decision.blocked}")
         s = self.session
@@ -349,16 +349,17 @@ class Agent:
         gate = StopGate(self.budget())
         left: Budget | None = gate.budget
         while left is not None:
-            messages = [*self.context.prepare(self, s.messages), {"role": "user", "content": content}]
+            messages = [*self.context.prepare(self.context_facts, s.messages), {"role": "user", "content": content}]
             self.calls.stopping = False
-            last, self.last_usage_estimated = run_once(self, messages, left, observer, n, gate.runs, self.calls.execute,
+            turn = builder.turn_inputs(self)  # what this run is handed (and where its background children are found)
+            last, self.last_usage_estimated = run_once(turn, messages, left, observer, n, gate.runs, self.calls.execute,
                                                        stop=self.calls.check_stop)
             total = gate.add(last)
             s.messages = list(last.messages)
             close_dangling_calls(s.messages)
             s.stats.spent_micros += last.spent_micros
             self.stop_hook_active = gate.active
-            again = (self.hooks.stop(self, last) or keep_going(self, last)) if last.stop_reason != "interrupted" else None
+            again = (self.hooks.stop(self.hook_facts, last) or keep_going(turn, last)) if last.stop_reason != "interrupted" else None
             left = None
             if again:
                 why = gate.why_not(last)
@@ -385,9 +386,9 @@ class Agent:
         s = self.session
         if s.closed:
             return
-        s.stats.spent_micros += stop_children(self)  # background sub-agents stop (records written while it is open): their bills
+        s.stats.spent_micros += stop_children(self.context)  # background sub-agents stop (records written while it is open): their bills
         try:
-            self.hooks.session_end(self, reason)
+            self.hooks.session_end(self.hook_facts, reason)
         finally:
             record_end(s, reason)  # and the session released
             self.background.close()  # background shells end with the session (on /clear and /resume too)

@@ -7,14 +7,18 @@ as its own (``hooks``, ``context``, ``extra_tools``, ``mcp_servers``,
 cannot be built leaves no session file, and MCP servers already started are
 stopped when the session cannot be opened. Nothing sets an agent's attributes
 from outside ``agent/agent.py``; every method the agent calls on these parts is
-declared on the Protocol it holds them as (``agent/protocols.py``), and what
-the parts may see of the agent is ``PartsSource``.
+declared on the Protocol it holds them as (``agent/protocols.py``).
 
-The parts read the agent (its settings, model, sandbox, and at call time its
-session) but do not change it. Settings they use, from ``AgentSettings``:
+This module is the only one besides ``agent/agent.py`` that reads the agent
+(``PartsSource``, its own). No part is handed the agent: each gets a small
+frozen value made here (``toolbox_inputs``, ``hook_facts``, ``context_facts``,
+``call_source``, ``prompt_facts``, ``turn_inputs``, ``worktree_place``), where
+what changes during a session is a callable read when it is needed, or the
+object that owns it (``ModelChoice``, ``ExtraTools``); a change to the agent is
+one of its own methods (``move_to``). Settings the parts use, from ``AgentSettings``:
 ``hooks`` (all files, merged), ``loopThreshold`` (default 5; 0 turns it off),
 ``loopCheckModel`` (default: the provider's cheap model; ``false`` turns it
-off), ``contextWindow`` (via ``agent.window``), ``toolResultCap``,
+off), ``contextWindow`` (via ``ModelChoice.window``), ``toolResultCap``,
 ``subagents`` (false turns the Agent tool off), ``subagentIsolation``.
 """
 
@@ -23,9 +27,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..config.settings import ConfigError, user_home
 from ..events import ToolCall, ToolResult
@@ -33,22 +37,167 @@ from ..run import schedule
 from ..tools import Registry, Tool
 from .hooks.runner import HookRunner
 from .hooks_and_context import AgentContext, ClaudeHooks
-from .protocols import AgentError, AgentHooks, ContextManager, NoHooks, PartsSource
+from .protocols import (
+    AgentError,
+    AgentHooks,
+    AskPermission,
+    ContextFacts,
+    ContextManager,
+    HookFacts,
+    NoHooks,
+)
 from .session.store import Durability, Session
 from .tools.builtin import BASH
 
 if TYPE_CHECKING:
+    from ..budget import PriceTable
+    from ..config.settings import SettingsSource
     from ..mcp.agent import McpServers
+    from .agent_settings import AgentSettings
+    from .model_choice import ModelChoice
+    from .model_options import ModelOptions
     from .permissions.rules import PermissionPolicy
-    from .pipeline import ToolPipeline
+    from .pipeline import CallSource, ToolCalls, ToolPipeline
+    from .plugins import Plugin
+    from .sandbox.bubblewrap import Sandbox, SandboxSettings
+    from .sandbox.child_env import Redactor
+    from .secret_guard import SecretGuard
+    from .session.store import SessionStats
+    from .session_prompt import PromptFacts
+    from .session_worktree import WorktreePlace
+    from .slash_commands import SlashCommands
+    from .spawn import ChildEnv
     from .subagents.agent_types import AgentType
     from .subagents.parent_budget import ParentBudget
     from .subagents.runner import SubagentRunner
-    from .toolbox import Toolbox
+    from .toolbox import ExtraTools, Toolbox, ToolboxInputs
+    from .tools.builtin import RunningProcesses
+    from .tools.session_tools import SessionLink
+    from .trust import TrustDecision
+    from .turn import TurnInputs
 
-__all__ = ["AgentParts", "build_parts", "open_session", "with_handlers"]
+__all__ = ["AgentParts", "PartsSource", "build_parts", "call_source", "context_facts", "hook_facts", "open_session", "prompt_facts",
+           "toolbox_inputs", "turn_inputs", "with_handlers", "worktree_place"]
 
 log = logging.getLogger("agentloop.agent")
+
+
+class PartsSource(Protocol):
+    """What the builder reads of the agent, and only the builder (``agent.py`` cannot be imported here): the
+    parts it makes are handed frozen values (``ToolboxInputs``, ``HookFacts``, ``ContextFacts``,
+    ``PromptFacts``, ``TurnInputs``), never the agent."""
+
+    @property
+    def session(self) -> Session: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def permission_mode(self) -> str: ...
+    @property
+    def model_spec(self) -> str: ...
+    @property
+    def stop_hook_active(self) -> bool: ...
+    @property
+    def on_notice(self) -> Callable[[str], None] | None: ...
+    @property
+    def ask_permission(self) -> AskPermission | None: ...
+    def record(self, kind: str, payload: Any) -> None: ...
+    @property
+    def hooks(self) -> AgentHooks: ...
+    @property
+    def registry(self) -> Registry: ...
+    @property
+    def policy(self) -> PermissionPolicy: ...
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def secrets(self) -> SecretGuard: ...
+    @property
+    def stats(self) -> SessionStats: ...
+    @property
+    def processes(self) -> RunningProcesses: ...
+    @property
+    def model(self) -> Any: ...
+    @property
+    def model_name(self) -> str: ...
+    @property
+    def prices(self) -> PriceTable: ...
+    @property
+    def max_usd_micros(self) -> int | None: ...
+    @property
+    def settings(self) -> AgentSettings: ...
+    def run_tool(self, call: ToolCall) -> ToolResult: ...
+    def tool_pipeline(self, registry: Registry | None = None, *, child: bool = False, policy: PermissionPolicy | None = None) -> Callable[[ToolCall], ToolResult]: ...
+    def open_model(self, spec: str) -> Any: ...
+    @property
+    def context(self) -> ContextManager: ...
+    @property
+    def tracing(self) -> Any: ...
+    @property
+    def loop_threshold(self) -> int | None: ...
+    @property
+    def model_options(self) -> ModelOptions: ...
+    def shown_tools(self) -> Registry: ...
+    def move_to(self, cwd: str, also_read: Sequence[str] = ()) -> None: ...
+    def tools_changed(self) -> Registry | None: ...
+    def child_system_prompt(self, cwd: str) -> str: ...
+    def file_changed(self, path: str, before: bytes | None, after: bytes) -> None: ...
+    @property
+    def home(self) -> str: ...
+    @property
+    def new_session_id(self) -> str | None: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def sources(self) -> list[SettingsSource]: ...
+    @property
+    def plugins(self) -> list[Plugin]: ...
+    @property
+    def commands(self) -> Mapping[str, Any]: ...
+    @property
+    def skills(self) -> Mapping[str, Any]: ...
+    @property
+    def trust(self) -> TrustDecision: ...
+    @property
+    def durability(self) -> Durability: ...
+    @property
+    def mcp_in_background(self) -> bool: ...
+    @property
+    def child_env(self) -> ChildEnv: ...
+    @property
+    def add_dirs(self) -> list[str]: ...
+    @property
+    def shell_timeout_s(self) -> float: ...
+    @property
+    def shell_max_timeout_s(self) -> float | None: ...
+    @property
+    def redactor(self) -> Redactor: ...
+    @property
+    def extra_tools(self) -> ExtraTools: ...
+    @property
+    def load_warnings(self) -> list[str]: ...
+    @property
+    def models(self) -> ModelChoice: ...
+    @property
+    def cli_rules(self) -> list[tuple[str, str]]: ...
+    @property
+    def session_link(self) -> SessionLink: ...
+    @property
+    def given_registry(self) -> Registry | None: ...
+    @property
+    def slash(self) -> SlashCommands: ...
+    @property
+    def mcp_servers(self) -> McpServers | None: ...
+    @property
+    def memory_text(self) -> str: ...
+    @property
+    def sandbox_settings(self) -> SandboxSettings: ...
+    @property
+    def calls(self) -> ToolCalls: ...
+    @property
+    def hook_facts(self) -> HookFacts: ...
+    @property
+    def context_facts(self) -> ContextFacts: ...
 
 
 @dataclass(frozen=True)
@@ -68,6 +217,8 @@ class AgentParts:
     """The session, opened (not yet started: the agent records ``session_start`` and runs SessionStart hooks)."""
     session_source: str
     """``startup`` (a new session) or ``resume``, as Claude Code's SessionStart ``source``."""
+    context_facts: ContextFacts
+    """What the context manager is handed of the agent (``context_facts``)."""
 
 
 def open_session(cwd: str, home: str, resume: str | None, durability: Durability, sid: str | None = None) -> tuple[Session, str]:
@@ -100,10 +251,11 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
             log.warning("%s", w)
         scoped = any(getattr(c, "hooks", None) is not None for c in [*agent.commands.values(), *agent.skills.values()])
         claude = ClaudeHooks(runner) if runner.handlers or scoped else None  # front matter hooks join while active
-        ctx = AgentContext(agent, claude)  # context management and the loop check
+        facts = context_facts(agent)
+        ctx = AgentContext(facts, claude)  # context management and the loop check
         from .session_worktree import session_worktree
 
-        tools: list[Tool] = session_worktree(cast(Any, agent)).tools()  # EnterWorktree, ExitWorktree (the Agent itself)
+        tools: list[Tool] = session_worktree(agent, worktree_place(agent)).tools()  # EnterWorktree, ExitWorktree
         if agent.settings.subagents:
             ctx.subagents = _subagents(agent, runner, ctx.side_budget)
             tools.append(ctx.subagents.tool())
@@ -132,7 +284,7 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
             servers.close()
         raise
     hooks: AgentHooks = claude if claude is not None else NoHooks()
-    return AgentParts(hooks, ctx, tools, servers, agent.settings.loop_threshold, tuple(runner.warnings), session, source)
+    return AgentParts(hooks, ctx, tools, servers, agent.settings.loop_threshold, tuple(runner.warnings), session, source, facts)
 
 
 def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget) -> SubagentRunner:
@@ -227,12 +379,93 @@ def with_handlers(hooks: AgentHooks, context: ContextManager, handlers: Sequence
     runner, or, in a session without hooks, a runner of their own that the context manager and sub-agents use too.
     ``agent`` gives the folder, mode and environment hooks run with."""
     if isinstance(hooks, ClaudeHooks):
-        hooks.runner.handlers += tuple(handlers)
+        hooks.add_handlers(handlers)
         return hooks
     runner = HookRunner(handlers, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     claude = ClaudeHooks(runner)
     if isinstance(context, AgentContext):
-        context.hooks = context.hooks or claude
-        if context.subagents is not None and context.subagents.hooks is None:
-            context.subagents.hooks = runner
+        context.adopt_hooks(claude)
     return claude
+
+
+def toolbox_inputs(agent: PartsSource) -> ToolboxInputs:
+    """What the agent's tools are built from now (``Toolbox.build``): a frozen value, so the toolbox reads
+    these and never the agent, and changes nothing of it."""
+    from .toolbox import ToolboxInputs
+
+    slash, secrets = agent.slash, agent.secrets
+    return ToolboxInputs(
+        sources=tuple(agent.settings.sources), permission_mode=agent.permission_mode, cwd=agent.cwd, home=agent.home,
+        env=agent.env, cli_rules=tuple(agent.cli_rules), hook_files=tuple(agent.sandbox_settings.hook_files),
+        sandbox=agent.sandbox, read_only_agent_types=agent.context.read_only_agent_types(), add_dirs=tuple(agent.add_dirs),
+        spill_dir=agent.session.spill_dir, child_env=secrets.child_env, redact=secrets.redactor.text,
+        shell_timeout_s=agent.shell_timeout_s, shell_max_timeout_s=agent.shell_max_timeout_s,
+        session_link=agent.session_link, given_registry=agent.given_registry, skills=slash.skills,
+        skill_loaded=slash.skill_loaded, skill_bangs=slash.skill_tool_bangs, extra_tools=agent.extra_tools,
+        mcp_servers=agent.mcp_servers, file_changed=agent.file_changed)
+
+
+def prompt_facts(agent: PartsSource) -> PromptFacts:
+    """What the system prompt says of the session now (``session_prompt``): a frozen value, never the agent."""
+    from .session_prompt import PromptFacts, cap_fact, sandbox_fact
+    from .system_prompt import shell_name
+
+    return PromptFacts(
+        cwd=agent.cwd, shell=shell_name(agent.env), child_env=agent.child_env, model_spec=agent.model_spec,
+        permission_mode=agent.permission_mode, memory_text=agent.memory_text, skills=agent.skills,
+        add_dirs=tuple(agent.add_dirs), max_output_tokens=agent.model_options.max_output_tokens,
+        sandbox=sandbox_fact(agent.sandbox_settings, agent.sandbox), cap=cap_fact(agent.max_usd_micros))
+
+
+def hook_facts(agent: PartsSource) -> HookFacts:
+    """What hooks see of ``agent`` (``protocols.HookFacts``): made once; what changes is read when a hook runs."""
+
+    def child_env() -> dict[str, str] | None:
+        env = agent.secrets.child_env
+        return env if isinstance(env, dict) else None
+
+    return HookFacts(
+        record=agent.record, session=lambda: agent.session, cwd=lambda: agent.cwd,
+        permission_mode=lambda: agent.permission_mode, model_spec=lambda: agent.model_spec,
+        stop_hook_active=lambda: agent.stop_hook_active, on_notice=lambda: agent.on_notice,
+        ask_permission=lambda: agent.ask_permission, stop_turn=lambda: agent.calls.stop_turn(),
+        child_env=child_env, allowed_env=lambda: agent.secrets.allowed_env)
+
+
+def context_facts(agent: PartsSource) -> ContextFacts:
+    """What the context manager sees of ``agent`` (``protocols.ContextFacts``): made once, when it is built."""
+    return ContextFacts(models=agent.models, settings=agent.settings, session=lambda: agent.session, record=agent.record,
+                        policy=lambda: agent.policy, run_tool=agent.run_tool, hooks=agent.hook_facts)
+
+
+def call_source(agent: PartsSource) -> CallSource:
+    """What the agent's tool calls run with (``pipeline.CallSource``), each read as a call's pipeline is built."""
+    from .pipeline import CallSource
+
+    return CallSource(
+        registry=lambda: agent.registry, hooks=lambda: agent.hooks, policy=lambda: agent.policy,
+        sandbox=lambda: agent.sandbox, secrets=lambda: agent.secrets, ask=lambda: agent.ask_permission,
+        facts=agent.hook_facts, count_tool=lambda name, ok: agent.stats.count_tool(name, ok),
+        kill_all=lambda: agent.processes.kill_all())
+
+
+def turn_inputs(agent: PartsSource) -> TurnInputs:
+    """What one run of a turn is handed (``turn.run_once``), as it is when the run starts."""
+    from .session_worktree import moved_tools
+    from .turn import TurnInputs
+
+    return TurnInputs(
+        session=agent.session, cwd=agent.cwd, model=agent.model, model_spec=agent.model_spec, model_name=agent.model_name,
+        prices=agent.prices, tools=agent.shown_tools(), context=agent.context, facts=agent.context_facts,
+        tracing=agent.tracing, loop_threshold=agent.loop_threshold,
+        max_output_tokens=agent.model_options.max_output_tokens,
+        tools_changed=lambda: moved_tools(agent) or agent.tools_changed())  # the session entered or left a worktree
+
+
+def worktree_place(agent: PartsSource) -> WorktreePlace:
+    """What ``EnterWorktree`` and ``ExitWorktree`` move (``session_worktree.WorktreePlace``); the agent moves itself."""
+    from .session_worktree import WorktreePlace
+
+    return WorktreePlace(cwd=lambda: agent.cwd, session_id=lambda: agent.session.id,
+                         subagents=lambda: getattr(agent.context, "subagents", None), move_to=agent.move_to,
+                         shown_tools=agent.shown_tools)

@@ -2,12 +2,13 @@
 
 ``ClaudeHooks`` is the ``AgentHooks`` the builder gives an agent whose settings
 configure hooks: Claude Code's events, their answers, and a ``hook`` record in
-the session's chain for every decision (through ``agent.record``).
+the session's chain for every decision (through ``HookFacts.record``).
 ``AgentContext`` is its ``ContextManager``: masking, compaction, the loop check
 and the sub-agents' budget binding, all through the run's ``prepare`` seam, and
 the executor that runs read-only sub-agents side by side, each call through the
-agent's one tool-call pipeline (``agent.run_tool``). ``agent/builder.py`` makes
-both; what each may see of the agent is ``HookSubject`` / ``ContextSubject``.
+agent's one tool-call pipeline (``ContextFacts.run_tool``). ``agent/builder.py``
+makes both; neither is handed the agent: each method is given the frozen value
+the builder made (``HookFacts`` / ``ContextFacts``, ``agent/protocols.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .hooks.payloads import (
 )
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
-from .protocols import ContextSubject, HookSubject
+from .protocols import ContextFacts, HookFacts
 from .subagents.parent_budget import ParentBudget
 from .subagents.runner import SubagentRunner, parallel_executor
 
@@ -60,14 +61,18 @@ class ClaudeHooks:
         self._transcript_mark: tuple[str, int, int] | None = None
         """What the Claude Code transcript mirror was last written from (it is rewritten only when that changes)."""
 
-    def _sync(self, agent: HookSubject) -> None:
-        s = getattr(agent, "session", None)
+    def add_handlers(self, handlers: Sequence[Any]) -> None:
+        """A front end's own handlers (the Agent SDK's callbacks), beside the settings' ones."""
+        self.runner.handlers += tuple(handlers)
+
+    def _sync(self, facts: HookFacts) -> None:
+        s = facts.session()
         if s is not None:
             self.runner.session_id = s.id
-            self.runner.transcript_path = self._claude_transcript(agent, s)
-        self.runner.permission_mode = getattr(agent, "permission_mode", None)
+            self.runner.transcript_path = self._claude_transcript(facts, s)
+        self.runner.permission_mode = facts.permission_mode()
 
-    def _claude_transcript(self, agent: HookSubject, s: Any) -> str:
+    def _claude_transcript(self, facts: HookFacts, s: Any) -> str:
         """``transcript_path``: the conversation in Claude Code's message lines, beside the hash-chained session.
 
         Hooks written for Claude Code read ``transcript_path`` as JSONL of
@@ -84,112 +89,111 @@ class ClaudeHooks:
         mark = (path, len(msgs), id(msgs[-1]) if msgs else 0)
         if self._transcript_mark == mark and os.path.exists(path):
             return path  # unchanged since the last hook (inside a turn the session's messages move at its end)
-        if not write_claude_transcript(path, msgs, s.id, getattr(agent, "cwd", "")):
+        if not write_claude_transcript(path, msgs, s.id, facts.cwd()):
             log.warning("cannot write the Claude Code transcript for hooks at %s", path)
             return str(s.path)
         self._transcript_mark = mark
         return path
 
-    def fire(self, agent: HookSubject, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:
+    def fire(self, facts: HookFacts, event: str, payload: dict[str, Any], matcher_value: str | None = None) -> HookOutcome:
         if not self.runner.has(event):
             return HookOutcome(event=event, matcher_value=matcher_value)
-        self._sync(agent)
+        self._sync(facts)
         out = self.runner.run(event, payload, matcher_value=matcher_value)
         if out.ran:
-            agent.record("hook", out.to_record())
+            facts.record("hook", out.to_record())
         for msg in out.system_messages:
-            self._notice(agent, msg)
+            self._notice(facts, msg)
         for r in out.results:
             if r.failure and not r.blocked:  # a failure that lets the action go ahead is never silent
-                self._notice(agent, f"hook {r.handler.command!r} ({event}) failed and did not stop anything: {r.failure}")
+                self._notice(facts, f"hook {r.handler.command!r} ({event}) failed and did not stop anything: {r.failure}")
         for w in out.warnings:
-            self._notice(agent, w)  # a misspelt key ({"decison": "block"}) must not fail open in silence
+            self._notice(facts, w)  # a misspelt key ({"decison": "block"}) must not fail open in silence
         if out.stop:
             self.stop_request = out.stop_reason or f"a {event} hook asked to stop"
-            self._notice(agent, f"stopped by a {event} hook: {self.stop_request}")
+            self._notice(facts, f"stopped by a {event} hook: {self.stop_request}")
         return out
 
     @staticmethod
-    def _notice(agent: HookSubject, text: str) -> None:
+    def _notice(facts: HookFacts, text: str) -> None:
         log.warning("hook: %s", text)
-        cb = getattr(agent, "on_notice", None)
+        cb = facts.on_notice()
         if cb is not None:
             cb(text)
 
     # -- AgentHooks --
 
-    def session_start(self, agent: HookSubject, source: str) -> str:
+    def session_start(self, facts: HookFacts, source: str) -> str:
         """SessionStart: its hooks' context for the model; what they export through ``CLAUDE_ENV_FILE`` reaches Bash
         (``agent/hooks/env_file.py``)."""
-        s = getattr(agent, "session", None)
+        s = facts.session()
         if s is not None and self.runner.has("SessionStart"):
             try:
                 self.runner.env_file = new_env_file(os.path.join(os.path.dirname(s.path), s.id))
             except OSError as exc:
                 self.runner.env_file = None
-                self._notice(agent, f"CLAUDE_ENV_FILE cannot be made for SessionStart hooks: {exc}")
-        out = self.fire(agent, "SessionStart", {"source": source, "model": getattr(agent, "model_spec", ""), **seed_fields("SessionStart")}, source)
-        self.carry_env_file(agent)
+                self._notice(facts, f"CLAUDE_ENV_FILE cannot be made for SessionStart hooks: {exc}")
+        out = self.fire(facts, "SessionStart", {"source": source, "model": facts.model_spec(), **seed_fields("SessionStart")}, source)
+        self.carry_env_file(facts)
         return "\n\n".join(out.additional_context)
 
-    def scoped_hooks(self, agent: HookSubject, value: Any, where: str, plugin_root: str,
+    def scoped_hooks(self, facts: HookFacts, value: Any, where: str, plugin_root: str,
                      trusted: bool) -> Callable[[], None] | None:
         """A command's or skill's front matter ``hooks`` added to the session's hooks while it is active; what takes
         them out again. A folder's own need its trust (folder trust covers what runs on the host)."""
         from ..config.settings import ConfigError
         from .plugins import expand_plugin_root
 
-        real, cwd = os.path.realpath(where), os.path.realpath(agent.cwd)
+        real, cwd = os.path.realpath(where), os.path.realpath(facts.cwd())
         if not trusted and (real == cwd or real.startswith(cwd + os.sep)):
-            self._notice(agent, f"{where}: front matter hooks not run: this folder is not trusted (folder trust covers what runs)")
+            self._notice(facts, f"{where}: front matter hooks not run: this folder is not trusted (folder trust covers what runs)")
             return None
         try:
             added, warnings = self.runner.add_scoped(expand_plugin_root(value, plugin_root) if plugin_root else value,
                                                      where, plugin_root or None)
         except ConfigError as exc:
-            self._notice(agent, f"front matter hooks not run: {exc}")
+            self._notice(facts, f"front matter hooks not run: {exc}")
             return None
         for w in warnings:
-            self._notice(agent, w)
+            self._notice(facts, w)
         return lambda: self.runner.remove_scoped(added)
 
-    def carry_env_file(self, agent: HookSubject) -> None:
+    def carry_env_file(self, facts: HookFacts) -> None:
         """The variables SessionStart hooks wrote to ``CLAUDE_ENV_FILE``, added to the environment Bash starts with."""
         path, self.runner.env_file = self.runner.env_file, None
-        secrets = getattr(agent, "secrets", None)
-        child_env = getattr(secrets, "child_env", None)
-        if path is None or not isinstance(child_env, dict):
+        child_env = facts.child_env()
+        if path is None or child_env is None:
             return
-        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, getattr(secrets, "allowed_env", ()),
+        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, facts.allowed_env(),
                                           wrap=self.runner.confined_source())
         child_env.update(exports)
         for w in warnings:
-            self._notice(agent, w)
+            self._notice(facts, w)
 
-    def user_prompt_submit(self, agent: HookSubject, prompt: str) -> Any:
+    def user_prompt_submit(self, facts: HookFacts, prompt: str) -> Any:
         from .protocols import PromptDecision
 
         self.stop_request = None
-        late = self.collect_async(agent)
-        out = self.fire(agent, "UserPromptSubmit", {"prompt": prompt, **seed_fields("UserPromptSubmit")})
+        late = self.collect_async(facts)
+        out = self.fire(facts, "UserPromptSubmit", {"prompt": prompt, **seed_fields("UserPromptSubmit")})
         if out.blocked or out.stop:
             return PromptDecision(prompt, blocked=out.reason or out.stop_reason or "blocked by a UserPromptSubmit hook")
         return PromptDecision(out.updated_prompt if out.updated_prompt is not None else prompt, context="\n\n".join([*late, *out.additional_context]))
 
-    def collect_async(self, agent: HookSubject) -> list[str]:
+    def collect_async(self, facts: HookFacts) -> list[str]:
         """Background (``async``) handlers that finished: recorded, their messages shown, their context returned."""
         ctx: list[str] = []
         for out in self.runner.collect_async():
-            agent.record("hook", {**out.to_record(), "async": True})
+            facts.record("hook", {**out.to_record(), "async": True})
             for msg in out.system_messages:
-                self._notice(agent, msg)
+                self._notice(facts, msg)
             ctx += [c for c in out.additional_context if c]
         return ctx
 
-    def _tool_input(self, agent: HookSubject, call: ToolCall) -> Any:
-        return absolute_input(call.name, call.arguments, getattr(agent, "cwd", self.runner.cwd))
+    def _tool_input(self, facts: HookFacts, call: ToolCall) -> Any:
+        return absolute_input(call.name, call.arguments, facts.cwd() or self.runner.cwd)
 
-    def pre_tool_use(self, agent: HookSubject, call: ToolCall) -> ToolCall | ToolResult:
+    def pre_tool_use(self, facts: HookFacts, call: ToolCall) -> ToolCall | ToolResult:
         """PreToolUse: deny, ask, allow (remembered for ``approved``) or rewrite the call.
 
         Claude Code's hooks reference, PreToolUse decision control:
@@ -197,9 +201,9 @@ class ClaudeHooks:
         ``"ask"`` prompts the user; deny and ask rules are still evaluated.
         """
         self._approved.discard(call.id)
-        tool_input = self._tool_input(agent, call)
+        tool_input = self._tool_input(facts, call)
         payload = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id, **seed_fields("PreToolUse", call.name, tool_input)}
-        out = self.fire(agent, "PreToolUse", payload, call.name)
+        out = self.fire(facts, "PreToolUse", payload, call.name)
         if out.additional_context:
             self._pre_context[call.id] = list(out.additional_context)
         if out.stop:
@@ -207,15 +211,14 @@ class ClaudeHooks:
         if out.permission_decision == "deny" or out.blocked:
             return ToolResult(call.id, call.name, False, error=f"a PreToolUse hook denied {call.name}: {out.reason or 'no reason given'}")
         if out.permission_decision == "ask":
-            ask = getattr(agent, "ask_permission", None)
+            ask = facts.ask_permission()
             if ask is None:
                 return ToolResult(call.id, call.name, False, error=f"a hook asked for approval of {call.name} and no one could be asked (non-interactive)")
             reply = ask(call, out)
             if getattr(reply, "answer", reply) == "deny":  # a word, or a PermissionReply carrying one
                 why = getattr(reply, "message", "")
-                calls = getattr(agent, "calls", None)
-                if getattr(reply, "interrupt", False) and calls is not None:
-                    calls.stopping = True  # the turn stops after this call, as at the pipeline's own question
+                if getattr(reply, "interrupt", False):
+                    facts.stop_turn()  # the turn stops after this call, as at the pipeline's own question
                 return ToolResult(call.id, call.name, False, error=f"the user refused permission to use {call.name}" + (f": {why}" if why else ""))
             self._approved.add(call.id)
         if out.permission_decision == "allow":
@@ -228,9 +231,9 @@ class ClaudeHooks:
         """A PreToolUse hook allowed this call (or the user approved it when a hook asked)."""
         return call.id in self._approved
 
-    def post_tool_use(self, agent: HookSubject, call: ToolCall, result: ToolResult) -> ToolResult:
+    def post_tool_use(self, facts: HookFacts, call: ToolCall, result: ToolResult) -> ToolResult:
         self._approved.discard(call.id)
-        tool_input = self._tool_input(agent, call)
+        tool_input = self._tool_input(facts, call)
         exited = bash_failure(call.name, result.content if result.ok else result.error)  # ok or not, as Bash reports it
         payload: dict[str, Any]
         if exited is not None:  # Claude Code: a Bash command that exits non-zero is a failed call
@@ -246,7 +249,7 @@ class ClaudeHooks:
             event = "PostToolUseFailure"
             payload = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id, "error": result.error, "is_interrupt": False,
                        **seed_fields(event, call.name, tool_input, output=result.error, is_error=True)}
-        out = self.fire(agent, event, payload, call.name)
+        out = self.fire(facts, event, payload, call.name)
         notes = self._pre_context.pop(call.id, []) + list(out.additional_context) + [f"[{event} hook] {f}" for f in out.feedback]
         if out.has_updated_output and result.ok:
             result = ToolResult(result.call_id, result.name, True, content=model_text(call.name, out.updated_output))
@@ -259,50 +262,50 @@ class ClaudeHooks:
             return ToolResult(result.call_id, result.name, True, content=f"{text}\n\n{extra}")
         return ToolResult(result.call_id, result.name, False, error=f"{result.error}\n\n{extra}", detail=result.detail)
 
-    def stop(self, agent: HookSubject, result: Any) -> str | None:
+    def stop(self, facts: HookFacts, result: Any) -> str | None:
         """Stop hooks: a block's reason (and any ``additionalContext``) keeps the turn going.
 
         The agent counts the blocks and keeps the turn under its budgets
-        (``hooks.stop_gate.StopGate``); ``agent.stop_hook_active`` is passed on.
+        (``hooks.stop_gate.StopGate``); ``facts.stop_hook_active()`` is passed on.
         """
         if getattr(result, "stop_reason", None) == "model_error":
             # Claude Code: "API errors fire StopFailure instead"; "Output and exit code are ignored"
             error = getattr(result, "error", None) or "unknown"
             kind = stop_failure_type(error)
-            self.fire(agent, "StopFailure", {"error": kind, "error_details": error, "last_assistant_message": error,
+            self.fire(facts, "StopFailure", {"error": kind, "error_details": error, "last_assistant_message": error,
                                              **seed_fields("StopFailure")}, kind)
             self.stop_request = None
             return None
-        active = bool(getattr(agent, "stop_hook_active", False))
-        out = self.fire(agent, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", ""),
+        active = bool(facts.stop_hook_active())
+        out = self.fire(facts, "Stop", {"stop_hook_active": active, "last_assistant_message": getattr(result, "answer", ""),
                                         **seed_fields("Stop", stop_reason=seed_stop_reason(getattr(result, "stop_reason", None)),
-                                                      agentloop_stop_reason=getattr(result, "stop_reason", None), **_totals(agent, result))})
+                                                      agentloop_stop_reason=getattr(result, "stop_reason", None), **_totals(facts, result))})
         self.stop_request = None
         return stop_feedback(out)
 
-    def session_end(self, agent: HookSubject, reason: str) -> None:
+    def session_end(self, facts: HookFacts, reason: str) -> None:
         self.runner.cancel_async()  # background handlers end with their session, as in Claude Code
-        s = getattr(agent, "session", None)
+        s = facts.session()
         if s is not None and getattr(s, "written", True):
-            self.fire(agent, "SessionEnd", {"reason": reason, **seed_fields("SessionStop", **_totals(agent, None))}, reason)
+            self.fire(facts, "SessionEnd", {"reason": reason, **seed_fields("SessionStop", **_totals(facts, None))}, reason)
 
-    def permission_request(self, agent: HookSubject, call: ToolCall) -> tuple[str, str] | None:
+    def permission_request(self, facts: HookFacts, call: ToolCall) -> tuple[str, str] | None:
         """PermissionRequest: before a call asks for permission, hooks may allow or deny it for the user.
 
         Claude Code's hooks reference, PermissionRequest: input ``tool_name``, ``tool_input`` and
         ``permission_suggestions``; output ``hookSpecificOutput.decision.behavior`` (``allow`` or
         ``deny``, with a ``message`` for deny). Any other answer (or none) leaves the ask as it was.
         """
-        tool_input = self._tool_input(agent, call)
-        out = self.fire(agent, "PermissionRequest", {"tool_name": call.name, "tool_input": tool_input,
+        tool_input = self._tool_input(facts, call)
+        out = self.fire(facts, "PermissionRequest", {"tool_name": call.name, "tool_input": tool_input,
                                                      "permission_suggestions": []}, call.name)
         if out.request_behavior is None:
             return None
         return out.request_behavior, out.request_message or ""
 
-    def notification(self, agent: HookSubject, message: str, kind: str) -> None:
+    def notification(self, facts: HookFacts, message: str, kind: str) -> None:
         """Notification: the user is about to be asked (``permission_prompt``); its output is not read."""
-        self.fire(agent, "Notification", {"message": message, "title": "agentloop", "notification_type": kind}, kind)
+        self.fire(facts, "Notification", {"message": message, "title": "agentloop", "notification_type": kind}, kind)
 
     def sees_tool_calls(self) -> bool:
         """A PreToolUse, PostToolUse or PostToolUseFailure hook is configured (calls then run one at a time)."""
@@ -337,10 +340,10 @@ def stop_failure_type(error: str) -> str:
     return "unknown"
 
 
-def _totals(agent: HookSubject, result: Any) -> dict[str, Any]:
+def _totals(facts: HookFacts, result: Any) -> dict[str, Any]:
     """Seed 004's Stop and SessionStop facts: the session's turn count and total cost (a number of
     dollars, and the exact micro-dollars beside it); the turn in progress counts."""
-    st = getattr(getattr(agent, "session", None), "stats", None)
+    st = getattr(facts.session(), "stats", None)
     turns = int(getattr(st, "turns", 0)) + (1 if result is not None else 0)
     spent = int(getattr(st, "spent_micros", 0))
     return {"turn_count": turns, "total_cost_usd": spent / 1_000_000, "total_cost_micros": spent}
@@ -358,55 +361,63 @@ def _json(v: Any) -> str:
 class AgentContext:
     """The agent's ``ContextManager``: everything happens inside runs, through ``prepare``."""
 
-    def __init__(self, agent: ContextSubject, hooks: ClaudeHooks | None):
+    def __init__(self, facts: ContextFacts, hooks: ClaudeHooks | None):
         self.hooks = hooks
+        m = facts.models
         self.cm = Compactor(
-            window=int(agent.window),
-            summarizer=agent.model,
+            window=int(m.window),
+            summarizer=m.model,
             hooks=hooks.runner if hooks is not None else None,
-            tool_result_cap=agent.settings.tool_result_cap,
-            notify=lambda t: ClaudeHooks._notice(agent, t),
+            tool_result_cap=facts.settings.tool_result_cap,
+            notify=lambda t: ClaudeHooks._notice(facts.hooks, t),
         )
         self.loopcheck: LoopCheck | None = None
-        spec = loop_check_model(agent.model_spec, agent.settings.loop_check_model, agent.settings.env)
+        spec = loop_check_model(m.model_spec, facts.settings.loop_check_model, facts.settings.env)
         if spec is not None:
-            self.loopcheck = LoopCheck(agent.open_model(spec), model_name=spec.split(":", 1)[-1], price=_price(agent, spec.split(":", 1)[-1]))
+            self.loopcheck = LoopCheck(m.open(spec), model_name=spec.split(":", 1)[-1], price=_price(facts, spec.split(":", 1)[-1]))
         self.subagents: SubagentRunner | None = None
         self.side_budget = ParentBudget()
         """What the parent's loop has left, for the model calls tools make while a turn's tools run (the
         sub-agents', WebFetch's, WebSearch's): one, so their holds see each other's."""
 
-    def _sync(self, agent: ContextSubject) -> None:
-        cm = self.cm
-        cm.window = int(agent.window)
-        cm.summarizer = agent.model
-        cm.price = _price(agent, agent.model_name)
-        cm.transcript_path = agent.session.path
-        cm.spill_dir = agent.session.spill_dir
-        model = agent.model  # exact counts where its description says the vendor counts (Anthropic)
+    def adopt_hooks(self, claude: ClaudeHooks) -> None:
+        """Hooks that came after the manager was made (a front end's handlers in a session without hooks): the
+        run's stop check (``continue: false``) and the sub-agents' hooks use them, where there were none."""
+        self.hooks = self.hooks or claude
+        if self.subagents is not None and self.subagents.hooks is None:
+            self.subagents.hooks = claude.runner
+
+    def _sync(self, facts: ContextFacts) -> None:
+        cm, m, session = self.cm, facts.models, facts.session()
+        cm.window = int(m.window)
+        cm.summarizer = m.model
+        cm.price = _price(facts, m.name)
+        cm.transcript_path = session.path
+        cm.spill_dir = session.spill_dir
+        model = m.model  # exact counts where its description says the vendor counts (Anthropic)
         cm.counter = (lambda msgs: model.count_tokens(ModelRequest(list(msgs), (), 1))) if describe(model).counts_tokens else None
         if self.subagents is not None:
             r = self.subagents
-            r.model = agent.model
-            r.model_name = agent.model_name
-            r.model_spec = agent.model_spec
-            r.prices = agent.prices
-            r.transcript_dir = os.path.join(agent.session.dir, agent.session.id, "subagents")
-            r.record = agent.record
+            r.model = m.model
+            r.model_name = m.name
+            r.model_spec = m.model_spec
+            r.prices = m.prices
+            r.transcript_dir = os.path.join(session.dir, session.id, "subagents")
+            r.record = facts.record
 
     # -- the core's ContextManager protocol --
 
-    def prepare(self, agent: ContextSubject, messages: list[Message]) -> list[Message]:
-        self._sync(agent)
+    def prepare(self, facts: ContextFacts, messages: list[Message]) -> list[Message]:
+        self._sync(facts)
         return messages
 
-    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
-        self._sync(agent)
+    def compact(self, facts: ContextFacts, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
+        self._sync(facts)
         if self.cm.disabled:
             self.cm.disabled = False  # a manual /compact tries again
             self.cm.failures = 0
         account: Account = LedgerAccount(room)  # between runs: the session's ledger decides and charges
-        res = self.cm.compact(messages, agent.record, account=account, price=self.cm.price or _price(agent, agent.model_name), trigger="manual", custom_instructions=instructions)
+        res = self.cm.compact(messages, facts.record, account=account, price=self.cm.price or _price(facts, facts.models.name), trigger="manual", custom_instructions=instructions)
         if res.status not in ("compacted", "nothing"):
             from .protocols import AgentError
 
@@ -425,8 +436,8 @@ class AgentContext:
 
     # -- what ask() passes to run() --
 
-    def run_prepare(self, agent: ContextSubject) -> Callable[[Any, Any], str | None]:
-        self._sync(agent)
+    def run_prepare(self, facts: ContextFacts) -> Callable[[Any, Any], str | None]:
+        self._sync(facts)
         parts: list[Any] = []
         if self.hooks is not None:
             parts.append(self.hooks.check_stop)
@@ -436,23 +447,23 @@ class AgentContext:
             parts.append(self.loopcheck.prepare)
         return chain(*parts)
 
-    def wrap_executor(self, agent: ContextSubject, execute: Callable[[Sequence[ToolCall]], list[ToolResult]]) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
+    def wrap_executor(self, facts: ContextFacts, execute: Callable[[Sequence[ToolCall]], list[ToolResult]]) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
         if self.subagents is None:
             return execute
 
         def cleared(call: ToolCall) -> bool:
-            d = agent.policy.decide(call.name, call.arguments if isinstance(call.arguments, dict) else {})
+            d = facts.policy().decide(call.name, call.arguments if isinstance(call.arguments, dict) else {})
             # tool hooks record from the children's threads: with any configured, children run one at a time
             quiet = self.hooks is None or not self.hooks.sees_tool_calls()
             return getattr(d, "behavior", "deny") == "allow" and quiet
 
         # each parallel call goes through the agent's one tool-call pipeline, as every other call does
-        return parallel_executor(execute, self.subagents, cleared, max_parallel=agent.settings.max_parallel_agents,
-                                 one=agent.run_tool)
+        return parallel_executor(execute, self.subagents, cleared, max_parallel=facts.settings.max_parallel_agents,
+                                 one=facts.run_tool)
 
 
-def _price(agent: ContextSubject, name: str) -> Price:
-    return agent.prices.resolve(name)
+def _price(facts: ContextFacts, name: str) -> Price:
+    return facts.models.prices.resolve(name)
 
 
 def loop_check_model(model_spec: Any, setting: Any, env: Mapping[str, str] | None = None) -> str | None:

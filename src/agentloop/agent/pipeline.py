@@ -46,17 +46,10 @@ from typing import TYPE_CHECKING, Any
 from ..events import Observer, ToolCall, ToolFinished, ToolResult
 from ..run import read_only_call, schedule
 from ..tools import Registry, Tool
-from .protocols import (
-    AgentHooks,
-    AskPermission,
-    HookSubject,
-    PermissionAnswer,
-    PermissionReply,
-    ToolCallSubject,
-)
+from .protocols import AgentHooks, AskPermission, HookFacts, PermissionAnswer, PermissionReply
 from .tools.builtin import BASH
 
-__all__ = ["OUTSIDE_THE_SANDBOX", "ToolCalls", "ToolPipeline", "outside_reason", "run_batch"]
+__all__ = ["OUTSIDE_THE_SANDBOX", "CallSource", "ToolCalls", "ToolPipeline", "outside_reason", "run_batch"]
 
 OUTSIDE_THE_SANDBOX = "runs OUTSIDE the sandbox"
 """In the question about every Bash command that would run outside the sandbox (``outside_reason``), whoever asks."""
@@ -70,14 +63,34 @@ current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("ag
 if TYPE_CHECKING:
     from .permissions.rules import PermissionPolicy
     from .sandbox.bubblewrap import Sandbox
+    from .secret_guard import SecretGuard
+
+
+@dataclass(frozen=True, slots=True)
+class CallSource:
+    """What the agent's tool calls run with, made once by ``agent/builder.py`` (``call_source``): each read when a
+    call's pipeline is built (the registry and rules are rebuilt with the session, a front end sets its asker
+    later), so ``ToolCalls`` is never handed the agent and cannot change it."""
+
+    registry: Callable[[], Registry]
+    hooks: Callable[[], AgentHooks]
+    policy: Callable[[], PermissionPolicy]
+    sandbox: Callable[[], Sandbox]
+    secrets: Callable[[], SecretGuard]
+    ask: Callable[[], AskPermission | None]
+    facts: HookFacts
+    count_tool: Callable[[str, bool], None]
+    """Counts a finished call in the session's stats."""
+    kill_all: Callable[[], object]
+    """Ends what the calls started (Ctrl+C)."""
 
 
 @dataclass(frozen=True)
 class ToolPipeline:
     registry: Registry
     hooks: AgentHooks
-    owner: HookSubject
-    """The agent the hooks are told about (they record into its session)."""
+    owner: HookFacts
+    """What the hooks are told of the session (they record into its chain)."""
     policy: PermissionPolicy
     sandbox: Sandbox
     """A ``sandbox.Sandbox``: ``needs_prompt(command)`` names why a command needs a person, or None."""
@@ -253,7 +266,7 @@ class ToolPipeline:
 
 
 class ToolCalls:
-    """The agent's tool calls: each through a ``ToolPipeline`` built from what the agent holds now.
+    """The agent's tool calls: each through a ``ToolPipeline`` built from what the agent holds now (``CallSource``).
 
     It keeps what the calls leave behind: the calls the permission system
     refused (Claude Code's ``permission_denials``), the rules the user allowed
@@ -261,8 +274,8 @@ class ToolCalls:
     change names it).
     """
 
-    def __init__(self, owner: ToolCallSubject):
-        self.owner = owner
+    def __init__(self, source: CallSource):
+        self.source = source
         self.denials: list[dict[str, Any]] = []
         self.current: str | None = None
         self.stopping = False
@@ -271,13 +284,14 @@ class ToolCalls:
     def pipeline(self, registry: Registry | None = None, *, child: bool = False, policy: PermissionPolicy | None = None) -> ToolPipeline:
         """The pipeline over ``registry`` (default: the agent's): a sub-agent's when ``child`` (no one is asked),
         under ``policy`` (a child's: the agent's rules re-rooted at its worktree) or the agent's own."""
-        a = self.owner
-        reg, sec = registry or a.registry, a.secrets
+        a = self.source
+        reg, sec = registry or a.registry(), a.secrets()
         if child:
-            return ToolPipeline(reg, a.hooks, a, policy or a.policy, a.sandbox, sec.redact_result, sec.note_secret_args, child=True)
-        return ToolPipeline(reg, a.hooks, a, a.policy, a.sandbox, sec.redact_result, sec.note_secret_args,
-                            ask=a.ask_permission, on_always=self.always, on_denied=self._denied, on_invoke=self._invoking,
-                            on_stop=self._stop)
+            return ToolPipeline(reg, a.hooks(), a.facts, policy or a.policy(), a.sandbox(), sec.redact_result, sec.note_secret_args,
+                                child=True)
+        return ToolPipeline(reg, a.hooks(), a.facts, a.policy(), a.sandbox(), sec.redact_result, sec.note_secret_args,
+                            ask=a.ask(), on_always=self.always, on_denied=self._denied, on_invoke=self._invoking,
+                            on_stop=self.stop_turn)
 
     def run(self, call: ToolCall) -> ToolResult:
         if self.stopping:  # a call after the one the user refused, in the same reply: not run, not asked
@@ -292,7 +306,8 @@ class ToolCalls:
         self.stopping = False
         return "interrupted"
 
-    def _stop(self) -> None:
+    def stop_turn(self) -> None:
+        """The user refused a call and stopped the turn (at the pipeline's question, or a hook's)."""
         self.stopping = True
 
     def run_typed(self, call: ToolCall) -> ToolResult:
@@ -301,15 +316,14 @@ class ToolCalls:
 
     def execute(self, calls: Sequence[ToolCall], emit: Observer) -> list[ToolResult]:
         """A turn's calls (``run_batch``): side by side when each is read-only, allowed, and no tool hook sees it."""
-        a = self.owner
-        return run_batch(calls, self.run, emit, alongside=self.pipeline().alongside, count=a.stats.count_tool,
-                         on_interrupt=a.processes.kill_all)
+        return run_batch(calls, self.run, emit, alongside=self.pipeline().alongside, count=self.source.count_tool,
+                         on_interrupt=self.source.kill_all)
 
     def always(self, call: ToolCall) -> str:
         """"Always" at a prompt: a session rule allowing exactly what was approved (``toolbox.session_rule``)."""
         from .toolbox import session_rule
 
-        return session_rule(self.owner.policy, call)
+        return session_rule(self.source.policy(), call)
 
     def _denied(self, call: ToolCall) -> None:
         self.denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.arguments})

@@ -6,16 +6,15 @@ collaborator is checked against a Protocol instead of probed with ``getattr``.
 ``extensions.AgentContext``); ``NoHooks`` and ``NoContext`` stand in when
 nothing is configured.
 
-The other way round, what each part may see of the agent is a Protocol too:
-``HookSubject`` (hooks), ``ContextSubject`` (the context manager, sub-agents),
-``PartsSource`` (what ``agent/builder.py`` builds the parts from) and
-``PromptSubject`` (the system prompt). The ``Agent`` satisfies all of them;
-nothing is typed ``Any`` for it.
+The other way round, no part is handed the agent: what hooks see of it is a
+``HookFacts``, what the context manager sees a ``ContextFacts``: small frozen
+values ``agent/builder.py`` makes (what changes during a session is read through
+a callable or its owner object), so nothing writes into the agent through them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -24,45 +23,26 @@ from ..run import RunResult
 from .errors import AgentError
 
 if TYPE_CHECKING:
-    from ..budget import Ledger, PriceTable
-    from ..config.settings import SettingsSource
-    from ..mcp.agent import McpServers
-    from ..tools import Registry, Tool
+    from ..budget import Ledger
     from .agent_settings import AgentSettings
     from .model_choice import ModelChoice
-    from .model_options import ModelOptions
     from .permissions.rules import PermissionPolicy
-    from .plugins import Plugin
-    from .sandbox.bubblewrap import Sandbox, SandboxSettings
-    from .sandbox.child_env import Redactor
-    from .secret_guard import SecretGuard
-    from .session.store import Durability, Session, SessionStats
-    from .slash_commands import SlashCommands
-    from .spawn import ChildEnv
-    from .tools.background import BackgroundShells
-    from .tools.builtin import RunningProcesses
-    from .tools.session_tools import SessionLink
-    from .trust import TrustDecision
+    from .session.store import Session
 
 __all__ = [
     "AgentError",
     "AgentHooks",
     "AskPermission",
+    "ContextFacts",
     "ContextManager",
-    "ContextSubject",
     "Execute",
-    "HookSubject",
+    "HookFacts",
     "NoContext",
     "NoHooks",
-    "PartsSource",
     "PermissionAnswer",
     "PermissionReply",
     "Prepare",
     "PromptDecision",
-    "PromptSubject",
-    "ToolCallSubject",
-    "ToolboxSource",
-    "TurnSubject",
 ]
 
 PermissionAnswer = Literal["allow", "always", "deny"]
@@ -101,237 +81,72 @@ class PromptDecision:
     """Extra text for the model, added after the prompt."""
 
 
-class HookSubject(Protocol):
-    """What hooks see of the agent: its session and folder, its mode, and where to tell and ask the user."""
+@dataclass(frozen=True, slots=True)
+class HookFacts:
+    """What hooks see of the session, made once by ``agent/builder.py`` (``hook_facts``). What changes during a
+    session (its session, folder, mode, model, the front end's callbacks) is read through a callable when a
+    hook runs; none of it is the agent, and nothing can be set through it (a frozen value)."""
 
-    @property
-    def session(self) -> Session: ...
-    @property
-    def cwd(self) -> str: ...
-    @property
-    def permission_mode(self) -> str: ...
-    @property
-    def model_spec(self) -> str: ...
-    @property
-    def stop_hook_active(self) -> bool: ...
-    @property
-    def on_notice(self) -> Callable[[str], None] | None: ...
-    @property
-    def ask_permission(self) -> AskPermission | None: ...
-    def record(self, kind: str, payload: Any) -> None: ...
-
-
-class ToolCallSubject(HookSubject, Protocol):
-    """What the agent's tool calls run with (``pipeline.ToolCalls``): its hooks, tools, rules, sandbox and secrets."""
-
-    @property
-    def hooks(self) -> AgentHooks: ...
-    @property
-    def registry(self) -> Registry: ...
-    @property
-    def policy(self) -> PermissionPolicy: ...
-    @property
-    def sandbox(self) -> Sandbox: ...
-    @property
-    def secrets(self) -> SecretGuard: ...
-    @property
-    def stats(self) -> SessionStats: ...
-    @property
-    def processes(self) -> RunningProcesses: ...
+    record: Callable[[str, Any], None]
+    """Appends a record (``hook``) to the session's chain."""
+    session: Callable[[], Session | None] = lambda: None
+    cwd: Callable[[], str] = lambda: ""
+    permission_mode: Callable[[], str | None] = lambda: None
+    model_spec: Callable[[], str] = lambda: ""
+    stop_hook_active: Callable[[], bool] = lambda: False
+    """True while the turn already goes on because of a Stop hook."""
+    on_notice: Callable[[], Callable[[str], None] | None] = lambda: None
+    """Where the front end shows notices now (None: only logged)."""
+    ask_permission: Callable[[], AskPermission | None] = lambda: None
+    """Who is asked now, when a hook asks for approval (None: no one can be)."""
+    stop_turn: Callable[[], None] = lambda: None
+    """The user refused a call a hook asked about, and stopped the turn."""
+    child_env: Callable[[], MutableMapping[str, str] | None] = lambda: None
+    """The environment Bash starts with (SessionStart hooks' ``CLAUDE_ENV_FILE`` exports join it)."""
+    allowed_env: Callable[[], Collection[str]] = lambda: ()
 
 
-class ContextSubject(HookSubject, Protocol):
-    """What the context manager and the sub-agents see: the model and its prices, the window, the
-    spend cap, the permission rules, and the one way a tool call runs (``run_tool``)."""
+@dataclass(frozen=True, slots=True)
+class ContextFacts:
+    """What the context manager sees, made once by ``agent/builder.py`` (``context_facts``): the model (its owner,
+    ``ModelChoice``: the model, its name, prices and window now), the settings, the session and its chain, the
+    permission rules now, the one way a tool call runs, and the hooks' facts (for notices)."""
 
-    @property
-    def window(self) -> int: ...
-    @property
-    def model(self) -> Any: ...
-    @property
-    def model_name(self) -> str: ...
-    @property
-    def prices(self) -> PriceTable: ...
-    @property
-    def max_usd_micros(self) -> int | None: ...
-    @property
-    def stats(self) -> SessionStats: ...
-    @property
-    def policy(self) -> PermissionPolicy: ...
-    @property
-    def settings(self) -> AgentSettings: ...
-    def run_tool(self, call: ToolCall) -> ToolResult: ...
-    def tool_pipeline(self, registry: Registry | None = None, *, child: bool = False, policy: PermissionPolicy | None = None) -> Callable[[ToolCall], ToolResult]: ...
-    def open_model(self, spec: str) -> Any: ...
-
-
-class TurnSubject(ContextSubject, Protocol):
-    """What one run of a turn is given (``agent/turn.py``): the model, tools, context manager and tracing."""
-
-    @property
-    def context(self) -> ContextManager: ...
-    @property
-    def tracing(self) -> Any: ...
-    @property
-    def loop_threshold(self) -> int | None: ...
-    @property
-    def model_options(self) -> ModelOptions: ...
-    def shown_tools(self) -> Registry: ...
-    def tools_changed(self) -> Registry | None: ...
-
-
-class PromptSubject(Protocol):
-    """What the system prompt is made of: the session's facts, memory and skills."""
-
-    @property
-    def cwd(self) -> str: ...
-    @property
-    def env(self) -> Mapping[str, str]: ...
-    @property
-    def child_env(self) -> ChildEnv: ...
-    @property
-    def model_spec(self) -> str: ...
-    @property
-    def permission_mode(self) -> str: ...
-    @property
-    def memory_text(self) -> str: ...
-    @property
-    def skills(self) -> Mapping[str, Any]: ...
-    @property
-    def add_dirs(self) -> list[str]: ...
-    @property
-    def model_options(self) -> ModelOptions: ...
-    @property
-    def max_usd_micros(self) -> int | None: ...
-    @property
-    def sandbox(self) -> Sandbox: ...
-    @property
-    def sandbox_settings(self) -> SandboxSettings: ...
-
-
-class PartsSource(ContextSubject, PromptSubject, Protocol):
-    """What ``agent/builder.py`` builds the parts from: the agent's settings, folders, environment,
-    tools and sandbox (read when a part is made, and by the sub-agents' tools when a child starts)."""
-
-    def child_system_prompt(self, cwd: str) -> str: ...
-    def file_changed(self, path: str, before: bytes | None, after: bytes) -> None: ...
-    @property
-    def home(self) -> str: ...
-    @property
-    def new_session_id(self) -> str | None: ...
-    @property
-    def env(self) -> Mapping[str, str]: ...
-    @property
-    def sources(self) -> list[SettingsSource]: ...
-    @property
-    def plugins(self) -> list[Plugin]: ...
-    @property
-    def commands(self) -> Mapping[str, Any]: ...
-    @property
-    def skills(self) -> Mapping[str, Any]: ...
-    @property
-    def trust(self) -> TrustDecision: ...
-    @property
-    def durability(self) -> Durability: ...
-    @property
-    def mcp_in_background(self) -> bool: ...
-    @property
-    def tracing(self) -> Any: ...
-    @property
-    def child_env(self) -> ChildEnv: ...
-    @property
-    def add_dirs(self) -> list[str]: ...
-    @property
-    def shell_timeout_s(self) -> float: ...
-    @property
-    def shell_max_timeout_s(self) -> float | None: ...
-    @property
-    def processes(self) -> RunningProcesses: ...
-    @property
-    def background(self) -> BackgroundShells: ...
-    @property
-    def sandbox(self) -> Sandbox: ...
-    @property
-    def redactor(self) -> Redactor: ...
-    @property
-    def extra_tools(self) -> Sequence[Tool]: ...
-    @property
-    def load_warnings(self) -> list[str]: ...
-    @property
-    def models(self) -> ModelChoice: ...
-
-
-class ToolboxSource(Protocol):
-    """What a session's tools are built from (``toolbox.Toolbox.build``): the settings, folders, sandbox,
-    secrets, the session (its spill folder), commands and skills, and the tools beside the built-in ones."""
-
-    @property
-    def settings(self) -> AgentSettings: ...
-    @property
-    def permission_mode(self) -> str: ...
-    @property
-    def cwd(self) -> str: ...
-    @property
-    def home(self) -> str: ...
-    @property
-    def env(self) -> Mapping[str, str]: ...
-    @property
-    def cli_rules(self) -> list[tuple[str, str]]: ...
-    @property
-    def sandbox_settings(self) -> SandboxSettings: ...
-    @property
-    def sandbox(self) -> Sandbox: ...
-    @property
-    def context(self) -> ContextManager: ...
-    @property
-    def add_dirs(self) -> list[str]: ...
-    @property
-    def session(self) -> Session: ...
-    @property
-    def secrets(self) -> SecretGuard: ...
-    @property
-    def shell_timeout_s(self) -> float: ...
-    @property
-    def shell_max_timeout_s(self) -> float | None: ...
-    @property
-    def session_link(self) -> SessionLink: ...
-    @property
-    def given_registry(self) -> Registry | None: ...
-    @property
-    def slash(self) -> SlashCommands: ...
-    @property
-    def extra_tools(self) -> list[Tool]: ...
-    @property
-    def mcp_servers(self) -> McpServers | None: ...
-    def file_changed(self, path: str, before: bytes | None, after: bytes) -> None: ...
+    models: ModelChoice
+    settings: AgentSettings
+    session: Callable[[], Session]
+    record: Callable[[str, Any], None]
+    policy: Callable[[], PermissionPolicy]
+    run_tool: Callable[[ToolCall], ToolResult]
+    hooks: HookFacts
 
 
 class AgentHooks(Protocol):
-    def session_start(self, agent: HookSubject, source: str) -> str: ...
-    def user_prompt_submit(self, agent: HookSubject, prompt: str) -> PromptDecision: ...
-    def pre_tool_use(self, agent: HookSubject, call: ToolCall) -> ToolCall | ToolResult: ...
+    def session_start(self, facts: HookFacts, source: str) -> str: ...
+    def user_prompt_submit(self, facts: HookFacts, prompt: str) -> PromptDecision: ...
+    def pre_tool_use(self, facts: HookFacts, call: ToolCall) -> ToolCall | ToolResult: ...
     def approved(self, call: ToolCall) -> bool: ...
-    def post_tool_use(self, agent: HookSubject, call: ToolCall, result: ToolResult) -> ToolResult: ...
-    def stop(self, agent: HookSubject, result: RunResult) -> str | None: ...
-    def session_end(self, agent: HookSubject, reason: str) -> None: ...
+    def post_tool_use(self, facts: HookFacts, call: ToolCall, result: ToolResult) -> ToolResult: ...
+    def stop(self, facts: HookFacts, result: RunResult) -> str | None: ...
+    def session_end(self, facts: HookFacts, reason: str) -> None: ...
     def sees_tool_calls(self) -> bool: ...
-    def permission_request(self, agent: HookSubject, call: ToolCall) -> tuple[str, str] | None: ...
-    def notification(self, agent: HookSubject, message: str, kind: str) -> None: ...
-    def scoped_hooks(self, agent: HookSubject, value: Any, where: str, plugin_root: str,
+    def permission_request(self, facts: HookFacts, call: ToolCall) -> tuple[str, str] | None: ...
+    def notification(self, facts: HookFacts, message: str, kind: str) -> None: ...
+    def scoped_hooks(self, facts: HookFacts, value: Any, where: str, plugin_root: str,
                      trusted: bool) -> Callable[[], None] | None: ...
 
 
 class NoHooks:
     """No hooks configured: every event passes through unchanged."""
 
-    def session_start(self, agent: HookSubject, source: str) -> str:
+    def session_start(self, facts: HookFacts, source: str) -> str:
         """Returns extra context for the model ("" for none)."""
         return ""
 
-    def user_prompt_submit(self, agent: HookSubject, prompt: str) -> PromptDecision:
+    def user_prompt_submit(self, facts: HookFacts, prompt: str) -> PromptDecision:
         return PromptDecision(prompt)
 
-    def pre_tool_use(self, agent: HookSubject, call: ToolCall) -> ToolCall | ToolResult:
+    def pre_tool_use(self, facts: HookFacts, call: ToolCall) -> ToolCall | ToolResult:
         """Return the call (maybe rewritten) to go on, or a result to refuse it."""
         return call
 
@@ -339,17 +154,17 @@ class NoHooks:
         """True when a PreToolUse hook allowed ``call``: the mode's own prompt is skipped (rules still apply)."""
         return False
 
-    def post_tool_use(self, agent: HookSubject, call: ToolCall, result: ToolResult) -> ToolResult:
+    def post_tool_use(self, facts: HookFacts, call: ToolCall, result: ToolResult) -> ToolResult:
         return result
 
-    def stop(self, agent: HookSubject, result: RunResult) -> str | None:
+    def stop(self, facts: HookFacts, result: RunResult) -> str | None:
         """Return a reason to keep going (the next user message of the same turn), or None to stop.
 
-        ``agent.stop_hook_active`` says whether the turn already goes on because of a Stop hook.
+        ``facts.stop_hook_active()`` says whether the turn already goes on because of a Stop hook.
         """
         return None
 
-    def session_end(self, agent: HookSubject, reason: str) -> None:
+    def session_end(self, facts: HookFacts, reason: str) -> None:
         return None
 
     def sees_tool_calls(self) -> bool:
@@ -357,26 +172,26 @@ class NoHooks:
         then run one at a time (hooks record from the calling thread)."""
         return False
 
-    def permission_request(self, agent: HookSubject, call: ToolCall) -> tuple[str, str] | None:
+    def permission_request(self, facts: HookFacts, call: ToolCall) -> tuple[str, str] | None:
         """A call is about to ask for permission: ``("allow" | "deny", message)`` decides it, None asks as usual."""
         return None
 
-    def notification(self, agent: HookSubject, message: str, kind: str) -> None:
+    def notification(self, facts: HookFacts, message: str, kind: str) -> None:
         """The user is about to be asked or told something (``kind``: ``permission_prompt``...)."""
         return None
 
-    def scoped_hooks(self, agent: HookSubject, value: Any, where: str, plugin_root: str,
+    def scoped_hooks(self, facts: HookFacts, value: Any, where: str, plugin_root: str,
                      trusted: bool) -> Callable[[], None] | None:
         """A command's or skill's front matter ``hooks``, added while it is active; what takes them out (None: none)."""
         return None
 
 
 class ContextManager(Protocol):
-    def prepare(self, agent: ContextSubject, messages: list[Message]) -> list[Message]: ...
-    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
+    def prepare(self, facts: ContextFacts, messages: list[Message]) -> list[Message]: ...
+    def compact(self, facts: ContextFacts, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
         """A manual compaction between runs; its side call decided and charged by ``room``, the session's ledger."""
-    def run_prepare(self, agent: ContextSubject) -> Prepare | None: ...
-    def wrap_executor(self, agent: ContextSubject, execute: Execute) -> Execute: ...
+    def run_prepare(self, facts: ContextFacts) -> Prepare | None: ...
+    def wrap_executor(self, facts: ContextFacts, execute: Execute) -> Execute: ...
     def read_only_agent_types(self) -> frozenset[str]: ...
     def warns_of_window(self) -> bool: ...
 
@@ -384,17 +199,17 @@ class ContextManager(Protocol):
 class NoContext:
     """No context management: messages go to the model as they are."""
 
-    def prepare(self, agent: ContextSubject, messages: list[Message]) -> list[Message]:
+    def prepare(self, facts: ContextFacts, messages: list[Message]) -> list[Message]:
         return messages
 
-    def compact(self, agent: ContextSubject, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
+    def compact(self, facts: ContextFacts, messages: list[Message], instructions: str, room: Ledger) -> list[Message]:
         raise AgentError("compaction is not available in this build")
 
-    def run_prepare(self, agent: ContextSubject) -> Prepare | None:
+    def run_prepare(self, facts: ContextFacts) -> Prepare | None:
         """The run's ``prepare`` (compaction, the loop check, sub-agents' budget binding), or None."""
         return None
 
-    def wrap_executor(self, agent: ContextSubject, execute: Execute) -> Execute:
+    def wrap_executor(self, facts: ContextFacts, execute: Execute) -> Execute:
         """The turn's executor, maybe wrapped (sub-agents of read-only types run side by side)."""
         return execute
 

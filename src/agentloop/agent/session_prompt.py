@@ -7,22 +7,48 @@ longest common prefix). The dynamic part is the environment block (git asked
 once a session), the memory files, the skills' index and
 ``--append-system-prompt``; ``--system-prompt`` replaces the built-in prompt,
 and only ``--append-system-prompt`` stays beside it.
+
+What the prompt is made of is a ``PromptFacts``: a frozen value the builder
+makes from the agent each time the prompt is asked for (``builder.prompt_facts``),
+so this module never sees the agent.
 """
 
 from __future__ import annotations
 
 import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..events import Message
-from .protocols import PromptSubject
 
 if TYPE_CHECKING:
     from .model_options import ModelOptions
     from .sandbox.bubblewrap import Sandbox, SandboxSettings
 
-__all__ = ["SessionPrompt", "options_fact"]
+__all__ = ["PromptFacts", "SessionPrompt", "options_fact"]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFacts:
+    """The session's facts the system prompt says, as they are now: where it works, its model and mode, the
+    sandbox and the cap (as lines), the memory files and skills."""
+
+    cwd: str
+    shell: str
+    child_env: Mapping[str, str]
+    """What git is asked with (the environment children start with)."""
+    model_spec: str
+    permission_mode: str
+    memory_text: str
+    skills: Mapping[str, Any]
+    add_dirs: tuple[str, ...]
+    max_output_tokens: int | None
+    sandbox: str
+    """``sandbox_fact``'s line."""
+    cap: str
+    """``cap_fact``'s line."""
 
 
 class SessionPrompt:
@@ -40,7 +66,7 @@ class SessionPrompt:
         """The git snapshot is taken again for each session."""
         self._git = None
 
-    def messages(self, a: PromptSubject) -> list[Message]:
+    def messages(self, a: PromptFacts) -> list[Message]:
         static = self.override if self.override is not None else _static(a)
         dynamic = self.dynamic(a)
         out: list[Message] = [{"role": "system", "content": static, "cache_boundary": True}]
@@ -48,7 +74,7 @@ class SessionPrompt:
             out.append({"role": "system", "content": dynamic})
         return out
 
-    def dynamic(self, a: PromptSubject) -> str:
+    def dynamic(self, a: PromptFacts) -> str:
         if self.override is not None:  # --system-prompt replaces the built-in prompt: only --append-system-prompt stays
             return self.append or ""
         parts = [self.environment(a)]
@@ -64,7 +90,7 @@ class SessionPrompt:
             parts.append(self.append)
         return "\n\n".join(parts)
 
-    def environment(self, a: PromptSubject) -> str:
+    def environment(self, a: PromptFacts) -> str:
         """The environment block of the system prompt (``agent/system_prompt.py``); git is asked once a session."""
         from .system_prompt import git_snapshot
 
@@ -72,7 +98,7 @@ class SessionPrompt:
             self._git = (git_snapshot(a.cwd, a.child_env),)
         return _environment(a, a.cwd, self._git[0])
 
-    def for_child(self, a: PromptSubject, cwd: str) -> str:
+    def for_child(self, a: PromptFacts, cwd: str) -> str:
         """What a sub-agent working in ``cwd`` is told besides its type's prompt: the parent's working rules
         (the same static prompt, or ``--system-prompt``), the environment block as seen from ``cwd`` (its git
         state asked there), and the memory files."""
@@ -85,7 +111,7 @@ class SessionPrompt:
         return "\n\n".join(parts)
 
 
-def _static(a: PromptSubject) -> str:
+def _static(a: PromptFacts) -> str:
     """The built-in prompt, naming the one edit tool the model is offered (``system_prompt.static_prompt``)."""
     from ..providers import edit_format
     from .system_prompt import static_prompt
@@ -93,14 +119,13 @@ def _static(a: PromptSubject) -> str:
     return static_prompt(edit_format(a.model_spec))
 
 
-def _environment(a: PromptSubject, cwd: str, git: str | None) -> str:
-    from .system_prompt import EnvFacts, environment_block, shell_name
+def _environment(a: PromptFacts, cwd: str, git: str | None) -> str:
+    from .system_prompt import EnvFacts, environment_block
 
     return environment_block(EnvFacts(
-        cwd=cwd, platform=f"{platform.system()} {platform.release()}", shell=shell_name(a.env),
+        cwd=cwd, platform=f"{platform.system()} {platform.release()}", shell=a.shell,
         date=f"{datetime.now(timezone.utc):%Y-%m-%d}", model=a.model_spec, permission_mode=a.permission_mode,
-        sandbox=sandbox_fact(a.sandbox_settings, a.sandbox), cap=cap_fact(a.max_usd_micros), git=git,
-        add_dirs=a.add_dirs, max_output_tokens=a.model_options.max_output_tokens,
+        sandbox=a.sandbox, cap=a.cap, git=git, add_dirs=a.add_dirs, max_output_tokens=a.max_output_tokens,
     ))
 
 

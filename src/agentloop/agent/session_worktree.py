@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..tools import Registry, Tool, ToolError
 from .tools.record import ToolRecord
 
-__all__ = ["SessionWorktree", "moved_tools", "session_worktree"]
+__all__ = ["SessionWorktree", "WorktreePlace", "moved_tools", "session_worktree"]
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -48,16 +50,18 @@ EXIT_SCHEMA: dict[str, Any] = {
 }
 
 
-class WorktreeSubject(Protocol):
-    """What moving the session needs of the agent."""
+@dataclass(frozen=True, slots=True)
+class WorktreePlace:
+    """What moving the session needs, made once by ``agent/builder.py``: where it works and its session's id now,
+    its sub-agents' runner, the tools it shows, and ``move_to``, the agent's own method that moves it (its
+    folder, the sandbox's read-only extra roots, its tools): this module never sets anything on the agent."""
 
-    cwd: str
-    context: Any
-    sandbox: Any
-    session: Any
-
-    def build_tools(self) -> None: ...
-    def shown_tools(self) -> Registry: ...
+    cwd: Callable[[], str]
+    session_id: Callable[[], str]
+    subagents: Callable[[], Any]
+    """The ``SubagentRunner``, or None."""
+    move_to: Callable[[str, Sequence[str]], None]
+    shown_tools: Callable[[], Registry]
 
 
 ENTER_WORKTREE = ToolRecord(
@@ -77,8 +81,8 @@ EXIT_WORKTREE = ToolRecord(
 class SessionWorktree:
     """Where the session works: its own checkout, or a worktree it entered."""
 
-    def __init__(self, agent: WorktreeSubject):
-        self.agent = agent
+    def __init__(self, place: WorktreePlace):
+        self.place = place
         self.wt: Any = None
         self.home_cwd: str | None = None
         self.label = ""
@@ -91,16 +95,17 @@ class SessionWorktree:
     def enter(self, name: str | None = None) -> str:
         from .subagents.worktree import Worktree, has_commit
 
-        a = self.agent
+        a = self.place
         if self.wt is not None:
             raise ToolError(f"the session is already in a worktree at {self.wt.cwd}; ExitWorktree first")
         if name is not None and not _NAME.fullmatch(name):
             raise ToolError(f"EnterWorktree: name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
-        if not has_commit(a.cwd):
-            raise ToolError(f"EnterWorktree needs a git repository with a commit; {a.cwd} is not in one")
-        self.label = f"session-{name or a.session.id}"
-        self.wt = Worktree.create(a.cwd, self.label)
-        self.home_cwd = a.cwd
+        cwd = a.cwd()
+        if not has_commit(cwd):
+            raise ToolError(f"EnterWorktree needs a git repository with a commit; {cwd} is not in one")
+        self.label = f"session-{name or a.session_id()}"
+        self.wt = Worktree.create(cwd, self.label)
+        self.home_cwd = cwd
         self._move(self.wt.cwd)
         return (f"The session now works in {self.wt.cwd}, a new git worktree of {self.wt.repo} on branch {self.wt.branch} "
                 "(the uncommitted work came along). ExitWorktree returns to the original checkout.")
@@ -117,7 +122,7 @@ class SessionWorktree:
             wt.discard()
             out = "Removed the worktree and its branch; its changes were dropped."
         else:
-            runner = getattr(self.agent.context, "subagents", None)
+            runner = self.place.subagents()
             res = runner._merge_back(wt, self.label) if runner is not None else wt.finish(self.label)
             if res.get("applied") == "applied":
                 wt.drop_branch()  # its changes are in the checkout now
@@ -127,14 +132,12 @@ class SessionWorktree:
         return f"The session is back in {home}. {out}"
 
     def _move(self, cwd: str) -> None:
-        a = self.agent
-        a.cwd = cwd
-        runner = getattr(a.context, "subagents", None)
+        runner = self.place.subagents()
         if runner is not None:
             runner.cwd = cwd
-        # the original repository, read-only, in the sandbox: the worktree's git data lives there
-        a.sandbox.also_read = (self.wt.repo,) if self.wt is not None else ()
-        a.build_tools()  # workspace, sandbox roots and permission rules at the new place
+        # the original repository, read-only, in the sandbox: the worktree's git data lives there; the agent
+        # rebuilds its workspace, sandbox roots and permission rules at the new place
+        self.place.move_to(cwd, (self.wt.repo,) if self.wt is not None else ())
         self.moved = True
 
 
@@ -153,11 +156,17 @@ _MADE: weakref.WeakKeyDictionary[Any, SessionWorktree] = weakref.WeakKeyDictiona
 """Each agent's ``SessionWorktree``."""
 
 
-def session_worktree(subject: WorktreeSubject) -> SessionWorktree:
-    """The agent's ``SessionWorktree`` (made once)."""
+def session_worktree(subject: object, place: WorktreePlace | None = None) -> SessionWorktree:
+    """The agent's ``SessionWorktree``: made once, by the builder, from ``place``.
+
+    Raises:
+        ToolError: ``subject`` has none yet and no ``place`` is given.
+    """
     sw = _MADE.get(subject)
     if sw is None:
-        sw = _MADE[subject] = SessionWorktree(subject)
+        if place is None:
+            raise ToolError("this session cannot move into a worktree (it was not built with one)")
+        sw = _MADE[subject] = SessionWorktree(place)
     return sw
 
 
@@ -167,4 +176,4 @@ def moved_tools(subject: object) -> Registry | None:
     if sw is None or not sw.moved:
         return None
     sw.moved = False
-    return sw.agent.shown_tools()
+    return sw.place.shown_tools()

@@ -1,12 +1,14 @@
 """A session's tools: the permission policy, the workspace, the registry, and which tools the model is shown.
 
 ``Toolbox.build`` is called when the agent starts and again when the session
-changes (the tools' spill folder is the session's). The registry holds the
-built-in tools (or the one the agent was given), the ``Skill`` tool when there
-are skills, and the tools beside them (``extra_tools``: the ``Agent`` tool and
-the MCP servers' tools, which stay across sessions). An MCP server that changes
-its list swaps its tools in a new registry (``sync_mcp``); a run in progress
-keeps the one it holds.
+changes (the tools' spill folder is the session's), from a ``ToolboxInputs``: a
+frozen value the agent makes with exactly what the tools are built from (it is
+not handed the agent). The registry holds the built-in tools (or the one the
+agent was given), the ``Skill`` tool when there are skills, and the tools beside
+them (``ExtraTools``: the ``Agent`` tool and the MCP servers' tools, which stay
+across sessions; that object is the one place they change). An MCP server that
+changes its list swaps its tools in a new registry (``sync_mcp``); a run in
+progress keeps the one it holds.
 """
 
 from __future__ import annotations
@@ -15,15 +17,15 @@ import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.settings import ConfigError, user_home
 from ..events import ToolCall
 from ..providers.record import EDIT_FORMAT, PATCH_FORMAT
 from ..tools import Registry, Tool
-from .protocols import AgentError, ToolboxSource
+from .protocols import AgentError
 from .tools.apply_patch import APPLY_PATCH
 from .tools.builtin import BASH, EDIT
 from .tools.catalog import path_arguments
@@ -31,6 +33,7 @@ from .tools.web_fetch import WEB_FETCH
 from .tools.web_search import WEB_SEARCH
 
 if TYPE_CHECKING:
+    from ..config.settings import SettingsSource
     from ..mcp.agent import McpServers
     from .agent_settings import AgentSettings
     from .permissions.rules import PermissionPolicy
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentloop.agent")
 
-__all__ = ["ToolSetup", "Toolbox", "open_sandbox", "patch_guard", "session_rule"]
+__all__ = ["ExtraTools", "ToolSetup", "Toolbox", "ToolboxInputs", "open_sandbox", "patch_guard", "session_rule"]
 
 
 def patch_guard(policy: PermissionPolicy, real: str) -> str | None:
@@ -108,9 +111,70 @@ class ToolSetup:
         )
 
 
+class ExtraTools:
+    """The tools beside the built-in ones (the ``Agent`` tool, the worktree and web tools, the MCP servers'):
+    they stay across sessions, and this object is the one place they change (``add``, ``swap``)."""
+
+    __slots__ = ("_tools",)
+
+    def __init__(self, tools: Sequence[Tool] = ()):
+        self._tools: list[Tool] = list(tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(tuple(self._tools))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> set[str]:
+        return {t.name for t in self._tools}
+
+    def add(self, tools: Sequence[Tool]) -> None:
+        self._tools += tools
+
+    def swap(self, owns: Callable[[Tool], bool], fresh: Sequence[Tool]) -> None:
+        """The tools ``owns`` claims (one MCP manager's) give way to ``fresh``."""
+        self._tools = [t for t in self._tools if not owns(t)] + list(fresh)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolboxInputs:
+    """What a session's tools are built from (``Toolbox.build``), made by the agent each time it builds them:
+    the settings' sources, mode, folders and environment, the sandbox and its hook files, the secrets' child
+    environment and redactor, the session's spill folder and link, commands' skills, and the tools beside
+    the built-in ones. Nothing in it is the agent; the objects it holds change themselves through their own
+    methods (``Sandbox.work_in``, ``ExtraTools.add``)."""
+
+    sources: tuple[SettingsSource, ...]
+    permission_mode: str
+    cwd: str
+    home: str
+    env: Mapping[str, str]
+    cli_rules: tuple[tuple[str, str], ...]
+    hook_files: tuple[str, ...]
+    """The scripts trusted hooks run (protected: an edit of one asks in every mode)."""
+    sandbox: Sandbox
+    read_only_agent_types: frozenset[str]
+    add_dirs: tuple[str, ...]
+    spill_dir: str
+    child_env: Mapping[str, str]
+    """The environment children start with: the secrets' own mapping (SessionStart hooks may add to it later)."""
+    redact: Callable[[str], str]
+    shell_timeout_s: float
+    shell_max_timeout_s: float | None
+    session_link: SessionLink
+    given_registry: Registry | None
+    skills: dict[str, Any]
+    skill_loaded: Callable[..., Any]
+    skill_bangs: Callable[..., Any]
+    extra_tools: ExtraTools
+    mcp_servers: McpServers | None
+    file_changed: Callable[[str, bytes | None, bytes], None]
+
+
 class Toolbox:
     def __init__(self, policy: PermissionPolicy, workspace: Workspace, processes: RunningProcesses,
-                 background: BackgroundShells, registry: Registry, extra_tools: list[Tool], setup: ToolSetup,
+                 background: BackgroundShells, registry: Registry, extra_tools: ExtraTools, setup: ToolSetup,
                  add_dirs: Sequence[str] = ()):
         self.policy = policy
         self.workspace = workspace
@@ -118,14 +182,14 @@ class Toolbox:
         self.background = background
         self.registry = registry
         self.extra_tools = extra_tools
-        """The agent's tools beside the built-in ones (shared with it: they stay across sessions)."""
+        """The tools beside the built-in ones (they stay across sessions: changed only through their own methods)."""
         self.setup = setup
         """What the built-in tools were made with: a sub-agent's are made from it (``ToolSetup.for_child``)."""
         self.add_dirs = tuple(add_dirs)
         """The additional directories: the agent's and the permission settings' (the agent takes these)."""
 
     @classmethod
-    def build(cls, src: ToolboxSource) -> Toolbox:
+    def build(cls, src: ToolboxInputs) -> Toolbox:
         """The policy, workspace and registry of ``src``'s session.
 
         Raises:
@@ -135,17 +199,17 @@ class Toolbox:
         from .tools.builtin import RunningProcesses
         from .tools.workspace import Workspace
 
-        spill = src.session.spill_dir
+        spill = src.spill_dir
         policy = _policy(src)
         add_dirs = tuple(dict.fromkeys([*src.add_dirs, *policy.additional_directories]))  # the agent takes them (build_tools)
         if src.mcp_servers is not None:
             src.mcp_servers.spill_to(spill)
         workspace = Workspace(src.cwd, list(add_dirs), on_write=src.file_changed)
         # deny rules hold where programs start, too
-        src.sandbox.work_in((src.cwd, *add_dirs), policy.denied_programs, src.secrets.child_env.get("PATH"))
+        src.sandbox.work_in((src.cwd, *add_dirs), policy.denied_programs, src.child_env.get("PATH"))
         processes, background = RunningProcesses(), BackgroundShells(spill)
-        setup = ToolSetup(src.cwd, add_dirs, spill, policy, src.sandbox, src.secrets.child_env,
-                          src.secrets.redactor.text, processes, background, int(src.shell_timeout_s),
+        setup = ToolSetup(src.cwd, add_dirs, spill, policy, src.sandbox, src.child_env,
+                          src.redact, processes, background, int(src.shell_timeout_s),
                           src.shell_max_timeout_s, src.file_changed, src.session_link)
         given = src.given_registry
         box = cls(policy, workspace, processes, background, given if given is not None else Registry(), src.extra_tools,
@@ -157,12 +221,12 @@ class Toolbox:
                 box.registry.register(t)
         return box
 
-    def _builtin(self, src: ToolboxSource) -> Registry:
+    def _builtin(self, src: ToolboxInputs) -> Registry:
         from .commands import skill_tool
 
         reg = self.setup.registry()
-        if src.slash.skills:
-            reg.register(skill_tool(src.slash.skills, on_load=src.slash.skill_loaded, preprocess=src.slash.skill_tool_bangs))
+        if src.skills:
+            reg.register(skill_tool(src.skills, on_load=src.skill_loaded, preprocess=src.skill_bangs))
         return reg
 
     def shown(self, model_spec: str) -> Registry:
@@ -177,8 +241,8 @@ class Toolbox:
 
     def register(self, tools: Sequence[Tool]) -> None:
         """Add tools (MCP, sub-agents) now and whenever the registry is rebuilt."""
+        self.extra_tools.add(tools)
         for t in tools:
-            self.extra_tools.append(t)
             if t.name not in self.registry:
                 self.registry.register(t)
 
@@ -191,7 +255,7 @@ class Toolbox:
         if fresh is None:
             return False
         owns = servers.owns
-        self.extra_tools[:] = [t for t in self.extra_tools if not owns(t)] + fresh
+        self.extra_tools.swap(owns, fresh)
         # the MCP tools are swapped in a new registry: the built-in tools (and the workspace and background
         # shells they share) stay as they are, since a run may be in progress
         kept = [t for t in self.registry if not owns(t)]
@@ -205,20 +269,20 @@ class Toolbox:
 
         if servers is None:
             return format_status([])
-        text, fresh = servers.status({t.name for t in self.extra_tools})
+        text, fresh = servers.status(self.extra_tools.names())
         if fresh:
             self.register(fresh)
         return text
 
 
-def _policy(src: ToolboxSource) -> PermissionPolicy:
+def _policy(src: ToolboxInputs) -> PermissionPolicy:
     from .permissions.rules import ModeError, PermissionPolicy
     try:
-        policy = PermissionPolicy.from_settings(list(src.settings.sources), mode=src.permission_mode, cwd=src.cwd,
+        policy = PermissionPolicy.from_settings(list(src.sources), mode=src.permission_mode, cwd=src.cwd,
                                                 user_home=user_home(src.env))
         from .permissions.unsandboxed import drop_foreign
 
-        for line in drop_foreign(policy, [s.path for s in src.settings.sources if s.in_project]):
+        for line in drop_foreign(policy, [s.path for s in src.sources if s.in_project]):
             log.warning(line)  # a repository's settings cannot let a command run outside the sandbox
         for behavior, text in src.cli_rules:
             if not policy.managed_only(behavior, f"--allowedTools {text}"):
@@ -228,8 +292,8 @@ def _policy(src: ToolboxSource) -> PermissionPolicy:
     except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
         raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
     # sessions, keys, user settings; the scripts trusted hooks run: an edit of one asks in every mode
-    policy.protected_roots = [os.path.realpath(src.home), *src.sandbox_settings.hook_files]
-    policy.read_only_agent_types = src.context.read_only_agent_types()  # plan mode may launch these: their tools change nothing
+    policy.protected_roots = [os.path.realpath(src.home), *src.hook_files]
+    policy.read_only_agent_types = src.read_only_agent_types  # plan mode may launch these: their tools change nothing
     if src.mcp_servers is not None:
         policy.mcp_servers = src.mcp_servers.manager.server_of  # rules name a server exactly: mcp__a__* never covers server a__b
         from ..mcp.agent import RESOURCE_TOOLS

@@ -5,29 +5,58 @@ sink (traced when tracing is on), the tools shown this turn, the context
 manager's ``prepare`` and executor, and the run's id (``SESSION/TURN``, or
 ``SESSION/TURN.PART`` for a run a Stop hook continued). Replies that reported
 no usage are counted at the loop's estimate, and the session's totals say so.
+What a run is handed is a ``TurnInputs``, a frozen value ``agent/builder.py``
+makes when the run starts (``turn_inputs``): never the agent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..budget import Budget
 from ..events import Message, Observed, Observer, ToolCall, ToolResult, TurnRecorded
 from ..run import RunResult
-from .protocols import TurnSubject
-from .session_worktree import moved_tools
+from ..tools import Registry
+from .protocols import ContextFacts, ContextManager
 from .subagents.background import keep_going, ledger_for, notify, stop_on_interrupt
 
-__all__ = ["keep_going", "now_iso", "run_once", "stop_children"]
+if TYPE_CHECKING:
+    from ..budget import PriceTable
+    from .session.store import Session
+
+__all__ = ["TurnInputs", "keep_going", "now_iso", "run_once", "stop_children"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInputs:
+    """What one run of a turn is handed: the session, the model as it is now, the tools shown this run, the context
+    manager and what it sees, tracing, and where to learn of tools that changed during the run."""
+
+    session: Session
+    cwd: str
+    model: Any
+    model_spec: str
+    model_name: str
+    prices: PriceTable
+    tools: Registry
+    context: ContextManager
+    """Also where the sub-agents' background children are found (``subagents/background.py``)."""
+    facts: ContextFacts
+    tracing: Any
+    loop_threshold: int | None
+    max_output_tokens: int
+    tools_changed: Callable[[], Registry | None]
+    """After each tool batch: the tools now shown, when they changed (a worktree entered, an MCP server's list)."""
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Observer | None, n: int, part: int,
+def run_once(a: TurnInputs, messages: list[Message], budget: Budget, outer: Observer | None, n: int, part: int,
              execute: Callable[[Sequence[ToolCall], Observer], list[ToolResult]],
              stop: Callable[[Any, Any], str | None] | None = None) -> tuple[RunResult, bool]:
     """One run of the loop for turn ``n`` (``part`` > 0: continued by a Stop hook); True when its tokens
@@ -60,11 +89,10 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
         model, traced, emit = a.tracing.wrap(a.model, s, emit, model_name=a.model_spec, run_id=run_id, conversation_id=s.id)
         sink = traced
     result = run(
-        model, a.shown_tools(), messages, budget, transcript=sink, prices=a.prices, model_name=a.model_name,
-        run_id=run_id, meta=meta, observer=emit, executor=a.context.wrap_executor(a, lambda calls: execute(calls, emit)),
-        prepare=chain(stop, a.context.run_prepare(a)), loop_threshold=a.loop_threshold,
-        max_output_tokens=a.model_options.max_output_tokens, continues=s.continuation(),
-        tools_changed=lambda: moved_tools(a) or a.tools_changed(),  # the session entered or left a worktree
+        model, a.tools, messages, budget, transcript=sink, prices=a.prices, model_name=a.model_name,
+        run_id=run_id, meta=meta, observer=emit, executor=a.context.wrap_executor(a.facts, lambda calls: execute(calls, emit)),
+        prepare=chain(stop, a.context.run_prepare(a.facts)), loop_threshold=a.loop_threshold,
+        max_output_tokens=a.max_output_tokens, continues=s.continuation(), tools_changed=a.tools_changed,
         ledger=ledger_for(a, budget),
     )
     stop_on_interrupt(a, result)
@@ -79,12 +107,10 @@ def run_once(a: TurnSubject, messages: list[Message], budget: Budget, outer: Obs
     return result, est_in + est_out > 0
 
 
-def stop_children(a: TurnSubject) -> int:
+def stop_children(context: ContextManager) -> int:
     """The session ends: background sub-agents stop, what they recorded is written while it is open; returns what
     they were billed that no run took (micro-USD), for the agent to add to the session's spend (``session_end``)."""
-    from .subagents.background import _of
-
-    bg = _of(a)
+    bg = getattr(getattr(context, "subagents", None), "background", None)
     if bg is None:
         return 0
     bg.close()
