@@ -52,6 +52,29 @@ class Log:
             self.events.append(("end", i))
         return i
 
+    async def atool(self, i: int, waits: bool) -> int:
+        """``tool`` for ``arun``, awaited on its loop (a sync tool would run on the loop's few worker threads)."""
+        with self.lock:
+            self.events.append(("start", i))
+        self.started[i].set()
+        if waits and i in PARTNER:
+            for _ in range(300):
+                if self.started[PARTNER[i]].is_set():
+                    break
+                await asyncio.sleep(0.01)
+        with self.lock:
+            self.events.append(("end", i))
+        return i
+
+    def atools(self) -> list[Tool]:
+        async def look(i: int) -> int:
+            return await self.atool(i, True)
+
+        async def change(i: int) -> int:
+            return await self.atool(i, False)
+
+        return [Tool("look", "reads", SCHEMA, look, read_only=True), Tool("change", "writes", SCHEMA, change)]
+
     def tools(self, prefix: str = "") -> list[Tool]:
         return [Tool(prefix + "look", "reads", SCHEMA, lambda i: self.tool(i, True), read_only=True),
                 Tool(prefix + "change", "writes", SCHEMA, lambda i: self.tool(i, False))]
@@ -95,7 +118,7 @@ def by_run(tmp: Path, log: Log) -> list[ToolResult]:
 
 def by_arun(tmp: Path, log: Log) -> list[ToolResult]:
     t = MemoryTranscript()
-    asyncio.run(arun(model(), log.tools(), "go", Budget(max_steps=5), transcript=t))
+    asyncio.run(arun(model(), log.atools(), "go", Budget(max_steps=5), transcript=t))
     return [ToolResult.from_json(r.payload) for r in t.records if r.kind == "tool_result"]
 
 

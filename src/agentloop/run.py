@@ -522,9 +522,10 @@ def run(
     truncated; ``record_raw`` keeps each provider response in the record.
     ``prepare(state, record)`` runs before each model call and may rewrite
     ``state.messages`` in place (context masking and compaction) or return a
-    stop reason (see ``Prepare``). When every call of a turn is to a read-only
-    tool, the calls run at the same time on threads (at most ``max_parallel``),
-    and their results are recorded in the order of the calls; Ctrl+C sets
+    stop reason (see ``Prepare``). A turn's calls run in ``waves``: consecutive
+    calls to read-only (or ``concurrent``) tools at the same time on threads (at
+    most ``max_parallel``), every other call alone (``schedule``), and their
+    results are recorded in the order of the calls; Ctrl+C sets
     ``interrupt_flag()`` for every call in flight. ``continues`` lets the
     ``run_start`` refer to the conversation the transcript already holds
     instead of repeating it (``conversation`` rule 1). ``tools_changed()``
@@ -886,9 +887,9 @@ async def arun(
     """The async twin of ``run``: same loop, same records, same result.
 
     The model may offer ``acomplete`` (awaited) or only ``complete`` (run in a
-    thread). When every call of a turn is to a read-only tool, the calls run
-    at the same time (at most ``max_parallel``); their results are recorded in
-    the order of the calls, whatever order they finish in.
+    thread). A turn's calls run in the same ``waves`` as ``run``'s
+    (``ascheduled``, at most ``max_parallel`` at once); their results are
+    recorded in the order of the calls, whatever order they finish in.
     """
     import asyncio  # deferred, as in every function here: the synchronous run() never loads it
     model = as_model(model)
