@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from collections.abc import Iterator
 
@@ -45,6 +46,10 @@ ALLOWED: dict[str, frozenset[str]] = {
 
 ALIASES = {"agentloop.fakeprovider": "testing", "agentloop.__main__": "cli"}
 """Top-level names that belong to another layer (a compatibility name; `python -m agentloop`)."""
+
+_DECLARED = re.compile(r"agentloop(\.\w+)+:[A-Z_]+")
+"""A string naming a module's declaration (``"agentloop.agent.tools.builtin:BASH"``), imported by ``importlib``: read
+as an import of that module."""
 
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
 """Cycles allowed for now: none (the last, transcript and repair, went when repair moved to audit)."""
@@ -95,6 +100,8 @@ def imports_of(module: str, path: str, known: dict[str, str]) -> Iterator[tuple[
                 stem = node.module or ""
             # "from pkg import mod" imports the module when mod is one; else the name comes from pkg
             names = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in known else stem for a in node.names]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _DECLARED.fullmatch(node.value):
+            names = [node.value.partition(":")[0]]  # a record named as "module:NAME" (agent/tools/catalog.py's DECLARED)
         for name in names:
             while name and name not in known:
                 name = name.rpartition(".")[0]

@@ -969,11 +969,12 @@ SABOTAGES = [
     ),
     Sabotage(
         "parallel Agent calls skip the tool-call pipeline (no schema check, no redaction)",
-        "src/agentloop/agent/subagents/runner.py",
-        "                return run_one(c)",
-        "                a = c.arguments  # SABOTAGED\n                from agentloop.tools import finish, raised\n"
-        "                try:\n                    return finish(c, runner.start(str(a['description']), str(a['prompt']), "
-        "str(a.get('subagent_type', 'general-purpose'))))\n                except Exception as exc:\n                    return raised(c, exc)",
+        "src/agentloop/agent/pipeline.py",
+        "    def __call__(self, call: ToolCall) -> ToolResult:\n",
+        "    def __call__(self, call: ToolCall) -> ToolResult:\n        if call.name == 'Agent':  # SABOTAGED\n"
+        "            from agentloop.tools import finish, raised\n            agent_tool = self.registry.get(call.name)\n"
+        "            try:\n                return finish(call, agent_tool.fn(**call.arguments))  # type: ignore[union-attr]\n"
+        "            except Exception as exc:\n                return raised(call, exc)\n",
         ["tests/test_spend_cap_children.py::test_children_run_together_each_with_the_whole_room"],
     ),
     Sabotage(
@@ -1166,9 +1167,10 @@ SABOTAGES = [
     ),
     Sabotage(
         "parallel Agent-tool calls skip the tool-call pipeline (the sub-agent runner called directly: no schema check, no redaction)",
-        "src/agentloop/agent/hooks_and_context.py",
-        "one=agent.run_tool)",
-        'one=lambda c: __import__("agentloop.tools").tools.finish(c, self.subagents.tool().fn(**c.arguments)))  # SABOTAGED',
+        "src/agentloop/agent/pipeline.py",
+        "        return run_batch(calls, self.run, emit,",
+        '        return run_batch(calls, lambda c: __import__("agentloop.tools").tools.finish(c, a.shown_tools().get(c.name).fn(**c.arguments)) '
+        'if c.name == "Agent" else self.run(c), emit,  # SABOTAGED',
         ["tests/test_one_tool_path.py::test_an_agent_call_without_its_prompt_in_a_parallel_batch_gets_the_schema_error"],
     ),
     Sabotage(
@@ -1281,15 +1283,15 @@ SABOTAGES = [
     Sabotage(
         "a parent interrupted while children run at once leaves them running",
         "src/agentloop/agent/subagents/runner.py",
-        "                runner.stopping.set()",
-        "                pass  # SABOTAGED",
+        "bg.stop if bg is not None else interrupt_flag() or threading.Event())",
+        "bg.stop if bg is not None else threading.Event())  # SABOTAGED",
         ["tests/test_subagent.py::test_a_parent_interrupted_while_children_run_stops_them_all"],
     ),
     Sabotage(
         "a child in a worktree gets the parent's rules rooted at the parent's tree (Edit(secret/**) misses the copy)",
         "src/agentloop/agent/builder.py",
-        "        return agent.policy.rooted_at(*roots) if roots is not None else agent.policy",
-        "        return agent.policy  # SABOTAGED",
+        "        return self.agent.policy.rooted_at(*roots) if roots is not None else self.agent.policy",
+        "        return self.agent.policy  # SABOTAGED",
         ["tests/test_subagent_guards.py"],
     ),
     Sabotage(
@@ -2196,15 +2198,15 @@ SABOTAGES = [
     Sabotage(
         "the one scheduler runs a batch with a writing tool side by side",
         "src/agentloop/run.py",
-        "    if len(calls) > 1 and all(alongside(c) for c in calls):",
-        "    if len(calls) > 1:  # SABOTAGED",
+        "        if alongside(c):\n",
+        "        if True:  # SABOTAGED\n",
         ["tests/test_parallel_tools.py::test_a_turn_with_a_writing_tool_runs_its_calls_one_at_a_time_in_order",
          "tests/test_one_tool_path.py::test_the_agents_turn_runs_read_only_calls_side_by_side_and_any_batch_with_a_writer_one_at_a_time"],
     ),
     Sabotage(
         "every tool is taken as read-only when calls are scheduled",
         "src/agentloop/run.py",
-        "    return t is not None and t.read_only",
+        "    return t is not None and (t.read_only or t.concurrent)",
         "    return t is not None  # SABOTAGED",
         ["tests/test_one_tool_path.py::test_the_agents_turn_runs_read_only_calls_side_by_side_and_any_batch_with_a_writer_one_at_a_time",
          "tests/test_parallel_tools.py::test_a_turn_with_a_writing_tool_runs_its_calls_one_at_a_time_in_order"],
@@ -2240,7 +2242,7 @@ SABOTAGES = [
     Sabotage(
         "a sub-agent's batch runs beside the one scheduler",
         "src/agentloop/agent/builder.py",
-        "            return schedule(batch, one, lambda ev: None, alongside=one.alongside)",
+        "            return schedule(batch, one, None, alongside=one.alongside)",
         "            return [one(c) for c in batch]  # SABOTAGED",
         ["tests/test_one_tool_path.py::test_a_sub_agents_read_only_calls_run_side_by_side_by_the_same_scheduler"],
     ),
@@ -2440,6 +2442,57 @@ SABOTAGES = [
         "def run_once(a: TurnInputs,",
         "def run_once(a: Agent,  # SABOTAGED\n",
         ["tests/test_parts_take_values.py::test_no_part_is_typed_against_a_view_of_the_whole_agent"],
+    ),
+    # --- one scheduler for a turn's calls, and a child's hooks from the parent's factory ---
+    Sabotage(
+        "a call whose reservation does not hold starts anyway",
+        "src/agentloop/run.py",
+        "        refused = admit(calls[i])\n",
+        "        refused = None  # SABOTAGED\n",
+        ["tests/test_one_scheduler.py::test_a_call_whose_reservation_does_not_hold_never_starts",
+         "tests/test_one_scheduler.py::test_the_agents_turn_holds_its_calls_to_the_agents_admit"],
+    ),
+    Sabotage(
+        "the agent's turns are not held to the run's room",
+        "src/agentloop/agent/hooks_and_context.py",
+        "        limit, admit = agent.settings.max_parallel_agents, self.side_budget.admit\n",
+        "        limit, admit = agent.settings.max_parallel_agents, None  # SABOTAGED\n",
+        ["tests/test_one_scheduler.py::test_the_agents_turn_holds_its_calls_to_the_agents_admit"],
+    ),
+    Sabotage(
+        "a call that spends starts when the run has nothing left",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "        if money != 0 and tokens != 0:\n",
+        "        if True:  # SABOTAGED\n",
+        ["tests/test_one_scheduler.py::test_the_agents_calls_that_spend_start_only_while_the_run_has_room"],
+    ),
+    Sabotage(
+        "replay schedules a turn's calls on its own (one at a time)",
+        "src/agentloop/replay.py",
+        "alongside=lambda c: live and registry is not None and may_overlap(registry, c))",
+        "alongside=lambda c: False)  # SABOTAGED",
+        ["tests/test_one_scheduler.py::test_every_entry_point_runs_the_same_mix_in_the_same_waves"],
+    ),
+    Sabotage(
+        "arun schedules a turn's calls on its own (every call side by side)",
+        "src/agentloop/run.py",
+        "        for wave in (waves(calls, alongside) if len(calls) > 1 else [(0,)] if calls else []):\n            go = _admitted(calls, wave, admit, results, emit)\n            if len(go) > 1:\n                together",
+        "        for wave in ([tuple(range(len(calls)))] if calls else []):  # SABOTAGED\n            go = _admitted(calls, wave, admit, results, emit)\n            if len(go) > 1:\n                together",
+        ["tests/test_one_scheduler.py::test_every_entry_point_runs_the_same_mix_in_the_same_waves"],
+    ),
+    Sabotage(
+        "a child's tool calls fire the parent's hooks without naming the child",
+        "src/agentloop/agent/builder.py",
+        "                one = dataclasses.replace(one, hooks=one.hooks.for_child(agent_id, agent_type))\n",
+        "                pass  # SABOTAGED\n",
+        ["tests/test_subagent_guards.py::test_a_childs_tool_calls_fire_the_parents_tool_hooks_naming_the_child"],
+    ),
+    Sabotage(
+        "a wave's sub-agents write their records out of call order",
+        "src/agentloop/agent/subagents/runner.py",
+        "        place.wave.wait_before(place.call)\n",
+        "        pass  # SABOTAGED\n",
+        ["tests/test_subagent.py::test_ten_children_at_once_all_finish_when_the_room_pays_for_their_bills_not_their_reservations"],
     ),
 ]
 

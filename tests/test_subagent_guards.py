@@ -111,3 +111,69 @@ def test_how_many_agent_calls_run_at_once_follows_claude_codes_variable(
         assert any("CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY" in w for w in a.settings.warnings) is warned
     finally:
         a.close()
+
+
+def _dummy(schema: dict[str, Any]) -> Any:
+    """Arguments the schema accepts, made from its required properties alone (what a call needs to reach the hooks)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: _dummy(props.get(k, {})) for k in schema.get("required", [])}
+    if kind == "array":
+        return [_dummy(schema.get("items", {})) for _ in range(int(schema.get("minItems", 0)))]
+    return {"integer": 1, "number": 1, "boolean": False}.get(str(kind), "x" * max(1, int(schema.get("minLength", 1))))
+
+
+def test_a_childs_tool_calls_fire_the_parents_tool_hooks_naming_the_child(proj: Path, scripted: Any) -> None:
+    """Every built-in tool a child has (enumerated from the tool records) fires the parent's PreToolUse hooks in
+    the child as in the parent, and each one that runs (the read-only ones; the hook denies the others, so
+    nothing here writes or reaches the network) fires PostToolUse or PostToolUseFailure in both. A child's events
+    carry ``agent_id`` and ``agent_type``: Claude Code's hook input has them "when the hook fires from within a
+    subagent (e.g., a tool called by an AgentTool worker)", and not for the main thread (the Agent SDK's
+    ``BaseHookInput``). The child's hooks come from the parent's factory (``builder.ChildFactory``)."""
+    import json
+
+    from agentloop.agent.hooks.runner import HandlerOutput, HookHandler
+    from agentloop.agent.tools.catalog import RECORDS
+
+    seen: list[dict[str, Any]] = []
+
+    def log(data: bytes, timeout: float) -> HandlerOutput:
+        payload = json.loads(data)
+        seen.append(payload)
+        if payload["hook_event_name"] != "PreToolUse" or payload["tool_name"] in runs | {"Agent"}:
+            return HandlerOutput(returncode=0)
+        deny = json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                                  "permissionDecisionReason": "not here"}}).encode()
+        return HandlerOutput(returncode=0, stdout=deny, stdout_total=len(deny))
+
+    child_tools = [r for r in RECORDS if r.for_children]
+    runs = {r.name for r in child_tools if r.read_only}
+    calls = [{"name": r.name, "arguments": _dummy(r.schema)} for r in child_tools]
+    replies = [{"text": "", "usage": [100, 10], "tool_calls": [*calls, {"name": "Agent", "arguments": {
+                   "description": "same", "prompt": "same", "subagent_type": "general-purpose", "isolation": "none"}}]},
+               {"text": "", "usage": [50, 5], "tool_calls": calls},
+               {"text": "child done", "usage": [50, 5]},
+               {"text": "parent done", "usage": [100, 5]}]
+    a = Agent(cwd=str(proj), model=scripted(replies), max_usd_micros=usd("3"), permission_mode="bypassPermissions")
+    try:
+        a.add_hook_handlers([HookHandler(event=e, matcher="*", command="test:log", call=log)
+                             for e in ("PreToolUse", "PostToolUse", "PostToolUseFailure")])
+        assert a.ask("go").answer == "parent done"
+        have = set(a.shown_tools().names())  # the built-in tools this session has (no skills, no search here)
+    finally:
+        a.close()
+    child_tools = [r for r in child_tools if r.name in have]
+    runs &= have
+    assert len(child_tools) >= 15, have
+    (child,) = [r.payload for r in read_records(a.session.path) if r.kind == "subagent"]
+    parent_events = {(p["hook_event_name"].removesuffix("Failure"), p["tool_name"]) for p in seen if "agent_id" not in p}
+    child_events = {(p["hook_event_name"].removesuffix("Failure"), p["tool_name"]) for p in seen if "agent_id" in p}
+    expected = {("PreToolUse", r.name) for r in child_tools} | {("PostToolUse", n) for n in runs}
+    assert parent_events - {("PreToolUse", "Agent"), ("PostToolUse", "Agent")} == expected
+    assert child_events == expected
+    assert all(p["agent_id"] == child["agent_id"] and p["agent_type"] == "general-purpose" for p in seen if "agent_id" in p)
+    assert all("agent_type" not in p for p in seen if "agent_id" not in p)
+    assert {p["session_id"] for p in seen} == {a.session.id}  # one session, as Claude Code's sub-agents share it

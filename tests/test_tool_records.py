@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,49 @@ COPY = ToolRecord(
 
 @pytest.fixture
 def copy_tool(monkeypatch: pytest.MonkeyPatch) -> ToolRecord:
-    """``COPY`` registered as a built-in tool is: one line in the catalog."""
-    monkeypatch.setattr(catalog, "RECORDS", (*RECORDS, COPY))
-    monkeypatch.setitem(catalog._BY_NAME, COPY.name, COPY)
+    """``COPY`` registered as a built-in tool is: its module (here a stand-in holding the record), and one line
+    in the catalog's ``DECLARED``, from which the catalog derives the rest (``catalog.index``)."""
+    import types
+
+    module = types.ModuleType("agentloop_copy_tool")
+    module.COPY = COPY  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    declared = (*catalog.DECLARED, "agentloop_copy_tool:COPY")  # the one line
+    records, by_name, aliases = catalog.index(declared)
+    for name, value in (("DECLARED", declared), ("RECORDS", records), ("_BY_NAME", by_name), ("ALIASES", aliases)):
+        monkeypatch.setattr(catalog, name, value)
     return COPY
+
+
+def test_the_catalog_lists_each_tool_on_one_line_and_imports_no_record() -> None:
+    """Adding a tool touches its module, its test and one line of the catalog: ``DECLARED`` names each record once,
+    one a line, and the catalog imports no record itself (nothing else to add beside the line)."""
+    text = (SRC / "agent" / "tools" / "catalog.py").read_text()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith('"agentloop.') and ":" in ln]
+    assert [ln.rstrip(",").strip('"') for ln in lines] == list(catalog.DECLARED)
+    assert len(catalog.DECLARED) == len(RECORDS) == len({r.name for r in RECORDS})
+    imported = {a.name for node in ast.walk(ast.parse(text)) if isinstance(node, ast.ImportFrom) for a in node.names}
+    record_names = {d.rpartition(":")[2] for d in catalog.DECLARED}
+    assert not imported & record_names, imported & record_names
+
+
+def test_a_catalog_line_that_names_no_record_is_refused() -> None:
+    with pytest.raises(TypeError, match="is not a ToolRecord"):
+        catalog.index(("agentloop.agent.tools.builtin:build_registry",))
+
+
+def test_sub_agent_types_and_the_preview_see_a_new_tool(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    from agentloop.agent.subagents.agent_types import known_tools
+    from agentloop.cli.preview import _shape
+
+    assert COPY.name in known_tools()
+    d = tmp_path / ".claude" / "agents"
+    d.mkdir(parents=True)
+    (d / "copier.md").write_text(f"---\nname: copier\ndescription: d\ntools: Read, {COPY.name}\n---\nbody\n")
+    warnings: list[str] = []
+    types = load_agent_types(str(tmp_path), str(tmp_path / "home"), str(tmp_path / "user"), warnings)
+    assert types["copier"].tools == ("Read", COPY.name) and not [w for w in warnings if "left out" in w], warnings
+    assert _shape(COPY.name) == "write"  # the prompt's preview shows it as the change its record declares
 
 
 def _policy(cwd: Path, mode: str = "default", **rules: list[str]) -> PermissionPolicy:

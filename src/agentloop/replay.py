@@ -58,7 +58,7 @@ from .events import (
 from .loop import LoopConfig, State, ToolsChanged
 from .record_shapes import payload_problem
 from .redact import DEFAULT_MAX_VALUE_BYTES, REDACTED, is_marker
-from .run import RunResult, SideCosts, run
+from .run import RunResult, SideCosts, may_overlap, run, schedule
 from .tools import Registry, Tool
 from .transcript import (
     GENESIS,
@@ -766,19 +766,24 @@ class _RunReplay:
         if self._interrupt_here(step):
             self.model.replayed_interrupt = True
             raise KeyboardInterrupt
-        out = []
-        for k, c in enumerate(calls):
-            if self.mode == "full":
-                out.append(self._from_record(step, k, c))
-            elif self.mode == "dry-run":
-                self.skipped += 1
-                out.append(ToolResult(c.id, c.name, False, error=DRY_RUN_ERROR, detail={"type": "DryRun", "message": DRY_RUN_ERROR}))
-            elif _markers(c.arguments) is not None:
-                out.append(self._from_record(step, k, c))
-            else:
-                assert self.registry is not None
-                out.append(self.registry.invoke(c))
-        return out
+        where = {id(c): k for k, c in enumerate(calls)}
+        registry = self.registry
+        live = self.mode == "live-tools" and registry is not None
+        # the one scheduler (``run.schedule``) decides as the run did: the tools it runs live keep their overlap
+        return schedule(calls, lambda c: self._result(step, where[id(c)], c), None,
+                        alongside=lambda c: live and registry is not None and may_overlap(registry, c))
+
+    def _result(self, step: int, k: int, c: ToolCall) -> ToolResult:
+        """Call ``c`` (the ``k``-th of ``step``) as this mode answers it: from the record, skipped, or run."""
+        if self.mode == "full":
+            return self._from_record(step, k, c)
+        if self.mode == "dry-run":
+            self.skipped += 1
+            return ToolResult(c.id, c.name, False, error=DRY_RUN_ERROR, detail={"type": "DryRun", "message": DRY_RUN_ERROR})
+        if _markers(c.arguments) is not None:
+            return self._from_record(step, k, c)
+        assert self.registry is not None
+        return self.registry.invoke(c)
 
     def changed_manifests(self) -> list[list[Any]]:
         """The tool lists the run changed to, as recorded."""

@@ -69,7 +69,7 @@ from .transcript import MemoryTranscript, Sink
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["RunOptions", "RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "read_only_call", "run", "run_parallel", "schedule"]
+__all__ = ["RunOptions", "RunResult", "SideCosts", "arun", "interrupt_flag", "make_config", "may_overlap", "run", "run_parallel", "schedule", "turn_rules", "waves", "current_wave", "Wave", "ascheduled"]
 
 Executor = Callable[[Sequence[ToolCall]], list[ToolResult]]
 AsyncExecutor = Callable[[Sequence[ToolCall]], Awaitable[list[ToolResult]]]
@@ -522,9 +522,10 @@ def run(
     truncated; ``record_raw`` keeps each provider response in the record.
     ``prepare(state, record)`` runs before each model call and may rewrite
     ``state.messages`` in place (context masking and compaction) or return a
-    stop reason (see ``Prepare``). When every call of a turn is to a read-only
-    tool, the calls run at the same time on threads (at most ``max_parallel``),
-    and their results are recorded in the order of the calls; Ctrl+C sets
+    stop reason (see ``Prepare``). A turn's calls run in ``waves``: consecutive
+    calls to read-only (or ``concurrent``) tools at the same time on threads (at
+    most ``max_parallel``), every other call alone (``schedule``), and their
+    results are recorded in the order of the calls; Ctrl+C sets
     ``interrupt_flag()`` for every call in flight. ``continues`` lets the
     ``run_start`` refer to the conversation the transcript already holds
     instead of repeating it (``conversation`` rule 1). ``tools_changed()``
@@ -577,15 +578,115 @@ def interrupt_flag() -> threading.Event | None:
     return _INTERRUPT.get()
 
 
-def read_only_call(registry: Registry, call: ToolCall) -> bool:
-    """Whether the tool ``call`` names declares itself read-only: the one reading of that declaration that
-    decides whether calls may run side by side (``schedule``; the agent adds its permission and hooks)."""
+def may_overlap(registry: Registry, call: ToolCall) -> bool:
+    """Whether the tool ``call`` names declares that its calls may run beside others (read-only, or
+    ``concurrent``): the one reading of those declarations for ``waves`` (the agent adds its permission and hooks)."""
     t = registry.get(call.name)
-    return t is not None and t.read_only
+    return t is not None and (t.read_only or t.concurrent)
 
 
-def _all_read_only(registry: Registry, calls: Sequence[ToolCall]) -> bool:
-    return len(calls) > 1 and all(read_only_call(registry, c) for c in calls)
+Admit = Callable[[ToolCall], "ToolResult | None"]
+"""Asked of each call when its turn to start comes, on the scheduler's thread: None when its reservation holds
+(it may start), else the result it gets instead (it never starts)."""
+
+
+class Wave:
+    """Calls of one turn that the scheduler runs side by side (``waves``). A tool finds its wave and its own
+    call with ``current_wave()``, and may wait until every earlier call of the wave is done
+    (``wait_before``): the sub-agents write their records in call order by it."""
+
+    def __init__(self, calls: Sequence[ToolCall]):
+        self.calls = tuple(calls)
+        self._done: set[int] = set()
+        self._cond = threading.Condition()
+        self._abandoned = False
+
+    def done(self, index: int) -> None:
+        """The scheduler: the ``index``-th call of the wave has returned (whatever its result)."""
+        with self._cond:
+            self._done.add(index)
+            self._cond.notify_all()
+
+    def abandon(self) -> None:
+        """The scheduler: the wave was interrupted; calls not started never will be, so nobody waits for them."""
+        with self._cond:
+            self._abandoned = True
+            self._cond.notify_all()
+
+    def wait_before(self, call: ToolCall) -> None:
+        """Wait until every call of the wave before ``call`` is done (the earliest one not done is always running),
+        or the wave is abandoned."""
+        k = next((i for i, c in enumerate(self.calls) if c is call), 0)
+        with self._cond:
+            while not self._abandoned and not all(i in self._done for i in range(k)):
+                self._cond.wait()
+
+
+_WAVE: contextvars.ContextVar[tuple[Wave, ToolCall] | None] = contextvars.ContextVar("agentloop_wave", default=None)
+_RULES: contextvars.ContextVar[tuple[int | None, Admit | None]] = contextvars.ContextVar("agentloop_rules", default=(None, None))
+
+
+def current_wave() -> tuple[Wave, ToolCall] | None:
+    """The wave the current call runs in (its calls side by side, this one included) and this call; None when
+    it runs alone."""
+    return _WAVE.get()
+
+
+def waves(calls: Sequence[ToolCall], alongside: Callable[[ToolCall], bool]) -> list[tuple[int, ...]]:
+    """The one decision of how a turn's calls run: the indices of the calls, in waves run one after the other.
+
+    Consecutive calls that ``alongside`` passes (their tools' records say they may run beside others, and the
+    caller's rules agree) form one wave and run side by side; every other call is a wave of its own, so a call
+    that may change something never overlaps another, and no call starts before every earlier one that it may
+    not overlap has finished. Results are recorded in call order whatever the waves (replay byte for byte).
+    """
+    out: list[tuple[int, ...]] = []
+    run_: list[int] = []
+    for i, c in enumerate(calls):
+        if alongside(c):
+            run_.append(i)
+            continue
+        if run_:
+            out.append(tuple(run_))
+            run_ = []
+        out.append((i,))
+    if run_:
+        out.append(tuple(run_))
+    return out
+
+
+class turn_rules:
+    """``with turn_rules(limit=, admit=):`` the turn's calls scheduled inside are held to ``limit`` at once and to
+    ``admit`` (``Admit``): how a part that owns a budget (the sub-agents' room) or a setting
+    (``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY``) joins the one scheduler without a scheduler of its own."""
+
+    def __init__(self, *, limit: int | None = None, admit: Admit | None = None):
+        self.rules = (limit, admit)
+        self.token: contextvars.Token[tuple[int | None, Admit | None]] | None = None
+
+    def __enter__(self) -> None:
+        self.token = _RULES.set(self.rules)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _RULES.reset(self.token)
+
+
+def _admitted(calls: Sequence[ToolCall], wave: tuple[int, ...], admit: Admit | None,
+              results: list[ToolResult | None], emit: Callable[[Any], None] | None) -> list[int]:
+    """The calls of ``wave`` whose reservation holds, asked in call order; the others get their refusal."""
+    if admit is None:
+        return list(wave)
+    go = []
+    for i in wave:
+        refused = admit(calls[i])
+        if refused is None:
+            go.append(i)
+            continue
+        results[i] = refused
+        if emit is not None:
+            emit(ToolFinished(refused))
+    return go
 
 
 def _threaded(drive: _Driver, limit: int) -> Executor:
@@ -600,7 +701,7 @@ def _threaded(drive: _Driver, limit: int) -> Executor:
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
         registry = drive.registry  # the tools as they are now (``tools_changed`` may replace them)
         emit = drive.emit if drive.observer is not None else None  # unobserved: no events made, a step's cost
-        return schedule(calls, registry.invoke, emit, alongside=lambda c: read_only_call(registry, c), limit=limit, flag=flag)
+        return schedule(calls, registry.invoke, emit, alongside=lambda c: may_overlap(registry, c), limit=limit, flag=flag)
 
     return execute
 
@@ -614,49 +715,70 @@ def schedule(
     limit: int = 10,
     flag: threading.Event | None = None,
     on_interrupt: Callable[[ToolCall | None], object] | None = None,
+    admit: Admit | None = None,
 ) -> list[ToolResult]:
-    """A turn's calls, each through ``one``, their results in call order: the one scheduler of ``run()`` and
-    of the terminal agent's turns.
+    """A turn's calls, each through ``one``, their results in call order: the one scheduler of every driver
+    (``run()``, ``arun()`` through ``ascheduled``, replay, the terminal agent's and its sub-agents' turns).
 
-    Side by side on threads (at most ``limit``) when there are several and
-    ``alongside`` says each may (``read_only_call``, and whatever else the
-    caller requires); else one at a time on this thread. ``emit`` gets
-    ``ToolStarted`` and ``ToolFinished`` on this thread (None: nobody
-    observes, and no event is made). ``flag`` (what
-    ``interrupt_flag()`` gives the tools) is set for every call when this
-    thread is interrupted (Ctrl+C) or a call raises, and the exception goes on
-    up; ``on_interrupt`` is told of a Ctrl+C first: the call in flight, or None
-    when the calls ran side by side.
+    The calls run in ``waves(calls, alongside)``: a wave of several side by
+    side on threads (at most ``limit``, or ``turn_rules``' limit), a wave of
+    one on this thread. Each call is first asked of ``admit`` (or
+    ``turn_rules``'): a call whose reservation does not hold never starts,
+    and its refusal is its result. ``emit`` gets ``ToolStarted`` and
+    ``ToolFinished`` on this thread (None: nobody observes, and no event is
+    made). ``flag`` (what ``interrupt_flag()`` gives the tools) is set for
+    every call when this thread is interrupted (Ctrl+C) or a call raises, and
+    the exception goes on up; ``on_interrupt`` is told of a Ctrl+C first: the
+    call in flight, or None when calls ran side by side.
     """
     flag = flag if flag is not None else threading.Event()
-    if len(calls) > 1 and all(alongside(c) for c in calls):
-        try:
-            return _on_threads(one, emit if emit is not None else _unobserved, calls, flag, max(1, limit))
-        except KeyboardInterrupt:
-            if on_interrupt is not None:
-                on_interrupt(None)
-            raise
+    ruled_limit, ruled_admit = _RULES.get()
+    limit = ruled_limit if ruled_limit is not None else limit
+    admit = admit if admit is not None else ruled_admit
+    results: list[ToolResult | None] = [None] * len(calls)
     token = _INTERRUPT.set(flag)
-    results = []
     try:
-        for c in calls:
-            if emit is not None:
-                emit(ToolStarted(c))
-            try:
-                r = one(c)
-            except KeyboardInterrupt:
-                if on_interrupt is not None:
-                    on_interrupt(c)
-                raise
-            if emit is not None:
-                emit(ToolFinished(r))
-            results.append(r)
+        for wave in (waves(calls, alongside) if len(calls) > 1 else [(0,)] if calls else []):
+            go = _admitted(calls, wave, admit, results, emit)
+            if len(go) > 1:
+                _side_by_side(one, emit, calls, go, results, flag, max(1, limit), on_interrupt)
+            elif go:
+                results[go[0]] = _alone(one, emit, calls[go[0]], on_interrupt)
     except BaseException:
         flag.set()
         raise
     finally:
         _INTERRUPT.reset(token)
-    return results
+    return [r for r in results if r is not None]
+
+
+def _alone(one: Callable[[ToolCall], ToolResult], emit: Callable[[Any], None] | None, c: ToolCall,
+           on_interrupt: Callable[[ToolCall | None], object] | None) -> ToolResult:
+    if emit is not None:
+        emit(ToolStarted(c))
+    try:
+        r = one(c)
+    except KeyboardInterrupt:
+        if on_interrupt is not None:
+            on_interrupt(c)
+        raise
+    if emit is not None:
+        emit(ToolFinished(r))
+    return r
+
+
+def _side_by_side(one: Callable[[ToolCall], ToolResult], emit: Callable[[Any], None] | None, calls: Sequence[ToolCall],
+                  go: list[int], results: list[ToolResult | None], flag: threading.Event, limit: int,
+                  on_interrupt: Callable[[ToolCall | None], object] | None) -> None:
+    together = Wave([calls[i] for i in go])
+    try:
+        done = _on_threads(one, emit if emit is not None else _unobserved, together, flag, limit)
+    except KeyboardInterrupt:
+        if on_interrupt is not None:
+            on_interrupt(None)
+        raise
+    for i, r in zip(go, done):
+        results[i] = r
 
 
 def _unobserved(ev: Any) -> None:
@@ -678,10 +800,11 @@ def run_parallel(
 def _on_threads(
     invoke: Callable[[ToolCall], ToolResult],
     emit: Callable[[Any], None],
-    calls: Sequence[ToolCall],
+    wave: Wave,
     flag: threading.Event,
     limit: int,
 ) -> list[ToolResult]:
+    calls = wave.calls
     n = len(calls)
     results: list[ToolResult | None] = [None] * n
     events: queue.SimpleQueue[tuple[str, int, BaseException | None]] = queue.SimpleQueue()
@@ -696,11 +819,14 @@ def _on_threads(
             if i is None:
                 return
             events.put(("start", i, None))
+            _WAVE.set((wave, calls[i]))
             try:
                 results[i] = invoke(calls[i])
             except BaseException as exc:  # not the model's mistake: re-raised on the driver's thread
+                wave.done(i)
                 events.put(("raise", i, exc))
                 return
+            wave.done(i)
             events.put(("done", i, None))
 
     threads = [
@@ -713,6 +839,7 @@ def _on_threads(
         _collect(emit, calls, results, events)
     except BaseException:  # Ctrl+C, or a tool's BaseException: stop every call in flight
         flag.set()
+        wave.abandon()
         for t in threads:
             if t.is_alive():
                 t.join(_GRACE_SECONDS / len(threads))
@@ -760,9 +887,9 @@ async def arun(
     """The async twin of ``run``: same loop, same records, same result.
 
     The model may offer ``acomplete`` (awaited) or only ``complete`` (run in a
-    thread). When every call of a turn is to a read-only tool, the calls run
-    at the same time (at most ``max_parallel``); their results are recorded in
-    the order of the calls, whatever order they finish in.
+    thread). A turn's calls run in the same ``waves`` as ``run``'s
+    (``ascheduled``, at most ``max_parallel`` at once); their results are
+    recorded in the order of the calls, whatever order they finish in.
     """
     import asyncio  # deferred, as in every function here: the synchronous run() never loads it
     model = as_model(model)
@@ -817,28 +944,66 @@ async def _acall(model: Any, req: ModelRequest) -> ModelReplied | ModelFailed:
 
 
 def _parallel(drive: _Driver, limit: int) -> AsyncExecutor:
-    import asyncio
-
-    sem = asyncio.Semaphore(max(1, limit))
-
-    async def one(c: ToolCall) -> ToolResult:
-        async with sem:
-            drive.emit(ToolStarted(c))
-            r = await drive.registry.ainvoke(c)
-            drive.emit(ToolFinished(r))
-            return r
+    """``arun()``'s executor: ``ascheduled`` over the run's tools, side by side when each tool is read-only."""
 
     async def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
-        flag = threading.Event()
-        token = _INTERRUPT.set(flag)  # copied into each task, and by to_thread into its thread
-        try:
-            if _all_read_only(drive.registry, calls):
-                return list(await asyncio.gather(*(one(c) for c in calls)))
-            return [await one(c) for c in calls]
-        except BaseException:
-            flag.set()
-            raise
-        finally:
-            _INTERRUPT.reset(token)
+        registry = drive.registry
+        return await ascheduled(calls, registry.ainvoke, drive.emit, alongside=lambda c: may_overlap(registry, c), limit=limit)
 
     return execute
+
+
+async def ascheduled(
+    calls: Sequence[ToolCall],
+    one: Callable[[ToolCall], Awaitable[ToolResult]],
+    emit: Callable[[Any], None],
+    *,
+    alongside: Callable[[ToolCall], bool],
+    limit: int = 10,
+    admit: Admit | None = None,
+) -> list[ToolResult]:
+    """``schedule`` for awaitable calls: the same ``waves`` and the same ``admit`` (or ``turn_rules``'), a wave of
+    several gathered (at most ``limit`` at once), a wave of one awaited alone; results in call order. The
+    interrupt flag is set for every call when the task is cancelled or a call raises."""
+    import asyncio
+
+    ruled_limit, ruled_admit = _RULES.get()
+    sem = asyncio.Semaphore(max(1, ruled_limit if ruled_limit is not None else limit))
+    admit = admit if admit is not None else ruled_admit
+
+    async def started(c: ToolCall, wave: Wave | None = None, k: int = 0) -> ToolResult:
+        async with sem:
+            emit(ToolStarted(c))
+            if wave is not None:
+                _WAVE.set((wave, c))  # this task's own context
+            try:
+                r = await one(c)
+            finally:
+                if wave is not None:
+                    wave.done(k)
+            emit(ToolFinished(r))
+            return r
+
+    flag = threading.Event()
+    token = _INTERRUPT.set(flag)  # copied into each task, and by to_thread into its thread
+    results: list[ToolResult | None] = [None] * len(calls)
+    try:
+        for wave in (waves(calls, alongside) if len(calls) > 1 else [(0,)] if calls else []):
+            go = _admitted(calls, wave, admit, results, emit)
+            if len(go) > 1:
+                together = Wave([calls[i] for i in go])
+                try:
+                    done = await asyncio.gather(*(started(c, together, k) for k, c in enumerate(together.calls)))
+                except BaseException:
+                    together.abandon()
+                    raise
+                for i, r in zip(go, done):
+                    results[i] = r
+            elif go:
+                results[go[0]] = await started(calls[go[0]])
+    except BaseException:
+        flag.set()
+        raise
+    finally:
+        _INTERRUPT.reset(token)
+    return [r for r in results if r is not None]

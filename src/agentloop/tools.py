@@ -123,6 +123,9 @@ class Tool:
     """JSON paths (``$.token``) of arguments that are written redacted."""
     fingerprint_override: str | None = None
     """For tools without Python code (MCP): a stand-in, e.g. server name and version."""
+    concurrent: bool = False
+    """It changes something, yet its calls may run beside others (the ``Agent`` tool: each child keeps its own
+    records and draws from one room). Not part of the tool's spec or manifest: it decides scheduling only."""
     _validator: Validator | None = field(init=False, repr=False, default=None)
     _accepts: Callable[[Any], bool] | None = field(init=False, repr=False, default=None)
     _effective: dict[str, Any] = field(init=False, repr=False, default_factory=dict)

@@ -76,8 +76,8 @@ if TYPE_CHECKING:
     from .trust import TrustDecision
     from .turn import TurnInputs
 
-__all__ = ["AgentParts", "PartsSource", "build_parts", "call_source", "context_facts", "hook_facts", "open_session", "prompt_facts",
-           "toolbox_inputs", "turn_inputs", "with_handlers", "worktree_place"]
+__all__ = ["AgentParts", "ChildFactory", "PartsSource", "build_parts", "call_source", "context_facts", "hook_facts", "open_session",
+           "prompt_facts", "toolbox_inputs", "turn_inputs", "with_handlers", "worktree_place"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -257,7 +257,7 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
 
         tools: list[Tool] = session_worktree(agent, worktree_place(agent)).tools()  # EnterWorktree, ExitWorktree
         if agent.settings.subagents:
-            ctx.subagents = _subagents(agent, runner, ctx.side_budget)
+            ctx.subagents = _subagents(agent, ctx.side_budget)
             tools.append(ctx.subagents.tool())
         from .hooks_and_context import cheap_model
         from .tools.web_tools import web_tools
@@ -287,38 +287,77 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
     return AgentParts(hooks, ctx, tools, servers, agent.settings.loop_threshold, tuple(runner.warnings), session, source, facts)
 
 
-def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget) -> SubagentRunner:
-    """The ``Agent`` tool's runner: children on the agent's model, tools, sandbox and pipeline."""
-    from .plugins import plugin_agent_types
-    from .subagents.agent_types import load_agent_types
-    from .subagents.runner import SubagentRunner
-    from .tools.catalog import record_of
+@dataclass(frozen=True)
+class ChildFactory:
+    """The one place a sub-agent's parts are made, all from the parent's own: its tools with every guard
+    (``ToolSetup.for_child``: deny rules, protected paths, patch guard, sandbox, the recording of writes for
+    rewind), its calls' pipeline (the same permission rules, re-rooted at its worktree, and the same hooks,
+    whose events name the child: ``ClaudeHooks.for_child``), and the hooks its start and stop fire. Each is
+    read as the child starts, so a session's new toolbox or a front end's hook handlers reach it too. Only
+    what an agent type declares differs (its tools, read-only Bash: ``SubagentRunner._tools_for``)."""
 
-    def policy_for(cwd: str) -> PermissionPolicy:
+    agent: PartsSource
+    worktrees: Callable[[], dict[str, tuple[str, str]]]
+    """The running children's worktrees (``SubagentRunner.worktrees``): where the rules are re-rooted."""
+
+    def policy_for(self, cwd: str) -> PermissionPolicy:
         """The parent's rules for a child working in ``cwd``: re-rooted at its worktree when it has one."""
-        roots = children.worktrees.get(cwd)
-        return agent.policy.rooted_at(*roots) if roots is not None else agent.policy
+        roots = self.worktrees().get(cwd)
+        return self.agent.policy.rooted_at(*roots) if roots is not None else self.agent.policy
 
-    def make_tools(cwd: str) -> Registry:
-        # the parent's own setup (its toolbox's, read as the child starts: the session's current one), with only
-        # what a child changes: so every guard of the parent's tools holds for the child's (ToolSetup.for_child)
-        toolbox: Toolbox = cast(Any, agent).toolbox
-        reg = toolbox.setup.for_child(cwd, policy_for(cwd)).registry()
+    def tools(self, cwd: str) -> Registry:
+        """The parent's own setup (its toolbox's, read as the child starts), with only what a child changes."""
+        from .tools.catalog import record_of
+
+        toolbox: Toolbox = cast(Any, self.agent).toolbox
+        reg = toolbox.setup.for_child(cwd, self.policy_for(cwd)).registry()
         # the parent's tools beside the built-in ones that a child may use: MCP tools (read when a child starts:
-        # servers attach after this, and /mcp may add more; its calls to them pass the same permission rules,
-        # _child_executor), and those whose record allows children (WebFetch, WebSearch: their model calls hold
-        # from the parent's loop, side_budget); never the Agent tool or one that moves the parent's session
-        for t in agent.extra_tools:
+        # servers attach after this, and /mcp may add more; its calls to them pass the same permission rules),
+        # and those whose record allows children (WebFetch, WebSearch: their model calls hold from the parent's
+        # loop, side_budget); never the Agent tool or one that moves the parent's session
+        for t in self.agent.extra_tools:
             rec = record_of(t.name)
             shared = rec.for_children if rec is not None else t.name.startswith("mcp__")
             if shared and t.name not in reg:
                 reg.register(t)
         return reg
 
-    children = SubagentRunner(
+    def hooks(self) -> HookRunner | None:
+        """The parent's hook runner as it is now (a front end's handlers included), or None without hooks."""
+        hooks = cast(Any, self.agent).hooks  # the agent's own (a front end may have added handlers since)
+        return hooks.runner if isinstance(hooks, ClaudeHooks) else None
+
+    def executor(self, registry: Registry, cwd: str, agent_id: str, agent_type: str) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
+        """A child's calls through the parent's tool-call pipeline (``agent/pipeline.py``): the same hooks (its
+        events naming the child) and permission rules (re-rooted at its worktree), and no one to ask; its
+        batches through the same scheduler (``run.schedule``), side by side when the pipeline says each may."""
+        policy = self.policy_for(cwd)
+        agent = self.agent
+
+        def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:
+            one = cast("ToolPipeline", agent.tool_pipeline(registry, child=True, policy=policy))  # the agent's is one
+            if isinstance(one.hooks, ClaudeHooks):
+                one = dataclasses.replace(one, hooks=one.hooks.for_child(agent_id, agent_type))
+            return schedule(batch, one, None, alongside=one.alongside)
+
+        return calls
+
+
+def _subagents(agent: PartsSource, side_budget: ParentBudget) -> SubagentRunner:
+    """The ``Agent`` tool's runner: children on the agent's model, and on what ``ChildFactory`` makes them."""
+    from .plugins import plugin_agent_types
+    from .subagents.agent_types import load_agent_types
+    from .subagents.runner import SubagentRunner
+
+    worktrees: dict[str, tuple[str, str]] = {}
+    child = ChildFactory(agent, lambda: worktrees)
+    return SubagentRunner(
         parent=side_budget,
         model=agent.model,
-        make_tools=make_tools,
+        make_tools=child.tools,
+        make_executor=child.executor,
+        hooks_from=child.hooks,
+        worktrees=worktrees,
         cwd=agent.cwd,
         transcript_dir=os.path.join(agent.home, "subagents"),
         prices=agent.prices,
@@ -326,37 +365,16 @@ def _subagents(agent: PartsSource, runner: HookRunner, side_budget: ParentBudget
         model_spec=agent.model_spec,
         max_output_for=agent.models.child_output,
         context_for=agent.child_system_prompt,
-        read_only_line=lambda cwd, command: dataclasses.replace(policy_for(cwd), mode="plan").decide(
+        read_only_line=lambda cwd, command: dataclasses.replace(child.policy_for(cwd), mode="plan").decide(
             BASH.name, {"command": command}).behavior == "allow",
         open_model=agent.open_model,
         tracing=agent.tracing,
         default_isolation=agent.settings.subagent_isolation,
-        hooks=runner if runner.handlers else None,
-        make_executor=_child_executor(agent, policy_for),
         on_file_change=agent.file_changed,
         types=_with_aliases(agent, load_agent_types(agent.cwd, agent.home, user_home(agent.env),
                                                     agent.load_warnings, trusted=agent.trust.trusted)
                             | plugin_agent_types(agent.plugins, agent.load_warnings)),
     )
-    return children
-
-
-def _child_executor(agent: PartsSource, policy_for: Callable[[str], PermissionPolicy]
-                    ) -> Callable[[Registry, str], Callable[[Sequence[ToolCall]], list[ToolResult]]]:
-    """A child's tools go through the parent's tool-call pipeline (``agent/pipeline.py``): the same
-    hooks and permission rules (re-rooted at its worktree), and no one to ask; its batches through the
-    same scheduler (``run.schedule``), side by side when the pipeline says each call may."""
-
-    def make(registry: Registry, cwd: str) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
-        policy = policy_for(cwd)
-
-        def calls(batch: Sequence[ToolCall]) -> list[ToolResult]:  # by the parent's scheduler and its rule for side by side
-            one = cast("ToolPipeline", agent.tool_pipeline(registry, child=True, policy=policy))  # the agent's is one
-            return schedule(batch, one, lambda ev: None, alongside=one.alongside)
-
-        return calls
-
-    return make
 
 
 def _with_aliases(agent: PartsSource, types: dict[str, AgentType]) -> dict[str, AgentType]:
@@ -384,7 +402,7 @@ def with_handlers(hooks: AgentHooks, context: ContextManager, handlers: Sequence
     runner = HookRunner(handlers, project_dir=agent.cwd, cwd=agent.cwd, permission_mode=agent.permission_mode, env=agent.child_env)
     claude = ClaudeHooks(runner)
     if isinstance(context, AgentContext):
-        context.adopt_hooks(claude)
+        context.adopt_hooks(claude)  # sub-agents read the agent's hooks as each starts (ChildFactory)
     return claude
 
 

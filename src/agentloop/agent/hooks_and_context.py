@@ -21,6 +21,7 @@ from typing import Any
 from ..budget import Ledger, Price
 from ..events import Message, ModelRequest, ToolCall, ToolResult
 from ..model_description import describe
+from ..run import turn_rules
 from .context.compaction import Compactor
 from .context.loop_check import LoopCheck, chain
 from .context.side_calls import Account, LedgerAccount
@@ -38,7 +39,7 @@ from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
 from .protocols import ContextFacts, HookFacts
 from .subagents.parent_budget import ParentBudget
-from .subagents.runner import SubagentRunner, parallel_executor
+from .subagents.runner import SubagentRunner
 
 __all__ = ["AgentContext", "ClaudeHooks", "loop_check_model", "stop_failure_type"]
 
@@ -60,6 +61,15 @@ class ClaudeHooks:
         self._approved: set[str] = set()
         self._transcript_mark: tuple[str, int, int] | None = None
         """What the Claude Code transcript mirror was last written from (it is rewritten only when that changes)."""
+        self.child: dict[str, str] = {}
+        """A sub-agent's ``agent_id`` and ``agent_type``, added to every event its calls fire (``for_child``)."""
+
+    def for_child(self, agent_id: str, agent_type: str) -> ClaudeHooks:
+        """The same hooks for a sub-agent's tool calls: its events carry ``agent_id`` and ``agent_type``, as
+        Claude Code's hook input does "when the hook fires from within a subagent" (absent for the main thread)."""
+        out = ClaudeHooks(self.runner)
+        out.child = {"agent_id": agent_id, "agent_type": agent_type}
+        return out
 
     def add_handlers(self, handlers: Sequence[Any]) -> None:
         """A front end's own handlers (the Agent SDK's callbacks), beside the settings' ones."""
@@ -99,7 +109,7 @@ class ClaudeHooks:
         if not self.runner.has(event):
             return HookOutcome(event=event, matcher_value=matcher_value)
         self._sync(facts)
-        out = self.runner.run(event, payload, matcher_value=matcher_value)
+        out = self.runner.run(event, {**payload, **self.child} if self.child else payload, matcher_value=matcher_value)
         if out.ran:
             facts.record("hook", out.to_record())
         for msg in out.system_messages:
@@ -448,18 +458,15 @@ class AgentContext:
         return chain(*parts)
 
     def wrap_executor(self, facts: ContextFacts, execute: Callable[[Sequence[ToolCall]], list[ToolResult]]) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
-        if self.subagents is None:
-            return execute
+        """The turn's calls under the one scheduler's rules (``run.turn_rules``): at most ``max_parallel_agents``
+        at once, and a call that spends starts only while the run has room (``ParentBudget.admit``)."""
+        limit, admit = facts.settings.max_parallel_agents, self.side_budget.admit
 
-        def cleared(call: ToolCall) -> bool:
-            d = facts.policy().decide(call.name, call.arguments if isinstance(call.arguments, dict) else {})
-            # tool hooks record from the children's threads: with any configured, children run one at a time
-            quiet = self.hooks is None or not self.hooks.sees_tool_calls()
-            return getattr(d, "behavior", "deny") == "allow" and quiet
+        def ruled(calls: Sequence[ToolCall]) -> list[ToolResult]:
+            with turn_rules(limit=limit, admit=admit):
+                return execute(calls)
 
-        # each parallel call goes through the agent's one tool-call pipeline, as every other call does
-        return parallel_executor(execute, self.subagents, cleared, max_parallel=facts.settings.max_parallel_agents,
-                                 one=facts.run_tool)
+        return ruled
 
 
 def _price(facts: ContextFacts, name: str) -> Price:

@@ -30,9 +30,9 @@ arguments noted, invoked in the sandbox and redacted, but no tool hook sees it
 and no one is asked, as Claude Code runs Bash mode.
 
 ``run_batch`` runs a turn's calls, each through the pipeline, by the one
-scheduler (``run.schedule``): side by side when every call may, else one at a time; the parallel
-Agent-tool calls (``subagents.runner.parallel_executor``) go through the same
-pipeline, one call each. No other path runs a tool.
+scheduler (``run.schedule``): consecutive calls that may overlap side by side (``ToolPipeline.alongside``:
+read-only or ``concurrent`` tools, the ``Agent`` tool's included), every other call alone. No other
+path runs a tool.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..events import Observer, ToolCall, ToolFinished, ToolResult
-from ..run import read_only_call, schedule
+from ..run import may_overlap, schedule
 from ..tools import Registry, Tool
 from .protocols import AgentHooks, AskPermission, HookFacts, PermissionAnswer, PermissionReply
 from .tools.builtin import BASH
@@ -138,10 +138,11 @@ class ToolPipeline:
         return self.redact(self.hooks.post_tool_use(self.owner, call, result))
 
     def alongside(self, call: ToolCall) -> bool:
-        """Whether ``call`` may run beside the other calls of its batch (``run.schedule``): its tool declares itself
-        read-only (``run.read_only_call``), the rules allow it as it is, and no tool hook sees it (hooks record
-        from the calling thread, in call order). The agent's batches and a sub-agent's are decided alike."""
-        if not read_only_call(self.registry, call) or not isinstance(call.arguments, dict) or self.hooks.sees_tool_calls():
+        """Whether ``call`` may run beside the other calls of its wave (``run.waves``): its tool declares that it
+        may (read-only or ``concurrent``: ``run.may_overlap``), the rules allow it as it is, and no tool hook
+        sees it (hooks record from the calling thread, in call order). The agent's batches and a sub-agent's
+        are decided alike."""
+        if not may_overlap(self.registry, call) or not isinstance(call.arguments, dict) or self.hooks.sees_tool_calls():
             return False
         return getattr(self.policy.decide(call.name, call.arguments), "behavior", "deny") == "allow"
 
@@ -338,8 +339,9 @@ def run_batch(calls: Sequence[ToolCall], one: Callable[[ToolCall], ToolResult], 
     """A turn's calls, each through ``one`` (the pipeline), their results in call order, by the one
     scheduler (``run.schedule``).
 
-    Side by side (at most 10) when there are several and ``alongside`` says
-    each may (read-only, allowed, no tool hook sees it); else one at a time.
+    Consecutive calls that ``alongside`` passes (read-only or ``concurrent``,
+    allowed, no tool hook sees it) side by side (at most 10, or the turn's
+    ``run.turn_rules``); every other call alone.
     ``count`` is told each call's tool and whether it succeeded. Ctrl+C in a
     call ends what the calls started (``on_interrupt``), counts the calls not
     finished as failed, and goes on up (the run records ``interrupted``; the
@@ -353,9 +355,13 @@ def run_batch(calls: Sequence[ToolCall], one: Callable[[ToolCall], ToolResult], 
         return r
 
     def interrupted(c: ToolCall | None) -> None:
-        if c is None:  # side by side: every call of the batch counts as failed
+        if c is None:  # side by side: every call not finished counts as failed
+            done = {r.call_id for r in finished}
+            for r in finished:
+                count(r.name, r.ok)
             for x in calls:
-                count(x.name, False)
+                if x.id not in done:
+                    count(x.name, False)
             return
         for r in finished:
             count(r.name, r.ok)

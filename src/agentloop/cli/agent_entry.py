@@ -266,7 +266,6 @@ def _start_stream(agent: Agent, args: argparse.Namespace, streamed_in: bool) -> 
     runner = getattr(getattr(agent, "context", None), "subagents", None)
     if runner is not None and hasattr(runner, "observer"):
         runner.observer = stream.child
-        runner.tool_events = stream  # the results of Agent calls run side by side
     commands = sorted(getattr(agent, "commands", {}) or {})
     skills = sorted(getattr(agent, "skills", {}) or {})
     agents = sorted(getattr(runner, "types", {}) or {}) if runner is not None else []

@@ -34,6 +34,6 @@ AGENT_SCHEMA: dict[str, Any] = {
 AGENT = ToolRecord(
     "Agent",
     "Start a sub-agent for a task: it has its own context, works with its own tools, and answers with one final report.",
-    AGENT_SCHEMA, rule="agent", for_children=False, aliases=("Task",),
+    AGENT_SCHEMA, rule="agent", for_children=False, aliases=("Task",), concurrent=True, spends=True,
 )
 """The runner adds the types it knows to the description (``SubagentRunner.describe``)."""

@@ -10,9 +10,9 @@ from ...config.settings import ConfigError, read_config_bytes
 from ...tools import Registry
 from ..front_matter import parse_front_matter
 from ..tools.builtin import BASH
-from ..tools.catalog import ALIASES, RECORDS
+from ..tools.catalog import RECORDS
 
-__all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "describe_types", "load_agent_types", "read_agent_dir"]
+__all__ = ["KNOWN_TOOLS", "READ_ONLY_TOOLS", "AgentType", "builtin_types", "describe_types", "known_tools", "load_agent_types", "read_agent_dir"]
 
 READ_ONLY_TOOLS = tuple(r.name for r in RECORDS if r.rule in ("read", "search"))
 """The tools that read the workspace (records' ``rule``): Read, Glob, Grep and LS, the Explore type's."""
@@ -80,7 +80,16 @@ def tool_names(value: Any, path: str = "", warnings: list[str] | None = None) ->
     return tuple(t.strip() for t in items if t.strip())
 
 
-KNOWN_TOOLS = frozenset(r.name for r in RECORDS) | frozenset(ALIASES) | {"MultiEdit", "ListMcpResourcesTool", "ReadMcpResourceTool"}
+def known_tools() -> frozenset[str]:
+    """Every tool name an agent file may list: each record's (as the catalog holds them now) and its old names,
+    and Claude Code's tools agentloop serves under another name."""
+    from ..tools import catalog
+
+    return (frozenset(r.name for r in catalog.RECORDS) | frozenset(catalog.ALIASES)
+            | {"MultiEdit", "ListMcpResourcesTool", "ReadMcpResourceTool"})
+
+
+KNOWN_TOOLS = known_tools()
 """Tool names an agent file may list besides ``mcp__...`` names: every built-in tool and its old names (``Task`` is
 Claude Code's old name of ``Agent``), and Claude Code's MultiEdit and MCP resource tools."""
 
@@ -152,7 +161,8 @@ def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = F
                             "(Claude Code runs an agent's own hooks while it runs; agentloop runs hooks only from the "
                             "settings files' \"hooks\", for the parent and its sub-agents alike)")
         tools = tool_names(meta.get("tools"), path, warnings)
-        unknown = [t for t in tools or () if t not in KNOWN_TOOLS and not t.startswith("mcp__")]
+        known = known_tools()
+        unknown = [t for t in tools or () if t not in known and not t.startswith("mcp__")]
         if unknown and warnings is not None:
             warnings.append(f"{path}: agent {name!r} lists tools agentloop does not have: {', '.join(unknown)} (left out)")
         model = str(meta.get("model") or "").strip() or None

@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from ...budget import Hold, Ledger, Share
-from ...events import Usage
+from ...events import ToolCall, ToolResult, Usage
 from ...loop import side_room
 from ...run import RunResult, SideCosts
 
@@ -76,6 +76,21 @@ class ParentBudget:
         with self._changed:
             left, self.pending = self.pending, []
         return sum(p[2] for p in left)
+
+    def admit(self, call: ToolCall) -> ToolResult | None:
+        """The scheduler's ``admit`` (``run.schedule``): a call to a tool whose record ``spends`` starts only while
+        the run has room left for it; else its refusal, and it never starts. Other calls always start."""
+        from ..tools.catalog import record_of
+
+        rec = record_of(call.name)
+        if rec is None or not rec.spends:
+            return None
+        money, tokens = self.room_for_child()
+        if money != 0 and tokens != 0:
+            return None
+        what = "money" if money == 0 else "tokens"
+        return ToolResult(call.id, call.name, False,
+                          error=f"{call.name} was not started: the run's budget has no {what} left for the model calls it makes")
 
     def for_run(self, budget: Any) -> ParentLedger:
         """A new run of the session is about to start with ``budget``: until its ``prepare`` binds it, the room is

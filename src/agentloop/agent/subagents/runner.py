@@ -23,13 +23,15 @@ Rules:
    working tree (``worktree.py``), conflicts reported to the parent. Outside
    git, or for a read-only type, the child works in the parent's directory. A
    worktree starts from the parent's working tree, uncommitted changes included.
-4. ``Agent`` calls given in one reply run at the same time
-   (``parallel_executor``, at most ``max_parallel``: Claude Code's
-   ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY``, 10 by default), each cleared
-   first. What follows a child's run (its hand-off to the parent's budget, the
-   merge of its worktree, the parent's records, the rest of its tool call)
-   happens in call order, one child at a time, so the records and the
-   working tree come out the same whichever child finished first.
+4. ``Agent`` calls given in one reply run at the same time: the tool's record
+   says it is ``concurrent``, so the one scheduler (``run.schedule``) puts
+   consecutive cleared calls in one wave (at most Claude Code's
+   ``CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY`` at once, 10 by default). What
+   follows a child's run (its hand-off to the parent's budget, the merge of
+   its worktree, the parent's records, the rest of its tool call) waits until
+   every earlier call of its wave is done (``Wave.wait_before``), so the
+   records and the working tree come out the same whichever child finished
+   first.
 6. The parent model reads a child's final answer as text, with one line of
    facts (its id and type, turns, spend, files changed, conflicts); the
    bookkeeping (transcript path, last hash, records) is in the parent's
@@ -47,14 +49,13 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...budget import Budget, PriceTable
 from ...config.private import private_dirs
 from ...events import ToolCall, ToolResult
-from ...run import RunResult, run
+from ...run import RunResult, Wave, current_wave, interrupt_flag, may_overlap, run, schedule
 from ...tools import Registry, Tool, ToolError
 from ...transcript import TranscriptWriter, read_records, verify_file
 from ..hooks.runner import HookRunner
@@ -96,11 +97,14 @@ class SubagentRunner:
     tracing: Any = None
     """An ``agentloop.telemetry.Tracing``: each child run is traced (under the parent's tool span)."""
     hooks: HookRunner | None = None
+    """The hooks SubagentStart and SubagentStop fire (a library user's); ``hooks_from`` when given."""
+    hooks_from: Callable[[], HookRunner | None] | None = None
+    """The parent's hooks as they are when a child starts (the terminal agent's ``ChildFactory.hooks``)."""
     record: Callable[[str, Any], Any] | None = None
     """Appends to the parent's transcript (called under a lock)."""
-    make_executor: Callable[[Registry, str], Callable[[Sequence[ToolCall]], list[ToolResult]]] | None = None
-    """Wraps a child's tools (working in a directory) with the parent's permission checks; plain
-    ``Registry.invoke`` when None."""
+    make_executor: Callable[[Registry, str, str, str], Callable[[Sequence[ToolCall]], list[ToolResult]]] | None = None
+    """Wraps a child's tools (working in a directory; its id and type) with the parent's permission checks and
+    hooks; plain ``Registry.invoke`` when None."""
     worktrees: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Each running child's directory in its own worktree -> (the parent's repository, the worktree): where the
     parent's rules are re-rooted for it (``PermissionPolicy.rooted_at``)."""
@@ -124,11 +128,9 @@ class SubagentRunner:
     new_id: Callable[[], str] = field(default=lambda: "agent-" + uuid.uuid4().hex[:12])
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _git_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    stopping: threading.Event = field(default_factory=threading.Event, repr=False)
-    """Set when the parent is interrupted while a parallel batch runs: every child stops at its next model call."""
     """Worktrees are made one at a time (git locks the repository's worktree list and config)."""
     _pre: threading.local = field(default_factory=threading.local, repr=False)
-    """This thread's place in a parallel batch (``parallel_executor``): ``_Place`` or None."""
+    """This thread's place in its wave (``_Place``), or its background child."""
     children: list[dict[str, Any]] = field(default_factory=list)
     observer: Callable[[dict[str, Any]], Any] | None = None
     """Called as each child starts with ``{agent_id, agent_type, description, prompt, parent_tool_use_id}``
@@ -136,14 +138,18 @@ class SubagentRunner:
     background: Backgrounds = field(init=False, repr=False)
     """The children started with ``run_in_background`` (``background.py``)."""
     tool_events: Callable[[Any], None] | None = None
-    """Told ``ToolStarted`` and ``ToolFinished`` of the ``Agent`` calls that ``parallel_executor`` runs together
-    (they do not pass through the executor that tells the run's observer), on the calling thread."""
+    """Told ``ToolStarted`` and ``ToolFinished`` of the calls ``parallel_executor`` runs (a library user's
+    executor; the agent's turns tell the run's observer), on the calling thread."""
 
     def __post_init__(self) -> None:
         self.background = Backgrounds(self)
 
-    def _executor(self, registry: Registry, traced: Any, cwd: str) -> Any:
-        ex = self.make_executor(registry, cwd) if self.make_executor is not None else None
+    def _hooks(self) -> HookRunner | None:
+        return self.hooks_from() if self.hooks_from is not None else self.hooks
+
+    def _executor(self, registry: Registry, traced: Any, meta: dict[str, Any]) -> Any:
+        ex = (self.make_executor(registry, str(meta["cwd"]), str(meta["agent_id"]), str(meta["agent_type"]))
+              if self.make_executor is not None else None)
         return traced.executor(ex) if traced is not None and ex is not None else ex
 
     def _record(self, kind: str, payload: Any) -> None:
@@ -151,7 +157,7 @@ class SubagentRunner:
         if bg is not None:  # a background child's thread: written when its report is delivered
             bg.records.append((kind, payload))
             return
-        place: _Place | None = getattr(self._pre, "place", None)
+        place = self._place()
         if place is not None and not place.entered:  # a parallel child before its turn: written when it comes
             place.pending.append((kind, payload))
             return
@@ -159,13 +165,23 @@ class SubagentRunner:
             with self._lock:
                 self.record(kind, payload)
 
-    def _take_turn(self) -> None:
-        """In a parallel batch, wait until every earlier call of the batch is done, then write what this child
-        recorded meanwhile (rule 4). Outside a batch, nothing to wait for."""
+    def _place(self) -> _Place | None:
+        """This call's place in its wave (``run.current_wave``); None when it runs alone."""
+        here = current_wave()
+        if here is None:
+            return None
         place: _Place | None = getattr(self._pre, "place", None)
+        if place is None or place.wave is not here[0] or place.call is not here[1]:
+            place = self._pre.place = _Place(here[0], here[1])
+        return place
+
+    def _take_turn(self) -> None:
+        """In a wave, wait until every earlier call of the wave is done, then write what this child recorded
+        meanwhile (rule 4). Alone, nothing to wait for."""
+        place = self._place()
         if place is None or place.entered:
             return
-        place.turns.wait_for(place.call_id)
+        place.wave.wait_before(place.call)
         place.entered = True
         for kind, payload in place.pending:
             self._record(kind, payload)
@@ -248,13 +264,14 @@ class SubagentRunner:
             cwd = wt.cwd if wt is not None else self.cwd
             if wt is not None:
                 self.worktrees[cwd] = (wt.repo, wt.path)
-            if self.hooks is not None and self.hooks.has("SubagentStart"):
-                out = self.hooks.run("SubagentStart", {"agent_id": child_id, "agent_type": atype.name, "prompt": prompt}, matcher_value=atype.name)
+            hooks = self._hooks()
+            if hooks is not None and hooks.has("SubagentStart"):
+                out = hooks.run("SubagentStart", {"agent_id": child_id, "agent_type": atype.name, "prompt": prompt}, matcher_value=atype.name)
                 self._record("hook", out.to_record())
             registry = self._tools_for(atype, cwd)
             budget = Budget(max_steps=self.max_steps, max_usd_micros=allowed[0], max_tokens=allowed[1])
             model = _Stoppable(self.model if atype.model is None or self.open_model is None else self._open_type_model(atype),
-                               bg.stop if bg is not None else self.stopping)
+                               bg.stop if bg is not None else interrupt_flag() or threading.Event())
             messages = self._system(atype, cwd, wt, registry, allowed) + [{"role": "user", "content": prompt}]
             out_tokens = self._output_budget(atype, allowed[0])
             observe = self._observe(child_id, atype.name, description, prompt)
@@ -333,7 +350,7 @@ class SubagentRunner:
                     sink = traced
                 last = run(run_model, registry, messages, left, transcript=sink, prices=self.prices, model_name=model_name,
                            loop_threshold=self.loop_threshold, max_output_tokens=out_tokens, run_id=run_id, meta=meta,
-                           executor=_observed(self._executor(registry, traced, str(meta["cwd"])), observe), observer=observe, ledger=ledger)
+                           executor=_observed(self._executor(registry, traced, meta), observe), observer=observe, ledger=ledger)
                 if traced is not None:
                     traced.finish()
                 result = gate.add(last)
@@ -409,15 +426,16 @@ class SubagentRunner:
         subagent as its next instruction"; the same loop protections as Stop
         (``stop_hook_active``, the cap of consecutive blocks) apply.
         """
-        if self.hooks is None or not self.hooks.has("SubagentStop") or last.stop_reason == "interrupted":
+        hooks = self._hooks()
+        if hooks is None or not hooks.has("SubagentStop") or last.stop_reason == "interrupted":
             return None
         from ..hooks.payloads import write_claude_transcript
 
         # agent_transcript_path: the child's conversation in Claude Code's lines, beside its hash-chained file
         mirror = os.path.join(os.path.dirname(path), "claude", os.path.basename(path))
-        if not write_claude_transcript(mirror, list(last.messages), child_id, self.hooks.cwd):
+        if not write_claude_transcript(mirror, list(last.messages), child_id, hooks.cwd):
             mirror = path
-        out = self.hooks.run(
+        out = hooks.run(
             "SubagentStop",
             {"agent_id": child_id, "agent_type": atype, "stop_hook_active": active, "last_assistant_message": last.answer,
              "agent_transcript_path": mirror},
@@ -506,6 +524,7 @@ class _Stoppable:
     def __init__(self, inner: Any, stopping: threading.Event):
         self.inner = inner
         self.stopping = stopping
+        """A background child's stop, else the interrupt flag of the parent's call (``run.interrupt_flag``)."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -532,32 +551,12 @@ class _Stoppable:
         return reply
 
 
-class _Turns:
-    """The order a parallel batch's calls finish in: call order (``SubagentRunner`` rule 4)."""
-
-    def __init__(self, call_ids: Sequence[str]):
-        self.order = list(call_ids)
-        self.next = 0
-        self.cond = threading.Condition()
-
-    def wait_for(self, call_id: str) -> None:
-        with self.cond:
-            while self.order[self.next] != call_id:
-                self.cond.wait()
-
-    def done(self, call_id: str) -> None:
-        self.wait_for(call_id)
-        with self.cond:
-            self.next += 1
-            self.cond.notify_all()
-
-
 @dataclass
 class _Place:
-    """One call's place in a parallel batch: its turn, whether it has come, and the records waiting for it."""
+    """One call's place in its wave: whether its turn has come, and the records waiting for it."""
 
-    turns: _Turns
-    call_id: str
+    wave: Wave
+    call: ToolCall
     entered: bool = False
     pending: list[tuple[str, Any]] = field(default_factory=list)
 
@@ -572,68 +571,20 @@ def parallel_executor(
     precheck: Callable[[ToolCall], bool] = lambda c: True,
     max_parallel: int = DEFAULT_MAX_PARALLEL,
     one: Callable[[ToolCall], ToolResult] | None = None,
+    registry: Registry | None = None,
 ) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
-    """An executor that runs a turn's ``Agent`` calls at the same time.
-
-    Two or more ``Agent`` calls in one turn, each cleared by ``precheck``
-    (permissions and PreToolUse, in the calling thread), run concurrently, at
-    most ``max_parallel`` at once; every other call goes through ``inner``.
-    Each parallel call goes through ``one``, the same path as any call (the
-    agent's tool-call pipeline: schema, hooks, permission, redaction;
-    ``inner`` on that call alone by default). Each child draws from the
-    parent's room call by call (``ParentBudget.draw``); what follows each
-    child's run happens in call order (``_Turns``). Results come back in call
-    order.
+    """A library user's executor for a registry holding the ``Agent`` tool: the one scheduler (``run.schedule``)
+    with the calls ``precheck`` clears side by side when they may overlap (``Agent`` calls, and the calls
+    ``registry``'s tools declare may: ``run.may_overlap``), at most ``max_parallel`` at once, each call
+    through ``one`` (``inner`` on that call alone by default). The terminal agent's turns need none: its
+    pipeline clears the calls the same way (``ToolPipeline.alongside``). ``runner.tool_events`` is told of
+    each call. Results come back in call order.
     """
     run_one = one if one is not None else (lambda c: inner([c])[0])
 
     def execute(calls: Sequence[ToolCall]) -> list[ToolResult]:
-        par = [c for c in calls if runner.is_agent_call(c)]
-        if len(par) < 2:
-            return inner(calls)
-        cleared = [c for c in par if precheck(c)]
-        if len(cleared) < 2:
-            return inner(calls)
-        turns = _Turns([c.id for c in cleared])
-
-        def in_thread(c: ToolCall) -> ToolResult:
-            runner._pre.place = _Place(turns, c.id)
-            try:
-                return run_one(c)
-            finally:
-                runner._take_turn()  # a call refused before its child ran still takes its turn
-                runner._pre.place = None
-                turns.done(c.id)
-
-        results: dict[str, ToolResult] = {}
-        tell = runner.tool_events
-        if tell is not None:
-            from ...events import ToolStarted
-
-            for c in cleared:
-                tell(ToolStarted(c))
-        ids = {c.id for c in cleared}
-        runner.stopping.clear()
-        with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(cleared))), thread_name_prefix="agentloop-child") as pool:
-            futs = {c.id: pool.submit(in_thread, c) for c in cleared}
-            try:
-                rest = [c for c in calls if c.id not in ids]
-                if rest:
-                    for r in inner(rest):
-                        results[r.call_id] = r
-                for cid, f in futs.items():
-                    results[cid] = f.result()
-            except BaseException:  # the parent interrupted (Ctrl+C): every child stops before its next call
-                runner.stopping.set()
-                for f in futs.values():
-                    f.cancel()
-                raise
-        if tell is not None:
-            from ...events import ToolFinished
-
-            for cid in futs:
-                tell(ToolFinished(results[cid]))
-        return [results[c.id] for c in calls]
+        return schedule(calls, run_one, runner.tool_events, alongside=lambda c: (
+            runner.is_agent_call(c) or (registry is not None and may_overlap(registry, c))) and precheck(c), limit=max_parallel)
 
     return execute
 

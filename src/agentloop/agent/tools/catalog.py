@@ -2,8 +2,9 @@
 
 Rules:
 
-1. ``RECORDS`` is the one list of built-in tools: a tool's record (``record.py``)
-   lives beside the tool; adding a tool adds one line here. The order is the
+1. ``DECLARED`` is the one list of built-in tools: a tool's record (``record.py``)
+   lives beside the tool; adding a tool adds one line here (``module:NAME``),
+   and ``RECORDS`` holds the records it names. The order is the
    order the model is shown the tools (changing it changes the tool schemas
    sent to the model, and so every prompt cache).
 2. Permissions, hook payloads, sub-agent types, ACP and the REPL's previews
@@ -16,48 +17,67 @@ Rules:
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ...tools import Registry
-from ..commands import SKILL
-from ..session_worktree import ENTER_WORKTREE, EXIT_WORKTREE
-from ..subagents.agent_tool import AGENT
-from .apply_patch import APPLY_PATCH
-from .background import BASH_OUTPUT_TOOL, KILL_SHELL, BackgroundShells
-from .builtin import (
-    BASH,
-    EDIT,
-    GLOB,
-    GREP,
-    LS,
-    NOTEBOOK_EDIT,
-    READ,
-    WRITE,
-    CommandSandbox,
-    RunningProcesses,
-    build_registry,
-)
+from .background import BackgroundShells
+from .builtin import CommandSandbox, RunningProcesses, build_registry
 from .record import ToolRecord
-from .session_tools import ASK_USER_QUESTION, EXIT_PLAN_MODE, TODO_WRITE, SessionLink
-from .web_fetch import WEB_FETCH
-from .web_search import WEB_SEARCH
+from .session_tools import SessionLink
 
 if TYPE_CHECKING:
     from .workspace import Workspace
 
-__all__ = ["ALIASES", "RECORDS", "builtin_registry", "names_where", "path_arguments", "record_of"]
+__all__ = ["ALIASES", "DECLARED", "RECORDS", "builtin_registry", "names_where", "path_arguments", "record_of"]
 
-RECORDS: tuple[ToolRecord, ...] = (
-    BASH, READ, WRITE, EDIT, GLOB, GREP, LS, NOTEBOOK_EDIT, BASH_OUTPUT_TOOL, KILL_SHELL,
-    TODO_WRITE, EXIT_PLAN_MODE, ASK_USER_QUESTION, APPLY_PATCH,
-    SKILL, ENTER_WORKTREE, EXIT_WORKTREE, AGENT, WEB_FETCH, WEB_SEARCH,
+DECLARED = (
+    "agentloop.agent.tools.builtin:BASH",
+    "agentloop.agent.tools.builtin:READ",
+    "agentloop.agent.tools.builtin:WRITE",
+    "agentloop.agent.tools.builtin:EDIT",
+    "agentloop.agent.tools.builtin:GLOB",
+    "agentloop.agent.tools.builtin:GREP",
+    "agentloop.agent.tools.builtin:LS",
+    "agentloop.agent.tools.builtin:NOTEBOOK_EDIT",
+    "agentloop.agent.tools.background:BASH_OUTPUT_TOOL",
+    "agentloop.agent.tools.background:KILL_SHELL",
+    "agentloop.agent.tools.session_tools:TODO_WRITE",
+    "agentloop.agent.tools.session_tools:EXIT_PLAN_MODE",
+    "agentloop.agent.tools.session_tools:ASK_USER_QUESTION",
+    "agentloop.agent.tools.apply_patch:APPLY_PATCH",
+    "agentloop.agent.commands:SKILL",
+    "agentloop.agent.session_worktree:ENTER_WORKTREE",
+    "agentloop.agent.session_worktree:EXIT_WORKTREE",
+    "agentloop.agent.subagents.agent_tool:AGENT",
+    "agentloop.agent.tools.web_fetch:WEB_FETCH",
+    "agentloop.agent.tools.web_search:WEB_SEARCH",
 )
-"""The built-in tools, in the order the model is shown them (rule 1)."""
+"""Where each built-in tool's record is declared (``module:NAME``), one line a tool, in the order the model is
+shown them (rule 1). ``scripts/check_layers.py`` reads these as the imports they are."""
 
-_BY_NAME: dict[str, ToolRecord] = {r.name: r for r in RECORDS}
-ALIASES: Mapping[str, str] = {alias: r.name for r in RECORDS for alias in r.aliases}
+
+def _load(declared: str) -> ToolRecord:
+    module, _, name = declared.partition(":")
+    record = getattr(importlib.import_module(module), name)
+    if not isinstance(record, ToolRecord):
+        raise TypeError(f"catalog: {declared} is not a ToolRecord")
+    return record
+
+
+def index(declared: tuple[str, ...]) -> tuple[tuple[ToolRecord, ...], dict[str, ToolRecord], dict[str, str]]:
+    """The records ``declared`` names, in order; each by its name; each alias's tool name."""
+    records = tuple(_load(d) for d in declared)
+    return records, {r.name: r for r in records}, {alias: r.name for r in records for alias in r.aliases}
+
+
+RECORDS: tuple[ToolRecord, ...]
+"""The built-in tools, in the order the model is shown them (rule 1)."""
+_BY_NAME: dict[str, ToolRecord]
+ALIASES: Mapping[str, str]
 """Other names of a tool (``Task`` for ``Agent``): rules and hook matchers may use them."""
+RECORDS, _BY_NAME, ALIASES = index(DECLARED)
 
 
 def record_of(name: str) -> ToolRecord | None:

@@ -12,7 +12,7 @@ Rules:
    argument left out would go unchecked, so a schema property that is a path
    must be listed (``tests/test_tool_records.py`` holds each record to it).
 3. ``read_only``: the tool changes nothing, so the loop may run it beside
-   others. ``asks``: a call needs the permission rules' consent (False for the
+   others (as it may a ``concurrent`` one). ``asks``: a call needs the permission rules' consent (False for the
    tools that only read, and for the session's own bookkeeping tools).
 4. This module imports nothing of the agent: any part may read a record.
 """
@@ -52,6 +52,12 @@ class ToolRecord:
     """The JSON Schema of its arguments, as sent to the model."""
     read_only: bool = False
     """It changes nothing: the loop may run it beside other calls."""
+    spends: bool = False
+    """Its calls make model calls of their own, paid from the run's budget: one starts only while the run has
+    room left (``ParentBudget.admit``, the scheduler's ``admit``)."""
+    concurrent: bool = False
+    """It changes something, yet its calls may run beside others (``run.waves``): the ``Agent`` tool, whose
+    children keep their records in call order and draw from the parent's room call by call."""
     asks: bool = True
     """A call needs the permission rules' consent (False: allowed without asking, and in plan mode)."""
     lookup: bool = False
@@ -79,4 +85,4 @@ class ToolRecord:
     def tool(self, fn: Callable[..., Any], description: str | None = None) -> Tool:
         """The ``Tool`` the model calls: this record's name, schema and read-only flag, with ``fn``."""
         return Tool(name=self.name, description=self.description if description is None else description,
-                    parameters=self.schema, fn=fn, read_only=self.read_only)
+                    parameters=self.schema, fn=fn, read_only=self.read_only, concurrent=self.concurrent)

@@ -164,7 +164,7 @@ class PromptModel:
     name: str = ""
 
 
-WEB_FETCH = ToolRecord("WebFetch", _DOC, FETCH_SCHEMA, lookup=True, rule="web", acp="fetch")
+WEB_FETCH = ToolRecord("WebFetch", _DOC, FETCH_SCHEMA, lookup=True, rule="web", acp="fetch", spends=True)
 """WebFetch: its rules name a domain (``WebFetch(domain:example.com)``)."""
 
 

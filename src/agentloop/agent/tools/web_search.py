@@ -60,7 +60,7 @@ _DOC = (
 )
 
 
-WEB_SEARCH = ToolRecord("WebSearch", _DOC, SEARCH_SCHEMA, lookup=True, acp="search")
+WEB_SEARCH = ToolRecord("WebSearch", _DOC, SEARCH_SCHEMA, lookup=True, acp="search", spends=True)
 
 
 class WebSearch:
