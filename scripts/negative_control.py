@@ -1561,6 +1561,13 @@ SABOTAGES = [
          "tests/test_secret_shapes.py::test_bash_does_not_inherit_them"],
     ),
     Sabotage(
+        "MCP stdio servers inherit the environment judged again from the user's, not the agent's child environment",
+        "src/agentloop/mcp/agent.py",
+        "                         auth_home=start.home, allow_env=start.allow_env, inherit=start.inherit)",
+        "                         auth_home=start.home, allow_env=start.allow_env, inherit=None)  # SABOTAGED",
+        ["tests/test_mcp_env.py::test_the_key_variable_is_withheld_whatever_its_name"],
+    ),
+    Sabotage(
         "a held secret is redacted only as written, not base64-encoded",
         "src/agentloop/agent/secret_shapes.py",
         "    pats += [_WRAP.join(_b64_char(c) for c in core) for core in base64_cores(raw)]",

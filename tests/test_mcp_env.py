@@ -74,6 +74,28 @@ def test_the_agent_withholds_the_key_variable_it_was_configured_with(tmp_path: P
         a.close("prompt_input_exit")
 
 
+def test_the_key_variable_is_withheld_whatever_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--api-key-env LLM_ACCESS``: a name that does not look secret is still the key that pays for the model, so
+    no stdio server gets it (neither by that name nor its value under another)."""
+    from agentloop.agent.agent import Agent
+
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
+    script = tmp_path / "s.json"
+    script.write_text("[]")
+    env = {**USER_ENV, "AGENTLOOP_HOME": str(tmp_path / "home"), "LLM_ACCESS": "paid-model-access-0123456789",
+           "LLM_ACCESS_COPY": "paid-model-access-0123456789"}
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", env=env, api_key_env="LLM_ACCESS")
+    try:
+        m = a.mcp
+        assert getenv(m, "AL_SHELL_SETTING") == "exported-in-the-shell"
+        assert getenv(m, "LLM_ACCESS") == "<unset>" and getenv(m, "LLM_ACCESS_COPY") == "<unset>"
+    finally:
+        a.close("prompt_input_exit")
+
+
 def test_structured_content_is_sent_once_unless_the_text_says_something_else() -> None:
     with McpManager([ServerConfig("raw", "stdio", command=PY, args=(RAW,))],
                     in_process={}, environ={}, startup_timeout=30) as m:

@@ -92,9 +92,9 @@ def test_a_prompt_with_too_few_arguments_says_its_usage(tmp_path: Path, monkeypa
     a = Agent(cwd=str(project(tmp_path)), trust=True, model=scripted([]))
     try:
         with pytest.raises(McpToolError, match=r"/mcp__raw__greet needs who: /mcp__raw__greet <who>"):
-            run_prompt(a, "mcp__raw__greet", "")
-        assert run_prompt(a, "mcp__raw__greet", "Grace Hopper") == "Say hello to Grace Hopper."
-        assert run_prompt(a, "mcp__raw__nosuch", "") is None
+            run_prompt(a.mcp_servers, "mcp__raw__greet", "")
+        assert run_prompt(a.mcp_servers, "mcp__raw__greet", "Grace Hopper") == "Say hello to Grace Hopper."
+        assert run_prompt(a.mcp_servers, "mcp__raw__nosuch", "") is None
     finally:
         a.close("prompt_input_exit")
 

@@ -174,3 +174,15 @@ def test_the_tools_beside_the_built_in_ones_change_only_through_their_owner(agen
     agent.build_tools()  # as at /clear: a new toolbox from new inputs, the same tools beside the built-in ones
     assert "echo" in agent.registry
     assert builder.toolbox_inputs(agent).extra_tools is extra
+
+
+def test_the_mcp_layer_starts_from_a_frozen_value_and_never_probes_the_agent() -> None:
+    """``mcp.agent`` gets an ``McpStart`` the builder makes (what a stdio server inherits is the agent's one child
+    environment, decided once), and the servers themselves elsewhere: no ``getattr`` on a host, no view of it."""
+    from agentloop.mcp import agent as mcp_agent
+
+    src = Path(mcp_agent.__file__).read_text()
+    assert "getattr(agent" not in src and "McpHost" not in src
+    params = dataclasses.fields(mcp_agent.McpStart)
+    assert {f.name for f in params} >= {"inherit", "env", "notice_now"}
+    assert mcp_agent.McpStart.__dataclass_params__.frozen  # type: ignore[attr-defined]

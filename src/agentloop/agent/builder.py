@@ -52,7 +52,7 @@ from .tools.builtin import BASH
 if TYPE_CHECKING:
     from ..budget import PriceTable
     from ..config.settings import SettingsSource
-    from ..mcp.agent import McpServers
+    from ..mcp.agent import McpServers, McpStart
     from .agent_settings import AgentSettings
     from .model_choice import ModelChoice
     from .model_options import ModelOptions
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from .trust import TrustDecision
     from .turn import TurnInputs
 
-__all__ = ["AgentParts", "ChildFactory", "PartsSource", "build_parts", "call_source", "context_facts", "hook_facts", "open_session",
+__all__ = ["AgentParts", "ChildFactory", "PartsSource", "build_parts", "call_source", "context_facts", "hook_facts", "mcp_start", "open_session",
            "prompt_facts", "toolbox_inputs", "turn_inputs", "with_handlers", "worktree_place"]
 
 log = logging.getLogger("agentloop.agent")
@@ -99,6 +99,14 @@ class PartsSource(Protocol):
     def stop_hook_active(self) -> bool: ...
     @property
     def on_notice(self) -> Callable[[str], None] | None: ...
+    @property
+    def elicit(self) -> Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None: ...
+    @property
+    def on_mcp_progress(self) -> Callable[[str, str, str], None] | None: ...
+    @property
+    def mcp_json_approved(self) -> set[str]: ...
+    @property
+    def allowed_env(self) -> frozenset[str]: ...
     @property
     def ask_permission(self) -> AskPermission | None: ...
     def record(self, kind: str, payload: Any) -> None: ...
@@ -266,7 +274,7 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
     except ConfigError as exc:
         raise AgentError(str(exc)) from None
     try:
-        servers = start_servers(agent)  # MCP servers from .mcp.json and mcpServers in settings
+        servers = start_servers(mcp_start(agent))  # MCP servers from .mcp.json and mcpServers in settings
     except ConfigError as exc:
         raise AgentError(str(exc)) from None
     if servers is not None:
@@ -404,6 +412,20 @@ def with_handlers(hooks: AgentHooks, context: ContextManager, handlers: Sequence
     if isinstance(context, AgentContext):
         context.adopt_hooks(claude)  # sub-agents read the agent's hooks as each starts (ChildFactory)
     return claude
+
+
+def mcp_start(agent: PartsSource) -> McpStart:
+    """What the agent's MCP servers start from (``mcp.agent.start_servers``): a frozen value; the front end's
+    callbacks are read through it when a server needs them, as the front end may set them later."""
+    from ..mcp.agent import McpStart
+
+    def roots() -> list[str]:
+        return [agent.cwd, *[d for d in agent.add_dirs if d != agent.cwd]]
+
+    return McpStart(cwd=agent.cwd, home=agent.home, env=agent.env, inherit=agent.child_env, sources=tuple(agent.sources),
+                    project_servers=frozenset(agent.mcp_json_approved), allow_env=tuple(sorted(agent.allowed_env)),
+                    roots=roots, notice_now=lambda: agent.on_notice, elicit_now=lambda: agent.elicit,
+                    progress_now=lambda: agent.on_mcp_progress)
 
 
 def toolbox_inputs(agent: PartsSource) -> ToolboxInputs:

@@ -345,7 +345,7 @@ class AcpAgent:
 
         name, _, rest = text[1:].partition(" ")
         try:
-            got = run_prompt(agent, name, rest.strip())
+            got = run_prompt(agent.mcp_servers, name, rest.strip())
         except McpToolError as exc:
             self._send(sid, update_agent_message_text(str(exc)))
             return None

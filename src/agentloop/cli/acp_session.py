@@ -175,7 +175,7 @@ def available_commands(agent: Agent) -> list[Any]:
     try:
         from agentloop.mcp.agent import prompt_commands
 
-        prompts = prompt_commands(agent)
+        prompts = prompt_commands(agent.mcp_servers)
     except Exception:  # noqa: BLE001 - a server that cannot list its prompts offers none
         prompts = {}
     for name, (server, p) in sorted(prompts.items()):

@@ -228,7 +228,7 @@ def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) ->
         channel: ControlChannel | None = None
         if fmt == "stream-json":
             stream, channel = _start_stream(agent, args, streamed_in)
-        report_startup(agent)  # an MCP server that failed to start, said once
+        report_startup(agent.mcp_servers, agent.on_notice)  # an MCP server that failed to start, said once
         code = EXIT_OK
         for text in channel.prompts() if channel is not None else [str(prompt)]:
             wait_at_turn_end(agent)  # -p has no next turn: a turn that ends while background agents run waits for them
@@ -273,7 +273,7 @@ def _start_stream(agent: Agent, args: argparse.Namespace, streamed_in: bool) -> 
     if channel is not None:
         _serve_sdk_servers(agent, channel)
     stream.emit(cf.init_message(agent.session.id, cwd=agent.cwd, model=agent.model_spec, tools=agent.shown_tools().names(),
-                                permission_mode=agent.permission_mode, mcp_servers=server_states(agent),
+                                permission_mode=agent.permission_mode, mcp_servers=server_states(agent.mcp_servers),
                                 slash_commands=commands, version=__version__, skills=skills, agents=agents,
                                 plugins=_plugins(agent),
                                 api_key_source=cf.api_key_source(agent.model_spec, agent.models.api_key_env, agent.env)))
@@ -315,10 +315,11 @@ def _open_channel(agent: Agent, args: argparse.Namespace, stream: StreamJson) ->
 def _serve_sdk_servers(agent: Agent, channel: ControlChannel, names: Sequence[str] = ()) -> None:
     """On the main thread: serve the SDK's in-process MCP servers (``--mcp-config`` entries of type ``sdk``, and
     ``names`` from ``initialize``) over ``channel`` and take their tools in; a server that failed is said once."""
+    from agentloop.agent.builder import mcp_start
     from agentloop.mcp.agent import new_failures, start_servers
 
     if agent.mcp_servers is None and names:
-        agent.serve_mcp(start_servers(agent, even_none=True))  # no server configured: a manager for the SDK's
+        agent.serve_mcp(start_servers(mcp_start(agent), even_none=True))  # no server configured: a manager for the SDK's
     servers = agent.mcp_servers
     if servers is None:
         return
@@ -326,7 +327,7 @@ def _serve_sdk_servers(agent: Agent, channel: ControlChannel, names: Sequence[st
     if servers.manager.serve_sdk(channel.mcp_message):
         agent.tools_changed()
         if names:  # after init: say what failed now (at start, report_startup does)
-            for text in new_failures(agent):
+            for text in new_failures(agent.mcp_servers):
                 if agent.on_notice is not None:
                     agent.on_notice(text)
 
@@ -377,7 +378,7 @@ def _expand(agent: Agent, prompt: str) -> tuple[str, tuple[str, ...]]:
 
         name, _, rest = prompt.strip()[1:].partition(" ")
         try:
-            text = run_prompt(agent, name, rest.strip())
+            text = run_prompt(agent.mcp_servers, name, rest.strip())
         except McpToolError as exc:
             raise UserError(str(exc)) from None
         if text is None:

@@ -52,13 +52,13 @@ if TYPE_CHECKING:
 def prompt_commands(agent: Agent) -> dict[str, Any]:
     from agentloop.mcp.agent import prompt_commands as found
 
-    return found(agent)
+    return found(agent.mcp_servers)
 
 
 def run_prompt(agent: Agent, name: str, rest: str) -> str | None:
     from agentloop.mcp.agent import run_prompt as run
 
-    return run(agent, name, rest)
+    return run(agent.mcp_servers, name, rest)
 
 __all__ = ["Repl", "expand_mentions", "run_repl", "short_input"]
 
@@ -389,7 +389,7 @@ class Repl:
         shown = _mcp_state(self.agent)
         while True:
             await asyncio.sleep(0.25)
-            for text in new_failures(self.agent):
+            for text in new_failures(self.agent.mcp_servers):
                 await run_in_terminal(functools.partial(self.say, f"notice: {text}", "yellow"))
             now = _mcp_state(self.agent)
             if now != shown:
@@ -407,7 +407,7 @@ class Repl:
         (their tools are not in this prompt's tool list; they join as soon as each is up)."""
         from agentloop.mcp.agent import new_failures
 
-        for text in new_failures(self.agent):
+        for text in new_failures(self.agent.mcp_servers):
             self.say(f"notice: {text}", "yellow")
         servers = getattr(self.agent, "mcp_servers", None)
         starting = servers.starting() if servers is not None else []
@@ -767,7 +767,7 @@ class Repl:
             self.banner()
             from agentloop.mcp.agent import report_startup
 
-            report_startup(self.agent)  # MCP servers that failed to start, as notices under the banner
+            report_startup(self.agent.mcp_servers, self.agent.on_notice)  # MCP servers that failed to start, as notices under the banner
             first = getattr(self.args, "prompt", None)  # agentloop "explain this": the first prompt
             while True:
                 try:
@@ -949,7 +949,7 @@ class Repl:
             self.say(f"attached {os.path.relpath(p, a.cwd)}", "dim")
         from agentloop.mcp.agent import expand_resources
 
-        prompt, resources, refused = expand_resources(a, prompt)  # @server:uri attaches an MCP resource
+        prompt, resources, refused = expand_resources(a.mcp_servers, prompt)  # @server:uri attaches an MCP resource
         for r in refused:
             self.say(f"warning: {r}", "yellow")
         for name in resources:

@@ -6,8 +6,9 @@ import json
 import logging
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from agentloop.tools import Tool
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # the client (and asyncio under it) loads only when a server 
 __all__ = [
     "RESOURCE_TOOLS",
     "McpServers",
+    "McpStart",
     "expand_resources",
     "format_status",
     "new_failures",
@@ -96,28 +98,36 @@ class McpServers:
         self.manager.close()
 
 
-class McpHost(Protocol):
-    """What this layer sees of the agent its servers serve (the rest, front-end callbacks included, is read
-    with a default when it is needed: a host without them still works)."""
+@dataclass(frozen=True, slots=True)
+class McpStart:
+    """What the servers of one agent start from, made by ``agent.builder``: a frozen value, so this layer never
+    probes the agent. The front end's callbacks are read when they are needed (a front end sets them after
+    the servers started): each ``*_now`` gives the one in force, or None."""
 
-    @property
-    def cwd(self) -> str: ...
-    @property
-    def home(self) -> str: ...
-    @property
-    def env(self) -> Mapping[str, str]: ...
-    @property
-    def sources(self) -> Sequence[SettingsSource]: ...
+    cwd: str
+    home: str
+    env: Mapping[str, str]
+    """The user's environment: ``${VAR}`` in a server's configuration expands from it."""
+    inherit: Mapping[str, str]
+    """What a stdio server inherits: the agent's one child environment (no key it holds, by name or value)."""
+    sources: tuple[SettingsSource, ...]
+    project_servers: frozenset[str]
+    """The ``.mcp.json`` servers the user approved."""
+    allow_env: tuple[str, ...]
+    roots: Callable[[], list[str]]
+    """The workspace and the additional directories, as they are now."""
+    notice_now: Callable[[], Callable[[str], None] | None]
+    elicit_now: Callable[[], Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None]
+    progress_now: Callable[[], Callable[[str, str, str], None] | None]
 
 
-def start_servers(agent: McpHost, *, even_none: bool = False) -> McpServers | None:
-    """Start the servers configured for ``agent.cwd`` (it is not changed: ``agent.builder`` passes the result on).
+def start_servers(start: McpStart, *, even_none: bool = False) -> McpServers | None:
+    """Start the servers configured for ``start.cwd``.
 
     Servers start at the same time; one that fails is listed as failed, with
     its reason, and does not stop the agent. The servers' questions and
-    progress go to the front end's ``agent.elicit`` and ``agent.on_mcp_progress``
-    (read when they come), notices to ``agent.on_notice`` or, before a front
-    end listens, into ``McpServers.held``.
+    progress go to the front end's callbacks (read when they come), notices
+    to its notice callback or, before a front end listens, into ``McpServers.held``.
 
     Returns:
         The servers, or None when none is configured (unless ``even_none``: servers added later, the
@@ -125,10 +135,8 @@ def start_servers(agent: McpHost, *, even_none: bool = False) -> McpServers | No
     Raises:
         ConfigError: a configuration file is malformed (naming it and the place).
     """
-    servers = load_servers(
-        agent.cwd, agent.home, sources=agent.sources,
-        project_servers=getattr(agent, "mcp_json_approved", set()), warnings=[],
-    )
+    servers = load_servers(start.cwd, start.home, sources=list(start.sources), project_servers=set(start.project_servers),
+                           warnings=[])
     if not servers and not even_none:
         return None
     from .client import McpManager
@@ -137,30 +145,24 @@ def start_servers(agent: McpHost, *, even_none: bool = False) -> McpServers | No
     def notify(text: str) -> None:
         """To the user: held until a front end listens (``report_startup``), logged either way."""
         log.warning("mcp: %s", text)
-        listener = getattr(agent, "on_notice", None)
+        listener = start.notice_now()
         if listener is None:
             held.append(text)
         else:
             listener(text)
 
-    key_env = getattr(agent, "api_key_env", None)
-    def roots() -> list[str]:
-        """The workspace and the additional directories, as the agent has them now."""
-        return [agent.cwd, *[d for d in getattr(agent, "add_dirs", []) if d != agent.cwd]]
-
     def elicit(server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
-        """A server's question for the user: asked by the front end that set ``agent.elicit`` (the REPL), else declined."""
-        ask = getattr(agent, "elicit", None)
+        """A server's question for the user: asked by the front end that takes them (the REPL), else declined."""
+        ask = start.elicit_now()
         return None if ask is None else ask(server, message, schema)
 
     def progress(server: str, tool: str, text: str) -> None:
-        show = getattr(agent, "on_mcp_progress", None)
+        show = start.progress_now()
         if show is not None:
             show(server, tool, text)
 
-    manager = McpManager(servers, cwd=agent.cwd, environ=agent.env, notify=notify,
-                         withhold=[key_env] if key_env else [], roots=roots, elicit=elicit, auth_home=agent.home,
-                         allow_env=getattr(agent, "allowed_env", ()))
+    manager = McpManager(servers, cwd=start.cwd, environ=start.env, notify=notify, roots=start.roots, elicit=elicit,
+                         auth_home=start.home, allow_env=start.allow_env, inherit=start.inherit)
     manager.on_progress = progress
     return McpServers(manager, held)
 
@@ -213,17 +215,17 @@ def resource_tools(manager: McpManager) -> list[Tool]:
     ]
 
 
-def prompt_commands(agent: McpHost) -> dict[str, tuple[str, Any]]:
+def prompt_commands(servers: McpServers | None) -> dict[str, tuple[str, Any]]:
     """``/mcp__<server>__<prompt>`` for each prompt of each connected server: ``{command: (server, prompt)}``."""
     from .client import _clean
 
-    manager = getattr(agent, "mcp", None)
-    if manager is None:
+    if servers is None:
         return {}
+    manager = servers.manager
     return {f"mcp__{_clean(server)}__{_clean(p.name)}": (server, p) for server, ps in manager.prompts().items() for p in ps}
 
 
-def run_prompt(agent: McpHost, command: str, rest: str) -> str | None:
+def run_prompt(servers: McpServers | None, command: str, rest: str) -> str | None:
     """The text of the prompt ``/command rest`` names (arguments in the prompt's order), or None when it names none.
 
     Raises:
@@ -231,8 +233,8 @@ def run_prompt(agent: McpHost, command: str, rest: str) -> str | None:
     """
     from .client import McpToolError
 
-    found = prompt_commands(agent).get(command)
-    if found is None:
+    found = prompt_commands(servers).get(command)
+    if found is None or servers is None:
         return None
     server, prompt = found
     names = [a.name for a in (prompt.arguments or [])]
@@ -247,18 +249,17 @@ def run_prompt(agent: McpHost, command: str, rest: str) -> str | None:
     if missing:
         usage = " ".join(f"<{n}>" for n in names)
         raise McpToolError(f"/{command} needs {', '.join(missing)}: /{command} {usage}")
-    manager: Any = getattr(agent, "mcp", None)  # there is one: the prompt was found in it
-    text: str = manager.get_prompt(server, prompt.name, args)
+    text: str = servers.manager.get_prompt(server, prompt.name, args)
     return text
 
 
-def expand_resources(agent: McpHost, text: str) -> tuple[str, list[str], list[str]]:
+def expand_resources(servers: McpServers | None, text: str) -> tuple[str, list[str], list[str]]:
     """Attach the MCP resources named by ``@server:uri`` mentions: the prompt with them appended, the attached, the refused."""
     from .client import McpToolError
 
-    manager = getattr(agent, "mcp", None)
-    if manager is None:
+    if servers is None:
         return text, [], []
+    manager = servers.manager
     blocks: list[str] = []
     attached: list[str] = []
     refused: list[str] = []
@@ -276,17 +277,15 @@ def expand_resources(agent: McpHost, text: str) -> tuple[str, list[str], list[st
     return (text + "\n\n" + "\n\n".join(blocks) if blocks else text), attached, refused
 
 
-def startup_problems(agent: McpHost) -> list[str]:
+def startup_problems(servers: McpServers | None) -> list[str]:
     """What the user must hear about MCP once the agent is up: servers that failed, settings not honoured, held notices."""
-    manager = getattr(agent, "mcp", None)
-    if manager is None:
+    if servers is None:
         return []
-    servers = getattr(agent, "mcp_servers", None)
-    out = _failures(manager, servers.told if servers is not None else set())
+    manager = servers.manager
+    out = _failures(manager, servers.told)
     out += list(manager.config_warnings)
-    held = servers.held if servers is not None else []
-    out += [t for t in held if t not in out]
-    held.clear()
+    out += [t for t in servers.held if t not in out]
+    servers.held.clear()
     return out
 
 
@@ -302,28 +301,25 @@ def _failures(manager: McpManager, told: set[str]) -> list[str]:
     return out
 
 
-def new_failures(agent: McpHost) -> list[str]:
+def new_failures(servers: McpServers | None) -> list[str]:
     """Servers started in the background that failed since the user was last told (each said once)."""
-    servers = getattr(agent, "mcp_servers", None)
     if servers is None:
         return []
     return _failures(servers.manager, servers.told)
 
 
-def report_startup(agent: McpHost) -> None:
-    """Say each of ``startup_problems`` once, through ``agent.on_notice`` (call it after setting that)."""
-    listener = getattr(agent, "on_notice", None)
-    for text in startup_problems(agent):
+def report_startup(servers: McpServers | None, listener: Callable[[str], None] | None) -> None:
+    """Say each of ``startup_problems`` once, through the front end's ``listener`` (call it once that is set)."""
+    for text in startup_problems(servers):
         if listener is not None:
             listener(text)
 
 
-def server_states(agent: McpHost) -> list[dict[str, str]]:
+def server_states(servers: McpServers | None) -> list[dict[str, str]]:
     """The stream-json ``init`` message's ``mcp_servers``: ``[{"name", "status"}]`` as Claude Code sends them."""
-    manager = getattr(agent, "mcp", None)
-    if manager is None:
+    if servers is None:
         return []
-    return [{"name": s.name, "status": s.public_status} for s in manager.status()]
+    return [{"name": s.name, "status": s.public_status} for s in servers.manager.status()]
 
 
 def format_status(statuses: Iterable[ServerStatus], *, show_tools: bool = True,

@@ -305,6 +305,9 @@ class _Server:
         self.withhold: tuple[str, ...] = ()
         self.allow_env: tuple[str, ...] = ()
         """Secret-named variables this server may inherit (``env.server_environment``)."""
+        self.inherit: Mapping[str, str] | None = None
+        """What a stdio server inherits when its host decided it (the agent's one child environment), in place
+        of ``environ`` judged again here."""
         self.prompts: list[Any] = []
         self.resources: list[Any] = []
         self.generation = 0
@@ -349,8 +352,9 @@ class _Server:
             os.close(fd)
             self._stderr = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115
             os.unlink(path)
+            base = self.inherit if self.inherit is not None else os.environ if self.environ is None else self.environ
             env = server_environment(  # the user's, minus the agent's provider keys (see env.py)
-                os.environ if self.environ is None else self.environ, cfg.env, project_dir=self.cwd, withhold=self.withhold,
+                base, cfg.env, project_dir=self.cwd, withhold=self.withhold,
                 allowed=self.allow_env,
             )
             params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=self.cwd)
@@ -881,7 +885,7 @@ class McpManager:
         withhold: Iterable[str] = (),
         roots: Callable[[], Sequence[str]] | None = None,
         elicit: Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None = None,
-        auth_home: str | None = None, allow_env: Iterable[str] = (),
+        auth_home: str | None = None, allow_env: Iterable[str] = (), inherit: Mapping[str, str] | None = None,
     ):
         """
         Args:
@@ -904,6 +908,8 @@ class McpManager:
             auth_home: where OAuth tokens of remote servers are kept (the
                 agentloop home); None turns OAuth off.
             allow_env: secret-named variables a stdio server may inherit (the user's ``allowedEnvVars``).
+            inherit: the environment a stdio server inherits, already judged by its host (the agent's child
+                environment: no key it holds, whatever the variable's name); ``environ`` still expands ``${VAR}``.
                 ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
@@ -931,10 +937,10 @@ class McpManager:
         """Told ``(server, tool, text)`` for each progress notification (the REPL's working line)."""
         if roots is None and cwd:
             roots = lambda: [cwd]  # noqa: E731
-        self._roots, self._cwd, self._environ = roots, cwd, environ
+        self._roots, self._cwd, self._environ, self._inherit = roots, cwd, environ, inherit
         for srv in self._servers.values():
             srv.notify = self._say
-            srv.withhold, srv.allow_env = tuple(withhold), tuple(allow_env)
+            srv.withhold, srv.allow_env, srv.inherit = tuple(withhold), tuple(allow_env), inherit
             srv.roots = roots
             srv.elicit = self._elicit
             srv.on_progress = self._progress
