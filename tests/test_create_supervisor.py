@@ -129,18 +129,19 @@ def test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace(base: Path) 
 
 def test_a_folder_holding_head_gains_nothing_and_a_git_directory_gains_no_pointer(base: Path) -> None:
     """A folder with a ``HEAD`` already in it (put there by the user) cannot be given ``objects``, ``refs`` or
-    ``config``; the workspace's own git directory cannot be given a ``commondir`` or a ``config.worktree``."""
+    ``config``; the workspace's own git directory cannot be given a ``commondir`` or a ``config.worktree``, nor a
+    folder inside it ``objects``."""
     proj = repo(base)
     (proj / "half").mkdir()
     (proj / "half" / "HEAD").write_text("ref: refs/heads/main\n")
     (proj / "plant.sh").write_text(
         "mkdir half/objects; mkdir half/refs; echo x > half/config; echo ../evil > .git/commondir;"
-        " touch .git/config.worktree; mkdir .git/modules; mkdir .git/modules/m; touch .git/modules/m/HEAD; echo end\n")
+        " touch .git/config.worktree; mkdir .git/modules; mkdir .git/modules/m; touch .git/modules/m/HEAD; mkdir .git/modules/m/objects; echo end\n")
     out = sandboxed(base, ["bash plant.sh"])[0]
     assert "end" in out and out.count("Operation not permitted") == 6, out
     assert sorted(os.listdir(proj / "half")) == ["HEAD"]
     assert not (proj / ".git" / "commondir").exists() and not (proj / ".git" / "config.worktree").exists()
-    assert not (proj / ".git" / "modules" / "m" / "HEAD").exists()
+    assert not (proj / ".git" / "modules" / "m" / "objects").exists()  # its HEAD may be made: git makes HEADs there
 
 
 def test_a_background_command_gets_the_same_refusals(base: Path) -> None:
@@ -182,6 +183,45 @@ def test_ordinary_work_still_works(base: Path) -> None:
     assert out.split("\n")[:7] == ["tmp-repo-ok", "2", "tree-ok", "fifo-ok", "so", "ps", "640"], out
     assert (proj / "site" / "link.py").is_symlink() and (proj / "site2" / "pkg" / "m.py").is_file() and (proj / "site" / "hard.py").read_text() == "x"
     assert "refused" not in out
+
+
+def test_git_makes_its_own_heads_inside_the_git_directory(base: Path) -> None:
+    """A repository made on the host with no commit yet: the first commit in the sandbox writes ``logs/HEAD``; a
+    remote's ``refs/remotes/origin/HEAD`` (what ``git fetch`` and ``git remote set-head`` write) is made too. A
+    folder inside the git directory still cannot get ``objects`` (it would be a repository of its own)."""
+    proj = base / "proj"
+    git(base, "init", "-q", "-b", "main", cwd=proj)
+    (proj / "work.sh").write_text(
+        "echo a > a && git add a && git -c user.name=t -c user.email=t@e commit -qm first && echo committed;"
+        " git update-ref refs/remotes/origin/main HEAD && git symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/main"
+        " && echo remote-head; mkdir .git/refs/x; mkdir .git/refs/x/objects; echo end\n")
+    out = sandboxed(base, ["bash work.sh"])[0]
+    assert "committed" in out and "remote-head" in out and "end" in out, out
+    assert (proj / ".git" / "logs" / "HEAD").is_file() and (proj / ".git" / "refs" / "remotes" / "origin" / "HEAD").is_file()
+    assert not (proj / ".git" / "refs" / "x" / "objects").exists() and "refused to create" in out
+    assert git(base, "log", "--oneline", cwd=proj).stdout.count("\n") == 1
+
+
+PROC = r"""
+import os
+got = []
+for n in range(0, 40):
+    try:
+        fd = os.open("/proc/2/fd/%d" % n, os.O_RDWR | os.O_CREAT, 0o600)
+        got.append("opened %d -> %s" % (n, os.readlink("/proc/self/fd/%d" % fd)))
+    except OSError as exc:
+        pass
+print("runner-fds", got)
+"""
+
+
+def test_the_supervisor_hands_out_none_of_its_own_descriptors(base: Path) -> None:
+    """``open("/proc/2/fd/N", O_CREAT)`` is made by the supervisor, a thread of the runner (PID 2), which may open
+    its own descriptors (its socket to the host, its listener): anything under another process's /proc is
+    refused, so the command gets none of them."""
+    (base / "proj" / "proc.py").write_text(PROC)
+    out = sandboxed(base, [f"{PY} proc.py"])[0]
+    assert "runner-fds []" in out, out
 
 
 RACE = r"""

@@ -56,7 +56,8 @@ _ADDFD = struct.Struct("=QIIII")
 
 GIT_NAMES = ("HEAD", ".git")
 PLANNED_FORBIDDEN = frozenset({"config", "hooks", "info", "commondir", "config.worktree", "gitdir"})
-LOGS_ALLOWED = frozenset({"HEAD", "HEAD.lock", "refs"})
+INNER_FORBIDDEN = frozenset({"objects", "commondir", "gitdir", ".git"})
+"""Inside a git directory's folders (not at its top): what would make one of them a repository of its own."""
 _CASELESS_FS = frozenset({0x4D44, 0x2011BAB0, 0x5346544E, 0x482B, 0xFF534D42, 0xFE534D42, 0x7366746E})
 """File systems whose names ignore case (vfat, exfat, ntfs, hfs+, smb, ntfs3): ``head`` is ``HEAD`` there."""
 
@@ -117,14 +118,13 @@ class Policy:
     def __init__(self, roots: Sequence[str] = (), gitdirs: Sequence[str] = (), missing: Sequence[str] = ()):
         self.roots = tuple(r.rstrip("/") or "/" for r in roots)
         self.planned: set[tuple[int, int]] = set()
-        self.logs: set[tuple[int, int]] = set()
         for d in gitdirs:
-            for into, path in ((self.planned, d), (self.logs, os.path.join(d, "logs"))):
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    continue
-                into.add((st.st_dev, st.st_ino))
+            try:
+                st = os.stat(d)
+            except OSError:
+                continue
+            self.planned.add((st.st_dev, st.st_ino))
+        self.planned_paths = tuple(os.path.normpath(d) for d in gitdirs)
         self.missing = frozenset(os.path.normpath(m) for m in missing)
         self.missing_names = frozenset(os.path.basename(m) for m in self.missing)
 
@@ -144,19 +144,24 @@ class Policy:
     def refusal(self, pfd: int, name: str) -> str | None:
         """Why making ``name`` in the folder open at ``pfd`` is refused (None: allowed)."""
         st = os.fstat(pfd)
-        key = (st.st_dev, st.st_ino)
-        why = None
-        if key in self.planned:
+        why, folder = None, None
+        if (st.st_dev, st.st_ino) in self.planned:
             why = f"{name} in a git directory runs code for the host's git" if name in PLANNED_FORBIDDEN else None
-        elif key in self.logs:
-            why = None if name in LOGS_ALLOWED else f"{name} in a git directory's logs"
-        elif name in GIT_NAMES or (name.upper() == "HEAD" or name.lower() == ".git") and _caseless(pfd):
-            why = f"a name ({name}) that makes a git repository"
-        elif _lexists(pfd, "HEAD"):
-            why = "a name in a folder holding HEAD (it would make a git repository)"
-        folder = None
+        else:
+            git_name = name in GIT_NAMES or (name.upper() == "HEAD" or name.lower() == ".git") and _caseless(pfd)
+            head = not git_name and _lexists(pfd, "HEAD")
+            if git_name or head or name in INNER_FORBIDDEN:
+                folder = _path_of(pfd)
+                if any(folder.startswith(p + "/") for p in self.planned_paths):
+                    # inside a git directory (its refs, logs, worktrees...), where git makes HEAD itself
+                    # (refs/remotes/origin/HEAD, logs/HEAD): no folder there may become a repository's own
+                    why = f"{name} inside a git directory (it would make a repository there)" if name in INNER_FORBIDDEN else None
+                elif git_name:
+                    why = f"a name ({name}) that makes a git repository"
+                elif head:
+                    why = "a name in a folder holding HEAD (it would make a git repository)"
         if why is None and name in self.missing_names:
-            folder = _path_of(pfd)
+            folder = folder or _path_of(pfd)
             if os.path.join(folder, name) in self.missing:
                 why = f"{name}, a file that would run code outside the sandbox"
         if why is not None and not self.guarded(folder or _path_of(pfd)):
@@ -244,7 +249,7 @@ class _Target:
             chunk = 4096 - (addr + len(out)) % 4096
             try:
                 got = os.pread(self.mem, chunk, addr + len(out))
-            except OSError:
+            except (OSError, OverflowError):
                 raise OSError(errno.EFAULT, "bad address") from None
             if not got:
                 raise OSError(errno.EFAULT, "bad address")
