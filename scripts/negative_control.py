@@ -2382,6 +2382,75 @@ SABOTAGES = [
         "*(t for t in (token,) if isinstance(t, str) and t)]  # SABOTAGED",
         ["tests/test_providers_cloud.py::test_a_vertex_401_refreshes_the_google_credentials_once_and_retries_once"],
     ),
+    Sabotage(
+        "the creation supervisor judges a mkdir, then lets the caller's own call go on (CONTINUE)",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "            got = _serve(target, self.names.get(nr, \"\"), args)\n",
+        "            if self.names.get(nr, \"\") == \"mkdir\":  # SABOTAGED: judged, then the kernel reads the path again\n"
+        "                _allowed(target, AT_FDCWD, target.string(args[0]))\n"
+        "                import fcntl\n"
+        "                fcntl.ioctl(self.listener, _NOTIF_SEND, bytearray(_RESP.pack(nid, 0, 0, 1)), True)\n"
+        "                return\n"
+        "            got = _serve(target, self.names.get(nr, \"\"), args)\n",
+        ["tests/test_create_supervisor.py::test_a_second_thread_changing_the_path_after_the_check_makes_nothing"],
+    ),
+    Sabotage(
+        "the creation supervisor lets HEAD and .git be made in the workspace",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "                elif git_name:\n",
+        "                elif git_name and False:  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace"],
+    ),
+    Sabotage(
+        "the creation supervisor lets a folder holding HEAD gain objects and refs",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "                elif head:\n",
+        "                elif head and False:  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_a_folder_holding_head_gains_nothing_and_a_git_directory_gains_no_pointer"],
+    ),
+    Sabotage(
+        "the creation supervisor lets a git directory gain commondir, config.worktree, hooks",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "PLANNED_FORBIDDEN = frozenset({",
+        "PLANNED_FORBIDDEN = frozenset() and frozenset({\"SABOTAGED\", ",
+        ["tests/test_create_supervisor.py::test_a_folder_holding_head_gains_nothing_and_a_git_directory_gains_no_pointer"],
+    ),
+    Sabotage(
+        "the creation filter is never installed (the supervisor thread waits, nothing is trapped)",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "        thread.start()  # before the filter: the thread itself is never trapped\n",
+        "        thread.start()  # before the filter: the thread itself is never trapped\n        return None  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace",
+         "tests/test_create_supervisor.py::test_a_background_command_gets_the_same_refusals"],
+    ),
+    Sabotage(
+        "the creation filter lets the x32 ABI through",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "    op(jset, X32_BIT, \"enosys\")  # the x32 ABI\n",
+        "    pass  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_the_filter_traps_creations_and_refuses_other_abis_on_each_machine"],
+    ),
+    Sabotage(
+        "the creation supervisor opens its own /proc descriptors for a command",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "        if os.fstat(pfd).st_dev == self.sup.proc_dev:\n            where = _path_of(pfd)\n",
+        "        if False:  # SABOTAGED\n            where = _path_of(pfd)\n",
+        ["tests/test_create_supervisor.py::test_the_supervisor_hands_out_none_of_its_own_descriptors"],
+    ),
+    Sabotage(
+        "the session runner never tells the creation supervisor the plan (nothing is guarded)",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        sup.set_policy(req.get(\"policy\"))",
+        "        pass  # SABOTAGED",
+        ["tests/test_create_supervisor.py::test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace"],
+    ),
+    Sabotage(
+        "a command in a bubblewrap of its own is not started by the supervising launcher",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        if policy is not None and self.supervisor_off() is None:",
+        "        if False:  # SABOTAGED",
+        ["tests/test_create_supervisor.py::test_a_command_in_a_bubblewrap_of_its_own_is_supervised_too"],
+    ),
 ]
 
 

@@ -129,18 +129,19 @@ def test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace(base: Path) 
 
 def test_a_folder_holding_head_gains_nothing_and_a_git_directory_gains_no_pointer(base: Path) -> None:
     """A folder with a ``HEAD`` already in it (put there by the user) cannot be given ``objects``, ``refs`` or
-    ``config``; the workspace's own git directory cannot be given a ``commondir`` or a ``config.worktree``, nor a
+    ``config``; the workspace's own git directory cannot be given a ``commondir``, a ``config.worktree`` or a ``gitdir``, nor a
     folder inside it ``objects``."""
     proj = repo(base)
     (proj / "half").mkdir()
     (proj / "half" / "HEAD").write_text("ref: refs/heads/main\n")
     (proj / "plant.sh").write_text(
         "mkdir half/objects; mkdir half/refs; echo x > half/config; echo ../evil > .git/commondir;"
-        " touch .git/config.worktree; mkdir .git/modules; mkdir .git/modules/m; touch .git/modules/m/HEAD; mkdir .git/modules/m/objects; echo end\n")
+        " touch .git/config.worktree; touch .git/gitdir; mkdir .git/modules; mkdir .git/modules/m; touch .git/modules/m/HEAD; mkdir .git/modules/m/objects; echo end\n")
     out = sandboxed(base, ["bash plant.sh"])[0]
-    assert "end" in out and out.count("Operation not permitted") == 6, out
+    assert "end" in out and out.count("Operation not permitted") == 7, out
     assert sorted(os.listdir(proj / "half")) == ["HEAD"]
     assert not (proj / ".git" / "commondir").exists() and not (proj / ".git" / "config.worktree").exists()
+    assert not (proj / ".git" / "gitdir").exists()
     assert not (proj / ".git" / "modules" / "m" / "objects").exists()  # its HEAD may be made: git makes HEADs there
 
 
@@ -385,16 +386,49 @@ def test_a_command_in_a_bubblewrap_of_its_own_is_supervised_too(base: Path) -> N
     assert names(base / "proj", "HEAD", ".git") == [] and (base / "proj" / "ok").is_dir()
 
 
-def test_the_filter_traps_what_it_must_on_each_machine() -> None:
-    """The hand-assembled filters: every jump lands inside the program, and each ABI's table names the calls."""
-    for machine in supervisor.SYSCALLS:
-        code = supervisor.filter_program(machine)
-        n = len(code) // 8
-        import struct
+def run_filter(code: bytes, arch: int, nr: int, args: tuple[int, ...] = (0,) * 6) -> int:
+    """What the classic BPF program ``code`` returns for one call (the few opcodes it uses, interpreted here)."""
+    import struct
 
-        for i in range(n):
-            op, jt, jf, _k = struct.unpack_from("=HBBI", code, i * 8)
-            if op & 0x07 == 0x05:  # a jump
-                assert i + 1 + jt < n and i + 1 + jf < n
-        assert {"openat", "mkdirat", "linkat", "symlinkat", "renameat2", "mknodat"} <= set(supervisor.SYSCALLS[machine])
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *args)
+    acc, pc = 0, 0
+    while True:
+        op, jt, jf, k = struct.unpack_from("=HBBI", code, pc * 8)
+        pc += 1
+        if op == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif op == 0x15:
+            pc += jt if acc == k else jf
+        elif op == 0x45:
+            pc += jt if acc & k else jf
+        elif op == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unknown opcode {op:#x}")
+
+
+def test_the_filter_traps_creations_and_refuses_other_abis_on_each_machine() -> None:
+    """The hand-assembled filters, run: each creating call is sent to the supervisor, ``open``/``openat`` only with
+    ``O_CREAT``; ``openat2`` ENOSYS, ``io_uring_setup`` EPERM; another ABI (i386 through ``int 0x80``, whose
+    ``arch`` differs) and the x32 ABI (bit 30 of the number) ENOSYS whatever the call; everything else runs."""
+    notify, allow = 0x7FC00000, 0x7FFF0000
+    enosys, eperm = 0x50000 | errno.ENOSYS, 0x50000 | errno.EPERM
+    for machine, table in supervisor.SYSCALLS.items():
+        code = supervisor.filter_program(machine)
+        arch = supervisor.AUDIT_ARCH[machine]
+        for name in ("creat", "mkdir", "mkdirat", "mknod", "mknodat", "link", "linkat", "symlink", "symlinkat",
+                     "rename", "renameat", "renameat2"):
+            if name in table:
+                assert run_filter(code, arch, table[name]) == notify, (machine, name)
+        assert run_filter(code, arch, table["openat"], (0, 0, os.O_WRONLY | os.O_CREAT, 0, 0, 0)) == notify
+        assert run_filter(code, arch, table["openat"], (0, 0, os.O_RDONLY, 0, 0, 0)) == allow
+        if "open" in table:
+            assert run_filter(code, arch, table["open"], (0, os.O_CREAT | (1 << 40), 0, 0, 0, 0)) == notify
+            assert run_filter(code, arch, table["open"], (0, 1 << 40, 0, 0, 0, 0)) == allow
+        assert run_filter(code, arch, table["openat2"]) == enosys
+        assert run_filter(code, arch, table["io_uring_setup"]) == eperm
+        assert run_filter(code, arch, 0x40000000 | table["mkdirat"]) == enosys
+        assert run_filter(code, arch, 0x40000000 | 39) == enosys  # even a call that makes nothing
+        assert run_filter(code, 0x40000003, 39) == enosys  # i386
+        assert run_filter(code, arch, 39) == allow
     assert supervisor.unavailable("riscv64") is not None
