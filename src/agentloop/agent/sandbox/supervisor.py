@@ -4,17 +4,19 @@ docs/decisions/0025-a-supervisor-makes-every-name-a-command-creates.md. A seccom
 creates a name (``open``/``openat`` with ``O_CREAT``, ``creat``, ``mkdir``, ``mknod``, ``link``, ``symlink``,
 ``rename`` and their ``*at`` forms) to a thread of the process that installed it (``SECCOMP_RET_USER_NOTIF``);
 the thread reads the path from the caller's memory, resolves its parent folder itself, judges the final
-(folder, name) by ``Policy.refusal`` and, when allowed, makes the call with its own copy of the path and
+(folder, name) by ``CreationPolicy.refusal`` and, when allowed, makes the call with its own copy of the path and
 answers with the result (an opened file is handed back with ``SECCOMP_IOCTL_NOTIF_ADDFD``). It never lets the
 caller's call go on (``CONTINUE``): another thread of the caller could change the path after the check.
 
 The rule, inside the writable roots (the sandbox's ``/tmp`` and ``/dev`` are its own and pass): no name
-``HEAD`` or ``.git`` comes into being but inside the git directories gitguard already mounted (and
-``HEAD``, ``HEAD.lock``, ``refs`` in their ``logs``); nothing is made in a folder that holds a ``HEAD`` unless it
-is one of those; inside them ``config``, ``hooks``, ``info``, ``commondir``, ``config.worktree``, ``gitdir``
-are not made; the names gitguard's plan could not mount (``Policy.missing``) are not made. Git needs ``HEAD``
-for a folder to be a repository and ``.git`` to find one, so no new repository can appear, not even for an
-instant.
+``HEAD`` or ``.git`` comes into being but inside the git directories gitguard already mounted (and the folders
+inside them, where git makes its own ``HEAD``s: ``logs/HEAD``, ``refs/remotes/origin/HEAD``); nothing is made in
+a folder that holds a ``HEAD`` unless it is one of those; in a planned git directory ``config``, ``hooks``,
+``info``, ``commondir``, ``config.worktree``, ``gitdir`` are not made, in a folder inside one ``objects``,
+``commondir``, ``gitdir``, ``.git`` are not; the names gitguard's plan could not mount
+(``CreationPolicy.missing``) are not made. Git needs ``HEAD`` (with ``objects`` and ``refs``, or a
+``commondir``) for a folder to be a repository and ``.git`` to find one, so no new repository can appear, not
+even for an instant.
 
 This file is self-contained (standard library only): the session's runner and the launcher of a command with
 a bubblewrap of its own run its source inside the sandbox (``RUNNER_SOURCE``, ``launcher_argv``), where
@@ -112,7 +114,7 @@ class _Refused(Exception):
     """A creation the rule does not allow (answered EPERM, reported)."""
 
 
-class Policy:
+class CreationPolicy:
     """What may be made, from the host's plan for the newest command (paths as the sandbox sees them)."""
 
     def __init__(self, roots: Sequence[str] = (), gitdirs: Sequence[str] = (), missing: Sequence[str] = ()):
@@ -129,7 +131,7 @@ class Policy:
         self.missing_names = frozenset(os.path.basename(m) for m in self.missing)
 
     @classmethod
-    def from_json(cls, data: object) -> Policy:
+    def from_json(cls, data: object) -> CreationPolicy:
         d = data if isinstance(data, dict) else {}
         return cls(*(tuple(str(x) for x in d.get(k) or ()) for k in ("roots", "gitdirs", "missing")))
 
@@ -302,7 +304,7 @@ class Supervisor:
 
     def __init__(self) -> None:
         self.listener = -1
-        self.policy = Policy()
+        self.policy = CreationPolicy()
         self.broken: str | None = None
         """Why the supervisor stopped (its listener is then closed: every trapped call fails)."""
         self._refused: list[str] = []
@@ -314,7 +316,7 @@ class Supervisor:
         """Called with each refusal too (the launcher writes it to the command's output)."""
 
     def set_policy(self, data: object) -> None:
-        self.policy = Policy.from_json(data)
+        self.policy = CreationPolicy.from_json(data)
 
     def take_refused(self) -> list[str]:
         with self._lock:
