@@ -507,7 +507,7 @@ def _allowed(t: _Target, dirfd: int, path: str) -> tuple[int, str, bool]:
 def _link(t: _Target, od: int, op_: str, nd: int, np_: str, fl: int) -> int:
     pfd, name, slash = _allowed(t, nd, np_)
     if fl & AT_EMPTY_PATH and not op_:
-        src = f"/proc/{t.tgid}/fd/{od}" if od != AT_FDCWD else f"/proc/{t.tid}/cwd"
+        src = f"/proc/{t.tid}/fd/{od}" if od != AT_FDCWD else f"/proc/{t.tid}/cwd"
         return _check(_libc.linkat(AT_FDCWD, os.fsencode(src), pfd, os.fsencode(name + ("/" if slash else "")), AT_SYMLINK_FOLLOW))
     sfd, sname, sslash = t.parent(od, op_)
     return _check(_libc.linkat(sfd, os.fsencode(sname + ("/" if sslash else "")), pfd,
@@ -600,8 +600,6 @@ def _open_blocking(name: str, flags: int, mode: int, pfd: int) -> int:
 def launch(policy: str, argv: Sequence[str]) -> int:
     """The launcher of a command with a bubblewrap of its own: supervise, then run ``argv`` as a child (so this
     process stays its ancestor) and exit with its status. Refusals are written to the command's output."""
-    import sys
-
     sup = Supervisor()
 
     def report(line: str) -> None:
@@ -611,6 +609,8 @@ def launch(policy: str, argv: Sequence[str]) -> int:
     why = sup.start()
     if why is None:
         sup.set_policy(json.loads(policy))
+    else:
+        os.write(2, f"sandbox: {why}; the write watch alone guards this command\n".encode())
     mask = os.umask(0) if why is None else None
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans stay below this process
     pid = os.fork()
@@ -625,5 +625,4 @@ def launch(policy: str, argv: Sequence[str]) -> int:
     while True:
         got, status = os.waitpid(-1, 0)
         if got == pid:
-            sys.stdout.flush()
             return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
