@@ -1072,7 +1072,7 @@ SABOTAGES = [
     Sabotage(
         "KillShell leaves a background command running in the session's sandbox",
         "src/agentloop/agent/sandbox/bubblewrap.py",
-        '            r.sock.send(json.dumps({"kill": self.inner_pid}).encode())\n            r.sock.recv(4096)\n',
+        '            r.sock.send(json.dumps({"kill": self.inner_pid}).encode())\n            r.take(r.sock.recv(1 << 16))\n',
         "            pass  # SABOTAGED\n",
         ["tests/test_background_bash.py::test_a_later_foreground_call_reaches_a_background_server_and_the_server_survives_it"],
     ),
