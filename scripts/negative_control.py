@@ -2445,6 +2445,13 @@ SABOTAGES = [
         ["tests/test_create_supervisor.py::test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace"],
     ),
     Sabotage(
+        "the creation supervisor lets a workspace link lead into the sandbox's own /tmp",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "        why = t.sup.policy.link_refusal(pfd, text)\n",
+        "        why = None  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_a_link_from_the_workspace_into_the_sandboxs_own_tmp_is_refused"],
+    ),
+    Sabotage(
         "a command in a bubblewrap of its own is not started by the supervising launcher",
         "src/agentloop/agent/sandbox/bubblewrap.py",
         "        if policy is not None and self.supervisor_off() is None:",

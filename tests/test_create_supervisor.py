@@ -225,6 +225,33 @@ def test_the_supervisor_hands_out_none_of_its_own_descriptors(base: Path) -> Non
     assert "runner-fds []" in out, out
 
 
+def test_a_link_from_the_workspace_into_the_sandboxs_own_tmp_is_refused(base: Path) -> None:
+    """A repository made in the sandbox's /tmp (allowed: it is scratch) is, on the host, the folder
+    ``$TMPDIR/agentloop-sandbox-...``; a link to it from the workspace would lead the user's git there. Such a link
+    is refused, as is one through ``/proc`` (``/proc/PID/root/tmp`` on the host), whatever chain of links tries;
+    a link to anything else is made."""
+    proj = base / "proj"
+    (proj / "p.sh").write_text(
+        "t=$(awk '$5==\"/tmp\"{print $4}' /proc/self/mountinfo | head -1); git init -q /tmp/x &&"
+        f" printf '[core]\\n\\tfsmonitor = touch {base}/pwned-fsmonitor\\n' >> /tmp/x/.git/config;"
+        " ln -s $t/x link1; ln -s / up; ln -s up${t}/x link2; ln -s /proc/1/root/tmp/x link3; ln -s ../proc link4;"
+        " ln -s /usr/bin/env ok; echo end\n")
+    a = agent(base, ["bash p.sh"])
+    try:  # the host's git looks through the links while the session (and its /tmp) is still there
+        res = a.ask("go")
+        out = str([m for m in res.messages if m.get("role") == "tool"][0].get("content"))
+        for name in ("link1", "link2", "link3", "link4"):
+            try:
+                git(base, "status", cwd=proj / name)
+            except OSError:
+                pass  # not made, or not followable on the host (/proc/1/root)
+        assert not (base / "pwned-fsmonitor").exists()
+    finally:
+        a.close()
+    assert "end" in out and out.count("Operation not permitted") == 4, out
+    assert sorted(p.name for p in proj.iterdir() if p.is_symlink()) == ["ok", "up"]
+
+
 RACE = r"""
 import ctypes, os, threading, time
 libc = ctypes.CDLL(None, use_errno=True)

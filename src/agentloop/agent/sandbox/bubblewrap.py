@@ -387,7 +387,7 @@ def probe(bwrap: str | None = None, cache_dir: str | None = None) -> tuple[str |
     return (path, None) if why is None else (None, f"bubblewrap cannot start a sandbox here: {why}")
 
 
-TMP_PREFIX = "agentloop-sandbox-"
+TMP_PREFIX = "agentloop-sandbox-"  # supervisor.SANDBOX_TMP_PREFIX: links to it are refused
 """A session's private ``/tmp`` is ``$TMPDIR/agentloop-sandbox-PID-XXXX`` (PID: the agentloop that made it)."""
 
 AGENT_SOCKET_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "GNOME_KEYRING_CONTROL",

@@ -110,6 +110,10 @@ def filter_program(machine: str) -> bytes:
     return out
 
 
+SANDBOX_TMP_PREFIX = "agentloop-sandbox-"
+"""The name of a session's private ``/tmp`` as the host sees it (``bubblewrap.TMP_PREFIX``)."""
+
+
 class _Refused(Exception):
     """A creation the rule does not allow (answered EPERM, reported)."""
 
@@ -142,6 +146,21 @@ class CreationPolicy:
             if (folder == r or folder.startswith(r.rstrip("/") + "/")) and len(r) > best:
                 best, guarded = len(r), g
         return guarded
+
+    def link_refusal(self, pfd: int, target: str) -> str | None:
+        """Why a symbolic link to ``target`` may not be made in the folder at ``pfd`` (None: it may).
+
+        The host resolves a link in the workspace in its own view, where the sandbox's ``/tmp`` is the folder
+        ``$TMPDIR/agentloop-sandbox-...`` and ``/proc/PID/root`` or ``cwd`` leads into a sandboxed process's:
+        a link reaching either would show the host's git a repository made there (scratch repositories are
+        allowed in ``/tmp``). Reaching them takes that name as a component of some link's target, each judged
+        here, so no chain of links gets there either."""
+        parts = target.split("/")
+        if not any(p == "proc" or p.startswith(SANDBOX_TMP_PREFIX) for p in parts):
+            return None
+        if not self.guarded(_path_of(pfd)):
+            return None
+        return "a link into the sandbox's own /tmp or /proc, which the host's git would follow"
 
     def refusal(self, pfd: int, name: str) -> str | None:
         """Why making ``name`` in the folder open at ``pfd`` is refused (None: allowed)."""
@@ -476,6 +495,9 @@ def _serve(t: _Target, call: str, a: list[int]) -> int | tuple[int, bool]:
         text = t.string(a[0])
         dirfd, path = (AT_FDCWD, t.string(a[1])) if call == "symlink" else (s32(a[1]), t.string(a[2]))
         pfd, name, slash = _allowed(t, dirfd, path)
+        why = t.sup.policy.link_refusal(pfd, text)
+        if why is not None:
+            raise _Refused(f"{os.path.join(_path_of(pfd), name)} -> {text}: {why}")
         os.symlink(text, name + ("/" if slash else ""), dir_fd=pfd)
         return 0
     if call in ("link", "linkat"):
