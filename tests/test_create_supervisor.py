@@ -382,6 +382,59 @@ def test_with_no_supervisor_listening_every_trapped_call_fails() -> None:
     assert answer == f"{errno.ENOSYS} True", answer
 
 
+def test_a_supervisor_that_stops_fails_every_creation_and_says_why() -> None:
+    """The supervisor's thread stopping (here: on its first call) closes its listener: that call and every later
+    one fail (ENOSYS), nothing is made, and ``broken`` says why (the runner reports it to the host)."""
+    r, w = os.pipe()
+    d = tempfile.mkdtemp()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            sup = supervisor.Supervisor()
+
+            def die(*_a: object) -> None:
+                raise SystemExit("stopped")
+
+            sup._answer = die  # type: ignore[method-assign]
+            assert sup.start() is None
+            got = []
+            for name in ("a", "b"):
+                try:
+                    os.mkdir(os.path.join(d, name))
+                    got.append("made")
+                except OSError as exc:
+                    got.append(str(exc.errno))
+            os.write(w, f"{' '.join(got)} {sorted(os.listdir(d))} {sup.broken is not None}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    answer = os.read(r, 200).decode()
+    os.close(r)
+    shutil.rmtree(d, ignore_errors=True)
+    assert answer == f"{errno.ENOSYS} {errno.ENOSYS} [] True", answer
+
+
+def test_the_host_says_what_the_runner_reports_and_restarts_a_broken_sandbox(base: Path) -> None:
+    """The runner's answers carry the refusals and a stopped supervisor: the next result names them, and a
+    sandbox whose supervisor stopped is closed so the next command starts a new one."""
+    home = str(base / "home")
+    settings = sbx.settings_from([], mode=None, cwd=str(base / "proj"), user_home=home)
+    sb = sbx.Sandbox.create(settings, roots=[str(base / "proj")], agentloop_home=str(base / "alhome"), user_home=home)
+    closed: list[bool] = []
+    runner = sbx._Runner.__new__(sbx._Runner)
+    runner.refused, runner.broken, runner.ended, runner.supervisor_off = [], None, False, None
+    runner.close = lambda: closed.append(True)  # type: ignore[method-assign]
+    got = runner.take(b'{"code": 0, "refused": ["/w/HEAD: a name (HEAD) that makes a git repository"],'
+                      b' "broken": "the creation supervisor stopped (x); every creation now fails"}')
+    assert got["code"] == 0
+    sb._runner = runner
+    notes = sb._supervisor_notes()
+    assert any("refused to create /w/HEAD" in n for n in notes)
+    assert any("supervisor stopped" in n and "restarted" in n for n in notes)
+    assert closed and sb._runner is None
+
+
 def test_killing_the_supervisor_from_inside_ends_the_command_and_the_host_says_so(base: Path) -> None:
     """The supervisor is a thread of the session's runner (PID 2 in the sandbox): killing it kills the whole
     sandbox, so nothing is made without it; the result says the sandbox ended, and the next command runs in a
