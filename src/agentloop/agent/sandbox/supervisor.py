@@ -239,6 +239,15 @@ class _Target:
     def __init__(self, sup: Supervisor, nid: int, tid: int):
         self.tid = tid
         self.fds: list[int] = []
+        self.sup = sup
+        self.nid = nid
+        try:
+            self._look(sup, nid, tid)
+        except BaseException:
+            self.close()  # nothing opened here outlives the call
+            raise
+
+    def _look(self, sup: Supervisor, nid: int, tid: int) -> None:
         self.mem = self._open(f"/proc/{tid}/mem", os.O_RDONLY)
         root = self._open(f"/proc/{tid}/root", os.O_PATH)
         status = self._open(f"/proc/{tid}/status", os.O_RDONLY)
@@ -251,8 +260,6 @@ class _Target:
         fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
         self.tgid = int(fields.get("Tgid", "0").strip() or 0)
         self.umask = int(fields.get("Umask", "0022").strip() or "0022", 8)
-        self.sup = sup
-        self.nid = nid
 
     def _open(self, path: str, flags: int) -> int:
         fd = os.open(path, flags | os.O_CLOEXEC)
