@@ -130,19 +130,20 @@ def test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace(base: Path) 
 def test_a_folder_holding_head_gains_nothing_and_a_git_directory_gains_no_pointer(base: Path) -> None:
     """A folder with a ``HEAD`` already in it (put there by the user) cannot be given ``objects``, ``refs`` or
     ``config``; the workspace's own git directory cannot be given a ``commondir``, a ``config.worktree`` or a ``gitdir``, nor a
-    folder inside it ``objects``."""
+    folder inside it ``objects`` or ``config``."""
     proj = repo(base)
     (proj / "half").mkdir()
     (proj / "half" / "HEAD").write_text("ref: refs/heads/main\n")
     (proj / "plant.sh").write_text(
         "mkdir half/objects; mkdir half/refs; echo x > half/config; echo ../evil > .git/commondir;"
-        " touch .git/config.worktree; touch .git/gitdir; mkdir .git/modules; mkdir .git/modules/m; touch .git/modules/m/HEAD; mkdir .git/modules/m/objects; echo end\n")
+        " touch .git/config.worktree; touch .git/gitdir; mkdir .git/modules; mkdir .git/modules/m; touch .git/modules/m/HEAD; mkdir .git/modules/m/objects; echo x > .git/modules/m/config; echo end\n")
     out = sandboxed(base, ["bash plant.sh"])[0]
-    assert "end" in out and out.count("Operation not permitted") == 7, out
+    assert "end" in out and out.count("Operation not permitted") == 8, out
     assert sorted(os.listdir(proj / "half")) == ["HEAD"]
     assert not (proj / ".git" / "commondir").exists() and not (proj / ".git" / "config.worktree").exists()
     assert not (proj / ".git" / "gitdir").exists()
     assert not (proj / ".git" / "modules" / "m" / "objects").exists()  # its HEAD may be made: git makes HEADs there
+    assert not (proj / ".git" / "modules" / "m" / "config").exists()
 
 
 def test_a_background_command_gets_the_same_refusals(base: Path) -> None:

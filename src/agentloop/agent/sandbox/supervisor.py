@@ -13,7 +13,7 @@ The rule, inside the writable roots (the sandbox's ``/tmp`` and ``/dev`` are its
 inside them, where git makes its own ``HEAD``s: ``logs/HEAD``, ``refs/remotes/origin/HEAD``); nothing is made in
 a folder that holds a ``HEAD`` unless it is one of those; in a planned git directory ``config``, ``hooks``,
 ``info``, ``commondir``, ``config.worktree``, ``gitdir`` are not made, in a folder inside one ``objects``,
-``commondir``, ``gitdir``, ``.git`` are not; the names gitguard's plan could not mount
+``commondir``, ``gitdir``, ``.git``, ``config``, ``config.worktree``, ``hooks`` are not; the names gitguard's plan could not mount
 (``CreationPolicy.missing``) are not made. Git needs ``HEAD`` (with ``objects`` and ``refs``, or a
 ``commondir``) for a folder to be a repository and ``.git`` to find one, so no new repository can appear, not
 even for an instant.
@@ -58,8 +58,9 @@ _ADDFD = struct.Struct("=QIIII")
 
 GIT_NAMES = ("HEAD", ".git")
 PLANNED_FORBIDDEN = frozenset({"config", "hooks", "info", "commondir", "config.worktree", "gitdir"})
-INNER_FORBIDDEN = frozenset({"objects", "commondir", "gitdir", ".git"})
-"""Inside a git directory's folders (not at its top): what would make one of them a repository of its own."""
+INNER_FORBIDDEN = frozenset({"objects", "commondir", "gitdir", ".git", "config", "config.worktree", "hooks"})
+"""Inside a git directory's folders (not at its top): what would make one of them a repository of its own, or
+give one (a socket ``objects`` made by ``bind``, which is not trapped) something to run."""
 _CASELESS_FS = frozenset({0x4D44, 0x2011BAB0, 0x5346544E, 0x482B, 0xFF534D42, 0xFE534D42, 0x7366746E})
 """File systems whose names ignore case (vfat, exfat, ntfs, hfs+, smb, ntfs3): ``head`` is ``HEAD`` there."""
 
