@@ -7,8 +7,10 @@ hook (``git init dN``, then ``dN/.git/hooks/pre-commit``); a thread on the host 
 could see it in (docs/decisions/0014-one-write-wall-for-every-write-path.md, 0024). ``--folders N`` first fills
 the workspace with N folders, to show whether the window grows with the tree.
 
-Each run measures the watch as it is and, in the same run, a baseline: the watch made to walk the whole
-tree on every look (what it did before it re-read only the folders inotify names), and prints the ratio.
+Each run measures the watch alone (the creation supervisor switched off) and, in the same run, a baseline:
+the watch made to walk the whole tree on every look (what it did before it re-read only the folders inotify
+names), and prints the ratio. Then it runs the same plants with the creation supervisor on (record 0025): the
+host must see none of them (``seen by the host: 0``).
 
     PYTHONPATH=src .venv/bin/python bench/bench_write_window.py [--plants 8] [--folders 0] [--rounds 1]
 """
@@ -27,11 +29,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentloop.agent.agent import Agent
+from agentloop.agent.sandbox import bubblewrap as sbx
 from agentloop.agent.sandbox.watch import WriteWatch
 from agentloop.testing import ScriptedModel, reply
 
 
-def measure(plants: int, folders: int) -> list[float]:
+def measure(plants: int, folders: int, supervised: bool = False) -> list[float]:
     base = Path(tempfile.mkdtemp(prefix="agentloop-window-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None))
     proj = base / "proj"
     proj.mkdir()
@@ -59,17 +62,24 @@ def measure(plants: int, folders: int) -> list[float]:
             time.sleep(0.0002)
 
     t = threading.Thread(target=look, daemon=True)
+    sbx.SUPERVISE = supervised
     try:
         assert a.sandbox.active, "no sandbox here"
         t.start()
         a.ask("go")
         deadline = time.monotonic() + plants + 15
-        while len(gone) < plants and time.monotonic() < deadline:
+        while not supervised and len(gone) < plants and time.monotonic() < deadline:
             time.sleep(0.1)
+        if supervised:  # nothing is planted, so nothing is ever moved: wait for the command to end its plants
+            time.sleep(plants + 4)
     finally:
         stop.set()
         a.close()
         shutil.rmtree(base, ignore_errors=True)
+        sbx.SUPERVISE = True
+    if supervised:
+        print(f"  supervised: seen by the host: {len(seen)} of {plants} plants")
+        return []
     missed = [i for i in range(1, plants + 1) if i not in seen]
     stayed = [i for i in seen if i not in gone]
     if missed or stayed:
@@ -106,6 +116,7 @@ def main() -> None:
         with whole_tree_every_look():
             base += measure(args.plants, args.folders)
         now += measure(args.plants, args.folders)
+        measure(args.plants, args.folders, supervised=True)
     print(f"{args.folders} extra folders, load average {os.getloadavg()[0]:.1f}")
     print(f"  baseline (whole tree every look): {summary(base)}")
     print(f"  now (the folders inotify names):  {summary(now)}")

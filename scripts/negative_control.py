@@ -1073,7 +1073,7 @@ SABOTAGES = [
     Sabotage(
         "KillShell leaves a background command running in the session's sandbox",
         "src/agentloop/agent/sandbox/bubblewrap.py",
-        '            r.sock.send(json.dumps({"kill": self.inner_pid}).encode())\n            r.sock.recv(4096)\n',
+        '            r.sock.send(json.dumps({"kill": self.inner_pid}).encode())\n            r.take(r.sock.recv(1 << 16))\n',
         "            pass  # SABOTAGED\n",
         ["tests/test_background_bash.py::test_a_later_foreground_call_reaches_a_background_server_and_the_server_survives_it"],
     ),
@@ -2500,6 +2500,82 @@ SABOTAGES = [
         "        place.wave.wait_before(place.call)\n",
         "        pass  # SABOTAGED\n",
         ["tests/test_subagent.py::test_ten_children_at_once_all_finish_when_the_room_pays_for_their_bills_not_their_reservations"],
+    ),
+    Sabotage(
+        "the creation supervisor judges a mkdir, then lets the caller's own call go on (CONTINUE)",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "            got = _serve(target, self.names.get(nr, \"\"), args)\n",
+        "            if self.names.get(nr, \"\") == \"mkdir\":  # SABOTAGED: judged, then the kernel reads the path again\n"
+        "                _allowed(target, AT_FDCWD, target.string(args[0]))\n"
+        "                import fcntl\n"
+        "                fcntl.ioctl(self.listener, _NOTIF_SEND, bytearray(_RESP.pack(nid, 0, 0, 1)), True)\n"
+        "                return\n"
+        "            got = _serve(target, self.names.get(nr, \"\"), args)\n",
+        ["tests/test_create_supervisor.py::test_a_second_thread_changing_the_path_after_the_check_makes_nothing"],
+    ),
+    Sabotage(
+        "the creation supervisor lets HEAD and .git be made in the workspace",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "                elif git_name:\n",
+        "                elif git_name and False:  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace"],
+    ),
+    Sabotage(
+        "the creation supervisor lets a folder holding HEAD gain objects and refs",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "                elif head:\n",
+        "                elif head and False:  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_a_folder_holding_head_gains_nothing_and_a_git_directory_gains_no_pointer"],
+    ),
+    Sabotage(
+        "the creation supervisor lets a git directory gain commondir, config.worktree, hooks",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "PLANNED_FORBIDDEN = frozenset({",
+        "PLANNED_FORBIDDEN = frozenset() and frozenset({\"SABOTAGED\", ",
+        ["tests/test_create_supervisor.py::test_a_folder_holding_head_gains_nothing_and_a_git_directory_gains_no_pointer"],
+    ),
+    Sabotage(
+        "the creation filter is never installed (the supervisor thread waits, nothing is trapped)",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "        thread.start()  # before the filter: the thread itself is never trapped\n",
+        "        thread.start()  # before the filter: the thread itself is never trapped\n        return None  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace",
+         "tests/test_create_supervisor.py::test_a_background_command_gets_the_same_refusals"],
+    ),
+    Sabotage(
+        "the creation filter lets the x32 ABI through",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "    op(jset, X32_BIT, \"enosys\")  # the x32 ABI\n",
+        "    pass  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_the_filter_traps_creations_and_refuses_other_abis_on_each_machine"],
+    ),
+    Sabotage(
+        "the creation supervisor opens its own /proc descriptors for a command",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "        if os.fstat(pfd).st_dev == self.sup.proc_dev:\n            where = _path_of(pfd)\n",
+        "        if False:  # SABOTAGED\n            where = _path_of(pfd)\n",
+        ["tests/test_create_supervisor.py::test_the_supervisor_hands_out_none_of_its_own_descriptors"],
+    ),
+    Sabotage(
+        "the session runner never tells the creation supervisor the plan (nothing is guarded)",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        sup.set_policy(req.get(\"policy\"))",
+        "        pass  # SABOTAGED",
+        ["tests/test_create_supervisor.py::test_no_command_can_make_a_head_or_a_git_entry_in_the_workspace"],
+    ),
+    Sabotage(
+        "the creation supervisor lets a workspace link lead into the sandbox's own /tmp",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "        why = t.sup.policy.link_refusal(pfd, text)\n",
+        "        why = None  # SABOTAGED\n",
+        ["tests/test_create_supervisor.py::test_a_link_from_the_workspace_into_the_sandboxs_own_tmp_is_refused"],
+    ),
+    Sabotage(
+        "a command in a bubblewrap of its own is not started by the supervising launcher",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        if policy is not None and self.supervisor_off() is None:",
+        "        if False:  # SABOTAGED",
+        ["tests/test_create_supervisor.py::test_a_command_in_a_bubblewrap_of_its_own_is_supervised_too"],
     ),
 ]
 

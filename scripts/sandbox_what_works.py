@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from agentloop.agent.sandbox import bubblewrap as sbx  # noqa: E402
 
 CHECKS = [
-    ("git commit (identity from ~/.gitconfig)", "git", "git init -q r && cd r && echo a > a && git add a && git commit -qm one && git log --oneline | wc -l"),
+    # a new repository is made under /tmp: in the workspace, git init is refused (record 0025)
+    ("git commit (identity from ~/.gitconfig)", "git", "git init -q /tmp/r && cd /tmp/r && echo a > a && git add a && git commit -qm one && git log --oneline | wc -l"),
     ("a venv under /tmp", "python3", "python3 -m venv /tmp/v && /tmp/v/bin/python -c 'import sys; print(sys.prefix)'"),
     ("pip install from a wheel folder, offline", "python3",
      "python3 -m venv /tmp/w && mkdir -p wheels && python3 -c \"import zipfile; z = zipfile.ZipFile('wheels/demo_pkg-1-py3-none-any.whl', 'w');"

@@ -56,12 +56,17 @@ class Box:
         self.sandbox.denied_programs = policy(["Bash"], deny, str(self.work)).denied_programs
         self.runs = 0
 
-    def run(self, line: str) -> tuple[bool, str]:
-        """Did ``v`` survive ``line``, and what did it print."""
+    def run(self, line: str, repo: str | None = None) -> tuple[bool, str]:
+        """Did ``v`` survive ``line``, and what did it print. ``repo``: a git repository made there first, by
+        the host's git (a command cannot make one in the workspace: docs/decisions/0025)."""
         self.runs += 1
         d = self.work / f"run-{self.runs}"
         d.mkdir()
         (d / "v").write_text("keep\n")
+        if repo is not None:
+            import subprocess
+
+            subprocess.run(["git", "init", "-q", str(d / repo)], check=True, env={"PATH": PATH, "HOME": str(d)})
         env = {"PATH": PATH, "HOME": str(d), "LANG": "C.UTF-8"}
         p = self.sandbox.launch(["/bin/bash", "--norc", "--noprofile", "-c", line], str(d), line, env, [])
         out = p.stdout.read()
@@ -93,9 +98,9 @@ def test_a_launcher_that_reaches_rm_reaches_the_refusal_under_a_deny_rule(boxes:
     open_box, denied_box = boxes
     if not installed(entry["program"]):
         pytest.skip(f"{entry['program']} is not installed here")
-    survived, out = open_box.run(entry["line"])
+    survived, out = open_box.run(entry["line"], entry.get("repo"))
     assert not survived, f"the oracle: with no deny rule the line should remove v in the sandbox ({out!r})"
-    survived, out = denied_box.run(entry["line"])
+    survived, out = denied_box.run(entry["line"], entry.get("repo"))
     if entry.get("check") == "refusal":  # the program removes its target itself when rm fails: the refusal shows
         assert REFUSAL in out, f"the deny rule did not hold: {entry['line']!r} ran rm ({out!r})"
     else:

@@ -219,14 +219,14 @@ def test_ordinary_work_runs_unchanged_in_the_sandbox(base: Path) -> None:
     (base / "proj" / "Makefile").write_text("all: out.txt\nout.txt:\n\techo built > out.txt\n")
     outs, _, _ = run_bash(base, [
         f"{sys.executable} -c \"import tempfile; f = tempfile.NamedTemporaryFile(); print('py', 6 * 7)\"",
-        "git init -q repo && cd repo && echo hi > a.txt && git add a.txt"
-        " && git -c user.name=t -c user.email=t@example.com commit -qm first && git log --oneline | wc -l",
+        "(git init -q /tmp/repo && cd /tmp/repo && echo hi > a.txt && git add a.txt"
+        " && git -c user.name=t -c user.email=t@example.com commit -qm first && git log --oneline | wc -l)",
         f"cd {base}/proj && make -s && cat out.txt && echo tmp > /tmp/x && cat /tmp/x",
     ])
     assert outs[0] == "py 42"
     assert outs[1] == "1"
     assert outs[2] == "built\ntmp"
-    assert (base / "proj" / "repo" / ".git").is_dir()
+    # a new repository is made in the sandbox's /tmp: in the workspace it is refused (test_create_supervisor.py)
 
 
 def test_read_only_mode_keeps_the_workspace_read_only(base: Path) -> None:

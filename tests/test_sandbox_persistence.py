@@ -32,6 +32,13 @@ pytestmark = pytest.mark.skipif(_path is None and not _required, reason=f"no san
 
 
 @pytest.fixture
+def watch_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write watch and the after-check alone, the backstop: with the creation supervisor on (record 0025),
+    these plants are refused before they exist (tests/test_create_supervisor.py)."""
+    monkeypatch.setattr(sbx, "SUPERVISE", False)
+
+
+@pytest.fixture
 def base(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
     d = Path(tempfile.mkdtemp(prefix="agentloop-wall-test-", dir=root))
@@ -114,6 +121,7 @@ def test_renaming_git_aside_to_rebuild_it_with_a_hook_is_refused(base: Path) -> 
     assert (base / "proj" / ".git" / "HEAD").is_file()
 
 
+@pytest.mark.usefixtures("watch_alone")
 def test_a_planted_commondir_is_moved_aside_before_git_reads_it(base: Path) -> None:
     repo(base)
     outs = sandboxed(base, [
@@ -168,6 +176,7 @@ def test_a_submodules_hooks_and_config_cannot_be_written(base: Path) -> None:
     assert pwned(base) == []
 
 
+@pytest.mark.usefixtures("watch_alone")
 def test_a_gitlink_cannot_bring_in_a_planted_repository(base: Path) -> None:
     repo(base)
     outs = sandboxed(base, [
@@ -180,6 +189,7 @@ def test_a_gitlink_cannot_bring_in_a_planted_repository(base: Path) -> None:
     assert pwned(base) == []
 
 
+@pytest.mark.usefixtures("watch_alone")
 def test_a_gitdir_file_cannot_point_the_hosts_git_outside_the_workspace(base: Path) -> None:
     """The sandbox's /tmp is a folder on the host while the session lasts: a ``.git`` file naming it
     (its host path is in /proc/self/mountinfo) would lead the user's git there."""
@@ -221,6 +231,7 @@ def test_info_and_a_configured_hooks_path_are_read_only(base: Path) -> None:
     assert pwned(base) == []
 
 
+@pytest.mark.usefixtures("watch_alone")
 def test_a_new_repository_with_a_program_in_its_config_is_moved_aside_but_a_plain_one_stays(base: Path) -> None:
     outs = sandboxed(base, [
         f"git init -q plain && git init -q bad && printf '{payload(base, 'newrepo')}' > fsmon && chmod +x fsmon"
@@ -245,6 +256,7 @@ def test_ordinary_git_work_still_commits_inside_the_sandbox(base: Path) -> None:
     assert git(base, "log", "--format=%s", "-1").stdout.strip() == "third"
 
 
+@pytest.mark.usefixtures("watch_alone")
 def test_a_hooks_folder_that_is_a_link_cannot_be_swapped_or_written(base: Path) -> None:
     repo(base)
     (base / "proj" / ".githooks").mkdir()
@@ -262,6 +274,7 @@ def test_a_hooks_folder_that_is_a_link_cannot_be_swapped_or_written(base: Path) 
     assert pwned(base) == []
 
 
+@pytest.mark.usefixtures("watch_alone")
 def test_a_new_repository_whose_config_git_would_read_another_way_is_moved_aside(base: Path) -> None:
     """A key on its section's line, or a value continued on the next line, is read by git: such a
     configuration is never taken for one that ``git init`` wrote."""

@@ -30,6 +30,13 @@ _required = os.environ.get("AGENTLOOP_REQUIRE_SANDBOX") == "1"
 _path, _why = sbx.probe()
 pytestmark = pytest.mark.skipif(_path is None and not _required, reason=f"no sandbox here: {_why}")
 
+
+@pytest.fixture
+def watch_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write watch and the after-check alone, the backstop: with the creation supervisor on (record 0025),
+    these plants are refused before they exist (tests/test_create_supervisor.py)."""
+    monkeypatch.setattr(sbx, "SUPERVISE", False)
+
 SECRETS = {
     ".config/git/credentials": "https://u:GIT-CRED-planted@example.com",
     ".config/glab-cli/config.yml": "token: GLAB-planted",
@@ -266,6 +273,7 @@ def test_a_runner_that_cannot_start_is_said_not_swapped_in_silence(base: Path, m
     assert "could not start" in a.sandbox.describe()
 
 
+@pytest.mark.usefixtures("watch_alone")
 def test_a_start_up_file_that_is_a_link_keeps_pointing_where_it_did(base: Path) -> None:
     """Dotfiles kept elsewhere and linked in (stow, chezmoi): the link's target is read-only, a
     replaced link is moved aside and put back, and a link left alone is left alone. (The home is made

@@ -39,6 +39,13 @@ needs_sandbox = pytest.mark.skipif(_path is None and not _required, reason=f"no 
 
 
 @pytest.fixture
+def watch_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write watch and the after-check alone, the backstop: with the creation supervisor on (record 0025),
+    these plants are refused before they exist (tests/test_create_supervisor.py)."""
+    monkeypatch.setattr(sbx, "SUPERVISE", False)
+
+
+@pytest.fixture
 def base(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
     d = Path(tempfile.mkdtemp(prefix="agentloop-wall-test-", dir=root))
@@ -101,6 +108,7 @@ PLANT_BARE = ("mkdir -p docs/objects docs/refs/heads && printf 'ref: refs/heads/
               " && printf '{config}' > docs/config; echo planted")
 
 
+@pytest.mark.usefixtures("watch_alone")
 @needs_sandbox
 def test_a_bare_repository_written_as_plain_files_by_a_command_is_moved_aside(base: Path) -> None:
     cfg = bare_config(base).replace("\n", "\\n").replace("\t", "\\t")
@@ -110,6 +118,7 @@ def test_a_bare_repository_written_as_plain_files_by_a_command_is_moved_aside(ba
     host_git_runs_nothing(base, base / "proj" / "docs")
 
 
+@pytest.mark.usefixtures("watch_alone")
 @needs_sandbox
 def test_a_plain_folder_named_like_git_parts_is_left_alone(base: Path) -> None:
     """Negative control: HEAD and objects without anything git would run stay where they are."""
@@ -119,6 +128,7 @@ def test_a_plain_folder_named_like_git_parts_is_left_alone(base: Path) -> None:
     assert (base / "proj" / "docs" / "config").is_file()
 
 
+@pytest.mark.usefixtures("watch_alone")
 @needs_sandbox
 def test_a_repository_past_two_hundred_thousand_entries_is_still_seen(base: Path) -> None:
     """No entry limit: the planted repository comes after 210,000 files."""
@@ -132,6 +142,7 @@ def test_a_repository_past_two_hundred_thousand_entries_is_still_seen(base: Path
     host_git_runs_nothing(base, base / "proj" / "zzz" / "docs")
 
 
+@pytest.mark.usefixtures("watch_alone")
 @needs_sandbox
 def test_a_background_command_planting_a_repository_is_caught_while_it_runs_and_when_it_ends(base: Path) -> None:
     hook = f"#!/bin/sh\\ntouch {base}/pwned-hook\\n"
@@ -161,6 +172,7 @@ def test_a_background_command_planting_a_repository_is_caught_while_it_runs_and_
     assert pwned(base) == []
 
 
+@pytest.mark.usefixtures("watch_alone")
 @needs_sandbox
 def test_a_background_command_writing_commondir_is_undone(base: Path) -> None:
     proj = base / "proj"
@@ -276,6 +288,7 @@ PLANT = ("git init -q deep/x/sub; g=.g; g=${{g}}it; printf '" + HOOK + "' > deep
          " chmod +x deep/x/sub/$g/hooks/pre-commit")
 
 
+@pytest.mark.usefixtures("watch_alone")
 @needs_sandbox
 def test_a_repository_planted_in_a_large_tree_is_moved_aside_on_its_events_alone(
         base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -287,6 +300,7 @@ def test_a_repository_planted_in_a_large_tree_is_moved_aside_on_its_events_alone
     _caught_while_running(base, PLANT.format(base=base))
 
 
+@pytest.mark.usefixtures("watch_alone")
 @needs_sandbox
 def test_a_change_the_kernel_did_not_report_is_found_by_the_backstop_walk(
         base: Path, monkeypatch: pytest.MonkeyPatch) -> None:

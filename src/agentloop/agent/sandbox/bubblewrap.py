@@ -387,7 +387,7 @@ def probe(bwrap: str | None = None, cache_dir: str | None = None) -> tuple[str |
     return (path, None) if why is None else (None, f"bubblewrap cannot start a sandbox here: {why}")
 
 
-TMP_PREFIX = "agentloop-sandbox-"
+TMP_PREFIX = "agentloop-sandbox-"  # supervisor.SANDBOX_TMP_PREFIX: links to it are refused
 """A session's private ``/tmp`` is ``$TMPDIR/agentloop-sandbox-PID-XXXX`` (PID: the agentloop that made it)."""
 
 AGENT_SOCKET_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "GNOME_KEYRING_CONTROL",
@@ -454,6 +454,7 @@ class Sandbox:
     degraded: str | None = None
     """Why the session's runner could not start (each command then has a bubblewrap of its own); said once."""
     _degraded_said: bool = field(default=False, repr=False)
+    _supervisor_said: bool = field(default=False, repr=False)
     _plans: dict[str, Any] = field(default_factory=dict, repr=False)
     _written: dict[str, str] = field(default_factory=dict, repr=False)
     _tmp: str | None = field(default=None, repr=False)
@@ -552,6 +553,9 @@ class Sandbox:
                              + (" and allowRead: " + ", ".join(s.allow_read) if s.allow_read else ""))
             if self.degraded_notice():
                 lines.append(f"  warning: {self.degraded_notice()}")
+            off = self.supervisor_off() if s.mode == "workspace-write" else None
+            lines.append("  creations: " + ("made by the supervisor (no name that makes a git repository can appear)"
+                                            if off is None else f"not supervised ({off}); the write watch moves plants aside"))
             if s.deny_write:
                 lines.append("  read-only: " + ", ".join(s.deny_write))
             if s.excluded_commands:
@@ -633,7 +637,7 @@ class Sandbox:
         prefix, plan = self._prefix_and_plan()
         with self._lock:
             self._plans[command] = plan  # looked at after the command (explain)
-        return self._wrapped(prefix, argv, cwd)
+        return self._wrapped(prefix, argv, cwd, self._policy(plan))
 
     def confine(self, argv: Sequence[str], cwd: str, path_env: str = "", shown: Sequence[str] = (),
                 writable: Sequence[str] = ()) -> tuple[list[str], dict[str, str]] | None:
@@ -642,7 +646,7 @@ class Sandbox:
         ``CLAUDE_ENV_FILE``) writable, and extra environment; None when no sandbox is on (it runs as it is)."""
         if not self.active:
             return None
-        prefix, _plan = self._prefix_and_plan(path_env)
+        prefix, plan = self._prefix_and_plan(path_env)
         for f, how in [*((f, "--ro-bind") for f in shown), *((f, "--bind") for f in writable)]:
             if not os.path.isfile(f) or os.path.islink(f):
                 continue
@@ -651,14 +655,41 @@ class Sandbox:
                        and f.startswith(prefix[i].rstrip(os.sep) + os.sep)), None)
             bind = [how, f, f]
             prefix = prefix + bind if at is None else [*prefix[: at - 1], *bind, *prefix[at - 1 :]]
-        return self._wrapped(prefix, argv, cwd)
+        return self._wrapped(prefix, argv, cwd, self._policy(plan))
 
-    @staticmethod
-    def _wrapped(prefix: list[str], argv: Sequence[str], cwd: str) -> tuple[list[str], dict[str, str]]:
+    def _wrapped(self, prefix: list[str], argv: Sequence[str], cwd: str,
+                 policy: dict[str, list[str]] | None = None) -> tuple[list[str], dict[str, str]]:
+        """bubblewrap's argv for ``argv`` in a sandbox of its own; started by the supervising launcher
+        (``supervisor.launch``) when ``policy`` is given and creations can be supervised here."""
         out = list(prefix)
         if os.path.isdir(cwd):
             out += ["--chdir", cwd]
+        if policy is not None and self.supervisor_off() is None:
+            import sys
+
+            argv = [sys.executable, "-I", "-S", "-c", launcher_source(), json.dumps(policy), *argv]
         return [*out, "--", *argv], {"TMPDIR": "/tmp"}
+
+    @staticmethod
+    def _policy(plan: Any) -> dict[str, list[str]]:
+        """What the creation supervisor is told for a command planned as ``plan`` (gitguard's): the writable
+        roots, the git directories mounted as their own, the names that could not be mounted."""
+        if plan is None:
+            return {"roots": [], "gitdirs": [], "missing": []}
+        return {"roots": list(plan.roots), "gitdirs": list(plan.self_binds), "missing": [*plan.watch, *plan.pinned]}
+
+    def supervisor_off(self) -> str | None:
+        """Why creations in this sandbox are not made by the supervisor (None: they are; record 0025)."""
+        from .supervisor import unavailable
+
+        if not SUPERVISE:
+            return "creation supervision is switched off"
+        r = self._runner
+        if r is not None and r.supervisor_off is not None:
+            return r.supervisor_off
+        if self.degraded is not None:
+            return "the session's runner could not start, so neither can the supervisor"
+        return unavailable()
 
     def launch(
         self, argv: Sequence[str], cwd: str, command: str, env: Mapping[str, str], pass_fds: Sequence[int],
@@ -687,10 +718,10 @@ class Sandbox:
                     if len(self._plans) > 64:  # plans of commands whose result never came back
                         self._plans.pop(next(iter(self._plans)))
                     self._plans[command] = plan  # looked at after the command (explain)
-            launched = None if alone else self._launch_in_runner(prefix, argv, cwd, env, pass_fds)
+            launched = None if alone else self._launch_in_runner(prefix, argv, cwd, env, pass_fds, policy=self._policy(plan))
             if launched is not None:
                 return launched
-            run_argv, extra = self._wrapped(prefix, argv, cwd)  # a bubblewrap of its own
+            run_argv, extra = self._wrapped(prefix, argv, cwd, self._policy(plan))  # a bubblewrap of its own
             run_env.update(extra)
         proc = subprocess.Popen(
             run_argv, cwd=cwd, env=run_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -713,14 +744,14 @@ class Sandbox:
             return None
         env = without_agent_sockets(env)
         prefix, plan = self._prefix_and_plan(env.get("PATH", ""))
-        got = self._launch_in_runner(prefix, argv, cwd, env, pass_fds, background=True)
+        got = self._launch_in_runner(prefix, argv, cwd, env, pass_fds, background=True, policy=self._policy(plan))
         if got is not None and self._guard is not None and plan is not None:
             self._guard.background(plan, lambda: got.inner_pid in got.runner.background and got.runner.alive())
         return got
 
     def _launch_in_runner(
         self, prefix: list[str], argv: Sequence[str], cwd: str, env: Mapping[str, str], pass_fds: Sequence[int],
-        *, background: bool = False,
+        *, background: bool = False, policy: dict[str, list[str]] | None = None,
     ) -> Any:
         """``argv`` forked by the session's runner (a ``_Launched``, or an ``_InRunner`` for a background
         command); None when there is none to use (busy, or it cannot start)."""
@@ -738,12 +769,13 @@ class Sandbox:
 
         rd, wr = os.pipe()
         try:
-            req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds), **({"bg": True} if background else {})}
+            req = {"argv": list(argv), "cwd": cwd, "env": env2, "fds": list(pass_fds), "policy": policy,
+                   **({"bg": True} if background else {})}
             socket.send_fds(r.sock, [json.dumps(req).encode()], [wr, *pass_fds])
             pid = -1
             if background:
                 r.sock.settimeout(10)
-                pid = int(json.loads(r.sock.recv(4096))["pid"])
+                pid = int(r.take(r.sock.recv(1 << 16))["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             os.close(rd)
             r.lock.release()
@@ -773,7 +805,7 @@ class Sandbox:
                 r = self._runner = None
             if r is None:
                 try:
-                    r = self._runner = _Runner(prefix, env, self._start_proxy())
+                    r = self._runner = _Runner(prefix, env, self._start_proxy(), supervise=SUPERVISE)
                 except OSError as exc:
                     # it cannot start here: a bubblewrap per call from now on, and the user is told why
                     self.use_runner = False
@@ -1081,6 +1113,34 @@ class Sandbox:
         return (f"the session's sandbox could not start ({self.degraded}); each command runs in a sandbox of its own,"
                 + lost + " (as strict as before, but weaker than configured)")
 
+    def _supervisor_notes(self) -> list[str]:
+        """What the creation supervisor refused since the last command, that it stopped, or (once) that
+        creations are not supervised here."""
+        notes: list[str] = []
+        r = self._runner
+        if r is not None and r.refused:
+            said, r.refused = r.refused, []
+            notes.append("the sandbox refused to create " + "; ".join(said) + " (a name that makes a git repository,"
+                         " or one git or a shell would run code from, cannot be made in the workspace; /tmp is the"
+                         " sandbox's own: make scratch repositories there)")
+        if r is not None and r.ended:
+            r.ended = False
+            notes.append("the session's sandbox ended during the command (stopped, or its runner, which makes every"
+                         " name commands create, was killed from inside): nothing the command started is left, and the"
+                         " next command starts in a new one")
+        if r is not None and r.broken is not None:
+            notes.append(r.broken + "; the session's sandbox is restarted for the next command")
+            with self._lock:
+                if self._runner is r:
+                    self._runner = None
+            r.close()
+        off = self.supervisor_off()
+        if off is not None and SUPERVISE and not self._supervisor_said:
+            self._supervisor_said = True
+            notes.append(f"creations are not supervised ({off}): a repository a command plants is moved aside"
+                         " by the write watch within milliseconds, but the host's git could see it in between")
+        return notes
+
     def after(self, command: str) -> list[str]:
         """Once ``command`` has ended (nothing of it left running): what it planted that the host would run,
         moved aside (see ``gitguard``); one line each."""
@@ -1108,6 +1168,7 @@ class Sandbox:
         if self.degraded is not None and not self._degraded_said:
             self._degraded_said = True
             notes.append(self.degraded_notice() or "")
+        notes += self._supervisor_notes()
         if "Read-only file system" in output:
             notes.append("writing outside the writable directories ("
                          + (", ".join(self.roots) if self.settings.mode == "workspace-write" else "none but /tmp")
@@ -1140,8 +1201,38 @@ class Sandbox:
 
 # --- the session's runner: one bubblewrap per session, one fork per command ------------
 
+SUPERVISE = True
+"""Every name a sandboxed command makes is made by the creation supervisor (``supervisor``, record 0025).
+False only where a test looks at the watch alone (its backstop) or a negative control turns it off."""
+
+_SOURCES: dict[str, str] = {}
+
+
+def _supervisor_source() -> str:
+    """The supervisor module's text, run inside the sandbox ahead of the runner or the launcher (agentloop's
+    package is not importable there: the interpreter runs with ``-I -S``)."""
+    if "supervisor" not in _SOURCES:
+        from . import supervisor
+
+        with open(supervisor.__file__, encoding="utf-8") as f:
+            _SOURCES["supervisor"] = f.read()
+    return _SOURCES["supervisor"]
+
+
+def runner_source() -> str:
+    """The session runner's program: the supervisor's source, then ``_RUNNER``."""
+    return _supervisor_source() + "\n" + _RUNNER
+
+
+def launcher_source() -> str:
+    """The program that starts a command in a bubblewrap of its own under the supervisor
+    (``python -c SOURCE POLICY ARGV...``)."""
+    return _supervisor_source() + "\nimport sys\nsys.exit(launch(sys.argv[1], sys.argv[2:]))\n"
+
+
 _RUNNER = r"""
-import ctypes, fcntl, json, os, signal, socket, sys
+import ctypes, fcntl, json, os, signal, socket, sys, warnings
+warnings.simplefilter("ignore", DeprecationWarning)  # fork() beside threads, which this program knows it does
 try:
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: commands cannot ptrace the runner
 except Exception:
@@ -1149,11 +1240,11 @@ except Exception:
 if os.getpid() != 2:  # not the first child of bubblewrap's init in a new PID namespace:
     sys.exit(3)        # kill(-1) below would reach far more than the command's processes
 s = socket.socket(fileno=int(sys.argv[1]))
-if len(sys.argv) > 3:  # the proxy: 127.0.0.1:PORT here, bridged to the agent's Unix socket
+if len(sys.argv) > 4:  # the proxy: 127.0.0.1:PORT here, bridged to the agent's Unix socket
     import threading
     lst = socket.socket()
     lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lst.bind(("127.0.0.1", int(sys.argv[2])))
+    lst.bind(("127.0.0.1", int(sys.argv[3])))
     lst.listen(64)
     def pump(a, b):
         try:
@@ -1172,7 +1263,7 @@ if len(sys.argv) > 3:  # the proxy: 127.0.0.1:PORT here, bridged to the agent's 
     def bridge(c):
         u = socket.socket(socket.AF_UNIX)
         try:
-            u.connect(sys.argv[3])
+            u.connect(sys.argv[4])
         except OSError:
             c.close()
             return
@@ -1213,8 +1304,8 @@ def sweep(doomed):
                         pass
         if not hit:
             return
-def reap():
-    while bg:
+def reap():  # every child that ended: background shells, and orphans (this runner is their subreaper)
+    while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
@@ -1224,7 +1315,17 @@ def reap():
         if pid in bg:
             bg.discard(pid)
             sweep(lambda sid: sid == pid)  # what the background shell left running ends with it
-s.send(b'{"ready": true}')
+# the creation supervisor (its source is above): a thread of this runner, so it is every command's ancestor
+sup = Supervisor()
+off = sup.start() if sys.argv[2] == "supervise" else "switched off"
+mask = os.umask(0) if off is None else None  # it makes names with each caller's own umask
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans stay below this runner
+def report(**kw):
+    if off is None:
+        kw["refused"] = sup.take_refused()
+        kw["broken"] = sup.broken
+    s.send(json.dumps(kw).encode())
+s.send(json.dumps({"ready": True, "supervisor": off}).encode())
 while True:
     try:
         msg, fds, _, _ = socket.recv_fds(s, 1 << 22, 8)
@@ -1243,13 +1344,17 @@ while True:
             except ChildProcessError:
                 pass
             bg.discard(victim)
-        s.send(json.dumps({"killed": victim}).encode())
+        report(killed=victim)
         continue
+    if off is None:
+        sup.set_policy(req.get("policy"))  # the newest plan: background commands follow it too
     pid = os.fork()
     if pid == 0:
         try:
             if req.get("bg"):
                 os.setsid()
+            if mask is not None:
+                os.umask(mask)
             s.close()
             base = max([2, *req["fds"]]) + 1
             high = [fcntl.fcntl(f, fcntl.F_DUPFD_CLOEXEC, base) for f in fds]  # above every target
@@ -1275,7 +1380,7 @@ while True:
         os.close(f)
     if req.get("bg"):
         bg.add(pid)
-        s.send(json.dumps({"pid": pid}).encode())
+        report(pid=pid)
         continue
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
@@ -1287,7 +1392,7 @@ while True:
             os.kill(-1, signal.SIGKILL)  # everything the command started: all but pid 1 and this runner
         except OSError:
             pass
-    s.send(json.dumps({"code": code}).encode())
+    report(code=code)
 """
 
 
@@ -1304,18 +1409,28 @@ class _Runner:
     process outside those sessions instead, and ``{"kill": pid}`` ends one.
     """
 
-    def __init__(self, prefix: list[str], env: Mapping[str, str], proxy: tuple[int, str] | None = None):
+    def __init__(self, prefix: list[str], env: Mapping[str, str], proxy: tuple[int, str] | None = None,
+                 supervise: bool = True):
         import socket
         import sys
 
         self.prefix = prefix
+        self.refused: list[str] = []
+        """What the creation supervisor refused since the host last looked (``take_reports``)."""
+        self.broken: str | None = None
+        """Why the supervisor stopped (every creation then fails); None while it runs."""
+        self.supervisor_off: str | None = None
+        """Why creations are not supervised in this runner (None: they are)."""
+        self.ended = False
+        """It ended during a command (killed by the host, or from inside: the supervisor with it)."""
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = a
         bridge = [str(proxy[0]), proxy[1]] if proxy else []
         err = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(
-                [*prefix, "--", sys.executable, "-I", "-S", "-c", _RUNNER, str(b.fileno()), *bridge],
+                [*prefix, "--", sys.executable, "-I", "-S", "-c", runner_source(), str(b.fileno()),
+                 "supervise" if supervise else "plain", *bridge],
                 pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=err, start_new_session=True, env=dict(env),
             )
@@ -1326,10 +1441,12 @@ class _Runner:
         """The background commands running in it (their pids inside)."""
         a.settimeout(10)
         try:
-            ready = a.recv(64)
+            ready = a.recv(4096)
         except OSError:
             ready = b""
-        if not ready.startswith(b'{"ready"'):
+        if ready.startswith(b'{"ready"'):
+            self.supervisor_off = self.take(ready).get("supervisor")
+        else:
             self.close()
             err.seek(0)
             said = err.read(4096).decode("utf-8", "replace").strip().splitlines()
@@ -1339,6 +1456,21 @@ class _Runner:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def take(self, msg: bytes) -> dict[str, Any]:
+        """One answer of the runner, decoded; the supervisor's refusals and state it carries are kept."""
+        try:
+            got = json.loads(msg)
+        except ValueError:
+            return {}
+        if not isinstance(got, dict):
+            return {}
+        refused = got.get("refused")
+        if isinstance(refused, list):
+            self.refused += [str(x) for x in refused][:50]
+        if isinstance(got.get("broken"), str):
+            self.broken = got["broken"]
+        return got
 
     def close(self) -> None:
         import signal
@@ -1368,17 +1500,18 @@ class _Launched:
             return self.returncode
         self.runner.sock.settimeout(timeout)
         try:
-            msg = self.runner.sock.recv(4096)
+            msg = self.runner.sock.recv(1 << 16)
         except TimeoutError:
             raise subprocess.TimeoutExpired("bash", timeout or 0) from None
         except OSError:
             msg = b""
         try:
-            code = int(json.loads(msg)["code"]) if msg else -9
+            code = int(self.runner.take(msg)["code"]) if msg else -9
         except (ValueError, KeyError, TypeError):
             code = -9
         if not msg:
             self.runner.close()  # killed (timeout, interrupt) or broken: the next call starts a new one
+            self.runner.ended = True
         self.returncode = code
         self.runner.lock.release()
         return code
@@ -1421,7 +1554,7 @@ class _InRunner:
         try:
             r.sock.settimeout(10)
             r.sock.send(json.dumps({"kill": self.inner_pid}).encode())
-            r.sock.recv(4096)
+            r.take(r.sock.recv(1 << 16))
         except OSError:
             r.close()
         finally:
