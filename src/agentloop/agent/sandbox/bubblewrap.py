@@ -1122,7 +1122,8 @@ class Sandbox:
             said, r.refused = r.refused, []
             notes.append("the sandbox refused to create " + "; ".join(said) + " (a name that makes a git repository,"
                          " or one git or a shell would run code from, cannot be made in the workspace; /tmp is the"
-                         " sandbox's own: make scratch repositories there)")
+                         " sandbox's own: make scratch repositories there; a repository the user wants in the"
+                         " workspace, git init or git clone there, runs only outside the sandbox, by their say-so)")
         if r is not None and r.ended:
             r.ended = False
             notes.append("the session's sandbox ended during the command (stopped, or its runner, which makes every"
