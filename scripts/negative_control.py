@@ -947,7 +947,7 @@ SABOTAGES = [
     Sabotage(
         "Write and Edit change a trusted hook's script without asking",
         "src/agentloop/agent/toolbox.py",
-        "    policy.protected_roots = [os.path.realpath(src.home), *src.sandbox_settings.hook_files]",
+        "    policy.protected_roots = [os.path.realpath(src.home), *src.hook_files]",
         "    policy.protected_roots = [os.path.realpath(src.home)]  # SABOTAGED",
         ["tests/test_sandbox_reads.py::test_write_and_edit_ask_before_changing_a_trusted_hooks_script"],
     ),
@@ -2462,8 +2462,8 @@ SABOTAGES = [
     Sabotage(
         "the agent's turns are not held to the run's room",
         "src/agentloop/agent/hooks_and_context.py",
-        "        limit, admit = agent.settings.max_parallel_agents, self.side_budget.admit\n",
-        "        limit, admit = agent.settings.max_parallel_agents, None  # SABOTAGED\n",
+        "        limit, admit = facts.settings.max_parallel_agents, self.side_budget.admit\n",
+        "        limit, admit = facts.settings.max_parallel_agents, None  # SABOTAGED\n",
         ["tests/test_one_scheduler.py::test_the_agents_turn_holds_its_calls_to_the_agents_admit"],
     ),
     Sabotage(

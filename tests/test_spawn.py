@@ -48,6 +48,9 @@ ALLOWED_SITES = {
     "agent/sandbox/bubblewrap.py": 3,
     # stdio MCP servers are started by the MCP library, with mcp/env.py's environment (the same rule)
     "mcp/client.py": 1,
+    # inside the sandbox: the supervising launcher of a command with a bubblewrap of its own forks and execs the
+    # argv bubblewrap was given (spawn.popen decided it and its environment), so that it stays the ancestor
+    "agent/sandbox/supervisor.py": 2,
     # batch workers are agentloop's own processes running models (they need the keys); they run no tool
     "batch/runner.py": 1,
     # the agentloop command executing itself again without the provider keys in its environment (decision 0013)

@@ -78,9 +78,10 @@ def _kinds(s: str) -> int:
 
 def pieces(value: str) -> list[str]:
     """The runs of ``PIECE`` characters of ``value`` that count as the secret: each that mixes two kinds of
-    letter or digit (lower, upper, digit) and six different characters; none when ``value`` is no longer than that."""
-    if len(value) <= PIECE:
-        return []
+    letter or digit (lower, upper, digit) and six different characters; none when ``value`` is no longer than that,
+    or is a file's path (``GOOGLE_APPLICATION_CREDENTIALS``: its pieces are in every path beside it)."""
+    if len(value) <= PIECE or value.startswith(("/", "~/", "./", "../")):
+        return []  # a path (a credential file's, say) is not a token: its pieces are other paths' too
     out = {value[i:i + PIECE] for i in range(len(value) - PIECE + 1)}
     return sorted(w for w in out if _kinds(w) >= 2 and len(set(w)) >= 6)
 

@@ -908,15 +908,13 @@ class McpManager:
             auth_home: where OAuth tokens of remote servers are kept (the
                 agentloop home); None turns OAuth off.
             allow_env: secret-named variables a stdio server may inherit (the user's ``allowedEnvVars``).
-            inherit: the environment a stdio server inherits, already judged by its host (the agent's child
-                environment: no key it holds, whatever the variable's name); ``environ`` still expands ``${VAR}``.
+            inherit: what a stdio server inherits, judged by its host (the agent's child environment).
                 ``self.output.spill_dir`` says where capped outputs are written.
         """
         env = os.environ if environ is None else environ
         self.output, warning = OutputLimit.from_env(env)
         self.output.notify = self._say
-        self.notify = notify
-        """Where warnings for the user go: a large output, a server that stopped, garbage on a server's stdout."""
+        self.notify = notify  # warnings for the user: a large output, a server that stopped, garbage on its stdout
         self.config_warnings: list[str] = [warning] if warning else []
         """Settings that were not honoured as written, each naming the setting."""
         self.startup_timeout = startup_timeout or _env_seconds(env, "MCP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT)
