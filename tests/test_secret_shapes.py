@@ -83,6 +83,16 @@ def test_an_ordinary_word_inside_a_held_value_is_not_redacted_elsewhere() -> Non
     assert r.text("x password-Horse-battery y") == "x [redacted: DB_PASSWORD] y"
 
 
+def test_a_secret_that_is_a_files_path_is_redacted_whole_but_not_by_its_pieces() -> None:
+    """``GOOGLE_APPLICATION_CREDENTIALS`` names a key file: the path itself is held, but the folders in it are
+    in every path beside it (``HOME``, the workspace), which must stay readable."""
+    path = "/tmp/pytest-of-root/pytest-12/test_x0/creds.json"
+    r = Redactor({"GOOGLE_APPLICATION_CREDENTIALS": path})
+    beside = "HOME=/tmp/pytest-of-root/pytest-12/test_x0/home"
+    assert r.text(beside) == beside
+    assert r.text(f"key at {path}") == "key at [redacted: GOOGLE_APPLICATION_CREDENTIALS]"
+
+
 def test_redaction_stays_linear_on_ten_megabytes() -> None:
     secrets = {f"K{i}_TOKEN": f"tok_{i:02d}_" + os.urandom(16).hex() for i in range(20)}
     r = Redactor(secrets)
