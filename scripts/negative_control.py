@@ -9,8 +9,10 @@ copy (the control, run last on just those tests).
 
     .venv/bin/python scripts/negative_control.py [--record] [[--only] WORD...]   (WORD: part of a name or path)
 
-How it stays fast: AGENTLOOP_TEST_WORKERS (default 2) copies of the tree are
-made once, each with a pytest server (pytest loaded, nothing of agentloop);
+How it stays fast: AGENTLOOP_TEST_WORKERS (default 3: a run spends much of its
+time waiting on the processes its test starts, so even 2 cores keep 3 busy)
+copies of the tree are made once, each with a pytest server (pytest loaded,
+nothing of agentloop);
 a sabotage edits a copy, its tests run in a child forked from the server, and
 the copy is put back byte for byte. Each copy is compiled once, untouched, into
 bytecode (pytest's rewritten modules, and pycs checked by the source's hash),
@@ -2674,7 +2676,7 @@ def control(ws: list[Worker], nodes: set[str]) -> tuple[bool, str]:
     return ok, "; ".join(report) or "nothing to run"
 
 
-def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 2, hints: dict[str, list[str]] | None = None,
+def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 3, hints: dict[str, list[str]] | None = None,
         record: str | None = None) -> int:
     """0 when every sabotage is caught by a test that passes on the untouched copy; 1 when one is not
     (missed, stale, or not built); 2 when a catching test fails on the untouched copy too."""
@@ -2734,7 +2736,7 @@ def main() -> int:
     args = [a for a in args if a not in ("--only", "--record")]  # --only WORD, as a word
     only = args  # words: run only the sabotages whose names (or sabotaged paths) hold one
     sabotages = [s for s in SABOTAGES if not only or any(w in s.name or w in s.path for w in only)]
-    return run(sabotages, workers=int(os.environ.get("AGENTLOOP_TEST_WORKERS", "2")), hints=load_hints(),
+    return run(sabotages, workers=int(os.environ.get("AGENTLOOP_TEST_WORKERS", "3")), hints=load_hints(),
                record=HINTS if record else None)
 
 
