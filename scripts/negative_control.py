@@ -9,12 +9,17 @@ copy (the control, run last on just those tests).
 
     .venv/bin/python scripts/negative_control.py [--record] [[--only] WORD...]   (WORD: part of a name or path)
 
-How it stays fast: AGENTLOOP_TEST_WORKERS (default 2) copies of the tree are
-made once, each with a pytest server (pytest loaded, nothing of agentloop);
+How it stays fast: AGENTLOOP_TEST_WORKERS (default 3: a run spends much of its
+time waiting on the processes its test starts, so even 2 cores keep 3 busy)
+copies of the tree are made once, each with a pytest server (pytest loaded,
+nothing of agentloop);
 a sabotage edits a copy, its tests run in a child forked from the server, and
-the copy is put back byte for byte. A C sabotage (``rebuild``) compiles only
-its C module. The test that caught a sabotage last time (--record writes them
-to negative_control_catches.json) runs first; when it does not fail, the whole
+the copy is put back byte for byte. Each copy is compiled once, untouched, into
+bytecode (pytest's rewritten modules, and pycs checked by the source's hash),
+so a run compiles only the sabotaged file, whose bytecode is taken away for
+it. A C sabotage (``rebuild``) compiles only its C module. The test that caught
+a sabotage last time (--record writes them to negative_control_catches.json)
+runs first; when it does not fail, the whole
 selection runs. Hints order the work; they never decide a verdict.
 """
 
@@ -2609,8 +2614,13 @@ class Worker:
     run in a child forked from the server, and the copy is put back byte for byte afterwards.
 
     The server has imported pytest (and nothing of agentloop), so each run skips an interpreter's
-    start and pytest's import; the child imports agentloop from the copy, edited or not. Bytecode
-    is never written, so a put-back source is never shadowed by the sabotaged one's cache.
+    start and pytest's import; the child imports agentloop from the copy, edited or not.
+
+    Bytecode is written once, by ``warm`` on the untouched copy: pytest's rewritten modules, and
+    ``compileall --invalidation-mode checked-hash`` for the tests' own interpreters. The runs write
+    none, and a sabotaged file's bytecode is taken away for its run and put back with its source
+    (``sabotage_and_test``), so an edit never runs from the untouched file's cache, however that
+    cache is checked.
     """
 
     def __init__(self, root: str, tree: str):
@@ -2618,16 +2628,26 @@ class Worker:
         copy_tree(tree, root)
         extra = os.environ.get("PYTHONPATH", "")
         path = os.path.join(tree, "src") + (os.pathsep + extra if extra else "")
-        env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", tree], cwd=tree, env=env,
+        self.env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", tree], cwd=tree, env=self.env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-    def pytest(self, args: list[str], timeout: int = 900) -> tuple[int, str]:
-        """(pytest's exit code, its output) for ``args`` in this copy (-1: it ran past ``timeout`` seconds)."""
+    def warm(self, files: list[str]) -> None:
+        """Compile the untouched copy: its sources and tests into hash-checked pycs, and the test files
+        ``files`` with all they import through pytest's assertion rewriting (by collecting them)."""
+        dirs = [d for d in ("src", "tests") if os.path.isdir(os.path.join(self.tree, d))]
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash", *dirs],
+                       cwd=self.tree, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+        if files:  # a file that does not collect only goes uncached: the runs report it
+            self.pytest(["-q", "-p", "no:cacheprovider", "--collect-only", *files], write=True)
+
+    def pytest(self, args: list[str], timeout: int = 900, write: bool = False) -> tuple[int, str]:
+        """(pytest's exit code, its output) for ``args`` in this copy (-1: it ran past ``timeout`` seconds).
+        ``write``: pytest may cache its rewritten modules (``warm``, on the untouched copy only)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         fd, out = tempfile.mkstemp(prefix="pytest-", suffix=".txt", dir=os.path.dirname(self.tree))
         os.close(fd)
-        self.proc.stdin.write(json.dumps({"args": args, "out": out, "timeout": timeout}) + "\n")
+        self.proc.stdin.write(json.dumps({"args": args, "out": out, "timeout": timeout, "write": write}) + "\n")
         self.proc.stdin.flush()
         reply = self.proc.stdout.readline()
         with open(out, encoding="utf-8", errors="replace") as f:
@@ -2663,6 +2683,7 @@ def serve(tree: str) -> int:
                 fd = os.open(job["out"], os.O_WRONLY | os.O_TRUNC)
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
+                sys.dont_write_bytecode = not job.get("write")  # bytecode only of the untouched copy (Worker.warm)
                 signal.alarm(int(job["timeout"]))
                 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a pytest started from a terminal,
                 code = int(pytest.main(job["args"]))  # even when this script runs in the background (SIGINT ignored)
@@ -2745,6 +2766,15 @@ def _native_files(tree: str) -> list[str]:
     return [os.path.join(pkg, f) for f in os.listdir(pkg) if f.endswith((".so", ".pyd")) or f == "native.sha256"]
 
 
+def _bytecode(source: str) -> list[str]:
+    """The cached bytecode of ``source`` (a .py file): plain pycs and pytest's rewritten ones."""
+    folder = os.path.join(os.path.dirname(source), "__pycache__")
+    stem = os.path.basename(source)[: -len(".py")] + "."
+    if not source.endswith(".py") or not os.path.isdir(folder):
+        return []
+    return [os.path.join(folder, f) for f in os.listdir(folder) if f.startswith(stem) and f.endswith(".pyc")]
+
+
 def within(node: str, tests: list[str]) -> bool:
     """``node`` is one of the tests ``tests`` selects (a file, a test, or a test's parameter)."""
     return any(node == t or node.startswith((t + "::", t + "[")) for t in tests)
@@ -2772,8 +2802,11 @@ def sabotage_and_test(w: Worker, sab: Sabotage, hints: dict[str, list[str]]) -> 
         text = f.read()
     if sab.old is not None and sab.old not in text:
         return None, f"SABOTAGE STALE: {sab.name}: the guarded line is gone from {sab.path}", []
-    kept = {p: open(p, "rb").read() for p in [target] + (_native_files(w.tree) if sab.rebuild else [])}
+    cached = _bytecode(target)
+    kept = {p: open(p, "rb").read() for p in [target] + cached + (_native_files(w.tree) if sab.rebuild else [])}
     try:
+        for p in cached:  # the sabotaged file runs with no bytecode at all, whatever checks a cache's freshness
+            os.remove(p)
         with open(target, "w", encoding="utf-8") as f:
             f.write(text + sab.new if sab.old is None else text.replace(sab.old, sab.new))
         if sab.rebuild and (err := build_c(w.tree, sab.path)):
@@ -2783,6 +2816,8 @@ def sabotage_and_test(w: Worker, sab: Sabotage, hints: dict[str, list[str]]) -> 
         if not (code > 0 and failing_nodes(output)):  # no hint, or it no longer catches it: the whole selection
             code, output = w.pytest(["-q", "-x", "-p", "no:cacheprovider", *sab.tests])
     finally:
+        for p in _bytecode(target):  # any a test's own interpreter wrote of the sabotaged file
+            os.remove(p)
         for p, data in kept.items():
             with open(p, "wb") as f:
                 f.write(data)
@@ -2836,7 +2871,7 @@ def control(ws: list[Worker], nodes: set[str]) -> tuple[bool, str]:
     return ok, "; ".join(report) or "nothing to run"
 
 
-def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 2, hints: dict[str, list[str]] | None = None,
+def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 3, hints: dict[str, list[str]] | None = None,
         record: str | None = None) -> int:
     """0 when every sabotage is caught by a test that passes on the untouched copy; 1 when one is not
     (missed, stale, or not built); 2 when a catching test fails on the untouched copy too."""
@@ -2846,7 +2881,14 @@ def run(sabotages: list[Sabotage], root: str = ROOT, workers: int = 2, hints: di
     with tempfile.TemporaryDirectory(prefix="agentloop-neg-") as tmp:
         pool_size = max(1, min(workers, len(sabotages)))
         with ThreadPoolExecutor(max_workers=pool_size) as pool:
-            for w in pool.map(lambda i: Worker(root, os.path.join(tmp, f"tree{i}")), range(pool_size)):
+            files = sorted({t.split("::")[0] for s in sabotages for t in s.tests})
+
+            def ready(i: int) -> Worker:
+                w = Worker(root, os.path.join(tmp, f"tree{i}"))
+                w.warm(files)
+                return w
+
+            for w in pool.map(ready, range(pool_size)):
                 jobs.put(w)
 
             def one(sab: Sabotage) -> tuple[bool | None, str, list[str]]:
@@ -2889,7 +2931,7 @@ def main() -> int:
     args = [a for a in args if a not in ("--only", "--record")]  # --only WORD, as a word
     only = args  # words: run only the sabotages whose names (or sabotaged paths) hold one
     sabotages = [s for s in SABOTAGES if not only or any(w in s.name or w in s.path for w in only)]
-    return run(sabotages, workers=int(os.environ.get("AGENTLOOP_TEST_WORKERS", "2")), hints=load_hints(),
+    return run(sabotages, workers=int(os.environ.get("AGENTLOOP_TEST_WORKERS", "3")), hints=load_hints(),
                record=HINTS if record else None)
 
 

@@ -111,6 +111,20 @@ def test_the_tests_that_caught_a_sabotage_before_only_order_the_run(tiny_root: P
     assert json.loads(record.read_text())[caught.name] == ["tests/test_guard.py::test_past_the_cap_is_refused"]
 
 
+def test_an_edit_of_the_same_size_runs_as_edited_though_the_copy_was_compiled_before_it(tiny_root: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Each copy is compiled once, untouched (Worker.warm), into pycs and pytest's rewritten modules. A sabotage that
+    keeps the file's size and is made within the same second must still run as edited, in a plain module and in one
+    pytest rewrites (a conftest), and again after the copy is put back and broken once more."""
+    (tiny_root / "tests" / "conftest.py").write_text("import pytest\n\n\n@pytest.fixture\ndef cap():\n    return 5\n")
+    (tiny_root / "tests" / "test_cap.py").write_text("def test_the_cap_is_five(cap):\n    assert cap == 5\n")
+    plain = sab("the cap admits everything, in as many bytes", "amount <= cap", "True or cap  ", ["tests/test_guard.py"])
+    rewritten = NC.Sabotage("the cap is nine", "tests/conftest.py", "return 5", "return 9", ["tests/test_cap.py"])
+    assert len(plain.new) == len(plain.old) and len(rewritten.new) == len(rewritten.old)
+    assert NC.run([plain, rewritten, plain, rewritten], root=str(tiny_root), workers=1) == 0
+    out = capsys.readouterr().out
+    assert out.count("caught  the cap admits everything, in as many bytes") == 2 and out.count("caught  the cap is nine") == 2
+
+
 def test_only_the_summary_names_the_failing_tests() -> None:
     output = (
         "FFE\n"

@@ -306,12 +306,13 @@ def _alive(pid: int) -> bool:
 def test_a_hook_that_leaves_a_background_child_does_not_hold_the_agent(tmp_path: Path, timeout: int | None) -> None:
     """Hooks reference ("Hook execution details"): a hook runs to its exit or its timeout; what it left running ends with it.
 
-    The child holds the hook's stdout open; before, the agent read it until the child exited (30 s here).
+    The child holds the hook's stdout open; before, the agent read it until the child exited (12 s here: past
+    the 5 s allowed, and past the 5 s the child is then given to be gone).
     """
     import time
 
     pidfile = tmp_path / "child.pid"
-    command = f"sleep 30 & echo $! > {pidfile}; " + ("sleep 60" if timeout else "echo '{}'")
+    command = f"sleep 12 & echo $! > {pidfile}; " + ("sleep 60" if timeout else "echo '{}'")
     handler: dict[str, object] = {"type": "command", "command": command}
     if timeout:
         handler["timeout"] = timeout
