@@ -1570,7 +1570,7 @@ SABOTAGES = [
         "src/agentloop/mcp/agent.py",
         "                         auth_home=start.home, allow_env=start.allow_env, inherit=start.inherit)",
         "                         auth_home=start.home, allow_env=start.allow_env, inherit=None)  # SABOTAGED",
-        ["tests/test_mcp_env.py::test_the_key_variable_is_withheld_whatever_its_name"],
+        ["tests/test_mcp_env.py::test_the_agent_withholds_the_key_variable_it_was_configured_with"],
     ),
     Sabotage(
         "a held secret is redacted only as written, not base64-encoded",

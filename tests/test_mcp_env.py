@@ -53,7 +53,11 @@ def test_a_provider_key_reaches_a_server_only_when_its_env_names_it() -> None:
         assert getenv(m, "ANTHROPIC_API_KEY") == "<unset>"
 
 
-def test_the_agent_withholds_the_key_variable_it_was_configured_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("key_env", ["MY_PROVIDER_KEY", "LLM_ACCESS"])
+def test_the_agent_withholds_the_key_variable_it_was_configured_with(key_env: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--api-key-env NAME``: the key that pays for the model reaches no stdio server, whatever NAME is (one
+    without KEY or TOKEN in it too), neither by that name nor its value under another."""
     from agentloop.agent.agent import Agent
 
     monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
@@ -62,36 +66,16 @@ def test_the_agent_withholds_the_key_variable_it_was_configured_with(tmp_path: P
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
     script = tmp_path / "s.json"
     script.write_text("[]")
-    env = {**USER_ENV, "AGENTLOOP_HOME": str(tmp_path / "home")}
-    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", env=env, api_key_env="MY_PROVIDER_KEY")
+    env = {**USER_ENV, "AGENTLOOP_HOME": str(tmp_path / "home"), key_env: "paid-model-access-0123456789",
+           "A_COPY_OF_IT": "paid-model-access-0123456789"}
+    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", env=env, api_key_env=key_env)
     try:
         m = a.mcp
         assert getenv(m, "AL_SHELL_SETTING") == "exported-in-the-shell"
         assert getenv(m, "AL_SHELL_TOKEN") == "<unset>"
-        assert getenv(m, "MY_PROVIDER_KEY") == "<unset>" and getenv(m, "OPENAI_API_KEY") == "<unset>"
+        assert getenv(m, key_env) == "<unset>" and getenv(m, "A_COPY_OF_IT") == "<unset>"
+        assert getenv(m, "OPENAI_API_KEY") == "<unset>"
         assert getenv(m, "CLAUDE_PROJECT_DIR") == str(proj)
-    finally:
-        a.close("prompt_input_exit")
-
-
-def test_the_key_variable_is_withheld_whatever_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--api-key-env LLM_ACCESS``: a name that does not look secret is still the key that pays for the model, so
-    no stdio server gets it (neither by that name nor its value under another)."""
-    from agentloop.agent.agent import Agent
-
-    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
-    script = tmp_path / "s.json"
-    script.write_text("[]")
-    env = {**USER_ENV, "AGENTLOOP_HOME": str(tmp_path / "home"), "LLM_ACCESS": "paid-model-access-0123456789",
-           "LLM_ACCESS_COPY": "paid-model-access-0123456789"}
-    a = Agent(cwd=str(proj), trust=True, model=f"scripted:{script}", env=env, api_key_env="LLM_ACCESS")
-    try:
-        m = a.mcp
-        assert getenv(m, "AL_SHELL_SETTING") == "exported-in-the-shell"
-        assert getenv(m, "LLM_ACCESS") == "<unset>" and getenv(m, "LLM_ACCESS_COPY") == "<unset>"
     finally:
         a.close("prompt_input_exit")
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from _plantkit import git, planting_ground
 from agentloop.agent.agent import Agent
 from agentloop.agent.sandbox import bubblewrap as sbx
 from agentloop.agent.sandbox import gitguard, notify
@@ -47,25 +46,7 @@ def watch_alone(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def base(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    root = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
-    d = Path(tempfile.mkdtemp(prefix="agentloop-wall-test-", dir=root))
-    for name in ("proj", "home", "alhome"):
-        (d / name).mkdir()
-    monkeypatch.setenv("HOME", str(d / "home"))
-    (d / "fsmon").write_text(f"#!/bin/sh\ntouch {d}/pwned-fsmonitor\n")
-    (d / "fsmon").chmod(0o755)
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def git(base: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real git on the host, as the user runs it."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base / "home"), "LANG": "C.UTF-8",
-           "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    yield from planting_ground(monkeypatch, "agentloop-wall-test-")
 
 
 def pwned(base: Path) -> list[str]:
