@@ -854,7 +854,7 @@ SABOTAGES = [
         "src/agentloop/agent/sandbox/gitguard.py",
         'GITDIR_MAKE = ("hooks", "info")',
         'GITDIR_MAKE = ()  # SABOTAGED',
-        ["tests/test_sandbox_persistence.py::test_a_repository_without_hooks_gets_none_planted"],
+        ["tests/test_sandbox_persistence.py::test_a_repository_without_hooks_gets_none_planted[mounts-and-watch-alone]"],
     ),
     Sabotage(
         "a name that appeared during a command (commondir, an include target) is left where git reads it",
@@ -2249,7 +2249,7 @@ SABOTAGES = [
         "src/agentloop/agent/toolbox.py",
         "            src.mcp_servers.spill_to(spill)",
         "            src.mcp_servers.manager.output.spill_dir = spill  # SABOTAGED",
-        ["tests/test_agent_wiring.py::test_no_part_writes_into_the_agent_through_the_view_it_is_given"],
+        ["tests/test_agent_wiring.py::test_no_part_writes_into_the_agent_through_the_value_it_is_given"],
     ),
     Sabotage(
         "a sub-agent's batch runs beside the one scheduler",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -37,7 +38,12 @@ def test_each_sabotage_finds_its_guarded_line_and_its_tests(sab) -> None:  # typ
     if sab.old is not None:
         assert sab.old in target.read_text(encoding="utf-8"), f"{sab.path}: the guarded text is gone: {sab.old!r}"
     for t in sab.tests:
-        assert (ROOT / t.split("::")[0]).is_file(), f"{t}: the guarding test file is gone"
+        path, _, node = t.partition("::")
+        assert (ROOT / path).is_file(), f"{t}: the guarding test file is gone"
+        name = node.split("::")[-1].split("[")[0]  # a class's test, or one of a parametrized test's cases
+        if name:
+            assert re.search(rf"^\s*(?:async )?def {re.escape(name)}\(", (ROOT / path).read_text(encoding="utf-8"), re.M), \
+                f"{t}: no test of that name in {path} (renamed? a sabotage whose test is gone is never caught)"
 
 
 NC = sys.modules["negative_control"]

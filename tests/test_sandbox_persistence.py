@@ -139,7 +139,11 @@ def test_a_planted_commondir_is_moved_aside_before_git_reads_it(base: Path) -> N
     assert pwned(base) == []
 
 
-def test_a_repository_without_hooks_gets_none_planted(base: Path) -> None:
+@pytest.mark.parametrize("supervised", [True, False], ids=["supervised", "mounts-and-watch-alone"])
+def test_a_repository_without_hooks_gets_none_planted(base: Path, supervised: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each wall holds on its own: the supervisor refuses the new ``hooks`` folder, and without it (a machine
+    where it cannot run) the empty ``hooks`` made ahead and mounted read-only does."""
+    monkeypatch.setattr(sbx, "SUPERVISE", supervised)
     repo(base)
     shutil.rmtree(base / "proj" / ".git" / "hooks")
     outs = sandboxed(base, [
