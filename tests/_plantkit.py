@@ -1,6 +1,6 @@
 """What the tests of the write wall share: a folder with a project, a home and an agentloop home (off tmpfs
-where it can, as a user's disk is), a planted program that leaves a mark when the host's git runs it, and
-the real git as the user runs it on the host."""
+where it can, as a user's disk is), a planted program that leaves a mark when the host's git runs it, the
+real git as the user runs it on the host, and an agent whose Bash calls are given."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["git", "planting_ground"]
+from agentloop.agent.agent import Agent
+from agentloop.testing import ScriptedModel, reply
+
+__all__ = ["agent", "git", "planting_ground", "sandboxed"]
 
 
 def planting_ground(monkeypatch: pytest.MonkeyPatch, prefix: str) -> Iterator[Path]:
@@ -38,3 +41,25 @@ def git(base: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
            "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
     return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def agent(base: Path, commands: list[object]) -> Agent:
+    """An agent in ``base/proj`` whose model calls Bash once for each of ``commands`` (a command line, or
+    Bash's whole input), then answers "done"; every call allowed, so only the sandbox decides."""
+    model = ScriptedModel([reply("", [("Bash", c if isinstance(c, dict) else {"command": c})]) for c in commands]
+                          + [reply("done")])
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base / "home"), "LANG": "C.UTF-8",
+           "AGENTLOOP_HOME": str(base / "alhome")}
+    return Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env, model=model,
+                 permission_mode="bypassPermissions")
+
+
+def sandboxed(base: Path, commands: list[object]) -> list[str]:
+    """What each of ``commands`` returned, run by ``agent`` in an active sandbox."""
+    a = agent(base, commands)
+    try:
+        assert a.sandbox.active
+        res = a.ask("go")
+    finally:
+        a.close()
+    return [str(m.get("content")) for m in res.messages if m.get("role") == "tool"]

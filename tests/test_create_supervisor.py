@@ -21,16 +21,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from _plantkit import git, planting_ground
-from agentloop.agent.agent import Agent
+from _plantkit import agent, git, planting_ground, sandboxed
 from agentloop.agent.sandbox import bubblewrap as sbx
 from agentloop.agent.sandbox import supervisor
-from agentloop.testing import ScriptedModel, reply
 
 _required = os.environ.get("AGENTLOOP_REQUIRE_SANDBOX") == "1"
 _path, _why = sbx.probe()
@@ -52,25 +50,6 @@ def repo(base: Path) -> Path:
     git(base, "add", "a", cwd=proj)
     git(base, "commit", "-qm", "a", cwd=proj)
     return proj
-
-
-def agent(base: Path, commands: list[object]) -> Agent:
-    model = ScriptedModel([reply("", [("Bash", c if isinstance(c, dict) else {"command": c})]) for c in commands]
-                          + [reply("done")])
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base / "home"), "LANG": "C.UTF-8",
-           "AGENTLOOP_HOME": str(base / "alhome")}
-    return Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env, model=model,
-                 permission_mode="bypassPermissions")
-
-
-def sandboxed(base: Path, commands: list[object]) -> list[str]:
-    a = agent(base, commands)
-    try:
-        assert a.sandbox.active
-        res = a.ask("go")
-    finally:
-        a.close()
-    return [str(m.get("content")) for m in res.messages if m.get("role") == "tool"]
 
 
 def names(root: Path, *wanted: str) -> list[str]:
@@ -332,69 +311,70 @@ def test_openat2_io_uring_and_the_x32_abi_are_refused(base: Path) -> None:
     assert not (base / "proj" / "x32dir").exists() and (base / "proj" / "plaindir").is_dir()
 
 
+def _in_a_child(work: Callable[[], str]) -> str:
+    """What ``work()`` returns, run in a forked child (so the filter it may install stays there)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.write(w, work().encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    answer = os.read(r, 4096).decode()
+    os.close(r)
+    return answer
+
+
+def _mkdir(path: str) -> str:
+    """"made", or the error number ``mkdir`` failed with."""
+    try:
+        os.mkdir(path)
+        return "made"
+    except OSError as exc:
+        return str(exc.errno)
+
+
 def test_with_no_supervisor_listening_every_trapped_call_fails() -> None:
     """Fail closed: once the listener is gone (the supervisor died), the kernel fails each trapped call (ENOSYS)
     instead of letting it through; calls that make nothing still run."""
     import ctypes
     import struct
 
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            machine = os.uname().machine
-            code = supervisor.filter_program(machine)
-            prog = ctypes.create_string_buffer(code)
-            fprog = ctypes.create_string_buffer(struct.pack("=HxxxxxxQ", len(code) // 8, ctypes.addressof(prog)))
-            d = tempfile.mkdtemp()  # made before the filter
-            libc.prctl(38, 1, 0, 0, 0)
-            fd = libc.syscall(ctypes.c_long(supervisor.SYS_SECCOMP[machine]), ctypes.c_long(1), ctypes.c_long(8), fprog)
-            os.close(fd)
-            try:
-                os.mkdir(os.path.join(d, "x"))
-                got = "made"
-            except OSError as exc:
-                got = str(exc.errno)
-            os.write(w, f"{got} {os.path.isdir(d)}".encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    os.waitpid(pid, 0)
-    answer = os.read(r, 100).decode()
-    os.close(r)
+    def work() -> str:
+        libc = ctypes.CDLL(None, use_errno=True)
+        machine = os.uname().machine
+        code = supervisor.filter_program(machine)
+        prog = ctypes.create_string_buffer(code)
+        fprog = ctypes.create_string_buffer(struct.pack("=HxxxxxxQ", len(code) // 8, ctypes.addressof(prog)))
+        d = tempfile.mkdtemp()  # made before the filter
+        libc.prctl(38, 1, 0, 0, 0)
+        fd = libc.syscall(ctypes.c_long(supervisor.SYS_SECCOMP[machine]), ctypes.c_long(1), ctypes.c_long(8), fprog)
+        os.close(fd)
+        return f"{_mkdir(os.path.join(d, 'x'))} {os.path.isdir(d)}"
+
+    answer = _in_a_child(work)
     assert answer == f"{errno.ENOSYS} True", answer
 
 
 def test_a_supervisor_that_stops_fails_every_creation_and_says_why() -> None:
     """The supervisor's thread stopping (here: on its first call) closes its listener: that call and every later
     one fail (ENOSYS), nothing is made, and ``broken`` says why (the runner reports it to the host)."""
-    r, w = os.pipe()
     d = tempfile.mkdtemp()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            sup = supervisor.Supervisor()
 
-            def die(*_a: object) -> None:
-                raise SystemExit("stopped")
+    def work() -> str:
+        sup = supervisor.Supervisor()
 
-            sup._answer = die  # type: ignore[method-assign]
-            assert sup.start() is None
-            got = []
-            for name in ("a", "b"):
-                try:
-                    os.mkdir(os.path.join(d, name))
-                    got.append("made")
-                except OSError as exc:
-                    got.append(str(exc.errno))
-            os.write(w, f"{' '.join(got)} {sorted(os.listdir(d))} {sup.broken is not None}".encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    os.waitpid(pid, 0)
-    answer = os.read(r, 200).decode()
-    os.close(r)
+        def die(*_a: object) -> None:
+            raise SystemExit("stopped")
+
+        sup._answer = die  # type: ignore[method-assign]
+        assert sup.start() is None
+        got = [_mkdir(os.path.join(d, name)) for name in ("a", "b")]
+        return f"{' '.join(got)} {sorted(os.listdir(d))} {sup.broken is not None}"
+
+    answer = _in_a_child(work)
     shutil.rmtree(d, ignore_errors=True)
     assert answer == f"{errno.ENOSYS} {errno.ENOSYS} [] True", answer
 
@@ -496,3 +476,13 @@ def test_the_filter_traps_creations_and_refuses_other_abis_on_each_machine() -> 
         assert run_filter(code, 0x40000003, 39) == enosys  # i386
         assert run_filter(code, arch, 39) == allow
     assert supervisor.unavailable("riscv64") is not None
+
+
+def test_the_facts_the_supervisor_writes_again_equal_their_declarations() -> None:
+    """The supervisor runs inside the sandbox without agentloop's package, so it spells again what the host's
+    code declares: the name of a session's private /tmp (links into it are refused), and the names gitguard
+    keeps read-only or watches in a git directory (none of them may be made there)."""
+    from agentloop.agent.sandbox import gitguard
+
+    assert supervisor.SANDBOX_TMP_PREFIX == sbx.TMP_PREFIX
+    assert set(gitguard.GITDIR_READ_ONLY) | set(gitguard.GITDIR_WATCH) <= supervisor.PLANNED_FORBIDDEN

@@ -3,8 +3,11 @@ a task list, a long command's output, the prompts ``/rewind`` lists, the status 
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from _pty import Term, env_for
 
@@ -111,14 +114,12 @@ def test_the_status_line_keeps_the_model_in_accept_edits_and_plan(tmp_path: Path
         t.kill()
 
 
-def test_the_models_thinking_is_shown_collapsed_to_one_line(tmp_path: Path) -> None:
-    """Claude Code shows extended thinking collapsed, on one dim line marked ``∴`` (interactive mode: Ctrl+O
-    toggles the verbose transcript that holds it whole); the REPL shows each reply's thinking so, its first
-    words and how long it was, never the whole of it and never nothing."""
+@contextlib.contextmanager
+def _repl_on_anthropic(tmp_path: Path, script: dict[str, Any]) -> Iterator[Term]:
+    """The REPL in a real terminal on Claude Haiku, served by the local fake speaking Anthropic's wire protocol
+    (``script``: its replies), at its first prompt."""
     from agentloop.testing.fakeprovider import FakeProvider
 
-    thought = "The user wants the two options weighed. " * 12 + "\nSecond paragraph of the thought."
-    script = {"replies": [{"thinking": thought, "text": "the answer"}]}
     proj = tmp_path / "proj"
     proj.mkdir()
     with FakeProvider(script) as fp:
@@ -127,46 +128,44 @@ def test_the_models_thinking_is_shown_collapsed_to_one_line(tmp_path: Path) -> N
         t = Term(["--model", "anthropic:claude-haiku-4-5", "--max-usd", "1"], cwd=str(proj), env=env, cols=COLS, rows=40)
         try:
             t.wait_for(r"(?m)^>")
-            at = t.mark()
-            t.type("weigh them")
-            t.wait_for(r"(?m)^the answer", after=at)
-            t.wait_for(r"(?m)^cost ", after=at)  # the turn is over
-            shown = [x for x in t.lines()[at:] if x.startswith("∴")]
-            assert len(shown) == 1, t.lines()[at:]
-            assert shown[0].startswith("∴ Thought: The user wants the two options weighed.")
-            assert shown[0].endswith("words)") and len(shown[0]) <= COLS
-            assert "Second paragraph" not in t.text(at)
+            yield t
         finally:
             t.kill()
+
+
+def test_the_models_thinking_is_shown_collapsed_to_one_line(tmp_path: Path) -> None:
+    """Claude Code shows extended thinking collapsed, on one dim line marked ``∴`` (interactive mode: Ctrl+O
+    toggles the verbose transcript that holds it whole); the REPL shows each reply's thinking so, its first
+    words and how long it was, never the whole of it and never nothing."""
+    thought = "The user wants the two options weighed. " * 12 + "\nSecond paragraph of the thought."
+    with _repl_on_anthropic(tmp_path, {"replies": [{"thinking": thought, "text": "the answer"}]}) as t:
+        at = t.mark()
+        t.type("weigh them")
+        t.wait_for(r"(?m)^the answer", after=at)
+        t.wait_for(r"(?m)^cost ", after=at)  # the turn is over
+        shown = [x for x in t.lines()[at:] if x.startswith("∴")]
+        assert len(shown) == 1, t.lines()[at:]
+        assert shown[0].startswith("∴ Thought: The user wants the two options weighed.")
+        assert shown[0].endswith("words)") and len(shown[0]) <= COLS
+        assert "Second paragraph" not in t.text(at)
 
 
 def test_streamed_thinking_is_shown_collapsed_before_the_text_that_follows_it(tmp_path: Path) -> None:
     """Claude Code shows a reply's thinking where it came, before the answer (interactive mode: the
     collapsed ``∴`` line; Ctrl+O shows it whole), not after it. The Anthropic stream sends the thinking block
     first; the REPL prints its collapsed line when the block ends, and the answer streams below it."""
-    from agentloop.testing.fakeprovider import FakeProvider
-
     thought = "Weigh the cost of each option before answering. " * 6
     answer = "First option wins, because it is cheaper and simpler to keep."
     script = {"replies": [{"thinking": thought, "text": answer, "chunk_size": 6, "chunk_delay": 0.05}]}
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    with FakeProvider(script) as fp:
-        env = env_for(str(tmp_path / "home"), HOME=str(tmp_path), COLUMNS=str(COLS), ANTHROPIC_BASE_URL=fp.url,
-                      ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key")
-        t = Term(["--model", "anthropic:claude-haiku-4-5", "--max-usd", "1"], cwd=str(proj), env=env, cols=COLS, rows=40)
-        try:
-            t.wait_for(r"(?m)^>")
-            at = t.mark()
-            t.type("which one?")
-            t.wait_for(r"(?m)^First op", after=at)  # the answer has begun streaming
-            seen_then = [x for x in t.lines()[at:] if x.startswith("∴")]
-            assert len(seen_then) == 1, t.lines()[at:]  # the thinking is on the screen already
-            t.wait_for(r"(?m)^cost ", after=at)  # the turn is over
-            lines = t.lines()[at:]
-            marks = [i for i, x in enumerate(lines) if x.startswith("∴")]
-            first_text = next(i for i, x in enumerate(lines) if x.startswith("First option"))
-            assert len(marks) == 1 and marks[0] < first_text, lines  # once, and above the answer
-            assert lines[marks[0]].startswith("∴ Thought: Weigh the cost") and lines[marks[0]].endswith("words)")
-        finally:
-            t.kill()
+    with _repl_on_anthropic(tmp_path, script) as t:
+        at = t.mark()
+        t.type("which one?")
+        t.wait_for(r"(?m)^First op", after=at)  # the answer has begun streaming
+        seen_then = [x for x in t.lines()[at:] if x.startswith("∴")]
+        assert len(seen_then) == 1, t.lines()[at:]  # the thinking is on the screen already
+        t.wait_for(r"(?m)^cost ", after=at)  # the turn is over
+        lines = t.lines()[at:]
+        marks = [i for i, x in enumerate(lines) if x.startswith("∴")]
+        first_text = next(i for i, x in enumerate(lines) if x.startswith("First option"))
+        assert len(marks) == 1 and marks[0] < first_text, lines  # once, and above the answer
+        assert lines[marks[0]].startswith("∴ Thought: Weigh the cost") and lines[marks[0]].endswith("words)")

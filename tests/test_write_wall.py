@@ -21,15 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from _plantkit import git, planting_ground
-from agentloop.agent.agent import Agent
+from _plantkit import agent, git, planting_ground, sandboxed
 from agentloop.agent.sandbox import bubblewrap as sbx
 from agentloop.agent.sandbox import gitguard, notify
 from agentloop.agent.sandbox import watch as watch_mod
 from agentloop.agent.sandbox.notify import FolderEvents
 from agentloop.agent.tools.apply_patch import apply_patch
 from agentloop.agent.tools.workspace import Workspace
-from agentloop.testing import ScriptedModel, reply
 from agentloop.tools import ToolError
 
 _required = os.environ.get("AGENTLOOP_REQUIRE_SANDBOX") == "1"
@@ -64,25 +62,6 @@ def host_git_runs_nothing(base: Path, where: Path) -> None:
         if d.is_dir():
             git(base, "status", cwd=d)
     assert pwned(base) == []
-
-
-def agent(base: Path, commands: list[str]) -> Agent:
-    model = ScriptedModel([reply("", [("Bash", c) if isinstance(c, dict) else ("Bash", {"command": c})])
-                           for c in commands] + [reply("done")])
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base / "home"), "LANG": "C.UTF-8",
-           "AGENTLOOP_HOME": str(base / "alhome")}
-    return Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env, model=model,
-                 permission_mode="bypassPermissions")
-
-
-def sandboxed(base: Path, commands: list[str]) -> list[str]:
-    a = agent(base, commands)
-    try:
-        assert a.sandbox.active
-        res = a.ask("go")
-    finally:
-        a.close()
-    return [str(m.get("content")) for m in res.messages if m.get("role") == "tool"]
 
 
 PLANT_BARE = ("mkdir -p docs/objects docs/refs/heads && printf 'ref: refs/heads/main\\n' > docs/HEAD"

@@ -67,6 +67,7 @@ so once, with how to install it, and then every Bash call asks the user; with
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -1206,18 +1207,14 @@ SUPERVISE = True
 """Every name a sandboxed command makes is made by the creation supervisor (``supervisor``, record 0025).
 False only where a test looks at the watch alone (its backstop) or a negative control turns it off."""
 
-_SOURCES: dict[str, str] = {}
-
-
+@functools.cache
 def _supervisor_source() -> str:
     """The supervisor module's text, run inside the sandbox ahead of the runner or the launcher (agentloop's
-    package is not importable there: the interpreter runs with ``-I -S``)."""
-    if "supervisor" not in _SOURCES:
-        from . import supervisor
+    package is not importable there: the interpreter runs with ``-I -S``); read once."""
+    from . import supervisor
 
-        with open(supervisor.__file__, encoding="utf-8") as f:
-            _SOURCES["supervisor"] = f.read()
-    return _SOURCES["supervisor"]
+    with open(supervisor.__file__, encoding="utf-8") as f:
+        return f.read()
 
 
 def runner_source() -> str:
@@ -1417,7 +1414,7 @@ class _Runner:
 
         self.prefix = prefix
         self.refused: list[str] = []
-        """What the creation supervisor refused since the host last looked (``take_reports``)."""
+        """What the creation supervisor refused since the host last looked (``take``)."""
         self.broken: str | None = None
         """Why the supervisor stopped (every creation then fails); None while it runs."""
         self.supervisor_off: str | None = None

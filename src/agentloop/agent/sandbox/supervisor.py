@@ -19,8 +19,10 @@ a folder that holds a ``HEAD`` unless it is one of those; in a planned git direc
 even for an instant.
 
 This file is self-contained (standard library only): the session's runner and the launcher of a command with
-a bubblewrap of its own run its source inside the sandbox (``RUNNER_SOURCE``, ``launcher_argv``), where
-agentloop's package is not importable.
+a bubblewrap of its own run its source inside the sandbox (``bubblewrap.runner_source``, ``launcher_source``),
+where agentloop's package is not importable. So the facts it shares with the host's code are written here again
+(``SANDBOX_TMP_PREFIX``, the git names of ``PLANNED_FORBIDDEN``); ``tests/test_create_supervisor.py`` holds them
+equal to their declarations there.
 """
 
 from __future__ import annotations
