@@ -332,7 +332,7 @@ class ChildFactory:
 
     def hooks(self) -> HookRunner | None:
         """The parent's hook runner as it is now (a front end's handlers included), or None without hooks."""
-        hooks = cast(Any, self.agent).hooks  # the agent's own (a front end may have added handlers since)
+        hooks = self.agent.hooks  # the agent's own (a front end may have added handlers since)
         return hooks.runner if isinstance(hooks, ClaudeHooks) else None
 
     def executor(self, registry: Registry, cwd: str, agent_id: str, agent_type: str) -> Callable[[Sequence[ToolCall]], list[ToolResult]]:
