@@ -82,6 +82,21 @@ def test_an_unsandboxed_allow_rule_naming_the_command_runs_it_outside_the_sandbo
     assert '"dangerouslyDisableSandbox": true' in _tool_calls(a)
 
 
+def test_a_repository_the_user_wants_in_the_workspace_is_made_outside_the_sandbox_by_their_rule(
+        where: dict[str, Path]) -> None:
+    """The sandbox refuses to make a repository in the workspace (record 0025); the README's way to make one on
+    purpose is the user's own rule for that command outside it. Sandboxed, ``git init`` makes nothing there."""
+    model = ScriptedModel([reply("", [("Bash", {"command": "git init -q inside"})]), reply("done")])
+    a = Agent(cwd=str(where["proj"]), model=model, permission_mode="bypassPermissions")
+    try:
+        a.ask("go")
+    finally:
+        a.close()
+    assert not (where["proj"] / "inside" / ".git").exists()
+    msg, _a = _run(where, "git init -q outside", mode="default", rules=(("allow", "UnsandboxedBash(git init:*)"),))
+    assert msg["ok"] is True and (where["proj"] / "outside" / ".git" / "HEAD").is_file(), msg
+
+
 @pytest.mark.parametrize("rule", ["Bash", "Bash(cat:*)", "UnsandboxedBash(ls:*)"])
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions"])
 def test_a_plain_bash_rule_or_the_mode_never_approves_a_run_outside(where: dict[str, Path], rule: str, mode: str) -> None:
