@@ -2582,6 +2582,13 @@ SABOTAGES = [
         "        if False:  # SABOTAGED",
         ["tests/test_create_supervisor.py::test_a_command_in_a_bubblewrap_of_its_own_is_supervised_too"],
     ),
+    Sabotage(
+        "where creations cannot be supervised, the results never say so",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        if off is not None and SUPERVISE and not self._supervisor_said:",
+        "        if False:  # SABOTAGED",
+        ["tests/test_create_supervisor.py::test_where_creations_cannot_be_supervised_the_sandbox_listing_and_the_first_result_say_so"],
+    ),
 ]
 
 

@@ -486,3 +486,19 @@ def test_the_facts_the_supervisor_writes_again_equal_their_declarations() -> Non
 
     assert supervisor.SANDBOX_TMP_PREFIX == sbx.TMP_PREFIX
     assert set(gitguard.GITDIR_READ_ONLY) | set(gitguard.GITDIR_WATCH) <= supervisor.PLANNED_FORBIDDEN
+
+
+def test_where_creations_cannot_be_supervised_the_sandbox_listing_and_the_first_result_say_so(
+        base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's promise for a machine the supervisor has no table for: the watch guards alone, and both
+    ``/sandbox`` and the first command's result say creations are not supervised (once, not every result)."""
+    monkeypatch.setattr(supervisor, "unavailable", lambda machine=None: "creations cannot be supervised on riscv64")
+    a = agent(base, ["echo one", "echo two"])
+    try:
+        assert "not supervised (creations cannot be supervised on riscv64)" in a.sandbox.describe()
+        res = a.ask("go")
+    finally:
+        a.close()
+    outs = [str(m.get("content")) for m in res.messages if m.get("role") == "tool"]
+    assert "creations are not supervised (creations cannot be supervised on riscv64)" in outs[0], outs
+    assert "not supervised" not in outs[1], outs
