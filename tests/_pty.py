@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pexpect
@@ -73,6 +74,16 @@ class Term:
                     return m
                 raise AssertionError(f"the program exited before {pattern!r}; the screen:\n{self.text()[-3000:]}")
             self.pump()
+
+    def until(self, holds: Callable[[], bool], timeout: float = 20.0) -> bool:
+        """Pump until ``holds()`` is true, or ``timeout`` seconds pass; say whether it came true. For a
+        screen that must come to show something after a key, where a fixed wait loses on a slow machine."""
+        deadline = time.monotonic() + timeout
+        while not holds():
+            if time.monotonic() > deadline:
+                return False
+            self.pump()
+        return True
 
     def mark(self) -> int:
         """The index of the line the prompt is on now: output after it is new."""

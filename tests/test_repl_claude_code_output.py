@@ -101,12 +101,11 @@ def test_the_status_line_keeps_the_model_in_accept_edits_and_plan(tmp_path: Path
     t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "unused"}]))
     try:
         t.wait_for(r"(?m)^>")
-        t.pump(0.5)
-        assert "scripted" in t.lines()[-1]
+        assert t.until(lambda: "scripted" in t.lines()[-1]), t.lines()[-1]
         for mode in ("acceptEdits", "plan"):
             t.child.send(SHIFT_TAB)
             t.wait_for(rf"mode {mode}")
-            t.pump(0.3)
+            assert t.until(lambda m=mode: f"mode {m}" in t.lines()[-1] and "scripted" in t.lines()[-1]), t.lines()[-1]
             status = t.lines()[-1]
             assert f"mode {mode}" in status and "scripted" in status and "$" in status, status
             assert len(status) <= COLS
