@@ -55,3 +55,17 @@ def test_the_scan_sees_what_it_forbids() -> None:
     """The checks above would catch each thing they look for (so an empty list means something)."""
     assert len(_private_reads(ast.parse("agent._open(x)\nself.owner._pipeline\nagent.__class__\n"))) == 2
     assert ANY_AGENT.search("def f(agent: Any) -> None:") and not ANY_AGENT.search("def f(agent: Agent) -> None:")
+
+
+def _any_names(tree: ast.AST) -> list[int]:
+    """Lines where ``Any`` is named (an annotation, a cast, an import)."""
+    return sorted({n.lineno for n in ast.walk(tree) if (isinstance(n, ast.Name) and n.id == "Any")
+                   or (isinstance(n, ast.alias) and n.name == "Any")})
+
+
+def test_background_children_are_handed_exact_types() -> None:
+    """What the background module is handed (the runner's parts, the run's budget and result, the messages) is
+    typed as what it is: a newcomer reads the types to learn what a background child may touch."""
+    path = SRC / "agent" / "subagents" / "background.py"
+    assert _any_names(ast.parse(path.read_text())) == []
+    assert _any_names(ast.parse("from typing import Any\ndef f(a: Any) -> None: ...\n")) == [1, 2]

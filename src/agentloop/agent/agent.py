@@ -359,7 +359,7 @@ class Agent:
             close_dangling_calls(s.messages)
             s.stats.spent_micros += last.spent_micros
             self.stop_hook_active = gate.active
-            again = (self.hooks.stop(self.hook_facts, last) or keep_going(turn, last)) if last.stop_reason != "interrupted" else None
+            again = (self.hooks.stop(self.hook_facts, last) or keep_going(turn.context.backgrounds(), last)) if last.stop_reason != "interrupted" else None
             left = None
             if again:
                 why = gate.why_not(last)

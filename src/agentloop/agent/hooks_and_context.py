@@ -38,6 +38,7 @@ from .hooks.payloads import (
 from .hooks.runner import MAX_TEXT, HookOutcome, HookRunner
 from .hooks.stop_gate import stop_feedback
 from .protocols import ContextFacts, HookFacts
+from .subagents.background import Backgrounds
 from .subagents.parent_budget import ParentBudget
 from .subagents.runner import SubagentRunner
 
@@ -443,6 +444,10 @@ class AgentContext:
     def warns_of_window(self) -> bool:
         """The context manager warns of the window itself, from its own estimate before each call."""
         return True
+
+    def backgrounds(self) -> Backgrounds | None:
+        """The sub-agents' background children (the ``Agent`` tool's ``run_in_background``), when there are sub-agents."""
+        return self.subagents.background if self.subagents is not None else None
 
     # -- what ask() passes to run() --
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .model_choice import ModelChoice
     from .permissions.rules import PermissionPolicy
     from .session.store import Session
+    from .subagents.background import Backgrounds
 
 __all__ = [
     "AgentError",
@@ -194,6 +195,8 @@ class ContextManager(Protocol):
     def wrap_executor(self, facts: ContextFacts, execute: Execute) -> Execute: ...
     def read_only_agent_types(self) -> frozenset[str]: ...
     def warns_of_window(self) -> bool: ...
+    def backgrounds(self) -> Backgrounds | None:
+        """The sub-agents started in the background (``subagents/background.py``); None without sub-agents."""
 
 
 class NoContext:
@@ -220,3 +223,7 @@ class NoContext:
     def warns_of_window(self) -> bool:
         """True when this manager warns of the context window itself (before each call)."""
         return False
+
+    def backgrounds(self) -> Backgrounds | None:
+        """No sub-agents here, so none in the background."""
+        return None

@@ -43,7 +43,7 @@ class TurnInputs:
     prices: PriceTable
     tools: Registry
     context: ContextManager
-    """Also where the sub-agents' background children are found (``subagents/background.py``)."""
+    """Also where the sub-agents' background children are found (``backgrounds``)."""
     facts: ContextFacts
     tracing: Any
     loop_threshold: int | None
@@ -82,7 +82,8 @@ def run_once(a: TurnInputs, messages: list[Message], budget: Budget, outer: Obse
     if part:
         meta["stop_hook_continuation"] = part
     run_id = f"{s.id}/{n}" if not part else f"{s.id}/{n}.{part}"
-    messages = notify(a, messages)  # background children's reports, before the prompt (subagents/background.py)
+    bg = a.context.backgrounds()
+    messages = notify(bg, messages)  # background children's reports, before the prompt (subagents/background.py)
     model, sink, traced, emit = a.model, cast(Any, s), None, cast(Observer, obs)
     reported = (st.input_tokens, st.output_tokens)
     if a.tracing is not None:
@@ -93,9 +94,9 @@ def run_once(a: TurnInputs, messages: list[Message], budget: Budget, outer: Obse
         run_id=run_id, meta=meta, observer=emit, executor=a.context.wrap_executor(a.facts, lambda calls: execute(calls, emit)),
         prepare=chain(stop, a.context.run_prepare(a.facts)), loop_threshold=a.loop_threshold,
         max_output_tokens=a.max_output_tokens, continues=s.continuation(), tools_changed=a.tools_changed,
-        ledger=ledger_for(a, budget),
+        ledger=ledger_for(bg, budget),
     )
-    stop_on_interrupt(a, result)
+    stop_on_interrupt(bg, result)
     if traced is not None:
         traced.finish()
     # tokens the provider did not report: the loop's estimate is in result.usage, not in the replies
@@ -110,8 +111,8 @@ def run_once(a: TurnInputs, messages: list[Message], budget: Budget, outer: Obse
 def stop_children(context: ContextManager) -> int:
     """The session ends: background sub-agents stop, what they recorded is written while it is open; returns what
     they were billed that no run took (micro-USD), for the agent to add to the session's spend (``session_end``)."""
-    bg = getattr(getattr(context, "subagents", None), "background", None)
+    bg = context.backgrounds()
     if bg is None:
         return 0
     bg.close()
-    return int(bg.runner.parent.take_pending())
+    return bg.parent.take_pending()

@@ -30,13 +30,33 @@ from __future__ import annotations
 
 import contextvars
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .parent_budget import ParentLedger
+from ...budget import Budget
+from ...events import Message
+from ...run import RunResult
+from .parent_budget import ChildLedger, Hold, ParentBudget, ParentLedger
+from .worktree import Worktree
 
-__all__ = ["Background", "Backgrounds", "keep_going", "notify", "ledger_for", "stop_on_interrupt"]
+__all__ = ["Background", "Backgrounds", "Ran", "keep_going", "notify", "ledger_for", "stop_on_interrupt"]
+
+
+@dataclass
+class Ran:
+    """A child's run to its stop, before what follows it (``SubagentRunner.finish``)."""
+
+    child_id: str
+    agent_type: str
+    description: str
+    path: str
+    allowed: Hold
+    ledger: ChildLedger
+    wt: Worktree | None
+    result: RunResult
+    last_hash: str
+    count: int
+    background: bool = False
 
 
 @dataclass
@@ -46,20 +66,34 @@ class Background:
     child_id: str
     description: str
     stop: threading.Event = field(default_factory=threading.Event)
-    records: list[tuple[str, Any]] = field(default_factory=list)
-    ran: Any = None
-    """The child's ``runner.Ran``, once it stopped."""
+    records: list[tuple[str, object]] = field(default_factory=list)
+    ran: Ran | None = None
+    """The child's run, once it stopped."""
     error: str | None = None
     done: bool = False
     thread: threading.Thread | None = None
 
 
-class Backgrounds:
-    """A runner's background children, in the order they started."""
+RunChild = Callable[[str, str, str, "str | None", str], Ran]
+"""(description, prompt, agent type, isolation, child id) -> the child's run (``SubagentRunner.run_child``)."""
 
-    def __init__(self, runner: Any):
-        """``runner``: the ``SubagentRunner`` whose children these are."""
-        self.runner = runner
+
+class Backgrounds:
+    """A runner's background children, in the order they started.
+
+    Handed the runner's parts it uses, not the runner: ``run_child`` runs a child to its stop, ``report`` does
+    what follows it and returns the text its parent reads (``SubagentRunner.finish`` then ``report``),
+    ``record`` writes to the parent's transcript, ``here`` is the runner's per-thread state (where a thread
+    running a background child keeps its ``Background``), and ``parent`` the room the children draw from."""
+
+    def __init__(self, run_child: RunChild, report: Callable[[Ran], str], record: Callable[[str, object], None],
+                 new_id: Callable[[], str], here: threading.local, parent: ParentBudget):
+        self.run_child = run_child
+        self.report = report
+        self.record = record
+        self.new_id = new_id
+        self.here = here
+        self.parent = parent
         self.running: dict[str, Background] = {}
         self._cond = threading.Condition()
         self.wait_at_end = False
@@ -67,16 +101,16 @@ class Backgrounds:
 
     def start(self, description: str, prompt: str, agent_type: str, isolation: str | None) -> str:
         """Start a child on its own thread (rule 1); what the ``Agent`` call returns at once."""
-        bg = Background(self.runner.new_id(), description)
+        bg = Background(self.new_id(), description)
 
         def body() -> None:
-            self.runner._pre.background = bg
+            self.here.background = bg
             try:
-                bg.ran = self.runner.run_child(description, prompt, agent_type, isolation, bg.child_id)
+                bg.ran = self.run_child(description, prompt, agent_type, isolation, bg.child_id)
             except BaseException as exc:  # a failure is the child's report, not the parent's crash
                 bg.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             finally:
-                self.runner._pre.background = None
+                self.here.background = None
                 with self._cond:
                     bg.done = True
                     self._cond.notify_all()
@@ -105,9 +139,9 @@ class Backgrounds:
         parts = []
         for b in done:
             for kind, payload in b.records:
-                self.runner._record(kind, payload)
+                self.record(kind, payload)
             if b.ran is not None:
-                text = self.runner.report_text(self.runner.finish(b.ran))
+                text = self.report(b.ran)
             else:
                 text = f"(the sub-agent failed: {b.error})\n\n[agent {b.child_id} · failed]"
             parts.append(f"<task-notification>\nThe background agent {b.child_id} ({b.description}) has finished. "
@@ -134,14 +168,8 @@ class Backgrounds:
         self.deliver()
 
 
-def _of(a: Any) -> Backgrounds | None:
-    runner = getattr(getattr(a, "context", None), "subagents", None)
-    return getattr(runner, "background", None)
-
-
-def notify(a: Any, messages: list[Any]) -> list[Any]:
+def notify(bg: Backgrounds | None, messages: list[Message]) -> list[Message]:
     """``messages`` with finished background children's reports before the last user message's text (rule 3)."""
-    bg = _of(a)
     text = bg.deliver() if bg is not None else None
     if text is None or not messages or messages[-1].get("role") != "user":
         return messages
@@ -156,25 +184,22 @@ def notify(a: Any, messages: list[Any]) -> list[Any]:
     return [*messages[:-1], last]
 
 
-def ledger_for(a: Any, budget: Any) -> ParentLedger | None:
+def ledger_for(bg: Backgrounds | None, budget: Budget) -> ParentLedger | None:
     """The parent run's view of the shared room (rule 4), for a session with sub-agents and a money cap."""
-    runner = getattr(getattr(a, "context", None), "subagents", None)
-    if runner is None:
+    if bg is None:
         return None
-    view = runner.parent.for_run(budget)
+    view = bg.parent.for_run(budget)
     return view if budget.max_usd_micros is not None else None
 
 
-def stop_on_interrupt(a: Any, result: Any) -> None:
-    bg = _of(a)
+def stop_on_interrupt(bg: Backgrounds | None, result: RunResult) -> None:
     if bg is not None and result.stop_reason == "interrupted":
         bg.stop()
 
 
-def keep_going(a: Any, last: Any) -> str | None:
+def keep_going(bg: Backgrounds | None, last: RunResult) -> str | None:
     """``-p``: when the turn ended while children run in the background, wait for them and go on with their
     reports (rule 3); None otherwise."""
-    bg = _of(a)
     if bg is None or not bg.wait_at_end or not bg.busy() or last.stop_reason == "interrupted":
         return None
     bg.wait()

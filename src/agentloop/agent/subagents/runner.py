@@ -63,7 +63,7 @@ from ..hooks.stop_gate import StopGate, stop_feedback
 from ..tools.builtin import BASH
 from .agent_tool import AGENT
 from .agent_types import AgentType, builtin_types
-from .background import Background, Backgrounds
+from .background import Background, Backgrounds, Ran
 from .parent_budget import Hold, ParentBudget
 from .worktree import Worktree, has_commit
 
@@ -142,7 +142,8 @@ class SubagentRunner:
     executor; the agent's turns tell the run's observer), on the calling thread."""
 
     def __post_init__(self) -> None:
-        self.background = Backgrounds(self)
+        self.background = Backgrounds(self.run_child, lambda ran: self.report_text(self.finish(ran)), self._record,
+                                      lambda: self.new_id(), self._pre, self.parent)
 
     def _hooks(self) -> HookRunner | None:
         return self.hooks_from() if self.hooks_from is not None else self.hooks
@@ -498,23 +499,6 @@ def _content(path: str) -> bytes | None:
             return f.read()
     except OSError:
         return None
-
-
-@dataclass
-class Ran:
-    """A child's run to its stop, before what follows it (``SubagentRunner.finish``)."""
-
-    child_id: str
-    agent_type: str
-    description: str
-    path: str
-    allowed: Hold
-    ledger: Any
-    wt: Worktree | None
-    result: RunResult
-    last_hash: str
-    count: int
-    background: bool = False
 
 
 class _Stoppable:
