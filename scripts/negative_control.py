@@ -2589,6 +2589,14 @@ SABOTAGES = [
         "        if False:  # SABOTAGED",
         ["tests/test_create_supervisor.py::test_where_creations_cannot_be_supervised_the_sandbox_listing_and_the_first_result_say_so"],
     ),
+    # --- the house's last seams (housefinish) ---
+    Sabotage(
+        "CLAUDE_ENV_FILE exports reach children without the secret guard's rule",
+        "src/agentloop/agent/secret_guard.py",
+        "self.child_env.update(kept)",
+        "self.child_env.update(exports)  # SABOTAGED",
+        ["tests/test_spawn.py"],
+    ),
 ]
 
 

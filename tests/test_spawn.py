@@ -421,3 +421,55 @@ def test_a_secret_named_variable_the_user_allows_is_redacted_in_tool_output() ->
     guard = SecretGuard.create(ScriptedModel([reply("x")]), env, None, [user])
     assert guard.child_env.get("DEPLOY_KEYS") == "deploy-value-0123456789"  # handed over, as asked
     assert "deploy-value-0123456789" not in guard.redactor.text("the key is deploy-value-0123456789")
+
+
+def test_exports_added_to_the_child_environment_pass_the_rule_every_child_environment_passes() -> None:
+    """Claude Code's hooks reference ("Persist environment variables"): what SessionStart hooks write to
+    ``CLAUDE_ENV_FILE`` is there for later Bash commands. The secret guard adds it (``carry_exports``) by the same
+    rule it made the child environment with: a provider key (even allowed), a held key's value under any name, a
+    secret name, a URL holding a password and a credential-shaped value stay out, each named in a warning; what
+    ``allowedEnvVars`` names passes and is redacted in output."""
+    from agentloop.agent.secret_guard import SecretGuard
+    from agentloop.config.settings import SettingsSource
+
+    env = {"PATH": os.environ.get("PATH", ""), "MY_KEY_ENV": "sk-held-by-the-agent-0123456789"}
+    user = SettingsSource("/home/u/.claude/settings.json", "user", {"allowedEnvVars": ["DEPLOY_TOKEN", "OPENAI_API_KEY"]})
+    guard = SecretGuard.create(ScriptedModel([reply("x")]), env, "MY_KEY_ENV", [user])
+    exports = {
+        "NODE_ENV": "production", "DEPLOY_TOKEN": "allowed-deploy-value-42", "OPENAI_API_KEY": "sk-provider-0123456789abcdef",
+        "GITHUB_TOKEN": "t", "DATABASE_URL": "postgres://u:pw@db/x", "GH": "ghp_0123456789abcdefghij0123",
+        "COPY_OF_KEY": "sk-held-by-the-agent-0123456789", "MY_KEY_ENV": "other",
+    }
+    warnings = guard.carry_exports(exports, "CLAUDE_ENV_FILE")
+    kept = {k: guard.child_env[k] for k in exports if k in guard.child_env}
+    assert kept == {"NODE_ENV": "production", "DEPLOY_TOKEN": "allowed-deploy-value-42"}
+    named = sorted(w.split(":")[1].split()[0] for w in warnings)
+    assert named == ["COPY_OF_KEY", "DATABASE_URL", "GH", "GITHUB_TOKEN", "MY_KEY_ENV", "OPENAI_API_KEY"]
+    assert "allowed-deploy-value-42" not in guard.redactor.text("printed allowed-deploy-value-42")
+
+
+def test_only_the_secret_guard_changes_the_child_environment() -> None:
+    """Nothing writes into the environment children start with but the guard's own method: no module updates,
+    assigns into or pops a ``child_env`` (the hooks hand exports to ``SecretGuard.carry_exports``)."""
+    src = Path(__file__).resolve().parents[1] / "src" / "agentloop"
+
+    def writes(tree: ast.AST) -> list[int]:
+        out = []
+        for n in ast.walk(tree):
+            target = None
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in (
+                    "update", "pop", "setdefault", "clear", "__setitem__", "popitem"):
+                target = n.func.value
+            elif isinstance(n, (ast.Assign, ast.AugAssign, ast.Delete)):
+                for t in (n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]):
+                    if isinstance(t, ast.Subscript):
+                        target = t.value
+            name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+            if name == "child_env":
+                out.append(n.lineno)
+        return sorted(out)
+
+    assert writes(ast.parse("child_env.update(x)\nself.child_env['A'] = 1\nenv.update(x)\n")) == [1, 2]
+    found = [f"{p.relative_to(src)}:{line}" for p in sorted(src.rglob("*.py")) if p.name != "secret_guard.py"
+             for line in writes(ast.parse(p.read_text(encoding="utf-8")))]
+    assert found == []

@@ -460,16 +460,12 @@ def prompt_facts(agent: PartsSource) -> PromptFacts:
 def hook_facts(agent: PartsSource) -> HookFacts:
     """What hooks see of ``agent`` (``protocols.HookFacts``): made once; what changes is read when a hook runs."""
 
-    def child_env() -> dict[str, str] | None:
-        env = agent.secrets.child_env
-        return env if isinstance(env, dict) else None
-
     return HookFacts(
         record=agent.record, session=lambda: agent.session, cwd=lambda: agent.cwd,
         permission_mode=lambda: agent.permission_mode, model_spec=lambda: agent.model_spec,
         stop_hook_active=lambda: agent.stop_hook_active, on_notice=lambda: agent.on_notice,
         ask_permission=lambda: agent.ask_permission, stop_turn=lambda: agent.calls.stop_turn(),
-        child_env=child_env, allowed_env=lambda: agent.secrets.allowed_env)
+        carry_env=lambda exports, where: agent.secrets.carry_exports(exports, where))
 
 
 def context_facts(agent: PartsSource) -> ContextFacts:

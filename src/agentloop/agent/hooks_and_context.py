@@ -172,12 +172,11 @@ class ClaudeHooks:
     def carry_env_file(self, facts: HookFacts) -> None:
         """The variables SessionStart hooks wrote to ``CLAUDE_ENV_FILE``, added to the environment Bash starts with."""
         path, self.runner.env_file = self.runner.env_file, None
-        child_env = facts.child_env()
-        if path is None or child_env is None:
+        if path is None:
             return
-        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, facts.allowed_env(),
-                                          wrap=self.runner.confined_source())
-        child_env.update(exports)
+        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, wrap=self.runner.confined_source())
+        if exports:
+            warnings += facts.carry_env(exports, "CLAUDE_ENV_FILE")
         for w in warnings:
             self._notice(facts, w)
 

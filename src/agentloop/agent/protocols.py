@@ -14,7 +14,7 @@ a callable or its owner object), so nothing writes into the agent through them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -102,9 +102,11 @@ class HookFacts:
     """Who is asked now, when a hook asks for approval (None: no one can be)."""
     stop_turn: Callable[[], None] = lambda: None
     """The user refused a call a hook asked about, and stopped the turn."""
-    child_env: Callable[[], MutableMapping[str, str] | None] = lambda: None
-    """The environment Bash starts with (SessionStart hooks' ``CLAUDE_ENV_FILE`` exports join it)."""
-    allowed_env: Callable[[], Collection[str]] = lambda: ()
+    carry_env: Callable[[Mapping[str, str], str], list[str]] = lambda exports, where: [
+        f"{where}: {', '.join(sorted(exports))} not passed on: this agent has no child environment to add them to"]
+    """Variables to add to the environment children start with (SessionStart hooks' ``CLAUDE_ENV_FILE``
+    exports), by what set them; returns warnings. The secret guard decides and makes the change
+    (``SecretGuard.carry_exports``)."""
 
 
 @dataclass(frozen=True, slots=True)

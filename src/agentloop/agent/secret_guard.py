@@ -60,6 +60,11 @@ class SecretGuard:
     env_warnings: list[str]
     """What of ``allowedEnvVars`` was not honoured."""
     child_env: spawn.ChildEnv
+    """The environment every child starts from. Only this guard changes it (``carry_exports``)."""
+    held: frozenset[str] = frozenset()
+    """The provider keys' values the agent holds: never in a child's environment, whatever the name."""
+    dropped: frozenset[str] = frozenset()
+    """The variable ``--api-key-env`` names: a provider key too."""
 
     @classmethod
     def create(cls, model: Any, env: Mapping[str, str], api_key_env: str | None, sources: Sequence[SettingsSource]) -> SecretGuard:
@@ -73,8 +78,23 @@ class SecretGuard:
         # its name is not one the redactor's own rule (looks_secret) picks out
         redactor.add_values("a variable allowedEnvVars passes on",
                             [env[n] for n in sorted(allowed) if env.get(n) and spawn.secret_named(n)])
-        child = spawn.environment(env, allowed=allowed, drop=[api_key_env] if api_key_env else [], held=held.values())
-        return cls(redactor, allowed, warnings, child)
+        dropped = frozenset([api_key_env] if api_key_env else [])
+        child = spawn.environment(env, allowed=allowed, drop=dropped, held=held.values())
+        return cls(redactor, allowed, warnings, child, frozenset(held.values()), dropped)
+
+    def carry_exports(self, exports: Mapping[str, str], where: str) -> list[str]:
+        """Variables set for the session's later children (what SessionStart hooks exported through
+        ``CLAUDE_ENV_FILE``), added to ``child_env`` by the rule that made it (``spawn.environment``): a provider
+        key, a held key's value, a secret name or a credential-shaped value ``allowedEnvVars`` does not name stays
+        out, and a warning names it. A secret-named one that is allowed joins the redactor, as at ``create``.
+        ``where``: what set them, for the warnings. Returns the warnings."""
+        kept = spawn.environment(exports, allowed=self.allowed_env, drop=self.dropped, held=self.held)
+        warnings = [f"{where}: {name} is not passed to Bash (a provider key, or a secret-named or credential-shaped "
+                    "variable: name it in allowedEnvVars to pass it; a provider key never is)"
+                    for name in sorted(exports) if name not in kept]
+        self.redactor.add_values("a variable allowedEnvVars passes on", [v for n, v in sorted(kept.items()) if v and spawn.secret_named(n)])
+        self.child_env.update(kept)
+        return warnings
 
     def redact_result(self, r: ToolResult) -> ToolResult:
         red = self.redactor

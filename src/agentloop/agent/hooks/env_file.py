@@ -9,9 +9,10 @@ the sandbox, get it writable there); once they have all finished, it is
 sourced once by bash in the hooks' own environment, where they ran: in the
 sandbox when a project's hook could have written it, so it runs nothing they
 could not, and never a sandboxed hook's words on the host. What it changed is
-added to the environment Bash starts with. Kept out, as from every child: the
-provider keys and secret-named variables ``allowedEnvVars`` does not name (a
-warning names each). Shell functions and aliases it defines are not carried
+handed to the secret guard (``SecretGuard.carry_exports``), which adds it to the
+environment Bash starts with by the rule every child's environment is made by:
+kept out are the provider keys, the keys the agent holds, and secret-named or
+credential-shaped variables ``allowedEnvVars`` does not name (a warning names each). Shell functions and aliases it defines are not carried
 (only exported variables are).
 """
 
@@ -19,9 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping
-
-from ...config.credentials import PROVIDER_KEY_VARS, secret_named
+from collections.abc import Callable, Mapping
 
 __all__ = ["new_env_file", "read_env_file"]
 
@@ -69,12 +68,14 @@ def _environ_after(path: str, env: Mapping[str, str], cwd: str, wrap: Wrap | Non
     return out
 
 
-def read_env_file(path: str, env: Mapping[str, str], cwd: str, allowed: Iterable[str] = (),
+def read_env_file(path: str, env: Mapping[str, str], cwd: str,
                   wrap: Wrap | None = None) -> tuple[dict[str, str], list[str]]:
-    """What the hooks exported through ``path`` for Bash (name -> value), and warnings (what was kept out, and why).
+    """What the hooks exported through ``path`` (name -> value: every variable sourcing it changed, but
+    ``NOT_CARRIED``), and warnings (why it could not be read). Which of them a child may get is the secret
+    guard's to decide (``SecretGuard.carry_exports``), not this reader's.
 
-    ``env`` is the environment the hooks ran with; ``allowed``: the secret-named variables ``allowedEnvVars`` names;
-    ``wrap``: where the hooks ran in the sandbox, the file is sourced there too (what they wrote never runs on the host).
+    ``env`` is the environment the hooks ran with; ``wrap``: where the hooks ran in the sandbox, the file is
+    sourced there too (what they wrote never runs on the host).
     """
     try:
         if os.path.getsize(path) == 0:
@@ -84,15 +85,4 @@ def read_env_file(path: str, env: Mapping[str, str], cwd: str, allowed: Iterable
     after = _environ_after(path, env, cwd, wrap)
     if isinstance(after, str):
         return {}, [f"CLAUDE_ENV_FILE {path}: {after}; nothing from it reaches Bash"]
-    keep = set(allowed) - PROVIDER_KEY_VARS
-    out: dict[str, str] = {}
-    warnings: list[str] = []
-    for name, value in sorted(after.items()):
-        if name in NOT_CARRIED or env.get(name) == value:
-            continue
-        if name in PROVIDER_KEY_VARS or (secret_named(name) and name not in keep):
-            warnings.append(f"CLAUDE_ENV_FILE: {name} is not passed to Bash (a secret-named variable: "
-                            "name it in allowedEnvVars to pass it; a provider key never is)")
-            continue
-        out[name] = value
-    return out, warnings
+    return {n: v for n, v in sorted(after.items()) if n not in NOT_CARRIED and env.get(n) != v}, []
