@@ -2597,6 +2597,20 @@ SABOTAGES = [
         "self.child_env.update(exports)  # SABOTAGED",
         ["tests/test_spawn.py"],
     ),
+    Sabotage(
+        "two spending calls side by side hold past the room together",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "if not room.fits(micros, tokens):",
+        "if False:  # SABOTAGED",
+        ["tests/test_one_scheduler.py"],
+    ),
+    Sabotage(
+        "a child's bill is added up outside a budget Ledger",
+        "src/agentloop/agent/subagents/parent_budget.py",
+        "self.billed.settle(0, actual_micros, 0, actual_tokens)",
+        "self.billed.spent += actual_micros  # SABOTAGED\n        self.billed.used_tokens += actual_tokens",
+        ["tests/test_money_decided_in_one_place.py"],
+    ),
 ]
 
 

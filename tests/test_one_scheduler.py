@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from agentloop import Budget, MemoryTranscript, Registry, Tool, TranscriptWriter, arun, run
+from agentloop import Budget, MemoryTranscript, Price, Registry, Tool, TranscriptWriter, arun, run
 from agentloop.events import ModelReply, ToolCall, ToolResult, Usage
 from agentloop.run import turn_rules, waves
 from agentloop.testing import ScriptedModel
@@ -265,3 +265,44 @@ def test_the_agents_turn_holds_its_calls_to_the_agents_admit(monkeypatch: pytest
     assert ("start", 2) not in log.events
     assert [r.ok for r in results] == [True, True, False, True, True]
 
+
+
+@pytest.mark.parametrize("held", [600, 1_000])
+def test_two_spending_calls_admitted_side_by_side_never_hold_more_than_the_room_together(held: int) -> None:
+    """``admit`` only says the run has room as a call starts; what keeps two calls running side by side from
+    passing the cap together is that each holds its bound before it spends (``ParentBudget.hold``, under one
+    lock). Two calls of a spending tool (named as WebFetch, made concurrent here so they overlap, as two
+    children's WebFetch calls do) are both admitted with 1,000 micro-USD left; each would fit alone, not both:
+    one holds and settles, the other is refused before it spends, and the run's spend stays under its cap."""
+    from agentloop.agent.context.side_calls import HeldAccount
+    from agentloop.agent.subagents.parent_budget import ParentBudget
+    from agentloop.agent.tools.catalog import record_of
+
+    rec = record_of("WebFetch")
+    assert rec is not None and rec.spends
+    room = ParentBudget()
+    both_in = threading.Barrier(2, timeout=5)
+    outcomes: list[str | None] = []
+    lock = threading.Lock()
+
+    def fetch(i: int) -> str:
+        both_in.wait()  # both calls were admitted and are running side by side before either holds
+        account = HeldAccount(room)
+        why = account.ask("web_fetch", held, 0)
+        with lock:
+            outcomes.append(why)
+        if why is not None:
+            return f"refused: {why}"
+        account.settle("web_fetch", held, 0, Usage(10, 5), held)
+        return "fetched"
+
+    spending = Tool(rec.name, "fetch", SCHEMA, fetch, concurrent=True)
+    calls = ModelReply(tool_calls=(ToolCall("w0", rec.name, {"i": 0}), ToolCall("w1", rec.name, {"i": 1})), usage=Usage(0, 0))
+    t = MemoryTranscript()
+    with turn_rules(admit=room.admit):
+        result = run(ScriptedModel([calls, ModelReply(text="done")]), [spending], "go", Budget(max_steps=5, max_usd_micros=1_000),
+                     transcript=t, prepare=room.bind, prices={"scripted": Price(0, 0)})  # the turns cost nothing
+    assert sorted(o is None for o in outcomes) == [False, True], outcomes  # both ran; one held, one was refused
+    sides = [r.payload for r in t.records if r.kind == "side_cost"]
+    assert [s["cost_micros"] for s in sides] == [held]
+    assert result.spent_micros == held <= 1_000 and result.stop_reason == "no_tool_calls"

@@ -226,15 +226,22 @@ class ChildLedger:
 
     def __init__(self, parent: ParentBudget):
         self.parent = parent
-        self.spent = 0
-        self.tokens = 0
+        self.billed = Ledger()
+        """What this child's calls were billed (``spent``, ``used_tokens``): no cap of its own, its parent's room decides."""
+
+    @property
+    def spent(self) -> int:
+        return self.billed.spent
+
+    @property
+    def tokens(self) -> int:
+        return self.billed.used_tokens
 
     def reserve(self, amount_micros: int, tokens: int) -> bool:
         return self.parent.draw(amount_micros, tokens)
 
     def settle(self, reserved_micros: int, actual_micros: int, reserved_tokens: int, actual_tokens: int) -> None:
-        self.spent += actual_micros
-        self.tokens += actual_tokens
+        self.billed.settle(0, actual_micros, 0, actual_tokens)
         self.parent.settle_draw(reserved_micros, actual_micros, reserved_tokens, actual_tokens)
 
 
