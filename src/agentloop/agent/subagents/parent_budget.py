@@ -79,7 +79,12 @@ class ParentBudget:
 
     def admit(self, call: ToolCall) -> ToolResult | None:
         """The scheduler's ``admit`` (``run.schedule``): a call to a tool whose record ``spends`` starts only while
-        the run has room left for it; else its refusal, and it never starts. Other calls always start."""
+        the run has room left for it; else its refusal, and it never starts. Other calls always start.
+
+        It holds nothing: a spending call's cost is not known when it starts (a child's calls, a fetch's prompt),
+        so each model call it makes holds its own bound before it is sent (``draw``, ``hold``, under the one
+        lock) and settles after. That, not ``admit``, keeps calls running side by side under the cap together
+        (``tests/test_one_scheduler.py``)."""
         from ..tools.catalog import record_of
 
         rec = record_of(call.name)
