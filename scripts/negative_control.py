@@ -2611,6 +2611,13 @@ SABOTAGES = [
         "self.billed.spent += actual_micros  # SABOTAGED\n        self.billed.used_tokens += actual_tokens",
         ["tests/test_money_decided_in_one_place.py"],
     ),
+    Sabotage(
+        "a Claude Code tool name is written again outside its declaration",
+        "src/agentloop/cli/preview.py",
+        "if name == MULTI_EDIT and isinstance",
+        "if name == \"MultiEdit\" and isinstance  # SABOTAGED",
+        ["tests/test_tool_records.py::test_no_builtin_tool_name_is_written_outside_its_own_module"],
+    ),
 ]
 
 

@@ -232,7 +232,13 @@ def _literals(path: Path, names: set[str]) -> list[tuple[int, str]]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names and id(n) not in skip]
 
 
-def test_no_builtin_tool_name_is_written_outside_its_own_module() -> None:
+def _declared_names() -> dict[str, str]:
+    """Every tool name agentloop knows -> the one file that may write it: each record's name and old names (its
+    module), Claude Code's tools agentloop does not make (``tools/claude_names.py``) and the MCP resource tools
+    (``mcp/agent.py``, which makes them)."""
+    from agentloop.agent.tools import claude_names
+    from agentloop.mcp.agent import RESOURCE_TOOLS
+
     homes = _record_homes()
     own: dict[str, str] = {}
     for r in RECORDS:
@@ -240,6 +246,24 @@ def test_no_builtin_tool_name_is_written_outside_its_own_module() -> None:
         own[r.name] = homes[r.name]
         for alias in r.aliases:
             own[alias] = homes[r.name]
+    for name in claude_names.READERS | claude_names.EDITORS | claude_names.OTHERS:
+        own[name] = "agent/tools/claude_names.py"
+    for name in RESOURCE_TOOLS:
+        own[name] = "mcp/agent.py"
+    return own
+
+
+def test_the_literal_scan_sees_a_tool_name_wherever_it_is_written(tmp_path: Path) -> None:
+    """The scan below finds a name written as a string anywhere (a set, a comparison, a keyword, a dict key), and
+    passes what is not a tool (a type in ``cast``, an ``__all__`` entry, longer text)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text('X = {"Read", "x"}\nif n == "MultiEdit": pass\nf(name="Task")\nD = {"Grep": 1}\n'
+                     '__all__ = ["Agent"]\ny = cast("Agent", z)\ns = "Read the file"\n')
+    assert sorted(_literals(probe, set(_declared_names()))) == [(1, "Read"), (2, "MultiEdit"), (3, "Task"), (4, "Grep")]
+
+
+def test_no_builtin_tool_name_is_written_outside_its_own_module() -> None:
+    own = _declared_names()
     found = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()

@@ -29,6 +29,7 @@ from .protocols import AgentError
 from .tools.apply_patch import APPLY_PATCH
 from .tools.builtin import BASH, EDIT
 from .tools.catalog import path_arguments
+from .tools.claude_names import MULTI_EDIT
 from .tools.web_fetch import WEB_FETCH
 from .tools.web_search import WEB_SEARCH
 
@@ -360,7 +361,7 @@ def open_sandbox(settings: AgentSettings, mode: str | None, cwd: str, add_dirs: 
     return ss, sandbox, said
 
 
-EDIT_FORMAT_TOOLS = {EDIT_FORMAT: frozenset({EDIT.name, "MultiEdit"}), PATCH_FORMAT: frozenset({APPLY_PATCH.name})}
+EDIT_FORMAT_TOOLS = {EDIT_FORMAT: frozenset({EDIT.name, MULTI_EDIT}), PATCH_FORMAT: frozenset({APPLY_PATCH.name})}
 """The tools of each edit format: a model told to use one is not shown the other's."""
 
 

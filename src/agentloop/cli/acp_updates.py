@@ -39,11 +39,12 @@ from collections.abc import Callable
 from typing import Any
 
 from agentloop.agent.tools.catalog import RECORDS, path_arguments, record_of
+from agentloop.agent.tools.claude_names import MULTI_EDIT
 from agentloop.agent.tools.session_tools import TODO_WRITE
 
 __all__ = ["KINDS", "RETRY_MARK", "AnswerText", "ToolUpdates", "absolute", "change_diff", "replay", "tool_title"]
 
-KINDS: dict[str, str] = {"MultiEdit": "edit", **{r.name: r.acp for r in RECORDS if r.acp != "other"}}
+KINDS: dict[str, str] = {MULTI_EDIT: "edit", **{r.name: r.acp for r in RECORDS if r.acp != "other"}}
 """The ACP ``ToolKind`` of each tool (the records' ``acp``; Claude Code's MultiEdit too); "other" for the rest."""
 MAX_DIFF_BYTES = 2_000_000
 STREAM_TAIL = 32_000
@@ -144,7 +145,7 @@ def change_diff(name: str, args: dict[str, Any], cwd: str, read: Callable[[str],
     from agentloop.agent.tools.file_state import find_edit
 
     path = _path_arg(name, args)
-    shape = "edit" if name == "MultiEdit" else _shape(name)
+    shape = "edit" if name == MULTI_EDIT else _shape(name)
     if shape not in ("write", "edit") or path is None:
         return None
     real = absolute(cwd, path)
@@ -152,7 +153,7 @@ def change_diff(name: str, args: dict[str, Any], cwd: str, read: Callable[[str],
     old = read(real) if exists else None
     if shape == "write":
         return tool_diff_content(real, str(args.get("content", "")), old)
-    edits = args.get("edits") if name == "MultiEdit" else [args]
+    edits = args.get("edits") if name == MULTI_EDIT else [args]
     if not isinstance(edits, list):
         return None
     new = old

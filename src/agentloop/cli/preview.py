@@ -21,6 +21,8 @@ import os
 import re
 from typing import Any
 
+from agentloop.agent.tools.claude_names import MULTI_EDIT
+
 
 def _shape(name: str) -> str | None:
     """The change a built-in tool makes or what it reads (its record's ``hook``: write, edit, read), else None."""
@@ -142,7 +144,7 @@ def result_summary(name: str, args: Any, content: Any) -> str:
     if shape == "edit" and isinstance(a.get("old_string"), str) and isinstance(a.get("new_string"), str):
         added, removed = _change_counts(a["old_string"], a["new_string"])
         return f"Updated {a.get('file_path', '')}: {_plural(added, 'line')} added, {removed} removed"
-    if name == "MultiEdit" and isinstance(a.get("edits"), list):
+    if name == MULTI_EDIT and isinstance(a.get("edits"), list):
         added = removed = 0
         for e in a["edits"]:
             if isinstance(e, dict):

@@ -64,7 +64,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ...config.settings import ConfigError, SettingsSource
+from ...mcp.agent import RESOURCE_TOOLS
 from ..subagents.agent_tool import AGENT
+from ..tools import claude_names
 from ..tools.builtin import BASH, EDIT, READ, WRITE
 from ..tools.catalog import ALIASES, names_where, record_of
 from .modes import MODES
@@ -98,8 +100,8 @@ __all__ = [
 ]
 
 Behavior = Literal["allow", "ask", "deny"]
-_CLAUDE_CODE_READERS = frozenset({"NotebookRead", "TodoRead"})
-_CLAUDE_CODE_EDITORS = frozenset({"MultiEdit"})
+_CLAUDE_CODE_READERS = claude_names.READERS
+_CLAUDE_CODE_EDITORS = claude_names.EDITORS
 """Claude Code's tools that agentloop does not have, which rules may still name (they keep their meaning)."""
 READ_ONLY_TOOLS = names_where(lambda r: not r.asks) | _CLAUDE_CODE_READERS
 """Tools allowed without a prompt, and in plan mode: those that only read, and the session's own bookkeeping
@@ -113,9 +115,9 @@ TOOL_ALIASES: Mapping[str, str] = ALIASES
 renamed to Agent. Existing ``Task(...)`` references in settings and agent definitions still work as aliases."
 Declared in the records (``ToolRecord.aliases``).
 """
-_READ_RULE_TOOLS = names_where(lambda r: r.rule in ("read", "search")) | {"NotebookRead"}
+_READ_RULE_TOOLS = names_where(lambda r: r.rule in ("read", "search")) | {claude_names.NOTEBOOK_READ}
 """What a ``Read(path)`` rule covers: Read and the tools that search (as in Claude Code)."""
-_PATH_RULE_TOOLS = names_where(lambda r: bool(r.paths)) | _CLAUDE_CODE_EDITORS | {"NotebookRead"}
+_PATH_RULE_TOOLS = names_where(lambda r: bool(r.paths)) | _CLAUDE_CODE_EDITORS | {claude_names.NOTEBOOK_READ}
 """Tools whose rules take a path pattern: those with path arguments (records' ``paths``)."""
 # The sets above are for reading; each decision asks the record itself (below), so every record counts.
 
@@ -159,9 +161,8 @@ PLAN_MODE_LOOKUPS = names_where(lambda r: r.lookup)
 part of planning, as in Claude Code's plan mode); they are not allowed without a rule or an answer."""
 
 
-CLAUDE_CODE_TOOLS = names_where(lambda r: True) | frozenset(ALIASES) | _CLAUDE_CODE_READERS | _CLAUDE_CODE_EDITORS | {
-    "KillBash", "SlashCommand", "ListMcpResourcesTool", "ReadMcpResourceTool",
-}
+CLAUDE_CODE_TOOLS = (names_where(lambda r: True) | frozenset(ALIASES) | _CLAUDE_CODE_READERS | _CLAUDE_CODE_EDITORS
+                     | claude_names.OTHERS | frozenset(RESOURCE_TOOLS))
 """Tool names a rule may name without warning, whether or not this session has the tool (the built-in tools, their
 old names, and Claude Code's others)."""
 

@@ -83,10 +83,11 @@ def tool_names(value: Any, path: str = "", warnings: list[str] | None = None) ->
 def known_tools() -> frozenset[str]:
     """Every tool name an agent file may list: each record's (as the catalog holds them now) and its old names,
     and Claude Code's tools agentloop serves under another name."""
-    from ..tools import catalog
+    from ...mcp.agent import RESOURCE_TOOLS
+    from ..tools import catalog, claude_names
 
     return (frozenset(r.name for r in catalog.RECORDS) | frozenset(catalog.ALIASES)
-            | {"MultiEdit", "ListMcpResourcesTool", "ReadMcpResourceTool"})
+            | claude_names.EDITORS | frozenset(RESOURCE_TOOLS))
 
 
 KNOWN_TOOLS = known_tools()
