@@ -2618,6 +2618,13 @@ SABOTAGES = [
         "if name == \"MultiEdit\" and isinstance  # SABOTAGED",
         ["tests/test_tool_records.py::test_no_builtin_tool_name_is_written_outside_its_own_module"],
     ),
+    Sabotage(
+        "a provider is chosen by a name written outside providers/",
+        "src/agentloop/agent/model_choice.py",
+        "named = not is_spec(spec) or record_for(spec).names_models",
+        "named = not spec.startswith(\"scripted:\")  # SABOTAGED",
+        ["tests/test_provider_record.py::test_no_module_outside_providers_names_a_vendor"],
+    ),
 ]
 
 

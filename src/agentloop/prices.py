@@ -85,6 +85,12 @@ _PREFIX = re.compile(r"^(?:[a-z][a-z0-9_.\-]*/|(?:(?:us|eu|apac|jp|au|ca|global|
 _SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|:[\w.\-]+|-v\d+|@[\w.\-]+)$")
 
 
+def family_name(model: str) -> str:
+    """``model`` without a router's or gateway's prefix or Bedrock's (``_PREFIX``): ``us.anthropic.claude-x`` and
+    ``openai/gpt-4o`` name ``claude-x`` and ``gpt-4o``. The one reading of those spellings (prices, windows)."""
+    return _PREFIX.sub("", model)
+
+
 class VendorPriceTable(PriceTable):
     """A price table that finds a model under the names vendors give it."""
 
@@ -92,7 +98,7 @@ class VendorPriceTable(PriceTable):
         """The table's name for ``model``, or None."""
         if model in self._prices:
             return model
-        name = _PREFIX.sub("", model)
+        name = family_name(model)
         while True:
             if name in self._prices:
                 return name

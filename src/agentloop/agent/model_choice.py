@@ -72,10 +72,12 @@ def open_model_spec(
     Raises:
         AgentError: the spec cannot be opened (the provider's message, one line).
     """
-    from ..providers import OpenArgs, ProviderConfigError, open_spec
+    from ..providers import OpenArgs, ProviderConfigError, is_spec, open_spec, record_for
 
+    # a model's options (thinking, effort) are for a provider whose spec names a model (not ``scripted:FILE``)
+    named = not is_spec(spec) or record_for(spec).names_models
     args = OpenArgs(base_url=base_url, api_key_env=api_key_env, fallback=fallback, env=env, on_notice=on_notice,
-                    prices=prices, options=dict(options or {}) if not spec.startswith("scripted:") else {},
+                    prices=prices, options=dict(options or {}) if named else {},
                     default_fallback=default_fallback, chosen_by_project=dict(chosen_by_project or {}),
                     key_helper=key_helper)
     try:
@@ -90,7 +92,9 @@ def scripted_model(path: str) -> Any:
     Raises:
         AgentError: the file is unreadable or not a script, naming the place.
     """
-    return open_model_spec(f"scripted:{path}")
+    from ..providers.scripted import RECORD as SCRIPTED
+
+    return open_model_spec(f"{SCRIPTED.name}:{path}")
 
 
 class ModelChoice:

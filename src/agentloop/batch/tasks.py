@@ -228,7 +228,9 @@ def _task(obj: Any, line: int, toolsets: Mapping[str, str], tool_names: Mapping[
     model = _str(obj["model"], "model")
     script = None
     base_url = None
-    if model == "scripted":
+    from ..providers.scripted import RECORD as SCRIPTED
+
+    if model == SCRIPTED.name:
         if "script" not in obj:
             raise _Bad("script", "is required when model is \"scripted\"")
         if "base_url" in obj:

@@ -70,9 +70,10 @@ def build_model(task: Task, keys: HeldKeys | None = None) -> Any:
     """A fresh model per task: provider state (a fallback taken, retries) never leaks between runs. The
     provider reads its key from ``keys`` (over the worker's environment, which has none of them)."""
     from ..providers import OpenArgs, open_spec
+    from ..providers.scripted import RECORD as SCRIPTED
 
     if task.script is not None:
-        return open_spec("scripted", OpenArgs(script=task.script, options={"stream": "whole"}))
+        return open_spec(SCRIPTED.name, OpenArgs(script=task.script, options={"stream": "whole"}))
     env = {**os.environ, **keys.values} if keys is not None and keys.values else None
     return open_spec(task.model, OpenArgs(base_url=task.base_url, transport=_shared_transport(), env=env))
 
@@ -145,7 +146,9 @@ def execute_task(
 def _run_task(task: Task, attempt: tuple[int, bool], model: Any, registry: Registry, sink: Any, ledger: TaskLedger,
               trace: dict[str, str] | None) -> Any:
     """The task's run, traced under the batch's span when there is one."""
-    name = task.model if task.script is None else "scripted"
+    from ..providers.scripted import RECORD as SCRIPTED
+
+    name = task.model if task.script is None else SCRIPTED.name
     prices = PriceTable({describe(model).name: task.price, name: task.price}) if task.price is not None else None
     traced = _traced(trace, model, sink, name, task.id)
     if traced is not None:

@@ -73,7 +73,9 @@ def open_agent_tools(workdir: str) -> Iterator[Any]:
         with open(script, "w", encoding="utf-8") as f:
             f.write("[]")
         try:
-            agent = Agent(cwd=scratch, home=home, model=f"scripted:{script}", trust=False)
+            from agentloop.providers.scripted import RECORD as SCRIPTED
+
+            agent = Agent(cwd=scratch, home=home, model=f"{SCRIPTED.name}:{script}", trust=False)
         except AgentError as exc:
             raise UserError(f"replay with the agent's tools: {exc}") from None
         try:

@@ -91,13 +91,15 @@ def context_window(model: str) -> int:
 
     ``model`` may be a spec (``openai:gpt-4o``) or a routed name (``openai/gpt-4o``).
     """
+    from ...prices import family_name
     from ...providers import PROVIDERS, is_spec
 
     low = model.lower()
     named = is_spec(low) and PROVIDERS[low.partition(":")[0].strip()].names_models  # scripted:FILE is the scripted family
     name = low.split(":", 1)[-1] if named else low
+    family = family_name(name)  # a router's spelling or Bedrock's id, read as the price table reads it
     for prefix, n in _WINDOWS:
-        if name.startswith(prefix) or f"/{prefix}" in name or f"anthropic.{prefix}" in name:  # Bedrock's ids
+        if family.startswith(prefix) or f"/{prefix}" in name:
             return n
     return DEFAULT_WINDOW
 
