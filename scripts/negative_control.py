@@ -2625,6 +2625,13 @@ SABOTAGES = [
         "named = not spec.startswith(\"scripted:\")  # SABOTAGED",
         ["tests/test_provider_record.py::test_no_module_outside_providers_names_a_vendor"],
     ),
+    Sabotage(
+        "a child in a worktree keeps rules rooted at the parent's tree (every record's tool tried)",
+        "src/agentloop/agent/builder.py",
+        "        return self.agent.policy.rooted_at(*roots) if roots is not None else self.agent.policy",
+        "        return self.agent.policy  # SABOTAGED",
+        ["tests/test_child_tool_guards.py::test_a_child_refuses_every_call_its_parent_refuses"],
+    ),
 ]
 
 

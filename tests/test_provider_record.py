@@ -127,3 +127,19 @@ def test_a_routers_spelling_of_each_providers_model_finds_its_price() -> None:
             assert found is not None
             name = found.partition(":")[2]
             assert table.key(r.price_prefix + name) == table.key(name) is not None, r.name
+
+
+def test_the_registry_lists_each_provider_on_one_line_and_imports_no_provider_module() -> None:
+    """Adding a provider touches its module, its test and one line of ``DECLARED`` (DEVELOPING.md, "Adding a
+    provider"): the registry imports no provider's module beside its line."""
+    import agentloop.providers as providers
+
+    text = (SRC / "providers" / "__init__.py").read_text(encoding="utf-8")
+    lines = [ln.strip().rstrip(",").strip('"') for ln in text.splitlines() if ln.strip().startswith('"agentloop.providers.')]
+    assert lines == list(providers.DECLARED) and len(set(lines)) == len(PROVIDERS)
+    modules = {d.partition(":")[0].rpartition(".")[2] for d in providers.DECLARED}
+    top = [n for n in ast.parse(text).body if isinstance(n, ast.ImportFrom) and n.level == 1]  # what runs at import
+    imported = {a.name for n in top for a in n.names} | {n.module for n in top if n.module}
+    assert not imported & modules, imported & modules
+    with pytest.raises(TypeError, match="is not a ProviderRecord"):
+        providers._load("agentloop.providers.record:ProviderRecord")

@@ -39,7 +39,7 @@ def _copy_file(ctx: Any, **kw: Any) -> str:
 
 
 COPY = ToolRecord(
-    "CopyFile", "Copy a file.",
+    "CopyFileSketch", "Copy a file.",
     {"type": "object", "properties": {"source_path": {"type": "string"}, "target_path": {"type": "string"}},
      "required": ["source_path", "target_path"], "additionalProperties": False},
     paths=("source_path", "target_path"), rule="edit", hook="write", acp="edit", run=_copy_file,
@@ -315,11 +315,24 @@ def _shown(reg: Any) -> str:
     return json.dumps([[t.name, t.description, t.parameters, t.read_only] for t in reg], ensure_ascii=False)
 
 
+def _keeps_the_pinned(reg: Any, pinned: list[Any]) -> None:
+    """Every pinned tool is shown with its bytes and in its order; any other tool shown is one declared after
+    every pinned record (a new tool's line appended to ``DECLARED``, as DEVELOPING.md says), so adding a tool
+    touches no pin."""
+    shown = json.loads(_shown(reg))
+    names = [t[0] for t in pinned]
+    assert json.dumps([t for t in shown if t[0] in names], ensure_ascii=False) == json.dumps(pinned, ensure_ascii=False)
+    declared = [r.name for r in catalog.RECORDS]  # as the catalog holds them now (a new line included)
+    last = max(declared.index(n) for n in names if n in declared)
+    new = [t[0] for t in shown if t[0] not in names]
+    assert all(n in declared and declared.index(n) > last for n in new), new
+
+
 @pytest.mark.parametrize(("key", "timeouts"), [("builtin_registry", {}),
                                                ("builtin_registry_30s_90s", {"shell_timeout_s": 30, "shell_max_timeout_s": 90})])
 def test_the_registry_shows_the_model_the_pinned_tools(tmp_path: Path, key: str, timeouts: dict[str, Any]) -> None:
     reg = builtin_registry(Workspace(str(tmp_path)), spill_dir=str(tmp_path / "spill"), **timeouts)
-    assert _shown(reg) == json.dumps(PINNED[key], ensure_ascii=False)
+    _keeps_the_pinned(reg, PINNED[key])
 
 
 def test_an_agent_shows_the_model_the_pinned_tools(tmp_path: Path) -> None:
@@ -342,6 +355,17 @@ def test_an_agent_shows_the_model_the_pinned_tools(tmp_path: Path) -> None:
         for spec in ("openai:gpt-5", "openai:gpt-4o", "anthropic:claude-sonnet-4-5"):
             hidden = model_hides(spec)
             want = [t for t in PINNED["agent_shown_to_openai_model"] if t[0] not in hidden]
-            assert _shown(a.toolbox.shown(spec)) == json.dumps(want, ensure_ascii=False), spec
+            _keeps_the_pinned(a.toolbox.shown(spec), want)
     finally:
         a.close()
+
+
+def test_a_new_tool_appended_to_the_catalog_keeps_every_pin(tmp_path: Path, copy_tool: ToolRecord) -> None:
+    """DEVELOPING.md's promise for a new tool: its module, its test and one catalog line; no pinned schema to
+    write again. The new tool is shown after the pinned ones, each of which keeps its bytes and its place."""
+    reg = builtin_registry(Workspace(str(tmp_path)), spill_dir=str(tmp_path / "spill"))
+    assert reg.names()[-1] == COPY.name
+    _keeps_the_pinned(reg, PINNED["builtin_registry"])
+    with pytest.raises(AssertionError):  # and a changed pinned tool is still caught
+        _keeps_the_pinned(reg, [[*PINNED["builtin_registry"][0][:3], not PINNED["builtin_registry"][0][3]],
+                                *PINNED["builtin_registry"][1:]])

@@ -356,7 +356,7 @@ def _plugins(agent: Agent) -> list[dict[str, str]]:
 
 
 def wait_at_turn_end(agent: Agent) -> None:
-    bg = getattr(getattr(agent.context, "subagents", None), "background", None)
+    bg = agent.context.backgrounds()
     if bg is not None:
         bg.wait_at_end = True
 

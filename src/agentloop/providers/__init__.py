@@ -17,7 +17,6 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import anthropic, bedrock, openai_compat, openai_responses, scripted, vertex
 from .errors import ProviderConfigError, ProviderError, scrub
 from .opening import is_local, open_record
 from .record import ModelAlias, ModelFamily, OpenArgs, ProviderRecord, env_flag
@@ -64,17 +63,30 @@ __all__ = [
 
 # --- the registry: one line per provider --------------------------------------
 
-PROVIDERS: Mapping[str, ProviderRecord] = {r.name: r for r in (
-    anthropic.RECORD,
-    openai_compat.RECORD,
-    scripted.RECORD,
-    openai_responses.RECORD,
-    bedrock.RECORD,
-    vertex.RECORD,
-)}
-"""Each provider a spec may name, by its record. The only place a provider is registered. The order
-is the order of preference when the environment offers several (``default_spec``), as Claude Code
-starts on Anthropic's models when their key is set."""
+DECLARED: tuple[str, ...] = (
+    "agentloop.providers.anthropic:RECORD",
+    "agentloop.providers.openai_compat:RECORD",
+    "agentloop.providers.scripted:RECORD",
+    "agentloop.providers.openai_responses:RECORD",
+    "agentloop.providers.bedrock:RECORD",
+    "agentloop.providers.vertex:RECORD",
+)
+"""Where each provider's record is declared (``module:RECORD``), one line a provider: the only place a provider is
+registered (no import beside it: ``scripts/check_layers.py`` reads each line as the import it is). The order is
+the order of preference when the environment offers several (``default_spec``), as Claude Code starts on
+Anthropic's models when their key is set."""
+
+
+def _load(declared: str) -> ProviderRecord:
+    module, _, name = declared.partition(":")
+    record = getattr(importlib.import_module(module), name)
+    if not isinstance(record, ProviderRecord):
+        raise TypeError(f"providers: {declared} is not a ProviderRecord")
+    return record
+
+
+PROVIDERS: Mapping[str, ProviderRecord] = {r.name: r for r in map(_load, DECLARED)}
+"""Each provider a spec may name, by its record, in ``DECLARED``'s order."""
 
 # ------------------------------------------------------------------------------
 
