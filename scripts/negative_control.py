@@ -2632,6 +2632,13 @@ SABOTAGES = [
         "        return self.agent.policy  # SABOTAGED",
         ["tests/test_child_tool_guards.py::test_a_child_refuses_every_call_its_parent_refuses"],
     ),
+    Sabotage(
+        "a tool without a record has its path arguments listed again (and one left out) in the rules",
+        "src/agentloop/agent/permissions/rules.py",
+        "_CONVENTIONAL_PATHS = claude_names.PATH_ARGUMENTS",
+        "_CONVENTIONAL_PATHS = (\"file_path\", \"path\")  # SABOTAGED",
+        ["tests/test_tool_records.py::test_which_arguments_are_paths_is_declared_by_the_records_and_once_for_tools_without_one"],
+    ),
 ]
 
 

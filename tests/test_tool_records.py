@@ -369,3 +369,23 @@ def test_a_new_tool_appended_to_the_catalog_keeps_every_pin(tmp_path: Path, copy
     with pytest.raises(AssertionError):  # and a changed pinned tool is still caught
         _keeps_the_pinned(reg, [[*PINNED["builtin_registry"][0][:3], not PINNED["builtin_registry"][0][3]],
                                 *PINNED["builtin_registry"][1:]])
+
+
+def _path_name_lists(tree: ast.AST) -> list[int]:
+    """Lines of a tuple, list or set literal of two or more path argument names and nothing else (a path fact
+    declared again; a list of what to show first, paths among commands and URLs, is not one)."""
+    keys = {"file_path", "notebook_path", "path", "source_path", "target_path"}
+    return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, (ast.Tuple, ast.List, ast.Set)) and len(n.elts) >= 2
+                  and all(isinstance(e, ast.Constant) and e.value in keys for e in n.elts))
+
+
+def test_which_arguments_are_paths_is_declared_by_the_records_and_once_for_tools_without_one() -> None:
+    """A built-in tool's path arguments are its record's ``paths``; a tool without a record has
+    ``claude_names.PATH_ARGUMENTS``. No other module lists path argument names (rules, answers, hooks and ACP read
+    those two), so a path cannot be checked in one place and missed in another."""
+    assert _path_name_lists(ast.parse('K = ("file_path", "notebook_path")\nX = ["path", "url"]\nif k in {"path", "file_path"}: pass\n')) == [1, 3]
+    allowed = {"agent/tools/claude_names.py"}
+    found = [f"{p.relative_to(SRC).as_posix()}:{line}" for p in sorted(SRC.rglob("*.py"))
+             if p.relative_to(SRC).as_posix() not in allowed and not p.relative_to(SRC).as_posix().startswith("agent/tools/")
+             for line in _path_name_lists(ast.parse(p.read_text(encoding="utf-8")))]
+    assert found == [], found

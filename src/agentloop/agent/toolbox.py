@@ -29,7 +29,7 @@ from .protocols import AgentError
 from .tools.apply_patch import APPLY_PATCH
 from .tools.builtin import BASH, EDIT
 from .tools.catalog import path_arguments
-from .tools.claude_names import MULTI_EDIT
+from .tools.claude_names import MULTI_EDIT, PATH_ARGUMENTS
 from .tools.web_fetch import WEB_FETCH
 from .tools.web_search import WEB_SEARCH
 
@@ -326,7 +326,7 @@ def session_rule(policy: PermissionPolicy, call: ToolCall) -> str:
             policy.add_rule("allow", text, source="session")
         return text
     if policy.protected_target(call.name, args) is not None:
-        keys = path_arguments(call.name) or ("file_path", "notebook_path", "path")
+        keys = path_arguments(call.name) or PATH_ARGUMENTS
         paths = [p for k in keys if isinstance(p := args.get(k), str) and p]  # each of them: all must be named
         if not paths:
             return ""

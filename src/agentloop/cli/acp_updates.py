@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentloop.agent.tools.catalog import RECORDS, path_arguments, record_of
-from agentloop.agent.tools.claude_names import MULTI_EDIT
+from agentloop.agent.tools.claude_names import MULTI_EDIT, PATH_ARGUMENTS
 from agentloop.agent.tools.session_tools import TODO_WRITE
 
 __all__ = ["KINDS", "RETRY_MARK", "AnswerText", "ToolUpdates", "absolute", "change_diff", "replay", "tool_title"]
@@ -92,7 +92,7 @@ def absolute(cwd: str, path: str) -> str:
     return os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
 
 
-_CONVENTIONAL_PATHS = ("file_path", "notebook_path", "path")
+_CONVENTIONAL_PATHS = PATH_ARGUMENTS
 
 
 def _path_args(name: str, args: dict[str, Any]) -> list[str]:

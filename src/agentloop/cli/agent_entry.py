@@ -507,11 +507,14 @@ def _how_to_allow(denial: dict[str, Any]) -> str:
 def _call_summary(denial: dict[str, Any], cwd: str) -> str:
     """``Edit src/x.py`` or ``Bash rm -rf build``: a refused call in one short line (a path
     relative to the working directory, a long one cut at its start, a command at its end)."""
+    from agentloop.agent.tools.catalog import path_arguments
+    from agentloop.agent.tools.claude_names import PATH_ARGUMENTS
+
     name, args = str(denial.get("tool_name", "?")), denial.get("tool_input") or {}
-    key = next((k for k in ("file_path", "notebook_path", "path", "command", "url", "pattern")
-                if isinstance(args, dict) and k in args), None)
+    paths = path_arguments(name) or PATH_ARGUMENTS  # its record's, else those of a tool without one
+    key = next((k for k in (*paths, "command", "url", "pattern") if isinstance(args, dict) and k in args), None)
     target = " ".join(str(args[key]).split()) if key else ""  # newlines and runs of blanks as one space
-    if key in ("file_path", "notebook_path", "path") and os.path.isabs(target):
+    if key in paths and os.path.isabs(target):
         rel = os.path.relpath(target, cwd)
         target = target if rel.startswith("..") else rel
         if len(target) > 60:

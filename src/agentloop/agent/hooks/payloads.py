@@ -32,11 +32,13 @@ import re
 from typing import Any
 
 from ..tools.catalog import path_arguments, record_of
+from ..tools.claude_names import PATH_ARGUMENTS
 
 __all__ = ["absolute_input", "bash_failure", "claude_transcript_lines", "model_text", "seed_fields", "seed_stop_reason", "tool_response", "write_claude_transcript"]
 
-PATH_KEYS = ("file_path", "notebook_path")
-"""For a tool without a record (MCP): the argument names taken as file paths, made absolute for hooks."""
+PATH_KEYS = tuple(k for k in PATH_ARGUMENTS if k != "path")
+"""For a tool without a record (MCP): the argument names taken as file paths, made absolute for hooks (an MCP
+tool's ``path`` may name anything: left as the model wrote it)."""
 
 
 def _shape(tool_name: str) -> str | None:

@@ -368,8 +368,7 @@ def _mcp_rule_matches(want: str, tool_name: str, server: str) -> bool:
     return False
 
 
-_CONVENTIONAL_PATHS = ("file_path", "notebook_path", "path")
-"""The path arguments of a tool without a record (Claude Code's MultiEdit, NotebookRead): each one given is checked."""
+_CONVENTIONAL_PATHS = claude_names.PATH_ARGUMENTS
 
 
 def _path_inputs(tool_name: str, tool_input: dict[str, Any], cwd: str) -> list[tuple[list[str], bool]]:

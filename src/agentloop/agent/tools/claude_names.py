@@ -8,7 +8,7 @@ MCP resource tools are the MCP layer's (``mcp.agent.RESOURCE_TOOLS``), which mak
 
 from __future__ import annotations
 
-__all__ = ["EDITORS", "MULTI_EDIT", "NOTEBOOK_READ", "OTHERS", "READERS"]
+__all__ = ["EDITORS", "MULTI_EDIT", "NOTEBOOK_READ", "OTHERS", "PATH_ARGUMENTS", "READERS"]
 
 MULTI_EDIT = "MultiEdit"
 """Claude Code's MultiEdit: one file (``file_path``) and a list of ``edits``, each an Edit's ``old_string`` and
@@ -23,3 +23,8 @@ EDITORS = frozenset({MULTI_EDIT})
 """Claude Code's tools that write files: Edit and Write path rules cover them, acceptEdits allows them."""
 OTHERS = frozenset({"KillBash", "SlashCommand"})
 """Claude Code's other tools a rule may name without a warning (older names of tools agentloop has as others)."""
+
+PATH_ARGUMENTS = ("file_path", "notebook_path", "path")
+"""The path arguments of a tool without a record (Claude Code's MultiEdit and NotebookRead, a client's tool): each
+one a call gives is checked by the rules, remembered in an answer's rule, and located for ACP. A built-in tool's
+are its record's ``paths`` (``catalog.path_arguments``)."""
