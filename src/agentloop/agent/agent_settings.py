@@ -133,28 +133,27 @@ class AgentSettings:
         return self.model_settings.get(key)
 
 
+def read_env(sources: Sequence[SettingsSource]) -> tuple[dict[str, str], dict[str, str]]:
+    """Claude Code's ``env`` key, read once from every source: the variables (the higher source overriding the
+    lower name by name), and those whose final value a project's file gave (name -> its path)."""
+    merged: dict[str, str] = {}
+    by_project: dict[str, str] = {}
+    for s in sources:
+        e = s.data.get("env")
+        if not isinstance(e, dict):
+            continue
+        for k, v in e.items():
+            merged[str(k)] = str(v)
+            if s.in_project:
+                by_project[str(k)] = s.path
+            else:
+                by_project.pop(str(k), None)
+    return merged, by_project
+
+
 def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
-    """Claude Code's ``env`` key of every source, the higher overriding the lower name by name."""
-    out: dict[str, str] = {}
-    for s in sources:
-        e = s.data.get("env")
-        if isinstance(e, dict):
-            out.update({str(k): str(v) for k, v in e.items()})
-    return out
-
-
-def project_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
-    """The ``env`` variables whose final value (``merged_env``'s order) a project's file gave: name -> its path."""
-    out: dict[str, str] = {}
-    for s in sources:
-        e = s.data.get("env")
-        if isinstance(e, dict):
-            for k in e:
-                if s.in_project:
-                    out[str(k)] = s.path
-                else:
-                    out.pop(str(k), None)
-    return out
+    """Claude Code's ``env`` key of every source, the higher overriding the lower name by name (``read_env``)."""
+    return read_env(sources)[0]
 
 
 def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFlags) -> AgentSettings:
@@ -176,7 +175,7 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     said += loaded.warnings
     for w in said:
         log.warning("settings: %s", w)
-    extra_env = merged_env(sources)
+    extra_env, env_by_project = read_env(sources)
     if extra_env:  # Claude Code's "env": for the model's provider, hooks and MCP servers
         env = {**env, **extra_env}
     managed = [s for s in sources if s.scope == "managed"]
@@ -187,7 +186,7 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     cap = merged(sources, "toolResultCap")
     threshold = merged(sources, "loopThreshold")
     return AgentSettings(
-        sources=tuple(sources), price_sources=tuple(loaded.price_sources), env=env, project_env=project_env(sources),
+        sources=tuple(sources), price_sources=tuple(loaded.price_sources), env=env, project_env=env_by_project,
         trust=loaded.decision,
         mcp_json_approved=frozenset(loaded.decision.mcp_approved) if not flags.strict_mcp_config else frozenset(),
         max_steps=flags.max_steps if flags.max_steps is not None else _steps(merged(sources, "maxSteps")),

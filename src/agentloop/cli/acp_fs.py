@@ -70,7 +70,8 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
             limit = int(kw.get("limit") or 2000)
             return numbered_lines(lines[start - 1 : start - 1 + limit], start)
 
-        reg.replace(Tool(name=READ.name, description=base.description, parameters=base.parameters, fn=read, read_only=True))
+        reg.replace(Tool(name=READ.name, description=base.description, parameters=base.parameters, fn=read,
+                         read_only=READ.read_only))
     if fs_write and WRITE.name in reg and EDIT.name in reg:
         wbase, ebase = reg.get(WRITE.name), reg.get(EDIT.name)
         assert wbase is not None and ebase is not None  # both in reg
@@ -94,5 +95,7 @@ def use_client_fs(agent: Agent, call: Callable[[Any], Any], conn: Any, fs_read: 
             write_text(real, m.apply(bool(kw.get("replace_all")))[0], before=text)
             return f"Edited {real} through the editor"
 
-        reg.replace(Tool(name=WRITE.name, description=wbase.description, parameters=wbase.parameters, fn=write))
-        reg.replace(Tool(name=EDIT.name, description=ebase.description, parameters=ebase.parameters, fn=edit))
+        reg.replace(Tool(name=WRITE.name, description=wbase.description, parameters=wbase.parameters, fn=write,
+                         read_only=WRITE.read_only))
+        reg.replace(Tool(name=EDIT.name, description=ebase.description, parameters=ebase.parameters, fn=edit,
+                         read_only=EDIT.read_only))
