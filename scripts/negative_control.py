@@ -1646,9 +1646,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "a secret-named variable a SessionStart hook writes to CLAUDE_ENV_FILE reaches Bash",
-        "src/agentloop/agent/hooks/env_file.py",
-        "        if name in PROVIDER_KEY_VARS or (secret_named(name) and name not in keep):",
-        "        if name in PROVIDER_KEY_VARS:  # SABOTAGED",
+        "src/agentloop/agent/secret_guard.py",
+        "        kept = spawn.environment(exports, allowed=self.allowed_env, drop=self.dropped, held=self.held)",
+        "        kept = spawn.ChildEnv(exports)  # SABOTAGED",
         ["tests/test_claude_plugin_environment.py::test_exports_a_session_start_hook_writes_to_claude_env_file_reach_later_bash_calls"],
     ),
     Sabotage(
@@ -1689,8 +1689,8 @@ SABOTAGES = [
     Sabotage(
         "what a project's sandboxed SessionStart hook writes to CLAUDE_ENV_FILE is sourced on the host",
         "src/agentloop/agent/hooks_and_context.py",
-        "                                          wrap=self.runner.confined_source())",
-        "                                          wrap=None)  # SABOTAGED",
+        "        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, wrap=self.runner.confined_source())",
+        "        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, wrap=None)  # SABOTAGED",
         ["tests/test_claude_plugin_environment.py::test_what_a_projects_session_start_hook_writes_to_claude_env_file_never_runs_on_the_host"],
     ),
     Sabotage(
@@ -1981,8 +1981,8 @@ SABOTAGES = [
     Sabotage(
         "background children's bills at the session's end are left out of its spend",
         "src/agentloop/agent/turn.py",
-        "    return int(bg.runner.parent.take_pending())",
-        "    return 0 * int(bg.runner.parent.take_pending())  # SABOTAGED",
+        "    return bg.parent.take_pending()",
+        "    return 0 * bg.parent.take_pending()  # SABOTAGED",
         ["tests/test_subagent_background.py::test_the_sessions_end_stops_a_background_child_before_its_next_call"],
     ),
     Sabotage(
