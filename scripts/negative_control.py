@@ -2639,6 +2639,13 @@ SABOTAGES = [
         "_CONVENTIONAL_PATHS = (\"file_path\", \"path\")  # SABOTAGED",
         ["tests/test_tool_records.py::test_which_arguments_are_paths_is_declared_by_the_records_and_once_for_tools_without_one"],
     ),
+    Sabotage(
+        "a provider's key variables from its record are not kept from children",
+        "src/agentloop/config/credentials.py",
+        "    _REGISTERED.update(n for n in names if n)",
+        "    return  # SABOTAGED",
+        ["tests/test_provider_record.py::test_a_new_providers_key_is_kept_from_children_by_its_record_alone"],
+    ),
 ]
 
 

@@ -111,10 +111,26 @@ def test_the_vendor_literal_check_finds_one(tmp_path: Path) -> None:
 
 
 def test_every_providers_key_variables_are_kept_from_children() -> None:
-    from agentloop.config.credentials import PROVIDER_KEY_VARS
+    from agentloop.config.credentials import PROVIDER_KEY_VARS, provider_key_vars
 
     for r in records():
-        assert set(r.key_env) | set(r.token_env) | ({r.headers_env} if r.headers_env else set()) <= PROVIDER_KEY_VARS, r.name
+        held = set(r.key_env) | set(r.token_env) | ({r.headers_env} if r.headers_env else set())
+        assert held <= provider_key_vars(), r.name  # registered by the registry as it loads the record
+        assert held <= PROVIDER_KEY_VARS, r.name  # and, for today's providers, kept where no provider is loaded
+
+
+def test_a_new_providers_key_is_kept_from_children_by_its_record_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adding a provider touches no list of keys: the registry tells ``config.credentials`` each record's key
+    variables, and a child never gets one, even when ``allowedEnvVars`` names it (the key that pays for the model
+    is never a tool's)."""
+    from agentloop.config import credentials
+
+    monkeypatch.setattr(credentials, "_REGISTERED", set())
+    environ = {"ACME_API_KEY": "acme-key-0123456789", "ACME_ORG": "o", "PATH": "/bin"}
+    assert "ACME_API_KEY" in credentials.child_environment(environ, allowed=["ACME_API_KEY"])  # not yet known
+    credentials.register_provider_keys(["ACME_API_KEY", ""])
+    got = credentials.child_environment(environ, allowed=["ACME_API_KEY"])
+    assert "ACME_API_KEY" not in got and got["ACME_ORG"] == "o"
 
 
 def test_a_routers_spelling_of_each_providers_model_finds_its_price() -> None:

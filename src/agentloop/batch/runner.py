@@ -736,9 +736,9 @@ def run_batch(
 def _keys_out_of_environ() -> Iterator[HeldKeys]:
     """The provider keys, taken out of ``os.environ`` while the workers (and a Ray instance started here,
     whose workers inherit its environment) are started, and put back after: workers get them as a value."""
-    from ..config.credentials import PROVIDER_KEY_VARS
+    from ..config.credentials import provider_key_vars
 
-    taken = {k: os.environ.pop(k) for k in sorted(PROVIDER_KEY_VARS) if k in os.environ}
+    taken = {k: os.environ.pop(k) for k in sorted(provider_key_vars()) if k in os.environ}
     try:
         yield HeldKeys(taken)
     finally:

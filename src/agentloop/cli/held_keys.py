@@ -28,7 +28,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from ..config.credentials import PROVIDER_KEY_VARS
+from ..config.credentials import provider_key_vars
 
 __all__ = ["HELD_KEYS_FD", "hold_keys", "key_names"]
 
@@ -41,7 +41,7 @@ _MAX = 60_000
 
 def key_names(args: Sequence[str], environ: Mapping[str, str]) -> list[str]:
     """The variables of ``environ`` that hold a provider key: ``PROVIDER_KEY_VARS`` and ``--api-key-env``'s."""
-    names = set(PROVIDER_KEY_VARS)
+    names = set(provider_key_vars())
     for i, a in enumerate(args):
         if a == "--":
             break

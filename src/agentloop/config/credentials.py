@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment", "secret_named",
-           "token_shaped"]
+__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment",
+           "provider_key_vars", "register_provider_keys", "secret_named", "token_shaped"]
 
 PROVIDER_KEY_VARS = frozenset({
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
@@ -25,9 +25,26 @@ PROVIDER_KEY_VARS = frozenset({
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
 })
 """Variables holding a model provider's credentials (a gateway's custom headers too: they may carry one): never
-passed to a child, allowed or not. Every registered provider's key, token and header variables are here
-(``tests/test_provider_record.py`` checks). (Vertex's ``GOOGLE_APPLICATION_CREDENTIALS`` names a key file:
+passed to a child, allowed or not. Today's providers' key, token and header variables are all here, so they
+hold where no provider is loaded; a provider's record adds its own as the registry loads it
+(``register_provider_keys``; ``tests/test_provider_record.py`` checks both). (Vertex's ``GOOGLE_APPLICATION_CREDENTIALS`` names a key file:
 secret-named, kept from children unless allowed by name.)"""
+
+_REGISTERED: set[str] = set()
+
+
+def register_provider_keys(names: Iterable[str]) -> None:
+    """A provider's key, token and header variables, told by the provider registry as it loads each record
+    (``providers/__init__.py``): kept from every child as ``PROVIDER_KEY_VARS`` are, so a new provider's variables
+    need no line here. They only add: the list above holds where no provider is loaded (an MCP server started by a
+    library user)."""
+    _REGISTERED.update(n for n in names if n)
+
+
+def provider_key_vars() -> frozenset[str]:
+    """Every variable holding a provider's credentials: ``PROVIDER_KEY_VARS`` and every registered provider's."""
+    return PROVIDER_KEY_VARS | frozenset(_REGISTERED)
+
 
 SECRET_NAME_PARTS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL", "JWT", "COOKIE", "WEBHOOK", "DSN")
 """A name holding one of these (any case, anywhere: ``*TOKEN*``...) is kept from children unless allowed by name.
@@ -91,7 +108,7 @@ def child_environment(
     that ``allowed`` does not name exactly. A provider key stays out even when
     allowed: the key that pays for the model is never a tool's.
     """
-    names = PROVIDER_KEY_VARS | {d for d in drop if d}
+    names = provider_key_vars() | {d for d in drop if d}
     values = {v for v in held if v}
     keep = set(allowed) - names
     return ChildEnv({

@@ -17,6 +17,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..config.credentials import register_provider_keys
 from .errors import ProviderConfigError, ProviderError, scrub
 from .opening import is_local, open_record
 from .record import ModelAlias, ModelFamily, OpenArgs, ProviderRecord, env_flag
@@ -87,6 +88,9 @@ def _load(declared: str) -> ProviderRecord:
 
 PROVIDERS: Mapping[str, ProviderRecord] = {r.name: r for r in map(_load, DECLARED)}
 """Each provider a spec may name, by its record, in ``DECLARED``'s order."""
+for _r in PROVIDERS.values():  # its key, token and header variables never reach a child (config.credentials)
+    register_provider_keys((*_r.key_env, *_r.token_env, _r.headers_env or ""))
+del _r
 
 # ------------------------------------------------------------------------------
 
