@@ -2299,8 +2299,8 @@ SABOTAGES = [
     Sabotage(
         "batch workers inherit the provider keys in their environment",
         "src/agentloop/batch/runner.py",
-        "    taken = {k: os.environ.pop(k) for k in sorted(PROVIDER_KEY_VARS) if k in os.environ}",
-        "    taken = {k: os.environ[k] for k in sorted(PROVIDER_KEY_VARS) if k in os.environ}  # SABOTAGED",
+        "    taken = {k: os.environ.pop(k) for k in sorted(provider_key_vars()) if k in os.environ}",
+        "    taken = {k: os.environ[k] for k in sorted(provider_key_vars()) if k in os.environ}  # SABOTAGED",
         ["tests/test_batch_keys.py::test_a_local_batch_worker_has_no_provider_key_in_its_environment",
          "tests/test_batch_keys.py::test_a_ray_worker_has_no_provider_key_in_its_environment"],
     ),
