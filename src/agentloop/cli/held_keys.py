@@ -8,7 +8,7 @@ enough: the ``agentloop`` command starts itself again without them.
 
 Rules:
 
-1. At start, when the environment holds a provider key (``PROVIDER_KEY_VARS``,
+1. At start, when the environment holds a provider key (``provider_key_vars()``,
    and the variable ``--api-key-env`` names), the command executes itself
    again (same pid, same interpreter and arguments) with those variables
    removed; their values go through a pipe it inherits, named by
@@ -40,7 +40,7 @@ _MAX = 60_000
 
 
 def key_names(args: Sequence[str], environ: Mapping[str, str]) -> list[str]:
-    """The variables of ``environ`` that hold a provider key: ``PROVIDER_KEY_VARS`` and ``--api-key-env``'s."""
+    """The variables of ``environ`` that hold a provider key: ``provider_key_vars()`` and ``--api-key-env``'s."""
     names = set(provider_key_vars())
     for i, a in enumerate(args):
         if a == "--":
