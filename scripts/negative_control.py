@@ -2589,6 +2589,14 @@ SABOTAGES = [
         "        if False:  # SABOTAGED",
         ["tests/test_create_supervisor.py::test_where_creations_cannot_be_supervised_the_sandbox_listing_and_the_first_result_say_so"],
     ),
+    # --- the red team's second round on git, keys and trusted commands (probegit) ---
+    Sabotage(
+        "agentloop's memory is left readable to the user's other processes (it stays dumpable)",
+        "src/agentloop/config/credentials.py",
+        "        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4",
+        "        if libc.prctl(4, 1, 0, 0, 0) != 0:  # SABOTAGED",
+        ["tests/test_keys_in_memory.py"],
+    ),
 ]
 
 

@@ -19,6 +19,11 @@ Rules:
    the spawn path, which never hands a provider key on.
 3. Where the restart cannot happen (not POSIX, the interpreter cannot be
    executed), agentloop goes on as before and says so once.
+4. Whatever the keys' way in (the environment, a settings file's ``env``, an
+   ``apiKeyHelper``), the process that holds them is made not dumpable
+   (``config.credentials.hide_process_memory``) before anything else, so no
+   process of the user's reads them from ``/proc/PID/mem`` either: the
+   restarted process, and the first one too when there is nothing to hand over.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from ..config.credentials import PROVIDER_KEY_VARS
+from ..config.credentials import PROVIDER_KEY_VARS, hide_process_memory
 
 __all__ = ["HELD_KEYS_FD", "hold_keys", "key_names"]
 
@@ -80,6 +85,7 @@ def _take(fd_text: str) -> None:
 def hold_keys(args: Sequence[str]) -> None:
     """Rules 1 to 3, for the ``agentloop`` command started with ``args``. Returns only in the process that
     holds the keys in memory (or when there are none, or no restart can happen)."""
+    hide_process_memory()  # rule 4 (where it cannot be done, /proc/PID/mem stays as ptrace(2) rules it)
     fd_text = os.environ.pop(HELD_KEYS_FD, None)
     if fd_text is not None:
         _take(fd_text)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment", "secret_named",
-           "token_shaped"]
+__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment",
+           "hide_process_memory", "secret_named", "token_shaped"]
 
 PROVIDER_KEY_VARS = frozenset({
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
@@ -55,6 +55,36 @@ _TOKEN_VALUE = re.compile(
 """A value that is a credential by its own shape, whatever its name: a JWT, or a token with an issuer's
 published prefix (GitHub, GitLab, Slack, OpenAI/Anthropic-style ``sk-``, AWS access key ids, npm, Hugging Face,
 PyPI, Shopify, SendGrid)."""
+
+
+def hide_process_memory() -> str | None:
+    """Make this process's memory unreadable to other processes of the same user: ``prctl(PR_SET_DUMPABLE, 0)``.
+
+    A process holding the keys in memory is still readable through ``/proc/PID/mem`` (and ``environ``,
+    ``fd/``, ``maps``) by any process of the same user that may ptrace it: on a kernel without Yama, or
+    with ``ptrace_scope`` 0, that is every process the user runs, a hook or an MCP server started by this
+    one included. A process that is not dumpable is ptraced, and its ``/proc`` files opened, only by a
+    holder of ``CAP_SYS_PTRACE`` (ptrace(2), "Ptrace access mode checking"); the flag is per process and
+    a program this one starts gets the default back at ``execve``, so children are unchanged. No core
+    dump is written either (it would hold the keys).
+
+    Returns None when done, else why not (not Linux, no C library): the caller says so.
+    """
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return f"not on Linux ({sys.platform})"
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
+            import os
+
+            return os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError) as exc:
+        return str(exc)
+    return None
 
 
 def secret_named(name: str) -> bool:
