@@ -2597,6 +2597,27 @@ SABOTAGES = [
         "        if libc.prctl(4, 1, 0, 0, 0) != 0:  # SABOTAGED",
         ["tests/test_keys_in_memory.py"],
     ),
+    Sabotage(
+        "a project's apiKeyHelper runs on the host, where the model can rewrite the script it names",
+        "src/agentloop/agent/key_helper.py",
+        "        if self.in_project:  # rule 5",
+        "        if False:  # SABOTAGED",
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_projects_api_key_helper_runs_in_a_jail_and_its_key_is_still_sent"],
+    ),
+    Sabotage(
+        "a user's hook on the host starts with a project's env (BASH_ENV naming a workspace file)",
+        "src/agentloop/agent/hooks/runner.py",
+        "            env = self.env_for(event, h, host=True)",
+        "            pass  # SABOTAGED",
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_projects_env_does_not_reach_the_users_hook_on_the_host"],
+    ),
+    Sabotage(
+        "a project's status line runs on the host",
+        "src/agentloop/cli/repl.py",
+        "confine=a.sandbox.confine if project else None,",
+        "confine=None,  # SABOTAGED",
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_projects_status_line_runs_in_the_sandbox_and_a_users_on_the_host"],
+    ),
 ]
 
 

@@ -254,7 +254,8 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
     try:
         runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd,
                                           permission_mode=agent.permission_mode, env=agent.child_env,
-                                          confine=agent.sandbox.confine)  # a project's hooks: inside the sandbox
+                                          confine=agent.sandbox.confine,  # a project's hooks: inside the sandbox
+                                          host_env=agent.secrets.host_env)  # the others: no project env
         for w in runner.warnings:
             log.warning("%s", w)
         scoped = any(getattr(c, "hooks", None) is not None for c in [*agent.commands.values(), *agent.skills.values()])
