@@ -2618,6 +2618,13 @@ SABOTAGES = [
         "confine=None,  # SABOTAGED",
         ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_projects_status_line_runs_in_the_sandbox_and_a_users_on_the_host"],
     ),
+    Sabotage(
+        "a user's MCP server on the host starts with a project's env",
+        "src/agentloop/mcp/agent.py",
+        "        manager.start_on_the_host(start.host_env, start.host_inherit)",
+        "        pass  # SABOTAGED",
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_projects_env_does_not_reach_the_users_mcp_server"],
+    ),
 ]
 
 

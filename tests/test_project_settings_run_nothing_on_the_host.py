@@ -154,3 +154,18 @@ def test_a_projects_status_line_runs_in_the_sandbox_and_a_users_on_the_host(
     finally:
         repl.agent.close()
     assert (site / "mark-status").exists() is (whose == "user")
+
+
+def test_a_projects_env_does_not_reach_the_users_mcp_server(site: Path, scripted: Callable[..., str]) -> None:
+    """A stdio server from the user's settings starts on the host (settings reference, ``mcpServers``): it starts
+    without the project's ``env`` (a ``NODE_OPTIONS`` or ``PATH`` there would choose what it runs), and with the
+    user's own settings' ``env``, also in its ``${VAR}`` expansion."""
+    report = site / "server-env.txt"
+    _settings(site / "ws" / ".claude" / "settings.json", {"env": {"FROM_THE_PROJECT": "p", "ARG": "from-the-project"}})
+    _settings(Path(os.environ["HOME"]) / ".claude" / "settings.json", {
+        "env": {"FROM_THE_USER": "u"},
+        "mcpServers": {"mine": {"command": "sh", "args": [
+            "-c", f"echo \"[$FROM_THE_PROJECT] [$FROM_THE_USER] [$0]\" > {report}", "${ARG:-none}"]}}})
+    p = _run(site, "--model", scripted([{"text": "hello"}]), env={"MCP_TIMEOUT": "5000"})
+    assert p.returncode == 0, p.stderr
+    assert report.read_text() == "[] [u] [none]\n"

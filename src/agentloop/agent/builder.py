@@ -426,7 +426,8 @@ def mcp_start(agent: PartsSource) -> McpStart:
     return McpStart(cwd=agent.cwd, home=agent.home, env=agent.env, inherit=agent.child_env, sources=tuple(agent.sources),
                     project_servers=frozenset(agent.mcp_json_approved), allow_env=tuple(sorted(agent.allowed_env)),
                     roots=roots, notice_now=lambda: agent.on_notice, elicit_now=lambda: agent.elicit,
-                    progress_now=lambda: agent.on_mcp_progress)
+                    progress_now=lambda: agent.on_mcp_progress,
+                    host_env=agent.settings.host_env, host_inherit=agent.secrets.host_env)
 
 
 def toolbox_inputs(agent: PartsSource) -> ToolboxInputs:
