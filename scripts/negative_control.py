@@ -2625,6 +2625,20 @@ SABOTAGES = [
         "        pass  # SABOTAGED",
         ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_projects_env_does_not_reach_the_users_mcp_server"],
     ),
+    Sabotage(
+        "a worktree's filter drivers are the ones remembered for its main work tree (another branch's includes)",
+        "src/agentloop/agent/spawn.py",
+        '    out: list[object] = [*paths]\n    for d in paths[1:3]:\n        for name in ("config", "config.worktree", "HEAD"):',
+        '    out: list[object] = []  # SABOTAGED\n    for d in paths[1:3][-1:]:\n        for name in ("config", "config.worktree"):',
+        ["tests/test_git_jail.py::test_a_worktree_on_its_own_branch_has_the_filters_its_branch_brings_switched_off"],
+    ),
+    Sabotage(
+        "a key held in memory under an odd --api-key-env name reaches a child made from this process's environment",
+        "src/agentloop/config/credentials.py",
+        "    names = PROVIDER_KEY_VARS | {d for d in drop if d} | set(_HELD)\n    values = {v for v in held if v} | set(_HELD.values())",
+        "    names = PROVIDER_KEY_VARS | {d for d in drop if d}  # SABOTAGED\n    values = {v for v in held if v}",
+        ["tests/test_git_jail.py::test_a_git_agentloop_runs_for_itself_gets_no_key_whatever_the_variables_name"],
+    ),
 ]
 
 

@@ -298,3 +298,44 @@ def test_agentloops_home_inside_a_repository_stays_hidden_from_its_programs(tmp_
         f.write('[alias]\n\tpeek = "!cat al-home/session.jsonl; cat eq.txt"\n')
     out = spawn.git(["peek"], cwd=str(repo)).stdout
     assert "eq.txt" in out and "a record" not in out, out  # the repository shows; agentloop's home inside it does not
+
+
+def test_a_worktree_on_its_own_branch_has_the_filters_its_branch_brings_switched_off(tmp_path: Path) -> None:
+    """git-config, "Conditional includes": ``includeIf "onbranch:..."`` is read only on a matching branch, and a
+    worktree shares its repository's ``config`` on a branch of its own. A filter brought in only on the
+    sub-agent's branch is still switched off in its worktree (the list of drivers is the worktree's own, not
+    the one remembered for the main work tree), so even inside the jail it does not run."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "f.txt").write_text("one\n")
+    (repo / ".gitattributes").write_text("*.txt filter=ob\n")
+    wt = tmp_path / "wt"
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "start"],
+                 ["config", "includeIf.onbranch:agentloop-*.path", str(repo / ".git" / "ob.cfg")],
+                 ["worktree", "add", "-q", "-b", "agentloop-t1", str(wt)]):
+        assert _plain_git(repo, *args).returncode == 0, args
+    (repo / ".git" / "ob.cfg").write_text(f'[filter "ob"]\n\tclean = sh -c "echo ran >> {wt}/ran.txt; cat"\n')
+    assert spawn.filter_drivers(str(repo)) == []  # remembered for the main work tree, on its own branch
+    assert spawn.filter_drivers(str(wt)) == ["ob"]
+    (wt / "f.txt").write_text("two\n")
+    p = spawn.git(["add", "-A"], cwd=str(wt), write=True)
+    assert p.returncode == 0, p.stderr
+    assert not (wt / "ran.txt").exists()
+    _plain_git(wt, "add", "-A")  # the control: the user's git on that branch runs it
+    assert (wt / "ran.txt").exists()
+
+
+def test_a_git_agentloop_runs_for_itself_gets_no_key_whatever_the_variables_name(tmp_path: Path) -> None:
+    """``--api-key-env`` may name any variable (``LLM_GATEWAY``: no secret-looking part): once the command holds
+    its keys in memory, the environment every child is made from leaves it out by name and value, so not even
+    git in the jail, started from this process's environment, has it. An alias (``!env``) prints what the
+    jail's git has; a plain variable is there (the control)."""
+    code = ("import sys\nfrom agentloop.cli.held_keys import hold_keys\nhold_keys(['--api-key-env', 'LLM_GATEWAY'])\n"
+            "from agentloop.agent import spawn\n"
+            "sys.stdout.write(spawn.git(['-c', 'alias.show-env=!env', 'show-env'], cwd=sys.argv[1]).stdout)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "LLM_GATEWAY": "gw0123456789abcdef", "A_PLAIN_SETTING": "kept"})
+    assert p.returncode == 0, p.stderr
+    assert "A_PLAIN_SETTING=kept" in p.stdout
+    assert "gw0123456789abcdef" not in p.stdout and "LLM_GATEWAY" not in p.stdout

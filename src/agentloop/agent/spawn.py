@@ -344,12 +344,15 @@ _drivers_seen: dict[tuple[object, ...], list[str]] = {}
 
 
 def _config_stamp(cwd: str) -> tuple[object, ...]:
-    """What changes when the configuration files of the repository at ``cwd`` change (path, inode, size, time)."""
+    """What changes when the configuration the repository at ``cwd`` reads changes: its work tree and git
+    directories (a worktree shares its main repository's ``config`` but matches other ``includeIf "gitdir:"``),
+    and the configuration files and ``HEAD`` of each (``includeIf "onbranch:"``), by path, inode, size, time."""
     from .sandbox.gitjail import repository_paths
 
-    out: list[object] = []
-    for d in repository_paths(cwd)[1:3]:
-        for name in ("config", "config.worktree"):
+    paths = repository_paths(cwd)
+    out: list[object] = [*paths]
+    for d in paths[1:3]:
+        for name in ("config", "config.worktree", "HEAD"):
             try:
                 st = os.stat(os.path.join(d, name))
             except OSError:

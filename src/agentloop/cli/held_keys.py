@@ -16,7 +16,9 @@ Rules:
 2. The new process reads the pipe and closes it before anything else, then
    puts the keys in its own ``os.environ`` (memory: not the block ``/proc``
    shows), where the providers read them as before. Every child is made by
-   the spawn path, which never hands a provider key on.
+   the spawn path, which never hands a provider key on: the keys are recorded
+   as held (``hold_in_process``), so a child whose environment is made from
+   ``os.environ`` lacks them too, ``--api-key-env``'s variable whatever its name.
 3. Where the restart cannot happen (not POSIX, the interpreter cannot be
    executed), agentloop goes on as before and says so once.
 4. Whatever the keys' way in (the environment, a settings file's ``env``, an
@@ -33,7 +35,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from ..config.credentials import PROVIDER_KEY_VARS, hide_process_memory
+from ..config.credentials import PROVIDER_KEY_VARS, hide_process_memory, hold_in_process
 
 __all__ = ["HELD_KEYS_FD", "hold_keys", "key_names"]
 
@@ -79,7 +81,9 @@ def _take(fd_text: str) -> None:
     except ValueError:
         return
     if isinstance(keys, dict):
-        os.environ.update({k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)})
+        kept = {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
+        hold_in_process(kept)  # no child gets them, whatever environment it is made from
+        os.environ.update(kept)
 
 
 def hold_keys(args: Sequence[str]) -> None:
@@ -91,6 +95,7 @@ def hold_keys(args: Sequence[str]) -> None:
         _take(fd_text)
         return
     names = key_names(args, os.environ)
+    hold_in_process({n: os.environ[n] for n in names})
     if not names or os.name != "posix":
         return
     data = json.dumps({n: os.environ[n] for n in names}).encode("utf-8")

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 __all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment",
-           "hide_process_memory", "secret_named", "token_shaped"]
+           "hide_process_memory", "hold_in_process", "secret_named", "token_shaped"]
 
 PROVIDER_KEY_VARS = frozenset({
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
@@ -105,6 +105,17 @@ def token_shaped(value: str) -> bool:
     return len(value) < 16384 and _TOKEN_VALUE.match(value) is not None
 
 
+_HELD: dict[str, str] = {}
+"""The provider keys this process holds (``hold_in_process``): name -> value."""
+
+
+def hold_in_process(keys: Mapping[str, str]) -> None:
+    """Record the keys this process holds in memory (the ``agentloop`` command's, ``--api-key-env``'s variable
+    among them, whatever its name): ``child_environment`` leaves each out of every child's environment, by name
+    and by value, whichever environment the child's was made from."""
+    _HELD.update({k: v for k, v in keys.items() if k and v})
+
+
 def child_environment(
     environ: Mapping[str, str],
     *,
@@ -116,13 +127,13 @@ def child_environment(
 
     Left out: the provider keys (``PROVIDER_KEY_VARS``, and ``drop``: the
     variable ``--api-key-env`` names), any variable whose value is a key the
-    agent holds (``held``), and every secret-named variable (``secret_named``)
+    agent holds (``held``), the keys this process holds (``hold_in_process``), and every secret-named variable (``secret_named``)
     or variable holding a URL with a password (``carries_credentials``)
     that ``allowed`` does not name exactly. A provider key stays out even when
     allowed: the key that pays for the model is never a tool's.
     """
-    names = PROVIDER_KEY_VARS | {d for d in drop if d}
-    values = {v for v in held if v}
+    names = PROVIDER_KEY_VARS | {d for d in drop if d} | set(_HELD)
+    values = {v for v in held if v} | set(_HELD.values())
     keep = set(allowed) - names
     return ChildEnv({
         k: v for k, v in environ.items()
