@@ -2635,7 +2635,7 @@ SABOTAGES = [
     Sabotage(
         "a key held in memory under an odd --api-key-env name reaches a child made from this process's environment",
         "src/agentloop/config/credentials.py",
-        "    names = PROVIDER_KEY_VARS | {d for d in drop if d} | set(_HELD)\n    values = {v for v in held if v} | set(_HELD.values())",
+        "    names = PROVIDER_KEY_VARS | {d for d in drop if d} | set(_HELD)\n    values = {v for v in held if v} | {v for v in _HELD.values() if len(v) >= 8}  # no key is shorter",
         "    names = PROVIDER_KEY_VARS | {d for d in drop if d}  # SABOTAGED\n    values = {v for v in held if v}",
         ["tests/test_git_jail.py::test_a_git_agentloop_runs_for_itself_gets_no_key_whatever_the_variables_name"],
     ),

@@ -133,7 +133,7 @@ def child_environment(
     allowed: the key that pays for the model is never a tool's.
     """
     names = PROVIDER_KEY_VARS | {d for d in drop if d} | set(_HELD)
-    values = {v for v in held if v} | set(_HELD.values())
+    values = {v for v in held if v} | {v for v in _HELD.values() if len(v) >= 8}  # no key is shorter
     keep = set(allowed) - names
     return ChildEnv({
         k: v for k, v in environ.items()
