@@ -2639,6 +2639,13 @@ SABOTAGES = [
         "    names = PROVIDER_KEY_VARS | {d for d in drop if d}  # SABOTAGED\n    values = {v for v in held if v}",
         ["tests/test_git_jail.py::test_a_git_agentloop_runs_for_itself_gets_no_key_whatever_the_variables_name"],
     ),
+    Sabotage(
+        "a sub-agent's worktree is checked out by worktree add in the main work tree (its branch's filters not listed)",
+        "src/agentloop/agent/subagents/worktree.py",
+        '        _git(["worktree", "add", "-q", "--no-checkout", "-b", branch, path, base], repo, [os.path.dirname(path)])\n        _git(["reset", "-q", "--hard"], path)',
+        '        _git(["worktree", "add", "-q", "-b", branch, path, base], repo, [os.path.dirname(path)])  # SABOTAGED',
+        ["tests/test_git_jail.py::test_a_sub_agents_worktree_is_checked_out_with_its_own_branchs_filters_switched_off"],
+    ),
 ]
 
 

@@ -339,3 +339,30 @@ def test_a_git_agentloop_runs_for_itself_gets_no_key_whatever_the_variables_name
     assert p.returncode == 0, p.stderr
     assert "A_PLAIN_SETTING=kept" in p.stdout
     assert "gw0123456789abcdef" not in p.stdout and "LLM_GATEWAY" not in p.stdout
+
+
+def test_a_sub_agents_worktree_is_checked_out_with_its_own_branchs_filters_switched_off(tmp_path: Path) -> None:
+    """The worktree's files are written by a git that reads the worktree's configuration (its branch,
+    ``agentloop/...``, may include a smudge filter through ``includeIf "onbranch:"``), so that filter is on
+    the list switched off; written by ``worktree add`` in the main work tree it was not, and ran in the jail."""
+    from agentloop.agent.subagents.worktree import Worktree
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "f.txt").write_text("one\n")
+    (repo / ".gitattributes").write_text("*.txt filter=ob\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "start"],
+                 ["config", "includeIf.onbranch:agentloop/**.path", str(repo / ".git" / "ob.cfg")]):
+        assert _plain_git(repo, *args).returncode == 0, args
+    mark = repo / ".git" / "ran-smudge"
+    (repo / ".git" / "ob.cfg").write_text(f'[filter "ob"]\n\tsmudge = sh -c "echo ran >> {mark}; cat"\n\tclean = cat\n')
+    wt = Worktree.create(str(repo), "probe1")
+    try:
+        assert (Path(wt.path) / "f.txt").read_text() == "one\n"
+        assert not mark.exists()
+        (Path(wt.path) / "f.txt").unlink()
+        assert _plain_git(Path(wt.path), "checkout", "-q", "--", "f.txt").returncode == 0
+        assert mark.exists()  # the control: the user's git in that worktree runs it
+    finally:
+        wt.discard()
