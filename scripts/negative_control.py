@@ -2637,7 +2637,7 @@ SABOTAGES = [
         "src/agentloop/config/credentials.py",
         "    names = PROVIDER_KEY_VARS | {d for d in drop if d} | set(_HELD)\n    values = {v for v in held if v} | {v for v in _HELD.values() if len(v) >= 8}  # no key is shorter",
         "    names = PROVIDER_KEY_VARS | {d for d in drop if d}  # SABOTAGED\n    values = {v for v in held if v}",
-        ["tests/test_git_jail.py::test_a_git_agentloop_runs_for_itself_gets_no_key_whatever_the_variables_name"],
+        ["tests/test_git_jail.py::test_a_child_made_from_agentloops_environment_gets_no_key_whatever_the_variables_name"],
     ),
     Sabotage(
         "a sub-agent's worktree is checked out by worktree add in the main work tree (its branch's filters not listed)",
@@ -2645,6 +2645,13 @@ SABOTAGES = [
         '        _git(["worktree", "add", "-q", "--no-checkout", "-b", branch, path, base], repo, [os.path.dirname(path)])\n        _git(["reset", "-q", "--hard"], path)',
         '        _git(["worktree", "add", "-q", "-b", branch, path, base], repo, [os.path.dirname(path)])  # SABOTAGED',
         ["tests/test_git_jail.py::test_a_sub_agents_worktree_is_checked_out_with_its_own_branchs_filters_switched_off"],
+    ),
+    Sabotage(
+        "agentloop's git starts with every variable it is given (GIT_CONFIG_PARAMETERS, LD_PRELOAD, BASH_ENV)",
+        "src/agentloop/agent/spawn.py",
+        '    out = {k: v for k, v in _decided(env).items() if k in GIT_ENV_KEPT or k.startswith("LC_")}',
+        '    out = dict(_decided(env))  # SABOTAGED',
+        ["tests/test_git_jail.py::test_agentloops_git_starts_with_an_allow_list_of_variables"],
     ),
 ]
 

@@ -326,19 +326,34 @@ def test_a_worktree_on_its_own_branch_has_the_filters_its_branch_brings_switched
     assert (wt / "ran.txt").exists()
 
 
-def test_a_git_agentloop_runs_for_itself_gets_no_key_whatever_the_variables_name(tmp_path: Path) -> None:
+def test_a_child_made_from_agentloops_environment_gets_no_key_whatever_the_variables_name(tmp_path: Path) -> None:
     """``--api-key-env`` may name any variable (``LLM_GATEWAY``: no secret-looking part): once the command holds
-    its keys in memory, the environment every child is made from leaves it out by name and value, so not even
-    git in the jail, started from this process's environment, has it. An alias (``!env``) prints what the
-    jail's git has; a plain variable is there (the control)."""
+    its keys in memory, the environment every child is made from leaves it out by name and value, even a
+    child whose environment is this process's own (``spawn.run`` with none given). A plain variable is there
+    (the control)."""
     code = ("import sys\nfrom agentloop.cli.held_keys import hold_keys\nhold_keys(['--api-key-env', 'LLM_GATEWAY'])\n"
             "from agentloop.agent import spawn\n"
-            "sys.stdout.write(spawn.git(['-c', 'alias.show-env=!env', 'show-env'], cwd=sys.argv[1]).stdout)\n")
+            "sys.stdout.write(spawn.run(['env'], cwd=sys.argv[1], env=None, timeout=30)[1].decode())\n")
     p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "LLM_GATEWAY": "gw0123456789abcdef", "A_PLAIN_SETTING": "kept"})
     assert p.returncode == 0, p.stderr
     assert "A_PLAIN_SETTING=kept" in p.stdout
     assert "gw0123456789abcdef" not in p.stdout and "LLM_GATEWAY" not in p.stdout
+
+
+def test_agentloops_git_starts_with_an_allow_list_of_variables(tmp_path: Path) -> None:
+    """Whatever the environment it is given (a project's settings ``env`` among it), the jail's git has only
+    ``PATH``, ``HOME``, the locale and its own settings: not ``GIT_CONFIG_PARAMETERS`` (git-config's ``-c``
+    passed on), ``GIT_COMMON_DIR``, ``LD_PRELOAD`` or ``BASH_ENV``. An alias (``!env``) prints what it has."""
+    env = {**os.environ, "LANG": "C.UTF-8", "GIT_CONFIG_PARAMETERS": "'core.fsmonitor'='sh evil'",
+           "GIT_COMMON_DIR": str(tmp_path), "LD_PRELOAD": str(tmp_path / "x.so"), "BASH_ENV": str(tmp_path / "x.sh"),
+           "A_PLAIN_SETTING": "dropped"}
+    p = spawn.git(["-c", "alias.show-env=!env", "show-env"], cwd=str(tmp_path), env=env)
+    assert p.returncode == 0, p.stderr
+    names = {line.split("=", 1)[0] for line in p.stdout.splitlines() if "=" in line}
+    assert {"PATH", "LANG", "GIT_CONFIG_NOSYSTEM"} <= names
+    assert not {"GIT_COMMON_DIR", "LD_PRELOAD", "BASH_ENV", "A_PLAIN_SETTING"} & names
+    assert "sh evil" not in p.stdout  # git's own -c list is passed on to the alias, without the planted one
 
 
 def test_a_sub_agents_worktree_is_checked_out_with_its_own_branchs_filters_switched_off(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from ..config.credentials import ChildEnv, child_environment, secret_named
 from ..config.settings import SettingsSource
 
 __all__ = [
+    "GIT_ENV_KEPT",
     "GIT_SAFE_CONFIG",
     "ChildEnv",
     "Launcher",
@@ -196,17 +197,17 @@ GIT_SAFE_CONFIG = (
 )
 """``-c`` settings git gets on every call: the repository's config cannot bring back any of its commands."""
 
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "PAGER",
-                 "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EDITOR", "EDITOR", "VISUAL",
-                 "GIT_CONFIG", "GIT_CONFIG_COUNT", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_PROXY_COMMAND",
-                 "GIT_TRACE", "GIT_TRACE2", "GIT_TRACE2_EVENT", "GIT_TRACE2_PERF")
+GIT_ENV_KEPT = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ"})
+"""The variables agentloop's own git starts with (and ``LC_*``), besides its own settings: an allow-list. Any other
+variable could steer git or what it starts (``GIT_CONFIG_PARAMETERS``, ``GIT_COMMON_DIR``, ``GIT_EXEC_PATH``,
+``LD_PRELOAD``, ``BASH_ENV`` for the shell its aliases and drivers run in), and a project's settings ``env``
+may set any of them."""
+
 
 def git_environment(env: Mapping[str, str] | None) -> dict[str, str]:
-    """The environment of a git agentloop runs for itself: rule 1, then no config but the repository's own."""
-    out = _decided(env)
-    for k in list(out):
-        if k in _GIT_ENV_DROP or k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")):
-            del out[k]
+    """The environment of a git agentloop runs for itself: rule 1, then only ``GIT_ENV_KEPT`` and ``LC_*``,
+    and no config but the repository's own."""
+    out = {k: v for k, v in _decided(env).items() if k in GIT_ENV_KEPT or k.startswith("LC_")}
     out.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0",
                GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat", GIT_ATTR_NOSYSTEM="1", GIT_NO_REPLACE_OBJECTS="1")
     return out
