@@ -2653,6 +2653,20 @@ SABOTAGES = [
         '    out = dict(_decided(env))  # SABOTAGED',
         ["tests/test_git_jail.py::test_agentloops_git_starts_with_an_allow_list_of_variables"],
     ),
+    Sabotage(
+        "the sign-in browser's Python imports from the home it starts in (a webbrowser.py the model wrote)",
+        "src/agentloop/agent/spawn.py",
+        '[sys.executable, "-I", "-m", "webbrowser", "-t", url]',
+        '[sys.executable, "-m", "webbrowser", "-t", url]',
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_the_sign_in_browser_imports_nothing_from_the_home_it_starts_in"],
+    ),
+    Sabotage(
+        "the sign-in browser is started with a project's env (its BROWSER)",
+        "src/agentloop/cli/repl.py",
+        "            spawn.open_url(url, env=self.agent.secrets.host_env)",
+        "            spawn.open_url(url, env=self.agent.child_env)  # SABOTAGED",
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_the_sign_in_browser_is_not_chosen_by_a_projects_env"],
+    ),
 ]
 
 

@@ -169,3 +169,48 @@ def test_a_projects_env_does_not_reach_the_users_mcp_server(site: Path, scripted
     p = _run(site, "--model", scripted([{"text": "hello"}]), env={"MCP_TIMEOUT": "5000"})
     assert p.returncode == 0, p.stderr
     assert report.read_text() == "[] [u] [none]\n"
+
+
+def test_the_sign_in_browser_imports_nothing_from_the_home_it_starts_in(site: Path) -> None:
+    """An MCP sign-in opens the browser through Python's ``webbrowser``, started in the home folder (which may be
+    the workspace, writable by the model): isolated (``python -I``), a ``webbrowser.py`` there does not run."""
+    import time
+
+    from agentloop.agent import spawn
+
+    home = Path(os.environ["HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "webbrowser.py").write_text(f"open({str(site / 'mark-shadow')!r}, 'w').close()\n")
+    spawn.open_url("http://127.0.0.1:9/x", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+                                               "BROWSER": "true"})
+    time.sleep(2)
+    assert not (site / "mark-shadow").exists()
+    subprocess.run([sys.executable, "-m", "webbrowser", "-t", "http://127.0.0.1:9/x"], cwd=home, timeout=30,
+                   env={"PATH": os.environ.get("PATH", ""), "BROWSER": "true"})
+    assert (site / "mark-shadow").exists()  # the control: not isolated, the planted module runs
+
+
+@pytest.mark.parametrize("whose", ["project", "user"])
+def test_the_sign_in_browser_is_not_chosen_by_a_projects_env(site: Path, scripted: Callable[..., str], whose: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``webbrowser`` starts the program ``BROWSER`` names (Python's docs, webbrowser): a project's ``env`` does not
+    reach the browser the REPL opens for an MCP sign-in; the user's own settings' does."""
+    import time
+
+    from agentloop.cli.repl import Repl
+
+    monkeypatch.delenv("AGENTLOOP_NO_BROWSER", raising=False)
+    browser = f"sh {site / 'ws' / _plant(site, 'browser')} %s"
+    where = site / "ws" / ".claude" / "settings.json" if whose == "project" else Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    _settings(where, {"env": {"BROWSER": browser}})
+    repl = Repl(argparse.Namespace(), None, interactive=False)
+    repl.agent = Agent(cwd=str(site / "ws"), trust=True, model=scripted([]))
+    try:
+        repl._open_url("http://127.0.0.1:9/x")
+        for _ in range(50):
+            if (site / "mark-browser").exists():
+                break
+            time.sleep(0.1)
+    finally:
+        repl.agent.close()
+    assert (site / "mark-browser").exists() is (whose == "user")

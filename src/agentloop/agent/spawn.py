@@ -161,13 +161,17 @@ def open_url(url: str, *, env: Mapping[str, str] | None) -> None:
     """Open ``url`` in the user's browser (an MCP sign-in), started as every child is; failures are silent.
 
     Python's ``webbrowser`` would start the browser with this process's
-    environment, keys included: it runs here as a child of its own instead.
+    environment, keys included: it runs here as a child of its own instead,
+    isolated (``-I``): the folder it starts in (the home, which may be the
+    workspace) and ``PYTHONPATH`` add nothing to what it imports, so no
+    ``webbrowser.py`` the model wrote runs in its place. ``env`` should be the
+    host's (no project ``env``: its ``BROWSER`` names the program started).
     """
     import sys
     import threading
 
     try:
-        p = popen([sys.executable, "-m", "webbrowser", "-t", url], cwd=os.path.expanduser("~"), env=env,
+        p = popen([sys.executable, "-I", "-m", "webbrowser", "-t", url], cwd=os.path.expanduser("~"), env=env,
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return

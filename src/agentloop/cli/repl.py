@@ -1231,7 +1231,9 @@ class Repl:
         self.newline()
         self.write(f"sign in at: {url}\n")  # whole, unwrapped: it must stay copyable
         if os.environ.get("AGENTLOOP_NO_BROWSER") is None:
-            spawn.open_url(url, env=self.agent.child_env)  # the browser is a child too: no provider keys
+            # the browser is a child too, on the host: no provider keys, and no project env (its BROWSER would name
+            # the program webbrowser starts)
+            spawn.open_url(url, env=self.agent.secrets.host_env)
 
     def cmd_cost(self, rest: str) -> None:
         from agentloop.budget import format_usd
