@@ -1689,8 +1689,8 @@ SABOTAGES = [
     Sabotage(
         "what a project's sandboxed SessionStart hook writes to CLAUDE_ENV_FILE is sourced on the host",
         "src/agentloop/agent/hooks_and_context.py",
-        "                                          wrap=self.runner.confined_source())",
-        "                                          wrap=None)  # SABOTAGED",
+        "        wrap = self.runner.confined_source()  # None: the user's hooks wrote it, and it is sourced on the host",
+        "        wrap = None  # SABOTAGED",
         ["tests/test_claude_plugin_environment.py::test_what_a_projects_session_start_hook_writes_to_claude_env_file_never_runs_on_the_host"],
     ),
     Sabotage(
@@ -2666,6 +2666,13 @@ SABOTAGES = [
         "            spawn.open_url(url, env=self.agent.secrets.host_env)",
         "            spawn.open_url(url, env=self.agent.child_env)  # SABOTAGED",
         ["tests/test_project_settings_run_nothing_on_the_host.py::test_the_sign_in_browser_is_not_chosen_by_a_projects_env"],
+    ),
+    Sabotage(
+        "the user's CLAUDE_ENV_FILE is sourced on the host with a project's env (its BASH_ENV)",
+        "src/agentloop/agent/hooks_and_context.py",
+        "        base = self.runner.environment if wrap is not None else self.runner.host_environment",
+        "        base = self.runner.environment  # SABOTAGED",
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_the_users_env_file_is_sourced_on_the_host_without_a_projects_env"],
     ),
 ]
 

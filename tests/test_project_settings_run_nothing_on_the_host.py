@@ -214,3 +214,19 @@ def test_the_sign_in_browser_is_not_chosen_by_a_projects_env(site: Path, scripte
     finally:
         repl.agent.close()
     assert (site / "mark-browser").exists() is (whose == "user")
+
+
+def test_the_users_env_file_is_sourced_on_the_host_without_a_projects_env(site: Path, scripted: Callable[..., str]) -> None:
+    """A user's SessionStart hook writes ``export`` lines to ``CLAUDE_ENV_FILE`` (hooks docs, "Persisting
+    environment variables"); agentloop sources that file with bash on the host to carry them to Bash. That bash
+    starts without the project's ``env`` (its ``BASH_ENV`` would run a workspace file), and the export still
+    reaches the model's Bash."""
+    env_sh = _plant(site, "env")
+    _settings(site / "ws" / ".claude" / "settings.json", {"env": {"BASH_ENV": str(site / "ws" / env_sh)}})
+    _settings(Path(os.environ["HOME"]) / ".claude" / "settings.json", {"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": "echo 'export CARRIED=yes' >> \"$CLAUDE_ENV_FILE\""}]}]}})
+    p = _run(site, "--permission-mode", "bypassPermissions", "--model", scripted([
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": "echo carried=$CARRIED > carried.txt"}}]}, {"text": "ok"}]))
+    assert p.returncode == 0, p.stderr
+    assert (site / "ws" / "carried.txt").read_text() == "carried=yes\n"
+    assert not (site / "mark-env").exists()

@@ -1316,6 +1316,11 @@ class HookRunner:
         """The environment every hook starts from (a copy)."""
         return spawn.ChildEnv(self._env)
 
+    @property
+    def host_environment(self) -> dict[str, str]:
+        """The environment a process on the host starts from (a copy): no project ``env`` (rule 7)."""
+        return spawn.ChildEnv(self._host_env)
+
     def env_for(self, event: str, h: HookHandler, *, host: bool = False) -> dict[str, str]:
         """The environment one handler runs with: the hooks' own (``host``: the one without a project's ``env``),
         its plugin's folder for a plugin's hook, and ``CLAUDE_ENV_FILE`` for a SessionStart hook when the session
