@@ -2674,6 +2674,13 @@ SABOTAGES = [
         "        base = self.runner.environment  # SABOTAGED",
         ["tests/test_project_settings_run_nothing_on_the_host.py::test_the_users_env_file_is_sourced_on_the_host_without_a_projects_env"],
     ),
+    Sabotage(
+        "the git jail shows a borrowed object store (alternates: any folder) writable in a call that writes",
+        "src/agentloop/agent/sandbox/gitjail.py",
+        '        out += ["--bind" if write and p not in read_only else "--ro-bind", p, p]',
+        '        out += ["--bind" if write else "--ro-bind", p, p]  # SABOTAGED',
+        ["tests/test_git_jail.py::test_an_object_store_a_repository_borrows_stays_read_only_in_a_call_that_writes"],
+    ),
 ]
 
 

@@ -381,3 +381,19 @@ def test_a_sub_agents_worktree_is_checked_out_with_its_own_branchs_filters_switc
         assert mark.exists()  # the control: the user's git in that worktree runs it
     finally:
         wt.discard()
+
+
+def test_an_object_store_a_repository_borrows_stays_read_only_in_a_call_that_writes(tmp_path: Path) -> None:
+    """``objects/info/alternates`` (gitrepository-layout) is the repository's own file and may name any folder,
+    a home among them; git only reads what it names. So the jail shows it read-only even in a call that
+    writes: a program git runs there (an alias) cannot write it, while it can write the repository (the
+    control)."""
+    repo, store = tmp_path / "repo", tmp_path / "home-of-someone" / "objects"
+    repo.mkdir()
+    store.mkdir(parents=True)
+    assert _plain_git(repo, "init", "-q").returncode == 0
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{store}\n")
+    alias = f"alias.t=!touch {store}/planted; touch {repo}/written"
+    p = spawn.git(["-c", alias, "t"], cwd=str(repo), write=True)
+    assert (repo / "written").exists(), p.stderr
+    assert not (store / "planted").exists()
