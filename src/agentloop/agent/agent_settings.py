@@ -80,6 +80,11 @@ class AgentSettings:
     project_env: Mapping[str, str]
     """The variables of ``env`` whose value a project's settings file gave (name -> the file): a base URL among
     them receives no key of the user's (``providers/opening.py``, rule 4)."""
+    host_env: Mapping[str, str]
+    """The environment with only the user's and managed settings' ``env`` laid over it: what a process that runs
+    on the host starts from (a user's hook, status line or ``apiKeyHelper``). A project's ``env`` is the
+    project's; set on the host it would choose what the user's own programs run (``BASH_ENV``, ``PATH``,
+    ``NODE_OPTIONS``... naming a file the model can rewrite), so it reaches only what runs in the sandbox."""
     trust: TrustDecision
     mcp_json_approved: frozenset[str]
     max_steps: int
@@ -177,6 +182,7 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     for w in said:
         log.warning("settings: %s", w)
     extra_env = merged_env(sources)
+    host_env = {**env, **merged_env([s for s in sources if not s.in_project])}
     if extra_env:  # Claude Code's "env": for the model's provider, hooks and MCP servers
         env = {**env, **extra_env}
     managed = [s for s in sources if s.scope == "managed"]
@@ -188,6 +194,7 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     threshold = merged(sources, "loopThreshold")
     return AgentSettings(
         sources=tuple(sources), price_sources=tuple(loaded.price_sources), env=env, project_env=project_env(sources),
+        host_env=host_env,
         trust=loaded.decision,
         mcp_json_approved=frozenset(loaded.decision.mcp_approved) if not flags.strict_mcp_config else frozenset(),
         max_steps=flags.max_steps if flags.max_steps is not None else _steps(merged(sources, "maxSteps")),

@@ -174,8 +174,9 @@ class ClaudeHooks:
         child_env = facts.child_env()
         if path is None or child_env is None:
             return
-        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, facts.allowed_env(),
-                                          wrap=self.runner.confined_source())
+        wrap = self.runner.confined_source()  # None: the user's hooks wrote it, and it is sourced on the host
+        base = self.runner.environment if wrap is not None else self.runner.host_environment
+        exports, warnings = read_env_file(path, base, self.runner.cwd, facts.allowed_env(), wrap=wrap)
         child_env.update(exports)
         for w in warnings:
             self._notice(facts, w)

@@ -60,9 +60,13 @@ class SecretGuard:
     env_warnings: list[str]
     """What of ``allowedEnvVars`` was not honoured."""
     child_env: spawn.ChildEnv
+    host_env: spawn.ChildEnv
+    """``child_env`` for a process that runs on the host (a user's hook, status line, ``apiKeyHelper``): made
+    from the environment without a project's ``env`` (``AgentSettings.host_env``), by the same rule."""
 
     @classmethod
-    def create(cls, model: Any, env: Mapping[str, str], api_key_env: str | None, sources: Sequence[SettingsSource]) -> SecretGuard:
+    def create(cls, model: Any, env: Mapping[str, str], api_key_env: str | None, sources: Sequence[SettingsSource],
+               host_environ: Mapping[str, str] | None = None) -> SecretGuard:
         from .sandbox.child_env import secret_env_values
 
         held = held_keys(model, env, api_key_env)
@@ -73,8 +77,10 @@ class SecretGuard:
         # its name is not one the redactor's own rule (looks_secret) picks out
         redactor.add_values("a variable allowedEnvVars passes on",
                             [env[n] for n in sorted(allowed) if env.get(n) and spawn.secret_named(n)])
-        child = spawn.environment(env, allowed=allowed, drop=[api_key_env] if api_key_env else [], held=held.values())
-        return cls(redactor, allowed, warnings, child)
+        drop = [api_key_env] if api_key_env else []
+        child = spawn.environment(env, allowed=allowed, drop=drop, held=held.values())
+        host = child if host_environ is None else spawn.environment(host_environ, allowed=allowed, drop=drop, held=held.values())
+        return cls(redactor, allowed, warnings, child, host)
 
     def redact_result(self, r: ToolResult) -> ToolResult:
         red = self.redactor

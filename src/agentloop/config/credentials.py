@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment", "secret_named",
-           "token_shaped"]
+__all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment",
+           "hide_process_memory", "hold_in_process", "secret_named", "token_shaped"]
 
 PROVIDER_KEY_VARS = frozenset({
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
@@ -57,6 +57,36 @@ published prefix (GitHub, GitLab, Slack, OpenAI/Anthropic-style ``sk-``, AWS acc
 PyPI, Shopify, SendGrid)."""
 
 
+def hide_process_memory() -> str | None:
+    """Make this process's memory unreadable to other processes of the same user: ``prctl(PR_SET_DUMPABLE, 0)``.
+
+    A process holding the keys in memory is still readable through ``/proc/PID/mem`` (and ``environ``,
+    ``fd/``, ``maps``) by any process of the same user that may ptrace it: on a kernel without Yama, or
+    with ``ptrace_scope`` 0, that is every process the user runs, a hook or an MCP server started by this
+    one included. A process that is not dumpable is ptraced, and its ``/proc`` files opened, only by a
+    holder of ``CAP_SYS_PTRACE`` (ptrace(2), "Ptrace access mode checking"); the flag is per process and
+    a program this one starts gets the default back at ``execve``, so children are unchanged. No core
+    dump is written either (it would hold the keys).
+
+    Returns None when done, else why not (not Linux, no C library): the caller says so.
+    """
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return f"not on Linux ({sys.platform})"
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
+            import os
+
+            return os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError) as exc:
+        return str(exc)
+    return None
+
+
 def secret_named(name: str) -> bool:
     """True for a variable whose name looks like it holds a secret (``SECRET_NAME_PARTS``, ``_SECRET_NAME_WORDS``)."""
     upper = name.upper()
@@ -75,6 +105,17 @@ def token_shaped(value: str) -> bool:
     return len(value) < 16384 and _TOKEN_VALUE.match(value) is not None
 
 
+_HELD: dict[str, str] = {}
+"""The provider keys this process holds (``hold_in_process``): name -> value."""
+
+
+def hold_in_process(keys: Mapping[str, str]) -> None:
+    """Record the keys this process holds in memory (the ``agentloop`` command's, ``--api-key-env``'s variable
+    among them, whatever its name): ``child_environment`` leaves each out of every child's environment, by name
+    and by value, whichever environment the child's was made from."""
+    _HELD.update({k: v for k, v in keys.items() if k and v})
+
+
 def child_environment(
     environ: Mapping[str, str],
     *,
@@ -86,13 +127,13 @@ def child_environment(
 
     Left out: the provider keys (``PROVIDER_KEY_VARS``, and ``drop``: the
     variable ``--api-key-env`` names), any variable whose value is a key the
-    agent holds (``held``), and every secret-named variable (``secret_named``)
+    agent holds (``held``), the keys this process holds (``hold_in_process``), and every secret-named variable (``secret_named``)
     or variable holding a URL with a password (``carries_credentials``)
     that ``allowed`` does not name exactly. A provider key stays out even when
     allowed: the key that pays for the model is never a tool's.
     """
-    names = PROVIDER_KEY_VARS | {d for d in drop if d}
-    values = {v for v in held if v}
+    names = PROVIDER_KEY_VARS | {d for d in drop if d} | set(_HELD)
+    values = {v for v in held if v} | {v for v in _HELD.values() if len(v) >= 8}  # no key is shorter
     keep = set(allowed) - names
     return ChildEnv({
         k: v for k, v in environ.items()

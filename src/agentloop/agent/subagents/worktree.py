@@ -105,7 +105,10 @@ class Worktree:
         base = _git(["rev-parse", "HEAD"], repo, write=False)
         path = os.path.join(tempfile.mkdtemp(prefix=f"agentloop-{child_id}-"), "worktree")
         branch = f"agentloop/{child_id}"
-        _git(["worktree", "add", "-q", "-b", branch, path, base], repo, [os.path.dirname(path)])
+        # checked out by a git started in the worktree: its branch may include filters of its own (``includeIf
+        # "onbranch:"``), which only a git reading the worktree's configuration lists to switch off
+        _git(["worktree", "add", "-q", "--no-checkout", "-b", branch, path, base], repo, [os.path.dirname(path)])
+        _git(["reset", "-q", "--hard"], path)
         sub = os.path.relpath(os.path.realpath(cwd), os.path.realpath(repo))
         wt = cls(repo, path, branch, base, "" if sub == "." else sub)
         wt.base = wt._carry_over(child_id)
