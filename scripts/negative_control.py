@@ -2681,6 +2681,14 @@ SABOTAGES = [
         '        out += ["--bind" if write else "--ro-bind", p, p]  # SABOTAGED',
         ["tests/test_git_jail.py::test_an_object_store_a_repository_borrows_stays_read_only_in_a_call_that_writes"],
     ),
+    # --- a --settings file inside the workspace runs as a project's ---
+    Sabotage(
+        "a --settings file inside the workspace counts as the user's own (its key helper runs on the host)",
+        "src/agentloop/agent/agent_settings.py",
+        "            scope = \"local\"\n",
+        "            scope = \"user\"  # SABOTAGED\n",
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_settings_file_named_on_the_command_line_inside_the_workspace_runs_as_a_projects"],
+    ),
 ]
 
 

@@ -110,6 +110,25 @@ def test_a_users_api_key_helper_still_runs_on_the_host(site: Path, fake_anthropi
     assert (site / "mark-key").exists()
 
 
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_settings_file_named_on_the_command_line_inside_the_workspace_runs_as_a_projects(
+        site: Path, fake_anthropic: tuple[str, list[str]], inside: bool) -> None:
+    """Claude Code's ``--settings`` loads "additional settings" from a file the user names (CLI reference). The
+    model's sandboxed commands can rewrite a file inside the workspace, so such a file is treated as a project's:
+    its key helper runs in the jail (no mark on the host) and a line says so. The same file beside the workspace
+    is the user's own and runs on the host (the control)."""
+    url, seen = fake_anthropic
+    where = site / "ws" / "mine.json" if inside else site / "mine.json"
+    _settings(where, {"apiKeyHelper": f"sh {site / 'ws' / _plant(site, 'key', 'echo sk-from-the-helper')}"})
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
+    p = subprocess.run([AGENTLOOP, "-p", "hi", "--trust", "--settings", str(where), "--model", "anthropic:claude-x",
+                        "--base-url", url, "--max-steps", "1"], cwd=site / "ws", capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert seen and set(seen) == {"Bearer sk-from-the-helper"}, (seen, p.stderr)
+    assert (site / "mark-key").exists() is not inside, p.stderr
+    assert ("inside the workspace, which sandboxed commands can write" in p.stderr) is inside, p.stderr
+
+
 def test_a_projects_env_does_not_reach_the_users_hook_on_the_host(site: Path, scripted: Callable[..., str]) -> None:
     """A project's ``env`` sets ``BASH_ENV`` to a workspace file and a variable of its own; the user's hook (bash,
     on the host) neither runs that file nor sees the variable, and still sees what the user's own settings set;

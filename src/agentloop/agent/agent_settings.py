@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..config.settings import ConfigError, SettingsSource, merged
+from ..config.settings import ConfigError, Scope, SettingsSource, merged, written_by_commands
 from .errors import AgentError
 from .permissions.modes import MODES
 from .session.store import Durability
@@ -177,7 +177,8 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     except ConfigError as exc:
         raise AgentError(str(exc)) from None
     said = [w for s in loaded.sources for w in s.warnings]  # keys given twice in a settings file
-    sources = _with_cli_sources(loaded.sources, flags.cli_settings, flags.mcp_configs, flags.strict_mcp_config, said)
+    sources = _with_cli_sources(loaded.sources, flags.cli_settings, flags.mcp_configs, flags.strict_mcp_config, said,
+                                writable=[cwd, *flags.add_dirs])
     said += loaded.warnings
     for w in said:
         log.warning("settings: %s", w)
@@ -418,12 +419,18 @@ def _cli_json(value: str, flag: str, warnings: list[str] | None = None) -> tuple
 
 
 def _with_cli_sources(
-    sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool, warnings: list[str] | None = None
+    sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool, warnings: list[str] | None = None,
+    *, writable: Sequence[str] = (),
 ) -> list[SettingsSource]:
     """The settings with Claude Code's command-line layer added: ``--settings`` (a file or JSON) and
     ``--mcp-config`` (``{"mcpServers": ...}`` files or JSON) sit above the project's files and below
     managed settings, as the user's own (so folder trust does not apply to them). With
-    ``--strict-mcp-config`` only the ``--mcp-config`` servers are used."""
+    ``--strict-mcp-config`` only the ``--mcp-config`` servers are used.
+
+    A ``--settings`` file in a ``writable`` folder (the workspace, an added directory) is one the model and
+    sandboxed commands may have written since the user last looked: it counts as a project's file (scope
+    ``local``), so what it starts runs as a project's does (hooks, status line and key helper confined, its
+    ``env`` kept from the host, its ``UnsandboxedBash`` rules ignored), and a line says so."""
     if not settings and not mcp_configs and not strict:
         return sources
     from .trust import sanitize
@@ -432,7 +439,12 @@ def _with_cli_sources(
     said: list[str] = [] if warnings is None else warnings
     for v in settings:
         where, data = _cli_json(v, "--settings", said)
-        clean, notes = sanitize(SettingsSource(where, "user", data))
+        scope: Scope = "user"
+        if not v.lstrip().startswith("{") and written_by_commands(v, writable):
+            scope = "local"
+            said.append(f"{where}: --settings names a file inside the workspace, which sandboxed commands can write: "
+                        "what it starts runs as a project's settings do (in the sandbox, without your keys)")
+        clean, notes = sanitize(SettingsSource(where, scope, data))
         said += notes
         if "prices" in clean.data:
             said.append(f"{where}: prices: prices come from your own settings files and --price, not from --settings; ignored")

@@ -57,7 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ...config.settings import ConfigError, SettingsSource
+from ...config.settings import ConfigError, SettingsSource, written_by_commands
 from .. import spawn
 
 __all__ = [
@@ -352,13 +352,6 @@ def hook_section(source: SettingsSource) -> tuple[list[HookHandler], list[str]]:
     if parsed is not None:
         return list(parsed.handlers), list(parsed.warnings)
     return _handlers_from(source)
-
-
-def _workspace_file(path: str, folder: str) -> bool:
-    """``path`` (a settings or plugin hooks file) lies inside ``folder``, by real paths, but not in its
-    ``.claude`` or ``.agentloop`` (with the home as the workspace: the user's own settings, read-only to commands)."""
-    real, top = os.path.realpath(path), os.path.realpath(folder).rstrip(os.sep) + os.sep
-    return real.startswith(top) and not real.startswith((top + ".claude" + os.sep, top + ".agentloop" + os.sep))
 
 
 TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
@@ -1153,7 +1146,7 @@ class HookRunner:
                     warnings.append(f"{s.path}: hooks not run: {managed_only[-1]} sets allowManagedHooksOnly")
                 continue
             hs, ws = hook_section(s)
-            if _workspace_file(s.path, project_dir):  # a repository's plugin: the model can write it and what it runs
+            if written_by_commands(s.path, [project_dir]):  # a repository's plugin: the model can write it and what it runs
                 hs = [replace(h, confined=True) for h in hs]
             handlers += hs
             warnings += ws
