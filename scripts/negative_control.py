@@ -2589,6 +2589,48 @@ SABOTAGES = [
         "        if False:  # SABOTAGED",
         ["tests/test_create_supervisor.py::test_where_creations_cannot_be_supervised_the_sandbox_listing_and_the_first_result_say_so"],
     ),
+    Sabotage(
+        "a read-only line's relative paths are judged from the workspace only, not from where its cd commands lead",
+        "src/agentloop/agent/permissions/rules.py",
+        "            for c, pattern in targets:\n                c = self.user_home",
+        "            for c, pattern in targets[:0]:  # SABOTAGED\n                c = self.user_home",
+        ["tests/test_read_only_what_the_shell_reaches.py::test_relative_paths_are_judged_from_every_folder_a_cd_of_the_line_leads_to"],
+    ),
+    Sabotage(
+        "the permission policy does not follow the shell an earlier call left in a folder",
+        "src/agentloop/agent/tools/builtin.py",
+        "        follow_shell(lambda: t.shell_cwd)",
+        "        pass  # SABOTAGED",
+        ["tests/test_read_only_what_the_shell_reaches.py::test_a_cd_in_one_call_does_not_let_the_next_read_through_a_link_unasked"],
+    ),
+    Sabotage(
+        "an input redirection's target is taken as written, not as the shell expands it",
+        "src/agentloop/agent/permissions/rules.py",
+        "        lit = redirect_lits[k] if k < len(redirect_lits) else False\n",
+        "        lit = True  # SABOTAGED\n",
+        ["tests/test_read_only_what_the_shell_reaches.py::test_an_input_redirection_is_expanded_as_the_shell_expands_it"],
+    ),
+    Sabotage(
+        "a value stuck to bundled short options is not read where getopt reads it",
+        "src/agentloop/agent/permissions/rules.py",
+        "            values += _option_values(head, a)",
+        "            values += []  # SABOTAGED",
+        ["tests/test_read_only_what_the_shell_reaches.py::test_a_value_stuck_to_bundled_short_options_is_read_where_getopt_reads_it"],
+    ),
+    Sabotage(
+        "jq may load modules and data files from its search path in a read-only line",
+        "src/agentloop/agent/permissions/rules.py",
+        "    if head == \"jq\" and not _jq_reads_only_its_operands(args):",
+        "    if False:  # SABOTAGED",
+        ["tests/test_read_only_what_the_shell_reaches.py::test_a_program_that_opens_files_the_line_does_not_name_asks"],
+    ),
+    Sabotage(
+        "diff -r follows links deep in a folder in a read-only line",
+        "src/agentloop/agent/permissions/rules.py",
+        "    if head == \"diff\" and (\"--recursive\" in longs",
+        "    if head == \"SABOTAGED\" and (\"--recursive\" in longs",
+        ["tests/test_read_only_what_the_shell_reaches.py::test_a_program_that_opens_files_the_line_does_not_name_asks"],
+    ),
 ]
 
 
