@@ -2631,6 +2631,13 @@ SABOTAGES = [
         "    if head == \"SABOTAGED\" and (\"--recursive\" in longs",
         ["tests/test_read_only_what_the_shell_reaches.py::test_a_program_that_opens_files_the_line_does_not_name_asks"],
     ),
+    Sabotage(
+        "the JSON output formats write 8-bit controls and direction overrides raw",
+        "src/agentloop/cli/terminal_text.py",
+        "    text = json.dumps(value, ensure_ascii=False)\n    return ",
+        "    text = json.dumps(value, ensure_ascii=False)\n    return text  # SABOTAGED\n    return ",
+        ["tests/test_terminal_shows_true.py::test_json_output_escapes_8_bit_controls_and_direction_overrides_and_keeps_the_value"],
+    ),
 ]
 
 

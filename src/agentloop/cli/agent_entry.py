@@ -28,7 +28,7 @@ from .agent_setup import (
     report_config,
     split_rules,
 )
-from .terminal_text import say
+from .terminal_text import json_line, say
 
 if TYPE_CHECKING:
     from agentloop.agent.agent import Agent
@@ -432,7 +432,7 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
         if stream is not None:
             stream.emit(obj)
         else:
-            sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(obj) + "\n")
             sys.stdout.flush()
     if result.stop_reason == "budget_overrun":
         say(f"warning: the provider billed past the reservation: {result.error}", sys.stderr)
