@@ -2638,6 +2638,34 @@ SABOTAGES = [
         "    text = json.dumps(value, ensure_ascii=False)\n    return text  # SABOTAGED\n    return ",
         ["tests/test_terminal_shows_true.py::test_json_output_escapes_8_bit_controls_and_direction_overrides_and_keeps_the_value"],
     ),
+    Sabotage(
+        "a held secret's hex is matched only without separators (xxd -g1, od -tx1, 0x lists pass)",
+        "src/agentloop/agent/secret_shapes.py",
+        "    return _HEX_SEP.join(_either_case(f\"{b:02x}\") for b in raw)",
+        "    return \"\".join(_either_case(f\"{b:02x}\") for b in raw)  # SABOTAGED",
+        ["tests/test_secrets_in_dumps_and_escapes.py::test_a_secret_escaped_or_dumped_is_redacted"],
+    ),
+    Sabotage(
+        "a hex dump's line holding a piece of a held secret is not redacted",
+        "src/agentloop/agent/secret_shapes.py",
+        "    if ws:\n        byte = ",
+        "    if False:  # SABOTAGED\n        byte = ",
+        ["tests/test_secrets_in_dumps_and_escapes.py::test_a_dump_of_a_token_file_shows_no_line_of_its_hex"],
+    ),
+    Sabotage(
+        "a held secret written with JSON escapes is not redacted",
+        "src/agentloop/agent/secret_shapes.py",
+        "    alts = [_escape(c), _either_case(encoded), \"\\\\\\\\\" + _either_case(f\"u{ord(c):04x}\")]",
+        "    alts = [_escape(c), _either_case(encoded)]  # SABOTAGED",
+        ["tests/test_secrets_in_dumps_and_escapes.py::test_a_secret_escaped_or_dumped_is_redacted"],
+    ),
+    Sabotage(
+        "a variable holding a credential inside other text (a header, a connection string) reaches children",
+        "src/agentloop/config/credentials.py",
+        "            or (len(value) < 65536 and _CREDENTIAL_TEXT.search(value) is not None))",
+        "            or False)  # SABOTAGED",
+        ["tests/test_secrets_in_dumps_and_escapes.py::test_a_credential_inside_a_value_or_under_a_conventional_name_stays_out_of_children"],
+    ),
 ]
 
 
