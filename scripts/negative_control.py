@@ -2666,6 +2666,13 @@ SABOTAGES = [
         "            or False)  # SABOTAGED",
         ["tests/test_secrets_in_dumps_and_escapes.py::test_a_credential_inside_a_value_or_under_a_conventional_name_stays_out_of_children"],
     ),
+    Sabotage(
+        "a call to WebSearch or an MCP tool may send a held secret off the machine",
+        "src/agentloop/agent/pipeline.py",
+        "        held = self.held_secret(call) if self.held_secret is not None else None\n",
+        "        held = None  # SABOTAGED\n",
+        ["tests/test_secrets_in_dumps_and_escapes.py::test_a_call_that_would_send_a_held_secret_off_the_machine_is_refused"],
+    ),
 ]
 
 

@@ -118,3 +118,33 @@ def test_a_credential_inside_a_value_or_under_a_conventional_name_stays_out_of_c
     assert child_environment(CARRIERS, allowed=["GIT_CONFIG_VALUE_0"]) == {"GIT_CONFIG_VALUE_0": CARRIERS["GIT_CONFIG_VALUE_0"]}
     held = secret_env_values(CARRIERS)  # allowed back in, each is redacted if printed
     assert set(CARRIERS.values()) <= set(held.values()), held
+
+
+def test_a_call_that_would_send_a_held_secret_off_the_machine_is_refused(tmp_path: Path) -> None:
+    """WebSearch's query and an MCP tool's arguments leave the machine, as WebFetch's URL does: a held secret in
+    them, in any shape (base64, hex with spaces, %-encoded, JSON-escaped), refuses the call before it runs. The
+    negative controls: the same tools with ordinary arguments run, and Bash (which stays here) is not refused."""
+    import json
+
+    from mcp_servers.helpers import PY, PYSERVER
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"py": {"command": PY, "args": [PYSERVER]}}}))
+    shapes = [base64.b64encode(b"q=" + TOKEN.encode()).decode(), " ".join(f"{b:02x}" for b in TOKEN.encode()),
+              "".join(f"%{b:02x}" for b in TOKEN.encode()), "\\u0067hp_" + TOKEN[4:]]
+    calls = [("mcp__py__echo", {"text": f"note {s}"}) for s in shapes]
+    calls += [("WebSearch", {"query": f"docs {shapes[0]}"}), ("mcp__py__echo", {"text": "plain words"}),
+              ("Bash", {"command": "echo bash-ran"})]
+    model = ScriptedModel([reply("", [c]) for c in calls] + [reply("done")])
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_TOKEN": TOKEN}
+    a = Agent(cwd=str(proj), home=str(tmp_path / "al"), env=env, model=model, permission_mode="bypassPermissions", trust=True)
+    try:
+        res = a.ask("go")
+    finally:
+        a.close()
+    results = [str(m["content"]) for m in res.messages if m.get("role") == "tool"]
+    assert len(results) == len(calls), results
+    for r in results[:5]:
+        assert "was not run: an argument holds a secret (GITHUB_TOKEN" in r, results
+    assert "plain words" in results[5] and "bash-ran" in results[6], results
