@@ -2599,7 +2599,7 @@ SABOTAGES = [
     Sabotage(
         "the permission policy does not follow the shell an earlier call left in a folder",
         "src/agentloop/agent/tools/builtin.py",
-        "        follow_shell(lambda: t.shell_cwd)",
+        "        follow_shell(lambda: None if (alive := shell()) is None else alive.shell_cwd)",
         "        pass  # SABOTAGED",
         ["tests/test_read_only_what_the_shell_reaches.py::test_a_cd_in_one_call_does_not_let_the_next_read_through_a_link_unasked"],
     ),

@@ -117,6 +117,12 @@ def test_the_shell_left_in_a_folder_by_an_earlier_call_is_where_relative_paths_s
     where[0] = str(proj / "src" / "d")
     assert policy.decide("Bash", {"command": "cat e/secret.txt"}).behavior == "ask"
     assert policy.decide("Bash", {"command": "cat ../a.txt"}).behavior == "allow"
+    gone: list[str | None] = [None]  # a sub-agent's tools, ended: its shell no longer counts, nor is it kept
+    policy.follow_shell(lambda: gone[0])
+    assert policy.decide("Bash", {"command": "cat e/secret.txt"}).behavior == "ask"  # the first shell still does
+    where[0] = str(proj)
+    policy.follow_shell(lambda: None)
+    assert len(policy.shell_dirs) == 2 and policy.decide("Bash", {"command": "cat e/secret.txt"}).behavior == "allow"
 
 
 def test_a_cd_in_one_call_does_not_let_the_next_read_through_a_link_unasked(tmp_path: Path) -> None:

@@ -500,13 +500,13 @@ class PermissionPolicy:
     settings only (``managed_only``); None when it is not set."""
     notes: list[str] = field(default_factory=list)
     """What of the rules given was not taken, and why (one line each)."""
-    shell_dirs: tuple[Callable[[], str], ...] = ()
+    shell_dirs: tuple[Callable[[], str | None], ...] = ()
     """Where the Bash shells this policy guards stand now (``cd`` carries over from one call to the next): a
-    read-only line's relative paths are judged from there too (``cd src/d`` then ``cat link/x``)."""
+    read-only line's relative paths are judged from there (``cd src/d`` then ``cat link/x``); None: a shell gone."""
 
-    def follow_shell(self, where: Callable[[], str]) -> None:
-        """Judge relative paths of read-only lines from the shell ``where()`` names as well (``builtin_registry``)."""
-        self.shell_dirs = (*self.shell_dirs, where)
+    def follow_shell(self, where: Callable[[], str | None]) -> None:
+        """Judge relative paths of read-only lines from the shell ``where()`` names (``builtin_registry``)."""
+        self.shell_dirs = (*[w for w in self.shell_dirs if w() is not None], where)
 
     def managed_only(self, behavior: str, source: str) -> bool:
         """True (and a note) for an allow or ask rule from anywhere but managed settings while
@@ -924,7 +924,10 @@ class PermissionPolicy:
         roots = [self.cwd, *self.additional_directories]
         starts: list[str] = []
         for where in self.shell_dirs:  # where the next command starts (tools/builtin._bash: the root if that is gone)
-            here = os.path.realpath(where())
+            now = where()
+            if now is None:
+                continue  # those tools are gone
+            here = os.path.realpath(now)
             if not os.path.isdir(here):
                 starts.append(self.cwd)
             elif any(here == r or here.startswith(r.rstrip(os.sep) + os.sep) for r in roots):

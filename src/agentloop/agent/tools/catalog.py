@@ -114,7 +114,7 @@ def builtin_registry(
     require_read: bool = True,
     shell_max_timeout_s: float | None = None,
     background: BackgroundShells | None = None,
-    follow_shell: Callable[[Callable[[], str]], None] | None = None,
+    follow_shell: Callable[[Callable[[], str | None]], None] | None = None,
 ) -> Registry:
     """A registry holding the built-in tools that have a function, confined to ``workspace``.
 
