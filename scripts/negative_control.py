@@ -2673,6 +2673,13 @@ SABOTAGES = [
         "        held = None  # SABOTAGED\n",
         ["tests/test_secrets_in_dumps_and_escapes.py::test_a_call_that_would_send_a_held_secret_off_the_machine_is_refused"],
     ),
+    Sabotage(
+        "a -p prompt with bytes that are not UTF-8 is kept as lone surrogates",
+        "src/agentloop/cli/agent_entry.py",
+        "def _as_utf8(text: str) -> str:\n",
+        "def _as_utf8(text: str) -> str:\n    return text  # SABOTAGED\n",
+        ["tests/test_terminal_shows_true.py::test_a_prompt_with_bytes_that_are_not_utf8_runs_and_is_listed_without_them"],
+    ),
 ]
 
 

@@ -167,3 +167,19 @@ def test_json_output_escapes_8_bit_controls_and_direction_overrides_and_keeps_th
     p = subprocess.run([AGENTLOOP, "sessions", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.strip(), p.stderr
     assert not any(c in p.stdout for c in _OBEYED) and "\\u009b" in p.stdout, p.stdout
+
+
+def test_a_prompt_with_bytes_that_are_not_utf8_runs_and_is_listed_without_them(tmp_path: Path) -> None:
+    """A raw 8-bit CSI (byte 0x9b) piped in or given as the prompt is no internal error: it becomes U+FFFD, and
+    ``agentloop sessions`` lists the prompt with no raw control byte (negative control: the rest of it is kept)."""
+    env = env_for(str(tmp_path / "home"), HOME=_beside(tmp_path))
+    spec = _script(tmp_path, [{"text": "ok"}])
+    p = subprocess.run([AGENTLOOP, "-p", "--model", spec], input=b"piped\x9b31m\x9d0;t\x07 tail", cwd=tmp_path, env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == b"ok\n", p.stderr
+    p = subprocess.run([AGENTLOOP, "-p", os.fsdecode(b"given\x9b1m"), "--model", spec], cwd=tmp_path, env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    listed = subprocess.run([AGENTLOOP, "sessions"], cwd=tmp_path, env=env, capture_output=True, timeout=60).stdout
+    assert b"\x9b" not in listed.replace("\ufffd".encode(), b"") and b"\x07" not in listed, listed
+    assert "piped\ufffd31m".encode() in listed and "given\ufffd1m".encode() in listed, listed
