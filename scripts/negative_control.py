@@ -2680,6 +2680,13 @@ SABOTAGES = [
         "def _as_utf8(text: str) -> str:\n    return text  # SABOTAGED\n",
         ["tests/test_terminal_shows_true.py::test_a_prompt_with_bytes_that_are_not_utf8_runs_and_is_listed_without_them"],
     ),
+    Sabotage(
+        "a background command's log is written to disk without redaction",
+        "src/agentloop/agent/tools/background.py",
+        "        if self.redact is None:\n            return data\n",
+        "        if True:  # SABOTAGED\n            return data\n",
+        ["tests/test_secrets_in_dumps_and_escapes.py::test_a_background_commands_log_on_disk_holds_no_held_secret_even_printed_in_two_parts"],
+    ),
 ]
 
 

@@ -148,3 +148,23 @@ def test_a_call_that_would_send_a_held_secret_off_the_machine_is_refused(tmp_pat
     for r in results[:5]:
         assert "was not run: an argument holds a secret (GITHUB_TOKEN" in r, results
     assert "plain words" in results[5] and "bash-ran" in results[6], results
+
+
+def test_a_background_commands_log_on_disk_holds_no_held_secret_even_printed_in_two_parts(tmp_path: Path) -> None:
+    """A background command's output is written to its log (``tool-results/``) redacted, by whole lines, so a token
+    printed in two writes a second apart is redacted whole on disk; ordinary output, and a last line without its
+    newline, are written as printed (the negative control)."""
+    import time
+
+    from agentloop.agent.tools.background import BackgroundShells
+
+    shells = BackgroundShells(str(tmp_path / "spill"))
+    shells.redact = Redactor({"GITHUB_TOKEN": TOKEN}).text
+    cmd = f"echo plain line; printf '%s' {TOKEN[:20]}; sleep 1; printf '%s\\n' {TOKEN[20:]}; printf 'no newline'"
+    sid = shells.start(cmd, cwd=str(tmp_path), argv=["bash", "-c", cmd], env=None, launcher=None)
+    deadline = time.monotonic() + 30
+    while "running" in shells.output(sid).splitlines()[0] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    on_disk = (tmp_path / "spill" / f"background-{sid}.log").read_bytes()
+    assert on_disk == f"plain line\n{MARK}\nno newline".encode(), on_disk
+    shells.close()

@@ -1175,6 +1175,8 @@ def build_registry(
     if shell_max_timeout_s is not None:  # the model's own timeout is capped here (BASH_MAX_TIMEOUT_MS)
         t.max_timeout_ms = max(1, int(shell_max_timeout_s * 1000))
     t.background = background if background is not None else BackgroundShells(spill_dir)
+    if redact is not None:
+        t.background.redact = redact  # no held secret in a background command's log on disk
     if session is not None:
         t.session = session
     if follow_shell is not None:  # the permission policy judges a line from where the shell stands
