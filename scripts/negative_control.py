@@ -2687,6 +2687,13 @@ SABOTAGES = [
         "        if True:  # SABOTAGED\n            return data\n",
         ["tests/test_secrets_in_dumps_and_escapes.py::test_a_background_commands_log_on_disk_holds_no_held_secret_even_printed_in_two_parts"],
     ),
+    Sabotage(
+        "auto-approved git may use a repository a .git file in the workspace names elsewhere",
+        "src/agentloop/agent/permissions/rules.py",
+        "                    return True  # a .git file in the workspace naming a repository elsewhere",
+        "                    pass  # SABOTAGED",
+        ["tests/test_read_only_what_the_shell_reaches.py::test_git_is_not_auto_approved_in_a_repository_a_workspace_git_file_names_elsewhere"],
+    ),
 ]
 
 

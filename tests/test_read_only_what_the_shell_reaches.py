@@ -159,3 +159,28 @@ def test_a_read_deny_rule_holds_after_a_cd_and_for_a_stuck_option_value(proj: Pa
     for command in ("cd secrets && cat k", "grep -rfsecrets/k src", "cat < secrets/k", "cd secrets; head -c1 < k"):
         assert policy.decide("Bash", {"command": command}).behavior != "allow", command
     assert policy.decide("Bash", {"command": "cd src && cat a.txt"}).behavior == "allow"
+
+
+def test_git_is_not_auto_approved_in_a_repository_a_workspace_git_file_names_elsewhere(tmp_path: Path) -> None:
+    """A ``.git`` file (``gitdir: /elsewhere/.git``) in a folder of the workspace makes git read another repository:
+    ``cd sub && git cat-file -p HEAD:s.txt`` printed a file of a private repository outside. It asks; a repository
+    nested inside the workspace, and the workspace's own, are still read without a question."""
+    outside = tmp_path / "private"
+    subprocess.run(["git", "init", "-q", str(outside)], check=True)
+    (outside / "s.txt").write_text("private\n")
+    git = ["git", "-C", str(outside), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run([*git, "add", "s.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    proj = tmp_path / "proj"
+    (proj / "sub").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    subprocess.run(["git", "init", "-q", str(proj / "nested")], check=True)
+    (proj / "sub" / ".git").write_text(f"gitdir: {outside / '.git'}\n")
+    policy = _policy(proj)
+    for command in ("cd sub && git cat-file -p HEAD:s.txt", "cd sub; git rev-list --all", "cd sub/ && git branch -a"):
+        assert policy.decide("Bash", {"command": command}).behavior == "ask", command
+    policy.follow_shell(lambda: str(proj / "sub"))  # the shell an earlier call left in sub
+    assert policy.decide("Bash", {"command": "git ls-tree -r HEAD"}).behavior == "ask"
+    policy = _policy(proj)
+    for command in ("git rev-parse --show-toplevel", "cd nested && git branch -a", "git cat-file -p HEAD:s.txt"):
+        assert policy.decide("Bash", {"command": command}).behavior == "allow", command

@@ -850,7 +850,8 @@ class PermissionPolicy:
         if outside is not None:
             return f"; the line only reads, but names {outside!r}, outside the workspace and the added directories"
         if self._repo_runs_programs(bash):
-            return "; the line only reads, but the repository's git configuration names programs git would run"
+            return ("; the line only reads, but its git would use a repository outside the workspace, or one whose"
+                    " configuration names programs git would run")
         if not _read_only_line(bash):
             return "; the line only reads, but this git command can run programs a repository names (hooks, fsmonitor, textconv)"
         return ""
@@ -964,7 +965,18 @@ class PermissionPolicy:
             return False
         files: list[str] = []
         self._git_dirs = None  # looked up again: a repository may have been created since the last decision
-        for d in self._git_directories():
+        own = self._git_directories()
+        bases = self._cd_bases(bash)
+        if isinstance(bases, str):
+            return True
+        roots = [self.cwd, *self.additional_directories]
+        reached = list(own)
+        for base in bases:  # the repository git finds from each folder the line's git may run in
+            for d in _git_dirs_from(base):
+                if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                    return True  # a .git file in the workspace naming a repository elsewhere: not this workspace's
+                reached.append(d)
+        for d in dict.fromkeys(reached):
             files += [os.path.join(d, "config"), os.path.join(d, "config.worktree")]
             # git status looks into submodules, each with a configuration of its own
             for top, dirs, names in os.walk(os.path.join(d, "modules")):
@@ -1066,37 +1078,9 @@ class PermissionPolicy:
 
     def _git_directories(self) -> list[str]:
         """The git directories of the workspace (a worktree's ``.git`` file points elsewhere)."""
-        if self._git_dirs is not None:
-            return self._git_dirs
-        found: list[str] = []
-        d = self.cwd
-        for _ in range(64):
-            dot = os.path.join(d, ".git")
-            if os.path.isfile(dot):
-                try:
-                    with open(dot, encoding="utf-8", errors="replace") as f:
-                        line = f.read(4096).strip()
-                except OSError:
-                    line = ""
-                if line.startswith("gitdir:"):
-                    g = os.path.realpath(os.path.join(d, line[len("gitdir:"):].strip()))
-                    found.append(g)
-                    common = os.path.join(g, "commondir")
-                    try:
-                        with open(common, encoding="utf-8", errors="replace") as f:
-                            found.append(os.path.realpath(os.path.join(g, f.read(4096).strip())))
-                    except OSError:
-                        pass
-                break
-            if os.path.isdir(dot):
-                found.append(os.path.realpath(dot))
-                break
-            parent = os.path.dirname(d)
-            if parent == d:
-                break
-            d = parent
-        self._git_dirs = found
-        return found
+        if self._git_dirs is None:
+            self._git_dirs = _git_dirs_from(self.cwd)
+        return self._git_dirs
 
     def _exact_path_allow(self, tool_name: str, tool_input: dict[str, Any]) -> _Bound | None:
         """An allow rule naming exactly the file this edit writes (no pattern characters), if any; for an edit
@@ -1486,6 +1470,38 @@ def _config_names_program(text: str) -> bool:
         if GIT_CODE_KEY.match(key) or key in ("core.worktree", "log.showsignature"):
             return True
     return False
+
+
+def _git_dirs_from(start: str) -> list[str]:
+    """The git directory git finds from ``start`` (the first ``.git`` folder or ``gitdir:`` file going up), and
+    the common directory a ``gitdir:`` one names, as real paths; none when there is no repository."""
+    found: list[str] = []
+    d = start
+    for _ in range(64):
+        dot = os.path.join(d, ".git")
+        if os.path.isfile(dot):
+            try:
+                with open(dot, encoding="utf-8", errors="replace") as f:
+                    line = f.read(4096).strip()
+            except OSError:
+                line = ""
+            if line.startswith("gitdir:"):
+                g = os.path.realpath(os.path.join(d, line[len("gitdir:"):].strip()))
+                found.append(g)
+                try:
+                    with open(os.path.join(g, "commondir"), encoding="utf-8", errors="replace") as f:
+                        found.append(os.path.realpath(os.path.join(g, f.read(4096).strip())))
+                except OSError:
+                    pass
+            break
+        if os.path.isdir(dot):
+            found.append(os.path.realpath(dot))
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return found
 
 
 def _project_base(source: str, cwd: str) -> str:
