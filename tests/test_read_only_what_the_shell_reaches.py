@@ -184,3 +184,19 @@ def test_git_is_not_auto_approved_in_a_repository_a_workspace_git_file_names_els
     policy = _policy(proj)
     for command in ("git rev-parse --show-toplevel", "cd nested && git branch -a", "git cat-file -p HEAD:s.txt"):
         assert policy.decide("Bash", {"command": command}).behavior == "allow", command
+
+
+def test_git_is_not_auto_approved_in_a_nested_repository_that_borrows_objects_from_elsewhere(tmp_path: Path) -> None:
+    """``objects/info/alternates`` lends a repository another's objects (``git cat-file --batch-all-objects``
+    lists them): a nested repository of the workspace that borrows from outside asks; one that borrows nothing
+    does not (negative control)."""
+    outside = tmp_path / "private"
+    subprocess.run(["git", "init", "-q", str(outside)], check=True)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    subprocess.run(["git", "init", "-q", str(proj / "nested")], check=True)
+    command = "cd nested && git cat-file --batch-all-objects --batch-check"
+    assert _policy(proj).decide("Bash", {"command": command}).behavior == "allow"
+    (proj / "nested" / ".git" / "objects" / "info" / "alternates").write_text(f"{outside / '.git' / 'objects'}\n")
+    assert _policy(proj).decide("Bash", {"command": command}).behavior == "ask"

@@ -975,6 +975,8 @@ class PermissionPolicy:
             for d in _git_dirs_from(base):
                 if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
                     return True  # a .git file in the workspace naming a repository elsewhere: not this workspace's
+                if d not in own and _borrows_objects(d, roots):
+                    return True  # a nested repository whose objects/info/alternates lends it another's objects
                 reached.append(d)
         for d in dict.fromkeys(reached):
             files += [os.path.join(d, "config"), os.path.join(d, "config.worktree")]
@@ -1468,6 +1470,28 @@ def _config_names_program(text: str) -> bool:
         if key.startswith("submodule.") and not key.endswith(".update"):
             continue  # a submodule's path and url name no program
         if GIT_CODE_KEY.match(key) or key in ("core.worktree", "log.showsignature"):
+            return True
+    return False
+
+
+def _borrows_objects(git_dir: str, roots: Sequence[str]) -> bool:
+    """Does ``git_dir`` read objects from a store outside ``roots`` (``objects/info/alternates``,
+    ``http-alternates``)? An unreadable list counts."""
+    info = os.path.join(git_dir, "objects", "info")
+    if os.path.exists(os.path.join(info, "http-alternates")):
+        return True
+    try:
+        with open(os.path.join(info, "alternates"), encoding="utf-8", errors="replace") as f:
+            lines = f.read(1 << 16).splitlines()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    for line in (ln.strip() for ln in lines):
+        if not line or line.startswith("#"):
+            continue
+        real = os.path.realpath(os.path.join(git_dir, "objects", line))
+        if not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
             return True
     return False
 
