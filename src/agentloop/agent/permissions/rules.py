@@ -921,6 +921,8 @@ class PermissionPolicy:
                     return "a cd whose folder this check cannot resolve"
                 if not found[0].startswith("-"):
                     targets.append(found)
+        if len(targets) > MAX_CD_BASES:
+            return f"more than {MAX_CD_BASES} cd targets (too many to follow each)"
         cdpath = [e for e in os.environ.get("CDPATH", "").split(":") if e]
         roots = [self.cwd, *self.additional_directories]
         starts: list[str] = []
