@@ -82,6 +82,24 @@ class SecretGuard:
         host = child if host_environ is None else spawn.environment(host_environ, allowed=allowed, drop=drop, held=held.values())
         return cls(redactor, allowed, warnings, child, host)
 
+    def held_in_arguments(self, call: ToolCall) -> str | None:
+        """The held secret a call's arguments carry, in any shape (also %-decoded once or twice), when its tool
+        sends them off this machine: WebFetch, WebSearch (``lookup`` tools) and every MCP tool (a server may be
+        remote, or send on what it gets). None for any other tool, or when no argument holds one."""
+        from .tools.catalog import record_of
+
+        record = record_of(call.name)
+        if not (call.name.startswith("mcp__") or (record is not None and record.lookup)) or not len(self.redactor):
+            return None
+        from urllib.parse import unquote, unquote_plus
+
+        for text in _strings(call.arguments):
+            for form in dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))):
+                name = self.redactor.found(form)
+                if name is not None:
+                    return name
+        return None
+
     def redact_result(self, r: ToolResult) -> ToolResult:
         red = self.redactor
         if not len(red):
@@ -104,6 +122,17 @@ class SecretGuard:
         except ValueError:
             return
         self.redactor.add_values(f"secret argument of {call.name}", found)
+
+
+def _strings(v: Any) -> list[str]:
+    """Every string in a JSON value, the keys of its objects included."""
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list):
+        return [s for x in v for s in _strings(x)]
+    if isinstance(v, dict):
+        return [s for k, x in v.items() for s in [str(k), *_strings(x)]]
+    return []
 
 
 def _withhold_images(v: Any, red: Redactor) -> Any:

@@ -96,6 +96,7 @@ class ToolSetup:
             shell_timeout_s=self.shell_timeout_s, processes=self.processes, visible=self.policy.visible(),
             sandbox=self.sandbox, env=self.env, redact=self.redact, shell_max_timeout_s=self.shell_max_timeout_s,
             session=self.session, patch_guard=functools.partial(patch_guard, self.policy), background=self.background,
+            follow_shell=self.policy.follow_shell,
         )
 
     def for_child(self, cwd: str, policy: PermissionPolicy) -> ToolSetup:

@@ -42,9 +42,16 @@ class ChildEnv(dict[str, str]):
     """An environment made by ``child_environment``: what the spawn path accepts as already decided."""
 
 
-_SECRET_NAME_WORDS = re.compile(r"(?:^|_)PASS|(?:^|_)AUTH(?!OR(?!IZ))(?!_SOCK$)|_(?:PWD|PAT)$")
+_SECRET_NAME_WORDS = re.compile(r"(?:^|_)PASS|(?:^|_)AUTH(?!OR(?!IZ))(?!_SOCK$)|_PWD$|(?:^|_)PAT$|(?:^|_)PW(?:_|$)|CRED")
 """Names that carry credentials by convention: ``*_PASS*`` (``SMTP_PASS``), ``*_AUTH*`` (``NPM_AUTH``; not
-``GIT_AUTHOR_*`` nor the ``SSH_AUTH_SOCK`` path), ``*_PWD`` (``MYSQL_PWD``; not ``PWD``), ``*_PAT`` (``GH_PAT``)."""
+``GIT_AUTHOR_*`` nor the ``SSH_AUTH_SOCK`` path), ``*_PWD`` (``MYSQL_PWD``; not ``PWD``), ``*_PAT`` (``GH_PAT``),
+``*_PW`` (``LDAP_BIND_PW``), ``*CRED*`` (``ARTIFACTORY_CREDS``)."""
+_CREDENTIAL_TEXT = re.compile(
+    r"(?i)(?:\b(?:proxy-)?authorization\s*:|\b(?:bearer|basic)\s+[A-Za-z0-9+/=._~\-]{8,}"
+    r"|(?:^|[;\s])(?:password|passwd|pwd)\s*[=\s]\s*[^;\s]{4,})")
+"""A value holding a credential inside other text, whatever the variable's name: an HTTP header
+(``GIT_CONFIG_VALUE_0=AUTHORIZATION: basic ...``, ``http.extraheader`` in ``GIT_CONFIG_PARAMETERS``), a bearer or
+basic credential, a connection string's ``Password=...;`` or a netrc's ``password ...``."""
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(?:[^/?#@\s:]*:[^/?#@\s]+|[^/?#@\s:]{16,})@")
 """A URL with a password in it (``postgres://u:pw@h``, ``http://user:pass@proxy:3128``), or a user part long
 enough to be a token (``https://<32 hex>@o1.ingest.sentry.io/1``, ``https://<token>@github.com/o/r``)."""
@@ -96,8 +103,10 @@ def secret_named(name: str) -> bool:
 def carries_credentials(name: str, value: str) -> bool:
     """True for a variable a child must not get unless allowed by name: a secret name, a value that is a URL
     holding a password or a token as its user (``DATABASE_URL``, ``HTTPS_PROXY`` with credentials, a Sentry
-    DSN), or a value shaped as a credential (``token_shaped``), whatever the name."""
-    return secret_named(name) or _URL_PASSWORD.search(value) is not None or token_shaped(value)
+    DSN), a value holding a credential in other text (``_CREDENTIAL_TEXT``: a header, a connection string's
+    password), or a value shaped as a credential (``token_shaped``), whatever the name."""
+    return (secret_named(name) or _URL_PASSWORD.search(value) is not None or token_shaped(value)
+            or (len(value) < 65536 and _CREDENTIAL_TEXT.search(value) is not None))
 
 
 def token_shaped(value: str) -> bool:
