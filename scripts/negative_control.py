@@ -1460,8 +1460,8 @@ SABOTAGES = [
     Sabotage(
         "glob and brace words are checked by their literal prefix only (*/../../x reads outside unasked)",
         "src/agentloop/agent/permissions/rules.py",
-        "                paths = _glob_reach(os.path.join(self.cwd, c), MAX_PATH_CHECKS - seen) if pattern else [c]\n",
-        "                paths = [_GLOB_CHARS.split(c, maxsplit=1)[0]]  # SABOTAGED\n",
+        "                    paths = _glob_reach(os.path.join(base, c), MAX_PATH_CHECKS - seen) if pattern else [c]\n",
+        "                    paths = [_GLOB_CHARS.split(c, maxsplit=1)[0]]  # SABOTAGED\n",
         ["tests/test_read_only_allow_list.py::test_a_glob_or_brace_word_that_reaches_outside_is_not_auto_approved"],
     ),
     Sabotage(
@@ -1539,8 +1539,8 @@ SABOTAGES = [
     Sabotage(
         "auto-approval judges link/.. as written, not where the kernel goes",
         "src/agentloop/agent/permissions/rules.py",
-        "                        real = os.path.realpath(os.path.join(self.cwd, p))",
-        "                        real = os.path.realpath(given)  # SABOTAGED",
+        "                            real = os.path.realpath(os.path.join(base, p))",
+        "                            real = os.path.realpath(given)  # SABOTAGED",
         ["tests/test_read_only_reach.py::test_dot_dot_after_a_link_is_judged_where_the_kernel_goes"],
     ),
     Sabotage(
@@ -1560,8 +1560,8 @@ SABOTAGES = [
     Sabotage(
         "a variable holding a credential by its value's shape (a JWT, a ghp_ token) reaches children",
         "src/agentloop/config/credentials.py",
-        "    return secret_named(name) or _URL_PASSWORD.search(value) is not None or token_shaped(value)",
-        "    return secret_named(name) or _URL_PASSWORD.search(value) is not None  # SABOTAGED",
+        "    return (secret_named(name) or _URL_PASSWORD.search(value) is not None or token_shaped(value)",
+        "    return (secret_named(name) or _URL_PASSWORD.search(value) is not None  # SABOTAGED",
         ["tests/test_secret_shapes.py::test_variables_carrying_credentials_by_convention_stay_out_of_children",
          "tests/test_secret_shapes.py::test_bash_does_not_inherit_them"],
     ),
@@ -1582,8 +1582,8 @@ SABOTAGES = [
     Sabotage(
         "a held secret is redacted only as written, not %-encoded",
         "src/agentloop/agent/secret_shapes.py",
-        '    alts = [_escape(c), either] + (["\\\\+"] if c == " " else [])',
-        "    alts = [_escape(c)]  # SABOTAGED",
+        "    alts = [_escape(c), _either_case(encoded), ",
+        "    alts = [_escape(c),  # SABOTAGED\n            ",
         ["tests/test_secret_shapes.py::test_each_shape_of_a_held_secret_is_redacted", "tests/test_secret_shapes.py::test_webfetch_refuses_a_url_holding_a_secret_in_any_shape"],
     ),
     Sabotage(
