@@ -2589,6 +2589,13 @@ SABOTAGES = [
         "        if False:  # SABOTAGED",
         ["tests/test_create_supervisor.py::test_where_creations_cannot_be_supervised_the_sandbox_listing_and_the_first_result_say_so"],
     ),
+    Sabotage(
+        "the write wall judges a folder holding HEAD only once it has objects (a racing link slips in)",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        '    return view.lexists(os.path.join(d, "HEAD")) or _is_gitdir(d, view)',
+        '    return _is_gitdir(d, view)  # SABOTAGED',
+        ["tests/test_write_wall_shapes.py::test_a_folder_holding_head_is_judged_before_it_has_objects"],
+    ),
 ]
 
 

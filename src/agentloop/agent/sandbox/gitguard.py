@@ -203,9 +203,20 @@ def _gitdir_of_file(dot_git: str) -> str | None:
 
 
 def _is_gitdir(d: str, view: View = DISK) -> bool:
-    """``d`` is a folder git could take for a repository, by its shape (see ``wall.looks_like_gitdir``)."""
+    """``d`` is a folder git could take for a repository, by its shape (see ``wall.looks_like_gitdir``): any
+    entry named ``objects`` counts, whatever it is, since git only asks ``access(objects, X_OK)``, which a
+    symbolic link to another repository's objects (or an executable file) passes."""
     return view.lexists(os.path.join(d, "HEAD")) and (
-        view.isdir(os.path.join(d, "objects")) or view.lexists(os.path.join(d, "commondir")))
+        view.lexists(os.path.join(d, "objects")) or view.lexists(os.path.join(d, "commondir")))
+
+
+def _may_become_gitdir(d: str, view: View) -> bool:
+    """``d`` holds a ``HEAD``: judged as a repository even before it has ``objects``, since a sandboxed
+    command running beside the write could add ``objects`` (or a link of that name) between this check and
+    the write, and a folder holding ``HEAD`` can gain nothing from a sandboxed command afterwards
+    (``supervisor.CreationPolicy``). So the check and the supervisor together leave no moment where a
+    folder is a repository with a program in it."""
+    return view.lexists(os.path.join(d, "HEAD")) or _is_gitdir(d, view)
 
 
 def _gitdirs_from(dot_gits: Iterable[str]) -> list[str]:
@@ -482,8 +493,8 @@ def write_refusal(pending: Mapping[str, bytes | None], roots: Sequence[str]) -> 
                 return f"{path} would point git at {target}, outside the workspace"
         d = path
         while _inside(d, [root]):
-            if _is_gitdir(d, after):
-                now = _new_gitdir_problem(d, set(), DISK) if _is_gitdir(d, DISK) else None
+            if _may_become_gitdir(d, after):
+                now = _new_gitdir_problem(d, set(), DISK) if _may_become_gitdir(d, DISK) else None
                 then = _new_gitdir_problem(d, set(), after)
                 if then is not None and then != now:
                     return (f"{d} would be a git repository holding {then}, which the user's git would run"
