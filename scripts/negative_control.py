@@ -2596,6 +2596,20 @@ SABOTAGES = [
         '    return _is_gitdir(d, view)  # SABOTAGED',
         ["tests/test_write_wall_shapes.py::test_a_folder_holding_head_is_judged_before_it_has_objects"],
     ),
+    Sabotage(
+        "the file tools reach a home workspace's dot folders (credential stores, start-up files)",
+        "src/agentloop/agent/tools/workspace.py",
+        "            return not hidden_part(real_path, self.hidden_homes)",
+        "            return True  # SABOTAGED",
+        ["tests/test_home_workspace_file_tools.py"],
+    ),
+    Sabotage(
+        "Grep and Glob list the dot files at the top of a home workspace (~/.netrc)",
+        "src/agentloop/agent/tools/walk.py",
+        "                    if ws.hidden_homes and not ws.contains(path):",
+        "                    if False:  # SABOTAGED",
+        ["tests/test_home_workspace_file_tools.py::test_read_grep_and_glob_do_not_reach_the_credential_stores_of_a_home_workspace"],
+    ),
 ]
 
 
