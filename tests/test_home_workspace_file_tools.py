@@ -18,13 +18,12 @@ from pathlib import Path
 
 from agentloop.agent.agent import Agent
 from agentloop.testing import ScriptedModel, reply
-
 from test_home_allow_list import SECRETS, home  # noqa: F401  (the fixture: a home with credential stores)
 
 
-def tool_results(home: Path, calls: list[tuple[str, dict[str, object]]], add_dirs: tuple[str, ...] = ()) -> list[str]:
+def tool_results(where: Path, calls: list[tuple[str, dict[str, object]]], add_dirs: tuple[str, ...] = ()) -> list[str]:
     model = ScriptedModel([reply("", [c]) for c in calls] + [reply("done")])
-    a = Agent(cwd=str(home), home=os.environ["AGENTLOOP_HOME"], model=model, permission_mode="bypassPermissions",
+    a = Agent(cwd=str(where), home=os.environ["AGENTLOOP_HOME"], model=model, permission_mode="bypassPermissions",
               add_dirs=list(add_dirs))
     try:
         res = a.ask("go")
