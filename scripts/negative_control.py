@@ -2610,6 +2610,13 @@ SABOTAGES = [
         "                    if False:  # SABOTAGED",
         ["tests/test_home_workspace_file_tools.py::test_read_grep_and_glob_do_not_reach_the_credential_stores_of_a_home_workspace"],
     ),
+    Sabotage(
+        "the sockets of the user's key agents stay reachable where the sandbox shows their folder",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        hidden += [p for p in agent_sockets if not",
+        "        hidden += [p for p in () if not",
+        ["tests/test_agent_sockets_hidden.py"],
+    ),
 ]
 
 

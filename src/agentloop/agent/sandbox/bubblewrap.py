@@ -94,6 +94,7 @@ __all__ = [
     "SandboxSettings",
     "SandboxUnavailable",
     "account_homes",
+    "agent_socket_paths",
     "probe",
     "settings_from",
     "user_home_of",
@@ -396,6 +397,27 @@ AGENT_SOCKET_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "G
 """Variables that lead a command to an agent holding the user's keys: not passed into the sandbox."""
 
 
+def agent_socket_paths(env: Mapping[str, str]) -> list[str]:
+    """The files the user's key agents listen on or keep tickets in, as ``env`` names them (``SSH_AUTH_SOCK``,
+    ``GPG_AGENT_INFO``'s socket, ``GNOME_KEYRING_CONTROL``, ``DOCKER_HOST=unix://...``, ``KRB5CCNAME=FILE:...``):
+    hidden from commands wherever they are, since removing the variable does not stop a command that knows the
+    path (an agent listening in ``/var/tmp`` or a folder the sandbox shows answered a command's ``connect``)."""
+    out = []
+    for key, value in env.items():
+        v = value.strip()
+        if key == "GPG_AGENT_INFO":
+            v = v.split(":", 1)[0]
+        elif key == "DOCKER_HOST":
+            v = v[len("unix://"):] if v.startswith("unix://") else ""
+        elif key == "KRB5CCNAME":
+            v = v.split(":", 1)[1] if v.startswith(("FILE:", "DIR:")) else v
+        elif key not in ("SSH_AUTH_SOCK", "GNOME_KEYRING_CONTROL"):
+            continue
+        if os.path.isabs(v) and os.path.normpath(v) != os.sep:
+            out.append(os.path.realpath(v))
+    return out
+
+
 def without_agent_sockets(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without the variables that name the user's key agents (``AGENT_SOCKET_VARIABLES``)."""
     return {k: v for k, v in env.items() if k not in AGENT_SOCKET_VARIABLES}
@@ -472,7 +494,7 @@ class Sandbox:
     @classmethod
     def create(
         cls, settings: SandboxSettings, *, roots: Sequence[str], agentloop_home: str, user_home: str,
-        bwrap: str | None = None, runtime_dir: str | None = None,
+        bwrap: str | None = None, runtime_dir: str | None = None, agent_sockets: Sequence[str] = (),
     ) -> Sandbox:
         """Probe bubblewrap (when the mode wants a sandbox).
 
@@ -490,6 +512,9 @@ class Sandbox:
             hidden.append(os.path.realpath(runtime_dir))
         hidden.append(f"/run/user/{os.getuid()}")  # the user's sockets, whether XDG_RUNTIME_DIR is set or not
         hidden += [os.path.realpath(p) for p in SYSTEM_SOCKETS]
+        # agent_socket_paths(env): wherever the user's agents listen, but for what is hidden already (a folder
+        # hidden whole, the sandbox's own /tmp): a mount there cannot be made and is not needed
+        hidden += [p for p in agent_sockets if not any(p.startswith(x.rstrip(os.sep) + os.sep) for x in [*hidden, "/tmp"])]
         hidden += list(settings.deny_read)
         real_roots = [os.path.realpath(r) for r in roots]
         # a folder the user chose to work in is not hidden from its own commands
