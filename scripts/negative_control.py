@@ -2617,6 +2617,20 @@ SABOTAGES = [
         "        hidden += [p for p in () if not",
         ["tests/test_agent_sockets_hidden.py"],
     ),
+    Sabotage(
+        "a SIGKILLed agentloop's temporary folders are removed only at a later first command",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        _remove_stale_tmpdirs()  # what a SIGKILLed agentloop left, at the next start\n",
+        "",
+        ["tests/test_leftovers_after_kill.py"],
+    ),
+    Sabotage(
+        "a sub-agent's worktree left by a SIGKILLed agentloop is never removed",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        'OWNED_TMP_PREFIXES = (TMP_PREFIX, "agentloop-worktree-")',
+        "OWNED_TMP_PREFIXES = (TMP_PREFIX,)  # SABOTAGED",
+        ["tests/test_leftovers_after_kill.py"],
+    ),
 ]
 
 

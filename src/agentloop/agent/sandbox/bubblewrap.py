@@ -423,16 +423,21 @@ def without_agent_sockets(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in AGENT_SOCKET_VARIABLES}
 
 
+OWNED_TMP_PREFIXES = (TMP_PREFIX, "agentloop-worktree-")
+"""Temporary folders named ``PREFIX + PID + "-..."`` by the agentloop of that PID: a session's private ``/tmp``,
+a sub-agent's worktree (``subagents.worktree``). Removed at a later start once that PID has gone."""
+
+
 def _remove_stale_tmpdirs() -> None:
-    """Remove the private ``/tmp`` folders an agentloop killed with SIGKILL left: this user's, whose PID
-    is no longer running."""
+    """Remove the temporary folders (``OWNED_TMP_PREFIXES``) an agentloop killed with SIGKILL left: this
+    user's, whose PID is no longer running. Called at every sandbox's start, not only at its first command."""
     base = tempfile.gettempdir()
     try:
-        names = [n for n in os.listdir(base) if n.startswith(TMP_PREFIX)]
+        names = [(n, pre) for n in os.listdir(base) for pre in OWNED_TMP_PREFIXES if n.startswith(pre)]
     except OSError:
         return
-    for name in names:
-        pid = name[len(TMP_PREFIX):].split("-", 1)[0]
+    for name, pre in names:
+        pid = name[len(pre):].split("-", 1)[0]
         path = os.path.join(base, name)
         try:
             st = os.lstat(path)
@@ -504,6 +509,7 @@ class Sandbox:
         Raises:
             SandboxUnavailable: ``failIfUnavailable`` and no sandbox can start.
         """
+        _remove_stale_tmpdirs()  # what a SIGKILLed agentloop left, at the next start
         hidden = [os.path.realpath(agentloop_home)]
         homes = account_homes(user_home)
         for h in homes:
