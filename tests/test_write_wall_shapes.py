@@ -1,11 +1,14 @@
-"""The host's write paths judge every folder git could take for a repository, in every shape git accepts.
+"""The host's write paths hold the creation supervisor's invariant: no write makes a new repository shape.
 
 Git takes a folder for a repository when it holds ``HEAD``, ``refs`` and an ``objects`` it can enter
-(``access(objects, X_OK)``: a symbolic link to another repository's objects passes), so the write wall must
-not ask for ``objects`` to be a real folder. And since a sandboxed command may run beside a Write (a
-background command), a folder is judged as a repository as soon as it holds ``HEAD``: ``objects`` could be
-linked in between the check and the write, while the creation supervisor refuses any name in a folder that
-already holds ``HEAD``.
+(``access(objects, X_OK)``: a symbolic link to another repository's objects passes). Judging only what a new
+repository would run left two ways through: a sandboxed ``ln -s ../.git/objects docs/objects`` next to a Write
+of ``docs/HEAD`` and ``docs/config`` (the check wanted ``objects`` to be a real folder), and a background
+command started before the Write, whose mounts did not make that folder's ``config`` read-only, rewriting it
+once the Write had made the folder a repository. So Write, Edit, apply_patch, a merge-back and ACP's editor
+writes now refuse, as the supervisor does for commands, a new ``HEAD`` or ``.git`` outside an existing git
+directory, any new name in a folder holding ``HEAD``, and inside a git directory's sub-folders the names
+that would make one of them a repository; what exists is judged by what it would run, as before.
 
 Claude Code's sandboxing page (https://code.claude.com/docs/en/sandboxing, "Filesystem isolation"):
 commands and edits write the working directory, nothing that configures the host; git's metadata is what the
@@ -41,59 +44,65 @@ def host_git_ran_nothing(base: Path, where: Path) -> bool:
     return not (base / "pwned-fsmonitor").exists()
 
 
-def a_repository_with_linked_objects(base: Path) -> Path:
-    """The user's own repository, and ``docs`` beside it with ``refs`` and ``objects`` a link to the user's
-    objects, as a sandboxed ``ln -s`` could make it before any ``HEAD`` is there."""
+def the_users_repository(base: Path) -> Path:
     proj = base / "proj"
     git(base, "init", "-q", "-b", "main", cwd=proj)
-    (proj / "docs" / "refs").mkdir(parents=True)
-    os.symlink("../.git/objects", proj / "docs" / "objects")
     return proj
 
 
-def test_write_refuses_a_repository_whose_objects_is_a_symbolic_link(base: Path) -> None:
-    proj = a_repository_with_linked_objects(base)
+def test_no_write_makes_a_new_head_or_git_entry_outside_a_git_directory(base: Path) -> None:
+    proj = the_users_repository(base)
+    (proj / "docs" / "refs").mkdir(parents=True)
+    os.symlink("../.git/objects", proj / "docs" / "objects")  # as a sandboxed ln -s could make it
     ws = Workspace(str(proj))
-    ws.write_bytes("docs/HEAD", b"ref: refs/heads/main\n")
-    with pytest.raises(ToolError, match="git"):
-        ws.write_bytes("docs/config", planted_config(base))
-    assert not (proj / "docs" / "config").exists()
-    assert host_git_ran_nothing(base, proj / "docs")
-
-
-def test_apply_patch_refuses_a_repository_whose_objects_is_a_symbolic_link(base: Path) -> None:
-    proj = a_repository_with_linked_objects(base)
-    lines = "".join(f"+{x}\n" for x in planted_config(base).decode().splitlines())
-    patch = f"*** Begin Patch\n*** Add File: docs/HEAD\n+ref: refs/heads/main\n*** Add File: docs/config\n{lines}*** End Patch\n"
-    with pytest.raises(ToolError, match="git"):
-        apply_patch(Workspace(str(proj)), patch, lambda _r: None, lambda _r: None)
+    ws.write_bytes("docs/config", planted_config(base))  # alone, a config file is nothing to git
+    for name, data in (("docs/HEAD", b"ref: refs/heads/main\n"), ("fresh/HEAD", b"ref: refs/heads/main\n"),
+                       ("sub/.git", b"gitdir: ../docs\n")):
+        with pytest.raises(ToolError, match="git repository"):
+            ws.write_bytes(name, data)
+        assert not (proj / name).exists()
+    patch = "*** Begin Patch\n*** Add File: docs/HEAD\n+ref: refs/heads/main\n*** End Patch\n"
+    with pytest.raises(ToolError, match="git repository"):
+        apply_patch(ws, patch, lambda _r: None, lambda _r: None)
+    (proj / "notes").write_text("ref: refs/heads/main\n")
+    patch = "*** Begin Patch\n*** Update File: notes\n*** Move to: docs/HEAD\n@@\n ref: refs/heads/main\n*** End Patch\n"
+    with pytest.raises(ToolError, match="git repository"):
+        apply_patch(ws, patch, lambda _r: None, lambda _r: None)
     assert not (proj / "docs" / "HEAD").exists()
     assert host_git_ran_nothing(base, proj / "docs")
 
 
-def test_a_folder_holding_head_is_judged_before_it_has_objects(base: Path) -> None:
-    """Either order: a program in ``config`` then ``HEAD``, or ``HEAD`` then the program, is refused while
-    ``objects`` is still missing (a command beside the write could link it in at any moment)."""
+def test_a_folder_holding_head_gains_no_new_name_and_no_program(base: Path) -> None:
+    """A folder the user has with a ``HEAD`` and no ``objects``: nothing new may be made in it (``objects``
+    would make it a repository), and its existing ``config`` takes no program."""
+    proj = base / "proj"
+    (proj / "a").mkdir()
+    (proj / "a" / "HEAD").write_text("ref: refs/heads/main\n")
+    (proj / "a" / "config").write_text("[core]\n\tbare = true\n")
+    ws = Workspace(str(proj))
+    for name in ("a/objects/pack/x", "a/refs/heads/main", "a/commondir"):
+        with pytest.raises(ToolError, match="holds HEAD"):
+            ws.write_bytes(name, b"")
+    with pytest.raises(ToolError, match="fsmonitor"):
+        ws.write_bytes("a/config", planted_config(base))
+    ws.write_bytes("a/HEAD", b"ref: refs/heads/other\n")  # its own files, rewritten with nothing to run: fine
+
+
+def test_inside_a_git_directory_no_sub_folder_becomes_a_repository(base: Path) -> None:
+    proj = the_users_repository(base)
+    ws = Workspace(str(proj))
+    ws.write_bytes(".git/refs/remotes/origin/HEAD", b"ref: refs/remotes/origin/main\n")  # as git itself makes it
+    for name in (".git/refs/remotes/origin/objects/x", ".git/refs/remotes/origin/config", ".git/logs/commondir"):
+        with pytest.raises(ToolError, match="inside the git directory"):
+            ws.write_bytes(name, b"")
+    ws.write_bytes(".git/description", b"mine\n")  # the top of the user's git directory: judged by content
+
+
+def test_negative_control_folders_without_head_are_written_freely(base: Path) -> None:
     proj = base / "proj"
     ws = Workspace(str(proj))
-    ws.write_bytes("a/config", planted_config(base))  # alone, a config file is nothing to git
-    with pytest.raises(ToolError, match="git"):
-        ws.write_bytes("a/HEAD", b"ref: refs/heads/main\n")
-    ws.write_bytes("b/HEAD", b"ref: refs/heads/main\n")
-    with pytest.raises(ToolError, match="git"):
-        ws.write_bytes("b/config", planted_config(base))
-    for d in ("a", "b"):  # what the racing command would then add
-        (proj / d / "refs").mkdir()
-        os.symlink(f"{base}/proj/.git/objects", proj / d / "objects")
-    git(base, "init", "-q", cwd=proj)
-    assert host_git_ran_nothing(base, proj / "a") and host_git_ran_nothing(base, proj / "b")
-
-
-def test_negative_control_a_folder_holding_head_with_a_plain_config_is_written(base: Path) -> None:
-    """Negative control: ``HEAD``, a link named ``objects`` and a configuration that runs nothing are all
-    written (the wall refuses programs, not shapes)."""
-    proj = a_repository_with_linked_objects(base)
-    ws = Workspace(str(proj))
-    ws.write_bytes("docs/HEAD", b"ref: refs/heads/main\n")
-    ws.write_bytes("docs/config", b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n")
+    ws.write_bytes("docs/objects/keep", b"")
+    ws.write_bytes("docs/refs/heads/main", b"")
+    ws.write_bytes("docs/config", planted_config(base))
+    ws.write_bytes("docs/HEAD.md", b"# a file about HEAD\n")
     assert (proj / "docs" / "config").exists()

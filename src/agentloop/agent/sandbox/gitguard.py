@@ -481,6 +481,9 @@ def write_refusal(pending: Mapping[str, bytes | None], roots: Sequence[str]) -> 
     keys in its configuration, a ``commondir``) must be what it already ran before the write. A ``.git``
     file must not point git outside the roots."""
     after = View(pending)
+    why = _new_shape(after, roots)
+    if why is not None:
+        return why
     for path in after.pending:
         root = next((r for r in roots if _inside(path, [r])), None)
         if root is None:
@@ -502,6 +505,51 @@ def write_refusal(pending: Mapping[str, bytes | None], roots: Sequence[str]) -> 
             if d == root:
                 break
             d = os.path.dirname(d)
+    return None
+
+
+SHAPE_NAMES = ("HEAD", ".git")
+"""Names that make a folder a repository to git (with ``objects``), or a working tree of one."""
+INNER_NAMES = frozenset({"objects", "commondir", "gitdir", ".git", "config", "config.worktree", "hooks"})
+"""Inside an existing git directory's sub-folders: what would make one of them a repository of its own
+(``supervisor.INNER_FORBIDDEN``, the same rule for commands)."""
+
+
+def _git_directory_holding(d: str, root: str) -> str | None:
+    """The existing git directory (by its shape, or a folder named ``.git``) that is ``d`` or holds it."""
+    while _inside(d, [root]):
+        if _is_gitdir(d) or (os.path.basename(d) == ".git" and os.path.isdir(d) and not os.path.islink(d)):
+            return d
+        if d == root:
+            break
+        d = os.path.dirname(d)
+    return None
+
+
+def _new_shape(after: View, roots: Sequence[str]) -> str | None:
+    """Why a name the write makes would give the workspace a new repository shape (None: none would).
+
+    The invariant the creation supervisor holds for sandboxed commands (``supervisor.CreationPolicy``), held
+    for the host's writes too: no new ``HEAD`` or ``.git`` outside an existing git directory, nothing new in a
+    folder holding ``HEAD`` that is not one, and inside an existing git directory's sub-folders none of
+    ``INNER_NAMES``. So no folder becomes a repository while a command that started before (a background
+    one, whose mounts did not make that folder's ``config`` read-only) could still write its files: there
+    is no order of writes from both sides, and no race between them, that ends in a new repository."""
+    for path, data in after.pending.items():
+        if data is None or os.path.lexists(path):
+            continue  # a removal, or new bytes for a name that exists: the content checks judge it
+        root = next((r for r in roots if _inside(path, [r])), None)
+        if root is None or path == root:
+            continue
+        parent, name = os.path.dirname(path), os.path.basename(path)
+        holder = _git_directory_holding(parent, root)
+        if holder is None:
+            if name in SHAPE_NAMES:
+                return f"{path} would be a new {name}, which makes a git repository (git runs what a repository configures)"
+            if os.path.lexists(os.path.join(parent, "HEAD")):
+                return f"{path} is new in {parent}, which holds HEAD: it could make that folder a git repository"
+        elif holder != parent and name in INNER_NAMES:
+            return f"{path} would make a repository inside the git directory {holder}"
     return None
 
 
