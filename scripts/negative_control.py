@@ -2652,6 +2652,20 @@ SABOTAGES = [
         "OWNED_TMP_PREFIXES = (TMP_PREFIX,)  # SABOTAGED",
         ["tests/test_leftovers_after_kill.py"],
     ),
+    Sabotage(
+        "the checkpoint store's folders follow the umask",
+        "src/agentloop/agent/session/checkpoints.py",
+        "            private_dirs(os.path.dirname(path))",
+        "            os.makedirs(os.path.dirname(path), 0o777, exist_ok=True)  # SABOTAGED",
+        ["tests/test_private_home_under_any_umask.py"],
+    ),
+    Sabotage(
+        "the sandbox's probe cache follows the umask",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "        private_write(os.path.join(cache_dir, PROBE_CACHE), json.dumps(key).encode())",
+        "        os.makedirs(cache_dir, exist_ok=True); open(os.path.join(cache_dir, PROBE_CACHE), 'w').write(json.dumps(key))  # SABOTAGED",
+        ["tests/test_private_home_under_any_umask.py"],
+    ),
 ]
 
 

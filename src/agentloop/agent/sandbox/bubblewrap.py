@@ -81,6 +81,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...config.private import private_write
 from ...config.settings import SettingsSource
 from .deny_exec import DeniedProgram, Masks, plan_masks, stub_text
 from .gitguard import account_homes, user_home_of
@@ -346,11 +347,7 @@ def _remember_ok(cache_dir: str | None, key: dict[str, object] | None) -> None:
     if cache_dir is None or key is None:
         return
     try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        tmp = os.path.join(cache_dir, f".{PROBE_CACHE}.{os.getpid()}")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(json.dumps(key))
-        os.replace(tmp, os.path.join(cache_dir, PROBE_CACHE))
+        private_write(os.path.join(cache_dir, PROBE_CACHE), json.dumps(key).encode())  # 0600 in a 0700 folder
     except OSError:
         pass  # the next start probes again
 

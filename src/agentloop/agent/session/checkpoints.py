@@ -36,6 +36,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...config.private import private_dirs
+
 __all__ = ["Checkpoints", "FileChange", "RewindPlan", "plan_rewind", "prompts_of"]
 
 
@@ -57,7 +59,7 @@ class Checkpoints:
         digest = _sha(data)
         path = self.path_of(digest)
         if not os.path.exists(path):
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            private_dirs(os.path.dirname(path))  # checkpoints/ and checkpoints/xx/ both 0700, whatever the umask
             tmp = f"{path}.tmp-{os.getpid()}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as f:
