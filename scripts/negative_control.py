@@ -2666,6 +2666,13 @@ SABOTAGES = [
         "        os.makedirs(cache_dir, exist_ok=True); open(os.path.join(cache_dir, PROBE_CACHE), 'w').write(json.dumps(key))  # SABOTAGED",
         ["tests/test_private_home_under_any_umask.py"],
     ),
+    Sabotage(
+        "a rewind writes files back without the write wall's check",
+        "src/agentloop/agent/session/checkpoints.py",
+        "    _refuse_code_for_git(plan, store, roots, force)\n",
+        "",
+        ["tests/test_rewind_write_wall.py"],
+    ),
 ]
 
 
