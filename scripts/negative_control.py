@@ -1799,8 +1799,8 @@ SABOTAGES = [
     Sabotage(
         "the plugin trust digest stops after 2,000 files",
         "src/agentloop/agent/plugins.py",
-        "                out += [os.path.realpath(os.path.join(root, f)) for f in sorted(files)]\n",
-        "                out = (out + [os.path.realpath(os.path.join(root, f)) for f in sorted(files)])[:2000]  # SABOTAGED\n",
+        "        out += [os.path.realpath(os.path.join(root, f)) for f in sorted(files)]\n",
+        "        out = (out + [os.path.realpath(os.path.join(root, f)) for f in sorted(files)])[:2000]  # SABOTAGED\n",
         ["tests/test_plugins.py::test_a_plugin_file_after_thousands_of_others_is_still_covered_by_folder_trust"],
     ),
     Sabotage(
@@ -2672,6 +2672,20 @@ SABOTAGES = [
         "    _refuse_code_for_git(plan, store, roots, force)\n",
         "",
         ["tests/test_rewind_write_wall.py"],
+    ),
+    Sabotage(
+        "folder trust's walk of a plugin does not follow its linked folders",
+        "src/agentloop/agent/plugins.py",
+        "    for root, dirs, files in os.walk(top, followlinks=True):",
+        "    for root, dirs, files in os.walk(top):  # SABOTAGED",
+        ["tests/test_plugin_trust_covers_what_hooks_run.py::test_a_script_in_a_linked_folder_of_the_plugin_is_covered"],
+    ),
+    Sabotage(
+        "folder trust leaves out the files outside a plugin that its hooks name",
+        "src/agentloop/agent/plugins.py",
+        "                out += files + _files_commands_name(files, p.path, cwd)",
+        "                out += files  # SABOTAGED",
+        ["tests/test_plugin_trust_covers_what_hooks_run.py::test_a_script_outside_the_plugin_that_its_hook_names_is_covered"],
     ),
 ]
 

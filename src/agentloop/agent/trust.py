@@ -413,7 +413,7 @@ def hook_files(sources: Sequence[SettingsSource], cwd: str) -> list[str]:
     for s in sources:
         for e in _hook_entries(s):
             if e.command is not None:
-                out += _named_files(e.command, root)
+                out += named_files(e.command, root)
     return list(dict.fromkeys(out))
 
 
@@ -425,7 +425,8 @@ def _hook_entries(source: SettingsSource) -> tuple[HookEntry, ...]:
     return parsed.entries if parsed is not None else ()
 
 
-def _named_files(command: str, root: str) -> list[str]:
+def named_files(command: str, root: str) -> list[str]:
+    """The files inside ``root`` that the words of ``command`` name (a script, a path), as real paths."""
     text = command.replace("${CLAUDE_PROJECT_DIR}", root).replace("$CLAUDE_PROJECT_DIR", root)
     try:
         words = shlex.split(text, comments=True)
