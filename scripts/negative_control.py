@@ -2687,6 +2687,13 @@ SABOTAGES = [
         "                out += files  # SABOTAGED",
         ["tests/test_plugin_trust_covers_what_hooks_run.py::test_a_script_outside_the_plugin_that_its_hook_names_is_covered"],
     ),
+    Sabotage(
+        "registry tokens inside the toolchain folders commands see are shown",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        "            hidden += [os.path.realpath(p) for g in TOOLCHAIN_SECRETS for p in",
+        "            hidden += [os.path.realpath(p) for g in () for p in",
+        ["tests/test_toolchain_secrets_hidden.py"],
+    ),
 ]
 
 

@@ -68,6 +68,7 @@ so once, with how to install it, and then every Bash call asks the user; with
 from __future__ import annotations
 
 import functools
+import glob as globmod
 import hashlib
 import json
 import os
@@ -145,6 +146,19 @@ never a tool's credential or certificate store beside them (uv's ``credentials/`
 certificate stores: only the named parts of ``~/.local/share/uv`` and ``~/.dotnet`` show).
 The rest of the home is hidden (an empty folder) unless it is the workspace, an added directory, or named
 in the user's ``sandbox.filesystem.allowRead``."""
+
+TOOLCHAIN_SECRETS = (
+    ".nvm/versions/node/*/etc/npmrc", ".volta/tools/image/node/*/etc/npmrc", ".asdf/installs/nodejs/*/etc/npmrc",
+    ".local/share/fnm/node-versions/*/installation/etc/npmrc", ".local/share/mise/installs/node/*/etc/npmrc",
+    ".local/share/pnpm/global/*/etc/npmrc", ".npm/.npmrc", ".nvm/.npmrc",
+    ".pyenv/versions/*/pip.conf", ".pyenv/versions/*/envs/*/pip.conf", ".pyenv/pip.conf", ".conda/.condarc",
+    ".conda/envs/*/.condarc", ".conda/envs/*/pip.conf", ".local/share/virtualenvs/*/pip.conf",
+    ".local/share/pipx/venvs/*/pip.conf", ".local/share/mise/installs/python/*/pip.conf",
+    ".asdf/installs/python/*/pip.conf", ".local/share/uv/tools/*/pip.conf", ".local/lib/python*/site-packages/.netrc",
+)
+"""Inside the toolchain folders commands see: where a tool keeps a registry's token (npm's global ``etc/npmrc`` of
+each Node a version manager installed, pip's ``pip.conf`` of an interpreter or environment, conda's
+``.condarc`` with channel tokens). Hidden like ``CREDENTIAL_PATHS``; the toolchain beside them still shows."""
 
 GIT_IDENTITY_KEYS = ("user.name", "user.email", "init.defaultbranch")
 """What the sandbox's ``~/.gitconfig`` keeps of the user's own, so ``git commit`` works inside."""
@@ -511,6 +525,7 @@ class Sandbox:
         homes = account_homes(user_home)
         for h in homes:
             hidden += [os.path.realpath(os.path.join(h, p)) for p in CREDENTIAL_PATHS]
+            hidden += [os.path.realpath(p) for g in TOOLCHAIN_SECRETS for p in globmod.glob(os.path.join(globmod.escape(h), g))]
         if runtime_dir:
             hidden.append(os.path.realpath(runtime_dir))
         hidden.append(f"/run/user/{os.getuid()}")  # the user's sockets, whether XDG_RUNTIME_DIR is set or not
