@@ -2694,6 +2694,13 @@ SABOTAGES = [
         "            hidden += [os.path.realpath(p) for g in () for p in",
         ["tests/test_toolchain_secrets_hidden.py"],
     ),
+    Sabotage(
+        "a permission rule's new settings file follows the umask",
+        "src/agentloop/cli/permissions_edit.py",
+        "            mode = 0o600\n",
+        "            mode = 0o666  # SABOTAGED\n",
+        ["tests/test_private_home_under_any_umask.py::test_a_permission_rule_the_user_adds_is_written_private_under_umask_000"],
+    ),
 ]
 
 

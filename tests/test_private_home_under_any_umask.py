@@ -61,3 +61,25 @@ def test_checkpoints_and_the_sandbox_probe_cache_are_private_under_umask_000(tmp
     assert any(p.endswith(sbx.PROBE_CACHE) for p in seen), seen
     wrong = {p: f"{m:o}" for p, m in seen.items() if m & 0o077}
     assert not wrong, wrong
+
+
+def test_a_permission_rule_the_user_adds_is_written_private_under_umask_000(tmp_path: Path, no_umask: None) -> None:
+    """``/permissions allow`` writes the project's ``.agentloop/settings.local.json``: new, it is the user's
+    alone (0600 in a 0700 folder); an existing settings file keeps the mode it had."""
+    from agentloop.agent.agent import Agent
+    from agentloop.cli.permissions_edit import add_rule
+    from agentloop.testing import ScriptedModel
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    a = Agent(cwd=str(proj), home=str(tmp_path / "al"), model=ScriptedModel([]), trust=True)
+    try:
+        add_rule(a, "allow", '"Bash(make test)"')
+        (proj / "shared.json").write_text("{}")
+        (proj / "shared.json").chmod(0o644)
+        add_rule(a, "allow", '"Bash(make lint)" --file shared.json')
+    finally:
+        a.close()
+    assert stat.S_IMODE((proj / ".agentloop").stat().st_mode) == 0o700
+    assert stat.S_IMODE((proj / ".agentloop" / "settings.local.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((proj / "shared.json").stat().st_mode) == 0o644
