@@ -193,7 +193,7 @@ def _files_commands_name(files: Sequence[str], plugin: str, cwd: str) -> list[st
     trust like a settings hook's script (``trust.hook_files``)."""
     import json
 
-    from .trust import named_files
+    from .hook_paths import named_files
 
     out: list[str] = []
     for f in files:
