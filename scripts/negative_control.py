@@ -2701,6 +2701,13 @@ SABOTAGES = [
         "            mode = 0o666  # SABOTAGED\n",
         ["tests/test_private_home_under_any_umask.py::test_a_permission_rule_the_user_adds_is_written_private_under_umask_000"],
     ),
+    Sabotage(
+        "the write wall lets a program the user's repository already configures be rewritten",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        "                if then is not None and _runs_from(d, path):",
+        "                if False:  # SABOTAGED",
+        ["tests/test_write_wall_shapes.py::test_a_program_the_users_repository_already_configures_is_not_rewritten"],
+    ),
 ]
 
 

@@ -106,3 +106,29 @@ def test_negative_control_folders_without_head_are_written_freely(base: Path) ->
     ws.write_bytes("docs/config", planted_config(base))
     ws.write_bytes("docs/HEAD.md", b"# a file about HEAD\n")
     assert (proj / "docs" / "config").exists()
+
+
+def test_a_program_the_users_repository_already_configures_is_not_rewritten(base: Path) -> None:
+    """``git lfs install --local`` puts ``filter.lfs.clean`` in the repository's configuration, and a repository
+    may have its own hooks. Rewriting that value, or a hook's bytes, kept the same keys and hook names, so the
+    check that compared those lists let it through and the next ``git add`` ran the new program."""
+    proj = the_users_repository(base)
+    git(base, "config", "filter.lfs.clean", "git-lfs clean -- %f", cwd=proj)
+    (proj / ".gitattributes").write_text("*.bin filter=lfs\n")
+    (proj / "a.bin").write_text("x\n")
+    (proj / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ntrue\n")
+    ws = Workspace(str(proj))
+    config = (proj / ".git" / "config").read_text()
+    with pytest.raises(ToolError, match="user's to"):
+        ws.write_bytes(".git/config", config.replace("git-lfs clean -- %f", f"touch {base}/pwned-filter && cat").encode())
+    with pytest.raises(ToolError, match="user's to"):
+        ws.write_bytes(".git/hooks/pre-commit", f"#!/bin/sh\ntouch {base}/pwned-hook\n".encode())
+    git(base, "add", "a.bin", cwd=proj)
+    assert not (base / "pwned-filter").exists() and "touch" not in (proj / ".git" / "hooks" / "pre-commit").read_text()
+
+
+def test_negative_control_a_repository_that_runs_nothing_takes_a_plain_configuration_change(base: Path) -> None:
+    proj = the_users_repository(base)
+    config = (proj / ".git" / "config").read_text()
+    Workspace(str(proj)).write_bytes(".git/config", (config + "[user]\n\tname = someone\n").encode())
+    assert "someone" in (proj / ".git" / "config").read_text()

@@ -210,6 +210,13 @@ def _is_gitdir(d: str, view: View = DISK) -> bool:
         view.lexists(os.path.join(d, "objects")) or view.lexists(os.path.join(d, "commondir")))
 
 
+def _runs_from(d: str, path: str) -> bool:
+    """``path`` is one of the files of the git directory ``d`` that name or are programs: its ``config``,
+    ``config.worktree``, ``commondir``, or anything under ``hooks``."""
+    return path in (os.path.join(d, n) for n in ("config", "config.worktree", "commondir")) or _inside(
+        path, [os.path.join(d, "hooks")])
+
+
 def _may_become_gitdir(d: str, view: View) -> bool:
     """``d`` holds a ``HEAD``: judged as a repository even before it has ``objects``, since a sandboxed
     command running beside the write could add ``objects`` (or a link of that name) between this check and
@@ -502,6 +509,11 @@ def write_refusal(pending: Mapping[str, bytes | None], roots: Sequence[str]) -> 
                 if then is not None and then != now:
                     return (f"{d} would be a git repository holding {then}, which the user's git would run"
                             " (git reads a folder with HEAD and objects as a repository, whatever its name)")
+                if then is not None and _runs_from(d, path):
+                    # the same keys and hook names as before, but new bytes in what names or is a program
+                    # (a filter.lfs.clean of git lfs install --local rewritten): judged by the file, not the list
+                    return (f"{path} is what the git repository {d} runs ({then}); a change to it is the user's to"
+                            " make (git runs it without being asked)")
             if d == root:
                 break
             d = os.path.dirname(d)
