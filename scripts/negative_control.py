@@ -2708,6 +2708,13 @@ SABOTAGES = [
         "                if False:  # SABOTAGED",
         ["tests/test_write_wall_shapes.py::test_a_program_the_users_repository_already_configures_is_not_rewritten"],
     ),
+    Sabotage(
+        "the file tools write into the hook folder a repository's core.hooksPath names",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        "    why = _new_shape(after, roots) or _program_path_refusal(after, roots)",
+        "    why = _new_shape(after, roots)  # SABOTAGED",
+        ["tests/test_write_wall_shapes.py::test_the_hook_folder_a_repository_names_is_not_written"],
+    ),
 ]
 
 

@@ -132,3 +132,24 @@ def test_negative_control_a_repository_that_runs_nothing_takes_a_plain_configura
     config = (proj / ".git" / "config").read_text()
     Workspace(str(proj)).write_bytes(".git/config", (config + "[user]\n\tname = someone\n").encode())
     assert "someone" in (proj / ".git" / "config").read_text()
+
+
+def test_the_hook_folder_a_repository_names_is_not_written(base: Path) -> None:
+    """``core.hooksPath = .husky`` (husky before v9, and any project that keeps its hooks in the tree): git
+    runs those files on commit without asking; commands see them read-only, and the file tools do not write
+    them either. A user's executable hook rewritten by Edit kept its mode and ran at the next commit."""
+    proj = the_users_repository(base)
+    git(base, "config", "core.hooksPath", ".husky", cwd=proj)
+    (proj / ".husky").mkdir()
+    (proj / ".husky" / "pre-commit").write_text("#!/bin/sh\ntrue\n")
+    (proj / ".husky" / "pre-commit").chmod(0o755)
+    (proj / "f").write_text("x\n")
+    git(base, "add", "f", cwd=proj)
+    ws = Workspace(str(proj))
+    with pytest.raises(ToolError, match="runs or reads for programs"):
+        ws.write_bytes(".husky/pre-commit", f"#!/bin/sh\ntouch {base}/pwned-hook\n".encode())
+    with pytest.raises(ToolError, match="runs or reads for programs"):
+        ws.write_bytes(".husky/post-checkout", f"#!/bin/sh\ntouch {base}/pwned-hook\n".encode())
+    ws.write_bytes("src/main.py", b"print('the project itself is written')\n")  # negative control
+    git(base, "commit", "-qm", "x", cwd=proj)
+    assert not (base / "pwned-hook").exists()

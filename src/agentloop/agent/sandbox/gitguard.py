@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .wall import DISK, TreeWalk, View
+from .wall import DIR, DISK, TreeWalk, View
 
 __all__ = ["BLOCKED_SUFFIX", "STARTUP_FILES", "GitPlan", "account_homes", "check", "check_names", "plan", "sweep", "user_home_of",
            "write_refusal"]
@@ -208,6 +208,31 @@ def _is_gitdir(d: str, view: View = DISK) -> bool:
     symbolic link to another repository's objects (or an executable file) passes."""
     return view.lexists(os.path.join(d, "HEAD")) and (
         view.lexists(os.path.join(d, "objects")) or view.lexists(os.path.join(d, "commondir")))
+
+
+def _program_path_refusal(after: View, roots: Sequence[str]) -> str | None:
+    """Why a written path is one the configuration of the repository it lies in (or the user's own) names as a
+    program, a hook folder or an include (``core.hooksPath = .husky``, ``include.path``): read-only to commands
+    (``plan``), so not written by the file tools either (None: none is)."""
+    homes = account_homes(user_home_of({}))
+    memo: dict[str, list[str]] = {}
+    for path, data in after.pending.items():
+        if data is DIR:
+            continue
+        root = next((r for r in roots if _inside(path, [r])), None)
+        d = os.path.dirname(path)
+        while root is not None and _inside(d, [root]):
+            dot = os.path.join(d, ".git")
+            if d not in memo:
+                gitdir = os.path.realpath(dot) if os.path.isdir(dot) else _gitdir_of_file(dot) if os.path.isfile(dot) else None
+                memo[d] = _program_paths(gitdir, d, homes) if gitdir else []
+            hit = next((t for t in memo[d] if _inside(path, [t])), None)
+            if hit is not None:
+                return f"{path} is in {hit}, which the configuration of the repository at {d} runs or reads for programs"
+            if d == root:
+                break
+            d = os.path.dirname(d)
+    return None
 
 
 def _runs_from(d: str, path: str) -> bool:
@@ -488,7 +513,7 @@ def write_refusal(pending: Mapping[str, bytes | None], roots: Sequence[str]) -> 
     keys in its configuration, a ``commondir``) must be what it already ran before the write. A ``.git``
     file must not point git outside the roots."""
     after = View(pending)
-    why = _new_shape(after, roots)
+    why = _new_shape(after, roots) or _program_path_refusal(after, roots)
     if why is not None:
         return why
     for path in after.pending:
