@@ -349,7 +349,7 @@ def open_sandbox(settings: AgentSettings, mode: str | None, cwd: str, add_dirs: 
     try:
         ss = sbx.settings_from(list(settings.sources), mode=mode, cwd=cwd, user_home=sbx.user_home_of(env))
         sandbox = sbx.Sandbox.create(ss, roots=[cwd, *add_dirs], agentloop_home=home, user_home=sbx.user_home_of(env),
-                                     runtime_dir=env.get("XDG_RUNTIME_DIR"))
+                                     runtime_dir=env.get("XDG_RUNTIME_DIR"), agent_sockets=sbx.agent_socket_paths(env))
     except (ValueError, sbx.SandboxUnavailable) as exc:
         raise AgentError(str(exc)) from None
     said = [f"sandbox: {w}" for w in ss.warnings] + [n for n in notices if n]
