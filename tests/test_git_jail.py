@@ -298,3 +298,102 @@ def test_agentloops_home_inside_a_repository_stays_hidden_from_its_programs(tmp_
         f.write('[alias]\n\tpeek = "!cat al-home/session.jsonl; cat eq.txt"\n')
     out = spawn.git(["peek"], cwd=str(repo)).stdout
     assert "eq.txt" in out and "a record" not in out, out  # the repository shows; agentloop's home inside it does not
+
+
+def test_a_worktree_on_its_own_branch_has_the_filters_its_branch_brings_switched_off(tmp_path: Path) -> None:
+    """git-config, "Conditional includes": ``includeIf "onbranch:..."`` is read only on a matching branch, and a
+    worktree shares its repository's ``config`` on a branch of its own. A filter brought in only on the
+    sub-agent's branch is still switched off in its worktree (the list of drivers is the worktree's own, not
+    the one remembered for the main work tree), so even inside the jail it does not run."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "f.txt").write_text("one\n")
+    (repo / ".gitattributes").write_text("*.txt filter=ob\n")
+    wt = tmp_path / "wt"
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "start"],
+                 ["config", "includeIf.onbranch:agentloop-*.path", str(repo / ".git" / "ob.cfg")],
+                 ["worktree", "add", "-q", "-b", "agentloop-t1", str(wt)]):
+        assert _plain_git(repo, *args).returncode == 0, args
+    (repo / ".git" / "ob.cfg").write_text(f'[filter "ob"]\n\tclean = sh -c "echo ran >> {wt}/ran.txt; cat"\n')
+    assert spawn.filter_drivers(str(repo)) == []  # remembered for the main work tree, on its own branch
+    assert spawn.filter_drivers(str(wt)) == ["ob"]
+    (wt / "f.txt").write_text("two\n")
+    p = spawn.git(["add", "-A"], cwd=str(wt), write=True)
+    assert p.returncode == 0, p.stderr
+    assert not (wt / "ran.txt").exists()
+    _plain_git(wt, "add", "-A")  # the control: the user's git on that branch runs it
+    assert (wt / "ran.txt").exists()
+
+
+def test_a_child_made_from_agentloops_environment_gets_no_key_whatever_the_variables_name(tmp_path: Path) -> None:
+    """``--api-key-env`` may name any variable (``LLM_GATEWAY``: no secret-looking part): once the command holds
+    its keys in memory, the environment every child is made from leaves it out by name and value, even a
+    child whose environment is this process's own (``spawn.run`` with none given). A plain variable is there
+    (the control)."""
+    code = ("import sys\nfrom agentloop.cli.held_keys import hold_keys\nhold_keys(['--api-key-env', 'LLM_GATEWAY'])\n"
+            "from agentloop.agent import spawn\n"
+            "sys.stdout.write(spawn.run(['env'], cwd=sys.argv[1], env=None, timeout=30)[1].decode())\n")
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "LLM_GATEWAY": "gw0123456789abcdef", "A_PLAIN_SETTING": "kept"})
+    assert p.returncode == 0, p.stderr
+    assert "A_PLAIN_SETTING=kept" in p.stdout
+    assert "gw0123456789abcdef" not in p.stdout and "LLM_GATEWAY" not in p.stdout
+
+
+def test_agentloops_git_starts_with_an_allow_list_of_variables(tmp_path: Path) -> None:
+    """Whatever the environment it is given (a project's settings ``env`` among it), the jail's git has only
+    ``PATH``, ``HOME``, the locale and its own settings: not ``GIT_CONFIG_PARAMETERS`` (git-config's ``-c``
+    passed on), ``GIT_COMMON_DIR``, ``LD_PRELOAD`` or ``BASH_ENV``. An alias (``!env``) prints what it has."""
+    env = {**os.environ, "LANG": "C.UTF-8", "GIT_CONFIG_PARAMETERS": "'core.fsmonitor'='sh evil'",
+           "GIT_COMMON_DIR": str(tmp_path), "LD_PRELOAD": str(tmp_path / "x.so"), "BASH_ENV": str(tmp_path / "x.sh"),
+           "A_PLAIN_SETTING": "dropped"}
+    p = spawn.git(["-c", "alias.show-env=!env", "show-env"], cwd=str(tmp_path), env=env)
+    assert p.returncode == 0, p.stderr
+    names = {line.split("=", 1)[0] for line in p.stdout.splitlines() if "=" in line}
+    assert {"PATH", "LANG", "GIT_CONFIG_NOSYSTEM"} <= names
+    assert not {"GIT_COMMON_DIR", "LD_PRELOAD", "BASH_ENV", "A_PLAIN_SETTING"} & names
+    assert "sh evil" not in p.stdout  # git's own -c list is passed on to the alias, without the planted one
+
+
+def test_a_sub_agents_worktree_is_checked_out_with_its_own_branchs_filters_switched_off(tmp_path: Path) -> None:
+    """The worktree's files are written by a git that reads the worktree's configuration (its branch,
+    ``agentloop/...``, may include a smudge filter through ``includeIf "onbranch:"``), so that filter is on
+    the list switched off; written by ``worktree add`` in the main work tree it was not, and ran in the jail."""
+    from agentloop.agent.subagents.worktree import Worktree
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "f.txt").write_text("one\n")
+    (repo / ".gitattributes").write_text("*.txt filter=ob\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "start"],
+                 ["config", "includeIf.onbranch:agentloop/**.path", str(repo / ".git" / "ob.cfg")]):
+        assert _plain_git(repo, *args).returncode == 0, args
+    mark = repo / ".git" / "ran-smudge"
+    (repo / ".git" / "ob.cfg").write_text(f'[filter "ob"]\n\tsmudge = sh -c "echo ran >> {mark}; cat"\n\tclean = cat\n')
+    wt = Worktree.create(str(repo), "probe1")
+    try:
+        assert (Path(wt.path) / "f.txt").read_text() == "one\n"
+        assert not mark.exists()
+        (Path(wt.path) / "f.txt").unlink()
+        assert _plain_git(Path(wt.path), "checkout", "-q", "--", "f.txt").returncode == 0
+        assert mark.exists()  # the control: the user's git in that worktree runs it
+    finally:
+        wt.discard()
+
+
+def test_an_object_store_a_repository_borrows_stays_read_only_in_a_call_that_writes(tmp_path: Path) -> None:
+    """``objects/info/alternates`` (gitrepository-layout) is the repository's own file and may name any folder,
+    a home among them; git only reads what it names. So the jail shows it read-only even in a call that
+    writes: a program git runs there (an alias) cannot write it, while it can write the repository (the
+    control)."""
+    repo, store = tmp_path / "repo", tmp_path / "home-of-someone" / "objects"
+    repo.mkdir()
+    store.mkdir(parents=True)
+    assert _plain_git(repo, "init", "-q").returncode == 0
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{store}\n")
+    alias = f"alias.t=!touch {store}/planted; touch {repo}/written"
+    p = spawn.git(["-c", alias, "t"], cwd=str(repo), write=True)
+    assert (repo / "written").exists(), p.stderr
+    assert not (store / "planted").exists()

@@ -145,3 +145,41 @@ def test_print_mode_neutralises_a_terminal(tmp_path: Path) -> None:
     finally:
         t.kill()
     assert b"\x1b]0;" not in t.raw and "a\\x1b]0;owned\\x07b" in t.text()
+
+
+C1_AND_BIDI = "\u009b2J\u009d0;owned\u009c\u202eevil\u2066\x7f"
+_OBEYED = ("\x1b", "\x7f", "\u009b", "\u009d", "\u009c", "\u202e", "\u2066")
+
+
+def test_json_output_escapes_8_bit_controls_and_direction_overrides_and_keeps_the_value(tmp_path: Path) -> None:
+    """JSON escapes only C0 itself: ``json``, ``stream-json`` and ``sessions --json`` also write DEL, the 8-bit C1
+    controls a UTF-8 terminal obeys (CSI ``U+009B``, OSC ``U+009D``) and direction overrides as ``\\uXXXX``; a
+    reader parses the same text (negative control: plain non-ASCII text stays as it is)."""
+    answer = f"a{C1_AND_BIDI}{OSC52}é b"
+    env = env_for(str(tmp_path / "home"), HOME=_beside(tmp_path))
+    for fmt in ("json", "stream-json"):
+        args = [AGENTLOOP, "-p", f"hi{C1_AND_BIDI}", "--output-format", fmt, "--model", _script(tmp_path, [{"text": answer}])]
+        args += ["--verbose"] if fmt == "stream-json" else []
+        p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert not any(c in p.stdout for c in _OBEYED) and "é b" in p.stdout, p.stdout
+        assert answer in [json.loads(line).get("result") for line in p.stdout.splitlines()], p.stdout
+    p = subprocess.run([AGENTLOOP, "sessions", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr
+    assert not any(c in p.stdout for c in _OBEYED) and "\\u009b" in p.stdout, p.stdout
+
+
+def test_a_prompt_with_bytes_that_are_not_utf8_runs_and_is_listed_without_them(tmp_path: Path) -> None:
+    """A raw 8-bit CSI (byte 0x9b) piped in or given as the prompt is no internal error: it becomes U+FFFD, and
+    ``agentloop sessions`` lists the prompt with no raw control byte (negative control: the rest of it is kept)."""
+    env = env_for(str(tmp_path / "home"), HOME=_beside(tmp_path))
+    spec = _script(tmp_path, [{"text": "ok"}])
+    p = subprocess.run([AGENTLOOP, "-p", "--model", spec], input=b"piped\x9b31m\x9d0;t\x07 tail", cwd=tmp_path, env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == b"ok\n", p.stderr
+    p = subprocess.run([AGENTLOOP, "-p", os.fsdecode(b"given\x9b1m"), "--model", spec], cwd=tmp_path, env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    listed = subprocess.run([AGENTLOOP, "sessions"], cwd=tmp_path, env=env, capture_output=True, timeout=60).stdout
+    assert b"\x9b" not in listed.replace("\ufffd".encode(), b"") and b"\x07" not in listed, listed
+    assert "piped\ufffd31m".encode() in listed and "given\ufffd1m".encode() in listed, listed

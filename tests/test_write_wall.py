@@ -164,8 +164,7 @@ def test_write_refuses_to_complete_a_repository_that_runs_a_program(base: Path) 
         ws.write_bytes("docs/HEAD", b"ref: refs/heads/main\n")
     assert not (proj / "docs" / "HEAD").exists()
     host_git_runs_nothing(base, proj / "docs")
-    ws.write_bytes("other/HEAD", b"ref: refs/heads/main\n")  # negative control: no program, no refusal
-    (proj / "other" / "objects").mkdir()
+    ws.write_bytes("other/objects/keep", b"")  # negative control: no HEAD, no program, no refusal
     ws.write_bytes("other/config", b"[core]\n\tbare = true\n")
 
 
@@ -224,8 +223,12 @@ def test_the_one_check_judges_by_shape_not_by_name(tmp_path: Path) -> None:
     why = gitguard.write_refusal({str(d / "config"): b"[core]\n\tfsmonitor = /x\n"}, [str(tmp_path)])
     assert why is not None and "core.fsmonitor" in why
     assert gitguard.write_refusal({str(d / "config"): b"[core]\n\tbare = true\n"}, [str(tmp_path)]) is None
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / ".git").write_text("gitdir: ../anything\n")
     why = gitguard.write_refusal({str(tmp_path / "w" / ".git"): b"gitdir: /elsewhere\n"}, [str(tmp_path)])
     assert why is not None and "outside" in why
+    why = gitguard.write_refusal({str(tmp_path / "v" / ".git"): b"gitdir: ../anything\n"}, [str(tmp_path)])
+    assert why is not None and "new .git" in why
 
 
 def _caught_while_running(base: Path, plant: str) -> None:

@@ -116,10 +116,10 @@ class Agent:
         self.max_steps, self.max_usd_micros, self.add_dirs = s.max_steps, s.max_usd_micros, list(s.add_dirs)
         self.shell_timeout_s, self.shell_max_timeout_s = s.shell_timeout_s, s.shell_max_timeout_s
         self.models = ModelChoice(setting=s.model_setting, price_sources=s.price_sources, env=s.env, permission_mode=s.permission_mode,
-                                  base_url=base_url, api_key_env=api_key_env, option_flags=(max_output_tokens, thinking, effort), project_env=s.project_env, key_helper=s.api_key_helper,
+                                  base_url=base_url, api_key_env=api_key_env, option_flags=(max_output_tokens, thinking, effort), project_env=s.project_env, key_helper=s.api_key_helper, host_env=s.host_env,
                                   cap_micros=s.max_usd_micros, window_override=s.context_window, on_notice=self._notice)
         self.models.choose(s.model, price, fallback, s.fallback_model)
-        self.secrets = SecretGuard.create(self.model, self.env, api_key_env, s.sources)
+        self.secrets = SecretGuard.create(self.model, self.env, api_key_env, s.sources, s.host_env)
         self.redactor, self.child_env, self.allowed_env = self.secrets.redactor, self.secrets.child_env, self.secrets.allowed_env
         self.sandbox_settings, self.sandbox, self.startup_notices = open_sandbox(s, sandbox, self.cwd, self.add_dirs, self.home,
                                                                                  [*self.secrets.env_warnings, home_notice])

@@ -28,13 +28,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..config.settings import ConfigError, SettingsSource, merged
+from ..config.settings import ConfigError, Scope, SettingsSource, merged, written_by_commands
 from .errors import AgentError
 from .permissions.modes import MODES
 from .session.store import Durability
 from .trust import TrustDecision, TrustQuestion
 
-__all__ = ["DEFAULT_MAX_USD_MICROS", "AgentSettings", "SettingsFlags", "cap_text", "merged_env", "model_text", "read_settings"]
+__all__ = ["DEFAULT_MAX_USD_MICROS", "AgentSettings", "SettingsFlags", "cap_text", "model_text", "read_settings"]
 
 log = logging.getLogger("agentloop.agent")
 
@@ -80,6 +80,11 @@ class AgentSettings:
     project_env: Mapping[str, str]
     """The variables of ``env`` whose value a project's settings file gave (name -> the file): a base URL among
     them receives no key of the user's (``providers/opening.py``, rule 4)."""
+    host_env: Mapping[str, str]
+    """The environment with only the user's and managed settings' ``env`` laid over it: what a process that runs
+    on the host starts from (a user's hook, status line or ``apiKeyHelper``). A project's ``env`` is the
+    project's; set on the host it would choose what the user's own programs run (``BASH_ENV``, ``PATH``,
+    ``NODE_OPTIONS``... naming a file the model can rewrite), so it reaches only what runs in the sandbox."""
     trust: TrustDecision
     mcp_json_approved: frozenset[str]
     max_steps: int
@@ -133,11 +138,13 @@ class AgentSettings:
         return self.model_settings.get(key)
 
 
-def read_env(sources: Sequence[SettingsSource]) -> tuple[dict[str, str], dict[str, str]]:
+def read_env(sources: Sequence[SettingsSource]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """Claude Code's ``env`` key, read once from every source: the variables (the higher source overriding the
-    lower name by name), and those whose final value a project's file gave (name -> its path)."""
+    lower name by name), those whose final value a project's file gave (name -> its path), and the variables of
+    the user's own sources alone (what a process on the host starts with: no project's ``env``)."""
     merged: dict[str, str] = {}
     by_project: dict[str, str] = {}
+    users: dict[str, str] = {}
     for s in sources:
         e = s.data.get("env")
         if not isinstance(e, dict):
@@ -148,12 +155,8 @@ def read_env(sources: Sequence[SettingsSource]) -> tuple[dict[str, str], dict[st
                 by_project[str(k)] = s.path
             else:
                 by_project.pop(str(k), None)
-    return merged, by_project
-
-
-def merged_env(sources: Sequence[SettingsSource]) -> dict[str, str]:
-    """Claude Code's ``env`` key of every source, the higher overriding the lower name by name (``read_env``)."""
-    return read_env(sources)[0]
+                users[str(k)] = str(v)
+    return merged, by_project, users
 
 
 def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFlags) -> AgentSettings:
@@ -171,11 +174,13 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     except ConfigError as exc:
         raise AgentError(str(exc)) from None
     said = [w for s in loaded.sources for w in s.warnings]  # keys given twice in a settings file
-    sources = _with_cli_sources(loaded.sources, flags.cli_settings, flags.mcp_configs, flags.strict_mcp_config, said)
+    sources = _with_cli_sources(loaded.sources, flags.cli_settings, flags.mcp_configs, flags.strict_mcp_config, said,
+                                writable=[cwd, *flags.add_dirs])
     said += loaded.warnings
     for w in said:
         log.warning("settings: %s", w)
-    extra_env, env_by_project = read_env(sources)
+    extra_env, env_by_project, users_env = read_env(sources)
+    host_env = {**env, **users_env}
     if extra_env:  # Claude Code's "env": for the model's provider, hooks and MCP servers
         env = {**env, **extra_env}
     managed = [s for s in sources if s.scope == "managed"]
@@ -187,6 +192,7 @@ def read_settings(cwd: str, home: str, env: Mapping[str, str], flags: SettingsFl
     threshold = merged(sources, "loopThreshold")
     return AgentSettings(
         sources=tuple(sources), price_sources=tuple(loaded.price_sources), env=env, project_env=env_by_project,
+        host_env=host_env,
         trust=loaded.decision,
         mcp_json_approved=frozenset(loaded.decision.mcp_approved) if not flags.strict_mcp_config else frozenset(),
         max_steps=flags.max_steps if flags.max_steps is not None else _steps(merged(sources, "maxSteps")),
@@ -410,12 +416,18 @@ def _cli_json(value: str, flag: str, warnings: list[str] | None = None) -> tuple
 
 
 def _with_cli_sources(
-    sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool, warnings: list[str] | None = None
+    sources: list[SettingsSource], settings: Sequence[str], mcp_configs: Sequence[str], strict: bool, warnings: list[str] | None = None,
+    *, writable: Sequence[str] = (),
 ) -> list[SettingsSource]:
     """The settings with Claude Code's command-line layer added: ``--settings`` (a file or JSON) and
     ``--mcp-config`` (``{"mcpServers": ...}`` files or JSON) sit above the project's files and below
     managed settings, as the user's own (so folder trust does not apply to them). With
-    ``--strict-mcp-config`` only the ``--mcp-config`` servers are used."""
+    ``--strict-mcp-config`` only the ``--mcp-config`` servers are used.
+
+    A ``--settings`` file in a ``writable`` folder (the workspace, an added directory) is one the model and
+    sandboxed commands may have written since the user last looked: it counts as a project's file (scope
+    ``local``), so what it starts runs as a project's does (hooks, status line and key helper confined, its
+    ``env`` kept from the host, its ``UnsandboxedBash`` rules ignored), and a line says so."""
     if not settings and not mcp_configs and not strict:
         return sources
     from .trust import sanitize
@@ -424,7 +436,12 @@ def _with_cli_sources(
     said: list[str] = [] if warnings is None else warnings
     for v in settings:
         where, data = _cli_json(v, "--settings", said)
-        clean, notes = sanitize(SettingsSource(where, "user", data))
+        scope: Scope = "user"
+        if not v.lstrip().startswith("{") and written_by_commands(v, writable):
+            scope = "local"
+            said.append(f"{where}: --settings names a file inside the workspace, which sandboxed commands can write: "
+                        "what it starts runs as a project's settings do (in the sandbox, without your keys)")
+        clean, notes = sanitize(SettingsSource(where, scope, data))
         said += notes
         if "prices" in clean.data:
             said.append(f"{where}: prices: prices come from your own settings files and --price, not from --settings; ignored")

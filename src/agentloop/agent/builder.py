@@ -254,7 +254,8 @@ def build_parts(agent: PartsSource, resume: str | None = None) -> AgentParts:
     try:
         runner = HookRunner.from_settings(agent.sources, project_dir=agent.cwd, cwd=agent.cwd,
                                           permission_mode=agent.permission_mode, env=agent.child_env,
-                                          confine=agent.sandbox.confine)  # a project's hooks: inside the sandbox
+                                          confine=agent.sandbox.confine,  # a project's hooks: inside the sandbox
+                                          host_env=agent.secrets.host_env)  # the others: no project env
         for w in runner.warnings:
             log.warning("%s", w)
         scoped = any(getattr(c, "hooks", None) is not None for c in [*agent.commands.values(), *agent.skills.values()])
@@ -425,7 +426,8 @@ def mcp_start(agent: PartsSource) -> McpStart:
     return McpStart(cwd=agent.cwd, home=agent.home, env=agent.env, inherit=agent.child_env, sources=tuple(agent.sources),
                     project_servers=frozenset(agent.mcp_json_approved), allow_env=tuple(sorted(agent.allowed_env)),
                     roots=roots, notice_now=lambda: agent.on_notice, elicit_now=lambda: agent.elicit,
-                    progress_now=lambda: agent.on_mcp_progress)
+                    progress_now=lambda: agent.on_mcp_progress,
+                    host_env=agent.settings.host_env, host_inherit=agent.secrets.host_env)
 
 
 def toolbox_inputs(agent: PartsSource) -> ToolboxInputs:

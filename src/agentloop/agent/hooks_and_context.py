@@ -174,7 +174,9 @@ class ClaudeHooks:
         path, self.runner.env_file = self.runner.env_file, None
         if path is None:
             return
-        exports, warnings = read_env_file(path, self.runner.environment, self.runner.cwd, wrap=self.runner.confined_source())
+        wrap = self.runner.confined_source()  # None: the user's hooks wrote it, and it is sourced on the host
+        base = self.runner.environment if wrap is not None else self.runner.host_environment
+        exports, warnings = read_env_file(path, base, self.runner.cwd, wrap=wrap)
         if exports:
             warnings += facts.carry_env(exports, "CLAUDE_ENV_FILE")
         for w in warnings:

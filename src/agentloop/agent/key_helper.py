@@ -14,6 +14,10 @@ Rules:
    message (the provider scrubs every key it held, old ones included).
 4. The file that set it travels with it: a helper from a project's settings is that project's key (the
    key-to-host rule of ``providers/opening.py`` lets it go to the project's base URL), a user's is the user's.
+5. Where it runs follows who wrote it (record 0015): a project's helper names files the model can rewrite, so
+   it runs in a jail (``sandbox/gitjail.py``: the root read-only, no home, no network, no other process to
+   see), and where none can start it is not run, saying why; a user's runs on the host with the environment
+   given here, which the agent makes without a project's ``env``.
 """
 
 from __future__ import annotations
@@ -83,8 +87,17 @@ class KeyHelper:
 
         where = f"apiKeyHelper in {self.path}"
         self.runs += 1
+        argv = ["/bin/sh", "-c", self.command]
+        if self.in_project:  # rule 5
+            from .sandbox.gitjail import GitUnconfined, jail_argv
+
+            try:
+                argv = jail_argv(spawn.jail_bwrap(), argv, cwd=self.cwd, write=False)
+            except GitUnconfined as exc:
+                raise ProviderConfigError(f"{where} not run: a project's apiKeyHelper runs only inside a sandbox "
+                                          f"({exc}); set it in your own settings to run it on the host") from None
         try:
-            code, out, _err = spawn.run(["/bin/sh", "-c", self.command], cwd=self.cwd, env=spawn.environment(self.env, held=[k for k in (self._key,) if k]),
+            code, out, _err = spawn.run(argv, cwd=self.cwd, env=spawn.environment(self.env, held=[k for k in (self._key,) if k]),
                                         timeout=TIMEOUT_S)
         except OSError as exc:
             raise ProviderConfigError(f"{where} cannot start: {exc.strerror or exc}") from None

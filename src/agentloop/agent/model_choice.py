@@ -103,7 +103,8 @@ class ModelChoice:
     def __init__(self, *, setting: Callable[[str], Any], price_sources: Sequence[SettingsSource], env: Mapping[str, str],
                  permission_mode: str, base_url: str | None, api_key_env: str | None, option_flags: tuple[Any, Any, Any],
                  cap_micros: int | None, window_override: int | None, on_notice: Callable[[str], None],
-                 project_env: Mapping[str, str] | None = None, key_helper: tuple[str, str, bool] | None = None):
+                 project_env: Mapping[str, str] | None = None, key_helper: tuple[str, str, bool] | None = None,
+                 host_env: Mapping[str, str] | None = None):
         self.setting, self.env, self.permission_mode = setting, env, permission_mode
         """``setting(key)``: a model option's key as the settings give it (``AgentSettings.model_setting``)."""
         self.base_url, self.api_key_env, self.option_flags = base_url, api_key_env, option_flags
@@ -115,7 +116,9 @@ class ModelChoice:
         if key_helper is not None:
             from .key_helper import KeyHelper
 
-            self.key_helper = KeyHelper(key_helper[0], key_helper[1], key_helper[2], env)
+            # a user's helper runs on the host: without a project's env (``AgentSettings.host_env``)
+            self.key_helper = KeyHelper(key_helper[0], key_helper[1], key_helper[2],
+                                        env if key_helper[2] or host_env is None else host_env)
             if key_helper[2]:
                 self.project_env = {**self.project_env, "apiKeyHelper": key_helper[1]}
         self.prices = _prices(price_sources)

@@ -4,7 +4,8 @@
 tool for the agent:
 
 1. prepare: the registry checks the tool's name and arguments (a refusal is the result);
-2. the values of the call's secret arguments join the redactor (hidden from every later output);
+2. a call that would send a held secret off this machine (WebFetch, WebSearch, an MCP tool: its arguments, in any
+   shape) is refused; the values of the call's secret arguments join the redactor (hidden from every later output);
 3. PreToolUse hooks: refuse (the result), rewrite the arguments (prepared again), or allow;
 4. the permission decision: rules, then the mode; a hook's allow skips the mode's
    own prompt (deny and ask rules still apply); a Bash command the sandbox cannot
@@ -107,11 +108,17 @@ class ToolPipeline:
     """A sub-agent's call: no one is asked, and refusals say it was the sub-agent's."""
     on_stop: Callable[[], None] | None = None
     """The asker refused and asked to stop the turn (``PermissionReply.interrupt``)."""
+    held_secret: Callable[[ToolCall], str | None] | None = None
+    """The held secret a call would send off this machine (``SecretGuard.held_in_arguments``): such a call is refused."""
 
     def __call__(self, call: ToolCall) -> ToolResult:
         t, refusal = self.registry.prepare(call)
         if refusal is not None or t is None:
             return refusal or ToolResult(call.id, call.name, False, error="tool unavailable")
+        held = self.held_secret(call) if self.held_secret is not None else None
+        if held is not None:  # before the call's own secret arguments join the redactor
+            return self.redact(ToolResult(call.id, call.name, False, error=(
+                f"{call.name} was not run: an argument holds a secret ({held}, in some shape) that it would send off this machine")))
         self.note_secrets(t, call)
         hooked = self.hooks.pre_tool_use(self.owner, call)
         if isinstance(hooked, ToolResult):
@@ -289,10 +296,10 @@ class ToolCalls:
         reg, sec = registry or a.registry(), a.secrets()
         if child:
             return ToolPipeline(reg, a.hooks(), a.facts, policy or a.policy(), a.sandbox(), sec.redact_result, sec.note_secret_args,
-                                child=True)
+                                child=True, held_secret=sec.held_in_arguments)
         return ToolPipeline(reg, a.hooks(), a.facts, a.policy(), a.sandbox(), sec.redact_result, sec.note_secret_args,
                             ask=a.ask(), on_always=self.always, on_denied=self._denied, on_invoke=self._invoking,
-                            on_stop=self.stop_turn)
+                            on_stop=self.stop_turn, held_secret=sec.held_in_arguments)
 
     def run(self, call: ToolCall) -> ToolResult:
         if self.stopping:  # a call after the one the user refused, in the same reply: not run, not asked

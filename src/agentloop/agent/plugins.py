@@ -181,10 +181,58 @@ def project_plugin_files(cwd: str, sources: Sequence[SettingsSource]) -> list[st
     for s in sources:
         for key, on in (s.data.get("enabledPlugins") or {}).items() if s.in_project else ():
             p = _enabled_plugin(cwd, str(key), s.path, markets, True, ignore) if on is True else None
-            for root, dirs, files in os.walk(p.path) if p is not None else ():
-                dirs.sort()
-                out += [os.path.realpath(os.path.join(root, f)) for f in sorted(files)]
+            if p is not None:
+                files = _every_file(p.path)
+                out += files + _files_commands_name(files, p.path, cwd)
     return list(dict.fromkeys(out))
+
+
+def _files_commands_name(files: Sequence[str], plugin: str, cwd: str) -> list[str]:
+    """The files inside ``cwd`` that a command in any of the plugin's JSON files names (a hook's
+    ``sh ${CLAUDE_PLUGIN_ROOT}/../../tools/x.sh`` runs a file outside the plugin's folder): covered by folder
+    trust like a settings hook's script (``trust.hook_files``)."""
+    import json
+
+    from .hook_paths import named_files
+
+    out: list[str] = []
+    for f in files:
+        if not f.endswith(".json"):
+            continue
+        try:
+            with open(f, "rb") as fh:
+                data = json.loads(fh.read(1 << 22))
+        except (OSError, ValueError):
+            continue
+        todo: list[Any] = [data]
+        while todo:
+            x = todo.pop()
+            if isinstance(x, dict):
+                todo += [v for k, v in x.items() if not (k == "command" and isinstance(v, str))]
+                cmd = x.get("command")
+                if isinstance(cmd, str):
+                    for var in ("${CLAUDE_PLUGIN_ROOT}", "$CLAUDE_PLUGIN_ROOT"):
+                        cmd = cmd.replace(var, plugin)
+                    out += named_files(cmd, os.path.realpath(cwd))
+            elif isinstance(x, list):
+                todo += x
+    return out
+
+
+def _every_file(top: str) -> list[str]:
+    """Every file under ``top`` as the plugin loader reaches it: linked folders followed (a ``scripts`` link
+    to a folder elsewhere is read through, so it is covered too), each real folder once (a link loop ends)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(top, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        out += [os.path.realpath(os.path.join(root, f)) for f in sorted(files)]
+    return out
 
 
 def _market_file(cwd: str, settings: str, name: str, entry: Any, warnings: list[str]) -> str | None:

@@ -61,13 +61,17 @@ class SecretGuard:
     """What of ``allowedEnvVars`` was not honoured."""
     child_env: spawn.ChildEnv
     """The environment every child starts from. Only this guard changes it (``carry_exports``)."""
+    host_env: spawn.ChildEnv
+    """``child_env`` for a process that runs on the host (a user's hook, status line, ``apiKeyHelper``): made
+    from the environment without a project's ``env`` (``AgentSettings.host_env``), by the same rule."""
     held: frozenset[str] = frozenset()
     """The provider keys' values the agent holds: never in a child's environment, whatever the name."""
     dropped: frozenset[str] = frozenset()
     """The variable ``--api-key-env`` names: a provider key too."""
 
     @classmethod
-    def create(cls, model: Any, env: Mapping[str, str], api_key_env: str | None, sources: Sequence[SettingsSource]) -> SecretGuard:
+    def create(cls, model: Any, env: Mapping[str, str], api_key_env: str | None, sources: Sequence[SettingsSource],
+               host_environ: Mapping[str, str] | None = None) -> SecretGuard:
         from .sandbox.child_env import secret_env_values
 
         held = held_keys(model, env, api_key_env)
@@ -80,7 +84,8 @@ class SecretGuard:
                             [env[n] for n in sorted(allowed) if env.get(n) and spawn.secret_named(n)])
         dropped = frozenset([api_key_env] if api_key_env else [])
         child = spawn.environment(env, allowed=allowed, drop=dropped, held=held.values())
-        return cls(redactor, allowed, warnings, child, frozenset(held.values()), dropped)
+        host = child if host_environ is None else spawn.environment(host_environ, allowed=allowed, drop=dropped, held=held.values())
+        return cls(redactor, allowed, warnings, child, host, frozenset(held.values()), dropped)
 
     def carry_exports(self, exports: Mapping[str, str], where: str) -> list[str]:
         """Variables set for the session's later children (what SessionStart hooks exported through
@@ -95,6 +100,24 @@ class SecretGuard:
         self.redactor.add_values("a variable allowedEnvVars passes on", [v for n, v in sorted(kept.items()) if v and spawn.secret_named(n)])
         self.child_env.update(kept)
         return warnings
+
+    def held_in_arguments(self, call: ToolCall) -> str | None:
+        """The held secret a call's arguments carry, in any shape (also %-decoded once or twice), when its tool
+        sends them off this machine: WebFetch, WebSearch (``lookup`` tools) and every MCP tool (a server may be
+        remote, or send on what it gets). None for any other tool, or when no argument holds one."""
+        from .tools.catalog import record_of
+
+        record = record_of(call.name)
+        if not (call.name.startswith("mcp__") or (record is not None and record.lookup)) or not len(self.redactor):
+            return None
+        from urllib.parse import unquote, unquote_plus
+
+        for text in _strings(call.arguments):
+            for form in dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))):
+                name = self.redactor.found(form)
+                if name is not None:
+                    return name
+        return None
 
     def redact_result(self, r: ToolResult) -> ToolResult:
         red = self.redactor
@@ -118,6 +141,17 @@ class SecretGuard:
         except ValueError:
             return
         self.redactor.add_values(f"secret argument of {call.name}", found)
+
+
+def _strings(v: Any) -> list[str]:
+    """Every string in a JSON value, the keys of its objects included."""
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list):
+        return [s for x in v for s in _strings(x)]
+    if isinstance(v, dict):
+        return [s for k, x in v.items() for s in [str(k), *_strings(x)]]
+    return []
 
 
 def _withhold_images(v: Any, red: Redactor) -> Any:

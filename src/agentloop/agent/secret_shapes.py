@@ -1,13 +1,16 @@
 """The shapes a held secret takes when a command or a URL re-encodes it, as one linear-time pattern.
 
 A secret printed as is, reversed (``rev``), base64-encoded (``base64``, at any
-offset of the bytes around it, standard or URL-safe, wrapped or not), hex
-(``xxd -p``, ``od``-free either case, wrapped or not) or URL-encoded (every
-character or only some, ``%67hp_...``, either hex case, ``+`` for a space)
-is the same secret. ``pattern(values)`` is one RE2 alternation of all those
-shapes of all the values; RE2 matches it in time linear in the text, however
-many secrets and shapes (``bench``: 10 MB in well under a second). ``name_of``
-gives back the value a match stands for, by undoing the shape.
+offset of the bytes around it, standard or URL-safe, wrapped or not), base32
+(at any of its five offsets), hex (``xxd -p``, either case, wrapped or not, its
+bytes apart or in groups: ``xxd``, ``hexdump -C``, ``od -tx1``, ``0x67,0x68``;
+a dump's line is matched by the piece it holds), URL-encoded (every character or
+only some, ``%67hp_...``, either hex case, ``+`` for a space) or escaped as JSON
+and C write characters (``\\u0067hp_...``, ``\\x67\\x68...``, at will) is the
+same secret. ``pattern(values)`` is one RE2 alternation of all those shapes of
+all the values; RE2 matches it in time linear in the text, however many secrets
+and shapes (``bench``: 10 MB in well under a second). ``name_of`` gives back
+the value a match stands for, by undoing the shape.
 
 A piece of a secret is the secret too: ``cut -c``, ``head -c`` or a slice in a
 script that leaves ``PIECE`` characters or more of it in one run of word
@@ -27,10 +30,11 @@ characters are a shape.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import unquote_plus
 
-__all__ = ["PIECE", "base64_cores", "compile_shapes", "name_of", "pieces", "shape_patterns", "shapes_of"]
+__all__ = ["PIECE", "base32_cores", "base64_cores", "compile_shapes", "name_of", "pieces", "shape_patterns", "shapes_of"]
 
 PIECE = 10
 """Characters of a held secret, in one run, that count as the secret: 10 random token characters carry some 60
@@ -60,12 +64,31 @@ def _escape(c: str) -> str:
     return f"\\x{{{ord(c):x}}}"
 
 
+def _either_case(text: str) -> str:
+    return "".join(f"[{x.upper()}{x.lower()}]" if x.isalpha() else _escape(x) for x in text)
+
+
 def _url_char(c: str) -> str:
-    """One character, as is or %-encoded (either hex case), a space also as ``+``."""
+    """One character, as is, %-encoded, or escaped as JSON and C write it (``\\u0067``, ``\\x67``; hex either
+    case), a space also as ``+``."""
     encoded = "".join(f"%{b:02X}" for b in c.encode("utf-8"))
-    either = "".join(f"[{x}{x.lower()}]" if x.isalpha() else _escape(x) for x in encoded)
-    alts = [_escape(c), either] + (["\\+"] if c == " " else [])
+    alts = [_escape(c), _either_case(encoded), "\\\\" + _either_case(f"u{ord(c):04x}")]
+    if ord(c) < 0x80:
+        alts.append("\\\\" + _either_case(f"x{ord(c):02x}"))
+    alts += ["\\+"] if c == " " else []
     return "(?:" + "|".join(alts) + ")"
+
+
+_DUMP_STRIDE = 6
+"""Every window of ``PIECE + _DUMP_STRIDE`` (16) characters holds a piece starting at a multiple of this."""
+
+_HEX_SEP = r"(?:\r?\n)?[ \t,;:\-]{0,2}(?:0[xX])?"
+"""Between two bytes of hex: ``xxd``'s and ``hexdump``'s spaces, ``0x`` lists, a wrapped line."""
+
+
+def _hex_bytes(raw: bytes) -> str:
+    """``raw`` as hex either case, with or without a separator between bytes (``67 68``, ``6768 705f``, ``0x67,0x68``)."""
+    return _HEX_SEP.join(_either_case(f"{b:02x}") for b in raw)
 
 
 def _b64_char(c: str) -> str:
@@ -105,14 +128,33 @@ def shape_patterns(value: str) -> list[str]:
     if piece is not None:
         pats.append(piece)
     pats += [_WRAP.join(_b64_char(c) for c in core) for core in base64_cores(raw)]
-    pats.append(_WRAP.join(f"[{x}{x.upper()}]" if x.isalpha() else x for x in raw.hex()))
+    pats += [_WRAP.join(core) for core in base32_cores(raw)]
+    pats.append(_hex_bytes(raw))
+    # A dump's line (16 bytes: xxd, hexdump -C, od) holds a piece starting at a multiple of 6: the run of hex
+    # bytes around it is the shape. Only those pieces: every piece in hex makes RE2's replacement crawl on hex text.
+    known = set(pieces(value))
+    ws = [w for w in (value[i:i + PIECE] for i in range(0, len(value) - PIECE + 1, _DUMP_STRIDE)) if w in known]
+    if ws:
+        byte = "[0-9a-fA-F]{2}"
+        alts = "|".join(_hex_bytes(w.encode("utf-8")) for w in ws)
+        pats.append(f"(?:\\b(?:{byte})+{_HEX_SEP})*(?:{alts})(?:{_HEX_SEP}(?:{byte})+\\b)*")
     return sorted(pats, key=len, reverse=True)
+
+
+def base32_cores(raw: bytes) -> list[str]:
+    """The base32 characters that depend on ``raw`` alone, at each of the five offsets of a 5-byte group."""
+    out = []
+    for k in range(5):
+        enc = base64.b32encode(b"\0" * k + raw + b"\0" * 5).decode()
+        start, end = -(-8 * k // 5), 8 * (k + len(raw)) // 5
+        out.append(enc[start:end])
+    return out
 
 
 def shapes_of(value: str) -> list[str]:
     """The plain texts a match of ``value``'s shapes turns back into (``name_of``'s keys)."""
     raw = value.encode("utf-8")
-    return [value, value[::-1], *base64_cores(raw), raw.hex(), *pieces(value)]
+    return [value, value[::-1], *base64_cores(raw), *base32_cores(raw), raw.hex(), *pieces(value)]
 
 
 def compile_shapes(values: Iterable[str]) -> object:
@@ -130,10 +172,25 @@ def name_of(match: str, known: Mapping[str, str]) -> str | None:
     """The name of the secret ``match`` is a shape of: the match as is, %-decoded, unwrapped and in the standard
     base64 alphabet, or unwrapped and lower-case hex; None when it is none of them."""
     flat = match.replace("\r", "").replace("\n", "")
-    for form in (match, unquote_plus(match), flat.replace("-", "+").replace("_", "/"), flat.lower()):
+    forms = [match, unquote_plus(_unescaped(match)), flat.replace("-", "+").replace("_", "/"), flat.lower(), flat]
+    digits = _HEX_NOISE.sub("", flat)
+    if len(digits) % 2 == 0 and _HEX_DIGITS.fullmatch(digits):
+        forms.append(bytes.fromhex(digits).decode("utf-8", "replace"))
+    for form in forms:
         if form in known:
             return known[form]
-    for i in range(len(match) - PIECE + 1):  # a run holding a piece
-        if match[i:i + PIECE] in known:
-            return known[match[i:i + PIECE]]
+    for text in (match, forms[-1]):
+        for i in range(len(text) - PIECE + 1):  # a run holding a piece (a dump's line holds one in hex)
+            if text[i:i + PIECE] in known:
+                return known[text[i:i + PIECE]]
     return None
+
+
+_HEX_NOISE = re.compile(r"0[xX]|[\s,;:\-]")
+_HEX_DIGITS = re.compile(r"[0-9a-fA-F]+")
+_CHAR_ESCAPE = re.compile(r"\\(?:[uU]([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{2}))")
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with JSON's ``\\uXXXX`` and C's ``\\xXX`` escapes written as the characters they stand for."""
+    return _CHAR_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)

@@ -44,6 +44,7 @@ from ..config.credentials import ChildEnv, child_environment, secret_named
 from ..config.settings import SettingsSource
 
 __all__ = [
+    "GIT_ENV_KEPT",
     "GIT_SAFE_CONFIG",
     "ChildEnv",
     "Launcher",
@@ -160,13 +161,17 @@ def open_url(url: str, *, env: Mapping[str, str] | None) -> None:
     """Open ``url`` in the user's browser (an MCP sign-in), started as every child is; failures are silent.
 
     Python's ``webbrowser`` would start the browser with this process's
-    environment, keys included: it runs here as a child of its own instead.
+    environment, keys included: it runs here as a child of its own instead,
+    isolated (``-I``): the folder it starts in (the home, which may be the
+    workspace) and ``PYTHONPATH`` add nothing to what it imports, so no
+    ``webbrowser.py`` the model wrote runs in its place. ``env`` should be the
+    host's (no project ``env``: its ``BROWSER`` names the program started).
     """
     import sys
     import threading
 
     try:
-        p = popen([sys.executable, "-m", "webbrowser", "-t", url], cwd=os.path.expanduser("~"), env=env,
+        p = popen([sys.executable, "-I", "-m", "webbrowser", "-t", url], cwd=os.path.expanduser("~"), env=env,
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return
@@ -196,17 +201,17 @@ GIT_SAFE_CONFIG = (
 )
 """``-c`` settings git gets on every call: the repository's config cannot bring back any of its commands."""
 
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "PAGER",
-                 "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EDITOR", "EDITOR", "VISUAL",
-                 "GIT_CONFIG", "GIT_CONFIG_COUNT", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_PROXY_COMMAND",
-                 "GIT_TRACE", "GIT_TRACE2", "GIT_TRACE2_EVENT", "GIT_TRACE2_PERF")
+GIT_ENV_KEPT = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ"})
+"""The variables agentloop's own git starts with (and ``LC_*``), besides its own settings: an allow-list. Any other
+variable could steer git or what it starts (``GIT_CONFIG_PARAMETERS``, ``GIT_COMMON_DIR``, ``GIT_EXEC_PATH``,
+``LD_PRELOAD``, ``BASH_ENV`` for the shell its aliases and drivers run in), and a project's settings ``env``
+may set any of them."""
+
 
 def git_environment(env: Mapping[str, str] | None) -> dict[str, str]:
-    """The environment of a git agentloop runs for itself: rule 1, then no config but the repository's own."""
-    out = _decided(env)
-    for k in list(out):
-        if k in _GIT_ENV_DROP or k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")):
-            del out[k]
+    """The environment of a git agentloop runs for itself: rule 1, then only ``GIT_ENV_KEPT`` and ``LC_*``,
+    and no config but the repository's own."""
+    out = {k: v for k, v in _decided(env).items() if k in GIT_ENV_KEPT or k.startswith("LC_")}
     out.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0",
                GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat", GIT_ATTR_NOSYSTEM="1", GIT_NO_REPLACE_OBJECTS="1")
     return out
@@ -344,12 +349,15 @@ _drivers_seen: dict[tuple[object, ...], list[str]] = {}
 
 
 def _config_stamp(cwd: str) -> tuple[object, ...]:
-    """What changes when the configuration files of the repository at ``cwd`` change (path, inode, size, time)."""
+    """What changes when the configuration the repository at ``cwd`` reads changes: its work tree and git
+    directories (a worktree shares its main repository's ``config`` but matches other ``includeIf "gitdir:"``),
+    and the configuration files and ``HEAD`` of each (``includeIf "onbranch:"``), by path, inode, size, time."""
     from .sandbox.gitjail import repository_paths
 
-    out: list[object] = []
-    for d in repository_paths(cwd)[1:3]:
-        for name in ("config", "config.worktree"):
+    paths = repository_paths(cwd)
+    out: list[object] = [*paths]
+    for d in paths[1:3]:
+        for name in ("config", "config.worktree", "HEAD"):
             try:
                 st = os.stat(os.path.join(d, name))
             except OSError:

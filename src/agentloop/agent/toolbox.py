@@ -97,6 +97,7 @@ class ToolSetup:
             shell_timeout_s=self.shell_timeout_s, processes=self.processes, visible=self.policy.visible(),
             sandbox=self.sandbox, env=self.env, redact=self.redact, shell_max_timeout_s=self.shell_max_timeout_s,
             session=self.session, patch_guard=functools.partial(patch_guard, self.policy), background=self.background,
+            follow_shell=self.policy.follow_shell,
         )
 
     def for_child(self, cwd: str, policy: PermissionPolicy) -> ToolSetup:
@@ -349,7 +350,7 @@ def open_sandbox(settings: AgentSettings, mode: str | None, cwd: str, add_dirs: 
     try:
         ss = sbx.settings_from(list(settings.sources), mode=mode, cwd=cwd, user_home=sbx.user_home_of(env))
         sandbox = sbx.Sandbox.create(ss, roots=[cwd, *add_dirs], agentloop_home=home, user_home=sbx.user_home_of(env),
-                                     runtime_dir=env.get("XDG_RUNTIME_DIR"))
+                                     runtime_dir=env.get("XDG_RUNTIME_DIR"), agent_sockets=sbx.agent_socket_paths(env))
     except (ValueError, sbx.SandboxUnavailable) as exc:
         raise AgentError(str(exc)) from None
     said = [f"sandbox: {w}" for w in ss.warnings] + [n for n in notices if n]

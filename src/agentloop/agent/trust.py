@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..config.settings import ConfigError, SettingsSource, read_config_bytes, read_json_object
+from .hook_paths import named_files
 from .hooks.runner import HookEntry, HookSection
 from .settings_sanitizer import (
     DROP,
@@ -401,7 +402,6 @@ AskTrust = Callable[[TrustQuestion], bool]
 AskServer = Callable[[str, str], bool]
 
 
-_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".ps1")
 
 
 def hook_files(sources: Sequence[SettingsSource], cwd: str) -> list[str]:
@@ -413,7 +413,7 @@ def hook_files(sources: Sequence[SettingsSource], cwd: str) -> list[str]:
     for s in sources:
         for e in _hook_entries(s):
             if e.command is not None:
-                out += _named_files(e.command, root)
+                out += named_files(e.command, root)
     return list(dict.fromkeys(out))
 
 
@@ -423,22 +423,6 @@ def _hook_entries(source: SettingsSource) -> tuple[HookEntry, ...]:
         return ()
     parsed = source.section("hooks", HookSection) or sanitize(source)[0].section("hooks", HookSection)
     return parsed.entries if parsed is not None else ()
-
-
-def _named_files(command: str, root: str) -> list[str]:
-    text = command.replace("${CLAUDE_PROJECT_DIR}", root).replace("$CLAUDE_PROJECT_DIR", root)
-    try:
-        words = shlex.split(text, comments=True)
-    except ValueError:
-        words = text.split()
-    found = []
-    for w in words:
-        if w.startswith("-") or not ("/" in w or w.endswith(_SCRIPT_SUFFIXES)):
-            continue
-        real = os.path.realpath(os.path.join(root, os.path.expanduser(w)))
-        if real.startswith(root + os.sep) and os.path.isfile(real):
-            found.append(real)
-    return found
 
 
 def _file_digest(path: str, limit: int = 64 << 20) -> str:

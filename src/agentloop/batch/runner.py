@@ -311,8 +311,17 @@ class _PipeBackend:
             raise _DriverGone(str(exc)) from None
 
 
+def _hide_keys(keys: HeldKeys | None) -> None:
+    """A worker holding keys in memory keeps that memory from the processes its tasks start (``/proc/PID/mem``)."""
+    if keys is not None and keys.values:
+        from ..config.credentials import hide_process_memory
+
+        hide_process_memory()
+
+
 def _local_worker(conn: Any, out_dir: str, trace: dict[str, str] | None = None, keys: HeldKeys | None = None) -> None:
     """A worker process: take a task, run it, report; until told to stop or orphaned."""
+    _hide_keys(keys)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the driver's to handle
     backend = _PipeBackend(conn)
     parent = os.getppid()
@@ -476,6 +485,7 @@ def _ray_task(task: Task, attempt: int, actor: Any, trace: dict[str, str] | None
     """One task on a Ray worker; the keys come as an argument (the worker's environment has none of ours)."""
     import ray
 
+    _hide_keys(keys)
     where = {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
     return execute_task(task, attempt, _RayBackend(actor, where), out_dir=None, trace=trace, retried=retried, keys=keys)
 

@@ -28,7 +28,7 @@ from .agent_setup import (
     report_config,
     split_rules,
 )
-from .terminal_text import say
+from .terminal_text import json_line, say
 
 if TYPE_CHECKING:
     from agentloop.agent.agent import Agent
@@ -174,13 +174,20 @@ def _piped_stdin(wait_s: float = 1.0) -> str | None:
 
 
 def _prompt_text(prompt: str | None) -> str:
-    """The prompt of ``-p``: the words given, with piped stdin added after them ('-' is stdin alone)."""
+    """The prompt of ``-p``: the words given, with piped stdin added after them ('-' is stdin alone). Bytes that
+    are not UTF-8 (a raw 8-bit ``0x9b``, a Latin-1 file piped in) become U+FFFD, as a terminal would show them."""
     if prompt == "-":
-        return sys.stdin.read()
+        return _as_utf8(sys.stdin.read())
     piped = _piped_stdin()
     if piped and piped.strip():
-        return f"{prompt}\n\n{piped}" if prompt else piped
-    return prompt or ""
+        return _as_utf8(f"{prompt}\n\n{piped}" if prompt else piped)
+    return _as_utf8(prompt or "")
+
+
+def _as_utf8(text: str) -> str:
+    """``text`` (read with Python's ``surrogateescape``: an undecodable byte is a lone surrogate) as valid text."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if any(
+        "\udc80" <= c <= "\udcff" for c in text) else text
 
 
 def run_print(args: argparse.Namespace, prompt: str | None, signals: Signals) -> int:
@@ -432,7 +439,7 @@ def _answer(agent: Agent, prompt: str, fmt: str, stream: StreamJson | None, sche
         if stream is not None:
             stream.emit(obj)
         else:
-            sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(obj) + "\n")
             sys.stdout.flush()
     if result.stop_reason == "budget_overrun":
         say(f"warning: the provider billed past the reservation: {result.error}", sys.stderr)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._common import EXIT_OK
-from .terminal_text import neutral
+from .terminal_text import json_line, neutral
 
 if TYPE_CHECKING:
     from agentloop.agent.session.store import SessionSummary
@@ -59,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
     summaries = list_sessions(cwd)[: max(0, args.limit)]
     if args.json:
         for s in summaries:
-            print(json.dumps(s.to_json(), ensure_ascii=False))
+            print(json_line(s.to_json()))
         return EXIT_OK
     if not summaries:
         print("no sessions for this directory yet")

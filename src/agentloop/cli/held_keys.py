@@ -16,9 +16,16 @@ Rules:
 2. The new process reads the pipe and closes it before anything else, then
    puts the keys in its own ``os.environ`` (memory: not the block ``/proc``
    shows), where the providers read them as before. Every child is made by
-   the spawn path, which never hands a provider key on.
+   the spawn path, which never hands a provider key on: the keys are recorded
+   as held (``hold_in_process``), so a child whose environment is made from
+   ``os.environ`` lacks them too, ``--api-key-env``'s variable whatever its name.
 3. Where the restart cannot happen (not POSIX, the interpreter cannot be
    executed), agentloop goes on as before and says so once.
+4. Whatever the keys' way in (the environment, a settings file's ``env``, an
+   ``apiKeyHelper``), the process that holds them is made not dumpable
+   (``config.credentials.hide_process_memory``) before anything else, so no
+   process of the user's reads them from ``/proc/PID/mem`` either: the
+   restarted process, and the first one too when there is nothing to hand over.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from ..config.credentials import provider_key_vars
+from ..config.credentials import hide_process_memory, hold_in_process, provider_key_vars
 
 __all__ = ["HELD_KEYS_FD", "hold_keys", "key_names"]
 
@@ -74,17 +81,21 @@ def _take(fd_text: str) -> None:
     except ValueError:
         return
     if isinstance(keys, dict):
-        os.environ.update({k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)})
+        kept = {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
+        hold_in_process(kept)  # no child gets them, whatever environment it is made from
+        os.environ.update(kept)
 
 
 def hold_keys(args: Sequence[str]) -> None:
     """Rules 1 to 3, for the ``agentloop`` command started with ``args``. Returns only in the process that
     holds the keys in memory (or when there are none, or no restart can happen)."""
+    hide_process_memory()  # rule 4 (where it cannot be done, /proc/PID/mem stays as ptrace(2) rules it)
     fd_text = os.environ.pop(HELD_KEYS_FD, None)
     if fd_text is not None:
         _take(fd_text)
         return
     names = key_names(args, os.environ)
+    hold_in_process({n: os.environ[n] for n in names})
     if not names or os.name != "posix":
         return
     data = json.dumps({n: os.environ[n] for n in names}).encode("utf-8")

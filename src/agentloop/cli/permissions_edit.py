@@ -48,10 +48,20 @@ def _read(path: str) -> dict[str, Any]:
 
 
 def _write(path: str, data: dict[str, Any]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """Write the settings file whole: a new one (and each folder made for it) the user's alone, whatever the
+    umask; an existing one keeps its mode."""
+    from agentloop.config.private import private_dirs
+
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        private_dirs(os.path.dirname(path))
+        try:
+            mode = os.stat(path).st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o600
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, ensure_ascii=False)
             f.write("\n")
         os.replace(tmp, path)

@@ -442,7 +442,10 @@ class Repl:
             return 'status line: only {"type": "command", "command": "..."} is supported'
         key = (command, a.session.id, len(a.session.messages), a.stats.spent_micros, a.model_spec)
         if getattr(self, "_status_key", None) != key:
-            out, why = status_line(command, status_payload(a), a.child_env, a.cwd)
+            setter = next((s for s in reversed(a.sources) if "statusLine" in s.data), None)
+            project = setter is not None and setter.in_project  # a project's: in the sandbox, as its hooks (record 0015)
+            out, why = status_line(command, status_payload(a), a.child_env, a.cwd, confine=a.sandbox.confine if project else None,
+                                   host_env=a.secrets.host_env)
             self._status_key, self._status_text = key, out if why is None else f"status line: {why}"
         return str(self._status_text)
 
@@ -1228,7 +1231,9 @@ class Repl:
         self.newline()
         self.write(f"sign in at: {url}\n")  # whole, unwrapped: it must stay copyable
         if os.environ.get("AGENTLOOP_NO_BROWSER") is None:
-            spawn.open_url(url, env=self.agent.child_env)  # the browser is a child too: no provider keys
+            # the browser is a child too, on the host: no provider keys, and no project env (its BROWSER would name
+            # the program webbrowser starts)
+            spawn.open_url(url, env=self.agent.secrets.host_env)
 
     def cmd_cost(self, rest: str) -> None:
         from agentloop.budget import format_usd

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import claude_format as cf
+from .terminal_text import json_line
 
 __all__ = ["StreamJson", "retry_message"]
 
@@ -95,7 +96,7 @@ class StreamJson:
 
     def emit(self, obj: dict[str, Any], *, session: bool = True) -> None:
         """One line; ``session``: with the session's id (every message but the control protocol's)."""
-        line = json.dumps({**obj, "session_id": obj.get("session_id", self.sid)} if session else obj, ensure_ascii=False) + "\n"
+        line = json_line({**obj, "session_id": obj.get("session_id", self.sid)} if session else obj) + "\n"
         out = self.out or sys.stdout
         with self.lock:
             out.write(line)

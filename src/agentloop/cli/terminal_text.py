@@ -12,7 +12,10 @@ applied after, by rich styles, so they are untouched.
 ``say`` is how the other front ends print a line (``-p``'s answer and its
 stderr lines, warnings, listings, errors): neutral whatever the output is (a
 terminal, a pipe that ends on one, ``NO_COLOR`` or not). ``-p``'s JSON
-formats escape control characters as JSON does.
+formats and ``sessions --json`` write each line with ``json_line``: JSON escapes
+the C0 controls itself, and ``json_line`` escapes the rest of what ``neutral``
+does (DEL, the 8-bit C1 controls such as CSI ``\\u009b`` and OSC ``\\u009d``, the
+direction overrides) as ``\\uXXXX``, so the value a reader parses is the same.
 
 ``shown_whole`` is for what the user is asked to approve (a command, a hook):
 every character visible, a newline shown as ``⏎`` and then broken, nothing cut.
@@ -20,11 +23,12 @@ every character visible, a newline shown as ``⏎`` and then broken, nothing cut
 
 from __future__ import annotations
 
+import json
 import re
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
-__all__ = ["neutral", "say", "shown_whole"]
+__all__ = ["json_line", "neutral", "say", "shown_whole"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -41,6 +45,17 @@ def _escape(m: re.Match[str]) -> str:
 def neutral(text: str) -> str:
     """``text`` with every character that would steer the terminal written as a visible escape."""
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+
+
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+"""What ``json.dumps(ensure_ascii=False)`` leaves raw that a terminal would obey (it escapes C0 itself)."""
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one line of JSON, non-ASCII text kept readable, with nothing a terminal would obey written raw:
+    such characters can only stand inside JSON strings, where ``\\uXXXX`` is the same character to a parser."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) if _UNSAFE_IN_JSON.search(text) else text
 
 
 def say(text: str, file: TextIO | None = None, end: str = "\n") -> None:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 __all__ = ["PROVIDER_KEY_VARS", "SECRET_NAME_PARTS", "ChildEnv", "carries_credentials", "child_environment",
-           "provider_key_vars", "register_provider_keys", "secret_named", "token_shaped"]
+           "hide_process_memory", "hold_in_process", "provider_key_vars", "register_provider_keys", "secret_named", "token_shaped"]
 
 PROVIDER_KEY_VARS = frozenset({
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY",
@@ -59,9 +59,16 @@ class ChildEnv(dict[str, str]):
     """An environment made by ``child_environment``: what the spawn path accepts as already decided."""
 
 
-_SECRET_NAME_WORDS = re.compile(r"(?:^|_)PASS|(?:^|_)AUTH(?!OR(?!IZ))(?!_SOCK$)|_(?:PWD|PAT)$")
+_SECRET_NAME_WORDS = re.compile(r"(?:^|_)PASS|(?:^|_)AUTH(?!OR(?!IZ))(?!_SOCK$)|_PWD$|(?:^|_)PAT$|(?:^|_)PW(?:_|$)|CRED")
 """Names that carry credentials by convention: ``*_PASS*`` (``SMTP_PASS``), ``*_AUTH*`` (``NPM_AUTH``; not
-``GIT_AUTHOR_*`` nor the ``SSH_AUTH_SOCK`` path), ``*_PWD`` (``MYSQL_PWD``; not ``PWD``), ``*_PAT`` (``GH_PAT``)."""
+``GIT_AUTHOR_*`` nor the ``SSH_AUTH_SOCK`` path), ``*_PWD`` (``MYSQL_PWD``; not ``PWD``), ``*_PAT`` (``GH_PAT``),
+``*_PW`` (``LDAP_BIND_PW``), ``*CRED*`` (``ARTIFACTORY_CREDS``)."""
+_CREDENTIAL_TEXT = re.compile(
+    r"(?i)(?:\b(?:proxy-)?authorization\s*:|\b(?:bearer|basic)\s+[A-Za-z0-9+/=._~\-]{8,}"
+    r"|(?:^|[;\s])(?:password|passwd|pwd)\s*[=\s]\s*[^;\s]{4,})")
+"""A value holding a credential inside other text, whatever the variable's name: an HTTP header
+(``GIT_CONFIG_VALUE_0=AUTHORIZATION: basic ...``, ``http.extraheader`` in ``GIT_CONFIG_PARAMETERS``), a bearer or
+basic credential, a connection string's ``Password=...;`` or a netrc's ``password ...``."""
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(?:[^/?#@\s:]*:[^/?#@\s]+|[^/?#@\s:]{16,})@")
 """A URL with a password in it (``postgres://u:pw@h``, ``http://user:pass@proxy:3128``), or a user part long
 enough to be a token (``https://<32 hex>@o1.ingest.sentry.io/1``, ``https://<token>@github.com/o/r``)."""
@@ -74,6 +81,36 @@ published prefix (GitHub, GitLab, Slack, OpenAI/Anthropic-style ``sk-``, AWS acc
 PyPI, Shopify, SendGrid)."""
 
 
+def hide_process_memory() -> str | None:
+    """Make this process's memory unreadable to other processes of the same user: ``prctl(PR_SET_DUMPABLE, 0)``.
+
+    A process holding the keys in memory is still readable through ``/proc/PID/mem`` (and ``environ``,
+    ``fd/``, ``maps``) by any process of the same user that may ptrace it: on a kernel without Yama, or
+    with ``ptrace_scope`` 0, that is every process the user runs, a hook or an MCP server started by this
+    one included. A process that is not dumpable is ptraced, and its ``/proc`` files opened, only by a
+    holder of ``CAP_SYS_PTRACE`` (ptrace(2), "Ptrace access mode checking"); the flag is per process and
+    a program this one starts gets the default back at ``execve``, so children are unchanged. No core
+    dump is written either (it would hold the keys).
+
+    Returns None when done, else why not (not Linux, no C library): the caller says so.
+    """
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return f"not on Linux ({sys.platform})"
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
+            import os
+
+            return os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError) as exc:
+        return str(exc)
+    return None
+
+
 def secret_named(name: str) -> bool:
     """True for a variable whose name looks like it holds a secret (``SECRET_NAME_PARTS``, ``_SECRET_NAME_WORDS``)."""
     upper = name.upper()
@@ -83,13 +120,26 @@ def secret_named(name: str) -> bool:
 def carries_credentials(name: str, value: str) -> bool:
     """True for a variable a child must not get unless allowed by name: a secret name, a value that is a URL
     holding a password or a token as its user (``DATABASE_URL``, ``HTTPS_PROXY`` with credentials, a Sentry
-    DSN), or a value shaped as a credential (``token_shaped``), whatever the name."""
-    return secret_named(name) or _URL_PASSWORD.search(value) is not None or token_shaped(value)
+    DSN), a value holding a credential in other text (``_CREDENTIAL_TEXT``: a header, a connection string's
+    password), or a value shaped as a credential (``token_shaped``), whatever the name."""
+    return (secret_named(name) or _URL_PASSWORD.search(value) is not None or token_shaped(value)
+            or (len(value) < 65536 and _CREDENTIAL_TEXT.search(value) is not None))
 
 
 def token_shaped(value: str) -> bool:
     """Is ``value`` a credential by its own shape (``_TOKEN_VALUE``: a JWT, a prefixed issuer token)?"""
     return len(value) < 16384 and _TOKEN_VALUE.match(value) is not None
+
+
+_HELD: dict[str, str] = {}
+"""The provider keys this process holds (``hold_in_process``): name -> value."""
+
+
+def hold_in_process(keys: Mapping[str, str]) -> None:
+    """Record the keys this process holds in memory (the ``agentloop`` command's, ``--api-key-env``'s variable
+    among them, whatever its name): ``child_environment`` leaves each out of every child's environment, by name
+    and by value, whichever environment the child's was made from."""
+    _HELD.update({k: v for k, v in keys.items() if k and v})
 
 
 def child_environment(
@@ -103,13 +153,13 @@ def child_environment(
 
     Left out: the provider keys (``PROVIDER_KEY_VARS``, and ``drop``: the
     variable ``--api-key-env`` names), any variable whose value is a key the
-    agent holds (``held``), and every secret-named variable (``secret_named``)
+    agent holds (``held``), the keys this process holds (``hold_in_process``), and every secret-named variable (``secret_named``)
     or variable holding a URL with a password (``carries_credentials``)
     that ``allowed`` does not name exactly. A provider key stays out even when
     allowed: the key that pays for the model is never a tool's.
     """
-    names = provider_key_vars() | {d for d in drop if d}
-    values = {v for v in held if v}
+    names = provider_key_vars() | {d for d in drop if d} | set(_HELD)
+    values = {v for v in held if v} | {v for v in _HELD.values() if len(v) >= 8}  # no key is shorter
     keep = set(allowed) - names
     return ChildEnv({
         k: v for k, v in environ.items()

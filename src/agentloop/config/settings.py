@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -114,6 +114,18 @@ class SettingsSource:
     def in_project(self) -> bool:
         """A file of the working directory (shared or local): what folder trust covers."""
         return self.scope in ("project", "local")
+
+
+def written_by_commands(path: str, folders: Sequence[str]) -> bool:
+    """``path`` (a settings or hooks file) lies, by real paths, inside one of ``folders`` (the workspace and the
+    added directories: where sandboxed commands and the model write), but not in its ``.claude`` or
+    ``.agentloop`` (with the home as the workspace: the user's own settings, read-only to commands)."""
+    real = os.path.realpath(path)
+    for folder in folders:
+        top = os.path.realpath(folder).rstrip(os.sep) + os.sep
+        if real.startswith(top) and not real.startswith((top + ".claude" + os.sep, top + ".agentloop" + os.sep)):
+            return True
+    return False
 
 
 def agentloop_home(env: Mapping[str, str] | None = None) -> str:

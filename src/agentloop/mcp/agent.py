@@ -119,6 +119,11 @@ class McpStart:
     notice_now: Callable[[], Callable[[str], None] | None]
     elicit_now: Callable[[], Callable[[str, str, dict[str, Any]], dict[str, Any] | None] | None]
     progress_now: Callable[[], Callable[[str, str, str], None] | None]
+    host_env: Mapping[str, str] | None = None
+    """``env`` without a project's settings' ``env``: what a server the project did not configure expands from."""
+    host_inherit: Mapping[str, str] | None = None
+    """``inherit`` likewise: such a server runs on the host, where a project's variables would choose what the
+    user's program runs (``NODE_OPTIONS``, ``PATH``... naming workspace files: record 0015)."""
 
 
 def start_servers(start: McpStart, *, even_none: bool = False) -> McpServers | None:
@@ -164,6 +169,8 @@ def start_servers(start: McpStart, *, even_none: bool = False) -> McpServers | N
     manager = McpManager(servers, cwd=start.cwd, environ=start.env, notify=notify, roots=start.roots, elicit=elicit,
                          auth_home=start.home, allow_env=start.allow_env, inherit=start.inherit)
     manager.on_progress = progress
+    if start.host_env is not None and start.host_inherit is not None:
+        manager.start_on_the_host(start.host_env, start.host_inherit)
     return McpServers(manager, held)
 
 

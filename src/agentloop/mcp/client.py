@@ -953,6 +953,13 @@ class McpManager:
         self._arrived = 0  # servers that finished starting in the background: part of ``generation``
         _live.add(self)
 
+    def start_on_the_host(self, environ: Mapping[str, str], inherit: Mapping[str, str]) -> None:
+        """The servers a project's file did not configure (the user's, managed, the command line's) expand and
+        start from these instead: the environment without what a project's settings set (record 0015)."""
+        for srv in self._servers.values():
+            if srv.target is None and srv.config.scope not in ("project", "local"):
+                srv.environ, srv.inherit = environ, inherit
+
     def _elicit(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
         if self.elicit is None:
             return None

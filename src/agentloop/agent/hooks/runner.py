@@ -34,7 +34,10 @@ Rules (the protocol is Claude Code's; see docs/hooks.md for the differences):
    (``confine``: the same mounts as a Bash command, no keys, its own PID
    namespace), since the model can rewrite every file in the workspace such a
    command may run; the user's and managed settings' handlers run on the host.
-   Record 0015.
+   A handler that runs on the host starts without what a project's ``env``
+   set (``host_env``): ``BASH_ENV``, ``PATH`` or ``NODE_OPTIONS`` naming a
+   workspace file would otherwise run the model's code in the user's own hook,
+   and the status line runs by the same two rules. Record 0015.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ...config.settings import ConfigError, SettingsSource
+from ...config.settings import ConfigError, SettingsSource, written_by_commands
 from .. import spawn
 
 __all__ = [
@@ -349,13 +352,6 @@ def hook_section(source: SettingsSource) -> tuple[list[HookHandler], list[str]]:
     if parsed is not None:
         return list(parsed.handlers), list(parsed.warnings)
     return _handlers_from(source)
-
-
-def _workspace_file(path: str, folder: str) -> bool:
-    """``path`` (a settings or plugin hooks file) lies inside ``folder``, by real paths, but not in its
-    ``.claude`` or ``.agentloop`` (with the home as the workspace: the user's own settings, read-only to commands)."""
-    real, top = os.path.realpath(path), os.path.realpath(folder).rstrip(os.sep) + os.sep
-    return real.startswith(top) and not real.startswith((top + ".claude" + os.sep, top + ".agentloop" + os.sep))
 
 
 TOOL_EVENTS = frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"))
@@ -1046,14 +1042,23 @@ STATUS_LINE_ROWS = 8
 
 
 def status_line(command: str, payload: Mapping[str, Any], env: Mapping[str, str] | None, project_dir: str,
-                timeout: float = STATUS_LINE_TIMEOUT) -> tuple[str, str | None]:
+                timeout: float = STATUS_LINE_TIMEOUT, *, confine: Confine | None = None,
+                host_env: Mapping[str, str] | None = None) -> tuple[str, str | None]:
     """Run a ``statusLine`` command (Claude Code's settings: ``{"type": "command", "command": ...}``):
     the JSON ``payload`` on stdin, in the hooks' environment and process group, killed after ``timeout``.
     Returns (its stdout's lines, at most ``STATUS_LINE_ROWS`` of 500 characters each, None) or ("", why it failed,
-    in a few words). Status line docs, "Display multiple lines": each line the command prints is a row of its own."""
-    shell = shutil.which("bash", path=(env or os.environ).get("PATH")) or "/bin/sh"
+    in a few words). Status line docs, "Display multiple lines": each line the command prints is a row of its own.
+
+    By rule 7, as a hook: ``confine`` (a project's status line) runs it in the sandbox with ``env``; else, or where
+    no sandbox is on, it runs on the host with ``host_env`` (no project ``env``; ``env`` when not given)."""
+    on_host = hook_env(env if host_env is None else host_env, project_dir)
+    argv = [shutil.which("bash", path=on_host.get("PATH")) or "/bin/sh", "-c", command]
+    run_env = on_host
+    wrapped = confine(argv, project_dir, on_host.get("PATH", ""), (), ()) if confine is not None else None
+    if wrapped is not None:
+        argv, run_env = wrapped[0], {**hook_env(env, project_dir), **wrapped[1]}
     data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
-    proc = _spawn([shell, "-c", command], data, hook_env(env, project_dir), project_dir, timeout)
+    proc = _spawn(argv, data, run_env, project_dir, timeout)
     if proc.error is not None:
         return "", proc.error[:80]
     if proc.timed_out:
@@ -1085,6 +1090,7 @@ class HookRunner:
         env: Mapping[str, str] | None = None,
         warnings: Sequence[str] = (),
         confine: Confine | None = None,
+        host_env: Mapping[str, str] | None = None,
     ):
         self.handlers = tuple(handlers)
         self.confine = confine
@@ -1097,11 +1103,13 @@ class HookRunner:
         self.warnings = tuple(warnings)
         base = hook_env(env, self.project_dir)
         self._env = base
+        self._host_env = base if host_env is None else hook_env(host_env, self.project_dir)
+        """What a handler that runs on the host starts from: no variable a project's ``env`` set (rule 7)."""
         self.managed_only = False
         """Managed settings set ``allowManagedHooksOnly``: front matter hooks are not added either."""
         self.env_file: str | None = None
         """Where SessionStart hooks write ``export`` lines for later Bash calls (``CLAUDE_ENV_FILE``); None: not offered."""
-        self._shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
+        self._shell = shutil.which("bash", path=self._host_env.get("PATH")) or "/bin/sh"  # found on the host's PATH
         self._async_lock = threading.Lock()
         self._async_done: list[HookOutcome] = []
         self._async_running: list[threading.Thread] = []
@@ -1119,6 +1127,7 @@ class HookRunner:
         permission_mode: str | None = None,
         env: Mapping[str, str] | None = None,
         confine: Confine | None = None,
+        host_env: Mapping[str, str] | None = None,
     ) -> HookRunner:
         """Read ``hooks`` from every settings source (lowest precedence first); only the managed
         sources' when managed settings set ``allowManagedHooksOnly: true`` (the others are named in a warning).
@@ -1137,7 +1146,7 @@ class HookRunner:
                     warnings.append(f"{s.path}: hooks not run: {managed_only[-1]} sets allowManagedHooksOnly")
                 continue
             hs, ws = hook_section(s)
-            if _workspace_file(s.path, project_dir):  # a repository's plugin: the model can write it and what it runs
+            if written_by_commands(s.path, [project_dir]):  # a repository's plugin: the model can write it and what it runs
                 hs = [replace(h, confined=True) for h in hs]
             handlers += hs
             warnings += ws
@@ -1151,6 +1160,7 @@ class HookRunner:
             env=env,
             warnings=warnings,
             confine=confine,
+            host_env=host_env,
         )
         runner.managed_only = bool(managed_only)
         return runner
@@ -1299,12 +1309,19 @@ class HookRunner:
         """The environment every hook starts from (a copy)."""
         return spawn.ChildEnv(self._env)
 
-    def env_for(self, event: str, h: HookHandler) -> dict[str, str]:
-        """The environment one handler runs with: the hooks' own, its plugin's folder for a plugin's hook, and
-        ``CLAUDE_ENV_FILE`` for a SessionStart hook when the session keeps one (``env_file``)."""
+    @property
+    def host_environment(self) -> dict[str, str]:
+        """The environment a process on the host starts from (a copy): no project ``env`` (rule 7)."""
+        return spawn.ChildEnv(self._host_env)
+
+    def env_for(self, event: str, h: HookHandler, *, host: bool = False) -> dict[str, str]:
+        """The environment one handler runs with: the hooks' own (``host``: the one without a project's ``env``),
+        its plugin's folder for a plugin's hook, and ``CLAUDE_ENV_FILE`` for a SessionStart hook when the session
+        keeps one (``env_file``)."""
+        base = self._host_env if host else self._env
         if h.plugin_root is None and (event != "SessionStart" or self.env_file is None):
-            return self._env
-        env = spawn.ChildEnv(self._env)
+            return base
+        env = spawn.ChildEnv(base)
         if h.plugin_root is not None:
             env["CLAUDE_PLUGIN_ROOT"] = h.plugin_root
         if event == "SessionStart" and self.env_file is not None:
@@ -1318,11 +1335,14 @@ class HookRunner:
             return _judge(event, h, done, int((time.monotonic() - t0) * 1000))
         argv = [h.command, *h.args] if h.args is not None else [self._shell, "-c", h.command]
         env = self.env_for(event, h)
+        wrapped = None
         if h.confined and self.confine is not None:  # a project's hook: inside the sandbox, as a Bash command
             env_file = [self.env_file] if event == "SessionStart" and self.env_file is not None else []
             wrapped = self.confine(argv, self.cwd, env.get("PATH", ""), shown, env_file)  # the env file: theirs to write
-            if wrapped is not None:
-                argv, env = wrapped[0], {**env, **wrapped[1]}
+        if wrapped is not None:
+            argv, env = wrapped[0], {**env, **wrapped[1]}
+        else:  # on the host: without what a project's env set (BASH_ENV, PATH... naming files the model can write)
+            env = self.env_for(event, h, host=True)
         t0 = time.monotonic()
         if background:
             def started(p: subprocess.Popen[bytes]) -> None:

@@ -86,6 +86,8 @@ class Simple:
     """Per word: True when the shell expands nothing in it (no $, no backtick, no glob, no braces)."""
     redirects: list[tuple[str, str]] = field(default_factory=list)
     """(operator, target) of each redirection, in order."""
+    redirect_lits: list[bool] = field(default_factory=list)
+    """Per redirection: True when the shell expands nothing in its target (``< $HOME/x``, ``< src/*/x`` do)."""
 
 
 @dataclass
@@ -183,6 +185,7 @@ class _Parser:
         words: list[str] = []
         lits: list[bool] = []
         redirects: list[tuple[str, str]] = []
+        redirect_lits: list[bool] = []
         word: list[str] = []
         shape: list[str] = []  # the word's unquoted characters, "\0" for quoted ones
         in_word = False
@@ -203,6 +206,7 @@ class _Parser:
                     if pending_redir in ("<<", "<<-"):
                         heredocs.append((w, pending_redir == "<<-", quoted))
                     redirects.append((pending_redir, w))
+                    redirect_lits.append(lit)
                     pending_redir = None
                 else:
                     self.ctx.words += 1
@@ -235,12 +239,13 @@ class _Parser:
                 self.ctx.commands += 1
                 if self.ctx.commands > MAX_COMMANDS:
                     raise TooLarge(f"the line holds more than {MAX_COMMANDS} commands")
-                simple = Simple(list(words), s[start:at].strip(), list(lits), list(redirects))
+                simple = Simple(list(words), s[start:at].strip(), list(lits), list(redirects), list(redirect_lits))
                 self.out.append(simple)
                 self.top.append(simple)
             words.clear()
             lits.clear()
             redirects.clear()
+            redirect_lits.clear()
 
         def token(t: str) -> None:
             end_word()
@@ -845,7 +850,7 @@ def split(command: str, depth: int = 0, ctx: _Ctx | None = None) -> list[Simple]
         if words[0] == "[[":
             _cond(words, ctx)
             continue
-        out.append(Simple(words, cmd.raw, lits, cmd.redirects))
+        out.append(Simple(words, cmd.raw, lits, cmd.redirects, cmd.redirect_lits))
     return out
 
 

@@ -9,7 +9,8 @@ expressions, ``git`` with its own check) are in ``FREE``.
 
 No option that follows the symbolic links met while recursing is listed (``grep -R``, ``rg -L``, ``ls -L``,
 ``du -L``, ``tree -l``): the operands are checked at their real paths, but a link deep inside a folder is
-not, so such a line asks.
+not, so such a line asks (``diff -r`` follows links unless ``--no-dereference``: ``rules`` asks for that).
+Nor is one that opens files a list in a file names (``md5sum -c``, ``file -f``, ``--files0-from``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ def _l(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_SUMS = ("bctwz", _l("binary check tag text zero ignore-missing quiet status strict warn help version"))
+_SUMS = ("btwz", _l("binary tag text zero help version"))
+"""No ``-c``/``--check``: it opens every file a list names, wherever (``/etc/shadow: OK``)."""
 _GREP = ("EFGPiyvwxcLlmoqsbHhnTZzrUaIe:f:m:A:B:C:d:D:", _l(
     "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case word-regexp "
     "line-regexp null-data no-messages invert-match max-count= byte-offset line-number no-line-number line-buffered "
@@ -49,7 +51,7 @@ OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
         "no-heading heading color= max-depth= multiline multiline-dotall sort= sortr= stats only-matching "
         "replace= trim column with-filename no-filename null invert-match regexp= max-columns= max-filesize= "
         "type-list unrestricted text no-messages quiet pcre2 help version")),
-    "file": ("bchikLNnprsvzZ0e:F:f:m:P:", _l("brief mime mime-type mime-encoding dereference no-dereference no-pad "
+    "file": ("bchikLNnprsvzZ0e:F:m:P:", _l("brief mime mime-type mime-encoding dereference no-dereference no-pad "
                                            "print0 special-files uncompress keep-going raw separator= help version")),
     "stat": ("LfctT", _l("dereference file-system format= printf= terse cached= help version")),
     "du": ("0abcDhHklmPsSxX:d:B:t:", _l(
@@ -90,8 +92,7 @@ OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
                                        "strings strings= width width= traditional help version")),
     "hexdump": ("bcCdovxe:f:n:s:", frozenset()),
     "md5sum": _SUMS, "sha1sum": _SUMS, "sha256sum": _SUMS, "sha512sum": _SUMS,
-    "cksum": ("a:l:", _l("algorithm= untagged base64 raw length= check tag zero ignore-missing quiet status strict "
-                         "warn help version")),
+    "cksum": ("a:l:", _l("algorithm= untagged base64 raw length= tag zero help version")),
     "column": ("tnxeJLs:c:o:N:R:W:H:O:d", _l("table separator= output-separator= columns= fillrows table-columns= "
                                              "table-right= table-wrap= table-noheadings table-hide= json help version")),
     "fold": ("bsw:", _l("bytes spaces width= help version")),

@@ -500,6 +500,13 @@ class PermissionPolicy:
     settings only (``managed_only``); None when it is not set."""
     notes: list[str] = field(default_factory=list)
     """What of the rules given was not taken, and why (one line each)."""
+    shell_dirs: tuple[Callable[[], str | None], ...] = ()
+    """Where the Bash shells this policy guards stand now (``cd`` carries over from one call to the next): a
+    read-only line's relative paths are judged from there (``cd src/d`` then ``cat link/x``); None: a shell gone."""
+
+    def follow_shell(self, where: Callable[[], str | None]) -> None:
+        """Judge relative paths of read-only lines from the shell ``where()`` names (``builtin_registry``)."""
+        self.shell_dirs = (*[w for w in self.shell_dirs if w() is not None], where)
 
     def managed_only(self, behavior: str, source: str) -> bool:
         """True (and a note) for an allow or ask rule from anywhere but managed settings while
@@ -843,7 +850,8 @@ class PermissionPolicy:
         if outside is not None:
             return f"; the line only reads, but names {outside!r}, outside the workspace and the added directories"
         if self._repo_runs_programs(bash):
-            return "; the line only reads, but the repository's git configuration names programs git would run"
+            return ("; the line only reads, but its git would use a repository outside the workspace, or one whose"
+                    " configuration names programs git would run")
         if not _read_only_line(bash):
             return "; the line only reads, but this git command can run programs a repository names (hooks, fsmonitor, textconv)"
         return ""
@@ -851,12 +859,19 @@ class PermissionPolicy:
     def _outside_path(self, bash: _BashView) -> str | None:
         """For a read-only line: the first path it names outside the workspace and the added directories
         (``cat ~/secret.txt``, ``ls ../other``, ``cd`` alone), or an argument whose value cannot be known
-        (``$HOME/x``); None when every path stays inside. Checked as given and as its real path."""
+        (``$HOME/x``, ``< $(rev <<< x)``); None when every path stays inside. Checked as given and as its real
+        path, from every folder a ``cd`` of the line can lead to (``cd src/d && cat link/x``), in any order."""
         roots = [self.cwd, *self.additional_directories]
 
         def inside(p: str) -> bool:
             return any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
+        bases = self._cd_bases(bash)
+        if isinstance(bases, str):
+            return bases
+        outside_base = next((b for b in bases if not inside(b)), None)
+        if outside_base is not None:
+            return outside_base
         seen = 0
         for u in bash.units or []:
             simple = u.simple
@@ -864,7 +879,8 @@ class PermissionPolicy:
                 continue
             if simple.words[0] in ("cd", "pushd") and simple.words[1:2] in ([], ["-"], ["--"]):
                 return "cd to the home folder"
-            for found in _path_candidates(simple.words[1:], simple.lits[1:], simple.redirects):
+            for found in _path_candidates(simple.words[0], simple.words[1:], simple.lits[1:], simple.redirects,
+                                          simple.redirect_lits):
                 if found is None:
                     return "an argument this check cannot resolve"
                 c, pattern = found
@@ -874,21 +890,70 @@ class PermissionPolicy:
                     if c != "~" and not c.startswith("~/"):
                         return c  # another user's home
                     c = self.user_home + c[1:]
-                paths = _glob_reach(os.path.join(self.cwd, c), MAX_PATH_CHECKS - seen) if pattern else [c]
-                if paths is None:
-                    return f"{c} (a pattern that can match more than this check resolves)"
-                for p in paths:
-                    seen += 1
-                    if seen > MAX_PATH_CHECKS:
-                        return "an argument this check cannot resolve"
-                    given = os.path.normpath(os.path.join(self.cwd, p))
-                    try:  # from the path as written: "link/.." is the link target's parent, not "."
-                        real = os.path.realpath(os.path.join(self.cwd, p))
-                    except (ValueError, OSError):
-                        real = given
-                    if not inside(given) or not inside(real):
-                        return c
+                for base in bases if not c.startswith(os.sep) else bases[:1]:
+                    paths = _glob_reach(os.path.join(base, c), MAX_PATH_CHECKS - seen) if pattern else [c]
+                    if paths is None:
+                        return f"{c} (a pattern that can match more than this check resolves)"
+                    for p in paths:
+                        seen += 1
+                        if seen > MAX_PATH_CHECKS:
+                            return "an argument this check cannot resolve"
+                        given = os.path.normpath(os.path.join(base, p))
+                        try:  # from the path as written: "link/.." is the link target's parent, not "."
+                            real = os.path.realpath(os.path.join(base, p))
+                        except (ValueError, OSError):
+                            real = given
+                        if not inside(given) or not inside(real):
+                            return c
         return None
+
+    def _cd_bases(self, bash: _BashView) -> list[str] | str:
+        """Every folder the line's commands may run in: the workspace, and what each ``cd`` of the line leads to
+        from any of these (a closure, so order, loops, subshells and ``||`` need no following), logically and
+        physically, through ``CDPATH`` too. A reason (str) when a target cannot be known or they are too many."""
+        targets: list[tuple[str, bool]] = []
+        for u in bash.units or []:
+            simple = u.simple
+            if simple is None or simple.words[0] != "cd":
+                continue
+            for found in _path_candidates("cd", simple.words[1:], simple.lits[1:], [], []):
+                if found is None:
+                    return "a cd whose folder this check cannot resolve"
+                if not found[0].startswith("-"):
+                    targets.append(found)
+        if len(targets) > MAX_CD_BASES:
+            return f"more than {MAX_CD_BASES} cd targets (too many to follow each)"
+        cdpath = [e for e in os.environ.get("CDPATH", "").split(":") if e]
+        roots = [self.cwd, *self.additional_directories]
+        starts: list[str] = []
+        for where in self.shell_dirs:  # where the next command starts (tools/builtin._bash: the root if that is gone)
+            now = where()
+            if now is None:
+                continue  # those tools are gone
+            here = os.path.realpath(now)
+            if not os.path.isdir(here):
+                starts.append(self.cwd)
+            elif any(here == r or here.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                starts.append(here)  # a shell outside these roots is another root's (the parent's, seen from a worktree)
+        bases = list(dict.fromkeys(starts)) or [self.cwd]
+        k = 0
+        while k < len(bases):  # each base is expanded once; new ones are appended
+            base = bases[k]
+            k += 1
+            for c, pattern in targets:
+                c = self.user_home + c[1:] if c == "~" or c.startswith("~/") else c
+                ways = [c] + ([os.path.join(e, c) for e in cdpath] if not c.startswith(("/", "./", "../", "~")) else [])
+                for way in ways:
+                    reach = _glob_reach(os.path.join(base, way), MAX_CD_BASES) if pattern else [os.path.join(base, way)]
+                    if reach is None:
+                        return f"a cd to {c} (a pattern that can match more than this check resolves)"
+                    for p in reach:
+                        for b in (os.path.realpath(os.path.normpath(p)), os.path.realpath(p)):
+                            if os.path.isdir(b) and b not in bases:  # a cd to no folder leaves the shell where it is
+                                bases.append(b)
+                if len(bases) > MAX_CD_BASES:
+                    return f"more than {MAX_CD_BASES} folders the line's cd commands can lead to"
+        return bases
 
     def _repo_runs_programs(self, bash: _BashView) -> bool:
         """Does a read-only line run git in a repository whose own configuration names programs git may run
@@ -902,7 +967,20 @@ class PermissionPolicy:
             return False
         files: list[str] = []
         self._git_dirs = None  # looked up again: a repository may have been created since the last decision
-        for d in self._git_directories():
+        own = self._git_directories()
+        bases = self._cd_bases(bash)
+        if isinstance(bases, str):
+            return True
+        roots = [self.cwd, *self.additional_directories]
+        reached = list(own)
+        for base in bases:  # the repository git finds from each folder the line's git may run in
+            for d in _git_dirs_from(base):
+                if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                    return True  # a .git file in the workspace naming a repository elsewhere: not this workspace's
+                if d not in own and _borrows_objects(d, roots):
+                    return True  # a nested repository whose objects/info/alternates lends it another's objects
+                reached.append(d)
+        for d in dict.fromkeys(reached):
             files += [os.path.join(d, "config"), os.path.join(d, "config.worktree")]
             # git status looks into submodules, each with a configuration of its own
             for top, dirs, names in os.walk(os.path.join(d, "modules")):
@@ -931,34 +1009,33 @@ class PermissionPolicy:
         rules = [b for b in self.rules if b.behavior == "deny" and b.rule.kind == "path" and b.tool_matches(READ.name)]
         if not rules:
             return False
+        bases = self._cd_bases(bash)  # relative paths from every folder the shell may stand in ("cd secrets; cat k")
+        if isinstance(bases, str):
+            return True
         checked = 0
         for u in bash.units or []:
-            if u.simple is None:
+            s = u.simple
+            if s is None:
                 continue
-            for w, lit in zip(u.simple.words[1:], u.simple.lits[1:]):
+            for found in _path_candidates(s.words[0], s.words[1:], s.lits[1:], s.redirects, s.redirect_lits):
                 checked += 1
-                if checked > MAX_PATH_CHECKS:
-                    return True  # too many to resolve each: not auto-approved
-                if not lit:
-                    return True
-                if w.startswith("-"):
-                    continue
-                given = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(w)))
-                paths = [given]
-                try:
-                    real = os.path.realpath(given)
-                except (ValueError, OSError):
-                    real = given
-                if real != given:
-                    paths.append(real)
-                for b in rules:
-                    if _path_match(b, paths, os.path.isdir(real), probe=True):
-                        return b
-            for _op, target in u.simple.redirects:
-                given = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(target)))
-                for b in rules:
-                    if _path_match(b, [given, os.path.realpath(given)], False, probe=False):
-                        return b
+                if checked > MAX_PATH_CHECKS or found is None or found[1]:
+                    return True  # expanded (a glob, a variable), or too many to resolve each: not auto-approved
+                c = found[0]
+                if c.startswith("~"):
+                    if c != "~" and not c.startswith("~/"):
+                        return True
+                    c = self.user_home + c[1:]
+                for base in bases if not c.startswith(os.sep) else bases[:1]:
+                    given = os.path.normpath(os.path.join(base, c))
+                    try:
+                        real = os.path.realpath(os.path.join(base, c))
+                    except (ValueError, OSError):
+                        real = given
+                    paths = [given] if real == given else [given, real]
+                    for b in rules:
+                        if _path_match(b, paths, os.path.isdir(real), probe=True):
+                            return b
         return False
 
     def _ask(self, reason: str) -> Decision:
@@ -1005,37 +1082,9 @@ class PermissionPolicy:
 
     def _git_directories(self) -> list[str]:
         """The git directories of the workspace (a worktree's ``.git`` file points elsewhere)."""
-        if self._git_dirs is not None:
-            return self._git_dirs
-        found: list[str] = []
-        d = self.cwd
-        for _ in range(64):
-            dot = os.path.join(d, ".git")
-            if os.path.isfile(dot):
-                try:
-                    with open(dot, encoding="utf-8", errors="replace") as f:
-                        line = f.read(4096).strip()
-                except OSError:
-                    line = ""
-                if line.startswith("gitdir:"):
-                    g = os.path.realpath(os.path.join(d, line[len("gitdir:"):].strip()))
-                    found.append(g)
-                    common = os.path.join(g, "commondir")
-                    try:
-                        with open(common, encoding="utf-8", errors="replace") as f:
-                            found.append(os.path.realpath(os.path.join(g, f.read(4096).strip())))
-                    except OSError:
-                        pass
-                break
-            if os.path.isdir(dot):
-                found.append(os.path.realpath(dot))
-                break
-            parent = os.path.dirname(d)
-            if parent == d:
-                break
-            d = parent
-        self._git_dirs = found
-        return found
+        if self._git_dirs is None:
+            self._git_dirs = _git_dirs_from(self.cwd)
+        return self._git_dirs
 
     def _exact_path_allow(self, tool_name: str, tool_input: dict[str, Any]) -> _Bound | None:
         """An allow rule naming exactly the file this edit writes (no pattern characters), if any; for an edit
@@ -1170,6 +1219,8 @@ class PermissionPolicy:
 
 
 MAX_PATH_CHECKS = 1_000
+MAX_CD_BASES = 64
+"""Folders a line's ``cd`` commands may lead to that the read-only check follows; more asks."""
 """Paths one read-only line may name and still be auto-approved (each is resolved on disk)."""
 _HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 _MAX_GIT_CONFIG = 1 << 20
@@ -1241,33 +1292,61 @@ def _may_match(pattern: str, name: str) -> bool:
     return t == len(tokens)
 
 
-def _path_candidates(args: list[str], lits: list[bool], redirects: list[tuple[str, str]]) -> Iterator[tuple[str, bool] | None]:
-    """The words of a read-only command that may name files, each as ``(path, is a pattern)``: arguments,
-    option values after ``=`` (``--file=/etc/x``) or stuck to a short option (``-f/etc/x``), and input
-    redirections; a word with braces or glob characters as each word bash's brace expansion makes of it
+def _path_candidates(head: str, args: list[str], lits: list[bool], redirects: list[tuple[str, str]],
+                     redirect_lits: list[bool]) -> Iterator[tuple[str, bool] | None]:
+    """The words of a read-only command ``head`` that may name files, each as ``(path, is a pattern)``: every
+    argument as a whole (an operand after ``--`` may start with ``-``), option values after ``=``
+    (``--file=/etc/x``) or stuck to their short option where the program's getopt spelling puts them
+    (``-rf../x``: ``../x``), and input redirections (``< src/*/x``, ``< $(...)``: judged as arguments are);
+    a word with braces or glob characters as each word bash's brace expansion makes of it
     (``{../../x,src}/stamp``: two), its globs left for ``_glob_reach``. None for a word whose value the
     shell computes, or whose braces make more than ``MAX_BRACE_WORDS`` words."""
     for w, lit in zip(args, lits):
-        if not lit and ("$" in w or "`" in w):
-            yield None
+        yield from _word_paths(head, w, lit, options=True)
+    for k, (op, target) in enumerate(redirects):
+        if op not in ("<", "<>"):
             continue
-        alternatives = [w] if lit else brace_words(w)
-        if alternatives is None:
-            yield None
-            continue
-        for a in alternatives:
-            if a.startswith("--"):
-                if "=" not in a:
-                    continue
-                a = a.split("=", 1)[1]
-            elif a.startswith("-") and len(a) > 1:
-                if "/" not in a[2:] and not a[2:].startswith("~"):
-                    continue
-                a = a[2:]
-            yield a, not lit and _GLOB_COMPONENT.search(a) is not None
-    for op, target in redirects:
-        if op == "<":
-            yield target, False
+        lit = redirect_lits[k] if k < len(redirect_lits) else False
+        if not lit and target.startswith("<(") and target.endswith(")") and "$" not in target and "`" not in target:
+            continue  # "< <(cmd)": a pipe; cmd is a command of the line, judged on its own
+        yield from _word_paths(head, target, lit, options=False)
+
+
+def _word_paths(head: str, w: str, lit: bool, *, options: bool) -> Iterator[tuple[str, bool] | None]:
+    if not lit and ("$" in w or "`" in w):
+        yield None
+        return
+    alternatives = [w] if lit else brace_words(w)
+    if alternatives is None:
+        yield None
+        return
+    for a in alternatives:
+        values = [a]
+        if options and a.startswith("-") and len(a) > 1:
+            values += _option_values(head, a)
+        for v in values:
+            yield v, not lit and _GLOB_COMPONENT.search(v) is not None
+
+
+def _option_values(head: str, word: str) -> list[str]:
+    """The value an option word carries in itself: after ``=`` for a long option, and for a short cluster
+    where getopt reads it for ``head`` (the rest of the word after the first letter that takes a value:
+    ``-rf../x`` -> ``../x``, ``-L..`` -> ``..``); for a program without a spelling here, the rest after the
+    first letter when it may be a path."""
+    from .read_only_options import OPTIONS
+
+    if word.startswith("--"):
+        return [word.split("=", 1)[1]] if "=" in word else []
+    spec = OPTIONS.get(head)
+    if spec is None:
+        tail = word[2:]
+        return [tail] if "/" in tail or tail.startswith(("~", "..")) else []
+    shorts = spec[0]
+    for k, ch in enumerate(word[1:], 2):
+        pos = shorts.find(ch)
+        if ch != ":" and pos >= 0 and shorts[pos + 1 : pos + 2] == ":":
+            return [word[k:]] if word[k:] else []
+    return []
 
 
 MAX_BRACE_WORDS = 256
@@ -1395,6 +1474,60 @@ def _config_names_program(text: str) -> bool:
         if GIT_CODE_KEY.match(key) or key in ("core.worktree", "log.showsignature"):
             return True
     return False
+
+
+def _borrows_objects(git_dir: str, roots: Sequence[str]) -> bool:
+    """Does ``git_dir`` read objects from a store outside ``roots`` (``objects/info/alternates``,
+    ``http-alternates``)? An unreadable list counts."""
+    info = os.path.join(git_dir, "objects", "info")
+    if os.path.exists(os.path.join(info, "http-alternates")):
+        return True
+    try:
+        with open(os.path.join(info, "alternates"), encoding="utf-8", errors="replace") as f:
+            lines = f.read(1 << 16).splitlines()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    for line in (ln.strip() for ln in lines):
+        if not line or line.startswith("#"):
+            continue
+        real = os.path.realpath(os.path.join(git_dir, "objects", line))
+        if not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+            return True
+    return False
+
+
+def _git_dirs_from(start: str) -> list[str]:
+    """The git directory git finds from ``start`` (the first ``.git`` folder or ``gitdir:`` file going up), and
+    the common directory a ``gitdir:`` one names, as real paths; none when there is no repository."""
+    found: list[str] = []
+    d = start
+    for _ in range(64):
+        dot = os.path.join(d, ".git")
+        if os.path.isfile(dot):
+            try:
+                with open(dot, encoding="utf-8", errors="replace") as f:
+                    line = f.read(4096).strip()
+            except OSError:
+                line = ""
+            if line.startswith("gitdir:"):
+                g = os.path.realpath(os.path.join(d, line[len("gitdir:"):].strip()))
+                found.append(g)
+                try:
+                    with open(os.path.join(g, "commondir"), encoding="utf-8", errors="replace") as f:
+                        found.append(os.path.realpath(os.path.join(g, f.read(4096).strip())))
+                except OSError:
+                    pass
+            break
+        if os.path.isdir(dot):
+            found.append(os.path.realpath(dot))
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return found
 
 
 def _project_base(source: str, cwd: str) -> str:
@@ -1572,8 +1705,31 @@ def _read_only_words(words: list[str], git: frozenset[str] = READ_ONLY_GIT) -> b
         return False
     if head == "find" and not _find_read_only(args):
         return False
+    if head == "diff" and ("--recursive" in longs or "r" in letters) and "--no-dereference" not in longs:
+        return False  # "diff -rN src empty" prints the files a link deep in src points at
+    if head == "jq" and not _jq_reads_only_its_operands(args):
+        return False
     if head == "git":
         return _read_only_git(args, git)
+    return True
+
+
+_JQ_MODULE = re.compile(r"\b(?:import|include|modulemeta)\b")
+
+
+def _jq_reads_only_its_operands(args: list[str]) -> bool:
+    """Does jq read only the files its words name? A program from a file (``-f``), or one that loads a module
+    or data file (``import "../../x" as $d``: resolved from the search path, ``..`` allowed) may read anywhere."""
+    from .bash_reader import may_abbreviate
+
+    if any(may_abbreviate(a, ("--from-file",)) for a in args if a.startswith("--")):
+        return False
+    if any(a.startswith("-") and not a.startswith("--") and "f" in a[1:] for a in args):
+        return False
+    for a in args:  # each word bash's brace expansion may make of it ("{imp,}ort")
+        words = brace_words(a)
+        if words is None or any(_JQ_MODULE.search(w) for w in words):
+            return False
     return True
 
 

@@ -68,6 +68,7 @@ so once, with how to install it, and then every Bash call asks the user; with
 from __future__ import annotations
 
 import functools
+import glob as globmod
 import hashlib
 import json
 import os
@@ -81,6 +82,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...config.private import private_write
 from ...config.settings import SettingsSource
 from .deny_exec import DeniedProgram, Masks, plan_masks, stub_text
 from .gitguard import account_homes, user_home_of
@@ -94,6 +96,7 @@ __all__ = [
     "SandboxSettings",
     "SandboxUnavailable",
     "account_homes",
+    "agent_socket_paths",
     "probe",
     "settings_from",
     "user_home_of",
@@ -143,6 +146,19 @@ never a tool's credential or certificate store beside them (uv's ``credentials/`
 certificate stores: only the named parts of ``~/.local/share/uv`` and ``~/.dotnet`` show).
 The rest of the home is hidden (an empty folder) unless it is the workspace, an added directory, or named
 in the user's ``sandbox.filesystem.allowRead``."""
+
+TOOLCHAIN_SECRETS = (
+    ".nvm/versions/node/*/etc/npmrc", ".volta/tools/image/node/*/etc/npmrc", ".asdf/installs/nodejs/*/etc/npmrc",
+    ".local/share/fnm/node-versions/*/installation/etc/npmrc", ".local/share/mise/installs/node/*/etc/npmrc",
+    ".local/share/pnpm/global/*/etc/npmrc", ".npm/.npmrc", ".nvm/.npmrc",
+    ".pyenv/versions/*/pip.conf", ".pyenv/versions/*/envs/*/pip.conf", ".pyenv/pip.conf", ".conda/.condarc",
+    ".conda/envs/*/.condarc", ".conda/envs/*/pip.conf", ".local/share/virtualenvs/*/pip.conf",
+    ".local/share/pipx/venvs/*/pip.conf", ".local/share/mise/installs/python/*/pip.conf",
+    ".asdf/installs/python/*/pip.conf", ".local/share/uv/tools/*/pip.conf", ".local/lib/python*/site-packages/.netrc",
+)
+"""Inside the toolchain folders commands see: where a tool keeps a registry's token (npm's global ``etc/npmrc`` of
+each Node a version manager installed, pip's ``pip.conf`` of an interpreter or environment, conda's
+``.condarc`` with channel tokens). Hidden like ``CREDENTIAL_PATHS``; the toolchain beside them still shows."""
 
 GIT_IDENTITY_KEYS = ("user.name", "user.email", "init.defaultbranch")
 """What the sandbox's ``~/.gitconfig`` keeps of the user's own, so ``git commit`` works inside."""
@@ -345,11 +361,7 @@ def _remember_ok(cache_dir: str | None, key: dict[str, object] | None) -> None:
     if cache_dir is None or key is None:
         return
     try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        tmp = os.path.join(cache_dir, f".{PROBE_CACHE}.{os.getpid()}")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(json.dumps(key))
-        os.replace(tmp, os.path.join(cache_dir, PROBE_CACHE))
+        private_write(os.path.join(cache_dir, PROBE_CACHE), json.dumps(key).encode())  # 0600 in a 0700 folder
     except OSError:
         pass  # the next start probes again
 
@@ -396,21 +408,47 @@ AGENT_SOCKET_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "G
 """Variables that lead a command to an agent holding the user's keys: not passed into the sandbox."""
 
 
+def agent_socket_paths(env: Mapping[str, str]) -> list[str]:
+    """The files the user's key agents listen on or keep tickets in, as ``env`` names them (``SSH_AUTH_SOCK``,
+    ``GPG_AGENT_INFO``'s socket, ``GNOME_KEYRING_CONTROL``, ``DOCKER_HOST=unix://...``, ``KRB5CCNAME=FILE:...``):
+    hidden from commands wherever they are, since removing the variable does not stop a command that knows the
+    path (an agent listening in ``/var/tmp`` or a folder the sandbox shows answered a command's ``connect``)."""
+    out = []
+    for key, value in env.items():
+        v = value.strip()
+        if key == "GPG_AGENT_INFO":
+            v = v.split(":", 1)[0]
+        elif key == "DOCKER_HOST":
+            v = v[len("unix://"):] if v.startswith("unix://") else ""
+        elif key == "KRB5CCNAME":
+            v = v.split(":", 1)[1] if v.startswith(("FILE:", "DIR:")) else v
+        elif key not in ("SSH_AUTH_SOCK", "GNOME_KEYRING_CONTROL"):
+            continue
+        if os.path.isabs(v) and os.path.normpath(v) != os.sep:
+            out.append(os.path.realpath(v))
+    return out
+
+
 def without_agent_sockets(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without the variables that name the user's key agents (``AGENT_SOCKET_VARIABLES``)."""
     return {k: v for k, v in env.items() if k not in AGENT_SOCKET_VARIABLES}
 
 
+OWNED_TMP_PREFIXES = (TMP_PREFIX, "agentloop-worktree-")
+"""Temporary folders named ``PREFIX + PID + "-..."`` by the agentloop of that PID: a session's private ``/tmp``,
+a sub-agent's worktree (``subagents.worktree``). Removed at a later start once that PID has gone."""
+
+
 def _remove_stale_tmpdirs() -> None:
-    """Remove the private ``/tmp`` folders an agentloop killed with SIGKILL left: this user's, whose PID
-    is no longer running."""
+    """Remove the temporary folders (``OWNED_TMP_PREFIXES``) an agentloop killed with SIGKILL left: this
+    user's, whose PID is no longer running. Called at every sandbox's start, not only at its first command."""
     base = tempfile.gettempdir()
     try:
-        names = [n for n in os.listdir(base) if n.startswith(TMP_PREFIX)]
+        names = [(n, pre) for n in os.listdir(base) for pre in OWNED_TMP_PREFIXES if n.startswith(pre)]
     except OSError:
         return
-    for name in names:
-        pid = name[len(TMP_PREFIX):].split("-", 1)[0]
+    for name, pre in names:
+        pid = name[len(pre):].split("-", 1)[0]
         path = os.path.join(base, name)
         try:
             st = os.lstat(path)
@@ -472,7 +510,7 @@ class Sandbox:
     @classmethod
     def create(
         cls, settings: SandboxSettings, *, roots: Sequence[str], agentloop_home: str, user_home: str,
-        bwrap: str | None = None, runtime_dir: str | None = None,
+        bwrap: str | None = None, runtime_dir: str | None = None, agent_sockets: Sequence[str] = (),
     ) -> Sandbox:
         """Probe bubblewrap (when the mode wants a sandbox).
 
@@ -482,14 +520,19 @@ class Sandbox:
         Raises:
             SandboxUnavailable: ``failIfUnavailable`` and no sandbox can start.
         """
+        _remove_stale_tmpdirs()  # what a SIGKILLed agentloop left, at the next start
         hidden = [os.path.realpath(agentloop_home)]
         homes = account_homes(user_home)
         for h in homes:
             hidden += [os.path.realpath(os.path.join(h, p)) for p in CREDENTIAL_PATHS]
+            hidden += [os.path.realpath(p) for g in TOOLCHAIN_SECRETS for p in globmod.glob(os.path.join(globmod.escape(h), g))]
         if runtime_dir:
             hidden.append(os.path.realpath(runtime_dir))
         hidden.append(f"/run/user/{os.getuid()}")  # the user's sockets, whether XDG_RUNTIME_DIR is set or not
         hidden += [os.path.realpath(p) for p in SYSTEM_SOCKETS]
+        # agent_socket_paths(env): wherever the user's agents listen, but for what is hidden already (a folder
+        # hidden whole, the sandbox's own /tmp): a mount there cannot be made and is not needed
+        hidden += [p for p in agent_sockets if not any(p.startswith(x.rstrip(os.sep) + os.sep) for x in [*hidden, "/tmp"])]
         hidden += list(settings.deny_read)
         real_roots = [os.path.realpath(r) for r in roots]
         # a folder the user chose to work in is not hidden from its own commands

@@ -31,9 +31,8 @@ from urllib.parse import unquote
 from ...config.credentials import (  # one rule for every child
     PROVIDER_KEY_VARS,
     ChildEnv,
+    carries_credentials,
     child_environment,
-    secret_named,
-    token_shaped,
 )
 
 __all__ = [
@@ -73,7 +72,7 @@ def secret_env_values(env: Mapping[str, str]) -> dict[str, str]:
     ``MYSQL_PWD``, ``GH_PAT``) and whose values are long enough, and the password in a URL value
     (``DATABASE_URL=postgres://u:PASSWORD@h``)."""
     out = {k: v for k, v in env.items()
-           if (looks_secret(k) or secret_named(k) or token_shaped(v)) and len(v) >= MIN_SECRET_LEN}
+           if (looks_secret(k) or carries_credentials(k, v)) and len(v) >= MIN_SECRET_LEN}
     for k, v in env.items():
         m = _URL_PASSWORD.search(v)
         if m is None:

@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .wall import DISK, TreeWalk, View
+from .wall import DIR, DISK, TreeWalk, View
 
 __all__ = ["BLOCKED_SUFFIX", "STARTUP_FILES", "GitPlan", "account_homes", "check", "check_names", "plan", "sweep", "user_home_of",
            "write_refusal"]
@@ -203,9 +203,52 @@ def _gitdir_of_file(dot_git: str) -> str | None:
 
 
 def _is_gitdir(d: str, view: View = DISK) -> bool:
-    """``d`` is a folder git could take for a repository, by its shape (see ``wall.looks_like_gitdir``)."""
+    """``d`` is a folder git could take for a repository, by its shape (see ``wall.looks_like_gitdir``): any
+    entry named ``objects`` counts, whatever it is, since git only asks ``access(objects, X_OK)``, which a
+    symbolic link to another repository's objects (or an executable file) passes."""
     return view.lexists(os.path.join(d, "HEAD")) and (
-        view.isdir(os.path.join(d, "objects")) or view.lexists(os.path.join(d, "commondir")))
+        view.lexists(os.path.join(d, "objects")) or view.lexists(os.path.join(d, "commondir")))
+
+
+def _program_path_refusal(after: View, roots: Sequence[str]) -> str | None:
+    """Why a written path is one the configuration of the repository it lies in (or the user's own) names as a
+    program, a hook folder or an include (``core.hooksPath = .husky``, ``include.path``): read-only to commands
+    (``plan``), so not written by the file tools either (None: none is)."""
+    homes = account_homes(user_home_of({}))
+    memo: dict[str, list[str]] = {}
+    for path, data in after.pending.items():
+        if data is DIR:
+            continue
+        root = next((r for r in roots if _inside(path, [r])), None)
+        d = os.path.dirname(path)
+        while root is not None and _inside(d, [root]):
+            dot = os.path.join(d, ".git")
+            if d not in memo:
+                gitdir = os.path.realpath(dot) if os.path.isdir(dot) else _gitdir_of_file(dot) if os.path.isfile(dot) else None
+                memo[d] = _program_paths(gitdir, d, homes) if gitdir else []
+            hit = next((t for t in memo[d] if _inside(path, [t])), None)
+            if hit is not None:
+                return f"{path} is in {hit}, which the configuration of the repository at {d} runs or reads for programs"
+            if d == root:
+                break
+            d = os.path.dirname(d)
+    return None
+
+
+def _runs_from(d: str, path: str) -> bool:
+    """``path`` is one of the files of the git directory ``d`` that name or are programs: its ``config``,
+    ``config.worktree``, ``commondir``, or anything under ``hooks``."""
+    return path in (os.path.join(d, n) for n in ("config", "config.worktree", "commondir")) or _inside(
+        path, [os.path.join(d, "hooks")])
+
+
+def _may_become_gitdir(d: str, view: View) -> bool:
+    """``d`` holds a ``HEAD``: judged as a repository even before it has ``objects``, since a sandboxed
+    command running beside the write could add ``objects`` (or a link of that name) between this check and
+    the write, and a folder holding ``HEAD`` can gain nothing from a sandboxed command afterwards
+    (``supervisor.CreationPolicy``). So the check and the supervisor together leave no moment where a
+    folder is a repository with a program in it."""
+    return view.lexists(os.path.join(d, "HEAD")) or _is_gitdir(d, view)
 
 
 def _gitdirs_from(dot_gits: Iterable[str]) -> list[str]:
@@ -470,6 +513,9 @@ def write_refusal(pending: Mapping[str, bytes | None], roots: Sequence[str]) -> 
     keys in its configuration, a ``commondir``) must be what it already ran before the write. A ``.git``
     file must not point git outside the roots."""
     after = View(pending)
+    why = _new_shape(after, roots) or _program_path_refusal(after, roots)
+    if why is not None:
+        return why
     for path in after.pending:
         root = next((r for r in roots if _inside(path, [r])), None)
         if root is None:
@@ -482,15 +528,65 @@ def write_refusal(pending: Mapping[str, bytes | None], roots: Sequence[str]) -> 
                 return f"{path} would point git at {target}, outside the workspace"
         d = path
         while _inside(d, [root]):
-            if _is_gitdir(d, after):
-                now = _new_gitdir_problem(d, set(), DISK) if _is_gitdir(d, DISK) else None
+            if _may_become_gitdir(d, after):
+                now = _new_gitdir_problem(d, set(), DISK) if _may_become_gitdir(d, DISK) else None
                 then = _new_gitdir_problem(d, set(), after)
                 if then is not None and then != now:
                     return (f"{d} would be a git repository holding {then}, which the user's git would run"
                             " (git reads a folder with HEAD and objects as a repository, whatever its name)")
+                if then is not None and _runs_from(d, path):
+                    # the same keys and hook names as before, but new bytes in what names or is a program
+                    # (a filter.lfs.clean of git lfs install --local rewritten): judged by the file, not the list
+                    return (f"{path} is what the git repository {d} runs ({then}); a change to it is the user's to"
+                            " make (git runs it without being asked)")
             if d == root:
                 break
             d = os.path.dirname(d)
+    return None
+
+
+SHAPE_NAMES = ("HEAD", ".git")
+"""Names that make a folder a repository to git (with ``objects``), or a working tree of one."""
+INNER_NAMES = frozenset({"objects", "commondir", "gitdir", ".git", "config", "config.worktree", "hooks"})
+"""Inside an existing git directory's sub-folders: what would make one of them a repository of its own
+(``supervisor.INNER_FORBIDDEN``, the same rule for commands)."""
+
+
+def _git_directory_holding(d: str, root: str) -> str | None:
+    """The existing git directory (by its shape, or a folder named ``.git``) that is ``d`` or holds it."""
+    while _inside(d, [root]):
+        if _is_gitdir(d) or (os.path.basename(d) == ".git" and os.path.isdir(d) and not os.path.islink(d)):
+            return d
+        if d == root:
+            break
+        d = os.path.dirname(d)
+    return None
+
+
+def _new_shape(after: View, roots: Sequence[str]) -> str | None:
+    """Why a name the write makes would give the workspace a new repository shape (None: none would).
+
+    The invariant the creation supervisor holds for sandboxed commands (``supervisor.CreationPolicy``), held
+    for the host's writes too: no new ``HEAD`` or ``.git`` outside an existing git directory, nothing new in a
+    folder holding ``HEAD`` that is not one, and inside an existing git directory's sub-folders none of
+    ``INNER_NAMES``. So no folder becomes a repository while a command that started before (a background
+    one, whose mounts did not make that folder's ``config`` read-only) could still write its files: there
+    is no order of writes from both sides, and no race between them, that ends in a new repository."""
+    for path, data in after.pending.items():
+        if data is None or os.path.lexists(path):
+            continue  # a removal, or new bytes for a name that exists: the content checks judge it
+        root = next((r for r in roots if _inside(path, [r])), None)
+        if root is None or path == root:
+            continue
+        parent, name = os.path.dirname(path), os.path.basename(path)
+        holder = _git_directory_holding(parent, root)
+        if holder is None:
+            if name in SHAPE_NAMES:
+                return f"{path} would be a new {name}, which makes a git repository (git runs what a repository configures)"
+            if os.path.lexists(os.path.join(parent, "HEAD")):
+                return f"{path} is new in {parent}, which holds HEAD: it could make that folder a git repository"
+        elif holder != parent and name in INNER_NAMES:
+            return f"{path} would make a repository inside the git directory {holder}"
     return None
 
 

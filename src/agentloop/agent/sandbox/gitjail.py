@@ -14,8 +14,8 @@ Rules:
    are empty folders; there is no network and no process outside the jail
    to see.
 2. The repository (its work tree, git directory and common directory, and
-   the object stores its ``alternates`` name) is put back, read-only unless
-   the call writes; the caller names any other path the call needs
+   the object stores its ``alternates`` name, which git only reads and which
+   stay read-only) is put back, read-only unless the call writes; the caller names any other path the call needs
    (``paths``), with the same mode. Even in a call that writes, what in a
    git directory names programs (``KEPT``: config, hooks, info...) stays
    read-only.
@@ -56,7 +56,8 @@ def _read_first_line(path: str) -> str | None:
 
 
 def _git_dirs(dot_git: str) -> list[str]:
-    """The git directory behind a ``.git`` entry, its common directory and the object stores it borrows."""
+    """The git directory behind a ``.git`` entry, its common directory and the object stores it borrows
+    (``_borrowed``: last)."""
     if os.path.isdir(dot_git):
         gitdir = os.path.realpath(dot_git)
     else:
@@ -68,14 +69,21 @@ def _git_dirs(dot_git: str) -> list[str]:
     common = _read_first_line(os.path.join(gitdir, "commondir"))
     if common:
         out.append(os.path.realpath(os.path.join(gitdir, common)))
+    out += _borrowed(out[-1])
+    return [d for d in out if os.path.isdir(d)]
+
+
+def _borrowed(common: str) -> list[str]:
+    """The object stores the repository whose common directory is ``common`` borrows (``objects/info/alternates``).
+    A repository's own file names them, so they may be anywhere (a home folder): git only reads them, and the
+    jail shows them read-only in every call (rule 2)."""
     try:
-        with open(os.path.join(out[-1], "objects", "info", "alternates"), encoding="utf-8", errors="replace") as f:
+        with open(os.path.join(common, "objects", "info", "alternates"), encoding="utf-8", errors="replace") as f:
             alternates = [ln.strip() for ln in f.read(65536).splitlines()]
     except OSError:
-        alternates = []
-    objects = os.path.join(out[-1], "objects")
-    out += [os.path.realpath(os.path.join(objects, a)) for a in alternates if a and not a.startswith("#")]
-    return [d for d in out if os.path.isdir(d)]
+        return []
+    objects = os.path.join(common, "objects")
+    return [os.path.realpath(os.path.join(objects, a)) for a in alternates if a and not a.startswith("#")]
 
 
 def repository_paths(cwd: str) -> list[str]:
@@ -109,8 +117,9 @@ def jail_argv(bwrap: str, argv: Sequence[str], *, cwd: str, write: bool, paths: 
         out += ["--tmpfs", h]
     repo = repository_paths(cwd)
     shown = {os.path.realpath(p) for p in (*repo, *paths) if os.path.exists(p)}
+    read_only = {b for d in repo[1:] for b in _borrowed(d)} - {os.path.realpath(p) for p in (repo[0], *paths)}
     for p in sorted(shown, key=len):
-        out += ["--bind" if write else "--ro-bind", p, p]
+        out += ["--bind" if write and p not in read_only else "--ro-bind", p, p]
     for h in hidden:  # hidden again where the repository showed it (agentloop's home inside a repository)
         if any(h.startswith(p + os.sep) for p in shown) and not any(p == h or p.startswith(h + os.sep) for p in shown):
             out += ["--tmpfs", h]

@@ -36,6 +36,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...config.private import private_dirs
+
 __all__ = ["Checkpoints", "FileChange", "RewindPlan", "plan_rewind", "prompts_of"]
 
 
@@ -57,7 +59,7 @@ class Checkpoints:
         digest = _sha(data)
         path = self.path_of(digest)
         if not os.path.exists(path):
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            private_dirs(os.path.dirname(path))  # checkpoints/ and checkpoints/xx/ both 0700, whatever the umask
             tmp = f"{path}.tmp-{os.getpid()}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as f:
@@ -198,6 +200,26 @@ def plan_rewind(records: Iterable[Any], turn: int, roots: Iterable[str]) -> Rewi
     return plan
 
 
+def _refuse_code_for_git(plan: RewindPlan, store: Checkpoints, roots: list[str], force: bool) -> None:
+    """The write wall's one check (``sandbox.gitguard.write_refusal``) on everything the rewind would write
+    back: an earlier state put back among what commands made since can be a repository that runs a program.
+
+    Raises:
+        ValueError: it would (nothing is written), or a checkpoint is missing or changed.
+    """
+    from ..sandbox.gitguard import write_refusal
+
+    pending: dict[str, bytes | None] = {}
+    for path, digest in plan.restore.items():
+        real = confined(path, roots)
+        if real is not None and (force or path not in plan.changed_since):
+            pending[real] = None if digest is None else store.get(digest)
+    why = write_refusal(pending, [os.path.realpath(r) for r in roots])
+    if why is not None:
+        raise ValueError(f"the rewind would write files the user's git runs without asking: {why}; nothing was"
+                         " restored (put those files back by hand if that is what you want)")
+
+
 def apply_rewind(plan: RewindPlan, store: Checkpoints, roots: Iterable[str], *, force: bool = False) -> tuple[list[str], list[str]]:
     """Put the files of ``plan`` back; (restored, left alone). A file changed since is left
     alone unless ``force``; a path outside ``roots`` always is (rule 5), checked again here.
@@ -208,6 +230,7 @@ def apply_rewind(plan: RewindPlan, store: Checkpoints, roots: Iterable[str], *, 
     roots = list(roots)
     restored: list[str] = []
     left: list[str] = list(plan.outside)
+    _refuse_code_for_git(plan, store, roots, force)
     for path, digest in plan.restore.items():
         real = confined(path, roots)
         if real is None:

@@ -103,9 +103,13 @@ class Worktree:
         except ToolError:
             raise ToolError(f"isolation \"worktree\" needs a git repository; {cwd} is not in one") from None
         base = _git(["rev-parse", "HEAD"], repo, write=False)
-        path = os.path.join(tempfile.mkdtemp(prefix=f"agentloop-{child_id}-"), "worktree")
+        # named with this PID, so a later start removes it if this agentloop is killed (bubblewrap.OWNED_TMP_PREFIXES)
+        path = os.path.join(tempfile.mkdtemp(prefix=f"agentloop-worktree-{os.getpid()}-{child_id}-"), "worktree")
         branch = f"agentloop/{child_id}"
-        _git(["worktree", "add", "-q", "-b", branch, path, base], repo, [os.path.dirname(path)])
+        # checked out by a git started in the worktree: its branch may include filters of its own (``includeIf
+        # "onbranch:"``), which only a git reading the worktree's configuration lists to switch off
+        _git(["worktree", "add", "-q", "--no-checkout", "-b", branch, path, base], repo, [os.path.dirname(path)])
+        _git(["reset", "-q", "--hard"], path)
         sub = os.path.relpath(os.path.realpath(cwd), os.path.realpath(repo))
         wt = cls(repo, path, branch, base, "" if sub == "." else sub)
         wt.base = wt._carry_over(child_id)

@@ -87,6 +87,10 @@ def _end(proc: Any) -> None:
         _killpg(proc.pid)
 
 
+_HELD_MAX = 1 << 16
+"""The longest line end the pump holds back for its redaction; past it, the line is written in parts."""
+
+
 class BackgroundShells:
     """The background shells of one session: started, read and killed by id (``bash_1``, ``bash_2``...)."""
 
@@ -97,6 +101,9 @@ class BackgroundShells:
         self._lock = threading.Lock()
         self._next = 1
         self.closed = False
+        self.redact: Callable[[str], str] | None = None
+        """Applied to the output before it is written to its file (``build_registry`` sets the session's): no held
+        secret reaches the disk. By whole lines (``\\n`` or ``\\r``), so a secret is never cut by a read."""
 
     # -- starting --
 
@@ -134,26 +141,43 @@ class BackgroundShells:
         return sid
 
     def _pump(self, sh: _Shell) -> None:
-        """Copy the command's output to its file, starting the file over past the cap."""
+        """Copy the command's output, redacted by whole lines, to its file, starting the file over past the cap."""
         assert sh.proc.stdout is not None
         fd = sh.proc.stdout.fileno()
+        held = b""  # the end of a line not yet complete (at most _HELD_MAX bytes)
         with open(sh.path, "r+b", buffering=0) as f:
             while True:
                 try:
                     chunk = os.read(fd, 65536)
                 except OSError:
-                    break
+                    chunk = b""
+                cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1 if chunk else len(chunk)
+                if chunk and cut == 0 and len(held) + len(chunk) < _HELD_MAX:
+                    held += chunk
+                    continue
+                out, held = (held + chunk, b"") if not chunk or cut == 0 else (held + chunk[:cut], chunk[cut:])
+                if out:
+                    self._write(sh, f, self._redacted(out))
                 if not chunk:
                     break
-                with sh.lock:
-                    if sh.written - sh.base + len(chunk) > self.cap:
-                        f.seek(0)
-                        f.truncate()
-                        sh.base = sh.written
-                    f.write(chunk)
-                    sh.written += len(chunk)
         sh.proc.stdout.close()
         sh.done.set()
+
+    def _redacted(self, data: bytes) -> bytes:
+        if self.redact is None:
+            return data
+        text = data.decode("utf-8", "surrogateescape")
+        shown = self.redact(text)
+        return data if shown == text else shown.encode("utf-8", "surrogateescape")
+
+    def _write(self, sh: _Shell, f: Any, chunk: bytes) -> None:
+        with sh.lock:
+            if sh.written - sh.base + len(chunk) > self.cap:
+                f.seek(0)
+                f.truncate()
+                sh.base = sh.written
+            f.write(chunk)
+            sh.written += len(chunk)
 
     def _wait(self, sh: _Shell) -> None:
         """When the shell exits, end what it left running (its group) and record how it ended."""

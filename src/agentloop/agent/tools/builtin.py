@@ -40,6 +40,7 @@ import stat
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -1139,6 +1140,7 @@ def build_registry(
     require_read: bool = True,
     shell_max_timeout_s: float | None = None,
     background: BackgroundShells | None = None,
+    follow_shell: Callable[[Callable[[], str | None]], None] | None = None,
 ) -> Registry:
     """A registry holding the tools of ``records`` that have a function (``ToolRecord.run``), in their order,
     confined to ``workspace``; ``catalog.builtin_registry`` passes every built-in tool's record.
@@ -1164,6 +1166,8 @@ def build_registry(
         shell_max_timeout_s: the longest timeout the model may give Bash (default 600 s).
         background: Bash's background shells (the session's, which the agent
             kills when the session ends); None: new ones.
+        follow_shell: given a ``where()`` naming the folder Bash's shell stands in, None once
+            these tools are gone (``PermissionPolicy.follow_shell``).
     """
     t = _Shared(workspace.with_read_only(spill_dir), shell_timeout_s, processes, visible, sandbox, env,
                 ReadState(required=require_read))
@@ -1171,8 +1175,13 @@ def build_registry(
     if shell_max_timeout_s is not None:  # the model's own timeout is capped here (BASH_MAX_TIMEOUT_MS)
         t.max_timeout_ms = max(1, int(shell_max_timeout_s * 1000))
     t.background = background if background is not None else BackgroundShells(spill_dir)
+    if redact is not None:
+        t.background.redact = redact  # no held secret in a background command's log on disk
     if session is not None:
         t.session = session
+    if follow_shell is not None:  # the permission policy judges a line from where the shell stands
+        shell = weakref.ref(t)  # a sub-agent's tools end with it; the policy (maybe the parent's) must not keep them
+        follow_shell(lambda: None if (alive := shell()) is None else alive.shell_cwd)
     reg = Registry()
     for r in records:
         if r.run is not None:

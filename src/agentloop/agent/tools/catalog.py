@@ -114,6 +114,7 @@ def builtin_registry(
     require_read: bool = True,
     shell_max_timeout_s: float | None = None,
     background: BackgroundShells | None = None,
+    follow_shell: Callable[[Callable[[], str | None]], None] | None = None,
 ) -> Registry:
     """A registry holding the built-in tools that have a function, confined to ``workspace``.
 
@@ -125,4 +126,5 @@ def builtin_registry(
         RECORDS, workspace, spill_dir=spill_dir, shell_timeout_s=shell_timeout_s, processes=processes,
         visible=visible, sandbox=sandbox, env=env, redact=redact, session=session, patch_guard=patch_guard,
         require_read=require_read, shell_max_timeout_s=shell_max_timeout_s, background=background,
+        follow_shell=follow_shell,
     )

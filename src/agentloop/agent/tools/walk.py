@@ -196,6 +196,8 @@ def walk(
                     yield Found(real, None, e.name)
                     continue
                 if is_file:
+                    if ws.hidden_homes and not ws.contains(path):
+                        continue  # a dot file at the top of a home workspace (~/.netrc): not the workspace's
                     yield Found(path, fd, e.name)
         finally:
             os.close(fd)

@@ -95,6 +95,14 @@ class Workspace:
         """Further readable and writable directories, as real paths."""
         self.read_only_dirs = tuple(_real(d) for d in read_only_dirs)
         """Directories that may be read but not written, as real paths."""
+        from ..sandbox.gitguard import account_homes, user_home_of
+        from ..sandbox.home import listed_homes
+
+        self.hidden_homes = tuple(listed_homes(account_homes(user_home_of(os.environ)), self.roots))
+        """The user's homes that a root shows whole (the workspace is the home or a folder above it): their dot
+        entries (credential stores, agent sockets, histories, start-up files) are outside the workspace for the
+        file tools, as they are hidden from sandboxed commands (``sandbox.home.allow_list_mounts``), unless a
+        root of its own (``--add-dir``) names them."""
 
     @property
     def roots(self) -> tuple[str, ...]:
@@ -111,8 +119,16 @@ class Workspace:
         return self.roots if for_write else (*self.roots, *self.read_only_dirs)
 
     def contains(self, real_path: str, *, for_write: bool = False) -> bool:
-        """True when an already-resolved real path lies inside an allowed root."""
-        return any(_inside(real_path, r) for r in self._allowed_roots(for_write))
+        """True when an already-resolved real path lies inside an allowed root, and not in the hidden part of
+        a home the root shows whole (the nearest root decides: an added ``~/.config/nvim`` is readable)."""
+        best = max((r for r in self._allowed_roots(for_write) if _inside(real_path, r)), key=len, default=None)
+        if best is None:
+            return False
+        if self.hidden_homes and any(_inside(h, best) for h in self.hidden_homes):
+            from ..sandbox.home import hidden_part
+
+            return not hidden_part(real_path, self.hidden_homes)
+        return True
 
     def resolve(self, path: str, *, for_write: bool = False) -> str:
         """The real absolute path of ``path`` (relative paths start at the root).
@@ -140,6 +156,12 @@ class Workspace:
         if not self.contains(real, for_write=for_write):
             where = ", ".join(self._allowed_roots(for_write))
             kind = "written" if for_write else "read"
+            if any(_inside(real, r) for r in self._allowed_roots(for_write)):
+                raise OutsideWorkspace(
+                    f"the path {path!r} resolves to {real}, in your home's dot folders and files (credential stores,"
+                    f" histories, start-up files), which are not part of a home workspace and cannot be {kind};"
+                    " the user can add one with --add-dir"
+                )
             raise OutsideWorkspace(
                 f"the path {path!r} resolves to {real}, which is outside the workspace "
                 f"and cannot be {kind} (allowed: {where})"
