@@ -2692,8 +2692,8 @@ SABOTAGES = [
     Sabotage(
         "a key held in memory under an odd --api-key-env name reaches a child made from this process's environment",
         "src/agentloop/config/credentials.py",
-        "    names = PROVIDER_KEY_VARS | {d for d in drop if d} | set(_HELD)\n    values = {v for v in held if v} | {v for v in _HELD.values() if len(v) >= 8}  # no key is shorter",
-        "    names = PROVIDER_KEY_VARS | {d for d in drop if d}  # SABOTAGED\n    values = {v for v in held if v}",
+        "    names = provider_key_vars() | {d for d in drop if d} | set(_HELD)\n    values = {v for v in held if v} | {v for v in _HELD.values() if len(v) >= 8}  # no key is shorter",
+        "    names = provider_key_vars() | {d for d in drop if d}  # SABOTAGED\n    values = {v for v in held if v}",
         ["tests/test_git_jail.py::test_a_child_made_from_agentloops_environment_gets_no_key_whatever_the_variables_name"],
     ),
     Sabotage(
