@@ -145,7 +145,7 @@ def _refused_turn(tmp_path: Path, key: str) -> None:
         t.type("make it")
         t.wait_for(r"\[y\]es", after=at)
         t.child.send(key)  # one key, no Enter
-        t.wait_for(r"tell the model what to do instead", after=at)
+        t.wait_for(r"tell the model what to do instead", after=at, timeout=20)
         t.wait_for(r"(?m)^>\s*$", after=at)  # the prompt is back: the user says what to do instead
         t.pump(0.5)
         shown = t.text(at)
@@ -261,7 +261,7 @@ def test_no_at_a_question_a_hook_asked_for_stops_the_turn_too(tmp_path: Path) ->
         t.type("read it")
         t.wait_for(r"\[y\]es", after=at)
         t.child.send("n")
-        t.wait_for(r"tell the model what to do instead", after=at)
+        t.wait_for(r"tell the model what to do instead", after=at, timeout=20)
         t.wait_for(r"(?m)^>\s*$", after=at)
         t.pump(0.5)
         assert "carried on regardless" not in t.text(at)
