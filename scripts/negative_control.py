@@ -3065,11 +3065,27 @@ class Worker:
         self.proc.wait(timeout=60)
 
 
+PRELOADED = ("asyncio", "concurrent.futures", "contextvars", "difflib", "fractions", "gzip", "hmac", "queue", "secrets",
+             "ssl", "sysconfig", "tomllib", "unittest", "xml.etree.ElementTree", "zoneinfo",
+             "execnet", "orjson", "sortedcontainers", "sniffio", "typing_extensions", "yaml")
+"""What every run imports besides pytest and agentloop, imported once by the server (a fork inherits it): the
+standard library's and third-party modules no sabotage edits. Never agentloop's (a run imports those afresh from
+its copy, edited or not), nor a pytest plugin's distribution (pytest must import those itself, to rewrite their
+asserts). Missing ones are skipped: the list saves time, it decides nothing."""
+
+
 def serve(tree: str) -> int:
     """The pytest server (``--serve TREE``): a JSON job a line on stdin, its exit code a line on stdout."""
+    import importlib
     import signal
 
     import pytest  # noqa: F401  (imported once here, inherited by every forked run)
+
+    for name in PRELOADED:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
     sys.dont_write_bytecode = True
     src = os.path.join(tree, "src")
@@ -3229,18 +3245,25 @@ def sabotage_and_test(w: Worker, sab: Sabotage, hints: dict[str, list[str]]) -> 
     return caught, f"{'caught ' if caught else 'MISSED '} {sab.name}: {how}", nodes
 
 
+CONTROL_RUNS = 4
+"""Runs a copy of the control, about: enough that one slow run does not hold the end, few enough that
+pytest's start (a second or so a run) stays small beside the tests."""
+
+
 def control(ws: list[Worker], nodes: set[str]) -> tuple[bool, str]:
     """Run the tests that caught a sabotage on the untouched copies: they must pass there, or the failure
-    was not the sabotage's doing. A file named for a collection error must collect. The tests are
-    shared out among the copies by file, run side by side."""
+    was not the sabotage's doing. A file named for a collection error must collect. The tests are packed
+    by file into a few runs a copy (CONTROL_RUNS), the biggest first, each taken by whichever copy is
+    free: no copy is left with the slow files while the others wait, and few runs pay pytest's start."""
+    total = len(nodes)
     files = sorted(n for n in nodes if "::" not in n)
     by_file: dict[str, list[str]] = {}
     for n in sorted(n for n in nodes if "::" in n):
         by_file.setdefault(n.split("::")[0], []).append(n)
-    shares: list[list[str]] = [[] for _ in ws]
+    bins: list[list[str]] = [[] for _ in range(CONTROL_RUNS * len(ws))]
     for group in sorted(by_file.values(), key=len, reverse=True):
-        min(shares, key=len).extend(group)
-    jobs = [share for share in shares if share] + ([["--collect-only", *files]] if files else [])
+        min(bins, key=len).extend(group)
+    jobs = sorted((b for b in bins if b), key=len, reverse=True) + ([["--collect-only", *files]] if files else [])
 
     free: queue.Queue[Worker] = queue.Queue()
     for w in ws:
@@ -3256,13 +3279,18 @@ def control(ws: list[Worker], nodes: set[str]) -> tuple[bool, str]:
     report = []
     failed: list[str] = []
     ok = True
+    passed = 0
     with ThreadPoolExecutor(max_workers=len(ws)) as pool:
         for code, output in pool.map(one, range(len(jobs))):
-            nodes = failing_nodes(output)
-            ok &= code == 0 or bool(nodes)  # a failure pytest names is tried once more below
-            failed += nodes
-            report.append(f"exit {code}: {last_line(output)}" + ("" if code == 0 else "\n" + "\n".join(
-                ln for ln in output.splitlines() if ln.startswith(("FAILED", "ERROR", "E ")))))
+            named = failing_nodes(output)
+            ok &= code == 0 or bool(named)  # a failure pytest names is tried once more below
+            failed += named
+            if code == 0:
+                passed += 1
+                continue
+            report.append(f"exit {code}: {last_line(output)}\n" + "\n".join(
+                ln for ln in output.splitlines() if ln.startswith(("FAILED", "ERROR", "E "))))
+    report.insert(0, f"{passed} of {len(jobs)} runs passed ({total} tests or files)")
     if ok and failed:  # a test that failed beside the others on the untouched copy gets one run of its own: a test
         w = free.get()  # that only fails under load is named as flaky; one that fails again fails the control
         code, output = w.pytest(["-q", "-p", "no:cacheprovider", *failed])

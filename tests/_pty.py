@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import termios
 import time
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +86,13 @@ class Term:
             self.pump()
         return True
 
+    def keys_watched(self) -> bool:
+        """The program reads keys one by one with Ctrl+C still a signal (cbreak mode): the REPL's key watcher
+        runs, as it does while a turn runs. Keys sent before it runs are lost (and echoed by the terminal),
+        so a test that types during a turn waits for this, not for a fixed time."""
+        lflag = termios.tcgetattr(self.child.child_fd)[3]
+        return not lflag & termios.ICANON and bool(lflag & termios.ISIG)
+
     def mark(self) -> int:
         """The index of the line the prompt is on now: output after it is new."""
         self.pump(0.1)
@@ -110,6 +118,16 @@ class Term:
     def kill(self) -> None:
         if self.child.isalive():
             self.child.terminate(force=True)
+
+
+def turns_begun(home: str) -> int:
+    """How many turns have begun in agentloop's home ``home``: the ``run_start`` records of its sessions. Once
+    one is written the turn is inside the run, where Ctrl+C and Esc stop it (sent earlier, they reach the REPL
+    before the turn has begun)."""
+    import glob
+
+    return sum(open(p, encoding="utf-8").read().count('"kind":"run_start"')
+               for p in glob.glob(os.path.join(home, "projects", "*", "sessions", "*.jsonl")))
 
 
 def env_for(home: str, **extra: str) -> dict[str, str]:

@@ -12,6 +12,11 @@
   (``def proj(proj): (proj / "notes.txt").write_text(...); return proj``).
 - ``scripted``: writes a scripted model's replies to a file and returns its
   ``scripted:FILE`` spec, for ``Agent(model=...)`` and ``agentloop --model``.
+
+Spread over processes (scripts/test: pytest-xdist, ``--dist loadfile``), the
+files go out longest first (``LONGEST_FIRST``, then by number of tests), so no
+long file starts last and keeps one process busy after the others are done.
+The order is all it changes: a stale list costs time, never a result.
 """
 
 from __future__ import annotations
@@ -22,6 +27,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+LONGEST_FIRST = (
+    # the files that took longest, longest first (a CI run's --durations; Ray, fuzzing, tsc, the write watch's
+    # big tree, the trust REPL sessions...)
+    "test_batch_ray.py", "test_fuzz.py", "test_trust.py", "test_print_sdk_types.py", "test_write_wall.py",
+    "test_permissions_bash.py", "test_mcp_client.py", "test_negative_controls_apply.py", "test_repl_pty.py",
+    "test_telemetry_phoenix.py", "test_mcp_prompts_resources.py", "test_layers.py", "test_batch.py", "test_replay.py",
+    "test_working_line_fits.py", "test_repl_diffs_compaction_resume_and_rules.py", "test_batch_keys.py",
+    "test_batch_faults.py", "test_repl_mcp_background.py", "test_conformance.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the files longest first, then the others by their number of tests (the order
+    ``--dist loadfile`` hands them out in); within a file, the tests keep their order."""
+    if not hasattr(config, "workerinput"):
+        return
+    count: dict[str, int] = {}
+    for item in items:
+        count[item.path.name] = count.get(item.path.name, 0) + 1
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda it: (rank.get(it.path.name, len(rank)), -count[it.path.name], str(it.path)))  # (stable)
+
 
 Scripted = Callable[..., str]
 """``scripted(replies, name="script.json") -> "scripted:FILE"``."""

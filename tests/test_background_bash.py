@@ -74,11 +74,43 @@ def later(seconds: float, name: str, args: dict[str, Any]) -> Callable[[ModelReq
     return step
 
 
+class When:
+    """A model step that waits until ``ready(agent, request)`` holds (a generous deadline: on a loaded machine
+    the background shell runs late), then calls a tool. A fixed wait would lose on a slow machine."""
+
+    def __init__(self, ready: Callable[[Agent, ModelRequest], bool], name: str, args: dict[str, Any]) -> None:
+        self.ready, self.name, self.args = ready, name, args
+
+    def step(self, agent: list[Agent]) -> Callable[[ModelRequest], ModelReply]:
+        def step(req: ModelRequest) -> ModelReply:
+            deadline = time.monotonic() + 60
+            while not self.ready(agent[0], req) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return reply("", [(self.name, self.args)])
+
+        return step
+
+
+def log_of(a: Agent, sid: str = "bash_1") -> str:
+    """What background shell ``sid`` printed so far (its log)."""
+    try:
+        return (Path(a.background.spill_dir) / f"background-{sid}.log").read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def ended(a: Agent, _req: ModelRequest | None = None) -> bool:
+    """No background shell runs any more."""
+    return a.background.running() == []
+
+
 def run(base: Path, steps: list[Any], *, mode: str = "bypassPermissions", ask: Any = None,
         cli_rules: tuple[tuple[str, str], ...] = ()) -> tuple[list[str], Agent]:
-    model = ScriptedModel([*steps, reply("done")])
+    box: list[Agent] = []
+    model = ScriptedModel([*(s.step(box) if isinstance(s, When) else s for s in steps), reply("done")])
     a = Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env_for(base), model=model,
               permission_mode=mode, ask_permission=ask, cli_rules=cli_rules)
+    box.append(a)
     try:
         res = a.ask("go")
     finally:
@@ -95,8 +127,9 @@ def test_a_background_loop_keeps_running_its_output_is_read_twice_and_killshell_
     loop = f"i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done # {marker}"
     outs, _ = run(base, [
         reply("", [("Bash", {"command": loop, "run_in_background": True})]),
-        later(0.8, "BashOutput", {"bash_id": "bash_1"}),
-        later(0.8, "BashOutput", {"bash_id": "bash_1"}),
+        When(lambda a, _: "tick 2\n" in log_of(a), "BashOutput", {"bash_id": "bash_1"}),
+        When(lambda a, req: f"tick {_ticks(str(req.messages[-1].get('content')))[-1] + 1}\n" in log_of(a),
+             "BashOutput", {"bash_id": "bash_1"}),  # a tick printed since the first read
         reply("", [("KillShell", {"shell_id": "bash_1"})]),
         later(0.3, "BashOutput", {"bash_id": "bash_1"}),
     ])
@@ -116,7 +149,7 @@ def test_background_shells_end_with_the_session(base: Path) -> None:
         later(0.3, "Bash", {"command": "echo between"}),
     ])
     assert "between" in outs[1]
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 10  # (killed: gone at once; the wait is for a loaded machine)
     while _alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _alive_with(marker) == []  # Agent.close killed it
@@ -129,7 +162,7 @@ def test_a_background_command_is_confined_as_a_foreground_one(base: Path) -> Non
            "echo OPENAI=${OPENAI_API_KEY:-unset}; echo ok > inside.txt; echo done")
     outs, _ = run(base, [
         reply("", [("Bash", {"command": cmd, "run_in_background": True})]),
-        later(0.8, "BashOutput", {"bash_id": "bash_1"}),
+        When(ended, "BashOutput", {"bash_id": "bash_1"}),
     ])
     assert "exited with code 0" in outs[1] and "done" in outs[1]
     assert "ALHOME-planted" not in outs[1]
@@ -140,11 +173,13 @@ def test_a_background_command_is_confined_as_a_foreground_one(base: Path) -> Non
 
 def test_a_server_in_the_background_serves_on_its_own_loopback(base: Path) -> None:
     port = 20000 + os.getpid() % 20000
-    cmd = (f"python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; "
-           f"python3 -c \"import urllib.request as u; print('GOT', u.urlopen('http://127.0.0.1:{port}/').status)\"; wait")
+    get = f"python3 -c \"import urllib.request as u; print('GOT', u.urlopen('http://127.0.0.1:{port}/').status)\""
+    # asked until the server is up (it starts late on a loaded machine)
+    cmd = (f"python3 -m http.server {port} --bind 127.0.0.1 & "
+           f"for i in $(seq 300); do {get} 2>/dev/null && break; sleep 0.1; done; wait")
     outs, _ = run(base, [
         reply("", [("Bash", {"command": cmd, "run_in_background": True})]),
-        later(2.0, "BashOutput", {"bash_id": "bash_1", "filter": "GOT|Serving"}),
+        When(lambda a, _: "GOT" in log_of(a), "BashOutput", {"bash_id": "bash_1", "filter": "GOT|Serving"}),
         reply("", [("KillShell", {"shell_id": "bash_1"})]),
     ])
     assert "GOT 200" in outs[1], outs[1]
@@ -160,7 +195,7 @@ def test_a_later_foreground_call_reaches_a_background_server_and_the_server_surv
     get = f"python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/index.html').read().decode())\""
     outs, _ = run(base, [
         reply("", [("Bash", {"command": f"python3 -m http.server {port} --bind 127.0.0.1", "run_in_background": True})]),
-        later(1.5, "Bash", {"command": get}),
+        reply("", [("Bash", {"command": f"for i in $(seq 300); do {get} 2>/dev/null && break; sleep 0.1; done"})]),  # once up
         reply("", [("Bash", {"command": get})]),  # the first call's end did not take the server with it
         reply("", [("BashOutput", {"bash_id": "bash_1"})]),
         reply("", [("KillShell", {"shell_id": "bash_1"})]),
@@ -198,7 +233,7 @@ def test_bash_rules_apply_to_a_background_command_and_bashoutput_needs_no_permis
 def test_an_unknown_shell_and_a_bad_filter_get_one_clear_line(base: Path) -> None:
     outs, _ = run(base, [
         reply("", [("Bash", {"command": "echo hi", "run_in_background": True})]),
-        later(0.5, "BashOutput", {"bash_id": "bash_1", "filter": "(unclosed"}),
+        When(ended, "BashOutput", {"bash_id": "bash_1", "filter": "(unclosed"}),
         reply("", [("BashOutput", {"bash_id": "bash_1"})]),
         reply("", [("KillShell", {"shell_id": "bash_1"})]),
     ])
@@ -229,12 +264,12 @@ def test_background_shells_end_with_the_session_on_clear_too(base: Path) -> None
               permission_mode="bypassPermissions")
     try:
         a.ask("go")
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 30
         while not _alive_with(marker) and time.monotonic() < deadline:  # started: exec'd inside by now
             time.sleep(0.05)
         assert _alive_with(marker)
         a.switch_session(None, "clear")
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 10  # (killed: gone at once; the wait is for a loaded machine)
         while _alive_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _alive_with(marker) == []
@@ -253,7 +288,7 @@ def test_a_session_with_background_shells_replays_byte_for_byte_and_hooks_match_
     (base / "alhome" / "settings.json").write_text(json.dumps(settings))
     outs, a = run(base, [
         reply("", [("Bash", {"command": "echo one; sleep 30", "run_in_background": True})]),
-        later(0.5, "BashOutput", {"bash_id": "bash_1"}),
+        When(lambda a, _: "one" in log_of(a), "BashOutput", {"bash_id": "bash_1"}),
         reply("", [("KillShell", {"shell_id": "bash_1"})]),
     ])
     assert "one" in outs[1] and "stopped" in outs[2]
@@ -275,13 +310,13 @@ def test_a_sub_agents_background_shell_ends_with_the_session(base: Path) -> None
               permission_mode="bypassPermissions")
     try:
         a.ask("delegate")
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 30
         while not _alive_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _alive_with(marker) and a.background.running() == ["bash_1"]
     finally:
         a.close()
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 10  # (killed: gone at once; the wait is for a loaded machine)
     while _alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _alive_with(marker) == []

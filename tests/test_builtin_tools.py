@@ -263,7 +263,7 @@ def test_ls_lists_one_directory_marking_directories_and_outward_links(repo):
 
 
 
-def _wait_dead(pid: int, within: float = 5.0) -> bool:
+def _wait_dead(pid: int, within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if not _alive(pid):
@@ -273,8 +273,8 @@ def _wait_dead(pid: int, within: float = 5.0) -> bool:
 
 
 def _pid_written(pidfile: Path) -> int:
-    """The pid a command wrote to ``pidfile``, once it is there (up to 10 s)."""
-    deadline = time.monotonic() + 10
+    """The pid a command wrote to ``pidfile``, once it is there (up to 30 s)."""
+    deadline = time.monotonic() + 30
     while not pidfile.exists() or not pidfile.read_text().strip():
         assert time.monotonic() < deadline, f"{pidfile} was never written"
         time.sleep(0.05)
@@ -305,7 +305,7 @@ def test_bash_timeout_kills_the_whole_process_group(env):
     result = env.call("Bash", command=f"sleep 60 & echo $! > {pidfile}; sleep 60", timeout=3000)
     elapsed = time.monotonic() - started
     assert "timed out" in err(result)
-    assert elapsed < 15
+    assert elapsed < 30  # (not the 60 s of the commands)
     child = int(pidfile.read_text())
     assert _wait_dead(child), "a background child survived the timeout"
 
@@ -339,7 +339,7 @@ def test_bash_returns_when_a_background_child_keeps_the_output_open(env):
     pidfile = env.root / "bg.pid"
     started = time.monotonic()
     out = ok(env.call("Bash", command=f"(sleep 60; echo late) & echo $! > {pidfile}; echo done"))
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # (not the 60 s of the child)
     assert out == "done"
     assert _wait_dead(int(pidfile.read_text()))
 

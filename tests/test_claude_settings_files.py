@@ -39,7 +39,7 @@ def test_bash_timeouts_come_from_the_settings_env(proj: Path, scripted: Callable
     """Environment variables: the default timeout applies when the model gives none; the maximum caps the one it gives."""
     write_settings(proj, {"permissions": {"allow": ["Bash"]},
                           "env": {"BASH_DEFAULT_TIMEOUT_MS": "1000", "BASH_MAX_TIMEOUT_MS": "1500"}})
-    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("sleep 4; echo late"), bash_call("sleep 4; echo late", 600_000),
+    a = Agent(cwd=str(proj), trust=True, model=scripted([bash_call("sleep 30; echo late"), bash_call("sleep 30; echo late", 600_000),
                                                         bash_call("echo quick"), {"text": "done", "usage": [10, 1]}]))
     try:
         assert (a.shell_timeout_s, a.shell_max_timeout_s) == (1.0, 1.5)
@@ -51,7 +51,7 @@ def test_bash_timeouts_come_from_the_settings_env(proj: Path, scripted: Callable
     default, capped, quick = [r.payload for r in read_records(a.session.path) if r.kind == "tool_result"]
     assert not default["ok"] and "timed out after 1 s" in default["error"]
     assert not capped["ok"] and "timed out after 1.5 s" in capped["error"]
-    assert quick["ok"] and took < 7
+    assert quick["ok"] and took < 25  # killed at 1 s and 1.5 s, not left to run 60 s
 
 
 def test_a_bad_bash_timeout_is_named_and_the_default_kept(proj: Path, scripted: Callable[..., str]) -> None:

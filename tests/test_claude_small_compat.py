@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from _wait import until
 from agentloop.agent.agent import Agent
 from agentloop.agent.commands import Skill, skill_tool
 from agentloop.tools import Registry
@@ -97,7 +98,6 @@ def test_an_async_rewake_hooks_exit_2_message_reaches_the_model_on_the_next_prom
     """Hooks reference, hook handler fields: ``asyncRewake`` "runs in the background and wakes Claude on exit code 2";
     its stderr is shown to Claude (https://code.claude.com/docs/en/hooks#command-hook-fields). agentloop does not start
     a turn by itself in an idle session: the message joins the next prompt (README, "For Claude Code users")."""
-    import time
 
     (proj / ".claude").mkdir()
     (proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
@@ -108,10 +108,7 @@ def test_an_async_rewake_hooks_exit_2_message_reaches_the_model_on_the_next_prom
     try:
         assert not [w for w in a.config_warnings if "asyncRewake" in w]
         assert a.ask("build it").answer == "done"
-        for _ in range(100):
-            if not [t for t in a.hooks.runner._async_running if t.is_alive()]:  # type: ignore[attr-defined]
-                break
-            time.sleep(0.05)
+        until(lambda: not [t for t in a.hooks.runner._async_running if t.is_alive()])  # type: ignore[attr-defined]
         a.ask("and now?")
         users = [str(m.get("content")) for m in a.session.messages if m.get("role") == "user"]
         assert "the test suite failed: 2 errors" in users[-1]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from _hookkit import executable, layout, settings  # noqa: F401 (layout: both settings layouts, autouse)
+from _wait import until
 from agentloop.agent.agent import Agent
 from agentloop.transcript import read_records
 from mcp_servers.helpers import alive as _alive
@@ -258,7 +259,6 @@ def test_async_handlers_run_in_the_background_and_their_context_arrives_next_tur
     """"Run hooks in the background": "set ``"async": true`` to run the hook in the background while
     Claude continues working [...] that content is delivered to Claude as context on the next
     conversation turn"."""
-    import time
 
     hook = executable(proj / "async.sh", ASYNC_HOOK)
     settings(proj, {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "async": True, "timeout": 30}]}]}})
@@ -267,11 +267,7 @@ def test_async_handlers_run_in_the_background_and_their_context_arrives_next_tur
     assert a.ask("read").answer == "first"
     assert not (proj / "done").exists()  # the turn did not wait for the hook
     (proj / "go").touch()
-    for _ in range(200):
-        if (proj / "done").exists():
-            break
-        time.sleep(0.05)
-    time.sleep(0.3)
+    assert until(lambda: not [t for t in a.hooks.runner._async_running if t.is_alive()])  # type: ignore[attr-defined]
     a.ask("next")
     a.close()
     users = [m["content"] for m in a.session.messages if m.get("role") == "user"]
@@ -282,7 +278,6 @@ def test_a_background_handler_still_running_is_killed_when_the_session_ends(
         tmp_path: Path, proj: Path, scripted: Callable[..., str]) -> None:
     """Async hooks belong to their session: one still running when it ends (the end of a ``-p``
     run) is killed with everything it started, so nothing of it is left behind or writes later."""
-    import time
 
     hook = executable(proj / "slow.sh", '#!/usr/bin/env bash\necho $$ > "$PIDS"\n(sleep 30; touch "$LATE") &\necho $! >> "$PIDS"\nwait\n')
     # in the user's own settings: on the host, where its process ids are the test's (a project's hook runs in the
@@ -295,17 +290,11 @@ def test_a_background_handler_still_running_is_killed_when_the_session_ends(
     env = {**os.environ, "PIDS": str(pids), "LATE": str(late)}
     a = Agent(cwd=str(proj), trust=True, model=scripted([call("Read", file_path="notes.txt"), final("first")]), env=env)
     assert a.ask("read").answer == "first"
-    for _ in range(100):
-        if pids.exists() and len(pids.read_text().split()) == 2:
-            break
-        time.sleep(0.05)
+    until(lambda: pids.exists() and len(pids.read_text().split()) == 2)
     started = [int(p) for p in pids.read_text().split()]
     assert all(_alive(p) for p in started)
     a.close()
-    for _ in range(100):
-        if not any(_alive(p) for p in started):
-            break
-        time.sleep(0.05)
+    until(lambda: not any(_alive(p) for p in started), 10)  # (killed: gone at once; the wait is for a loaded machine)
     assert not any(_alive(p) for p in started), "a background hook outlived its session"
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from _wait import until
 from agentloop.agent.agent import Agent
 from agentloop.agent.sandbox import bubblewrap as sbx
 from agentloop.testing import ScriptedModel, reply
@@ -114,10 +115,7 @@ def test_a_projects_background_hook_in_the_sandbox_ends_with_the_session(repo: d
     a = Agent(cwd=str(repo["proj"]), model=model, trust=True, permission_mode="bypassPermissions")
     try:
         a.ask("go")
-        for _ in range(100):
-            if (repo["proj"] / "started").exists():
-                break
-            time.sleep(0.05)
+        until(lambda: (repo["proj"] / "started").exists())
     finally:
         a.close()
     assert (repo["proj"] / "started").exists()

@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from _pty import Term, env_for
+from _pty import Term, env_for, turns_begun
 
 COLS = 80
 
@@ -41,10 +41,7 @@ def test_ctrl_c_with_text_clears_it_and_only_ctrl_c_on_an_empty_input_arms_the_e
         t.child.send("half a thought")
         t.wait_for(r"(?m)^> half a thought")
         t.child.send("\x03")
-        deadline = time.monotonic() + 3
-        while "half a thought" in t.text() and time.monotonic() < deadline:
-            t.pump(0.1)
-        assert "half a thought" not in t.text()  # cleared
+        assert t.until(lambda: "half a thought" not in t.text()), t.text()  # cleared
         t.pump(0.5)
         assert "to exit" not in t.text() and t.child.isalive()  # and the exit is not armed
         t.child.send("\x03")  # on the empty input: armed
@@ -67,15 +64,15 @@ def test_ctrl_c_during_a_turn_stops_it_without_arming_the_exit(tmp_path: Path) -
         t.wait_for(r"(?m)^>")
         at = t.mark()
         t.type("take your time")
-        time.sleep(1.5)
+        assert t.until(lambda: t.keys_watched() and turns_begun(str(tmp_path / "home")) == 1)  # the turn runs
         t.child.send("\x03")
-        t.wait_for(r"⏹ interrupted", after=at, timeout=10)
+        t.wait_for(r"⏹ interrupted", after=at, timeout=25)
         t.wait_for(r"(?m)^>\s*$", after=at + 1)
         t.pump(0.5)
         assert "too late" not in t.text(at)
         assert "to exit" not in t.text(at) and t.child.isalive()  # the press stopped the turn, no more
         t.child.send("\x03")  # nothing runs now: this one is the first towards an exit, and only arms it
-        t.wait_for(r"Ctrl\+C again or Ctrl\+D to exit", after=at, timeout=10)
+        t.wait_for(r"Ctrl\+C again or Ctrl\+D to exit", after=at)
         t.pump(0.5)
         assert t.child.isalive()
         t.child.send("\x03")
@@ -91,9 +88,9 @@ def test_esc_says_interrupted_on_one_line(tmp_path: Path) -> None:
     try:
         t.wait_for(r"(?m)^>")
         t.type("take your time")
-        time.sleep(1.5)
+        assert t.until(lambda: t.keys_watched() and turns_begun(str(tmp_path / "home")) == 1)  # the turn runs
         t.child.send("\x1b")
-        t.wait_for(r"interrupted \(Esc\)", timeout=10)
+        t.wait_for(r"interrupted \(Esc\)", timeout=25)
         t.wait_for(r"(?m)^>", after=t.mark())
         t.pump(0.5)
         said = [ln for ln in t.lines() if ln.lstrip().startswith(("⏹", "interrupted"))]
@@ -109,7 +106,7 @@ def test_the_working_line_says_esc_to_interrupt(tmp_path: Path) -> None:
     try:
         t.wait_for(r"(?m)^>")
         t.type("think")
-        t.wait_for(r"thinking… \d+s · esc to interrupt", timeout=15)
+        t.wait_for(r"thinking… \d+s · esc to interrupt")
         t.wait_for(r"(?m)^done")
         assert b"Ctrl+C to stop" not in t.raw
     finally:
@@ -148,7 +145,7 @@ def _refused_turn(tmp_path: Path, key: str) -> None:
         t.type("make it")
         t.wait_for(r"\[y\]es", after=at)
         t.child.send(key)  # one key, no Enter
-        t.wait_for(r"tell the model what to do instead", after=at, timeout=10)
+        t.wait_for(r"tell the model what to do instead", after=at, timeout=20)
         t.wait_for(r"(?m)^>\s*$", after=at)  # the prompt is back: the user says what to do instead
         t.pump(0.5)
         shown = t.text(at)
@@ -196,11 +193,12 @@ def test_text_typed_during_a_turn_is_shown_before_the_prompt_returns(tmp_path: P
         t.wait_for(r"(?m)^>")
         at = t.mark()
         t.type("slow one")
-        t.wait_for(r"esc to interrupt", after=at, timeout=15)
+        t.wait_for(r"esc to interrupt", after=at)
+        assert t.until(t.keys_watched)  # (the working line is drawn just before the keys are watched)
         t.child.send("next qx")
         time.sleep(0.2)
         t.child.send("\x7f")  # Backspace
-        t.wait_for(r"(?m)^> next q$", after=at + 1, timeout=3)  # under the working line, before the answer
+        t.wait_for(r"(?m)^> next q$", after=at + 1)  # under the working line, before the answer
         assert "answered" not in t.text(at)
         t.wait_for(r"(?m)^answered", after=at)
         t.wait_for(r"(?m)^> next q", after=t.mark())
@@ -221,13 +219,16 @@ def test_with_no_color_text_typed_during_a_turn_is_shown_plainly_before_the_prom
         t.wait_for(r"(?m)^>")
         at = t.mark()
         t.type("slow one")
-        time.sleep(1.0)  # the turn is running (its keys are watched) and the prompt's own redraw is done
-        t.pump(0.2)
+        assert t.until(t.keys_watched)  # the turn is running (its keys are watched)
+        seen = -1
+        while seen != len(t.raw):  # and the prompt's own redraw, written before that, is all read
+            seen = len(t.raw)
+            t.pump(0.3)
         before = len(t.raw)
         t.child.send("next qx")
         time.sleep(0.2)
         t.child.send("\x7f")  # Backspace
-        t.wait_for(r"(?m)^> next q$", after=at + 1, timeout=3)  # before the answer, not in the prompt yet
+        t.wait_for(r"(?m)^> next q$", after=at + 1)  # before the answer, not in the prompt yet
         assert "answered" not in t.text(at)
         t.wait_for(r"(?m)^answered", after=at)
         t.wait_for(r"(?m)^> next q", after=t.mark())
@@ -260,7 +261,7 @@ def test_no_at_a_question_a_hook_asked_for_stops_the_turn_too(tmp_path: Path) ->
         t.type("read it")
         t.wait_for(r"\[y\]es", after=at)
         t.child.send("n")
-        t.wait_for(r"tell the model what to do instead", after=at, timeout=10)
+        t.wait_for(r"tell the model what to do instead", after=at, timeout=20)
         t.wait_for(r"(?m)^>\s*$", after=at)
         t.pump(0.5)
         assert "carried on regardless" not in t.text(at)
@@ -277,9 +278,9 @@ def test_esc_at_the_trust_question_answers_its_safe_no(tmp_path: Path) -> None:
     (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"srv": {"command": "true"}}}))
     t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "unused"}]))
     try:
-        t.wait_for(r"\[t\]rust this folder / \[d\]on't trust:", timeout=15)
+        t.wait_for(r"\[t\]rust this folder / \[d\]on't trust:")
         t.child.send("\x1b")
-        t.wait_for(r"this folder is not trusted; left out: MCP server srv", timeout=10)
+        t.wait_for(r"this folder is not trusted; left out: MCP server srv")
         t.wait_for(r"(?m)^>\s*$")
         assert t.child.isalive()
     finally:

@@ -77,7 +77,7 @@ def test_a_notice_from_a_server_thread_prints_above_the_prompt_not_over_it(tmp_p
         t.wait_for(r"(?m)^>")
         t.child.send("typed but not sent")
         t.wait_for(r"logged warning: disk almost full", timeout=40)
-        deadline = time.monotonic() + 15  # the redraw of the input may come in a later chunk than the notice
+        deadline = time.monotonic() + 20  # the redraw of the input may come in a later chunk than the notice
         while True:
             t.pump(0.2)
             lines = [ln for ln in t.lines()[:-1] if ln.strip()]  # the last line is the status line

@@ -92,7 +92,7 @@ def test_a_session_typed_at_the_prompt_streams_runs_tools_and_survives_ctrl_c_an
             t.child.sendintr()
             t.wait_for(r"⏹ interrupted", after=m)
             t.wait_for(PROMPT)
-            assert time.monotonic() - t0 < 10, "Ctrl+C stopped the 30 s command at once"
+            assert time.monotonic() - t0 < 20, "Ctrl+C stopped the 30 s command at once"
 
             # Ctrl+C twice at the prompt (the one in the turn only stopped it): save and exit, no traceback.
             t.child.sendintr()

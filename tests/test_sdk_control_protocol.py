@@ -93,6 +93,16 @@ class Cli:
         return int(self.p.returncode), self.p.stderr.read()
 
 
+def _until_turn_begun(base: Path) -> None:
+    """Wait (a generous deadline: a fixed wait loses on a loaded machine) until a turn's run has begun."""
+    from _pty import turns_begun
+
+    deadline = time.monotonic() + 60
+    while not turns_begun(str(base / "home")):
+        assert time.monotonic() < deadline, "no turn began"
+        time.sleep(0.05)
+
+
 def _is_result(m: Msg) -> bool:
     return m.get("type") == "result"
 
@@ -213,7 +223,7 @@ def test_interrupt_with_cancel_queued_drops_the_prompts_waiting(tmp_path: Path) 
     cli.request("init", {"subtype": "initialize"})
     cli.prompt("first", "u-1")
     cli.prompt("second, queued", "u-2")
-    time.sleep(3)  # the first prompt's turn is under way (its model call waits a minute)
+    _until_turn_begun(tmp_path)  # the first prompt's turn is under way (its model call waits a minute)
     res = cli.request("i", {"subtype": "interrupt", "cancel_queued": True})
     assert res["subtype"] == "success" and res["response"] == {"still_queued": [], "cancelled": ["u-2"]}
     first = cli.until(_is_result)
@@ -281,7 +291,7 @@ def test_a_plain_interrupt_keeps_the_queued_prompts_and_lists_them(tmp_path: Pat
     cli.request("init", {"subtype": "initialize"})
     cli.prompt("first", "u-1")
     cli.prompt("second, queued", "u-2")
-    time.sleep(3)  # the first prompt's turn is under way
+    _until_turn_begun(tmp_path)  # the first prompt's turn is under way (its model call waits a minute)
     res = cli.request("i", {"subtype": "interrupt"})
     assert res["response"] == {"still_queued": ["u-2"]}
     assert cli.until(_is_result)["is_error"]

@@ -324,7 +324,7 @@ def test_a_hook_that_leaves_a_background_child_does_not_hold_the_agent(tmp_path:
     took = time.monotonic() - t0
     assert took < (timeout or 0) + 5, took
     pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 5  # (no more: the child would end of itself after 12 s)
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid), "the hook's background child outlived it"

@@ -85,8 +85,11 @@ def test_real_programs_forced_to_colour_reach_the_model_as_plain_text(base: Path
 
 
 def test_a_background_commands_output_reaches_the_model_as_plain_text(base: Path) -> None:
-    def later(_req: object) -> object:
-        time.sleep(0.6)
+    def later(_req: object) -> object:  # once the command has printed (it starts late on a loaded machine)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+                b"passed" in p.read_bytes() for p in (base / "alhome").rglob("background-bash_1.log")):
+            time.sleep(0.05)
         return reply("", [("BashOutput", {"bash_id": "bash_1"})])
 
     outs = _tool_outputs(base, [

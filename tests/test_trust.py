@@ -187,10 +187,7 @@ def test_the_repl_shows_what_the_folder_would_do_asks_and_remembers_the_answer(w
             t.wait_for(r"Use MCP server evil\? \[y\]es / \[n\]o:")  # each .mcp.json server, one by one
             t.type("y")
             t.wait_for(r"(?m)^>\s*$")
-            for _ in range(200):  # the server starts behind the prompt (and, being no MCP server, then fails)
-                if effects(repo, world)["mcp"]:
-                    break
-                t.pump(0.1)
+            t.until(lambda: effects(repo, world)["mcp"], 30)  # the server starts behind the prompt (and, being no MCP server, then fails)
             t.type("/exit")
             t.wait_exit()
         finally:
@@ -202,10 +199,7 @@ def test_the_repl_shows_what_the_folder_would_do_asks_and_remembers_the_answer(w
         try:
             t.wait_for(r"(?m)^>\s*$")
             assert "Do you trust" not in t.text()
-            for _ in range(200):  # the server starts behind the prompt
-                if effects(repo, world)["mcp"]:
-                    break
-                t.pump(0.1)
+            t.until(lambda: effects(repo, world)["mcp"], 30)  # the server starts behind the prompt
             t.type("/exit")
             t.wait_exit()
         finally:
