@@ -13,14 +13,13 @@ are reachable only when the user allows them.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from _plantkit import planting_ground
 from agentloop.agent.agent import Agent
 from agentloop.agent.sandbox import bubblewrap as sbx
 from agentloop.testing import ScriptedModel, reply
@@ -34,14 +33,7 @@ CONNECT = "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.arg
 
 @pytest.fixture
 def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="agentloop-sock-test-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None))
-    for n in ("proj", "home", "al"):
-        (d / n).mkdir()
-    monkeypatch.setenv("HOME", str(d / "home"))
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    yield from planting_ground(monkeypatch, "agentloop-sock-test-")
 
 
 def listening(path: Path) -> socket.socket:
@@ -63,7 +55,7 @@ def test_an_agent_socket_named_by_the_environment_cannot_be_reached_where_the_sa
     (place / "proj" / "c.sh").write_text("".join(f"python3 -c \"{CONNECT}\" {p} 2>&1 | tail -1\n"
                                                  for p in [*agents.values(), other]))
     model = ScriptedModel([reply("", [("Bash", {"command": "bash c.sh"})]), reply("done")])
-    a = Agent(cwd=str(place / "proj"), home=str(place / "al"), env=env, model=model, permission_mode="bypassPermissions")
+    a = Agent(cwd=str(place / "proj"), home=str(place / "alhome"), env=env, model=model, permission_mode="bypassPermissions")
     try:
         assert a.sandbox.active
         out = str([m for m in a.ask("go").messages if m.get("role") == "tool"][0]["content"])

@@ -10,17 +10,16 @@ set.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
+from _refusing_provider import refusing_provider
 from agentloop.cli.held_keys import HELD_KEYS_FD, key_names
 
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-held-in-memory-0123456789", "OPENAI_API_KEY": "sk-openai-held-in-memory-0123456789",
@@ -105,31 +104,11 @@ def test_the_held_keys_are_the_providers_and_the_one_api_key_env_names() -> None
 def test_the_restarted_agentloop_still_sends_the_key_to_its_provider(tmp_path: Path, how: str) -> None:
     """After the restart the key still reaches the provider (as a bearer token, as Anthropic's SDK sends it),
     through ``python -m agentloop`` and the ``agentloop`` script alike."""
-    seen: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
-            seen.append(self.headers.get("authorization", ""))
-            body = b'{"type":"error","error":{"type":"invalid_request_error","message":"no"}}'
-            self.send_response(400)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     start = [sys.executable, "-m", "agentloop"] if how == "-m" else [os.path.join(os.path.dirname(sys.executable), "agentloop")]
-    try:
-        p = subprocess.run([*start, "-p", "hi", "--model", "anthropic:claude-x", "--base-url",
-                            f"http://127.0.0.1:{server.server_address[1]}", "--max-steps", "1"],
+    with refusing_provider() as (url, seen):
+        p = subprocess.run([*start, "-p", "hi", "--model", "anthropic:claude-x", "--base-url", url, "--max-steps", "1"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=120,
                            env={**os.environ, "ANTHROPIC_API_KEY": KEYS["ANTHROPIC_API_KEY"]})
-    finally:
-        server.shutdown()
     assert seen and set(seen) == {f"Bearer {KEYS['ANTHROPIC_API_KEY']}"}, (seen, p.stderr)
     assert KEYS["ANTHROPIC_API_KEY"] not in p.stderr + p.stdout
 

@@ -18,18 +18,17 @@ sandbox can write: the mark is proof it ran on the host.
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from _refusing_provider import refusing_provider
 from agentloop.agent.agent import Agent
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
@@ -64,27 +63,8 @@ def _run(site: Path, *args: str, env: dict[str, str] | None = None) -> subproces
 @pytest.fixture
 def fake_anthropic() -> Iterator[tuple[str, list[str]]]:
     """A server answering every request with a 400, keeping the bearer tokens it was sent."""
-    seen: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
-            seen.append(self.headers.get("authorization", "") or self.headers.get("x-api-key", ""))
-            body = b'{"type":"error","error":{"type":"invalid_request_error","message":"no"}}'
-            self.send_response(400)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
+    with refusing_provider() as got:
+        yield got
 
 
 def _helper_run(site: Path, url: str, settings_file: Path) -> subprocess.CompletedProcess[str]:

@@ -11,13 +11,12 @@ interpreter's prefix (an index URL with a password). A command read both. They a
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from _plantkit import planting_ground
 from agentloop.agent.agent import Agent
 from agentloop.agent.sandbox import bubblewrap as sbx
 from agentloop.testing import ScriptedModel, reply
@@ -37,14 +36,7 @@ FILES = {
 
 @pytest.fixture
 def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="agentloop-toolchain-test-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None))
-    for n in ("proj", "home", "al"):
-        (d / n).mkdir()
-    monkeypatch.setenv("HOME", str(d / "home"))
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    yield from planting_ground(monkeypatch, "agentloop-toolchain-test-")
 
 
 def test_registry_tokens_in_version_managers_folders_are_hidden_and_the_toolchains_show(place: Path) -> None:
@@ -55,7 +47,7 @@ def test_registry_tokens_in_version_managers_folders_are_hidden_and_the_toolchai
     (place / "proj" / "c.sh").write_text("".join(f"cat {home / rel} 2>/dev/null\n" for rel in FILES))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"}
     model = ScriptedModel([reply("", [("Bash", {"command": "bash c.sh"})]), reply("done")])
-    a = Agent(cwd=str(place / "proj"), home=str(place / "al"), env=env, model=model, permission_mode="bypassPermissions")
+    a = Agent(cwd=str(place / "proj"), home=str(place / "alhome"), env=env, model=model, permission_mode="bypassPermissions")
     try:
         assert a.sandbox.active
         out = str([m for m in a.ask("go").messages if m.get("role") == "tool"][0]["content"])
