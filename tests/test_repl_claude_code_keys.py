@@ -285,3 +285,18 @@ def test_esc_at_the_trust_question_answers_its_safe_no(tmp_path: Path) -> None:
         assert t.child.isalive()
     finally:
         t.kill()
+
+
+def test_keys_typed_right_after_enter_are_kept_for_the_next_prompt(tmp_path: Path) -> None:
+    """Claude Code sends what is typed while it works after the turn (interactive mode), so keys typed at once
+    after Enter, before the turn has begun to watch the keyboard, are kept too: switching the terminal to the
+    watcher's mode must not flush input that is waiting (``tty.setcbreak`` does, unless told not to)."""
+    t, _ = _term(tmp_path, _spec(tmp_path, [{"text": "answered", "delay_ms": 2500}]))
+    try:
+        t.wait_for(r"(?m)^>")
+        at = t.mark()
+        t.child.send("slow one\rkept keys")  # one write: the keys wait in the terminal before the turn starts
+        t.wait_for(r"(?m)^answered", after=at)
+        t.wait_for(r"(?m)^> kept keys", after=t.mark())
+    finally:
+        t.kill()
