@@ -175,3 +175,19 @@ def test_an_untrusted_projects_policy_keeps_only_its_deny_rules(world: dict[str,
     assert policy.additional_directories == [] and policy.mode == "default"
     assert default_mode(untrusted.sources) is None
     assert policy.decide("Bash", {"command": "touch x"}).behavior != "allow"
+
+
+def test_disabling_bypass_mode_is_read_from_the_parsed_permissions() -> None:
+    """``permissions.disableBypassPermissionsMode`` (Claude Code's settings reference: ``"disable"`` prevents
+    bypassPermissions mode) is decided from the section the sanitizer parsed, as the rules are: a source whose
+    data was changed after parsing is read from its parsed value, and a bad value is dropped with a warning."""
+    from agentloop.agent.permissions.rules import bypass_disabled_by
+
+    clean, _ = sanitize(SettingsSource("/m.json", "managed", {"permissions": {"disableBypassPermissionsMode": "disable"}}))
+    assert bypass_disabled_by([clean]) == "/m.json"
+    clean.data["permissions"].pop("disableBypassPermissionsMode")  # the parsed value decides, not the raw data
+    assert bypass_disabled_by([clean]) == "/m.json"
+    wrong, warnings = sanitize(SettingsSource("/u.json", "user", {"permissions": {"disableBypassPermissionsMode": "yes"}}))
+    assert bypass_disabled_by([wrong]) is None and any("disableBypassPermissionsMode" in w for w in warnings)
+    raw = SettingsSource("/raw.json", "user", {"permissions": {"disableBypassPermissionsMode": "disable"}})
+    assert bypass_disabled_by([raw]) == "/raw.json"  # a source never sanitized is read as written

@@ -272,10 +272,11 @@ def _mode(given: str | None, sources: list[SettingsSource], managed: list[Settin
     if mode not in MODES:
         raise AgentError(f"unknown permission mode {mode!r} (use one of: {', '.join(MODES)})")
     if mode == "bypassPermissions":  # Claude Code's permissions.disableBypassPermissionsMode: "disable"
-        off = [s.path for s in sources if isinstance(s.data.get("permissions"), dict)
-               and s.data["permissions"].get("disableBypassPermissionsMode") == "disable"]
-        if off:
-            raise AgentError(f"bypassPermissions mode is disabled by {off[-1]} (permissions.disableBypassPermissionsMode)")
+        from .permissions.rules import bypass_disabled_by
+
+        off = bypass_disabled_by(sources)
+        if off is not None:
+            raise AgentError(f"bypassPermissions mode is disabled by {off} (permissions.disableBypassPermissionsMode)")
     return mode, forced is not None
 
 

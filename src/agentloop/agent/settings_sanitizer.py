@@ -157,7 +157,8 @@ def _clean_permissions(source: SettingsSource, key: str, value: Any, warn: Warn)
             out[k] = v
         else:
             warn(f"permissions.{k}", "not honoured by agentloop", "; ignored")
-    section = PermissionSection(tuple(parsed), out.get("defaultMode"), tuple(out.get("additionalDirectories", ())))
+    section = PermissionSection(tuple(parsed), out.get("defaultMode"), tuple(out.get("additionalDirectories", ())),
+                                out.get("disableBypassPermissionsMode") == "disable")
     return Parsed(out, section)
 
 

@@ -90,6 +90,7 @@ def _gitignore_spec(pattern: str) -> pathspec.GitIgnoreSpec:
 __all__ = [
     "MODES",
     "default_mode",
+    "bypass_disabled_by",
     "Decision",
     "ModeError",
     "PermissionPolicy",
@@ -435,6 +436,8 @@ class PermissionSection:
     default_mode: str | None = None
     directories: tuple[str, ...] = ()
     """``additionalDirectories`` as written."""
+    bypass_disabled: bool = False
+    """``disableBypassPermissionsMode: "disable"``."""
 
     def restricted(self) -> PermissionSection:
         """What an untrusted folder's file keeps: its deny rules (they only take power away)."""
@@ -474,6 +477,19 @@ def default_mode(sources: Sequence[SettingsSource]) -> str | None:
             raise ConfigError(src.path, f"permissions.defaultMode {dm!r} is not one of {', '.join(MODES)}")
         mode = str(dm)
     return mode
+
+
+def bypass_disabled_by(sources: Sequence[SettingsSource]) -> str | None:
+    """The last source whose ``permissions.disableBypassPermissionsMode`` is ``"disable"`` (Claude Code: it
+    "prevents bypassPermissions mode from being activated"), or None."""
+    found = None
+    for src in sources:
+        parsed = src.section("permissions", PermissionSection)
+        perms = src.data.get("permissions")
+        if parsed.bypass_disabled if parsed is not None else (
+                isinstance(perms, dict) and perms.get("disableBypassPermissionsMode") == "disable"):
+            found = src.path
+    return found
 
 
 @dataclass
