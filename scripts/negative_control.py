@@ -2984,6 +2984,14 @@ SABOTAGES = [
         "    why = _new_shape(after, roots)  # SABOTAGED",
         ["tests/test_write_wall_shapes.py::test_the_hook_folder_a_repository_names_is_not_written"],
     ),
+    # --- a created file can be run at once ---
+    Sabotage(
+        "the creation supervisor answers before closing its own copy of a file it made (ETXTBSY when run at once)",
+        "src/agentloop/agent/sandbox/supervisor.py",
+        "bytearray(_ADDFD.pack(nid, 0, fd, 0, os.O_CLOEXEC if cloexec else 0)), True)",
+        "bytearray(_ADDFD.pack(nid, 2, fd, 0, os.O_CLOEXEC if cloexec else 0)), True)  # SABOTAGED: SEND",
+        ["tests/test_create_supervisor.py::test_a_file_a_command_creates_can_be_run_as_soon_as_it_is_closed"],
+    ),
 ]
 
 

@@ -502,3 +502,36 @@ def test_where_creations_cannot_be_supervised_the_sandbox_listing_and_the_first_
     outs = [str(m.get("content")) for m in res.messages if m.get("role") == "tool"]
     assert "creations are not supervised (creations cannot be supervised on riscv64)" in outs[0], outs
     assert "not supervised" not in outs[1], outs
+
+
+def test_a_file_a_command_creates_can_be_run_as_soon_as_it_is_closed() -> None:
+    """A compiler's output or a copied program is run at once (``cp /usr/bin/true ./t && ./t``); the kernel
+    refuses to run a file any process holds open for writing (ETXTBSY, execve(2)). The supervisor makes the file
+    with its own descriptor: that copy is closed before the caller's call returns, however slow the supervisor's
+    thread is to close it (here each close it makes waits 0.5 s, as a busy interpreter might)."""
+    d = tempfile.mkdtemp()
+
+    def work() -> str:
+        sup = supervisor.Supervisor()
+        real_close = supervisor.os.close
+
+        def slow_close(fd: int) -> None:
+            if threading.current_thread().name == "agentloop-creation-supervisor":
+                time.sleep(0.5)
+            real_close(fd)
+
+        supervisor.os.close = slow_close  # type: ignore[assignment]
+        assert sup.start() is None
+        sup.set_policy({"roots": [d]})
+        target = os.path.join(d, "t")
+        with open("/usr/bin/true", "rb") as src, open(target, "wb") as out:
+            out.write(src.read())
+        os.chmod(target, 0o755)
+        got = subprocess.run([target], capture_output=True)
+        return f"ran {got.returncode}"
+
+    try:
+        answer = _in_a_child(work)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    assert answer == "ran 0", answer

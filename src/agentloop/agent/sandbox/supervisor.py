@@ -53,7 +53,6 @@ AT_SYMLINK_FOLLOW, AT_EMPTY_PATH = 0x400, 0x1000
 RENAME_EXCHANGE = 2
 _RET_ALLOW, _RET_NOTIFY, _RET_ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
 _NOTIF_RECV, _NOTIF_SEND, _NOTIF_ID_VALID, _NOTIF_ADDFD = 0xC0502100, 0xC0182101, 0x40082102, 0x40182103
-_ADDFD_FLAG_SEND = 2
 _NOTIF = struct.Struct("=QIIiIQ6Q")  # id, pid, flags, nr, arch, instruction pointer, args
 _RESP = struct.Struct("=QqiI")
 _ADDFD = struct.Struct("=QIIII")
@@ -414,16 +413,23 @@ class Supervisor:
             pass  # the caller is gone (killed meanwhile)
 
     def _hand_back(self, nid: int, fd: int, cloexec: bool) -> None:
-        """Put ``fd`` into the caller's descriptor table and answer its call with the number (one step)."""
+        """Put ``fd`` into the caller's descriptor table, close this copy, then answer its call with the number.
+
+        The copy is closed before the caller goes on: while any process holds a file open for writing, the
+        kernel refuses to run it (ETXTBSY), so a ``cp prog ./p && ./p`` or a compiler's output run at once
+        would fail whenever this thread is slow to close (the GIL held elsewhere, the CPU busy)."""
         import fcntl
 
         try:
-            fcntl.ioctl(self.listener, _NOTIF_ADDFD,
-                        bytearray(_ADDFD.pack(nid, _ADDFD_FLAG_SEND, fd, 0, os.O_CLOEXEC if cloexec else 0)), True)
+            try:
+                number = fcntl.ioctl(self.listener, _NOTIF_ADDFD,
+                                     bytearray(_ADDFD.pack(nid, 0, fd, 0, os.O_CLOEXEC if cloexec else 0)), True)
+            finally:
+                os.close(fd)
         except OSError as exc:
             self._send(nid, 0, exc.errno or errno.EIO)
-        finally:
-            os.close(fd)
+            return
+        self._send(nid, number, 0)
 
     def _finish(self, nid: int, later: _Later) -> None:
         try:
