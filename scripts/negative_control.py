@@ -2984,6 +2984,28 @@ SABOTAGES = [
         "    why = _new_shape(after, roots)  # SABOTAGED",
         ["tests/test_write_wall_shapes.py::test_the_hook_folder_a_repository_names_is_not_written"],
     ),
+    Sabotage(
+        "editor-folder wall: commands rewrite the editor settings at the workspace's top",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        "        for name in EDITOR_FOLDERS:\n",
+        "        for name in ():  # SABOTAGED\n",
+        ["tests/test_editor_folders_wall.py::test_existing_editor_settings_are_read_only_to_commands",
+         "tests/test_editor_folders_wall.py::test_a_command_cannot_make_editor_settings_at_the_top"],
+    ),
+    Sabotage(
+        "editor-folder wall: the supervisor is not told the editor folders commands may not make",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        '"missing": [*plan.watch, *plan.pinned, *plan.unmade]}',
+        '"missing": [*plan.watch, *plan.pinned]}  # SABOTAGED',
+        ["tests/test_editor_folders_wall.py::test_a_command_cannot_make_editor_settings_at_the_top"],
+    ),
+    Sabotage(
+        "editor-folder wall: the write watch moves aside an editor folder the user makes on the host",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        "                p.unmade.append(path)\n",
+        "                p.watch.append(path)  # SABOTAGED\n",
+        ["tests/test_editor_folders_wall.py::test_the_users_editor_may_make_its_folder_while_a_command_runs"],
+    ),
 ]
 
 

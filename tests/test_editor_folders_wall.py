@@ -1,0 +1,92 @@
+"""A sandboxed command cannot change or make the editor settings at the top of the workspace.
+
+Claude Code's Bash sandbox (sandbox-runtime's ``DANGEROUS_DIRECTORIES``: ``.vscode`` and ``.idea``, denied to
+writes even inside the writable folders) keeps them read-only: an editor that trusts the folder applies
+``.vscode/settings.json`` on opening without looking (``git.path``, the terminal's profile and environment, the
+interpreter), runs ``tasks.json``'s folder-open tasks and JetBrains' startup tasks. Here they are read-only
+mounts where they exist, and where they do not the creation supervisor refuses the name (a ``mkdir``, a rename
+of a folder made beside, a link), while the user's own editor may still make them on the host.
+
+The command lines reach the sandbox base64-encoded: the permission layer asks for a line naming ``.vscode``
+(in every mode), and the point here is that the sandbox holds by itself."""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from _plantkit import planting_ground, sandboxed
+from agentloop.agent.sandbox import supervisor
+
+
+@pytest.fixture
+def base(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from planting_ground(monkeypatch, "al-editor-")
+
+
+def _hidden(line: str) -> str:
+    """``line`` run by bash from a file, so the permission layer sees no protected name in it."""
+    enc = base64.b64encode(line.encode()).decode()
+    return f"echo {enc} | base64 -d > /tmp/line.sh; bash /tmp/line.sh 2>&1; echo rc=$?"
+
+
+def test_existing_editor_settings_are_read_only_to_commands(base: Path) -> None:
+    proj = base / "proj"
+    (proj / ".vscode").mkdir()
+    (proj / ".vscode" / "settings.json").write_text("{}\n")
+    (proj / ".idea").mkdir()
+    (proj / ".idea" / "workspace.xml").write_text("<project/>\n")
+    out = sandboxed(base, [_hidden(
+        "echo '{\"git.path\": \"./tools/git\"}' > .vscode/settings.json; echo '{}' > .vscode/tasks.json;"
+        " echo x > .idea/workspace.xml; mv .vscode gone; rm -rf .idea")])
+    assert (proj / ".vscode" / "settings.json").read_text() == "{}\n", out
+    assert not (proj / ".vscode" / "tasks.json").exists(), out
+    assert (proj / ".idea" / "workspace.xml").read_text() == "<project/>\n", out
+    assert not (proj / "gone").exists(), out
+
+
+@pytest.mark.skipif(supervisor.unavailable() is not None, reason="no creation supervisor on this machine")
+def test_a_command_cannot_make_editor_settings_at_the_top(base: Path) -> None:
+    proj = base / "proj"
+    out = sandboxed(base, [
+        _hidden("mkdir .vscode"),
+        _hidden("mkdir prep && echo '{}' > prep/settings.json && mv prep .vscode"),
+        _hidden("ln -s prep .idea"),
+        _hidden("python3 -c \"import os; os.makedirs('.idea/runConfigurations')\""),
+    ])
+    assert not (proj / ".vscode").exists(), out
+    assert not (proj / ".idea").exists() and not (proj / ".idea").is_symlink(), out
+    assert "Operation not permitted" in out[0], out[0]
+
+
+def test_negative_control_editor_folders_deeper_down_and_look_alikes_are_written(base: Path) -> None:
+    """What packages ship (a dependency's own ``.vscode``) and names that only look alike stay writable."""
+    proj = base / "proj"
+    out = sandboxed(base, [_hidden(
+        "mkdir -p node_modules/pkg/.vscode && echo '{}' > node_modules/pkg/.vscode/settings.json;"
+        " mkdir vscode-notes .vscode-test && echo x > vscode-notes/a")])
+    assert (proj / "node_modules" / "pkg" / ".vscode" / "settings.json").exists(), out
+    assert (proj / "vscode-notes" / "a").exists() and (proj / ".vscode-test").is_dir(), out
+
+
+def test_the_users_editor_may_make_its_folder_while_a_command_runs(base: Path) -> None:
+    """The refusal is the supervisor's, for commands: the write watch, which looks while a command runs, does
+    not move aside a ``.vscode`` the user's editor makes on the host meanwhile."""
+    proj = base / "proj"
+
+    def editor() -> None:
+        (proj / ".vscode").mkdir()
+        (proj / ".vscode" / "launch.json").write_text("{}\n")
+
+    timer = threading.Timer(1.5, editor)
+    timer.start()
+    try:
+        out = sandboxed(base, ["sleep 5; echo slept"])
+    finally:
+        timer.join()
+    assert "slept" in out[0], out
+    assert (proj / ".vscode" / "launch.json").read_text() == "{}\n", sorted(p.name for p in proj.iterdir())
