@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,15 +39,18 @@ def test_existing_editor_settings_are_read_only_to_commands(base: Path) -> None:
     proj = base / "proj"
     (proj / ".vscode").mkdir()
     (proj / ".vscode" / "settings.json").write_text("{}\n")
-    (proj / ".idea").mkdir()
-    (proj / ".idea" / "workspace.xml").write_text("<project/>\n")
+    (proj / "ide").mkdir()
+    (proj / "ide" / "workspace.xml").write_text("<project/>\n")
+    (proj / ".idea").symlink_to("ide")  # a link: its target is what the editor reads
     out = sandboxed(base, [_hidden(
         "echo '{\"git.path\": \"./tools/git\"}' > .vscode/settings.json; echo '{}' > .vscode/tasks.json;"
-        " echo x > .idea/workspace.xml; mv .vscode gone; rm -rf .idea")])
+        " echo x > .idea/workspace.xml; echo y > ide/workspace.xml; mv .vscode gone; rm -rf .idea; mkdir .idea")])
     assert (proj / ".vscode" / "settings.json").read_text() == "{}\n", out
     assert not (proj / ".vscode" / "tasks.json").exists(), out
-    assert (proj / ".idea" / "workspace.xml").read_text() == "<project/>\n", out
+    assert (proj / "ide" / "workspace.xml").read_text() == "<project/>\n", out
     assert not (proj / "gone").exists(), out
+    # the link may go (that runs nothing), but no folder of that name comes in its place
+    assert (proj / ".idea").is_symlink() or not (proj / ".idea").exists(), out
 
 
 @pytest.mark.skipif(supervisor.unavailable() is not None, reason="no creation supervisor on this machine")
@@ -78,15 +82,18 @@ def test_the_users_editor_may_make_its_folder_while_a_command_runs(base: Path) -
     not move aside a ``.vscode`` the user's editor makes on the host meanwhile."""
     proj = base / "proj"
 
-    def editor() -> None:
+    def editor() -> None:  # once the command runs (its plan made without a .vscode), as an editor would
+        deadline = time.monotonic() + 30
+        while not (proj / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         (proj / ".vscode").mkdir()
         (proj / ".vscode" / "launch.json").write_text("{}\n")
 
-    timer = threading.Timer(1.5, editor)
-    timer.start()
+    user = threading.Thread(target=editor)
+    user.start()
     try:
-        out = sandboxed(base, ["sleep 5; echo slept"])
+        out = sandboxed(base, ["touch started; sleep 4; echo slept"])
     finally:
-        timer.join()
+        user.join()
     assert "slept" in out[0], out
     assert (proj / ".vscode" / "launch.json").read_text() == "{}\n", sorted(p.name for p in proj.iterdir())
