@@ -3,7 +3,8 @@
 Claude Code's Bash sandbox (sandbox-runtime's ``DANGEROUS_DIRECTORIES``: ``.vscode`` and ``.idea``, denied to
 writes even inside the writable folders) keeps them read-only: an editor that trusts the folder applies
 ``.vscode/settings.json`` on opening without looking (``git.path``, the terminal's profile and environment, the
-interpreter), runs ``tasks.json``'s folder-open tasks and JetBrains' startup tasks. Here they are read-only
+interpreter), runs ``tasks.json``'s folder-open tasks and JetBrains' startup tasks; Helix and Zed start the
+language servers their workspace files name (helix-editor/helix#9514, in a trusted workspace since its trust). Here they are read-only
 mounts where they exist, and where they do not the creation supervisor refuses the name (a ``mkdir``, a rename
 of a folder made beside, a link), while the user's own editor may still make them on the host.
 
@@ -61,7 +62,9 @@ def test_a_command_cannot_make_editor_settings_at_the_top(base: Path) -> None:
         _hidden("mkdir prep && echo '{}' > prep/settings.json && mv prep .vscode"),
         _hidden("ln -s prep .idea"),
         _hidden("python3 -c \"import os; os.makedirs('.idea/runConfigurations')\""),
+        _hidden("mkdir -p .helix .zed; echo '[language-server.x]' > .helix/languages.toml"),
     ])
+    assert not (proj / ".helix").exists() and not (proj / ".zed").exists(), out
     assert not (proj / ".vscode").exists(), out
     assert not (proj / ".idea").exists() and not (proj / ".idea").is_symlink(), out
     assert "Operation not permitted" in out[0], out[0]

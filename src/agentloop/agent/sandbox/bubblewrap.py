@@ -23,8 +23,8 @@ In every sandboxed mode:
   credential folders and files of ``CREDENTIAL_PATHS`` are hidden (an empty
   directory, or an unreadable file, is mounted over them);
 - inside each writable root, ``.agentloop``, ``.claude`` and ``.mcp.json``
-  stay read-only where they exist (the editors' ``.vscode`` and ``.idea``
-  too, and commands cannot make them: ``gitguard.EDITOR_FOLDERS``), and git's metadata, the scripts trusted
+  stay read-only where they exist (the editors' ``.vscode``, ``.idea``, ``.helix``
+  and ``.zed`` too, and commands cannot make them: ``gitguard.EDITOR_FOLDERS``), and git's metadata, the scripts trusted
   hooks run and a writable home's start-up files are guarded by ``gitguard``
   (read-only mounts before the command, what appeared moved aside after it),
   so a command cannot plant code that a later session or ``git`` would run;
@@ -1220,7 +1220,7 @@ class Sandbox:
             notes.append("writing outside the writable directories ("
                          + (", ".join(self.roots) if self.settings.mode == "workspace-write" else "none but /tmp")
                          + ") or to a protected file (git's hooks and configuration, shell and tool start-up files,"
-                         " .agentloop, .claude, .mcp.json, the editors' .vscode and .idea) fails")
+                         " .agentloop, .claude, .mcp.json, the editors' .vscode, .idea, .helix, .zed) fails")
         hit = [p for p in self.hidden if p in output]
         if hit:
             notes.append("these paths are hidden from commands: " + ", ".join(hit))

@@ -59,11 +59,12 @@ STARTUP_FILES = (
 user site and its ``.pth`` files, user tools on ``PATH``), read-only to sandboxed commands wherever the home
 is writable to them."""
 
-EDITOR_FOLDERS = (".vscode", ".idea")
+EDITOR_FOLDERS = (".vscode", ".idea", ".helix", ".zed")
 """At the top of each writable root: the editors' project settings, which a trusted folder's editor applies on
 opening without looking (VS Code's ``settings.json`` names the git, terminal and interpreter it starts, its
-``tasks.json`` runs tasks on opening; JetBrains' ``.idea`` holds run configurations and startup tasks). Claude
-Code's sandbox (sandbox-runtime's mandatory denials) keeps them from writes; here they are read-only where they
+``tasks.json`` runs tasks on opening; JetBrains' ``.idea`` holds run configurations and startup tasks; Helix's
+and Zed's ``languages.toml``/``settings.json`` name the language servers they start, helix-editor/helix#9514).
+Claude Code's sandbox (sandbox-runtime's mandatory denials) keeps the first two from writes; here all are read-only where they
 exist and a command cannot make them where they do not (``GitPlan.unmade``: the supervisor refuses the name). Only
 the roots' tops: folders deeper down are what packages ship (an npm tarball's ``.vscode``), and an editor opens
 the workspace."""
