@@ -3006,6 +3006,13 @@ SABOTAGES = [
         "                p.watch.append(path)  # SABOTAGED\n",
         ["tests/test_editor_folders_wall.py::test_the_users_editor_may_make_its_folder_while_a_command_runs"],
     ),
+    Sabotage(
+        "editor-folder wall: the file tools write Helix's and Zed's settings unasked",
+        "src/agentloop/agent/permissions/rules.py",
+        '_PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea", ".helix", ".zed"})',
+        '_PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea"})  # SABOTAGED',
+        ["tests/test_permissions.py::test_bypass_mode_still_asks_before_writing_into_protected_directories"],
+    ),
 ]
 
 
