@@ -3013,6 +3013,13 @@ SABOTAGES = [
         '_PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea"})  # SABOTAGED',
         ["tests/test_permissions.py::test_bypass_mode_still_asks_before_writing_into_protected_directories"],
     ),
+    Sabotage(
+        "an answer's arguments run a command outside the sandbox the question did not name",
+        "src/agentloop/agent/pipeline.py",
+        "            if outside is not None:  # the question said nothing of outside",
+        "            if False:  # SABOTAGED",
+        ["tests/test_unsandboxed_bash.py::test_an_answer_that_adds_the_argument_is_asked_again_in_words_that_say_outside"],
+    ),
 ]
 
 
