@@ -3020,6 +3020,13 @@ SABOTAGES = [
         "            if False:  # SABOTAGED",
         ["tests/test_unsandboxed_bash.py::test_an_answer_that_adds_the_argument_is_asked_again_in_words_that_say_outside"],
     ),
+    Sabotage(
+        "a user's skill or command linked into an untrusted folder chooses the model and tools",
+        "src/agentloop/agent/trust.py",
+        '    return item.scope == "project" or real.startswith(top + os.sep)',
+        '    return item.scope == "project"  # SABOTAGED',
+        ["tests/test_untrusted_definitions.py::test_a_users_skill_linked_into_an_untrusted_folder_is_that_folders"],
+    ),
 ]
 
 
