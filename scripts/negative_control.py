@@ -3027,6 +3027,13 @@ SABOTAGES = [
         '    return item.scope == "project"  # SABOTAGED',
         ["tests/test_untrusted_definitions.py::test_a_users_skill_linked_into_an_untrusted_folder_is_that_folders"],
     ),
+    Sabotage(
+        "a user's agent file linked into an untrusted folder chooses the model",
+        "src/agentloop/agent/subagents/agent_types.py",
+        "        if model is not None and (inert or inside is not None",
+        "        if model is not None and (inert or False and inside is not None",
+        ["tests/test_untrusted_definitions.py::test_a_users_agent_file_linked_into_an_untrusted_folder_does_not_choose_the_model"],
+    ),
 ]
 
 

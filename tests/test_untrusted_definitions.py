@@ -159,3 +159,19 @@ def test_negative_control_a_users_own_skill_keeps_its_model_in_an_untrusted_fold
         assert a.skills["dev"].model == "opus" and a.skills["dev"].allowed_tools == ("Bash(*)",)
     finally:
         a.close()
+
+
+def test_a_users_agent_file_linked_into_an_untrusted_folder_does_not_choose_the_model(
+        tmp_path: Path, private_homes: dict[str, Path]) -> None:
+    proj = tmp_path / "proj"
+    (proj / "agents-dev").mkdir(parents=True)
+    (proj / "agents-dev" / "dear.md").write_text(OPUS_AGENT)
+    mine = private_homes["user"] / ".claude" / "agents"
+    mine.mkdir(parents=True)
+    os.symlink(proj / "agents-dev" / "dear.md", mine / "dear.md")
+    (mine / "own.md").write_text(OPUS_AGENT.replace("name: dear", "name: own"))
+    warnings: list[str] = []
+    types = load_agent_types(str(proj), str(tmp_path / "al"), str(private_homes["user"]), warnings, trusted=False)
+    assert types["dear"].model is None, warnings
+    assert types["own"].model == "opus"  # the user's own file, in the user's own place
+    assert load_agent_types(str(proj), str(tmp_path / "al"), str(private_homes["user"]), trusted=True)["dear"].model == "opus"
