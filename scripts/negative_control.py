@@ -3023,8 +3023,8 @@ SABOTAGES = [
     Sabotage(
         "a user's skill or command linked into an untrusted folder chooses the model and tools",
         "src/agentloop/agent/trust.py",
-        '    return item.scope == "project" or real.startswith(top + os.sep)',
-        '    return item.scope == "project"  # SABOTAGED',
+        '    return bool(item.scope == "project") or real.startswith(top + os.sep)',
+        '    return bool(item.scope == "project")  # SABOTAGED',
         ["tests/test_untrusted_definitions.py::test_a_users_skill_linked_into_an_untrusted_folder_is_that_folders"],
     ),
     Sabotage(

@@ -208,7 +208,7 @@ def folders_own(item: Any, cwd: str, home: str, user_dir: str) -> bool:
     if _users_own(item.path, home, user_dir):
         return False
     real, top = os.path.realpath(item.path), os.path.realpath(cwd)
-    return item.scope == "project" or real.startswith(top + os.sep)
+    return bool(item.scope == "project") or real.startswith(top + os.sep)
 
 
 def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
