@@ -2992,6 +2992,56 @@ SABOTAGES = [
         "bytearray(_ADDFD.pack(nid, 2, fd, 0, os.O_CLOEXEC if cloexec else 0)), True)  # SABOTAGED: SEND",
         ["tests/test_create_supervisor.py::test_a_file_a_command_creates_can_be_run_as_soon_as_it_is_closed"],
     ),
+    Sabotage(
+        "editor-folder wall: commands rewrite the editor settings at the workspace's top",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        "        for name in EDITOR_FOLDERS:\n",
+        "        for name in ():  # SABOTAGED\n",
+        ["tests/test_editor_folders_wall.py::test_existing_editor_settings_are_read_only_to_commands",
+         "tests/test_editor_folders_wall.py::test_a_command_cannot_make_editor_settings_at_the_top"],
+    ),
+    Sabotage(
+        "editor-folder wall: the supervisor is not told the editor folders commands may not make",
+        "src/agentloop/agent/sandbox/bubblewrap.py",
+        '"missing": [*plan.watch, *plan.pinned, *plan.unmade]}',
+        '"missing": [*plan.watch, *plan.pinned]}  # SABOTAGED',
+        ["tests/test_editor_folders_wall.py::test_a_command_cannot_make_editor_settings_at_the_top"],
+    ),
+    Sabotage(
+        "editor-folder wall: the write watch moves aside an editor folder the user makes on the host",
+        "src/agentloop/agent/sandbox/gitguard.py",
+        "                p.unmade.append(path)\n",
+        "                p.watch.append(path)  # SABOTAGED\n",
+        ["tests/test_editor_folders_wall.py::test_the_users_editor_may_make_its_folder_while_a_command_runs"],
+    ),
+    Sabotage(
+        "editor-folder wall: the file tools write Helix's and Zed's settings unasked",
+        "src/agentloop/agent/permissions/rules.py",
+        '_PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea", ".helix", ".zed"})',
+        '_PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea"})  # SABOTAGED',
+        ["tests/test_permissions.py::test_bypass_mode_still_asks_before_writing_into_protected_directories"],
+    ),
+    Sabotage(
+        "an answer's arguments run a command outside the sandbox the question did not name",
+        "src/agentloop/agent/pipeline.py",
+        "            if outside is not None:  # the question said nothing of outside",
+        "            if False:  # SABOTAGED",
+        ["tests/test_unsandboxed_bash.py::test_an_answer_that_adds_the_argument_is_asked_again_in_words_that_say_outside"],
+    ),
+    Sabotage(
+        "a user's skill or command linked into an untrusted folder chooses the model and tools",
+        "src/agentloop/agent/trust.py",
+        '    return bool(item.scope == "project") or real.startswith(top + os.sep)',
+        '    return bool(item.scope == "project")  # SABOTAGED',
+        ["tests/test_untrusted_definitions.py::test_a_users_skill_linked_into_an_untrusted_folder_is_that_folders"],
+    ),
+    Sabotage(
+        "a user's agent file linked into an untrusted folder chooses the model",
+        "src/agentloop/agent/subagents/agent_types.py",
+        "        if model is not None and (inert or inside is not None",
+        "        if model is not None and (inert or False and inside is not None",
+        ["tests/test_untrusted_definitions.py::test_a_users_agent_file_linked_into_an_untrusted_folder_does_not_choose_the_model"],
+    ),
 ]
 
 

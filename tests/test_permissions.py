@@ -441,6 +441,10 @@ def test_deeply_nested_lines_are_not_allowed_by_rule():
         ("/proj/.claude/commands/x.md", "ask"),
         ("/proj/.agentloop/skills/s/SKILL.md", "ask"),
         ("/proj/.vscode/settings.json", "ask"),
+        # the editors' folders a trusted workspace's editor applies on opening (gitguard.EDITOR_FOLDERS)
+        ("/proj/.idea/workspace.xml", "ask"),
+        ("/proj/.helix/languages.toml", "ask"),
+        ("/proj/.zed/settings.json", "ask"),
     ],
 )
 def test_bypass_mode_still_asks_before_writing_into_protected_directories(path, expected):

@@ -290,3 +290,39 @@ def test_an_editor_over_acp_is_asked_a_question_that_says_outside_the_sandbox(wh
     asyncio.run(session())
     assert len(titles) == 1 and "runs OUTSIDE the sandbox" in titles[0], titles
     assert not marker.exists()
+
+
+def _answered_with(where: dict[str, Path], answers: list[Any]) -> tuple[dict[str, Any], list[str]]:
+    """A plain sandboxed Bash call that asks (default mode); each question gets the next of ``answers``."""
+    from agentloop.agent.protocols import PermissionReply
+
+    asked: list[str] = []
+
+    def ask(call: Any, decision: Any) -> Any:
+        asked.append(decision.reason)
+        got = answers[len(asked) - 1]
+        return PermissionReply("allow", "", got) if isinstance(got, dict) else got
+
+    model = ScriptedModel([reply("", [("Bash", {"command": "touch made; rm made"})]), reply("done")])
+    a = Agent(cwd=str(where["proj"]), model=model, permission_mode="default", ask_permission=ask)
+    try:
+        res = a.ask("go")
+    finally:
+        a.close()
+    return [m for m in res.messages if m.get("role") == "tool"][0], asked
+
+
+def test_an_answer_that_adds_the_argument_is_asked_again_in_words_that_say_outside(where: dict[str, Path]) -> None:
+    """Agent SDK ``canUseTool`` may allow with ``updatedInput``; the question it answered said nothing of running
+    outside the sandbox, so arguments that would (``dangerouslyDisableSandbox`` added) are asked about again, in
+    a question that says so, and a no keeps the command from running at all."""
+    outside = _call("cat ~/.ssh/id_ed25519")
+    msg, asked = _answered_with(where, [outside, "deny"])
+    assert msg["ok"] is False and "SSH-PRIVATE-KEY-planted" not in str(msg["content"]), msg
+    assert len(asked) == 2 and "OUTSIDE the sandbox" not in asked[0] and "OUTSIDE the sandbox" in asked[1], asked
+
+
+def test_negative_control_an_answer_that_keeps_the_command_inside_is_not_asked_again(where: dict[str, Path]) -> None:
+    msg, asked = _answered_with(where, [{"command": "cat ~/.ssh/id_ed25519; echo inside"}])
+    assert "inside" in str(msg["content"]) and "SSH-PRIVATE-KEY-planted" not in str(msg["content"]), msg
+    assert len(asked) == 1, asked

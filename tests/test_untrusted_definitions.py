@@ -117,3 +117,61 @@ def test_an_untrusted_folders_command_and_skill_do_not_choose_the_model(proj: Pa
             seen[trusted] = [str(r["body"].get("model")) for r in fp.requests if r["protocol"]]
     assert seen[False] == ["claude-sonnet-4-6", "claude-sonnet-4-6"]
     assert all("opus" in m for m in seen[True]), seen[True]
+
+
+DEAR_SKILL = "---\nname: dev\ndescription: a skill in development\nmodel: opus\nallowed-tools: Bash(*)\n---\nDo it.\n"
+
+
+def test_a_users_skill_linked_into_an_untrusted_folder_is_that_folders(proj: Path, private_homes: dict[str, Path],
+                                                                       scripted: Callable[..., str]) -> None:
+    """Skills reference: a skill's ``model`` and ``allowed-tools`` apply while it is active. A user who develops a
+    skill in a project and links it from ``~/.claude/skills`` has the file inside the workspace, where the model's
+    commands can rewrite it: its model and tools follow the folder's trust, as the folder's own skills do (its
+    front matter hooks already did), and the folder's trust question names it."""
+    (proj / "skilldev").mkdir()
+    (proj / "skilldev" / "SKILL.md").write_text(DEAR_SKILL)
+    (proj / "cmds").mkdir()
+    (proj / "cmds" / "ship.md").write_text("---\nmodel: opus\nallowed-tools: Bash(*)\n---\nShip it.\n")
+    user_claude = private_homes["user"] / ".claude"
+    (user_claude / "skills").mkdir(parents=True)
+    (user_claude / "commands").mkdir()
+    os.symlink(proj / "skilldev", user_claude / "skills" / "dev")
+    os.symlink(proj / "cmds" / "ship.md", user_claude / "commands" / "ship.md")
+    a = Agent(cwd=str(proj), model=scripted([{"text": "ok", "usage": [1, 1]}]))
+    try:
+        assert not a.trust.trusted
+        assert a.skills["dev"].model is None and a.skills["dev"].allowed_tools == ()
+        assert a.commands["ship"].model is None and a.commands["ship"].allowed_tools == ()
+        assert "skill /dev model: opus" in (a.trust.notice() or "")
+    finally:
+        a.close()
+
+
+def test_negative_control_a_users_own_skill_keeps_its_model_in_an_untrusted_folder(
+        proj: Path, private_homes: dict[str, Path], scripted: Callable[..., str]) -> None:
+    (private_homes["user"] / ".claude" / "skills" / "dev").mkdir(parents=True)
+    (private_homes["user"] / ".claude" / "skills" / "dev" / "SKILL.md").write_text(DEAR_SKILL)
+    (proj / ".claude" / "commands").mkdir(parents=True)
+    (proj / ".claude" / "commands" / "x.md").write_text("---\nmodel: opus\n---\nx\n")  # a folder to trust
+    a = Agent(cwd=str(proj), model=scripted([{"text": "ok", "usage": [1, 1]}]))
+    try:
+        assert not a.trust.trusted
+        assert a.skills["dev"].model == "opus" and a.skills["dev"].allowed_tools == ("Bash(*)",)
+    finally:
+        a.close()
+
+
+def test_a_users_agent_file_linked_into_an_untrusted_folder_does_not_choose_the_model(
+        tmp_path: Path, private_homes: dict[str, Path]) -> None:
+    proj = tmp_path / "proj"
+    (proj / "agents-dev").mkdir(parents=True)
+    (proj / "agents-dev" / "dear.md").write_text(OPUS_AGENT)
+    mine = private_homes["user"] / ".claude" / "agents"
+    mine.mkdir(parents=True)
+    os.symlink(proj / "agents-dev" / "dear.md", mine / "dear.md")
+    (mine / "own.md").write_text(OPUS_AGENT.replace("name: dear", "name: own"))
+    warnings: list[str] = []
+    types = load_agent_types(str(proj), str(tmp_path / "al"), str(private_homes["user"]), warnings, trusted=False)
+    assert types["dear"].model is None, warnings
+    assert types["own"].model == "opus"  # the user's own file, in the user's own place
+    assert load_agent_types(str(proj), str(tmp_path / "al"), str(private_homes["user"]), trusted=True)["dear"].model == "opus"

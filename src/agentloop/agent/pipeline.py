@@ -265,6 +265,11 @@ class ToolPipeline:
         if getattr(d, "behavior", "deny") == "deny":
             why = getattr(d, "reason", "") or (f"rule {d.rule}" if getattr(d, "rule", None) else "a permission rule")
             return self._deny(call, f"permission to use {call.name} with the arguments given instead was denied ({why})")
+        if changed.name == BASH.name and isinstance(arguments, dict) and outside_reason(self.sandbox, call.arguments) is None:
+            outside = outside_reason(self.sandbox, arguments)
+            if outside is not None:  # the question said nothing of outside: the answer's arguments decide nothing there
+                got = self._permit_outside(changed, d, outside)
+                return changed if got is None else got
         return changed
 
     def _deny(self, call: ToolCall, error: str) -> ToolResult:

@@ -73,8 +73,8 @@ def _commands_and_skills(cwd: str, home: str, uh: str, trusted: bool) -> tuple[d
     if not trusted:  # an untrusted folder's commands and skills are text: their allowed-tools and model choose nothing
         from .trust import without_grants
 
-        commands = without_grants(commands, home, uh, warnings)
-        skills = without_grants(skills, home, uh, warnings)
+        commands = without_grants(commands, cwd, home, uh, warnings)
+        skills = without_grants(skills, cwd, home, uh, warnings)
     for w in warnings:
         log.warning(w)
     return commands, skills, warnings

@@ -201,6 +201,16 @@ def _users_own(path: str, home: str, user_dir: str) -> bool:
     return any(real.startswith(os.path.realpath(d) + os.sep) for d in (os.path.join(user_dir, ".claude"), home))
 
 
+def folders_own(item: Any, cwd: str, home: str, user_dir: str) -> bool:
+    """A command or skill is the folder's (its grants, model and hooks follow the folder's trust): found in the
+    folder's places, or found in the user's but lying inside the folder (``~/.claude/skills/x`` a link to a
+    folder of the workspace, which the model's commands can rewrite), and not under the user's own folders."""
+    if _users_own(item.path, home, user_dir):
+        return False
+    real, top = os.path.realpath(item.path), os.path.realpath(cwd)
+    return bool(item.scope == "project") or real.startswith(top + os.sep)
+
+
 def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
     """The folder's commands and skills whose ``allowed-tools`` would allow tools without a prompt, whose ``model``
     would choose the model, or whose front matter ``hooks`` would run commands while they are active, and its
@@ -215,7 +225,7 @@ def project_grants(cwd: str, home: str, user_dir: str) -> list[Power]:
         return out
     for kind, items in (("command", commands), ("skill", skills)):
         for name, c in items.items():
-            if c.scope != "project" or _users_own(c.path, home, user_dir):
+            if not folders_own(c, cwd, home, user_dir):
                 continue
             rules = tuple(c.allowed_tools)
             if rules:
@@ -240,12 +250,14 @@ def _agent_models(cwd: str, home: str, user_dir: str) -> list[Power]:
             if t.model and t.source != "built-in" and not _users_own(t.source, home, user_dir)]
 
 
-def without_grants(items: Mapping[str, Any], home: str, user_dir: str, warnings: list[str] | None = None) -> dict[str, Any]:
-    """Commands or skills with the folder's own ones' ``allowed-tools`` and ``model`` taken away (an untrusted
-    folder: its files choose no tools and no model, as its agent files do); each model left out is named in ``warnings``."""
+def without_grants(items: Mapping[str, Any], cwd: str, home: str, user_dir: str,
+                   warnings: list[str] | None = None) -> dict[str, Any]:
+    """Commands or skills with the folder's own ones' (``folders_own``) ``allowed-tools`` and ``model`` taken away
+    (an untrusted folder: its files choose no tools and no model, as its agent files do); each model left out is
+    named in ``warnings``."""
     out: dict[str, Any] = {}
     for name, c in items.items():
-        if c.scope == "project" and (c.allowed_tools or c.model) and not _users_own(c.path, home, user_dir):
+        if (c.allowed_tools or c.model) and folders_own(c, cwd, home, user_dir):
             if c.model and warnings is not None:
                 warnings.append(f"{c.path}: {name!r} names the model {c.model!r}; not used until you trust this folder")
             if hasattr(c, "meta"):

@@ -25,7 +25,7 @@ Rules:
    mode allows only read-only sub-agent types (``read_only_agent_types``)
    without a worktree.
 4. Protected paths: in every mode, bypassPermissions included, a write inside
-   ``.git``, ``.agentloop``, ``.claude``, ``.vscode``, ``.idea``, the workspace's git
+   ``.git``, ``.agentloop``, ``.claude``, ``.vscode``, ``.idea``, ``.helix``, ``.zed``, the workspace's git
    directory (a worktree's ``.git`` file points elsewhere) or the agentloop home,
    or to ``.mcp.json`` or a shell start-up file, asks (dontAsk: denies), matched
    case-insensitively on the path as given and its real path. Only an allow rule
@@ -145,8 +145,9 @@ def _looks_up(tool: str) -> bool:
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-*?.]+$")
 _RULE = re.compile(r"^([^()\s]+)(?:\((.*)\))?$", re.DOTALL)
 _PROBE_CHILD = "__agentloop_probe__"
-_PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea"})
-"""Folders whose files configure what runs (git hooks, agent settings, hooks, commands, skills):
+_PROTECTED_DIRS = frozenset({".git", ".agentloop", ".claude", ".vscode", ".idea", ".helix", ".zed"})
+"""Folders whose files configure what runs (git hooks, agent settings, hooks, commands, skills, the language
+servers and tasks an editor starts on opening: the sandbox's ``gitguard.EDITOR_FOLDERS``):
 writing in them asks in every mode. Compared case-insensitively (``.GIT/config``)."""
 _PROTECTED_FILES = frozenset({
     ".mcp.json", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc",

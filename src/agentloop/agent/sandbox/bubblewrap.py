@@ -23,7 +23,8 @@ In every sandboxed mode:
   credential folders and files of ``CREDENTIAL_PATHS`` are hidden (an empty
   directory, or an unreadable file, is mounted over them);
 - inside each writable root, ``.agentloop``, ``.claude`` and ``.mcp.json``
-  stay read-only where they exist, and git's metadata, the scripts trusted
+  stay read-only where they exist (the editors' ``.vscode``, ``.idea``, ``.helix``
+  and ``.zed`` too, and commands cannot make them: ``gitguard.EDITOR_FOLDERS``), and git's metadata, the scripts trusted
   hooks run and a writable home's start-up files are guarded by ``gitguard``
   (read-only mounts before the command, what appeared moved aside after it),
   so a command cannot plant code that a later session or ``git`` would run;
@@ -720,7 +721,7 @@ class Sandbox:
         roots, the git directories mounted as their own, the names that could not be mounted."""
         if plan is None:
             return {"roots": [], "gitdirs": [], "missing": []}
-        return {"roots": list(plan.roots), "gitdirs": list(plan.self_binds), "missing": [*plan.watch, *plan.pinned]}
+        return {"roots": list(plan.roots), "gitdirs": list(plan.self_binds), "missing": [*plan.watch, *plan.pinned, *plan.unmade]}
 
     def supervisor_off(self) -> str | None:
         """Why creations in this sandbox are not made by the supervisor (None: they are; record 0025)."""
@@ -1070,6 +1071,7 @@ class Sandbox:
             plan.read_only = [p for p in plan.read_only if not hidden(p)]
             # commands cannot reach these: a change there is the user's own, not to be undone
             plan.watch = [p for p in plan.watch if not hidden(p)]
+            plan.unmade = [p for p in plan.unmade if not hidden(p)]
             plan.pinned = {p: t for p, t in plan.pinned.items() if not hidden(p)}
 
     def _hidden_homes(self) -> list[str]:
@@ -1218,7 +1220,7 @@ class Sandbox:
             notes.append("writing outside the writable directories ("
                          + (", ".join(self.roots) if self.settings.mode == "workspace-write" else "none but /tmp")
                          + ") or to a protected file (git's hooks and configuration, shell and tool start-up files,"
-                         " .agentloop, .claude, .mcp.json) fails")
+                         " .agentloop, .claude, .mcp.json, the editors' .vscode, .idea, .helix, .zed) fails")
         hit = [p for p in self.hidden if p in output]
         if hit:
             notes.append("these paths are hidden from commands: " + ", ".join(hit))

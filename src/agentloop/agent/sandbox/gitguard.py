@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from .wall import DIR, DISK, TreeWalk, View
 
-__all__ = ["BLOCKED_SUFFIX", "STARTUP_FILES", "GitPlan", "account_homes", "check", "check_names", "plan", "sweep", "user_home_of",
+__all__ = ["BLOCKED_SUFFIX", "EDITOR_FOLDERS", "STARTUP_FILES", "GitPlan", "account_homes", "check", "check_names", "plan", "sweep", "user_home_of",
            "write_refusal"]
 
 BLOCKED_SUFFIX = ".blocked-by-agentloop"
@@ -58,6 +58,16 @@ STARTUP_FILES = (
 """Under the user's home: files and folders that start programs (shells, git, systemd, the desktop, Python's
 user site and its ``.pth`` files, user tools on ``PATH``), read-only to sandboxed commands wherever the home
 is writable to them."""
+
+EDITOR_FOLDERS = (".vscode", ".idea", ".helix", ".zed")
+"""At the top of each writable root: the editors' project settings, which a trusted folder's editor applies on
+opening without looking (VS Code's ``settings.json`` names the git, terminal and interpreter it starts, its
+``tasks.json`` runs tasks on opening; JetBrains' ``.idea`` holds run configurations and startup tasks; Helix's
+and Zed's ``languages.toml``/``settings.json`` name the language servers they start, helix-editor/helix#9514).
+Claude Code's sandbox (sandbox-runtime's mandatory denials) keeps the first two from writes; here all are read-only where they
+exist and a command cannot make them where they do not (``GitPlan.unmade``: the supervisor refuses the name). Only
+the roots' tops: folders deeper down are what packages ship (an npm tarball's ``.vscode``), and an editor opens
+the workspace."""
 
 _CLEAN_KEYS = (
     "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
@@ -97,6 +107,9 @@ class GitPlan:
     """Missing paths that must still be missing after the command."""
     pinned: dict[str, str] = field(default_factory=dict)
     """Symbolic links (a ``hooks`` folder, a dotfile) that must still point where they did after the command."""
+    unmade: list[str] = field(default_factory=list)
+    """Missing paths the supervisor refuses to let a command make, which the watch leaves alone: the user's
+    own editor may make them on the host while a background command runs (``EDITOR_FOLDERS``)."""
     gitdirs: set[str] = field(default_factory=set)
     """Every ``.git`` entry (file or folder) and git directory found before the command (real paths)."""
     roots: tuple[str, ...] = ()
@@ -366,6 +379,13 @@ def plan(roots: Sequence[str], homes: Sequence[str] = (), walk: TreeWalk | None 
             path = os.path.join(h, name)
             if _inside(path, roots):
                 _guard(p, path, roots)
+    for r in roots:
+        for name in EDITOR_FOLDERS:
+            path = os.path.join(r, name)
+            if os.path.lexists(path):
+                _guard(p, path, roots)
+            else:
+                p.unmade.append(path)
     p.self_binds = list(dict.fromkeys(p.self_binds))
     p.read_only = list(dict.fromkeys(p.read_only))
     p.watch = list(dict.fromkeys(p.watch))

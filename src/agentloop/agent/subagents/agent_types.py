@@ -116,14 +116,18 @@ def load_agent_types(
         places.append(os.path.join(user_home, ".claude", "agents"))
     mine = {os.path.realpath(p) for p in places}
     places += [os.path.join(cwd, ".claude", "agents"), os.path.join(cwd, ".agentloop", "agents")]
+    folder = None if trusted else os.path.realpath(cwd)
     for d in places:
-        types.update(read_agent_dir(d, warnings, inert=not trusted and os.path.realpath(d) not in mine))
+        types.update(read_agent_dir(d, warnings, inert=not trusted and os.path.realpath(d) not in mine, inside=folder))
     return types
 
 
-def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = False) -> dict[str, AgentType]:
+def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = False,
+                   inside: str | None = None) -> dict[str, AgentType]:
     """The agent files under ``d``, subfolders included, by name (``load_agent_types``'s rules for one place;
-    ``inert``: an untrusted folder's, whose ``model`` is not used)."""
+    ``inert``: an untrusted folder's, whose ``model`` is not used; so is a file whose real path lies in the
+    untrusted folder ``inside`` but outside ``d``: a link from the user's own place into the folder, which the
+    model's commands can rewrite)."""
     types: dict[str, AgentType] = {}
     found: list[str] = []
     seen = 0
@@ -169,7 +173,8 @@ def read_agent_dir(d: str, warnings: list[str] | None = None, *, inert: bool = F
         model = str(meta.get("model") or "").strip() or None
         if model == "inherit":
             model = None  # Claude Code: the parent's model
-        if model is not None and inert:
+        if model is not None and (inert or inside is not None and os.path.realpath(path).startswith(inside + os.sep)
+                                  and not os.path.realpath(path).startswith(os.path.realpath(d) + os.sep)):
             if warnings is not None:
                 warnings.append(f"{path}: agent {name!r} names the model {model!r}; not used until you trust this folder "
                                 "(it runs on the parent's model)")
