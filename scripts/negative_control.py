@@ -597,8 +597,8 @@ SABOTAGES = [
     Sabotage(
         "an untrusted folder's sub-agent file runs its child on the model it names",
         "src/agentloop/agent/subagents/agent_types.py",
-        "        if model is not None and inert:",
-        "        if False:  # SABOTAGED",
+        "        if model is not None and (inert or inside is not None",
+        "        if False and (inert or inside is not None  # SABOTAGED",
         ["tests/test_untrusted_definitions.py::test_an_untrusted_folders_agent_file_does_not_choose_the_model",
          "tests/test_untrusted_definitions.py::test_a_sub_agent_of_an_untrusted_folder_runs_on_the_parents_model"],
     ),
@@ -1027,8 +1027,8 @@ SABOTAGES = [
     Sabotage(
         "managed permissions.disableBypassPermissionsMode is not enforced (bypass still applies)",
         "src/agentloop/agent/agent_settings.py",
-        "        if off:\n            raise AgentError(",
-        "        if off and False:  # SABOTAGED\n            raise AgentError(",
+        "        if off is not None:\n            raise AgentError(",
+        "        if off is not None and False:  # SABOTAGED\n            raise AgentError(",
         ["tests/test_claude_settings_files.py::test_disable_bypass_permissions_mode_refuses_bypass"],
     ),
     Sabotage(
