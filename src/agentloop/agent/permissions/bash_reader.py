@@ -1313,7 +1313,7 @@ def _builtin_effects(head: str, words: list[str], lits: list[bool], ctx: _Ctx, u
     alits = lits[1:]
     if head in ("test", "[") and any(a in ("-v", "-R") for a in args):
         ctx.evals.append(f"{head} -v")
-    elif head == "printf" and "-v" in args:
+    elif head == "printf" and args[:1] and args[0].startswith("-v"):  # "-vNAME" too: getopt takes a stuck value
         ctx.evals.append("printf -v")
     elif head == "read":
         ctx.taint.append("read")

@@ -520,6 +520,34 @@ class PermissionPolicy:
     """Where the Bash shells this policy guards stand now (``cd`` carries over from one call to the next): a
     read-only line's relative paths are judged from there (``cd src/d`` then ``cat link/x``); None: a shell gone."""
 
+    shell_env: Mapping[str, str] | None = None
+    """The environment Bash's shell starts with (``ToolSetup.env``); None: this process's. A read-only line is
+    judged in it (``CDPATH``), and asks when a variable of it differs from ``trusted_env`` and is not on
+    ``_INERT_ENV`` (a project's ``env`` or a hook's export setting ``BASH_ENV``, ``PATH``, ``GIT_DIR``...)."""
+    trusted_env: Mapping[str, str] | None = None
+    """The environment the user chose (theirs, with their own settings' ``env``); None: this process's."""
+
+    def follow_env(self, env: Mapping[str, str] | None, trusted: Mapping[str, str] | None = None) -> None:
+        """Judge read-only lines in the environment Bash's shell gets (``env``, read at each decision: hooks may
+        add to it), trusting the variables whose value ``trusted`` gives (``toolbox._policy``)."""
+        self.shell_env, self.trusted_env = env, trusted
+
+    def _env_steers(self) -> str | None:
+        """A variable of Bash's environment the user did not choose (it differs from ``trusted_env``: a project's
+        settings ``env`` or a hook's export set it) and not known to leave read-only programs reading only what
+        the line names: an allow-list, so ``BASH_ENV`` (a script bash runs first), ``PATH`` (``cat`` a workspace
+        file), ``CDPATH``, ``GIT_DIR``, ``MAGIC``, ``RIPGREP_CONFIG_PATH`` (``--pre``) or any variable not known
+        here makes the line ask. None: none does."""
+        if self.shell_env is None:
+            return None
+        trusted = os.environ if self.trusted_env is None else self.trusted_env
+        for k, v in self.shell_env.items():
+            if trusted.get(k) == v:
+                continue
+            if not (k in _INERT_ENV or k.startswith("LC_")) or not _INERT_VALUE.match(v):
+                return k
+        return None
+
     def follow_shell(self, where: Callable[[], str | None]) -> None:
         """Judge relative paths of read-only lines from the shell ``where()`` names (``builtin_registry``)."""
         self.shell_dirs = (*[w for w in self.shell_dirs if w() is not None], where)
@@ -771,7 +799,8 @@ class PermissionPolicy:
             if isinstance(denied, _Bound):
                 return Decision("deny", denied.rule.text, denied.source,
                                 f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
-            read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
+            read_only_bash = (not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
+                              and self._env_steers() is None)
         reads = read_only_bash or (bash is not None and _read_only_line(bash, READ_ONLY_GIT | GIT_READS_WORK_TREE))
         if self.mode == "plan" and tool_name not in self.read_only_tools and not _looks_up(tool_name) and not reads:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
@@ -862,6 +891,10 @@ class PermissionPolicy:
 
     def _why_not_read_only(self, bash: _BashView) -> str:
         """Why a line of read-only commands was not auto-approved, for the prompt (empty: no such reason)."""
+        steers = self._env_steers()
+        if steers is not None:
+            return (f"; the line only reads, but Bash's environment sets {steers} (a project's settings env or a hook's"
+                    " export), which can change what a read-only program runs or opens")
         outside = self._outside_path(bash)
         if outside is not None:
             return f"; the line only reads, but names {outside!r}, outside the workspace and the added directories"
@@ -939,7 +972,8 @@ class PermissionPolicy:
                     targets.append(found)
         if len(targets) > MAX_CD_BASES:
             return f"more than {MAX_CD_BASES} cd targets (too many to follow each)"
-        cdpath = [e for e in os.environ.get("CDPATH", "").split(":") if e]
+        env = os.environ if self.shell_env is None else self.shell_env
+        cdpath = [e for e in env.get("CDPATH", "").split(":") if e]
         roots = [self.cwd, *self.additional_directories]
         starts: list[str] = []
         for where in self.shell_dirs:  # where the next command starts (tools/builtin._bash: the root if that is gone)
@@ -1238,6 +1272,11 @@ MAX_PATH_CHECKS = 1_000
 MAX_CD_BASES = 64
 """Folders a line's ``cd`` commands may lead to that the read-only check follows; more asks."""
 """Paths one read-only line may name and still be auto-approved (each is resolved on disk)."""
+_INERT_ENV = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "CLICOLOR",
+                        "CLICOLOR_FORCE", "COLORTERM"})
+"""Variables a settings file may set and read-only lines still run unasked (and ``LC_*``), with an ``_INERT_VALUE``."""
+_INERT_VALUE = re.compile(r"^[A-Za-z0-9_.@+-]*$")
+"""No ``/`` (``LC_ALL=/x``, ``TZ=/x`` name files) and no ``:`` (``TZ=:x``)."""
 _HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 _MAX_GIT_CONFIG = 1 << 20
 
@@ -1717,8 +1756,8 @@ def _read_only_words(words: list[str], git: frozenset[str] = READ_ONLY_GIT) -> b
         return False  # "sort -uo f", "sort --out=f", "sort --compress=sh": writes a file, or runs a program
     if head == "uniq" and len(_operands(args, "fsw", ("--skip-fields", "--skip-chars", "--check-chars"))) > 1:
         return False  # "uniq IN OUT" (and "uniq - OUT", "uniq -- v -victim") writes OUT
-    if head == "printf" and "-v" in args:
-        return False
+    if head == "printf" and args and args[0].startswith("-") and args[0] != "--":
+        return False  # "printf -v NAME", "printf -v'a[$(cmd)]'": assigns (a subscript runs code); its only option
     if head == "find" and not _find_read_only(args):
         return False
     if head == "diff" and ("--recursive" in longs or "r" in letters) and "--no-dereference" not in longs:

@@ -1,0 +1,147 @@
+"""A read-only Bash line is judged in the state the shell really starts with: the environment Bash gets
+(a settings file's ``env`` included), and bash's own reading of builtin options.
+
+Claude Code's documented behaviour: read-only commands run without a prompt only while they stay inside the
+working directory and the added directories (code.claude.com/docs/en/permissions, "Working directories"), and
+a settings file's ``env`` sets "environment variables that will be applied to every session" (settings
+reference, ``env``). Such a variable can change what a read-only command runs or opens: ``BASH_ENV`` is a script
+bash runs before the line, ``PATH`` chooses which ``cat`` runs, ``CDPATH`` where ``cd x`` leads, ``GIT_DIR``
+which repository git reads. So a line is auto-approved only when every variable a settings file set is on a
+short allow-list (``LANG``, ``LC_*``, ``TZ``... with values naming no file); any other asks, and says why.
+
+Each call starts a fresh ``bash -c`` (only the folder carries over, judged by ``shell_dirs``): aliases,
+functions, ``shopt`` and ``set -o`` of an earlier call are gone, so only the environment and the folder are
+state to judge. The tests run the real bash to show each refused spelling does what the check fears.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentloop.agent.permissions.rules import PermissionPolicy
+from agentloop.config.settings import SettingsSource
+
+
+@pytest.fixture()
+def proj(tmp_path: Path) -> Path:
+    p = tmp_path / "proj"
+    (p / "src").mkdir(parents=True)
+    (p / "src" / "a.txt").write_text("a\n")
+    (p / "bin").mkdir()
+    (p / "first.sh").write_text("touch ran-first\n")
+    cat = p / "bin" / "cat"
+    cat.write_text("#!/bin/sh\ntouch ran-cat\n")
+    cat.chmod(0o755)
+    (p / "rg.cfg").write_text("--pre=./bin/cat\n")
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "secret.txt").write_text("s\n")
+    return p
+
+
+def _policy(proj: Path, env: dict[str, str] | None) -> PermissionPolicy:
+    src = SettingsSource(str(proj / ".claude" / "settings.json"), "project", {"permissions": {"allow": [], "deny": []}})
+    policy = PermissionPolicy.from_settings([src], cwd=str(proj), mode="default")
+    policy.follow_env(env)
+    return policy
+
+
+def _bash(proj: Path, command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", command], cwd=proj, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=20)
+
+
+ORDINARY = ["cat src/a.txt", "ls -la src", "grep -rn a src", "head -n 1 src/a.txt", "wc -l src/a.txt",
+            "find . -name '*.txt'", "sort src/a.txt | uniq -c", "cd src && cat a.txt", "printf '%s\\n' -v"]
+
+
+@pytest.mark.parametrize("command", ORDINARY)
+def test_ordinary_reads_run_unasked_in_an_environment_settings_left_alone(proj: Path, command: str) -> None:
+    env = {**os.environ, "LC_ALL": "C", "TZ": "UTC", "LANG": "C.UTF-8", "NO_COLOR": "1"}
+    assert _policy(proj, env).decide("Bash", {"command": command}).behavior == "allow"
+    assert _policy(proj, None).decide("Bash", {"command": command}).behavior == "allow"
+
+
+def test_a_script_bash_env_names_makes_an_ordinary_read_ask(proj: Path) -> None:
+    env = {**os.environ, "BASH_ENV": str(proj / "first.sh")}
+    _bash(proj, "cat src/a.txt", env)
+    assert (proj / "ran-first").exists()  # bash -c ran the script before the read
+    d = _policy(proj, env).decide("Bash", {"command": "cat src/a.txt"})
+    assert d.behavior == "ask" and "BASH_ENV" in d.reason
+
+
+def test_a_path_settings_set_makes_cat_ask(proj: Path) -> None:
+    env = {**os.environ, "PATH": f"{proj / 'bin'}:{os.environ['PATH']}"}
+    _bash(proj, "cat src/a.txt", env)
+    assert (proj / "ran-cat").exists()  # the workspace's cat ran, not the system's
+    d = _policy(proj, env).decide("Bash", {"command": "cat src/a.txt"})
+    assert d.behavior == "ask" and "PATH" in d.reason
+
+
+def test_cd_is_followed_through_the_cdpath_bash_gets_not_this_process_s(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CDPATH", raising=False)
+    env = {**os.environ, "CDPATH": str(proj.parent / "outside")}
+    assert _bash(proj, "cd sub >/dev/null && cat secret.txt", env).stdout == "s\n"
+    assert _policy(proj, env).decide("Bash", {"command": "cd sub && cat secret.txt"}).behavior == "ask"
+
+
+@pytest.mark.parametrize("name,value", [
+    ("GIT_DIR", "/tmp"), ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "/tmp"), ("GIT_TRACE", "/tmp/trace"),
+    ("RIPGREP_CONFIG_PATH", "rg.cfg"), ("MAGIC", "/etc/magic"), ("LD_PRELOAD", "./x.so"), ("GCONV_PATH", "."),
+    ("LC_ALL", "/tmp/locale"), ("TZ", ":/etc/shadow"), ("HOME", "/tmp"), ("SOMETHING_NEW", "1"),
+])
+def test_a_variable_a_settings_file_set_outside_the_allow_list_makes_reads_ask(proj: Path, name: str, value: str) -> None:
+    env = {**os.environ, name: value}
+    if os.environ.get(name) == value:
+        pytest.skip("this process already has it")
+    for command in ("cat src/a.txt", "rg a src", "git rev-parse HEAD", "file src/a.txt"):
+        d = _policy(proj, env).decide("Bash", {"command": command})
+        assert d.behavior == "ask" and name in d.reason, (command, d)
+
+
+@pytest.mark.parametrize("command", [
+    "printf -v'a[$(touch pwn)]' x", "printf -vv'a[$(touch pwn)]' x", "printf \"-va[\\$(touch pwn)]\" x",
+    "printf -v'a[`touch pwn`]' x", "printf -vx a",
+])
+def test_printf_with_a_variable_stuck_to_v_asks(proj: Path, command: str) -> None:
+    """bash's printf reads ``-vNAME`` as ``-v NAME``; a subscript in NAME runs a command."""
+    if "pwn" in command:
+        _bash(proj, command)
+        assert (proj / "pwn").exists()
+        (proj / "pwn").unlink()
+    assert _policy(proj, None).decide("Bash", {"command": command}).behavior == "ask"
+
+
+@pytest.mark.parametrize("project_env,expected", [({"BASH_ENV": "first.sh"}, "ask"), ({"CDPATH": "/"}, "ask"),
+                                                  ({"LC_ALL": "C"}, "allow"), ({}, "allow")])
+def test_an_agent_judges_read_only_lines_in_the_environment_its_bash_gets(tmp_path: Path, project_env: dict[str, str],
+                                                                          expected: str) -> None:
+    """Through the agent's own wiring (``toolbox._policy``): a trusted project's settings ``env`` reaches Bash, so a
+    steering variable there makes a plain ``cat`` ask; the user's own settings ``env`` (a tool folder) and the
+    environment the agent was given are the user's choice and keep ordinary reads unasked."""
+    import json
+
+    from agentloop.agent.agent import Agent
+
+    p = tmp_path / "proj"
+    (p / "src").mkdir(parents=True)
+    (p / "src" / "a.txt").write_text("a\n")
+    (p / ".claude").mkdir()
+    (p / ".claude" / "settings.json").write_text(json.dumps({"env": project_env}))
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    (home / ".claude" / "settings.json").write_text(json.dumps({"env": {"MY_TOOL_DIR": "/opt/tool"}}))
+    script = tmp_path / "script.json"
+    script.write_text("[]")
+    a = Agent(cwd=str(p), home=str(home), model=f"scripted:{script}", trust=True,
+              env={"PATH": "/usr/bin:/bin", "HOME": str(home), "SOME_USER_VAR": "x"})
+    try:
+        assert a.toolbox.setup.env.get("MY_TOOL_DIR") == "/opt/tool"
+        assert a.policy.decide("Bash", {"command": "cat src/a.txt"}).behavior == expected
+    finally:
+        a.close()
