@@ -145,3 +145,38 @@ def test_an_agent_judges_read_only_lines_in_the_environment_its_bash_gets(tmp_pa
         assert a.policy.decide("Bash", {"command": "cat src/a.txt"}).behavior == expected
     finally:
         a.close()
+
+
+def _repo_with_a_secret_above(tmp_path: Path) -> Path:
+    top = tmp_path / "mono"
+    (top / "sub").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(top)], check=True)
+    (top / "secret.txt").write_text("above the workspace\n")
+    (top / "sub" / "a.txt").write_text("a\n")
+    git = ["git", "-C", str(top), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    return top
+
+
+@pytest.mark.parametrize("command", ["git cat-file -p HEAD:secret.txt", "git ls-tree -r HEAD", "git rev-parse HEAD",
+                                     "git rev-list --all"])
+def test_git_asks_in_a_workspace_that_is_a_folder_of_a_larger_repository(tmp_path: Path, command: str) -> None:
+    """With the workspace a subfolder of a repository, git reads the whole repository: ``git cat-file -p
+    HEAD:secret.txt`` printed a file above the workspace. It asks; started at the repository's top, git's
+    read-only commands still run unasked (negative control). An empty ``.git`` folder in the workspace does not
+    hide the repository above: git passes over it, and so does the check."""
+    top = _repo_with_a_secret_above(tmp_path)
+    sub = top / "sub"
+    if "secret" in command:
+        assert subprocess.run(["git", *command.split()[1:]], cwd=sub, capture_output=True, text=True).stdout == "above the workspace\n"
+    at_top = PermissionPolicy.from_settings([], cwd=str(top), mode="default")
+    assert at_top.decide("Bash", {"command": command}).behavior == "allow"
+    in_sub = PermissionPolicy.from_settings([], cwd=str(sub), mode="default")
+    d = in_sub.decide("Bash", {"command": command})
+    assert d.behavior == "ask" and "repository outside the workspace" in d.reason
+    assert in_sub.decide("Bash", {"command": "cat a.txt"}).behavior == "allow"
+    (sub / ".git").mkdir()  # not a git directory: git keeps looking above
+    assert subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=sub, capture_output=True, text=True).stdout.strip() == str(top)
+    d = PermissionPolicy.from_settings([], cwd=str(sub), mode="default").decide("Bash", {"command": command})
+    assert d.behavior == "ask"

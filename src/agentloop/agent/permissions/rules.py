@@ -1024,6 +1024,9 @@ class PermissionPolicy:
         roots = [self.cwd, *self.additional_directories]
         reached = list(own)
         for base in bases:  # the repository git finds from each folder the line's git may run in
+            top = _git_top_from(base)
+            if top is not None and not any(top == r or top.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                return True  # a workspace inside a larger repository: "git cat-file -p HEAD:../secret" reads above it
             for d in _git_dirs_from(base):
                 if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
                     return True  # a .git file in the workspace naming a repository elsewhere: not this workspace's
@@ -1553,6 +1556,27 @@ def _borrows_objects(git_dir: str, roots: Sequence[str]) -> bool:
     return False
 
 
+def _is_git_dir(path: str) -> bool:
+    """Does git take the folder ``path`` for a git directory (``HEAD``, and ``objects`` or ``commondir``)? git
+    passes over a ``.git`` folder that is not one and keeps looking in the folders above."""
+    return os.path.isfile(os.path.join(path, "HEAD")) and (
+        os.path.isdir(os.path.join(path, "objects")) or os.path.isfile(os.path.join(path, "commondir")))
+
+
+def _git_top_from(start: str) -> str | None:
+    """The folder holding the ``.git`` (folder or file) git finds from ``start``, as a real path; None: none."""
+    d = os.path.realpath(start)
+    for _ in range(64):
+        dot = os.path.join(d, ".git")
+        if os.path.isfile(dot) or _is_git_dir(dot):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+    return None
+
+
 def _git_dirs_from(start: str) -> list[str]:
     """The git directory git finds from ``start`` (the first ``.git`` folder or ``gitdir:`` file going up), and
     the common directory a ``gitdir:`` one names, as real paths; none when there is no repository."""
@@ -1575,7 +1599,7 @@ def _git_dirs_from(start: str) -> list[str]:
                 except OSError:
                     pass
             break
-        if os.path.isdir(dot):
+        if _is_git_dir(dot):
             found.append(os.path.realpath(dot))
             break
         parent = os.path.dirname(d)
