@@ -2984,6 +2984,49 @@ SABOTAGES = [
         "    why = _new_shape(after, roots)  # SABOTAGED",
         ["tests/test_write_wall_shapes.py::test_the_hook_folder_a_repository_names_is_not_written"],
     ),
+    # read-only Bash lines judged in the shell's real state (tests/test_read_only_shell_state.py)
+    Sabotage(
+        "a read-only Bash line runs unasked whatever variable a project's settings env set for Bash",
+        "src/agentloop/agent/permissions/rules.py",
+        "            if trusted.get(k) == v:\n",
+        "            if True:  # SABOTAGED\n",
+        ["tests/test_read_only_shell_state.py"],
+    ),
+    Sabotage(
+        "a read-only line's cd is followed through this process's CDPATH, not Bash's",
+        "src/agentloop/agent/permissions/rules.py",
+        "        env = os.environ if self.shell_env is None else self.shell_env\n",
+        "        env = os.environ  # SABOTAGED\n",
+        ["tests/test_read_only_shell_state.py::test_cd_is_followed_through_the_cdpath_bash_gets_not_this_process_s"],
+    ),
+    Sabotage(
+        "git's read-only commands run unasked in a workspace that is a folder of a larger repository",
+        "src/agentloop/agent/permissions/rules.py",
+        "            top = _git_top_from(base)\n",
+        "            top = None  # SABOTAGED\n",
+        ["tests/test_read_only_shell_state.py::test_git_asks_in_a_workspace_that_is_a_folder_of_a_larger_repository"],
+    ),
+    Sabotage(
+        "printf -vNAME with the variable stuck to -v counts as read-only",
+        "src/agentloop/agent/permissions/rules.py",
+        '    if head == "printf" and args and args[0].startswith("-") and args[0] != "--":\n',
+        '    if head == "printf" and "-v" in args:  # SABOTAGED\n',
+        ["tests/test_read_only_shell_state.py::test_printf_with_a_variable_stuck_to_v_asks"],
+    ),
+    Sabotage(
+        "an empty .git folder in the workspace hides the larger repository git reads above it",
+        "src/agentloop/agent/permissions/rules.py",
+        "        if os.path.isfile(dot) or _is_git_dir(dot):\n            return d\n",
+        "        if os.path.lexists(dot):  # SABOTAGED\n            return d\n",
+        ["tests/test_read_only_shell_state.py::test_git_asks_in_a_workspace_that_is_a_folder_of_a_larger_repository"],
+    ),
+    Sabotage(
+        "the agent judges read-only Bash lines without the environment its Bash gets",
+        "src/agentloop/agent/toolbox.py",
+        "    policy.follow_env(src.child_env, {k: v for k, v in src.env.items() if k not in by_project})\n",
+        "    pass  # SABOTAGED\n",
+        ["tests/test_read_only_shell_state.py::test_an_agent_judges_read_only_lines_in_the_environment_its_bash_gets"],
+    ),
 ]
 
 

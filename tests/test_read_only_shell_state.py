@@ -83,10 +83,15 @@ def test_a_path_settings_set_makes_cat_ask(proj: Path) -> None:
 
 
 def test_cd_is_followed_through_the_cdpath_bash_gets_not_this_process_s(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even a ``CDPATH`` the user chose (their own settings' ``env``: trusted) is followed where Bash's ``cd`` follows it."""
     monkeypatch.delenv("CDPATH", raising=False)
     env = {**os.environ, "CDPATH": str(proj.parent / "outside")}
     assert _bash(proj, "cd sub >/dev/null && cat secret.txt", env).stdout == "s\n"
     assert _policy(proj, env).decide("Bash", {"command": "cd sub && cat secret.txt"}).behavior == "ask"
+    trusted = _policy(proj, env)
+    trusted.follow_env(env, env)
+    assert trusted.decide("Bash", {"command": "cd sub && cat secret.txt"}).behavior == "ask"
+    assert trusted.decide("Bash", {"command": "cd src && cat a.txt"}).behavior == "allow"
 
 
 @pytest.mark.parametrize("name,value", [
