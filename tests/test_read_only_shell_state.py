@@ -185,3 +185,11 @@ def test_git_asks_in_a_workspace_that_is_a_folder_of_a_larger_repository(tmp_pat
     assert subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=sub, capture_output=True, text=True).stdout.strip() == str(top)
     d = PermissionPolicy.from_settings([], cwd=str(sub), mode="default").decide("Bash", {"command": command})
     assert d.behavior == "ask"
+
+
+def test_a_line_with_a_nul_byte_is_not_auto_approved(proj: Path) -> None:
+    """A NUL ends a C string: whatever passes the line on as one runs a prefix of what was judged, so such a
+    line asks; the same line without it still runs unasked (negative control)."""
+    policy = _policy(proj, None)
+    assert policy.decide("Bash", {"command": "cat src/a.txt\x00/etc/passwd"}).behavior == "ask"
+    assert policy.decide("Bash", {"command": "cat src/a.txt"}).behavior == "allow"

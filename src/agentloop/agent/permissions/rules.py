@@ -1860,6 +1860,8 @@ def _read_only_line(bash: _BashView, git: frozenset[str] = READ_ONLY_GIT) -> boo
     """Does every command of the line only read (``git``: the git subcommands that count)?"""
     if bash.units is None or bash.opaque or not bash.units or bash.loose_io():
         return False  # "(echo x) > t", "{ cat; } < f": no command shows the redirection, so none can approve it
+    if "\x00" in (bash.command or ""):
+        return False  # a C string ends at a NUL: what runs may be a prefix of the line judged
     from .bash_reader import _writes
 
     for u in bash.units:
