@@ -193,3 +193,27 @@ def test_a_line_with_a_nul_byte_is_not_auto_approved(proj: Path) -> None:
     policy = _policy(proj, None)
     assert policy.decide("Bash", {"command": "cat src/a.txt\x00/etc/passwd"}).behavior == "ask"
     assert policy.decide("Bash", {"command": "cat src/a.txt"}).behavior == "allow"
+
+
+def test_a_call_leaves_no_shell_state_but_its_folder_for_the_next(proj: Path) -> None:
+    """The check judges each line in a fresh bash (with the folder an earlier ``cd`` left): that holds only while
+    Bash starts a new shell per call. A function, an alias, ``shopt``/``set -o`` options, ``hash -p`` and a ``PATH``
+    set in one call are gone in the next, so an approved ``cat`` is the system's cat; the folder carries over."""
+    from agentloop.agent.tools.catalog import builtin_registry
+    from agentloop.agent.tools.workspace import Workspace
+    from agentloop.events import ToolCall
+
+    reg = builtin_registry(Workspace(str(proj)), spill_dir=str(proj.parent / "spill"), shell_timeout_s=30)
+    setup = ("cat() { touch ran-fn; }; export -f cat; alias cat='touch ran-alias'; shopt -s expand_aliases globstar "
+             "dotglob nocaseglob; set -o noglob; hash -p /usr/bin/touch cat; export PATH=\"$PWD/bin:$PATH\"; cd src")
+    reg.invoke(ToolCall("0", "Bash", {"command": f"{setup}\ncat a.txt"}))
+    assert (proj / "src" / "ran-fn").exists()  # within one call, the function does shadow cat
+    (proj / "src" / "ran-fn").unlink()
+    reg.invoke(ToolCall("1", "Bash", {"command": "cd .."}))
+    reg.invoke(ToolCall("1", "Bash", {"command": setup}))
+    out = reg.invoke(ToolCall("2", "Bash", {"command": "cat a.txt; shopt globstar dotglob nocaseglob; set -o | grep noglob"}))
+    lines = out.content.splitlines()
+    assert lines[0] == "a"  # cat a.txt ran in src: the folder carried over
+    assert all(line.split()[-1] == "off" for line in lines[1:]) and len(lines) == 5, lines
+    assert not any((proj / "src" / n).exists() or (proj / n).exists() for n in ("ran-fn", "ran-alias", "ran-cat"))
+    assert _policy(proj, None).decide("Bash", {"command": "cat src/a.txt"}).behavior == "allow"
