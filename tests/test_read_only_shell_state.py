@@ -207,8 +207,8 @@ def test_a_call_leaves_no_shell_state_but_its_folder_for_the_next(proj: Path) ->
     setup = ("cat() { touch ran-fn; }; export -f cat; alias cat='touch ran-alias'; shopt -s expand_aliases globstar "
              "dotglob nocaseglob; set -o noglob; hash -p /usr/bin/touch cat; export PATH=\"$PWD/bin:$PATH\"; cd src")
     reg.invoke(ToolCall("0", "Bash", {"command": f"{setup}\ncat a.txt"}))
-    assert (proj / "src" / "ran-fn").exists()  # within one call, the function does shadow cat
-    (proj / "src" / "ran-fn").unlink()
+    assert (proj / "src" / "ran-alias").exists()  # within one call, the alias does shadow cat
+    (proj / "src" / "ran-alias").unlink()
     reg.invoke(ToolCall("1", "Bash", {"command": "cd .."}))
     reg.invoke(ToolCall("1", "Bash", {"command": setup}))
     out = reg.invoke(ToolCall("2", "Bash", {"command": "cat a.txt; shopt globstar dotglob nocaseglob; set -o | grep noglob"}))
