@@ -217,3 +217,34 @@ def test_a_call_leaves_no_shell_state_but_its_folder_for_the_next(proj: Path) ->
     assert all(line.split()[-1] == "off" for line in lines[1:]) and len(lines) == 5, lines
     assert not any((proj / "src" / n).exists() or (proj / n).exists() for n in ("ran-fn", "ran-alias", "ran-cat"))
     assert _policy(proj, None).decide("Bash", {"command": "cat src/a.txt"}).behavior == "allow"
+
+
+GLOB_SPELLINGS = ["cat src/d/[]-f]/secret.txt", "cat src/d/[e\\]]/secret.txt", "cat src/d/[[:alpha:]\\]]/secret.txt",
+                  "cat src/d/[]e]/secret.txt", "cat a=/[e]/secret.txt", "cat a=/*/secret.txt", "cat a=/?/secret.txt",
+                  "cat src/d/\"[\"e]*/secret.txt"]
+
+
+@pytest.mark.parametrize("command", GLOB_SPELLINGS)
+def test_a_bracket_or_assignment_shaped_glob_that_reaches_a_link_out_asks(tmp_path: Path, command: str) -> None:
+    """bash expands these into a link that leads out (``src/d/e``, ``a=/e``): a ``]`` first in brackets is a member
+    (``[]-f]``), an escaped ``]`` does not close them (``[e\\]]``), an argument shaped like an assignment is still a
+    pattern (``cat a=/*``: only a prefix assignment is not), and a quoted ``[`` is literal (``"["e]*``: that one only
+    reads a file named so, and the check cannot tell it apart, so it asks too). An ordinary bracket glob inside
+    still runs unasked (negative control)."""
+    p = tmp_path / "proj"
+    (p / "src" / "d").mkdir(parents=True)
+    (p / "src" / "a.txt").write_text("a\n")
+    (p / "a=").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SENTINEL\n")
+    (outside / "[e]x").mkdir()
+    (outside / "[e]x" / "secret.txt").write_text("SENTINEL\n")
+    os.symlink(outside, p / "src" / "d" / "e")
+    os.symlink(outside / "[e]x", p / "src" / "d" / "[e]x")
+    os.symlink(outside, p / "a=" / "e")
+    assert "SENTINEL" in _bash(p, command).stdout
+    policy = PermissionPolicy.from_settings([], cwd=str(p), mode="default")
+    assert policy.decide("Bash", {"command": command}).behavior == "ask"
+    for ordinary in ("cat src/[a].txt", "cat src/[!b].txt", "cat src/*.txt", "ls src/[a-z]*"):
+        assert policy.decide("Bash", {"command": ordinary}).behavior == "allow", ordinary

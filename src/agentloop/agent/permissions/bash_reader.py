@@ -150,7 +150,8 @@ _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _HARMLESS_REDIRECT = re.compile(r"^(?:[012]?>&[012]|[012]?>/dev/null|&>/dev/null|[012]?>>/dev/null)$")
 _REDIR_OP = re.compile(r"<<<|<<-|<<|<>|<&|<|>>|>&|>\||>")
 _FD_WORD = re.compile(r"^(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})$")
-_GLOB_SHAPE = re.compile(r"[*?]|\[[^\]]+\]|\{[^{}]*(?:,|\.\.)[^{}]*\}")
+_GLOB_SHAPE = re.compile(r"[*?]|\[.*\]|\{[^{}]*(?:,|\.\.)[^{}]*\}")
+"""Unquoted characters that make a word a pattern (``[]-f]``, ``[!]]``: a ``]`` first in brackets is a member)."""
 _CODE_TEXT = re.compile(r"\$\(|`|\$\{|\$\[")
 _IDENT_IN_ARITH = re.compile(r"(?<![\w#])[A-Za-z_]")
 _NAME_START = re.compile(r"[A-Za-z_0-9@*#?$!-]")
@@ -201,7 +202,8 @@ class _Parser:
             nonlocal word, shape, in_word, quoted, pending_redir, cases, want_pattern, cond
             if in_word:
                 w = "".join(word)
-                lit = self.lit and (_ASSIGN.match(w) is not None or not _GLOB_SHAPE.search("".join(shape)))
+                assigns = _ASSIGN.match(w) is not None and all(_ASSIGN.match(x) for x in words)  # "X=*", not "cat a=*"
+                lit = self.lit and (assigns or not _GLOB_SHAPE.search("".join(shape)))
                 if pending_redir is not None:
                     if pending_redir in ("<<", "<<-"):
                         heredocs.append((w, pending_redir == "<<-", quoted))

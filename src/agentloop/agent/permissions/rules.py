@@ -1295,41 +1295,15 @@ def _shows_redirections(pat: BashPattern, text: str) -> bool:
     return all(_glob(" ".join(w.split()), " ".join(h.split())) for w, h in zip(want, have))
 
 
-def _bracket_end(pattern: str, i: int) -> int:
-    """Where the bracket expression opening at ``i`` closes (its ``]``), or -1: ``[!]a]``, ``[[:alpha:]x]``."""
-    j = i + 1
-    if j < len(pattern) and pattern[j] in "!^":
-        j += 1
-    if j < len(pattern) and pattern[j] == "]":
-        j += 1
-    while j < len(pattern):
-        if pattern[j] == "[" and j + 1 < len(pattern) and pattern[j + 1] in ":=.":
-            k = pattern.find(pattern[j + 1] + "]", j + 2)
-            if k < 0:
-                return -1
-            j = k + 2
-            continue
-        if pattern[j] == "]":
-            return j
-        j += 1
-    return -1
-
-
 def _may_match(pattern: str, name: str) -> bool:
-    """Could bash's glob ``pattern`` match ``name``? A superset, in linear time: a bracket expression
-    (``[!a]``, ``[^a]``, ``[[:alpha:]]``) counts as any one character, a leading dot needs no dot."""
+    """Could bash's glob ``pattern`` match ``name``? A superset, in linear time: from a pattern's first ``[`` on,
+    anything matches (its quoting is gone, so which ``[``, ``]`` and ``\\`` were live is not known), ``?`` and ``*`` match
+    a literal ``?`` and ``*`` too, and a leading dot needs no dot."""
+    if "[" in pattern:  # from its first "[" on, anything: the word reaches here unquoted, so "["e]* (a literal "[")
+        pattern = pattern[: pattern.index("[")] + "*"  # and [e\]]* (an escaped "]") read alike
     tokens: list[str | None] = []  # a character, "*" as "*", None for any one character
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "[":
-            j = _bracket_end(pattern, i)
-            if j > 0:
-                tokens.append(None)
-                i = j + 1
-                continue
+    for c in pattern:
         tokens.append(None if c == "?" else c)
-        i += 1
     t = k = 0
     star, mark = -1, 0
     while k < len(name):
