@@ -3027,6 +3027,34 @@ SABOTAGES = [
         "    pass  # SABOTAGED\n",
         ["tests/test_read_only_shell_state.py::test_an_agent_judges_read_only_lines_in_the_environment_its_bash_gets"],
     ),
+    Sabotage(
+        "a glob with a bracket is matched as if its quoting were known",
+        "src/agentloop/agent/permissions/rules.py",
+        '        pattern = pattern[: pattern.index("[")] + "*"',
+        '        pass  # SABOTAGED',
+        ["tests/test_read_only_shell_state.py::test_a_bracket_or_assignment_shaped_glob_that_reaches_a_link_out_asks"],
+    ),
+    Sabotage(
+        "an argument shaped like an assignment (cat a=/*) is taken for a literal word",
+        "src/agentloop/agent/permissions/bash_reader.py",
+        "                assigns = _ASSIGN.match(w) is not None and all(_ASSIGN.match(x) for x in words)",
+        "                assigns = _ASSIGN.match(w) is not None  # SABOTAGED",
+        ["tests/test_read_only_shell_state.py::test_a_bracket_or_assignment_shaped_glob_that_reaches_a_link_out_asks"],
+    ),
+    Sabotage(
+        "a bracket whose first member is ] does not make a word a pattern",
+        "src/agentloop/agent/permissions/bash_reader.py",
+        '_GLOB_SHAPE = re.compile(r"[*?]|\\[.*\\]|',
+        '_GLOB_SHAPE = re.compile(r"[*?]|\\[[^\\]]+\\]|',
+        ["tests/test_read_only_shell_state.py::test_a_bracket_or_assignment_shaped_glob_that_reaches_a_link_out_asks"],
+    ),
+    Sabotage(
+        "a Bash line with a NUL byte can be auto-approved",
+        "src/agentloop/agent/permissions/rules.py",
+        '    if "\\x00" in (bash.command or ""):',
+        '    if False:  # SABOTAGED',
+        ["tests/test_read_only_shell_state.py::test_a_line_with_a_nul_byte_is_not_auto_approved"],
+    ),
 ]
 
 
