@@ -3055,6 +3055,20 @@ SABOTAGES = [
         '    if False:  # SABOTAGED',
         ["tests/test_read_only_shell_state.py::test_a_line_with_a_nul_byte_is_not_auto_approved"],
     ),
+    Sabotage(
+        "a zero-padded brace sequence ({01..02}) is expanded unpadded",
+        "src/agentloop/agent/permissions/rules.py",
+        'for t in (str(n), f"{n:0{width}d}")))',
+        'for t in (str(n),)))  # SABOTAGED',
+        ["tests/test_read_only_shell_state.py::test_a_brace_sequence_is_expanded_as_bash_pads_and_signs_it"],
+    ),
+    Sabotage(
+        "a brace sequence with a + sign ({+1..2}) is left unexpanded",
+        "src/agentloop/agent/permissions/rules.py",
+        '_SEQUENCE = re.compile(r"^([-+]?\\d+|[A-Za-z])\\.\\.([-+]?\\d+|',
+        '_SEQUENCE = re.compile(r"^(-?\\d+|[A-Za-z])\\.\\.(-?\\d+|',
+        ["tests/test_read_only_shell_state.py::test_a_brace_sequence_is_expanded_as_bash_pads_and_signs_it"],
+    ),
 ]
 
 

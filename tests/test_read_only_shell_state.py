@@ -248,3 +248,25 @@ def test_a_bracket_or_assignment_shaped_glob_that_reaches_a_link_out_asks(tmp_pa
     assert policy.decide("Bash", {"command": command}).behavior == "ask"
     for ordinary in ("cat src/[a].txt", "cat src/[!b].txt", "cat src/*.txt", "ls src/[a-z]*"):
         assert policy.decide("Bash", {"command": ordinary}).behavior == "allow", ordinary
+
+
+@pytest.mark.parametrize("command", ["cat src/{01..02}/secret.txt", "cat src/{+1..2}x/secret.txt",
+                                     "cat src/{-01..1}/secret.txt"])
+def test_a_brace_sequence_is_expanded_as_bash_pads_and_signs_it(tmp_path: Path, command: str) -> None:
+    """bash pads ``{01..02}`` to ``01 02`` (a leading zero pads every term to the wider end) and reads ``{+1..2}``
+    as ``1 2``; both reached a link out (``src/01``, ``src/1x``, ``src/000``) while the check looked at ``src/1`` or
+    at the word unexpanded. Plain sequences inside still run unasked (negative control)."""
+    p = tmp_path / "proj"
+    (p / "src").mkdir(parents=True)
+    for n in ("01", "02", "1", "2"):
+        (p / "src" / f"{n}.txt").write_text(n)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SENTINEL\n")
+    for name in ("01", "1x", "000"):
+        os.symlink(outside, p / "src" / name)
+    assert "SENTINEL" in _bash(p, command).stdout
+    policy = PermissionPolicy.from_settings([], cwd=str(p), mode="default")
+    assert policy.decide("Bash", {"command": command}).behavior == "ask"
+    for ordinary in ("cat src/{01..02}.txt", "cat src/{1..2}.txt", "cat src/{+1..2}.txt"):
+        assert policy.decide("Bash", {"command": ordinary}).behavior == "allow", ordinary

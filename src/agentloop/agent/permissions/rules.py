@@ -1385,7 +1385,7 @@ MAX_BRACE_WORDS = 256
 MAX_BRACE_WORD = 4096
 """Characters of a word with braces that ``brace_words`` expands (a longer one is not resolved: it asks)."""
 _GLOB_COMPONENT = re.compile(r"[*?\[]")
-_SEQUENCE = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.-?\d+)?$")
+_SEQUENCE = re.compile(r"^([-+]?\d+|[A-Za-z])\.\.([-+]?\d+|[A-Za-z])(?:\.\.[-+]?\d+)?$")
 
 
 def brace_words(word: str) -> list[str] | None:
@@ -1442,14 +1442,16 @@ def _sequence(body: str) -> list[str] | None:
     if m is None:
         return None
     a, b = m.group(1), m.group(2)
-    if a.lstrip("-").isdigit() != b.lstrip("-").isdigit():
+    if a.lstrip("-+").isdigit() != b.lstrip("-+").isdigit():
         return None
-    if a.lstrip("-").isdigit():
+    if a.lstrip("-+").isdigit():
         lo, hi = int(a), int(b)
-        if abs(hi - lo) > MAX_BRACE_WORDS:
+        if abs(hi - lo) > MAX_BRACE_WORDS // 2:
             return [str(lo)] * (MAX_BRACE_WORDS + 1)  # too many: the caller gives up
         step = 1 if hi >= lo else -1
-        return [str(n) for n in range(lo, hi + step, step)]
+        # "{01..03}", "{-01..1}": a leading zero pads every term to the wider end (both forms kept: a superset)
+        width = max(len(a), len(b)) if any(x.lstrip("-+").startswith("0") and len(x.lstrip("-+")) > 1 for x in (a, b)) else 0
+        return list(dict.fromkeys(t for n in range(lo, hi + step, step) for t in (str(n), f"{n:0{width}d}")))
     step = 1 if ord(b) >= ord(a) else -1
     return [chr(c) for c in range(ord(a), ord(b) + step, step)]
 
