@@ -3069,6 +3069,13 @@ SABOTAGES = [
         '_SEQUENCE = re.compile(r"^(-?\\d+|[A-Za-z])\\.\\.(-?\\d+|',
         ["tests/test_read_only_shell_state.py::test_a_brace_sequence_is_expanded_as_bash_pads_and_signs_it"],
     ),
+    Sabotage(
+        "a word with quoted braces is brace-expanded as if its quoting were known",
+        "src/agentloop/agent/permissions/rules.py",
+        "        if k in unsure:\n",
+        "        if False:  # SABOTAGED\n",
+        ["tests/test_read_only_shell_state.py::test_a_word_with_quoted_braces_asks"],
+    ),
 ]
 
 

@@ -270,3 +270,27 @@ def test_a_brace_sequence_is_expanded_as_bash_pads_and_signs_it(tmp_path: Path, 
     assert policy.decide("Bash", {"command": command}).behavior == "ask"
     for ordinary in ("cat src/{01..02}.txt", "cat src/{1..2}.txt", "cat src/{+1..2}.txt"):
         assert policy.decide("Bash", {"command": ordinary}).behavior == "allow", ordinary
+
+
+@pytest.mark.parametrize("command", ['cat src/d/{"}",e}/secret.txt', "cat src/d/{'}',e}/secret.txt",
+                                     "cat src/d/{\\},e}/secret.txt", 'cat src/d/{"{",e}/secret.txt',
+                                     "cat src/d/{\\{,e}/secret.txt", 'cat src/d/{"x}y",e}/secret.txt',
+                                     'cat < src/d/{"}"e,}/secret.txt'])
+def test_a_word_with_quoted_braces_asks(tmp_path: Path, command: str) -> None:
+    """A quoted or escaped brace is not one bash's brace expansion sees: ``{"}",e}`` is ``}`` and ``e``, and ``e``
+    led out through ``src/d/e``, while the word, its quoting gone, read as ``{},e}`` (no expansion). Such a word
+    asks; a quoted word without live braces and plain brace words still run unasked (negative control)."""
+    p = tmp_path / "proj"
+    (p / "src" / "d").mkdir(parents=True)
+    (p / "src" / "a.txt").write_text("a\n")
+    (p / "src" / "b.txt").write_text("b\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SENTINEL\n")
+    os.symlink(outside, p / "src" / "d" / "e")
+    if not command.startswith("cat <"):
+        assert "SENTINEL" in _bash(p, command).stdout
+    policy = PermissionPolicy.from_settings([], cwd=str(p), mode="default")
+    assert policy.decide("Bash", {"command": command}).behavior == "ask"
+    for ordinary in ("cat src/{a,b}.txt", 'cat "src/a.txt"', "cat 'src/{a,b}.txt'", 'grep -c "a" src/{a,b}.txt'):
+        assert policy.decide("Bash", {"command": ordinary}).behavior == "allow", ordinary

@@ -88,6 +88,9 @@ class Simple:
     """(operator, target) of each redirection, in order."""
     redirect_lits: list[bool] = field(default_factory=list)
     """Per redirection: True when the shell expands nothing in its target (``< $HOME/x``, ``< src/*/x`` do)."""
+    unsure: frozenset[int] = frozenset()
+    """Indices of words whose brace expansion the text here cannot show: a quoted part beside braces
+    (``{"}",e}``, ``{\\{,e}``); ``words`` holds them with their quoting gone."""
 
 
 @dataclass
@@ -187,6 +190,7 @@ class _Parser:
         lits: list[bool] = []
         redirects: list[tuple[str, str]] = []
         redirect_lits: list[bool] = []
+        unsure: set[int] = set()
         word: list[str] = []
         shape: list[str] = []  # the word's unquoted characters, "\0" for quoted ones
         in_word = False
@@ -204,6 +208,8 @@ class _Parser:
                 w = "".join(word)
                 assigns = _ASSIGN.match(w) is not None and all(_ASSIGN.match(x) for x in words)  # "X=*", not "cat a=*"
                 lit = self.lit and (assigns or not _GLOB_SHAPE.search("".join(shape)))
+                if quoted and not lit and ("{" in w or "}" in w) and pending_redir is None:
+                    unsure.add(len(words))
                 if pending_redir is not None:
                     if pending_redir in ("<<", "<<-"):
                         heredocs.append((w, pending_redir == "<<-", quoted))
@@ -241,13 +247,15 @@ class _Parser:
                 self.ctx.commands += 1
                 if self.ctx.commands > MAX_COMMANDS:
                     raise TooLarge(f"the line holds more than {MAX_COMMANDS} commands")
-                simple = Simple(list(words), s[start:at].strip(), list(lits), list(redirects), list(redirect_lits))
+                simple = Simple(list(words), s[start:at].strip(), list(lits), list(redirects), list(redirect_lits),
+                                frozenset(unsure))
                 self.out.append(simple)
                 self.top.append(simple)
             words.clear()
             lits.clear()
             redirects.clear()
             redirect_lits.clear()
+            unsure.clear()
 
         def token(t: str) -> None:
             end_word()
@@ -852,7 +860,7 @@ def split(command: str, depth: int = 0, ctx: _Ctx | None = None) -> list[Simple]
         if words[0] == "[[":
             _cond(words, ctx)
             continue
-        out.append(Simple(words, cmd.raw, lits, cmd.redirects, cmd.redirect_lits))
+        out.append(Simple(words, cmd.raw, lits, cmd.redirects, cmd.redirect_lits, frozenset(i - k for i in cmd.unsure if i >= k)))
     return out
 
 

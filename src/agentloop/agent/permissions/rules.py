@@ -929,7 +929,7 @@ class PermissionPolicy:
             if simple.words[0] in ("cd", "pushd") and simple.words[1:2] in ([], ["-"], ["--"]):
                 return "cd to the home folder"
             for found in _path_candidates(simple.words[0], simple.words[1:], simple.lits[1:], simple.redirects,
-                                          simple.redirect_lits):
+                                          simple.redirect_lits, simple.unsure):
                 if found is None:
                     return "an argument this check cannot resolve"
                 c, pattern = found
@@ -965,7 +965,7 @@ class PermissionPolicy:
             simple = u.simple
             if simple is None or simple.words[0] != "cd":
                 continue
-            for found in _path_candidates("cd", simple.words[1:], simple.lits[1:], [], []):
+            for found in _path_candidates("cd", simple.words[1:], simple.lits[1:], [], [], simple.unsure):
                 if found is None:
                     return "a cd whose folder this check cannot resolve"
                 if not found[0].startswith("-"):
@@ -1070,7 +1070,7 @@ class PermissionPolicy:
             s = u.simple
             if s is None:
                 continue
-            for found in _path_candidates(s.words[0], s.words[1:], s.lits[1:], s.redirects, s.redirect_lits):
+            for found in _path_candidates(s.words[0], s.words[1:], s.lits[1:], s.redirects, s.redirect_lits, s.unsure):
                 checked += 1
                 if checked > MAX_PATH_CHECKS or found is None or found[1]:
                     return True  # expanded (a glob, a variable), or too many to resolve each: not auto-approved
@@ -1325,7 +1325,7 @@ def _may_match(pattern: str, name: str) -> bool:
 
 
 def _path_candidates(head: str, args: list[str], lits: list[bool], redirects: list[tuple[str, str]],
-                     redirect_lits: list[bool]) -> Iterator[tuple[str, bool] | None]:
+                     redirect_lits: list[bool], unsure: frozenset[int] = frozenset()) -> Iterator[tuple[str, bool] | None]:
     """The words of a read-only command ``head`` that may name files, each as ``(path, is a pattern)``: every
     argument as a whole (an operand after ``--`` may start with ``-``), option values after ``=``
     (``--file=/etc/x``) or stuck to their short option where the program's getopt spelling puts them
@@ -1333,12 +1333,18 @@ def _path_candidates(head: str, args: list[str], lits: list[bool], redirects: li
     a word with braces or glob characters as each word bash's brace expansion makes of it
     (``{../../x,src}/stamp``: two), its globs left for ``_glob_reach``. None for a word whose value the
     shell computes, or whose braces make more than ``MAX_BRACE_WORDS`` words."""
-    for w, lit in zip(args, lits):
+    for k, (w, lit) in enumerate(zip(args, lits), 1):
+        if k in unsure:
+            yield None  # '{"}",e}': which braces are live is not in the word any more
+            continue
         yield from _word_paths(head, w, lit, options=True)
     for k, (op, target) in enumerate(redirects):
         if op not in ("<", "<>"):
             continue
         lit = redirect_lits[k] if k < len(redirect_lits) else False
+        if not lit and ("{" in target or "}" in target):
+            yield None  # its quoting is gone too (a target with braces is rare)
+            continue
         if not lit and target.startswith("<(") and target.endswith(")") and "$" not in target and "`" not in target:
             continue  # "< <(cmd)": a pipe; cmd is a command of the line, judged on its own
         yield from _word_paths(head, target, lit, options=False)
