@@ -3076,6 +3076,13 @@ SABOTAGES = [
         "        if False:  # SABOTAGED\n",
         ["tests/test_read_only_shell_state.py::test_a_word_with_quoted_braces_asks"],
     ),
+    Sabotage(
+        "an argument shaped like an assignment is not tilde-expanded (cat a=~/x)",
+        "src/agentloop/agent/permissions/rules.py",
+        "    if (not lit and (\"$\" in w or \"`\" in w)) or _ASSIGNMENT_SHAPED.match(w):\n",
+        "    if not lit and (\"$\" in w or \"`\" in w):  # SABOTAGED\n",
+        ["tests/test_read_only_shell_state.py::test_an_argument_shaped_like_an_assignment_with_a_tilde_asks"],
+    ),
 ]
 
 

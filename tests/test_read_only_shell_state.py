@@ -294,3 +294,23 @@ def test_a_word_with_quoted_braces_asks(tmp_path: Path, command: str) -> None:
     assert policy.decide("Bash", {"command": command}).behavior == "ask"
     for ordinary in ("cat src/{a,b}.txt", 'cat "src/a.txt"', "cat 'src/{a,b}.txt'", 'grep -c "a" src/{a,b}.txt'):
         assert policy.decide("Bash", {"command": ordinary}).behavior == "allow", ordinary
+
+
+@pytest.mark.parametrize("command", ["cat a=~/secret.txt", "cat a=x:~/secret.txt", "cat a+=~/secret.txt"])
+def test_an_argument_shaped_like_an_assignment_with_a_tilde_asks(tmp_path: Path, command: str) -> None:
+    """bash tilde-expands an argument shaped like an assignment after its ``=`` and each ``:``: ``cat a=~/secret.txt``
+    opened ``a=/tmp/.../home/secret.txt``, and a link ``a=/tmp`` in the workspace led it to the home's file while
+    the check looked at ``a=~/...``. Such a word asks; a ``~`` elsewhere in a word stays literal (negative control)."""
+    p = tmp_path / "proj"
+    (p / "a=").mkdir(parents=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "secret.txt").write_text("SENTINEL\n")
+    first = str(home).split("/")[1]
+    os.symlink("/" + first, p / "a=" / first)  # a=/tmp -> /tmp
+    env = {**os.environ, "HOME": str(home)}
+    if command == "cat a=~/secret.txt":
+        assert _bash(p, command, env).stdout == "SENTINEL\n"
+    policy = PermissionPolicy.from_settings([], cwd=str(p), mode="default", user_home=str(home))
+    assert policy.decide("Bash", {"command": command}).behavior == "ask"
+    assert policy.decide("Bash", {"command": "cat a=/x~y"}).behavior == "allow"

@@ -1350,8 +1350,12 @@ def _path_candidates(head: str, args: list[str], lits: list[bool], redirects: li
         yield from _word_paths(head, target, lit, options=False)
 
 
+_ASSIGNMENT_SHAPED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=(?:.*:)?~")
+"""An argument bash tilde-expands after its ``=`` and each ``:`` (``cat a=~/x`` opens ``a=/home/u/x``)."""
+
+
 def _word_paths(head: str, w: str, lit: bool, *, options: bool) -> Iterator[tuple[str, bool] | None]:
-    if not lit and ("$" in w or "`" in w):
+    if (not lit and ("$" in w or "`" in w)) or _ASSIGNMENT_SHAPED.match(w):
         yield None
         return
     alternatives = [w] if lit else brace_words(w)
