@@ -3083,6 +3083,13 @@ SABOTAGES = [
         "    if not lit and (\"$\" in w or \"`\" in w):  # SABOTAGED\n",
         ["tests/test_read_only_shell_state.py::test_an_argument_shaped_like_an_assignment_with_a_tilde_asks"],
     ),
+    Sabotage(
+        "the workspace's own .git file may name any repository",
+        "src/agentloop/agent/permissions/rules.py",
+        "            if top is not None and _gitfile_points_away(top, roots):\n",
+        "            if False:  # SABOTAGED\n",
+        ["tests/test_read_only_shell_state.py::test_git_asks_where_the_workspace_s_own_git_file_names_a_repository_that_does_not_name_it_back"],
+    ),
 ]
 
 

@@ -314,3 +314,24 @@ def test_an_argument_shaped_like_an_assignment_with_a_tilde_asks(tmp_path: Path,
     policy = PermissionPolicy.from_settings([], cwd=str(p), mode="default", user_home=str(home))
     assert policy.decide("Bash", {"command": command}).behavior == "ask"
     assert policy.decide("Bash", {"command": "cat a=/x~y"}).behavior == "allow"
+
+
+def test_git_asks_where_the_workspace_s_own_git_file_names_a_repository_that_does_not_name_it_back(tmp_path: Path) -> None:
+    """A ``.git`` file at the workspace's top (``gitdir: /elsewhere/private/.git``, come with an unpacked archive)
+    makes git read that repository: ``git cat-file -p HEAD:p.txt`` printed a private file. It asks; a linked
+    worktree, whose git directory names this ``.git`` back, still runs git's reads unasked (negative control)."""
+    private = tmp_path / "private"
+    subprocess.run(["git", "init", "-q", str(private)], check=True)
+    (private / "p.txt").write_text("private\n")
+    git = ["git", "-C", str(private), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run([*git, "add", "p.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".git").write_text(f"gitdir: {private / '.git'}\n")
+    assert _bash(ws, "git cat-file -p HEAD:p.txt").stdout == "private\n"
+    d = PermissionPolicy.from_settings([], cwd=str(ws), mode="default").decide("Bash", {"command": "git cat-file -p HEAD:p.txt"})
+    assert d.behavior == "ask"
+    subprocess.run([*git, "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    linked = PermissionPolicy.from_settings([], cwd=str(tmp_path / "wt"), mode="default")
+    assert linked.decide("Bash", {"command": "git cat-file -p HEAD:p.txt"}).behavior == "allow"

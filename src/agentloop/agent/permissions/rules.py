@@ -1027,6 +1027,8 @@ class PermissionPolicy:
             top = _git_top_from(base)
             if top is not None and not any(top == r or top.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
                 return True  # a workspace inside a larger repository: "git cat-file -p HEAD:../secret" reads above it
+            if top is not None and _gitfile_points_away(top, roots):
+                return True  # a .git file naming another repository, the workspace's own included
             for d in _git_dirs_from(base):
                 if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
                     return True  # a .git file in the workspace naming a repository elsewhere: not this workspace's
@@ -1547,6 +1549,34 @@ def _is_git_dir(path: str) -> bool:
     passes over a ``.git`` folder that is not one and keeps looking in the folders above."""
     return os.path.isfile(os.path.join(path, "HEAD")) and (
         os.path.isdir(os.path.join(path, "objects")) or os.path.isfile(os.path.join(path, "commondir")))
+
+
+def _gitfile_points_away(top: str, roots: Sequence[str]) -> bool:
+    """Does ``top/.git``, a file, name a git directory outside ``roots`` that does not name ``top`` back? A linked
+    worktree's does (its ``gitdir`` file names this ``.git``), as does a submodule's (``core.worktree``); a
+    ``gitdir: /home/u/private/.git`` that came with the files does not, and git would read that repository."""
+    dot = os.path.join(top, ".git")
+    if not os.path.isfile(dot):
+        return False
+    found = _git_dirs_from(top)
+    if not found:
+        return True  # unreadable or malformed: git refuses it, the check does not guess
+    g = found[0]
+    if any(g == r or g.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+        return False
+    try:
+        with open(os.path.join(g, "gitdir"), encoding="utf-8", errors="replace") as f:
+            if os.path.realpath(os.path.join(g, f.read(4096).strip())) == os.path.realpath(dot):
+                return False  # a linked worktree of that repository
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(g, "config"), encoding="utf-8", errors="replace") as f:
+            text = f.read(_MAX_GIT_CONFIG)
+    except OSError:
+        return True
+    m = re.search(r"(?im)^\s*worktree\s*=\s*(.+?)\s*$", text)
+    return m is None or os.path.realpath(os.path.join(g, m.group(1))) != os.path.realpath(top)  # a submodule's
 
 
 def _git_top_from(start: str) -> str | None:
