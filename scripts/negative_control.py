@@ -3090,6 +3090,13 @@ SABOTAGES = [
         "            if False:  # SABOTAGED\n",
         ["tests/test_read_only_shell_state.py::test_git_asks_where_the_workspace_s_own_git_file_names_a_repository_that_does_not_name_it_back"],
     ),
+    Sabotage(
+        "the workspace's own repository may borrow objects from anywhere",
+        "src/agentloop/agent/permissions/rules.py",
+        "                if _borrows_objects(d, [*roots, *own]):\n",
+        "                if d not in own and _borrows_objects(d, roots):  # SABOTAGED\n",
+        ["tests/test_read_only_shell_state.py::test_git_asks_where_the_workspace_s_own_repository_borrows_objects_from_elsewhere"],
+    ),
 ]
 
 

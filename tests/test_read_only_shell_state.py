@@ -335,3 +335,21 @@ def test_git_asks_where_the_workspace_s_own_git_file_names_a_repository_that_doe
     subprocess.run([*git, "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
     linked = PermissionPolicy.from_settings([], cwd=str(tmp_path / "wt"), mode="default")
     assert linked.decide("Bash", {"command": "git cat-file -p HEAD:p.txt"}).behavior == "allow"
+
+
+def test_git_asks_where_the_workspace_s_own_repository_borrows_objects_from_elsewhere(tmp_path: Path) -> None:
+    """``objects/info/alternates`` of the workspace's own repository (come with an archive, or a ``clone --shared``)
+    lends it another repository's objects: ``git cat-file -p SHA`` printed a private file. It asks; without the
+    list the same line runs unasked (negative control)."""
+    private = tmp_path / "private"
+    subprocess.run(["git", "init", "-q", str(private)], check=True)
+    (private / "p.txt").write_text("private\n")
+    subprocess.run(["git", "-C", str(private), "add", "p.txt"], check=True)
+    sha = subprocess.run(["git", "-C", str(private), "rev-parse", ":p.txt"], capture_output=True, text=True).stdout.strip()
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    command = f"git cat-file -p {sha}"
+    assert PermissionPolicy.from_settings([], cwd=str(ws), mode="default").decide("Bash", {"command": command}).behavior == "allow"
+    (ws / ".git" / "objects" / "info" / "alternates").write_text(f"{private / '.git' / 'objects'}\n")
+    assert _bash(ws, command).stdout == "private\n"
+    assert PermissionPolicy.from_settings([], cwd=str(ws), mode="default").decide("Bash", {"command": command}).behavior == "ask"

@@ -1032,8 +1032,8 @@ class PermissionPolicy:
             for d in _git_dirs_from(base):
                 if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
                     return True  # a .git file in the workspace naming a repository elsewhere: not this workspace's
-                if d not in own and _borrows_objects(d, roots):
-                    return True  # a nested repository whose objects/info/alternates lends it another's objects
+                if _borrows_objects(d, [*roots, *own]):
+                    return True  # objects/info/alternates lends it another's objects (the workspace's own included)
                 reached.append(d)
         for d in dict.fromkeys(reached):
             files += [os.path.join(d, "config"), os.path.join(d, "config.worktree")]
