@@ -2854,7 +2854,7 @@ SABOTAGES = [
     Sabotage(
         "auto-approved git may read a nested repository that borrows objects from outside",
         "src/agentloop/agent/permissions/rules.py",
-        "                if d not in own and _borrows_objects(d, roots):",
+        "                if _borrows_objects(d, [*roots, *own]):",
         "                if False:  # SABOTAGED",
         ["tests/test_read_only_what_the_shell_reaches.py::test_git_is_not_auto_approved_in_a_nested_repository_that_borrows_objects_from_elsewhere"],
     ),

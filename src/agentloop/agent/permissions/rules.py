@@ -799,8 +799,8 @@ class PermissionPolicy:
             if isinstance(denied, _Bound):
                 return Decision("deny", denied.rule.text, denied.source,
                                 f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
-            read_only_bash = (not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
-                              and self._env_steers() is None)
+            read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
+            read_only_bash = read_only_bash and self._env_steers() is None  # judged in the environment Bash gets
         reads = read_only_bash or (bash is not None and _read_only_line(bash, READ_ONLY_GIT | GIT_READS_WORK_TREE))
         if self.mode == "plan" and tool_name not in self.read_only_tools and not _looks_up(tool_name) and not reads:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
