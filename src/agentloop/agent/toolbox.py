@@ -294,6 +294,10 @@ def _policy(src: ToolboxInputs) -> PermissionPolicy:
     except ValueError as exc:  # a malformed --allowedTools / --disallowedTools rule
         raise AgentError(f"--allowedTools/--disallowedTools: {exc}") from None
     # sessions, keys, user settings; the scripts trusted hooks run: an edit of one asks in every mode
+    from .agent_settings import read_env
+
+    by_project = read_env(src.sources)[1]  # read-only lines are judged in the environment Bash gets; the user's is trusted
+    policy.follow_env(src.child_env, {k: v for k, v in src.env.items() if k not in by_project})
     policy.protected_roots = [os.path.realpath(src.home), *src.hook_files]
     policy.read_only_agent_types = src.read_only_agent_types  # plan mode may launch these: their tools change nothing
     if src.mcp_servers is not None:

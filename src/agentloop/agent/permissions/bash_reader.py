@@ -88,6 +88,9 @@ class Simple:
     """(operator, target) of each redirection, in order."""
     redirect_lits: list[bool] = field(default_factory=list)
     """Per redirection: True when the shell expands nothing in its target (``< $HOME/x``, ``< src/*/x`` do)."""
+    unsure: frozenset[int] = frozenset()
+    """Indices of words whose brace expansion the text here cannot show: a quoted part beside braces
+    (``{"}",e}``, ``{\\{,e}``); ``words`` holds them with their quoting gone."""
 
 
 @dataclass
@@ -150,7 +153,8 @@ _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _HARMLESS_REDIRECT = re.compile(r"^(?:[012]?>&[012]|[012]?>/dev/null|&>/dev/null|[012]?>>/dev/null)$")
 _REDIR_OP = re.compile(r"<<<|<<-|<<|<>|<&|<|>>|>&|>\||>")
 _FD_WORD = re.compile(r"^(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})$")
-_GLOB_SHAPE = re.compile(r"[*?]|\[[^\]]+\]|\{[^{}]*(?:,|\.\.)[^{}]*\}")
+_GLOB_SHAPE = re.compile(r"[*?]|\[.*\]|\{[^{}]*(?:,|\.\.)[^{}]*\}")
+"""Unquoted characters that make a word a pattern (``[]-f]``, ``[!]]``: a ``]`` first in brackets is a member)."""
 _CODE_TEXT = re.compile(r"\$\(|`|\$\{|\$\[")
 _IDENT_IN_ARITH = re.compile(r"(?<![\w#])[A-Za-z_]")
 _NAME_START = re.compile(r"[A-Za-z_0-9@*#?$!-]")
@@ -186,6 +190,7 @@ class _Parser:
         lits: list[bool] = []
         redirects: list[tuple[str, str]] = []
         redirect_lits: list[bool] = []
+        unsure: set[int] = set()
         word: list[str] = []
         shape: list[str] = []  # the word's unquoted characters, "\0" for quoted ones
         in_word = False
@@ -201,7 +206,10 @@ class _Parser:
             nonlocal word, shape, in_word, quoted, pending_redir, cases, want_pattern, cond
             if in_word:
                 w = "".join(word)
-                lit = self.lit and (_ASSIGN.match(w) is not None or not _GLOB_SHAPE.search("".join(shape)))
+                assigns = _ASSIGN.match(w) is not None and all(_ASSIGN.match(x) for x in words)  # "X=*", not "cat a=*"
+                lit = self.lit and (assigns or not _GLOB_SHAPE.search("".join(shape)))
+                if quoted and not lit and ("{" in w or "}" in w) and pending_redir is None:
+                    unsure.add(len(words))
                 if pending_redir is not None:
                     if pending_redir in ("<<", "<<-"):
                         heredocs.append((w, pending_redir == "<<-", quoted))
@@ -239,13 +247,15 @@ class _Parser:
                 self.ctx.commands += 1
                 if self.ctx.commands > MAX_COMMANDS:
                     raise TooLarge(f"the line holds more than {MAX_COMMANDS} commands")
-                simple = Simple(list(words), s[start:at].strip(), list(lits), list(redirects), list(redirect_lits))
+                simple = Simple(list(words), s[start:at].strip(), list(lits), list(redirects), list(redirect_lits),
+                                frozenset(unsure))
                 self.out.append(simple)
                 self.top.append(simple)
             words.clear()
             lits.clear()
             redirects.clear()
             redirect_lits.clear()
+            unsure.clear()
 
         def token(t: str) -> None:
             end_word()
@@ -850,7 +860,7 @@ def split(command: str, depth: int = 0, ctx: _Ctx | None = None) -> list[Simple]
         if words[0] == "[[":
             _cond(words, ctx)
             continue
-        out.append(Simple(words, cmd.raw, lits, cmd.redirects, cmd.redirect_lits))
+        out.append(Simple(words, cmd.raw, lits, cmd.redirects, cmd.redirect_lits, frozenset(i - k for i in cmd.unsure if i >= k)))
     return out
 
 
@@ -1313,7 +1323,7 @@ def _builtin_effects(head: str, words: list[str], lits: list[bool], ctx: _Ctx, u
     alits = lits[1:]
     if head in ("test", "[") and any(a in ("-v", "-R") for a in args):
         ctx.evals.append(f"{head} -v")
-    elif head == "printf" and "-v" in args:
+    elif head == "printf" and args[:1] and args[0].startswith("-v"):  # "-vNAME" too: getopt takes a stuck value
         ctx.evals.append("printf -v")
     elif head == "read":
         ctx.taint.append("read")

@@ -521,6 +521,34 @@ class PermissionPolicy:
     """Where the Bash shells this policy guards stand now (``cd`` carries over from one call to the next): a
     read-only line's relative paths are judged from there (``cd src/d`` then ``cat link/x``); None: a shell gone."""
 
+    shell_env: Mapping[str, str] | None = None
+    """The environment Bash's shell starts with (``ToolSetup.env``); None: this process's. A read-only line is
+    judged in it (``CDPATH``), and asks when a variable of it differs from ``trusted_env`` and is not on
+    ``_INERT_ENV`` (a project's ``env`` or a hook's export setting ``BASH_ENV``, ``PATH``, ``GIT_DIR``...)."""
+    trusted_env: Mapping[str, str] | None = None
+    """The environment the user chose (theirs, with their own settings' ``env``); None: this process's."""
+
+    def follow_env(self, env: Mapping[str, str] | None, trusted: Mapping[str, str] | None = None) -> None:
+        """Judge read-only lines in the environment Bash's shell gets (``env``, read at each decision: hooks may
+        add to it), trusting the variables whose value ``trusted`` gives (``toolbox._policy``)."""
+        self.shell_env, self.trusted_env = env, trusted
+
+    def _env_steers(self) -> str | None:
+        """A variable of Bash's environment the user did not choose (it differs from ``trusted_env``: a project's
+        settings ``env`` or a hook's export set it) and not known to leave read-only programs reading only what
+        the line names: an allow-list, so ``BASH_ENV`` (a script bash runs first), ``PATH`` (``cat`` a workspace
+        file), ``CDPATH``, ``GIT_DIR``, ``MAGIC``, ``RIPGREP_CONFIG_PATH`` (``--pre``) or any variable not known
+        here makes the line ask. None: none does."""
+        if self.shell_env is None:
+            return None
+        trusted = os.environ if self.trusted_env is None else self.trusted_env
+        for k, v in self.shell_env.items():
+            if trusted.get(k) == v:
+                continue
+            if not (k in _INERT_ENV or k.startswith("LC_")) or not _INERT_VALUE.match(v):
+                return k
+        return None
+
     def follow_shell(self, where: Callable[[], str | None]) -> None:
         """Judge relative paths of read-only lines from the shell ``where()`` names (``builtin_registry``)."""
         self.shell_dirs = (*[w for w in self.shell_dirs if w() is not None], where)
@@ -773,6 +801,7 @@ class PermissionPolicy:
                 return Decision("deny", denied.rule.text, denied.source,
                                 f"Bash would read a file the rule {denied.rule.text} ({denied.source}) denies")
             read_only_bash = not denied and self._outside_path(bash) is None and not self._repo_runs_programs(bash)
+            read_only_bash = read_only_bash and self._env_steers() is None  # judged in the environment Bash gets
         reads = read_only_bash or (bash is not None and _read_only_line(bash, READ_ONLY_GIT | GIT_READS_WORK_TREE))
         if self.mode == "plan" and tool_name not in self.read_only_tools and not _looks_up(tool_name) and not reads:
             return Decision("deny", None, None, f"plan mode: {tool_name} could change things, so it is not run")
@@ -863,6 +892,10 @@ class PermissionPolicy:
 
     def _why_not_read_only(self, bash: _BashView) -> str:
         """Why a line of read-only commands was not auto-approved, for the prompt (empty: no such reason)."""
+        steers = self._env_steers()
+        if steers is not None:
+            return (f"; the line only reads, but Bash's environment sets {steers} (a project's settings env or a hook's"
+                    " export), which can change what a read-only program runs or opens")
         outside = self._outside_path(bash)
         if outside is not None:
             return f"; the line only reads, but names {outside!r}, outside the workspace and the added directories"
@@ -897,7 +930,7 @@ class PermissionPolicy:
             if simple.words[0] in ("cd", "pushd") and simple.words[1:2] in ([], ["-"], ["--"]):
                 return "cd to the home folder"
             for found in _path_candidates(simple.words[0], simple.words[1:], simple.lits[1:], simple.redirects,
-                                          simple.redirect_lits):
+                                          simple.redirect_lits, simple.unsure):
                 if found is None:
                     return "an argument this check cannot resolve"
                 c, pattern = found
@@ -933,14 +966,15 @@ class PermissionPolicy:
             simple = u.simple
             if simple is None or simple.words[0] != "cd":
                 continue
-            for found in _path_candidates("cd", simple.words[1:], simple.lits[1:], [], []):
+            for found in _path_candidates("cd", simple.words[1:], simple.lits[1:], [], [], simple.unsure):
                 if found is None:
                     return "a cd whose folder this check cannot resolve"
                 if not found[0].startswith("-"):
                     targets.append(found)
         if len(targets) > MAX_CD_BASES:
             return f"more than {MAX_CD_BASES} cd targets (too many to follow each)"
-        cdpath = [e for e in os.environ.get("CDPATH", "").split(":") if e]
+        env = os.environ if self.shell_env is None else self.shell_env
+        cdpath = [e for e in env.get("CDPATH", "").split(":") if e]
         roots = [self.cwd, *self.additional_directories]
         starts: list[str] = []
         for where in self.shell_dirs:  # where the next command starts (tools/builtin._bash: the root if that is gone)
@@ -991,11 +1025,16 @@ class PermissionPolicy:
         roots = [self.cwd, *self.additional_directories]
         reached = list(own)
         for base in bases:  # the repository git finds from each folder the line's git may run in
+            top = _git_top_from(base)
+            if top is not None and not any(top == r or top.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                return True  # a workspace inside a larger repository: "git cat-file -p HEAD:../secret" reads above it
+            if top is not None and _gitfile_points_away(top, roots):
+                return True  # a .git file naming another repository, the workspace's own included
             for d in _git_dirs_from(base):
                 if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
                     return True  # a .git file in the workspace naming a repository elsewhere: not this workspace's
-                if d not in own and _borrows_objects(d, roots):
-                    return True  # a nested repository whose objects/info/alternates lends it another's objects
+                if _borrows_objects(d, [*roots, *own]):
+                    return True  # objects/info/alternates lends it another's objects (the workspace's own included)
                 reached.append(d)
         for d in dict.fromkeys(reached):
             files += [os.path.join(d, "config"), os.path.join(d, "config.worktree")]
@@ -1034,7 +1073,7 @@ class PermissionPolicy:
             s = u.simple
             if s is None:
                 continue
-            for found in _path_candidates(s.words[0], s.words[1:], s.lits[1:], s.redirects, s.redirect_lits):
+            for found in _path_candidates(s.words[0], s.words[1:], s.lits[1:], s.redirects, s.redirect_lits, s.unsure):
                 checked += 1
                 if checked > MAX_PATH_CHECKS or found is None or found[1]:
                     return True  # expanded (a glob, a variable), or too many to resolve each: not auto-approved
@@ -1239,6 +1278,11 @@ MAX_PATH_CHECKS = 1_000
 MAX_CD_BASES = 64
 """Folders a line's ``cd`` commands may lead to that the read-only check follows; more asks."""
 """Paths one read-only line may name and still be auto-approved (each is resolved on disk)."""
+_INERT_ENV = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "CLICOLOR",
+                        "CLICOLOR_FORCE", "COLORTERM"})
+"""Variables a settings file may set and read-only lines still run unasked (and ``LC_*``), with an ``_INERT_VALUE``."""
+_INERT_VALUE = re.compile(r"^[A-Za-z0-9_.@+-]*$")
+"""No ``/`` (``LC_ALL=/x``, ``TZ=/x`` name files) and no ``:`` (``TZ=:x``)."""
 _HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 _MAX_GIT_CONFIG = 1 << 20
 
@@ -1254,41 +1298,15 @@ def _shows_redirections(pat: BashPattern, text: str) -> bool:
     return all(_glob(" ".join(w.split()), " ".join(h.split())) for w, h in zip(want, have))
 
 
-def _bracket_end(pattern: str, i: int) -> int:
-    """Where the bracket expression opening at ``i`` closes (its ``]``), or -1: ``[!]a]``, ``[[:alpha:]x]``."""
-    j = i + 1
-    if j < len(pattern) and pattern[j] in "!^":
-        j += 1
-    if j < len(pattern) and pattern[j] == "]":
-        j += 1
-    while j < len(pattern):
-        if pattern[j] == "[" and j + 1 < len(pattern) and pattern[j + 1] in ":=.":
-            k = pattern.find(pattern[j + 1] + "]", j + 2)
-            if k < 0:
-                return -1
-            j = k + 2
-            continue
-        if pattern[j] == "]":
-            return j
-        j += 1
-    return -1
-
-
 def _may_match(pattern: str, name: str) -> bool:
-    """Could bash's glob ``pattern`` match ``name``? A superset, in linear time: a bracket expression
-    (``[!a]``, ``[^a]``, ``[[:alpha:]]``) counts as any one character, a leading dot needs no dot."""
+    """Could bash's glob ``pattern`` match ``name``? A superset, in linear time: from a pattern's first ``[`` on,
+    anything matches (its quoting is gone, so which ``[``, ``]`` and ``\\`` were live is not known), ``?`` and ``*`` match
+    a literal ``?`` and ``*`` too, and a leading dot needs no dot."""
+    if "[" in pattern:  # from its first "[" on, anything: the word reaches here unquoted, so "["e]* (a literal "[")
+        pattern = pattern[: pattern.index("[")] + "*"  # and [e\]]* (an escaped "]") read alike
     tokens: list[str | None] = []  # a character, "*" as "*", None for any one character
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "[":
-            j = _bracket_end(pattern, i)
-            if j > 0:
-                tokens.append(None)
-                i = j + 1
-                continue
+    for c in pattern:
         tokens.append(None if c == "?" else c)
-        i += 1
     t = k = 0
     star, mark = -1, 0
     while k < len(name):
@@ -1310,7 +1328,7 @@ def _may_match(pattern: str, name: str) -> bool:
 
 
 def _path_candidates(head: str, args: list[str], lits: list[bool], redirects: list[tuple[str, str]],
-                     redirect_lits: list[bool]) -> Iterator[tuple[str, bool] | None]:
+                     redirect_lits: list[bool], unsure: frozenset[int] = frozenset()) -> Iterator[tuple[str, bool] | None]:
     """The words of a read-only command ``head`` that may name files, each as ``(path, is a pattern)``: every
     argument as a whole (an operand after ``--`` may start with ``-``), option values after ``=``
     (``--file=/etc/x``) or stuck to their short option where the program's getopt spelling puts them
@@ -1318,19 +1336,29 @@ def _path_candidates(head: str, args: list[str], lits: list[bool], redirects: li
     a word with braces or glob characters as each word bash's brace expansion makes of it
     (``{../../x,src}/stamp``: two), its globs left for ``_glob_reach``. None for a word whose value the
     shell computes, or whose braces make more than ``MAX_BRACE_WORDS`` words."""
-    for w, lit in zip(args, lits):
+    for k, (w, lit) in enumerate(zip(args, lits), 1):
+        if k in unsure:
+            yield None  # '{"}",e}': which braces are live is not in the word any more
+            continue
         yield from _word_paths(head, w, lit, options=True)
     for k, (op, target) in enumerate(redirects):
         if op not in ("<", "<>"):
             continue
         lit = redirect_lits[k] if k < len(redirect_lits) else False
+        if not lit and ("{" in target or "}" in target):
+            yield None  # its quoting is gone too (a target with braces is rare)
+            continue
         if not lit and target.startswith("<(") and target.endswith(")") and "$" not in target and "`" not in target:
             continue  # "< <(cmd)": a pipe; cmd is a command of the line, judged on its own
         yield from _word_paths(head, target, lit, options=False)
 
 
+_ASSIGNMENT_SHAPED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=(?:.*:)?~")
+"""An argument bash tilde-expands after its ``=`` and each ``:`` (``cat a=~/x`` opens ``a=/home/u/x``)."""
+
+
 def _word_paths(head: str, w: str, lit: bool, *, options: bool) -> Iterator[tuple[str, bool] | None]:
-    if not lit and ("$" in w or "`" in w):
+    if (not lit and ("$" in w or "`" in w)) or _ASSIGNMENT_SHAPED.match(w):
         yield None
         return
     alternatives = [w] if lit else brace_words(w)
@@ -1370,7 +1398,7 @@ MAX_BRACE_WORDS = 256
 MAX_BRACE_WORD = 4096
 """Characters of a word with braces that ``brace_words`` expands (a longer one is not resolved: it asks)."""
 _GLOB_COMPONENT = re.compile(r"[*?\[]")
-_SEQUENCE = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.-?\d+)?$")
+_SEQUENCE = re.compile(r"^([-+]?\d+|[A-Za-z])\.\.([-+]?\d+|[A-Za-z])(?:\.\.[-+]?\d+)?$")
 
 
 def brace_words(word: str) -> list[str] | None:
@@ -1427,14 +1455,16 @@ def _sequence(body: str) -> list[str] | None:
     if m is None:
         return None
     a, b = m.group(1), m.group(2)
-    if a.lstrip("-").isdigit() != b.lstrip("-").isdigit():
+    if a.lstrip("-+").isdigit() != b.lstrip("-+").isdigit():
         return None
-    if a.lstrip("-").isdigit():
+    if a.lstrip("-+").isdigit():
         lo, hi = int(a), int(b)
-        if abs(hi - lo) > MAX_BRACE_WORDS:
+        if abs(hi - lo) > MAX_BRACE_WORDS // 2:
             return [str(lo)] * (MAX_BRACE_WORDS + 1)  # too many: the caller gives up
         step = 1 if hi >= lo else -1
-        return [str(n) for n in range(lo, hi + step, step)]
+        # "{01..03}", "{-01..1}": a leading zero pads every term to the wider end (both forms kept: a superset)
+        width = max(len(a), len(b)) if any(x.lstrip("-+").startswith("0") and len(x.lstrip("-+")) > 1 for x in (a, b)) else 0
+        return list(dict.fromkeys(t for n in range(lo, hi + step, step) for t in (str(n), f"{n:0{width}d}")))
     step = 1 if ord(b) >= ord(a) else -1
     return [chr(c) for c in range(ord(a), ord(b) + step, step)]
 
@@ -1515,6 +1545,55 @@ def _borrows_objects(git_dir: str, roots: Sequence[str]) -> bool:
     return False
 
 
+def _is_git_dir(path: str) -> bool:
+    """Does git take the folder ``path`` for a git directory (``HEAD``, and ``objects`` or ``commondir``)? git
+    passes over a ``.git`` folder that is not one and keeps looking in the folders above."""
+    return os.path.isfile(os.path.join(path, "HEAD")) and (
+        os.path.isdir(os.path.join(path, "objects")) or os.path.isfile(os.path.join(path, "commondir")))
+
+
+def _gitfile_points_away(top: str, roots: Sequence[str]) -> bool:
+    """Does ``top/.git``, a file, name a git directory outside ``roots`` that does not name ``top`` back? A linked
+    worktree's does (its ``gitdir`` file names this ``.git``), as does a submodule's (``core.worktree``); a
+    ``gitdir: /home/u/private/.git`` that came with the files does not, and git would read that repository."""
+    dot = os.path.join(top, ".git")
+    if not os.path.isfile(dot):
+        return False
+    found = _git_dirs_from(top)
+    if not found:
+        return True  # unreadable or malformed: git refuses it, the check does not guess
+    g = found[0]
+    if any(g == r or g.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+        return False
+    try:
+        with open(os.path.join(g, "gitdir"), encoding="utf-8", errors="replace") as f:
+            if os.path.realpath(os.path.join(g, f.read(4096).strip())) == os.path.realpath(dot):
+                return False  # a linked worktree of that repository
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(g, "config"), encoding="utf-8", errors="replace") as f:
+            text = f.read(_MAX_GIT_CONFIG)
+    except OSError:
+        return True
+    m = re.search(r"(?im)^\s*worktree\s*=\s*(.+?)\s*$", text)
+    return m is None or os.path.realpath(os.path.join(g, m.group(1))) != os.path.realpath(top)  # a submodule's
+
+
+def _git_top_from(start: str) -> str | None:
+    """The folder holding the ``.git`` (folder or file) git finds from ``start``, as a real path; None: none."""
+    d = os.path.realpath(start)
+    for _ in range(64):
+        dot = os.path.join(d, ".git")
+        if os.path.isfile(dot) or _is_git_dir(dot):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+    return None
+
+
 def _git_dirs_from(start: str) -> list[str]:
     """The git directory git finds from ``start`` (the first ``.git`` folder or ``gitdir:`` file going up), and
     the common directory a ``gitdir:`` one names, as real paths; none when there is no repository."""
@@ -1537,7 +1616,7 @@ def _git_dirs_from(start: str) -> list[str]:
                 except OSError:
                     pass
             break
-        if os.path.isdir(dot):
+        if _is_git_dir(dot):
             found.append(os.path.realpath(dot))
             break
         parent = os.path.dirname(d)
@@ -1718,8 +1797,8 @@ def _read_only_words(words: list[str], git: frozenset[str] = READ_ONLY_GIT) -> b
         return False  # "sort -uo f", "sort --out=f", "sort --compress=sh": writes a file, or runs a program
     if head == "uniq" and len(_operands(args, "fsw", ("--skip-fields", "--skip-chars", "--check-chars"))) > 1:
         return False  # "uniq IN OUT" (and "uniq - OUT", "uniq -- v -victim") writes OUT
-    if head == "printf" and "-v" in args:
-        return False
+    if head == "printf" and args and args[0].startswith("-") and args[0] != "--":
+        return False  # "printf -v NAME", "printf -v'a[$(cmd)]'": assigns (a subscript runs code); its only option
     if head == "find" and not _find_read_only(args):
         return False
     if head == "diff" and ("--recursive" in longs or "r" in letters) and "--no-dereference" not in longs:
@@ -1798,6 +1877,8 @@ def _read_only_line(bash: _BashView, git: frozenset[str] = READ_ONLY_GIT) -> boo
     """Does every command of the line only read (``git``: the git subcommands that count)?"""
     if bash.units is None or bash.opaque or not bash.units or bash.loose_io():
         return False  # "(echo x) > t", "{ cat; } < f": no command shows the redirection, so none can approve it
+    if "\x00" in (bash.command or ""):
+        return False  # a C string ends at a NUL: what runs may be a prefix of the line judged
     from .bash_reader import _writes
 
     for u in bash.units:
