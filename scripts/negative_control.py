@@ -2744,7 +2744,8 @@ SABOTAGES = [
         "src/agentloop/agent/agent_settings.py",
         "            scope = \"local\"\n",
         "            scope = \"user\"  # SABOTAGED\n",
-        ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_settings_file_named_on_the_command_line_inside_the_workspace_runs_as_a_projects"],
+        ["tests/test_project_settings_run_nothing_on_the_host.py::test_a_settings_file_named_on_the_command_line_inside_the_workspace_runs_as_a_projects",
+         "tests/test_project_settings_run_nothing_on_the_host.py::test_a_settings_file_named_on_the_command_line_inside_the_workspace_widens_nothing"],
     ),
     Sabotage(
         "a read-only line's relative paths are judged from the workspace only, not from where its cd commands lead",

@@ -229,3 +229,19 @@ def test_the_users_env_file_is_sourced_on_the_host_without_a_projects_env(site: 
     assert p.returncode == 0, p.stderr
     assert (site / "ws" / "carried.txt").read_text() == "carried=yes\n"
     assert not (site / "mark-env").exists()
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_settings_file_named_on_the_command_line_inside_the_workspace_widens_nothing(
+        site: Path, scripted: Callable[..., str], inside: bool) -> None:
+    """The same file's ``env`` stays off the host's processes and its ``UnsandboxedBash`` rule is dropped, as a
+    project's are, when it lies in the workspace; beside it, both are the user's own (the control)."""
+    where = site / "ws" / "mine.json" if inside else site / "mine.json"
+    _settings(where, {"env": {"FROM_THE_FILE": "f"}, "permissions": {"allow": ["UnsandboxedBash(make:*)"]}})
+    a = Agent(cwd=str(site / "ws"), trust=True, model=scripted([]), cli_settings=[str(where)])
+    try:
+        on_host = "FROM_THE_FILE" in a.secrets.host_env
+        rule = any(b.rule.text == "UnsandboxedBash(make:*)" for b in a.policy.rules)
+    finally:
+        a.close()
+    assert on_host is not inside and rule is not inside
