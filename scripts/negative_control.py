@@ -1603,9 +1603,9 @@ SABOTAGES = [
     ),
     Sabotage(
         "WebFetch sends a URL whose secret is %-encoded base64",
-        "src/agentloop/agent/tools/web_tools.py",
-        "        return any(redact(t) != t for t in dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))))",
-        "        return redact(text) != text  # SABOTAGED",
+        "src/agentloop/agent/secret_shapes.py",
+        "    return tuple(dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))))",
+        "    return (text,)  # SABOTAGED",
         ["tests/test_secret_shapes.py::test_webfetch_refuses_a_url_holding_a_secret_in_any_shape"],
     ),
     Sabotage(
@@ -2848,8 +2848,8 @@ SABOTAGES = [
     Sabotage(
         "auto-approved git may use a repository a .git file in the workspace names elsewhere",
         "src/agentloop/agent/permissions/rules.py",
-        "                    return True  # a .git file in the workspace naming a repository elsewhere",
-        "                    pass  # SABOTAGED",
+        "            if top is not None and _gitfile_points_away(top, roots):\n                return True  # a .git file naming another repository, the workspace's own included\n            for d in _git_dirs_from(base):\n                if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):\n                    return True  # a .git file in the workspace naming a repository elsewhere: not this workspace's\n",
+        "            if top is not None and _gitfile_points_away(top, roots):\n                pass  # SABOTAGED: a .git file naming another repository, the workspace's own included\n            for d in _git_dirs_from(base):\n                if d not in own and not any(d == r or d.startswith(r.rstrip(os.sep) + os.sep) for r in roots):\n                    pass  # SABOTAGED: a .git file in the workspace naming a repository elsewhere: not this workspace's\n",
         ["tests/test_read_only_what_the_shell_reaches.py::test_git_is_not_auto_approved_in_a_repository_a_workspace_git_file_names_elsewhere"],
     ),
     Sabotage(

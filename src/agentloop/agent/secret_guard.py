@@ -110,10 +110,10 @@ class SecretGuard:
         record = record_of(call.name)
         if not (call.name.startswith("mcp__") or (record is not None and record.lookup)) or not len(self.redactor):
             return None
-        from urllib.parse import unquote, unquote_plus
+        from .secret_shapes import sent_forms
 
         for text in _strings(call.arguments):
-            for form in dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))):
+            for form in sent_forms(text):
                 name = self.redactor.found(form)
                 if name is not None:
                     return name

@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import unquote_plus
 
-__all__ = ["PIECE", "base32_cores", "base64_cores", "compile_shapes", "name_of", "pieces", "shape_patterns", "shapes_of"]
+__all__ = ["PIECE", "base32_cores", "base64_cores", "compile_shapes", "name_of", "pieces", "sent_forms", "shape_patterns", "shapes_of"]
 
 PIECE = 10
 """Characters of a held secret, in one run, that count as the secret: 10 random token characters carry some 60
@@ -194,3 +194,12 @@ _CHAR_ESCAPE = re.compile(r"\\(?:[uU]([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{2}))")
 def _unescaped(text: str) -> str:
     """``text`` with JSON's ``\\uXXXX`` and C's ``\\xXX`` escapes written as the characters they stand for."""
     return _CHAR_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+
+
+def sent_forms(text: str) -> tuple[str, ...]:
+    """``text`` a tool sends off this machine (a URL, a query, an MCP argument) as the other end may read it: as
+    written, %-decoded once (``+`` as a space) and twice (a base64 shape's ``+``, ``/`` and ``=`` are often
+    %-encoded in a query). One place, for WebFetch's own check and the pipeline's (``SecretGuard``)."""
+    from urllib.parse import unquote, unquote_plus
+
+    return tuple(dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))))

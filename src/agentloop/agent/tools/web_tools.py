@@ -63,9 +63,9 @@ def web_tools(models: ModelChoice, redact: Callable[[str], str], budget: Any, ch
     def secret_in(text: str) -> bool:
         """A held secret in the URL, in any shape (``secret_shapes``), also once or twice %-decoded (a base64
         shape's ``+``, ``/`` and ``=`` are often %-encoded in a query)."""
-        from urllib.parse import unquote, unquote_plus
+        from ..secret_shapes import sent_forms
 
-        return any(redact(t) != t for t in dict.fromkeys((text, unquote_plus(text), unquote(unquote(text)))))
+        return any(redact(t) != t for t in sent_forms(text))
 
     fetch = WebFetch(prompt_model, secret_in=secret_in)
     search = WebSearch(prompt_model)
