@@ -43,20 +43,21 @@ def git(base: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
 
 
-def agent(base: Path, commands: list[object]) -> Agent:
+def agent(base: Path, commands: list[object], env: dict[str, str] | None = None) -> Agent:
     """An agent in ``base/proj`` whose model calls Bash once for each of ``commands`` (a command line, or
-    Bash's whole input), then answers "done"; every call allowed, so only the sandbox decides."""
+    Bash's whole input), then answers "done"; every call allowed, so only the sandbox decides. ``env``: more
+    variables for the agent's environment."""
     model = ScriptedModel([reply("", [("Bash", c if isinstance(c, dict) else {"command": c})]) for c in commands]
                           + [reply("done")])
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base / "home"), "LANG": "C.UTF-8",
-           "AGENTLOOP_HOME": str(base / "alhome")}
+           "AGENTLOOP_HOME": str(base / "alhome"), **(env or {})}
     return Agent(cwd=str(base / "proj"), home=str(base / "alhome"), env=env, model=model,
                  permission_mode="bypassPermissions")
 
 
-def sandboxed(base: Path, commands: list[object]) -> list[str]:
-    """What each of ``commands`` returned, run by ``agent`` in an active sandbox."""
-    a = agent(base, commands)
+def sandboxed(base: Path, commands: list[object], env: dict[str, str] | None = None) -> list[str]:
+    """What each of ``commands`` returned, run by ``agent`` (with ``env`` added) in an active sandbox."""
+    a = agent(base, commands, env)
     try:
         assert a.sandbox.active
         res = a.ask("go")

@@ -19,10 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from _plantkit import planting_ground
-from agentloop.agent.agent import Agent
+from _plantkit import planting_ground, sandboxed
 from agentloop.agent.sandbox import bubblewrap as sbx
-from agentloop.testing import ScriptedModel, reply
 
 _path, _why = sbx.probe()
 needs_sandbox = pytest.mark.skipif(_path is None and os.environ.get("AGENTLOOP_REQUIRE_SANDBOX") != "1",
@@ -49,18 +47,13 @@ def test_an_agent_socket_named_by_the_environment_cannot_be_reached_where_the_sa
               "DOCKER_HOST": place / "docker.sock"}
     other = place / "proj" / "app.sock"  # negative control: a socket nothing names is the project's own
     socks = [listening(p) for p in [*agents.values(), other]]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(place / "home"), "LANG": "C.UTF-8",
-           "SSH_AUTH_SOCK": str(agents["SSH_AUTH_SOCK"]), "GPG_AGENT_INFO": f"{agents['GPG_AGENT_INFO']}:0:1",
+    env = {"SSH_AUTH_SOCK": str(agents["SSH_AUTH_SOCK"]), "GPG_AGENT_INFO": f"{agents['GPG_AGENT_INFO']}:0:1",
            "DOCKER_HOST": f"unix://{agents['DOCKER_HOST']}"}
     (place / "proj" / "c.sh").write_text("".join(f"python3 -c \"{CONNECT}\" {p} 2>&1 | tail -1\n"
                                                  for p in [*agents.values(), other]))
-    model = ScriptedModel([reply("", [("Bash", {"command": "bash c.sh"})]), reply("done")])
-    a = Agent(cwd=str(place / "proj"), home=str(place / "alhome"), env=env, model=model, permission_mode="bypassPermissions")
     try:
-        assert a.sandbox.active
-        out = str([m for m in a.ask("go").messages if m.get("role") == "tool"][0]["content"])
+        (out,) = sandboxed(place, ["bash c.sh"], env)
     finally:
-        a.close()
         for s in socks:
             s.close()
     assert f"CONNECTED {other}" in out, out

@@ -16,10 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from _plantkit import planting_ground
-from agentloop.agent.agent import Agent
+from _plantkit import planting_ground, sandboxed
 from agentloop.agent.sandbox import bubblewrap as sbx
-from agentloop.testing import ScriptedModel, reply
 
 _path, _why = sbx.probe()
 pytestmark = pytest.mark.skipif(_path is None and os.environ.get("AGENTLOOP_REQUIRE_SANDBOX") != "1",
@@ -45,14 +43,7 @@ def test_registry_tokens_in_version_managers_folders_are_hidden_and_the_toolchai
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text(text + "\n")
     (place / "proj" / "c.sh").write_text("".join(f"cat {home / rel} 2>/dev/null\n" for rel in FILES))
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"}
-    model = ScriptedModel([reply("", [("Bash", {"command": "bash c.sh"})]), reply("done")])
-    a = Agent(cwd=str(place / "proj"), home=str(place / "alhome"), env=env, model=model, permission_mode="bypassPermissions")
-    try:
-        assert a.sandbox.active
-        out = str([m for m in a.ask("go").messages if m.get("role") == "tool"][0]["content"])
-    finally:
-        a.close()
+    (out,) = sandboxed(place, ["bash c.sh"])
     assert "node-binary-shown" in out and "python-binary-shown" in out, out
     leaked = [t for t in FILES.values() if t.endswith(("token", "password")) and t in out]
     assert not leaked, f"readable from the sandbox: {leaked}"

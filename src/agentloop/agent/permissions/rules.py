@@ -1595,34 +1595,26 @@ def _git_top_from(start: str) -> str | None:
 
 
 def _git_dirs_from(start: str) -> list[str]:
-    """The git directory git finds from ``start`` (the first ``.git`` folder or ``gitdir:`` file going up), and
-    the common directory a ``gitdir:`` one names, as real paths; none when there is no repository."""
-    found: list[str] = []
-    d = start
-    for _ in range(64):
-        dot = os.path.join(d, ".git")
-        if os.path.isfile(dot):
-            try:
-                with open(dot, encoding="utf-8", errors="replace") as f:
-                    line = f.read(4096).strip()
-            except OSError:
-                line = ""
-            if line.startswith("gitdir:"):
-                g = os.path.realpath(os.path.join(d, line[len("gitdir:"):].strip()))
-                found.append(g)
-                try:
-                    with open(os.path.join(g, "commondir"), encoding="utf-8", errors="replace") as f:
-                        found.append(os.path.realpath(os.path.join(g, f.read(4096).strip())))
-                except OSError:
-                    pass
-            break
-        if _is_git_dir(dot):
-            found.append(os.path.realpath(dot))
-            break
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
+    """The git directory git finds from ``start`` (the first ``.git`` folder or ``gitdir:`` file going up, as
+    ``_git_top_from`` finds it), and the common directory a ``gitdir:`` one names, as real paths; none when there
+    is no repository."""
+    top = _git_top_from(start)
+    if top is None:
+        return []
+    dot = os.path.join(top, ".git")
+    if not os.path.isfile(dot):
+        return [os.path.realpath(dot)]
+    from ..sandbox.gitguard import gitdir_of_file
+
+    g = gitdir_of_file(dot)
+    if g is None:
+        return []
+    found = [g]
+    try:
+        with open(os.path.join(g, "commondir"), encoding="utf-8", errors="replace") as f:
+            found.append(os.path.realpath(os.path.join(g, f.read(4096).strip())))
+    except OSError:
+        pass
     return found
 
 

@@ -203,7 +203,7 @@ def parse_config(path: str, *, strict: bool, view: View | None = None) -> list[t
     return out
 
 
-def _gitdir_of_file(dot_git: str) -> str | None:
+def gitdir_of_file(dot_git: str) -> str | None:
     """The git directory a ``.git`` file (``gitdir: PATH``) points at."""
     try:
         with open(dot_git, "rb") as f:
@@ -237,7 +237,7 @@ def _program_path_refusal(after: View, roots: Sequence[str]) -> str | None:
         while root is not None and _inside(d, [root]):
             dot = os.path.join(d, ".git")
             if d not in memo:
-                gitdir = os.path.realpath(dot) if os.path.isdir(dot) else _gitdir_of_file(dot) if os.path.isfile(dot) else None
+                gitdir = os.path.realpath(dot) if os.path.isdir(dot) else gitdir_of_file(dot) if os.path.isfile(dot) else None
                 memo[d] = _program_paths(gitdir, d, homes) if gitdir else []
             hit = next((t for t in memo[d] if _inside(path, [t])), None)
             if hit is not None:
@@ -269,7 +269,7 @@ def _gitdirs_from(dot_gits: Iterable[str]) -> list[str]:
     out: list[str] = []
     todo = []
     for g in dot_gits:
-        todo.append(os.path.realpath(g) if os.path.isdir(g) else (_gitdir_of_file(g) or ""))
+        todo.append(os.path.realpath(g) if os.path.isdir(g) else (gitdir_of_file(g) or ""))
     while todo:
         d = todo.pop()
         if not d or d in out or not os.path.isdir(d):
@@ -509,7 +509,7 @@ def sweep(p: GitPlan, walk: TreeWalk, *, walked: bool = False) -> list[str]:
     for g in fresh:
         if not os.path.lexists(g):
             continue
-        target = os.path.realpath(g) if os.path.isdir(g) else _gitdir_of_file(g)
+        target = os.path.realpath(g) if os.path.isdir(g) else gitdir_of_file(g)
         if target is None or target in known or _inside(target, p.roots):
             continue  # not a way to a git directory, or one checked above
         try:
